@@ -1,0 +1,91 @@
+package platform
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+// Validator is implemented by request structs; Validate returns an *Error
+// (usually from Invalid) naming the field and the rule it broke.
+type Validator interface {
+	Validate() error
+}
+
+// Decode reads a JSON body into dst strictly: unknown fields, wrong types,
+// trailing data and malformed JSON are 400s that name the field. An empty
+// body decodes as {}. When dst implements Validator, Validate runs last, so
+// handlers see only valid requests.
+func Decode(c fiber.Ctx, dst any) error {
+	return DecodeBytes(c.Body(), dst)
+}
+
+// DecodeBytes is Decode for a body already in hand.
+func DecodeBytes(body []byte, dst any) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &Error{Code: CodeInvalid, Message: "body: unexpected data after the JSON value", Details: "body"}
+	}
+	if v, ok := dst.(Validator); ok {
+		return v.Validate()
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return &Error{Code: CodeInvalid, Message: "body: malformed JSON near offset " + itoa(int(syn.Offset)), Details: "body"}
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "body"
+		}
+		return &Error{Code: CodeInvalid, Field: field, Details: field,
+			Message: field + ": must be " + jsonKind(typ.Type.Kind().String()) + ", got " + typ.Value}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &Error{Code: CodeInvalid, Message: "body: truncated JSON", Details: "body"}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &Error{Code: CodeInvalid, Field: field, Details: field, Message: field + ": unknown field"}
+	}
+	return &Error{Code: CodeInvalid, Message: "body: invalid JSON", Details: "body"}
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "float32", "float64":
+		return "a number"
+	}
+	if strings.HasPrefix(k, "int") || strings.HasPrefix(k, "uint") {
+		return "an integer"
+	}
+	return "a " + k
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

@@ -1,0 +1,17 @@
+// Package platform is the shared kernel of deckhand: the one HTTP host every
+// container service and the control plane run on, the typed domain errors and
+// the single map from error codes to HTTP statuses, route tables that produce
+// both the router and the OpenAPI document, request decoding and validation,
+// the injectable clock, and the process health record.
+//
+// Transport decision (made once, here): every service is a Fiber v3 app on
+// fasthttp, because that is the fast path for plain JSON resources. Routes
+// that need net/http semantics — WebSocket upgrades through gorilla/websocket,
+// WebDAV through golang.org/x/net/webdav, streaming bodies — are declared with
+// Route.HTTP and mounted through Fiber's adaptor; fasthttp's adaptor implements
+// http.Hijacker and http.Flusher, so gorilla's Upgrader works unchanged. The
+// agent's gateway is the one place that runs a net/http server of its own,
+// because httputil.ReverseProxy needs it to pass upgrades through.
+//
+// platform imports nothing else of ours.
+package platform

@@ -1,0 +1,135 @@
+package platform
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Stable error codes. Domains return *Error values carrying one of these (or a
+// domain-specific code registered with RegisterCode); HTTP layers never pick
+// a status themselves.
+const (
+	CodeBadRequest           = "BAD_REQUEST"
+	CodeInvalid              = "INVALID"
+	CodeUnauthorized         = "UNAUTHORIZED"
+	CodeForbidden            = "FORBIDDEN"
+	CodeNotFound             = "NOT_FOUND"
+	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
+	CodeConflict             = "CONFLICT"
+	CodeGone                 = "GONE"
+	CodePreconditionFailed   = "PRECONDITION_FAILED"
+	CodePreconditionRequired = "PRECONDITION_REQUIRED"
+	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
+	CodeUnsupportedMedia     = "UNSUPPORTED_MEDIA_TYPE"
+	CodeTooManyRequests      = "TOO_MANY_REQUESTS"
+	CodeInternal             = "INTERNAL"
+	CodeBackend              = "BACKEND_ERROR"
+	CodeUnavailable          = "UNAVAILABLE"
+	CodeSigningNotConfigured = "SIGNING_NOT_CONFIGURED"
+	CodeTimeout              = "TIMEOUT"
+)
+
+var codeStatus = map[string]int{
+	CodeBadRequest:           http.StatusBadRequest,
+	CodeInvalid:              http.StatusBadRequest,
+	CodeUnauthorized:         http.StatusUnauthorized,
+	CodeForbidden:            http.StatusForbidden,
+	CodeNotFound:             http.StatusNotFound,
+	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	CodeConflict:             http.StatusConflict,
+	CodeGone:                 http.StatusGone,
+	CodePreconditionFailed:   http.StatusPreconditionFailed,
+	CodePreconditionRequired: http.StatusPreconditionRequired,
+	CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMedia:     http.StatusUnsupportedMediaType,
+	CodeTooManyRequests:      http.StatusTooManyRequests,
+	CodeInternal:             http.StatusInternalServerError,
+	CodeBackend:              http.StatusInternalServerError,
+	CodeUnavailable:          http.StatusServiceUnavailable,
+	CodeSigningNotConfigured: http.StatusServiceUnavailable,
+	CodeTimeout:              http.StatusGatewayTimeout,
+}
+
+// RegisterCode adds a domain-specific code (for example TRANSFER_FEE_CHANGED
+// → 409). Call it from an init function of the domain package; codes are
+// global so the map stays the single source of truth.
+func RegisterCode(code string, status int) {
+	if _, dup := codeStatus[code]; dup {
+		panic("platform: error code registered twice: " + code)
+	}
+	codeStatus[code] = status
+}
+
+// StatusOf maps a code to its HTTP status; unknown codes are 500.
+func StatusOf(code string) int {
+	if s, ok := codeStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Error is a domain error with a stable code. Message is safe to show to
+// clients; Details carries extra client-safe context (a field name, bounds,
+// close matches). Cause is for logs only and never reaches a client.
+type Error struct {
+	Code    string
+	Message string
+	Details string
+	Field   string
+	Headers map[string]string // e.g. Retry-After on TOO_MANY_REQUESTS
+	Cause   error
+}
+
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return e.Code + ": " + e.Message + ": " + e.Cause.Error()
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Status is the HTTP status for the error's code.
+func (e *Error) Status() int { return StatusOf(e.Code) }
+
+// Errorf builds an *Error with a formatted client-safe message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid reports that a request field broke a rule; the message names both.
+func Invalid(field, rule string, args ...any) *Error {
+	msg := rule
+	if len(args) > 0 {
+		msg = fmt.Sprintf(rule, args...)
+	}
+	return &Error{Code: CodeInvalid, Field: field, Message: field + ": " + msg, Details: field}
+}
+
+// NotFound reports a missing resource of the given kind.
+func NotFound(kind, id string) *Error {
+	return &Error{Code: CodeNotFound, Message: fmt.Sprintf("%s %q not found", kind, id), Details: kind}
+}
+
+// Internal wraps an unexpected failure; the client sees only the operation.
+func Internal(op string, cause error) *Error {
+	return &Error{Code: CodeInternal, Message: "internal error while trying to " + op, Cause: cause}
+}
+
+// WithDetails returns a copy with Details set.
+func (e *Error) WithDetails(format string, args ...any) *Error {
+	c := *e
+	c.Details = fmt.Sprintf(format, args...)
+	return &c
+}
+
+// AsError converts any error into an *Error, treating unknown errors as
+// internal so their text never leaks.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeInternal, Message: "internal server error", Cause: err}
+}

@@ -1,0 +1,380 @@
+package platform
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/middleware/adaptor"
+)
+
+// ErrorStyle selects the error body a host writes.
+type ErrorStyle int
+
+const (
+	// ContainerErrors writes {"code","details","message"} (container services).
+	ContainerErrors ErrorStyle = iota
+	// EnvelopeErrors writes {"statusCode","error","message"} (control plane).
+	EnvelopeErrors
+)
+
+// HostConfig configures one HTTP host.
+type HostConfig struct {
+	Info   Info
+	Style  ErrorStyle
+	Logger *slog.Logger
+	// BodyLimit in bytes (default 4 MiB); larger bodies get 413.
+	BodyLimit    int
+	ReadTimeout  time.Duration // default 60s
+	WriteTimeout time.Duration // default 0: downloads may be long
+	IdleTimeout  time.Duration // default 120s
+	// StreamRequestBody hands large bodies to handlers as a stream.
+	StreamRequestBody bool
+	// Middleware runs after the kernel's (request id, log, recovery) and
+	// before any route: authentication, rate limits.
+	Middleware []fiber.Handler
+	// Finalize runs on every response, success or error, after its body is
+	// complete: the control plane signs responses here.
+	Finalize func(c fiber.Ctx)
+	// HealthStatus reports a non-ok status ("unavailable", reason).
+	HealthStatus func() (status, detail string)
+	// ProxyHeader, when set (e.g. X-Forwarded-For), is trusted for c.IP().
+	ProxyHeader string
+}
+
+// Host is one service's HTTP server: a Fiber app built from a route table
+// plus the kernel's /health and /openapi.{json,yaml}.
+type Host struct {
+	cfg      HostConfig
+	app      *fiber.App
+	routes   []Route
+	docJSON  []byte
+	docYAML  []byte
+	docErr   error
+	lastUA   atomic.Pointer[string]
+	boundIP  atomic.Pointer[string]
+	reqCount atomic.Uint64
+}
+
+const requestIDKey = "deckhand.request_id"
+
+// NewHost builds a host serving routes (from one or more tables).
+func NewHost(cfg HostConfig, tables ...[]Route) *Host {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = 4 << 20
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 60 * time.Second
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 120 * time.Second
+	}
+	h := &Host{cfg: cfg}
+	h.app = fiber.New(fiber.Config{
+		AppName:           cfg.Info.Name,
+		BodyLimit:         cfg.BodyLimit,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		StreamRequestBody: cfg.StreamRequestBody,
+		ProxyHeader:       cfg.ProxyHeader,
+		TrustProxy:        cfg.ProxyHeader != "",
+		TrustProxyConfig:  fiber.TrustProxyConfig{Loopback: true, Private: true, LinkLocal: true},
+		ErrorHandler: func(c fiber.Ctx, err error) error {
+			h.writeError(c, err)
+			h.finalize(c)
+			return nil
+		},
+	})
+	h.app.Use(h.kernel)
+	for _, m := range cfg.Middleware {
+		h.app.Use(m)
+	}
+	h.routes = append(h.routes, h.builtinRoutes()...)
+	for _, t := range tables {
+		h.routes = append(h.routes, t...)
+	}
+	for _, r := range h.routes {
+		h.register(r)
+	}
+	doc, err := OpenAPI(cfg.Info, h.routes)
+	if err == nil {
+		h.docJSON, h.docYAML, err = MarshalOpenAPI(doc)
+	}
+	h.docErr = err
+	if err != nil {
+		cfg.Logger.Error("openapi document cannot be built", "service", cfg.Info.Name, "err", err)
+	}
+	return h
+}
+
+func (h *Host) register(r Route) {
+	var handler fiber.Handler
+	switch {
+	case r.Handler != nil:
+		handler = r.Handler
+	case r.HTTP != nil:
+		handler = adaptor.HTTPHandler(r.HTTP)
+	default:
+		panic("platform: route without handler: " + r.Method + " " + r.Path)
+	}
+	path := fiberPath(r.Path)
+	if r.Method == MethodAny {
+		h.app.All(path, handler)
+		return
+	}
+	h.app.Add([]string{r.Method}, path, handler)
+}
+
+// App exposes the Fiber app (tests use App().Test).
+func (h *Host) App() *fiber.App { return h.app }
+
+// Routes is the full route table, built-ins included.
+func (h *Host) Routes() []Route { return h.routes }
+
+// OpenAPIJSON is the served document (or why it could not be built).
+func (h *Host) OpenAPIJSON() ([]byte, error) { return h.docJSON, h.docErr }
+
+// Serve answers on ln until Shutdown.
+func (h *Host) Serve(ln net.Listener) error {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		ip := tcp.IP.String()
+		h.boundIP.Store(&ip)
+	}
+	err := h.app.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting, lets in-flight requests finish until ctx ends.
+func (h *Host) Shutdown(ctx context.Context) error { return h.app.ShutdownWithContext(ctx) }
+
+// kernel is the outermost middleware: request id, panic recovery, error
+// rendering, access log and Finalize, in one frame so every response —
+// including 404s for unknown routes — passes through all of them.
+func (h *Host) kernel(c fiber.Ctx) (err error) {
+	start := time.Now()
+	rid := c.Get(fiber.HeaderXRequestID)
+	if rid == "" || len(rid) > 128 {
+		rid = newRequestID()
+	}
+	c.Locals(requestIDKey, rid)
+	c.Set(fiber.HeaderXRequestID, rid)
+	if ua := c.Get(fiber.HeaderUserAgent); ua != "" {
+		if cur := h.lastUA.Load(); cur == nil || *cur != ua {
+			ua = string([]byte(ua)) // fasthttp reuses the header buffer
+			h.lastUA.Store(&ua)
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			h.cfg.Logger.Error("panic in handler", "request_id", rid, "panic", p, "path", c.Path())
+			h.writeError(c, Internal("handle the request", errors.New("panic")))
+		}
+		h.finalize(c)
+		h.cfg.Logger.Info("request",
+			"service", h.cfg.Info.Name, "request_id", rid, "method", c.Method(), "path", c.Path(),
+			"status", c.Response().StatusCode(), "duration_ms", float64(time.Since(start).Microseconds())/1000,
+			"ip", c.IP(), "bytes", len(c.Response().Body()))
+		err = nil
+	}()
+	if e := c.Next(); e != nil {
+		h.writeError(c, e)
+	}
+	return nil
+}
+
+func (h *Host) finalize(c fiber.Ctx) {
+	if h.cfg.Finalize != nil {
+		h.cfg.Finalize(c)
+	}
+}
+
+// RequestID returns the id the kernel gave this request.
+func RequestID(c fiber.Ctx) string {
+	s, _ := c.Locals(requestIDKey).(string)
+	return s
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// writeError renders err in the host's style; internal causes go to the log
+// only, with the request id, so clients never see Go error strings.
+func (h *Host) writeError(c fiber.Ctx, err error) {
+	e := fromFiber(err)
+	if e.Code == CodeInternal || e.Code == CodeBackend {
+		h.cfg.Logger.Error("request failed", "service", h.cfg.Info.Name, "request_id", RequestID(c),
+			"path", c.Path(), "code", e.Code, "err", err)
+	}
+	for k, v := range e.Headers {
+		c.Set(k, v)
+	}
+	status := e.Status()
+	c.Status(status)
+	if h.cfg.Style == EnvelopeErrors {
+		_ = c.JSON(ErrorEnvelope{StatusCode: status, Error: envelopeError(e.Code, status), Message: e.Message})
+		return
+	}
+	_ = c.JSON(ContainerError{Code: e.Code, Details: e.Details, Message: e.Message})
+}
+
+// fromFiber maps Fiber's own errors (unknown route, body too large ...) to codes.
+func fromFiber(err error) *Error {
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case http.StatusNotFound:
+			return &Error{Code: CodeNotFound, Message: "no such route", Details: "route"}
+		case http.StatusMethodNotAllowed:
+			return &Error{Code: CodeMethodNotAllowed, Message: "method not allowed on this route"}
+		case http.StatusRequestEntityTooLarge:
+			return &Error{Code: CodePayloadTooLarge, Message: "request body exceeds the size limit"}
+		case http.StatusRequestTimeout:
+			return &Error{Code: CodeTimeout, Message: "request timed out"}
+		case http.StatusUnsupportedMediaType:
+			return &Error{Code: CodeUnsupportedMedia, Message: "unsupported media type"}
+		case http.StatusRequestHeaderFieldsTooLarge:
+			return &Error{Code: CodeBadRequest, Message: "request headers too large"}
+		}
+		if fe.Code >= 400 && fe.Code < 500 {
+			return &Error{Code: CodeBadRequest, Message: "bad request"}
+		}
+	}
+	return AsError(err)
+}
+
+// genericCodes are shown in the envelope's `error` as the status text; any
+// other code is a domain code and is shown as itself (TRANSFER_FEE_CHANGED).
+var genericCodes = map[string]bool{
+	CodeBadRequest: true, CodeInvalid: true, CodeUnauthorized: true, CodeForbidden: true,
+	CodeNotFound: true, CodeMethodNotAllowed: true, CodeConflict: true, CodeGone: true,
+	CodePreconditionFailed: true, CodePreconditionRequired: true, CodePayloadTooLarge: true,
+	CodeUnsupportedMedia: true, CodeTooManyRequests: true, CodeInternal: true, CodeBackend: true,
+	CodeUnavailable: true, CodeTimeout: true,
+}
+
+func envelopeError(code string, status int) string {
+	if genericCodes[code] {
+		return http.StatusText(status)
+	}
+	return code
+}
+
+// ContainerError is the error body of every container service.
+type ContainerError struct {
+	Code    string `json:"code" required:"true"`
+	Details string `json:"details" required:"true"`
+	Message string `json:"message" required:"true"`
+}
+
+// ErrorEnvelope is the control plane's error body.
+type ErrorEnvelope struct {
+	StatusCode int    `json:"statusCode"`
+	Error      string `json:"error"`
+	Message    string `json:"message"`
+}
+
+// Envelope is the control plane's success body.
+type Envelope struct {
+	StatusCode int    `json:"statusCode"`
+	Message    string `json:"message"`
+	Data       any    `json:"data,omitempty"`
+}
+
+// Respond writes a control-plane success envelope.
+func Respond(c fiber.Ctx, status int, message string, data any) error {
+	return c.Status(status).JSON(Envelope{StatusCode: status, Message: message, Data: data})
+}
+
+// JSON writes a plain JSON resource (container services).
+func JSON(c fiber.Ctx, status int, v any) error {
+	return c.Status(status).JSON(v)
+}
+
+func (h *Host) builtinRoutes() []Route {
+	return []Route{
+		{Method: http.MethodGet, Path: "/health", Summary: "Health record of this service", Public: true,
+			Response: Health{}, Tags: []string{"meta"}, Handler: h.health},
+		{Method: http.MethodGet, Path: "/openapi.json", Summary: "This service's OpenAPI document (JSON)", Public: true,
+			ContentType: "application/json", Tags: []string{"meta"}, Handler: h.openapiJSON},
+		{Method: http.MethodGet, Path: "/openapi.yaml", Summary: "This service's OpenAPI document (YAML)", Public: true,
+			ContentType: "application/yaml", Tags: []string{"meta"}, Handler: h.openapiYAML},
+	}
+}
+
+func (h *Host) health(c fiber.Ctx) error {
+	rec := Health{
+		PID:     pid,
+		Service: h.cfg.Info.Name,
+		Started: processStart.Format(time.RFC3339Nano),
+		Status:  "ok",
+		FDs:     CountFDs(),
+		Memory:  ReadMemory(),
+		IP:      "127.0.0.1",
+	}
+	if ip := h.boundIP.Load(); ip != nil {
+		rec.IP = *ip
+	}
+	if BuildTime != "" {
+		b := BuildTime
+		rec.Built = &b
+	}
+	if ua := h.lastUA.Load(); ua != nil {
+		rec.UserAgent = ua
+	}
+	if h.cfg.HealthStatus != nil {
+		rec.Status, rec.Detail = h.cfg.HealthStatus()
+	}
+	return c.JSON(rec)
+}
+
+var errOpenAPI = &Error{Code: CodeBackend, Message: "Internal server error", Details: "openapi document unavailable"}
+
+func (h *Host) openapiJSON(c fiber.Ctx) error {
+	if h.docErr != nil {
+		return errOpenAPI
+	}
+	c.Set(fiber.HeaderContentType, "application/json")
+	return c.Send(h.docJSON)
+}
+
+func (h *Host) openapiYAML(c fiber.Ctx) error {
+	if h.docErr != nil {
+		return errOpenAPI
+	}
+	c.Set(fiber.HeaderContentType, "application/yaml")
+	return c.Send(h.docYAML)
+}
+
+// QueryInt reads an optional integer query parameter within [min,max].
+func QueryInt(c fiber.Ctx, name string, def, min, max int) (int, error) {
+	s := c.Query(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, Invalid(name, "must be an integer")
+	}
+	if n < min || n > max {
+		return 0, Invalid(name, "must be between %d and %d", min, max)
+	}
+	return n, nil
+}

@@ -1,0 +1,167 @@
+package platform_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"deckhand/platform"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+type echoReq struct {
+	Name  string `json:"name" required:"true"`
+	Count int    `json:"count"`
+}
+
+func (r *echoReq) Validate() error {
+	if r.Name == "" {
+		return platform.Invalid("name", "is required")
+	}
+	return nil
+}
+
+func testRoutes() []platform.Route {
+	return []platform.Route{
+		{Method: http.MethodPost, Path: "/api/v1/echo", Summary: "echo", Body: echoReq{}, Response: echoReq{},
+			Handler: func(c fiber.Ctx) error {
+				var req echoReq
+				if err := platform.Decode(c, &req); err != nil {
+					return err
+				}
+				return platform.JSON(c, 200, req)
+			}},
+		{Method: http.MethodGet, Path: "/api/v1/things/{id}", Summary: "thing",
+			Handler: func(c fiber.Ctx) error { return platform.NotFound("thing", c.Params("id")) }},
+		{Method: http.MethodGet, Path: "/api/v1/boom", Summary: "panics",
+			Handler: func(c fiber.Ctx) error { panic("secret internal detail") }},
+		{Method: http.MethodGet, Path: "/api/v1/net", Summary: "net/http handler",
+			HTTP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "from net/http") })},
+	}
+}
+
+var (
+	servedMu sync.Mutex
+	served   = map[*platform.Host]string{}
+)
+
+// serve starts h once on a loopback port and returns its base URL.
+func serve(t *testing.T, h *platform.Host) string {
+	servedMu.Lock()
+	defer servedMu.Unlock()
+	if u, ok := served[h]; ok {
+		return u
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go h.Serve(ln)
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
+	served[h] = "http://" + ln.Addr().String()
+	return served[h]
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func do(t *testing.T, h *platform.Host, method, path, body string) (int, map[string]any, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, serve(t, h)+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return resp.StatusCode, m, string(raw)
+}
+
+func TestContainerErrorsAndDecode(t *testing.T) {
+	t.Parallel()
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "test", Title: "t", Version: "1"}, BodyLimit: 1024}, testRoutes())
+	serve(t, h)
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		code, msgHas             string
+	}{
+		{"ok", "POST", "/api/v1/echo", `{"name":"a","count":2}`, 200, "", ""},
+		{"missing field", "POST", "/api/v1/echo", `{}`, 400, "INVALID", "name: is required"},
+		{"wrong type", "POST", "/api/v1/echo", `{"name":"a","count":"x"}`, 400, "INVALID", "count: must be an integer"},
+		{"unknown field", "POST", "/api/v1/echo", `{"name":"a","zzz":1}`, 400, "INVALID", "zzz: unknown field"},
+		{"malformed", "POST", "/api/v1/echo", `{"name":`, 400, "INVALID", "body:"},
+		{"trailing", "POST", "/api/v1/echo", `{"name":"a"} {}`, 400, "INVALID", "unexpected data"},
+		{"too large", "POST", "/api/v1/echo", `{"name":"` + strings.Repeat("a", 4096) + `"}`, 413, "PAYLOAD_TOO_LARGE", "size limit"},
+		{"not found", "GET", "/api/v1/things/7", "", 404, "NOT_FOUND", `"7"`},
+		{"no route", "GET", "/nope", "", 404, "NOT_FOUND", "no such route"},
+		{"panic", "GET", "/api/v1/boom", "", 500, "INTERNAL", "internal error"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, m, raw := do(t, h, tc.method, tc.path, tc.body)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d: %s", status, tc.status, raw)
+			}
+			if tc.code == "" {
+				return
+			}
+			if m["code"] != tc.code || !strings.Contains(m["message"].(string), tc.msgHas) {
+				t.Fatalf("body %s, want code %s with %q", raw, tc.code, tc.msgHas)
+			}
+			if _, ok := m["details"]; !ok || strings.Contains(raw, "secret internal") || strings.Contains(raw, "goroutine") {
+				t.Fatalf("bad error body %s", raw)
+			}
+		})
+	}
+}
+
+func TestEnvelopeErrors(t *testing.T) {
+	t.Parallel()
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "control"}, Style: platform.EnvelopeErrors}, testRoutes())
+	status, m, raw := do(t, h, "GET", "/api/v1/nothing", "")
+	if status != 404 || m["statusCode"] != float64(404) || m["error"] != "Not Found" || m["message"] == "" {
+		t.Fatalf("got %d %s", status, raw)
+	}
+}
+
+func TestOpenAPIListsEveryRegisteredRoute(t *testing.T) {
+	t.Parallel()
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "test", Title: "Test", Version: "1"}}, testRoutes())
+	status, doc, raw := do(t, h, "GET", "/openapi.json", "")
+	if status != 200 {
+		t.Fatalf("%d %s", status, raw)
+	}
+	paths := doc["paths"].(map[string]any)
+	for _, r := range h.App().GetRoutes(true) {
+		if r.Method == "HEAD" || r.Path == "/" {
+			continue
+		}
+		p := strings.ReplaceAll(r.Path, ":id", "{id}")
+		item, ok := paths[p].(map[string]any)
+		if !ok || item[strings.ToLower(r.Method)] == nil {
+			t.Errorf("route %s %s is served but missing from the OpenAPI document", r.Method, r.Path)
+		}
+	}
+	status, _, raw = do(t, h, "GET", "/openapi.yaml", "")
+	if status != 200 || !strings.Contains(raw, "openapi: 3.0.3") {
+		t.Fatalf("yaml %d %s", status, raw)
+	}
+	status, _, raw = do(t, h, "GET", "/api/v1/net", "")
+	if status != 200 || raw != "from net/http" {
+		t.Fatalf("net/http route: %d %q", status, raw)
+	}
+	status, m, raw := do(t, h, "GET", "/health", "")
+	if status != 200 || m["service"] != "test" || m["status"] != "ok" || m["fds"] == nil || m["memory"] == nil {
+		t.Fatalf("health: %d %s", status, raw)
+	}
+}

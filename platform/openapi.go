@@ -1,0 +1,271 @@
+package platform
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Info is the title block of a service's OpenAPI document.
+type Info struct {
+	Name        string // service identifier, e.g. "cron"
+	Title       string
+	Version     string
+	Description string
+}
+
+// OpenAPI builds an OpenAPI 3.0 document from a route table. It fails only
+// when the table itself is inconsistent (a duplicate method and path, or a
+// path parameter the path does not contain), which callers turn into 500
+// BACKEND_ERROR at /openapi.json.
+func OpenAPI(info Info, routes []Route) (map[string]any, error) {
+	paths := map[string]any{}
+	seen := map[string]bool{}
+	for _, r := range routes {
+		key := r.Method + " " + r.Path
+		if seen[key] {
+			return nil, &Error{Code: CodeBackend, Message: "duplicate route " + key}
+		}
+		seen[key] = true
+		p := openapiPath(r.Path)
+		item, _ := paths[p].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[p] = item
+		}
+		op := operation(r)
+		if r.Method == MethodAny {
+			for _, m := range []string{"get", "put", "post", "delete", "options", "head", "patch"} {
+				item[m] = op
+			}
+			op["x-methods"] = []string{"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK"}
+		} else {
+			item[strings.ToLower(r.Method)] = op
+		}
+	}
+	return map[string]any{
+		"openapi": "3.0.3",
+		"info": map[string]any{
+			"title":       info.Title,
+			"version":     info.Version,
+			"description": info.Description,
+		},
+		"paths": paths,
+		"components": map[string]any{
+			"schemas": map[string]any{
+				"Error": map[string]any{
+					"type":     "object",
+					"required": []string{"code", "details", "message"},
+					"properties": map[string]any{
+						"code":    map[string]any{"type": "string"},
+						"details": map[string]any{"type": "string"},
+						"message": map[string]any{"type": "string"},
+					},
+				},
+			},
+		},
+	}, nil
+}
+
+func operation(r Route) map[string]any {
+	op := map[string]any{
+		"operationId": operationID(r),
+		"summary":     r.Summary,
+	}
+	if r.Description != "" {
+		op["description"] = r.Description
+	}
+	if len(r.Tags) > 0 {
+		op["tags"] = r.Tags
+	}
+	if r.Public {
+		op["security"] = []any{}
+	}
+	if r.WebSocket {
+		op["x-websocket"] = true
+	}
+	var params []any
+	for _, name := range pathParams(r.Path) {
+		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+	}
+	for _, q := range r.Query {
+		in := q.In
+		if in == "" {
+			in = "query"
+		}
+		typ := q.Type
+		if typ == "" {
+			typ = "string"
+		}
+		schema := map[string]any{"type": typ}
+		if len(q.Enum) > 0 {
+			schema["enum"] = q.Enum
+		}
+		p := map[string]any{"name": q.Name, "in": in, "required": q.Required || in == "path", "schema": schema}
+		if q.Description != "" {
+			p["description"] = q.Description
+		}
+		params = append(params, p)
+	}
+	if len(params) > 0 {
+		op["parameters"] = params
+	}
+	if r.Body != nil {
+		op["requestBody"] = map[string]any{
+			"required": true,
+			"content":  map[string]any{"application/json": map[string]any{"schema": Schema(r.Body)}},
+		}
+	}
+	status := r.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	resp := map[string]any{"description": http.StatusText(status)}
+	switch {
+	case r.ContentType != "":
+		resp["content"] = map[string]any{r.ContentType: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+	case r.Response != nil:
+		resp["content"] = map[string]any{"application/json": map[string]any{"schema": Schema(r.Response)}}
+	}
+	responses := map[string]any{strconv.Itoa(status): resp}
+	responses["default"] = map[string]any{
+		"description": "error",
+		"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}},
+	}
+	op["responses"] = responses
+	return op
+}
+
+func operationID(r Route) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(r.Method))
+	for _, part := range strings.FieldsFunc(r.Path, func(c rune) bool { return c == '/' || c == '{' || c == '}' || c == '-' || c == '_' || c == '.' }) {
+		if part == "api" || part == "v1" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+// Schema derives a JSON schema from a Go value through its json tags. A field
+// tagged `required:"true"` is listed as required; `doc:"..."` describes it;
+// `enum:"a,b"` restricts it.
+func Schema(v any) map[string]any {
+	return schemaOf(reflect.TypeOf(v), map[reflect.Type]bool{})
+}
+
+func schemaOf(t reflect.Type, seen map[reflect.Type]bool) map[string]any {
+	if t == nil {
+		return map[string]any{}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == timeType {
+		return map[string]any{"type": "string", "format": "date-time"}
+	}
+	if _, ok := reflect.New(t).Interface().(json.Marshaler); ok && t.Kind() != reflect.Struct {
+		return map[string]any{}
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return map[string]any{"type": "string", "format": "byte"}
+		}
+		return map[string]any{"type": "array", "items": schemaOf(t.Elem(), seen)}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": schemaOf(t.Elem(), seen)}
+	case reflect.Interface:
+		return map[string]any{}
+	case reflect.Struct:
+		if seen[t] {
+			return map[string]any{"type": "object"}
+		}
+		seen[t] = true
+		defer delete(seen, t)
+		props := map[string]any{}
+		var required []string
+		addStructFields(t, props, &required, seen)
+		s := map[string]any{"type": "object", "properties": props}
+		if len(required) > 0 {
+			sort.Strings(required)
+			s["required"] = required
+		}
+		return s
+	}
+	return map[string]any{}
+}
+
+func addStructFields(t reflect.Type, props map[string]any, required *[]string, seen map[reflect.Type]bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				addStructFields(ft, props, required, seen)
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		s := schemaOf(f.Type, seen)
+		if d := f.Tag.Get("doc"); d != "" {
+			s["description"] = d
+		}
+		if e := f.Tag.Get("enum"); e != "" {
+			s["enum"] = strings.Split(e, ",")
+		}
+		if f.Type.Kind() == reflect.Pointer {
+			s["nullable"] = true
+		}
+		props[name] = s
+		if f.Tag.Get("required") == "true" {
+			*required = append(*required, name)
+		}
+	}
+}
+
+// MarshalOpenAPI renders a document as JSON and YAML.
+func MarshalOpenAPI(doc map[string]any) (jsonDoc, yamlDoc []byte, err error) {
+	jsonDoc, err = json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, nil, err
+	}
+	// Round-trip through JSON so YAML sees plain maps and slices only.
+	var plain any
+	if err = json.Unmarshal(jsonDoc, &plain); err != nil {
+		return nil, nil, err
+	}
+	yamlDoc, err = yaml.Marshal(plain)
+	return jsonDoc, yamlDoc, err
+}

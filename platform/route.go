@@ -1,0 +1,103 @@
+package platform
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+// MethodAny registers a route for every method (WebDAV uses PROPFIND, LOCK,
+// ...). The OpenAPI document lists it under the standard methods and names
+// the others in x-methods.
+const MethodAny = "ANY"
+
+// Param documents a query, path or header parameter.
+type Param struct {
+	Name        string
+	In          string // "query" (default), "path", "header"
+	Description string
+	Required    bool
+	Type        string // "string" (default), "integer", "number", "boolean"
+	Enum        []string
+}
+
+// Route is one entry of a service's route table. The same table registers the
+// handler and produces the OpenAPI document, so the two cannot drift.
+//
+// Path uses OpenAPI syntax: "/api/v1/things/{id}". A trailing "{name...}"
+// matches the rest of the path (read it with c.Params("*")).
+type Route struct {
+	Method      string
+	Path        string
+	Summary     string
+	Description string
+	Tags        []string
+	// Public marks a control-plane route that needs no credential.
+	Public bool
+	Query  []Param
+	// Body and Response are zero values of the request and response types;
+	// their JSON shape goes into the document. Nil means none / free-form.
+	Body     any
+	Response any
+	// Status is the success status (default 200).
+	Status int
+	// ContentType of a non-JSON success response (image/png, text/plain ...).
+	ContentType string
+	// WebSocket marks an upgrade endpoint (documented with x-websocket).
+	WebSocket bool
+	// Exactly one of Handler (Fiber, the fast path) or HTTP (net/http, for
+	// hijacking, WebDAV and streaming) is set.
+	Handler fiber.Handler
+	HTTP    http.Handler
+}
+
+// Service is what every container service and control-plane domain exposes.
+type Service interface {
+	Routes() []Route
+}
+
+// fiberPath turns "/a/{id}/b/{rest...}" into "/a/:id/b/*".
+func fiberPath(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] != '{' {
+			b.WriteByte(p[i])
+			continue
+		}
+		end := strings.IndexByte(p[i:], '}')
+		if end < 0 {
+			b.WriteString(p[i:])
+			break
+		}
+		name := p[i+1 : i+end]
+		if strings.HasSuffix(name, "...") {
+			b.WriteByte('*')
+		} else {
+			b.WriteByte(':')
+			b.WriteString(name)
+		}
+		i += end
+	}
+	return b.String()
+}
+
+// openapiPath turns "/a/{rest...}" into "/a/{rest}".
+func openapiPath(p string) string { return strings.ReplaceAll(p, "...}", "}") }
+
+// pathParams lists the {names} in a path.
+func pathParams(p string) []string {
+	var out []string
+	for {
+		i := strings.IndexByte(p, '{')
+		if i < 0 {
+			return out
+		}
+		j := strings.IndexByte(p[i:], '}')
+		if j < 0 {
+			return out
+		}
+		out = append(out, strings.TrimSuffix(p[i+1:i+j], "..."))
+		p = p[i+j+1:]
+	}
+}
