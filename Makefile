@@ -1,0 +1,46 @@
+# deckhand: two commands on a fresh Debian machine.
+#   make run   installs what is missing, builds, starts control plane + agent
+#   make test  installs what is missing, builds, vets, runs every test
+SHELL := /bin/bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
+TEST_TIMEOUT ?= 25m
+
+.PHONY: all setup setup-bench build run test vet unit bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+setup-bench:
+	@bash scripts/setup.sh --bench
+
+build:
+	@mkdir -p bin
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/deckhand ./agent/cmd/deckhand
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/deckhand-control ./control/cmd/deckhand-control
+	@if [ -d display/cmd/deckhand-display ]; then \
+		echo "CGO_ENABLED=1 $(GO) build -o bin/deckhand-display ./display/cmd/deckhand-display"; \
+		CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/deckhand-display ./display/cmd/deckhand-display; \
+	fi
+
+run: setup build
+	@bash scripts/run.sh
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+# Unit and end-to-end tests are Go tests; the e2e packages start the binaries
+# that `build` put in ./bin (DECKHAND_BIN), real Xvfb, Chromium and shells.
+test: setup build vet
+	DECKHAND_BIN=$(CURDIR)/bin $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+bench: setup-bench build
+	@for s in scripts/bench/*.sh; do [ -x "$$s" ] && "$$s"; done
+
+clean:
+	rm -rf bin

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what building and testing deckhand needs on a Debian machine:
+# apt packages by name, only when absent, and npm packages from lockfiles.
+# Idempotent: a second run installs nothing and takes well under a second.
+#
+#   scripts/setup.sh          build + test dependencies
+#   scripts/setup.sh --bench  also the peers the benchmarks compare against
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Build: cgo headers for the display binary (robotgo, X11, XTest).
+BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-dev libxkbcommon-x11-dev
+  libx11-xcb-dev libxinerama-dev libxrandr-dev libxfixes-dev libpng-dev)
+# Tests drive real things: an X server and clients, independent checkers,
+# a browser, TOTP and signature verifiers.
+TEST_PKGS=(openssl oathtool procps xvfb xauth openbox xterm x11-apps xdotool xclip xsel imagemagick scrot
+  chromium fonts-dejavu-core)
+# Benchmarks compare against these peers.
+BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine)
+
+want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}")
+[[ "${1:-}" == "--bench" ]] && want+=("${BENCH_PKGS[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm packages come only through committed lockfiles, with the machine's npm.
+for lock in $(git ls-files '*package-lock.json' 2>/dev/null || true); do
+  dir=$(dirname "$lock")
+  stamp="$dir/node_modules/.deckhand-lock"
+  if [[ ! -f "$stamp" ]] || ! cmp -s "$lock" "$stamp"; then
+    echo "setup: npm ci in $dir"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$lock" "$stamp"
+  fi
+done
