@@ -25,3 +25,17 @@ type ServiceDeps struct {
 type Closer interface {
 	Close() error
 }
+
+// Describer is implemented by services that title their own OpenAPI
+// document; the agent uses Info() for the service's host (Name is forced to
+// the registered service name so /health reports it).
+type Describer interface {
+	Info() Info
+}
+
+// HealthReporter is implemented by services that can be up but unable to do
+// their work (the display service without an X display): the host's /health
+// then reports that status ("unavailable") and why.
+type HealthReporter interface {
+	HealthStatus() (status, detail string)
+}
