@@ -1,0 +1,51 @@
+package signing
+
+import (
+	"crypto/ed25519"
+	"sync"
+
+	"deckhand/platform"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+// Signer signs control-plane responses with the key set's active key.
+type Signer struct {
+	keys  *KeySet
+	clock platform.Clock
+}
+
+// NewSigner signs with keys, reading time from clock (nil: system clock).
+func NewSigner(keys *KeySet, clock platform.Clock) *Signer {
+	if clock == nil {
+		clock = platform.SystemClock{}
+	}
+	return &Signer{keys: keys, clock: clock}
+}
+
+// Keys is the key set the signer uses.
+func (s *Signer) Keys() *KeySet { return s.keys }
+
+// bufPool holds the "<t>.<body>" buffers so signing a response allocates
+// nothing proportional to the body.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// Sign returns the header value for a response to path with body.
+func (s *Signer) Sign(path string, body []byte) string {
+	t := s.clock.Now().Unix()
+	k := s.keys.Active()
+	bp := bufPool.Get().(*[]byte)
+	msg := appendSignedData((*bp)[:0], t, body)
+	sig := ed25519.Sign(k.private, msg)
+	if cap(msg) <= 1<<20 { // don't pin huge buffers in the pool
+		*bp = msg[:0]
+		bufPool.Put(bp)
+	}
+	return FormatHeader(t, k.ID, path, sig)
+}
+
+// Finalize is the platform.HostConfig.Finalize hook: it signs the complete
+// response, whatever produced it (handler, error renderer, 404, 413).
+func (s *Signer) Finalize(c fiber.Ctx) {
+	c.Set(Header, s.Sign(c.Path(), c.Response().Body()))
+}
