@@ -1,0 +1,236 @@
+// Command deckhand is the in-container agent: `deckhand run` supervises every
+// container service and the gateway, `deckhand service NAME` runs one service
+// alone, `deckhand status` asks a running agent how its services are, and
+// `deckhand version` prints the build. Every flag also reads its
+// DECKHAND_<FLAG> environment variable; a flag given on the command line
+// beats the variable.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"deckhand/agent"
+	"deckhand/agent/gateway"
+	"deckhand/platform"
+	"deckhand/platform/config"
+)
+
+func main() {
+	if err := root().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "deckhand:", err)
+		os.Exit(1)
+	}
+}
+
+func root() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               "deckhand",
+		Short:             "deckhand in-container agent",
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return config.ApplyEnv(cmd) },
+	}
+	cmd.AddCommand(runCmd(), serviceCmd(), statusCmd(), versionCmd())
+	return cmd
+}
+
+// defaultData is /var/lib/deckhand as root, else $XDG_DATA_HOME/deckhand.
+func defaultData() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/deckhand"
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "deckhand")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "deckhand")
+	}
+	return "deckhand-data"
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+}
+
+func runCmd() *cobra.Command {
+	var (
+		cfg               agent.Config
+		services, isolate string
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Supervise every enabled service on its own port, then the gateway",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			names, err := agent.Select(services)
+			if err != nil {
+				return err
+			}
+			if cfg.Isolate, err = agent.SelectIsolated(isolate, names); err != nil {
+				return err
+			}
+			cfg.Services = names
+			cfg.Logger = config.Logger(os.Stderr, cfg.LogLevel)
+			sup, err := agent.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			return sup.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Data, "data", defaultData(), "all state: bbolt files, scrollback, journal")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:7700", "gateway address")
+	f.StringVar(&cfg.Bind, "bind", "127.0.0.1", "host the services listen on")
+	f.IntVar(&cfg.PortBase, "port-base", 7700, "service ports are base + their offset")
+	f.StringVar(&services, "services", "all", "comma list of services to run (available: "+strings.Join(agent.Registered(), ",")+")")
+	f.StringVar(&cfg.Domain, "domain", "localhost", "{container_domain} of the gateway's Host routing")
+	f.StringVar(&cfg.ControlURL, "control-url", "", "control plane to sync proxy permissions from (none: standalone)")
+	f.StringVar(&cfg.ContainerID, "container-id", "", "this container's id")
+	f.StringVar(&cfg.ProjectID, "project-id", "", "this container's project id")
+	f.StringVar(&cfg.Token, "token", "", "service token (svc_...) for the control plane")
+	f.StringVar(&cfg.Display, "display", os.Getenv("DISPLAY"), "X display for the display service (default $DISPLAY)")
+	f.StringVar(&isolate, "isolate", "display", "comma list of services to run as child processes (none: all in-process)")
+	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func serviceCmd() *cobra.Command {
+	var (
+		cfg      agent.OneConfig
+		bind     string
+		portBase int
+	)
+	cmd := &cobra.Command{
+		Use:   "service NAME",
+		Short: "Run one service alone (--listen is then that service's address)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Name = args[0]
+			if _, err := agent.Select(cfg.Name); err != nil {
+				return err
+			}
+			if cfg.Listen == "" {
+				cfg.Listen = agent.DefaultServiceAddr(bind, portBase, cfg.Name)
+			}
+			cfg.Logger = config.Logger(os.Stderr, cfg.LogLevel)
+			ctx, stop := signalContext()
+			defer stop()
+			return agent.ServeOne(ctx, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Data, "data", defaultData(), "all state: bbolt files, scrollback, journal")
+	f.StringVar(&cfg.Listen, "listen", "", "this service's address (default --bind and --port-base + its offset)")
+	f.StringVar(&bind, "bind", "127.0.0.1", "host the service listens on when --listen is not given")
+	f.IntVar(&portBase, "port-base", 7700, "port base when --listen is not given")
+	f.StringVar(&cfg.Display, "display", os.Getenv("DISPLAY"), "X display for the display service (default $DISPLAY)")
+	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func statusCmd() *cobra.Command {
+	var (
+		listen string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Ask a running agent for every service: name, address, state, pid, uptime, health",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+			resp, err := client.Get("http://" + listen + gateway.StatusPath)
+			if err != nil {
+				return fmt.Errorf("no agent answers at %s (--listen): %w", listen, err)
+			}
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("agent at %s answered %d: %s", listen, resp.StatusCode, strings.TrimSpace(string(raw)))
+			}
+			var st agent.Status
+			if err := json.Unmarshal(raw, &st); err != nil {
+				return fmt.Errorf("agent at %s: unreadable status: %w", listen, err)
+			}
+			if asJSON {
+				_, err = os.Stdout.Write(raw)
+				return err
+			}
+			return printStatus(os.Stdout, st)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:7700", "the agent's gateway address")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}
+
+func printStatus(w io.Writer, st agent.Status) error {
+	fmt.Fprintf(w, "agent pid %d, version %s, up %s, gateway %s, data %s\n",
+		st.Agent.PID, st.Agent.Version, dur(st.Agent.UptimeSeconds), st.Agent.Listen, st.Agent.Data)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tADDRESS\tSTATE\tMODE\tPID\tUPTIME\tRESTARTS\tHEALTH")
+	down := 0
+	for _, s := range st.Services {
+		health := s.HealthError
+		if s.Health != nil {
+			health = s.Health.Status
+			if s.Health.Detail != "" {
+				health += " (" + s.Health.Detail + ")"
+			}
+		}
+		if s.State != agent.StateRunning {
+			down++
+		}
+		pid := "-"
+		if s.PID != 0 {
+			pid = fmt.Sprint(s.PID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, s.Address, s.State, s.Mode, pid, dur(s.UptimeSeconds), s.Restarts, health)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if down > 0 {
+		return errors.New(fmt.Sprint(down, " service(s) not running"))
+	}
+	return nil
+}
+
+func dur(sec float64) string {
+	return (time.Duration(sec) * time.Second).Round(time.Second).String()
+}
+
+func versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			v := "deckhand " + platform.Version
+			if platform.BuildTime != "" {
+				v += " (built " + platform.BuildTime + ")"
+			}
+			fmt.Println(v)
+		},
+	}
+}

@@ -1,0 +1,262 @@
+// Package gateway owns the agent's front door: one address (--listen) in front
+// of every container service. It routes by Host
+// (`<project_id>-<container_id>-<service>-<instance>.<server_name>.<domain>`)
+// and, for local use, by path (`/_/<service>/...`, prefix stripped), applies
+// the proxy permissions decision (Authorizer) before anything reaches a
+// service, and answers the agent's own status on a loopback-only path.
+//
+// Why net/http here when every service runs on Fiber/fasthttp: the gateway is
+// a proxy, not an API. httputil.ReverseProxy streams bodies both ways without
+// buffering, flushes server-sent events, and passes WebSocket upgrades through
+// (it hijacks the client connection on a 101 and splices it to the upstream
+// one), all of which fasthttp's proxying would need rebuilt by hand. It also
+// keeps connection reuse to the loopback services and standard X-Forwarded-*
+// handling in one tested place.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"deckhand/platform"
+)
+
+// StatusPath is where the gateway answers the agent's status (loopback only).
+const StatusPath = "/_agent/status"
+
+// Config wires the gateway to the agent.
+type Config struct {
+	// Domain is {container_domain} of Host routing (--domain).
+	Domain string
+	// ProjectID and ContainerID, when set, must match the Host's prefix.
+	ProjectID, ContainerID string
+	// Known is every service name Host routing recognises.
+	Known []string
+	// Backend gives the address of a running service.
+	Backend func(service string) (addr string, ok bool)
+	// Status answers StatusPath.
+	Status http.Handler
+	// Authorizer decides who may pass; default LoopbackOnly.
+	Authorizer Authorizer
+	Logger     *slog.Logger
+}
+
+// Target is where a request is going.
+type Target struct {
+	Service  string
+	Instance int
+	ByHost   bool
+	// Path is the path the service sees (escaped form).
+	Path string
+}
+
+// Authorizer decides whether a request may reach its target. It returns
+// nil to let it pass, or a *platform.Error (FORBIDDEN, UNAUTHORIZED) that
+// the gateway renders. The proxy permissions evaluator replaces the default.
+type Authorizer interface {
+	Authorize(r *http.Request, t Target) *platform.Error
+}
+
+// LoopbackOnly is the rule of operations.md for a container without a
+// proxy permissions document: nothing passes except from loopback.
+type LoopbackOnly struct{}
+
+// Authorize lets loopback clients through.
+func (LoopbackOnly) Authorize(r *http.Request, t Target) *platform.Error {
+	if IsLoopback(r.RemoteAddr) {
+		return nil
+	}
+	return &platform.Error{Code: platform.CodeForbidden, Details: t.Service,
+		Message: "no proxy permissions document applies to this container: only loopback clients may pass the gateway"}
+}
+
+// IsLoopback reports whether a RemoteAddr (host:port) is a loopback address.
+// Forwarding headers are deliberately ignored: a client could forge them.
+func IsLoopback(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Gateway is the http.Handler of the agent's front door.
+type Gateway struct {
+	cfg   Config
+	known []string // longest first, so "notifications" wins over a shorter suffix
+	proxy *httputil.ReverseProxy
+}
+
+type targetKey struct{}
+
+type route struct {
+	addr    string
+	path    string // escaped
+	service string
+}
+
+// New builds the gateway.
+func New(cfg Config) *Gateway {
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = LoopbackOnly{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	g := &Gateway{cfg: cfg, known: append([]string(nil), cfg.Known...)}
+	sort.Slice(g.known, func(i, j int) bool { return len(g.known[i]) > len(g.known[j]) })
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			rt := pr.In.Context().Value(targetKey{}).(*route)
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = rt.addr
+			pr.Out.Host = rt.addr
+			pr.Out.URL.Path, _ = url.PathUnescape(rt.path)
+			pr.Out.URL.RawPath = rt.path
+			pr.SetXForwarded()
+		},
+		Transport: &http.Transport{
+			Proxy:                 nil, // services are local; never via $HTTP_PROXY
+			DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:          128,
+			MaxIdleConnsPerHost:   32,
+			IdleConnTimeout:       90 * time.Second,
+			ResponseHeaderTimeout: 0, // long polls and streams are legitimate
+		},
+		FlushInterval: -1, // event streams and terminal output go out as written
+		ErrorHandler:  g.backendError,
+		ErrorLog:      slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	return g
+}
+
+// ServeHTTP routes one request.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == StatusPath {
+		if !IsLoopback(r.RemoteAddr) {
+			writeError(w, http.StatusForbidden, platform.CodeForbidden, "the agent status is served to loopback clients only", "status")
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeError(w, http.StatusMethodNotAllowed, platform.CodeMethodNotAllowed, "method not allowed on this route", "status")
+			return
+		}
+		g.cfg.Status.ServeHTTP(w, r)
+		return
+	}
+	t, perr := g.Resolve(r)
+	if perr != nil {
+		writeError(w, perr.Status(), perr.Code, perr.Message, perr.Details)
+		return
+	}
+	addr, ok := g.cfg.Backend(t.Service)
+	if !ok {
+		writeError(w, http.StatusNotFound, platform.CodeNotFound, "service "+t.Service+" is not running on this agent", t.Service)
+		return
+	}
+	if perr := g.cfg.Authorizer.Authorize(r, t); perr != nil {
+		writeError(w, perr.Status(), perr.Code, perr.Message, perr.Details)
+		return
+	}
+	ctx := context.WithValue(r.Context(), targetKey{}, &route{addr: addr, path: t.Path, service: t.Service})
+	g.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// Resolve finds the service a request is for: by Host when the Host has the
+// container form, else by the /_/<service>/ path prefix.
+func (g *Gateway) Resolve(r *http.Request) (Target, *platform.Error) {
+	if hr, ok := ParseHost(r.Host, g.cfg.Domain, g.known); ok {
+		if !g.ownsPrefix(hr.Prefix) {
+			return Target{}, &platform.Error{Code: platform.CodeNotFound, Details: "host",
+				Message: "host " + hostOnly(r.Host) + " names another container; this agent serves " + g.identity()}
+		}
+		if hr.Instance != 1 {
+			return Target{}, &platform.Error{Code: platform.CodeNotFound, Details: "instance",
+				Message: "instance " + strconv.Itoa(hr.Instance) + " of service " + hr.Service + " does not exist (1 is the only instance)"}
+		}
+		return Target{Service: hr.Service, Instance: hr.Instance, ByHost: true, Path: r.URL.EscapedPath()}, nil
+	}
+	esc := r.URL.EscapedPath()
+	if rest, ok := strings.CutPrefix(esc, "/_/"); ok {
+		name, sub, _ := strings.Cut(rest, "/")
+		if name == "" {
+			return Target{}, &platform.Error{Code: platform.CodeNotFound, Details: "service", Message: "no service named after /_/"}
+		}
+		if !g.isKnown(name) {
+			return Target{}, &platform.Error{Code: platform.CodeNotFound, Details: "service",
+				Message: "unknown service " + strconv.Quote(name) + " (services: " + strings.Join(g.cfg.Known, ", ") + ")"}
+		}
+		return Target{Service: name, Instance: 1, Path: "/" + sub}, nil
+	}
+	return Target{}, &platform.Error{Code: platform.CodeNotFound, Details: "route",
+		Message: "no service named in the request: use the path /_/<service>/... or the Host <project_id>-<container_id>-<service>-1.<server_name>." + g.cfg.Domain}
+}
+
+func (g *Gateway) isKnown(name string) bool {
+	for _, k := range g.known {
+		if k == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gateway) ownsPrefix(prefix string) bool {
+	p, c := strings.ToLower(g.cfg.ProjectID), strings.ToLower(g.cfg.ContainerID)
+	switch {
+	case p != "" && c != "":
+		return prefix == p+"-"+c
+	case p != "":
+		return strings.HasPrefix(prefix, p+"-")
+	case c != "":
+		return strings.HasSuffix(prefix, "-"+c)
+	}
+	return true
+}
+
+func (g *Gateway) identity() string {
+	p, c := g.cfg.ProjectID, g.cfg.ContainerID
+	if p == "" {
+		p = "*"
+	}
+	if c == "" {
+		c = "*"
+	}
+	return "project " + p + ", container " + c
+}
+
+// backendError answers when the service cannot be reached or broke the
+// connection: 502 with the container error body.
+func (g *Gateway) backendError(w http.ResponseWriter, r *http.Request, err error) {
+	rt, _ := r.Context().Value(targetKey{}).(*route)
+	name := "?"
+	if rt != nil {
+		name = rt.service
+	}
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return // the client went away; nobody is listening for an answer
+	}
+	g.cfg.Logger.Warn("gateway: service unreachable", "service", name, "err", err)
+	writeError(w, http.StatusBadGateway, platform.CodeBackend,
+		"service "+name+" is not answering (it may be restarting); try again shortly", name)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message, details string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(platform.ContainerError{Code: code, Details: details, Message: message})
+}

@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"deckhand/platform"
+	"deckhand/services/cron"
+	"deckhand/services/files"
+)
+
+// Constructor builds a service from what the agent hands it.
+type Constructor func(platform.ServiceDeps) (platform.Service, error)
+
+// Entry is one service the agent can run.
+type Entry struct {
+	Name string
+	// New builds the service in-process (and for `deckhand service NAME`).
+	New Constructor
+	// Binary, when set, is an executable beside `deckhand` that serves this
+	// service as a supervised child with flags --listen ADDR --data DIR
+	// [--display :N]. It runs instead of New when it exists and, for a
+	// service with NeedsDisplay, when a display is configured; otherwise New
+	// runs in-process (for the display service, a stand-in that reports
+	// "unavailable").
+	Binary       string
+	NeedsDisplay bool
+}
+
+// Offsets are the fixed port offsets of operations.md: service port is
+// --port-base + offset. Every name here is a known service; only those in
+// the registry below are built into this agent.
+var Offsets = map[string]int{
+	"cron": 1, "files": 2, "terminal": 3, "display": 4, "vault": 5, "tunnel": 6, "daemon": 7,
+	"exec": 8, "journal": 9, "workspace": 10, "notes": 11, "run": 12, "curl": 13, "notifications": 14,
+}
+
+// registry is every service built into this agent. Adding a service is one
+// line here (its offset already sits in Offsets).
+var registry = []Entry{
+	{Name: "cron", New: Of(cron.New)},
+	{Name: "files", New: Of(files.New)},
+	// {Name: "terminal", New: Of(terminal.New)},
+	// DISPLAY PLUGS IN HERE, once deckhand/display/api exists:
+	// {Name: "display", Binary: "deckhand-display", NeedsDisplay: true,
+	//	New: func(d platform.ServiceDeps) (platform.Service, error) { return api.NewUnavailable(displayReason(d)), nil }},
+}
+
+// Of adapts a service package's `New(deps) *Service` to a Constructor.
+func Of[S platform.Service](newFn func(platform.ServiceDeps) S) Constructor {
+	return func(d platform.ServiceDeps) (platform.Service, error) { return newFn(d), nil }
+}
+
+// OfErr adapts `New(deps) (*Service, error)` to a Constructor.
+func OfErr[S platform.Service](newFn func(platform.ServiceDeps) (S, error)) Constructor {
+	return func(d platform.ServiceDeps) (platform.Service, error) { return newFn(d) }
+}
+
+// Lookup finds a registered service.
+func Lookup(name string) (Entry, bool) {
+	for _, e := range registry {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// Registered lists the registered services in port order.
+func Registered() []string {
+	var names []string
+	for _, e := range registry {
+		names = append(names, e.Name)
+	}
+	sort.Slice(names, func(i, j int) bool { return Offsets[names[i]] < Offsets[names[j]] })
+	return names
+}
+
+// Known lists every service name of operations.md, registered or not.
+func Known() []string {
+	var names []string
+	for n := range Offsets {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return Offsets[names[i]] < Offsets[names[j]] })
+	return names
+}
+
+// Port is the service's port for a port base.
+func Port(base int, name string) int { return base + Offsets[name] }
+
+// Select resolves a --services list ("all", empty, or comma names) to the
+// registered services to run, in port order. Unknown names and names this
+// build does not include are errors that say which names are valid.
+func Select(list string) ([]string, error) {
+	list = strings.TrimSpace(list)
+	if list == "" || list == "all" {
+		return Registered(), nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" || seen[n] {
+			continue
+		}
+		if _, known := Offsets[n]; !known {
+			return nil, fmt.Errorf("--services: unknown service %q (services: %s)", n, strings.Join(Known(), ", "))
+		}
+		if _, ok := Lookup(n); !ok {
+			return nil, fmt.Errorf("--services: service %q is not built into this agent yet (available: %s)", n, strings.Join(Registered(), ", "))
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--services: no service named")
+	}
+	sort.Slice(out, func(i, j int) bool { return Offsets[out[i]] < Offsets[out[j]] })
+	return out, nil
+}
+
+// SelectIsolated resolves an --isolate list against the running set: names
+// must be known services; known ones that are not running are ignored (the
+// default "display" is harmless on an agent without a display service).
+func SelectIsolated(list string, running []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" || n == "none" {
+			continue
+		}
+		if _, known := Offsets[n]; !known {
+			return nil, fmt.Errorf("--isolate: unknown service %q (services: %s)", n, strings.Join(Known(), ", "))
+		}
+		for _, r := range running {
+			if r == n {
+				out[n] = true
+			}
+		}
+	}
+	return out, nil
+}

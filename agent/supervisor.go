@@ -1,0 +1,312 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+
+	"deckhand/agent/gateway"
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// Config is what `deckhand run` was asked to do.
+type Config struct {
+	Data     string
+	Listen   string // gateway address
+	Bind     string // host the services listen on
+	PortBase int
+	Services []string        // resolved with Select
+	Isolate  map[string]bool // resolved with SelectIsolated
+	Domain   string
+	Display  string
+
+	ControlURL, ContainerID, ProjectID, Token string
+
+	LogLevel string
+	Logger   *slog.Logger
+	// Executable is the deckhand binary children run as `deckhand service
+	// NAME`, and the directory external service binaries are looked up in.
+	// Default: os.Executable().
+	Executable string
+}
+
+// Shutdown budget: the whole stop must fit in 5 s (operations.md, systemd).
+const (
+	gatewayGrace = 1 * time.Second
+	serviceGrace = 3 * time.Second
+)
+
+// Supervisor runs the services and the gateway of one agent.
+type Supervisor struct {
+	cfg     Config
+	log     *slog.Logger
+	db      *store.DB
+	units   []*unit
+	gw      *http.Server
+	gwLn    net.Listener
+	started time.Time
+	probe   *http.Client
+}
+
+// ErrAgentRunning is returned when another agent holds the data directory.
+var ErrAgentRunning = errors.New("another deckhand agent is already running on this data directory")
+
+// New prepares an agent: it takes the data directory's lock (failing fast
+// when another agent holds it), then binds every port, so that every
+// configuration mistake surfaces before anything starts.
+func New(cfg Config) (*Supervisor, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find own executable: %w", err)
+		}
+		cfg.Executable = exe
+	}
+	if cfg.Data == "" {
+		return nil, errors.New("--data: must not be empty")
+	}
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+		return nil, fmt.Errorf("--data %s: %w", cfg.Data, err)
+	}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient()}
+	db, err := store.Open(filepath.Join(cfg.Data, "agent.db"))
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("%w (--data %s: %s is locked)", ErrAgentRunning, cfg.Data, filepath.Join(cfg.Data, "agent.db"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	ok := false
+	defer func() {
+		if !ok {
+			s.closeListeners()
+			_ = db.Close()
+		}
+	}()
+	for _, name := range cfg.Services {
+		u, err := s.newUnit(name)
+		if err != nil {
+			return nil, err
+		}
+		s.units = append(s.units, u)
+	}
+	if s.gwLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	}
+	s.gw = &http.Server{
+		Handler: gateway.New(gateway.Config{
+			Domain: cfg.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
+			Known: Known(), Backend: s.backend, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *Supervisor) newUnit(name string) (*unit, error) {
+	entry, found := Lookup(name)
+	if !found {
+		return nil, fmt.Errorf("service %q is not registered", name)
+	}
+	port := Port(s.cfg.PortBase, name)
+	if port <= 0 || port > 65535 {
+		return nil, fmt.Errorf("--port-base %d: port %d of %s is out of range", s.cfg.PortBase, port, name)
+	}
+	u := &unit{
+		name: name, entry: entry, sup: s, state: StateStarting,
+		addr:    net.JoinHostPort(s.cfg.Bind, strconv.Itoa(port)),
+		backoff: DefaultBackoff(),
+		ready:   make(chan struct{}),
+		log:     s.log.With("service", name),
+	}
+	if bin, args, ok := s.childCommand(entry); ok {
+		u.mode = ModeChild
+		u.argv = append([]string{bin}, args...)
+	} else {
+		u.mode = ModeInProcess
+	}
+	// Bind now so a port conflict is a clear startup error. An in-process
+	// service keeps this listener; a child binds the port itself.
+	ln, err := net.Listen("tcp", u.addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen %s (--bind %s, --port-base %d + %d): %w", name, u.addr, s.cfg.Bind, s.cfg.PortBase, Offsets[name], err)
+	}
+	if u.mode == ModeChild {
+		_ = ln.Close()
+	} else {
+		u.ln = ln
+	}
+	return u, nil
+}
+
+// childCommand decides whether a service runs as a child process, and how.
+func (s *Supervisor) childCommand(e Entry) (string, []string, bool) {
+	addr := net.JoinHostPort(s.cfg.Bind, strconv.Itoa(Port(s.cfg.PortBase, e.Name)))
+	if e.Binary != "" && (!e.NeedsDisplay || s.cfg.Display != "") {
+		bin := filepath.Join(filepath.Dir(s.cfg.Executable), e.Binary)
+		if st, err := os.Stat(bin); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			args := []string{"--listen", addr, "--data", s.cfg.Data}
+			if e.NeedsDisplay {
+				args = append(args, "--display", s.cfg.Display)
+			}
+			return bin, args, true
+		}
+	}
+	if s.cfg.Isolate[e.Name] {
+		args := []string{"service", e.Name, "--listen", addr, "--data", s.cfg.Data, "--log-level", s.cfg.LogLevel}
+		if s.cfg.Display != "" {
+			args = append(args, "--display", s.cfg.Display)
+		}
+		return s.cfg.Executable, args, true
+	}
+	return "", nil, false
+}
+
+func (s *Supervisor) closeListeners() {
+	for _, u := range s.units {
+		if u.ln != nil {
+			_ = u.ln.Close()
+		}
+	}
+	if s.gwLn != nil {
+		_ = s.gwLn.Close()
+	}
+}
+
+// deps is what an in-process service gets.
+func (s *Supervisor) deps(name string) (platform.ServiceDeps, error) {
+	dir := filepath.Join(s.cfg.Data, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return platform.ServiceDeps{}, err
+	}
+	return platform.ServiceDeps{
+		Name: name, DataDir: dir, Store: s.db, Logger: s.log.With("service", name), Clock: platform.SystemClock{},
+		Options: serviceOptions(s.cfg.Display, s.cfg.Domain, s.cfg.ProjectID, s.cfg.ContainerID, s.cfg.ControlURL),
+	}, nil
+}
+
+func serviceOptions(display, domain, project, container, control string) map[string]string {
+	return map[string]string{"display": display, "domain": domain, "project_id": project,
+		"container_id": container, "control_url": control}
+}
+
+// Run serves until ctx ends, then stops everything. It returns nil on a
+// clean stop.
+func (s *Supervisor) Run(ctx context.Context) error {
+	s.started = time.Now()
+	defer func() { _ = s.db.Close() }()
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var wg sync.WaitGroup
+	for _, u := range s.units {
+		wg.Add(1)
+		go func() { defer wg.Done(); u.run(runCtx) }()
+	}
+	gwDone := make(chan error, 1)
+	go func() { gwDone <- s.gw.Serve(s.gwLn) }()
+
+	s.log.Info("gateway listening", "url", "http://"+s.cfg.Listen, "pid", os.Getpid(), "data", s.cfg.Data)
+	for _, u := range s.units {
+		s.log.Info("service", "service", u.name, "url", "http://"+u.addr, "mode", u.mode,
+			"gateway_url", "http://"+s.gwLn.Addr().String()+"/_/"+u.name+"/")
+	}
+
+	ready := make(chan struct{})
+	go func() {
+		for _, u := range s.units {
+			select {
+			case <-u.ready:
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(ready)
+	}()
+	var watchdog <-chan time.Time
+	if iv, err := daemon.SdWatchdogEnabled(false); err == nil && iv > 0 {
+		t := time.NewTicker(iv / 2)
+		defer t.Stop()
+		watchdog = t.C
+	}
+	var gwErr error
+loop:
+	for {
+		select {
+		case <-ready:
+			ready = nil
+			_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
+			s.log.Info("all services healthy", "services", len(s.units), "startup_ms", time.Since(s.started).Milliseconds())
+		case <-watchdog:
+			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+		case gwErr = <-gwDone:
+			s.log.Error("gateway stopped", "err", gwErr)
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
+	s.log.Info("stopping")
+	stopStart := time.Now()
+	gctx, gcancel := context.WithTimeout(context.Background(), gatewayGrace)
+	if err := s.gw.Shutdown(gctx); err != nil {
+		_ = s.gw.Close()
+	}
+	gcancel()
+	cancel() // every unit stops its service (in parallel) and returns
+	wg.Wait()
+	s.log.Info("stopped", "stop_ms", time.Since(stopStart).Milliseconds())
+	if gwErr != nil && !errors.Is(gwErr, http.ErrServerClosed) {
+		return fmt.Errorf("gateway: %w", gwErr)
+	}
+	return nil
+}
+
+// backend is the gateway's view of the running set.
+func (s *Supervisor) backend(name string) (string, bool) {
+	for _, u := range s.units {
+		if u.name == name {
+			return u.addr, true
+		}
+	}
+	return "", false
+}
+
+// GatewayAddr is where the gateway listens.
+func (s *Supervisor) GatewayAddr() string { return s.gwLn.Addr().String() }
+
+func probeClient() *http.Client {
+	return &http.Client{
+		Timeout: time.Second,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 500 * time.Millisecond}).DialContext,
+			MaxIdleConnsPerHost: 2,
+			IdleConnTimeout:     30 * time.Second,
+		},
+	}
+}
+
+// describe renders a human-readable mode for logs and status.
+func describeArgv(argv []string) string { return strings.Join(argv, " ") }

@@ -1,0 +1,313 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"deckhand/platform"
+)
+
+// Service states reported by `deckhand status`.
+const (
+	StateStarting    = "starting"    // launched, /health not answered yet
+	StateRunning     = "running"     // /health answers ok
+	StateUnavailable = "unavailable" // up, but its /health says it cannot work (no display)
+	StateBackoff     = "backoff"     // crashed, waiting to restart
+	StateStopped     = "stopped"     // the agent is stopping
+)
+
+// How a service runs.
+const (
+	ModeInProcess = "in-process"
+	ModeChild     = "child"
+)
+
+// unit supervises one service.
+type unit struct {
+	name    string
+	entry   Entry
+	sup     *Supervisor
+	addr    string
+	mode    string
+	argv    []string     // child command
+	ln      net.Listener // in-process: the listener bound at New, used by the first start
+	backoff Backoff
+	log     *slog.Logger
+
+	ready     chan struct{} // closed the first time /health answers
+	readyOnce sync.Once
+
+	mu       sync.Mutex
+	state    string
+	pid      int
+	since    time.Time // start of the current run
+	restarts int
+	lastErr  string
+	gen      int          // incremented on every start, so a stale prober stops
+	cur      net.Listener // live listener of the current in-process run
+}
+
+func (u *unit) setState(state string) {
+	u.mu.Lock()
+	u.state = state
+	u.mu.Unlock()
+}
+
+func (u *unit) begin(pid int) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.gen++
+	u.state, u.pid, u.since = StateStarting, pid, time.Now()
+	return u.gen
+}
+
+// crashed records why the current run ended and returns the restart delay.
+func (u *unit) crashed(err error) time.Duration {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	up := time.Since(u.since)
+	u.gen++
+	u.state, u.pid = StateBackoff, 0
+	if err == nil {
+		err = errors.New("stopped serving")
+	}
+	u.lastErr = err.Error()
+	d := u.backoff.Next(up)
+	u.log.Error("service crashed; restarting", "err", err, "uptime_ms", up.Milliseconds(), "restart_in_ms", d.Milliseconds())
+	return d
+}
+
+func (u *unit) restarted() {
+	u.mu.Lock()
+	u.restarts++
+	u.mu.Unlock()
+}
+
+// run supervises the service until ctx ends.
+func (u *unit) run(ctx context.Context) {
+	if u.mode == ModeChild {
+		// Pdeathsig belongs to the thread that forked the child.
+		runtime.LockOSThread()
+	}
+	defer u.setState(StateStopped)
+	var svc platform.Service
+	for {
+		var err error
+		if u.mode == ModeChild {
+			err = u.runChild(ctx)
+		} else {
+			svc, err = u.runInProcess(ctx, svc)
+		}
+		if ctx.Err() != nil {
+			if c, ok := svc.(platform.Closer); ok {
+				if err := c.Close(); err != nil {
+					u.log.Warn("close", "err", err)
+				}
+			}
+			return
+		}
+		delay := u.crashed(err)
+		select {
+		case <-time.After(delay):
+			u.restarted()
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// runInProcess builds the service once, then serves it on a fresh Host until
+// the host fails or ctx ends.
+func (u *unit) runInProcess(ctx context.Context, svc platform.Service) (platform.Service, error) {
+	ln := u.ln
+	u.ln = nil
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", u.addr); err != nil {
+			return svc, fmt.Errorf("listen %s: %w", u.addr, err)
+		}
+	}
+	if svc == nil {
+		deps, err := u.sup.deps(u.name)
+		if err == nil {
+			svc, err = u.entry.New(deps)
+		}
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("build service: %w", err)
+		}
+	}
+	host := newHost(u.name, svc, u.sup.log)
+	gen := u.begin(os.Getpid())
+	u.setListener(ln)
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("panic: %v", p)
+			}
+		}()
+		done <- host.Serve(ln)
+	}()
+	go u.watchHealth(ctx, gen)
+	select {
+	case err := <-done:
+		_ = ln.Close()
+		return svc, err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), serviceGrace)
+		defer cancel()
+		if err := host.Shutdown(sctx); err != nil {
+			u.log.Warn("shutdown", "err", err)
+		}
+		_ = ln.Close()
+		<-done
+		return svc, nil
+	}
+}
+
+// setListener remembers the live listener of an in-process run (the
+// supervisor's tests close it to make the host fail).
+func (u *unit) setListener(ln net.Listener) {
+	u.mu.Lock()
+	u.cur = ln
+	u.mu.Unlock()
+}
+
+// newHost puts a service on its own platform host.
+func newHost(name string, svc platform.Service, log *slog.Logger) *platform.Host {
+	info := platform.Info{Name: name, Title: "deckhand " + name + " service", Version: platform.Version}
+	if d, ok := svc.(platform.Describer); ok {
+		info = d.Info()
+		info.Name = name
+	}
+	// Services sit behind the gateway on loopback, so the client address
+	// they log and report is the gateway's X-Forwarded-For.
+	cfg := platform.HostConfig{Info: info, Logger: log, ProxyHeader: "X-Forwarded-For"}
+	if hr, ok := svc.(platform.HealthReporter); ok {
+		cfg.HealthStatus = hr.HealthStatus
+	}
+	return platform.NewHost(cfg, svc.Routes())
+}
+
+// runChild starts the child and waits for it to exit or for ctx to end.
+func (u *unit) runChild(ctx context.Context) error {
+	cmd := exec.Command(u.argv[0], u.argv[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Env = childEnv()
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", describeArgv(u.argv), err)
+	}
+	pid := cmd.Process.Pid
+	gen := u.begin(pid)
+	u.log.Info("child started", "pid", pid, "command", describeArgv(u.argv))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	go u.watchHealth(ctx, gen)
+	select {
+	case err := <-done:
+		// Whatever the child left in its group goes with it.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		if err == nil {
+			err = errors.New("exited")
+		}
+		return fmt.Errorf("child %d: %w", pid, err)
+	case <-ctx.Done():
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(serviceGrace):
+			u.log.Warn("child ignored SIGTERM; killing", "pid", pid)
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			<-done
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		return nil
+	}
+}
+
+// childEnv is the agent's environment minus what belongs to the agent alone
+// (systemd's notify socket and watchdog).
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "NOTIFY_SOCKET=") || strings.HasPrefix(kv, "WATCHDOG_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// watchHealth polls /health of the current run until it answers, then marks
+// the unit running (or unavailable) and, the first time, ready.
+func (u *unit) watchHealth(ctx context.Context, gen int) {
+	delay := 2 * time.Millisecond
+	for {
+		u.mu.Lock()
+		stale := u.gen != gen
+		u.mu.Unlock()
+		if stale || ctx.Err() != nil {
+			return
+		}
+		if h, err := u.sup.fetchHealth(ctx, u.addr); err == nil {
+			state := StateRunning
+			if h.Status != "ok" {
+				state = StateUnavailable
+			}
+			u.mu.Lock()
+			if u.gen == gen {
+				u.state = state
+			}
+			u.mu.Unlock()
+			u.readyOnce.Do(func() { close(u.ready) })
+			return
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return
+		}
+		if delay < 100*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// fetchHealth asks a service for its health record. No User-Agent is sent,
+// so the agent's probes do not overwrite the service's last client.
+func (s *Supervisor) fetchHealth(ctx context.Context, addr string) (*platform.Health, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header["User-Agent"] = []string{""}
+	resp, err := s.probe.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil, fmt.Errorf("/health answered %d", resp.StatusCode)
+	}
+	var h platform.Health
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		return nil, fmt.Errorf("/health: %w", err)
+	}
+	return &h, nil
+}
