@@ -1,0 +1,130 @@
+// Command deckhand-control is the control plane: `serve` runs the HTTP API,
+// `keys rotate` adds a new active signing key, `version` prints the version.
+// Every flag also reads DECKHAND_<FLAG> from the environment; a flag given
+// on the command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"deckhand/control/server"
+	"deckhand/platform"
+	"deckhand/platform/config"
+	"deckhand/platform/signing"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "deckhand-control:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "deckhand-control",
+		Short:         "deckhand control plane",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return config.ApplyEnv(cmd)
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(serveCmd(stdout, stderr), keysCmd(stdout), versionCmd(stdout))
+	return root
+}
+
+func serveCmd(stdout, stderr io.Writer) *cobra.Command {
+	cfg := server.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the control-plane HTTP API",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Logger = config.Logger(stderr, cfg.LogLevel)
+			cfg.Stdout = stdout
+			srv, err := server.New(cfg)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			// SIGHUP picks up a `keys rotate` run next to the live server.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			go func() {
+				for range hup {
+					if err := srv.ReloadKeys(); err != nil {
+						cfg.Logger.Error("signing keys reload failed; keeping the loaded set", "err", err)
+					}
+				}
+			}()
+			return srv.Run(ctx)
+		},
+	}
+	cfg.Bind(cmd.Flags())
+	return cmd
+}
+
+func keysCmd(stdout io.Writer) *cobra.Command {
+	keys := &cobra.Command{Use: "keys", Short: "Manage the response-signing keys"}
+	data := "./data"
+	rotate := &cobra.Command{
+		Use:   "rotate",
+		Short: "Add a new ED25519 signing key and make it active (old keys stay published)",
+		Long: "Adds a new ED25519 key under <data>/keys and makes it active. Old keys stay in the " +
+			"published set, so signatures they made keep verifying. A running server picks the new key " +
+			"up on restart or on SIGHUP. Prints the new key id.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir := server.KeysDir(data)
+			_, statErr := os.Stat(dir)
+			ks, err := signing.Open(dir)
+			if err != nil {
+				return err
+			}
+			// Open makes a first key in an empty directory; rotating right
+			// after would leave an unused key, so the first key is the answer.
+			if errors.Is(statErr, os.ErrNotExist) {
+				fmt.Fprintln(stdout, ks.Active().ID)
+				return nil
+			}
+			k, err := ks.Rotate()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, k.ID)
+			return nil
+		},
+	}
+	rotate.Flags().StringVar(&data, "data", data, "data directory of the control plane")
+	keys.AddCommand(rotate)
+	return keys
+}
+
+func versionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(*cobra.Command, []string) {
+			if platform.BuildTime != "" {
+				fmt.Fprintf(stdout, "deckhand-control %s (built %s)\n", platform.Version, platform.BuildTime)
+				return
+			}
+			fmt.Fprintf(stdout, "deckhand-control %s\n", platform.Version)
+		},
+	}
+}

@@ -1,0 +1,166 @@
+// Package meta owns the control plane's public discovery endpoints: the
+// regions a free-tier server can be placed in and the signing key set that
+// clients and agents verify responses and claims with. Both answer without a
+// credential.
+package meta
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"strings"
+
+	"deckhand/platform"
+	"deckhand/platform/signing"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+// Region is one region availability record (interface.md).
+type Region struct {
+	Region    string `json:"region" required:"true"`
+	Country   string `json:"country" required:"true"`
+	City      string `json:"city" required:"true"`
+	Available bool   `json:"available" required:"true"`
+}
+
+// DefaultRegions are served when no regions file exists. The first
+// available one is the signup default when nothing better is known.
+var DefaultRegions = []Region{
+	{Region: "eu-central-1", Country: "DE", City: "Frankfurt", Available: true},
+	{Region: "eu-north-1", Country: "FI", City: "Helsinki", Available: true},
+	{Region: "us-east-1", Country: "US", City: "Ashburn", Available: true},
+	{Region: "us-west-1", Country: "US", City: "Hillsboro", Available: true},
+	{Region: "ap-southeast-1", Country: "SG", City: "Singapore", Available: false},
+}
+
+// LoadRegions reads a regions file: a JSON array of region records, or an
+// object {"regions": [...]}. When path is empty or, with optional set, the
+// file does not exist, it returns DefaultRegions.
+func LoadRegions(path string, optional bool) ([]Region, error) {
+	if path == "" {
+		return append([]Region(nil), DefaultRegions...), nil
+	}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && optional {
+		return append([]Region(nil), DefaultRegions...), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("regions file: %w", err)
+	}
+	raw = bytes.TrimSpace(raw)
+	var list []Region
+	if len(raw) > 0 && raw[0] == '{' {
+		var doc struct {
+			Regions []Region `json:"regions"`
+		}
+		err = strictJSON(raw, &doc)
+		list = doc.Regions
+	} else {
+		err = strictJSON(raw, &list)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("regions file %s: %v", path, err)
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("regions file %s: lists no regions", path)
+	}
+	seen := map[string]bool{}
+	for i, r := range list {
+		if strings.TrimSpace(r.Region) == "" {
+			return nil, fmt.Errorf("regions file %s: regions[%d].region is empty", path, i)
+		}
+		if seen[r.Region] {
+			return nil, fmt.Errorf("regions file %s: region %q listed twice", path, r.Region)
+		}
+		seen[r.Region] = true
+	}
+	return list, nil
+}
+
+func strictJSON(raw []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// Deps is what the meta domain needs.
+type Deps struct {
+	Regions []Region
+	// Keys is nil when response signing is off; the public-key endpoint
+	// then answers 503 SIGNING_NOT_CONFIGURED.
+	Keys *signing.KeySet
+}
+
+// Service serves the discovery endpoints.
+type Service struct {
+	regions []Region
+	keys    *signing.KeySet
+}
+
+// New builds the meta domain.
+func New(d Deps) *Service {
+	return &Service{regions: d.Regions, keys: d.Keys}
+}
+
+// RegionsResponse is data of available-regions.
+type RegionsResponse struct {
+	Regions []Region `json:"regions" required:"true"`
+}
+
+// The envelopes below only document the success bodies in the OpenAPI
+// document (platform.Envelope.Data is untyped).
+type regionsEnvelope struct {
+	StatusCode int             `json:"statusCode" required:"true"`
+	Message    string          `json:"message" required:"true"`
+	Data       RegionsResponse `json:"data" required:"true"`
+}
+
+type keySetEnvelope struct {
+	StatusCode int                  `json:"statusCode" required:"true"`
+	Message    string               `json:"message" required:"true"`
+	Data       signing.PublicKeySet `json:"data" required:"true"`
+}
+
+// Routes is the meta route table.
+func (s *Service) Routes() []platform.Route {
+	return []platform.Route{
+		{Method: http.MethodGet, Path: "/api/v1/auth/available-regions", Public: true, Tags: []string{"meta"},
+			Summary: "Regions a free-tier server can be placed in",
+			Description: "Public. `data.regions[]` lists region availability records. The list comes from " +
+				"`<data>/regions.json` (or `--regions-file`), a JSON array of records or `{\"regions\": [...]}`; " +
+				"without a file, built-in defaults are served.",
+			Response: regionsEnvelope{}, Handler: s.availableRegions},
+		{Method: http.MethodGet, Path: signing.PublicKeyPath, Public: true, Tags: []string{"meta"},
+			Summary: "Signing key set for responses, identity claims and container claims",
+			Description: "Public. Every published key (old keys stay after `deckhand-control keys rotate`, so " +
+				"earlier signatures keep verifying), the active kid and the signed-data formats. Clients cache " +
+				"it at least 24 hours and re-fetch when a response names an unknown kid. 503 " +
+				"`SIGNING_NOT_CONFIGURED` when the server runs with `--signing=false`.",
+			Response: keySetEnvelope{}, Handler: s.publicKey},
+	}
+}
+
+func (s *Service) availableRegions(c fiber.Ctx) error {
+	return platform.Respond(c, http.StatusOK, "Available regions", RegionsResponse{Regions: s.regions})
+}
+
+var errSigningOff = &platform.Error{Code: platform.CodeSigningNotConfigured,
+	Message: "Response signing is not configured on this server"}
+
+func (s *Service) publicKey(c fiber.Ctx) error {
+	if s.keys == nil {
+		return errSigningOff
+	}
+	return platform.Respond(c, http.StatusOK, "Signing key set", s.keys.PublicSet())
+}

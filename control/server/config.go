@@ -1,0 +1,162 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"deckhand/platform"
+
+	"github.com/spf13/pflag"
+)
+
+// OAuthProvider is one external identity provider's client settings
+// (--oauth-<name>-client-id, -client-secret, -auth-url, -token-url,
+// -userinfo-url).
+type OAuthProvider struct {
+	ClientID     string
+	ClientSecret string
+	AuthURL      string
+	TokenURL     string
+	UserinfoURL  string
+}
+
+// Configured reports whether enough is set to run the provider's flow.
+func (p OAuthProvider) Configured() bool {
+	return p.ClientID != "" && p.AuthURL != "" && p.TokenURL != ""
+}
+
+// Config is every `deckhand-control serve` setting of operations.md. Domains
+// read what they need from here; a new flag is a new field plus one line in
+// Bind.
+type Config struct {
+	Listen                 string
+	Data                   string
+	DatabaseURL            string
+	PublicURL              string // default http://<listen> (the bound address)
+	MailDir                string // default <data>/mail
+	SMTPURL                string
+	AdminEmail             string
+	AdminPassword          string // never logged
+	Signups                bool
+	Signing                bool
+	TransferFeeBPS         int
+	OAuthCodehost          OAuthProvider
+	OAuthWebID             OAuthProvider
+	AllowedRedirectDomains []string
+	TrustProxyHeaders      bool
+	RegionsFile            string // default <data>/regions.json when present
+	LogLevel               string
+
+	// Not flags: what the process hands in.
+	Logger *slog.Logger   // default: JSON on stderr at LogLevel
+	Clock  platform.Clock // default: system clock
+	Stdout io.Writer      // human-readable startup lines; default io.Discard
+}
+
+// DefaultConfig is the configuration with every flag at its default.
+func DefaultConfig() Config {
+	return Config{
+		Listen:                 "127.0.0.1:8080",
+		Data:                   "./data",
+		Signups:                true,
+		Signing:                true,
+		TransferFeeBPS:         500,
+		AllowedRedirectDomains: []string{"localhost"},
+		LogLevel:               "info",
+	}
+}
+
+// Bind registers every serve flag on fs, writing into c (whose current
+// values are the defaults shown).
+func (c *Config) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", c.Listen, "API address")
+	fs.StringVar(&c.Data, "data", c.Data, "data directory: embedded store (control.db), signing keys, outgoing mail")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "postgres://... to use PostgreSQL instead of the embedded store (not supported yet)")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "base of links the server makes (default http://<listen>)")
+	fs.StringVar(&c.MailDir, "mail-dir", c.MailDir, "directory for outgoing mail as .eml files (default <data>/mail)")
+	fs.StringVar(&c.SMTPURL, "smtp-url", c.SMTPURL, "smtp://user:pass@host:port: send mail through this relay instead")
+	fs.StringVar(&c.AdminEmail, "admin-email", c.AdminEmail, "at start, create this verified admin user when absent")
+	fs.StringVar(&c.AdminPassword, "admin-password", c.AdminPassword, "password of the bootstrap admin (prefer DECKHAND_ADMIN_PASSWORD)")
+	fs.BoolVar(&c.Signups, "signups", c.Signups, "allow self-service signup (false answers 403)")
+	fs.BoolVar(&c.Signing, "signing", c.Signing, "sign every response with ED25519 (false: public-key answers 503 SIGNING_NOT_CONFIGURED)")
+	fs.IntVar(&c.TransferFeeBPS, "transfer-fee-bps", c.TransferFeeBPS, "platform fee on transfers to AI credit, in basis points (0-9999)")
+	for _, p := range []struct {
+		name string
+		into *OAuthProvider
+	}{{"codehost", &c.OAuthCodehost}, {"webid", &c.OAuthWebID}} {
+		fs.StringVar(&p.into.ClientID, "oauth-"+p.name+"-client-id", p.into.ClientID, p.name+" OAuth client id")
+		fs.StringVar(&p.into.ClientSecret, "oauth-"+p.name+"-client-secret", p.into.ClientSecret, p.name+" OAuth client secret")
+		fs.StringVar(&p.into.AuthURL, "oauth-"+p.name+"-auth-url", p.into.AuthURL, p.name+" OAuth authorize endpoint")
+		fs.StringVar(&p.into.TokenURL, "oauth-"+p.name+"-token-url", p.into.TokenURL, p.name+" OAuth token endpoint")
+		fs.StringVar(&p.into.UserinfoURL, "oauth-"+p.name+"-userinfo-url", p.into.UserinfoURL, p.name+" OAuth userinfo endpoint")
+	}
+	fs.StringSliceVar(&c.AllowedRedirectDomains, "allowed-redirect-domains", c.AllowedRedirectDomains, "domains redirect_uri may point to (comma list)")
+	fs.BoolVar(&c.TrustProxyHeaders, "trust-proxy-headers", c.TrustProxyHeaders, "take the client IP from X-Forwarded-For (only behind a trusted proxy)")
+	fs.StringVar(&c.RegionsFile, "regions-file", c.RegionsFile, "JSON file of region records (default <data>/regions.json when present, else built-in regions)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+}
+
+// ErrPostgresUnsupported is returned for --database-url until the PostgreSQL
+// store exists, so the flag is never silently ignored.
+var ErrPostgresUnsupported = errors.New("--database-url: PostgreSQL is not supported yet in this version; " +
+	"remove the flag (and DECKHAND_DATABASE_URL) to use the embedded store in --data")
+
+// Validate checks the flags and fills derived defaults (MailDir).
+// PublicURL is filled once the listener is bound, so :0 works.
+func (c *Config) Validate() error {
+	if c.DatabaseURL != "" {
+		return ErrPostgresUnsupported
+	}
+	if c.Listen == "" {
+		return errors.New("--listen: must not be empty")
+	}
+	if c.Data == "" {
+		return errors.New("--data: must not be empty")
+	}
+	if c.TransferFeeBPS < 0 || c.TransferFeeBPS > 9999 {
+		return fmt.Errorf("--transfer-fee-bps: must be between 0 and 9999, got %d", c.TransferFeeBPS)
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--public-url: must be an http(s) URL, got %q", c.PublicURL)
+		}
+		c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	}
+	if c.SMTPURL != "" {
+		u, err := url.Parse(c.SMTPURL)
+		if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Host == "" {
+			return errors.New("--smtp-url: must be smtp://[user:pass@]host:port") // no echo: it may hold a password
+		}
+	}
+	if (c.AdminEmail == "") != (c.AdminPassword == "") {
+		return errors.New("--admin-email and --admin-password: give both or neither")
+	}
+	for _, p := range []struct {
+		name string
+		p    OAuthProvider
+	}{{"codehost", c.OAuthCodehost}, {"webid", c.OAuthWebID}} {
+		for flag, v := range map[string]string{"auth-url": p.p.AuthURL, "token-url": p.p.TokenURL, "userinfo-url": p.p.UserinfoURL} {
+			if v == "" {
+				continue
+			}
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("--oauth-%s-%s: must be an http(s) URL, got %q", p.name, flag, v)
+			}
+		}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("--log-level: must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.MailDir == "" {
+		c.MailDir = filepath.Join(c.Data, "mail")
+	}
+	return nil
+}
