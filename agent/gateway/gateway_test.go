@@ -1,0 +1,231 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+
+	"deckhand/agent/gateway"
+	"deckhand/platform"
+	"deckhand/platform/platformtest"
+	"deckhand/services/cron"
+	"deckhand/services/files"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// fixture is a gateway in front of the real cron and files services, a
+// header-echo upstream and a WebSocket echo upstream (stand-ins until a
+// WebSocket service is registered), and "terminal" pointing at a closed port.
+type fixture struct {
+	gw  *gateway.Gateway
+	url string
+}
+
+func hostFor(name string, svc interface {
+	platform.Service
+	Info() platform.Info
+}) *platform.Host {
+	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: quiet, ProxyHeader: "X-Forwarded-For"}, svc.Routes())
+}
+
+func newFixture(t *testing.T, project, container string) *fixture {
+	t.Helper()
+	deps := func(n string) platform.ServiceDeps {
+		return platform.ServiceDeps{Name: n, DataDir: t.TempDir(), Logger: quiet, Clock: platform.SystemClock{}}
+	}
+	backends := map[string]string{
+		"cron":  strings.TrimPrefix(platformtest.Serve(t, hostFor("cron", cron.New(deps("cron")))), "http://"),
+		"files": strings.TrimPrefix(platformtest.Serve(t, hostFor("files", files.New(deps("files")))), "http://"),
+	}
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if websocket.IsWebSocketUpgrade(r) {
+			c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			for {
+				mt, msg, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				_ = c.WriteMessage(mt, append([]byte("echo:"), msg...))
+			}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{
+			"path": r.URL.Path, "raw_path": r.URL.RawPath, "query": r.URL.RawQuery,
+			"xff": r.Header.Get("X-Forwarded-For"), "xfh": r.Header.Get("X-Forwarded-Host"), "xfp": r.Header.Get("X-Forwarded-Proto"),
+		})
+	}))
+	t.Cleanup(echo.Close)
+	backends["notes"] = strings.TrimPrefix(echo.URL, "http://")
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	backends["terminal"] = dead.Addr().String()
+	dead.Close()
+
+	g := gateway.New(gateway.Config{
+		Domain: "example.test", ProjectID: project, ContainerID: container,
+		Known:   []string{"cron", "files", "terminal", "display", "vault", "notes"},
+		Backend: func(n string) (string, bool) { a, ok := backends[n]; return a, ok },
+		Status: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, `{"status":"here"}`)
+		}),
+		Logger: quiet,
+	})
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	return &fixture{gw: g, url: srv.URL}
+}
+
+func (f *fixture) get(t *testing.T, host, path string, hdr ...string) (int, map[string]any, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, f.url+path, nil)
+	if host != "" {
+		req.Host = host
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return resp.StatusCode, m, string(raw)
+}
+
+func TestRouting(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "proj", "b0c1-ctr")
+	cases := []struct {
+		name, host, path string
+		status           int
+		check            func(m map[string]any) bool
+	}{
+		{"path to cron health", "", "/_/cron/health", 200, func(m map[string]any) bool { return m["service"] == "cron" && m["status"] == "ok" }},
+		{"path to files version", "", "/_/files/api/v1/version", 200, func(m map[string]any) bool { return m["version"] == "v1" }},
+		{"path prefix only is /", "", "/_/notes", 200, func(m map[string]any) bool { return m["path"] == "/" }},
+		{"prefix stripped, escapes and query kept", "", "/_/notes/a%2Fb/c?x=1&y=%20", 200,
+			func(m map[string]any) bool {
+				return m["path"] == "/a/b/c" && m["raw_path"] == "/a%2Fb/c" && m["query"] == "x=1&y=%20"
+			}},
+		{"forwarded headers", "", "/_/notes/h", 200,
+			func(m map[string]any) bool {
+				return m["xff"] == "127.0.0.1" && m["xfp"] == "http" && strings.HasPrefix(m["xfh"].(string), "127.0.0.1:")
+			}},
+		{"host to files", "proj-b0c1-ctr-files-1.srv.example.test", "/api/v1/version", 200, func(m map[string]any) bool { return m["server_version"] == platform.Version }},
+		{"host with port to cron", "proj-b0c1-ctr-cron-1.srv.example.test:443", "/health", 200, func(m map[string]any) bool { return m["service"] == "cron" }},
+		{"host keeps the path", "proj-b0c1-ctr-notes-1.srv.example.test", "/_/cron/x", 200, func(m map[string]any) bool { return m["path"] == "/_/cron/x" }},
+		{"host of another container", "proj-other-files-1.srv.example.test", "/api/v1/version", 404, errCode("NOT_FOUND", "another container")},
+		{"instance 2", "proj-b0c1-ctr-files-2.srv.example.test", "/api/v1/version", 404, errCode("NOT_FOUND", "instance 2")},
+		{"unknown service by path", "", "/_/bogus/x", 404, errCode("NOT_FOUND", `unknown service "bogus"`)},
+		{"known but not running", "", "/_/vault/x", 404, errCode("NOT_FOUND", "vault is not running")},
+		{"empty service", "", "/_//x", 404, errCode("NOT_FOUND", "no service named")},
+		{"no service named", "", "/health", 404, errCode("NOT_FOUND", "/_/<service>/")},
+		{"service down", "", "/_/terminal/x", 502, errCode("BACKEND_ERROR", "terminal is not answering")},
+		{"service's own 404 passes through", "", "/_/cron/nope", 404, errCode("NOT_FOUND", "no such route")},
+		{"status", "", gateway.StatusPath, 200, func(m map[string]any) bool { return m["status"] == "here" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			status, m, raw := f.get(t, tc.host, tc.path)
+			if status != tc.status || !tc.check(m) {
+				t.Fatalf("GET %s (Host %q): %d %s", tc.path, tc.host, status, raw)
+			}
+		})
+	}
+}
+
+func errCode(code, msgHas string) func(map[string]any) bool {
+	return func(m map[string]any) bool {
+		msg, _ := m["message"].(string)
+		_, hasDetails := m["details"]
+		return m["code"] == code && strings.Contains(msg, msgHas) && hasDetails && len(m) == 3
+	}
+}
+
+func TestForwardedForIsNotTakenFromTheClient(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "")
+	_, m, raw := f.get(t, "", "/_/notes/x", "X-Forwarded-For", "6.6.6.6")
+	if m["xff"] != "127.0.0.1" {
+		t.Fatalf("client-supplied X-Forwarded-For reached the service: %s", raw)
+	}
+	// Without configured ids, any project/container prefix routes.
+	status, m, raw := f.get(t, "any-thing-cron-1.s.example.test", "/health")
+	if status != 200 || m["service"] != "cron" {
+		t.Fatalf("%d %s", status, raw)
+	}
+}
+
+func TestNonLoopbackClientsAreRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "")
+	for _, path := range []string{"/_/cron/health", gateway.StatusPath} {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.RemoteAddr = "10.1.2.3:5555"
+		rec := httptest.NewRecorder()
+		f.gw.ServeHTTP(rec, req)
+		var m map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &m)
+		if rec.Code != http.StatusForbidden || m["code"] != "FORBIDDEN" || m["message"] == "" {
+			t.Fatalf("%s from 10.1.2.3: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, "/_/cron/health", nil)
+	req.RemoteAddr = "[::1]:5555"
+	req.Header.Set("X-Forwarded-For", "10.1.2.3")
+	if err := (gateway.LoopbackOnly{}).Authorize(req, gateway.Target{Service: "cron"}); err != nil {
+		t.Fatalf("IPv6 loopback refused: %v", err)
+	}
+	req.RemoteAddr = "10.1.2.3:5555"
+	req.Header.Set("X-Forwarded-For", "127.0.0.1")
+	if err := (gateway.LoopbackOnly{}).Authorize(req, gateway.Target{Service: "cron"}); err == nil {
+		t.Fatal("a forged X-Forwarded-For made a remote client loopback")
+	}
+}
+
+func TestWebSocketPassesThrough(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "p", "c")
+	for _, tc := range []struct{ name, url, host string }{
+		{"path", "ws" + strings.TrimPrefix(f.url, "http") + "/_/notes/ws", ""},
+		{"host", "ws" + strings.TrimPrefix(f.url, "http") + "/ws", "p-c-notes-1.srv.example.test"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := http.Header{}
+			if tc.host != "" {
+				hdr.Set("Host", tc.host)
+			}
+			c, resp, err := websocket.DefaultDialer.Dial(tc.url, hdr)
+			if err != nil {
+				t.Fatalf("dial: %v (%v)", err, resp)
+			}
+			defer c.Close()
+			if resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			for _, msg := range []string{"hello", strings.Repeat("x", 100000)} {
+				if err := c.WriteMessage(websocket.BinaryMessage, []byte(msg)); err != nil {
+					t.Fatal(err)
+				}
+				mt, got, err := c.ReadMessage()
+				if err != nil || mt != websocket.BinaryMessage || string(got) != "echo:"+msg {
+					t.Fatalf("got %d %.40q %v", mt, got, err)
+				}
+			}
+		})
+	}
+}

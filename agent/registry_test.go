@@ -1,0 +1,101 @@
+package agent_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"deckhand/agent"
+)
+
+func TestSelect(t *testing.T) {
+	t.Parallel()
+	all := agent.Registered()
+	cases := []struct {
+		list   string
+		want   []string
+		errHas string
+	}{
+		{"", all, ""},
+		{"all", all, ""},
+		{"files", []string{"files"}, ""},
+		{"files, cron,files", []string{"cron", "files"}, ""}, // port order, no duplicates
+		{"cron,bogus", nil, `unknown service "bogus"`},
+		{"vault", nil, `"vault" is not built into this agent`},
+		{",", nil, "no service named"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.list, func(t *testing.T) {
+			got, err := agent.Select(tc.list)
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) || !strings.Contains(err.Error(), "--services") {
+					t.Fatalf("err %v, want one naming --services and %q", err, tc.errHas)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v %v, want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSelectIsolated(t *testing.T) {
+	t.Parallel()
+	running := []string{"cron", "files"}
+	cases := []struct {
+		list   string
+		want   map[string]bool
+		errHas string
+	}{
+		{"display", map[string]bool{}, ""}, // the default is harmless without a display service
+		{"", map[string]bool{}, ""},
+		{"none", map[string]bool{}, ""},
+		{"cron", map[string]bool{"cron": true}, ""},
+		{"cron,files,display", map[string]bool{"cron": true, "files": true}, ""},
+		{"crn", nil, `--isolate: unknown service "crn"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.list, func(t *testing.T) {
+			got, err := agent.SelectIsolated(tc.list, running)
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+					t.Fatalf("err %v, want %q", err, tc.errHas)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v %v, want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRegistryMatchesThePortTable(t *testing.T) {
+	t.Parallel()
+	want := map[string]int{"cron": 1, "files": 2, "terminal": 3, "display": 4, "vault": 5, "tunnel": 6, "daemon": 7,
+		"exec": 8, "journal": 9, "workspace": 10, "notes": 11, "run": 12, "curl": 13, "notifications": 14}
+	if !reflect.DeepEqual(agent.Offsets, want) {
+		t.Fatalf("offsets %v differ from operations.md %v", agent.Offsets, want)
+	}
+	seen := map[int]bool{}
+	for _, name := range agent.Registered() {
+		e, ok := agent.Lookup(name)
+		if !ok || e.Name != name || e.New == nil {
+			t.Fatalf("registered %q has no constructor", name)
+		}
+		port := agent.Port(7700, name)
+		if port != 7700+want[name] || seen[port] {
+			t.Fatalf("%s: port %d", name, port)
+		}
+		seen[port] = true
+	}
+	for _, must := range []string{"cron", "files"} {
+		if _, ok := agent.Lookup(must); !ok {
+			t.Fatalf("%s is not registered", must)
+		}
+	}
+	if _, ok := agent.Lookup("vault"); ok {
+		t.Fatal("vault is registered but has no service package yet")
+	}
+}

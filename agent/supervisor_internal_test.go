@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// freeBase finds a port base whose gateway port and every service port are
+// free right now.
+func freeBase(t *testing.T) int {
+	t.Helper()
+	for range 200 {
+		base := 20000 + rand.IntN(40000)
+		ok := true
+		for off := 0; off <= 14 && ok; off++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
+			if err != nil {
+				ok = false
+				continue
+			}
+			ln.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port range")
+	return 0
+}
+
+// TestInProcessServiceRestartsWhileOthersServe breaks the files host's
+// listener (its Serve returns) and expects the supervisor to bring files
+// back with a fresh host on the same address while cron keeps answering.
+func TestInProcessServiceRestartsWhileOthersServe(t *testing.T) {
+	base := freeBase(t)
+	sup, err := New(Config{
+		Data: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(base), Bind: "127.0.0.1", PortBase: base,
+		Services: []string{"cron", "files"}, Domain: "localhost", LogLevel: "error",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	for _, u := range sup.units {
+		<-u.ready
+	}
+	files := sup.units[1]
+	files.mu.Lock()
+	ln := files.cur
+	files.mu.Unlock()
+	_ = ln.Close()
+
+	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a performance bound
+	for time.Now().Before(deadline) {
+		st := sup.Status(context.Background())
+		cronSt, filesSt := st.Services[0], st.Services[1]
+		if cronSt.State != StateRunning || cronSt.Health == nil {
+			t.Fatalf("cron stopped serving while files restarted: %+v", cronSt)
+		}
+		if filesSt.Restarts == 1 && filesSt.State == StateRunning && filesSt.Health != nil && filesSt.Health.Service == "files" {
+			if filesSt.LastError == "" {
+				t.Fatalf("restart without a recorded reason: %+v", filesSt)
+			}
+			return
+		}
+		if filesSt.Restarts > 1 {
+			t.Fatalf("files restarted more than once: %+v", filesSt)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("files never came back")
+}
