@@ -1,0 +1,247 @@
+package identity
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// Principal is who a request acts for.
+type Principal struct {
+	UserID string
+	Role   string
+	// Kind is "session" (a session JWT) or "token" (an svc_ auth token).
+	Kind      string
+	SessionID string // Kind "session"
+	TokenID   string // Kind "token"
+}
+
+// IsAdmin reports whether the principal has the admin role.
+func (p *Principal) IsAdmin() bool { return p != nil && p.Role == RoleAdmin }
+
+// Principal kinds.
+const (
+	KindSession = "session"
+	KindToken   = "token"
+)
+
+type principalKey struct{}
+
+// PrincipalFrom returns the principal Authenticate stored on c, or nil.
+func PrincipalFrom(c fiber.Ctx) *Principal {
+	p, _ := c.Locals(principalKey{}).(*Principal)
+	return p
+}
+
+// TokenPrefix starts every auth token.
+const TokenPrefix = "svc_"
+
+var (
+	errNoCredential = unauthorized("missing credential: send Authorization: Bearer <token>")
+	errBadCredential = unauthorized("invalid or expired credential")
+	errBanned       = forbidden("this account is banned")
+)
+
+// bearer extracts the Bearer credential of c.
+func bearer(c fiber.Ctx) (string, bool) {
+	h := c.Get(fiber.HeaderAuthorization)
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", false
+	}
+	tok := strings.TrimSpace(h[7:])
+	return tok, tok != ""
+}
+
+// Authenticate resolves the request's Bearer credential (a session access
+// JWT or an svc_ auth token) into a Principal stored on c. It answers 401
+// for a missing, malformed, expired, revoked or disabled credential and for
+// an auth token used from an address outside its allow-list, and 403 for a
+// banned account.
+func (s *Service) Authenticate(c fiber.Ctx) error {
+	if PrincipalFrom(c) != nil {
+		return nil
+	}
+	raw, ok := bearer(c)
+	if !ok {
+		return errNoCredential
+	}
+	var p *Principal
+	var err error
+	if strings.HasPrefix(raw, TokenPrefix) {
+		p, err = s.authToken(raw, c.IP())
+	} else {
+		p, err = s.authSession(raw)
+	}
+	if err != nil {
+		return err
+	}
+	c.Locals(principalKey{}, p)
+	return nil
+}
+
+// Middleware is Authenticate as a Fiber handler that continues the chain.
+func (s *Service) Middleware(c fiber.Ctx) error {
+	if err := s.Authenticate(c); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
+// principal is what handlers call: it works whether or not the host ran
+// Authenticate before the route.
+func (s *Service) principal(c fiber.Ctx) (*Principal, error) {
+	if err := s.Authenticate(c); err != nil {
+		return nil, err
+	}
+	return PrincipalFrom(c), nil
+}
+
+func (s *Service) authSession(raw string) (*Principal, error) {
+	c, err := s.parseJWT(raw, typAccess)
+	if err != nil {
+		return nil, errBadCredential
+	}
+	var p *Principal
+	err = s.db.View(func(tx *store.Tx) error {
+		var sess sessionRec
+		ok, err := tx.Get(bucketSessions, c.SID, &sess)
+		if err != nil {
+			return err
+		}
+		if !ok || sess.Revoked || sess.UserID != c.Subject {
+			return errBadCredential
+		}
+		u, err := getUser(tx, c.Subject)
+		if err != nil {
+			return err
+		}
+		if u == nil {
+			return errBadCredential
+		}
+		if u.IsBanned {
+			return errBanned
+		}
+		p = &Principal{UserID: u.ID, Role: u.Role, Kind: KindSession, SessionID: sess.ID}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("check the session", err)
+	}
+	return p, nil
+}
+
+// tokenUsage is the freshest last_used of an auth token; the store copy is
+// refreshed when the address changes or the stored time is a minute old,
+// so a busy token costs no write per request.
+type tokenUsage struct {
+	at    time.Time
+	ip    string
+	saved bool
+}
+
+const usagePersistEvery = time.Minute
+
+func (s *Service) authToken(raw, ip string) (*Principal, error) {
+	key := s.lookupKey(raw)
+	now := s.now()
+	var p *Principal
+	var persist bool
+	var tokID string
+	err := s.db.View(func(tx *store.Tx) error {
+		id := tx.GetRaw(bucketTokenHash, key)
+		if id == nil {
+			return errBadCredential
+		}
+		var t tokenRec
+		ok, err := tx.Get(bucketTokens, string(id), &t)
+		if err != nil {
+			return err
+		}
+		if !ok || t.Hash != key {
+			return errBadCredential
+		}
+		if !t.IsEnabled {
+			return unauthorized("this auth token is disabled")
+		}
+		if t.ExpiresAt != nil && !now.Before(*t.ExpiresAt) {
+			return unauthorized("this auth token has expired")
+		}
+		if !ipAllowed(t.IPWhitelist, ip) {
+			return unauthorized("this auth token is not allowed from this IP address")
+		}
+		u, err := getUser(tx, t.UserID)
+		if err != nil {
+			return err
+		}
+		if u == nil {
+			return errBadCredential
+		}
+		if u.IsBanned {
+			return errBanned
+		}
+		tokID = t.ID
+		persist = t.LastUsedAt == nil || t.LastUsedIP == nil || *t.LastUsedIP != ip || now.Sub(*t.LastUsedAt) >= usagePersistEvery
+		p = &Principal{UserID: u.ID, Role: u.Role, Kind: KindToken, TokenID: t.ID}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("check the auth token", err)
+	}
+	saved := false
+	if persist {
+		if err := s.persistUsage(tokID, now, ip); err != nil {
+			s.log.Warn("auth token usage not saved", "token", tokID, "err", err)
+		} else {
+			saved = true
+		}
+	}
+	s.usage.Store(tokID, &tokenUsage{at: now, ip: ip, saved: saved})
+	return p, nil
+}
+
+func (s *Service) persistUsage(id string, at time.Time, ip string) error {
+	return s.db.Update(func(tx *store.Tx) error {
+		var t tokenRec
+		ok, err := tx.Get(bucketTokens, id, &t)
+		if err != nil || !ok {
+			return err
+		}
+		if t.LastUsedAt != nil && t.LastUsedAt.After(at) {
+			return nil
+		}
+		t.LastUsedAt, t.LastUsedIP = &at, &ip
+		return tx.Put(bucketTokens, id, &t)
+	})
+}
+
+// flushUsage writes every in-memory last_used to the store (shutdown).
+func (s *Service) flushUsage(_ context.Context) {
+	s.usage.Range(func(k, v any) bool {
+		if u := v.(*tokenUsage); !u.saved && s.persistUsage(k.(string), u.at, u.ip) == nil {
+			s.usage.CompareAndSwap(k, u, &tokenUsage{at: u.at, ip: u.ip, saved: true})
+		}
+		return true
+	})
+}
+
+func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+// requireAdmin authenticates c and demands the admin role.
+func (s *Service) requireAdmin(c fiber.Ctx) (*Principal, error) {
+	p, err := s.principal(c)
+	if err != nil {
+		return nil, err
+	}
+	if !p.IsAdmin() {
+		return nil, forbidden("this action needs the admin role")
+	}
+	return p, nil
+}
+
+var _ = platform.Route{}

@@ -1,0 +1,197 @@
+package identity
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/argon2"
+
+	"deckhand/platform"
+)
+
+// Argon2id parameters: OWASP's second recommended set (19 MiB, t=2, p=1),
+// cheap enough that a burst of logins does not exhaust memory.
+const (
+	argonTime    = 2
+	argonMemory  = 19 * 1024
+	argonThreads = 1
+	argonKeyLen  = 32
+)
+
+func hashPassword(pw string) (string, error) {
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	key := argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
+		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
+}
+
+// checkPassword compares in constant time; a malformed hash never matches.
+func checkPassword(encoded, pw string) bool {
+	parts := strings.Split(encoded, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return false
+	}
+	var m, t uint32
+	var p uint8
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil {
+		return false
+	}
+	salt, err1 := base64.RawStdEncoding.DecodeString(parts[4])
+	want, err2 := base64.RawStdEncoding.DecodeString(parts[5])
+	if err1 != nil || err2 != nil || len(want) == 0 {
+		return false
+	}
+	got := argon2.IDKey([]byte(pw), salt, t, m, p, uint32(len(want)))
+	return subtle.ConstantTimeCompare(got, want) == 1
+}
+
+// Password rules of interface.md's Limits table.
+const (
+	maxPasswordLen = 256
+	signupRule     = "must be at least 12 characters and contain an uppercase letter, a lowercase letter, a digit and a special character"
+	loginRule      = "must be at least 8 characters and contain an uppercase letter, a lowercase letter and a digit"
+)
+
+func passwordClasses(pw string) (upper, lower, digit, special bool) {
+	for _, r := range pw {
+		switch {
+		case unicode.IsUpper(r):
+			upper = true
+		case unicode.IsLower(r):
+			lower = true
+		case unicode.IsDigit(r):
+			digit = true
+		case unicode.IsPunct(r) || unicode.IsSymbol(r) || r == ' ':
+			special = true
+		}
+	}
+	return
+}
+
+// checkSignupPassword enforces the signup rule (also used for resets and
+// admin-created accounts).
+func checkSignupPassword(field, pw string) error {
+	if pw == "" {
+		return platform.Invalid(field, "is required")
+	}
+	if utf8.RuneCountInString(pw) > maxPasswordLen {
+		return platform.Invalid(field, "must be at most %d characters", maxPasswordLen)
+	}
+	u, l, d, s := passwordClasses(pw)
+	if utf8.RuneCountInString(pw) < 12 || !u || !l || !d || !s {
+		return platform.Invalid(field, signupRule)
+	}
+	return nil
+}
+
+func checkLoginPassword(pw string) error {
+	if pw == "" {
+		return platform.Invalid("password", "is required")
+	}
+	if utf8.RuneCountInString(pw) > maxPasswordLen {
+		return platform.Invalid("password", "must be at most %d characters", maxPasswordLen)
+	}
+	u, l, d, _ := passwordClasses(pw)
+	if utf8.RuneCountInString(pw) < 8 || !u || !l || !d {
+		return platform.Invalid("password", loginRule)
+	}
+	return nil
+}
+
+// randomToken is n random bytes, base64url without padding.
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("identity: crypto/rand failed: " + err.Error())
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// lookupKey is the stored form of a secret: HMAC-SHA256 under the
+// service's key, so a leaked store cannot be matched against guesses
+// offline and equal secrets map to one key for O(1) lookup.
+func (s *Service) lookupKey(secret string) string {
+	m := hmac.New(sha256.New, s.macKey)
+	m.Write([]byte(secret))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// pkceS256 is the RFC 7636 S256 transform.
+func pkceS256(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// checkPKCE compares the verifier's transform with the stored challenge in
+// constant time.
+func checkPKCE(challenge, verifier string) bool {
+	if len(verifier) < 43 || len(verifier) > 128 {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(pkceS256(verifier)), []byte(challenge)) == 1
+}
+
+// validChallenge: 43-128 characters of base64url (RFC 7636 section 4.2).
+func validChallenge(field, ch string) error {
+	if ch == "" {
+		return platform.Invalid(field, "is required")
+	}
+	if len(ch) < 43 || len(ch) > 128 {
+		return platform.Invalid(field, "must be 43 to 128 characters (base64url SHA-256 of the code_verifier)")
+	}
+	for _, r := range ch {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '~') {
+			return platform.Invalid(field, "must contain only base64url characters")
+		}
+	}
+	return nil
+}
+
+func (s *Service) seal(plain []byte) (string, error) {
+	block, err := aes.NewCipher(s.encKey)
+	if err != nil {
+		return "", err
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, gcm.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	return base64.RawStdEncoding.EncodeToString(gcm.Seal(nonce, nonce, plain, nil)), nil
+}
+
+func (s *Service) open(sealed string) ([]byte, error) {
+	raw, err := base64.RawStdEncoding.DecodeString(sealed)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(s.encKey)
+	if err != nil {
+		return nil, err
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < gcm.NonceSize() {
+		return nil, errors.New("sealed value too short")
+	}
+	return gcm.Open(nil, raw[:gcm.NonceSize()], raw[gcm.NonceSize():], nil)
+}

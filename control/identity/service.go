@@ -1,0 +1,250 @@
+// Package identity owns the control plane's accounts and credentials:
+// signup with mail verification and password recovery, password login with
+// session JWTs (access 1 day, refresh 7 days, rotation with reuse
+// detection), two-factor TOTP with backup codes, PKCE intent tokens, OAuth
+// login through the codehost and webid providers, one-shot popup launch
+// tickets, long-lived svc_ auth tokens with IP allow-lists, the admin users
+// API and the abuse limits in front of all of it. It also answers for every
+// other domain who is calling: Authenticate resolves a Bearer credential
+// into a Principal that PrincipalFrom reads back.
+package identity
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"deckhand/control/mail"
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// Deps is what the control plane hands identity.New.
+type Deps struct {
+	DB     *store.DB
+	Clock  platform.Clock
+	Logger *slog.Logger
+	Mailer mail.Mailer
+	// Signups false answers POST /api/v1/auth/signup with 403.
+	Signups bool
+	// PublicURL is the base of links identity makes (mail links, launch
+	// URLs, the default frontend completion URL).
+	PublicURL string
+	// AllowedRedirectDomains limits redirect_uri and launch Origins; a
+	// domain also admits its subdomains. Empty means "localhost".
+	AllowedRedirectDomains []string
+	// Providers maps "codehost" and "webid" to their endpoints; a provider
+	// without AuthURL answers its routes with 503.
+	Providers map[string]OAuthProvider
+	// Regions lists the region ids signup may assign, in preference order
+	// (no GeoIP data: the first one is the default). Nil accepts any
+	// well-formed id and leaves the region empty when none is given.
+	Regions func() []string
+	// Limits overrides the abuse limits (nil: DefaultLimits).
+	Limits *Limits
+	// Secret, when set, is the master key for JWT signing and at-rest
+	// encryption; otherwise a random one is created in the store on first
+	// start and reused after.
+	Secret []byte
+	// HTTPClient talks to OAuth providers (default: 10s timeout).
+	HTTPClient *http.Client
+}
+
+// OAuthProvider is one external identity provider's endpoints.
+type OAuthProvider struct {
+	ClientID     string
+	ClientSecret string
+	AuthURL      string
+	TokenURL     string
+	UserInfoURL  string
+	Scopes       []string
+	// StarRepo is the repository intent=star_check asks about (codehost).
+	StarRepo string
+}
+
+// Service is the identity domain.
+type Service struct {
+	db        *store.DB
+	clock     platform.Clock
+	log       *slog.Logger
+	mailer    mail.Mailer
+	signups   bool
+	publicURL string
+	domains   []string
+	providers map[string]OAuthProvider
+	regions   func() []string
+	limits    Limits
+	limiter   *limiter
+	httpc     *http.Client
+
+	jwtKey []byte // HS256 key of session JWTs
+	encKey []byte // AES-256-GCM key for TOTP secrets at rest
+	macKey []byte // HMAC key for refresh-token ids and token lookups
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+
+	usage sync.Map // auth token id → *tokenUsage (last_used_* not yet persisted)
+	dummy string   // password hash compared when the account does not exist
+}
+
+// Buckets this package owns in the control store.
+const (
+	bucketMeta      = "identity_meta"
+	bucketUsers     = "identity_users"
+	bucketEmails    = "identity_users_by_email"
+	bucketNames     = "identity_users_by_username"
+	bucketLinks     = "identity_oauth_links"
+	bucketSessions  = "identity_sessions"
+	bucketTokens    = "identity_auth_tokens"
+	bucketTokenHash = "identity_auth_tokens_by_hash"
+	bucketOnce      = "identity_one_time"
+	bucketLaunch    = "identity_launch_tickets"
+)
+
+// New opens the identity domain on deps.DB.
+func New(deps Deps) (*Service, error) {
+	if deps.DB == nil {
+		return nil, errors.New("identity: a store is required")
+	}
+	if deps.Clock == nil {
+		deps.Clock = platform.SystemClock{}
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Mailer == nil {
+		return nil, errors.New("identity: a mailer is required")
+	}
+	pub := strings.TrimRight(deps.PublicURL, "/")
+	if pub == "" {
+		pub = "http://127.0.0.1:8080"
+	}
+	if _, err := url.Parse(pub); err != nil {
+		return nil, fmt.Errorf("identity: public URL: %w", err)
+	}
+	domains := make([]string, 0, len(deps.AllowedRedirectDomains))
+	for _, d := range deps.AllowedRedirectDomains {
+		if d = strings.ToLower(strings.TrimSpace(d)); d != "" {
+			domains = append(domains, strings.TrimPrefix(d, "."))
+		}
+	}
+	if len(domains) == 0 {
+		domains = []string{"localhost"}
+	}
+	limits := DefaultLimits()
+	if deps.Limits != nil {
+		limits = *deps.Limits
+	}
+	httpc := deps.HTTPClient
+	if httpc == nil {
+		httpc = &http.Client{Timeout: 10 * time.Second}
+	}
+	s := &Service{
+		db: deps.DB, clock: deps.Clock, log: deps.Logger, mailer: deps.Mailer,
+		signups: deps.Signups, publicURL: pub, domains: domains,
+		providers: deps.Providers, regions: deps.Regions, limits: limits,
+		limiter: newLimiter(deps.Clock), httpc: httpc,
+	}
+	master := deps.Secret
+	if len(master) == 0 {
+		var err error
+		if master, err = s.masterKey(); err != nil {
+			return nil, err
+		}
+	}
+	s.jwtKey = derive(master, "deckhand identity jwt hs256")
+	s.encKey = derive(master, "deckhand identity totp aes-256-gcm")
+	s.macKey = derive(master, "deckhand identity lookup hmac")
+	dummy, err := hashPassword("not a real password: timing equalizer")
+	if err != nil {
+		return nil, err
+	}
+	s.dummy = dummy
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go s.janitor()
+	return s, nil
+}
+
+// masterKey loads the persisted random key or creates it once.
+func (s *Service) masterKey() ([]byte, error) {
+	var key []byte
+	err := s.db.Update(func(tx *store.Tx) error {
+		if raw := tx.GetRaw(bucketMeta, "master_key"); len(raw) == 32 {
+			key = append([]byte(nil), raw...)
+			return nil
+		}
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return err
+		}
+		return tx.PutRaw(bucketMeta, "master_key", key)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("identity: master key: %w", err)
+	}
+	return key, nil
+}
+
+func derive(master []byte, label string) []byte {
+	m := hmac.New(sha256.New, master)
+	m.Write([]byte(label))
+	return m.Sum(nil)
+}
+
+// Close stops the janitor and flushes in-memory token usage to the store.
+func (s *Service) Close() error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	<-s.done
+	s.flushUsage(context.Background())
+	return nil
+}
+
+// janitor sweeps expired one-time records, rate-limit windows and token
+// usage once a minute.
+func (s *Service) janitor() {
+	defer close(s.done)
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.sweepExpired()
+			s.limiter.gc()
+			s.flushUsage(context.Background())
+		}
+	}
+}
+
+func (s *Service) now() time.Time { return s.clock.Now().UTC() }
+
+// Routes is identity's route table.
+func (s *Service) Routes() []platform.Route {
+	var r []platform.Route
+	r = append(r, s.accountRoutes()...)
+	r = append(r, s.twoFactorRoutes()...)
+	r = append(r, s.oauthRoutes()...)
+	r = append(r, s.tokenRoutes()...)
+	r = append(r, s.adminRoutes()...)
+	return r
+}
+
+func unauthorized(msg string) *platform.Error {
+	return &platform.Error{Code: platform.CodeUnauthorized, Message: msg}
+}
+
+func forbidden(msg string) *platform.Error {
+	return &platform.Error{Code: platform.CodeForbidden, Message: msg}
+}

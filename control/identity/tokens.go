@@ -1,0 +1,439 @@
+package identity
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/google/uuid"
+
+	"deckhand/control/events"
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// tokenRec is a stored auth token; the secret itself is kept only as its
+// lookup key.
+type tokenRec struct {
+	ID          string     `json:"id"`
+	UserID      string     `json:"user_id"`
+	Alias       string     `json:"alias"`
+	Hash        string     `json:"hash"`
+	IPWhitelist []string   `json:"ip_whitelist"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	IsEnabled   bool       `json:"is_enabled"`
+	LastUsedAt  *time.Time `json:"last_used_at"`
+	LastUsedIP  *string    `json:"last_used_ip"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+// AuthToken is interface.md's auth token record.
+type AuthToken struct {
+	ID          string     `json:"id"`
+	Alias       string     `json:"alias"`
+	Prefix      string     `json:"prefix"`
+	Token       string     `json:"token,omitempty"`
+	IPWhitelist []string   `json:"ip_whitelist"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	IsEnabled   bool       `json:"is_enabled"`
+	LastUsedAt  *time.Time `json:"last_used_at"`
+	LastUsedIP  *string    `json:"last_used_ip"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+func (s *Service) tokenView(t *tokenRec) AuthToken {
+	v := AuthToken{ID: t.ID, Alias: t.Alias, Prefix: TokenPrefix, IPWhitelist: t.IPWhitelist, ExpiresAt: t.ExpiresAt,
+		IsEnabled: t.IsEnabled, LastUsedAt: t.LastUsedAt, LastUsedIP: t.LastUsedIP, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	if v.IPWhitelist == nil {
+		v.IPWhitelist = []string{}
+	}
+	if u, ok := s.usage.Load(t.ID); ok {
+		mem := u.(*tokenUsage)
+		if v.LastUsedAt == nil || mem.at.After(*v.LastUsedAt) {
+			at, ip := mem.at, mem.ip
+			v.LastUsedAt, v.LastUsedIP = &at, &ip
+		}
+	}
+	return v
+}
+
+func (s *Service) tokenRoutes() []platform.Route {
+	tag := []string{"auth tokens"}
+	return []platform.Route{
+		{Method: http.MethodPost, Path: "/api/v1/auth/tokens", Tags: tag, Handler: s.handleTokenCreate, Status: http.StatusCreated,
+			Summary: "Create an svc_ auth token (needs a session token; the secret is shown only here)",
+			Description: "`alias`: 1-254 characters, letters, digits, spaces, `_` and `-`. `ip_whitelist`: IP addresses or CIDR ranges " +
+				"(empty: any address). `expires_at`: ISO 8601 time, Unix seconds, `today` (midnight UTC tonight) or `tomorrow` (in 24 hours); omit for never. " +
+				"With the 2FA token gate on, the header `X-2FA-Code` must carry a current TOTP or backup code.",
+			Body: tokenCreateReq{}, Response: AuthToken{}},
+		{Method: http.MethodGet, Path: "/api/v1/auth/tokens", Tags: tag, Handler: s.handleTokenList,
+			Summary: "List the caller's auth tokens (never the secret)", Response: []AuthToken{}},
+		{Method: http.MethodGet, Path: "/api/v1/auth/tokens/{id}", Tags: tag, Handler: s.handleTokenGet,
+			Summary: "One auth token (never the secret)", Response: AuthToken{}},
+		{Method: http.MethodPatch, Path: "/api/v1/auth/tokens/{id}", Tags: tag, Handler: s.handleTokenPatch,
+			Summary: "Change an auth token: is_enabled, expires_at (null clears), alias, ip_whitelist (null clears)",
+			Body: tokenPatchReq{}, Response: AuthToken{}},
+		{Method: http.MethodDelete, Path: "/api/v1/auth/tokens/{id}", Tags: tag, Handler: s.handleTokenDelete,
+			Summary: "Revoke an auth token permanently"},
+	}
+}
+
+var aliasRe = regexp.MustCompile(`^[A-Za-z0-9 _-]{1,254}$`)
+
+func checkAlias(a string) error {
+	if !aliasRe.MatchString(a) {
+		return platform.Invalid("alias", "must be 1 to 254 characters: letters, digits, spaces, `_` and `-` only")
+	}
+	return nil
+}
+
+// normalizeIPs validates an allow-list of addresses or CIDR ranges.
+func normalizeIPs(list []string) ([]string, error) {
+	if len(list) > 100 {
+		return nil, platform.Invalid("ip_whitelist", "must have at most 100 entries")
+	}
+	out := make([]string, 0, len(list))
+	for i, e := range list {
+		e = strings.TrimSpace(e)
+		if p, err := netip.ParsePrefix(e); err == nil {
+			out = append(out, p.Masked().String())
+			continue
+		}
+		a, err := netip.ParseAddr(e)
+		if err != nil {
+			return nil, platform.Invalid("ip_whitelist", "entry %d (%q) must be an IP address or CIDR range", i, e)
+		}
+		out = append(out, a.Unmap().String())
+	}
+	return out, nil
+}
+
+// ipAllowed: an empty list allows every address.
+func ipAllowed(list []string, ip string) bool {
+	if len(list) == 0 {
+		return true
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, e := range list {
+		if strings.Contains(e, "/") {
+			if p, err := netip.ParsePrefix(e); err == nil && p.Contains(a) {
+				return true
+			}
+		} else if b, err := netip.ParseAddr(e); err == nil && b == a {
+			return true
+		}
+	}
+	return false
+}
+
+// parseExpiry reads expires_at: ISO 8601 string, Unix seconds (number or
+// digit string), "today" (next UTC midnight) or "tomorrow" (now + 24 h).
+// JSON null is allowed only when allowNull (PATCH), and clears.
+func parseExpiry(raw json.RawMessage, now time.Time, allowNull bool) (t *time.Time, clear bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, false, nil
+	}
+	if string(raw) == "null" {
+		if !allowNull {
+			return nil, false, platform.Invalid("expires_at", "null is valid only in PATCH; omit the field for a token that never expires")
+		}
+		return nil, true, nil
+	}
+	bad := platform.Invalid("expires_at", "must be an ISO 8601 time, Unix seconds, `today` or `tomorrow`")
+	var at time.Time
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, false, bad
+		}
+		s = strings.TrimSpace(s)
+		switch strings.ToLower(s) {
+		case "today":
+			y, m, d := now.UTC().Date()
+			at = time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+		case "tomorrow":
+			at = now.Add(24 * time.Hour)
+		default:
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				at = time.Unix(n, 0)
+				break
+			}
+			var perr error = bad
+			for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+				if v, err := time.Parse(layout, s); err == nil {
+					at, perr = v, nil
+					break
+				}
+			}
+			if perr != nil {
+				return nil, false, perr
+			}
+		}
+	default:
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil {
+			return nil, false, bad
+		}
+		at = time.Unix(n, 0)
+	}
+	at = at.UTC()
+	if !at.After(now) {
+		return nil, false, platform.Invalid("expires_at", "must be in the future")
+	}
+	if at.Year() > 9999 {
+		return nil, false, platform.Invalid("expires_at", "is too far in the future")
+	}
+	return &at, false, nil
+}
+
+type tokenCreateReq struct {
+	Alias       string          `json:"alias" required:"true"`
+	IPWhitelist []string        `json:"ip_whitelist,omitempty"`
+	ExpiresAt   json.RawMessage `json:"expires_at,omitempty" swaggertype:"string"`
+}
+
+type tokenPatchReq struct {
+	Alias       *string         `json:"alias,omitempty"`
+	IsEnabled   *bool           `json:"is_enabled,omitempty"`
+	IPWhitelist json.RawMessage `json:"ip_whitelist,omitempty"`
+	ExpiresAt   json.RawMessage `json:"expires_at,omitempty"`
+}
+
+func (s *Service) handleTokenCreate(c fiber.Ctx) error {
+	p, err := s.principal(c)
+	if err != nil {
+		return err
+	}
+	if p.Kind != KindSession {
+		return forbidden("auth tokens are created with a session token, not with another auth token")
+	}
+	var req tokenCreateReq
+	if err := platform.Decode(c, &req); err != nil {
+		return err
+	}
+	if err := checkAlias(req.Alias); err != nil {
+		return err
+	}
+	ips, err := normalizeIPs(req.IPWhitelist)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	exp, _, err := parseExpiry(req.ExpiresAt, now, false)
+	if err != nil {
+		return err
+	}
+	if err := s.checkTokenGate(c, p.UserID); err != nil {
+		return err
+	}
+	secret := TokenPrefix + randomToken(32)
+	t := &tokenRec{ID: uuid.NewString(), UserID: p.UserID, Alias: req.Alias, Hash: s.lookupKey(secret),
+		IPWhitelist: ips, ExpiresAt: exp, IsEnabled: true, CreatedAt: now, UpdatedAt: now}
+	err = s.db.Update(func(tx *store.Tx) error {
+		if err := tx.Put(bucketTokens, t.ID, t); err != nil {
+			return err
+		}
+		if err := tx.PutRaw(bucketTokenHash, t.Hash, []byte(t.ID)); err != nil {
+			return err
+		}
+		return s.tokenEvent(tx, c, p, "auth.token.created", t, nil)
+	})
+	if err != nil {
+		return storeErr("create the auth token", err)
+	}
+	v := s.tokenView(t)
+	v.Token = secret
+	return platform.Respond(c, http.StatusCreated, "Auth token created: store it now, it is not shown again", v)
+}
+
+func (s *Service) tokenEvent(tx *store.Tx, c fiber.Ctx, p *Principal, typ string, t *tokenRec, changed []string) error {
+	payload := map[string]any{"alias": t.Alias}
+	if changed != nil {
+		payload["changed"] = changed
+	}
+	_, err := events.Append(tx, s.now(), events.Event{EventType: typ, ResourceType: "auth_token", ResourceID: t.ID,
+		ActorID: p.UserID, IP: c.IP(), Payload: events.Payload(payload)})
+	return err
+}
+
+// ownToken loads a token the principal owns (404 otherwise, so ids of
+// other users' tokens are not confirmed).
+func ownToken(tx *store.Tx, p *Principal, id string) (*tokenRec, error) {
+	var t tokenRec
+	ok, err := tx.Get(bucketTokens, id, &t)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || t.UserID != p.UserID {
+		return nil, platform.NotFound("auth token", id)
+	}
+	return &t, nil
+}
+
+func (s *Service) handleTokenList(c fiber.Ctx) error {
+	p, err := s.principal(c)
+	if err != nil {
+		return err
+	}
+	out := []AuthToken{}
+	err = s.db.View(func(tx *store.Tx) error {
+		return tx.ForEach(bucketTokens, func(_ string, raw []byte) error {
+			var t tokenRec
+			if err := json.Unmarshal(raw, &t); err != nil {
+				return err
+			}
+			if t.UserID == p.UserID {
+				out = append(out, s.tokenView(&t))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return platform.Internal("list auth tokens", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return platform.Respond(c, http.StatusOK, "Auth tokens", out)
+}
+
+func (s *Service) handleTokenGet(c fiber.Ctx) error {
+	p, err := s.principal(c)
+	if err != nil {
+		return err
+	}
+	var v AuthToken
+	err = s.db.View(func(tx *store.Tx) error {
+		t, err := ownToken(tx, p, c.Params("id"))
+		if err == nil {
+			v = s.tokenView(t)
+		}
+		return err
+	})
+	if err != nil {
+		return storeErr("read the auth token", err)
+	}
+	return platform.Respond(c, http.StatusOK, "Auth token", v)
+}
+
+func (s *Service) handleTokenPatch(c fiber.Ctx) error {
+	p, err := s.principal(c)
+	if err != nil {
+		return err
+	}
+	var req tokenPatchReq
+	if err := platform.Decode(c, &req); err != nil {
+		return err
+	}
+	if req.Alias != nil {
+		if err := checkAlias(*req.Alias); err != nil {
+			return err
+		}
+	}
+	now := s.now()
+	exp, clearExp, err := parseExpiry(req.ExpiresAt, now, true)
+	if err != nil {
+		return err
+	}
+	var ips []string
+	setIPs := len(bytes.TrimSpace(req.IPWhitelist)) > 0
+	if setIPs && string(bytes.TrimSpace(req.IPWhitelist)) != "null" {
+		var list []string
+		if err := json.Unmarshal(req.IPWhitelist, &list); err != nil {
+			return platform.Invalid("ip_whitelist", "must be an array of strings or null")
+		}
+		if ips, err = normalizeIPs(list); err != nil {
+			return err
+		}
+	}
+	var v AuthToken
+	err = s.db.Update(func(tx *store.Tx) error {
+		t, err := ownToken(tx, p, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		var changed []string
+		if req.Alias != nil && *req.Alias != t.Alias {
+			t.Alias = *req.Alias
+			changed = append(changed, "alias")
+		}
+		if setIPs {
+			t.IPWhitelist = ips
+			changed = append(changed, "ip_whitelist")
+		}
+		if exp != nil || clearExp {
+			t.ExpiresAt = exp
+			changed = append(changed, "expires_at")
+		}
+		toggled := ""
+		if req.IsEnabled != nil && *req.IsEnabled != t.IsEnabled {
+			t.IsEnabled = *req.IsEnabled
+			toggled = "auth.token.disabled"
+			if t.IsEnabled {
+				toggled = "auth.token.enabled"
+			}
+		}
+		if len(changed) == 0 && toggled == "" {
+			v = s.tokenView(t)
+			return nil
+		}
+		t.UpdatedAt = now
+		if err := tx.Put(bucketTokens, t.ID, t); err != nil {
+			return err
+		}
+		if len(changed) > 0 {
+			if err := s.tokenEvent(tx, c, p, "auth.token.updated", t, changed); err != nil {
+				return err
+			}
+		}
+		if toggled != "" {
+			if err := s.tokenEvent(tx, c, p, toggled, t, nil); err != nil {
+				return err
+			}
+		}
+		v = s.tokenView(t)
+		return nil
+	})
+	if err != nil {
+		return storeErr("update the auth token", err)
+	}
+	return platform.Respond(c, http.StatusOK, "Auth token updated", v)
+}
+
+func (s *Service) handleTokenDelete(c fiber.Ctx) error {
+	p, err := s.principal(c)
+	if err != nil {
+		return err
+	}
+	err = s.db.Update(func(tx *store.Tx) error {
+		t, err := ownToken(tx, p, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		if err := tx.Delete(bucketTokens, t.ID); err != nil {
+			return err
+		}
+		if err := tx.Delete(bucketTokenHash, t.Hash); err != nil {
+			return err
+		}
+		return s.tokenEvent(tx, c, p, "auth.token.deleted", t, nil)
+	})
+	if err != nil {
+		return storeErr("delete the auth token", err)
+	}
+	s.usage.Delete(c.Params("id"))
+	return platform.Respond(c, http.StatusOK, "Auth token revoked", nil)
+}

@@ -1,0 +1,191 @@
+package identity
+
+import (
+	"fmt"
+	"net/mail"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"deckhand/control/events"
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// Roles.
+const (
+	RoleUser  = "user"
+	RoleAdmin = "admin"
+)
+
+// userRec is the stored account. Secrets in it are hashed (password,
+// backup codes) or sealed (TOTP secret).
+type userRec struct {
+	ID            string    `json:"id"`
+	Username      string    `json:"username"`
+	Alias         string    `json:"alias"`
+	Email         string    `json:"email,omitempty"`
+	Role          string    `json:"role"`
+	IsBanned      bool      `json:"is_banned"`
+	EmailVerified bool      `json:"email_verified"`
+	Region        string    `json:"region,omitempty"`
+	PasswordHash  string    `json:"password_hash,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+
+	TOTPSecret     string     `json:"totp_secret,omitempty"`      // sealed, active
+	TOTPPending    string     `json:"totp_pending,omitempty"`     // sealed, during setup
+	TOTPLastStep   int64      `json:"totp_last_step,omitempty"`   // replay guard
+	BackupCodes    []string   `json:"backup_codes,omitempty"`     // lookup keys, unused ones
+	TokenGate      bool       `json:"token_gate,omitempty"`       // creating svc_ tokens needs a TOTP code
+	TwoFactorSince *time.Time `json:"two_factor_since,omitempty"` // when 2FA was enabled
+}
+
+// User is the account as clients see it.
+type User struct {
+	ID               string    `json:"id"`
+	Username         string    `json:"username"`
+	Alias            string    `json:"alias"`
+	Email            string    `json:"email,omitempty"`
+	Role             string    `json:"role"`
+	IsBanned         bool      `json:"is_banned"`
+	EmailVerified    bool      `json:"email_verified"`
+	Region           string    `json:"region,omitempty"`
+	TwoFactorEnabled bool      `json:"two_factor_enabled"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+func (u *userRec) view() User {
+	return User{ID: u.ID, Username: u.Username, Alias: u.Alias, Email: u.Email, Role: u.Role,
+		IsBanned: u.IsBanned, EmailVerified: u.EmailVerified, Region: u.Region,
+		TwoFactorEnabled: u.TOTPSecret != "", CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
+}
+
+func getUser(tx *store.Tx, id string) (*userRec, error) {
+	var u userRec
+	ok, err := tx.Get(bucketUsers, id, &u)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &u, nil
+}
+
+func userByIndex(tx *store.Tx, bucket, key string) (*userRec, error) {
+	id := tx.GetRaw(bucket, strings.ToLower(key))
+	if id == nil {
+		return nil, nil
+	}
+	return getUser(tx, string(id))
+}
+
+func putUser(tx *store.Tx, u *userRec) error { return tx.Put(bucketUsers, u.ID, u) }
+
+// normalizeEmail validates an address and returns its canonical form.
+func normalizeEmail(field, raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", platform.Invalid(field, "is required")
+	}
+	if len(raw) > 254 {
+		return "", platform.Invalid(field, "must be at most 254 characters")
+	}
+	a, err := mail.ParseAddress(raw)
+	if err != nil || a.Address != raw || a.Name != "" || !strings.Contains(raw[strings.LastIndexByte(raw, '@'):], ".") && !strings.HasSuffix(raw, "@localhost") {
+		return "", platform.Invalid(field, "must be a valid email address")
+	}
+	return strings.ToLower(raw), nil
+}
+
+var usernameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$`)
+
+func validUsername(field, name string) error {
+	if name == "" {
+		return platform.Invalid(field, "is required")
+	}
+	if !usernameRe.MatchString(name) || strings.Contains(name, "@") {
+		return platform.Invalid(field, "must be 3 to 32 characters: letters, digits, `_`, `-`, `.`, starting with a letter or digit")
+	}
+	return nil
+}
+
+// freeUsername derives an unused username from an email's local part.
+func freeUsername(tx *store.Tx, email string) string {
+	base := strings.ToLower(email[:strings.IndexByte(email, '@')])
+	var b strings.Builder
+	for _, r := range base {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' {
+			b.WriteRune(r)
+		}
+	}
+	name := strings.TrimLeft(b.String(), "_.-")
+	if len(name) > 24 {
+		name = name[:24]
+	}
+	for len(name) < 3 {
+		name += "0"
+	}
+	cand := name
+	for i := 0; tx.GetRaw(bucketNames, cand) != nil; i++ {
+		cand = fmt.Sprintf("%s%d", name, 1000+i*7919%9000)
+		if i > 50 {
+			cand = name + randomToken(3)
+		}
+	}
+	return cand
+}
+
+// newUser is everything createUser needs; the caller validated it.
+type newUser struct {
+	Email, Username, Password, Role, Region string
+	Verified                                bool
+	ActorID, IP                             string
+	Source                                  string // signup, admin, bootstrap, oauth:<provider>
+}
+
+var errTaken = platform.Errorf(platform.CodeConflict, "an account with this email or username already exists")
+
+// createUser inserts an account and its user.created event in tx.
+func (s *Service) createUser(tx *store.Tx, n newUser) (*userRec, error) {
+	now := s.now()
+	if n.Email != "" && tx.GetRaw(bucketEmails, n.Email) != nil {
+		return nil, errTaken
+	}
+	if n.Username == "" {
+		if n.Email == "" {
+			n.Username = "user" + randomToken(4)
+		} else {
+			n.Username = freeUsername(tx, n.Email)
+		}
+	} else if tx.GetRaw(bucketNames, strings.ToLower(n.Username)) != nil {
+		return nil, errTaken
+	}
+	if n.Role == "" {
+		n.Role = RoleUser
+	}
+	u := &userRec{ID: uuid.NewString(), Username: n.Username, Alias: n.Username, Email: n.Email,
+		Role: n.Role, EmailVerified: n.Verified, Region: n.Region, CreatedAt: now, UpdatedAt: now}
+	if n.Password != "" {
+		h, err := hashPassword(n.Password)
+		if err != nil {
+			return nil, platform.Internal("hash the password", err)
+		}
+		u.PasswordHash = h
+	}
+	if err := putUser(tx, u); err != nil {
+		return nil, err
+	}
+	if u.Email != "" {
+		if err := tx.PutRaw(bucketEmails, u.Email, []byte(u.ID)); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.PutRaw(bucketNames, strings.ToLower(u.Username), []byte(u.ID)); err != nil {
+		return nil, err
+	}
+	_, err := events.Append(tx, now, events.Event{EventType: "user.created", ResourceType: "user", ResourceID: u.ID,
+		ActorID: n.ActorID, IP: n.IP, Payload: events.Payload(map[string]any{"username": u.Username, "role": u.Role, "source": n.Source})})
+	return u, err
+}
