@@ -43,9 +43,9 @@ func PrincipalFrom(c fiber.Ctx) *Principal {
 const TokenPrefix = "svc_"
 
 var (
-	errNoCredential = unauthorized("missing credential: send Authorization: Bearer <token>")
+	errNoCredential  = unauthorized("missing credential: send Authorization: Bearer <token>")
 	errBadCredential = unauthorized("invalid or expired credential")
-	errBanned       = forbidden("this account is banned")
+	errBanned        = forbidden("this account is banned")
 )
 
 // bearer extracts the Bearer credential of c.

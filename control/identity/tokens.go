@@ -81,7 +81,7 @@ func (s *Service) tokenRoutes() []platform.Route {
 			Summary: "One auth token (never the secret)", Response: AuthToken{}},
 		{Method: http.MethodPatch, Path: "/api/v1/auth/tokens/{id}", Tags: tag, Handler: s.handleTokenPatch,
 			Summary: "Change an auth token: is_enabled, expires_at (null clears), alias, ip_whitelist (null clears)",
-			Body: tokenPatchReq{}, Response: AuthToken{}},
+			Body:    tokenPatchReq{}, Response: AuthToken{}},
 		{Method: http.MethodDelete, Path: "/api/v1/auth/tokens/{id}", Tags: tag, Handler: s.handleTokenDelete,
 			Summary: "Revoke an auth token permanently"},
 	}
