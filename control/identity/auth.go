@@ -43,7 +43,7 @@ func PrincipalFrom(c fiber.Ctx) *Principal {
 const TokenPrefix = "svc_"
 
 var (
-	errNoCredential  = unauthorized("missing credential: send Authorization: Bearer <token>")
+	errNoCredential  = unauthorized("missing credential: send an Authorization: Bearer header")
 	errBadCredential = unauthorized("invalid or expired credential")
 	errBanned        = forbidden("this account is banned")
 )
