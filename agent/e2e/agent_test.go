@@ -1,0 +1,296 @@
+// Package e2e drives the real `deckhand` binary: it builds it, starts
+// `deckhand run` on free ports with a temporary --data, and checks over HTTP
+// and /proc what operations.md promises — services, gateway, status,
+// configuration precedence, restarts, clean stops.
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"deckhand/agent"
+)
+
+var bin string // the deckhand binary under test
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "deckhand-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "deckhand")
+	build := exec.Command("go", "build", "-o", bin, "deckhand/agent/cmd/deckhand")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build deckhand: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// portMu keeps this process's parallel tests from picking overlapping ranges.
+var portMu sync.Mutex
+
+// freeBase finds a port base whose gateway port and all 14 service ports are
+// free right now.
+func freeBase(t testing.TB) int {
+	t.Helper()
+	portMu.Lock()
+	defer portMu.Unlock()
+	for range 500 {
+		base := 20000 + rand.IntN(40000)
+		ok := true
+		for off := 0; off <= 14 && ok; off++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
+			if err != nil {
+				ok = false
+				continue
+			}
+			ln.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port range")
+	return 0
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type agentProc struct {
+	cmd  *exec.Cmd
+	gw   string // gateway host:port
+	base int
+	data string
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// startRaw runs `deckhand <args>` with extra environment; gw and base tell
+// the helpers where it listens.
+func startRaw(t testing.TB, env []string, gw string, base int, data string, args ...string) *agentProc {
+	t.Helper()
+	a := &agentProc{gw: gw, base: base, data: data, out: &syncBuffer{}, done: make(chan struct{})}
+	a.cmd = exec.Command(bin, args...)
+	a.cmd.Env = append(cleanEnv(), env...)
+	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
+	// Its own process group, so the orphan scan can tell its descendants.
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { a.err = a.cmd.Wait(); close(a.done) }()
+	t.Cleanup(func() { a.stop(t) })
+	return a
+}
+
+// cleanEnv is the test's environment without DECKHAND_* (so the precedence
+// test controls them) and without a display.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "DECKHAND_") || strings.HasPrefix(kv, "DISPLAY=") || strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// start runs `deckhand run` on a fresh port range and data dir.
+func start(t testing.TB, extra ...string) *agentProc {
+	t.Helper()
+	base := freeBase(t)
+	data := t.TempDir()
+	gw := "127.0.0.1:" + strconv.Itoa(base)
+	args := append([]string{"run", "--data", data, "--listen", gw, "--port-base", strconv.Itoa(base), "--log-level", "warn"}, extra...)
+	return startRaw(t, nil, gw, base, data, args...)
+}
+
+func (a *agentProc) stop(t testing.TB) {
+	select {
+	case <-a.done:
+		return
+	default:
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+		<-a.done
+		t.Errorf("agent ignored SIGTERM for 10s; output:\n%s", a.out)
+	}
+}
+
+var client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+
+// status asks the agent for its status (nil while it is not answering).
+func (a *agentProc) status() *agent.Status {
+	resp, err := client.Get("http://" + a.gw + "/_agent/status")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var st agent.Status
+	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return nil
+	}
+	return &st
+}
+
+func allRunning(st *agent.Status) bool {
+	if st == nil || len(st.Services) == 0 {
+		return false
+	}
+	for _, s := range st.Services {
+		if s.State != agent.StateRunning || s.Health == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// waitFor polls until cond holds for the agent's status. The bound is a hang
+// guard, not a performance assertion.
+func (a *agentProc) waitFor(t testing.TB, what string, cond func(*agent.Status) bool) *agent.Status {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-a.done:
+			t.Fatalf("agent exited (%v) while waiting for %s; output:\n%s", a.err, what, a.out)
+		default:
+		}
+		if st := a.status(); cond(st) {
+			return st
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("never saw %s; last status %+v; output:\n%s", what, a.status(), a.out)
+	return nil
+}
+
+func (a *agentProc) ready(t testing.TB) *agent.Status {
+	t.Helper()
+	return a.waitFor(t, "every service running", allRunning)
+}
+
+// get fetches url and decodes a JSON object answer.
+func get(t testing.TB, url string, hdr ...string) (int, map[string]any, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+		} else {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return resp.StatusCode, m, raw
+}
+
+// deckhand runs a short deckhand command and returns its output and error.
+func deckhand(t testing.TB, env []string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(cleanEnv(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// procInfo reads ppid and pgid of a live process from /proc.
+func procInfo(pid int) (ppid, pgid int, state string, ok bool) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, "", false
+	}
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, "", false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 4 {
+		return 0, 0, "", false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	pgid, _ = strconv.Atoi(f[2])
+	return ppid, pgid, f[0], true
+}
+
+// allPIDs lists every process on the machine.
+func allPIDs() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// vmRSS is a process's resident set in bytes.
+func vmRSS(pid int) uint64 {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}

@@ -1,0 +1,470 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"gopkg.in/yaml.v3"
+
+	"deckhand/agent"
+	"deckhand/platform"
+)
+
+// TestAgentServes starts one default agent and checks every service, the
+// gateway and `deckhand status` against it.
+func TestAgentServes(t *testing.T) {
+	t.Parallel()
+	a := start(t)
+	st := a.ready(t)
+	agentPID := a.cmd.Process.Pid
+	if st.Agent.PID != agentPID || st.Agent.Version != platform.Version || st.Agent.Data != a.data {
+		t.Fatalf("agent status %+v", st.Agent)
+	}
+	var names []string
+	for _, s := range st.Services {
+		names = append(names, s.Name)
+	}
+	if !reflect.DeepEqual(names, agent.Registered()) {
+		t.Fatalf("running %v, want every registered service %v", names, agent.Registered())
+	}
+
+	for _, s := range st.Services {
+		name := s.Name
+		direct := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(agent.Port(a.base, name)))
+		if s.Address != strings.TrimPrefix(direct, "http://") || s.Mode != agent.ModeInProcess || s.PID != agentPID {
+			t.Fatalf("%s status %+v", name, s)
+		}
+		t.Run(name+"/health", func(t *testing.T) {
+			for _, url := range []string{direct + "/health", "http://" + a.gw + "/_/" + name + "/health"} {
+				// The first call leaves its user agent; the second reports it.
+				get(t, url, "User-Agent", "e2e-probe/"+name)
+				status, m, raw := get(t, url, "User-Agent", "e2e-probe/"+name)
+				if status != 200 {
+					t.Fatalf("%s: %d %s", url, status, raw)
+				}
+				checkHealth(t, raw, m, name, agentPID, "e2e-probe/"+name)
+			}
+		})
+		t.Run(name+"/openapi", func(t *testing.T) {
+			status, doc, raw := get(t, direct+"/openapi.json")
+			if status != 200 || doc["openapi"] != "3.0.3" {
+				t.Fatalf("openapi.json %d %.200s", status, raw)
+			}
+			info, _ := doc["info"].(map[string]any)
+			if info["title"] == "" || info["version"] != platform.Version || info["description"] == "" {
+				t.Fatalf("info %v", info)
+			}
+			paths, _ := doc["paths"].(map[string]any)
+			for _, p := range []string{"/health", "/openapi.json", "/openapi.yaml"} {
+				if paths[p] == nil {
+					t.Fatalf("%s missing from %s's document", p, name)
+				}
+			}
+			req, _ := http.NewRequest(http.MethodGet, direct+"/openapi.yaml", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var y map[string]any
+			if err := yaml.NewDecoder(resp.Body).Decode(&y); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("openapi.yaml %d %v", resp.StatusCode, err)
+			}
+			// Same document in both encodings.
+			yj, _ := json.Marshal(y)
+			var back map[string]any
+			_ = json.Unmarshal(yj, &back)
+			if !reflect.DeepEqual(back, doc) {
+				t.Fatal("openapi.yaml and openapi.json differ")
+			}
+		})
+	}
+
+	t.Run("files version", func(t *testing.T) {
+		out, err := deckhand(t, nil, "version")
+		if err != nil || strings.TrimSpace(out) != "deckhand "+platform.Version {
+			t.Fatalf("deckhand version: %q %v", out, err)
+		}
+		for _, url := range []string{
+			"http://127.0.0.1:" + strconv.Itoa(agent.Port(a.base, "files")) + "/api/v1/version",
+			"http://" + a.gw + "/_/files/api/v1/version",
+		} {
+			status, m, raw := get(t, url)
+			if status != 200 || len(m) != 2 || m["server_version"] != platform.Version || m["version"] != "v1" {
+				t.Fatalf("%s: %d %s", url, status, raw)
+			}
+		}
+	})
+
+	t.Run("gateway routing", func(t *testing.T) {
+		cases := []struct {
+			name, path, host string
+			status           int
+			check            func(map[string]any) bool
+		}{
+			{"path", "/_/cron/health", "", 200, func(m map[string]any) bool { return m["service"] == "cron" }},
+			{"host", "/api/v1/version", "p1-c1-files-1.srv.localhost", 200, func(m map[string]any) bool { return m["version"] == "v1" }},
+			{"host with port", "/health", "p1-c1-cron-1.srv.localhost:" + strconv.Itoa(a.base), 200, func(m map[string]any) bool { return m["service"] == "cron" }},
+			{"unknown service", "/_/nosuch/health", "", 404, hasCode("NOT_FOUND")},
+			{"service not running", "/_/vault/health", "", 404, hasCode("NOT_FOUND")},
+			{"no service", "/health", "", 404, hasCode("NOT_FOUND")},
+			{"service's own error", "/_/files/api/v1/nope", "", 404, hasCode("NOT_FOUND")},
+		}
+		for _, tc := range cases {
+			status, m, raw := get(t, "http://"+a.gw+tc.path, "Host", tc.host)
+			if status != tc.status || !tc.check(m) {
+				t.Errorf("%s: GET %s Host %q: %d %s", tc.name, tc.path, tc.host, status, raw)
+			}
+		}
+	})
+
+	t.Run("websocket through the gateway", func(t *testing.T) {
+		if _, ok := agent.Lookup("terminal"); !ok {
+			t.Skip("no WebSocket service is registered yet; agent/gateway TestWebSocketPassesThrough covers pass-through with an upstream echo")
+		}
+		u := "ws://" + a.gw + "/_/terminal/api/v1/terminal/ws?cols=80&rows=24"
+		c, resp, err := websocket.DefaultDialer.Dial(u, nil)
+		if err != nil {
+			t.Fatalf("dial %s: %v %v", u, err, resp)
+		}
+		defer c.Close()
+		if err := c.WriteMessage(websocket.BinaryMessage, []byte("echo gateway-$((40+2))\n")); err != nil {
+			t.Fatal(err)
+		}
+		var seen strings.Builder
+		_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
+		for !strings.Contains(seen.String(), "gateway-42") {
+			mt, msg, err := c.ReadMessage()
+			if err != nil {
+				t.Fatalf("read: %v; got %q", err, seen.String())
+			}
+			if mt == websocket.BinaryMessage {
+				seen.Write(msg)
+			}
+		}
+	})
+
+	t.Run("deckhand status", func(t *testing.T) {
+		out, err := deckhand(t, nil, "status", "--json", "--listen", a.gw)
+		if err != nil {
+			t.Fatalf("status --json: %v %s", err, out)
+		}
+		var got agent.Status
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("status --json is not JSON: %v %s", err, out)
+		}
+		if got.Agent.PID != agentPID || len(got.Services) != len(names) {
+			t.Fatalf("status %+v", got)
+		}
+		for i, s := range got.Services {
+			if s.Name != names[i] || s.State != agent.StateRunning || s.PID != agentPID || s.Address == "" ||
+				s.Health == nil || s.Health.Service != s.Name || s.UptimeSeconds <= 0 || s.Restarts != 0 {
+				t.Fatalf("service status %+v", s)
+			}
+		}
+		out, err = deckhand(t, nil, "status", "--listen", a.gw)
+		if err != nil || !strings.Contains(out, "NAME") || !strings.Contains(out, "STATE") {
+			t.Fatalf("status: %v %s", err, out)
+		}
+		for _, n := range names {
+			if !strings.Contains(out, n+" ") || !strings.Contains(out, "running") {
+				t.Fatalf("status table lacks %s: %s", n, out)
+			}
+		}
+		if out, err := deckhand(t, nil, "status", "--listen", "127.0.0.1:1"); err == nil || !strings.Contains(out, "no agent answers") {
+			t.Fatalf("status against nothing: %v %s", err, out)
+		}
+	})
+}
+
+func hasCode(code string) func(map[string]any) bool {
+	return func(m map[string]any) bool {
+		_, d := m["details"]
+		msg, _ := m["message"].(string)
+		return m["code"] == code && d && msg != ""
+	}
+}
+
+// checkHealth verifies every field of the health record.
+func checkHealth(t *testing.T, raw []byte, m map[string]any, service string, pid int, ua string) {
+	t.Helper()
+	for _, k := range []string{"built", "fds", "ip", "memory", "pid", "service", "started", "status", "user_agent"} {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("health lacks %q: %s", k, raw)
+		}
+	}
+	var h struct {
+		Built  *string `json:"built"`
+		FDs    *int    `json:"fds"`
+		IP     string  `json:"ip"`
+		Memory *struct {
+			Heap *uint64 `json:"heap"`
+			RSS  *uint64 `json:"rss"`
+		} `json:"memory"`
+		PID       int     `json:"pid"`
+		Service   string  `json:"service"`
+		Started   string  `json:"started"`
+		Status    string  `json:"status"`
+		UserAgent *string `json:"user_agent"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		t.Fatalf("health does not decode: %v %s", err, raw)
+	}
+	if h.Service != service || h.Status != "ok" || h.PID != pid || h.IP != "127.0.0.1" {
+		t.Fatalf("health identity wrong: %s", raw)
+	}
+	// fds and memory are measured from /proc of the serving process.
+	fds, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if h.FDs == nil || *h.FDs < 3 || *h.FDs > len(fds)+16 {
+		t.Fatalf("fds %v, the process has %d: %s", h.FDs, len(fds), raw)
+	}
+	rss := vmRSS(pid)
+	if h.Memory == nil || h.Memory.Heap == nil || h.Memory.RSS == nil || *h.Memory.Heap == 0 ||
+		*h.Memory.RSS < rss/4 || *h.Memory.RSS > rss*4 {
+		t.Fatalf("memory not measured (process VmRSS %d): %s", rss, raw)
+	}
+	started, err := time.Parse(time.RFC3339Nano, h.Started)
+	if err != nil || started.After(time.Now()) || time.Since(started) > time.Hour {
+		t.Fatalf("started %q: %v", h.Started, err)
+	}
+	if h.UserAgent == nil || *h.UserAgent != ua {
+		t.Fatalf("user_agent %v, want %q", h.UserAgent, ua)
+	}
+}
+
+// TestEnvironmentAndFlags: a DECKHAND_* variable beats the default, a flag
+// beats the variable, for `run` and `status` alike.
+func TestEnvironmentAndFlags(t *testing.T) {
+	t.Parallel()
+	t.Run("env beats default", func(t *testing.T) {
+		t.Parallel()
+		base := freeBase(t)
+		gw := "127.0.0.1:" + strconv.Itoa(base)
+		data := t.TempDir()
+		env := []string{"DECKHAND_DATA=" + data, "DECKHAND_LISTEN=" + gw, "DECKHAND_PORT_BASE=" + strconv.Itoa(base),
+			"DECKHAND_SERVICES=files", "DECKHAND_LOG_LEVEL=warn", "DECKHAND_PROJECT_ID=proj", "DECKHAND_CONTAINER_ID=ctr-1"}
+		a := startRaw(t, env, gw, base, data, "run")
+		st := a.ready(t)
+		if len(st.Services) != 1 || st.Services[0].Name != "files" || st.Services[0].Address != "127.0.0.1:"+strconv.Itoa(base+2) || st.Agent.Data != data {
+			t.Fatalf("status %+v", st)
+		}
+		if _, err := os.Stat(data + "/agent.db"); err != nil {
+			t.Fatalf("DECKHAND_DATA ignored: %v", err)
+		}
+		status, _, raw := get(t, "http://"+gw+"/api/v1/version", "Host", "proj-ctr-1-files-1.srv.localhost")
+		if status != 200 {
+			t.Fatalf("own host: %d %s", status, raw)
+		}
+		status, _, raw = get(t, "http://"+gw+"/api/v1/version", "Host", "proj-ctr-2-files-1.srv.localhost")
+		if status != 404 {
+			t.Fatalf("other container's host: %d %s", status, raw)
+		}
+		out, err := deckhand(t, []string{"DECKHAND_LISTEN=" + gw}, "status", "--json")
+		if err != nil || !strings.Contains(out, `"files"`) {
+			t.Fatalf("status with DECKHAND_LISTEN: %v %s", err, out)
+		}
+	})
+	t.Run("flag beats env", func(t *testing.T) {
+		t.Parallel()
+		envBase, base := freeBase(t), freeBase(t)
+		gw := "127.0.0.1:" + strconv.Itoa(base)
+		data := t.TempDir()
+		env := []string{"DECKHAND_DATA=/nonexistent/never", "DECKHAND_LISTEN=127.0.0.1:" + strconv.Itoa(envBase),
+			"DECKHAND_PORT_BASE=" + strconv.Itoa(envBase), "DECKHAND_SERVICES=cron"}
+		a := startRaw(t, env, gw, base, data, "run", "--data", data, "--listen", gw, "--port-base", strconv.Itoa(base),
+			"--services", "files", "--log-level", "warn")
+		st := a.ready(t)
+		if len(st.Services) != 1 || st.Services[0].Name != "files" || st.Services[0].Address != "127.0.0.1:"+strconv.Itoa(base+2) {
+			t.Fatalf("status %+v", st)
+		}
+		if conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(envBase+2)); err == nil {
+			conn.Close()
+			t.Fatal("something listens on the environment's port")
+		}
+		out, err := deckhand(t, []string{"DECKHAND_LISTEN=127.0.0.1:1"}, "status", "--listen", gw)
+		if err != nil || !strings.Contains(out, "files") {
+			t.Fatalf("status --listen over env: %v %s", err, out)
+		}
+	})
+}
+
+func TestBadConfigurationFailsClearly(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--services", "cron,bogus"}, `--services: unknown service "bogus"`},
+		{[]string{"run", "--services", "vault"}, `"vault" is not built into this agent`},
+		{[]string{"run", "--isolate", "crn"}, `--isolate: unknown service "crn"`},
+		{[]string{"service", "bogus"}, `unknown service "bogus"`},
+		{[]string{"run", "--port-base", "x"}, `invalid argument "x" for "--port-base"`},
+	}
+	for _, tc := range cases {
+		out, err := deckhand(t, []string{"DECKHAND_DATA=" + t.TempDir()}, tc.args...)
+		if err == nil || !strings.Contains(out, tc.want) || strings.Contains(out, "goroutine") {
+			t.Errorf("deckhand %v: %v %q, want an error with %q", tc.args, err, out, tc.want)
+		}
+	}
+	out, err := deckhand(t, []string{"DECKHAND_PORT_BASE=notanumber"}, "run")
+	if err == nil || !strings.Contains(out, "DECKHAND_PORT_BASE") {
+		t.Errorf("bad DECKHAND_PORT_BASE: %v %q", err, out)
+	}
+}
+
+// TestIsolatedChildRestartsAfterSIGKILL kills an isolated service's process
+// and expects the supervisor to restart it while the others keep serving.
+func TestIsolatedChildRestartsAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	a := start(t, "--isolate", "cron")
+	st := a.ready(t)
+	cron := st.Services[0]
+	agentPID := a.cmd.Process.Pid
+	if cron.Name != "cron" || cron.Mode != agent.ModeChild || cron.PID == agentPID || cron.PID == 0 || cron.Health.PID != cron.PID {
+		t.Fatalf("cron is not a child: %+v", cron)
+	}
+	if ppid, pgid, _, ok := procInfo(cron.PID); !ok || ppid != agentPID || pgid != cron.PID {
+		t.Fatalf("cron child %d: ppid %d pgid %d (agent %d)", cron.PID, ppid, pgid, agentPID)
+	}
+	if err := syscall.Kill(cron.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	status, m, raw := get(t, "http://"+a.gw+"/_/files/health")
+	if status != 200 || m["service"] != "files" {
+		t.Fatalf("files stopped serving when cron died: %d %s", status, raw)
+	}
+	st = a.waitFor(t, "cron restarted", func(s *agent.Status) bool {
+		return allRunning(s) && s.Services[0].Restarts >= 1 && s.Services[0].PID != cron.PID
+	})
+	again := st.Services[0]
+	if again.LastError == "" || !strings.Contains(again.LastError, "killed") {
+		t.Errorf("restart reason %q does not say the child was killed", again.LastError)
+	}
+	status, m, raw = get(t, "http://"+a.gw+"/_/cron/health")
+	if status != 200 || m["service"] != "cron" || int(m["pid"].(float64)) != again.PID {
+		t.Fatalf("restarted cron: %d %s (status pid %d)", status, raw, again.PID)
+	}
+	if _, _, state, ok := procInfo(cron.PID); ok {
+		t.Fatalf("killed child %d still in the process table (state %s)", cron.PID, state)
+	}
+}
+
+// TestSIGTERMStopsEverything: the agent and every child are gone within 5 s
+// of SIGTERM, leaving no process of theirs behind.
+func TestSIGTERMStopsEverything(t *testing.T) {
+	t.Parallel()
+	a := start(t, "--isolate", "cron,files")
+	st := a.ready(t)
+	agentPID := a.cmd.Process.Pid
+	groups := map[int]bool{agentPID: true}
+	for _, s := range st.Services {
+		if s.Mode != agent.ModeChild || s.PID == agentPID {
+			t.Fatalf("%s is not isolated: %+v", s.Name, s)
+		}
+		groups[s.PID] = true
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("agent still running 5 s after SIGTERM; output:\n%s", a.out)
+	}
+	if a.err != nil {
+		t.Fatalf("agent exited with %v; output:\n%s", a.err, a.out)
+	}
+	for _, pid := range allPIDs() {
+		ppid, pgid, state, ok := procInfo(pid)
+		if !ok {
+			continue
+		}
+		if groups[pid] || ppid == agentPID || groups[pgid] {
+			t.Errorf("process %d (ppid %d, pgid %d, state %s) outlived the agent", pid, ppid, pgid, state)
+		}
+	}
+}
+
+// TestSecondAgentOnSameDataFailsFast: the data directory's lock turns a
+// second agent away with a message that says why.
+func TestSecondAgentOnSameDataFailsFast(t *testing.T) {
+	t.Parallel()
+	a := start(t)
+	a.ready(t)
+	base := freeBase(t)
+	out, err := deckhand(t, nil, "run", "--data", a.data, "--listen", "127.0.0.1:"+strconv.Itoa(base), "--port-base", strconv.Itoa(base))
+	if err == nil || !strings.Contains(out, "another deckhand agent is already running") || !strings.Contains(out, a.data) {
+		t.Fatalf("second agent: %v %q", err, out)
+	}
+	// The first is unharmed.
+	if st := a.status(); !allRunning(st) {
+		t.Fatalf("first agent after the second's attempt: %+v", st)
+	}
+}
+
+// TestRemoteClientsNeedADocument: without a proxy permissions document only
+// loopback clients pass the gateway, and the status is loopback-only.
+func TestRemoteClientsNeedADocument(t *testing.T) {
+	t.Parallel()
+	ip := nonLoopbackIP()
+	if ip == "" {
+		t.Skip("this machine has no non-loopback IPv4 address to call from")
+	}
+	base := freeBase(t)
+	data := t.TempDir()
+	gw := "127.0.0.1:" + strconv.Itoa(base)
+	a := startRaw(t, nil, gw, base, data, "run", "--data", data, "--listen", "0.0.0.0:"+strconv.Itoa(base),
+		"--port-base", strconv.Itoa(base), "--log-level", "warn")
+	a.ready(t)
+	remote := "http://" + net.JoinHostPort(ip, strconv.Itoa(base))
+	for _, path := range []string{"/_/cron/health", "/_agent/status"} {
+		status, m, raw := get(t, remote+path)
+		if status != 403 || m["code"] != "FORBIDDEN" {
+			t.Errorf("%s from %s: %d %s", path, ip, status, raw)
+		}
+	}
+	if status, _, raw := get(t, "http://"+gw+"/_/cron/health"); status != 200 {
+		t.Fatalf("loopback: %d %s", status, raw)
+	}
+}
+
+func nonLoopbackIP() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, ad := range addrs {
+		if n, ok := ad.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+// TestKilledAgentTakesItsChildren: even `kill -9` of the agent leaves no
+// child behind (the kernel's parent-death signal).
+func TestKilledAgentTakesItsChildren(t *testing.T) {
+	t.Parallel()
+	a := start(t, "--isolate", "cron")
+	st := a.ready(t)
+	child := st.Services[0].PID
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	deadline := time.Now().Add(10 * time.Second) // hang guard
+	for time.Now().Before(deadline) {
+		// A zombie is dead; reaping it is init's business now.
+		if _, _, state, ok := procInfo(child); !ok || state == "Z" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("child %d outlived its killed agent", child)
+}
