@@ -15,8 +15,8 @@ func TestRouteSweepWithoutCredential(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ownBearer := map[string]bool{
-		"POST /api/v1/users/auth/refresh":   true,
-		"POST /api/v1/auth/intent/cancel":   true,
+		"POST /api/v1/users/auth/refresh":    true,
+		"POST /api/v1/auth/intent/cancel":    true,
 		"POST /api/v1/users/auth/2fa/verify": true,
 	}
 	n := 0
