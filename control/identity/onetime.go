@@ -66,7 +66,10 @@ func (s *Service) peekOnce(tx *store.Tx, kind, secret string) (*onceRec, error) 
 		return nil, err
 	}
 	if !s.now().Before(rec.ExpiresAt) {
-		return nil, tx.Delete(bucketOnce, kind+":"+s.lookupKey(secret))
+		if tx.Bolt().Writable() {
+			return nil, tx.Delete(bucketOnce, kind+":"+s.lookupKey(secret))
+		}
+		return nil, nil
 	}
 	return &rec, nil
 }

@@ -234,6 +234,9 @@ func (s *Service) revokeUserSessions(tx *store.Tx, userID, reason string) error 
 
 // storeErr passes domain errors through and wraps anything else.
 func storeErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var pe *platform.Error
 	if errors.As(err, &pe) {
 		return pe
