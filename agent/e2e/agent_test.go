@@ -26,24 +26,44 @@ import (
 	"deckhand/agent"
 )
 
-var bin string // the deckhand binary under test
+var (
+	bin        string // the deckhand binary under test
+	binVersion string // what it says its version is
+)
 
+// TestMain uses $DECKHAND_BIN/deckhand when `make test` built it, else
+// builds the binary into a temporary directory.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "deckhand-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "deckhand")
-	build := exec.Command("go", "build", "-o", bin, "deckhand/agent/cmd/deckhand")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build deckhand: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
+	code := func() int {
+		defer os.RemoveAll(dir)
+		if d := os.Getenv("DECKHAND_BIN"); d != "" {
+			if _, err := os.Stat(filepath.Join(d, "deckhand")); err == nil {
+				bin = filepath.Join(d, "deckhand")
+			}
+		}
+		if bin == "" {
+			bin = filepath.Join(dir, "deckhand")
+			build := exec.Command("go", "build", "-o", bin, "deckhand/agent/cmd/deckhand")
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := build.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "build deckhand: %v\n%s", err, out)
+				return 1
+			}
+		}
+		out, err := exec.Command(bin, "version").Output()
+		fields := strings.Fields(string(out))
+		if err != nil || len(fields) < 2 || fields[0] != "deckhand" {
+			fmt.Fprintf(os.Stderr, "%s version: %v %q\n", bin, err, out)
+			return 1
+		}
+		binVersion = fields[1]
+		return m.Run()
+	}()
 	os.Exit(code)
 }
 

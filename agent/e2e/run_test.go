@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"deckhand/agent"
-	"deckhand/platform"
 )
 
 // TestAgentServes starts one default agent and checks every service, the
@@ -26,7 +26,7 @@ func TestAgentServes(t *testing.T) {
 	a := start(t)
 	st := a.ready(t)
 	agentPID := a.cmd.Process.Pid
-	if st.Agent.PID != agentPID || st.Agent.Version != platform.Version || st.Agent.Data != a.data {
+	if st.Agent.PID != agentPID || st.Agent.Version != binVersion || st.Agent.Data != a.data {
 		t.Fatalf("agent status %+v", st.Agent)
 	}
 	var names []string
@@ -60,7 +60,7 @@ func TestAgentServes(t *testing.T) {
 				t.Fatalf("openapi.json %d %.200s", status, raw)
 			}
 			info, _ := doc["info"].(map[string]any)
-			if info["title"] == "" || info["version"] != platform.Version || info["description"] == "" {
+			if info["title"] == "" || info["version"] != binVersion || info["description"] == "" {
 				t.Fatalf("info %v", info)
 			}
 			paths, _ := doc["paths"].(map[string]any)
@@ -91,7 +91,7 @@ func TestAgentServes(t *testing.T) {
 
 	t.Run("files version", func(t *testing.T) {
 		out, err := deckhand(t, nil, "version")
-		if err != nil || strings.TrimSpace(out) != "deckhand "+platform.Version {
+		if err != nil || !strings.HasPrefix(out, "deckhand "+binVersion) {
 			t.Fatalf("deckhand version: %q %v", out, err)
 		}
 		for _, url := range []string{
@@ -99,7 +99,7 @@ func TestAgentServes(t *testing.T) {
 			"http://" + a.gw + "/_/files/api/v1/version",
 		} {
 			status, m, raw := get(t, url)
-			if status != 200 || len(m) != 2 || m["server_version"] != platform.Version || m["version"] != "v1" {
+			if status != 200 || len(m) != 2 || m["server_version"] != binVersion || m["version"] != "v1" {
 				t.Fatalf("%s: %d %s", url, status, raw)
 			}
 		}
@@ -467,4 +467,76 @@ func TestKilledAgentTakesItsChildren(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("child %d outlived its killed agent", child)
+}
+
+// TestSystemdNotifications: READY=1 once every service is healthy,
+// WATCHDOG=1 pings when systemd asks for them, STOPPING=1 on SIGTERM — from
+// the agent alone, never from its children.
+func TestSystemdNotifications(t *testing.T) {
+	t.Parallel()
+	sock := filepath.Join(t.TempDir(), "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	type note struct{ msg string }
+	notes := make(chan note, 1000)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, _, err := conn.ReadFromUnix(buf)
+			if err != nil {
+				close(notes)
+				return
+			}
+			notes <- note{msg: string(buf[:n])}
+		}
+	}()
+	base := freeBase(t)
+	data := t.TempDir()
+	gw := "127.0.0.1:" + strconv.Itoa(base)
+	a := startRaw(t, []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=100000"}, gw, base, data,
+		"run", "--data", data, "--listen", gw, "--port-base", strconv.Itoa(base), "--isolate", "cron", "--log-level", "warn")
+
+	next := func(what string) string {
+		select {
+		case n := <-notes:
+			return n.msg
+		case <-a.done:
+			t.Fatalf("agent exited waiting for %s: %v\n%s", what, a.err, a.out)
+		case <-time.After(30 * time.Second): // hang guard
+			t.Fatalf("no %s notification", what)
+		}
+		return ""
+	}
+	if msg := next("READY=1"); msg != "READY=1" {
+		t.Fatalf("first notification %q, want READY=1", msg)
+	}
+	if st := a.status(); !allRunning(st) {
+		t.Fatalf("READY=1 before every service was healthy: %+v", st)
+	}
+	for i := 0; i < 2; i++ {
+		if msg := next("WATCHDOG=1"); msg != "WATCHDOG=1" {
+			t.Fatalf("notification %q, want WATCHDOG=1", msg)
+		}
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		msg := next("STOPPING=1")
+		if msg == "STOPPING=1" {
+			break
+		}
+		if msg != "WATCHDOG=1" {
+			t.Fatalf("unexpected notification %q", msg)
+		}
+	}
+	<-a.done
+	for len(notes) > 0 {
+		if n := <-notes; n.msg == "READY=1" {
+			t.Fatal("a second READY=1 (a child must not talk to systemd)")
+		}
+	}
 }
