@@ -1,0 +1,545 @@
+package identity
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/google/uuid"
+	"golang.org/x/oauth2"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// Provider names of interface.md 4.4.
+const (
+	ProviderCodehost = "codehost"
+	ProviderWebID    = "webid"
+)
+
+const (
+	launchTTL      = 2 * time.Minute
+	bindCookie     = "deckhand_oauth"
+	completionPath = "/auth/complete"
+)
+
+// launchRec is a popup launch ticket, keyed by the ticket's lookup key.
+type launchRec struct {
+	Provider  string    `json:"provider"`
+	Challenge string    `json:"challenge"`
+	StateID   string    `json:"state_id"`
+	Origin    string    `json:"origin"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Used      bool      `json:"used"`
+}
+
+func (s *Service) oauthRoutes() []platform.Route {
+	tag := []string{"oauth"}
+	challenge := platform.Param{Name: "code_challenge", Required: true,
+		Description: "base64url SHA-256 of the client's code_verifier (S256, 43-128 characters)"}
+	redirect := platform.Param{Name: "redirect_uri",
+		Description: "frontend completion URL on an allowed domain (default <public-url>/auth/complete)"}
+	cbParams := []platform.Param{{Name: "code", Required: true, Description: "provider authorization code"},
+		{Name: "state", Required: true, Description: "the state this server sent (CSRF check)"}}
+	cbDesc := "Checks `state` (single use, 10 minutes, bound to the browser by an HttpOnly cookie set when the flow started), " +
+		"exchanges `code` with the provider using PKCE (S256), reads the provider's userinfo, finds the account linked to that provider " +
+		"identity (or the account with the same email, or creates one), and answers 302 to the frontend completion URL with " +
+		"`code` (a one-time code the frontend exchanges with its code_verifier at POST /api/v1/auth/intent/exchange, 5 minutes), " +
+		"`state_id` (launch flows) and `intent`. With two-factor on, the completion URL carries `requires_2fa=true` and `temp_token` instead. " +
+		"Provider errors and banned accounts come back as `error=<reason>`."
+	startDesc := "Answers 302 to the provider's authorize endpoint with its own PKCE challenge (S256) and a fresh `state`. " +
+		"The client's code_challenge is bound to the flow and checked when the completion code is exchanged. " +
+		"400 for a bad challenge or redirect_uri; 503 when the provider is not configured."
+	return []platform.Route{
+		{Method: http.MethodGet, Path: "/api/v1/auth/codehost", Public: true, Tags: tag, Handler: s.handleOAuthStart(ProviderCodehost), Status: http.StatusFound,
+			Summary: "Start OAuth login with the codehost provider", Description: startDesc + " `intent=star_check` is carried to the completion URL.",
+			Query: []platform.Param{{Name: "intent", Enum: []string{"login", "star_check"}, Description: "login (default) or star_check"}, redirect, challenge}},
+		{Method: http.MethodGet, Path: "/api/v1/auth/codehost/callback", Public: true, Tags: tag, Handler: s.handleOAuthCallback(ProviderCodehost), Status: http.StatusFound,
+			Summary: "OAuth redirect target of the codehost provider", Description: cbDesc, Query: cbParams},
+		{Method: http.MethodGet, Path: "/api/v1/auth/webid", Public: true, Tags: tag, Handler: s.handleOAuthStart(ProviderWebID), Status: http.StatusFound,
+			Summary: "Start OAuth login with the webid provider", Description: startDesc, Query: []platform.Param{redirect, challenge}},
+		{Method: http.MethodGet, Path: "/api/v1/auth/webid/callback", Public: true, Tags: tag, Handler: s.handleOAuthCallback(ProviderWebID), Status: http.StatusFound,
+			Summary: "OAuth redirect target of the webid provider", Description: cbDesc, Query: cbParams},
+		{Method: http.MethodPost, Path: "/api/v1/auth/launch/initiate", Public: true, Tags: tag, Handler: s.handleLaunchInitiate,
+			Summary: "Issue a one-shot popup launch ticket bound to the request Origin",
+			Description: "The `Origin` header is required and must be on an allowed redirect domain; the flow completes at <Origin>/auth/complete " +
+				"with `state_id` echoed. The ticket expires after 2 minutes.",
+			Body: launchReq{}, Response: launchResp{}},
+		{Method: http.MethodGet, Path: "/api/v1/auth/launch/start", Public: true, Tags: tag, Handler: s.handleLaunchStart, Status: http.StatusFound,
+			Summary: "Consume a launch ticket and redirect to the provider",
+			Description: "Consumed atomically: of many concurrent requests exactly one gets the 302, the rest 410. Used, expired and unknown tickets answer 410. " +
+				"Sets `Referrer-Policy: no-referrer`. A request carrying an Origin other than the ticket's gets 403.",
+			Query: []platform.Param{{Name: "ticket", Required: true}}},
+	}
+}
+
+func (s *Service) provider(name string) (OAuthProvider, error) {
+	p, ok := s.providers[name]
+	if !ok || p.AuthURL == "" || p.TokenURL == "" || p.ClientID == "" {
+		return p, platform.Errorf(platform.CodeUnavailable, "OAuth provider %s is not configured on this server", name)
+	}
+	return p, nil
+}
+
+func (s *Service) oauthConfig(name string, p OAuthProvider) *oauth2.Config {
+	scopes := p.Scopes
+	if scopes == nil {
+		scopes = []string{"openid", "email", "profile"}
+		if name == ProviderCodehost {
+			scopes = []string{"read:user", "user:email"}
+		}
+	}
+	return &oauth2.Config{ClientID: p.ClientID, ClientSecret: p.ClientSecret, Scopes: scopes,
+		Endpoint:    oauth2.Endpoint{AuthURL: p.AuthURL, TokenURL: p.TokenURL},
+		RedirectURL: s.publicURL + "/api/v1/auth/" + name + "/callback"}
+}
+
+// allowedHost: the host is an allowed domain or a subdomain of one.
+func (s *Service) allowedHost(host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, d := range s.domains {
+		if host == d || strings.HasSuffix(host, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRedirect validates a redirect_uri against the allowed domains.
+func (s *Service) checkRedirect(raw string) (string, error) {
+	if raw == "" {
+		return s.publicURL + completionPath, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" || len(raw) > 2048 {
+		return "", platform.Invalid("redirect_uri", "must be an absolute http(s) URL without credentials or fragment")
+	}
+	if !s.allowedHost(u.Hostname()) {
+		return "", platform.Invalid("redirect_uri", "must be on an allowed domain (%s)", strings.Join(s.domains, ", "))
+	}
+	return u.String(), nil
+}
+
+// beginFlow stores a state record in tx and returns the provider URL and
+// the browser binding cookie value.
+func (s *Service) beginFlow(tx *store.Tx, name string, p OAuthProvider, rec onceRec) (string, string, error) {
+	verifier := oauth2.GenerateVerifier()
+	sealed, err := s.seal([]byte(verifier))
+	if err != nil {
+		return "", "", err
+	}
+	bind := randomToken(24)
+	rec.Kind, rec.Provider, rec.Verifier, rec.BrowserBind = onceState, name, sealed, s.lookupKey("bind\x00"+bind)
+	state, err := s.issueOnce(tx, rec)
+	if err != nil {
+		return "", "", err
+	}
+	return s.oauthConfig(name, p).AuthCodeURL(state, oauth2.S256ChallengeOption(verifier)), bind, nil
+}
+
+func (s *Service) setBindCookie(c fiber.Ctx, value string) {
+	c.Cookie(&fiber.Cookie{Name: bindCookie, Value: value, Path: "/api/v1/auth", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
+		Secure: strings.HasPrefix(s.publicURL, "https://"), MaxAge: int(onceTTL[onceState].Seconds())})
+}
+
+func (s *Service) handleOAuthStart(name string) fiber.Handler {
+	return func(c fiber.Ctx) error {
+		intent := c.Query("intent")
+		switch {
+		case intent == "" || intent == "login":
+			intent = "login"
+		case intent == "star_check" && name == ProviderCodehost:
+		default:
+			if name == ProviderCodehost {
+				return platform.Invalid("intent", "must be login or star_check")
+			}
+			return platform.Invalid("intent", "is not supported by this provider")
+		}
+		if err := validChallenge("code_challenge", c.Query("code_challenge")); err != nil {
+			return err
+		}
+		if m := c.Query("code_challenge_method"); m != "" && m != "S256" {
+			return platform.Invalid("code_challenge_method", "must be S256")
+		}
+		redirect, err := s.checkRedirect(c.Query("redirect_uri"))
+		if err != nil {
+			return err
+		}
+		p, err := s.provider(name)
+		if err != nil {
+			return err
+		}
+		if err := s.limiter.hit("verify:ip:"+c.IP(), s.limits.VerifyPerIP); err != nil {
+			return err
+		}
+		var to, bind string
+		err = s.db.Update(func(tx *store.Tx) error {
+			var err error
+			to, bind, err = s.beginFlow(tx, name, p, onceRec{Challenge: c.Query("code_challenge"), RedirectURI: redirect, Intent: intent})
+			return err
+		})
+		if err != nil {
+			return storeErr("start the OAuth flow", err)
+		}
+		s.setBindCookie(c, bind)
+		c.Set("Referrer-Policy", "no-referrer")
+		c.Set("Cache-Control", "no-store")
+		return c.Redirect().Status(http.StatusFound).To(to)
+	}
+}
+
+var errBadState = platform.Invalid("state", "is invalid, used or expired (start the login again)")
+
+func (s *Service) handleOAuthCallback(name string) fiber.Handler {
+	return func(c fiber.Ctx) error {
+		c.Set("Referrer-Policy", "no-referrer")
+		c.Set("Cache-Control", "no-store")
+		state, code, perr := c.Query("state"), c.Query("code"), c.Query("error")
+		if state == "" {
+			return platform.Invalid("state", "is required")
+		}
+		if code == "" && perr == "" {
+			return platform.Invalid("code", "is required")
+		}
+		p, err := s.provider(name)
+		if err != nil {
+			return err
+		}
+		var rec *onceRec
+		err = s.db.Update(func(tx *store.Tx) error {
+			var err error
+			rec, err = s.takeOnce(tx, onceState, state)
+			return err
+		})
+		if err != nil {
+			return platform.Internal("check the OAuth state", err)
+		}
+		if rec == nil || rec.Provider != name {
+			return errBadState
+		}
+		if bind := c.Cookies(bindCookie); bind == "" || s.lookupKey("bind\x00"+bind) != rec.BrowserBind {
+			return platform.Invalid("state", "does not belong to this browser (the login was started elsewhere)")
+		}
+		c.Cookie(&fiber.Cookie{Name: bindCookie, Value: "", Path: "/api/v1/auth", HTTPOnly: true, MaxAge: -1, Expires: time.Unix(1, 0)})
+		done := func(q url.Values) error {
+			if rec.StateID != "" {
+				q.Set("state_id", rec.StateID)
+			}
+			q.Set("provider", name)
+			if rec.Intent != "" {
+				q.Set("intent", rec.Intent)
+			}
+			return c.Redirect().Status(http.StatusFound).To(withQuery(rec.RedirectURI, q))
+		}
+		if perr != "" {
+			return done(url.Values{"error": {sanitizeErr(perr)}})
+		}
+		verifier, err := s.open(rec.Verifier)
+		if err != nil {
+			return platform.Internal("read the OAuth state", err)
+		}
+		ctx, cancel := context.WithTimeout(c.Context(), 15*time.Second)
+		defer cancel()
+		ctx = context.WithValue(ctx, oauth2.HTTPClient, s.httpc)
+		tok, err := s.oauthConfig(name, p).Exchange(ctx, code, oauth2.VerifierOption(string(verifier)))
+		if err != nil {
+			s.log.Warn("OAuth code exchange failed", "provider", name, "err", err)
+			return done(url.Values{"error": {"exchange_failed"}})
+		}
+		info, err := s.userinfo(ctx, p, tok)
+		if err != nil {
+			s.log.Warn("OAuth userinfo failed", "provider", name, "err", err)
+			return done(url.Values{"error": {"userinfo_failed"}})
+		}
+		userID, err := s.linkAccount(name, info, c.IP())
+		if err != nil {
+			if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
+				return done(url.Values{"error": {"account_banned"}})
+			}
+			return storeErr("sign in with the provider", err)
+		}
+		res, err := s.completeLogin(userID, "oauth:"+name, "intent", rec.Challenge, c.IP(), true)
+		if err != nil {
+			if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
+				return done(url.Values{"error": {"account_banned"}})
+			}
+			return err
+		}
+		if res.Requires2FA {
+			return done(url.Values{"requires_2fa": {"true"}, "temp_token": {res.TempToken}})
+		}
+		return done(url.Values{"code": {res.AuthIntentToken}})
+	}
+}
+
+var errWord = regexp.MustCompile(`[^a-z0-9_]`)
+
+func sanitizeErr(s string) string {
+	s = errWord.ReplaceAllString(strings.ToLower(s), "")
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	if s == "" {
+		s = "provider_error"
+	}
+	return s
+}
+
+func withQuery(base string, q url.Values) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	cur := u.Query()
+	for k, v := range q {
+		cur[k] = v
+	}
+	u.RawQuery = cur.Encode()
+	return u.String()
+}
+
+// providerUser is what identity reads from a userinfo answer: GitHub-style
+// (id, login, email) or OpenID Connect (sub, preferred_username, email,
+// email_verified).
+type providerUser struct {
+	Subject       string
+	Email         string
+	EmailVerified bool
+	Login         string
+	Name          string
+}
+
+func (s *Service) userinfo(ctx context.Context, p OAuthProvider, tok *oauth2.Token) (*providerUser, error) {
+	if p.UserInfoURL == "" {
+		return nil, fmt.Errorf("no userinfo URL configured")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.UserInfoURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	tok.SetAuthHeader(req)
+	res, err := s.httpc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("userinfo answered %d", res.StatusCode)
+	}
+	var raw map[string]any
+	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("userinfo body: %w", err)
+	}
+	str := func(keys ...string) string {
+		for _, k := range keys {
+			switch v := raw[k].(type) {
+			case string:
+				if v != "" {
+					return v
+				}
+			case float64:
+				return strconv.FormatFloat(v, 'f', -1, 64)
+			}
+		}
+		return ""
+	}
+	u := &providerUser{Subject: str("sub", "id", "user_id"), Email: strings.ToLower(str("email")),
+		Login: str("login", "preferred_username", "username", "nickname"), Name: str("name")}
+	u.EmailVerified = true
+	if v, ok := raw["email_verified"].(bool); ok {
+		u.EmailVerified = v
+	}
+	if u.Subject == "" {
+		return nil, fmt.Errorf("userinfo has no subject (sub or id)")
+	}
+	if u.Email != "" {
+		if _, err := normalizeEmail("email", u.Email); err != nil {
+			u.Email = ""
+		}
+	}
+	return u, nil
+}
+
+// linkAccount returns the account for a provider identity: the linked one,
+// else the account with the same verified email (linked now), else a new
+// verified account.
+func (s *Service) linkAccount(provider string, info *providerUser, ip string) (string, error) {
+	var id string
+	err := s.db.Update(func(tx *store.Tx) error {
+		key := provider + ":" + info.Subject
+		if raw := tx.GetRaw(bucketLinks, key); raw != nil {
+			u, err := getUser(tx, string(raw))
+			if err != nil {
+				return err
+			}
+			if u != nil {
+				if u.IsBanned {
+					return errBanned
+				}
+				id = u.ID
+				return nil
+			}
+		}
+		var u *userRec
+		if info.Email != "" && info.EmailVerified {
+			var err error
+			if u, err = userByIndex(tx, bucketEmails, info.Email); err != nil {
+				return err
+			}
+		}
+		if u == nil {
+			email := info.Email
+			if email != "" && (!info.EmailVerified || tx.GetRaw(bucketEmails, email) != nil) {
+				email = ""
+			}
+			username := ""
+			if info.Login != "" && validUsername("username", info.Login) == nil && tx.GetRaw(bucketNames, strings.ToLower(info.Login)) == nil {
+				username = info.Login
+			}
+			if username == "" && email == "" {
+				username = provider + "-" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+			}
+			region, _ := s.pickRegion("")
+			var err error
+			if u, err = s.createUser(tx, newUser{Email: email, Username: username, Verified: true, Region: region,
+				IP: ip, Source: "oauth:" + provider}); err != nil {
+				return err
+			}
+		} else if !u.EmailVerified {
+			u.EmailVerified, u.UpdatedAt = true, s.now()
+			if err := putUser(tx, u); err != nil {
+				return err
+			}
+		}
+		if u.IsBanned {
+			return errBanned
+		}
+		id = u.ID
+		return tx.PutRaw(bucketLinks, key, []byte(u.ID))
+	})
+	return id, err
+}
+
+type launchReq struct {
+	Provider      string `json:"provider" required:"true" enum:"codehost,webid"`
+	CodeChallenge string `json:"code_challenge" required:"true"`
+	StateID       string `json:"state_id" required:"true"`
+}
+
+var uuidV4 = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$`)
+
+func (r *launchReq) Validate() error {
+	if r.Provider != ProviderCodehost && r.Provider != ProviderWebID {
+		return platform.Invalid("provider", "must be codehost or webid")
+	}
+	if err := validChallenge("code_challenge", r.CodeChallenge); err != nil {
+		return err
+	}
+	if !uuidV4.MatchString(r.StateID) {
+		return platform.Invalid("state_id", "must be a UUID v4")
+	}
+	return nil
+}
+
+type launchResp struct {
+	LaunchURL string `json:"launch_url"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// originOf normalizes an Origin header value (scheme://host[:port]).
+func originOf(raw string) (string, string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return "", "", false
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), u.Hostname(), true
+}
+
+func (s *Service) handleLaunchInitiate(c fiber.Ctx) error {
+	if err := s.limiter.hit("verify:ip:"+c.IP(), s.limits.VerifyPerIP); err != nil {
+		return err
+	}
+	var req launchReq
+	if err := platform.Decode(c, &req); err != nil {
+		return err
+	}
+	rawOrigin := c.Get(fiber.HeaderOrigin)
+	if rawOrigin == "" {
+		return platform.Invalid("Origin", "header is required: the ticket is bound to the page that asks for it")
+	}
+	origin, host, ok := originOf(rawOrigin)
+	if !ok {
+		return platform.Invalid("Origin", "must be scheme://host[:port]")
+	}
+	if !s.allowedHost(host) {
+		return forbidden("Origin " + origin + " is not on an allowed redirect domain")
+	}
+	if _, err := s.provider(req.Provider); err != nil {
+		return err
+	}
+	ticket := randomToken(32)
+	exp := s.now().Add(launchTTL)
+	err := s.db.Update(func(tx *store.Tx) error {
+		return tx.Put(bucketLaunch, s.lookupKey("launch\x00"+ticket), launchRec{Provider: req.Provider, Challenge: req.CodeChallenge,
+			StateID: strings.ToLower(req.StateID), Origin: origin, ExpiresAt: exp})
+	})
+	if err != nil {
+		return platform.Internal("issue the launch ticket", err)
+	}
+	return platform.Respond(c, http.StatusOK, "Launch ticket issued", launchResp{
+		LaunchURL: s.publicURL + "/api/v1/auth/launch/start?ticket=" + url.QueryEscape(ticket), ExpiresAt: exp.Format(time.RFC3339)})
+}
+
+var errTicketGone = platform.Errorf(platform.CodeGone, "launch ticket is already used or has expired")
+
+func (s *Service) handleLaunchStart(c fiber.Ctx) error {
+	c.Set("Referrer-Policy", "no-referrer")
+	c.Set("Cache-Control", "no-store")
+	ticket := c.Query("ticket")
+	if ticket == "" {
+		return platform.Invalid("ticket", "is required")
+	}
+	var to, bind string
+	err := s.db.Update(func(tx *store.Tx) error {
+		key := s.lookupKey("launch\x00" + ticket)
+		var t launchRec
+		ok, err := tx.Get(bucketLaunch, key, &t)
+		if err != nil {
+			return err
+		}
+		if !ok || t.Used || !s.now().Before(t.ExpiresAt) {
+			return errTicketGone
+		}
+		if o := c.Get(fiber.HeaderOrigin); o != "" {
+			if got, _, _ := originOf(o); got != t.Origin {
+				return forbidden("launch ticket belongs to another origin")
+			}
+		}
+		p, err := s.provider(t.Provider)
+		if err != nil {
+			return err
+		}
+		t.Used = true
+		if err := tx.Put(bucketLaunch, key, &t); err != nil {
+			return err
+		}
+		to, bind, err = s.beginFlow(tx, t.Provider, p, onceRec{Challenge: t.Challenge, StateID: t.StateID,
+			RedirectURI: t.Origin + completionPath, Intent: "login"})
+		return err
+	})
+	if err != nil {
+		return storeErr("start the launch", err)
+	}
+	s.setBindCookie(c, bind)
+	return c.Redirect().Status(http.StatusFound).To(to)
+}
