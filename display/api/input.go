@@ -1,0 +1,533 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+)
+
+// maxRequest bounds how long one act or batch may run.
+const maxRequest = 10 * time.Minute
+
+// bounds is the root window as a rectangle.
+func bounds(d Driver) (Rect, error) {
+	info, err := d.Info()
+	if err != nil {
+		return Rect{}, err
+	}
+	return Rect{Width: info.Width, Height: info.Height}, nil
+}
+
+// act handles the endpoint of one action: strict decode of its own body,
+// then the same compile and run as a batch step.
+func (s *Service) act(action string) fiber.Handler {
+	newBody := bodies[action]
+	return func(c fiber.Ctx) error {
+		d, err := s.driver()
+		if err != nil {
+			return err
+		}
+		var st Step
+		if newBody != nil {
+			body := newBody()
+			if err := platform.Decode(c, body); err != nil {
+				return err
+			}
+			st = body.step()
+		} else if err := platform.Decode(c, &st); err != nil {
+			return err
+		}
+		st.Action = action
+		b, err := bounds(d)
+		if err != nil {
+			return err
+		}
+		p, err := compile(st, "", b)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
+		defer cancel()
+		s.input.Lock()
+		defer s.input.Unlock()
+		res, err := p.run(ctx, s, d)
+		if err != nil {
+			return err
+		}
+		return platform.JSON(c, 200, res)
+	}
+}
+
+func (s *Service) actOne(c fiber.Ctx) error {
+	d, err := s.driver()
+	if err != nil {
+		return err
+	}
+	var st Step
+	if err := platform.Decode(c, &st); err != nil {
+		return err
+	}
+	b, err := bounds(d)
+	if err != nil {
+		return err
+	}
+	p, err := compile(st, "", b)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
+	defer cancel()
+	s.input.Lock()
+	defer s.input.Unlock()
+	start := time.Now()
+	res, err := p.run(ctx, s, d)
+	if err != nil {
+		return err
+	}
+	return platform.JSON(c, 200, StepResult{Action: p.action, OK: true, Result: res, DurationMS: ms(time.Since(start))})
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Validate checks the batch's shape; each step is compiled by the handler.
+func (b *Batch) Validate() error {
+	if b.Steps == nil {
+		return platform.Invalid("steps", "is required")
+	}
+	if len(b.Steps) == 0 {
+		return platform.Invalid("steps", "must hold at least one step")
+	}
+	if len(b.Steps) > maxBatch {
+		return platform.Invalid("steps", "must hold at most %d steps, got %d", maxBatch, len(b.Steps))
+	}
+	return nil
+}
+
+func (s *Service) batch(c fiber.Ctx) error {
+	d, err := s.driver()
+	if err != nil {
+		return err
+	}
+	var req Batch
+	if err := platform.Decode(c, &req); err != nil {
+		return err
+	}
+	b, err := bounds(d)
+	if err != nil {
+		return err
+	}
+	plans := make([]plan, len(req.Steps))
+	for i, st := range req.Steps {
+		if plans[i], err = compile(st, fmt.Sprintf("steps[%d].", i), b); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
+	defer cancel()
+	s.input.Lock()
+	defer s.input.Unlock()
+	return platform.JSON(c, 200, s.runBatch(ctx, d, plans))
+}
+
+// RunBatch validates and runs steps as POST input/batch does (benchmarks and
+// embedders use it without HTTP).
+func (s *Service) RunBatch(ctx context.Context, steps []Step) (BatchResult, error) {
+	d, err := s.driver()
+	if err != nil {
+		return BatchResult{}, err
+	}
+	if err := (&Batch{Steps: steps}).Validate(); err != nil {
+		return BatchResult{}, err
+	}
+	b, err := bounds(d)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	plans := make([]plan, len(steps))
+	for i, st := range steps {
+		if plans[i], err = compile(st, fmt.Sprintf("steps[%d].", i), b); err != nil {
+			return BatchResult{}, err
+		}
+	}
+	s.input.Lock()
+	defer s.input.Unlock()
+	return s.runBatch(ctx, d, plans), nil
+}
+
+func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchResult {
+	start := time.Now()
+	out := BatchResult{OK: true, Total: len(plans), Results: make([]StepResult, 0, len(plans))}
+	for i, p := range plans {
+		t := time.Now()
+		res, err := p.run(ctx, s, d)
+		r := StepResult{Index: i, Action: p.action, OK: err == nil, Result: res, DurationMS: ms(time.Since(t))}
+		if err != nil {
+			e := platform.AsError(err)
+			if e.Code == platform.CodeInternal || e.Code == platform.CodeBackend {
+				s.log.Error("display batch step failed", "index", i, "action", p.action, "err", err)
+			}
+			r.Error = &StepError{Code: e.Code, Message: e.Message, Details: e.Details}
+			if e.Code != CodeWaitTimeout {
+				r.Result = nil
+			}
+			out.OK = false
+			idx := i
+			out.FailedIndex = &idx
+			out.Results = append(out.Results, r)
+			break
+		}
+		out.Completed++
+		out.Results = append(out.Results, r)
+	}
+	out.DurationMS = ms(time.Since(start))
+	return out
+}
+
+// click moves to pt when given and clicks b n times.
+func (s *Service) click(d Driver, pt *Point, b Button, n int) (Point, error) {
+	if pt != nil {
+		if err := d.MoveTo(*pt); err != nil {
+			return Point{}, err
+		}
+	}
+	for i := 0; i < n; i++ {
+		if err := s.button(d, b, true); err != nil {
+			return Point{}, err
+		}
+		if err := s.button(d, b, false); err != nil {
+			return Point{}, err
+		}
+	}
+	return d.Pointer()
+}
+
+// button presses or releases b and keeps account of what is held.
+func (s *Service) button(d Driver, b Button, down bool) error {
+	if err := d.Button(b, down); err != nil {
+		return err
+	}
+	if b <= ButtonRight {
+		if down {
+			s.held.buttons[b] = true
+		} else {
+			delete(s.held.buttons, b)
+		}
+	}
+	return nil
+}
+
+func (s *Service) key(d Driver, sym Keysym, down bool) error {
+	if err := d.Key(sym, down); err != nil {
+		return err
+	}
+	if down {
+		s.held.keys[sym]++
+	} else {
+		delete(s.held.keys, sym)
+	}
+	return nil
+}
+
+// chord holds mods, taps sym repeat times, and releases the mods in
+// reverse order, also when a press fails.
+func (s *Service) chord(d Driver, sym Keysym, mods []Keysym, repeat int) (err error) {
+	pressed := 0
+	defer func() {
+		for i := pressed - 1; i >= 0; i-- {
+			if e := s.key(d, mods[i], false); e != nil && err == nil {
+				err = e
+			}
+		}
+	}()
+	for _, m := range mods {
+		if err := s.key(d, m, true); err != nil {
+			return err
+		}
+		pressed++
+	}
+	for i := 0; i < repeat; i++ {
+		if err := s.key(d, sym, true); err != nil {
+			return err
+		}
+		if err := s.key(d, sym, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// typeText types t rune by rune, waiting delay between runes.
+func (s *Service) typeText(ctx context.Context, d Driver, t string, delay time.Duration) (int, error) {
+	n := 0
+	for _, r := range t {
+		if r == '\r' {
+			continue // "\r\n" is one Return
+		}
+		if n > 0 && delay > 0 {
+			if err := sleep(ctx, delay); err != nil {
+				return n, err
+			}
+		} else if ctx.Err() != nil {
+			return n, platform.Errorf(platform.CodeTimeout, "typing stopped after %d characters: the request ended", n)
+		}
+		if err := d.TypeRune(r); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return platform.Errorf(platform.CodeTimeout, "stopped: the request ended")
+	}
+}
+
+// drag presses at from, moves to to in steps over dur, releases; select
+// answers the PRIMARY selection afterwards.
+func (s *Service) drag(ctx context.Context, d Driver, from, to Point, b Button, dur time.Duration, sel bool) (DragResult, error) {
+	res := DragResult{From: from, To: to}
+	if err := d.MoveTo(from); err != nil {
+		return res, err
+	}
+	if err := s.button(d, b, true); err != nil {
+		return res, err
+	}
+	steps := 10
+	pause := dur / time.Duration(steps)
+	var err error
+	for i := 1; i <= steps && err == nil; i++ {
+		p := Point{from.X + (to.X-from.X)*i/steps, from.Y + (to.Y-from.Y)*i/steps}
+		if err = d.MoveTo(p); err == nil && pause > 0 {
+			err = sleep(ctx, pause)
+		}
+	}
+	if e := s.button(d, b, false); err == nil {
+		err = e
+	}
+	if err != nil || !sel {
+		return res, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	clip, err := d.Selection(sctx, "PRIMARY")
+	if err != nil {
+		return res, err
+	}
+	res.Text = &clip.Text
+	return res, nil
+}
+
+// releaseAll releases what this service pressed and what the server
+// reports down.
+func (s *Service) releaseAll(d Driver) (ResetResult, error) {
+	res := ResetResult{ReleasedKeys: []string{}, ReleasedButtons: []string{}}
+	seenK := map[Keysym]bool{}
+	seenB := map[Button]bool{}
+	var firstErr error
+	for sym := range s.held.keys {
+		if err := d.Key(sym, false); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		seenK[sym] = true
+		res.ReleasedKeys = append(res.ReleasedKeys, KeyName(sym))
+	}
+	for b := range s.held.buttons {
+		if err := d.Button(b, false); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		seenB[b] = true
+		res.ReleasedButtons = append(res.ReleasedButtons, b.String())
+	}
+	s.held.keys = map[Keysym]int{}
+	s.held.buttons = map[Button]bool{}
+	keys, buttons, err := d.ReleaseAll()
+	if err != nil && firstErr == nil {
+		firstErr = err
+	}
+	for _, k := range keys {
+		if !seenK[k] {
+			res.ReleasedKeys = append(res.ReleasedKeys, KeyName(k))
+		}
+	}
+	for _, b := range buttons {
+		if !seenB[b] {
+			res.ReleasedButtons = append(res.ReleasedButtons, b.String())
+		}
+	}
+	return res, firstErr
+}
+
+func (s *Service) reset(c fiber.Ctx) error {
+	d, err := s.driver()
+	if err != nil {
+		return err
+	}
+	if err := platform.Decode(c, &struct{}{}); err != nil {
+		return err
+	}
+	s.input.Lock()
+	defer s.input.Unlock()
+	res, err := s.releaseAll(d)
+	if err != nil {
+		return err
+	}
+	return platform.JSON(c, 200, res)
+}
+
+// wait polls the condition every 50 ms until it holds or the time is up.
+func (s *Service) wait(ctx context.Context, d Driver, w waitPlan) (WaitResult, error) {
+	start := time.Now()
+	res := WaitResult{Until: w.until}
+	deadline := start.Add(w.timeout)
+	var base uint64
+	if w.until == "region-change" {
+		var err error
+		if base, err = d.Checksum(w.region); err != nil {
+			return res, err
+		}
+	}
+	for {
+		switch w.until {
+		case "window", "window-gone":
+			wins, err := d.Windows()
+			if err != nil {
+				return res, err
+			}
+			var hit *Window
+			for i := range wins {
+				if w.matches(d, wins[i]) {
+					hit = &wins[i]
+					break
+				}
+			}
+			if w.until == "window" && hit != nil {
+				res.Met, res.Window = true, hit
+			}
+			if w.until == "window-gone" && hit == nil {
+				res.Met = true
+			}
+		case "region-change":
+			sum, err := d.Checksum(w.region)
+			if err != nil {
+				return res, err
+			}
+			res.Met = sum != base
+		}
+		now := time.Now()
+		if res.Met || !now.Before(deadline) {
+			if w.until == "timeout" {
+				res.Met = true
+			}
+			res.ElapsedMS = now.Sub(start).Milliseconds()
+			return res, nil
+		}
+		next := min(50*time.Millisecond, deadline.Sub(now))
+		if err := sleep(ctx, next); err != nil {
+			res.ElapsedMS = time.Since(start).Milliseconds()
+			return res, nil
+		}
+	}
+}
+
+func (w waitPlan) matches(d Driver, win Window) bool {
+	if w.pid != 0 && win.PID != w.pid {
+		return false
+	}
+	if w.name != nil && !w.name.MatchString(win.Name) {
+		return false
+	}
+	if w.class != nil {
+		p, err := d.WindowProperties(win.ID)
+		if err != nil || !(w.class.MatchString(p.Class) || w.class.MatchString(p.Instance)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Service) waitHandler(c fiber.Ctx) error {
+	d, err := s.driver()
+	if err != nil {
+		return err
+	}
+	var req Wait
+	if err := platform.Decode(c, &req); err != nil {
+		return err
+	}
+	b, err := bounds(d)
+	if err != nil {
+		return err
+	}
+	w, err := compileWait(req.step(), "", b)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
+	defer cancel()
+	res, err := s.wait(ctx, d, w)
+	if err != nil {
+		return err
+	}
+	return platform.JSON(c, 200, res)
+}
+
+// resolveWindow is id, or the active window when id is nil.
+func (s *Service) resolveWindow(d Driver, id *uint32) (uint32, error) {
+	if id != nil {
+		return *id, nil
+	}
+	w, err := d.ActiveWindow()
+	if err != nil {
+		return 0, err
+	}
+	return w.ID, nil
+}
+
+func (s *Service) windowAction(ctx context.Context, d Driver, action string, id *uint32) (any, error) {
+	wid, err := s.resolveWindow(d, id)
+	if err != nil {
+		return nil, err
+	}
+	switch action {
+	case "focus-window":
+		err = d.Focus(wid)
+	case "raise-window":
+		err = d.Raise(wid)
+	case "minimize-window":
+		err = d.Minimize(wid)
+	case "close-window":
+		if err = d.CloseWindow(wid); err != nil {
+			return nil, err
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := d.Window(wid); err != nil {
+				var pe *platform.Error
+				if errors.As(err, &pe) && pe.Code == platform.CodeNotFound {
+					return Closed{ID: wid, Closed: true}, nil
+				}
+				return nil, err
+			}
+			if err := sleep(ctx, 20*time.Millisecond); err != nil {
+				break
+			}
+		}
+		return Closed{ID: wid, Closed: false}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.Window(wid)
+}

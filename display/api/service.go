@@ -1,0 +1,126 @@
+// Package api owns the display service's HTTP surface: its one route table,
+// request validation, the input engine (act, batch, wait, reset) and the
+// "no display" variant. It talks to the desktop only through Driver, so it
+// builds without cgo: the agent links it to answer 503 DISPLAY_UNAVAILABLE on
+// headless containers, and the deckhand-display binary (display/cmd) links it
+// together with the X11 driver (display/x11).
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"deckhand/platform"
+)
+
+// Codes this service adds to the platform's.
+const (
+	CodeDisplayUnavailable = "DISPLAY_UNAVAILABLE"
+	CodeOffScreen          = "OFF_SCREEN"
+	CodeWaitTimeout        = "WAIT_TIMEOUT"
+)
+
+func init() {
+	platform.RegisterCode(CodeDisplayUnavailable, http.StatusServiceUnavailable)
+	platform.RegisterCode(CodeOffScreen, http.StatusBadRequest)
+	platform.RegisterCode(CodeWaitTimeout, http.StatusRequestTimeout)
+}
+
+const prefix = "/api/v1/display"
+
+// Service is the display service. Its driver can come and go (the X server
+// starts after the service, or restarts): without one every display path
+// answers 503 DISPLAY_UNAVAILABLE and HealthStatus says unavailable.
+type Service struct {
+	log    *slog.Logger
+	clock  platform.Clock
+	drv    atomic.Pointer[driverBox]
+	reason atomic.Pointer[string]
+
+	// input serialises everything that presses, moves or types, so one
+	// client's batch is never interleaved with another's clicks; held is
+	// what this service pressed and has not released (for reset).
+	input sync.Mutex
+	held  held
+}
+
+type driverBox struct{ d Driver }
+
+type held struct {
+	keys    map[Keysym]int
+	buttons map[Button]bool
+}
+
+// New builds the service over drv (nil: unavailable until SetDriver).
+func New(deps platform.ServiceDeps, drv Driver) *Service {
+	s := &Service{log: deps.Logger, clock: deps.Clock}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.clock == nil {
+		s.clock = platform.SystemClock{}
+	}
+	s.held = held{keys: map[Keysym]int{}, buttons: map[Button]bool{}}
+	reason := "no X display is configured (set --display or DISPLAY)"
+	s.reason.Store(&reason)
+	if drv != nil {
+		s.SetDriver(drv)
+	}
+	return s
+}
+
+// NewUnavailable serves the same route table, every display path answering
+// 503 DISPLAY_UNAVAILABLE with reason, and health "unavailable".
+func NewUnavailable(reason string) *Service {
+	s := New(platform.ServiceDeps{}, nil)
+	s.SetUnavailable(reason)
+	return s
+}
+
+// SetDriver makes the display available through d.
+func (s *Service) SetDriver(d Driver) {
+	s.drv.Store(&driverBox{d: d})
+}
+
+// SetUnavailable drops the driver (the caller closes it) and records why.
+func (s *Service) SetUnavailable(reason string) {
+	s.reason.Store(&reason)
+	s.drv.Store(nil)
+}
+
+// Driver returns the current driver, or nil.
+func (s *Service) Driver() Driver {
+	if b := s.drv.Load(); b != nil {
+		return b.d
+	}
+	return nil
+}
+
+// HealthStatus is for platform.HostConfig.HealthStatus.
+func (s *Service) HealthStatus() (string, string) {
+	if s.Driver() != nil {
+		return "ok", ""
+	}
+	return "unavailable", *s.reason.Load()
+}
+
+// Close closes the driver.
+func (s *Service) Close() error {
+	if d := s.Driver(); d != nil {
+		s.drv.Store(nil)
+		return d.Close()
+	}
+	return nil
+}
+
+func (s *Service) driver() (Driver, error) {
+	if d := s.Driver(); d != nil {
+		return d, nil
+	}
+	return nil, &platform.Error{Code: CodeDisplayUnavailable,
+		Message: "the display service has no X display: " + *s.reason.Load(),
+		Details: "start an X server (for example scripts/xvfb.sh) and give the agent --display :N"}
+}
+

@@ -1,0 +1,273 @@
+// Package x11 is the display service's driver for a real X server: input
+// through XTest, windows through EWMH/ICCCM properties, capture through
+// MIT-SHM into reused segments, JPEG through libjpeg-turbo (cgo) and PNG
+// through a pure-Go encoder tuned for screens, and the clipboard through an
+// owner window of its own. It speaks the X protocol with jezek/xgb rather
+// than robotgo: xgb connections are goroutine-safe, name their display
+// (--display :N) instead of reading one process-wide $DISPLAY, and answer
+// with real window geometry and protocol errors instead of silently doing
+// nothing.
+package x11
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xinerama"
+	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
+
+	"deckhand/display/api"
+	"deckhand/platform"
+)
+
+// Driver implements api.Driver on one X display.
+type Driver struct {
+	display string
+	log     *slog.Logger
+	conn    *xgb.Conn
+	root    xproto.Window
+	screen  *xproto.ScreenInfo
+
+	atomMu    sync.Mutex
+	atoms     map[string]xproto.Atom
+	atomNames map[xproto.Atom]string
+
+	xinerama bool
+
+	kb   keyboard
+	cap  capturer
+	clip *clipboard
+
+	done     chan struct{}
+	doneOnce sync.Once
+	closed   sync.Once
+}
+
+var _ api.Driver = (*Driver)(nil)
+
+// Open connects to display (":99"; "" means $DISPLAY).
+func Open(display string, log *slog.Logger) (*Driver, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	conn, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		return nil, fmt.Errorf("connect to X display %q: %w", display, err)
+	}
+	if display == "" {
+		display = fmt.Sprintf(":%d", conn.DisplayNumber)
+	}
+	d := &Driver{
+		display:   display,
+		log:       log,
+		conn:      conn,
+		atoms:     map[string]xproto.Atom{},
+		atomNames: map[xproto.Atom]string{},
+		done:      make(chan struct{}),
+	}
+	setup := xproto.Setup(conn)
+	d.screen = setup.DefaultScreen(conn)
+	d.root = d.screen.Root
+	if err := xtest.Init(conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("X display %s lacks the XTEST extension: %w", display, err)
+	}
+	if xinerama.Init(conn) == nil {
+		if r, err := xinerama.IsActive(conn).Reply(); err == nil && r.State != 0 {
+			d.xinerama = true
+		}
+	}
+	if err := d.kb.init(d); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("read the keyboard map: %w", err)
+	}
+	d.cap.init(d)
+	go d.drain()
+	clip, err := newClipboard(display, log)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("clipboard connection: %w", err)
+	}
+	d.clip = clip
+	return d, nil
+}
+
+// drain reads the main connection's events and asynchronous errors (it
+// selects none, but xgb blocks when its queue fills) and notices when the
+// server goes away.
+func (d *Driver) drain() {
+	for {
+		ev, xerr := d.conn.WaitForEvent()
+		if ev == nil && xerr == nil {
+			d.doneOnce.Do(func() { close(d.done) })
+			return
+		}
+		if xerr != nil {
+			d.log.Debug("x11 async error", "err", xerr.Error())
+		}
+	}
+}
+
+// Done is closed when the X connection is lost.
+func (d *Driver) Done() <-chan struct{} { return d.done }
+
+// Display names the display.
+func (d *Driver) Display() string { return d.display }
+
+// Close releases the capture segments, the clipboard and the connection.
+func (d *Driver) Close() error {
+	d.closed.Do(func() {
+		d.kb.restore(d)
+		d.cap.close(d)
+		if d.clip != nil {
+			d.clip.close()
+		}
+		d.conn.Close()
+	})
+	return nil
+}
+
+func (d *Driver) atom(name string) xproto.Atom {
+	d.atomMu.Lock()
+	a, ok := d.atoms[name]
+	d.atomMu.Unlock()
+	if ok {
+		return a
+	}
+	r, err := xproto.InternAtom(d.conn, false, uint16(len(name)), name).Reply()
+	if err != nil {
+		return 0
+	}
+	d.atomMu.Lock()
+	d.atoms[name] = r.Atom
+	d.atomNames[r.Atom] = name
+	d.atomMu.Unlock()
+	return r.Atom
+}
+
+func (d *Driver) atomName(a xproto.Atom) string {
+	d.atomMu.Lock()
+	n, ok := d.atomNames[a]
+	d.atomMu.Unlock()
+	if ok {
+		return n
+	}
+	r, err := xproto.GetAtomName(d.conn, a).Reply()
+	if err != nil {
+		return fmt.Sprintf("atom%d", a)
+	}
+	d.atomMu.Lock()
+	d.atomNames[a] = r.Name
+	d.atoms[r.Name] = a
+	d.atomMu.Unlock()
+	return r.Name
+}
+
+// xerr turns an X protocol failure into a client-safe error; a connection
+// that is gone is DISPLAY_UNAVAILABLE.
+func (d *Driver) xerr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *platform.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	select {
+	case <-d.done:
+		return &platform.Error{Code: api.CodeDisplayUnavailable, Message: "the X display " + d.display + " went away", Cause: err}
+	default:
+	}
+	if strings.Contains(err.Error(), "connection") || strings.Contains(err.Error(), "EOF") {
+		return &platform.Error{Code: api.CodeDisplayUnavailable, Message: "lost the X display " + d.display, Cause: err}
+	}
+	return &platform.Error{Code: platform.CodeBackend, Message: "the X server refused to " + op, Cause: err}
+}
+
+// Info reports the root window and its monitors.
+func (d *Driver) Info() (api.Info, error) {
+	info := api.Info{Width: int(d.screen.WidthInPixels), Height: int(d.screen.HeightInPixels)}
+	// the root may have been resized (RandR); ask for its real size
+	if g, err := xproto.GetGeometry(d.conn, xproto.Drawable(d.root)).Reply(); err == nil {
+		info.Width, info.Height = int(g.Width), int(g.Height)
+	} else {
+		return info, d.xerr("read the root window", err)
+	}
+	if d.xinerama {
+		if r, err := xinerama.QueryScreens(d.conn).Reply(); err == nil && len(r.ScreenInfo) > 0 {
+			for i, s := range r.ScreenInfo {
+				info.Displays = append(info.Displays, api.Screen{Index: i, X: int(s.XOrg), Y: int(s.YOrg),
+					Width: int(s.Width), Height: int(s.Height)})
+			}
+			return info, nil
+		}
+	}
+	info.Displays = []api.Screen{{Index: 0, Width: info.Width, Height: info.Height}}
+	return info, nil
+}
+
+// Pointer is where the pointer is.
+func (d *Driver) Pointer() (api.Point, error) {
+	r, err := xproto.QueryPointer(d.conn, d.root).Reply()
+	if err != nil {
+		return api.Point{}, d.xerr("read the pointer", err)
+	}
+	return api.Point{X: int(r.RootX), Y: int(r.RootY)}, nil
+}
+
+// MoveTo moves the pointer; the checked request returns once the server
+// processed it, so a following Pointer sees the new place.
+func (d *Driver) MoveTo(p api.Point) error {
+	err := xtest.FakeInputChecked(d.conn, xproto.MotionNotify, 0, 0, d.root, int16(p.X), int16(p.Y), 0).Check()
+	return d.xerr("move the pointer", err)
+}
+
+// Button presses or releases a pointer button.
+func (d *Driver) Button(b api.Button, down bool) error {
+	typ := byte(xproto.ButtonRelease)
+	if down {
+		typ = xproto.ButtonPress
+	}
+	err := xtest.FakeInputChecked(d.conn, typ, byte(b), 0, 0, 0, 0, 0).Check()
+	return d.xerr("press a button", err)
+}
+
+// ReleaseAll releases every key and button the server reports down.
+func (d *Driver) ReleaseAll() ([]api.Keysym, []api.Button, error) {
+	km, err := xproto.QueryKeymap(d.conn).Reply()
+	if err != nil {
+		return nil, nil, d.xerr("read the key state", err)
+	}
+	var keys []api.Keysym
+	for i, bits := range km.Keys {
+		for j := 0; j < 8; j++ {
+			if bits&(1<<j) == 0 {
+				continue
+			}
+			kc := xproto.Keycode(i*8 + j)
+			if err := xtest.FakeInputChecked(d.conn, xproto.KeyRelease, byte(kc), 0, 0, 0, 0, 0).Check(); err != nil {
+				return keys, nil, d.xerr("release a key", err)
+			}
+			keys = append(keys, d.kb.symOf(kc))
+		}
+	}
+	ptr, err := xproto.QueryPointer(d.conn, d.root).Reply()
+	if err != nil {
+		return keys, nil, d.xerr("read the pointer", err)
+	}
+	var buttons []api.Button
+	for b := api.Button(1); b <= 5; b++ {
+		if ptr.Mask&(1<<(7+uint(b))) != 0 {
+			if err := d.Button(b, false); err != nil {
+				return keys, buttons, err
+			}
+			buttons = append(buttons, b)
+		}
+	}
+	return keys, buttons, nil
+}
