@@ -123,4 +123,3 @@ func (s *Service) driver() (Driver, error) {
 		Message: "the display service has no X display: " + *s.reason.Load(),
 		Details: "start an X server (for example scripts/xvfb.sh) and give the agent --display :N"}
 }
-

@@ -397,4 +397,3 @@ func abs(v int) int {
 	}
 	return v
 }
-
