@@ -41,19 +41,17 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 	if cfg.Data == "" {
 		return errors.New("--data: must not be empty")
 	}
-	if entry.Binary != "" && (!entry.NeedsDisplay || cfg.Display != "") {
-		exe := cfg.Executable
-		if exe == "" {
-			exe, _ = os.Executable()
+	exe := cfg.Executable
+	if exe == "" {
+		exe, _ = os.Executable()
+	}
+	bin, reason := entry.external(exe, cfg.Display)
+	if bin != "" {
+		args := []string{bin, "--listen", cfg.Listen, "--data", cfg.Data}
+		if entry.NeedsDisplay {
+			args = append(args, "--display", cfg.Display)
 		}
-		bin := filepath.Join(filepath.Dir(exe), entry.Binary)
-		if _, err := os.Stat(bin); err == nil {
-			args := []string{bin, "--listen", cfg.Listen, "--data", cfg.Data}
-			if entry.NeedsDisplay {
-				args = append(args, "--display", cfg.Display)
-			}
-			return syscall.Exec(bin, args, os.Environ())
-		}
+		return syscall.Exec(bin, args, os.Environ())
 	}
 	dbPath := filepath.Join(cfg.Data, cfg.Name+".db")
 	db, err := store.Open(dbPath)
@@ -69,7 +67,7 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 		return err
 	}
 	log := cfg.Logger.With("service", cfg.Name)
-	svc, err := entry.New(platform.ServiceDeps{Name: cfg.Name, DataDir: dir, Store: db, Logger: log,
+	svc, err := entry.constructor(reason)(platform.ServiceDeps{Name: cfg.Name, DataDir: dir, Store: db, Logger: log,
 		Clock: platform.SystemClock{}, Options: serviceOptions(cfg.Display, "", "", "", "")})
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Name, err)

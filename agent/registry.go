@@ -2,6 +2,8 @@ package agent
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -20,12 +22,13 @@ type Entry struct {
 	New Constructor
 	// Binary, when set, is an executable beside `deckhand` that serves this
 	// service as a supervised child with flags --listen ADDR --data DIR
-	// [--display :N]. It runs instead of New when it exists and, for a
-	// service with NeedsDisplay, when a display is configured; otherwise New
-	// runs in-process (for the display service, a stand-in that reports
-	// "unavailable").
+	// [--display :N]. It runs when it exists and, with NeedsDisplay, when a
+	// display is configured (--display or $DISPLAY). Otherwise New runs
+	// in-process, or, when New is nil, Unavailable(reason): a stand-in that
+	// serves the service's routes and reports "unavailable" in /health.
 	Binary       string
 	NeedsDisplay bool
+	Unavailable  func(reason string) platform.Service
 }
 
 // Offsets are the fixed port offsets of operations.md: service port is
@@ -42,9 +45,8 @@ var registry = []Entry{
 	{Name: "cron", New: Of(cron.New)},
 	{Name: "files", New: Of(files.New)},
 	// {Name: "terminal", New: Of(terminal.New)},
-	// DISPLAY PLUGS IN HERE, once deckhand/display/api exists:
-	// {Name: "display", Binary: "deckhand-display", NeedsDisplay: true,
-	//	New: func(d platform.ServiceDeps) (platform.Service, error) { return api.NewUnavailable(displayReason(d)), nil }},
+	// DISPLAY PLUGS IN HERE (one line) once deckhand/display/api is committed:
+	// {Name: "display", Binary: "deckhand-display", NeedsDisplay: true, Unavailable: func(r string) platform.Service { return api.NewUnavailable(r) }},
 }
 
 // Of adapts a service package's `New(deps) *Service` to a Constructor.
@@ -141,4 +143,35 @@ func SelectIsolated(list string, running []string) (map[string]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+// external finds the entry's own binary beside exe. It returns the binary to
+// run, or why there is none to run ("" when the entry has no binary).
+func (e Entry) external(exe, display string) (bin, reason string) {
+	if e.Binary == "" {
+		return "", ""
+	}
+	if e.NeedsDisplay && display == "" {
+		return "", "no X display configured (set --display or $DISPLAY)"
+	}
+	path := filepath.Join(filepath.Dir(exe), e.Binary)
+	st, err := os.Stat(path)
+	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", e.Binary + " is not installed beside deckhand (" + path + ")"
+	}
+	return path, ""
+}
+
+// constructor is how the entry is built in-process; reason is why its own
+// binary is not running.
+func (e Entry) constructor(reason string) Constructor {
+	if e.New != nil {
+		return e.New
+	}
+	if e.Unavailable != nil {
+		return func(platform.ServiceDeps) (platform.Service, error) { return e.Unavailable(reason), nil }
+	}
+	return func(platform.ServiceDeps) (platform.Service, error) {
+		return nil, fmt.Errorf("%s cannot run in-process: %s", e.Name, reason)
+	}
 }

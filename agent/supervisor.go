@@ -138,11 +138,16 @@ func (s *Supervisor) newUnit(name string) (*unit, error) {
 		ready:   make(chan struct{}),
 		log:     s.log.With("service", name),
 	}
-	if bin, args, ok := s.childCommand(entry); ok {
+	bin, args, reason, child := s.childCommand(entry)
+	if child {
 		u.mode = ModeChild
 		u.argv = append([]string{bin}, args...)
 	} else {
 		u.mode = ModeInProcess
+		u.build = entry.constructor(reason)
+		if reason != "" {
+			u.log.Warn("service runs without its own binary", "reason", reason)
+		}
 	}
 	// Bind now so a port conflict is a clear startup error. An in-process
 	// service keeps this listener; a child binds the port itself.
@@ -158,27 +163,26 @@ func (s *Supervisor) newUnit(name string) (*unit, error) {
 	return u, nil
 }
 
-// childCommand decides whether a service runs as a child process, and how.
-func (s *Supervisor) childCommand(e Entry) (string, []string, bool) {
+// childCommand decides whether a service runs as a child process, and how;
+// reason says why its own binary is not running, if it has one.
+func (s *Supervisor) childCommand(e Entry) (bin string, args []string, reason string, ok bool) {
 	addr := net.JoinHostPort(s.cfg.Bind, strconv.Itoa(Port(s.cfg.PortBase, e.Name)))
-	if e.Binary != "" && (!e.NeedsDisplay || s.cfg.Display != "") {
-		bin := filepath.Join(filepath.Dir(s.cfg.Executable), e.Binary)
-		if st, err := os.Stat(bin); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			args := []string{"--listen", addr, "--data", s.cfg.Data}
-			if e.NeedsDisplay {
-				args = append(args, "--display", s.cfg.Display)
-			}
-			return bin, args, true
+	bin, reason = e.external(s.cfg.Executable, s.cfg.Display)
+	if bin != "" {
+		args = []string{"--listen", addr, "--data", s.cfg.Data}
+		if e.NeedsDisplay {
+			args = append(args, "--display", s.cfg.Display)
 		}
+		return bin, args, "", true
 	}
 	if s.cfg.Isolate[e.Name] {
-		args := []string{"service", e.Name, "--listen", addr, "--data", s.cfg.Data, "--log-level", s.cfg.LogLevel}
+		args = []string{"service", e.Name, "--listen", addr, "--data", s.cfg.Data, "--log-level", s.cfg.LogLevel}
 		if s.cfg.Display != "" {
 			args = append(args, "--display", s.cfg.Display)
 		}
-		return s.cfg.Executable, args, true
+		return s.cfg.Executable, args, reason, true
 	}
-	return "", nil, false
+	return "", nil, reason, false
 }
 
 func (s *Supervisor) closeListeners() {

@@ -43,6 +43,7 @@ type unit struct {
 	addr    string
 	mode    string
 	argv    []string     // child command
+	build   Constructor  // in-process
 	ln      net.Listener // in-process: the listener bound at New, used by the first start
 	backoff Backoff
 	log     *slog.Logger
@@ -143,7 +144,7 @@ func (u *unit) runInProcess(ctx context.Context, svc platform.Service) (platform
 	if svc == nil {
 		deps, err := u.sup.deps(u.name)
 		if err == nil {
-			svc, err = u.entry.New(deps)
+			svc, err = u.build(deps)
 		}
 		if err != nil {
 			_ = ln.Close()

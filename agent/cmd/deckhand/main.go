@@ -198,7 +198,7 @@ func printStatus(w io.Writer, st agent.Status) error {
 				health += " (" + s.Health.Detail + ")"
 			}
 		}
-		if s.State != agent.StateRunning {
+		if s.State != agent.StateRunning && s.State != agent.StateUnavailable {
 			down++
 		}
 		pid := "-"
