@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -143,19 +144,25 @@ func (d *DirMailer) Send(_ context.Context, m Message) error {
 type SMTPMailer struct {
 	addr, host, from, envelopeFrom string
 	auth                           smtp.Auth
+	implicitTLS                    bool
+	// TLSConfig overrides the TLS settings of smtps:// (tests).
+	TLSConfig *tls.Config
 }
 
 // NewSMTP parses the relay URL.
 func NewSMTP(raw, from string) (*SMTPMailer, error) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "smtp" || u.Host == "" {
-		return nil, errors.New("mail: --smtp-url must look like smtp://user:pass@host:port")
+	if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Host == "" {
+		return nil, errors.New("mail: --smtp-url must look like smtp://user:pass@host:port (or smtps:// for implicit TLS)")
 	}
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil {
 		host, port = u.Host, "25"
+		if u.Scheme == "smtps" {
+			port = "465"
+		}
 	}
-	m := &SMTPMailer{addr: net.JoinHostPort(host, port), host: host, from: from, envelopeFrom: addrOf(from)}
+	m := &SMTPMailer{addr: net.JoinHostPort(host, port), host: host, from: from, envelopeFrom: addrOf(from), implicitTLS: u.Scheme == "smtps"}
 	if u.User != nil {
 		pass, _ := u.User.Password()
 		m.auth = smtp.PlainAuth("", u.User.Username(), pass, host)
@@ -179,7 +186,13 @@ func (s *SMTPMailer) Send(ctx context.Context, m Message) error {
 		return err
 	}
 	done := make(chan error, 1)
-	go func() { done <- smtp.SendMail(s.addr, s.auth, s.envelopeFrom, []string{clean(m.To)}, raw) }()
+	go func() {
+		if s.implicitTLS {
+			done <- s.sendTLS(clean(m.To), raw)
+			return
+		}
+		done <- smtp.SendMail(s.addr, s.auth, s.envelopeFrom, []string{clean(m.To)}, raw)
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -189,4 +202,44 @@ func (s *SMTPMailer) Send(ctx context.Context, m Message) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// sendTLS speaks SMTP inside an implicit TLS connection (smtps://, 465).
+func (s *SMTPMailer) sendTLS(to string, raw []byte) error {
+	cfg := s.TLSConfig
+	if cfg == nil {
+		cfg = &tls.Config{ServerName: s.host, MinVersion: tls.VersionTLS12}
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 15 * time.Second}, "tcp", s.addr, cfg)
+	if err != nil {
+		return err
+	}
+	c, err := smtp.NewClient(conn, s.host)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	defer c.Close()
+	if s.auth != nil {
+		if err := c.Auth(s.auth); err != nil {
+			return err
+		}
+	}
+	if err := c.Mail(s.envelopeFrom); err != nil {
+		return err
+	}
+	if err := c.Rcpt(to); err != nil {
+		return err
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(raw); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return c.Quit()
 }
