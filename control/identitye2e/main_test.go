@@ -1,0 +1,273 @@
+package identitye2e_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "identitye2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "deckhand-control")
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	cmd := exec.Command("go", "build", "-o", binary, "./control/cmd/deckhand-control")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build deckhand-control: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is one running deckhand-control.
+type server struct {
+	t    *testing.T
+	url  string
+	data string
+	http *http.Client
+}
+
+const (
+	adminEmail = "root@example.com"
+	adminPass  = "Admin-pass-123"
+	goodPW     = "Correct-Horse-9battery"
+)
+
+var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+
+// start runs `deckhand-control serve` with extra flags and waits until it
+// says where it listens.
+func start(t *testing.T, flags ...string) *server {
+	t.Helper()
+	data := t.TempDir()
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data,
+		"--admin-email", adminEmail, "--admin-password", adminPass, "--log-level", "warn"}, flags...)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + data}
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", stderr.String())
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-found:
+		return &server{t: t, url: u, data: data, http: &http.Client{Timeout: 30 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("deckhand-control did not start: %s", stderr.String())
+	}
+	return nil
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    []byte
+}
+
+func (r resp) data() map[string]any { d, _ := r.body["data"].(map[string]any); return d }
+
+func (r resp) str(keys ...string) string {
+	var cur any = r.body
+	for _, k := range keys {
+		m, _ := cur.(map[string]any)
+		cur = m[k]
+	}
+	s, _ := cur.(string)
+	return s
+}
+
+func (s *server) call(method, path string, body any, bearer string, hdrs ...string) resp {
+	s.t.Helper()
+	return s.callWith(s.http, method, path, body, bearer, hdrs...)
+}
+
+func (s *server) callWith(c *http.Client, method, path string, body any, bearer string, hdrs ...string) resp {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	u := path
+	if !strings.HasPrefix(u, "http") {
+		u = s.url + path
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	for i := 0; i+1 < len(hdrs); i += 2 {
+		req.Header.Set(hdrs[i], hdrs[i+1])
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := resp{status: res.StatusCode, header: res.Header, raw: raw}
+	if len(raw) > 0 && raw[0] == '{' {
+		_ = json.Unmarshal(raw, &r.body)
+	}
+	return r
+}
+
+func (s *server) must(r resp, status int) resp {
+	s.t.Helper()
+	if r.status != status {
+		s.t.Fatalf("status %d, want %d: %s", r.status, status, r.raw)
+	}
+	return r
+}
+
+var tokenRe = regexp.MustCompile(`token=([A-Za-z0-9_\-]+)`)
+
+// mailToken reads the newest .eml the server wrote to addr.
+func (s *server) mailToken(addr string) string {
+	s.t.Helper()
+	dir := filepath.Join(s.data, "mail")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		s.t.Fatalf("mail dir: %v", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".eml") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(names)))
+	for _, n := range names {
+		raw, _ := os.ReadFile(filepath.Join(dir, n))
+		if strings.Contains(string(raw), "\r\nTo: "+addr+"\r\n") {
+			if m := tokenRe.FindStringSubmatch(string(raw)); m != nil {
+				return m[1]
+			}
+		}
+	}
+	s.t.Fatalf("no mail with a token to %s", addr)
+	return ""
+}
+
+func (s *server) login(email, pw string) map[string]any {
+	s.t.Helper()
+	return s.must(s.call("POST", "/api/v1/users/auth/login", map[string]any{"email": email, "password": pw}, ""), 200).data()
+}
+
+func (s *server) account(email string) map[string]any {
+	s.t.Helper()
+	s.must(s.call("POST", "/api/v1/auth/signup", map[string]any{"email": email, "password": goodPW}, ""), 200)
+	s.must(s.call("POST", "/api/v1/auth/verify-email", map[string]any{"token": s.mailToken(email)}, ""), 200)
+	return s.login(email, goodPW)
+}
+
+func (s *server) refresh(header, body string) resp {
+	s.t.Helper()
+	return s.call("POST", "/api/v1/users/auth/refresh", map[string]any{"refreshToken": body}, header)
+}
+
+func pkce(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func oathtool(t *testing.T, secret string, at time.Time) string {
+	t.Helper()
+	out, err := exec.Command("oathtool", "--totp", "-b", "-N", fmt.Sprintf("@%d", at.Unix()), secret).Output()
+	if err != nil {
+		t.Fatalf("oathtool (apt install oathtool): %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func clientFrom(t *testing.T, ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	tr := &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+func browser() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func follow(t *testing.T, c *http.Client, u string) (*url.URL, *http.Response) {
+	t.Helper()
+	res, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusFound {
+		t.Fatalf("GET %s: %d, want 302", u, res.StatusCode)
+	}
+	loc, err := url.Parse(res.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc, res
+}
+
+var _ sync.Mutex

@@ -1,0 +1,45 @@
+package identitye2e_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTwoFactorWithOathtool(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	access := s.account("totp@example.com")["token"].(string)
+	setup := s.must(s.call("POST", "/api/v1/users/auth/2fa/setup", nil, access), 200).data()
+	secret := setup["secret"].(string)
+	now := time.Now()
+	step := now.Unix() / 30
+	codes := s.must(s.call("POST", "/api/v1/users/auth/2fa/verify-setup", map[string]any{"code": oathtool(t, secret, now)}, access), 200).data()["backup_codes"].([]any)
+	if len(codes) != 10 {
+		t.Fatalf("backup codes: %v", codes)
+	}
+	temp := s.must(s.call("POST", "/api/v1/users/auth/login", map[string]any{"email": "totp@example.com", "password": goodPW}, ""), 200).str("data", "temp_token")
+	if temp == "" {
+		t.Fatal("no temp_token with 2FA on")
+	}
+	s.must(s.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"temp_token": temp, "code": "000000"}, ""), 401)
+	// The setup step is spent; the next step's code (within the accepted skew) works.
+	next := oathtool(t, secret, time.Unix((step+1)*30, 0))
+	r := s.must(s.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"temp_token": temp, "code": next}, ""), 200).data()
+	s.must(s.call("GET", "/api/v1/users/auth/me", nil, r["token"].(string)), 200)
+	// Backup code, once.
+	temp = s.must(s.call("POST", "/api/v1/users/auth/login", map[string]any{"email": "totp@example.com", "password": goodPW}, ""), 200).str("data", "temp_token")
+	s.must(s.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"code": codes[0]}, temp), 200)
+	temp = s.must(s.call("POST", "/api/v1/users/auth/login", map[string]any{"email": "totp@example.com", "password": goodPW}, ""), 200).str("data", "temp_token")
+	s.must(s.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"code": codes[0]}, temp), 401)
+	// Cancel the temp token.
+	s.must(s.call("POST", "/api/v1/auth/intent/cancel", nil, temp), 204)
+	s.must(s.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"code": codes[1]}, temp), 401)
+	st := s.must(s.call("GET", "/api/v1/users/auth/2fa/status", nil, access), 200).data()
+	if st["enabled"] != true || st["backup_codes_remaining"] != float64(9) {
+		t.Fatalf("status %v", st)
+	}
+	if !strings.Contains(setup["otpauth_url"].(string), "secret="+secret) {
+		t.Fatalf("otpauth url %v", setup["otpauth_url"])
+	}
+}
