@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"deckhand/display/api"
 	"deckhand/platform"
 	"deckhand/services/cron"
 	"deckhand/services/files"
@@ -45,8 +46,7 @@ var registry = []Entry{
 	{Name: "cron", New: Of(cron.New)},
 	{Name: "files", New: Of(files.New)},
 	// {Name: "terminal", New: Of(terminal.New)},
-	// DISPLAY PLUGS IN HERE (one line) once deckhand/display/api is committed:
-	// {Name: "display", Binary: "deckhand-display", NeedsDisplay: true, Unavailable: func(r string) platform.Service { return api.NewUnavailable(r) }},
+	{Name: "display", Binary: "deckhand-display", NeedsDisplay: true, Unavailable: func(r string) platform.Service { return api.NewUnavailable(r) }},
 }
 
 // Of adapts a service package's `New(deps) *Service` to a Constructor.

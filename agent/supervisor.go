@@ -175,7 +175,10 @@ func (s *Supervisor) childCommand(e Entry) (bin string, args []string, reason st
 		}
 		return bin, args, "", true
 	}
-	if s.cfg.Isolate[e.Name] {
+	// A service with its own binary that cannot run (no display, not
+	// installed) is served in-process by its stand-in, isolated or not: a
+	// child process would only cost memory to say "unavailable".
+	if s.cfg.Isolate[e.Name] && e.Binary == "" {
 		args = []string{"service", e.Name, "--listen", addr, "--data", s.cfg.Data, "--log-level", s.cfg.LogLevel}
 		if s.cfg.Display != "" {
 			args = append(args, "--display", s.cfg.Display)

@@ -190,7 +190,8 @@ func (u *unit) setListener(ln net.Listener) {
 
 // newHost puts a service on its own platform host.
 func newHost(name string, svc platform.Service, log *slog.Logger) *platform.Host {
-	info := platform.Info{Name: name, Title: "deckhand " + name + " service", Version: platform.Version}
+	info := platform.Info{Name: name, Title: "deckhand " + name + " service", Version: platform.Version,
+		Description: "The " + name + " service of the deckhand agent. Errors are {\"code\",\"details\",\"message\"}."}
 	if d, ok := svc.(platform.Describer); ok {
 		info = d.Info()
 		info.Name = name
