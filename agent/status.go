@@ -77,6 +77,11 @@ func (s *Supervisor) Status(ctx context.Context) Status {
 				return
 			}
 			st.Services[i].Health = h
+			// A service's own verdict can change while it runs (an X server
+			// appears): the fresh record decides running vs unavailable.
+			if cur := st.Services[i].State; cur == StateRunning || cur == StateUnavailable {
+				st.Services[i].State = u.observe(h, st.Services[i].PID)
+			}
 		}()
 	}
 	wg.Wait()

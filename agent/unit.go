@@ -209,7 +209,7 @@ func newHost(name string, svc platform.Service, log *slog.Logger) *platform.Host
 func (u *unit) runChild(ctx context.Context) error {
 	cmd := exec.Command(u.argv[0], u.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.Env = childEnv()
+	cmd.Env = append(childEnv(), "DECKHAND_LOG_LEVEL="+u.sup.cfg.LogLevel)
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", describeArgv(u.argv), err)
@@ -243,11 +243,12 @@ func (u *unit) runChild(ctx context.Context) error {
 }
 
 // childEnv is the agent's environment minus what belongs to the agent alone
-// (systemd's notify socket and watchdog).
+// (systemd's notify socket and watchdog). The log level travels as
+// DECKHAND_LOG_LEVEL so external binaries need no extra flag.
 func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "NOTIFY_SOCKET=") || strings.HasPrefix(kv, "WATCHDOG_") {
+		if strings.HasPrefix(kv, "NOTIFY_SOCKET=") || strings.HasPrefix(kv, "WATCHDOG_") || strings.HasPrefix(kv, "DECKHAND_LOG_LEVEL=") {
 			continue
 		}
 		env = append(env, kv)
@@ -288,6 +289,21 @@ func (u *unit) watchHealth(ctx context.Context, gen int) {
 			delay *= 2
 		}
 	}
+}
+
+// observe folds a fresh health record of the run with pid into the unit's
+// state and returns the state.
+func (u *unit) observe(h *platform.Health, pid int) string {
+	state := StateRunning
+	if h.Status != "ok" {
+		state = StateUnavailable
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.pid == pid && (u.state == StateRunning || u.state == StateUnavailable) {
+		u.state = state
+	}
+	return u.state
 }
 
 // fetchHealth asks a service for its health record. No User-Agent is sent,

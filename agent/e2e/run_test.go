@@ -2,9 +2,11 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -566,5 +568,79 @@ func TestSystemdNotifications(t *testing.T) {
 		if n := <-notes; n.msg == "READY=1" {
 			t.Fatal("a second READY=1 (a child must not talk to systemd)")
 		}
+	}
+}
+
+// TestDisplayRunsItsOwnBinary: with a display configured and deckhand-display
+// installed beside deckhand (as `make build` does), the display service is
+// that binary as a supervised child; without a display it is the in-process
+// stand-in that reports unavailable.
+func TestDisplayRunsItsOwnBinary(t *testing.T) {
+	t.Parallel()
+	if _, ok := agent.Lookup("display"); !ok {
+		t.Skip("display is not registered")
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
+		t.Skip("deckhand-display is not beside deckhand (run through `make test`, or set DECKHAND_BIN to a directory holding both)")
+	}
+	xvfb, err := exec.LookPath("Xvfb")
+	if err != nil {
+		t.Skip("Xvfb is not installed")
+	}
+	n := 0
+	for try := 0; try < 100 && n == 0; try++ {
+		c := 300 + rand.IntN(600)
+		if _, err := os.Stat("/tmp/.X11-unix/X" + strconv.Itoa(c)); os.IsNotExist(err) {
+			n = c
+		}
+	}
+	x := exec.Command(xvfb, ":"+strconv.Itoa(n), "-screen", "0", "640x480x24", "-nolisten", "tcp")
+	if err := x.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = x.Process.Kill(); _ = x.Wait() })
+
+	a := start(t, "--display", ":"+strconv.Itoa(n), "--services", "cron,display")
+	st := a.waitFor(t, "display running", func(s *agent.Status) bool {
+		return s != nil && len(s.Services) == 2 && s.Services[1].State == agent.StateRunning
+	})
+	d := st.Services[1]
+	if d.Name != "display" || d.Mode != agent.ModeChild || !strings.Contains(d.Command, "deckhand-display --listen") ||
+		d.Health == nil || d.Health.Status != "ok" || d.Health.PID != d.PID {
+		t.Fatalf("display %+v", d)
+	}
+	status, m, raw := get(t, "http://"+a.gw+"/_/display/api/v1/display/info")
+	if status != 200 || m["width"] != float64(640) || m["height"] != float64(480) {
+		t.Fatalf("display info through the gateway: %d %s", status, raw)
+	}
+	if err := syscall.Kill(d.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.waitFor(t, "display restarted", func(s *agent.Status) bool {
+		return s != nil && s.Services[1].State == agent.StateRunning && s.Services[1].Restarts >= 1 && s.Services[1].PID != d.PID
+	})
+}
+
+// TestDisplayWithoutAnXServerIsUnavailable: no display configured, the agent
+// still starts and the display service says why it cannot work.
+func TestDisplayWithoutAnXServerIsUnavailable(t *testing.T) {
+	t.Parallel()
+	if _, ok := agent.Lookup("display"); !ok {
+		t.Skip("display is not registered")
+	}
+	a := start(t, "--services", "display", "--isolate", "display")
+	st := a.ready(t)
+	d := st.Services[0]
+	if d.State != agent.StateUnavailable || d.Mode != agent.ModeInProcess || d.Health == nil ||
+		d.Health.Status != "unavailable" || !strings.Contains(d.Health.Detail, "display") {
+		t.Fatalf("display %+v health %+v", d, d.Health)
+	}
+	status, m, raw := get(t, "http://"+a.gw+"/_/display/api/v1/display/info")
+	if status != 503 || m["code"] == nil || m["message"] == "" {
+		t.Fatalf("display info without X: %d %s", status, raw)
+	}
+	out, err := deckhand(t, nil, "status", "--listen", a.gw)
+	if err != nil || !strings.Contains(out, "unavailable") {
+		t.Fatalf("status: %v %s", err, out)
 	}
 }
