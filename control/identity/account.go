@@ -260,7 +260,7 @@ func (s *Service) handleSignup(c fiber.Ctx) error {
 		return platform.Internal("hash the password", err)
 	}
 	var msg mail.Message
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		existing, err := userByIndex(tx, bucketEmails, req.Email)
 		if err != nil {
 			return err
@@ -308,7 +308,7 @@ func (s *Service) handleVerifyEmail(c fiber.Ctx) error {
 		return err
 	}
 	var view User
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.update(func(tx *store.Tx) error {
 		rec, err := s.takeOnce(tx, onceVerify, req.Token)
 		if err != nil {
 			return err
@@ -352,7 +352,7 @@ func (s *Service) handleResend(c fiber.Ctx) error {
 		return err
 	}
 	var msg *mail.Message
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.update(func(tx *store.Tx) error {
 		u, err := userByIndex(tx, bucketEmails, req.Email)
 		if err != nil || u == nil || u.EmailVerified || u.IsBanned {
 			return err
@@ -382,7 +382,7 @@ func (s *Service) handleForgot(c fiber.Ctx) error {
 		return err
 	}
 	var msg *mail.Message
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.update(func(tx *store.Tx) error {
 		u, err := userByIndex(tx, bucketEmails, req.Email)
 		if err != nil || u == nil || u.IsBanned {
 			return err
@@ -419,7 +419,7 @@ func (s *Service) handleReset(c fiber.Ctx) error {
 	if err != nil {
 		return platform.Internal("hash the password", err)
 	}
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		rec, err := s.takeOnce(tx, onceReset, req.Token)
 		if err != nil {
 			return err
@@ -500,7 +500,7 @@ func (s *Service) handleLogin(c fiber.Ctx) error {
 // intent mode, or a new session.
 func (s *Service) completeLogin(userID, method, mode, challenge, ip string, needSecondFactor bool) (*LoginResult, error) {
 	var res *LoginResult
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.update(func(tx *store.Tx) error {
 		u, err := getUser(tx, userID)
 		if err != nil {
 			return err
@@ -541,7 +541,7 @@ func (s *Service) handleIntentExchange(c fiber.Ctx) error {
 	}
 	secret := req.AuthIntentToken + req.Code
 	var res *LoginResult
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.update(func(tx *store.Tx) error {
 		rec, err := s.takeOnce(tx, onceIntent, secret)
 		if err != nil {
 			return err
@@ -567,7 +567,7 @@ func (s *Service) handleIntentExchange(c fiber.Ctx) error {
 	})
 	if err == errBadVerifier {
 		// The failed attempt still burns the token (a guessed verifier gets one try).
-		_ = s.db.Update(func(tx *store.Tx) error { return s.dropOnce(tx, onceIntent, secret) })
+		_ = s.update(func(tx *store.Tx) error { return s.dropOnce(tx, onceIntent, secret) })
 	}
 	if err != nil {
 		return storeErr("exchange the intent token", err)
@@ -582,7 +582,7 @@ func (s *Service) handleIntentCancel(c fiber.Ctx) error {
 	if !ok {
 		return errNoCredential
 	}
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.update(func(tx *store.Tx) error {
 		if err := s.dropOnce(tx, onceIntent, raw); err != nil {
 			return err
 		}
@@ -620,6 +620,9 @@ func (s *Service) handleMe(c fiber.Ctx) error {
 	p, err := s.principal(c)
 	if err != nil {
 		return err
+	}
+	if p.user != nil {
+		return platform.Respond(c, http.StatusOK, "User profile", p.user)
 	}
 	var v User
 	err = s.db.View(func(tx *store.Tx) error {

@@ -255,3 +255,22 @@ func TestIntentModeWithRFC7636Vector(t *testing.T) {
 	e.clock.Advance(6 * time.Minute)
 	e.must(e.call("POST", "/api/v1/auth/intent/exchange", map[string]any{"auth_intent_token": tok, "code_verifier": rfcVerifier}, ""), 401)
 }
+
+// Credentials of different users alternating on one keep-alive connection
+// must each resolve to their own account (the credential cache must not
+// keep views into reused request buffers).
+func TestAlternatingCredentialsOnOneConnection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.account("alt-a@example.com")["token"].(string)
+	b := e.account("alt-b@example.com")["token"].(string)
+	sa := e.must(e.call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "a"}, a), 201).str("data", "token")
+	sb := e.must(e.call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "b"}, b), 201).str("data", "token")
+	creds := []struct{ tok, email string }{{a, "alt-a@example.com"}, {b, "alt-b@example.com"}, {sa, "alt-a@example.com"}, {sb, "alt-b@example.com"}}
+	for i := 0; i < 20; i++ {
+		c := creds[i%len(creds)]
+		if got := e.must(e.call("GET", "/api/v1/users/auth/me", nil, c.tok), 200).str("data", "email"); got != c.email {
+			t.Fatalf("round %d: %s resolved to %s", i, c.email, got)
+		}
+	}
+}

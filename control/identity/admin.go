@@ -102,7 +102,7 @@ func (s *Service) handleAdminCreate(c fiber.Ctx) error {
 	region, _ := s.pickRegion("")
 	var view User
 	var verifyTok string
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		u, err := s.createUser(tx, newUser{Email: req.Email, Username: req.Username, Password: req.Password, Role: req.Role,
 			Verified: req.Verified, Region: region, ActorID: p.UserID, IP: c.IP(), Source: "admin"})
 		if err != nil {
@@ -185,7 +185,7 @@ func (s *Service) handleAdminPatch(c fiber.Ctx) error {
 		return platform.Errorf(platform.CodeBadRequest, "an admin cannot ban or demote themselves")
 	}
 	var view User
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		u, err := getUser(tx, id)
 		if err != nil {
 			return err
@@ -243,7 +243,7 @@ func (s *Service) EnsureAdmin(email, password string) (bool, error) {
 		return false, platform.Invalid("admin-password", loginRule)
 	}
 	created := false
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		if tx.GetRaw(bucketEmails, e) != nil {
 			return nil
 		}

@@ -20,6 +20,8 @@ type Principal struct {
 	Kind      string
 	SessionID string // Kind "session"
 	TokenID   string // Kind "token"
+
+	user *User // the account as loaded with the credential
 }
 
 // IsAdmin reports whether the principal has the admin role.
@@ -103,11 +105,21 @@ func (s *Service) principal(c fiber.Ctx) (*Principal, error) {
 }
 
 func (s *Service) authSession(raw string) (*Principal, error) {
+	now := s.now()
+	if e := s.cache.get(raw); e != nil {
+		if now.Before(e.expires) {
+			p := e.p
+			p.user = &e.user
+			return &p, nil
+		}
+		return nil, errBadCredential
+	}
 	c, err := s.parseJWT(raw, typAccess)
 	if err != nil {
 		return nil, errBadCredential
 	}
-	var p *Principal
+	version := s.cache.version.Load()
+	var entry *credEntry
 	err = s.db.View(func(tx *store.Tx) error {
 		var sess sessionRec
 		ok, err := tx.Get(bucketSessions, c.SID, &sess)
@@ -127,13 +139,17 @@ func (s *Service) authSession(raw string) (*Principal, error) {
 		if u.IsBanned {
 			return errBanned
 		}
-		p = &Principal{UserID: u.ID, Role: u.Role, Kind: KindSession, SessionID: sess.ID}
+		entry = &credEntry{version: version, user: u.view(), expires: c.ExpiresAt.Time,
+			p: Principal{UserID: u.ID, Role: u.Role, Kind: KindSession, SessionID: sess.ID}}
 		return nil
 	})
 	if err != nil {
 		return nil, storeErr("check the session", err)
 	}
-	return p, nil
+	s.cache.put(raw, entry)
+	p := entry.p
+	p.user = &entry.user
+	return &p, nil
 }
 
 // tokenUsage is the freshest last_used of an auth token; the store copy is
@@ -148,11 +164,46 @@ type tokenUsage struct {
 const usagePersistEvery = time.Minute
 
 func (s *Service) authToken(raw, ip string) (*Principal, error) {
-	key := s.lookupKey(raw)
 	now := s.now()
-	var p *Principal
-	var persist bool
-	var tokID string
+	e := s.cache.get(raw)
+	if e == nil {
+		var err error
+		if e, err = s.loadToken(raw); err != nil {
+			return nil, err
+		}
+	}
+	if !e.enabled {
+		return nil, unauthorized("this auth token is disabled")
+	}
+	if !e.expires.IsZero() && !now.Before(e.expires) {
+		return nil, unauthorized("this auth token has expired")
+	}
+	if !ipAllowed(e.ips, ip) {
+		return nil, unauthorized("this auth token is not allowed from this IP address")
+	}
+	if e.user.IsBanned {
+		return nil, errBanned
+	}
+	tokID := e.p.TokenID
+	saved := false
+	if e.storedAt == nil || e.storedIP == nil || *e.storedIP != ip || now.Sub(*e.storedAt) >= usagePersistEvery {
+		if err := s.persistUsage(tokID, now, ip); err != nil {
+			s.log.Warn("auth token usage not saved", "token", tokID, "err", err)
+		} else {
+			saved = true
+		}
+	}
+	s.usage.Store(tokID, &tokenUsage{at: now, ip: strings.Clone(ip), saved: saved})
+	p := e.p
+	p.user = &e.user
+	return &p, nil
+}
+
+// loadToken reads an auth token and its owner into a cache entry.
+func (s *Service) loadToken(raw string) (*credEntry, error) {
+	key := s.lookupKey(raw)
+	version := s.cache.version.Load()
+	var e *credEntry
 	err := s.db.View(func(tx *store.Tx) error {
 		id := tx.GetRaw(bucketTokenHash, key)
 		if id == nil {
@@ -166,15 +217,6 @@ func (s *Service) authToken(raw, ip string) (*Principal, error) {
 		if !ok || t.Hash != key {
 			return errBadCredential
 		}
-		if !t.IsEnabled {
-			return unauthorized("this auth token is disabled")
-		}
-		if t.ExpiresAt != nil && !now.Before(*t.ExpiresAt) {
-			return unauthorized("this auth token has expired")
-		}
-		if !ipAllowed(t.IPWhitelist, ip) {
-			return unauthorized("this auth token is not allowed from this IP address")
-		}
 		u, err := getUser(tx, t.UserID)
 		if err != nil {
 			return err
@@ -182,31 +224,23 @@ func (s *Service) authToken(raw, ip string) (*Principal, error) {
 		if u == nil {
 			return errBadCredential
 		}
-		if u.IsBanned {
-			return errBanned
+		e = &credEntry{version: version, user: u.view(), ips: t.IPWhitelist, enabled: t.IsEnabled,
+			storedAt: t.LastUsedAt, storedIP: t.LastUsedIP, tokenHash: key,
+			p: Principal{UserID: u.ID, Role: u.Role, Kind: KindToken, TokenID: t.ID}}
+		if t.ExpiresAt != nil {
+			e.expires = *t.ExpiresAt
 		}
-		tokID = t.ID
-		persist = t.LastUsedAt == nil || t.LastUsedIP == nil || *t.LastUsedIP != ip || now.Sub(*t.LastUsedAt) >= usagePersistEvery
-		p = &Principal{UserID: u.ID, Role: u.Role, Kind: KindToken, TokenID: t.ID}
 		return nil
 	})
 	if err != nil {
 		return nil, storeErr("check the auth token", err)
 	}
-	saved := false
-	if persist {
-		if err := s.persistUsage(tokID, now, ip); err != nil {
-			s.log.Warn("auth token usage not saved", "token", tokID, "err", err)
-		} else {
-			saved = true
-		}
-	}
-	s.usage.Store(tokID, &tokenUsage{at: now, ip: ip, saved: saved})
-	return p, nil
+	s.cache.put(raw, e)
+	return e, nil
 }
 
 func (s *Service) persistUsage(id string, at time.Time, ip string) error {
-	return s.db.Update(func(tx *store.Tx) error {
+	return s.update(func(tx *store.Tx) error {
 		var t tokenRec
 		ok, err := tx.Get(bucketTokens, id, &t)
 		if err != nil || !ok {

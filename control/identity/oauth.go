@@ -182,7 +182,7 @@ func (s *Service) handleOAuthStart(name string) fiber.Handler {
 			return err
 		}
 		var to, bind string
-		err = s.db.Update(func(tx *store.Tx) error {
+		err = s.update(func(tx *store.Tx) error {
 			var err error
 			to, bind, err = s.beginFlow(tx, name, p, onceRec{Challenge: c.Query("code_challenge"), RedirectURI: redirect, Intent: intent})
 			return err
@@ -215,7 +215,7 @@ func (s *Service) handleOAuthCallback(name string) fiber.Handler {
 			return err
 		}
 		var rec *onceRec
-		err = s.db.Update(func(tx *store.Tx) error {
+		err = s.update(func(tx *store.Tx) error {
 			var err error
 			rec, err = s.takeOnce(tx, onceState, state)
 			return err
@@ -375,7 +375,7 @@ func (s *Service) userinfo(ctx context.Context, p OAuthProvider, tok *oauth2.Tok
 // verified account.
 func (s *Service) linkAccount(provider string, info *providerUser, ip string) (string, error) {
 	var id string
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.update(func(tx *store.Tx) error {
 		key := provider + ":" + info.Subject
 		if raw := tx.GetRaw(bucketLinks, key); raw != nil {
 			u, err := getUser(tx, string(raw))
@@ -489,7 +489,7 @@ func (s *Service) handleLaunchInitiate(c fiber.Ctx) error {
 	}
 	ticket := randomToken(32)
 	exp := s.now().Add(launchTTL)
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.update(func(tx *store.Tx) error {
 		return tx.Put(bucketLaunch, s.lookupKey("launch\x00"+ticket), launchRec{Provider: req.Provider, Challenge: req.CodeChallenge,
 			StateID: strings.ToLower(req.StateID), Origin: origin, ExpiresAt: exp})
 	})
@@ -510,7 +510,7 @@ func (s *Service) handleLaunchStart(c fiber.Ctx) error {
 		return platform.Invalid("ticket", "is required")
 	}
 	var to, bind string
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.update(func(tx *store.Tx) error {
 		key := s.lookupKey("launch\x00" + ticket)
 		var t launchRec
 		ok, err := tx.Get(bucketLaunch, key, &t)

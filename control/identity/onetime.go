@@ -95,7 +95,7 @@ func (s *Service) dropOnce(tx *store.Tx, kind, secret string) error {
 // from the janitor so the buckets do not grow without bound.
 func (s *Service) sweepExpired() {
 	now := s.now()
-	_ = s.db.Update(func(tx *store.Tx) error {
+	_ = s.update(func(tx *store.Tx) error {
 		var dead []string
 		_ = tx.ForEach(bucketOnce, func(k string, raw []byte) error {
 			var rec onceRec

@@ -94,6 +94,8 @@ type Service struct {
 	stopOnce sync.Once
 	done     chan struct{}
 
+	cache *credCache
+
 	usage sync.Map // auth token id → *tokenUsage (last_used_* not yet persisted)
 	dummy string   // password hash compared when the account does not exist
 }
@@ -154,7 +156,7 @@ func New(deps Deps) (*Service, error) {
 		db: deps.DB, clock: deps.Clock, log: deps.Logger, mailer: deps.Mailer,
 		signups: deps.Signups, publicURL: pub, domains: domains,
 		providers: deps.Providers, regions: deps.Regions, limits: limits,
-		limiter: newLimiter(deps.Clock), httpc: httpc,
+		limiter: newLimiter(deps.Clock), httpc: httpc, cache: newCredCache(),
 	}
 	master := deps.Secret
 	if len(master) == 0 {
@@ -179,7 +181,7 @@ func New(deps Deps) (*Service, error) {
 // masterKey loads the persisted random key or creates it once.
 func (s *Service) masterKey() ([]byte, error) {
 	var key []byte
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.update(func(tx *store.Tx) error {
 		if raw := tx.GetRaw(bucketMeta, "master_key"); len(raw) == 32 {
 			key = append([]byte(nil), raw...)
 			return nil

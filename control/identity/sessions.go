@@ -144,7 +144,7 @@ func (s *Service) refresh(raw string) (*LoginResult, error) {
 	}
 	var res *LoginResult
 	var reuse bool
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		var sess sessionRec
 		ok, err := tx.Get(bucketSessions, c.SID, &sess)
 		if err != nil {
@@ -194,7 +194,7 @@ func (s *Service) refresh(raw string) (*LoginResult, error) {
 
 // revokeSession ends one session (logout).
 func (s *Service) revokeSession(sid, reason string) error {
-	return s.db.Update(func(tx *store.Tx) error {
+	return s.update(func(tx *store.Tx) error {
 		var sess sessionRec
 		ok, err := tx.Get(bucketSessions, sid, &sess)
 		if err != nil || !ok || sess.Revoked {

@@ -244,7 +244,7 @@ func (s *Service) handleTokenCreate(c fiber.Ctx) error {
 	secret := TokenPrefix + randomToken(32)
 	t := &tokenRec{ID: uuid.NewString(), UserID: p.UserID, Alias: req.Alias, Hash: s.lookupKey(secret),
 		IPWhitelist: ips, ExpiresAt: exp, IsEnabled: true, CreatedAt: now, UpdatedAt: now}
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		if err := tx.Put(bucketTokens, t.ID, t); err != nil {
 			return err
 		}
@@ -360,7 +360,7 @@ func (s *Service) handleTokenPatch(c fiber.Ctx) error {
 		}
 	}
 	var v AuthToken
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		t, err := ownToken(tx, p, c.Params("id"))
 		if err != nil {
 			return err
@@ -418,7 +418,7 @@ func (s *Service) handleTokenDelete(c fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		t, err := ownToken(tx, p, c.Params("id"))
 		if err != nil {
 			return err

@@ -215,7 +215,7 @@ func (s *Service) sessionUser(c fiber.Ctx, op string, fn func(tx *store.Tx, u *u
 	if p.Kind != KindSession {
 		return forbidden("two-factor settings need a session token, not an auth token")
 	}
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		u, err := getUser(tx, p.UserID)
 		if err != nil {
 			return err
@@ -424,7 +424,7 @@ func (s *Service) handleTokenGate(put bool) fiber.Handler {
 // token gate is on.
 func (s *Service) checkTokenGate(c fiber.Ctx, userID string) error {
 	code := c.Get("X-2FA-Code")
-	return storeErr("check the token gate", s.db.Update(func(tx *store.Tx) error {
+	return storeErr("check the token gate", s.update(func(tx *store.Tx) error {
 		u, err := getUser(tx, userID)
 		if err != nil || u == nil || !u.TokenGate || u.TOTPSecret == "" {
 			return err
@@ -477,7 +477,7 @@ func (s *Service) handle2FAVerify(c fiber.Ctx) error {
 		return err
 	}
 	ok := false
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.update(func(tx *store.Tx) error {
 		rec, err := s.peekOnce(tx, onceTemp, temp)
 		if err != nil {
 			return err
