@@ -8,7 +8,6 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
-	"deckhand/platform"
 	"deckhand/platform/store"
 )
 
@@ -278,4 +277,16 @@ func (s *Service) requireAdmin(c fiber.Ctx) (*Principal, error) {
 	return p, nil
 }
 
-var _ = platform.Route{}
+// RequireAdmin is for other domains' admin routes (behind the server's
+// authenticator): the principal when it has the admin role, else 401
+// without one and 403 otherwise.
+func RequireAdmin(c fiber.Ctx) (*Principal, error) {
+	p := PrincipalFrom(c)
+	if p == nil {
+		return nil, errNoCredential
+	}
+	if !p.IsAdmin() {
+		return nil, forbidden("this action needs the admin role")
+	}
+	return p, nil
+}
