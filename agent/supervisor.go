@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -36,6 +37,9 @@ type Config struct {
 
 	LogLevel string
 	Logger   *slog.Logger
+	// Out, when set, receives a short human summary (the URLs) once every
+	// service is healthy; logs go to Logger.
+	Out io.Writer
 	// Executable is the deckhand binary children run as `deckhand service
 	// NAME`, and the directory external service binaries are looked up in.
 	// Default: os.Executable().
@@ -263,6 +267,7 @@ loop:
 			ready = nil
 			_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
 			s.log.Info("all services healthy", "services", len(s.units), "startup_ms", time.Since(s.started).Milliseconds())
+			s.printSummary()
 		case <-watchdog:
 			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
 		case gwErr = <-gwDone:
@@ -315,5 +320,20 @@ func probeClient() *http.Client {
 	}
 }
 
-// describe renders a human-readable mode for logs and status.
 func describeArgv(argv []string) string { return strings.Join(argv, " ") }
+
+// printSummary tells whoever started the agent where everything is.
+func (s *Supervisor) printSummary() {
+	if s.cfg.Out == nil {
+		return
+	}
+	gw := "http://" + s.gwLn.Addr().String()
+	fmt.Fprintf(s.cfg.Out, "deckhand agent ready in %dms (pid %d, data %s)\n  gateway  %s\n",
+		time.Since(s.started).Milliseconds(), os.Getpid(), s.cfg.Data, gw)
+	for _, u := range s.units {
+		u.mu.Lock()
+		state := u.state
+		u.mu.Unlock()
+		fmt.Fprintf(s.cfg.Out, "  %-13s http://%s  (%s/_/%s/)  %s, %s\n", u.name, u.addr, gw, u.name, u.mode, state)
+	}
+}

@@ -196,9 +196,10 @@ func newHost(name string, svc platform.Service, log *slog.Logger) *platform.Host
 		info = d.Info()
 		info.Name = name
 	}
-	// Services sit behind the gateway on loopback, so the client address
-	// they log and report is the gateway's X-Forwarded-For.
-	cfg := platform.HostConfig{Info: info, Logger: log, ProxyHeader: "X-Forwarded-For"}
+	// No ProxyHeader: Fiber then reports an empty client IP for every direct
+	// call (no X-Forwarded-For). Proxied calls carry the gateway's
+	// X-Forwarded-For for a service that needs the real client.
+	cfg := platform.HostConfig{Info: info, Logger: log}
 	if hr, ok := svc.(platform.HealthReporter); ok {
 		cfg.HealthStatus = hr.HealthStatus
 	}
@@ -259,7 +260,7 @@ func childEnv() []string {
 // watchHealth polls /health of the current run until it answers, then marks
 // the unit running (or unavailable) and, the first time, ready.
 func (u *unit) watchHealth(ctx context.Context, gen int) {
-	delay := 2 * time.Millisecond
+	start := time.Now()
 	for {
 		u.mu.Lock()
 		stale := u.gen != gen
@@ -280,13 +281,16 @@ func (u *unit) watchHealth(ctx context.Context, gen int) {
 			u.readyOnce.Do(func() { close(u.ready) })
 			return
 		}
+		// Poll tightly while a service normally comes up (cold start is
+		// measured to the first healthy answer), then ease off.
+		delay := 3 * time.Millisecond
+		if time.Since(start) > time.Second {
+			delay = 50 * time.Millisecond
+		}
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
 			return
-		}
-		if delay < 100*time.Millisecond {
-			delay *= 2
 		}
 	}
 }

@@ -33,7 +33,7 @@ func hostFor(name string, svc interface {
 	platform.Service
 	Info() platform.Info
 }) *platform.Host {
-	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: quiet, ProxyHeader: "X-Forwarded-For"}, svc.Routes())
+	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: quiet}, svc.Routes())
 }
 
 func newFixture(t *testing.T, project, container string) *fixture {

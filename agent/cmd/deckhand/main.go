@@ -85,6 +85,7 @@ func runCmd() *cobra.Command {
 			}
 			cfg.Services = names
 			cfg.Logger = config.Logger(os.Stderr, cfg.LogLevel)
+			cfg.Out = os.Stdout
 			sup, err := agent.New(cfg)
 			if err != nil {
 				return err
