@@ -60,27 +60,28 @@ type Option func(*Server)
 // WithDomain adds a domain next to the built-in ones.
 func WithDomain(d Domain) Option { return func(s *Server) { s.extra = append(s.extra, d) } }
 
-// WithAuthenticator sets the authenticator when identity does not provide
-// one (tests).
-func WithAuthenticator(a Authenticator) Option { return func(s *Server) { s.auth = a } }
+// WithAuthenticator replaces the identity domain's authenticator (tests of
+// the guard itself).
+func WithAuthenticator(a Authenticator) Option { return func(s *Server) { s.authOverride = a } }
 
 // Server is an assembled control plane.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	clock   platform.Clock
-	out     io.Writer
-	db      *store.DB
-	keys    *signing.KeySet // nil with --signing=false
-	signer  *signing.Signer // nil with --signing=false
-	events  *events.Log
-	regions []meta.Region
-	auth    Authenticator
-	admin   AdminEnsurer
-	domains []Domain
-	extra   []Domain
-	host    *platform.Host
-	ln      net.Listener
+	cfg          Config
+	log          *slog.Logger
+	clock        platform.Clock
+	out          io.Writer
+	db           *store.DB
+	keys         *signing.KeySet // nil with --signing=false
+	signer       *signing.Signer // nil with --signing=false
+	events       *events.Log
+	regions      []meta.Region
+	auth         Authenticator
+	authOverride Authenticator
+	admin        AdminEnsurer
+	domains      []Domain
+	extra        []Domain
+	host         *platform.Host
+	ln           net.Listener
 }
 
 // ErrDataInUse means another process serves the same --data directory.
@@ -89,11 +90,11 @@ var ErrDataInUse = errors.New("another deckhand-control process is using this --
 // New validates cfg, opens the store and keys, binds the listener and
 // assembles the domains; Run then serves. On error,
 // whatever it opened is closed again.
-func New(cfg Config, opts ...Option) (s *Server, err error) {
+func New(cfg Config, opts ...Option) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s = &Server{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, out: cfg.Stdout}
+	s := &Server{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, out: cfg.Stdout}
 	for _, o := range opts {
 		o(s)
 	}
@@ -145,6 +146,9 @@ func New(cfg Config, opts ...Option) (s *Server, err error) {
 	s.domains = append(s.domains, meta.New(meta.Deps{Regions: s.regions, Keys: s.keys}))
 	if err = s.buildIdentity(); err != nil {
 		return nil, fmt.Errorf("identity: %w", err)
+	}
+	if s.authOverride != nil {
+		s.auth = s.authOverride
 	}
 	s.domains = append(s.domains, s.extra...)
 
@@ -252,12 +256,17 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // URL is the base URL of the bound listener.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 
-// Run bootstraps and serves until ctx ends, then shuts down
-// gracefully (in-flight requests get up to 10 s).
+// Run bootstraps, then serves until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
 	if err := s.Bootstrap(ctx); err != nil {
 		return err
 	}
+	return s.Serve(ctx)
+}
+
+// Serve answers on the bound listener until ctx ends, then shuts down
+// gracefully (in-flight requests get up to 10 s).
+func (s *Server) Serve(ctx context.Context) error {
 	ln := s.ln
 	kid := "off"
 	if s.keys != nil {
@@ -274,10 +283,17 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.host.Shutdown(sctx); err != nil {
+	err := s.host.Shutdown(sctx)
+	// Shutdown only closes listeners the server has registered; closing ours
+	// too ends a Serve that had not got that far yet.
+	_ = ln.Close()
+	if serr := <-errc; serr != nil {
+		return serr
+	}
+	if err != nil && !errors.Is(err, fiber.ErrNotRunning) {
 		return err
 	}
-	return <-errc
+	return nil
 }
 
 // ReloadKeys re-reads the key directory (SIGHUP after `keys rotate`).
