@@ -8,8 +8,9 @@
 #
 # Idempotent: start on a display that already answers only makes sure openbox
 # and one xterm run on it. Environment:
-#   XVFB_SCREENS   space-separated WxHxD list (default "1920x1080x24"); more
-#                  than one joins them with Xinerama into one root window
+#   XVFB_SCREEN    WxHxD of the screen (default 1920x1080x24)
+#   XVFB_MONITORS  optional space-separated WxH+X+Y list: splits the screen
+#                  into RandR monitors (what Xinerama clients see as heads)
 #   XVFB_XTERM     0 to skip the xterm
 #   XVFB_STATE     state dir (default /tmp/deckhand-xvfb)
 set -euo pipefail
@@ -23,7 +24,7 @@ disp="${1:-:99}"
 num="${disp#:}"
 num="${num%%.*}"
 state="${XVFB_STATE:-/tmp/deckhand-xvfb}/$num"
-screens="${XVFB_SCREENS:-1920x1080x24}"
+screen="${XVFB_SCREEN:-1920x1080x24}"
 
 answers() { DISPLAY="$disp" xdpyinfo >/dev/null 2>&1 || DISPLAY="$disp" xdotool getdisplaygeometry >/dev/null 2>&1; }
 alive() { [[ -f "$state/$1.pid" ]] && kill -0 "$(cat "$state/$1.pid")" 2>/dev/null; }
@@ -58,16 +59,13 @@ if ! answers; then
 	if [[ -e "/tmp/.X${num}-lock" ]] && ! kill -0 "$(tr -d ' ' <"/tmp/.X${num}-lock" 2>/dev/null)" 2>/dev/null; then
 		rm -f "/tmp/.X${num}-lock" "/tmp/.X11-unix/X${num}" # left by a killed server
 	fi
-	args=()
-	i=0
-	for s in $screens; do args+=(-screen "$i" "$s"); i=$((i + 1)); done
-	((i > 1)) && args+=(+xinerama)
-	setsid Xvfb "$disp" "${args[@]}" -nolisten tcp -ac +extension XTEST +extension RANDR \
+	setsid Xvfb "$disp" -screen 0 "$screen" -nolisten tcp -ac +extension XTEST +extension RANDR \
 		>"$state/xvfb.log" 2>&1 </dev/null &
 	echo $! >"$state/xvfb.pid"
 	for _ in $(seq 100); do answers && break; sleep 0.1; done
 	answers || { echo "xvfb.sh: Xvfb did not come up on $disp; see $state/xvfb.log" >&2; exit 1; }
 fi
+
 
 if ! alive openbox && command -v openbox >/dev/null; then
 	DISPLAY="$disp" setsid openbox --sm-disable >"$state/openbox.log" 2>&1 </dev/null &
@@ -76,6 +74,22 @@ if ! alive openbox && command -v openbox >/dev/null; then
 	for _ in $(seq 50); do
 		DISPLAY="$disp" xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id' && break
 		sleep 0.1
+	done
+fi
+
+if [[ -n "${XVFB_MONITORS:-}" ]]; then
+	command -v xrandr >/dev/null || { echo "xvfb.sh: XVFB_MONITORS needs xrandr (apt-get install x11-xserver-utils)" >&2; exit 3; }
+	# the first monitor takes over the output's automatic one ("screen"); it
+	# is set last (setting it first crashes Xvfb 21)
+	out=$(DISPLAY="$disp" xrandr --listmonitors | awk 'NR == 2 {print $NF}')
+	mons=($XVFB_MONITORS)
+	for ((i = ${#mons[@]} - 1; i >= 0; i--)); do
+		m=${mons[$i]}
+		# WxH+X+Y -> W/mmwxH/mmh+X+Y (about 96 dpi)
+		w=${m%%x*}; rest=${m#*x}; h=${rest%%+*}; xy=${rest#*+}
+		target=none
+		((i == 0)) && target=$out
+		DISPLAY="$disp" xrandr --setmonitor "deckhand-$i" "$w/$((w * 254 / 960))x$h/$((h * 254 / 960))+$xy" "$target" >/dev/null
 	done
 fi
 

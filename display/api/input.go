@@ -298,6 +298,16 @@ func sleep(ctx context.Context, d time.Duration) error {
 // answers the PRIMARY selection afterwards.
 func (s *Service) drag(ctx context.Context, d Driver, from, to Point, b Button, dur time.Duration, sel bool) (DragResult, error) {
 	res := DragResult{From: from, To: to}
+	var before string
+	if sel {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		clip, err := d.Selection(sctx, "PRIMARY")
+		cancel()
+		if err != nil {
+			return res, err
+		}
+		before = clip.Text
+	}
 	if err := d.MoveTo(from); err != nil {
 		return res, err
 	}
@@ -319,14 +329,24 @@ func (s *Service) drag(ctx context.Context, d Driver, from, to Point, b Button, 
 	if err != nil || !sel {
 		return res, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	clip, err := d.Selection(sctx, "PRIMARY")
-	if err != nil {
-		return res, err
+	// the application claims PRIMARY when it handles the release, a moment
+	// later: wait (briefly) for the selection to change
+	deadline := time.Now().Add(600 * time.Millisecond)
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		clip, err := d.Selection(sctx, "PRIMARY")
+		cancel()
+		if err != nil {
+			return res, err
+		}
+		if clip.Text != before || !time.Now().Before(deadline) {
+			res.Text = &clip.Text
+			return res, nil
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return res, err
+		}
 	}
-	res.Text = &clip.Text
-	return res, nil
 }
 
 // releaseAll releases what this service pressed and what the server

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 
@@ -200,9 +201,21 @@ func (d *Driver) Info() (api.Info, error) {
 	}
 	if d.xinerama {
 		if r, err := xinerama.QueryScreens(d.conn).Reply(); err == nil && len(r.ScreenInfo) > 0 {
-			for i, s := range r.ScreenInfo {
-				info.Displays = append(info.Displays, api.Screen{Index: i, X: int(s.XOrg), Y: int(s.YOrg),
+			for _, s := range r.ScreenInfo {
+				info.Displays = append(info.Displays, api.Screen{X: int(s.XOrg), Y: int(s.YOrg),
 					Width: int(s.Width), Height: int(s.Height)})
+			}
+			// heads come in the server's creation order; number them left to
+			// right, top to bottom, as people point at them
+			sort.Slice(info.Displays, func(i, j int) bool {
+				a, b := info.Displays[i], info.Displays[j]
+				if a.X != b.X {
+					return a.X < b.X
+				}
+				return a.Y < b.Y
+			})
+			for i := range info.Displays {
+				info.Displays[i].Index = i
 			}
 			return info, nil
 		}
