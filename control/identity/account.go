@@ -24,7 +24,7 @@ func (s *Service) accountRoutes() []platform.Route {
 			Description: "Password rule: at least 12 characters with an uppercase letter, a lowercase letter, a digit and a special character. " +
 				"`region` defaults to the first available region. A verification mail with a link whose query carries `token=<token>` is sent; " +
 				"an address that already has an account gets a notice mail instead, and the answer is the same, so signup never reveals whether an email exists. " +
-				"403 when signups are disabled; 429 with Retry-After past 30 signups per IP per 5 minutes.",
+				"403 when signups are disabled; 429 with Retry-After past 30 signups per IP per 5 minutes or 3 per address per hour.",
 			Body: signupReq{}, Response: emailData{}},
 		{Method: http.MethodPost, Path: "/api/v1/auth/verify-email", Public: true, Tags: tag, Handler: s.handleVerifyEmail,
 			Summary: "Activate an account with the token from its verification mail (single use, valid 24 hours)",
@@ -248,6 +248,12 @@ func (s *Service) handleSignup(c fiber.Ctx) error {
 	}
 	var req signupReq
 	if err := platform.Decode(c, &req); err != nil {
+		return err
+	}
+	// Signup mails an address whether or not it has an account, so it
+	// shares the per-address mail budget's rule (counted for every
+	// address alike, it reveals nothing).
+	if err := s.limiter.hit("signup:acct:"+req.Email, s.limits.RecoveryPerAccount); err != nil {
 		return err
 	}
 	region, err := s.pickRegion(req.Region)

@@ -49,6 +49,10 @@ func TestSignupRefreshAndRecoveryLimits(t *testing.T) {
 	login := e.account("lim@example.com") // signup 1
 	e.must(e.call("POST", "/api/v1/auth/signup", map[string]any{"email": "two@example.com", "password": goodPassword}, ""), 200)
 	want429(t, e.call("POST", "/api/v1/auth/signup", map[string]any{"email": "three@example.com", "password": goodPassword}, ""), "signup")
+	// Per address too: repeated signups cannot mail-bomb one address.
+	e.clock.Advance(6 * time.Minute)
+	e.must(e.call("POST", "/api/v1/auth/signup", map[string]any{"email": "two@example.com", "password": goodPassword}, ""), 200)
+	want429(t, e.call("POST", "/api/v1/auth/signup", map[string]any{"email": "two@example.com", "password": goodPassword}, ""), "signup per address")
 
 	rt := login["refreshToken"].(string)
 	for i := 0; i < 2; i++ {

@@ -50,6 +50,7 @@ func TestMain(m *testing.M) {
 
 // server is one running deckhand-control.
 type server struct {
+	stop func()
 	t    *testing.T
 	url  string
 	data string
@@ -68,7 +69,12 @@ var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 // says where it listens.
 func start(t *testing.T, flags ...string) *server {
 	t.Helper()
-	data := t.TempDir()
+	return startIn(t, t.TempDir(), flags...)
+}
+
+// startIn is start on a given --data directory; stop ends it early.
+func startIn(t *testing.T, data string, flags ...string) *server {
+	t.Helper()
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data,
 		"--admin-email", adminEmail, "--admin-password", adminPass, "--log-level", "warn"}, flags...)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -85,13 +91,17 @@ func start(t *testing.T, flags ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("server stderr:\n%s", stderr.String())
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("server stderr:\n%s", stderr.String())
+			}
+		})
+	}
+	t.Cleanup(stop)
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -103,7 +113,7 @@ func start(t *testing.T, flags ...string) *server {
 	}()
 	select {
 	case u := <-found:
-		return &server{t: t, url: u, data: data, http: &http.Client{Timeout: 30 * time.Second,
+		return &server{t: t, url: u, data: data, stop: stop, http: &http.Client{Timeout: 30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("deckhand-control did not start: %s", stderr.String())
@@ -269,5 +279,3 @@ func follow(t *testing.T, c *http.Client, u string) (*url.URL, *http.Response) {
 	}
 	return loc, res
 }
-
-var _ sync.Mutex

@@ -112,3 +112,19 @@ func TestRouteSweep(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// Sessions, auth tokens and the JWT key survive a restart on the same
+// --data directory.
+func TestCredentialsSurviveRestart(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	s := startIn(t, data)
+	login := s.login(adminEmail, adminPass)
+	access, rt := login["token"].(string), login["refreshToken"].(string)
+	svc := s.must(s.call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "keep"}, access), 201).str("data", "token")
+	s.stop()
+	s = startIn(t, data)
+	s.must(s.call("GET", "/api/v1/users/auth/me", nil, access), 200)
+	s.must(s.call("GET", "/api/v1/users/auth/me", nil, svc), 200)
+	s.must(s.refresh(rt, rt), 200)
+}
