@@ -644,3 +644,62 @@ func TestDisplayWithoutAnXServerIsUnavailable(t *testing.T) {
 		t.Fatalf("status: %v %s", err, out)
 	}
 }
+
+// TestServiceAlone: `deckhand service NAME` serves one service on --listen,
+// keeps its state in <data>/<name>.db and stops cleanly on SIGTERM.
+func TestServiceAlone(t *testing.T) {
+	t.Parallel()
+	base := freeBase(t)
+	data := t.TempDir()
+	addr := "127.0.0.1:" + strconv.Itoa(base+2)
+	a := startRaw(t, []string{"DECKHAND_LISTEN=127.0.0.1:1"}, addr, base, data, "service", "files", "--listen", addr, "--data", data)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("files never listened on %s:\n%s", addr, a.out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	status, m, raw := get(t, "http://"+addr+"/api/v1/version")
+	if status != 200 || m["version"] != "v1" {
+		t.Fatalf("%d %s", status, raw)
+	}
+	status, m, _ = get(t, "http://"+addr+"/health")
+	if status != 200 || m["service"] != "files" || int(m["pid"].(float64)) != a.cmd.Process.Pid {
+		t.Fatalf("health %v", m)
+	}
+	if _, err := os.Stat(filepath.Join(data, "files.db")); err != nil {
+		t.Fatalf("no files.db: %v", err)
+	}
+	// A second copy on the same data is turned away.
+	out, err := deckhand(t, nil, "service", "files", "--listen", "127.0.0.1:0", "--data", data)
+	if err == nil || !strings.Contains(out, "already running") {
+		t.Fatalf("second files: %v %s", err, out)
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	<-a.done
+	if a.err != nil {
+		t.Fatalf("exit: %v\n%s", a.err, a.out)
+	}
+}
+
+// TestPortConflictIsClear: a taken service port stops the agent at start
+// with a message naming the service, the address and the flags.
+func TestPortConflictIsClear(t *testing.T) {
+	t.Parallel()
+	base := freeBase(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	out, err := deckhand(t, nil, "run", "--data", t.TempDir(), "--listen", "127.0.0.1:"+strconv.Itoa(base), "--port-base", strconv.Itoa(base))
+	want := "files: listen 127.0.0.1:" + strconv.Itoa(base+2)
+	if err == nil || !strings.Contains(out, want) || !strings.Contains(out, "--port-base") || !strings.Contains(out, "address already in use") {
+		t.Fatalf("%v %q, want %q", err, out, want)
+	}
+}
