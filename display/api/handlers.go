@@ -97,6 +97,9 @@ func ParseScreenshot(q func(string) string, screen Rect) (ScreenshotOptions, err
 	if r.Y, err = intParam("y", 0, -big, big); err != nil {
 		return o, err
 	}
+	if err := onScreen("x", "y", Point{r.X, r.Y}, screen); err != nil {
+		return o, err
+	}
 	if r.Width, err = intParam("width", screen.Width-r.X, 1, big); err != nil {
 		return o, err
 	}

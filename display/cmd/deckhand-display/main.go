@@ -54,7 +54,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			return config.ApplyEnv(cmd)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return run(ctx, o, config.Logger(stderr, o.logLevel))
 		},
@@ -133,6 +133,7 @@ func keepConnected(ctx context.Context, svc *api.Service, o options, log *slog.L
 				log.Warn("display connection lost", "display", o.display)
 				drv.Close()
 			case <-ctx.Done():
+				drv.Close() // idempotent: svc.Close may close it too
 				return
 			}
 		}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"deckhand/platform"
+)
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Without a reachable display the binary still serves: 503
+// DISPLAY_UNAVAILABLE and an unavailable health; once an X server comes up
+// on that display it connects without a restart. The display comes from
+// DECKHAND_DISPLAY, as the agent's environment would give it.
+func TestServesUnavailableThenConnects(t *testing.T) {
+	disp := ":" + fmt.Sprint(4000+os.Getpid()%500)
+	addr := freePort(t)
+	t.Setenv("DECKHAND_DISPLAY", disp)
+	var stderr bytes.Buffer
+	cmd := newRoot(io.Discard, &stderr)
+	cmd.SetArgs([]string{"--listen", addr, "--retry", "100ms", "--log-level", "error"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("deckhand-display did not stop")
+		}
+	}()
+	base := "http://" + addr
+	waitFor(t, "listening", 5*time.Second, func() bool { s, _ := get(t, base+"/health"); return s == 200 })
+
+	status, body := get(t, base+"/api/v1/display/info")
+	var e platform.ContainerError
+	_ = json.Unmarshal(body, &e)
+	if status != 503 || e.Code != "DISPLAY_UNAVAILABLE" {
+		t.Fatalf("info without X: %d %s", status, body)
+	}
+	_, body = get(t, base+"/health")
+	var h platform.Health
+	_ = json.Unmarshal(body, &h)
+	if h.Status != "unavailable" || h.Service != "display" {
+		t.Fatalf("health without X: %s", body)
+	}
+
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		t.Skip("Xvfb is not installed: the reconnect half of this test needs it")
+	}
+	wd, _ := os.Getwd()
+	script := filepath.Join(wd, "..", "..", "..", "scripts", "xvfb.sh")
+	state := t.TempDir()
+	x := exec.Command("bash", script, "start", disp)
+	x.Env = append(os.Environ(), "XVFB_STATE="+state, "XVFB_XTERM=0", "XVFB_SCREEN=800x600x24")
+	if out, err := x.CombinedOutput(); err != nil {
+		t.Fatalf("xvfb.sh: %v %s", err, out)
+	}
+	defer func() {
+		stop := exec.Command("bash", script, "stop", disp)
+		stop.Env = append(os.Environ(), "XVFB_STATE="+state)
+		_ = stop.Run()
+	}()
+	waitFor(t, "connected to the new X server", 10*time.Second, func() bool {
+		s, _ := get(t, base+"/api/v1/display/info")
+		return s == 200
+	})
+	_, body = get(t, base+"/api/v1/display/info")
+	if string(body) != `{"width":800,"height":600,"displays":[{"index":0,"x":0,"y":0,"width":800,"height":600}]}` {
+		t.Fatalf("info = %s", body)
+	}
+	_, body = get(t, base+"/health")
+	_ = json.Unmarshal(body, &h)
+	if h.Status != "ok" {
+		t.Fatalf("health with X: %s", body)
+	}
+}
