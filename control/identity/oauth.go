@@ -55,7 +55,7 @@ func (s *Service) oauthRoutes() []platform.Route {
 		"identity (or the account with the same email, or creates one), and answers 302 to the frontend completion URL with " +
 		"`code` (a one-time code the frontend exchanges with its code_verifier at POST /api/v1/auth/intent/exchange, 5 minutes), " +
 		"`state_id` (launch flows) and `intent`. With two-factor on, the completion URL carries `requires_2fa=true` and `temp_token` instead. " +
-		"Provider errors and banned accounts come back as `error=<reason>`."
+		"Provider errors and banned accounts come back as `error=<reason>`. For intent=star_check with a configured star-check URL, `starred=true|false` is added."
 	startDesc := "Answers 302 to the provider's authorize endpoint with its own PKCE challenge (S256) and a fresh `state`. " +
 		"The client's code_challenge is bound to the flow and checked when the completion code is exchanged. " +
 		"400 for a bad challenge or redirect_uri; 503 when the provider is not configured."
@@ -267,6 +267,10 @@ func (s *Service) handleOAuthCallback(name string) fiber.Handler {
 			}
 			return storeErr("sign in with the provider", err)
 		}
+		extra := url.Values{}
+		if rec.Intent == "star_check" && p.StarCheckURL != "" {
+			extra.Set("starred", strconv.FormatBool(s.starred(ctx, p, tok)))
+		}
 		res, err := s.completeLogin(userID, "oauth:"+name, "intent", rec.Challenge, c.IP(), true)
 		if err != nil {
 			if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
@@ -275,9 +279,12 @@ func (s *Service) handleOAuthCallback(name string) fiber.Handler {
 			return err
 		}
 		if res.Requires2FA {
-			return done(url.Values{"requires_2fa": {"true"}, "temp_token": {res.TempToken}})
+			extra.Set("requires_2fa", "true")
+			extra.Set("temp_token", res.TempToken)
+			return done(extra)
 		}
-		return done(url.Values{"code": {res.AuthIntentToken}})
+		extra.Set("code", res.AuthIntentToken)
+		return done(extra)
 	}
 }
 
@@ -305,6 +312,23 @@ func withQuery(base string, q url.Values) string {
 	}
 	u.RawQuery = cur.Encode()
 	return u.String()
+}
+
+// starred asks the provider whether the user starred the project's
+// repository (204 yes, anything else no).
+func (s *Service) starred(ctx context.Context, p OAuthProvider, tok *oauth2.Token) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.StarCheckURL, nil)
+	if err != nil {
+		return false
+	}
+	tok.SetAuthHeader(req)
+	res, err := s.httpc.Do(req)
+	if err != nil {
+		s.log.Warn("star check failed", "err", err)
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusNoContent
 }
 
 // providerUser is what identity reads from a userinfo answer: GitHub-style

@@ -75,6 +75,16 @@ func newFakeProvider(t *testing.T) *fakeProvider {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": 3600})
 	})
+	mux.HandleFunc("/user/starred/deckhand/deckhand", func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		u, ok := p.tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		p.mu.Unlock()
+		if ok && u["login"] == "octo" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	})
 	mux.HandleFunc("/userinfo", func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		u, ok := p.tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
@@ -93,7 +103,7 @@ func newFakeProvider(t *testing.T) *fakeProvider {
 
 func (p *fakeProvider) config() identity.OAuthProvider {
 	return identity.OAuthProvider{ClientID: fakeClientID, ClientSecret: fakeSecret, AuthURL: p.srv.URL + "/authorize",
-		TokenURL: p.srv.URL + "/token", UserInfoURL: p.srv.URL + "/userinfo"}
+		TokenURL: p.srv.URL + "/token", UserInfoURL: p.srv.URL + "/userinfo", StarCheckURL: p.srv.URL + "/user/starred/deckhand/deckhand"}
 }
 
 func oauthEnv(t *testing.T) (*env, *fakeProvider) {
@@ -182,8 +192,15 @@ func TestOAuthCodehostLoginWithPKCE(t *testing.T) {
 	e.must(e.call("POST", "/api/v1/auth/intent/exchange", map[string]any{"code": done.Query().Get("code"), "code_verifier": rfcVerifier}, ""), 401)
 	// star_check rides along.
 	done = runFlow(t, browser(t), start+"&intent=star_check")
-	if done.Query().Get("intent") != "star_check" {
+	if done.Query().Get("intent") != "star_check" || done.Query().Get("starred") != "true" {
 		t.Fatalf("intent: %s", done)
+	}
+	p.mu.Lock()
+	p.user = map[string]any{"id": 7, "login": "nostar", "email": "nostar@example.com"}
+	p.mu.Unlock()
+	done = runFlow(t, browser(t), start+"&intent=star_check")
+	if done.Query().Get("starred") != "false" || done.Query().Get("code") == "" {
+		t.Fatalf("star check for a non-stargazer: %s", done)
 	}
 }
 

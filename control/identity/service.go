@@ -67,8 +67,12 @@ type OAuthProvider struct {
 	TokenURL     string
 	UserInfoURL  string
 	Scopes       []string
-	// StarRepo is the repository intent=star_check asks about (codehost).
-	StarRepo string
+	// StarCheckURL answers intent=star_check (codehost): a GET with the
+	// user's provider token that returns 204 when the user has starred the
+	// project's repository and 404 when not, e.g.
+	// https://api.github.com/user/starred/OWNER/REPO. Empty: the intent is
+	// only carried to the completion URL.
+	StarCheckURL string
 }
 
 // Service is the identity domain.
