@@ -23,16 +23,13 @@ func (s *Service) accountRoutes() []platform.Route {
 			Summary: "Create an account (inactive until its email is verified)",
 			Description: "Password rule: at least 12 characters with an uppercase letter, a lowercase letter, a digit and a special character. " +
 				"`region` defaults to the first available region. A verification mail with a link whose query carries `token=<token>` is sent; " +
-				"an address that already has an account gets a notice mail instead, and the answer is the same, so signup never reveals whether an email exists. " +
+				"signing up again before verifying re-sends the link (the password of the signup whose link is used wins); " +
+				"an address with a verified account gets a notice mail instead, and the answer is the same, so signup never reveals whether an email exists. " +
 				"403 when signups are disabled; 429 with Retry-After past 30 signups per IP per 5 minutes or 3 per address per hour.",
 			Body: signupReq{}, Response: emailData{}},
 		{Method: http.MethodPost, Path: "/api/v1/auth/verify-email", Public: true, Tags: tag, Handler: s.handleVerifyEmail,
 			Summary: "Activate an account with the token from its verification mail (single use, valid 24 hours)",
 			Body:    tokenReq{}, Response: User{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/resend-verification", Public: true, Tags: tag, Handler: s.handleResend,
-			Summary:     "Mail a fresh verification link to an unverified account",
-			Description: "Always answers 200 with the same message whether or not the address has an account.",
-			Body:        emailReq{}},
 		{Method: http.MethodPost, Path: "/api/v1/auth/forgot-password", Public: true, Tags: tag, Handler: s.handleForgot,
 			Summary:     "Mail a password reset link (token valid 1 hour)",
 			Description: "Always answers 200 with the same message whether or not the address has an account. 429 past 3 mails per address per hour or 30 per IP per hour.",
@@ -278,7 +275,11 @@ func (s *Service) handleSignup(c fiber.Ctx) error {
 						s.publicURL + "/auth/forgot-password\n"}
 				return nil
 			}
-			tok, err := s.issueOnce(tx, onceRec{Kind: onceVerify, UserID: existing.ID})
+			// Signing up again before verifying re-sends the link. The new
+			// token carries this signup's password, so whoever proves the
+			// mailbox also fixes the password: a stranger who registered
+			// the address first cannot keep a password on it.
+			tok, err := s.issueOnce(tx, onceRec{Kind: onceVerify, UserID: existing.ID, PasswordHash: h})
 			msg = s.verificationMail(req.Email, tok)
 			return err
 		}
@@ -290,7 +291,7 @@ func (s *Service) handleSignup(c fiber.Ctx) error {
 		if err := putUser(tx, u); err != nil {
 			return err
 		}
-		tok, err := s.issueOnce(tx, onceRec{Kind: onceVerify, UserID: u.ID})
+		tok, err := s.issueOnce(tx, onceRec{Kind: onceVerify, UserID: u.ID, PasswordHash: h})
 		msg = s.verificationMail(req.Email, tok)
 		return err
 	})
@@ -329,6 +330,11 @@ func (s *Service) handleVerifyEmail(c fiber.Ctx) error {
 		if u == nil {
 			return errBadToken
 		}
+		// A stale link of another signup must not change the password of
+		// an account that is already verified.
+		if rec.PasswordHash != "" && !u.EmailVerified {
+			u.PasswordHash = rec.PasswordHash
+		}
 		u.EmailVerified = true
 		u.UpdatedAt = s.now()
 		view = u.view()
@@ -347,36 +353,6 @@ func (s *Service) recoveryLimits(c fiber.Ctx, email string) error {
 		return err
 	}
 	return s.limiter.hit("recovery:acct:"+email, s.limits.RecoveryPerAccount)
-}
-
-func (s *Service) handleResend(c fiber.Ctx) error {
-	var req emailReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	if err := s.recoveryLimits(c, req.Email); err != nil {
-		return err
-	}
-	var msg *mail.Message
-	err := s.update(func(tx *store.Tx) error {
-		u, err := userByIndex(tx, bucketEmails, req.Email)
-		if err != nil || u == nil || u.EmailVerified || u.IsBanned {
-			return err
-		}
-		tok, err := s.issueOnce(tx, onceRec{Kind: onceVerify, UserID: u.ID})
-		m := s.verificationMail(u.Email, tok)
-		msg = &m
-		return err
-	})
-	if err != nil {
-		return storeErr("resend the verification", err)
-	}
-	if msg != nil {
-		if err := s.sendMail(c.Context(), *msg); err != nil {
-			s.log.Error("verification mail failed", "err", err)
-		}
-	}
-	return platform.Respond(c, http.StatusOK, sameAnswer, nil)
 }
 
 func (s *Service) handleForgot(c fiber.Ctx) error {

@@ -274,3 +274,27 @@ func TestAlternatingCredentialsOnOneConnection(t *testing.T) {
 		}
 	}
 }
+
+// A stranger who registers someone's address first cannot keep a password
+// on the account once its owner signs up and verifies.
+func TestSignupPreHijackingDefeated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const email = "owner@example.com"
+	e.must(e.call("POST", "/api/v1/auth/signup", map[string]any{"email": email, "password": "Attacker-pass-1"}, ""), 200)
+	e.must(e.call("POST", "/api/v1/auth/signup", map[string]any{"email": email, "password": goodPassword}, ""), 200)
+	e.must(e.call("POST", "/api/v1/auth/signup", map[string]any{"email": email, "password": "Attacker-pass-2"}, ""), 200)
+	ms := e.mails(email)
+	if len(ms) != 3 {
+		t.Fatalf("%d mails", len(ms))
+	}
+	owners := tokenInMail.FindStringSubmatch(ms[1])[1] // the link the owner's own signup mailed
+	e.must(e.call("POST", "/api/v1/auth/verify-email", map[string]any{"token": owners}, ""), 200)
+	e.login(email, goodPassword)
+	e.must(e.call("POST", "/api/v1/users/auth/login", map[string]any{"email": email, "password": "Attacker-pass-1"}, ""), 401)
+	e.must(e.call("POST", "/api/v1/users/auth/login", map[string]any{"email": email, "password": "Attacker-pass-2"}, ""), 401)
+	// The stranger's link, clicked later, changes nothing.
+	e.must(e.call("POST", "/api/v1/auth/verify-email", map[string]any{"token": tokenInMail.FindStringSubmatch(ms[2])[1]}, ""), 200)
+	e.must(e.call("POST", "/api/v1/users/auth/login", map[string]any{"email": email, "password": "Attacker-pass-2"}, ""), 401)
+	e.login(email, goodPassword)
+}

@@ -440,7 +440,10 @@ func (s *Service) linkAccount(provider string, info *providerUser, ip string) (s
 				return err
 			}
 		} else if !u.EmailVerified {
-			u.EmailVerified, u.UpdatedAt = true, s.now()
+			// The password of an account nobody verified was never proven
+			// to belong to the mailbox owner, who is signing in now: drop
+			// it (account pre-hijacking).
+			u.EmailVerified, u.PasswordHash, u.UpdatedAt = true, "", s.now()
 			if err := putUser(tx, u); err != nil {
 				return err
 			}

@@ -361,3 +361,16 @@ func TestLaunchStartConcurrentConsumersExactlyOneWins(t *testing.T) {
 		t.Fatalf("status counts %v, want one 302 and %d 410", count, n-1)
 	}
 }
+
+func TestOAuthClaimsUnverifiedAccountAndDropsItsPassword(t *testing.T) {
+	t.Parallel()
+	e, _ := oauthEnv(t)
+	// Someone registered octo's address but never verified it.
+	e.must(e.call("POST", "/api/v1/auth/signup", map[string]any{"email": "octo@example.com", "password": "Attacker-pass-1"}, ""), 200)
+	done := runFlow(t, browser(t), e.url+"/api/v1/auth/codehost?code_challenge="+rfcChallenge)
+	res := e.must(e.call("POST", "/api/v1/auth/intent/exchange", map[string]any{"code": done.Query().Get("code"), "code_verifier": rfcVerifier}, ""), 200).data()
+	if res["user"].(map[string]any)["email"] != "octo@example.com" {
+		t.Fatalf("user: %v", res["user"])
+	}
+	e.must(e.call("POST", "/api/v1/users/auth/login", map[string]any{"email": "octo@example.com", "password": "Attacker-pass-1"}, ""), 401)
+}

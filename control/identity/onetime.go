@@ -43,6 +43,7 @@ type onceRec struct {
 	BrowserBind  string `json:"browser_bind,omitempty"` // lookup key of the binding cookie
 	Email        string `json:"email,omitempty"`
 	Attempts     int    `json:"attempts,omitempty"`
+	PasswordHash string `json:"password_hash,omitempty"` // verify: the signup's password (argon2id)
 	ExtraPayload string `json:"extra,omitempty"`
 }
 

@@ -25,7 +25,7 @@ type Limits struct {
 	TwoFactorPerAccount Rule
 	RefreshPerIP        Rule
 	RecoveryPerIP       Rule // forgot-password mails
-	RecoveryPerAccount  Rule // mails to one address (forgot-password, resend; signup separately)
+	RecoveryPerAccount  Rule // mails to one address (forgot-password; signup separately)
 	VerifyPerIP         Rule // verify-email, reset-password, intent exchange, OAuth starts
 }
 
