@@ -109,6 +109,9 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		h.register(r)
 	}
 	doc, err := OpenAPI(cfg.Info, h.routes)
+	if err == nil && cfg.Style == EnvelopeErrors {
+		useEnvelopeErrorSchema(doc)
+	}
 	if err == nil {
 		h.docJSON, h.docYAML, err = MarshalOpenAPI(doc)
 	}
@@ -277,6 +280,16 @@ func envelopeError(code string, status int) string {
 	return code
 }
 
+// useEnvelopeErrorSchema makes the document's shared Error schema the one
+// an EnvelopeErrors host really writes.
+func useEnvelopeErrorSchema(doc map[string]any) {
+	comps, _ := doc["components"].(map[string]any)
+	schemas, _ := comps["schemas"].(map[string]any)
+	if schemas != nil {
+		schemas["Error"] = Schema(ErrorEnvelope{})
+	}
+}
+
 // ContainerError is the error body of every container service.
 type ContainerError struct {
 	Code    string `json:"code" required:"true"`
@@ -286,9 +299,9 @@ type ContainerError struct {
 
 // ErrorEnvelope is the control plane's error body.
 type ErrorEnvelope struct {
-	StatusCode int    `json:"statusCode"`
-	Error      string `json:"error"`
-	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode" required:"true"`
+	Error      string `json:"error" required:"true" doc:"status text (Bad Request, Not Found ...) or a domain code such as SIGNING_NOT_CONFIGURED"`
+	Message    string `json:"message" required:"true"`
 }
 
 // Envelope is the control plane's success body.

@@ -345,9 +345,19 @@ func TestOpenAPIListsRoutesAndPublicOnes(t *testing.T) {
 		Paths map[string]map[string]struct {
 			Security *[]any `json:"security"`
 		} `json:"paths"`
+		Components struct {
+			Schemas struct {
+				Error struct {
+					Required []string `json:"required"`
+				}
+			}
+		}
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
+	}
+	if got := strings.Join(doc.Components.Schemas.Error.Required, ","); got != "error,message,statusCode" {
+		t.Errorf("documented error body requires %q, want the control-plane envelope", got)
 	}
 	for path, public := range map[string]bool{
 		"/api/v1/auth/available-regions": true, "/api/v1/meta/public-key": true, "/api/v1/test/private": false,
