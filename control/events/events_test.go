@@ -1,0 +1,85 @@
+package events_test
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"deckhand/control/events"
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+func open(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "control.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestEventsCommitAndRollBackWithTheirChange(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	clock := platform.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	log := events.NewLog(db, clock)
+
+	// The recorded change and its event commit together ...
+	err := db.Update(func(tx *store.Tx) error {
+		if err := tx.Put("users", "u1", map[string]string{"role": "admin"}); err != nil {
+			return err
+		}
+		_, err := log.Append(tx, events.Event{EventType: "user.role_changed", ResourceType: "user", ResourceID: "u1",
+			Payload: events.Payload(map[string]string{"role": "admin"})})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ... and a failed change leaves no event behind.
+	boom := errors.New("balance check failed")
+	err = db.Update(func(tx *store.Tx) error {
+		if _, err := log.Append(tx, events.Event{EventType: "user.banned", ResourceType: "user", ResourceID: "u1"}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	if _, err := log.Record(events.Event{EventType: "activity.logged", ResourceType: "activity_log", ResourceID: "a1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	all, err := log.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 {
+		t.Fatalf("%d events, want 2 (the rolled-back one must not exist): %+v", len(all), all)
+	}
+	if all[0].EventType != "user.role_changed" || all[1].EventType != "activity.logged" {
+		t.Fatalf("order: %s, %s", all[0].EventType, all[1].EventType)
+	}
+	if all[0].ID == all[1].ID || all[0].ID == "" {
+		t.Fatalf("ids %q %q", all[0].ID, all[1].ID)
+	}
+	if !all[0].CreatedAt.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) || !all[1].CreatedAt.Equal(all[0].CreatedAt.Add(time.Minute)) {
+		t.Fatalf("times from the injected clock: %v %v", all[0].CreatedAt, all[1].CreatedAt)
+	}
+	if string(all[0].Payload) != `{"role":"admin"}` {
+		t.Fatalf("payload %s", all[0].Payload)
+	}
+}
+
+func TestListOfEmptyLog(t *testing.T) {
+	t.Parallel()
+	all, err := events.NewLog(open(t), nil).All()
+	if err != nil || len(all) != 0 {
+		t.Fatalf("empty log: %v %v", all, err)
+	}
+}
