@@ -92,7 +92,8 @@ func (s *Service) dropOnce(tx *store.Tx, kind, secret string) error {
 	return tx.Delete(bucketOnce, kind+":"+s.lookupKey(secret))
 }
 
-// sweepExpired removes expired one-time records and launch tickets; it runs
+// sweepExpired removes expired one-time records, launch tickets and dead
+// sessions; it runs
 // from the janitor so the buckets do not grow without bound.
 func (s *Service) sweepExpired() {
 	now := s.now()
@@ -118,6 +119,20 @@ func (s *Service) sweepExpired() {
 		})
 		for _, k := range dead {
 			_ = tx.Delete(bucketLaunch, k)
+		}
+		// Sessions whose refresh token has expired, or revoked a day ago
+		// (long enough for reuse attempts to still be told apart).
+		dead = dead[:0]
+		_ = tx.ForEach(bucketSessions, func(k string, raw []byte) error {
+			var sess sessionRec
+			if jsonUnmarshal(raw, &sess) != nil || now.After(sess.GenIssued.Add(refreshTTL+time.Hour)) ||
+				(sess.Revoked && now.After(sess.RevokedAt.Add(24*time.Hour))) {
+				dead = append(dead, k)
+			}
+			return nil
+		})
+		for _, k := range dead {
+			_ = tx.Delete(bucketSessions, k)
 		}
 		return nil
 	})
