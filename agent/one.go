@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 
@@ -83,6 +84,7 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 	done := make(chan error, 1)
 	go func() { done <- host.Serve(ln) }()
 	log.Info("service listening", "url", "http://"+ln.Addr().String(), "pid", os.Getpid())
+	debug.FreeOSMemory() // startup garbage (route tables, OpenAPI documents) goes back now
 	select {
 	case err := <-done:
 		return err

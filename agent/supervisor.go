@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -268,6 +269,10 @@ loop:
 			_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
 			s.log.Info("all services healthy", "services", len(s.units), "startup_ms", time.Since(s.started).Milliseconds())
 			s.printSummary()
+			// Building hosts and OpenAPI documents leaves garbage the
+			// runtime would keep resident for minutes; an idle agent
+			// should not.
+			debug.FreeOSMemory()
 		case <-watchdog:
 			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
 		case gwErr = <-gwDone:
