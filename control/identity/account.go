@@ -59,7 +59,7 @@ func (s *Service) accountRoutes() []platform.Route {
 			Summary: "Rotate the session's access and refresh tokens",
 			Description: "The refresh token must be byte-identical in `Authorization: Bearer` and in body `refreshToken`, else 401 `Invalid refresh token`. " +
 				"Replaying a refresh token that was already rotated revokes the whole session, except within 10 seconds of its rotation " +
-				"(two tabs refreshing at once both get the current pair). 429 past 150 refreshes per IP per 5 minutes.",
+				"(two tabs refreshing at once both get the current pair). 429 past 150 refreshes per IP or per account per 5 minutes.",
 			Body: refreshReq{}, Response: LoginResult{}},
 		{Method: http.MethodGet, Path: "/api/v1/users/auth/me", Tags: tag, Handler: s.handleMe,
 			Summary: "The authenticated user's profile", Response: User{}},

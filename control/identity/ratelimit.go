@@ -24,6 +24,7 @@ type Limits struct {
 	TwoFactorPerIP      Rule // 2FA code checks (login step, setup, disable)
 	TwoFactorPerAccount Rule
 	RefreshPerIP        Rule
+	RefreshPerAccount   Rule
 	RecoveryPerIP       Rule // forgot-password mails
 	RecoveryPerAccount  Rule // mails to one address (forgot-password; signup separately)
 	VerifyPerIP         Rule // verify-email, reset-password, intent exchange, OAuth starts
@@ -40,6 +41,7 @@ func DefaultLimits() Limits {
 		TwoFactorPerIP:      Rule{15, time.Minute},
 		TwoFactorPerAccount: Rule{15, time.Minute},
 		RefreshPerIP:        Rule{150, 5 * time.Minute},
+		RefreshPerAccount:   Rule{150, 5 * time.Minute},
 		RecoveryPerIP:       Rule{30, time.Hour},
 		RecoveryPerAccount:  Rule{3, time.Hour},
 		VerifyPerIP:         Rule{360, time.Hour},

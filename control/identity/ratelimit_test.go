@@ -59,6 +59,11 @@ func TestSignupRefreshAndRecoveryLimits(t *testing.T) {
 		rt = e.must(e.callRefresh(rt, rt), 200).str("data", "refreshToken")
 	}
 	want429(t, e.callRefresh(rt, rt), "refresh")
+	// Per account: another address hits the account's budget.
+	e2 := limitedEnv(t, identity.Limits{RefreshPerAccount: identity.Rule{N: 1, Per: 5 * time.Minute}})
+	l2 := e2.account("acct@example.com")
+	rt2 := e2.must(e2.callRefresh(l2["refreshToken"].(string), l2["refreshToken"].(string)), 200).str("data", "refreshToken")
+	want429(t, e2.callWith(clientFrom(t, "127.0.0.2"), "POST", "/api/v1/users/auth/refresh", map[string]any{"refreshToken": rt2}, rt2), "refresh per account")
 
 	for i := 0; i < 2; i++ {
 		e.must(e.call("POST", "/api/v1/auth/forgot-password", map[string]any{"email": "lim@example.com"}, ""), 200)

@@ -142,6 +142,9 @@ func (s *Service) refresh(raw string) (*LoginResult, error) {
 	if err != nil {
 		return nil, errBadRefresh
 	}
+	if err := s.limiter.hit("refresh:acct:"+c.Subject, s.limits.RefreshPerAccount); err != nil {
+		return nil, err
+	}
 	var res *LoginResult
 	var reuse bool
 	err = s.update(func(tx *store.Tx) error {
