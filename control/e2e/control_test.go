@@ -161,6 +161,9 @@ func TestSigningOffAndConfigPrecedence(t *testing.T) {
 			data := t.TempDir()
 			p := serve(t, data, tc.env, tc.args...)
 			p.signed = tc.signed
+			if strings.HasSuffix(p.url, ":8080") {
+				t.Fatalf("listening on the default port although --listen or DECKHAND_LISTEN asked for :0: %s", p.url)
+			}
 			r := p.do("GET", "/api/v1/meta/public-key", nil)
 			if tc.signed && r.status != 200 {
 				t.Fatalf("public key with signing on: %d %s", r.status, r.raw)
