@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -553,5 +555,32 @@ func BenchmarkVerify1KiB(b *testing.B) {
 		if _, err := v.Verify(context.Background(), h, "/p", body); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// keySetServer serves ks's public set at the public-key path, signed by
+// signer — an honest control plane when signer uses ks, an impostor else.
+func keySetServer(t *testing.T, ks *signing.KeySet, signer *signing.Signer) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := json.Marshal(map[string]any{"statusCode": 200, "message": "Signing key set", "data": ks.PublicSet()})
+		w.Header().Set(signing.Header, signer.Sign(r.URL.EscapedPath(), body))
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestHTTPKeySourceChecksTheSetsOwnSignature(t *testing.T) {
+	t.Parallel()
+	ks, other := newKeys(t), newKeys(t)
+	ctx := context.Background()
+	set, err := signing.HTTPKeySource(nil, keySetServer(t, ks, signing.NewSigner(ks, nil)))(ctx)
+	if err != nil || set.ActiveKID != ks.Active().ID {
+		t.Fatalf("honest set: %v %+v", err, set)
+	}
+	_, err = signing.HTTPKeySource(nil, keySetServer(t, ks, signing.NewSigner(other, nil)))(ctx)
+	if err == nil || !strings.Contains(err.Error(), "which it does not contain") {
+		t.Fatalf("set signed by a foreign key: %v", err)
 	}
 }

@@ -260,7 +260,27 @@ func HTTPKeySource(client *http.Client, baseURL string) KeySource {
 		if len(env.Data.Keys) == 0 {
 			return PublicKeySet{}, fmt.Errorf("%s: key set has no keys", url)
 		}
-		return env.Data, nil
+		// The set must carry a valid signature by one of its own keys: not
+		// a trust anchor (pin keys for that), but it rejects a set that was
+		// altered in transit or served by something that holds no key.
+		sig, err := ParseHeader(resp.Header.Get(Header))
+		if err != nil {
+			return PublicKeySet{}, fmt.Errorf("%s: %w", url, err)
+		}
+		for _, pk := range env.Data.Keys {
+			if pk.KID != sig.KID {
+				continue
+			}
+			pub, err := pk.Decode()
+			if err != nil {
+				return PublicKeySet{}, fmt.Errorf("%s: %w", url, err)
+			}
+			if sig.Path != PublicKeyPath || !ed25519.Verify(pub, SignedData(sig.T, raw), sig.Sig) {
+				return PublicKeySet{}, fmt.Errorf("%s: key set is not signed by its own key %q", url, sig.KID)
+			}
+			return env.Data, nil
+		}
+		return PublicKeySet{}, fmt.Errorf("%s: key set is signed by kid %q, which it does not contain", url, sig.KID)
 	}
 }
 
