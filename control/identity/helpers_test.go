@@ -23,7 +23,7 @@ import (
 )
 
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	svc     *identity.Service
 	host    *platform.Host
 	url     string
@@ -35,7 +35,7 @@ type env struct {
 
 // newEnv starts identity on a temp bbolt file behind a real loopback
 // listener, with mail written into a temp directory.
-func newEnv(t *testing.T, mods ...func(*identity.Deps)) *env {
+func newEnv(t testing.TB, mods ...func(*identity.Deps)) *env {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(filepath.Join(dir, "control.db"))
