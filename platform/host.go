@@ -191,13 +191,23 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		h.cfg.Logger.Info("request",
 			"service", h.cfg.Info.Name, "request_id", rid, "method", c.Method(), "path", c.Path(),
 			"status", c.Response().StatusCode(), "duration_ms", float64(time.Since(start).Microseconds())/1000,
-			"ip", c.IP(), "bytes", len(c.Response().Body()))
+			"ip", c.IP(), "bytes", bodyLen(c))
 		err = nil
 	}()
 	if e := c.Next(); e != nil {
 		h.writeError(c, e)
 	}
 	return nil
+}
+
+// bodyLen is the response size for the access log. A streamed body's
+// length is not known yet, and Response().Body() would drain the stream
+// into memory, so it reports the Content-Length header (-1 when chunked).
+func bodyLen(c fiber.Ctx) int {
+	if c.Response().IsBodyStream() {
+		return c.Response().Header.ContentLength()
+	}
+	return len(c.Response().Body())
 }
 
 func (h *Host) finalize(c fiber.Ctx) {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"deckhand/control/server"
 	"deckhand/platform"
@@ -39,11 +40,18 @@ func (r *greetReq) Validate() error {
 
 // testDomain stands in for a later domain: one public POST that decodes a
 // body, one guarded Fiber route, one guarded net/http route.
-type testDomain struct{ booted bool }
+type testDomain struct {
+	booted  bool
+	release chan struct{} // lets the stream route finish
+}
 
 func (d *testDomain) Bootstrap(context.Context) error { d.booted = true; return nil }
 
 func (d *testDomain) Routes() []platform.Route {
+	if d.release == nil {
+		d.release = make(chan struct{})
+		close(d.release)
+	}
 	return []platform.Route{
 		{Method: http.MethodPost, Path: "/api/v1/test/greet", Public: true, Summary: "greet", Body: greetReq{},
 			Handler: func(c fiber.Ctx) error {
@@ -62,6 +70,16 @@ func (d *testDomain) Routes() []platform.Route {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, `{"statusCode":200,"message":"from net/http"}`)
 			})},
+		{Method: http.MethodGet, Path: "/api/v1/test/stream", Public: true, Summary: "event stream",
+			Handler: func(c fiber.Ctx) error {
+				c.Set("Content-Type", "text/event-stream")
+				return c.SendStreamWriter(func(w *bufio.Writer) {
+					w.WriteString("data: first\n\n")
+					w.Flush()
+					<-d.release
+					w.WriteString("data: last\n\n")
+				})
+			}},
 		{Method: http.MethodGet, Path: "/api/v1/test/kib", Public: true, Summary: "1 KiB body",
 			Handler: func(c fiber.Ctx) error { return c.Send(kib) }},
 	}
@@ -201,6 +219,33 @@ func TestRoutesEnvelopesAndGuard(t *testing.T) {
 }
 
 func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// A streamed body reaches the client as it is written (neither the access
+// log nor the signer may drain it first) and carries no signature, since
+// its bytes are unknown when the headers go out.
+func TestStreamedResponseIsNotBuffered(t *testing.T) {
+	t.Parallel()
+	dom := &testDomain{release: make(chan struct{})}
+	r := start(t, baseConfig(t), server.WithDomain(dom))
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(r.url + "/api/v1/test/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if h := resp.Header.Get(signing.Header); h != "" {
+		t.Errorf("stream signed: %q", h)
+	}
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "data: first\n" {
+		t.Fatalf("first event before the writer finished: %q %v", line, err)
+	}
+	close(dom.release)
+	rest, _ := io.ReadAll(br)
+	if string(rest) != "\ndata: last\n\n" {
+		t.Fatalf("rest %q", rest)
+	}
+}
 
 // With the built-in authenticator (identity), another domain's guarded
 // routes refuse missing and bogus credentials.

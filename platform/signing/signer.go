@@ -46,6 +46,14 @@ func (s *Signer) Sign(path string, body []byte) string {
 
 // Finalize is the platform.HostConfig.Finalize hook: it signs the complete
 // response, whatever produced it (handler, error renderer, 404, 413).
+//
+// A streamed body (SSE, long downloads) is left unsigned: its bytes are not
+// known when the headers go out, and reading them here would buffer the
+// whole stream. A HEAD answer carries the signature of the body GET would
+// send, as its other headers describe that body too.
 func (s *Signer) Finalize(c fiber.Ctx) {
+	if c.Response().IsBodyStream() {
+		return
+	}
 	c.Set(Header, s.Sign(c.Path(), c.Response().Body()))
 }
