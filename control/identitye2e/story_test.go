@@ -24,9 +24,14 @@ func TestAccountStory(t *testing.T) {
 	login := s.login(email, goodPW)
 	access, rt1 := login["token"].(string), login["refreshToken"].(string)
 	me := s.must(s.call("GET", "/api/v1/users/auth/me", nil, access), 200)
-	if me.str("data", "email") != email || me.header.Get("X-Service-Signature") == "" {
-		t.Fatalf("me: %s", me.raw)
+	if me.str("data", "email") != email || me.header.Get("X-Service-Signature") == "" || me.str("data", "region") != "eu-central-1" {
+		t.Fatalf("me (default region: the first available): %s", me.raw)
 	}
+	r = s.must(s.call("POST", "/api/v1/auth/signup", map[string]any{"email": "r@example.com", "password": goodPW, "region": "ap-southeast-1"}, ""), 400)
+	if !strings.Contains(r.str("message"), "region") {
+		t.Fatalf("unavailable region: %s", r.raw)
+	}
+	s.must(s.call("POST", "/api/v1/auth/signup", map[string]any{"email": "r@example.com", "password": goodPW, "region": "us-east-1"}, ""), 200)
 	if r := s.refresh(rt1, rt1+" "); r.status != 401 || r.str("message") != "Invalid refresh token" {
 		t.Fatalf("mismatch: %d %s", r.status, r.raw)
 	}
