@@ -81,16 +81,23 @@ if [[ -n "${XVFB_MONITORS:-}" ]]; then
 	command -v xrandr >/dev/null || { echo "xvfb.sh: XVFB_MONITORS needs xrandr (apt-get install x11-xserver-utils)" >&2; exit 3; }
 	# the first monitor takes over the output's automatic one ("screen"); it
 	# is set last (setting it first crashes Xvfb 21)
-	out=$(DISPLAY="$disp" xrandr --listmonitors | awk 'NR == 2 {print $NF}')
-	mons=($XVFB_MONITORS)
-	for ((i = ${#mons[@]} - 1; i >= 0; i--)); do
-		m=${mons[$i]}
-		# WxH+X+Y -> W/mmwxH/mmh+X+Y (about 96 dpi)
-		w=${m%%x*}; rest=${m#*x}; h=${rest%%+*}; xy=${rest#*+}
-		target=none
-		((i == 0)) && target=$out
-		DISPLAY="$disp" xrandr --setmonitor "deckhand-$i" "$w/$((w * 254 / 960))x$h/$((h * 254 / 960))+$xy" "$target" >/dev/null
+	# the window manager's start can reset the monitor list: set, check, retry
+	for _try in 1 2 3 4 5 6 7 8 9 10; do
+		out=$(DISPLAY="$disp" xrandr --listmonitors | awk 'NR == 2 {print $NF}')
+		mons=($XVFB_MONITORS)
+		for ((i = ${#mons[@]} - 1; i >= 0; i--)); do
+			m=${mons[$i]}
+			# WxH+X+Y -> W/mmwxH/mmh+X+Y (about 96 dpi)
+			w=${m%%x*}; rest=${m#*x}; h=${rest%%+*}; xy=${rest#*+}
+			target=none
+			((i == 0)) && target=$out
+			DISPLAY="$disp" xrandr --setmonitor "deckhand-$i" "$w/$((w * 254 / 960))x$h/$((h * 254 / 960))+$xy" "$target" >/dev/null
+		done
+		sleep 0.2
+		[[ "$(DISPLAY="$disp" xrandr --listmonitors | head -1)" == "Monitors: ${#mons[@]}" ]] && break
 	done
+	[[ "$(DISPLAY="$disp" xrandr --listmonitors | head -1)" == "Monitors: ${#mons[@]}" ]] ||
+		{ echo "xvfb.sh: could not set the monitors $XVFB_MONITORS" >&2; exit 1; }
 fi
 
 if [[ "${XVFB_XTERM:-1}" != 0 ]] && ! alive xterm && command -v xterm >/dev/null; then

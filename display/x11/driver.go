@@ -49,13 +49,19 @@ type Driver struct {
 	closed   sync.Once
 }
 
-var _ api.Driver = (*Driver)(nil)
+var (
+	_          api.Driver = (*Driver)(nil)
+	xgbLogOnce sync.Once
+)
 
 // Open connects to display (":99"; "" means $DISPLAY).
 func Open(display string, log *slog.Logger) (*Driver, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	// xgb logs through a package-level logger (for example "no
+	// .Xauthority, trying without"): keep it at debug level
+	xgbLogOnce.Do(func() { xgb.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug) })
 	conn, err := xgb.NewConnDisplay(display)
 	if err != nil {
 		return nil, fmt.Errorf("connect to X display %q: %w", display, err)

@@ -52,8 +52,8 @@ func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 
 // Without a reachable display the binary still serves: 503
 // DISPLAY_UNAVAILABLE and an unavailable health; once an X server comes up
-// on that display it connects without a restart. The display comes from
-// DECKHAND_DISPLAY, as the agent's environment would give it.
+// on that display it connects without a restart and reports its monitors.
+// The display comes from DECKHAND_DISPLAY, as the environment would give it.
 func TestServesUnavailableThenConnects(t *testing.T) {
 	disp := ":" + fmt.Sprint(4000+os.Getpid()%500)
 	addr := freePort(t)
@@ -95,7 +95,8 @@ func TestServesUnavailableThenConnects(t *testing.T) {
 	script := filepath.Join(wd, "..", "..", "..", "scripts", "xvfb.sh")
 	state := t.TempDir()
 	x := exec.Command("bash", script, "start", disp)
-	x.Env = append(os.Environ(), "XVFB_STATE="+state, "XVFB_XTERM=0", "XVFB_SCREEN=800x600x24")
+	x.Env = append(os.Environ(), "XVFB_STATE="+state, "XVFB_XTERM=0", "XVFB_SCREEN=800x600x24",
+		"XVFB_MONITORS=500x600+0+0 300x600+500+0")
 	if out, err := x.CombinedOutput(); err != nil {
 		t.Fatalf("xvfb.sh: %v %s", err, out)
 	}
@@ -109,7 +110,9 @@ func TestServesUnavailableThenConnects(t *testing.T) {
 		return s == 200
 	})
 	_, body = get(t, base+"/api/v1/display/info")
-	if string(body) != `{"width":800,"height":600,"displays":[{"index":0,"x":0,"y":0,"width":800,"height":600}]}` {
+	// two RandR monitors side by side: the multi-screen answer
+	if string(body) != `{"width":800,"height":600,"displays":[{"index":0,"x":0,"y":0,"width":500,"height":600},`+
+		`{"index":1,"x":500,"y":0,"width":300,"height":600}]}` {
 		t.Fatalf("info = %s", body)
 	}
 	_, body = get(t, base+"/health")
