@@ -80,6 +80,10 @@ func (d *testDomain) Routes() []platform.Route {
 					w.WriteString("data: last\n\n")
 				})
 			}},
+		{Method: http.MethodGet, Path: "/api/v1/test/ip", Public: true, Summary: "caller's IP",
+			Handler: func(c fiber.Ctx) error {
+				return platform.Respond(c, http.StatusOK, "ip", map[string]string{"ip": c.IP()})
+			}},
 		{Method: http.MethodGet, Path: "/api/v1/test/kib", Public: true, Summary: "1 KiB body",
 			Handler: func(c fiber.Ctx) error { return c.Send(kib) }},
 	}
@@ -244,6 +248,23 @@ func TestStreamedResponseIsNotBuffered(t *testing.T) {
 	rest, _ := io.ReadAll(br)
 	if string(rest) != "\ndata: last\n\n" {
 		t.Fatalf("rest %q", rest)
+	}
+}
+
+func TestTrustProxyHeaders(t *testing.T) {
+	t.Parallel()
+	for _, trust := range []bool{false, true} {
+		cfg := baseConfig(t)
+		cfg.TrustProxyHeaders = trust
+		r := start(t, cfg, server.WithDomain(&testDomain{}))
+		_, body := r.do(t, "GET", "/api/v1/test/ip", "", "X-Forwarded-For", "203.0.113.9")
+		want := "127.0.0.1"
+		if trust {
+			want = "203.0.113.9"
+		}
+		if got := body["data"].(map[string]any)["ip"]; got != want {
+			t.Errorf("trust-proxy-headers=%v: client IP %v, want %s", trust, got, want)
+		}
 	}
 }
 
