@@ -1,0 +1,33 @@
+//go:build !linux
+
+package terminal
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+
+	"deckhand/platform"
+)
+
+const (
+	sigHangup = syscall.Signal(1)
+	sigKill   = syscall.Signal(9)
+)
+
+func resolveShell(shell string) (string, error) { return shell, nil }
+
+func startShell(string, string, []string, int, int) (*os.File, *exec.Cmd, error) {
+	return nil, nil, platform.Errorf(platform.CodeUnavailable, "terminal sessions need Linux")
+}
+
+func setSize(*os.File, int, int) error { return nil }
+
+func signalGroup(int, syscall.Signal) {}
+
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	return ps.ExitCode()
+}
