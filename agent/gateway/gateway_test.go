@@ -25,8 +25,9 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // header-echo upstream and a WebSocket echo upstream (stand-ins until a
 // WebSocket service is registered), and "terminal" pointing at a closed port.
 type fixture struct {
-	gw  *gateway.Gateway
-	url string
+	gw       *gateway.Gateway
+	url      string
+	filesURL string
 }
 
 func hostFor(name string, svc interface {
@@ -36,7 +37,7 @@ func hostFor(name string, svc interface {
 	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: quiet}, svc.Routes())
 }
 
-func newFixture(t *testing.T, project, container string) *fixture {
+func newFixture(t testing.TB, project, container string) *fixture {
 	t.Helper()
 	deps := func(n string) platform.ServiceDeps {
 		return platform.ServiceDeps{Name: n, DataDir: t.TempDir(), Logger: quiet, Clock: platform.SystemClock{}}
@@ -82,7 +83,7 @@ func newFixture(t *testing.T, project, container string) *fixture {
 	})
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
-	return &fixture{gw: g, url: srv.URL}
+	return &fixture{gw: g, url: srv.URL, filesURL: "http://" + backends["files"]}
 }
 
 func (f *fixture) get(t *testing.T, host, path string, hdr ...string) (int, map[string]any, string) {
