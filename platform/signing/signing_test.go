@@ -584,3 +584,41 @@ func TestHTTPKeySourceChecksTheSetsOwnSignature(t *testing.T) {
 		t.Fatalf("set signed by a foreign key: %v", err)
 	}
 }
+
+// Many requests naming the same new kid at once share one refetch.
+func TestConcurrentUnknownKidShareOneRefetch(t *testing.T) {
+	t.Parallel()
+	ks := newKeys(t)
+	signer := signing.NewSigner(ks, nil)
+	src := &countingSource{}
+	src.publish(ks)
+	v := signing.NewVerifier(signing.VerifierOptions{Source: src.fetch})
+	body := []byte("x")
+	if _, err := v.Verify(context.Background(), signer.Sign("/x", body), "/x", body); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	src.publish(ks)
+	h := signer.Sign("/x", body)
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := v.Verify(context.Background(), h, "/x", body); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if src.count() != 2 {
+		t.Fatalf("50 concurrent verifies of a new kid fetched %d times in total, want 2", src.count())
+	}
+}
