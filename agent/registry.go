@@ -11,6 +11,7 @@ import (
 	"deckhand/platform"
 	"deckhand/services/cron"
 	"deckhand/services/files"
+	"deckhand/services/terminal"
 )
 
 // Constructor builds a service from what the agent hands it.
@@ -45,7 +46,7 @@ var Offsets = map[string]int{
 var registry = []Entry{
 	{Name: "cron", New: Of(cron.New)},
 	{Name: "files", New: Of(files.New)},
-	// {Name: "terminal", New: Of(terminal.New)},
+	{Name: "terminal", New: Of(terminal.New)},
 	{Name: "display", Binary: "deckhand-display", NeedsDisplay: true, Unavailable: func(r string) platform.Service { return api.NewUnavailable(r) }},
 }
 
