@@ -153,14 +153,36 @@ func cleanEnv() []string {
 	return env
 }
 
-// start runs `deckhand run` on a fresh port range and data dir.
+// start runs `deckhand run` on a fresh port range and data dir, and returns
+// once its gateway answers. Another test process may take a port between
+// freeBase's check and the agent's bind; the agent then fails fast and a
+// new range is tried.
 func start(t testing.TB, extra ...string) *agentProc {
 	t.Helper()
-	base := freeBase(t)
-	data := t.TempDir()
-	gw := "127.0.0.1:" + strconv.Itoa(base)
-	args := append([]string{"run", "--data", data, "--listen", gw, "--port-base", strconv.Itoa(base), "--log-level", "warn"}, extra...)
-	return startRaw(t, nil, gw, base, data, args...)
+attempts:
+	for attempt := 0; ; attempt++ {
+		base := freeBase(t)
+		data := t.TempDir()
+		gw := "127.0.0.1:" + strconv.Itoa(base)
+		args := append([]string{"run", "--data", data, "--listen", gw, "--port-base", strconv.Itoa(base), "--log-level", "warn"}, extra...)
+		a := startRaw(t, nil, gw, base, data, args...)
+		deadline := time.Now().Add(30 * time.Second) // hang guard
+		for time.Now().Before(deadline) {
+			select {
+			case <-a.done:
+				if attempt < 3 && strings.Contains(a.out.String(), "address already in use") {
+					continue attempts
+				}
+				t.Fatalf("agent exited at start (%v):\n%s", a.err, a.out)
+			default:
+			}
+			if a.status() != nil {
+				return a
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		t.Fatalf("gateway never answered:\n%s", a.out)
+	}
 }
 
 func (a *agentProc) stop(t testing.TB) {
