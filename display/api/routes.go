@@ -23,8 +23,8 @@ func (s *Service) Routes() []platform.Route {
 	shot := get("/screenshots", "Screenshot of the screen or a region",
 		"PNG (default) or JPEG bytes with their Content-Type. quality (1-100, default 80) applies to JPEG; "+
 			"PNG is always lossless. A region (x, y, width, height; x and y default to 0, width and height to the rest "+
-			"of the screen) must lie on the screen, else 400 OFF_SCREEN with the bounds. scale (0,1] resamples with "+
-			"Catmull-Rom (golang.org/x/image/draw). cursor=true draws the pointer in. Headers X-Image-Width and "+
+			"of the screen) must lie on the screen, else 400 OFF_SCREEN with the bounds. scale (0,1] shrinks with an "+
+			"area filter (coverage-weighted mean, alias-free). cursor=true draws the pointer in. Headers X-Image-Width and "+
 			"X-Image-Height give the size.", nil, s.screenshot)
 	shot.ContentType = "image/png"
 	shot.Query = []platform.Param{

@@ -129,7 +129,12 @@ func compile(st Step, at string, bounds Rect) (plan, error) {
 		if err != nil {
 			return p, err
 		}
-		p.run = func(ctx context.Context, s *Service, d Driver) (any, error) { return *pt, d.MoveTo(*pt) }
+		p.run = func(ctx context.Context, s *Service, d Driver) (any, error) {
+			if err := d.MoveTo(*pt); err != nil {
+				return nil, err
+			}
+			return d.Pointer() // where the server put it (a grab may confine it)
+		}
 
 	case "move-relative":
 		if st.DX == nil && st.DY == nil {
@@ -145,7 +150,10 @@ func compile(st Step, at string, bounds Rect) (plan, error) {
 			if err := onScreen(f("dx"), f("dy"), to, bounds); err != nil {
 				return nil, err
 			}
-			return to, d.MoveTo(to)
+			if err := d.MoveTo(to); err != nil {
+				return nil, err
+			}
+			return d.Pointer()
 		}
 
 	case "click", "double-click", "click-at":

@@ -3,14 +3,12 @@ package x11
 import (
 	"context"
 	"hash/maphash"
-	"image"
 	"sync"
 
 	"github.com/gen2brain/shm"
 	mshm "github.com/jezek/xgb/shm"
 	"github.com/jezek/xgb/xfixes"
 	"github.com/jezek/xgb/xproto"
-	"golang.org/x/image/draw"
 
 	"deckhand/display/api"
 	"deckhand/platform"
@@ -230,20 +228,6 @@ func (d *Driver) Screenshot(ctx context.Context, o api.ScreenshotOptions) ([]byt
 		return nil, platform.Internal("encode the screenshot", err)
 	}
 	return out, nil
-}
-
-// scaleBGRX resamples with x/image/draw's bilinear kernel, which widens
-// its support when shrinking (a proper area filter, no aliasing), treating
-// BGRX as RGBA: the filter is per channel, so the order does not matter.
-func scaleBGRX(f *frame, scale float64) ([]byte, int, int, int) {
-	for i := 3; i < len(f.pix); i += 4 {
-		f.pix[i] = 0xff // X leaves the pad byte undefined; the scaler reads it as alpha
-	}
-	src := &image.RGBA{Pix: f.pix, Stride: f.stride, Rect: image.Rect(0, 0, f.w, f.h)}
-	w, h := max(1, int(float64(f.w)*scale)), max(1, int(float64(f.h)*scale))
-	dst := image.NewRGBA(image.Rect(0, 0, w, h))
-	draw.BiLinear.Scale(dst, dst.Rect, src, src.Rect, draw.Src, nil)
-	return dst.Pix, w, h, dst.Stride
 }
 
 var checksumSeed = maphash.MakeSeed()
