@@ -103,8 +103,17 @@ func (u *unit) run(ctx context.Context) {
 		// Pdeathsig belongs to the thread that forked the child.
 		runtime.LockOSThread()
 	}
-	defer u.setState(StateStopped)
 	var svc platform.Service
+	defer func() {
+		// Sessions, processes and files an in-process service holds go
+		// with it, whether it was serving or waiting to restart.
+		if c, ok := svc.(platform.Closer); ok {
+			if err := c.Close(); err != nil {
+				u.log.Warn("close", "err", err)
+			}
+		}
+		u.setState(StateStopped)
+	}()
 	for {
 		var err error
 		if u.mode == ModeChild {
@@ -113,11 +122,6 @@ func (u *unit) run(ctx context.Context) {
 			svc, err = u.runInProcess(ctx, svc)
 		}
 		if ctx.Err() != nil {
-			if c, ok := svc.(platform.Closer); ok {
-				if err := c.Close(); err != nil {
-					u.log.Warn("close", "err", err)
-				}
-			}
 			return
 		}
 		delay := u.crashed(err)
