@@ -151,7 +151,8 @@ type Driver interface {
 	Checksum(r Rect) (uint64, error)
 
 	Pointer() (Point, error)
-	// MoveTo moves the pointer and returns once the server has done it.
+	// MoveTo moves the pointer. Input methods may return before the server
+	// acted (a later Pointer still sees the effect); Sync waits for it.
 	MoveTo(p Point) error
 	Button(b Button, down bool) error
 	// Key presses or releases the key producing sym, binding a spare
@@ -160,6 +161,8 @@ type Driver interface {
 	// TypeRune presses and releases what produces r (with Shift when the
 	// keymap needs it).
 	TypeRune(r rune) error
+	// Sync returns once the server has processed all input sent so far.
+	Sync() error
 	// ReleaseAll releases every key and button the server reports down.
 	ReleaseAll() (keys []Keysym, buttons []Button, err error)
 

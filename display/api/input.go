@@ -55,7 +55,7 @@ func (s *Service) act(action string) fiber.Handler {
 		defer cancel()
 		s.input.Lock()
 		defer s.input.Unlock()
-		res, err := p.run(ctx, s, d)
+		res, err := runStep(ctx, s, d, p)
 		if err != nil {
 			return err
 		}
@@ -85,11 +85,21 @@ func (s *Service) actOne(c fiber.Ctx) error {
 	s.input.Lock()
 	defer s.input.Unlock()
 	start := time.Now()
-	res, err := p.run(ctx, s, d)
+	res, err := runStep(ctx, s, d, p)
 	if err != nil {
 		return err
 	}
 	return platform.JSON(c, 200, StepResult{Action: p.action, OK: true, Result: res, DurationMS: ms(time.Since(start))})
+}
+
+// runStep runs one step and waits until the server has processed its input,
+// so an answer means "done", not "sent".
+func runStep(ctx context.Context, s *Service, d Driver, p plan) (any, error) {
+	res, err := p.run(ctx, s, d)
+	if serr := d.Sync(); err == nil {
+		err = serr
+	}
+	return res, err
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -164,7 +174,7 @@ func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchRes
 	out := BatchResult{OK: true, Total: len(plans), Results: make([]StepResult, 0, len(plans))}
 	for i, p := range plans {
 		t := time.Now()
-		res, err := p.run(ctx, s, d)
+		res, err := runStep(ctx, s, d, p)
 		r := StepResult{Index: i, Action: p.action, OK: err == nil, Result: res, DurationMS: ms(time.Since(t))}
 		if err != nil {
 			e := platform.AsError(err)

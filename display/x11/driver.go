@@ -239,11 +239,12 @@ func (d *Driver) Pointer() (api.Point, error) {
 	return api.Point{X: int(r.RootX), Y: int(r.RootY)}, nil
 }
 
-// MoveTo moves the pointer; the checked request returns once the server
-// processed it, so a following Pointer sees the new place.
+// MoveTo moves the pointer. Input requests are sent without waiting for
+// the server (one connection keeps them in order, so a following Pointer
+// sees the new place); Sync waits for all of them at the end of an action.
 func (d *Driver) MoveTo(p api.Point) error {
-	err := xtest.FakeInputChecked(d.conn, xproto.MotionNotify, 0, 0, d.root, int16(p.X), int16(p.Y), 0).Check()
-	return d.xerr("move the pointer", err)
+	xtest.FakeInput(d.conn, xproto.MotionNotify, 0, 0, d.root, int16(p.X), int16(p.Y), 0)
+	return d.alive()
 }
 
 // Button presses or releases a pointer button.
@@ -252,8 +253,24 @@ func (d *Driver) Button(b api.Button, down bool) error {
 	if down {
 		typ = xproto.ButtonPress
 	}
-	err := xtest.FakeInputChecked(d.conn, typ, byte(b), 0, 0, 0, 0, 0).Check()
-	return d.xerr("press a button", err)
+	xtest.FakeInput(d.conn, typ, byte(b), 0, 0, 0, 0, 0)
+	return d.alive()
+}
+
+// Sync returns once the server has processed every request sent so far.
+func (d *Driver) Sync() error {
+	_, err := xproto.GetInputFocus(d.conn).Reply()
+	return d.xerr("finish the input", err)
+}
+
+// alive fails fast when the connection is gone.
+func (d *Driver) alive() error {
+	select {
+	case <-d.done:
+		return &platform.Error{Code: api.CodeDisplayUnavailable, Message: "the X display " + d.display + " went away"}
+	default:
+		return nil
+	}
 }
 
 // ReleaseAll releases every key and button the server reports down.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 // importRoot captures the screen with ImageMagick, the independent witness.
@@ -67,13 +68,29 @@ func quietScreen(t *testing.T) {
 	})
 }
 
+// stableShot takes the service's screenshot between two imports that agree
+// (other tests' windows may still be closing), returning it and the import.
+func stableShot(t *testing.T, query string) (answer, image.Image) {
+	t.Helper()
+	for try := 0; ; try++ {
+		before := importRoot(t)
+		a := call(t, "GET", "/api/v1/display/screenshots?"+query, nil)
+		mustOK(t, a, "screenshot "+query)
+		after := importRoot(t)
+		if n, _ := diff(after, before, 0, 0); n == 0 {
+			return a, after
+		}
+		if try == 10 {
+			t.Fatal("the screen never held still")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func TestScreenshotMatchesImport(t *testing.T) {
 	needX(t)
 	quietScreen(t)
-	ref := importRoot(t)
-
-	a := call(t, "GET", "/api/v1/display/screenshots", nil)
-	mustOK(t, a, "png")
+	a, ref := stableShot(t, "")
 	if a.header.Get("Content-Type") != "image/png" {
 		t.Fatalf("content type %q", a.header.Get("Content-Type"))
 	}
@@ -88,8 +105,7 @@ func TestScreenshotMatchesImport(t *testing.T) {
 		t.Fatalf("PNG differs from import in %d pixels", n)
 	}
 
-	a = call(t, "GET", "/api/v1/display/screenshots?x=480&y=180&width=700&height=300", nil)
-	mustOK(t, a, "region")
+	a, ref = stableShot(t, "x=480&y=180&width=700&height=300")
 	img, err = png.Decode(bytes.NewReader(a.body))
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +118,7 @@ func TestScreenshotMatchesImport(t *testing.T) {
 	}
 
 	for _, q := range []int{80, 95} {
-		a = call(t, "GET", fmt.Sprintf("/api/v1/display/screenshots?format=jpeg&quality=%d", q), nil)
-		mustOK(t, a, "jpeg")
+		a, ref = stableShot(t, fmt.Sprintf("format=jpeg&quality=%d", q))
 		if a.header.Get("Content-Type") != "image/jpeg" {
 			t.Fatalf("content type %q", a.header.Get("Content-Type"))
 		}
@@ -130,8 +145,7 @@ func TestScreenshotMatchesImport(t *testing.T) {
 	}
 
 	// scale: half size, close to a box-filtered reference
-	a = call(t, "GET", "/api/v1/display/screenshots?scale=0.5", nil)
-	mustOK(t, a, "scaled")
+	a, ref = stableShot(t, "scale=0.5")
 	img, err = png.Decode(bytes.NewReader(a.body))
 	if err != nil {
 		t.Fatal(err)
