@@ -196,6 +196,7 @@ func (a *agentProc) stop(t testing.TB) {
 	case <-a.done:
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+		_ = a.cmd.Process.Kill()
 		<-a.done
 		t.Errorf("agent ignored SIGTERM for 10s; output:\n%s", a.out)
 	}

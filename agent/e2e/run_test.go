@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -701,5 +702,97 @@ func TestPortConflictIsClear(t *testing.T) {
 	want := "files: listen 127.0.0.1:" + strconv.Itoa(base+2)
 	if err == nil || !strings.Contains(out, want) || !strings.Contains(out, "--port-base") || !strings.Contains(out, "address already in use") {
 		t.Fatalf("%v %q, want %q", err, out, want)
+	}
+}
+
+// TestAsPID1: started as PID 1 of a PID namespace (a container without an
+// init), deckhand becomes that namespace's init: it runs the agent as its
+// child, reaps orphans, and passes SIGTERM on.
+func TestAsPID1(t *testing.T) {
+	t.Parallel()
+	unshare, err1 := exec.LookPath("unshare")
+	nsenter, err2 := exec.LookPath("nsenter")
+	if os.Geteuid() != 0 || err1 != nil || err2 != nil {
+		t.Skip("needs root, unshare and nsenter")
+	}
+	if out, err := exec.Command(unshare, "--pid", "--fork", "--mount-proc", "true").CombinedOutput(); err != nil {
+		t.Skipf("no PID namespaces here: %v %s", err, out)
+	}
+	base := freeBase(t)
+	data := t.TempDir()
+	gw := "127.0.0.1:" + strconv.Itoa(base)
+	a := &agentProc{gw: gw, base: base, data: data, out: &syncBuffer{}, done: make(chan struct{})}
+	a.cmd = exec.Command(unshare, "--pid", "--fork", "--mount-proc", "--kill-child", bin, "run", "--data", data,
+		"--listen", gw, "--port-base", strconv.Itoa(base), "--isolate", "cron", "--log-level", "warn")
+	a.cmd.Env = cleanEnv()
+	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { a.err = a.cmd.Wait(); close(a.done) }()
+	initPID := 0
+	t.Cleanup(func() {
+		// unshare ignores SIGTERM while it waits; its --kill-child takes
+		// the namespace down when it is killed.
+		if initPID != 0 {
+			_ = syscall.Kill(initPID, syscall.SIGTERM)
+		}
+		select {
+		case <-a.done:
+		case <-time.After(10 * time.Second):
+			_ = a.cmd.Process.Kill()
+			<-a.done
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second) // hang guard
+	for a.status() == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := a.ready(t)
+	if st.Agent.PID == 1 {
+		t.Fatal("the agent itself is PID 1; it should run under deckhand's init")
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", a.cmd.Process.Pid, a.cmd.Process.Pid))
+	if err != nil || len(strings.Fields(string(raw))) != 1 {
+		t.Fatalf("unshare's children: %q %v", raw, err)
+	}
+	initPID, _ = strconv.Atoi(strings.Fields(string(raw))[0])
+
+	// An orphan: the shell exits at once, its sleep is re-parented to PID 1.
+	if out, err := exec.Command(nsenter, "-t", strconv.Itoa(initPID), "-p", "--", "sh", "-c", "sleep 1 </dev/null >/dev/null 2>&1 & exit 0").CombinedOutput(); err != nil {
+		t.Fatalf("nsenter: %v %s", err, out)
+	}
+	orphan := 0
+	for _, pid := range allPIDs() {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if ppid, _, _, ok := procInfo(pid); ok && ppid == initPID && strings.TrimSpace(string(comm)) == "sleep" {
+			orphan = pid
+		}
+	}
+	if orphan == 0 {
+		t.Fatal("the orphaned sleep was not re-parented to deckhand's init")
+	}
+	deadline = time.Now().Add(10 * time.Second) // hang guard
+	for {
+		_, _, state, ok := procInfo(orphan)
+		if !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orphan %d never reaped (state %s)", orphan, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	if err := syscall.Kill(initPID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("SIGTERM to deckhand's init did not stop the agent:\n%s", a.out)
+	}
+	if a.err != nil {
+		t.Fatalf("exit %v:\n%s", a.err, a.out)
 	}
 }

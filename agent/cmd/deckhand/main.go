@@ -84,6 +84,12 @@ func runCmd() *cobra.Command {
 				return err
 			}
 			cfg.Services = names
+			if agent.NeedsInit() {
+				// PID 1 of a container: reap orphans as init, run the agent
+				// as its child (flags were checked above, so mistakes show
+				// once).
+				os.Exit(agent.RunInit())
+			}
 			cfg.Logger = config.Logger(os.Stderr, cfg.LogLevel)
 			cfg.Out = os.Stdout
 			sup, err := agent.New(cfg)
