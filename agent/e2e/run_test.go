@@ -134,24 +134,65 @@ func TestAgentServes(t *testing.T) {
 		if _, ok := agent.Lookup("terminal"); !ok {
 			t.Skip("no WebSocket service is registered yet; agent/gateway TestWebSocketPassesThrough covers pass-through with an upstream echo")
 		}
-		u := "ws://" + a.gw + "/_/terminal/api/v1/terminal/ws?cols=80&rows=24"
-		c, resp, err := websocket.DefaultDialer.Dial(u, nil)
+		// /bin/sh keeps the user's rc files (and their start-up time) out.
+		resp, err := client.Post("http://"+a.gw+"/_/terminal/api/v1/terminal/create", "application/json",
+			strings.NewReader(`{"shell":"/bin/sh","cols":80,"rows":24}`))
 		if err != nil {
-			t.Fatalf("dial %s: %v %v", u, err, resp)
-		}
-		defer c.Close()
-		if err := c.WriteMessage(websocket.BinaryMessage, []byte("echo gateway-$((40+2))\n")); err != nil {
 			t.Fatal(err)
 		}
-		var seen strings.Builder
-		_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
-		for !strings.Contains(seen.String(), "gateway-42") {
-			mt, msg, err := c.ReadMessage()
-			if err != nil {
-				t.Fatalf("read: %v; got %q", err, seen.String())
+		var created struct {
+			ID string `json:"id"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&created)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusCreated || created.ID == "" {
+			t.Fatalf("create through the gateway: %d %v", resp.StatusCode, err)
+		}
+		u := "ws://" + a.gw + "/_/terminal/api/v1/terminal/ws?id=" + created.ID
+		c, wsResp, err := websocket.DefaultDialer.Dial(u, nil)
+		if err != nil {
+			t.Fatalf("dial %s: %v %v", u, err, wsResp)
+		}
+		defer c.Close()
+		if wsResp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("upgrade answered %d", wsResp.StatusCode)
+		}
+		// A shell may discard input typed before it is ready (readline
+		// flushes the tty), so the command is sent again until it answers.
+		output := make(chan []byte, 64)
+		go func() {
+			defer close(output)
+			for {
+				mt, msg, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				if mt == websocket.BinaryMessage {
+					output <- msg
+				}
 			}
-			if mt == websocket.BinaryMessage {
+		}()
+		var seen strings.Builder
+		deadline := time.After(20 * time.Second) // hang guard
+		resend := time.NewTicker(time.Second)
+		defer resend.Stop()
+		send := func() {
+			if err := c.WriteMessage(websocket.BinaryMessage, []byte("echo gateway-$((40+2))\n")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		send()
+		for !strings.Contains(seen.String(), "gateway-42") {
+			select {
+			case msg, ok := <-output:
+				if !ok {
+					t.Fatalf("connection closed; got %q", seen.String())
+				}
 				seen.Write(msg)
+			case <-resend.C:
+				send()
+			case <-deadline:
+				t.Fatalf("no answer through the gateway; got %q", seen.String())
 			}
 		}
 	})
