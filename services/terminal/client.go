@@ -98,6 +98,12 @@ func (c *client) finish(code int) {
 	c.signal()
 }
 
+// Frame coalescing while output streams (see writeLoop).
+const (
+	coalesceAbove  = 4096
+	coalesceWindow = time.Millisecond
+)
+
 type exitMessage struct {
 	Type string `json:"type"`
 	Code int    `json:"code"`
@@ -114,6 +120,8 @@ type errorMessage struct {
 func (c *client) writeLoop() {
 	defer close(c.done)
 	var spare []byte
+	var lastLen int
+	var lastEnd time.Time
 	ticker := time.NewTicker(c.ping)
 	defer ticker.Stop()
 	for {
@@ -127,6 +135,12 @@ func (c *client) writeLoop() {
 			}
 			continue
 		case <-c.wake:
+		}
+		// While output streams (the last frame was large and just went out),
+		// let a little more gather so frames stay large: fewer syscalls and
+		// wake-ups on both ends. A keystroke echo after a pause goes at once.
+		if lastLen >= coalesceAbove && time.Since(lastEnd) < coalesceWindow {
+			time.Sleep(coalesceWindow)
 		}
 		c.mu.Lock()
 		buf := c.pending
@@ -150,7 +164,9 @@ func (c *client) writeLoop() {
 				c.abort()
 				return
 			}
+			lastEnd = time.Now()
 		}
+		lastLen = len(buf)
 		// Keep one buffer for reuse, but not a huge one from a burst.
 		if cap(buf) <= 1<<20 {
 			spare = buf[:0]

@@ -38,7 +38,11 @@ func newEnv(t testing.TB, opts map[string]string, clock platform.Clock) *env {
 	if clock == nil {
 		clock = platform.SystemClock{}
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var w io.Writer = io.Discard
+	if os.Getenv("TERMINAL_TEST_LOG") != "" {
+		w = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(w, nil))
 	svc := terminal.New(platform.ServiceDeps{Name: "terminal", DataDir: t.TempDir(), Logger: log, Clock: clock, Options: opts})
 	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "terminal"}, Logger: log}, svc.Routes())
 	u := platformtest.Serve(t, host)

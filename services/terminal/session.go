@@ -309,6 +309,7 @@ func (s *Session) output(p []byte) {
 	s.lastActivity = now
 	for c := range s.clients {
 		if !c.push(p) {
+			s.svc.log.Warn("terminal: client dropped: output queue overflowed", "id", s.id, "queue_limit", c.max)
 			delete(s.clients, c)
 			if len(s.clients) == 0 {
 				s.idleSince = now
