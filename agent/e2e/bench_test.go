@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -52,10 +54,21 @@ func BenchmarkColdStart(b *testing.B) {
 }
 
 // BenchmarkIdleRSS: resident memory of the agent and all its children after
-// two idle seconds.
+// two idle seconds. "with-display" runs the deckhand-display child on an
+// Xvfb (when `make build` put it beside deckhand, see DECKHAND_BIN).
 func BenchmarkIdleRSS(b *testing.B) {
-	for _, m := range modes {
+	all := append(modes[:len(modes):len(modes)], struct {
+		name string
+		args []string
+	}{"with-display", nil})
+	for _, m := range all {
 		b.Run(m.name, func(b *testing.B) {
+			if m.name == "with-display" {
+				if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
+					b.Skip("deckhand-display is not beside deckhand")
+				}
+				m.args = []string{"--display", startXvfb(b)}
+			}
 			var mib []float64
 			for range b.N {
 				a := start(b, m.args...)
