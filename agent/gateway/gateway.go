@@ -104,6 +104,7 @@ type route struct {
 	addr    string
 	path    string // escaped
 	service string
+	prefix  string // the stripped /_/<service>, for X-Forwarded-Prefix
 }
 
 // New builds the gateway.
@@ -125,6 +126,12 @@ func New(cfg Config) *Gateway {
 			pr.Out.URL.Path, _ = url.PathUnescape(rt.path)
 			pr.Out.URL.RawPath = rt.path
 			pr.SetXForwarded()
+			// Where the service sits under path routing, so a web page it
+			// serves can build links that come back through the gateway.
+			pr.Out.Header.Del("X-Forwarded-Prefix")
+			if rt.prefix != "" {
+				pr.Out.Header.Set("X-Forwarded-Prefix", rt.prefix)
+			}
 		},
 		Transport: &http.Transport{
 			Proxy:                 nil, // services are local; never via $HTTP_PROXY
@@ -169,7 +176,21 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, perr.Status(), perr.Code, perr.Message, perr.Details)
 		return
 	}
-	ctx := context.WithValue(r.Context(), targetKey{}, &route{addr: addr, path: t.Path, service: t.Service})
+	rt := &route{addr: addr, path: t.Path, service: t.Service}
+	if !t.ByHost {
+		rt.prefix = "/_/" + t.Service
+		// A page at /_/<service> would resolve its relative links against
+		// /_/; send browsers to the directory form, as file servers do.
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.EscapedPath() == rt.prefix {
+			target := rt.prefix + "/"
+			if r.URL.RawQuery != "" {
+				target += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, target, http.StatusPermanentRedirect)
+			return
+		}
+	}
+	ctx := context.WithValue(r.Context(), targetKey{}, rt)
 	g.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 

@@ -63,7 +63,8 @@ func newFixture(t testing.TB, project, container string) *fixture {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{
 			"path": r.URL.Path, "raw_path": r.URL.RawPath, "query": r.URL.RawQuery,
-			"xff": r.Header.Get("X-Forwarded-For"), "xfh": r.Header.Get("X-Forwarded-Host"), "xfp": r.Header.Get("X-Forwarded-Proto"),
+			"prefix": r.Header.Get("X-Forwarded-Prefix"),
+			"xff":    r.Header.Get("X-Forwarded-For"), "xfh": r.Header.Get("X-Forwarded-Host"), "xfp": r.Header.Get("X-Forwarded-Proto"),
 		})
 	}))
 	t.Cleanup(echo.Close)
@@ -116,7 +117,7 @@ func TestRouting(t *testing.T) {
 	}{
 		{"path to cron health", "", "/_/cron/health", 200, func(m map[string]any) bool { return m["service"] == "cron" && m["status"] == "ok" }},
 		{"path to files version", "", "/_/files/api/v1/version", 200, func(m map[string]any) bool { return m["version"] == "v1" }},
-		{"path prefix only is /", "", "/_/notes", 200, func(m map[string]any) bool { return m["path"] == "/" }},
+		{"directory form is /", "", "/_/notes/", 200, func(m map[string]any) bool { return m["path"] == "/" && m["prefix"] == "/_/notes" }},
 		{"prefix stripped, escapes and query kept", "", "/_/notes/a%2Fb/c?x=1&y=%20", 200,
 			func(m map[string]any) bool {
 				return m["path"] == "/a/b/c" && m["raw_path"] == "/a%2Fb/c" && m["query"] == "x=1&y=%20"
@@ -160,14 +161,46 @@ func errCode(code, msgHas string) func(map[string]any) bool {
 func TestForwardedForIsNotTakenFromTheClient(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "", "")
-	_, m, raw := f.get(t, "", "/_/notes/x", "X-Forwarded-For", "6.6.6.6")
-	if m["xff"] != "127.0.0.1" {
-		t.Fatalf("client-supplied X-Forwarded-For reached the service: %s", raw)
+	_, m, raw := f.get(t, "", "/_/notes/x", "X-Forwarded-For", "6.6.6.6", "X-Forwarded-Prefix", "/evil")
+	if m["xff"] != "127.0.0.1" || m["prefix"] != "/_/notes" {
+		t.Fatalf("client-supplied X-Forwarded-* reached the service: %s", raw)
+	}
+	_, m, raw = f.get(t, "any-thing-notes-1.s.example.test", "/x", "X-Forwarded-Prefix", "/evil")
+	if m["prefix"] != "" {
+		t.Fatalf("client-supplied X-Forwarded-Prefix reached the service: %s", raw)
 	}
 	// Without configured ids, any project/container prefix routes.
 	status, m, raw := f.get(t, "any-thing-cron-1.s.example.test", "/health")
 	if status != 200 || m["service"] != "cron" {
 		t.Fatalf("%d %s", status, raw)
+	}
+}
+
+func TestDirectoryRedirect(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "")
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	cases := []struct {
+		method, path string
+		status       int
+		location     string
+	}{
+		{http.MethodGet, "/_/notes", http.StatusPermanentRedirect, "/_/notes/"},
+		{http.MethodGet, "/_/notes?a=1&b=2", http.StatusPermanentRedirect, "/_/notes/?a=1&b=2"},
+		{http.MethodHead, "/_/notes", http.StatusPermanentRedirect, "/_/notes/"},
+		{http.MethodPost, "/_/notes", http.StatusOK, ""}, // API calls are not bounced
+		{http.MethodGet, "/_/vault", http.StatusNotFound, ""},
+	}
+	for _, tc := range cases {
+		req, _ := http.NewRequest(tc.method, f.url+tc.path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.location {
+			t.Errorf("%s %s: %d Location %q, want %d %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.location)
+		}
 	}
 }
 
