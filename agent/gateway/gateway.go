@@ -1,9 +1,14 @@
 // Package gateway owns the agent's front door: one address (--listen) in front
 // of every container service. It routes by Host
 // (`<project_id>-<container_id>-<service>-<instance>.<server_name>.<domain>`)
-// and, for local use, by path (`/_/<service>/...`, prefix stripped), applies
+// and, for local use, by path (`/_/<service>/...`, prefix stripped and passed
+// on as X-Forwarded-Prefix; a GET of `/_/<service>` itself redirects to
+// `/_/<service>/` so relative links in a service's pages resolve), applies
 // the proxy permissions decision (Authorizer) before anything reaches a
 // service, and answers the agent's own status on a loopback-only path.
+// Errors are the container error body {"code","details","message"}: 404
+// NOT_FOUND for an unknown or stopped service, 403 FORBIDDEN when the
+// Authorizer refuses, 502 BACKEND_ERROR when the service does not answer.
 //
 // Why net/http here when every service runs on Fiber/fasthttp: the gateway is
 // a proxy, not an API. httputil.ReverseProxy streams bodies both ways without
