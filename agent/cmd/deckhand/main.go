@@ -40,6 +40,8 @@ func root() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:               "deckhand",
 		Short:             "deckhand in-container agent",
+		Long: "deckhand in-container agent.\n\nEvery flag can also be set with DECKHAND_<FLAG> (--port-base: DECKHAND_PORT_BASE);\n" +
+			"a flag on the command line beats the variable.",
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return config.ApplyEnv(cmd) },
@@ -111,7 +113,7 @@ func runCmd() *cobra.Command {
 	f.StringVar(&cfg.ControlURL, "control-url", "", "control plane to sync proxy permissions from (none: standalone)")
 	f.StringVar(&cfg.ContainerID, "container-id", "", "this container's id")
 	f.StringVar(&cfg.ProjectID, "project-id", "", "this container's project id")
-	f.StringVar(&cfg.Token, "token", "", "service token (svc_...) for the control plane")
+	f.StringVar(&cfg.Token, "token", "", "service token (svc_...) for the control plane; prefer DECKHAND_TOKEN, flags show in ps")
 	f.StringVar(&cfg.Display, "display", os.Getenv("DISPLAY"), "X display for the display service (default $DISPLAY)")
 	f.StringVar(&isolate, "isolate", "display", "comma list of services to run as child processes (none: all in-process)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
