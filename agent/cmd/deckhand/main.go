@@ -38,8 +38,8 @@ func main() {
 
 func root() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "deckhand",
-		Short:             "deckhand in-container agent",
+		Use:   "deckhand",
+		Short: "deckhand in-container agent",
 		Long: "deckhand in-container agent.\n\nEvery flag can also be set with DECKHAND_<FLAG> (--port-base: DECKHAND_PORT_BASE);\n" +
 			"a flag on the command line beats the variable.",
 		SilenceUsage:      true,
