@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -174,12 +175,20 @@ func TestReattachReplaysAndReadEndpoints(t *testing.T) {
 	}
 }
 
-// The slow client reads nothing while 14 MB stream out; it must be dropped
-// with 1008 while the fast one receives every line, in order.
+// The slow client reads nothing while 23 MB stream out; it must be dropped
+// with 1008 while the fast one receives every line, in order. The queue
+// bound (4 MiB) leaves a busy machine room to schedule the fast reader; the
+// slow one's kernel buffers soak up a few MB before its queue fills.
 func TestSlowClientDroppedFastClientGetsEverything(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, map[string]string{"client_queue": "262144", "drop_grace": "60s"}, nil)
+	e := newEnv(t, map[string]string{"client_queue": "4194304", "drop_grace": "60s"}, nil)
 	s := e.create(t, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command("ps", "-o", "pid,ppid,stat,wchan:32,comm", "--ppid", strconv.Itoa(s.PID)).CombinedOutput()
+			t.Logf("shell's children:\n%s", out)
+		}
+	})
 	fast := e.dial(t, "?id="+s.ID, nil)
 
 	// A small receive buffer so the kernel soaks up little of the output.
@@ -193,7 +202,7 @@ func TestSlowClientDroppedFastClientGetsEverything(t *testing.T) {
 	slow := startClient(t, sc, false)
 	eventually(t, "two clients", func() bool { i, _ := e.session(t, s.ID); return i.Clients == 2 })
 
-	const n = 2000000
+	const n = 3000000
 	fast.send(t, "seq 1 "+strconv.Itoa(n)+"; echo seq-$((2+3))\r")
 	eventually(t, "slow client to be dropped", func() bool { i, _ := e.session(t, s.ID); return i.Clients == 1 })
 	// Now the slow one reads: it gets what was sent before the drop, then 1008.

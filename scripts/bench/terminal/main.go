@@ -201,6 +201,11 @@ func (e *env) startServer() error {
 	addr := ln.Addr().String()
 	ln.Close()
 	e.server = exec.Command("/proc/self/exe", "serve", addr)
+	// Shells get an empty home: the machine's ~/.bashrc (pyenv and such)
+	// is not what is being measured.
+	home := filepath.Join(e.dir, "home")
+	_ = os.MkdirAll(home, 0o755)
+	e.server.Env = append(os.Environ(), "HOME="+home)
 	out, _ := e.server.StdoutPipe()
 	e.server.Stderr = os.Stderr
 	if err := e.server.Start(); err != nil {
