@@ -50,7 +50,7 @@ type Config struct {
 // Shutdown budget: the whole stop must fit in 5 s (operations.md, systemd).
 const (
 	gatewayGrace = 1 * time.Second
-	serviceGrace = 3 * time.Second
+	serviceGrace = 2500 * time.Millisecond
 )
 
 // Supervisor runs the services and the gateway of one agent.

@@ -844,3 +844,37 @@ func startXvfb(t testing.TB) string {
 	t.Cleanup(func() { _ = x.Process.Kill(); _ = x.Wait() })
 	return ":" + strconv.Itoa(n)
 }
+
+// TestStopKillsAChildThatIgnoresSIGTERM: a child that does not stop on
+// SIGTERM (here: frozen with SIGSTOP) is killed after the grace period, and
+// the whole stop still fits in 5 s.
+func TestStopKillsAChildThatIgnoresSIGTERM(t *testing.T) {
+	t.Parallel()
+	a := start(t, "--isolate", "cron")
+	st := a.ready(t)
+	child := st.Services[0].PID
+	if st.Services[0].Name != "cron" || st.Services[0].Mode != agent.ModeChild {
+		t.Fatalf("cron is not a child: %+v", st.Services[0])
+	}
+	if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(child, syscall.SIGCONT)
+		t.Fatalf("agent still running 5 s after SIGTERM with a frozen child:\n%s", a.out)
+	}
+	if a.err != nil {
+		t.Fatalf("exit %v:\n%s", a.err, a.out)
+	}
+	if _, _, state, ok := procInfo(child); ok {
+		t.Fatalf("frozen child %d survived the agent (state %s)", child, state)
+	}
+	if !strings.Contains(a.out.String(), "child ignored SIGTERM; killing") {
+		t.Errorf("the forced kill was not logged:\n%s", a.out)
+	}
+}
