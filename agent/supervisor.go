@@ -36,6 +36,10 @@ type Config struct {
 
 	ControlURL, ContainerID, ProjectID, Token string
 
+	// Authorizer decides who passes the gateway; default
+	// gateway.LoopbackOnly (no proxy permissions document).
+	Authorizer gateway.Authorizer
+
 	LogLevel string
 	Logger   *slog.Logger
 	// Out, when set, receives a short human summary (the URLs) once every
@@ -118,6 +122,7 @@ func New(cfg Config) (*Supervisor, error) {
 		Handler: gateway.New(gateway.Config{
 			Domain: cfg.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 			Known: Known(), Backend: s.backend, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
+			Authorizer: cfg.Authorizer,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
