@@ -59,7 +59,10 @@ if ! answers; then
 	if [[ -e "/tmp/.X${num}-lock" ]] && ! kill -0 "$(tr -d ' ' <"/tmp/.X${num}-lock" 2>/dev/null)" 2>/dev/null; then
 		rm -f "/tmp/.X${num}-lock" "/tmp/.X11-unix/X${num}" # left by a killed server
 	fi
-	setsid Xvfb "$disp" -screen 0 "$screen" -nolisten tcp -ac +extension XTEST +extension RANDR \
+	# -noreset: without it the server resets when its last client leaves, and
+	# a client connecting in that moment (openbox, right after the readiness
+	# probe) fails
+	setsid Xvfb "$disp" -screen 0 "$screen" -nolisten tcp -noreset -ac +extension XTEST +extension RANDR \
 		>"$state/xvfb.log" 2>&1 </dev/null &
 	echo $! >"$state/xvfb.pid"
 	for _ in $(seq 100); do answers && break; sleep 0.1; done
@@ -75,6 +78,7 @@ if ! alive openbox && command -v openbox >/dev/null; then
 		DISPLAY="$disp" xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id' && break
 		sleep 0.1
 	done
+	alive openbox || { echo "xvfb.sh: openbox did not start: $(cat "$state/openbox.log")" >&2; exit 1; }
 fi
 
 if [[ -n "${XVFB_MONITORS:-}" ]]; then

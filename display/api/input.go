@@ -382,6 +382,9 @@ func (s *Service) releaseAll(d Driver) (ResetResult, error) {
 	}
 	s.held.keys = map[Keysym]int{}
 	s.held.buttons = map[Button]bool{}
+	if err := d.Sync(); err != nil && firstErr == nil {
+		firstErr = err
+	}
 	keys, buttons, err := d.ReleaseAll()
 	if err != nil && firstErr == nil {
 		firstErr = err

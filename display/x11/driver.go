@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xinerama"
@@ -39,6 +41,9 @@ type Driver struct {
 	atomNames map[xproto.Atom]string
 
 	xinerama bool
+	// unsynced: input was sent that no reply has followed yet (any reply
+	// on the connection means the server processed everything before it)
+	unsynced atomic.Bool
 
 	kb   keyboard
 	cap  capturer
@@ -232,6 +237,7 @@ func (d *Driver) Info() (api.Info, error) {
 
 // Pointer is where the pointer is.
 func (d *Driver) Pointer() (api.Point, error) {
+	d.unsynced.Store(false)
 	r, err := xproto.QueryPointer(d.conn, d.root).Reply()
 	if err != nil {
 		return api.Point{}, d.xerr("read the pointer", err)
@@ -243,6 +249,7 @@ func (d *Driver) Pointer() (api.Point, error) {
 // the server (one connection keeps them in order, so a following Pointer
 // sees the new place); Sync waits for all of them at the end of an action.
 func (d *Driver) MoveTo(p api.Point) error {
+	d.unsynced.Store(true)
 	xtest.FakeInput(d.conn, xproto.MotionNotify, 0, 0, d.root, int16(p.X), int16(p.Y), 0)
 	return d.alive()
 }
@@ -253,12 +260,16 @@ func (d *Driver) Button(b api.Button, down bool) error {
 	if down {
 		typ = xproto.ButtonPress
 	}
+	d.unsynced.Store(true)
 	xtest.FakeInput(d.conn, typ, byte(b), 0, 0, 0, 0, 0)
 	return d.alive()
 }
 
 // Sync returns once the server has processed every request sent so far.
 func (d *Driver) Sync() error {
+	if !d.unsynced.Swap(false) {
+		return d.alive()
+	}
 	_, err := xproto.GetInputFocus(d.conn).Reply()
 	return d.xerr("finish the input", err)
 }
@@ -273,11 +284,30 @@ func (d *Driver) alive() error {
 	}
 }
 
-// ReleaseAll releases every key and button the server reports down.
+// ReleaseAll releases every key and button the server reports down. A
+// window manager's synchronous button grab (click to focus) freezes event
+// processing until it answers, so a release sent just before can still be
+// queued: give the server a moment to catch up before releasing again.
 func (d *Driver) ReleaseAll() ([]api.Keysym, []api.Button, error) {
-	km, err := xproto.QueryKeymap(d.conn).Reply()
-	if err != nil {
-		return nil, nil, d.xerr("read the key state", err)
+	var km *xproto.QueryKeymapReply
+	var ptr *xproto.QueryPointerReply
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for {
+		var err error
+		if km, err = xproto.QueryKeymap(d.conn).Reply(); err != nil {
+			return nil, nil, d.xerr("read the key state", err)
+		}
+		if ptr, err = xproto.QueryPointer(d.conn, d.root).Reply(); err != nil {
+			return nil, nil, d.xerr("read the pointer", err)
+		}
+		down := ptr.Mask&(0x1f<<8) != 0
+		for _, b := range km.Keys {
+			down = down || b != 0
+		}
+		if !down || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	var keys []api.Keysym
 	for i, bits := range km.Keys {
@@ -292,15 +322,11 @@ func (d *Driver) ReleaseAll() ([]api.Keysym, []api.Button, error) {
 			keys = append(keys, d.kb.symOf(kc))
 		}
 	}
-	ptr, err := xproto.QueryPointer(d.conn, d.root).Reply()
-	if err != nil {
-		return keys, nil, d.xerr("read the pointer", err)
-	}
 	var buttons []api.Button
 	for b := api.Button(1); b <= 5; b++ {
 		if ptr.Mask&(1<<(7+uint(b))) != 0 {
-			if err := d.Button(b, false); err != nil {
-				return keys, buttons, err
+			if err := xtest.FakeInputChecked(d.conn, xproto.ButtonRelease, byte(b), 0, 0, 0, 0, 0).Check(); err != nil {
+				return keys, buttons, d.xerr("release a button", err)
 			}
 			buttons = append(buttons, b)
 		}

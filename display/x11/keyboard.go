@@ -150,6 +150,7 @@ func (d *Driver) fakeKey(code xproto.Keycode, down bool) error {
 	if down {
 		typ = xproto.KeyPress
 	}
+	d.unsynced.Store(true)
 	xtest.FakeInput(d.conn, typ, byte(code), 0, 0, 0, 0, 0)
 	return d.alive()
 }

@@ -32,6 +32,7 @@ var (
 	driver   *x11.Driver
 	service  *api.Service
 	repoRoot string
+	state    string // xvfb.sh state: logs of Xvfb, openbox, xterm
 )
 
 func TestMain(m *testing.M) {
@@ -51,7 +52,8 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	state, err := os.MkdirTemp("", "deckhand-xvfb-test")
+	var err error
+	state, err = os.MkdirTemp("", "deckhand-xvfb-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -198,6 +200,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if dir := os.Getenv("DISPLAY_TEST_DEBUG"); dir != "" {
+				a := call(t, "GET", "/api/v1/display/screenshots?cursor=true", nil)
+				_ = os.WriteFile(filepath.Join(dir, "fail.png"), a.body, 0o644)
+				w := call(t, "GET", "/api/v1/display/windows", nil)
+				act, _ := xtry("xdotool", "getactivewindow")
+				wm, _ := os.ReadFile(filepath.Join(state, display[1:], "openbox.log"))
+				t.Logf("windows %s; xdotool active %q; openbox log: %s", w.body, act, wm)
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)

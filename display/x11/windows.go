@@ -70,9 +70,15 @@ func (d *Driver) name(w xproto.Window) string {
 	return d.propString(w, "WM_NAME")
 }
 
+// hasWM reports a live EWMH window manager: the root names a check window
+// that names itself (a crashed manager leaves the root's property behind).
 func (d *Driver) hasWM() bool {
 	ws := d.propWindows(d.root, "_NET_SUPPORTING_WM_CHECK")
-	return len(ws) > 0 && ws[0] != 0
+	if len(ws) == 0 || ws[0] == 0 {
+		return false
+	}
+	self := d.propWindows(ws[0], "_NET_SUPPORTING_WM_CHECK")
+	return len(self) > 0 && self[0] == ws[0]
 }
 
 func (d *Driver) activeID() xproto.Window {
