@@ -1,12 +1,5 @@
-// Package x11 is the display service's driver for a real X server: input
-// through XTest, windows through EWMH/ICCCM properties, capture through
-// MIT-SHM into reused segments, JPEG through libjpeg-turbo (cgo) and PNG
-// through a pure-Go encoder tuned for screens, and the clipboard through an
-// owner window of its own. It speaks the X protocol with jezek/xgb rather
-// than robotgo: xgb connections are goroutine-safe, name their display
-// (--display :N) instead of reading one process-wide $DISPLAY, and answer
-// with real window geometry and protocol errors instead of silently doing
-// nothing.
+//go:build linux && cgo
+
 package x11
 
 import (
@@ -55,12 +48,12 @@ type Driver struct {
 }
 
 var (
-	_          api.Driver = (*Driver)(nil)
+	_          Display = (*Driver)(nil)
 	xgbLogOnce sync.Once
 )
 
 // Open connects to display (":99"; "" means $DISPLAY).
-func Open(display string, log *slog.Logger) (*Driver, error) {
+func Open(display string, log *slog.Logger) (Display, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -333,3 +326,6 @@ func (d *Driver) ReleaseAll() ([]api.Keysym, []api.Button, error) {
 	}
 	return keys, buttons, nil
 }
+
+// Available reports whether this build has the X11 driver.
+const Available = true

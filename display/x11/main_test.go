@@ -1,3 +1,5 @@
+//go:build linux && cgo
+
 package x11_test
 
 import (
@@ -29,7 +31,7 @@ var (
 	display  string // ":N" of the test desktop
 	skipWhy  string
 	baseURL  string
-	driver   *x11.Driver
+	driver   x11.Display
 	service  *api.Service
 	repoRoot string
 	state    string // xvfb.sh state: logs of Xvfb, openbox, xterm
