@@ -193,6 +193,12 @@ func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchRes
 		}
 		out.Completed++
 		out.Results = append(out.Results, r)
+		if p.clickAt != nil && i+1 < len(plans) {
+			switch plans[i+1].action {
+			case "type", "key", "key-down":
+				s.awaitFocusAt(ctx, d, *p.clickAt)
+			}
+		}
 	}
 	out.DurationMS = ms(time.Since(start))
 	return out
@@ -269,6 +275,33 @@ func (s *Service) chord(d Driver, sym Keysym, mods []Keysym, repeat int) (err er
 		}
 	}
 	return nil
+}
+
+// awaitFocusAt gives the window manager a moment (up to 500 ms) to
+// activate the window under p after a click, so that typing which follows
+// reaches it and not the window focused before.
+func (s *Service) awaitFocusAt(ctx context.Context, d Driver, p Point) {
+	wins, err := d.Windows()
+	if err != nil {
+		return
+	}
+	under := false
+	for _, w := range wins {
+		under = under || (Rect{X: w.X, Y: w.Y, Width: w.Width, Height: w.Height}).Contains(p)
+	}
+	if !under {
+		return // the desktop: nothing to focus
+	}
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if w, err := d.ActiveWindow(); err == nil &&
+			(Rect{X: w.X, Y: w.Y, Width: w.Width, Height: w.Height}).Contains(p) {
+			return
+		}
+		if sleep(ctx, 10*time.Millisecond) != nil {
+			return
+		}
+	}
 }
 
 // typeText types t rune by rune, waiting delay between runes.

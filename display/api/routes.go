@@ -114,7 +114,8 @@ func (s *Service) Routes() []platform.Route {
 			"when the time ran out (a batch step fails then with WAIT_TIMEOUT).", Wait{}, WaitResult{}, s.waitHandler),
 		post("/input/batch", "Run a list of actions", "Every step is validated (fields, key names, screen "+
 			"bounds, regular expressions) before any step runs; an invalid batch is 400 naming steps[i].field. Steps "+
-			"then run in order and the batch stops at the first failure. Answers per-step results; ok=false and "+
+			"then run in order and the batch stops at the first failure. A click followed by a key or type step "+
+			"waits (up to 500 ms) for the window manager to focus the clicked window. Answers per-step results; ok=false and "+
 			"failed_index when a step failed. At most 1000 steps; input from other clients waits until it ends.",
 			Batch{}, BatchResult{}, s.batch),
 		post("/input/reset", "Release every held key and button", "Releases what this service pressed and "+

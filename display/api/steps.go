@@ -60,6 +60,9 @@ var actionAliases = map[string]string{
 type plan struct {
 	action string
 	run    func(ctx context.Context, s *Service, d Driver) (any, error)
+	// clickAt is where a click step clicked (a batch lets the window
+	// manager move the focus there before a following key or type step)
+	clickAt *Point
 }
 
 // compile validates st completely (fields, key names, regular expressions,
@@ -175,6 +178,7 @@ func compile(st Step, at string, bounds Rect) (plan, error) {
 		if action == "double-click" {
 			clicks = 2
 		}
+		p.clickAt = pt
 		p.run = func(ctx context.Context, s *Service, d Driver) (any, error) {
 			return s.click(d, pt, b, clicks)
 		}
@@ -256,6 +260,10 @@ func compile(st Step, at string, bounds Rect) (plan, error) {
 			if _, err := s.click(d, pt, ButtonLeft, 1); err != nil {
 				return nil, err
 			}
+			if err := d.Sync(); err != nil {
+				return nil, err
+			}
+			s.awaitFocusAt(ctx, d, *pt)
 			if clear {
 				if err := s.chord(d, RuneKeysym('a'), []Keysym{keyNames["Control_L"]}, 1); err != nil {
 					return nil, err

@@ -154,10 +154,28 @@ func TestTypeIntoXterm(t *testing.T) {
 			return err == nil && strings.TrimSuffix(string(b), "\n") == c.want
 		})
 	}
+	// type-at clicks into the window first (focus follows the click)
+	a := call(t, "POST", "/api/v1/display/window/search", map[string]any{"name": "^deckhand-xterm$"})
+	var others []api.Window
+	a.decode(t, &others)
+	if len(others) != 1 {
+		t.Fatalf("search deckhand-xterm: %s", a.body)
+	}
+	mustOK(t, call(t, "POST", "/api/v1/display/window/focus", map[string]any{"id": others[0].ID}), "focus elsewhere")
+	g := geometryOf(t, w.ID)
+	fileAt := filepath.Join(dir, "at")
+	// the bottom-right corner: clear of deckhand-xterm, now raised above it
+	a = call(t, "POST", "/api/v1/display/input/type-at", map[string]any{"x": g.X + g.Width - 20, "y": g.Y + g.Height - 20,
+		"text": "echo at > " + fileAt + "\n"})
+	mustOK(t, a, "type-at")
+	eventually(t, "type-at ran", func() bool {
+		b, _ := os.ReadFile(fileAt)
+		return string(b) == "at\n"
+	})
 	// key with modifiers: type a command, then press Return as a key
 	file := filepath.Join(dir, "key")
 	mustOK(t, call(t, "POST", "/api/v1/display/keyboard/type", map[string]any{"text": "echo keyed > " + file}), "type")
-	a := call(t, "POST", "/api/v1/display/keyboard/key", map[string]any{"key": "enter"})
+	a = call(t, "POST", "/api/v1/display/keyboard/key", map[string]any{"key": "enter"})
 	mustOK(t, a, "key enter")
 	eventually(t, "Return key ran the command", func() bool {
 		b, _ := os.ReadFile(file)

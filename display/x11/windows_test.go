@@ -165,6 +165,31 @@ func TestWindowActions(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	<-done // the xterm process ended because its window was closed
+	a = call(t, "POST", "/api/v1/display/input/wait", map[string]any{"until": "window-gone", "name": "^action-window$", "timeout_ms": 3000})
+	mustOK(t, a, "wait gone")
+	var wr api.WaitResult
+	a.decode(t, &wr)
+	if !wr.Met {
+		t.Fatalf("window-gone = %s", a.body)
+	}
+}
+
+// Dragging a window's title bar makes openbox move it: drag through the
+// window manager, checked with xwininfo.
+func TestDragMovesWindowByTitleBar(t *testing.T) {
+	needX(t)
+	w, _ := startXterm(t, "drag-window")
+	mustOK(t, call(t, "POST", "/api/v1/display/window/move", map[string]any{"id": w.ID, "x": 400, "y": 400}), "move")
+	g := geometryOf(t, w.ID)
+	from := map[string]int{"x": g.X + 100, "y": g.Y - 8} // the title bar, above the client area
+	to := map[string]int{"x": g.X + 250, "y": g.Y + 92}
+	a := call(t, "POST", "/api/v1/display/input/drag", map[string]any{"from": from, "to": to, "duration_ms": 200})
+	mustOK(t, a, "drag")
+	// openbox may snap the last few pixels (edge resistance): about 150,100
+	eventually(t, "window dragged by about 150,100", func() bool {
+		n := geometryOf(t, w.ID)
+		return abs(n.X-g.X-150) <= 25 && abs(n.Y-g.Y-100) <= 25
+	})
 }
 
 func TestUnknownWindowIs404(t *testing.T) {
