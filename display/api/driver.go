@@ -151,6 +151,9 @@ type Driver interface {
 	Checksum(r Rect) (uint64, error)
 
 	Pointer() (Point, error)
+	// UnderPointer is the top-level window (a window manager's frame, or
+	// an unmanaged window) under the pointer, 0 over the bare desktop.
+	UnderPointer() (uint32, error)
 	// MoveTo moves the pointer. Input methods may return before the server
 	// acted (a later Pointer still sees the effect); Sync waits for it.
 	MoveTo(p Point) error

@@ -281,16 +281,8 @@ func (s *Service) chord(d Driver, sym Keysym, mods []Keysym, repeat int) (err er
 // activate the window under p after a click, so that typing which follows
 // reaches it and not the window focused before.
 func (s *Service) awaitFocusAt(ctx context.Context, d Driver, p Point) {
-	wins, err := d.Windows()
-	if err != nil {
-		return
-	}
-	under := false
-	for _, w := range wins {
-		under = under || (Rect{X: w.X, Y: w.Y, Width: w.Width, Height: w.Height}).Contains(p)
-	}
-	if !under {
-		return // the desktop: nothing to focus
+	if top, err := d.UnderPointer(); err != nil || top == 0 {
+		return // the bare desktop: nothing to focus
 	}
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for time.Now().Before(deadline) {

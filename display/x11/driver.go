@@ -238,6 +238,16 @@ func (d *Driver) Pointer() (api.Point, error) {
 	return api.Point{X: int(r.RootX), Y: int(r.RootY)}, nil
 }
 
+// UnderPointer is the root's child under the pointer.
+func (d *Driver) UnderPointer() (uint32, error) {
+	d.unsynced.Store(false)
+	r, err := xproto.QueryPointer(d.conn, d.root).Reply()
+	if err != nil {
+		return 0, d.xerr("read the pointer", err)
+	}
+	return uint32(r.Child), nil
+}
+
 // MoveTo moves the pointer. Input requests are sent without waiting for
 // the server (one connection keeps them in order, so a following Pointer
 // sees the new place); Sync waits for all of them at the end of an action.
