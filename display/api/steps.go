@@ -113,6 +113,12 @@ func compile(st Step, at string, bounds Rect) (plan, error) {
 		if !utf8.ValidString(*st.Text) {
 			return "", platform.Invalid(f("text"), "must be valid UTF-8")
 		}
+		for i, r := range []rune(*st.Text) {
+			if (r < 0x20 && r != '\n' && r != '\r' && r != '\t') || r == 0x7f {
+				return "", platform.Invalid(f("text"), "has control character U+%04X at character %d; "+
+					"send control keys with the key action (\"ctrl+c\", \"BackSpace\")", r, i)
+			}
+		}
 		if st.DelayMS < 0 || st.DelayMS > 1000 {
 			return "", platform.Invalid(f("delay_ms"), "must be between 0 and 1000")
 		}

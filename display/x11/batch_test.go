@@ -26,6 +26,10 @@ func TestBatchRejectsBeforeRunning(t *testing.T) {
 		{[]map[string]any{{"action": "move", "x": 500, "y": 500}, {"action": "fly"}}, "steps[1].action"},
 		{[]map[string]any{{"action": "click", "x": 500, "y": 500}, {"action": "wait", "until": "window", "name": "("}}, "steps[1].name"},
 		{[]map[string]any{{"action": "move", "x": 500, "y": 500}, {"action": "type"}}, "steps[1].text"},
+		{[]map[string]any{{"action": "move", "x": 500, "y": 500}, {"action": "type", "text": "rm -rf x\x03"}}, "steps[1].text"},
+		{[]map[string]any{{"action": "move", "x": 500, "y": 500}, {"action": "drag", "from": map[string]int{"x": 1, "y": 1}}}, "steps[1].to"},
+		{[]map[string]any{{"action": "move", "x": 500, "y": 500}, {"action": "scroll", "direction": "sideways"}}, "steps[1].direction"},
+		{[]map[string]any{{"action": "move", "x": 500, "y": 500}, {"action": "resize-window", "width": 0, "height": 5}}, "steps[1].width"},
 	} {
 		a := call(t, "POST", "/api/v1/display/input/batch", map[string]any{"steps": c.steps})
 		e := a.errCode(t)
