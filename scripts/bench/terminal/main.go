@@ -251,6 +251,8 @@ func (e *env) startSSHD() error {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation dir sshd insists on
+	// Remote shells get the same empty home as the service's shells.
+	_ = os.MkdirAll(filepath.Join(e.dir, "home"), 0o755)
 	conf := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s/host
@@ -262,7 +264,8 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 AllowUsers %s
-`, port, d, d, d, currentUser())
+SetEnv HOME=%s
+`, port, d, d, d, currentUser(), filepath.Join(e.dir, "home"))
 	cfg := filepath.Join(d, "sshd_config")
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		return err
@@ -477,7 +480,9 @@ func (e *env) websocketEcho(keys int) ([]time.Duration, error) {
 	if err := c.WriteMessage(websocket.BinaryMessage, []byte("exec cat\n")); err != nil {
 		return nil, err
 	}
-	// Wait until cat runs: type a probe and read cat's copy of it.
+	// Let the shell print its prompt and exec cat, then make sure cat runs:
+	// type a probe and read the echo and cat's copy of it.
+	time.Sleep(500 * time.Millisecond)
 	if err := c.WriteMessage(websocket.BinaryMessage, []byte("probe\n")); err != nil {
 		return nil, err
 	}
@@ -511,6 +516,9 @@ func (e *env) sshEcho(keys int) ([]time.Duration, error) {
 		return nil, err
 	}
 	defer func() { cancel(); _ = cmd.Wait() }()
+	if f, ok := outPipe.(*os.File); ok {
+		_ = f.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	}
 	out := bufio.NewReaderSize(outPipe, 64<<10)
 	// Wait for the remote cat: type a probe and read it back.
 	if _, err := in.Write([]byte("probe\n")); err != nil {
