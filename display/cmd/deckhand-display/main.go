@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -89,7 +90,11 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
-	go keepConnected(ctx, svc, o, log)
+	// the first connection attempt finishes before the first request, so a
+	// supervisor's first health probe already sees "ok" when X is there
+	ready := make(chan struct{})
+	go keepConnected(ctx, svc, o, log, ready)
+	<-ready
 	errc := make(chan error, 1)
 	go func() { errc <- host.Serve(ln) }()
 	log.Info("display service listening", "addr", ln.Addr().String(), "display", o.display)
@@ -108,17 +113,21 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 
 // keepConnected gives svc a driver whenever the display answers and takes it
 // away when the connection drops.
-func keepConnected(ctx context.Context, svc *api.Service, o options, log *slog.Logger) {
+func keepConnected(ctx context.Context, svc *api.Service, o options, log *slog.Logger, ready chan<- struct{}) {
+	var once sync.Once
+	markReady := func() { once.Do(func() { close(ready) }) }
+	defer markReady()
 	if o.display == "" {
 		svc.SetUnavailable("no X display is configured (give --display :N or set DISPLAY)")
 		log.Warn("display service has no display; serving 503 DISPLAY_UNAVAILABLE")
 		return
 	}
 	logged := false
+	drv, err := x11.Open(o.display, log) // first try before serving (see run)
 	for {
-		drv, err := x11.Open(o.display, log)
 		if err != nil {
 			svc.SetUnavailable(fmt.Sprintf("cannot reach X display %s (is the X server running?)", o.display))
+			markReady()
 			if !logged {
 				log.Warn("display unavailable; will keep retrying", "display", o.display, "err", err)
 				logged = true
@@ -127,6 +136,7 @@ func keepConnected(ctx context.Context, svc *api.Service, o options, log *slog.L
 			log.Info("display connected", "display", o.display)
 			logged = false
 			svc.SetDriver(drv)
+			markReady()
 			select {
 			case <-drv.Done():
 				svc.SetUnavailable(fmt.Sprintf("lost the X display %s", o.display))
@@ -142,5 +152,6 @@ func keepConnected(ctx context.Context, svc *api.Service, o options, log *slog.L
 		case <-ctx.Done():
 			return
 		}
+		drv, err = x11.Open(o.display, log)
 	}
 }
