@@ -36,7 +36,10 @@ func init() {
 }
 
 // Options are the service's settings; the agent passes them as strings in
-// ServiceDeps.Options (durations in Go syntax, sizes in bytes).
+// ServiceDeps.Options (durations in Go syntax, sizes in bytes). A key the
+// agent does not pass is read from DECKHAND_TERMINAL_<KEY> (for example
+// DECKHAND_TERMINAL_IDLE_TIMEOUT=2h), so operators can tune the service
+// without agent flags.
 type Options struct {
 	// IdleTimeout ends a session that has had no client attached for this
 	// long ("idle_timeout", default 30m, "0" = never).
@@ -68,7 +71,16 @@ type Options struct {
 	Shell string
 }
 
-func parseOptions(m map[string]string, log *slog.Logger) Options {
+func parseOptions(given map[string]string, log *slog.Logger) Options {
+	m := map[string]string{}
+	for _, k := range []string{"idle_timeout", "exited_retention", "kill_grace", "ping_interval", "drop_grace",
+		"scrollback", "client_queue", "max_sessions", "allowed_origins", "shell"} {
+		if v, ok := given[k]; ok {
+			m[k] = v
+		} else if v, ok := os.LookupEnv("DECKHAND_TERMINAL_" + strings.ToUpper(k)); ok {
+			m[k] = v
+		}
+	}
 	o := Options{
 		IdleTimeout:     30 * time.Minute,
 		ExitedRetention: 10 * time.Minute,

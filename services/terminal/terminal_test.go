@@ -519,3 +519,18 @@ func TestCloseEndsEverySession(t *testing.T) {
 		t.Fatalf("client close: %v", err)
 	}
 }
+
+// Sequential: it sets the environment.
+func TestOptionsFromEnvironment(t *testing.T) {
+	t.Setenv("DECKHAND_TERMINAL_MAX_SESSIONS", "1")
+	e := newEnv(t, nil, nil)
+	e.create(t, nil)
+	code, b, _ := e.do(t, http.MethodPost, "/api/v1/terminal/create", map[string]any{"shell": "/bin/sh"})
+	if code != http.StatusTooManyRequests || !strings.Contains(string(b), "at most 1 terminal sessions") {
+		t.Fatalf("second session over max_sessions=1: %d %s", code, b)
+	}
+	// An option the agent passes wins over the environment.
+	e2 := newEnv(t, map[string]string{"max_sessions": "2"}, nil)
+	e2.create(t, nil)
+	e2.create(t, nil)
+}
