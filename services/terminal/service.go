@@ -225,7 +225,8 @@ func (s *Service) sweep() {
 		s.mu.Unlock()
 		for _, sess := range idle {
 			s.log.Info("terminal: ending idle session", "id", sess.id, "pid", sess.pid)
-			go sess.terminate(s.opt.KillGrace)
+			s.janitor.Add(1) // Close waits for these too
+			go func() { defer s.janitor.Done(); sess.terminate(s.opt.KillGrace) }()
 		}
 	}
 }
