@@ -338,7 +338,14 @@ func (s *Service) clipboardGet(c fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, clip.MIME)
 		return c.Status(200).Send(clip.Image)
 	}
-	return platform.JSON(c, 200, ClipboardView{Text: clip.Text, HasImage: len(clip.Image) > 0, Targets: clip.Targets})
+	view := ClipboardView{Text: clip.Text, HasImage: len(clip.Image) > 0}
+	if c.Query("targets") == "true" {
+		view.Targets = clip.Targets
+		if view.Targets == nil {
+			view.Targets = []string{}
+		}
+	}
+	return platform.JSON(c, 200, view)
 }
 
 // Validate requires text or an image, not both.

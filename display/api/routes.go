@@ -37,10 +37,11 @@ func (s *Service) Routes() []platform.Route {
 	}
 	clipGet := get("/clipboard", "Read the clipboard",
 		"{\"text\"} from the CLIPBOARD selection (empty when nothing holds it). format=png (or image) answers the "+
-			"image bytes when the clipboard holds an image, else 404; the JSON answer also says has_image and "+
-			"the offered targets.", ClipboardView{}, s.clipboardGet)
+			"image bytes when the clipboard holds an image, else 404; the JSON answer adds has_image=true when "+
+			"it does, and targets=true lists the formats the owner offers.", ClipboardView{}, s.clipboardGet)
 	clipGet.Query = []platform.Param{{Name: "format", Enum: []string{"text", "png", "image"}},
-		{Name: "selection", Enum: []string{"clipboard", "primary"}, Description: "default clipboard"}}
+		{Name: "selection", Enum: []string{"clipboard", "primary"}, Description: "default clipboard"},
+		{Name: "targets", Type: "boolean", Description: "also list the offered formats"}}
 	winList := get("/windows", "List top-level windows",
 		"Managed top-level windows (the window manager's _NET_CLIENT_LIST, or mapped children of the root "+
 			"without one) with real geometry: x and y are the client area's position on the root window, as "+

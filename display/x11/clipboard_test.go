@@ -52,6 +52,13 @@ func TestClipboardText(t *testing.T) {
 			return v.Text == other
 		})
 	}
+	// the shape of operations.md: {"text"} and nothing else for text
+	a := call(t, "GET", "/api/v1/display/clipboard", nil)
+	var shape map[string]any
+	a.decode(t, &shape)
+	if len(shape) != 1 || shape["text"] == nil {
+		t.Fatalf("GET clipboard = %.200s", a.body)
+	}
 	// the xsel left running exits when the service takes the clipboard back
 	mustOK(t, call(t, "POST", "/api/v1/display/clipboard", map[string]any{"text": "final"}), "set")
 }
