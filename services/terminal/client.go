@@ -3,6 +3,7 @@ package terminal
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -23,6 +24,12 @@ type client struct {
 	exitCode   *int
 	overflowed bool
 
+	// lastSeen (unix nanos) is when the peer last sent anything, a pong
+	// included; the writer drops a peer silent for 2.5 ping intervals. A
+	// timer rather than a read deadline, because the HTTP server may still
+	// touch the connection's deadlines right after the hijack.
+	lastSeen atomic.Int64
+
 	wake    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -30,11 +37,16 @@ type client struct {
 }
 
 func newClient(conn *websocket.Conn, maxQueue int, ping, grace time.Duration, drained chan struct{}) *client {
-	return &client{
+	c := &client{
 		conn: conn, max: maxQueue, ping: ping, grace: grace,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), drained: drained,
 	}
+	c.seen()
+	return c
 }
+
+// seen records that the peer is alive.
+func (c *client) seen() { c.lastSeen.Store(time.Now().UnixNano()) }
 
 // behind reports a queue over a quarter of its bound (see Session.pace).
 func (c *client) behind() bool {
@@ -129,6 +141,10 @@ func (c *client) writeLoop() {
 		case <-c.stop:
 			return
 		case <-ticker.C:
+			if time.Since(time.Unix(0, c.lastSeen.Load())) > 2*c.ping+c.ping/2 {
+				c.abort()
+				return
+			}
 			if err := c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(10*time.Second)); err != nil {
 				c.abort()
 				return
@@ -202,13 +218,16 @@ func (c *client) writeLoop() {
 
 // closeWith sends a close frame and gives the peer a moment to answer it, so
 // the peer reads everything before the socket goes (closing with unread
-// input would reset the connection and could lose the last frames).
+// input would reset the connection and could lose the last frames). The
+// timer cuts a peer that never answers, whatever happened to the deadline.
 func (c *client) closeWith(code int, reason string) {
 	_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(c.grace))
 	_ = c.conn.NetConn().SetReadDeadline(time.Now().Add(2 * time.Second))
+	nc := c.conn.NetConn()
+	time.AfterFunc(3*time.Second, func() { _ = nc.Close() })
 }
 
-// abort makes the read loop return at once.
+// abort makes the read loop return at once (the connection is broken).
 func (c *client) abort() {
-	_ = c.conn.NetConn().SetReadDeadline(time.Now())
+	_ = c.conn.NetConn().Close()
 }

@@ -33,7 +33,7 @@ func (svc *Service) Routes() []platform.Route {
 				"the shell ends (128+N for signal N), then closes with 1000. On attach the server first replays the " +
 				"scrollback (up to 1 MiB). Several clients may attach; each gets every byte. A client that cannot keep " +
 				"up (8 MiB queued) is closed with 1008 and never slows the shell or the other clients. The server pings " +
-				"every 30s and drops a client that answers no ping for a minute. Browser origins must be same-origin, " +
+				"every 30s (ping_interval) and drops a client that answers none for 2.5 intervals. Browser origins must be same-origin, " +
 				"loopback or in the allowed_origins option (403 otherwise). Unknown id: 404 NOT_FOUND.",
 			Query: []platform.Param{
 				{Name: "id", Description: "session to attach; absent creates one"},

@@ -534,3 +534,22 @@ func TestOptionsFromEnvironment(t *testing.T) {
 	e2.create(t, nil)
 	e2.create(t, nil)
 }
+
+func TestPingDropsDeadClients(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, map[string]string{"ping_interval": "200ms"}, nil)
+	s := e.create(t, nil)
+	live := e.dial(t, "?id="+s.ID, nil) // reads, so gorilla answers pings
+	conn, _, err := websocket.DefaultDialer.Dial(e.wsURL("?id="+s.ID), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startClient(t, conn, false) // never reads: never answers a ping
+	eventually(t, "two clients", func() bool { i, _ := e.session(t, s.ID); return i.Clients == 2 })
+	eventually(t, "the silent client to be dropped", func() bool { i, _ := e.session(t, s.ID); return i.Clients == 1 })
+	live.send(t, "echo pong-$((7+7))\r")
+	live.waitOutput(t, "pong-14")
+	if i, _ := e.session(t, s.ID); i.Clients != 1 || !i.Running {
+		t.Fatalf("after the drop: %+v", i)
+	}
+}

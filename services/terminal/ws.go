@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
@@ -147,28 +146,17 @@ func (svc *Service) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.Close()
 	conn.SetReadLimit(1 << 20)
-	deadline := 2*svc.opt.PingInterval + 10*time.Second
-	_ = conn.SetReadDeadline(time.Now().Add(deadline))
-	var closing atomic.Bool
-	extend := func() {
-		if !closing.Load() {
-			_ = conn.SetReadDeadline(time.Now().Add(deadline))
-		}
-	}
-	conn.SetPongHandler(func(string) error { extend(); return nil })
-
+	_ = conn.SetReadDeadline(time.Time{})
 	cl := newClient(conn, svc.opt.ClientQueue, svc.opt.PingInterval, svc.opt.DropGrace, sess.drained)
+	conn.SetPongHandler(func(string) error { cl.seen(); return nil })
 	sess.attach(cl)
-	go func() {
-		cl.writeLoop()
-		closing.Store(true)
-	}()
+	go cl.writeLoop()
 	for {
 		mt, data, err := conn.ReadMessage()
 		if err != nil {
 			break
 		}
-		extend()
+		cl.seen()
 		switch mt {
 		case websocket.BinaryMessage:
 			sess.input(data)
