@@ -553,3 +553,32 @@ func TestPingDropsDeadClients(t *testing.T) {
 		t.Fatalf("after the drop: %+v", i)
 	}
 }
+
+func TestScrollbackIsBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, map[string]string{"scrollback": "4096"}, nil)
+	s := e.create(t, nil)
+	c := e.dial(t, "?id="+s.ID, nil)
+	c.send(t, "seq 1 5000; echo done-$((3*3))\r")
+	c.waitOutput(t, "done-9")
+	eventually(t, "output to reach the ring", func() bool {
+		_, b, _ := e.do(t, http.MethodGet, "/api/v1/terminal/history/"+s.ID, nil)
+		return bytes.Contains(b, []byte("done-9"))
+	})
+	code, raw, hdr := e.do(t, http.MethodGet, "/api/v1/terminal/raw?id="+s.ID+"&since=0", nil)
+	first, _ := strconv.Atoi(hdr.Get("X-Terminal-Offset"))
+	next, _ := strconv.Atoi(hdr.Get("X-Terminal-Next"))
+	if code != 200 || len(raw) != 4096 || hdr.Get("X-Terminal-Truncated") != "true" || first == 0 || next != first+4096 {
+		t.Fatalf("raw of a cut ring: %d len=%d %v", code, len(raw), hdr)
+	}
+	// A new client gets the held tail from a line start, reset first.
+	late := e.dial(t, "?id="+s.ID, nil)
+	late.waitOutput(t, "done-9")
+	out := late.output()
+	if !strings.HasPrefix(out, "\x1b[0m") || strings.Contains(out, "\r\n1\r\n") || len(out) > 4096+4 {
+		t.Fatalf("replay of a cut ring: %d bytes starting %q", len(out), out[:min(len(out), 40)])
+	}
+	if line := strings.SplitN(strings.TrimPrefix(out, "\x1b[0m"), "\r\n", 2)[0]; line == "" || strings.Trim(line, "0123456789") != "" {
+		t.Fatalf("replay does not start at a line: %q", line)
+	}
+}
