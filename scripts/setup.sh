@@ -10,11 +10,11 @@ cd "$(dirname "$0")/.."
 
 # Build: cgo headers for the display binary (robotgo, X11, XTest).
 BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-dev libxkbcommon-x11-dev
-  libx11-xcb-dev libxinerama-dev libxrandr-dev libxfixes-dev libpng-dev)
+  libx11-xcb-dev libxinerama-dev libxrandr-dev libxfixes-dev libxext-dev libpng-dev libjpeg62-turbo-dev)
 # Tests drive real things: an X server and clients, independent checkers,
 # a browser, TOTP and signature verifiers.
-TEST_PKGS=(openssl oathtool procps xvfb xauth openbox xterm x11-apps xdotool xclip xsel imagemagick scrot
-  chromium fonts-dejavu-core)
+TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps x11-utils x11-xserver-utils
+  xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs)
 # Benchmarks compare against these peers.
 BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine)
 
