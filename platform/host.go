@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -46,7 +47,9 @@ type HostConfig struct {
 	Finalize func(c fiber.Ctx)
 	// HealthStatus reports a non-ok status ("unavailable", reason).
 	HealthStatus func() (status, detail string)
-	// ProxyHeader, when set (e.g. X-Forwarded-For), is trusted for c.IP().
+	// ProxyHeader, when set (e.g. X-Forwarded-For), is trusted for
+	// ClientIP — only when the direct peer is a loopback or private
+	// address, and only its right-most entry (the one our proxy added).
 	ProxyHeader string
 }
 
@@ -64,7 +67,10 @@ type Host struct {
 	reqCount atomic.Uint64
 }
 
-const requestIDKey = "deckhand.request_id"
+const (
+	requestIDKey = "deckhand.request_id"
+	clientIPKey  = "deckhand.client_ip"
+)
 
 // NewHost builds a host serving routes (from one or more tables).
 func NewHost(cfg HostConfig, tables ...[]Route) *Host {
@@ -88,9 +94,6 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		StreamRequestBody: cfg.StreamRequestBody,
-		ProxyHeader:       cfg.ProxyHeader,
-		TrustProxy:        cfg.ProxyHeader != "",
-		TrustProxyConfig:  fiber.TrustProxyConfig{Loopback: true, Private: true, LinkLocal: true},
 		ErrorHandler: func(c fiber.Ctx, err error) error {
 			h.writeError(c, err)
 			h.finalize(c)
@@ -175,6 +178,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		rid = newRequestID()
 	}
 	c.Locals(requestIDKey, rid)
+	c.Locals(clientIPKey, h.clientIP(c))
 	c.Set(fiber.HeaderXRequestID, rid)
 	if ua := c.Get(fiber.HeaderUserAgent); ua != "" {
 		if cur := h.lastUA.Load(); cur == nil || *cur != ua {
@@ -191,7 +195,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		h.cfg.Logger.Info("request",
 			"service", h.cfg.Info.Name, "request_id", rid, "method", c.Method(), "path", c.Path(),
 			"status", c.Response().StatusCode(), "duration_ms", float64(time.Since(start).Microseconds())/1000,
-			"ip", c.IP(), "bytes", bodyLen(c))
+			"ip", ClientIP(c), "bytes", bodyLen(c))
 		err = nil
 	}()
 	if e := c.Next(); e != nil {
@@ -220,6 +224,32 @@ func (h *Host) finalize(c fiber.Ctx) {
 func RequestID(c fiber.Ctx) string {
 	s, _ := c.Locals(requestIDKey).(string)
 	return s
+}
+
+// ClientIP is the caller's address: the socket peer, or with a trusted
+// ProxyHeader the address the proxy saw. Use it instead of c.IP().
+func ClientIP(c fiber.Ctx) string {
+	if s, ok := c.Locals(clientIPKey).(string); ok && s != "" {
+		return s
+	}
+	return c.IP()
+}
+
+func (h *Host) clientIP(c fiber.Ctx) string {
+	peer := c.IP()
+	if h.cfg.ProxyHeader == "" {
+		return peer
+	}
+	if ip := net.ParseIP(peer); ip == nil || !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()) {
+		return peer // only a proxy next to us may speak for the client
+	}
+	hops := strings.Split(c.Get(h.cfg.ProxyHeader), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		if ip := net.ParseIP(strings.TrimSpace(hops[i])); ip != nil {
+			return ip.String()
+		}
+	}
+	return peer
 }
 
 func newRequestID() string {

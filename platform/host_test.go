@@ -157,3 +157,37 @@ func TestOpenAPIListsEveryRegisteredRoute(t *testing.T) {
 		t.Fatalf("health: %d %s", status, raw)
 	}
 }
+
+func TestClientIP(t *testing.T) {
+	t.Parallel()
+	echoIP := []platform.Route{{Method: http.MethodGet, Path: "/ip", Summary: "ip",
+		Handler: func(c fiber.Ctx) error { return c.SendString(platform.ClientIP(c)) }}}
+	trusting := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "t"}, ProxyHeader: "X-Forwarded-For"}, echoIP)
+	plain := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "t"}}, echoIP)
+	cases := []struct {
+		name string
+		h    *platform.Host
+		xff  string
+		want string
+	}{
+		{"trusted proxy, right-most hop", trusting, "1.2.3.4, 10.9.8.7", "10.9.8.7"},
+		{"trusted proxy, no header", trusting, "", "127.0.0.1"},
+		{"trusted proxy, garbage header", trusting, "nonsense", "127.0.0.1"},
+		{"header ignored without ProxyHeader", plain, "1.2.3.4", "127.0.0.1"},
+	}
+	for _, tc := range cases {
+		req, _ := http.NewRequest(http.MethodGet, serve(t, tc.h)+"/ip", nil)
+		if tc.xff != "" {
+			req.Header.Set("X-Forwarded-For", tc.xff)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != tc.want {
+			t.Errorf("%s: got %q want %q", tc.name, body, tc.want)
+		}
+	}
+}

@@ -240,7 +240,7 @@ func (s *Service) handleSignup(c fiber.Ctx) error {
 	if !s.signups {
 		return forbidden("signups are disabled on this server")
 	}
-	if err := s.limiter.hit("signup:ip:"+c.IP(), s.limits.SignupPerIP); err != nil {
+	if err := s.limiter.hit("signup:ip:"+platform.ClientIP(c), s.limits.SignupPerIP); err != nil {
 		return err
 	}
 	var req signupReq
@@ -283,7 +283,7 @@ func (s *Service) handleSignup(c fiber.Ctx) error {
 			msg = s.verificationMail(req.Email, tok)
 			return err
 		}
-		u, err := s.createUser(tx, newUser{Email: req.Email, Region: region, Source: "signup", IP: c.IP()})
+		u, err := s.createUser(tx, newUser{Email: req.Email, Region: region, Source: "signup", IP: platform.ClientIP(c)})
 		if err != nil {
 			return err
 		}
@@ -307,7 +307,7 @@ func (s *Service) handleSignup(c fiber.Ctx) error {
 var errBadToken = platform.Invalid("token", "is invalid or has expired")
 
 func (s *Service) handleVerifyEmail(c fiber.Ctx) error {
-	if err := s.limiter.hit("verify:ip:"+c.IP(), s.limits.VerifyPerIP); err != nil {
+	if err := s.limiter.hit("verify:ip:"+platform.ClientIP(c), s.limits.VerifyPerIP); err != nil {
 		return err
 	}
 	var req tokenReq
@@ -349,7 +349,7 @@ func (s *Service) handleVerifyEmail(c fiber.Ctx) error {
 const sameAnswer = "If an account exists for this address, we have sent it an email"
 
 func (s *Service) recoveryLimits(c fiber.Ctx, email string) error {
-	if err := s.limiter.hit("recovery:ip:"+c.IP(), s.limits.RecoveryPerIP); err != nil {
+	if err := s.limiter.hit("recovery:ip:"+platform.ClientIP(c), s.limits.RecoveryPerIP); err != nil {
 		return err
 	}
 	return s.limiter.hit("recovery:acct:"+email, s.limits.RecoveryPerAccount)
@@ -390,7 +390,7 @@ func (s *Service) handleForgot(c fiber.Ctx) error {
 }
 
 func (s *Service) handleReset(c fiber.Ctx) error {
-	if err := s.limiter.hit("verify:ip:"+c.IP(), s.limits.VerifyPerIP); err != nil {
+	if err := s.limiter.hit("verify:ip:"+platform.ClientIP(c), s.limits.VerifyPerIP); err != nil {
 		return err
 	}
 	var req resetReq
@@ -431,7 +431,7 @@ func (s *Service) handleReset(c fiber.Ctx) error {
 var errBadLogin = unauthorized("Invalid login credentials")
 
 func (s *Service) handleLogin(c fiber.Ctx) error {
-	if err := s.limiter.hit("login:ip:"+c.IP(), s.limits.LoginPerIP); err != nil {
+	if err := s.limiter.hit("login:ip:"+platform.ClientIP(c), s.limits.LoginPerIP); err != nil {
 		return err
 	}
 	var req loginReq
@@ -470,7 +470,7 @@ func (s *Service) handleLogin(c fiber.Ctx) error {
 	if !u.EmailVerified {
 		return forbidden("email address not verified: follow the link in the verification email first")
 	}
-	res, err := s.completeLogin(u.ID, "password", req.ResponseMode, req.CodeChallenge, c.IP(), true)
+	res, err := s.completeLogin(u.ID, "password", req.ResponseMode, req.CodeChallenge, platform.ClientIP(c), true)
 	if err != nil {
 		return err
 	}
@@ -514,7 +514,7 @@ func (s *Service) completeLogin(userID, method, mode, challenge, ip string, need
 }
 
 func (s *Service) handleIntentExchange(c fiber.Ctx) error {
-	if err := s.limiter.hit("verify:ip:"+c.IP(), s.limits.VerifyPerIP); err != nil {
+	if err := s.limiter.hit("verify:ip:"+platform.ClientIP(c), s.limits.VerifyPerIP); err != nil {
 		return err
 	}
 	var req exchangeReq
@@ -544,7 +544,7 @@ func (s *Service) handleIntentExchange(c fiber.Ctx) error {
 		if u.IsBanned {
 			return errBanned
 		}
-		res, err = s.startSession(tx, u, rec.Method, c.IP())
+		res, err = s.startSession(tx, u, rec.Method, platform.ClientIP(c))
 		return err
 	})
 	if err == errBadVerifier {
@@ -577,7 +577,7 @@ func (s *Service) handleIntentCancel(c fiber.Ctx) error {
 }
 
 func (s *Service) handleRefresh(c fiber.Ctx) error {
-	if err := s.limiter.hit("refresh:ip:"+c.IP(), s.limits.RefreshPerIP); err != nil {
+	if err := s.limiter.hit("refresh:ip:"+platform.ClientIP(c), s.limits.RefreshPerIP); err != nil {
 		return err
 	}
 	hdr, ok := bearer(c)

@@ -104,7 +104,7 @@ func (s *Service) handleAdminCreate(c fiber.Ctx) error {
 	var verifyTok string
 	err = s.update(func(tx *store.Tx) error {
 		u, err := s.createUser(tx, newUser{Email: req.Email, Username: req.Username, Password: req.Password, Role: req.Role,
-			Verified: req.Verified, Region: region, ActorID: p.UserID, IP: c.IP(), Source: "admin"})
+			Verified: req.Verified, Region: region, ActorID: p.UserID, IP: platform.ClientIP(c), Source: "admin"})
 		if err != nil {
 			return err
 		}
@@ -196,7 +196,7 @@ func (s *Service) handleAdminPatch(c fiber.Ctx) error {
 		now := s.now()
 		ev := func(typ string, payload map[string]any) error {
 			_, err := events.Append(tx, now, events.Event{EventType: typ, ResourceType: "user", ResourceID: u.ID,
-				ActorID: p.UserID, IP: c.IP(), Payload: events.Payload(payload)})
+				ActorID: p.UserID, IP: platform.ClientIP(c), Payload: events.Payload(payload)})
 			return err
 		}
 		changed := false

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"deckhand/platform"
 	"deckhand/platform/store"
 )
 
@@ -75,7 +76,7 @@ func (s *Service) Authenticate(c fiber.Ctx) error {
 	var p *Principal
 	var err error
 	if strings.HasPrefix(raw, TokenPrefix) {
-		p, err = s.authToken(raw, c.IP())
+		p, err = s.authToken(raw, platform.ClientIP(c))
 	} else {
 		p, err = s.authSession(raw)
 	}

@@ -178,7 +178,7 @@ func (s *Service) handleOAuthStart(name string) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		if err := s.limiter.hit("verify:ip:"+c.IP(), s.limits.VerifyPerIP); err != nil {
+		if err := s.limiter.hit("verify:ip:"+platform.ClientIP(c), s.limits.VerifyPerIP); err != nil {
 			return err
 		}
 		var to, bind string
@@ -260,7 +260,7 @@ func (s *Service) handleOAuthCallback(name string) fiber.Handler {
 			s.log.Warn("OAuth userinfo failed", "provider", name, "err", err)
 			return done(url.Values{"error": {"userinfo_failed"}})
 		}
-		userID, err := s.linkAccount(name, info, c.IP())
+		userID, err := s.linkAccount(name, info, platform.ClientIP(c))
 		if err != nil {
 			if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
 				return done(url.Values{"error": {"account_banned"}})
@@ -271,7 +271,7 @@ func (s *Service) handleOAuthCallback(name string) fiber.Handler {
 		if rec.Intent == "star_check" && p.StarCheckURL != "" {
 			extra.Set("starred", strconv.FormatBool(s.starred(ctx, p, tok)))
 		}
-		res, err := s.completeLogin(userID, "oauth:"+name, "intent", rec.Challenge, c.IP(), true)
+		res, err := s.completeLogin(userID, "oauth:"+name, "intent", rec.Challenge, platform.ClientIP(c), true)
 		if err != nil {
 			if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
 				return done(url.Values{"error": {"account_banned"}})
@@ -493,7 +493,7 @@ func originOf(raw string) (string, string, bool) {
 }
 
 func (s *Service) handleLaunchInitiate(c fiber.Ctx) error {
-	if err := s.limiter.hit("verify:ip:"+c.IP(), s.limits.VerifyPerIP); err != nil {
+	if err := s.limiter.hit("verify:ip:"+platform.ClientIP(c), s.limits.VerifyPerIP); err != nil {
 		return err
 	}
 	var req launchReq

@@ -267,7 +267,7 @@ func (s *Service) tokenEvent(tx *store.Tx, c fiber.Ctx, p *Principal, typ string
 		payload["changed"] = changed
 	}
 	_, err := events.Append(tx, s.now(), events.Event{EventType: typ, ResourceType: "auth_token", ResourceID: t.ID,
-		ActorID: p.UserID, IP: c.IP(), Payload: events.Payload(payload)})
+		ActorID: p.UserID, IP: platform.ClientIP(c), Payload: events.Payload(payload)})
 	return err
 }
 

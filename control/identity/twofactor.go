@@ -196,7 +196,7 @@ func (s *Service) newBackupCodes() (shown, keys []string) {
 
 // twoFactorLimit applies the per-IP and per-account limits of code checks.
 func (s *Service) twoFactorLimit(c fiber.Ctx, userID string) error {
-	if err := s.limiter.hit("2fa:ip:"+c.IP(), s.limits.TwoFactorPerIP); err != nil {
+	if err := s.limiter.hit("2fa:ip:"+platform.ClientIP(c), s.limits.TwoFactorPerIP); err != nil {
 		return err
 	}
 	if userID == "" {
@@ -452,7 +452,7 @@ func (s *Service) handle2FAVerify(c fiber.Ctx) error {
 	if temp == "" {
 		return unauthorized("temp_token is required (body temp_token or Authorization: Bearer)")
 	}
-	if err := s.limiter.hit("2fa:ip:"+c.IP(), s.limits.TwoFactorPerIP); err != nil {
+	if err := s.limiter.hit("2fa:ip:"+platform.ClientIP(c), s.limits.TwoFactorPerIP); err != nil {
 		return err
 	}
 	var rec *onceRec
@@ -511,7 +511,7 @@ func (s *Service) handle2FAVerify(c fiber.Ctx) error {
 	if !ok {
 		return errBadCode
 	}
-	res, err := s.completeLogin(rec.UserID, rec.Method, rec.Mode, rec.Challenge, c.IP(), false)
+	res, err := s.completeLogin(rec.UserID, rec.Method, rec.Mode, rec.Challenge, platform.ClientIP(c), false)
 	if err != nil {
 		return err
 	}
