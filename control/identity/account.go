@@ -316,19 +316,9 @@ func (s *Service) handleVerifyEmail(c fiber.Ctx) error {
 	}
 	var view User
 	err := s.update(func(tx *store.Tx) error {
-		rec, err := s.takeOnce(tx, onceVerify, req.Token)
+		rec, u, err := s.takeOnceUser(tx, onceVerify, req.Token)
 		if err != nil {
 			return err
-		}
-		if rec == nil {
-			return errBadToken
-		}
-		u, err := getUser(tx, rec.UserID)
-		if err != nil {
-			return err
-		}
-		if u == nil {
-			return errBadToken
 		}
 		// A stale link of another signup must not change the password of
 		// an account that is already verified.
@@ -402,19 +392,9 @@ func (s *Service) handleReset(c fiber.Ctx) error {
 		return platform.Internal("hash the password", err)
 	}
 	err = s.update(func(tx *store.Tx) error {
-		rec, err := s.takeOnce(tx, onceReset, req.Token)
+		_, u, err := s.takeOnceUser(tx, onceReset, req.Token)
 		if err != nil {
 			return err
-		}
-		if rec == nil {
-			return errBadToken
-		}
-		u, err := getUser(tx, rec.UserID)
-		if err != nil {
-			return err
-		}
-		if u == nil {
-			return errBadToken
 		}
 		u.PasswordHash, u.EmailVerified, u.UpdatedAt = h, true, s.now()
 		if err := putUser(tx, u); err != nil {
@@ -607,19 +587,8 @@ func (s *Service) handleMe(c fiber.Ctx) error {
 		return platform.Respond(c, http.StatusOK, "User profile", p.user)
 	}
 	var v User
-	err = s.db.View(func(tx *store.Tx) error {
-		u, err := getUser(tx, p.UserID)
-		if err != nil {
-			return err
-		}
-		if u == nil {
-			return errBadCredential
-		}
-		v = u.view()
-		return nil
-	})
-	if err != nil {
-		return storeErr("read the profile", err)
+	if err := s.readUser(p, "read the profile", func(u *userRec) { v = u.view() }); err != nil {
+		return err
 	}
 	return platform.Respond(c, http.StatusOK, "User profile", v)
 }

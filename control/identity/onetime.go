@@ -84,6 +84,23 @@ func (s *Service) takeOnce(tx *store.Tx, kind, secret string) (*onceRec, error) 
 	return rec, tx.Delete(bucketOnce, kind+":"+s.lookupKey(secret))
 }
 
+// takeOnceUser consumes a live record and loads the account it names; a
+// missing record or account is errBadToken.
+func (s *Service) takeOnceUser(tx *store.Tx, kind, secret string) (*onceRec, *userRec, error) {
+	rec, err := s.takeOnce(tx, kind, secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec == nil {
+		return nil, nil, errBadToken
+	}
+	u, err := getUser(tx, rec.UserID)
+	if err == nil && u == nil {
+		err = errBadToken
+	}
+	return rec, u, err
+}
+
 func (s *Service) putOnce(tx *store.Tx, kind, secret string, rec *onceRec) error {
 	return tx.Put(bucketOnce, kind+":"+s.lookupKey(secret), rec)
 }
@@ -98,42 +115,30 @@ func (s *Service) dropOnce(tx *store.Tx, kind, secret string) error {
 func (s *Service) sweepExpired() {
 	now := s.now()
 	_ = s.update(func(tx *store.Tx) error {
-		var dead []string
-		_ = tx.ForEach(bucketOnce, func(k string, raw []byte) error {
-			var rec onceRec
-			if jsonUnmarshal(raw, &rec) != nil || !now.Before(rec.ExpiresAt) {
-				dead = append(dead, k)
-			}
-			return nil
-		})
-		for _, k := range dead {
-			_ = tx.Delete(bucketOnce, k)
-		}
-		dead = dead[:0]
-		_ = tx.ForEach(bucketLaunch, func(k string, raw []byte) error {
-			var t launchRec
-			if jsonUnmarshal(raw, &t) != nil || !now.Before(t.ExpiresAt.Add(time.Hour)) {
-				dead = append(dead, k)
-			}
-			return nil
-		})
-		for _, k := range dead {
-			_ = tx.Delete(bucketLaunch, k)
-		}
+		sweepBucket(tx, bucketOnce, func(rec *onceRec) bool { return !now.Before(rec.ExpiresAt) })
+		sweepBucket(tx, bucketLaunch, func(t *launchRec) bool { return !now.Before(t.ExpiresAt.Add(time.Hour)) })
 		// Sessions whose refresh token has expired, or revoked a day ago
 		// (long enough for reuse attempts to still be told apart).
-		dead = dead[:0]
-		_ = tx.ForEach(bucketSessions, func(k string, raw []byte) error {
-			var sess sessionRec
-			if jsonUnmarshal(raw, &sess) != nil || now.After(sess.GenIssued.Add(refreshTTL+time.Hour)) ||
-				(sess.Revoked && now.After(sess.RevokedAt.Add(24*time.Hour))) {
-				dead = append(dead, k)
-			}
-			return nil
+		sweepBucket(tx, bucketSessions, func(sess *sessionRec) bool {
+			return now.After(sess.GenIssued.Add(refreshTTL+time.Hour)) ||
+				(sess.Revoked && now.After(sess.RevokedAt.Add(24*time.Hour)))
 		})
-		for _, k := range dead {
-			_ = tx.Delete(bucketSessions, k)
+		return nil
+	})
+}
+
+// sweepBucket deletes the records of bucket that do not decode as T or
+// that dead reports as dead.
+func sweepBucket[T any](tx *store.Tx, bucket string, dead func(*T) bool) {
+	var keys []string
+	_ = tx.ForEach(bucket, func(k string, raw []byte) error {
+		var v T
+		if jsonUnmarshal(raw, &v) != nil || dead(&v) {
+			keys = append(keys, k)
 		}
 		return nil
 	})
+	for _, k := range keys {
+		_ = tx.Delete(bucket, k)
+	}
 }

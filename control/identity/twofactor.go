@@ -216,16 +216,49 @@ func (s *Service) sessionUser(c fiber.Ctx, op string, fn func(tx *store.Tx, u *u
 		return forbidden("two-factor settings need a session token, not an auth token")
 	}
 	err = s.update(func(tx *store.Tx) error {
-		u, err := getUser(tx, p.UserID)
+		u, err := callerUser(tx, p)
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return errBadCredential
 		}
 		return fn(tx, u)
 	})
 	return storeErr(op, err)
+}
+
+// readUser runs fn on the caller's account in a read transaction.
+func (s *Service) readUser(p *Principal, op string, fn func(u *userRec)) error {
+	err := s.db.View(func(tx *store.Tx) error {
+		u, err := callerUser(tx, p)
+		if err == nil {
+			fn(u)
+		}
+		return err
+	})
+	return storeErr(op, err)
+}
+
+// callerUser loads the account behind p; a credential whose account is
+// gone is a bad credential.
+func callerUser(tx *store.Tx, p *Principal) (*userRec, error) {
+	u, err := getUser(tx, p.UserID)
+	if err == nil && u == nil {
+		err = errBadCredential
+	}
+	return u, err
+}
+
+// codeRequest authenticates a two-factor change, decodes its code and
+// charges the caller's two-factor attempt budget.
+func (s *Service) codeRequest(c fiber.Ctx) (codeReq, error) {
+	var req codeReq
+	p, err := s.principal(c)
+	if err != nil {
+		return req, err
+	}
+	if err := platform.Decode(c, &req); err != nil {
+		return req, err
+	}
+	return req, s.twoFactorLimit(c, p.UserID)
 }
 
 var errBadCode = unauthorized("invalid two-factor code")
@@ -261,15 +294,8 @@ func (s *Service) handle2FASetup(c fiber.Ctx) error {
 }
 
 func (s *Service) handle2FAVerifySetup(c fiber.Ctx) error {
-	p, err := s.principal(c)
+	req, err := s.codeRequest(c)
 	if err != nil {
-		return err
-	}
-	var req codeReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	if err := s.twoFactorLimit(c, p.UserID); err != nil {
 		return err
 	}
 	var out backupResp
@@ -306,33 +332,15 @@ func (s *Service) handle2FAStatus(c fiber.Ctx) error {
 		return err
 	}
 	var out statusResp
-	err = s.db.View(func(tx *store.Tx) error {
-		u, err := getUser(tx, p.UserID)
-		if err != nil {
-			return err
-		}
-		if u == nil {
-			return errBadCredential
-		}
-		out = statusOf(u)
-		return nil
-	})
-	if err != nil {
-		return storeErr("read the two-factor status", err)
+	if err := s.readUser(p, "read the two-factor status", func(u *userRec) { out = statusOf(u) }); err != nil {
+		return err
 	}
 	return platform.Respond(c, http.StatusOK, "Two-factor status", out)
 }
 
 func (s *Service) handle2FADisable(c fiber.Ctx) error {
-	p, err := s.principal(c)
+	req, err := s.codeRequest(c)
 	if err != nil {
-		return err
-	}
-	var req codeReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	if err := s.twoFactorLimit(c, p.UserID); err != nil {
 		return err
 	}
 	var out statusResp
@@ -355,15 +363,8 @@ func (s *Service) handle2FADisable(c fiber.Ctx) error {
 }
 
 func (s *Service) handle2FARegenerate(c fiber.Ctx) error {
-	p, err := s.principal(c)
+	req, err := s.codeRequest(c)
 	if err != nil {
-		return err
-	}
-	var req codeReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	if err := s.twoFactorLimit(c, p.UserID); err != nil {
 		return err
 	}
 	var out backupResp
