@@ -310,21 +310,35 @@ func (s *Service) handleTokenList(c fiber.Ctx) error {
 	return platform.Respond(c, http.StatusOK, "Auth tokens", out)
 }
 
-func (s *Service) handleTokenGet(c fiber.Ctx) error {
+// onOwnToken runs fn on the caller's token named by the {id} parameter, in
+// a write transaction when write is set.
+func (s *Service) onOwnToken(c fiber.Ctx, write bool, op string, fn func(tx *store.Tx, p *Principal, t *tokenRec) error) error {
 	p, err := s.principal(c)
 	if err != nil {
 		return err
 	}
-	var v AuthToken
-	err = s.db.View(func(tx *store.Tx) error {
+	run := s.db.View
+	if write {
+		run = s.update
+	}
+	err = run(func(tx *store.Tx) error {
 		t, err := ownToken(tx, p, c.Params("id"))
-		if err == nil {
-			v = s.tokenView(t)
+		if err != nil {
+			return err
 		}
-		return err
+		return fn(tx, p, t)
+	})
+	return storeErr(op, err)
+}
+
+func (s *Service) handleTokenGet(c fiber.Ctx) error {
+	var v AuthToken
+	err := s.onOwnToken(c, false, "read the auth token", func(_ *store.Tx, _ *Principal, t *tokenRec) error {
+		v = s.tokenView(t)
+		return nil
 	})
 	if err != nil {
-		return storeErr("read the auth token", err)
+		return err
 	}
 	return platform.Respond(c, http.StatusOK, "Auth token", v)
 }
@@ -414,15 +428,7 @@ func (s *Service) handleTokenPatch(c fiber.Ctx) error {
 }
 
 func (s *Service) handleTokenDelete(c fiber.Ctx) error {
-	p, err := s.principal(c)
-	if err != nil {
-		return err
-	}
-	err = s.update(func(tx *store.Tx) error {
-		t, err := ownToken(tx, p, c.Params("id"))
-		if err != nil {
-			return err
-		}
+	err := s.onOwnToken(c, true, "delete the auth token", func(tx *store.Tx, p *Principal, t *tokenRec) error {
 		if err := tx.Delete(bucketTokens, t.ID); err != nil {
 			return err
 		}
@@ -432,7 +438,7 @@ func (s *Service) handleTokenDelete(c fiber.Ctx) error {
 		return s.tokenEvent(tx, c, p, "auth.token.deleted", t, nil)
 	})
 	if err != nil {
-		return storeErr("delete the auth token", err)
+		return err
 	}
 	s.usage.Delete(c.Params("id"))
 	return platform.Respond(c, http.StatusOK, "Auth token revoked", nil)
