@@ -20,20 +20,25 @@ const (
 	RoleAdmin = "admin"
 )
 
+// Profile is what the stored account and the client's view of it share.
+type Profile struct {
+	ID            string `json:"id"`
+	Username      string `json:"username"`
+	Alias         string `json:"alias"`
+	Email         string `json:"email,omitempty"`
+	Role          string `json:"role"`
+	IsBanned      bool   `json:"is_banned"`
+	EmailVerified bool   `json:"email_verified"`
+	Region        string `json:"region,omitempty"`
+}
+
 // userRec is the stored account. Secrets in it are hashed (password,
 // backup codes) or sealed (TOTP secret).
 type userRec struct {
-	ID            string    `json:"id"`
-	Username      string    `json:"username"`
-	Alias         string    `json:"alias"`
-	Email         string    `json:"email,omitempty"`
-	Role          string    `json:"role"`
-	IsBanned      bool      `json:"is_banned"`
-	EmailVerified bool      `json:"email_verified"`
-	Region        string    `json:"region,omitempty"`
-	PasswordHash  string    `json:"password_hash,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	Profile
+	PasswordHash string    `json:"password_hash,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 
 	TOTPSecret     string     `json:"totp_secret,omitempty"`      // sealed, active
 	TOTPPending    string     `json:"totp_pending,omitempty"`     // sealed, during setup
@@ -45,23 +50,14 @@ type userRec struct {
 
 // User is the account as clients see it.
 type User struct {
-	ID               string    `json:"id"`
-	Username         string    `json:"username"`
-	Alias            string    `json:"alias"`
-	Email            string    `json:"email,omitempty"`
-	Role             string    `json:"role"`
-	IsBanned         bool      `json:"is_banned"`
-	EmailVerified    bool      `json:"email_verified"`
-	Region           string    `json:"region,omitempty"`
+	Profile
 	TwoFactorEnabled bool      `json:"two_factor_enabled"`
 	CreatedAt        time.Time `json:"created_at"`
 	UpdatedAt        time.Time `json:"updated_at"`
 }
 
 func (u *userRec) view() User {
-	return User{ID: u.ID, Username: u.Username, Alias: u.Alias, Email: u.Email, Role: u.Role,
-		IsBanned: u.IsBanned, EmailVerified: u.EmailVerified, Region: u.Region,
-		TwoFactorEnabled: u.TOTPSecret != "", CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
+	return User{Profile: u.Profile, TwoFactorEnabled: u.TOTPSecret != "", CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
 }
 
 func getUser(tx *store.Tx, id string) (*userRec, error) {
@@ -165,8 +161,8 @@ func (s *Service) createUser(tx *store.Tx, n newUser) (*userRec, error) {
 	if n.Role == "" {
 		n.Role = RoleUser
 	}
-	u := &userRec{ID: uuid.NewString(), Username: n.Username, Alias: n.Username, Email: n.Email,
-		Role: n.Role, EmailVerified: n.Verified, Region: n.Region, CreatedAt: now, UpdatedAt: now}
+	u := &userRec{Profile: Profile{ID: uuid.NewString(), Username: n.Username, Alias: n.Username, Email: n.Email,
+		Role: n.Role, EmailVerified: n.Verified, Region: n.Region}, CreatedAt: now, UpdatedAt: now}
 	if n.Password != "" {
 		h, err := hashPassword(n.Password)
 		if err != nil {
