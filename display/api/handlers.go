@@ -36,28 +36,54 @@ func (s *Service) index(c fiber.Ctx) error {
 	return platform.JSON(c, 200, idx)
 }
 
-func (s *Service) info(c fiber.Ctx) error {
+// read answers, as JSON, what fetch reads through the driver: the shape of
+// every GET that is one driver query.
+func read[T any](c fiber.Ctx, s *Service, fetch func(Driver) (T, error)) error {
 	d, err := s.driver()
 	if err != nil {
 		return err
 	}
-	info, err := d.Info()
+	v, err := fetch(d)
 	if err != nil {
 		return err
 	}
-	return platform.JSON(c, 200, info)
+	return platform.JSON(c, 200, v)
+}
+
+// readWindow is read for the paths under /window/{windowId}.
+func readWindow[T any](c fiber.Ctx, s *Service, fetch func(Driver, uint32) (T, error)) error {
+	return read(c, s, func(d Driver) (T, error) {
+		id, err := ParseWindowID("windowId", c.Params("windowId"))
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return fetch(d, id)
+	})
+}
+
+// decode is the start of every handler with a body: the display first (503
+// when there is none), then the strictly decoded and validated body.
+func (s *Service) decode(c fiber.Ctx, body any) (Driver, error) {
+	d, err := s.driver()
+	if err != nil {
+		return nil, err
+	}
+	if err := platform.Decode(c, body); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (s *Service) info(c fiber.Ctx) error {
+	return read(c, s, Driver.Info)
 }
 
 func (s *Service) displayGeometry(c fiber.Ctx) error {
-	d, err := s.driver()
-	if err != nil {
-		return err
-	}
-	b, err := bounds(d)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, Geometry{X: b.X, Y: b.Y, Width: b.Width, Height: b.Height})
+	return read(c, s, func(d Driver) (Geometry, error) {
+		b, err := bounds(d)
+		return Geometry{X: b.X, Y: b.Y, Width: b.Width, Height: b.Height}, err
+	})
 }
 
 // ParseScreenshot turns the screenshot query into options; screen is the
@@ -164,42 +190,21 @@ func (s *Service) screenshot(c fiber.Ctx) error {
 }
 
 func (s *Service) mouseLocation(c fiber.Ctx) error {
-	d, err := s.driver()
-	if err != nil {
-		return err
-	}
-	p, err := d.Pointer()
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, p)
+	return read(c, s, Driver.Pointer)
 }
 
 func (s *Service) windows(c fiber.Ctx) error {
-	d, err := s.driver()
-	if err != nil {
-		return err
-	}
-	ws, err := d.Windows()
-	if err != nil {
-		return err
-	}
-	if ws == nil {
-		ws = []Window{}
-	}
-	return platform.JSON(c, 200, ws)
+	return read(c, s, func(d Driver) ([]Window, error) {
+		ws, err := d.Windows()
+		if ws == nil {
+			ws = []Window{}
+		}
+		return ws, err
+	})
 }
 
 func (s *Service) activeWindow(c fiber.Ctx) error {
-	d, err := s.driver()
-	if err != nil {
-		return err
-	}
-	w, err := d.ActiveWindow()
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, w)
+	return read(c, s, Driver.ActiveWindow)
 }
 
 // ParseWindowID reads a window id: decimal or 0x-hex.
@@ -215,49 +220,22 @@ func ParseWindowID(field, v string) (uint32, error) {
 	return uint32(n), nil
 }
 
-func (s *Service) pathWindow(c fiber.Ctx) (Driver, uint32, error) {
-	d, err := s.driver()
-	if err != nil {
-		return nil, 0, err
-	}
-	id, err := ParseWindowID("windowId", c.Params("windowId"))
-	return d, id, err
-}
-
 func (s *Service) windowProperties(c fiber.Ctx) error {
-	d, id, err := s.pathWindow(c)
-	if err != nil {
-		return err
-	}
-	p, err := d.WindowProperties(id)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, p)
+	return readWindow(c, s, Driver.WindowProperties)
 }
 
 func (s *Service) windowGeometry(c fiber.Ctx) error {
-	d, id, err := s.pathWindow(c)
-	if err != nil {
-		return err
-	}
-	w, err := d.Window(id)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, Geometry{ID: w.ID, X: w.X, Y: w.Y, Width: w.Width, Height: w.Height})
+	return readWindow(c, s, func(d Driver, id uint32) (Geometry, error) {
+		w, err := d.Window(id)
+		return Geometry{ID: w.ID, X: w.X, Y: w.Y, Width: w.Width, Height: w.Height}, err
+	})
 }
 
 func (s *Service) windowName(c fiber.Ctx) error {
-	d, id, err := s.pathWindow(c)
-	if err != nil {
-		return err
-	}
-	w, err := d.Window(id)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, WindowName{ID: w.ID, Name: w.Name})
+	return readWindow(c, s, func(d Driver, id uint32) (WindowName, error) {
+		w, err := d.Window(id)
+		return WindowName{ID: w.ID, Name: w.Name}, err
+	})
 }
 
 // Validate requires one criterion and valid regular expressions.
@@ -280,12 +258,9 @@ func (r *WindowSearch) Validate() error {
 }
 
 func (s *Service) windowSearch(c fiber.Ctx) error {
-	d, err := s.driver()
-	if err != nil {
-		return err
-	}
 	var req WindowSearch
-	if err := platform.Decode(c, &req); err != nil {
+	d, err := s.decode(c, &req)
+	if err != nil {
 		return err
 	}
 	w := waitPlan{pid: req.PID}
@@ -364,12 +339,9 @@ func (r *ClipboardSet) Validate() error {
 }
 
 func (s *Service) clipboardSet(c fiber.Ctx) error {
-	d, err := s.driver()
-	if err != nil {
-		return err
-	}
 	var req ClipboardSet
-	if err := platform.Decode(c, &req); err != nil {
+	d, err := s.decode(c, &req)
+	if err != nil {
 		return err
 	}
 	clip := Clipboard{}

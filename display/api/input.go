@@ -28,57 +28,50 @@ func bounds(d Driver) (Rect, error) {
 func (s *Service) act(action string) fiber.Handler {
 	newBody := bodies[action]
 	return func(c fiber.Ctx) error {
-		d, err := s.driver()
-		if err != nil {
-			return err
-		}
 		var st Step
+		var d Driver
+		var err error
 		if newBody != nil {
 			body := newBody()
-			if err := platform.Decode(c, body); err != nil {
+			if d, err = s.decode(c, body); err != nil {
 				return err
 			}
 			st = body.step()
-		} else if err := platform.Decode(c, &st); err != nil {
+		} else if d, err = s.decode(c, &st); err != nil {
 			return err
 		}
 		st.Action = action
-		b, err := bounds(d)
+		res, err := s.runOne(c, d, st)
 		if err != nil {
 			return err
 		}
-		p, err := compile(st, "", b)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
-		defer cancel()
-		s.input.Lock()
-		defer s.input.Unlock()
-		res, err := runStep(ctx, s, d, p)
-		if err != nil {
-			return err
-		}
-		return platform.JSON(c, 200, res)
+		return platform.JSON(c, 200, res.Result)
 	}
 }
 
 func (s *Service) actOne(c fiber.Ctx) error {
-	d, err := s.driver()
+	var st Step
+	d, err := s.decode(c, &st)
 	if err != nil {
 		return err
 	}
-	var st Step
-	if err := platform.Decode(c, &st); err != nil {
+	res, err := s.runOne(c, d, st)
+	if err != nil {
 		return err
 	}
+	return platform.JSON(c, 200, res)
+}
+
+// runOne compiles st against the screen and runs it under the input lock;
+// the result's duration is the run's alone, not the wait for the lock.
+func (s *Service) runOne(c fiber.Ctx, d Driver, st Step) (StepResult, error) {
 	b, err := bounds(d)
 	if err != nil {
-		return err
+		return StepResult{}, err
 	}
 	p, err := compile(st, "", b)
 	if err != nil {
-		return err
+		return StepResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
 	defer cancel()
@@ -87,9 +80,9 @@ func (s *Service) actOne(c fiber.Ctx) error {
 	start := time.Now()
 	res, err := runStep(ctx, s, d, p)
 	if err != nil {
-		return err
+		return StepResult{}, err
 	}
-	return platform.JSON(c, 200, StepResult{Action: p.action, OK: true, Result: res, DurationMS: ms(time.Since(start))})
+	return StepResult{Action: p.action, OK: true, Result: res, DurationMS: ms(time.Since(start))}, nil
 }
 
 // runStep runs one step and waits until the server has processed its input,
@@ -119,29 +112,18 @@ func (b *Batch) Validate() error {
 }
 
 func (s *Service) batch(c fiber.Ctx) error {
-	d, err := s.driver()
-	if err != nil {
-		return err
-	}
 	var req Batch
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	b, err := bounds(d)
+	d, err := s.decode(c, &req)
 	if err != nil {
 		return err
-	}
-	plans := make([]plan, len(req.Steps))
-	for i, st := range req.Steps {
-		if plans[i], err = compile(st, fmt.Sprintf("steps[%d].", i), b); err != nil {
-			return err
-		}
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
 	defer cancel()
-	s.input.Lock()
-	defer s.input.Unlock()
-	return platform.JSON(c, 200, s.runBatch(ctx, d, plans))
+	res, err := s.compileAndRun(ctx, d, req.Steps)
+	if err != nil {
+		return err
+	}
+	return platform.JSON(c, 200, res)
 }
 
 // RunBatch validates and runs steps as POST input/batch does (benchmarks and
@@ -154,6 +136,12 @@ func (s *Service) RunBatch(ctx context.Context, steps []Step) (BatchResult, erro
 	if err := (&Batch{Steps: steps}).Validate(); err != nil {
 		return BatchResult{}, err
 	}
+	return s.compileAndRun(ctx, d, steps)
+}
+
+// compileAndRun compiles every step against the screen before any runs,
+// then runs them in order under the input lock.
+func (s *Service) compileAndRun(ctx context.Context, d Driver, steps []Step) (BatchResult, error) {
 	b, err := bounds(d)
 	if err != nil {
 		return BatchResult{}, err
@@ -428,11 +416,8 @@ func (s *Service) releaseAll(d Driver) (ResetResult, error) {
 }
 
 func (s *Service) reset(c fiber.Ctx) error {
-	d, err := s.driver()
+	d, err := s.decode(c, &struct{}{})
 	if err != nil {
-		return err
-	}
-	if err := platform.Decode(c, &struct{}{}); err != nil {
 		return err
 	}
 	s.input.Lock()
@@ -516,12 +501,9 @@ func (w waitPlan) matches(d Driver, win Window) bool {
 }
 
 func (s *Service) waitHandler(c fiber.Ctx) error {
-	d, err := s.driver()
-	if err != nil {
-		return err
-	}
 	var req Wait
-	if err := platform.Decode(c, &req); err != nil {
+	d, err := s.decode(c, &req)
+	if err != nil {
 		return err
 	}
 	b, err := bounds(d)
