@@ -21,17 +21,22 @@ ADMIN_EMAIL=$(sed -n 's/^email=//p' "$login")
 ADMIN_PASSWORD=$(sed -n 's/^password=//p' "$login")
 
 pids=()
+started_xvfb=""
 cleanup() {
   trap - INT TERM EXIT
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  [[ -n "$started_xvfb" ]] && scripts/xvfb.sh stop "$started_xvfb" >/dev/null 2>&1 || true
 }
 trap cleanup INT TERM EXIT
 
 # A virtual display for the display service, when Xvfb is available and no
 # display is set.
 if [[ -z "${DISPLAY:-}" && -x scripts/xvfb.sh ]] && command -v Xvfb >/dev/null; then
-  export DISPLAY=$(scripts/xvfb.sh start :77 2>/dev/null | tail -n1) || unset DISPLAY
+  if out=$(scripts/xvfb.sh start :77 2>/dev/null); then
+    DISPLAY=$(sed -n 's/^DISPLAY=//p' <<<"$out" | tail -n1)
+    [[ -n "$DISPLAY" ]] && export DISPLAY && started_xvfb=$DISPLAY
+  fi
 fi
 
 DECKHAND_ADMIN_PASSWORD="$ADMIN_PASSWORD" ./bin/deckhand-control serve --data "$DATA" \
