@@ -23,6 +23,9 @@ type OAuthProvider struct {
 	AuthURL      string
 	TokenURL     string
 	UserinfoURL  string
+	// StarCheckURL (codehost only) answers intent=star_check: a GET with
+	// the user's provider token, 204 meaning "starred".
+	StarCheckURL string
 }
 
 // Configured reports whether enough is set to run the provider's flow.
@@ -95,6 +98,8 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 		fs.StringVar(&p.into.TokenURL, "oauth-"+p.name+"-token-url", p.into.TokenURL, p.name+" OAuth token endpoint")
 		fs.StringVar(&p.into.UserinfoURL, "oauth-"+p.name+"-userinfo-url", p.into.UserinfoURL, p.name+" OAuth userinfo endpoint")
 	}
+	fs.StringVar(&c.OAuthCodehost.StarCheckURL, "oauth-codehost-star-url", c.OAuthCodehost.StarCheckURL,
+		"codehost URL answering intent=star_check for the signed-in user (204 = starred)")
 	fs.StringSliceVar(&c.AllowedRedirectDomains, "allowed-redirect-domains", c.AllowedRedirectDomains, "domains redirect_uri may point to (comma list)")
 	fs.BoolVar(&c.TrustProxyHeaders, "trust-proxy-headers", c.TrustProxyHeaders, "take the client IP from X-Forwarded-For (only behind a trusted proxy)")
 	fs.StringVar(&c.RegionsFile, "regions-file", c.RegionsFile, "JSON file of region records (default <data>/regions.json when present, else built-in regions)")
@@ -141,7 +146,7 @@ func (c *Config) Validate() error {
 		name string
 		p    OAuthProvider
 	}{{"codehost", c.OAuthCodehost}, {"webid", c.OAuthWebID}} {
-		for flag, v := range map[string]string{"auth-url": p.p.AuthURL, "token-url": p.p.TokenURL, "userinfo-url": p.p.UserinfoURL} {
+		for flag, v := range map[string]string{"auth-url": p.p.AuthURL, "token-url": p.p.TokenURL, "userinfo-url": p.p.UserinfoURL, "star-url": p.p.StarCheckURL} {
 			if v == "" {
 				continue
 			}

@@ -18,7 +18,7 @@ func (s *Server) buildIdentity() error {
 	for name, p := range map[string]OAuthProvider{"codehost": s.cfg.OAuthCodehost, "webid": s.cfg.OAuthWebID} {
 		if p.Configured() {
 			providers[name] = identity.OAuthProvider{ClientID: p.ClientID, ClientSecret: p.ClientSecret,
-				AuthURL: p.AuthURL, TokenURL: p.TokenURL, UserInfoURL: p.UserinfoURL}
+				AuthURL: p.AuthURL, TokenURL: p.TokenURL, UserInfoURL: p.UserinfoURL, StarCheckURL: p.StarCheckURL}
 		}
 	}
 	regions := s.regions
