@@ -27,10 +27,7 @@ type clipboard struct {
 	log  *slog.Logger
 	conn *xgb.Conn
 	win  xproto.Window
-
-	atomMu sync.Mutex
-	atoms  map[string]xproto.Atom
-	names  map[xproto.Atom]string
+	*atomCache
 
 	mu   sync.Mutex // guards data and out
 	data map[xproto.Atom]api.Clipboard
@@ -60,7 +57,7 @@ func newClipboard(display string, log *slog.Logger) (*clipboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &clipboard{log: log, conn: conn, atoms: map[string]xproto.Atom{}, names: map[xproto.Atom]string{},
+	c := &clipboard{log: log, conn: conn, atomCache: newAtomCache(conn),
 		data: map[xproto.Atom]api.Clipboard{}, out: map[incrKey]*incrOut{},
 		notify: make(chan xproto.SelectionNotifyEvent, 1), propNew: make(chan struct{}, 64), done: make(chan struct{})}
 	setup := xproto.Setup(conn)
@@ -90,38 +87,10 @@ func (c *clipboard) close() {
 	<-c.done
 }
 
-func (c *clipboard) atom(name string) xproto.Atom {
-	c.atomMu.Lock()
-	a, ok := c.atoms[name]
-	c.atomMu.Unlock()
-	if ok {
-		return a
-	}
-	r, err := xproto.InternAtom(c.conn, false, uint16(len(name)), name).Reply()
-	if err != nil {
-		return 0
-	}
-	c.atomMu.Lock()
-	c.atoms[name], c.names[r.Atom] = r.Atom, name
-	c.atomMu.Unlock()
-	return r.Atom
-}
-
+// atomName is a's name, "" when the server cannot name it.
 func (c *clipboard) atomName(a xproto.Atom) string {
-	c.atomMu.Lock()
-	n, ok := c.names[a]
-	c.atomMu.Unlock()
-	if ok {
-		return n
-	}
-	r, err := xproto.GetAtomName(c.conn, a).Reply()
-	if err != nil {
-		return ""
-	}
-	c.atomMu.Lock()
-	c.names[a], c.atoms[r.Name] = r.Name, a
-	c.atomMu.Unlock()
-	return r.Name
+	n, _ := c.lookupName(a)
+	return n
 }
 
 var textTargets = []string{"UTF8_STRING", "text/plain;charset=utf-8", "text/plain", "STRING", "TEXT"}

@@ -28,10 +28,7 @@ type Driver struct {
 	conn    *xgb.Conn
 	root    xproto.Window
 	screen  *xproto.ScreenInfo
-
-	atomMu    sync.Mutex
-	atoms     map[string]xproto.Atom
-	atomNames map[xproto.Atom]string
+	*atomCache
 
 	xinerama bool
 	// unsynced: input was sent that no reply has followed yet (any reply
@@ -71,8 +68,7 @@ func Open(display string, log *slog.Logger) (Display, error) {
 		display:   display,
 		log:       log,
 		conn:      conn,
-		atoms:     map[string]xproto.Atom{},
-		atomNames: map[xproto.Atom]string{},
+		atomCache: newAtomCache(conn),
 		done:      make(chan struct{}),
 	}
 	setup := xproto.Setup(conn)
@@ -137,40 +133,12 @@ func (d *Driver) Close() error {
 	return nil
 }
 
-func (d *Driver) atom(name string) xproto.Atom {
-	d.atomMu.Lock()
-	a, ok := d.atoms[name]
-	d.atomMu.Unlock()
-	if ok {
-		return a
-	}
-	r, err := xproto.InternAtom(d.conn, false, uint16(len(name)), name).Reply()
-	if err != nil {
-		return 0
-	}
-	d.atomMu.Lock()
-	d.atoms[name] = r.Atom
-	d.atomNames[r.Atom] = name
-	d.atomMu.Unlock()
-	return r.Atom
-}
-
+// atomName is a's name, "atomN" when the server cannot name it.
 func (d *Driver) atomName(a xproto.Atom) string {
-	d.atomMu.Lock()
-	n, ok := d.atomNames[a]
-	d.atomMu.Unlock()
-	if ok {
+	if n, ok := d.lookupName(a); ok {
 		return n
 	}
-	r, err := xproto.GetAtomName(d.conn, a).Reply()
-	if err != nil {
-		return fmt.Sprintf("atom%d", a)
-	}
-	d.atomMu.Lock()
-	d.atomNames[a] = r.Name
-	d.atoms[r.Name] = a
-	d.atomMu.Unlock()
-	return r.Name
+	return fmt.Sprintf("atom%d", a)
 }
 
 // xerr turns an X protocol failure into a client-safe error; a connection
@@ -259,12 +227,18 @@ func (d *Driver) MoveTo(p api.Point) error {
 
 // Button presses or releases a pointer button.
 func (d *Driver) Button(b api.Button, down bool) error {
-	typ := byte(xproto.ButtonRelease)
+	return d.fakePress(xproto.ButtonPress, xproto.ButtonRelease, byte(b), down)
+}
+
+// fakePress sends an XTEST press (down) or release of a button or keycode,
+// unsynced like MoveTo.
+func (d *Driver) fakePress(press, release, detail byte, down bool) error {
+	typ := release
 	if down {
-		typ = xproto.ButtonPress
+		typ = press
 	}
 	d.unsynced.Store(true)
-	xtest.FakeInput(d.conn, typ, byte(b), 0, 0, 0, 0, 0)
+	xtest.FakeInput(d.conn, typ, detail, 0, 0, 0, 0, 0)
 	return d.alive()
 }
 

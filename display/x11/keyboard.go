@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jezek/xgb/xproto"
-	"github.com/jezek/xgb/xtest"
 
 	"deckhand/display/api"
 )
@@ -148,13 +147,7 @@ func (k *keyboard) restore(d *Driver) {
 }
 
 func (d *Driver) fakeKey(code xproto.Keycode, down bool) error {
-	typ := byte(xproto.KeyRelease)
-	if down {
-		typ = xproto.KeyPress
-	}
-	d.unsynced.Store(true)
-	xtest.FakeInput(d.conn, typ, byte(code), 0, 0, 0, 0, 0)
-	return d.alive()
+	return d.fakePress(xproto.KeyPress, xproto.KeyRelease, byte(code), down)
 }
 
 // Key presses or releases the key producing sym; a symbol on the shifted
