@@ -191,3 +191,15 @@ func TestClientIP(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenAPIFailureIsBackendError(t *testing.T) {
+	t.Parallel()
+	dup := testRoutes()[:1]
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "cron"}}, dup, dup)
+	for _, p := range []string{"/openapi.json", "/openapi.yaml"} {
+		status, m, raw := do(t, h, "GET", p, "")
+		if status != 500 || m["code"] != "BACKEND_ERROR" || m["message"] != "Internal server error" {
+			t.Fatalf("%s: %d %s", p, status, raw)
+		}
+	}
+}
