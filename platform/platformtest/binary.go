@@ -1,0 +1,87 @@
+package platformtest
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// Binary finds the binary name for an end-to-end test: $DECKHAND_BIN/name
+// when `make test` built it, else it builds pkg (an import path such as
+// "deckhand/control/cmd/deckhand-control") with CGO_ENABLED=0 into a
+// temporary directory that cleanup removes. It takes no testing.T because
+// TestMain calls it.
+func Binary(name, pkg string) (path string, cleanup func(), err error) {
+	if d := os.Getenv("DECKHAND_BIN"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, name)); err == nil {
+			return filepath.Join(d, name), func() {}, nil
+		}
+	}
+	dir, err := os.MkdirTemp("", name+"-e2e-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	path = filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", path, pkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("build %s: %v\n%s", name, err, out)
+	}
+	return path, cleanup, nil
+}
+
+// portMu keeps this process's parallel tests from picking overlapping ranges.
+var portMu sync.Mutex
+
+// FreePortBase finds a port base such that base … base+span on 127.0.0.1
+// are all free right now (the agent's gateway port and its service ports).
+func FreePortBase(t testing.TB, span int) int {
+	t.Helper()
+	portMu.Lock()
+	defer portMu.Unlock()
+	for range 500 {
+		base := 20000 + rand.IntN(40000)
+		ok := true
+		for off := 0; off <= span && ok; off++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
+			if err != nil {
+				ok = false
+				continue
+			}
+			ln.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port range")
+	return 0
+}
+
+// SyncBuffer collects a child process's output for messages and assertions
+// while the child still writes it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
