@@ -1,7 +1,6 @@
 package identity_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"deckhand/control/identity"
+	"deckhand/control/identity/identitytest"
 	"deckhand/control/mail"
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -112,48 +112,8 @@ func (e *env) call(method, path string, body any, bearer string, hdrs ...string)
 
 func (e *env) callWith(c *http.Client, method, path string, body any, bearer string, hdrs ...string) resp {
 	e.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	u := path
-	if !strings.HasPrefix(path, "http") {
-		u = e.url + path
-	}
-	req, err := http.NewRequest(method, u, rd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	for i := 0; i+1 < len(hdrs); i += 2 {
-		req.Header.Set(hdrs[i], hdrs[i+1])
-	}
-	res, err := c.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	r := resp{status: res.StatusCode, header: res.Header, raw: raw}
-	if len(raw) > 0 && raw[0] == '{' {
-		_ = json.Unmarshal(raw, &r.body)
-	}
-	return r
+	r := identitytest.Call(e.t, c, e.url, method, path, body, bearer, hdrs...)
+	return resp{status: r.Status, header: r.Header, body: r.Body, raw: r.Raw}
 }
 
 // must fails unless the response has the wanted status.

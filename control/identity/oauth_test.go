@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"deckhand/control/identity"
+	"deckhand/control/identity/identitytest"
 )
 
 // fakeProvider plays an OAuth provider's authorize, token and userinfo
@@ -115,57 +115,28 @@ func oauthEnv(t *testing.T) (*env, *fakeProvider) {
 	return e, p
 }
 
-// browser is a client with a cookie jar that does not follow redirects.
-func browser(t *testing.T) *http.Client {
-	jar, _ := cookiejar.New(nil)
-	return &http.Client{Jar: jar, Timeout: 10 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-// follow GETs u and returns the Location of its 302.
-func follow(t *testing.T, c *http.Client, u string, hdrs ...string) (*url.URL, *http.Response) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", u, nil)
-	for i := 0; i+1 < len(hdrs); i += 2 {
-		req.Header.Set(hdrs[i], hdrs[i+1])
-	}
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusFound {
-		t.Fatalf("GET %s: %d, want 302", u, res.StatusCode)
-	}
-	loc, err := url.Parse(res.Header.Get("Location"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc, res
-}
-
 // runFlow drives start → provider → callback and returns the completion URL.
 func runFlow(t *testing.T, c *http.Client, start string) *url.URL {
 	t.Helper()
-	toProvider, _ := follow(t, c, start)
-	toCallback, _ := follow(t, c, toProvider.String())
-	done, _ := follow(t, c, toCallback.String())
+	toProvider, _ := identitytest.Follow(t, c, start)
+	toCallback, _ := identitytest.Follow(t, c, toProvider.String())
+	done, _ := identitytest.Follow(t, c, toCallback.String())
 	return done
 }
 
 func TestOAuthCodehostLoginWithPKCE(t *testing.T) {
 	t.Parallel()
 	e, p := oauthEnv(t)
-	b := browser(t)
+	b := identitytest.Browser()
 	start := e.url + "/api/v1/auth/codehost?code_challenge=" + rfcChallenge + "&redirect_uri=" + url.QueryEscape("http://localhost:3000/done")
-	toProvider, _ := follow(t, b, start)
+	toProvider, _ := identitytest.Follow(t, b, start)
 	q := toProvider.Query()
 	if !strings.HasPrefix(toProvider.String(), p.srv.URL+"/authorize") || q.Get("code_challenge") == rfcChallenge ||
 		q.Get("redirect_uri") != e.url+"/api/v1/auth/codehost/callback" {
 		t.Fatalf("provider redirect: %s", toProvider)
 	}
-	toCallback, _ := follow(t, b, toProvider.String())
-	done, _ := follow(t, b, toCallback.String())
+	toCallback, _ := identitytest.Follow(t, b, toProvider.String())
+	done, _ := identitytest.Follow(t, b, toCallback.String())
 	if done.Host != "localhost:3000" || done.Path != "/done" || done.Query().Get("code") == "" || done.Query().Get("provider") != "codehost" {
 		t.Fatalf("completion: %s", done)
 	}
@@ -181,24 +152,24 @@ func TestOAuthCodehostLoginWithPKCE(t *testing.T) {
 		t.Fatalf("me: %v", me)
 	}
 	// A second login finds the same account.
-	done = runFlow(t, browser(t), start)
+	done = runFlow(t, identitytest.Browser(), start)
 	res = e.must(e.call("POST", "/api/v1/auth/intent/exchange", map[string]any{"code": done.Query().Get("code"), "code_verifier": rfcVerifier}, ""), 200).data()
 	if res["user"].(map[string]any)["id"] != me["id"] {
 		t.Fatal("second OAuth login made a new account")
 	}
 	// A wrong verifier burns the code.
-	done = runFlow(t, browser(t), start)
+	done = runFlow(t, identitytest.Browser(), start)
 	e.must(e.call("POST", "/api/v1/auth/intent/exchange", map[string]any{"code": done.Query().Get("code"), "code_verifier": strings.Repeat("x", 43)}, ""), 401)
 	e.must(e.call("POST", "/api/v1/auth/intent/exchange", map[string]any{"code": done.Query().Get("code"), "code_verifier": rfcVerifier}, ""), 401)
 	// star_check rides along.
-	done = runFlow(t, browser(t), start+"&intent=star_check")
+	done = runFlow(t, identitytest.Browser(), start+"&intent=star_check")
 	if done.Query().Get("intent") != "star_check" || done.Query().Get("starred") != "true" {
 		t.Fatalf("intent: %s", done)
 	}
 	p.mu.Lock()
 	p.user = map[string]any{"id": 7, "login": "nostar", "email": "nostar@example.com"}
 	p.mu.Unlock()
-	done = runFlow(t, browser(t), start+"&intent=star_check")
+	done = runFlow(t, identitytest.Browser(), start+"&intent=star_check")
 	if done.Query().Get("starred") != "false" || done.Query().Get("code") == "" {
 		t.Fatalf("star check for a non-stargazer: %s", done)
 	}
@@ -208,11 +179,11 @@ func TestOAuthStateBoundToBrowser(t *testing.T) {
 	t.Parallel()
 	e, _ := oauthEnv(t)
 	start := e.url + "/api/v1/auth/codehost?code_challenge=" + rfcChallenge
-	b := browser(t)
-	toProvider, _ := follow(t, b, start)
-	toCallback, _ := follow(t, b, toProvider.String())
+	b := identitytest.Browser()
+	toProvider, _ := identitytest.Follow(t, b, start)
+	toCallback, _ := identitytest.Follow(t, b, toProvider.String())
 	// An attacker's browser (no binding cookie) cannot complete it.
-	r := e.callWith(browser(t), "GET", toCallback.String(), nil, "")
+	r := e.callWith(identitytest.Browser(), "GET", toCallback.String(), nil, "")
 	if r.status != 400 || !strings.Contains(r.str("message"), "state") {
 		t.Fatalf("foreign browser: %d %s", r.status, r.raw)
 	}
@@ -246,7 +217,7 @@ func TestOAuthStartValidation(t *testing.T) {
 		}
 	}
 	// Subdomains of an allowed domain are allowed.
-	follow(t, browser(t), e.url+"/api/v1/auth/codehost?code_challenge="+rfcChallenge+"&redirect_uri="+url.QueryEscape("https://app.example.test/cb"))
+	identitytest.Follow(t, identitytest.Browser(), e.url+"/api/v1/auth/codehost?code_challenge="+rfcChallenge+"&redirect_uri="+url.QueryEscape("https://app.example.test/cb"))
 }
 
 func TestOAuthLinksExistingAccountAndHonours2FA(t *testing.T) {
@@ -254,7 +225,7 @@ func TestOAuthLinksExistingAccountAndHonours2FA(t *testing.T) {
 	e, p := oauthEnv(t)
 	login := e.account("octo@example.com")
 	e.enable2FA(login["token"].(string))
-	done := runFlow(t, browser(t), e.url+"/api/v1/auth/codehost?code_challenge="+rfcChallenge)
+	done := runFlow(t, identitytest.Browser(), e.url+"/api/v1/auth/codehost?code_challenge="+rfcChallenge)
 	q := done.Query()
 	if q.Get("requires_2fa") != "true" || q.Get("temp_token") == "" || q.Get("code") != "" || done.Path != "/auth/complete" {
 		t.Fatalf("completion: %s", done)
@@ -298,13 +269,13 @@ func TestLaunchTicket(t *testing.T) {
 	if !strings.HasPrefix(launch, e.url+"/api/v1/auth/launch/start?ticket=") {
 		t.Fatalf("launch_url: %s", r.raw)
 	}
-	b := browser(t)
-	toProvider, res := follow(t, b, launch)
+	b := identitytest.Browser()
+	toProvider, res := identitytest.Follow(t, b, launch)
 	if res.Header.Get("Referrer-Policy") != "no-referrer" || !strings.HasPrefix(toProvider.String(), p.srv.URL) {
 		t.Fatalf("launch start: %v %s", res.Header, toProvider)
 	}
-	toCallback, _ := follow(t, b, toProvider.String())
-	done, _ := follow(t, b, toCallback.String())
+	toCallback, _ := identitytest.Follow(t, b, toProvider.String())
+	done, _ := identitytest.Follow(t, b, toCallback.String())
 	if done.Scheme+"://"+done.Host != "http://localhost:5173" || done.Path != "/auth/complete" ||
 		done.Query().Get("state_id") != "3f1e2d4c-5b6a-4978-8a9b-0c1d2e3f4a5b" || done.Query().Get("code") == "" {
 		t.Fatalf("completion: %s", done)
@@ -367,7 +338,7 @@ func TestOAuthClaimsUnverifiedAccountAndDropsItsPassword(t *testing.T) {
 	e, _ := oauthEnv(t)
 	// Someone registered octo's address but never verified it.
 	e.must(e.call("POST", "/api/v1/auth/signup", map[string]any{"email": "octo@example.com", "password": "Attacker-pass-1"}, ""), 200)
-	done := runFlow(t, browser(t), e.url+"/api/v1/auth/codehost?code_challenge="+rfcChallenge)
+	done := runFlow(t, identitytest.Browser(), e.url+"/api/v1/auth/codehost?code_challenge="+rfcChallenge)
 	res := e.must(e.call("POST", "/api/v1/auth/intent/exchange", map[string]any{"code": done.Query().Get("code"), "code_verifier": rfcVerifier}, ""), 200).data()
 	if res["user"].(map[string]any)["email"] != "octo@example.com" {
 		t.Fatalf("user: %v", res["user"])

@@ -6,45 +6,37 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"deckhand/control/identity/identitytest"
+	"deckhand/platform/platformtest"
 )
 
 var binary string
 
+// TestMain uses $DECKHAND_BIN/deckhand-control when `make test` built it,
+// else builds the binary into a temporary directory.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "identitye2e-")
+	var cleanup func()
+	var err error
+	binary, cleanup, err = platformtest.Binary("deckhand-control", "deckhand/control/cmd/deckhand-control")
 	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "deckhand-control")
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	cmd := exec.Command("go", "build", "-o", binary, "./control/cmd/deckhand-control")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build deckhand-control: %v\n%s", err, out)
-		os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
@@ -147,39 +139,8 @@ func (s *server) call(method, path string, body any, bearer string, hdrs ...stri
 
 func (s *server) callWith(c *http.Client, method, path string, body any, bearer string, hdrs ...string) resp {
 	s.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	u := path
-	if !strings.HasPrefix(u, "http") {
-		u = s.url + path
-	}
-	req, err := http.NewRequest(method, u, rd)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	for i := 0; i+1 < len(hdrs); i += 2 {
-		req.Header.Set(hdrs[i], hdrs[i+1])
-	}
-	res, err := c.Do(req)
-	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	r := resp{status: res.StatusCode, header: res.Header, raw: raw}
-	if len(raw) > 0 && raw[0] == '{' {
-		_ = json.Unmarshal(raw, &r.body)
-	}
-	return r
+	r := identitytest.Call(s.t, c, s.url, method, path, body, bearer, hdrs...)
+	return resp{status: r.Status, header: r.Header, body: r.Body, raw: r.Raw}
 }
 
 func (s *server) must(r resp, status int) resp {
@@ -255,27 +216,4 @@ func clientFrom(t *testing.T, ip string) *http.Client {
 	tr := &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
-}
-
-func browser() *http.Client {
-	jar, _ := cookiejar.New(nil)
-	return &http.Client{Jar: jar, Timeout: 10 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-func follow(t *testing.T, c *http.Client, u string) (*url.URL, *http.Response) {
-	t.Helper()
-	res, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusFound {
-		t.Fatalf("GET %s: %d, want 302", u, res.StatusCode)
-	}
-	loc, err := url.Parse(res.Header.Get("Location"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc, res
 }

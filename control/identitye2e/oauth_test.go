@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"deckhand/control/identity/identitytest"
 )
 
 // provider is a stand-in for an outside OAuth provider: authorize, token
@@ -81,10 +83,10 @@ func TestOAuthAndLaunch(t *testing.T) {
 		t.Fatalf("PKCE transform: %s", challenge)
 	}
 	// Plain redirect flow.
-	b := browser()
-	toProvider, _ := follow(t, b, s.url+"/api/v1/auth/webid?code_challenge="+challenge+"&redirect_uri="+url.QueryEscape("https://app.test/done"))
-	toCallback, _ := follow(t, b, toProvider.String())
-	done, _ := follow(t, b, toCallback.String())
+	b := identitytest.Browser()
+	toProvider, _ := identitytest.Follow(t, b, s.url+"/api/v1/auth/webid?code_challenge="+challenge+"&redirect_uri="+url.QueryEscape("https://app.test/done"))
+	toCallback, _ := identitytest.Follow(t, b, toProvider.String())
+	done, _ := identitytest.Follow(t, b, toCallback.String())
 	if done.Host != "app.test" || done.Query().Get("code") == "" {
 		t.Fatalf("completion %s", done)
 	}
@@ -102,13 +104,13 @@ func TestOAuthAndLaunch(t *testing.T) {
 			"state_id": "0b7e8f3a-1c2d-4e5f-9a8b-7c6d5e4f3a2b"}, "", "Origin", "http://localhost:5173"), 200).str("data", "launch_url")
 	}
 	launch := ticket()
-	b = browser()
-	toProvider, r := follow(t, b, launch)
+	b = identitytest.Browser()
+	toProvider, r := identitytest.Follow(t, b, launch)
 	if r.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("headers %v", r.Header)
 	}
-	toCallback, _ = follow(t, b, toProvider.String())
-	done, _ = follow(t, b, toCallback.String())
+	toCallback, _ = identitytest.Follow(t, b, toProvider.String())
+	done, _ = identitytest.Follow(t, b, toCallback.String())
 	if done.String()[:len("http://localhost:5173/auth/complete?")] != "http://localhost:5173/auth/complete?" || done.Query().Get("state_id") != "0b7e8f3a-1c2d-4e5f-9a8b-7c6d5e4f3a2b" {
 		t.Fatalf("completion %s", done)
 	}
