@@ -21,12 +21,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"deckhand/platform/platformtest"
 	"deckhand/platform/signing"
 )
 
@@ -35,43 +35,17 @@ var binary string
 // TestMain uses $DECKHAND_BIN/deckhand-control when `make test` built it,
 // else builds the binary into a temporary directory.
 func TestMain(m *testing.M) {
-	if d := os.Getenv("DECKHAND_BIN"); d != "" {
-		if _, err := os.Stat(filepath.Join(d, "deckhand-control")); err == nil {
-			binary = filepath.Join(d, "deckhand-control")
-			os.Exit(m.Run())
-		}
-	}
-	dir, err := os.MkdirTemp("", "control-e2e-")
+	var cleanup func()
+	var err error
+	binary, cleanup, err = platformtest.Binary("deckhand-control", "deckhand/control/cmd/deckhand-control")
 	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "deckhand-control")
-	_, file, _, _ := runtime.Caller(0)
-	cmd := exec.Command("go", "build", "-o", binary, "./control/cmd/deckhand-control")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build deckhand-control: %v\n%s", err, out)
-		os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
-
-// syncBuffer collects a child's output for messages and assertions.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // proc is one running `deckhand-control serve`.
 type proc struct {
@@ -79,8 +53,8 @@ type proc struct {
 	cmd    *exec.Cmd
 	url    string
 	data   string
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *platformtest.SyncBuffer
+	stderr *platformtest.SyncBuffer
 	done   chan error
 	once   sync.Once
 	// signed is false when the process runs with signing off.
@@ -104,7 +78,7 @@ func serve(t *testing.T, data string, env []string, args ...string) *proc {
 	}
 	cmd := exec.Command(binary, full...)
 	cmd.Env = append(baseEnv(data), env...)
-	p := &proc{t: t, cmd: cmd, data: data, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1), signed: true}
+	p := &proc{t: t, cmd: cmd, data: data, stdout: &platformtest.SyncBuffer{}, stderr: &platformtest.SyncBuffer{}, done: make(chan error, 1), signed: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
