@@ -2,8 +2,6 @@ package cron_test
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"testing"
 
@@ -13,9 +11,8 @@ import (
 )
 
 func newHost(t *testing.T) *platform.Host {
-	svc := cron.New(platform.ServiceDeps{Name: "cron", DataDir: t.TempDir(), Clock: platform.SystemClock{},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, svc.Routes())
+	svc := cron.New(platformtest.ServiceDeps(t, "cron"))
+	return platformtest.ServiceHost(svc.Info(), svc.Routes())
 }
 
 func TestEveryRouteIsDocumented(t *testing.T) {

@@ -3,7 +3,6 @@ package files_test
 import (
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http/httptest"
 	"testing"
 
@@ -13,9 +12,8 @@ import (
 )
 
 func newHost(t *testing.T) *platform.Host {
-	svc := files.New(platform.ServiceDeps{Name: "files", DataDir: t.TempDir(), Clock: platform.SystemClock{},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, svc.Routes())
+	svc := files.New(platformtest.ServiceDeps(t, "files"))
+	return platformtest.ServiceHost(svc.Info(), svc.Routes())
 }
 
 func TestEveryRouteIsDocumented(t *testing.T) {
