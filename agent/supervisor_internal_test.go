@@ -4,35 +4,16 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"strconv"
 	"testing"
 	"time"
+
+	"deckhand/platform/platformtest"
 )
 
 // freeBase finds a port base whose gateway port and every service port are
 // free right now.
-func freeBase(t *testing.T) int {
-	t.Helper()
-	for range 200 {
-		base := 20000 + rand.IntN(40000)
-		ok := true
-		for off := 0; off <= 14 && ok; off++ {
-			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
-			if err != nil {
-				ok = false
-				continue
-			}
-			ln.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free port range")
-	return 0
-}
+func freeBase(t *testing.T) int { return platformtest.FreePortBase(t, 14) }
 
 // TestInProcessServiceRestartsWhileOthersServe breaks the files host's
 // listener (its Serve returns) and expects the supervisor to bring files

@@ -5,25 +5,21 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"deckhand/agent"
+	"deckhand/platform/platformtest"
 )
 
 var (
@@ -34,27 +30,15 @@ var (
 // TestMain uses $DECKHAND_BIN/deckhand when `make test` built it, else
 // builds the binary into a temporary directory.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "deckhand-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	code := func() int {
-		defer os.RemoveAll(dir)
-		if d := os.Getenv("DECKHAND_BIN"); d != "" {
-			if _, err := os.Stat(filepath.Join(d, "deckhand")); err == nil {
-				bin = filepath.Join(d, "deckhand")
-			}
+		var cleanup func()
+		var err error
+		bin, cleanup, err = platformtest.Binary("deckhand", "deckhand/agent/cmd/deckhand")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
-		if bin == "" {
-			bin = filepath.Join(dir, "deckhand")
-			build := exec.Command("go", "build", "-o", bin, "deckhand/agent/cmd/deckhand")
-			build.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := build.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "build deckhand: %v\n%s", err, out)
-				return 1
-			}
-		}
+		defer cleanup()
 		out, err := exec.Command(bin, "version").Output()
 		fields := strings.Fields(string(out))
 		if err != nil || len(fields) < 2 || fields[0] != "deckhand" {
@@ -67,57 +51,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// portMu keeps this process's parallel tests from picking overlapping ranges.
-var portMu sync.Mutex
-
 // freeBase finds a port base whose gateway port and all 14 service ports are
 // free right now.
-func freeBase(t testing.TB) int {
-	t.Helper()
-	portMu.Lock()
-	defer portMu.Unlock()
-	for range 500 {
-		base := 20000 + rand.IntN(40000)
-		ok := true
-		for off := 0; off <= 14 && ok; off++ {
-			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
-			if err != nil {
-				ok = false
-				continue
-			}
-			ln.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free port range")
-	return 0
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func freeBase(t testing.TB) int { return platformtest.FreePortBase(t, 14) }
 
 type agentProc struct {
 	cmd  *exec.Cmd
 	gw   string // gateway host:port
 	base int
 	data string
-	out  *syncBuffer
+	out  *platformtest.SyncBuffer
 	done chan struct{}
 	err  error
 }
@@ -126,7 +69,7 @@ type agentProc struct {
 // the helpers where it listens.
 func startRaw(t testing.TB, env []string, gw string, base int, data string, args ...string) *agentProc {
 	t.Helper()
-	a := &agentProc{gw: gw, base: base, data: data, out: &syncBuffer{}, done: make(chan struct{})}
+	a := &agentProc{gw: gw, base: base, data: data, out: &platformtest.SyncBuffer{}, done: make(chan struct{})}
 	a.cmd = exec.Command(bin, args...)
 	a.cmd.Env = append(cleanEnv(), env...)
 	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"deckhand/agent"
+	"deckhand/platform/platformtest"
 )
 
 // TestAgentServes starts one default agent and checks every service, the
@@ -746,7 +747,7 @@ func TestAsPID1(t *testing.T) {
 	base := freeBase(t)
 	data := t.TempDir()
 	gw := "127.0.0.1:" + strconv.Itoa(base)
-	a := &agentProc{gw: gw, base: base, data: data, out: &syncBuffer{}, done: make(chan struct{})}
+	a := &agentProc{gw: gw, base: base, data: data, out: &platformtest.SyncBuffer{}, done: make(chan struct{})}
 	a.cmd = exec.Command(unshare, "--pid", "--fork", "--mount-proc", "--kill-child", bin, "run", "--data", data,
 		"--listen", gw, "--port-base", strconv.Itoa(base), "--isolate", "cron", "--log-level", "warn")
 	a.cmd.Env = cleanEnv()
