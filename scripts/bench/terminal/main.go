@@ -308,24 +308,35 @@ func currentUser() string {
 	return strings.TrimSpace(string(out))
 }
 
-// countUntilEOF reads r in 32 KiB chunks; it returns the bytes and the time
-// from the first byte to the end.
-func countUntilEOF(r io.Reader) (int64, time.Duration) {
-	buf := make([]byte, 32<<10)
-	var n int64
-	var first time.Time
+// meter counts bytes and when the first of them came.
+type meter struct {
+	n     int64
+	first time.Time
+}
+
+// readAll reads r through buf until it fails (EOF, or EIO from a PTY whose
+// process exited), counting what it read.
+func (m *meter) readAll(r io.Reader, buf []byte) {
 	for {
 		k, err := r.Read(buf)
 		if k > 0 {
-			if n == 0 {
-				first = time.Now()
+			if m.n == 0 {
+				m.first = time.Now()
 			}
-			n += int64(k)
+			m.n += int64(k)
 		}
 		if err != nil {
-			return n, time.Since(first)
+			return
 		}
 	}
+}
+
+// countUntilEOF reads r in 32 KiB chunks; it returns the bytes and the time
+// from the first byte to the end.
+func countUntilEOF(r io.Reader) (int64, time.Duration) {
+	var m meter
+	m.readAll(r, make([]byte, 32<<10))
+	return m.n, time.Since(m.first)
 }
 
 func (e *env) mbps(d time.Duration) float64 { return float64(e.size) / 1e6 / d.Seconds() }
@@ -384,8 +395,7 @@ func (e *env) websocketCat() (float64, error) {
 	if err := c.WriteMessage(websocket.BinaryMessage, []byte("exec cat "+e.file+"\n")); err != nil {
 		return 0, err
 	}
-	var n int64
-	var first time.Time
+	var m meter
 	frames := 0
 	buf := make([]byte, 64<<10)
 	for {
@@ -401,20 +411,9 @@ func (e *env) websocketCat() (float64, error) {
 			continue
 		}
 		frames++
-		for {
-			k, err := r.Read(buf)
-			if k > 0 {
-				if n == 0 {
-					first = time.Now()
-				}
-				n += int64(k)
-			}
-			if err != nil {
-				break
-			}
-		}
+		m.readAll(r, buf)
 	}
-	d := time.Since(first)
+	n, d := m.n, time.Since(m.first)
 	if os.Getenv("BENCH_DEBUG") != "" {
 		fmt.Fprintf(os.Stderr, "websocket: %d bytes in %d frames\n", n, frames)
 	}
