@@ -1,11 +1,7 @@
 package identity_test
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -16,100 +12,16 @@ import (
 	"deckhand/control/identity/identitytest"
 )
 
-// fakeProvider plays an OAuth provider's authorize, token and userinfo
-// endpoints, enforcing PKCE S256 on the server's side of the flow.
-type fakeProvider struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	codes  map[string]fakeGrant
-	tokens map[string]map[string]any
-	user   map[string]any
-	seen   []url.Values // authorize requests
+// providerConfig points identity at the provider stand-in.
+func providerConfig(p *identitytest.Provider) identity.OAuthProvider {
+	return identity.OAuthProvider{ClientID: identitytest.ClientID, ClientSecret: identitytest.ClientSecret, AuthURL: p.URL + "/authorize",
+		TokenURL: p.URL + "/token", UserInfoURL: p.URL + "/userinfo", StarCheckURL: p.URL + "/user/starred/deckhand/deckhand"}
 }
 
-type fakeGrant struct {
-	challenge, redirect string
-	user                map[string]any
-}
-
-const fakeClientID, fakeSecret = "client-123", "secret-456"
-
-func newFakeProvider(t *testing.T) *fakeProvider {
-	p := &fakeProvider{codes: map[string]fakeGrant{}, tokens: map[string]map[string]any{},
-		user: map[string]any{"id": 4242, "login": "octo", "email": "octo@example.com"}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.seen = append(p.seen, q)
-		if q.Get("response_type") != "code" || q.Get("client_id") != fakeClientID || q.Get("code_challenge_method") != "S256" ||
-			len(q.Get("code_challenge")) != 43 || q.Get("state") == "" || q.Get("redirect_uri") == "" {
-			http.Error(w, "bad authorize request", 400)
-			return
-		}
-		code := "code-" + q.Get("state")[:8]
-		p.codes[code] = fakeGrant{challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"), user: p.user}
-		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
-	})
-	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		id, secret, ok := r.BasicAuth()
-		if !ok {
-			id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		g, found := p.codes[r.PostForm.Get("code")]
-		delete(p.codes, r.PostForm.Get("code"))
-		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
-		if id != fakeClientID || secret != fakeSecret || !found || r.PostForm.Get("grant_type") != "authorization_code" ||
-			r.PostForm.Get("redirect_uri") != g.redirect || base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(400)
-			_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
-			return
-		}
-		tok := "at-" + r.PostForm.Get("code")
-		p.tokens[tok] = g.user
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": 3600})
-	})
-	mux.HandleFunc("/user/starred/deckhand/deckhand", func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		u, ok := p.tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-		p.mu.Unlock()
-		if ok && u["login"] == "octo" {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		w.WriteHeader(http.StatusNotFound)
-	})
-	mux.HandleFunc("/userinfo", func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		u, ok := p.tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-		p.mu.Unlock()
-		if !ok {
-			http.Error(w, "no", 401)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(u)
-	})
-	p.srv = httptest.NewServer(mux)
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *fakeProvider) config() identity.OAuthProvider {
-	return identity.OAuthProvider{ClientID: fakeClientID, ClientSecret: fakeSecret, AuthURL: p.srv.URL + "/authorize",
-		TokenURL: p.srv.URL + "/token", UserInfoURL: p.srv.URL + "/userinfo", StarCheckURL: p.srv.URL + "/user/starred/deckhand/deckhand"}
-}
-
-func oauthEnv(t *testing.T) (*env, *fakeProvider) {
-	p := newFakeProvider(t)
+func oauthEnv(t *testing.T) (*env, *identitytest.Provider) {
+	p := identitytest.NewProvider(t, map[string]any{"id": 4242, "login": "octo", "email": "octo@example.com"})
 	e := newEnv(t, func(d *identity.Deps) {
-		d.Providers = map[string]identity.OAuthProvider{"codehost": p.config()}
+		d.Providers = map[string]identity.OAuthProvider{"codehost": providerConfig(p)}
 		d.AllowedRedirectDomains = []string{"localhost", "example.test"}
 	})
 	return e, p
@@ -131,7 +43,7 @@ func TestOAuthCodehostLoginWithPKCE(t *testing.T) {
 	start := e.url + "/api/v1/auth/codehost?code_challenge=" + rfcChallenge + "&redirect_uri=" + url.QueryEscape("http://localhost:3000/done")
 	toProvider, _ := identitytest.Follow(t, b, start)
 	q := toProvider.Query()
-	if !strings.HasPrefix(toProvider.String(), p.srv.URL+"/authorize") || q.Get("code_challenge") == rfcChallenge ||
+	if !strings.HasPrefix(toProvider.String(), p.URL+"/authorize") || q.Get("code_challenge") == rfcChallenge ||
 		q.Get("redirect_uri") != e.url+"/api/v1/auth/codehost/callback" {
 		t.Fatalf("provider redirect: %s", toProvider)
 	}
@@ -166,9 +78,7 @@ func TestOAuthCodehostLoginWithPKCE(t *testing.T) {
 	if done.Query().Get("intent") != "star_check" || done.Query().Get("starred") != "true" {
 		t.Fatalf("intent: %s", done)
 	}
-	p.mu.Lock()
-	p.user = map[string]any{"id": 7, "login": "nostar", "email": "nostar@example.com"}
-	p.mu.Unlock()
+	p.SetUser(map[string]any{"id": 7, "login": "nostar", "email": "nostar@example.com"})
 	done = runFlow(t, identitytest.Browser(), start+"&intent=star_check")
 	if done.Query().Get("starred") != "false" || done.Query().Get("code") == "" {
 		t.Fatalf("star check for a non-stargazer: %s", done)
@@ -233,7 +143,7 @@ func TestOAuthLinksExistingAccountAndHonours2FA(t *testing.T) {
 	_ = p
 }
 
-func launchEnv(t *testing.T) (*env, *fakeProvider) {
+func launchEnv(t *testing.T) (*env, *identitytest.Provider) {
 	return oauthEnv(t)
 }
 
@@ -271,7 +181,7 @@ func TestLaunchTicket(t *testing.T) {
 	}
 	b := identitytest.Browser()
 	toProvider, res := identitytest.Follow(t, b, launch)
-	if res.Header.Get("Referrer-Policy") != "no-referrer" || !strings.HasPrefix(toProvider.String(), p.srv.URL) {
+	if res.Header.Get("Referrer-Policy") != "no-referrer" || !strings.HasPrefix(toProvider.String(), p.URL) {
 		t.Fatalf("launch start: %v %s", res.Header, toProvider)
 	}
 	toCallback, _ := identitytest.Follow(t, b, toProvider.String())

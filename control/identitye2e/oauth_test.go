@@ -1,11 +1,7 @@
 package identitye2e_test
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -15,69 +11,19 @@ import (
 	"deckhand/control/identity/identitytest"
 )
 
-// provider is a stand-in for an outside OAuth provider: authorize, token
-// (checking the server's PKCE verifier) and userinfo.
-type provider struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	codes map[string][2]string // code → challenge, redirect_uri
-}
-
-func newProvider(t *testing.T) *provider {
-	p := &provider{codes: map[string][2]string{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		if q.Get("client_id") != "cid" || q.Get("code_challenge_method") != "S256" || q.Get("state") == "" {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		code := "c" + q.Get("state")[:10]
-		p.mu.Lock()
-		p.codes[code] = [2]string{q.Get("code_challenge"), q.Get("redirect_uri")}
-		p.mu.Unlock()
-		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
-	})
-	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		p.mu.Lock()
-		g, ok := p.codes[r.PostForm.Get("code")]
-		delete(p.codes, r.PostForm.Get("code"))
-		p.mu.Unlock()
-		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
-		w.Header().Set("Content-Type", "application/json")
-		if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != g[0] || r.PostForm.Get("redirect_uri") != g[1] {
-			w.WriteHeader(400)
-			_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "at", "token_type": "bearer"})
-	})
-	mux.HandleFunc("/userinfo", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer at" {
-			http.Error(w, "no", 401)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"sub":"w-77","preferred_username":"webby","email":"webby@example.com","email_verified":true}`))
-	})
-	p.srv = httptest.NewServer(mux)
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *provider) flags(name string) []string {
-	return []string{"--oauth-" + name + "-client-id", "cid", "--oauth-" + name + "-client-secret", "csecret",
-		"--oauth-" + name + "-auth-url", p.srv.URL + "/authorize", "--oauth-" + name + "-token-url", p.srv.URL + "/token",
-		"--oauth-" + name + "-userinfo-url", p.srv.URL + "/userinfo"}
+// providerFlags points the server's provider name at the stand-in.
+func providerFlags(p *identitytest.Provider, name string) []string {
+	return []string{"--oauth-" + name + "-client-id", identitytest.ClientID, "--oauth-" + name + "-client-secret", identitytest.ClientSecret,
+		"--oauth-" + name + "-auth-url", p.URL + "/authorize", "--oauth-" + name + "-token-url", p.URL + "/token",
+		"--oauth-" + name + "-userinfo-url", p.URL + "/userinfo"}
 }
 
 const verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 
 func TestOAuthAndLaunch(t *testing.T) {
 	t.Parallel()
-	p := newProvider(t)
-	s := start(t, append(p.flags("webid"), "--allowed-redirect-domains", "localhost,app.test")...)
+	p := identitytest.NewProvider(t, map[string]any{"sub": "w-77", "preferred_username": "webby", "email": "webby@example.com", "email_verified": true})
+	s := start(t, append(providerFlags(p, "webid"), "--allowed-redirect-domains", "localhost,app.test")...)
 	challenge := pkce(verifier)
 	if challenge != "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM" { // RFC 7636 Appendix B
 		t.Fatalf("PKCE transform: %s", challenge)
@@ -150,7 +96,7 @@ func TestOAuthAndLaunch(t *testing.T) {
 	if count[302] != 1 || count[410] != n-1 {
 		t.Fatalf("status counts %v", count)
 	}
-	if !strings.HasPrefix(p.srv.URL, "http://127.0.0.1") {
+	if !strings.HasPrefix(p.URL, "http://127.0.0.1") {
 		t.Fatal("provider not on loopback")
 	}
 }
