@@ -128,6 +128,46 @@ func compile(st Step, at string, bounds Rect) (plan, error) {
 		return *st.Text, nil
 	}
 	windowID := func() *uint32 { return st.ID }
+	// times is a repeat count: 0 means once, else 1 to hi.
+	times := func(name string, v, hi int) (int, error) {
+		if v == 0 {
+			return 1, nil
+		}
+		if v < 1 || v > hi {
+			return 0, platform.Invalid(f(name), "must be between 1 and %d", hi)
+		}
+		return v, nil
+	}
+	// pair reads two required integer fields (both must be given before
+	// either is range-checked) that must each lie in lo..hi.
+	pair := func(af, bf string, a, b *int, lo, hi int) (int, int, error) {
+		if a == nil {
+			return 0, 0, platform.Invalid(f(af), "is required")
+		}
+		if b == nil {
+			return 0, 0, platform.Invalid(f(bf), "is required")
+		}
+		for _, c := range []struct {
+			name string
+			v    int
+		}{{af, *a}, {bf, *b}} {
+			if c.v < lo || c.v > hi {
+				return 0, 0, platform.Invalid(f(c.name), "must be between %d and %d", lo, hi)
+			}
+		}
+		return *a, *b, nil
+	}
+	// onWindow runs do on the step's window, the active one when it names none.
+	onWindow := func(do func(d Driver, wid uint32) (Window, error)) func(context.Context, *Service, Driver) (any, error) {
+		id := windowID()
+		return func(ctx context.Context, s *Service, d Driver) (any, error) {
+			wid, err := s.resolveWindow(d, id)
+			if err != nil {
+				return nil, err
+			}
+			return do(d, wid)
+		}
+	}
 
 	switch action {
 	case "":
@@ -174,12 +214,9 @@ func compile(st Step, at string, bounds Rect) (plan, error) {
 		if err != nil {
 			return p, err
 		}
-		clicks := st.Clicks
-		if clicks == 0 {
-			clicks = 1
-		}
-		if clicks < 1 || clicks > 3 {
-			return p, platform.Invalid(f("clicks"), "must be between 1 and 3")
+		clicks, err := times("clicks", st.Clicks, 3)
+		if err != nil {
+			return p, err
 		}
 		if action == "double-click" {
 			clicks = 2
@@ -229,12 +266,9 @@ func compile(st Step, at string, bounds Rect) (plan, error) {
 		default:
 			return p, platform.Invalid(f("direction"), "must be up, down, left or right, got %q", st.Direction)
 		}
-		amount := st.Amount
-		if amount == 0 {
-			amount = 1
-		}
-		if amount < 1 || amount > 100 {
-			return p, platform.Invalid(f("amount"), "must be between 1 and 100")
+		amount, err := times("amount", st.Amount, 100)
+		if err != nil {
+			return p, err
 		}
 		p.run = func(ctx context.Context, s *Service, d Driver) (any, error) {
 			return s.click(d, pt, b, amount)
@@ -287,12 +321,9 @@ func compile(st Step, at string, bounds Rect) (plan, error) {
 		if err != nil {
 			return p, err
 		}
-		repeat := st.Repeat
-		if repeat == 0 {
-			repeat = 1
-		}
-		if repeat < 1 || repeat > 100 {
-			return p, platform.Invalid(f("repeat"), "must be between 1 and 100")
+		repeat, err := times("repeat", st.Repeat, 100)
+		if err != nil {
+			return p, err
 		}
 		res := KeyResult{Key: KeyName(sym)}
 		for _, m := range mods {
@@ -385,52 +416,18 @@ func compile(st Step, at string, bounds Rect) (plan, error) {
 		}
 
 	case "move-window":
-		if st.X == nil {
-			return p, platform.Invalid(f("x"), "is required")
+		x, y, err := pair("x", "y", st.X, st.Y, -16384, 32767)
+		if err != nil {
+			return p, err
 		}
-		if st.Y == nil {
-			return p, platform.Invalid(f("y"), "is required")
-		}
-		x, y := *st.X, *st.Y
-		for _, c := range []struct {
-			name string
-			v    int
-		}{{"x", x}, {"y", y}} {
-			if c.v < -16384 || c.v > 32767 {
-				return p, platform.Invalid(f(c.name), "must be between -16384 and 32767")
-			}
-		}
-		id := windowID()
-		p.run = func(ctx context.Context, s *Service, d Driver) (any, error) {
-			wid, err := s.resolveWindow(d, id)
-			if err != nil {
-				return nil, err
-			}
-			return d.Move(wid, Point{x, y})
-		}
+		p.run = onWindow(func(d Driver, wid uint32) (Window, error) { return d.Move(wid, Point{x, y}) })
 
 	case "resize-window":
-		if st.Width == nil {
-			return p, platform.Invalid(f("width"), "is required")
+		w, h, err := pair("width", "height", st.Width, st.Height, 1, 16384)
+		if err != nil {
+			return p, err
 		}
-		if st.Height == nil {
-			return p, platform.Invalid(f("height"), "is required")
-		}
-		w, h := *st.Width, *st.Height
-		if w < 1 || w > 16384 {
-			return p, platform.Invalid(f("width"), "must be between 1 and 16384")
-		}
-		if h < 1 || h > 16384 {
-			return p, platform.Invalid(f("height"), "must be between 1 and 16384")
-		}
-		id := windowID()
-		p.run = func(ctx context.Context, s *Service, d Driver) (any, error) {
-			wid, err := s.resolveWindow(d, id)
-			if err != nil {
-				return nil, err
-			}
-			return d.Resize(wid, w, h)
-		}
+		p.run = onWindow(func(d Driver, wid uint32) (Window, error) { return d.Resize(wid, w, h) })
 
 	case "clipboard":
 		if st.Text == nil {
