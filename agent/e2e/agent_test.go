@@ -30,25 +30,15 @@ var (
 // TestMain uses $DECKHAND_BIN/deckhand when `make test` built it, else
 // builds the binary into a temporary directory.
 func TestMain(m *testing.M) {
-	code := func() int {
-		var cleanup func()
-		var err error
-		bin, cleanup, err = platformtest.Binary("deckhand", "deckhand/agent/cmd/deckhand")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer cleanup()
+	platformtest.Main(m, &bin, "deckhand", "deckhand/agent/cmd/deckhand", func(bin string) error {
 		out, err := exec.Command(bin, "version").Output()
 		fields := strings.Fields(string(out))
 		if err != nil || len(fields) < 2 || fields[0] != "deckhand" {
-			fmt.Fprintf(os.Stderr, "%s version: %v %q\n", bin, err, out)
-			return 1
+			return fmt.Errorf("%s version: %v %q", bin, err, out)
 		}
 		binVersion = fields[1]
-		return m.Run()
-	}()
-	os.Exit(code)
+		return nil
+	})
 }
 
 // freeBase finds a port base whose gateway port and all 14 service ports are

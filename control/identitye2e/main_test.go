@@ -28,16 +28,7 @@ var binary string
 // TestMain uses $DECKHAND_BIN/deckhand-control when `make test` built it,
 // else builds the binary into a temporary directory.
 func TestMain(m *testing.M) {
-	var cleanup func()
-	var err error
-	binary, cleanup, err = platformtest.Binary("deckhand-control", "deckhand/control/cmd/deckhand-control")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	platformtest.Main(m, &binary, "deckhand-control", "deckhand/control/cmd/deckhand-control")
 }
 
 // server is one running deckhand-control.

@@ -39,6 +39,28 @@ func Binary(name, pkg string) (path string, cleanup func(), err error) {
 	return path, cleanup, nil
 }
 
+// Main is TestMain for a package that drives one binary: it finds or
+// builds it with Binary, stores its path in *path, runs check (if any) on
+// it, runs the tests and removes what it built.
+func Main(m *testing.M, path *string, name, pkg string, check ...func(path string) error) {
+	os.Exit(func() int {
+		bin, cleanup, err := Binary(name, pkg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cleanup()
+		for _, c := range check {
+			if err := c(bin); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		*path = bin
+		return m.Run()
+	}())
+}
+
 // portMu keeps this process's parallel tests from picking overlapping ranges.
 var portMu sync.Mutex
 
