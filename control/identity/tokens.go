@@ -19,13 +19,8 @@ import (
 	"deckhand/platform/store"
 )
 
-// tokenRec is a stored auth token; the secret itself is kept only as its
-// lookup key.
-type tokenRec struct {
-	ID          string     `json:"id"`
-	UserID      string     `json:"user_id"`
-	Alias       string     `json:"alias"`
-	Hash        string     `json:"hash"`
+// TokenState is what the stored auth token and its view share.
+type TokenState struct {
 	IPWhitelist []string   `json:"ip_whitelist"`
 	ExpiresAt   *time.Time `json:"expires_at"`
 	IsEnabled   bool       `json:"is_enabled"`
@@ -33,26 +28,29 @@ type tokenRec struct {
 	LastUsedIP  *string    `json:"last_used_ip"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+// tokenRec is a stored auth token; the secret itself is kept only as its
+// lookup key.
+type tokenRec struct {
+	ID     string `json:"id"`
+	UserID string `json:"user_id"`
+	Alias  string `json:"alias"`
+	Hash   string `json:"hash"`
+	TokenState
 }
 
 // AuthToken is interface.md's auth token record.
 type AuthToken struct {
-	ID          string     `json:"id"`
-	Alias       string     `json:"alias"`
-	Prefix      string     `json:"prefix"`
-	Token       string     `json:"token,omitempty"`
-	IPWhitelist []string   `json:"ip_whitelist"`
-	ExpiresAt   *time.Time `json:"expires_at"`
-	IsEnabled   bool       `json:"is_enabled"`
-	LastUsedAt  *time.Time `json:"last_used_at"`
-	LastUsedIP  *string    `json:"last_used_ip"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
+	ID     string `json:"id"`
+	Alias  string `json:"alias"`
+	Prefix string `json:"prefix"`
+	Token  string `json:"token,omitempty"`
+	TokenState
 }
 
 func (s *Service) tokenView(t *tokenRec) AuthToken {
-	v := AuthToken{ID: t.ID, Alias: t.Alias, Prefix: TokenPrefix, IPWhitelist: t.IPWhitelist, ExpiresAt: t.ExpiresAt,
-		IsEnabled: t.IsEnabled, LastUsedAt: t.LastUsedAt, LastUsedIP: t.LastUsedIP, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	v := AuthToken{ID: t.ID, Alias: t.Alias, Prefix: TokenPrefix, TokenState: t.TokenState}
 	if v.IPWhitelist == nil {
 		v.IPWhitelist = []string{}
 	}
@@ -243,7 +241,7 @@ func (s *Service) handleTokenCreate(c fiber.Ctx) error {
 	}
 	secret := TokenPrefix + randomToken(32)
 	t := &tokenRec{ID: uuid.NewString(), UserID: p.UserID, Alias: req.Alias, Hash: s.lookupKey(secret),
-		IPWhitelist: ips, ExpiresAt: exp, IsEnabled: true, CreatedAt: now, UpdatedAt: now}
+		TokenState: TokenState{IPWhitelist: ips, ExpiresAt: exp, IsEnabled: true, CreatedAt: now, UpdatedAt: now}}
 	err = s.update(func(tx *store.Tx) error {
 		if err := tx.Put(bucketTokens, t.ID, t); err != nil {
 			return err
