@@ -1,8 +1,10 @@
 package platformtest
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"testing"
 
 	"deckhand/platform"
@@ -19,6 +21,25 @@ func ServiceDeps(t testing.TB, name string) platform.ServiceDeps {
 // document, routes is its route table, and its logs are discarded.
 func ServiceHost(info platform.Info, routes []platform.Route) *platform.Host {
 	return platform.NewHost(platform.HostConfig{Info: info, Logger: quiet()}, routes)
+}
+
+// GetJSON sends GET path to h in-process and decodes the JSON answer into
+// v; it returns the status and the raw body (for failure messages).
+func GetJSON(t testing.TB, h *platform.Host, path string, v any) (int, []byte) {
+	t.Helper()
+	resp, err := h.App().Test(httptest.NewRequest("GET", path, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("GET %s: %d %s: %v", path, resp.StatusCode, raw, err)
+	}
+	return resp.StatusCode, raw
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,8 +1,6 @@
 package cron_test
 
 import (
-	"encoding/json"
-	"net/http/httptest"
 	"testing"
 
 	"deckhand/platform"
@@ -22,15 +20,9 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 
 func TestHealthNamesCron(t *testing.T) {
 	t.Parallel()
-	resp, err := newHost(t).App().Test(httptest.NewRequest("GET", "/health", nil))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var h platform.Health
-	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || h.Service != "cron" || h.Status != "ok" || h.FDs == nil || *h.FDs <= 0 || h.Memory == nil || h.Memory.RSS == 0 {
-		t.Fatalf("health %d %+v", resp.StatusCode, h)
+	status, _ := platformtest.GetJSON(t, newHost(t), "/health", &h)
+	if status != 200 || h.Service != "cron" || h.Status != "ok" || h.FDs == nil || *h.FDs <= 0 || h.Memory == nil || h.Memory.RSS == 0 {
+		t.Fatalf("health %d %+v", status, h)
 	}
 }

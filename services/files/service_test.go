@@ -1,9 +1,6 @@
 package files_test
 
 import (
-	"encoding/json"
-	"io"
-	"net/http/httptest"
 	"testing"
 
 	"deckhand/platform"
@@ -23,16 +20,9 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	resp, err := newHost(t).App().Test(httptest.NewRequest("GET", "/api/v1/version", nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
 	var v map[string]string
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatalf("%s: %v", raw, err)
-	}
-	if resp.StatusCode != 200 || len(v) != 2 || v["server_version"] != platform.Version || v["version"] != files.APIVersion {
-		t.Fatalf("%d %s", resp.StatusCode, raw)
+	status, raw := platformtest.GetJSON(t, newHost(t), "/api/v1/version", &v)
+	if status != 200 || len(v) != 2 || v["server_version"] != platform.Version || v["version"] != files.APIVersion {
+		t.Fatalf("%d %s", status, raw)
 	}
 }
