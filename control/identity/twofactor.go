@@ -247,6 +247,24 @@ func callerUser(tx *store.Tx, p *Principal) (*userRec, error) {
 	return u, err
 }
 
+// provenChange runs fn on the caller's account once the request's code
+// proves its enabled second factor (a backup code counts when allowBackup).
+func (s *Service) provenChange(c fiber.Ctx, op string, allowBackup bool, fn func(tx *store.Tx, u *userRec) error) error {
+	req, err := s.codeRequest(c)
+	if err != nil {
+		return err
+	}
+	return s.sessionUser(c, op, func(tx *store.Tx, u *userRec) error {
+		if u.TOTPSecret == "" {
+			return platform.Errorf(platform.CodeBadRequest, "two-factor is not enabled")
+		}
+		if !s.checkSecondFactor(u, req.Code, allowBackup) {
+			return errBadCode
+		}
+		return fn(tx, u)
+	})
+}
+
 // codeRequest authenticates a two-factor change, decodes its code and
 // charges the caller's two-factor attempt budget.
 func (s *Service) codeRequest(c fiber.Ctx) (codeReq, error) {
@@ -339,18 +357,8 @@ func (s *Service) handle2FAStatus(c fiber.Ctx) error {
 }
 
 func (s *Service) handle2FADisable(c fiber.Ctx) error {
-	req, err := s.codeRequest(c)
-	if err != nil {
-		return err
-	}
 	var out statusResp
-	err = s.sessionUser(c, "disable two-factor", func(tx *store.Tx, u *userRec) error {
-		if u.TOTPSecret == "" {
-			return platform.Errorf(platform.CodeBadRequest, "two-factor is not enabled")
-		}
-		if !s.checkSecondFactor(u, req.Code, true) {
-			return errBadCode
-		}
+	err := s.provenChange(c, "disable two-factor", true, func(tx *store.Tx, u *userRec) error {
 		u.TOTPSecret, u.TOTPPending, u.TOTPLastStep, u.BackupCodes, u.TwoFactorSince, u.TokenGate = "", "", 0, nil, nil, false
 		u.UpdatedAt = s.now()
 		out = statusOf(u)
@@ -363,18 +371,8 @@ func (s *Service) handle2FADisable(c fiber.Ctx) error {
 }
 
 func (s *Service) handle2FARegenerate(c fiber.Ctx) error {
-	req, err := s.codeRequest(c)
-	if err != nil {
-		return err
-	}
 	var out backupResp
-	err = s.sessionUser(c, "regenerate backup codes", func(tx *store.Tx, u *userRec) error {
-		if u.TOTPSecret == "" {
-			return platform.Errorf(platform.CodeBadRequest, "two-factor is not enabled")
-		}
-		if !s.checkSecondFactor(u, req.Code, false) {
-			return errBadCode
-		}
+	err := s.provenChange(c, "regenerate backup codes", false, func(tx *store.Tx, u *userRec) error {
 		shown, keys := s.newBackupCodes()
 		u.BackupCodes, u.UpdatedAt = keys, s.now()
 		out = backupResp{Enabled: true, BackupCodes: shown}
