@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -53,8 +52,6 @@ type proc struct {
 	v      *signing.Verifier
 }
 
-var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
-
 // baseEnv keeps DECKHAND_* variables of the test runner away from the child.
 func baseEnv(data string) []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + data}
@@ -78,18 +75,7 @@ func serve(t *testing.T, data string, env []string, args ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			p.stdout.Write([]byte(line + "\n"))
-			if m := listening.FindStringSubmatch(line); m != nil {
-				found <- m[1]
-			}
-		}
-		p.done <- cmd.Wait()
-	}()
+	found := platformtest.WatchListening(out, p.stdout, func() { p.done <- cmd.Wait() })
 	t.Cleanup(p.stop)
 	select {
 	case p.url = <-found:

@@ -1,7 +1,6 @@
 package identitye2e_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -46,8 +45,6 @@ const (
 	goodPW     = "Correct-Horse-9battery"
 )
 
-var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
-
 // start runs `deckhand-control serve` with extra flags and waits until it
 // says where it listens.
 func start(t *testing.T, flags ...string) *server {
@@ -85,15 +82,7 @@ func startIn(t *testing.T, data string, flags ...string) *server {
 		})
 	}
 	t.Cleanup(stop)
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
+	found := platformtest.WatchListening(stdout, nil, nil)
 	select {
 	case u := <-found:
 		return &server{t: t, url: u, data: data, stop: stop, http: &http.Client{Timeout: 30 * time.Second,

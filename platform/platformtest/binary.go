@@ -1,13 +1,16 @@
 package platformtest
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -59,6 +62,35 @@ func Main(m *testing.M, path *string, name, pkg string, check ...func(path strin
 		*path = bin
 		return m.Run()
 	}())
+}
+
+// listening matches the line a deckhand binary prints once it serves.
+var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+
+// WatchListening reads a child's output r line by line, copying each line
+// to tee when it is not nil, and returns a channel that receives the first
+// base URL a "listening on http://…" line announces. end, when not nil,
+// runs once r is exhausted.
+func WatchListening(r io.Reader, tee io.Writer, end func()) <-chan string {
+	found := make(chan string, 1)
+	go func() {
+		sent := false
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			line := sc.Text()
+			if tee != nil {
+				_, _ = tee.Write([]byte(line + "\n"))
+			}
+			if m := listening.FindStringSubmatch(line); m != nil && !sent {
+				found <- m[1]
+				sent = true
+			}
+		}
+		if end != nil {
+			end()
+		}
+	}()
+	return found
 }
 
 // portMu keeps this process's parallel tests from picking overlapping ranges.
