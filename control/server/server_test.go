@@ -82,7 +82,7 @@ func (d *testDomain) Routes() []platform.Route {
 			}},
 		{Method: http.MethodGet, Path: "/api/v1/test/ip", Public: true, Summary: "caller's IP",
 			Handler: func(c fiber.Ctx) error {
-				return platform.Respond(c, http.StatusOK, "ip", map[string]string{"ip": c.IP()})
+				return platform.Respond(c, http.StatusOK, "ip", map[string]string{"ip": platform.ClientIP(c)})
 			}},
 		{Method: http.MethodGet, Path: "/api/v1/test/kib", Public: true, Summary: "1 KiB body",
 			Handler: func(c fiber.Ctx) error { return c.Send(kib) }},
