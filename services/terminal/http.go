@@ -31,7 +31,8 @@ func (svc *Service) Routes() []platform.Route {
 				"(the last client to resize sets the size); the server sends {\"type\":\"error\",\"message\"} for a bad " +
 				"control message (the session continues) and {\"type\":\"exit\",\"code\":N} after the last output when " +
 				"the shell ends (128+N for signal N), then closes with 1000. On attach the server first replays the " +
-				"scrollback (up to 1 MiB). Several clients may attach; each gets every byte. A client that cannot keep " +
+				"scrollback (up to 1 MiB) raw; once output has outgrown it, it sends instead a redraw of the screen " +
+				"(reset, cells with their attributes, alternate screen, input modes, cursor). Several clients may attach; each gets every byte. A client that cannot keep " +
 				"up (8 MiB queued) is closed with 1008 and never slows the shell or the other clients. The server pings " +
 				"every 30s (ping_interval) and drops a client that answers none for 2.5 intervals. Browser origins must be same-origin, " +
 				"loopback or in the allowed_origins option (403 otherwise). Unknown id: 404 NOT_FOUND.",
@@ -66,7 +67,9 @@ func (svc *Service) Routes() []platform.Route {
 		{Method: http.MethodGet, Path: "/api/v1/terminal/screenshot", Tags: tags, ContentType: "image/png",
 			Summary: "The current screen as PNG or text",
 			Description: "Rendered from a VT100/xterm screen model of the session (7x13 pixel cells, xterm colours, " +
-				"cursor shown inverted). format=text answers the screen's lines as text/plain, trailing blanks trimmed.",
+				"cursor shown inverted). format=text answers the screen's lines as text/plain, trailing blanks trimmed. " +
+				"X-Terminal-Screen-Exact is false when output came faster than the model parses it and some was " +
+				"skipped, until the screen is cleared, the alternate screen entered or a screenful of lines printed.",
 			Query: []platform.Param{idQuery,
 				{Name: "format", Enum: []string{"png", "text"}, Description: "png (default) or text"}},
 			Handler: svc.handleScreenshot},
@@ -191,6 +194,7 @@ func (svc *Service) handleScreenshot(c fiber.Ctx) error {
 		return platform.Invalid("format", "must be png or text")
 	}
 	g := s.screen()
+	c.Set("X-Terminal-Screen-Exact", strconv.FormatBool(g.exact))
 	if format == "text" {
 		c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
 		return c.SendString(g.text())

@@ -54,22 +54,33 @@ func (r *ring) write(p []byte) {
 func (r *ring) oldest() int64 { return r.total - int64(len(r.data)) }
 
 // since copies the bytes from absolute offset from (clamped to what is held).
-func (r *ring) since(from int64) []byte {
+func (r *ring) since(from int64) []byte { return r.span(from, -1) }
+
+// span copies at most n bytes (all when n < 0) from absolute offset from,
+// clamped to what is held.
+func (r *ring) span(from int64, n int) []byte {
 	if from < r.oldest() {
 		from = r.oldest()
 	}
 	if from >= r.total {
 		return nil
 	}
+	size := int(r.total - from)
+	if n >= 0 && n < size {
+		size = n
+	}
 	skip := int(from - r.oldest())
-	out := make([]byte, 0, int(r.total-from))
+	out := make([]byte, size)
 	if !r.full {
-		return append(out, r.data[skip:]...)
+		copy(out, r.data[skip:])
+		return out
 	}
 	first, second := r.data[r.w:], r.data[:r.w]
 	if skip < len(first) {
-		out = append(out, first[skip:]...)
-		return append(out, second...)
+		k := copy(out, first[skip:])
+		copy(out[k:], second)
+		return out
 	}
-	return append(out, second[skip-len(first):]...)
+	copy(out, second[skip-len(first):])
+	return out
 }

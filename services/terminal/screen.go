@@ -7,6 +7,7 @@ import (
 	"image/draw"
 	"image/png"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hinshun/vt10x"
@@ -15,11 +16,27 @@ import (
 	"golang.org/x/image/math/fixed"
 )
 
-// The VT model parses about 7 MB/s, several times slower than a PTY
-// delivers output, so it is kept off the hot path: it catches up from the
-// ring when a screenshot is asked for. If the ring has moved past what the
-// model saw, the model restarts from the oldest held line; a megabyte of
-// recent output redraws any ordinary screen.
+// The VT model parses a few MB/s, far slower than a PTY can deliver output,
+// so it is kept off the hot path: each session's parseLoop consumes the ring
+// at its own pace, woken after writes; the PTY reader and the clients never
+// wait for it. When output outruns it (more than skipLag behind, or bytes it
+// has not parsed are gone from the ring) the model restarts from a line
+// start near the end of the ring and is marked approximate until something
+// redraws the whole screen (see exactMarks) or a screenful of lines has
+// been parsed. While it is that far behind it also pauses between chunks,
+// so bulk output (cat of a large file) costs it a fraction of a core.
+const (
+	parseChunk = 64 << 10
+	skipLag    = 256 << 10
+	bulkPause  = 20 * time.Millisecond
+)
+
+// exactMarks redraw the whole screen: after one, the model no longer
+// depends on output it skipped.
+var exactMarks = [][]byte{
+	[]byte("\x1b[2J"), []byte("\x1bc"),
+	[]byte("\x1b[?1049h"), []byte("\x1b[?1047h"), []byte("\x1b[?47h"),
+}
 
 // screenGrid is a copy of the screen taken under the model's lock.
 type screenGrid struct {
@@ -28,40 +45,113 @@ type screenGrid struct {
 	cursorX    int
 	cursorY    int
 	cursorOn   bool
+	exact      bool
+}
+
+// parseLoop keeps the screen model current until the session ends. Idle, it
+// holds no buffer and blocks on a channel.
+func (s *Session) parseLoop() {
+	for {
+		select {
+		case <-s.parseWake:
+		case <-s.done:
+			return
+		}
+		for {
+			s.scrMu.Lock()
+			lag := s.catchUp(parseChunk)
+			s.scrMu.Unlock()
+			if lag == 0 {
+				break
+			}
+			if lag > skipLag/2 {
+				t := time.NewTimer(bulkPause)
+				select {
+				case <-t.C:
+				case <-s.done:
+					t.Stop()
+					return
+				}
+			}
+		}
+	}
+}
+
+// wakeParser tells parseLoop there is output; it never blocks.
+func (s *Session) wakeParser() {
+	select {
+	case s.parseWake <- struct{}{}:
+	default:
+	}
+}
+
+// catchUp feeds the model output it has not seen, at most limit bytes
+// (limit <= 0: all of it), and reports how many bytes are still unparsed.
+// The caller holds scrMu.
+func (s *Session) catchUp(limit int) int64 {
+	done := 0
+	for {
+		s.mu.Lock()
+		cols, rows := s.cols, s.rows
+		oldest, total := s.ring.oldest(), s.ring.total
+		from := s.vtOffset
+		restart := s.vt == nil || from < oldest || total-from > skipLag
+		if restart {
+			from = max(oldest, total-skipLag)
+		}
+		n := int(total - from)
+		if n > parseChunk {
+			n = parseChunk
+		}
+		data := s.ring.span(from, n)
+		s.mu.Unlock()
+
+		if restart {
+			s.vt = vt10x.New(vt10x.WithSize(cols, rows))
+			s.vtCols, s.vtRows, s.vtCarry = cols, rows, nil
+			s.vtExact, s.vtLines = from == 0, 0
+			if from > 0 {
+				// Start at a line so no escape sequence is split.
+				if i := bytes.IndexByte(data, '\n'); i >= 0 {
+					data = data[i+1:]
+				}
+			}
+		}
+		if s.vtCols != cols || s.vtRows != rows {
+			s.vt.Resize(cols, rows)
+			s.vtCols, s.vtRows = cols, rows
+		}
+		s.feed(data)
+		if !s.vtExact {
+			s.vtLines += bytes.Count(data, []byte{'\n'})
+			if s.vtLines >= rows || containsAny(data, exactMarks) {
+				s.vtExact = true
+			}
+		}
+		s.vtOffset = from + int64(n)
+		done += n
+		if lag := total - s.vtOffset; lag == 0 || (limit > 0 && done >= limit) {
+			return lag
+		}
+	}
+}
+
+func containsAny(b []byte, subs [][]byte) bool {
+	for _, sub := range subs {
+		if bytes.Contains(b, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Session) screen() screenGrid {
 	s.scrMu.Lock()
 	defer s.scrMu.Unlock()
+	s.catchUp(0)
 
-	s.mu.Lock()
-	cols, rows := s.cols, s.rows
-	oldest, total := s.ring.oldest(), s.ring.total
-	fresh := s.vt == nil || s.vtOffset < oldest
-	from := s.vtOffset
-	if fresh {
-		from = oldest
-	}
-	data := s.ring.since(from)
-	s.mu.Unlock()
-
-	if fresh {
-		s.vt = vt10x.New(vt10x.WithSize(cols, rows))
-		s.vtCols, s.vtRows, s.vtCarry = cols, rows, nil
-		if from > 0 {
-			if i := bytes.IndexByte(data, '\n'); i >= 0 {
-				data = data[i+1:]
-			}
-		}
-	}
-	if s.vtCols != cols || s.vtRows != rows {
-		s.vt.Resize(cols, rows)
-		s.vtCols, s.vtRows = cols, rows
-	}
-	s.feed(data)
-	s.vtOffset = total
-
-	g := screenGrid{cols: cols, rows: rows, cells: make([]vt10x.Glyph, cols*rows)}
+	cols, rows := s.vtCols, s.vtRows
+	g := screenGrid{cols: cols, rows: rows, cells: make([]vt10x.Glyph, cols*rows), exact: s.vtExact}
 	s.vt.Lock()
 	for y := 0; y < rows; y++ {
 		for x := 0; x < cols; x++ {
@@ -85,7 +175,7 @@ func (s *Session) feed(data []byte) {
 	defer func() {
 		if recover() != nil {
 			s.vt = vt10x.New(vt10x.WithSize(s.vtCols, s.vtRows))
-			s.vtCarry = nil
+			s.vtCarry, s.vtExact = nil, false
 		}
 	}()
 	// Hold back a rune cut at the end of the data for the next call.

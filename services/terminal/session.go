@@ -109,13 +109,16 @@ type Session struct {
 
 	termOnce sync.Once
 
-	// The screen model is fed lazily from the ring (see screen.go).
-	scrMu    sync.Mutex
-	vt       vt10x.Terminal
-	vtOffset int64
-	vtCarry  []byte
-	vtCols   int
-	vtRows   int
+	// The screen model, fed from the ring by parseLoop (see screen.go).
+	parseWake chan struct{}
+	scrMu     sync.Mutex
+	vt        vt10x.Terminal
+	vtOffset  int64 // ring offset the model has parsed up to
+	vtCarry   []byte
+	vtCols    int
+	vtRows    int
+	vtExact   bool // false after output was skipped, until the screen is redrawn
+	vtLines   int  // newlines parsed since the model restarted
 }
 
 type sessionState struct {
@@ -187,9 +190,11 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 		createdAt: now, cols: cols, rows: rows, ring: ring{max: svc.opt.Scrollback},
 		clients: map[*client]struct{}{}, lastActivity: now, idleSince: now,
 		readDone: make(chan struct{}), done: make(chan struct{}), drained: make(chan struct{}, 1),
+		parseWake: make(chan struct{}, 1),
 	}
 	go s.readLoop()
 	go s.waitLoop()
+	go s.parseLoop()
 
 	svc.mu.Lock()
 	if svc.closed {
@@ -306,6 +311,7 @@ func (s *Session) output(p []byte) {
 	now := s.svc.deps.Clock.Now()
 	s.mu.Lock()
 	s.ring.write(p)
+	s.wakeParser()
 	s.lastActivity = now
 	for c := range s.clients {
 		if !c.push(p) {
@@ -364,15 +370,38 @@ func (s *Session) terminate(grace time.Duration) {
 	<-s.done
 }
 
-// attach registers c and queues the scrollback for it in one step, so it
-// sees every byte exactly once.
+// attach registers c and queues what puts its terminal in the session's
+// state, in one step, so it sees every later byte exactly once. While the
+// ring holds all output, that is the raw output (exact, scrollback
+// included). Once the ring has been cut, the output that drew the screen
+// may be gone (a full-screen program drawn long ago), so the client gets a
+// redraw of the screen model instead, followed by the raw bytes the model
+// has not parsed yet.
 func (s *Session) attach(c *client) {
+	s.scrMu.Lock()
+	defer s.scrMu.Unlock()
+	s.mu.Lock()
+	cut := s.ring.oldest() > 0
+	s.mu.Unlock()
+	if cut {
+		s.catchUp(0)
+	}
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	from := s.ring.oldest()
-	replay := s.ring.since(from)
-	if from > 0 {
-		// The ring was cut; start at a line so no escape sequence is split.
+	var replay []byte
+	switch {
+	case from == 0:
+		replay = s.ring.since(0)
+	case s.vt != nil && s.vtOffset-int64(len(s.vtCarry)) >= from:
+		// The model holds back a rune cut at the end of what it parsed.
+		replay = redraw(s.vt)
+		replay = append(replay, s.ring.since(s.vtOffset-int64(len(s.vtCarry)))...)
+	default:
+		// Output outran even this catch-up: replay the held tail from a
+		// line start, so no escape sequence is split.
+		replay = s.ring.since(from)
 		if i := indexByte(replay, '\n'); i >= 0 && i < 4096 {
 			replay = replay[i+1:]
 		}
