@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -516,16 +517,33 @@ func (s *Service) handleLaunchInitiate(c fiber.Ctx) error {
 	}
 	ticket := randomToken(32)
 	exp := s.now().Add(launchTTL)
+	stateID := strings.ToLower(req.StateID)
 	err := s.update(func(tx *store.Tx) error {
+		// A state_id names one attempt: a second ticket for it would let a
+		// replayed initiate race the real one, so it is refused while the
+		// first ticket is remembered (its expiry plus the sweep's hour).
+		stateKey := s.lookupKey("launch-state\x00" + stateID)
+		if tx.GetRaw(bucketLaunch, stateKey) != nil {
+			return errStateIDReused
+		}
+		if err := tx.Put(bucketLaunch, stateKey, launchRec{StateID: stateID, ExpiresAt: exp}); err != nil {
+			return err
+		}
 		return tx.Put(bucketLaunch, s.lookupKey("launch\x00"+ticket), launchRec{Provider: req.Provider, Challenge: req.CodeChallenge,
-			StateID: strings.ToLower(req.StateID), Origin: origin, ExpiresAt: exp})
+			StateID: stateID, Origin: origin, ExpiresAt: exp})
 	})
+	if errors.Is(err, errStateIDReused) {
+		return errStateIDReused
+	}
 	if err != nil {
 		return platform.Internal("issue the launch ticket", err)
 	}
 	return platform.Respond(c, http.StatusOK, "Launch ticket issued", launchResp{
 		LaunchURL: s.publicURL + "/api/v1/auth/launch/start?ticket=" + url.QueryEscape(ticket), ExpiresAt: exp.Format(time.RFC3339)})
 }
+
+var errStateIDReused = &platform.Error{Code: platform.CodeConflict, Field: "state_id", Details: "state_id",
+	Message: "state_id: already used for a launch ticket; send a new UUID v4 per attempt"}
 
 var errTicketGone = platform.Errorf(platform.CodeGone, "launch ticket is already used or has expired")
 

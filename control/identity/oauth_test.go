@@ -149,12 +149,17 @@ func launchEnv(t *testing.T) (*env, *identitytest.Provider) {
 
 func (e *env) initiate(origin string) resp {
 	e.t.Helper()
+	return e.initiateState(origin, "3f1e2d4c-5b6a-4978-8a9b-0c1d2e3f4a5b")
+}
+
+func (e *env) initiateState(origin, stateID string) resp {
+	e.t.Helper()
 	hdr := []string{}
 	if origin != "" {
 		hdr = append(hdr, "Origin", origin)
 	}
 	return e.call("POST", "/api/v1/auth/launch/initiate", map[string]any{"provider": "codehost", "code_challenge": rfcChallenge,
-		"state_id": "3f1e2d4c-5b6a-4978-8a9b-0c1d2e3f4a5b"}, "", hdr...)
+		"state_id": stateID}, "", hdr...)
 }
 
 func TestLaunchTicket(t *testing.T) {
@@ -196,8 +201,12 @@ func TestLaunchTicket(t *testing.T) {
 	if again.status != 410 || again.str("error") != "Gone" || again.header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("second start: %d %v %s", again.status, again.header, again.raw)
 	}
+	// A state_id names one attempt: a second ticket for it is refused.
+	if r := e.initiate("http://localhost:5173"); r.status != 409 || !strings.Contains(r.str("message"), "state_id") {
+		t.Fatalf("reused state_id: %d %s", r.status, r.raw)
+	}
 	// Expiry, unknown tickets, and a different Origin.
-	launch = e.must(e.initiate("http://localhost:5173"), 200).str("data", "launch_url")
+	launch = e.must(e.initiateState("http://localhost:5173", "5d0c6b1a-8e7f-4a3b-9c2d-1e0f9a8b7c6d"), 200).str("data", "launch_url")
 	if r := e.call("GET", launch, nil, "", "Origin", "http://other.localhost"); r.status != 403 {
 		t.Fatalf("other origin: %d %s", r.status, r.raw)
 	}

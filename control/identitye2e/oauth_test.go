@@ -45,11 +45,11 @@ func TestOAuthAndLaunch(t *testing.T) {
 	s.must(s.call("GET", "/api/v1/auth/codehost?code_challenge="+challenge, nil, ""), 503)
 
 	// Popup launch.
-	ticket := func() string {
+	ticket := func(stateID string) string {
 		return s.must(s.call("POST", "/api/v1/auth/launch/initiate", map[string]any{"provider": "webid", "code_challenge": challenge,
-			"state_id": "0b7e8f3a-1c2d-4e5f-9a8b-7c6d5e4f3a2b"}, "", "Origin", "http://localhost:5173"), 200).str("data", "launch_url")
+			"state_id": stateID}, "", "Origin", "http://localhost:5173"), 200).str("data", "launch_url")
 	}
-	launch := ticket()
+	launch := ticket("0b7e8f3a-1c2d-4e5f-9a8b-7c6d5e4f3a2b")
 	b = identitytest.Browser()
 	toProvider, r := identitytest.Follow(t, b, launch)
 	if r.Header.Get("Referrer-Policy") != "no-referrer" {
@@ -66,7 +66,7 @@ func TestOAuthAndLaunch(t *testing.T) {
 	}
 
 	// 100 concurrent consumers of one ticket: exactly one 302.
-	launch = ticket()
+	launch = ticket("1c8f9a3b-2d3e-4f60-8b9c-8d7e6f5a4b3c")
 	const n = 100
 	tr := &http.Transport{MaxIdleConnsPerHost: n}
 	defer tr.CloseIdleConnections()
