@@ -49,9 +49,18 @@ func redraw(vt vt10x.Terminal) []byte {
 	// Draw with wrap off so the last column never scrolls or wraps.
 	b = append(b, "\x1b[?7l"...)
 	pen := ""
+	blank := vt10x.Glyph{Char: ' ', FG: vt10x.DefaultFG, BG: vt10x.DefaultBG}
 	for y := 0; y < rows; y++ {
+		// The clear left blanks: skip those at the end of the line.
+		end := cols
+		for end > 0 && (vt.Cell(end-1, y) == blank || vt.Cell(end-1, y) == vt10x.Glyph{FG: vt10x.DefaultFG, BG: vt10x.DefaultBG}) {
+			end--
+		}
+		if end == 0 {
+			continue
+		}
 		b = cup(b, 0, y)
-		for x := 0; x < cols; x++ {
+		for x := 0; x < end; x++ {
 			b, pen = drawCell(b, vt.Cell(x, y), pen)
 		}
 	}
