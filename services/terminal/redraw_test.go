@@ -180,3 +180,44 @@ func serviceGoroutines(frame string) int {
 	}
 	return count
 }
+
+// The case the redraw exists for: a full-screen program (on the alternate
+// screen, like vim or htop) drew its screen once, then kept updating one
+// spot until the ring no longer holds the first drawing. The screen model
+// followed along, so a client attaching now still sees the whole screen.
+func TestReattachRestoresAFullScreenProgramDrawnLongAgo(t *testing.T) {
+	t.Parallel()
+	const cols, rows = 80, 24
+	e := newEnv(t, map[string]string{"scrollback": "65536"}, nil)
+	s := e.create(t, map[string]any{"shell": "/bin/sh", "cols": cols, "rows": rows})
+	c := e.dial(t, "?id="+s.ID, nil)
+	// 60 bursts of 200 in-place updates (about 170 KB), paced like a busy
+	// status display rather than bulk output.
+	c.send(t, "u=$(for i in $(seq 1 200); do printf '\\033[5;5Hupd%05d' $i; done); "+
+		"printf '\\033[?1049h\\033[2J\\033[1;1H%s\\033[24;72H\\033[7m%s\\033[0m' TOP-LEFT BOT-RIGHT; "+
+		"for j in $(seq 1 60); do printf '%s' \"$u\"; sleep 0.02; done; printf '\\033[5;5Hfinal-%s' done; sleep 600\n")
+	eventually(t, "the program to finish its updates", func() bool {
+		shot, _ := e.screenText(t, s.ID)
+		return strings.Contains(shot, "final-done")
+	})
+	if info, _ := e.session(t, s.ID); info.OutputBytes < 2*65536 {
+		t.Fatalf("only %d bytes of output: the ring was not cut", info.OutputBytes)
+	}
+	shot, hdr := e.screenText(t, s.ID)
+	if lines := strings.Split(shot, "\n"); lines[0] != "TOP-LEFT" || lines[23] != strings.Repeat(" ", 71)+"BOT-RIGHT" || hdr.Get("X-Terminal-Screen-Exact") != "true" {
+		t.Fatalf("screenshot (exact=%s):\n%s", hdr.Get("X-Terminal-Screen-Exact"), shot)
+	}
+
+	late := e.dial(t, "?id="+s.ID, nil)
+	var vt vt10x.Terminal
+	eventually(t, "the late client's screen to match the screenshot", func() bool {
+		vt = replayed(late.output(), cols, rows)
+		return vtText(vt) == shot
+	})
+	if vt.Mode()&vt10x.ModeAltScreen == 0 {
+		t.Fatal("the late client is not on the alternate screen")
+	}
+	if g := vt.Cell(71, 23); g.Char != 'B' || g.Mode&1 == 0 {
+		t.Fatalf("reverse-video marker lost its attributes: %+v", g)
+	}
+}

@@ -1,14 +1,16 @@
 // Package terminal owns the container's interactive shells: PTY sessions
 // that outlive their clients, the WebSocket that streams them (the protocol in
 // operations.md "Terminal WebSocket"), their scrollback and a VT screen model
-// for screenshots, and the web terminal page (xterm.js) served at GET /.
+// for screenshots and reattach, and the web terminal page (xterm.js) served at GET /.
 //
 // Hot path: one goroutine per session reads the PTY in 64 KiB chunks into a
 // bounded ring and into each client's bounded queue; one goroutine per client
 // drains its queue into as few WebSocket frames as it can. The PTY reader
 // never waits on a client: a client whose queue overflows is closed with 1008.
-// The VT screen model is fed lazily from the ring when a screenshot is asked
-// for, so it costs nothing while output streams.
+// The VT screen model follows the ring in its own goroutine per session and
+// never holds the reader up: output faster than it parses is skipped (see
+// screen.go). It serves screenshots and, once the ring has been cut, the
+// redraw a newly attached client gets instead of the raw ring (redraw.go).
 package terminal
 
 import (
