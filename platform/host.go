@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,7 @@ type Host struct {
 	docJSON  []byte
 	docYAML  []byte
 	docErr   error
+	docOnce  sync.Once
 	lastUA   atomic.Pointer[string]
 	boundIP  atomic.Pointer[string]
 	reqCount atomic.Uint64
@@ -111,18 +113,26 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 	for _, r := range h.routes {
 		h.register(r)
 	}
-	doc, err := OpenAPI(cfg.Info, h.routes)
-	if err == nil && cfg.Style == EnvelopeErrors {
-		useEnvelopeErrorSchema(doc)
-	}
-	if err == nil {
-		h.docJSON, h.docYAML, err = MarshalOpenAPI(doc)
-	}
-	h.docErr = err
-	if err != nil {
-		cfg.Logger.Error("openapi document cannot be built", "service", cfg.Info.Name, "err", err)
-	}
 	return h
+}
+
+// buildDoc renders the OpenAPI document once, on first use: rendering a
+// large route table costs tens of milliseconds that the agent's cold start
+// (every service at once) should not pay before anyone asks for it.
+func (h *Host) buildDoc() {
+	h.docOnce.Do(func() {
+		doc, err := OpenAPI(h.cfg.Info, h.routes)
+		if err == nil && h.cfg.Style == EnvelopeErrors {
+			useEnvelopeErrorSchema(doc)
+		}
+		if err == nil {
+			h.docJSON, h.docYAML, err = MarshalOpenAPI(doc)
+		}
+		h.docErr = err
+		if err != nil {
+			h.cfg.Logger.Error("openapi document cannot be built", "service", h.cfg.Info.Name, "err", err)
+		}
+	})
 }
 
 func (h *Host) register(r Route) {
@@ -150,7 +160,10 @@ func (h *Host) App() *fiber.App { return h.app }
 func (h *Host) Routes() []Route { return h.routes }
 
 // OpenAPIJSON is the served document (or why it could not be built).
-func (h *Host) OpenAPIJSON() ([]byte, error) { return h.docJSON, h.docErr }
+func (h *Host) OpenAPIJSON() ([]byte, error) {
+	h.buildDoc()
+	return h.docJSON, h.docErr
+}
 
 // Serve answers on ln until Shutdown.
 func (h *Host) Serve(ln net.Listener) error {
@@ -401,7 +414,7 @@ func (h *Host) health(c fiber.Ctx) error {
 var errOpenAPI = &Error{Code: CodeBackend, Message: "Internal server error", Details: "openapi document unavailable"}
 
 func (h *Host) openapiJSON(c fiber.Ctx) error {
-	if h.docErr != nil {
+	if h.buildDoc(); h.docErr != nil {
 		return errOpenAPI
 	}
 	c.Set(fiber.HeaderContentType, "application/json")
@@ -409,7 +422,7 @@ func (h *Host) openapiJSON(c fiber.Ctx) error {
 }
 
 func (h *Host) openapiYAML(c fiber.Ctx) error {
-	if h.docErr != nil {
+	if h.buildDoc(); h.docErr != nil {
 		return errOpenAPI
 	}
 	c.Set(fiber.HeaderContentType, "application/yaml")
