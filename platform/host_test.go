@@ -2,7 +2,6 @@ package platform_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -76,15 +75,7 @@ func do(t *testing.T, h *platform.Host, method, path, body string) (int, map[str
 	t.Helper()
 	req, _ := http.NewRequest(method, serve(t, h)+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m, string(raw)
+	return platformtest.Do(t, req)
 }
 
 func TestContainerErrorsAndDecode(t *testing.T) {

@@ -96,15 +96,7 @@ func (f *fixture) get(t *testing.T, host, path string, hdr ...string) (int, map[
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m, string(raw)
+	return platformtest.Do(t, req)
 }
 
 func TestRouting(t *testing.T) {

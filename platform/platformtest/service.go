@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -43,3 +44,19 @@ func GetJSON(t testing.TB, h *platform.Host, path string, v any) (int, []byte) {
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Do sends req over the network with the default client and returns the
+// status, the body decoded as a JSON object (nil when it is not one) and the
+// raw body for failure messages.
+func Do(t testing.TB, req *http.Request) (int, map[string]any, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return resp.StatusCode, m, string(raw)
+}
