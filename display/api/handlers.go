@@ -2,9 +2,7 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -238,37 +236,11 @@ func (s *Service) windowName(c fiber.Ctx) error {
 	})
 }
 
-// Validate requires one criterion and valid regular expressions.
-func (r *WindowSearch) Validate() error {
-	if r.Name == "" && r.Class == "" && r.PID == 0 {
-		return platform.Invalid("name", "name, class or pid is required")
-	}
-	if r.PID < 0 {
-		return platform.Invalid("pid", "must be positive")
-	}
-	for _, f := range []struct{ name, v string }{{"name", r.Name}, {"class", r.Class}} {
-		if f.v == "" {
-			continue
-		}
-		if _, err := regexp.Compile(f.v); err != nil {
-			return platform.Invalid(f.name, "is not a valid regular expression: %s", reErr(err))
-		}
-	}
-	return nil
-}
-
 func (s *Service) windowSearch(c fiber.Ctx) error {
 	var req WindowSearch
 	d, err := s.decode(c, &req)
 	if err != nil {
 		return err
-	}
-	w := waitPlan{pid: req.PID}
-	if req.Name != "" {
-		w.name = regexp.MustCompile(req.Name)
-	}
-	if req.Class != "" {
-		w.class = regexp.MustCompile(req.Class)
 	}
 	ws, err := d.Windows()
 	if err != nil {
@@ -276,7 +248,7 @@ func (s *Service) windowSearch(c fiber.Ctx) error {
 	}
 	out := []Window{}
 	for _, win := range ws {
-		if w.matches(d, win) {
+		if req.match.matches(d, win) {
 			out = append(out, win)
 		}
 	}
@@ -321,47 +293,4 @@ func (s *Service) clipboardGet(c fiber.Ctx) error {
 		}
 	}
 	return platform.JSON(c, 200, view)
-}
-
-// Validate requires text or an image, not both.
-func (r *ClipboardSet) Validate() error {
-	switch {
-	case r.Text == nil && r.ImageBase64 == "":
-		return platform.Invalid("text", "is required (or image_base64)")
-	case r.Text != nil && r.ImageBase64 != "":
-		return platform.Invalid("image_base64", "cannot be combined with text")
-	case r.Text != nil && len(*r.Text) > maxClipboard:
-		return platform.Invalid("text", "must be at most %d bytes", maxClipboard)
-	case r.Text == nil && r.MIMEType != "" && !strings.HasPrefix(r.MIMEType, "image/"):
-		return platform.Invalid("mime_type", "must be an image/* type")
-	}
-	return nil
-}
-
-func (s *Service) clipboardSet(c fiber.Ctx) error {
-	var req ClipboardSet
-	d, err := s.decode(c, &req)
-	if err != nil {
-		return err
-	}
-	clip := Clipboard{}
-	if req.Text != nil {
-		clip.Text = *req.Text
-	} else {
-		img, err := base64.StdEncoding.DecodeString(req.ImageBase64)
-		if err != nil {
-			return platform.Invalid("image_base64", "must be standard base64")
-		}
-		if len(img) > maxClipboard {
-			return platform.Invalid("image_base64", "must decode to at most %d bytes", maxClipboard)
-		}
-		clip.Image, clip.MIME = img, req.MIMEType
-		if clip.MIME == "" {
-			clip.MIME = "image/png"
-		}
-	}
-	if err := d.SetClipboard(clip); err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, ClipboardView{Text: clip.Text, HasImage: len(clip.Image) > 0})
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,6 +15,17 @@ import (
 // maxRequest bounds how long one act or batch may run.
 const maxRequest = 10 * time.Minute
 
+const maxBatch = 1000
+
+// Step is one step of input/act and input/batch as JSON has it: "action"
+// (a name or alias from the action table) and that action's body fields.
+type Step = json.RawMessage
+
+// Batch is a list of steps.
+type Batch struct {
+	Steps []Step `json:"steps"`
+}
+
 // bounds is the root window as a rectangle.
 func bounds(d Driver) (Rect, error) {
 	info, err := d.Info()
@@ -23,73 +35,73 @@ func bounds(d Driver) (Rect, error) {
 	return Rect{Width: info.Width, Height: info.Height}, nil
 }
 
-// act handles the endpoint of one action: strict decode of its own body,
-// then the same compile and run as a batch step.
-func (s *Service) act(action string) fiber.Handler {
-	newBody := bodies[action]
+// endpoint serves a's own route: its body, strictly decoded and checked,
+// run once as the same action in a batch runs.
+func (s *Service) endpoint(a *action) fiber.Handler {
 	return func(c fiber.Ctx) error {
-		var st Step
-		var d Driver
-		var err error
-		if newBody != nil {
-			body := newBody()
-			if d, err = s.decode(c, body); err != nil {
-				return err
-			}
-			st = body.step()
-		} else if d, err = s.decode(c, &st); err != nil {
-			return err
-		}
-		st.Action = action
-		res, err := s.runOne(c, d, st)
+		d, err := s.driver()
 		if err != nil {
 			return err
 		}
-		return platform.JSON(c, 200, res.Result)
+		screen, err := bounds(d)
+		if err != nil {
+			return err
+		}
+		p, err := a.decodeBody(c.Body(), screen)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
+		defer cancel()
+		res, _, err := s.runOne(ctx, d, p, false)
+		if err != nil {
+			return err
+		}
+		return platform.JSON(c, 200, res)
 	}
 }
 
+// actOne is input/act: one step in the batch format.
 func (s *Service) actOne(c fiber.Ctx) error {
-	var st Step
-	d, err := s.decode(c, &st)
+	d, err := s.driver()
 	if err != nil {
 		return err
 	}
-	res, err := s.runOne(c, d, st)
+	screen, err := bounds(d)
 	if err != nil {
 		return err
 	}
-	return platform.JSON(c, 200, res)
-}
-
-// runOne compiles st against the screen and runs it under the input lock;
-// the result's duration is the run's alone, not the wait for the lock.
-func (s *Service) runOne(c fiber.Ctx, d Driver, st Step) (StepResult, error) {
-	b, err := bounds(d)
+	p, err := compile(c.Body(), "", screen)
 	if err != nil {
-		return StepResult{}, err
-	}
-	p, err := compile(st, "", b)
-	if err != nil {
-		return StepResult{}, err
+		return err
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
 	defer cancel()
-	s.input.Lock()
-	defer s.input.Unlock()
-	start := time.Now()
-	res, err := runStep(ctx, s, d, p)
+	res, took, err := s.runOne(ctx, d, p, true)
 	if err != nil {
-		return StepResult{}, err
+		return err
 	}
-	return StepResult{Action: p.action, OK: true, Result: res, DurationMS: ms(time.Since(start))}, nil
+	return platform.JSON(c, 200, StepResult{Action: p.name, OK: true, Result: res, DurationMS: took})
 }
 
-// runStep runs one step and waits until the server has processed its input,
+// runOne runs p alone, under the input lock unless its action presses
+// nothing; step says it runs as a step (input/act). took is the run's time
+// in ms, not the wait for the lock.
+func (s *Service) runOne(ctx context.Context, d Driver, p plan, step bool) (res any, took float64, err error) {
+	if !p.unlocked {
+		s.input.Lock()
+		defer s.input.Unlock()
+	}
+	start := time.Now()
+	res, err = p.exec(env{ctx: ctx, s: s, d: d, step: step})
+	return res, ms(time.Since(start)), err
+}
+
+// exec runs the step and waits until the server has processed its input,
 // so an answer means "done", not "sent".
-func runStep(ctx context.Context, s *Service, d Driver, p plan) (any, error) {
-	res, err := p.run(ctx, s, d)
-	if serr := d.Sync(); err == nil {
+func (p plan) exec(e env) (any, error) {
+	res, err := p.run(e, p.body)
+	if serr := e.d.Sync(); err == nil {
 		err = serr
 	}
 	return res, err
@@ -157,17 +169,24 @@ func (s *Service) compileAndRun(ctx context.Context, d Driver, steps []Step) (Ba
 	return s.runBatch(ctx, d, plans), nil
 }
 
+// clicker is a body that clicks somewhere: a typing step after it waits
+// for the window manager to focus the window clicked.
+type clicker interface{ clicked() *Point }
+
+func (r *MouseClick) clicked() *Point { return r.at }
+func (r *ClickAt) clicked() *Point    { return r.at }
+
 func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchResult {
 	start := time.Now()
 	out := BatchResult{OK: true, Total: len(plans), Results: make([]StepResult, 0, len(plans))}
 	for i, p := range plans {
 		t := time.Now()
-		res, err := runStep(ctx, s, d, p)
-		r := StepResult{Index: i, Action: p.action, OK: err == nil, Result: res, DurationMS: ms(time.Since(t))}
+		res, err := p.exec(env{ctx: ctx, s: s, d: d, step: true})
+		r := StepResult{Index: i, Action: p.name, OK: err == nil, Result: res, DurationMS: ms(time.Since(t))}
 		if err != nil {
-			e := platform.AsError(err)
+			e := platform.AsError(inStep(fmt.Sprintf("steps[%d].", i), err))
 			if e.Code == platform.CodeInternal || e.Code == platform.CodeBackend {
-				s.log.Error("display batch step failed", "index", i, "action", p.action, "err", err)
+				s.log.Error("display batch step failed", "index", i, "action", p.name, "err", err)
 			}
 			r.Error = &StepError{Code: e.Code, Message: e.Message, Details: e.Details}
 			if e.Code != CodeWaitTimeout {
@@ -181,11 +200,8 @@ func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchRes
 		}
 		out.Completed++
 		out.Results = append(out.Results, r)
-		if p.clickAt != nil && i+1 < len(plans) {
-			switch plans[i+1].action {
-			case "type", "key", "key-down":
-				s.awaitFocusAt(ctx, d, *p.clickAt)
-			}
+		if c, ok := p.body.(clicker); ok && c.clicked() != nil && i+1 < len(plans) && plans[i+1].typing {
+			s.awaitFocusAt(ctx, d, *c.clicked())
 		}
 	}
 	out.DurationMS = ms(time.Since(start))
@@ -415,22 +431,43 @@ func (s *Service) releaseAll(d Driver) (ResetResult, error) {
 	return res, firstErr
 }
 
-func (s *Service) reset(c fiber.Ctx) error {
-	d, err := s.decode(c, &struct{}{})
-	if err != nil {
-		return err
+// press moves to pt when given, then presses or releases b.
+func (s *Service) press(d Driver, pt *Point, b Button, down bool) (Point, error) {
+	if pt != nil {
+		if err := d.MoveTo(*pt); err != nil {
+			return Point{}, err
+		}
 	}
-	s.input.Lock()
-	defer s.input.Unlock()
-	res, err := s.releaseAll(d)
-	if err != nil {
-		return err
+	if err := s.button(d, b, down); err != nil {
+		return Point{}, err
 	}
-	return platform.JSON(c, 200, res)
+	return d.Pointer()
+}
+
+// typeAt clicks pt, lets the window manager focus what was clicked,
+// optionally clears the field, and types.
+func (s *Service) typeAt(ctx context.Context, d Driver, pt Point, clear bool, t typing) (Typed, error) {
+	if _, err := s.click(d, &pt, ButtonLeft, 1); err != nil {
+		return Typed{}, err
+	}
+	if err := d.Sync(); err != nil {
+		return Typed{}, err
+	}
+	s.awaitFocusAt(ctx, d, pt)
+	if clear {
+		if err := s.chord(d, RuneKeysym('a'), []Keysym{keyNames["Control_L"]}, 1); err != nil {
+			return Typed{}, err
+		}
+		if err := s.chord(d, keyNames["Delete"], nil, 1); err != nil {
+			return Typed{}, err
+		}
+	}
+	n, err := s.typeText(ctx, d, t.text, t.delay)
+	return Typed{X: &pt.X, Y: &pt.Y, Typed: n}, err
 }
 
 // wait polls the condition every 50 ms until it holds or the time is up.
-func (s *Service) wait(ctx context.Context, d Driver, w waitPlan) (WaitResult, error) {
+func (s *Service) wait(ctx context.Context, d Driver, w *Wait) (WaitResult, error) {
 	start := time.Now()
 	res := WaitResult{Until: w.until}
 	deadline := start.Add(w.timeout)
@@ -450,7 +487,7 @@ func (s *Service) wait(ctx context.Context, d Driver, w waitPlan) (WaitResult, e
 			}
 			var hit *Window
 			for i := range wins {
-				if w.matches(d, wins[i]) {
+				if w.match.matches(d, wins[i]) {
 					hit = &wins[i]
 					break
 				}
@@ -484,45 +521,6 @@ func (s *Service) wait(ctx context.Context, d Driver, w waitPlan) (WaitResult, e
 	}
 }
 
-func (w waitPlan) matches(d Driver, win Window) bool {
-	if w.pid != 0 && win.PID != w.pid {
-		return false
-	}
-	if w.name != nil && !w.name.MatchString(win.Name) {
-		return false
-	}
-	if w.class != nil {
-		p, err := d.WindowProperties(win.ID)
-		if err != nil || !(w.class.MatchString(p.Class) || w.class.MatchString(p.Instance)) {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *Service) waitHandler(c fiber.Ctx) error {
-	var req Wait
-	d, err := s.decode(c, &req)
-	if err != nil {
-		return err
-	}
-	b, err := bounds(d)
-	if err != nil {
-		return err
-	}
-	w, err := compileWait(req.step(), "", b)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
-	defer cancel()
-	res, err := s.wait(ctx, d, w)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, res)
-}
-
 // resolveWindow is id, or the active window when id is nil.
 func (s *Service) resolveWindow(d Driver, id *uint32) (uint32, error) {
 	if id != nil {
@@ -535,39 +533,24 @@ func (s *Service) resolveWindow(d Driver, id *uint32) (uint32, error) {
 	return w.ID, nil
 }
 
-func (s *Service) windowAction(ctx context.Context, d Driver, action string, id *uint32) (any, error) {
-	wid, err := s.resolveWindow(d, id)
-	if err != nil {
-		return nil, err
+// closeWindow asks the window to close and waits (2 s at most) for it to
+// be gone.
+func (s *Service) closeWindow(ctx context.Context, d Driver, wid uint32) (Closed, error) {
+	if err := d.CloseWindow(wid); err != nil {
+		return Closed{}, err
 	}
-	switch action {
-	case "focus-window":
-		err = d.Focus(wid)
-	case "raise-window":
-		err = d.Raise(wid)
-	case "minimize-window":
-		err = d.Minimize(wid)
-	case "close-window":
-		if err = d.CloseWindow(wid); err != nil {
-			return nil, err
-		}
-		deadline := time.Now().Add(2 * time.Second)
-		for time.Now().Before(deadline) {
-			if _, err := d.Window(wid); err != nil {
-				var pe *platform.Error
-				if errors.As(err, &pe) && pe.Code == platform.CodeNotFound {
-					return Closed{ID: wid, Closed: true}, nil
-				}
-				return nil, err
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := d.Window(wid); err != nil {
+			var pe *platform.Error
+			if errors.As(err, &pe) && pe.Code == platform.CodeNotFound {
+				return Closed{ID: wid, Closed: true}, nil
 			}
-			if err := sleep(ctx, 20*time.Millisecond); err != nil {
-				break
-			}
+			return Closed{}, err
 		}
-		return Closed{ID: wid, Closed: false}, nil
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			break
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return d.Window(wid)
+	return Closed{ID: wid, Closed: false}, nil
 }

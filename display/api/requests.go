@@ -1,35 +1,45 @@
 package api
 
-// Endpoint bodies. Each decodes strictly (unknown fields are 400) and turns
-// into the batch Step it stands for, so an endpoint and the same action in a
-// batch are validated and run by one piece of code.
+import (
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
 
-type stepper interface{ step() Step }
+	"deckhand/platform"
+)
 
-// WindowRef selects a window; without id, the active one.
-type WindowRef struct {
-	ID *uint32 `json:"id" doc:"X window id; default the active window"`
+// Action bodies. Each decodes strictly (unknown fields are 400), checks the
+// rules that need no screen in Validate (platform.Decode calls it) and, when
+// it holds positions, those that do in onScreen. Both keep what they parsed
+// in unexported fields for the action's run, so an endpoint and the same
+// action in a batch are checked and run by one piece of code. Field names in
+// their errors are the body's own; a batch puts "steps[i]." in front.
+
+const (
+	maxText      = 20000
+	maxTimeoutMS = 300000
+)
+
+// screenBound is a body with positions that must lie on the screen.
+type screenBound interface{ onScreen(screen Rect) error }
+
+// MouseMove moves the pointer.
+type MouseMove struct {
+	X *int `json:"x" required:"true"`
+	Y *int `json:"y" required:"true"`
+	spot
 }
 
-// WindowMove moves a window.
-type WindowMove struct {
-	ID *uint32 `json:"id"`
-	X  *int    `json:"x" required:"true"`
-	Y  *int    `json:"y" required:"true"`
-}
+// MouseMoveRelative moves the pointer by an offset.
+type MouseMoveRelative struct {
+	DX *int `json:"dx" doc:"dx or dy is required"`
+	DY *int `json:"dy"`
 
-// WindowResize resizes a window.
-type WindowResize struct {
-	ID     *uint32 `json:"id"`
-	Width  *int    `json:"width" required:"true"`
-	Height *int    `json:"height" required:"true"`
-}
-
-// WindowSearch finds windows.
-type WindowSearch struct {
-	Name  string `json:"name,omitempty" doc:"regular expression on the title"`
-	Class string `json:"class,omitempty" doc:"regular expression on WM_CLASS (instance or class)"`
-	PID   int    `json:"pid,omitempty"`
+	dx, dy int
+	screen Rect
 }
 
 // MouseClick clicks, optionally somewhere first.
@@ -38,12 +48,20 @@ type MouseClick struct {
 	Y      *int   `json:"y"`
 	Button string `json:"button,omitempty" enum:"left,right,middle"`
 	Clicks int    `json:"clicks,omitempty" doc:"1-3, default 1 (click only)"`
+	spot
+	button Button
+	clicks int
 }
 
-// MouseMoveRelative moves by an offset.
-type MouseMoveRelative struct {
-	DX int `json:"dx"`
-	DY int `json:"dy"`
+// ClickAt clicks at a point.
+type ClickAt struct {
+	X      *int   `json:"x" required:"true"`
+	Y      *int   `json:"y" required:"true"`
+	Button string `json:"button,omitempty" enum:"left,right,middle"`
+	Clicks int    `json:"clicks,omitempty" doc:"1-3, default 1"`
+	spot
+	button Button
+	clicks int
 }
 
 // MouseButton presses or releases a button.
@@ -51,6 +69,8 @@ type MouseButton struct {
 	X      *int   `json:"x"`
 	Y      *int   `json:"y"`
 	Button string `json:"button,omitempty" enum:"left,right,middle"`
+	spot
+	button Button
 }
 
 // MouseScroll turns the wheel.
@@ -59,32 +79,16 @@ type MouseScroll struct {
 	Y         *int   `json:"y"`
 	Direction string `json:"direction,omitempty" enum:"up,down,left,right"`
 	Amount    int    `json:"amount,omitempty" doc:"notches 1-100, default 1"`
+	spot
+	wheel  Button
+	amount int
 }
 
 // KeyboardType types text.
 type KeyboardType struct {
 	Text    *string `json:"text" required:"true"`
-	DelayMS int     `json:"delay_ms,omitempty"`
-}
-
-// KeyboardKey presses a key or chord.
-type KeyboardKey struct {
-	Key       string   `json:"key" required:"true"`
-	Modifiers []string `json:"modifiers,omitempty" doc:"ctrl, shift, alt, super (cmd, win, meta) or any key name"`
-	Repeat    int      `json:"repeat,omitempty" doc:"1-100, default 1"`
-}
-
-// KeyboardKeyOnly names one key.
-type KeyboardKeyOnly struct {
-	Key string `json:"key" required:"true"`
-}
-
-// ClickAt clicks at a point.
-type ClickAt struct {
-	X      *int   `json:"x" required:"true"`
-	Y      *int   `json:"y" required:"true"`
-	Button string `json:"button,omitempty" enum:"left,right,middle"`
-	Clicks int    `json:"clicks,omitempty"`
+	DelayMS int     `json:"delay_ms,omitempty" doc:"0-1000, default 0"`
+	typing
 }
 
 // TypeAt clicks at a point and types.
@@ -92,89 +96,521 @@ type TypeAt struct {
 	X       *int    `json:"x" required:"true"`
 	Y       *int    `json:"y" required:"true"`
 	Text    *string `json:"text" required:"true"`
-	DelayMS int     `json:"delay_ms,omitempty"`
+	DelayMS int     `json:"delay_ms,omitempty" doc:"0-1000, default 0"`
 	Clear   bool    `json:"clear,omitempty" doc:"select all (ctrl+a) and delete before typing"`
+	spot
+	typing
 }
 
-// Drag drags (or selects) from one point to another.
+// KeyboardKey presses a key or chord.
+type KeyboardKey struct {
+	Key       string   `json:"key" required:"true"`
+	Modifiers []string `json:"modifiers,omitempty" doc:"ctrl, shift, alt, super (cmd, win, meta) or any key name"`
+	Repeat    int      `json:"repeat,omitempty" doc:"1-100, default 1"`
+
+	sym    Keysym
+	mods   []Keysym
+	repeat int
+}
+
+// KeyboardKeyOnly names one key.
+type KeyboardKeyOnly struct {
+	Key string `json:"key" required:"true"`
+	sym Keysym
+}
+
+// Drag drags from one point to another.
 type Drag struct {
 	From       *Point `json:"from" required:"true"`
 	To         *Point `json:"to" required:"true"`
 	Button     string `json:"button,omitempty" enum:"left,right,middle"`
 	DurationMS *int   `json:"duration_ms,omitempty" doc:"0-10000, default 100"`
+
+	button   Button
+	duration time.Duration
 }
+
+// Select is a left-button drag that answers the selection.
+type Select struct{ Drag }
 
 // Wait waits for a condition.
 type Wait struct {
 	Until     string `json:"until" required:"true" enum:"window,window-gone,region-change,timeout"`
-	Name      string `json:"name,omitempty"`
-	Class     string `json:"class,omitempty"`
+	Name      string `json:"name,omitempty" doc:"regular expression on the title"`
+	Class     string `json:"class,omitempty" doc:"regular expression on WM_CLASS (instance or class)"`
 	PID       int    `json:"pid,omitempty"`
-	Region    *Rect  `json:"region,omitempty"`
-	TimeoutMS int    `json:"timeout_ms,omitempty"`
+	Region    *Rect  `json:"region,omitempty" doc:"region-change: default the whole screen"`
+	TimeoutMS int    `json:"timeout_ms,omitempty" doc:"1-300000, default 10000"`
+
+	until   string
+	match   windowMatch
+	region  Rect
+	timeout time.Duration
 }
 
-// Batch is a list of steps.
-type Batch struct {
-	Steps []Step `json:"steps" required:"true"`
+// Sleep waits a fixed time.
+type Sleep struct {
+	DurationMS *int `json:"duration_ms" required:"true" doc:"0-300000"`
 }
 
-func (r WindowRef) step() Step    { return Step{ID: r.ID} }
-func (r WindowMove) step() Step   { return Step{ID: r.ID, X: r.X, Y: r.Y} }
-func (r WindowResize) step() Step { return Step{ID: r.ID, Width: r.Width, Height: r.Height} }
-func (r MouseClick) step() Step {
-	return Step{X: r.X, Y: r.Y, Button: r.Button, Clicks: r.Clicks}
-}
-func (r MouseMoveRelative) step() Step { return Step{DX: &r.DX, DY: &r.DY} }
-func (r MouseButton) step() Step       { return Step{X: r.X, Y: r.Y, Button: r.Button} }
-func (r MouseScroll) step() Step {
-	return Step{X: r.X, Y: r.Y, Direction: r.Direction, Amount: r.Amount}
-}
-func (r KeyboardType) step() Step { return Step{Text: r.Text, DelayMS: r.DelayMS} }
-func (r KeyboardKey) step() Step  { return Step{Key: r.Key, Modifiers: r.Modifiers, Repeat: r.Repeat} }
-func (r KeyboardKeyOnly) step() Step {
-	return Step{Key: r.Key}
-}
-func (r ClickAt) step() Step { return Step{X: r.X, Y: r.Y, Button: r.Button, Clicks: r.Clicks} }
-func (r TypeAt) step() Step {
-	return Step{X: r.X, Y: r.Y, Text: r.Text, DelayMS: r.DelayMS, Clear: r.Clear}
-}
-func (r Drag) step() Step {
-	return Step{From: r.From, To: r.To, Button: r.Button, DurationMS: r.DurationMS}
-}
-func (r Wait) step() Step {
-	return Step{Until: r.Until, Name: r.Name, Class: r.Class, PID: r.PID, Region: r.Region, TimeoutMS: r.TimeoutMS}
+// WindowRef selects a window; without id, the active one.
+type WindowRef struct {
+	ID *uint32 `json:"id" doc:"X window id; default the active window"`
 }
 
-// bodies maps an endpoint's action to its body type.
-var bodies = map[string]func() stepper{
-	"focus-window":    func() stepper { return &WindowRef{} },
-	"raise-window":    func() stepper { return &WindowRef{} },
-	"minimize-window": func() stepper { return &WindowRef{} },
-	"close-window":    func() stepper { return &WindowRef{} },
-	"move-window":     func() stepper { return &WindowMove{} },
-	"resize-window":   func() stepper { return &WindowResize{} },
-	"click":           func() stepper { return &MouseClick{} },
-	"double-click":    func() stepper { return &MouseClick{} },
-	"move":            func() stepper { return &pointBody{} },
-	"move-relative":   func() stepper { return &MouseMoveRelative{} },
-	"down":            func() stepper { return &MouseButton{} },
-	"up":              func() stepper { return &MouseButton{} },
-	"scroll":          func() stepper { return &MouseScroll{} },
-	"type":            func() stepper { return &KeyboardType{} },
-	"key":             func() stepper { return &KeyboardKey{} },
-	"key-down":        func() stepper { return &KeyboardKeyOnly{} },
-	"key-up":          func() stepper { return &KeyboardKeyOnly{} },
-	"click-at":        func() stepper { return &ClickAt{} },
-	"type-at":         func() stepper { return &TypeAt{} },
-	"drag":            func() stepper { return &Drag{} },
-	"select":          func() stepper { return &Drag{} },
+// WindowMove moves a window.
+type WindowMove struct {
+	ID *uint32 `json:"id" doc:"X window id; default the active window"`
+	X  *int    `json:"x" required:"true"`
+	Y  *int    `json:"y" required:"true"`
 }
 
-// pointBody is {"x","y"} with both required (mouse/move).
-type pointBody struct {
-	X *int `json:"x"`
-	Y *int `json:"y"`
+// WindowResize resizes a window.
+type WindowResize struct {
+	ID     *uint32 `json:"id" doc:"X window id; default the active window"`
+	Width  *int    `json:"width" required:"true"`
+	Height *int    `json:"height" required:"true"`
 }
 
-func (p pointBody) step() Step { return Step{X: p.X, Y: p.Y} }
+// ClipboardSet is POST .../clipboard: text, or an image.
+type ClipboardSet struct {
+	Text        *string `json:"text"`
+	ImageBase64 string  `json:"image_base64,omitempty" doc:"base64 image bytes instead of text"`
+	MIMEType    string  `json:"mime_type,omitempty" doc:"the image's type, default image/png"`
+	clip        Clipboard
+}
+
+// noBody is the body of an action that takes no fields.
+type noBody struct{}
+
+// WindowSearch finds windows (window/search; not an action).
+type WindowSearch struct {
+	Name  string `json:"name,omitempty" doc:"regular expression on the title"`
+	Class string `json:"class,omitempty" doc:"regular expression on WM_CLASS (instance or class)"`
+	PID   int    `json:"pid,omitempty"`
+	match windowMatch
+}
+
+// spot is a validated position (nil: where the pointer is).
+type spot struct{ at *Point }
+
+func (p *spot) onScreen(screen Rect) error {
+	if p.at == nil {
+		return nil
+	}
+	return onScreen("x", "y", *p.at, screen)
+}
+
+// place reads x and y into the spot: both or neither, both when required.
+func (p *spot) place(x, y *int, required bool) error {
+	switch {
+	case x == nil && y == nil:
+		if required {
+			return platform.Invalid("x", "is required")
+		}
+		return nil
+	case x == nil:
+		return platform.Invalid("x", "is required when y is given")
+	case y == nil:
+		return platform.Invalid("y", "is required when x is given")
+	}
+	p.at = &Point{*x, *y}
+	return nil
+}
+
+// typing is validated text to type.
+type typing struct {
+	text  string
+	delay time.Duration
+}
+
+func (t *typing) read(text *string, delayMS int) error {
+	if text == nil {
+		return platform.Invalid("text", "is required")
+	}
+	if n := utf8.RuneCountInString(*text); n > maxText {
+		return platform.Invalid("text", "must be at most %d characters, got %d", maxText, n)
+	}
+	if !utf8.ValidString(*text) {
+		return platform.Invalid("text", "must be valid UTF-8")
+	}
+	for i, r := range []rune(*text) {
+		if (r < 0x20 && r != '\n' && r != '\r' && r != '\t') || r == 0x7f {
+			return platform.Invalid("text", "has control character U+%04X at character %d; "+
+				"send control keys with the key action (\"ctrl+c\", \"BackSpace\")", r, i)
+		}
+	}
+	if delayMS < 0 || delayMS > 1000 {
+		return platform.Invalid("delay_ms", "must be between 0 and 1000")
+	}
+	if n := utf8.RuneCountInString(*text); n*delayMS > maxTimeoutMS {
+		return platform.Invalid("delay_ms", "times the text length must stay under %d ms", maxTimeoutMS)
+	}
+	t.text, t.delay = *text, time.Duration(delayMS)*time.Millisecond
+	return nil
+}
+
+func parseButton(v string) (Button, error) {
+	switch strings.ToLower(v) {
+	case "", "left", "1":
+		return ButtonLeft, nil
+	case "middle", "2":
+		return ButtonMiddle, nil
+	case "right", "3":
+		return ButtonRight, nil
+	}
+	return 0, platform.Invalid("button", "must be left, right or middle, got %q", v)
+}
+
+// times is a repeat count: 0 means once, else 1 to hi.
+func times(field string, v, hi int) (int, error) {
+	if v == 0 {
+		return 1, nil
+	}
+	if v < 1 || v > hi {
+		return 0, platform.Invalid(field, "must be between 1 and %d", hi)
+	}
+	return v, nil
+}
+
+// pair checks two required integer fields (both must be given before
+// either is range-checked) that must each lie in lo..hi.
+func pair(af, bf string, a, b *int, lo, hi int) error {
+	if a == nil {
+		return platform.Invalid(af, "is required")
+	}
+	if b == nil {
+		return platform.Invalid(bf, "is required")
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{af, *a}, {bf, *b}} {
+		if c.v < lo || c.v > hi {
+			return platform.Invalid(c.name, "must be between %d and %d", lo, hi)
+		}
+	}
+	return nil
+}
+
+// Validate requires x and y.
+func (r *MouseMove) Validate() error { return r.place(r.X, r.Y, true) }
+
+// Validate requires an offset.
+func (r *MouseMoveRelative) Validate() error {
+	if r.DX == nil && r.DY == nil {
+		return platform.Invalid("dx", "dx or dy is required")
+	}
+	r.dx, r.dy = deref(r.DX), deref(r.DY)
+	return nil
+}
+
+// onScreen keeps the screen: the destination depends on where the pointer
+// is when the step runs.
+func (r *MouseMoveRelative) onScreen(screen Rect) error {
+	r.screen = screen
+	return nil
+}
+
+// Validate checks the position, button and count.
+func (r *MouseClick) Validate() (err error) {
+	if err = r.place(r.X, r.Y, false); err != nil {
+		return err
+	}
+	if r.button, err = parseButton(r.Button); err != nil {
+		return err
+	}
+	r.clicks, err = times("clicks", r.Clicks, 3)
+	return err
+}
+
+// Validate checks the position, button and count.
+func (r *ClickAt) Validate() (err error) {
+	if err = r.place(r.X, r.Y, true); err != nil {
+		return err
+	}
+	if r.button, err = parseButton(r.Button); err != nil {
+		return err
+	}
+	r.clicks, err = times("clicks", r.Clicks, 3)
+	return err
+}
+
+// Validate checks the position and button.
+func (r *MouseButton) Validate() (err error) {
+	if err = r.place(r.X, r.Y, false); err != nil {
+		return err
+	}
+	r.button, err = parseButton(r.Button)
+	return err
+}
+
+// Validate checks the position, direction and amount.
+func (r *MouseScroll) Validate() (err error) {
+	if err = r.place(r.X, r.Y, false); err != nil {
+		return err
+	}
+	switch strings.ToLower(r.Direction) {
+	case "", "down":
+		r.wheel = ButtonWheelDown
+	case "up":
+		r.wheel = ButtonWheelUp
+	case "left":
+		r.wheel = ButtonWheelLeft
+	case "right":
+		r.wheel = ButtonWheelRight
+	default:
+		return platform.Invalid("direction", "must be up, down, left or right, got %q", r.Direction)
+	}
+	r.amount, err = times("amount", r.Amount, 100)
+	return err
+}
+
+// Validate checks the text and delay.
+func (r *KeyboardType) Validate() error { return r.read(r.Text, r.DelayMS) }
+
+// Validate checks the position, text and delay.
+func (r *TypeAt) Validate() error {
+	if err := r.place(r.X, r.Y, true); err != nil {
+		return err
+	}
+	return r.read(r.Text, r.DelayMS)
+}
+
+// Validate resolves the key, modifiers and count.
+func (r *KeyboardKey) Validate() (err error) {
+	if r.sym, r.mods, err = ParseChord("key", r.Key, r.Modifiers); err != nil {
+		return err
+	}
+	r.repeat, err = times("repeat", r.Repeat, 100)
+	return err
+}
+
+// Validate resolves the key.
+func (r *KeyboardKeyOnly) Validate() (err error) {
+	r.sym, err = ParseKey("key", r.Key)
+	return err
+}
+
+// Validate checks the ends, button and duration.
+func (r *Drag) Validate() (err error) {
+	if r.From == nil {
+		return platform.Invalid("from", "is required")
+	}
+	if r.To == nil {
+		return platform.Invalid("to", "is required")
+	}
+	if r.button, err = parseButton(r.Button); err != nil {
+		return err
+	}
+	dur := 100
+	if r.DurationMS != nil {
+		dur = *r.DurationMS
+	}
+	if dur < 0 || dur > 10000 {
+		return platform.Invalid("duration_ms", "must be between 0 and 10000")
+	}
+	r.duration = time.Duration(dur) * time.Millisecond
+	return nil
+}
+
+func (r *Drag) onScreen(screen Rect) error {
+	if err := onScreen("from.x", "from.y", *r.From, screen); err != nil {
+		return err
+	}
+	return onScreen("to.x", "to.y", *r.To, screen)
+}
+
+// Validate is Drag's, with the left button only.
+func (r *Select) Validate() error {
+	if err := r.Drag.Validate(); err != nil {
+		return err
+	}
+	if r.Button != "" && r.button != ButtonLeft {
+		return platform.Invalid("button", "select always uses the left button")
+	}
+	return nil
+}
+
+// Validate checks the condition, its criteria and the timeout.
+func (r *Wait) Validate() (err error) {
+	r.until = strings.ReplaceAll(strings.ToLower(r.Until), "_", "-")
+	ms := r.TimeoutMS
+	if ms == 0 {
+		ms = 10000
+	}
+	if ms < 1 || ms > maxTimeoutMS {
+		return platform.Invalid("timeout_ms", "must be between 1 and %d", maxTimeoutMS)
+	}
+	r.timeout = time.Duration(ms) * time.Millisecond
+	switch r.until {
+	case "window", "window-gone":
+		if r.Name == "" && r.Class == "" && r.PID == 0 {
+			return platform.Invalid("name", "name, class or pid is required for until=%s", r.until)
+		}
+		r.match, err = compileMatch(r.Name, r.Class, r.PID)
+		return err
+	case "region-change", "change", "screen-change":
+		r.until = "region-change"
+	case "timeout", "time", "sleep":
+		r.until = "timeout"
+	case "":
+		return platform.Invalid("until", "is required (window, window-gone, region-change or timeout)")
+	default:
+		return platform.Invalid("until", "must be window, window-gone, region-change or timeout, got %q", r.Until)
+	}
+	return nil
+}
+
+// onScreen checks the region (default: the whole screen).
+func (r *Wait) onScreen(screen Rect) error {
+	r.region = screen
+	if r.until != "region-change" || r.Region == nil {
+		return nil
+	}
+	if err := regionOnScreen("region.", *r.Region, screen); err != nil {
+		return err
+	}
+	r.region = *r.Region
+	return nil
+}
+
+// Validate checks the duration.
+func (r *Sleep) Validate() error {
+	if r.DurationMS == nil {
+		return platform.Invalid("duration_ms", "is required")
+	}
+	if ms := *r.DurationMS; ms < 0 || ms > maxTimeoutMS {
+		return platform.Invalid("duration_ms", "must be between 0 and %d", maxTimeoutMS)
+	}
+	return nil
+}
+
+// Validate checks the position's range.
+func (r *WindowMove) Validate() error { return pair("x", "y", r.X, r.Y, -16384, 32767) }
+
+// Validate checks the size's range.
+func (r *WindowResize) Validate() error { return pair("width", "height", r.Width, r.Height, 1, 16384) }
+
+// Validate requires text or an image, not both, and decodes the image.
+func (r *ClipboardSet) Validate() error {
+	switch {
+	case r.Text == nil && r.ImageBase64 == "":
+		return platform.Invalid("text", "is required (or image_base64)")
+	case r.Text != nil && r.ImageBase64 != "":
+		return platform.Invalid("image_base64", "cannot be combined with text")
+	case r.Text != nil && len(*r.Text) > maxClipboard:
+		return platform.Invalid("text", "must be at most %d bytes", maxClipboard)
+	case r.Text == nil && r.MIMEType != "" && !strings.HasPrefix(r.MIMEType, "image/"):
+		return platform.Invalid("mime_type", "must be an image/* type")
+	}
+	if r.Text != nil {
+		r.clip = Clipboard{Text: *r.Text}
+		return nil
+	}
+	img, err := base64.StdEncoding.DecodeString(r.ImageBase64)
+	if err != nil {
+		return platform.Invalid("image_base64", "must be standard base64")
+	}
+	if len(img) > maxClipboard {
+		return platform.Invalid("image_base64", "must decode to at most %d bytes", maxClipboard)
+	}
+	r.clip = Clipboard{Image: img, MIME: r.MIMEType}
+	if r.clip.MIME == "" {
+		r.clip.MIME = "image/png"
+	}
+	return nil
+}
+
+// Validate requires one criterion and valid regular expressions.
+func (r *WindowSearch) Validate() (err error) {
+	if r.Name == "" && r.Class == "" && r.PID == 0 {
+		return platform.Invalid("name", "name, class or pid is required")
+	}
+	r.match, err = compileMatch(r.Name, r.Class, r.PID)
+	return err
+}
+
+// windowMatch is a validated window criterion (wait, window/search).
+type windowMatch struct {
+	name, class *regexp.Regexp
+	pid         int
+}
+
+func compileMatch(name, class string, pid int) (windowMatch, error) {
+	m := windowMatch{pid: pid}
+	if pid < 0 {
+		return m, platform.Invalid("pid", "must be positive")
+	}
+	var err error
+	if name != "" {
+		if m.name, err = regexp.Compile(name); err != nil {
+			return m, platform.Invalid("name", "is not a valid regular expression: %s", reErr(err))
+		}
+	}
+	if class != "" {
+		if m.class, err = regexp.Compile(class); err != nil {
+			return m, platform.Invalid("class", "is not a valid regular expression: %s", reErr(err))
+		}
+	}
+	return m, nil
+}
+
+func (m windowMatch) matches(d Driver, win Window) bool {
+	if m.pid != 0 && win.PID != m.pid {
+		return false
+	}
+	if m.name != nil && !m.name.MatchString(win.Name) {
+		return false
+	}
+	if m.class != nil {
+		p, err := d.WindowProperties(win.ID)
+		if err != nil || !(m.class.MatchString(p.Class) || m.class.MatchString(p.Instance)) {
+			return false
+		}
+	}
+	return true
+}
+
+func reErr(err error) string {
+	return strings.TrimPrefix(err.Error(), "error parsing regexp: ")
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// onScreen is the off-screen rule: 400 OFF_SCREEN naming the field and the
+// bounds.
+func onScreen(xf, yf string, p Point, b Rect) error {
+	field := ""
+	switch {
+	case p.X < b.X || p.X >= b.X+b.Width:
+		field = xf
+	case p.Y < b.Y || p.Y >= b.Y+b.Height:
+		field = yf
+	default:
+		return nil
+	}
+	return &platform.Error{Code: CodeOffScreen, Field: field,
+		Message: fmt.Sprintf("%s: (%d,%d) is off screen; the screen is %dx%d, x %d..%d, y %d..%d",
+			field, p.X, p.Y, b.Width, b.Height, b.X, b.X+b.Width-1, b.Y, b.Y+b.Height-1),
+		Details: fmt.Sprintf("bounds: x %d..%d, y %d..%d", b.X, b.X+b.Width-1, b.Y, b.Y+b.Height-1)}
+}
+
+// regionOnScreen checks a region lies within the screen.
+func regionOnScreen(at string, r Rect, b Rect) error {
+	if r.Width < 1 {
+		return platform.Invalid(at+"width", "must be at least 1")
+	}
+	if r.Height < 1 {
+		return platform.Invalid(at+"height", "must be at least 1")
+	}
+	if err := onScreen(at+"x", at+"y", Point{r.X, r.Y}, b); err != nil {
+		return err
+	}
+	return onScreen(at+"width", at+"height", Point{r.X + r.Width - 1, r.Y + r.Height - 1}, b)
+}

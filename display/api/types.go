@@ -47,13 +47,6 @@ type ClipboardView struct {
 	Targets  []string `json:"targets,omitempty"`
 }
 
-// ClipboardSet is POST .../clipboard: text, or an image.
-type ClipboardSet struct {
-	Text        *string `json:"text"`
-	ImageBase64 string  `json:"image_base64,omitempty" doc:"base64 image bytes instead of text"`
-	MIMEType    string  `json:"mime_type,omitempty" doc:"the image's type, default image/png"`
-}
-
 // Typed answers the typing actions.
 type Typed struct {
 	X     *int `json:"x,omitempty"`
@@ -80,6 +73,11 @@ type WaitResult struct {
 	Until     string  `json:"until" required:"true"`
 	ElapsedMS int64   `json:"elapsed_ms" required:"true"`
 	Window    *Window `json:"window,omitempty" doc:"until=window: the first matching window"`
+}
+
+// Slept answers sleep.
+type Slept struct {
+	SleptMS int `json:"slept_ms" required:"true"`
 }
 
 // ResetResult answers input/reset.

@@ -197,11 +197,11 @@ func BenchmarkDisplayReport(b *testing.B) {
 		x, y := 1600+i%300, 950+i%120 // the bare desktop, clear of the xterms
 		switch i % 4 {
 		case 0, 1:
-			steps = append(steps, api.Step{Action: "move", X: &x, Y: &y})
+			steps = append(steps, api.Step(fmt.Sprintf(`{"action":"move","x":%d,"y":%d}`, x, y)))
 		case 2:
-			steps = append(steps, api.Step{Action: "click", X: &x, Y: &y})
+			steps = append(steps, api.Step(fmt.Sprintf(`{"action":"click","x":%d,"y":%d}`, x, y)))
 		case 3:
-			steps = append(steps, api.Step{Action: "key", Key: "shift"})
+			steps = append(steps, api.Step(`{"action":"key","key":"shift"}`))
 		}
 	}
 	var bt, btHTTP []time.Duration
