@@ -30,6 +30,7 @@ func TestBatchRejectsBeforeRunning(t *testing.T) {
 		{[]map[string]any{{"action": "move", "x": 500, "y": 500}, {"action": "drag", "from": map[string]int{"x": 1, "y": 1}}}, "steps[1].to"},
 		{[]map[string]any{{"action": "move", "x": 500, "y": 500}, {"action": "scroll", "direction": "sideways"}}, "steps[1].direction"},
 		{[]map[string]any{{"action": "move", "x": 500, "y": 500}, {"action": "resize-window", "width": 0, "height": 5}}, "steps[1].width"},
+		{[]map[string]any{{"action": "move", "x": 500, "y": 500}, {"action": "type", "text": "a", "x": 5}}, "steps[1].x"},
 	} {
 		a := call(t, "POST", "/api/v1/display/input/batch", map[string]any{"steps": c.steps})
 		e := a.errCode(t)
