@@ -46,16 +46,12 @@ type env struct {
 	step bool
 }
 
-// do makes an action's body and run from a run over its own body type B:
-// B's fields are the body, its Validate (and onScreen) the rules.
-func do[B any](run func(e env, b *B) (any, error)) (func() any, func(env, any) (any, error)) {
-	return func() any { return new(B) },
-		func(e env, b any) (any, error) { return run(e, b.(*B)) }
-}
-
-// entry is an action with the body and run of do.
+// entry completes a table entry with the body and run of run, which takes
+// the action's own body type B: B's fields are the body, its Validate (and
+// onScreen) the rules.
 func entry[B any](a action, run func(e env, b *B) (any, error)) *action {
-	a.body, a.run = do(run)
+	a.body = func() any { return new(B) }
+	a.run = func(e env, b any) (any, error) { return run(e, b.(*B)) }
 	return &a
 }
 
@@ -178,42 +174,24 @@ var actions = []*action{
 	entry(action{name: "focus-window", aliases: []string{"focus"}, path: "/window/focus",
 		summary: "Focus (activate) a window", description: "Raises, de-iconifies and activates it through the " +
 			"window manager. " + windowBody, response: Window{}},
-		onWindow(Driver.Focus)),
+		thenWindow(Driver.Focus)),
 	entry(action{name: "raise-window", aliases: []string{"raise"}, path: "/window/raise", summary: "Raise a window",
 		description: "Puts it on top of the stack without focusing it. " + windowBody, response: Window{}},
-		onWindow(Driver.Raise)),
+		thenWindow(Driver.Raise)),
 	entry(action{name: "minimize-window", aliases: []string{"minimize"}, path: "/window/minimize",
 		summary: "Minimize (iconify) a window", description: windowBody, response: Window{}},
-		onWindow(Driver.Minimize)),
+		thenWindow(Driver.Minimize)),
 	entry(action{name: "close-window", aliases: []string{"close"}, path: "/window/close", summary: "Close a window",
 		description: "Asks politely (_NET_CLOSE_WINDOW / WM_DELETE_WINDOW) and answers closed=true once it is " +
 			"gone, closed=false when it is still there after 2 s. " + windowBody, response: Closed{}},
-		func(e env, b *WindowRef) (any, error) {
-			wid, err := e.s.resolveWindow(e.d, b.ID)
-			if err != nil {
-				return nil, err
-			}
-			return e.s.closeWindow(e.ctx, e.d, wid)
-		}),
+		onWindow(func(e env, wid uint32, _ *WindowRef) (any, error) { return e.s.closeWindow(e.ctx, e.d, wid) })),
 	entry(action{name: "move-window", path: "/window/move", summary: "Move a window",
 		description: "Places the window's client area at x,y (root coordinates) and answers its geometry once " +
 			"the window manager has moved it. " + windowBody, response: Window{}},
-		func(e env, b *WindowMove) (any, error) {
-			wid, err := e.s.resolveWindow(e.d, b.ID)
-			if err != nil {
-				return nil, err
-			}
-			return e.d.Move(wid, Point{*b.X, *b.Y})
-		}),
+		onWindow(func(e env, wid uint32, b *WindowMove) (any, error) { return e.d.Move(wid, Point{*b.X, *b.Y}) })),
 	entry(action{name: "resize-window", path: "/window/resize", summary: "Resize a window",
 		description: "Sets the client area's size (1-16384). " + windowBody, response: Window{}},
-		func(e env, b *WindowResize) (any, error) {
-			wid, err := e.s.resolveWindow(e.d, b.ID)
-			if err != nil {
-				return nil, err
-			}
-			return e.d.Resize(wid, *b.Width, *b.Height)
-		}),
+		onWindow(func(e env, wid uint32, b *WindowResize) (any, error) { return e.d.Resize(wid, *b.Width, *b.Height) })),
 	entry(action{name: "clipboard", aliases: []string{"clipboard-set", "set-clipboard"}, path: "/clipboard",
 		summary: "Set the clipboard", description: "Takes ownership of CLIPBOARD with text, or with an image " +
 			"(image_base64 and mime_type, image/png by default). The service keeps serving it until something " +
@@ -227,19 +205,36 @@ var actions = []*action{
 		func(e env, _ *noBody) (any, error) { return e.s.releaseAll(e.d) }),
 }
 
-// onWindow runs do on the body's window (the active one when it names
-// none) and answers the window afterwards.
-func onWindow(do func(d Driver, id uint32) error) func(env, *WindowRef) (any, error) {
-	return func(e env, b *WindowRef) (any, error) {
-		wid, err := e.s.resolveWindow(e.d, b.ID)
+// windowed is a body that names a window (nil: the active one).
+type windowed interface{ window() *uint32 }
+
+func (r *WindowRef) window() *uint32    { return r.ID }
+func (r *WindowMove) window() *uint32   { return r.ID }
+func (r *WindowResize) window() *uint32 { return r.ID }
+
+// onWindow runs do on the body's window, the active one when it names none.
+func onWindow[B any, P interface {
+	*B
+	windowed
+}](do func(e env, wid uint32, b P) (any, error)) func(env, P) (any, error) {
+	return func(e env, b P) (any, error) {
+		wid, err := e.s.resolveWindow(e.d, b.window())
 		if err != nil {
 			return nil, err
 		}
+		return do(e, wid, b)
+	}
+}
+
+// thenWindow runs do on the body's window and answers the window
+// afterwards.
+func thenWindow(do func(d Driver, id uint32) error) func(env, *WindowRef) (any, error) {
+	return onWindow(func(e env, wid uint32, _ *WindowRef) (any, error) {
 		if err := do(e.d, wid); err != nil {
 			return nil, err
 		}
 		return e.d.Window(wid)
-	}
+	})
 }
 
 // byName finds an action by name or alias; "_" and "-" are one.

@@ -39,21 +39,7 @@ func bounds(d Driver) (Rect, error) {
 // run once as the same action in a batch runs.
 func (s *Service) endpoint(a *action) fiber.Handler {
 	return func(c fiber.Ctx) error {
-		d, err := s.driver()
-		if err != nil {
-			return err
-		}
-		screen, err := bounds(d)
-		if err != nil {
-			return err
-		}
-		p, err := a.decodeBody(c.Body(), screen)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
-		defer cancel()
-		res, _, err := s.runOne(ctx, d, p, false)
+		res, err := s.runOne(c, a.decodeBody, false)
 		if err != nil {
 			return err
 		}
@@ -63,38 +49,42 @@ func (s *Service) endpoint(a *action) fiber.Handler {
 
 // actOne is input/act: one step in the batch format.
 func (s *Service) actOne(c fiber.Ctx) error {
-	d, err := s.driver()
+	res, err := s.runOne(c, func(body []byte, screen Rect) (plan, error) { return compile(body, "", screen) }, true)
 	if err != nil {
 		return err
+	}
+	return platform.JSON(c, 200, res)
+}
+
+// runOne reads a request's body with parse, checked against the screen,
+// and runs it alone: under the input lock unless its action presses
+// nothing. step says it runs as a step (input/act, which answers a
+// StepResult whose duration is the run's, not the wait for the lock).
+func (s *Service) runOne(c fiber.Ctx, parse func(body []byte, screen Rect) (plan, error), step bool) (any, error) {
+	d, err := s.driver()
+	if err != nil {
+		return nil, err
 	}
 	screen, err := bounds(d)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p, err := compile(c.Body(), "", screen)
+	p, err := parse(c.Body(), screen)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
 	defer cancel()
-	res, took, err := s.runOne(ctx, d, p, true)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, StepResult{Action: p.name, OK: true, Result: res, DurationMS: took})
-}
-
-// runOne runs p alone, under the input lock unless its action presses
-// nothing; step says it runs as a step (input/act). took is the run's time
-// in ms, not the wait for the lock.
-func (s *Service) runOne(ctx context.Context, d Driver, p plan, step bool) (res any, took float64, err error) {
 	if !p.unlocked {
 		s.input.Lock()
 		defer s.input.Unlock()
 	}
 	start := time.Now()
-	res, err = p.exec(env{ctx: ctx, s: s, d: d, step: step})
-	return res, ms(time.Since(start)), err
+	res, err := p.exec(env{ctx: ctx, s: s, d: d, step: step})
+	if err != nil || !step {
+		return res, err
+	}
+	return StepResult{Action: p.name, OK: true, Result: res, DurationMS: ms(time.Since(start))}, nil
 }
 
 // exec runs the step and waits until the server has processed its input,
@@ -169,12 +159,8 @@ func (s *Service) compileAndRun(ctx context.Context, d Driver, steps []Step) (Ba
 	return s.runBatch(ctx, d, plans), nil
 }
 
-// clicker is a body that clicks somewhere: a typing step after it waits
-// for the window manager to focus the window clicked.
+// clicker is a body that clicks somewhere (see clicking).
 type clicker interface{ clicked() *Point }
-
-func (r *MouseClick) clicked() *Point { return r.at }
-func (r *ClickAt) clicked() *Point    { return r.at }
 
 func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchResult {
 	start := time.Now()

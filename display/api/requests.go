@@ -48,9 +48,7 @@ type MouseClick struct {
 	Y      *int   `json:"y"`
 	Button string `json:"button,omitempty" enum:"left,right,middle"`
 	Clicks int    `json:"clicks,omitempty" doc:"1-3, default 1 (click only)"`
-	spot
-	button Button
-	clicks int
+	clicking
 }
 
 // ClickAt clicks at a point.
@@ -59,9 +57,7 @@ type ClickAt struct {
 	Y      *int   `json:"y" required:"true"`
 	Button string `json:"button,omitempty" enum:"left,right,middle"`
 	Clicks int    `json:"clicks,omitempty" doc:"1-3, default 1"`
-	spot
-	button Button
-	clicks int
+	clicking
 }
 
 // MouseButton presses or releases a button.
@@ -218,6 +214,28 @@ func (p *spot) place(x, y *int, required bool) error {
 	return nil
 }
 
+// clicking is a validated click: where, which button, how often.
+type clicking struct {
+	spot
+	button Button
+	clicks int
+}
+
+func (k *clicking) read(x, y *int, required bool, button string, clicks int) (err error) {
+	if err = k.place(x, y, required); err != nil {
+		return err
+	}
+	if k.button, err = parseButton(button); err != nil {
+		return err
+	}
+	k.clicks, err = times("clicks", clicks, 3)
+	return err
+}
+
+// clicked is where the click lands (nil: where the pointer is); a typing
+// step after it in a batch waits for the window manager to focus there.
+func (k *clicking) clicked() *Point { return k.at }
+
 // typing is validated text to type.
 type typing struct {
 	text  string
@@ -313,28 +331,10 @@ func (r *MouseMoveRelative) onScreen(screen Rect) error {
 }
 
 // Validate checks the position, button and count.
-func (r *MouseClick) Validate() (err error) {
-	if err = r.place(r.X, r.Y, false); err != nil {
-		return err
-	}
-	if r.button, err = parseButton(r.Button); err != nil {
-		return err
-	}
-	r.clicks, err = times("clicks", r.Clicks, 3)
-	return err
-}
+func (r *MouseClick) Validate() error { return r.read(r.X, r.Y, false, r.Button, r.Clicks) }
 
 // Validate checks the position, button and count.
-func (r *ClickAt) Validate() (err error) {
-	if err = r.place(r.X, r.Y, true); err != nil {
-		return err
-	}
-	if r.button, err = parseButton(r.Button); err != nil {
-		return err
-	}
-	r.clicks, err = times("clicks", r.Clicks, 3)
-	return err
-}
+func (r *ClickAt) Validate() error { return r.read(r.X, r.Y, true, r.Button, r.Clicks) }
 
 // Validate checks the position and button.
 func (r *MouseButton) Validate() (err error) {

@@ -1,6 +1,7 @@
 // Package api owns the display service's HTTP surface: its one route table,
-// request validation, the input engine (act, batch, wait, reset) and the
-// "no display" variant. It talks to the desktop only through Driver, so it
+// request validation, the input engine (the action table in actions.go,
+// whose entries are at once endpoints and act/batch steps) and the "no
+// display" variant. It talks to the desktop only through Driver, so it
 // builds without cgo: the agent links it to answer 503 DISPLAY_UNAVAILABLE on
 // headless containers, and the deckhand-display binary (display/cmd) links it
 // together with the X11 driver (display/x11).
