@@ -50,7 +50,7 @@ func (s *Service) twoFactorRoutes() []platform.Route {
 			Summary: "Replace all backup codes (needs a current TOTP code in body `code`); the new ones are shown once",
 			Body:    codeReq{}, Response: backupResp{}},
 		{Method: http.MethodPut, Path: "/api/v1/users/auth/2fa/token-gate", Tags: tag, Handler: s.handleTokenGate(true),
-			Summary:     "Set the token-gate preference: when on, creating an svc_ auth token needs a current code in header X-2FA-Code",
+			Summary:     "Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code",
 			Description: "Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).",
 			Body:        gateReq{}, Response: statusResp{}},
 		{Method: http.MethodPatch, Path: "/api/v1/users/auth/2fa/token-gate", Tags: tag, Handler: s.handleTokenGate(false),

@@ -44,7 +44,7 @@ type userRec struct {
 	TOTPPending    string     `json:"totp_pending,omitempty"`     // sealed, during setup
 	TOTPLastStep   int64      `json:"totp_last_step,omitempty"`   // replay guard
 	BackupCodes    []string   `json:"backup_codes,omitempty"`     // lookup keys, unused ones
-	TokenGate      bool       `json:"token_gate,omitempty"`       // creating svc_ tokens needs a TOTP code
+	TokenGate      bool       `json:"token_gate,omitempty"`       // creating svc_ tokens or changing their limits needs a code
 	TwoFactorSince *time.Time `json:"two_factor_since,omitempty"` // when 2FA was enabled
 }
 
