@@ -134,7 +134,7 @@ func (s *Service) checkRedirect(raw string) (string, error) {
 // the browser binding cookie value.
 func (s *Service) beginFlow(tx *store.Tx, name string, p OAuthProvider, rec onceRec) (string, string, error) {
 	verifier := oauth2.GenerateVerifier()
-	sealed, err := s.seal([]byte(verifier))
+	sealed, err := s.seal(purposeVerifier, []byte(verifier))
 	if err != nil {
 		return "", "", err
 	}
@@ -244,7 +244,7 @@ func (s *Service) handleOAuthCallback(name string) fiber.Handler {
 		if perr != "" {
 			return done(url.Values{"error": {sanitizeErr(perr)}})
 		}
-		verifier, err := s.open(rec.Verifier)
+		verifier, err := s.open(purposeVerifier, rec.Verifier)
 		if err != nil {
 			return platform.Internal("read the OAuth state", err)
 		}

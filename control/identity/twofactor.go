@@ -131,7 +131,7 @@ func isTOTP(code string) bool {
 // totpStep checks a 6-digit code against sealed within one step of now and
 // returns its step, 0 when it does not match.
 func (s *Service) totpStep(sealed, code string, now time.Time) int64 {
-	secret, err := s.open(sealed)
+	secret, err := s.open(purposeTOTP, sealed)
 	if err != nil {
 		s.log.Error("TOTP secret cannot be opened", "err", err)
 		return 0
@@ -296,7 +296,7 @@ func (s *Service) handle2FASetup(c fiber.Ctx) error {
 		if err != nil {
 			return platform.Internal("generate the TOTP secret", err)
 		}
-		sealed, err := s.seal([]byte(key.Secret()))
+		sealed, err := s.seal(purposeTOTP, []byte(key.Secret()))
 		if err != nil {
 			return err
 		}
