@@ -147,6 +147,13 @@ func (r *loginReq) Validate() error {
 	case len(r.Username) > 254 || len(r.Email) > 254:
 		return platform.Invalid("username", "must be at most 254 characters")
 	}
+	if r.Email != "" {
+		e, err := normalizeEmail("email", r.Email)
+		if err != nil {
+			return err
+		}
+		r.Email = e
+	}
 	if err := checkLoginPassword(r.Password); err != nil {
 		return err
 	}

@@ -388,8 +388,10 @@ func (s *Service) userinfo(ctx context.Context, p OAuthProvider, tok *oauth2.Tok
 		return nil, fmt.Errorf("userinfo has no subject (sub or id)")
 	}
 	if u.Email != "" {
-		if _, err := normalizeEmail("email", u.Email); err != nil {
+		if e, err := normalizeEmail("email", u.Email); err != nil {
 			u.Email = ""
+		} else {
+			u.Email = e
 		}
 	}
 	return u, nil
