@@ -10,7 +10,15 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"deckhand/platform"
+	"deckhand/platform/store"
 )
+
+// emailRule is how the OpenAPI document states the address rule (signup,
+// login, forgot-password and admin create share it).
+const emailRule = "`email` is kept in one canonical form, so two spellings are one account: Unicode NFC, lower case, the domain " +
+	"in its IDNA ASCII (punycode) form (`user@bücher.de` is `user@xn--bcher-kva.de`). 400 naming `email` for invalid UTF-8 or U+FFFD, " +
+	"invisible, control or format characters (zero-width, BOM, soft hyphen), bidirectional controls, and a domain label that mixes scripts " +
+	"(UTS 39 highly restrictive: only Latin with Han and kana, Bopomofo or Hangul may mix)."
 
 // normalizeEmail validates an address and returns its one canonical form,
 // so that two spellings of an address are one account and addresses that
@@ -163,4 +171,60 @@ func scriptOf(r rune) string {
 		}
 	}
 	return ""
+}
+
+// metaEmailsCanonical marks a store whose email index is in the canonical
+// form of normalizeEmail.
+const metaEmailsCanonical = "emails_canonical_v1"
+
+// canonicalizeEmails re-keys, once per store, the accounts whose address
+// was stored before the canonical form (only lower-cased): a Unicode
+// domain becomes its ASCII form, decomposed text NFC. When two accounts
+// map to one address (the spoofing this form prevents), the one already
+// canonical, else the first in key order, takes the address; the other
+// keeps its old spelling, can still log in by username, and is logged for
+// an operator. Addresses the rules now refuse are left and logged alike.
+func (s *Service) canonicalizeEmails() error {
+	return s.update(func(tx *store.Tx) error {
+		if tx.GetRaw(bucketMeta, metaEmailsCanonical) != nil {
+			return nil
+		}
+		type move struct{ old, canon, id string }
+		var moves []move
+		err := tx.ForEach(bucketEmails, func(k string, raw []byte) error {
+			canon, err := normalizeEmail("email", k)
+			switch {
+			case err != nil:
+				s.log.Warn("identity: a stored address breaks the address rules; its account logs in by username only", "user_id", string(raw), "rule", err.Error())
+			case canon != k:
+				moves = append(moves, move{k, canon, string(raw)})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range moves {
+			if other := tx.GetRaw(bucketEmails, m.canon); other != nil {
+				s.log.Warn("identity: two accounts share one canonical address; this one keeps its old spelling and logs in by username only",
+					"user_id", m.id, "other_user_id", string(other))
+				continue
+			}
+			u, err := getUser(tx, m.id)
+			if err != nil || u == nil {
+				return err
+			}
+			u.Email = m.canon
+			if err := putUser(tx, u); err != nil {
+				return err
+			}
+			if err := tx.Delete(bucketEmails, m.old); err != nil {
+				return err
+			}
+			if err := tx.PutRaw(bucketEmails, m.canon, []byte(m.id)); err != nil {
+				return err
+			}
+		}
+		return tx.PutRaw(bucketMeta, metaEmailsCanonical, []byte("1"))
+	})
 }

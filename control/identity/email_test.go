@@ -2,12 +2,14 @@ package identity_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"deckhand/control/identity"
+	"deckhand/platform/store"
 )
 
 // Issue 8.7: addresses that look alike but differ in invisible, bidi or
@@ -130,6 +132,54 @@ func TestSignupAcceptsInternationalAddresses(t *testing.T) {
 		r := e.call("POST", "/api/v1/auth/signup", map[string]any{"email": email, "password": goodPassword}, "")
 		if r.status != 200 || r.str("data", "email") != want {
 			t.Errorf("%q: %d %s", email, r.status, r.raw)
+		}
+	}
+}
+
+// Admin create follows the same rules: a spelling of an existing address
+// is that address (409), an invisible character is 400.
+func TestAdminCreateCanonicalAddress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	root := e.admin()
+	e.must(e.call("POST", "/api/v1/admin/users", map[string]any{"email": "jos\u00e9@example.com", "password": "Admin-pass-123"}, root), 201)
+	e.must(e.call("POST", "/api/v1/admin/users", map[string]any{"email": "JOSE\u0301@EXAMPLE.com", "password": "Admin-pass-123"}, root), 409)
+	r := e.must(e.call("POST", "/api/v1/admin/users", map[string]any{"email": "jo\u200bse@example.com", "password": "Admin-pass-123"}, root), 400)
+	if !strings.HasPrefix(r.str("message"), "email: ") {
+		t.Fatalf("%s", r.raw)
+	}
+}
+
+// A store from before the canonical form (addresses only lower-cased) is
+// re-keyed once at start: the Unicode-domain account is found by every
+// spelling afterwards.
+func TestStoredAddressesBecomeCanonical(t *testing.T) {
+	t.Parallel()
+	db, err := store.Open(filepath.Join(t.TempDir(), "control.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, _ := identity.HashPassword(goodPassword)
+	now := time.Now().UTC()
+	err = db.Update(func(tx *store.Tx) error {
+		u := map[string]any{"id": "u-old", "username": "anna", "alias": "anna", "email": "anna@b\u00fccher.de", "role": "user",
+			"email_verified": true, "password_hash": hash, "created_at": now, "updated_at": now}
+		if err := tx.Put("identity_users", "u-old", u); err != nil {
+			return err
+		}
+		if err := tx.PutRaw("identity_users_by_username", "anna", []byte("u-old")); err != nil {
+			return err
+		}
+		return tx.PutRaw("identity_users_by_email", "anna@b\u00fccher.de", []byte("u-old"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(d *identity.Deps) { d.DB = db })
+	for _, sp := range []string{"anna@b\u00fccher.de", "anna@xn--bcher-kva.de", "Anna@BU\u0308CHER.DE"} {
+		me := e.must(e.call("GET", "/api/v1/users/auth/me", nil, e.login(sp, goodPassword)["token"].(string)), 200)
+		if me.str("data", "id") != "u-old" || me.str("data", "email") != "anna@xn--bcher-kva.de" {
+			t.Fatalf("%q: %s", sp, me.raw)
 		}
 	}
 }

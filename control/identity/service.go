@@ -167,6 +167,9 @@ func New(deps Deps) (*Service, error) {
 	if err := s.loadKeys(); err != nil {
 		return nil, err
 	}
+	if err := s.canonicalizeEmails(); err != nil {
+		return nil, fmt.Errorf("identity: canonical addresses: %w", err)
+	}
 	dummy, err := hashPassword("not a real password: timing equalizer")
 	if err != nil {
 		return nil, err
