@@ -17,7 +17,7 @@ import (
 // login, forgot-password and admin create share it).
 const emailRule = "`email` is kept in one canonical form, so two spellings are one account: Unicode NFC, lower case, the domain " +
 	"in its IDNA ASCII (punycode) form (`user@bücher.de` is `user@xn--bcher-kva.de`). 400 naming `email` for invalid UTF-8 or U+FFFD, " +
-	"invisible, control or format characters (zero-width, BOM, soft hyphen), bidirectional controls, and a domain label that mixes scripts " +
+	"invisible, control or format characters (zero-width, BOM, soft hyphen), bidirectional controls, and a local part or domain label that mixes scripts " +
 	"(UTS 39 highly restrictive: only Latin with Han and kana, Bopomofo or Hangul may mix)."
 
 // normalizeEmail validates an address and returns its one canonical form,
@@ -35,10 +35,11 @@ const emailRule = "`email` is kept in one canonical form, so two spellings are o
 //     registration rules on the result) and is kept in its ASCII form
 //     (punycode), so a Unicode domain and its xn-- spelling are one and
 //     mail headers carry an unambiguous domain;
-//   - a domain label whose letters mix scripts is refused, except the
-//     combinations UTS 39 calls highly restrictive (Latin with Han and
-//     Japanese kana, with Han and Bopomofo, with Han and Hangul), so
-//     "pаypal.com" with a Cyrillic "а" is not a second paypal.com.
+//   - a domain label (or the local part) whose letters mix scripts is
+//     refused, except the combinations UTS 39 calls highly restrictive
+//     (Latin with Han and Japanese kana, with Han and Bopomofo, with Han
+//     and Hangul), so "pаypal.com" with a Cyrillic "а" is not a second
+//     paypal.com.
 func normalizeEmail(field, raw string) (string, error) {
 	if !utf8.ValidString(raw) || strings.ContainsRune(raw, utf8.RuneError) {
 		return "", platform.Invalid(field, "must be valid UTF-8 (it holds bytes that are not, or U+FFFD)")
@@ -64,6 +65,11 @@ func normalizeEmail(field, raw string) (string, error) {
 		return "", platform.Invalid(field, "must be a valid email address")
 	}
 	local, domain := addr[:at], addr[at+1:]
+	// The local part follows the same script rule: "аdmin" with a Cyrillic
+	// "а" would otherwise pass for "admin" wherever addresses are shown.
+	if scripts := mixedScripts(local); scripts != "" {
+		return "", platform.Invalid(field, "the local part %q mixes scripts (%s)", local, scripts)
+	}
 	ascii, err := idna.Lookup.ToASCII(domain)
 	if err != nil {
 		return "", platform.Invalid(field, "must be a valid email address (the domain is not a valid internationalized domain name)")

@@ -33,6 +33,7 @@ func TestSignupRefusesSpoofableAddresses(t *testing.T) {
 		{"Cyrillic a in a Latin domain", "admin@p\u0430ypal.com", "mixes scripts"},
 		{"Greek omicron in a Latin domain", "admin@g\u03bfogle.com", "mixes scripts"},
 		{"mixed script as punycode", "admin@xn--pypal-4ve.com", "mixes scripts"},
+		{"Cyrillic a in a Latin local part", "\u0430dmin@example.com", "local part"},
 		{"replacement character", "adm\ufffdin@example.com", "UTF-8"},
 		{"control character", "ad\u0007min@example.com", "invisible"},
 	}
