@@ -384,6 +384,14 @@ func (s *Service) handleTokenPatch(c fiber.Ctx) error {
 		if p.Kind != KindSession {
 			return forbidden("ip_whitelist, expires_at and is_enabled are changed with a session token, not with an auth token")
 		}
+		// An unknown id is 404 before the gate spends the caller's code.
+		err := s.db.View(func(tx *store.Tx) error {
+			_, err := ownToken(tx, p, c.Params("id"))
+			return err
+		})
+		if err != nil {
+			return storeErr("read the auth token", err)
+		}
 		if err := s.checkTokenGate(c, p.UserID); err != nil {
 			return err
 		}

@@ -221,6 +221,8 @@ func TestAuthTokenPatchHonoursTokenGate(t *testing.T) {
 	if g := e.must(e.call("GET", "/api/v1/auth/tokens/"+id, nil, access), 200).data(); len(g["ip_whitelist"].([]any)) != 1 || g["expires_at"] != nil || g["is_enabled"] != true {
 		t.Fatalf("gated PATCH changed the token: %v", g)
 	}
+	// An unknown id is 404 without spending a code.
+	e.must(e.call("PATCH", "/api/v1/auth/tokens/00000000-0000-4000-8000-000000000000", map[string]any{"is_enabled": false}, access), 404)
 	// Renaming needs no code; a current code unlocks the rest.
 	e.must(e.call("PATCH", "/api/v1/auth/tokens/"+id, map[string]any{"alias": "ci two"}, access), 200)
 	e.clock.Advance(30 * time.Second)
