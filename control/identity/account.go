@@ -25,7 +25,8 @@ func (s *Service) accountRoutes() []platform.Route {
 				"`region` defaults to the first available region. A verification mail with a link whose query carries `token=<token>` is sent; " +
 				"signing up again before verifying re-sends the link (the password of the signup whose link is used wins); " +
 				"an address with a verified account gets a notice mail instead, and the answer is the same, so signup never reveals whether an email exists. " +
-				"403 when signups are disabled; 429 with Retry-After past 30 signups per IP per 5 minutes or 3 per address per hour.",
+				"403 when signups are disabled; 429 with Retry-After past 30 signups per IP per 5 minutes or 3 per address per hour. " +
+				emailRule,
 			Body: signupReq{}, Response: emailData{}},
 		{Method: http.MethodPost, Path: "/api/v1/auth/verify-email", Public: true, Tags: tag, Handler: s.handleVerifyEmail,
 			Summary: "Activate an account with the token from its verification mail (single use, valid 24 hours)",
@@ -41,6 +42,7 @@ func (s *Service) accountRoutes() []platform.Route {
 		{Method: http.MethodPost, Path: "/api/v1/users/auth/login", Public: true, Tags: tag, Handler: s.handleLogin,
 			Summary: "Log in with username or email and password",
 			Description: "Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. " +
+				"`email` is looked up in its canonical form (see signup): any spelling of the address finds the account. " +
 				"`response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). " +
 				"`response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, " +
 				"valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. " +
@@ -146,6 +148,13 @@ func (r *loginReq) Validate() error {
 		return platform.Invalid("username", "send either username or email, not both")
 	case len(r.Username) > 254 || len(r.Email) > 254:
 		return platform.Invalid("username", "must be at most 254 characters")
+	}
+	if r.Email != "" {
+		e, err := normalizeEmail("email", r.Email)
+		if err != nil {
+			return err
+		}
+		r.Email = e
 	}
 	if err := checkLoginPassword(r.Password); err != nil {
 		return err

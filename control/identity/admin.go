@@ -20,7 +20,7 @@ func (s *Service) adminRoutes() []platform.Route {
 			Summary: "Create a user (admin role required, else 403)",
 			Description: "`password` follows the login rule (at least 8 characters with an uppercase letter, a lowercase letter and a digit). " +
 				"`username` defaults to one derived from the email; `role` is `user` (default) or `admin`; `verified` (default false) " +
-				"marks the email verified so the user can log in at once; an unverified user gets a verification mail. Writes `user.created`.",
+				"marks the email verified so the user can log in at once; an unverified user gets a verification mail. Writes `user.created`. " + emailRule,
 			Body: adminCreateReq{}, Response: User{}},
 		{Method: http.MethodGet, Path: "/api/v1/admin/users", Tags: tag, Handler: s.handleAdminList,
 			Summary: "List users, oldest first (admin role required)", Response: []User{}},

@@ -2,3 +2,17 @@ package identity
 
 // Sweep runs the janitor's sweep now (tests).
 func Sweep(s *Service) { s.sweepExpired() }
+
+// Fixtures of the legacy store layout (master key in the store), so the
+// migration test writes what stores written before held.
+const (
+	LegacyJWTLabel = legacyJWTLabel
+	LegacyEncLabel = legacyEncLabel
+	LegacyMACLabel = legacyMACLabel
+)
+
+// Derive is the legacy key derivation (HMAC-SHA256(master, label)).
+func Derive(master []byte, label string) []byte { return derive(master, label) }
+
+// HashPassword is the stored password form.
+func HashPassword(pw string) (string, error) { return hashPassword(pw) }

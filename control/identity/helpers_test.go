@@ -19,6 +19,7 @@ import (
 	"deckhand/control/identity/identitytest"
 	"deckhand/control/mail"
 	"deckhand/platform"
+	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
 
@@ -30,6 +31,7 @@ type env struct {
 	mailDir string
 	clock   *platform.FakeClock
 	db      *store.DB
+	sealer  *secrets.Sealer
 	client  *http.Client
 }
 
@@ -53,10 +55,18 @@ func newEnv(t testing.TB, mods ...func(*identity.Deps)) *env {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
+	sealer, err := secrets.New(secrets.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
 	deps := identity.Deps{DB: db, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Mailer: m,
-		Signups: true, PublicURL: base}
+		Signups: true, PublicURL: base, Sealer: sealer}
 	for _, mod := range mods {
 		mod(&deps)
+	}
+	if deps.DB != db { // a test brought its own store
+		db.Close()
+		db = deps.DB
 	}
 	svc, err := identity.New(deps)
 	if err != nil {
@@ -65,7 +75,7 @@ func newEnv(t testing.TB, mods ...func(*identity.Deps)) *env {
 	host := platform.NewHost(platform.HostConfig{Style: platform.EnvelopeErrors, Logger: deps.Logger,
 		Info: platform.Info{Name: "control", Title: "identity test"}}, svc.Routes())
 	go host.Serve(ln)
-	e := &env{t: t, svc: svc, host: host, url: base, mailDir: mailDir, clock: clock, db: db,
+	e := &env{t: t, svc: svc, host: host, url: base, mailDir: mailDir, clock: clock, db: db, sealer: deps.Sealer,
 		client: &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

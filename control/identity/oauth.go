@@ -134,7 +134,7 @@ func (s *Service) checkRedirect(raw string) (string, error) {
 // the browser binding cookie value.
 func (s *Service) beginFlow(tx *store.Tx, name string, p OAuthProvider, rec onceRec) (string, string, error) {
 	verifier := oauth2.GenerateVerifier()
-	sealed, err := s.seal([]byte(verifier))
+	sealed, err := s.seal(purposeVerifier, []byte(verifier))
 	if err != nil {
 		return "", "", err
 	}
@@ -244,7 +244,7 @@ func (s *Service) handleOAuthCallback(name string) fiber.Handler {
 		if perr != "" {
 			return done(url.Values{"error": {sanitizeErr(perr)}})
 		}
-		verifier, err := s.open(rec.Verifier)
+		verifier, err := s.open(purposeVerifier, rec.Verifier)
 		if err != nil {
 			return platform.Internal("read the OAuth state", err)
 		}
@@ -388,8 +388,10 @@ func (s *Service) userinfo(ctx context.Context, p OAuthProvider, tok *oauth2.Tok
 		return nil, fmt.Errorf("userinfo has no subject (sub or id)")
 	}
 	if u.Email != "" {
-		if _, err := normalizeEmail("email", u.Email); err != nil {
+		if e, err := normalizeEmail("email", u.Email); err != nil {
 			u.Email = ""
+		} else {
+			u.Email = e
 		}
 	}
 	return u, nil

@@ -175,28 +175,25 @@ func validChallenge(field, ch string) error {
 	return nil
 }
 
-func (s *Service) seal(plain []byte) (string, error) {
-	block, err := aes.NewCipher(s.encKey)
-	if err != nil {
-		return "", err
-	}
-	gcm, err := cipher.NewGCM(block)
-	if err != nil {
-		return "", err
-	}
-	nonce := make([]byte, gcm.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return "", err
-	}
-	return base64.RawStdEncoding.EncodeToString(gcm.Seal(nonce, nonce, plain, nil)), nil
+// seal encrypts a secret at rest under the master key (platform/secrets);
+// purpose binds it to one use.
+func (s *Service) seal(purpose string, plain []byte) (string, error) {
+	return s.sealer.Seal(purpose, plain)
 }
 
-func (s *Service) open(sealed string) ([]byte, error) {
+func (s *Service) open(purpose, sealed string) ([]byte, error) {
+	return s.sealer.Open(purpose, sealed)
+}
+
+// legacyOpen reads a value sealed the way stores did before the master key
+// left them (AES-256-GCM under a key derived from the in-store master key,
+// raw base64 of nonce || ciphertext); only the start-up migration uses it.
+func legacyOpen(key []byte, sealed string) ([]byte, error) {
 	raw, err := base64.RawStdEncoding.DecodeString(sealed)
 	if err != nil {
 		return nil, err
 	}
-	block, err := aes.NewCipher(s.encKey)
+	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}

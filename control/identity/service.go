@@ -11,9 +11,6 @@ package identity
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +22,7 @@ import (
 
 	"deckhand/control/mail"
 	"deckhand/platform"
+	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
 
@@ -51,10 +49,11 @@ type Deps struct {
 	Regions func() []string
 	// Limits overrides the abuse limits (nil: DefaultLimits).
 	Limits *Limits
-	// Secret, when set, is the master key for JWT signing and at-rest
-	// encryption; otherwise a random one is created in the store on first
-	// start and reused after.
-	Secret []byte
+	// Sealer encrypts secrets at rest under the master key, which lives
+	// outside the store (--master-key-file): the session JWT key and the
+	// lookup key are kept in the store only sealed, as are TOTP secrets.
+	// Required.
+	Sealer *secrets.Sealer
 	// HTTPClient talks to OAuth providers (default: 10s timeout).
 	HTTPClient *http.Client
 }
@@ -90,9 +89,9 @@ type Service struct {
 	limiter   *limiter
 	httpc     *http.Client
 
-	jwtKey []byte // HS256 key of session JWTs
-	encKey []byte // AES-256-GCM key for TOTP secrets at rest
-	macKey []byte // HMAC key for refresh-token ids and token lookups
+	sealer *secrets.Sealer // TOTP secrets, OAuth verifiers and the two keys below at rest
+	jwtKey []byte          // HS256 key of session JWTs
+	macKey []byte          // HMAC key for refresh-token ids and token lookups
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -132,6 +131,9 @@ func New(deps Deps) (*Service, error) {
 	if deps.Mailer == nil {
 		return nil, errors.New("identity: a mailer is required")
 	}
+	if deps.Sealer == nil {
+		return nil, errors.New("identity: a sealer (the master key) is required")
+	}
 	pub := strings.TrimRight(deps.PublicURL, "/")
 	if pub == "" {
 		pub = "http://127.0.0.1:8080"
@@ -160,18 +162,14 @@ func New(deps Deps) (*Service, error) {
 		db: deps.DB, clock: deps.Clock, log: deps.Logger, mailer: deps.Mailer,
 		signups: deps.Signups, publicURL: pub, domains: domains,
 		providers: deps.Providers, regions: deps.Regions, limits: limits,
-		limiter: newLimiter(deps.Clock), httpc: httpc, cache: newCredCache(),
+		limiter: newLimiter(deps.Clock), httpc: httpc, cache: newCredCache(), sealer: deps.Sealer,
 	}
-	master := deps.Secret
-	if len(master) == 0 {
-		var err error
-		if master, err = s.masterKey(); err != nil {
-			return nil, err
-		}
+	if err := s.loadKeys(); err != nil {
+		return nil, err
 	}
-	s.jwtKey = derive(master, "deckhand identity jwt hs256")
-	s.encKey = derive(master, "deckhand identity totp aes-256-gcm")
-	s.macKey = derive(master, "deckhand identity lookup hmac")
+	if err := s.canonicalizeEmails(); err != nil {
+		return nil, fmt.Errorf("identity: canonical addresses: %w", err)
+	}
 	dummy, err := hashPassword("not a real password: timing equalizer")
 	if err != nil {
 		return nil, err
@@ -180,32 +178,6 @@ func New(deps Deps) (*Service, error) {
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go s.janitor()
 	return s, nil
-}
-
-// masterKey loads the persisted random key or creates it once.
-func (s *Service) masterKey() ([]byte, error) {
-	var key []byte
-	err := s.update(func(tx *store.Tx) error {
-		if raw := tx.GetRaw(bucketMeta, "master_key"); len(raw) == 32 {
-			key = append([]byte(nil), raw...)
-			return nil
-		}
-		key = make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return err
-		}
-		return tx.PutRaw(bucketMeta, "master_key", key)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("identity: master key: %w", err)
-	}
-	return key, nil
-}
-
-func derive(master []byte, label string) []byte {
-	m := hmac.New(sha256.New, master)
-	m.Write([]byte(label))
-	return m.Sum(nil)
 }
 
 // Close stops the janitor and flushes in-memory token usage to the store.

@@ -79,7 +79,11 @@ func (s *Service) tokenRoutes() []platform.Route {
 			Summary: "One auth token (never the secret)", Response: AuthToken{}},
 		{Method: http.MethodPatch, Path: "/api/v1/auth/tokens/{id}", Tags: tag, Handler: s.handleTokenPatch,
 			Summary: "Change an auth token: is_enabled, expires_at (null clears), alias, ip_whitelist (null clears)",
-			Body:    tokenPatchReq{}, Response: AuthToken{}},
+			Description: "`ip_whitelist`, `expires_at` and `is_enabled` govern what a token can do, so only a session token may change them " +
+				"(403 with an svc_ token, for the token itself and for the caller's other tokens alike: a token never widens rights); " +
+				"with the 2FA token gate on they also need a current code in header `X-2FA-Code`, as create does. " +
+				"`alias` is a label and may be changed with either credential, without a code.",
+			Body: tokenPatchReq{}, Response: AuthToken{}},
 		{Method: http.MethodDelete, Path: "/api/v1/auth/tokens/{id}", Tags: tag, Handler: s.handleTokenDelete,
 			Summary: "Revoke an auth token permanently"},
 	}
@@ -368,6 +372,27 @@ func (s *Service) handleTokenPatch(c fiber.Ctx) error {
 			return platform.Invalid("ip_whitelist", "must be an array of strings or null")
 		}
 		if ips, err = normalizeIPs(list); err != nil {
+			return err
+		}
+	}
+	// ip_whitelist, expires_at and is_enabled decide where, until when and
+	// whether a token works: only the user's session may change them (an
+	// svc_ token could otherwise lift its own limits or revive a disabled
+	// sibling), and under the token gate only with a current second
+	// factor, as for create. alias grants nothing and stays open to tokens.
+	if req.IsEnabled != nil || setIPs || len(bytes.TrimSpace(req.ExpiresAt)) > 0 {
+		if p.Kind != KindSession {
+			return forbidden("ip_whitelist, expires_at and is_enabled are changed with a session token, not with an auth token")
+		}
+		// An unknown id is 404 before the gate spends the caller's code.
+		err := s.db.View(func(tx *store.Tx) error {
+			_, err := ownToken(tx, p, c.Params("id"))
+			return err
+		})
+		if err != nil {
+			return storeErr("read the auth token", err)
+		}
+		if err := s.checkTokenGate(c, p.UserID); err != nil {
 			return err
 		}
 	}

@@ -149,3 +149,85 @@ func TestAuthTokenIPAllowList(t *testing.T) {
 		t.Fatalf("last_used_ip: %s", g.raw)
 	}
 }
+
+// Issue 8.4: an svc_ token must not widen its own rights or another
+// token's: ip_whitelist, expires_at and is_enabled change only with a
+// session; alias is cosmetic and a token may change it.
+func TestAuthTokenPatchNeedsSessionForSecurityFields(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	access := e.account("esc@example.com")["token"].(string)
+	mk := func(body map[string]any) (id, secret string) {
+		d := e.must(e.call("POST", "/api/v1/auth/tokens", body, access), 201).data()
+		return d["id"].(string), d["token"].(string)
+	}
+	selfID, self := mk(map[string]any{"alias": "pinned", "ip_whitelist": []string{"127.0.0.1"}, "expires_at": "tomorrow"})
+	otherID, _ := mk(map[string]any{"alias": "other", "expires_at": "tomorrow"})
+	e.must(e.call("PATCH", "/api/v1/auth/tokens/"+otherID, map[string]any{"is_enabled": false}, access), 200)
+
+	cases := []struct {
+		name, id string
+		body     map[string]any
+	}{
+		{"clear own ip_whitelist", selfID, map[string]any{"ip_whitelist": nil}},
+		{"widen own ip_whitelist", selfID, map[string]any{"ip_whitelist": []string{"0.0.0.0/0"}}},
+		{"clear own expiry", selfID, map[string]any{"expires_at": nil}},
+		{"extend own expiry", selfID, map[string]any{"expires_at": e.clock.Now().Add(365 * 24 * time.Hour).Unix()}},
+		{"re-enable another token", otherID, map[string]any{"is_enabled": true}},
+		{"clear another token's expiry", otherID, map[string]any{"expires_at": nil}},
+		{"disable self", selfID, map[string]any{"is_enabled": false}},
+		{"alias with a security field", selfID, map[string]any{"alias": "x", "ip_whitelist": nil}},
+	}
+	for _, tc := range cases {
+		r := e.call("PATCH", "/api/v1/auth/tokens/"+tc.id, tc.body, self)
+		if r.status != 403 || !strings.Contains(r.str("message"), "session") {
+			t.Errorf("%s with an svc_ token: %d %s", tc.name, r.status, r.raw)
+		}
+	}
+	// Nothing changed.
+	g := e.must(e.call("GET", "/api/v1/auth/tokens/"+selfID, nil, access), 200).data()
+	if g["alias"] != "pinned" || g["expires_at"] == nil || len(g["ip_whitelist"].([]any)) != 1 || g["is_enabled"] != true {
+		t.Fatalf("token changed: %v", g)
+	}
+	if o := e.must(e.call("GET", "/api/v1/auth/tokens/"+otherID, nil, access), 200).data(); o["is_enabled"] != false || o["expires_at"] == nil {
+		t.Fatalf("other token changed: %v", o)
+	}
+	// A token may rename itself (alias grants nothing).
+	r := e.must(e.call("PATCH", "/api/v1/auth/tokens/"+selfID, map[string]any{"alias": "renamed by itself"}, self), 200)
+	if r.data()["alias"] != "renamed by itself" {
+		t.Fatalf("%s", r.raw)
+	}
+	// The session may change everything.
+	e.must(e.call("PATCH", "/api/v1/auth/tokens/"+otherID, map[string]any{"is_enabled": true, "expires_at": nil}, access), 200)
+}
+
+// Issue 8.4: the 2FA token gate guards PATCH of the security fields as it
+// guards create.
+func TestAuthTokenPatchHonoursTokenGate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	access := e.account("gate@example.com")["token"].(string)
+	id := e.must(e.call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "ci", "ip_whitelist": []string{"10.0.0.1"}}, access), 201).str("data", "id")
+	secret, _ := e.enable2FA(access)
+	e.must(e.call("PUT", "/api/v1/users/auth/2fa/token-gate", map[string]any{"enabled": true}, access), 200)
+
+	for _, body := range []map[string]any{{"ip_whitelist": nil}, {"expires_at": "tomorrow"}, {"is_enabled": false}} {
+		r := e.call("PATCH", "/api/v1/auth/tokens/"+id, body, access)
+		if r.status != 403 || !strings.Contains(r.str("message"), "X-2FA-Code") {
+			t.Errorf("%v without a code: %d %s", body, r.status, r.raw)
+		}
+		e.must(e.call("PATCH", "/api/v1/auth/tokens/"+id, body, access, "X-2FA-Code", "000000"), 403)
+	}
+	if g := e.must(e.call("GET", "/api/v1/auth/tokens/"+id, nil, access), 200).data(); len(g["ip_whitelist"].([]any)) != 1 || g["expires_at"] != nil || g["is_enabled"] != true {
+		t.Fatalf("gated PATCH changed the token: %v", g)
+	}
+	// An unknown id is 404 without spending a code.
+	e.must(e.call("PATCH", "/api/v1/auth/tokens/00000000-0000-4000-8000-000000000000", map[string]any{"is_enabled": false}, access), 404)
+	// Renaming needs no code; a current code unlocks the rest.
+	e.must(e.call("PATCH", "/api/v1/auth/tokens/"+id, map[string]any{"alias": "ci two"}, access), 200)
+	e.clock.Advance(30 * time.Second)
+	r := e.must(e.call("PATCH", "/api/v1/auth/tokens/"+id, map[string]any{"ip_whitelist": nil}, access, "X-2FA-Code", e.oathtool(secret)), 200)
+	if len(r.data()["ip_whitelist"].([]any)) != 0 {
+		t.Fatalf("%s", r.raw)
+	}
+}

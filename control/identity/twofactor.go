@@ -50,7 +50,7 @@ func (s *Service) twoFactorRoutes() []platform.Route {
 			Summary: "Replace all backup codes (needs a current TOTP code in body `code`); the new ones are shown once",
 			Body:    codeReq{}, Response: backupResp{}},
 		{Method: http.MethodPut, Path: "/api/v1/users/auth/2fa/token-gate", Tags: tag, Handler: s.handleTokenGate(true),
-			Summary:     "Set the token-gate preference: when on, creating an svc_ auth token needs a current code in header X-2FA-Code",
+			Summary:     "Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code",
 			Description: "Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).",
 			Body:        gateReq{}, Response: statusResp{}},
 		{Method: http.MethodPatch, Path: "/api/v1/users/auth/2fa/token-gate", Tags: tag, Handler: s.handleTokenGate(false),
@@ -131,7 +131,7 @@ func isTOTP(code string) bool {
 // totpStep checks a 6-digit code against sealed within one step of now and
 // returns its step, 0 when it does not match.
 func (s *Service) totpStep(sealed, code string, now time.Time) int64 {
-	secret, err := s.open(sealed)
+	secret, err := s.open(purposeTOTP, sealed)
 	if err != nil {
 		s.log.Error("TOTP secret cannot be opened", "err", err)
 		return 0
@@ -296,7 +296,7 @@ func (s *Service) handle2FASetup(c fiber.Ctx) error {
 		if err != nil {
 			return platform.Internal("generate the TOTP secret", err)
 		}
-		sealed, err := s.seal([]byte(key.Secret()))
+		sealed, err := s.seal(purposeTOTP, []byte(key.Secret()))
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"fmt"
-	"net/mail"
 	"regexp"
 	"strings"
 	"time"
@@ -44,7 +43,7 @@ type userRec struct {
 	TOTPPending    string     `json:"totp_pending,omitempty"`     // sealed, during setup
 	TOTPLastStep   int64      `json:"totp_last_step,omitempty"`   // replay guard
 	BackupCodes    []string   `json:"backup_codes,omitempty"`     // lookup keys, unused ones
-	TokenGate      bool       `json:"token_gate,omitempty"`       // creating svc_ tokens needs a TOTP code
+	TokenGate      bool       `json:"token_gate,omitempty"`       // creating svc_ tokens or changing their limits needs a code
 	TwoFactorSince *time.Time `json:"two_factor_since,omitempty"` // when 2FA was enabled
 }
 
@@ -78,22 +77,6 @@ func userByIndex(tx *store.Tx, bucket, key string) (*userRec, error) {
 }
 
 func putUser(tx *store.Tx, u *userRec) error { return tx.Put(bucketUsers, u.ID, u) }
-
-// normalizeEmail validates an address and returns its canonical form.
-func normalizeEmail(field, raw string) (string, error) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return "", platform.Invalid(field, "is required")
-	}
-	if len(raw) > 254 {
-		return "", platform.Invalid(field, "must be at most 254 characters")
-	}
-	a, err := mail.ParseAddress(raw)
-	if err != nil || a.Address != raw || a.Name != "" || !strings.Contains(raw[strings.LastIndexByte(raw, '@'):], ".") && !strings.HasSuffix(raw, "@localhost") {
-		return "", platform.Invalid(field, "must be a valid email address")
-	}
-	return strings.ToLower(raw), nil
-}
 
 var usernameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$`)
 

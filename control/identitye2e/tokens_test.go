@@ -20,6 +20,11 @@ func TestAuthTokenAllowListFromTwoAddresses(t *testing.T) {
 	if got["last_used_ip"] != "127.0.0.1" || got["token"] != nil {
 		t.Fatalf("record: %v", got)
 	}
+	// The token cannot lift its own limits (issue 8.4); the session can.
+	for _, body := range []map[string]any{{"ip_whitelist": nil}, {"expires_at": nil}, {"is_enabled": true}} {
+		s.must(s.callWith(clientFrom(t, "127.0.0.1"), "PATCH", "/api/v1/auth/tokens/"+tok["id"].(string), body, secret), 403)
+	}
+	s.must(s.callWith(clientFrom(t, "127.0.0.2"), "GET", "/api/v1/users/auth/me", nil, secret), 401)
 	s.must(s.call("PATCH", "/api/v1/auth/tokens/"+tok["id"].(string), map[string]any{"is_enabled": false, "expires_at": nil}, access), 200)
 	s.must(s.callWith(clientFrom(t, "127.0.0.1"), "GET", "/api/v1/users/auth/me", nil, secret), 401)
 	s.must(s.call("DELETE", "/api/v1/auth/tokens/"+tok["id"].(string), nil, access), 200)

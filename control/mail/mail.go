@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Message is one plain-text email.
@@ -58,6 +60,9 @@ func New(cfg Config) (Mailer, error) {
 // Render formats m as an RFC 5322 message with CRLF line endings. The body
 // is 7bit text so links stay greppable (no quoted-printable `=3D`).
 func Render(from string, m Message, now time.Time) ([]byte, error) {
+	if err := checkRecipient(m.To); err != nil {
+		return nil, err
+	}
 	to, subject := clean(m.To), clean(m.Subject)
 	if to == "" || !strings.Contains(to, "@") {
 		return nil, fmt.Errorf("mail: invalid recipient")
@@ -82,6 +87,22 @@ func Render(from string, m Message, now time.Time) ([]byte, error) {
 		b.WriteString(line + "\r\n")
 	}
 	return b.Bytes(), nil
+}
+
+// checkRecipient refuses an address a reader could misread or a relay
+// could mangle: invalid UTF-8, U+FFFD (what a decoder made of invalid
+// bytes), control and format characters (zero-width, bidi overrides).
+// identity never hands such an address over; this is the last guard.
+func checkRecipient(to string) error {
+	if !utf8.ValidString(to) || strings.ContainsRune(to, utf8.RuneError) {
+		return errors.New("mail: invalid recipient: not valid UTF-8")
+	}
+	for _, r := range to {
+		if unicode.In(r, unicode.Cc, unicode.Cf) {
+			return fmt.Errorf("mail: invalid recipient: holds control or format character U+%04X", r)
+		}
+	}
+	return nil
 }
 
 // clean drops CR and LF so a header value cannot inject headers.

@@ -171,3 +171,18 @@ func TestSMTPMailerSendsThroughRelay(t *testing.T) {
 		t.Fatal("bad smtp url accepted")
 	}
 }
+
+// Issue 8.7: a recipient with invalid UTF-8, U+FFFD or invisible
+// characters is refused, never written into To:.
+func TestRenderRefusesUnclearRecipients(t *testing.T) {
+	t.Parallel()
+	for _, to := range []string{"adm\xffin@example.com", "adm\ufffdin@example.com", "ad\u200bmin@example.com", "\u202eadmin@example.com", "a\x00b@example.com"} {
+		if _, err := dmail.Render("deckhand <no-reply@localhost>", dmail.Message{To: to, Subject: "s", Text: "t"}, time.Now()); err == nil || !strings.Contains(err.Error(), "invalid recipient") {
+			t.Errorf("%q: %v", to, err)
+		}
+	}
+	raw, err := dmail.Render("deckhand <no-reply@localhost>", dmail.Message{To: "jos\u00e9@xn--caf-dma.example", Subject: "s", Text: "t"}, time.Now())
+	if err != nil || !strings.Contains(string(raw), "\r\nTo: jos\u00e9@xn--caf-dma.example\r\n") {
+		t.Fatalf("%v\n%s", err, raw)
+	}
+}

@@ -40,6 +40,7 @@ type Config struct {
 	Listen                 string
 	Data                   string
 	DatabaseURL            string
+	MasterKeyFile          string // default <data>/master.key
 	PublicURL              string // default http://<listen> (the bound address)
 	MailDir                string // default <data>/mail
 	SMTPURL                string
@@ -80,6 +81,9 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", c.Listen, "API address")
 	fs.StringVar(&c.Data, "data", c.Data, "data directory: embedded store (control.db), signing keys, outgoing mail")
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "postgres://... to use PostgreSQL instead of the embedded store (not supported yet)")
+	fs.StringVar(&c.MasterKeyFile, "master-key-file", c.MasterKeyFile,
+		"file with the key that encrypts secrets at rest (JWT and lookup keys, TOTP secrets, signing keys); never stored in the database; "+
+			"created 0600 at first start (default <data>/master.key)")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "base of links the server makes (default http://<listen>)")
 	fs.StringVar(&c.MailDir, "mail-dir", c.MailDir, "directory for outgoing mail as .eml files (default <data>/mail)")
 	fs.StringVar(&c.SMTPURL, "smtp-url", c.SMTPURL, "smtp://user:pass@host:port: send mail through this relay instead")

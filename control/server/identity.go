@@ -23,7 +23,7 @@ func (s *Server) buildIdentity() error {
 	}
 	regions := s.regions
 	svc, err := identity.New(identity.Deps{
-		DB: s.db, Clock: s.clock, Logger: s.log, Mailer: mailer,
+		DB: s.db, Clock: s.clock, Logger: s.log, Mailer: mailer, Sealer: s.sealer,
 		Signups:                s.cfg.Signups,
 		PublicURL:              s.cfg.PublicURL,
 		AllowedRedirectDomains: s.cfg.AllowedRedirectDomains,

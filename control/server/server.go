@@ -19,6 +19,7 @@ import (
 	"deckhand/control/meta"
 	"deckhand/platform"
 	"deckhand/platform/config"
+	"deckhand/platform/secrets"
 	"deckhand/platform/signing"
 	"deckhand/platform/store"
 
@@ -71,6 +72,7 @@ type Server struct {
 	clock        platform.Clock
 	out          io.Writer
 	db           *store.DB
+	sealer       *secrets.Sealer // secrets at rest, under --master-key-file
 	keys         *signing.KeySet // nil with --signing=false
 	signer       *signing.Signer // nil with --signing=false
 	events       *events.Log
@@ -123,8 +125,11 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.sealer, err = s.openMasterKey(); err != nil {
+		return nil, err
+	}
 	if cfg.Signing {
-		if s.keys, err = signing.Open(KeysDir(cfg.Data)); err != nil {
+		if s.keys, err = signing.Open(KeysDir(cfg.Data), s.sealer); err != nil {
 			return nil, err
 		}
 		s.signer = signing.NewSigner(s.keys, s.clock)

@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"deckhand/platform/secrets"
 )
 
 // Algorithm is the only signature algorithm deckhand uses.
@@ -36,7 +38,7 @@ const Algorithm = "ed25519"
 const activeFile = "active"
 
 // Key is one signing key. The private half never leaves the process except
-// into its own 0600 file.
+// into its own 0600 file, sealed under the master key.
 type Key struct {
 	ID        string
 	Public    ed25519.PublicKey
@@ -44,27 +46,38 @@ type Key struct {
 	CreatedAt time.Time
 }
 
-// keyFile is the on-disk form of a key: <dir>/<kid>.json, mode 0600.
+// keyFile is the on-disk form of a key: <dir>/<kid>.json, mode 0600. The
+// seed is sealed under the master key (platform/secrets, purpose
+// "signing/seed <kid>"), so a copy of the directory signs nothing. Files
+// written before hold seed_b64 in the clear; loading re-writes them sealed.
 type keyFile struct {
-	KID       string    `json:"kid"`
-	Algorithm string    `json:"algorithm"`
-	Seed      string    `json:"seed_b64"`
-	CreatedAt time.Time `json:"created_at"`
+	KID        string    `json:"kid"`
+	Algorithm  string    `json:"algorithm"`
+	SeedSealed string    `json:"seed_sealed,omitempty"`
+	Seed       string    `json:"seed_b64,omitempty"` // legacy, plaintext
+	CreatedAt  time.Time `json:"created_at"`
 }
+
+func seedPurpose(kid string) string { return "signing/seed " + kid }
 
 // KeySet is the control plane's signing keys: every key ever made (so
 // signatures by rotated-out keys still verify) and the one that signs now.
 type KeySet struct {
 	dir    string
+	sealer *secrets.Sealer
 	mu     sync.RWMutex
 	keys   []Key // creation order
 	active Key
 }
 
 // Open loads the key set in dir (created 0700), making the first key when
-// the directory holds none.
-func Open(dir string) (*KeySet, error) {
-	ks := &KeySet{dir: dir}
+// the directory holds none. Seeds are sealed under sealer's master key; a
+// plaintext key file of an older version is re-written sealed.
+func Open(dir string, sealer *secrets.Sealer) (*KeySet, error) {
+	if sealer == nil {
+		return nil, errors.New("signing keys: a sealer (the master key) is required")
+	}
+	ks := &KeySet{dir: dir, sealer: sealer}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("signing keys: create %s: %w", dir, err)
 	}
@@ -99,7 +112,7 @@ func (ks *KeySet) Reload() error {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		k, err := readKey(filepath.Join(ks.dir, e.Name()))
+		k, err := ks.readKey(filepath.Join(ks.dir, e.Name()))
 		if err != nil {
 			return err
 		}
@@ -138,7 +151,7 @@ func (ks *KeySet) Reload() error {
 	return nil
 }
 
-func readKey(path string) (Key, error) {
+func (ks *KeySet) readKey(path string) (Key, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return Key{}, fmt.Errorf("signing keys: %w", err)
@@ -154,12 +167,43 @@ func readKey(path string) (Key, error) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return Key{}, fmt.Errorf("signing keys: %s: malformed key file: %v", path, err)
 	}
-	seed, err := base64.StdEncoding.DecodeString(f.Seed)
-	if err != nil || len(seed) != ed25519.SeedSize || f.Algorithm != Algorithm || f.KID == "" {
+	if f.Algorithm != Algorithm || f.KID == "" {
+		return Key{}, fmt.Errorf("signing keys: %s: not an ed25519 key file", path)
+	}
+	var seed []byte
+	legacy := f.SeedSealed == ""
+	if legacy {
+		seed, err = base64.StdEncoding.DecodeString(f.Seed)
+	} else {
+		seed, err = ks.sealer.Open(seedPurpose(f.KID), f.SeedSealed)
+		if errors.Is(err, secrets.ErrWrongKey) {
+			return Key{}, fmt.Errorf("signing keys: %s does not open under the master key (--master-key-file, key id %s): "+
+				"start with the key file these keys were sealed with", path, ks.sealer.KeyID())
+		}
+	}
+	if err != nil || len(seed) != ed25519.SeedSize {
 		return Key{}, fmt.Errorf("signing keys: %s: not an ed25519 key file", path)
 	}
 	priv := ed25519.NewKeyFromSeed(seed)
-	return Key{ID: f.KID, Public: priv.Public().(ed25519.PublicKey), private: priv, CreatedAt: f.CreatedAt}, nil
+	k := Key{ID: f.KID, Public: priv.Public().(ed25519.PublicKey), private: priv, CreatedAt: f.CreatedAt}
+	if legacy {
+		// Migrate: the same key, its seed now sealed; the plaintext file is
+		// replaced atomically.
+		if err := ks.writeKey(k); err != nil {
+			return Key{}, err
+		}
+	}
+	return k, nil
+}
+
+// writeKey writes k's file with the seed sealed.
+func (ks *KeySet) writeKey(k Key) error {
+	sealed, err := ks.sealer.Seal(seedPurpose(k.ID), k.private.Seed())
+	if err != nil {
+		return fmt.Errorf("signing keys: %w", err)
+	}
+	raw, _ := json.MarshalIndent(keyFile{KID: k.ID, Algorithm: Algorithm, SeedSealed: sealed, CreatedAt: k.CreatedAt}, "", "  ")
+	return writeFileAtomic(filepath.Join(ks.dir, k.ID+".json"), raw)
 }
 
 // KIDFor derives a key id from the public key, so ids never collide and the
@@ -177,9 +221,7 @@ func (ks *KeySet) Rotate() (Key, error) {
 		return Key{}, fmt.Errorf("signing keys: generate: %w", err)
 	}
 	k := Key{ID: KIDFor(pub), Public: pub, private: priv, CreatedAt: time.Now().UTC()}
-	raw, _ := json.MarshalIndent(keyFile{KID: k.ID, Algorithm: Algorithm,
-		Seed: base64.StdEncoding.EncodeToString(priv.Seed()), CreatedAt: k.CreatedAt}, "", "  ")
-	if err := writeFileAtomic(filepath.Join(ks.dir, k.ID+".json"), raw); err != nil {
+	if err := ks.writeKey(k); err != nil {
 		return Key{}, err
 	}
 	// The key file is durable before the active pointer names it, so a crash

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/secrets"
 	"deckhand/platform/signing"
 )
 
@@ -65,6 +66,15 @@ var rfc8032 = []struct{ name, seed, pub, msg, sig string }{
 		"0aab4c900501b3e24d7cdf4663326a3a87df5e4843b2cbdb67cbf6e460fec350aa5371b1508f9f4528ecea23c436d94b5e8fcd4f681e30a6ac00a9704a188a03"},
 }
 
+func newSealer(t testing.TB) *secrets.Sealer {
+	t.Helper()
+	s, err := secrets.New(secrets.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func unhex(t *testing.T, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(s)
@@ -95,7 +105,7 @@ func TestRFC8032Vectors(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "keys")
 			writeKeyFile(t, dir, "rfc", unhex(t, v.seed))
-			ks, err := signing.Open(dir)
+			ks, err := signing.Open(dir, newSealer(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +148,8 @@ func mode(t *testing.T, p string) os.FileMode {
 func TestKeyFilesAndRotation(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "keys")
-	ks, err := signing.Open(dir)
+	sealer := newSealer(t)
+	ks, err := signing.Open(dir, sealer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +178,7 @@ func TestKeyFilesAndRotation(t *testing.T) {
 	}
 
 	// Reopening from disk gives the same set and the same active key.
-	again, err := signing.Open(dir)
+	again, err := signing.Open(dir, sealer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,27 +200,77 @@ func TestKeyFilesAndRotation(t *testing.T) {
 	}
 	// What the old key signed still verifies against the reopened set.
 	msg := []byte("signed before rotation")
-	sig := ed25519.Sign(ed25519.NewKeyFromSeed(mustSeed(t, dir, first.ID)), msg)
+	sig := ed25519.Sign(ed25519.NewKeyFromSeed(mustSeed(t, dir, first.ID, sealer)), msg)
 	pub, ok := again.Lookup(first.ID)
 	if !ok || !ed25519.Verify(pub, msg, sig) {
 		t.Fatal("old key no longer verifies after rotation")
 	}
 }
 
-func mustSeed(t *testing.T, dir, kid string) []byte {
+func mustSeed(t *testing.T, dir, kid string, sealer *secrets.Sealer) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, kid+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var f struct {
-		Seed string `json:"seed_b64"`
+		Seed   string `json:"seed_b64"`
+		Sealed string `json:"seed_sealed"`
 	}
 	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
-	seed, _ := base64.StdEncoding.DecodeString(f.Seed)
+	if f.Seed != "" {
+		t.Fatalf("%s holds its seed in the clear", kid)
+	}
+	seed, err := sealer.Open("signing/seed "+kid, f.Sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return seed
+}
+
+// Issue 8.8: key files hold their seed sealed under the master key; a
+// plaintext file of an older version is re-written sealed on load (same
+// key), and a copy of the directory does not load under another key.
+func TestKeyFilesSealedAndMigrated(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "keys")
+	seed := unhex(t, rfc8032[0].seed)
+	writeKeyFile(t, dir, "legacy", seed)
+	sealer := newSealer(t)
+	ks, err := signing.Open(dir, sealer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hex.EncodeToString(ks.Active().Public) != rfc8032[0].pub {
+		t.Fatal("migration changed the key")
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "legacy.json"))
+	if strings.Contains(string(raw), "seed_b64") || strings.Contains(string(raw), base64.StdEncoding.EncodeToString(seed)) {
+		t.Fatalf("plaintext seed left on disk: %s", raw)
+	}
+	if got := mustSeed(t, dir, "legacy", sealer); hex.EncodeToString(got) != rfc8032[0].seed {
+		t.Fatal("sealed seed differs")
+	}
+	if m := mode(t, filepath.Join(dir, "legacy.json")); m != 0o600 {
+		t.Fatalf("mode %v", m)
+	}
+	// New keys are sealed from the start.
+	k, err := ks.Rotate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSeed(t, dir, k.ID, sealer)
+	// Another master key opens nothing and changes nothing.
+	before, _ := os.ReadFile(filepath.Join(dir, k.ID+".json"))
+	_, err = signing.Open(dir, newSealer(t))
+	if err == nil || !strings.Contains(err.Error(), "--master-key-file") {
+		t.Fatalf("opened under another master key: %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, k.ID+".json")); string(after) != string(before) {
+		t.Fatal("a failed open rewrote a key file")
+	}
 }
 
 func TestOpenRefusesUnsafeOrBrokenKeyFiles(t *testing.T) {
@@ -240,7 +301,7 @@ func TestOpenRefusesUnsafeOrBrokenKeyFiles(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "keys")
 			tc.setup(t, dir)
-			_, err := signing.Open(dir)
+			_, err := signing.Open(dir, newSealer(t))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want one containing %q", err, tc.want)
 			}
@@ -320,7 +381,7 @@ func (c *countingSource) count() int { c.mu.Lock(); defer c.mu.Unlock(); return 
 
 func newKeys(t *testing.T) *signing.KeySet {
 	t.Helper()
-	ks, err := signing.Open(filepath.Join(t.TempDir(), "keys"))
+	ks, err := signing.Open(filepath.Join(t.TempDir(), "keys"), newSealer(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +588,7 @@ func flipHex(s string) string {
 // BenchmarkSign1KiB is the raw cost the control plane adds to a 1 KiB
 // response: building "<t>.<body>", one ED25519 signature, the header string.
 func BenchmarkSign1KiB(b *testing.B) {
-	ks, err := signing.Open(filepath.Join(b.TempDir(), "keys"))
+	ks, err := signing.Open(filepath.Join(b.TempDir(), "keys"), newSealer(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -542,7 +603,7 @@ func BenchmarkSign1KiB(b *testing.B) {
 
 // BenchmarkVerify1KiB is the client side of the same response.
 func BenchmarkVerify1KiB(b *testing.B) {
-	ks, err := signing.Open(filepath.Join(b.TempDir(), "keys"))
+	ks, err := signing.Open(filepath.Join(b.TempDir(), "keys"), newSealer(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"deckhand/control/server"
 	"deckhand/platform"
 	"deckhand/platform/config"
+	"deckhand/platform/secrets"
 	"deckhand/platform/signing"
 
 	"github.com/spf13/cobra"
@@ -80,18 +81,27 @@ func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 
 func keysCmd(stdout io.Writer) *cobra.Command {
 	keys := &cobra.Command{Use: "keys", Short: "Manage the response-signing keys"}
-	data := "./data"
+	data, keyFile := "./data", ""
 	rotate := &cobra.Command{
 		Use:   "rotate",
 		Short: "Add a new ED25519 signing key and make it active (old keys stay published)",
-		Long: "Adds a new ED25519 key under <data>/keys and makes it active. Old keys stay in the " +
+		Long: "Adds a new ED25519 key under <data>/keys, sealed under the master key, and makes it active. Old keys stay in the " +
 			"published set, so signatures they made keep verifying. A running server picks the new key " +
 			"up on restart or on SIGHUP. Prints the new key id.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir := server.KeysDir(data)
 			_, statErr := os.Stat(dir)
-			ks, err := signing.Open(dir)
+			cfg := server.Config{Data: data, MasterKeyFile: keyFile}
+			key, _, err := secrets.LoadOrCreate(cfg.MasterKeyPath())
+			if err != nil {
+				return fmt.Errorf("--master-key-file: %w", err)
+			}
+			sealer, err := secrets.New(key)
+			if err != nil {
+				return err
+			}
+			ks, err := signing.Open(dir, sealer)
 			if err != nil {
 				return err
 			}
@@ -110,6 +120,7 @@ func keysCmd(stdout io.Writer) *cobra.Command {
 		},
 	}
 	rotate.Flags().StringVar(&data, "data", data, "data directory of the control plane")
+	rotate.Flags().StringVar(&keyFile, "master-key-file", keyFile, "the master key the signing keys are sealed under (default <data>/master.key)")
 	keys.AddCommand(rotate)
 	return keys
 }
