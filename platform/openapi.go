@@ -2,6 +2,7 @@ package platform
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"reflect"
 	"sort"
@@ -106,6 +107,25 @@ func operation(r Route) map[string]any {
 		schema := map[string]any{"type": typ}
 		if len(q.Enum) > 0 {
 			schema["enum"] = q.Enum
+		}
+		if q.Range != nil {
+			if !math.IsInf(q.Range.Min, -1) {
+				schema["minimum"] = q.Range.Min
+				if q.Range.ExclusiveMin {
+					schema["exclusiveMinimum"] = true
+				}
+			}
+			if !math.IsInf(q.Range.Max, 1) {
+				schema["maximum"] = q.Range.Max
+				if q.Range.ExclusiveMax {
+					schema["exclusiveMaximum"] = true
+				}
+			}
+		}
+		if q.Default != "" {
+			if v, err := parseParam(q, q.Default); err == nil {
+				schema["default"] = v
+			}
 		}
 		p := map[string]any{"name": q.Name, "in": in, "required": q.Required || in == "path", "schema": schema}
 		if q.Description != "" {
