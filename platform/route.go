@@ -56,11 +56,6 @@ type Route struct {
 	HTTP    http.Handler
 }
 
-// Service is what every container service and control-plane domain exposes.
-type Service interface {
-	Routes() []Route
-}
-
 // fiberPath turns "/a/{id}/b/{rest...}" into "/a/:id/b/*".
 func fiberPath(p string) string {
 	var b strings.Builder
