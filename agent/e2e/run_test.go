@@ -673,7 +673,7 @@ func TestDisplayWithoutAnXServerIsUnavailable(t *testing.T) {
 }
 
 // TestServiceAlone: `deckhand service NAME` serves one service on --listen,
-// keeps its state in <data>/<name>.db and stops cleanly on SIGTERM.
+// keeps its state in <data>/<name>/store.db and stops cleanly on SIGTERM.
 func TestServiceAlone(t *testing.T) {
 	t.Parallel()
 	base := freeBase(t)
@@ -699,8 +699,8 @@ func TestServiceAlone(t *testing.T) {
 	if status != 200 || m["service"] != "files" || int(m["pid"].(float64)) != a.cmd.Process.Pid {
 		t.Fatalf("health %v", m)
 	}
-	if _, err := os.Stat(filepath.Join(data, "files.db")); err != nil {
-		t.Fatalf("no files.db: %v", err)
+	if _, err := os.Stat(filepath.Join(data, "files", "store.db")); err != nil {
+		t.Fatalf("no files/store.db: %v", err)
 	}
 	// A second copy on the same data is turned away.
 	out, err := deckhand(t, nil, "service", "files", "--listen", "127.0.0.1:0", "--data", data)
