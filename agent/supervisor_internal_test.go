@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,26 +17,6 @@ import (
 // free right now.
 func freeBase(t *testing.T) int { return platformtest.FreePortBase(t, 14) }
 
-// seams records what the supervisor writes to the journal and notifier.
-type seams struct {
-	mu      sync.Mutex
-	entries []platform.JournalEntry
-	events  []platform.Event
-}
-
-func (s *seams) Record(e platform.JournalEntry) {
-	s.mu.Lock()
-	s.entries = append(s.entries, e)
-	s.mu.Unlock()
-}
-func (s *seams) Notify(e platform.Event) { s.mu.Lock(); s.events = append(s.events, e); s.mu.Unlock() }
-
-func (s *seams) snapshot() ([]platform.JournalEntry, []platform.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]platform.JournalEntry(nil), s.entries...), append([]platform.Event(nil), s.events...)
-}
-
 // TestInProcessServiceRestartsWhileOthersServe breaks the files host's
 // listener (its Serve returns) and expects the supervisor to bring files
 // back with a fresh host on the same address while cron keeps answering,
@@ -48,7 +27,7 @@ func TestInProcessServiceRestartsWhileOthersServe(t *testing.T) {
 	if err := set.Set("files-root", t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	rec := &seams{}
+	rec := &platformtest.Seams{}
 	sup, err := New(Config{
 		Data: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(base), Bind: "127.0.0.1", PortBase: base,
 		Services: []string{"cron", "files"}, Settings: set, LogLevel: "error", Journal: rec, Notifier: rec,
@@ -97,9 +76,9 @@ func TestInProcessServiceRestartsWhileOthersServe(t *testing.T) {
 	t.Fatal("files never came back")
 }
 
-func checkCrashReported(t *testing.T, rec *seams) {
+func checkCrashReported(t *testing.T, rec *platformtest.Seams) {
 	t.Helper()
-	entries, events := rec.snapshot()
+	entries, events := rec.Entries(), rec.Events()
 	var crashed, restarting bool
 	for _, e := range entries {
 		if e.Source != "agent" || e.Fields["service"] != "files" {

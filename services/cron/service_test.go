@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -141,25 +140,11 @@ func TestBadJobsAreRefusedNamingTheField(t *testing.T) {
 	}
 }
 
-// seams records what the service writes to the journal and the notifier.
-type seams struct {
-	mu      sync.Mutex
-	entries []platform.JournalEntry
-	events  []platform.Event
-}
-
-func (s *seams) Record(e platform.JournalEntry) {
-	s.mu.Lock()
-	s.entries = append(s.entries, e)
-	s.mu.Unlock()
-}
-func (s *seams) Notify(e platform.Event) { s.mu.Lock(); s.events = append(s.events, e); s.mu.Unlock() }
-
 // A failing run is recorded on the job, written to the journal and sent as
 // a schedule.failed notification.
 func TestFailedRunReachesTheSeams(t *testing.T) {
 	t.Parallel()
-	rec := &seams{}
+	rec := &platformtest.Seams{}
 	deps := platformtest.ServiceDeps(t, "cron")
 	deps.Journal, deps.Notifier = rec, rec
 	h := platformtest.ServiceHost(newService(t, deps, &cron.Settings{Runner: true}))
@@ -169,10 +154,7 @@ func TestFailedRunReachesTheSeams(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing assertion
 	for {
-		rec.mu.Lock()
-		n := len(rec.events)
-		rec.mu.Unlock()
-		if n > 0 {
+		if len(rec.Events()) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -180,9 +162,7 @@ func TestFailedRunReachesTheSeams(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	rec.mu.Lock()
-	ev, entry := rec.events[0], rec.entries[0]
-	rec.mu.Unlock()
+	ev, entry := rec.Events()[0], rec.Entries()[0]
 	if ev.Kind != platform.EventScheduleFailed || ev.Source != "cron" || ev.Data["exit_code"] != 3 || !strings.Contains(ev.Body, "broken") {
 		t.Fatalf("event %+v", ev)
 	}
