@@ -310,7 +310,11 @@ func (s *Service) runJob(j Job) {
 	s.runs.Add(1)
 	defer s.runs.Done()
 	start := s.deps.Clock.Now()
-	cmd := exec.Command("/bin/sh", "-c", j.Command)
+	// A run still going when the service closes is killed, so the agent's
+	// stop stays within its budget; WaitDelay stops waiting on output pipes
+	// a left-behind grandchild may hold.
+	cmd := exec.CommandContext(s.stopCtx, "/bin/sh", "-c", j.Command)
+	cmd.WaitDelay = time.Second
 	if home, err := os.UserHomeDir(); err == nil {
 		cmd.Dir = home // where cron starts a job's shell
 	}

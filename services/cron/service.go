@@ -6,6 +6,7 @@
 package cron
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -45,6 +46,8 @@ type Service struct {
 	runner  *robfig.Cron
 	entries map[string]robfig.EntryID
 	runs    sync.WaitGroup
+	stopCtx context.Context // cancelled by Close: runs in progress are killed
+	stop    context.CancelFunc
 }
 
 // New builds the cron service: it loads the stored jobs, writes the crontab
@@ -69,6 +72,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, fmt.Errorf("cron: no store")
 	}
 	s := &Service{deps: deps, set: *set, log: deps.Logger, entries: map[string]robfig.EntryID{}}
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.crontab = set.Crontab
 	if s.crontab == "" {
 		s.crontab = filepath.Join(deps.DataDir, "crontab")
@@ -93,8 +97,9 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	return s, nil
 }
 
-// Close stops scheduling and waits for runs in progress.
+// Close stops scheduling, kills runs in progress and waits for them.
 func (s *Service) Close() error {
+	s.stop()
 	if s.runner != nil {
 		<-s.runner.Stop().Done()
 	}

@@ -175,3 +175,37 @@ func TestFailedRunReachesTheSeams(t *testing.T) {
 		t.Fatalf("job after a failed run: %d %v", status, job)
 	}
 }
+
+// Close ends a run in progress instead of waiting for it, so the agent's
+// stop is not held up by a long job.
+func TestCloseEndsRunsInProgress(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "started")
+	svc, err := cron.New(platformtest.ServiceDeps(t, "cron"), &cron.Settings{Runner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(t.Context(), cron.CreateJob{Schedule: "@every 1s", Command: "touch " + marker + "; exec sleep 600"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second) // hang guard
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- svc.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // hang guard: the run would take 600 s
+		t.Fatal("Close waited for the 600 s run")
+	}
+}
