@@ -417,6 +417,20 @@ func TestIsolatedChildRestartsAfterSIGKILL(t *testing.T) {
 	if _, _, state, ok := procInfo(cron.PID); ok {
 		t.Fatalf("killed child %d still in the process table (state %s)", cron.PID, state)
 	}
+	// Until the notification and journal services land, the seams are the
+	// agent's log: one service.crashed event and a journal entry for cron.
+	var event, entry bool
+	for _, line := range strings.Split(a.out.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["service"] != "cron" {
+			continue
+		}
+		event = event || (rec["event"] == "service.crashed" && rec["pid"] == float64(cron.PID))
+		entry = entry || (rec["journal"] == true && rec["source"] == "agent" && strings.Contains(fmt.Sprint(rec["error"]), "killed"))
+	}
+	if !event || !entry {
+		t.Fatalf("no service.crashed event (%v) or journal entry (%v) for cron in the agent's log:\n%s", event, entry, a.out)
+	}
 }
 
 // TestSIGTERMStopsEverything: the agent and every child are gone within 5 s
