@@ -128,8 +128,12 @@ func operation(r Route) map[string]any {
 			}
 		}
 		p := map[string]any{"name": q.Name, "in": in, "required": q.Required || in == "path", "schema": schema}
-		if q.Description != "" {
-			p["description"] = q.Description
+		desc := q.Description
+		if typ == "boolean" && in == "query" {
+			desc = strings.TrimSpace(desc + " (true, false, 1 or 0)")
+		}
+		if desc != "" {
+			p["description"] = desc
 		}
 		params = append(params, p)
 	}
