@@ -2,74 +2,76 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"syscall"
 
 	"deckhand/platform"
-	"deckhand/platform/store"
 )
 
 // OneConfig is what `deckhand service NAME` was asked to do.
 type OneConfig struct {
-	Name       string
-	Listen     string
-	Data       string
-	Display    string
-	LogLevel   string
-	Logger     *slog.Logger
+	Name     string
+	Listen   string
+	Data     string
+	Settings *Settings // nil: the defaults
+	LogLevel string
+	Logger   *slog.Logger
+	// Journal and Notifier default to the service's log.
+	Journal    platform.Journal
+	Notifier   platform.Notifier
 	Executable string
 }
 
 // ServeOne runs a single service alone until ctx ends. It is how the
-// supervisor runs an isolated service as a child (the child keeps its state
-// in <data>/<name>.db, since the agent holds <data>/agent.db), and how an
-// operator runs one service by hand.
+// supervisor runs an isolated service as a child, and how an operator runs
+// one service by hand. The service opens the same data (<data>/<name>) and
+// gets the same settings as in-process, so --isolate never changes what it
+// sees.
 func ServeOne(ctx context.Context, cfg OneConfig) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Settings == nil {
+		cfg.Settings = DefaultSettings()
+	}
 	if _, err := Select(cfg.Name); err != nil {
 		return err
 	}
-	entry, _ := Lookup(cfg.Name)
-	if cfg.Data == "" {
-		return errors.New("--data: must not be empty")
+	if err := cfg.Settings.Validate([]string{cfg.Name}); err != nil {
+		return err
 	}
+	entry, _ := Lookup(cfg.Name)
 	exe := cfg.Executable
 	if exe == "" {
 		exe, _ = os.Executable()
 	}
-	bin, reason := entry.external(exe, cfg.Display)
+	bin, reason := entry.external(exe, cfg.Settings.Display())
 	if bin != "" {
-		args := []string{bin, "--listen", cfg.Listen, "--data", cfg.Data}
-		if entry.NeedsDisplay {
-			args = append(args, "--display", cfg.Display)
-		}
-		return syscall.Exec(bin, args, os.Environ())
+		// The service's own binary reads the same settings from the
+		// environment, as it does under the supervisor.
+		return syscall.Exec(bin, []string{bin, "--listen", cfg.Listen, "--data", cfg.Data},
+			childEnv(append(cfg.Settings.Env(), "DECKHAND_LOG_LEVEL="+cfg.LogLevel)))
 	}
-	dbPath := filepath.Join(cfg.Data, cfg.Name+".db")
-	db, err := store.Open(dbPath)
-	if errors.Is(err, store.ErrLocked) {
-		return fmt.Errorf("service %s is already running on --data %s (%s is locked)", cfg.Name, cfg.Data, dbPath)
-	}
+	dir, db, err := platform.OpenServiceData(cfg.Data, cfg.Name)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	dir := filepath.Join(cfg.Data, cfg.Name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
 	log := cfg.Logger.With("service", cfg.Name)
-	svc, err := entry.constructor(reason)(platform.ServiceDeps{Name: cfg.Name, DataDir: dir, Store: db, Logger: log,
-		Clock: platform.SystemClock{}, Options: serviceOptions(cfg.Display, "", "", "", "")})
+	if cfg.Journal == nil {
+		cfg.Journal = platform.LogJournal{Logger: log}
+	}
+	if cfg.Notifier == nil {
+		cfg.Notifier = platform.LogNotifier{Logger: log}
+	}
+	deps := platform.ServiceDeps{Name: cfg.Name, DataDir: dir, Store: db, Logger: log, Clock: platform.SystemClock{},
+		Journal: cfg.Journal, Notifier: cfg.Notifier, Common: cfg.Settings.Common}
+	svc, err := entry.constructor(reason)(deps, cfg.Settings.Of(cfg.Name))
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Name, err)
 	}
@@ -80,22 +82,10 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
-	host := newHost(cfg.Name, svc, cfg.Logger)
-	done := make(chan error, 1)
-	go func() { done <- host.Serve(ln) }()
+	host := platform.NewServiceHost(svc, deps)
 	log.Info("service listening", "url", "http://"+ln.Addr().String(), "pid", os.Getpid())
 	debug.FreeOSMemory() // startup garbage (route tables, OpenAPI documents) goes back now
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), serviceGrace)
-	defer cancel()
-	_ = host.Shutdown(sctx)
-	_ = ln.Close()
-	<-done
-	return nil
+	return platform.ServeUntil(ctx, host, ln, serviceGrace)
 }
 
 // DefaultServiceAddr is a service's address for a bind host and port base.

@@ -14,23 +14,52 @@ import (
 	"deckhand/services/terminal"
 )
 
-// Constructor builds a service from what the agent hands it.
-type Constructor func(platform.ServiceDeps) (platform.Service, error)
+// Constructor builds a service from what the agent hands it and its
+// settings (the value the entry's Settings made, after the flags parsed).
+type Constructor func(platform.ServiceDeps, platform.Settings) (platform.ContainerService, error)
 
 // Entry is one service the agent can run.
 type Entry struct {
 	Name string
+	// Settings makes the service's settings, whose Flags the agent declares
+	// on `deckhand run` and `deckhand service NAME`.
+	Settings func() platform.Settings
 	// New builds the service in-process (and for `deckhand service NAME`).
 	New Constructor
 	// Binary, when set, is an executable beside `deckhand` that serves this
-	// service as a supervised child with flags --listen ADDR --data DIR
-	// [--display :N]. It runs when it exists and, with NeedsDisplay, when a
-	// display is configured (--display or $DISPLAY). Otherwise New runs
-	// in-process, or, when New is nil, Unavailable(reason): a stand-in that
-	// serves the service's routes and reports "unavailable" in /health.
+	// service as a supervised child with flags --listen ADDR --data DIR and
+	// its settings in DECKHAND_* variables. It runs when it exists and, with
+	// NeedsDisplay, when a display is configured (--display or $DISPLAY).
+	// Otherwise New runs in-process, or, when New is nil,
+	// Unavailable(reason): a stand-in that serves the service's routes and
+	// reports "unavailable" in /health.
 	Binary       string
 	NeedsDisplay bool
-	Unavailable  func(reason string) platform.Service
+	Unavailable  func(reason string) platform.ContainerService
+}
+
+// Service makes the registry entry of a service package: its typed
+// settings (S, declared by *S's Flags) and its New.
+func Service[S any, PS interface {
+	*S
+	platform.Settings
+}, V platform.ContainerService](name string, newFn func(platform.ServiceDeps, PS) (V, error)) Entry {
+	return Entry{
+		Name:     name,
+		Settings: func() platform.Settings { return PS(new(S)) },
+		New: func(d platform.ServiceDeps, s platform.Settings) (platform.ContainerService, error) {
+			ps, ok := s.(PS)
+			if !ok {
+				return nil, fmt.Errorf("%s: settings of type %T, want %T", name, s, PS(nil))
+			}
+			return newFn(d, ps)
+		},
+	}
+}
+
+// NoErr adapts a New that cannot fail.
+func NoErr[S, V any](newFn func(platform.ServiceDeps, S) V) func(platform.ServiceDeps, S) (V, error) {
+	return func(d platform.ServiceDeps, s S) (V, error) { return newFn(d, s), nil }
 }
 
 // Offsets are the fixed port offsets of operations.md: service port is
@@ -42,22 +71,15 @@ var Offsets = map[string]int{
 }
 
 // registry is every service built into this agent. Adding a service is one
-// line here (its offset already sits in Offsets).
+// line here (its offset already sits in Offsets); its flags then appear on
+// `deckhand run --help` and reach it the same in-process and isolated.
 var registry = []Entry{
-	{Name: "cron", New: Of(cron.New)},
-	{Name: "files", New: Of(files.New)},
-	{Name: "terminal", New: Of(terminal.New)},
-	{Name: "display", Binary: "deckhand-display", NeedsDisplay: true, Unavailable: func(r string) platform.Service { return api.NewUnavailable(r) }},
-}
-
-// Of adapts a service package's `New(deps) *Service` to a Constructor.
-func Of[S platform.Service](newFn func(platform.ServiceDeps) S) Constructor {
-	return func(d platform.ServiceDeps) (platform.Service, error) { return newFn(d), nil }
-}
-
-// OfErr adapts `New(deps) (*Service, error)` to a Constructor.
-func OfErr[S platform.Service](newFn func(platform.ServiceDeps) (S, error)) Constructor {
-	return func(d platform.ServiceDeps) (platform.Service, error) { return newFn(d) }
+	Service("cron", cron.New),
+	Service("files", files.New),
+	Service("terminal", NoErr(terminal.New)),
+	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
+		Binary: "deckhand-display", NeedsDisplay: true,
+		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},
 }
 
 // Lookup finds a registered service.
@@ -170,9 +192,11 @@ func (e Entry) constructor(reason string) Constructor {
 		return e.New
 	}
 	if e.Unavailable != nil {
-		return func(platform.ServiceDeps) (platform.Service, error) { return e.Unavailable(reason), nil }
+		return func(platform.ServiceDeps, platform.Settings) (platform.ContainerService, error) {
+			return e.Unavailable(reason), nil
+		}
 	}
-	return func(platform.ServiceDeps) (platform.Service, error) {
+	return func(platform.ServiceDeps, platform.Settings) (platform.ContainerService, error) {
 		return nil, fmt.Errorf("%s cannot run in-process: %s", e.Name, reason)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"deckhand/agent"
+	"deckhand/platform"
+	"deckhand/platform/platformtest"
 )
 
 func TestSelect(t *testing.T) {
@@ -97,5 +99,43 @@ func TestRegistryMatchesThePortTable(t *testing.T) {
 	}
 	if _, ok := agent.Lookup("vault"); ok {
 		t.Fatal("vault is registered but has no service package yet")
+	}
+}
+
+// TestEveryServiceNamesABadQueryParameter builds every registered service
+// as the agent does and sends each query parameter its route table declares
+// every value its rules refuse: each answers 400 INVALID naming it.
+func TestEveryServiceNamesABadQueryParameter(t *testing.T) {
+	t.Parallel()
+	set := agent.DefaultSettings()
+	if err := set.Set("files-root", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, name := range agent.Registered() {
+		t.Run(name, func(t *testing.T) {
+			e, _ := agent.Lookup(name)
+			var svc platform.ContainerService
+			if e.New != nil {
+				var err error
+				if svc, err = e.New(platformtest.ServiceDeps(t, name), set.Of(name)); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				svc = e.Unavailable("no display in this test")
+			}
+			if c, ok := svc.(platform.Closer); ok {
+				t.Cleanup(func() { _ = c.Close() })
+			}
+			h := platformtest.ServiceHost(svc)
+			total += platformtest.CheckQueryValidation(t, h)
+			platformtest.CheckRoutesDocumented(t, h)
+			if info := svc.Info(); info.Title == "" || info.Description == "" {
+				t.Errorf("%s has an untitled OpenAPI document: %+v", name, info)
+			}
+		})
+	}
+	if total == 0 {
+		t.Fatal("no service declares a query parameter")
 	}
 }

@@ -49,7 +49,7 @@ type ServiceStatus struct {
 func (s *Supervisor) Status(ctx context.Context) Status {
 	st := Status{Agent: AgentStatus{
 		PID: os.Getpid(), Version: platform.Version, Started: s.started.UTC().Format(time.RFC3339Nano),
-		UptimeSeconds: time.Since(s.started).Seconds(), Listen: s.gwLn.Addr().String(), Data: s.cfg.Data, Domain: s.cfg.Domain,
+		UptimeSeconds: time.Since(s.started).Seconds(), Listen: s.gwLn.Addr().String(), Data: s.cfg.Data, Domain: s.cfg.Settings.Common.Domain,
 	}}
 	st.Services = make([]ServiceStatus, len(s.units))
 	var wg sync.WaitGroup

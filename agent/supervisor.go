@@ -31,8 +31,14 @@ type Config struct {
 	PortBase int
 	Services []string        // resolved with Select
 	Isolate  map[string]bool // resolved with SelectIsolated
-	Domain   string
-	Display  string
+	// Settings are every service's settings (and the common ones: domain,
+	// origins); nil takes the defaults. In-process services get them as
+	// typed values, isolated ones through Settings.Env.
+	Settings *Settings
+	// Journal and Notifier are the seams every service and the supervisor
+	// write to; nil: the agent's log.
+	Journal  platform.Journal
+	Notifier platform.Notifier
 
 	ControlURL, ContainerID, ProjectID, Token string
 
@@ -89,6 +95,18 @@ func New(cfg Config) (*Supervisor, error) {
 	if cfg.Data == "" {
 		return nil, errors.New("--data: must not be empty")
 	}
+	if cfg.Settings == nil {
+		cfg.Settings = DefaultSettings()
+	}
+	if err := cfg.Settings.Validate(cfg.Services); err != nil {
+		return nil, err
+	}
+	if cfg.Journal == nil {
+		cfg.Journal = platform.LogJournal{Logger: cfg.Logger}
+	}
+	if cfg.Notifier == nil {
+		cfg.Notifier = platform.LogNotifier{Logger: cfg.Logger}
+	}
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("--data %s: %w", cfg.Data, err)
 	}
@@ -120,7 +138,7 @@ func New(cfg Config) (*Supervisor, error) {
 	}
 	s.gw = &http.Server{
 		Handler: gateway.New(gateway.Config{
-			Domain: cfg.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
+			Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 			Known: Known(), Backend: s.backend, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
 			Authorizer: cfg.Authorizer,
 		}),
@@ -174,25 +192,19 @@ func (s *Supervisor) newUnit(name string) (*unit, error) {
 }
 
 // childCommand decides whether a service runs as a child process, and how;
-// reason says why its own binary is not running, if it has one.
+// reason says why its own binary is not running, if it has one. A child's
+// settings travel in its environment (Settings.Env), never in its argv.
 func (s *Supervisor) childCommand(e Entry) (bin string, args []string, reason string, ok bool) {
 	addr := net.JoinHostPort(s.cfg.Bind, strconv.Itoa(Port(s.cfg.PortBase, e.Name)))
-	bin, reason = e.external(s.cfg.Executable, s.cfg.Display)
+	bin, reason = e.external(s.cfg.Executable, s.cfg.Settings.Display())
 	if bin != "" {
-		args = []string{"--listen", addr, "--data", s.cfg.Data}
-		if e.NeedsDisplay {
-			args = append(args, "--display", s.cfg.Display)
-		}
-		return bin, args, "", true
+		return bin, []string{"--listen", addr, "--data", s.cfg.Data}, "", true
 	}
 	// A service with its own binary that cannot run (no display, not
 	// installed) is served in-process by its stand-in, isolated or not: a
 	// child process would only cost memory to say "unavailable".
 	if s.cfg.Isolate[e.Name] && e.Binary == "" {
-		args = []string{"service", e.Name, "--listen", addr, "--data", s.cfg.Data, "--log-level", s.cfg.LogLevel}
-		if s.cfg.Display != "" {
-			args = append(args, "--display", s.cfg.Display)
-		}
+		args = []string{"service", e.Name, "--listen", addr, "--data", s.cfg.Data}
 		return s.cfg.Executable, args, reason, true
 	}
 	return "", nil, reason, false
@@ -209,21 +221,18 @@ func (s *Supervisor) closeListeners() {
 	}
 }
 
-// deps is what an in-process service gets.
+// deps is what an in-process service gets: the same data directory and
+// store file `deckhand service NAME` would open (platform.OpenServiceData),
+// the agent's seams and the common settings. The caller closes the store.
 func (s *Supervisor) deps(name string) (platform.ServiceDeps, error) {
-	dir := filepath.Join(s.cfg.Data, name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir, db, err := platform.OpenServiceData(s.cfg.Data, name)
+	if err != nil {
 		return platform.ServiceDeps{}, err
 	}
 	return platform.ServiceDeps{
-		Name: name, DataDir: dir, Store: s.db, Logger: s.log.With("service", name), Clock: platform.SystemClock{},
-		Options: serviceOptions(s.cfg.Display, s.cfg.Domain, s.cfg.ProjectID, s.cfg.ContainerID, s.cfg.ControlURL),
+		Name: name, DataDir: dir, Store: db, Logger: s.log.With("service", name), Clock: platform.SystemClock{},
+		Journal: s.cfg.Journal, Notifier: s.cfg.Notifier, Common: s.cfg.Settings.Common,
 	}, nil
-}
-
-func serviceOptions(display, domain, project, container, control string) map[string]string {
-	return map[string]string{"display": display, "domain": domain, "project_id": project,
-		"container_id": container, "control_url": control}
 }
 
 // Run serves until ctx ends, then stops everything. It returns nil on a

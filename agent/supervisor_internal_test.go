@@ -5,9 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"deckhand/platform"
 	"deckhand/platform/platformtest"
 )
 
@@ -17,12 +19,18 @@ func freeBase(t *testing.T) int { return platformtest.FreePortBase(t, 14) }
 
 // TestInProcessServiceRestartsWhileOthersServe breaks the files host's
 // listener (its Serve returns) and expects the supervisor to bring files
-// back with a fresh host on the same address while cron keeps answering.
+// back with a fresh host on the same address while cron keeps answering,
+// and to tell the journal and the notifier about the crash and the restart.
 func TestInProcessServiceRestartsWhileOthersServe(t *testing.T) {
 	base := freeBase(t)
+	set := DefaultSettings()
+	if err := set.Set("files-root", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	rec := &platformtest.Seams{}
 	sup, err := New(Config{
 		Data: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(base), Bind: "127.0.0.1", PortBase: base,
-		Services: []string{"cron", "files"}, Domain: "localhost", LogLevel: "error",
+		Services: []string{"cron", "files"}, Settings: set, LogLevel: "error", Journal: rec, Notifier: rec,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -57,6 +65,7 @@ func TestInProcessServiceRestartsWhileOthersServe(t *testing.T) {
 			if filesSt.LastError == "" {
 				t.Fatalf("restart without a recorded reason: %+v", filesSt)
 			}
+			checkCrashReported(t, rec)
 			return
 		}
 		if filesSt.Restarts > 1 {
@@ -65,4 +74,24 @@ func TestInProcessServiceRestartsWhileOthersServe(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("files never came back")
+}
+
+func checkCrashReported(t *testing.T, rec *platformtest.Seams) {
+	t.Helper()
+	entries, events := rec.Entries(), rec.Events()
+	var crashed, restarting bool
+	for _, e := range entries {
+		if e.Source != "agent" || e.Fields["service"] != "files" {
+			t.Errorf("journal entry about something else: %+v", e)
+		}
+		crashed = crashed || (e.Level == "error" && strings.Contains(e.Message, "crashed") && e.Fields["error"] != "")
+		restarting = restarting || (strings.Contains(e.Message, "restarting") && e.Fields["restarts"] == 1)
+	}
+	if !crashed || !restarting {
+		t.Errorf("journal: want a crash and a restart entry for files, got %+v", entries)
+	}
+	if len(events) != 1 || events[0].Kind != platform.EventServiceCrashed || events[0].Data["service"] != "files" ||
+		events[0].Level != "error" || events[0].Body == "" {
+		t.Errorf("notifier: want one service.crashed event for files, got %+v", events)
+	}
 }

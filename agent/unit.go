@@ -57,8 +57,9 @@ type unit struct {
 	since    time.Time // start of the current run
 	restarts int
 	lastErr  string
-	gen      int          // incremented on every start, so a stale prober stops
-	cur      net.Listener // live listener of the current in-process run
+	gen      int                  // incremented on every start, so a stale prober stops
+	cur      net.Listener         // live listener of the current in-process run
+	deps     platform.ServiceDeps // in-process: its data, store open while the unit lives
 }
 
 func (u *unit) setState(state string) {
@@ -75,26 +76,39 @@ func (u *unit) begin(pid int) int {
 	return u.gen
 }
 
-// crashed records why the current run ended and returns the restart delay.
+// crashed records why the current run ended, tells the seams, and returns
+// the restart delay.
 func (u *unit) crashed(err error) time.Duration {
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	up := time.Since(u.since)
 	u.gen++
+	pid := u.pid
 	u.state, u.pid = StateBackoff, 0
 	if err == nil {
 		err = errors.New("stopped serving")
 	}
 	u.lastErr = err.Error()
 	d := u.backoff.Next(up)
+	restarts := u.restarts
+	u.mu.Unlock()
 	u.log.Error("service crashed; restarting", "err", err, "uptime_ms", up.Milliseconds(), "restart_in_ms", d.Milliseconds())
+	now := time.Now().UTC()
+	fields := map[string]any{"service": u.name, "mode": u.mode, "pid": pid, "error": err.Error(),
+		"uptime_ms": up.Milliseconds(), "restart_in_ms": d.Milliseconds(), "restarts": restarts}
+	u.sup.cfg.Journal.Record(platform.JournalEntry{Time: now, Source: "agent", Level: "error",
+		Message: "service " + u.name + " crashed; restarting", Fields: fields})
+	u.sup.cfg.Notifier.Notify(platform.Event{Time: now, Kind: platform.EventServiceCrashed, Source: "agent", Level: "error",
+		Title: "Service " + u.name + " crashed", Body: err.Error(), Data: fields})
 	return d
 }
 
 func (u *unit) restarted() {
 	u.mu.Lock()
 	u.restarts++
+	n := u.restarts
 	u.mu.Unlock()
+	u.sup.cfg.Journal.Record(platform.JournalEntry{Time: time.Now().UTC(), Source: "agent", Level: "info",
+		Message: "service " + u.name + " restarting", Fields: map[string]any{"service": u.name, "restarts": n}})
 }
 
 // run supervises the service until ctx ends.
@@ -103,7 +117,7 @@ func (u *unit) run(ctx context.Context) {
 		// Pdeathsig belongs to the thread that forked the child.
 		runtime.LockOSThread()
 	}
-	var svc platform.Service
+	var svc platform.ContainerService
 	defer func() {
 		// Sessions, processes and files an in-process service holds go
 		// with it, whether it was serving or waiting to restart.
@@ -111,6 +125,9 @@ func (u *unit) run(ctx context.Context) {
 			if err := c.Close(); err != nil {
 				u.log.Warn("close", "err", err)
 			}
+		}
+		if u.deps.Store != nil {
+			_ = u.deps.Store.Close()
 		}
 		u.setState(StateStopped)
 	}()
@@ -136,7 +153,7 @@ func (u *unit) run(ctx context.Context) {
 
 // runInProcess builds the service once, then serves it on a fresh Host until
 // the host fails or ctx ends.
-func (u *unit) runInProcess(ctx context.Context, svc platform.Service) (platform.Service, error) {
+func (u *unit) runInProcess(ctx context.Context, svc platform.ContainerService) (platform.ContainerService, error) {
 	ln := u.ln
 	u.ln = nil
 	if ln == nil {
@@ -145,43 +162,32 @@ func (u *unit) runInProcess(ctx context.Context, svc platform.Service) (platform
 			return svc, fmt.Errorf("listen %s: %w", u.addr, err)
 		}
 	}
-	if svc == nil {
-		deps, err := u.sup.deps(u.name)
-		if err == nil {
-			svc, err = u.build(deps)
-		}
-		if err != nil {
-			_ = ln.Close()
-			return nil, fmt.Errorf("build service: %w", err)
-		}
+	deps, err := u.depsOnce()
+	if err == nil && svc == nil {
+		svc, err = u.build(deps, u.sup.cfg.Settings.Of(u.name))
 	}
-	host := newHost(u.name, svc, u.sup.log)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("build service: %w", err)
+	}
+	host := platform.NewServiceHost(svc, deps)
 	gen := u.begin(os.Getpid())
 	u.setListener(ln)
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- fmt.Errorf("panic: %v", p)
-			}
-		}()
-		done <- host.Serve(ln)
-	}()
 	go u.watchHealth(ctx, gen)
-	select {
-	case err := <-done:
-		_ = ln.Close()
-		return svc, err
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), serviceGrace)
-		defer cancel()
-		if err := host.Shutdown(sctx); err != nil {
-			u.log.Warn("shutdown", "err", err)
-		}
-		_ = ln.Close()
-		<-done
-		return svc, nil
+	return svc, platform.ServeUntil(ctx, host, ln, serviceGrace)
+}
+
+// depsOnce opens the service's data the first time; later runs of the
+// same unit reuse the open store.
+func (u *unit) depsOnce() (platform.ServiceDeps, error) {
+	if u.deps.Store != nil {
+		return u.deps, nil
 	}
+	d, err := u.sup.deps(u.name)
+	if err == nil {
+		u.deps = d
+	}
+	return d, err
 }
 
 // setListener remembers the live listener of an in-process run (the
@@ -192,29 +198,11 @@ func (u *unit) setListener(ln net.Listener) {
 	u.mu.Unlock()
 }
 
-// newHost puts a service on its own platform host.
-func newHost(name string, svc platform.Service, log *slog.Logger) *platform.Host {
-	info := platform.Info{Name: name, Title: "deckhand " + name + " service", Version: platform.Version,
-		Description: "The " + name + " service of the deckhand agent. Errors are {\"code\",\"details\",\"message\"}."}
-	if d, ok := svc.(platform.Describer); ok {
-		info = d.Info()
-		info.Name = name
-	}
-	// No ProxyHeader: Fiber then reports an empty client IP for every direct
-	// call (no X-Forwarded-For). Proxied calls carry the gateway's
-	// X-Forwarded-For for a service that needs the real client.
-	cfg := platform.HostConfig{Info: info, Logger: log}
-	if hr, ok := svc.(platform.HealthReporter); ok {
-		cfg.HealthStatus = hr.HealthStatus
-	}
-	return platform.NewHost(cfg, svc.Routes())
-}
-
 // runChild starts the child and waits for it to exit or for ctx to end.
 func (u *unit) runChild(ctx context.Context) error {
 	cmd := exec.Command(u.argv[0], u.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.Env = append(childEnv(), "DECKHAND_LOG_LEVEL="+u.sup.cfg.LogLevel)
+	cmd.Env = childEnv(append(u.sup.cfg.Settings.Env(), "DECKHAND_LOG_LEVEL="+u.sup.cfg.LogLevel))
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", describeArgv(u.argv), err)
@@ -248,17 +236,24 @@ func (u *unit) runChild(ctx context.Context) error {
 }
 
 // childEnv is the agent's environment minus what belongs to the agent alone
-// (systemd's notify socket and watchdog). The log level travels as
-// DECKHAND_LOG_LEVEL so external binaries need no extra flag.
-func childEnv() []string {
+// (systemd's notify socket and watchdog), with set replacing any variable of
+// the same name: the child's settings are the agent's, whatever the agent
+// itself inherited. The log level travels as DECKHAND_LOG_LEVEL.
+func childEnv(set []string) []string {
+	over := map[string]bool{}
+	for _, kv := range set {
+		k, _, _ := strings.Cut(kv, "=")
+		over[k] = true
+	}
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "NOTIFY_SOCKET=") || strings.HasPrefix(kv, "WATCHDOG_") || strings.HasPrefix(kv, "DECKHAND_LOG_LEVEL=") {
+		k, _, _ := strings.Cut(kv, "=")
+		if over[k] || k == "NOTIFY_SOCKET" || strings.HasPrefix(k, "WATCHDOG_") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	return env
+	return append(env, set...)
 }
 
 // watchHealth polls /health of the current run until it answers, then marks

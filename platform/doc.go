@@ -2,7 +2,12 @@
 // container service and the control plane run on, the typed domain errors and
 // the single map from error codes to HTTP statuses, route tables that produce
 // both the router and the OpenAPI document, request decoding and validation,
-// the injectable clock, and the process health record.
+// the injectable clock, and the process health record. It also fixes what a
+// container service is (service.go: ServiceDeps, typed Settings declared as
+// flags, ContainerService with Info), where its data lives (data.go), how it
+// is served (serve.go: NewServiceHost, ServeUntil), how query parameters are
+// parsed (query.go) and the seams between services (seams.go: Journal,
+// Notifier).
 //
 // Transport decision (made once, here): every service is a Fiber v3 app on
 // fasthttp, because that is the fast path for plain JSON resources. Routes

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,6 +135,7 @@ func (h *Host) buildDoc() {
 }
 
 func (h *Host) register(r Route) {
+	checkParams(r)
 	var handler fiber.Handler
 	switch {
 	case r.Handler != nil:
@@ -145,6 +145,7 @@ func (h *Host) register(r Route) {
 	default:
 		panic("platform: route without handler: " + r.Method + " " + r.Path)
 	}
+	handler = withQuery(r, handler)
 	path := fiberPath(r.Path)
 	if r.Method == MethodAny {
 		h.app.All(path, handler)
@@ -427,20 +428,4 @@ func (h *Host) openapiYAML(c fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, "application/yaml")
 	return c.Send(h.docYAML)
-}
-
-// QueryInt reads an optional integer query parameter within [min,max].
-func QueryInt(c fiber.Ctx, name string, def, min, max int) (int, error) {
-	s := c.Query(name)
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, Invalid(name, "must be an integer")
-	}
-	if n < min || n > max {
-		return 0, Invalid(name, "must be between %d and %d", min, max)
-	}
-	return n, nil
 }

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"reflect"
 	"sort"
@@ -107,9 +108,32 @@ func operation(r Route) map[string]any {
 		if len(q.Enum) > 0 {
 			schema["enum"] = q.Enum
 		}
+		if q.Range != nil {
+			if !math.IsInf(q.Range.Min, -1) {
+				schema["minimum"] = q.Range.Min
+				if q.Range.ExclusiveMin {
+					schema["exclusiveMinimum"] = true
+				}
+			}
+			if !math.IsInf(q.Range.Max, 1) {
+				schema["maximum"] = q.Range.Max
+				if q.Range.ExclusiveMax {
+					schema["exclusiveMaximum"] = true
+				}
+			}
+		}
+		if q.Default != "" {
+			if v, err := parseParam(q, q.Default); err == nil {
+				schema["default"] = v
+			}
+		}
 		p := map[string]any{"name": q.Name, "in": in, "required": q.Required || in == "path", "schema": schema}
-		if q.Description != "" {
-			p["description"] = q.Description
+		desc := q.Description
+		if typ == "boolean" && in == "query" {
+			desc = strings.TrimSpace(desc + " (true, false, 1 or 0)")
+		}
+		if desc != "" {
+			p["description"] = desc
 		}
 		params = append(params, p)
 	}

@@ -20,6 +20,10 @@ type Param struct {
 	Required    bool
 	Type        string // "string" (default), "integer", "number", "boolean"
 	Enum        []string
+	// Range bounds an integer or number (query.go has the grammar).
+	Range *Range
+	// Default is the value an absent parameter takes, in query syntax.
+	Default string
 }
 
 // Route is one entry of a service's route table. The same table registers the
@@ -50,11 +54,6 @@ type Route struct {
 	// hijacking, WebDAV and streaming) is set.
 	Handler fiber.Handler
 	HTTP    http.Handler
-}
-
-// Service is what every container service and control-plane domain exposes.
-type Service interface {
-	Routes() []Route
 }
 
 // fiberPath turns "/a/{id}/b/{rest...}" into "/a/:id/b/*".

@@ -2,35 +2,100 @@ package platform
 
 import (
 	"log/slog"
+	"strings"
+
+	"github.com/spf13/pflag"
 
 	"deckhand/platform/store"
 )
 
 // ServiceDeps is what the agent hands every container service's New. A
-// service keeps its state in Store under its own bucket names (prefixed with
-// the service name) and its files under DataDir.
+// service is built the same way whether the agent runs it in-process or as
+// an isolated child (`deckhand service NAME`): the same data directory, the
+// same store file, the same settings.
 type ServiceDeps struct {
-	Name    string
-	DataDir string // this service's own directory under --data, created
-	Store   *store.DB
-	Logger  *slog.Logger
-	Clock   Clock
-	// Options carries service-specific settings the agent's flags set, e.g.
-	// "display" → ":99" for the display service.
-	Options map[string]string
+	Name string
+	// DataDir is this service's own directory, <data>/<name>, created.
+	DataDir string
+	// Store is this service's own bbolt file, <data>/<name>/store.db: no
+	// other service can reach its buckets, and it is the same file in-process
+	// and isolated (bbolt files take one process, so the service's runner
+	// opens it, never two at once).
+	Store  *store.DB
+	Logger *slog.Logger
+	Clock  Clock
+	// Journal takes the service's structured entries (programs' output,
+	// actions worth keeping); Notifier takes events a person should see.
+	// Both are never nil when the agent builds a service.
+	Journal  Journal
+	Notifier Notifier
+	// Common are the settings every service shares (origins, proxy headers).
+	Common CommonSettings
+}
+
+// Settings is a service's typed configuration. Flags declares the service's
+// own flags on fs, bound to the struct's fields, with their defaults; the
+// agent declares every service's flags on `deckhand run` and `deckhand
+// service NAME`, each backed by its DECKHAND_<FLAG> variable (platform/config).
+// Flag names carry the service's name (--files-root, --cron-runner) so two
+// services never claim the same flag. A Settings that also implements
+// Validator is checked before any service starts.
+type Settings interface {
+	Flags(fs *pflag.FlagSet)
+}
+
+// NoSettings is the Settings of a service without flags of its own.
+type NoSettings struct{}
+
+// Flags declares nothing.
+func (*NoSettings) Flags(*pflag.FlagSet) {}
+
+// CommonSettings are the flags every service reads.
+type CommonSettings struct {
+	// Domain is {container_domain}: origins under it may call services.
+	Domain string
+	// AllowedOrigins is a comma list of further browser origins that may
+	// call services ("*" for any).
+	AllowedOrigins string
+	// TrustProxyHeaders takes the client address from X-Forwarded-For
+	// (right-most entry, from a loopback or private peer only).
+	TrustProxyHeaders bool
+}
+
+// Flags declares --domain, --allowed-origins and --trust-proxy-headers.
+func (c *CommonSettings) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Domain, "domain", "localhost", "{container_domain}: the gateway's Host routing; browser origins under it may call services")
+	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma list of further browser origins that may call services (* for any)")
+	fs.BoolVar(&c.TrustProxyHeaders, "trust-proxy-headers", false, "take the client address from X-Forwarded-For (only behind the platform proxy)")
+}
+
+// Origins is AllowedOrigins as a list, lower case, without trailing slashes.
+func (c CommonSettings) Origins() []string {
+	var out []string
+	for _, p := range strings.Split(c.AllowedOrigins, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, strings.TrimSuffix(strings.ToLower(p), "/"))
+		}
+	}
+	return out
+}
+
+// Service is what every container service and control-plane domain exposes.
+type Service interface {
+	Routes() []Route
+}
+
+// ContainerService is a container service: its route table and the title
+// block of its OpenAPI document (the same in-process and as a child).
+type ContainerService interface {
+	Service
+	Info() Info
 }
 
 // Closer is implemented by services that hold processes, sessions or files
 // and must release them when the agent stops.
 type Closer interface {
 	Close() error
-}
-
-// Describer is implemented by services that title their own OpenAPI
-// document; the agent uses Info() for the service's host (Name is forced to
-// the registered service name so /health reports it).
-type Describer interface {
-	Info() Info
 }
 
 // HealthReporter is implemented by services that can be up but unable to do

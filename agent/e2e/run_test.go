@@ -417,6 +417,20 @@ func TestIsolatedChildRestartsAfterSIGKILL(t *testing.T) {
 	if _, _, state, ok := procInfo(cron.PID); ok {
 		t.Fatalf("killed child %d still in the process table (state %s)", cron.PID, state)
 	}
+	// Until the notification and journal services land, the seams are the
+	// agent's log: one service.crashed event and a journal entry for cron.
+	var event, entry bool
+	for _, line := range strings.Split(a.out.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["service"] != "cron" {
+			continue
+		}
+		event = event || (rec["event"] == "service.crashed" && rec["pid"] == float64(cron.PID))
+		entry = entry || (rec["journal"] == true && rec["source"] == "agent" && strings.Contains(fmt.Sprint(rec["error"]), "killed"))
+	}
+	if !event || !entry {
+		t.Fatalf("no service.crashed event (%v) or journal entry (%v) for cron in the agent's log:\n%s", event, entry, a.out)
+	}
 }
 
 // TestSIGTERMStopsEverything: the agent and every child are gone within 5 s
@@ -673,7 +687,7 @@ func TestDisplayWithoutAnXServerIsUnavailable(t *testing.T) {
 }
 
 // TestServiceAlone: `deckhand service NAME` serves one service on --listen,
-// keeps its state in <data>/<name>.db and stops cleanly on SIGTERM.
+// keeps its state in <data>/<name>/store.db and stops cleanly on SIGTERM.
 func TestServiceAlone(t *testing.T) {
 	t.Parallel()
 	base := freeBase(t)
@@ -699,8 +713,8 @@ func TestServiceAlone(t *testing.T) {
 	if status != 200 || m["service"] != "files" || int(m["pid"].(float64)) != a.cmd.Process.Pid {
 		t.Fatalf("health %v", m)
 	}
-	if _, err := os.Stat(filepath.Join(data, "files.db")); err != nil {
-		t.Fatalf("no files.db: %v", err)
+	if _, err := os.Stat(filepath.Join(data, "files", "store.db")); err != nil {
+		t.Fatalf("no files/store.db: %v", err)
 	}
 	// A second copy on the same data is turned away.
 	out, err := deckhand(t, nil, "service", "files", "--listen", "127.0.0.1:0", "--data", data)

@@ -39,12 +39,18 @@ func hostFor(name string, svc interface {
 
 func newFixture(t testing.TB, project, container string) *fixture {
 	t.Helper()
-	deps := func(n string) platform.ServiceDeps {
-		return platform.ServiceDeps{Name: n, DataDir: t.TempDir(), Logger: quiet, Clock: platform.SystemClock{}}
+	cronSvc, err := cron.New(platformtest.ServiceDeps(t, "cron"), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	filesSvc, err := files.New(platformtest.ServiceDeps(t, "files"), &files.Settings{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cronSvc.Close(); _ = filesSvc.Close() })
 	backends := map[string]string{
-		"cron":  strings.TrimPrefix(platformtest.Serve(t, hostFor("cron", cron.New(deps("cron")))), "http://"),
-		"files": strings.TrimPrefix(platformtest.Serve(t, hostFor("files", files.New(deps("files")))), "http://"),
+		"cron":  strings.TrimPrefix(platformtest.Serve(t, hostFor("cron", cronSvc)), "http://"),
+		"files": strings.TrimPrefix(platformtest.Serve(t, hostFor("files", filesSvc)), "http://"),
 	}
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if websocket.IsWebSocketUpgrade(r) {

@@ -22,8 +22,17 @@ func EnvName(flag string) string {
 // ApplyEnv fills every flag of cmd that was not given on the command line
 // from its environment variable. Call it from PersistentPreRunE.
 func ApplyEnv(cmd *cobra.Command) error {
+	if err := ApplyEnvFlags(cmd.Flags()); err != nil {
+		return err
+	}
+	return ApplyEnvFlags(cmd.InheritedFlags())
+}
+
+// ApplyEnvFlags is ApplyEnv for a bare flag set (tests building a service's
+// settings, binaries without cobra).
+func ApplyEnvFlags(fs *pflag.FlagSet) error {
 	var firstErr error
-	apply := func(f *pflag.Flag) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Changed || firstErr != nil {
 			return
 		}
@@ -34,10 +43,18 @@ func ApplyEnv(cmd *cobra.Command) error {
 			}
 			f.Changed = true
 		}
-	}
-	cmd.Flags().VisitAll(apply)
-	cmd.InheritedFlags().VisitAll(apply)
+	})
 	return firstErr
+}
+
+// Env is the environment that gives a child process the same values fs
+// holds now: DECKHAND_<FLAG>=value for every flag of fs. The agent starts an
+// isolated service with it so the child's settings are exactly the
+// parent's (and, unlike arguments, they do not show in ps).
+func Env(fs *pflag.FlagSet) []string {
+	var env []string
+	fs.VisitAll(func(f *pflag.Flag) { env = append(env, EnvName(f.Name)+"="+f.Value.String()) })
+	return env
 }
 
 // Logger builds the process logger: JSON lines on w at the given level

@@ -1,11 +1,14 @@
 package config_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"deckhand/platform/config"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func TestFlagBeatsEnvBeatsDefault(t *testing.T) {
@@ -51,5 +54,30 @@ func TestBadEnvValueIsAnError(t *testing.T) {
 	}
 	if config.EnvName("port-base") != "DECKHAND_PORT_BASE" {
 		t.Fatal(config.EnvName("port-base"))
+	}
+}
+
+// Env carries a flag set's values to a child: applied to a fresh set of the
+// same flags through the environment, every kind comes back unchanged.
+func TestEnvRoundTrips(t *testing.T) {
+	declare := func() (*pflag.FlagSet, *string, *bool, *int, *time.Duration) {
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		return fs, fs.String("files-root", "/", ""), fs.Bool("cron-runner", true, ""), fs.Int("terminal-max-sessions", 1000, ""),
+			fs.Duration("terminal-idle-timeout", time.Minute, "")
+	}
+	parent, _, _, _, _ := declare()
+	if err := parent.Parse([]string{"--files-root", "/srv/a b,c", "--cron-runner=false", "--terminal-max-sessions", "7", "--terminal-idle-timeout", "90m"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range config.Env(parent) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	child, root, runner, max, idle := declare()
+	if err := config.ApplyEnvFlags(child); err != nil {
+		t.Fatal(err)
+	}
+	if *root != "/srv/a b,c" || *runner || *max != 7 || *idle != 90*time.Minute {
+		t.Fatalf("child got %q %v %d %v", *root, *runner, *max, *idle)
 	}
 }

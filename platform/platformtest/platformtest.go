@@ -9,20 +9,23 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"deckhand/platform"
 )
 
-// Serve starts h on a free loopback port for the test's lifetime and returns
-// its base URL.
+// Serve starts h on a free loopback port for the test's lifetime, through
+// platform.ServeUntil like every runner, and returns its base URL.
 func Serve(t testing.TB, h *platform.Host) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = h.Serve(ln) }()
-	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = platform.ServeUntil(ctx, h, ln, 5*time.Second) }()
+	t.Cleanup(func() { cancel(); <-done })
 	return "http://" + ln.Addr().String()
 }
 

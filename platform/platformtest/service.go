@@ -6,22 +6,34 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
 	"deckhand/platform"
+	"deckhand/platform/store"
 )
 
 // ServiceDeps is what the agent hands a service's New, for a test: the
-// service's name, a fresh temporary DataDir, the system clock and a logger
-// that discards.
+// service's name, a fresh temporary DataDir with the service's own store
+// file in it (closed at cleanup), the system clock, a logger that discards
+// and seams that go to it.
 func ServiceDeps(t testing.TB, name string) platform.ServiceDeps {
-	return platform.ServiceDeps{Name: name, DataDir: t.TempDir(), Clock: platform.SystemClock{}, Logger: quiet()}
+	t.Helper()
+	dir := t.TempDir()
+	db, err := store.Open(filepath.Join(dir, "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	log := quiet()
+	return platform.ServiceDeps{Name: name, DataDir: dir, Store: db, Clock: platform.SystemClock{}, Logger: log,
+		Journal: platform.LogJournal{Logger: log}, Notifier: platform.LogNotifier{Logger: log}}
 }
 
-// ServiceHost is the host a service's tests drive: info titles its OpenAPI
-// document, routes is its route table, and its logs are discarded.
-func ServiceHost(info platform.Info, routes []platform.Route) *platform.Host {
-	return platform.NewHost(platform.HostConfig{Info: info, Logger: quiet()}, routes)
+// ServiceHost is the host a service's tests drive, built the way every
+// runner builds it (platform.NewServiceHost); its logs are discarded.
+func ServiceHost(svc platform.ContainerService) *platform.Host {
+	return platform.NewServiceHost(svc, platform.ServiceDeps{Logger: quiet()})
 }
 
 // GetJSON sends GET path to h in-process and decodes the JSON answer into

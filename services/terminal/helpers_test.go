@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/config"
 	"deckhand/platform/platformtest"
 	"deckhand/services/terminal"
 )
@@ -43,11 +45,37 @@ func newEnv(t testing.TB, opts map[string]string, clock platform.Clock) *env {
 		w = os.Stderr
 	}
 	log := slog.New(slog.NewTextHandler(w, nil))
-	svc := terminal.New(platform.ServiceDeps{Name: "terminal", DataDir: t.TempDir(), Logger: log, Clock: clock, Options: opts})
+	svc := terminal.New(platform.ServiceDeps{Name: "terminal", DataDir: t.TempDir(), Logger: log, Clock: clock,
+		Common: platform.CommonSettings{AllowedOrigins: opts["allowed_origins"]}}, settings(t, opts))
 	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "terminal"}, Logger: log}, svc.Routes())
 	u := platformtest.Serve(t, host)
 	t.Cleanup(func() { _ = svc.Close() })
 	return &env{svc: svc, host: host, url: u, http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+}
+
+// settings are the service's flags as the agent would parse them: opts
+// (keyed like the flags without "terminal-", with _ for -) beat the
+// DECKHAND_TERMINAL_* variables, which beat the defaults.
+func settings(t testing.TB, opts map[string]string) *terminal.Settings {
+	t.Helper()
+	set := &terminal.Settings{}
+	fs := pflag.NewFlagSet("terminal", pflag.ContinueOnError)
+	set.Flags(fs)
+	for k, v := range opts {
+		if k == "allowed_origins" {
+			continue // the agent-wide --allowed-origins
+		}
+		if err := fs.Set("terminal-"+strings.ReplaceAll(k, "_", "-"), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := config.ApplyEnvFlags(fs); err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return set
 }
 
 func (e *env) do(t testing.TB, method, path string, body any) (int, []byte, http.Header) {

@@ -15,15 +15,15 @@ package terminal
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/spf13/pflag"
 
 	"deckhand/platform"
 )
@@ -37,11 +37,10 @@ func init() {
 	platform.RegisterCode(CodeShellStart, http.StatusBadRequest)
 }
 
-// Options are the service's settings; the agent passes them as strings in
-// ServiceDeps.Options (durations in Go syntax, sizes in bytes). A key the
-// agent does not pass is read from DECKHAND_TERMINAL_<KEY> (for example
-// DECKHAND_TERMINAL_IDLE_TIMEOUT=2h), so operators can tune the service
-// without agent flags.
+// Options are the service's settings, each a flag --terminal-<key> (so
+// DECKHAND_TERMINAL_<KEY>, e.g. DECKHAND_TERMINAL_IDLE_TIMEOUT=2h): durations
+// in Go syntax, sizes in bytes. AllowedOrigins comes from the agent-wide
+// --allowed-origins.
 type Options struct {
 	// IdleTimeout ends a session that has had no client attached for this
 	// long ("idle_timeout", default 30m, "0" = never).
@@ -73,66 +72,46 @@ type Options struct {
 	Shell string
 }
 
-func parseOptions(given map[string]string, log *slog.Logger) Options {
-	m := map[string]string{}
-	for _, k := range []string{"idle_timeout", "exited_retention", "kill_grace", "ping_interval", "drop_grace",
-		"scrollback", "client_queue", "max_sessions", "allowed_origins", "shell"} {
-		if v, ok := given[k]; ok {
-			m[k] = v
-		} else if v, ok := os.LookupEnv("DECKHAND_TERMINAL_" + strings.ToUpper(k)); ok {
-			m[k] = v
-		}
+// Settings are the terminal service's flags.
+type Settings struct{ Options }
+
+// Flags declares --terminal-idle-timeout, --terminal-scrollback, ...
+func (s *Settings) Flags(fs *pflag.FlagSet) {
+	fs.DurationVar(&s.IdleTimeout, "terminal-idle-timeout", 30*time.Minute, "end a session left without a client this long (0: never)")
+	fs.DurationVar(&s.ExitedRetention, "terminal-exited-retention", 10*time.Minute, "keep an ended session listed this long (0: until deleted)")
+	fs.DurationVar(&s.KillGrace, "terminal-kill-grace", 3*time.Second, "wait between SIGHUP and SIGKILL when a session ends")
+	fs.IntVar(&s.Scrollback, "terminal-scrollback", 1<<20, "bytes of raw output kept per session (at least 1024)")
+	fs.IntVar(&s.ClientQueue, "terminal-client-queue", 8<<20, "bytes queued for one client before it is dropped with 1008 (at least 4096)")
+	fs.DurationVar(&s.DropGrace, "terminal-drop-grace", 5*time.Second, "time a dropped client gets for the close frame")
+	fs.DurationVar(&s.PingInterval, "terminal-ping-interval", 30*time.Second, "WebSocket ping interval")
+	fs.IntVar(&s.MaxSessions, "terminal-max-sessions", 1000, "live sessions at most")
+	fs.StringVar(&s.Shell, "terminal-shell", "", "default shell (else $SHELL, /bin/bash, /bin/sh)")
+}
+
+// Validate checks the bounds.
+func (s *Settings) Validate() error {
+	switch {
+	case s.IdleTimeout < 0, s.ExitedRetention < 0, s.KillGrace < 0:
+		return fmt.Errorf("--terminal-idle-timeout, --terminal-exited-retention, --terminal-kill-grace: must not be negative")
+	case s.PingInterval <= 0:
+		return fmt.Errorf("--terminal-ping-interval: must be positive")
+	case s.DropGrace <= 0:
+		return fmt.Errorf("--terminal-drop-grace: must be positive")
+	case s.Scrollback < 1024:
+		return fmt.Errorf("--terminal-scrollback: must be at least 1024")
+	case s.ClientQueue < 4096:
+		return fmt.Errorf("--terminal-client-queue: must be at least 4096")
+	case s.MaxSessions < 1:
+		return fmt.Errorf("--terminal-max-sessions: must be at least 1")
 	}
-	o := Options{
-		IdleTimeout:     30 * time.Minute,
-		ExitedRetention: 10 * time.Minute,
-		KillGrace:       3 * time.Second,
-		Scrollback:      1 << 20,
-		ClientQueue:     8 << 20,
-		PingInterval:    30 * time.Second,
-		DropGrace:       5 * time.Second,
-		MaxSessions:     1000,
-	}
-	dur := func(key string, dst *time.Duration, allowZero bool) {
-		if s, ok := m[key]; ok {
-			d, err := time.ParseDuration(s)
-			if s == "0" {
-				d, err = 0, nil
-			}
-			if err != nil || d < 0 || (d == 0 && !allowZero) {
-				log.Warn("terminal: ignoring bad option", "option", key, "value", s)
-				return
-			}
-			*dst = d
-		}
-	}
-	size := func(key string, dst *int, min int) {
-		if s, ok := m[key]; ok {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < min {
-				log.Warn("terminal: ignoring bad option", "option", key, "value", s)
-				return
-			}
-			*dst = n
-		}
-	}
-	dur("idle_timeout", &o.IdleTimeout, true)
-	dur("exited_retention", &o.ExitedRetention, true)
-	dur("kill_grace", &o.KillGrace, true)
-	dur("ping_interval", &o.PingInterval, false)
-	dur("drop_grace", &o.DropGrace, false)
-	size("scrollback", &o.Scrollback, 1024)
-	size("client_queue", &o.ClientQueue, 4096)
-	size("max_sessions", &o.MaxSessions, 1)
-	if s := m["allowed_origins"]; s != "" {
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				o.AllowedOrigins = append(o.AllowedOrigins, strings.TrimSuffix(strings.ToLower(p), "/"))
-			}
-		}
-	}
-	o.Shell = m["shell"]
-	return o
+	return nil
+}
+
+// DefaultSettings are the flags' defaults.
+func DefaultSettings() *Settings {
+	s := &Settings{}
+	s.Flags(pflag.NewFlagSet("terminal", pflag.ContinueOnError))
+	return s
 }
 
 // Service is the terminal service.
@@ -151,8 +130,14 @@ type Service struct {
 	wsHandler fiber.Handler
 }
 
-// New builds the service; sessions start only when asked for.
-func New(deps platform.ServiceDeps) *Service {
+// New builds the service; sessions start only when asked for. A nil set
+// takes the defaults.
+func New(deps platform.ServiceDeps, set *Settings) *Service {
+	if set == nil {
+		set = DefaultSettings()
+	}
+	opt := set.Options
+	opt.AllowedOrigins = deps.Common.Origins()
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
@@ -161,7 +146,7 @@ func New(deps platform.ServiceDeps) *Service {
 	}
 	s := &Service{
 		deps:     deps,
-		opt:      parseOptions(deps.Options, deps.Logger),
+		opt:      opt,
 		log:      deps.Logger,
 		sessions: make(map[string]*Session),
 		stop:     make(chan struct{}),

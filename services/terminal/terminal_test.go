@@ -26,7 +26,7 @@ import (
 
 func TestRoutesDocumented(t *testing.T) {
 	t.Parallel()
-	svc := terminal.New(platform.ServiceDeps{Name: "terminal"})
+	svc := terminal.New(platform.ServiceDeps{Name: "terminal"}, nil)
 	defer svc.Close()
 	platformtest.CheckRoutesDocumented(t, platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "terminal"}}, svc.Routes()))
 }

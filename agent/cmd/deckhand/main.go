@@ -86,6 +86,9 @@ func runCmd() *cobra.Command {
 				return err
 			}
 			cfg.Services = names
+			if err := cfg.Settings.Validate(names); err != nil {
+				return err
+			}
 			if agent.NeedsInit() {
 				// PID 1 of a container: reap orphans as init, run the agent
 				// as its child (flags were checked above, so mistakes show
@@ -109,14 +112,13 @@ func runCmd() *cobra.Command {
 	f.StringVar(&cfg.Bind, "bind", "127.0.0.1", "host the services listen on")
 	f.IntVar(&cfg.PortBase, "port-base", 7700, "service ports are base + their offset")
 	f.StringVar(&services, "services", "all", "comma list of services to run (available: "+strings.Join(agent.Registered(), ",")+")")
-	f.StringVar(&cfg.Domain, "domain", "localhost", "{container_domain} of the gateway's Host routing")
 	f.StringVar(&cfg.ControlURL, "control-url", "", "control plane to sync proxy permissions from (none: standalone)")
 	f.StringVar(&cfg.ContainerID, "container-id", "", "this container's id")
 	f.StringVar(&cfg.ProjectID, "project-id", "", "this container's project id")
 	f.StringVar(&cfg.Token, "token", "", "service token (svc_...) for the control plane; prefer DECKHAND_TOKEN, flags show in ps")
-	f.StringVar(&cfg.Display, "display", os.Getenv("DISPLAY"), "X display for the display service (default $DISPLAY)")
 	f.StringVar(&isolate, "isolate", "display", "comma list of services to run as child processes (none: all in-process)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
+	cfg.Settings = agent.DeclareSettings(f)
 	return cmd
 }
 
@@ -149,8 +151,8 @@ func serviceCmd() *cobra.Command {
 	f.StringVar(&cfg.Listen, "listen", "", "this service's address (default --bind and --port-base + its offset)")
 	f.StringVar(&bind, "bind", "127.0.0.1", "host the service listens on when --listen is not given")
 	f.IntVar(&portBase, "port-base", 7700, "port base when --listen is not given")
-	f.StringVar(&cfg.Display, "display", os.Getenv("DISPLAY"), "X display for the display service (default $DISPLAY)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
+	cfg.Settings = agent.DeclareSettings(f)
 	return cmd
 }
 

@@ -8,14 +8,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -37,7 +35,8 @@ func main() {
 
 type options struct {
 	listen   string
-	display  string
+	set      api.Settings
+	common   platform.CommonSettings
 	data     string
 	logLevel string
 	retry    time.Duration
@@ -64,28 +63,28 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	cmd.SetErr(stderr)
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:7704", "address to serve on")
-	f.StringVar(&o.display, "display", os.Getenv("DISPLAY"), "X display (:N); default $DISPLAY")
-	f.StringVar(&o.data, "data", "", "data directory (unused by this service today; accepted for the agent)")
+	o.set.Flags(f)
+	o.common.Flags(f)
+	f.StringVar(&o.data, "data", "", "the agent's data directory: the service keeps its data in <data>/display (none: no store)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&o.retry, "retry", 2*time.Second, "how often to retry connecting to the display")
 	return cmd
 }
 
 func run(ctx context.Context, o options, log *slog.Logger) error {
+	deps := platform.ServiceDeps{Name: "display", Logger: log, Clock: platform.SystemClock{}, Common: o.common,
+		Journal: platform.LogJournal{Logger: log}, Notifier: platform.LogNotifier{Logger: log}}
 	if o.data != "" {
-		if err := os.MkdirAll(filepath.Clean(o.data), 0o700); err != nil {
-			return fmt.Errorf("--data %s: %w", o.data, err)
+		dir, db, err := platform.OpenServiceData(o.data, "display")
+		if err != nil {
+			return err
 		}
+		defer db.Close()
+		deps.DataDir, deps.Store = dir, db
 	}
-	svc := api.New(platform.ServiceDeps{Name: "display", DataDir: o.data, Logger: log, Clock: platform.SystemClock{},
-		Options: map[string]string{"display": o.display}}, nil)
+	svc := api.New(deps, nil)
 	defer svc.Close()
-	host := platform.NewHost(platform.HostConfig{
-		Info: platform.Info{Name: "display", Title: "deckhand display service", Version: platform.Version,
-			Description: "Screenshots, mouse, keyboard, windows, clipboard and input batches on an X11 display."},
-		Logger:       log,
-		HealthStatus: svc.HealthStatus,
-	}, svc.Routes())
+	host := platform.NewServiceHost(svc, deps)
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
@@ -95,20 +94,8 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	ready := make(chan struct{})
 	go keepConnected(ctx, svc, o, log, ready)
 	<-ready
-	errc := make(chan error, 1)
-	go func() { errc <- host.Serve(ln) }()
-	log.Info("display service listening", "addr", ln.Addr().String(), "display", o.display)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := host.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	log.Info("display service listening", "addr", ln.Addr().String(), "display", o.set.Display)
+	return platform.ServeUntil(ctx, host, ln, 10*time.Second)
 }
 
 // keepConnected gives svc a driver whenever the display answers and takes it
@@ -117,30 +104,30 @@ func keepConnected(ctx context.Context, svc *api.Service, o options, log *slog.L
 	var once sync.Once
 	markReady := func() { once.Do(func() { close(ready) }) }
 	defer markReady()
-	if o.display == "" {
+	if o.set.Display == "" {
 		svc.SetUnavailable("no X display is configured (give --display :N or set DISPLAY)")
 		log.Warn("display service has no display; serving 503 DISPLAY_UNAVAILABLE")
 		return
 	}
 	logged := false
-	drv, err := x11.Open(o.display, log) // first try before serving (see run)
+	drv, err := x11.Open(o.set.Display, log) // first try before serving (see run)
 	for {
 		if err != nil {
-			svc.SetUnavailable(fmt.Sprintf("cannot reach X display %s (is the X server running?)", o.display))
+			svc.SetUnavailable(fmt.Sprintf("cannot reach X display %s (is the X server running?)", o.set.Display))
 			markReady()
 			if !logged {
-				log.Warn("display unavailable; will keep retrying", "display", o.display, "err", err)
+				log.Warn("display unavailable; will keep retrying", "display", o.set.Display, "err", err)
 				logged = true
 			}
 		} else {
-			log.Info("display connected", "display", o.display)
+			log.Info("display connected", "display", o.set.Display)
 			logged = false
 			svc.SetDriver(drv)
 			markReady()
 			select {
 			case <-drv.Done():
-				svc.SetUnavailable(fmt.Sprintf("lost the X display %s", o.display))
-				log.Warn("display connection lost", "display", o.display)
+				svc.SetUnavailable(fmt.Sprintf("lost the X display %s", o.set.Display))
+				log.Warn("display connection lost", "display", o.set.Display)
 				drv.Close()
 			case <-ctx.Done():
 				drv.Close() // idempotent: svc.Close may close it too
@@ -152,6 +139,6 @@ func keepConnected(ctx context.Context, svc *api.Service, o options, log *slog.L
 		case <-ctx.Done():
 			return
 		}
-		drv, err = x11.Open(o.display, log)
+		drv, err = x11.Open(o.set.Display, log)
 	}
 }

@@ -60,8 +60,9 @@ func main() {
 // serve runs the terminal service alone on addr until killed.
 func serve(addr string) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := terminal.New(platform.ServiceDeps{Name: "terminal", Logger: log, Clock: platform.SystemClock{},
-		Options: map[string]string{"idle_timeout": "0"}})
+	set := terminal.DefaultSettings()
+	set.IdleTimeout = 0
+	svc := terminal.New(platform.ServiceDeps{Name: "terminal", Logger: log, Clock: platform.SystemClock{}}, set)
 	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "terminal"}, Logger: log}, svc.Routes())
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

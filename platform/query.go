@@ -1,0 +1,247 @@
+package platform
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+// Query parameters are declared once in a route's table entry (Route.Query)
+// and parsed there, before the handler runs: the host turns every declared
+// query parameter into a typed value or answers 400 INVALID naming it, so a
+// handler reads values that already passed their rules (QueryOf(c).Int("limit")).
+//
+// Grammar, the same on every service:
+//   - "integer": optional sign and decimal digits (no spaces, no 0x, no 1e3).
+//   - "number": a finite decimal float (strconv.ParseFloat, NaN and ±Inf refused).
+//   - "boolean": exactly true, false, 1 or 0 (lower case). Anything else —
+//     yes, on, TRUE, an empty value — is refused, so a typo never silently
+//     means false.
+//   - "string": any value; Enum restricts it to listed words (case-sensitive).
+//   - A parameter given with an empty value (?limit=) counts as absent, except
+//     for booleans; a parameter given twice is refused (which one wins would
+//     differ between proxies).
+//   - Parameters a route does not declare are ignored (cache busters such as
+//     ?_=1700000000 pass).
+
+// Range bounds a numeric parameter. Min and Max are inclusive unless the
+// matching Exclusive flag is set (scale is Range{Min: 0, ExclusiveMin: true,
+// Max: 1}: 0 < scale <= 1). Use math.Inf for an open end.
+type Range struct {
+	Min, Max                   float64
+	ExclusiveMin, ExclusiveMax bool
+}
+
+// Query holds a request's declared query parameters, parsed and checked.
+type Query struct {
+	vals map[string]any
+}
+
+type queryKey struct{}
+
+// QueryOf is the parsed query of a Fiber route's request. Accessors answer
+// the declared Default (or the zero value) for an absent parameter.
+func QueryOf(c fiber.Ctx) Query {
+	q, _ := c.RequestCtx().UserValue(queryKey{}).(Query)
+	return q
+}
+
+// QueryFrom is QueryOf for a Route.HTTP handler: the host's adaptor passes
+// the parsed query in the request's context.
+func QueryFrom(ctx context.Context) Query {
+	q, _ := ctx.Value(queryKey{}).(Query)
+	return q
+}
+
+// Has reports whether the parameter was given (or has a Default).
+func (q Query) Has(name string) bool { _, ok := q.vals[name]; return ok }
+
+// String is a string (or enum) parameter.
+func (q Query) String(name string) string { s, _ := q.vals[name].(string); return s }
+
+// Int is an integer parameter.
+func (q Query) Int(name string) int64 { n, _ := q.vals[name].(int64); return n }
+
+// Float is a number parameter.
+func (q Query) Float(name string) float64 { f, _ := q.vals[name].(float64); return f }
+
+// Bool is a boolean parameter.
+func (q Query) Bool(name string) bool { b, _ := q.vals[name].(bool); return b }
+
+// queryParams are the route's parameters that live in the query string.
+func queryParams(ps []Param) []Param {
+	var out []Param
+	for _, p := range ps {
+		if p.In == "" || p.In == "query" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ParseQuery checks raw query values against declared parameters and
+// returns their typed values; the first broken rule is an INVALID error
+// naming the parameter. get returns every value given for a name.
+func ParseQuery(params []Param, get func(name string) []string) (Query, error) {
+	q := Query{vals: make(map[string]any, len(params))}
+	for _, p := range params {
+		vs := get(p.Name)
+		if len(vs) > 1 {
+			return Query{}, queryErr(p, "must be given at most once")
+		}
+		raw, given := "", len(vs) == 1
+		if given {
+			raw = vs[0]
+		}
+		if given && raw == "" && p.Type != "boolean" {
+			given = false
+		}
+		if !given {
+			if p.Required {
+				return Query{}, queryErr(p, "is required")
+			}
+			if p.Default == "" {
+				continue
+			}
+			raw = p.Default
+		}
+		v, err := parseParam(p, raw)
+		if err != nil {
+			return Query{}, err
+		}
+		q.vals[p.Name] = v
+	}
+	return q, nil
+}
+
+func parseParam(p Param, raw string) (any, error) {
+	switch p.Type {
+	case "integer":
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return nil, queryErr(p, "must be an integer"+p.Range.describe())
+		}
+		if !p.Range.holds(float64(n)) {
+			return nil, queryErr(p, "must be an integer"+p.Range.describe())
+		}
+		return n, nil
+	case "number":
+		f, err := strconv.ParseFloat(raw, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, queryErr(p, "must be a number"+p.Range.describe())
+		}
+		if !p.Range.holds(f) {
+			return nil, queryErr(p, "must be a number"+p.Range.describe())
+		}
+		return f, nil
+	case "boolean":
+		switch raw {
+		case "true", "1":
+			return true, nil
+		case "false", "0":
+			return false, nil
+		}
+		return nil, queryErr(p, "must be true, false, 1 or 0")
+	}
+	if len(p.Enum) > 0 {
+		for _, e := range p.Enum {
+			if raw == e {
+				return raw, nil
+			}
+		}
+		return nil, queryErr(p, "must be one of "+strings.Join(p.Enum, ", "))
+	}
+	return raw, nil
+}
+
+func queryErr(p Param, rule string) *Error {
+	return &Error{Code: CodeInvalid, Field: p.Name, Details: p.Name,
+		Message: "query parameter " + p.Name + ": " + rule}
+}
+
+func (r *Range) holds(v float64) bool {
+	if r == nil {
+		return true
+	}
+	if v < r.Min || (r.ExclusiveMin && v == r.Min) {
+		return false
+	}
+	return v < r.Max || (!r.ExclusiveMax && v == r.Max)
+}
+
+// describe is the bound in words: " from 1 to 1000", " above 0 and at most 1".
+func (r *Range) describe() string {
+	if r == nil {
+		return ""
+	}
+	var parts []string
+	if !math.IsInf(r.Min, -1) {
+		if r.ExclusiveMin {
+			parts = append(parts, "above "+fmtNum(r.Min))
+		} else {
+			parts = append(parts, "at least "+fmtNum(r.Min))
+		}
+	}
+	if !math.IsInf(r.Max, 1) {
+		if r.ExclusiveMax {
+			parts = append(parts, "below "+fmtNum(r.Max))
+		} else {
+			parts = append(parts, "at most "+fmtNum(r.Max))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " " + strings.Join(parts, " and ")
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// checkParams panics on a route table whose declared parameters cannot work
+// (an unknown type, a Default that breaks its own rules): a programming
+// error that must surface when the host is built, not on a request.
+func checkParams(r Route) {
+	for _, p := range queryParams(r.Query) {
+		switch p.Type {
+		case "", "string", "integer", "number", "boolean":
+		default:
+			panic("platform: " + r.Method + " " + r.Path + ": query parameter " + p.Name + " has unknown type " + p.Type)
+		}
+		if p.Range != nil && p.Type != "integer" && p.Type != "number" {
+			panic("platform: " + r.Method + " " + r.Path + ": query parameter " + p.Name + " has a Range but is not numeric")
+		}
+		if p.Default != "" {
+			if _, err := parseParam(p, p.Default); err != nil {
+				panic("platform: " + r.Method + " " + r.Path + ": default of " + err.Error())
+			}
+		}
+	}
+}
+
+// withQuery wraps a route's handler so its declared query parameters are
+// parsed and checked first. Routes without query parameters are untouched.
+func withQuery(r Route, next fiber.Handler) fiber.Handler {
+	params := queryParams(r.Query)
+	if len(params) == 0 {
+		return next
+	}
+	return func(c fiber.Ctx) error {
+		args := c.RequestCtx().QueryArgs()
+		q, err := ParseQuery(params, func(name string) []string {
+			raw := args.PeekMulti(name)
+			out := make([]string, len(raw))
+			for i, b := range raw {
+				out[i] = string(b)
+			}
+			return out
+		})
+		if err != nil {
+			return err
+		}
+		c.RequestCtx().SetUserValue(queryKey{}, q)
+		return next(c)
+	}
+}
