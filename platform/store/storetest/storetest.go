@@ -130,7 +130,7 @@ func testRawValues(t *testing.T, open Opener) {
 	raws := map[string][]byte{
 		"binary": binary,
 		"id":     []byte("usr_0123"),
-		"number": []byte("1e5"),   // valid JSON a jsonb column would rewrite
+		"number": []byte("1e5"), // valid JSON a jsonb column would rewrite
 		"object": []byte(`{"b":1,  "a":2}`),
 		"empty":  {},
 	}
