@@ -50,12 +50,12 @@ func (h *hub) subscribe(ctx context.Context, channel string) <-chan Notification
 			h.e.Listen(h.ctx, h.deliver)
 		}()
 	})
-	stop := context.AfterFunc(ctx, func() { h.drop(channel, s) })
-	go func() { // also end when the hub closes first
-		<-h.ctx.Done()
-		if stop() {
-			h.drop(channel, s)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-h.ctx.Done():
 		}
+		h.drop(channel, s)
 	}()
 	return s.ch
 }

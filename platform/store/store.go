@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -84,9 +85,7 @@ type Engine interface {
 	// Publish sends payload on channel to every DB on the same storage.
 	Publish(ctx context.Context, channel, payload string) error
 	// Listen delivers every published message to deliver until ctx ends;
-	// after a reconnect it delivers Gap on channel "" (every channel). It
-	// may return early only
-	// when the engine is closed.
+	// after a reconnect it delivers Gap on channel "" (every channel).
 	Listen(ctx context.Context, deliver func(channel string, n Notification))
 	Close() error
 }
@@ -368,13 +367,8 @@ func SeqKey(n uint64) string {
 }
 
 func validKey(s string) error {
-	if s == "" || len(s) > MaxKeyLen || !utf8.ValidString(s) {
+	if s == "" || len(s) > MaxKeyLen || !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
 		return ErrBadKey
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return ErrBadKey
-		}
 	}
 	return nil
 }
@@ -387,22 +381,11 @@ func checkChannel(channel, payload string) error {
 	if validKey(channel) != nil || len(channel) > 63 {
 		return fmt.Errorf("channel %q must be 1 to 63 bytes of UTF-8 without NUL", channel)
 	}
-	for i := 0; i < len(channel); i++ {
-		if channel[i] == '\n' {
-			return fmt.Errorf("channel %q must not contain a newline", channel)
-		}
+	if strings.IndexByte(channel, '\n') >= 0 {
+		return fmt.Errorf("channel %q must not contain a newline", channel)
 	}
-	if len(payload) > MaxPayload || !utf8.ValidString(payload) || containsNUL(payload) {
+	if len(payload) > MaxPayload || !utf8.ValidString(payload) || strings.IndexByte(payload, 0) >= 0 {
 		return fmt.Errorf("notification payload must be at most %d bytes of UTF-8 without NUL", MaxPayload)
 	}
 	return nil
-}
-
-func containsNUL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return true
-		}
-	}
-	return false
 }

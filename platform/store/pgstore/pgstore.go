@@ -34,6 +34,11 @@ import (
 // maxAttempts bounds the re-runs of one conflicting transaction.
 const maxAttempts = 60
 
+// txTimeout bounds a transaction, re-runs included, whose context has no
+// deadline: a database that stops answering (no reset, just silence) must
+// not hold requests for the minutes TCP takes to notice.
+const txTimeout = 30 * time.Second
+
 // Open connects to the database at url (postgres://user:pass@host:port/db),
 // applies pending migrations and returns the store. An unreachable or
 // wrong url fails with an error naming the host and database, never the
@@ -136,15 +141,24 @@ func (e *engine) View(ctx context.Context, fn func(store.EngineTx) error) error 
 
 // run runs fn in a transaction until it commits, fails for its own
 // reasons, or conflicts maxAttempts times.
-func (e *engine) run(ctx context.Context, opts pgx.TxOptions, fn func(store.EngineTx) error) error {
+func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.EngineTx) error) error {
+	ctx := parent
+	if _, ok := parent.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(parent, txTimeout)
+		defer cancel()
+	}
 	backoff := time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := e.attempt(ctx, opts, fn)
 		if err == nil {
 			return nil
 		}
+		if parent.Err() != nil {
+			return parent.Err()
+		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return fmt.Errorf("%w: no answer within %v: %v", store.ErrUnavailable, txTimeout, err)
 		}
 		retry := conflict(err) || (unavailable(err) && pgconn.SafeToRetry(err) && attempt < 3)
 		if !retry || attempt >= maxAttempts {
@@ -157,7 +171,6 @@ func (e *engine) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Engi
 		select {
 		case <-time.After(sleep):
 		case <-ctx.Done():
-			return ctx.Err()
 		}
 	}
 }
