@@ -6,8 +6,8 @@
 // Engines:
 //   - bbolt (this package, Open): the embedded default, one file per side;
 //   - PostgreSQL (package store/pgstore): chosen by --database-url, shared by
-//     several replicas; transactions are serializable and retried on
-//     conflict, so a transaction function may run more than once.
+//     several replicas; Update transactions are serializable and re-run on
+//     conflict, so an Update function may run more than once.
 //
 // Every request's reads and writes run in one transaction so checks and
 // changes (balances, tickets, versions) commit together or not at all.
@@ -127,7 +127,7 @@ func (d *DB) Close() error {
 // Tx.AfterCommit.
 func (d *DB) Update(fn func(tx *Tx) error) error { return d.UpdateContext(context.Background(), fn) }
 
-// View runs fn in a read-only transaction (re-run like Update).
+// View runs fn once in a read-only transaction: a consistent snapshot.
 func (d *DB) View(fn func(tx *Tx) error) error { return d.ViewContext(context.Background(), fn) }
 
 // UpdateContext is Update bounded by ctx.

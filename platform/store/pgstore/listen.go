@@ -12,7 +12,7 @@ import (
 
 func (e *engine) Publish(ctx context.Context, channel, payload string) error {
 	if _, err := e.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, channel+"\n"+payload); err != nil {
-		return classify(dbErr{err}, 1)
+		return classify(dbErr{err: err}, 1)
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
 // Package pgstore is the PostgreSQL engine of package store, chosen by
 // --database-url: several replicas share one database and nothing else.
 //
-// Transactions are SERIALIZABLE and re-run, with jittered backoff, after a
-// serialization failure or deadlock (SQLSTATE 40001, 40P01), so concurrent
-// replicas stay exact without explicit locks. Migrations are embedded and
+// Update transactions are SERIALIZABLE and re-run, with jittered backoff,
+// after a serialization failure or deadlock (SQLSTATE 40001, 40P01), so
+// concurrent replicas stay exact without explicit locks; View transactions
+// read one REPEATABLE READ snapshot and run once. The pool takes pgx's
+// settings from the URL (pool_max_conns=N and the like). Migrations are embedded and
 // applied at Open under an advisory lock. JSON values live in a jsonb
 // column, readable with psql:
 //
@@ -135,8 +137,11 @@ func (e *engine) Update(ctx context.Context, fn func(store.EngineTx) error) erro
 	return e.run(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
 }
 
+// View reads one snapshot. REPEATABLE READ READ ONLY never fails with a
+// serialization error, so a View's function runs exactly once: only
+// writers need the re-runs that SERIALIZABLE brings.
 func (e *engine) View(ctx context.Context, fn func(store.EngineTx) error) error {
-	return e.run(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadOnly}, fn)
+	return e.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
 // run runs fn in a transaction until it commits, fails for its own
@@ -160,7 +165,10 @@ func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.E
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: no answer within %v: %v", store.ErrUnavailable, txTimeout, err)
 		}
-		retry := conflict(err) || (unavailable(err) && pgconn.SafeToRetry(err) && attempt < 3)
+		// A conflict re-runs fn; a connection that failed at BEGIN (fn
+		// never ran) gets two more tries on a fresh one.
+		var de dbErr
+		retry := conflict(err) || (errors.As(err, &de) && de.begin && unavailable(err) && attempt < 3)
 		if !retry || attempt >= maxAttempts {
 			return classify(err, attempt)
 		}
@@ -178,20 +186,23 @@ func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.E
 func (e *engine) attempt(ctx context.Context, opts pgx.TxOptions, fn func(store.EngineTx) error) error {
 	tx, err := e.pool.BeginTx(ctx, opts)
 	if err != nil {
-		return dbErr{err}
+		return dbErr{err: err, begin: true}
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(&pgTx{ctx: ctx, tx: tx}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return dbErr{err}
+		return dbErr{err: err}
 	}
 	return nil
 }
 
 // dbErr marks an error as the driver's (not the transaction function's).
-type dbErr struct{ err error }
+type dbErr struct {
+	err   error
+	begin bool // BEGIN failed: the function never ran
+}
 
 func (e dbErr) Error() string { return e.err.Error() }
 func (e dbErr) Unwrap() error { return e.err }

@@ -33,7 +33,7 @@ func (t *pgTx) Get(bucket, key string) ([]byte, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, dbErr{err}
+		return nil, dbErr{err: err}
 	}
 	if raw == nil {
 		raw = []byte{}
@@ -51,7 +51,7 @@ func (t *pgTx) Put(bucket, key string, raw []byte, isJSON bool) error {
 			ON CONFLICT (bucket, key) DO UPDATE SET raw = excluded.raw, value = NULL`, bucket, key, raw)
 	}
 	if err != nil {
-		return dbErr{err}
+		return dbErr{err: err}
 	}
 	return nil
 }
@@ -79,7 +79,7 @@ func hasNULEscape(raw []byte) bool {
 
 func (t *pgTx) Delete(bucket, key string) error {
 	if _, err := t.tx.Exec(t.ctx, "DELETE FROM kv WHERE bucket = $1 AND key = $2", bucket, key); err != nil {
-		return dbErr{err}
+		return dbErr{err: err}
 	}
 	return nil
 }
@@ -89,7 +89,7 @@ func (t *pgTx) NextSeq(bucket string) (uint64, error) {
 	err := t.tx.QueryRow(t.ctx, `INSERT INTO kv_seq (bucket, n) VALUES ($1, 1)
 		ON CONFLICT (bucket) DO UPDATE SET n = kv_seq.n + 1 RETURNING n`, bucket).Scan(&n)
 	if err != nil {
-		return 0, dbErr{err}
+		return 0, dbErr{err: err}
 	}
 	return uint64(n), nil
 }
@@ -106,14 +106,14 @@ func (t *pgTx) Count(bucket, prefix string) (int, error) {
 	}
 	var n int
 	if err := t.tx.QueryRow(t.ctx, q, args...).Scan(&n); err != nil {
-		return 0, dbErr{err}
+		return 0, dbErr{err: err}
 	}
 	return n, nil
 }
 
 func (t *pgTx) Notify(channel, payload string) error {
 	if _, err := t.tx.Exec(t.ctx, "SELECT pg_notify($1, $2)", notifyChannel, channel+"\n"+payload); err != nil {
-		return dbErr{err}
+		return dbErr{err: err}
 	}
 	return nil
 }
@@ -168,7 +168,7 @@ func (t *pgTx) Scan(bucket string, o store.ScanOptions, fn func(string, []byte) 
 		q += fmt.Sprintf(" LIMIT $%d", len(args))
 		rows, err := t.tx.Query(t.ctx, q, args...)
 		if err != nil {
-			return dbErr{err}
+			return dbErr{err: err}
 		}
 		type kv struct {
 			k string
@@ -183,7 +183,7 @@ func (t *pgTx) Scan(bucket string, o store.ScanOptions, fn func(string, []byte) 
 			return e, err
 		})
 		if err != nil {
-			return dbErr{err}
+			return dbErr{err: err}
 		}
 		for _, e := range page {
 			if err := fn(e.k, e.v); err != nil {
