@@ -12,7 +12,6 @@ import (
 	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
 	"deckhand/platform/store/pgstore"
-	"deckhand/platform/store/storetest"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -25,15 +24,6 @@ func open(t *testing.T, url string) *store.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
-}
-
-// TestContract holds the PostgreSQL engine to the store contract; the
-// "other replica" is a second pool on the same database.
-func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) (*store.DB, func() *store.DB) {
-		url := platformtest.Postgres(t)
-		return open(t, url), func() *store.DB { return open(t, url) }
-	})
 }
 
 // TestValuesReadableWithSQL: JSON values are jsonb, so operators can query

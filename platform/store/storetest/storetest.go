@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -20,13 +21,49 @@ import (
 	"testing"
 	"time"
 
+	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
+	"deckhand/platform/store/pgstore"
 )
 
 // Opener returns an empty store and a function that opens another handle
 // on the same storage: a second replica (on an engine that allows one
 // handle per storage, the same DB again). The test's cleanup closes both.
-type Opener func(t *testing.T) (db *store.DB, another func() *store.DB)
+type Opener func(t testing.TB) (db *store.DB, another func() *store.DB)
+
+// Engine is one store engine that tests run against.
+type Engine struct {
+	Name string
+	Open Opener
+}
+
+// Engines are every engine: bbolt on a temporary file and PostgreSQL on a
+// fresh database of the test binary's shared server (platformtest.Postgres).
+// A domain's tests loop over them to run against both.
+func Engines() []Engine {
+	return []Engine{
+		{"bbolt", func(t testing.TB) (*store.DB, func() *store.DB) {
+			db, err := store.Open(filepath.Join(t.TempDir(), "store.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db, func() *store.DB { return db }
+		}},
+		{"postgres", func(t testing.TB) (*store.DB, func() *store.DB) {
+			url := platformtest.Postgres(t)
+			open := func() *store.DB {
+				db, err := pgstore.Open(context.Background(), url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				return db
+			}
+			return open(), open
+		}},
+	}
+}
 
 // Run runs the contract suite.
 func Run(t *testing.T, open Opener) {
@@ -50,6 +87,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConcurrentCounter", testConcurrentCounter},
 		{"AfterCommit", testAfterCommit},
 		{"Notifications", testNotifications},
+		{"SlowSubscriber", testSlowSubscriber},
 		{"Canceled", testCanceled},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -678,6 +716,47 @@ func testNotifications(t *testing.T, open Opener) {
 	for _, ch := range []<-chan store.Notification{here, there, unrelated} {
 		for range ch { // closed once ctx ends
 		}
+	}
+}
+
+// testSlowSubscriber: a subscriber that does not read is never waited
+// for; it finds a gap and then the latest messages.
+func testSlowSubscriber(t *testing.T, open Opener) {
+	db, _ := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := db.Subscribe(ctx, "slow")
+	deadline := time.Now().Add(10 * time.Second)
+	for ready := false; !ready; { // the subscription is live
+		must(t, db.Publish(ctx, "slow", "ping"))
+		select {
+		case <-slow:
+			ready = true
+		case <-time.After(100 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("no notification")
+			}
+		}
+	}
+	drain(slow)
+	const n = 300
+	for i := range n {
+		must(t, db.Publish(ctx, "slow", fmt.Sprint(i)))
+	}
+	gap, last := false, ""
+	for last != fmt.Sprint(n-1) {
+		select {
+		case m := <-slow:
+			gap = gap || m.Gap
+			if !m.Gap {
+				last = m.Payload
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("stuck after %q", last)
+		}
+	}
+	if !gap {
+		t.Error("a subscriber that fell behind was not told of the gap")
 	}
 }
 

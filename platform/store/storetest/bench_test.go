@@ -1,46 +1,24 @@
-package pgstore_test
+package storetest_test
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
-	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
-	"deckhand/platform/store/pgstore"
+	"deckhand/platform/store/storetest"
 )
 
 // BenchmarkEngines measures one read transaction, one read-modify-write
 // transaction and a 100-entry scan on both engines, side by side:
 //
-//	go test -run '^$' -bench Engines -benchtime 2s -count 5 ./platform/store/pgstore/
+//	go test -run '^$' -bench Engines -benchtime 2s -count 5 ./platform/store/storetest/
 func BenchmarkEngines(b *testing.B) {
-	engines := []struct {
-		name string
-		open func(b *testing.B) *store.DB
-	}{
-		{"bbolt", func(b *testing.B) *store.DB {
-			db, err := store.Open(filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return db
-		}},
-		{"postgres", func(b *testing.B) *store.DB {
-			db, err := pgstore.Open(context.Background(), platformtest.Postgres(b))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return db
-		}},
-	}
 	type rec struct {
 		Email string `json:"email"`
 		N     int    `json:"n"`
 	}
-	for _, e := range engines {
-		db := e.open(b)
+	for _, e := range storetest.Engines() {
+		db, _ := e.Open(b)
 		err := db.Update(func(tx *store.Tx) error {
 			for i := range 1000 {
 				if err := tx.Put("users", fmt.Sprintf("u%04d", i), rec{Email: fmt.Sprintf("u%d@example.com", i)}); err != nil {
@@ -52,7 +30,7 @@ func BenchmarkEngines(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run("read/"+e.name, func(b *testing.B) {
+		b.Run("read/"+e.Name, func(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
@@ -68,7 +46,7 @@ func BenchmarkEngines(b *testing.B) {
 				}
 			}
 		})
-		b.Run("write/"+e.name, func(b *testing.B) {
+		b.Run("write/"+e.Name, func(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
@@ -86,7 +64,7 @@ func BenchmarkEngines(b *testing.B) {
 				}
 			}
 		})
-		b.Run("scan100/"+e.name, func(b *testing.B) {
+		b.Run("scan100/"+e.Name, func(b *testing.B) {
 			for b.Loop() {
 				n := 0
 				err := db.View(func(tx *store.Tx) error {
@@ -98,6 +76,5 @@ func BenchmarkEngines(b *testing.B) {
 				}
 			}
 		})
-		db.Close()
 	}
 }
