@@ -184,6 +184,15 @@ func (d *DB) Subscribe(ctx context.Context, channel string) <-chan Notification 
 	return d.hub.subscribe(ctx, channel)
 }
 
+// Notifier is what replicas use to tell each other of changes (credential
+// cache invalidation, signing-key rotation); *DB is one.
+type Notifier interface {
+	Publish(ctx context.Context, channel, payload string) error
+	Subscribe(ctx context.Context, channel string) <-chan Notification
+}
+
+var _ Notifier = (*DB)(nil)
+
 // Tx is a transaction with JSON helpers over named buckets.
 type Tx struct {
 	e        EngineTx
