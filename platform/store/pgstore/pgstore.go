@@ -23,6 +23,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,15 +103,30 @@ func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 }
 
 // describe names the server and database an error is about, without the
-// password.
+// password, on one line.
 func describe(c *pgx.ConnConfig, op string, err error) error {
-	msg := err.Error()
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	msg := strings.Join(lines, " ")
 	if c.Password != "" {
 		msg = strings.ReplaceAll(msg, c.Password, "xxxxx")
 	}
-	return fmt.Errorf("%w: PostgreSQL at host %s port %d, database %q, user %q: %s: %s",
-		store.ErrUnavailable, c.Host, c.Port, c.Database, c.User, op, msg)
+	return &startError{msg: fmt.Sprintf("PostgreSQL at host %s port %d, database %q, user %q: cannot %s: %s",
+		c.Host, c.Port, c.Database, c.User, op, msg), cause: err}
 }
+
+// startError is store.ErrUnavailable with the server named.
+type startError struct {
+	msg   string
+	cause error
+}
+
+func (e *startError) Error() string   { return e.msg }
+func (e *startError) Unwrap() []error { return []error{store.ErrUnavailable, e.cause} }
 
 func redact(msg, url string) string {
 	if i := strings.Index(url, "://"); i >= 0 {

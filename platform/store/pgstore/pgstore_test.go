@@ -118,6 +118,9 @@ func TestBadURL(t *testing.T) {
 				t.Errorf("%s: error %q does not name %s", c.url, err, w)
 			}
 		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error spans lines: %q", c.url, err)
+		}
 		if strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("%s: error shows the password: %q", c.url, err)
 		}
