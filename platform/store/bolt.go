@@ -69,12 +69,13 @@ func (e *boltEngine) Publish(_ context.Context, channel, payload string) error {
 	return nil
 }
 
-func (e *boltEngine) Listen(ctx context.Context, deliver func(string, Notification)) {
+func (e *boltEngine) Listen(ctx context.Context, deliver func(string, Notification), ready func()) {
 	e.mu.Lock()
 	id := e.next
 	e.next++
 	e.listeners[id] = deliver
 	e.mu.Unlock()
+	ready()
 	<-ctx.Done()
 	e.mu.Lock()
 	delete(e.listeners, id)

@@ -3,7 +3,11 @@ package store
 import (
 	"context"
 	"sync"
+	"time"
 )
+
+// listenWait bounds how long the first Subscribe waits for the listener.
+const listenWait = 5 * time.Second
 
 // subBuffer is how many messages a subscriber may fall behind before it is
 // told of a gap instead.
@@ -19,6 +23,7 @@ type hub struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	ready  chan struct{}
 	closed bool
 }
 
@@ -28,7 +33,8 @@ type subscriber struct {
 
 func newHub(e Engine) *hub {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &hub{e: e, subs: map[string]map[*subscriber]struct{}{}, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	return &hub{e: e, subs: map[string]map[*subscriber]struct{}{}, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), ready: make(chan struct{})}
 }
 
 func (h *hub) subscribe(ctx context.Context, channel string) <-chan Notification {
@@ -45,11 +51,18 @@ func (h *hub) subscribe(ctx context.Context, channel string) <-chan Notification
 	h.subs[channel][s] = struct{}{}
 	h.mu.Unlock()
 	h.start.Do(func() {
+		var once sync.Once
 		go func() {
 			defer close(h.done)
-			h.e.Listen(h.ctx, h.deliver)
+			h.e.Listen(h.ctx, h.deliver, func() { once.Do(func() { close(h.ready) }) })
 		}()
 	})
+	select { // a database that is down must not hold the caller long
+	case <-h.ready:
+	case <-ctx.Done():
+	case <-h.ctx.Done():
+	case <-time.After(listenWait):
+	}
 	go func() {
 		select {
 		case <-ctx.Done():

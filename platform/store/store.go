@@ -85,8 +85,9 @@ type Engine interface {
 	// Publish sends payload on channel to every DB on the same storage.
 	Publish(ctx context.Context, channel, payload string) error
 	// Listen delivers every published message to deliver until ctx ends;
-	// after a reconnect it delivers Gap on channel "" (every channel).
-	Listen(ctx context.Context, deliver func(channel string, n Notification))
+	// after a reconnect it delivers Gap on channel "" (every channel). It
+	// calls ready once it first listens.
+	Listen(ctx context.Context, deliver func(channel string, n Notification), ready func())
 	Close() error
 }
 
@@ -179,7 +180,9 @@ func (d *DB) Publish(ctx context.Context, channel, payload string) error {
 }
 
 // Subscribe receives what is published on channel until ctx ends or the DB
-// closes; then the returned channel is closed.
+// closes; then the returned channel is closed. The first subscription waits
+// (at most a few seconds) until the engine listens, so what is published
+// after Subscribe returns arrives.
 func (d *DB) Subscribe(ctx context.Context, channel string) <-chan Notification {
 	return d.hub.subscribe(ctx, channel)
 }

@@ -20,7 +20,7 @@ func (e *engine) Publish(ctx context.Context, channel, payload string) error {
 // Listen keeps one dedicated connection LISTENing, dialling again (with
 // backoff) whenever it is lost; after a reconnect subscribers are told of a
 // gap, since messages sent meanwhile are gone.
-func (e *engine) Listen(ctx context.Context, deliver func(string, store.Notification)) {
+func (e *engine) Listen(ctx context.Context, deliver func(string, store.Notification), ready func()) {
 	backoff := 100 * time.Millisecond
 	for connected := false; ctx.Err() == nil; {
 		conn, err := pgx.ConnectConfig(ctx, e.pool.Config().ConnConfig.Copy())
@@ -32,6 +32,7 @@ func (e *engine) Listen(ctx context.Context, deliver func(string, store.Notifica
 				deliver("", store.Notification{Gap: true})
 			}
 			connected, backoff = true, 100*time.Millisecond
+			ready()
 			for {
 				n, werr := conn.WaitForNotification(ctx)
 				if werr != nil {
