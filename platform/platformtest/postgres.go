@@ -145,12 +145,27 @@ func pgBin() (string, error) {
 	return "", fmt.Errorf("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin: run scripts/setup.sh (Debian package postgresql)")
 }
 
+// pgTempBase is $TMPDIR unless running as root with a $TMPDIR the postgres
+// user cannot traverse (under /root, say); then /tmp.
+func pgTempBase() string {
+	base := os.TempDir()
+	if os.Geteuid() != 0 {
+		return base
+	}
+	for p := base; p != "/" && p != "."; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return "/tmp"
+		}
+	}
+	return base
+}
+
 func startPG() (*PGServer, error) {
 	bin, err := pgBin()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "deckhand-pg-")
+	dir, err := os.MkdirTemp(pgTempBase(), "deckhand-pg-")
 	if err != nil {
 		return nil, err
 	}
