@@ -20,9 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -230,21 +228,20 @@ func conflict(err error) bool {
 }
 
 // unavailable reports that the database went away or refused service, as
-// opposed to an error in the statement or in the transaction function.
+// opposed to an error in the statement or in the transaction function. The
+// server's own errors carry a SQLSTATE; every other driver error (dial,
+// reset, EOF, a closed connection) is the connection's.
 func unavailable(err error) bool {
 	var de dbErr
 	if !errors.As(err, &de) {
 		return false
 	}
 	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
+	if errors.As(err, &pg) { // connection exception, shutdown, too many clients, database gone
 		return strings.HasPrefix(pg.Code, "08") || strings.HasPrefix(pg.Code, "57P") ||
 			pg.Code == "53300" || pg.Code == "3D000"
 	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err) || strings.Contains(err.Error(), "conn closed")
+	return true
 }
 
 // classify turns a final driver error into store.ErrUnavailable when the
