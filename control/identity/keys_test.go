@@ -62,7 +62,7 @@ func copyStore(t *testing.T, db *store.DB) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "control.db")
 	err := db.View(func(*store.Tx) error {
-		raw, err := os.ReadFile(db.Path())
+		raw, err := os.ReadFile(db.Location())
 		if err != nil {
 			return err
 		}

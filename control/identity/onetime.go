@@ -67,7 +67,7 @@ func (s *Service) peekOnce(tx *store.Tx, kind, secret string) (*onceRec, error) 
 		return nil, err
 	}
 	if !s.now().Before(rec.ExpiresAt) {
-		if tx.Bolt().Writable() {
+		if tx.Writable() {
 			return nil, tx.Delete(bucketOnce, kind+":"+s.lookupKey(secret))
 		}
 		return nil, nil

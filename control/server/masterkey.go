@@ -64,7 +64,7 @@ func (s *Server) openMasterKey() (*secrets.Sealer, error) {
 			how = "the key file was missing (a new one was not kept); restore the original key file there or pass it with --master-key-file"
 		}
 		return nil, fmt.Errorf("--master-key-file %s (key id %s): %w %s: %s; refusing to start, nothing was changed",
-			path, sealer.KeyID(), ErrWrongMasterKey, s.db.Path(), how)
+			path, sealer.KeyID(), ErrWrongMasterKey, s.db.Location(), how)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("master key check: %w", err)

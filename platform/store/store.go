@@ -1,96 +1,265 @@
-// Package store owns deckhand's embedded persistence: one bbolt file per
-// process side, opened once, with one bucket per domain and JSON values.
+// Package store owns deckhand's persistence: one transaction API (get, put,
+// delete, ordered range scans both ways, sequences, counts, notifications)
+// over named buckets, and the engines behind it. Domain code sees only DB
+// and Tx; it never imports an engine's driver.
+//
+// Engines:
+//   - bbolt (this package, Open): the embedded default, one file per side;
+//   - PostgreSQL (package store/pgstore): chosen by --database-url, shared by
+//     several replicas; Update transactions are serializable and re-run on
+//     conflict, so an Update function may run more than once.
+//
 // Every request's reads and writes run in one transaction so checks and
 // changes (balances, tickets, versions) commit together or not at all.
+//
+// The contract both engines keep (package store/storetest checks it):
+//   - buckets and keys are non-empty UTF-8 without NUL, at most MaxKeyLen
+//     bytes; keys sort by their bytes on every engine;
+//   - Put stores JSON; PutRaw stores bytes exactly as given; Get/GetRaw of a
+//     Put value return equivalent JSON (PostgreSQL's jsonb may reorder
+//     object keys and whitespace), of a PutRaw value the same bytes;
+//   - an error from the engine inside a transaction (a lost database, a
+//     serialization conflict) fails the whole transaction even when the
+//     function ignored it: nothing half-written commits.
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
-
-	bolt "go.etcd.io/bbolt"
+	"strings"
+	"unicode/utf8"
 )
 
-// ErrLocked means another process holds the data file.
-var ErrLocked = errors.New("data file is in use by another process")
+var (
+	// ErrLocked means another process holds the data file.
+	ErrLocked = errors.New("data file is in use by another process")
+	// ErrUnavailable means the database cannot be reached or kept
+	// conflicting; nothing of the transaction was written. The host answers
+	// 503: the request may be retried once the database is back.
+	ErrUnavailable = errors.New("the database is unavailable")
+	// ErrReadOnly is returned by writes inside View.
+	ErrReadOnly = errors.New("write in a read-only transaction")
+	// ErrBadKey rejects a bucket or key outside the contract above.
+	ErrBadKey = errors.New("store key must be 1 to 1024 bytes of UTF-8 without NUL")
+	// ErrStop ends a scan early without error.
+	ErrStop = errors.New("stop")
+)
 
-// DB is an open bbolt file.
-type DB struct {
-	bolt *bolt.DB
-	path string
+// MaxKeyLen bounds bucket names and keys (PostgreSQL's btree limits index
+// entries to about 2.7 kB; one limit for both engines keeps them equal).
+const MaxKeyLen = 1024
+
+// ScanOptions selects an ordered range of a bucket.
+type ScanOptions struct {
+	// Prefix restricts the scan to keys that start with it.
+	Prefix string
+	// Start is where the scan begins (inclusive): forward scans visit keys
+	// >= Start, reverse scans keys <= Start. Empty means the range's end.
+	Start string
+	// Exclusive skips Start itself: resume a page after the last key seen.
+	Exclusive bool
+	// Reverse visits keys in descending byte order.
+	Reverse bool
+	// Limit caps the number of entries visited; 0 means no cap.
+	Limit int
 }
 
-// Open opens (creating) the bbolt file at path. It waits at most one second
-// for the file lock so a second process fails fast with ErrLocked.
-func Open(path string) (*DB, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+// Notification is one message received by Subscribe.
+type Notification struct {
+	Payload string
+	// Gap means messages may have been lost (the listener reconnected or
+	// the subscriber fell behind): drop whatever the messages keep fresh.
+	Gap bool
+}
+
+// Engine is what a storage engine provides. Domain code never uses it; an
+// engine package hands one to New.
+type Engine interface {
+	// Update runs fn in a read-write transaction and commits when it
+	// returns nil; an engine may run fn again after a conflict.
+	Update(ctx context.Context, fn func(EngineTx) error) error
+	// View runs fn in a read-only transaction.
+	View(ctx context.Context, fn func(EngineTx) error) error
+	// Publish sends payload on channel to every DB on the same storage.
+	Publish(ctx context.Context, channel, payload string) error
+	// Listen delivers every published message to deliver until ctx ends;
+	// after a reconnect it delivers Gap on channel "" (every channel). It
+	// calls ready once it first listens.
+	Listen(ctx context.Context, deliver func(channel string, n Notification), ready func())
+	Close() error
+}
+
+// EngineTx is one engine transaction. Keys and buckets arrive validated.
+type EngineTx interface {
+	// Get returns the value or nil when the bucket or key is missing.
+	Get(bucket, key string) ([]byte, error)
+	// Put stores a value; json tells whether raw is the JSON of a Put.
+	Put(bucket, key string, raw []byte, json bool) error
+	Delete(bucket, key string) error
+	Scan(bucket string, o ScanOptions, fn func(key string, raw []byte) error) error
+	NextSeq(bucket string) (uint64, error)
+	Count(bucket, prefix string) (int, error)
+	// Notify publishes on channel when (and only when) the transaction commits.
+	Notify(channel, payload string) error
+}
+
+// DB is an open store.
+type DB struct {
+	e   Engine
+	hub *hub
+}
+
+// New wraps an engine. Engine packages call it; domain code calls Open or
+// the engine package's Open.
+func New(e Engine) *DB { return &DB{e: e, hub: newHub(e)} }
+
+// Location names where the data lives (a file path, or the PostgreSQL
+// server and database without the password), for messages to operators.
+func (d *DB) Location() string {
+	if l, ok := d.e.(interface{ Location() string }); ok {
+		return l.Location()
 	}
-	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
+	return "store"
+}
+
+// Close stops subscriptions and releases the engine.
+func (d *DB) Close() error {
+	d.hub.close()
+	return d.e.Close()
+}
+
+// Update runs fn in a read-write transaction; an error from fn, or from the
+// engine during fn, rolls everything back. On PostgreSQL fn runs again after
+// a serialization conflict, so it must not act outside the transaction:
+// assign results to variables it overwrites and defer side effects to
+// Tx.AfterCommit.
+func (d *DB) Update(fn func(tx *Tx) error) error { return d.UpdateContext(context.Background(), fn) }
+
+// View runs fn once in a read-only transaction: a consistent snapshot.
+func (d *DB) View(fn func(tx *Tx) error) error { return d.ViewContext(context.Background(), fn) }
+
+// UpdateContext is Update bounded by ctx.
+func (d *DB) UpdateContext(ctx context.Context, fn func(tx *Tx) error) error {
+	return d.run(ctx, true, fn)
+}
+
+// ViewContext is View bounded by ctx.
+func (d *DB) ViewContext(ctx context.Context, fn func(tx *Tx) error) error {
+	return d.run(ctx, false, fn)
+}
+
+func (d *DB) run(ctx context.Context, write bool, fn func(tx *Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var last *Tx
+	body := func(et EngineTx) error {
+		last = &Tx{e: et, ctx: ctx, writable: write}
+		err := fn(last)
+		if last.err != nil {
+			return last.err // the engine failed under fn: never commit
+		}
+		return err
+	}
+	var err error
+	if write {
+		err = d.e.Update(ctx, body)
+	} else {
+		err = d.e.View(ctx, body)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return err
 	}
-	return &DB{bolt: b, path: path}, nil
+	for _, f := range last.after {
+		f()
+	}
+	return nil
 }
 
-// Path is the file's location.
-func (d *DB) Path() string { return d.path }
-
-// Close releases the file.
-func (d *DB) Close() error { return d.bolt.Close() }
-
-// Bolt exposes the underlying handle for the rare caller that needs it.
-func (d *DB) Bolt() *bolt.DB { return d.bolt }
-
-// Update runs fn in a read-write transaction; an error from fn rolls back.
-func (d *DB) Update(fn func(tx *Tx) error) error {
-	return d.bolt.Update(func(t *bolt.Tx) error { return fn(&Tx{t}) })
+// Publish sends payload on channel now, to every subscriber of every DB on
+// the same storage (every replica on PostgreSQL). Delivery is at most once;
+// subscribers learn of possible losses through Notification.Gap.
+func (d *DB) Publish(ctx context.Context, channel, payload string) error {
+	if err := checkChannel(channel, payload); err != nil {
+		return err
+	}
+	return d.e.Publish(ctx, channel, payload)
 }
 
-// View runs fn in a read-only transaction.
-func (d *DB) View(fn func(tx *Tx) error) error {
-	return d.bolt.View(func(t *bolt.Tx) error { return fn(&Tx{t}) })
+// Subscribe receives what is published on channel until ctx ends or the DB
+// closes; then the returned channel is closed. The first subscription waits
+// (at most a few seconds) until the engine listens, so what is published
+// after Subscribe returns arrives.
+func (d *DB) Subscribe(ctx context.Context, channel string) <-chan Notification {
+	return d.hub.subscribe(ctx, channel)
 }
+
+// Notifier is what replicas use to tell each other of changes (credential
+// cache invalidation, signing-key rotation); *DB is one.
+type Notifier interface {
+	Publish(ctx context.Context, channel, payload string) error
+	Subscribe(ctx context.Context, channel string) <-chan Notification
+}
+
+var _ Notifier = (*DB)(nil)
 
 // Tx is a transaction with JSON helpers over named buckets.
-type Tx struct{ tx *bolt.Tx }
+type Tx struct {
+	e        EngineTx
+	ctx      context.Context
+	writable bool
+	err      error // first engine error; fails the transaction
+	after    []func()
+}
 
-// Bolt exposes the raw transaction.
-func (t *Tx) Bolt() *bolt.Tx { return t.tx }
+// Context is the context the transaction runs under.
+func (t *Tx) Context() context.Context { return t.ctx }
 
-func (t *Tx) bucket(name string, create bool) (*bolt.Bucket, error) {
-	if b := t.tx.Bucket([]byte(name)); b != nil {
-		return b, nil
+// Writable reports whether this is an Update.
+func (t *Tx) Writable() bool { return t.writable }
+
+// AfterCommit runs f once the transaction has committed (never when it
+// rolls back, once however often the function re-ran): the place for cache
+// invalidation and other effects outside the store.
+func (t *Tx) AfterCommit(f func()) { t.after = append(t.after, f) }
+
+// fail records an engine error; the transaction will not commit.
+func (t *Tx) fail(err error) error {
+	if err != nil && t.err == nil {
+		t.err = err
 	}
-	if !create || !t.tx.Writable() {
-		return nil, nil
-	}
-	return t.tx.CreateBucket([]byte(name))
+	return err
 }
 
 // Get decodes bucket[key] into v and reports whether it existed.
 func (t *Tx) Get(bucket, key string, v any) (bool, error) {
-	raw := t.GetRaw(bucket, key)
+	if validKey(bucket) != nil || validKey(key) != nil {
+		return false, nil
+	}
+	raw, err := t.e.Get(bucket, key)
+	if err != nil {
+		return false, t.fail(err)
+	}
 	if raw == nil {
 		return false, nil
 	}
 	return true, json.Unmarshal(raw, v)
 }
 
-// GetRaw returns the stored bytes (valid only inside the transaction).
+// GetRaw returns the stored bytes, nil when missing (on bbolt they are
+// valid only inside the transaction). An engine failure returns nil and
+// fails the transaction.
 func (t *Tx) GetRaw(bucket, key string) []byte {
-	b, _ := t.bucket(bucket, false)
-	if b == nil {
+	if validKey(bucket) != nil || validKey(key) != nil {
 		return nil
 	}
-	return b.Get([]byte(key))
+	raw, err := t.e.Get(bucket, key)
+	if t.fail(err) != nil {
+		return nil
+	}
+	return raw
 }
 
 // Put encodes v as JSON into bucket[key].
@@ -99,81 +268,145 @@ func (t *Tx) Put(bucket, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	return t.PutRaw(bucket, key, raw)
+	return t.put(bucket, key, raw, true)
 }
 
-// PutRaw stores bytes as they are.
+// PutRaw stores bytes exactly as they are.
 func (t *Tx) PutRaw(bucket, key string, raw []byte) error {
-	b, err := t.bucket(bucket, true)
-	if err != nil {
+	return t.put(bucket, key, raw, false)
+}
+
+func (t *Tx) put(bucket, key string, raw []byte, isJSON bool) error {
+	if err := t.writeCheck(bucket, key); err != nil {
 		return err
 	}
-	return b.Put([]byte(key), raw)
+	if raw == nil {
+		raw = []byte{}
+	}
+	return t.fail(t.e.Put(bucket, key, raw, isJSON))
 }
 
 // Delete removes bucket[key]; a missing key is not an error.
 func (t *Tx) Delete(bucket, key string) error {
-	b, err := t.bucket(bucket, false)
-	if err != nil || b == nil {
+	if err := t.writeCheck(bucket, key); err != nil {
 		return err
 	}
-	return b.Delete([]byte(key))
+	return t.fail(t.e.Delete(bucket, key))
 }
 
-// NextSeq returns the bucket's next sequence number (1, 2, ...).
-func (t *Tx) NextSeq(bucket string) (uint64, error) {
-	b, err := t.bucket(bucket, true)
-	if err != nil {
-		return 0, err
+func (t *Tx) writeCheck(bucket, key string) error {
+	if !t.writable {
+		return ErrReadOnly
 	}
-	return b.NextSequence()
-}
-
-// ForEach visits bucket entries in key order; return ErrStop to end early.
-func (t *Tx) ForEach(bucket string, fn func(key string, raw []byte) error) error {
-	b, _ := t.bucket(bucket, false)
-	if b == nil {
-		return nil
+	if err := validKey(bucket); err != nil {
+		return fmt.Errorf("bucket %q: %w", bucket, err)
 	}
-	err := b.ForEach(func(k, v []byte) error { return fn(string(k), v) })
-	if errors.Is(err, ErrStop) {
-		return nil
-	}
-	return err
-}
-
-// ForEachPrefix visits keys starting with prefix, in order.
-func (t *Tx) ForEachPrefix(bucket, prefix string, fn func(key string, raw []byte) error) error {
-	b, _ := t.bucket(bucket, false)
-	if b == nil {
-		return nil
-	}
-	c := b.Cursor()
-	p := []byte(prefix)
-	for k, v := c.Seek(p); k != nil && len(k) >= len(p) && string(k[:len(p)]) == prefix; k, v = c.Next() {
-		if err := fn(string(k), v); err != nil {
-			if errors.Is(err, ErrStop) {
-				return nil
-			}
-			return err
-		}
+	if err := validKey(key); err != nil {
+		return fmt.Errorf("key %q: %w", key, err)
 	}
 	return nil
 }
 
-// Count is the number of keys in a bucket.
-func (t *Tx) Count(bucket string) int {
-	b, _ := t.bucket(bucket, false)
-	if b == nil {
-		return 0
+// NextSeq returns the bucket's next sequence number (1, 2, ...), unique
+// across every DB on the same storage.
+func (t *Tx) NextSeq(bucket string) (uint64, error) {
+	if err := t.writeCheck(bucket, "seq"); err != nil {
+		return 0, err
 	}
-	return b.Stats().KeyN
+	n, err := t.e.NextSeq(bucket)
+	return n, t.fail(err)
 }
 
-// ErrStop ends a ForEach early without error.
-var ErrStop = errors.New("stop")
+// Scan visits the entries o selects, in key order (descending when
+// o.Reverse); fn returning ErrStop ends it without error. fn may write to
+// the store; keys it adds ahead of the scan may or may not be visited.
+// raw is valid only during fn.
+func (t *Tx) Scan(bucket string, o ScanOptions, fn func(key string, raw []byte) error) error {
+	if validKey(bucket) != nil {
+		return nil
+	}
+	for _, s := range []string{o.Prefix, o.Start} {
+		if s != "" && validKey(s) != nil {
+			return fmt.Errorf("scan bound %q: %w", s, ErrBadKey)
+		}
+	}
+	var fnErr error
+	err := t.e.Scan(bucket, o, func(k string, raw []byte) error {
+		if err := fn(k, raw); err != nil {
+			fnErr = err
+			return ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		return t.fail(err)
+	}
+	if errors.Is(fnErr, ErrStop) {
+		return nil
+	}
+	return fnErr
+}
+
+// ForEach visits every entry of bucket in key order; ErrStop ends it early.
+func (t *Tx) ForEach(bucket string, fn func(key string, raw []byte) error) error {
+	return t.Scan(bucket, ScanOptions{}, fn)
+}
+
+// ForEachPrefix visits keys starting with prefix, in order.
+func (t *Tx) ForEachPrefix(bucket, prefix string, fn func(key string, raw []byte) error) error {
+	return t.Scan(bucket, ScanOptions{Prefix: prefix}, fn)
+}
+
+// Count is the number of keys in a bucket (0 on an engine failure, which
+// fails the transaction).
+func (t *Tx) Count(bucket string) int { return t.CountPrefix(bucket, "") }
+
+// CountPrefix is the number of keys of bucket that start with prefix.
+func (t *Tx) CountPrefix(bucket, prefix string) int {
+	if validKey(bucket) != nil || (prefix != "" && validKey(prefix) != nil) {
+		return 0
+	}
+	n, err := t.e.Count(bucket, prefix)
+	if t.fail(err) != nil {
+		return 0
+	}
+	return n
+}
+
+// Publish sends payload on channel to every subscriber once the transaction
+// commits; nothing is sent when it rolls back.
+func (t *Tx) Publish(channel, payload string) error {
+	if err := checkChannel(channel, payload); err != nil {
+		return err
+	}
+	return t.fail(t.e.Notify(channel, payload))
+}
 
 // SeqKey renders a sequence number as a sortable key.
 func SeqKey(n uint64) string {
 	return fmt.Sprintf("%020d", n)
+}
+
+func validKey(s string) error {
+	if s == "" || len(s) > MaxKeyLen || !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+		return ErrBadKey
+	}
+	return nil
+}
+
+// MaxPayload bounds a notification (PostgreSQL's NOTIFY takes under 8000
+// bytes, channel name included).
+const MaxPayload = 7000
+
+func checkChannel(channel, payload string) error {
+	if validKey(channel) != nil || len(channel) > 63 {
+		return fmt.Errorf("channel %q must be 1 to 63 bytes of UTF-8 without NUL", channel)
+	}
+	if strings.IndexByte(channel, '\n') >= 0 {
+		return fmt.Errorf("channel %q must not contain a newline", channel)
+	}
+	if len(payload) > MaxPayload || !utf8.ValidString(payload) || strings.IndexByte(payload, 0) >= 0 {
+		return fmt.Errorf("notification payload must be at most %d bytes of UTF-8 without NUL", MaxPayload)
+	}
+	return nil
 }

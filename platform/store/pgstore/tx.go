@@ -1,0 +1,207 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"deckhand/platform/store"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pageSize is how many rows a scan reads per query; the function sees
+// one page at a time, so it may run statements of its own in between.
+const pageSize = 256
+
+// notifyChannel is the one PostgreSQL channel every store channel travels
+// on, as "channel\npayload", so the listener LISTENs once.
+const notifyChannel = "deckhand_store"
+
+type pgTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+// value reads either column as bytes: jsonb as its text, raw as stored.
+const value = "COALESCE(raw, convert_to(value::text, 'UTF8'))"
+
+func (t *pgTx) Get(bucket, key string) ([]byte, error) {
+	var raw []byte
+	err := t.tx.QueryRow(t.ctx, "SELECT "+value+" FROM kv WHERE bucket = $1 AND key = $2", bucket, key).Scan(&raw)
+	if err == pgx.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbErr{err: err}
+	}
+	if raw == nil {
+		raw = []byte{}
+	}
+	return raw, nil
+}
+
+func (t *pgTx) Put(bucket, key string, raw []byte, isJSON bool) error {
+	var err error
+	if isJSON && !hasNULEscape(raw) {
+		_, err = t.tx.Exec(t.ctx, `INSERT INTO kv (bucket, key, value) VALUES ($1, $2, $3::text::jsonb)
+			ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value, raw = NULL`, bucket, key, string(raw))
+	} else {
+		_, err = t.tx.Exec(t.ctx, `INSERT INTO kv (bucket, key, raw) VALUES ($1, $2, $3)
+			ON CONFLICT (bucket, key) DO UPDATE SET raw = excluded.raw, value = NULL`, bucket, key, raw)
+	}
+	if err != nil {
+		return dbErr{err: err}
+	}
+	return nil
+}
+
+// hasNULEscape reports a \u0000 escape, which jsonb refuses: such a value
+// is kept as exact bytes instead.
+func hasNULEscape(raw []byte) bool {
+	s := string(raw)
+	for i := strings.Index(s, `\u0000`); i >= 0; {
+		bs := 0 // an odd run of backslashes before "u0000" makes it an escape
+		for j := i; j >= 0 && s[j] == '\\'; j-- {
+			bs++
+		}
+		if bs%2 == 1 {
+			return true
+		}
+		next := strings.Index(s[i+1:], `\u0000`)
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+func (t *pgTx) Delete(bucket, key string) error {
+	if _, err := t.tx.Exec(t.ctx, "DELETE FROM kv WHERE bucket = $1 AND key = $2", bucket, key); err != nil {
+		return dbErr{err: err}
+	}
+	return nil
+}
+
+func (t *pgTx) NextSeq(bucket string) (uint64, error) {
+	var n int64
+	err := t.tx.QueryRow(t.ctx, `INSERT INTO kv_seq (bucket, n) VALUES ($1, 1)
+		ON CONFLICT (bucket) DO UPDATE SET n = kv_seq.n + 1 RETURNING n`, bucket).Scan(&n)
+	if err != nil {
+		return 0, dbErr{err: err}
+	}
+	return uint64(n), nil
+}
+
+func (t *pgTx) Count(bucket, prefix string) (int, error) {
+	q, args := "SELECT count(*) FROM kv WHERE bucket = $1", []any{bucket}
+	if prefix != "" {
+		q += " AND key >= $2"
+		args = append(args, prefix)
+		if end, ok := store.PrefixEnd(prefix); ok {
+			q += " AND key < $3"
+			args = append(args, end)
+		}
+	}
+	var n int
+	if err := t.tx.QueryRow(t.ctx, q, args...).Scan(&n); err != nil {
+		return 0, dbErr{err: err}
+	}
+	return n, nil
+}
+
+func (t *pgTx) Notify(channel, payload string) error {
+	if _, err := t.tx.Exec(t.ctx, "SELECT pg_notify($1, $2)", notifyChannel, channel+"\n"+payload); err != nil {
+		return dbErr{err: err}
+	}
+	return nil
+}
+
+// bound is one side of a key range.
+type bound struct {
+	key       string
+	inclusive bool
+	set       bool
+}
+
+// scanRange is the key range o selects within its prefix.
+func scanRange(o store.ScanOptions) (lo, hi bound) {
+	if o.Prefix != "" {
+		lo = bound{o.Prefix, true, true}
+	}
+	if end, ok := store.PrefixEnd(o.Prefix); ok {
+		hi = bound{end, false, true}
+	}
+	if o.Start == "" {
+		return lo, hi
+	}
+	start := bound{o.Start, !o.Exclusive, true}
+	if !o.Reverse && (!lo.set || o.Start >= lo.key) {
+		lo = start
+	}
+	if o.Reverse && (!hi.set || o.Start < hi.key) {
+		hi = start
+	}
+	return lo, hi
+}
+
+func (t *pgTx) Scan(bucket string, o store.ScanOptions, fn func(string, []byte) error) error {
+	lo, hi := scanRange(o)
+	seen := 0
+	for {
+		q, args := "SELECT key, "+value+" FROM kv WHERE bucket = $1", []any{bucket}
+		if lo.set {
+			args = append(args, lo.key)
+			q += fmt.Sprintf(" AND key %s $%d", map[bool]string{true: ">=", false: ">"}[lo.inclusive], len(args))
+		}
+		if hi.set {
+			args = append(args, hi.key)
+			q += fmt.Sprintf(" AND key %s $%d", map[bool]string{true: "<=", false: "<"}[hi.inclusive], len(args))
+		}
+		q += map[bool]string{false: " ORDER BY key", true: " ORDER BY key DESC"}[o.Reverse]
+		n := pageSize
+		if o.Limit > 0 && o.Limit-seen < n {
+			n = o.Limit - seen
+		}
+		args = append(args, n)
+		q += fmt.Sprintf(" LIMIT $%d", len(args))
+		rows, err := t.tx.Query(t.ctx, q, args...)
+		if err != nil {
+			return dbErr{err: err}
+		}
+		type kv struct {
+			k string
+			v []byte
+		}
+		page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (kv, error) {
+			var e kv
+			err := r.Scan(&e.k, &e.v)
+			if e.v == nil {
+				e.v = []byte{}
+			}
+			return e, err
+		})
+		if err != nil {
+			return dbErr{err: err}
+		}
+		for _, e := range page {
+			if err := fn(e.k, e.v); err != nil {
+				if err == store.ErrStop {
+					return nil
+				}
+				return err
+			}
+		}
+		seen += len(page)
+		if len(page) < n || (o.Limit > 0 && seen >= o.Limit) {
+			return nil
+		}
+		last := page[len(page)-1].k
+		if o.Reverse {
+			hi = bound{last, false, true}
+		} else {
+			lo = bound{last, false, true}
+		}
+	}
+}
