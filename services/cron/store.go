@@ -1,0 +1,271 @@
+package cron
+
+import (
+	"encoding/json"
+	"time"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// The service's store keeps what a crontab has no place for: each entry's
+// runner policies (keyed by entry id), the run records and the runner's
+// checkpoint. The crontab stays the only source of the entries themselves.
+const (
+	bucketPolicies = "policies"
+	bucketRuns     = "runs"
+	bucketState    = "state"
+
+	keyCheckpoint = "checkpoint" // the last time the runner looked at the schedules
+	keyBootID     = "boot_id"    // the boot whose @reboot entries ran
+
+	// maxRuns bounds the run records kept; the oldest go first.
+	maxRuns = 1000
+)
+
+// Policy is an entry's runner policies; empty fields are the defaults.
+type Policy struct {
+	Overlap string `json:"overlap,omitempty"`
+	Catchup string `json:"catchup,omitempty"`
+}
+
+func (p Policy) overlap() string {
+	if p.Overlap == "" {
+		return "allow"
+	}
+	return p.Overlap
+}
+
+func (p Policy) catchup() string {
+	if p.Catchup == "" {
+		return "none"
+	}
+	return p.Catchup
+}
+
+func (p Policy) isDefault() bool { return p.overlap() == "allow" && p.catchup() == "none" }
+
+func (s *Service) policies() (map[string]Policy, error) {
+	out := map[string]Policy{}
+	err := s.deps.Store.View(func(tx *store.Tx) error {
+		return tx.ForEach(bucketPolicies, func(k string, raw []byte) error {
+			var p Policy
+			if json.Unmarshal(raw, &p) == nil {
+				out[k] = p
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, platform.Internal("read the entries' policies", err)
+	}
+	return out, nil
+}
+
+func (s *Service) policy(id string) (Policy, error) {
+	var p Policy
+	err := s.deps.Store.View(func(tx *store.Tx) error { _, err := tx.Get(bucketPolicies, id, &p); return err })
+	if err != nil {
+		return Policy{}, platform.Internal("read the entry's policies", err)
+	}
+	return p, nil
+}
+
+// stagePolicy stores pol for the entry now on line index of d (its id may
+// differ from oldID after an edit) and registers the undo on d.
+func (s *Service) stagePolicy(d *doc, index int, oldID string, pol Policy) error {
+	newID := ""
+	for _, pe := range d.entries() {
+		if pe.Index == index {
+			newID = pe.ID
+		}
+	}
+	if newID == "" {
+		return platform.Internal("find the edited entry", nil)
+	}
+	return s.putPolicies(d, map[string]*Policy{oldID: nil, newID: policyOrNil(pol)})
+}
+
+func policyOrNil(p Policy) *Policy {
+	if p.isDefault() {
+		return nil
+	}
+	return &p
+}
+
+// dropPolicy forgets a deleted entry's policies.
+func (s *Service) dropPolicy(d *doc, id string) error {
+	return s.putPolicies(d, map[string]*Policy{id: nil})
+}
+
+// putPolicies sets (nil: deletes) policies in one transaction and puts the
+// reverse change on d.undo.
+func (s *Service) putPolicies(d *doc, set map[string]*Policy) error {
+	before := map[string]*Policy{}
+	err := s.deps.Store.Update(func(tx *store.Tx) error {
+		for id := range set {
+			if id == "" {
+				continue
+			}
+			var old Policy
+			if ok, err := tx.Get(bucketPolicies, id, &old); err != nil {
+				return err
+			} else if ok {
+				before[id] = &old
+			} else {
+				before[id] = nil
+			}
+		}
+		// Deletions first, so a policy moved from an id to itself stays.
+		for id, p := range set {
+			if id != "" && p == nil {
+				if err := tx.Delete(bucketPolicies, id); err != nil {
+					return err
+				}
+			}
+		}
+		for id, p := range set {
+			if id != "" && p != nil {
+				if err := tx.Put(bucketPolicies, id, p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return platform.Internal("store the entry's policies", err)
+	}
+	d.undo = append(d.undo, func() {
+		_ = s.deps.Store.Update(func(tx *store.Tx) error {
+			for id, p := range before {
+				if p == nil {
+					_ = tx.Delete(bucketPolicies, id)
+				} else {
+					_ = tx.Put(bucketPolicies, id, p)
+				}
+			}
+			return nil
+		})
+	})
+	return nil
+}
+
+// Run is one run of an entry.
+type Run struct {
+	ID          string     `json:"id" required:"true"`
+	EntryID     string     `json:"entry_id" required:"true"`
+	Schedule    string     `json:"schedule" required:"true"`
+	Command     string     `json:"command" required:"true"`
+	User        string     `json:"user,omitempty" doc:"the user it ran as (system-format crontabs)"`
+	Trigger     string     `json:"trigger" required:"true" enum:"schedule,catchup,manual,reboot" doc:"what started it: its schedule, catch-up after downtime, POST .../run, or @reboot at the first start after a boot"`
+	ScheduledAt *time.Time `json:"scheduled_at" doc:"the schedule time it stands for (null for a manual run)"`
+	Status      string     `json:"status" required:"true" enum:"queued,running,succeeded,failed,skipped,interrupted" doc:"queued: waiting for the previous run (overlap=queue); skipped: the overlap policy skip dropped it; interrupted: the service stopped during the run"`
+	StartedAt   time.Time  `json:"started_at" required:"true"`
+	EndedAt     *time.Time `json:"ended_at" doc:"null while running"`
+	ExitCode    *int       `json:"exit_code" doc:"null while running, when skipped, and when the command could not start (see error)"`
+	Output      string     `json:"output" required:"true" doc:"the last 4 KiB of stdout and stderr together"`
+	Error       string     `json:"error,omitempty" doc:"why the command could not start or was stopped"`
+}
+
+// RunList is the answer of GET /api/v1/cron/runs.
+type RunList struct {
+	Runs      []Run `json:"runs" required:"true" doc:"newest first"`
+	Truncated bool  `json:"truncated" required:"true" doc:"more runs match than limit"`
+}
+
+// saveRun writes (or rewrites) a run record; a new record gets its id and
+// the oldest records beyond maxRuns go.
+func (s *Service) saveRun(r *Run) error {
+	return s.deps.Store.Update(func(tx *store.Tx) error {
+		if r.ID == "" {
+			n, err := tx.NextSeq(bucketRuns)
+			if err != nil {
+				return err
+			}
+			r.ID = store.SeqKey(n)
+			if over := tx.Count(bucketRuns) + 1 - maxRuns; over > 0 {
+				var old []string
+				if err := tx.ForEach(bucketRuns, func(k string, _ []byte) error {
+					if len(old) == over {
+						return store.ErrStop
+					}
+					old = append(old, k)
+					return nil
+				}); err != nil {
+					return err
+				}
+				for _, k := range old {
+					if err := tx.Delete(bucketRuns, k); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return tx.Put(bucketRuns, r.ID, r)
+	})
+}
+
+// Runs lists run records newest first, of one entry when entry is set.
+func (s *Service) Runs(entry string, limit int) (RunList, error) {
+	out := RunList{Runs: []Run{}}
+	err := s.deps.Store.View(func(tx *store.Tx) error {
+		return tx.Scan(bucketRuns, store.ScanOptions{Reverse: true}, func(_ string, raw []byte) error {
+			var r Run
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return err
+			}
+			if entry != "" && r.EntryID != entry {
+				return nil
+			}
+			if len(out.Runs) == limit {
+				out.Truncated = true
+				return store.ErrStop
+			}
+			out.Runs = append(out.Runs, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return RunList{}, platform.Internal("read the runs", err)
+	}
+	return out, nil
+}
+
+// markInterrupted closes the records of runs a previous process left
+// running (it stopped or was killed during them).
+func (s *Service) markInterrupted(now time.Time) error {
+	return s.deps.Store.Update(func(tx *store.Tx) error {
+		var open []Run
+		if err := tx.ForEach(bucketRuns, func(_ string, raw []byte) error {
+			var r Run
+			if json.Unmarshal(raw, &r) == nil && (r.Status == "running" || r.Status == "queued") {
+				open = append(open, r)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, r := range open {
+			r.Status, r.EndedAt, r.Error = "interrupted", &now, "the cron service stopped during the run"
+			if err := tx.Put(bucketRuns, r.ID, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Service) loadState(key string, v any) (bool, error) {
+	var ok bool
+	err := s.deps.Store.View(func(tx *store.Tx) error {
+		var err error
+		ok, err = tx.Get(bucketState, key, v)
+		return err
+	})
+	return ok, err
+}
+
+func (s *Service) saveState(key string, v any) error {
+	return s.deps.Store.Update(func(tx *store.Tx) error { return tx.Put(bucketState, key, v) })
+}
