@@ -30,7 +30,7 @@ const (
 	maxCatchup = 100
 	maxQueue   = 100
 	// commandReread is how often the crontab command is re-read for changes.
-	commandReread = 5 * time.Second
+	commandReread   = 5 * time.Second
 	checkpointEvery = 10 * time.Second
 )
 
@@ -109,6 +109,8 @@ func (r *runner) start(on bool) error {
 	} else {
 		r.s.log.Error("cron: read the crontab", "err", err)
 	}
+	// The first tick (catch-up included) happens before New returns.
+	r.tick(r.now())
 	go r.loop()
 	return nil
 }
