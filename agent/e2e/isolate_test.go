@@ -48,7 +48,7 @@ func openapiInfo(t testing.TB, base string) map[string]any {
 }
 
 // TestIsolationKeepsDataAndSettings runs cron and files in-process, writes
-// a file and a job, stops the agent and starts it again on the same data
+// a file and a crontab entry, stops the agent and starts it again on the same data
 // with both isolated: the children read back what the in-process services
 // wrote, get the same settings (--files-root from a flag, --crontab and
 // --cron-runner from DECKHAND_* variables) and title their documents alike.
@@ -90,9 +90,11 @@ func TestIsolationKeepsDataAndSettings(t *testing.T) {
 	if status, _, raw := send(t, "PUT", gwURL+"files/api/v1/files/content?path=/in/one.txt", "written in-process"); status != 201 {
 		t.Fatalf("put: %d %s", status, raw)
 	}
-	if status, _, raw := send(t, "POST", gwURL+"cron/api/v1/cron/jobs", `{"name":"nightly","schedule":"0 3 * * *","command":"echo in-process"}`); status != 201 {
-		t.Fatalf("create job: %d %s", status, raw)
+	status, created, raw := send(t, "POST", gwURL+"cron/api/v1/cron/entries", `{"comment":"nightly","schedule":"0 3 * * *","command":"echo in-process"}`)
+	if status != 201 {
+		t.Fatalf("create entry: %d %s", status, raw)
 	}
+	entryID, _ := created["id"].(string)
 	infos := map[string]map[string]any{"cron": openapiInfo(t, gwURL+"cron"), "files": openapiInfo(t, gwURL+"files")}
 	stop(a)
 
@@ -100,8 +102,8 @@ func TestIsolationKeepsDataAndSettings(t *testing.T) {
 	if status, _, raw := get(t, gwURL+"files/api/v1/files/content?path=/in/one.txt"); status != 200 || string(raw) != "written in-process" {
 		t.Fatalf("isolated files read: %d %q", status, raw)
 	}
-	status, job, raw := get(t, gwURL+"cron/api/v1/cron/jobs/job_1")
-	if status != 200 || job["name"] != "nightly" {
+	status, entry, raw := get(t, gwURL+"cron/api/v1/cron/entries/"+entryID)
+	if status != 200 || entry["comment"] != "nightly" {
 		t.Fatalf("isolated cron read: %d %s", status, raw)
 	}
 	if status, _, raw := send(t, "PUT", gwURL+"files/api/v1/files/content?path=/iso/two.txt", "written isolated"); status != 201 {
@@ -110,8 +112,8 @@ func TestIsolationKeepsDataAndSettings(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(root, "iso", "two.txt")); err != nil || string(b) != "written isolated" {
 		t.Fatalf("--files-root did not reach the child: %q %v", b, err)
 	}
-	if status, _, raw := send(t, "POST", gwURL+"cron/api/v1/cron/jobs", `{"schedule":"@daily","command":"echo isolated"}`); status != 201 {
-		t.Fatalf("isolated create job: %d %s", status, raw)
+	if status, _, raw := send(t, "POST", gwURL+"cron/api/v1/cron/entries", `{"schedule":"@daily","command":"echo isolated"}`); status != 201 {
+		t.Fatalf("isolated create entry: %d %s", status, raw)
 	}
 	tab, err := os.ReadFile(crontab)
 	if err != nil || !strings.Contains(string(tab), "0 3 * * * echo in-process") || !strings.Contains(string(tab), "@daily echo isolated") {
@@ -123,7 +125,7 @@ func TestIsolationKeepsDataAndSettings(t *testing.T) {
 		}
 	}
 	// A bad query parameter is named the same by a child.
-	if status, m, raw := get(t, gwURL+"cron/api/v1/cron/jobs?limit=0"); status != 400 || m["details"] != "limit" {
+	if status, m, raw := get(t, gwURL+"cron/api/v1/cron/runs?limit=0"); status != 400 || m["details"] != "limit" {
 		t.Fatalf("isolated bad limit: %d %s", status, raw)
 	}
 	stop(a)
@@ -132,8 +134,8 @@ func TestIsolationKeepsDataAndSettings(t *testing.T) {
 	if status, _, raw := get(t, gwURL+"files/api/v1/files/content?path=/iso/two.txt"); status != 200 || string(raw) != "written isolated" {
 		t.Fatalf("in-process read of the child's write: %d %q", status, raw)
 	}
-	status, list, raw := get(t, gwURL+"cron/api/v1/cron/jobs")
-	if jobs, _ := list["jobs"].([]any); status != 200 || len(jobs) != 2 {
+	status, list, raw := get(t, gwURL+"cron/api/v1/cron/entries")
+	if es, _ := list["entries"].([]any); status != 200 || len(es) != 2 {
 		t.Fatalf("in-process list after isolation: %d %s", status, raw)
 	}
 	stop(a)
