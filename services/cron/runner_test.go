@@ -26,6 +26,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// fakeClockDeps are a service's deps on a fake clock at 2026-01-01 10:00:30 UTC.
+func fakeClockDeps(t *testing.T) (platform.ServiceDeps, *platform.FakeClock) {
+	deps := platformtest.ServiceDeps(t, "cron")
+	clock := platform.NewFakeClock(time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC))
+	deps.Clock = clock
+	return deps, clock
+}
+
 func writeTab(t *testing.T, content string) string {
 	t.Helper()
 	tab := filepath.Join(t.TempDir(), "crontab")
@@ -77,9 +85,7 @@ func idByCommand(t *testing.T, h *platform.Host, command string) string {
 // with the crontab's variables, and not before.
 func TestRunnerFiresOnTime(t *testing.T) {
 	t.Parallel()
-	clock := platform.NewFakeClock(time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC))
-	deps := platformtest.ServiceDeps(t, "cron")
-	deps.Clock = clock
+	deps, clock := fakeClockDeps(t)
 	tab := writeTab(t, "GREETING=hello\nCRON_TZ=UTC\n* * * * * echo $GREETING at minute\n")
 	h := platformtest.ServiceHost(newService(t, deps, &cron.Settings{Crontab: tab, Runner: true}))
 	time.Sleep(1500 * time.Millisecond) // the loop ticks at least every second
@@ -106,9 +112,7 @@ func TestRunnerFiresOnTime(t *testing.T) {
 // all replayed (all), by each entry's policy.
 func TestCatchupPolicies(t *testing.T) {
 	t.Parallel()
-	clock := platform.NewFakeClock(time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC))
-	deps := platformtest.ServiceDeps(t, "cron")
-	deps.Clock = clock
+	deps, clock := fakeClockDeps(t)
 	tab := writeTab(t, "CRON_TZ=UTC\n0 * * * * echo none\n0 * * * * echo last\n0 * * * * echo all\n")
 	set := &cron.Settings{Crontab: tab, Runner: true}
 	first := newService(t, deps, set)
@@ -274,9 +278,7 @@ func TestFailedRunReachesTheSeams(t *testing.T) {
 // The runner re-reads the crontab when the file changes on disk.
 func TestRunnerReloadsAChangedFile(t *testing.T) {
 	t.Parallel()
-	clock := platform.NewFakeClock(time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC))
-	deps := platformtest.ServiceDeps(t, "cron")
-	deps.Clock = clock
+	deps, clock := fakeClockDeps(t)
 	tab := writeTab(t, "# nothing yet\n")
 	h := platformtest.ServiceHost(newService(t, deps, &cron.Settings{Crontab: tab, Runner: true}))
 	if err := os.WriteFile(tab, []byte("# nothing yet\n* * * * * echo edited by hand\n"), 0o600); err != nil {
