@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"os/user"
 	"strings"
@@ -159,6 +160,9 @@ func (s *Service) runCommand(ctx context.Context, j job, out *tailWriter) (int, 
 	command, stdin := splitPercent(j.command)
 	cmd := exec.CommandContext(ctx, shell, "-c", command)
 	cmd.Env, cmd.Dir = env, envGet(env, "HOME")
+	if st, err := os.Stat(cmd.Dir); err != nil || !st.IsDir() {
+		cmd.Dir = "/" // a user without a home directory (nobody) still runs
+	}
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = out, out
 	// A run still going when the service closes is killed with its

@@ -342,3 +342,23 @@ func TestCloseEndsRunsInProgress(t *testing.T) {
 		t.Fatal("Close waited for the 600 s run")
 	}
 }
+
+// In a system-format crontab a run switches to the entry's user.
+func TestRunsAsTheEntrysUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("switching users needs root")
+	}
+	if _, err := user.Lookup("nobody"); err != nil {
+		t.Skip("no user nobody")
+	}
+	tab := writeTab(t, "@daily nobody id -un; echo $LOGNAME $HOME\n")
+	h := platformtest.ServiceHost(newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: tab, Format: "system"}))
+	id := entries(t, h)[0]["id"].(string)
+	call(t, h, "POST", "/api/v1/cron/entries/"+id+"/run", nil)
+	waitFor(t, "the run", func() bool { rs := runsOf(t, h, id); return len(rs) == 1 && finished(rs) })
+	nobody, _ := user.Lookup("nobody")
+	if r := runsOf(t, h, id)[0]; r["output"] != "nobody\nnobody "+nobody.HomeDir+"\n" || r["user"] != "nobody" {
+		t.Fatalf("run %v", r)
+	}
+}

@@ -477,3 +477,48 @@ func TestCrontabFailuresAreBackendErrors(t *testing.T) {
 		t.Fatalf("health after a failed write: %s", raw)
 	}
 }
+
+// Concurrent edits without If-Match each apply to the current crontab:
+// none is lost.
+func TestConcurrentEditsLoseNothing(t *testing.T) {
+	t.Parallel()
+	h, tab := fileHost(t, nil, "")
+	const n = 10
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if a := call(t, h, "POST", "/api/v1/cron/entries", map[string]any{"schedule": "@hourly", "command": "echo " + string(rune('a'+i))}); a.status != 201 {
+				t.Errorf("create %d: %d %s", i, a.status, a.raw)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if es := entries(t, h); len(es) != n || strings.Count(readFile(t, tab), "@hourly echo ") != n {
+		t.Fatalf("%d entries:\n%s", len(es), readFile(t, tab))
+	}
+}
+
+// A change of schedule gives the entry a new id; its policies go with it.
+func TestPoliciesFollowAnEditedEntry(t *testing.T) {
+	t.Parallel()
+	h, _ := fileHost(t, nil, "")
+	a := call(t, h, "POST", "/api/v1/cron/entries", map[string]any{"schedule": "@hourly", "command": "true", "overlap": "queue", "catchup": "all"})
+	if a.status != 201 || a.m["overlap"] != "queue" || a.m["catchup"] != "all" {
+		t.Fatalf("create: %d %s", a.status, a.raw)
+	}
+	old := a.m["id"].(string)
+	a = call(t, h, "PATCH", "/api/v1/cron/entries/"+old, map[string]any{"schedule": "@daily"})
+	if a.status != 200 || a.m["id"] == old || a.m["overlap"] != "queue" || a.m["catchup"] != "all" {
+		t.Fatalf("edit: %d %s", a.status, a.raw)
+	}
+	if a := call(t, h, "GET", "/api/v1/cron/entries/"+old, nil); a.status != 404 {
+		t.Fatalf("old id: %d", a.status)
+	}
+	// A new entry that happens to get the old id again starts with defaults.
+	a = call(t, h, "POST", "/api/v1/cron/entries", map[string]any{"schedule": "@hourly", "command": "true"})
+	if a.m["id"] != old || a.m["overlap"] != "allow" || a.m["catchup"] != "none" {
+		t.Fatalf("recreated: %s", a.raw)
+	}
+}
