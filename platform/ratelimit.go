@@ -91,7 +91,8 @@ type Limiter interface {
 // event and lasts Per; each window also writes an expiry index entry, and
 // Sweep deletes ended windows by walking that index from its start, so
 // sweeping costs the number of ended windows, not the number of keys.
-// Keys are stored as hashes: the emails and temp_tokens that limits count
+// A window is named by the limit's Name and the key alone, so a domain
+// applying a host limit's rule by value shares its counters. Keys are stored as hashes: the emails and temp_tokens that limits count
 // by never sit in the store in the clear.
 type StoreLimiter struct {
 	db    *store.DB
@@ -117,7 +118,7 @@ type limitWindow struct {
 }
 
 func windowKey(h LimitHit) string {
-	sum := sha256.Sum256([]byte(h.Limit.Name + "\x00" + h.Limit.By.String() + "\x00" + h.Key))
+	sum := sha256.Sum256([]byte(h.Limit.Name + "\x00" + h.Key))
 	return "w/" + h.Limit.Name + "/" + hex.EncodeToString(sum[:16])
 }
 
