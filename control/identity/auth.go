@@ -53,10 +53,16 @@ func (s *Service) Authenticate(c fiber.Ctx) (*auth.Principal, error) {
 	if !ok {
 		return nil, errNoCredential
 	}
-	if strings.HasPrefix(raw, TokenPrefix) {
-		return s.authToken(raw, platform.ClientIP(c))
+	return s.Resolve(raw, platform.ClientIP(c))
+}
+
+// Resolve is Authenticate without HTTP: the principal a credential (session
+// access JWT or svc_ token) acts for when presented from ip.
+func (s *Service) Resolve(credential, ip string) (*auth.Principal, error) {
+	if strings.HasPrefix(credential, TokenPrefix) {
+		return s.authToken(credential, ip)
 	}
-	return s.authSession(raw)
+	return s.authSession(credential)
 }
 
 func (s *Service) authSession(raw string) (*Principal, error) {
