@@ -135,6 +135,9 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 	for _, d := range s.domains {
 		tables = append(tables, d.Routes())
 	}
+	if missing := s.authz.Missing(); len(missing) > 0 {
+		return nil, fmt.Errorf("routes require resource checks no domain provides: %v", missing)
+	}
 	hc := platform.HostConfig{
 		Info: platform.Info{Name: "control", Title: "deckhand control plane", Version: platform.Version,
 			Description: "Accounts, sessions, signing keys and the platform resources of deckhand. " +
@@ -188,9 +191,6 @@ func (s *Server) buildDomains() error {
 	}
 	if s.auth == nil {
 		s.auth = refuseAll
-	}
-	if missing := s.authz.Missing(); len(missing) > 0 {
-		return fmt.Errorf("routes require resource checks no domain provides: %v", missing)
 	}
 	return nil
 }
