@@ -619,6 +619,9 @@ func (s *Service) Me(ctx context.Context) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
+	if u := s.cachedProfile(p.CredentialID(), p.UserID); u != nil {
+		return u, nil
+	}
 	var v User
 	if err := s.readUser(p, "read the profile", func(u *userRec) { v = u.view() }); err != nil {
 		return nil, err

@@ -107,6 +107,7 @@ func (s *Service) authSession(raw string) (*Principal, error) {
 		return nil, storeErr("check the session", err)
 	}
 	s.cache.put(raw, entry)
+	s.profiles.put(entry.p.SessionID, entry)
 	p := entry.p
 	return &p, nil
 }
@@ -194,6 +195,7 @@ func (s *Service) loadToken(raw string) (*credEntry, error) {
 		return nil, storeErr("check the auth token", err)
 	}
 	s.cache.put(raw, e)
+	s.profiles.put(e.p.TokenID, e)
 	return e, nil
 }
 

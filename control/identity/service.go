@@ -123,7 +123,8 @@ type Service struct {
 	stopOnce sync.Once
 	done     chan struct{}
 
-	cache *credCache
+	cache    *credCache
+	profiles profiles // Me's fast path
 
 	usage sync.Map // auth token id → *tokenUsage (last_used_* not yet persisted)
 	dummy string   // password hash compared when the account does not exist
