@@ -616,14 +616,13 @@ var errStateIDReused = &platform.Error{Code: platform.CodeConflict, Field: "stat
 
 var errTicketGone = platform.Errorf(platform.CodeGone, "launch ticket is already used or has expired")
 
-func (s *Service) handleLaunchStart(c fiber.Ctx) error {
-	c.Set("Referrer-Policy", "no-referrer")
-	c.Set("Cache-Control", "no-store")
-	ticket := c.Query("ticket")
+// StartLaunch consumes a launch ticket (once, atomically) and begins its
+// provider flow; origin is the request's Origin header, when it sent one.
+func (s *Service) StartLaunch(_ context.Context, ticket, origin string) (*OAuthRedirect, error) {
 	if ticket == "" {
-		return platform.Invalid("ticket", "is required")
+		return nil, platform.Invalid("ticket", "is required")
 	}
-	var to, bind string
+	var out OAuthRedirect
 	err := s.update(func(tx *store.Tx) error {
 		key := s.lookupKey("launch\x00" + ticket)
 		var t launchRec
@@ -634,8 +633,8 @@ func (s *Service) handleLaunchStart(c fiber.Ctx) error {
 		if !ok || t.Used || !s.now().Before(t.ExpiresAt) {
 			return errTicketGone
 		}
-		if o := c.Get(fiber.HeaderOrigin); o != "" {
-			if got, _, _ := originOf(o); got != t.Origin {
+		if origin != "" {
+			if got, _, _ := originOf(origin); got != t.Origin {
 				return forbidden("launch ticket belongs to another origin")
 			}
 		}
@@ -647,13 +646,23 @@ func (s *Service) handleLaunchStart(c fiber.Ctx) error {
 		if err := tx.Put(bucketLaunch, key, &t); err != nil {
 			return err
 		}
-		to, bind, err = s.beginFlow(tx, t.Provider, p, onceRec{Challenge: t.Challenge, StateID: t.StateID,
+		out.URL, out.Bind, err = s.beginFlow(tx, t.Provider, p, onceRec{Challenge: t.Challenge, StateID: t.StateID,
 			RedirectURI: t.Origin + completionPath, Intent: "login"})
 		return err
 	})
 	if err != nil {
-		return storeErr("start the launch", err)
+		return nil, storeErr("start the launch", err)
 	}
-	s.setBindCookie(c, bind)
-	return c.Redirect().Status(http.StatusFound).To(to)
+	return &out, nil
+}
+
+func (s *Service) handleLaunchStart(c fiber.Ctx) error {
+	c.Set("Referrer-Policy", "no-referrer")
+	c.Set("Cache-Control", "no-store")
+	out, err := s.StartLaunch(c.Context(), c.Query("ticket"), c.Get(fiber.HeaderOrigin))
+	if err != nil {
+		return err
+	}
+	s.setBindCookie(c, out.Bind)
+	return c.Redirect().Status(http.StatusFound).To(out.URL)
 }
