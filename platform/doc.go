@@ -6,8 +6,12 @@
 // container service is (service.go: ServiceDeps, typed Settings declared as
 // flags, ContainerService with Info), where its data lives (data.go), how it
 // is served (serve.go: NewServiceHost, ServeUntil), how query parameters are
-// parsed (query.go) and the seams between services (seams.go: Journal,
-// Notifier).
+// parsed (query.go), the seams between services (seams.go: Journal,
+// Notifier), who may call a route and how often (policy.go: Policy,
+// Authenticator; ratelimit.go: RateLimit, Limiter, StoreLimiter — declared
+// per route, enforced by the host, shown in the OpenAPI document; the
+// caller travels in the request's context.Context, package auth) and the
+// decode-call-encode handlers of domain methods (endpoint.go).
 //
 // Transport decision (made once, here): every service is a Fiber v3 app on
 // fasthttp, because that is the fast path for plain JSON resources. Routes

@@ -40,8 +40,13 @@ type HostConfig struct {
 	// StreamRequestBody hands large bodies to handlers as a stream.
 	StreamRequestBody bool
 	// Middleware runs after the kernel's (request id, log, recovery) and
-	// before any route: authentication, rate limits.
+	// before any route.
 	Middleware []fiber.Handler
+	// Auth resolves credentials for routes whose Policy needs one. With it
+	// set, a route without a policy needs a signed-in caller.
+	Auth Authenticator
+	// Limiter counts the routes' declared rate limits.
+	Limiter Limiter
 	// Finalize runs on every response, success or error, after its body is
 	// complete: the control plane signs responses here.
 	Finalize func(c fiber.Ctx)
@@ -120,7 +125,7 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 // (every service at once) should not pay before anyone asks for it.
 func (h *Host) buildDoc() {
 	h.docOnce.Do(func() {
-		doc, err := OpenAPI(h.cfg.Info, h.routes)
+		doc, err := openAPI(h.cfg.Info, h.routes, h.cfg.Auth != nil)
 		if err == nil && h.cfg.Style == EnvelopeErrors {
 			useEnvelopeErrorSchema(doc)
 		}
@@ -141,11 +146,15 @@ func (h *Host) register(r Route) {
 	case r.Handler != nil:
 		handler = r.Handler
 	case r.HTTP != nil:
-		handler = adaptor.HTTPHandler(r.HTTP)
+		hh := r.HTTP
+		if h.cfg.Auth != nil {
+			hh = withCallerContext(hh)
+		}
+		handler = adaptor.HTTPHandler(hh)
 	default:
 		panic("platform: route without handler: " + r.Method + " " + r.Path)
 	}
-	handler = withQuery(r, handler)
+	handler = h.guard(r, withQuery(r, handler))
 	path := fiberPath(r.Path)
 	if r.Method == MethodAny {
 		h.app.All(path, handler)
@@ -377,11 +386,11 @@ func JSON(c fiber.Ctx, status int, v any) error {
 
 func (h *Host) builtinRoutes() []Route {
 	return []Route{
-		{Method: http.MethodGet, Path: "/health", Summary: "Health record of this service", Public: true,
+		{Method: http.MethodGet, Path: "/health", Summary: "Health record of this service", Policy: Public,
 			Response: Health{}, Tags: []string{"meta"}, Handler: h.health},
-		{Method: http.MethodGet, Path: "/openapi.json", Summary: "This service's OpenAPI document (JSON)", Public: true,
+		{Method: http.MethodGet, Path: "/openapi.json", Summary: "This service's OpenAPI document (JSON)", Policy: Public,
 			ContentType: "application/json", Tags: []string{"meta"}, Handler: h.openapiJSON},
-		{Method: http.MethodGet, Path: "/openapi.yaml", Summary: "This service's OpenAPI document (YAML)", Public: true,
+		{Method: http.MethodGet, Path: "/openapi.yaml", Summary: "This service's OpenAPI document (YAML)", Policy: Public,
 			ContentType: "application/yaml", Tags: []string{"meta"}, Handler: h.openapiYAML},
 	}
 }

@@ -26,6 +26,13 @@ type Info struct {
 // path parameter the path does not contain), which callers turn into 500
 // BACKEND_ERROR at /openapi.json.
 func OpenAPI(info Info, routes []Route) (map[string]any, error) {
+	return openAPI(info, routes, false)
+}
+
+// openAPI is OpenAPI for a host; authed says the host has an Authenticator,
+// so a route without a policy is shown as signed-in.
+func openAPI(info Info, routes []Route, authed bool) (map[string]any, error) {
+	secured := false
 	paths := map[string]any{}
 	seen := map[string]bool{}
 	for _, r := range routes {
@@ -40,7 +47,10 @@ func OpenAPI(info Info, routes []Route) (map[string]any, error) {
 			item = map[string]any{}
 			paths[p] = item
 		}
-		op := operation(r)
+		op := operation(r, authed)
+		if _, ok := op["x-policy"]; ok && r.Policy.Access != AccessPublic {
+			secured = true
+		}
 		if r.Method == MethodAny {
 			for _, m := range []string{"get", "put", "post", "delete", "options", "head", "patch"} {
 				item[m] = op
@@ -50,7 +60,7 @@ func OpenAPI(info Info, routes []Route) (map[string]any, error) {
 			item[strings.ToLower(r.Method)] = op
 		}
 	}
-	return map[string]any{
+	doc := map[string]any{
 		"openapi": "3.0.3",
 		"info": map[string]any{
 			"title":       info.Title,
@@ -71,10 +81,68 @@ func OpenAPI(info Info, routes []Route) (map[string]any, error) {
 				},
 			},
 		},
-	}, nil
+	}
+	if secured {
+		doc["components"].(map[string]any)["securitySchemes"] = map[string]any{
+			"bearerAuth": map[string]any{"type": "http", "scheme": "bearer",
+				"description": "a session JWT from login or an svc_ auth token"},
+		}
+	}
+	return doc, nil
 }
 
-func operation(r Route) map[string]any {
+// policyDoc adds the route's policy (security, x-policy) and rate limits
+// (x-rate-limits, the 429 answer) to op. Routes of a host without an
+// Authenticator that declare no policy are shown without one.
+func policyDoc(op map[string]any, r Route, authed bool) {
+	pol := r.Policy
+	if pol.Access == AccessDefault {
+		if !authed {
+			if len(r.Limits) > 0 {
+				limitsDoc(op, r.Limits)
+			}
+			return
+		}
+		pol.Access = AccessSignedIn
+	}
+	op["x-policy"] = pol.Label()
+	if pol.Access == AccessPublic {
+		op["security"] = []any{}
+	} else {
+		op["security"] = []any{map[string]any{"bearerAuth": []string{}}}
+		who := map[Access]string{AccessSignedIn: "any signed-in caller", AccessAdmin: "a signed-in user with the admin role"}[pol.Access]
+		if pol.Doc != "" {
+			who += "; " + pol.Doc
+		}
+		desc, _ := op["description"].(string)
+		op["description"] = strings.TrimSpace(desc + "\n\nPolicy `" + pol.Label() + "`: " + who + ".")
+	}
+	limitsDoc(op, r.Limits)
+}
+
+func limitsDoc(op map[string]any, limits []RateLimit) {
+	var out []any
+	for _, l := range limits {
+		if l.N <= 0 || l.Per <= 0 {
+			continue
+		}
+		m := map[string]any{"name": l.Name, "by": l.By.String(), "limit": l.N, "window_seconds": int64(l.Per / time.Second)}
+		if l.Value != "" {
+			m["key"] = l.Value
+		}
+		if l.Failures {
+			m["counts"] = "failed attempts"
+		} else {
+			m["counts"] = "requests"
+		}
+		out = append(out, m)
+	}
+	if len(out) > 0 {
+		op["x-rate-limits"] = out
+	}
+}
+
+func operation(r Route, authed bool) map[string]any {
 	op := map[string]any{
 		"operationId": operationID(r),
 		"summary":     r.Summary,
@@ -85,9 +153,7 @@ func operation(r Route) map[string]any {
 	if len(r.Tags) > 0 {
 		op["tags"] = r.Tags
 	}
-	if r.Public {
-		op["security"] = []any{}
-	}
+	policyDoc(op, r, authed)
 	if r.WebSocket {
 		op["x-websocket"] = true
 	}
@@ -161,6 +227,14 @@ func operation(r Route) map[string]any {
 	responses["default"] = map[string]any{
 		"description": "error",
 		"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}},
+	}
+	if _, ok := op["x-rate-limits"]; ok {
+		responses["429"] = map[string]any{
+			"description": "Too Many Requests: a rate limit of x-rate-limits is exhausted",
+			"headers": map[string]any{"Retry-After": map[string]any{
+				"description": "seconds until the window ends", "schema": map[string]any{"type": "integer"}}},
+			"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}},
+		}
 	}
 	op["responses"] = responses
 	return op

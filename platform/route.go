@@ -37,8 +37,13 @@ type Route struct {
 	Summary     string
 	Description string
 	Tags        []string
-	// Public marks a control-plane route that needs no credential.
-	Public bool
+	// Policy says who may call the route (Public, SignedIn, Admin or a
+	// Resource check); the host enforces it before the handler. The zero
+	// value is SignedIn on a host with an Authenticator.
+	Policy Policy
+	// Limits are the route's rate limits; the host applies those keyed by
+	// IP, account or credential, the domain those keyed ByValue.
+	Limits []RateLimit
 	Query  []Param
 	// Body and Response are zero values of the request and response types;
 	// their JSON shape goes into the document. Nil means none / free-form.

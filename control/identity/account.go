@@ -13,33 +13,45 @@ import (
 
 	"deckhand/control/mail"
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
 
 func (s *Service) accountRoutes() []platform.Route {
 	tag := []string{"auth"}
+	r := s.rules
 	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/auth/signup", Public: true, Tags: tag, Handler: s.handleSignup,
+		{Method: http.MethodPost, Path: "/api/v1/auth/signup", Policy: platform.Public, Tags: tag,
+			Limits:  limits(r.signupIP, r.signupAddress),
+			Handler: platform.Endpoint(http.StatusOK, "Signup successful: check your email to verify your account", s.Signup),
 			Summary: "Create an account (inactive until its email is verified)",
 			Description: "Password rule: at least 12 characters with an uppercase letter, a lowercase letter, a digit and a special character. " +
 				"`region` defaults to the first available region. A verification mail with a link whose query carries `token=<token>` is sent; " +
 				"signing up again before verifying re-sends the link (the password of the signup whose link is used wins); " +
 				"an address with a verified account gets a notice mail instead, and the answer is the same, so signup never reveals whether an email exists. " +
-				"403 when signups are disabled; 429 with Retry-After past 30 signups per IP per 5 minutes or 3 per address per hour. " +
+				"403 when signups are disabled. " +
 				emailRule,
-			Body: signupReq{}, Response: emailData{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/verify-email", Public: true, Tags: tag, Handler: s.handleVerifyEmail,
+			Body: SignupInput{}, Response: SignupResult{}},
+		{Method: http.MethodPost, Path: "/api/v1/auth/verify-email", Policy: platform.Public, Tags: tag,
+			Limits:  limits(r.verifyIP),
+			Handler: platform.Endpoint(http.StatusOK, "Email verified: the account is active", s.VerifyEmail),
 			Summary: "Activate an account with the token from its verification mail (single use, valid 24 hours)",
-			Body:    tokenReq{}, Response: User{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/forgot-password", Public: true, Tags: tag, Handler: s.handleForgot,
+			Body:    TokenInput{}, Response: User{}},
+		{Method: http.MethodPost, Path: "/api/v1/auth/forgot-password", Policy: platform.Public, Tags: tag,
+			Limits:      limits(r.recoveryIP, r.recoveryAddress),
+			Handler:     platform.Command(http.StatusOK, sameAnswer, s.ForgotPassword),
 			Summary:     "Mail a password reset link (token valid 1 hour)",
-			Description: "Always answers 200 with the same message whether or not the address has an account. 429 past 3 mails per address per hour or 30 per IP per hour.",
-			Body:        emailReq{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/reset-password", Public: true, Tags: tag, Handler: s.handleReset,
+			Description: "Always answers 200 with the same message whether or not the address has an account.",
+			Body:        EmailInput{}},
+		{Method: http.MethodPost, Path: "/api/v1/auth/reset-password", Policy: platform.Public, Tags: tag,
+			Limits:      limits(r.verifyIP),
+			Handler:     platform.Command(http.StatusOK, "Password updated: log in with the new password", s.ResetPassword),
 			Summary:     "Set a new password with a reset token",
 			Description: "The new password follows the signup rule. Every session of the account ends; the address counts as verified.",
-			Body:        resetReq{}},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/login", Public: true, Tags: tag, Handler: s.handleLogin,
+			Body:        ResetInput{}},
+		{Method: http.MethodPost, Path: "/api/v1/users/auth/login", Policy: platform.Public, Tags: tag,
+			Limits:  limits(r.loginIP, r.loginAccount),
+			Handler: platform.Endpoint(http.StatusOK, "Login successful", s.Login),
 			Summary: "Log in with username or email and password",
 			Description: "Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. " +
 				"`email` is looked up in its canonical form (see signup): any spelling of the address finds the account. " +
@@ -47,35 +59,41 @@ func (s *Service) accountRoutes() []platform.Route {
 				"`response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, " +
 				"valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. " +
 				"When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify. " +
-				"401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts; " +
-				"429 with Retry-After past 30 attempts per IP per 5 minutes or 10 failures per account per 15 minutes.",
-			Body: loginReq{}, Response: LoginResult{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/intent/exchange", Public: true, Tags: tag, Handler: s.handleIntentExchange,
+				"401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.",
+			Body: LoginInput{}, Response: LoginResult{}},
+		{Method: http.MethodPost, Path: "/api/v1/auth/intent/exchange", Policy: platform.Public, Tags: tag,
+			Limits:      limits(r.verifyIP),
+			Handler:     platform.Endpoint(http.StatusOK, "Login successful", s.ExchangeIntent),
 			Summary:     "Exchange an auth_intent_token (or an OAuth completion code) and its code_verifier for session tokens",
 			Description: "Single use: a wrong verifier also consumes the token. Answers the login result.",
-			Body:        exchangeReq{}, Response: LoginResult{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/intent/cancel", Public: true, Tags: tag, Handler: s.handleIntentCancel, Status: http.StatusNoContent,
+			Body:        ExchangeInput{}, Response: LoginResult{}},
+		{Method: http.MethodPost, Path: "/api/v1/auth/intent/cancel", Policy: platform.Public, Tags: tag, Handler: s.handleIntentCancel, Status: http.StatusNoContent,
 			Summary:     "Cancel an auth intent token, OAuth completion code or 2FA temp_token sent as Bearer",
 			Description: "Idempotent: an unknown or already used token also answers 204. 401 without a Bearer credential."},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/refresh", Public: true, Tags: tag, Handler: s.handleRefresh,
+		{Method: http.MethodPost, Path: "/api/v1/users/auth/refresh", Policy: platform.Public, Tags: tag, Handler: s.handleRefresh,
+			Limits:  limits(r.refreshIP, r.refreshAccount),
 			Summary: "Rotate the session's access and refresh tokens",
 			Description: "The refresh token must be byte-identical in `Authorization: Bearer` and in body `refreshToken`, else 401 `Invalid refresh token`. " +
 				"Replaying a refresh token that was already rotated revokes the whole session, except within 10 seconds of its rotation " +
-				"(two tabs refreshing at once both get the current pair). 429 past 150 refreshes per IP or per account per 5 minutes.",
-			Body: refreshReq{}, Response: LoginResult{}},
-		{Method: http.MethodGet, Path: "/api/v1/users/auth/me", Tags: tag, Handler: s.handleMe,
+				"(two tabs refreshing at once both get the current pair).",
+			Body: RefreshInput{}, Response: LoginResult{}},
+		{Method: http.MethodGet, Path: "/api/v1/users/auth/me", Policy: platform.SignedIn, Tags: tag,
+			Handler: platform.Read("User profile", s.Me),
 			Summary: "The authenticated user's profile", Response: User{}},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/logout", Tags: tag, Handler: s.handleLogout,
+		{Method: http.MethodPost, Path: "/api/v1/users/auth/logout", Policy: platform.SignedIn, Tags: tag,
+			Handler:     s.handleLogout,
 			Summary:     "End the current session: its access and refresh tokens stop working at once",
 			Description: "Needs a session token; auth tokens are revoked with DELETE /api/v1/auth/tokens/{id}."},
 	}
 }
 
-type emailData struct {
+// SignupResult is data of a successful signup.
+type SignupResult struct {
 	Email string `json:"email"`
 }
 
-type signupReq struct {
+// SignupInput is the body of signup.
+type SignupInput struct {
 	Email    string `json:"email" required:"true"`
 	Password string `json:"password" required:"true"`
 	Region   string `json:"region,omitempty"`
@@ -83,7 +101,8 @@ type signupReq struct {
 
 var regionRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
-func (r *signupReq) Validate() error {
+// Validate normalizes the email and checks the password rule.
+func (r *SignupInput) Validate() error {
 	e, err := normalizeEmail("email", r.Email)
 	if err != nil {
 		return err
@@ -98,40 +117,47 @@ func (r *signupReq) Validate() error {
 	return nil
 }
 
-type emailReq struct {
+// EmailInput is the body of forgot-password.
+type EmailInput struct {
 	Email string `json:"email" required:"true"`
 }
 
-func (r *emailReq) Validate() error {
+// Validate normalizes the email.
+func (r *EmailInput) Validate() error {
 	e, err := normalizeEmail("email", r.Email)
 	r.Email = e
 	return err
 }
 
-type tokenReq struct {
+// TokenInput carries a one-time token (verify-email).
+type TokenInput struct {
 	Token string `json:"token" required:"true"`
 }
 
-func (r *tokenReq) Validate() error {
+// Validate demands the token.
+func (r *TokenInput) Validate() error {
 	if r.Token == "" {
 		return platform.Invalid("token", "is required")
 	}
 	return nil
 }
 
-type resetReq struct {
+// ResetInput is the body of reset-password.
+type ResetInput struct {
 	Token    string `json:"token" required:"true"`
 	Password string `json:"password" required:"true"`
 }
 
-func (r *resetReq) Validate() error {
+// Validate demands the token and checks the password rule.
+func (r *ResetInput) Validate() error {
 	if r.Token == "" {
 		return platform.Invalid("token", "is required")
 	}
 	return checkSignupPassword("password", r.Password)
 }
 
-type loginReq struct {
+// LoginInput is the body of login.
+type LoginInput struct {
 	Username            string `json:"username,omitempty"`
 	Email               string `json:"email,omitempty"`
 	Password            string `json:"password" required:"true"`
@@ -140,7 +166,8 @@ type loginReq struct {
 	CodeChallengeMethod string `json:"code_challenge_method,omitempty"`
 }
 
-func (r *loginReq) Validate() error {
+// Validate checks the login rules and fills the default response_mode.
+func (r *LoginInput) Validate() error {
 	switch {
 	case r.Username == "" && r.Email == "":
 		return platform.Invalid("username", "username or email is required")
@@ -178,13 +205,15 @@ func (r *loginReq) Validate() error {
 	return nil
 }
 
-type exchangeReq struct {
+// ExchangeInput is the body of intent exchange.
+type ExchangeInput struct {
 	AuthIntentToken string `json:"auth_intent_token,omitempty"`
 	Code            string `json:"code,omitempty"`
 	CodeVerifier    string `json:"code_verifier" required:"true"`
 }
 
-func (r *exchangeReq) Validate() error {
+// Validate checks that exactly one secret and a verifier are given.
+func (r *ExchangeInput) Validate() error {
 	if r.AuthIntentToken == "" && r.Code == "" {
 		return platform.Invalid("auth_intent_token", "is required (or `code` from an OAuth completion)")
 	}
@@ -200,8 +229,11 @@ func (r *exchangeReq) Validate() error {
 	return nil
 }
 
-type refreshReq struct {
+// RefreshInput is the body of refresh; Bearer is the Authorization
+// header's token, which must be the same bytes.
+type RefreshInput struct {
 	RefreshToken string `json:"refreshToken" required:"true"`
+	Bearer       string `json:"-"`
 }
 
 // sendMail delivers m, logging (never returning) the address on failure.
@@ -245,41 +277,40 @@ func (s *Service) pickRegion(asked string) (string, error) {
 	return "", platform.Invalid("region", "must be one of the available regions (GET /api/v1/auth/available-regions)")
 }
 
-func (s *Service) handleSignup(c fiber.Ctx) error {
+// Signup creates an inactive account and mails its verification link (or,
+// for an address with a verified account, a notice), answering the same
+// either way.
+func (s *Service) Signup(ctx context.Context, in SignupInput) (*SignupResult, error) {
 	if !s.signups {
-		return forbidden("signups are disabled on this server")
+		return nil, forbidden("signups are disabled on this server")
 	}
-	if err := s.limiter.hit("signup:ip:"+platform.ClientIP(c), s.limits.SignupPerIP); err != nil {
-		return err
-	}
-	var req signupReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
 	// Signup mails an address whether or not it has an account, so it
 	// shares the per-address mail budget's rule (counted for every
 	// address alike, it reveals nothing).
-	if err := s.limiter.hit("signup:acct:"+req.Email, s.limits.RecoveryPerAccount); err != nil {
-		return err
+	if err := s.limiter.Allow(ctx, s.rules.signupAddress.On(in.Email)); err != nil {
+		return nil, err
 	}
-	region, err := s.pickRegion(req.Region)
+	region, err := s.pickRegion(in.Region)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Hash before the write transaction: argon2 must not hold the store lock.
-	h, err := hashPassword(req.Password)
+	h, err := hashPassword(in.Password)
 	if err != nil {
-		return platform.Internal("hash the password", err)
+		return nil, platform.Internal("hash the password", err)
 	}
 	var msg mail.Message
 	err = s.update(func(tx *store.Tx) error {
-		existing, err := userByIndex(tx, bucketEmails, req.Email)
+		existing, err := userByIndex(tx, bucketEmails, in.Email)
 		if err != nil {
 			return err
 		}
 		if existing != nil {
 			if existing.EmailVerified {
-				msg = mail.Message{To: req.Email, Subject: "Someone tried to sign up with your address",
+				msg = mail.Message{To: in.Email, Subject: "Someone tried to sign up with your address",
 					Text: "An account already exists for this address. If this was you, log in or reset your password at\n\n" +
 						s.publicURL + "/auth/forgot-password\n"}
 				return nil
@@ -289,10 +320,10 @@ func (s *Service) handleSignup(c fiber.Ctx) error {
 			// mailbox also fixes the password: a stranger who registered
 			// the address first cannot keep a password on it.
 			tok, err := s.issueOnce(tx, onceRec{Kind: onceVerify, UserID: existing.ID, PasswordHash: h})
-			msg = s.verificationMail(req.Email, tok)
+			msg = s.verificationMail(in.Email, tok)
 			return err
 		}
-		u, err := s.createUser(tx, newUser{Email: req.Email, Region: region, Source: "signup", IP: platform.ClientIP(c)})
+		u, err := s.createUser(tx, newUser{Email: in.Email, Region: region, Source: "signup", IP: auth.ClientIP(ctx)})
 		if err != nil {
 			return err
 		}
@@ -301,31 +332,28 @@ func (s *Service) handleSignup(c fiber.Ctx) error {
 			return err
 		}
 		tok, err := s.issueOnce(tx, onceRec{Kind: onceVerify, UserID: u.ID, PasswordHash: h})
-		msg = s.verificationMail(req.Email, tok)
+		msg = s.verificationMail(in.Email, tok)
 		return err
 	})
 	if err != nil {
-		return storeErr("create the account", err)
+		return nil, storeErr("create the account", err)
 	}
-	if err := s.sendMail(c.Context(), msg); err != nil {
-		return err
+	if err := s.sendMail(ctx, msg); err != nil {
+		return nil, err
 	}
-	return platform.Respond(c, http.StatusOK, "Signup successful: check your email to verify your account", emailData{Email: req.Email})
+	return &SignupResult{Email: in.Email}, nil
 }
 
 var errBadToken = platform.Invalid("token", "is invalid or has expired")
 
-func (s *Service) handleVerifyEmail(c fiber.Ctx) error {
-	if err := s.limiter.hit("verify:ip:"+platform.ClientIP(c), s.limits.VerifyPerIP); err != nil {
-		return err
-	}
-	var req tokenReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
+// VerifyEmail activates the account of a verification token.
+func (s *Service) VerifyEmail(ctx context.Context, in TokenInput) (*User, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
 	var view User
 	err := s.update(func(tx *store.Tx) error {
-		rec, u, err := s.takeOnceUser(tx, onceVerify, req.Token)
+		rec, u, err := s.takeOnceUser(tx, onceVerify, in.Token)
 		if err != nil {
 			return err
 		}
@@ -340,31 +368,26 @@ func (s *Service) handleVerifyEmail(c fiber.Ctx) error {
 		return putUser(tx, u)
 	})
 	if err != nil {
-		return storeErr("verify the email", err)
+		return nil, storeErr("verify the email", err)
 	}
-	return platform.Respond(c, http.StatusOK, "Email verified: the account is active", view)
+	return &view, nil
 }
 
 const sameAnswer = "If an account exists for this address, we have sent it an email"
 
-func (s *Service) recoveryLimits(c fiber.Ctx, email string) error {
-	if err := s.limiter.hit("recovery:ip:"+platform.ClientIP(c), s.limits.RecoveryPerIP); err != nil {
+// ForgotPassword mails a reset link when the address has an account; the
+// caller cannot tell whether it has.
+func (s *Service) ForgotPassword(ctx context.Context, in EmailInput) error {
+	if err := in.Validate(); err != nil {
 		return err
 	}
-	return s.limiter.hit("recovery:acct:"+email, s.limits.RecoveryPerAccount)
-}
-
-func (s *Service) handleForgot(c fiber.Ctx) error {
-	var req emailReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	if err := s.recoveryLimits(c, req.Email); err != nil {
+	if err := s.limiter.Allow(ctx, s.rules.recoveryAddress.On(in.Email)); err != nil {
 		return err
 	}
 	var msg *mail.Message
 	err := s.update(func(tx *store.Tx) error {
-		u, err := userByIndex(tx, bucketEmails, req.Email)
+		msg = nil
+		u, err := userByIndex(tx, bucketEmails, in.Email)
 		if err != nil || u == nil || u.IsBanned {
 			return err
 		}
@@ -381,27 +404,25 @@ func (s *Service) handleForgot(c fiber.Ctx) error {
 	}
 	if msg != nil {
 		// A mail failure must not answer differently from "no such account".
-		if err := s.sendMail(c.Context(), *msg); err != nil {
+		if err := s.sendMail(ctx, *msg); err != nil {
 			s.log.Error("password reset mail failed", "err", err)
 		}
 	}
-	return platform.Respond(c, http.StatusOK, sameAnswer, nil)
+	return nil
 }
 
-func (s *Service) handleReset(c fiber.Ctx) error {
-	if err := s.limiter.hit("verify:ip:"+platform.ClientIP(c), s.limits.VerifyPerIP); err != nil {
+// ResetPassword sets a new password with a reset token and ends every
+// session of the account.
+func (s *Service) ResetPassword(ctx context.Context, in ResetInput) error {
+	if err := in.Validate(); err != nil {
 		return err
 	}
-	var req resetReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	h, err := hashPassword(req.Password)
+	h, err := hashPassword(in.Password)
 	if err != nil {
 		return platform.Internal("hash the password", err)
 	}
 	err = s.update(func(tx *store.Tx) error {
-		_, u, err := s.takeOnceUser(tx, onceReset, req.Token)
+		_, u, err := s.takeOnceUser(tx, onceReset, in.Token)
 		if err != nil {
 			return err
 		}
@@ -411,31 +432,26 @@ func (s *Service) handleReset(c fiber.Ctx) error {
 		}
 		return s.revokeUserSessions(tx, u.ID, "password reset")
 	})
-	if err != nil {
-		return storeErr("reset the password", err)
-	}
-	return platform.Respond(c, http.StatusOK, "Password updated: log in with the new password", nil)
+	return storeErr("reset the password", err)
 }
 
 var errBadLogin = unauthorized("Invalid login credentials")
 
-func (s *Service) handleLogin(c fiber.Ctx) error {
-	if err := s.limiter.hit("login:ip:"+platform.ClientIP(c), s.limits.LoginPerIP); err != nil {
-		return err
+// Login checks a password login. It answers session tokens, an intent
+// token (response_mode intent) or the two-factor step.
+func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
-	var req loginReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	ident := strings.ToLower(strings.TrimSpace(req.Username + req.Email))
-	acctKey := "login:acct:" + ident
-	if err := s.limiter.check(acctKey, s.limits.LoginPerAccount); err != nil {
-		return err
+	ident := strings.ToLower(strings.TrimSpace(in.Username + in.Email))
+	acct := s.rules.loginAccount.On(ident)
+	if err := s.limiter.Check(ctx, acct); err != nil {
+		return nil, err
 	}
 	var u *userRec
 	err := s.db.View(func(tx *store.Tx) error {
 		var err error
-		if req.Email != "" {
+		if in.Email != "" {
 			u, err = userByIndex(tx, bucketEmails, ident)
 		} else {
 			u, err = userByIndex(tx, bucketNames, ident)
@@ -443,34 +459,33 @@ func (s *Service) handleLogin(c fiber.Ctx) error {
 		return err
 	})
 	if err != nil {
-		return platform.Internal("look up the account", err)
+		return nil, platform.Internal("look up the account", err)
 	}
 	hash := s.dummy
 	if u != nil && u.PasswordHash != "" {
 		hash = u.PasswordHash
 	}
-	if ok := checkPassword(hash, req.Password); !ok || u == nil || u.PasswordHash == "" {
-		s.limiter.add(acctKey, s.limits.LoginPerAccount)
-		return errBadLogin
+	if ok := checkPassword(hash, in.Password); !ok || u == nil || u.PasswordHash == "" {
+		if err := s.limiter.Add(ctx, acct); err != nil {
+			s.log.Warn("failed login not counted", "err", err)
+		}
+		return nil, errBadLogin
 	}
 	if u.IsBanned {
-		return forbidden("this account is banned")
+		return nil, forbidden("this account is banned")
 	}
 	if !u.EmailVerified {
-		return forbidden("email address not verified: follow the link in the verification email first")
+		return nil, forbidden("email address not verified: follow the link in the verification email first")
 	}
-	res, err := s.completeLogin(u.ID, "password", req.ResponseMode, req.CodeChallenge, platform.ClientIP(c), true)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Login successful", res)
+	return s.completeLogin(ctx, u.ID, "password", in.ResponseMode, in.CodeChallenge, true)
 }
 
 // completeLogin is the common end of every login path once the user is
 // known: the 2FA step when enabled (and not done yet), an intent token in
 // intent mode, or a new session.
-func (s *Service) completeLogin(userID, method, mode, challenge, ip string, needSecondFactor bool) (*LoginResult, error) {
+func (s *Service) completeLogin(ctx context.Context, userID, method, mode, challenge string, needSecondFactor bool) (*LoginResult, error) {
 	var res *LoginResult
+	ip := auth.ClientIP(ctx)
 	err := s.update(func(tx *store.Tx) error {
 		u, err := getUser(tx, userID)
 		if err != nil {
@@ -502,15 +517,13 @@ func (s *Service) completeLogin(userID, method, mode, challenge, ip string, need
 	return res, nil
 }
 
-func (s *Service) handleIntentExchange(c fiber.Ctx) error {
-	if err := s.limiter.hit("verify:ip:"+platform.ClientIP(c), s.limits.VerifyPerIP); err != nil {
-		return err
+// ExchangeIntent trades an intent token (or OAuth completion code) and its
+// PKCE verifier for session tokens, once.
+func (s *Service) ExchangeIntent(ctx context.Context, in ExchangeInput) (*LoginResult, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
-	var req exchangeReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	secret := req.AuthIntentToken + req.Code
+	secret := in.AuthIntentToken + in.Code
 	var res *LoginResult
 	err := s.update(func(tx *store.Tx) error {
 		rec, err := s.takeOnce(tx, onceIntent, secret)
@@ -520,7 +533,7 @@ func (s *Service) handleIntentExchange(c fiber.Ctx) error {
 		if rec == nil {
 			return unauthorized("auth intent token is invalid, used or expired")
 		}
-		if !checkPKCE(rec.Challenge, req.CodeVerifier) {
+		if !checkPKCE(rec.Challenge, in.CodeVerifier) {
 			return errBadVerifier
 		}
 		u, err := getUser(tx, rec.UserID)
@@ -533,7 +546,7 @@ func (s *Service) handleIntentExchange(c fiber.Ctx) error {
 		if u.IsBanned {
 			return errBanned
 		}
-		res, err = s.startSession(tx, u, rec.Method, platform.ClientIP(c))
+		res, err = s.startSession(tx, u, rec.Method, auth.ClientIP(ctx))
 		return err
 	})
 	if err == errBadVerifier {
@@ -541,69 +554,92 @@ func (s *Service) handleIntentExchange(c fiber.Ctx) error {
 		_ = s.update(func(tx *store.Tx) error { return s.dropOnce(tx, onceIntent, secret) })
 	}
 	if err != nil {
-		return storeErr("exchange the intent token", err)
+		return nil, storeErr("exchange the intent token", err)
 	}
-	return platform.Respond(c, http.StatusOK, "Login successful", res)
+	return res, nil
 }
 
 var errBadVerifier = unauthorized("code_verifier does not match the code_challenge")
 
-func (s *Service) handleIntentCancel(c fiber.Ctx) error {
-	raw, ok := bearer(c)
-	if !ok {
+// CancelIntent drops an intent token, OAuth completion code or 2FA
+// temp_token; unknown ones are already cancelled.
+func (s *Service) CancelIntent(_ context.Context, token string) error {
+	if token == "" {
 		return errNoCredential
 	}
 	err := s.update(func(tx *store.Tx) error {
-		if err := s.dropOnce(tx, onceIntent, raw); err != nil {
+		if err := s.dropOnce(tx, onceIntent, token); err != nil {
 			return err
 		}
-		return s.dropOnce(tx, onceTemp, raw)
+		return s.dropOnce(tx, onceTemp, token)
 	})
 	if err != nil {
 		return platform.Internal("cancel the intent", err)
 	}
+	return nil
+}
+
+func (s *Service) handleIntentCancel(c fiber.Ctx) error {
+	raw, _ := bearer(c)
+	if err := s.CancelIntent(c.Context(), raw); err != nil {
+		return err
+	}
 	return c.SendStatus(http.StatusNoContent)
 }
 
-func (s *Service) handleRefresh(c fiber.Ctx) error {
-	if err := s.limiter.hit("refresh:ip:"+platform.ClientIP(c), s.limits.RefreshPerIP); err != nil {
-		return err
+// Refresh rotates a session's tokens; the body's refresh token must be
+// the same bytes as the Authorization header's.
+func (s *Service) Refresh(ctx context.Context, in RefreshInput) (*LoginResult, error) {
+	if in.Bearer == "" || in.RefreshToken == "" || subtle.ConstantTimeCompare([]byte(in.Bearer), []byte(in.RefreshToken)) != 1 {
+		return nil, errBadRefresh
 	}
+	return s.refresh(ctx, in.Bearer)
+}
+
+func (s *Service) handleRefresh(c fiber.Ctx) error {
 	hdr, ok := bearer(c)
 	if !ok {
 		return errBadRefresh
 	}
-	var req refreshReq
-	if err := platform.Decode(c, &req); err != nil {
+	var in RefreshInput
+	if err := platform.Decode(c, &in); err != nil {
 		return err
 	}
-	if req.RefreshToken == "" || subtle.ConstantTimeCompare([]byte(hdr), []byte(req.RefreshToken)) != 1 {
-		return errBadRefresh
-	}
-	res, err := s.refresh(hdr)
+	in.Bearer = hdr
+	res, err := s.Refresh(c.Context(), in)
 	if err != nil {
 		return err
 	}
 	return platform.Respond(c, http.StatusOK, "Token refreshed", res)
 }
 
-func (s *Service) handleMe(c fiber.Ctx) error {
-	p, err := s.principal(c)
+// Me is the caller's profile.
+func (s *Service) Me(ctx context.Context) (*User, error) {
+	p, err := platform.Caller(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if p.user != nil {
-		return platform.Respond(c, http.StatusOK, "User profile", p.user)
+	if u := s.cachedProfile(p.CredentialID(), p.UserID); u != nil {
+		return u, nil
 	}
 	var v User
 	if err := s.readUser(p, "read the profile", func(u *userRec) { v = u.view() }); err != nil {
-		return err
+		return nil, err
 	}
-	return platform.Respond(c, http.StatusOK, "User profile", v)
+	return &v, nil
 }
 
+// handleLogout ignores any body: clients often send the refresh token along.
 func (s *Service) handleLogout(c fiber.Ctx) error {
-	p, err := s.principal(c)
+	if err := s.Logout(c.Context()); err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Logged out", nil)
+}
+
+// Logout ends the caller's session.
+func (s *Service) Logout(ctx context.Context) error {
+	p, err := platform.Caller(ctx)
 	if err != nil {
 		return err
 	}
@@ -613,5 +649,5 @@ func (s *Service) handleLogout(c fiber.Ctx) error {
 	if err := s.revokeSession(p.SessionID, "logout"); err != nil {
 		return platform.Internal("end the session", err)
 	}
-	return platform.Respond(c, http.StatusOK, "Logged out", nil)
+	return nil
 }

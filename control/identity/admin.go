@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -10,31 +11,34 @@ import (
 
 	"deckhand/control/events"
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
 
 func (s *Service) adminRoutes() []platform.Route {
 	tag := []string{"admin"}
 	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/admin/users", Tags: tag, Handler: s.handleAdminCreate, Status: http.StatusCreated,
+		{Method: http.MethodPost, Path: "/api/v1/admin/users", Policy: platform.Admin, Tags: tag, Status: http.StatusCreated,
+			Handler: platform.Endpoint(http.StatusCreated, "User created", s.CreateUser),
 			Summary: "Create a user (admin role required, else 403)",
 			Description: "`password` follows the login rule (at least 8 characters with an uppercase letter, a lowercase letter and a digit). " +
 				"`username` defaults to one derived from the email; `role` is `user` (default) or `admin`; `verified` (default false) " +
 				"marks the email verified so the user can log in at once; an unverified user gets a verification mail. Writes `user.created`. " + emailRule,
-			Body: adminCreateReq{}, Response: User{}},
-		{Method: http.MethodGet, Path: "/api/v1/admin/users", Tags: tag, Handler: s.handleAdminList,
+			Body: AdminCreateInput{}, Response: User{}},
+		{Method: http.MethodGet, Path: "/api/v1/admin/users", Policy: platform.Admin, Tags: tag, Handler: platform.Read("Users", s.ListUsers),
 			Summary: "List users, oldest first (admin role required)", Response: []User{}},
-		{Method: http.MethodGet, Path: "/api/v1/admin/users/{id}", Tags: tag, Handler: s.handleAdminGet,
+		{Method: http.MethodGet, Path: "/api/v1/admin/users/{id}", Policy: platform.Admin, Tags: tag, Handler: s.handleAdminGet,
 			Summary: "One user (admin role required)", Response: User{}},
-		{Method: http.MethodPatch, Path: "/api/v1/admin/users/{id}", Tags: tag, Handler: s.handleAdminPatch,
+		{Method: http.MethodPatch, Path: "/api/v1/admin/users/{id}", Policy: platform.Admin, Tags: tag, Handler: s.handleAdminPatch,
 			Summary: "Change a user's role or ban state (admin role required)",
 			Description: "Writes `user.role_changed`, `user.banned` or `user.unbanned`. A banned user's sessions and auth tokens stop working at once " +
 				"(403). An admin cannot ban or demote themselves.",
-			Body: adminPatchReq{}, Response: User{}},
+			Body: AdminPatchInput{}, Response: User{}},
 	}
 }
 
-type adminCreateReq struct {
+// AdminCreateInput is the body of POST /api/v1/admin/users.
+type AdminCreateInput struct {
 	Email    string `json:"email" required:"true"`
 	Username string `json:"username,omitempty"`
 	Password string `json:"password" required:"true"`
@@ -49,7 +53,8 @@ func checkRole(r string) error {
 	return nil
 }
 
-func (r *adminCreateReq) Validate() error {
+// Validate normalizes the email and checks username, password and role.
+func (r *AdminCreateInput) Validate() error {
 	e, err := normalizeEmail("email", r.Email)
 	if err != nil {
 		return err
@@ -75,12 +80,14 @@ func checkAdminPassword(pw string) error {
 	return checkLoginPassword(pw)
 }
 
-type adminPatchReq struct {
+// AdminPatchInput is the body of PATCH /api/v1/admin/users/{id}.
+type AdminPatchInput struct {
 	Role     *string `json:"role,omitempty" enum:"user,admin"`
 	IsBanned *bool   `json:"is_banned,omitempty"`
 }
 
-func (r *adminPatchReq) Validate() error {
+// Validate demands a change and a known role.
+func (r *AdminPatchInput) Validate() error {
 	if r.Role == nil && r.IsBanned == nil {
 		return platform.Invalid("body", "give role or is_banned")
 	}
@@ -90,25 +97,26 @@ func (r *adminPatchReq) Validate() error {
 	return nil
 }
 
-func (s *Service) handleAdminCreate(c fiber.Ctx) error {
-	p, err := s.requireAdmin(c)
+// CreateUser creates an account on an admin's behalf.
+func (s *Service) CreateUser(ctx context.Context, in AdminCreateInput) (*User, error) {
+	p, err := platform.AdminCaller(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var req adminCreateReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
 	region, _ := s.pickRegion("")
 	var view User
 	var verifyTok string
 	err = s.update(func(tx *store.Tx) error {
-		u, err := s.createUser(tx, newUser{Email: req.Email, Username: req.Username, Password: req.Password, Role: req.Role,
-			Verified: req.Verified, Region: region, ActorID: p.UserID, IP: platform.ClientIP(c), Source: "admin"})
+		verifyTok = ""
+		u, err := s.createUser(tx, newUser{Email: in.Email, Username: in.Username, Password: in.Password, Role: in.Role,
+			Verified: in.Verified, Region: region, ActorID: p.UserID, IP: auth.ClientIP(ctx), Source: "admin"})
 		if err != nil {
 			return err
 		}
-		if !req.Verified {
+		if !in.Verified {
 			if verifyTok, err = s.issueOnce(tx, onceRec{Kind: onceVerify, UserID: u.ID}); err != nil {
 				return err
 			}
@@ -117,19 +125,20 @@ func (s *Service) handleAdminCreate(c fiber.Ctx) error {
 		return nil
 	})
 	if err != nil {
-		return storeErr("create the user", err)
+		return nil, storeErr("create the user", err)
 	}
 	if verifyTok != "" {
-		if err := s.sendMail(c.Context(), s.verificationMail(view.Email, verifyTok)); err != nil {
+		if err := s.sendMail(ctx, s.verificationMail(view.Email, verifyTok)); err != nil {
 			s.log.Error("verification mail failed", "user", view.ID, "err", err)
 		}
 	}
-	return platform.Respond(c, http.StatusCreated, "User created", view)
+	return &view, nil
 }
 
-func (s *Service) handleAdminList(c fiber.Ctx) error {
-	if _, err := s.requireAdmin(c); err != nil {
-		return err
+// ListUsers lists every account, oldest first (admins only).
+func (s *Service) ListUsers(ctx context.Context) ([]User, error) {
+	if _, err := platform.AdminCaller(ctx); err != nil {
+		return nil, err
 	}
 	out := []User{}
 	err := s.db.View(func(tx *store.Tx) error {
@@ -143,46 +152,55 @@ func (s *Service) handleAdminList(c fiber.Ctx) error {
 		})
 	})
 	if err != nil {
-		return platform.Internal("list users", err)
+		return nil, platform.Internal("list users", err)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	return platform.Respond(c, http.StatusOK, "Users", out)
+	return out, nil
 }
 
-func (s *Service) handleAdminGet(c fiber.Ctx) error {
-	if _, err := s.requireAdmin(c); err != nil {
-		return err
+// GetUser is one account (admins only).
+func (s *Service) GetUser(ctx context.Context, id string) (*User, error) {
+	if _, err := platform.AdminCaller(ctx); err != nil {
+		return nil, err
 	}
 	var view User
 	err := s.db.View(func(tx *store.Tx) error {
-		u, err := getUser(tx, c.Params("id"))
+		u, err := getUser(tx, id)
 		if err != nil {
 			return err
 		}
 		if u == nil {
-			return platform.NotFound("user", c.Params("id"))
+			return platform.NotFound("user", id)
 		}
 		view = u.view()
 		return nil
 	})
 	if err != nil {
-		return storeErr("read the user", err)
+		return nil, storeErr("read the user", err)
 	}
-	return platform.Respond(c, http.StatusOK, "User", view)
+	return &view, nil
 }
 
-func (s *Service) handleAdminPatch(c fiber.Ctx) error {
-	p, err := s.requireAdmin(c)
+func (s *Service) handleAdminGet(c fiber.Ctx) error {
+	v, err := s.GetUser(c.Context(), c.Params("id"))
 	if err != nil {
 		return err
 	}
-	var req adminPatchReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
+	return platform.Respond(c, http.StatusOK, "User", v)
+}
+
+// UpdateUser changes an account's role or ban state (admins only; never
+// their own ban or demotion).
+func (s *Service) UpdateUser(ctx context.Context, id string, in AdminPatchInput) (*User, error) {
+	p, err := platform.AdminCaller(ctx)
+	if err != nil {
+		return nil, err
 	}
-	id := c.Params("id")
-	if id == p.UserID && ((req.IsBanned != nil && *req.IsBanned) || (req.Role != nil && *req.Role != RoleAdmin)) {
-		return platform.Errorf(platform.CodeBadRequest, "an admin cannot ban or demote themselves")
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	if id == p.UserID && ((in.IsBanned != nil && *in.IsBanned) || (in.Role != nil && *in.Role != RoleAdmin)) {
+		return nil, platform.Errorf(platform.CodeBadRequest, "an admin cannot ban or demote themselves")
 	}
 	var view User
 	err = s.update(func(tx *store.Tx) error {
@@ -196,25 +214,25 @@ func (s *Service) handleAdminPatch(c fiber.Ctx) error {
 		now := s.now()
 		ev := func(typ string, payload map[string]any) error {
 			_, err := events.Append(tx, now, events.Event{EventType: typ, ResourceType: "user", ResourceID: u.ID,
-				ActorID: p.UserID, IP: platform.ClientIP(c), Payload: events.Payload(payload)})
+				ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: events.Payload(payload)})
 			return err
 		}
 		changed := false
-		if req.Role != nil && *req.Role != u.Role {
-			if err := ev("user.role_changed", map[string]any{"from": u.Role, "to": *req.Role}); err != nil {
+		if in.Role != nil && *in.Role != u.Role {
+			if err := ev("user.role_changed", map[string]any{"from": u.Role, "to": *in.Role}); err != nil {
 				return err
 			}
-			u.Role, changed = *req.Role, true
+			u.Role, changed = *in.Role, true
 		}
-		if req.IsBanned != nil && *req.IsBanned != u.IsBanned {
+		if in.IsBanned != nil && *in.IsBanned != u.IsBanned {
 			typ := "user.unbanned"
-			if *req.IsBanned {
+			if *in.IsBanned {
 				typ = "user.banned"
 			}
 			if err := ev(typ, map[string]any{"username": u.Username}); err != nil {
 				return err
 			}
-			u.IsBanned, changed = *req.IsBanned, true
+			u.IsBanned, changed = *in.IsBanned, true
 		}
 		if changed {
 			u.UpdatedAt = now
@@ -226,9 +244,21 @@ func (s *Service) handleAdminPatch(c fiber.Ctx) error {
 		return nil
 	})
 	if err != nil {
-		return storeErr("update the user", err)
+		return nil, storeErr("update the user", err)
 	}
-	return platform.Respond(c, http.StatusOK, "User updated", view)
+	return &view, nil
+}
+
+func (s *Service) handleAdminPatch(c fiber.Ctx) error {
+	var in AdminPatchInput
+	if err := platform.Decode(c, &in); err != nil {
+		return err
+	}
+	v, err := s.UpdateUser(c.Context(), c.Params("id"), in)
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "User updated", v)
 }
 
 // EnsureAdmin creates the bootstrap admin (--admin-email/--admin-password)

@@ -9,37 +9,19 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
 
-// Principal is who a request acts for.
-type Principal struct {
-	UserID string
-	Role   string
-	// Kind is "session" (a session JWT) or "token" (an svc_ auth token).
-	Kind      string
-	SessionID string // Kind "session"
-	TokenID   string // Kind "token"
+// Principal is who a request acts for; the host puts it in the request's
+// context (auth.FromContext) once Authenticate has resolved it.
+type Principal = auth.Principal
 
-	user *User // the account as loaded with the credential
-}
-
-// IsAdmin reports whether the principal has the admin role.
-func (p *Principal) IsAdmin() bool { return p != nil && p.Role == RoleAdmin }
-
-// Principal kinds.
+// Principal kinds and roles (package auth's).
 const (
-	KindSession = "session"
-	KindToken   = "token"
+	KindSession = auth.KindSession
+	KindToken   = auth.KindToken
 )
-
-type principalKey struct{}
-
-// PrincipalFrom returns the principal Authenticate stored on c, or nil.
-func PrincipalFrom(c fiber.Ctx) *Principal {
-	p, _ := c.Locals(principalKey{}).(*Principal)
-	return p
-}
 
 // TokenPrefix starts every auth token.
 const TokenPrefix = "svc_"
@@ -61,47 +43,26 @@ func bearer(c fiber.Ctx) (string, bool) {
 }
 
 // Authenticate resolves the request's Bearer credential (a session access
-// JWT or an svc_ auth token) into a Principal stored on c. It answers 401
-// for a missing, malformed, expired, revoked or disabled credential and for
-// an auth token used from an address outside its allow-list, and 403 for a
+// JWT or an svc_ auth token) into the Principal it acts for; the host calls
+// it for every route whose policy needs a caller. It answers 401 for a
+// missing, malformed, expired, revoked or disabled credential and for an
+// auth token used from an address outside its allow-list, and 403 for a
 // banned account.
-func (s *Service) Authenticate(c fiber.Ctx) error {
-	if PrincipalFrom(c) != nil {
-		return nil
-	}
+func (s *Service) Authenticate(c fiber.Ctx) (*auth.Principal, error) {
 	raw, ok := bearer(c)
 	if !ok {
-		return errNoCredential
+		return nil, errNoCredential
 	}
-	var p *Principal
-	var err error
-	if strings.HasPrefix(raw, TokenPrefix) {
-		p, err = s.authToken(raw, platform.ClientIP(c))
-	} else {
-		p, err = s.authSession(raw)
-	}
-	if err != nil {
-		return err
-	}
-	c.Locals(principalKey{}, p)
-	return nil
+	return s.Resolve(raw, platform.ClientIP(c))
 }
 
-// Middleware is Authenticate as a Fiber handler that continues the chain.
-func (s *Service) Middleware(c fiber.Ctx) error {
-	if err := s.Authenticate(c); err != nil {
-		return err
+// Resolve is Authenticate without HTTP: the principal a credential (session
+// access JWT or svc_ token) acts for when presented from ip.
+func (s *Service) Resolve(credential, ip string) (*auth.Principal, error) {
+	if strings.HasPrefix(credential, TokenPrefix) {
+		return s.authToken(credential, ip)
 	}
-	return c.Next()
-}
-
-// principal is what handlers call: it works whether or not the host ran
-// Authenticate before the route.
-func (s *Service) principal(c fiber.Ctx) (*Principal, error) {
-	if err := s.Authenticate(c); err != nil {
-		return nil, err
-	}
-	return PrincipalFrom(c), nil
+	return s.authSession(credential)
 }
 
 func (s *Service) authSession(raw string) (*Principal, error) {
@@ -109,7 +70,6 @@ func (s *Service) authSession(raw string) (*Principal, error) {
 	if e := s.cache.get(raw); e != nil {
 		if now.Before(e.expires) {
 			p := e.p
-			p.user = &e.user
 			return &p, nil
 		}
 		return nil, errBadCredential
@@ -147,8 +107,8 @@ func (s *Service) authSession(raw string) (*Principal, error) {
 		return nil, storeErr("check the session", err)
 	}
 	s.cache.put(raw, entry)
+	s.profiles.put(entry.p.SessionID, entry)
 	p := entry.p
-	p.user = &entry.user
 	return &p, nil
 }
 
@@ -195,7 +155,6 @@ func (s *Service) authToken(raw, ip string) (*Principal, error) {
 	}
 	s.usage.Store(tokID, &tokenUsage{at: now, ip: strings.Clone(ip), saved: saved})
 	p := e.p
-	p.user = &e.user
 	return &p, nil
 }
 
@@ -236,6 +195,7 @@ func (s *Service) loadToken(raw string) (*credEntry, error) {
 		return nil, storeErr("check the auth token", err)
 	}
 	s.cache.put(raw, e)
+	s.profiles.put(e.p.TokenID, e)
 	return e, nil
 }
 
@@ -265,29 +225,3 @@ func (s *Service) flushUsage(_ context.Context) {
 }
 
 func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
-
-// requireAdmin authenticates c and demands the admin role.
-func (s *Service) requireAdmin(c fiber.Ctx) (*Principal, error) {
-	p, err := s.principal(c)
-	if err != nil {
-		return nil, err
-	}
-	if !p.IsAdmin() {
-		return nil, forbidden("this action needs the admin role")
-	}
-	return p, nil
-}
-
-// RequireAdmin is for other domains' admin routes (behind the server's
-// authenticator): the principal when it has the admin role, else 401
-// without one and 403 otherwise.
-func RequireAdmin(c fiber.Ctx) (*Principal, error) {
-	p := PrincipalFrom(c)
-	if p == nil {
-		return nil, errNoCredential
-	}
-	if !p.IsAdmin() {
-		return nil, forbidden("this action needs the admin role")
-	}
-	return p, nil
-}

@@ -25,7 +25,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 				for pb.Next() {
 					fctx.Request.Header.Set("Authorization", "Bearer "+tc.tok)
 					c := app.AcquireCtx(&fctx).(fiber.Ctx)
-					if err := e.svc.Authenticate(c); err != nil {
+					if _, err := e.svc.Authenticate(c); err != nil {
 						b.Fatal(err)
 					}
 					app.ReleaseCtx(c)

@@ -72,7 +72,7 @@ func newEnv(t testing.TB, mods ...func(*identity.Deps)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := platform.NewHost(platform.HostConfig{Style: platform.EnvelopeErrors, Logger: deps.Logger,
+	host := platform.NewHost(platform.HostConfig{Style: platform.EnvelopeErrors, Logger: deps.Logger, Auth: svc, Limiter: svc.Limiter(),
 		Info: platform.Info{Name: "control", Title: "identity test"}}, svc.Routes())
 	go host.Serve(ln)
 	e := &env{t: t, svc: svc, host: host, url: base, mailDir: mailDir, clock: clock, db: db, sealer: deps.Sealer,

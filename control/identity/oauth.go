@@ -18,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
 
@@ -61,21 +62,21 @@ func (s *Service) oauthRoutes() []platform.Route {
 		"The client's code_challenge is bound to the flow and checked when the completion code is exchanged. " +
 		"400 for a bad challenge or redirect_uri; 503 when the provider is not configured."
 	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/auth/codehost", Public: true, Tags: tag, Handler: s.handleOAuthStart(ProviderCodehost), Status: http.StatusFound,
+		{Method: http.MethodGet, Path: "/api/v1/auth/codehost", Policy: platform.Public, Limits: limits(s.rules.verifyIP), Tags: tag, Handler: s.handleOAuthStart(ProviderCodehost), Status: http.StatusFound,
 			Summary: "Start OAuth login with the codehost provider", Description: startDesc + " `intent=star_check` is carried to the completion URL.",
 			Query: []platform.Param{{Name: "intent", Enum: []string{"login", "star_check"}, Description: "login (default) or star_check"}, redirect, challenge}},
-		{Method: http.MethodGet, Path: "/api/v1/auth/codehost/callback", Public: true, Tags: tag, Handler: s.handleOAuthCallback(ProviderCodehost), Status: http.StatusFound,
+		{Method: http.MethodGet, Path: "/api/v1/auth/codehost/callback", Policy: platform.Public, Tags: tag, Handler: s.handleOAuthCallback(ProviderCodehost), Status: http.StatusFound,
 			Summary: "OAuth redirect target of the codehost provider", Description: cbDesc, Query: cbParams},
-		{Method: http.MethodGet, Path: "/api/v1/auth/webid", Public: true, Tags: tag, Handler: s.handleOAuthStart(ProviderWebID), Status: http.StatusFound,
+		{Method: http.MethodGet, Path: "/api/v1/auth/webid", Policy: platform.Public, Limits: limits(s.rules.verifyIP), Tags: tag, Handler: s.handleOAuthStart(ProviderWebID), Status: http.StatusFound,
 			Summary: "Start OAuth login with the webid provider", Description: startDesc, Query: []platform.Param{redirect, challenge}},
-		{Method: http.MethodGet, Path: "/api/v1/auth/webid/callback", Public: true, Tags: tag, Handler: s.handleOAuthCallback(ProviderWebID), Status: http.StatusFound,
+		{Method: http.MethodGet, Path: "/api/v1/auth/webid/callback", Policy: platform.Public, Tags: tag, Handler: s.handleOAuthCallback(ProviderWebID), Status: http.StatusFound,
 			Summary: "OAuth redirect target of the webid provider", Description: cbDesc, Query: cbParams},
-		{Method: http.MethodPost, Path: "/api/v1/auth/launch/initiate", Public: true, Tags: tag, Handler: s.handleLaunchInitiate,
+		{Method: http.MethodPost, Path: "/api/v1/auth/launch/initiate", Policy: platform.Public, Limits: limits(s.rules.verifyIP), Tags: tag, Handler: s.handleLaunchInitiate,
 			Summary: "Issue a one-shot popup launch ticket bound to the request Origin",
 			Description: "The `Origin` header is required and must be on an allowed redirect domain; the flow completes at <Origin>/auth/complete " +
 				"with `state_id` echoed. The ticket expires after 2 minutes.",
-			Body: launchReq{}, Response: launchResp{}},
-		{Method: http.MethodGet, Path: "/api/v1/auth/launch/start", Public: true, Tags: tag, Handler: s.handleLaunchStart, Status: http.StatusFound,
+			Body: LaunchInput{}, Response: LaunchResult{}},
+		{Method: http.MethodGet, Path: "/api/v1/auth/launch/start", Policy: platform.Public, Tags: tag, Handler: s.handleLaunchStart, Status: http.StatusFound,
 			Summary: "Consume a launch ticket and redirect to the provider",
 			Description: "Consumed atomically: of many concurrent requests exactly one gets the 302, the rest 410. Used, expired and unknown tickets answer 410. " +
 				"Sets `Referrer-Policy: no-referrer`. A request carrying an Origin other than the ticket's gets 403.",
@@ -152,140 +153,191 @@ func (s *Service) setBindCookie(c fiber.Ctx, value string) {
 		Secure: strings.HasPrefix(s.publicURL, "https://"), MaxAge: int(onceTTL[onceState].Seconds())})
 }
 
+// OAuthStartInput starts an OAuth login (the query of GET /api/v1/auth/<provider>).
+type OAuthStartInput struct {
+	Provider            string
+	Intent              string // login (default) or star_check (codehost)
+	RedirectURI         string
+	CodeChallenge       string
+	CodeChallengeMethod string
+}
+
+// Validate checks intent and PKCE challenge.
+func (in *OAuthStartInput) Validate() error {
+	switch {
+	case in.Intent == "" || in.Intent == "login":
+		in.Intent = "login"
+	case in.Intent == "star_check" && in.Provider == ProviderCodehost:
+	default:
+		if in.Provider == ProviderCodehost {
+			return platform.Invalid("intent", "must be login or star_check")
+		}
+		return platform.Invalid("intent", "is not supported by this provider")
+	}
+	if err := validChallenge("code_challenge", in.CodeChallenge); err != nil {
+		return err
+	}
+	if in.CodeChallengeMethod != "" && in.CodeChallengeMethod != "S256" {
+		return platform.Invalid("code_challenge_method", "must be S256")
+	}
+	return nil
+}
+
+// OAuthRedirect is where a browser goes next, and the value of the cookie
+// that binds the flow to that browser.
+type OAuthRedirect struct {
+	URL  string
+	Bind string
+}
+
+// StartOAuth begins a provider login: the provider's authorize URL with our
+// own PKCE challenge and a fresh single-use state.
+func (s *Service) StartOAuth(_ context.Context, in OAuthStartInput) (*OAuthRedirect, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	redirect, err := s.checkRedirect(in.RedirectURI)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.provider(in.Provider)
+	if err != nil {
+		return nil, err
+	}
+	var out OAuthRedirect
+	err = s.update(func(tx *store.Tx) error {
+		var err error
+		out.URL, out.Bind, err = s.beginFlow(tx, in.Provider, p, onceRec{Challenge: in.CodeChallenge, RedirectURI: redirect, Intent: in.Intent})
+		return err
+	})
+	if err != nil {
+		return nil, storeErr("start the OAuth flow", err)
+	}
+	return &out, nil
+}
+
 func (s *Service) handleOAuthStart(name string) fiber.Handler {
 	return func(c fiber.Ctx) error {
-		intent := c.Query("intent")
-		switch {
-		case intent == "" || intent == "login":
-			intent = "login"
-		case intent == "star_check" && name == ProviderCodehost:
-		default:
-			if name == ProviderCodehost {
-				return platform.Invalid("intent", "must be login or star_check")
-			}
-			return platform.Invalid("intent", "is not supported by this provider")
-		}
-		if err := validChallenge("code_challenge", c.Query("code_challenge")); err != nil {
-			return err
-		}
-		if m := c.Query("code_challenge_method"); m != "" && m != "S256" {
-			return platform.Invalid("code_challenge_method", "must be S256")
-		}
-		redirect, err := s.checkRedirect(c.Query("redirect_uri"))
+		out, err := s.StartOAuth(c.Context(), OAuthStartInput{Provider: name, Intent: c.Query("intent"), RedirectURI: c.Query("redirect_uri"),
+			CodeChallenge: c.Query("code_challenge"), CodeChallengeMethod: c.Query("code_challenge_method")})
 		if err != nil {
 			return err
 		}
-		p, err := s.provider(name)
-		if err != nil {
-			return err
-		}
-		if err := s.limiter.hit("verify:ip:"+platform.ClientIP(c), s.limits.VerifyPerIP); err != nil {
-			return err
-		}
-		var to, bind string
-		err = s.update(func(tx *store.Tx) error {
-			var err error
-			to, bind, err = s.beginFlow(tx, name, p, onceRec{Challenge: c.Query("code_challenge"), RedirectURI: redirect, Intent: intent})
-			return err
-		})
-		if err != nil {
-			return storeErr("start the OAuth flow", err)
-		}
-		s.setBindCookie(c, bind)
+		s.setBindCookie(c, out.Bind)
 		c.Set("Referrer-Policy", "no-referrer")
 		c.Set("Cache-Control", "no-store")
-		return c.Redirect().Status(http.StatusFound).To(to)
+		return c.Redirect().Status(http.StatusFound).To(out.URL)
 	}
 }
 
 var errBadState = platform.Invalid("state", "is invalid, used or expired (start the login again)")
 
+// OAuthCallbackInput is the provider's answer at the callback, with the
+// browser's binding cookie.
+type OAuthCallbackInput struct {
+	Provider string
+	State    string
+	Code     string
+	Error    string // the provider's error=..., when it refused
+	Bind     string // the binding cookie set when the flow started
+}
+
+// CompleteOAuth finishes a provider login and returns the frontend
+// completion URL: with a one-time `code`, the 2FA step, or `error=<reason>`.
+func (s *Service) CompleteOAuth(ctx context.Context, in OAuthCallbackInput) (string, error) {
+	if in.State == "" {
+		return "", platform.Invalid("state", "is required")
+	}
+	if in.Code == "" && in.Error == "" {
+		return "", platform.Invalid("code", "is required")
+	}
+	p, err := s.provider(in.Provider)
+	if err != nil {
+		return "", err
+	}
+	var rec *onceRec
+	err = s.update(func(tx *store.Tx) error {
+		var err error
+		rec, err = s.takeOnce(tx, onceState, in.State)
+		return err
+	})
+	if err != nil {
+		return "", platform.Internal("check the OAuth state", err)
+	}
+	if rec == nil || rec.Provider != in.Provider {
+		return "", errBadState
+	}
+	if in.Bind == "" || s.lookupKey("bind\x00"+in.Bind) != rec.BrowserBind {
+		return "", platform.Invalid("state", "does not belong to this browser (the login was started elsewhere)")
+	}
+	done := func(q url.Values) (string, error) {
+		if rec.StateID != "" {
+			q.Set("state_id", rec.StateID)
+		}
+		q.Set("provider", in.Provider)
+		if rec.Intent != "" {
+			q.Set("intent", rec.Intent)
+		}
+		return withQuery(rec.RedirectURI, q), nil
+	}
+	if in.Error != "" {
+		return done(url.Values{"error": {sanitizeErr(in.Error)}})
+	}
+	verifier, err := s.open(purposeVerifier, rec.Verifier)
+	if err != nil {
+		return "", platform.Internal("read the OAuth state", err)
+	}
+	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	octx = context.WithValue(octx, oauth2.HTTPClient, s.httpc)
+	tok, err := s.oauthConfig(in.Provider, p).Exchange(octx, in.Code, oauth2.VerifierOption(string(verifier)))
+	if err != nil {
+		s.log.Warn("OAuth code exchange failed", "provider", in.Provider, "err", err)
+		return done(url.Values{"error": {"exchange_failed"}})
+	}
+	info, err := s.userinfo(octx, p, tok)
+	if err != nil {
+		s.log.Warn("OAuth userinfo failed", "provider", in.Provider, "err", err)
+		return done(url.Values{"error": {"userinfo_failed"}})
+	}
+	userID, err := s.linkAccount(in.Provider, info, auth.ClientIP(ctx))
+	if err != nil {
+		if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
+			return done(url.Values{"error": {"account_banned"}})
+		}
+		return "", storeErr("sign in with the provider", err)
+	}
+	extra := url.Values{}
+	if rec.Intent == "star_check" && p.StarCheckURL != "" {
+		extra.Set("starred", strconv.FormatBool(s.starred(octx, p, tok)))
+	}
+	res, err := s.completeLogin(ctx, userID, "oauth:"+in.Provider, "intent", rec.Challenge, true)
+	if err != nil {
+		if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
+			return done(url.Values{"error": {"account_banned"}})
+		}
+		return "", err
+	}
+	if res.Requires2FA {
+		extra.Set("requires_2fa", "true")
+		extra.Set("temp_token", res.TempToken)
+		return done(extra)
+	}
+	extra.Set("code", res.AuthIntentToken)
+	return done(extra)
+}
+
 func (s *Service) handleOAuthCallback(name string) fiber.Handler {
 	return func(c fiber.Ctx) error {
 		c.Set("Referrer-Policy", "no-referrer")
 		c.Set("Cache-Control", "no-store")
-		state, code, perr := c.Query("state"), c.Query("code"), c.Query("error")
-		if state == "" {
-			return platform.Invalid("state", "is required")
-		}
-		if code == "" && perr == "" {
-			return platform.Invalid("code", "is required")
-		}
-		p, err := s.provider(name)
+		to, err := s.CompleteOAuth(c.Context(), OAuthCallbackInput{Provider: name, State: c.Query("state"), Code: c.Query("code"),
+			Error: c.Query("error"), Bind: c.Cookies(bindCookie)})
 		if err != nil {
 			return err
-		}
-		var rec *onceRec
-		err = s.update(func(tx *store.Tx) error {
-			var err error
-			rec, err = s.takeOnce(tx, onceState, state)
-			return err
-		})
-		if err != nil {
-			return platform.Internal("check the OAuth state", err)
-		}
-		if rec == nil || rec.Provider != name {
-			return errBadState
-		}
-		if bind := c.Cookies(bindCookie); bind == "" || s.lookupKey("bind\x00"+bind) != rec.BrowserBind {
-			return platform.Invalid("state", "does not belong to this browser (the login was started elsewhere)")
 		}
 		c.Cookie(&fiber.Cookie{Name: bindCookie, Value: "", Path: "/api/v1/auth", HTTPOnly: true, MaxAge: -1, Expires: time.Unix(1, 0)})
-		done := func(q url.Values) error {
-			if rec.StateID != "" {
-				q.Set("state_id", rec.StateID)
-			}
-			q.Set("provider", name)
-			if rec.Intent != "" {
-				q.Set("intent", rec.Intent)
-			}
-			return c.Redirect().Status(http.StatusFound).To(withQuery(rec.RedirectURI, q))
-		}
-		if perr != "" {
-			return done(url.Values{"error": {sanitizeErr(perr)}})
-		}
-		verifier, err := s.open(purposeVerifier, rec.Verifier)
-		if err != nil {
-			return platform.Internal("read the OAuth state", err)
-		}
-		ctx, cancel := context.WithTimeout(c.Context(), 15*time.Second)
-		defer cancel()
-		ctx = context.WithValue(ctx, oauth2.HTTPClient, s.httpc)
-		tok, err := s.oauthConfig(name, p).Exchange(ctx, code, oauth2.VerifierOption(string(verifier)))
-		if err != nil {
-			s.log.Warn("OAuth code exchange failed", "provider", name, "err", err)
-			return done(url.Values{"error": {"exchange_failed"}})
-		}
-		info, err := s.userinfo(ctx, p, tok)
-		if err != nil {
-			s.log.Warn("OAuth userinfo failed", "provider", name, "err", err)
-			return done(url.Values{"error": {"userinfo_failed"}})
-		}
-		userID, err := s.linkAccount(name, info, platform.ClientIP(c))
-		if err != nil {
-			if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
-				return done(url.Values{"error": {"account_banned"}})
-			}
-			return storeErr("sign in with the provider", err)
-		}
-		extra := url.Values{}
-		if rec.Intent == "star_check" && p.StarCheckURL != "" {
-			extra.Set("starred", strconv.FormatBool(s.starred(ctx, p, tok)))
-		}
-		res, err := s.completeLogin(userID, "oauth:"+name, "intent", rec.Challenge, platform.ClientIP(c), true)
-		if err != nil {
-			if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
-				return done(url.Values{"error": {"account_banned"}})
-			}
-			return err
-		}
-		if res.Requires2FA {
-			extra.Set("requires_2fa", "true")
-			extra.Set("temp_token", res.TempToken)
-			return done(extra)
-		}
-		extra.Set("code", res.AuthIntentToken)
-		return done(extra)
+		return c.Redirect().Status(http.StatusFound).To(to)
 	}
 }
 
@@ -460,15 +512,19 @@ func (s *Service) linkAccount(provider string, info *providerUser, ip string) (s
 	return id, err
 }
 
-type launchReq struct {
+// LaunchInput is the body of launch/initiate; Origin is the request's
+// Origin header, which the ticket is bound to.
+type LaunchInput struct {
 	Provider      string `json:"provider" required:"true" enum:"codehost,webid"`
 	CodeChallenge string `json:"code_challenge" required:"true"`
 	StateID       string `json:"state_id" required:"true"`
+	Origin        string `json:"-"`
 }
 
 var uuidV4 = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$`)
 
-func (r *launchReq) Validate() error {
+// Validate checks provider, challenge and state_id.
+func (r *LaunchInput) Validate() error {
 	if r.Provider != ProviderCodehost && r.Provider != ProviderWebID {
 		return platform.Invalid("provider", "must be codehost or webid")
 	}
@@ -481,7 +537,8 @@ func (r *launchReq) Validate() error {
 	return nil
 }
 
-type launchResp struct {
+// LaunchResult is data of launch/initiate.
+type LaunchResult struct {
 	LaunchURL string `json:"launch_url"`
 	ExpiresAt string `json:"expires_at"`
 }
@@ -495,31 +552,28 @@ func originOf(raw string) (string, string, bool) {
 	return strings.ToLower(u.Scheme + "://" + u.Host), u.Hostname(), true
 }
 
-func (s *Service) handleLaunchInitiate(c fiber.Ctx) error {
-	if err := s.limiter.hit("verify:ip:"+platform.ClientIP(c), s.limits.VerifyPerIP); err != nil {
-		return err
+// InitiateLaunch issues a one-shot popup launch ticket bound to the
+// requesting page's Origin.
+func (s *Service) InitiateLaunch(_ context.Context, in LaunchInput) (*LaunchResult, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
-	var req launchReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
+	if in.Origin == "" {
+		return nil, platform.Invalid("Origin", "header is required: the ticket is bound to the page that asks for it")
 	}
-	rawOrigin := c.Get(fiber.HeaderOrigin)
-	if rawOrigin == "" {
-		return platform.Invalid("Origin", "header is required: the ticket is bound to the page that asks for it")
-	}
-	origin, host, ok := originOf(rawOrigin)
+	origin, host, ok := originOf(in.Origin)
 	if !ok {
-		return platform.Invalid("Origin", "must be scheme://host[:port]")
+		return nil, platform.Invalid("Origin", "must be scheme://host[:port]")
 	}
 	if !s.allowedHost(host) {
-		return forbidden("Origin " + origin + " is not on an allowed redirect domain")
+		return nil, forbidden("Origin " + origin + " is not on an allowed redirect domain")
 	}
-	if _, err := s.provider(req.Provider); err != nil {
-		return err
+	if _, err := s.provider(in.Provider); err != nil {
+		return nil, err
 	}
 	ticket := randomToken(32)
 	exp := s.now().Add(launchTTL)
-	stateID := strings.ToLower(req.StateID)
+	stateID := strings.ToLower(in.StateID)
 	err := s.update(func(tx *store.Tx) error {
 		// A state_id names one attempt: a second ticket for it would let a
 		// replayed initiate race the real one, so it is refused while the
@@ -531,17 +585,30 @@ func (s *Service) handleLaunchInitiate(c fiber.Ctx) error {
 		if err := tx.Put(bucketLaunch, stateKey, launchRec{StateID: stateID, ExpiresAt: exp}); err != nil {
 			return err
 		}
-		return tx.Put(bucketLaunch, s.lookupKey("launch\x00"+ticket), launchRec{Provider: req.Provider, Challenge: req.CodeChallenge,
+		return tx.Put(bucketLaunch, s.lookupKey("launch\x00"+ticket), launchRec{Provider: in.Provider, Challenge: in.CodeChallenge,
 			StateID: stateID, Origin: origin, ExpiresAt: exp})
 	})
 	if errors.Is(err, errStateIDReused) {
-		return errStateIDReused
+		return nil, errStateIDReused
 	}
 	if err != nil {
-		return platform.Internal("issue the launch ticket", err)
+		return nil, platform.Internal("issue the launch ticket", err)
 	}
-	return platform.Respond(c, http.StatusOK, "Launch ticket issued", launchResp{
-		LaunchURL: s.publicURL + "/api/v1/auth/launch/start?ticket=" + url.QueryEscape(ticket), ExpiresAt: exp.Format(time.RFC3339)})
+	return &LaunchResult{LaunchURL: s.publicURL + "/api/v1/auth/launch/start?ticket=" + url.QueryEscape(ticket),
+		ExpiresAt: exp.Format(time.RFC3339)}, nil
+}
+
+func (s *Service) handleLaunchInitiate(c fiber.Ctx) error {
+	var in LaunchInput
+	if err := platform.Decode(c, &in); err != nil {
+		return err
+	}
+	in.Origin = c.Get(fiber.HeaderOrigin)
+	res, err := s.InitiateLaunch(c.Context(), in)
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Launch ticket issued", res)
 }
 
 var errStateIDReused = &platform.Error{Code: platform.CodeConflict, Field: "state_id", Details: "state_id",
@@ -549,14 +616,13 @@ var errStateIDReused = &platform.Error{Code: platform.CodeConflict, Field: "stat
 
 var errTicketGone = platform.Errorf(platform.CodeGone, "launch ticket is already used or has expired")
 
-func (s *Service) handleLaunchStart(c fiber.Ctx) error {
-	c.Set("Referrer-Policy", "no-referrer")
-	c.Set("Cache-Control", "no-store")
-	ticket := c.Query("ticket")
+// StartLaunch consumes a launch ticket (once, atomically) and begins its
+// provider flow; origin is the request's Origin header, when it sent one.
+func (s *Service) StartLaunch(_ context.Context, ticket, origin string) (*OAuthRedirect, error) {
 	if ticket == "" {
-		return platform.Invalid("ticket", "is required")
+		return nil, platform.Invalid("ticket", "is required")
 	}
-	var to, bind string
+	var out OAuthRedirect
 	err := s.update(func(tx *store.Tx) error {
 		key := s.lookupKey("launch\x00" + ticket)
 		var t launchRec
@@ -567,8 +633,8 @@ func (s *Service) handleLaunchStart(c fiber.Ctx) error {
 		if !ok || t.Used || !s.now().Before(t.ExpiresAt) {
 			return errTicketGone
 		}
-		if o := c.Get(fiber.HeaderOrigin); o != "" {
-			if got, _, _ := originOf(o); got != t.Origin {
+		if origin != "" {
+			if got, _, _ := originOf(origin); got != t.Origin {
 				return forbidden("launch ticket belongs to another origin")
 			}
 		}
@@ -580,13 +646,23 @@ func (s *Service) handleLaunchStart(c fiber.Ctx) error {
 		if err := tx.Put(bucketLaunch, key, &t); err != nil {
 			return err
 		}
-		to, bind, err = s.beginFlow(tx, t.Provider, p, onceRec{Challenge: t.Challenge, StateID: t.StateID,
+		out.URL, out.Bind, err = s.beginFlow(tx, t.Provider, p, onceRec{Challenge: t.Challenge, StateID: t.StateID,
 			RedirectURI: t.Origin + completionPath, Intent: "login"})
 		return err
 	})
 	if err != nil {
-		return storeErr("start the launch", err)
+		return nil, storeErr("start the launch", err)
 	}
-	s.setBindCookie(c, bind)
-	return c.Redirect().Status(http.StatusFound).To(to)
+	return &out, nil
+}
+
+func (s *Service) handleLaunchStart(c fiber.Ctx) error {
+	c.Set("Referrer-Policy", "no-referrer")
+	c.Set("Cache-Control", "no-store")
+	out, err := s.StartLaunch(c.Context(), c.Query("ticket"), c.Get(fiber.HeaderOrigin))
+	if err != nil {
+		return err
+	}
+	s.setBindCookie(c, out.Bind)
+	return c.Redirect().Status(http.StatusFound).To(out.URL)
 }

@@ -1,9 +1,6 @@
 package identity
 
 import (
-	"math"
-	"strconv"
-	"sync"
 	"time"
 
 	"deckhand/platform"
@@ -48,92 +45,39 @@ func DefaultLimits() Limits {
 	}
 }
 
-// limiter keeps fixed-window counters in memory (one control-plane process
-// owns the store, so one process sees every request).
-type limiter struct {
-	clock platform.Clock
-	mu    sync.Mutex
-	wins  map[string]*window
+// rules are identity's rate limits as the route table declares them. The
+// ones keyed by IP are applied by the host before a handler runs; the
+// ByValue ones are applied by the domain methods once they know the value
+// (the address a signup mails, the account a login tries) through the same
+// limiter, so domain methods called without HTTP are limited too.
+type rules struct {
+	loginIP, loginAccount       platform.RateLimit
+	signupIP, signupAddress     platform.RateLimit
+	twoFactorIP, twoFactorAcct  platform.RateLimit
+	refreshIP, refreshAccount   platform.RateLimit
+	recoveryIP, recoveryAddress platform.RateLimit
+	verifyIP                    platform.RateLimit
 }
 
-type window struct {
-	start time.Time
-	per   time.Duration
-	n     int
+func (l Limits) rules() rules {
+	r := func(name string, by platform.LimitBy, rule Rule, value string) platform.RateLimit {
+		return platform.RateLimit{Name: name, By: by, N: rule.N, Per: rule.Per, Value: value}
+	}
+	out := rules{
+		loginIP:         r("login.ip", platform.ByIP, l.LoginPerIP, ""),
+		loginAccount:    r("login.account", platform.ByValue, l.LoginPerAccount, "the username or email tried"),
+		signupIP:        r("signup.ip", platform.ByIP, l.SignupPerIP, ""),
+		signupAddress:   r("signup.address", platform.ByValue, l.RecoveryPerAccount, "the email signed up"),
+		twoFactorIP:     r("2fa.ip", platform.ByIP, l.TwoFactorPerIP, ""),
+		twoFactorAcct:   r("2fa.account", platform.ByValue, l.TwoFactorPerAccount, "the account whose code is checked"),
+		refreshIP:       r("refresh.ip", platform.ByIP, l.RefreshPerIP, ""),
+		refreshAccount:  r("refresh.account", platform.ByValue, l.RefreshPerAccount, "the account of the refresh token"),
+		recoveryIP:      r("recovery.ip", platform.ByIP, l.RecoveryPerIP, ""),
+		recoveryAddress: r("recovery.address", platform.ByValue, l.RecoveryPerAccount, "the email a reset is mailed to"),
+		verifyIP:        r("verify.ip", platform.ByIP, l.VerifyPerIP, ""),
+	}
+	out.loginAccount.Failures = true
+	return out
 }
 
-func newLimiter(clock platform.Clock) *limiter {
-	return &limiter{clock: clock, wins: map[string]*window{}}
-}
-
-func (l *limiter) get(key string, r Rule, now time.Time) *window {
-	w := l.wins[key]
-	if w == nil || now.Sub(w.start) >= r.Per {
-		w = &window{start: now, per: r.Per}
-		l.wins[key] = w
-	}
-	return w
-}
-
-// hit counts one event and reports 429 once the window is full.
-func (l *limiter) hit(key string, r Rule) error {
-	if r.N <= 0 {
-		return nil
-	}
-	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := l.get(key, r, now)
-	if w.n >= r.N {
-		return tooMany(w, now)
-	}
-	w.n++
-	return nil
-}
-
-// check reports 429 when the window is full, without counting.
-func (l *limiter) check(key string, r Rule) error {
-	if r.N <= 0 {
-		return nil
-	}
-	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if w := l.get(key, r, now); w.n >= r.N {
-		return tooMany(w, now)
-	}
-	return nil
-}
-
-// add counts one event without checking (failed attempts).
-func (l *limiter) add(key string, r Rule) {
-	if r.N <= 0 {
-		return
-	}
-	now := l.clock.Now()
-	l.mu.Lock()
-	l.get(key, r, now).n++
-	l.mu.Unlock()
-}
-
-func tooMany(w *window, now time.Time) error {
-	secs := int(math.Ceil(w.start.Add(w.per).Sub(now).Seconds()))
-	if secs < 1 {
-		secs = 1
-	}
-	return &platform.Error{Code: platform.CodeTooManyRequests,
-		Message: "too many requests; retry after " + strconv.Itoa(secs) + " seconds",
-		Headers: map[string]string{"Retry-After": strconv.Itoa(secs)}}
-}
-
-// gc drops windows that have ended.
-func (l *limiter) gc() {
-	now := l.clock.Now()
-	l.mu.Lock()
-	for k, w := range l.wins {
-		if now.Sub(w.start) >= w.per {
-			delete(l.wins, k)
-		}
-	}
-	l.mu.Unlock()
-}
+func limits(l ...platform.RateLimit) []platform.RateLimit { return l }

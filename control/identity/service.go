@@ -6,7 +6,7 @@
 // tickets, long-lived svc_ auth tokens with IP allow-lists, the admin users
 // API and the abuse limits in front of all of it. It also answers for every
 // other domain who is calling: Authenticate resolves a Bearer credential
-// into a Principal that PrincipalFrom reads back.
+// into the Principal the host puts in the request's context.
 package identity
 
 import (
@@ -20,18 +20,44 @@ import (
 	"sync"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/mail"
 	"deckhand/platform"
 	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
 
-// Deps is what the control plane hands identity.New.
+// Config is identity's config section of the control plane's domain list
+// (control/server maps the serve flags onto it).
+type Config struct {
+	Mailer                 mail.Mailer
+	Sealer                 *secrets.Sealer
+	Signups                bool
+	PublicURL              string
+	AllowedRedirectDomains []string
+	Providers              map[string]OAuthProvider
+	Regions                func() []string
+	Limits                 *Limits
+}
+
+// Open builds identity from its domain environment.
+func Open(env domain.Env[Config]) (*Service, error) {
+	c := env.Config
+	return New(Deps{DB: env.Store, Clock: env.Clock, Logger: env.Logger, Limiter: env.Limiter,
+		Mailer: c.Mailer, Sealer: c.Sealer, Signups: c.Signups, PublicURL: c.PublicURL,
+		AllowedRedirectDomains: c.AllowedRedirectDomains, Providers: c.Providers, Regions: c.Regions, Limits: c.Limits})
+}
+
+// Deps is everything identity.New takes: the domain environment's members
+// and the config section, flat (tests build it directly).
 type Deps struct {
 	DB     *store.DB
 	Clock  platform.Clock
 	Logger *slog.Logger
-	Mailer mail.Mailer
+	// Limiter counts the rate limits (default: a store limiter on DB); the
+	// host serving identity's routes must use the same one.
+	Limiter platform.Limiter
+	Mailer  mail.Mailer
 	// Signups false answers POST /api/v1/auth/signup with 403.
 	Signups bool
 	// PublicURL is the base of links identity makes (mail links, launch
@@ -85,8 +111,8 @@ type Service struct {
 	domains   []string
 	providers map[string]OAuthProvider
 	regions   func() []string
-	limits    Limits
-	limiter   *limiter
+	rules     rules
+	limiter   platform.Limiter
 	httpc     *http.Client
 
 	sealer *secrets.Sealer // TOTP secrets, OAuth verifiers and the two keys below at rest
@@ -97,7 +123,8 @@ type Service struct {
 	stopOnce sync.Once
 	done     chan struct{}
 
-	cache *credCache
+	cache    *credCache
+	profiles profiles // Me's fast path
 
 	usage sync.Map // auth token id → *tokenUsage (last_used_* not yet persisted)
 	dummy string   // password hash compared when the account does not exist
@@ -158,11 +185,14 @@ func New(deps Deps) (*Service, error) {
 	if httpc == nil {
 		httpc = &http.Client{Timeout: 10 * time.Second}
 	}
+	if deps.Limiter == nil {
+		deps.Limiter = platform.NewStoreLimiter(deps.DB, deps.Clock)
+	}
 	s := &Service{
 		db: deps.DB, clock: deps.Clock, log: deps.Logger, mailer: deps.Mailer,
 		signups: deps.Signups, publicURL: pub, domains: domains,
-		providers: deps.Providers, regions: deps.Regions, limits: limits,
-		limiter: newLimiter(deps.Clock), httpc: httpc, cache: newCredCache(), sealer: deps.Sealer,
+		providers: deps.Providers, regions: deps.Regions, rules: limits.rules(),
+		limiter: deps.Limiter, httpc: httpc, cache: newCredCache(), sealer: deps.Sealer,
 	}
 	if err := s.loadKeys(); err != nil {
 		return nil, err
@@ -188,8 +218,12 @@ func (s *Service) Close() error {
 	return nil
 }
 
-// janitor sweeps expired one-time records, rate-limit windows and token
-// usage once a minute.
+// Limiter is the rate limiter identity counts its ByValue limits with; a
+// host serving identity's routes applies their IP limits through it too.
+func (s *Service) Limiter() platform.Limiter { return s.limiter }
+
+// janitor sweeps expired one-time records and token usage once a minute
+// (the server sweeps rate-limit windows).
 func (s *Service) janitor() {
 	defer close(s.done)
 	t := time.NewTicker(time.Minute)
@@ -200,7 +234,6 @@ func (s *Service) janitor() {
 			return
 		case <-t.C:
 			s.sweepExpired()
-			s.limiter.gc()
 			s.flushUsage(context.Background())
 		}
 	}

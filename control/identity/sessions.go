@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -137,12 +138,12 @@ var errBadRefresh = unauthorized("Invalid refresh token")
 // generation just rotated away inside the grace window returns the current
 // pair again (same refresh token bytes); any older replay revokes the whole
 // family.
-func (s *Service) refresh(raw string) (*LoginResult, error) {
+func (s *Service) refresh(ctx context.Context, raw string) (*LoginResult, error) {
 	c, err := s.parseJWT(raw, typRefresh)
 	if err != nil {
 		return nil, errBadRefresh
 	}
-	if err := s.limiter.hit("refresh:acct:"+c.Subject, s.limits.RefreshPerAccount); err != nil {
+	if err := s.limiter.Allow(ctx, s.rules.refreshAccount.On(c.Subject)); err != nil {
 		return nil, err
 	}
 	var res *LoginResult

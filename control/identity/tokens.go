@@ -2,6 +2,7 @@ package identity
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/netip"
@@ -16,6 +17,7 @@ import (
 
 	"deckhand/control/events"
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
 
@@ -67,24 +69,24 @@ func (s *Service) tokenView(t *tokenRec) AuthToken {
 func (s *Service) tokenRoutes() []platform.Route {
 	tag := []string{"auth tokens"}
 	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/auth/tokens", Tags: tag, Handler: s.handleTokenCreate, Status: http.StatusCreated,
+		{Method: http.MethodPost, Path: "/api/v1/auth/tokens", Policy: platform.SignedIn, Tags: tag, Handler: s.handleTokenCreate, Status: http.StatusCreated,
 			Summary: "Create an svc_ auth token (needs a session token; the secret is shown only here)",
 			Description: "`alias`: 1-254 characters, letters, digits, spaces, `_` and `-`. `ip_whitelist`: IP addresses or CIDR ranges " +
 				"(empty: any address). `expires_at`: ISO 8601 time, Unix seconds, `today` (midnight UTC tonight) or `tomorrow` (in 24 hours); omit for never. " +
 				"With the 2FA token gate on, the header `X-2FA-Code` must carry a current TOTP or backup code.",
-			Body: tokenCreateReq{}, Response: AuthToken{}},
-		{Method: http.MethodGet, Path: "/api/v1/auth/tokens", Tags: tag, Handler: s.handleTokenList,
+			Body: CreateTokenInput{}, Response: AuthToken{}},
+		{Method: http.MethodGet, Path: "/api/v1/auth/tokens", Policy: platform.SignedIn, Tags: tag, Handler: platform.Read("Auth tokens", s.ListTokens),
 			Summary: "List the caller's auth tokens (never the secret)", Response: []AuthToken{}},
-		{Method: http.MethodGet, Path: "/api/v1/auth/tokens/{id}", Tags: tag, Handler: s.handleTokenGet,
+		{Method: http.MethodGet, Path: "/api/v1/auth/tokens/{id}", Policy: platform.SignedIn, Tags: tag, Handler: s.handleTokenGet,
 			Summary: "One auth token (never the secret)", Response: AuthToken{}},
-		{Method: http.MethodPatch, Path: "/api/v1/auth/tokens/{id}", Tags: tag, Handler: s.handleTokenPatch,
+		{Method: http.MethodPatch, Path: "/api/v1/auth/tokens/{id}", Policy: platform.SignedIn, Tags: tag, Handler: s.handleTokenPatch,
 			Summary: "Change an auth token: is_enabled, expires_at (null clears), alias, ip_whitelist (null clears)",
 			Description: "`ip_whitelist`, `expires_at` and `is_enabled` govern what a token can do, so only a session token may change them " +
 				"(403 with an svc_ token, for the token itself and for the caller's other tokens alike: a token never widens rights); " +
 				"with the 2FA token gate on they also need a current code in header `X-2FA-Code`, as create does. " +
 				"`alias` is a label and may be changed with either credential, without a code.",
-			Body: tokenPatchReq{}, Response: AuthToken{}},
-		{Method: http.MethodDelete, Path: "/api/v1/auth/tokens/{id}", Tags: tag, Handler: s.handleTokenDelete,
+			Body: UpdateTokenInput{}, Response: AuthToken{}},
+		{Method: http.MethodDelete, Path: "/api/v1/auth/tokens/{id}", Policy: platform.SignedIn, Tags: tag, Handler: s.handleTokenDelete,
 			Summary: "Revoke an auth token permanently"},
 	}
 }
@@ -203,49 +205,68 @@ func parseExpiry(raw json.RawMessage, now time.Time, allowNull bool) (t *time.Ti
 	return &at, false, nil
 }
 
-type tokenCreateReq struct {
+// CreateTokenInput is the body of POST /api/v1/auth/tokens; Code is the
+// X-2FA-Code header (needed under the token gate).
+type CreateTokenInput struct {
 	Alias       string          `json:"alias" required:"true"`
 	IPWhitelist []string        `json:"ip_whitelist,omitempty"`
 	ExpiresAt   json.RawMessage `json:"expires_at,omitempty" swaggertype:"string"`
+	Code        string          `json:"-"`
 }
 
-type tokenPatchReq struct {
+// Validate checks the alias and the allow-list (expires_at needs the
+// clock: CreateToken checks it).
+func (r *CreateTokenInput) Validate() error {
+	if err := checkAlias(r.Alias); err != nil {
+		return err
+	}
+	ips, err := normalizeIPs(r.IPWhitelist)
+	r.IPWhitelist = ips
+	return err
+}
+
+// UpdateTokenInput is the body of PATCH /api/v1/auth/tokens/{id}; Code is
+// the X-2FA-Code header.
+type UpdateTokenInput struct {
 	Alias       *string         `json:"alias,omitempty"`
 	IsEnabled   *bool           `json:"is_enabled,omitempty"`
 	IPWhitelist json.RawMessage `json:"ip_whitelist,omitempty"`
 	ExpiresAt   json.RawMessage `json:"expires_at,omitempty"`
+	Code        string          `json:"-"`
 }
 
-func (s *Service) handleTokenCreate(c fiber.Ctx) error {
-	p, err := s.principal(c)
+// Validate checks the alias when given.
+func (r *UpdateTokenInput) Validate() error {
+	if r.Alias != nil {
+		return checkAlias(*r.Alias)
+	}
+	return nil
+}
+
+// CreateToken issues an svc_ auth token to the caller (a session, never
+// another token); the secret is in the answer only.
+func (s *Service) CreateToken(ctx context.Context, in CreateTokenInput) (*AuthToken, error) {
+	p, err := platform.Caller(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if p.Kind != KindSession {
-		return forbidden("auth tokens are created with a session token, not with another auth token")
+		return nil, forbidden("auth tokens are created with a session token, not with another auth token")
 	}
-	var req tokenCreateReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	if err := checkAlias(req.Alias); err != nil {
-		return err
-	}
-	ips, err := normalizeIPs(req.IPWhitelist)
-	if err != nil {
-		return err
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
 	now := s.now()
-	exp, _, err := parseExpiry(req.ExpiresAt, now, false)
+	exp, _, err := parseExpiry(in.ExpiresAt, now, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := s.checkTokenGate(c, p.UserID); err != nil {
-		return err
+	if err := s.checkTokenGate(ctx, p.UserID, in.Code); err != nil {
+		return nil, err
 	}
 	secret := TokenPrefix + randomToken(32)
-	t := &tokenRec{ID: uuid.NewString(), UserID: p.UserID, Alias: req.Alias, Hash: s.lookupKey(secret),
-		TokenState: TokenState{IPWhitelist: ips, ExpiresAt: exp, IsEnabled: true, CreatedAt: now, UpdatedAt: now}}
+	t := &tokenRec{ID: uuid.NewString(), UserID: p.UserID, Alias: in.Alias, Hash: s.lookupKey(secret),
+		TokenState: TokenState{IPWhitelist: in.IPWhitelist, ExpiresAt: exp, IsEnabled: true, CreatedAt: now, UpdatedAt: now}}
 	err = s.update(func(tx *store.Tx) error {
 		if err := tx.Put(bucketTokens, t.ID, t); err != nil {
 			return err
@@ -253,23 +274,40 @@ func (s *Service) handleTokenCreate(c fiber.Ctx) error {
 		if err := tx.PutRaw(bucketTokenHash, t.Hash, []byte(t.ID)); err != nil {
 			return err
 		}
-		return s.tokenEvent(tx, c, p, "auth.token.created", t, nil)
+		return s.tokenEvent(ctx, tx, p, "auth.token.created", t, nil)
 	})
 	if err != nil {
-		return storeErr("create the auth token", err)
+		return nil, storeErr("create the auth token", err)
 	}
 	v := s.tokenView(t)
 	v.Token = secret
+	return &v, nil
+}
+
+func (s *Service) handleTokenCreate(c fiber.Ctx) error {
+	// The credential kind is refused before the body is read.
+	if p, err := platform.Caller(c.Context()); err == nil && p.Kind != KindSession {
+		return forbidden("auth tokens are created with a session token, not with another auth token")
+	}
+	var in CreateTokenInput
+	if err := platform.Decode(c, &in); err != nil {
+		return err
+	}
+	in.Code = c.Get("X-2FA-Code")
+	v, err := s.CreateToken(c.Context(), in)
+	if err != nil {
+		return err
+	}
 	return platform.Respond(c, http.StatusCreated, "Auth token created: store it now, it is not shown again", v)
 }
 
-func (s *Service) tokenEvent(tx *store.Tx, c fiber.Ctx, p *Principal, typ string, t *tokenRec, changed []string) error {
+func (s *Service) tokenEvent(ctx context.Context, tx *store.Tx, p *Principal, typ string, t *tokenRec, changed []string) error {
 	payload := map[string]any{"alias": t.Alias}
 	if changed != nil {
 		payload["changed"] = changed
 	}
 	_, err := events.Append(tx, s.now(), events.Event{EventType: typ, ResourceType: "auth_token", ResourceID: t.ID,
-		ActorID: p.UserID, IP: platform.ClientIP(c), Payload: events.Payload(payload)})
+		ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: events.Payload(payload)})
 	return err
 }
 
@@ -287,10 +325,11 @@ func ownToken(tx *store.Tx, p *Principal, id string) (*tokenRec, error) {
 	return &t, nil
 }
 
-func (s *Service) handleTokenList(c fiber.Ctx) error {
-	p, err := s.principal(c)
+// ListTokens lists the caller's auth tokens, oldest first.
+func (s *Service) ListTokens(ctx context.Context) ([]AuthToken, error) {
+	p, err := platform.Caller(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := []AuthToken{}
 	err = s.db.View(func(tx *store.Tx) error {
@@ -306,16 +345,16 @@ func (s *Service) handleTokenList(c fiber.Ctx) error {
 		})
 	})
 	if err != nil {
-		return platform.Internal("list auth tokens", err)
+		return nil, platform.Internal("list auth tokens", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	return platform.Respond(c, http.StatusOK, "Auth tokens", out)
+	return out, nil
 }
 
-// onOwnToken runs fn on the caller's token named by the {id} parameter, in
-// a write transaction when write is set.
-func (s *Service) onOwnToken(c fiber.Ctx, write bool, op string, fn func(tx *store.Tx, p *Principal, t *tokenRec) error) error {
-	p, err := s.principal(c)
+// onOwnToken runs fn on the caller's token id, in a write transaction when
+// write is set.
+func (s *Service) onOwnToken(ctx context.Context, id string, write bool, op string, fn func(tx *store.Tx, p *Principal, t *tokenRec) error) error {
+	p, err := platform.Caller(ctx)
 	if err != nil {
 		return err
 	}
@@ -324,7 +363,7 @@ func (s *Service) onOwnToken(c fiber.Ctx, write bool, op string, fn func(tx *sto
 		run = s.update
 	}
 	err = run(func(tx *store.Tx) error {
-		t, err := ownToken(tx, p, c.Params("id"))
+		t, err := ownToken(tx, p, id)
 		if err != nil {
 			return err
 		}
@@ -333,46 +372,50 @@ func (s *Service) onOwnToken(c fiber.Ctx, write bool, op string, fn func(tx *sto
 	return storeErr(op, err)
 }
 
-func (s *Service) handleTokenGet(c fiber.Ctx) error {
+// GetToken is one of the caller's auth tokens (never the secret).
+func (s *Service) GetToken(ctx context.Context, id string) (*AuthToken, error) {
 	var v AuthToken
-	err := s.onOwnToken(c, false, "read the auth token", func(_ *store.Tx, _ *Principal, t *tokenRec) error {
+	err := s.onOwnToken(ctx, id, false, "read the auth token", func(_ *store.Tx, _ *Principal, t *tokenRec) error {
 		v = s.tokenView(t)
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+func (s *Service) handleTokenGet(c fiber.Ctx) error {
+	v, err := s.GetToken(c.Context(), c.Params("id"))
 	if err != nil {
 		return err
 	}
 	return platform.Respond(c, http.StatusOK, "Auth token", v)
 }
 
-func (s *Service) handleTokenPatch(c fiber.Ctx) error {
-	p, err := s.principal(c)
+// UpdateToken changes one of the caller's auth tokens.
+func (s *Service) UpdateToken(ctx context.Context, id string, in UpdateTokenInput) (*AuthToken, error) {
+	p, err := platform.Caller(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var req tokenPatchReq
-	if err := platform.Decode(c, &req); err != nil {
-		return err
-	}
-	if req.Alias != nil {
-		if err := checkAlias(*req.Alias); err != nil {
-			return err
-		}
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
 	now := s.now()
-	exp, clearExp, err := parseExpiry(req.ExpiresAt, now, true)
+	exp, clearExp, err := parseExpiry(in.ExpiresAt, now, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var ips []string
-	setIPs := len(bytes.TrimSpace(req.IPWhitelist)) > 0
-	if setIPs && string(bytes.TrimSpace(req.IPWhitelist)) != "null" {
+	setIPs := len(bytes.TrimSpace(in.IPWhitelist)) > 0
+	if setIPs && string(bytes.TrimSpace(in.IPWhitelist)) != "null" {
 		var list []string
-		if err := json.Unmarshal(req.IPWhitelist, &list); err != nil {
-			return platform.Invalid("ip_whitelist", "must be an array of strings or null")
+		if err := json.Unmarshal(in.IPWhitelist, &list); err != nil {
+			return nil, platform.Invalid("ip_whitelist", "must be an array of strings or null")
 		}
 		if ips, err = normalizeIPs(list); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// ip_whitelist, expires_at and is_enabled decide where, until when and
@@ -380,31 +423,31 @@ func (s *Service) handleTokenPatch(c fiber.Ctx) error {
 	// svc_ token could otherwise lift its own limits or revive a disabled
 	// sibling), and under the token gate only with a current second
 	// factor, as for create. alias grants nothing and stays open to tokens.
-	if req.IsEnabled != nil || setIPs || len(bytes.TrimSpace(req.ExpiresAt)) > 0 {
+	if in.IsEnabled != nil || setIPs || len(bytes.TrimSpace(in.ExpiresAt)) > 0 {
 		if p.Kind != KindSession {
-			return forbidden("ip_whitelist, expires_at and is_enabled are changed with a session token, not with an auth token")
+			return nil, forbidden("ip_whitelist, expires_at and is_enabled are changed with a session token, not with an auth token")
 		}
 		// An unknown id is 404 before the gate spends the caller's code.
 		err := s.db.View(func(tx *store.Tx) error {
-			_, err := ownToken(tx, p, c.Params("id"))
+			_, err := ownToken(tx, p, id)
 			return err
 		})
 		if err != nil {
-			return storeErr("read the auth token", err)
+			return nil, storeErr("read the auth token", err)
 		}
-		if err := s.checkTokenGate(c, p.UserID); err != nil {
-			return err
+		if err := s.checkTokenGate(ctx, p.UserID, in.Code); err != nil {
+			return nil, err
 		}
 	}
 	var v AuthToken
 	err = s.update(func(tx *store.Tx) error {
-		t, err := ownToken(tx, p, c.Params("id"))
+		t, err := ownToken(tx, p, id)
 		if err != nil {
 			return err
 		}
 		var changed []string
-		if req.Alias != nil && *req.Alias != t.Alias {
-			t.Alias = *req.Alias
+		if in.Alias != nil && *in.Alias != t.Alias {
+			t.Alias = *in.Alias
 			changed = append(changed, "alias")
 		}
 		if setIPs {
@@ -416,8 +459,8 @@ func (s *Service) handleTokenPatch(c fiber.Ctx) error {
 			changed = append(changed, "expires_at")
 		}
 		toggled := ""
-		if req.IsEnabled != nil && *req.IsEnabled != t.IsEnabled {
-			t.IsEnabled = *req.IsEnabled
+		if in.IsEnabled != nil && *in.IsEnabled != t.IsEnabled {
+			t.IsEnabled = *in.IsEnabled
 			toggled = "auth.token.disabled"
 			if t.IsEnabled {
 				toggled = "auth.token.enabled"
@@ -432,12 +475,12 @@ func (s *Service) handleTokenPatch(c fiber.Ctx) error {
 			return err
 		}
 		if len(changed) > 0 {
-			if err := s.tokenEvent(tx, c, p, "auth.token.updated", t, changed); err != nil {
+			if err := s.tokenEvent(ctx, tx, p, "auth.token.updated", t, changed); err != nil {
 				return err
 			}
 		}
 		if toggled != "" {
-			if err := s.tokenEvent(tx, c, p, toggled, t, nil); err != nil {
+			if err := s.tokenEvent(ctx, tx, p, toggled, t, nil); err != nil {
 				return err
 			}
 		}
@@ -445,24 +488,45 @@ func (s *Service) handleTokenPatch(c fiber.Ctx) error {
 		return nil
 	})
 	if err != nil {
-		return storeErr("update the auth token", err)
+		return nil, storeErr("update the auth token", err)
+	}
+	return &v, nil
+}
+
+func (s *Service) handleTokenPatch(c fiber.Ctx) error {
+	var in UpdateTokenInput
+	if err := platform.Decode(c, &in); err != nil {
+		return err
+	}
+	in.Code = c.Get("X-2FA-Code")
+	v, err := s.UpdateToken(c.Context(), c.Params("id"), in)
+	if err != nil {
+		return err
 	}
 	return platform.Respond(c, http.StatusOK, "Auth token updated", v)
 }
 
-func (s *Service) handleTokenDelete(c fiber.Ctx) error {
-	err := s.onOwnToken(c, true, "delete the auth token", func(tx *store.Tx, p *Principal, t *tokenRec) error {
+// DeleteToken revokes one of the caller's auth tokens for good.
+func (s *Service) DeleteToken(ctx context.Context, id string) error {
+	err := s.onOwnToken(ctx, id, true, "delete the auth token", func(tx *store.Tx, p *Principal, t *tokenRec) error {
 		if err := tx.Delete(bucketTokens, t.ID); err != nil {
 			return err
 		}
 		if err := tx.Delete(bucketTokenHash, t.Hash); err != nil {
 			return err
 		}
-		return s.tokenEvent(tx, c, p, "auth.token.deleted", t, nil)
+		return s.tokenEvent(ctx, tx, p, "auth.token.deleted", t, nil)
 	})
 	if err != nil {
 		return err
 	}
-	s.usage.Delete(c.Params("id"))
+	s.usage.Delete(id)
+	return nil
+}
+
+func (s *Service) handleTokenDelete(c fiber.Ctx) error {
+	if err := s.DeleteToken(c.Context(), c.Params("id")); err != nil {
+		return err
+	}
 	return platform.Respond(c, http.StatusOK, "Auth token revoked", nil)
 }

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
 
@@ -27,48 +29,67 @@ const (
 
 func (s *Service) twoFactorRoutes() []platform.Route {
 	tag := []string{"two-factor"}
+	r := s.rules
 	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/verify", Public: true, Tags: tag, Handler: s.handle2FAVerify,
+		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/verify", Policy: platform.Public, Tags: tag, Handler: s.handle2FAVerify,
+			Limits:  limits(r.twoFactorIP, r.twoFactorAcct),
 			Summary: "Second login step: exchange the login's temp_token and a TOTP or backup code for the login result",
 			Description: "The temp_token goes in body `temp_token` or as `Authorization: Bearer`. A code is the 6-digit TOTP or an unused backup code " +
-				"(single use). Five wrong codes burn the temp_token. When the login asked for response_mode=intent, the answer is `auth_intent_token`. " +
-				"429 with Retry-After past 15 checks per minute per IP or per account.",
-			Body: verify2FAReq{}, Response: LoginResult{}},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/setup", Tags: tag, Handler: s.handle2FASetup,
+				"(single use). Five wrong codes burn the temp_token. When the login asked for response_mode=intent, the answer is `auth_intent_token`.",
+			Body: Verify2FAInput{}, Response: LoginResult{}},
+		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/setup", Policy: platform.SignedIn, Tags: tag,
+			Handler:     platform.Read("Scan the otpauth URL (or enter the secret) in an authenticator app, then confirm a code at verify-setup", s.SetupTwoFactor),
 			Summary:     "Start two-factor setup: a new TOTP secret and its otpauth:// URI (session token required)",
 			Description: "Nothing changes until verify-setup confirms a code; a new setup replaces an unconfirmed one. 409 when two-factor is already on.",
-			Response:    setupResp{}},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/verify-setup", Tags: tag, Handler: s.handle2FAVerifySetup,
+			Response:    TwoFactorSetup{}},
+		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/verify-setup", Policy: platform.SignedIn, Tags: tag,
+			Limits:  limits(r.twoFactorIP, r.twoFactorAcct),
+			Handler: platform.Endpoint(http.StatusOK, "Two-factor enabled: store the backup codes now, they are not shown again", s.ConfirmTwoFactor),
 			Summary: "Confirm setup with a current code; turns two-factor on and answers the backup codes (shown once)",
-			Body:    codeReq{}, Response: backupResp{}},
-		{Method: http.MethodGet, Path: "/api/v1/users/auth/2fa/status", Tags: tag, Handler: s.handle2FAStatus,
-			Summary: "Two-factor state of the caller", Response: statusResp{}},
-		{Method: http.MethodDelete, Path: "/api/v1/users/auth/2fa", Tags: tag, Handler: s.handle2FADisable,
+			Body:    CodeInput{}, Response: BackupCodes{}},
+		{Method: http.MethodGet, Path: "/api/v1/users/auth/2fa/status", Policy: platform.SignedIn, Tags: tag,
+			Handler: platform.Read("Two-factor status", s.TwoFactorStatus),
+			Summary: "Two-factor state of the caller", Response: TwoFactorStatus{}},
+		{Method: http.MethodDelete, Path: "/api/v1/users/auth/2fa", Policy: platform.SignedIn, Tags: tag,
+			Limits:  limits(r.twoFactorIP, r.twoFactorAcct),
+			Handler: platform.Endpoint(http.StatusOK, "Two-factor disabled", s.DisableTwoFactor),
 			Summary: "Turn two-factor off; needs a current TOTP or backup code in body `code` (session token required)",
-			Body:    codeReq{}, Response: statusResp{}},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/backup-codes/regenerate", Tags: tag, Handler: s.handle2FARegenerate,
+			Body:    CodeInput{}, Response: TwoFactorStatus{}},
+		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/backup-codes/regenerate", Policy: platform.SignedIn, Tags: tag,
+			Limits:  limits(r.twoFactorIP, r.twoFactorAcct),
+			Handler: platform.Endpoint(http.StatusOK, "New backup codes: the old ones no longer work", s.RegenerateBackupCodes),
 			Summary: "Replace all backup codes (needs a current TOTP code in body `code`); the new ones are shown once",
-			Body:    codeReq{}, Response: backupResp{}},
-		{Method: http.MethodPut, Path: "/api/v1/users/auth/2fa/token-gate", Tags: tag, Handler: s.handleTokenGate(true),
+			Body:    CodeInput{}, Response: BackupCodes{}},
+		{Method: http.MethodPut, Path: "/api/v1/users/auth/2fa/token-gate", Policy: platform.SignedIn, Tags: tag,
+			Handler: platform.Endpoint(http.StatusOK, "Token gate updated", func(ctx context.Context, in TokenGateInput) (*TwoFactorStatus, error) {
+				in.Replace = true
+				return s.SetTokenGate(ctx, in)
+			}),
 			Summary:     "Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code",
 			Description: "Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).",
-			Body:        gateReq{}, Response: statusResp{}},
-		{Method: http.MethodPatch, Path: "/api/v1/users/auth/2fa/token-gate", Tags: tag, Handler: s.handleTokenGate(false),
+			Body:        TokenGateInput{}, Response: TwoFactorStatus{}},
+		{Method: http.MethodPatch, Path: "/api/v1/users/auth/2fa/token-gate", Policy: platform.SignedIn, Tags: tag,
+			Handler: platform.Endpoint(http.StatusOK, "Token gate updated", s.SetTokenGate),
 			Summary: "Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)",
-			Body:    gateReq{}, Response: statusResp{}},
+			Body:    TokenGateInput{}, Response: TwoFactorStatus{}},
 	}
 }
 
-type verify2FAReq struct {
+// Verify2FAInput is the body of the login's two-factor step; the
+// temp_token may come as Bearer instead.
+type Verify2FAInput struct {
 	TempToken string `json:"temp_token,omitempty"`
 	Code      string `json:"code" required:"true"`
+	bodyErr   error  // a decode error, reported once the temp_token is known good
 }
 
-type codeReq struct {
+// CodeInput carries a TOTP or backup code.
+type CodeInput struct {
 	Code string `json:"code" required:"true"`
 }
 
-func (r *codeReq) Validate() error { return checkCodeField(r.Code) }
+// Validate checks the code's shape.
+func (r *CodeInput) Validate() error { return checkCodeField(r.Code) }
 
 func checkCodeField(code string) error {
 	if normCode(code) == "" {
@@ -80,11 +101,15 @@ func checkCodeField(code string) error {
 	return nil
 }
 
-type gateReq struct {
+// TokenGateInput is the body of the token-gate routes; Replace (PUT)
+// makes `enabled` required.
+type TokenGateInput struct {
 	Enabled *bool `json:"enabled"`
+	Replace bool  `json:"-"`
 }
 
-type setupResp struct {
+// TwoFactorSetup is data of 2FA setup.
+type TwoFactorSetup struct {
 	Secret     string `json:"secret"`
 	OtpauthURL string `json:"otpauth_url"`
 	Issuer     string `json:"issuer"`
@@ -94,12 +119,14 @@ type setupResp struct {
 	Algorithm  string `json:"algorithm"`
 }
 
-type backupResp struct {
+// BackupCodes is data of verify-setup and regenerate (shown once).
+type BackupCodes struct {
 	Enabled     bool     `json:"enabled"`
 	BackupCodes []string `json:"backup_codes"`
 }
 
-type statusResp struct {
+// TwoFactorStatus is the caller's two-factor state.
+type TwoFactorStatus struct {
 	Enabled              bool       `json:"enabled"`
 	PendingSetup         bool       `json:"pending_setup"`
 	EnabledAt            *time.Time `json:"enabled_at"`
@@ -107,8 +134,8 @@ type statusResp struct {
 	TokenGate            bool       `json:"token_gate"`
 }
 
-func statusOf(u *userRec) statusResp {
-	return statusResp{Enabled: u.TOTPSecret != "", PendingSetup: u.TOTPPending != "", EnabledAt: u.TwoFactorSince,
+func statusOf(u *userRec) TwoFactorStatus {
+	return TwoFactorStatus{Enabled: u.TOTPSecret != "", PendingSetup: u.TOTPPending != "", EnabledAt: u.TwoFactorSince,
 		BackupCodesRemaining: len(u.BackupCodes), TokenGate: u.TokenGate && u.TOTPSecret != ""}
 }
 
@@ -194,26 +221,18 @@ func (s *Service) newBackupCodes() (shown, keys []string) {
 	return shown, keys
 }
 
-// twoFactorLimit applies the per-IP and per-account limits of code checks.
-func (s *Service) twoFactorLimit(c fiber.Ctx, userID string) error {
-	if err := s.limiter.hit("2fa:ip:"+platform.ClientIP(c), s.limits.TwoFactorPerIP); err != nil {
-		return err
-	}
-	if userID == "" {
-		return nil
-	}
-	return s.limiter.hit("2fa:acct:"+userID, s.limits.TwoFactorPerAccount)
+// codeLimit charges userID's two-factor attempt budget; the per-IP budget
+// is applied by the host on the routes that check codes.
+func (s *Service) codeLimit(ctx context.Context, userID string) error {
+	return s.limiter.Allow(ctx, s.rules.twoFactorAcct.On(userID))
 }
 
 // sessionUser runs fn on the caller's account in a write transaction;
 // 2FA management needs a session token, not an svc_ token.
-func (s *Service) sessionUser(c fiber.Ctx, op string, fn func(tx *store.Tx, u *userRec) error) error {
-	p, err := s.principal(c)
+func (s *Service) sessionUser(ctx context.Context, op string, fn func(tx *store.Tx, u *userRec) error) error {
+	p, err := sessionCaller(ctx)
 	if err != nil {
 		return err
-	}
-	if p.Kind != KindSession {
-		return forbidden("two-factor settings need a session token, not an auth token")
 	}
 	err = s.update(func(tx *store.Tx) error {
 		u, err := callerUser(tx, p)
@@ -223,6 +242,17 @@ func (s *Service) sessionUser(c fiber.Ctx, op string, fn func(tx *store.Tx, u *u
 		return fn(tx, u)
 	})
 	return storeErr(op, err)
+}
+
+func sessionCaller(ctx context.Context) (*Principal, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.Kind != KindSession {
+		return nil, forbidden("two-factor settings need a session token, not an auth token")
+	}
+	return p, nil
 }
 
 // readUser runs fn on the caller's account in a read transaction.
@@ -247,43 +277,42 @@ func callerUser(tx *store.Tx, p *Principal) (*userRec, error) {
 	return u, err
 }
 
-// provenChange runs fn on the caller's account once the request's code
-// proves its enabled second factor (a backup code counts when allowBackup).
-func (s *Service) provenChange(c fiber.Ctx, op string, allowBackup bool, fn func(tx *store.Tx, u *userRec) error) error {
-	req, err := s.codeRequest(c)
-	if err != nil {
+// provenChange runs fn on the caller's account once code proves its
+// enabled second factor (a backup code counts when allowBackup).
+func (s *Service) provenChange(ctx context.Context, in CodeInput, op string, allowBackup bool, fn func(tx *store.Tx, u *userRec) error) error {
+	if _, err := s.codeCaller(ctx, in); err != nil {
 		return err
 	}
-	return s.sessionUser(c, op, func(tx *store.Tx, u *userRec) error {
+	return s.sessionUser(ctx, op, func(tx *store.Tx, u *userRec) error {
 		if u.TOTPSecret == "" {
 			return platform.Errorf(platform.CodeBadRequest, "two-factor is not enabled")
 		}
-		if !s.checkSecondFactor(u, req.Code, allowBackup) {
+		if !s.checkSecondFactor(u, in.Code, allowBackup) {
 			return errBadCode
 		}
 		return fn(tx, u)
 	})
 }
 
-// codeRequest authenticates a two-factor change, decodes its code and
-// charges the caller's two-factor attempt budget.
-func (s *Service) codeRequest(c fiber.Ctx) (codeReq, error) {
-	var req codeReq
-	p, err := s.principal(c)
+// codeCaller is the caller of a two-factor change once its code is well
+// formed and its attempt budget allows one more.
+func (s *Service) codeCaller(ctx context.Context, in CodeInput) (*Principal, error) {
+	p, err := platform.Caller(ctx)
 	if err != nil {
-		return req, err
+		return nil, err
 	}
-	if err := platform.Decode(c, &req); err != nil {
-		return req, err
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
-	return req, s.twoFactorLimit(c, p.UserID)
+	return p, s.codeLimit(ctx, p.UserID)
 }
 
 var errBadCode = unauthorized("invalid two-factor code")
 
-func (s *Service) handle2FASetup(c fiber.Ctx) error {
-	var out setupResp
-	err := s.sessionUser(c, "start two-factor setup", func(tx *store.Tx, u *userRec) error {
+// SetupTwoFactor starts two-factor setup with a new TOTP secret.
+func (s *Service) SetupTwoFactor(ctx context.Context) (*TwoFactorSetup, error) {
+	var out TwoFactorSetup
+	err := s.sessionUser(ctx, "start two-factor setup", func(tx *store.Tx, u *userRec) error {
 		if u.TOTPSecret != "" {
 			return platform.Errorf(platform.CodeConflict, "two-factor is already enabled; disable it first to set up a new secret")
 		}
@@ -301,30 +330,31 @@ func (s *Service) handle2FASetup(c fiber.Ctx) error {
 			return err
 		}
 		u.TOTPPending, u.UpdatedAt = sealed, s.now()
-		out = setupResp{Secret: key.Secret(), OtpauthURL: key.URL(), Issuer: "deckhand", Account: account,
+		out = TwoFactorSetup{Secret: key.Secret(), OtpauthURL: key.URL(), Issuer: "deckhand", Account: account,
 			Digits: 6, Period: 30, Algorithm: "SHA1"}
 		return putUser(tx, u)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return platform.Respond(c, http.StatusOK, "Scan the otpauth URL (or enter the secret) in an authenticator app, then confirm a code at verify-setup", out)
+	return &out, nil
 }
 
-func (s *Service) handle2FAVerifySetup(c fiber.Ctx) error {
-	req, err := s.codeRequest(c)
-	if err != nil {
-		return err
+// ConfirmTwoFactor turns two-factor on with a current code of the pending
+// secret and answers the backup codes.
+func (s *Service) ConfirmTwoFactor(ctx context.Context, in CodeInput) (*BackupCodes, error) {
+	if _, err := s.codeCaller(ctx, in); err != nil {
+		return nil, err
 	}
-	var out backupResp
-	err = s.sessionUser(c, "confirm two-factor setup", func(tx *store.Tx, u *userRec) error {
+	var out BackupCodes
+	err := s.sessionUser(ctx, "confirm two-factor setup", func(tx *store.Tx, u *userRec) error {
 		if u.TOTPSecret != "" {
 			return platform.Errorf(platform.CodeConflict, "two-factor is already enabled")
 		}
 		if u.TOTPPending == "" {
 			return platform.Errorf(platform.CodeBadRequest, "no two-factor setup in progress: call POST /api/v1/users/auth/2fa/setup first")
 		}
-		code := normCode(req.Code)
+		code := normCode(in.Code)
 		step := int64(0)
 		if isTOTP(code) {
 			step = s.totpStep(u.TOTPPending, code, s.now())
@@ -335,103 +365,114 @@ func (s *Service) handle2FAVerifySetup(c fiber.Ctx) error {
 		now := s.now()
 		shown, keys := s.newBackupCodes()
 		u.TOTPSecret, u.TOTPPending, u.TOTPLastStep, u.BackupCodes, u.TwoFactorSince, u.UpdatedAt = u.TOTPPending, "", step, keys, &now, now
-		out = backupResp{Enabled: true, BackupCodes: shown}
+		out = BackupCodes{Enabled: true, BackupCodes: shown}
 		return putUser(tx, u)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return platform.Respond(c, http.StatusOK, "Two-factor enabled: store the backup codes now, they are not shown again", out)
+	return &out, nil
 }
 
-func (s *Service) handle2FAStatus(c fiber.Ctx) error {
-	p, err := s.principal(c)
+// TwoFactorStatus is the caller's two-factor state.
+func (s *Service) TwoFactorStatus(ctx context.Context) (*TwoFactorStatus, error) {
+	p, err := platform.Caller(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var out statusResp
+	var out TwoFactorStatus
 	if err := s.readUser(p, "read the two-factor status", func(u *userRec) { out = statusOf(u) }); err != nil {
-		return err
+		return nil, err
 	}
-	return platform.Respond(c, http.StatusOK, "Two-factor status", out)
+	return &out, nil
 }
 
-func (s *Service) handle2FADisable(c fiber.Ctx) error {
-	var out statusResp
-	err := s.provenChange(c, "disable two-factor", true, func(tx *store.Tx, u *userRec) error {
+// DisableTwoFactor turns two-factor off with a current TOTP or backup code.
+func (s *Service) DisableTwoFactor(ctx context.Context, in CodeInput) (*TwoFactorStatus, error) {
+	var out TwoFactorStatus
+	err := s.provenChange(ctx, in, "disable two-factor", true, func(tx *store.Tx, u *userRec) error {
 		u.TOTPSecret, u.TOTPPending, u.TOTPLastStep, u.BackupCodes, u.TwoFactorSince, u.TokenGate = "", "", 0, nil, nil, false
 		u.UpdatedAt = s.now()
 		out = statusOf(u)
 		return putUser(tx, u)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return platform.Respond(c, http.StatusOK, "Two-factor disabled", out)
+	return &out, nil
 }
 
-func (s *Service) handle2FARegenerate(c fiber.Ctx) error {
-	var out backupResp
-	err := s.provenChange(c, "regenerate backup codes", false, func(tx *store.Tx, u *userRec) error {
+// RegenerateBackupCodes replaces the backup codes (a TOTP code proves it).
+func (s *Service) RegenerateBackupCodes(ctx context.Context, in CodeInput) (*BackupCodes, error) {
+	var out BackupCodes
+	err := s.provenChange(ctx, in, "regenerate backup codes", false, func(tx *store.Tx, u *userRec) error {
 		shown, keys := s.newBackupCodes()
 		u.BackupCodes, u.UpdatedAt = keys, s.now()
-		out = backupResp{Enabled: true, BackupCodes: shown}
+		out = BackupCodes{Enabled: true, BackupCodes: shown}
 		return putUser(tx, u)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return platform.Respond(c, http.StatusOK, "New backup codes: the old ones no longer work", out)
+	return &out, nil
 }
 
-func (s *Service) handleTokenGate(put bool) fiber.Handler {
-	return func(c fiber.Ctx) error {
-		if _, err := s.principal(c); err != nil {
-			return err
-		}
-		var req gateReq
-		if err := platform.Decode(c, &req); err != nil {
-			return err
-		}
-		if put && req.Enabled == nil {
-			return platform.Invalid("enabled", "is required")
-		}
-		var out statusResp
-		err := s.sessionUser(c, "set the token gate", func(tx *store.Tx, u *userRec) error {
-			if req.Enabled != nil {
-				if *req.Enabled && u.TOTPSecret == "" {
-					return platform.Invalid("enabled", "the token gate needs two-factor enabled first")
-				}
-				if u.TokenGate != *req.Enabled {
-					u.TokenGate, u.UpdatedAt = *req.Enabled, s.now()
-					if err := putUser(tx, u); err != nil {
-						return err
-					}
+// SetTokenGate sets whether the caller's token changes need a code.
+func (s *Service) SetTokenGate(ctx context.Context, in TokenGateInput) (*TwoFactorStatus, error) {
+	if _, err := platform.Caller(ctx); err != nil {
+		return nil, err
+	}
+	if in.Replace && in.Enabled == nil {
+		return nil, platform.Invalid("enabled", "is required")
+	}
+	var out TwoFactorStatus
+	err := s.sessionUser(ctx, "set the token gate", func(tx *store.Tx, u *userRec) error {
+		if in.Enabled != nil {
+			if *in.Enabled && u.TOTPSecret == "" {
+				return platform.Invalid("enabled", "the token gate needs two-factor enabled first")
+			}
+			if u.TokenGate != *in.Enabled {
+				u.TokenGate, u.UpdatedAt = *in.Enabled, s.now()
+				if err := putUser(tx, u); err != nil {
+					return err
 				}
 			}
-			out = statusOf(u)
-			return nil
-		})
-		if err != nil {
-			return err
 		}
-		return platform.Respond(c, http.StatusOK, "Token gate updated", out)
+		out = statusOf(u)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return &out, nil
 }
 
-// checkTokenGate demands a current code in X-2FA-Code from a user whose
-// token gate is on.
-func (s *Service) checkTokenGate(c fiber.Ctx, userID string) error {
-	code := c.Get("X-2FA-Code")
+// checkTokenGate demands a current code from a user whose token gate is
+// on; the code's checks draw on the two-factor budgets (per IP and per
+// account), applied here because only a gated change spends them.
+func (s *Service) checkTokenGate(ctx context.Context, userID, code string) error {
+	gated := func(u *userRec) bool { return u != nil && u.TokenGate && u.TOTPSecret != "" }
+	on := false
+	err := s.db.View(func(tx *store.Tx) error {
+		u, err := getUser(tx, userID)
+		on = gated(u)
+		return err
+	})
+	if err != nil || !on {
+		return storeErr("check the token gate", err)
+	}
+	if code == "" {
+		return forbidden("the two-factor token gate is on: send a current code in the X-2FA-Code header")
+	}
+	// Counted outside the write transaction: the limiter writes the store too.
+	gateIP := s.rules.twoFactorIP
+	gateIP.By = platform.ByValue
+	if err := s.limiter.Allow(ctx, gateIP.On(auth.ClientIP(ctx)), s.rules.twoFactorAcct.On(userID)); err != nil {
+		return err
+	}
 	return storeErr("check the token gate", s.update(func(tx *store.Tx) error {
 		u, err := getUser(tx, userID)
-		if err != nil || u == nil || !u.TokenGate || u.TOTPSecret == "" {
-			return err
-		}
-		if code == "" {
-			return forbidden("the two-factor token gate is on: send a current code in the X-2FA-Code header")
-		}
-		if err := s.twoFactorLimit(c, userID); err != nil {
+		if err != nil || !gated(u) {
 			return err
 		}
 		if !s.checkSecondFactor(u, code, true) {
@@ -441,18 +482,12 @@ func (s *Service) checkTokenGate(c fiber.Ctx, userID string) error {
 	}))
 }
 
-func (s *Service) handle2FAVerify(c fiber.Ctx) error {
-	var req verify2FAReq
-	decodeErr := platform.Decode(c, &req)
-	temp := req.TempToken
+// VerifyTwoFactor is the second login step: a temp_token and a code of its
+// account answer the login result; five wrong codes burn the temp_token.
+func (s *Service) VerifyTwoFactor(ctx context.Context, in Verify2FAInput) (*LoginResult, error) {
+	temp := in.TempToken
 	if temp == "" {
-		temp, _ = bearer(c)
-	}
-	if temp == "" {
-		return unauthorized("temp_token is required (body temp_token or Authorization: Bearer)")
-	}
-	if err := s.limiter.hit("2fa:ip:"+platform.ClientIP(c), s.limits.TwoFactorPerIP); err != nil {
-		return err
+		return nil, unauthorized("temp_token is required (body temp_token or Authorization: Bearer)")
 	}
 	var rec *onceRec
 	err := s.db.View(func(tx *store.Tx) error {
@@ -461,22 +496,23 @@ func (s *Service) handle2FAVerify(c fiber.Ctx) error {
 		return err
 	})
 	if err != nil {
-		return platform.Internal("check the temp token", err)
+		return nil, platform.Internal("check the temp token", err)
 	}
 	if rec == nil {
-		return unauthorized("temp_token is invalid, used or expired")
+		return nil, unauthorized("temp_token is invalid, used or expired")
 	}
-	if decodeErr != nil {
-		return decodeErr
+	if in.bodyErr != nil {
+		return nil, in.bodyErr
 	}
-	if err := checkCodeField(req.Code); err != nil {
-		return err
+	if err := checkCodeField(in.Code); err != nil {
+		return nil, err
 	}
-	if err := s.limiter.hit("2fa:acct:"+rec.UserID, s.limits.TwoFactorPerAccount); err != nil {
-		return err
+	if err := s.codeLimit(ctx, rec.UserID); err != nil {
+		return nil, err
 	}
 	ok := false
 	err = s.update(func(tx *store.Tx) error {
+		ok = false
 		rec, err := s.peekOnce(tx, onceTemp, temp)
 		if err != nil {
 			return err
@@ -491,7 +527,7 @@ func (s *Service) handle2FAVerify(c fiber.Ctx) error {
 		if u == nil {
 			return unauthorized("temp_token is invalid, used or expired")
 		}
-		if s.checkSecondFactor(u, req.Code, true) {
+		if s.checkSecondFactor(u, in.Code, true) {
 			ok = true
 			if err := putUser(tx, u); err != nil {
 				return err
@@ -505,12 +541,21 @@ func (s *Service) handle2FAVerify(c fiber.Ctx) error {
 		return s.putOnce(tx, onceTemp, temp, rec)
 	})
 	if err != nil {
-		return storeErr("verify the two-factor code", err)
+		return nil, storeErr("verify the two-factor code", err)
 	}
 	if !ok {
-		return errBadCode
+		return nil, errBadCode
 	}
-	res, err := s.completeLogin(rec.UserID, rec.Method, rec.Mode, rec.Challenge, platform.ClientIP(c), false)
+	return s.completeLogin(ctx, rec.UserID, rec.Method, rec.Mode, rec.Challenge, false)
+}
+
+func (s *Service) handle2FAVerify(c fiber.Ctx) error {
+	var in Verify2FAInput
+	in.bodyErr = platform.Decode(c, &in)
+	if in.TempToken == "" {
+		in.TempToken, _ = bearer(c)
+	}
+	res, err := s.VerifyTwoFactor(c.Context(), in)
 	if err != nil {
 		return err
 	}

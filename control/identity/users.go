@@ -10,13 +10,14 @@ import (
 
 	"deckhand/control/events"
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
 
 // Roles.
 const (
-	RoleUser  = "user"
-	RoleAdmin = "admin"
+	RoleUser  = auth.RoleUser
+	RoleAdmin = auth.RoleAdmin
 )
 
 // Profile is what the stored account and the client's view of it share.

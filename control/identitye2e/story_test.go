@@ -85,15 +85,21 @@ func TestRouteSweep(t *testing.T) {
 	var spec struct {
 		Paths map[string]map[string]struct {
 			Security *[]any `json:"security"`
+			Policy   string `json:"x-policy"`
 		} `json:"paths"`
 	}
 	if err := json.Unmarshal(doc.raw, &spec); err != nil {
 		t.Fatal(err)
 	}
+	// The sweep follows the declared policies: every route shows one, and
+	// every route whose policy is not public refuses a missing credential.
 	n := 0
 	for path, ops := range spec.Paths {
 		for method, op := range ops {
-			if op.Security != nil { // public
+			if op.Policy == "" || op.Security == nil {
+				t.Errorf("%s %s declares no policy in the document", method, path)
+			}
+			if op.Policy == "public" {
 				continue
 			}
 			n++

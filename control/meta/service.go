@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 
+	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/signing"
 
@@ -94,8 +95,8 @@ func strictJSON(raw []byte, dst any) error {
 	return nil
 }
 
-// Deps is what the meta domain needs.
-type Deps struct {
+// Config is the meta domain's config section.
+type Config struct {
 	Regions []Region
 	// Keys is nil when response signing is off; the public-key endpoint
 	// then answers 503 SIGNING_NOT_CONFIGURED.
@@ -109,8 +110,8 @@ type Service struct {
 }
 
 // New builds the meta domain.
-func New(d Deps) *Service {
-	return &Service{regions: d.Regions, keys: d.Keys}
+func New(env domain.Env[Config]) (*Service, error) {
+	return &Service{regions: env.Config.Regions, keys: env.Config.Keys}, nil
 }
 
 // RegionsResponse is data of available-regions.
@@ -135,13 +136,13 @@ type keySetEnvelope struct {
 // Routes is the meta route table.
 func (s *Service) Routes() []platform.Route {
 	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/auth/available-regions", Public: true, Tags: []string{"meta"},
+		{Method: http.MethodGet, Path: "/api/v1/auth/available-regions", Policy: platform.Public, Tags: []string{"meta"},
 			Summary: "Regions a free-tier server can be placed in",
 			Description: "Public. `data.regions[]` lists region availability records. The list comes from " +
 				"`<data>/regions.json` (or `--regions-file`), a JSON array of records or `{\"regions\": [...]}`; " +
 				"without a file, built-in defaults are served.",
 			Response: regionsEnvelope{}, Handler: s.availableRegions},
-		{Method: http.MethodGet, Path: signing.PublicKeyPath, Public: true, Tags: []string{"meta"},
+		{Method: http.MethodGet, Path: signing.PublicKeyPath, Policy: platform.Public, Tags: []string{"meta"},
 			Summary: "Signing key set for responses, identity claims and container claims",
 			Description: "Public. Every published key (old keys stay after `deckhand-control keys rotate`, so " +
 				"earlier signatures keep verifying), the active kid and the signed-data formats. Clients cache " +

@@ -28,7 +28,7 @@ func BenchmarkResponse1KiB(b *testing.B) {
 			cfg.Data = b.TempDir()
 			cfg.Signing = mode.signing
 			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
-			srv, err := server.New(cfg, server.WithDomain(&testDomain{}))
+			srv, err := server.New(cfg, withTest(&testDomain{}))
 			if err != nil {
 				b.Fatal(err)
 			}

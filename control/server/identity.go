@@ -5,14 +5,11 @@ import (
 	"deckhand/control/mail"
 )
 
-// buildIdentity is THE one place control/identity plugs into the server:
-// it maps Config onto identity.Deps and registers the domain as routes,
-// authenticator and admin bootstrapper. (identity cannot import this
-// package, so Deps carries plain values.)
-func (s *Server) buildIdentity() error {
+// identityConfig maps the serve flags onto identity's config section.
+func (s *Server) identityConfig() (identity.Config, error) {
 	mailer, err := mail.New(mail.Config{Dir: s.cfg.MailDir, SMTPURL: s.cfg.SMTPURL})
 	if err != nil {
-		return err
+		return identity.Config{}, err
 	}
 	providers := map[string]identity.OAuthProvider{}
 	for name, p := range map[string]OAuthProvider{"codehost": s.cfg.OAuthCodehost, "webid": s.cfg.OAuthWebID} {
@@ -22,8 +19,8 @@ func (s *Server) buildIdentity() error {
 		}
 	}
 	regions := s.regions
-	svc, err := identity.New(identity.Deps{
-		DB: s.db, Clock: s.clock, Logger: s.log, Mailer: mailer, Sealer: s.sealer,
+	return identity.Config{
+		Mailer: mailer, Sealer: s.sealer,
 		Signups:                s.cfg.Signups,
 		PublicURL:              s.cfg.PublicURL,
 		AllowedRedirectDomains: s.cfg.AllowedRedirectDomains,
@@ -37,12 +34,5 @@ func (s *Server) buildIdentity() error {
 			}
 			return ids
 		},
-	})
-	if err != nil {
-		return err
-	}
-	s.domains = append(s.domains, svc) // Routes(), Close()
-	s.auth = svc                       // Authenticate(c fiber.Ctx) error
-	s.admin = svc                      // EnsureAdmin(email, password string) (bool, error)
-	return nil
+	}, nil
 }

@@ -1,7 +1,8 @@
 // Package server owns the assembly of the control plane: it opens the
-// embedded store, the signing keys and the event log, builds every domain
-// (meta, identity, ...), wraps each non-public route with the authenticator,
-// and serves them on one platform.Host whose every response is signed.
+// embedded store, the signing keys, the event log and the rate limiter,
+// builds every domain of its list (domains.go) from one domain.Env, and
+// serves their route tables on one platform.Host — which enforces each
+// route's policy and rate limits — whose every response is signed.
 package server
 
 import (
@@ -15,55 +16,32 @@ import (
 	"path/filepath"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/meta"
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/config"
 	"deckhand/platform/secrets"
 	"deckhand/platform/signing"
 	"deckhand/platform/store"
 
 	"github.com/gofiber/fiber/v3"
-	"github.com/gofiber/fiber/v3/middleware/adaptor"
 )
-
-// Authenticator checks the credential of a request to a non-public route.
-// It returns a *platform.Error (401, 403, 429 ...) to refuse, or nil after
-// putting the caller into c.Locals for the handler.
-type Authenticator interface {
-	Authenticate(c fiber.Ctx) error
-}
-
-// Domain is one control-plane capability: a route table.
-type Domain interface {
-	Routes() []platform.Route
-}
-
-// Bootstrapper is implemented by domains that prepare state at start
-// (buckets, indexes, migrations) before the server accepts requests.
-type Bootstrapper interface {
-	Bootstrap(ctx context.Context) error
-}
 
 // AdminEnsurer creates the bootstrap admin of --admin-email/--admin-password.
 type AdminEnsurer interface {
 	EnsureAdmin(email, password string) (created bool, err error)
 }
 
-// Closer is implemented by domains holding resources (mail senders, timers).
-type Closer interface {
-	Close() error
-}
-
 // Option adds to what New assembles (tests, later composition).
 type Option func(*Server)
 
-// WithDomain adds a domain next to the built-in ones.
-func WithDomain(d Domain) Option { return func(s *Server) { s.extra = append(s.extra, d) } }
-
 // WithAuthenticator replaces the identity domain's authenticator (tests of
 // the guard itself).
-func WithAuthenticator(a Authenticator) Option { return func(s *Server) { s.authOverride = a } }
+func WithAuthenticator(a platform.Authenticator) Option {
+	return func(s *Server) { s.authOverride = a }
+}
 
 // Server is an assembled control plane.
 type Server struct {
@@ -77,11 +55,13 @@ type Server struct {
 	signer       *signing.Signer // nil with --signing=false
 	events       *events.Log
 	regions      []meta.Region
-	auth         Authenticator
-	authOverride Authenticator
+	limiter      *platform.StoreLimiter
+	authz        *domain.Authorizer
+	auth         platform.Authenticator
+	authOverride platform.Authenticator
 	admin        AdminEnsurer
-	domains      []Domain
-	extra        []Domain
+	domains      []platform.Service
+	extra        []entry
 	host         *platform.Host
 	ln           net.Listener
 }
@@ -148,26 +128,25 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 		return nil, err
 	}
 
-	s.domains = append(s.domains, meta.New(meta.Deps{Regions: s.regions, Keys: s.keys}))
-	if err = s.buildIdentity(); err != nil {
-		return nil, fmt.Errorf("identity: %w", err)
+	if err = s.buildDomains(); err != nil {
+		return nil, err
 	}
-	if s.authOverride != nil {
-		s.auth = s.authOverride
-	}
-	s.domains = append(s.domains, s.extra...)
-
 	var tables [][]platform.Route
 	for _, d := range s.domains {
-		tables = append(tables, s.guard(d.Routes()))
+		tables = append(tables, d.Routes())
+	}
+	if missing := s.authz.Missing(); len(missing) > 0 {
+		return nil, fmt.Errorf("routes require resource checks no domain provides: %v", missing)
 	}
 	hc := platform.HostConfig{
 		Info: platform.Info{Name: "control", Title: "deckhand control plane", Version: platform.Version,
 			Description: "Accounts, sessions, signing keys and the platform resources of deckhand. " +
 				"Every response carries X-Service-Signature (ED25519 over `<t>.<body>`, keys at " +
 				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes."},
-		Style:  platform.EnvelopeErrors,
-		Logger: s.log,
+		Style:   platform.EnvelopeErrors,
+		Logger:  s.log,
+		Auth:    s.auth,
+		Limiter: s.limiter,
 	}
 	if s.signer != nil {
 		hc.Finalize = s.signer.Finalize
@@ -182,39 +161,50 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 // KeysDir is where a data directory keeps its signing keys.
 func KeysDir(data string) string { return filepath.Join(data, "keys") }
 
-var errNoAuthenticator = platform.Errorf(platform.CodeUnauthorized, "Authentication required")
-
-// guard wraps every non-public route's handler with the authenticator, so
-// no domain can forget it. Without an authenticator such routes answer 401.
-func (s *Server) guard(routes []platform.Route) []platform.Route {
-	out := make([]platform.Route, len(routes))
-	for i, r := range routes {
-		if !r.Public {
-			h := r.Handler
-			if h == nil && r.HTTP != nil {
-				h = adaptor.HTTPHandler(r.HTTP)
-				r.HTTP = nil
-			}
-			auth := s.auth
-			r.Handler = func(c fiber.Ctx) error {
-				if auth == nil {
-					return errNoAuthenticator
-				}
-				if err := auth.Authenticate(c); err != nil {
-					return err
-				}
-				return h(c)
-			}
+// buildDomains builds every domain of the list (and the extra ones of
+// WithDomain) from one environment, and finds the authenticator and the
+// admin bootstrapper among them.
+func (s *Server) buildDomains() error {
+	s.limiter = platform.NewStoreLimiter(s.db, s.clock)
+	s.authz = domain.NewAuthorizer()
+	base := domain.Env[domain.NoConfig]{Store: s.db, Clock: s.clock, Events: s.events, Authz: s.authz, Limiter: s.limiter}
+	for _, e := range append(append([]entry(nil), domains...), s.extra...) {
+		env := base
+		env.Name, env.Logger = e.name, s.log.With("domain", e.name)
+		svc, err := e.build(s, env)
+		if err != nil {
+			return err
 		}
-		out[i] = r
+		s.domains = append(s.domains, svc)
+		if a, ok := svc.(platform.Authenticator); ok {
+			if s.auth != nil {
+				return fmt.Errorf("%s: a second authenticator (one domain answers who is calling)", e.name)
+			}
+			s.auth = a
+		}
+		if a, ok := svc.(AdminEnsurer); ok {
+			s.admin = a
+		}
 	}
-	return out
+	if s.authOverride != nil {
+		s.auth = s.authOverride
+	}
+	if s.auth == nil {
+		s.auth = refuseAll
+	}
+	return nil
 }
+
+// refuseAll answers every credentialed route with 401 when no domain
+// authenticates (a build without identity).
+var refuseAll = platform.AuthenticatorFunc(func(fiber.Ctx) (*auth.Principal, error) {
+	return nil, platform.Errorf(platform.CodeUnauthorized, "Authentication required")
+})
 
 // Bootstrap runs each domain's Bootstrap and the admin bootstrap.
 func (s *Server) Bootstrap(ctx context.Context) error {
 	for _, d := range s.domains {
-		if b, ok := d.(Bootstrapper); ok {
+		if b, ok := d.(domain.Bootstrapper); ok {
 			if err := b.Bootstrap(ctx); err != nil {
 				return err
 			}
@@ -279,6 +269,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.log.Info("control plane listening", "addr", ln.Addr().String(), "data", s.cfg.Data, "signing_kid", kid)
 	fmt.Fprintf(s.out, "deckhand-control: listening on http://%s (data %s, signing key %s)\n", ln.Addr(), s.cfg.Data, kid)
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go s.limiter.RunSweeper(sweepCtx, time.Minute, func(err error) { s.log.Warn("rate-limit sweep failed", "err", err) })
 	errc := make(chan error, 1)
 	go func() { errc <- s.host.Serve(ln) }()
 	select {
@@ -317,7 +310,7 @@ func (s *Server) ReloadKeys() error {
 func (s *Server) Close() error {
 	var errs []error
 	for _, d := range s.domains {
-		if c, ok := d.(Closer); ok {
+		if c, ok := d.(platform.Closer); ok {
 			errs = append(errs, c.Close())
 		}
 	}

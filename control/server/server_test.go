@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/server"
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/signing"
 
 	"github.com/gofiber/fiber/v3"
@@ -53,7 +55,7 @@ func (d *testDomain) Routes() []platform.Route {
 		close(d.release)
 	}
 	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/test/greet", Public: true, Summary: "greet", Body: greetReq{},
+		{Method: http.MethodPost, Path: "/api/v1/test/greet", Policy: platform.Public, Summary: "greet", Body: greetReq{},
 			Handler: func(c fiber.Ctx) error {
 				var req greetReq
 				if err := platform.Decode(c, &req); err != nil {
@@ -63,14 +65,15 @@ func (d *testDomain) Routes() []platform.Route {
 			}},
 		{Method: http.MethodGet, Path: "/api/v1/test/private", Summary: "needs a credential",
 			Handler: func(c fiber.Ctx) error {
-				return platform.Respond(c, http.StatusOK, "secret", map[string]any{"user": c.Locals("user")})
+				p, _ := auth.FromContext(c.Context())
+				return platform.Respond(c, http.StatusOK, "secret", map[string]any{"user": p.UserID})
 			}},
 		{Method: http.MethodGet, Path: "/api/v1/test/private-http", Summary: "needs a credential (net/http)",
 			HTTP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, `{"statusCode":200,"message":"from net/http"}`)
 			})},
-		{Method: http.MethodGet, Path: "/api/v1/test/stream", Public: true, Summary: "event stream",
+		{Method: http.MethodGet, Path: "/api/v1/test/stream", Policy: platform.Public, Summary: "event stream",
 			Handler: func(c fiber.Ctx) error {
 				c.Set("Content-Type", "text/event-stream")
 				return c.SendStreamWriter(func(w *bufio.Writer) {
@@ -80,26 +83,30 @@ func (d *testDomain) Routes() []platform.Route {
 					w.WriteString("data: last\n\n")
 				})
 			}},
-		{Method: http.MethodGet, Path: "/api/v1/test/ip", Public: true, Summary: "caller's IP",
+		{Method: http.MethodGet, Path: "/api/v1/test/ip", Policy: platform.Public, Summary: "caller's IP",
 			Handler: func(c fiber.Ctx) error {
 				return platform.Respond(c, http.StatusOK, "ip", map[string]string{"ip": platform.ClientIP(c)})
 			}},
-		{Method: http.MethodGet, Path: "/api/v1/test/kib", Public: true, Summary: "1 KiB body",
+		{Method: http.MethodGet, Path: "/api/v1/test/kib", Policy: platform.Public, Summary: "1 KiB body",
 			Handler: func(c fiber.Ctx) error { return c.Send(kib) }},
 	}
 }
 
 var kib = bytes.Repeat([]byte("k"), 1024)
 
+// withTest adds d as a domain with one line, as the server's list does.
+func withTest(d *testDomain) server.Option {
+	return server.WithDomain("test", func(domain.Env[domain.NoConfig]) (*testDomain, error) { return d, nil })
+}
+
 // bearerAuth accepts "Bearer good" only.
 type bearerAuth struct{}
 
-func (bearerAuth) Authenticate(c fiber.Ctx) error {
+func (bearerAuth) Authenticate(c fiber.Ctx) (*auth.Principal, error) {
 	if c.Get("Authorization") != "Bearer good" {
-		return platform.Errorf(platform.CodeUnauthorized, "Invalid credential")
+		return nil, platform.Errorf(platform.CodeUnauthorized, "Invalid credential")
 	}
-	c.Locals("user", "u1")
-	return nil
+	return &auth.Principal{UserID: "u1", Role: auth.RoleUser, Kind: auth.KindSession, SessionID: "s1"}, nil
 }
 
 func baseConfig(t *testing.T) server.Config {
@@ -171,7 +178,7 @@ func (r *running) do(t *testing.T, method, path, body string, hdr ...string) (in
 func TestRoutesEnvelopesAndGuard(t *testing.T) {
 	t.Parallel()
 	dom := &testDomain{}
-	r := start(t, baseConfig(t), server.WithDomain(dom), server.WithAuthenticator(bearerAuth{}))
+	r := start(t, baseConfig(t), withTest(dom), server.WithAuthenticator(bearerAuth{}))
 	if !dom.booted {
 		t.Fatal("Bootstrap of the domain did not run")
 	}
@@ -230,7 +237,7 @@ func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }
 func TestStreamedResponseIsNotBuffered(t *testing.T) {
 	t.Parallel()
 	dom := &testDomain{release: make(chan struct{})}
-	r := start(t, baseConfig(t), server.WithDomain(dom))
+	r := start(t, baseConfig(t), withTest(dom))
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(r.url + "/api/v1/test/stream")
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +263,7 @@ func TestTrustProxyHeaders(t *testing.T) {
 	for _, trust := range []bool{false, true} {
 		cfg := baseConfig(t)
 		cfg.TrustProxyHeaders = trust
-		r := start(t, cfg, server.WithDomain(&testDomain{}))
+		r := start(t, cfg, withTest(&testDomain{}))
 		_, body := r.do(t, "GET", "/api/v1/test/ip", "", "X-Forwarded-For", "203.0.113.9")
 		want := "127.0.0.1"
 		if trust {
@@ -272,7 +279,7 @@ func TestTrustProxyHeaders(t *testing.T) {
 // routes refuse missing and bogus credentials.
 func TestGuardUsesIdentityAuthenticator(t *testing.T) {
 	t.Parallel()
-	r := start(t, baseConfig(t), server.WithDomain(&testDomain{}))
+	r := start(t, baseConfig(t), withTest(&testDomain{}))
 	for _, p := range []string{"/api/v1/test/private", "/api/v1/test/private-http"} {
 		for _, hdr := range [][]string{nil, {"Authorization", "Bearer good"}, {"Authorization", "Bearer svc_bogus"}} {
 			status, body := r.do(t, "GET", p, "", hdr...)
@@ -291,7 +298,7 @@ func TestGuardUsesIdentityAuthenticator(t *testing.T) {
 // the connection closed under it instead of the answer).
 func TestOversizedBodyIs413AndSigned(t *testing.T) {
 	t.Parallel()
-	r := start(t, baseConfig(t), server.WithDomain(&testDomain{}))
+	r := start(t, baseConfig(t), withTest(&testDomain{}))
 	conn, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -397,7 +404,7 @@ func TestSecondServerOnSameDataFailsFast(t *testing.T) {
 
 func TestOpenAPIListsRoutesAndPublicOnes(t *testing.T) {
 	t.Parallel()
-	r := start(t, baseConfig(t), server.WithDomain(&testDomain{}))
+	r := start(t, baseConfig(t), withTest(&testDomain{}))
 	resp, err := http.Get(r.url + "/openapi.json")
 	if err != nil {
 		t.Fatal(err)

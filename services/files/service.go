@@ -82,7 +82,7 @@ func (s *Service) Routes() []platform.Route {
 		{Method: "GET", Path: "/api/v1/version", Summary: "Server and API version",
 			Description: "server_version is the deckhand build (the same string `deckhand version` prints); " +
 				"version is the file API version (" + APIVersion + "), which changes only when this API changes incompatibly.",
-			Tags: []string{"meta"}, Public: true, Response: Version{}, Handler: s.version},
+			Tags: []string{"meta"}, Policy: platform.Public, Response: Version{}, Handler: s.version},
 		{Method: "GET", Path: "/api/v1/files", Tags: tags, Summary: "List a directory",
 			Description: "Entries sorted by name. Names starting with a dot are left out unless hidden=true.",
 			Query: []platform.Param{pathParam,

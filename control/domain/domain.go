@@ -1,0 +1,120 @@
+// Package domain fixes what a control-plane domain is built from and what
+// it gives back. The server builds every domain from one list
+// (control/server/domains.go); each gets one Env — the shared store,
+// clock, logger, event log, authorizer and rate limiter, plus its own
+// typed config section — and returns a platform.Service, its route table.
+// Bootstrap (Bootstrapper) and Close (platform.Closer) are optional.
+//
+// A domain's code is two layers: methods that take a context.Context (the
+// caller is platform.Caller(ctx), the address auth.ClientIP(ctx)) and a
+// typed input, with no HTTP in them; and route handlers that decode, call
+// such a method and encode. Who may call a route and how often is declared
+// in the route table (Route.Policy, Route.Limits) and enforced by the host.
+package domain
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"deckhand/control/events"
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// Env is everything a domain is built from. C is the domain's own config
+// section, filled by the server from its flags.
+type Env[C any] struct {
+	// Name is the domain's name in the server's list (logs carry it).
+	Name   string
+	Store  *store.DB
+	Clock  platform.Clock
+	Logger *slog.Logger
+	// Events is the audit log; domains Append inside their own Update.
+	Events *events.Log
+	// Authz holds the resource checks domains offer each other.
+	Authz *Authorizer
+	// Limiter counts rate limits: the host applies a route's IP, account
+	// and credential limits; a domain applies its ByValue limits through
+	// this same limiter.
+	Limiter platform.Limiter
+	Config  C
+}
+
+// NoConfig is the config section of a domain without settings.
+type NoConfig = struct{}
+
+// WithConfig is env with another config section (the server builds every
+// domain's Env from one base).
+func WithConfig[C, D any](env Env[D], c C) Env[C] {
+	return Env[C]{Name: env.Name, Store: env.Store, Clock: env.Clock, Logger: env.Logger, Events: env.Events,
+		Authz: env.Authz, Limiter: env.Limiter, Config: c}
+}
+
+// Bootstrapper is implemented by domains that prepare state (indexes,
+// migrations, seed records) before the server accepts requests.
+type Bootstrapper interface {
+	Bootstrap(ctx context.Context) error
+}
+
+// Authorizer is where domains offer resource checks to each other: the
+// projects domain provides "project.member", and the containers domain's
+// routes declare Authz.Policy("project.member", ...) without importing
+// projects. A policy naming a check nobody provides fails the server's
+// start (Missing), not a request.
+type Authorizer struct {
+	mu       sync.RWMutex
+	checks   map[string]platform.Check
+	required map[string]bool
+}
+
+// NewAuthorizer returns an empty authorizer.
+func NewAuthorizer() *Authorizer {
+	return &Authorizer{checks: map[string]platform.Check{}, required: map[string]bool{}}
+}
+
+// Provide registers the check behind name.
+func (a *Authorizer) Provide(name string, check platform.Check) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, dup := a.checks[name]; dup {
+		panic("domain: resource check provided twice: " + name)
+	}
+	a.checks[name] = check
+}
+
+// Policy is the resource policy of the check named name, whoever provides
+// it; doc says in words who passes.
+func (a *Authorizer) Policy(name, doc string) platform.Policy {
+	a.mu.Lock()
+	a.required[name] = true
+	a.mu.Unlock()
+	return platform.Resource(name, doc, func(ctx context.Context, param func(string) string) error {
+		a.mu.RLock()
+		check := a.checks[name]
+		a.mu.RUnlock()
+		if check == nil {
+			return platform.Internal("authorize the request", errMissing(name))
+		}
+		return check(ctx, param)
+	})
+}
+
+// Missing lists checks some policy requires and no domain provides.
+func (a *Authorizer) Missing() []string {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var out []string
+	for n := range a.required {
+		if a.checks[n] == nil {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+type errMissing string
+
+func (e errMissing) Error() string { return "no domain provides resource check " + string(e) }

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"fmt"
+
+	"deckhand/control/domain"
+	"deckhand/control/identity"
+	"deckhand/control/meta"
+	"deckhand/platform"
+)
+
+// domains is every control-plane domain, in build order. Adding a domain
+// is its package plus one line here: its name, the function that picks
+// its config section out of the server's flags (noConfig when it has
+// none) and its constructor.
+var domains = []entry{
+	add("meta", (*Server).metaConfig, meta.New),
+	add("identity", (*Server).identityConfig, identity.Open),
+}
+
+// entry is one line of the list.
+type entry struct {
+	name  string
+	build func(s *Server, env domain.Env[domain.NoConfig]) (platform.Service, error)
+}
+
+// add makes a list line from a domain's constructor and its config section.
+func add[C any, S platform.Service](name string, section func(*Server) (C, error), build func(domain.Env[C]) (S, error)) entry {
+	return entry{name: name, build: func(s *Server, env domain.Env[domain.NoConfig]) (platform.Service, error) {
+		c, err := section(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		svc, err := build(domain.WithConfig(env, c))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return svc, nil
+	}}
+}
+
+// noConfig is the config section of a domain without settings.
+func noConfig(*Server) (domain.NoConfig, error) { return domain.NoConfig{}, nil }
+
+// WithDomain adds a domain after the built-in ones, built like them
+// (tests, later composition).
+func WithDomain[S platform.Service](name string, build func(domain.Env[domain.NoConfig]) (S, error)) Option {
+	return func(s *Server) { s.extra = append(s.extra, add(name, noConfig, build)) }
+}
+
+func (s *Server) metaConfig() (meta.Config, error) {
+	return meta.Config{Regions: s.regions, Keys: s.keys}, nil
+}

@@ -1,0 +1,208 @@
+package platform
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform/auth"
+)
+
+// Access is who may call a route before any resource check.
+type Access uint8
+
+const (
+	// AccessDefault is the zero value: signed-in on a host with an
+	// Authenticator (the control plane: a route that forgets its policy is
+	// closed, not open), unchecked on container hosts, which have no
+	// credentials of their own (the gateway's proxy permissions guard them).
+	AccessDefault Access = iota
+	// AccessPublic needs no credential.
+	AccessPublic
+	// AccessSignedIn needs any valid credential.
+	AccessSignedIn
+	// AccessAdmin needs a credential of a user with the admin role.
+	AccessAdmin
+)
+
+// Check decides a resource policy once the caller is known: ctx carries
+// the principal (auth.FromContext) and param reads the route's path
+// parameters by name. It returns a *Error (usually FORBIDDEN or NOT_FOUND)
+// to refuse. Domains implement checks ("owner or permitted user of this
+// project") without touching HTTP.
+type Check func(ctx context.Context, param func(name string) string) error
+
+// Policy says who may call a route. The host enforces it before the
+// handler runs and the OpenAPI document shows it (security and x-policy).
+type Policy struct {
+	Access Access
+	// Name and Check make a resource policy: Name is what x-policy shows
+	// ("project.member"), Doc says in words who passes.
+	Name  string
+	Doc   string
+	Check Check
+}
+
+// The plain policies.
+var (
+	Public   = Policy{Access: AccessPublic}
+	SignedIn = Policy{Access: AccessSignedIn}
+	Admin    = Policy{Access: AccessAdmin}
+)
+
+// Resource is the policy of a signed-in caller whom check admits.
+func Resource(name, doc string, check Check) Policy {
+	return Policy{Access: AccessSignedIn, Name: name, Doc: doc, Check: check}
+}
+
+// IsPublic reports whether the policy needs no credential.
+func (p Policy) IsPublic() bool { return p.Access == AccessPublic }
+
+// Label is the policy as x-policy shows it: public, signed-in, admin or
+// the resource check's name.
+func (p Policy) Label() string {
+	switch {
+	case p.Name != "":
+		return p.Name
+	case p.Access == AccessPublic:
+		return "public"
+	case p.Access == AccessAdmin:
+		return "admin"
+	}
+	return "signed-in"
+}
+
+// Authenticator resolves a request's credential into the principal it acts
+// for; it returns a *Error (401 for a missing or bad credential, 403 for a
+// banned account) to refuse.
+type Authenticator interface {
+	Authenticate(c fiber.Ctx) (*auth.Principal, error)
+}
+
+// AuthenticatorFunc adapts a function to Authenticator.
+type AuthenticatorFunc func(c fiber.Ctx) (*auth.Principal, error)
+
+// Authenticate calls f.
+func (f AuthenticatorFunc) Authenticate(c fiber.Ctx) (*auth.Principal, error) { return f(c) }
+
+var (
+	errAdminOnly = &Error{Code: CodeForbidden, Message: "this action needs the admin role"}
+	errNoCaller  = &Error{Code: CodeUnauthorized, Message: "missing credential: send an Authorization: Bearer header"}
+)
+
+// Caller is the principal ctx carries, or 401 when there is none: domain
+// methods that act for someone start with it.
+func Caller(ctx context.Context) (*auth.Principal, error) {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return nil, errNoCaller
+	}
+	return p, nil
+}
+
+// AdminCaller is Caller that also demands the admin role (403 otherwise).
+func AdminCaller(ctx context.Context) (*auth.Principal, error) {
+	p, err := Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !p.IsAdmin() {
+		return nil, errAdminOnly
+	}
+	return p, nil
+}
+
+// callerCtxKey keeps the request's context.Context (principal and client
+// IP) as a fasthttp user value, so net/http routes see it too.
+type callerCtxKey struct{}
+
+// guard wraps a route's handler with its policy and rate limits. On a host
+// without an Authenticator only explicitly declared policies and limits
+// apply (container services), and declaring a credentialed policy there is
+// a programming error caught at start.
+func (h *Host) guard(r Route, next fiber.Handler) fiber.Handler {
+	pol := r.Policy
+	if pol.Access == AccessDefault {
+		pol.Access = AccessSignedIn
+		if h.cfg.Auth == nil {
+			pol.Access = AccessPublic
+		}
+	}
+	if h.cfg.Auth == nil && pol.Access == AccessPublic && pol.Check == nil && len(r.Limits) == 0 {
+		return next // container services: nothing to enforce, nothing to pay
+	}
+	if pol.Access != AccessPublic && h.cfg.Auth == nil {
+		panic("platform: route " + r.Method + " " + r.Path + " declares policy " + pol.Label() + " on a host without an Authenticator")
+	}
+	var hostLimits []RateLimit
+	for _, l := range r.Limits {
+		if l.N <= 0 || l.By == ByValue {
+			continue
+		}
+		if (l.By == ByAccount || l.By == ByCredential) && pol.Access == AccessPublic {
+			panic("platform: route " + r.Method + " " + r.Path + " limits by " + l.By.String() + " but is public")
+		}
+		hostLimits = append(hostLimits, l)
+	}
+	if len(r.Limits) > 0 && h.cfg.Limiter == nil {
+		panic("platform: route " + r.Method + " " + r.Path + " declares rate limits on a host without a Limiter")
+	}
+	return func(c fiber.Ctx) error {
+		ip := ClientIP(c)
+		ctx := auth.WithClientIP(c.Context(), ip)
+		var p *auth.Principal
+		if pol.Access != AccessPublic {
+			var err error
+			if p, err = h.cfg.Auth.Authenticate(c); err != nil {
+				return err
+			}
+			if p == nil {
+				return errNoCaller
+			}
+			ctx = auth.NewContext(ctx, p)
+			if pol.Access == AccessAdmin && !p.IsAdmin() {
+				return errAdminOnly
+			}
+		}
+		c.SetContext(ctx)
+		c.RequestCtx().SetUserValue(callerCtxKey{}, ctx)
+		if len(hostLimits) > 0 {
+			hits := make([]LimitHit, 0, len(hostLimits))
+			for _, l := range hostLimits {
+				key := ip
+				switch l.By {
+				case ByAccount:
+					key = p.UserID
+				case ByCredential:
+					key = p.CredentialID()
+				}
+				hits = append(hits, LimitHit{Limit: l, Key: key})
+			}
+			if err := h.cfg.Limiter.Allow(ctx, hits...); err != nil {
+				return err
+			}
+		}
+		if pol.Check != nil {
+			if err := pol.Check(ctx, func(n string) string { return c.Params(n) }); err != nil {
+				return err
+			}
+		}
+		return next(c)
+	}
+}
+
+// withCallerContext hands a net/http route the request's context.Context
+// the guard built (principal, client IP) on top of its own.
+func withCallerContext(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ctx, ok := r.Context().Value(callerCtxKey{}).(context.Context); ok {
+			rc := auth.WithClientIP(r.Context(), auth.ClientIP(ctx))
+			if p, ok := auth.FromContext(ctx); ok {
+				rc = auth.NewContext(rc, p)
+			}
+			r = r.WithContext(rc)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
