@@ -52,6 +52,9 @@ type HostConfig struct {
 	// ClientIP — only when the direct peer is a loopback or private
 	// address, and only its right-most entry (the one our proxy added).
 	ProxyHeader string
+	// Policy, when set, checks Host, Origin and Sec-Fetch-Site before any
+	// route (every container service sets it; see RequestPolicy).
+	Policy *RequestPolicy
 }
 
 // Host is one service's HTTP server: a Fiber app built from a route table
@@ -211,6 +214,12 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 			"ip", ClientIP(c), "bytes", bodyLen(c))
 		err = nil
 	}()
+	if h.cfg.Policy != nil {
+		if e := h.cfg.Policy.Check(fiberRequest(c)); e != nil {
+			h.writeError(c, e)
+			return nil
+		}
+	}
 	if e := c.Next(); e != nil {
 		h.writeError(c, e)
 	}
