@@ -18,13 +18,17 @@ import (
 
 // OneConfig is what `deckhand service NAME` was asked to do.
 type OneConfig struct {
-	Name       string
-	Listen     string
-	Data       string
-	Display    string
-	LogLevel   string
-	Logger     *slog.Logger
-	Executable string
+	Name    string
+	Listen  string
+	Data    string
+	Display string
+	// Domain and AllowedOrigins configure the request policy (--domain,
+	// --allowed-origins), as for `deckhand run`.
+	Domain         string
+	AllowedOrigins []string
+	LogLevel       string
+	Logger         *slog.Logger
+	Executable     string
 }
 
 // ServeOne runs a single service alone until ctx ends. It is how the
@@ -39,6 +43,13 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 		return err
 	}
 	entry, _ := Lookup(cfg.Name)
+	if cfg.Domain == "" {
+		cfg.Domain = "localhost"
+	}
+	policy, err := platform.NewRequestPolicy(cfg.Domain, cfg.AllowedOrigins)
+	if err != nil {
+		return err
+	}
 	if cfg.Data == "" {
 		return errors.New("--data: must not be empty")
 	}
@@ -49,6 +60,7 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 	bin, reason := entry.external(exe, cfg.Display)
 	if bin != "" {
 		args := []string{bin, "--listen", cfg.Listen, "--data", cfg.Data}
+		args = append(args, policyArgs(cfg.Domain, cfg.AllowedOrigins)...)
 		if entry.NeedsDisplay {
 			args = append(args, "--display", cfg.Display)
 		}
@@ -80,7 +92,7 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
-	host := newHost(cfg.Name, svc, cfg.Logger)
+	host := newHost(cfg.Name, svc, cfg.Logger, policy)
 	done := make(chan error, 1)
 	go func() { done <- host.Serve(ln) }()
 	log.Info("service listening", "url", "http://"+ln.Addr().String(), "pid", os.Getpid())

@@ -33,6 +33,9 @@ type Config struct {
 	Isolate  map[string]bool // resolved with SelectIsolated
 	Domain   string
 	Display  string
+	// AllowedOrigins are browser origins allowed besides each service's own
+	// and those under Domain (--allowed-origins; see platform.RequestPolicy).
+	AllowedOrigins []string
 
 	ControlURL, ContainerID, ProjectID, Token string
 
@@ -63,6 +66,7 @@ type Supervisor struct {
 	log     *slog.Logger
 	db      *store.DB
 	units   []*unit
+	policy  *platform.RequestPolicy
 	gw      *http.Server
 	gwLn    net.Listener
 	started time.Time
@@ -89,10 +93,17 @@ func New(cfg Config) (*Supervisor, error) {
 	if cfg.Data == "" {
 		return nil, errors.New("--data: must not be empty")
 	}
+	if cfg.Domain == "" {
+		cfg.Domain = "localhost"
+	}
+	policy, err := platform.NewRequestPolicy(cfg.Domain, cfg.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("--data %s: %w", cfg.Data, err)
 	}
-	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient()}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), policy: policy}
 	db, err := store.Open(filepath.Join(cfg.Data, "agent.db"))
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("%w (--data %s: %s is locked)", ErrAgentRunning, cfg.Data, filepath.Join(cfg.Data, "agent.db"))
@@ -122,7 +133,7 @@ func New(cfg Config) (*Supervisor, error) {
 		Handler: gateway.New(gateway.Config{
 			Domain: cfg.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 			Known: Known(), Backend: s.backend, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
-			Authorizer: cfg.Authorizer,
+			Authorizer: cfg.Authorizer, Policy: policy,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -180,6 +191,7 @@ func (s *Supervisor) childCommand(e Entry) (bin string, args []string, reason st
 	bin, reason = e.external(s.cfg.Executable, s.cfg.Display)
 	if bin != "" {
 		args = []string{"--listen", addr, "--data", s.cfg.Data}
+		args = append(args, policyArgs(s.cfg.Domain, s.cfg.AllowedOrigins)...)
 		if e.NeedsDisplay {
 			args = append(args, "--display", s.cfg.Display)
 		}
@@ -190,12 +202,23 @@ func (s *Supervisor) childCommand(e Entry) (bin string, args []string, reason st
 	// child process would only cost memory to say "unavailable".
 	if s.cfg.Isolate[e.Name] && e.Binary == "" {
 		args = []string{"service", e.Name, "--listen", addr, "--data", s.cfg.Data, "--log-level", s.cfg.LogLevel}
+		args = append(args, policyArgs(s.cfg.Domain, s.cfg.AllowedOrigins)...)
 		if s.cfg.Display != "" {
 			args = append(args, "--display", s.cfg.Display)
 		}
 		return s.cfg.Executable, args, reason, true
 	}
 	return "", nil, reason, false
+}
+
+// policyArgs hand a child the request policy's settings, so a service
+// reached directly on its port refuses what the gateway refuses.
+func policyArgs(domain string, origins []string) []string {
+	args := []string{"--domain", domain}
+	if len(origins) > 0 {
+		args = append(args, "--allowed-origins", strings.Join(origins, ","))
+	}
+	return args
 }
 
 func (s *Supervisor) closeListeners() {

@@ -155,7 +155,7 @@ func (u *unit) runInProcess(ctx context.Context, svc platform.Service) (platform
 			return nil, fmt.Errorf("build service: %w", err)
 		}
 	}
-	host := newHost(u.name, svc, u.sup.log)
+	host := newHost(u.name, svc, u.sup.log, u.sup.policy)
 	gen := u.begin(os.Getpid())
 	u.setListener(ln)
 	done := make(chan error, 1)
@@ -193,7 +193,7 @@ func (u *unit) setListener(ln net.Listener) {
 }
 
 // newHost puts a service on its own platform host.
-func newHost(name string, svc platform.Service, log *slog.Logger) *platform.Host {
+func newHost(name string, svc platform.Service, log *slog.Logger, policy *platform.RequestPolicy) *platform.Host {
 	info := platform.Info{Name: name, Title: "deckhand " + name + " service", Version: platform.Version,
 		Description: "The " + name + " service of the deckhand agent. Errors are {\"code\",\"details\",\"message\"}."}
 	if d, ok := svc.(platform.Describer); ok {
@@ -203,7 +203,7 @@ func newHost(name string, svc platform.Service, log *slog.Logger) *platform.Host
 	// No ProxyHeader: Fiber then reports an empty client IP for every direct
 	// call (no X-Forwarded-For). Proxied calls carry the gateway's
 	// X-Forwarded-For for a service that needs the real client.
-	cfg := platform.HostConfig{Info: info, Logger: log}
+	cfg := platform.HostConfig{Info: info, Logger: log, Policy: policy}
 	if hr, ok := svc.(platform.HealthReporter); ok {
 		cfg.HealthStatus = hr.HealthStatus
 	}

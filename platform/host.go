@@ -52,8 +52,10 @@ type HostConfig struct {
 	// ClientIP — only when the direct peer is a loopback or private
 	// address, and only its right-most entry (the one our proxy added).
 	ProxyHeader string
-	// Policy, when set, checks Host, Origin and Sec-Fetch-Site before any
-	// route (every container service sets it; see RequestPolicy).
+	// Policy checks Host, Origin and Sec-Fetch-Site before any route (see
+	// RequestPolicy). A container service (ContainerErrors) without one
+	// gets the default: --domain localhost, no extra origins, so no host
+	// built for a container service is ever without it.
 	Policy *RequestPolicy
 }
 
@@ -90,6 +92,9 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = 120 * time.Second
+	}
+	if cfg.Policy == nil && cfg.Style == ContainerErrors {
+		cfg.Policy = DefaultPolicy()
 	}
 	h := &Host{cfg: cfg}
 	h.app = fiber.New(fiber.Config{

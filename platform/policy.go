@@ -60,6 +60,12 @@ func NewRequestPolicy(domain string, allowedOrigins []string) (*RequestPolicy, e
 	return p, nil
 }
 
+// DefaultPolicy is the policy of `--domain localhost` with no extra origins.
+func DefaultPolicy() *RequestPolicy {
+	p, _ := NewRequestPolicy("localhost", nil)
+	return p
+}
+
 // ParseOrigins splits a comma list of origins (the --allowed-origins value).
 func ParseOrigins(list string) []string {
 	var out []string
@@ -267,13 +273,22 @@ func fiberRequest(c fiber.Ctx) Request {
 // response (the gateway, a hijacking handler): the same body and status
 // a container service's Host writes.
 func WriteHTTPError(w http.ResponseWriter, err error) {
+	WriteHTTPErrorStatus(w, 0, err)
+}
+
+// WriteHTTPErrorStatus is WriteHTTPError with a status other than the
+// code's (the gateway answers BACKEND_ERROR with 502, not 500); 0 keeps it.
+func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
 	e := AsError(err)
+	if status == 0 {
+		status = e.Status()
+	}
 	for k, v := range e.Headers {
 		w.Header().Set(k, v)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(e.Status())
+	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(ContainerError{Code: e.Code, Details: e.Details, Message: e.Message})

@@ -34,7 +34,9 @@ func hostFor(name string, svc interface {
 	platform.Service
 	Info() platform.Info
 }) *platform.Host {
-	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: quiet}, svc.Routes())
+	// The services get the gateway's policy, as the agent gives them.
+	policy, _ := platform.NewRequestPolicy("example.test", nil)
+	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: quiet, Policy: policy}, svc.Routes())
 }
 
 func newFixture(t testing.TB, project, container string) *fixture {
@@ -201,6 +203,7 @@ func TestNonLoopbackClientsAreRefused(t *testing.T) {
 	f := newFixture(t, "", "")
 	for _, path := range []string{"/_/cron/health", gateway.StatusPath} {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Host = "127.0.0.1:7700"
 		req.RemoteAddr = "10.1.2.3:5555"
 		rec := httptest.NewRecorder()
 		f.gw.ServeHTTP(rec, req)

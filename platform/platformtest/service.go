@@ -28,7 +28,9 @@ func ServiceHost(info platform.Info, routes []platform.Route) *platform.Host {
 // v; it returns the status and the raw body (for failure messages).
 func GetJSON(t testing.TB, h *platform.Host, path string, v any) (int, []byte) {
 	t.Helper()
-	resp, err := h.App().Test(httptest.NewRequest("GET", path, nil))
+	req := httptest.NewRequest("GET", path, nil)
+	req.Host = "127.0.0.1" // the request policy serves loopback names, not httptest's example.com
+	resp, err := h.App().Test(req)
 	if err != nil {
 		t.Fatal(err)
 	}

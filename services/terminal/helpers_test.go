@@ -44,7 +44,11 @@ func newEnv(t testing.TB, opts map[string]string, clock platform.Clock) *env {
 	}
 	log := slog.New(slog.NewTextHandler(w, nil))
 	svc := terminal.New(platform.ServiceDeps{Name: "terminal", DataDir: t.TempDir(), Logger: log, Clock: clock, Options: opts})
-	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "terminal"}, Logger: log}, svc.Routes())
+	policy, err := platform.NewRequestPolicy("localhost", []string{"https://app.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "terminal"}, Logger: log, Policy: policy}, svc.Routes())
 	u := platformtest.Serve(t, host)
 	t.Cleanup(func() { _ = svc.Close() })
 	return &env{svc: svc, host: host, url: u, http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}

@@ -63,10 +63,6 @@ type Options struct {
 	// PingInterval between WebSocket pings ("ping_interval", 30s); a client
 	// that answers no ping for two intervals is dropped.
 	PingInterval time.Duration
-	// AllowedOrigins are extra browser origins allowed to open the WebSocket
-	// ("allowed_origins", comma list, "*" for any). Same-origin and loopback
-	// origins are always allowed.
-	AllowedOrigins []string
 	// MaxSessions caps live sessions ("max_sessions", 1000).
 	MaxSessions int
 	// Shell is the default shell ("shell"; else $SHELL, /bin/bash, /bin/sh).
@@ -76,7 +72,7 @@ type Options struct {
 func parseOptions(given map[string]string, log *slog.Logger) Options {
 	m := map[string]string{}
 	for _, k := range []string{"idle_timeout", "exited_retention", "kill_grace", "ping_interval", "drop_grace",
-		"scrollback", "client_queue", "max_sessions", "allowed_origins", "shell"} {
+		"scrollback", "client_queue", "max_sessions", "shell"} {
 		if v, ok := given[k]; ok {
 			m[k] = v
 		} else if v, ok := os.LookupEnv("DECKHAND_TERMINAL_" + strings.ToUpper(k)); ok {
@@ -124,13 +120,6 @@ func parseOptions(given map[string]string, log *slog.Logger) Options {
 	size("scrollback", &o.Scrollback, 1024)
 	size("client_queue", &o.ClientQueue, 4096)
 	size("max_sessions", &o.MaxSessions, 1)
-	if s := m["allowed_origins"]; s != "" {
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				o.AllowedOrigins = append(o.AllowedOrigins, strings.TrimSuffix(strings.ToLower(p), "/"))
-			}
-		}
-	}
 	o.Shell = m["shell"]
 	return o
 }

@@ -70,8 +70,8 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 func runCmd() *cobra.Command {
 	var (
-		cfg               agent.Config
-		services, isolate string
+		cfg                        agent.Config
+		services, isolate, origins string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -86,6 +86,10 @@ func runCmd() *cobra.Command {
 				return err
 			}
 			cfg.Services = names
+			cfg.AllowedOrigins = platform.ParseOrigins(origins)
+			if _, err := platform.NewRequestPolicy(cfg.Domain, cfg.AllowedOrigins); err != nil {
+				return err
+			}
 			if agent.NeedsInit() {
 				// PID 1 of a container: reap orphans as init, run the agent
 				// as its child (flags were checked above, so mistakes show
@@ -109,7 +113,8 @@ func runCmd() *cobra.Command {
 	f.StringVar(&cfg.Bind, "bind", "127.0.0.1", "host the services listen on")
 	f.IntVar(&cfg.PortBase, "port-base", 7700, "service ports are base + their offset")
 	f.StringVar(&services, "services", "all", "comma list of services to run (available: "+strings.Join(agent.Registered(), ",")+")")
-	f.StringVar(&cfg.Domain, "domain", "localhost", "{container_domain} of the gateway's Host routing")
+	f.StringVar(&cfg.Domain, "domain", "localhost", "{container_domain} of the gateway's Host routing; names under it are served and are allowed browser origins")
+	f.StringVar(&origins, "allowed-origins", "", "comma list of browser origins (https://app.example.com) that may call services besides each one's own and those under --domain")
 	f.StringVar(&cfg.ControlURL, "control-url", "", "control plane to sync proxy permissions from (none: standalone)")
 	f.StringVar(&cfg.ContainerID, "container-id", "", "this container's id")
 	f.StringVar(&cfg.ProjectID, "project-id", "", "this container's project id")
@@ -125,6 +130,7 @@ func serviceCmd() *cobra.Command {
 		cfg      agent.OneConfig
 		bind     string
 		portBase int
+		origins  string
 	)
 	cmd := &cobra.Command{
 		Use:   "service NAME",
@@ -132,6 +138,7 @@ func serviceCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Name = args[0]
+			cfg.AllowedOrigins = platform.ParseOrigins(origins)
 			if _, err := agent.Select(cfg.Name); err != nil {
 				return err
 			}
@@ -150,6 +157,8 @@ func serviceCmd() *cobra.Command {
 	f.StringVar(&bind, "bind", "127.0.0.1", "host the service listens on when --listen is not given")
 	f.IntVar(&portBase, "port-base", 7700, "port base when --listen is not given")
 	f.StringVar(&cfg.Display, "display", os.Getenv("DISPLAY"), "X display for the display service (default $DISPLAY)")
+	f.StringVar(&cfg.Domain, "domain", "localhost", "{container_domain}: names under it are served and are allowed browser origins")
+	f.StringVar(&origins, "allowed-origins", "", "comma list of browser origins that may call the service besides its own and those under --domain")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

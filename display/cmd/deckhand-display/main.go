@@ -41,6 +41,8 @@ type options struct {
 	data     string
 	logLevel string
 	retry    time.Duration
+	domain   string
+	origins  string
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -67,6 +69,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&o.display, "display", os.Getenv("DISPLAY"), "X display (:N); default $DISPLAY")
 	f.StringVar(&o.data, "data", "", "data directory (unused by this service today; accepted for the agent)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.domain, "domain", "localhost", "{container_domain}: names under it are served and are allowed browser origins")
+	f.StringVar(&o.origins, "allowed-origins", "", "comma list of browser origins that may call the service besides its own and those under --domain")
 	f.DurationVar(&o.retry, "retry", 2*time.Second, "how often to retry connecting to the display")
 	return cmd
 }
@@ -77,6 +81,10 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 			return fmt.Errorf("--data %s: %w", o.data, err)
 		}
 	}
+	policy, err := platform.NewRequestPolicy(o.domain, platform.ParseOrigins(o.origins))
+	if err != nil {
+		return err
+	}
 	svc := api.New(platform.ServiceDeps{Name: "display", DataDir: o.data, Logger: log, Clock: platform.SystemClock{},
 		Options: map[string]string{"display": o.display}}, nil)
 	defer svc.Close()
@@ -85,6 +93,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 			Description: "Screenshots, mouse, keyboard, windows, clipboard and input batches on an X11 display."},
 		Logger:       log,
 		HealthStatus: svc.HealthStatus,
+		Policy:       policy,
 	}, svc.Routes())
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
