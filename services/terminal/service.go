@@ -132,6 +132,7 @@ type Service struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session
+	starting int // creates past the limit check whose shell is starting
 	closed   bool
 
 	stop    chan struct{}
