@@ -65,7 +65,7 @@ func newFixture(t testing.TB, project, container string) *fixture {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{
 			"path": r.URL.Path, "raw_path": r.URL.RawPath, "query": r.URL.RawQuery,
-			"prefix": r.Header.Get("X-Forwarded-Prefix"),
+			"prefix": r.Header.Get("X-Forwarded-Prefix"), "origin": r.Header.Get("Origin"), "conn": r.Header.Get("Connection"),
 			"xff":    r.Header.Get("X-Forwarded-For"), "xfh": r.Header.Get("X-Forwarded-Host"), "xfp": r.Header.Get("X-Forwarded-Proto"),
 		})
 	}))
@@ -167,6 +167,31 @@ func TestForwardedForIsNotTakenFromTheClient(t *testing.T) {
 	status, m, raw := f.get(t, "any-thing-cron-1.s.example.test", "/health")
 	if status != 200 || m["service"] != "cron" {
 		t.Fatalf("%d %s", status, raw)
+	}
+}
+
+// TestGatewayOwnsForwardedHeaders: the client's X-Forwarded-Host never
+// reaches a service (services trust the gateway's for the same-origin
+// check), and a Connection header cannot make Origin hop-by-hop.
+func TestGatewayOwnsForwardedHeaders(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "")
+	own := f.url
+	_, m, raw := f.get(t, "", "/_/notes/x", "X-Forwarded-Host", "evil.example", "X-Forwarded-Proto", "https",
+		"Connection", "Origin, X-Custom", "Origin", own)
+	if !strings.HasPrefix(m["xfh"].(string), "127.0.0.1:") || m["xfp"] != "http" {
+		t.Fatalf("client-supplied X-Forwarded-Host/Proto reached the service: %s", raw)
+	}
+	if m["origin"] != own {
+		t.Fatalf("Origin was dropped as hop-by-hop: %s", raw)
+	}
+	status, m, raw := f.get(t, "", "/_/notes/x", "Connection", "Origin", "Origin", "http://evil.example")
+	if status != http.StatusForbidden || m["code"] != "FORBIDDEN" {
+		t.Fatalf("cross-site Origin with Connection: Origin: %d %s", status, raw)
+	}
+	status, m, raw = f.get(t, "evil.example", "/_/notes/x")
+	if status != http.StatusMisdirectedRequest || m["code"] != "MISDIRECTED_REQUEST" {
+		t.Fatalf("foreign Host: %d %s", status, raw)
 	}
 }
 
