@@ -66,7 +66,7 @@ func newFixture(t testing.TB, project, container string) *fixture {
 		_ = json.NewEncoder(w).Encode(map[string]string{
 			"path": r.URL.Path, "raw_path": r.URL.RawPath, "query": r.URL.RawQuery,
 			"prefix": r.Header.Get("X-Forwarded-Prefix"), "origin": r.Header.Get("Origin"), "conn": r.Header.Get("Connection"),
-			"xff":    r.Header.Get("X-Forwarded-For"), "xfh": r.Header.Get("X-Forwarded-Host"), "xfp": r.Header.Get("X-Forwarded-Proto"),
+			"xff": r.Header.Get("X-Forwarded-For"), "xfh": r.Header.Get("X-Forwarded-Host"), "xfp": r.Header.Get("X-Forwarded-Proto"),
 		})
 	}))
 	t.Cleanup(echo.Close)
