@@ -200,6 +200,10 @@ func newHost(name string, svc platform.Service, log *slog.Logger, policy *platfo
 		info = d.Info()
 		info.Name = name
 	}
+	info.Description += " Every route is under the agent's request policy: a Host that is not a loopback name, " +
+		"the connection's own IP or a name under --domain gets 421 MISDIRECTED_REQUEST; a browser Origin that is not " +
+		"the request's own, under --domain or in --allowed-origins gets 403 FORBIDDEN (reads included), as does a " +
+		"cross-site or same-site browser request without Origin that is not a top-level navigation."
 	// No ProxyHeader: Fiber then reports an empty client IP for every direct
 	// call (no X-Forwarded-For). Proxied calls carry the gateway's
 	// X-Forwarded-For for a service that needs the real client.
