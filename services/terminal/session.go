@@ -384,14 +384,24 @@ func (s *Session) terminate(grace time.Duration) {
 // redraw of the screen model instead, followed by the raw bytes the model
 // has not parsed yet. It does not make the model catch up first: under a
 // flood that parse chases the shell for seconds (issue 8.6), and the raw
-// bytes after the redraw bring the client to the same screen. scrMu only
-// waits for the chunk parseLoop is on.
+// bytes after the redraw bring the client to the same screen. Only a model
+// that has fallen out of the ring parses one chunk (parseChunk, a few ms),
+// which restarts it inside the ring. scrMu only waits for the chunk
+// parseLoop is on.
 func (s *Session) attach(c *client) {
 	s.scrMu.Lock()
 	defer s.scrMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	from := s.ring.oldest()
+	stale := from > 0 && (s.vt == nil || s.vtOffset-int64(len(s.vtCarry)) < from)
+	s.mu.Unlock()
+	if stale {
+		s.catchUp(parseChunk)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from = s.ring.oldest()
 	var replay []byte
 	switch {
 	case from == 0:
