@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -32,29 +31,8 @@ const allowedTestOrigin = "https://app.example.com"
 
 func startSecAgent(t *testing.T) *secAgent {
 	t.Helper()
-	base := freeBase(t)
-	sup, err := New(Config{
-		Data: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(base), Bind: "127.0.0.1", PortBase: base,
-		Services: Registered(), Isolate: map[string]bool{}, Domain: "localhost", LogLevel: "error",
-		AllowedOrigins: []string{allowedTestOrigin},
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	for _, u := range sup.units {
-		<-u.ready
-	}
-	return &secAgent{gw: "http://" + sup.GatewayAddr(), base: base}
+	sup := runSupervisor(t, Config{Services: Registered(), Isolate: map[string]bool{}, AllowedOrigins: []string{allowedTestOrigin}})
+	return &secAgent{gw: "http://" + sup.GatewayAddr(), base: sup.cfg.PortBase}
 }
 
 func (a *secAgent) serviceURL(name string) string {

@@ -12,24 +12,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"deckhand/platform/platformtest"
 )
 
-// browserTools finds node, Chromium and playwright-core, or skips.
 func browserTools(t *testing.T) (node, chromium, dir string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("browser test skipped: node is not installed")
-	}
-	chromium = "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skip("browser test skipped: /usr/bin/chromium is not installed (apt-get install chromium)")
-	}
-	dir, _ = filepath.Abs("../../scripts/e2e")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
-		t.Skip("browser test skipped: run `npm ci --prefix scripts/e2e` to install playwright-core")
-	}
-	return node, chromium, dir
+	return platformtest.BrowserTools(t, "../../scripts/e2e")
 }
 
 // quietHome gives the agent's shells an empty home, so the machine's own
