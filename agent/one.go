@@ -24,11 +24,12 @@ type OneConfig struct {
 	Display string
 	// Domain and AllowedOrigins configure the request policy (--domain,
 	// --allowed-origins), as for `deckhand run`.
-	Domain         string
-	AllowedOrigins []string
-	LogLevel       string
-	Logger         *slog.Logger
-	Executable     string
+	Domain            string
+	AllowedOrigins    []string
+	TrustProxyHeaders bool
+	LogLevel          string
+	Logger            *slog.Logger
+	Executable        string
 }
 
 // ServeOne runs a single service alone until ctx ends. It is how the
@@ -61,6 +62,9 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 	if bin != "" {
 		args := []string{bin, "--listen", cfg.Listen, "--data", cfg.Data}
 		args = append(args, policyArgs(cfg.Domain, cfg.AllowedOrigins)...)
+		if cfg.TrustProxyHeaders {
+			args = append(args, "--trust-proxy-headers")
+		}
 		if entry.NeedsDisplay {
 			args = append(args, "--display", cfg.Display)
 		}
@@ -92,7 +96,7 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
-	host := newHost(cfg.Name, svc, cfg.Logger, policy)
+	host := newHost(cfg.Name, svc, cfg.Logger, policy, cfg.TrustProxyHeaders)
 	done := make(chan error, 1)
 	go func() { done <- host.Serve(ln) }()
 	log.Info("service listening", "url", "http://"+ln.Addr().String(), "pid", os.Getpid())

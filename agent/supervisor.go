@@ -36,6 +36,9 @@ type Config struct {
 	// AllowedOrigins are browser origins allowed besides each service's own
 	// and those under Domain (--allowed-origins; see platform.RequestPolicy).
 	AllowedOrigins []string
+	// TrustProxyHeaders (--trust-proxy-headers): take the client address
+	// from X-Forwarded-For (right-most hop, loopback or private peers only).
+	TrustProxyHeaders bool
 
 	ControlURL, ContainerID, ProjectID, Token string
 
@@ -62,15 +65,16 @@ const (
 
 // Supervisor runs the services and the gateway of one agent.
 type Supervisor struct {
-	cfg     Config
-	log     *slog.Logger
-	db      *store.DB
-	units   []*unit
-	policy  *platform.RequestPolicy
-	gw      *http.Server
-	gwLn    net.Listener
-	started time.Time
-	probe   *http.Client
+	cfg        Config
+	log        *slog.Logger
+	db         *store.DB
+	units      []*unit
+	policy     *platform.RequestPolicy
+	trustProxy bool
+	gw         *http.Server
+	gwLn       net.Listener
+	started    time.Time
+	probe      *http.Client
 }
 
 // ErrAgentRunning is returned when another agent holds the data directory.
@@ -103,7 +107,7 @@ func New(cfg Config) (*Supervisor, error) {
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("--data %s: %w", cfg.Data, err)
 	}
-	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), policy: policy}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), policy: policy, trustProxy: cfg.TrustProxyHeaders}
 	db, err := store.Open(filepath.Join(cfg.Data, "agent.db"))
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("%w (--data %s: %s is locked)", ErrAgentRunning, cfg.Data, filepath.Join(cfg.Data, "agent.db"))
@@ -133,7 +137,7 @@ func New(cfg Config) (*Supervisor, error) {
 		Handler: gateway.New(gateway.Config{
 			Domain: cfg.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 			Known: Known(), Backend: s.backend, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
-			Authorizer: cfg.Authorizer, Policy: policy,
+			Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.TrustProxyHeaders,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -192,6 +196,9 @@ func (s *Supervisor) childCommand(e Entry) (bin string, args []string, reason st
 	if bin != "" {
 		args = []string{"--listen", addr, "--data", s.cfg.Data}
 		args = append(args, policyArgs(s.cfg.Domain, s.cfg.AllowedOrigins)...)
+		if s.cfg.TrustProxyHeaders {
+			args = append(args, "--trust-proxy-headers")
+		}
 		if e.NeedsDisplay {
 			args = append(args, "--display", s.cfg.Display)
 		}
@@ -203,6 +210,9 @@ func (s *Supervisor) childCommand(e Entry) (bin string, args []string, reason st
 	if s.cfg.Isolate[e.Name] && e.Binary == "" {
 		args = []string{"service", e.Name, "--listen", addr, "--data", s.cfg.Data, "--log-level", s.cfg.LogLevel}
 		args = append(args, policyArgs(s.cfg.Domain, s.cfg.AllowedOrigins)...)
+		if s.cfg.TrustProxyHeaders {
+			args = append(args, "--trust-proxy-headers")
+		}
 		if s.cfg.Display != "" {
 			args = append(args, "--display", s.cfg.Display)
 		}

@@ -155,7 +155,7 @@ func (u *unit) runInProcess(ctx context.Context, svc platform.Service) (platform
 			return nil, fmt.Errorf("build service: %w", err)
 		}
 	}
-	host := newHost(u.name, svc, u.sup.log, u.sup.policy)
+	host := newHost(u.name, svc, u.sup.log, u.sup.policy, u.sup.trustProxy)
 	gen := u.begin(os.Getpid())
 	u.setListener(ln)
 	done := make(chan error, 1)
@@ -193,7 +193,7 @@ func (u *unit) setListener(ln net.Listener) {
 }
 
 // newHost puts a service on its own platform host.
-func newHost(name string, svc platform.Service, log *slog.Logger, policy *platform.RequestPolicy) *platform.Host {
+func newHost(name string, svc platform.Service, log *slog.Logger, policy *platform.RequestPolicy, trustProxy bool) *platform.Host {
 	info := platform.Info{Name: name, Title: "deckhand " + name + " service", Version: platform.Version,
 		Description: "The " + name + " service of the deckhand agent. Errors are {\"code\",\"details\",\"message\"}."}
 	if d, ok := svc.(platform.Describer); ok {
@@ -204,10 +204,14 @@ func newHost(name string, svc platform.Service, log *slog.Logger, policy *platfo
 		"the connection's own IP or a name under --domain gets 421 MISDIRECTED_REQUEST; a browser Origin that is not " +
 		"the request's own, under --domain or in --allowed-origins gets 403 FORBIDDEN (reads included), as does a " +
 		"cross-site or same-site browser request without Origin that is not a top-level navigation."
-	// No ProxyHeader: Fiber then reports an empty client IP for every direct
-	// call (no X-Forwarded-For). Proxied calls carry the gateway's
-	// X-Forwarded-For for a service that needs the real client.
+	// Without --trust-proxy-headers the client is the socket peer (the
+	// gateway, for proxied calls). With it, the right-most X-Forwarded-For
+	// hop from a loopback or private peer: the gateway's, which it sets to
+	// the client it saw (itself behind the platform proxy).
 	cfg := platform.HostConfig{Info: info, Logger: log, Policy: policy}
+	if trustProxy {
+		cfg.ProxyHeader = "X-Forwarded-For"
+	}
 	if hr, ok := svc.(platform.HealthReporter); ok {
 		cfg.HealthStatus = hr.HealthStatus
 	}

@@ -55,7 +55,12 @@ type Config struct {
 	// Policy is the request policy (Host, Origin, Sec-Fetch-Site) checked
 	// before anything else; default: Domain and no extra origins.
 	Policy *platform.RequestPolicy
-	Logger *slog.Logger
+	// TrustProxyHeaders (--trust-proxy-headers): the gateway sits behind
+	// the platform proxy, so the client is the right-most X-Forwarded-For
+	// hop when the peer is a loopback or private address. Either way the
+	// services get one X-Forwarded-For: the client as the gateway sees it.
+	TrustProxyHeaders bool
+	Logger            *slog.Logger
 }
 
 // Target is where a request is going.
@@ -143,6 +148,9 @@ func New(cfg Config) *Gateway {
 			// X-Forwarded-{For,Host,Proto}; these are the gateway's own,
 			// the only X-Forwarded-Host a service trusts.
 			pr.SetXForwarded()
+			if g.cfg.TrustProxyHeaders {
+				pr.Out.Header.Set("X-Forwarded-For", forwardedClient(pr.In))
+			}
 			pr.Out.Header.Del("X-Real-Ip")
 			// Where the service sits under path routing, so a web page it
 			// serves can build links that come back through the gateway.
@@ -298,6 +306,27 @@ func (g *Gateway) backendError(w http.ResponseWriter, r *http.Request, err error
 	g.cfg.Logger.Warn("gateway: service unreachable", "service", name, "err", err)
 	platform.WriteHTTPErrorStatus(w, http.StatusBadGateway, &platform.Error{Code: platform.CodeBackend, Details: name,
 		Message: "service " + name + " is not answering (it may be restarting); try again shortly"})
+}
+
+// forwardedClient is the client address behind a trusted proxy: the
+// right-most X-Forwarded-For hop (the one the proxy added), only when the
+// peer is a loopback or private address; else the peer.
+func forwardedClient(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer := net.ParseIP(host)
+	if peer == nil || !(peer.IsLoopback() || peer.IsPrivate() || peer.IsLinkLocalUnicast()) {
+		return host
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		if ip := net.ParseIP(strings.TrimSpace(hops[i])); ip != nil {
+			return ip.String()
+		}
+	}
+	return peer.String()
 }
 
 // sanitizeConnection keeps only the Connection tokens HTTP itself defines.

@@ -39,7 +39,7 @@ func hostFor(name string, svc interface {
 	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: quiet, Policy: policy}, svc.Routes())
 }
 
-func newFixture(t testing.TB, project, container string) *fixture {
+func newFixture(t testing.TB, project, container string, opts ...func(*gateway.Config)) *fixture {
 	t.Helper()
 	deps := func(n string) platform.ServiceDeps {
 		return platform.ServiceDeps{Name: n, DataDir: t.TempDir(), Logger: quiet, Clock: platform.SystemClock{}}
@@ -75,7 +75,7 @@ func newFixture(t testing.TB, project, container string) *fixture {
 	backends["terminal"] = dead.Addr().String()
 	dead.Close()
 
-	g := gateway.New(gateway.Config{
+	cfg := gateway.Config{
 		Domain: "example.test", ProjectID: project, ContainerID: container,
 		Known:   []string{"cron", "files", "terminal", "display", "vault", "notes"},
 		Backend: func(n string) (string, bool) { a, ok := backends[n]; return a, ok },
@@ -83,7 +83,11 @@ func newFixture(t testing.TB, project, container string) *fixture {
 			_, _ = io.WriteString(w, `{"status":"here"}`)
 		}),
 		Logger: quiet,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g := gateway.New(cfg)
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	return &fixture{gw: g, url: srv.URL, filesURL: "http://" + backends["files"]}
@@ -192,6 +196,21 @@ func TestGatewayOwnsForwardedHeaders(t *testing.T) {
 	status, m, raw = f.get(t, "evil.example", "/_/notes/x")
 	if status != http.StatusMisdirectedRequest || m["code"] != "MISDIRECTED_REQUEST" {
 		t.Fatalf("foreign Host: %d %s", status, raw)
+	}
+}
+
+// TestTrustProxyHeaders: behind the platform proxy (--trust-proxy-headers)
+// the services get the client the proxy saw, as one X-Forwarded-For.
+func TestTrustProxyHeaders(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "", func(c *gateway.Config) { c.TrustProxyHeaders = true })
+	_, m, raw := f.get(t, "", "/_/notes/x", "X-Forwarded-For", "6.6.6.6, 7.7.7.7")
+	if m["xff"] != "7.7.7.7" {
+		t.Fatalf("trusted proxy's client: %s", raw)
+	}
+	_, m, raw = f.get(t, "", "/_/notes/x")
+	if m["xff"] != "127.0.0.1" {
+		t.Fatalf("no proxy header: %s", raw)
 	}
 }
 

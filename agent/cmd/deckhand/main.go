@@ -115,6 +115,7 @@ func runCmd() *cobra.Command {
 	f.StringVar(&services, "services", "all", "comma list of services to run (available: "+strings.Join(agent.Registered(), ",")+")")
 	f.StringVar(&cfg.Domain, "domain", "localhost", "{container_domain} of the gateway's Host routing; names under it are served and are allowed browser origins")
 	f.StringVar(&origins, "allowed-origins", "", "comma list of browser origins (https://app.example.com) that may call services besides each one's own and those under --domain")
+	f.BoolVar(&cfg.TrustProxyHeaders, "trust-proxy-headers", false, "take the client address from X-Forwarded-For (only behind the platform proxy)")
 	f.StringVar(&cfg.ControlURL, "control-url", "", "control plane to sync proxy permissions from (none: standalone)")
 	f.StringVar(&cfg.ContainerID, "container-id", "", "this container's id")
 	f.StringVar(&cfg.ProjectID, "project-id", "", "this container's project id")
@@ -159,6 +160,7 @@ func serviceCmd() *cobra.Command {
 	f.StringVar(&cfg.Display, "display", os.Getenv("DISPLAY"), "X display for the display service (default $DISPLAY)")
 	f.StringVar(&cfg.Domain, "domain", "localhost", "{container_domain}: names under it are served and are allowed browser origins")
 	f.StringVar(&origins, "allowed-origins", "", "comma list of browser origins that may call the service besides its own and those under --domain")
+	f.BoolVar(&cfg.TrustProxyHeaders, "trust-proxy-headers", false, "take the client address from X-Forwarded-For (only behind the platform proxy)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

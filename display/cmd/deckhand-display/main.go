@@ -43,6 +43,8 @@ type options struct {
 	retry    time.Duration
 	domain   string
 	origins  string
+	// trustProxy: client address from X-Forwarded-For (--trust-proxy-headers)
+	trustProxy bool
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -70,6 +72,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&o.data, "data", "", "data directory (unused by this service today; accepted for the agent)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.domain, "domain", "localhost", "{container_domain}: names under it are served and are allowed browser origins")
+	f.BoolVar(&o.trustProxy, "trust-proxy-headers", false, "take the client address from X-Forwarded-For (only behind the platform proxy)")
 	f.StringVar(&o.origins, "allowed-origins", "", "comma list of browser origins that may call the service besides its own and those under --domain")
 	f.DurationVar(&o.retry, "retry", 2*time.Second, "how often to retry connecting to the display")
 	return cmd
@@ -94,6 +97,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		Logger:       log,
 		HealthStatus: svc.HealthStatus,
 		Policy:       policy,
+		ProxyHeader:  proxyHeader(o.trustProxy),
 	}, svc.Routes())
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -163,4 +167,12 @@ func keepConnected(ctx context.Context, svc *api.Service, o options, log *slog.L
 		}
 		drv, err = x11.Open(o.display, log)
 	}
+}
+
+// proxyHeader is the header the host trusts for the client address.
+func proxyHeader(trust bool) string {
+	if trust {
+		return "X-Forwarded-For"
+	}
+	return ""
 }
