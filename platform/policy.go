@@ -16,7 +16,7 @@ import (
 // every container service's Host apply it before any routing:
 //
 //  1. Host. Only loopback names (127.0.0.1, [::1], localhost, any port),
-//     the IP literal the connection arrived on, names under Domain (and
+//     the IP literal the connection arrived on (and 0.0.0.0 or [::]), names under Domain (and
 //     Domain itself) and the hosts of AllowedOrigins are served; any other
 //     Host gets 421 MISDIRECTED_REQUEST. DNS rebinding needs the attacker's
 //     own name in Host, so this closes it (Jupyter's fix).
@@ -163,7 +163,9 @@ func (p *RequestPolicy) hostAllowed(name string, local net.IP) bool {
 	if ip == nil {
 		return false
 	}
-	return ip.IsLoopback() || (local != nil && ip.Equal(local))
+	// 0.0.0.0 and :: reach this machine (`deckhand status --listen
+	// 0.0.0.0:7700` sends that Host); an IP literal is never a rebinding.
+	return ip.IsLoopback() || ip.IsUnspecified() || (local != nil && ip.Equal(local))
 }
 
 func (p *RequestPolicy) underDomain(name string) bool {

@@ -66,6 +66,7 @@ func TestRequestPolicyCheck(t *testing.T) {
 		{"rebinding GET without origin", p, h("method", "GET", "host", "evil.example:7700"), platform.CodeMisdirected},
 		{"empty host", p, h("host", ""), platform.CodeMisdirected},
 		{"other IP literal", p, h("host", "10.0.0.9:7700"), platform.CodeMisdirected},
+		{"unspecified address (status of --listen 0.0.0.0)", p, h("method", "GET", "host", "0.0.0.0:7700"), ""},
 		{"gateway's forwarded host", p, h("host", "127.0.0.1:7703", "fwd", "127.0.0.1:7700", "origin", "http://127.0.0.1:7700"), ""},
 		{"forwarded host must pass the host check", p, h("host", "127.0.0.1:7703", "fwd", "evil.example:7700", "origin", "http://evil.example:7700"), platform.CodeMisdirected},
 		{"cross-site without origin", p, h("method", "GET", "site", "cross-site", "mode", "no-cors"), platform.CodeForbidden},
