@@ -5,7 +5,9 @@
 // the injectable clock, and the process health record. It also fixes what a
 // container service is (service.go: ServiceDeps, typed Settings declared as
 // flags, ContainerService with Info), where its data lives (data.go), how it
-// is served (serve.go: NewServiceHost, ServeUntil), how query parameters are
+// is served (serve.go: NewServiceHost, ServeUntil), the request policy every
+// container service's host and the gateway apply (policy.go: Host, Origin,
+// Sec-Fetch-Site, built from CommonSettings), how query parameters are
 // parsed (query.go) and the seams between services (seams.go: Journal,
 // Notifier).
 //

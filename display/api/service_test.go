@@ -25,6 +25,7 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 			body = strings.NewReader(`{}`)
 		}
 		req := httptest.NewRequest(r.Method, path, body)
+		req.Host = "localhost" // the request policy serves loopback names, not httptest's example.com
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := host.App().Test(req)
 		if err != nil {
@@ -49,7 +50,9 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 	if n < 37 {
 		t.Fatalf("only %d display routes", n)
 	}
-	resp, _ := host.App().Test(httptest.NewRequest("GET", "/health", nil))
+	hreq := httptest.NewRequest("GET", "/health", nil)
+	hreq.Host = "localhost"
+	resp, _ := host.App().Test(hreq)
 	var h platform.Health
 	_ = json.NewDecoder(resp.Body).Decode(&h)
 	if h.Status != "unavailable" || !strings.Contains(h.Detail, "no X display") {

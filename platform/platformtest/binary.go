@@ -139,3 +139,24 @@ func (s *SyncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// BrowserTools finds node, Debian's Chromium and playwright-core under
+// dir (scripts/e2e, relative to the calling test's package), or skips the
+// test saying what to install. It returns node, chromium and dir made
+// absolute.
+func BrowserTools(t testing.TB, dir string) (node, chromium, abs string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("browser test skipped: node is not installed")
+	}
+	chromium = "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skip("browser test skipped: /usr/bin/chromium is not installed (apt-get install chromium)")
+	}
+	abs, _ = filepath.Abs(dir)
+	if _, err := os.Stat(filepath.Join(abs, "node_modules", "playwright-core")); err != nil {
+		t.Skip("browser test skipped: run `npm ci --prefix scripts/e2e` to install playwright-core")
+	}
+	return node, chromium, abs
+}

@@ -3,7 +3,6 @@ package cron_test
 import (
 	"bytes"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +25,7 @@ func newService(t *testing.T, deps platform.ServiceDeps, set *cron.Settings) *cr
 }
 
 func newHost(t *testing.T) *platform.Host {
-	return platformtest.ServiceHost(newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Runner: false}))
+	return platformtest.ServiceHost(t, newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Runner: false}))
 }
 
 func do(t *testing.T, h *platform.Host, method, path string, body any) (int, map[string]any) {
@@ -35,7 +34,7 @@ func do(t *testing.T, h *platform.Host, method, path string, body any) (int, map
 	if body != nil {
 		b, _ = json.Marshal(body)
 	}
-	req := httptest.NewRequest(method, path, bytes.NewReader(b))
+	req := platformtest.NewRequest(method, path, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := h.App().Test(req)
 	if err != nil {
@@ -74,7 +73,7 @@ func TestJobsAreStoredAndWrittenToTheCrontab(t *testing.T) {
 	t.Parallel()
 	deps := platformtest.ServiceDeps(t, "cron")
 	tab := filepath.Join(t.TempDir(), "etc", "crontab")
-	h := platformtest.ServiceHost(newService(t, deps, &cron.Settings{Crontab: tab}))
+	h := platformtest.ServiceHost(t, newService(t, deps, &cron.Settings{Crontab: tab}))
 	status, job := do(t, h, "POST", "/api/v1/cron/jobs", map[string]any{"name": "backup", "schedule": "5 4 * * *", "command": "tar cf /tmp/b.tar /etc"})
 	if status != 201 || job["id"] != "job_1" || job["enabled"] != true || job["last_run"] != nil {
 		t.Fatalf("create: %d %v", status, job)
@@ -100,7 +99,7 @@ func TestJobsAreStoredAndWrittenToTheCrontab(t *testing.T) {
 	}
 
 	// Another service on the same store and settings sees the same jobs.
-	h2 := platformtest.ServiceHost(newService(t, deps, &cron.Settings{Crontab: tab}))
+	h2 := platformtest.ServiceHost(t, newService(t, deps, &cron.Settings{Crontab: tab}))
 	status, got := do(t, h2, "GET", "/api/v1/cron/jobs/job_1", nil)
 	if status != 200 || got["name"] != "backup" {
 		t.Fatalf("after restart: %d %v", status, got)
@@ -147,7 +146,7 @@ func TestFailedRunReachesTheSeams(t *testing.T) {
 	rec := &platformtest.Seams{}
 	deps := platformtest.ServiceDeps(t, "cron")
 	deps.Journal, deps.Notifier = rec, rec
-	h := platformtest.ServiceHost(newService(t, deps, &cron.Settings{Runner: true}))
+	h := platformtest.ServiceHost(t, newService(t, deps, &cron.Settings{Runner: true}))
 	status, _ := do(t, h, "POST", "/api/v1/cron/jobs", map[string]any{"name": "flaky", "schedule": "@every 1s", "command": "echo broken >&2; exit 3"})
 	if status != 201 {
 		t.Fatalf("create: %d", status)

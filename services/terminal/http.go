@@ -34,8 +34,10 @@ func (svc *Service) Routes() []platform.Route {
 				"scrollback (up to 1 MiB) raw; once output has outgrown it, it sends instead a redraw of the screen " +
 				"(reset, cells with their attributes, alternate screen, input modes, cursor). Several clients may attach; each gets every byte. A client that cannot keep " +
 				"up (8 MiB queued) is closed with 1008 and never slows the shell or the other clients. The server pings " +
-				"every 30s (--terminal-ping-interval) and drops a client that answers none for 2.5 intervals. Browser origins must be same-origin, " +
-				"loopback or in --allowed-origins (403 otherwise). Unknown id: 404 NOT_FOUND.",
+				"every 30s (--terminal-ping-interval) and drops a client that answers none for 2.5 intervals. The agent's request policy applies " +
+				"before the upgrade: a foreign Host gets 421 MISDIRECTED_REQUEST; a browser Origin must be this service's own " +
+				"(through the gateway: the gateway's), under --domain or in --allowed-origins (403 FORBIDDEN otherwise; " +
+				"a loopback origin on another port is another program and is refused). Unknown id: 404 NOT_FOUND.",
 			Query: []platform.Param{
 				{Name: "id", Description: "session to attach; absent creates one"},
 				{Name: "cols", Type: "integer", Description: "1-1000: size of a new session, or resizes the attached one (with rows)"},

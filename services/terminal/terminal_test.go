@@ -308,7 +308,7 @@ func TestDeleteHangsUpAndTellsClients(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, map[string]string{"allowed_origins": "https://app.example.com"}, nil)
+	e := newEnv(t, nil, nil) // its policy allows https://app.example.com
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
 	if err := os.WriteFile(plain, []byte("echo hi\n"), 0o644); err != nil {
@@ -386,6 +386,9 @@ func TestBadInput(t *testing.T) {
 		{"cols huge", "?cols=5000&rows=10", "", 400, "INVALID"},
 		{"bad shell", "?shell=/no/such/shell", "", 400, "INVALID"},
 		{"foreign origin", "?id=" + s.ID, "https://evil.example.net", 403, "FORBIDDEN"},
+		{"loopback origin on another port", "?id=" + s.ID, "http://127.0.0.1:9", 403, "FORBIDDEN"},
+		{"localhost on another port", "?id=" + s.ID, "http://localhost:1234", 403, "FORBIDDEN"},
+		{"a name under localhost on another port", "?id=" + s.ID, "http://evil.localhost", 403, "FORBIDDEN"},
 	} {
 		hdr := http.Header{}
 		if tc.origin != "" {
@@ -402,8 +405,8 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.name, resp.StatusCode, b)
 		}
 	}
-	// Allowed origins: loopback, same origin and the configured list.
-	for _, origin := range []string{"http://localhost:1234", "http://127.0.0.1:9", "https://app.example.com", e.url} {
+	// Allowed origins: same origin and the configured list.
+	for _, origin := range []string{"https://app.example.com", e.url} {
 		hdr := http.Header{"Origin": {origin}}
 		conn, _, err := websocket.DefaultDialer.Dial(e.wsURL("?id="+s.ID), hdr)
 		if err != nil {

@@ -2,9 +2,7 @@ package terminal
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +25,8 @@ var upgrader = websocket.Upgrader{
 	// hold none.
 	WriteBufferSize: 64 << 10,
 	WriteBufferPool: &sync.Pool{},
-	// The origin was checked before the upgrade (see handleWS), where the
-	// error can be a proper 403 body.
+	// The host's request policy checked Host and Origin before any route
+	// (platform.RequestPolicy), where the error is a proper 403 body.
 	CheckOrigin: func(*http.Request) bool { return true },
 }
 
@@ -37,10 +35,6 @@ var upgrader = websocket.Upgrader{
 func (svc *Service) handleWS(c fiber.Ctx) error {
 	if !strings.EqualFold(c.Get(fiber.HeaderUpgrade), "websocket") {
 		return platform.Errorf(platform.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)")
-	}
-	if origin := c.Get(fiber.HeaderOrigin); !svc.originAllowed(origin, c.Hostname(), c.Get("X-Forwarded-Host")) {
-		return platform.Errorf(platform.CodeForbidden, "origin %s may not open terminal sessions", origin).
-			WithDetails("origin")
 	}
 	cols, err := optionalSize(c, "cols", maxCols)
 	if err != nil {
@@ -93,35 +87,6 @@ func optionalSize(c fiber.Ctx, name string, limit int) (*int, error) {
 	return &n, nil
 }
 
-// originAllowed admits clients without an Origin (not browsers), the page's
-// own origin (directly or through a proxy that sets X-Forwarded-Host),
-// loopback origins, and the configured list.
-func (svc *Service) originAllowed(origin, host, fwdHost string) bool {
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	full := strings.ToLower(u.Scheme + "://" + u.Host)
-	for _, a := range svc.opt.AllowedOrigins {
-		if a == "*" || a == full || a == strings.ToLower(u.Host) {
-			return true
-		}
-	}
-	if strings.EqualFold(u.Host, host) || strings.EqualFold(u.Hostname(), host) ||
-		(fwdHost != "" && strings.EqualFold(u.Host, fwdHost)) {
-		return true
-	}
-	h := strings.ToLower(u.Hostname())
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
 // controlMessage is a client's JSON text frame.
 type controlMessage struct {
 	Type string `json:"type"`
@@ -133,7 +98,7 @@ func (svc *Service) serveWS(w http.ResponseWriter, r *http.Request) {
 	target, _ := r.Context().Value(sessionKey).(wsTarget)
 	sess := target.sess
 	if sess == nil {
-		http.Error(w, `{"code":"INTERNAL","details":"","message":"internal server error"}`, http.StatusInternalServerError)
+		platform.WriteHTTPError(w, platform.Internal("find the session to attach", nil))
 		return
 	}
 	conn, err := upgrader.Upgrade(w, r, nil)
