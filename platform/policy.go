@@ -288,7 +288,7 @@ func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
 	for k, v := range e.Headers {
 		w.Header().Set(k, v)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", "application/json; charset=utf-8") // as the Fiber host writes it
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)

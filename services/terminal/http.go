@@ -37,15 +37,17 @@ func (svc *Service) Routes() []platform.Route {
 				"every 30s (--terminal-ping-interval) and drops a client that answers none for 2.5 intervals. The agent's request policy applies " +
 				"before the upgrade: a foreign Host gets 421 MISDIRECTED_REQUEST; a browser Origin must be this service's own " +
 				"(through the gateway: the gateway's), under --domain or in --allowed-origins (403 FORBIDDEN otherwise; " +
-				"a loopback origin on another port is another program and is refused). Unknown id: 404 NOT_FOUND.",
+				"a loopback origin on another port is another program and is refused). Unknown id: 404 NOT_FOUND. " +
+				"A request that is not a WebSocket upgrade, or a handshake gorilla/websocket refuses, gets 400 BAD_REQUEST; " +
+				"a bad query parameter 400 INVALID naming it. Every refusal comes before the upgrade, with the service's error body.",
 			Query: []platform.Param{
 				{Name: "id", Description: "session to attach; absent creates one"},
-				{Name: "cols", Type: "integer", Description: "1-1000: size of a new session, or resizes the attached one (with rows)"},
-				{Name: "rows", Type: "integer", Description: "1-1000"},
+				{Name: "cols", Type: "integer", Range: &platform.Range{Min: 1, Max: maxCols}, Description: "size of a new session, or resizes the attached one (with rows)"},
+				{Name: "rows", Type: "integer", Range: &platform.Range{Min: 1, Max: maxRows}, Description: "size of a new session, or resizes the attached one (with cols)"},
 				{Name: "shell", Description: "shell of a new session"},
 				{Name: "cwd", Description: "working directory of a new session"},
 			},
-			Handler: svc.handleWS},
+			HTTP: http.HandlerFunc(svc.serveWS)},
 		{Method: http.MethodGet, Path: "/api/v1/terminal/sessions", Tags: tags,
 			Summary:     "List sessions",
 			Description: "Every live session, and ended ones (running false, exit_code set) for 10 minutes after they end or until deleted, oldest first.",

@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
@@ -123,8 +122,6 @@ type Service struct {
 
 	stop    chan struct{}
 	janitor sync.WaitGroup
-
-	wsHandler fiber.Handler
 }
 
 // New builds the service; sessions start only when asked for. A nil set
@@ -147,7 +144,6 @@ func New(deps platform.ServiceDeps, set *Settings) *Service {
 		sessions: make(map[string]*Session),
 		stop:     make(chan struct{}),
 	}
-	s.wsHandler = newWSHandler(s)
 	s.janitor.Add(1)
 	go s.sweep()
 	return s

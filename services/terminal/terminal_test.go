@@ -405,6 +405,35 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.name, resp.StatusCode, b)
 		}
 	}
+	// Refusals before gorilla's upgrade and gorilla's own all carry the
+	// service's error body, naming what was wrong.
+	for _, tc := range []struct {
+		name, query string
+		hdr         []string
+		code        string
+		details     string
+	}{
+		{"not an upgrade", "?id=" + s.ID, nil, "BAD_REQUEST", ""},
+		{"cols not an integer", "?cols=wide&rows=10", []string{"Upgrade", "websocket", "Connection", "Upgrade"}, "INVALID", "cols"},
+		{"rows given twice", "?cols=80&rows=10&rows=20", []string{"Upgrade", "websocket", "Connection", "Upgrade"}, "INVALID", "rows"},
+		{"handshake without a key", "?id=" + s.ID, []string{"Upgrade", "websocket", "Connection", "Upgrade", "Sec-WebSocket-Version", "13"}, "BAD_REQUEST", ""},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, e.url+"/api/v1/terminal/ws"+tc.query, nil)
+		for i := 0; i+1 < len(tc.hdr); i += 2 {
+			req.Header.Set(tc.hdr[i], tc.hdr[i+1])
+		}
+		resp, err := e.http.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var body platform.ContainerError
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 400 || body.Code != tc.code || body.Details != tc.details || body.Message == "" ||
+			resp.Header.Get("Content-Type") != "application/json; charset=utf-8" {
+			t.Errorf("%s: %d %s %+v (%v)", tc.name, resp.StatusCode, resp.Header.Get("Content-Type"), body, err)
+		}
+	}
 	// Allowed origins: same origin and the configured list.
 	for _, origin := range []string{"https://app.example.com", e.url} {
 		hdr := http.Header{"Origin": {origin}}
