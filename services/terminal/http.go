@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -58,7 +59,7 @@ func (svc *Service) Routes() []platform.Route {
 			Summary: "Scrollback as text",
 			Description: "The session's scrollback (the last 1 MiB of output) as text/plain: the raw bytes the WebSocket " +
 				"replays, escape sequences included. strip=true removes escape sequences and carriage returns.",
-			Query:   []platform.Param{{Name: "strip", Type: "boolean", Description: "remove escape sequences"}},
+			Query:   []platform.Param{{Name: "strip", Type: "boolean", Default: "false", Description: "remove escape sequences"}},
 			Handler: svc.handleHistory},
 		{Method: http.MethodGet, Path: "/api/v1/terminal/raw", Tags: tags, ContentType: "application/octet-stream",
 			Summary: "Raw output bytes from an offset",
@@ -66,7 +67,8 @@ func (svc *Service) Routes() []platform.Route {
 				"the first byte returned (later than since when the scrollback no longer holds it; X-Terminal-Truncated " +
 				"is then true) and X-Terminal-Next the offset to pass as since next time.",
 			Query: []platform.Param{idQuery,
-				{Name: "since", Type: "integer", Description: "absolute output offset (session's output_bytes is the end)"}},
+				{Name: "since", Type: "integer", Range: &platform.Range{Min: 0, Max: math.Inf(1)}, Default: "0",
+					Description: "absolute output offset (session's output_bytes is the end)"}},
 			Handler: svc.handleRaw},
 		{Method: http.MethodGet, Path: "/api/v1/terminal/screenshot", Tags: tags, ContentType: "image/png",
 			Summary: "The current screen as PNG or text",
@@ -75,7 +77,7 @@ func (svc *Service) Routes() []platform.Route {
 				"X-Terminal-Screen-Exact is false when output came faster than the model parses it and some was " +
 				"skipped, until the screen is cleared, the alternate screen entered or a screenful of lines printed.",
 			Query: []platform.Param{idQuery,
-				{Name: "format", Enum: []string{"png", "text"}, Description: "png (default) or text"}},
+				{Name: "format", Enum: []string{"png", "text"}, Default: "png"}},
 			Handler: svc.handleScreenshot},
 		{Method: http.MethodDelete, Path: "/api/v1/terminal/{terminal_id}", Tags: tags,
 			Summary: "End a session",
@@ -143,14 +145,10 @@ func (svc *Service) handleHistory(c fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	strip, err := queryBool(c, "strip")
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	data := s.ring.since(0)
 	s.mu.Unlock()
-	if strip {
+	if platform.QueryOf(c).Bool("strip") {
 		data = stripANSI(data)
 	}
 	c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
@@ -162,14 +160,7 @@ func (svc *Service) handleRaw(c fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	since := int64(0)
-	if v := c.Query("since"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return platform.Invalid("since", "must be a non-negative integer")
-		}
-		since = n
-	}
+	since := platform.QueryOf(c).Int("since")
 	s.mu.Lock()
 	total, oldest := s.ring.total, s.ring.oldest()
 	var data []byte
@@ -193,13 +184,9 @@ func (svc *Service) handleScreenshot(c fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	format := c.Query("format", "png")
-	if format != "png" && format != "text" {
-		return platform.Invalid("format", "must be png or text")
-	}
 	g := s.screen()
 	c.Set("X-Terminal-Screen-Exact", strconv.FormatBool(g.exact))
-	if format == "text" {
+	if platform.QueryOf(c).String("format") == "text" {
 		c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
 		return c.SendString(g.text())
 	}
@@ -223,22 +210,9 @@ func (svc *Service) handleDelete(c fiber.Ctx) error {
 	return platform.JSON(c, http.StatusOK, s.info())
 }
 
+// sessionFromQuery is the session named by the required id parameter.
 func (svc *Service) sessionFromQuery(c fiber.Ctx) (*Session, error) {
-	id := c.Query("id")
-	if id == "" {
-		return nil, platform.Invalid("id", "is required")
-	}
-	return svc.get(id)
-}
-
-func queryBool(c fiber.Ctx, name string) (bool, error) {
-	switch c.Query(name) {
-	case "", "false", "0":
-		return false, nil
-	case "true", "1":
-		return true, nil
-	}
-	return false, platform.Invalid(name, "must be true or false")
+	return svc.get(platform.QueryOf(c).String("id"))
 }
 
 // stripANSI drops escape sequences (CSI, OSC, DCS and two-byte ESC ones),

@@ -374,6 +374,31 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.name, status, b)
 		}
 	}
+	// The query grammar is the platform's, checked before the handler:
+	// every refusal names the parameter. (The old handlers took strip= as
+	// false and never saw a repeated parameter.)
+	for _, tc := range []struct{ path, param string }{
+		{"/api/v1/terminal/history/" + s.ID + "?strip=", "strip"},
+		{"/api/v1/terminal/history/" + s.ID + "?strip=yes", "strip"},
+		{"/api/v1/terminal/raw?id=" + s.ID + "&since=1&since=2", "since"},
+		{"/api/v1/terminal/raw?id=" + s.ID + "&since=ten", "since"},
+		{"/api/v1/terminal/raw?since=0", "id"},
+		{"/api/v1/terminal/screenshot?id=" + s.ID + "&format=TEXT", "format"},
+		{"/api/v1/terminal/screenshot?id=", "id"},
+	} {
+		status, b, _ := e.do(t, http.MethodGet, tc.path, nil)
+		var body platform.ContainerError
+		if status != 400 || json.Unmarshal(b, &body) != nil || body.Code != "INVALID" || body.Details != tc.param ||
+			!strings.Contains(body.Message, "query parameter "+tc.param) {
+			t.Errorf("%s: %d %s, want 400 INVALID naming %s", tc.path, status, b, tc.param)
+		}
+	}
+	for _, path := range []string{"/api/v1/terminal/history/" + s.ID + "?strip=1", "/api/v1/terminal/raw?id=" + s.ID + "&since=0",
+		"/api/v1/terminal/screenshot?id=" + s.ID + "&format=text"} {
+		if status, b, _ := e.do(t, http.MethodGet, path, nil); status != 200 {
+			t.Errorf("%s: %d %s", path, status, b)
+		}
+	}
 
 	// WebSocket handshakes that must fail before any upgrade.
 	for _, tc := range []struct {
