@@ -100,8 +100,10 @@ func TestAttachToFloodingSession(t *testing.T) {
 			worst = d
 		}
 	}
-	if worst > time.Second {
-		t.Fatalf("first byte after %v while the session floods (want well under 1s)", worst)
+	// The old code took 11 s or more (or never answered): 5 s tells the two
+	// apart on a loaded 2-core machine under -race, where 1 s did not.
+	if worst > 5*time.Second {
+		t.Fatalf("first byte after %v while the session floods (want well under 5s)", worst)
 	}
 }
 
