@@ -78,11 +78,14 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 	if c, ok := svc.(platform.Closer); ok {
 		defer c.Close()
 	}
+	host, err := platform.NewServiceHost(svc, deps)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
-	host := platform.NewServiceHost(svc, deps)
 	log.Info("service listening", "url", "http://"+ln.Addr().String(), "pid", os.Getpid())
 	debug.FreeOSMemory() // startup garbage (route tables, OpenAPI documents) goes back now
 	return platform.ServeUntil(ctx, host, ln, serviceGrace)

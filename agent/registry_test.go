@@ -127,7 +127,7 @@ func TestEveryServiceNamesABadQueryParameter(t *testing.T) {
 			if c, ok := svc.(platform.Closer); ok {
 				t.Cleanup(func() { _ = c.Close() })
 			}
-			h := platformtest.ServiceHost(svc)
+			h := platformtest.ServiceHost(t, svc)
 			total += platformtest.CheckQueryValidation(t, h)
 			platformtest.CheckRoutesDocumented(t, h)
 			if info := svc.Info(); info.Title == "" || info.Description == "" {

@@ -56,9 +56,13 @@ func (st *Settings) Display() string {
 	return ""
 }
 
-// Validate checks the settings of the services that will run.
+// Validate checks the common settings (the request policy they make) and
+// the settings of the services that will run.
 func (st *Settings) Validate(names []string) error {
 	var errs []error
+	if err := st.Common.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, n := range names {
 		if v, ok := st.service[n].(platform.Validator); ok {
 			if err := v.Validate(); err != nil {

@@ -110,6 +110,10 @@ func New(cfg Config) (*Supervisor, error) {
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("--data %s: %w", cfg.Data, err)
 	}
+	policy, err := cfg.Settings.Common.Policy()
+	if err != nil {
+		return nil, err
+	}
 	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient()}
 	db, err := store.Open(filepath.Join(cfg.Data, "agent.db"))
 	if errors.Is(err, store.ErrLocked) {
@@ -140,7 +144,7 @@ func New(cfg Config) (*Supervisor, error) {
 		Handler: gateway.New(gateway.Config{
 			Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 			Known: Known(), Backend: s.backend, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
-			Authorizer: cfg.Authorizer,
+			Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,

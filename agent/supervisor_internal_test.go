@@ -17,37 +17,46 @@ import (
 // free right now.
 func freeBase(t *testing.T) int { return platformtest.FreePortBase(t, 14) }
 
-// TestInProcessServiceRestartsWhileOthersServe breaks the files host's
-// listener (its Serve returns) and expects the supervisor to bring files
-// back with a fresh host on the same address while cron keeps answering,
-// and to tell the journal and the notifier about the crash and the restart.
-func TestInProcessServiceRestartsWhileOthersServe(t *testing.T) {
+// runSupervisor runs cfg on a free port range with a temporary --data,
+// quiet logs and the default settings (--domain localhost) unless cfg
+// brings its own, until the test ends, and returns once every unit has
+// started.
+func runSupervisor(t *testing.T, cfg Config) *Supervisor {
+	t.Helper()
 	base := freeBase(t)
-	set := DefaultSettings()
-	if err := set.Set("files-root", t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	rec := &platformtest.Seams{}
-	sup, err := New(Config{
-		Data: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(base), Bind: "127.0.0.1", PortBase: base,
-		Services: []string{"cron", "files"}, Settings: set, LogLevel: "error", Journal: rec, Notifier: rec,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	cfg.Data, cfg.Listen, cfg.Bind, cfg.PortBase = t.TempDir(), "127.0.0.1:"+strconv.Itoa(base), "127.0.0.1", base
+	cfg.LogLevel = "error"
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	sup, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sup.Run(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-	}()
+	})
 	for _, u := range sup.units {
 		<-u.ready
 	}
+	return sup
+}
+
+// TestInProcessServiceRestartsWhileOthersServe breaks the files host's
+// listener (its Serve returns) and expects the supervisor to bring files
+// back with a fresh host on the same address while cron keeps answering,
+// and to tell the journal and the notifier about the crash and the restart.
+func TestInProcessServiceRestartsWhileOthersServe(t *testing.T) {
+	set := DefaultSettings()
+	if err := set.Set("files-root", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	rec := &platformtest.Seams{}
+	sup := runSupervisor(t, Config{Services: []string{"cron", "files"}, Settings: set, Journal: rec, Notifier: rec})
 	files := sup.units[1]
 	files.mu.Lock()
 	ln := files.cur

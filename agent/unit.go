@@ -170,7 +170,11 @@ func (u *unit) runInProcess(ctx context.Context, svc platform.ContainerService) 
 		_ = ln.Close()
 		return nil, fmt.Errorf("build service: %w", err)
 	}
-	host := platform.NewServiceHost(svc, deps)
+	host, err := platform.NewServiceHost(svc, deps)
+	if err != nil {
+		_ = ln.Close()
+		return svc, err
+	}
 	gen := u.begin(os.Getpid())
 	u.setListener(ln)
 	go u.watchHealth(ctx, gen)

@@ -5,7 +5,9 @@
 // the injectable clock, and the process health record. It also fixes what a
 // container service is (service.go: ServiceDeps, typed Settings declared as
 // flags, ContainerService with Info), where its data lives (data.go), how it
-// is served (serve.go: NewServiceHost, ServeUntil), how query parameters are
+// is served (serve.go: NewServiceHost, ServeUntil), the request policy every
+// container service's host and the gateway apply (requestpolicy.go: Host,
+// Origin, Sec-Fetch-Site, built from CommonSettings), how query parameters are
 // parsed (query.go), the seams between services (seams.go: Journal,
 // Notifier), who may call a route and how often (policy.go: Policy,
 // Authenticator; ratelimit.go: RateLimit, Limiter, StoreLimiter — declared

@@ -28,6 +28,9 @@ const (
 	CodeUnavailable          = "UNAVAILABLE"
 	CodeSigningNotConfigured = "SIGNING_NOT_CONFIGURED"
 	CodeTimeout              = "TIMEOUT"
+	// CodeMisdirected: the Host is not one this server answers for (the
+	// request policy's DNS-rebinding guard).
+	CodeMisdirected = "MISDIRECTED_REQUEST"
 )
 
 var codeStatus = map[string]int{
@@ -49,6 +52,7 @@ var codeStatus = map[string]int{
 	CodeUnavailable:          http.StatusServiceUnavailable,
 	CodeSigningNotConfigured: http.StatusServiceUnavailable,
 	CodeTimeout:              http.StatusGatewayTimeout,
+	CodeMisdirected:          http.StatusMisdirectedRequest,
 }
 
 // RegisterCode adds a domain-specific code (for example TRANSFER_FEE_CHANGED

@@ -56,6 +56,11 @@ type HostConfig struct {
 	// ClientIP — only when the direct peer is a loopback or private
 	// address, and only its right-most entry (the one our proxy added).
 	ProxyHeader string
+	// Policy checks Host, Origin and Sec-Fetch-Site before any route (see
+	// RequestPolicy). A container service (ContainerErrors) without one
+	// gets the default: --domain localhost, no extra origins, so no host
+	// built for a container service is ever without it.
+	Policy *RequestPolicy
 }
 
 // Host is one service's HTTP server: a Fiber app built from a route table
@@ -91,6 +96,9 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = 120 * time.Second
+	}
+	if cfg.Policy == nil && cfg.Style == ContainerErrors {
+		cfg.Policy = DefaultPolicy()
 	}
 	h := &Host{cfg: cfg}
 	h.app = fiber.New(fiber.Config{
@@ -221,6 +229,12 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 			"ip", ClientIP(c), "bytes", bodyLen(c))
 		err = nil
 	}()
+	if h.cfg.Policy != nil {
+		if e := h.cfg.Policy.Check(fiberRequest(c)); e != nil {
+			h.writeError(c, e)
+			return nil
+		}
+	}
 	if e := c.Next(); e != nil {
 		h.writeError(c, e)
 	}

@@ -5,13 +5,13 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/platformtest"
 )
 
 var queryParams = []platform.Param{
@@ -72,7 +72,7 @@ func TestQueryParametersAreParsedBeforeTheHandler(t *testing.T) {
 	}
 	for _, route := range []string{"/fiber", "/http"} {
 		for _, tc := range cases {
-			resp, err := h.App().Test(httptest.NewRequest("GET", route+"?"+tc.query, nil))
+			resp, err := h.App().Test(platformtest.NewRequest("GET", route+"?"+tc.query, nil))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -11,22 +12,40 @@ import (
 // every runner does it (the agent in-process, `deckhand service NAME`,
 // deckhand-display, platformtest): the service's Info titles its OpenAPI
 // document with Name forced to deps.Name so /health reports it, a
-// HealthReporter feeds /health, and the common settings choose whether
-// X-Forwarded-For is trusted.
-func NewServiceHost(svc ContainerService, deps ServiceDeps) *Host {
+// HealthReporter feeds /health, and the common settings build the request
+// policy (--domain, --allowed-origins) the host applies before any route
+// and choose whether X-Forwarded-For is trusted. It fails only when the
+// common settings do not make a policy (see CommonSettings.Validate).
+func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
+	policy, err := deps.Common.Policy()
+	if err != nil {
+		return nil, err
+	}
 	info := svc.Info()
 	if deps.Name != "" {
 		info.Name = deps.Name
 	}
-	cfg := HostConfig{Info: info, Logger: deps.Logger}
+	info.Description = strings.TrimSpace(info.Description + " " + policyDescription)
+	cfg := HostConfig{Info: info, Logger: deps.Logger, Policy: policy}
+	// Without --trust-proxy-headers the client is the socket peer (the
+	// gateway, for proxied calls). With it, the right-most X-Forwarded-For
+	// hop from a loopback or private peer: the gateway's, which it sets to
+	// the client it saw (itself behind the platform proxy).
 	if deps.Common.TrustProxyHeaders {
 		cfg.ProxyHeader = "X-Forwarded-For"
 	}
 	if hr, ok := svc.(HealthReporter); ok {
 		cfg.HealthStatus = hr.HealthStatus
 	}
-	return NewHost(cfg, svc.Routes())
+	return NewHost(cfg, svc.Routes()), nil
 }
+
+// policyDescription tells a service's OpenAPI readers what the request
+// policy refuses before any route.
+const policyDescription = "Every route is under the agent's request policy: a Host that is not a loopback name, " +
+	"the connection's own IP or a name under --domain gets 421 MISDIRECTED_REQUEST; a browser Origin that is not " +
+	"the request's own, under --domain or in --allowed-origins gets 403 FORBIDDEN (reads included), as does a " +
+	"cross-site or same-site browser request without Origin that is not a top-level navigation."
 
 // ServeUntil serves h on ln until ctx ends, then stops accepting and lets
 // requests in flight finish for at most grace. It returns nil after a stop

@@ -2,7 +2,6 @@ package platform
 
 import (
 	"log/slog"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -50,12 +49,15 @@ type NoSettings struct{}
 // Flags declares nothing.
 func (*NoSettings) Flags(*pflag.FlagSet) {}
 
-// CommonSettings are the flags every service reads.
+// CommonSettings are the flags every service reads. They configure the
+// request policy every container service's host applies (NewServiceHost
+// builds it from them) and the client address the host reports.
 type CommonSettings struct {
-	// Domain is {container_domain}: origins under it may call services.
+	// Domain is {container_domain}: names under it are served, and browser
+	// origins under it may call services. "" means the default, localhost.
 	Domain string
-	// AllowedOrigins is a comma list of further browser origins that may
-	// call services ("*" for any).
+	// AllowedOrigins is a comma list of further browser origins
+	// (scheme://host[:port]) that may call services.
 	AllowedOrigins string
 	// TrustProxyHeaders takes the client address from X-Forwarded-For
 	// (right-most entry, from a loopback or private peer only).
@@ -64,20 +66,29 @@ type CommonSettings struct {
 
 // Flags declares --domain, --allowed-origins and --trust-proxy-headers.
 func (c *CommonSettings) Flags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Domain, "domain", "localhost", "{container_domain}: the gateway's Host routing; browser origins under it may call services")
-	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma list of further browser origins that may call services (* for any)")
+	fs.StringVar(&c.Domain, "domain", "localhost", "{container_domain}: the gateway's Host routing; names under it are served and are allowed browser origins")
+	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma list of browser origins (https://app.example.com) that may call services besides each one's own and those under --domain")
 	fs.BoolVar(&c.TrustProxyHeaders, "trust-proxy-headers", false, "take the client address from X-Forwarded-For (only behind the platform proxy)")
 }
 
-// Origins is AllowedOrigins as a list, lower case, without trailing slashes.
-func (c CommonSettings) Origins() []string {
-	var out []string
-	for _, p := range strings.Split(c.AllowedOrigins, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, strings.TrimSuffix(strings.ToLower(p), "/"))
-		}
+// Origins is AllowedOrigins as a list.
+func (c CommonSettings) Origins() []string { return ParseOrigins(c.AllowedOrigins) }
+
+// Policy is the request policy these settings describe: --domain (default
+// localhost) and --allowed-origins. It fails on an entry of
+// --allowed-origins that is not an origin.
+func (c CommonSettings) Policy() (*RequestPolicy, error) {
+	d := c.Domain
+	if d == "" {
+		d = "localhost"
 	}
-	return out
+	return NewRequestPolicy(d, c.Origins())
+}
+
+// Validate checks --allowed-origins before anything starts.
+func (c CommonSettings) Validate() error {
+	_, err := c.Policy()
+	return err
 }
 
 // Service is what every container service and control-plane domain exposes.

@@ -92,13 +92,19 @@ func cleanEnv() []string {
 // new range is tried.
 func start(t testing.TB, extra ...string) *agentProc {
 	t.Helper()
+	return startEnv(t, nil, extra...)
+}
+
+// startEnv is start with extra environment for the agent.
+func startEnv(t testing.TB, env []string, extra ...string) *agentProc {
+	t.Helper()
 attempts:
 	for attempt := 0; ; attempt++ {
 		base := freeBase(t)
 		data := t.TempDir()
 		gw := "127.0.0.1:" + strconv.Itoa(base)
 		args := append([]string{"run", "--data", data, "--listen", gw, "--port-base", strconv.Itoa(base), "--log-level", "warn"}, extra...)
-		a := startRaw(t, nil, gw, base, data, args...)
+		a := startRaw(t, env, gw, base, data, args...)
 		deadline := time.Now().Add(30 * time.Second) // hang guard
 		for time.Now().Before(deadline) {
 			select {

@@ -50,8 +50,9 @@ func openapiInfo(t testing.TB, base string) map[string]any {
 // TestIsolationKeepsDataAndSettings runs cron and files in-process, writes
 // a file and a crontab entry, stops the agent and starts it again on the same data
 // with both isolated: the children read back what the in-process services
-// wrote, get the same settings (--files-root from a flag, --crontab and
-// --cron-runner from DECKHAND_* variables) and title their documents alike.
+// wrote, get the same settings (--files-root and --allowed-origins from
+// flags, --crontab and --cron-runner from DECKHAND_* variables), apply the
+// same request policy and title their documents alike.
 // Then back in-process, the children's writes are there too.
 func TestIsolationKeepsDataAndSettings(t *testing.T) {
 	t.Parallel()
@@ -60,9 +61,11 @@ func TestIsolationKeepsDataAndSettings(t *testing.T) {
 	crontab := filepath.Join(t.TempDir(), "spool", "crontab")
 	gw := "127.0.0.1:" + strconv.Itoa(base)
 	env := []string{"DECKHAND_CRONTAB=" + crontab, "DECKHAND_CRON_RUNNER=false"}
+	const allowed = "https://app.example.com"
 	run := func(isolate string) *agentProc {
 		a := startRaw(t, env, gw, base, data, "run", "--data", data, "--listen", gw, "--port-base", strconv.Itoa(base),
-			"--services", "cron,files", "--isolate", isolate, "--files-root", root, "--log-level", "warn")
+			"--services", "cron,files", "--isolate", isolate, "--files-root", root, "--log-level", "warn",
+			"--allowed-origins", allowed)
 		st := a.ready(t)
 		want := agent.ModeInProcess
 		if isolate != "none" {
@@ -72,7 +75,8 @@ func TestIsolationKeepsDataAndSettings(t *testing.T) {
 			if s.Mode != want {
 				t.Fatalf("--isolate %s: %s runs %s", isolate, s.Name, s.Mode)
 			}
-			if want == agent.ModeChild && (s.PID == st.Agent.PID || strings.Contains(s.Command, root) || strings.Contains(s.Command, crontab)) {
+			if want == agent.ModeChild && (s.PID == st.Agent.PID || strings.Contains(s.Command, root) ||
+				strings.Contains(s.Command, crontab) || strings.Contains(s.Command, allowed)) {
 				t.Fatalf("child %+v: settings belong in its environment, not its argv", s)
 			}
 		}
@@ -124,6 +128,8 @@ func TestIsolationKeepsDataAndSettings(t *testing.T) {
 			t.Fatalf("%s document titled %v isolated, %v in-process", name, got, want)
 		}
 	}
+	// The child's own port applies the policy the agent was given.
+	checkPolicy(t, "http://127.0.0.1:"+strconv.Itoa(agent.Port(base, "files"))+"/api/v1/files?path=/", allowed)
 	// A bad query parameter is named the same by a child.
 	if status, m, raw := get(t, gwURL+"cron/api/v1/cron/runs?limit=0"); status != 400 || m["details"] != "limit" {
 		t.Fatalf("isolated bad limit: %d %s", status, raw)
@@ -149,9 +155,43 @@ func TestIsolationKeepsDataAndSettings(t *testing.T) {
 	}
 }
 
+// checkPolicy sends url with an allowed Origin (200), a foreign one (403)
+// and a foreign Host (421).
+func checkPolicy(t *testing.T, url, allowed string) {
+	t.Helper()
+	for _, tc := range []struct {
+		origin, host string
+		want         int
+	}{
+		{allowed, "", 200},
+		{"https://evil.example", "", 403},
+		{"", "rebind.evil.example", 421},
+	} {
+		req, err := http.NewRequest("GET", url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s origin %q host %q: %d %s, want %d", url, tc.origin, tc.host, resp.StatusCode, raw, tc.want)
+		}
+	}
+}
+
 // TestBadSettingsFailBeforeAnythingStarts: a --files-root that is not a
-// directory stops `deckhand run` and `deckhand service files` naming the
-// flag.
+// directory or an --allowed-origins entry that is not an origin stops
+// `deckhand run` and `deckhand service NAME` naming the flag.
 func TestBadSettingsFailBeforeAnythingStarts(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "plain")
@@ -166,5 +206,16 @@ func TestBadSettingsFailBeforeAnythingStarts(t *testing.T) {
 	out, err = deckhand(t, []string{"DECKHAND_FILES_ROOT=" + file}, "service", "files", "--data", t.TempDir(), "--listen", "127.0.0.1:0")
 	if err == nil || !strings.Contains(out, "--files-root") {
 		t.Fatalf("service: %v %s", err, out)
+	}
+	// "*" is not an origin: there is no "any origin" switch.
+	for _, origins := range []string{"*", "app.example.com", "https://app.example.com/path"} {
+		out, err = deckhand(t, nil, "run", "--data", t.TempDir(), "--listen", "127.0.0.1:"+base, "--port-base", base, "--allowed-origins", origins)
+		if err == nil || !strings.Contains(out, "--allowed-origins") {
+			t.Fatalf("run --allowed-origins %s: %v %s", origins, err, out)
+		}
+		out, err = deckhand(t, []string{"DECKHAND_ALLOWED_ORIGINS=" + origins}, "service", "cron", "--data", t.TempDir(), "--listen", "127.0.0.1:0")
+		if err == nil || !strings.Contains(out, "--allowed-origins") {
+			t.Fatalf("service DECKHAND_ALLOWED_ORIGINS=%s: %v %s", origins, err, out)
+		}
 	}
 }

@@ -21,7 +21,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -53,7 +52,15 @@ type Config struct {
 	Status http.Handler
 	// Authorizer decides who may pass; default LoopbackOnly.
 	Authorizer Authorizer
-	Logger     *slog.Logger
+	// Policy is the request policy (Host, Origin, Sec-Fetch-Site) checked
+	// before anything else; default: Domain and no extra origins.
+	Policy *platform.RequestPolicy
+	// TrustProxyHeaders (--trust-proxy-headers): the gateway sits behind
+	// the platform proxy, so the client is the right-most X-Forwarded-For
+	// hop when the peer is a loopback or private address. Either way the
+	// services get one X-Forwarded-For: the client as the gateway sees it.
+	TrustProxyHeaders bool
+	Logger            *slog.Logger
 }
 
 // Target is where a request is going.
@@ -120,6 +127,13 @@ func New(cfg Config) *Gateway {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Policy == nil {
+		p, err := platform.NewRequestPolicy(cfg.Domain, nil)
+		if err != nil {
+			panic("gateway: " + err.Error()) // no origins: cannot fail
+		}
+		cfg.Policy = p
+	}
 	g := &Gateway{cfg: cfg, known: append([]string(nil), cfg.Known...)}
 	sort.Slice(g.known, func(i, j int) bool { return len(g.known[i]) > len(g.known[j]) })
 	g.proxy = &httputil.ReverseProxy{
@@ -130,7 +144,14 @@ func New(cfg Config) *Gateway {
 			pr.Out.Host = rt.addr
 			pr.Out.URL.Path, _ = url.PathUnescape(rt.path)
 			pr.Out.URL.RawPath = rt.path
+			// Rewrite has already dropped the client's Forwarded and
+			// X-Forwarded-{For,Host,Proto}; these are the gateway's own,
+			// the only X-Forwarded-Host a service trusts.
 			pr.SetXForwarded()
+			if g.cfg.TrustProxyHeaders {
+				pr.Out.Header.Set("X-Forwarded-For", forwardedClient(pr.In))
+			}
+			pr.Out.Header.Del("X-Real-Ip")
 			// Where the service sits under path routing, so a web page it
 			// serves can build links that come back through the gateway.
 			pr.Out.Header.Del("X-Forwarded-Prefix")
@@ -155,13 +176,22 @@ func New(cfg Config) *Gateway {
 
 // ServeHTTP routes one request.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var local net.IP
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		local = a.IP
+	}
+	if perr := g.cfg.Policy.Check(platform.HTTPRequest(r, local)); perr != nil {
+		platform.WriteHTTPError(w, perr)
+		return
+	}
+	sanitizeConnection(r.Header)
 	if r.URL.Path == StatusPath {
 		if !IsLoopback(r.RemoteAddr) {
-			writeError(w, http.StatusForbidden, platform.CodeForbidden, "the agent status is served to loopback clients only", "status")
+			platform.WriteHTTPError(w, &platform.Error{Code: platform.CodeForbidden, Message: "the agent status is served to loopback clients only", Details: "status"})
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			writeError(w, http.StatusMethodNotAllowed, platform.CodeMethodNotAllowed, "method not allowed on this route", "status")
+			platform.WriteHTTPError(w, &platform.Error{Code: platform.CodeMethodNotAllowed, Message: "method not allowed on this route", Details: "status"})
 			return
 		}
 		g.cfg.Status.ServeHTTP(w, r)
@@ -169,16 +199,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	t, perr := g.Resolve(r)
 	if perr != nil {
-		writeError(w, perr.Status(), perr.Code, perr.Message, perr.Details)
+		platform.WriteHTTPError(w, perr)
 		return
 	}
 	addr, ok := g.cfg.Backend(t.Service)
 	if !ok {
-		writeError(w, http.StatusNotFound, platform.CodeNotFound, "service "+t.Service+" is not running on this agent", t.Service)
+		platform.WriteHTTPError(w, &platform.Error{Code: platform.CodeNotFound, Message: "service " + t.Service + " is not running on this agent", Details: t.Service})
 		return
 	}
 	if perr := g.cfg.Authorizer.Authorize(r, t); perr != nil {
-		writeError(w, perr.Status(), perr.Code, perr.Message, perr.Details)
+		platform.WriteHTTPError(w, perr)
 		return
 	}
 	rt := &route{addr: addr, path: t.Path, service: t.Service}
@@ -274,15 +304,53 @@ func (g *Gateway) backendError(w http.ResponseWriter, r *http.Request, err error
 		return // the client went away; nobody is listening for an answer
 	}
 	g.cfg.Logger.Warn("gateway: service unreachable", "service", name, "err", err)
-	writeError(w, http.StatusBadGateway, platform.CodeBackend,
-		"service "+name+" is not answering (it may be restarting); try again shortly", name)
+	platform.WriteHTTPErrorStatus(w, http.StatusBadGateway, &platform.Error{Code: platform.CodeBackend, Details: name,
+		Message: "service " + name + " is not answering (it may be restarting); try again shortly"})
 }
 
-func writeError(w http.ResponseWriter, status int, code, message, details string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(platform.ContainerError{Code: code, Details: details, Message: message})
+// forwardedClient is the client address behind a trusted proxy: the
+// right-most X-Forwarded-For hop (the one the proxy added), only when the
+// peer is a loopback or private address; else the peer.
+func forwardedClient(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer := net.ParseIP(host)
+	if peer == nil || !(peer.IsLoopback() || peer.IsPrivate() || peer.IsLinkLocalUnicast()) {
+		return host
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		if ip := net.ParseIP(strings.TrimSpace(hops[i])); ip != nil {
+			return ip.String()
+		}
+	}
+	return peer.String()
+}
+
+// sanitizeConnection keeps only the Connection tokens HTTP itself defines.
+// Any other token names a header the proxy would drop as hop-by-hop, and a
+// client must not be able to make an end-to-end header (Origin,
+// Sec-Fetch-Site, Cookie ...) vanish before the service checks it.
+func sanitizeConnection(h http.Header) {
+	vals, ok := h["Connection"]
+	if !ok {
+		return
+	}
+	var keep []string
+	for _, v := range vals {
+		for _, tok := range strings.Split(v, ",") {
+			tok = strings.TrimSpace(tok)
+			switch strings.ToLower(tok) {
+			case "upgrade", "close", "keep-alive":
+				keep = append(keep, tok)
+			}
+		}
+	}
+	if len(keep) == 0 {
+		h.Del("Connection")
+		return
+	}
+	h["Connection"] = []string{strings.Join(keep, ", ")}
 }

@@ -34,10 +34,12 @@ func hostFor(name string, svc interface {
 	platform.Service
 	Info() platform.Info
 }) *platform.Host {
-	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: quiet}, svc.Routes())
+	// The services get the gateway's policy, as the agent gives them.
+	policy, _ := platform.NewRequestPolicy("example.test", nil)
+	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: quiet, Policy: policy}, svc.Routes())
 }
 
-func newFixture(t testing.TB, project, container string) *fixture {
+func newFixture(t testing.TB, project, container string, opts ...func(*gateway.Config)) *fixture {
 	t.Helper()
 	cronSvc, err := cron.New(platformtest.ServiceDeps(t, "cron"), nil)
 	if err != nil {
@@ -69,8 +71,8 @@ func newFixture(t testing.TB, project, container string) *fixture {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{
 			"path": r.URL.Path, "raw_path": r.URL.RawPath, "query": r.URL.RawQuery,
-			"prefix": r.Header.Get("X-Forwarded-Prefix"),
-			"xff":    r.Header.Get("X-Forwarded-For"), "xfh": r.Header.Get("X-Forwarded-Host"), "xfp": r.Header.Get("X-Forwarded-Proto"),
+			"prefix": r.Header.Get("X-Forwarded-Prefix"), "origin": r.Header.Get("Origin"), "conn": r.Header.Get("Connection"),
+			"xff": r.Header.Get("X-Forwarded-For"), "xfh": r.Header.Get("X-Forwarded-Host"), "xfp": r.Header.Get("X-Forwarded-Proto"),
 		})
 	}))
 	t.Cleanup(echo.Close)
@@ -79,7 +81,7 @@ func newFixture(t testing.TB, project, container string) *fixture {
 	backends["terminal"] = dead.Addr().String()
 	dead.Close()
 
-	g := gateway.New(gateway.Config{
+	cfg := gateway.Config{
 		Domain: "example.test", ProjectID: project, ContainerID: container,
 		Known:   []string{"cron", "files", "terminal", "display", "vault", "notes"},
 		Backend: func(n string) (string, bool) { a, ok := backends[n]; return a, ok },
@@ -87,7 +89,11 @@ func newFixture(t testing.TB, project, container string) *fixture {
 			_, _ = io.WriteString(w, `{"status":"here"}`)
 		}),
 		Logger: quiet,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g := gateway.New(cfg)
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
 	return &fixture{gw: g, url: srv.URL, filesURL: "http://" + backends["files"]}
@@ -174,6 +180,46 @@ func TestForwardedForIsNotTakenFromTheClient(t *testing.T) {
 	}
 }
 
+// TestGatewayOwnsForwardedHeaders: the client's X-Forwarded-Host never
+// reaches a service (services trust the gateway's for the same-origin
+// check), and a Connection header cannot make Origin hop-by-hop.
+func TestGatewayOwnsForwardedHeaders(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "")
+	own := f.url
+	_, m, raw := f.get(t, "", "/_/notes/x", "X-Forwarded-Host", "evil.example", "X-Forwarded-Proto", "https",
+		"Connection", "Origin, X-Custom", "Origin", own)
+	if !strings.HasPrefix(m["xfh"].(string), "127.0.0.1:") || m["xfp"] != "http" {
+		t.Fatalf("client-supplied X-Forwarded-Host/Proto reached the service: %s", raw)
+	}
+	if m["origin"] != own {
+		t.Fatalf("Origin was dropped as hop-by-hop: %s", raw)
+	}
+	status, m, raw := f.get(t, "", "/_/notes/x", "Connection", "Origin", "Origin", "http://evil.example")
+	if status != http.StatusForbidden || m["code"] != "FORBIDDEN" {
+		t.Fatalf("cross-site Origin with Connection: Origin: %d %s", status, raw)
+	}
+	status, m, raw = f.get(t, "evil.example", "/_/notes/x")
+	if status != http.StatusMisdirectedRequest || m["code"] != "MISDIRECTED_REQUEST" {
+		t.Fatalf("foreign Host: %d %s", status, raw)
+	}
+}
+
+// TestTrustProxyHeaders: behind the platform proxy (--trust-proxy-headers)
+// the services get the client the proxy saw, as one X-Forwarded-For.
+func TestTrustProxyHeaders(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "", func(c *gateway.Config) { c.TrustProxyHeaders = true })
+	_, m, raw := f.get(t, "", "/_/notes/x", "X-Forwarded-For", "6.6.6.6, 7.7.7.7")
+	if m["xff"] != "7.7.7.7" {
+		t.Fatalf("trusted proxy's client: %s", raw)
+	}
+	_, m, raw = f.get(t, "", "/_/notes/x")
+	if m["xff"] != "127.0.0.1" {
+		t.Fatalf("no proxy header: %s", raw)
+	}
+}
+
 func TestDirectoryRedirect(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "", "")
@@ -207,6 +253,7 @@ func TestNonLoopbackClientsAreRefused(t *testing.T) {
 	f := newFixture(t, "", "")
 	for _, path := range []string{"/_/cron/health", gateway.StatusPath} {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Host = "127.0.0.1:7700"
 		req.RemoteAddr = "10.1.2.3:5555"
 		rec := httptest.NewRecorder()
 		f.gw.ServeHTTP(rec, req)

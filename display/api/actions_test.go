@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 
 	"deckhand/platform"
+	"deckhand/platform/platformtest"
 )
 
 // examples holds a valid body for every action; an action added to the
@@ -71,7 +71,7 @@ func withAction(t *testing.T, name, body string) map[string]any {
 func post(t *testing.T, h *platform.Host, path string, body any) (int, platform.ContainerError) {
 	t.Helper()
 	raw, _ := json.Marshal(body)
-	req := httptest.NewRequest("POST", path, strings.NewReader(string(raw)))
+	req := platformtest.NewRequest("POST", path, strings.NewReader(string(raw)))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := h.App().Test(req)
 	if err != nil {

@@ -84,75 +84,48 @@ func (s *Service) displayGeometry(c fiber.Ctx) error {
 	})
 }
 
-// ParseScreenshot turns the screenshot query into options; screen is the
-// root window.
-func ParseScreenshot(q func(string) string, screen Rect) (ScreenshotOptions, error) {
-	o := ScreenshotOptions{Format: "png", Quality: 80, Scale: 1}
-	switch strings.ToLower(q("format")) {
-	case "", "png":
-	case "jpeg", "jpg":
+// bigCoord bounds screenshot coordinates before they meet the screen: far
+// beyond any X screen, small enough that no arithmetic on them overflows.
+const bigCoord = 1 << 20
+
+// ScreenshotQuery declares the screenshot's query parameters; the host
+// parses and checks them (format, ranges, the boolean grammar) before the
+// handler, which only checks them against the screen (ParseScreenshot).
+var ScreenshotQuery = []platform.Param{
+	{Name: "format", Enum: []string{"png", "jpeg", "jpg"}, Default: "png", Description: "png (default), jpeg or jpg (the same)"},
+	{Name: "quality", Type: "integer", Range: &platform.Range{Min: 1, Max: 100}, Default: "80", Description: "JPEG quality"},
+	{Name: "x", Type: "integer", Range: &platform.Range{Min: -bigCoord, Max: bigCoord}, Description: "left edge of the region, default 0; must be on the screen"},
+	{Name: "y", Type: "integer", Range: &platform.Range{Min: -bigCoord, Max: bigCoord}, Description: "top edge of the region, default 0; must be on the screen"},
+	{Name: "width", Type: "integer", Range: &platform.Range{Min: 1, Max: bigCoord}, Description: "default: the rest of the screen"},
+	{Name: "height", Type: "integer", Range: &platform.Range{Min: 1, Max: bigCoord}, Description: "default: the rest of the screen"},
+	{Name: "scale", Type: "number", Range: &platform.Range{Min: 0, ExclusiveMin: true, Max: 1}, Default: "1", Description: "shrink factor"},
+	{Name: "cursor", Type: "boolean", Default: "false", Description: "draw the mouse pointer"},
+}
+
+// ParseScreenshot turns the parsed screenshot query (ScreenshotQuery)
+// into options; screen is the root window, which the region must lie on.
+func ParseScreenshot(q platform.Query, screen Rect) (ScreenshotOptions, error) {
+	o := ScreenshotOptions{Format: q.String("format"), Quality: int(q.Int("quality")), Scale: q.Float("scale"), Cursor: q.Bool("cursor")}
+	if o.Format == "jpg" {
 		o.Format = "jpeg"
-	default:
-		return o, platform.Invalid("format", "must be png or jpeg, got %q", q("format"))
 	}
-	intParam := func(name string, def, lo, hi int) (int, error) {
-		v := q(name)
-		if v == "" {
-			return def, nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return 0, platform.Invalid(name, "must be an integer, got %q", v)
-		}
-		if n < lo || n > hi {
-			return 0, platform.Invalid(name, "must be between %d and %d, got %d", lo, hi, n)
-		}
-		return n, nil
-	}
-	var err error
-	if o.Quality, err = intParam("quality", 80, 1, 100); err != nil {
-		return o, err
-	}
-	const big = 1 << 20
-	r := Rect{}
-	if r.X, err = intParam("x", 0, -big, big); err != nil {
-		return o, err
-	}
-	if r.Y, err = intParam("y", 0, -big, big); err != nil {
-		return o, err
-	}
+	r := Rect{X: int(q.Int("x")), Y: int(q.Int("y"))}
 	if err := onScreen("x", "y", Point{r.X, r.Y}, screen); err != nil {
 		return o, err
 	}
-	if r.Width, err = intParam("width", screen.Width-r.X, 1, big); err != nil {
-		return o, err
+	r.Width, r.Height = screen.Width-r.X, screen.Height-r.Y
+	if q.Has("width") {
+		r.Width = int(q.Int("width"))
 	}
-	if r.Height, err = intParam("height", screen.Height-r.Y, 1, big); err != nil {
-		return o, err
+	if q.Has("height") {
+		r.Height = int(q.Int("height"))
 	}
 	if err := regionOnScreen("", r, screen); err != nil {
 		return o, err
 	}
 	o.Region = r
-	if v := q("scale"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return o, platform.Invalid("scale", "must be a number, got %q", v)
-		}
-		if !(f > 0 && f <= 1) {
-			return o, platform.Invalid("scale", "must be in (0,1], got %s", v)
-		}
-		if int(float64(r.Width)*f) < 1 || int(float64(r.Height)*f) < 1 {
-			return o, platform.Invalid("scale", "leaves an image smaller than 1 pixel")
-		}
-		o.Scale = f
-	}
-	switch strings.ToLower(q("cursor")) {
-	case "", "false", "0", "no":
-	case "true", "1", "yes":
-		o.Cursor = true
-	default:
-		return o, platform.Invalid("cursor", "must be true or false, got %q", q("cursor"))
+	if int(float64(r.Width)*o.Scale) < 1 || int(float64(r.Height)*o.Scale) < 1 {
+		return o, platform.Invalid("scale", "leaves an image smaller than 1 pixel")
 	}
 	return o, nil
 }
@@ -166,7 +139,7 @@ func (s *Service) screenshot(c fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	o, err := ParseScreenshot(func(k string) string { return c.Query(k) }, b)
+	o, err := ParseScreenshot(platform.QueryOf(c), b)
 	if err != nil {
 		return err
 	}
@@ -260,18 +233,8 @@ func (s *Service) clipboardGet(c fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sel := "CLIPBOARD"
-	switch strings.ToLower(c.Query("selection")) {
-	case "", "clipboard":
-	case "primary":
-		sel = "PRIMARY"
-	default:
-		return platform.Invalid("selection", "must be clipboard or primary")
-	}
-	format := strings.ToLower(c.Query("format"))
-	if format != "" && format != "text" && format != "png" && format != "image" {
-		return platform.Invalid("format", "must be text, png or image")
-	}
+	q := platform.QueryOf(c)
+	sel, format := strings.ToUpper(q.String("selection")), q.String("format")
 	ctx, cancel := context.WithTimeout(c.Context(), 3*time.Second)
 	defer cancel()
 	clip, err := d.Selection(ctx, sel)
@@ -286,7 +249,7 @@ func (s *Service) clipboardGet(c fiber.Ctx) error {
 		return c.Status(200).Send(clip.Image)
 	}
 	view := ClipboardView{Text: clip.Text, HasImage: len(clip.Image) > 0}
-	if c.Query("targets") == "true" {
+	if q.Bool("targets") {
 		view.Targets = clip.Targets
 		if view.Targets == nil {
 			view.Targets = []string{}

@@ -27,21 +27,14 @@ func (s *Service) Routes() []platform.Route {
 			"area filter (coverage-weighted mean, alias-free). cursor=true draws the pointer in. Headers X-Image-Width and "+
 			"X-Image-Height give the size.", nil, s.screenshot)
 	shot.ContentType = "image/png"
-	shot.Query = []platform.Param{
-		{Name: "format", Enum: []string{"png", "jpeg"}, Description: "png (default) or jpeg (jpg accepted)"},
-		{Name: "quality", Type: "integer", Description: "JPEG quality 1-100, default 80"},
-		{Name: "x", Type: "integer"}, {Name: "y", Type: "integer"},
-		{Name: "width", Type: "integer"}, {Name: "height", Type: "integer"},
-		{Name: "scale", Type: "number", Description: "(0,1], default 1"},
-		{Name: "cursor", Type: "boolean", Description: "draw the mouse pointer, default false"},
-	}
+	shot.Query = ScreenshotQuery
 	clipGet := get("/clipboard", "Read the clipboard",
 		"{\"text\"} from the CLIPBOARD selection (empty when nothing holds it). format=png (or image) answers the "+
 			"image bytes when the clipboard holds an image, else 404; the JSON answer adds has_image=true when "+
 			"it does, and targets=true lists the formats the owner offers.", ClipboardView{}, s.clipboardGet)
-	clipGet.Query = []platform.Param{{Name: "format", Enum: []string{"text", "png", "image"}},
-		{Name: "selection", Enum: []string{"clipboard", "primary"}, Description: "default clipboard"},
-		{Name: "targets", Type: "boolean", Description: "also list the offered formats"}}
+	clipGet.Query = []platform.Param{{Name: "format", Enum: []string{"text", "png", "image"}, Default: "text"},
+		{Name: "selection", Enum: []string{"clipboard", "primary"}, Default: "clipboard"},
+		{Name: "targets", Type: "boolean", Default: "false", Description: "also list the offered formats"}}
 	winList := get("/windows", "List top-level windows",
 		"Managed top-level windows (the window manager's _NET_CLIENT_LIST, or mapped children of the root "+
 			"without one) with real geometry: x and y are the client area's position on the root window, as "+

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
 	"deckhand/display/api"
 	"deckhand/platform"
+	"deckhand/platform/platformtest"
 )
 
 func TestUnavailableAnswers503Everywhere(t *testing.T) {
@@ -24,7 +25,7 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 		if r.Method == "POST" {
 			body = strings.NewReader(`{}`)
 		}
-		req := httptest.NewRequest(r.Method, path, body)
+		req := platformtest.NewRequest(r.Method, path, body)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := host.App().Test(req)
 		if err != nil {
@@ -49,7 +50,7 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 	if n < 37 {
 		t.Fatalf("only %d display routes", n)
 	}
-	resp, _ := host.App().Test(httptest.NewRequest("GET", "/health", nil))
+	resp, _ := host.App().Test(platformtest.NewRequest("GET", "/health", nil))
 	var h platform.Health
 	_ = json.NewDecoder(resp.Body).Decode(&h)
 	if h.Status != "unavailable" || !strings.Contains(h.Detail, "no X display") {
@@ -134,35 +135,45 @@ func TestParseKey(t *testing.T) {
 	}
 }
 
+// TestParseScreenshot parses a query the way the host does (the declared
+// ScreenshotQuery), then checks it against the screen: grammar and range
+// errors come from the declaration, screen errors from ParseScreenshot, and
+// both name the parameter.
 func TestParseScreenshot(t *testing.T) {
 	t.Parallel()
 	screen := api.Rect{Width: 1920, Height: 1080}
-	q := func(s string) func(string) string {
-		vals := map[string]string{}
-		for _, kv := range strings.Split(s, "&") {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				vals[k] = v
-			}
+	parse := func(query string) (api.ScreenshotOptions, error) {
+		vals, err := url.ParseQuery(query)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return func(k string) string { return vals[k] }
+		q, err := platform.ParseQuery(api.ScreenshotQuery, func(k string) []string { return vals[k] })
+		if err != nil {
+			return api.ScreenshotOptions{}, err
+		}
+		return api.ParseScreenshot(q, screen)
 	}
-	o, err := api.ParseScreenshot(q(""), screen)
-	if err != nil || o.Format != "png" || o.Region != screen || o.Scale != 1 || o.Cursor {
+	o, err := parse("")
+	if err != nil || o.Format != "png" || o.Quality != 80 || o.Region != screen || o.Scale != 1 || o.Cursor {
 		t.Fatalf("defaults = %+v %v", o, err)
 	}
-	o, err = api.ParseScreenshot(q("format=jpg&quality=55&x=100&y=50&scale=0.25&cursor=true"), screen)
+	o, err = parse("format=jpg&quality=55&x=100&y=50&scale=0.25&cursor=true")
 	if err != nil || o.Format != "jpeg" || o.Quality != 55 || o.Region != (api.Rect{X: 100, Y: 50, Width: 1820, Height: 1030}) ||
 		o.Scale != 0.25 || !o.Cursor {
 		t.Fatalf("options = %+v %v", o, err)
 	}
+	if o, err = parse("cursor=1&width=10&height=20"); err != nil || !o.Cursor || o.Region != (api.Rect{Width: 10, Height: 20}) {
+		t.Fatalf("cursor=1 = %+v %v", o, err)
+	}
 	for _, bad := range []struct{ query, field string }{
-		{"format=bmp", "format"}, {"quality=0", "quality"}, {"quality=x", "quality"}, {"scale=0", "scale"},
-		{"scale=1.01", "scale"}, {"x=1920", "x"}, {"y=-5", "y"}, {"width=1921", "width"},
-		{"x=100&width=1900", "width"}, {"height=0", "height"}, {"cursor=2", "cursor"}, {"scale=0.0001&width=10&height=10", "scale"},
+		{"format=bmp", "format"}, {"format=PNG", "format"}, {"quality=0", "quality"}, {"quality=x", "quality"},
+		{"scale=0", "scale"}, {"scale=1.01", "scale"}, {"x=1920", "x"}, {"y=-5", "y"}, {"width=1921", "width"},
+		{"x=100&width=1900", "width"}, {"height=0", "height"}, {"cursor=2", "cursor"}, {"cursor=yes", "cursor"},
+		{"cursor=", "cursor"}, {"x=1&x=2", "x"}, {"x=99999999999", "x"}, {"scale=0.0001&width=10&height=10", "scale"},
 	} {
-		_, err := api.ParseScreenshot(q(bad.query), screen)
+		_, err := parse(bad.query)
 		e, ok := err.(*platform.Error)
-		if !ok || e.Status() != 400 || !strings.HasPrefix(e.Message, bad.field+":") {
+		if !ok || e.Status() != 400 || e.Field != bad.field || !strings.Contains(e.Message, bad.field) {
 			t.Errorf("%s: %v", bad.query, err)
 		}
 	}
@@ -178,6 +189,44 @@ func TestParseWindowID(t *testing.T) {
 	for _, in := range []string{"", "0", "abc", "-1", "0x", "99999999999"} {
 		if _, err := api.ParseWindowID("windowId", in); err == nil {
 			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+// TestQueryIsCheckedBeforeTheHandler: the declared query parameters are
+// parsed by the host, so a bad one is a 400 naming it even when the
+// handler could only answer 503; the grammar is the platform's (enums are
+// case-sensitive, booleans are true, false, 1 or 0; the old handlers took
+// PRIMARY, IMAGE, yes and no).
+func TestQueryIsCheckedBeforeTheHandler(t *testing.T) {
+	t.Parallel()
+	svc := api.NewUnavailable("no X display is configured")
+	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "display"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, svc.Routes())
+	for _, tc := range []struct {
+		query   string
+		status  int
+		details string
+	}{
+		{"/clipboard?selection=PRIMARY", 400, "selection"},
+		{"/clipboard?format=IMAGE", 400, "format"},
+		{"/clipboard?targets=yes", 400, "targets"},
+		{"/clipboard?selection=primary&format=image&targets=1", 503, ""},
+		{"/screenshots?cursor=no", 400, "cursor"},
+		{"/screenshots?quality=101", 400, "quality"},
+		{"/screenshots?scale=0", 400, "scale"},
+		{"/screenshots?width=5&width=6", 400, "width"},
+		{"/screenshots?format=jpg&quality=5&cursor=0&scale=0.5", 503, ""},
+	} {
+		resp, err := host.App().Test(platformtest.NewRequest("GET", "/api/v1/display"+tc.query, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e platform.ContainerError
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || (tc.details != "" && (e.Details != tc.details || !strings.Contains(e.Message, tc.details))) {
+			t.Errorf("%s: %d %+v, want %d naming %q", tc.query, resp.StatusCode, e, tc.status, tc.details)
 		}
 	}
 }

@@ -93,18 +93,35 @@ func WatchListening(r io.Reader, tee io.Writer, end func()) <-chan string {
 	return found
 }
 
-// portMu keeps this process's parallel tests from picking overlapping ranges.
-var portMu sync.Mutex
+// portMu guards given: the ranges this process has handed out. A range is
+// free when checked, but its ports are bound only later (an isolated
+// child's, seconds later), so a parallel test must never be handed an
+// overlapping range.
+var (
+	portMu sync.Mutex
+	given  [][2]int
+)
+
+// Port ranges come from below Linux's ephemeral range (32768-60999), where
+// no outgoing connection of another test can be holding them.
+const portLow, portHigh = 10000, 32768
 
 // FreePortBase finds a port base such that base … base+span on 127.0.0.1
-// are all free right now (the agent's gateway port and its service ports).
+// are all free right now (the agent's gateway port and its service ports)
+// and overlap no range handed to another test of this process.
 func FreePortBase(t testing.TB, span int) int {
 	t.Helper()
 	portMu.Lock()
 	defer portMu.Unlock()
 	for range 500 {
-		base := 20000 + rand.IntN(40000)
+		base := portLow + rand.IntN(portHigh-portLow-span)
 		ok := true
+		for _, g := range given {
+			if base <= g[1] && g[0] <= base+span {
+				ok = false
+				break
+			}
+		}
 		for off := 0; off <= span && ok; off++ {
 			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
 			if err != nil {
@@ -114,6 +131,7 @@ func FreePortBase(t testing.TB, span int) int {
 			ln.Close()
 		}
 		if ok {
+			given = append(given, [2]int{base, base + span})
 			return base
 		}
 	}
@@ -138,4 +156,25 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// BrowserTools finds node, Debian's Chromium and playwright-core under
+// dir (scripts/e2e, relative to the calling test's package), or skips the
+// test saying what to install. It returns node, chromium and dir made
+// absolute.
+func BrowserTools(t testing.TB, dir string) (node, chromium, abs string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("browser test skipped: node is not installed")
+	}
+	chromium = "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skip("browser test skipped: /usr/bin/chromium is not installed (apt-get install chromium)")
+	}
+	abs, _ = filepath.Abs(dir)
+	if _, err := os.Stat(filepath.Join(abs, "node_modules", "playwright-core")); err != nil {
+		t.Skip("browser test skipped: run `npm ci --prefix scripts/e2e` to install playwright-core")
+	}
+	return node, chromium, abs
 }

@@ -33,3 +33,22 @@ func TestFreePortBaseIsFree(t *testing.T) {
 		ln.Close()
 	}
 }
+
+// TestFreePortBasesNeverOverlap: ranges handed to parallel tests stay
+// apart even though none of their ports is bound yet.
+func TestFreePortBasesNeverOverlap(t *testing.T) {
+	const span = 14
+	var bases []int
+	for range 300 {
+		b := platformtest.FreePortBase(t, span)
+		if b < 10000 || b+span >= 32768 {
+			t.Fatalf("range %d-%d is outside 10000-32767", b, b+span)
+		}
+		for _, o := range bases {
+			if b <= o+span && o <= b+span {
+				t.Fatalf("ranges at %d and %d overlap", o, b)
+			}
+		}
+		bases = append(bases, b)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -45,7 +44,7 @@ func CheckQueryValidation(t testing.TB, h *platform.Host) int {
 					q.Set(p.Name, *bad)
 				}
 				target := path + "?" + q.Encode()
-				resp, err := h.App().Test(httptest.NewRequest(method, target, nil))
+				resp, err := h.App().Test(NewRequest(method, target, nil))
 				if err != nil {
 					t.Fatalf("%s %s: %v", method, target, err)
 				}

@@ -31,16 +31,31 @@ func ServiceDeps(t testing.TB, name string) platform.ServiceDeps {
 }
 
 // ServiceHost is the host a service's tests drive, built the way every
-// runner builds it (platform.NewServiceHost); its logs are discarded.
-func ServiceHost(svc platform.ContainerService) *platform.Host {
-	return platform.NewServiceHost(svc, platform.ServiceDeps{Logger: quiet()})
+// runner builds it (platform.NewServiceHost, so under the default request
+// policy); its logs are discarded.
+func ServiceHost(t testing.TB, svc platform.ContainerService) *platform.Host {
+	t.Helper()
+	h, err := platform.NewServiceHost(svc, platform.ServiceDeps{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// NewRequest is httptest.NewRequest as a local non-browser client sends it:
+// Host 127.0.0.1, which the request policy serves (httptest's example.com
+// gets 421). For driving a host in-process with App().Test.
+func NewRequest(method, target string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, target, body)
+	req.Host = "127.0.0.1"
+	return req
 }
 
 // GetJSON sends GET path to h in-process and decodes the JSON answer into
 // v; it returns the status and the raw body (for failure messages).
 func GetJSON(t testing.TB, h *platform.Host, path string, v any) (int, []byte) {
 	t.Helper()
-	resp, err := h.App().Test(httptest.NewRequest("GET", path, nil))
+	resp, err := h.App().Test(NewRequest("GET", path, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestDebianCronAcceptsWhatTheAPIWrites(t *testing.T) {
 	_ = exec.Command(crontabBin, "-r").Run()
 
 	deps := platformtest.ServiceDeps(t, "cron")
-	h := platformtest.ServiceHost(newService(t, deps, &cron.Settings{}))
+	h := platformtest.ServiceHost(t, newService(t, deps, &cron.Settings{}))
 	list := call(t, h, "GET", "/api/v1/cron/entries", nil)
 	if list.status != 200 || list.m["crontab"] != "crontab command ("+crontabBin+")" || list.m["format"] != "user" || len(list.m["entries"].([]any)) != 0 {
 		t.Fatalf("default crontab: %d %s", list.status, list.raw)

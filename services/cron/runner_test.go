@@ -87,7 +87,7 @@ func TestRunnerFiresOnTime(t *testing.T) {
 	t.Parallel()
 	deps, clock := fakeClockDeps(t)
 	tab := writeTab(t, "GREETING=hello\nCRON_TZ=UTC\n* * * * * echo $GREETING at minute\n")
-	h := platformtest.ServiceHost(newService(t, deps, &cron.Settings{Crontab: tab, Runner: true}))
+	h := platformtest.ServiceHost(t, newService(t, deps, &cron.Settings{Crontab: tab, Runner: true}))
 	time.Sleep(1500 * time.Millisecond) // the loop ticks at least every second
 	if rs := runsOf(t, h, ""); len(rs) != 0 {
 		t.Fatalf("ran before its time: %v", rs)
@@ -116,7 +116,7 @@ func TestCatchupPolicies(t *testing.T) {
 	tab := writeTab(t, "CRON_TZ=UTC\n0 * * * * echo none\n0 * * * * echo last\n0 * * * * echo all\n")
 	set := &cron.Settings{Crontab: tab, Runner: true}
 	first := newService(t, deps, set)
-	h := platformtest.ServiceHost(first)
+	h := platformtest.ServiceHost(t, first)
 	ids := map[string]string{}
 	for _, p := range []string{"none", "last", "all"} {
 		ids[p] = idByCommand(t, h, "echo "+p)
@@ -129,7 +129,7 @@ func TestCatchupPolicies(t *testing.T) {
 	}
 	// Down from 10:00:30 to 13:30:30: 11:00, 12:00 and 13:00 were missed.
 	clock.Set(time.Date(2026, 1, 1, 13, 30, 30, 0, time.UTC))
-	h = platformtest.ServiceHost(newService(t, deps, set))
+	h = platformtest.ServiceHost(t, newService(t, deps, set))
 	waitFor(t, "catch-up runs", func() bool {
 		all, last := runsOf(t, h, ids["all"]), runsOf(t, h, ids["last"])
 		return len(all) == 3 && len(last) == 1 && finished(all) && finished(last)
@@ -161,7 +161,7 @@ func TestOverlapPolicies(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
 	wait := "while [ ! -e " + release + " ]; do sleep 0.02; done; echo "
 	tab := writeTab(t, "@yearly "+wait+"skip\n@yearly "+wait+"queue\n@yearly "+wait+"allow\n")
-	h := platformtest.ServiceHost(newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: tab}))
+	h := platformtest.ServiceHost(t, newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: tab}))
 	ids := map[string]string{}
 	for _, p := range []string{"skip", "queue", "allow"} {
 		ids[p] = idByCommand(t, h, wait+p)
@@ -207,7 +207,7 @@ func TestRunsAreKeptAcrossRestarts(t *testing.T) {
 	tab := writeTab(t, "@daily echo kept\n@daily exec sleep 600\n")
 	set := &cron.Settings{Crontab: tab}
 	first := newService(t, deps, set)
-	h := platformtest.ServiceHost(first)
+	h := platformtest.ServiceHost(t, first)
 	kept, sleeper := idByCommand(t, h, "echo kept"), idByCommand(t, h, "exec sleep 600")
 	if a := call(t, h, "POST", "/api/v1/cron/entries/"+kept+"/run", nil); a.status != 202 {
 		t.Fatalf("run: %d %s", a.status, a.raw)
@@ -219,7 +219,7 @@ func TestRunsAreKeptAcrossRestarts(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h = platformtest.ServiceHost(newService(t, deps, set))
+	h = platformtest.ServiceHost(t, newService(t, deps, set))
 	rs := runsOf(t, h, "")
 	if len(rs) != 2 || rs[0]["entry_id"] != kept || rs[0]["status"] != "succeeded" || rs[0]["output"] != "kept\n" ||
 		rs[1]["entry_id"] != sleeper || rs[1]["status"] != "interrupted" {
@@ -239,7 +239,7 @@ func TestRunUsesTheScheduledEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	tab := writeTab(t, "FOO=\"bar baz\"\nSHELL=/bin/bash\n@daily echo \"$FOO $SHELL $LOGNAME $(pwd) \\%\"; cat%line1%line2\n")
-	h := platformtest.ServiceHost(newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: tab}))
+	h := platformtest.ServiceHost(t, newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: tab}))
 	id := entries(t, h)[0]["id"].(string)
 	if a := call(t, h, "POST", "/api/v1/cron/entries/"+id+"/run", nil); a.status != 202 {
 		t.Fatalf("run: %d %s", a.status, a.raw)
@@ -259,7 +259,7 @@ func TestFailedRunReachesTheSeams(t *testing.T) {
 	deps := platformtest.ServiceDeps(t, "cron")
 	deps.Journal, deps.Notifier = rec, rec
 	tab := writeTab(t, "@hourly echo broken >&2; exit 3\n")
-	h := platformtest.ServiceHost(newService(t, deps, &cron.Settings{Crontab: tab}))
+	h := platformtest.ServiceHost(t, newService(t, deps, &cron.Settings{Crontab: tab}))
 	id := entries(t, h)[0]["id"].(string)
 	call(t, h, "POST", "/api/v1/cron/entries/"+id+"/run", nil)
 	waitFor(t, "the notification", func() bool { return len(rec.Events()) > 0 })
@@ -280,7 +280,7 @@ func TestRunnerReloadsAChangedFile(t *testing.T) {
 	t.Parallel()
 	deps, clock := fakeClockDeps(t)
 	tab := writeTab(t, "# nothing yet\n")
-	h := platformtest.ServiceHost(newService(t, deps, &cron.Settings{Crontab: tab, Runner: true}))
+	h := platformtest.ServiceHost(t, newService(t, deps, &cron.Settings{Crontab: tab, Runner: true}))
 	if err := os.WriteFile(tab, []byte("# nothing yet\n* * * * * echo edited by hand\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestRebootEntriesRunOncePerBoot(t *testing.T) {
 	tab := writeTab(t, "@reboot echo booted\n")
 	set := &cron.Settings{Crontab: tab, Runner: true}
 	first := newService(t, deps, set)
-	h := platformtest.ServiceHost(first)
+	h := platformtest.ServiceHost(t, first)
 	waitFor(t, "the @reboot run", func() bool { rs := runsOf(t, h, ""); return len(rs) == 1 && finished(rs) })
 	if r := runsOf(t, h, "")[0]; r["trigger"] != "reboot" || r["output"] != "booted\n" {
 		t.Fatalf("run %v", r)
@@ -310,7 +310,7 @@ func TestRebootEntriesRunOncePerBoot(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h = platformtest.ServiceHost(newService(t, deps, set))
+	h = platformtest.ServiceHost(t, newService(t, deps, set))
 	time.Sleep(500 * time.Millisecond)
 	if rs := runsOf(t, h, ""); len(rs) != 1 {
 		t.Fatalf("@reboot ran again without a reboot: %v", rs)
@@ -327,7 +327,7 @@ func TestCloseEndsRunsInProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := platformtest.ServiceHost(svc)
+	h := platformtest.ServiceHost(t, svc)
 	id := entries(t, h)[0]["id"].(string)
 	call(t, h, "POST", "/api/v1/cron/entries/"+id+"/run", nil)
 	waitFor(t, "the run to start", func() bool { _, err := os.Stat(marker); return err == nil })
@@ -353,7 +353,7 @@ func TestRunsAsTheEntrysUser(t *testing.T) {
 		t.Skip("no user nobody")
 	}
 	tab := writeTab(t, "@daily nobody id -un; echo $LOGNAME $HOME\n")
-	h := platformtest.ServiceHost(newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: tab, Format: "system"}))
+	h := platformtest.ServiceHost(t, newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: tab, Format: "system"}))
 	id := entries(t, h)[0]["id"].(string)
 	call(t, h, "POST", "/api/v1/cron/entries/"+id+"/run", nil)
 	waitFor(t, "the run", func() bool { rs := runsOf(t, h, id); return len(rs) == 1 && finished(rs) })

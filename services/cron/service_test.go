@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +43,7 @@ func fileHost(t *testing.T, content *string, format string) (*platform.Host, str
 		}
 	}
 	svc := newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: tab, Format: format})
-	return platformtest.ServiceHost(svc), tab
+	return platformtest.ServiceHost(t, svc), tab
 }
 
 type answer struct {
@@ -66,7 +65,7 @@ func call(t *testing.T, h *platform.Host, method, path string, body any, hdr ...
 		raw, _ := json.Marshal(b)
 		rd = bytes.NewReader(raw)
 	}
-	req := httptest.NewRequest(method, path, rd)
+	req := platformtest.NewRequest(method, path, rd)
 	if _, ok := body.(string); !ok && body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -441,7 +440,7 @@ func TestCrontabFailuresAreBackendErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: tab})
-	h := platformtest.ServiceHost(svc)
+	h := platformtest.ServiceHost(t, svc)
 	for _, tc := range []struct{ method, path string }{
 		{"GET", "/api/v1/cron/entries"}, {"GET", "/api/v1/cron/crontab"},
 	} {
@@ -468,7 +467,7 @@ func TestCrontabFailuresAreBackendErrors(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bad := platformtest.ServiceHost(newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: filepath.Join(file, "crontab")}))
+	bad := platformtest.ServiceHost(t, newService(t, platformtest.ServiceDeps(t, "cron"), &cron.Settings{Crontab: filepath.Join(file, "crontab")}))
 	a := call(t, bad, "POST", "/api/v1/cron/entries", map[string]any{"schedule": "@daily", "command": "true"})
 	if a.status != 500 || a.m["code"] != "BACKEND_ERROR" || a.m["message"] != "Internal server error" || a.m["details"] == "" {
 		t.Fatalf("write failure: %d %s", a.status, a.raw)

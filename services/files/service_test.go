@@ -2,7 +2,6 @@ package files_test
 
 import (
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,12 +19,12 @@ func newHost(t *testing.T, root string) *platform.Host {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Close() })
-	return platformtest.ServiceHost(svc)
+	return platformtest.ServiceHost(t, svc)
 }
 
 func send(t *testing.T, h *platform.Host, method, target, body string) (int, string) {
 	t.Helper()
-	resp, err := h.App().Test(httptest.NewRequest(method, target, strings.NewReader(body)))
+	resp, err := h.App().Test(platformtest.NewRequest(method, target, strings.NewReader(body)))
 	if err != nil {
 		t.Fatal(err)
 	}

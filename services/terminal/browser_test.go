@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"deckhand/platform/platformtest"
 )
 
 // trackingListener remembers its connections so the test can cut them all.
@@ -51,18 +53,7 @@ func (l *trackingListener) dropAll() {
 // checks the page reconnects by itself.
 func TestBrowser(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("browser test skipped: node is not installed")
-	}
-	chromium := "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skip("browser test skipped: /usr/bin/chromium is not installed (apt-get install chromium)")
-	}
-	dir, _ := filepath.Abs("../../scripts/e2e")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
-		t.Skip("browser test skipped: run `npm ci --prefix scripts/e2e` to install playwright-core")
-	}
+	node, chromium, dir := platformtest.BrowserTools(t, "../../scripts/e2e")
 
 	e := newEnv(t, nil, nil)
 	target, _ := url.Parse(e.url)

@@ -45,9 +45,15 @@ func newEnv(t testing.TB, opts map[string]string, clock platform.Clock) *env {
 		w = os.Stderr
 	}
 	log := slog.New(slog.NewTextHandler(w, nil))
-	svc := terminal.New(platform.ServiceDeps{Name: "terminal", DataDir: t.TempDir(), Logger: log, Clock: clock,
-		Common: platform.CommonSettings{AllowedOrigins: opts["allowed_origins"]}}, settings(t, opts))
-	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "terminal"}, Logger: log}, svc.Routes())
+	// The host is built the agent's way (platform.NewServiceHost), with a
+	// policy that also allows https://app.example.com.
+	deps := platform.ServiceDeps{Name: "terminal", DataDir: t.TempDir(), Logger: log, Clock: clock,
+		Common: platform.CommonSettings{Domain: "localhost", AllowedOrigins: "https://app.example.com"}}
+	svc := terminal.New(deps, settings(t, opts))
+	host, err := platform.NewServiceHost(svc, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
 	u := platformtest.Serve(t, host)
 	t.Cleanup(func() { _ = svc.Close() })
 	return &env{svc: svc, host: host, url: u, http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
@@ -62,9 +68,6 @@ func settings(t testing.TB, opts map[string]string) *terminal.Settings {
 	fs := pflag.NewFlagSet("terminal", pflag.ContinueOnError)
 	set.Flags(fs)
 	for k, v := range opts {
-		if k == "allowed_origins" {
-			continue // the agent-wide --allowed-origins
-		}
 		if err := fs.Set("terminal-"+strings.ReplaceAll(k, "_", "-"), v); err != nil {
 			t.Fatal(err)
 		}

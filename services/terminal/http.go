@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -34,16 +35,20 @@ func (svc *Service) Routes() []platform.Route {
 				"scrollback (up to 1 MiB) raw; once output has outgrown it, it sends instead a redraw of the screen " +
 				"(reset, cells with their attributes, alternate screen, input modes, cursor). Several clients may attach; each gets every byte. A client that cannot keep " +
 				"up (8 MiB queued) is closed with 1008 and never slows the shell or the other clients. The server pings " +
-				"every 30s (--terminal-ping-interval) and drops a client that answers none for 2.5 intervals. Browser origins must be same-origin, " +
-				"loopback or in --allowed-origins (403 otherwise). Unknown id: 404 NOT_FOUND.",
+				"every 30s (--terminal-ping-interval) and drops a client that answers none for 2.5 intervals. The agent's request policy applies " +
+				"before the upgrade: a foreign Host gets 421 MISDIRECTED_REQUEST; a browser Origin must be this service's own " +
+				"(through the gateway: the gateway's), under --domain or in --allowed-origins (403 FORBIDDEN otherwise; " +
+				"a loopback origin on another port is another program and is refused). Unknown id: 404 NOT_FOUND. " +
+				"A request that is not a WebSocket upgrade, or a handshake gorilla/websocket refuses, gets 400 BAD_REQUEST; " +
+				"a bad query parameter 400 INVALID naming it. Every refusal comes before the upgrade, with the service's error body.",
 			Query: []platform.Param{
 				{Name: "id", Description: "session to attach; absent creates one"},
-				{Name: "cols", Type: "integer", Description: "1-1000: size of a new session, or resizes the attached one (with rows)"},
-				{Name: "rows", Type: "integer", Description: "1-1000"},
+				{Name: "cols", Type: "integer", Range: &platform.Range{Min: 1, Max: maxCols}, Description: "size of a new session, or resizes the attached one (with rows)"},
+				{Name: "rows", Type: "integer", Range: &platform.Range{Min: 1, Max: maxRows}, Description: "size of a new session, or resizes the attached one (with cols)"},
 				{Name: "shell", Description: "shell of a new session"},
 				{Name: "cwd", Description: "working directory of a new session"},
 			},
-			Handler: svc.handleWS},
+			HTTP: http.HandlerFunc(svc.serveWS)},
 		{Method: http.MethodGet, Path: "/api/v1/terminal/sessions", Tags: tags,
 			Summary:     "List sessions",
 			Description: "Every live session, and ended ones (running false, exit_code set) for 10 minutes after they end or until deleted, oldest first.",
@@ -54,7 +59,7 @@ func (svc *Service) Routes() []platform.Route {
 			Summary: "Scrollback as text",
 			Description: "The session's scrollback (the last 1 MiB of output) as text/plain: the raw bytes the WebSocket " +
 				"replays, escape sequences included. strip=true removes escape sequences and carriage returns.",
-			Query:   []platform.Param{{Name: "strip", Type: "boolean", Description: "remove escape sequences"}},
+			Query:   []platform.Param{{Name: "strip", Type: "boolean", Default: "false", Description: "remove escape sequences"}},
 			Handler: svc.handleHistory},
 		{Method: http.MethodGet, Path: "/api/v1/terminal/raw", Tags: tags, ContentType: "application/octet-stream",
 			Summary: "Raw output bytes from an offset",
@@ -62,7 +67,8 @@ func (svc *Service) Routes() []platform.Route {
 				"the first byte returned (later than since when the scrollback no longer holds it; X-Terminal-Truncated " +
 				"is then true) and X-Terminal-Next the offset to pass as since next time.",
 			Query: []platform.Param{idQuery,
-				{Name: "since", Type: "integer", Description: "absolute output offset (session's output_bytes is the end)"}},
+				{Name: "since", Type: "integer", Range: &platform.Range{Min: 0, Max: math.Inf(1)}, Default: "0",
+					Description: "absolute output offset (session's output_bytes is the end)"}},
 			Handler: svc.handleRaw},
 		{Method: http.MethodGet, Path: "/api/v1/terminal/screenshot", Tags: tags, ContentType: "image/png",
 			Summary: "The current screen as PNG or text",
@@ -71,7 +77,7 @@ func (svc *Service) Routes() []platform.Route {
 				"X-Terminal-Screen-Exact is false when output came faster than the model parses it and some was " +
 				"skipped, until the screen is cleared, the alternate screen entered or a screenful of lines printed.",
 			Query: []platform.Param{idQuery,
-				{Name: "format", Enum: []string{"png", "text"}, Description: "png (default) or text"}},
+				{Name: "format", Enum: []string{"png", "text"}, Default: "png"}},
 			Handler: svc.handleScreenshot},
 		{Method: http.MethodDelete, Path: "/api/v1/terminal/{terminal_id}", Tags: tags,
 			Summary: "End a session",
@@ -139,14 +145,10 @@ func (svc *Service) handleHistory(c fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	strip, err := queryBool(c, "strip")
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	data := s.ring.since(0)
 	s.mu.Unlock()
-	if strip {
+	if platform.QueryOf(c).Bool("strip") {
 		data = stripANSI(data)
 	}
 	c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
@@ -158,14 +160,7 @@ func (svc *Service) handleRaw(c fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	since := int64(0)
-	if v := c.Query("since"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return platform.Invalid("since", "must be a non-negative integer")
-		}
-		since = n
-	}
+	since := platform.QueryOf(c).Int("since")
 	s.mu.Lock()
 	total, oldest := s.ring.total, s.ring.oldest()
 	var data []byte
@@ -189,13 +184,9 @@ func (svc *Service) handleScreenshot(c fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	format := c.Query("format", "png")
-	if format != "png" && format != "text" {
-		return platform.Invalid("format", "must be png or text")
-	}
 	g := s.screen()
 	c.Set("X-Terminal-Screen-Exact", strconv.FormatBool(g.exact))
-	if format == "text" {
+	if platform.QueryOf(c).String("format") == "text" {
 		c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
 		return c.SendString(g.text())
 	}
@@ -219,22 +210,9 @@ func (svc *Service) handleDelete(c fiber.Ctx) error {
 	return platform.JSON(c, http.StatusOK, s.info())
 }
 
+// sessionFromQuery is the session named by the required id parameter.
 func (svc *Service) sessionFromQuery(c fiber.Ctx) (*Session, error) {
-	id := c.Query("id")
-	if id == "" {
-		return nil, platform.Invalid("id", "is required")
-	}
-	return svc.get(id)
-}
-
-func queryBool(c fiber.Ctx, name string) (bool, error) {
-	switch c.Query(name) {
-	case "", "false", "0":
-		return false, nil
-	case "true", "1":
-		return true, nil
-	}
-	return false, platform.Invalid(name, "must be true or false")
+	return svc.get(platform.QueryOf(c).String("id"))
 }
 
 // stripANSI drops escape sequences (CSI, OSC, DCS and two-byte ESC ones),

@@ -86,14 +86,19 @@ func (s *Session) wakeParser() {
 }
 
 // catchUp feeds the model output it has not seen, at most limit bytes
-// (limit <= 0: all of it), and reports how many bytes are still unparsed.
-// The caller holds scrMu.
+// (limit <= 0: all the output there was when it was called — not what a
+// flooding shell writes meanwhile, which it would chase for seconds), and
+// reports how many bytes are still unparsed. The caller holds scrMu.
 func (s *Session) catchUp(limit int) int64 {
 	done := 0
+	target := int64(-1)
 	for {
 		s.mu.Lock()
 		cols, rows := s.cols, s.rows
 		oldest, total := s.ring.oldest(), s.ring.total
+		if target < 0 && limit <= 0 {
+			target = total
+		}
 		from := s.vtOffset
 		restart := s.vt == nil || from < oldest || total-from > skipLag
 		if restart {
@@ -130,7 +135,7 @@ func (s *Session) catchUp(limit int) int64 {
 		}
 		s.vtOffset = from + int64(n)
 		done += n
-		if lag := total - s.vtOffset; lag == 0 || (limit > 0 && done >= limit) {
+		if lag := total - s.vtOffset; lag == 0 || (limit > 0 && done >= limit) || (target >= 0 && s.vtOffset >= target) {
 			return lag
 		}
 	}

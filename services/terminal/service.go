@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
@@ -39,8 +38,8 @@ func init() {
 
 // Options are the service's settings, each a flag --terminal-<key> (so
 // DECKHAND_TERMINAL_<KEY>, e.g. DECKHAND_TERMINAL_IDLE_TIMEOUT=2h): durations
-// in Go syntax, sizes in bytes. AllowedOrigins comes from the agent-wide
-// --allowed-origins.
+// in Go syntax, sizes in bytes. Browser origins are the host's request
+// policy's business (--domain, --allowed-origins), not the service's.
 type Options struct {
 	// IdleTimeout ends a session that has had no client attached for this
 	// long ("idle_timeout", default 30m, "0" = never).
@@ -62,10 +61,6 @@ type Options struct {
 	// PingInterval between WebSocket pings ("ping_interval", 30s); a client
 	// that answers no ping for two intervals is dropped.
 	PingInterval time.Duration
-	// AllowedOrigins are extra browser origins allowed to open the WebSocket
-	// ("allowed_origins", comma list, "*" for any). Same-origin and loopback
-	// origins are always allowed.
-	AllowedOrigins []string
 	// MaxSessions caps live sessions ("max_sessions", 1000).
 	MaxSessions int
 	// Shell is the default shell ("shell"; else $SHELL, /bin/bash, /bin/sh).
@@ -122,12 +117,11 @@ type Service struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session
+	starting int // creates past the limit check whose shell is starting
 	closed   bool
 
 	stop    chan struct{}
 	janitor sync.WaitGroup
-
-	wsHandler fiber.Handler
 }
 
 // New builds the service; sessions start only when asked for. A nil set
@@ -137,7 +131,6 @@ func New(deps platform.ServiceDeps, set *Settings) *Service {
 		set = DefaultSettings()
 	}
 	opt := set.Options
-	opt.AllowedOrigins = deps.Common.Origins()
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
@@ -151,7 +144,6 @@ func New(deps platform.ServiceDeps, set *Settings) *Service {
 		sessions: make(map[string]*Session),
 		stop:     make(chan struct{}),
 	}
-	s.wsHandler = newWSHandler(s)
 	s.janitor.Add(1)
 	go s.sweep()
 	return s

@@ -169,19 +169,24 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 		return nil, platform.Invalid("cwd", "%s is not an existing directory", cwd)
 	}
 
+	// Reserve a slot before starting the shell, so creates racing each
+	// other cannot all pass the check while their shells start (issue 8.5).
 	svc.mu.Lock()
 	if svc.closed {
 		svc.mu.Unlock()
 		return nil, platform.Errorf(platform.CodeUnavailable, "the terminal service is shutting down")
 	}
-	if len(svc.sessions) >= svc.opt.MaxSessions {
+	if len(svc.sessions)+svc.starting >= svc.opt.MaxSessions {
 		svc.mu.Unlock()
 		return nil, platform.Errorf(platform.CodeTooManyRequests, "at most %d terminal sessions may exist at once", svc.opt.MaxSessions)
 	}
+	svc.starting++
 	svc.mu.Unlock()
+	release := func() { svc.mu.Lock(); svc.starting--; svc.mu.Unlock() }
 
 	ptmx, cmd, err := startShell(resolved, cwd, shellEnv(req.Env), cols, rows)
 	if err != nil {
+		release()
 		return nil, err
 	}
 	now := svc.deps.Clock.Now()
@@ -197,6 +202,7 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 	go s.parseLoop()
 
 	svc.mu.Lock()
+	svc.starting--
 	if svc.closed {
 		svc.mu.Unlock()
 		s.terminate(svc.opt.KillGrace)
@@ -376,20 +382,26 @@ func (s *Session) terminate(grace time.Duration) {
 // included). Once the ring has been cut, the output that drew the screen
 // may be gone (a full-screen program drawn long ago), so the client gets a
 // redraw of the screen model instead, followed by the raw bytes the model
-// has not parsed yet.
+// has not parsed yet. It does not make the model catch up first: under a
+// flood that parse chases the shell for seconds (issue 8.6), and the raw
+// bytes after the redraw bring the client to the same screen. Only a model
+// that has fallen out of the ring parses one chunk (parseChunk, a few ms),
+// which restarts it inside the ring. scrMu only waits for the chunk
+// parseLoop is on.
 func (s *Session) attach(c *client) {
 	s.scrMu.Lock()
 	defer s.scrMu.Unlock()
 	s.mu.Lock()
-	cut := s.ring.oldest() > 0
+	from := s.ring.oldest()
+	stale := from > 0 && (s.vt == nil || s.vtOffset-int64(len(s.vtCarry)) < from)
 	s.mu.Unlock()
-	if cut {
-		s.catchUp(0)
+	if stale {
+		s.catchUp(parseChunk)
 	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	from := s.ring.oldest()
+	from = s.ring.oldest()
 	var replay []byte
 	switch {
 	case from == 0:

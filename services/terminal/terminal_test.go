@@ -308,7 +308,7 @@ func TestDeleteHangsUpAndTellsClients(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, map[string]string{"allowed_origins": "https://app.example.com"}, nil)
+	e := newEnv(t, nil, nil) // its policy allows https://app.example.com
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
 	if err := os.WriteFile(plain, []byte("echo hi\n"), 0o644); err != nil {
@@ -374,6 +374,31 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.name, status, b)
 		}
 	}
+	// The query grammar is the platform's, checked before the handler:
+	// every refusal names the parameter. (The old handlers took strip= as
+	// false and never saw a repeated parameter.)
+	for _, tc := range []struct{ path, param string }{
+		{"/api/v1/terminal/history/" + s.ID + "?strip=", "strip"},
+		{"/api/v1/terminal/history/" + s.ID + "?strip=yes", "strip"},
+		{"/api/v1/terminal/raw?id=" + s.ID + "&since=1&since=2", "since"},
+		{"/api/v1/terminal/raw?id=" + s.ID + "&since=ten", "since"},
+		{"/api/v1/terminal/raw?since=0", "id"},
+		{"/api/v1/terminal/screenshot?id=" + s.ID + "&format=TEXT", "format"},
+		{"/api/v1/terminal/screenshot?id=", "id"},
+	} {
+		status, b, _ := e.do(t, http.MethodGet, tc.path, nil)
+		var body platform.ContainerError
+		if status != 400 || json.Unmarshal(b, &body) != nil || body.Code != "INVALID" || body.Details != tc.param ||
+			!strings.Contains(body.Message, "query parameter "+tc.param) {
+			t.Errorf("%s: %d %s, want 400 INVALID naming %s", tc.path, status, b, tc.param)
+		}
+	}
+	for _, path := range []string{"/api/v1/terminal/history/" + s.ID + "?strip=1", "/api/v1/terminal/raw?id=" + s.ID + "&since=0",
+		"/api/v1/terminal/screenshot?id=" + s.ID + "&format=text"} {
+		if status, b, _ := e.do(t, http.MethodGet, path, nil); status != 200 {
+			t.Errorf("%s: %d %s", path, status, b)
+		}
+	}
 
 	// WebSocket handshakes that must fail before any upgrade.
 	for _, tc := range []struct {
@@ -386,6 +411,9 @@ func TestBadInput(t *testing.T) {
 		{"cols huge", "?cols=5000&rows=10", "", 400, "INVALID"},
 		{"bad shell", "?shell=/no/such/shell", "", 400, "INVALID"},
 		{"foreign origin", "?id=" + s.ID, "https://evil.example.net", 403, "FORBIDDEN"},
+		{"loopback origin on another port", "?id=" + s.ID, "http://127.0.0.1:9", 403, "FORBIDDEN"},
+		{"localhost on another port", "?id=" + s.ID, "http://localhost:1234", 403, "FORBIDDEN"},
+		{"a name under localhost on another port", "?id=" + s.ID, "http://evil.localhost", 403, "FORBIDDEN"},
 	} {
 		hdr := http.Header{}
 		if tc.origin != "" {
@@ -402,8 +430,37 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.name, resp.StatusCode, b)
 		}
 	}
-	// Allowed origins: loopback, same origin and the configured list.
-	for _, origin := range []string{"http://localhost:1234", "http://127.0.0.1:9", "https://app.example.com", e.url} {
+	// Refusals before gorilla's upgrade and gorilla's own all carry the
+	// service's error body, naming what was wrong.
+	for _, tc := range []struct {
+		name, query string
+		hdr         []string
+		code        string
+		details     string
+	}{
+		{"not an upgrade", "?id=" + s.ID, nil, "BAD_REQUEST", ""},
+		{"cols not an integer", "?cols=wide&rows=10", []string{"Upgrade", "websocket", "Connection", "Upgrade"}, "INVALID", "cols"},
+		{"rows given twice", "?cols=80&rows=10&rows=20", []string{"Upgrade", "websocket", "Connection", "Upgrade"}, "INVALID", "rows"},
+		{"handshake without a key", "?id=" + s.ID, []string{"Upgrade", "websocket", "Connection", "Upgrade", "Sec-WebSocket-Version", "13"}, "BAD_REQUEST", ""},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, e.url+"/api/v1/terminal/ws"+tc.query, nil)
+		for i := 0; i+1 < len(tc.hdr); i += 2 {
+			req.Header.Set(tc.hdr[i], tc.hdr[i+1])
+		}
+		resp, err := e.http.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var body platform.ContainerError
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 400 || body.Code != tc.code || body.Details != tc.details || body.Message == "" ||
+			resp.Header.Get("Content-Type") != "application/json; charset=utf-8" {
+			t.Errorf("%s: %d %s %+v (%v)", tc.name, resp.StatusCode, resp.Header.Get("Content-Type"), body, err)
+		}
+	}
+	// Allowed origins: same origin and the configured list.
+	for _, origin := range []string{"https://app.example.com", e.url} {
 		hdr := http.Header{"Origin": {origin}}
 		conn, _, err := websocket.DefaultDialer.Dial(e.wsURL("?id="+s.ID), hdr)
 		if err != nil {

@@ -1,25 +1,18 @@
 package terminal
 
 import (
+	"context"
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
-	"github.com/gofiber/fiber/v3/middleware/adaptor"
 	"github.com/gorilla/websocket"
 
 	"deckhand/platform"
 )
-
-type sessionKeyType string
-
-const sessionKey sessionKeyType = "terminal.session"
 
 var upgrader = websocket.Upgrader{
 	ReadBufferSize: 4096,
@@ -27,120 +20,32 @@ var upgrader = websocket.Upgrader{
 	// hold none.
 	WriteBufferSize: 64 << 10,
 	WriteBufferPool: &sync.Pool{},
-	// The origin was checked before the upgrade (see handleWS), where the
-	// error can be a proper 403 body.
+	// The host's request policy checked Host and Origin before any route
+	// (platform.RequestPolicy), where the error is a proper 403 body.
 	CheckOrigin: func(*http.Request) bool { return true },
+	// A handshake gorilla refuses (no Sec-WebSocket-Key, wrong version)
+	// gets the service's error body too, not gorilla's plain text.
+	Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+		platform.WriteHTTPErrorStatus(w, status, platform.Errorf(platform.CodeBadRequest, "WebSocket handshake: %v", reason))
+	},
 }
 
-// handleWS validates the request in Fiber (so errors have the service's
-// error body), then hands the connection to gorilla through the adaptor.
-func (svc *Service) handleWS(c fiber.Ctx) error {
-	if !strings.EqualFold(c.Get(fiber.HeaderUpgrade), "websocket") {
-		return platform.Errorf(platform.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)")
-	}
-	if origin := c.Get(fiber.HeaderOrigin); !svc.originAllowed(origin, c.Hostname(), c.Get("X-Forwarded-Host")) {
-		return platform.Errorf(platform.CodeForbidden, "origin %s may not open terminal sessions", origin).
-			WithDetails("origin")
-	}
-	cols, err := optionalSize(c, "cols", maxCols)
-	if err != nil {
-		return err
-	}
-	rows, err := optionalSize(c, "rows", maxRows)
-	if err != nil {
-		return err
-	}
-	var sess *Session
-	created := false
-	if id := c.Query("id"); id != "" {
-		if sess, err = svc.get(id); err != nil {
-			return err
-		}
-		if cols != nil && rows != nil {
-			if err := sess.resize(*cols, *rows); err != nil {
-				return err
-			}
-		}
-	} else {
-		req := CreateRequest{Shell: c.Query("shell"), Cwd: c.Query("cwd"), Cols: cols, Rows: rows}
-		if err := req.Validate(); err != nil {
-			return err
-		}
-		if sess, err = svc.create(req); err != nil {
-			return err
-		}
-		created = true
-	}
-	c.RequestCtx().SetUserValue(sessionKey, wsTarget{sess: sess, created: created})
-	svc.wsHandler(c)
-	return nil
-}
-
-type wsTarget struct {
-	sess    *Session
-	created bool
-}
-
-func optionalSize(c fiber.Ctx, name string, limit int) (*int, error) {
-	s := c.Query(name)
-	if s == "" {
-		return nil, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > limit {
-		return nil, platform.Invalid(name, "must be an integer between 1 and %d", limit)
-	}
-	return &n, nil
-}
-
-// originAllowed admits clients without an Origin (not browsers), the page's
-// own origin (directly or through a proxy that sets X-Forwarded-Host),
-// loopback origins, and the configured list.
-func (svc *Service) originAllowed(origin, host, fwdHost string) bool {
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	full := strings.ToLower(u.Scheme + "://" + u.Host)
-	for _, a := range svc.opt.AllowedOrigins {
-		if a == "*" || a == full || a == strings.ToLower(u.Host) {
-			return true
-		}
-	}
-	if strings.EqualFold(u.Host, host) || strings.EqualFold(u.Hostname(), host) ||
-		(fwdHost != "" && strings.EqualFold(u.Host, fwdHost)) {
-		return true
-	}
-	h := strings.ToLower(u.Hostname())
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
-// controlMessage is a client's JSON text frame.
-type controlMessage struct {
-	Type string `json:"type"`
-	Cols *int   `json:"cols"`
-	Rows *int   `json:"rows"`
-}
-
+// serveWS is the WebSocket endpoint, a net/http handler (Route.HTTP) so
+// gorilla can hijack the connection. The host has already applied the
+// request policy and parsed the declared query (platform.QueryFrom); the
+// session is found or created before the upgrade, so every refusal is an
+// ordinary HTTP answer with the service's error body.
 func (svc *Service) serveWS(w http.ResponseWriter, r *http.Request) {
-	target, _ := r.Context().Value(sessionKey).(wsTarget)
-	sess := target.sess
-	if sess == nil {
-		http.Error(w, `{"code":"INTERNAL","details":"","message":"internal server error"}`, http.StatusInternalServerError)
+	sess, created, err := svc.wsTarget(r)
+	if err != nil {
+		platform.WriteHTTPError(w, err)
 		return
 	}
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
-		// gorilla already answered 400 with the reason.
-		if target.created {
-			go func() { _ = svc.remove(r.Context(), sess.id) }()
+		// upgrader.Error has answered.
+		if created {
+			go func() { _ = svc.remove(context.Background(), sess.id) }()
 		}
 		return
 	}
@@ -169,6 +74,52 @@ func (svc *Service) serveWS(w http.ResponseWriter, r *http.Request) {
 	<-cl.done
 }
 
+// wsTarget is the session a handshake attaches to: the one named by id
+// (resized when cols and rows are both given), or a new one.
+func (svc *Service) wsTarget(r *http.Request) (sess *Session, created bool, err error) {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return nil, false, platform.Errorf(platform.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)")
+	}
+	q := platform.QueryFrom(r.Context())
+	cols, rows := optionalInt(q, "cols"), optionalInt(q, "rows")
+	if id := q.String("id"); id != "" {
+		if sess, err = svc.get(id); err != nil {
+			return nil, false, err
+		}
+		if cols != nil && rows != nil {
+			if err := sess.resize(*cols, *rows); err != nil {
+				return nil, false, err
+			}
+		}
+		return sess, false, nil
+	}
+	req := CreateRequest{Shell: q.String("shell"), Cwd: q.String("cwd"), Cols: cols, Rows: rows}
+	if err := req.Validate(); err != nil {
+		return nil, false, err
+	}
+	if sess, err = svc.create(req); err != nil {
+		return nil, false, err
+	}
+	return sess, true, nil
+}
+
+// optionalInt is a declared integer parameter as CreateRequest takes it:
+// nil when absent.
+func optionalInt(q platform.Query, name string) *int {
+	if !q.Has(name) {
+		return nil
+	}
+	n := int(q.Int(name))
+	return &n
+}
+
+// controlMessage is a client's JSON text frame.
+type controlMessage struct {
+	Type string `json:"type"`
+	Cols *int   `json:"cols"`
+	Rows *int   `json:"rows"`
+}
+
 // control applies a JSON control message; bad ones get an error frame and
 // the session carries on.
 func (svc *Service) control(sess *Session, cl *client, data []byte) {
@@ -189,8 +140,4 @@ func (svc *Service) control(sess *Session, cl *client, data []byte) {
 	default:
 		cl.text(errorMessage{Type: "error", Message: "unknown control message type " + strconv.Quote(m.Type) + " (known: resize)"})
 	}
-}
-
-func newWSHandler(svc *Service) fiber.Handler {
-	return adaptor.HTTPHandler(http.HandlerFunc(svc.serveWS))
 }

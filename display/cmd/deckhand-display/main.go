@@ -84,7 +84,10 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	svc := api.New(deps, nil)
 	defer svc.Close()
-	host := platform.NewServiceHost(svc, deps)
+	host, err := platform.NewServiceHost(svc, deps)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)

@@ -125,3 +125,60 @@ func TestServesUnavailableThenConnects(t *testing.T) {
 		t.Fatalf("health with X: %s", body)
 	}
 }
+
+// TestRequestPolicy is issue 8.1 for display input: a cross-site page's
+// text/plain POST to keyboard/type, or a rebinding Host, never reaches the
+// display; --domain and --allowed-origins configure what may.
+func TestRequestPolicy(t *testing.T) {
+	addr := freePort(t)
+	var stderr bytes.Buffer
+	cmd := newRoot(io.Discard, &stderr)
+	cmd.SetArgs([]string{"--listen", addr, "--display", "", "--domain", "example.test",
+		"--allowed-origins", "https://app.example.com", "--log-level", "error"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	base := "http://" + addr
+	waitFor(t, "listening", 5*time.Second, func() bool { s, _ := get(t, base+"/health"); return s == 200 })
+	post := func(host string, hdr ...string) (int, string) {
+		req, _ := http.NewRequest("POST", base+"/api/v1/display/keyboard/type", bytes.NewReader([]byte(`{"text":"id\n"}`)))
+		req.Header.Set("Content-Type", "text/plain")
+		if host != "" {
+			req.Host = host
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e platform.ContainerError
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e.Code
+	}
+	for _, tc := range []struct {
+		name   string
+		host   string
+		hdr    []string
+		status int
+		code   string
+	}{
+		{"cross-site", "", []string{"Origin", "http://evil.example"}, 403, "FORBIDDEN"},
+		{"rebinding", "evil.example", nil, 421, "MISDIRECTED_REQUEST"},
+		{"allowed origin reaches the service", "", []string{"Origin", "https://app.example.com"}, 503, "DISPLAY_UNAVAILABLE"},
+		{"name under --domain", "p-c-display-1.s.example.test", []string{"Origin", "https://p-c-files-1.s.example.test"}, 503, "DISPLAY_UNAVAILABLE"},
+		{"curl", "", nil, 503, "DISPLAY_UNAVAILABLE"},
+	} {
+		if st, code := post(tc.host, tc.hdr...); st != tc.status || code != tc.code {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, st, code, tc.status, tc.code)
+		}
+	}
+	bad := newRoot(io.Discard, io.Discard)
+	bad.SetArgs([]string{"--listen", freePort(t), "--allowed-origins", "app.example.com"})
+	if err := bad.Execute(); err == nil {
+		t.Fatal("a bad --allowed-origins was accepted")
+	}
+}

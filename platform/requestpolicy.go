@@ -1,0 +1,297 @@
+package platform
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+// RequestPolicy is the one rule that keeps web pages away from the
+// container's services (README "Security: request policy"). The gateway and
+// every container service's Host apply it before any routing:
+//
+//  1. Host. Only loopback names (127.0.0.1, [::1], localhost, any port),
+//     the IP literal the connection arrived on (and 0.0.0.0 or [::]), names under Domain (and
+//     Domain itself) and the hosts of AllowedOrigins are served; any other
+//     Host gets 421 MISDIRECTED_REQUEST. DNS rebinding needs the attacker's
+//     own name in Host, so this closes it (Jupyter's fix).
+//  2. Origin. A request carrying Origin is refused with 403 FORBIDDEN on
+//     every route and method (reads too: screenshots and scrollback are
+//     secrets) unless the origin is the request's own (its host[:port]
+//     equals the Host that passed step 1), under Domain (for a loopback
+//     Domain such as the default "localhost", only on the request's own
+//     port: a loopback origin on another port is another program), or
+//     listed in AllowedOrigins. "null" is never allowed.
+//  3. Sec-Fetch-Site. Without Origin, a browser's cross-site or same-site
+//     request (an <img>, <script> or form GET) is refused too, except a
+//     top-level navigation (Sec-Fetch-Mode: navigate, GET or HEAD), so a
+//     link to a service's page still opens it.
+//
+// Requests with neither header come from non-browser clients (curl, SDKs)
+// and pass; the gateway's permissions document authorizes them.
+type RequestPolicy struct {
+	domain  string
+	origins map[string]bool // "scheme://host[:port]", lower case
+	hosts   map[string]bool // host names of origins, lower case, no port
+}
+
+// NewRequestPolicy builds the policy for --domain and --allowed-origins
+// (a comma list of origins such as https://app.example.com).
+func NewRequestPolicy(domain string, allowedOrigins []string) (*RequestPolicy, error) {
+	p := &RequestPolicy{domain: strings.ToLower(strings.Trim(domain, ".")), origins: map[string]bool{}, hosts: map[string]bool{}}
+	for _, o := range allowedOrigins {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
+			u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return nil, fmt.Errorf("--allowed-origins: %q is not an origin: want scheme://host[:port] with scheme http or https and nothing after it", o)
+		}
+		p.origins[strings.ToLower(u.Scheme+"://"+u.Host)] = true
+		p.hosts[strings.ToLower(u.Hostname())] = true
+	}
+	return p, nil
+}
+
+// DefaultPolicy is the policy of `--domain localhost` with no extra origins.
+func DefaultPolicy() *RequestPolicy {
+	p, _ := NewRequestPolicy("localhost", nil)
+	return p
+}
+
+// ParseOrigins splits a comma list of origins (the --allowed-origins value).
+func ParseOrigins(list string) []string {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Domain is the --domain the policy was built with.
+func (p *RequestPolicy) Domain() string { return p.domain }
+
+// Origins lists the configured origins (for passing on to a child process).
+func (p *RequestPolicy) Origins() []string {
+	out := make([]string, 0, len(p.origins))
+	for o := range p.origins {
+		out = append(out, o)
+	}
+	return out
+}
+
+// Request is what the policy looks at, read from either HTTP stack.
+type Request struct {
+	Method string
+	// Host is the Host header; ForwardedHost the gateway's X-Forwarded-Host
+	// when the caller trusts it (see TrustForwardedHost), else "".
+	Host, ForwardedHost string
+	// LocalIP is the address the connection arrived on (may be nil).
+	LocalIP        net.IP
+	Origin         string
+	HasOrigin      bool
+	SecFetchSite   string
+	SecFetchMode   string
+	SecFetchHasAny bool
+}
+
+// Check applies the policy; nil means the request may be routed.
+func (p *RequestPolicy) Check(r Request) *Error {
+	if err := p.checkHost(r.Host, r.LocalIP); err != nil {
+		return err
+	}
+	own := r.Host
+	if r.ForwardedHost != "" {
+		if err := p.checkHost(r.ForwardedHost, nil); err != nil {
+			return err
+		}
+		own = r.ForwardedHost
+	}
+	if r.HasOrigin {
+		if !p.originAllowed(r.Origin, own) {
+			return &Error{Code: CodeForbidden, Details: "origin",
+				Message: fmt.Sprintf("origin %s may not call this service (allowed: this service's own origin, origins under --domain, --allowed-origins)", quoteShort(r.Origin))}
+		}
+		return nil
+	}
+	site := strings.ToLower(r.SecFetchSite)
+	if site == "cross-site" || site == "same-site" {
+		nav := strings.EqualFold(r.SecFetchMode, "navigate") && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+		if !nav {
+			return &Error{Code: CodeForbidden, Details: "sec-fetch-site",
+				Message: "a " + site + " browser request without an allowed Origin may not call this service"}
+		}
+	}
+	return nil
+}
+
+func quoteShort(s string) string {
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// checkHost accepts loopback names, the connection's own IP literal, names
+// under the domain and the configured origins' hosts.
+func (p *RequestPolicy) checkHost(hostport string, local net.IP) *Error {
+	name := strings.ToLower(hostname(hostport))
+	if p.hostAllowed(name, local) {
+		return nil
+	}
+	return &Error{Code: CodeMisdirected, Details: "host",
+		Message: fmt.Sprintf("host %s is not served here (served: loopback names, names under %s, hosts of --allowed-origins)", quoteShort(hostport), p.domain)}
+}
+
+func (p *RequestPolicy) hostAllowed(name string, local net.IP) bool {
+	if name == "" {
+		return false
+	}
+	if name == "localhost" || p.hosts[name] || p.underDomain(name) {
+		return true
+	}
+	ip := net.ParseIP(name)
+	if ip == nil {
+		return false
+	}
+	// 0.0.0.0 and :: reach this machine (`deckhand status --listen
+	// 0.0.0.0:7700` sends that Host); an IP literal is never a rebinding.
+	return ip.IsLoopback() || ip.IsUnspecified() || (local != nil && ip.Equal(local))
+}
+
+func (p *RequestPolicy) underDomain(name string) bool {
+	return p.domain != "" && (name == p.domain || strings.HasSuffix(name, "."+p.domain))
+}
+
+func (p *RequestPolicy) originAllowed(origin, own string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") {
+		return false // "null", file:, chrome-extension: ...
+	}
+	if p.origins[strings.ToLower(u.Scheme+"://"+u.Host)] {
+		return true
+	}
+	if strings.EqualFold(u.Host, own) {
+		return true // the request's own origin (Host already passed)
+	}
+	name := strings.ToLower(u.Hostname())
+	if !p.underDomain(name) {
+		return false
+	}
+	if !loopbackName(p.domain) {
+		return true
+	}
+	// Under a loopback domain every name is this machine: only the port
+	// tells the gateway's pages from another local program's.
+	return originPort(u) == hostPort(own)
+}
+
+// loopbackName reports names that always resolve to this machine.
+func loopbackName(name string) bool {
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
+}
+
+func originPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+func hostPort(hostport string) string {
+	if _, port, err := net.SplitHostPort(hostport); err == nil && port != "" {
+		return port
+	}
+	return ""
+}
+
+func hostname(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+}
+
+// TrustForwardedHost reports whether X-Forwarded-Host comes from the
+// gateway: the gateway always overwrites the client's copy, and it runs on
+// this machine, so only a peer on this machine (loopback, or the address
+// the connection arrived on) may speak for the original Host. A browser
+// cannot set the header (it is not CORS-safelisted and WebSockets take no
+// custom headers), so a page cannot forge it either.
+func TrustForwardedHost(peer, local net.IP) bool {
+	return peer != nil && (peer.IsLoopback() || (local != nil && peer.Equal(local)))
+}
+
+// HTTPRequest reads the policy's view of a net/http request (the gateway).
+func HTTPRequest(r *http.Request, local net.IP) Request {
+	origin, hasOrigin := r.Header["Origin"]
+	req := Request{Method: r.Method, Host: r.Host, LocalIP: local, HasOrigin: hasOrigin,
+		SecFetchSite: r.Header.Get("Sec-Fetch-Site"), SecFetchMode: r.Header.Get("Sec-Fetch-Mode")}
+	if hasOrigin && len(origin) > 0 {
+		req.Origin = origin[0]
+	}
+	return req
+}
+
+// fiberRequest reads the policy's view of a Fiber request; the forwarded
+// host counts only when TrustForwardedHost holds for the connection.
+func fiberRequest(c fiber.Ctx) Request {
+	rc := c.RequestCtx()
+	var local, peer net.IP
+	if a, ok := rc.LocalAddr().(*net.TCPAddr); ok {
+		local = a.IP
+	}
+	if a, ok := rc.RemoteAddr().(*net.TCPAddr); ok {
+		peer = a.IP
+	}
+	origin := rc.Request.Header.Peek(fiber.HeaderOrigin)
+	req := Request{Method: c.Method(), Host: string(rc.Request.Header.Host()), LocalIP: local,
+		HasOrigin: origin != nil, Origin: string(origin),
+		SecFetchSite: c.Get("Sec-Fetch-Site"), SecFetchMode: c.Get("Sec-Fetch-Mode")}
+	if fh := c.Get("X-Forwarded-Host"); fh != "" && TrustForwardedHost(peer, local) {
+		req.ForwardedHost = fh
+	}
+	return req
+}
+
+// WriteHTTPError writes err as the container error body on a net/http
+// response (the gateway, a hijacking handler): the same body and status
+// a container service's Host writes.
+func WriteHTTPError(w http.ResponseWriter, err error) {
+	WriteHTTPErrorStatus(w, 0, err)
+}
+
+// WriteHTTPErrorStatus is WriteHTTPError with a status other than the
+// code's (the gateway answers BACKEND_ERROR with 502, not 500); 0 keeps it.
+func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
+	e := AsError(err)
+	if status == 0 {
+		status = e.Status()
+	}
+	for k, v := range e.Headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8") // as the Fiber host writes it
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(ContainerError{Code: e.Code, Details: e.Details, Message: e.Message})
+}

@@ -1,0 +1,158 @@
+package platform_test
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+	"deckhand/platform/platformtest"
+)
+
+func TestRequestPolicyCheck(t *testing.T) {
+	t.Parallel()
+	p, err := platform.NewRequestPolicy("localhost", []string{"https://app.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud, err := platform.NewRequestPolicy("containers.example.net", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := func(kv ...string) platform.Request {
+		r := platform.Request{Method: http.MethodPost, Host: "127.0.0.1:7700"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			switch kv[i] {
+			case "method":
+				r.Method = kv[i+1]
+			case "host":
+				r.Host = kv[i+1]
+			case "fwd":
+				r.ForwardedHost = kv[i+1]
+			case "origin":
+				r.Origin, r.HasOrigin = kv[i+1], true
+			case "site":
+				r.SecFetchSite = kv[i+1]
+			case "mode":
+				r.SecFetchMode = kv[i+1]
+			}
+		}
+		return r
+	}
+	cases := []struct {
+		name string
+		pol  *platform.RequestPolicy
+		req  platform.Request
+		code string // "" = allowed
+	}{
+		{"curl: no origin", p, h(), ""},
+		{"same origin", p, h("origin", "http://127.0.0.1:7700"), ""},
+		{"same origin, ipv6", p, h("host", "[::1]:7700", "origin", "http://[::1]:7700"), ""},
+		{"same origin, localhost", p, h("host", "localhost:7700", "origin", "http://localhost:7700"), ""},
+		{"cross-site page (issue 8.1)", p, h("origin", "http://evil.example"), platform.CodeForbidden},
+		{"cross-site GET too", p, h("method", "GET", "origin", "http://evil.example"), platform.CodeForbidden},
+		{"null origin", p, h("origin", "null"), platform.CodeForbidden},
+		{"loopback on another port (issue 8.3)", p, h("origin", "http://[::1]:9"), platform.CodeForbidden},
+		{"127.0.0.1 on another port", p, h("origin", "http://127.0.0.1:9"), platform.CodeForbidden},
+		{"evil.localhost on another port (issue 8.3)", p, h("origin", "http://evil.localhost"), platform.CodeForbidden},
+		{"name under a loopback domain, same port", p, h("origin", "http://p-c-files-1.s.localhost:7700"), ""},
+		{"configured origin", p, h("origin", "https://app.example.com"), ""},
+		{"configured origin, other scheme", p, h("origin", "http://app.example.com"), platform.CodeForbidden},
+		{"configured host is served", p, h("host", "app.example.com", "origin", "https://app.example.com"), ""},
+		{"rebinding host (issue 8.2)", p, h("host", "evil.example:7700", "origin", "http://evil.example:7700"), platform.CodeMisdirected},
+		{"rebinding GET without origin", p, h("method", "GET", "host", "evil.example:7700"), platform.CodeMisdirected},
+		{"empty host", p, h("host", ""), platform.CodeMisdirected},
+		{"other IP literal", p, h("host", "10.0.0.9:7700"), platform.CodeMisdirected},
+		{"unspecified address (status of --listen 0.0.0.0)", p, h("method", "GET", "host", "0.0.0.0:7700"), ""},
+		{"gateway's forwarded host", p, h("host", "127.0.0.1:7703", "fwd", "127.0.0.1:7700", "origin", "http://127.0.0.1:7700"), ""},
+		{"forwarded host must pass the host check", p, h("host", "127.0.0.1:7703", "fwd", "evil.example:7700", "origin", "http://evil.example:7700"), platform.CodeMisdirected},
+		{"cross-site without origin", p, h("method", "GET", "site", "cross-site", "mode", "no-cors"), platform.CodeForbidden},
+		{"same-site without origin", p, h("method", "GET", "site", "same-site", "mode", "cors"), platform.CodeForbidden},
+		{"cross-site navigation", p, h("method", "GET", "site", "cross-site", "mode", "navigate"), ""},
+		{"cross-site form POST navigation", p, h("site", "cross-site", "mode", "navigate"), platform.CodeForbidden},
+		{"same-origin fetch", p, h("site", "same-origin", "origin", "http://127.0.0.1:7700"), ""},
+		{"cross-site with an allowed origin", p, h("site", "cross-site", "origin", "https://app.example.com"), ""},
+		{"cloud: sibling service origin", cloud, h("host", "p-c-terminal-1.s.containers.example.net",
+			"origin", "https://p-c-files-1.s.containers.example.net"), ""},
+		{"cloud: lookalike domain", cloud, h("host", "p-c-terminal-1.s.containers.example.net",
+			"origin", "https://containers.example.net.evil.example"), platform.CodeForbidden},
+		{"cloud: foreign host", cloud, h("host", "containers.example.net.evil.example"), platform.CodeMisdirected},
+	}
+	for _, tc := range cases {
+		err := tc.pol.Check(tc.req)
+		got := ""
+		if err != nil {
+			got = err.Code
+			if err.Message == "" || err.Details == "" {
+				t.Errorf("%s: error without message or details: %+v", tc.name, err)
+			}
+		}
+		if got != tc.code {
+			t.Errorf("%s: got %q, want %q (%+v)", tc.name, got, tc.code, err)
+		}
+	}
+}
+
+func TestRequestPolicyLocalIP(t *testing.T) {
+	t.Parallel()
+	p, _ := platform.NewRequestPolicy("localhost", nil)
+	r := platform.Request{Method: "GET", Host: "10.0.0.9:7700", LocalIP: net.ParseIP("10.0.0.9")}
+	if err := p.Check(r); err != nil {
+		t.Fatalf("the address the connection arrived on was refused: %v", err)
+	}
+}
+
+func TestRequestPolicyBadOrigins(t *testing.T) {
+	t.Parallel()
+	for _, o := range []string{"app.example.com", "ftp://x", "https://x/path", "https://u@x", "*"} {
+		if _, err := platform.NewRequestPolicy("localhost", []string{o}); err == nil || !strings.Contains(err.Error(), "--allowed-origins") {
+			t.Errorf("%q: %v", o, err)
+		}
+	}
+}
+
+// TestHostAppliesPolicy: a Host with a Policy refuses before any route, with
+// the container error body, on the network and for every method.
+func TestHostAppliesPolicy(t *testing.T) {
+	t.Parallel()
+	pol, _ := platform.NewRequestPolicy("localhost", nil)
+	reached := 0
+	h := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "t"}, Policy: pol, Logger: quiet},
+		[]platform.Route{{Method: http.MethodPost, Path: "/api/v1/do", Summary: "do",
+			Handler: func(c fiber.Ctx) error { reached++; return c.SendStatus(201) }}})
+	url := platformtest.Serve(t, h)
+	send := func(host string, hdr ...string) (int, map[string]any, string) {
+		req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/do", strings.NewReader(`{"x":1}`))
+		req.Header.Set("Content-Type", "text/plain")
+		if host != "" {
+			req.Host = host
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		return platformtest.Do(t, req)
+	}
+	if st, m, raw := send("", "Origin", "http://evil.example"); st != 403 || m["code"] != "FORBIDDEN" || len(m) != 3 {
+		t.Fatalf("cross-site: %d %s", st, raw)
+	}
+	if st, m, raw := send("evil.example:1234"); st != 421 || m["code"] != "MISDIRECTED_REQUEST" {
+		t.Fatalf("foreign host: %d %s", st, raw)
+	}
+	// A client-set X-Forwarded-Host is only the gateway's when the peer is
+	// this machine; here it is, so it must still pass the host check.
+	if st, _, raw := send("", "X-Forwarded-Host", "evil.example", "Origin", "http://evil.example"); st != 421 {
+		t.Fatalf("forged forwarded host: %d %s", st, raw)
+	}
+	if reached != 0 {
+		t.Fatalf("a refused request reached the handler %d times", reached)
+	}
+	if st, _, raw := send(""); st != 201 {
+		t.Fatalf("curl: %d %s", st, raw)
+	}
+	if st, _, raw := send("", "Origin", strings.TrimSuffix(url, "/")); st != 201 {
+		t.Fatalf("own origin: %d %s", st, raw)
+	}
+}
