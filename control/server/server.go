@@ -57,6 +57,7 @@ type Server struct {
 	regions      []meta.Region
 	limiter      *platform.StoreLimiter
 	authz        *domain.Authorizer
+	payments     *domain.Payments
 	auth         platform.Authenticator
 	authOverride platform.Authenticator
 	admin        AdminEnsurer
@@ -138,6 +139,9 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 	if missing := s.authz.Missing(); len(missing) > 0 {
 		return nil, fmt.Errorf("routes require resource checks no domain provides: %v", missing)
 	}
+	if s.payments.Missing() {
+		return nil, fmt.Errorf("a domain charges balances and no domain provides payments (the wallet)")
+	}
 	hc := platform.HostConfig{
 		Info: platform.Info{Name: "control", Title: "deckhand control plane", Version: platform.Version,
 			Description: "Accounts, sessions, signing keys and the platform resources of deckhand. " +
@@ -167,7 +171,8 @@ func KeysDir(data string) string { return filepath.Join(data, "keys") }
 func (s *Server) buildDomains() error {
 	s.limiter = platform.NewStoreLimiter(s.db, s.clock)
 	s.authz = domain.NewAuthorizer()
-	base := domain.Env[domain.NoConfig]{Store: s.db, Clock: s.clock, Events: s.events, Authz: s.authz, Limiter: s.limiter}
+	s.payments = &domain.Payments{}
+	base := domain.Env[domain.NoConfig]{Store: s.db, Clock: s.clock, Events: s.events, Authz: s.authz, Payments: s.payments, Limiter: s.limiter}
 	for _, e := range append(append([]entry(nil), domains...), s.extra...) {
 		env := base
 		env.Name, env.Logger = e.name, s.log.With("domain", e.name)

@@ -1,0 +1,104 @@
+// Package money owns exact amounts of money: integer minor units (cents),
+// never float64. Amounts travel as decimal strings with two decimals
+// ("12.50") in JSON, and parse with one rule everywhere money comes in
+// (transfer amounts, admin credits, prices).
+package money
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Amount is a sum in minor units (1 = 0.01).
+type Amount int64
+
+// Max is the largest amount Parse accepts: large enough for any balance,
+// small enough that adding two never overflows.
+const Max Amount = math.MaxInt64 / 4
+
+// ErrFormat is the rule every parsed amount must meet.
+var ErrFormat = errors.New("must be a decimal string with at most 2 decimals, like \"12.50\" (no sign, no exponent)")
+
+// Parse reads a non-negative decimal string with at most two decimals:
+// "12", "12.5", "12.50", "0.01". Signs, exponents, spaces, empty parts
+// ("1.", ".5") and more than two decimals are refused.
+func Parse(s string) (Amount, error) {
+	whole, frac, hasDot := strings.Cut(s, ".")
+	if whole == "" || (hasDot && (frac == "" || len(frac) > 2)) || !digits(whole) || !digits(frac) {
+		return 0, ErrFormat
+	}
+	if len(whole) > 1 && whole[0] == '0' {
+		whole = strings.TrimLeft(whole, "0")
+		if whole == "" {
+			whole = "0"
+		}
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || w > int64(Max/100) {
+		return 0, fmt.Errorf("is too large")
+	}
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	f, _ := strconv.ParseInt(frac, 10, 64)
+	a := Amount(w*100 + f)
+	if a > Max {
+		return 0, fmt.Errorf("is too large")
+	}
+	return a, nil
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// String renders the amount with two decimals ("12.50", "-3.00").
+func (a Amount) String() string {
+	sign := ""
+	u := int64(a)
+	if u < 0 {
+		sign, u = "-", -u
+	}
+	return fmt.Sprintf("%s%d.%02d", sign, u/100, u%100)
+}
+
+// MarshalJSON writes the decimal string.
+func (a Amount) MarshalJSON() ([]byte, error) { return json.Marshal(a.String()) }
+
+// UnmarshalJSON reads a decimal string (as written by MarshalJSON; a
+// leading minus is accepted for stored negative amounts such as debits).
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return ErrFormat
+	}
+	neg := strings.HasPrefix(s, "-")
+	v, err := Parse(strings.TrimPrefix(s, "-"))
+	if err != nil {
+		return err
+	}
+	if neg {
+		v = -v
+	}
+	*a = v
+	return nil
+}
+
+// Fee is amount × bps / 10000 rounded half up to the minor unit (the one
+// rounding rule for platform fees).
+func Fee(amount Amount, bps int) Amount {
+	if amount <= 0 || bps <= 0 {
+		return 0
+	}
+	n := int64(amount) * int64(bps)
+	return Amount((n + 5000) / 10000)
+}
