@@ -97,7 +97,9 @@ type Service struct {
 	stopOnce sync.Once
 	done     chan struct{}
 
-	cache *credCache
+	cache     *credCache
+	stopCache context.CancelFunc
+	cacheDone <-chan struct{}
 
 	usage sync.Map // auth token id → *tokenUsage (last_used_* not yet persisted)
 	dummy string   // password hash compared when the account does not exist
@@ -176,6 +178,8 @@ func New(deps Deps) (*Service, error) {
 	}
 	s.dummy = dummy
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	cctx, cancel := context.WithCancel(context.Background())
+	s.stopCache, s.cacheDone = cancel, s.listenCache(cctx)
 	go s.janitor()
 	return s, nil
 }
@@ -185,6 +189,8 @@ func (s *Service) Close() error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	<-s.done
 	s.flushUsage(context.Background())
+	s.stopCache()
+	<-s.cacheDone
 	return nil
 }
 
