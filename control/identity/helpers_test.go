@@ -19,8 +19,8 @@ import (
 	"deckhand/control/identity/identitytest"
 	"deckhand/control/mail"
 	"deckhand/platform"
-	"deckhand/platform/secrets"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
