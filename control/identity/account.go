@@ -450,7 +450,9 @@ func (s *Service) handleLogin(c fiber.Ctx) error {
 		hash = u.PasswordHash
 	}
 	if ok := checkPassword(hash, req.Password); !ok || u == nil || u.PasswordHash == "" {
-		s.limiter.add(acctKey, s.limits.LoginPerAccount)
+		if err := s.limiter.add(acctKey, s.limits.LoginPerAccount); err != nil {
+			return err
+		}
 		return errBadLogin
 	}
 	if u.IsBanned {

@@ -1,12 +1,15 @@
 package identity
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"math"
 	"strconv"
-	"sync"
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/store"
 )
 
 // Rule allows N events per window Per.
@@ -48,31 +51,49 @@ func DefaultLimits() Limits {
 	}
 }
 
-// limiter keeps fixed-window counters in memory (one control-plane process
-// owns the store, so one process sees every request).
+// limiter keeps fixed-window counters in the store (bucket
+// identity_rate_limits, one record per key), so replicas on one database
+// count together: 30 logins per IP are 30 across every replica. A counter
+// changes inside one transaction with its check, so racing requests never
+// overshoot; a store that is down refuses with 503 rather than let
+// requests through uncounted.
 type limiter struct {
 	clock platform.Clock
-	mu    sync.Mutex
-	wins  map[string]*window
+	db    *store.DB
 }
+
+const bucketLimits = "identity_rate_limits"
 
 type window struct {
-	start time.Time
-	per   time.Duration
-	n     int
+	Start time.Time     `json:"start"`
+	Per   time.Duration `json:"per"`
+	N     int           `json:"n"`
 }
 
-func newLimiter(clock platform.Clock) *limiter {
-	return &limiter{clock: clock, wins: map[string]*window{}}
+func newLimiter(clock platform.Clock, db *store.DB) *limiter {
+	return &limiter{clock: clock, db: db}
 }
 
-func (l *limiter) get(key string, r Rule, now time.Time) *window {
-	w := l.wins[key]
-	if w == nil || now.Sub(w.start) >= r.Per {
-		w = &window{start: now, per: r.Per}
-		l.wins[key] = w
+// current reads key's window, or a new one when there is none or it ended.
+func current(tx *store.Tx, key string, r Rule, now time.Time) (window, error) {
+	var w window
+	ok, err := tx.Get(bucketLimits, key, &w)
+	if err != nil {
+		return w, err
 	}
-	return w
+	if !ok || now.Sub(w.Start) >= r.Per || now.Before(w.Start) {
+		w = window{Start: now, Per: r.Per}
+	}
+	return w, nil
+}
+
+// limitKey bounds a key (it carries client input) to the store's limit.
+func limitKey(key string) string {
+	if len(key) > 512 {
+		sum := sha256.Sum256([]byte(key))
+		return key[:64] + "#" + hex.EncodeToString(sum[:])
+	}
+	return key
 }
 
 // hit counts one event and reports 429 once the window is full.
@@ -80,14 +101,28 @@ func (l *limiter) hit(key string, r Rule) error {
 	if r.N <= 0 {
 		return nil
 	}
+	key = limitKey(key)
 	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := l.get(key, r, now)
-	if w.n >= r.N {
-		return tooMany(w, now)
+	var full *window
+	err := l.db.Update(func(tx *store.Tx) error {
+		full = nil
+		w, err := current(tx, key, r, now)
+		if err != nil {
+			return err
+		}
+		if w.N >= r.N {
+			full = &w
+			return nil
+		}
+		w.N++
+		return tx.Put(bucketLimits, key, &w)
+	})
+	if err != nil {
+		return storeErr("count the request", err)
 	}
-	w.n++
+	if full != nil {
+		return tooMany(full, now)
+	}
 	return nil
 }
 
@@ -96,28 +131,43 @@ func (l *limiter) check(key string, r Rule) error {
 	if r.N <= 0 {
 		return nil
 	}
+	key = limitKey(key)
 	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if w := l.get(key, r, now); w.n >= r.N {
-		return tooMany(w, now)
+	var w window
+	err := l.db.View(func(tx *store.Tx) error {
+		var err error
+		w, err = current(tx, key, r, now)
+		return err
+	})
+	if err != nil {
+		return storeErr("check the request count", err)
+	}
+	if w.N >= r.N {
+		return tooMany(&w, now)
 	}
 	return nil
 }
 
 // add counts one event without checking (failed attempts).
-func (l *limiter) add(key string, r Rule) {
+func (l *limiter) add(key string, r Rule) error {
 	if r.N <= 0 {
-		return
+		return nil
 	}
+	key = limitKey(key)
 	now := l.clock.Now()
-	l.mu.Lock()
-	l.get(key, r, now).n++
-	l.mu.Unlock()
+	err := l.db.Update(func(tx *store.Tx) error {
+		w, err := current(tx, key, r, now)
+		if err != nil {
+			return err
+		}
+		w.N++
+		return tx.Put(bucketLimits, key, &w)
+	})
+	return storeErr("count the failed attempt", err)
 }
 
 func tooMany(w *window, now time.Time) error {
-	secs := int(math.Ceil(w.start.Add(w.per).Sub(now).Seconds()))
+	secs := int(math.Ceil(w.Start.Add(w.Per).Sub(now).Seconds()))
 	if secs < 1 {
 		secs = 1
 	}
@@ -129,11 +179,23 @@ func tooMany(w *window, now time.Time) error {
 // gc drops windows that have ended.
 func (l *limiter) gc() {
 	now := l.clock.Now()
-	l.mu.Lock()
-	for k, w := range l.wins {
-		if now.Sub(w.start) >= w.per {
-			delete(l.wins, k)
+	_ = l.db.Update(func(tx *store.Tx) error {
+		var ended []string
+		err := tx.ForEach(bucketLimits, func(k string, raw []byte) error {
+			var w window
+			if json.Unmarshal(raw, &w) != nil || now.Sub(w.Start) >= w.Per {
+				ended = append(ended, k)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-	}
-	l.mu.Unlock()
+		for _, k := range ended {
+			if err := tx.Delete(bucketLimits, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -164,7 +164,7 @@ func New(deps Deps) (*Service, error) {
 		db: deps.DB, clock: deps.Clock, log: deps.Logger, mailer: deps.Mailer,
 		signups: deps.Signups, publicURL: pub, domains: domains,
 		providers: deps.Providers, regions: deps.Regions, limits: limits,
-		limiter: newLimiter(deps.Clock), httpc: httpc, cache: newCredCache(), sealer: deps.Sealer,
+		limiter: newLimiter(deps.Clock, deps.DB), httpc: httpc, cache: newCredCache(), sealer: deps.Sealer,
 	}
 	if err := s.loadKeys(); err != nil {
 		return nil, err

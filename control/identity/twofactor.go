@@ -423,15 +423,27 @@ func (s *Service) handleTokenGate(put bool) fiber.Handler {
 // token gate is on.
 func (s *Service) checkTokenGate(c fiber.Ctx, userID string) error {
 	code := c.Get("X-2FA-Code")
+	gated := func(u *userRec) bool { return u != nil && u.TokenGate && u.TOTPSecret != "" }
+	// The attempt counts before (and whatever) the check decides, so it is
+	// counted outside the transaction that a refusal rolls back.
+	var on bool
+	err := s.db.View(func(tx *store.Tx) error {
+		u, err := getUser(tx, userID)
+		on = gated(u)
+		return err
+	})
+	if err != nil || !on {
+		return storeErr("check the token gate", err)
+	}
+	if code == "" {
+		return forbidden("the two-factor token gate is on: send a current code in the X-2FA-Code header")
+	}
+	if err := s.twoFactorLimit(c, userID); err != nil {
+		return err
+	}
 	return storeErr("check the token gate", s.update(func(tx *store.Tx) error {
 		u, err := getUser(tx, userID)
-		if err != nil || u == nil || !u.TokenGate || u.TOTPSecret == "" {
-			return err
-		}
-		if code == "" {
-			return forbidden("the two-factor token gate is on: send a current code in the X-2FA-Code header")
-		}
-		if err := s.twoFactorLimit(c, userID); err != nil {
+		if err != nil || !gated(u) {
 			return err
 		}
 		if !s.checkSecondFactor(u, code, true) {
