@@ -11,8 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -172,33 +170,10 @@ func (s *server) must(r resp, status int) resp {
 	return r
 }
 
-var tokenRe = regexp.MustCompile(`token=([A-Za-z0-9_\-]+)`)
-
 // mailToken reads the newest .eml the server wrote to addr.
 func (s *server) mailToken(addr string) string {
 	s.t.Helper()
-	dir := filepath.Join(s.data, "mail")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		s.t.Fatalf("mail dir: %v", err)
-	}
-	var names []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".eml") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(names)))
-	for _, n := range names {
-		raw, _ := os.ReadFile(filepath.Join(dir, n))
-		if strings.Contains(string(raw), "\r\nTo: "+addr+"\r\n") {
-			if m := tokenRe.FindStringSubmatch(string(raw)); m != nil {
-				return m[1]
-			}
-		}
-	}
-	s.t.Fatalf("no mail with a token to %s", addr)
-	return ""
+	return identitytest.MailToken(s.t, filepath.Join(s.data, "mail"), addr)
 }
 
 func (s *server) login(email, pw string) map[string]any {

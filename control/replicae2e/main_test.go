@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -26,17 +22,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		bin, cleanup, err := platformtest.Binary("deckhand-control", "deckhand/control/cmd/deckhand-control")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer cleanup()
-		defer platformtest.StopPostgres()
-		binary = bin
-		return m.Run()
-	}())
+	platformtest.Main(m, &binary, "deckhand-control", "deckhand/control/cmd/deckhand-control")
 }
 
 const (
@@ -160,30 +146,10 @@ func str(x resp, keys ...string) string {
 	return s
 }
 
-var tokenRe = regexp.MustCompile(`token=([A-Za-z0-9_\-]+)`)
-
 // mailToken reads the newest mail the replica wrote to addr.
 func (r *replica) mailToken(addr string) string {
 	r.t.Helper()
-	dir := filepath.Join(r.data, "mail")
-	entries, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".eml") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(names)))
-	for _, n := range names {
-		raw, _ := os.ReadFile(filepath.Join(dir, n))
-		if bytes.Contains(raw, []byte("\r\nTo: "+addr+"\r\n")) {
-			if m := tokenRe.FindSubmatch(raw); m != nil {
-				return string(m[1])
-			}
-		}
-	}
-	r.t.Fatalf("replica %s wrote no mail with a token to %s", r.name, addr)
-	return ""
+	return identitytest.MailToken(r.t, filepath.Join(r.data, "mail"), addr)
 }
 
 func (r *replica) login(email, pw string) map[string]any {
