@@ -24,17 +24,18 @@ import (
 // NOTIFY on PostgreSQL), and every replica bumps its version on each
 // message, and on a gap (a lost listener connection, a slow subscriber),
 // so a logout, a disabled token or a ban on one replica is refused by the
-// others. A writer also waits (at most echoWait) until its own message has
-// come back through the database before it answers: by then the other
-// replicas' listeners have been sent it too, so a client that turns from
-// one replica to another right away finds the change there.
+// others. A writer also waits (at most echoWait) until every live replica
+// has acknowledged dropping its cache before it answers, so a client that
+// turns from one replica to another right away finds the change there.
 type credCache struct {
 	version atomic.Uint64
 	mu      sync.RWMutex
 	m       map[string]*credEntry
 
+	self      string // this replica's id on cacheChannel
 	wmu       sync.Mutex
-	waiters   map[string]chan struct{} // publish id → closed when it echoes
+	waiters   map[string]*waiter   // write id → who has yet to acknowledge
+	peers     map[string]time.Time // other replicas → last heard from
 	listening bool
 }
 
@@ -61,7 +62,8 @@ type credEntry struct {
 const credCacheMax = 50_000
 
 func newCredCache() *credCache {
-	return &credCache{m: map[string]*credEntry{}, waiters: map[string]chan struct{}{}}
+	return &credCache{m: map[string]*credEntry{}, self: publishID(),
+		waiters: map[string]*waiter{}, peers: map[string]time.Time{}}
 }
 
 func (c *credCache) get(key string) *credEntry {
@@ -86,16 +88,41 @@ func (c *credCache) put(key string, e *credEntry) {
 	c.mu.Unlock()
 }
 
-// await registers a publish id to wait for; nil before the cache listens.
+// The messages on cacheChannel:
+//
+//	w <origin> <id>   a write committed: drop the cache, then acknowledge
+//	a <id> <replica>  replica has dropped its cache for write id
+//	h <replica>       replica is alive (at start and every helloEvery)
+//
+// A writer waits until every replica heard from within peerTTL (itself
+// included, by its own echo) has acknowledged, at most echoWait: the next
+// request, to whichever replica, finds the change.
+const (
+	helloEvery = time.Second
+	peerTTL    = 3 * helloEvery
+)
+
+type waiter struct {
+	need map[string]bool // replicas yet to acknowledge
+	done chan struct{}
+}
+
+// await registers a write id to wait for; nil before the cache listens.
 func (c *credCache) await(id string) chan struct{} {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if !c.listening {
 		return nil
 	}
-	ch := make(chan struct{})
-	c.waiters[id] = ch
-	return ch
+	w := &waiter{need: map[string]bool{c.self: true}, done: make(chan struct{})}
+	now := time.Now()
+	for p, seen := range c.peers {
+		if now.Sub(seen) < peerTTL {
+			w.need[p] = true
+		}
+	}
+	c.waiters[id] = w
+	return w.done
 }
 
 func (c *credCache) forget(id string) {
@@ -104,38 +131,101 @@ func (c *credCache) forget(id string) {
 	c.wmu.Unlock()
 }
 
-// invalidate drops every entry (by version) and releases the writer
-// waiting for id, or every writer on a gap.
-func (c *credCache) invalidate(n store.Notification) {
-	c.version.Add(1)
+// acked notes that replica has dropped its cache for write id.
+func (c *credCache) acked(id, replica string) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	for id, ch := range c.waiters {
-		if n.Gap || id == n.Payload {
-			close(ch)
+	if replica != c.self {
+		c.peers[replica] = time.Now()
+	}
+	if w := c.waiters[id]; w != nil {
+		delete(w.need, replica)
+		if len(w.need) == 0 {
+			close(w.done)
 			delete(c.waiters, id)
 		}
 	}
 }
 
-// listen subscribes to cacheChannel (returning once the store listens)
-// and invalidates on every message until ctx ends.
+// gap drops every entry and releases every writer: messages may be lost.
+func (c *credCache) gap() {
+	c.version.Add(1)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for id, w := range c.waiters {
+		close(w.done)
+		delete(c.waiters, id)
+	}
+}
+
+// handle acts on one message; it returns the write id to acknowledge.
+func (c *credCache) handle(n store.Notification) (ack string) {
+	if n.Gap {
+		c.gap()
+		return ""
+	}
+	f := strings.Fields(n.Payload)
+	switch {
+	case len(f) == 3 && f[0] == "w":
+		c.version.Add(1)
+		if f[1] == c.self {
+			c.acked(f[2], c.self)
+			return ""
+		}
+		return f[2]
+	case len(f) == 3 && f[0] == "a":
+		c.acked(f[1], f[2])
+	case len(f) == 2 && f[0] == "h" && f[1] != c.self:
+		c.wmu.Lock()
+		c.peers[f[1]] = time.Now()
+		c.wmu.Unlock()
+	default: // unknown: be safe
+		c.version.Add(1)
+	}
+	return ""
+}
+
+// listenCache subscribes to cacheChannel (returning once the store
+// listens), announces this replica, and then drops the cache on every
+// write anywhere and acknowledges it, until ctx ends.
 func (s *Service) listenCache(ctx context.Context) (done <-chan struct{}) {
+	c := s.cache
 	sub := s.db.Subscribe(ctx, cacheChannel)
-	s.cache.wmu.Lock()
-	s.cache.listening = true
-	s.cache.wmu.Unlock()
-	s.cache.version.Add(1) // anything cached before listening is suspect
+	c.wmu.Lock()
+	c.listening = true
+	c.wmu.Unlock()
+	c.version.Add(1) // anything cached before listening is suspect
+	_ = s.db.Publish(ctx, cacheChannel, "h "+c.self)
+	acks := make(chan string, 256)
 	d := make(chan struct{})
+	go func() { // acknowledgements and hellos, off the listening loop
+		t := time.NewTicker(helloEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case id := <-acks:
+				_ = s.db.Publish(ctx, cacheChannel, "a "+id+" "+c.self)
+			case <-t.C:
+				_ = s.db.Publish(ctx, cacheChannel, "h "+c.self)
+			}
+		}
+	}()
 	go func() {
 		defer close(d)
 		for n := range sub {
-			s.cache.invalidate(n)
+			if id := c.handle(n); id != "" {
+				select {
+				case acks <- id:
+				default: // the writer stops waiting after echoWait
+				}
+			}
 		}
-		s.cache.wmu.Lock()
-		s.cache.listening = false
-		s.cache.wmu.Unlock()
-		s.cache.invalidate(store.Notification{Gap: true})
+		c.wmu.Lock()
+		c.listening = false
+		c.wmu.Unlock()
+		c.gap()
 	}()
 	return d
 }
@@ -148,22 +238,22 @@ func publishID() string {
 
 // update is the only way identity writes: it runs fn in a write
 // transaction that tells every replica's credential cache when it
-// commits, then invalidates this replica's cache and waits (bounded) for
-// the message to come back.
+// commits, then invalidates this replica's cache and waits (bounded) until
+// the other replicas have dropped theirs.
 func (s *Service) update(fn func(tx *store.Tx) error) error {
 	id := publishID()
-	echo := s.cache.await(id)
+	done := s.cache.await(id)
 	err := s.db.Update(func(tx *store.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
-		return tx.Publish(cacheChannel, id)
+		return tx.Publish(cacheChannel, "w "+s.cache.self+" "+id)
 	})
 	s.cache.version.Add(1)
-	if echo != nil {
+	if done != nil {
 		if err == nil {
 			select {
-			case <-echo:
+			case <-done:
 			case <-time.After(echoWait):
 			}
 		}
