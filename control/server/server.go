@@ -1,7 +1,8 @@
 // Package server owns the assembly of the control plane: it opens the
-// store (bbolt, or PostgreSQL with --database-url: storage.go), the signing keys and the event log, builds every domain
-// (meta, identity, ...), wraps each non-public route with the authenticator,
-// and serves them on one platform.Host whose every response is signed.
+// store (bbolt, or PostgreSQL with --database-url: storage.go), the signing
+// keys and the event log, builds every domain (meta, identity, ...), wraps
+// each non-public route with the authenticator, and serves them on one
+// platform.Host whose every response is signed.
 package server
 
 import (
