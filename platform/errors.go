@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"deckhand/platform/store"
 )
 
 // Stable error codes. Domains return *Error values carrying one of these (or a
@@ -117,8 +119,22 @@ func NotFound(kind, id string) *Error {
 }
 
 // Internal wraps an unexpected failure; the client sees only the operation.
+// A lost database (store.ErrUnavailable) is no internal error but 503
+// UNAVAILABLE with Retry-After: nothing was written and the same request
+// may be sent again once the database is back. This is the one place that
+// mapping lives; AsError applies it too.
 func Internal(op string, cause error) *Error {
+	if errors.Is(cause, store.ErrUnavailable) {
+		return Unavailable(op, cause)
+	}
 	return &Error{Code: CodeInternal, Message: "internal error while trying to " + op, Cause: cause}
+}
+
+// Unavailable reports that the database could not be reached while trying
+// to op; the cause goes to logs only.
+func Unavailable(op string, cause error) *Error {
+	return &Error{Code: CodeUnavailable, Cause: cause, Headers: map[string]string{"Retry-After": "1"},
+		Message: "the database is unavailable while trying to " + op + "; nothing was changed, retry shortly"}
 }
 
 // WithDetails returns a copy with Details set.
@@ -134,6 +150,9 @@ func AsError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	if errors.Is(err, store.ErrUnavailable) {
+		return Unavailable("answer", err)
 	}
 	return &Error{Code: CodeInternal, Message: "internal server error", Cause: err}
 }

@@ -302,6 +302,9 @@ func (h *Host) writeError(c fiber.Ctx, err error) {
 	if e.Code == CodeInternal || e.Code == CodeBackend {
 		h.cfg.Logger.Error("request failed", "service", h.cfg.Info.Name, "request_id", RequestID(c),
 			"path", c.Path(), "code", e.Code, "err", err)
+	} else if e.Code == CodeUnavailable && e.Cause != nil {
+		h.cfg.Logger.Warn("request refused: database unavailable", "service", h.cfg.Info.Name,
+			"request_id", RequestID(c), "path", c.Path(), "err", err)
 	}
 	for k, v := range e.Headers {
 		c.Set(k, v)

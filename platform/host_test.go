@@ -2,6 +2,7 @@ package platform_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/store"
 
 	"github.com/gofiber/fiber/v3"
 )
@@ -191,6 +193,28 @@ func TestOpenAPIFailureIsBackendError(t *testing.T) {
 		status, m, raw := do(t, h, "GET", p, "")
 		if status != 500 || m["code"] != "BACKEND_ERROR" || m["message"] != "Internal server error" {
 			t.Fatalf("%s: %d %s", p, status, raw)
+		}
+	}
+}
+
+// A lost database is 503 UNAVAILABLE with Retry-After in the envelope,
+// whether a handler wrapped it with Internal or returned it bare, and the
+// driver's words never reach the client.
+func TestStoreUnavailableIs503(t *testing.T) {
+	t.Parallel()
+	lost := fmt.Errorf("%w: dial tcp 10.0.0.9:5432: connection refused", store.ErrUnavailable)
+	routes := []platform.Route{
+		{Method: http.MethodGet, Path: "/wrapped", Summary: "wrapped", Policy: platform.Public,
+			Handler: func(fiber.Ctx) error { return platform.Internal("save the thing", lost) }},
+		{Method: http.MethodGet, Path: "/bare", Summary: "bare", Policy: platform.Public,
+			Handler: func(fiber.Ctx) error { return lost }},
+	}
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "control"}, Style: platform.EnvelopeErrors}, routes)
+	for _, path := range []string{"/wrapped", "/bare"} {
+		status, m, raw := do(t, h, "GET", path, "")
+		if status != 503 || m["statusCode"] != float64(503) || m["error"] != "Service Unavailable" ||
+			!strings.Contains(raw, "database is unavailable") || strings.Contains(raw, "10.0.0.9") {
+			t.Fatalf("%s: %d %s", path, status, raw)
 		}
 	}
 }

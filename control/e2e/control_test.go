@@ -197,8 +197,10 @@ func TestStartupFailuresAreClear(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"postgres flag", nil, []string{"--database-url", "postgres://u:secretpw@db/deckhand"}, "PostgreSQL is not supported yet"},
-		{"postgres env", []string{"DECKHAND_DATABASE_URL=postgres://u:secretpw@db/deckhand"}, nil, "PostgreSQL is not supported yet"},
+		{"postgres flag", nil, []string{"--database-url", "postgres://u:secretpw@127.0.0.1:1/deckhand"},
+			`PostgreSQL at host 127.0.0.1 port 1, database "deckhand", user "u": cannot connect`},
+		{"postgres env", []string{"DECKHAND_DATABASE_URL=postgres://u:secretpw@127.0.0.1:1/deckhand"}, nil,
+			`PostgreSQL at host 127.0.0.1 port 1, database "deckhand"`},
 		{"bad env value", []string{"DECKHAND_SIGNING=maybe"}, nil, "DECKHAND_SIGNING"},
 		{"bad fee", nil, []string{"--transfer-fee-bps", "10000"}, "--transfer-fee-bps"},
 	}

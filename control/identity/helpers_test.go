@@ -19,8 +19,10 @@ import (
 	"deckhand/control/identity/identitytest"
 	"deckhand/control/mail"
 	"deckhand/platform"
+	"deckhand/platform/platformtest"
 	"deckhand/platform/secrets"
 	"deckhand/platform/store"
+	"deckhand/platform/store/storetest"
 )
 
 type env struct {
@@ -33,17 +35,37 @@ type env struct {
 	db      *store.DB
 	sealer  *secrets.Sealer
 	client  *http.Client
+	// another opens a second handle on the same PostgreSQL database (nil
+	// on bbolt, whose file one handle owns).
+	another func() *store.DB
 }
 
-// newEnv starts identity on a temp bbolt file behind a real loopback
-// listener, with mail written into a temp directory.
+// engine is the store engine this run of the package's tests uses:
+// TestMain runs every test once on bbolt and once on PostgreSQL.
+var engine storetest.Engine
+
+func TestMain(m *testing.M) {
+	code := 0
+	for _, e := range storetest.Engines() {
+		engine = e
+		if c := m.Run(); c != 0 {
+			code = c
+		}
+	}
+	platformtest.StopPostgres()
+	os.Exit(code)
+}
+
+// newEnv starts identity on a fresh store of the run's engine behind a
+// real loopback listener, with mail written into a temp directory.
 func newEnv(t testing.TB, mods ...func(*identity.Deps)) *env {
 	t.Helper()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("store engine: %s", engine.Name)
+		}
+	})
 	dir := t.TempDir()
-	db, err := store.Open(filepath.Join(dir, "control.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	mailDir := filepath.Join(dir, "mail")
 	m, err := mail.New(mail.Config{Dir: mailDir})
 	if err != nil {
@@ -59,14 +81,19 @@ func newEnv(t testing.TB, mods ...func(*identity.Deps)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := identity.Deps{DB: db, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Mailer: m,
+	deps := identity.Deps{Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Mailer: m,
 		Signups: true, PublicURL: base, Sealer: sealer}
 	for _, mod := range mods {
 		mod(&deps)
 	}
-	if deps.DB != db { // a test brought its own store
-		db.Close()
-		db = deps.DB
+	db := deps.DB
+	var another func() *store.DB
+	if db == nil { // else a test brought its own store
+		db, another = engine.Open(t)
+		deps.DB = db
+		if engine.Name == "bbolt" {
+			another = nil
+		}
 	}
 	svc, err := identity.New(deps)
 	if err != nil {
@@ -76,7 +103,7 @@ func newEnv(t testing.TB, mods ...func(*identity.Deps)) *env {
 		Info: platform.Info{Name: "control", Title: "identity test"}}, svc.Routes())
 	go host.Serve(ln)
 	e := &env{t: t, svc: svc, host: host, url: base, mailDir: mailDir, clock: clock, db: db, sealer: deps.Sealer,
-		client: &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+		another: another, client: &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

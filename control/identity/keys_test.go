@@ -58,11 +58,17 @@ func storeValues(t *testing.T, db *store.DB) map[string][]byte {
 }
 
 // copyStore copies control.db the way a backup would (the file alone).
-func copyStore(t *testing.T, db *store.DB) string {
+// copyStore opens a second store holding what e's store holds: a copy of
+// the bbolt file, or on PostgreSQL another handle on the same database
+// (what a stolen database dump would be opened with).
+func copyStore(t *testing.T, e *env) *store.DB {
 	t.Helper()
+	if e.another != nil {
+		return e.another()
+	}
 	dst := filepath.Join(t.TempDir(), "control.db")
-	err := db.View(func(*store.Tx) error {
-		raw, err := os.ReadFile(db.Location())
+	err := e.db.View(func(*store.Tx) error {
+		raw, err := os.ReadFile(e.db.Location())
 		if err != nil {
 			return err
 		}
@@ -71,7 +77,11 @@ func copyStore(t *testing.T, db *store.DB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dst
+	db, err := store.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 // Issue 8.8: a copy of control.db alone holds nothing that signs a session
@@ -92,16 +102,12 @@ func TestStoreCopyCannotForgeSessions(t *testing.T) {
 	}
 	e.must(e.call("GET", "/api/v1/users/auth/me", nil, access), 200)
 
-	copied := copyStore(t, e.db)
-	db, err := store.Open(copied)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := copyStore(t, e)
 	defer db.Close()
 	before := storeValues(t, db)
 	m, _ := mail.New(mail.Config{Dir: t.TempDir()})
 	other, _ := secrets.New(secrets.NewKey())
-	_, err = identity.New(identity.Deps{DB: db, Mailer: m, Sealer: other, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	_, err := identity.New(identity.Deps{DB: db, Mailer: m, Sealer: other, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if !errors.Is(err, identity.ErrWrongMasterKey) || !strings.Contains(err.Error(), "--master-key-file") {
 		t.Fatalf("copy opened under another master key: %v", err)
 	}
@@ -121,11 +127,7 @@ func TestSealedKeysSurviveRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	access := e.account("restart@example.com")["token"].(string)
-	copied := copyStore(t, e.db)
-	db, err := store.Open(copied)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := copyStore(t, e)
 	e2 := newEnv(t, func(d *identity.Deps) { d.DB, d.Sealer = db, e.sealer })
 	e2.must(e2.call("GET", "/api/v1/users/auth/me", nil, access), 200)
 }

@@ -123,8 +123,10 @@ type Service struct {
 	stopOnce sync.Once
 	done     chan struct{}
 
-	cache    *credCache
-	profiles profiles // Me's fast path
+	cache     *credCache
+	stopCache context.CancelFunc
+	cacheDone <-chan struct{}
+	profiles  profiles // Me's fast path
 
 	usage sync.Map // auth token id → *tokenUsage (last_used_* not yet persisted)
 	dummy string   // password hash compared when the account does not exist
@@ -206,6 +208,8 @@ func New(deps Deps) (*Service, error) {
 	}
 	s.dummy = dummy
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	cctx, cancel := context.WithCancel(context.Background())
+	s.stopCache, s.cacheDone = cancel, s.listenCache(cctx)
 	go s.janitor()
 	return s, nil
 }
@@ -215,6 +219,8 @@ func (s *Service) Close() error {
 	s.stopOnce.Do(func() { close(s.stop) })
 	<-s.done
 	s.flushUsage(context.Background())
+	s.stopCache()
+	<-s.cacheDone
 	return nil
 }
 

@@ -11,8 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -24,10 +22,50 @@ import (
 
 var binary string
 
+// onPostgres is set for the second run of every test: the servers then
+// serve with --database-url, one fresh database per --data directory.
+var onPostgres bool
+
 // TestMain uses $DECKHAND_BIN/deckhand-control when `make test` built it,
-// else builds the binary into a temporary directory.
+// else builds the binary into a temporary directory, and runs every test
+// twice: on the embedded store, then on PostgreSQL.
 func TestMain(m *testing.M) {
-	platformtest.Main(m, &binary, "deckhand-control", "deckhand/control/cmd/deckhand-control")
+	os.Exit(func() int {
+		bin, cleanup, err := platformtest.Binary("deckhand-control", "deckhand/control/cmd/deckhand-control")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cleanup()
+		defer platformtest.StopPostgres()
+		binary = bin
+		code := m.Run()
+		onPostgres = true
+		if c := m.Run(); c != 0 {
+			code = c
+		}
+		return code
+	}())
+}
+
+var (
+	dbMu   sync.Mutex
+	dbURLs = map[string]string{} // --data → its database, so a restart finds its state
+)
+
+// storeFlags is what start adds for the run's engine.
+func storeFlags(t *testing.T, data string) []string {
+	if !onPostgres {
+		return nil
+	}
+	dbMu.Lock()
+	defer dbMu.Unlock()
+	u, ok := dbURLs[data]
+	if !ok {
+		u = platformtest.Postgres(t)
+		dbURLs[data] = u
+	}
+	return []string{"--database-url", u}
 }
 
 // server is one running deckhand-control.
@@ -56,7 +94,8 @@ func start(t *testing.T, flags ...string) *server {
 func startIn(t *testing.T, data string, flags ...string) *server {
 	t.Helper()
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data,
-		"--admin-email", adminEmail, "--admin-password", adminPass, "--log-level", "warn"}, flags...)
+		"--admin-email", adminEmail, "--admin-password", adminPass, "--log-level", "warn"}, storeFlags(t, data)...)
+	args = append(args, flags...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + data}
@@ -77,7 +116,7 @@ func startIn(t *testing.T, data string, flags ...string) *server {
 			cancel()
 			_ = cmd.Wait()
 			if t.Failed() {
-				t.Logf("server stderr:\n%s", stderr.String())
+				t.Logf("server (on PostgreSQL: %v) stderr:\n%s", onPostgres, stderr.String())
 			}
 		})
 	}
@@ -131,33 +170,10 @@ func (s *server) must(r resp, status int) resp {
 	return r
 }
 
-var tokenRe = regexp.MustCompile(`token=([A-Za-z0-9_\-]+)`)
-
 // mailToken reads the newest .eml the server wrote to addr.
 func (s *server) mailToken(addr string) string {
 	s.t.Helper()
-	dir := filepath.Join(s.data, "mail")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		s.t.Fatalf("mail dir: %v", err)
-	}
-	var names []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".eml") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(names)))
-	for _, n := range names {
-		raw, _ := os.ReadFile(filepath.Join(dir, n))
-		if strings.Contains(string(raw), "\r\nTo: "+addr+"\r\n") {
-			if m := tokenRe.FindStringSubmatch(string(raw)); m != nil {
-				return m[1]
-			}
-		}
-	}
-	s.t.Fatalf("no mail with a token to %s", addr)
-	return ""
+	return identitytest.MailToken(s.t, filepath.Join(s.data, "mail"), addr)
 }
 
 func (s *server) login(email, pw string) map[string]any {

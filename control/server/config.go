@@ -79,8 +79,9 @@ func DefaultConfig() Config {
 // values are the defaults shown).
 func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", c.Listen, "API address")
-	fs.StringVar(&c.Data, "data", c.Data, "data directory: embedded store (control.db), signing keys, outgoing mail")
-	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "postgres://... to use PostgreSQL instead of the embedded store (not supported yet)")
+	fs.StringVar(&c.Data, "data", c.Data, "data directory: embedded store (control.db), signing keys, outgoing mail; with --database-url only local files (mail, default master key)")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "postgres://user:pass@host:port/db: use PostgreSQL instead of the embedded store; "+
+		"replicas serving one database share all state through it (signing keys included) and --data keeps only local files")
 	fs.StringVar(&c.MasterKeyFile, "master-key-file", c.MasterKeyFile,
 		"file with the key that encrypts secrets at rest (JWT and lookup keys, TOTP secrets, signing keys); never stored in the database; "+
 			"created 0600 at first start (default <data>/master.key)")
@@ -110,16 +111,11 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
 
-// ErrPostgresUnsupported is returned for --database-url until the PostgreSQL
-// store exists, so the flag is never silently ignored.
-var ErrPostgresUnsupported = errors.New("--database-url: PostgreSQL is not supported yet in this version; " +
-	"remove the flag (and DECKHAND_DATABASE_URL) to use the embedded store in --data")
-
 // Validate checks the flags and fills derived defaults (MailDir).
 // PublicURL is filled once the listener is bound, so :0 works.
 func (c *Config) Validate() error {
-	if c.DatabaseURL != "" {
-		return ErrPostgresUnsupported
+	if err := validateDatabaseURL(c.DatabaseURL); err != nil {
+		return err
 	}
 	if c.Listen == "" {
 		return errors.New("--listen: must not be empty")

@@ -44,19 +44,7 @@ func (s *Server) openMasterKey() (*secrets.Sealer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--master-key-file %s: %w", path, err)
 	}
-	err = s.db.Update(func(tx *store.Tx) error {
-		if raw := tx.GetRaw(bucketControlMeta, metaKeyCheck); raw != nil {
-			if _, err := sealer.Open(purposeKeyCheck, string(raw)); err != nil {
-				return ErrWrongMasterKey
-			}
-			return nil
-		}
-		check, err := sealer.Seal(purposeKeyCheck, []byte("deckhand master key check"))
-		if err != nil {
-			return err
-		}
-		return tx.PutRaw(bucketControlMeta, metaKeyCheck, []byte(check))
-	})
+	err = CheckMasterKey(s.db, sealer)
 	if errors.Is(err, ErrWrongMasterKey) {
 		how := "start with the key file this store was created with"
 		if created {
@@ -73,4 +61,23 @@ func (s *Server) openMasterKey() (*secrets.Sealer, error) {
 		s.log.Info("created a new master key; back it up apart from the data", "path", path, "key_id", sealer.KeyID())
 	}
 	return sealer, nil
+}
+
+// CheckMasterKey checks sealer's key against the check value in db,
+// writing the check value when db has none yet. It returns
+// ErrWrongMasterKey when the store belongs to another key.
+func CheckMasterKey(db *store.DB, sealer *secrets.Sealer) error {
+	return db.Update(func(tx *store.Tx) error {
+		if raw := tx.GetRaw(bucketControlMeta, metaKeyCheck); raw != nil {
+			if _, err := sealer.Open(purposeKeyCheck, string(raw)); err != nil {
+				return ErrWrongMasterKey
+			}
+			return nil
+		}
+		check, err := sealer.Seal(purposeKeyCheck, []byte("deckhand master key check"))
+		if err != nil {
+			return err
+		}
+		return tx.PutRaw(bucketControlMeta, metaKeyCheck, []byte(check))
+	})
 }

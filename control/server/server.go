@@ -1,8 +1,9 @@
 // Package server owns the assembly of the control plane: it opens the
-// embedded store, the signing keys, the event log and the rate limiter,
-// builds every domain of its list (domains.go) from one domain.Env, and
-// serves their route tables on one platform.Host — which enforces each
-// route's policy and rate limits — whose every response is signed.
+// embedded store (bbolt, or PostgreSQL with --database-url: storage.go),
+// the signing keys, the event log and the rate limiter, builds every domain
+// of its list (domains.go) from one domain.Env, and serves their route
+// tables on one platform.Host — which enforces each route's policy and rate
+// limits — whose every response is signed.
 package server
 
 import (
@@ -65,6 +66,7 @@ type Server struct {
 	extra        []entry
 	host         *platform.Host
 	ln           net.Listener
+	stopWatch    func() // ends the signing-key watch (storage.go)
 }
 
 // ErrDataInUse means another process serves the same --data directory.
@@ -98,22 +100,18 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 
 	// The store first: its file lock is what makes a second process on the
 	// same --data fail fast, before it touches keys or ports.
-	dbPath := filepath.Join(cfg.Data, "control.db")
-	s.db, err = store.Open(dbPath)
-	if errors.Is(err, store.ErrLocked) {
-		return nil, fmt.Errorf("%w (%s is locked; stop the other process or use another --data)", ErrDataInUse, dbPath)
-	}
-	if err != nil {
+	if s.db, err = s.openStore(); err != nil { // storage.go
 		return nil, err
 	}
 	if s.sealer, err = s.openMasterKey(); err != nil {
 		return nil, err
 	}
 	if cfg.Signing {
-		if s.keys, err = signing.Open(KeysDir(cfg.Data), s.sealer); err != nil {
+		if s.keys, err = s.openKeys(); err != nil {
 			return nil, err
 		}
 		s.signer = signing.NewSigner(s.keys, s.clock)
+		s.watchKeys()
 	}
 	s.events = events.NewLog(s.db, s.clock)
 	// Bind before building domains so PublicURL is final (also for :0).
@@ -272,8 +270,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.keys != nil {
 		kid = s.keys.Active().ID
 	}
-	s.log.Info("control plane listening", "addr", ln.Addr().String(), "data", s.cfg.Data, "signing_kid", kid)
-	fmt.Fprintf(s.out, "deckhand-control: listening on http://%s (data %s, signing key %s)\n", ln.Addr(), s.cfg.Data, kid)
+	s.log.Info("control plane listening", "addr", ln.Addr().String(), "data", s.cfg.Data, "store", s.db.Location(), "signing_kid", kid)
+	fmt.Fprintf(s.out, "deckhand-control: listening on http://%s (data %s, store %s, signing key %s)\n", ln.Addr(), s.cfg.Data, s.db.Location(), kid)
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	go s.limiter.RunSweeper(sweepCtx, time.Minute, func(err error) { s.log.Warn("rate-limit sweep failed", "err", err) })
@@ -314,6 +312,10 @@ func (s *Server) ReloadKeys() error {
 // Close releases domains and the store.
 func (s *Server) Close() error {
 	var errs []error
+	if s.stopWatch != nil {
+		s.stopWatch()
+		s.stopWatch = nil
+	}
 	for _, d := range s.domains {
 		if c, ok := d.(platform.Closer); ok {
 			errs = append(errs, c.Close())
@@ -336,7 +338,7 @@ func (s *Server) Host() *platform.Host { return s.host }
 // Config is the validated configuration.
 func (s *Server) Config() Config { return s.cfg }
 
-// Store is the control plane's embedded store.
+// Store is the control plane's store (bbolt, or PostgreSQL with --database-url).
 func (s *Server) Store() *store.DB { return s.db }
 
 // Keys is the signing key set, nil with --signing=false.

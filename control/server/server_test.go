@@ -357,7 +357,10 @@ func TestStartFailures(t *testing.T) {
 		edit func(t *testing.T, c *server.Config)
 		want string
 	}{
-		{"postgres", func(t *testing.T, c *server.Config) { c.DatabaseURL = "postgres://u@h/db" }, "PostgreSQL is not supported yet"},
+		{"postgres unreachable", func(t *testing.T, c *server.Config) { c.DatabaseURL = "postgres://u:hunter2@127.0.0.1:1/db" },
+			`--database-url: PostgreSQL at host 127.0.0.1 port 1, database "db"`},
+		{"postgres without database", func(t *testing.T, c *server.Config) { c.DatabaseURL = "postgres://u:hunter2@127.0.0.1:1" }, "names no database"},
+		{"not postgres", func(t *testing.T, c *server.Config) { c.DatabaseURL = "mysql://u:hunter2@h/db" }, "must be postgres://"},
 		{"fee range", func(t *testing.T, c *server.Config) { c.TransferFeeBPS = 10000 }, "--transfer-fee-bps"},
 		{"admin half", func(t *testing.T, c *server.Config) { c.AdminEmail = "a@b.c" }, "give both or neither"},
 		{"public url", func(t *testing.T, c *server.Config) { c.PublicURL = "ftp://x" }, "--public-url"},

@@ -60,6 +60,7 @@ func Main(m *testing.M, path *string, name, pkg string, check ...func(path strin
 			}
 		}
 		*path = bin
+		defer StopPostgres() // if a test started the shared server
 		return m.Run()
 	}())
 }

@@ -23,12 +23,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"deckhand/platform/secrets"
+	"deckhand/platform/store"
 )
 
 // Algorithm is the only signature algorithm deckhand uses.
@@ -63,6 +63,7 @@ func seedPurpose(kid string) string { return "signing/seed " + kid }
 // KeySet is the control plane's signing keys: every key ever made (so
 // signatures by rotated-out keys still verify) and the one that signs now.
 type KeySet struct {
+	db     *store.DB // set by OpenDB: the keys live in the database, not in dir
 	dir    string
 	sealer *secrets.Sealer
 	mu     sync.RWMutex
@@ -97,12 +98,16 @@ func Open(dir string, sealer *secrets.Sealer) (*KeySet, error) {
 	return ks, nil
 }
 
-// Dir is where the keys live.
+// Dir is where the keys live: a directory, or the database's location.
 func (ks *KeySet) Dir() string { return ks.dir }
 
 // Reload re-reads the directory (the server does this on SIGHUP so a
-// `keys rotate` run next to it takes effect without a restart).
+// `keys rotate` run next to it takes effect without a restart), or the
+// database for a set from OpenDB.
 func (ks *KeySet) Reload() error {
+	if ks.db != nil {
+		return ks.reloadDB()
+	}
 	entries, err := os.ReadDir(ks.dir)
 	if err != nil {
 		return fmt.Errorf("signing keys: read %s: %w", ks.dir, err)
@@ -118,12 +123,7 @@ func (ks *KeySet) Reload() error {
 		}
 		keys = append(keys, k)
 	}
-	sort.SliceStable(keys, func(i, j int) bool {
-		if !keys[i].CreatedAt.Equal(keys[j].CreatedAt) {
-			return keys[i].CreatedAt.Before(keys[j].CreatedAt)
-		}
-		return keys[i].ID < keys[j].ID
-	})
+	sortKeys(keys)
 	if len(keys) == 0 {
 		ks.mu.Lock()
 		ks.keys, ks.active = nil, Key{}
@@ -216,6 +216,9 @@ func KIDFor(pub ed25519.PublicKey) string {
 // Rotate makes a new key, writes it (0600), and makes it active. Old keys
 // stay in the set so what they signed still verifies.
 func (ks *KeySet) Rotate() (Key, error) {
+	if ks.db != nil {
+		return ks.rotateDB()
+	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return Key{}, fmt.Errorf("signing keys: generate: %w", err)

@@ -121,9 +121,7 @@ func (h *hub) close() {
 	h.subs = map[string]map[*subscriber]struct{}{}
 	h.mu.Unlock()
 	h.cancel()
-	started := true
-	h.start.Do(func() { started = false })
-	if started {
-		<-h.done
-	}
+	// Never started: done is closed here, so a second Close returns too.
+	h.start.Do(func() { close(h.done) })
+	<-h.done
 }

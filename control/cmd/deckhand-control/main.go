@@ -1,5 +1,6 @@
 // Command deckhand-control is the control plane: `serve` runs the HTTP API,
-// `keys rotate` adds a new active signing key, `version` prints the version.
+// `keys rotate` adds a new active signing key, `migrate` applies the
+// PostgreSQL migrations without serving, `version` prints the version.
 // Every flag also reads DECKHAND_<FLAG> from the environment; a flag given
 // on the command line wins.
 package main
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"deckhand/control/server"
 	"deckhand/platform"
@@ -41,7 +43,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(serveCmd(stdout, stderr), keysCmd(stdout), versionCmd(stdout))
+	root.AddCommand(serveCmd(stdout, stderr), keysCmd(stdout), migrateCmd(stdout), versionCmd(stdout))
 	return root
 }
 
@@ -81,15 +83,19 @@ func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 
 func keysCmd(stdout io.Writer) *cobra.Command {
 	keys := &cobra.Command{Use: "keys", Short: "Manage the response-signing keys"}
-	data, keyFile := "./data", ""
+	data, keyFile, dbURL := "./data", "", ""
 	rotate := &cobra.Command{
 		Use:   "rotate",
 		Short: "Add a new ED25519 signing key and make it active (old keys stay published)",
-		Long: "Adds a new ED25519 key under <data>/keys, sealed under the master key, and makes it active. Old keys stay in the " +
-			"published set, so signatures they made keep verifying. A running server picks the new key " +
-			"up on restart or on SIGHUP. Prints the new key id.",
+		Long: "Adds a new ED25519 key, sealed under the master key, and makes it active: under <data>/keys, or in the " +
+			"database with --database-url. Old keys stay in the published set, so signatures they made keep verifying. " +
+			"Servers on a database pick the new key up within seconds (a notification, and a reload every 2 s); " +
+			"a server on --data picks it up on restart or on SIGHUP. Prints the new key id.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dbURL != "" {
+				return rotateInDB(stdout, data, keyFile, dbURL)
+			}
 			dir := server.KeysDir(data)
 			_, statErr := os.Stat(dir)
 			cfg := server.Config{Data: data, MasterKeyFile: keyFile}
@@ -121,8 +127,74 @@ func keysCmd(stdout io.Writer) *cobra.Command {
 	}
 	rotate.Flags().StringVar(&data, "data", data, "data directory of the control plane")
 	rotate.Flags().StringVar(&keyFile, "master-key-file", keyFile, "the master key the signing keys are sealed under (default <data>/master.key)")
+	rotate.Flags().StringVar(&dbURL, "database-url", dbURL, "postgres://...: rotate the keys kept in this database (every replica uses the new key within seconds)")
 	keys.AddCommand(rotate)
 	return keys
+}
+
+// rotateInDB rotates the keys kept in the database. The master key must
+// already exist (the servers created it): a new one would seal a key no
+// replica can open, so it is never created here, and it must open the
+// database's master-key check.
+func rotateInDB(stdout io.Writer, data, keyFile, dbURL string) error {
+	cfg := server.Config{Data: data, MasterKeyFile: keyFile}
+	key, err := secrets.ReadKeyFile(cfg.MasterKeyPath())
+	if err != nil {
+		return fmt.Errorf("--master-key-file: %w (with --database-url pass the key file the servers use)", err)
+	}
+	sealer, err := secrets.New(key)
+	if err != nil {
+		return fmt.Errorf("--master-key-file %s: %w", cfg.MasterKeyPath(), err)
+	}
+	db, err := server.OpenStore(data, dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := server.CheckMasterKey(db, sealer); err != nil {
+		return fmt.Errorf("--master-key-file %s: %w", cfg.MasterKeyPath(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ks, err := signing.OpenDB(ctx, db, sealer)
+	if err != nil {
+		return err
+	}
+	k, err := ks.Rotate()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, k.ID)
+	return nil
+}
+
+func migrateCmd(stdout io.Writer) *cobra.Command {
+	dbURL := ""
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the store's migrations (PostgreSQL) and exit",
+		Long: "Applies the pending PostgreSQL migrations of --database-url (DECKHAND_DATABASE_URL) under an advisory lock, " +
+			"so it is safe beside starting replicas, prints each one applied (or that none was pending) and exits. " +
+			"`serve --database-url` applies them too; this command lets a deployment migrate before it rolls out.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			applied, err := server.Migrate(ctx, dbURL)
+			for _, name := range applied {
+				fmt.Fprintln(stdout, "applied", name)
+			}
+			if err != nil {
+				return err
+			}
+			if len(applied) == 0 {
+				fmt.Fprintln(stdout, "no pending migrations")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dbURL, "database-url", dbURL, "postgres://user:pass@host:port/db to migrate")
+	return cmd
 }
 
 func versionCmd(stdout io.Writer) *cobra.Command {

@@ -1,6 +1,7 @@
 // Package identitytest holds what the identity package's tests and the
-// identitye2e end-to-end tests both need: a JSON call against the API, a
-// browser-like client and a redirect follower for the OAuth flows.
+// identitye2e and replicae2e end-to-end tests need: a JSON call against the
+// API, a browser-like client, a redirect follower for the OAuth flows and
+// the token of a mail a server wrote.
 package identitytest
 
 import (
@@ -10,6 +11,10 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +109,33 @@ func Follow(t testing.TB, c *http.Client, u string, hdrs ...string) (*url.URL, *
 		t.Fatal(err)
 	}
 	return loc, res
+}
+
+var mailTokenRe = regexp.MustCompile(`token=([A-Za-z0-9_\-]+)`)
+
+// MailToken is the token= of the newest .eml file in dir addressed to addr
+// (the mail directory of a running deckhand-control).
+func MailToken(t testing.TB, dir, addr string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("mail dir: %v", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".eml") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(names)))
+	for _, n := range names {
+		raw, _ := os.ReadFile(filepath.Join(dir, n))
+		if strings.Contains(string(raw), "\r\nTo: "+addr+"\r\n") {
+			if m := mailTokenRe.FindStringSubmatch(string(raw)); m != nil {
+				return m[1]
+			}
+		}
+	}
+	t.Fatalf("no mail with a token to %s in %s", addr, dir)
+	return ""
 }

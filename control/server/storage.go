@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"deckhand/platform/signing"
+	"deckhand/platform/store"
+	"deckhand/platform/store/pgstore"
+)
+
+// Storage: the embedded store (bbolt, <data>/control.db) by default, or
+// PostgreSQL with --database-url, which several replicas may share. With
+// PostgreSQL, everything replicas must agree on (sessions, tickets,
+// one-time codes, idempotency keys, rate-limit counters, signing keys)
+// lives in the database; --data keeps only local files (outgoing mail, the
+// default master key file, regions.json).
+
+// startTimeout bounds opening (and migrating) the database at start.
+const startTimeout = 30 * time.Second
+
+// validateDatabaseURL checks the form of --database-url without echoing
+// it (it may hold a password).
+func validateDatabaseURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return errors.New("--database-url: must be postgres://user:password@host:port/database")
+	}
+	if strings.Trim(u.Path, "/") == "" {
+		return fmt.Errorf("--database-url: names no database (postgres://...@%s/<database>)", u.Host)
+	}
+	return nil
+}
+
+// openStore opens the store the configuration names. An unreachable or
+// wrong database fails with an error naming host and database, never the
+// password.
+func (s *Server) openStore() (*store.DB, error) {
+	if s.cfg.DatabaseURL != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		db, err := pgstore.Open(ctx, s.cfg.DatabaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("--database-url: %w", err)
+		}
+		return db, nil
+	}
+	dbPath := filepath.Join(s.cfg.Data, "control.db")
+	db, err := store.Open(dbPath)
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("%w (%s is locked; stop the other process or use another --data)", ErrDataInUse, dbPath)
+	}
+	return db, err
+}
+
+// openKeys opens the signing keys: in the database with --database-url
+// (kept current from there by watchKeys), else under <data>/keys.
+func (s *Server) openKeys() (*signing.KeySet, error) {
+	if s.cfg.DatabaseURL != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		return signing.OpenDB(ctx, s.db, s.sealer)
+	}
+	return signing.Open(KeysDir(s.cfg.Data), s.sealer)
+}
+
+// watchKeys follows rotations by any replica until Close.
+func (s *Server) watchKeys() {
+	if s.keys == nil || s.cfg.DatabaseURL == "" {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.keys.Watch(ctx, s.log) }()
+	s.stopWatch = func() { cancel(); <-done }
+}
+
+// Migrate applies the PostgreSQL migrations of databaseURL and returns the
+// names applied (`deckhand-control migrate`).
+func Migrate(ctx context.Context, databaseURL string) ([]string, error) {
+	if databaseURL == "" {
+		return nil, errors.New("--database-url: required (the embedded store needs no migrations)")
+	}
+	if err := validateDatabaseURL(databaseURL); err != nil {
+		return nil, err
+	}
+	applied, err := pgstore.Migrate(ctx, databaseURL)
+	if err != nil {
+		return applied, fmt.Errorf("--database-url: %w", err)
+	}
+	return applied, nil
+}
+
+// OpenStore opens the store of a --database-url, or of --data when the URL
+// is empty: for commands beside a server (`keys rotate`).
+func OpenStore(data, databaseURL string) (*store.DB, error) {
+	s := &Server{cfg: Config{Data: data, DatabaseURL: databaseURL}}
+	if err := validateDatabaseURL(databaseURL); err != nil {
+		return nil, err
+	}
+	return s.openStore()
+}
