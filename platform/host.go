@@ -95,6 +95,9 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		StreamRequestBody: cfg.StreamRequestBody,
+		// A streaming host's handlers read multipart bodies as streams;
+		// pre-parsing would spool every part to /tmp first.
+		DisablePreParseMultipartForm: cfg.StreamRequestBody,
 		ErrorHandler: func(c fiber.Ctx, err error) error {
 			h.writeError(c, err)
 			h.finalize(c)

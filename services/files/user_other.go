@@ -1,0 +1,16 @@
+//go:build !linux
+
+package files
+
+import "errors"
+
+type identity struct{}
+
+func lookupIdentity(name string) (*identity, error) {
+	if name == "" {
+		return nil, nil
+	}
+	return nil, errors.New("--files-user: acting as another user needs Linux file-system ids")
+}
+
+func (id *identity) run(fn func() error) error { return fn() }
