@@ -45,7 +45,7 @@ func OpenAPI(info Info, routes []Route) (map[string]any, error) {
 			for _, m := range []string{"get", "put", "post", "delete", "options", "head", "patch"} {
 				item[m] = op
 			}
-			op["x-methods"] = []string{"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK"}
+			op["x-methods"] = WebDAVMethods
 		} else {
 			item[strings.ToLower(r.Method)] = op
 		}

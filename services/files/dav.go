@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bytes"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -33,15 +34,16 @@ import (
 //   - the REST API's errors: a refusal by the OS is 403, a full disk 507,
 //     an upload over --files-max-upload 413, a path leading out 403.
 type davServer struct {
-	s *Service
-	h *webdav.Handler
+	s     *Service
+	h     *webdav.Handler
+	locks *davLocks
 }
 
 const propBucket = "dav-props"
 
 func newDAV(s *Service) *davServer {
-	d := &davServer{s: s}
-	d.h = &webdav.Handler{Prefix: "/dav", FileSystem: &davFS{s: s}, LockSystem: webdav.NewMemLS()}
+	d := &davServer{s: s, locks: newDAVLocks()}
+	d.h = &webdav.Handler{Prefix: "/dav", FileSystem: &davFS{s: s}, LockSystem: d.locks}
 	return d
 }
 
@@ -84,10 +86,10 @@ func osErr(ctx context.Context, name string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) && !isEscape(err) {
 		return err
 	}
-	note(ctx, fsError(name, err))
-	if errors.Is(err, fs.ErrExist) {
-		return err
+	if errors.Is(err, fs.ErrExist) && !isNotEmpty(err) {
+		return err // x/net answers 405 to MKCOL on an existing collection
 	}
+	note(ctx, fsError(name, err))
 	return os.ErrPermission
 }
 
@@ -192,7 +194,23 @@ func (d *davFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
 		fi, err = d.s.root.Stat(r)
 		return err
 	})
-	return fi, osErr(ctx, name, err)
+	if err != nil {
+		return nil, osErr(ctx, name, err)
+	}
+	return davInfo{fi}, nil
+}
+
+// davInfo gives x/net the REST API's ETag (findETag asks the FileInfo).
+type davInfo struct{ fs.FileInfo }
+
+func (i davInfo) ETag(context.Context) (string, error) { return etagOf(i.FileInfo), nil }
+
+func (f *davFile) Stat() (fs.FileInfo, error) {
+	fi, err := f.File.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return davInfo{fi}, nil
 }
 
 // davFile is an open resource; it holds its dead properties and ETag.
@@ -375,7 +393,11 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 	if err := s.checkLength(c); err != nil {
 		return err
 	}
-	u, err := url.ParseRequestURI(string(c.Request().RequestURI()))
+	uri := string(c.Request().RequestURI())
+	if strings.ContainsRune(uri, '#') {
+		return platform.Invalid("path", "must not carry a fragment (#)")
+	}
+	u, err := url.ParseRequestURI(uri)
 	if err != nil {
 		return platform.Invalid("path", "is not a valid URL path")
 	}
@@ -394,7 +416,28 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 	}
 	st := &reqState{}
 	ctx := context.WithValue(c.Context(), stateKey{}, st)
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body(c))
+	var rb io.Reader = body(c)
+	if method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK" {
+		// XML request bodies are small; x/net accepts a namespace prefix
+		// bound to "" (invalid in XML Namespaces 1.0), so check first.
+		raw, err := io.ReadAll(io.LimitReader(rb, 1<<20+1))
+		if err != nil {
+			return platform.Invalid("body", "could not be read")
+		}
+		if len(raw) > 1<<20 {
+			return platform.Invalid("body", "must be at most 1 MiB of XML")
+		}
+		if err := checkNamespaces(raw); err != nil {
+			return err
+		}
+		if method == "LOCK" {
+			if li, shared := sharedLockRequest(raw); shared {
+				return s.lockShared(c, name, u.Path, li)
+			}
+		}
+		rb = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rb)
 	if err != nil {
 		return platform.Invalid("path", "is not a valid URL path")
 	}
@@ -415,6 +458,24 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 	}
 	rw.flushHeader()
 	return nil
+}
+
+// checkNamespaces refuses xmlns:prefix="" declarations.
+func checkNamespaces(raw []byte) error {
+	d := xml.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			return nil // x/net reports malformed XML itself
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			for _, a := range se.Attr {
+				if a.Name.Space == "xmlns" && a.Value == "" {
+					return platform.Invalid("body", "declares namespace prefix %q as empty, which XML Namespaces forbid", a.Name.Local)
+				}
+			}
+		}
+	}
 }
 
 func (s *Service) h() *webdav.Handler { return s.dav.h }

@@ -120,3 +120,5 @@ func errorsIsNotExist(err error) bool   { return errors.Is(err, fs.ErrNotExist) 
 func errorsIsPermission(err error) bool { return errors.Is(err, fs.ErrPermission) }
 
 func isNotEmpty(err error) bool { return errors.Is(err, syscall.ENOTEMPTY) }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
