@@ -125,9 +125,14 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 // it by Close.
 func (d *davFS) openWriter(ctx context.Context, name, r string) (webdav.File, error) {
 	var f *os.File
-	tmp := tempName(r)
+	var tmp string
 	mode := fs.FileMode(0o644)
 	err := d.s.id.run(func() error {
+		var err error
+		if r, err = d.s.resolveLinks(name, r); err != nil {
+			return err
+		}
+		tmp = tempName(r)
 		if fi, err := d.s.root.Stat(r); err == nil {
 			if fi.IsDir() {
 				return syscall.EISDIR
@@ -137,7 +142,6 @@ func (d *davFS) openWriter(ctx context.Context, name, r string) (webdav.File, er
 		if _, err := d.s.root.Stat(path.Dir(r)); err != nil {
 			return err
 		}
-		var err error
 		f, err = d.s.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		return err
 	})

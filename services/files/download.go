@@ -24,6 +24,9 @@ func (s *Service) open(p string) (*os.File, os.FileInfo, error) {
 	err = s.id.run(func() error {
 		var err error
 		f, err = s.root.Open(r)
+		if err != nil && s.escapeCause(r) {
+			return outsideRoot(p)
+		}
 		return err
 	})
 	if err != nil {

@@ -122,3 +122,49 @@ func errorsIsPermission(err error) bool { return errors.Is(err, fs.ErrPermission
 func isNotEmpty(err error) bool { return errors.Is(err, syscall.ENOTEMPTY) }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// resolveLinks follows symbolic links in r's final component, within the
+// root: a write to a link writes its target, as with open(2), instead of
+// replacing the link. A link leading out (absolute, or climbing above the
+// root) or a loop is OUTSIDE_ROOT. Intermediate components are left to
+// os.Root, which follows them and refuses escapes itself.
+func (s *Service) resolveLinks(p, r string) (string, error) {
+	for i := 0; i < 40; i++ {
+		fi, err := s.root.Lstat(r)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return r, nil
+		}
+		t, err := s.root.Readlink(r)
+		if err != nil {
+			return "", err
+		}
+		if path.IsAbs(t) {
+			return "", outsideRoot(p)
+		}
+		r = path.Clean(path.Join(path.Dir(r), t))
+		if r == ".." || strings.HasPrefix(r, "../") {
+			return "", outsideRoot(p)
+		}
+	}
+	return "", outsideRoot(p)
+}
+
+// escapeCause tells whether a failed access to r failed because a
+// component is a symbolic link leading out or into a loop (os.Root then
+// reports ENOTDIR or ELOOP rather than an escape).
+func (s *Service) escapeCause(r string) bool {
+	parts := strings.Split(r, "/")
+	for i := range parts {
+		pre := strings.Join(parts[:i+1], "/")
+		fi, err := s.root.Lstat(pre)
+		if err != nil {
+			return false
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if _, err := s.root.Stat(pre); err != nil && (isEscape(err) || errors.Is(err, syscall.ELOOP)) {
+				return true
+			}
+		}
+	}
+	return false
+}

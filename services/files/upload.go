@@ -120,8 +120,13 @@ func (s *Service) Write(in WriteInput) (Entry, bool, error) {
 	var tmp string
 	var f *os.File
 	err = s.id.run(func() error {
+		if r, err = s.resolveLinks(in.Path, r); err != nil {
+			return err
+		}
 		if fi, err := s.root.Stat(r); err == nil {
 			old = fi
+		} else if s.escapeCause(r) {
+			return outsideRoot(in.Path)
 		}
 		if err := precondition(in, old); err != nil {
 			return err
