@@ -53,7 +53,7 @@ func (s *Service) Routes() []platform.Route {
 				{Name: "overwrite", Type: "boolean", Default: "true", Description: "replace an existing file"},
 				{Name: "sha256", Description: "hex SHA-256 the content must have"},
 				{Name: "mode", Description: "octal permission bits of the written file"}},
-			Response: Entry{}, Status: 201, Handler: s.handleUpload},
+			Response: Entry{}, Status: 201, Handler: closeOnError(s.handleUpload)},
 		{Method: "POST", Path: "/api/v1/files/mkdir", Tags: tags, Summary: "Create a directory",
 			Description: "parents (default true) creates missing parents and accepts an existing directory, like mkdir -p; " +
 				"parents=false answers 409 when it exists.", Body: MkdirRequest{}, Response: Entry{}, Status: 201, Handler: s.handleMkdir},
@@ -99,7 +99,7 @@ func (s *Service) Routes() []platform.Route {
 				"climbs out (.., absolute) stop the upload with 403 OUTSIDE_ROOT; hard links, devices and fifos are skipped. " +
 				"Answers the number of files and bytes written.",
 			Query:    []platform.Param{pathParam, {Name: "gzip", Type: "boolean", Default: "false", Description: "the body is gzip-compressed"}},
-			Response: TarResult{}, Handler: s.handleTar},
+			Response: TarResult{}, Handler: closeOnError(s.handleTar)},
 		{Method: "POST", Path: "/api/v1/files/uploads", Tags: tags, Summary: "Start a resumable upload",
 			Description: "In the spirit of tus: declare path and size, then PATCH bytes at Upload-Offset. The partial " +
 				"file lives beside the target and the session in the service's store, so an upload resumes across " +
@@ -113,7 +113,7 @@ func (s *Service) Routes() []platform.Route {
 				"details. The body is appended; a connection that breaks keeps what arrived. Bytes past the declared size " +
 				"answer 413. The answer carries the new offset and, when complete, the written entry.",
 			Query:    []platform.Param{{Name: "Upload-Offset", In: "header", Required: true, Type: "integer", Description: "the offset the body starts at"}},
-			Response: Upload{}, Handler: s.handleUploadPatch},
+			Response: Upload{}, Handler: closeOnError(s.handleUploadPatch)},
 		{Method: "DELETE", Path: "/api/v1/files/uploads/{id}", Tags: tags, Summary: "Abandon a resumable upload",
 			Description: "Removes the partial file. 204.", Status: 204, Handler: s.handleUploadDelete},
 		{Method: "GET", Path: "/api/v1/files/watch", Tags: tags, Summary: "Watch for changes (Server-Sent Events)",
@@ -134,6 +134,6 @@ func (s *Service) Routes() []platform.Route {
 				"If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's " +
 				"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of a file " +
 				"is the REST download (sendfile, ranges). Mount with rclone, davfs2 or a desktop file manager at /dav/.",
-			Handler: s.handleDAV},
+			Handler: closeOnError(s.handleDAV)},
 	}
 }

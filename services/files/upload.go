@@ -47,6 +47,20 @@ func (s *Service) tooLarge() error {
 	return platform.Errorf(platform.CodePayloadTooLarge, "the upload is larger than --files-max-upload (%d bytes)", s.maxUpload).WithDetails("body")
 }
 
+// closeOnError wraps a handler that reads a streamed body: when it fails
+// before reading the body to its end, the connection is closed after the
+// answer, since the unread rest would otherwise be taken for the next
+// request.
+func closeOnError(h fiber.Handler) fiber.Handler {
+	return func(c fiber.Ctx) error {
+		err := h(c)
+		if err != nil {
+			c.RequestCtx().SetConnectionClose()
+		}
+		return err
+	}
+}
+
 // capped fails the read that passes --files-max-upload.
 type capped struct {
 	r    io.Reader
@@ -254,7 +268,10 @@ func (s *Service) handleMultipart(c fiber.Ctx, boundary string) error {
 		if err != nil {
 			return platform.Invalid("body", "is not a well-formed multipart form: %v", err)
 		}
-		name := part.FileName()
+		// The raw filename: Part.FileName keeps only the base name, and a
+		// folder upload names its files relative to the folder.
+		_, dp, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+		name := strings.TrimLeft(dp["filename"], "/")
 		if name == "" {
 			continue // plain form fields carry nothing to write
 		}
