@@ -55,6 +55,11 @@ func closeOnError(h fiber.Handler) fiber.Handler {
 	return func(c fiber.Ctx) error {
 		err := h(c)
 		if err != nil {
+			// Read a little of what is left first (as net/http does), so
+			// a client still sending sees the answer rather than a reset.
+			if r := c.Request().BodyStream(); r != nil {
+				_, _ = io.CopyN(io.Discard, r, 8<<20)
+			}
 			c.RequestCtx().SetConnectionClose()
 		}
 		return err
