@@ -1,7 +1,6 @@
 package files
 
 import (
-	"fmt"
 	"io/fs"
 	"os/user"
 	"path"
@@ -39,7 +38,11 @@ func octal(m fs.FileMode) string {
 	if m&fs.ModeSticky != 0 {
 		v |= 0o1000
 	}
-	return fmt.Sprintf("%04o", v)
+	o := strconv.FormatUint(uint64(v), 8)
+	for len(o) < 4 {
+		o = "0" + o
+	}
+	return o
 }
 
 func kind(m fs.FileMode) string {
@@ -61,7 +64,14 @@ func etagOf(fi fs.FileInfo) string {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		ino = st.Ino
 	}
-	return fmt.Sprintf(`"%x-%x-%x"`, fi.ModTime().UnixNano(), fi.Size(), ino)
+	b := make([]byte, 0, 48)
+	b = append(b, '"')
+	b = strconv.AppendUint(b, uint64(fi.ModTime().UnixNano()), 16)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, uint64(fi.Size()), 16)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, ino, 16)
+	return string(append(b, '"'))
 }
 
 // names caches uid and gid lookups: listing 100,000 files must not read
