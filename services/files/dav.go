@@ -408,6 +408,21 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 	name := strings.TrimPrefix(u.Path, "/dav")
 	if name == "" {
 		name = "/"
+		u.Path = "/dav/"
+	}
+	// Behind the agent's gateway (/_/files/dav/...) hrefs in answers and
+	// the Destination of COPY/MOVE carry the gateway's prefix, which it
+	// passes as X-Forwarded-Prefix (and strips from clients).
+	h := s.dav.h
+	host := string(c.Request().Host())
+	if fp := c.Get("X-Forwarded-Prefix"); fp != "" && validPrefix(fp) {
+		if fh := c.Get("X-Forwarded-Host"); fh != "" {
+			host = fh // the Destination header names the gateway's host
+		}
+		hc := *h
+		hc.Prefix = fp + "/dav"
+		h = &hc
+		u.Path = fp + u.Path
 	}
 	method := c.Method()
 	if _, err := rel("path", name); err != nil {
@@ -446,7 +461,7 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 		return platform.Invalid("path", "is not a valid URL path")
 	}
 	req.RequestURI = u.RequestURI()
-	req.Host = string(c.Request().Host())
+	req.Host = host
 	req.ContentLength = int64(c.Request().Header.ContentLength())
 	for k, v := range c.Request().Header.All() {
 		req.Header.Add(string(k), string(v))
@@ -455,7 +470,7 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 		return err
 	}
 	rw := &davWriter{h: http.Header{}, c: c}
-	s.h().ServeHTTP(rw, req)
+	h.ServeHTTP(rw, req)
 	if st.err != nil && (rw.status >= 400 || rw.status == 0) {
 		c.Response().ResetBody()
 		return st.err
@@ -482,7 +497,18 @@ func checkNamespaces(raw []byte) error {
 	}
 }
 
-func (s *Service) h() *webdav.Handler { return s.dav.h }
+// validPrefix accepts a path prefix such as /_/files.
+func validPrefix(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || len(p) > 200 {
+		return false
+	}
+	for _, r := range p {
+		if !(r == '/' || r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return !strings.Contains(p, "..")
+}
 
 // davPreconditions checks If-Match, If-None-Match and the entity tags in
 // an If header (RFC 4918 10.4) against the resource's current ETag.

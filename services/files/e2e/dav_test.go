@@ -16,7 +16,21 @@ func TestLitmusPassesEverything(t *testing.T) {
 	need(t, "litmus")
 	t.Parallel()
 	p := start(t, t.TempDir())
-	cmd := exec.Command("litmus", p.url+"/dav/")
+	litmus(t, p.url+"/dav/")
+}
+
+// Through the agent's gateway (/_/files/dav/) too: hrefs and Destination
+// headers carry the gateway's prefix and host.
+func TestLitmusThroughTheGateway(t *testing.T) {
+	need(t, "litmus")
+	t.Parallel()
+	gw := startAgent(t, t.TempDir())
+	litmus(t, gw+"/_/files/dav/")
+}
+
+func litmus(t *testing.T, url string) {
+	t.Helper()
+	cmd := exec.Command("litmus", url)
 	cmd.Dir = t.TempDir() // litmus writes debug.log and child.log here
 	out, err := cmd.CombinedOutput()
 	if err != nil {

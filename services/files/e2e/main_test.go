@@ -5,6 +5,7 @@ package e2e_test
 
 import (
 	"bufio"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -77,6 +78,44 @@ func start(t testing.TB, root string, args ...string) *proc {
 		t.Fatalf("the service did not listen: %s", p.out.String())
 	}
 	return p
+}
+
+// startAgent runs `deckhand run --services files` on a free port base
+// and returns the gateway's URL.
+func startAgent(t testing.TB, root string) string {
+	t.Helper()
+	base := platformtest.FreePortBase(t, 14)
+	gw := "127.0.0.1:" + strconv.Itoa(base)
+	out := &platformtest.SyncBuffer{}
+	cmd := exec.Command(bin, "run", "--data", t.TempDir(), "--listen", gw, "--port-base", strconv.Itoa(base),
+		"--files-root", root, "--services", "files", "--log-level", "error")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	url := "http://" + gw
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(url + "/_/files/api/v1/version"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return url
+			}
+		}
+	}
+	t.Fatalf("the agent did not serve files: %s", out.String())
+	return ""
 }
 
 // status reads a field of /proc/<pid>/status in bytes (VmRSS, VmHWM).
