@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"deckhand/platform/platformtest"
 	"deckhand/services/files"
 )
 
@@ -311,5 +312,37 @@ func TestFileOperations(t *testing.T) {
 	}
 	if !found {
 		t.Error("tar.gz lacks q/f.txt")
+	}
+}
+
+// A resumable upload continues after the service restarts: the session is
+// in the service's store and the partial file beside the target.
+func TestResumableUploadSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	deps := platformtest.ServiceDeps(t, "files")
+	base, svc := serveWith(t, deps, files.Settings{Root: root})
+	status, _, body := call(t, "POST", base+"/api/v1/files/uploads", str(`{"path":"/resume.txt","size":11}`))
+	if status != 201 {
+		t.Fatalf("start: %d %s", status, body)
+	}
+	var up struct{ ID string }
+	json.Unmarshal([]byte(body), &up)
+	if status, _, body = call(t, "PATCH", base+"/api/v1/files/uploads/"+up.ID, str("hello "), "Upload-Offset", "0"); status != 200 {
+		t.Fatalf("patch: %d %s", status, body)
+	}
+	svc.Close()
+	base, _ = serveWith(t, deps, files.Settings{Root: root})
+	if status, _, body = call(t, "GET", base+"/api/v1/files/uploads/"+up.ID, nil); status != 200 || !strings.Contains(body, `"offset":6`) {
+		t.Fatalf("after restart: %d %s", status, body)
+	}
+	if status, _, body = call(t, "PATCH", base+"/api/v1/files/uploads/"+up.ID, str("world"), "Upload-Offset", "6"); status != 200 || !strings.Contains(body, `"complete":true`) {
+		t.Fatalf("finish: %d %s", status, body)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "resume.txt")); string(b) != "hello world" {
+		t.Fatalf("content %q", b)
+	}
+	if status, _, _ = call(t, "GET", base+"/api/v1/files/uploads/"+up.ID, nil); status != 404 {
+		t.Fatalf("a finished upload is still listed: %d", status)
 	}
 }

@@ -18,10 +18,15 @@ import (
 // way the agent runs it) and returns its base URL.
 func serve(t testing.TB, set files.Settings) (string, *files.Service) {
 	t.Helper()
+	return serveWith(t, platformtest.ServiceDeps(t, "files"), set)
+}
+
+// serveWith is serve over given deps (a restart reuses the store).
+func serveWith(t testing.TB, deps platform.ServiceDeps, set files.Settings) (string, *files.Service) {
+	t.Helper()
 	if set.MaxUpload == "" {
 		set.MaxUpload = "16G"
 	}
-	deps := platformtest.ServiceDeps(t, "files")
 	svc, err := files.New(deps, &set)
 	if err != nil {
 		t.Fatal(err)

@@ -259,7 +259,7 @@ func (s *Service) Delete(p string, recursive bool) error {
 		}
 		if fi.IsDir() && !recursive {
 			err = s.root.Remove(r)
-			if err != nil && errors.Is(err, fs.ErrExist) || isNotEmpty(err) {
+			if isNotEmpty(err) || errors.Is(err, fs.ErrExist) {
 				return platform.Errorf(platform.CodeConflict, "%s is a directory that is not empty (recursive=true deletes it with its contents)", p).WithDetails("recursive")
 			}
 			return fsError(p, err)

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -48,7 +49,8 @@ type Upload struct {
 // storedUpload keeps the temporary name, which clients never see.
 type storedUpload struct {
 	Upload
-	TempName string `json:"temp"`
+	TempName string    `json:"temp"`
+	Touched  time.Time `json:"touched"`
 }
 
 // Validate checks the request.
@@ -86,6 +88,7 @@ func (s *Service) loadUpload(id string) (storedUpload, error) {
 }
 
 func (s *Service) saveUpload(u storedUpload) error {
+	u.Touched = s.deps.Clock.Now()
 	return s.deps.Store.Update(func(tx *store.Tx) error { return tx.Put(uploadBucket, u.ID, u) })
 }
 
@@ -266,4 +269,28 @@ func (s *Service) handleUploadDelete(c fiber.Ctx) error {
 		return platform.Internal("forget the upload", err)
 	}
 	return c.SendStatus(http.StatusNoContent)
+}
+
+// sweepUploads drops resumable uploads untouched for longer than age (and
+// their partial files) when the service starts, so abandoned uploads do
+// not fill the disk.
+func (s *Service) sweepUploads(age time.Duration) {
+	if s.deps.Store == nil {
+		return
+	}
+	now := s.deps.Clock.Now()
+	var stale []storedUpload
+	_ = s.deps.Store.View(func(tx *store.Tx) error {
+		return tx.ForEach(uploadBucket, func(_ string, raw []byte) error {
+			var u storedUpload
+			if json.Unmarshal(raw, &u) == nil && now.Sub(u.Touched) > age {
+				stale = append(stale, u)
+			}
+			return nil
+		})
+	})
+	for _, u := range stale {
+		_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
+		_ = s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) })
+	}
 }

@@ -117,6 +117,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	}
 	s := &Service{deps: deps, root: root, rootDir: root.Name(), id: id, maxUpload: max}
 	s.locks.m = map[string]*pathLock{}
+	s.sweepUploads(24 * time.Hour)
 	s.watch = newWatcher(s, 4096)
 	s.dav = newDAV(s)
 	return s, nil
