@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gofiber/fiber/v3"
 
@@ -55,19 +56,13 @@ func (s *Service) walk(ctx context.Context, dir string, in ListInput, level int,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	d, err := s.root.Open(dir)
+	infos, more, err := s.readDir(dir, in.Hidden, in.Limit-len(out.Entries))
 	if err != nil {
 		return err
 	}
-	infos, err := d.Readdir(-1)
-	d.Close()
-	if err != nil {
-		return err
-	}
-	sort.Slice(infos, func(i, j int) bool { return infos[i].Name() < infos[j].Name() })
 	for _, fi := range infos {
-		if !in.Hidden && strings.HasPrefix(fi.Name(), ".") {
-			continue
+		if fi == nil {
+			continue // vanished between reading the names and lstat
 		}
 		if len(out.Entries) >= in.Limit {
 			out.Truncated = true
@@ -84,7 +79,69 @@ func (s *Service) walk(ctx context.Context, dir string, in ListInput, level int,
 			}
 		}
 	}
+	if more {
+		out.Truncated = true
+	}
 	return nil
+}
+
+// readDir returns the sorted entries of dir (hidden names left out unless
+// asked for), lstat'ing at most want+1 of them: names come first
+// (getdents only), then two workers lstat relative to the directory, so a
+// folder of 100,000 files is described in parallel. more reports names
+// beyond want.
+func (s *Service) readDir(dir string, hidden bool, want int) ([]fs.FileInfo, bool, error) {
+	sub, err := s.root.OpenRoot(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer sub.Close()
+	d, err := sub.Open(".")
+	if err != nil {
+		return nil, false, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, false, err
+	}
+	if !hidden {
+		kept := names[:0]
+		for _, n := range names {
+			if !strings.HasPrefix(n, ".") {
+				kept = append(kept, n)
+			}
+		}
+		names = kept
+	}
+	sort.Strings(names)
+	more := false
+	if want < 0 {
+		want = 0
+	}
+	if len(names) > want {
+		names, more = names[:want+1], true
+	}
+	infos := make([]fs.FileInfo, len(names))
+	stat := func(lo, hi int) {
+		_ = s.id.run(func() error {
+			for i := lo; i < hi; i++ {
+				infos[i], _ = sub.Lstat(names[i])
+			}
+			return nil
+		})
+	}
+	if len(names) < 4096 {
+		stat(0, len(names))
+		return infos, more, nil
+	}
+	var wg sync.WaitGroup
+	half := len(names) / 2
+	wg.Add(1)
+	go func() { defer wg.Done(); stat(half, len(names)) }()
+	stat(0, half)
+	wg.Wait()
+	return infos, more, nil
 }
 
 // isSkippable: a subdirectory that vanished or may not be read is left out
