@@ -377,40 +377,26 @@ func decodeValid(c fiber.Ctx, dst interface{ Validate() error }) error {
 	return dst.Validate()
 }
 
-func (s *Service) handleMkdir(c fiber.Ctx) error {
-	var in MkdirRequest
-	if err := decodeValid(c, &in); err != nil {
-		return err
+// entryHandler is the handler of an operation that takes a JSON request
+// (checked with its Validate, when it has one) and answers the entry it
+// leaves behind.
+func entryHandler[T any](status int, op func(T) (Entry, error)) fiber.Handler {
+	return func(c fiber.Ctx) error {
+		var in T
+		if err := platform.Decode(c, &in); err != nil {
+			return err
+		}
+		if v, ok := any(&in).(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				return err
+			}
+		}
+		e, err := op(in)
+		if err != nil {
+			return err
+		}
+		return platform.JSON(c, status, e)
 	}
-	e, err := s.Mkdir(in)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, http.StatusCreated, e)
-}
-
-func (s *Service) handleMove(c fiber.Ctx) error {
-	var in MoveRequest
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	e, err := s.Move(in)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, http.StatusOK, e)
-}
-
-func (s *Service) handleCopy(c fiber.Ctx) error {
-	var in MoveRequest
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	e, err := s.Copy(in)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, http.StatusCreated, e)
 }
 
 func (s *Service) handleDelete(c fiber.Ctx) error {
@@ -419,28 +405,4 @@ func (s *Service) handleDelete(c fiber.Ctx) error {
 		return err
 	}
 	return c.SendStatus(http.StatusNoContent)
-}
-
-func (s *Service) handleChmod(c fiber.Ctx) error {
-	var in ChmodRequest
-	if err := decodeValid(c, &in); err != nil {
-		return err
-	}
-	e, err := s.Chmod(in)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, http.StatusOK, e)
-}
-
-func (s *Service) handleChown(c fiber.Ctx) error {
-	var in ChownRequest
-	if err := decodeValid(c, &in); err != nil {
-		return err
-	}
-	e, err := s.Chown(in)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, http.StatusOK, e)
 }

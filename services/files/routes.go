@@ -56,23 +56,23 @@ func (s *Service) Routes() []platform.Route {
 			Response: Entry{}, Status: 201, Handler: closeOnError(s.handleUpload)},
 		{Method: "POST", Path: "/api/v1/files/mkdir", Tags: tags, Summary: "Create a directory",
 			Description: "parents (default true) creates missing parents and accepts an existing directory, like mkdir -p; " +
-				"parents=false answers 409 when it exists.", Body: MkdirRequest{}, Response: Entry{}, Status: 201, Handler: s.handleMkdir},
+				"parents=false answers 409 when it exists.", Body: MkdirRequest{}, Response: Entry{}, Status: 201, Handler: entryHandler(201, s.Mkdir)},
 		{Method: "POST", Path: "/api/v1/files/move", Tags: tags, Summary: "Move or rename",
 			Description: "rename(2) within the root: atomic on one file system, 409 across file systems. Parents of to are " +
 				"created. An existing destination answers 409 unless overwrite=true. A directory cannot move into itself.",
-			Body: MoveRequest{}, Response: Entry{}, Handler: s.handleMove},
+			Body: MoveRequest{}, Response: Entry{}, Handler: entryHandler(200, s.Move)},
 		{Method: "POST", Path: "/api/v1/files/copy", Tags: tags, Summary: "Copy (directories recursively)",
 			Description: "Files keep their mode (copy_file_range where the kernel can), directories are copied with " +
 				"everything in them, symbolic links are copied as links, never followed; sockets, fifos and devices are " +
 				"skipped. An existing destination answers 409 unless overwrite=true (then it is replaced).",
-			Body: MoveRequest{}, Response: Entry{}, Status: 201, Handler: s.handleCopy},
+			Body: MoveRequest{}, Response: Entry{}, Status: 201, Handler: entryHandler(201, s.Copy)},
 		{Method: "POST", Path: "/api/v1/files/chmod", Tags: tags, Summary: "Change permission bits",
 			Description: "mode is octal. recursive applies it to everything under a directory; links are skipped (Linux has no lchmod).",
-			Body:        ChmodRequest{}, Response: Entry{}, Handler: s.handleChmod},
+			Body:        ChmodRequest{}, Response: Entry{}, Handler: entryHandler(200, s.Chmod)},
 		{Method: "POST", Path: "/api/v1/files/chown", Tags: tags, Summary: "Change owner and group",
 			Description: "owner and group are names or numeric ids; either may be left out. Links are changed themselves " +
 				"(lchown). Needs the privilege to chown: as --files-user the kernel refuses with 403 FORBIDDEN.",
-			Body: ChownRequest{}, Response: Entry{}, Handler: s.handleChown},
+			Body: ChownRequest{}, Response: Entry{}, Handler: entryHandler(200, s.Chown)},
 		{Method: "GET", Path: "/api/v1/files/search", Tags: tags, Summary: "Search by name and content",
 			Description: "Walks path (links not followed). name is a glob matched against the base name (path.Match " +
 				"syntax: *, ?, [a-z]). content is a regular expression (Go RE2 syntax) matched line by line; files that look " +
