@@ -123,7 +123,10 @@ func (s *Service) Routes() []platform.Route {
 				"replays what it kept (the last 4096 events) and continues live; if events after that seq are no longer " +
 				"kept it first sends `event: lost` with code EVENTS_LOST instead of a silent gap. Directories stay watched " +
 				"once asked for, so changes during a reconnect are recorded. New directories are watched at once and what " +
-				"they already hold is reported as created. A client that stops reading is disconnected, not skipped.",
+				"they already hold is reported as created. A client that stops reading is disconnected, not skipped. " +
+				"A recursive watch adds one inotify watch per directory before `ready` (seconds for a whole system; kernel " +
+				"file systems such as /proc and /sys are not descended); past 100,000 directories or the kernel's " +
+				"max_user_watches it answers 409 CONFLICT asking for a narrower path.",
 			Query: []platform.Param{pathParam,
 				{Name: "recursive", Type: "boolean", Default: "true", Description: "include everything below path"},
 				{Name: "since", Type: "integer", Range: &platform.Range{Min: 0, Max: math.MaxInt64}, Description: "replay events after this seq first"}},

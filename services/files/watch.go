@@ -3,12 +3,14 @@ package files
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -25,6 +27,9 @@ type Event struct {
 	Dir  bool      `json:"dir,omitempty" doc:"the path is a directory (known for create)"`
 	Time time.Time `json:"time" required:"true"`
 }
+
+// maxWatches bounds the directories one service watches.
+const maxWatches = 100000
 
 // watcher turns inotify events (through fsnotify) into numbered Events
 // kept in a bounded ring, and fans them out to subscribers. Directories
@@ -89,7 +94,13 @@ func (w *watcher) add(r string, recursive bool) error {
 		return nil // a file is watched through its parent
 	}
 	if !w.watched[r] {
+		if len(w.watched) >= maxWatches {
+			return platform.Errorf(platform.CodeConflict, "more than %d directories to watch; watch a narrower path", maxWatches).WithDetails("path")
+		}
 		if err := w.fw.Add(w.osPath(r)); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return platform.Errorf(platform.CodeConflict, "the kernel's inotify watch limit is reached (fs.inotify.max_user_watches); watch a narrower path").WithDetails("path")
+			}
 			return err
 		}
 		w.watched[r] = true
@@ -100,6 +111,10 @@ func (w *watcher) add(r string, recursive bool) error {
 	d, err := w.s.root.Open(r)
 	if err != nil {
 		return err
+	}
+	if isPseudoFS(d) {
+		d.Close()
+		return nil // /proc, /sys and the like: not descended (watching "/" stays sane)
 	}
 	ents, err := d.ReadDir(-1)
 	d.Close()
