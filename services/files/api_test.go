@@ -346,3 +346,39 @@ func TestResumableUploadSurvivesRestart(t *testing.T) {
 		t.Fatalf("a finished upload is still listed: %d", status)
 	}
 }
+
+// The same race over WebDAV: PUTs carrying one If-Match ETag, one winner.
+func TestDAVETagRaceHasOneWinner(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	base, _ := serve(t, files.Settings{Root: root})
+	u := base + "/dav/shared.txt"
+	call(t, "PUT", u, str("v0"))
+	for round := 0; round < 10; round++ {
+		_, h, _ := call(t, "GET", u, nil)
+		etag := h.Get("ETag")
+		var wg sync.WaitGroup
+		statuses := make([]int, 6)
+		for i := range statuses {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i], _, _ = call(t, "PUT", u, str(fmt.Sprintf("w%d r%d", i, round)), "If-Match", etag)
+			}()
+		}
+		wg.Wait()
+		wins := 0
+		for _, s := range statuses {
+			switch s {
+			case 201, 204, 200:
+				wins++
+			case 412:
+			default:
+				t.Fatalf("round %d: status %d", round, s)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("round %d: %d winners %v", round, wins, statuses)
+		}
+	}
+}

@@ -52,6 +52,10 @@ func newDAV(s *Service) *davServer {
 type reqState struct {
 	mu  sync.Mutex
 	err error
+	// cond is the request's If-Match / If-None-Match, checked again under
+	// the path's lock when PUT renames, so of two conditional writers with
+	// the same ETag one wins (as in the REST API).
+	cond WriteInput
 }
 
 type stateKey struct{}
@@ -258,6 +262,15 @@ func (f *davFile) Close() error {
 	if err == nil && f.werr == nil {
 		unlock := s.locks.lock(f.rel)
 		err = s.id.run(func() error {
+			if st, ok := f.ctx.Value(stateKey{}).(*reqState); ok && (st.cond.IfMatch != "" || st.cond.IfNoneMatch != "") {
+				var cur fs.FileInfo
+				if fi, err := s.root.Stat(f.rel); err == nil {
+					cur = fi
+				}
+				if err := precondition(st.cond, cur); err != nil {
+					return err
+				}
+			}
 			if err := s.root.Chmod(f.tmp, f.mode); err != nil {
 				return err
 			}
@@ -433,7 +446,7 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 			return s.serveFile(c, name, false)
 		}
 	}
-	st := &reqState{}
+	st := &reqState{cond: WriteInput{Path: name, Overwrite: true, IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch)}}
 	ctx := context.WithValue(c.Context(), stateKey{}, st)
 	var rb io.Reader = body(c)
 	if method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK" {
