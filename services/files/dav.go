@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gofiber/fiber/v3"
 	"golang.org/x/net/webdav"
@@ -487,6 +488,14 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 	if st.err != nil && (rw.status >= 400 || rw.status == 0) {
 		c.Response().ResetBody()
 		return st.err
+	}
+	if ih := req.Header.Get("If"); rw.status == http.StatusPreconditionFailed && ih != "" && !strings.Contains(ih, "[") &&
+		s.dav.locks.lockedAt(time.Now(), name) {
+		// x/net answers 412 when no lock token of an If header holds; when
+		// the header names only tokens and the resource is locked, the
+		// answer is 423 Locked (RFC 4918 9.10.6). With entity tags in it,
+		// the failed state check stays 412.
+		rw.status = http.StatusLocked
 	}
 	rw.flushHeader()
 	return nil

@@ -253,3 +253,17 @@ func (s *Service) lockShared(c fiber.Ctx, name, href string, li lockInfo) error 
 }
 
 func isExist(err error) bool { return err != nil && errorsIs(err, fs.ErrExist) }
+
+// lockedAt reports whether a live lock covers name.
+func (ls *davLocks) lockedAt(now time.Time, name string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.expire(now)
+	name = cleanName(name)
+	for _, l := range ls.byToken {
+		if l.covers(name) {
+			return true
+		}
+	}
+	return false
+}
