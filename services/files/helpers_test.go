@@ -31,7 +31,10 @@ func serveWith(t testing.TB, deps platform.ServiceDeps, set files.Settings) (str
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := platform.NewServiceHost(svc, deps)
+	h, err := platform.NewServiceHost(svc, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
