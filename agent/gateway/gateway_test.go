@@ -2,8 +2,8 @@ package gateway_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
