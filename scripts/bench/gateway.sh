@@ -12,8 +12,10 @@
 #   nginx    nginx in front of the service's port
 # Phase 1 (throughput): wrk -t2 -c32 -d5s --latency.
 # Phase 2 (added latency without queueing): wrk -t1 -c1 -d5s --latency.
-# Prints medians of req/s, p50 and p99 per path, the gateway/nginx ratios and
-# the gateway's added p99 (gateway p99 - direct p99 of the same phase).
+# Prints medians of req/s, p50, p99 and CPU per request (agent + nginx
+# workers, from /proc) per path, the gateway/nginx ratios, the added p99
+# (proxy p99 - direct p99 of the same phase) and the proxy's own CPU per
+# request (proxy path - direct).
 #
 # Usage: scripts/bench/gateway.sh [rounds=5] [duration=5s]
 # Needs wrk and nginx: scripts/setup.sh --bench. Uses bin/deckhand when it
@@ -53,7 +55,8 @@ if [[ ! -x "$BIN" ]]; then
 fi
 "$BIN" run --data "$WORK/data" --listen 127.0.0.1:$GW --port-base $BASE --services files \
   --project-id p --container-id c --domain localhost --log-level error >"$WORK/agent.log" 2>&1 &
-PIDS+=($!)
+AGENT=$!
+PIDS+=($AGENT)
 
 mkdir -p "$WORK/nginx"
 cat >"$WORK/nginx/nginx.conf" <<EOF
@@ -81,7 +84,8 @@ http {
 }
 EOF
 "$NGINX" -p "$WORK/nginx" -e "$WORK/nginx/error.log" -c "$WORK/nginx/nginx.conf" -g 'daemon off;' &
-PIDS+=($!)
+NGINX_MASTER=$!
+PIDS+=($NGINX_MASTER)
 
 HOSTNAME_ROUTE="p-c-files-1.srv.localhost"
 declare -A URL=(
@@ -102,6 +106,12 @@ for n in "${NAMES[@]}"; do
   [[ -n "$ok" ]] || { echo "gateway.sh: $n (${URL[$n]}) does not answer" >&2; cat "$WORK/agent.log" "$WORK/nginx/error.log" >&2; exit 1; }
 done
 
+# CPU time (clock ticks) of the agent (gateway + files service) and the
+# nginx workers: CPU per request is the cost that load on the machine does
+# not distort, unlike req/s and p99.
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+cpu() { local t=0 p; for p in $AGENT $(pgrep -P "$NGINX_MASTER"); do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
+
 # wrk latencies come as 812.00us, 1.23ms or 1.01s: print milliseconds.
 ms() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) printf "%.3f", v/1000; else if (v ~ /ms$/) printf "%.3f", v+0; else if (v ~ /s$/) printf "%.3f", v*1000; else print v }'; }
 median() { sort -g | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2 }'; }
@@ -111,24 +121,31 @@ phase() { # name threads conns
   echo "== phase $ph: wrk -t$t -c$c -d$DUR --latency, $ROUNDS rounds interleaved (${NAMES[*]})"
   for r in $(seq "$ROUNDS"); do
     for n in "${NAMES[@]}"; do
+      c0=$(cpu)
       out=$(wrk -t"$t" -c"$c" -d"$DUR" --latency -H "$(hdr "$n")" "${URL[$n]}")
+      c1=$(cpu)
       if grep -q 'Non-2xx' <<<"$out"; then echo "gateway.sh: $n answered non-2xx:" >&2; echo "$out" >&2; exit 1; fi
       rps=$(awk '/^Requests\/sec/{print $2}' <<<"$out")
       p50=$(ms "$(awk '$1=="50%"{print $2}' <<<"$out")")
       p99=$(ms "$(awk '$1=="99%"{print $2}' <<<"$out")")
-      echo "$rps" >>"$WORK/$ph.$n.rps"; echo "$p50" >>"$WORK/$ph.$n.p50"; echo "$p99" >>"$WORK/$ph.$n.p99"
-      printf '   round %d %-6s %10s req/s  p50 %7s ms  p99 %7s ms\n' "$r" "$n" "$rps" "$p50" "$p99"
+      reqs=$(awk '/requests in/{print $1}' <<<"$out")
+      cus=$(awk -v d=$((c1 - c0)) -v u="$TICK_US" -v n="$reqs" 'BEGIN{printf "%.2f", d*u/n}')
+      echo "$rps" >>"$WORK/$ph.$n.rps"; echo "$p50" >>"$WORK/$ph.$n.p50"; echo "$p99" >>"$WORK/$ph.$n.p99"; echo "$cus" >>"$WORK/$ph.$n.cpu"
+      printf '   round %d %-6s %10s req/s  p50 %7s ms  p99 %7s ms  cpu %6s us/req\n' "$r" "$n" "$rps" "$p50" "$p99" "$cus"
     done
   done
-  printf '%-8s %12s %10s %10s\n' path "req/s" "p50 ms" "p99 ms"
+  echo "medians (cpu = agent + nginx workers, per request):"
+  printf '%-8s %12s %10s %10s %12s\n' path "req/s" "p50 ms" "p99 ms" "cpu us/req"
   for n in "${NAMES[@]}"; do
-    for k in rps p50 p99; do eval "M_${k}_$n=\$(median <\"$WORK/$ph.$n.$k\")"; done
-    eval "printf '%-8s %12s %10s %10s\n' $n \$M_rps_$n \$M_p50_$n \$M_p99_$n"
+    for k in rps p50 p99 cpu; do eval "M_${k}_$n=\$(median <\"$WORK/$ph.$n.$k\")"; done
+    eval "printf '%-8s %12s %10s %10s %12s\n' $n \$M_rps_$n \$M_p50_$n \$M_p99_$n \$M_cpu_$n"
   done
   awk -v p="$M_rps_path" -v h="$M_rps_host" -v n="$M_rps_nginx" -v d="$M_rps_direct" \
     -v pp="$M_p99_path" -v hp="$M_p99_host" -v np="$M_p99_nginx" -v dp="$M_p99_direct" 'BEGIN{
       printf "ratio req/s gateway/nginx: path %.2f, host %.2f   (gateway/direct: path %.2f, nginx/direct %.2f)\n", p/n, h/n, p/d, n/d
       printf "added p99 over direct: path %.3f ms, host %.3f ms, nginx %.3f ms\n", pp-dp, hp-dp, np-dp }'
+  awk -v p="$M_cpu_path" -v h="$M_cpu_host" -v n="$M_cpu_nginx" -v d="$M_cpu_direct" 'BEGIN{
+      printf "proxy CPU per request (minus direct): path %.2f us, host %.2f us, nginx %.2f us\n", p-d, h-d, n-d }'
 }
 
 echo "agent $("$BIN" version 2>/dev/null | head -1), nginx $("$NGINX" -v 2>&1 | sed 's/.*\///'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
