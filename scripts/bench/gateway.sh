@@ -17,7 +17,11 @@
 # (proxy p99 - direct p99 of the same phase) and the proxy's own CPU per
 # request (proxy path - direct).
 #
-# Usage: scripts/bench/gateway.sh [rounds=5] [duration=5s]
+# With BEFORE=/path/to/an/older/deckhand, a second agent from that binary
+# runs too and its gateway (by path) is measured as "before", in the same
+# rounds: before and after side by side.
+#
+# Usage: [BEFORE=bin] scripts/bench/gateway.sh [rounds=5] [duration=5s]
 # Needs wrk and nginx: scripts/setup.sh --bench. Uses bin/deckhand when it
 # exists (make build), else builds one into the temp dir.
 set -euo pipefail
@@ -39,11 +43,12 @@ done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# A port base whose gateway, files (+2) and nginx (+20) ports are free.
+# A port base whose gateway, files (+2), nginx (+20) and the "before"
+# agent's (+40, +42) ports are free.
 BASE=""
 for _ in $(seq 50); do
   b=$((20000 + RANDOM % 30000))
-  if free "$b" && free $((b + 2)) && free $((b + 20)); then BASE=$b; break; fi
+  if free "$b" && free $((b + 2)) && free $((b + 20)) && free $((b + 40)) && free $((b + 42)); then BASE=$b; break; fi
 done
 [[ -n "$BASE" ]] || { echo "gateway.sh: no free port base" >&2; exit 1; }
 GW=$BASE FILES=$((BASE + 2)) NG=$((BASE + 20))
@@ -57,6 +62,12 @@ fi
   --project-id p --container-id c --domain localhost --log-level error >"$WORK/agent.log" 2>&1 &
 AGENT=$!
 PIDS+=($AGENT)
+if [[ -n "${BEFORE:-}" ]]; then
+  "$BEFORE" run --data "$WORK/data-before" --listen 127.0.0.1:$((BASE + 40)) --port-base $((BASE + 40)) --services files \
+    --log-level error >"$WORK/before.log" 2>&1 &
+  BEFORE_PID=$!
+  PIDS+=($BEFORE_PID)
+fi
 
 mkdir -p "$WORK/nginx"
 cat >"$WORK/nginx/nginx.conf" <<EOF
@@ -96,6 +107,10 @@ declare -A URL=(
 )
 hdr() { [[ $1 == host ]] && echo "Host: $HOSTNAME_ROUTE" || echo "X-Bench: 1"; }
 NAMES=(direct path host nginx)
+if [[ -n "${BEFORE:-}" ]]; then
+  URL[before]="http://127.0.0.1:$((BASE + 40))/_/files/api/v1/version"
+  NAMES+=(before)
+fi
 
 for n in "${NAMES[@]}"; do
   ok=""
@@ -106,11 +121,11 @@ for n in "${NAMES[@]}"; do
   [[ -n "$ok" ]] || { echo "gateway.sh: $n (${URL[$n]}) does not answer" >&2; cat "$WORK/agent.log" "$WORK/nginx/error.log" >&2; exit 1; }
 done
 
-# CPU time (clock ticks) of the agent (gateway + files service) and the
-# nginx workers: CPU per request is the cost that load on the machine does
+# CPU time (clock ticks) of the agents (gateway + files service) and the
+# nginx workers (the ones not under test are idle): CPU per request is the cost that load on the machine does
 # not distort, unlike req/s and p99.
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
-cpu() { local t=0 p; for p in $AGENT $(pgrep -P "$NGINX_MASTER"); do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
+cpu() { local t=0 p; for p in $AGENT ${BEFORE_PID:-} $(pgrep -P "$NGINX_MASTER"); do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
 
 # wrk latencies come as 812.00us, 1.23ms or 1.01s: print milliseconds.
 ms() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) printf "%.3f", v/1000; else if (v ~ /ms$/) printf "%.3f", v+0; else if (v ~ /s$/) printf "%.3f", v*1000; else print v }'; }
@@ -146,6 +161,10 @@ phase() { # name threads conns
       printf "added p99 over direct: path %.3f ms, host %.3f ms, nginx %.3f ms\n", pp-dp, hp-dp, np-dp }'
   awk -v p="$M_cpu_path" -v h="$M_cpu_host" -v n="$M_cpu_nginx" -v d="$M_cpu_direct" 'BEGIN{
       printf "proxy CPU per request (minus direct): path %.2f us, host %.2f us, nginx %.2f us\n", p-d, h-d, n-d }'
+  if [[ -n "${BEFORE:-}" ]]; then
+    awk -v b="$M_rps_before" -v p="$M_rps_path" -v n="$M_rps_nginx" -v bc="$M_cpu_before" -v d="$M_cpu_direct" 'BEGIN{
+      printf "before (the older gateway by path): %.2f of nginx; now/before %.2f; its proxy CPU per request %.2f us\n", b/n, p/b, bc-d }'
+  fi
 }
 
 echo "agent $("$BIN" version 2>/dev/null | head -1), nginx $("$NGINX" -v 2>&1 | sed 's/.*\///'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
