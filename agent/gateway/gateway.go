@@ -15,19 +15,30 @@
 // (Origin, Cookie ...) hop-by-hop.
 //
 // Why fasthttp: the gateway is in front of every request from the platform,
-// and it was the slowest hop. Measured side by side (scripts/bench/gateway.sh,
-// BENCHMARKS.md) the earlier net/http server with httputil.ReverseProxy did
-// about a third of nginx's requests per second and added about 1 ms at the
-// median; the services already run on fasthttp (Fiber), and a fasthttp
-// server with one fasthttp.HostClient per service (pooled keep-alive
-// connections, reused request/response objects, no per-request URL parsing)
-// is what closes the gap. What ReverseProxy gave for free is kept by hand,
-// here and tested: bodies stream both ways without buffering
-// (StreamRequestBody on the server, StreamResponseBody on the clients, and
-// chunked responses such as server-sent events flushed chunk by chunk);
-// WebSocket and other Upgrade requests are passed through by hijacking the
-// client connection on the service's 101 and splicing it to a fresh
-// connection to the service (upgrade.go); hop-by-hop headers are dropped.
+// and it was the slowest hop. Measured side by side with nginx
+// (scripts/bench/gateway.sh, figures in BENCHMARKS.md), the earlier net/http
+// server with httputil.ReverseProxy did a quarter to a third of nginx's
+// requests per second and spent about five times nginx's CPU per proxied
+// request (about 95 us against 20 us). Its profile was spread over the
+// net/http server (a goroutine, header map and context per request) as
+// much as the Transport, so a tuned Transport (option a) could fix only the
+// smaller half; it was not built. A fasthttp server with one
+// fasthttp.HostClient per service (pooled keep-alive connections, reused
+// request and response objects, the request target passed on verbatim
+// without URL parsing) spends about what nginx spends per request, and is
+// within noise of nginx's throughput at 32 connections and ahead of it at
+// one; what remains per request is four loopback syscalls, as in nginx.
+// The services already run on fasthttp (Fiber), so nothing new comes in.
+//
+// What ReverseProxy gave for free is kept by hand, here and tested: bodies
+// stream both ways without buffering (StreamRequestBody on the server,
+// StreamResponseBody on the clients, chunked responses such as server-sent
+// events written out chunk by chunk, never a multipart form spooled);
+// WebSocket and other Upgrade requests pass through by hijacking the client
+// connection on the service's 101 and splicing it to a connection of its
+// own to the service (upgrade.go); hop-by-hop headers are dropped
+// (proxy.go); the Authorizer sees request facts, not an HTTP stack
+// (authorize.go).
 package gateway
 
 import (
