@@ -21,7 +21,12 @@
 # runs too and its gateway (by path) is measured as "before", in the same
 # rounds: before and after side by side.
 #
-# Usage: [BEFORE=bin] scripts/bench/gateway.sh [rounds=5] [duration=5s]
+# With ISOLATE=files the files service runs as a child process of the
+# agent (--isolate files), as it does behind nginx's own processes: the
+# proxies then compare on equal terms (each in its own processes; by
+# default the gateway shares one Go runtime with the in-process service).
+#
+# Usage: [BEFORE=bin] [ISOLATE=files] scripts/bench/gateway.sh [rounds=5] [duration=5s]
 # Needs wrk and nginx: scripts/setup.sh --bench. Uses bin/deckhand when it
 # exists (make build), else builds one into the temp dir.
 set -euo pipefail
@@ -58,12 +63,13 @@ if [[ ! -x "$BIN" ]]; then
   CGO_ENABLED=0 go build -o "$WORK/deckhand" ./agent/cmd/deckhand
   BIN="$WORK/deckhand"
 fi
-"$BIN" run --data "$WORK/data" --listen 127.0.0.1:$GW --port-base $BASE --services files \
+ISO=(--isolate "${ISOLATE:-none}")
+"$BIN" run --data "$WORK/data" --listen 127.0.0.1:$GW --port-base $BASE --services files "${ISO[@]}" \
   --project-id p --container-id c --domain localhost --log-level error >"$WORK/agent.log" 2>&1 &
 AGENT=$!
 PIDS+=($AGENT)
 if [[ -n "${BEFORE:-}" ]]; then
-  "$BEFORE" run --data "$WORK/data-before" --listen 127.0.0.1:$((BASE + 40)) --port-base $((BASE + 40)) --services files \
+  "$BEFORE" run --data "$WORK/data-before" --listen 127.0.0.1:$((BASE + 40)) --port-base $((BASE + 40)) --services files "${ISO[@]}" \
     --log-level error >"$WORK/before.log" 2>&1 &
   BEFORE_PID=$!
   PIDS+=($BEFORE_PID)
@@ -121,11 +127,11 @@ for n in "${NAMES[@]}"; do
   [[ -n "$ok" ]] || { echo "gateway.sh: $n (${URL[$n]}) does not answer" >&2; cat "$WORK/agent.log" "$WORK/nginx/error.log" >&2; exit 1; }
 done
 
-# CPU time (clock ticks) of the agents (gateway + files service) and the
-# nginx workers (the ones not under test are idle): CPU per request is the cost that load on the machine does
+# CPU time (clock ticks) of the agents (gateway + files service, and its
+# child with ISOLATE) and the nginx workers (the ones not under test idle): CPU per request is the cost that load on the machine does
 # not distort, unlike req/s and p99.
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
-cpu() { local t=0 p; for p in $AGENT ${BEFORE_PID:-} $(pgrep -P "$NGINX_MASTER"); do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
+cpu() { local t=0 p; for p in $AGENT $(pgrep -P "$AGENT") ${BEFORE_PID:-} ${BEFORE_PID:+$(pgrep -P "$BEFORE_PID")} $(pgrep -P "$NGINX_MASTER"); do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
 
 # wrk latencies come as 812.00us, 1.23ms or 1.01s: print milliseconds.
 ms() { awk -v v="$1" 'BEGIN{ if (v ~ /us$/) printf "%.3f", v/1000; else if (v ~ /ms$/) printf "%.3f", v+0; else if (v ~ /s$/) printf "%.3f", v*1000; else print v }'; }
@@ -167,7 +173,7 @@ phase() { # name threads conns
   fi
 }
 
-echo "agent $("$BIN" version 2>/dev/null | head -1), nginx $("$NGINX" -v 2>&1 | sed 's/.*\///'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "isolate: ${ISOLATE:-none}; agent $("$BIN" version 2>/dev/null | head -1), nginx $("$NGINX" -v 2>&1 | sed 's/.*\///'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 phase throughput 2 32
 phase latency 1 1
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
