@@ -117,6 +117,7 @@ type Gateway struct {
 	clients map[string]*fasthttp.HostClient // by service address
 	tunnels map[net.Conn]struct{}           // spliced upgrade connections, both ends
 	lns     []net.Listener
+	conns   map[net.Conn]struct{} // open client connections, for Close
 	closed  bool
 }
 
@@ -136,7 +137,8 @@ func New(cfg Config) *Gateway {
 		cfg.Policy = p
 	}
 	g := &Gateway{cfg: cfg, known: append([]string(nil), cfg.Known...),
-		clients: map[string]*fasthttp.HostClient{}, tunnels: map[net.Conn]struct{}{}}
+		clients: map[string]*fasthttp.HostClient{}, tunnels: map[net.Conn]struct{}{},
+		conns: map[net.Conn]struct{}{}}
 	sort.Slice(g.known, func(i, j int) bool { return len(g.known[i]) > len(g.known[j]) })
 	if cfg.Status != nil {
 		g.status = fasthttpadaptor.NewFastHTTPHandler(cfg.Status)
@@ -153,6 +155,7 @@ func New(cfg Config) *Gateway {
 		IdleTimeout:                  idleTimeout,
 		ReadBufferSize:               maxHeaderBytes,
 		CloseOnShutdown:              true,
+		ConnState:                    g.connState,
 		Logger:                       fastLogger{cfg.Logger},
 	}
 	return g
@@ -199,13 +202,33 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Close stops at once: the listener, idle connections and every
-// WebSocket; requests still running end with their connections.
+// Close stops at once: the listener and every connection, requests and
+// streams in flight and WebSockets included.
 func (g *Gateway) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = g.Shutdown(ctx)
+	g.mu.Lock()
+	for c := range g.conns {
+		_ = c.Close()
+	}
+	g.mu.Unlock()
 	return nil
+}
+
+// connState keeps the set of open client connections (a hijacked one is
+// a tunnel from then on).
+func (g *Gateway) connState(c net.Conn, st fasthttp.ConnState) {
+	switch st {
+	case fasthttp.StateNew:
+		g.mu.Lock()
+		g.conns[c] = struct{}{}
+		g.mu.Unlock()
+	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		g.mu.Lock()
+		delete(g.conns, c)
+		g.mu.Unlock()
+	}
 }
 
 // Handler is the gateway's request handler, for serving it on a

@@ -448,3 +448,29 @@ func gatewayGoroutines() int {
 	}
 	return n
 }
+
+// TestCloseEndsStreamsInFlight: Close (the supervisor's last resort after
+// the shutdown grace) does not leave a stalled download running.
+func TestCloseEndsStreamsInFlight(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "", withBackend("vault", bulk(t)))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /_/vault/bytes?n=%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", gib)
+	br := bufio.NewReader(conn)
+	if _, err := br.Peek(12); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.gw.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	n, err := io.Copy(io.Discard, br)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the download still ran after Close (%d bytes read)", n)
+	}
+	if n >= gib {
+		t.Fatalf("the whole body came through (%d bytes) despite Close", n)
+	}
+}
