@@ -52,7 +52,7 @@ free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # agent's (+40, +42) ports are free.
 BASE=""
 for _ in $(seq 50); do
-  b=$((20000 + RANDOM % 30000))
+  b=$((20000 + RANDOM % 12000)) # below the ephemeral range (32768-): no client socket holds it
   if free "$b" && free $((b + 2)) && free $((b + 20)) && free $((b + 40)) && free $((b + 42)); then BASE=$b; break; fi
 done
 [[ -n "$BASE" ]] || { echo "gateway.sh: no free port base" >&2; exit 1; }
