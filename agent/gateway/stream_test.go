@@ -255,21 +255,29 @@ func TestStreamedResponseIsFlushed(t *testing.T) {
 	}
 }
 
+// stalledDownload asks for 1 GiB through the gateway and reads only the
+// head, leaving the body in the kernel's buffers.
+func stalledDownload(t *testing.T, f *fixture) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET /_/vault/bytes?n=%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", gib)
+	br := bufio.NewReader(conn)
+	if _, err := br.Peek(12); err != nil {
+		t.Fatal(err)
+	}
+	return conn, br
+}
+
 // TestSlowClientDoesNotStallOthers: a client that stops reading a large
 // download holds its own connection only.
 func TestSlowClientDoesNotStallOthers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "", "", withBackend("vault", bulk(t)))
-	conn, err := net.Dial("tcp", strings.TrimPrefix(f.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /_/vault/bytes?n=%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", gib)
-	// Read only the head; leave the body in the kernel's buffers.
-	if _, err := bufio.NewReader(conn).Peek(12); err != nil {
-		t.Fatal(err)
-	}
+	stalledDownload(t, f)
 	c := &http.Client{Timeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	var failed atomic.Int32
@@ -454,16 +462,7 @@ func gatewayGoroutines() int {
 func TestCloseEndsStreamsInFlight(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "", "", withBackend("vault", bulk(t)))
-	conn, err := net.Dial("tcp", strings.TrimPrefix(f.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /_/vault/bytes?n=%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", gib)
-	br := bufio.NewReader(conn)
-	if _, err := br.Peek(12); err != nil {
-		t.Fatal(err)
-	}
+	conn, br := stalledDownload(t, f)
 	_ = f.gw.Close()
 	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 	n, err := io.Copy(io.Discard, br)
