@@ -338,7 +338,7 @@ func sanitizeDetails(d map[string]any) map[string]any {
 		if secretKeys[nk] {
 			continue
 		}
-		if s, ok := v.(string); ok && (numberKeys[nk] || looksLikePAN(s)) {
+		if s, ok := v.(string); ok && numberKeys[nk] {
 			digits := onlyDigits(s)
 			if len(digits) >= 4 {
 				out["last4"] = digits[len(digits)-4:]
@@ -346,6 +346,10 @@ func sanitizeDetails(d map[string]any) map[string]any {
 			if _, has := d["brand"]; !has && nk != "iban" && nk != "accountnumber" {
 				out["brand"] = cardBrand(digits)
 			}
+			continue
+		}
+		if s, ok := v.(string); ok && looksLikePAN(s) {
+			out[k] = mask(s)
 			continue
 		}
 		switch x := v.(type) {
@@ -359,8 +363,7 @@ func sanitizeDetails(d map[string]any) map[string]any {
 					arr = append(arr, sanitizeDetails(y))
 				case string:
 					if looksLikePAN(y) {
-						digits := onlyDigits(y)
-						arr = append(arr, "**** "+digits[len(digits)-4:])
+						arr = append(arr, mask(y))
 					} else {
 						arr = append(arr, y)
 					}
@@ -374,6 +377,12 @@ func sanitizeDetails(d map[string]any) map[string]any {
 		}
 	}
 	return out
+}
+
+// mask keeps the last four digits of a card number found under any key.
+func mask(s string) string {
+	d := onlyDigits(s)
+	return "**** " + d[len(d)-4:]
 }
 
 func onlyDigits(s string) string {
