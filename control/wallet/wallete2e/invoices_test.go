@@ -165,7 +165,10 @@ func TestPaymentMethodsOneDefaultNoCardNumbers(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := 0; i < 10; i++ {
 		wg.Add(2)
-		go func() { defer wg.Done(); s.Call("PUT", "/api/v1/wallet/payment-methods/"+a["id"].(string)+"/default", nil, tok) }()
+		go func() {
+			defer wg.Done()
+			s.Call("PUT", "/api/v1/wallet/payment-methods/"+a["id"].(string)+"/default", nil, tok)
+		}()
 		go func() {
 			defer wg.Done()
 			s.Call("PUT", "/api/v1/wallet/payment-methods/"+b["id"].(string), map[string]any{"is_default": true}, tok)
