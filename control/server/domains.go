@@ -54,6 +54,13 @@ func (s *Server) metaConfig() (meta.Config, error) {
 	return meta.Config{Regions: s.regions, Keys: s.keys}, nil
 }
 
+// walletConfig: group commit of transfers on bbolt, where a commit is an
+// fsync; on PostgreSQL transfers commit one at a time per replica, which
+// measured fastest there (BENCHMARKS.md, wallet).
 func (s *Server) walletConfig() (wallet.Config, error) {
-	return wallet.Config{TransferFeeBPS: s.cfg.TransferFeeBPS}, nil
+	c := wallet.Config{TransferFeeBPS: s.cfg.TransferFeeBPS}
+	if s.cfg.DatabaseURL != "" {
+		c.MaxBatch = 1
+	}
+	return c, nil
 }

@@ -40,6 +40,9 @@ func newBatcher(db *store.DB, max int) *batcher { return &batcher{db: db, max: m
 // do runs fn in a shared transaction and returns once it committed (nil)
 // or failed (fn's error, from a transaction that wrote nothing).
 func (b *batcher) do(fn func(*store.Tx) error) error {
+	if b.max < 1 {
+		return b.db.Update(fn) // no group commit: every request its own transaction, concurrently
+	}
 	c := &call{fn: fn, done: make(chan error, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)

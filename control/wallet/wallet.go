@@ -84,6 +84,10 @@ type Config struct {
 	// minimum 24 h).
 	KeyRetention time.Duration
 	Seller       Seller
+	// MaxBatch caps how many transfers one group commit carries: 0 is
+	// the default (128), 1 commits transfers one at a time in arrival
+	// order, a negative value gives each its own concurrent transaction.
+	MaxBatch int
 }
 
 // AICredit is the AI-credit side of transfers: a provider that enforces a
@@ -137,11 +141,14 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if c.KeyRetention < 24*time.Hour {
 		c.KeyRetention = 24 * time.Hour
 	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 128
+	}
 	if c.Seller.Name == "" {
 		c.Seller = Seller{Name: "deckhand platform", Address: "Operated by the deckhand control plane", Email: "billing@deckhand.invalid"}
 	}
 	s := &Service{env: env, db: env.Store, clock: env.Clock, log: env.Logger, feeBPS: c.TransferFeeBPS,
-		ai: c.AICredit, seller: c.Seller, keep: c.KeyRetention, batch: newBatcher(env.Store, 128),
+		ai: c.AICredit, seller: c.Seller, keep: c.KeyRetention, batch: newBatcher(env.Store, c.MaxBatch),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if env.Payments != nil {
 		env.Payments.Provide(s)

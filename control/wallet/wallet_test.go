@@ -55,7 +55,11 @@ type fixture struct {
 	pay *domain.Payments
 }
 
-func newFixture(t *testing.T, db *store.DB, c wallet.Config) *fixture {
+type contextT = context.Context
+
+func newFixture(t *testing.T, db *store.DB, c wallet.Config) *fixture { return newFixtureTB(t, db, c) }
+
+func newFixtureTB(t testing.TB, db *store.DB, c wallet.Config) *fixture {
 	t.Helper()
 	log := events.NewLog(db, nil)
 	pay := &domain.Payments{}
@@ -72,7 +76,9 @@ func as(user, role string) context.Context {
 }
 
 // user makes a user the wallet can credit (the identity domain's record).
-func (f *fixture) user(t *testing.T, id, amount string) context.Context {
+func (f *fixture) user(t *testing.T, id, amount string) context.Context { return f.userTB(t, id, amount) }
+
+func (f *fixture) userTB(t testing.TB, id, amount string) context.Context {
 	t.Helper()
 	if err := f.db.Update(func(tx *store.Tx) error { return tx.Put("identity_users", id, map[string]any{"id": id}) }); err != nil {
 		t.Fatal(err)
