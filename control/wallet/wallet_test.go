@@ -76,7 +76,9 @@ func as(user, role string) context.Context {
 }
 
 // user makes a user the wallet can credit (the identity domain's record).
-func (f *fixture) user(t *testing.T, id, amount string) context.Context { return f.userTB(t, id, amount) }
+func (f *fixture) user(t *testing.T, id, amount string) context.Context {
+	return f.userTB(t, id, amount)
+}
 
 func (f *fixture) userTB(t testing.TB, id, amount string) context.Context {
 	t.Helper()
