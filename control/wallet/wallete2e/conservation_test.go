@@ -102,7 +102,11 @@ func fire(t *testing.T, urls []string, toks []string, jobs []job, workers int, s
 							t.Errorf("receipt: %v %s", err, raw)
 						}
 						o.txID, o.replayed, o.gross = env.Data.TransactionID, env.Data.Replayed, env.Data.Gross
-					} else if o.status != 400 && o.status != 409 && o.status != 503 {
+					} else if o.status == 400 && !bytes.Contains(raw, []byte("insufficient balance")) {
+						t.Errorf("transfer %v: 400 for another reason than the balance: %s", j, raw)
+					} else if o.status == 409 && !bytes.Contains(raw, []byte("TRANSFER_IDEMPOTENCY_KEY_REUSED")) {
+						t.Errorf("transfer %v: %s", j, raw)
+					} else if o.status != 400 && o.status != 409 {
 						t.Errorf("transfer %v: %d %s", j, o.status, raw)
 					}
 				}

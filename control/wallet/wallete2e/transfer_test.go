@@ -2,6 +2,7 @@ package wallete2e_test
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"deckhand/control/controltest"
@@ -175,4 +176,47 @@ func asBody(b any) any {
 		return []byte(s)
 	}
 	return b
+}
+
+func TestConcurrentRequestsWithOneKeyMoveMoneyOnce(t *testing.T) {
+	s := controltest.Start(t)
+	admin := s.Admin()
+	uid, tok := s.User(admin, "hana@example.com")
+	credit(s, admin, uid, "30.00")
+	const n = 24
+	results := make(chan map[string]any, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := transfer(s, tok, map[string]any{"amount": "20.00", "idempotency_key": "the-one"})
+			if r.Status != 200 {
+				t.Errorf("status %d: %s", r.Status, r.Raw)
+				return
+			}
+			results <- data(r)
+		}()
+	}
+	wg.Wait()
+	close(results)
+	fresh, replayed := 0, 0
+	tx := ""
+	for r := range results {
+		if r["replayed"] == true {
+			replayed++
+		} else {
+			fresh++
+		}
+		if tx != "" && r["transaction_id"] != tx {
+			t.Errorf("two transactions: %v and %v", tx, r["transaction_id"])
+		}
+		tx, _ = r["transaction_id"].(string)
+	}
+	if fresh != 1 || replayed != n-1 {
+		t.Fatalf("%d moved money, %d replayed; want 1 and %d", fresh, replayed, n-1)
+	}
+	if b := balances(s, tok); b["general_balance"] != "10.00" || b["ai_limit"] != "19.00" {
+		t.Fatalf("balances: %v", b)
+	}
 }
