@@ -290,30 +290,14 @@ func (s *Service) ListInvoices(ctx context.Context, q ListQuery) (*InvoiceList, 
 
 // GetInvoice answers one of the caller's invoices in full.
 func (s *Service) GetInvoice(ctx context.Context, id string) (*Invoice, error) {
-	p, err := platform.Caller(ctx)
+	inv, err := getOne[Invoice](ctx, s, bucketInvoices, "invoice", id)
 	if err != nil {
 		return nil, err
-	}
-	if err := validID("id", id); err != nil {
-		return nil, err
-	}
-	var inv Invoice
-	var ok bool
-	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		var err error
-		ok, err = tx.Get(bucketInvoices, userKey(p.UserID, id), &inv)
-		return err
-	})
-	if err != nil {
-		return nil, platform.Internal("read the invoice", err)
-	}
-	if !ok {
-		return nil, platform.NotFound("invoice", id)
 	}
 	if inv.Items == nil {
 		inv.Items = []InvoiceItem{}
 	}
-	return &inv, nil
+	return inv, nil
 }
 
 // InvoicePDF renders one of the caller's invoices.

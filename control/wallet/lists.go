@@ -249,8 +249,9 @@ func validID(field, id string) error {
 	return nil
 }
 
-// GetTransaction answers one of the caller's transactions.
-func (s *Service) GetTransaction(ctx context.Context, id string) (*Transaction, error) {
+// getOne reads the caller's record id of bucket (404 naming kind when
+// absent).
+func getOne[T any](ctx context.Context, s *Service, bucket, kind, id string) (*T, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -258,18 +259,23 @@ func (s *Service) GetTransaction(ctx context.Context, id string) (*Transaction, 
 	if err := validID("id", id); err != nil {
 		return nil, err
 	}
-	var t Transaction
+	var v T
 	var ok bool
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		var err error
-		ok, err = tx.Get(bucketTxns, userKey(p.UserID, id), &t)
+		ok, err = tx.Get(bucket, userKey(p.UserID, id), &v)
 		return err
 	})
 	if err != nil {
-		return nil, platform.Internal("read the transaction", err)
+		return nil, platform.Internal("read the "+kind, err)
 	}
 	if !ok {
-		return nil, platform.NotFound("transaction", id)
+		return nil, platform.NotFound(kind, id)
 	}
-	return &t, nil
+	return &v, nil
+}
+
+// GetTransaction answers one of the caller's transactions.
+func (s *Service) GetTransaction(ctx context.Context, id string) (*Transaction, error) {
+	return getOne[Transaction](ctx, s, bucketTxns, "transaction", id)
 }

@@ -1,6 +1,9 @@
 package wallete2e_test
 
 import (
+	"context"
+	"deckhand/platform/store"
+	"deckhand/platform/store/pgstore"
 	"fmt"
 	"os"
 	"os/exec"
@@ -201,8 +204,25 @@ func TestPaymentMethodsOneDefaultNoCardNumbers(t *testing.T) {
 	s.Must(s.Call("GET", "/api/v1/wallet/payment-methods/"+a["id"].(string), nil, other), 404)
 	s.Must(s.Call("PUT", "/api/v1/wallet/payment-methods/"+a["id"].(string)+"/default", nil, other), 404)
 
-	// At rest: the embedded store file never holds the number.
-	if !controltest.OnPostgres() {
+	// At rest: neither the methods nor the event log hold the number.
+	if controltest.OnPostgres() {
+		db, err := pgstore.Open(context.Background(), controltest.DatabaseURL(t, s.Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		_ = db.View(func(tx *store.Tx) error {
+			for _, bucket := range []string{"wallet_payment_methods", "events"} {
+				_ = tx.ForEach(bucket, func(k string, raw []byte) error {
+					if strings.Contains(onlyDigits(string(raw)), pan) || strings.Contains(onlyDigits(string(raw)), "5555555555554444") {
+						t.Errorf("%s/%s holds a card number: %s", bucket, k, raw)
+					}
+					return nil
+				})
+			}
+			return nil
+		})
+	} else {
 		s.Stop()
 		raw, err := os.ReadFile(filepath.Join(s.Data, "control.db"))
 		if err != nil {
@@ -212,6 +232,25 @@ func TestPaymentMethodsOneDefaultNoCardNumbers(t *testing.T) {
 			if strings.Contains(string(raw), bad) {
 				t.Fatalf("control.db holds the card number %s", bad)
 			}
+		}
+	}
+}
+
+func onlyDigits(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func TestServeRefusesABadFee(t *testing.T) {
+	for _, bps := range []string{"-1", "10000"} {
+		out, err := controltest.Out("serve", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--transfer-fee-bps", bps)
+		if err == nil || !strings.Contains(out, "--transfer-fee-bps: must be between 0 and 9999") {
+			t.Fatalf("--transfer-fee-bps %s: %v\n%s", bps, err, out)
 		}
 	}
 }
