@@ -11,6 +11,7 @@ import (
 	"deckhand/platform"
 	"deckhand/services/cron"
 	"deckhand/services/daemon"
+	"deckhand/services/exec"
 	"deckhand/services/files"
 	"deckhand/services/terminal"
 )
@@ -79,6 +80,7 @@ var registry = []Entry{
 	Service("files", files.New),
 	Service("terminal", NoErr(terminal.New)),
 	Service("daemon", daemon.New),
+	Service("exec", exec.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},

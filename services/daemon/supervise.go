@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -433,18 +432,8 @@ func (p *program) command(def *Program) (*exec.Cmd, pipes, error) {
 		return nil, ps, cmd.Err
 	}
 	cmd.SysProcAttr = attr
-	cmd.Env = append(append(os.Environ(), userEnv...), envList(def.Env)...)
-	cmd.Dir = def.Cwd
-	if cmd.Dir == "" {
-		cmd.Dir = "/"
-		for _, kv := range userEnv {
-			if h, ok := strings.CutPrefix(kv, "HOME="); ok {
-				if st, err := os.Stat(h); err == nil && st.IsDir() {
-					cmd.Dir = h
-				}
-			}
-		}
-	}
+	cmd.Env = proc.Env(userEnv, def.Env)
+	cmd.Dir = proc.WorkDir(def.Cwd, userEnv)
 	for i := 0; i < 2; i++ {
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -457,19 +446,6 @@ func (p *program) command(def *Program) (*exec.Cmd, pipes, error) {
 	}
 	cmd.Stdout, cmd.Stderr = ps.child[0], ps.child[1]
 	return cmd, ps, nil
-}
-
-func envList(env map[string]string) []string {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, k+"="+env[k])
-	}
-	return out
 }
 
 // forward writes each line of one output stream to the journal, with the
@@ -551,8 +527,8 @@ func (p *program) probeOnce(ctx context.Context, def *Program) error {
 		}
 		cmd := exec.CommandContext(ctx, pr.Command[0], pr.Command[1:]...)
 		cmd.SysProcAttr = attr
-		cmd.Env = append(append(os.Environ(), userEnv...), envList(def.Env)...)
-		cmd.Dir = def.Cwd
+		cmd.Env = proc.Env(userEnv, def.Env)
+		cmd.Dir = proc.WorkDir(def.Cwd, userEnv)
 		cmd.Cancel = func() error { return proc.KillGroup(cmd.Process.Pid, syscall.SIGKILL) }
 		cmd.WaitDelay = time.Second
 		if err := p.svc.spawner.Start(cmd); err != nil {

@@ -3,6 +3,7 @@ package proc
 import (
 	"os/exec"
 	"runtime"
+	"sync"
 )
 
 // Spawner starts commands from one OS thread that lives as long as the
@@ -15,6 +16,7 @@ import (
 type Spawner struct {
 	reqs chan spawnReq
 	done chan struct{}
+	once sync.Once
 }
 
 type spawnReq struct {
@@ -51,5 +53,5 @@ func (s *Spawner) Start(cmd *exec.Cmd) error {
 }
 
 // Close ends the spawning thread; children still alive then get their
-// Pdeathsig, so call it after stopping them.
-func (s *Spawner) Close() { close(s.done) }
+// Pdeathsig, so call it after stopping them. A second Close does nothing.
+func (s *Spawner) Close() { s.once.Do(func() { close(s.done) }) }
