@@ -87,10 +87,8 @@ func (p *Program) Validate() error {
 	if p.Cwd != "" && !strings.HasPrefix(p.Cwd, "/") {
 		return platform.Invalid("cwd", "must be an absolute path, got %q", p.Cwd)
 	}
-	for k, v := range p.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return platform.Invalid("env", "variable %q: names must be non-empty without '=' and NUL; values without NUL", k)
-		}
+	if k, ok := proc.CheckEnv(p.Env); !ok {
+		return platform.Invalid("env", "variable %q: names must be non-empty without '=' and NUL; values without NUL", k)
 	}
 	if p.Autostart == nil {
 		t := true

@@ -378,22 +378,7 @@ func (p *program) runOnce(def *Program, stop chan struct{}) (res exitResult, sta
 // stop_timeout for the leader, then SIGKILLs the whole tree.
 func (p *program) terminate(def *Program, leader int, exited chan exitResult) exitResult {
 	sig, _ := proc.ParseSignal(def.StopSignal)
-	desc := proc.Descendants(leader)
-	proc.KillTree(leader, sig)
-	var r exitResult
-	select {
-	case r = <-exited:
-	case <-time.After(dur(def.StopTimeout)):
-		proc.KillTree(leader, syscall.SIGKILL)
-		r = <-exited
-	}
-	// Whatever is left of the tree (children that ignored the signal,
-	// grandchildren that left the group) is killed too.
-	_ = proc.KillGroup(leader, syscall.SIGKILL)
-	for _, d := range desc {
-		_ = syscall.Kill(d, syscall.SIGKILL)
-	}
-	return r
+	return proc.StopTree(leader, sig, dur(def.StopTimeout), exited)
 }
 
 func (p *program) recordExit(r exitResult) {
@@ -406,14 +391,11 @@ func (p *program) recordExit(r exitResult) {
 
 func waitResult(cmd *exec.Cmd) exitResult {
 	err := cmd.Wait()
-	ps := cmd.ProcessState
-	if ps == nil {
+	if cmd.ProcessState == nil {
 		return exitResult{code: -1, err: err}
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return exitResult{code: 128 + int(ws.Signal()), signal: proc.SignalName(ws.Signal())}
-	}
-	return exitResult{code: ps.ExitCode()}
+	code, sig := proc.ExitStatus(cmd.ProcessState)
+	return exitResult{code: code, signal: sig}
 }
 
 type pipes struct{ child, parent []*os.File }

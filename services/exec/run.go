@@ -139,10 +139,10 @@ func (s *Service) runCommand(def *Schedule, stdout, stderr io.Writer) (int, stri
 	case ps = <-exited:
 	case <-timer.C:
 		status = StatusTimedOut
-		ps = stopTree(pid, exited)
+		ps = proc.StopTree(pid, syscall.SIGTERM, killGrace, exited)
 	case <-s.ctx.Done():
 		status = StatusInterrupted
-		ps = stopTree(pid, exited)
+		ps = proc.StopTree(pid, syscall.SIGTERM, killGrace, exited)
 	}
 	// What the command left behind in its group ends with it.
 	_ = proc.KillGroup(pid, syscall.SIGKILL)
@@ -152,7 +152,7 @@ func (s *Service) runCommand(def *Schedule, stdout, stderr io.Writer) (int, stri
 	case <-done:
 	case <-time.After(outputDrain):
 	}
-	code := exitCode(ps)
+	code, _ := proc.ExitStatus(ps)
 	if status == "" {
 		status = StatusSucceeded
 		if code != 0 {
@@ -160,35 +160,4 @@ func (s *Service) runCommand(def *Schedule, stdout, stderr io.Writer) (int, stri
 		}
 	}
 	return code, status, nil
-}
-
-// stopTree sends SIGTERM to the command's tree, then SIGKILL after
-// killGrace, and answers the leader's exit.
-func stopTree(pid int, exited chan *os.ProcessState) *os.ProcessState {
-	desc := proc.Descendants(pid)
-	proc.KillTree(pid, syscall.SIGTERM)
-	select {
-	case ps := <-exited:
-		proc.KillTree(pid, syscall.SIGKILL)
-		for _, d := range desc {
-			_ = syscall.Kill(d, syscall.SIGKILL)
-		}
-		return ps
-	case <-time.After(killGrace):
-	}
-	proc.KillTree(pid, syscall.SIGKILL)
-	for _, d := range desc {
-		_ = syscall.Kill(d, syscall.SIGKILL)
-	}
-	return <-exited
-}
-
-func exitCode(ps *os.ProcessState) int {
-	if ps == nil {
-		return -1
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }

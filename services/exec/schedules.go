@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"deckhand/platform"
+	"deckhand/services/daemon/proc"
 )
 
 // Overlap policies: what a due time does while the schedule's last run
@@ -165,10 +166,8 @@ func (s *Schedule) check() error {
 	if s.Cwd != "" && !strings.HasPrefix(s.Cwd, "/") {
 		return platform.Invalid("cwd", "must be an absolute path, got %q", s.Cwd)
 	}
-	for k, v := range s.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return platform.Invalid("env", "variable %q: names must be non-empty without '=' and NUL; values without NUL", k)
-		}
+	if k, ok := proc.CheckEnv(s.Env); !ok {
+		return platform.Invalid("env", "variable %q: names must be non-empty without '=' and NUL; values without NUL", k)
 	}
 	return nil
 }

@@ -36,3 +36,14 @@ func WorkDir(cwd string, userEnv []string) string {
 	}
 	return "/"
 }
+
+// CheckEnv names the first variable of env that cannot be passed to a
+// process (an empty name, '=' or NUL in the name, NUL in the value).
+func CheckEnv(env map[string]string) (string, bool) {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return k, false
+		}
+	}
+	return "", true
+}
