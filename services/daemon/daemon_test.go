@@ -438,3 +438,39 @@ func TestRoutesDocumented(t *testing.T) {
 		t.Fatal("no query parameter checked")
 	}
 }
+
+func TestUserEnvCwdAndReplace(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	def := map[string]any{"command": "/bin/sh", "args": []string{"-c", `echo "$(id -un) $GREETING $(pwd)"; sleep 300`},
+		"env": map[string]string{"GREETING": "hi"}, "cwd": "/tmp", "start_seconds": 0.1}
+	want := "root hi /tmp"
+	if os.Geteuid() == 0 {
+		def["user"] = "nobody"
+		want = "nobody hi /tmp"
+	} else {
+		delete(def, "user")
+		want = ""
+	}
+	f.put(t, "who", def)
+	st := f.waitState(t, "who", daemon.StateRunning, 10*time.Second)
+	end := time.Now().Add(10 * time.Second)
+	for len(f.entries("who")) == 0 && time.Now().Before(end) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := f.entries("who")
+	if len(got) != 1 || (want != "" && got[0].Message != want) || !strings.HasSuffix(got[0].Message, " hi /tmp") {
+		t.Fatalf("output %+v, want %q", got, want)
+	}
+	// The same definition again leaves the running program alone; a
+	// changed one restarts it.
+	f.put(t, "who", def)
+	if again := f.status(t, "who"); again.PID != st.PID || again.State != daemon.StateRunning {
+		t.Fatalf("unchanged PUT restarted it: %+v -> %+v", st, again)
+	}
+	def["env"] = map[string]string{"GREETING": "hello"}
+	f.put(t, "who", def)
+	if again := f.waitState(t, "who", daemon.StateRunning, 10*time.Second); again.PID == st.PID {
+		t.Fatalf("changed PUT kept pid %d", st.PID)
+	}
+}

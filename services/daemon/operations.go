@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -95,6 +96,12 @@ func (s *Service) Put(ctx context.Context, id string, def Program) (View, bool, 
 			p.start()
 		}
 		return p.view(), true, nil
+	}
+	p.mu.Lock()
+	same := reflect.DeepEqual(p.def, &def)
+	p.mu.Unlock()
+	if same {
+		return p.view(), false, nil // the same definition: a running program is left alone
 	}
 	was := p.supervised()
 	if was {

@@ -90,6 +90,13 @@ func (p *program) set(fn func()) {
 // start begins supervising unless a loop already runs; a fatal, exited or
 // stopped program starts afresh (counters reset).
 func (p *program) start() {
+	// Under the service's lock, so a start (a dependency's, from a waiting
+	// program) never slips in after Close has halted everything.
+	p.svc.mu.Lock()
+	defer p.svc.mu.Unlock()
+	if p.svc.closed {
+		return
+	}
 	p.mu.Lock()
 	if p.done != nil {
 		select {
