@@ -474,3 +474,29 @@ func TestUserEnvCwdAndReplace(t *testing.T) {
 		t.Fatalf("changed PUT kept pid %d", st.PID)
 	}
 }
+
+func TestReadinessProbes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	marker := filepath.Join(t.TempDir(), "ready")
+	// A command probe that passes once the program has written its marker.
+	f.put(t, "cmd", map[string]any{"command": "/bin/sh", "args": []string{"-c", "sleep 0.3; touch " + marker + "; sleep 300"},
+		"readiness": map[string]any{"command": []string{"test", "-f", marker}, "interval": 0.05}})
+	if st := f.waitState(t, "cmd", daemon.StateRunning, 10*time.Second); st.PID == 0 {
+		t.Fatalf("cmd %+v", st)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("running before the probe could pass")
+	}
+	// An HTTP probe against a port nobody serves times out: a failed
+	// start, fatal with no retries, the process killed.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	f.put(t, "web", map[string]any{"command": "/bin/sleep", "args": []string{"300"}, "start_retries": 0,
+		"readiness": map[string]any{"http": "http://" + addr + "/health", "interval": 0.05, "timeout": 0.3}})
+	st := f.waitState(t, "web", daemon.StateFatal, 10*time.Second)
+	if !strings.Contains(st.LastError, "not ready after 0.3s") || st.LastSignal != "KILL" {
+		t.Fatalf("web %+v", st)
+	}
+}
