@@ -80,16 +80,33 @@ func (s *Service) Put(ctx context.Context, id string, def Program) (View, bool, 
 		s.mu.Unlock()
 		return View{}, false, err
 	}
-	if err := writeProgram(s.dir, &def); err != nil {
-		s.mu.Unlock()
-		return View{}, false, platform.Internal("write the program file", err)
-	}
 	p, existed := s.programs[id]
+	same := false
+	if existed {
+		p.mu.Lock()
+		same = reflect.DeepEqual(p.def, &def)
+		p.mu.Unlock()
+	}
+	if !same {
+		if err := writeProgram(s.dir, &def); err != nil {
+			s.mu.Unlock()
+			return View{}, false, platform.Internal("write the program file", err)
+		}
+	}
+	// p.def changes under both locks: readers hold either. A running
+	// loop keeps the definition it started with until restarted below.
 	if !existed {
 		p = newProgram(s, &def)
 		s.programs[id] = p
+	} else if !same {
+		p.mu.Lock()
+		p.def = &def
+		p.mu.Unlock()
 	}
 	s.mu.Unlock()
+	if same {
+		return p.view(), false, nil // the same definition: a running program is left alone
+	}
 	s.journal(id, "info", "definition written", nil)
 	if !existed {
 		if *def.Autostart {
@@ -97,20 +114,8 @@ func (s *Service) Put(ctx context.Context, id string, def Program) (View, bool, 
 		}
 		return p.view(), true, nil
 	}
-	p.mu.Lock()
-	same := reflect.DeepEqual(p.def, &def)
-	p.mu.Unlock()
-	if same {
-		return p.view(), false, nil // the same definition: a running program is left alone
-	}
-	was := p.supervised()
-	if was {
+	if p.supervised() {
 		p.halt()
-	}
-	p.mu.Lock()
-	p.def = &def
-	p.mu.Unlock()
-	if was {
 		p.start()
 	}
 	return p.view(), false, nil
