@@ -500,3 +500,53 @@ func TestReadinessProbes(t *testing.T) {
 		t.Fatalf("web %+v", st)
 	}
 }
+
+// TestConcurrentControlLeavesNoProcess races writes, starts, stops and
+// signals on three programs (under -race), then closes the service: no
+// process of the test binary may be left. Not parallel, so no other
+// test's processes are around when it counts.
+func TestConcurrentControlLeavesNoProcess(t *testing.T) {
+	f := newFixture(t, nil)
+	ids := []string{"p0", "p1", "p2"}
+	for _, id := range ids {
+		f.put(t, id, map[string]any{"command": "/bin/sh", "args": []string{"-c", "sleep 300 & sleep 300"}, "stop_timeout": 1, "start_seconds": 0.05})
+	}
+	done := make(chan struct{})
+	for w := 0; w < 6; w++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 15; i++ {
+				id := ids[(w+i)%len(ids)]
+				switch (w + i) % 5 {
+				case 0:
+					f.call(t, "PUT", "/api/v1/daemon/programs/"+id, map[string]any{"command": "/bin/sh",
+						"args": []string{"-c", "sleep 300 & sleep 300"}, "stop_timeout": 1, "start_seconds": 0.05, "env": map[string]string{"I": strconv.Itoa(i)}})
+				case 1:
+					f.call(t, "POST", "/api/v1/daemon/programs/"+id+"/start", nil)
+				case 2:
+					f.call(t, "POST", "/api/v1/daemon/programs/"+id+"/stop", nil)
+				case 3:
+					f.call(t, "POST", "/api/v1/daemon/programs/"+id+"/signal", map[string]any{"signal": "CONT"})
+				default:
+					f.call(t, "GET", "/api/v1/daemon/programs", nil)
+				}
+			}
+		}()
+	}
+	for w := 0; w < 6; w++ {
+		<-done
+	}
+	if err := f.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	var left []int
+	for _, pid := range proc.Descendants(os.Getpid()) {
+		if alive(pid) {
+			left = append(left, pid)
+		}
+	}
+	if len(left) > 0 {
+		t.Fatalf("processes left after Close: %v", left)
+	}
+}
