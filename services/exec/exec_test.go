@@ -179,12 +179,16 @@ func TestTimeoutKillsTheRunAndKeepsItsOutput(t *testing.T) {
 			t.Fatalf("the timed-out shell %d is alive: %s", pid, raw)
 		}
 	}
-	var failed bool
-	for _, ev := range f.seams.Events() {
-		failed = failed || (ev.Kind == platform.EventScheduleFailed && ev.Data["status"] == exec.StatusTimedOut)
-	}
-	if !failed {
-		t.Fatalf("no schedule.failed event: %+v", f.seams.Events())
+	// The event follows the record.
+	end := time.Now().Add(10 * time.Second)
+	for failed := false; !failed; {
+		for _, ev := range f.seams.Events() {
+			failed = failed || (ev.Kind == platform.EventScheduleFailed && ev.Data["status"] == exec.StatusTimedOut)
+		}
+		if !failed && time.Now().After(end) {
+			t.Fatalf("no schedule.failed event: %+v", f.seams.Events())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	code, m = f.call(t, "GET", "/api/v1/exec/schedules/history?status=timed_out&name=slow&limit=1", nil)
 	if code != 200 || len(m["runs"].([]any)) != 1 {

@@ -22,10 +22,8 @@ const (
 	outputDrain = 500 * time.Millisecond
 )
 
-// execute runs def's command for record r and writes its outcome: the
-// record, a journal entry, and a schedule.failed event when it failed or
-// timed out.
-func (s *Service) execute(def *Schedule, r Run) {
+// execute runs def's command for record r and answers the finished record.
+func (s *Service) execute(def *Schedule, r Run) Run {
 	stdout, stderr := &proc.Tail{Max: outputMax}, &proc.Tail{Max: outputMax}
 	began := time.Now()
 	code, status, err := s.runCommand(def, stdout, stderr)
@@ -42,7 +40,12 @@ func (s *Service) execute(def *Schedule, r Run) {
 	if status == StatusInterrupted {
 		r.Error = "the exec service stopped during the run"
 	}
-	s.saveRun(r)
+	return r
+}
+
+// report writes a finished run to the journal, and a failed or timed-out
+// one to the notifier as schedule.failed.
+func (s *Service) report(def *Schedule, r Run) {
 	s.journalRun(def, r)
 	if r.Status == StatusFailed || r.Status == StatusTimedOut {
 		title := fmt.Sprintf("Scheduled command %s failed", def.Name)

@@ -119,10 +119,12 @@ func (s *Service) launch(e *entry, def *Schedule, r Run) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.execute(def, r)
+		r = s.execute(def, r)
+		// The record says the run ended only once the schedule no longer
+		// counts it, so a trigger after reading it is never skipped.
 		s.mu.Lock()
-		defer s.mu.Unlock()
 		e.active--
+		s.saveRun(r)
 		if len(e.queue) > 0 && s.ctx.Err() == nil {
 			next := e.queue[0]
 			e.queue = e.queue[1:]
@@ -130,6 +132,8 @@ func (s *Service) launch(e *entry, def *Schedule, r Run) {
 			s.saveRun(next)
 			s.launch(e, e.def, next)
 		}
+		s.mu.Unlock()
+		s.report(def, r)
 	}()
 }
 
