@@ -550,3 +550,53 @@ func TestConcurrentControlLeavesNoProcess(t *testing.T) {
 		t.Fatalf("processes left after Close: %v", left)
 	}
 }
+
+func TestReloadAppliesTheDirectoryOrNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{
+		"keep.json":   `{"command": "/bin/sleep", "args": ["300"], "start_seconds": 0.1}`,
+		"change.json": `{"command": "/bin/sleep", "args": ["300"], "start_seconds": 0.1}`,
+		"gone.json":   `{"command": "/bin/sleep", "args": ["300"], "start_seconds": 0.1}`,
+	})
+	keep := f.waitState(t, "keep", daemon.StateRunning, 10*time.Second)
+	change := f.waitState(t, "change", daemon.StateRunning, 10*time.Second)
+	gone := f.waitState(t, "gone", daemon.StateRunning, 10*time.Second)
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(f.dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("change.json", `{"command": "/bin/sleep", "args": ["301"], "start_seconds": 0.1}`)
+	write("new.json", `{"command": "/bin/sleep", "args": ["300"], "start_seconds": 0.1, "depends_on": ["keep"]}`)
+	if err := os.Remove(filepath.Join(f.dir, "gone.json")); err != nil {
+		t.Fatal(err)
+	}
+	write("bad.json", `{"command": "/bin/true", "stop_timeout": -1}`)
+	code, m := f.call(t, "POST", "/api/v1/daemon/reload", nil)
+	if code != 400 || m["details"] != "bad.json: stop_timeout" {
+		t.Fatalf("reload with a bad file: %d %v", code, m)
+	}
+	if len(f.svc.List("").Programs) != 3 || f.status(t, "gone").PID != gone.PID || f.status(t, "change").PID != change.PID {
+		t.Fatal("a refused reload changed programs")
+	}
+	if err := os.Remove(filepath.Join(f.dir, "bad.json")); err != nil {
+		t.Fatal(err)
+	}
+	code, m = f.call(t, "POST", "/api/v1/daemon/reload", nil)
+	if code != 200 || m["programs"].(float64) != 3 || m["added"].([]any)[0] != "new" || m["changed"].([]any)[0] != "change" || m["removed"].([]any)[0] != "gone" {
+		t.Fatalf("reload: %d %v", code, m)
+	}
+	if f.status(t, "keep").PID != keep.PID {
+		t.Fatal("an unchanged program was restarted")
+	}
+	if st := f.waitState(t, "change", daemon.StateRunning, 10*time.Second); st.PID == change.PID {
+		t.Fatal("a changed program kept its old process")
+	}
+	f.waitState(t, "new", daemon.StateRunning, 10*time.Second)
+	if alive(gone.PID) {
+		t.Fatalf("removed program %d still runs", gone.PID)
+	}
+	if code, _ := f.call(t, "GET", "/api/v1/daemon/programs/gone", nil); code != 404 {
+		t.Fatalf("removed program: %d", code)
+	}
+}

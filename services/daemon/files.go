@@ -18,7 +18,7 @@ import (
 // loadDir reads every <id>.json of dir. A file that does not parse or
 // validate is skipped and reported in problems (path: reason); the rest
 // load. The dependency graph is checked over what loaded.
-func loadDir(dir string) (map[string]*Program, []string, error) {
+func loadDir(dir string) (map[string]*Program, []fileProblem, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]*Program{}, nil, nil
@@ -27,7 +27,7 @@ func loadDir(dir string) (map[string]*Program, []string, error) {
 		return nil, nil, err
 	}
 	progs := map[string]*Program{}
-	var problems []string
+	var problems []fileProblem
 	for _, e := range ents {
 		name := e.Name()
 		if e.IsDir() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
@@ -36,7 +36,7 @@ func loadDir(dir string) (map[string]*Program, []string, error) {
 		path := filepath.Join(dir, name)
 		p, err := readProgram(path, strings.TrimSuffix(name, ".json"))
 		if err != nil {
-			problems = append(problems, path+": "+errText(err))
+			problems = append(problems, problemOf(path, err))
 			continue
 		}
 		progs[p.ID] = p
@@ -49,11 +49,29 @@ func loadDir(dir string) (map[string]*Program, []string, error) {
 			break
 		}
 		for _, id := range bad {
-			problems = append(problems, filepath.Join(dir, id+".json")+": "+errText(err))
+			problems = append(problems, problemOf(filepath.Join(dir, id+".json"), err))
 			delete(progs, id)
 		}
 	}
 	return progs, problems, nil
+}
+
+// fileProblem is why one program file did not load.
+type fileProblem struct {
+	path  string
+	field string // the field at fault, "" when the file did not read
+	err   string
+}
+
+func (p fileProblem) String() string { return p.path + ": " + p.err }
+
+func problemOf(path string, err error) fileProblem {
+	fp := fileProblem{path: path, err: errText(err)}
+	var pe *platform.Error
+	if errors.As(err, &pe) {
+		fp.field = pe.Details
+	}
+	return fp
 }
 
 func errText(err error) string {

@@ -54,6 +54,12 @@ func (s *Service) Routes() []platform.Route {
 			Query:    []platform.Param{{Name: "state", Enum: []string{StateStopped, StateStarting, StateRunning, StateBackoff, StateExited, StateFatal}, Description: "only programs in this state"}},
 			Response: List{}, Handler: s.handleList},
 		{Method: http.MethodGet, Path: id, Tags: tags, Summary: "One program", Response: View{}, Handler: s.handleGet},
+		{Method: http.MethodPost, Path: "/api/v1/daemon/reload", Tags: tags, Summary: "Re-read the program files",
+			Description: "As supervisorctl update: new files add programs (started when autostart), changed ones replace the " +
+				"definition (a supervised program restarts with it), removed ones stop their program. The whole directory is " +
+				"checked first: a file that does not load, an unknown dependency or a cycle answers 400 INVALID with details " +
+				"\"<id>.json: <field>\" and nothing changes; skipped_files is cleared by a good reload.",
+			Response: Reloaded{}, Handler: s.handleReload},
 		{Method: http.MethodPut, Path: id, Tags: tags, Summary: "Create or replace a program",
 			Description: "Writes <id>.json atomically. 201 when new (started when autostart, the default), 200 when replaced: a " +
 				"supervised program is stopped and started again with the new definition. An invalid definition, an unknown " +
@@ -86,6 +92,14 @@ func (s *Service) Routes() []platform.Route {
 func (s *Service) handleList(c fiber.Ctx) error {
 	l := s.List(platform.QueryOf(c).String("state"))
 	return platform.JSON(c, http.StatusOK, l)
+}
+
+func (s *Service) handleReload(c fiber.Ctx) error {
+	r, err := s.Reload()
+	if err != nil {
+		return err
+	}
+	return platform.JSON(c, http.StatusOK, r)
 }
 
 func (s *Service) handleGet(c fiber.Ctx) error {

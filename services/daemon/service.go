@@ -47,6 +47,7 @@ type Service struct {
 	log     *slog.Logger
 	spawner *proc.Spawner
 
+	reloadMu sync.Mutex // one reload at a time
 	mu       sync.Mutex // definitions and their files
 	programs map[string]*program
 	problems []string // files that did not load
@@ -90,10 +91,11 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, fmt.Errorf("--daemon-programs %s: %w", dir, err)
 	}
 	s := &Service{deps: deps, dir: dir, log: deps.Logger, spawner: proc.NewSpawner(),
-		programs: map[string]*program{}, problems: problems, ch: make(chan struct{})}
+		programs: map[string]*program{}, ch: make(chan struct{})}
 	for _, pr := range problems {
-		s.log.Error("daemon: program file skipped", "problem", pr)
-		s.journal("daemon", "error", "program file skipped: "+pr, nil)
+		s.problems = append(s.problems, pr.String())
+		s.log.Error("daemon: program file skipped", "problem", pr.String())
+		s.journal("daemon", "error", "program file skipped: "+pr.String(), nil)
 	}
 	for id, def := range defs {
 		s.programs[id] = newProgram(s, def)
