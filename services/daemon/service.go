@@ -182,7 +182,7 @@ func (s *Service) Info() platform.Info {
 		Description: "Runs and supervises the container's own programs, as supervisord does. Every service answers GET /health " +
 			"and GET /openapi.json / /openapi.yaml. Programs are declared one JSON file each, <id>.json under --daemon-programs " +
 			"(default <data>/daemon/programs; the body of PUT /api/v1/daemon/programs/{id} is the same JSON, and PUT writes the " +
-			"file atomically), read when the service starts: a file that does not parse, or depends on a missing program or " +
+			"file atomically), read when the service starts and by POST /api/v1/daemon/reload (all or nothing). At start a file that does not parse, or depends on a missing program or " +
 			"on a cycle, is skipped, logged, written to the journal and listed in skipped_files of GET /api/v1/daemon/programs. A program runs its command (no shell) with " +
 			"args, cwd, env added to the agent's environment, as user (the agent must be root to switch), in a process group " +
 			"of its own, killed when the agent dies. States: stopped, starting (waiting for depends_on, or launched and not yet " +
