@@ -10,6 +10,8 @@ import (
 	"deckhand/display/api"
 	"deckhand/platform"
 	"deckhand/services/cron"
+	"deckhand/services/daemon"
+	"deckhand/services/exec"
 	"deckhand/services/files"
 	"deckhand/services/terminal"
 )
@@ -77,6 +79,8 @@ var registry = []Entry{
 	Service("cron", cron.New),
 	Service("files", files.New),
 	Service("terminal", NoErr(terminal.New)),
+	Service("daemon", daemon.New),
+	Service("exec", exec.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},

@@ -18,7 +18,7 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
 TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps x11-utils x11-xserver-utils
   xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron litmus rclone cadaver poppler-utils)
 # Benchmarks compare against these peers.
-BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine nginx)
+BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine nginx supervisor)
 
 want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}")
 [[ "${1:-}" == "--bench" ]] && want+=("${BENCH_PKGS[@]}")

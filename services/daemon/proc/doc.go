@@ -1,0 +1,12 @@
+// Package proc holds what the daemon and the scheduled-execution services
+// both need to run a command: a process group of its own, running as
+// another user, signals by name, killing a whole process tree, and reading
+// a program's output line by line or keeping a bounded part of it.
+//
+// Reaping: the services wait for their own children with os/exec. The
+// agent never waits for all children (wait4(-1)) in its own process, which
+// would steal those exit statuses; as PID 1 it first forks itself and
+// reaps orphans from the parent (agent/init_linux.go). Orphans of a
+// program (a daemonising grandchild) are re-parented to that init, or to
+// the container's own init when the agent is not PID 1, which reap them.
+package proc

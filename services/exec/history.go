@@ -1,0 +1,165 @@
+package exec
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// Run statuses.
+const (
+	StatusRunning     = "running"
+	StatusQueued      = "queued"
+	StatusSucceeded   = "succeeded"
+	StatusFailed      = "failed"
+	StatusTimedOut    = "timed_out"
+	StatusSkipped     = "skipped"
+	StatusInterrupted = "interrupted"
+)
+
+// Run is one run of a schedule, as the history keeps it.
+type Run struct {
+	ID              string     `json:"id" required:"true"`
+	Schedule        string     `json:"schedule" required:"true" doc:"the schedule's name"`
+	Trigger         string     `json:"trigger" required:"true" enum:"schedule,manual"`
+	ScheduledAt     *time.Time `json:"scheduled_at,omitempty" doc:"the due time that started it (trigger schedule)"`
+	StartedAt       time.Time  `json:"started_at" required:"true"`
+	EndedAt         *time.Time `json:"ended_at,omitempty"`
+	DurationSeconds float64    `json:"duration_seconds" required:"true"`
+	Status          string     `json:"status" required:"true" enum:"queued,running,succeeded,failed,timed_out,skipped,interrupted"`
+	ExitCode        *int       `json:"exit_code" doc:"null while running, when skipped, or when the command could not start; 128+N when killed by signal N"`
+	Error           string     `json:"error,omitempty" doc:"why it did not start, or was skipped or interrupted"`
+	Stdout          string     `json:"stdout" required:"true" doc:"the last 16 KiB of standard output"`
+	Stderr          string     `json:"stderr" required:"true" doc:"the last 16 KiB of standard error"`
+	StdoutTruncated bool       `json:"stdout_truncated" required:"true"`
+	StderrTruncated bool       `json:"stderr_truncated" required:"true"`
+}
+
+const (
+	bucketRuns = "runs"
+	// maxRuns bounds the history; the oldest records go first.
+	maxRuns = 1000
+)
+
+// runKey orders records by their sequence number.
+func runKey(seq uint64) string { return fmt.Sprintf("%016x", seq) }
+
+// newRun stores a new record and answers it with its id.
+func (s *Service) newRun(r Run) (Run, error) {
+	err := s.deps.Store.Update(func(tx *store.Tx) error {
+		seq, err := tx.NextSeq(bucketRuns)
+		if err != nil {
+			return err
+		}
+		r.ID = runKey(seq)
+		if err := tx.Put(bucketRuns, r.ID, r); err != nil {
+			return err
+		}
+		// Drop the oldest beyond maxRuns.
+		if n := tx.Count(bucketRuns); n > maxRuns {
+			var old []string
+			_ = tx.Scan(bucketRuns, store.ScanOptions{Limit: n - maxRuns}, func(k string, _ []byte) error {
+				old = append(old, k)
+				return nil
+			})
+			for _, k := range old {
+				if err := tx.Delete(bucketRuns, k); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Run{}, platform.Internal("record the run", err)
+	}
+	return r, nil
+}
+
+// saveRun rewrites a record (its end).
+func (s *Service) saveRun(r Run) {
+	err := s.deps.Store.Update(func(tx *store.Tx) error {
+		if tx.GetRaw(bucketRuns, r.ID) == nil {
+			return nil // pruned meanwhile
+		}
+		return tx.Put(bucketRuns, r.ID, r)
+	})
+	if err != nil {
+		s.log.Error("exec: record run", "run", r.ID, "err", err)
+	}
+}
+
+// interruptLeftovers marks runs a previous process left running or
+// queued: it stopped during them.
+func (s *Service) interruptLeftovers() error {
+	return s.deps.Store.Update(func(tx *store.Tx) error {
+		var fix []Run
+		err := tx.ForEach(bucketRuns, func(_ string, raw []byte) error {
+			var r Run
+			if json.Unmarshal(raw, &r) == nil && (r.Status == StatusRunning || r.Status == StatusQueued) {
+				fix = append(fix, r)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range fix {
+			r.Status, r.Error = StatusInterrupted, "the exec service stopped during the run"
+			if err := tx.Put(bucketRuns, r.ID, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// HistoryFilter selects runs.
+type HistoryFilter struct {
+	Schedule string
+	Status   string
+	Since    time.Time // started at or after
+	Until    time.Time // started before
+	Limit    int
+}
+
+// History answers runs newest first.
+func (s *Service) History(f HistoryFilter) ([]Run, error) {
+	out := []Run{}
+	err := s.deps.Store.View(func(tx *store.Tx) error {
+		return tx.Scan(bucketRuns, store.ScanOptions{Reverse: true}, func(_ string, raw []byte) error {
+			if len(out) >= f.Limit {
+				return store.ErrStop
+			}
+			var r Run
+			if json.Unmarshal(raw, &r) != nil {
+				return nil
+			}
+			switch {
+			case f.Schedule != "" && r.Schedule != f.Schedule,
+				f.Status != "" && r.Status != f.Status,
+				!f.Since.IsZero() && r.StartedAt.Before(f.Since),
+				!f.Until.IsZero() && !r.StartedAt.Before(f.Until):
+				return nil
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, platform.Internal("read the history", err)
+	}
+	return out, nil
+}
+
+// lastRun is the newest finished-or-running record of a schedule.
+func (s *Service) lastRun(name string) *Run {
+	runs, err := s.History(HistoryFilter{Schedule: name, Limit: 1})
+	if err != nil || len(runs) == 0 {
+		return nil
+	}
+	return &runs[0]
+}
