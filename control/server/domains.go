@@ -6,6 +6,7 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/identity"
 	"deckhand/control/meta"
+	"deckhand/control/projects"
 	"deckhand/platform"
 )
 
@@ -16,6 +17,7 @@ import (
 var domains = []entry{
 	add("meta", (*Server).metaConfig, meta.New),
 	add("identity", (*Server).identityConfig, identity.Open),
+	add("projects", (*Server).projectsConfig, projects.New),
 }
 
 // entry is one line of the list.
@@ -50,4 +52,8 @@ func WithDomain[S platform.Service](name string, build func(domain.Env[domain.No
 
 func (s *Server) metaConfig() (meta.Config, error) {
 	return meta.Config{Regions: s.regions, Keys: s.keys}, nil
+}
+
+func (s *Server) projectsConfig() (projects.Config, error) {
+	return projects.Config{Sealer: s.sealer}, nil
 }
