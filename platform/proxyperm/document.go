@@ -262,8 +262,19 @@ func ValidRule(field, program string, a Access) error {
 }
 
 // Validate checks one group of the given field path ("groups.admins").
+// An empty field names the group's own fields bare ("range"): a group PUT
+// whose body is the group.
 func (g *Group) Validate(field string) error {
-	f := func(sub string) string { return field + "." + sub }
+	f := func(sub string) string {
+		if field == "" {
+			return sub
+		}
+		return field + "." + sub
+	}
+	parent := field
+	if parent == "" {
+		parent = "body"
+	}
 	set := map[string]bool{
 		"secret": g.Secret != "", "algorithm": g.Algorithm != "", "sources": g.Sources != nil, "claims": g.Claims != nil,
 		"username": g.Username != "", "password": g.Password != "", "salt": g.Salt != "",
@@ -333,14 +344,14 @@ func (g *Group) Validate(field string) error {
 			}
 		}
 		if n != 1 {
-			return platform.Invalid(field, "exactly one of header, cookie or param must be given, got %d", n)
+			return platform.Invalid(parent, "exactly one of header, cookie or param must be given, got %d", n)
 		}
 		if g.Value == "" {
 			return platform.Invalid(f("value"), errEmpty)
 		}
 	case TypeServiceIdentity:
 		if len(g.Containers)+len(g.Projects) == 0 {
-			return platform.Invalid(field, "name at least one of containers or projects")
+			return platform.Invalid(parent, "name at least one of containers or projects")
 		}
 		for k, list := range map[string][]string{"containers": g.Containers, "projects": g.Projects} {
 			if len(list) > MaxIdents {
