@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"deckhand/platform"
-	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
 
@@ -62,68 +61,57 @@ func callerLevel(tx *store.Tx, p *Project, userID string) (level, error) {
 // checkProject admits callers with at least need on the project of path
 // parameter id: 400 malformed id, 404 unknown, 403 not enough.
 func (s *Service) checkProject(need level) platform.Check {
-	return func(ctx context.Context, param func(string) string) error {
-		id := param("id")
-		if err := validID("id", id); err != nil {
-			return err
+	return s.check(need, errNoProjectAccess, func(tx *store.Tx, id string) (*Project, error) {
+		p, err := getProject(tx, id)
+		if err == nil && p == nil {
+			err = platform.NotFound("project", id)
 		}
-		p, ok := auth.FromContext(ctx)
-		if !ok {
-			return platform.Errorf(platform.CodeUnauthorized, "missing credential")
-		}
-		return storeErr("check project access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
-			proj, err := getProject(tx, id)
-			if err != nil {
-				return err
-			}
-			if proj == nil {
-				return platform.NotFound("project", id)
-			}
-			lv, err := callerLevel(tx, proj, p.UserID)
-			if err != nil {
-				return err
-			}
-			if lv < need {
-				return errNoProjectAccess
-			}
-			return nil
-		}))
-	}
+		return p, err
+	})
 }
 
 // checkContainer admits callers with at least need on the project of the
 // container of path parameter id.
 func (s *Service) checkContainer(need level) platform.Check {
+	return s.check(need, errNoContainerAccess, func(tx *store.Tx, id string) (*Project, error) {
+		c, err := getContainer(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			return nil, platform.NotFound("container", id)
+		}
+		p, err := getProject(tx, c.ProjectID)
+		if err == nil && p == nil {
+			err = errNoContainerAccess // a container outlived its project: nobody's
+		}
+		return p, err
+	})
+}
+
+// check validates the id, finds the project it leads to (404 from
+// projectOf) and compares the caller's level with need.
+func (s *Service) check(need level, denied *platform.Error, projectOf func(tx *store.Tx, id string) (*Project, error)) platform.Check {
 	return func(ctx context.Context, param func(string) string) error {
 		id := param("id")
 		if err := validID("id", id); err != nil {
 			return err
 		}
-		p, ok := auth.FromContext(ctx)
-		if !ok {
-			return platform.Errorf(platform.CodeUnauthorized, "missing credential")
+		caller, err := platform.Caller(ctx)
+		if err != nil {
+			return err
 		}
-		return storeErr("check container access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
-			c, err := getContainer(tx, id)
+		return storeErr("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
+			p, err := projectOf(tx, id)
 			if err != nil {
 				return err
 			}
-			if c == nil {
-				return platform.NotFound("container", id)
-			}
-			proj, err := getProject(tx, c.ProjectID)
-			if err != nil {
-				return err
-			}
-			if proj == nil {
-				return errNoContainerAccess
-			}
-			lv, err := callerLevel(tx, proj, p.UserID)
+			lv, err := callerLevel(tx, p, caller.UserID)
 			if err != nil {
 				return err
 			}
 			if lv < need {
-				return errNoContainerAccess
+				return denied
 			}
 			return nil
 		}))
