@@ -3,9 +3,11 @@ package projects_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +17,9 @@ import (
 	"deckhand/platform"
 	"deckhand/platform/auth"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/proxyperm"
 	"deckhand/platform/secrets"
+	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
 
@@ -153,6 +157,71 @@ func TestProxyCredentialsSealedAndKept(t *testing.T) {
 			}
 			if _, _, ok, _ := e.svc.ProxyCredentials(ctx, "c1"); ok {
 				t.Fatal("block kept the credentials")
+			}
+		})
+	}
+}
+
+// Two replicas (two stores on one database; one store on bbolt) race 50
+// writers with the same If-Match version: exactly one wins per round and
+// no winner's group is lost.
+func TestIfMatchRaceAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	for _, eng := range storetest.Engines() {
+		t.Run(eng.Name, func(t *testing.T) {
+			t.Parallel()
+			db, reopen := eng.Open(t)
+			a := newEnv(t, func(testing.TB) (*store.DB, func() *store.DB) { return db, reopen })
+			second := reopen()
+			b := newEnv(t, func(testing.TB) (*store.DB, func() *store.DB) { return second, reopen })
+			p, _ := a.svc.CreateProject(as("alice"), projects.ProjectInput{Name: "P"})
+			if _, err := a.svc.AdminCreateContainer(admin(), projects.AdminContainerInput{ProjectID: p.ID, Name: "c", ID: "c1"}); err != nil {
+				t.Fatal(err)
+			}
+			const writers, rounds = 50, 3
+			var winners []string
+			for round := 0; round < rounds; round++ {
+				var wg sync.WaitGroup
+				errs := make([]error, writers)
+				for w := 0; w < writers; w++ {
+					svc := a.svc
+					if w%2 == 1 {
+						svc = b.svc
+					}
+					wg.Add(1)
+					go func(w int) {
+						defer wg.Done()
+						_, errs[w] = svc.PutContainerGroup(as("alice"), "c1", int64(round), fmt.Sprintf("r%dw%d", round, w),
+							proxyperm.Group{Type: "ip", Range: "10.0.0.0/8"})
+					}(w)
+				}
+				wg.Wait()
+				won := 0
+				for w, err := range errs {
+					switch code(err) {
+					case "":
+						won++
+						winners = append(winners, fmt.Sprintf("r%dw%d", round, w))
+					case platform.CodePreconditionFailed:
+					default:
+						t.Fatalf("writer %d: %v", w, err)
+					}
+				}
+				if won != 1 {
+					t.Fatalf("round %d: %d winners", round, won)
+				}
+			}
+			var d proxyperm.Document
+			if err := second.View(func(tx *store.Tx) error { _, err := tx.Get("projects_proxyperm", "c/c1", &d); return err }); err != nil {
+				t.Fatal(err)
+			}
+			if d.FileVersion != rounds || len(d.Groups) != rounds {
+				t.Fatalf("version %d, %d groups", d.FileVersion, len(d.Groups))
+			}
+			for _, w := range winners {
+				if _, ok := d.Groups[w]; !ok {
+					t.Fatalf("lost update %s", w)
+				}
 			}
 		})
 	}
