@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
@@ -12,6 +13,10 @@ import (
 	"deckhand/platform"
 	"deckhand/platform/store"
 )
+
+// serverIDRe: server ids belong to the servers domain; any opaque id of
+// this shape is recorded as given.
+var serverIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Container is a container registered in a project.
 type Container struct {
@@ -79,10 +84,8 @@ func (in *AdminContainerInput) Validate() error {
 		return err
 	}
 	in.Name = n
-	if in.ServerID != "" {
-		if err := validID("server_id", in.ServerID); err != nil {
-			return err
-		}
+	if in.ServerID != "" && !serverIDRe.MatchString(in.ServerID) {
+		return platform.Invalid("server_id", "must be 1-64 letters, digits, '_' or '-'")
 	}
 	if in.ID != "" {
 		return validID("id", in.ID)
