@@ -33,6 +33,7 @@ import (
 	"errors"
 	"log/slog"
 	"regexp"
+	"strings"
 
 	"deckhand/control/domain"
 	"deckhand/platform"
@@ -127,18 +128,9 @@ func validID(field, id string) error {
 	return nil
 }
 
-// newID is 20 random characters of [a-z0-9] (about 103 bits).
-func newID() string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 20)
-	if _, err := rand.Read(b); err != nil {
-		panic("projects: crypto/rand failed: " + err.Error())
-	}
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
-}
+// newID is 20 random characters of [a-z2-7] (100 bits, unbiased: base32
+// of crypto/rand).
+func newID() string { return strings.ToLower(rand.Text()[:20]) }
 
 func storeErr(op string, err error) error {
 	if err == nil {
