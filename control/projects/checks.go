@@ -58,6 +58,23 @@ func callerLevel(tx *store.Tx, p *Project, userID string) (level, error) {
 	return levelOf(perm.Role), nil
 }
 
+// projectAt is project id for userID, who needs at least need: 404
+// unknown, 403 not enough.
+func projectAt(tx *store.Tx, id, userID string, need level) (*Project, level, error) {
+	p, err := getProject(tx, id)
+	if err != nil {
+		return nil, roleNone, err
+	}
+	if p == nil {
+		return nil, roleNone, platform.NotFound("project", id)
+	}
+	lv, err := callerLevel(tx, p, userID)
+	if err == nil && lv < need {
+		err = errNoProjectAccess
+	}
+	return p, lv, err
+}
+
 // checkProject admits callers with at least need on the project of path
 // parameter id: 400 malformed id, 404 unknown, 403 not enough.
 func (s *Service) checkProject(need level) platform.Check {

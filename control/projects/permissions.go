@@ -165,16 +165,14 @@ func (s *Service) handleGrant(c fiber.Ctx) error {
 	return platform.Respond(c, http.StatusCreated, "Permission granted", v)
 }
 
+// getPermission is permission permID of project projectID (404 when none).
 func getPermission(tx *store.Tx, projectID, permID string) (*Permission, error) {
-	if validID("permissionId", permID) != nil {
-		return nil, nil
-	}
 	var p Permission
 	ok, err := tx.Get(bucketPerms, projectID+"/"+permID, &p)
-	if err != nil || !ok {
-		return nil, err
+	if err == nil && !ok {
+		err = platform.NotFound("permission", permID)
 	}
-	return &p, nil
+	return &p, err
 }
 
 // SetRole changes permission permID of project id.
@@ -190,9 +188,6 @@ func (s *Service) SetRole(ctx context.Context, id, permID string, in RoleInput) 
 		p, err := getPermission(tx, id, permID)
 		if err != nil {
 			return err
-		}
-		if p == nil {
-			return platform.NotFound("permission", permID)
 		}
 		if p.Role != in.Role {
 			from := p.Role
@@ -235,9 +230,6 @@ func (s *Service) Revoke(ctx context.Context, id, permID string) error {
 		p, err := getPermission(tx, id, permID)
 		if err != nil {
 			return err
-		}
-		if p == nil {
-			return platform.NotFound("permission", permID)
 		}
 		if err := tx.Delete(bucketPerms, id+"/"+p.ID); err != nil {
 			return err

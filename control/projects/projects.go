@@ -347,19 +347,9 @@ func (s *Service) GetProject(ctx context.Context, id string) (*ProjectView, erro
 	}
 	var out ProjectView
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		p, err := getProject(tx, id)
+		p, lv, err := projectAt(tx, id, c.UserID, roleViewer)
 		if err != nil {
 			return err
-		}
-		if p == nil {
-			return platform.NotFound("project", id)
-		}
-		lv, err := callerLevel(tx, p, c.UserID)
-		if err != nil {
-			return err
-		}
-		if lv == roleNone {
-			return errNoProjectAccess
 		}
 		out = ProjectView{Project: *p, Role: roleName(lv)}
 		return nil
@@ -390,19 +380,9 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectPatch,
 	}
 	var out ProjectView
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		p, err := getProject(tx, id)
+		p, lv, err := projectAt(tx, id, c.UserID, roleManager)
 		if err != nil {
 			return err
-		}
-		if p == nil {
-			return platform.NotFound("project", id)
-		}
-		lv, err := callerLevel(tx, p, c.UserID)
-		if err != nil {
-			return err
-		}
-		if lv < roleManager {
-			return errNoProjectAccess
 		}
 		changes := map[string]any{}
 		if in.Name != nil && *in.Name != p.Name {
