@@ -189,22 +189,35 @@ func TestProjectProxyPermissions(t *testing.T) {
 	f := newFixture(t)
 	s := f.s
 	doc := "/api/v1/projects/" + f.pid + "/proxy/permissions"
-	// bob is a viewer: reads only; as operator still no project-level writes; as manager yes.
+	// bob is a viewer: reads only.
 	body := map[string]any{"project": f.pid, "container": "*", "groups": map[string]any{}, "permissions": map[string]any{"all": map[string]any{"http": "*"}}, "default": "allow"}
 	s.must(403, "PUT", doc, body, f.bob, "If-Match", "file:v0")
 	d := data(s.must(200, "PUT", doc, body, f.alice, "If-Match", "file:v0"))
 	if d["container"] != "*" || d["project"] != f.pid || d["file_version"].(float64) != 1 {
 		t.Fatalf("%v", d)
 	}
-	s.must(200, "GET", doc, nil, f.bob)
 	s.must(403, "GET", doc, nil, f.carol)
+	// A GET's document (file_version, etag, hashed passwords) PUTs back as it is.
+	s.must(200, "PUT", doc+"/groups/ops/password", map[string]any{"username": "ops", "password": "pw"}, f.alice, "If-Match", "file:v1")
+	got := data(s.must(200, "GET", doc, nil, f.bob))
+	back := data(s.must(200, "PUT", doc, got, f.alice, "If-Match", got["etag"].(string)))
+	if back["file_version"].(float64) != 3 || back["groups"].(map[string]any)["ops"].(map[string]any)["password"] != got["groups"].(map[string]any)["ops"].(map[string]any)["password"] {
+		t.Fatalf("round trip: %v -> %v", got, back)
+	}
 	body["container"] = f.cid
-	s.must(400, "PUT", doc, body, f.alice, "If-Match", "file:v1")
-	perms := data(s.must(200, "GET", "/api/v1/projects/"+f.pid+"/permissions", nil, f.alice))
-	_ = perms
+	s.must(400, "PUT", doc, body, f.alice, "If-Match", "file:v3")
 	s.must(428, "PATCH", doc+"/state", map[string]any{"enable_proxy": false}, f.alice)
-	s.must(200, "PATCH", doc+"/state", map[string]any{"enable_proxy": false}, f.alice, "If-Match", "file:v1")
-	s.must(200, "DELETE", doc, nil, f.alice, "If-Match", "file:v2")
+	s.must(200, "PATCH", doc+"/state", map[string]any{"enable_proxy": false}, f.alice, "If-Match", "file:v3")
+	// An operator acts on containers but not on the project's document; a manager does.
+	list := s.must(200, "GET", "/api/v1/projects/"+f.pid+"/permissions", nil, f.alice).Body["data"].([]any)
+	permPath := "/api/v1/projects/" + f.pid + "/permissions/" + list[0].(map[string]any)["id"].(string)
+	s.must(200, "PATCH", permPath, map[string]any{"role": "operator"}, f.alice)
+	s.must(403, "PATCH", doc+"/default", map[string]any{"default": "deny"}, f.bob, "If-Match", "file:v4")
+	s.must(200, "PATCH", "/api/v1/containers/"+f.cid+"/proxy/permissions/default", map[string]any{"default": "deny"}, f.bob, "If-Match", "file:v0")
+	s.must(200, "PATCH", permPath, map[string]any{"role": "manager"}, f.alice)
+	s.must(200, "PATCH", doc+"/default", map[string]any{"default": "deny"}, f.bob, "If-Match", "file:v4")
+	s.must(200, "DELETE", doc, nil, f.alice, "If-Match", "file:v5")
+	s.must(404, "GET", doc, nil, f.alice)
 }
 
 // TestIfMatchRace: 50 writers send the same version at once, round after
