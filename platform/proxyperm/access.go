@@ -198,6 +198,19 @@ func (a Access) MarshalJSON() ([]byte, error) {
 	return nil, fmt.Errorf("proxyperm: invalid access value")
 }
 
+// JSONSchema is the access value's schema in the OpenAPI documents.
+func (*Access) JSONSchema() map[string]any {
+	return map[string]any{
+		"description": "true (allow all), false (deny all), a port 1-65535, an array of ports, a \"<from>-<to>\" range or \"*\"",
+		"oneOf": []any{
+			map[string]any{"type": "boolean"},
+			map[string]any{"type": "integer", "minimum": 1, "maximum": 65535},
+			map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "integer", "minimum": 1, "maximum": 65535}},
+			map[string]any{"type": "string", "pattern": `^(\*|[0-9]{1,5}-[0-9]{1,5})$`},
+		},
+	}
+}
+
 // Allows reports whether the rule admits port. Port 0 stands for "no
 // port" (a program reached without one): only the allow-all forms admit it.
 func (a Access) Allows(port int) bool {

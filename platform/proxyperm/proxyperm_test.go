@@ -205,3 +205,15 @@ func TestETag(t *testing.T) {
 		t.Fatal(proxyperm.ETag(7))
 	}
 }
+
+// The OpenAPI schema of a document shows access values in their forms, not
+// the Go struct behind them.
+func TestAccessSchema(t *testing.T) {
+	t.Parallel()
+	s := platform.Schema(proxyperm.Document{})
+	perms := s["properties"].(map[string]any)["permissions"].(map[string]any)
+	access := perms["additionalProperties"].(map[string]any)["additionalProperties"].(map[string]any)
+	if forms, ok := access["oneOf"].([]any); !ok || len(forms) != 4 {
+		t.Fatalf("access schema: %v", access)
+	}
+}
