@@ -56,6 +56,11 @@ func (s *Service) containerRoutes() []platform.Route {
 				"service host names join ids with '-') defaults to a random one, 409 when taken; `server_id` is recorded as given. " +
 				"The container starts in status `creating`. Writes `container.creating`.",
 			Body: AdminContainerInput{}, Response: Container{}, Handler: platform.Endpoint(http.StatusCreated, "Container created", s.AdminCreateContainer)},
+		{Method: http.MethodGet, Path: "/api/v1/projects/{id}/containers", Policy: s.env.Authz.Policy(CheckProjectMember, "the project's owner or a user its permissions name"),
+			Tags: []string{"containers"}, Query: pageParams, Summary: "The project's containers, oldest first",
+			Description: "Not in the interface's route list; added so members can find the containers they may act on. " +
+				"`page` from 1, `limit` 1-100 (default 20; larger is refused with 400).",
+			Response: ContainerList{}, Handler: s.handleListContainers},
 		{Method: http.MethodGet, Path: "/api/v1/containers/{id}", Policy: read, Tags: []string{"containers"},
 			Summary:     "One container",
 			Description: "400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.",
@@ -140,6 +145,44 @@ func (s *Service) AdminCreateContainer(ctx context.Context, in AdminContainerInp
 		return nil, storeErr("create the container", err)
 	}
 	return c, nil
+}
+
+// ContainerList is the answer of GET /api/v1/projects/{id}/containers.
+type ContainerList struct {
+	Containers []Container `json:"containers"`
+	Pagination Pagination  `json:"pagination"`
+}
+
+// ListContainers lists project id's containers, oldest first.
+func (s *Service) ListContainers(ctx context.Context, id string, page, limit int) (*ContainerList, error) {
+	if err := checkPage(page, limit); err != nil {
+		return nil, err
+	}
+	var all []Container
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		all = nil
+		return tx.ForEachPrefix(bucketByProject, id+"/", func(k string, _ []byte) error {
+			c, err := getContainer(tx, k[len(id)+1:])
+			if err == nil && c != nil {
+				all = append(all, *c)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return nil, storeErr("list containers", err)
+	}
+	items, pg := pageOf(all, func(c Container) (time.Time, string) { return c.CreatedAt, c.ID }, page, limit)
+	return &ContainerList{Containers: items, Pagination: pg}, nil
+}
+
+func (s *Service) handleListContainers(c fiber.Ctx) error {
+	q := platform.QueryOf(c)
+	out, err := s.ListContainers(c.Context(), c.Params("id"), int(q.Int("page")), int(q.Int("limit")))
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Containers", out)
 }
 
 // GetContainer is one container (the route's policy admitted the caller).

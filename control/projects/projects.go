@@ -275,11 +275,8 @@ func (s *Service) ListProjects(ctx context.Context, page, limit int) (*ProjectLi
 	if err != nil {
 		return nil, err
 	}
-	if page < 1 {
-		return nil, platform.Invalid("page", "must be at least 1")
-	}
-	if limit < 1 || limit > pageLimitMax {
-		return nil, platform.Invalid("limit", "must be 1-%d", pageLimitMax)
+	if err := checkPage(page, limit); err != nil {
+		return nil, err
 	}
 	var all []ProjectView
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
@@ -313,21 +310,38 @@ func (s *Service) ListProjects(ctx context.Context, page, limit int) (*ProjectLi
 	if err != nil {
 		return nil, storeErr("list projects", err)
 	}
-	sort.Slice(all, func(i, j int) bool {
-		if !all[i].CreatedAt.Equal(all[j].CreatedAt) {
-			return all[i].CreatedAt.Before(all[j].CreatedAt)
-		}
-		return all[i].ID < all[j].ID
-	})
-	out := &ProjectList{Projects: []ProjectView{}, Pagination: paginate(len(all), page, limit)}
-	if from := (page - 1) * limit; from < len(all) {
-		out.Projects = all[from:min(from+limit, len(all))]
-	}
-	return out, nil
+	items, pg := pageOf(all, func(p ProjectView) (time.Time, string) { return p.CreatedAt, p.ID }, page, limit)
+	return &ProjectList{Projects: items, Pagination: pg}, nil
 }
 
-func paginate(total, page, limit int) Pagination {
-	return Pagination{Total: total, Page: page, Limit: limit, TotalPages: (total + limit - 1) / limit}
+// checkPage is the rule of every list's page and limit (the route's query
+// declaration refuses the same values over HTTP).
+func checkPage(page, limit int) error {
+	if page < 1 {
+		return platform.Invalid("page", "must be at least 1")
+	}
+	if limit < 1 || limit > pageLimitMax {
+		return platform.Invalid("limit", "must be 1-%d", pageLimitMax)
+	}
+	return nil
+}
+
+// pageOf sorts all oldest first (ties by id) and cuts out one page.
+func pageOf[T any](all []T, key func(T) (time.Time, string), page, limit int) ([]T, Pagination) {
+	sort.Slice(all, func(i, j int) bool {
+		ti, ii := key(all[i])
+		tj, ij := key(all[j])
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return ii < ij
+	})
+	pg := Pagination{Total: len(all), Page: page, Limit: limit, TotalPages: (len(all) + limit - 1) / limit}
+	out := []T{}
+	if from := (page - 1) * limit; from < len(all) {
+		out = all[from:min(from+limit, len(all))]
+	}
+	return out, pg
 }
 
 func (s *Service) handleList(c fiber.Ctx) error {

@@ -58,6 +58,12 @@ func TestAdminContainerCreateBadInput(t *testing.T) {
 	}
 	s.must(200, "GET", "/api/v1/containers/"+gen, nil, f.bob)
 	s.must(403, "GET", "/api/v1/containers/"+gen, nil, f.carol)
+	list := data(s.must(200, "GET", "/api/v1/projects/"+f.pid+"/containers?limit=1&page=2", nil, f.bob))
+	if cs := list["containers"].([]any); len(cs) != 1 || cs[0].(map[string]any)["id"] != gen || list["pagination"].(map[string]any)["total"].(float64) != 2 {
+		t.Fatalf("list: %v", list)
+	}
+	s.must(403, "GET", "/api/v1/projects/"+f.pid+"/containers", nil, f.carol)
+	s.must(400, "GET", "/api/v1/projects/"+f.pid+"/containers?page=0", nil, f.bob)
 }
 
 func TestContainerNetworkStateMachine(t *testing.T) {
