@@ -286,6 +286,11 @@ func TestPolicyOnEveryRoute(t *testing.T) {
 					bad.hdr = append(append([]string(nil), bad.hdr...), upgrade...)
 				}
 				st, m, raw := bad.do(t)
+				if r.method == "HEAD" && (st == 403 || st == 421) && raw == "" {
+					// A HEAD answer has no body to carry the code: the
+					// status is all a refusal can say.
+					continue
+				}
 				if !refused(st, m) {
 					t.Errorf("%s %s host %q %v: reached the service: %d %.200s", r.method, bad.url, bad.host, bad.hdr, st, raw)
 				}

@@ -69,7 +69,7 @@ type Supervisor struct {
 	log     *slog.Logger
 	db      *store.DB
 	units   []*unit
-	gw      *http.Server
+	gw      *gateway.Gateway
 	gwLn    net.Listener
 	started time.Time
 	probe   *http.Client
@@ -140,16 +140,11 @@ func New(cfg Config) (*Supervisor, error) {
 	if s.gwLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
-	s.gw = &http.Server{
-		Handler: gateway.New(gateway.Config{
-			Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
-			Known: Known(), Backend: s.backend, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
-			Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	s.gw = gateway.New(gateway.Config{
+		Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
+		Known: Known(), Backend: s.backend, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
+		Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
+	})
 	ok = true
 	return s, nil
 }

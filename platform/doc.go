@@ -21,8 +21,8 @@
 // WebDAV through golang.org/x/net/webdav, streaming bodies — are declared with
 // Route.HTTP and mounted through Fiber's adaptor; fasthttp's adaptor implements
 // http.Hijacker and http.Flusher, so gorilla's Upgrader works unchanged. The
-// agent's gateway is the one place that runs a net/http server of its own,
-// because httputil.ReverseProxy needs it to pass upgrades through.
+// agent's gateway is a fasthttp server too (FastRequest and WriteFastError
+// give it the request policy and the error body).
 //
 // platform imports nothing else of ours.
 package platform

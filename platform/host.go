@@ -108,6 +108,12 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		StreamRequestBody: cfg.StreamRequestBody,
+		// A streaming host's handlers read multipart bodies as streams;
+		// pre-parsing would spool every part to /tmp first.
+		DisablePreParseMultipartForm: cfg.StreamRequestBody,
+		// MethodAny routes (WebDAV) take the WebDAV methods too; Fiber
+		// answers 501 to methods it does not know.
+		RequestMethods: append(append([]string(nil), fiber.DefaultMethods...), WebDAVMethods...),
 		ErrorHandler: func(c fiber.Ctx, err error) error {
 			h.writeError(c, err)
 			h.finalize(c)

@@ -55,7 +55,7 @@ func openAPI(info Info, routes []Route, authed bool) (map[string]any, error) {
 			for _, m := range []string{"get", "put", "post", "delete", "options", "head", "patch"} {
 				item[m] = op
 			}
-			op["x-methods"] = []string{"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK"}
+			op["x-methods"] = WebDAVMethods
 		} else {
 			item[strings.ToLower(r.Method)] = op
 		}

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/valyala/fasthttp"
 )
 
 // RequestPolicy is the one rule that keeps web pages away from the
@@ -239,33 +241,30 @@ func TrustForwardedHost(peer, local net.IP) bool {
 	return peer != nil && (peer.IsLoopback() || (local != nil && peer.Equal(local)))
 }
 
-// HTTPRequest reads the policy's view of a net/http request (the gateway).
-func HTTPRequest(r *http.Request, local net.IP) Request {
-	origin, hasOrigin := r.Header["Origin"]
-	req := Request{Method: r.Method, Host: r.Host, LocalIP: local, HasOrigin: hasOrigin,
-		SecFetchSite: r.Header.Get("Sec-Fetch-Site"), SecFetchMode: r.Header.Get("Sec-Fetch-Mode")}
-	if hasOrigin && len(origin) > 0 {
-		req.Origin = origin[0]
+// FastRequest reads the policy's view of a fasthttp request: the gateway's,
+// which never trusts a forwarded host (it is the front door).
+func FastRequest(rc *fasthttp.RequestCtx) Request {
+	var local net.IP
+	if a, ok := rc.LocalAddr().(*net.TCPAddr); ok {
+		local = a.IP
 	}
-	return req
+	h := &rc.Request.Header
+	origin := h.Peek(fiber.HeaderOrigin)
+	return Request{Method: string(h.Method()), Host: string(h.Host()), LocalIP: local,
+		HasOrigin: origin != nil, Origin: string(origin),
+		SecFetchSite: string(h.Peek("Sec-Fetch-Site")), SecFetchMode: string(h.Peek("Sec-Fetch-Mode"))}
 }
 
 // fiberRequest reads the policy's view of a Fiber request; the forwarded
 // host counts only when TrustForwardedHost holds for the connection.
 func fiberRequest(c fiber.Ctx) Request {
 	rc := c.RequestCtx()
-	var local, peer net.IP
-	if a, ok := rc.LocalAddr().(*net.TCPAddr); ok {
-		local = a.IP
-	}
+	req := FastRequest(rc)
+	var peer net.IP
 	if a, ok := rc.RemoteAddr().(*net.TCPAddr); ok {
 		peer = a.IP
 	}
-	origin := rc.Request.Header.Peek(fiber.HeaderOrigin)
-	req := Request{Method: c.Method(), Host: string(rc.Request.Header.Host()), LocalIP: local,
-		HasOrigin: origin != nil, Origin: string(origin),
-		SecFetchSite: c.Get("Sec-Fetch-Site"), SecFetchMode: c.Get("Sec-Fetch-Mode")}
-	if fh := c.Get("X-Forwarded-Host"); fh != "" && TrustForwardedHost(peer, local) {
+	if fh := c.Get("X-Forwarded-Host"); fh != "" && TrustForwardedHost(peer, req.LocalIP) {
 		req.ForwardedHost = fh
 	}
 	return req
@@ -291,7 +290,30 @@ func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8") // as the Fiber host writes it
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	_, _ = w.Write(containerErrorBody(e))
+}
+
+// WriteFastError is WriteHTTPErrorStatus on a fasthttp response (the
+// gateway): the same status, headers and body.
+func WriteFastError(rc *fasthttp.RequestCtx, status int, err error) {
+	e := AsError(err)
+	if status == 0 {
+		status = e.Status()
+	}
+	rc.Response.Reset()
+	for k, v := range e.Headers {
+		rc.Response.Header.Set(k, v)
+	}
+	rc.Response.Header.SetContentType("application/json")
+	rc.Response.Header.Set("X-Content-Type-Options", "nosniff")
+	rc.SetStatusCode(status)
+	rc.SetBody(containerErrorBody(e))
+}
+
+func containerErrorBody(e *Error) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(ContainerError{Code: e.Code, Details: e.Details, Message: e.Message})
+	return b.Bytes()
 }

@@ -12,6 +12,10 @@ import (
 // the others in x-methods.
 const MethodAny = "ANY"
 
+// WebDAVMethods are the methods beyond HTTP's that every host accepts, so
+// a MethodAny route serves WebDAV (RFC 4918).
+var WebDAVMethods = []string{"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK"}
+
 // Param documents a query, path or header parameter.
 type Param struct {
 	Name        string

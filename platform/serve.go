@@ -34,6 +34,10 @@ func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
 	if deps.Common.TrustProxyHeaders {
 		cfg.ProxyHeader = "X-Forwarded-For"
 	}
+	if bs, ok := svc.(BodyStreamer); ok {
+		cfg.StreamRequestBody = true
+		cfg.ReadTimeout = bs.StreamsBodies()
+	}
 	if hr, ok := svc.(HealthReporter); ok {
 		cfg.HealthStatus = hr.HealthStatus
 	}

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -107,6 +108,15 @@ type ContainerService interface {
 // and must release them when the agent stops.
 type Closer interface {
 	Close() error
+}
+
+// BodyStreamer is implemented by services that take request bodies larger
+// than memory should hold (file uploads): their host streams any body past
+// the 4 MiB buffering threshold to the handler (c.Request().BodyStream())
+// instead of refusing it, and allows ReadTimeout for reading a whole request.
+// The service enforces its own size limit.
+type BodyStreamer interface {
+	StreamsBodies() (readTimeout time.Duration)
 }
 
 // HealthReporter is implemented by services that can be up but unable to do

@@ -13,11 +13,12 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
   libx11-xcb-dev libxinerama-dev libxrandr-dev libxfixes-dev libxext-dev libpng-dev libjpeg62-turbo-dev)
 # Tests drive real things: an X server and clients, independent checkers,
 # a browser, TOTP and signature verifiers, and PostgreSQL (the store's
-# second engine: tests initdb private servers from its binaries).
+# second engine: tests initdb private servers from its binaries), and WebDAV
+# checkers (litmus, rclone, cadaver) for the file service.
 TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps x11-utils x11-xserver-utils
-  xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron)
+  xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron litmus rclone cadaver poppler-utils)
 # Benchmarks compare against these peers.
-BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine)
+BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine nginx)
 
 want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}")
 [[ "${1:-}" == "--bench" ]] && want+=("${BENCH_PKGS[@]}")

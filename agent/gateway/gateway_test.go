@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
+	"github.com/valyala/fasthttp"
 
 	"deckhand/agent/gateway"
 	"deckhand/platform"
@@ -94,9 +97,19 @@ func newFixture(t testing.TB, project, container string, opts ...func(*gateway.C
 		o(&cfg)
 	}
 	g := gateway.New(cfg)
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	return &fixture{gw: g, url: srv.URL, filesURL: "http://" + backends["files"]}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = g.Shutdown(context.Background())
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return &fixture{gw: g, url: "http://" + ln.Addr().String(), filesURL: "http://" + backends["files"]}
 }
 
 func (f *fixture) get(t *testing.T, host, path string, hdr ...string) (int, map[string]any, string) {
@@ -251,27 +264,34 @@ func TestDirectoryRedirect(t *testing.T) {
 func TestNonLoopbackClientsAreRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "", "")
+	remote := &net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 5555}
 	for _, path := range []string{"/_/cron/health", gateway.StatusPath} {
-		req := httptest.NewRequest(http.MethodGet, path, nil)
-		req.Host = "127.0.0.1:7700"
-		req.RemoteAddr = "10.1.2.3:5555"
-		rec := httptest.NewRecorder()
-		f.gw.ServeHTTP(rec, req)
+		var req fasthttp.Request
+		req.SetRequestURI(path)
+		req.Header.SetHost("127.0.0.1:7700")
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, remote, nil)
+		f.gw.Handler()(&ctx)
 		var m map[string]any
-		_ = json.Unmarshal(rec.Body.Bytes(), &m)
-		if rec.Code != http.StatusForbidden || m["code"] != "FORBIDDEN" || m["message"] == "" {
-			t.Fatalf("%s from 10.1.2.3: %d %s", path, rec.Code, rec.Body)
+		_ = json.Unmarshal(ctx.Response.Body(), &m)
+		if ctx.Response.StatusCode() != http.StatusForbidden || m["code"] != "FORBIDDEN" || m["message"] == "" {
+			t.Fatalf("%s from 10.1.2.3: %d %s", path, ctx.Response.StatusCode(), ctx.Response.Body())
 		}
 	}
-	req := httptest.NewRequest(http.MethodGet, "/_/cron/health", nil)
-	req.RemoteAddr = "[::1]:5555"
-	req.Header.Set("X-Forwarded-For", "10.1.2.3")
-	if err := (gateway.LoopbackOnly{}).Authorize(req, gateway.Target{Service: "cron"}); err != nil {
+	hdr := func(v string) func(string) string {
+		return func(name string) string {
+			if name == "X-Forwarded-For" {
+				return v
+			}
+			return ""
+		}
+	}
+	loop := gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: net.ParseIP("::1"), Header: hdr("10.1.2.3")}
+	if err := (gateway.LoopbackOnly{}).Authorize(loop, gateway.Target{Service: "cron"}); err != nil {
 		t.Fatalf("IPv6 loopback refused: %v", err)
 	}
-	req.RemoteAddr = "10.1.2.3:5555"
-	req.Header.Set("X-Forwarded-For", "127.0.0.1")
-	if err := (gateway.LoopbackOnly{}).Authorize(req, gateway.Target{Service: "cron"}); err == nil {
+	forged := gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: net.ParseIP("10.1.2.3"), Header: hdr("127.0.0.1")}
+	if err := (gateway.LoopbackOnly{}).Authorize(forged, gateway.Target{Service: "cron"}); err == nil {
 		t.Fatal("a forged X-Forwarded-For made a remote client loopback")
 	}
 }

@@ -45,8 +45,10 @@ func ParseHost(host, domain string, known []string) (HostRoute, bool) {
 	}
 	head := label[:i]
 	for _, svc := range known {
-		if prefix, ok := strings.CutSuffix(head, "-"+svc); ok && prefix != "" {
-			return HostRoute{Prefix: prefix, Service: svc, Instance: inst, Server: server}, true
+		// head ends in "-<svc>" with something before it (no concatenation:
+		// this runs for every request).
+		if n := len(head) - len(svc) - 1; n > 0 && head[n] == '-' && head[n+1:] == svc {
+			return HostRoute{Prefix: head[:n], Service: svc, Instance: inst, Server: server}, true
 		}
 	}
 	return HostRoute{}, false

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,9 +16,9 @@ import (
 	"deckhand/control/identity/identitytest"
 )
 
-// TestMain runs every test twice: on the embedded store, then on
-// PostgreSQL (controltest).
-func TestMain(m *testing.M) { os.Exit(controltest.Main(m)) }
+// TestMain runs every test twice, on the embedded store and on PostgreSQL
+// (controltest, the control plane's e2e harness).
+func TestMain(m *testing.M) { controltest.Main(m) }
 
 // server is one running deckhand-control.
 type server struct {
@@ -32,8 +31,8 @@ type server struct {
 
 const (
 	adminEmail = controltest.AdminEmail
-	adminPass  = controltest.AdminPassword
-	goodPW     = "Correct-Horse-9battery"
+	adminPass  = controltest.AdminPass
+	goodPW     = controltest.GoodPW
 )
 
 // start runs `deckhand-control serve` with extra flags and waits until it
@@ -47,7 +46,7 @@ func start(t *testing.T, flags ...string) *server {
 func startIn(t *testing.T, data string, flags ...string) *server {
 	t.Helper()
 	c := controltest.StartIn(t, data, flags...)
-	return &server{t: t, url: c.URL, data: c.Data, stop: c.Stop, http: c.HTTP}
+	return &server{t: t, url: c.URL, data: data, stop: c.Stop, http: c.HTTP}
 }
 
 type resp struct {

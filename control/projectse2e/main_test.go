@@ -1,17 +1,15 @@
 package projectse2e_test
 
 import (
-	"os"
 	"testing"
 
 	"deckhand/control/controltest"
 	"deckhand/control/events"
-	"deckhand/control/identity/identitytest"
 	"deckhand/platform/store"
 )
 
 // TestMain runs every test twice: on the embedded store, then on PostgreSQL.
-func TestMain(m *testing.M) { os.Exit(controltest.Main(m)) }
+func TestMain(m *testing.M) { controltest.Main(m) }
 
 type server struct {
 	*controltest.Server
@@ -25,15 +23,15 @@ const userPass = "User-pass-1234"
 func start(t *testing.T) *server {
 	t.Helper()
 	s := &server{Server: controltest.Start(t), t: t}
-	s.admin = s.login(controltest.AdminEmail, controltest.AdminPassword)
+	s.admin = s.Login(controltest.AdminEmail, controltest.AdminPass)
 	return s
 }
 
-type resp = identitytest.Resp
+type resp = controltest.Resp
 
 func (s *server) call(method, path string, body any, bearer string, hdrs ...string) resp {
 	s.t.Helper()
-	return identitytest.Call(s.t, s.HTTP, s.URL, method, path, body, bearer, hdrs...)
+	return s.Call(method, path, body, bearer, hdrs...)
 }
 
 // must is call that demands status.
@@ -46,20 +44,14 @@ func (s *server) must(status int, method, path string, body any, bearer string, 
 	return r
 }
 
-func data(r resp) map[string]any { d, _ := r.Body["data"].(map[string]any); return d }
-
-func (s *server) login(email, pw string) string {
-	s.t.Helper()
-	r := s.must(200, "POST", "/api/v1/users/auth/login", map[string]any{"email": email, "password": pw}, "")
-	return data(r)["token"].(string)
-}
+var data = controltest.Data
 
 // user creates a verified account through the admin API and logs it in.
 func (s *server) user(name string) (id, token string) {
 	s.t.Helper()
 	email := name + "@example.com"
 	r := s.must(201, "POST", "/api/v1/admin/users", map[string]any{"email": email, "password": userPass, "verified": true}, s.admin)
-	return data(r)["id"].(string), s.login(email, userPass)
+	return data(r)["id"].(string), s.Login(email, userPass)
 }
 
 // events stops the server and reads its event log from the store.
@@ -76,7 +68,7 @@ func (s *server) events() []events.Event {
 	return out
 }
 
-// sealedCredentials stops the server and reads what its store holds for
+// storedCredentials stops the server and reads what its store holds for
 // container id's proxy credentials.
 func (s *server) storedCredentials(id string) string {
 	s.t.Helper()

@@ -7,6 +7,7 @@ import (
 	"deckhand/control/identity"
 	"deckhand/control/meta"
 	"deckhand/control/projects"
+	"deckhand/control/wallet"
 	"deckhand/platform"
 )
 
@@ -17,6 +18,7 @@ import (
 var domains = []entry{
 	add("meta", (*Server).metaConfig, meta.New),
 	add("identity", (*Server).identityConfig, identity.Open),
+	add("wallet", (*Server).walletConfig, wallet.New),
 	add("projects", (*Server).projectsConfig, projects.New),
 }
 
@@ -52,6 +54,17 @@ func WithDomain[S platform.Service](name string, build func(domain.Env[domain.No
 
 func (s *Server) metaConfig() (meta.Config, error) {
 	return meta.Config{Regions: s.regions, Keys: s.keys}, nil
+}
+
+// walletConfig: group commit of transfers on bbolt, where a commit is an
+// fsync; on PostgreSQL transfers commit one at a time per replica, which
+// measured fastest there (BENCHMARKS.md, wallet).
+func (s *Server) walletConfig() (wallet.Config, error) {
+	c := wallet.Config{TransferFeeBPS: s.cfg.TransferFeeBPS}
+	if s.cfg.DatabaseURL != "" {
+		c.MaxBatch = 1
+	}
+	return c, nil
 }
 
 func (s *Server) projectsConfig() (projects.Config, error) {

@@ -1,12 +1,18 @@
 // Package files owns the container's file service: the REST file API over
-// one confined root (--files-root) and the version endpoint. Paths in the
-// API are absolute within the root ("/notes/a.txt"); every access goes
-// through an os.Root, so neither ".." nor a symbolic link leads outside it.
+// one confined root (--files-root), WebDAV on the same root under /dav/, a
+// watch stream of changes, and the version endpoint. Paths in the API are
+// absolute within the root ("/notes/a.txt"); every access goes through an
+// os.Root, so neither ".." nor a symbolic link leads outside it, and runs
+// with the file-system credentials of --files-user when one is set.
 package files
 
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -21,14 +27,21 @@ const APIVersion = "v1"
 type Settings struct {
 	// Root is the directory the API serves; nothing outside it is reachable.
 	Root string
+	// User is the OS user (name or uid) file operations run as; empty
+	// means the agent's own user.
+	User string
+	// MaxUpload caps one upload's size ("0" for no cap), e.g. "10G".
+	MaxUpload string
 }
 
-// Flags declares --files-root.
+// Flags declares --files-root, --files-user and --files-max-upload.
 func (s *Settings) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Root, "files-root", "/", "directory the file service serves; nothing outside it is reachable")
+	fs.StringVar(&s.User, "files-user", "", "OS user (name or uid) file operations run as; needs the agent to run as root (default: the agent's user)")
+	fs.StringVar(&s.MaxUpload, "files-max-upload", "16G", "largest accepted upload, bytes with an optional K, M, G or T suffix; 0 for no limit (larger uploads answer 413)")
 }
 
-// Validate checks that the root is a directory.
+// Validate checks that the root is a directory and the limit parses.
 func (s *Settings) Validate() error {
 	st, err := os.Stat(s.Root)
 	if err != nil {
@@ -37,29 +50,93 @@ func (s *Settings) Validate() error {
 	if !st.IsDir() {
 		return fmt.Errorf("--files-root %s: not a directory", s.Root)
 	}
-	return nil
+	if _, err := parseSize(s.MaxUpload); err != nil {
+		return err
+	}
+	_, err = lookupIdentity(s.User)
+	return err
+}
+
+func parseSize(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	switch strings.ToUpper(v[len(v)-1:]) {
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	case "T":
+		mult = 1 << 40
+	}
+	if mult > 1 {
+		v = v[:len(v)-1]
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("--files-max-upload %s: must be a byte count with an optional K, M, G or T suffix", v)
+	}
+	return n * mult, nil
 }
 
 // Service is the file service.
 type Service struct {
-	deps platform.ServiceDeps
-	root *os.Root
+	deps      platform.ServiceDeps
+	root      *os.Root
+	rootDir   string
+	id        *identity
+	maxUpload int64
+	locks     pathLocks
+	watch     *watcher
+	dav       *davServer
+	closeOnce sync.Once
 }
 
 // New builds the file service over its root.
 func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if set == nil {
-		set = &Settings{Root: "/"}
+		set = &Settings{Root: "/", MaxUpload: "16G"}
+	}
+	max, err := parseSize(set.MaxUpload)
+	if err != nil {
+		return nil, err
+	}
+	id, err := lookupIdentity(set.User)
+	if err != nil {
+		return nil, err
 	}
 	root, err := os.OpenRoot(set.Root)
 	if err != nil {
 		return nil, fmt.Errorf("--files-root %s: %w", set.Root, err)
 	}
-	return &Service{deps: deps, root: root}, nil
+	if deps.Clock == nil {
+		deps.Clock = platform.SystemClock{}
+	}
+	s := &Service{deps: deps, root: root, rootDir: root.Name(), id: id, maxUpload: max}
+	s.locks.m = map[string]*pathLock{}
+	s.sweepUploads(24 * time.Hour)
+	s.watch = newWatcher(s, 4096)
+	s.dav = newDAV(s)
+	return s, nil
 }
 
-// Close releases the root.
-func (s *Service) Close() error { return s.root.Close() }
+// StreamsBodies makes the host hand uploads to the handlers as streams;
+// a 2 GiB upload must never sit in memory. The read deadline covers one
+// whole request, so it is generous.
+func (s *Service) StreamsBodies() time.Duration { return time.Hour }
+
+// Close stops watching and releases the root.
+func (s *Service) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.watch.close()
+		err = s.root.Close()
+	})
+	return err
+}
 
 // Info titles the service's OpenAPI document.
 func (s *Service) Info() platform.Info {
@@ -67,35 +144,48 @@ func (s *Service) Info() platform.Info {
 		Name:    "files",
 		Title:   "deckhand file service",
 		Version: platform.Version,
-		Description: "Files of the container over REST, confined to --files-root (paths are absolute within it; " +
-			"\"..\" and symbolic links never lead outside). Query parameters follow one grammar on every service: " +
-			"booleans are true, false, 1 or 0; a parameter that breaks its rule answers 400 INVALID naming it. " +
-			"Errors are {\"code\",\"details\",\"message\"}.",
+		Description: "Files of the container over REST and WebDAV (/dav/), confined to --files-root. Paths are absolute " +
+			"within the root (/notes/a.txt). A \"..\" climbing above the root, a symbolic link leading outside it or a " +
+			"symbolic-link loop answers 403 OUTSIDE_ROOT; every access resolves through Go's os.Root (openat per " +
+			"component), not string checks alone. With --files-user every operation runs with that user's file-system " +
+			"ids (setfsuid/setfsgid on a locked thread), so the kernel checks permissions as for that user and new " +
+			"files belong to it. Unknown paths answer 404 NOT_FOUND, refusals by the OS 403 FORBIDDEN with the OS " +
+			"reason (permission denied, read-only file system), a full disk 507 INSUFFICIENT_STORAGE, an upload over " +
+			"--files-max-upload 413 PAYLOAD_TOO_LARGE. ETags are strong: \"<mtime ns>-<size>-<inode>\" in hex. " +
+			"Query parameters follow one grammar on every service: booleans are true, false, 1 or 0; a parameter that " +
+			"breaks its rule answers 400 INVALID naming it. Errors are {\"code\",\"details\",\"message\"}.",
 	}
 }
 
-// Routes is the file service's route table.
-func (s *Service) Routes() []platform.Route {
-	pathParam := platform.Param{Name: "path", Required: true, Description: "absolute path within the root, e.g. /notes/a.txt"}
-	tags := []string{"files"}
-	return []platform.Route{
-		{Method: "GET", Path: "/api/v1/version", Summary: "Server and API version",
-			Description: "server_version is the deckhand build (the same string `deckhand version` prints); " +
-				"version is the file API version (" + APIVersion + "), which changes only when this API changes incompatibly.",
-			Tags: []string{"meta"}, Policy: platform.Public, Response: Version{}, Handler: s.version},
-		{Method: "GET", Path: "/api/v1/files", Tags: tags, Summary: "List a directory",
-			Description: "Entries sorted by name. Names starting with a dot are left out unless hidden=true.",
-			Query: []platform.Param{pathParam,
-				{Name: "hidden", Type: "boolean", Default: "false", Description: "include names starting with a dot"},
-				{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: 10000}, Default: "1000", Description: "at most this many entries"}},
-			Response: Listing{}, Handler: s.handleList},
-		{Method: "GET", Path: "/api/v1/files/content", Tags: tags, Summary: "Read a file",
-			ContentType: "application/octet-stream", Query: []platform.Param{pathParam}, Handler: s.handleRead},
-		{Method: "PUT", Path: "/api/v1/files/content", Tags: tags, Summary: "Write a file",
-			Description: "The request body becomes the file's content (parent directories are created). " +
-				"201 when the file is new, 200 when it was replaced; with overwrite=false an existing file answers 409 CONFLICT.",
-			Query: []platform.Param{pathParam,
-				{Name: "overwrite", Type: "boolean", Default: "true", Description: "replace an existing file"}},
-			Response: Entry{}, Status: 201, Handler: s.handleWrite},
+// pathLocks serialises writers of one path in this process, so an If-Match
+// check and the rename that follows it are one step: of two uploads
+// carrying the same ETag exactly one wins.
+type pathLocks struct {
+	mu sync.Mutex
+	m  map[string]*pathLock
+}
+
+type pathLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (l *pathLocks) lock(key string) func() {
+	l.mu.Lock()
+	pl := l.m[key]
+	if pl == nil {
+		pl = &pathLock{}
+		l.m[key] = pl
+	}
+	pl.refs++
+	l.mu.Unlock()
+	pl.mu.Lock()
+	return func() {
+		pl.mu.Unlock()
+		l.mu.Lock()
+		if pl.refs--; pl.refs == 0 {
+			delete(l.m, key)
+		}
+		l.mu.Unlock()
 	}
 }

@@ -1,0 +1,143 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// upgrade passes a WebSocket (any Upgrade) through: the rewritten request
+// goes to the service on a connection of its own; when the service answers
+// 101, its response goes to the client verbatim and the two connections are
+// spliced until either side closes. Any other answer (a refusal, an error
+// body) goes back as an ordinary response.
+func (g *Gateway) upgrade(ctx *fasthttp.RequestCtx, addr, service string) {
+	up, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		g.backendError(ctx, service, err)
+		return
+	}
+	ctx.Request.Header.ResetConnectionClose()
+	ctx.Request.Header.SetProtocol("HTTP/1.1")
+	_ = up.SetDeadline(time.Now().Add(headerTimeout))
+	bw := bufio.NewWriter(up)
+	err = ctx.Request.Header.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	br := bufio.NewReaderSize(up, 4096)
+	var resp *http.Response
+	if err == nil {
+		resp, err = http.ReadResponse(br, nil)
+	}
+	if err != nil {
+		_ = up.Close()
+		g.backendError(ctx, service, err)
+		return
+	}
+	_ = up.SetDeadline(time.Time{})
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		ctx.SetStatusCode(resp.StatusCode)
+		for k, vs := range resp.Header {
+			for _, v := range vs {
+				ctx.Response.Header.Add(k, v)
+			}
+		}
+		for _, k := range dropResponse {
+			ctx.Response.Header.Del(k)
+		}
+		ctx.Response.Header.SetNoDefaultContentType(true)
+		ctx.Response.SetBodyStream(closeBoth{resp.Body, up}, int(resp.ContentLength))
+		return
+	}
+	var head bytes.Buffer
+	head.WriteString("HTTP/1.1 101 " + http.StatusText(http.StatusSwitchingProtocols) + "\r\n")
+	_ = resp.Header.Write(&head)
+	head.WriteString("\r\n")
+	if n := br.Buffered(); n > 0 { // the service spoke first (a terminal's redraw)
+		b, _ := br.Peek(n)
+		head.Write(b)
+	}
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		_ = c.SetDeadline(time.Time{})
+		if !g.track(c, up) {
+			_ = up.Close()
+			return
+		}
+		defer g.untrack(c, up)
+		if _, err := c.Write(head.Bytes()); err != nil {
+			_ = up.Close()
+			return
+		}
+		splice(c, up)
+	})
+}
+
+// splice copies both ways until either side ends, then closes both.
+func splice(client, service net.Conn) {
+	var once sync.Once
+	done := make(chan struct{}, 2)
+	closeBothConns := func() {
+		_ = client.Close()
+		_ = service.Close()
+	}
+	cp := func(dst, src net.Conn) {
+		buf := spliceBufs.Get().(*[]byte)
+		_, _ = io.CopyBuffer(dst, src, *buf)
+		spliceBufs.Put(buf)
+		once.Do(closeBothConns)
+		done <- struct{}{}
+	}
+	go cp(service, client)
+	cp(client, service)
+	<-done
+}
+
+var spliceBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// track records a spliced pair so Shutdown can close it; false when the
+// gateway is already shutting down.
+func (g *Gateway) track(c ...net.Conn) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	for _, x := range c {
+		g.tunnels[x] = struct{}{}
+	}
+	return true
+}
+
+func (g *Gateway) untrack(c ...net.Conn) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, x := range c {
+		delete(g.tunnels, x)
+	}
+}
+
+// closeBoth closes a service's refusal body and its connection together.
+type closeBoth struct {
+	io.ReadCloser
+	conn net.Conn
+}
+
+func (c closeBoth) Close() error {
+	_ = c.ReadCloser.Close()
+	return c.conn.Close()
+}
+
+// Tunnels is how many upgraded connections the gateway is splicing now.
+func (g *Gateway) Tunnels() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.tunnels) / 2
+}

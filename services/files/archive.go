@@ -1,0 +1,245 @@
+package files
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+)
+
+// handleArchive streams a directory as zip or tar.gz while walking it.
+func (s *Service) handleArchive(c fiber.Ctx) error {
+	q := platform.QueryOf(c)
+	p := q.String("path")
+	r, err := rel("path", p)
+	if err != nil {
+		return err
+	}
+	var fi fs.FileInfo
+	if err := s.id.run(func() error { fi, err = s.root.Stat(r); return err }); err != nil {
+		return fsError(p, err)
+	}
+	if !fi.IsDir() {
+		return platform.Errorf(platform.CodeConflict, "%s is not a directory (files download through /api/v1/files/content)", p).WithDetails("path")
+	}
+	format := q.String("format")
+	base := path.Base(apiPath(r))
+	if base == "/" {
+		base = "root"
+	}
+	ct, name := "application/gzip", base+".tar.gz"
+	if format == "zip" {
+		ct, name = "application/zip", base+".zip"
+	}
+	c.Set(fiber.HeaderContentType, ct)
+	c.Set(fiber.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	return c.SendStreamWriter(func(bw *bufio.Writer) {
+		_ = s.id.run(func() error {
+			if format == "zip" {
+				return s.writeZip(bw, r)
+			}
+			return s.writeTarGz(bw, r)
+		})
+		_ = bw.Flush()
+	})
+}
+
+// walkTree visits r's tree (links not followed), names relative to r.
+func (s *Service) walkTree(r string, fn func(name, full string, fi fs.FileInfo) error) error {
+	return s.each(r, true, func(full string, fi fs.FileInfo) error {
+		if full == r {
+			return nil
+		}
+		name := strings.TrimPrefix(full, r+"/")
+		if r == "." {
+			name = full
+		}
+		return fn(name, full, fi)
+	})
+}
+
+func (s *Service) writeTarGz(w io.Writer, r string) error {
+	gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	tw := tar.NewWriter(gz)
+	err := s.walkTree(r, func(name, full string, fi fs.FileInfo) error {
+		link := ""
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			link, _ = s.root.Readlink(full)
+		}
+		h, err := tar.FileInfoHeader(fi, link)
+		if err != nil {
+			return nil // sockets and the like
+		}
+		h.Name = name
+		if fi.IsDir() {
+			h.Name += "/"
+		}
+		h.Uname, h.Gname = "", ""
+		if !fi.Mode().IsRegular() {
+			return tw.WriteHeader(h)
+		}
+		f, err := s.root.Open(full)
+		if err != nil {
+			return nil // unreadable: skipped
+		}
+		defer f.Close()
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		_, err = io.CopyN(tw, f, h.Size)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = gz.Close()
+	}
+	return err
+}
+
+func (s *Service) writeZip(w io.Writer, r string) error {
+	zw := zip.NewWriter(w)
+	err := s.walkTree(r, func(name, full string, fi fs.FileInfo) error {
+		h, err := zip.FileInfoHeader(fi)
+		if err != nil {
+			return nil
+		}
+		h.Name = name
+		switch {
+		case fi.IsDir():
+			h.Name += "/"
+			_, err = zw.CreateHeader(h)
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := s.root.Readlink(full)
+			h.Method = zip.Store
+			zf, err := zw.CreateHeader(h)
+			if err == nil {
+				_, err = io.WriteString(zf, target)
+			}
+			return err
+		case !fi.Mode().IsRegular():
+			return nil
+		}
+		f, err := s.root.Open(full)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		h.Method = zip.Deflate
+		zf, err := zw.CreateHeader(h)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(zf, f)
+		return err
+	})
+	if err == nil {
+		err = zw.Close()
+	}
+	return err
+}
+
+// TarResult is what a tar upload wrote.
+type TarResult struct {
+	Path  string `json:"path" required:"true"`
+	Files int    `json:"files" required:"true" doc:"regular files written"`
+	Dirs  int    `json:"dirs" required:"true"`
+	Links int    `json:"links" required:"true" doc:"symbolic links created"`
+	Bytes int64  `json:"bytes" required:"true"`
+}
+
+// handleTar unpacks a tar stream into a directory.
+func (s *Service) handleTar(c fiber.Ctx) error {
+	if err := s.checkLength(c); err != nil {
+		return err
+	}
+	q := platform.QueryOf(c)
+	p := q.String("path")
+	dir, err := rel("path", p)
+	if err != nil {
+		return err
+	}
+	in := s.limit(body(c))
+	if q.Bool("gzip") || strings.EqualFold(c.Get(fiber.HeaderContentEncoding), "gzip") {
+		gz, err := gzip.NewReader(in)
+		if err != nil {
+			return platform.Invalid("body", "is not gzip: %v", err)
+		}
+		in = gz
+	}
+	out := TarResult{Path: apiPath(dir)}
+	if err := s.id.run(func() error { return s.root.MkdirAll(dir, 0o755) }); err != nil {
+		return fsError(p, err)
+	}
+	tr := tar.NewReader(in)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if errors.Is(err, errTooLarge) {
+			return s.tooLarge()
+		}
+		if err != nil {
+			return platform.Invalid("body", "is not a well-formed tar stream: %v", err)
+		}
+		name := strings.TrimPrefix(h.Name, "./")
+		if path.IsAbs(h.Name) {
+			return outsideRoot(h.Name)
+		}
+		target, err := rel("path", path.Join(apiPath(dir), name))
+		if err != nil {
+			return err
+		}
+		if rr, _ := rel("path", "/"+name); strings.HasPrefix(rr, "..") || strings.Contains("/"+name+"/", "/../") {
+			return outsideRoot(h.Name)
+		}
+		if target == dir {
+			continue
+		}
+		mode := fs.FileMode(h.Mode) & fs.ModePerm
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := s.id.run(func() error { return s.root.MkdirAll(target, mode|0o700) }); err != nil {
+				return fsError(apiPath(target), err)
+			}
+			out.Dirs++
+		case tar.TypeReg:
+			e, _, err := s.Write(WriteInput{Path: apiPath(target), Body: tr, Overwrite: true, Mode: "0" + strings.TrimLeft(octal(mode), "0")})
+			if errors.Is(err, errTooLarge) {
+				return s.tooLarge()
+			}
+			if err != nil {
+				return err
+			}
+			out.Files++
+			out.Bytes += e.Size
+		case tar.TypeSymlink:
+			err := s.id.run(func() error {
+				if err := s.mkParents(target); err != nil {
+					return err
+				}
+				_ = s.root.Remove(target)
+				return s.root.Symlink(h.Linkname, target)
+			})
+			if err != nil {
+				return fsError(apiPath(target), err)
+			}
+			out.Links++
+		}
+	}
+	return platform.JSON(c, http.StatusOK, out)
+}

@@ -1,0 +1,269 @@
+package files
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/xml"
+	"fmt"
+	"html"
+	"io/fs"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"golang.org/x/net/webdav"
+
+	"deckhand/platform"
+)
+
+// davLocks is a webdav.LockSystem with shared locks besides exclusive
+// ones (x/net's memLS and its LOCK handler know only exclusive locks; the
+// service answers shared LOCK requests itself and keeps both kinds here).
+// Locks live in memory: a restart of the service releases them, as with
+// x/net's own lock system.
+type davLocks struct {
+	mu      sync.Mutex
+	byToken map[string]*davLock
+}
+
+type davLock struct {
+	token   string
+	details webdav.LockDetails
+	shared  bool
+	expiry  time.Time // zero: never
+	held    bool
+}
+
+func newDAVLocks() *davLocks { return &davLocks{byToken: map[string]*davLock{}} }
+
+func cleanName(n string) string {
+	if n == "" {
+		return "/"
+	}
+	n = "/" + strings.Trim(n, "/")
+	return n
+}
+
+// covers reports whether l applies to name.
+func (l *davLock) covers(name string) bool {
+	root := l.details.Root
+	if name == root {
+		return true
+	}
+	if l.details.ZeroDepth {
+		return false
+	}
+	return root == "/" || strings.HasPrefix(name, root+"/")
+}
+
+func (ls *davLocks) expire(now time.Time) {
+	for t, l := range ls.byToken {
+		if !l.held && !l.expiry.IsZero() && now.After(l.expiry) {
+			delete(ls.byToken, t)
+		}
+	}
+}
+
+func (ls *davLocks) create(now time.Time, d webdav.LockDetails, shared bool) (string, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.expire(now)
+	d.Root = cleanName(d.Root)
+	n := &davLock{details: d, shared: shared}
+	for _, l := range ls.byToken {
+		if (l.covers(d.Root) || n.covers(l.details.Root)) && !(l.shared && shared) {
+			return "", webdav.ErrLocked
+		}
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	n.token = fmt.Sprintf("opaquelocktoken:%s-%s-%s-%s-%s", h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+	if d.Duration >= 0 {
+		n.expiry = now.Add(d.Duration)
+	}
+	ls.byToken[n.token] = n
+	return n.token, nil
+}
+
+func (ls *davLocks) Create(now time.Time, d webdav.LockDetails) (string, error) {
+	return ls.create(now, d, false)
+}
+
+func (ls *davLocks) Confirm(now time.Time, name0, name1 string, conditions ...webdav.Condition) (func(), error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.expire(now)
+	find := func(name string) *davLock {
+		name = cleanName(name)
+		for _, c := range conditions {
+			if l := ls.byToken[c.Token]; l != nil && !l.held && l.covers(name) {
+				return l
+			}
+		}
+		return nil
+	}
+	var held []*davLock
+	for _, name := range []string{name0, name1} {
+		if name == "" {
+			continue
+		}
+		l := find(name)
+		if l == nil {
+			return nil, webdav.ErrConfirmationFailed
+		}
+		if len(held) == 0 || held[0] != l {
+			l.held = true
+			held = append(held, l)
+		}
+	}
+	return func() {
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		for _, l := range held {
+			l.held = false
+		}
+	}, nil
+}
+
+func (ls *davLocks) Refresh(now time.Time, token string, duration time.Duration) (webdav.LockDetails, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.expire(now)
+	l := ls.byToken[token]
+	if l == nil {
+		return webdav.LockDetails{}, webdav.ErrNoSuchLock
+	}
+	if l.held {
+		return webdav.LockDetails{}, webdav.ErrLocked
+	}
+	l.details.Duration = duration
+	l.expiry = time.Time{}
+	if duration >= 0 {
+		l.expiry = now.Add(duration)
+	}
+	return l.details, nil
+}
+
+func (ls *davLocks) Unlock(now time.Time, token string) error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.expire(now)
+	l := ls.byToken[token]
+	if l == nil {
+		return webdav.ErrNoSuchLock
+	}
+	if l.held {
+		return webdav.ErrLocked
+	}
+	delete(ls.byToken, token)
+	return nil
+}
+
+type lockInfo struct {
+	XMLName xml.Name `xml:"DAV: lockinfo"`
+	Scope   struct {
+		Shared    *struct{} `xml:"shared"`
+		Exclusive *struct{} `xml:"exclusive"`
+	} `xml:"lockscope"`
+	Owner struct {
+		Inner string `xml:",innerxml"`
+	} `xml:"owner"`
+}
+
+// sharedLockRequest reports whether a LOCK body asks for a shared lock.
+func sharedLockRequest(raw []byte) (lockInfo, bool) {
+	var li lockInfo
+	if len(raw) == 0 || xml.Unmarshal(raw, &li) != nil {
+		return li, false
+	}
+	return li, li.Scope.Shared != nil
+}
+
+func parseTimeout(h string) time.Duration {
+	for _, p := range strings.Split(h, ",") {
+		p = strings.TrimSpace(p)
+		if p == "Infinite" {
+			return -1
+		}
+		if n, err := strconv.ParseInt(strings.TrimPrefix(p, "Second-"), 10, 64); err == nil && strings.HasPrefix(p, "Second-") && n >= 0 && n < 1<<32 {
+			return time.Duration(n) * time.Second
+		}
+	}
+	return -1
+}
+
+// lockShared answers a LOCK request for a shared lock.
+func (s *Service) lockShared(c fiber.Ctx, name, href string, li lockInfo) error {
+	r, err := rel("path", name)
+	if err != nil {
+		return err
+	}
+	d := webdav.LockDetails{Root: name, Duration: parseTimeout(c.Get("Timeout")), OwnerXML: li.Owner.Inner}
+	switch c.Get("Depth") {
+	case "", "infinity":
+	case "0":
+		d.ZeroDepth = true
+	default:
+		return platform.Invalid("Depth", "must be 0 or infinity for LOCK")
+	}
+	token, err := s.dav.locks.create(time.Now(), d, true)
+	if err != nil {
+		c.Status(http.StatusLocked)
+		return c.SendString("")
+	}
+	status := http.StatusOK
+	err = s.id.run(func() error {
+		if _, err := s.root.Lstat(r); err == nil {
+			return nil
+		}
+		f, err := s.root.OpenFile(r, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			status = http.StatusCreated
+			return f.Close()
+		}
+		return err
+	})
+	if err != nil && !isExist(err) {
+		_ = s.dav.locks.Unlock(time.Now(), token)
+		return fsError(name, err)
+	}
+	depth, timeout := "infinity", "Infinite"
+	if d.ZeroDepth {
+		depth = "0"
+	}
+	if d.Duration >= 0 {
+		timeout = "Second-" + strconv.FormatInt(int64(d.Duration/time.Second), 10)
+	}
+	c.Set("Lock-Token", "<"+token+">")
+	c.Set(fiber.HeaderContentType, "application/xml; charset=utf-8")
+	c.Status(status)
+	return c.SendString(`<?xml version="1.0" encoding="utf-8"?>` +
+		`<D:prop xmlns:D="DAV:"><D:lockdiscovery><D:activelock>` +
+		`<D:locktype><D:write/></D:locktype><D:lockscope><D:shared/></D:lockscope>` +
+		`<D:depth>` + depth + `</D:depth><D:owner>` + li.Owner.Inner + `</D:owner>` +
+		`<D:timeout>` + timeout + `</D:timeout>` +
+		`<D:locktoken><D:href>` + token + `</D:href></D:locktoken>` +
+		`<D:lockroot><D:href>` + html.EscapeString(href) + `</D:href></D:lockroot>` +
+		`</D:activelock></D:lockdiscovery></D:prop>`)
+}
+
+func isExist(err error) bool { return err != nil && errorsIs(err, fs.ErrExist) }
+
+// lockedAt reports whether a live lock covers name.
+func (ls *davLocks) lockedAt(now time.Time, name string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.expire(now)
+	name = cleanName(name)
+	for _, l := range ls.byToken {
+		if l.covers(name) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,190 @@
+package files
+
+import (
+	"context"
+	"io/fs"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+)
+
+// Listing is a directory's entries.
+type Listing struct {
+	Path      string  `json:"path" required:"true"`
+	Entries   []Entry `json:"entries" required:"true" doc:"sorted by path; with depth > 1 a directory's entries follow it"`
+	Truncated bool    `json:"truncated" required:"true" doc:"more entries than limit"`
+}
+
+// ListInput selects what List returns.
+type ListInput struct {
+	Path   string
+	Depth  int
+	Hidden bool
+	Limit  int
+}
+
+// List reads a directory, descending depth levels (1 = its entries only);
+// symbolic links to directories are listed, never followed.
+func (s *Service) List(ctx context.Context, in ListInput) (Listing, error) {
+	r, err := rel("path", in.Path)
+	if err != nil {
+		return Listing{}, err
+	}
+	out := Listing{Path: apiPath(r), Entries: []Entry{}}
+	err = s.id.run(func() error {
+		fi, err := s.root.Stat(r)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return platform.Errorf(platform.CodeConflict, "%s is not a directory", in.Path).WithDetails("path")
+		}
+		return s.walk(ctx, r, in, 1, &out)
+	})
+	if err != nil {
+		return Listing{}, fsError(in.Path, err)
+	}
+	return out, nil
+}
+
+func (s *Service) walk(ctx context.Context, dir string, in ListInput, level int, out *Listing) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	infos, more, err := s.readDir(dir, in.Hidden, in.Limit-len(out.Entries))
+	if err != nil {
+		return err
+	}
+	for _, fi := range infos {
+		if fi == nil {
+			continue // vanished between reading the names and lstat
+		}
+		if len(out.Entries) >= in.Limit {
+			out.Truncated = true
+			return nil
+		}
+		r := join(dir, fi.Name())
+		out.Entries = append(out.Entries, s.entryOf(r, fi))
+		if fi.Mode()&fs.ModeType == fs.ModeDir && level < in.Depth {
+			if err := s.walk(ctx, r, in, level+1, out); err != nil && !isSkippable(err) {
+				return err
+			}
+			if out.Truncated {
+				return nil
+			}
+		}
+	}
+	if more {
+		out.Truncated = true
+	}
+	return nil
+}
+
+// readDir returns the sorted entries of dir (hidden names left out unless
+// asked for), lstat'ing at most want+1 of them: names come first
+// (getdents only), then two workers lstat relative to the directory, so a
+// folder of 100,000 files is described in parallel. more reports names
+// beyond want.
+func (s *Service) readDir(dir string, hidden bool, want int) ([]fs.FileInfo, bool, error) {
+	sub, err := s.root.OpenRoot(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer sub.Close()
+	d, err := sub.Open(".")
+	if err != nil {
+		return nil, false, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, false, err
+	}
+	if !hidden {
+		kept := names[:0]
+		for _, n := range names {
+			if !strings.HasPrefix(n, ".") {
+				kept = append(kept, n)
+			}
+		}
+		names = kept
+	}
+	sort.Strings(names)
+	more := false
+	if want < 0 {
+		want = 0
+	}
+	if len(names) > want {
+		names, more = names[:want+1], true
+	}
+	infos := make([]fs.FileInfo, len(names))
+	stat := func(lo, hi int) {
+		_ = s.id.run(func() error {
+			for i := lo; i < hi; i++ {
+				infos[i], _ = sub.Lstat(names[i])
+			}
+			return nil
+		})
+	}
+	if len(names) < 4096 {
+		stat(0, len(names))
+		return infos, more, nil
+	}
+	var wg sync.WaitGroup
+	half := len(names) / 2
+	wg.Add(1)
+	go func() { defer wg.Done(); stat(half, len(names)) }()
+	stat(0, half)
+	wg.Wait()
+	return infos, more, nil
+}
+
+// isSkippable: a subdirectory that vanished or may not be read is left out
+// of a deep listing rather than failing it.
+func isSkippable(err error) bool {
+	return err != nil && (errorsIsNotExist(err) || errorsIsPermission(err))
+}
+
+func (s *Service) handleList(c fiber.Ctx) error {
+	q := platform.QueryOf(c)
+	out, err := s.List(c.Context(), ListInput{Path: q.String("path"), Depth: int(q.Int("depth")),
+		Hidden: q.Bool("hidden"), Limit: int(q.Int("limit"))})
+	if err != nil {
+		return err
+	}
+	// The encoder's bytes go out as they are: encoding/json would check
+	// and compact 30 MB of output from a MarshalJSON again.
+	raw, _ := out.MarshalJSON()
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	return c.Status(http.StatusOK).Send(raw)
+}
+
+// Stat describes one path without following a final symbolic link.
+func (s *Service) Stat(p string) (Entry, error) {
+	r, err := rel("path", p)
+	if err != nil {
+		return Entry{}, err
+	}
+	var e Entry
+	err = s.id.run(func() error {
+		fi, err := s.root.Lstat(r)
+		if err == nil {
+			e = s.entryOf(r, fi)
+		}
+		return err
+	})
+	return e, fsError(p, err)
+}
+
+func (s *Service) handleStat(c fiber.Ctx) error {
+	e, err := s.Stat(platform.QueryOf(c).String("path"))
+	if err != nil {
+		return err
+	}
+	return platform.JSON(c, http.StatusOK, e)
+}

@@ -1,0 +1,408 @@
+package files
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/user"
+	"path"
+	"strconv"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+)
+
+// MkdirRequest creates a directory.
+type MkdirRequest struct {
+	Path    string `json:"path" required:"true"`
+	Parents *bool  `json:"parents,omitempty" doc:"create missing parents and accept an existing directory (default true)"`
+	Mode    string `json:"mode,omitempty" doc:"octal permission bits (default 0755), before the umask"`
+}
+
+// MoveRequest moves or renames; CopyRequest copies (directories recursively).
+type MoveRequest struct {
+	From      string `json:"from" required:"true"`
+	To        string `json:"to" required:"true"`
+	Overwrite bool   `json:"overwrite,omitempty" doc:"replace an existing destination (a directory only if empty for move); default false answers 409"`
+}
+
+// ChmodRequest changes permission bits.
+type ChmodRequest struct {
+	Path      string `json:"path" required:"true"`
+	Mode      string `json:"mode" required:"true" doc:"octal, e.g. 0644 or 755 (setuid/setgid/sticky as 4000/2000/1000)"`
+	Recursive bool   `json:"recursive,omitempty"`
+}
+
+// ChownRequest changes owner and/or group (names or numeric ids).
+type ChownRequest struct {
+	Path      string `json:"path" required:"true"`
+	Owner     string `json:"owner,omitempty"`
+	Group     string `json:"group,omitempty"`
+	Recursive bool   `json:"recursive,omitempty"`
+}
+
+func parseMode(field, v string, def fs.FileMode) (fs.FileMode, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseUint(v, 8, 32)
+	if err != nil || n > 0o7777 {
+		return 0, platform.Invalid(field, "must be octal permission bits from 0 to 7777")
+	}
+	m := fs.FileMode(n & 0o777)
+	if n&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if n&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if n&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m, nil
+}
+
+// Validate checks the request.
+func (r *MkdirRequest) Validate() error {
+	_, err := parseMode("mode", r.Mode, 0)
+	return err
+}
+
+// Validate checks the request.
+func (r *ChmodRequest) Validate() error {
+	if r.Mode == "" {
+		return platform.Invalid("mode", "is required")
+	}
+	_, err := parseMode("mode", r.Mode, 0)
+	return err
+}
+
+// Validate checks the request.
+func (r *ChownRequest) Validate() error {
+	if r.Owner == "" && r.Group == "" {
+		return platform.Invalid("owner", "owner or group is required")
+	}
+	return nil
+}
+
+// Mkdir creates a directory.
+func (s *Service) Mkdir(in MkdirRequest) (Entry, error) {
+	r, err := rel("path", in.Path)
+	if err != nil {
+		return Entry{}, err
+	}
+	mode, err := parseMode("mode", in.Mode, 0o755)
+	if err != nil {
+		return Entry{}, err
+	}
+	err = s.id.run(func() error {
+		if in.Parents == nil || *in.Parents {
+			return s.root.MkdirAll(r, mode)
+		}
+		return s.root.Mkdir(r, mode)
+	})
+	if err != nil {
+		return Entry{}, fsError(in.Path, err)
+	}
+	return s.Stat(apiPath(r))
+}
+
+// Move renames From to To (atomic within one file system).
+func (s *Service) Move(in MoveRequest) (Entry, error) {
+	from, to, err := s.pair(in.From, in.To)
+	if err != nil {
+		return Entry{}, err
+	}
+	err = s.id.run(func() error {
+		if _, err := s.root.Lstat(from); err != nil {
+			return fsError(in.From, err)
+		}
+		if _, err := s.root.Lstat(to); err == nil && !in.Overwrite {
+			return platform.Errorf(platform.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
+		}
+		if err := s.mkParents(to); err != nil {
+			return fsError(in.To, err)
+		}
+		return fsError(in.To, s.root.Rename(from, to))
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	return s.Stat(apiPath(to))
+}
+
+func (s *Service) pair(a, b string) (string, string, error) {
+	from, err := rel("from", a)
+	if err != nil {
+		return "", "", err
+	}
+	to, err := rel("to", b)
+	if err != nil {
+		return "", "", err
+	}
+	if from == "." || to == "." {
+		return "", "", platform.Invalid("from", "the root itself cannot be moved or replaced")
+	}
+	if to == from || (len(to) > len(from) && to[:len(from)+1] == from+"/") {
+		return "", "", platform.Invalid("to", "must not be the source or inside it")
+	}
+	return from, to, nil
+}
+
+func (s *Service) mkParents(r string) error {
+	if d := path.Dir(r); d != "." {
+		return s.root.MkdirAll(d, 0o755)
+	}
+	return nil
+}
+
+// Copy copies From to To: files with their mode, directories recursively,
+// symbolic links as links (never followed).
+func (s *Service) Copy(in MoveRequest) (Entry, error) {
+	from, to, err := s.pair(in.From, in.To)
+	if err != nil {
+		return Entry{}, err
+	}
+	err = s.id.run(func() error {
+		if _, err := s.root.Lstat(from); err != nil {
+			return fsError(in.From, err)
+		}
+		if _, err := s.root.Lstat(to); err == nil {
+			if !in.Overwrite {
+				return platform.Errorf(platform.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
+			}
+			if err := s.root.RemoveAll(to); err != nil {
+				return fsError(in.To, err)
+			}
+		}
+		if err := s.mkParents(to); err != nil {
+			return fsError(in.To, err)
+		}
+		return fsError(in.To, s.copyTree(from, to))
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	return s.Stat(apiPath(to))
+}
+
+func (s *Service) copyTree(from, to string) error {
+	fi, err := s.root.Lstat(from)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := s.root.Readlink(from)
+		if err != nil {
+			return err
+		}
+		return s.root.Symlink(target, to)
+	case fi.IsDir():
+		if err := s.root.Mkdir(to, fi.Mode().Perm()|0o700); err != nil {
+			return err
+		}
+		d, err := s.root.Open(from)
+		if err != nil {
+			return err
+		}
+		names, err := d.Readdirnames(-1)
+		d.Close()
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := s.copyTree(join(from, n), join(to, n)); err != nil {
+				return err
+			}
+		}
+		return s.root.Chmod(to, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+	case fi.Mode().IsRegular():
+		src, err := s.root.Open(from)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		dst, err := s.root.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(dst, src) // copy_file_range where the kernel can
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = s.root.Remove(to)
+		}
+		return err
+	}
+	return nil // sockets, fifos, devices are not copied
+}
+
+// Delete removes a file, a link, an empty directory, or with recursive a
+// whole tree.
+func (s *Service) Delete(p string, recursive bool) error {
+	r, err := rel("path", p)
+	if err != nil {
+		return err
+	}
+	if r == "." {
+		return platform.Invalid("path", "the root itself cannot be deleted")
+	}
+	return s.id.run(func() error {
+		fi, err := s.root.Lstat(r)
+		if err != nil {
+			return fsError(p, err)
+		}
+		if fi.IsDir() && !recursive {
+			err = s.root.Remove(r)
+			if isNotEmpty(err) || errors.Is(err, fs.ErrExist) {
+				return platform.Errorf(platform.CodeConflict, "%s is a directory that is not empty (recursive=true deletes it with its contents)", p).WithDetails("recursive")
+			}
+			return fsError(p, err)
+		}
+		if recursive {
+			return fsError(p, s.root.RemoveAll(r))
+		}
+		return fsError(p, s.root.Remove(r))
+	})
+}
+
+// Chmod changes permission bits.
+func (s *Service) Chmod(in ChmodRequest) (Entry, error) {
+	r, err := rel("path", in.Path)
+	if err != nil {
+		return Entry{}, err
+	}
+	mode, _ := parseMode("mode", in.Mode, 0)
+	err = s.id.run(func() error {
+		return s.each(r, in.Recursive, func(p string, fi fs.FileInfo) error {
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				return nil // Linux has no lchmod; a link's bits mean nothing
+			}
+			return s.root.Chmod(p, mode)
+		})
+	})
+	if err != nil {
+		return Entry{}, fsError(in.Path, err)
+	}
+	return s.Stat(in.Path)
+}
+
+// Chown changes owner and group; links themselves are changed (lchown).
+func (s *Service) Chown(in ChownRequest) (Entry, error) {
+	r, err := rel("path", in.Path)
+	if err != nil {
+		return Entry{}, err
+	}
+	uid, gid := -1, -1
+	if in.Owner != "" {
+		if uid, err = lookupUID(in.Owner); err != nil {
+			return Entry{}, err
+		}
+	}
+	if in.Group != "" {
+		if gid, err = lookupGID(in.Group); err != nil {
+			return Entry{}, err
+		}
+	}
+	err = s.id.run(func() error {
+		return s.each(r, in.Recursive, func(p string, _ fs.FileInfo) error { return s.root.Lchown(p, uid, gid) })
+	})
+	if err != nil {
+		return Entry{}, fsError(in.Path, err)
+	}
+	return s.Stat(in.Path)
+}
+
+func lookupUID(v string) (int, error) {
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return n, nil
+	}
+	u, err := user.Lookup(v)
+	if err != nil {
+		return 0, platform.Invalid("owner", "names no user of this system: %s", v)
+	}
+	return strconv.Atoi(u.Uid)
+}
+
+func lookupGID(v string) (int, error) {
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return n, nil
+	}
+	g, err := user.LookupGroup(v)
+	if err != nil {
+		return 0, platform.Invalid("group", "names no group of this system: %s", v)
+	}
+	return strconv.Atoi(g.Gid)
+}
+
+// each calls fn on r and, with recursive, everything under it (links not
+// followed).
+func (s *Service) each(r string, recursive bool, fn func(string, fs.FileInfo) error) error {
+	fi, err := s.root.Lstat(r)
+	if err != nil {
+		return err
+	}
+	if err := fn(r, fi); err != nil {
+		return err
+	}
+	if !recursive || !fi.IsDir() {
+		return nil
+	}
+	d, err := s.root.Open(r)
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := s.each(join(r, n), true, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeValid(c fiber.Ctx, dst interface{ Validate() error }) error {
+	if err := platform.Decode(c, dst); err != nil {
+		return err
+	}
+	return dst.Validate()
+}
+
+// entryHandler is the handler of an operation that takes a JSON request
+// (checked with its Validate, when it has one) and answers the entry it
+// leaves behind.
+func entryHandler[T any](status int, op func(T) (Entry, error)) fiber.Handler {
+	return func(c fiber.Ctx) error {
+		var in T
+		if err := platform.Decode(c, &in); err != nil {
+			return err
+		}
+		if v, ok := any(&in).(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				return err
+			}
+		}
+		e, err := op(in)
+		if err != nil {
+			return err
+		}
+		return platform.JSON(c, status, e)
+	}
+}
+
+func (s *Service) handleDelete(c fiber.Ctx) error {
+	q := platform.QueryOf(c)
+	if err := s.Delete(q.String("path"), q.Bool("recursive")); err != nil {
+		return err
+	}
+	return c.SendStatus(http.StatusNoContent)
+}

@@ -1,0 +1,296 @@
+package files
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+const uploadBucket = "uploads"
+
+// UploadRequest starts a resumable upload.
+type UploadRequest struct {
+	Path      string `json:"path" required:"true"`
+	Size      int64  `json:"size" required:"true" doc:"total bytes that will be sent"`
+	SHA256    string `json:"sha256,omitempty" doc:"hex SHA-256 the whole content must have"`
+	Overwrite *bool  `json:"overwrite,omitempty" doc:"replace an existing file (default true)"`
+	IfMatch   string `json:"if_match,omitempty" doc:"the target's ETag that must still hold when the upload completes"`
+	Mode      string `json:"mode,omitempty" doc:"octal permission bits"`
+}
+
+// Upload is a resumable upload's state.
+type Upload struct {
+	ID        string    `json:"id" required:"true"`
+	Path      string    `json:"path" required:"true"`
+	Size      int64     `json:"size" required:"true"`
+	Offset    int64     `json:"offset" required:"true" doc:"bytes received so far"`
+	SHA256    string    `json:"sha256,omitempty"`
+	Overwrite bool      `json:"overwrite" required:"true"`
+	IfMatch   string    `json:"if_match,omitempty"`
+	Mode      string    `json:"mode,omitempty"`
+	Created   time.Time `json:"created_at" required:"true"`
+	Complete  bool      `json:"complete" required:"true"`
+	Entry     *Entry    `json:"entry,omitempty" doc:"the written file, once complete"`
+}
+
+// storedUpload keeps the temporary name, which clients never see.
+type storedUpload struct {
+	Upload
+	TempName string    `json:"temp"`
+	Touched  time.Time `json:"touched"`
+}
+
+// Validate checks the request.
+func (r *UploadRequest) Validate() error {
+	if r.Size < 0 {
+		return platform.Invalid("size", "must be 0 or more")
+	}
+	if r.SHA256 != "" {
+		if b, err := hex.DecodeString(r.SHA256); err != nil || len(b) != sha256.Size {
+			return platform.Invalid("sha256", "must be 64 hexadecimal digits")
+		}
+	}
+	_, err := parseMode("mode", r.Mode, 0)
+	return err
+}
+
+func (s *Service) loadUpload(id string) (storedUpload, error) {
+	var u storedUpload
+	if s.deps.Store == nil {
+		return u, platform.Errorf(platform.CodeUnavailable, "resumable uploads need the service's store")
+	}
+	var found bool
+	err := s.deps.Store.View(func(tx *store.Tx) error {
+		var err error
+		found, err = tx.Get(uploadBucket, id, &u)
+		return err
+	})
+	if err != nil {
+		return u, platform.Internal("read the upload", err)
+	}
+	if !found {
+		return u, platform.NotFound("upload", id)
+	}
+	return u, nil
+}
+
+func (s *Service) saveUpload(u storedUpload) error {
+	u.Touched = s.deps.Clock.Now()
+	return s.deps.Store.Update(func(tx *store.Tx) error { return tx.Put(uploadBucket, u.ID, u) })
+}
+
+func (s *Service) handleUploadStart(c fiber.Ctx) error {
+	var in UploadRequest
+	if err := decodeValid(c, &in); err != nil {
+		return err
+	}
+	if s.maxUpload > 0 && in.Size > s.maxUpload {
+		return s.tooLarge()
+	}
+	if s.deps.Store == nil {
+		return platform.Errorf(platform.CodeUnavailable, "resumable uploads need the service's store")
+	}
+	r, err := rel("path", in.Path)
+	if err != nil {
+		return err
+	}
+	if r == "." {
+		return platform.Invalid("path", "must name a file, not the root")
+	}
+	overwrite := in.Overwrite == nil || *in.Overwrite
+	wi := WriteInput{Path: apiPath(r), Overwrite: overwrite, IfMatch: in.IfMatch}
+	tmp := tempName(r)
+	err = s.id.run(func() error {
+		var cur fs.FileInfo
+		if fi, err := s.root.Stat(r); err == nil {
+			cur = fi
+		}
+		if err := precondition(wi, cur); err != nil {
+			return err
+		}
+		if err := s.mkParents(r); err != nil {
+			return err
+		}
+		f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	})
+	if err != nil {
+		return fsError(in.Path, err)
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	u := storedUpload{Upload: Upload{ID: hex.EncodeToString(b[:]), Path: apiPath(r), Size: in.Size, SHA256: in.SHA256,
+		Overwrite: overwrite, IfMatch: in.IfMatch, Mode: in.Mode, Created: s.deps.Clock.Now().UTC()}, TempName: tmp}
+	if err := s.saveUpload(u); err != nil {
+		return platform.Internal("record the upload", err)
+	}
+	if u.Size == 0 {
+		if err := s.finishUpload(&u); err != nil {
+			return err
+		}
+	}
+	c.Set(fiber.HeaderLocation, "/api/v1/files/uploads/"+u.ID)
+	return platform.JSON(c, http.StatusCreated, u.Upload)
+}
+
+func (s *Service) handleUploadGet(c fiber.Ctx) error {
+	u, err := s.loadUpload(c.Params("id"))
+	if err != nil {
+		return err
+	}
+	c.Set("Upload-Offset", strconv.FormatInt(u.Offset, 10))
+	return platform.JSON(c, http.StatusOK, u.Upload)
+}
+
+func (s *Service) handleUploadPatch(c fiber.Ctx) error {
+	id := c.Params("id")
+	off, err := strconv.ParseInt(c.Get("Upload-Offset"), 10, 64)
+	if err != nil || off < 0 {
+		return platform.Invalid("Upload-Offset", "must be the byte offset the body starts at")
+	}
+	unlock := s.locks.lock("upload:" + id)
+	defer unlock()
+	u, err := s.loadUpload(id)
+	if err != nil {
+		return err
+	}
+	if u.Complete {
+		return platform.Errorf(platform.CodeConflict, "upload %s is complete", id).WithDetails("offset=%d", u.Offset)
+	}
+	r, _ := rel("path", u.Path)
+	var f *os.File
+	err = s.id.run(func() error {
+		var err error
+		f, err = s.root.OpenFile(u.TempName, os.O_WRONLY, 0)
+		return err
+	})
+	if err != nil {
+		return fsError(u.Path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fsError(u.Path, err)
+	}
+	u.Offset = fi.Size() // what is on disk is the truth after a crash
+	if off != u.Offset {
+		f.Close()
+		_ = s.saveUpload(u)
+		c.Set("Upload-Offset", strconv.FormatInt(u.Offset, 10))
+		return platform.Errorf(platform.CodeConflict, "Upload-Offset is %d but the upload holds %d bytes", off, u.Offset).WithDetails("offset=%d", u.Offset)
+	}
+	_, _ = f.Seek(off, io.SeekStart)
+	left := u.Size - off
+	n, err := io.Copy(f, io.LimitReader(body(c), left+1))
+	if n > left {
+		_ = f.Truncate(u.Size)
+		n = left
+		err = errTooLarge
+	}
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	f.Close()
+	u.Offset = off + n
+	_ = s.saveUpload(u)
+	_ = r
+	if errors.Is(err, errTooLarge) {
+		return platform.Errorf(platform.CodePayloadTooLarge, "the body runs past the upload's declared size %d", u.Size).WithDetails("body")
+	}
+	if err != nil {
+		c.Set("Upload-Offset", strconv.FormatInt(u.Offset, 10))
+		return fsError(u.Path, err)
+	}
+	if u.Offset == u.Size {
+		if err := s.finishUpload(&u); err != nil {
+			return err
+		}
+	}
+	c.Set("Upload-Offset", strconv.FormatInt(u.Offset, 10))
+	return platform.JSON(c, http.StatusOK, u.Upload)
+}
+
+// finishUpload checks the hash and renames the temporary into place.
+func (s *Service) finishUpload(u *storedUpload) error {
+	r, _ := rel("path", u.Path)
+	discard := func() {
+		_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
+		_ = s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) })
+	}
+	if u.SHA256 != "" {
+		f, err := s.root.Open(u.TempName)
+		if err != nil {
+			return fsError(u.Path, err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return fsError(u.Path, err)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != u.SHA256 {
+			discard()
+			return platform.Errorf(platform.CodeInvalid, "the content's SHA-256 is %s, not the %s given; the upload is discarded", got, u.SHA256).WithDetails("sha256")
+		}
+	}
+	mode, _ := parseMode("mode", u.Mode, 0)
+	e, _, err := s.commit(WriteInput{Path: u.Path, Overwrite: u.Overwrite, IfMatch: u.IfMatch}, r, u.TempName, mode, discard)
+	if err != nil {
+		return err
+	}
+	u.Complete, u.Entry = true, &e
+	_ = s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) })
+	return nil
+}
+
+func (s *Service) handleUploadDelete(c fiber.Ctx) error {
+	u, err := s.loadUpload(c.Params("id"))
+	if err != nil {
+		return err
+	}
+	_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
+	if err := s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) }); err != nil {
+		return platform.Internal("forget the upload", err)
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// sweepUploads drops resumable uploads untouched for longer than age (and
+// their partial files) when the service starts, so abandoned uploads do
+// not fill the disk.
+func (s *Service) sweepUploads(age time.Duration) {
+	if s.deps.Store == nil {
+		return
+	}
+	now := s.deps.Clock.Now()
+	var stale []storedUpload
+	_ = s.deps.Store.View(func(tx *store.Tx) error {
+		return tx.ForEach(uploadBucket, func(_ string, raw []byte) error {
+			var u storedUpload
+			if json.Unmarshal(raw, &u) == nil && now.Sub(u.Touched) > age {
+				stale = append(stale, u)
+			}
+			return nil
+		})
+	})
+	for _, u := range stale {
+		_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
+		_ = s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) })
+	}
+}

@@ -1,0 +1,142 @@
+package files
+
+import (
+	"math"
+
+	"deckhand/platform"
+)
+
+// Routes is the file service's route table.
+func (s *Service) Routes() []platform.Route {
+	pathParam := platform.Param{Name: "path", Required: true, Description: "absolute path within the root, e.g. /notes/a.txt"}
+	tags := []string{"files"}
+	return []platform.Route{
+		{Method: "GET", Path: "/api/v1/version", Summary: "Server and API version",
+			Description: "server_version is the deckhand build (the same string `deckhand version` prints); " +
+				"version is the file API version (" + APIVersion + "), which changes only when this API changes incompatibly.",
+			Tags: []string{"meta"}, Policy: platform.Public, Response: Version{}, Handler: s.version},
+		{Method: "GET", Path: "/api/v1/files", Tags: tags, Summary: "List a directory",
+			Description: "Entries sorted by name with size, mode, owner, group, mtime and, for links, the stored target " +
+				"(links are listed, never followed). depth 1 lists the directory's own entries; deeper levels follow each " +
+				"directory's entry. Names starting with a dot (and what is under them) are left out unless hidden=true. " +
+				"A listing stops at limit entries with truncated=true.",
+			Query: []platform.Param{pathParam,
+				{Name: "depth", Type: "integer", Range: &platform.Range{Min: 1, Max: 32}, Default: "1", Description: "levels to descend"},
+				{Name: "hidden", Type: "boolean", Default: "false", Description: "include names starting with a dot"},
+				{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: 1000000}, Default: "10000", Description: "at most this many entries"}},
+			Response: Listing{}, Handler: s.handleList},
+		{Method: "DELETE", Path: "/api/v1/files", Tags: tags, Summary: "Delete a file, link or directory",
+			Description: "A link is removed, not its target. A directory that is not empty answers 409 CONFLICT unless " +
+				"recursive=true. The root itself cannot be deleted. 204 on success.",
+			Query:  []platform.Param{pathParam, {Name: "recursive", Type: "boolean", Default: "false", Description: "delete a directory with everything in it"}},
+			Status: 204, Handler: s.handleDelete},
+		{Method: "GET", Path: "/api/v1/files/stat", Tags: tags, Summary: "Describe one path",
+			Description: "Like one listing entry; a final symbolic link is described itself (lstat), with its target.",
+			Query:       []platform.Param{pathParam}, Response: Entry{}, Handler: s.handleStat},
+		{Method: "GET", Path: "/api/v1/files/content", Tags: tags, Summary: "Download a file",
+			Description: "Streams the file (sendfile on TCP). Content-Type by extension, else sniffed from the first 512 " +
+				"bytes. ETag and Last-Modified are set; If-None-Match answers 304. One Range (bytes=a-b, a-, -n) answers 206 " +
+				"with Content-Range, a range outside the file 416 RANGE_NOT_SATISFIABLE; several ranges get the whole file. " +
+				"If-Range with another ETag gets the whole file. A directory answers 409 (use /api/v1/files/archive).",
+			Query:       []platform.Param{pathParam, {Name: "attachment", Type: "boolean", Default: "false", Description: "add Content-Disposition: attachment"}},
+			ContentType: "application/octet-stream", Handler: s.handleDownload},
+		{Method: "PUT", Path: "/api/v1/files/content", Tags: tags, Summary: "Upload a file (raw body or multipart form)",
+			Description: "A raw body becomes the file at path. A multipart/form-data body writes each file part to " +
+				"path/<part's filename> (path is then a directory) and answers the list of entries. The body is streamed to " +
+				"a temporary file beside the target, fsynced and renamed into place, so readers never see half a file and a " +
+				"failed upload leaves the old content; missing parents are created. If-Match with the file's ETag makes the " +
+				"write conditional (412 PRECONDITION_FAILED when the file changed; of two writers with the same ETag exactly " +
+				"one wins), If-None-Match: * refuses to replace. sha256 (hex) is checked before the rename (400 INVALID " +
+				"details sha256 on mismatch). A body over --files-max-upload answers 413. 201 for a new file, 200 when replaced; " +
+				"with overwrite=false an existing file answers 409 CONFLICT. mode defaults to the replaced file's, else 0644.",
+			Query: []platform.Param{pathParam,
+				{Name: "overwrite", Type: "boolean", Default: "true", Description: "replace an existing file"},
+				{Name: "sha256", Description: "hex SHA-256 the content must have"},
+				{Name: "mode", Description: "octal permission bits of the written file"}},
+			Response: Entry{}, Status: 201, Handler: closeOnError(s.handleUpload)},
+		{Method: "POST", Path: "/api/v1/files/mkdir", Tags: tags, Summary: "Create a directory",
+			Description: "parents (default true) creates missing parents and accepts an existing directory, like mkdir -p; " +
+				"parents=false answers 409 when it exists.", Body: MkdirRequest{}, Response: Entry{}, Status: 201, Handler: entryHandler(201, s.Mkdir)},
+		{Method: "POST", Path: "/api/v1/files/move", Tags: tags, Summary: "Move or rename",
+			Description: "rename(2) within the root: atomic on one file system, 409 across file systems. Parents of to are " +
+				"created. An existing destination answers 409 unless overwrite=true. A directory cannot move into itself.",
+			Body: MoveRequest{}, Response: Entry{}, Handler: entryHandler(200, s.Move)},
+		{Method: "POST", Path: "/api/v1/files/copy", Tags: tags, Summary: "Copy (directories recursively)",
+			Description: "Files keep their mode (copy_file_range where the kernel can), directories are copied with " +
+				"everything in them, symbolic links are copied as links, never followed; sockets, fifos and devices are " +
+				"skipped. An existing destination answers 409 unless overwrite=true (then it is replaced).",
+			Body: MoveRequest{}, Response: Entry{}, Status: 201, Handler: entryHandler(201, s.Copy)},
+		{Method: "POST", Path: "/api/v1/files/chmod", Tags: tags, Summary: "Change permission bits",
+			Description: "mode is octal. recursive applies it to everything under a directory; links are skipped (Linux has no lchmod).",
+			Body:        ChmodRequest{}, Response: Entry{}, Handler: entryHandler(200, s.Chmod)},
+		{Method: "POST", Path: "/api/v1/files/chown", Tags: tags, Summary: "Change owner and group",
+			Description: "owner and group are names or numeric ids; either may be left out. Links are changed themselves " +
+				"(lchown). Needs the privilege to chown: as --files-user the kernel refuses with 403 FORBIDDEN.",
+			Body: ChownRequest{}, Response: Entry{}, Handler: entryHandler(200, s.Chown)},
+		{Method: "GET", Path: "/api/v1/files/search", Tags: tags, Summary: "Search by name and content",
+			Description: "Walks path (links not followed). name is a glob matched against the base name (path.Match " +
+				"syntax: *, ?, [a-z]). content is a regular expression (Go RE2 syntax) matched line by line; files that look " +
+				"binary (a NUL in the first 8 KiB) or are larger than max_file_size are skipped. gitignore=true honours " +
+				".gitignore files on the way (and skips .git). The search stops at max_results matches or max_files " +
+				"files visited, with truncated=true.",
+			Query: []platform.Param{pathParam,
+				{Name: "name", Description: "glob on the base name, e.g. *.go"},
+				{Name: "content", Description: "regular expression searched in file contents"},
+				{Name: "hidden", Type: "boolean", Default: "false", Description: "descend into names starting with a dot"},
+				{Name: "gitignore", Type: "boolean", Default: "false", Description: "skip what .gitignore files exclude"},
+				{Name: "max_results", Type: "integer", Range: &platform.Range{Min: 1, Max: 10000}, Default: "500", Description: "stop after this many matches"},
+				{Name: "max_files", Type: "integer", Range: &platform.Range{Min: 1, Max: 10000000}, Default: "100000", Description: "stop after visiting this many files"},
+				{Name: "max_file_size", Type: "integer", Range: &platform.Range{Min: 1, Max: math.MaxInt32}, Default: "10485760", Description: "content search skips larger files"}},
+			Response: SearchResult{}, Handler: s.handleSearch},
+		{Method: "GET", Path: "/api/v1/files/archive", Tags: tags, Summary: "Download a directory as zip or tar.gz",
+			Description: "Streamed as it is built (no temporary file, no Content-Length). Links are stored as links, " +
+				"hidden files included; files that cannot be read are skipped.",
+			Query:       []platform.Param{pathParam, {Name: "format", Enum: []string{"zip", "tar.gz"}, Default: "tar.gz", Description: "archive format"}},
+			ContentType: "application/octet-stream", Handler: s.handleArchive},
+		{Method: "PUT", Path: "/api/v1/files/tar", Tags: tags, Summary: "Upload a directory as one tar stream",
+			Description: "The body (tar, or tar.gz with gzip=true or Content-Encoding: gzip) is unpacked into path as it " +
+				"arrives; each file goes to a temporary name and is renamed, parents are created. Entries naming a path that " +
+				"climbs out (.., absolute) stop the upload with 403 OUTSIDE_ROOT; hard links, devices and fifos are skipped. " +
+				"Answers the number of files and bytes written.",
+			Query:    []platform.Param{pathParam, {Name: "gzip", Type: "boolean", Default: "false", Description: "the body is gzip-compressed"}},
+			Response: TarResult{}, Handler: closeOnError(s.handleTar)},
+		{Method: "POST", Path: "/api/v1/files/uploads", Tags: tags, Summary: "Start a resumable upload",
+			Description: "In the spirit of tus: declare path and size, then PATCH bytes at Upload-Offset. The partial " +
+				"file lives beside the target and the session in the service's store, so an upload resumes across " +
+				"connections and agent restarts. When the last byte arrives the optional sha256 is checked and the file " +
+				"renamed into place (if_match, when given, must still be the target's ETag).",
+			Body: UploadRequest{}, Response: Upload{}, Status: 201, Handler: s.handleUploadStart},
+		{Method: "GET", Path: "/api/v1/files/uploads/{id}", Tags: tags, Summary: "Where a resumable upload stands",
+			Description: "offset is how many bytes the service holds; continue from there.", Response: Upload{}, Handler: s.handleUploadGet},
+		{Method: "PATCH", Path: "/api/v1/files/uploads/{id}", Tags: tags, Summary: "Append to a resumable upload",
+			Description: "Upload-Offset (header) must equal the current offset, else 409 CONFLICT with the offset in " +
+				"details. The body is appended; a connection that breaks keeps what arrived. Bytes past the declared size " +
+				"answer 413. The answer carries the new offset and, when complete, the written entry.",
+			Query:    []platform.Param{{Name: "Upload-Offset", In: "header", Required: true, Type: "integer", Description: "the offset the body starts at"}},
+			Response: Upload{}, Handler: closeOnError(s.handleUploadPatch)},
+		{Method: "DELETE", Path: "/api/v1/files/uploads/{id}", Tags: tags, Summary: "Abandon a resumable upload",
+			Description: "Removes the partial file. 204.", Status: 204, Handler: s.handleUploadDelete},
+		{Method: "GET", Path: "/api/v1/files/watch", Tags: tags, Summary: "Watch for changes (Server-Sent Events)",
+			Description: "inotify through fsnotify. Each event is `id: <seq>`, `event: <type>`, `data: <Event JSON>`; seq " +
+				"increases by one per event of the service. The stream opens with `event: ready` carrying the current seq. " +
+				"To resume, reconnect with Last-Event-ID (EventSource does it itself) or since=<last seq>: the service " +
+				"replays what it kept (the last 4096 events) and continues live; if events after that seq are no longer " +
+				"kept it first sends `event: lost` with code EVENTS_LOST instead of a silent gap. Directories stay watched " +
+				"once asked for, so changes during a reconnect are recorded. New directories are watched at once and what " +
+				"they already hold is reported as created. A client that stops reading is disconnected, not skipped. " +
+				"A recursive watch adds one inotify watch per directory before `ready` (seconds for a whole system; kernel " +
+				"file systems such as /proc and /sys are not descended); past 100,000 directories or the kernel's " +
+				"max_user_watches it answers 409 CONFLICT asking for a narrower path.",
+			Query: []platform.Param{pathParam,
+				{Name: "recursive", Type: "boolean", Default: "true", Description: "include everything below path"},
+				{Name: "since", Type: "integer", Range: &platform.Range{Min: 0, Max: math.MaxInt64}, Description: "replay events after this seq first"}},
+			ContentType: "text/event-stream", Handler: s.handleWatch},
+		{Method: platform.MethodAny, Path: "/dav/{path...}", Tags: []string{"webdav"}, Summary: "WebDAV (class 1 and 2)",
+			Description: "golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead " +
+				"properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, " +
+				"If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's " +
+				"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of a file " +
+				"is the REST download (sendfile, ranges). Mount with rclone, davfs2 or a desktop file manager at /dav/.",
+			Handler: closeOnError(s.handleDAV)},
+	}
+}
