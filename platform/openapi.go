@@ -254,6 +254,12 @@ func operationID(r Route) string {
 
 var timeType = reflect.TypeOf(time.Time{})
 
+// SchemaProvider is a type with its own JSON encoding (a value of several
+// forms) that states its schema instead of the one its fields would give.
+type SchemaProvider interface {
+	JSONSchema() map[string]any
+}
+
 // Schema derives a JSON schema from a Go value through its json tags. A field
 // tagged `required:"true"` is listed as required; `doc:"..."` describes it;
 // `enum:"a,b"` restricts it.
@@ -270,6 +276,9 @@ func schemaOf(t reflect.Type, seen map[reflect.Type]bool) map[string]any {
 	}
 	if t == timeType {
 		return map[string]any{"type": "string", "format": "date-time"}
+	}
+	if s, ok := reflect.New(t).Interface().(SchemaProvider); ok {
+		return s.JSONSchema()
 	}
 	if _, ok := reflect.New(t).Interface().(json.Marshaler); ok && t.Kind() != reflect.Struct {
 		return map[string]any{}

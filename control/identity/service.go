@@ -43,9 +43,13 @@ type Config struct {
 // Open builds identity from its domain environment.
 func Open(env domain.Env[Config]) (*Service, error) {
 	c := env.Config
-	return New(Deps{DB: env.Store, Clock: env.Clock, Logger: env.Logger, Limiter: env.Limiter,
+	svc, err := New(Deps{DB: env.Store, Clock: env.Clock, Logger: env.Logger, Limiter: env.Limiter,
 		Mailer: c.Mailer, Sealer: c.Sealer, Signups: c.Signups, PublicURL: c.PublicURL,
 		AllowedRedirectDomains: c.AllowedRedirectDomains, Providers: c.Providers, Regions: c.Regions, Limits: c.Limits})
+	if err == nil && env.Authz != nil {
+		env.Authz.Provide(CheckUserExists, svc.userExists)
+	}
+	return svc, err
 }
 
 // Deps is everything identity.New takes: the domain environment's members

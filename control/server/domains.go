@@ -6,6 +6,7 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/identity"
 	"deckhand/control/meta"
+	"deckhand/control/projects"
 	"deckhand/control/wallet"
 	"deckhand/platform"
 )
@@ -18,6 +19,7 @@ var domains = []entry{
 	add("meta", (*Server).metaConfig, meta.New),
 	add("identity", (*Server).identityConfig, identity.Open),
 	add("wallet", (*Server).walletConfig, wallet.New),
+	add("projects", (*Server).projectsConfig, projects.New),
 }
 
 // entry is one line of the list.
@@ -63,4 +65,8 @@ func (s *Server) walletConfig() (wallet.Config, error) {
 		c.MaxBatch = 1
 	}
 	return c, nil
+}
+
+func (s *Server) projectsConfig() (projects.Config, error) {
+	return projects.Config{Sealer: s.sealer}, nil
 }

@@ -218,7 +218,7 @@ func TestMissingResourceCheckFailsStart(t *testing.T) {
 	_, err := server.New(baseConfig(t), server.WithDomain("orphan", func(env domain.Env[domain.NoConfig]) (*orphan, error) {
 		return &orphan{env.Authz}, nil
 	}))
-	if err == nil || !strings.Contains(err.Error(), "project.member") {
+	if err == nil || !strings.Contains(err.Error(), "orphan.member") {
 		t.Fatalf("start: %v", err)
 	}
 }
@@ -228,6 +228,6 @@ type orphan struct{ authz *domain.Authorizer }
 // Routes asks for the check only when the table is built, after every
 // domain's constructor ran.
 func (o *orphan) Routes() []platform.Route {
-	return []platform.Route{{Method: "GET", Path: "/api/v1/orphan", Summary: "o", Policy: o.authz.Policy("project.member", "a member"),
+	return []platform.Route{{Method: "GET", Path: "/api/v1/orphan", Summary: "o", Policy: o.authz.Policy("orphan.member", "a member"),
 		Handler: func(c fiber.Ctx) error { return nil }}}
 }

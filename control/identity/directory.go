@@ -1,0 +1,28 @@
+package identity
+
+import (
+	"context"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// CheckUserExists is the resource check identity provides to the domains
+// that name accounts (a project's owner, a permission's user): it reads the
+// account id from the parameter "user_id" and answers 404 when no such
+// account exists. Accounts are never deleted, so an answer stays true.
+const CheckUserExists = "user.exists"
+
+func (s *Service) userExists(ctx context.Context, param func(string) string) error {
+	id := param("user_id")
+	return storeErr("look up the user", s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		u, err := getUser(tx, id)
+		if err != nil {
+			return err
+		}
+		if u == nil {
+			return platform.NotFound("user", id)
+		}
+		return nil
+	}))
+}

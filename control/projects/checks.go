@@ -1,0 +1,136 @@
+package projects
+
+import (
+	"context"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// Roles a permission grants, in increasing power; the owner is above all.
+const (
+	RoleViewer   = "viewer"   // read the project, its containers and documents
+	RoleOperator = "operator" // also act on containers (network, proxy permissions)
+	RoleManager  = "manager"  // also change the project, its permissions and its document
+)
+
+type level int
+
+const (
+	roleNone level = iota
+	roleViewer
+	roleOperator
+	roleManager
+	roleOwner
+)
+
+func levelOf(role string) level {
+	switch role {
+	case RoleViewer:
+		return roleViewer
+	case RoleOperator:
+		return roleOperator
+	case RoleManager:
+		return roleManager
+	}
+	return roleNone
+}
+
+var (
+	errNoProjectAccess   = &platform.Error{Code: platform.CodeForbidden, Message: "you do not have access to this project"}
+	errNoContainerAccess = &platform.Error{Code: platform.CodeForbidden, Message: "you do not have access to this container"}
+)
+
+// callerLevel is what userID may do on project p (read in tx).
+func callerLevel(tx *store.Tx, p *Project, userID string) (level, error) {
+	if p.OwnerID == userID {
+		return roleOwner, nil
+	}
+	raw := tx.GetRaw(bucketByMember, userID+"/"+p.ID)
+	if raw == nil {
+		return roleNone, nil
+	}
+	var perm Permission
+	ok, err := tx.Get(bucketPerms, p.ID+"/"+string(raw), &perm)
+	if err != nil || !ok {
+		return roleNone, err
+	}
+	return levelOf(perm.Role), nil
+}
+
+// projectAt is project id for userID, who needs at least need: 404
+// unknown, 403 not enough.
+func projectAt(tx *store.Tx, id, userID string, need level) (*Project, level, error) {
+	p, err := getProject(tx, id)
+	if err != nil {
+		return nil, roleNone, err
+	}
+	if p == nil {
+		return nil, roleNone, platform.NotFound("project", id)
+	}
+	lv, err := callerLevel(tx, p, userID)
+	if err == nil && lv < need {
+		err = errNoProjectAccess
+	}
+	return p, lv, err
+}
+
+// checkProject admits callers with at least need on the project of path
+// parameter id: 400 malformed id, 404 unknown, 403 not enough.
+func (s *Service) checkProject(need level) platform.Check {
+	return s.check(need, errNoProjectAccess, func(tx *store.Tx, id string) (*Project, error) {
+		p, err := getProject(tx, id)
+		if err == nil && p == nil {
+			err = platform.NotFound("project", id)
+		}
+		return p, err
+	})
+}
+
+// checkContainer admits callers with at least need on the project of the
+// container of path parameter id.
+func (s *Service) checkContainer(need level) platform.Check {
+	return s.check(need, errNoContainerAccess, func(tx *store.Tx, id string) (*Project, error) {
+		c, err := getContainer(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			return nil, platform.NotFound("container", id)
+		}
+		p, err := getProject(tx, c.ProjectID)
+		if err == nil && p == nil {
+			err = errNoContainerAccess // a container outlived its project: nobody's
+		}
+		return p, err
+	})
+}
+
+// check validates the id, finds the project it leads to (404 from
+// projectOf) and compares the caller's level with need.
+func (s *Service) check(need level, denied *platform.Error, projectOf func(tx *store.Tx, id string) (*Project, error)) platform.Check {
+	return func(ctx context.Context, param func(string) string) error {
+		id := param("id")
+		if err := validID("id", id); err != nil {
+			return err
+		}
+		caller, err := platform.Caller(ctx)
+		if err != nil {
+			return err
+		}
+		return storeErr("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
+			p, err := projectOf(tx, id)
+			if err != nil {
+				return err
+			}
+			lv, err := callerLevel(tx, p, caller.UserID)
+			if err != nil {
+				return err
+			}
+			if lv < need {
+				return denied
+			}
+			return nil
+		}))
+	}
+}

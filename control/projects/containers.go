@@ -1,0 +1,276 @@
+package projects
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/control/events"
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// serverIDRe: server ids belong to the servers domain; any opaque id of
+// this shape is recorded as given.
+var serverIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Container is a container registered in a project.
+type Container struct {
+	ID        string `json:"id"`
+	ProjectID string `json:"project_id"`
+	Name      string `json:"name"`
+	ServerID  string `json:"server_id,omitempty"`
+	// Status is a lifecycle state named by the event kinds: a container
+	// the admin API registers starts as "creating".
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Stats is the answer of GET /api/v1/projects/{id}/stats.
+type Stats struct {
+	ProjectID string `json:"project_id"`
+	// Containers counts the project's containers, ByStatus by lifecycle state.
+	Containers int            `json:"containers"`
+	ByStatus   map[string]int `json:"containers_by_status"`
+	// Members counts the users with access: the owner plus permissions.
+	Members     int            `json:"members"`
+	ByRole      map[string]int `json:"members_by_role"`
+	Networks    int            `json:"networks_configured"`
+	NetsRunning int            `json:"networks_running"`
+	// ProxyDocuments counts proxy permissions documents: the project's own
+	// and its containers'.
+	ProxyDocuments int `json:"proxy_permissions_documents"`
+}
+
+func (s *Service) containerRoutes() []platform.Route {
+	read := s.env.Authz.Policy(CheckContainerRead, "a member (owner or any permission) of the container's project")
+	return []platform.Route{
+		{Method: http.MethodPost, Path: "/api/v1/admin/containers", Policy: platform.Admin, Tags: []string{"admin"}, Status: http.StatusCreated,
+			Summary: "Register a container in a project (admin role required)",
+			Description: "`project_id` must name a project (400 otherwise); `id` (optional, 1-40 lowercase letters or digits, no '-' because " +
+				"service host names join ids with '-') defaults to a random one, 409 when taken; `server_id` is recorded as given. " +
+				"The container starts in status `creating`. Writes `container.creating`.",
+			Body: AdminContainerInput{}, Response: Container{}, Handler: platform.Endpoint(http.StatusCreated, "Container created", s.AdminCreateContainer)},
+		{Method: http.MethodGet, Path: "/api/v1/projects/{id}/containers", Policy: s.env.Authz.Policy(CheckProjectMember, "the project's owner or a user its permissions name"),
+			Tags: []string{"containers"}, Query: pageParams, Summary: "The project's containers, oldest first",
+			Description: "Not in the interface's route list; added so members can find the containers they may act on. " +
+				"`page` from 1, `limit` 1-100 (default 20; larger is refused with 400).",
+			Response: ContainerList{}, Handler: s.handleListContainers},
+		{Method: http.MethodGet, Path: "/api/v1/containers/{id}", Policy: read, Tags: []string{"containers"},
+			Summary:     "One container",
+			Description: "400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.",
+			Response:    Container{}, Handler: s.handleGetContainer},
+	}
+}
+
+// AdminContainerInput is the body of POST /api/v1/admin/containers.
+type AdminContainerInput struct {
+	ProjectID string `json:"project_id" required:"true"`
+	Name      string `json:"name" required:"true"`
+	ServerID  string `json:"server_id,omitempty"`
+	ID        string `json:"id,omitempty"`
+}
+
+// Validate checks the ids' format and the name.
+func (in *AdminContainerInput) Validate() error {
+	if in.ProjectID == "" {
+		return platform.Invalid("project_id", "is required")
+	}
+	if err := validID("project_id", in.ProjectID); err != nil {
+		return err
+	}
+	n, err := cleanName("name", in.Name)
+	if err != nil {
+		return err
+	}
+	in.Name = n
+	if in.ServerID != "" && !serverIDRe.MatchString(in.ServerID) {
+		return platform.Invalid("server_id", "must be 1-64 letters, digits, '_' or '-'")
+	}
+	if in.ID != "" {
+		return validID("id", in.ID)
+	}
+	return nil
+}
+
+func getContainer(tx *store.Tx, id string) (*Container, error) {
+	var c Container
+	ok, err := tx.Get(bucketContainers, id, &c)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// AdminCreateContainer registers a container (admins only).
+func (s *Service) AdminCreateContainer(ctx context.Context, in AdminContainerInput) (*Container, error) {
+	if _, err := platform.AdminCaller(ctx); err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	id := in.ID
+	if id == "" {
+		id = newID()
+	}
+	now := s.now()
+	c := &Container{ID: id, ProjectID: in.ProjectID, Name: in.Name, ServerID: in.ServerID, Status: "creating", CreatedAt: now, UpdatedAt: now}
+	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		p, err := getProject(tx, in.ProjectID)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return platform.Invalid("project_id", "no project has this id")
+		}
+		if tx.GetRaw(bucketContainers, id) != nil {
+			return platform.Errorf(platform.CodeConflict, "a container with id %q exists", id)
+		}
+		if err := tx.Put(bucketContainers, id, c); err != nil {
+			return err
+		}
+		if err := tx.PutRaw(bucketByProject, in.ProjectID+"/"+id, []byte{}); err != nil {
+			return err
+		}
+		return s.event(tx, ctx, events.Event{EventType: "container.creating", ResourceType: "container", ResourceID: id,
+			ProjectID: in.ProjectID, ContainerID: id, Payload: events.Payload(map[string]any{"name": c.Name, "server_id": c.ServerID})})
+	})
+	if err != nil {
+		return nil, storeErr("create the container", err)
+	}
+	return c, nil
+}
+
+// ContainerList is the answer of GET /api/v1/projects/{id}/containers.
+type ContainerList struct {
+	Containers []Container `json:"containers"`
+	Pagination Pagination  `json:"pagination"`
+}
+
+// ListContainers lists project id's containers, oldest first.
+func (s *Service) ListContainers(ctx context.Context, id string, page, limit int) (*ContainerList, error) {
+	if err := checkPage(page, limit); err != nil {
+		return nil, err
+	}
+	var all []Container
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		all = nil
+		return tx.ForEachPrefix(bucketByProject, id+"/", func(k string, _ []byte) error {
+			c, err := getContainer(tx, k[len(id)+1:])
+			if err == nil && c != nil {
+				all = append(all, *c)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return nil, storeErr("list containers", err)
+	}
+	items, pg := pageOf(all, func(c Container) (time.Time, string) { return c.CreatedAt, c.ID }, page, limit)
+	return &ContainerList{Containers: items, Pagination: pg}, nil
+}
+
+func (s *Service) handleListContainers(c fiber.Ctx) error {
+	q := platform.QueryOf(c)
+	out, err := s.ListContainers(c.Context(), c.Params("id"), int(q.Int("page")), int(q.Int("limit")))
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Containers", out)
+}
+
+// GetContainer is one container (the route's policy admitted the caller).
+func (s *Service) GetContainer(ctx context.Context, id string) (*Container, error) {
+	var out *Container
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		c, err := getContainer(tx, id)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return platform.NotFound("container", id)
+		}
+		out = c
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("read the container", err)
+	}
+	return out, nil
+}
+
+func (s *Service) handleGetContainer(c fiber.Ctx) error {
+	v, err := s.GetContainer(c.Context(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Container", v)
+}
+
+// ProjectStats counts project id's containers, people and configuration.
+func (s *Service) ProjectStats(ctx context.Context, id string) (*Stats, error) {
+	st := &Stats{ProjectID: id}
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		*st = Stats{ProjectID: id, ByStatus: map[string]int{}, ByRole: map[string]int{"owner": 1}, Members: 1}
+		if p, err := getProject(tx, id); err != nil || p == nil {
+			if err == nil {
+				err = platform.NotFound("project", id)
+			}
+			return err
+		}
+		if tx.GetRaw(bucketDocs, projectDocKey(id)) != nil {
+			st.ProxyDocuments++
+		}
+		if err := tx.ForEachPrefix(bucketByProject, id+"/", func(k string, _ []byte) error {
+			cid := k[len(id)+1:]
+			c, err := getContainer(tx, cid)
+			if err != nil || c == nil {
+				return err
+			}
+			st.Containers++
+			st.ByStatus[c.Status]++
+			var n networkRec
+			if ok, err := tx.Get(bucketNetwork, cid, &n); err != nil {
+				return err
+			} else if ok {
+				st.Networks++
+				if n.Status == netRunning {
+					st.NetsRunning++
+				}
+			}
+			if tx.GetRaw(bucketDocs, containerDocKey(cid)) != nil {
+				st.ProxyDocuments++
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
+			var p Permission
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return err
+			}
+			st.Members++
+			st.ByRole[p.Role]++
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, storeErr("count the project", err)
+	}
+	return st, nil
+}
+
+func (s *Service) handleStats(c fiber.Ctx) error {
+	v, err := s.ProjectStats(c.Context(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Project stats", v)
+}

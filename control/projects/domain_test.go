@@ -1,0 +1,228 @@
+package projects_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"deckhand/control/domain"
+	"deckhand/control/events"
+	"deckhand/control/projects"
+	"deckhand/platform"
+	"deckhand/platform/auth"
+	"deckhand/platform/platformtest"
+	"deckhand/platform/proxyperm"
+	"deckhand/platform/secrets"
+	"deckhand/platform/store"
+	"deckhand/platform/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	platformtest.StopPostgres()
+	os.Exit(code)
+}
+
+type env struct {
+	svc   *projects.Service
+	authz *domain.Authorizer
+}
+
+// newEnv builds the domain on db; the accounts "alice", "bob" and
+// "carol" exist (identity's user.exists check, stood in for here).
+func newEnv(t *testing.T, open storetest.Opener) *env {
+	db, _ := open(t)
+	sealer, err := secrets.New(secrets.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := platform.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	authz := domain.NewAuthorizer()
+	authz.Provide("user.exists", func(_ context.Context, param func(string) string) error {
+		switch param("user_id") {
+		case "alice", "bob", "carol":
+			return nil
+		}
+		return platform.NotFound("user", param("user_id"))
+	})
+	svc, err := projects.New(domain.Env[projects.Config]{Name: "projects", Store: db, Clock: clock, Events: events.NewLog(db, clock),
+		Authz: authz, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: projects.Config{Sealer: sealer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = svc.Routes() // declares the policies
+	if m := authz.Missing(); len(m) != 0 {
+		t.Fatalf("missing checks: %v", m)
+	}
+	return &env{svc: svc, authz: authz}
+}
+
+func as(user string) context.Context {
+	return auth.NewContext(context.Background(), &auth.Principal{UserID: user, Role: auth.RoleUser, Kind: auth.KindSession})
+}
+
+func admin() context.Context {
+	return auth.NewContext(context.Background(), &auth.Principal{UserID: "root", Role: auth.RoleAdmin, Kind: auth.KindSession})
+}
+
+func code(err error) string {
+	var pe *platform.Error
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	if err == nil {
+		return ""
+	}
+	return "untyped: " + err.Error()
+}
+
+// The checks answer 400 (malformed id, no lookup), then 404 (unknown), then
+// 403 (exists, not permitted), and pass by role.
+func TestResourceChecksOrderAndRoles(t *testing.T) {
+	t.Parallel()
+	for _, eng := range storetest.Engines() {
+		t.Run(eng.Name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, eng.Open)
+			p, err := e.svc.CreateProject(as("alice"), projects.ProjectInput{Name: "P"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.svc.AdminCreateContainer(admin(), projects.AdminContainerInput{ProjectID: p.ID, Name: "c", ID: "c1"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.svc.Grant(as("alice"), p.ID, projects.GrantInput{UserID: "bob", Role: projects.RoleViewer}); err != nil {
+				t.Fatal(err)
+			}
+			check := func(name, user, id string) string {
+				return code(e.authz.Policy(name, "").Check(as(user), func(string) string { return id }))
+			}
+			for _, c := range []struct {
+				check, user, id, want string
+			}{
+				{projects.CheckContainerAccess, "carol", "Bad-Id", platform.CodeInvalid},
+				{projects.CheckContainerAccess, "carol", "nosuch", platform.CodeNotFound},
+				{projects.CheckContainerAccess, "carol", "c1", platform.CodeForbidden},
+				{projects.CheckContainerAccess, "bob", "c1", platform.CodeForbidden},
+				{projects.CheckContainerRead, "bob", "c1", ""},
+				{projects.CheckContainerAccess, "alice", "c1", ""},
+				{projects.CheckProjectMember, "carol", p.ID, platform.CodeForbidden},
+				{projects.CheckProjectMember, "bob", p.ID, ""},
+				{projects.CheckProjectManager, "bob", p.ID, platform.CodeForbidden},
+				{projects.CheckProjectOwner, "alice", p.ID, ""},
+				{projects.CheckProjectMember, "alice", "zzzz", platform.CodeNotFound},
+				{projects.CheckProjectMember, "alice", "", platform.CodeInvalid},
+				{projects.CheckContainerAccess, "root", "c1", platform.CodeForbidden}, // admins get no implicit access
+			} {
+				if got := check(c.check, c.user, c.id); got != c.want {
+					t.Errorf("%s %s %q: %q, want %q", c.check, c.user, c.id, got, c.want)
+				}
+			}
+			if _, err := e.svc.Grant(as("alice"), p.ID, projects.GrantInput{UserID: "dave", Role: projects.RoleViewer}); code(err) != platform.CodeInvalid {
+				t.Fatalf("unknown user: %v", err)
+			}
+		})
+	}
+}
+
+func TestProxyCredentialsSealedAndKept(t *testing.T) {
+	t.Parallel()
+	for _, eng := range storetest.Engines() {
+		t.Run(eng.Name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, eng.Open)
+			p, _ := e.svc.CreateProject(as("alice"), projects.ProjectInput{Name: "P"})
+			if _, err := e.svc.AdminCreateContainer(admin(), projects.AdminContainerInput{ProjectID: p.ID, Name: "c", ID: "c1"}); err != nil {
+				t.Fatal(err)
+			}
+			ctx := as("alice")
+			if _, err := e.svc.PutNetwork(ctx, "c1", projects.NetworkInput{Type: "http", Proxy: "http://u%40x:p%3Aw@h.example:3128"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.svc.PutNetwork(ctx, "c1", projects.NetworkInput{Type: "http", Proxy: "http://H.example:3128"}); err != nil {
+				t.Fatal(err)
+			}
+			u, pw, ok, err := e.svc.ProxyCredentials(ctx, "c1")
+			if err != nil || !ok || u != "u@x" || pw != "p:w" {
+				t.Fatalf("credentials %q %q %v %v", u, pw, ok, err)
+			}
+			if _, err := e.svc.PutNetwork(ctx, "c1", projects.NetworkInput{Type: "block"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, ok, _ := e.svc.ProxyCredentials(ctx, "c1"); ok {
+				t.Fatal("block kept the credentials")
+			}
+		})
+	}
+}
+
+// Two replicas (two stores on one database; one store on bbolt) race 50
+// writers with the same If-Match version: exactly one wins per round and
+// no winner's group is lost.
+func TestIfMatchRaceAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	for _, eng := range storetest.Engines() {
+		t.Run(eng.Name, func(t *testing.T) {
+			t.Parallel()
+			db, reopen := eng.Open(t)
+			a := newEnv(t, func(testing.TB) (*store.DB, func() *store.DB) { return db, reopen })
+			second := reopen()
+			b := newEnv(t, func(testing.TB) (*store.DB, func() *store.DB) { return second, reopen })
+			p, _ := a.svc.CreateProject(as("alice"), projects.ProjectInput{Name: "P"})
+			if _, err := a.svc.AdminCreateContainer(admin(), projects.AdminContainerInput{ProjectID: p.ID, Name: "c", ID: "c1"}); err != nil {
+				t.Fatal(err)
+			}
+			const writers, rounds = 50, 3
+			var winners []string
+			for round := 0; round < rounds; round++ {
+				var wg sync.WaitGroup
+				errs := make([]error, writers)
+				for w := 0; w < writers; w++ {
+					svc := a.svc
+					if w%2 == 1 {
+						svc = b.svc
+					}
+					wg.Add(1)
+					go func(w int) {
+						defer wg.Done()
+						_, errs[w] = svc.PutContainerGroup(as("alice"), "c1", int64(round), fmt.Sprintf("r%dw%d", round, w),
+							proxyperm.Group{Type: "ip", Range: "10.0.0.0/8"})
+					}(w)
+				}
+				wg.Wait()
+				won := 0
+				for w, err := range errs {
+					switch code(err) {
+					case "":
+						won++
+						winners = append(winners, fmt.Sprintf("r%dw%d", round, w))
+					case platform.CodePreconditionFailed:
+					default:
+						t.Fatalf("writer %d: %v", w, err)
+					}
+				}
+				if won != 1 {
+					t.Fatalf("round %d: %d winners", round, won)
+				}
+			}
+			var d proxyperm.Document
+			if err := second.View(func(tx *store.Tx) error { _, err := tx.Get("projects_proxyperm", "c/c1", &d); return err }); err != nil {
+				t.Fatal(err)
+			}
+			if d.FileVersion != rounds || len(d.Groups) != rounds {
+				t.Fatalf("version %d, %d groups", d.FileVersion, len(d.Groups))
+			}
+			for _, w := range winners {
+				if _, ok := d.Groups[w]; !ok {
+					t.Fatalf("lost update %s", w)
+				}
+			}
+		})
+	}
+}

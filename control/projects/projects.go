@@ -1,0 +1,518 @@
+package projects
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/control/events"
+	"deckhand/platform"
+	"deckhand/platform/auth"
+	"deckhand/platform/store"
+)
+
+// Project is a project as clients see it and as it is stored.
+type Project struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	OwnerID     string    `json:"owner_id"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// ProjectView is a project with the caller's role on it.
+type ProjectView struct {
+	Project
+	// Role is the caller's: owner, manager, operator or viewer.
+	Role string `json:"role"`
+}
+
+// Pagination is data.pagination of a list.
+type Pagination struct {
+	Total      int `json:"total"`
+	Page       int `json:"page"`
+	Limit      int `json:"limit"`
+	TotalPages int `json:"totalPages"`
+}
+
+// ProjectList is the answer of GET /api/v1/projects.
+type ProjectList struct {
+	Projects   []ProjectView `json:"projects"`
+	Pagination Pagination    `json:"pagination"`
+}
+
+const (
+	maxName        = 100
+	maxDescription = 2000
+	pageLimitMax   = 100
+	pageLimitDef   = 20
+)
+
+var pageParams = []platform.Param{
+	{Name: "page", Type: "integer", Default: "1", Range: &platform.Range{Min: 1, Max: math.MaxInt32}, Description: "page number, from 1"},
+	{Name: "limit", Type: "integer", Default: "20", Range: &platform.Range{Min: 1, Max: pageLimitMax},
+		Description: "page size, 1-100 (default 20); a larger value is refused with 400, not clamped"},
+}
+
+func (s *Service) projectRoutes() []platform.Route {
+	tag := []string{"projects"}
+	member := s.env.Authz.Policy(CheckProjectMember, "the project's owner or a user its permissions name")
+	manager := s.env.Authz.Policy(CheckProjectManager, "the project's owner or a user with role manager on it")
+	owner := s.env.Authz.Policy(CheckProjectOwner, "the project's owner")
+	return []platform.Route{
+		{Method: http.MethodPost, Path: "/api/v1/projects", Policy: platform.SignedIn, Tags: tag, Status: http.StatusCreated,
+			Summary: "Create a project owned by the caller", Description: "Writes `project.created`.",
+			Body: ProjectInput{}, Response: ProjectView{}, Handler: platform.Endpoint(http.StatusCreated, "Project created", s.CreateProject)},
+		{Method: http.MethodGet, Path: "/api/v1/projects", Policy: platform.SignedIn, Tags: tag, Query: pageParams,
+			Summary: "Projects the caller owns or is permitted on, oldest first", Response: ProjectList{}, Handler: s.handleList},
+		{Method: http.MethodGet, Path: "/api/v1/projects/{id}", Policy: member, Tags: tag, Summary: "One project",
+			Description: "400 for a malformed id, 404 for an unknown project, 403 when the caller is neither owner nor permitted.",
+			Response:    ProjectView{}, Handler: s.handleGet},
+		{Method: http.MethodPut, Path: "/api/v1/projects/{id}", Policy: manager, Tags: tag, Summary: "Replace a project's name and description",
+			Description: "`name` is required; an absent `description` becomes empty. Writes `project.updated`.",
+			Body:        ProjectInput{}, Response: ProjectView{}, Handler: s.handlePut},
+		{Method: http.MethodPatch, Path: "/api/v1/projects/{id}", Policy: manager, Tags: tag, Summary: "Change a project's name or description",
+			Description: "Give `name`, `description` or both. Writes `project.updated`.",
+			Body:        ProjectPatch{}, Response: ProjectView{}, Handler: s.handlePatch},
+		{Method: http.MethodDelete, Path: "/api/v1/projects/{id}", Policy: owner, Tags: tag, Summary: "Delete a project (owner only)",
+			Description: "409 while the project has containers. Removes its permissions and its proxy permissions document. Writes `project.deleted`.",
+			Handler:     s.handleDelete},
+		{Method: http.MethodGet, Path: "/api/v1/projects/{id}/stats", Policy: member, Tags: tag, Summary: "Counts of a project's containers, people and configuration",
+			Response: Stats{}, Handler: s.handleStats},
+		{Method: http.MethodPost, Path: "/api/v1/admin/projects", Policy: platform.Admin, Tags: []string{"admin"}, Status: http.StatusCreated,
+			Summary: "Create a project for a user (admin role required)", Description: "`owner_id` must name an existing account (400 otherwise). Writes `project.created`.",
+			Body: AdminProjectInput{}, Response: Project{}, Handler: platform.Endpoint(http.StatusCreated, "Project created", s.AdminCreateProject)},
+	}
+}
+
+// ProjectInput is the body of POST and PUT /api/v1/projects.
+type ProjectInput struct {
+	Name        string `json:"name" required:"true"`
+	Description string `json:"description,omitempty"`
+}
+
+// Validate checks name and description.
+func (in *ProjectInput) Validate() error {
+	n, err := cleanName("name", in.Name)
+	if err != nil {
+		return err
+	}
+	in.Name = n
+	return checkDescription(in.Description)
+}
+
+// ProjectPatch is the body of PATCH /api/v1/projects/{id}.
+type ProjectPatch struct {
+	Name        *string `json:"name,omitempty"`
+	Description *string `json:"description,omitempty"`
+}
+
+// Validate demands a change and checks it.
+func (in *ProjectPatch) Validate() error {
+	if in.Name == nil && in.Description == nil {
+		return platform.Invalid("body", "give name, description or both")
+	}
+	if in.Name != nil {
+		n, err := cleanName("name", *in.Name)
+		if err != nil {
+			return err
+		}
+		in.Name = &n
+	}
+	if in.Description != nil {
+		return checkDescription(*in.Description)
+	}
+	return nil
+}
+
+// AdminProjectInput is the body of POST /api/v1/admin/projects.
+type AdminProjectInput struct {
+	OwnerID string `json:"owner_id" required:"true"`
+	Name    string `json:"name" required:"true"`
+}
+
+// Validate checks owner_id's presence and the name.
+func (in *AdminProjectInput) Validate() error {
+	if in.OwnerID == "" {
+		return platform.Invalid("owner_id", "is required")
+	}
+	n, err := cleanName("name", in.Name)
+	if err != nil {
+		return err
+	}
+	in.Name = n
+	return nil
+}
+
+// cleanName trims and checks a display name: 1-100 characters, no control
+// characters.
+func cleanName(field, s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", platform.Invalid(field, "is required")
+	}
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxName {
+		return "", platform.Invalid(field, "must be 1-%d characters", maxName)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return "", platform.Invalid(field, "must not contain control characters")
+		}
+	}
+	return s, nil
+}
+
+func checkDescription(s string) error {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxDescription {
+		return platform.Invalid("description", "must be at most %d characters", maxDescription)
+	}
+	return nil
+}
+
+func getProject(tx *store.Tx, id string) (*Project, error) {
+	var p Project
+	ok, err := tx.Get(bucketProjects, id, &p)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (s *Service) now() time.Time { return s.env.Clock.Now().UTC() }
+
+func (s *Service) event(tx *store.Tx, ctx context.Context, ev events.Event) error {
+	if p, ok := auth.FromContext(ctx); ok {
+		ev.ActorID = p.UserID
+	}
+	ev.IP = auth.ClientIP(ctx)
+	_, err := s.env.Events.Append(tx, ev)
+	return err
+}
+
+func roleName(lv level) string {
+	switch lv {
+	case roleOwner:
+		return "owner"
+	case roleManager:
+		return RoleManager
+	case roleOperator:
+		return RoleOperator
+	case roleViewer:
+		return RoleViewer
+	}
+	return ""
+}
+
+func (s *Service) createProject(ctx context.Context, ownerID, name, desc string) (*Project, error) {
+	now := s.now()
+	p := &Project{ID: newID(), Name: name, Description: desc, OwnerID: ownerID, CreatedAt: now, UpdatedAt: now}
+	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		if err := tx.Put(bucketProjects, p.ID, p); err != nil {
+			return err
+		}
+		if err := tx.PutRaw(bucketByOwner, ownerID+"/"+p.ID, []byte{}); err != nil {
+			return err
+		}
+		return s.event(tx, ctx, events.Event{EventType: "project.created", ResourceType: "project", ResourceID: p.ID,
+			ProjectID: p.ID, Payload: events.Payload(map[string]any{"name": p.Name, "owner_id": ownerID})})
+	})
+	if err != nil {
+		return nil, storeErr("create the project", err)
+	}
+	return p, nil
+}
+
+// CreateProject creates a project owned by the caller.
+func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (*ProjectView, error) {
+	c, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	p, err := s.createProject(ctx, c.UserID, in.Name, in.Description)
+	if err != nil {
+		return nil, err
+	}
+	return &ProjectView{Project: *p, Role: "owner"}, nil
+}
+
+// AdminCreateProject creates a project for owner_id (admins only).
+func (s *Service) AdminCreateProject(ctx context.Context, in AdminProjectInput) (*Project, error) {
+	if _, err := platform.AdminCaller(ctx); err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.accountExists(ctx, "owner_id", in.OwnerID); err != nil {
+		return nil, err
+	}
+	return s.createProject(ctx, in.OwnerID, in.Name, "")
+}
+
+// accountExists is 400 naming field when no account has id.
+func (s *Service) accountExists(ctx context.Context, field, id string) error {
+	err := s.userExists(ctx, func(string) string { return id })
+	if pe := platform.AsError(err); err != nil && pe.Code == platform.CodeNotFound {
+		return platform.Invalid(field, "no account has this id")
+	}
+	return err
+}
+
+// ListProjects lists the projects the caller owns or is permitted on.
+func (s *Service) ListProjects(ctx context.Context, page, limit int) (*ProjectList, error) {
+	c, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPage(page, limit); err != nil {
+		return nil, err
+	}
+	var all []ProjectView
+	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		all = nil
+		seen := map[string]bool{}
+		add := func(id string) error {
+			if seen[id] {
+				return nil
+			}
+			seen[id] = true
+			p, err := getProject(tx, id)
+			if err != nil || p == nil {
+				return err
+			}
+			lv, err := callerLevel(tx, p, c.UserID)
+			if err != nil || lv == roleNone {
+				return err
+			}
+			all = append(all, ProjectView{Project: *p, Role: roleName(lv)})
+			return nil
+		}
+		for _, b := range []string{bucketByOwner, bucketByMember} {
+			if err := tx.ForEachPrefix(b, c.UserID+"/", func(k string, _ []byte) error {
+				return add(k[len(c.UserID)+1:])
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("list projects", err)
+	}
+	items, pg := pageOf(all, func(p ProjectView) (time.Time, string) { return p.CreatedAt, p.ID }, page, limit)
+	return &ProjectList{Projects: items, Pagination: pg}, nil
+}
+
+// checkPage is the rule of every list's page and limit (the route's query
+// declaration refuses the same values over HTTP).
+func checkPage(page, limit int) error {
+	if page < 1 {
+		return platform.Invalid("page", "must be at least 1")
+	}
+	if limit < 1 || limit > pageLimitMax {
+		return platform.Invalid("limit", "must be 1-%d", pageLimitMax)
+	}
+	return nil
+}
+
+// pageOf sorts all oldest first (ties by id) and cuts out one page.
+func pageOf[T any](all []T, key func(T) (time.Time, string), page, limit int) ([]T, Pagination) {
+	sort.Slice(all, func(i, j int) bool {
+		ti, ii := key(all[i])
+		tj, ij := key(all[j])
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return ii < ij
+	})
+	pg := Pagination{Total: len(all), Page: page, Limit: limit, TotalPages: (len(all) + limit - 1) / limit}
+	out := []T{}
+	if from := (page - 1) * limit; from < len(all) {
+		out = all[from:min(from+limit, len(all))]
+	}
+	return out, pg
+}
+
+func (s *Service) handleList(c fiber.Ctx) error {
+	q := platform.QueryOf(c)
+	out, err := s.ListProjects(c.Context(), int(q.Int("page")), int(q.Int("limit")))
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Projects", out)
+}
+
+// GetProject is one project (the route's policy admitted the caller).
+func (s *Service) GetProject(ctx context.Context, id string) (*ProjectView, error) {
+	c, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out ProjectView
+	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		p, lv, err := projectAt(tx, id, c.UserID, roleViewer)
+		if err != nil {
+			return err
+		}
+		out = ProjectView{Project: *p, Role: roleName(lv)}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("read the project", err)
+	}
+	return &out, nil
+}
+
+func (s *Service) handleGet(c fiber.Ctx) error {
+	v, err := s.GetProject(c.Context(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Project", v)
+}
+
+// UpdateProject applies a PUT (replace) or PATCH (merge) to project id;
+// managers and the owner only.
+func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectPatch, replace bool) (*ProjectView, error) {
+	c, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	var out ProjectView
+	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		p, lv, err := projectAt(tx, id, c.UserID, roleManager)
+		if err != nil {
+			return err
+		}
+		changes := map[string]any{}
+		if in.Name != nil && *in.Name != p.Name {
+			changes["name"] = *in.Name
+			p.Name = *in.Name
+		}
+		desc := in.Description
+		if replace && desc == nil {
+			empty := ""
+			desc = &empty
+		}
+		if desc != nil && *desc != p.Description {
+			changes["description"] = *desc
+			p.Description = *desc
+		}
+		if len(changes) > 0 {
+			p.UpdatedAt = s.now()
+			if err := tx.Put(bucketProjects, p.ID, p); err != nil {
+				return err
+			}
+			if err := s.event(tx, ctx, events.Event{EventType: "project.updated", ResourceType: "project", ResourceID: p.ID,
+				ProjectID: p.ID, Payload: events.Payload(changes)}); err != nil {
+				return err
+			}
+		}
+		out = ProjectView{Project: *p, Role: roleName(lv)}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("update the project", err)
+	}
+	return &out, nil
+}
+
+func (s *Service) handlePut(c fiber.Ctx) error {
+	var in ProjectInput
+	if err := platform.Decode(c, &in); err != nil {
+		return err
+	}
+	v, err := s.UpdateProject(c.Context(), c.Params("id"), ProjectPatch{Name: &in.Name, Description: &in.Description}, true)
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Project updated", v)
+}
+
+func (s *Service) handlePatch(c fiber.Ctx) error {
+	var in ProjectPatch
+	if err := platform.Decode(c, &in); err != nil {
+		return err
+	}
+	v, err := s.UpdateProject(c.Context(), c.Params("id"), in, false)
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Project updated", v)
+}
+
+// DeleteProject removes a project without containers, its permissions and
+// its proxy permissions document (owner only).
+func (s *Service) DeleteProject(ctx context.Context, id string) error {
+	c, err := platform.Caller(ctx)
+	if err != nil {
+		return err
+	}
+	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		p, err := getProject(tx, id)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return platform.NotFound("project", id)
+		}
+		if p.OwnerID != c.UserID {
+			return errNoProjectAccess
+		}
+		if tx.CountPrefix(bucketByProject, id+"/") > 0 {
+			return platform.Errorf(platform.CodeConflict, "the project still has containers")
+		}
+		var perms []Permission
+		if err := tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
+			var pm Permission
+			if err := jsonUnmarshal(raw, &pm); err != nil {
+				return err
+			}
+			perms = append(perms, pm)
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, pm := range perms {
+			if err := tx.Delete(bucketPerms, id+"/"+pm.ID); err != nil {
+				return err
+			}
+			if err := tx.Delete(bucketByMember, pm.UserID+"/"+id); err != nil {
+				return err
+			}
+		}
+		if err := tx.Delete(bucketDocs, projectDocKey(id)); err != nil {
+			return err
+		}
+		if err := tx.Delete(bucketByOwner, p.OwnerID+"/"+id); err != nil {
+			return err
+		}
+		if err := tx.Delete(bucketProjects, id); err != nil {
+			return err
+		}
+		return s.event(tx, ctx, events.Event{EventType: "project.deleted", ResourceType: "project", ResourceID: id, ProjectID: id,
+			Payload: events.Payload(map[string]any{"name": p.Name})})
+	})
+	return storeErr("delete the project", err)
+}
+
+func (s *Service) handleDelete(c fiber.Ctx) error {
+	if err := s.DeleteProject(c.Context(), c.Params("id")); err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Project deleted", nil)
+}

@@ -1,0 +1,144 @@
+// Package projects owns projects and the people on them, the containers
+// registered in them, each container's outbound network configuration and
+// the proxy permissions documents of containers and projects
+// (interface.md 4.8, 4.9, 4.12 Projects; operations.md admin API, the
+// container ownership rule and project-level proxy permissions).
+//
+// Who may do what is declared on the routes as resource checks this
+// package provides to every domain (Authz):
+//
+//   - project.member: the owner or any user a permission names (viewer,
+//     operator, manager) — read the project, its stats and its document;
+//   - project.manager: the owner or a manager — change the project, its
+//     permissions and its proxy permissions document;
+//   - project.owner: the owner — delete the project;
+//   - container.read: a member of the container's project;
+//   - container.access: the owner, an operator or a manager of the
+//     container's project — act on the container (network, proxy
+//     permissions).
+//
+// Each check answers in this order, so a caller learns no more about
+// another user's resource than the spec requires: 400 for a malformed id
+// (no lookup made), 404 when no such project or container exists, 403 when
+// it exists and the caller may not act on it. Messages carry only the id
+// the caller sent, never the owner, project or name. Sub-resources (a
+// network configuration, a document) are looked up only after the check
+// passes, so their existence is never revealed to others. Admins get no
+// implicit access to users' projects: they create projects and containers
+// through the admin API.
+package projects
+
+import (
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"regexp"
+	"strings"
+
+	"deckhand/control/domain"
+	"deckhand/platform"
+	"deckhand/platform/secrets"
+	"deckhand/platform/store"
+)
+
+// Config is the projects domain's config section.
+type Config struct {
+	// Sealer encrypts proxy credentials at rest (the master key). Required.
+	Sealer *secrets.Sealer
+}
+
+// Resource checks this package provides.
+const (
+	CheckProjectMember   = "project.member"
+	CheckProjectManager  = "project.manager"
+	CheckProjectOwner    = "project.owner"
+	CheckContainerRead   = "container.read"
+	CheckContainerAccess = "container.access"
+)
+
+// Buckets this package owns.
+const (
+	bucketProjects   = "projects"
+	bucketByOwner    = "projects_by_owner"    // owner/project → ""
+	bucketPerms      = "projects_permissions" // project/permission → record
+	bucketByMember   = "projects_by_member"   // user/project → permission id
+	bucketContainers = "projects_containers"  // container → record
+	bucketByProject  = "projects_containers_by_project"
+	bucketNetwork    = "projects_network"       // container → configuration
+	bucketNetCreds   = "projects_network_creds" // container → sealed userinfo
+	bucketDocs       = "projects_proxyperm"     // c/<container> or p/<project> → document
+	bucketDocVersion = "projects_proxyperm_versions"
+)
+
+// Service is the projects domain.
+type Service struct {
+	env        domain.Env[Config]
+	db         *store.DB
+	log        *slog.Logger
+	sealer     *secrets.Sealer
+	userExists platform.Check
+}
+
+// New builds the domain and provides its resource checks.
+func New(env domain.Env[Config]) (*Service, error) {
+	if env.Config.Sealer == nil {
+		return nil, errNoSealer
+	}
+	s := &Service{env: env, db: env.Store, log: env.Logger, sealer: env.Config.Sealer}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.userExists = env.Authz.Policy("user.exists", "the named account exists").Check
+	env.Authz.Provide(CheckProjectMember, s.checkProject(roleViewer))
+	env.Authz.Provide(CheckProjectManager, s.checkProject(roleManager))
+	env.Authz.Provide(CheckProjectOwner, s.checkProject(roleOwner))
+	env.Authz.Provide(CheckContainerRead, s.checkContainer(roleViewer))
+	env.Authz.Provide(CheckContainerAccess, s.checkContainer(roleOperator))
+	return s, nil
+}
+
+type sealerMissing struct{}
+
+func (sealerMissing) Error() string { return "projects: a Sealer (master key) is required" }
+
+var errNoSealer error = sealerMissing{}
+
+// Routes is the domain's route table.
+func (s *Service) Routes() []platform.Route {
+	var out []platform.Route
+	out = append(out, s.projectRoutes()...)
+	out = append(out, s.permissionRoutes()...)
+	out = append(out, s.containerRoutes()...)
+	out = append(out, s.networkRoutes()...)
+	out = append(out, s.proxyRoutes()...)
+	return out
+}
+
+// Ids of projects, containers and permissions: lowercase letters and
+// digits only, because a container service's host name joins project and
+// container ids with '-' (<project_id>-<container_id>-<service>-...).
+var idRe = regexp.MustCompile(`^[a-z0-9]{1,40}$`)
+
+const idRule = "invalid id format: must be 1-40 lowercase letters or digits"
+
+func validID(field, id string) error {
+	if !idRe.MatchString(id) {
+		return platform.Invalid(field, idRule)
+	}
+	return nil
+}
+
+// newID is 20 random characters of [a-z2-7] (100 bits, unbiased: base32
+// of crypto/rand).
+func newID() string { return strings.ToLower(rand.Text()[:20]) }
+
+func storeErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *platform.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return platform.Internal(op, err)
+}

@@ -1,0 +1,190 @@
+package proxyperm
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// ParseRange reads an IPv4 CIDR "a.b.c.d/m" with m 0-32.
+func ParseRange(s string) (netip.Prefix, error) {
+	if s == "" {
+		return netip.Prefix{}, errors.New(errEmpty)
+	}
+	addr, bits, ok := strings.Cut(s, "/")
+	if !ok {
+		return netip.Prefix{}, fmt.Errorf("must be an IPv4 CIDR a.b.c.d/m, got %q (no /m)", clip(s))
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !a.Is4() {
+		return netip.Prefix{}, fmt.Errorf("must be an IPv4 CIDR a.b.c.d/m, got %q (bad IPv4 address)", clip(s))
+	}
+	if len(bits) == 0 || len(bits) > 2 || (len(bits) == 2 && bits[0] == '0') {
+		return netip.Prefix{}, fmt.Errorf("must be an IPv4 CIDR a.b.c.d/m with m 0-32, got %q", clip(s))
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("must be an IPv4 CIDR a.b.c.d/m with m 0-32, got %q", clip(s))
+	}
+	return p.Masked(), nil
+}
+
+// ParsePublicKey reads the PEM SPKI ("PUBLIC KEY") key of an RS256 (RSA,
+// at least 2048 bits) or ES256 (ECDSA P-256) jwt group.
+func ParsePublicKey(alg, secret string) (crypto.PublicKey, error) {
+	block, rest := pem.Decode([]byte(strings.TrimSpace(secret)))
+	if block == nil {
+		return nil, fmt.Errorf("must be a PEM public key for %s (no PEM block found)", alg)
+	}
+	if block.Type != "PUBLIC KEY" {
+		return nil, fmt.Errorf("must be a PEM SPKI public key (BEGIN PUBLIC KEY) for %s, got %q", alg, block.Type)
+	}
+	if len(strings.TrimSpace(string(rest))) != 0 {
+		return nil, fmt.Errorf("must hold exactly one PEM block")
+	}
+	key, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("is not a parsable SPKI public key for %s", alg)
+	}
+	switch alg {
+	case "RS256":
+		k, ok := key.(*rsa.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("must be an RSA public key for RS256")
+		}
+		if k.N.BitLen() < 2048 {
+			return nil, fmt.Errorf("RSA key must have at least 2048 bits, got %d", k.N.BitLen())
+		}
+		return k, nil
+	case "ES256":
+		k, ok := key.(*ecdsa.PublicKey)
+		if !ok || k.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("must be an ECDSA P-256 public key for ES256")
+		}
+		return k, nil
+	}
+	return nil, fmt.Errorf("algorithm %s takes no public key", alg)
+}
+
+// Policy is a document compiled for evaluation: every string parsed once.
+// It is immutable and safe for concurrent use.
+type Policy struct {
+	Container string
+	Project   string
+	// DefaultAllow is default == "allow".
+	DefaultAllow bool
+	// Enabled is enable_proxy.
+	Enabled bool
+	// Groups in name order.
+	Groups []CompiledGroup
+	// Rules of each group name, including names without a group (rules of
+	// a removed group stay and match no identity).
+	Rules map[string]Rules
+	// Version is the document's file_version.
+	Version int64
+}
+
+// CompiledGroup is one group with its credentials parsed.
+type CompiledGroup struct {
+	Name string
+	Type string
+	// jwt
+	Algorithm string
+	HMACKey   []byte           // HS256
+	PublicKey crypto.PublicKey // RS256, ES256
+	Sources   []Source
+	Claims    map[string]any
+	// password
+	Username string
+	Salt     string
+	Hash     []byte // SHA256(salt + password)
+	// ip
+	Prefix netip.Prefix
+	// token: Location is "header", "cookie" or "param"
+	Location, Name2, Value string
+	// service-identity
+	Containers, Projects []string
+}
+
+// Source is where a JWT is read from.
+type Source struct {
+	Cookie bool // false: a header
+	Name   string
+}
+
+// Compile validates d (hashing nothing: a plaintext password group is
+// refused, documents are stored normalized) and parses it for evaluation.
+func Compile(d *Document) (*Policy, error) {
+	c := *d
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Policy{Container: c.Container, Project: c.Project, DefaultAllow: c.Default == Allow, Enabled: c.Proxy(),
+		Rules: c.Permissions, Version: c.FileVersion}
+	for _, name := range c.GroupNames() {
+		g := c.Groups[name]
+		cg := CompiledGroup{Name: name, Type: g.Type}
+		switch g.Type {
+		case TypeJWT:
+			cg.Algorithm, cg.Claims = g.Algorithm, g.Claims
+			if g.Algorithm == "HS256" {
+				cg.HMACKey = []byte(g.Secret)
+			} else {
+				k, err := ParsePublicKey(g.Algorithm, g.Secret)
+				if err != nil {
+					return nil, err
+				}
+				cg.PublicKey = k
+			}
+			for _, s := range g.Sources {
+				kind, n, _ := strings.Cut(s, ":")
+				cg.Sources = append(cg.Sources, Source{Cookie: kind == "cookie", Name: n})
+			}
+		case TypePassword:
+			if g.Algorithm != "sha256" {
+				return nil, fmt.Errorf("group %s: password is not hashed (normalize the document before storing it)", name)
+			}
+			h, _ := hex.DecodeString(g.Password)
+			cg.Username, cg.Salt, cg.Hash = g.Username, g.Salt, h
+		case TypeIP:
+			cg.Prefix, _ = ParseRange(g.Range)
+		case TypeToken:
+			cg.Value = g.Value
+			switch {
+			case g.Header != "":
+				cg.Location, cg.Name2 = "header", g.Header
+			case g.Cookie != "":
+				cg.Location, cg.Name2 = "cookie", g.Cookie
+			default:
+				cg.Location, cg.Name2 = "param", g.Param
+			}
+		case TypeServiceIdentity:
+			cg.Containers, cg.Projects = g.Containers, g.Projects
+		}
+		p.Groups = append(p.Groups, cg)
+	}
+	return p, nil
+}
+
+// Allows decides program and port for a request whose credentials matched
+// the named groups: allowed when any of them has a rule for program that
+// admits port, else the default. A disabled proxy allows nothing.
+func (p *Policy) Allows(matched []string, program string, port int) bool {
+	if !p.Enabled {
+		return false
+	}
+	for _, g := range matched {
+		if a, ok := p.Rules[g][program]; ok && a.Allows(port) {
+			return true
+		}
+	}
+	return p.DefaultAllow
+}

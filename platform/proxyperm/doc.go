@@ -1,0 +1,22 @@
+// Package proxyperm owns the proxy permissions document of interface.md
+// (4.9 and "Proxy permissions document"): its type, the one validation both
+// the control plane (which stores documents) and the agent's gateway (which
+// enforces them, and loads --permissions-file) apply, the normalization of
+// password groups (plaintext hashed on write) and a compiled, evaluator-ready
+// form (parsed CIDRs, public keys, password hashes and port sets). It has no
+// HTTP in it: request facts are the gateway's business.
+//
+// Choices where the spec is silent:
+//   - permissions maps a group name to an object of program name → access,
+//     {"admins": {"terminal": true, "http": [80, 443]}}; program names are the
+//     spec's list (http, terminal, ssh, files, exec, services, notifications);
+//   - access forms: true, false, a port 1-65535, a non-empty array of ports, a
+//     "<from>-<to>" range with from <= to, or "*";
+//   - a password is taken as pre-hashed when algorithm is "sha256" (then it
+//     must be 64 lowercase hex digits); without algorithm it is plaintext and
+//     is hashed with the given salt (a random one when none is given);
+//   - service-identity groups name the allowed `containers` and/or `projects`
+//     (at least one entry);
+//   - group names are 1-64 of [A-Za-z0-9_.-] starting with a letter or digit;
+//     a document has at most MaxGroups groups.
+package proxyperm

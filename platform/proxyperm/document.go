@@ -1,0 +1,465 @@
+package proxyperm
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"deckhand/platform"
+)
+
+// Group types.
+const (
+	TypeJWT             = "jwt"
+	TypePassword        = "password"
+	TypeIP              = "ip"
+	TypeToken           = "token"
+	TypeServiceIdentity = "service-identity"
+)
+
+// Types lists the group types.
+var Types = []string{TypeJWT, TypePassword, TypeIP, TypeToken, TypeServiceIdentity}
+
+// Limits of a document.
+const (
+	MaxGroups   = 500
+	MaxSources  = 16
+	MaxClaims   = 32
+	MaxIdents   = 256
+	maxValueLen = 8192
+)
+
+// Default policies.
+const (
+	Allow = "allow"
+	Deny  = "deny"
+)
+
+// Group is one authentication group. Type says which fields apply; the
+// others must be empty.
+type Group struct {
+	Type string `json:"type"`
+	// jwt
+	Secret    string         `json:"secret,omitempty"`
+	Algorithm string         `json:"algorithm,omitempty"` // jwt: HS256/RS256/ES256; password: sha256
+	Sources   []string       `json:"sources,omitempty"`
+	Claims    map[string]any `json:"claims,omitempty"`
+	// password
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	Salt     string `json:"salt,omitempty"`
+	// ip
+	Range string `json:"range,omitempty"`
+	// token
+	Header string `json:"header,omitempty"`
+	Cookie string `json:"cookie,omitempty"`
+	Param  string `json:"param,omitempty"`
+	Value  string `json:"value,omitempty"`
+	// service-identity
+	Containers []string `json:"containers,omitempty"`
+	Projects   []string `json:"projects,omitempty"`
+}
+
+// Rules maps a program name to its access.
+type Rules map[string]Access
+
+// Document is the proxy permissions document.
+type Document struct {
+	Project     string                       `json:"project"`
+	Container   string                       `json:"container"`
+	Groups      map[string]Group             `json:"groups"`
+	Permissions map[string]Rules             `json:"permissions"`
+	Default     string                       `json:"default"`
+	EnableProxy *bool                        `json:"enable_proxy"`
+	Hooks       map[string][]json.RawMessage `json:"hooks,omitempty"`
+	FileVersion int64                        `json:"file_version"`
+	ETag        string                       `json:"etag"`
+}
+
+// ETag is the entity tag of a version: file:v<n>.
+func ETag(version int64) string { return "file:v" + strconv.FormatInt(version, 10) }
+
+// ParseETag reads "file:v<n>" (optionally in double quotes, as HTTP
+// entity tags travel); ok is false for anything else.
+func ParseETag(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	rest, ok := strings.CutPrefix(s, "file:v")
+	if !ok || rest == "" || len(rest) > 18 {
+		return 0, false
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return n, err == nil
+}
+
+// Proxy reports whether the proxy is enabled (absent means true).
+func (d *Document) Proxy() bool { return d.EnableProxy == nil || *d.EnableProxy }
+
+// wireDocument is Document with access values still raw, so a bad one is
+// refused naming its place (permissions.<group>.<program>).
+// (Not embedding Document: its Validate would run before the access
+// values are read.)
+type wireDocument struct {
+	Project     string                                `json:"project"`
+	Container   string                                `json:"container"`
+	Groups      map[string]Group                      `json:"groups"`
+	Permissions map[string]map[string]json.RawMessage `json:"permissions"`
+	Default     string                                `json:"default"`
+	EnableProxy *bool                                 `json:"enable_proxy"`
+	Hooks       map[string][]json.RawMessage          `json:"hooks,omitempty"`
+	FileVersion int64                                 `json:"file_version"`
+	ETag        string                                `json:"etag"`
+}
+
+// Decode reads a document strictly: unknown fields are refused, and
+// Validate runs. file_version and etag, when present, are ignored (the
+// store assigns them).
+func Decode(raw []byte) (*Document, error) {
+	var w wireDocument
+	if err := platform.DecodeBytes(raw, &w); err != nil {
+		return nil, err
+	}
+	d := Document{Project: w.Project, Container: w.Container, Groups: w.Groups, Default: w.Default,
+		EnableProxy: w.EnableProxy, Hooks: w.Hooks}
+	if w.Permissions != nil {
+		d.Permissions = make(map[string]Rules, len(w.Permissions))
+		for _, g := range sortedKeys(w.Permissions) {
+			rules := Rules{}
+			for _, prog := range sortedKeys(w.Permissions[g]) {
+				a, err := DecodeAccess("permissions."+g+"."+prog, w.Permissions[g][prog])
+				if err != nil {
+					return nil, err
+				}
+				rules[prog] = a
+			}
+			d.Permissions[g] = rules
+		}
+	}
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// DecodeAccess is ParseAccess with a refusal as a 400 naming field.
+func DecodeAccess(field string, raw []byte) (Access, error) {
+	a, err := ParseAccess(raw)
+	if err != nil {
+		var ae *AccessError
+		if errors.As(err, &ae) {
+			return Access{}, platform.Invalid(field, "access %s", ae.Rule)
+		}
+		return Access{}, platform.Invalid(field, "access %s", accessForms)
+	}
+	return a, nil
+}
+
+var (
+	nameRe  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	tokenRe = regexp.MustCompile(`^[!#$%&'*+.^_` + "`" + `|~0-9A-Za-z-]{1,128}$`) // RFC 9110 token: header, cookie and param names
+	hexSHA  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	identRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.*-]{0,127}$`)
+)
+
+const errEmpty = "is required"
+
+// ValidGroupName checks a group name (path segment or map key).
+func ValidGroupName(field, name string) error {
+	if !nameRe.MatchString(name) {
+		return platform.Invalid(field, "must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+// Validate checks the whole document and fills defaults (default "deny",
+// enable_proxy true). It does not hash passwords: Normalize does.
+func (d *Document) Validate() error {
+	if d.Project == "" {
+		return platform.Invalid("project", errEmpty)
+	}
+	if d.Container == "" {
+		return platform.Invalid("container", errEmpty)
+	}
+	if d.Groups == nil {
+		return platform.Invalid("groups", "is required (an object; {} for none)")
+	}
+	if d.Permissions == nil {
+		return platform.Invalid("permissions", "is required (an object; {} for none)")
+	}
+	if len(d.Groups) > MaxGroups {
+		return platform.Invalid("groups", "at most %d groups", MaxGroups)
+	}
+	switch d.Default {
+	case "":
+		d.Default = Deny
+	case Allow, Deny:
+	default:
+		return platform.Invalid("default", "must be allow or deny")
+	}
+	if d.EnableProxy == nil {
+		t := true
+		d.EnableProxy = &t
+	}
+	for _, name := range sortedKeys(d.Groups) {
+		if err := ValidGroupName("groups."+name, name); err != nil {
+			return err
+		}
+		g := d.Groups[name]
+		if err := g.Validate("groups." + name); err != nil {
+			return err
+		}
+		d.Groups[name] = g
+	}
+	if len(d.Permissions) > MaxGroups {
+		return platform.Invalid("permissions", "at most %d groups", MaxGroups)
+	}
+	for _, name := range sortedKeys(d.Permissions) {
+		if err := ValidGroupName("permissions."+name, name); err != nil {
+			return err
+		}
+		for prog, a := range d.Permissions[name] {
+			if err := ValidRule("permissions."+name+"."+prog, prog, a); err != nil {
+				return err
+			}
+		}
+	}
+	for svc, hooks := range d.Hooks {
+		if svc == "" || len(svc) > 64 {
+			return platform.Invalid("hooks", "service names must be 1-64 characters")
+		}
+		for i, h := range hooks {
+			if len(bytes.TrimSpace(h)) == 0 || !json.Valid(h) {
+				return platform.Invalid("hooks."+svc+"["+strconv.Itoa(i)+"]", "must be a JSON value")
+			}
+		}
+	}
+	return nil
+}
+
+// ValidRule checks one program rule.
+func ValidRule(field, program string, a Access) error {
+	if !IsProgram(program) {
+		return platform.Invalid(field, "program must be one of %s", strings.Join(Programs, ", "))
+	}
+	if a.Kind == AccessInvalid {
+		return platform.Invalid(field, "access %s", accessForms)
+	}
+	return nil
+}
+
+// Validate checks one group of the given field path ("groups.admins").
+// An empty field names the group's own fields bare ("range"): a group PUT
+// whose body is the group.
+func (g *Group) Validate(field string) error {
+	f := func(sub string) string {
+		if field == "" {
+			return sub
+		}
+		return field + "." + sub
+	}
+	parent := field
+	if parent == "" {
+		parent = "body"
+	}
+	set := map[string]bool{
+		"secret": g.Secret != "", "algorithm": g.Algorithm != "", "sources": g.Sources != nil, "claims": g.Claims != nil,
+		"username": g.Username != "", "password": g.Password != "", "salt": g.Salt != "",
+		"range":  g.Range != "",
+		"header": g.Header != "", "cookie": g.Cookie != "", "param": g.Param != "", "value": g.Value != "",
+		"containers": g.Containers != nil, "projects": g.Projects != nil,
+	}
+	allowed := map[string][]string{
+		TypeJWT:             {"secret", "algorithm", "sources", "claims"},
+		TypePassword:        {"username", "password", "algorithm", "salt"},
+		TypeIP:              {"range"},
+		TypeToken:           {"header", "cookie", "param", "value"},
+		TypeServiceIdentity: {"containers", "projects"},
+	}
+	own, ok := allowed[g.Type]
+	if !ok {
+		if g.Type == "" {
+			return platform.Invalid(f("type"), errEmpty)
+		}
+		return platform.Invalid(f("type"), "must be one of %s", strings.Join(Types, ", "))
+	}
+	for _, k := range sortedKeys(set) {
+		if set[k] && !contains(own, k) {
+			return platform.Invalid(f(k), "does not apply to a %s group", g.Type)
+		}
+	}
+	for k, v := range map[string]string{"secret": g.Secret, "username": g.Username, "password": g.Password, "salt": g.Salt, "value": g.Value} {
+		if len(v) > maxValueLen {
+			return platform.Invalid(f(k), "at most %d bytes", maxValueLen)
+		}
+	}
+	switch g.Type {
+	case TypeJWT:
+		return g.validJWT(f)
+	case TypePassword:
+		if g.Username == "" {
+			return platform.Invalid(f("username"), errEmpty)
+		}
+		if strings.ContainsRune(g.Username, ':') {
+			return platform.Invalid(f("username"), "must not contain ':' (HTTP Basic)")
+		}
+		if g.Password == "" {
+			return platform.Invalid(f("password"), errEmpty)
+		}
+		switch g.Algorithm {
+		case "":
+		case "sha256":
+			if !hexSHA.MatchString(g.Password) {
+				return platform.Invalid(f("password"), "with algorithm sha256 must be SHA256(salt + password) as 64 lowercase hex digits")
+			}
+		default:
+			return platform.Invalid(f("algorithm"), "must be sha256 (or absent for a plaintext password)")
+		}
+	case TypeIP:
+		if _, err := ParseRange(g.Range); err != nil {
+			return platform.Invalid(f("range"), "%s", err.Error())
+		}
+	case TypeToken:
+		n := 0
+		for _, loc := range []struct{ name, v string }{{"header", g.Header}, {"cookie", g.Cookie}, {"param", g.Param}} {
+			if loc.v == "" {
+				continue
+			}
+			n++
+			if !tokenRe.MatchString(loc.v) {
+				return platform.Invalid(f(loc.name), "must be a valid %s name (letters, digits and !#$%%&'*+.^_`|~-, at most 128)", loc.name)
+			}
+		}
+		if n != 1 {
+			return platform.Invalid(parent, "exactly one of header, cookie or param must be given, got %d", n)
+		}
+		if g.Value == "" {
+			return platform.Invalid(f("value"), errEmpty)
+		}
+	case TypeServiceIdentity:
+		if len(g.Containers)+len(g.Projects) == 0 {
+			return platform.Invalid(parent, "name at least one of containers or projects")
+		}
+		for k, list := range map[string][]string{"containers": g.Containers, "projects": g.Projects} {
+			if len(list) > MaxIdents {
+				return platform.Invalid(f(k), "at most %d entries", MaxIdents)
+			}
+			for i, id := range list {
+				if !identRe.MatchString(id) {
+					return platform.Invalid(f(k)+"["+strconv.Itoa(i)+"]", "must be an id (letters, digits, '_', '.', '-', '*')")
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (g *Group) validJWT(f func(string) string) error {
+	if g.Secret == "" {
+		return platform.Invalid(f("secret"), errEmpty)
+	}
+	switch g.Algorithm {
+	case "HS256":
+	case "RS256", "ES256":
+		if _, err := ParsePublicKey(g.Algorithm, g.Secret); err != nil {
+			return platform.Invalid(f("secret"), "%s", err.Error())
+		}
+	case "":
+		return platform.Invalid(f("algorithm"), errEmpty)
+	default:
+		return platform.Invalid(f("algorithm"), "must be HS256, RS256 or ES256")
+	}
+	if len(g.Sources) == 0 {
+		return platform.Invalid(f("sources"), "must list at least one source (header:<Name> or cookie:<Name>)")
+	}
+	if len(g.Sources) > MaxSources {
+		return platform.Invalid(f("sources"), "at most %d sources", MaxSources)
+	}
+	for i, s := range g.Sources {
+		kind, name, ok := strings.Cut(s, ":")
+		if !ok || (kind != "header" && kind != "cookie") || !tokenRe.MatchString(name) {
+			return platform.Invalid(f("sources")+"["+strconv.Itoa(i)+"]", "must be header:<Name> or cookie:<Name>")
+		}
+	}
+	if len(g.Claims) > MaxClaims {
+		return platform.Invalid(f("claims"), "at most %d claims", MaxClaims)
+	}
+	for _, k := range sortedKeys(g.Claims) {
+		switch g.Claims[k].(type) {
+		case string, float64, bool, json.Number:
+		default:
+			return platform.Invalid(f("claims."+k), "must be a string, number or boolean")
+		}
+	}
+	return nil
+}
+
+// Normalize hashes plaintext passwords: a password group without
+// algorithm gets algorithm sha256, a salt (random when none was given) and
+// password = hex(SHA256(salt + password)). Call after Validate.
+func (d *Document) Normalize() error {
+	for name, g := range d.Groups {
+		if err := g.Normalize(); err != nil {
+			return err
+		}
+		d.Groups[name] = g
+	}
+	return nil
+}
+
+// Normalize hashes a plaintext password group (see Document.Normalize).
+func (g *Group) Normalize() error {
+	if g.Type != TypePassword || g.Algorithm == "sha256" {
+		return nil
+	}
+	if g.Salt == "" {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		g.Salt = hex.EncodeToString(b)
+	}
+	g.Password = HashPassword(g.Salt, g.Password)
+	g.Algorithm = "sha256"
+	return nil
+}
+
+// HashPassword is hex(SHA256(salt + password)), the stored form.
+func HashPassword(salt, password string) string {
+	sum := sha256.Sum256([]byte(salt + password))
+	return hex.EncodeToString(sum[:])
+}
+
+// GroupNames lists the document's group names in order.
+func (d *Document) GroupNames() []string { return sortedKeys(d.Groups) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
