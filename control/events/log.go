@@ -1,6 +1,9 @@
 package events
 
 import (
+	"context"
+	"time"
+
 	"deckhand/platform"
 	"deckhand/platform/store"
 )
@@ -47,3 +50,49 @@ func (l *Log) All() ([]Event, error) {
 	})
 	return out, err
 }
+
+// DeleteBatchSize is how many events one deletion transaction removes:
+// small enough that writers (who wait for bbolt's single writer) are not
+// held up for long, large enough that a million deletions take seconds.
+const DeleteBatchSize = 500
+
+// DeleteMatching deletes every event f selects, in transactions of
+// DeleteBatchSize, and returns the exact number deleted. Between batches
+// other writers proceed; events appended meanwhile that match are
+// deleted too when they sort after the point reached.
+func (l *Log) DeleteMatching(ctx context.Context, f Filter) (int, error) {
+	total, after := 0, ""
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int
+		var next string
+		err := l.db.UpdateContext(ctx, func(tx *store.Tx) error {
+			var err error
+			n, next, err = DeleteBatch(tx, f, after, DeleteBatchSize)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if next == "" {
+			return total, nil
+		}
+		after = next
+	}
+}
+
+// Expire deletes every event created before now minus days (the cleanup
+// endpoint and the retention job).
+func (l *Log) Expire(ctx context.Context, days int) (int, error) {
+	cutoff := l.clock.Now().Add(-time.Duration(days) * 24 * time.Hour)
+	return l.DeleteMatching(ctx, Filter{End: cutoff.Add(-time.Nanosecond)})
+}
+
+// Now is the log's clock reading.
+func (l *Log) Now() time.Time { return l.clock.Now() }
+
+// Store is the store the log writes to.
+func (l *Log) Store() *store.DB { return l.db }

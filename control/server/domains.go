@@ -4,8 +4,10 @@ import (
 	"fmt"
 
 	"deckhand/control/domain"
+	"deckhand/control/eventlog"
 	"deckhand/control/identity"
 	"deckhand/control/meta"
+	"deckhand/control/notifications"
 	"deckhand/platform"
 )
 
@@ -16,6 +18,8 @@ import (
 var domains = []entry{
 	add("meta", (*Server).metaConfig, meta.New),
 	add("identity", (*Server).identityConfig, identity.Open),
+	add("events", (*Server).eventlogConfig, eventlog.New),
+	add("notifications", noConfig, notifications.New),
 }
 
 // entry is one line of the list.
