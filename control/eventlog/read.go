@@ -198,4 +198,3 @@ func (s *Service) Stats(ctx context.Context, in StatsInput) (*StatsResult, error
 	}
 	return out, nil
 }
-

@@ -106,7 +106,7 @@ var Ingestible = map[string]string{
 	FirewallRuleAdded: ResFirewall, FirewallRuleRemoved: ResFirewall, FirewallRuleUpdated: ResFirewall,
 	FirewallRuleEnabled: ResFirewall, FirewallRuleDisabled: ResFirewall,
 	PoolMemberJoined: ResPool, PoolMemberLeft: ResPool, PoolMemberRoleChanged: ResPool, PoolInvited: ResPool,
-	PoolInvitationRevoked: ResPool,
+	PoolInvitationRevoked:    ResPool,
 	StorageShareMountChanged: ResStorageShare,
 }
 
