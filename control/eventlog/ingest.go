@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"time"
 
 	"deckhand/control/events"
 	"deckhand/platform"
@@ -31,7 +32,14 @@ type IngestInput struct {
 	// UserID (admins only) is the owner who sees the event.
 	UserID  string          `json:"user_id,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// CreatedAt is when the producer saw it happen (an agent reports what
+	// it buffered while the control plane was unreachable); absent = now.
+	// At most MaxSkew in the future.
+	CreatedAt *time.Time `json:"created_at,omitempty"`
 }
+
+// MaxSkew is how far in the future a reported created_at may be.
+const MaxSkew = 5 * time.Minute
 
 // Validate checks the kind, the ids and the payload.
 func (in *IngestInput) Validate() error {
@@ -123,12 +131,22 @@ func (s *Service) record(ctx context.Context, p *auth.Principal, in IngestInput)
 	if p := bytes.TrimSpace(in.Payload); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
 		payload = p
 	}
+	var at time.Time
+	if in.CreatedAt != nil {
+		if in.CreatedAt.After(s.env.Clock.Now().Add(MaxSkew)) {
+			return nil, platform.Invalid("created_at", "must not be more than %s in the future", MaxSkew)
+		}
+		if in.CreatedAt.Year() < 2000 {
+			return nil, platform.Invalid("created_at", "must be in the year 2000 or later")
+		}
+		at = in.CreatedAt.UTC()
+	}
 	var ev events.Event
 	err := s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
 		var err error
 		ev, err = s.env.Events.Append(tx, events.Event{EventType: in.EventType, ResourceType: in.ResourceType,
 			ResourceID: in.ResourceID, ProjectID: in.ProjectID, ContainerID: in.ContainerID, RealmID: in.RealmID,
-			UserID: in.UserID, ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: payload})
+			UserID: in.UserID, ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: payload, CreatedAt: at})
 		return err
 	})
 	if err != nil {
