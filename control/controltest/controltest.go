@@ -131,7 +131,7 @@ func StartIn(t testing.TB, data string, flags ...string) *Server {
 	select {
 	case u := <-platformtest.WatchListening(stdout, nil, nil):
 		return &Server{T: t, URL: u, Data: data, Stop: stop, HTTP: &http.Client{Timeout: 60 * time.Second,
-			Transport: &http.Transport{MaxIdleConnsPerHost: 64},
+			Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("deckhand-control did not start: %s", stderr.String())
@@ -182,4 +182,3 @@ func (s *Server) Account(email string) (token, userID string) {
 	d := s.Login(email, GoodPW)
 	return d["token"].(string), d["user"].(map[string]any)["id"].(string)
 }
-

@@ -268,4 +268,3 @@ func TestCleanupAndDeleteCountsAreExact(t *testing.T) {
 		t.Fatalf("after delete all: %v", st)
 	}
 }
-
