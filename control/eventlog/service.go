@@ -13,6 +13,7 @@ package eventlog
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"deckhand/control/domain"
@@ -128,4 +129,17 @@ func storeErr(op string, err error) error {
 		return pe
 	}
 	return platform.Internal(op, err)
+}
+
+// Bootstrap moves events of the first, unindexed log layout into the
+// indexed one (nothing to do on a store that never had them).
+func (s *Service) Bootstrap(ctx context.Context) error {
+	n, err := s.env.Events.MigrateKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("events: index the existing log: %w", err)
+	}
+	if n > 0 {
+		s.env.Logger.Info("events indexed", "moved", n)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"deckhand/platform"
@@ -96,3 +97,49 @@ func (l *Log) Now() time.Time { return l.clock.Now() }
 
 // Store is the store the log writes to.
 func (l *Log) Store() *store.DB { return l.db }
+
+// MigrateKeys rewrites events stored under the sequence keys of the first
+// log (before indexes) into the indexed layout, in batches; their ids
+// change from evt_<n> to the time-ordered form. It returns how many it
+// moved. Safe to run at every start: with nothing to move it reads one key.
+func (l *Log) MigrateKeys(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := l.db.UpdateContext(ctx, func(tx *store.Tx) error {
+			n = 0
+			var old []string
+			// Sequence keys are 20 digits without '-': they sort before
+			// every time key of this century only by accident, so look at
+			// the whole range of 20-digit keys.
+			err := tx.Scan(Bucket, store.ScanOptions{Limit: DeleteBatchSize}, func(k string, _ []byte) error {
+				if len(k) != 20 || strings.Contains(k, "-") {
+					return store.ErrStop
+				}
+				old = append(old, k)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range old {
+				var ev Event
+				if ok, err := tx.Get(Bucket, k, &ev); err != nil || !ok {
+					return err
+				}
+				if err := tx.Delete(Bucket, k); err != nil {
+					return err
+				}
+				if _, err := Append(tx, ev.CreatedAt, ev); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil || n == 0 {
+			return total, err
+		}
+		total += n
+	}
+}

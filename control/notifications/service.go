@@ -181,13 +181,12 @@ type List struct {
 func keysFor(tx *store.Tx, userID string) ([]string, error) {
 	var keys []string
 	err := tx.ForEach(bucketGlobal, func(k string, _ []byte) error { keys = append(keys, k); return nil })
-	if err != nil || userID == "" {
-		return keys, err
+	if err == nil && userID != "" {
+		err = tx.ForEachPrefix(bucketUser, userID+sep, func(k string, _ []byte) error {
+			keys = append(keys, k[len(userID)+1:])
+			return nil
+		})
 	}
-	err = tx.ForEachPrefix(bucketUser, userID+sep, func(k string, _ []byte) error {
-		keys = append(keys, k[len(userID)+1:])
-		return nil
-	})
 	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
 	return keys, err
 }
