@@ -234,6 +234,8 @@ func Find(tx *store.Tx, f Filter, v *Viewer, o Sort, offset, limit int) (Page, e
 		}
 	}
 	i := 0
+	ownOnly := !s.implied && !v.All && v.UserID != "" && len(f.equalities()) == 1
+	own := indexPrefix(fUser, v.UserID)
 	err = s.scan(tx, f, o.Desc, "", func(ek, _ string) error {
 		if s.implied {
 			if i >= offset+limit {
@@ -247,6 +249,29 @@ func Find(tx *store.Tx, f Filter, v *Viewer, o Sort, offset, limit int) (Page, e
 				return err
 			}
 			page.Events = append(page.Events, *ev)
+			return nil
+		}
+		if ownOnly {
+			// The filter is the range itself; what remains is whether the
+			// viewer may see the event: their own index entry says so
+			// without reading it, a project's membership needs its record.
+			var ev *Event
+			if tx.GetRaw(IndexBucket, own+ek) == nil {
+				if v.Project == nil {
+					return nil
+				}
+				if ev, err = load(tx, ek); err != nil || ev == nil || !v.Sees(ev) {
+					return err
+				}
+			}
+			if i++; i > offset && i <= offset+limit {
+				if ev == nil {
+					if ev, err = load(tx, ek); err != nil || ev == nil {
+						return err
+					}
+				}
+				page.Events = append(page.Events, *ev)
+			}
 			return nil
 		}
 		ev, err := load(tx, ek)
