@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -13,24 +12,13 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
-	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
 
 var engine storetest.Engine
 
-func TestMain(m *testing.M) {
-	code := 0
-	for _, e := range storetest.Engines() {
-		engine = e
-		if c := m.Run(); c != 0 {
-			code = c
-		}
-	}
-	platformtest.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { storetest.Main(m, &engine) }
 
 func newService(t *testing.T, cfg eventlog.Config, clock platform.Clock) (*eventlog.Service, *domain.Authorizer, *store.DB) {
 	t.Helper()

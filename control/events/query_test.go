@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"testing"
 	"time"
 
 	"deckhand/control/events"
 	"deckhand/platform"
-	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
@@ -20,17 +18,7 @@ import (
 // bbolt, then on PostgreSQL.
 var engine storetest.Engine
 
-func TestMain(m *testing.M) {
-	code := 0
-	for _, e := range storetest.Engines() {
-		engine = e
-		if c := m.Run(); c != 0 {
-			code = c
-		}
-	}
-	platformtest.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { storetest.Main(m, &engine) }
 
 var t0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,24 +13,13 @@ import (
 	"deckhand/control/notifications"
 	"deckhand/platform"
 	"deckhand/platform/auth"
-	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
 
 var engine storetest.Engine
 
-func TestMain(m *testing.M) {
-	code := 0
-	for _, e := range storetest.Engines() {
-		engine = e
-		if c := m.Run(); c != 0 {
-			code = c
-		}
-	}
-	platformtest.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { storetest.Main(m, &engine) }
 
 func as(userID, role string) context.Context {
 	return auth.NewContext(context.Background(), &auth.Principal{UserID: userID, Role: role, Kind: auth.KindSession, SessionID: "s-" + userID})
