@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -219,4 +220,39 @@ func Out(args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
 	return buf.String(), err
+}
+
+// Engine names the run's engine (for sub-test and log names).
+func Engine() string {
+	if onPostgres {
+		return "postgres"
+	}
+	return "bbolt"
+}
+
+// MustDo sends one request and fails the test unless the status is status.
+func (s *Server) MustDo(status int, method, path string, body any, bearer string) Resp {
+	s.T.Helper()
+	r := s.Call(method, path, body, bearer)
+	if r.Status != status {
+		s.T.Fatalf("%s %s: status %d, want %d: %s", method, path, r.Status, status, r.Raw)
+	}
+	return r
+}
+
+// LoginData is the whole login result (token, refreshToken, user).
+func (s *Server) LoginData(email, pw string) map[string]any {
+	s.T.Helper()
+	return Data(s.MustDo(200, "POST", "/api/v1/users/auth/login", map[string]any{"email": email, "password": pw}, ""))
+}
+
+// Account is a verified user with password GoodPW made the way a person
+// makes one (signup, the mailed verification link, login); it answers the
+// session token and the user id.
+func (s *Server) Account(email string) (token, userID string) {
+	s.T.Helper()
+	s.MustDo(200, "POST", "/api/v1/auth/signup", map[string]any{"email": email, "password": GoodPW}, "")
+	s.MustDo(200, "POST", "/api/v1/auth/verify-email", map[string]any{"token": identitytest.MailToken(s.T, filepath.Join(s.Data, "mail"), email)}, "")
+	d := s.LoginData(email, GoodPW)
+	return d["token"].(string), d["user"].(map[string]any)["id"].(string)
 }

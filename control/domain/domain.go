@@ -104,6 +104,16 @@ func (a *Authorizer) Policy(name, doc string) platform.Policy {
 	})
 }
 
+// Lookup is the check behind name, nil when no domain provides it. Unlike
+// Policy it makes nothing required: a domain that can do without the check
+// (the event log widens what a user sees by project membership when the
+// projects domain is built) asks here at request time.
+func (a *Authorizer) Lookup(name string) platform.Check {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.checks[name]
+}
+
 // Missing lists checks some policy requires and no domain provides.
 func (a *Authorizer) Missing() []string {
 	a.mu.RLock()

@@ -2,49 +2,204 @@
 // platform action (user created, token disabled, permissions changed ...)
 // is recorded here, inside the same store transaction as the change it
 // describes, so the log and the state never disagree. Records are never
-// updated; only the retention endpoints (their own issue) delete them.
+// updated; deletion (DeleteBatch, the cleanup and retention paths) is the
+// only change.
+//
+// Layout, the same on every engine:
+//   - bucket "events": key = the event's key, <created_at as 19-digit Unix
+//     nanoseconds>-<12 hex> (time order; the hex part makes keys unique
+//     across replicas and keeps a process's own events of one instant in
+//     append order); the event id is "evt_" + key;
+//   - bucket "events_by": one empty entry per indexed field of an event,
+//     <field>\x1f<value>\x1f<event key>, written and deleted in the same
+//     transaction as the event: every filter of the list, and the owner and
+//     actor ("user"), reads a key range of this bucket instead of the log;
+//   - bucket "events_projects": one key per project that has events, so a
+//     user's visible projects are found without scanning events.
+//
+// The read side (query.go) serves lists, stats and deletions from these
+// ranges; the HTTP domain is package control/eventlog.
 package events
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"deckhand/platform/store"
 )
 
-// Bucket holds events keyed by a zero-padded sequence, so key order is
-// creation order.
-const Bucket = "events"
+// Buckets of the log.
+const (
+	Bucket         = "events"
+	IndexBucket    = "events_by"
+	ProjectsBucket = "events_projects"
+)
+
+// sep separates index key parts; indexed values may not contain it (nor
+// any other control character).
+const sep = "\x1f"
+
+// Index fields.
+const (
+	fType      = "type"
+	fResType   = "rtype"
+	fResID     = "rid"
+	fProject   = "project"
+	fContainer = "container"
+	fRealm     = "realm"
+	fUser      = "user"
+)
+
+// maxValue bounds an indexed value.
+const maxValue = 255
 
 // Event is one audit record.
 type Event struct {
-	ID           string          `json:"id"`
-	EventType    string          `json:"event_type"`
-	ResourceType string          `json:"resource_type"`
-	ResourceID   string          `json:"resource_id"`
-	ProjectID    string          `json:"project_id,omitempty"`
-	ContainerID  string          `json:"container_id,omitempty"`
-	RealmID      string          `json:"realm_id,omitempty"`
-	ActorID      string          `json:"actor_id,omitempty"`
-	IP           string          `json:"ip,omitempty"`
-	Payload      json.RawMessage `json:"payload,omitempty"`
-	CreatedAt    time.Time       `json:"created_at"`
+	ID           string `json:"id"`
+	EventType    string `json:"event_type"`
+	ResourceType string `json:"resource_type"`
+	ResourceID   string `json:"resource_id"`
+	ProjectID    string `json:"project_id,omitempty"`
+	ContainerID  string `json:"container_id,omitempty"`
+	RealmID      string `json:"realm_id,omitempty"`
+	// UserID is whose resource the event is about (the owner). Append
+	// fills it when empty: the resource id for user events, else the actor.
+	UserID string `json:"user_id,omitempty"`
+	// ActorID is who acted (an admin acting on a user's resource differs
+	// from UserID). The owner and the actor both see the event.
+	ActorID   string          `json:"actor_id,omitempty"`
+	IP        string          `json:"ip,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
 }
 
-// Append writes ev inside tx, assigning its id and, when unset, its time.
-// Call it from the same Update that makes the change being recorded.
+var (
+	counter atomic.Uint32
+	node    = func() uint32 {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	}()
+)
+
+// TimeKey is the key prefix of the instant t: keys of events created at or
+// after t sort at or after it.
+func TimeKey(t time.Time) string {
+	n := t.UnixNano()
+	if n < 0 {
+		n = 0
+	}
+	return fmt.Sprintf("%019d", n)
+}
+
+// newKey is a fresh event key for an event created at t.
+func newKey(t time.Time) string {
+	var r [2]byte
+	_, _ = rand.Read(r[:])
+	// node and counter keep keys of one process ordered; the random bytes
+	// separate replicas that share a node value by chance.
+	return fmt.Sprintf("%s-%08x%04x", TimeKey(t), node+counter.Add(1), uint16(r[0])<<8|uint16(r[1]))
+}
+
+// KeyOf returns the store key of an event id ("" when id is malformed).
+func KeyOf(id string) string {
+	k, ok := strings.CutPrefix(id, "evt_")
+	if !ok || len(k) != 32 || k[19] != '-' {
+		return ""
+	}
+	if _, err := strconv.ParseUint(k[:19], 10, 64); err != nil {
+		return ""
+	}
+	if _, err := hex.DecodeString(k[20:]); err != nil {
+		return ""
+	}
+	return k
+}
+
+// keyTime is the creation instant a key carries.
+func keyTime(k string) time.Time {
+	n, _ := strconv.ParseInt(k[:19], 10, 64)
+	return time.Unix(0, n).UTC()
+}
+
+// CheckValue reports why v cannot be an indexed value ("" when it can).
+func CheckValue(v string) string {
+	if len(v) > maxValue {
+		return fmt.Sprintf("must be at most %d bytes", maxValue)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return "must not contain control characters"
+		}
+	}
+	return ""
+}
+
+// indexKeys are the index entries of ev (its key set).
+func indexKeys(ev *Event, key string) []string {
+	var out []string
+	add := func(field, v string) {
+		if v != "" {
+			out = append(out, field+sep+v+sep+key)
+		}
+	}
+	add(fType, ev.EventType)
+	add(fResType, ev.ResourceType)
+	add(fResID, ev.ResourceID)
+	add(fProject, ev.ProjectID)
+	add(fContainer, ev.ContainerID)
+	add(fRealm, ev.RealmID)
+	add(fUser, ev.UserID)
+	if ev.ActorID != ev.UserID {
+		add(fUser, ev.ActorID)
+	}
+	return out
+}
+
+// Append writes ev inside tx, assigning its id and, when unset, its time
+// and owner; its index entries commit with it. Call it from the same
+// Update that makes the change being recorded.
 func Append(tx *store.Tx, now time.Time, ev Event) (Event, error) {
-	seq, err := tx.NextSeq(Bucket)
-	if err != nil {
-		return Event{}, fmt.Errorf("event sequence: %w", err)
+	if ev.EventType == "" || ev.ResourceType == "" {
+		return Event{}, fmt.Errorf("event: event_type and resource_type are required")
 	}
-	ev.ID = fmt.Sprintf("evt_%d", seq)
+	for name, v := range map[string]string{"event_type": ev.EventType, "resource_type": ev.ResourceType,
+		"resource_id": ev.ResourceID, "project_id": ev.ProjectID, "container_id": ev.ContainerID,
+		"realm_id": ev.RealmID, "user_id": ev.UserID, "actor_id": ev.ActorID} {
+		if why := CheckValue(v); why != "" {
+			return Event{}, fmt.Errorf("event %s: %s", name, why)
+		}
+	}
+	if ev.UserID == "" {
+		ev.UserID = ev.ActorID
+		if ev.ResourceType == ResUser {
+			ev.UserID = ev.ResourceID
+		}
+	}
 	if ev.CreatedAt.IsZero() {
-		ev.CreatedAt = now.UTC()
+		ev.CreatedAt = now
 	}
-	if err := tx.Put(Bucket, store.SeqKey(seq), ev); err != nil {
+	ev.CreatedAt = ev.CreatedAt.UTC()
+	key := newKey(ev.CreatedAt)
+	ev.ID = "evt_" + key
+	if err := tx.Put(Bucket, key, ev); err != nil {
 		return Event{}, err
+	}
+	for _, ik := range indexKeys(&ev, key) {
+		if err := tx.PutRaw(IndexBucket, ik, nil); err != nil {
+			return Event{}, err
+		}
+	}
+	if ev.ProjectID != "" && tx.GetRaw(ProjectsBucket, ev.ProjectID) == nil {
+		if err := tx.PutRaw(ProjectsBucket, ev.ProjectID, nil); err != nil {
+			return Event{}, err
+		}
 	}
 	return ev, nil
 }
@@ -56,6 +211,47 @@ func Payload(v any) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// Get loads the event with id (nil when absent or malformed).
+func Get(tx *store.Tx, id string) (*Event, error) {
+	key := KeyOf(id)
+	if key == "" {
+		return nil, nil
+	}
+	return load(tx, key)
+}
+
+func load(tx *store.Tx, key string) (*Event, error) {
+	var ev Event
+	ok, err := tx.Get(Bucket, key, &ev)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &ev, nil
+}
+
+// remove deletes the event stored under key and its index entries.
+func remove(tx *store.Tx, key string) (bool, error) {
+	ev, err := load(tx, key)
+	if err != nil || ev == nil {
+		return false, err
+	}
+	for _, ik := range indexKeys(ev, key) {
+		if err := tx.Delete(IndexBucket, ik); err != nil {
+			return false, err
+		}
+	}
+	return true, tx.Delete(Bucket, key)
+}
+
+// Delete removes the event with id; false when there was none.
+func Delete(tx *store.Tx, id string) (bool, error) {
+	key := KeyOf(id)
+	if key == "" {
+		return false, nil
+	}
+	return remove(tx, key)
 }
 
 // List returns events in creation order (oldest first).

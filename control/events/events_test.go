@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -81,5 +82,38 @@ func TestListOfEmptyLog(t *testing.T) {
 	all, err := events.NewLog(open(t), nil).All()
 	if err != nil || len(all) != 0 {
 		t.Fatalf("empty log: %v %v", all, err)
+	}
+}
+
+func TestEventsOfTheFirstLayoutAreIndexed(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	err := db.Update(func(tx *store.Tx) error {
+		for i := uint64(1); i <= 3; i++ {
+			ev := events.Event{ID: "evt_" + store.SeqKey(i), EventType: "user.created", ResourceType: "user", ResourceID: "u1", CreatedAt: at}
+			if err := tx.Put(events.Bucket, store.SeqKey(i), ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := events.NewLog(db, nil)
+	if n, err := log.MigrateKeys(context.Background()); err != nil || n != 3 {
+		t.Fatalf("moved %d, %v", n, err)
+	}
+	if n, _ := log.MigrateKeys(context.Background()); n != 0 {
+		t.Fatalf("second run moved %d", n)
+	}
+	var page events.Page
+	_ = db.View(func(tx *store.Tx) error {
+		page, err = events.Find(tx, events.Filter{ResourceID: "u1"}, &events.Viewer{UserID: "u1"}, events.Sort{}, 0, 10)
+		return err
+	})
+	if err != nil || page.Total != 3 || !page.Events[0].CreatedAt.Equal(at) || events.KeyOf(page.Events[0].ID) == "" {
+		t.Fatalf("after migration: %+v %v", page, err)
 	}
 }

@@ -1,6 +1,10 @@
 package events
 
 import (
+	"context"
+	"strings"
+	"time"
+
 	"deckhand/platform"
 	"deckhand/platform/store"
 )
@@ -46,4 +50,96 @@ func (l *Log) All() ([]Event, error) {
 		return err
 	})
 	return out, err
+}
+
+// DeleteBatchSize is how many events one deletion transaction removes:
+// small enough that writers (who wait for bbolt's single writer) are not
+// held up for long, large enough that a million deletions take seconds.
+const DeleteBatchSize = 500
+
+// DeleteMatching deletes every event f selects, in transactions of
+// DeleteBatchSize, and returns the exact number deleted. Between batches
+// other writers proceed; events appended meanwhile that match are
+// deleted too when they sort after the point reached.
+func (l *Log) DeleteMatching(ctx context.Context, f Filter) (int, error) {
+	total, after := 0, ""
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int
+		var next string
+		err := l.db.UpdateContext(ctx, func(tx *store.Tx) error {
+			var err error
+			n, next, err = DeleteBatch(tx, f, after, DeleteBatchSize)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if next == "" {
+			return total, nil
+		}
+		after = next
+	}
+}
+
+// Expire deletes every event created before now minus days (the cleanup
+// endpoint and the retention job).
+func (l *Log) Expire(ctx context.Context, days int) (int, error) {
+	cutoff := l.clock.Now().Add(-time.Duration(days) * 24 * time.Hour)
+	return l.DeleteMatching(ctx, Filter{End: cutoff.Add(-time.Nanosecond)})
+}
+
+// Now is the log's clock reading.
+func (l *Log) Now() time.Time { return l.clock.Now() }
+
+// Store is the store the log writes to.
+func (l *Log) Store() *store.DB { return l.db }
+
+// MigrateKeys rewrites events stored under the sequence keys of the first
+// log (before indexes) into the indexed layout, in batches; their ids
+// change from evt_<n> to the time-ordered form. It returns how many it
+// moved. Safe to run at every start: with nothing to move it reads one key.
+func (l *Log) MigrateKeys(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := l.db.UpdateContext(ctx, func(tx *store.Tx) error {
+			n = 0
+			var old []string
+			// Sequence keys are 20 digits without '-': they sort before
+			// every time key of this century only by accident, so look at
+			// the whole range of 20-digit keys.
+			err := tx.Scan(Bucket, store.ScanOptions{Limit: DeleteBatchSize}, func(k string, _ []byte) error {
+				if len(k) != 20 || strings.Contains(k, "-") {
+					return store.ErrStop
+				}
+				old = append(old, k)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range old {
+				var ev Event
+				if ok, err := tx.Get(Bucket, k, &ev); err != nil || !ok {
+					return err
+				}
+				if err := tx.Delete(Bucket, k); err != nil {
+					return err
+				}
+				if _, err := Append(tx, ev.CreatedAt, ev); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil || n == 0 {
+			return total, err
+		}
+		total += n
+	}
 }

@@ -55,6 +55,7 @@ type Config struct {
 	TrustProxyHeaders      bool
 	RegionsFile            string // default <data>/regions.json when present
 	LogLevel               string
+	EventRetentionDays     int // 0: keep every event
 
 	// Not flags: what the process hands in.
 	Logger *slog.Logger   // default: JSON on stderr at LogLevel
@@ -108,6 +109,8 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.AllowedRedirectDomains, "allowed-redirect-domains", c.AllowedRedirectDomains, "domains redirect_uri may point to (comma list)")
 	fs.BoolVar(&c.TrustProxyHeaders, "trust-proxy-headers", c.TrustProxyHeaders, "take the client IP from X-Forwarded-For (only behind a trusted proxy)")
 	fs.StringVar(&c.RegionsFile, "regions-file", c.RegionsFile, "JSON file of region records (default <data>/regions.json when present, else built-in regions)")
+	fs.IntVar(&c.EventRetentionDays, "event-retention-days", c.EventRetentionDays,
+		"delete events older than this many days in the background, hourly and in batches (1-365; 0 keeps every event)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
 
@@ -138,6 +141,9 @@ func (c *Config) Validate() error {
 		if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Host == "" {
 			return errors.New("--smtp-url: must be smtp://[user:pass@]host:port") // no echo: it may hold a password
 		}
+	}
+	if c.EventRetentionDays < 0 || c.EventRetentionDays > 365 {
+		return fmt.Errorf("--event-retention-days: must be 0 (off) or between 1 and 365, got %d", c.EventRetentionDays)
 	}
 	if (c.AdminEmail == "") != (c.AdminPassword == "") {
 		return errors.New("--admin-email and --admin-password: give both or neither")

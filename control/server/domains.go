@@ -4,8 +4,10 @@ import (
 	"fmt"
 
 	"deckhand/control/domain"
+	"deckhand/control/eventlog"
 	"deckhand/control/identity"
 	"deckhand/control/meta"
+	"deckhand/control/notifications"
 	"deckhand/control/projects"
 	"deckhand/control/wallet"
 	"deckhand/platform"
@@ -20,6 +22,8 @@ var domains = []entry{
 	add("identity", (*Server).identityConfig, identity.Open),
 	add("wallet", (*Server).walletConfig, wallet.New),
 	add("projects", (*Server).projectsConfig, projects.New),
+	add("events", (*Server).eventlogConfig, eventlog.New),
+	add("notifications", noConfig, notifications.New),
 }
 
 // entry is one line of the list.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -63,6 +64,21 @@ func Engines() []Engine {
 			return open(), open
 		}},
 	}
+}
+
+// Main is the TestMain of a package whose tests run on every engine: it
+// runs them once per engine, with *engine set to the run's, stops the
+// shared PostgreSQL and exits.
+func Main(m *testing.M, engine *Engine) {
+	code := 0
+	for _, e := range Engines() {
+		*engine = e
+		if c := m.Run(); c != 0 {
+			code = c
+		}
+	}
+	platformtest.StopPostgres()
+	os.Exit(code)
 }
 
 // Run runs the contract suite.

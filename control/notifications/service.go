@@ -1,0 +1,390 @@
+// Package notifications owns user-facing notifications (interface.md 4.11,
+// operations.md admin API): global ones every user gets and ones targeted
+// to one user, admin-created, with read state kept per user.
+//
+// Layout: bucket "notifications" keyed by a time-ordered key (id = "ntf_" +
+// key); "notifications_by_user" <user>\x1f<key> for targeted ones and
+// "notifications_global" <key> for global ones, so a user's list reads two
+// ranges; "notification_reads" <user>\x1f<key> → read_at. Records never
+// change: reading writes only the reader's own read entry.
+package notifications
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"deckhand/control/domain"
+	"deckhand/control/events"
+	"deckhand/platform"
+	"deckhand/platform/auth"
+	"deckhand/platform/store"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+const (
+	bucket       = "notifications"
+	bucketUser   = "notifications_by_user"
+	bucketGlobal = "notifications_global"
+	bucketReads  = "notification_reads"
+	sep          = "\x1f"
+)
+
+// Levels a notification may have.
+var Levels = []string{"info", "success", "warning", "error", "maintenance"}
+
+// Page sizes of the lists.
+const (
+	MaxLimit     = 100
+	DefaultLimit = 20
+)
+
+// Notification is one notification. IsRead and ReadAt are the caller's
+// read state, present only on authenticated reads.
+type Notification struct {
+	ID        string     `json:"id"`
+	Title     string     `json:"title"`
+	Body      string     `json:"body"`
+	Level     string     `json:"level"`
+	UserID    *string    `json:"user_id"`
+	CreatedAt time.Time  `json:"created_at"`
+	IsRead    *bool      `json:"is_read,omitempty"`
+	ReadAt    *time.Time `json:"read_at,omitempty"`
+}
+
+type record struct {
+	ID        string    `json:"id"`
+	Title     string    `json:"title"`
+	Body      string    `json:"body"`
+	Level     string    `json:"level"`
+	UserID    string    `json:"user_id,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (r *record) view() Notification {
+	n := Notification{ID: r.ID, Title: r.Title, Body: r.Body, Level: r.Level, CreatedAt: r.CreatedAt}
+	if r.UserID != "" {
+		u := r.UserID
+		n.UserID = &u
+	}
+	return n
+}
+
+// Service is the notifications domain.
+type Service struct{ env domain.Env[domain.NoConfig] }
+
+// New builds the domain.
+func New(env domain.Env[domain.NoConfig]) (*Service, error) { return &Service{env: env}, nil }
+
+func newKey(t time.Time) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%019d-%s", t.UnixNano(), hex.EncodeToString(b[:]))
+}
+
+func keyOf(id string) string {
+	k, ok := strings.CutPrefix(id, "ntf_")
+	if !ok || len(k) != 32 || k[19] != '-' || strings.ContainsAny(k, sep+"/") {
+		return ""
+	}
+	return k
+}
+
+// CreateInput is the body of POST /api/v1/admin/notifications.
+type CreateInput struct {
+	Title string `json:"title" required:"true"`
+	Body  string `json:"body" required:"true"`
+	// UserID targets one user; absent means global.
+	UserID string `json:"user_id,omitempty"`
+	Level  string `json:"level,omitempty"`
+}
+
+// Validate checks lengths and the level (default info).
+func (in *CreateInput) Validate() error {
+	in.Title, in.UserID = strings.TrimSpace(in.Title), strings.TrimSpace(in.UserID)
+	if in.Title == "" || len(in.Title) > 200 {
+		return platform.Invalid("title", "is required, at most 200 bytes")
+	}
+	if strings.TrimSpace(in.Body) == "" || len(in.Body) > 10000 {
+		return platform.Invalid("body", "is required, at most 10000 bytes")
+	}
+	if why := events.CheckValue(in.UserID); why != "" {
+		return platform.Invalid("user_id", "%s", why)
+	}
+	if in.Level == "" {
+		in.Level = "info"
+	}
+	for _, l := range Levels {
+		if in.Level == l {
+			return nil
+		}
+	}
+	return platform.Invalid("level", "must be one of %s, got %q", strings.Join(Levels, ", "), in.Level)
+}
+
+// Create stores a notification (admins only) and records the admin action
+// as an activity.logged event about the notification.
+func (s *Service) Create(ctx context.Context, in CreateInput) (*Notification, error) {
+	p, err := platform.AdminCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	var rec record
+	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+		now := s.env.Clock.Now().UTC()
+		key := newKey(now)
+		rec = record{ID: "ntf_" + key, Title: in.Title, Body: in.Body, Level: in.Level, UserID: in.UserID, CreatedAt: now}
+		if err := tx.Put(bucket, key, rec); err != nil {
+			return err
+		}
+		idx, ik := bucketGlobal, key
+		if in.UserID != "" {
+			idx, ik = bucketUser, in.UserID+sep+key
+		}
+		if err := tx.PutRaw(idx, ik, nil); err != nil {
+			return err
+		}
+		_, err := s.env.Events.Append(tx, events.Event{EventType: events.ActivityLogged, ResourceType: events.ResNotification,
+			ResourceID: rec.ID, UserID: in.UserID, ActorID: p.UserID, IP: auth.ClientIP(ctx),
+			Payload: events.Payload(map[string]any{"action": "notification.created", "level": rec.Level, "global": in.UserID == ""})})
+		return err
+	})
+	if err != nil {
+		return nil, platform.Internal("create the notification", err)
+	}
+	v := rec.view()
+	return &v, nil
+}
+
+// ListInput pages a list.
+type ListInput struct {
+	Limit, Offset int
+}
+
+// List is a page of notifications and how many there are.
+type List struct {
+	Notifications []Notification `json:"notifications"`
+	Total         int            `json:"total"`
+	Unread        *int           `json:"unread,omitempty"`
+}
+
+// keysFor is every notification key the user gets, newest first.
+func keysFor(tx *store.Tx, userID string) ([]string, error) {
+	var keys []string
+	err := tx.ForEach(bucketGlobal, func(k string, _ []byte) error { keys = append(keys, k); return nil })
+	if err == nil && userID != "" {
+		err = tx.ForEachPrefix(bucketUser, userID+sep, func(k string, _ []byte) error {
+			keys = append(keys, k[len(userID)+1:])
+			return nil
+		})
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+	return keys, err
+}
+
+func (s *Service) list(ctx context.Context, userID string, in ListInput) (*List, error) {
+	out := &List{Notifications: []Notification{}}
+	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+		keys, err := keysFor(tx, userID)
+		if err != nil {
+			return err
+		}
+		out.Total = len(keys)
+		unread := 0
+		for i, k := range keys {
+			inPage := i >= in.Offset && i < in.Offset+in.Limit
+			var readAt time.Time
+			read := false
+			if userID != "" {
+				read, err = tx.Get(bucketReads, userID+sep+k, &readAt)
+				if err != nil {
+					return err
+				}
+				if !read {
+					unread++
+				}
+			}
+			if !inPage {
+				continue
+			}
+			var rec record
+			if ok, err := tx.Get(bucket, k, &rec); err != nil || !ok {
+				return err
+			}
+			v := rec.view()
+			if userID != "" {
+				v.IsRead = &read
+				if read {
+					t := readAt
+					v.ReadAt = &t
+				}
+			}
+			out.Notifications = append(out.Notifications, v)
+		}
+		if userID != "" {
+			out.Unread = &unread
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, platform.Internal("list notifications", err)
+	}
+	return out, nil
+}
+
+// Mine lists the global notifications and the caller's own, with the
+// caller's read state.
+func (s *Service) Mine(ctx context.Context, in ListInput) (*List, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.list(ctx, p.UserID, in)
+}
+
+// Public lists the global notifications without read state.
+func (s *Service) Public(ctx context.Context, in ListInput) (*List, error) {
+	return s.list(ctx, "", in)
+}
+
+// MarkRead marks one notification the caller gets as read (idempotent:
+// the first read time stays) and records notification.read the first time.
+func (s *Service) MarkRead(ctx context.Context, id string) (*Notification, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := keyOf(id)
+	var v Notification
+	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+		var rec record
+		ok := false
+		if key != "" {
+			if ok, err = tx.Get(bucket, key, &rec); err != nil {
+				return err
+			}
+		}
+		if !ok || (rec.UserID != "" && rec.UserID != p.UserID) {
+			return platform.NotFound("notification", id)
+		}
+		var readAt time.Time
+		read, err := tx.Get(bucketReads, p.UserID+sep+key, &readAt)
+		if err != nil {
+			return err
+		}
+		if !read {
+			readAt = s.env.Clock.Now().UTC()
+			if err := tx.Put(bucketReads, p.UserID+sep+key, readAt); err != nil {
+				return err
+			}
+			if _, err := s.env.Events.Append(tx, events.Event{EventType: events.NotificationRead, ResourceType: events.ResNotification,
+				ResourceID: rec.ID, UserID: p.UserID, ActorID: p.UserID, IP: auth.ClientIP(ctx)}); err != nil {
+				return err
+			}
+		}
+		v = rec.view()
+		t, yes := readAt, true
+		v.IsRead, v.ReadAt = &yes, &t
+		return nil
+	})
+	if err != nil {
+		if pe, ok := err.(*platform.Error); ok {
+			return nil, pe
+		}
+		return nil, platform.Internal("mark the notification read", err)
+	}
+	return &v, nil
+}
+
+// ReadAll is the data of PUT /notifications/read-all.
+type ReadAll struct {
+	Marked int `json:"marked"`
+}
+
+// MarkAllRead marks every notification the caller gets as read and
+// records one notification.read event per notification it marked.
+func (s *Service) MarkAllRead(ctx context.Context, _ struct{}) (*ReadAll, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &ReadAll{}
+	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+		out.Marked = 0
+		keys, err := keysFor(tx, p.UserID)
+		if err != nil {
+			return err
+		}
+		now := s.env.Clock.Now().UTC()
+		for _, k := range keys {
+			if tx.GetRaw(bucketReads, p.UserID+sep+k) != nil {
+				continue
+			}
+			if err := tx.Put(bucketReads, p.UserID+sep+k, now); err != nil {
+				return err
+			}
+			if _, err := s.env.Events.Append(tx, events.Event{EventType: events.NotificationRead, ResourceType: events.ResNotification,
+				ResourceID: "ntf_" + k, UserID: p.UserID, ActorID: p.UserID, IP: auth.ClientIP(ctx),
+				Payload: events.Payload(map[string]any{"all": true})}); err != nil {
+				return err
+			}
+			out.Marked++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, platform.Internal("mark notifications read", err)
+	}
+	return out, nil
+}
+
+// Routes is the domain's route table.
+func (s *Service) Routes() []platform.Route {
+	page := []platform.Param{
+		{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: MaxLimit}, Default: "20", Description: "page size, 1 to 100"},
+		{Name: "offset", Type: "integer", Range: &platform.Range{Min: 0, Max: 1 << 31}, Default: "0"},
+	}
+	listOf := func(message string, fn func(context.Context, ListInput) (*List, error)) fiber.Handler {
+		return func(c fiber.Ctx) error {
+			q := platform.QueryOf(c)
+			out, err := fn(c.Context(), ListInput{Limit: int(q.Int("limit")), Offset: int(q.Int("offset"))})
+			if err != nil {
+				return err
+			}
+			return platform.Respond(c, http.StatusOK, message, out)
+		}
+	}
+	return []platform.Route{
+		{Method: http.MethodGet, Path: "/api/v1/notifications/", Summary: "My notifications", Tags: []string{"notifications"},
+			Description: "Global notifications and those targeted to the caller, newest first, each with the caller's is_read and read_at; unread counts all of them.",
+			Policy:      platform.SignedIn, Query: page, Response: List{}, Handler: listOf("Notifications", s.Mine)},
+		{Method: http.MethodGet, Path: "/api/v1/notifications/public", Summary: "Global notifications", Tags: []string{"notifications"},
+			Description: "No credential; no read state.", Policy: platform.Public, Query: page, Response: List{},
+			Handler: listOf("Notifications", s.Public)},
+		{Method: http.MethodPut, Path: "/api/v1/notifications/read-all", Summary: "Mark all my notifications read",
+			Tags: []string{"notifications"}, Description: "Records notification.read for each one it marks. data: {marked}.",
+			Policy: platform.SignedIn, Response: ReadAll{}, Handler: platform.Endpoint(http.StatusOK, "Notifications marked read", s.MarkAllRead)},
+		{Method: http.MethodPut, Path: "/api/v1/notifications/{id}/read", Summary: "Mark one notification read",
+			Tags: []string{"notifications"}, Description: "Idempotent (the first read_at stays); the first read records notification.read. 404 for a notification the caller does not get.",
+			Policy: platform.SignedIn, Response: Notification{}, Handler: func(c fiber.Ctx) error {
+				v, err := s.MarkRead(c.Context(), c.Params("id"))
+				if err != nil {
+					return err
+				}
+				return platform.Respond(c, http.StatusOK, "Notification marked read", v)
+			}},
+		{Method: http.MethodPost, Path: "/api/v1/admin/notifications", Summary: "Create a notification (admin)",
+			Tags: []string{"notifications", "admin"}, Description: "user_id absent = global. level: info (default), success, warning, error, maintenance.",
+			Policy: platform.Admin, Body: CreateInput{}, Response: Notification{}, Status: http.StatusCreated,
+			Handler: platform.Endpoint(http.StatusCreated, "Notification created", s.Create)},
+	}
+}
