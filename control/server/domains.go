@@ -5,7 +5,9 @@ import (
 
 	"deckhand/control/domain"
 	"deckhand/control/identity"
+	"deckhand/control/images"
 	"deckhand/control/meta"
+	"deckhand/control/servers"
 	"deckhand/platform"
 )
 
@@ -16,6 +18,8 @@ import (
 var domains = []entry{
 	add("meta", (*Server).metaConfig, meta.New),
 	add("identity", (*Server).identityConfig, identity.Open),
+	add("images", noConfig, images.New),
+	add("servers", noConfig, servers.New),
 }
 
 // entry is one line of the list.

@@ -1,0 +1,195 @@
+package images
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// ListInput is the public list's query. Nil bounds are absent.
+type ListInput struct {
+	OS, Architecture     string
+	MinPrice, MaxPrice   *float64
+	MinRating, MaxRating *float64
+	Search               string
+	SortBy, SortOrder    string
+	Page, Limit          int
+}
+
+// Validate checks each field and the ranges' order.
+func (in *ListInput) Validate() error {
+	if in.Page == 0 {
+		in.Page = 1
+	}
+	if in.Limit == 0 {
+		in.Limit = DefaultLimit
+	}
+	if in.SortBy == "" {
+		in.SortBy = "added_date"
+	}
+	if in.SortOrder == "" {
+		in.SortOrder = "desc"
+	}
+	switch {
+	case in.Page < 1:
+		return platform.Invalid("page", "must be an integer at least 1")
+	case in.Limit < 1 || in.Limit > MaxLimit:
+		return platform.Invalid("limit", "must be an integer at least 1 and at most %d", MaxLimit)
+	case indexes[in.SortBy] == "":
+		return platform.Invalid("sort_by", "must be one of alias, added_date, price, rating")
+	case in.SortOrder != "asc" && in.SortOrder != "desc":
+		return platform.Invalid("sort_order", "must be one of asc, desc")
+	case utf8.RuneCountInString(in.Search) > 200:
+		return platform.Invalid("search", "must be at most 200 characters")
+	case strings.ContainsAny(in.Search, "\x1e\x1f"):
+		return platform.Invalid("search", "must not contain control characters")
+	}
+	for _, b := range []struct {
+		name string
+		v    *float64
+		max  float64
+	}{{"min_price", in.MinPrice, 1e15}, {"max_price", in.MaxPrice, 1e15}, {"min_rating", in.MinRating, 5}, {"max_rating", in.MaxRating, 5}} {
+		if b.v != nil && (math.IsNaN(*b.v) || *b.v < 0 || *b.v > b.max) {
+			return platform.Invalid(b.name, "must be a number at least 0 and at most %g", b.max)
+		}
+	}
+	if in.MinPrice != nil && in.MaxPrice != nil && *in.MinPrice > *in.MaxPrice {
+		return platform.Invalid("min_price", "must not be greater than max_price")
+	}
+	if in.MinRating != nil && in.MaxRating != nil && *in.MinRating > *in.MaxRating {
+		return platform.Invalid("min_rating", "must not be greater than max_rating")
+	}
+	return nil
+}
+
+// filter turns the bounds into the index's units: a lower bound rounds up
+// to the next cent (hundredth), an upper bound down.
+func (in *ListInput) filter() *filter {
+	f := &filter{maxPrice: -1, maxRate: 500}
+	if in.OS != "" {
+		f.os = []byte(strings.ToLower(in.OS))
+	}
+	if in.Architecture != "" {
+		f.arch = []byte(strings.ToLower(in.Architecture))
+	}
+	if in.Search != "" {
+		f.search = []byte(strings.ToLower(in.Search))
+	}
+	up := func(v float64) int64 { return int64(math.Ceil(v*100 - 1e-6)) }
+	down := func(v float64) int64 { return int64(math.Floor(v*100 + 1e-6)) }
+	if in.MinPrice != nil {
+		f.minPrice = up(*in.MinPrice)
+	}
+	if in.MaxPrice != nil {
+		f.maxPrice = down(*in.MaxPrice)
+	}
+	if in.MinRating != nil {
+		f.minRate = up(*in.MinRating)
+	}
+	if in.MaxRating != nil {
+		f.maxRate = down(*in.MaxRating)
+	}
+	return f
+}
+
+// PublicList is the public list's data.
+type PublicList struct {
+	Images     []Image    `json:"images"`
+	Pagination Pagination `json:"pagination"`
+}
+
+// List is the public catalog filtered, sorted and paged.
+func (s *Service) List(ctx context.Context, in ListInput) (*PublicList, error) {
+	if _, err := platform.Caller(ctx); err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	out := &PublicList{Images: []Image{}}
+	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+		total, ids, err := scanPage(tx, in.SortBy, in.SortOrder == "desc", in.filter(), (in.Page-1)*in.Limit, in.Limit)
+		if err != nil {
+			return err
+		}
+		out.Pagination = paginate(total, in.Page, in.Limit)
+		for _, id := range ids {
+			var r imageRec
+			if ok, err := tx.Get(bucketImages, id, &r); err != nil || !ok {
+				return storeErrMissing(err, id)
+			}
+			out.Images = append(out.Images, r.public())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("list images", err)
+	}
+	return out, nil
+}
+
+// storeErrMissing is an index entry without its record: never written so,
+// reported as an internal error rather than a silently short page.
+func storeErrMissing(err error, id string) error {
+	if err != nil {
+		return err
+	}
+	return errIndex(id)
+}
+
+type errIndex string
+
+func (e errIndex) Error() string { return "image index names a missing image " + string(e) }
+
+func (s *Service) handleList(c fiber.Ctx) error {
+	q := platform.QueryOf(c)
+	in := ListInput{OS: q.String("os"), Architecture: q.String("architecture"), Search: q.String("search"),
+		SortBy: q.String("sort_by"), SortOrder: q.String("sort_order"), Page: int(q.Int("page")), Limit: int(q.Int("limit"))}
+	for name, dst := range map[string]**float64{"min_price": &in.MinPrice, "max_price": &in.MaxPrice, "min_rating": &in.MinRating, "max_rating": &in.MaxRating} {
+		if q.Has(name) {
+			v := q.Float(name)
+			*dst = &v
+		}
+	}
+	out, err := s.List(c.Context(), in)
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Images", out)
+}
+
+// Get is one public image with its serial.
+func (s *Service) Get(ctx context.Context, id string) (*Image, error) {
+	if _, err := platform.Caller(ctx); err != nil {
+		return nil, err
+	}
+	var img Image
+	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+		r, err := load(tx, id)
+		if err != nil {
+			return err
+		}
+		img = r.public()
+		img.Serial = r.Serial
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("read the image", err)
+	}
+	return &img, nil
+}
+
+func (s *Service) handleGet(c fiber.Ctx) error {
+	img, err := s.Get(c.Context(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Image", img)
+}
