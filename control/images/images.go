@@ -265,6 +265,6 @@ func (s *Service) Routes() []platform.Route {
 		{Method: http.MethodPost, Path: "/api/v1/admin/images", Policy: platform.Admin, Tags: tag, Status: http.StatusCreated,
 			Summary: "Publish an image (admin)", Body: CreateInput{}, Response: Image{},
 			Description: "alias is unique (case-insensitive): 409 when taken. icon_png_b64 is an optional base64 PNG (at most 256 KiB, 1024x1024).",
-			Handler: platform.Endpoint(http.StatusCreated, "Image created", s.Create)},
+			Handler:     platform.Endpoint(http.StatusCreated, "Image created", s.Create)},
 	}
 }

@@ -138,7 +138,7 @@ func (s *Service) Routes() []platform.Route {
 		{Method: http.MethodGet, Path: "/api/v1/servers/{id}", Policy: platform.SignedIn, Tags: tag,
 			Summary: "One server", Response: Server{},
 			Description: "A server on the marketplace, or one the caller rents; admins see every server. Another user's rented server is 404.",
-			Handler: s.handleGet},
+			Handler:     s.handleGet},
 		{Method: http.MethodPost, Path: "/api/v1/admin/servers", Policy: platform.Admin, Tags: tag, Status: http.StatusCreated,
 			Summary: "Offer a server (admin)", Body: CreateInput{}, Response: Server{},
 			Handler: platform.Endpoint(http.StatusCreated, "Server created", s.Create)},
