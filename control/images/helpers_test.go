@@ -92,4 +92,3 @@ func must[T any](t testing.TB) func(T, error) T {
 		return v
 	}
 }
-
