@@ -24,6 +24,8 @@ import (
 
 func num(s string) json.Number { return json.Number(s) }
 
+func jsonNum(s string) json.Number { return num(s) }
+
 func pngB64(t testing.TB, w, h int) string {
 	t.Helper()
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
@@ -413,11 +415,11 @@ func TestIndexMatchesBruteForce(t *testing.T) {
 	oses := []string{"debian", "ubuntu", "alpine"}
 	archs := []string{"amd64", "arm64"}
 	words := []string{"web", "db", "gpu", "mini"}
-	var ins []images.CreateInput
+	var ins []images.SeedImage
 	for i := range 120 {
-		ins = append(ins, images.CreateInput{Alias: fmt.Sprintf("img-%03d-%s", rng.IntN(1000), fmt.Sprint(i)), ImageName: "n",
+		ins = append(ins, images.SeedImage{In: images.CreateInput{Alias: fmt.Sprintf("img-%03d-%s", rng.IntN(1000), fmt.Sprint(i)), ImageName: "n",
 			OS: oses[rng.IntN(3)], Architecture: archs[rng.IntN(2)], Price: num(fmt.Sprintf("%d.%02d", rng.IntN(5), rng.IntN(100))),
-			Tags: []string{words[rng.IntN(4)]}})
+			Tags: []string{words[rng.IntN(4)]}}})
 	}
 	if err := e.svc.Seed(ins); err != nil {
 		t.Fatal(err)
