@@ -8,9 +8,11 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +25,14 @@ import (
 )
 
 func num(s string) json.Number { return json.Number(s) }
+
+func fl(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
 
 func jsonNum(s string) json.Number { return num(s) }
 
@@ -152,7 +162,7 @@ func catalog(t *testing.T, e *env) map[string]*images.Image {
 		out[in.Alias] = e.create(t, in)
 	}
 	rate := func(alias, user, r string) {
-		n := num(r)
+		n := fl(r)
 		if _, err := e.svc.Rate(catalogtest.User(user), out[alias].ID, images.RateInput{Rating: &n}); err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +297,7 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 	}
 
 	// Library: newest first, with the caller's rating.
-	n := num("2")
+	n := fl("2")
 	must[*images.RateResult](t)(e.svc.Rate(u, cat["debian"].ID, images.RateInput{Rating: &n}))
 	lib := must[*images.UserList](t)(e.svc.Library(u, images.LibraryInput{}))
 	if len(lib.Images) != 2 || lib.Pagination.Total != 2 {
@@ -319,7 +329,7 @@ func TestRate(t *testing.T) {
 	e := newEnv(t)
 	img := e.create(t, images.CreateInput{Alias: "x", ImageName: "x", OS: "linux", Architecture: "amd64"})
 	rate := func(user, r string) (*images.RateResult, error) {
-		n := num(r)
+		n := fl(r)
 		return e.svc.Rate(catalogtest.User(user), img.ID, images.RateInput{Rating: &n})
 	}
 	for _, bad := range []string{"6", "-1", "5.01", "4.567", "NaN"} {
@@ -343,7 +353,7 @@ func TestRate(t *testing.T) {
 	if got.AverageRating != 1.83 || got.RatingCount != 3 {
 		t.Fatalf("image after ratings %+v", got)
 	}
-	_, err = e.svc.Rate(catalogtest.User("a"), "img_aaaaaaaaaaaaaaaaaaaaaaaa", images.RateInput{Rating: ptr(num("3"))})
+	_, err = e.svc.Rate(catalogtest.User("a"), "img_aaaaaaaaaaaaaaaaaaaaaaaa", images.RateInput{Rating: ptr(fl("3"))})
 	wantCode(t, err, platform.CodeNotFound, "")
 }
 
@@ -390,7 +400,7 @@ func TestConcurrentRatingsAllCount(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := e.svc.Rate(catalogtest.User(fmt.Sprint("u", i)), img.ID, images.RateInput{Rating: ptr(num(fmt.Sprint(i % 6)))}); err != nil {
+			if _, err := e.svc.Rate(catalogtest.User(fmt.Sprint("u", i)), img.ID, images.RateInput{Rating: ptr(fl(fmt.Sprint(i % 6)))}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -432,7 +442,7 @@ func TestIndexMatchesBruteForce(t *testing.T) {
 	}
 	for i := range 80 {
 		id := recs[rng.IntN(len(recs))].ID
-		must[*images.RateResult](t)(e.svc.Rate(catalogtest.User(fmt.Sprint("r", i%7)), id, images.RateInput{Rating: ptr(num(fmt.Sprint(rng.IntN(6))))}))
+		must[*images.RateResult](t)(e.svc.Rate(catalogtest.User(fmt.Sprint("r", i%7)), id, images.RateInput{Rating: ptr(fl(fmt.Sprint(rng.IntN(6))))}))
 	}
 	byID := map[string]images.Image{}
 	for _, r := range recs {

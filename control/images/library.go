@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/gofiber/fiber/v3"
 
@@ -126,7 +125,7 @@ func (s *Service) handlePurchase(c fiber.Ctx) error {
 
 // RateInput is the rate body.
 type RateInput struct {
-	Rating *json.Number `json:"rating" required:"true" doc:"number 0 to 5 with at most 2 decimals"`
+	Rating *float64 `json:"rating" required:"true" doc:"number 0 to 5 with at most 2 decimals"`
 
 	hundredths int64
 }
@@ -136,8 +135,8 @@ func (in *RateInput) Validate() error {
 	if in.Rating == nil {
 		return platform.Invalid("rating", "is required")
 	}
-	f, err := strconv.ParseFloat(string(*in.Rating), 64)
-	if err != nil || math.IsNaN(f) || f < 0 || f > 5 {
+	f := *in.Rating
+	if math.IsNaN(f) || f < 0 || f > 5 {
 		return platform.Invalid("rating", "must be a number from 0 to 5")
 	}
 	h := math.Round(f * 100)
