@@ -15,9 +15,12 @@ func TestImagesPurchase(t *testing.T) {
 	dear := data(s.Must(201, "POST", "/api/v1/admin/images", map[string]any{"alias": "dear", "image_name": "D", "os": "linux", "architecture": "amd64", "price": 100}, adm))["id"].(string)
 
 	// No balance yet: 400, nothing owned.
-	wantError(t, s.Call("POST", "/api/v1/images/purchase/"+cheap, nil, buyer), 400, "Bad Request", "balance")
+	wantError(t, s.Call("POST", "/api/v1/images/purchase/"+cheap, nil, buyer), 400, "Bad Request")
+	if lib := data(s.Must(200, "GET", "/api/v1/images/user", nil, buyer))["images"].([]any); len(lib) != 0 {
+		t.Fatalf("a refused purchase left %v in the library", lib)
+	}
 	s.Must(200, "POST", "/api/v1/admin/wallet/credit", map[string]any{"user_id": buyerID, "amount": "10.00", "reason": "test funds"}, adm)
-	wantError(t, s.Call("POST", "/api/v1/images/purchase/"+dear, nil, buyer), 400, "Bad Request", "balance")
+	wantError(t, s.Call("POST", "/api/v1/images/purchase/"+dear, nil, buyer), 400, "Bad Request")
 
 	r := s.Must(200, "POST", "/api/v1/images/purchase/"+cheap, nil, buyer)
 	if d := data(r); d["price_paid"] != 2.5 || d["remaining_balance"] != 7.5 {
@@ -65,5 +68,8 @@ func TestImagesPurchase(t *testing.T) {
 	}
 	// The balance is what the single charge left: a 6.50 image is now too dear.
 	last := data(s.Must(201, "POST", "/api/v1/admin/images", map[string]any{"alias": "last", "image_name": "L", "os": "linux", "architecture": "amd64", "price": 6.51}, adm))["id"].(string)
-	wantError(t, s.Call("POST", "/api/v1/images/purchase/"+last, nil, buyer), 400, "Bad Request", "balance")
+	wantError(t, s.Call("POST", "/api/v1/images/purchase/"+last, nil, buyer), 400, "Bad Request")
+	if lib := data(s.Must(200, "GET", "/api/v1/images/user", nil, buyer))["images"].([]any); len(lib) != 2 {
+		t.Fatalf("library after the refused last purchase: %v", lib)
+	}
 }

@@ -56,7 +56,10 @@ func TestServers(t *testing.T) {
 	if d := data(r); d["price_paid"] != 0.0 || d["remaining_balance"] != nil || d["server"].(map[string]any)["renter_id"] != aliceID {
 		t.Fatalf("free rent %s", r.Raw)
 	}
-	wantError(t, s.Call("POST", "/api/v1/servers/"+big+"/rent", nil, alice), 400, "Bad Request", "balance")
+	wantError(t, s.Call("POST", "/api/v1/servers/"+big+"/rent", nil, alice), 400, "Bad Request")
+	if got := avail(bob); got != "big-box,us-box" {
+		t.Fatalf("a refused rental left the marketplace as %q", got)
+	}
 	s.Must(200, "POST", "/api/v1/admin/wallet/credit", map[string]any{"user_id": aliceID, "amount": "30", "reason": "test"}, adm)
 	r = s.Must(200, "POST", "/api/v1/servers/"+big+"/rent", nil, alice)
 	if d := data(r); d["price_paid"] != 25.0 || d["remaining_balance"] != 5.0 || d["server"].(map[string]any)["status"] != "rented" {

@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -104,7 +105,7 @@ func (s *Service) Purchase(ctx context.Context, id string) (*PurchaseResult, err
 		left, err := s.env.Payments.Charge(tx, domain.Charge{UserID: p.UserID, Amount: r.Price, Kind: "image_purchase",
 			Reference: r.ID, Description: "Image " + r.Alias})
 		if err != nil {
-			return err
+			return chargeErr(err)
 		}
 		res = PurchaseResult{PricePaid: money.Number(r.Price), RemainingBalance: money.Number(left)}
 		return s.event(tx, ctx, p, "image.purchased", r.ID, map[string]any{"price": r.Price})
@@ -310,4 +311,17 @@ func (s *Service) handleLibrary(c fiber.Ctx) error {
 		return err
 	}
 	return platform.Respond(c, http.StatusOK, "Your images", out)
+}
+
+// chargeErr keeps the interface's envelope for a refused charge: whatever
+// code the wallet gives a 400 (insufficient balance), this route answers
+// error "Bad Request" with the wallet's message.
+func chargeErr(err error) error {
+	var pe *platform.Error
+	if errors.As(err, &pe) && pe.Status() == http.StatusBadRequest {
+		c := *pe
+		c.Code = platform.CodeBadRequest
+		return &c
+	}
+	return err
 }

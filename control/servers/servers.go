@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sort"
 	"strings"
@@ -353,7 +354,7 @@ func (s *Service) Rent(ctx context.Context, id string) (*RentResult, error) {
 			left, err := s.env.Payments.Charge(tx, domain.Charge{UserID: p.UserID, Amount: r.Price, Kind: "server_rental",
 				Reference: r.ID, Description: "Server " + r.Name + " (30 days)"})
 			if err != nil {
-				return err
+				return chargeErr(err)
 			}
 			n := money.Number(left)
 			res.RemainingBalance = &n
@@ -375,4 +376,17 @@ func (s *Service) handleRent(c fiber.Ctx) error {
 		return err
 	}
 	return platform.Respond(c, http.StatusOK, "Server rented", res)
+}
+
+// chargeErr keeps the interface's envelope for a refused charge: whatever
+// code the wallet gives a 400 (insufficient balance), this route answers
+// error "Bad Request" with the wallet's message.
+func chargeErr(err error) error {
+	var pe *platform.Error
+	if errors.As(err, &pe) && pe.Status() == http.StatusBadRequest {
+		c := *pe
+		c.Code = platform.CodeBadRequest
+		return &c
+	}
+	return err
 }
