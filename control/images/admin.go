@@ -152,5 +152,5 @@ func (s *Service) insert(tx *store.Tx, in *CreateInput) (*imageRec, error) {
 	if err := tx.Put(bucketImages, r.ID, r); err != nil {
 		return nil, err
 	}
-	return r, reindex(tx, nil, r)
+	return r, reindex(tx, r)
 }

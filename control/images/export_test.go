@@ -26,12 +26,11 @@ func (s *Service) Seed(seed []SeedImage) error {
 				return err
 			}
 			if seed[i].RatingCount > 0 {
-				old := *r
 				r.RatingSum, r.RatingCount = seed[i].RatingSum, seed[i].RatingCount
 				if err := tx.Put(bucketImages, r.ID, r); err != nil {
 					return err
 				}
-				if err := reindex(tx, &old, r); err != nil {
+				if err := reindex(tx, r); err != nil {
 					return err
 				}
 			}

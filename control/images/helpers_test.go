@@ -34,17 +34,20 @@ type env struct {
 	svc   *images.Service
 	db    *store.DB
 	clock *platform.FakeClock
+	// another opens a second handle on the same storage (a replica on
+	// PostgreSQL; the same DB on bbolt).
+	another func() *store.DB
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	db, _ := engine.Open(t)
+	db, another := engine.Open(t)
 	clock := platform.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	svc, err := images.New(catalogtest.Env(t, "images", db, clock, catalogtest.Payer{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{svc: svc, db: db, clock: clock}
+	return &env{svc: svc, db: db, clock: clock, another: another}
 }
 
 var admin = catalogtest.Admin("admin-1")

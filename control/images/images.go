@@ -43,7 +43,8 @@ const (
 
 // Service is the images domain.
 type Service struct {
-	env domain.Env[domain.NoConfig]
+	env     domain.Env[domain.NoConfig]
+	catalog catalog
 }
 
 // New builds the domain. It needs the wallet's Payer for purchases: the

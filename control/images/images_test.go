@@ -448,7 +448,24 @@ func TestIndexMatchesBruteForce(t *testing.T) {
 	for _, r := range recs {
 		byID[r.ID] = *must[*images.Image](t)(e.svc.Get(catalogtest.User("x"), r.ID))
 	}
-	for q := range 60 {
+	for q := range 90 {
+		// Writes between lists bring the in-memory snapshot forward.
+		switch rng.IntN(4) {
+		case 0:
+			id := recs[rng.IntN(len(recs))].ID
+			must[*images.RateResult](t)(e.svc.Rate(catalogtest.User(fmt.Sprint("r", rng.IntN(9))), id, images.RateInput{Rating: ptr(float64(rng.IntN(6)))}))
+			byID[id] = *must[*images.Image](t)(e.svc.Get(catalogtest.User("x"), id))
+		case 1:
+			img := e.create(t, images.CreateInput{Alias: fmt.Sprint("late-", q), ImageName: "n", OS: oses[rng.IntN(3)], Architecture: "amd64",
+				Price: num(fmt.Sprint(rng.IntN(5))), Tags: []string{words[rng.IntN(4)]}})
+			img.Serial = ""
+			byID[img.ID] = *img
+			recs = append(recs, *img)
+		}
+		for id, r := range byID {
+			r.Serial = ""
+			byID[id] = r
+		}
 		in := images.ListInput{SortBy: []string{"alias", "added_date", "price", "rating"}[q%4], SortOrder: []string{"asc", "desc"}[q/4%2],
 			Limit: 1 + rng.IntN(30), Page: 1 + rng.IntN(3)}
 		if rng.IntN(2) == 0 {
@@ -496,5 +513,35 @@ func TestIndexMatchesBruteForce(t *testing.T) {
 		if got.Pagination.Total != len(want) || !slices.Equal(gotIDs, wantIDs) {
 			t.Fatalf("query %+v: total %d want %d\n got %v\nwant %v", in, got.Pagination.Total, len(want), gotIDs, wantIDs)
 		}
+	}
+}
+
+// A second service on the same storage (another replica) sees every
+// write at once: its in-memory list is checked against the catalog
+// version in each read transaction.
+func TestReplicaListsAreExact(t *testing.T) {
+	e := newEnv(t)
+	other, err := images.New(catalogtest.Env(t, "images", e.another(), e.clock, catalogtest.Payer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := catalogtest.User("u")
+	if l := must[*images.PublicList](t)(other.List(u, images.ListInput{})); l.Pagination.Total != 0 {
+		t.Fatalf("empty catalog lists %+v", l.Pagination)
+	}
+	a := e.create(t, images.CreateInput{Alias: "a", ImageName: "a", OS: "linux", Architecture: "amd64"})
+	b := e.create(t, images.CreateInput{Alias: "b", ImageName: "b", OS: "linux", Architecture: "amd64"})
+	l := must[*images.PublicList](t)(other.List(u, images.ListInput{}))
+	if l.Pagination.Total != 2 || l.Images[0].ID != b.ID {
+		t.Fatalf("replica after creates: %s", aliases(l))
+	}
+	must[*images.RateResult](t)(e.svc.Rate(u, a.ID, images.RateInput{Rating: ptr(4.0)}))
+	l = must[*images.PublicList](t)(other.List(u, images.ListInput{SortBy: "rating"}))
+	if l.Images[0].ID != a.ID || l.Images[0].AverageRating != 4 || l.Images[0].RatingCount != 1 {
+		t.Fatalf("replica after a rating: %+v", l.Images[0])
+	}
+	l = must[*images.PublicList](t)(other.List(u, images.ListInput{MinRating: f(3)}))
+	if aliases(l) != "a" {
+		t.Fatalf("replica rating filter: %q", aliases(l))
 	}
 }

@@ -173,7 +173,6 @@ func (s *Service) Rate(ctx context.Context, id string, in RateInput) (*RateResul
 		if err != nil {
 			return err
 		}
-		old := *r
 		var prev int64
 		if ok, err := tx.Get(bucketRatings, ratingKey(id, p.UserID), &prev); err != nil {
 			return err
@@ -190,7 +189,7 @@ func (s *Service) Rate(ctx context.Context, id string, in RateInput) (*RateResul
 			return err
 		}
 		res = RateResult{NewRating: hundredths(in.hundredths), AverageRating: hundredths(r.average()), RatingCount: r.RatingCount}
-		return reindex(tx, &old, r)
+		return reindex(tx, r)
 	})
 	if err != nil {
 		return nil, storeErr("rate the image", err)
@@ -278,10 +277,10 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 			var r imageRec
 			var o ownership
 			if ok, err := tx.Get(bucketImages, id, &r); err != nil || !ok {
-				return storeErrMissing(err, id)
+				return missing(err, id)
 			}
 			if ok, err := tx.Get(bucketOwned, ownedKey(p.UserID, id), &o); err != nil || !ok {
-				return storeErrMissing(err, id)
+				return missing(err, id)
 			}
 			var mine int64
 			rated, err := tx.Get(bucketRatings, ratingKey(id, p.UserID), &mine)
@@ -324,4 +323,13 @@ func chargeErr(err error) error {
 		return &c
 	}
 	return err
+}
+
+// missing is a library entry without its records: never written so,
+// reported as an internal error rather than a silently short page.
+func missing(err error, id string) error {
+	if err != nil {
+		return err
+	}
+	return errIndex(id)
 }

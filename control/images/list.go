@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -42,7 +43,7 @@ func (in *ListInput) Validate() error {
 		return platform.Invalid("page", "must be an integer at least 1")
 	case in.Limit < 1 || in.Limit > MaxLimit:
 		return platform.Invalid("limit", "must be an integer at least 1 and at most %d", MaxLimit)
-	case indexes[in.SortBy] == "":
+	case !slices.Contains(sortKeys, in.SortBy):
 		return platform.Invalid("sort_by", "must be one of alias, added_date, price, rating")
 	case in.SortOrder != "asc" && in.SortOrder != "desc":
 		return platform.Invalid("sort_order", "must be one of asc, desc")
@@ -72,16 +73,8 @@ func (in *ListInput) Validate() error {
 // filter turns the bounds into the index's units: a lower bound rounds up
 // to the next cent (hundredth), an upper bound down.
 func (in *ListInput) filter() *filter {
-	f := &filter{maxPrice: -1, maxRate: 500}
-	if in.OS != "" {
-		f.os = []byte(strings.ToLower(in.OS))
-	}
-	if in.Architecture != "" {
-		f.arch = []byte(strings.ToLower(in.Architecture))
-	}
-	if in.Search != "" {
-		f.search = []byte(strings.ToLower(in.Search))
-	}
+	f := &filter{maxPrice: -1, maxRate: 500, os: strings.ToLower(in.OS), arch: strings.ToLower(in.Architecture),
+		search: strings.ToLower(in.Search)}
 	up := func(v float64) int64 { return int64(math.Ceil(v*100 - 1e-6)) }
 	down := func(v float64) int64 { return int64(math.Floor(v*100 + 1e-6)) }
 	if in.MinPrice != nil {
@@ -115,15 +108,16 @@ func (s *Service) List(ctx context.Context, in ListInput) (*PublicList, error) {
 	}
 	out := &PublicList{Images: []Image{}}
 	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		total, ids, err := scanPage(tx, in.SortBy, in.SortOrder == "desc", in.filter(), (in.Page-1)*in.Limit, in.Limit)
+		snap, err := s.catalog.at(tx)
 		if err != nil {
 			return err
 		}
+		total, entries := snap.page(in.SortBy, in.SortOrder == "desc", in.filter(), (in.Page-1)*in.Limit, in.Limit)
 		out.Pagination = paginate(total, in.Page, in.Limit)
-		for _, id := range ids {
-			var r imageRec
-			if ok, err := tx.Get(bucketImages, id, &r); err != nil || !ok {
-				return storeErrMissing(err, id)
+		for _, e := range entries {
+			r, err := e.record(tx)
+			if err != nil {
+				return err
 			}
 			out.Images = append(out.Images, r.public())
 		}
@@ -134,19 +128,6 @@ func (s *Service) List(ctx context.Context, in ListInput) (*PublicList, error) {
 	}
 	return out, nil
 }
-
-// storeErrMissing is an index entry without its record: never written so,
-// reported as an internal error rather than a silently short page.
-func storeErrMissing(err error, id string) error {
-	if err != nil {
-		return err
-	}
-	return errIndex(id)
-}
-
-type errIndex string
-
-func (e errIndex) Error() string { return "image index names a missing image " + string(e) }
 
 func (s *Service) handleList(c fiber.Ctx) error {
 	q := platform.QueryOf(c)
