@@ -17,7 +17,9 @@ import (
 	"deckhand/control/money"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
+	"deckhand/platform/store/storetest"
 )
 
 // Env is a domain environment over db with a fake clock; when payer is
@@ -114,4 +116,18 @@ func Balance(t testing.TB, db *store.DB, user string) (money.Amount, []domain.Ch
 		t.Fatal(err)
 	}
 	return bal, ledger
+}
+
+// EachEngine is TestMain for a domain's unit tests: every test runs once
+// per store engine (bbolt, then PostgreSQL), with *cur set to the run's.
+func EachEngine(m *testing.M, cur *storetest.Engine) int {
+	code := 0
+	for _, e := range storetest.Engines() {
+		*cur = e
+		if c := m.Run(); c != 0 {
+			code = c
+		}
+	}
+	platformtest.StopPostgres()
+	return code
 }

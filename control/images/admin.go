@@ -2,6 +2,7 @@ package images
 
 import (
 	"context"
+	"deckhand/control/catalog"
 	"encoding/json"
 	"strings"
 	"unicode"
@@ -119,7 +120,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Image, error) {
 		return s.event(tx, ctx, p, "image.created", r.ID, map[string]any{"alias": r.Alias, "price": r.Price})
 	})
 	if err != nil {
-		return nil, storeErr("create the image", err)
+		return nil, catalog.StoreErr("create the image", err)
 	}
 	return &img, nil
 }
@@ -134,7 +135,7 @@ func (s *Service) insert(tx *store.Tx, in *CreateInput) (*imageRec, error) {
 		return nil, platform.Errorf(platform.CodeConflict, "alias: %q is already used by image %s", in.Alias, taken)
 	}
 	now := s.env.Clock.Now().UTC()
-	r := &imageRec{ID: newID(), Alias: in.Alias, Description: in.Description, ImageName: in.ImageName,
+	r := &imageRec{ID: catalog.NewID(idPrefix), Alias: in.Alias, Description: in.Description, ImageName: in.ImageName,
 		Architecture: in.Architecture, OS: in.OS, Release: in.Release, Variant: in.Variant, Size: in.Size,
 		Price: in.price, Prespawn: in.Prespawn, Tags: in.Tags, Serial: in.Serial,
 		AddedNanos: now.UnixNano(), AddedDate: now.Format("2006-01-02T15:04:05.000Z"), HasIcon: in.icon != nil}

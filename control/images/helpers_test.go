@@ -9,7 +9,6 @@ import (
 	"deckhand/control/catalogtest"
 	"deckhand/control/images"
 	"deckhand/platform"
-	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
@@ -18,17 +17,7 @@ import (
 // bbolt, then on PostgreSQL.
 var engine storetest.Engine
 
-func TestMain(m *testing.M) {
-	code := 0
-	for _, e := range storetest.Engines() {
-		engine = e
-		if c := m.Run(); c != 0 {
-			code = c
-		}
-	}
-	platformtest.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(catalogtest.EachEngine(m, &engine)) }
 
 type env struct {
 	svc   *images.Service

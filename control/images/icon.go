@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"deckhand/control/catalog"
 	"encoding/base64"
 	"image"
 	"image/color"
@@ -95,7 +96,7 @@ func (s *Service) Icon(ctx context.Context, id string) ([]byte, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the icon", err)
+		return nil, catalog.StoreErr("read the icon", err)
 	}
 	if out == nil {
 		out = DefaultIcon(id)

@@ -11,11 +11,9 @@ package images
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
-	"strings"
 
+	"deckhand/control/catalog"
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
@@ -35,16 +33,10 @@ const (
 	bucketRatings = "image_ratings" // image/user → rating (hundredths)
 )
 
-// Page sizes (interface.md, Limits: image lists).
-const (
-	DefaultLimit = 20
-	MaxLimit     = 100
-)
-
 // Service is the images domain.
 type Service struct {
-	env     domain.Env[domain.NoConfig]
-	catalog catalog
+	env  domain.Env[domain.NoConfig]
+	list readModel
 }
 
 // New builds the domain. It needs the wallet's Payer for purchases: the
@@ -54,9 +46,8 @@ func New(env domain.Env[domain.NoConfig]) (*Service, error) {
 	return &Service{env: env}, nil
 }
 
-// Image is the public image record; Serial is set only on the single-image
-// answer.
-type Image struct {
+// Fields are what every image record shows (interface.md, Image record).
+type Fields struct {
 	ID            string       `json:"id"`
 	Alias         string       `json:"alias"`
 	Description   string       `json:"description"`
@@ -67,35 +58,27 @@ type Image struct {
 	Variant       string       `json:"variant"`
 	Size          int64        `json:"size"`
 	Price         money.Number `json:"price"`
-	AddedDate     string       `json:"added_date"`
 	AverageRating float64      `json:"average_rating"`
 	RatingCount   int          `json:"rating_count"`
 	IconURL       string       `json:"icon_url"`
 	Prespawn      bool         `json:"prespawn"`
 	Tags          []string     `json:"tags"`
-	Serial        string       `json:"serial,omitempty"`
+}
+
+// Image is the public image record; Serial is set only on the single-image
+// answer.
+type Image struct {
+	Fields
+	AddedDate string `json:"added_date"`
+	Serial    string `json:"serial,omitempty"`
 }
 
 // LibraryImage is an image of the caller's library: the public record
 // without added_date, with the caller's rating.
 type LibraryImage struct {
-	ID            string       `json:"id"`
-	Alias         string       `json:"alias"`
-	Description   string       `json:"description"`
-	ImageName     string       `json:"image_name"`
-	Architecture  string       `json:"architecture"`
-	OS            string       `json:"os"`
-	Release       string       `json:"release"`
-	Variant       string       `json:"variant"`
-	Size          int64        `json:"size"`
-	Price         money.Number `json:"price"`
-	AverageRating float64      `json:"average_rating"`
-	RatingCount   int          `json:"rating_count"`
-	IconURL       string       `json:"icon_url"`
-	Prespawn      bool         `json:"prespawn"`
-	Tags          []string     `json:"tags"`
-	UserRating    float64      `json:"user_rating"`
-	HasRated      bool         `json:"has_rated"`
+	Fields
+	UserRating float64 `json:"user_rating"`
+	HasRated   bool    `json:"has_rated"`
 	// Acquired is how the image came into the library: import or purchase.
 	Acquired  string       `json:"acquired"`
 	PricePaid money.Number `json:"price_paid"`
@@ -103,16 +86,7 @@ type LibraryImage struct {
 }
 
 // Pagination is data.pagination of every list.
-type Pagination struct {
-	Total      int `json:"total"`
-	Page       int `json:"page"`
-	Limit      int `json:"limit"`
-	TotalPages int `json:"totalPages"`
-}
-
-func paginate(total, page, limit int) Pagination {
-	return Pagination{Total: total, Page: page, Limit: limit, TotalPages: (total + limit - 1) / limit}
-}
+type Pagination = catalog.Pagination
 
 // imageRec is the stored image.
 type imageRec struct {
@@ -146,16 +120,18 @@ func (r *imageRec) average() int64 {
 	return (r.RatingSum*2 + n) / (2 * n)
 }
 
-func (r *imageRec) public() Image {
+func (r *imageRec) fields() Fields {
 	tags := r.Tags
 	if tags == nil {
 		tags = []string{}
 	}
-	return Image{ID: r.ID, Alias: r.Alias, Description: r.Description, ImageName: r.ImageName,
+	return Fields{ID: r.ID, Alias: r.Alias, Description: r.Description, ImageName: r.ImageName,
 		Architecture: r.Architecture, OS: r.OS, Release: r.Release, Variant: r.Variant, Size: r.Size,
-		Price: money.Number(r.Price), AddedDate: r.AddedDate, AverageRating: hundredths(r.average()),
+		Price: money.Number(r.Price), AverageRating: hundredths(r.average()),
 		RatingCount: r.RatingCount, IconURL: IconPath(r.ID), Prespawn: r.Prespawn, Tags: tags}
 }
+
+func (r *imageRec) public() Image { return Image{Fields: r.fields(), AddedDate: r.AddedDate} }
 
 // IconPath is the icon endpoint of an image (icon_url).
 func IconPath(id string) string { return "/api/v1/images/" + id + "/icon" }
@@ -165,29 +141,9 @@ func hundredths(n int64) float64 { return float64(n) / 100 }
 // Image ids are "img_" and 24 lower-case hex digits.
 const idPrefix = "img_"
 
-func newID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return idPrefix + hex.EncodeToString(b[:])
-}
-
-// checkID refuses a malformed path id with 400 (the spec's "bad id
-// format"), so a lookup only ever sees well-formed ids.
-func checkID(id string) error {
-	if len(id) != len(idPrefix)+24 || !strings.HasPrefix(id, idPrefix) {
-		return platform.Invalid("id", "must be an image id: img_ followed by 24 lower-case hex digits")
-	}
-	for _, c := range id[len(idPrefix):] {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return platform.Invalid("id", "must be an image id: img_ followed by 24 lower-case hex digits")
-		}
-	}
-	return nil
-}
-
 // load reads one image or answers 404.
 func load(tx *store.Tx, id string) (*imageRec, error) {
-	if err := checkID(id); err != nil {
+	if err := catalog.CheckID("image", idPrefix, id); err != nil {
 		return nil, err
 	}
 	var r imageRec
@@ -201,17 +157,6 @@ func load(tx *store.Tx, id string) (*imageRec, error) {
 	return &r, nil
 }
 
-// storeErr keeps typed errors and hides the rest behind op.
-func storeErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := err.(*platform.Error); ok {
-		return err
-	}
-	return platform.Internal(op, err)
-}
-
 func (s *Service) event(tx *store.Tx, ctx context.Context, p *auth.Principal, kind, id string, payload any) error {
 	_, err := s.env.Events.Append(tx, events.Event{EventType: kind, ResourceType: "image", ResourceID: id,
 		ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: events.Payload(payload)})
@@ -221,12 +166,6 @@ func (s *Service) event(tx *store.Tx, ctx context.Context, p *auth.Principal, ki
 // Routes is the domain's route table.
 func (s *Service) Routes() []platform.Route {
 	tag := []string{"images"}
-	pageParams := []platform.Param{
-		{Name: "page", Type: "integer", Range: &platform.Range{Min: 1, Max: 1e9}, Default: "1", Description: "page number, from 1"},
-		{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: MaxLimit}, Default: "20",
-			Description: "page size, 1 to 100 (default 20); a limit over 100 is refused with 400, never silently clamped"},
-	}
-	order := platform.Param{Name: "sort_order", Enum: []string{"asc", "desc"}, Description: "default desc"}
 	list := append([]platform.Param{
 		{Name: "os", Description: "exact operating system, case-insensitive"},
 		{Name: "architecture", Description: "exact architecture (amd64, arm64, armhf ...), case-insensitive"},
@@ -235,9 +174,8 @@ func (s *Service) Routes() []platform.Route {
 		{Name: "min_rating", Type: "number", Range: &platform.Range{Min: 0, Max: 5}, Description: "lowest average rating, 0-5"},
 		{Name: "max_rating", Type: "number", Range: &platform.Range{Min: 0, Max: 5}, Description: "highest average rating, 0-5"},
 		{Name: "search", Description: "case-insensitive substring of the alias, image name, description or a tag (at most 200 characters)"},
-		{Name: "sort_by", Enum: []string{"alias", "added_date", "price", "rating"}, Description: "default added_date"},
-		order,
-	}, pageParams...)
+		{Name: "sort_by", Enum: sortKeys, Description: "default added_date"},
+	}, catalog.Params()...)
 	return []platform.Route{
 		{Method: http.MethodGet, Path: "/api/v1/images/public", Policy: platform.SignedIn, Tags: tag, Query: list,
 			Summary: "Public image catalog", Response: PublicList{},
@@ -250,7 +188,7 @@ func (s *Service) Routes() []platform.Route {
 			Summary: "The image's icon (PNG)", ContentType: "image/png",
 			Description: "The uploaded PNG, or a deterministic generated 64x64 PNG when none was uploaded.", Handler: s.handleIcon},
 		{Method: http.MethodGet, Path: "/api/v1/images/user", Policy: platform.SignedIn, Tags: tag,
-			Query:   append([]platform.Param{{Name: "sort_by", Enum: []string{"created_at"}, Description: "when the image entered the library"}, order}, pageParams...),
+			Query:   append([]platform.Param{{Name: "sort_by", Enum: []string{"created_at"}, Description: "when the image entered the library"}}, catalog.Params()...),
 			Summary: "The caller's library (imported and purchased images)", Response: UserList{}, Handler: s.handleLibrary},
 		{Method: http.MethodPost, Path: "/api/v1/images/import/{id}", Policy: platform.SignedIn, Tags: tag,
 			Summary:     "Import a free image into the caller's library",

@@ -130,8 +130,8 @@ type snapshot struct {
 	order   map[string][]*entry // ascending, per sort key
 }
 
-// catalog holds the newest snapshot built.
-type catalog struct {
+// readModel holds the newest snapshot built.
+type readModel struct {
 	mu   sync.Mutex
 	snap *snapshot
 }
@@ -139,7 +139,7 @@ type catalog struct {
 // at returns the snapshot of the catalog as tx sees it: the one in
 // memory when it is of tx's version, else that one brought forward by the
 // versions' changes, else one built from the whole index.
-func (c *catalog) at(tx *store.Tx) (*snapshot, error) {
+func (c *readModel) at(tx *store.Tx) (*snapshot, error) {
 	var v uint64
 	if _, err := tx.Get(bucketMeta, "version", &v); err != nil {
 		return nil, err

@@ -2,8 +2,8 @@ package images
 
 import (
 	"context"
+	"deckhand/control/catalog"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -67,7 +67,7 @@ func (s *Service) Import(ctx context.Context, id string) error {
 		}
 		return s.own(tx, p.UserID, r, "import", 0)
 	})
-	return storeErr("import the image", err)
+	return catalog.StoreErr("import the image", err)
 }
 
 func (s *Service) handleImport(c fiber.Ctx) error {
@@ -105,13 +105,13 @@ func (s *Service) Purchase(ctx context.Context, id string) (*PurchaseResult, err
 		left, err := s.env.Payments.Charge(tx, domain.Charge{UserID: p.UserID, Amount: r.Price, Kind: "image_purchase",
 			Reference: r.ID, Description: "Image " + r.Alias})
 		if err != nil {
-			return chargeErr(err)
+			return catalog.ChargeErr(err)
 		}
 		res = PurchaseResult{PricePaid: money.Number(r.Price), RemainingBalance: money.Number(left)}
 		return s.event(tx, ctx, p, "image.purchased", r.ID, map[string]any{"price": r.Price})
 	})
 	if err != nil {
-		return nil, storeErr("purchase the image", err)
+		return nil, catalog.StoreErr("purchase the image", err)
 	}
 	return &res, nil
 }
@@ -192,7 +192,7 @@ func (s *Service) Rate(ctx context.Context, id string, in RateInput) (*RateResul
 		return reindex(tx, r)
 	})
 	if err != nil {
-		return nil, storeErr("rate the image", err)
+		return nil, catalog.StoreErr("rate the image", err)
 	}
 	return &res, nil
 }
@@ -209,33 +209,8 @@ func (s *Service) handleRate(c fiber.Ctx) error {
 	return platform.Respond(c, http.StatusOK, "Image rated", res)
 }
 
-// LibraryInput is the library's query.
-type LibraryInput struct {
-	SortOrder   string
-	Page, Limit int
-}
-
-// Validate fills defaults and checks bounds.
-func (in *LibraryInput) Validate() error {
-	if in.Page == 0 {
-		in.Page = 1
-	}
-	if in.Limit == 0 {
-		in.Limit = DefaultLimit
-	}
-	if in.SortOrder == "" {
-		in.SortOrder = "desc"
-	}
-	switch {
-	case in.Page < 1:
-		return platform.Invalid("page", "must be an integer at least 1")
-	case in.Limit < 1 || in.Limit > MaxLimit:
-		return platform.Invalid("limit", "must be an integer at least 1 and at most %d", MaxLimit)
-	case in.SortOrder != "asc" && in.SortOrder != "desc":
-		return platform.Invalid("sort_order", "must be one of asc, desc")
-	}
-	return nil
-}
+// LibraryInput is the library's query (newest first by default).
+type LibraryInput = catalog.Page
 
 // UserList is the library's data.
 type UserList struct {
@@ -256,8 +231,8 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
 		prefix := p.UserID + "/"
 		total := tx.CountPrefix(bucketLibrary, prefix)
-		out.Pagination = paginate(total, in.Page, in.Limit)
-		offset, seen := (in.Page-1)*in.Limit, 0
+		out.Pagination = in.Paginate(total)
+		offset, seen := in.Offset(), 0
 		var ids []string
 		err := tx.Scan(bucketLibrary, store.ScanOptions{Prefix: prefix, Reverse: in.SortOrder == "desc", Limit: offset + in.Limit},
 			func(_ string, raw []byte) error {
@@ -287,42 +262,24 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 			if err != nil {
 				return err
 			}
-			pub := r.public()
-			out.Images = append(out.Images, LibraryImage{ID: pub.ID, Alias: pub.Alias, Description: pub.Description,
-				ImageName: pub.ImageName, Architecture: pub.Architecture, OS: pub.OS, Release: pub.Release,
-				Variant: pub.Variant, Size: pub.Size, Price: pub.Price, AverageRating: pub.AverageRating,
-				RatingCount: pub.RatingCount, IconURL: pub.IconURL, Prespawn: pub.Prespawn, Tags: pub.Tags,
-				UserRating: hundredths(mine), HasRated: rated, Acquired: o.Acquired, PricePaid: money.Number(o.PricePaid),
-				CreatedAt: o.CreatedAt})
+			out.Images = append(out.Images, LibraryImage{Fields: r.fields(), UserRating: hundredths(mine), HasRated: rated,
+				Acquired: o.Acquired, PricePaid: money.Number(o.PricePaid), CreatedAt: o.CreatedAt})
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("list your images", err)
+		return nil, catalog.StoreErr("list your images", err)
 	}
 	return out, nil
 }
 
 func (s *Service) handleLibrary(c fiber.Ctx) error {
 	q := platform.QueryOf(c)
-	out, err := s.Library(c.Context(), LibraryInput{SortOrder: q.String("sort_order"), Page: int(q.Int("page")), Limit: int(q.Int("limit"))})
+	out, err := s.Library(c.Context(), catalog.PageOf(q))
 	if err != nil {
 		return err
 	}
 	return platform.Respond(c, http.StatusOK, "Your images", out)
-}
-
-// chargeErr keeps the interface's envelope for a refused charge: whatever
-// code the wallet gives a 400 (insufficient balance), this route answers
-// error "Bad Request" with the wallet's message.
-func chargeErr(err error) error {
-	var pe *platform.Error
-	if errors.As(err, &pe) && pe.Status() == http.StatusBadRequest {
-		c := *pe
-		c.Code = platform.CodeBadRequest
-		return &c
-	}
-	return err
 }
 
 // missing is a library entry without its records: never written so,

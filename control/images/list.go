@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"deckhand/control/catalog"
 	"deckhand/platform"
 	"deckhand/platform/store"
 )
@@ -26,27 +27,17 @@ type ListInput struct {
 
 // Validate checks each field and the ranges' order.
 func (in *ListInput) Validate() error {
-	if in.Page == 0 {
-		in.Page = 1
+	pg := catalog.Page{SortOrder: in.SortOrder, Page: in.Page, Limit: in.Limit}
+	if err := pg.Validate(); err != nil {
+		return err
 	}
-	if in.Limit == 0 {
-		in.Limit = DefaultLimit
-	}
+	in.SortOrder, in.Page, in.Limit = pg.SortOrder, pg.Page, pg.Limit
 	if in.SortBy == "" {
 		in.SortBy = "added_date"
 	}
-	if in.SortOrder == "" {
-		in.SortOrder = "desc"
-	}
 	switch {
-	case in.Page < 1:
-		return platform.Invalid("page", "must be an integer at least 1")
-	case in.Limit < 1 || in.Limit > MaxLimit:
-		return platform.Invalid("limit", "must be an integer at least 1 and at most %d", MaxLimit)
 	case !slices.Contains(sortKeys, in.SortBy):
 		return platform.Invalid("sort_by", "must be one of alias, added_date, price, rating")
-	case in.SortOrder != "asc" && in.SortOrder != "desc":
-		return platform.Invalid("sort_order", "must be one of asc, desc")
 	case utf8.RuneCountInString(in.Search) > 200:
 		return platform.Invalid("search", "must be at most 200 characters")
 	case strings.ContainsAny(in.Search, "\x1e\x1f"):
@@ -108,12 +99,12 @@ func (s *Service) List(ctx context.Context, in ListInput) (*PublicList, error) {
 	}
 	out := &PublicList{Images: []Image{}}
 	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		snap, err := s.catalog.at(tx)
+		snap, err := s.list.at(tx)
 		if err != nil {
 			return err
 		}
 		total, entries := snap.page(in.SortBy, in.SortOrder == "desc", in.filter(), (in.Page-1)*in.Limit, in.Limit)
-		out.Pagination = paginate(total, in.Page, in.Limit)
+		out.Pagination = (&catalog.Page{Page: in.Page, Limit: in.Limit}).Paginate(total)
 		for _, e := range entries {
 			r, err := e.record(tx)
 			if err != nil {
@@ -124,15 +115,16 @@ func (s *Service) List(ctx context.Context, in ListInput) (*PublicList, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("list images", err)
+		return nil, catalog.StoreErr("list images", err)
 	}
 	return out, nil
 }
 
 func (s *Service) handleList(c fiber.Ctx) error {
 	q := platform.QueryOf(c)
+	pg := catalog.PageOf(q)
 	in := ListInput{OS: q.String("os"), Architecture: q.String("architecture"), Search: q.String("search"),
-		SortBy: q.String("sort_by"), SortOrder: q.String("sort_order"), Page: int(q.Int("page")), Limit: int(q.Int("limit"))}
+		SortBy: q.String("sort_by"), SortOrder: pg.SortOrder, Page: pg.Page, Limit: pg.Limit}
 	for name, dst := range map[string]**float64{"min_price": &in.MinPrice, "max_price": &in.MaxPrice, "min_rating": &in.MinRating, "max_rating": &in.MaxRating} {
 		if q.Has(name) {
 			v := q.Float(name)
@@ -162,7 +154,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Image, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the image", err)
+		return nil, catalog.StoreErr("read the image", err)
 	}
 	return &img, nil
 }

@@ -10,10 +10,7 @@ package servers
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"sort"
 	"strings"
@@ -23,6 +20,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"deckhand/control/catalog"
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
@@ -94,31 +92,6 @@ func (r *serverRec) view(now time.Time, p *auth.Principal) Server {
 }
 
 const idPrefix = "srv_"
-
-func newID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return idPrefix + hex.EncodeToString(b[:])
-}
-
-func checkID(id string) error {
-	ok := len(id) == len(idPrefix)+24 && strings.HasPrefix(id, idPrefix) &&
-		strings.IndexFunc(id[len(idPrefix):], func(c rune) bool { return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') }) < 0
-	if !ok {
-		return platform.Invalid("id", "must be a server id: srv_ followed by 24 lower-case hex digits")
-	}
-	return nil
-}
-
-func storeErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := err.(*platform.Error); ok {
-		return err
-	}
-	return platform.Internal(op, err)
-}
 
 // Routes is the domain's route table.
 func (s *Service) Routes() []platform.Route {
@@ -200,7 +173,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Server, error) {
 	now := s.env.Clock.Now().UTC()
 	var out Server
 	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		r := &serverRec{ID: newID(), Name: in.Name, Region: in.Region, Price: in.price, Specs: in.Specs, CreatedAt: now}
+		r := &serverRec{ID: catalog.NewID(idPrefix), Name: in.Name, Region: in.Region, Price: in.price, Specs: in.Specs, CreatedAt: now}
 		if err := tx.Put(bucketServers, r.ID, r); err != nil {
 			return err
 		}
@@ -210,7 +183,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Server, error) {
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("create the server", err)
+		return nil, catalog.StoreErr("create the server", err)
 	}
 	return &out, nil
 }
@@ -237,7 +210,7 @@ func (s *Service) list(ctx context.Context, keep func(r *serverRec, now time.Tim
 		})
 	})
 	if err != nil {
-		return nil, storeErr("list servers", err)
+		return nil, catalog.StoreErr("list servers", err)
 	}
 	sort.Slice(recs, func(i, j int) bool {
 		a, b := recs[i], recs[j]
@@ -279,7 +252,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkID(id); err != nil {
+	if err := catalog.CheckID("server", idPrefix, id); err != nil {
 		return nil, err
 	}
 	now := s.env.Clock.Now()
@@ -297,7 +270,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Server, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the server", err)
+		return nil, catalog.StoreErr("read the server", err)
 	}
 	return &out, nil
 }
@@ -325,7 +298,7 @@ func (s *Service) Rent(ctx context.Context, id string) (*RentResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkID(id); err != nil {
+	if err := catalog.CheckID("server", idPrefix, id); err != nil {
 		return nil, err
 	}
 	now := s.env.Clock.Now().UTC()
@@ -354,7 +327,7 @@ func (s *Service) Rent(ctx context.Context, id string) (*RentResult, error) {
 			left, err := s.env.Payments.Charge(tx, domain.Charge{UserID: p.UserID, Amount: r.Price, Kind: "server_rental",
 				Reference: r.ID, Description: "Server " + r.Name + " (30 days)"})
 			if err != nil {
-				return chargeErr(err)
+				return catalog.ChargeErr(err)
 			}
 			n := money.Number(left)
 			res.RemainingBalance = &n
@@ -365,7 +338,7 @@ func (s *Service) Rent(ctx context.Context, id string) (*RentResult, error) {
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("rent the server", err)
+		return nil, catalog.StoreErr("rent the server", err)
 	}
 	return &res, nil
 }
@@ -376,17 +349,4 @@ func (s *Service) handleRent(c fiber.Ctx) error {
 		return err
 	}
 	return platform.Respond(c, http.StatusOK, "Server rented", res)
-}
-
-// chargeErr keeps the interface's envelope for a refused charge: whatever
-// code the wallet gives a 400 (insufficient balance), this route answers
-// error "Bad Request" with the wallet's message.
-func chargeErr(err error) error {
-	var pe *platform.Error
-	if errors.As(err, &pe) && pe.Status() == http.StatusBadRequest {
-		c := *pe
-		c.Code = platform.CodeBadRequest
-		return &c
-	}
-	return err
 }

@@ -14,7 +14,6 @@ import (
 	"deckhand/control/money"
 	"deckhand/control/servers"
 	"deckhand/platform"
-	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
@@ -22,17 +21,7 @@ import (
 var engine storetest.Engine
 
 // TestMain runs every test on bbolt, then on PostgreSQL.
-func TestMain(m *testing.M) {
-	code := 0
-	for _, e := range storetest.Engines() {
-		engine = e
-		if c := m.Run(); c != 0 {
-			code = c
-		}
-	}
-	platformtest.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(catalogtest.EachEngine(m, &engine)) }
 
 type env struct {
 	svc   *servers.Service
