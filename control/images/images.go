@@ -12,6 +12,7 @@ package images
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"deckhand/control/catalog"
 	"deckhand/control/domain"
@@ -166,6 +167,10 @@ func (s *Service) event(tx *store.Tx, ctx context.Context, p *auth.Principal, ki
 // Routes is the domain's route table.
 func (s *Service) Routes() []platform.Route {
 	tag := []string{"images"}
+	// Writes a person makes by hand; the limits stop scripted floods.
+	perMinute := func(name string, n int) []platform.RateLimit {
+		return []platform.RateLimit{{Name: name, By: platform.ByAccount, N: n, Per: time.Minute}}
+	}
 	list := append([]platform.Param{
 		{Name: "os", Description: "exact operating system, case-insensitive"},
 		{Name: "architecture", Description: "exact architecture (amd64, arm64, armhf ...), case-insensitive"},
@@ -190,15 +195,15 @@ func (s *Service) Routes() []platform.Route {
 		{Method: http.MethodGet, Path: "/api/v1/images/user", Policy: platform.SignedIn, Tags: tag,
 			Query:   append([]platform.Param{{Name: "sort_by", Enum: []string{"created_at"}, Description: "when the image entered the library"}}, catalog.Params()...),
 			Summary: "The caller's library (imported and purchased images)", Response: UserList{}, Handler: s.handleLibrary},
-		{Method: http.MethodPost, Path: "/api/v1/images/import/{id}", Policy: platform.SignedIn, Tags: tag,
+		{Method: http.MethodPost, Path: "/api/v1/images/import/{id}", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.import", 60),
 			Summary:     "Import a free image into the caller's library",
 			Description: "400 when the image is not free or already in the caller's library; 404 when unknown.", Handler: s.handleImport},
-		{Method: http.MethodPost, Path: "/api/v1/images/purchase/{id}", Policy: platform.SignedIn, Tags: tag,
+		{Method: http.MethodPost, Path: "/api/v1/images/purchase/{id}", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.purchase", 60),
 			Summary: "Buy an image with the wallet's general balance", Response: PurchaseResult{},
 			Description: "The debit, its wallet transaction (type image_purchase) and the ownership commit together. " +
 				"400 on insufficient balance, when already owned, or when the image is free (import it instead); 404 when unknown.",
 			Handler: s.handlePurchase},
-		{Method: http.MethodPost, Path: "/api/v1/images/rate/{id}", Policy: platform.SignedIn, Tags: tag,
+		{Method: http.MethodPost, Path: "/api/v1/images/rate/{id}", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.rate", 60),
 			Summary: "Rate an image 0-5 (one rating per user; a new one replaces the old)", Body: RateInput{}, Response: RateResult{},
 			Description: "Any signed-in user may rate an existing image. Ratings take at most 2 decimals.", Handler: s.handleRate},
 		{Method: http.MethodPost, Path: "/api/v1/admin/images", Policy: platform.Admin, Tags: tag, Status: http.StatusCreated,

@@ -32,7 +32,13 @@ import (
 // RentalPeriod is what one rent buys; price is per period.
 const RentalPeriod = 30 * 24 * time.Hour
 
-const bucketServers = "servers"
+const (
+	bucketServers = "servers"
+	// bucketRentals indexes rentals by renter (renter/server), so a user's
+	// list reads their rentals only. An ended rental stays until the server is
+	// rented again (the list skips it by time).
+	bucketRentals = "server_rentals"
+)
 
 // Service is the servers domain.
 type Service struct {
@@ -101,6 +107,7 @@ func (s *Service) Routes() []platform.Route {
 			Summary: "Rental marketplace: servers nobody rents now", Response: []Server{},
 			Description: "Ordered by region, then price, then name.", Handler: platform.Read("Available servers", s.Available)},
 		{Method: http.MethodPost, Path: "/api/v1/servers/{id}/rent", Policy: platform.SignedIn, Tags: tag,
+			Limits:  []platform.RateLimit{{Name: "servers.rent", By: platform.ByAccount, N: 30, Per: time.Minute}},
 			Summary: "Rent a server for 30 days", Response: RentResult{},
 			Description: "A priced server is charged to the caller's general balance (wallet transaction type server_rental) in the same transaction as the rental: " +
 				"400 on insufficient balance. 409 when the server is rented (by anyone, the caller included, until the rental ends). " +
@@ -188,8 +195,10 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Server, error) {
 	return &out, nil
 }
 
-// list is every server passing keep, ordered by region, price, name, id.
-func (s *Service) list(ctx context.Context, keep func(r *serverRec, now time.Time, p *auth.Principal) bool) ([]Server, error) {
+// list is the servers of the bucket range o (in bucketRentals when
+// rentals, else bucketServers) that keep passes, ordered by region, price,
+// name, id.
+func (s *Service) list(ctx context.Context, rentals bool, o store.ScanOptions, keep func(r *serverRec, now time.Time, p *auth.Principal) bool) ([]Server, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -198,9 +207,21 @@ func (s *Service) list(ctx context.Context, keep func(r *serverRec, now time.Tim
 	var recs []*serverRec
 	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
 		recs = recs[:0]
-		return tx.ForEach(bucketServers, func(_ string, raw []byte) error {
+		if !rentals {
+			return tx.Scan(bucketServers, o, func(_ string, raw []byte) error {
+				var r serverRec
+				if err := json.Unmarshal(raw, &r); err != nil {
+					return err
+				}
+				if keep(&r, now, p) {
+					recs = append(recs, &r)
+				}
+				return nil
+			})
+		}
+		return tx.Scan(bucketRentals, o, func(k string, _ []byte) error {
 			var r serverRec
-			if err := json.Unmarshal(raw, &r); err != nil {
+			if ok, err := tx.Get(bucketServers, k[strings.IndexByte(k, '/')+1:], &r); err != nil || !ok {
 				return err
 			}
 			if keep(&r, now, p) {
@@ -232,14 +253,19 @@ func (s *Service) list(ctx context.Context, keep func(r *serverRec, now time.Tim
 	return out, nil
 }
 
-// Available is the marketplace: servers nobody rents now.
+// Available is the marketplace: servers nobody rents now (availability
+// depends on the clock, so every server is read).
 func (s *Service) Available(ctx context.Context) ([]Server, error) {
-	return s.list(ctx, func(r *serverRec, now time.Time, _ *auth.Principal) bool { return !r.rented(now) })
+	return s.list(ctx, false, store.ScanOptions{}, func(r *serverRec, now time.Time, _ *auth.Principal) bool { return !r.rented(now) })
 }
 
-// Mine is the caller's current rentals.
+// Mine is the caller's current rentals, read through the renter index.
 func (s *Service) Mine(ctx context.Context) ([]Server, error) {
-	return s.list(ctx, func(r *serverRec, now time.Time, p *auth.Principal) bool {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.list(ctx, true, store.ScanOptions{Prefix: p.UserID + "/"}, func(r *serverRec, now time.Time, p *auth.Principal) bool {
 		return r.rented(now) && r.RenterID == p.UserID
 	})
 }
@@ -318,8 +344,16 @@ func (s *Service) Rent(ctx context.Context, id string) (*RentResult, error) {
 		if r.rented(now) {
 			return platform.Errorf(platform.CodeConflict, "server %s is not available: it is rented", id)
 		}
+		if r.RenterID != "" {
+			if err := tx.Delete(bucketRentals, r.RenterID+"/"+id); err != nil {
+				return err
+			}
+		}
 		r.RenterID, r.RentedAt, r.RentedUntil = p.UserID, now, now.Add(RentalPeriod)
 		if err := tx.Put(bucketServers, id, &r); err != nil {
+			return err
+		}
+		if err := tx.PutRaw(bucketRentals, p.UserID+"/"+id, nil); err != nil {
 			return err
 		}
 		res = RentResult{PricePaid: money.Number(r.Price)}
