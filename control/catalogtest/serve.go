@@ -43,7 +43,7 @@ func Engines(m *testing.M, binary *string, onPostgres *bool) int {
 
 // Server is one running `deckhand-control serve`.
 type Server struct {
-	T    *testing.T
+	T    testing.TB
 	URL  string
 	Data string
 	HTTP *http.Client
@@ -52,7 +52,7 @@ type Server struct {
 // Serve starts binary on a loopback port with a temp --data directory
 // (and a fresh PostgreSQL database when onPostgres), with the admin
 // bootstrapped; it stops with the test.
-func Serve(t *testing.T, binary string, onPostgres bool, flags ...string) *Server {
+func Serve(t testing.TB, binary string, onPostgres bool, flags ...string) *Server {
 	t.Helper()
 	data := t.TempDir()
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--data", data,
