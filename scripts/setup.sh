@@ -15,7 +15,7 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
 # a browser, TOTP and signature verifiers, and PostgreSQL (the store's
 # second engine: tests initdb private servers from its binaries).
 TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps x11-utils x11-xserver-utils
-  xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron)
+  xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron poppler-utils)
 # Benchmarks compare against these peers.
 BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine)
 

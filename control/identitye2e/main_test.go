@@ -1,72 +1,24 @@
 package identitye2e_test
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"deckhand/control/controltest"
 	"deckhand/control/identity/identitytest"
-	"deckhand/platform/platformtest"
 )
 
-var binary string
-
-// onPostgres is set for the second run of every test: the servers then
-// serve with --database-url, one fresh database per --data directory.
-var onPostgres bool
-
-// TestMain uses $DECKHAND_BIN/deckhand-control when `make test` built it,
-// else builds the binary into a temporary directory, and runs every test
-// twice: on the embedded store, then on PostgreSQL.
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		bin, cleanup, err := platformtest.Binary("deckhand-control", "deckhand/control/cmd/deckhand-control")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer cleanup()
-		defer platformtest.StopPostgres()
-		binary = bin
-		code := m.Run()
-		onPostgres = true
-		if c := m.Run(); c != 0 {
-			code = c
-		}
-		return code
-	}())
-}
-
-var (
-	dbMu   sync.Mutex
-	dbURLs = map[string]string{} // --data → its database, so a restart finds its state
-)
-
-// storeFlags is what start adds for the run's engine.
-func storeFlags(t *testing.T, data string) []string {
-	if !onPostgres {
-		return nil
-	}
-	dbMu.Lock()
-	defer dbMu.Unlock()
-	u, ok := dbURLs[data]
-	if !ok {
-		u = platformtest.Postgres(t)
-		dbURLs[data] = u
-	}
-	return []string{"--database-url", u}
-}
+// TestMain runs every test twice, on the embedded store and on PostgreSQL
+// (controltest, the control plane's e2e harness).
+func TestMain(m *testing.M) { controltest.Main(m) }
 
 // server is one running deckhand-control.
 type server struct {
@@ -78,9 +30,9 @@ type server struct {
 }
 
 const (
-	adminEmail = "root@example.com"
-	adminPass  = "Admin-pass-123"
-	goodPW     = "Correct-Horse-9battery"
+	adminEmail = controltest.AdminEmail
+	adminPass  = controltest.AdminPass
+	goodPW     = controltest.GoodPW
 )
 
 // start runs `deckhand-control serve` with extra flags and waits until it
@@ -93,43 +45,8 @@ func start(t *testing.T, flags ...string) *server {
 // startIn is start on a given --data directory; stop ends it early.
 func startIn(t *testing.T, data string, flags ...string) *server {
 	t.Helper()
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data,
-		"--admin-email", adminEmail, "--admin-password", adminPass, "--log-level", "warn"}, storeFlags(t, data)...)
-	args = append(args, flags...)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + data}
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			_ = cmd.Wait()
-			if t.Failed() {
-				t.Logf("server (on PostgreSQL: %v) stderr:\n%s", onPostgres, stderr.String())
-			}
-		})
-	}
-	t.Cleanup(stop)
-	found := platformtest.WatchListening(stdout, nil, nil)
-	select {
-	case u := <-found:
-		return &server{t: t, url: u, data: data, stop: stop, http: &http.Client{Timeout: 30 * time.Second,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("deckhand-control did not start: %s", stderr.String())
-	}
-	return nil
+	c := controltest.StartIn(t, data, flags...)
+	return &server{t: t, url: c.URL, data: data, stop: c.Stop, http: c.HTTP}
 }
 
 type resp struct {

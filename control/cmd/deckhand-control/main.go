@@ -1,6 +1,7 @@
 // Command deckhand-control is the control plane: `serve` runs the HTTP API,
 // `keys rotate` adds a new active signing key, `migrate` applies the
-// PostgreSQL migrations without serving, `version` prints the version.
+// PostgreSQL migrations without serving, `wallet verify` checks every
+// balance against the ledger, `version` prints the version.
 // Every flag also reads DECKHAND_<FLAG> from the environment; a flag given
 // on the command line wins.
 package main
@@ -43,7 +44,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(serveCmd(stdout, stderr), keysCmd(stdout), migrateCmd(stdout), versionCmd(stdout))
+	root.AddCommand(serveCmd(stdout, stderr), keysCmd(stdout), migrateCmd(stdout), versionCmd(stdout), walletCmd(stdout))
 	return root
 }
 

@@ -1,0 +1,353 @@
+package wallet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/control/events"
+	"deckhand/control/money"
+	"deckhand/control/wallet/invoicepdf"
+	"deckhand/platform"
+	"deckhand/platform/auth"
+	"deckhand/platform/store"
+)
+
+// Number is an amount written as a JSON number with two decimals (12.50):
+// the interface gives the invoice's amount as a number; it stays exact.
+type Number money.Amount
+
+// MarshalJSON writes the digits unquoted.
+func (n Number) MarshalJSON() ([]byte, error) { return []byte(money.Amount(n).String()), nil }
+
+// UnmarshalJSON reads a number or decimal string.
+func (n *Number) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	neg := strings.HasPrefix(s, "-")
+	a, err := money.Parse(strings.TrimPrefix(s, "-"))
+	if err != nil {
+		return err
+	}
+	if neg {
+		a = -a
+	}
+	*n = Number(a)
+	return nil
+}
+
+// InvoiceTransaction is the transaction an invoice bills.
+type InvoiceTransaction struct {
+	ID              string       `json:"id"`
+	TransactionType string       `json:"transaction_type"`
+	Status          string       `json:"status"`
+	Amount          money.Amount `json:"amount"`
+	Currency        string       `json:"currency"`
+	CreatedAt       time.Time    `json:"created_at"`
+}
+
+// BillingDetails says how an invoice was paid.
+type BillingDetails struct {
+	PaymentMethod     string `json:"payment_method"`
+	PaymentMethodType string `json:"payment_method_type"`
+}
+
+// InvoiceItem is one line of an invoice.
+type InvoiceItem struct {
+	Type        string       `json:"type"`
+	Description string       `json:"description"`
+	Amount      money.Amount `json:"amount"`
+}
+
+// Invoice is one invoice; lists leave out billing_details and items.
+type Invoice struct {
+	ID             string             `json:"id"`
+	UserID         string             `json:"user_id"`
+	TransactionID  string             `json:"transaction_id"`
+	InvoiceNumber  string             `json:"invoice_number" doc:"INV-<year>-<6 digits>, consecutive without gaps within a year"`
+	Status         string             `json:"status" doc:"paid"`
+	Amount         Number             `json:"amount" doc:"a number with two decimals"`
+	Currency       string             `json:"currency"`
+	IssueDate      time.Time          `json:"issue_date"`
+	DueDate        time.Time          `json:"due_date"`
+	PaidDate       *time.Time         `json:"paid_date"`
+	CreatedAt      time.Time          `json:"created_at"`
+	UpdatedAt      time.Time          `json:"updated_at"`
+	Transaction    InvoiceTransaction `json:"transaction"`
+	BillingDetails *BillingDetails    `json:"billing_details,omitempty"`
+	Items          []InvoiceItem      `json:"items,omitempty"`
+}
+
+// InvoiceList is GET /api/v1/wallet/invoices.
+type InvoiceList struct {
+	Invoices   []Invoice  `json:"invoices"`
+	Pagination Pagination `json:"pagination"`
+}
+
+// Generated answers POST /api/v1/wallet/invoices/generate/{id}.
+type Generated struct {
+	InvoiceID     string `json:"invoice_id"`
+	InvoiceNumber string `json:"invoice_number"`
+	Existed       bool   `json:"already_existed"`
+}
+
+var invoiceSorts = []string{"id", "invoice_number", "status", "amount", "currency", "issue_date", "due_date", "paid_date",
+	"created_at", "updated_at", "user_id", "transaction_id"}
+
+func (s *Service) invoiceRoutes() []platform.Route {
+	tag := []string{"wallet"}
+	return []platform.Route{
+		{Method: http.MethodGet, Path: "/api/v1/wallet/invoices", Policy: platform.SignedIn, Tags: tag,
+			Summary: "The caller's invoices",
+			Description: "`sort_by` is one of " + strings.Join(invoiceSorts, ", ") + "; any other value falls back to created_at. " +
+				"`filter` is a JSON object over those fields: a value (equality) or an object of operators eq, ne, gt, gte, lt, lte, " +
+				"like (% and _ wildcards, case-insensitive), in (array), e.g. {\"status\":\"paid\",\"amount\":{\"gte\":10}}; amounts are numbers " +
+				"or decimal strings, dates RFC 3339 or YYYY-MM-DD. Bad JSON, an unknown field or an unknown operator: 400.",
+			Query: []platform.Param{pageParam, limitParam, {Name: "sort_by", Default: "created_at", Description: "unknown values fall back to created_at"},
+				orderParam, {Name: "filter", Description: "JSON object of conditions"}},
+			Response: InvoiceList{},
+			Handler: func(c fiber.Ctx) error {
+				out, err := s.ListInvoices(c.Context(), listQuery(c))
+				if err != nil {
+					return err
+				}
+				return platform.Respond(c, http.StatusOK, "Invoices", out)
+			}},
+		{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/{id}", Policy: platform.SignedIn, Tags: tag,
+			Summary: "One invoice with billing_details, items and transaction", Response: Invoice{},
+			Handler: func(c fiber.Ctx) error {
+				out, err := s.GetInvoice(c.Context(), c.Params("id"))
+				if err != nil {
+					return err
+				}
+				return platform.Respond(c, http.StatusOK, "Invoice", out)
+			}},
+		{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/{id}/pdf", Policy: platform.SignedIn, Tags: tag,
+			Summary: "The invoice as a PDF", ContentType: "application/pdf",
+			Handler: func(c fiber.Ctx) error {
+				pdf, inv, err := s.InvoicePDF(c.Context(), c.Params("id"))
+				if err != nil {
+					return err
+				}
+				c.Set("Content-Type", "application/pdf")
+				c.Set("Content-Disposition", fmt.Sprintf(`inline; filename="%s.pdf"`, inv.InvoiceNumber))
+				return c.Status(http.StatusOK).Send(pdf)
+			}},
+		{Method: http.MethodPost, Path: "/api/v1/wallet/invoices/generate/{id}", Policy: platform.SignedIn, Tags: tag,
+			Summary: "Make the invoice of one of the caller's completed transactions (idempotent)",
+			Description: "Path `id` is a transaction id. The first call numbers the invoice (INV-<year>-<n>, consecutive per year) and " +
+				"answers `Invoice generated`; later calls answer the same invoice with the message `Invoice already exists`. 200 both times.",
+			Response: Generated{},
+			Handler: func(c fiber.Ctx) error {
+				out, err := s.GenerateInvoice(c.Context(), c.Params("id"))
+				if err != nil {
+					return err
+				}
+				msg := "Invoice generated"
+				if out.Existed {
+					msg = "Invoice already exists for transaction " + c.Params("id")
+				}
+				return platform.Respond(c, http.StatusOK, msg, out)
+			}},
+	}
+}
+
+// items describes what a transaction bills.
+func items(t *Transaction) ([]InvoiceItem, BillingDetails) {
+	switch t.TransactionType {
+	case TypeTransfer:
+		return []InvoiceItem{
+				{Type: "ai_credit", Description: "AI credit", Amount: t.Amount - t.Fee},
+				{Type: "fee", Description: "Platform fee on transfer to AI credit", Amount: t.Fee}},
+			BillingDetails{PaymentMethod: "Wallet general balance", PaymentMethodType: "wallet_balance"}
+	case TypeCredit:
+		return []InvoiceItem{{Type: "credit", Description: t.Description, Amount: t.Amount}},
+			BillingDetails{PaymentMethod: "Account credit by the operator", PaymentMethodType: "account_credit"}
+	}
+	d := t.Description
+	if t.Reference != "" && !strings.Contains(d, t.Reference) {
+		d += " (" + t.Reference + ")"
+	}
+	return []InvoiceItem{{Type: t.TransactionType, Description: d, Amount: t.Amount}},
+		BillingDetails{PaymentMethod: "Wallet general balance", PaymentMethodType: "wallet_balance"}
+}
+
+// GenerateInvoice makes (once) the invoice of the caller's transaction id.
+func (s *Service) GenerateInvoice(ctx context.Context, id string) (*Generated, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := validID("id", id); err != nil {
+		return nil, err
+	}
+	var out Generated
+	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		out = Generated{}
+		var existing string
+		if ok, err := tx.Get(bucketInvByTxn, userKey(p.UserID, id), &existing); err != nil {
+			return err
+		} else if ok {
+			var inv Invoice
+			if _, err := tx.Get(bucketInvoices, userKey(p.UserID, existing), &inv); err != nil {
+				return err
+			}
+			out = Generated{InvoiceID: inv.ID, InvoiceNumber: inv.InvoiceNumber, Existed: true}
+			return nil
+		}
+		var t Transaction
+		ok, err := tx.Get(bucketTxns, userKey(p.UserID, id), &t)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return platform.NotFound("transaction", id)
+		}
+		if t.Status != StatusComplete {
+			return platform.Invalid("id", "transaction %s is %s; only completed transactions are invoiced", id, t.Status)
+		}
+		now := s.now()
+		year := now.Year()
+		n, err := tx.NextSeq(fmt.Sprintf("%s%d", seqInvoicePref, year))
+		if err != nil {
+			return err
+		}
+		its, bill := items(&t)
+		paid := t.CreatedAt
+		inv := Invoice{ID: newID("inv", now), UserID: p.UserID, TransactionID: t.ID, InvoiceNumber: fmt.Sprintf("INV-%d-%06d", year, n),
+			Status: "paid", Amount: Number(t.Amount), Currency: Currency, IssueDate: now, DueDate: now, PaidDate: &paid,
+			CreatedAt: now, UpdatedAt: now, Items: its, BillingDetails: &bill,
+			Transaction: InvoiceTransaction{ID: t.ID, TransactionType: t.TransactionType, Status: t.Status, Amount: t.Amount,
+				Currency: t.Currency, CreatedAt: t.CreatedAt}}
+		if err := tx.Put(bucketInvoices, userKey(p.UserID, inv.ID), inv); err != nil {
+			return err
+		}
+		if err := tx.Put(bucketInvByTxn, userKey(p.UserID, t.ID), inv.ID); err != nil {
+			return err
+		}
+		if s.env.Events != nil {
+			if _, err := s.env.Events.Append(tx, events.Event{EventType: "wallet.invoice.generated", ResourceType: "invoice",
+				ResourceID: inv.ID, ActorID: p.UserID, IP: auth.ClientIP(ctx),
+				Payload: events.Payload(map[string]any{"invoice_number": inv.InvoiceNumber, "transaction_id": t.ID})}); err != nil {
+				return err
+			}
+		}
+		out = Generated{InvoiceID: inv.ID, InvoiceNumber: inv.InvoiceNumber}
+		return nil
+	})
+	if err != nil {
+		return nil, fail("generate the invoice", err)
+	}
+	return &out, nil
+}
+
+// ListInvoices answers a filtered, sorted page of the caller's invoices.
+func (s *Service) ListInvoices(ctx context.Context, q ListQuery) (*InvoiceList, error) {
+	f, err := parseFilter(q.Filter)
+	if err != nil {
+		return nil, err
+	}
+	all, _, err := listUser[Invoice](ctx, s, bucketInvoices, "list invoices")
+	if err != nil {
+		return nil, err
+	}
+	sortField := q.SortBy
+	if _, ok := invoiceFields[sortField]; !ok {
+		sortField = "created_at"
+	}
+	kind := invoiceFields[sortField]
+	var sel []Invoice
+	for i := range all {
+		if f.match(&all[i]) {
+			inv := all[i]
+			inv.Items, inv.BillingDetails = nil, nil
+			sel = append(sel, inv)
+		}
+	}
+	sortBy(sel, q.Desc, func(a, b Invoice) int {
+		va, vb := a.field(sortField), b.field(sortField)
+		c := 0
+		switch {
+		case va.null && !vb.null:
+			c = -1
+		case !va.null && vb.null:
+			c = 1
+		case !va.null:
+			c = compare(kind, va, vb)
+		}
+		if c == 0 {
+			c = strings.Compare(a.ID, b.ID)
+		}
+		return c
+	})
+	pg, lo, hi := paginate(len(sel), q.Page, q.Limit)
+	return &InvoiceList{Invoices: append([]Invoice{}, sel[lo:hi]...), Pagination: pg}, nil
+}
+
+// GetInvoice answers one of the caller's invoices in full.
+func (s *Service) GetInvoice(ctx context.Context, id string) (*Invoice, error) {
+	inv, err := getOne[Invoice](ctx, s, bucketInvoices, "invoice", id)
+	if err != nil {
+		return nil, err
+	}
+	if inv.Items == nil {
+		inv.Items = []InvoiceItem{}
+	}
+	return inv, nil
+}
+
+// InvoicePDF renders one of the caller's invoices.
+func (s *Service) InvoicePDF(ctx context.Context, id string) ([]byte, *Invoice, error) {
+	inv, err := s.GetInvoice(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	var buyer struct {
+		Email    string `json:"email"`
+		Username string `json:"username"`
+	}
+	_ = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		raw := tx.GetRaw(identityUsers, inv.UserID)
+		if raw != nil {
+			_ = json.Unmarshal(raw, &buyer)
+		}
+		return nil
+	})
+	name := buyer.Username
+	if name == "" {
+		name = "Account " + inv.UserID
+	}
+	lines := []string{"User id: " + inv.UserID}
+	if buyer.Email != "" {
+		lines = append([]string{buyer.Email}, lines...)
+	}
+	doc := invoicepdf.Invoice{Number: inv.InvoiceNumber, Status: inv.Status, Currency: inv.Currency, IssueDate: inv.IssueDate,
+		DueDate: inv.DueDate, PaidDate: inv.PaidDate, Total: money.Amount(inv.Amount).String(), Reference: inv.TransactionID,
+		Seller: invoicepdf.Party{Name: s.seller.Name, Lines: nonEmpty(s.seller.Address, s.seller.Email)},
+		Buyer:  invoicepdf.Party{Name: name, Lines: lines}}
+	if inv.BillingDetails != nil {
+		doc.Payment = inv.BillingDetails.PaymentMethod
+	}
+	for _, it := range inv.Items {
+		doc.Items = append(doc.Items, invoicepdf.Item{Description: it.Description, Amount: it.Amount.String()})
+	}
+	pdf, err := invoicepdf.Render(doc)
+	if err != nil {
+		return nil, nil, platform.Internal("render the invoice PDF", err)
+	}
+	return pdf, inv, nil
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,281 @@
+package wallet
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/control/money"
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// AIFee is one platform fee taken on a transfer.
+type AIFee struct {
+	ID            string         `json:"id"`
+	UserID        string         `json:"user_id"`
+	TransactionID string         `json:"transaction_id"`
+	Amount        money.Amount   `json:"amount"`
+	CreatedAt     time.Time      `json:"created_at"`
+	Transaction   FeeTransaction `json:"transaction"`
+}
+
+// FeeTransaction is the transfer a fee was taken on.
+type FeeTransaction struct {
+	ID     string       `json:"id"`
+	Reason string       `json:"reason"`
+	Amount money.Amount `json:"amount"`
+}
+
+// Pagination is data.pagination.
+type Pagination struct {
+	Total      int `json:"total"`
+	Page       int `json:"page"`
+	Limit      int `json:"limit"`
+	TotalPages int `json:"totalPages"`
+}
+
+func paginate(total, page, limit int) (Pagination, int, int) {
+	pages := 0
+	if total > 0 {
+		pages = (total + limit - 1) / limit
+	}
+	lo := min((page-1)*limit, total)
+	hi := min(lo+limit, total)
+	return Pagination{Total: total, Page: page, Limit: limit, TotalPages: pages}, lo, hi
+}
+
+// FeeList is GET /api/v1/wallet/ai-fees.
+type FeeList struct {
+	Fees       []AIFee    `json:"fees"`
+	Pagination Pagination `json:"pagination"`
+}
+
+// TransactionList is GET /api/v1/wallet/transactions.
+type TransactionList struct {
+	Transactions []Transaction `json:"transactions"`
+	Pagination   Pagination    `json:"pagination"`
+}
+
+// ListQuery is a list's parsed query.
+type ListQuery struct {
+	Page, Limit int
+	SortBy      string
+	Desc        bool
+	Filter      string
+}
+
+var (
+	pageParam  = platform.Param{Name: "page", Type: "integer", Default: "1", Range: &platform.Range{Min: 1, Max: 1_000_000}, Description: "1-based page"}
+	limitParam = platform.Param{Name: "limit", Type: "integer", Default: "20", Range: &platform.Range{Min: 1, Max: 100}, Description: "page size, at most 100"}
+	orderParam = platform.Param{Name: "sort_order", Enum: []string{"asc", "desc"}, Default: "desc"}
+)
+
+func listQuery(c fiber.Ctx) ListQuery {
+	q := platform.QueryOf(c)
+	lq := ListQuery{Page: int(q.Int("page")), Limit: int(q.Int("limit")), SortBy: q.String("sort_by"),
+		Desc: q.String("sort_order") != "asc", Filter: q.String("filter")}
+	if lq.Page < 1 {
+		lq.Page = 1
+	}
+	if lq.Limit < 1 {
+		lq.Limit = 20
+	}
+	return lq
+}
+
+func (s *Service) listRoutes() []platform.Route {
+	tag := []string{"wallet"}
+	return []platform.Route{
+		{Method: http.MethodGet, Path: "/api/v1/wallet/ai-fees", Policy: platform.SignedIn, Tags: tag,
+			Summary: "The caller's AI fee records (one per transfer with a fee)",
+			Query: []platform.Param{pageParam, limitParam,
+				{Name: "sort_by", Enum: []string{"created_at", "amount", "transaction_id"}, Default: "created_at"}, orderParam},
+			Response: FeeList{},
+			Handler: func(c fiber.Ctx) error {
+				out, err := s.ListFees(c.Context(), listQuery(c))
+				if err != nil {
+					return err
+				}
+				return platform.Respond(c, http.StatusOK, "AI fees", out)
+			}},
+		{Method: http.MethodGet, Path: "/api/v1/wallet/transactions", Policy: platform.SignedIn, Tags: tag,
+			Summary:     "The caller's ledger transactions",
+			Description: "Each carries its signed `entries` (they sum to zero) and `general_balance_after`. `page` is an extension beside the interface's `limit`.",
+			Query: []platform.Param{pageParam, limitParam,
+				{Name: "sort_by", Enum: []string{"id", "transaction_type", "status", "amount", "created_at", "updated_at"}, Default: "created_at"}, orderParam},
+			Response: TransactionList{},
+			Handler: func(c fiber.Ctx) error {
+				out, err := s.ListTransactions(c.Context(), listQuery(c))
+				if err != nil {
+					return err
+				}
+				return platform.Respond(c, http.StatusOK, "Transactions", out)
+			}},
+		{Method: http.MethodGet, Path: "/api/v1/wallet/transactions/{id}", Policy: platform.SignedIn, Tags: tag,
+			Summary: "One of the caller's transactions", Response: Transaction{},
+			Handler: func(c fiber.Ctx) error {
+				out, err := s.GetTransaction(c.Context(), c.Params("id"))
+				if err != nil {
+					return err
+				}
+				return platform.Respond(c, http.StatusOK, "Transaction", out)
+			}},
+	}
+}
+
+// scanUser decodes every record of the user in bucket.
+func scanUser[T any](tx *store.Tx, bucket, userID string) ([]T, error) {
+	var out []T
+	err := tx.Scan(bucket, store.ScanOptions{Prefix: userID + "/"}, func(_ string, raw []byte) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// listUser reads the caller's records of bucket.
+func listUser[T any](ctx context.Context, s *Service, bucket, op string) ([]T, string, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []T
+	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = scanUser[T](tx, bucket, p.UserID)
+		return err
+	})
+	if err != nil {
+		return nil, "", platform.Internal(op, err)
+	}
+	return out, p.UserID, nil
+}
+
+// sortBy orders items by key (ties by id) ascending or descending.
+func sortBy[T any](items []T, desc bool, less func(a, b T) int) {
+	sort.SliceStable(items, func(i, j int) bool {
+		c := less(items[i], items[j])
+		if desc {
+			return c > 0
+		}
+		return c < 0
+	})
+}
+
+func cmpAmount(a, b money.Amount) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpTime(a, b time.Time) int { return a.Compare(b) }
+
+// ListFees answers a page of the caller's AI fee records.
+func (s *Service) ListFees(ctx context.Context, q ListQuery) (*FeeList, error) {
+	fees, _, err := listUser[AIFee](ctx, s, bucketFees, "list AI fees")
+	if err != nil {
+		return nil, err
+	}
+	sortBy(fees, q.Desc, func(a, b AIFee) int {
+		var c int
+		switch q.SortBy {
+		case "amount":
+			c = cmpAmount(a.Amount, b.Amount)
+		case "transaction_id":
+			c = strings.Compare(a.TransactionID, b.TransactionID)
+		default:
+			c = cmpTime(a.CreatedAt, b.CreatedAt)
+		}
+		if c == 0 {
+			c = strings.Compare(a.ID, b.ID)
+		}
+		return c
+	})
+	pg, lo, hi := paginate(len(fees), q.Page, q.Limit)
+	return &FeeList{Fees: append([]AIFee{}, fees[lo:hi]...), Pagination: pg}, nil
+}
+
+// ListTransactions answers the caller's transactions.
+func (s *Service) ListTransactions(ctx context.Context, q ListQuery) (*TransactionList, error) {
+	txns, _, err := listUser[Transaction](ctx, s, bucketTxns, "list transactions")
+	if err != nil {
+		return nil, err
+	}
+	sortBy(txns, q.Desc, func(a, b Transaction) int {
+		var c int
+		switch q.SortBy {
+		case "id":
+			c = strings.Compare(a.ID, b.ID)
+		case "transaction_type":
+			c = strings.Compare(a.TransactionType, b.TransactionType)
+		case "status":
+			c = strings.Compare(a.Status, b.Status)
+		case "amount":
+			c = cmpAmount(a.Amount, b.Amount)
+		case "updated_at":
+			c = cmpTime(a.UpdatedAt, b.UpdatedAt)
+		default:
+			c = cmpTime(a.CreatedAt, b.CreatedAt)
+		}
+		if c == 0 {
+			c = strings.Compare(a.ID, b.ID)
+		}
+		return c
+	})
+	pg, lo, hi := paginate(len(txns), q.Page, q.Limit)
+	return &TransactionList{Transactions: append([]Transaction{}, txns[lo:hi]...), Pagination: pg}, nil
+}
+
+// validID accepts ids this package makes (and nothing that could escape a
+// key prefix).
+func validID(field, id string) error {
+	if id == "" || len(id) > 100 || strings.ContainsAny(id, "/\x00") {
+		return platform.Invalid(field, "must be an id this API returned")
+	}
+	return nil
+}
+
+// getOne reads the caller's record id of bucket (404 naming kind when
+// absent).
+func getOne[T any](ctx context.Context, s *Service, bucket, kind, id string) (*T, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := validID("id", id); err != nil {
+		return nil, err
+	}
+	var v T
+	var ok bool
+	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		var err error
+		ok, err = tx.Get(bucket, userKey(p.UserID, id), &v)
+		return err
+	})
+	if err != nil {
+		return nil, platform.Internal("read the "+kind, err)
+	}
+	if !ok {
+		return nil, platform.NotFound(kind, id)
+	}
+	return &v, nil
+}
+
+// GetTransaction answers one of the caller's transactions.
+func (s *Service) GetTransaction(ctx context.Context, id string) (*Transaction, error) {
+	return getOne[Transaction](ctx, s, bucketTxns, "transaction", id)
+}
