@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/control/catalogtest"
+	"deckhand/control/controltest"
 )
 
 // BenchmarkPublicListHTTP is the public image list through the real
@@ -18,12 +18,12 @@ import (
 // images created through the admin API; each op is one GET of a page of
 // 100 with filters and sort, and p50/p99 are of the individual requests.
 func BenchmarkPublicListHTTP(b *testing.B) {
-	engineName := map[bool]string{false: "bbolt", true: "postgres"}[onPostgres]
+	engineName := map[bool]string{false: "bbolt", true: "postgres"}[controltest.OnPostgres()]
 	b.Run(engineName, benchPublicListHTTP)
 }
 
 func benchPublicListHTTP(b *testing.B) {
-	s := catalogtest.Serve(b, binary, onPostgres)
+	s := serve(b)
 	adm := s.Admin()
 	rng := rand.New(rand.NewPCG(3, 5))
 	oses := []string{"debian", "ubuntu", "alpine", "fedora", "arch"}

@@ -7,27 +7,38 @@ import (
 	"image"
 	"image/png"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
-	"deckhand/control/catalogtest"
+	"deckhand/control/controltest"
 )
 
-var (
-	binary     string
-	onPostgres bool
-)
+func TestMain(m *testing.M) { controltest.Main(m) }
 
-func TestMain(m *testing.M) { os.Exit(catalogtest.Engines(m, &binary, &onPostgres)) }
+// server is the shared harness's server with this package's call shape.
+type server struct{ *controltest.Server }
 
-func serve(t *testing.T) *catalogtest.Server { return catalogtest.Serve(t, binary, onPostgres) }
+func serve(t testing.TB) server { return server{controltest.Start(t)} }
 
-func data(r catalogtest.Resp) map[string]any { d, _ := r.Body["data"].(map[string]any); return d }
+// Must sends a request and fails the test unless it answers want.
+func (s server) Must(want int, method, path string, body any, bearer string) controltest.Resp {
+	s.T.Helper()
+	return s.Server.Must(s.Call(method, path, body, bearer), want)
+}
+
+// User creates a verified user name@example.com; it answers the user's
+// token and id.
+func (s server) User(admin, name string) (token, id string) {
+	s.T.Helper()
+	id, token = s.Server.User(admin, name+"@example.com")
+	return token, id
+}
+
+func data(r controltest.Resp) map[string]any { return controltest.Data(r) }
 
 // wantError checks the control envelope of a refusal and that the message
 // names what it must.
-func wantError(t *testing.T, r catalogtest.Resp, status int, errText string, names ...string) {
+func wantError(t *testing.T, r controltest.Resp, status int, errText string, names ...string) {
 	t.Helper()
 	if r.Status != status || r.Body["error"] != errText || r.Body["statusCode"] != float64(status) {
 		t.Fatalf("status %d body %s, want %d %q", r.Status, r.Raw, status, errText)
@@ -40,7 +51,7 @@ func wantError(t *testing.T, r catalogtest.Resp, status int, errText string, nam
 	}
 }
 
-func get(s *catalogtest.Server, path, token string) *http.Response {
+func get(s server, path, token string) *http.Response {
 	s.T.Helper()
 	req, _ := http.NewRequest("GET", s.URL+path, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -74,7 +85,7 @@ func pngB64(t *testing.T, w, h int) string {
 	return base64.StdEncoding.EncodeToString(buf.Bytes())
 }
 
-func aliases(r catalogtest.Resp) string {
+func aliases(r controltest.Resp) string {
 	list, _ := data(r)["images"].([]any)
 	var out []string
 	for _, v := range list {
@@ -83,7 +94,7 @@ func aliases(r catalogtest.Resp) string {
 	return strings.Join(out, ",")
 }
 
-func pagination(r catalogtest.Resp) string {
+func pagination(r controltest.Resp) string {
 	p, _ := data(r)["pagination"].(map[string]any)
 	return fmt.Sprintf("total=%v page=%v limit=%v pages=%v", p["total"], p["page"], p["limit"], p["totalPages"])
 }

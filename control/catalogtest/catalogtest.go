@@ -1,4 +1,4 @@
-// Package catalogtest holds what the images and servers tests share: a
+// Package catalogtest holds what the images and servers unit tests share: a
 // domain environment on a real store, contexts that carry a caller, and
 // Payer, a stand-in for the wallet (the outside party of these domains)
 // that keeps real balance records in the same store and charges inside
