@@ -1,13 +1,11 @@
 // Package catalogtest holds what the images and servers unit tests share: a
-// domain environment on a real store, contexts that carry a caller, and
-// Payer, a stand-in for the wallet (the outside party of these domains)
-// that keeps real balance records in the same store and charges inside
-// the caller's transaction as the wallet does.
+// domain environment on a real store with the real wallet providing the
+// Payments seam, contexts that carry a caller, funding and balance reads,
+// and the per-engine TestMain.
 package catalogtest
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
+	"deckhand/control/wallet"
 	"deckhand/platform"
 	"deckhand/platform/auth"
 	"deckhand/platform/platformtest"
@@ -22,17 +21,20 @@ import (
 	"deckhand/platform/store/storetest"
 )
 
-// Env is a domain environment over db with a fake clock; when payer is
-// not nil it is provided as the Payments seam.
-func Env(t testing.TB, name string, db *store.DB, clock platform.Clock, payer domain.Payer) domain.Env[domain.NoConfig] {
+// Env is a domain environment over db with clock, and the wallet built on
+// the same environment, which provides its Payments; the wallet stops with
+// the test.
+func Env(t testing.TB, name string, db *store.DB, clock platform.Clock) (domain.Env[domain.NoConfig], *wallet.Service) {
 	t.Helper()
-	pay := &domain.Payments{}
-	if payer != nil {
-		pay.Provide(payer)
-	}
-	return domain.Env[domain.NoConfig]{Name: name, Store: db, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Events: events.NewLog(db, clock), Authz: domain.NewAuthorizer(), Payments: pay,
+	env := domain.Env[domain.NoConfig]{Name: name, Store: db, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Events: events.NewLog(db, clock), Authz: domain.NewAuthorizer(), Payments: &domain.Payments{},
 		Limiter: platform.NewStoreLimiter(db, clock)}
+	w, err := wallet.New(domain.WithConfig(env, wallet.Config{TransferFeeBPS: 500}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return env, w
 }
 
 // User is a context in which user acts with the user role.
@@ -45,77 +47,44 @@ func Admin(id string) context.Context {
 	return auth.NewContext(context.Background(), &auth.Principal{UserID: id, Role: auth.RoleAdmin, Kind: auth.KindSession, SessionID: "s-" + id})
 }
 
-// Bucket is where Payer keeps balances (user id → minor units) and its
-// ledger (user id/sequence → Charge).
-const (
-	Bucket       = "catalogtest_balances"
-	LedgerBucket = "catalogtest_ledger"
-)
-
-// Payer debits balances kept in Bucket; a debit larger than the balance
-// is a 400 that rolls the caller's transaction back.
-type Payer struct{}
-
-// Charge implements domain.Payer.
-func (Payer) Charge(tx *store.Tx, c domain.Charge) (money.Amount, error) {
-	var bal money.Amount
-	if _, err := tx.Get(Bucket, c.UserID, &bal); err != nil {
-		return 0, err
-	}
-	if c.Amount <= 0 {
-		return 0, platform.Invalid("amount", "must be positive")
-	}
-	if bal < c.Amount {
-		return 0, platform.Errorf(platform.CodeBadRequest, "insufficient balance: %s needed, %s available", c.Amount, bal)
-	}
-	bal -= c.Amount
-	seq, err := tx.NextSeq(LedgerBucket)
-	if err != nil {
-		return 0, err
-	}
-	if err := tx.Put(LedgerBucket, c.UserID+"/"+store.SeqKey(seq), c); err != nil {
-		return 0, err
-	}
-	return bal, tx.Put(Bucket, c.UserID, bal)
-}
-
-// Credit adds amount to user's balance.
-func Credit(t testing.TB, db *store.DB, user string, amount money.Amount) {
+// Credit adds amount to user's general balance (the wallet's admin credit).
+// The wallet credits only users the identity domain holds; these tests run
+// without identity, so the user's presence in its bucket is written first.
+func Credit(t testing.TB, db *store.DB, w *wallet.Service, user string, amount money.Amount) {
 	t.Helper()
 	err := db.Update(func(tx *store.Tx) error {
-		var bal money.Amount
-		if _, err := tx.Get(Bucket, user, &bal); err != nil {
-			return err
+		if tx.GetRaw("identity_users", user) != nil {
+			return nil
 		}
-		return tx.Put(Bucket, user, bal+amount)
+		return tx.Put("identity_users", user, map[string]string{"id": user})
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Credit(Admin("funder"), wallet.CreditInput{UserID: user, Amount: amount.String(), Reason: "test funds"}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// Balance is user's balance and the charges recorded for them.
-func Balance(t testing.TB, db *store.DB, user string) (money.Amount, []domain.Charge) {
+// Balance is user's general balance and their transactions other than
+// credits, oldest first.
+func Balance(t testing.TB, w *wallet.Service, user string) (money.Amount, []wallet.Transaction) {
 	t.Helper()
-	var bal money.Amount
-	var ledger []domain.Charge
-	err := db.View(func(tx *store.Tx) error {
-		if _, err := tx.Get(Bucket, user, &bal); err != nil {
-			return err
-		}
-		return tx.Scan(LedgerBucket, store.ScanOptions{Prefix: user + "/"}, func(_ string, raw []byte) error {
-			var c domain.Charge
-			if err := json.Unmarshal(raw, &c); err != nil {
-				return err
-			}
-			ledger = append(ledger, c)
-			return nil
-		})
-	})
+	b, err := w.Balances(User(user))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bal, ledger
+	l, err := w.ListTransactions(User(user), wallet.ListQuery{Page: 1, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spent []wallet.Transaction
+	for _, tr := range l.Transactions {
+		if tr.TransactionType != "credit" {
+			spent = append(spent, tr)
+		}
+	}
+	return b.GeneralBalance, spent
 }
 
 // EachEngine is TestMain for a domain's unit tests: every test runs once

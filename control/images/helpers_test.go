@@ -8,6 +8,7 @@ import (
 
 	"deckhand/control/catalogtest"
 	"deckhand/control/images"
+	"deckhand/control/wallet"
 	"deckhand/platform"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
@@ -26,17 +27,20 @@ type env struct {
 	// another opens a second handle on the same storage (a replica on
 	// PostgreSQL; the same DB on bbolt).
 	another func() *store.DB
+	// wallet is the real wallet on the same store, providing Payments.
+	wallet *wallet.Service
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	db, another := engine.Open(t)
 	clock := platform.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	svc, err := images.New(catalogtest.Env(t, "images", db, clock, catalogtest.Payer{}))
+	denv, w := catalogtest.Env(t, "images", db, clock)
+	svc, err := images.New(denv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{svc: svc, db: db, clock: clock, another: another}
+	return &env{svc: svc, db: db, clock: clock, another: another, wallet: w}
 }
 
 var admin = catalogtest.Admin("admin-1")

@@ -270,11 +270,11 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 	wantCode(t, e.svc.Import(u, "img_XYZ"), platform.CodeInvalid, "id")
 
 	// Purchase: insufficient balance is 400 and leaves nothing behind.
-	catalogtest.Credit(t, e.db, "buyer", 900)
+	catalogtest.Credit(t, e.db, e.wallet, "buyer", 900)
 	e.clock.Advance(1e9)
 	_, err := e.svc.Purchase(u, cat["ubuntu"].ID)
 	wantCode(t, err, platform.CodeBadRequest, "")
-	if bal, ledger := catalogtest.Balance(t, e.db, "buyer"); bal != 900 || len(ledger) != 0 {
+	if bal, ledger := catalogtest.Balance(t, e.wallet, "buyer"); bal != 900 || len(ledger) != 0 {
 		t.Fatalf("failed purchase moved money: %s %v", bal, ledger)
 	}
 	res, err := e.svc.Purchase(u, cat["debian"].ID)
@@ -291,8 +291,8 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 	wantCode(t, err, platform.CodeBadRequest, "")
 	_, err = e.svc.Purchase(u, "img_aaaaaaaaaaaaaaaaaaaaaaaa")
 	wantCode(t, err, platform.CodeNotFound, "")
-	bal, ledger := catalogtest.Balance(t, e.db, "buyer")
-	if bal != 650 || len(ledger) != 1 || ledger[0].Kind != "image_purchase" || ledger[0].Reference != cat["debian"].ID || ledger[0].Amount != 250 {
+	bal, ledger := catalogtest.Balance(t, e.wallet, "buyer")
+	if bal != 650 || len(ledger) != 1 || ledger[0].TransactionType != "image_purchase" || ledger[0].Reference != cat["debian"].ID || ledger[0].Amount != 250 {
 		t.Fatalf("after purchase: %s %+v", bal, ledger)
 	}
 
@@ -363,7 +363,7 @@ func ptr[T any](v T) *T { return &v }
 func TestConcurrentPurchasesChargeOnce(t *testing.T) {
 	e := newEnv(t)
 	img := e.create(t, images.CreateInput{Alias: "x", ImageName: "x", OS: "linux", Architecture: "amd64", Price: "1"})
-	catalogtest.Credit(t, e.db, "u", 10000)
+	catalogtest.Credit(t, e.db, e.wallet, "u", 10000)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ok, owned := 0, 0
@@ -385,7 +385,7 @@ func TestConcurrentPurchasesChargeOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	bal, ledger := catalogtest.Balance(t, e.db, "u")
+	bal, ledger := catalogtest.Balance(t, e.wallet, "u")
 	if ok != 1 || owned != 19 || bal != 9900 || len(ledger) != 1 {
 		t.Fatalf("%d succeeded, %d already owned, balance %s, %d charges", ok, owned, bal, len(ledger))
 	}
@@ -521,7 +521,8 @@ func TestIndexMatchesBruteForce(t *testing.T) {
 // version in each read transaction.
 func TestReplicaListsAreExact(t *testing.T) {
 	e := newEnv(t)
-	other, err := images.New(catalogtest.Env(t, "images", e.another(), e.clock, catalogtest.Payer{}))
+	denv, _ := catalogtest.Env(t, "images", e.another(), e.clock)
+	other, err := images.New(denv)
 	if err != nil {
 		t.Fatal(err)
 	}

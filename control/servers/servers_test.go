@@ -13,6 +13,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/control/money"
 	"deckhand/control/servers"
+	"deckhand/control/wallet"
 	"deckhand/platform"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
@@ -24,19 +25,21 @@ var engine storetest.Engine
 func TestMain(m *testing.M) { os.Exit(catalogtest.EachEngine(m, &engine)) }
 
 type env struct {
-	svc   *servers.Service
-	db    *store.DB
-	clock *platform.FakeClock
+	svc    *servers.Service
+	db     *store.DB
+	clock  *platform.FakeClock
+	wallet *wallet.Service
 }
 
 func newEnv(t *testing.T) *env {
 	db, _ := engine.Open(t)
 	clock := platform.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	svc, err := servers.New(catalogtest.Env(t, "servers", db, clock, catalogtest.Payer{}))
+	denv, w := catalogtest.Env(t, "servers", db, clock)
+	svc, err := servers.New(denv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{svc: svc, db: db, clock: clock}
+	return &env{svc: svc, db: db, clock: clock, wallet: w}
 }
 
 var admin = catalogtest.Admin("admin-1")
@@ -127,12 +130,12 @@ func TestMarketplaceRentAndVisibility(t *testing.T) {
 	if code(err) != platform.CodeBadRequest || !strings.Contains(err.Error(), "insufficient") {
 		t.Fatalf("rent without balance: %v", err)
 	}
-	catalogtest.Credit(t, e.db, "alice", 3000)
+	catalogtest.Credit(t, e.db, e.wallet, "alice", 3000)
 	res, err = e.svc.Rent(alice, big.ID)
 	if err != nil || res.PricePaid != 2500 || res.RemainingBalance == nil || *res.RemainingBalance != 500 {
 		t.Fatalf("rent priced %+v %v", res, err)
 	}
-	if bal, ledger := catalogtest.Balance(t, e.db, "alice"); bal != 500 || len(ledger) != 1 || ledger[0].Kind != "server_rental" || ledger[0].Reference != big.ID {
+	if bal, ledger := catalogtest.Balance(t, e.wallet, "alice"); bal != 500 || len(ledger) != 1 || ledger[0].TransactionType != "server_rental" || ledger[0].Reference != big.ID {
 		t.Fatalf("ledger %s %+v", bal, ledger)
 	}
 	// Rented servers leave the marketplace; they are alice's alone.
@@ -204,7 +207,7 @@ func TestRentRace(t *testing.T) {
 	srv := e.create(t, "hot", "eu", "1")
 	users := []string{"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8", "u9"}
 	for _, u := range users {
-		catalogtest.Credit(t, e.db, u, 100)
+		catalogtest.Credit(t, e.db, e.wallet, u, 100)
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -229,7 +232,7 @@ func TestRentRace(t *testing.T) {
 	wg.Wait()
 	paid := 0
 	for _, u := range users {
-		if bal, _ := catalogtest.Balance(t, e.db, u); bal == 0 {
+		if bal, _ := catalogtest.Balance(t, e.wallet, u); bal == 0 {
 			paid++
 		}
 	}
