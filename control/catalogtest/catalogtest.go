@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/gofiber/fiber/v3"
+
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
@@ -99,4 +101,18 @@ func EachEngine(m *testing.M, cur *storetest.Engine) int {
 	}
 	platformtest.StopPostgres()
 	return code
+}
+
+// Host serves routes the way the control plane does (every caller is the
+// signed-in user "u"; limits counted on db), and checks that each route
+// is in its OpenAPI document.
+func Host(t testing.TB, db *store.DB, clock platform.Clock, routes []platform.Route) *platform.Host {
+	t.Helper()
+	anyone := platform.AuthenticatorFunc(func(fiber.Ctx) (*auth.Principal, error) {
+		return &auth.Principal{UserID: "u", Role: auth.RoleUser, Kind: auth.KindSession}, nil
+	})
+	h := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "catalog"}, Auth: anyone,
+		Limiter: platform.NewStoreLimiter(db, clock)}, routes)
+	platformtest.CheckRoutesDocumented(t, h)
+	return h
 }

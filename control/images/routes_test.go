@@ -3,10 +3,7 @@ package images_test
 import (
 	"testing"
 
-	"github.com/gofiber/fiber/v3"
-
-	"deckhand/platform"
-	"deckhand/platform/auth"
+	"deckhand/control/catalogtest"
 	"deckhand/platform/platformtest"
 )
 
@@ -14,12 +11,7 @@ import (
 // the values that break its rules with a 400 naming it.
 func TestRoutesDocumentedAndQueriesChecked(t *testing.T) {
 	e := newEnv(t)
-	anyone := platform.AuthenticatorFunc(func(fiber.Ctx) (*auth.Principal, error) {
-		return &auth.Principal{UserID: "u", Role: auth.RoleUser, Kind: auth.KindSession}, nil
-	})
-	h := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "images"}, Auth: anyone,
-		Limiter: platform.NewStoreLimiter(e.db, e.clock)}, e.svc.Routes())
-	platformtest.CheckRoutesDocumented(t, h)
+	h := catalogtest.Host(t, e.db, e.clock, e.svc.Routes())
 	if n := platformtest.CheckQueryValidation(t, h); n < 20 {
 		t.Fatalf("only %d bad queries sent", n)
 	}
