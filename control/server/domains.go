@@ -6,9 +6,11 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/eventlog"
 	"deckhand/control/identity"
+	"deckhand/control/images"
 	"deckhand/control/meta"
 	"deckhand/control/notifications"
 	"deckhand/control/projects"
+	"deckhand/control/servers"
 	"deckhand/control/wallet"
 	"deckhand/platform"
 )
@@ -24,6 +26,8 @@ var domains = []entry{
 	add("projects", (*Server).projectsConfig, projects.New),
 	add("events", (*Server).eventlogConfig, eventlog.New),
 	add("notifications", noConfig, notifications.New),
+	add("images", noConfig, images.New),
+	add("servers", noConfig, servers.New),
 }
 
 // entry is one line of the list.

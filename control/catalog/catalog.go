@@ -1,0 +1,131 @@
+// Package catalog holds what the selling domains (images, servers) share:
+// their id format, the mapping of store errors and of a refused charge
+// onto the interface's errors, and page parameters.
+package catalog
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+
+	"deckhand/platform"
+)
+
+// NewID is prefix followed by 24 random lower-case hex digits.
+func NewID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// CheckID refuses a path id that NewID(prefix) cannot have made with 400
+// (the spec's "bad id format"), so lookups only see well-formed ids; kind
+// names it in the message ("image").
+func CheckID(kind, prefix, id string) error {
+	ok := len(id) == len(prefix)+24 && strings.HasPrefix(id, prefix) &&
+		strings.IndexFunc(id[len(prefix):], func(c rune) bool { return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') }) < 0
+	if !ok {
+		return platform.Invalid("id", "must be %s id: %s followed by 24 lower-case hex digits", article(kind), prefix)
+	}
+	return nil
+}
+
+func article(kind string) string {
+	if strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// StoreErr keeps typed errors and hides anything else behind op.
+func StoreErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *platform.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return platform.Internal(op, err)
+}
+
+// ChargeErr keeps the interface's envelope for a refused charge: whatever
+// code the wallet gives a 400 (insufficient balance), a selling route
+// answers error "Bad Request" with the wallet's message.
+func ChargeErr(err error) error {
+	var pe *platform.Error
+	if errors.As(err, &pe) && pe.Status() == http.StatusBadRequest {
+		c := *pe
+		c.Code = platform.CodeBadRequest
+		return &c
+	}
+	return err
+}
+
+// Page sizes (interface.md, Limits: image lists).
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// Page is a list's page, sort order and their defaults.
+type Page struct {
+	SortOrder   string
+	Page, Limit int
+}
+
+// Validate fills the defaults (page 1, limit 20, desc) and checks bounds:
+// a limit over MaxLimit is refused, never clamped.
+func (p *Page) Validate() error {
+	if p.Page == 0 {
+		p.Page = 1
+	}
+	if p.Limit == 0 {
+		p.Limit = DefaultLimit
+	}
+	if p.SortOrder == "" {
+		p.SortOrder = "desc"
+	}
+	switch {
+	case p.Page < 1:
+		return platform.Invalid("page", "must be an integer at least 1")
+	case p.Limit < 1 || p.Limit > MaxLimit:
+		return platform.Invalid("limit", "must be an integer at least 1 and at most %d", MaxLimit)
+	case p.SortOrder != "asc" && p.SortOrder != "desc":
+		return platform.Invalid("sort_order", "must be one of asc, desc")
+	}
+	return nil
+}
+
+// Offset is the number of entries before the page.
+func (p *Page) Offset() int { return (p.Page - 1) * p.Limit }
+
+// Params are the page's query parameters as a route declares them.
+func Params() []platform.Param {
+	return []platform.Param{
+		{Name: "sort_order", Enum: []string{"asc", "desc"}, Description: "default desc"},
+		{Name: "page", Type: "integer", Range: &platform.Range{Min: 1, Max: 1e9}, Default: "1", Description: "page number, from 1"},
+		{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: MaxLimit}, Default: "20",
+			Description: "page size, 1 to 100 (default 20); a limit over 100 is refused with 400, never silently clamped"},
+	}
+}
+
+// PageOf reads the page parameters Params declares from a parsed query.
+func PageOf(q platform.Query) Page {
+	return Page{SortOrder: q.String("sort_order"), Page: int(q.Int("page")), Limit: int(q.Int("limit"))}
+}
+
+// Pagination is data.pagination of every list.
+type Pagination struct {
+	Total      int `json:"total"`
+	Page       int `json:"page"`
+	Limit      int `json:"limit"`
+	TotalPages int `json:"totalPages"`
+}
+
+// Paginate is the pagination of total entries seen through p.
+func (p *Page) Paginate(total int) Pagination {
+	return Pagination{Total: total, Page: p.Page, Limit: p.Limit, TotalPages: (total + p.Limit - 1) / p.Limit}
+}

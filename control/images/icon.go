@@ -1,0 +1,115 @@
+package images
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"deckhand/control/catalog"
+	"encoding/base64"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// Uploaded icons are bounded so a record cannot carry an arbitrary blob.
+const (
+	maxIconBytes = 256 << 10
+	maxIconSide  = 1024
+)
+
+// decodeIcon checks icon_png_b64: base64 of a PNG that decodes fully
+// within the bounds.
+func decodeIcon(b64 string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, platform.Invalid("icon_png_b64", "must be standard base64")
+	}
+	if len(raw) > maxIconBytes {
+		return nil, platform.Invalid("icon_png_b64", "must be at most %d bytes once decoded", maxIconBytes)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(raw))
+	if err != nil {
+		return nil, platform.Invalid("icon_png_b64", "must be a PNG image")
+	}
+	if cfg.Width < 1 || cfg.Height < 1 || cfg.Width > maxIconSide || cfg.Height > maxIconSide {
+		return nil, platform.Invalid("icon_png_b64", "must be at most %dx%d pixels", maxIconSide, maxIconSide)
+	}
+	if _, err := png.Decode(bytes.NewReader(raw)); err != nil {
+		return nil, platform.Invalid("icon_png_b64", "must be a PNG image")
+	}
+	return raw, nil
+}
+
+// DefaultIcon draws an image's generated icon: a 5x5 mirrored pattern in
+// a colour taken from the id's hash, 8 pixels per cell with a 12 pixel
+// margin (64x64). The same id always gives the same bytes.
+func DefaultIcon(id string) []byte {
+	sum := sha256.Sum256([]byte(id))
+	fg := color.NRGBA{R: 64 + sum[0]%160, G: 64 + sum[1]%160, B: 64 + sum[2]%160, A: 255}
+	bg := color.NRGBA{R: 240, G: 240, B: 240, A: 255}
+	const side, cell, margin = 64, 8, 12
+	img := image.NewNRGBA(image.Rect(0, 0, side, side))
+	for y := 0; y < side; y++ {
+		for x := 0; x < side; x++ {
+			img.SetNRGBA(x, y, bg)
+		}
+	}
+	for row := 0; row < 5; row++ {
+		for col := 0; col < 3; col++ {
+			if sum[3+row*3+col]&1 == 0 {
+				continue
+			}
+			for _, c := range []int{col, 4 - col} {
+				for y := 0; y < cell; y++ {
+					for x := 0; x < cell; x++ {
+						img.SetNRGBA(margin+c*cell+x, margin+row*cell+y, fg)
+					}
+				}
+			}
+		}
+	}
+	var buf bytes.Buffer
+	_ = png.Encode(&buf, img)
+	return buf.Bytes()
+}
+
+// Icon is an image's PNG: the uploaded one or the generated default.
+func (s *Service) Icon(ctx context.Context, id string) ([]byte, error) {
+	if _, err := platform.Caller(ctx); err != nil {
+		return nil, err
+	}
+	var out []byte
+	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+		r, err := load(tx, id)
+		if err != nil {
+			return err
+		}
+		if r.HasIcon {
+			out = bytes.Clone(tx.GetRaw(bucketIcons, id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, catalog.StoreErr("read the icon", err)
+	}
+	if out == nil {
+		out = DefaultIcon(id)
+	}
+	return out, nil
+}
+
+func (s *Service) handleIcon(c fiber.Ctx) error {
+	png, err := s.Icon(c.Context(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "image/png")
+	c.Set(fiber.HeaderCacheControl, "private, max-age=3600")
+	return c.Status(http.StatusOK).Send(png)
+}

@@ -1,0 +1,214 @@
+// Package images owns the control plane's image catalog: the image records
+// admins publish, the public listing (filters, search, sort, pagination)
+// served from sort indexes kept in the same transaction as the records,
+// icons (uploaded PNGs or a generated default), each user's library
+// (imported free images and purchased ones) and ratings, one per user.
+//
+// Purchases charge the wallet through the Payments seam (domain.Payments)
+// inside the same store transaction as the ownership record, so a purchase
+// is paid and owned, or neither.
+package images
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"deckhand/control/catalog"
+	"deckhand/control/domain"
+	"deckhand/control/events"
+	"deckhand/control/money"
+	"deckhand/platform"
+	"deckhand/platform/auth"
+	"deckhand/platform/store"
+)
+
+// Buckets. Index buckets hold one entry per image, keyed by the sort value
+// then the id, valued with the image's filter fields (see index.go).
+const (
+	bucketImages  = "images"
+	bucketIcons   = "image_icons"
+	bucketAliases = "image_aliases" // lower-case alias → id
+	bucketOwned   = "image_owned"   // user/image → ownership
+	bucketLibrary = "image_library" // user/acquired-at/image → image id
+	bucketRatings = "image_ratings" // image/user → rating (hundredths)
+)
+
+// Service is the images domain.
+type Service struct {
+	env  domain.Env[domain.NoConfig]
+	list readModel
+}
+
+// New builds the domain. It needs the wallet's Payer for purchases: the
+// server refuses to start when no domain provides one.
+func New(env domain.Env[domain.NoConfig]) (*Service, error) {
+	env.Payments.Require()
+	return &Service{env: env}, nil
+}
+
+// Fields are what every image record shows (interface.md, Image record).
+type Fields struct {
+	ID            string       `json:"id"`
+	Alias         string       `json:"alias"`
+	Description   string       `json:"description"`
+	ImageName     string       `json:"image_name"`
+	Architecture  string       `json:"architecture"`
+	OS            string       `json:"os"`
+	Release       string       `json:"release"`
+	Variant       string       `json:"variant"`
+	Size          int64        `json:"size"`
+	Price         money.Number `json:"price"`
+	AverageRating float64      `json:"average_rating"`
+	RatingCount   int          `json:"rating_count"`
+	IconURL       string       `json:"icon_url"`
+	Prespawn      bool         `json:"prespawn"`
+	Tags          []string     `json:"tags"`
+}
+
+// Image is the public image record; Serial is set only on the single-image
+// answer.
+type Image struct {
+	Fields
+	AddedDate string `json:"added_date"`
+	Serial    string `json:"serial,omitempty"`
+}
+
+// LibraryImage is an image of the caller's library: the public record
+// without added_date, with the caller's rating.
+type LibraryImage struct {
+	Fields
+	UserRating float64 `json:"user_rating"`
+	HasRated   bool    `json:"has_rated"`
+	// Acquired is how the image came into the library: import or purchase.
+	Acquired  string       `json:"acquired"`
+	PricePaid money.Number `json:"price_paid"`
+	CreatedAt string       `json:"created_at"`
+}
+
+// Pagination is data.pagination of every list.
+type Pagination = catalog.Pagination
+
+// imageRec is the stored image.
+type imageRec struct {
+	ID           string       `json:"id"`
+	Alias        string       `json:"alias"`
+	Description  string       `json:"description"`
+	ImageName    string       `json:"image_name"`
+	Architecture string       `json:"architecture"`
+	OS           string       `json:"os"`
+	Release      string       `json:"release"`
+	Variant      string       `json:"variant"`
+	Size         int64        `json:"size"`
+	Price        money.Amount `json:"price"`
+	Prespawn     bool         `json:"prespawn"`
+	Tags         []string     `json:"tags"`
+	Serial       string       `json:"serial"`
+	AddedNanos   int64        `json:"added_ns"`
+	AddedDate    string       `json:"added_date"`
+	// RatingSum is the sum of every user's rating in hundredths.
+	RatingSum   int64 `json:"rating_sum"`
+	RatingCount int   `json:"rating_count"`
+	HasIcon     bool  `json:"has_icon"`
+}
+
+// average is the mean rating in hundredths, rounded half up.
+func (r *imageRec) average() int64 {
+	if r.RatingCount == 0 {
+		return 0
+	}
+	n := int64(r.RatingCount)
+	return (r.RatingSum*2 + n) / (2 * n)
+}
+
+func (r *imageRec) fields() Fields {
+	tags := r.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return Fields{ID: r.ID, Alias: r.Alias, Description: r.Description, ImageName: r.ImageName,
+		Architecture: r.Architecture, OS: r.OS, Release: r.Release, Variant: r.Variant, Size: r.Size,
+		Price: money.Number(r.Price), AverageRating: hundredths(r.average()),
+		RatingCount: r.RatingCount, IconURL: IconPath(r.ID), Prespawn: r.Prespawn, Tags: tags}
+}
+
+func (r *imageRec) public() Image { return Image{Fields: r.fields(), AddedDate: r.AddedDate} }
+
+// IconPath is the icon endpoint of an image (icon_url).
+func IconPath(id string) string { return "/api/v1/images/" + id + "/icon" }
+
+func hundredths(n int64) float64 { return float64(n) / 100 }
+
+// Image ids are "img_" and 24 lower-case hex digits.
+const idPrefix = "img_"
+
+// load reads one image or answers 404.
+func load(tx *store.Tx, id string) (*imageRec, error) {
+	if err := catalog.CheckID("image", idPrefix, id); err != nil {
+		return nil, err
+	}
+	var r imageRec
+	ok, err := tx.Get(bucketImages, id, &r)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, platform.NotFound("image", id)
+	}
+	return &r, nil
+}
+
+func (s *Service) event(tx *store.Tx, ctx context.Context, p *auth.Principal, kind, id string, payload any) error {
+	_, err := s.env.Events.Append(tx, events.Event{EventType: kind, ResourceType: "image", ResourceID: id,
+		ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: events.Payload(payload)})
+	return err
+}
+
+// Routes is the domain's route table.
+func (s *Service) Routes() []platform.Route {
+	tag := []string{"images"}
+	// Writes a person makes by hand; the limits stop scripted floods.
+	perMinute := func(name string, n int) []platform.RateLimit {
+		return []platform.RateLimit{{Name: name, By: platform.ByAccount, N: n, Per: time.Minute}}
+	}
+	list := append([]platform.Param{
+		{Name: "os", Description: "exact operating system, case-insensitive"},
+		{Name: "architecture", Description: "exact architecture (amd64, arm64, armhf ...), case-insensitive"},
+		{Name: "min_price", Type: "number", Range: &platform.Range{Min: 0, Max: 1e15}, Description: "lowest price; 0 includes free images"},
+		{Name: "max_price", Type: "number", Range: &platform.Range{Min: 0, Max: 1e15}, Description: "highest price; 0 means free images only"},
+		{Name: "min_rating", Type: "number", Range: &platform.Range{Min: 0, Max: 5}, Description: "lowest average rating, 0-5"},
+		{Name: "max_rating", Type: "number", Range: &platform.Range{Min: 0, Max: 5}, Description: "highest average rating, 0-5"},
+		{Name: "search", Description: "case-insensitive substring of the alias, image name, description or a tag (at most 200 characters)"},
+		{Name: "sort_by", Enum: sortKeys, Description: "default added_date"},
+	}, catalog.Params()...)
+	return []platform.Route{
+		{Method: http.MethodGet, Path: "/api/v1/images/public", Policy: platform.SignedIn, Tags: tag, Query: list,
+			Summary: "Public image catalog", Response: PublicList{},
+			Description: "Filters combine with AND. The list needs a credential like every control-plane route that the interface does not name public. " +
+				"min_price > max_price or min_rating > max_rating is 400. Ties within a sort key are ordered by image id.",
+			Handler: s.handleList},
+		{Method: http.MethodGet, Path: "/api/v1/images/public/{id}", Policy: platform.SignedIn, Tags: tag,
+			Summary: "One public image, with serial", Response: Image{}, Handler: s.handleGet},
+		{Method: http.MethodGet, Path: "/api/v1/images/{id}/icon", Policy: platform.SignedIn, Tags: tag,
+			Summary: "The image's icon (PNG)", ContentType: "image/png",
+			Description: "The uploaded PNG, or a deterministic generated 64x64 PNG when none was uploaded.", Handler: s.handleIcon},
+		{Method: http.MethodGet, Path: "/api/v1/images/user", Policy: platform.SignedIn, Tags: tag,
+			Query:   append([]platform.Param{{Name: "sort_by", Enum: []string{"created_at"}, Description: "when the image entered the library"}}, catalog.Params()...),
+			Summary: "The caller's library (imported and purchased images)", Response: UserList{}, Handler: s.handleLibrary},
+		{Method: http.MethodPost, Path: "/api/v1/images/import/{id}", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.import", 60),
+			Summary:     "Import a free image into the caller's library",
+			Description: "400 when the image is not free or already in the caller's library; 404 when unknown.", Handler: s.handleImport},
+		{Method: http.MethodPost, Path: "/api/v1/images/purchase/{id}", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.purchase", 60),
+			Summary: "Buy an image with the wallet's general balance", Response: PurchaseResult{},
+			Description: "The debit, its wallet transaction (type image_purchase) and the ownership commit together. " +
+				"400 on insufficient balance, when already owned, or when the image is free (import it instead); 404 when unknown.",
+			Handler: s.handlePurchase},
+		{Method: http.MethodPost, Path: "/api/v1/images/rate/{id}", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.rate", 60),
+			Summary: "Rate an image 0-5 (one rating per user; a new one replaces the old)", Body: RateInput{}, Response: RateResult{},
+			Description: "Any signed-in user may rate an existing image. Ratings take at most 2 decimals.", Handler: s.handleRate},
+		{Method: http.MethodPost, Path: "/api/v1/admin/images", Policy: platform.Admin, Tags: tag, Status: http.StatusCreated,
+			Summary: "Publish an image (admin)", Body: CreateInput{}, Response: Image{},
+			Description: "alias is unique (case-insensitive): 409 when taken. icon_png_b64 is an optional base64 PNG (at most 256 KiB, 1024x1024).",
+			Handler:     platform.Endpoint(http.StatusCreated, "Image created", s.Create)},
+	}
+}

@@ -1,0 +1,292 @@
+package images
+
+import (
+	"context"
+	"deckhand/control/catalog"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/control/domain"
+	"deckhand/control/money"
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// ownership is one image in one user's library.
+type ownership struct {
+	ImageID    string       `json:"image_id"`
+	UserID     string       `json:"user_id"`
+	Acquired   string       `json:"acquired"` // import or purchase
+	PricePaid  money.Amount `json:"price_paid"`
+	CreatedNs  int64        `json:"created_ns"`
+	CreatedAt  string       `json:"created_at"`
+	LibraryKey string       `json:"library_key"`
+}
+
+func ownedKey(user, image string) string { return user + "/" + image }
+
+// own records that user owns r; it answers 400 when the image is already
+// in the user's library.
+func (s *Service) own(tx *store.Tx, user string, r *imageRec, how string, paid money.Amount) error {
+	var o ownership
+	if ok, err := tx.Get(bucketOwned, ownedKey(user, r.ID), &o); err != nil {
+		return err
+	} else if ok {
+		if o.Acquired == "import" {
+			return platform.Errorf(platform.CodeBadRequest, "image %s is already imported", r.ID)
+		}
+		return platform.Errorf(platform.CodeBadRequest, "image %s is already owned", r.ID)
+	}
+	now := s.env.Clock.Now().UTC()
+	o = ownership{ImageID: r.ID, UserID: user, Acquired: how, PricePaid: paid, CreatedNs: now.UnixNano(),
+		CreatedAt: now.Format("2006-01-02T15:04:05.000Z")}
+	o.LibraryKey = fmt.Sprintf("%s/%020d/%s", user, o.CreatedNs, r.ID)
+	if err := tx.Put(bucketOwned, ownedKey(user, r.ID), o); err != nil {
+		return err
+	}
+	return tx.Put(bucketLibrary, o.LibraryKey, r.ID)
+}
+
+// Import adds a free image to the caller's library, once.
+func (s *Service) Import(ctx context.Context, id string) error {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return err
+	}
+	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+		r, err := load(tx, id)
+		if err != nil {
+			return err
+		}
+		if r.Price != 0 {
+			return platform.Errorf(platform.CodeBadRequest, "image %s is not free (price %s): purchase it", id, r.Price)
+		}
+		return s.own(tx, p.UserID, r, "import", 0)
+	})
+	return catalog.StoreErr("import the image", err)
+}
+
+func (s *Service) handleImport(c fiber.Ctx) error {
+	if err := s.Import(c.Context(), c.Params("id")); err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Image imported", struct{}{})
+}
+
+// PurchaseResult is what a purchase answers.
+type PurchaseResult struct {
+	PricePaid        money.Number `json:"price_paid"`
+	RemainingBalance money.Number `json:"remaining_balance"`
+}
+
+// Purchase buys a priced image with the caller's general balance: the
+// wallet's debit and the ownership record commit in one transaction.
+func (s *Service) Purchase(ctx context.Context, id string) (*PurchaseResult, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var res PurchaseResult
+	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+		r, err := load(tx, id)
+		if err != nil {
+			return err
+		}
+		if r.Price == 0 {
+			return platform.Errorf(platform.CodeBadRequest, "image %s is free: import it instead", id)
+		}
+		if err := s.own(tx, p.UserID, r, "purchase", r.Price); err != nil {
+			return err
+		}
+		left, err := s.env.Payments.Charge(tx, domain.Charge{UserID: p.UserID, Amount: r.Price, Kind: "image_purchase",
+			Reference: r.ID, Description: "Image " + r.Alias})
+		if err != nil {
+			return catalog.ChargeErr(err)
+		}
+		res = PurchaseResult{PricePaid: money.Number(r.Price), RemainingBalance: money.Number(left)}
+		return s.event(tx, ctx, p, "image.purchased", r.ID, map[string]any{"price": r.Price})
+	})
+	if err != nil {
+		return nil, catalog.StoreErr("purchase the image", err)
+	}
+	return &res, nil
+}
+
+func (s *Service) handlePurchase(c fiber.Ctx) error {
+	res, err := s.Purchase(c.Context(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Image purchased", res)
+}
+
+// RateInput is the rate body.
+type RateInput struct {
+	Rating *float64 `json:"rating" required:"true" doc:"number 0 to 5 with at most 2 decimals"`
+
+	hundredths int64
+}
+
+// Validate checks the rating's presence and range.
+func (in *RateInput) Validate() error {
+	if in.Rating == nil {
+		return platform.Invalid("rating", "is required")
+	}
+	f := *in.Rating
+	if math.IsNaN(f) || f < 0 || f > 5 {
+		return platform.Invalid("rating", "must be a number from 0 to 5")
+	}
+	h := math.Round(f * 100)
+	if math.Abs(h-f*100) > 1e-6 {
+		return platform.Invalid("rating", "must have at most 2 decimals")
+	}
+	in.hundredths = int64(h)
+	return nil
+}
+
+// RateResult is what a rating answers.
+type RateResult struct {
+	NewRating     float64 `json:"new_rating"`
+	AverageRating float64 `json:"average_rating"`
+	RatingCount   int     `json:"rating_count"`
+}
+
+func ratingKey(image, user string) string { return image + "/" + user }
+
+// Rate records the caller's rating of an image, replacing an earlier one,
+// and updates the image's average and its rating index entry.
+func (s *Service) Rate(ctx context.Context, id string, in RateInput) (*RateResult, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	var res RateResult
+	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+		r, err := load(tx, id)
+		if err != nil {
+			return err
+		}
+		var prev int64
+		if ok, err := tx.Get(bucketRatings, ratingKey(id, p.UserID), &prev); err != nil {
+			return err
+		} else if ok {
+			r.RatingSum -= prev
+		} else {
+			r.RatingCount++
+		}
+		r.RatingSum += in.hundredths
+		if err := tx.Put(bucketRatings, ratingKey(id, p.UserID), in.hundredths); err != nil {
+			return err
+		}
+		if err := tx.Put(bucketImages, id, r); err != nil {
+			return err
+		}
+		res = RateResult{NewRating: hundredths(in.hundredths), AverageRating: hundredths(r.average()), RatingCount: r.RatingCount}
+		return reindex(tx, r)
+	})
+	if err != nil {
+		return nil, catalog.StoreErr("rate the image", err)
+	}
+	return &res, nil
+}
+
+func (s *Service) handleRate(c fiber.Ctx) error {
+	var in RateInput
+	if err := platform.Decode(c, &in); err != nil {
+		return err
+	}
+	res, err := s.Rate(c.Context(), c.Params("id"), in)
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Image rated", res)
+}
+
+// LibraryInput is the library's query (newest first by default).
+type LibraryInput = catalog.Page
+
+// UserList is the library's data.
+type UserList struct {
+	Images     []LibraryImage `json:"images"`
+	Pagination Pagination     `json:"pagination"`
+}
+
+// Library is the caller's images, newest first unless sort_order is asc.
+func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	out := &UserList{Images: []LibraryImage{}}
+	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+		prefix := p.UserID + "/"
+		total := tx.CountPrefix(bucketLibrary, prefix)
+		out.Pagination = in.Paginate(total)
+		offset, seen := in.Offset(), 0
+		var ids []string
+		err := tx.Scan(bucketLibrary, store.ScanOptions{Prefix: prefix, Reverse: in.SortOrder == "desc", Limit: offset + in.Limit},
+			func(_ string, raw []byte) error {
+				if seen++; seen > offset {
+					var id string
+					if err := json.Unmarshal(raw, &id); err != nil {
+						return err
+					}
+					ids = append(ids, id)
+				}
+				return nil
+			})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			var r imageRec
+			var o ownership
+			if ok, err := tx.Get(bucketImages, id, &r); err != nil || !ok {
+				return missing(err, id)
+			}
+			if ok, err := tx.Get(bucketOwned, ownedKey(p.UserID, id), &o); err != nil || !ok {
+				return missing(err, id)
+			}
+			var mine int64
+			rated, err := tx.Get(bucketRatings, ratingKey(id, p.UserID), &mine)
+			if err != nil {
+				return err
+			}
+			out.Images = append(out.Images, LibraryImage{Fields: r.fields(), UserRating: hundredths(mine), HasRated: rated,
+				Acquired: o.Acquired, PricePaid: money.Number(o.PricePaid), CreatedAt: o.CreatedAt})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, catalog.StoreErr("list your images", err)
+	}
+	return out, nil
+}
+
+func (s *Service) handleLibrary(c fiber.Ctx) error {
+	q := platform.QueryOf(c)
+	out, err := s.Library(c.Context(), catalog.PageOf(q))
+	if err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Your images", out)
+}
+
+// missing is a library entry without its records: never written so,
+// reported as an internal error rather than a silently short page.
+func missing(err error, id string) error {
+	if err != nil {
+		return err
+	}
+	return errIndex(id)
+}
