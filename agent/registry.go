@@ -11,6 +11,7 @@ import (
 	"deckhand/platform"
 	"deckhand/services/cron"
 	"deckhand/services/files"
+	"deckhand/services/journal"
 	"deckhand/services/terminal"
 	"deckhand/services/vault"
 )
@@ -79,6 +80,7 @@ var registry = []Entry{
 	Service("files", files.New),
 	Service("terminal", NoErr(terminal.New)),
 	Service("vault", vault.New),
+	Service("journal", journal.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},
