@@ -178,6 +178,9 @@ func (s *Service) follow(w http.ResponseWriter, r *http.Request, q Query, short 
 		platform.WriteHTTPError(w, platform.Errorf(platform.CodeInternal, "streaming is not supported here"))
 		return
 	}
+	// Read the request's Done channel once, before the response starts:
+	// fasthttp resets it at shutdown without synchronization.
+	gone := r.Context().Done()
 	snap, changed := s.current()
 	page, err := s.read(q, snap)
 	if err != nil {
@@ -233,7 +236,7 @@ func (s *Service) follow(w http.ResponseWriter, r *http.Request, q Query, short 
 			}
 			flusher.Flush()
 			continue
-		case <-r.Context().Done():
+		case <-gone:
 			return
 		case <-s.ctx.Done():
 			return
