@@ -25,7 +25,7 @@ type fixture struct {
 	key  string
 }
 
-func newVault(t *testing.T, clock platform.Clock) *fixture {
+func newVault(t testing.TB, clock platform.Clock) *fixture {
 	t.Helper()
 	deps := platformtest.ServiceDeps(t, "vault")
 	if clock != nil {
