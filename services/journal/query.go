@@ -181,6 +181,10 @@ func (s *Service) scan(tx *store.Tx, q Query, snap snapshot, start uint64, rever
 		stopBefore = q.Since.UnixNano()
 	}
 	lowerText := strings.ToLower(q.Text)
+	// A needle JSON writes as it is (printable ASCII without quotes,
+	// backslashes or HTML characters) can be looked for in the stored JSON
+	// before decoding it: no match there, no match in the message.
+	prefilter := lowerText != "" && jsonVerbatim(lowerText)
 	var inner error
 	err := tx.Scan(bucketEntries, store.ScanOptions{Start: seqKey(start), Reverse: reverse}, func(k string, raw []byte) error {
 		h, ok := parseHeader(raw)
@@ -191,6 +195,9 @@ func (s *Service) scan(tx *store.Tx, q Query, snap snapshot, start uint64, rever
 			return store.ErrStop
 		}
 		if !q.pass(h) {
+			return nil
+		}
+		if prefilter && !containsFold(h.json, lowerText) {
 			return nil
 		}
 		var b body
@@ -275,4 +282,46 @@ func shortLine(dst []byte, e Entry) []byte {
 		}
 	}
 	return append(dst, '\n')
+}
+
+// jsonVerbatim reports whether encoding/json writes s unchanged inside a
+// string.
+func jsonVerbatim(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFold reports whether hay contains lower (ASCII, lower case),
+// ignoring ASCII case in hay.
+func containsFold(hay []byte, lower string) bool {
+	n := len(lower)
+	first := lower[0]
+	for i := 0; i+n <= len(hay); i++ {
+		c := hay[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != first {
+			continue
+		}
+		j := 1
+		for ; j < n; j++ {
+			d := hay[i+j]
+			if d >= 'A' && d <= 'Z' {
+				d += 'a' - 'A'
+			}
+			if d != lower[j] {
+				break
+			}
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
 }

@@ -405,3 +405,29 @@ func TestSinkThroughSocket(t *testing.T) {
 		t.Fatalf("late: %+v", got[11])
 	}
 }
+
+// TestTextFilter: the case-insensitive text filter finds messages whether
+// the needle can be looked for in the stored JSON directly or not
+// (characters JSON escapes, non-ASCII), and never matches field content.
+func TestTextFilter(t *testing.T) {
+	t.Parallel()
+	f := newJournal(t, nil, nil)
+	for _, m := range []string{"plain Needle here", `a <Tag> & "quoted" Über`, "line\nbreak"} {
+		f.sink.Record(platform.JournalEntry{Source: "s", Message: m, Fields: map[string]any{"extra": "needle"}})
+	}
+	f.sink.Record(platform.JournalEntry{Source: "needle", Message: "nothing", Fields: map[string]any{"needle": "needle"}})
+	f.flush(t)
+	for text, want := range map[string]string{
+		"NEEDLE":       "plain Needle here",
+		"<tag> &":      `a <Tag> & "quoted" Über`,
+		`"QUOTED"`:     `a <Tag> & "quoted" Über`,
+		"über":         `a <Tag> & "quoted" Über`,
+		"line\nbreak":  "line\nbreak",
+		"absent-thing": "",
+	} {
+		got, _ := f.read(t, "text="+url.QueryEscape(text))
+		if messages(got) != want {
+			t.Errorf("text=%q: %q, want %q", text, messages(got), want)
+		}
+	}
+}
