@@ -399,21 +399,7 @@ type Wiped struct {
 
 // Wipe removes every key in one transaction.
 func (s *Service) Wipe(ctx context.Context) (Wiped, error) {
-	var n int
-	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		var keys []string
-		n = 0
-		if err := tx.ForEach(bucketKeys, func(k string, _ []byte) error { keys = append(keys, k); return nil }); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := tx.Delete(bucketKeys, k); err != nil {
-				return err
-			}
-		}
-		n = len(keys)
-		return nil
-	})
+	n, err := s.deleteWhere(ctx, func(*stored, time.Time) bool { return true })
 	if err != nil {
 		return Wiped{}, platform.Internal("wipe the vault", err)
 	}
@@ -422,14 +408,28 @@ func (s *Service) Wipe(ctx context.Context) (Wiped, error) {
 
 // Purge removes expired keys and answers how many.
 func (s *Service) Purge(ctx context.Context) (int, error) {
+	n, err := s.deleteWhere(ctx, func(r *stored, now time.Time) bool {
+		return r != nil && r.ExpiresAt != nil && !now.Before(*r.ExpiresAt)
+	})
+	if errors.Is(err, context.Canceled) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// deleteWhere removes, in one transaction, the keys whose record (nil
+// when unreadable) drop selects, and answers how many.
+func (s *Service) deleteWhere(ctx context.Context, drop func(r *stored, now time.Time) bool) (int, error) {
 	var n int
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		now := s.clock.Now()
 		var keys []string
-		n = 0
 		err := tx.ForEach(bucketKeys, func(k string, raw []byte) error {
-			var r stored
-			if json.Unmarshal(raw, &r) == nil && r.ExpiresAt != nil && !now.Before(*r.ExpiresAt) {
+			r := &stored{}
+			if json.Unmarshal(raw, r) != nil {
+				r = nil // unreadable: only a wipe removes it
+			}
+			if drop(r, now) {
 				keys = append(keys, k)
 			}
 			return nil
@@ -445,8 +445,5 @@ func (s *Service) Purge(ctx context.Context) (int, error) {
 		n = len(keys)
 		return nil
 	})
-	if errors.Is(err, context.Canceled) {
-		return 0, nil
-	}
 	return n, err
 }
