@@ -200,7 +200,7 @@ func (s *Service) scan(tx *store.Tx, q Query, snap snapshot, start uint64, rever
 		if prefilter && !containsFold(h.json, lowerText) {
 			return nil
 		}
-		var b body
+		var b payload
 		if err := json.Unmarshal(h.json, &b); err != nil {
 			return nil
 		}
@@ -212,11 +212,12 @@ func (s *Service) scan(tx *store.Tx, q Query, snap snapshot, start uint64, rever
 		}
 		seq := seqOf(k)
 		cur := makeCursor(snap.id, seq)
-		e := Entry{Cursor: cur, Time: b.Time, Source: b.Source, Level: b.Level, Message: b.Message}
+		e := Entry{Cursor: cur, Time: time.Unix(0, h.time).UTC(), Source: h.source,
+			Level: levels[min(int(h.level), len(levels)-1)], Message: b.Message}
 		if len(b.Fields) > 0 {
 			_ = json.Unmarshal(b.Fields, &e.Fields)
 		}
-		out = append(out, match{seq: seq, line: jsonLine(nil, cur, h.json), e: e})
+		out = append(out, match{seq: seq, line: jsonLine(nil, cur, h), e: e})
 		if len(out) >= limit {
 			return store.ErrStop
 		}

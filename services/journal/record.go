@@ -45,11 +45,18 @@ type Entry struct {
 	Fields  map[string]any `json:"fields,omitempty"`
 }
 
-// body is the JSON part of a stored record (Entry without the cursor).
+// body is an entry on its way to the store.
 type body struct {
-	Time    time.Time       `json:"time"`
-	Source  string          `json:"source"`
-	Level   string          `json:"level"`
+	Time    time.Time
+	Source  string
+	Level   string
+	Message string
+	Fields  json.RawMessage
+}
+
+// payload is the JSON part of a stored record: what the header does not
+// hold.
+type payload struct {
 	Message string          `json:"message"`
 	Fields  json.RawMessage `json:"fields,omitempty"`
 }
@@ -62,7 +69,7 @@ type body struct {
 //	[16]    level index
 //	[17]    source length n
 //	[18:18+n] source
-//	[18+n:] JSON of body
+//	[18+n:] JSON of payload: {"message", "fields"?}
 const headerFixed = 18
 
 type header struct {
@@ -128,17 +135,23 @@ func cut(s string, n int) string {
 
 // encode makes the stored record of b.
 func encode(b body, lv byte, mark int64) ([]byte, error) {
-	js, err := json.Marshal(b)
+	msg, err := json.Marshal(b.Message)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, headerFixed, headerFixed+len(b.Source)+len(js))
+	out := make([]byte, headerFixed, headerFixed+len(b.Source)+len(msg)+len(b.Fields)+24)
 	binary.BigEndian.PutUint64(out[0:8], uint64(b.Time.UnixNano()))
 	binary.BigEndian.PutUint64(out[8:16], uint64(mark))
 	out[16] = lv
 	out[17] = byte(len(b.Source))
 	out = append(out, b.Source...)
-	return append(out, js...), nil
+	out = append(out, `{"message":`...)
+	out = append(out, msg...)
+	if len(b.Fields) > 0 {
+		out = append(out, `,"fields":`...)
+		out = append(out, b.Fields...)
+	}
+	return append(out, '}'), nil
 }
 
 // seqKey is the store key of sequence number n: fixed-width hex, so keys
@@ -171,10 +184,18 @@ func parseCursor(s string) (id []byte, seq uint64, ok bool) {
 	return raw[:8], binary.BigEndian.Uint64(raw[8:]), true
 }
 
-// jsonLine writes the stored JSON with the cursor as its first member.
-func jsonLine(dst []byte, cursor string, js []byte) []byte {
+// jsonLine writes an entry's JSON line from its header and stored
+// payload: cursor, time, source, level, then the payload's members.
+func jsonLine(dst []byte, cursor string, h header) []byte {
 	dst = append(dst, `{"cursor":"`...)
 	dst = append(dst, cursor...)
+	dst = append(dst, `","time":"`...)
+	dst = time.Unix(0, h.time).UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `","source":`...)
+	src, _ := json.Marshal(h.source)
+	dst = append(dst, src...)
+	dst = append(dst, `,"level":"`...)
+	dst = append(dst, levels[min(int(h.level), len(levels)-1)]...)
 	dst = append(dst, `",`...)
-	return append(dst, js[1:]...)
+	return append(dst, h.json[1:]...)
 }
