@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v3"
+
 	"deckhand/platform"
 	"deckhand/platform/platformtest"
 	"deckhand/services/vault"
@@ -54,7 +56,8 @@ func (f *fixture) call(t *testing.T, method, target, body string, hdr ...string)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := f.h.App().Test(req)
+	// A hang guard, not a timing assertion: the machine may be loaded.
+	resp, err := f.h.App().Test(req, fiber.TestConfig{Timeout: 30 * time.Second, FailOnTimeout: true})
 	if err != nil {
 		t.Fatal(err)
 	}
