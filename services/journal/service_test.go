@@ -402,6 +402,13 @@ func TestSinkThroughSocket(t *testing.T) {
 	if messages(got) != "early0,early1,early2,early3,early4,early5,early6,early7,early8,early9,5 journal entries were dropped: the writer's buffer was full" {
 		t.Fatalf("through the socket: %s", messages(got))
 	}
+	// Entries in flight hold their place in the buffer until the journal
+	// answers; wait for the sink to let go of them.
+	for stop := time.Now().Add(10 * time.Second); remote.Buffered() > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(stop) {
+			t.Fatalf("sink still holds %d entries", remote.Buffered())
+		}
+	}
 	remote.Record(platform.JournalEntry{Source: "child", Message: "late", Fields: map[string]any{"pid": 42}})
 	got = waitFor(12)
 	if got[11].Message != "late" || got[11].Source != "child" || got[11].Fields["pid"] != 42.0 {
