@@ -185,7 +185,6 @@ func (s *Service) scan(tx *store.Tx, q Query, snap snapshot, start uint64, rever
 	// backslashes or HTML characters) can be looked for in the stored JSON
 	// before decoding it: no match there, no match in the message.
 	prefilter := lowerText != "" && jsonVerbatim(lowerText)
-	var inner error
 	err := tx.Scan(bucketEntries, store.ScanOptions{Start: seqKey(start), Reverse: reverse}, func(k string, raw []byte) error {
 		h, ok := parseHeader(raw)
 		if !ok {
@@ -223,9 +222,6 @@ func (s *Service) scan(tx *store.Tx, q Query, snap snapshot, start uint64, rever
 		}
 		return nil
 	})
-	if inner != nil {
-		return nil, inner
-	}
 	return out, err
 }
 
