@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"deckhand/platform"
+	"deckhand/services/journal"
 )
 
 // OneConfig is what `deckhand service NAME` was asked to do.
@@ -64,7 +65,19 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 	defer db.Close()
 	log := cfg.Logger.With("service", cfg.Name)
 	if cfg.Journal == nil {
-		cfg.Journal = platform.LogJournal{Logger: log}
+		// A child of an agent whose journal runs, or the journal itself,
+		// writes through a sink to the journal; anything else to its log.
+		sock := os.Getenv(journalSocketEnv)
+		if cfg.Name == "journal" {
+			sock = journal.SocketPath(cfg.Data)
+		}
+		if sock != "" {
+			sink := journal.NewSink(journal.SinkConfig{Socket: sock, Logger: log})
+			defer sink.Close()
+			cfg.Journal = sink
+		} else {
+			cfg.Journal = platform.LogJournal{Logger: log}
+		}
 	}
 	if cfg.Notifier == nil {
 		cfg.Notifier = platform.LogNotifier{Logger: log}

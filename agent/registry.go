@@ -13,7 +13,9 @@ import (
 	"deckhand/services/daemon"
 	"deckhand/services/exec"
 	"deckhand/services/files"
+	"deckhand/services/journal"
 	"deckhand/services/terminal"
+	"deckhand/services/vault"
 )
 
 // Constructor builds a service from what the agent hands it and its
@@ -81,6 +83,9 @@ var registry = []Entry{
 	Service("terminal", NoErr(terminal.New)),
 	Service("daemon", daemon.New),
 	Service("exec", exec.New),
+
+	Service("vault", vault.New),
+	Service("journal", journal.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},

@@ -21,6 +21,7 @@ import (
 	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/store"
+	"deckhand/services/journal"
 )
 
 // Config is what `deckhand run` was asked to do.
@@ -73,6 +74,8 @@ type Supervisor struct {
 	gwLn    net.Listener
 	started time.Time
 	probe   *http.Client
+	// sink is the journal sink the agent made (nil when the caller gave one).
+	sink *journal.Sink
 }
 
 // ErrAgentRunning is returned when another agent holds the data directory.
@@ -101,8 +104,9 @@ func New(cfg Config) (*Supervisor, error) {
 	if err := cfg.Settings.Validate(cfg.Services); err != nil {
 		return nil, err
 	}
+	var sink *journal.Sink
 	if cfg.Journal == nil {
-		cfg.Journal = platform.LogJournal{Logger: cfg.Logger}
+		cfg.Journal, sink = journalSink(cfg.Data, cfg.Services, cfg.Logger)
 	}
 	if cfg.Notifier == nil {
 		cfg.Notifier = platform.LogNotifier{Logger: cfg.Logger}
@@ -114,7 +118,7 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient()}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), sink: sink}
 	db, err := store.Open(filepath.Join(cfg.Data, "agent.db"))
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("%w (--data %s: %s is locked)", ErrAgentRunning, cfg.Data, filepath.Join(cfg.Data, "agent.db"))
@@ -128,6 +132,9 @@ func New(cfg Config) (*Supervisor, error) {
 		if !ok {
 			s.closeListeners()
 			_ = db.Close()
+			if sink != nil {
+				_ = sink.Close()
+			}
 		}
 	}()
 	for _, name := range cfg.Services {
@@ -306,6 +313,9 @@ loop:
 	gcancel()
 	cancel() // every unit stops its service (in parallel) and returns
 	wg.Wait()
+	if s.sink != nil {
+		_ = s.sink.Close()
+	}
 	s.log.Info("stopped", "stop_ms", time.Since(stopStart).Milliseconds())
 	if gwErr != nil && !errors.Is(gwErr, http.ErrServerClosed) {
 		return fmt.Errorf("gateway: %w", gwErr)
@@ -325,6 +335,23 @@ func (s *Supervisor) backend(name string) (string, bool) {
 
 // GatewayAddr is where the gateway listens.
 func (s *Supervisor) GatewayAddr() string { return s.gwLn.Addr().String() }
+
+// journalSink is the journal every service and the supervisor write to:
+// when the journal service runs (in-process or isolated), a Sink that
+// buffers until it is up and delivers to it; otherwise the agent's log.
+func journalSink(data string, services []string, log *slog.Logger) (platform.Journal, *journal.Sink) {
+	for _, n := range services {
+		if n == "journal" {
+			sink := journal.NewSink(journal.SinkConfig{Socket: journal.SocketPath(data), Logger: log})
+			return sink, sink
+		}
+	}
+	return platform.LogJournal{Logger: log}, nil
+}
+
+// journalSocketEnv tells an isolated child where the journal takes
+// entries (ServeOne reads it); absent when no journal runs.
+const journalSocketEnv = "DECKHAND_JOURNAL_SOCKET"
 
 func probeClient() *http.Client {
 	return &http.Client{

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/services/journal"
 )
 
 // Service states reported by `deckhand status`.
@@ -206,7 +207,11 @@ func (u *unit) setListener(ln net.Listener) {
 func (u *unit) runChild(ctx context.Context) error {
 	cmd := exec.Command(u.argv[0], u.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.Env = childEnv(append(u.sup.cfg.Settings.Env(), "DECKHAND_LOG_LEVEL="+u.sup.cfg.LogLevel))
+	env := append(u.sup.cfg.Settings.Env(), "DECKHAND_LOG_LEVEL="+u.sup.cfg.LogLevel)
+	if u.sup.sink != nil {
+		env = append(env, journalSocketEnv+"="+journal.SocketPath(u.sup.cfg.Data))
+	}
+	cmd.Env = childEnv(env)
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", describeArgv(u.argv), err)
