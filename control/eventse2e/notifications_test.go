@@ -90,13 +90,24 @@ func TestIngestTakesAnAgentTokenScopedToItsContainer(t *testing.T) {
 	t.Parallel()
 	s := controltest.Start(t)
 	admin := s.Admin()
-	user, _ := s.Account("agent-owner@example.com")
+	user, userID := s.Account("agent-owner@example.com")
+	stranger, _ := s.Account("stranger@example.com")
+	// c1 is a container of the owner's project (the projects domain's
+	// container.access check admits its owner).
+	project := controltest.Data(s.MustDo(201, "POST", "/api/v1/admin/projects", map[string]any{"owner_id": userID, "name": "agents"}, admin))
+	s.MustDo(201, "POST", "/api/v1/admin/containers", map[string]any{"project_id": project["id"], "name": "one", "id": "c1"}, admin)
 	userTok := controltest.Data(s.MustDo(201, "POST", "/api/v1/auth/tokens", map[string]any{"alias": "agent"}, user))["token"].(string)
+	strangerTok := controltest.Data(s.MustDo(201, "POST", "/api/v1/auth/tokens", map[string]any{"alias": "agent"}, stranger))["token"].(string)
 	adminTok := controltest.Data(s.MustDo(201, "POST", "/api/v1/auth/tokens", map[string]any{"alias": "fleet agent"}, admin))["token"].(string)
 	ev := map[string]any{"event_type": "container.running", "container_id": "c1", "payload": map[string]any{"pid": 1}}
-	// A session is no agent; a token whose owner no domain admits to c1 is refused.
+	// A session is no agent; a token whose owner may not act on c1 is
+	// refused; an unknown container is not found; the owner's token reports.
 	s.MustDo(403, "POST", "/api/v1/events/ingest", ev, admin)
-	s.MustDo(403, "POST", "/api/v1/events/ingest", ev, userTok)
+	s.MustDo(403, "POST", "/api/v1/events/ingest", ev, strangerTok)
+	s.MustDo(404, "POST", "/api/v1/events/ingest", map[string]any{"event_type": "container.running", "container_id": "nope"}, userTok)
+	if own := controltest.Data(s.MustDo(201, "POST", "/api/v1/events/ingest", ev, userTok)); own["container_id"] != "c1" {
+		t.Fatalf("owner's report: %v", own)
+	}
 	got := controltest.Data(s.MustDo(201, "POST", "/api/v1/events/ingest", ev, adminTok))
 	if got["resource_type"] != "container" || got["resource_id"] != "c1" || got["container_id"] != "c1" {
 		t.Fatalf("ingested: %v", got)
