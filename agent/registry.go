@@ -14,6 +14,7 @@ import (
 	"deckhand/services/exec"
 	"deckhand/services/files"
 	"deckhand/services/terminal"
+	"deckhand/services/workspace"
 )
 
 // Constructor builds a service from what the agent hands it and its
@@ -81,6 +82,7 @@ var registry = []Entry{
 	Service("terminal", NoErr(terminal.New)),
 	Service("daemon", daemon.New),
 	Service("exec", exec.New),
+	Service("workspace", workspace.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},
