@@ -13,6 +13,7 @@ import (
 	"deckhand/services/daemon"
 	"deckhand/services/exec"
 	"deckhand/services/files"
+	"deckhand/services/notes"
 	"deckhand/services/terminal"
 	"deckhand/services/workspace"
 )
@@ -83,6 +84,7 @@ var registry = []Entry{
 	Service("daemon", daemon.New),
 	Service("exec", exec.New),
 	Service("workspace", workspace.New),
+	Service("notes", notes.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},
