@@ -79,6 +79,9 @@ func checkID(field, v string) error {
 }
 
 func internal(op string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var pe *platform.Error
 	if errors.As(err, &pe) {
 		return pe

@@ -117,7 +117,7 @@ func (s *Service) Answer(ctx context.Context, ws, id string, in AnswerQuestion) 
 			return platform.NotFound("question", id)
 		}
 		if q.Status != "pending" {
-			return &platform.Error{Code: platform.CodeConflict, Details: "status", Message: "the question " + id + " is already answered"}
+			return &platform.Error{Code: platform.CodeConflict, Details: "status", Message: "status: the question " + id + " is already answered"}
 		}
 		if len(q.Options) > 0 && !oneOf(in.Answer, q.Options) {
 			return platform.Invalid("answer", "must be one of the question's options: %s", strings.Join(q.Options, ", "))

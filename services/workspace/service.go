@@ -97,6 +97,9 @@ func prefix(ws string) string { return ws + "/" }
 
 // internal wraps a store failure.
 func internal(op string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var pe *platform.Error
 	if errors.As(err, &pe) {
 		return pe
