@@ -252,6 +252,29 @@ func renderDiagram(d *svgDoc, dg *diagram) {
 			}
 			continue
 		}
+		if span := layer[e.To] - layer[e.From]; span > 1 || span < -1 {
+			// An edge skipping layers would cross the boxes between: it
+			// leaves and enters from the side and bows around them.
+			var p, q, c1, c2 pt
+			if lr {
+				p, q = pt{a.x, a.y + boxH/2}, pt{b.x, b.y + boxH/2}
+				y := max(p.y, q.y) + 28
+				c1, c2 = pt{p.x, y}, pt{q.x, y}
+				d.h = max(d.h, y+pad)
+			} else {
+				p, q = pt{a.x + boxW[e.From]/2, a.y}, pt{b.x + boxW[e.To]/2, b.y}
+				x := max(p.x, q.x) + 48
+				c1, c2 = pt{x, p.y}, pt{x, q.y}
+				d.w = max(d.w, x+pad)
+			}
+			fmt.Fprintf(&d.b, `<path d="M%s,%s C%s,%s %s,%s %s,%s" fill="none" stroke="#333333" stroke-width="1.5" marker-end="url(#arrow)"/>`+"\n",
+				num(p.x), num(p.y), num(c1.x), num(c1.y), num(c2.x), num(c2.y), num(q.x), num(q.y))
+			if e.Label != "" {
+				fmt.Fprintf(&d.b, `<text x="%s" y="%s" font-size="12" text-anchor="middle" stroke="#ffffff" stroke-width="3" paint-order="stroke">%s</text>`+"\n",
+					num((c1.x+c2.x)/2), num((c1.y+c2.y)/2), esc(e.Label))
+			}
+			continue
+		}
 		dx, dy := b.x-a.x, b.y-a.y
 		p := clip(a, boxW[e.From]/2, boxH/2, dx, dy)
 		q := clip(b, boxW[e.To]/2, boxH/2, -dx, -dy)
