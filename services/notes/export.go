@@ -34,7 +34,7 @@ func (r *ExportRequest) Validate() error {
 type ExportTicket struct {
 	Ticket    string    `json:"ticket" required:"true"`
 	Path      string    `json:"path" required:"true" doc:"the download path on this service"`
-	URL       string    `json:"url" required:"true" doc:"the download path as the caller reached the service: behind the gateway with its prefix (/_/notes/api/v1/notes/export/...)"`
+	URL       string    `json:"url" required:"true" doc:"the download path as the caller reached the service: behind the gateway with its prefix (/_/notes/api/v1/notes/export?ticket=...)"`
 	Format    string    `json:"format" required:"true" enum:"markdown"`
 	ExpiresAt time.Time `json:"expires_at" required:"true"`
 }
@@ -64,7 +64,7 @@ func (s *Service) IssueTicket(ctx context.Context, notebook, node string, in Exp
 	}
 	tok := base64.RawURLEncoding.EncodeToString(raw[:])
 	now := s.clock.Now()
-	t := ExportTicket{Ticket: tok, Path: "/api/v1/notes/export/" + tok, Format: "markdown", ExpiresAt: now.Add(ttl)}
+	t := ExportTicket{Ticket: tok, Path: "/api/v1/notes/export?ticket=" + tok, Format: "markdown", ExpiresAt: now.Add(ttl)}
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		if tx.GetRaw(bucketDocs, docKey(notebook, node)) == nil {
 			return platform.NotFound("node", notebook+"/"+node)

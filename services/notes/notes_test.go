@@ -70,6 +70,25 @@ func (f *fixture) want(status int, field, method, path, body string, hdr ...stri
 	return m
 }
 
+// race sends the same request n times at once and counts the statuses.
+func (f *fixture) race(n int, method, path, body string, hdr ...string) map[int]int {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, _, _, _ := f.do(method, path, body, hdr...)
+			mu.Lock()
+			codes[st]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return codes
+}
+
 const doc = "/api/v1/notes/notebooks/nb1/nodes/n1/document"
 
 const sample = `{"title":"Plan","blocks":[
@@ -120,20 +139,7 @@ func TestVersionsGuardEveryWrite(t *testing.T) {
 		t.Fatalf("a refused patch changed the document: %v", m)
 	}
 	// of racing writers naming the same version, exactly one wins
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	codes := map[int]int{}
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st, _, _, _ := f.do("PATCH", doc, `{"title":"racer"}`, "If-Match", `"3"`)
-			mu.Lock()
-			codes[st]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	codes := f.race(8, "PATCH", doc, `{"title":"racer"}`, "If-Match", `"3"`)
 	if codes[200] != 1 || codes[409] != 7 {
 		t.Fatalf("racing writers: %v, want one 200 and seven 409", codes)
 	}
@@ -277,30 +283,17 @@ func TestExportTicketsAreSingleUse(t *testing.T) {
 		}
 	}
 	f.want(410, "ticket", "GET", path, "")
-	f.want(404, "", "GET", "/api/v1/notes/export/not-a-ticket", "")
+	f.want(404, "", "GET", "/api/v1/notes/export?ticket=not-a-ticket", "")
 	// expiry
 	m = f.want(201, "", "POST", tk, `{"ttl_seconds":60}`)
 	f.clock.Advance(61 * time.Second)
 	f.want(410, "ticket", "GET", m["path"].(string), "")
 	// racing downloads: exactly one gets the document
 	m = f.want(201, "", "POST", tk, "", "X-Forwarded-Prefix", "/_/notes")
-	if !strings.HasPrefix(m["url"].(string), "/_/notes/api/v1/notes/export/") {
+	if !strings.HasPrefix(m["url"].(string), "/_/notes/api/v1/notes/export?ticket=") {
 		t.Fatalf("url behind the gateway %v", m["url"])
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	codes := map[int]int{}
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st, _, _, _ := f.do("GET", m["path"].(string), "")
-			mu.Lock()
-			codes[st]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	codes := f.race(8, "GET", m["path"].(string), "")
 	if codes[200] != 1 || codes[410] != 7 {
 		t.Fatalf("racing downloads %v", codes)
 	}

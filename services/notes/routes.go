@@ -43,9 +43,11 @@ func (s *Service) Routes() []platform.Route {
 			Description: "201 with a ticket good for one download within ttl_seconds (default 300). Only its hash is stored. The " +
 				"node must exist (404). The download renders the document as it is then.",
 			Body: ExportRequest{}, Response: ExportTicket{}, Status: http.StatusCreated, Handler: s.handleTicket},
-		{Method: http.MethodGet, Path: "/api/v1/notes/export/{ticket}", Tags: tags, Summary: "Download a node as Markdown with a ticket",
+		{Method: http.MethodGet, Path: "/api/v1/notes/export", Tags: tags, Summary: "Download a node as Markdown with a ticket",
 			Description: "text/markdown as an attachment named <nodeId>.md. The first request uses the ticket up: a second, or one " +
-				"after it expired, is 410 GONE; an unknown ticket is 404.",
+				"after it expired, is 410 GONE; an unknown ticket is 404. The ticket travels in the query, not the path, so " +
+				"access logs (which record paths) never hold a live ticket.",
+			Query:       []platform.Param{{Name: "ticket", Required: true, Description: "the ticket of POST .../export-ticket"}},
 			ContentType: "text/markdown", Handler: s.handleExport},
 	}
 }
@@ -173,7 +175,7 @@ func (s *Service) handleTicket(c fiber.Ctx) error {
 }
 
 func (s *Service) handleExport(c fiber.Ctx) error {
-	md, name, err := s.Redeem(c.Context(), c.Params("ticket"))
+	md, name, err := s.Redeem(c.Context(), platform.QueryOf(c).String("ticket"))
 	if err != nil {
 		return err
 	}

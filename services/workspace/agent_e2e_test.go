@@ -192,15 +192,15 @@ func TestEveryRouteAnswersThroughTheGateway(t *testing.T) {
 	}
 	tk, _, _ := g.call(N, "POST", D+"/export-ticket", n+"/export-ticket", "", 201)
 	url := tk["url"].(string)
-	if !strings.HasPrefix(url, "/_/notes/api/v1/notes/export/") {
+	if !strings.HasPrefix(url, "/_/notes/api/v1/notes/export?ticket=") {
 		t.Fatalf("ticket url %q does not go through the gateway", url)
 	}
 	path := strings.TrimPrefix(url, "/_/notes")
-	_, md, _ := g.call(N, "GET", "/api/v1/notes/export/{ticket}", path, "", 200)
+	_, md, _ := g.call(N, "GET", "/api/v1/notes/export", path, "", 200)
 	if !strings.HasPrefix(md, "# Architecture\n") {
 		t.Fatalf("markdown %q", md)
 	}
-	g.call(N, "GET", "/api/v1/notes/export/{ticket}", path, "", 410)
+	g.call(N, "GET", "/api/v1/notes/export", path, "", 410)
 
 	for svc, routes := range map[string][]platform.Route{"workspace": workspaceRoutes(t), "notes": notesRoutes(t)} {
 		for _, r := range routes {
@@ -211,6 +211,9 @@ func TestEveryRouteAnswersThroughTheGateway(t *testing.T) {
 	}
 	if strings.Contains(log.String(), key) {
 		t.Fatal("the agent's log carries the provider key")
+	}
+	if strings.Contains(log.String(), tk["ticket"].(string)) {
+		t.Fatal("the agent's log carries an export ticket")
 	}
 	if !regexp.MustCompile(`"service":"workspace"`).MatchString(log.String()) {
 		t.Fatalf("no request log of the workspace service at debug level, so the key check saw nothing:\n%s", log)
