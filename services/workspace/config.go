@@ -445,3 +445,23 @@ func (s *Service) LinkProject(ctx context.Context, ws, projectID string, in Link
 	})
 	return link, internal("link the project", err)
 }
+
+// ProviderKey opens a provider's stored key for an in-process consumer (a
+// model client in the agent). No route answers it; ok is false when no key
+// is stored.
+func (s *Service) ProviderKey(ctx context.Context, ws, provider string) (key string, ok bool, err error) {
+	var sealed string
+	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		sc, err := loadRaw(tx, ws)
+		sealed = sc.Secrets[provider]
+		return err
+	})
+	if err != nil || sealed == "" {
+		return "", false, internal("read a provider key", err)
+	}
+	plain, err := s.sealer.Open(keyPurpose(ws, provider), sealed)
+	if err != nil {
+		return "", false, platform.Internal("open a provider key", err)
+	}
+	return string(plain), true, nil
+}
