@@ -281,7 +281,7 @@ func (s *Service) History(ctx context.Context, ws string, f HistoryFilter) ([]Ch
 				return nil
 			}
 			out = append(out, ch)
-			if len(out) >= f.Limit {
+			if f.Limit > 0 && len(out) >= f.Limit {
 				return store.ErrStop
 			}
 			return nil

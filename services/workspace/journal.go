@@ -225,7 +225,7 @@ func (s *Service) index(tx *store.Tx, ws, key string, e Entry, dir int) error {
 type JournalFilter struct {
 	Before string // an entry id: entries older than it
 	Tag    string
-	Limit  int
+	Limit  int // 0: no limit
 }
 
 // Journal lists entries, newest first.
@@ -248,7 +248,7 @@ func (s *Service) Journal(ctx context.Context, ws string, f JournalFilter) (Entr
 			if f.Tag != "" && !hasTag(e, f.Tag) {
 				return nil
 			}
-			if len(out.Entries) == f.Limit {
+			if f.Limit > 0 && len(out.Entries) == f.Limit {
 				out.Next = out.Entries[len(out.Entries)-1].ID
 				return store.ErrStop
 			}
@@ -380,7 +380,7 @@ func (s *Service) Search(ctx context.Context, ws string, in SearchRequest) (Sear
 				continue
 			}
 			res.Hits = append(res.Hits, Hit{Entry: e, Score: math.Round(scores[d]*1e6) / 1e6})
-			if len(res.Hits) == in.Limit {
+			if in.Limit > 0 && len(res.Hits) == in.Limit {
 				break
 			}
 		}
