@@ -146,6 +146,9 @@ func TestEveryRouteAnswersThroughTheGateway(t *testing.T) {
 	answers := []string{raw}
 	_, raw, _ = g.call(W, "GET", B+"/config", w+"/config", "", 200)
 	answers = append(answers, raw)
+	if m, _, _ := g.call(W, "GET", B+"/config/schema", w+"/config/schema", "", 200); m["properties"].(map[string]any)["providers"] == nil {
+		t.Fatalf("schema %v", m)
+	}
 	_, raw, _ = g.call(W, "GET", B+"/config/providers", w+"/config/providers", "", 200)
 	answers = append(answers, raw)
 	_, raw, _ = g.call(W, "GET", B+"/providers", w+"/providers", "", 200)

@@ -74,6 +74,10 @@ func (s *Service) Routes() []platform.Route {
 				"is written. An integer version member, when given, must be the current version (409 CONFLICT otherwise). project " +
 				"and api_key_set are read-only. api_key is sealed at rest and never answered.",
 			Body: Config{}, Response: ConfigView{}, Handler: s.handlePatchConfig},
+		{Method: http.MethodGet, Path: base + "/config/schema", Tags: cfg, Summary: "The configuration's JSON schema",
+			Description: "The schema PATCH .../config checks the merged document against (the shape; the rules beside it, such as " +
+				"model naming a configured provider, are in the members' descriptions), for editors and clients that validate first.",
+			Handler: s.handleSchema},
 		{Method: http.MethodGet, Path: base + "/config/providers", Tags: cfg, Summary: "Configured model providers",
 			Description: "The providers of the configuration with their models and whether each is connected (a key stored, or in " +
 				"the environment variable of its type), and the default model per provider. Keys are never answered.",
@@ -372,6 +376,16 @@ func (s *Service) handlePatchConfig(c fiber.Ctx) error {
 		return err
 	}
 	return platform.JSON(c, http.StatusOK, v)
+}
+
+func (s *Service) handleSchema(c fiber.Ctx) error {
+	if _, err := ws(c); err != nil {
+		return err
+	}
+	sch := platform.Schema(Config{})
+	sch["$schema"] = "https://spec.openapis.org/oas/3.0/schema/2021-09-28#/definitions/Schema"
+	sch["title"] = "deckhand workspace configuration"
+	return platform.JSON(c, http.StatusOK, sch)
 }
 
 func (s *Service) handleConfigProviders(c fiber.Ctx) error {
