@@ -307,3 +307,30 @@ func TestRoutesAreDocumented(t *testing.T) {
 		t.Fatal("no query parameter checked")
 	}
 }
+
+// TestEveryBodyRefusesBadJSONNamingTheField: malformed JSON and unknown
+// members are 400s naming body or the member, on every route with a body.
+func TestEveryBodyRefusesBadJSONNamingTheField(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.want(201, "", "PUT", doc, sample)
+	vals := strings.NewReplacer("{notebookId}", "nb1", "{nodeId}", "n1")
+	svc, err := notes.New(platformtest.ServiceDeps(t, "notes"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range svc.Routes() {
+		if r.Body == nil {
+			continue
+		}
+		path := vals.Replace(r.Path)
+		f.want(400, "body", r.Method, path, `{"x`)
+		f.want(400, "zz_unknown", r.Method, path, `{"zz_unknown":1}`)
+		n++
+	}
+	if n != 3 {
+		t.Fatalf("%d routes take a body, want 3", n)
+	}
+	f.want(400, "blocks.level", "PUT", doc, `{"blocks":[{"id":"a","type":"heading","level":"two"}]}`)
+}

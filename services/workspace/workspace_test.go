@@ -385,3 +385,28 @@ func TestSkillsAndQuestions(t *testing.T) {
 	f.want(400, "text", "POST", ws+"/questions", `{"text":""}`)
 	f.want(400, "options[0]", "POST", ws+"/questions", `{"text":"q","options":[" "]}`)
 }
+
+// TestEveryBodyRefusesBadJSONNamingTheField sends every route that takes
+// a body malformed JSON, an unknown member and a wrong type: each is a 400
+// naming body or the member.
+func TestEveryBodyRefusesBadJSONNamingTheField(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	vals := strings.NewReplacer("{workspaceID}", "w1", "{label}", "l1", "{name}", "n1", "{id}", "x_1", "{projectID}", "p1")
+	n := 0
+	for _, r := range f.svc.Routes() {
+		if r.Body == nil {
+			continue
+		}
+		path := vals.Replace(r.Path)
+		f.want(400, "body", r.Method, path, `{"x`)
+		f.want(400, "zz_unknown", r.Method, path, `{"zz_unknown":1}`)
+		n++
+	}
+	if n < 10 {
+		t.Fatalf("only %d routes take a body", n)
+	}
+	f.want(400, "value", "PUT", ws+"/memory/blocks/a", `{"value":5}`)
+	f.want(400, "tags", "POST", ws+"/memory/journal", `{"content":"x","tags":"one"}`)
+	f.want(400, "memory.search.k1", "PATCH", ws+"/config", `{"memory":{"search":{"k1":"high"}}}`)
+}
