@@ -15,7 +15,9 @@ import (
 	"deckhand/services/files"
 	"deckhand/services/journal"
 	"deckhand/services/terminal"
+	"deckhand/services/notes"
 	"deckhand/services/vault"
+	"deckhand/services/workspace"
 )
 
 // Constructor builds a service from what the agent hands it and its
@@ -83,9 +85,10 @@ var registry = []Entry{
 	Service("terminal", NoErr(terminal.New)),
 	Service("daemon", daemon.New),
 	Service("exec", exec.New),
-
 	Service("vault", vault.New),
 	Service("journal", journal.New),
+	Service("workspace", workspace.New),
+	Service("notes", notes.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},

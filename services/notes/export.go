@@ -1,0 +1,187 @@
+package notes
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+const bucketTickets = "tickets" // sha256(ticket) → ticket
+
+// ExportRequest is the (optional) body of POST .../export-ticket.
+type ExportRequest struct {
+	TTLSeconds int `json:"ttl_seconds" doc:"how long the ticket is good for, 1-3600 (default 300)"`
+}
+
+// Validate checks the lifetime.
+func (r *ExportRequest) Validate() error {
+	if r.TTLSeconds != 0 && (r.TTLSeconds < 1 || r.TTLSeconds > 3600) {
+		return platform.Invalid("ttl_seconds", "must be 1-3600, got %d", r.TTLSeconds)
+	}
+	return nil
+}
+
+// ExportTicket is the answer of POST .../export-ticket. The ticket is a
+// bearer secret: whoever holds the URL may download the node once.
+type ExportTicket struct {
+	Ticket    string    `json:"ticket" required:"true"`
+	Path      string    `json:"path" required:"true" doc:"the download path on this service"`
+	URL       string    `json:"url" required:"true" doc:"the download path as the caller reached the service: behind the gateway with its prefix (/_/notes/api/v1/notes/export?ticket=...)"`
+	Format    string    `json:"format" required:"true" enum:"markdown"`
+	ExpiresAt time.Time `json:"expires_at" required:"true"`
+}
+
+type ticket struct {
+	Notebook  string    `json:"notebook"`
+	Node      string    `json:"node"`
+	ExpiresAt time.Time `json:"expires_at"`
+	UsedAt    time.Time `json:"used_at,omitempty"`
+}
+
+func ticketKey(t string) string {
+	sum := sha256.Sum256([]byte(t))
+	return hex.EncodeToString(sum[:])
+}
+
+// IssueTicket makes a one-time ticket for a node that exists. Only the
+// ticket's hash is stored.
+func (s *Service) IssueTicket(ctx context.Context, notebook, node string, in ExportRequest) (ExportTicket, error) {
+	ttl := s.ticketTTL
+	if in.TTLSeconds > 0 {
+		ttl = time.Duration(in.TTLSeconds) * time.Second
+	}
+	var raw [24]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return ExportTicket{}, platform.Internal("make a ticket", err)
+	}
+	tok := base64.RawURLEncoding.EncodeToString(raw[:])
+	now := s.clock.Now()
+	t := ExportTicket{Ticket: tok, Path: "/api/v1/notes/export?ticket=" + tok, Format: "markdown", ExpiresAt: now.Add(ttl)}
+	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		if tx.GetRaw(bucketDocs, docKey(notebook, node)) == nil {
+			return platform.NotFound("node", notebook+"/"+node)
+		}
+		// Forget tickets that ended more than an hour ago (a used or
+		// expired ticket is remembered that long to answer 410, not 404).
+		var stale []string
+		err := tx.ForEach(bucketTickets, func(k string, v []byte) error {
+			var old ticket
+			if unmarshalJSON(v, &old) == nil && now.Sub(old.ExpiresAt) > time.Hour {
+				stale = append(stale, k)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range stale {
+			if err := tx.Delete(bucketTickets, k); err != nil {
+				return err
+			}
+		}
+		return tx.Put(bucketTickets, ticketKey(tok), ticket{Notebook: notebook, Node: node, ExpiresAt: t.ExpiresAt})
+	})
+	return t, internal("issue an export ticket", err)
+}
+
+// Redeem uses a ticket: exactly one caller gets the node's Markdown; a
+// used or expired ticket is 410, an unknown one 404.
+func (s *Service) Redeem(ctx context.Context, tok string) (md []byte, filename string, err error) {
+	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		var t ticket
+		ok, err := tx.Get(bucketTickets, ticketKey(tok), &t)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return platform.NotFound("export ticket", "…")
+		}
+		now := s.clock.Now()
+		if !t.UsedAt.IsZero() {
+			return &platform.Error{Code: platform.CodeGone, Details: "ticket", Message: "the export ticket was already used; ask for a new one"}
+		}
+		if !now.Before(t.ExpiresAt) {
+			return &platform.Error{Code: platform.CodeGone, Details: "ticket", Message: "the export ticket expired; ask for a new one"}
+		}
+		var d Document
+		found, err := tx.Get(bucketDocs, docKey(t.Notebook, t.Node), &d)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return platform.NotFound("node", t.Notebook+"/"+t.Node)
+		}
+		t.UsedAt = now
+		if err := tx.Put(bucketTickets, ticketKey(tok), t); err != nil {
+			return err
+		}
+		md, filename = markdown(d), d.NodeID+".md"
+		return nil
+	})
+	return md, filename, internal("redeem an export ticket", err)
+}
+
+// markdown renders a document as CommonMark.
+func markdown(d Document) []byte {
+	var b strings.Builder
+	if d.Title != "" {
+		b.WriteString("# " + oneLine(d.Title) + "\n\n")
+	}
+	for _, bl := range d.Blocks {
+		switch bl.Type {
+		case "heading":
+			b.WriteString(strings.Repeat("#", bl.Level) + " " + oneLine(bl.Text) + "\n\n")
+		case "text":
+			b.WriteString(strings.TrimSpace(bl.Text) + "\n\n")
+		case "quote":
+			for _, l := range strings.Split(strings.TrimSpace(bl.Text), "\n") {
+				b.WriteString(strings.TrimRight("> "+l, " ") + "\n")
+			}
+			b.WriteString("\n")
+		case "list":
+			for i, it := range bl.Items {
+				mark := "-"
+				if bl.Ordered {
+					mark = strconv.Itoa(i+1) + "."
+				}
+				b.WriteString(mark + " " + oneLine(it) + "\n")
+			}
+			b.WriteString("\n")
+		case "code":
+			fence := fenceFor(bl.Text)
+			b.WriteString(fence + bl.Language + "\n" + strings.TrimRight(bl.Text, "\n") + "\n" + fence + "\n\n")
+		case "math":
+			b.WriteString("$$\n" + strings.TrimSpace(bl.Text) + "\n$$\n\n")
+		case "diagram":
+			fence := fenceFor(bl.Text)
+			b.WriteString(fence + "diagram\n" + strings.TrimRight(bl.Text, "\n") + "\n" + fence + "\n\n")
+		case "divider":
+			b.WriteString("---\n\n")
+		}
+	}
+	return []byte(strings.TrimRight(b.String(), "\n") + "\n")
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// fenceFor is a backquote fence longer than any run inside text.
+func fenceFor(text string) string {
+	longest, run := 0, 0
+	for _, r := range text {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}

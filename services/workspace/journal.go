@@ -1,0 +1,416 @@
+package workspace
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// The journal's inverted index lives in three buckets beside the entries:
+//
+//	postings  ws/term/seq → term frequency (uint32, big endian)
+//	doclen    ws/seq      → the entry's length in terms (uint32)
+//	jstats    ws          → {"docs": N, "terms": total length}
+//
+// A search reads, per query term, the postings under ws/term/ (document
+// frequency = how many), and scores each entry with BM25.
+const (
+	bucketJournal  = "journal"
+	bucketPostings = "postings"
+	bucketDocLen   = "doclen"
+	bucketJStats   = "jstats"
+)
+
+// maxTermBytes bounds an indexed term (longer tokens are cut).
+const maxTermBytes = 64
+
+// Entry is one memory journal entry.
+type Entry struct {
+	ID        string    `json:"id" required:"true"`
+	Content   string    `json:"content" required:"true"`
+	Tags      []string  `json:"tags" required:"true"`
+	CreatedAt time.Time `json:"created_at" required:"true"`
+}
+
+// AppendEntry is the body of POST .../memory/journal.
+type AppendEntry struct {
+	Content string   `json:"content" required:"true"`
+	Tags    []string `json:"tags" doc:"up to 16 tags of 1-64 of A-Z a-z 0-9 . _ - : (indexed with the content)"`
+}
+
+// Validate checks the entry; the length limit comes from the memory
+// configuration and is checked by the domain.
+func (r *AppendEntry) Validate() error {
+	if strings.TrimSpace(r.Content) == "" {
+		return platform.Invalid("content", "required (not blank)")
+	}
+	if len(r.Tags) > 16 {
+		return platform.Invalid("tags", "at most 16 tags, got %d", len(r.Tags))
+	}
+	for i, t := range r.Tags {
+		if !tagRule(t) {
+			return platform.Invalid("tags["+strconv.Itoa(i)+"]", "must be 1-64 of A-Z a-z 0-9 . _ - :, got %q", t)
+		}
+	}
+	return nil
+}
+
+func tagRule(t string) bool {
+	if t == "" || len(t) > 64 {
+		return false
+	}
+	for _, r := range t {
+		if !(r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-:", r))) {
+			return false
+		}
+	}
+	return true
+}
+
+// EntryList is the answer of GET .../memory/journal.
+type EntryList struct {
+	Entries []Entry `json:"entries" required:"true" doc:"newest first"`
+	Next    string  `json:"next,omitempty" doc:"pass as before to read the next page"`
+}
+
+// Count is the answer of GET .../memory/journal/count.
+type Count struct {
+	Count int `json:"count" required:"true"`
+}
+
+// SearchRequest is the body of POST .../memory/journal/search.
+type SearchRequest struct {
+	Query string `json:"query" required:"true" doc:"words; entries containing any of them are ranked by BM25"`
+	Limit int    `json:"limit" doc:"1-100, default 10"`
+	Tag   string `json:"tag" doc:"only entries with this tag"`
+}
+
+// Validate checks the search.
+func (r *SearchRequest) Validate() error {
+	if len(tokenize(r.Query)) == 0 {
+		return platform.Invalid("query", "must contain at least one word (letters or digits)")
+	}
+	if r.Limit == 0 {
+		r.Limit = 10
+	}
+	if r.Limit < 1 || r.Limit > 100 {
+		return platform.Invalid("limit", "must be 1-100, got %d", r.Limit)
+	}
+	return nil
+}
+
+// Hit is one search result.
+type Hit struct {
+	Entry
+	Score float64 `json:"score" required:"true" doc:"BM25 score; higher ranks first"`
+}
+
+// SearchResult is the answer of a search.
+type SearchResult struct {
+	Query string   `json:"query" required:"true"`
+	Terms []string `json:"terms" required:"true" doc:"the query as indexed terms"`
+	Hits  []Hit    `json:"hits" required:"true" doc:"best first; ties by newest"`
+}
+
+type jstats struct {
+	Docs  int64 `json:"docs"`
+	Terms int64 `json:"terms"`
+}
+
+// tokenize is the one tokenizer of index and query: NFKC, lower case,
+// runs of letters and digits.
+func tokenize(s string) []string {
+	s = strings.ToLower(norm.NFKC.String(s))
+	words := strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	for i, w := range words {
+		if len(w) > maxTermBytes {
+			cut := maxTermBytes
+			for cut > 0 && !utf8.RuneStart(w[cut]) {
+				cut--
+			}
+			words[i] = w[:cut]
+		}
+	}
+	return words
+}
+
+func u32(n int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(n)) }
+
+func entryID(seq uint64) string { return "j_" + strconv.FormatUint(seq, 10) }
+
+func parseEntryID(id string) (uint64, bool) {
+	if !strings.HasPrefix(id, "j_") {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(id[2:], 10, 64)
+	return n, err == nil && n > 0
+}
+
+// Append adds an entry and indexes it.
+func (s *Service) Append(ctx context.Context, ws string, in AppendEntry) (e Entry, err error) {
+	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		cfg, err := s.loadConfig(tx, ws)
+		if err != nil {
+			return err
+		}
+		if n := utf8.RuneCountInString(in.Content); n > cfg.Memory.MaxEntryChars {
+			return platform.Invalid("content", "is %d characters, over max_entry_chars (%d)", n, cfg.Memory.MaxEntryChars)
+		}
+		seq, err := tx.NextSeq(bucketJournal)
+		if err != nil {
+			return err
+		}
+		tags := in.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		e = Entry{ID: entryID(seq), Content: in.Content, Tags: tags, CreatedAt: s.clock.Now()}
+		key := store.SeqKey(seq)
+		if err := tx.Put(bucketJournal, prefix(ws)+key, e); err != nil {
+			return err
+		}
+		return s.index(tx, ws, key, e, +1)
+	})
+	return e, internal("append to the memory journal", err)
+}
+
+// index adds (dir +1) or removes (dir -1) an entry's postings.
+func (s *Service) index(tx *store.Tx, ws, key string, e Entry, dir int) error {
+	terms := tokenize(e.Content + " " + strings.Join(e.Tags, " "))
+	tf := map[string]int{}
+	for _, t := range terms {
+		tf[t]++
+	}
+	for t, n := range tf {
+		k := prefix(ws) + t + "/" + key
+		var err error
+		if dir > 0 {
+			err = tx.PutRaw(bucketPostings, k, u32(n))
+		} else {
+			err = tx.Delete(bucketPostings, k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var st jstats
+	if _, err := tx.Get(bucketJStats, ws, &st); err != nil {
+		return err
+	}
+	st.Docs += int64(dir)
+	st.Terms += int64(dir * len(terms))
+	if dir > 0 {
+		if err := tx.PutRaw(bucketDocLen, prefix(ws)+key, u32(len(terms))); err != nil {
+			return err
+		}
+	} else if err := tx.Delete(bucketDocLen, prefix(ws)+key); err != nil {
+		return err
+	}
+	return tx.Put(bucketJStats, ws, st)
+}
+
+// JournalFilter pages through the journal.
+type JournalFilter struct {
+	Before string // an entry id: entries older than it
+	Tag    string
+	Limit  int // 0: no limit
+}
+
+// Journal lists entries, newest first.
+func (s *Service) Journal(ctx context.Context, ws string, f JournalFilter) (EntryList, error) {
+	out := EntryList{Entries: []Entry{}}
+	o := store.ScanOptions{Prefix: prefix(ws), Reverse: true}
+	if f.Before != "" {
+		n, ok := parseEntryID(f.Before)
+		if !ok {
+			return out, platform.Invalid("before", "must be a journal entry id (j_N), got %q", f.Before)
+		}
+		o.Start, o.Exclusive = prefix(ws)+store.SeqKey(n), true
+	}
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		return tx.Scan(bucketJournal, o, func(_ string, raw []byte) error {
+			var e Entry
+			if err := unmarshal(raw, &e); err != nil {
+				return err
+			}
+			if f.Tag != "" && !hasTag(e, f.Tag) {
+				return nil
+			}
+			if f.Limit > 0 && len(out.Entries) == f.Limit {
+				out.Next = out.Entries[len(out.Entries)-1].ID
+				return store.ErrStop
+			}
+			out.Entries = append(out.Entries, e)
+			return nil
+		})
+	})
+	return out, internal("list the memory journal", err)
+}
+
+func hasTag(e Entry, tag string) bool {
+	for _, t := range e.Tags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// CountEntries counts a workspace's journal entries.
+func (s *Service) CountEntries(ctx context.Context, ws string) (int, error) {
+	n := 0
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		n = tx.CountPrefix(bucketJournal, prefix(ws))
+		return nil
+	})
+	return n, internal("count the memory journal", err)
+}
+
+// JournalEntry reads one entry.
+func (s *Service) JournalEntry(ctx context.Context, ws, id string) (Entry, error) {
+	var e Entry
+	n, ok := parseEntryID(id)
+	if !ok {
+		return e, platform.NotFound("journal entry", id)
+	}
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		found, err := tx.Get(bucketJournal, prefix(ws)+store.SeqKey(n), &e)
+		if err == nil && !found {
+			return platform.NotFound("journal entry", id)
+		}
+		return err
+	})
+	return e, internal("read a journal entry", err)
+}
+
+// DeleteEntry removes an entry and its postings.
+func (s *Service) DeleteEntry(ctx context.Context, ws, id string) error {
+	n, ok := parseEntryID(id)
+	if !ok {
+		return platform.NotFound("journal entry", id)
+	}
+	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		key := store.SeqKey(n)
+		var e Entry
+		found, err := tx.Get(bucketJournal, prefix(ws)+key, &e)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return platform.NotFound("journal entry", id)
+		}
+		if err := tx.Delete(bucketJournal, prefix(ws)+key); err != nil {
+			return err
+		}
+		return s.index(tx, ws, key, e, -1)
+	})
+	return internal("delete a journal entry", err)
+}
+
+// Search ranks the entries containing any query term with Okapi BM25:
+//
+//	score = Σ idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))
+//	idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))
+//
+// (the non-negative idf Lucene uses, so a term in most entries still counts).
+func (s *Service) Search(ctx context.Context, ws string, in SearchRequest) (SearchResult, error) {
+	terms := unique(tokenize(in.Query))
+	res := SearchResult{Query: in.Query, Terms: terms, Hits: []Hit{}}
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		cfg, err := s.loadConfig(tx, ws)
+		if err != nil {
+			return err
+		}
+		k1, b := cfg.Memory.Search.K1, cfg.Memory.Search.B
+		var st jstats
+		if _, err := tx.Get(bucketJStats, ws, &st); err != nil {
+			return err
+		}
+		if st.Docs == 0 {
+			return nil
+		}
+		avg := float64(st.Terms) / float64(st.Docs)
+		scores := map[string]float64{}
+		for _, t := range terms {
+			p := prefix(ws) + t + "/"
+			df := tx.CountPrefix(bucketPostings, p)
+			if df == 0 {
+				continue
+			}
+			idf := math.Log(1 + (float64(st.Docs)-float64(df)+0.5)/(float64(df)+0.5))
+			err := tx.Scan(bucketPostings, store.ScanOptions{Prefix: p}, func(k string, raw []byte) error {
+				doc := k[len(p):]
+				tf := float64(binary.BigEndian.Uint32(raw))
+				dl := float64(binary.BigEndian.Uint32(tx.GetRaw(bucketDocLen, prefix(ws)+doc)))
+				scores[doc] += idf * tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avg))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		docs := make([]string, 0, len(scores))
+		for d := range scores {
+			docs = append(docs, d)
+		}
+		sort.Slice(docs, func(i, j int) bool {
+			if scores[docs[i]] != scores[docs[j]] {
+				return scores[docs[i]] > scores[docs[j]]
+			}
+			return docs[i] > docs[j]
+		})
+		for _, d := range docs {
+			var e Entry
+			if _, err := tx.Get(bucketJournal, prefix(ws)+d, &e); err != nil {
+				return err
+			}
+			if in.Tag != "" && !hasTag(e, in.Tag) {
+				continue
+			}
+			res.Hits = append(res.Hits, Hit{Entry: e, Score: math.Round(scores[d]*1e6) / 1e6})
+			if in.Limit > 0 && len(res.Hits) == in.Limit {
+				break
+			}
+		}
+		return nil
+	})
+	return res, internal("search the memory journal", err)
+}
+
+func unique(ts []string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, t := range ts {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func unmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+// scanJSON decodes every value of a scan into T.
+func scanJSON[T any](tx *store.Tx, bucket string, o store.ScanOptions, fn func(T)) error {
+	return tx.Scan(bucket, o, func(_ string, raw []byte) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		fn(v)
+		return nil
+	})
+}
