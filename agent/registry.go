@@ -13,6 +13,7 @@ import (
 	"deckhand/services/daemon"
 	"deckhand/services/exec"
 	"deckhand/services/files"
+	"deckhand/services/run"
 	"deckhand/services/terminal"
 )
 
@@ -81,6 +82,7 @@ var registry = []Entry{
 	Service("terminal", NoErr(terminal.New)),
 	Service("daemon", daemon.New),
 	Service("exec", exec.New),
+	Service("run", run.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},
