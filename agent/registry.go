@@ -10,6 +10,7 @@ import (
 	"deckhand/display/api"
 	"deckhand/platform"
 	"deckhand/services/cron"
+	"deckhand/services/curl"
 	"deckhand/services/daemon"
 	"deckhand/services/exec"
 	"deckhand/services/files"
@@ -83,6 +84,7 @@ var registry = []Entry{
 	Service("daemon", daemon.New),
 	Service("exec", exec.New),
 	Service("run", run.New),
+	Service("curl", curl.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},
