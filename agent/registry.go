@@ -14,6 +14,7 @@ import (
 	"deckhand/services/daemon"
 	"deckhand/services/exec"
 	"deckhand/services/files"
+	"deckhand/services/notifications"
 	"deckhand/services/run"
 	"deckhand/services/terminal"
 )
@@ -85,6 +86,7 @@ var registry = []Entry{
 	Service("exec", exec.New),
 	Service("run", run.New),
 	Service("curl", curl.New),
+	Service("notifications", notifications.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},

@@ -206,7 +206,7 @@ func (u *unit) setListener(ln net.Listener) {
 func (u *unit) runChild(ctx context.Context) error {
 	cmd := exec.Command(u.argv[0], u.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.Env = childEnv(append(u.sup.cfg.Settings.Env(), "DECKHAND_LOG_LEVEL="+u.sup.cfg.LogLevel))
+	cmd.Env = childEnv(append(append(u.sup.cfg.Settings.Env(), u.sup.notifyEnv()...), "DECKHAND_LOG_LEVEL="+u.sup.cfg.LogLevel))
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", describeArgv(u.argv), err)

@@ -77,7 +77,7 @@ func (f fixture) waitHealthy(t *testing.T) {
 	t.Helper()
 	end := time.Now().Add(15 * time.Second)
 	for time.Now().Before(end) {
-		if st, _ := f.svc.HealthStatus(); st == "ok" {
+		if st, detail := f.svc.HealthStatus(); st == "ok" && detail == "" {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -183,10 +183,11 @@ func (r *Relay) post(url string, e platform.Event) error {
 const IngestPath = "/api/v1/notifications/ingest"
 
 // checkIngest lets only the agent's relay post events: the peer must be on
-// this machine and not the gateway (which always adds X-Forwarded-For), and
-// the key must match, compared in constant time.
-func (s *Service) checkIngest(peer, forwarded, key string) error {
-	if ip := net.ParseIP(peer); forwarded != "" || ip == nil || !ip.IsLoopback() {
+// this machine (loopback, or the address the connection arrived on, for a
+// --bind other than loopback) and not the gateway (which always adds
+// X-Forwarded-For), and the key must match, compared in constant time.
+func (s *Service) checkIngest(peer, local net.IP, forwarded, key string) error {
+	if forwarded != "" || peer == nil || !(peer.IsLoopback() || peer.Equal(local)) {
 		return platform.Errorf(platform.CodeForbidden, "the ingest route takes events from the agent on this machine only")
 	}
 	if subtle.ConstantTimeCompare([]byte(key), []byte(s.ingest)) != 1 {

@@ -1,6 +1,7 @@
 package notifications
 
 import (
+	"net"
 	"net/http"
 	"strconv"
 
@@ -132,7 +133,7 @@ func (s *Service) handleClear(c fiber.Ctx) error {
 }
 
 func (s *Service) handleIngest(c fiber.Ctx) error {
-	if err := s.checkIngest(c.IP(), c.Get("X-Forwarded-For"), c.Get(IngestKeyHeader)); err != nil {
+	if err := s.checkIngest(net.ParseIP(c.IP()), c.RequestCtx().LocalIP(), c.Get("X-Forwarded-For"), c.Get(IngestKeyHeader)); err != nil {
 		return err
 	}
 	var e platform.Event
