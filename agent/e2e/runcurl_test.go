@@ -81,7 +81,7 @@ func TestRunCurlNotificationsThroughGateway(t *testing.T) {
 		{"DELETE", "notifications/api/v1/notifications/dismiss", "", 200, nil},
 		{"POST", "notifications/api/v1/notifications/dismiss", `{}`, 400, func(m map[string]any) bool { return m["details"] == "ids" }},
 		// The ingest route never answers through the gateway.
-		{"POST", "notifications/api/v1/notifications/ingest", `{"kind":"port.opened"}`, 403, nil},
+		{"POST", "notifications/api/v1/notifications/ingest", `{"kind":"port.opened"}`, 404, nil},
 	} {
 		path := strings.ReplaceAll(c.path, "{id}", sourceID)
 		status, m, raw := send(t, c.method, gw+path, c.body)

@@ -349,7 +349,7 @@ func TestRelayForwardsOverLoopbackIngest(t *testing.T) {
 	}{
 		{map[string]string{}, 401},
 		{map[string]string{notifications.IngestKeyHeader: "wrong"}, 401},
-		{map[string]string{notifications.IngestKeyHeader: readKey(t, deps.DataDir), "X-Forwarded-For": "203.0.113.9"}, 403},
+		{map[string]string{notifications.IngestKeyHeader: readKey(t, deps.DataDir), "X-Forwarded-For": "203.0.113.9"}, 404},
 	} {
 		req, _ := http.NewRequest("POST", f.url+notifications.IngestPath, strings.NewReader(body))
 		for k, v := range c.hdr {

@@ -182,12 +182,17 @@ func (r *Relay) post(url string, e platform.Event) error {
 // IngestPath is the loopback-only route the relay posts events to.
 const IngestPath = "/api/v1/notifications/ingest"
 
-// checkIngest lets only the agent's relay post events: the peer must be on
-// this machine (loopback, or the address the connection arrived on, for a
-// --bind other than loopback) and not the gateway (which always adds
-// X-Forwarded-For), and the key must match, compared in constant time.
+// checkIngest lets only the agent's relay post events: a request the
+// gateway forwarded (it always adds X-Forwarded-For) finds no such route;
+// the peer must be on this machine (loopback, or the address the connection
+// arrived on, for a --bind other than loopback); and the key must match,
+// compared in constant time.
 func (s *Service) checkIngest(peer, local net.IP, forwarded, key string) error {
-	if forwarded != "" || peer == nil || !(peer.IsLoopback() || peer.Equal(local)) {
+	if forwarded != "" {
+		return &platform.Error{Code: platform.CodeNotFound, Details: "route",
+			Message: "the ingest route is not served through the gateway"}
+	}
+	if peer == nil || !(peer.IsLoopback() || peer.Equal(local)) {
 		return platform.Errorf(platform.CodeForbidden, "the ingest route takes events from the agent on this machine only")
 	}
 	if subtle.ConstantTimeCompare([]byte(key), []byte(s.ingest)) != 1 {

@@ -88,7 +88,8 @@ func (s *Service) Routes() []platform.Route {
 		{Method: http.MethodPost, Path: IngestPath, Tags: []string{"internal"}, Summary: "Agent events from the agent's relay",
 			Description: "Loopback only, never through the gateway, with the key from <data>/notifications/ingest.key in " +
 				IngestKeyHeader + ": how the agent's notifier reaches this service when it runs as its own process. " +
-				"Body: an agent event {time, kind, source, level, title, body, data}. 202; 403 from elsewhere; 401 wrong key.",
+				"Body: an agent event {time, kind, source, level, title, body, data}. 202; 404 through the gateway; 403 from " +
+				"another machine; 401 wrong or missing key.",
 			Body: platform.Event{}, Status: http.StatusAccepted, Handler: s.handleIngest},
 		{Method: http.MethodGet, Path: "/api/v1/notifications/{display}", Tags: tags, Summary: "Open notifications of a display",
 			Description: "The open (not dismissed, not expired) notifications of display :N (a bare N is :N; write : as %3A if " +
