@@ -49,7 +49,7 @@ func (s *Service) Routes() []platform.Route {
 				"old directory is left). 404 unknown source; 409 stale If-Match or a taken name or dir.",
 			Query: []platform.Param{ifMatchParam}, Body: PatchSource{}, Response: Source{}, Handler: s.handlePatchSource},
 		{Method: http.MethodDelete, Path: "/api/v1/run/sources/{source_id}", Tags: st, Summary: "Delete a source",
-			Description: "204. The synced directory stays unless remove_files=true.",
+			Description: "204. The synced directory stays unless remove_files=true. 404 unknown source; 409 while it syncs.",
 			Query:       []platform.Param{{Name: "remove_files", Type: "boolean", Default: "false", Description: "also delete the synced directory"}},
 			Status:      http.StatusNoContent, Handler: func(c fiber.Ctx) error {
 				if err := s.DeleteSource(c.Params("source_id"), platform.QueryOf(c).Bool("remove_files")); err != nil {

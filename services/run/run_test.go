@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -306,5 +307,78 @@ func TestSourceBadInput(t *testing.T) {
 		if st, _, _ := do(t, h, method, p, ""); st != 404 {
 			t.Errorf("%s: %d", p, st)
 		}
+	}
+}
+
+// TestConcurrentChanges: of racing PATCHes with the same If-Match exactly
+// one applies; a sync in progress refuses a second sync and a delete.
+func TestConcurrentChanges(t *testing.T) {
+	t.Parallel()
+	h, _ := newHost(t)
+	if st, _, _ := do(t, h, "POST", "/api/v1/run/profiles", `{"name":"p"}`); st != 201 {
+		t.Fatal(st)
+	}
+	const n = 8
+	codes := make(chan int, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			req := platformtest.NewRequest("PATCH", "/api/v1/run/profiles/p", strings.NewReader(`{"description":"d`+strconv.Itoa(i)+`"}`))
+			req.Header.Set("If-Match", "1")
+			resp, err := h.App().Test(req, fiber.TestConfig{Timeout: 0})
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}(i)
+	}
+	ok, conflicts := 0, 0
+	for i := 0; i < n; i++ {
+		switch <-codes {
+		case 200:
+			ok++
+		case 409:
+			conflicts++
+		}
+	}
+	if ok != 1 || conflicts != n-1 {
+		t.Fatalf("%d applied, %d conflicts; want 1 and %d", ok, conflicts, n-1)
+	}
+
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+		_, _ = w.Write(tgz(t, map[string]string{"f": "x"}))
+	}))
+	t.Cleanup(srv.Close)
+	_, m, _ := do(t, h, "POST", "/api/v1/run/sources", `{"name":"slow","type":"archive","url":"`+srv.URL+`/a.tgz"}`)
+	id := m["id"].(string)
+	done := make(chan int, 1)
+	go func() {
+		req := platformtest.NewRequest("POST", "/api/v1/run/sources/"+id+"/sync", nil)
+		resp, err := h.App().Test(req, fiber.TestConfig{Timeout: 0})
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-started
+	if st, _, raw := do(t, h, "POST", "/api/v1/run/sources/"+id+"/sync", ""); st != 409 {
+		t.Errorf("second sync: %d %s", st, raw)
+	}
+	if st, _, raw := do(t, h, "DELETE", "/api/v1/run/sources/"+id, ""); st != 409 {
+		t.Errorf("delete while syncing: %d %s", st, raw)
+	}
+	if _, m, _ = do(t, h, "GET", "/api/v1/run/sources/"+id+"/diagnostics", ""); m["syncing"] != true {
+		t.Errorf("diagnostics while syncing: %v", m)
+	}
+	close(release)
+	if st := <-done; st != 200 {
+		t.Fatalf("first sync: %d", st)
 	}
 }

@@ -323,8 +323,17 @@ func (s *Service) PatchSource(id string, version int64, r PatchSource) (Source, 
 }
 
 // DeleteSource forgets a source; the synced directory stays unless
-// removeFiles.
+// removeFiles. 409 while the source syncs.
 func (s *Service) DeleteSource(id string, removeFiles bool) error {
+	s.mu.Lock()
+	if s.syncing[id] {
+		s.mu.Unlock()
+		return &platform.Error{Code: platform.CodeConflict, Details: "source_id", Message: "source " + id + " is syncing; delete it after the sync"}
+	}
+	// Held as syncing while it goes, so no sync starts on it meanwhile.
+	s.syncing[id] = true
+	s.mu.Unlock()
+	defer func() { s.mu.Lock(); delete(s.syncing, id); s.mu.Unlock() }()
 	var src Source
 	err := s.deps.Store.Update(func(tx *store.Tx) error {
 		ok, err := tx.Get(bucketSources, id, &src)
@@ -337,12 +346,7 @@ func (s *Service) DeleteSource(id string, removeFiles bool) error {
 		return tx.Delete(bucketSources, id)
 	})
 	if err == nil && removeFiles {
-		s.mu.Lock()
-		busy := s.syncing[id]
-		s.mu.Unlock()
-		if !busy {
-			return removeAll(s.withPath(src).Path)
-		}
+		return removeAll(s.withPath(src).Path)
 	}
 	return err
 }
