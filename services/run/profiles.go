@@ -139,6 +139,18 @@ func conflict(kind, id string, have, want int64) error {
 		Message: kind + " " + strconv.Quote(id) + " is at version " + strconv.FormatInt(have, 10) + ", not " + strconv.FormatInt(want, 10)}
 }
 
+// load reads one record or answers 404 naming its kind.
+func load(tx *store.Tx, bucket, kind, id string, v any) error {
+	ok, err := tx.Get(bucket, id, v)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return platform.NotFound(kind, id)
+	}
+	return nil
+}
+
 func (s *Service) active(tx *store.Tx) string {
 	var a string
 	_, _ = tx.Get(bucketMeta, keyActive, &a)
@@ -201,12 +213,8 @@ func normalize(p *Profile) {
 func (s *Service) PatchProfile(name string, version int64, r PatchProfile) (Profile, error) {
 	var p Profile
 	err := s.deps.Store.Update(func(tx *store.Tx) error {
-		ok, err := tx.Get(bucketProfiles, name, &p)
-		if err != nil {
+		if err := load(tx, bucketProfiles, "profile", name, &p); err != nil {
 			return err
-		}
-		if !ok {
-			return platform.NotFound("profile", name)
 		}
 		if version != 0 && version != p.Version {
 			return conflict("profile", name, p.Version, version)
@@ -246,10 +254,8 @@ func (s *Service) PatchProfile(name string, version int64, r PatchProfile) (Prof
 func (s *Service) DeleteProfile(name string) error {
 	return s.deps.Store.Update(func(tx *store.Tx) error {
 		var p Profile
-		if ok, err := tx.Get(bucketProfiles, name, &p); err != nil {
+		if err := load(tx, bucketProfiles, "profile", name, &p); err != nil {
 			return err
-		} else if !ok {
-			return platform.NotFound("profile", name)
 		}
 		if s.active(tx) == name {
 			if err := tx.Delete(bucketMeta, keyActive); err != nil {
@@ -264,10 +270,8 @@ func (s *Service) DeleteProfile(name string) error {
 func (s *Service) SelectProfile(name string) (Profile, error) {
 	var p Profile
 	err := s.deps.Store.Update(func(tx *store.Tx) error {
-		if ok, err := tx.Get(bucketProfiles, name, &p); err != nil {
+		if err := load(tx, bucketProfiles, "profile", name, &p); err != nil {
 			return err
-		} else if !ok {
-			return platform.NotFound("profile", name)
 		}
 		p.Active = true
 		return tx.Put(bucketMeta, keyActive, name)

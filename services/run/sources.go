@@ -232,12 +232,8 @@ func (s *Service) Sources() (SourceList, error) {
 func (s *Service) Source(id string) (Source, error) {
 	var src Source
 	err := s.deps.Store.View(func(tx *store.Tx) error {
-		ok, err := tx.Get(bucketSources, id, &src)
-		if err != nil {
+		if err := load(tx, bucketSources, "source", id, &src); err != nil {
 			return err
-		}
-		if !ok {
-			return platform.NotFound("source", id)
 		}
 		return nil
 	})
@@ -286,12 +282,8 @@ func (s *Service) CreateSource(r CreateSource) (Source, error) {
 func (s *Service) PatchSource(id string, version int64, r PatchSource) (Source, error) {
 	var src Source
 	err := s.deps.Store.Update(func(tx *store.Tx) error {
-		ok, err := tx.Get(bucketSources, id, &src)
-		if err != nil {
+		if err := load(tx, bucketSources, "source", id, &src); err != nil {
 			return err
-		}
-		if !ok {
-			return platform.NotFound("source", id)
 		}
 		if version != 0 && version != src.Version {
 			return conflict("source", id, src.Version, version)
@@ -336,12 +328,8 @@ func (s *Service) DeleteSource(id string, removeFiles bool) error {
 	defer func() { s.mu.Lock(); delete(s.syncing, id); s.mu.Unlock() }()
 	var src Source
 	err := s.deps.Store.Update(func(tx *store.Tx) error {
-		ok, err := tx.Get(bucketSources, id, &src)
-		if err != nil {
+		if err := load(tx, bucketSources, "source", id, &src); err != nil {
 			return err
-		}
-		if !ok {
-			return platform.NotFound("source", id)
 		}
 		return tx.Delete(bucketSources, id)
 	})
