@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -38,7 +39,8 @@ func TestRunCurlNotificationsThroughGateway(t *testing.T) {
 		}
 	}
 
-	a := start(t, "--services", "run,curl,notifications")
+	bus := sessionBus(t)
+	a := start(t, "--services", "run,curl,notifications", "--notifications-bus", bus, "--notifications-display", ":5")
 	a.ready(t)
 	gw := "http://" + a.gw + "/_/"
 	var sourceID string
@@ -103,6 +105,64 @@ func TestRunCurlNotificationsThroughGateway(t *testing.T) {
 	if err := ws.ReadJSON(&hello); err != nil || hello["type"] != "hello" {
 		t.Fatalf("hello %v %v", hello, err)
 	}
+	// A desktop notification from notify-send on the agent's session bus
+	// (--notifications-bus) reaches the stream through the gateway. The
+	// service may still be taking the bus name: retry until it answers.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cmd := exec.Command("notify-send", "-a", "e2e", "from the desktop")
+		cmd.Env = append(os.Environ(), "DBUS_SESSION_BUS_ADDRESS="+bus)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("notify-send: %v %s\n%s", err, out, a.out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for {
+		var fr struct {
+			Type         string `json:"type"`
+			Notification struct {
+				Title   string `json:"title"`
+				Display string `json:"display"`
+			} `json:"notification"`
+		}
+		_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if err := ws.ReadJSON(&fr); err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		if fr.Notification.Title == "from the desktop" {
+			if fr.Notification.Display != ":5" {
+				t.Fatalf("display %q", fr.Notification.Display)
+			}
+			break
+		}
+	}
+	status, m, raw := send(t, "GET", gw+"notifications/api/v1/notifications/5", "")
+	if status != 200 || len(m["notifications"].([]any)) != 1 {
+		t.Fatalf("GET :5: %d %s", status, raw)
+	}
+}
+
+// sessionBus starts a private D-Bus session bus for the test.
+func sessionBus(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("dbus-daemon (scripts/setup.sh installs dbus): %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("dbus-daemon printed no address: %v", err)
+	}
+	return strings.TrimSpace(line)
 }
 
 // TestAgentEventsReachTheStream: with every service in its own process, a
