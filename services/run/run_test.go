@@ -382,3 +382,45 @@ func TestConcurrentChanges(t *testing.T) {
 		t.Fatalf("first sync: %d", st)
 	}
 }
+
+// TestURLCredentialsNeverShown: a password in a source URL is used for the
+// sync but never answered, listed or put in the diagnostics.
+func TestURLCredentialsNeverShown(t *testing.T) {
+	t.Parallel()
+	h, _ := newHost(t)
+	st, m, raw := do(t, h, "POST", "/api/v1/run/sources", `{"name":"priv","type":"git","url":"http://bot:hunter2@127.0.0.1:1/repo.git"}`)
+	if st != 201 || strings.Contains(raw, "hunter2") || m["url"] != "http://bot:xxxxx@127.0.0.1:1/repo.git" {
+		t.Fatalf("create: %d %s", st, raw)
+	}
+	id := m["id"].(string)
+	_, m, raw = do(t, h, "POST", "/api/v1/run/sources/"+id+"/sync", "")
+	if sync, _ := m["sync"].(map[string]any); sync["state"] != "error" || strings.Contains(raw, "hunter2") {
+		t.Fatalf("sync: %s", raw)
+	}
+	for _, p := range []string{"/api/v1/run/sources", "/api/v1/run/sources/" + id + "/diagnostics"} {
+		if _, _, raw = do(t, h, "GET", p, ""); strings.Contains(raw, "hunter2") || !strings.Contains(raw, "bot:xxxxx@") {
+			t.Fatalf("%s: %s", p, raw)
+		}
+	}
+
+	// The stored credentials are what a sync uses, also after a change
+	// that did not restate them.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "bot" || p != "hunter2" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write(tgz(t, map[string]string{"f": "x"}))
+	}))
+	t.Cleanup(srv.Close)
+	authURL := strings.Replace(srv.URL, "http://", "http://bot:hunter2@", 1) + "/a.tgz"
+	_, m, _ = do(t, h, "POST", "/api/v1/run/sources", `{"name":"arch","type":"archive","url":"`+authURL+`"}`)
+	aid := m["id"].(string)
+	if _, _, raw = do(t, h, "PATCH", "/api/v1/run/sources/"+aid, `{"name":"arch2"}`); strings.Contains(raw, "hunter2") {
+		t.Fatalf("patch: %s", raw)
+	}
+	_, m, raw = do(t, h, "POST", "/api/v1/run/sources/"+aid+"/sync", "")
+	if sync, _ := m["sync"].(map[string]any); sync["state"] != "ok" || strings.Contains(raw, "hunter2") {
+		t.Fatalf("sync with stored credentials: %s", raw)
+	}
+}

@@ -116,7 +116,8 @@ func (s *Service) Info() platform.Info {
 			"no entry lands outside the source's dir (absolute names and .. are refused, links are skipped); a good " +
 			"extraction replaces the dir as a whole, a failed one leaves the previous content. A sync runs to its end " +
 			"or --run-sync-timeout; a second sync of the same source meanwhile is 409. Diagnostics keep the last " +
-			"attempt: state, error, start, duration and per-step timings. Bad bodies are 400 INVALID naming the field; " +
+			"attempt: state, error, start, duration and per-step timings. A password in a source's URL is used " +
+			"for the sync but answered as xxxxx everywhere (responses, diagnostics, errors, journal). Bad bodies are 400 INVALID naming the field; " +
 			"unknown profiles and sources 404. Errors are {\"code\",\"details\",\"message\"}.",
 	}
 }

@@ -220,7 +220,7 @@ func (s *Service) Sources() (SourceList, error) {
 			if err := jsonUnmarshal(raw, &src); err != nil {
 				return err
 			}
-			out.Sources = append(out.Sources, s.withPath(src))
+			out.Sources = append(out.Sources, s.view(src))
 			return nil
 		})
 	})
@@ -228,8 +228,40 @@ func (s *Service) Sources() (SourceList, error) {
 	return out, err
 }
 
-// Source reads one source.
+// Source reads one source as the API shows it.
 func (s *Service) Source(id string) (Source, error) {
+	src, err := s.source(id)
+	return s.view(src), err
+}
+
+// view is a source as the API shows it: credentials in its URL redacted.
+func (s *Service) view(src Source) Source {
+	src = s.withPath(src)
+	src.URL = redactURL(src.URL)
+	return src
+}
+
+// redactURL hides the password of a URL's userinfo (https://user:xxxxx@host).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// secretOf is the password in a URL's userinfo, "" when none.
+func secretOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
+}
+
+// source reads one source with its URL as stored.
+func (s *Service) source(id string) (Source, error) {
 	var src Source
 	err := s.deps.Store.View(func(tx *store.Tx) error {
 		if err := load(tx, bucketSources, "source", id, &src); err != nil {
@@ -274,7 +306,7 @@ func (s *Service) CreateSource(r CreateSource) (Source, error) {
 		}
 		return tx.Put(bucketSources, src.ID, src)
 	})
-	return s.withPath(src), err
+	return s.view(src), err
 }
 
 // PatchSource changes a source; version is the If-Match (0 = none). A
@@ -311,7 +343,7 @@ func (s *Service) PatchSource(id string, version int64, r PatchSource) (Source, 
 		src.UpdatedAt = s.deps.Clock.Now().UTC()
 		return tx.Put(bucketSources, id, src)
 	})
-	return s.withPath(src), err
+	return s.view(src), err
 }
 
 // DeleteSource forgets a source; the synced directory stays unless

@@ -19,7 +19,7 @@ import (
 // failed sync is an answer too (state error, last_error); 409 when the
 // source is syncing already.
 func (s *Service) Sync(ctx context.Context, id string) (Source, error) {
-	src, err := s.Source(id)
+	src, err := s.source(id)
 	if err != nil {
 		return Source{}, err
 	}
@@ -38,6 +38,15 @@ func (s *Service) Sync(ctx context.Context, id string) (Source, error) {
 	defer cancel()
 	start := s.deps.Clock.Now().UTC()
 	steps, rev, syncErr := s.syncSource(ctx, src)
+	// A password in the URL never reaches the diagnostics or the journal.
+	if pw := secretOf(src.URL); pw != "" {
+		for i := range steps {
+			steps[i].Error = strings.ReplaceAll(steps[i].Error, pw, "xxxxx")
+		}
+		if syncErr != nil {
+			syncErr = errors.New(strings.ReplaceAll(syncErr.Error(), pw, "xxxxx"))
+		}
+	}
 	dur := s.deps.Clock.Now().Sub(start).Milliseconds()
 	err = s.deps.Store.Update(func(tx *store.Tx) error {
 		var cur Source
@@ -65,7 +74,7 @@ func (s *Service) Sync(ctx context.Context, id string) (Source, error) {
 	}
 	s.deps.Journal.Record(platform.JournalEntry{Time: start, Source: "run", Level: level, Message: msg,
 		Fields: map[string]any{"source": src.Name, "type": src.Type, "duration_ms": dur}})
-	return s.withPath(src), err
+	return s.view(src), err
 }
 
 // SyncAll syncs every source one after another.
