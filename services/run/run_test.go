@@ -24,13 +24,19 @@ import (
 
 func newHost(t *testing.T) (*platform.Host, string) {
 	t.Helper()
+	h, ws, _ := newHostDeps(t)
+	return h, ws
+}
+
+func newHostDeps(t *testing.T) (*platform.Host, string, platform.ServiceDeps) {
+	t.Helper()
 	deps := platformtest.ServiceDeps(t, "run")
 	ws := t.TempDir()
 	svc, err := run.New(deps, &run.Settings{Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return platformtest.ServiceHost(t, svc), ws
+	return platformtest.ServiceHost(t, svc), ws, deps
 }
 
 func do(t *testing.T, h *platform.Host, method, path, body string, hdr ...string) (int, map[string]any, string) {
@@ -387,7 +393,7 @@ func TestConcurrentChanges(t *testing.T) {
 // sync but never answered, listed or put in the diagnostics.
 func TestURLCredentialsNeverShown(t *testing.T) {
 	t.Parallel()
-	h, _ := newHost(t)
+	h, _, deps := newHostDeps(t)
 	st, m, raw := do(t, h, "POST", "/api/v1/run/sources", `{"name":"priv","type":"git","url":"http://bot:hunter2@127.0.0.1:1/repo.git"}`)
 	if st != 201 || strings.Contains(raw, "hunter2") || m["url"] != "http://bot:xxxxx@127.0.0.1:1/repo.git" {
 		t.Fatalf("create: %d %s", st, raw)
@@ -422,5 +428,10 @@ func TestURLCredentialsNeverShown(t *testing.T) {
 	_, m, raw = do(t, h, "POST", "/api/v1/run/sources/"+aid+"/sync", "")
 	if sync, _ := m["sync"].(map[string]any); sync["state"] != "ok" || strings.Contains(raw, "hunter2") {
 		t.Fatalf("sync with stored credentials: %s", raw)
+	}
+	// At rest the password is sealed: the store file never holds it.
+	db, err := os.ReadFile(filepath.Join(deps.DataDir, "store.db"))
+	if err != nil || bytes.Contains(db, []byte("hunter2")) || !bytes.Contains(db, []byte("bot:xxxxx@")) {
+		t.Fatalf("store file holds the password (or no source): %v", err)
 	}
 }

@@ -8,6 +8,7 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/secrets"
 )
 
 // Settings are the run service's flags.
@@ -57,6 +59,8 @@ type Service struct {
 	timeout   time.Duration
 	maxBytes  int64
 
+	sealer *secrets.Sealer
+
 	mu      sync.Mutex // guards syncing
 	syncing map[string]bool
 }
@@ -93,7 +97,15 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if maxBytes == 0 {
 		maxBytes = 1 << 30
 	}
-	return &Service{deps: deps, log: deps.Logger, workspace: ws, timeout: timeout, maxBytes: maxBytes,
+	key, _, err := secrets.LoadOrCreate(filepath.Join(deps.DataDir, "secrets.key"))
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	sealer, err := secrets.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	return &Service{deps: deps, log: deps.Logger, workspace: ws, timeout: timeout, maxBytes: maxBytes, sealer: sealer,
 		syncing: map[string]bool{}}, nil
 }
 
@@ -117,7 +129,8 @@ func (s *Service) Info() platform.Info {
 			"extraction replaces the dir as a whole, a failed one leaves the previous content. A sync runs to its end " +
 			"or --run-sync-timeout; a second sync of the same source meanwhile is 409. Diagnostics keep the last " +
 			"attempt: state, error, start, duration and per-step timings. A password in a source's URL is used " +
-			"for the sync but answered as xxxxx everywhere (responses, diagnostics, errors, journal). Bad bodies are 400 INVALID naming the field; " +
+			"for the sync but answered as xxxxx everywhere (responses, diagnostics, errors, journal), and sealed at rest " +
+			"(AES-GCM under <data>/run/secrets.key, 0600). Bad bodies are 400 INVALID naming the field; " +
 			"unknown profiles and sources 404. Errors are {\"code\",\"details\",\"message\"}.",
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"sort"
@@ -260,11 +261,50 @@ func secretOf(raw string) string {
 	return p
 }
 
-// source reads one source with its URL as stored.
+// storedSource is a source in the store: a URL with a password is kept
+// redacted beside its sealed whole (platform/secrets, key
+// <data>/run/secrets.key), so the store file alone never shows it.
+type storedSource struct {
+	Source
+	SealedURL string `json:"sealed_url,omitempty"`
+}
+
+const sealPurpose = "run/source-url"
+
+func (s *Service) putSource(tx *store.Tx, src Source) error {
+	st := storedSource{Source: src}
+	if secretOf(src.URL) != "" {
+		sealed, err := s.sealer.Seal(sealPurpose, []byte(src.URL))
+		if err != nil {
+			return err
+		}
+		st.URL, st.SealedURL = redactURL(src.URL), sealed
+	}
+	return tx.Put(bucketSources, src.ID, st)
+}
+
+// getSource reads a source with its URL whole; 404 when unknown.
+func (s *Service) getSource(tx *store.Tx, id string, dst *Source) error {
+	var st storedSource
+	if err := load(tx, bucketSources, "source", id, &st); err != nil {
+		return err
+	}
+	if st.SealedURL != "" {
+		plain, err := s.sealer.Open(sealPurpose, st.SealedURL)
+		if err != nil {
+			return fmt.Errorf("source %s: url: %w", id, err)
+		}
+		st.URL = string(plain)
+	}
+	*dst = st.Source
+	return nil
+}
+
+// source reads one source with its URL whole.
 func (s *Service) source(id string) (Source, error) {
 	var src Source
 	err := s.deps.Store.View(func(tx *store.Tx) error {
-		if err := load(tx, bucketSources, "source", id, &src); err != nil {
+		if err := s.getSource(tx, id, &src); err != nil {
 			return err
 		}
 		return nil
@@ -304,7 +344,7 @@ func (s *Service) CreateSource(r CreateSource) (Source, error) {
 		if err := checkUnique(tx, src); err != nil {
 			return err
 		}
-		return tx.Put(bucketSources, src.ID, src)
+		return s.putSource(tx, src)
 	})
 	return s.view(src), err
 }
@@ -314,7 +354,7 @@ func (s *Service) CreateSource(r CreateSource) (Source, error) {
 func (s *Service) PatchSource(id string, version int64, r PatchSource) (Source, error) {
 	var src Source
 	err := s.deps.Store.Update(func(tx *store.Tx) error {
-		if err := load(tx, bucketSources, "source", id, &src); err != nil {
+		if err := s.getSource(tx, id, &src); err != nil {
 			return err
 		}
 		if version != 0 && version != src.Version {
@@ -341,7 +381,7 @@ func (s *Service) PatchSource(id string, version int64, r PatchSource) (Source, 
 		}
 		src.Version++
 		src.UpdatedAt = s.deps.Clock.Now().UTC()
-		return tx.Put(bucketSources, id, src)
+		return s.putSource(tx, src)
 	})
 	return s.view(src), err
 }
@@ -360,7 +400,7 @@ func (s *Service) DeleteSource(id string, removeFiles bool) error {
 	defer func() { s.mu.Lock(); delete(s.syncing, id); s.mu.Unlock() }()
 	var src Source
 	err := s.deps.Store.Update(func(tx *store.Tx) error {
-		if err := load(tx, bucketSources, "source", id, &src); err != nil {
+		if err := s.getSource(tx, id, &src); err != nil {
 			return err
 		}
 		return tx.Delete(bucketSources, id)

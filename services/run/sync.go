@@ -50,9 +50,12 @@ func (s *Service) Sync(ctx context.Context, id string) (Source, error) {
 	dur := s.deps.Clock.Now().Sub(start).Milliseconds()
 	err = s.deps.Store.Update(func(tx *store.Tx) error {
 		var cur Source
-		ok, err := tx.Get(bucketSources, id, &cur)
-		if err != nil || !ok {
-			return err // deleted meanwhile: nothing to record
+		if err := s.getSource(tx, id, &cur); err != nil {
+			var pe *platform.Error
+			if errors.As(err, &pe) && pe.Code == platform.CodeNotFound {
+				return nil // deleted meanwhile: nothing to record
+			}
+			return err
 		}
 		info := cur.Sync
 		info.LastAttemptAt, info.DurationMS, info.Steps = &start, dur, steps
@@ -66,7 +69,7 @@ func (s *Service) Sync(ctx context.Context, id string) (Source, error) {
 		}
 		cur.Sync = info
 		src = cur
-		return tx.Put(bucketSources, id, cur)
+		return s.putSource(tx, cur)
 	})
 	level, msg := "info", "source synced"
 	if syncErr != nil {
