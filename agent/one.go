@@ -80,7 +80,7 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 		}
 	}
 	if cfg.Notifier == nil {
-		cfg.Notifier = platform.LogNotifier{Logger: log}
+		cfg.Notifier = childNotifier(log, cfg.Data, cfg.Name)
 	}
 	deps := platform.ServiceDeps{Name: cfg.Name, DataDir: dir, Store: db, Logger: log, Clock: platform.SystemClock{},
 		Journal: cfg.Journal, Notifier: cfg.Notifier, Common: cfg.Settings.Common}

@@ -10,12 +10,15 @@ import (
 	"deckhand/display/api"
 	"deckhand/platform"
 	"deckhand/services/cron"
+	"deckhand/services/curl"
 	"deckhand/services/daemon"
 	"deckhand/services/exec"
 	"deckhand/services/files"
 	"deckhand/services/journal"
-	"deckhand/services/terminal"
 	"deckhand/services/notes"
+	"deckhand/services/notifications"
+	"deckhand/services/run"
+	"deckhand/services/terminal"
 	"deckhand/services/vault"
 	"deckhand/services/workspace"
 )
@@ -89,6 +92,9 @@ var registry = []Entry{
 	Service("journal", journal.New),
 	Service("workspace", workspace.New),
 	Service("notes", notes.New),
+	Service("run", run.New),
+	Service("curl", curl.New),
+	Service("notifications", notifications.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},

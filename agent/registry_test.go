@@ -23,7 +23,7 @@ func TestSelect(t *testing.T) {
 		{"files", []string{"files"}, ""},
 		{"files, cron,files", []string{"cron", "files"}, ""}, // port order, no duplicates
 		{"cron,bogus", nil, `unknown service "bogus"`},
-		{"curl", nil, `"curl" is not built into this agent`},
+		{"tunnel", nil, `"tunnel" is not built into this agent`},
 		{",", nil, "no service named"},
 	}
 	for _, tc := range cases {
@@ -97,8 +97,8 @@ func TestRegistryMatchesThePortTable(t *testing.T) {
 			t.Fatalf("%s is not registered", must)
 		}
 	}
-	if _, ok := agent.Lookup("curl"); ok {
-		t.Fatal("curl is registered but has no service package yet")
+	if _, ok := agent.Lookup("tunnel"); ok {
+		t.Fatal("tunnel is registered but has no service package yet")
 	}
 }
 

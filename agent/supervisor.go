@@ -109,7 +109,7 @@ func New(cfg Config) (*Supervisor, error) {
 		cfg.Journal, sink = journalSink(cfg.Data, cfg.Services, cfg.Logger)
 	}
 	if cfg.Notifier == nil {
-		cfg.Notifier = platform.LogNotifier{Logger: cfg.Logger}
+		cfg.Notifier = newNotifier(cfg.Logger)
 	}
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("--data %s: %w", cfg.Data, err)
@@ -144,6 +144,7 @@ func New(cfg Config) (*Supervisor, error) {
 		}
 		s.units = append(s.units, u)
 	}
+	s.wireNotifier()
 	if s.gwLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}

@@ -207,7 +207,7 @@ func (u *unit) setListener(ln net.Listener) {
 func (u *unit) runChild(ctx context.Context) error {
 	cmd := exec.Command(u.argv[0], u.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	env := append(u.sup.cfg.Settings.Env(), "DECKHAND_LOG_LEVEL="+u.sup.cfg.LogLevel)
+	env := append(append(u.sup.cfg.Settings.Env(), u.sup.notifyEnv()...), "DECKHAND_LOG_LEVEL="+u.sup.cfg.LogLevel)
 	if u.sup.sink != nil {
 		env = append(env, journalSocketEnv+"="+journal.SocketPath(u.sup.cfg.Data))
 	}

@@ -1,0 +1,292 @@
+package curl
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"deckhand/platform"
+)
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+const masked = "********"
+
+// Session is one cookie jar.
+type Session struct {
+	ID         string    `json:"id" required:"true"`
+	Path       string    `json:"path" required:"true" doc:"the jar file: curl -b PATH -c PATH"`
+	Cookies    int       `json:"cookies" required:"true" doc:"number of cookies in the jar"`
+	Expired    int       `json:"expired" required:"true" doc:"how many of them are past their expiry"`
+	Domains    []string  `json:"domains" required:"true"`
+	Size       int64     `json:"size" required:"true"`
+	ModifiedAt time.Time `json:"modified_at" required:"true"`
+}
+
+// SessionList is the answer of GET /api/v1/curl/sessions.
+type SessionList struct {
+	Dir      string    `json:"dir" required:"true"`
+	Sessions []Session `json:"sessions" required:"true"`
+}
+
+// Cookie is one cookie of a jar as the API shows it.
+type Cookie struct {
+	Domain            string     `json:"domain" required:"true"`
+	IncludeSubdomains bool       `json:"include_subdomains" required:"true"`
+	Path              string     `json:"path" required:"true"`
+	Name              string     `json:"name" required:"true"`
+	Value             string     `json:"value" required:"true" doc:"\"********\" unless reveal=true"`
+	Masked            bool       `json:"masked" required:"true"`
+	Expires           *time.Time `json:"expires" doc:"null for a session cookie"`
+	Expired           bool       `json:"expired" required:"true"`
+	Secure            bool       `json:"secure" required:"true"`
+	HTTPOnly          bool       `json:"http_only" required:"true"`
+}
+
+// CookieList is the answer of GET .../sessions/{id}/cookies.
+type CookieList struct {
+	Session string   `json:"session" required:"true"`
+	Cookies []Cookie `json:"cookies" required:"true"`
+}
+
+// NewCookie is one cookie to add.
+type NewCookie struct {
+	Domain            string `json:"domain" required:"true"`
+	IncludeSubdomains bool   `json:"include_subdomains"`
+	Path              string `json:"path" doc:"default /"`
+	Name              string `json:"name" required:"true"`
+	Value             string `json:"value"`
+	Expires           string `json:"expires" doc:"RFC 3339 time; absent or empty: a session cookie"`
+	Secure            bool   `json:"secure"`
+	HTTPOnly          bool   `json:"http_only"`
+
+	expires int64
+}
+
+// AddCookies is the body of POST .../sessions/{id}/cookies.
+type AddCookies struct {
+	Cookies []NewCookie `json:"cookies" required:"true"`
+}
+
+// Validate checks every cookie.
+func (r *AddCookies) Validate() error {
+	if len(r.Cookies) == 0 {
+		return platform.Invalid("cookies", "required: at least one cookie")
+	}
+	if len(r.Cookies) > 1000 {
+		return platform.Invalid("cookies", "at most 1000 cookies")
+	}
+	for i := range r.Cookies {
+		c := &r.Cookies[i]
+		f := "cookies[" + strconv.Itoa(i) + "]."
+		if c.Path == "" {
+			c.Path = "/"
+		}
+		d := strings.TrimPrefix(c.Domain, ".")
+		switch {
+		case d == "" || strings.ContainsAny(c.Domain, " \t\r\n;,/#") || len(c.Domain) > 253:
+			return platform.Invalid(f+"domain", "required: a host name")
+		case !strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, "\t\r\n;"):
+			return platform.Invalid(f+"path", "must start with / and hold no tab, newline or ';'")
+		case c.Name == "" || strings.ContainsAny(c.Name, " \t\r\n;=,") || len(c.Name) > 4096:
+			return platform.Invalid(f+"name", "required: a cookie name without spaces, tabs, newlines, ';', ',' or '='")
+		case strings.ContainsAny(c.Value, "\t\r\n;") || len(c.Value) > 4096:
+			return platform.Invalid(f+"value", "at most 4096 bytes without tab, newline or ';'")
+		}
+		if c.Expires != "" {
+			t, err := time.Parse(time.RFC3339, c.Expires)
+			if err != nil || t.Unix() < 1 {
+				return platform.Invalid(f+"expires", "must be an RFC 3339 time (2030-01-02T15:04:05Z), got %q", c.Expires)
+			}
+			c.expires = t.Unix()
+		}
+	}
+	return nil
+}
+
+func checkID(id string) error {
+	if !idPattern.MatchString(id) {
+		return platform.Invalid("id", "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+func (s *Service) path(id string) string { return filepath.Join(s.dir, id+".txt") }
+
+// read parses a session's jar.
+func (s *Service) read(id string) ([]cookie, os.FileInfo, error) {
+	if err := checkID(id); err != nil {
+		return nil, nil, platform.NotFound("session", id)
+	}
+	f, err := os.Open(s.path(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, platform.NotFound("session", id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := parseJar(f)
+	if err != nil {
+		return nil, nil, &platform.Error{Code: platform.CodeConflict, Details: "jar",
+			Message: "session " + strconv.Quote(id) + " is not a Netscape cookie file: " + err.Error()}
+	}
+	return cs, st, nil
+}
+
+func (s *Service) summary(id string, cs []cookie, st os.FileInfo) Session {
+	now := s.deps.Clock.Now()
+	out := Session{ID: id, Path: s.path(id), Cookies: len(cs), Size: st.Size(), ModifiedAt: st.ModTime().UTC(), Domains: []string{}}
+	seen := map[string]bool{}
+	for _, c := range cs {
+		if c.expired(now) {
+			out.Expired++
+		}
+		if !seen[c.Domain] {
+			seen[c.Domain] = true
+			out.Domains = append(out.Domains, c.Domain)
+		}
+	}
+	sort.Strings(out.Domains)
+	return out
+}
+
+// Sessions lists the jars by id. A file that is not a jar is left out.
+func (s *Service) Sessions() (SessionList, error) {
+	out := SessionList{Dir: s.dir, Sessions: []Session{}}
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return out, err
+	}
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".txt")
+		if !ok || !e.Type().IsRegular() || checkID(id) != nil {
+			continue
+		}
+		cs, st, err := s.read(id)
+		if err != nil {
+			continue
+		}
+		out.Sessions = append(out.Sessions, s.summary(id, cs, st))
+	}
+	return out, nil
+}
+
+// Session reads one session's summary.
+func (s *Service) Session(id string) (Session, error) {
+	cs, st, err := s.read(id)
+	if err != nil {
+		return Session{}, err
+	}
+	return s.summary(id, cs, st), nil
+}
+
+// Delete removes a session's jar.
+func (s *Service) Delete(id string) error {
+	if err := checkID(id); err != nil {
+		return platform.NotFound("session", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := os.Remove(s.path(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return platform.NotFound("session", id)
+	}
+	return err
+}
+
+// Cookies lists a session's cookies, values masked unless reveal.
+func (s *Service) Cookies(id string, reveal bool) (CookieList, error) {
+	cs, _, err := s.read(id)
+	if err != nil {
+		return CookieList{}, err
+	}
+	now := s.deps.Clock.Now()
+	out := CookieList{Session: id, Cookies: make([]Cookie, 0, len(cs))}
+	for _, c := range cs {
+		v := Cookie{Domain: c.Domain, IncludeSubdomains: c.IncludeSubdomains, Path: c.Path, Name: c.Name, Value: masked,
+			Masked: true, Expired: c.expired(now), Secure: c.Secure, HTTPOnly: c.HTTPOnly}
+		if reveal {
+			v.Value, v.Masked = c.Value, false
+		}
+		if c.Expires != 0 {
+			t := time.Unix(c.Expires, 0).UTC()
+			v.Expires = &t
+		}
+		out.Cookies = append(out.Cookies, v)
+	}
+	return out, nil
+}
+
+// AddCookies adds or replaces cookies in a jar, creating it; created says
+// whether the jar is new.
+func (s *Service) AddCookies(id string, r AddCookies) (sess Session, created bool, err error) {
+	if err := checkID(id); err != nil {
+		return Session{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, _, err := s.read(id)
+	var pe *platform.Error
+	if errors.As(err, &pe) && pe.Code == platform.CodeNotFound {
+		created, err = true, nil
+	}
+	if err != nil {
+		return Session{}, false, err
+	}
+	for _, n := range r.Cookies {
+		c := cookie{Domain: n.Domain, IncludeSubdomains: n.IncludeSubdomains, Path: n.Path, Secure: n.Secure,
+			Name: n.Name, Value: n.Value, HTTPOnly: n.HTTPOnly}
+		if n.IncludeSubdomains && !strings.HasPrefix(c.Domain, ".") {
+			c.Domain = "." + c.Domain
+		}
+		c.Expires = n.expires
+		replaced := false
+		for i := range cs {
+			if strings.TrimPrefix(cs[i].Domain, ".") == strings.TrimPrefix(c.Domain, ".") && cs[i].Path == c.Path && cs[i].Name == c.Name {
+				cs[i], replaced = c, true
+			}
+		}
+		if !replaced {
+			cs = append(cs, c)
+		}
+	}
+	if err := writeAtomic(s.path(id), formatJar(cs)); err != nil {
+		return Session{}, false, err
+	}
+	st, err := os.Stat(s.path(id))
+	if err != nil {
+		return Session{}, false, err
+	}
+	s.log.Info("cookie session written", "session", id, "cookies", len(r.Cookies))
+	return s.summary(id, cs, st), created, nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".jar-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
