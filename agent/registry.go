@@ -12,6 +12,7 @@ import (
 	"deckhand/services/cron"
 	"deckhand/services/files"
 	"deckhand/services/terminal"
+	"deckhand/services/tunnel"
 )
 
 // Constructor builds a service from what the agent hands it and its
@@ -77,6 +78,7 @@ var registry = []Entry{
 	Service("cron", cron.New),
 	Service("files", files.New),
 	Service("terminal", NoErr(terminal.New)),
+	Service("tunnel", tunnel.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},
