@@ -99,6 +99,25 @@ func (s *Service) newProxy() *httputil.ReverseProxy {
 	}
 }
 
+// serveProxyRoot answers /proxy/{port} with a 308 to /proxy/{port}/ (the
+// router also sends /proxy/{port}/ here: it ignores a trailing slash).
+func (s *Service) serveProxyRoot(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/") {
+		s.serveProxy(w, r)
+		return
+	}
+	prefix := r.Header.Get("X-Forwarded-Prefix")
+	if !strings.HasPrefix(prefix, "/") || strings.HasPrefix(prefix, "//") || strings.ContainsAny(prefix, "\\\r\n") {
+		prefix = "" // a path only: never a redirect to another host
+	}
+	loc := strings.TrimSuffix(prefix, "/") + r.URL.EscapedPath() + "/"
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusPermanentRedirect)
+}
+
 // serveProxy strips /proxy/{port} and hands the request to the reverse proxy.
 func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
@@ -118,7 +137,12 @@ func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	prefix := "/proxy/" + portStr
 	pq := &proxyReq{port: port, client: s.clientAddr(r)}
-	out := r.Clone(context.WithValue(r.Context(), proxyCtxKey{}, pq))
+	// A context of our own, not the request's: the host's request context
+	// is recycled once an upgrade hijacks the connection, while the proxy
+	// goes on copying.
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), proxyCtxKey{}, pq))
+	defer cancel()
+	out := r.Clone(ctx)
 	out.URL.Path = "/" + path
 	if r.URL.RawPath != "" {
 		if raw, ok := strings.CutPrefix(r.URL.RawPath, prefix); ok {

@@ -22,7 +22,8 @@ func (s *Service) Routes() []platform.Route {
 				"shows within 1 s), one entry per port: the addresses it listens on, the process (pid, program) when " +
 				"this service may see it, and whether the tunnel and the proxy forward to it (exposed; reason when not: " +
 				"deny list, one of the agent's own ports, bound to an unreachable address). Ports on --tunnel-ignore-ports " +
-				"are left out. Opened and closed ports are sent to the notifier as port.opened / port.closed events."},
+				"are left out. Opened and closed ports are sent to the notifier as port.opened / port.closed events.",
+			Handler: func(c fiber.Ctx) error { return c.JSON(s.Bindings(c.Context())) }},
 		{Method: http.MethodGet, Path: "/api/v1/tunnel/ws", Tags: tags, WebSocket: true, Status: http.StatusSwitchingProtocols,
 			Query:   []platform.Param{portParam},
 			Summary: "Tunnel one TCP connection to a port over WebSocket",
@@ -62,6 +63,10 @@ func (s *Service) Routes() []platform.Route {
 				"_dial_duration_seconds and _proxy_request_duration_seconds histograms, _denied_total, _bindings, plus the " +
 				"Go runtime and process collectors.",
 			HTTP: metricsHandler},
+		{Method: platform.MethodAny, Path: "/proxy/{port}", Tags: tags, Status: http.StatusPermanentRedirect,
+			Summary:     "Redirect to /proxy/{port}/",
+			Description: "308 to the same path with a trailing slash (after any X-Forwarded-Prefix), query kept, so an app's relative links resolve under its prefix.",
+			HTTP:        http.HandlerFunc(s.serveProxyRoot)},
 		{Method: platform.MethodAny, Path: "/proxy/{port}/{path...}", Tags: tags,
 			Summary: "HTTP reverse proxy to a port",
 			Description: "Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names " +

@@ -32,7 +32,8 @@ func (s *Service) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	port := int(platform.QueryFrom(r.Context()).Int("port"))
-	conn, target, err := s.dial(r.Context(), port)
+	// Not r.Context(): the host recycles it once the upgrade hijacks.
+	conn, target, err := s.dial(context.Background(), port)
 	if err != nil {
 		platform.WriteHTTPError(w, err)
 		return
