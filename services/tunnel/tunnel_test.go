@@ -27,7 +27,6 @@ type env struct {
 	url   string
 	svc   *tunnel.Service
 	seams *platformtest.Seams
-	host  *platform.Host
 }
 
 func start(t *testing.T, tweak ...func(*tunnel.Settings)) *env {
@@ -44,8 +43,7 @@ func start(t *testing.T, tweak ...func(*tunnel.Settings)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Close() })
-	h := platformtest.ServiceHost(t, svc)
-	return &env{url: platformtest.Serve(t, h), svc: svc, seams: seams, host: h}
+	return &env{url: platformtest.Serve(t, platformtest.ServiceHost(t, svc)), svc: svc, seams: seams}
 }
 
 func (e *env) ws(t *testing.T, port int) (*websocket.Conn, *http.Response, error) {
@@ -103,7 +101,12 @@ func freePort(t *testing.T) int {
 
 func TestRoutesDocumented(t *testing.T) {
 	t.Parallel()
-	platformtest.CheckRoutesDocumented(t, start(t).host)
+	svc, err := tunnel.New(platformtest.ServiceDeps(t, "tunnel"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close() })
+	platformtest.CheckRoutesDocumented(t, platformtest.ServiceHost(t, svc))
 }
 
 func TestBadPorts(t *testing.T) {
