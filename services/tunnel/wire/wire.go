@@ -26,7 +26,7 @@ import (
 )
 
 // BufferSize is the chunk both ends copy in (one TCP read = one frame).
-const BufferSize = 64 << 10
+const BufferSize = 128 << 10
 
 // Control is a text frame's JSON.
 type Control struct {
