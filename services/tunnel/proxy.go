@@ -153,17 +153,9 @@ func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(r.Header.Get("X-Forwarded-Prefix"), "/")+prefix)
-	s.mu.Lock()
-	s.proxies[port]++
-	s.mu.Unlock()
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
 	s.proxy.ServeHTTP(rec, out)
-	s.mu.Lock()
-	if s.proxies[port]--; s.proxies[port] == 0 {
-		delete(s.proxies, port)
-	}
-	s.mu.Unlock()
 	code := rec.status()
 	if pq.code == http.StatusSwitchingProtocols {
 		code = pq.code

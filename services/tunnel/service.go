@@ -182,7 +182,6 @@ type Service struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	proxies  map[int]int // requests in flight through the reverse proxy, by port
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -207,7 +206,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 		deps.Notifier = platform.LogNotifier{Logger: deps.Logger}
 	}
 	s := &Service{deps: deps, set: *set, policy: pol, log: deps.Logger, metrics: newMetrics(),
-		sessions: map[string]*session{}, proxies: map[int]int{}}
+		sessions: map[string]*session{}}
 	s.proxy = s.newProxy()
 	s.scanner = newScanner(s, set.ScanInterval)
 	s.metrics.collectBindings(s.scanner)
