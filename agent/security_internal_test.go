@@ -286,7 +286,9 @@ func TestPolicyOnEveryRoute(t *testing.T) {
 					bad.hdr = append(append([]string(nil), bad.hdr...), upgrade...)
 				}
 				st, m, raw := bad.do(t)
-				if !refused(st, m) {
+				// A HEAD answer has no body to carry the code: the status says it.
+				headRefused := bad.method == "HEAD" && raw == "" && (st == 403 || st == 421)
+				if !refused(st, m) && !headRefused {
 					t.Errorf("%s %s host %q %v: reached the service: %d %.200s", r.method, bad.url, bad.host, bad.hdr, st, raw)
 				}
 			}
