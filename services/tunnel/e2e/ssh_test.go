@@ -126,6 +126,11 @@ func waitPort(t *testing.T, port int, logs func() string) {
 
 // service runs `deckhand service tunnel` on addr; stop kills it.
 func service(t *testing.T, addr, data string) (stop func()) {
+	stop, _ = serviceProc(t, addr, data)
+	return stop
+}
+
+func serviceProc(t *testing.T, addr, data string) (stop func(), pid int) {
 	t.Helper()
 	base := platformtest.FreePortBase(t, 15)
 	cmd := exec.Command(deckhand, "service", "tunnel", "--listen", addr, "--data", data, "--port-base", strconv.Itoa(base))
@@ -160,7 +165,7 @@ func service(t *testing.T, addr, data string) (stop func()) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("the service did not start: %s", logs.String())
 	}
-	return stop
+	return stop, cmd.Process.Pid
 }
 
 var clientListening = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
@@ -340,5 +345,73 @@ func TestClientRefusals(t *testing.T) {
 	out, err := exec.Command(deckhand, "tunnel", "--url", "http://"+svcAddr, "--remote", "70000").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--remote") {
 		t.Fatalf("--remote 70000: %v %s", err, out)
+	}
+}
+
+// TestDeadLinkIsFound freezes the service (as a laptop's sleep or a dead
+// network freezes the far end): the client's pings go unanswered, it
+// closes the local connection within two intervals, and once the service
+// thaws the next connection works.
+func TestDeadLinkIsFound(t *testing.T) {
+	echoPort := freePort(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(echoPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	svcAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	_, pid := serviceProc(t, svcAddr, t.TempDir())
+	local := client(t, "--url", "http://"+svcAddr, "--remote", strconv.Itoa(echoPort))
+	echo := func(c net.Conn) error {
+		if _, err := c.Write([]byte("ping")); err != nil {
+			return err
+		}
+		buf := make([]byte, 4)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err := io.ReadFull(c, buf)
+		return err
+	}
+	c, err := net.Dial("tcp", local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := echo(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	defer func() {
+		if !thawed {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	begin := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	n, err := c.Read(make([]byte, 1))
+	if n != 0 || err != io.EOF {
+		t.Fatalf("read on a dead link: %d %v, want the client to close it", n, err)
+	}
+	t.Logf("dead link closed after %v (ping interval 2s)", time.Since(begin).Round(time.Millisecond))
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	thawed = true
+	c2, err := net.Dial("tcp", local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if err := echo(c2); err != nil {
+		t.Fatalf("after the thaw: %v", err)
 	}
 }
