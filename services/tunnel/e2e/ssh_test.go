@@ -415,3 +415,68 @@ func TestDeadLinkIsFound(t *testing.T) {
 		t.Fatalf("after the thaw: %v", err)
 	}
 }
+
+// TestThroughTheGateway runs the whole agent (`deckhand run --services
+// tunnel`) and forwards through the gateway's /_/tunnel/ path, the way a
+// user outside the container reaches it; the proxy answers there too.
+func TestThroughTheGateway(t *testing.T) {
+	echoSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "app %s prefix=%s", r.URL.Path, r.Header.Get("X-Forwarded-Prefix"))
+	}))
+	defer echoSrv.Close()
+	appPort := echoSrv.Listener.Addr().(*net.TCPAddr).Port
+	base := platformtest.FreePortBase(t, 15)
+	gw := "127.0.0.1:" + strconv.Itoa(base)
+	cmd := exec.Command(deckhand, "run", "--services", "tunnel", "--isolate", "none", "--listen", gw,
+		"--port-base", strconv.Itoa(base), "--data", t.TempDir(), "--log-level", "error")
+	var logs platformtest.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var resp *http.Response
+	var err error
+	for i := 0; i < 1000; i++ {
+		if resp, err = http.Get("http://" + gw + "/_/tunnel/api/v1/tunnel/bindings"); err == nil && resp.StatusCode == 200 {
+			break
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the agent did not serve the tunnel: %v %s", err, logs.String())
+	}
+	resp.Body.Close()
+
+	// The agent's own ports are denied (its --port-base reached the service).
+	resp, err = http.Get("http://" + gw + "/_/tunnel/proxy/" + strconv.Itoa(base+2) + "/")
+	if err != nil || resp.StatusCode != 403 {
+		t.Fatalf("agent port through the proxy: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	resp, err = http.Get("http://" + gw + "/_/tunnel/proxy/" + strconv.Itoa(appPort) + "/page")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := "app /page prefix=/_/tunnel/proxy/" + strconv.Itoa(appPort); string(body) != want {
+		t.Fatalf("proxy through the gateway: %q, want %q", body, want)
+	}
+
+	local := client(t, "--url", "http://"+gw+"/_/tunnel/", "--remote", strconv.Itoa(appPort))
+	c, err := net.Dial("tcp", local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /raw HTTP/1.0\r\nHost: x\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	all, err := io.ReadAll(c)
+	if err != nil || !strings.HasSuffix(string(all), "app /raw prefix=") {
+		t.Fatalf("HTTP/1.0 through the tunnel: %v %q", err, all)
+	}
+}
