@@ -88,17 +88,6 @@ func listen(t *testing.T, fn func(net.Conn)) (int, net.Listener) {
 	return ln.Addr().(*net.TCPAddr).Port, ln
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
-	return p
-}
-
 func TestRoutesDocumented(t *testing.T) {
 	t.Parallel()
 	svc, err := tunnel.New(platformtest.ServiceDeps(t, "tunnel"), nil)
@@ -111,7 +100,7 @@ func TestRoutesDocumented(t *testing.T) {
 
 func TestBadPorts(t *testing.T) {
 	t.Parallel()
-	closed := freePort(t)
+	closed := platformtest.FreePortBase(t, 1)
 	e := start(t, func(s *tunnel.Settings) { s.PortBase = 20000; s.AllowPorts = "20002"; s.DenyPorts = "21000" })
 	cases := []struct {
 		name   string
@@ -244,7 +233,7 @@ func TestCutSessionClosesBothEnds(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		e.get(t, "/api/v1/tunnel/sessions", &list)
-		if len(list.Sessions) == 1 && list.Sessions[0].BytesIn == 5 || time.Now().After(deadline) {
+		if len(list.Sessions) == 1 && list.Sessions[0].BytesIn == 5 && list.Sessions[0].BytesOut == 5 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -448,7 +437,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 		t.Fatalf("%q %v", data, err)
 	}
 	ws.Close()
-	if _, _, err := e.ws(t, freePort(t)); err == nil {
+	if _, _, err := e.ws(t, platformtest.FreePortBase(t, 1)); err == nil {
 		t.Fatal("dial of a closed port succeeded")
 	}
 	resp, err := http.Get(e.url + "/api/v1/tunnel/metrics")

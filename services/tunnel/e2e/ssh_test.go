@@ -65,7 +65,7 @@ func sshd(t *testing.T) (port int, key string) {
 	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory
 	// HOME is the temporary directory so the login shell reads no
 	// ~/.bashrc of whoever set up the machine (a pyenv init can hang).
-	port = freePort(t)
+	port = platformtest.FreePortBase(t, 1)
 	cfg := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s/host
@@ -95,17 +95,6 @@ SetEnv HOME=%s
 	})
 	waitPort(t, port, func() string { return logs.String() })
 	return port, filepath.Join(dir, "user")
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
-	return p
 }
 
 func waitPort(t *testing.T, port int, logs func() string) {
@@ -241,7 +230,7 @@ func gatekeeper(t *testing.T, service string) string {
 // survives a restart of the service, and is cut by DELETE.
 func TestSSHThroughTheTunnel(t *testing.T) {
 	sshPort, key := sshd(t)
-	svcAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	svcAddr := "127.0.0.1:" + strconv.Itoa(platformtest.FreePortBase(t, 1))
 	data := t.TempDir()
 	stop := service(t, svcAddr, data)
 	local := client(t, "--url", gatekeeper(t, "http://"+svcAddr), "--remote", strconv.Itoa(sshPort))
@@ -329,9 +318,9 @@ func TestSSHThroughTheTunnel(t *testing.T) {
 // TestClientRefusals: a closed port ends the local connection at once
 // (the client logs the service's 502), and a bad flag names itself.
 func TestClientRefusals(t *testing.T) {
-	svcAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	svcAddr := "127.0.0.1:" + strconv.Itoa(platformtest.FreePortBase(t, 1))
 	service(t, svcAddr, t.TempDir())
-	local := client(t, "--url", "http://"+svcAddr, "--remote", strconv.Itoa(freePort(t)))
+	local := client(t, "--url", "http://"+svcAddr, "--remote", strconv.Itoa(platformtest.FreePortBase(t, 1)))
 	c, err := net.Dial("tcp", local)
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +342,7 @@ func TestClientRefusals(t *testing.T) {
 // closes the local connection within two intervals, and once the service
 // thaws the next connection works.
 func TestDeadLinkIsFound(t *testing.T) {
-	echoPort := freePort(t)
+	echoPort := platformtest.FreePortBase(t, 1)
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(echoPort))
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +357,7 @@ func TestDeadLinkIsFound(t *testing.T) {
 			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
 		}
 	}()
-	svcAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	svcAddr := "127.0.0.1:" + strconv.Itoa(platformtest.FreePortBase(t, 1))
 	_, pid := serviceProc(t, svcAddr, t.TempDir())
 	local := client(t, "--url", "http://"+svcAddr, "--remote", strconv.Itoa(echoPort))
 	echo := func(c net.Conn) error {
