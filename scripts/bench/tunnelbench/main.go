@@ -39,16 +39,23 @@ func main() {
 	check(err)
 	defer os.RemoveAll(dir)
 	var procs []*exec.Cmd
-	defer func() {
+	cleanup := func() {
+		// Kill everything first, then reap: sshd's session processes
+		// (their own session) outlive sshd until their ssh client goes.
 		for _, p := range procs {
 			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+		}
+		for _, p := range procs {
 			_ = p.Wait()
 		}
-	}()
+	}
+	defer cleanup()
+	fatal = func(v ...any) { cleanup(); log.Fatal(v...) }
 	spawn := func(name string, args ...string) *exec.Cmd {
 		c := exec.Command(name, args...)
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		c.Stdout, c.Stderr = io.Discard, io.Discard
+		// nil: /dev/null, no copying goroutine a grandchild could hold up.
+		c.Stdout, c.Stderr = nil, nil
 		check(c.Start())
 		procs = append(procs, c)
 		return c
@@ -114,9 +121,12 @@ func main() {
 	}
 }
 
+// fatal ends the run after killing what it started.
+var fatal = func(v ...any) { log.Fatal(v...) }
+
 func check(err error) {
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 }
 
@@ -180,7 +190,7 @@ func transfer(addr string, size int64) float64 {
 	line, err := bufio.NewReader(c).ReadString('\n')
 	check(err)
 	if line != strconv.FormatInt(size, 10)+"\n" {
-		log.Fatalf("%s: sink got %q, want %d", addr, line, size)
+		fatal(fmt.Sprintf("%s: sink got %q, want %d", addr, line, size))
 	}
 	return float64(size) / (1 << 20) / time.Since(start).Seconds()
 }
@@ -234,7 +244,7 @@ func waitTCP(addr string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	log.Fatalf("nothing listens on %s", addr)
+	fatal(fmt.Sprintf("nothing listens on %s", addr))
 }
 
 func waitHTTP(url string) {
@@ -245,7 +255,7 @@ func waitHTTP(url string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	log.Fatalf("%s does not answer", url)
+	fatal(fmt.Sprintf("%s does not answer", url))
 }
 
 var portRE = regexp.MustCompile(`:(\d+)$`)
@@ -257,7 +267,7 @@ func startSSHD(dir string, spawn func(string, ...string) *exec.Cmd) (port, key s
 	for _, k := range []string{"host", "user"} {
 		out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(sd, k)).CombinedOutput()
 		if err != nil {
-			log.Fatalf("ssh-keygen: %v %s", err, out)
+			fatal(fmt.Sprintf("ssh-keygen: %v %s", err, out))
 		}
 	}
 	pub, _ := os.ReadFile(filepath.Join(sd, "user.pub"))
