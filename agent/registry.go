@@ -19,6 +19,7 @@ import (
 	"deckhand/services/notifications"
 	"deckhand/services/run"
 	"deckhand/services/terminal"
+	"deckhand/services/tunnel"
 	"deckhand/services/vault"
 	"deckhand/services/workspace"
 )
@@ -86,6 +87,7 @@ var registry = []Entry{
 	Service("cron", cron.New),
 	Service("files", files.New),
 	Service("terminal", NoErr(terminal.New)),
+	Service("tunnel", tunnel.New),
 	Service("daemon", daemon.New),
 	Service("exec", exec.New),
 	Service("vault", vault.New),
@@ -150,9 +152,6 @@ func Select(list string) ([]string, error) {
 		}
 		if _, known := Offsets[n]; !known {
 			return nil, fmt.Errorf("--services: unknown service %q (services: %s)", n, strings.Join(Known(), ", "))
-		}
-		if _, ok := Lookup(n); !ok {
-			return nil, fmt.Errorf("--services: service %q is not built into this agent yet (available: %s)", n, strings.Join(Registered(), ", "))
 		}
 		seen[n] = true
 		out = append(out, n)

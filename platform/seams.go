@@ -34,6 +34,7 @@ const (
 	EventProgramCrashed = "program.crashed" // a program a service runs exited unexpectedly
 	EventScheduleFailed = "schedule.failed" // a scheduled job failed
 	EventPortOpened     = "port.opened"     // a program started listening on a port
+	EventPortClosed     = "port.closed"     // no program listens on a port any more
 )
 
 // Event is something a person should hear about.

@@ -17,7 +17,7 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
 # checkers (litmus, rclone, cadaver) for the file service.
 TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps x11-utils x11-xserver-utils
   xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron litmus rclone cadaver poppler-utils
-  git curl libnotify-bin dbus dbus-x11)
+  git curl libnotify-bin dbus dbus-x11 openssh-server openssh-client prometheus)
 # Benchmarks compare against these peers.
 BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine nginx supervisor)
 

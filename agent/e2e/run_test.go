@@ -381,7 +381,6 @@ func TestBadConfigurationFailsClearly(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--services", "cron,bogus"}, `--services: unknown service "bogus"`},
-		{[]string{"run", "--services", "tunnel"}, `"tunnel" is not built into this agent`},
 		{[]string{"run", "--isolate", "crn"}, `--isolate: unknown service "crn"`},
 		{[]string{"service", "bogus"}, `unknown service "bogus"`},
 		{[]string{"run", "--port-base", "x"}, `invalid argument "x" for "--port-base"`},

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -46,7 +47,7 @@ func root() *cobra.Command {
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return config.ApplyEnv(cmd) },
 	}
-	cmd.AddCommand(runCmd(), serviceCmd(), statusCmd(), versionCmd())
+	cmd.AddCommand(runCmd(), serviceCmd(), statusCmd(), versionCmd(), tunnelCmd())
 	return cmd
 }
 
@@ -86,6 +87,9 @@ func runCmd() *cobra.Command {
 				return err
 			}
 			cfg.Services = names
+			if err := tunnelPortBase(cmd, cfg.Settings, cfg.PortBase); err != nil {
+				return err
+			}
 			if err := cfg.Settings.Validate(names); err != nil {
 				return err
 			}
@@ -122,6 +126,15 @@ func runCmd() *cobra.Command {
 	return cmd
 }
 
+// tunnelPortBase tells the tunnel service the agent's port base (its
+// ports are denied) unless --tunnel-port-base was given.
+func tunnelPortBase(cmd *cobra.Command, st *agent.Settings, base int) error {
+	if f := cmd.Flags().Lookup("tunnel-port-base"); f == nil || f.Changed {
+		return nil
+	}
+	return st.Set("tunnel-port-base", strconv.Itoa(base))
+}
+
 func serviceCmd() *cobra.Command {
 	var (
 		cfg      agent.OneConfig
@@ -139,6 +152,9 @@ func serviceCmd() *cobra.Command {
 			}
 			if cfg.Listen == "" {
 				cfg.Listen = agent.DefaultServiceAddr(bind, portBase, cfg.Name)
+			}
+			if err := tunnelPortBase(cmd, cfg.Settings, portBase); err != nil {
+				return err
 			}
 			cfg.Logger = config.Logger(os.Stderr, cfg.LogLevel)
 			ctx, stop := signalContext()

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"deckhand/platform/config"
+	"deckhand/services/tunnel/client"
+)
+
+// tunnelCmd is the client side of the tunnel service: `deckhand tunnel
+// --url URL --local 127.0.0.1:2222 --remote 22` forwards a local port
+// like ssh -L.
+func tunnelCmd() *cobra.Command {
+	var (
+		o        client.Options
+		headers  []string
+		logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:   "tunnel",
+		Short: "Forward a local port to a port in the container (like ssh -L)",
+		Long: "Forward a local port to a port in the container through the tunnel service's WebSocket, like ssh -L.\n\n" +
+			"Each local connection gets its own WebSocket; a drop ends only the connections in flight and the next one\n" +
+			"reconnects (retrying for --connect-timeout while the service is unreachable). The token (--token or\n" +
+			"DECKHAND_TOKEN) goes as Authorization: Bearer and as the --token-cookie cookie (and --token-query when set),\n" +
+			"so the gateway's proxy permissions can check it on the WebSocket upgrade.",
+		Example: "  deckhand tunnel --url https://c1.example.com/_/tunnel --local 127.0.0.1:2222 --remote 22\n  ssh -p 2222 user@127.0.0.1",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Header = http.Header{}
+			for _, h := range headers {
+				k, v, ok := strings.Cut(h, ":")
+				if !ok || strings.TrimSpace(k) == "" {
+					return fmt.Errorf("--header: must be \"Name: value\", got %q", h)
+				}
+				o.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+			}
+			o.Logger = config.Logger(os.Stderr, logLevel)
+			o.Listening = func(a net.Addr) {
+				fmt.Fprintf(os.Stderr, "deckhand tunnel: listening on %s, forwarding to port %d\n", a, o.Remote)
+			}
+			f, err := client.New(o)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			return f.Run(ctx)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.URL, "url", "", "the tunnel service's URL (http://127.0.0.1:7706, or https://HOST/_/tunnel through the gateway)")
+	fl.StringVar(&o.Local, "local", "127.0.0.1:0", "local address to listen on")
+	fl.IntVar(&o.Remote, "remote", 0, "port inside the container")
+	fl.StringVar(&o.Token, "token", "", "token for the gateway (prefer DECKHAND_TOKEN: flags show in ps)")
+	fl.StringVar(&o.TokenCookie, "token-cookie", "deckhand_token", "cookie the token is also sent in (empty: none)")
+	fl.StringVar(&o.TokenQuery, "token-query", "", "query parameter the token is also sent in (empty: none; query strings reach logs)")
+	fl.StringArrayVar(&headers, "header", nil, "further request header \"Name: value\" (repeatable)")
+	fl.DurationVar(&o.PingInterval, "ping-interval", 15*time.Second, "WebSocket ping interval; a peer silent for two is cut")
+	fl.DurationVar(&o.ConnectTimeout, "connect-timeout", 30*time.Second, "how long a local connection waits while the service is unreachable")
+	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}

@@ -1,0 +1,255 @@
+package tunnel
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"deckhand/platform"
+)
+
+// The reverse proxy: /proxy/{port}/rest goes to http://<port's address>/rest.
+// Only the /proxy/{port} prefix is taken off the path (X-Forwarded-Prefix
+// says what was taken, after any prefix the gateway took); the Host header,
+// the query, the body and every response header and body pass untouched, so
+// nothing the app did not ask for is rewritten. WebSocket upgrades pass
+// through (httputil.ReverseProxy hijacks the client connection), so a dev
+// server's hot reload works. Every upstream connection is a session of kind
+// "proxy" (keep-alive is off upstream: one request, one connection, so a
+// session is exactly what one request or one upgraded socket forwards).
+
+type proxyCtxKey struct{}
+
+// proxyReq is what the transport's dialler needs of the request.
+type proxyReq struct {
+	port   int
+	client string
+	err    error // why the dial failed, for the error handler
+	code   int   // the upstream's status
+}
+
+func isLocalPeer(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *Service) newProxy() *httputil.ReverseProxy {
+	tr := &http.Transport{
+		DialContext:           s.proxyDial,
+		DisableKeepAlives:     true,
+		DisableCompression:    true, // pass Accept-Encoding and bodies as they are
+		ResponseHeaderTimeout: 0,
+		ForceAttemptHTTP2:     false,
+		MaxIdleConnsPerHost:   -1,
+	}
+	return &httputil.ReverseProxy{
+		Transport:     tr,
+		FlushInterval: -1, // stream (server-sent events, chunked hot-reload channels)
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			// Behind the gateway (a local peer) its X-Forwarded-* describe the
+			// client; keep them and add this hop.
+			local := isLocalPeer(pr.In.RemoteAddr)
+			if local {
+				for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+					if v := pr.In.Header.Values(h); len(v) > 0 {
+						pr.Out.Header[h] = v
+					}
+				}
+			}
+			host, proto := pr.Out.Header.Get("X-Forwarded-Host"), pr.Out.Header.Get("X-Forwarded-Proto")
+			pr.SetXForwarded()
+			if local && host != "" {
+				pr.Out.Header.Set("X-Forwarded-Host", host)
+			}
+			if local && proto != "" {
+				pr.Out.Header.Set("X-Forwarded-Proto", proto)
+			}
+			pr.Out.Host = pr.In.Host
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = "upstream" // the dialler picks the address
+			pr.Out.URL.Path, pr.Out.URL.RawPath = pr.In.URL.Path, pr.In.URL.RawPath
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if pq, _ := resp.Request.Context().Value(proxyCtxKey{}).(*proxyReq); pq != nil {
+				pq.code = resp.StatusCode
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if pq, _ := r.Context().Value(proxyCtxKey{}).(*proxyReq); pq != nil && pq.err != nil {
+				platform.WriteHTTPError(w, pq.err)
+				return
+			}
+			if errors.Is(err, context.Canceled) {
+				return // the client went away
+			}
+			platform.WriteHTTPErrorStatus(w, http.StatusBadGateway,
+				platform.Errorf(platform.CodeBackend, "the upstream answered no valid HTTP response"))
+		},
+	}
+}
+
+// serveProxyRoot answers /proxy/{port} with a 308 to /proxy/{port}/ (the
+// router also sends /proxy/{port}/ here: it ignores a trailing slash).
+func (s *Service) serveProxyRoot(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/") {
+		s.serveProxy(w, r)
+		return
+	}
+	prefix := r.Header.Get("X-Forwarded-Prefix")
+	if !strings.HasPrefix(prefix, "/") || strings.HasPrefix(prefix, "//") || strings.ContainsAny(prefix, "\\\r\n") {
+		prefix = "" // a path only: never a redirect to another host
+	}
+	loc := strings.TrimSuffix(prefix, "/") + r.URL.EscapedPath() + "/"
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusPermanentRedirect)
+}
+
+// serveProxy strips /proxy/{port} and hands the request to the reverse proxy.
+func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
+	if !ok {
+		platform.WriteHTTPError(w, platform.NotFound("route", r.URL.Path))
+		return
+	}
+	portStr, path, _ := strings.Cut(rest, "/")
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 || portStr != strconv.Itoa(port) {
+		platform.WriteHTTPError(w, platform.Invalid("port", "must be an integer from 1 to 65535, got %q", portStr))
+		return
+	}
+	if err := s.checkPort(port); err != nil {
+		platform.WriteHTTPError(w, err)
+		return
+	}
+	prefix := "/proxy/" + portStr
+	pq := &proxyReq{port: port, client: s.clientAddr(r)}
+	// A context of our own, not the request's: the host's request context
+	// is recycled once an upgrade hijacks the connection, while the proxy
+	// goes on copying.
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), proxyCtxKey{}, pq))
+	defer cancel()
+	out := r.Clone(ctx)
+	out.URL.Path = "/" + path
+	if r.URL.RawPath != "" {
+		if raw, ok := strings.CutPrefix(r.URL.RawPath, prefix); ok {
+			out.URL.RawPath = raw
+			if out.URL.RawPath == "" {
+				out.URL.RawPath = "/"
+			}
+		}
+	}
+	out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(r.Header.Get("X-Forwarded-Prefix"), "/")+prefix)
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	s.proxy.ServeHTTP(rec, out)
+	code := rec.status()
+	if pq.code == http.StatusSwitchingProtocols {
+		code = pq.code
+	}
+	s.metrics.proxySeconds.WithLabelValues(portStr, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+}
+
+// proxyDial connects the transport to the request's port and records the
+// connection as a session.
+func (s *Service) proxyDial(ctx context.Context, _, _ string) (net.Conn, error) {
+	pq, _ := ctx.Value(proxyCtxKey{}).(*proxyReq)
+	if pq == nil {
+		return nil, errors.New("tunnel: proxy dial without a request")
+	}
+	conn, target, err := s.dial(ctx, pq.port)
+	if err != nil {
+		pq.err = err
+		return nil, err
+	}
+	pc := &proxyConn{Conn: conn}
+	ss, err := s.open("proxy", pq.port, target, pq.client, func(string) { _ = conn.Close() })
+	if err != nil {
+		_ = conn.Close()
+		pq.err = err
+		return nil, err
+	}
+	pc.ss, pc.svc = ss, s
+	return pc, nil
+}
+
+// proxyConn counts an upstream connection's bytes into its session and
+// ends the session when it closes.
+type proxyConn struct {
+	net.Conn
+	ss   *session
+	svc  *Service
+	once sync.Once
+}
+
+func (c *proxyConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.ss.addOut(n)
+	}
+	return n, err
+}
+
+func (c *proxyConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.ss.addIn(n)
+	}
+	return n, err
+}
+
+func (c *proxyConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.svc.finish(c.ss) })
+	return err
+}
+
+// CloseWrite lets the proxy half-close an upgraded connection.
+func (c *proxyConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+func (r *statusRecorder) status() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}
+
+// Unwrap lets http.ResponseController reach Flush and Hijack beneath.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,64 @@
+package tunnel
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/gorilla/websocket"
+
+	"deckhand/platform"
+	"deckhand/services/tunnel/wire"
+)
+
+var upgrader = websocket.Upgrader{
+	ReadBufferSize:  wire.BufferSize,
+	WriteBufferSize: wire.BufferSize,
+	WriteBufferPool: &sync.Pool{},
+	// The host's request policy checked Host and Origin before any route.
+	CheckOrigin: func(*http.Request) bool { return true },
+	Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+		platform.WriteHTTPErrorStatus(w, status, platform.Errorf(platform.CodeBadRequest, "WebSocket handshake: %v", reason))
+	},
+}
+
+// serveWS bridges one WebSocket to one connection to a local port. The
+// port is dialled before the upgrade, so a refused or denied port is an
+// ordinary HTTP answer (400, 403, 502) the client can show.
+func (s *Service) serveWS(w http.ResponseWriter, r *http.Request) {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		platform.WriteHTTPError(w, platform.Errorf(platform.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)"))
+		return
+	}
+	port := int(platform.QueryFrom(r.Context()).Int("port"))
+	// Not r.Context(): the host recycles it once the upgrade hijacks.
+	conn, target, err := s.dial(context.Background(), port)
+	if err != nil {
+		platform.WriteHTTPError(w, err)
+		return
+	}
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		_ = conn.Close()
+		return
+	}
+	ss, err := s.open("websocket", port, target, s.clientAddr(r), func(reason string) {
+		wire.Cut(ws, reason)
+		_ = conn.Close()
+	})
+	if err != nil {
+		wire.Cut(ws, "service stopping")
+		_ = conn.Close()
+		return
+	}
+	defer s.finish(ss)
+	if err := wire.Bridge(ws, conn, s.set.PingInterval, wire.Counters{FromWS: ss.addIn, ToWS: ss.addOut}); err != nil {
+		s.log.Debug("tunnel: session ended", "id", ss.ID, "port", port, "err", err)
+	}
+}
+
+// Bindings lists the listening ports.
+func (s *Service) Bindings(context.Context) BindingList {
+	return BindingList{Bindings: s.scanner.list()}
+}
