@@ -73,6 +73,10 @@ type Config struct {
 	Known []string
 	// Backend gives the address of a running service.
 	Backend func(service string) (addr string, ok bool)
+	// InProcess, when set, gives the service's handler while it runs in
+	// this process and serves (nil otherwise: the request is proxied to
+	// Backend's address). See dispatch.go.
+	InProcess func(service string) *InProcess
 	// Status answers StatusPath.
 	Status http.Handler
 	// Authorizer decides who may pass; default LoopbackOnly.
@@ -274,12 +278,24 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	g.rewrite(ctx, addr, t.Path, query, prefix)
-	if isUpgrade(&ctx.Request.Header) {
-		g.upgrade(ctx, addr, t.Service)
-		return
+	// Rewriting drops Connection; the client's wish to close is kept.
+	clientClose := ctx.Request.Header.ConnectionClose() || !ctx.Request.Header.IsHTTP11()
+	upgrade := isUpgrade(&ctx.Request.Header)
+	var direct *InProcess
+	if g.cfg.InProcess != nil && !upgrade {
+		if d := g.cfg.InProcess(t.Service); d != nil && d.takes(ctx) {
+			direct = d
+		}
 	}
-	g.forward(ctx, addr, t.Service)
+	g.rewrite(ctx, addr, t.Path, query, prefix)
+	switch {
+	case upgrade:
+		g.upgrade(ctx, addr, t.Service)
+	case direct != nil:
+		g.dispatch(ctx, direct, t.Service, clientClose)
+	default:
+		g.forward(ctx, addr, t.Service, clientClose)
+	}
 }
 
 func (g *Gateway) serveStatus(ctx *fasthttp.RequestCtx) {
