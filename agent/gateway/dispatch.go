@@ -71,8 +71,9 @@ func (d *InProcess) takes(ctx *fasthttp.RequestCtx) bool {
 	if d.streams {
 		return true
 	}
+	// -1 is chunked; -2 no body (a GET without Content-Length).
 	cl := h.ContentLength()
-	return cl >= 0 && cl <= d.bodyLimit
+	return cl == -2 || (cl >= 0 && cl <= d.bodyLimit)
 }
 
 // drainLimit is how much of a request body a handler left unread the
@@ -154,5 +155,6 @@ func drained(ctx *fasthttp.RequestCtx) bool {
 // hasBody: a body is still to come from the client (the server streams
 // every body; most requests have none).
 func hasBody(ctx *fasthttp.RequestCtx) bool {
-	return ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() != 0
+	cl := ctx.Request.Header.ContentLength()
+	return ctx.Request.IsBodyStream() && (cl > 0 || cl == -1) // -1: chunked
 }
