@@ -324,11 +324,15 @@ func TestStoppedInProcessServiceFallsBack(t *testing.T) {
 	}
 }
 
-// TestFilesUploadAndDownloadDirect: the real files service (it streams
-// bodies) dispatched in-process takes an upload larger than any buffer
-// and gives it back whole, with no connection to its port.
-func TestFilesUploadAndDownloadDirect(t *testing.T) {
-	t.Parallel()
+// TestFilesThroughDirectDispatch: the real files service (it streams
+// bodies) dispatched in-process takes an upload larger than any buffer and
+// gives it back whole, answers WebDAV and streams server-sent events, with
+// no connection to its port; closing the gateway ends the event stream.
+// filesDirect is the real files service, dispatched in-process by a
+// gateway; it returns the gateway's base URL for the service, the
+// gateway, and the service port's connection counter.
+func filesDirect(t *testing.T) (string, *gateway.Gateway, *countingListener) {
+	t.Helper()
 	svc, err := files.New(platformtest.ServiceDeps(t, "files"), &files.Settings{Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +353,12 @@ func TestFilesUploadAndDownloadDirect(t *testing.T) {
 	gln, _ := net.Listen("tcp", "127.0.0.1:0")
 	go func() { _ = g.Serve(gln) }()
 	t.Cleanup(func() { _ = g.Close() })
-	base := "http://" + gln.Addr().String() + "/_/files"
+	return "http://" + gln.Addr().String() + "/_/files", g, cl
+}
+
+func TestFilesThroughDirectDispatch(t *testing.T) {
+	t.Parallel()
+	base, g, cl := filesDirect(t)
 
 	data := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16*3) // 9 MiB
 	sum := sha256.Sum256(data)
@@ -372,6 +381,88 @@ func TestFilesUploadAndDownloadDirect(t *testing.T) {
 	resp.Body.Close()
 	if n != int64(len(data)) || hex.EncodeToString(h.Sum(nil)) != hex.EncodeToString(sum[:]) {
 		t.Fatalf("download: %d bytes, want %d, same content %v", n, len(data), bytes.Equal(h.Sum(nil), sum[:]))
+	}
+
+	// WebDAV (a net/http route through Fiber's adaptor, a WebDAV method).
+	req, _ = http.NewRequest("PROPFIND", base+"/dav/big.bin", nil)
+	req.Header.Set("Depth", "0")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMultiStatus || !strings.Contains(string(b), "big.bin") {
+		t.Fatalf("PROPFIND: %d %s", resp.StatusCode, b)
+	}
+
+	// Server-sent events arrive as they happen, not when the stream ends.
+	resp, err = http.Get(base + "/api/v1/files/watch?path=/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewReader(resp.Body)
+	readUntil := func(want string) {
+		t.Helper()
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("watch stream ended before %q: %v", want, err)
+			}
+			if strings.Contains(line, want) {
+				return
+			}
+		}
+	}
+	readUntil("event: ready")
+	req, _ = http.NewRequest("PUT", base+"/api/v1/files/content?path=/new.txt", strings.NewReader("hi"))
+	if st, _, raw := platformtest.Do(t, req); st != 201 {
+		t.Fatalf("upload: %d %s", st, raw)
+	}
+	readUntil("new.txt")
+	if cl.n.Load() != 0 {
+		t.Fatalf("%d connections reached the files port", cl.n.Load())
+	}
+	// Closing the gateway ends a stream it dispatched.
+	_ = g.Close()
+	if _, err := io.Copy(io.Discard, events); err != nil && !strings.Contains(err.Error(), "EOF") && !strings.Contains(err.Error(), "reset") {
+		t.Logf("stream ended with %v", err)
+	}
+}
+
+// TestDirectUploadWithFlatMemory: uploads to the files service dispatched
+// in-process stream from the client's connection to the file, with and
+// without Content-Length, while the process's heap and RSS stay flat.
+// Not parallel: it measures the whole process.
+func TestDirectUploadWithFlatMemory(t *testing.T) {
+	base, _, cl := filesDirect(t)
+	const size = 256 << 20
+	c := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	defer c.CloseIdleConnections()
+	for _, chunked := range []bool{false, true} {
+		s := sampleMemory()
+		body := io.LimitReader(zeroReader{}, size)
+		req, _ := http.NewRequest("PUT", base+"/api/v1/files/content?path=/up.bin", body)
+		req.ContentLength = size
+		if chunked {
+			req.ContentLength = -1
+			req.Body = io.NopCloser(body)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		heap, rs := s.growth()
+		t.Logf("chunked=%v: heap grew %d KiB, RSS %d KiB", chunked, heap>>10, rs>>10)
+		if resp.StatusCode/100 != 2 || !strings.Contains(string(b), fmt.Sprint(size)) {
+			t.Fatalf("chunked=%v: %d %s", chunked, resp.StatusCode, b)
+		}
+		if heap > memoryBound || rs > memoryBound {
+			t.Fatalf("chunked=%v: memory grew with the body: heap +%d MiB, RSS +%d MiB", chunked, heap>>20, rs>>20)
+		}
 	}
 	if cl.n.Load() != 0 {
 		t.Fatalf("%d connections reached the files port", cl.n.Load())
