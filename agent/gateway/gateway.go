@@ -31,6 +31,36 @@
 // mostly fasthttp and four loopback syscalls, as in nginx.
 // The services already run on fasthttp (Fiber), so nothing new comes in.
 //
+// Direct dispatch (dispatch.go): a service the agent runs in its own
+// process (not --isolate) is not proxied at all. With the request past the
+// gateway's policy and Authorizer and rewritten exactly as for the proxy
+// (path, Host = the service's address, the gateway's X-Forwarded-*), the
+// gateway calls the service's Fiber handler with the client's own
+// *fasthttp.RequestCtx: no loopback connection, no second parse. That
+// second hop was the remaining gap to nginx (0.70 of its req/s at 32
+// connections); without it the gateway passes nginx (BENCHMARKS.md). The
+// service's Host still applies its own request policy, to the same facts
+// it judges on a proxied connection: platform.MarkGatewayDispatch tells it
+// the connection is the gateway's on the service's address, so
+// X-Forwarded-Host counts as from a loopback peer, and nothing a client
+// sends can set that mark. One fact changes by design: the connection's
+// peer is the client, so platform.ClientIP is the gateway's view of the
+// client (the X-Forwarded-For it sets) with or without
+// --trust-proxy-headers, where a proxied service without the flag sees the
+// gateway, 127.0.0.1. The service's own port, and its policy there, are
+// untouched. What the service's own server would refuse before its handler
+// (a header block over its read buffer, a body over its BodyLimit or
+// chunked for a service that reads bodies whole) goes through the proxy,
+// so that server refuses it as before; a body a handler leaves unread is
+// read away (up to 64 KiB) or the connection closes, so leftover bytes are
+// never parsed as a request. A stopped service has no handler, and the
+// proxy answers 502 as before; a restarted one is called through its new
+// host. Upgrades (WebSocket) keep the splice in upgrade.go: the gateway
+// cannot see when a connection hijacked by a service's handler ends, so
+// Shutdown, Close and Tunnels could no longer account for it, and an
+// upgrade is one request per long-lived connection, where the extra hop
+// costs nothing measurable.
+//
 // What ReverseProxy gave for free is kept by hand, here and tested: bodies
 // stream both ways without buffering (StreamRequestBody on the server,
 // StreamResponseBody on the clients, chunked responses such as server-sent
