@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -101,9 +102,8 @@ func (g *Gateway) dispatch(ctx *fasthttp.RequestCtx, d *InProcess, service strin
 		}
 	}
 	platform.MarkGatewayDispatch(ctx, d.localIP)
-	d.handler(ctx)
-	if ctx.Hijacked() {
-		return // the handler owns the connection now
+	if !g.call(ctx, d, service) || ctx.Hijacked() {
+		return // answered, or the handler owns the connection now
 	}
 	rh := &ctx.Response.Header
 	closing := rh.ConnectionClose()
@@ -113,6 +113,21 @@ func (g *Gateway) dispatch(ctx *fasthttp.RequestCtx, d *InProcess, service strin
 	if closing || clientClose || !drained(ctx) {
 		ctx.SetConnectionClose()
 	}
+}
+
+// call runs the service's handler. The service's Host recovers a panic in
+// a route; one in Fiber itself would otherwise take the whole agent down
+// from the gateway's worker, so it becomes a 502 and a closed connection.
+func (g *Gateway) call(ctx *fasthttp.RequestCtx, d *InProcess, service string) (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			g.backendError(ctx, service, fmt.Errorf("panic: %v", p))
+			ctx.SetConnectionClose()
+			ok = false
+		}
+	}()
+	d.handler(ctx)
+	return true
 }
 
 // readBody reads a body of declared length (at most the service's limit,
