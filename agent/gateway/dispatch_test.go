@@ -468,3 +468,29 @@ func TestDirectUploadWithFlatMemory(t *testing.T) {
 		t.Fatalf("%d connections reached the files port", cl.n.Load())
 	}
 }
+
+// TestPanicInDispatchedHandler: a panic that escapes a service's handler
+// (a bare Fiber app, no Host kernel to recover it) is a 502 for that
+// request, and the gateway goes on serving.
+func TestPanicInDispatchedHandler(t *testing.T) {
+	t.Parallel()
+	app := fiber.New()
+	app.Get("/boom", func(fiber.Ctx) error { panic("boom") })
+	app.Get("/ok", func(c fiber.Ctx) error { return c.SendString("ok") })
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	d := gateway.NewInProcess(app, ln.Addr())
+	g := gateway.New(gateway.Config{Domain: "localhost", Known: []string{"bare"}, Logger: quiet,
+		Backend:   func(string) (string, bool) { return ln.Addr().String(), true },
+		InProcess: func(string) *gateway.InProcess { return d }})
+	gln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go func() { _ = g.Serve(gln) }()
+	t.Cleanup(func() { _ = g.Close() })
+	base := "http://" + gln.Addr().String() + "/_/bare"
+	if st, body, raw := platformtest.Do(t, mustReq(t, "GET", base+"/boom", "")); st != http.StatusBadGateway || body["code"] != platform.CodeBackend {
+		t.Fatalf("panic: %d %s", st, raw)
+	}
+	if st, _, raw := platformtest.Do(t, mustReq(t, "GET", base+"/ok", "")); st != 200 || raw != "ok" {
+		t.Fatalf("after the panic: %d %s", st, raw)
+	}
+}
