@@ -60,21 +60,25 @@ func NewInProcess(app *fiber.App, addr net.Addr) *InProcess {
 const forwardedSlack = 512
 
 // takes reports whether the request can skip the service's own server:
-// its header block fits that server's buffer and, for a service that reads
-// bodies whole, the body has a declared length within its limit (a larger
-// or chunked one goes through the proxy and gets that server's 413).
-// Call it before rewrite.
+// its header block fits that server's buffer, its body (if any) has a
+// declared length and, for a service that reads bodies whole, that length
+// is within its limit (a larger one goes through the proxy and gets that
+// server's 413). Call it before rewrite.
 func (d *InProcess) takes(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Request.Header
 	if len(h.RawHeaders())+len(h.RequestURI())+forwardedSlack > d.headerLimit {
 		return false
 	}
-	if d.streams {
-		return true
-	}
-	// -1 is chunked; -2 no body (a GET without Content-Length).
+	// -1 is a chunked body: the proxy copies it whole. Here, once a
+	// handler has read it to its end, nothing tells whether it has (a
+	// further read would parse the next request as a chunk size), so the
+	// leftover could not be drained safely.
 	cl := h.ContentLength()
-	return cl == -2 || (cl >= 0 && cl <= d.bodyLimit)
+	if cl == -1 {
+		return false
+	}
+	// -2: no body (a GET without Content-Length).
+	return d.streams || cl == -2 || cl <= d.bodyLimit
 }
 
 // drainLimit is how much of a request body a handler left unread the
@@ -167,9 +171,9 @@ func drained(ctx *fasthttp.RequestCtx) bool {
 	return n <= drainLimit && errors.Is(err, io.EOF)
 }
 
-// hasBody: a body is still to come from the client (the server streams
-// every body; most requests have none).
+// hasBody: a body of declared length may still be coming from the client
+// (the server streams every body; most requests have none; chunked ones
+// are proxied, see takes).
 func hasBody(ctx *fasthttp.RequestCtx) bool {
-	cl := ctx.Request.Header.ContentLength()
-	return ctx.Request.IsBodyStream() && (cl > 0 || cl == -1) // -1: chunked
+	return ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() > 0
 }
