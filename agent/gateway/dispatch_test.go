@@ -347,13 +347,25 @@ func filesDirect(t *testing.T) (string, *gateway.Gateway, *countingListener) {
 	d := gateway.NewInProcess(host.App(), ln.Addr())
 	go func() { _ = host.Serve(cl) }()
 	t.Cleanup(func() { _ = host.Shutdown(context.Background()) })
-	g := gateway.New(gateway.Config{Domain: "localhost", Known: []string{"files"}, Logger: quiet,
-		Backend:   func(string) (string, bool) { return ln.Addr().String(), true },
+	base, g := directGateway(t, "files", d, ln.Addr().String())
+	return base, g, cl
+}
+
+// directGateway serves a gateway (--domain localhost, loopback clients)
+// that dispatches service name to d, with addr as its proxy address; it
+// returns the service's base URL through the gateway.
+func directGateway(t *testing.T, name string, d *gateway.InProcess, addr string) (string, *gateway.Gateway) {
+	t.Helper()
+	g := gateway.New(gateway.Config{Domain: "localhost", Known: []string{name}, Logger: quiet,
+		Backend:   func(string) (string, bool) { return addr, true },
 		InProcess: func(string) *gateway.InProcess { return d }})
-	gln, _ := net.Listen("tcp", "127.0.0.1:0")
+	gln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() { _ = g.Serve(gln) }()
 	t.Cleanup(func() { _ = g.Close() })
-	return "http://" + gln.Addr().String() + "/_/files", g, cl
+	return "http://" + gln.Addr().String() + "/_/" + name, g
 }
 
 func TestFilesThroughDirectDispatch(t *testing.T) {
@@ -443,19 +455,7 @@ func TestDirectUploadWithFlatMemory(t *testing.T) {
 	defer c.CloseIdleConnections()
 	for _, chunked := range []bool{false, true} {
 		s := sampleMemory()
-		body := io.LimitReader(zeroReader{}, size)
-		req, _ := http.NewRequest("PUT", base+"/api/v1/files/content?path=/up.bin", body)
-		req.ContentLength = size
-		if chunked {
-			req.ContentLength = -1
-			req.Body = io.NopCloser(body)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := uploadZeros(t, c, "PUT", base+"/api/v1/files/content?path=/up.bin", size, chunked, false)
 		heap, rs := s.growth()
 		t.Logf("chunked=%v: heap grew %d KiB, RSS %d KiB", chunked, heap>>10, rs>>10)
 		if resp.StatusCode/100 != 2 || !strings.Contains(string(b), fmt.Sprint(size)) {
@@ -482,14 +482,7 @@ func TestPanicInDispatchedHandler(t *testing.T) {
 	app.Get("/ok", func(c fiber.Ctx) error { return c.SendString("ok") })
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer ln.Close()
-	d := gateway.NewInProcess(app, ln.Addr())
-	g := gateway.New(gateway.Config{Domain: "localhost", Known: []string{"bare"}, Logger: quiet,
-		Backend:   func(string) (string, bool) { return ln.Addr().String(), true },
-		InProcess: func(string) *gateway.InProcess { return d }})
-	gln, _ := net.Listen("tcp", "127.0.0.1:0")
-	go func() { _ = g.Serve(gln) }()
-	t.Cleanup(func() { _ = g.Close() })
-	base := "http://" + gln.Addr().String() + "/_/bare"
+	base, _ := directGateway(t, "bare", gateway.NewInProcess(app, ln.Addr()), ln.Addr().String())
 	if st, body, raw := platformtest.Do(t, mustReq(t, "GET", base+"/boom", "")); st != http.StatusBadGateway || body["code"] != platform.CodeBackend {
 		t.Fatalf("panic: %d %s", st, raw)
 	}
