@@ -223,8 +223,10 @@ func TestServiceSeesTheSameFactsDirectAndProxied(t *testing.T) {
 
 // TestRemoteClientFacts: a client on another machine (a request context
 // with a remote peer, served by the gateway's handler) gets through the
-// service's policy with its own origin (X-Forwarded-Host counts for a
-// dispatched request as for a proxied one), and ClientIP is the client.
+// service's policy with its own origin, one not under --domain: the
+// service judges it against X-Forwarded-Host for a dispatched request as
+// for a proxied one (without platform.MarkGatewayDispatch it would not
+// trust that header from a remote peer: 403). ClientIP is the client.
 func TestRemoteClientFacts(t *testing.T) {
 	t.Parallel()
 	for _, trust := range []bool{false, true} {
@@ -232,9 +234,12 @@ func TestRemoteClientFacts(t *testing.T) {
 		for _, g := range []*gateway.Gateway{f.directGW, f.proxyGW} {
 			var req fasthttp.Request
 			req.Header.SetMethod("GET")
-			req.SetRequestURI("/facts/r")
-			req.Header.SetHost("p-c-facts-1.srv.example.test")
-			req.Header.Set("Origin", "http://p-c-facts-1.srv.example.test")
+			// An origin allowed only as the request's own (not under
+			// --domain): the service must judge it against the Host the
+			// client sent, as on a proxied connection.
+			req.SetRequestURI("/_/facts/facts/r")
+			req.Header.SetHost("0.0.0.0:7700")
+			req.Header.Set("Origin", "http://0.0.0.0:7700")
 			req.Header.Set("X-Forwarded-For", "6.6.6.6")
 			var ctx fasthttp.RequestCtx
 			ctx.Init(&req, &net.TCPAddr{IP: net.ParseIP("203.0.113.9"), Port: 5555}, nil)
@@ -246,7 +251,7 @@ func TestRemoteClientFacts(t *testing.T) {
 			if err := json.Unmarshal(ctx.Response.Body(), &facts); err != nil {
 				t.Fatal(err)
 			}
-			if facts["xff"] != "203.0.113.9" || facts["xfh"] != "p-c-facts-1.srv.example.test" {
+			if facts["xff"] != "203.0.113.9" || facts["xfh"] != "0.0.0.0:7700" || facts["origin"] != "http://0.0.0.0:7700" {
 				t.Errorf("trust=%v direct=%v: %v", trust, g == f.directGW, facts)
 			}
 			want := "203.0.113.9"
