@@ -150,7 +150,7 @@ func New(cfg Config) (*Supervisor, error) {
 	}
 	s.gw = gateway.New(gateway.Config{
 		Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
-		Known: Known(), Backend: s.backend, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
+		Known: Known(), Backend: s.backend, InProcess: s.inProcess, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
 		Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
 	})
 	ok = true
@@ -332,6 +332,17 @@ func (s *Supervisor) backend(name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// inProcess is the handler the gateway calls for a service served in this
+// process right now; nil for a child (--isolate), or while none serves.
+func (s *Supervisor) inProcess(name string) *gateway.InProcess {
+	for _, u := range s.units {
+		if u.name == name {
+			return u.direct.Load()
+		}
+	}
+	return nil
 }
 
 // GatewayAddr is where the gateway listens.

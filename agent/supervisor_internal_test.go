@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,4 +104,49 @@ func checkCrashReported(t *testing.T, rec *platformtest.Seams) {
 		events[0].Level != "error" || events[0].Body == "" {
 		t.Errorf("notifier: want one service.crashed event for files, got %+v", events)
 	}
+}
+
+// TestGatewayDispatchFollowsTheServingHost: the gateway has an in-process
+// service's handler while its host serves (gateway tests show the call
+// needs no connection to the port), and after the host crashes and
+// restarts it has the new host's.
+func TestGatewayDispatchFollowsTheServingHost(t *testing.T) {
+	set := DefaultSettings()
+	if err := set.Set("files-root", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	sup := runSupervisor(t, Config{Services: []string{"files"}, Settings: set})
+	url := "http://" + sup.GatewayAddr() + "/_/files/api/v1/version"
+	get := func() int {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	first := sup.inProcess("files")
+	if first == nil {
+		t.Fatal("an in-process service is not dispatched directly")
+	}
+	if st := get(); st != http.StatusOK {
+		t.Fatalf("through the gateway: %d", st)
+	}
+	files := sup.units[0]
+	files.mu.Lock()
+	ln := files.cur
+	files.mu.Unlock()
+	_ = ln.Close()                               // the host's Serve returns: a crash
+	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a performance bound
+	for time.Now().Before(deadline) {
+		if cur := sup.inProcess("files"); cur != nil && cur != first {
+			if st := get(); st != http.StatusOK {
+				t.Fatalf("after the restart: %d", st)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the gateway never dispatched to the restarted host")
 }

@@ -14,9 +14,11 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/services/journal"
 )
@@ -61,6 +63,10 @@ type unit struct {
 	gen      int                  // incremented on every start, so a stale prober stops
 	cur      net.Listener         // live listener of the current in-process run
 	deps     platform.ServiceDeps // in-process: its data, store open while the unit lives
+
+	// direct is the handler of the serving in-process host, for the
+	// gateway's direct dispatch (nil while none serves, and for a child).
+	direct atomic.Pointer[gateway.InProcess]
 }
 
 func (u *unit) setState(state string) {
@@ -178,6 +184,11 @@ func (u *unit) runInProcess(ctx context.Context, svc platform.ContainerService) 
 	}
 	gen := u.begin(os.Getpid())
 	u.setListener(ln)
+	// The gateway calls this host's handler itself while it serves; when
+	// it stops (a crash, the agent stopping) the gateway falls back to the
+	// proxy, which answers 502 until the next run serves again.
+	u.direct.Store(gateway.NewInProcess(host.App(), ln.Addr()))
+	defer u.direct.Store(nil)
 	go u.watchHealth(ctx, gen)
 	return svc, platform.ServeUntil(ctx, host, ln, serviceGrace)
 }

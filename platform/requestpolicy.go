@@ -255,16 +255,44 @@ func FastRequest(rc *fasthttp.RequestCtx) Request {
 		SecFetchSite: string(h.Peek("Sec-Fetch-Site")), SecFetchMode: string(h.Peek("Sec-Fetch-Mode"))}
 }
 
+// gatewayDispatchKey marks a request the agent's gateway handed to an
+// in-process service's handler itself (no loopback connection). A user
+// value lives on the server side only: nothing a client sends can set it.
+type gatewayDispatchKey struct{}
+
+// MarkGatewayDispatch is for the agent's gateway only: it hands rc,
+// already past the gateway's request policy and authorizer and rewritten
+// as a proxied request (Host = the service's address, the gateway's own
+// X-Forwarded-*), to the handler of a service listening on serviceIP. The
+// service's policy then judges the facts it judges on a proxied
+// connection: the connection arrived on serviceIP and its peer is the
+// gateway, so X-Forwarded-Host counts (TrustForwardedHost). The socket
+// peer stays the client's, so ClientIP is the gateway's view of the
+// client, as the X-Forwarded-For the gateway sets.
+func MarkGatewayDispatch(rc *fasthttp.RequestCtx, serviceIP net.IP) {
+	if serviceIP == nil {
+		serviceIP = net.IPv4(127, 0, 0, 1)
+	}
+	rc.SetUserValue(gatewayDispatchKey{}, serviceIP)
+}
+
 // fiberRequest reads the policy's view of a Fiber request; the forwarded
-// host counts only when TrustForwardedHost holds for the connection.
+// host counts only when TrustForwardedHost holds for the connection, or
+// the gateway dispatched the request in-process (MarkGatewayDispatch).
 func fiberRequest(c fiber.Ctx) Request {
 	rc := c.RequestCtx()
 	req := FastRequest(rc)
-	var peer net.IP
-	if a, ok := rc.RemoteAddr().(*net.TCPAddr); ok {
-		peer = a.IP
+	trusted := false
+	if ip, ok := rc.UserValue(gatewayDispatchKey{}).(net.IP); ok {
+		req.LocalIP, trusted = ip, true
+	} else {
+		var peer net.IP
+		if a, ok := rc.RemoteAddr().(*net.TCPAddr); ok {
+			peer = a.IP
+		}
+		trusted = TrustForwardedHost(peer, req.LocalIP)
 	}
-	if fh := c.Get("X-Forwarded-Host"); fh != "" && TrustForwardedHost(peer, req.LocalIP) {
+	if fh := c.Get("X-Forwarded-Host"); fh != "" && trusted {
 		req.ForwardedHost = fh
 	}
 	return req

@@ -31,6 +31,36 @@
 // mostly fasthttp and four loopback syscalls, as in nginx.
 // The services already run on fasthttp (Fiber), so nothing new comes in.
 //
+// Direct dispatch (dispatch.go): a service the agent runs in its own
+// process (not --isolate) is not proxied at all. With the request past the
+// gateway's policy and Authorizer and rewritten exactly as for the proxy
+// (path, Host = the service's address, the gateway's X-Forwarded-*), the
+// gateway calls the service's Fiber handler with the client's own
+// *fasthttp.RequestCtx: no loopback connection, no second parse. That
+// second hop was the remaining gap to nginx (0.70 of its req/s at 32
+// connections); without it the gateway passes nginx (BENCHMARKS.md). The
+// service's Host still applies its own request policy, to the same facts
+// it judges on a proxied connection: platform.MarkGatewayDispatch tells it
+// the connection is the gateway's on the service's address, so
+// X-Forwarded-Host counts as from a loopback peer, and nothing a client
+// sends can set that mark. One fact changes by design: the connection's
+// peer is the client, so platform.ClientIP is the gateway's view of the
+// client (the X-Forwarded-For it sets) with or without
+// --trust-proxy-headers, where a proxied service without the flag sees the
+// gateway, 127.0.0.1. The service's own port, and its policy there, are
+// untouched. What the service's own server would refuse before its handler
+// (a header block over its read buffer, a body over its BodyLimit or
+// chunked for a service that reads bodies whole) goes through the proxy,
+// so that server refuses it as before; a body a handler leaves unread is
+// read away (up to 64 KiB) or the connection closes, so leftover bytes are
+// never parsed as a request. A stopped service has no handler, and the
+// proxy answers 502 as before; a restarted one is called through its new
+// host. Upgrades (WebSocket) keep the splice in upgrade.go: the gateway
+// cannot see when a connection hijacked by a service's handler ends, so
+// Shutdown, Close and Tunnels could no longer account for it, and an
+// upgrade is one request per long-lived connection, where the extra hop
+// costs nothing measurable.
+//
 // What ReverseProxy gave for free is kept by hand, here and tested: bodies
 // stream both ways without buffering (StreamRequestBody on the server,
 // StreamResponseBody on the clients, chunked responses such as server-sent
@@ -73,6 +103,10 @@ type Config struct {
 	Known []string
 	// Backend gives the address of a running service.
 	Backend func(service string) (addr string, ok bool)
+	// InProcess, when set, gives the service's handler while it runs in
+	// this process and serves (nil otherwise: the request is proxied to
+	// Backend's address). See dispatch.go.
+	InProcess func(service string) *InProcess
 	// Status answers StatusPath.
 	Status http.Handler
 	// Authorizer decides who may pass; default LoopbackOnly.
@@ -274,12 +308,24 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	g.rewrite(ctx, addr, t.Path, query, prefix)
-	if isUpgrade(&ctx.Request.Header) {
-		g.upgrade(ctx, addr, t.Service)
-		return
+	// Rewriting drops Connection; the client's wish to close is kept.
+	clientClose := ctx.Request.Header.ConnectionClose() || !ctx.Request.Header.IsHTTP11()
+	upgrade := isUpgrade(&ctx.Request.Header)
+	var direct *InProcess
+	if g.cfg.InProcess != nil && !upgrade {
+		if d := g.cfg.InProcess(t.Service); d != nil && d.takes(ctx) {
+			direct = d
+		}
 	}
-	g.forward(ctx, addr, t.Service)
+	g.rewrite(ctx, addr, t.Path, query, prefix)
+	switch {
+	case upgrade:
+		g.upgrade(ctx, addr, t.Service)
+	case direct != nil:
+		g.dispatch(ctx, direct, t.Service, clientClose)
+	default:
+		g.forward(ctx, addr, t.Service, clientClose)
+	}
 }
 
 func (g *Gateway) serveStatus(ctx *fasthttp.RequestCtx) {

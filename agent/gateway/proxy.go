@@ -72,9 +72,8 @@ func (g *Gateway) rewrite(ctx *fasthttp.RequestCtx, addr, path, query, prefix st
 // writes it out: small bodies from memory, larger and chunked ones streamed
 // from the service's connection as they come (the connection goes back to
 // the pool when the body has been copied).
-func (g *Gateway) forward(ctx *fasthttp.RequestCtx, addr, service string) {
+func (g *Gateway) forward(ctx *fasthttp.RequestCtx, addr, service string, clientClose bool) {
 	req := &ctx.Request
-	clientClose := req.Header.ConnectionClose() || !req.Header.IsHTTP11()
 	req.Header.ResetConnectionClose()
 	req.Header.SetProtocol("HTTP/1.1")
 	if req.IsBodyStream() {

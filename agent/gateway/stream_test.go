@@ -159,20 +159,8 @@ func TestLargeBodiesStreamWithFlatMemory(t *testing.T) {
 			s := sampleMemory()
 			var got int64
 			if tc.upload {
-				body := io.Reader(io.LimitReader(zeroReader{}, gib))
-				req, _ := http.NewRequest(http.MethodPost, f.url+"/_/vault/up", body)
-				req.ContentLength = gib
-				req.Header.Set("Expect", "100-continue") // the gateway answers it, the service never sees it
-				if tc.chunked {
-					req.ContentLength = -1
-					req.Body = io.NopCloser(body)
-				}
-				resp, err := c.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				// Expect: 100-continue: the gateway answers it, the service never sees it.
+				resp, b := uploadZeros(t, c, http.MethodPost, f.url+"/_/vault/up", gib, tc.chunked, true)
 				got, _ = strconv.ParseInt(string(b), 10, 64)
 				if resp.StatusCode != 200 {
 					t.Fatalf("upload: %d %s", resp.StatusCode, b)
@@ -205,6 +193,29 @@ func TestLargeBodiesStreamWithFlatMemory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// uploadZeros sends size zero bytes to url, with Content-Length or
+// chunked, and returns the response and its body.
+func uploadZeros(t *testing.T, c *http.Client, method, url string, size int64, chunked, expectContinue bool) (*http.Response, []byte) {
+	t.Helper()
+	body := io.LimitReader(zeroReader{}, size)
+	req, _ := http.NewRequest(method, url, body)
+	req.ContentLength = size
+	if expectContinue {
+		req.Header.Set("Expect", "100-continue")
+	}
+	if chunked {
+		req.ContentLength = -1
+		req.Body = io.NopCloser(body)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, b
 }
 
 type zeroReader struct{}

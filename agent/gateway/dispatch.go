@@ -1,0 +1,179 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/valyala/fasthttp"
+
+	"deckhand/platform"
+)
+
+// InProcess is a service the agent runs in its own process, as the gateway
+// may call it: its Fiber app's request handler and the limits its own
+// server applies to a request before the handler sees it. The gateway
+// calls the handler with the client's *fasthttp.RequestCtx, rewritten as
+// for the proxy, instead of a second parse on a loopback connection; a
+// request the service's own server might refuse for its size goes through
+// the proxy, so that server refuses it as before.
+type InProcess struct {
+	handler fasthttp.RequestHandler
+	// localIP is the address the service listens on: a proxied request
+	// arrives there, and the service's request policy judges by it.
+	localIP net.IP
+	// streams: the service's server streams request bodies
+	// (platform.BodyStreamer); else it reads a body whole, up to bodyLimit.
+	streams     bool
+	bodyLimit   int
+	readTimeout time.Duration
+	// headerLimit is the service server's read buffer: the largest
+	// request line and header block it takes.
+	headerLimit int
+}
+
+// NewInProcess prepares app, served on its own listener at addr, for
+// dispatch by the gateway. Call it before app serves (it builds the route
+// tree that serving would build).
+func NewInProcess(app *fiber.App, addr net.Addr) *InProcess {
+	cfg := app.Config()
+	d := &InProcess{handler: app.Handler(), streams: cfg.StreamRequestBody, bodyLimit: cfg.BodyLimit,
+		readTimeout: cfg.ReadTimeout, headerLimit: cfg.ReadBufferSize}
+	if a, ok := addr.(*net.TCPAddr); ok {
+		d.localIP = a.IP
+	}
+	if d.bodyLimit <= 0 {
+		d.bodyLimit = fasthttp.DefaultMaxRequestBodySize
+	}
+	if d.headerLimit <= 0 {
+		d.headerLimit = 4096 // fasthttp's default read buffer
+	}
+	return d
+}
+
+// forwardedSlack bounds what rewrite adds to a request's header block
+// (X-Forwarded-* and Host), so a request close to the service's header
+// limit takes the proxy, where that limit is applied as before.
+const forwardedSlack = 512
+
+// takes reports whether the request can skip the service's own server:
+// its header block fits that server's buffer, its body (if any) has a
+// declared length and, for a service that reads bodies whole, that length
+// is within its limit (a larger one goes through the proxy and gets that
+// server's 413). Call it before rewrite.
+func (d *InProcess) takes(ctx *fasthttp.RequestCtx) bool {
+	h := &ctx.Request.Header
+	if len(h.RawHeaders())+len(h.RequestURI())+forwardedSlack > d.headerLimit {
+		return false
+	}
+	// -1 is a chunked body: the proxy copies it whole. Here, once a
+	// handler has read it to its end, nothing tells whether it has (a
+	// further read would parse the next request as a chunk size), so the
+	// leftover could not be drained safely.
+	cl := h.ContentLength()
+	if cl == -1 {
+		return false
+	}
+	// -2: no body (a GET without Content-Length).
+	return d.streams || cl == -2 || cl <= d.bodyLimit
+}
+
+// drainLimit is how much of a request body a handler left unread the
+// gateway reads away to keep the connection; past it, or when the client
+// does not send it at once, the connection closes.
+const (
+	drainLimit   = 64 << 10
+	drainTimeout = time.Second
+)
+
+// dispatch runs the request through the service's handler on the client's
+// own connection. The request is already past the gateway's policy and
+// authorizer, and rewritten (path, Host, X-Forwarded-*) as for the proxy.
+func (g *Gateway) dispatch(ctx *fasthttp.RequestCtx, d *InProcess, service string, clientClose bool) {
+	if hasBody(ctx) {
+		// The body gets the service server's read timeout, not the
+		// gateway's header timeout.
+		deadline := time.Time{}
+		if d.readTimeout > 0 {
+			deadline = time.Now().Add(d.readTimeout)
+		}
+		_ = ctx.Conn().SetReadDeadline(deadline)
+		if !d.streams && !g.readBody(ctx, service) {
+			return
+		}
+	}
+	platform.MarkGatewayDispatch(ctx, d.localIP)
+	if !g.call(ctx, d, service) || ctx.Hijacked() {
+		return // answered, or the handler owns the connection now
+	}
+	rh := &ctx.Response.Header
+	closing := rh.ConnectionClose()
+	for _, k := range dropResponse {
+		rh.Del(k)
+	}
+	if closing || clientClose || !drained(ctx) {
+		ctx.SetConnectionClose()
+	}
+}
+
+// call runs the service's handler. The service's Host recovers a panic in
+// a route; one in Fiber itself would otherwise take the whole agent down
+// from the gateway's worker, so it becomes a 502 and a closed connection.
+func (g *Gateway) call(ctx *fasthttp.RequestCtx, d *InProcess, service string) (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			g.backendError(ctx, service, fmt.Errorf("panic: %v", p))
+			ctx.SetConnectionClose()
+			ok = false
+		}
+	}()
+	d.handler(ctx)
+	return true
+}
+
+// readBody reads a body of declared length (at most the service's limit,
+// see takes) into memory before the handler runs, as the service's own
+// server does; false when the client did not send it (the connection
+// closes with 400 or 408, as that server answers).
+func (g *Gateway) readBody(ctx *fasthttp.RequestCtx, service string) bool {
+	want := ctx.Request.Header.ContentLength()
+	buf := make([]byte, want)
+	_, err := io.ReadFull(ctx.RequestBodyStream(), buf)
+	if err == nil {
+		ctx.Request.SetBodyRaw(buf)
+		return true
+	}
+	e := &platform.Error{Code: platform.CodeBadRequest, Details: "body", Message: "the request body ended before its Content-Length"}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		e = &platform.Error{Code: platform.CodeTimeout, Details: "body", Message: "the request body did not arrive in time"}
+	}
+	g.cfg.Logger.Debug("gateway: request body not read", "service", service, "err", err)
+	platform.WriteFastError(ctx, 0, e)
+	ctx.SetConnectionClose()
+	return false
+}
+
+// drained reports whether the request's body has been read to its end, so
+// the next bytes on the connection are the next request. A handler that
+// answered without reading an upload leaves the rest on the connection;
+// the proxy read it all, and here the gateway reads a little of it and
+// otherwise closes: leftover body bytes must never be taken for a request.
+func drained(ctx *fasthttp.RequestCtx) bool {
+	if !hasBody(ctx) {
+		return true
+	}
+	_ = ctx.Conn().SetReadDeadline(time.Now().Add(drainTimeout))
+	n, err := io.CopyN(io.Discard, ctx.RequestBodyStream(), drainLimit+1)
+	return n <= drainLimit && errors.Is(err, io.EOF)
+}
+
+// hasBody: a body of declared length may still be coming from the client
+// (the server streams every body; most requests have none; chunked ones
+// are proxied, see takes).
+func hasBody(ctx *fasthttp.RequestCtx) bool {
+	return ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() > 0
+}
