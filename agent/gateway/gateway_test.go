@@ -287,11 +287,11 @@ func TestNonLoopbackClientsAreRefused(t *testing.T) {
 		}
 	}
 	loop := gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: net.ParseIP("::1"), Header: hdr("10.1.2.3")}
-	if err := (gateway.LoopbackOnly{}).Authorize(loop, gateway.Target{Service: "cron"}); err != nil {
+	if _, err := (gateway.LoopbackOnly{}).Authorize(loop, gateway.Target{Service: "cron"}); err != nil {
 		t.Fatalf("IPv6 loopback refused: %v", err)
 	}
 	forged := gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: net.ParseIP("10.1.2.3"), Header: hdr("127.0.0.1")}
-	if err := (gateway.LoopbackOnly{}).Authorize(forged, gateway.Target{Service: "cron"}); err == nil {
+	if _, err := (gateway.LoopbackOnly{}).Authorize(forged, gateway.Target{Service: "cron"}); err == nil {
 		t.Fatal("a forged X-Forwarded-For made a remote client loopback")
 	}
 }

@@ -53,6 +53,10 @@ type Facts struct {
 	// Source is the client address: the connection's peer, or the
 	// trusted proxy's X-Forwarded-For hop under --trust-proxy-headers.
 	Source netip.Addr
+	// Loopback: the connection comes from loopback and no trusted proxy
+	// named another client. Only it passes without a document, or when
+	// the proxy is disabled (in-container tools).
+	Loopback bool
 	Header func(name string) string
 	Cookie func(name string) string
 	Param  func(name string) string
@@ -184,13 +188,13 @@ type evalState struct {
 // loopback source passes (operations.md). verify may be nil.
 func (p *Policy) Evaluate(f Facts, verify ClaimVerifier) Decision {
 	if p == nil {
-		if f.Source.IsLoopback() {
+		if f.Loopback {
 			return Decision{Outcome: Allowed, Type: "loopback", Subject: f.Source.String(), Reason: "no document: loopback client"}
 		}
 		return Decision{Outcome: Forbidden, Reason: "no document applies: only loopback clients pass"}
 	}
 	if !p.Enabled {
-		if f.Source.IsLoopback() {
+		if f.Loopback {
 			return Decision{Outcome: Allowed, Type: "loopback", Subject: f.Source.String(), Reason: "proxy disabled: loopback client"}
 		}
 		return Decision{Outcome: Disabled, Reason: "enable_proxy is false"}

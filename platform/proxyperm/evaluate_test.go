@@ -61,7 +61,8 @@ func (r req) facts() proxyperm.Facts {
 	for k, v := range r.headers {
 		hdr[k] = v
 	}
-	return proxyperm.Facts{Program: r.program, Port: r.port, Source: netip.MustParseAddr(src),
+	a := netip.MustParseAddr(src)
+	return proxyperm.Facts{Program: r.program, Port: r.port, Source: a, Loopback: a.IsLoopback(),
 		Header: get(hdr), Cookie: get(r.cookies), Param: get(r.params), Now: evalNow}
 }
 
