@@ -57,9 +57,9 @@ type Facts struct {
 	// named another client. Only it passes without a document, or when
 	// the proxy is disabled (in-container tools).
 	Loopback bool
-	Header func(name string) string
-	Cookie func(name string) string
-	Param  func(name string) string
+	Header   func(name string) string
+	Cookie   func(name string) string
+	Param    func(name string) string
 	// Now is the evaluation time (exp, nbf, claim iat).
 	Now time.Time
 }
