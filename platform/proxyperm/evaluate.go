@@ -181,7 +181,7 @@ type evalState struct {
 	claim   *ContainerClaim
 	claimIn bool
 	claimOK bool
-	jwts    map[string]jwt.MapClaims // token+alg → verified claims (nil: failed)
+	jwts    map[string]*parsedJWT // by token string
 }
 
 // Evaluate decides one request. A nil policy is "no document": only a
@@ -374,36 +374,65 @@ func (st *evalState) basic() (string, string, bool) {
 	return u, pw, true
 }
 
-// jwt verifies tok for g, memoized per group and token (the refusal path
-// looks at groups again). The algorithm is pinned to the group's, so an
-// HS256 token never verifies against an RS256 group (whose PEM would
-// otherwise serve as an HMAC secret) and alg none never verifies.
+// parsedJWT is a token decoded once per request; each group then checks
+// only the signature with its own key.
+type parsedJWT struct {
+	ok      bool // decoded into header, claims and signature
+	alg     string
+	signing string
+	sig     []byte
+	claims  jwt.MapClaims
+	timeOK  bool // exp and nbf hold at Now
+}
+
+var unverified = jwt.NewParser()
+
+// jwt verifies tok for g. The algorithm is pinned to the group's: a token
+// whose header names another one (an HS256 token presented to an RS256
+// group, whose PEM would otherwise serve as an HMAC secret; alg none)
+// never verifies. exp and nbf are honoured.
 func (st *evalState) jwt(g *CompiledGroup, tok string) jwt.MapClaims {
 	if len(tok) > 16<<10 {
 		return nil
 	}
-	key := g.Name + "\x00" + tok
-	if c, ok := st.jwts[key]; ok {
-		return c
-	}
-	if st.jwts == nil {
-		st.jwts = map[string]jwt.MapClaims{}
-	}
-	var out jwt.MapClaims
-	claims := jwt.MapClaims{}
-	now := st.f.Now
-	p := jwt.NewParser(jwt.WithValidMethods([]string{g.Algorithm}), jwt.WithTimeFunc(func() time.Time { return now }))
-	t, err := p.ParseWithClaims(tok, claims, func(t *jwt.Token) (any, error) {
-		if g.Algorithm == "HS256" {
-			return g.HMACKey, nil
+	pj, seen := st.jwts[tok]
+	if !seen {
+		pj = st.parseJWT(tok)
+		if st.jwts == nil {
+			st.jwts = map[string]*parsedJWT{}
 		}
-		return g.PublicKey, nil
-	})
-	if err == nil && t.Valid {
-		out = claims
+		st.jwts[tok] = pj
 	}
-	st.jwts[key] = out
-	return out
+	if !pj.ok || !pj.timeOK || pj.alg != g.Algorithm {
+		return nil
+	}
+	m := jwt.GetSigningMethod(g.Algorithm)
+	if m == nil {
+		return nil
+	}
+	var key any = g.PublicKey
+	if g.Algorithm == "HS256" {
+		key = g.HMACKey
+	}
+	if m.Verify(pj.signing, pj.sig, key) != nil {
+		return nil
+	}
+	return pj.claims
+}
+
+func (st *evalState) parseJWT(tok string) *parsedJWT {
+	claims := jwt.MapClaims{}
+	t, parts, err := unverified.ParseUnverified(tok, claims)
+	if err != nil || len(parts) != 3 || t.Method == nil {
+		return &parsedJWT{}
+	}
+	sig, err := unverified.DecodeSegment(parts[2])
+	if err != nil {
+		return &parsedJWT{}
+	}
+	now := st.f.Now
+	timeOK := jwt.NewValidator(jwt.WithTimeFunc(func() time.Time { return now })).Validate(claims) == nil
+	return &parsedJWT{ok: true, alg: t.Method.Alg(), signing: parts[0] + "." + parts[1], sig: sig, claims: claims, timeOK: timeOK}
 }
 
 // claimsMatch: every configured claim is present with an equal value
