@@ -74,9 +74,11 @@ type Authorizer interface {
 // proxy permissions document: nothing passes except from loopback.
 type LoopbackOnly struct{}
 
-// Authorize lets loopback clients through.
+// Authorize lets loopback clients through: the connection is from
+// loopback and no trusted proxy named another client (a private peer's
+// forged X-Forwarded-For: 127.0.0.1 does not make it loopback).
 func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *platform.Error) {
-	if c := r.Client(); c != nil && c.IsLoopback() {
+	if c := r.Client(); c != nil && c.IsLoopback() && r.RemoteIP != nil && r.RemoteIP.IsLoopback() {
 		return Identity{Type: "loopback", Subject: c.String()}, nil
 	}
 	return Identity{}, &platform.Error{Code: platform.CodeForbidden, Details: t.Service,

@@ -32,6 +32,31 @@ func (a fixedAuth) Authorize(r gateway.Request, t gateway.Target) (gateway.Ident
 	return gateway.Identity{Group: "crew", Type: "token", Subject: "line1\r\nX-Evil: 1"}, nil
 }
 
+// admitAll lets every request through.
+type admitAll struct{}
+
+func (admitAll) Authorize(gateway.Request, gateway.Target) (gateway.Identity, *platform.Error) {
+	return gateway.Identity{}, nil
+}
+
+// TestLoopbackOnlyRefusesProxiedClients: behind a trusted proxy the client
+// is the proxy's X-Forwarded-For hop, which is not loopback even though
+// the connection is.
+func TestLoopbackOnlyRefusesProxiedClients(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "", func(c *gateway.Config) { c.TrustProxyHeaders = true })
+	if status, body, _ := f.get(t, "", "/_/cron/health", "X-Forwarded-For", "203.0.113.4"); status != 403 || body["code"] != "FORBIDDEN" {
+		t.Fatalf("proxied client without a document: %d %v", status, body)
+	}
+	if status, _, raw := f.get(t, "", "/_/cron/health"); status != 200 {
+		t.Fatalf("loopback client: %d %s", status, raw)
+	}
+	forged := gateway.Request{RemoteIP: net.ParseIP("10.0.0.8"), Source: net.ParseIP("127.0.0.1")}
+	if _, err := (gateway.LoopbackOnly{}).Authorize(forged, gateway.Target{Service: "cron"}); err == nil {
+		t.Fatal("a private peer naming 127.0.0.1 in X-Forwarded-For passed as loopback")
+	}
+}
+
 func TestIdentityHeadersSetByTheGatewayOnly(t *testing.T) {
 	t.Parallel()
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

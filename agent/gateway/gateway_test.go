@@ -219,10 +219,12 @@ func TestGatewayOwnsForwardedHeaders(t *testing.T) {
 }
 
 // TestTrustProxyHeaders: behind the platform proxy (--trust-proxy-headers)
-// the services get the client the proxy saw, as one X-Forwarded-For.
+// the services get the client the proxy saw, as one X-Forwarded-For. (A
+// proxied client is not loopback, so an authorizer that admits all stands
+// in for a document.)
 func TestTrustProxyHeaders(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, "", "", func(c *gateway.Config) { c.TrustProxyHeaders = true })
+	f := newFixture(t, "", "", func(c *gateway.Config) { c.TrustProxyHeaders = true; c.Authorizer = admitAll{} })
 	_, m, raw := f.get(t, "", "/_/notes/x", "X-Forwarded-For", "6.6.6.6, 7.7.7.7")
 	if m["xff"] != "7.7.7.7" {
 		t.Fatalf("trusted proxy's client: %s", raw)
