@@ -129,7 +129,7 @@ func evalDoc(k *keys) string {
 		"hdrtok":{"type":"token","header":"X-Key","value":"k-123"},
 		"cktok":{"type":"token","cookie":"ck","value":"c-456"},
 		"qtok":{"type":"token","param":"key","value":"q-789"},
-		"peers":{"type":"service-identity","containers":["c9"],"projects":["p7"]},
+		"peers":{"type":"service-identity","containers":["c9","w*"],"projects":["p7"]},
 		"viewer":{"type":"token","header":"X-View","value":"v"}
 	},"permissions":{
 		"hs":{"terminal":true},
@@ -226,6 +226,8 @@ func TestEvaluateRequestTable(t *testing.T) {
 		{"access false: matched, denied", req{program: "terminal", headers: H("X-View", "v")}, proxyperm.Forbidden, "viewer"},
 		{"service-identity container", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow))}, proxyperm.Allowed, "peers"},
 		{"service-identity project", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c5", "p7", evalNow.Add(-299*time.Second)))}, proxyperm.Allowed, "peers"},
+		{"service-identity wildcard", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("w42", "p3", evalNow))}, proxyperm.Allowed, "peers"},
+		{"service-identity with kid", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow)+".ed25519-0011")}, proxyperm.Allowed, "peers"},
 		{"service-identity other container", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c5", "p5", evalNow))}, proxyperm.Unauthorized, ""},
 		{"service-identity stale claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow.Add(-301*time.Second)))}, proxyperm.Unauthorized, ""},
 		{"service-identity future claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow.Add(301*time.Second)))}, proxyperm.Unauthorized, ""},
