@@ -18,6 +18,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"deckhand/agent/access"
 	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -42,9 +43,13 @@ type Config struct {
 	Notifier platform.Notifier
 
 	ControlURL, ContainerID, ProjectID, Token string
+	// PermissionsFile is a local proxy permissions document, used when
+	// there is no control plane (reloaded on change).
+	PermissionsFile string
 
-	// Authorizer decides who passes the gateway; default
-	// gateway.LoopbackOnly (no proxy permissions document).
+	// Authorizer decides who passes the gateway; default the proxy
+	// permissions authorizer (agent/access) fed by ControlURL or
+	// PermissionsFile (with neither: loopback clients only).
 	Authorizer gateway.Authorizer
 
 	LogLevel string
@@ -72,6 +77,7 @@ type Supervisor struct {
 	units   []*unit
 	gw      *gateway.Gateway
 	gwLn    net.Listener
+	access  *access.Authorizer
 	started time.Time
 	probe   *http.Client
 	// sink is the journal sink the agent made (nil when the caller gave one).
@@ -145,6 +151,15 @@ func New(cfg Config) (*Supervisor, error) {
 		s.units = append(s.units, u)
 	}
 	s.wireNotifier()
+	if cfg.Authorizer == nil {
+		s.access, err = access.New(access.Config{ControlURL: cfg.ControlURL, ContainerID: cfg.ContainerID, ProjectID: cfg.ProjectID,
+			Token: cfg.Token, PermissionsFile: cfg.PermissionsFile, Dir: filepath.Join(cfg.Data, "proxyperm"),
+			Port: func(name string) int { return Port(cfg.PortBase, name) }, Journal: cfg.Journal, Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Authorizer = s.access
+	}
 	if s.gwLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
@@ -254,6 +269,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	for _, u := range s.units {
 		wg.Add(1)
 		go func() { defer wg.Done(); u.run(runCtx) }()
+	}
+	if s.access != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.access.Run(runCtx) }()
 	}
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- s.gw.Serve(s.gwLn) }()

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"net"
+
+	"github.com/valyala/fasthttp"
 
 	"deckhand/platform"
 )
@@ -19,26 +22,128 @@ type Request struct {
 	// RemoteIP is the peer of the connection. Forwarding headers never
 	// change it: a client could forge them.
 	RemoteIP net.IP
+	// Source is the client address: RemoteIP, or under
+	// --trust-proxy-headers the platform proxy's X-Forwarded-For hop when
+	// the peer is a loopback or private address (what services are told
+	// in X-Forwarded-For). Nil means RemoteIP.
+	Source net.IP
 	// Header returns a request header's first value ("" when absent).
 	Header func(name string) string
+	// Cookie and Query return a cookie's or query parameter's value ("" when
+	// absent; nil functions mean none).
+	Cookie func(name string) string
+	Query  func(name string) string
 }
 
+// Client is Source, else RemoteIP.
+func (r Request) Client() net.IP {
+	if r.Source != nil {
+		return r.Source
+	}
+	return r.RemoteIP
+}
+
+// Identity is who the Authorizer found a request to be; the gateway hands
+// it to the service in IdentityHeaders. The zero value is "no identity"
+// (the default policy let the request in).
+type Identity struct {
+	Group   string // the matched group of the proxy permissions document
+	Type    string // its type (jwt, password, ip, token, service-identity) or "loopback"
+	Subject string // jwt sub, password username, ip address, token location, claimed container
+}
+
+// Identity headers the gateway sets itself. Every header a client sends
+// under IdentityHeaderPrefix is dropped first, so a service can trust them.
+const (
+	IdentityHeaderPrefix  = "X-Deckhand-Identity-"
+	IdentityGroupHeader   = IdentityHeaderPrefix + "Group"
+	IdentityTypeHeader    = IdentityHeaderPrefix + "Type"
+	IdentitySubjectHeader = IdentityHeaderPrefix + "Subject"
+)
+
 // Authorizer decides whether a request may reach its target. It returns
-// nil to let it pass, or a *platform.Error (FORBIDDEN, UNAUTHORIZED) that
-// the gateway renders. The proxy permissions evaluator replaces the default.
+// the caller's identity and nil to let it pass, or a *platform.Error
+// (UNAUTHORIZED, FORBIDDEN, PROXY_DISABLED) that the gateway renders as
+// the container error body. The proxy permissions evaluator (agent/access)
+// replaces the default.
 type Authorizer interface {
-	Authorize(r Request, t Target) *platform.Error
+	Authorize(r Request, t Target) (Identity, *platform.Error)
 }
 
 // LoopbackOnly is the rule of operations.md for a container without a
 // proxy permissions document: nothing passes except from loopback.
 type LoopbackOnly struct{}
 
-// Authorize lets loopback clients through.
-func (LoopbackOnly) Authorize(r Request, t Target) *platform.Error {
-	if r.RemoteIP != nil && r.RemoteIP.IsLoopback() {
-		return nil
+// Authorize lets loopback clients through: the connection is from
+// loopback and no trusted proxy named another client (a private peer's
+// forged X-Forwarded-For: 127.0.0.1 does not make it loopback).
+func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *platform.Error) {
+	if c := r.Client(); c != nil && c.IsLoopback() && r.RemoteIP != nil && r.RemoteIP.IsLoopback() {
+		return Identity{Type: "loopback", Subject: c.String()}, nil
 	}
-	return &platform.Error{Code: platform.CodeForbidden, Details: t.Service,
+	return Identity{}, &platform.Error{Code: platform.CodeForbidden, Details: t.Service,
 		Message: "no proxy permissions document applies to this container: only loopback clients may pass the gateway"}
+}
+
+// authorize asks the Authorizer about one request, renders its refusal,
+// and on success replaces any client-sent identity headers with the
+// decision's. It reports whether the request may go on.
+func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, host, path string, t Target) bool {
+	h := &ctx.Request.Header
+	facts := Request{Method: string(ctx.Method()), Host: host, Path: path, RemoteIP: ctx.RemoteIP(),
+		Header: func(name string) string { return string(h.Peek(name)) },
+		Cookie: func(name string) string { return string(h.Cookie(name)) },
+		Query:  func(name string) string { return string(ctx.QueryArgs().Peek(name)) },
+	}
+	if g.cfg.TrustProxyHeaders {
+		facts.Source = net.ParseIP(forwardedClient(ctx.RemoteIP(), h.PeekAll("X-Forwarded-For")))
+	}
+	id, perr := g.cfg.Authorizer.Authorize(facts, t)
+	if perr != nil {
+		platform.WriteFastError(ctx, 0, perr)
+		return false
+	}
+	setIdentity(h, id)
+	return true
+}
+
+var identityPrefix = []byte(IdentityHeaderPrefix)
+
+// setIdentity drops every client copy of the identity headers, then sets
+// the decision's.
+func setIdentity(h *fasthttp.RequestHeader, id Identity) {
+	var drop [][]byte
+	for k := range h.All() {
+		if len(k) >= len(identityPrefix) && bytes.EqualFold(k[:len(identityPrefix)], identityPrefix) {
+			drop = append(drop, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range drop {
+		h.DelBytes(k)
+	}
+	if id.Type == "" {
+		return
+	}
+	if id.Group != "" {
+		h.Set(IdentityGroupHeader, headerSafe(id.Group))
+	}
+	h.Set(IdentityTypeHeader, headerSafe(id.Type))
+	if id.Subject != "" {
+		h.Set(IdentitySubjectHeader, headerSafe(id.Subject))
+	}
+}
+
+// headerSafe keeps a value a client chose (a JWT's sub) to one printable
+// line of at most 256 bytes.
+func headerSafe(s string) string {
+	if len(s) > 256 {
+		s = s[:256]
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c == 0x7f {
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }

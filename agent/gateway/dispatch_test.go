@@ -100,7 +100,7 @@ func newDispatchFixture(t *testing.T, trust bool, streams bool) *dispatchFixture
 	addr := ln.Addr().String()
 	gw := func(direct bool) (*gateway.Gateway, string) {
 		c := gateway.Config{Domain: "example.test", Known: []string{"facts"}, Logger: quiet, TrustProxyHeaders: trust,
-			Authorizer: allowAll{},
+			Authorizer: admitAll{},
 			Backend:    func(n string) (string, bool) { return addr, n == "facts" }}
 		if direct {
 			c.InProcess = func(n string) *gateway.InProcess {
@@ -123,10 +123,6 @@ func newDispatchFixture(t *testing.T, trust bool, streams bool) *dispatchFixture
 	f.proxyGW, f.proxy = gw(false)
 	return f
 }
-
-type allowAll struct{}
-
-func (allowAll) Authorize(gateway.Request, gateway.Target) *platform.Error { return nil }
 
 // TestDirectDispatchSkipsTheServicePort: an in-process service's requests
 // never open a connection to its port; the proxy's do.

@@ -292,10 +292,7 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeNotFound, Message: "service " + t.Service + " is not running on this agent", Details: t.Service})
 		return
 	}
-	facts := Request{Method: string(ctx.Method()), Host: host, Path: path, RemoteIP: ctx.RemoteIP(),
-		Header: func(name string) string { return string(ctx.Request.Header.Peek(name)) }}
-	if perr := g.cfg.Authorizer.Authorize(facts, t); perr != nil {
-		platform.WriteFastError(ctx, 0, perr)
+	if !g.authorize(ctx, host, path, t) {
 		return
 	}
 	prefix := ""

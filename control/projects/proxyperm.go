@@ -60,7 +60,7 @@ func (s *Service) proxyRoutes() []platform.Route {
 	for _, sc := range []docScope{{project: false}, {project: true}} {
 		out = append(out, s.proxyRoutesFor(sc)...)
 	}
-	return out
+	return append(out, s.effectiveRoute())
 }
 
 var ifMatchParam = platform.Param{Name: "If-Match", In: "header", Required: true,

@@ -3,8 +3,12 @@
 // the control plane (which stores documents) and the agent's gateway (which
 // enforces them, and loads --permissions-file) apply, the normalization of
 // password groups (plaintext hashed on write) and a compiled, evaluator-ready
-// form (parsed CIDRs, public keys, password hashes and port sets). It has no
-// HTTP in it: request facts are the gateway's business.
+// form (parsed CIDRs, public keys, password hashes and port sets), and the
+// evaluation of one request against it (Policy.Evaluate: Facts in — program,
+// port, client address, header/cookie/query lookups, time — and a Decision
+// out: outcome, matched group and identity, a reason fit for the journal).
+// It has no HTTP in it: reading requests is the gateway's business
+// (agent/access builds the facts).
 //
 // Choices where the spec is silent:
 //   - permissions maps a group name to an object of program name → access,
