@@ -440,14 +440,23 @@ func TestMetricsPassPromtool(t *testing.T) {
 	if _, _, err := e.ws(t, platformtest.FreePortBase(t, 1)); err == nil {
 		t.Fatal("dial of a closed port succeeded")
 	}
-	resp, err := http.Get(e.url + "/api/v1/tunnel/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
-		t.Fatalf("content type %s", resp.Header.Get("Content-Type"))
+	// The bridge counts a chunk once its write returned, which can be
+	// after the echo reached this client: scrape until the counts land.
+	var text []byte
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(e.url + "/api/v1/tunnel/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+			t.Fatalf("content type %s", resp.Header.Get("Content-Type"))
+		}
+		if strings.Contains(string(text), `deckhand_tunnel_bytes_total{direction="out",port="`+strconv.Itoa(port)+`"} 3`) &&
+			strings.Contains(string(text), `deckhand_tunnel_bytes_total{direction="in",port="`+strconv.Itoa(port)+`"} 3`) || time.Now().After(deadline) {
+			break
+		}
 	}
 	for _, want := range []string{
 		`deckhand_tunnel_bytes_total{direction="in",port="` + strconv.Itoa(port) + `"} 3`,
