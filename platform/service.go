@@ -33,6 +33,25 @@ type ServiceDeps struct {
 	Common CommonSettings
 }
 
+// WithDefaults is d with what a test or a stand-alone caller left out
+// filled in: the default logger, the system clock, and a journal and
+// notifier that write to the logger. The agent always sets all four.
+func (d ServiceDeps) WithDefaults() ServiceDeps {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Clock == nil {
+		d.Clock = SystemClock{}
+	}
+	if d.Journal == nil {
+		d.Journal = LogJournal{Logger: d.Logger}
+	}
+	if d.Notifier == nil {
+		d.Notifier = LogNotifier{Logger: d.Logger}
+	}
+	return d
+}
+
 // Settings is a service's typed configuration. Flags declares the service's
 // own flags on fs, bound to the struct's fields, with their defaults; the
 // agent declares every service's flags on `deckhand run` and `deckhand

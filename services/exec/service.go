@@ -74,18 +74,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if deps.DataDir == "" || deps.Store == nil {
 		return nil, errors.New("exec: no data directory or store")
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
-	if deps.Journal == nil {
-		deps.Journal = platform.LogJournal{Logger: deps.Logger}
-	}
-	if deps.Notifier == nil {
-		deps.Notifier = platform.LogNotifier{Logger: deps.Logger}
-	}
+	deps = deps.WithDefaults()
 	path := set.Schedules
 	if path == "" {
 		path = filepath.Join(deps.DataDir, "schedules.yaml")

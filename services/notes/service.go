@@ -38,12 +38,7 @@ func New(deps platform.ServiceDeps, _ *platform.NoSettings) (*Service, error) {
 	if deps.Store == nil {
 		return nil, errors.New("notes: no store")
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
+	deps = deps.WithDefaults()
 	return &Service{db: deps.Store, log: deps.Logger, clock: deps.Clock, ticketTTL: 5 * time.Minute}, nil
 }
 

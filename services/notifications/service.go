@@ -88,12 +88,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if deps.DataDir == "" || deps.Store == nil {
 		return nil, errors.New("notifications: no data directory or store")
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
+	deps = deps.WithDefaults()
 	keep := set.Keep
 	if keep == 0 {
 		keep = 1000

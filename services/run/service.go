@@ -76,15 +76,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if deps.DataDir == "" || deps.Store == nil {
 		return nil, errors.New("run: no data directory or store")
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
-	if deps.Journal == nil {
-		deps.Journal = platform.LogJournal{Logger: deps.Logger}
-	}
+	deps = deps.WithDefaults()
 	ws := set.Workspace
 	if ws == "" {
 		ws = filepath.Join(deps.DataDir, "workspace")

@@ -37,12 +37,7 @@ func New(deps platform.ServiceDeps, _ *platform.NoSettings) (*Service, error) {
 	if deps.DataDir == "" || deps.Store == nil {
 		return nil, errors.New("workspace: no data directory or store")
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
+	deps = deps.WithDefaults()
 	key, _, err := secrets.LoadOrCreate(filepath.Join(deps.DataDir, "secrets.key"))
 	if err != nil {
 		return nil, err
