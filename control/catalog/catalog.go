@@ -39,18 +39,6 @@ func article(kind string) string {
 	return "a " + kind
 }
 
-// StoreErr keeps typed errors and hides anything else behind op.
-func StoreErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *platform.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return platform.Internal(op, err)
-}
-
 // ChargeErr keeps the interface's envelope for a refused charge: whatever
 // code the wallet gives a 400 (insufficient balance), a selling route
 // answers error "Bad Request" with the wallet's message.

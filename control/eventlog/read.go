@@ -125,7 +125,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (*EventList, error) {
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("list events", err)
+		return nil, platform.Wrap("list events", err)
 	}
 	pages := (page.Total + in.Limit - 1) / in.Limit
 	return &EventList{Events: page.Events, Pagination: Pagination{Total: page.Total, Page: in.Offset/in.Limit + 1,
@@ -146,7 +146,7 @@ func (s *Service) Get(ctx context.Context, id string) (*events.Event, error) {
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("read the event", err)
+		return nil, platform.Wrap("read the event", err)
 	}
 	if ev == nil || !s.viewer(ctx, p).Sees(ev) {
 		return nil, platform.NotFound("event", id)
@@ -187,7 +187,7 @@ func (s *Service) Stats(ctx context.Context, in StatsInput) (*StatsResult, error
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("count events", err)
+		return nil, platform.Wrap("count events", err)
 	}
 	out := &StatsResult{Stats: st}
 	if !f.Start.IsZero() {

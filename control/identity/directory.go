@@ -15,7 +15,7 @@ const CheckUserExists = "user.exists"
 
 func (s *Service) userExists(ctx context.Context, param func(string) string) error {
 	id := param("user_id")
-	return storeErr("look up the user", s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return platform.Wrap("look up the user", s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		u, err := getUser(tx, id)
 		if err != nil {
 			return err

@@ -96,7 +96,7 @@ func (s *Service) Credit(ctx context.Context, in CreditInput) (*CreditResult, er
 		return nil
 	})
 	if err != nil {
-		return nil, fail("credit the balance", err)
+		return nil, platform.Wrap("credit the balance", err)
 	}
 	return &out, nil
 }

@@ -240,7 +240,7 @@ func (s *Service) GenerateInvoice(ctx context.Context, id string) (*Generated, e
 		return nil
 	})
 	if err != nil {
-		return nil, fail("generate the invoice", err)
+		return nil, platform.Wrap("generate the invoice", err)
 	}
 	return &out, nil
 }

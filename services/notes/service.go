@@ -72,14 +72,3 @@ func checkID(field, v string) error {
 	}
 	return nil
 }
-
-func internal(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *platform.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return platform.Internal(op, err)
-}

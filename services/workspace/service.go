@@ -89,15 +89,3 @@ func checkWorkspace(id string) error {
 
 // prefix is the key prefix of a workspace's records in every bucket.
 func prefix(ws string) string { return ws + "/" }
-
-// internal wraps a store failure.
-func internal(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *platform.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return platform.Internal(op, err)
-}
