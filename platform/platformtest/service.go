@@ -77,8 +77,8 @@ func GetJSON(t testing.TB, h *platform.Host, path string, v any) (int, []byte) {
 // Call sends a request to h in-process (no time limit) and returns the
 // status, the body decoded as a JSON object (nil when it is not one) and
 // the raw body. body is nil (none), a string or []byte (sent as written)
-// or a value sent as JSON; the request says Content-Type application/json
-// unless hdr (name, value pairs) sets it.
+// or a value sent as JSON; a request with a body says Content-Type
+// application/json unless hdr (name, value pairs) sets it.
 func Call(t testing.TB, h *platform.Host, method, path string, body any, hdr ...string) (int, map[string]any, string) {
 	t.Helper()
 	var rd io.Reader
@@ -98,7 +98,9 @@ func Call(t testing.TB, h *platform.Host, method, path string, body any, hdr ...
 		rd = bytes.NewReader(raw)
 	}
 	req := NewRequest(method, path, rd)
-	req.Header.Set("Content-Type", "application/json")
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
