@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"deckhand/control/domain"
 	"deckhand/platform"
 )
 
@@ -106,14 +107,9 @@ func PageOf(q platform.Query) Page {
 }
 
 // Pagination is data.pagination of every list.
-type Pagination struct {
-	Total      int `json:"total"`
-	Page       int `json:"page"`
-	Limit      int `json:"limit"`
-	TotalPages int `json:"totalPages"`
-}
+type Pagination = domain.Pagination
 
 // Paginate is the pagination of total entries seen through p.
 func (p *Page) Paginate(total int) Pagination {
-	return Pagination{Total: total, Page: p.Page, Limit: p.Limit, TotalPages: (total + p.Limit - 1) / p.Limit}
+	return domain.Paginate(total, p.Page, p.Limit)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -93,12 +94,7 @@ func (f FilterInput) parse() (events.Filter, error) {
 }
 
 // Pagination is data.pagination of interface.md.
-type Pagination struct {
-	Total      int `json:"total"`
-	Page       int `json:"page"`
-	Limit      int `json:"limit"`
-	TotalPages int `json:"totalPages"`
-}
+type Pagination = domain.Pagination
 
 // EventList is the data of GET /api/v1/events.
 type EventList struct {
@@ -127,9 +123,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (*EventList, error) {
 	if err != nil {
 		return nil, platform.Wrap("list events", err)
 	}
-	pages := (page.Total + in.Limit - 1) / in.Limit
-	return &EventList{Events: page.Events, Pagination: Pagination{Total: page.Total, Page: in.Offset/in.Limit + 1,
-		Limit: in.Limit, TotalPages: pages}}, nil
+	return &EventList{Events: page.Events, Pagination: domain.Paginate(page.Total, in.Offset/in.Limit+1, in.Limit)}, nil
 }
 
 // Get answers one event the caller may see (404 otherwise, so ids of

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"deckhand/control/domain"
 	"deckhand/control/money"
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -33,21 +34,14 @@ type FeeTransaction struct {
 }
 
 // Pagination is data.pagination.
-type Pagination struct {
-	Total      int `json:"total"`
-	Page       int `json:"page"`
-	Limit      int `json:"limit"`
-	TotalPages int `json:"totalPages"`
-}
+type Pagination = domain.Pagination
 
+// paginate is the pagination of total entries and the bounds [lo, hi) of
+// the page's entries.
 func paginate(total, page, limit int) (Pagination, int, int) {
-	pages := 0
-	if total > 0 {
-		pages = (total + limit - 1) / limit
-	}
 	lo := min((page-1)*limit, total)
 	hi := min(lo+limit, total)
-	return Pagination{Total: total, Page: page, Limit: limit, TotalPages: pages}, lo, hi
+	return domain.Paginate(total, page, limit), lo, hi
 }
 
 // FeeList is GET /api/v1/wallet/ai-fees.
