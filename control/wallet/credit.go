@@ -60,10 +60,6 @@ func (s *Service) adminRoutes() []platform.Route {
 // Accounts are never deleted, so a check before the transaction holds.
 const checkUserExists = "user.exists"
 
-// identityUsers is the identity domain's user bucket, read only for the
-// buyer's name and address on an invoice PDF (no seam answers those yet).
-const identityUsers = "identity_users"
-
 // Credit adds in.Amount to a user's general balance.
 func (s *Service) Credit(ctx context.Context, in CreditInput) (*CreditResult, error) {
 	p, err := platform.AdminCaller(ctx)

@@ -2,7 +2,6 @@ package wallet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
 	"deckhand/control/wallet/invoicepdf"
@@ -306,17 +306,14 @@ func (s *Service) InvoicePDF(ctx context.Context, id string) ([]byte, *Invoice, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var buyer struct {
-		Email    string `json:"email"`
-		Username string `json:"username"`
+	// The buyer's name and address come from identity (env.Accounts); an
+	// invoice still renders without them.
+	var buyer domain.Contact
+	if c, err := s.env.Accounts.Contact(ctx, inv.UserID); err != nil {
+		s.log.Warn("invoice buyer lookup failed", "invoice", inv.ID, "error", err)
+	} else if c != nil {
+		buyer = *c
 	}
-	_ = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		raw := tx.GetRaw(identityUsers, inv.UserID)
-		if raw != nil {
-			_ = json.Unmarshal(raw, &buyer)
-		}
-		return nil
-	})
 	name := buyer.Username
 	if name == "" {
 		name = "Account " + inv.UserID
