@@ -93,12 +93,7 @@ func (p *Page) Offset() int { return (p.Page - 1) * p.Limit }
 
 // Params are the page's query parameters as a route declares them.
 func Params() []platform.Param {
-	return []platform.Param{
-		{Name: "sort_order", Enum: []string{"asc", "desc"}, Description: "default desc"},
-		{Name: "page", Type: "integer", Range: &platform.Range{Min: 1, Max: 1e9}, Default: "1", Description: "page number, from 1"},
-		{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: MaxLimit}, Default: "20",
-			Description: "page size, 1 to 100 (default 20); a limit over 100 is refused with 400, never silently clamped"},
-	}
+	return []platform.Param{domain.SortOrderParam, domain.PageParam, domain.LimitParam}
 }
 
 // PageOf reads the page parameters Params declares from a parsed query.

@@ -107,8 +107,8 @@ func (s *Service) invoiceRoutes() []platform.Route {
 				"`filter` is a JSON object over those fields: a value (equality) or an object of operators eq, ne, gt, gte, lt, lte, " +
 				"like (% and _ wildcards, case-insensitive), in (array), e.g. {\"status\":\"paid\",\"amount\":{\"gte\":10}}; amounts are numbers " +
 				"or decimal strings, dates RFC 3339 or YYYY-MM-DD. Bad JSON, an unknown field or an unknown operator: 400.",
-			Query: []platform.Param{pageParam, limitParam, {Name: "sort_by", Default: "created_at", Description: "unknown values fall back to created_at"},
-				orderParam, {Name: "filter", Description: "JSON object of conditions"}},
+			Query: []platform.Param{domain.PageParam, domain.LimitParam, {Name: "sort_by", Default: "created_at", Description: "unknown values fall back to created_at"},
+				domain.SortOrderParam, {Name: "filter", Description: "JSON object of conditions"}},
 			Response: InvoiceList{},
 			Handler: func(c fiber.Ctx) error {
 				out, err := s.ListInvoices(c.Context(), listQuery(c))
