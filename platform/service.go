@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -50,6 +51,26 @@ func (d ServiceDeps) WithDefaults() ServiceDeps {
 		d.Notifier = LogNotifier{Logger: d.Logger}
 	}
 	return d
+}
+
+// PrepareService is the common start of a service's New that keeps its
+// data in its store: nil settings become zero ones and are validated, a
+// data directory and a store are required (named after the service, as in
+// "exec: no data directory or store"), and deps get WithDefaults.
+func PrepareService[S any, P interface {
+	*S
+	Validate() error
+}](name string, deps ServiceDeps, set P) (ServiceDeps, P, error) {
+	if set == nil {
+		set = new(S)
+	}
+	if err := set.Validate(); err != nil {
+		return deps, nil, err
+	}
+	if deps.DataDir == "" || deps.Store == nil {
+		return deps, nil, fmt.Errorf("%s: no data directory or store", name)
+	}
+	return deps.WithDefaults(), set, nil
 }
 
 // Settings is a service's typed configuration. Flags declares the service's

@@ -65,16 +65,10 @@ type Service struct {
 // not load leaves the service running with no schedules; the list says
 // why, and a reload after fixing it takes it.
 func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
-	if set == nil {
-		set = &Settings{}
-	}
-	if err := set.Validate(); err != nil {
+	deps, set, err := platform.PrepareService("exec", deps, set)
+	if err != nil {
 		return nil, err
 	}
-	if deps.DataDir == "" || deps.Store == nil {
-		return nil, errors.New("exec: no data directory or store")
-	}
-	deps = deps.WithDefaults()
 	path := set.Schedules
 	if path == "" {
 		path = filepath.Join(deps.DataDir, "schedules.yaml")

@@ -79,16 +79,10 @@ type Service struct {
 // deps.Notifier is a *Relay (the agent's), the relay starts delivering
 // agent events here.
 func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
-	if set == nil {
-		set = &Settings{}
-	}
-	if err := set.Validate(); err != nil {
+	deps, set, err := platform.PrepareService("notifications", deps, set)
+	if err != nil {
 		return nil, err
 	}
-	if deps.DataDir == "" || deps.Store == nil {
-		return nil, errors.New("notifications: no data directory or store")
-	}
-	deps = deps.WithDefaults()
 	keep := set.Keep
 	if keep == 0 {
 		keep = 1000
