@@ -130,6 +130,21 @@ func Internal(op string, cause error) *Error {
 	return &Error{Code: CodeInternal, Message: "internal error while trying to " + op, Cause: cause}
 }
 
+// Wrap is what a domain returns for err from a store transaction or a
+// step of op: a typed *Error (a domain refusal, also wrapped) passes
+// through as it is, anything else becomes the internal failure of op (503
+// when the database is gone), its text for logs only. nil stays nil.
+func Wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return Internal(op, err)
+}
+
 // Unavailable reports that the database could not be reached while trying
 // to op; the cause goes to logs only.
 func Unavailable(op string, cause error) *Error {

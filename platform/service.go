@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -31,6 +32,45 @@ type ServiceDeps struct {
 	Notifier Notifier
 	// Common are the settings every service shares (origins, proxy headers).
 	Common CommonSettings
+}
+
+// WithDefaults is d with what a test or a stand-alone caller left out
+// filled in: the default logger, the system clock, and a journal and
+// notifier that write to the logger. The agent always sets all four.
+func (d ServiceDeps) WithDefaults() ServiceDeps {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Clock == nil {
+		d.Clock = SystemClock{}
+	}
+	if d.Journal == nil {
+		d.Journal = LogJournal{Logger: d.Logger}
+	}
+	if d.Notifier == nil {
+		d.Notifier = LogNotifier{Logger: d.Logger}
+	}
+	return d
+}
+
+// PrepareService is the common start of a service's New that keeps its
+// data in its store: nil settings become zero ones and are validated, a
+// data directory and a store are required (named after the service, as in
+// "exec: no data directory or store"), and deps get WithDefaults.
+func PrepareService[S any, P interface {
+	*S
+	Validate() error
+}](name string, deps ServiceDeps, set P) (ServiceDeps, P, error) {
+	if set == nil {
+		set = new(S)
+	}
+	if err := set.Validate(); err != nil {
+		return deps, nil, err
+	}
+	if deps.DataDir == "" || deps.Store == nil {
+		return deps, nil, fmt.Errorf("%s: no data directory or store", name)
+	}
+	return deps.WithDefaults(), set, nil
 }
 
 // Settings is a service's typed configuration. Flags declares the service's

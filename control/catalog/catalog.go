@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"deckhand/control/domain"
 	"deckhand/platform"
 )
 
@@ -37,18 +38,6 @@ func article(kind string) string {
 		return "an " + kind
 	}
 	return "a " + kind
-}
-
-// StoreErr keeps typed errors and hides anything else behind op.
-func StoreErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *platform.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return platform.Internal(op, err)
 }
 
 // ChargeErr keeps the interface's envelope for a refused charge: whatever
@@ -104,12 +93,7 @@ func (p *Page) Offset() int { return (p.Page - 1) * p.Limit }
 
 // Params are the page's query parameters as a route declares them.
 func Params() []platform.Param {
-	return []platform.Param{
-		{Name: "sort_order", Enum: []string{"asc", "desc"}, Description: "default desc"},
-		{Name: "page", Type: "integer", Range: &platform.Range{Min: 1, Max: 1e9}, Default: "1", Description: "page number, from 1"},
-		{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: MaxLimit}, Default: "20",
-			Description: "page size, 1 to 100 (default 20); a limit over 100 is refused with 400, never silently clamped"},
-	}
+	return []platform.Param{domain.SortOrderParam, domain.PageParam, domain.LimitParam}
 }
 
 // PageOf reads the page parameters Params declares from a parsed query.
@@ -118,14 +102,9 @@ func PageOf(q platform.Query) Page {
 }
 
 // Pagination is data.pagination of every list.
-type Pagination struct {
-	Total      int `json:"total"`
-	Page       int `json:"page"`
-	Limit      int `json:"limit"`
-	TotalPages int `json:"totalPages"`
-}
+type Pagination = domain.Pagination
 
 // Paginate is the pagination of total entries seen through p.
 func (p *Page) Paginate(total int) Pagination {
-	return Pagination{Total: total, Page: p.Page, Limit: p.Limit, TotalPages: (total + p.Limit - 1) / p.Limit}
+	return domain.Paginate(total, p.Page, p.Limit)
 }

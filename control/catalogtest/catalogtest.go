@@ -31,12 +31,47 @@ func Env(t testing.TB, name string, db *store.DB, clock platform.Clock) (domain.
 	env := domain.Env[domain.NoConfig]{Name: name, Store: db, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Events: events.NewLog(db, clock), Authz: domain.NewAuthorizer(), Payments: &domain.Payments{},
 		Limiter: platform.NewStoreLimiter(db, clock)}
+	ProvideUserExists(env.Authz, db)
 	w, err := wallet.New(domain.WithConfig(env, wallet.Config{TransferFeeBPS: 500}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
 	return env, w
+}
+
+// ProvideUserExists stands in for the identity domain's "user.exists"
+// check (control/identity, directory.go) in tests built without identity:
+// an account exists when its record is in identity's user bucket, which
+// such tests write themselves (AddUser, Credit).
+func ProvideUserExists(authz *domain.Authorizer, db *store.DB) {
+	authz.Provide("user.exists", func(ctx context.Context, param func(string) string) error {
+		id := param("user_id")
+		return db.ViewContext(ctx, func(tx *store.Tx) error {
+			if tx.GetRaw(identityUsers, id) == nil {
+				return platform.NotFound("user", id)
+			}
+			return nil
+		})
+	})
+}
+
+// identityUsers is the identity domain's user bucket.
+const identityUsers = "identity_users"
+
+// AddUser writes the identity record of an account with id (nothing when
+// it exists), so the stand-in check of ProvideUserExists finds it.
+func AddUser(t testing.TB, db *store.DB, id string) {
+	t.Helper()
+	err := db.Update(func(tx *store.Tx) error {
+		if tx.GetRaw(identityUsers, id) != nil {
+			return nil
+		}
+		return tx.Put(identityUsers, id, map[string]string{"id": id})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // User is a context in which user acts with the user role.
@@ -54,15 +89,7 @@ func Admin(id string) context.Context {
 // without identity, so the user's presence in its bucket is written first.
 func Credit(t testing.TB, db *store.DB, w *wallet.Service, user string, amount money.Amount) {
 	t.Helper()
-	err := db.Update(func(tx *store.Tx) error {
-		if tx.GetRaw("identity_users", user) != nil {
-			return nil
-		}
-		return tx.Put("identity_users", user, map[string]string{"id": user})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	AddUser(t, db, user)
 	if _, err := w.Credit(Admin("funder"), wallet.CreditInput{UserID: user, Amount: amount.String(), Reason: "test funds"}); err != nil {
 		t.Fatal(err)
 	}

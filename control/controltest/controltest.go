@@ -40,23 +40,30 @@ var (
 // Main uses $DECKHAND_BIN/deckhand-control when `make test` built it, else
 // builds it, and runs the package's tests twice: embedded store, then
 // PostgreSQL. Call it from TestMain.
-func Main(m *testing.M) {
-	os.Exit(func() int {
-		bin, cleanup, err := platformtest.Binary("deckhand-control", "deckhand/control/cmd/deckhand-control")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer cleanup()
-		defer platformtest.StopPostgres()
-		binary = bin
-		code := m.Run()
-		onPostgres = true
-		if c := m.Run(); c != 0 {
-			code = c
-		}
+func Main(m *testing.M) { os.Exit(run(m, true)) }
+
+// MainOnce is Main for a package whose tests choose their own databases
+// (replicas of one PostgreSQL started with StartArgs): one run.
+func MainOnce(m *testing.M) { os.Exit(run(m, false)) }
+
+func run(m *testing.M, twice bool) int {
+	bin, cleanup, err := platformtest.Binary("deckhand-control", "deckhand/control/cmd/deckhand-control")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	defer platformtest.StopPostgres()
+	binary = bin
+	code := m.Run()
+	if !twice {
 		return code
-	}())
+	}
+	onPostgres = true
+	if c := m.Run(); c != 0 {
+		code = c
+	}
+	return code
 }
 
 // Binary is the deckhand-control under test.

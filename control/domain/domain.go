@@ -38,6 +38,9 @@ type Env[C any] struct {
 	// Payments is the balance seam: the wallet provides it, selling
 	// domains charge through it inside their own transaction.
 	Payments *Payments
+	// Accounts is where identity answers account contacts (usernames and
+	// addresses) to other domains.
+	Accounts *Accounts
 	// Limiter counts rate limits: the host applies a route's IP, account
 	// and credential limits; a domain applies its ByValue limits through
 	// this same limiter.
@@ -52,7 +55,7 @@ type NoConfig = struct{}
 // domain's Env from one base).
 func WithConfig[C, D any](env Env[D], c C) Env[C] {
 	return Env[C]{Name: env.Name, Store: env.Store, Clock: env.Clock, Logger: env.Logger, Events: env.Events,
-		Authz: env.Authz, Payments: env.Payments, Limiter: env.Limiter, Config: c}
+		Authz: env.Authz, Payments: env.Payments, Accounts: env.Accounts, Limiter: env.Limiter, Config: c}
 }
 
 // Bootstrapper is implemented by domains that prepare state (indexes,

@@ -39,7 +39,7 @@ func (s *Service) Cleanup(ctx context.Context, in CleanupInput) (*Deleted, error
 	}
 	n, err := s.env.Events.Expire(ctx, *in.RetentionDays)
 	if err != nil {
-		return nil, storeErr("delete old events", err)
+		return nil, platform.Wrap("delete old events", err)
 	}
 	return &Deleted{Deleted: n}, nil
 }
@@ -93,7 +93,7 @@ func (s *Service) DeleteMatching(ctx context.Context, in DeleteInput) (*Deleted,
 	}
 	n, err := s.env.Events.DeleteMatching(ctx, f)
 	if err != nil {
-		return nil, storeErr("delete events", err)
+		return nil, platform.Wrap("delete events", err)
 	}
 	return &Deleted{Deleted: n}, nil
 }
@@ -110,7 +110,7 @@ func (s *Service) DeleteOne(ctx context.Context, id string) (*Deleted, error) {
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("delete the event", err)
+		return nil, platform.Wrap("delete the event", err)
 	}
 	if !ok {
 		return nil, platform.NotFound("event", id)

@@ -150,7 +150,7 @@ func (s *Service) record(ctx context.Context, p *auth.Principal, in IngestInput)
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("record the event", err)
+		return nil, platform.Wrap("record the event", err)
 	}
 	return &ev, nil
 }

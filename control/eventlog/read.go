@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -93,12 +94,7 @@ func (f FilterInput) parse() (events.Filter, error) {
 }
 
 // Pagination is data.pagination of interface.md.
-type Pagination struct {
-	Total      int `json:"total"`
-	Page       int `json:"page"`
-	Limit      int `json:"limit"`
-	TotalPages int `json:"totalPages"`
-}
+type Pagination = domain.Pagination
 
 // EventList is the data of GET /api/v1/events.
 type EventList struct {
@@ -125,11 +121,9 @@ func (s *Service) List(ctx context.Context, in ListInput) (*EventList, error) {
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("list events", err)
+		return nil, platform.Wrap("list events", err)
 	}
-	pages := (page.Total + in.Limit - 1) / in.Limit
-	return &EventList{Events: page.Events, Pagination: Pagination{Total: page.Total, Page: in.Offset/in.Limit + 1,
-		Limit: in.Limit, TotalPages: pages}}, nil
+	return &EventList{Events: page.Events, Pagination: domain.Paginate(page.Total, in.Offset/in.Limit+1, in.Limit)}, nil
 }
 
 // Get answers one event the caller may see (404 otherwise, so ids of
@@ -146,7 +140,7 @@ func (s *Service) Get(ctx context.Context, id string) (*events.Event, error) {
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("read the event", err)
+		return nil, platform.Wrap("read the event", err)
 	}
 	if ev == nil || !s.viewer(ctx, p).Sees(ev) {
 		return nil, platform.NotFound("event", id)
@@ -187,7 +181,7 @@ func (s *Service) Stats(ctx context.Context, in StatsInput) (*StatsResult, error
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("count events", err)
+		return nil, platform.Wrap("count events", err)
 	}
 	out := &StatsResult{Stats: st}
 	if !f.Start.IsZero() {

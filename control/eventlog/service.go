@@ -18,7 +18,6 @@ import (
 
 	"deckhand/control/domain"
 	"deckhand/control/events"
-	"deckhand/platform"
 	"deckhand/platform/auth"
 )
 
@@ -122,13 +121,6 @@ func params(ids map[string]string) func(string) string {
 		}
 		return ""
 	}
-}
-
-func storeErr(op string, err error) error {
-	if pe, ok := err.(*platform.Error); ok {
-		return pe
-	}
-	return platform.Internal(op, err)
 }
 
 // Bootstrap moves events of the first, unindexed log layout into the

@@ -336,7 +336,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*SignupResult, er
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("create the account", err)
+		return nil, platform.Wrap("create the account", err)
 	}
 	if err := s.sendMail(ctx, msg); err != nil {
 		return nil, err
@@ -368,7 +368,7 @@ func (s *Service) VerifyEmail(ctx context.Context, in TokenInput) (*User, error)
 		return putUser(tx, u)
 	})
 	if err != nil {
-		return nil, storeErr("verify the email", err)
+		return nil, platform.Wrap("verify the email", err)
 	}
 	return &view, nil
 }
@@ -400,7 +400,7 @@ func (s *Service) ForgotPassword(ctx context.Context, in EmailInput) error {
 		return err
 	})
 	if err != nil {
-		return storeErr("start the password reset", err)
+		return platform.Wrap("start the password reset", err)
 	}
 	if msg != nil {
 		// A mail failure must not answer differently from "no such account".
@@ -432,7 +432,7 @@ func (s *Service) ResetPassword(ctx context.Context, in ResetInput) error {
 		}
 		return s.revokeUserSessions(tx, u.ID, "password reset")
 	})
-	return storeErr("reset the password", err)
+	return platform.Wrap("reset the password", err)
 }
 
 var errBadLogin = unauthorized("Invalid login credentials")
@@ -512,7 +512,7 @@ func (s *Service) completeLogin(ctx context.Context, userID, method, mode, chall
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("start the session", err)
+		return nil, platform.Wrap("start the session", err)
 	}
 	return res, nil
 }
@@ -554,7 +554,7 @@ func (s *Service) ExchangeIntent(ctx context.Context, in ExchangeInput) (*LoginR
 		_ = s.update(func(tx *store.Tx) error { return s.dropOnce(tx, onceIntent, secret) })
 	}
 	if err != nil {
-		return nil, storeErr("exchange the intent token", err)
+		return nil, platform.Wrap("exchange the intent token", err)
 	}
 	return res, nil
 }

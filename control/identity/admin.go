@@ -125,7 +125,7 @@ func (s *Service) CreateUser(ctx context.Context, in AdminCreateInput) (*User, e
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("create the user", err)
+		return nil, platform.Wrap("create the user", err)
 	}
 	if verifyTok != "" {
 		if err := s.sendMail(ctx, s.verificationMail(view.Email, verifyTok)); err != nil {
@@ -176,7 +176,7 @@ func (s *Service) GetUser(ctx context.Context, id string) (*User, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the user", err)
+		return nil, platform.Wrap("read the user", err)
 	}
 	return &view, nil
 }
@@ -244,7 +244,7 @@ func (s *Service) UpdateUser(ctx context.Context, id string, in AdminPatchInput)
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("update the user", err)
+		return nil, platform.Wrap("update the user", err)
 	}
 	return &view, nil
 }

@@ -104,7 +104,7 @@ func (s *Service) authSession(raw string) (*Principal, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("check the session", err)
+		return nil, platform.Wrap("check the session", err)
 	}
 	s.cache.put(raw, entry)
 	s.profiles.put(entry.p.SessionID, entry)
@@ -192,7 +192,7 @@ func (s *Service) loadToken(raw string) (*credEntry, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("check the auth token", err)
+		return nil, platform.Wrap("check the auth token", err)
 	}
 	s.cache.put(raw, e)
 	s.profiles.put(e.p.TokenID, e)

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 
+	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/store"
 )
@@ -15,7 +16,7 @@ const CheckUserExists = "user.exists"
 
 func (s *Service) userExists(ctx context.Context, param func(string) string) error {
 	id := param("user_id")
-	return storeErr("look up the user", s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return platform.Wrap("look up the user", s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		u, err := getUser(tx, id)
 		if err != nil {
 			return err
@@ -25,4 +26,18 @@ func (s *Service) userExists(ctx context.Context, param func(string) string) err
 		}
 		return nil
 	}))
+}
+
+// contact is what identity provides to domain.Accounts: an account's
+// username and address, nil when no account has id.
+func (s *Service) contact(ctx context.Context, id string) (*domain.Contact, error) {
+	var out *domain.Contact
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		u, err := getUser(tx, id)
+		if u != nil {
+			out = &domain.Contact{Username: u.Username, Email: u.Email}
+		}
+		return err
+	})
+	return out, platform.Wrap("look up the user", err)
 }

@@ -211,7 +211,7 @@ func (s *Service) StartOAuth(_ context.Context, in OAuthStartInput) (*OAuthRedir
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("start the OAuth flow", err)
+		return nil, platform.Wrap("start the OAuth flow", err)
 	}
 	return &out, nil
 }
@@ -305,7 +305,7 @@ func (s *Service) CompleteOAuth(ctx context.Context, in OAuthCallbackInput) (str
 		if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
 			return done(url.Values{"error": {"account_banned"}})
 		}
-		return "", storeErr("sign in with the provider", err)
+		return "", platform.Wrap("sign in with the provider", err)
 	}
 	extra := url.Values{}
 	if rec.Intent == "star_check" && p.StarCheckURL != "" {
@@ -651,7 +651,7 @@ func (s *Service) StartLaunch(_ context.Context, ticket, origin string) (*OAuthR
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("start the launch", err)
+		return nil, platform.Wrap("start the launch", err)
 	}
 	return &out, nil
 }

@@ -49,6 +49,9 @@ func Open(env domain.Env[Config]) (*Service, error) {
 	if err == nil && env.Authz != nil {
 		env.Authz.Provide(CheckUserExists, svc.userExists)
 	}
+	if err == nil && env.Accounts != nil {
+		env.Accounts.Provide(svc.contact)
+	}
 	return svc, err
 }
 

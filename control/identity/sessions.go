@@ -191,7 +191,7 @@ func (s *Service) refresh(ctx context.Context, raw string) (*LoginResult, error)
 		return nil, unauthorized("Invalid refresh token: it was already used, so the session has been revoked")
 	}
 	if err != nil {
-		return nil, storeErr("refresh the session", err)
+		return nil, platform.Wrap("refresh the session", err)
 	}
 	return res, nil
 }
@@ -234,16 +234,4 @@ func (s *Service) revokeUserSessions(tx *store.Tx, userID, reason string) error 
 		}
 	}
 	return nil
-}
-
-// storeErr passes domain errors through and wraps anything else.
-func storeErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *platform.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return platform.Internal(op, err)
 }

@@ -277,7 +277,7 @@ func (s *Service) CreateToken(ctx context.Context, in CreateTokenInput) (*AuthTo
 		return s.tokenEvent(ctx, tx, p, "auth.token.created", t, nil)
 	})
 	if err != nil {
-		return nil, storeErr("create the auth token", err)
+		return nil, platform.Wrap("create the auth token", err)
 	}
 	v := s.tokenView(t)
 	v.Token = secret
@@ -369,7 +369,7 @@ func (s *Service) onOwnToken(ctx context.Context, id string, write bool, op stri
 		}
 		return fn(tx, p, t)
 	})
-	return storeErr(op, err)
+	return platform.Wrap(op, err)
 }
 
 // GetToken is one of the caller's auth tokens (never the secret).
@@ -433,7 +433,7 @@ func (s *Service) UpdateToken(ctx context.Context, id string, in UpdateTokenInpu
 			return err
 		})
 		if err != nil {
-			return nil, storeErr("read the auth token", err)
+			return nil, platform.Wrap("read the auth token", err)
 		}
 		if err := s.checkTokenGate(ctx, p.UserID, in.Code); err != nil {
 			return nil, err
@@ -488,7 +488,7 @@ func (s *Service) UpdateToken(ctx context.Context, id string, in UpdateTokenInpu
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("update the auth token", err)
+		return nil, platform.Wrap("update the auth token", err)
 	}
 	return &v, nil
 }

@@ -241,7 +241,7 @@ func (s *Service) sessionUser(ctx context.Context, op string, fn func(tx *store.
 		}
 		return fn(tx, u)
 	})
-	return storeErr(op, err)
+	return platform.Wrap(op, err)
 }
 
 func sessionCaller(ctx context.Context) (*Principal, error) {
@@ -264,7 +264,7 @@ func (s *Service) readUser(p *Principal, op string, fn func(u *userRec)) error {
 		}
 		return err
 	})
-	return storeErr(op, err)
+	return platform.Wrap(op, err)
 }
 
 // callerUser loads the account behind p; a credential whose account is
@@ -459,7 +459,7 @@ func (s *Service) checkTokenGate(ctx context.Context, userID, code string) error
 		return err
 	})
 	if err != nil || !on {
-		return storeErr("check the token gate", err)
+		return platform.Wrap("check the token gate", err)
 	}
 	if code == "" {
 		return forbidden("the two-factor token gate is on: send a current code in the X-2FA-Code header")
@@ -470,7 +470,7 @@ func (s *Service) checkTokenGate(ctx context.Context, userID, code string) error
 	if err := s.limiter.Allow(ctx, gateIP.On(auth.ClientIP(ctx)), s.rules.twoFactorAcct.On(userID)); err != nil {
 		return err
 	}
-	return storeErr("check the token gate", s.update(func(tx *store.Tx) error {
+	return platform.Wrap("check the token gate", s.update(func(tx *store.Tx) error {
 		u, err := getUser(tx, userID)
 		if err != nil || !gated(u) {
 			return err
@@ -541,7 +541,7 @@ func (s *Service) VerifyTwoFactor(ctx context.Context, in Verify2FAInput) (*Logi
 		return s.putOnce(tx, onceTemp, temp, rec)
 	})
 	if err != nil {
-		return nil, storeErr("verify the two-factor code", err)
+		return nil, platform.Wrap("verify the two-factor code", err)
 	}
 	if !ok {
 		return nil, errBadCode

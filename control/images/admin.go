@@ -120,7 +120,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Image, error) {
 		return s.event(tx, ctx, p, "image.created", r.ID, map[string]any{"alias": r.Alias, "price": r.Price})
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("create the image", err)
+		return nil, platform.Wrap("create the image", err)
 	}
 	return &img, nil
 }

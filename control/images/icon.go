@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"deckhand/control/catalog"
 	"encoding/base64"
 	"image"
 	"image/color"
@@ -96,7 +95,7 @@ func (s *Service) Icon(ctx context.Context, id string) ([]byte, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("read the icon", err)
+		return nil, platform.Wrap("read the icon", err)
 	}
 	if out == nil {
 		out = DefaultIcon(id)

@@ -67,7 +67,7 @@ func (s *Service) Import(ctx context.Context, id string) error {
 		}
 		return s.own(tx, p.UserID, r, "import", 0)
 	})
-	return catalog.StoreErr("import the image", err)
+	return platform.Wrap("import the image", err)
 }
 
 func (s *Service) handleImport(c fiber.Ctx) error {
@@ -111,7 +111,7 @@ func (s *Service) Purchase(ctx context.Context, id string) (*PurchaseResult, err
 		return s.event(tx, ctx, p, "image.purchased", r.ID, map[string]any{"price": r.Price})
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("purchase the image", err)
+		return nil, platform.Wrap("purchase the image", err)
 	}
 	return &res, nil
 }
@@ -192,7 +192,7 @@ func (s *Service) Rate(ctx context.Context, id string, in RateInput) (*RateResul
 		return reindex(tx, r)
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("rate the image", err)
+		return nil, platform.Wrap("rate the image", err)
 	}
 	return &res, nil
 }
@@ -268,7 +268,7 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 		return nil
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("list your images", err)
+		return nil, platform.Wrap("list your images", err)
 	}
 	return out, nil
 }

@@ -115,7 +115,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (*PublicList, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("list images", err)
+		return nil, platform.Wrap("list images", err)
 	}
 	return out, nil
 }
@@ -154,7 +154,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Image, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("read the image", err)
+		return nil, platform.Wrap("read the image", err)
 	}
 	return &img, nil
 }

@@ -9,26 +9,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"deckhand/control/controltest"
 	"deckhand/control/identity/identitytest"
-	"deckhand/platform/platformtest"
 	"deckhand/platform/secrets"
 )
 
-var binary string
-
-func TestMain(m *testing.M) {
-	platformtest.Main(m, &binary, "deckhand-control", "deckhand/control/cmd/deckhand-control")
-}
+func TestMain(m *testing.M) { controltest.MainOnce(m) }
 
 const (
-	adminEmail = "root@example.com"
-	adminPass  = "Admin-pass-123"
-	goodPW     = "Correct-Horse-9battery"
+	adminEmail = controltest.AdminEmail
+	adminPass  = controltest.AdminPass
+	goodPW     = controltest.GoodPW
 )
 
 // cluster is a database and the master key every replica shares.
@@ -47,16 +41,11 @@ func newCluster(t *testing.T, dbURL string) *cluster {
 	return &cluster{t: t, dbURL: dbURL, masterKey: path}
 }
 
-// replica is one running `serve --database-url`.
+// replica is one running `serve --database-url` (controltest's process
+// harness), named for failure messages.
 type replica struct {
-	t      *testing.T
-	name   string
-	url    string
-	data   string
-	cmd    *exec.Cmd
-	stderr *platformtest.SyncBuffer
-	http   *http.Client
-	stop   func()
+	*controltest.Server
+	name string
 }
 
 // start runs a replica with its own --data (mail only) on the cluster's
@@ -67,69 +56,27 @@ func (c *cluster) start(name string, flags ...string) *replica {
 }
 
 func (c *cluster) startIn(name, data string, flags ...string) *replica {
-	t := c.t
-	t.Helper()
+	c.t.Helper()
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--database-url", c.dbURL,
 		"--master-key-file", c.masterKey, "--admin-email", adminEmail, "--admin-password", adminPass,
 		"--log-level", "warn"}, flags...)
-	cmd := exec.Command(binary, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + data}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{t: t, name: name, data: data, cmd: cmd, stderr: &platformtest.SyncBuffer{},
-		http: &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	cmd.Stderr = r.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	var once sync.Once
-	r.stop = func() {
-		once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(15 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-			if t.Failed() {
-				t.Logf("replica %s stderr:\n%s", name, r.stderr.String())
-			}
-		})
-	}
-	t.Cleanup(r.stop)
-	select {
-	case u := <-platformtest.WatchListening(stdout, nil, nil):
-		r.url = u
-	case <-exited:
-		t.Fatalf("replica %s exited at start: %s", name, r.stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("replica %s did not start: %s", name, r.stderr.String())
-	}
-	return r
+	return &replica{Server: controltest.StartArgs(c.t, data, args...), name: name}
 }
 
 // kill ends the replica with SIGKILL: no shutdown of any kind.
-func (r *replica) kill() {
-	_ = r.cmd.Process.Kill()
-	r.stop()
-}
+func (r *replica) kill() { r.Kill() }
 
 type resp = identitytest.Resp
 
 func (r *replica) call(method, path string, body any, bearer string, hdrs ...string) resp {
-	r.t.Helper()
-	return identitytest.Call(r.t, r.http, r.url, method, path, body, bearer, hdrs...)
+	r.T.Helper()
+	return r.Call(method, path, body, bearer, hdrs...)
 }
 
 func (r *replica) must(x resp, status int) resp {
-	r.t.Helper()
+	r.T.Helper()
 	if x.Status != status {
-		r.t.Fatalf("replica %s: status %d, want %d: %s", r.name, x.Status, status, x.Raw)
+		r.T.Fatalf("replica %s: status %d, want %d: %s", r.name, x.Status, status, x.Raw)
 	}
 	return x
 }
@@ -148,12 +95,12 @@ func str(x resp, keys ...string) string {
 
 // mailToken reads the newest mail the replica wrote to addr.
 func (r *replica) mailToken(addr string) string {
-	r.t.Helper()
-	return identitytest.MailToken(r.t, filepath.Join(r.data, "mail"), addr)
+	r.T.Helper()
+	return identitytest.MailToken(r.T, filepath.Join(r.Data, "mail"), addr)
 }
 
 func (r *replica) login(email, pw string) map[string]any {
-	r.t.Helper()
+	r.T.Helper()
 	return data(r.must(r.call("POST", "/api/v1/users/auth/login", map[string]any{"email": email, "password": pw}, ""), 200))
 }
 
@@ -162,7 +109,7 @@ func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, controltest.Binary(), args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -190,13 +137,13 @@ func eventually(t *testing.T, within time.Duration, f func() string) {
 // replica killed mid-request).
 func postJSON(r *replica, path string, body any, bearer string) (int, error) {
 	raw, _ := json.Marshal(body)
-	req, err := http.NewRequest("POST", r.url+path, bytes.NewReader(raw))
+	req, err := http.NewRequest("POST", r.URL+path, bytes.NewReader(raw))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+bearer)
-	res, err := r.http.Do(req)
+	res, err := r.HTTP.Do(req)
 	if err != nil {
 		return 0, err
 	}

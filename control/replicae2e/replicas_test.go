@@ -93,7 +93,7 @@ func TestTwoReplicasShareOneDatabase(t *testing.T) {
 	// A response from B verifies with the key set fetched from A; so does
 	// one signed after `keys rotate` against the database, used by both
 	// within 5 s.
-	v := signing.NewVerifier(signing.VerifierOptions{Source: signing.HTTPKeySource(a.http, a.url)})
+	v := signing.NewVerifier(signing.VerifierOptions{Source: signing.HTTPKeySource(a.HTTP, a.URL)})
 	kidOf := func(r *replica) string {
 		x := r.must(r.call("GET", "/api/v1/auth/available-regions", nil, ""), 200)
 		s, err := v.Verify(context.Background(), x.Header.Get(signing.Header), "/api/v1/auth/available-regions", x.Raw)
@@ -106,7 +106,7 @@ func TestTwoReplicasShareOneDatabase(t *testing.T) {
 	if kidOf(a) != old {
 		t.Fatal("the replicas sign with different keys")
 	}
-	out, stderr, err := run(t, "keys", "rotate", "--database-url", c.dbURL, "--master-key-file", c.masterKey, "--data", a.data)
+	out, stderr, err := run(t, "keys", "rotate", "--database-url", c.dbURL, "--master-key-file", c.masterKey, "--data", a.Data)
 	if err != nil {
 		t.Fatalf("keys rotate: %v %s", err, stderr)
 	}
@@ -126,7 +126,7 @@ func TestTwoReplicasShareOneDatabase(t *testing.T) {
 		t.Fatalf("B's key set after rotation: %s", x.Raw)
 	}
 	// The signing keys are in the database, not in --data.
-	if _, err := os.Stat(filepath.Join(a.data, "keys")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(a.Data, "keys")); !os.IsNotExist(err) {
 		t.Fatalf("--data holds a keys directory: %v", err)
 	}
 }
@@ -182,7 +182,7 @@ func TestSignupBurstSurvivesSIGKILL(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	b.must(b.call("GET", "/api/v1/users/auth/me", nil, adminTok), 200)
-	a = c.startIn("A", a.data)
+	a = c.startIn("A", a.Data)
 	a.must(a.call("GET", "/api/v1/users/auth/me", nil, adminTok), 200)
 
 	// Whole or absent: every user has both index entries, every index

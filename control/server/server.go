@@ -170,7 +170,8 @@ func (s *Server) buildDomains() error {
 	s.limiter = platform.NewStoreLimiter(s.db, s.clock)
 	s.authz = domain.NewAuthorizer()
 	s.payments = &domain.Payments{}
-	base := domain.Env[domain.NoConfig]{Store: s.db, Clock: s.clock, Events: s.events, Authz: s.authz, Payments: s.payments, Limiter: s.limiter}
+	base := domain.Env[domain.NoConfig]{Store: s.db, Clock: s.clock, Events: s.events, Authz: s.authz, Payments: s.payments,
+		Accounts: &domain.Accounts{}, Limiter: s.limiter}
 	for _, e := range append(append([]entry(nil), domains...), s.extra...) {
 		env := base
 		env.Name, env.Logger = e.name, s.log.With("domain", e.name)

@@ -190,7 +190,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Server, error) {
 		return err
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("create the server", err)
+		return nil, platform.Wrap("create the server", err)
 	}
 	return &out, nil
 }
@@ -231,7 +231,7 @@ func (s *Service) list(ctx context.Context, rentals bool, o store.ScanOptions, k
 		})
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("list servers", err)
+		return nil, platform.Wrap("list servers", err)
 	}
 	sort.Slice(recs, func(i, j int) bool {
 		a, b := recs[i], recs[j]
@@ -296,7 +296,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Server, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("read the server", err)
+		return nil, platform.Wrap("read the server", err)
 	}
 	return &out, nil
 }
@@ -372,7 +372,7 @@ func (s *Service) Rent(ctx context.Context, id string) (*RentResult, error) {
 		return err
 	})
 	if err != nil {
-		return nil, catalog.StoreErr("rent the server", err)
+		return nil, platform.Wrap("rent the server", err)
 	}
 	return &res, nil
 }

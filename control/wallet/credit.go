@@ -55,9 +55,10 @@ func (s *Service) adminRoutes() []platform.Route {
 	}}
 }
 
-// identityUsers is the identity domain's user bucket: a credit to an id
-// nobody has would create money no one can reach.
-const identityUsers = "identity_users"
+// checkUserExists is the identity domain's resource check for an account
+// id: a credit to an id nobody has would create money no one can reach.
+// Accounts are never deleted, so a check before the transaction holds.
+const checkUserExists = "user.exists"
 
 // Credit adds in.Amount to a user's general balance.
 func (s *Service) Credit(ctx context.Context, in CreditInput) (*CreditResult, error) {
@@ -68,11 +69,11 @@ func (s *Service) Credit(ctx context.Context, in CreditInput) (*CreditResult, er
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
+	if err := s.userExists(ctx, func(string) string { return in.UserID }); err != nil {
+		return nil, err
+	}
 	var out CreditResult
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		if tx.GetRaw(identityUsers, in.UserID) == nil {
-			return platform.NotFound("user", in.UserID)
-		}
 		now := s.now()
 		a, err := loadAccount(tx, in.UserID, now)
 		if err != nil {
@@ -91,7 +92,7 @@ func (s *Service) Credit(ctx context.Context, in CreditInput) (*CreditResult, er
 		return nil
 	})
 	if err != nil {
-		return nil, fail("credit the balance", err)
+		return nil, platform.Wrap("credit the balance", err)
 	}
 	return &out, nil
 }

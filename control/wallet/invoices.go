@@ -2,7 +2,6 @@ package wallet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
 	"deckhand/control/wallet/invoicepdf"
@@ -107,8 +107,8 @@ func (s *Service) invoiceRoutes() []platform.Route {
 				"`filter` is a JSON object over those fields: a value (equality) or an object of operators eq, ne, gt, gte, lt, lte, " +
 				"like (% and _ wildcards, case-insensitive), in (array), e.g. {\"status\":\"paid\",\"amount\":{\"gte\":10}}; amounts are numbers " +
 				"or decimal strings, dates RFC 3339 or YYYY-MM-DD. Bad JSON, an unknown field or an unknown operator: 400.",
-			Query: []platform.Param{pageParam, limitParam, {Name: "sort_by", Default: "created_at", Description: "unknown values fall back to created_at"},
-				orderParam, {Name: "filter", Description: "JSON object of conditions"}},
+			Query: []platform.Param{domain.PageParam, domain.LimitParam, {Name: "sort_by", Default: "created_at", Description: "unknown values fall back to created_at"},
+				domain.SortOrderParam, {Name: "filter", Description: "JSON object of conditions"}},
 			Response: InvoiceList{},
 			Handler: func(c fiber.Ctx) error {
 				out, err := s.ListInvoices(c.Context(), listQuery(c))
@@ -240,7 +240,7 @@ func (s *Service) GenerateInvoice(ctx context.Context, id string) (*Generated, e
 		return nil
 	})
 	if err != nil {
-		return nil, fail("generate the invoice", err)
+		return nil, platform.Wrap("generate the invoice", err)
 	}
 	return &out, nil
 }
@@ -306,17 +306,14 @@ func (s *Service) InvoicePDF(ctx context.Context, id string) ([]byte, *Invoice, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var buyer struct {
-		Email    string `json:"email"`
-		Username string `json:"username"`
+	// The buyer's name and address come from identity (env.Accounts); an
+	// invoice still renders without them.
+	var buyer domain.Contact
+	if c, err := s.env.Accounts.Contact(ctx, inv.UserID); err != nil {
+		s.log.Warn("invoice buyer lookup failed", "invoice", inv.ID, "error", err)
+	} else if c != nil {
+		buyer = *c
 	}
-	_ = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		raw := tx.GetRaw(identityUsers, inv.UserID)
-		if raw != nil {
-			_ = json.Unmarshal(raw, &buyer)
-		}
-		return nil
-	})
 	name := buyer.Username
 	if name == "" {
 		name = "Account " + inv.UserID

@@ -2,7 +2,6 @@ package wallet
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
 
 	"deckhand/control/events"
@@ -145,14 +144,4 @@ const errNegative = walletError("a balance would go negative")
 func insufficient(field string, balance, need money.Amount) error {
 	return &platform.Error{Code: platform.CodeBadRequest, Field: field, Details: field,
 		Message: "insufficient balance: the general balance is " + balance.String() + " USD, " + field + " needs " + need.String() + " USD"}
-}
-
-// fail passes a domain error through and wraps anything else as the
-// internal failure of op (503 when the database is gone).
-func fail(op string, err error) error {
-	var pe *platform.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return platform.Internal(op, err)
 }

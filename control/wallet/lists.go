@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"deckhand/control/domain"
 	"deckhand/control/money"
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -33,21 +34,14 @@ type FeeTransaction struct {
 }
 
 // Pagination is data.pagination.
-type Pagination struct {
-	Total      int `json:"total"`
-	Page       int `json:"page"`
-	Limit      int `json:"limit"`
-	TotalPages int `json:"totalPages"`
-}
+type Pagination = domain.Pagination
 
+// paginate is the pagination of total entries and the bounds [lo, hi) of
+// the page's entries.
 func paginate(total, page, limit int) (Pagination, int, int) {
-	pages := 0
-	if total > 0 {
-		pages = (total + limit - 1) / limit
-	}
 	lo := min((page-1)*limit, total)
 	hi := min(lo+limit, total)
-	return Pagination{Total: total, Page: page, Limit: limit, TotalPages: pages}, lo, hi
+	return domain.Paginate(total, page, limit), lo, hi
 }
 
 // FeeList is GET /api/v1/wallet/ai-fees.
@@ -70,12 +64,6 @@ type ListQuery struct {
 	Filter      string
 }
 
-var (
-	pageParam  = platform.Param{Name: "page", Type: "integer", Default: "1", Range: &platform.Range{Min: 1, Max: 1_000_000}, Description: "1-based page"}
-	limitParam = platform.Param{Name: "limit", Type: "integer", Default: "20", Range: &platform.Range{Min: 1, Max: 100}, Description: "page size, at most 100"}
-	orderParam = platform.Param{Name: "sort_order", Enum: []string{"asc", "desc"}, Default: "desc"}
-)
-
 func listQuery(c fiber.Ctx) ListQuery {
 	q := platform.QueryOf(c)
 	lq := ListQuery{Page: int(q.Int("page")), Limit: int(q.Int("limit")), SortBy: q.String("sort_by"),
@@ -94,8 +82,8 @@ func (s *Service) listRoutes() []platform.Route {
 	return []platform.Route{
 		{Method: http.MethodGet, Path: "/api/v1/wallet/ai-fees", Policy: platform.SignedIn, Tags: tag,
 			Summary: "The caller's AI fee records (one per transfer with a fee)",
-			Query: []platform.Param{pageParam, limitParam,
-				{Name: "sort_by", Enum: []string{"created_at", "amount", "transaction_id"}, Default: "created_at"}, orderParam},
+			Query: []platform.Param{domain.PageParam, domain.LimitParam,
+				{Name: "sort_by", Enum: []string{"created_at", "amount", "transaction_id"}, Default: "created_at"}, domain.SortOrderParam},
 			Response: FeeList{},
 			Handler: func(c fiber.Ctx) error {
 				out, err := s.ListFees(c.Context(), listQuery(c))
@@ -107,8 +95,8 @@ func (s *Service) listRoutes() []platform.Route {
 		{Method: http.MethodGet, Path: "/api/v1/wallet/transactions", Policy: platform.SignedIn, Tags: tag,
 			Summary:     "The caller's ledger transactions",
 			Description: "Each carries its signed `entries` (they sum to zero) and `general_balance_after`. `page` is an extension beside the interface's `limit`.",
-			Query: []platform.Param{pageParam, limitParam,
-				{Name: "sort_by", Enum: []string{"id", "transaction_type", "status", "amount", "created_at", "updated_at"}, Default: "created_at"}, orderParam},
+			Query: []platform.Param{domain.PageParam, domain.LimitParam,
+				{Name: "sort_by", Enum: []string{"id", "transaction_type", "status", "amount", "created_at", "updated_at"}, Default: "created_at"}, domain.SortOrderParam},
 			Response: TransactionList{},
 			Handler: func(c fiber.Ctx) error {
 				out, err := s.ListTransactions(c.Context(), listQuery(c))

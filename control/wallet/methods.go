@@ -173,7 +173,7 @@ func (s *Service) CreateMethod(ctx context.Context, in MethodInput) (*PaymentMet
 			map[string]any{"type": m.Type, "is_default": m.IsDefault}))
 	})
 	if err != nil {
-		return nil, fail("save the payment method", err)
+		return nil, platform.Wrap("save the payment method", err)
 	}
 	return &out, nil
 }
@@ -242,7 +242,7 @@ func (s *Service) GetMethod(ctx context.Context, id string) (*PaymentMethod, err
 		return err
 	})
 	if err != nil {
-		return nil, fail("read the payment method", err)
+		return nil, platform.Wrap("read the payment method", err)
 	}
 	return out, nil
 }
@@ -306,7 +306,7 @@ func (s *Service) UpdateMethod(ctx context.Context, id string, in MethodUpdate) 
 		return s.appendEvent(tx, methodEvent(kind, p.UserID, auth.ClientIP(ctx), m.ID, changed))
 	})
 	if err != nil {
-		return nil, fail("update the payment method", err)
+		return nil, platform.Wrap("update the payment method", err)
 	}
 	return out, nil
 }

@@ -204,7 +204,7 @@ func (s *Service) transfer(ctx context.Context, userID, ip string, in TransferIn
 		return nil
 	}
 	if err := s.batch.do(fn); err != nil {
-		return nil, fail("transfer to AI credit", err)
+		return nil, platform.Wrap("transfer to AI credit", err)
 	}
 	if !out.Replayed && s.ai != nil {
 		if !s.syncLimit(ctx, userID) {

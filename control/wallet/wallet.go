@@ -114,6 +114,9 @@ type Service struct {
 	seller Seller
 	batch  *batcher
 	keep   time.Duration
+	// userExists is identity's "user.exists" check (control/identity,
+	// directory.go): the wallet asks it rather than reading identity's buckets.
+	userExists platform.Check
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -128,6 +131,9 @@ func New(env domain.Env[Config]) (*Service, error) {
 	}
 	if c.TransferFeeBPS < 0 || c.TransferFeeBPS > 9999 {
 		return nil, fmt.Errorf("wallet: --transfer-fee-bps must be between 0 and 9999, got %d", c.TransferFeeBPS)
+	}
+	if env.Authz == nil {
+		return nil, errors.New("wallet: an authorizer is required (identity provides user.exists)")
 	}
 	if env.Clock == nil {
 		env.Clock = platform.SystemClock{}
@@ -150,6 +156,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 	s := &Service{env: env, db: env.Store, clock: env.Clock, log: env.Logger, feeBPS: c.TransferFeeBPS,
 		ai: c.AICredit, seller: c.Seller, keep: c.KeyRetention, batch: newBatcher(env.Store, c.MaxBatch),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	s.userExists = env.Authz.Policy(checkUserExists, "the named account exists").Check
 	if env.Payments != nil {
 		env.Payments.Provide(s)
 	}

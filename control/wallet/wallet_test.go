@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"deckhand/control/catalogtest"
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
@@ -63,7 +64,9 @@ func newFixtureTB(t testing.TB, db *store.DB, c wallet.Config) *fixture {
 	t.Helper()
 	log := events.NewLog(db, nil)
 	pay := &domain.Payments{}
-	w, err := wallet.New(domain.Env[wallet.Config]{Store: db, Events: log, Payments: pay, Config: c})
+	authz := domain.NewAuthorizer()
+	catalogtest.ProvideUserExists(authz, db)
+	w, err := wallet.New(domain.Env[wallet.Config]{Store: db, Events: log, Authz: authz, Payments: pay, Config: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +85,7 @@ func (f *fixture) user(t *testing.T, id, amount string) context.Context {
 
 func (f *fixture) userTB(t testing.TB, id, amount string) context.Context {
 	t.Helper()
-	if err := f.db.Update(func(tx *store.Tx) error { return tx.Put("identity_users", id, map[string]any{"id": id}) }); err != nil {
-		t.Fatal(err)
-	}
+	catalogtest.AddUser(t, f.db, id)
 	if amount != "" {
 		if _, err := f.w.Credit(as("admin", auth.RoleAdmin), wallet.CreditInput{UserID: id, Amount: amount, Reason: "test"}); err != nil {
 			t.Fatal(err)
@@ -288,5 +289,21 @@ func TestVerifyFindsAnUnbalancedTransaction(t *testing.T) {
 		if r.OK() || len(r.Problems) < 2 {
 			t.Fatalf("problems %v", r.Problems)
 		}
+	})
+}
+
+// A credit asks identity's "user.exists" check: an id no account has is
+// 404 and writes nothing.
+func TestCreditNeedsAnExistingAccount(t *testing.T) {
+	engines(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db, wallet.Config{TransferFeeBPS: 500})
+		_, err := f.w.Credit(as("admin", auth.RoleAdmin), wallet.CreditInput{UserID: "ghost", Amount: "5.00", Reason: "test"})
+		if pe := platform.AsError(err); err == nil || pe.Code != platform.CodeNotFound {
+			t.Fatalf("credit to an unknown id: %v, want NOT_FOUND", err)
+		}
+		if r := mustVerify(t, db); len(r.Problems) != 0 || r.Transactions != 0 {
+			t.Fatalf("after a refused credit: %+v", r)
+		}
+		f.user(t, "real", "5.00")
 	})
 }

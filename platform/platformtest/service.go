@@ -1,13 +1,17 @@
 package platformtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -68,6 +72,47 @@ func GetJSON(t testing.TB, h *platform.Host, path string, v any) (int, []byte) {
 		t.Fatalf("GET %s: %d %s: %v", path, resp.StatusCode, raw, err)
 	}
 	return resp.StatusCode, raw
+}
+
+// Call sends a request to h in-process (no time limit) and returns the
+// status, the body decoded as a JSON object (nil when it is not one) and
+// the raw body. body is nil (none), a string or []byte (sent as written)
+// or a value sent as JSON; a request with a body says Content-Type
+// application/json unless hdr (name, value pairs) sets it.
+func Call(t testing.TB, h *platform.Host, method, path string, body any, hdr ...string) (int, map[string]any, string) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		if b != "" {
+			rd = strings.NewReader(b)
+		}
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req := NewRequest(method, path, rd)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := h.App().Test(req, fiber.TestConfig{Timeout: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return resp.StatusCode, m, string(raw)
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

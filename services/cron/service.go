@@ -81,18 +81,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if err := set.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
-	if deps.Journal == nil {
-		deps.Journal = platform.LogJournal{Logger: deps.Logger}
-	}
-	if deps.Notifier == nil {
-		deps.Notifier = platform.LogNotifier{Logger: deps.Logger}
-	}
+	deps = deps.WithDefaults()
 	if deps.Store == nil {
 		return nil, fmt.Errorf("cron: no store")
 	}

@@ -2,7 +2,6 @@ package curl_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 	"deckhand/platform/platformtest"
@@ -40,21 +37,7 @@ func newFixture(t *testing.T) fixture {
 
 func (f fixture) do(t *testing.T, method, path, body string) (int, map[string]any, string) {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req := platformtest.NewRequest(method, path, r)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.h.App().Test(req, fiber.TestConfig{Timeout: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m, string(raw)
+	return platformtest.Call(t, f.h, method, path, body)
 }
 
 // cookieServer sets cookies on /set and echoes the Cookie header on /echo.

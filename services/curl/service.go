@@ -29,12 +29,7 @@ func New(deps platform.ServiceDeps, _ *platform.NoSettings) (*Service, error) {
 	if deps.DataDir == "" {
 		return nil, errors.New("curl: no data directory")
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
+	deps = deps.WithDefaults()
 	dir := filepath.Join(deps.DataDir, "jars")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err

@@ -2,9 +2,7 @@ package daemon_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 	"deckhand/platform/platformtest"
@@ -56,22 +52,8 @@ func newFixture(t *testing.T, files map[string]string) *fixture {
 // call sends a JSON request in-process and decodes the answer.
 func (f *fixture) call(t *testing.T, method, path string, body any) (int, map[string]any) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req := platformtest.NewRequest(method, path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.h.App().Test(req, fiber.TestConfig{Timeout: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m
+	code, m, _ := platformtest.Call(t, f.h, method, path, body)
+	return code, m
 }
 
 func (f *fixture) put(t *testing.T, id string, def map[string]any) map[string]any {

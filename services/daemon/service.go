@@ -70,18 +70,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if deps.DataDir == "" {
 		return nil, errors.New("daemon: no data directory")
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
-	if deps.Journal == nil {
-		deps.Journal = platform.LogJournal{Logger: deps.Logger}
-	}
-	if deps.Notifier == nil {
-		deps.Notifier = platform.LogNotifier{Logger: deps.Logger}
-	}
+	deps = deps.WithDefaults()
 	dir := set.Programs
 	if dir == "" {
 		dir = filepath.Join(deps.DataDir, "programs")

@@ -1,17 +1,12 @@
 package exec_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 	"deckhand/platform/platformtest"
@@ -52,22 +47,8 @@ func newFixture(t *testing.T, content string, clock platform.Clock) *fixture {
 
 func (f *fixture) call(t *testing.T, method, path string, body any) (int, map[string]any) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req := platformtest.NewRequest(method, path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.h.App().Test(req, fiber.TestConfig{Timeout: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m
+	code, m, _ := platformtest.Call(t, f.h, method, path, body)
+	return code, m
 }
 
 // waitRuns polls the history until cond holds for the runs of name.

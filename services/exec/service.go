@@ -65,26 +65,9 @@ type Service struct {
 // not load leaves the service running with no schedules; the list says
 // why, and a reload after fixing it takes it.
 func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
-	if set == nil {
-		set = &Settings{}
-	}
-	if err := set.Validate(); err != nil {
+	deps, set, err := platform.PrepareService("exec", deps, set)
+	if err != nil {
 		return nil, err
-	}
-	if deps.DataDir == "" || deps.Store == nil {
-		return nil, errors.New("exec: no data directory or store")
-	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
-	if deps.Journal == nil {
-		deps.Journal = platform.LogJournal{Logger: deps.Logger}
-	}
-	if deps.Notifier == nil {
-		deps.Notifier = platform.LogNotifier{Logger: deps.Logger}
 	}
 	path := set.Schedules
 	if path == "" {

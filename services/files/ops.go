@@ -205,12 +205,7 @@ func (s *Service) copyTree(from, to string) error {
 		if err := s.root.Mkdir(to, fi.Mode().Perm()|0o700); err != nil {
 			return err
 		}
-		d, err := s.root.Open(from)
-		if err != nil {
-			return err
-		}
-		names, err := d.Readdirnames(-1)
-		d.Close()
+		names, err := s.names(from)
 		if err != nil {
 			return err
 		}
@@ -353,12 +348,7 @@ func (s *Service) each(r string, recursive bool, fn func(string, fs.FileInfo) er
 	if !recursive || !fi.IsDir() {
 		return nil
 	}
-	d, err := s.root.Open(r)
-	if err != nil {
-		return err
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
+	names, err := s.names(r)
 	if err != nil {
 		return err
 	}
@@ -405,4 +395,14 @@ func (s *Service) handleDelete(c fiber.Ctx) error {
 		return err
 	}
 	return c.SendStatus(http.StatusNoContent)
+}
+
+// names lists the entries of directory dir (inside the root), unsorted.
+func (s *Service) names(dir string) ([]string, error) {
+	d, err := s.root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
 }

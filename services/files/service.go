@@ -112,9 +112,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--files-root %s: %w", set.Root, err)
 	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
+	deps = deps.WithDefaults()
 	s := &Service{deps: deps, root: root, rootDir: root.Name(), id: id, maxUpload: max}
 	s.locks.m = map[string]*pathLock{}
 	s.sweepUploads(24 * time.Hour)

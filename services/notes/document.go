@@ -221,7 +221,7 @@ func (s *Service) Get(ctx context.Context, notebook, node string) (Document, err
 		}
 		return err
 	})
-	return d, internal("read a document", err)
+	return d, platform.Wrap("read a document", err)
 }
 
 func conflict(have int64, want int64) error {
@@ -257,7 +257,7 @@ func (s *Service) Put(ctx context.Context, notebook, node string, in PutDocument
 		created = !exists
 		return tx.Put(bucketDocs, docKey(notebook, node), d)
 	})
-	return d, created, internal("write a document", err)
+	return d, created, platform.Wrap("write a document", err)
 }
 
 // Patch applies a title change and block edits, in order, all or none.
@@ -294,7 +294,7 @@ func (s *Service) Patch(ctx context.Context, notebook, node string, in PatchDocu
 		d.UpdatedAt = s.clock.Now()
 		return tx.Put(bucketDocs, docKey(notebook, node), d)
 	})
-	return d, internal("change a document", err)
+	return d, platform.Wrap("change a document", err)
 }
 
 func find(bs []Block, id string) int {

@@ -89,7 +89,7 @@ func (s *Service) IssueTicket(ctx context.Context, notebook, node string, in Exp
 		}
 		return tx.Put(bucketTickets, ticketKey(tok), ticket{Notebook: notebook, Node: node, ExpiresAt: t.ExpiresAt})
 	})
-	return t, internal("issue an export ticket", err)
+	return t, platform.Wrap("issue an export ticket", err)
 }
 
 // Redeem uses a ticket: exactly one caller gets the node's Markdown; a
@@ -126,7 +126,7 @@ func (s *Service) Redeem(ctx context.Context, tok string) (md []byte, filename s
 		md, filename = markdown(d), d.NodeID+".md"
 		return nil
 	})
-	return md, filename, internal("redeem an export ticket", err)
+	return md, filename, platform.Wrap("redeem an export ticket", err)
 }
 
 // markdown renders a document as CommonMark.

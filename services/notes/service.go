@@ -38,12 +38,7 @@ func New(deps platform.ServiceDeps, _ *platform.NoSettings) (*Service, error) {
 	if deps.Store == nil {
 		return nil, errors.New("notes: no store")
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
+	deps = deps.WithDefaults()
 	return &Service{db: deps.Store, log: deps.Logger, clock: deps.Clock, ticketTTL: 5 * time.Minute}, nil
 }
 
@@ -76,15 +71,4 @@ func checkID(field, v string) error {
 		return platform.Invalid(field, "must be 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", v)
 	}
 	return nil
-}
-
-func internal(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *platform.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return platform.Internal(op, err)
 }

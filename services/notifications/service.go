@@ -79,20 +79,9 @@ type Service struct {
 // deps.Notifier is a *Relay (the agent's), the relay starts delivering
 // agent events here.
 func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
-	if set == nil {
-		set = &Settings{}
-	}
-	if err := set.Validate(); err != nil {
+	deps, set, err := platform.PrepareService("notifications", deps, set)
+	if err != nil {
 		return nil, err
-	}
-	if deps.DataDir == "" || deps.Store == nil {
-		return nil, errors.New("notifications: no data directory or store")
-	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
 	}
 	keep := set.Keep
 	if keep == 0 {

@@ -4,8 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,24 +39,7 @@ func newHostDeps(t *testing.T) (*platform.Host, string, platform.ServiceDeps) {
 
 func do(t *testing.T, h *platform.Host, method, path, body string, hdr ...string) (int, map[string]any, string) {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req := platformtest.NewRequest(method, path, r)
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := h.App().Test(req, fiber.TestConfig{Timeout: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m, string(raw)
+	return platformtest.Call(t, h, method, path, body, hdr...)
 }
 
 func gitRun(t *testing.T, dir string, args ...string) string {

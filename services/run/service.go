@@ -7,7 +7,6 @@
 package run
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -67,23 +66,9 @@ type Service struct {
 
 // New builds the service.
 func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
-	if set == nil {
-		set = &Settings{}
-	}
-	if err := set.Validate(); err != nil {
+	deps, set, err := platform.PrepareService("run", deps, set)
+	if err != nil {
 		return nil, err
-	}
-	if deps.DataDir == "" || deps.Store == nil {
-		return nil, errors.New("run: no data directory or store")
-	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
-	if deps.Journal == nil {
-		deps.Journal = platform.LogJournal{Logger: deps.Logger}
 	}
 	ws := set.Workspace
 	if ws == "" {

@@ -131,12 +131,7 @@ func New(deps platform.ServiceDeps, set *Settings) *Service {
 		set = DefaultSettings()
 	}
 	opt := set.Options
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
+	deps = deps.WithDefaults()
 	s := &Service{
 		deps:     deps,
 		opt:      opt,

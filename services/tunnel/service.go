@@ -196,15 +196,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
-	if deps.Notifier == nil {
-		deps.Notifier = platform.LogNotifier{Logger: deps.Logger}
-	}
+	deps = deps.WithDefaults()
 	s := &Service{deps: deps, set: *set, policy: pol, log: deps.Logger, metrics: newMetrics(),
 		sessions: map[string]*session{}}
 	s.proxy = s.newProxy()

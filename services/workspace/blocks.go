@@ -108,7 +108,7 @@ func (s *Service) Blocks(ctx context.Context, ws string) ([]Block, error) {
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return scanJSON(tx, bucketBlocks, store.ScanOptions{Prefix: prefix(ws)}, func(b Block) { out = append(out, b) })
 	})
-	return out, internal("list memory blocks", err)
+	return out, platform.Wrap("list memory blocks", err)
 }
 
 // Block reads one block.
@@ -121,7 +121,7 @@ func (s *Service) Block(ctx context.Context, ws, label string) (Block, error) {
 		}
 		return err
 	})
-	return b, internal("read a memory block", err)
+	return b, platform.Wrap("read a memory block", err)
 }
 
 // PutBlock creates or replaces a block; created tells which.
@@ -158,7 +158,7 @@ func (s *Service) PutBlock(ctx context.Context, ws, label string, in PutBlock) (
 		}
 		return s.writeBlock(tx, ws, before, &b)
 	})
-	return b, created, internal("write a memory block", err)
+	return b, created, platform.Wrap("write a memory block", err)
 }
 
 // PatchBlock changes the given fields of a block.
@@ -206,7 +206,7 @@ func (s *Service) PatchBlock(ctx context.Context, ws, label string, in PatchBloc
 		b.UpdatedAt = s.clock.Now()
 		return s.writeBlock(tx, ws, &old, &b)
 	})
-	return b, internal("change a memory block", err)
+	return b, platform.Wrap("change a memory block", err)
 }
 
 // DeleteBlock removes a block (kept in the history).
@@ -222,7 +222,7 @@ func (s *Service) DeleteBlock(ctx context.Context, ws, label string) error {
 		}
 		return s.writeBlock(tx, ws, &old, nil)
 	})
-	return internal("delete a memory block", err)
+	return platform.Wrap("delete a memory block", err)
 }
 
 func checkBlock(b Block, cfg Config) error {
@@ -287,7 +287,7 @@ func (s *Service) History(ctx context.Context, ws string, f HistoryFilter) ([]Ch
 			return nil
 		})
 	})
-	return out, internal("list the memory history", err)
+	return out, platform.Wrap("list the memory history", err)
 }
 
 // HistoryEntry reads one change by id (h_N).
@@ -304,5 +304,5 @@ func (s *Service) HistoryEntry(ctx context.Context, ws, id string) (Change, erro
 		}
 		return err
 	})
-	return ch, internal("read a history entry", err)
+	return ch, platform.Wrap("read a history entry", err)
 }

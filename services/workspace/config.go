@@ -283,7 +283,7 @@ func (s *Service) GetConfig(ctx context.Context, ws string) (ConfigView, error) 
 		v = ConfigView{Config: sc.Config, Version: sc.Version}
 		return err
 	})
-	return v, internal("read the workspace configuration", err)
+	return v, platform.Wrap("read the workspace configuration", err)
 }
 
 // PatchConfig applies a JSON merge patch (RFC 7396) to the document and
@@ -386,7 +386,7 @@ func (s *Service) PatchConfig(ctx context.Context, ws string, patch map[string]a
 		out = ConfigView{Config: eff, Version: rec.Version}
 		return nil
 	})
-	return out, internal("change the workspace configuration", err)
+	return out, platform.Wrap("change the workspace configuration", err)
 }
 
 func keyPurpose(ws, provider string) string { return "workspace/" + ws + "/provider/" + provider }
@@ -443,7 +443,7 @@ func (s *Service) LinkProject(ctx context.Context, ws, projectID string, in Link
 		sc.Version++
 		return tx.Put(bucketConfig, ws, sc)
 	})
-	return link, internal("link the project", err)
+	return link, platform.Wrap("link the project", err)
 }
 
 // ProviderKey opens a provider's stored key for an in-process consumer (a
@@ -457,7 +457,7 @@ func (s *Service) ProviderKey(ctx context.Context, ws, provider string) (key str
 		return err
 	})
 	if err != nil || sealed == "" {
-		return "", false, internal("read a provider key", err)
+		return "", false, platform.Wrap("read a provider key", err)
 	}
 	plain, err := s.sealer.Open(keyPurpose(ws, provider), sealed)
 	if err != nil {

@@ -183,7 +183,7 @@ func (s *Service) Append(ctx context.Context, ws string, in AppendEntry) (e Entr
 		}
 		return s.index(tx, ws, key, e, +1)
 	})
-	return e, internal("append to the memory journal", err)
+	return e, platform.Wrap("append to the memory journal", err)
 }
 
 // index adds (dir +1) or removes (dir -1) an entry's postings.
@@ -256,7 +256,7 @@ func (s *Service) Journal(ctx context.Context, ws string, f JournalFilter) (Entr
 			return nil
 		})
 	})
-	return out, internal("list the memory journal", err)
+	return out, platform.Wrap("list the memory journal", err)
 }
 
 func hasTag(e Entry, tag string) bool {
@@ -275,7 +275,7 @@ func (s *Service) CountEntries(ctx context.Context, ws string) (int, error) {
 		n = tx.CountPrefix(bucketJournal, prefix(ws))
 		return nil
 	})
-	return n, internal("count the memory journal", err)
+	return n, platform.Wrap("count the memory journal", err)
 }
 
 // JournalEntry reads one entry.
@@ -292,7 +292,7 @@ func (s *Service) JournalEntry(ctx context.Context, ws, id string) (Entry, error
 		}
 		return err
 	})
-	return e, internal("read a journal entry", err)
+	return e, platform.Wrap("read a journal entry", err)
 }
 
 // DeleteEntry removes an entry and its postings.
@@ -316,7 +316,7 @@ func (s *Service) DeleteEntry(ctx context.Context, ws, id string) error {
 		}
 		return s.index(tx, ws, key, e, -1)
 	})
-	return internal("delete a journal entry", err)
+	return platform.Wrap("delete a journal entry", err)
 }
 
 // Search ranks the entries containing any query term with Okapi BM25:
@@ -386,7 +386,7 @@ func (s *Service) Search(ctx context.Context, ws string, in SearchRequest) (Sear
 		}
 		return nil
 	})
-	return res, internal("search the memory journal", err)
+	return res, platform.Wrap("search the memory journal", err)
 }
 
 func unique(ts []string) []string {

@@ -111,7 +111,7 @@ func (s *Service) MCPServers(ctx context.Context, ws string) ([]MCPServer, error
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return scanJSON(tx, bucketMCP, store.ScanOptions{Prefix: prefix(ws)}, func(r mcpRecord) { out = append(out, r.MCPServer) })
 	})
-	return out, internal("list MCP servers", err)
+	return out, platform.Wrap("list MCP servers", err)
 }
 
 // AddMCP adds (or replaces) a server; created tells which.
@@ -136,7 +136,7 @@ func (s *Service) AddMCP(ctx context.Context, ws string, in AddMCP) (srv MCPServ
 		for k, v := range m {
 			sealed, err := s.sealer.Seal("workspace/"+ws+"/mcp/"+in.Name+"/"+kind+":"+k, []byte(v))
 			if err != nil {
-				return srv, false, internal("seal an MCP secret", err)
+				return srv, false, platform.Wrap("seal an MCP secret", err)
 			}
 			rec.Sealed[kind+":"+k] = sealed
 		}
@@ -148,5 +148,5 @@ func (s *Service) AddMCP(ctx context.Context, ws string, in AddMCP) (srv MCPServ
 		}
 		return tx.Put(bucketMCP, prefix(ws)+in.Name, rec)
 	})
-	return rec.MCPServer, created, internal("add an MCP server", err)
+	return rec.MCPServer, created, platform.Wrap("add an MCP server", err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"deckhand/platform"
 	"deckhand/platform/store"
 )
 
@@ -110,7 +111,7 @@ func (s *Service) configured(ctx context.Context, ws string) (Config, []Provider
 		return err
 	})
 	if err != nil {
-		return cfg, nil, internal("read the providers", err)
+		return cfg, nil, platform.Wrap("read the providers", err)
 	}
 	ps := []Provider{}
 	for _, id := range sortedKeys(cfg.Providers) {
@@ -173,7 +174,7 @@ func (s *Service) MemoryConfig(ctx context.Context, ws string) (MemoryConfigView
 			Tokenizer: "NFKC, lower case, runs of letters and digits; no stemming, no stop words"}
 		return err
 	})
-	return v, internal("read the memory configuration", err)
+	return v, platform.Wrap("read the memory configuration", err)
 }
 
 // PermissionList is the answer of GET .../permissions.
@@ -201,7 +202,7 @@ func (s *Service) Permissions(ctx context.Context, ws string) (PermissionList, e
 		return err
 	})
 	if err != nil {
-		return PermissionList{}, internal("read the permissions", err)
+		return PermissionList{}, platform.Wrap("read the permissions", err)
 	}
 	src := func(set string) string {
 		if set != "" {

@@ -81,7 +81,7 @@ func (s *Service) Questions(ctx context.Context, ws, status string) ([]Question,
 			}
 		})
 	})
-	return out, internal("list questions", err)
+	return out, platform.Wrap("list questions", err)
 }
 
 // Ask records a pending question.
@@ -98,7 +98,7 @@ func (s *Service) Ask(ctx context.Context, ws string, in AskQuestion) (q Questio
 		q = Question{ID: questionID(seq), Text: in.Text, Options: opts, AskedBy: in.AskedBy, Status: "pending", AskedAt: s.clock.Now()}
 		return tx.Put(bucketQuestions, prefix(ws)+store.SeqKey(seq), q)
 	})
-	return q, internal("ask a question", err)
+	return q, platform.Wrap("ask a question", err)
 }
 
 // Answer answers a pending question once; a second answer is 409.
@@ -126,7 +126,7 @@ func (s *Service) Answer(ctx context.Context, ws, id string, in AnswerQuestion) 
 		q.Status, q.Answer, q.AnsweredAt = "answered", in.Answer, &now
 		return tx.Put(bucketQuestions, key, q)
 	})
-	return q, internal("answer a question", err)
+	return q, platform.Wrap("answer a question", err)
 }
 
 // builtinTools are the tools an agent in the container has without MCP.
@@ -174,7 +174,7 @@ func (s *Service) Tools(ctx context.Context, ws string) (ToolList, error) {
 		return scanJSON(tx, bucketMCP, store.ScanOptions{Prefix: prefix(ws)}, func(r mcpRecord) { servers = append(servers, r.MCPServer) })
 	})
 	if err != nil {
-		return ToolList{}, internal("list tools", err)
+		return ToolList{}, platform.Wrap("list tools", err)
 	}
 	perm := map[string]string{"bash": cfg.Permission.Bash, "edit": cfg.Permission.Edit, "webfetch": cfg.Permission.WebFetch, "mcp": cfg.Permission.MCP}
 	var all []Tool

@@ -37,12 +37,7 @@ func New(deps platform.ServiceDeps, _ *platform.NoSettings) (*Service, error) {
 	if deps.DataDir == "" || deps.Store == nil {
 		return nil, errors.New("workspace: no data directory or store")
 	}
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
-	}
+	deps = deps.WithDefaults()
 	key, _, err := secrets.LoadOrCreate(filepath.Join(deps.DataDir, "secrets.key"))
 	if err != nil {
 		return nil, err
@@ -94,15 +89,3 @@ func checkWorkspace(id string) error {
 
 // prefix is the key prefix of a workspace's records in every bucket.
 func prefix(ws string) string { return ws + "/" }
-
-// internal wraps a store failure.
-func internal(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *platform.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return platform.Internal(op, err)
-}

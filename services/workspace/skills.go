@@ -82,7 +82,7 @@ func (s *Service) Skills(ctx context.Context, ws string) ([]Skill, error) {
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return scanJSON(tx, bucketSkills, store.ScanOptions{Prefix: prefix(ws)}, func(k Skill) { out = append(out, k) })
 	})
-	return out, internal("list skills", err)
+	return out, platform.Wrap("list skills", err)
 }
 
 // Skill reads one skill.
@@ -95,7 +95,7 @@ func (s *Service) Skill(ctx context.Context, ws, name string) (Skill, error) {
 		}
 		return err
 	})
-	return k, internal("read a skill", err)
+	return k, platform.Wrap("read a skill", err)
 }
 
 // PutSkill creates or replaces a skill.
@@ -114,7 +114,7 @@ func (s *Service) PutSkill(ctx context.Context, ws, name string, in PutSkill) (k
 		created = !exists
 		return tx.Put(bucketSkills, prefix(ws)+name, k)
 	})
-	return k, created, internal("write a skill", err)
+	return k, created, platform.Wrap("write a skill", err)
 }
 
 // PatchSkill changes the given fields.
@@ -141,7 +141,7 @@ func (s *Service) PatchSkill(ctx context.Context, ws, name string, in PatchSkill
 		k.UpdatedAt = s.clock.Now()
 		return tx.Put(bucketSkills, prefix(ws)+name, k)
 	})
-	return k, internal("change a skill", err)
+	return k, platform.Wrap("change a skill", err)
 }
 
 // DeleteSkill removes a skill.
@@ -152,5 +152,5 @@ func (s *Service) DeleteSkill(ctx context.Context, ws, name string) error {
 		}
 		return tx.Delete(bucketSkills, prefix(ws)+name)
 	})
-	return internal("delete a skill", err)
+	return platform.Wrap("delete a skill", err)
 }

@@ -3,7 +3,6 @@ package workspace_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -43,26 +42,7 @@ func newFixture(t *testing.T) *fixture {
 // and the raw body.
 func (f *fixture) do(method, path, body string, hdr ...string) (int, map[string]any, string) {
 	f.t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req := platformtest.NewRequest(method, path, r)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := f.h.App().Test(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m, string(raw)
+	return platformtest.Call(f.t, f.h, method, path, body, hdr...)
 }
 
 // want fails unless the answer has the status (and, for errors, names field).
