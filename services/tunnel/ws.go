@@ -13,7 +13,7 @@ import (
 )
 
 var upgrader = websocket.Upgrader{
-	ReadBufferSize:  wire.BufferSize,
+	ReadBufferSize:  wire.MinBufferSize,
 	WriteBufferSize: wire.BufferSize,
 	WriteBufferPool: &sync.Pool{},
 	// The host's request policy checked Host and Origin before any route.

@@ -125,7 +125,7 @@ func New(o Options) (*Forwarder, error) {
 	return &Forwarder{o: o, wsURL: u.String(), log: o.Logger, dialer: websocket.Dialer{
 		Proxy:            http.ProxyFromEnvironment,
 		HandshakeTimeout: 10 * time.Second,
-		ReadBufferSize:   wire.BufferSize,
+		ReadBufferSize:   wire.MinBufferSize,
 		WriteBufferSize:  wire.BufferSize,
 		WriteBufferPool:  &sync.Pool{},
 	}}, nil

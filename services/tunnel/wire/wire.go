@@ -25,8 +25,26 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// BufferSize is the chunk both ends copy in (one TCP read = one frame).
-const BufferSize = 128 << 10
+// BufferSize is the largest chunk both ends copy in (one TCP read = one
+// frame): a bulk transfer moves 1 MiB per system call and per frame, which
+// costs about 15% less CPU per byte than 128 KiB (BenchmarkBridge).
+// Copy buffers start at MinBufferSize and grow to it once a read fills
+// one, so an idle or interactive tunnel holds 64 KiB, not 1 MiB, a way.
+const BufferSize = 1 << 20
+
+// MinBufferSize is a copy buffer's starting size, and the WebSocket read
+// buffer's: a payload read of at least this much bypasses that buffer.
+const MinBufferSize = 64 << 10
+
+// grow gives a BufferSize buffer when the last read filled buf: a bulk
+// transfer has begun. (Doubling stalls where reads return a bit less than
+// the buffer; a read returns what the socket holds, up to the buffer.)
+func grow(buf []byte, n int) []byte {
+	if n == len(buf) && len(buf) < BufferSize {
+		return make([]byte, BufferSize)
+	}
+	return buf
+}
 
 // Control is a text frame's JSON.
 type Control struct {
@@ -103,7 +121,8 @@ func (b *bridge) extend() { _ = b.ws.SetReadDeadline(time.Now().Add(2 * b.ping))
 
 // down copies WebSocket → socket.
 func (b *bridge) down() error {
-	buf := make([]byte, BufferSize)
+	buf := make([]byte, MinBufferSize)
+	to := counting{b.conn, b.c.FromWS}
 	for {
 		mt, r, err := b.ws.NextReader()
 		if err != nil {
@@ -120,9 +139,21 @@ func (b *bridge) down() error {
 		b.extend()
 		switch mt {
 		case websocket.BinaryMessage:
-			if _, err := io.CopyBuffer(counting{b.conn, b.c.FromWS}, r, buf); err != nil {
-				b.closeAll(websocket.CloseInternalServerErr, "write to socket failed")
-				return err
+			for {
+				n, rerr := r.Read(buf)
+				if n > 0 {
+					if _, err := to.Write(buf[:n]); err != nil {
+						b.closeAll(websocket.CloseInternalServerErr, "write to socket failed")
+						return err
+					}
+					buf = grow(buf, n)
+				}
+				if rerr == io.EOF {
+					break
+				}
+				if rerr != nil {
+					break // NextReader reports the WebSocket's failure
+				}
 			}
 		case websocket.TextMessage:
 			var m Control
@@ -149,7 +180,7 @@ func (b *bridge) down() error {
 
 // up copies socket → WebSocket; the only data writer on ws.
 func (b *bridge) up() error {
-	buf := make([]byte, BufferSize)
+	buf := make([]byte, MinBufferSize)
 	for {
 		n, err := b.conn.Read(buf)
 		if n > 0 {
@@ -160,6 +191,7 @@ func (b *bridge) up() error {
 			if b.c.ToWS != nil {
 				b.c.ToWS(n)
 			}
+			buf = grow(buf, n)
 		}
 		if err == nil {
 			continue
