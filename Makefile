@@ -59,7 +59,7 @@ image: build packaging-tool
 	bash scripts/image.sh '$(VERSION)' $(DIST)/image
 
 # Cross-built binaries for amd64 and arm64, versions from git, SHA256SUMS.
-release: packaging-tool
+release:
 	bash scripts/release.sh '$(VERSION)' $(DIST)/release
 
 clean:
