@@ -42,9 +42,11 @@ for d in /usr/share/X11/xkb /etc/X11/xkb /etc/xdg/openbox /usr/share/themes/Clea
   copy "$d"
 done
 ln -sf dash "$ROOT/usr/bin/sh"
-install -m 0755 bin/deckhand "$ROOT/usr/bin/deckhand"
-[[ -x bin/deckhand-display ]] && { install -m 0755 bin/deckhand-display "$ROOT/usr/bin/deckhand-display"
-  ldd bin/deckhand-display | awk '/=>/ {print $3} /^\t\// {print $1}' | while read -r lib; do [[ -n "$lib" ]] && copy "$lib"; done; }
+BIN=${BIN:-bin}
+PKG=${PKG:-bin/deckhand-pkg}
+install -m 0755 "$BIN/deckhand" "$ROOT/usr/bin/deckhand"
+[[ -x "$BIN/deckhand-display" ]] && { install -m 0755 "$BIN/deckhand-display" "$ROOT/usr/bin/deckhand-display"
+  ldd "$BIN/deckhand-display" | awk '/=>/ {print $3} /^\t\// {print $1}' | while read -r lib; do [[ -n "$lib" ]] && copy "$lib"; done; }
 cat > "$ROOT/etc/passwd" <<'P'
 root:x:0:0:root:/root:/bin/bash
 nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
@@ -62,4 +64,4 @@ cat > "$ROOT/var/lib/deckhand/daemon/programs/openbox.json" <<'J'
 {"command": "/usr/bin/openbox", "env": {"DISPLAY": ":99"}, "restart": "always", "depends_on": ["xvfb"]}
 J
 chmod -R go-rwx "$ROOT/var/lib/deckhand"
-bin/deckhand-pkg image --version "$VERSION" --rootfs "$ROOT" --out "$OUT"
+"$PKG" image --version "$VERSION" --rootfs "$ROOT" --out "$OUT"

@@ -105,14 +105,7 @@ func TestDebInstallPurge(t *testing.T) {
 		run(t, "cp", agentBin, filepath.Join(binDir, "deckhand"))
 		run(t, "cp", controlBin, filepath.Join(binDir, "deckhand-control"))
 	}
-	tool := filepath.Join(t.TempDir(), "deckhand-pkg")
-	build := exec.Command("go", "build", "-o", tool, ".")
-	build.Dir = filepath.Join(repo(t), "packaging", "build")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the packager: %v\n%s", err, out)
-	}
-	out := run(t, tool, "deb", "--version", "v1.2.3-4-gabcdef0", "--arch", "amd64", "--bin", binDir,
+	out := run(t, packager(t), "deb", "--version", "v1.2.3-4-gabcdef0", "--arch", "amd64", "--bin", binDir,
 		"--packaging", filepath.Join(repo(t), "packaging"), "--docs", filepath.Join(repo(t), "docs", "operations.md"), "--out", dist)
 	debs := strings.Fields(out)
 	if len(debs) != 2 || !strings.HasSuffix(debs[0], "deckhand_1.2.3+4.gabcdef0_amd64.deb") {
@@ -234,4 +227,17 @@ func TestDebInstallPurge(t *testing.T) {
 			t.Errorf("after purge: dpkg still knows %s: %s", p, out)
 		}
 	}
+}
+
+// packager builds packaging/build (its own module) into a temporary dir.
+func packager(t *testing.T) string {
+	t.Helper()
+	tool := filepath.Join(t.TempDir(), "deckhand-pkg")
+	build := exec.Command("go", "build", "-o", tool, ".")
+	build.Dir = filepath.Join(repo(t), "packaging", "build")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the packager: %v\n%s", err, out)
+	}
+	return tool
 }
