@@ -32,6 +32,7 @@ run: setup build
 
 vet:
 	$(GO) vet ./...
+	cd packaging/build && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 # Unit and end-to-end tests are Go tests; the e2e packages start the binaries
