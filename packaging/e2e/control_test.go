@@ -140,9 +140,15 @@ func TestMigrateFromBbolt(t *testing.T) {
 	s := controltest.StartIn(t, data)
 	probes := seed(t, s)
 	want := answers(t, s, probes)
+	db := platformtest.Postgres(t)
+	if out, err := controltest.Out("migrate", "--from-bbolt", data, "--database-url", db); err == nil || !strings.Contains(out, "stop the control plane") {
+		t.Fatalf("migrate of a store in use: want a refusal, got %v\n%s", err, out)
+	}
+	if out, err := controltest.Out("migrate", "--from-bbolt", data); err == nil || !strings.Contains(out, "--database-url") {
+		t.Fatalf("migrate without a target: want an error naming --database-url, got %v\n%s", err, out)
+	}
 	s.Stop()
 
-	db := platformtest.Postgres(t)
 	out, err := controltest.Out("migrate", "--from-bbolt", data, "--database-url", db)
 	if err != nil || !strings.Contains(out, "every count matches") {
 		t.Fatalf("migrate: %v\n%s", err, out)
