@@ -8,7 +8,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all setup setup-bench build run test vet unit bench clean
+.PHONY: all setup setup-bench build run test vet unit bench clean package image release packaging-tool
 
 all: build
 
@@ -32,6 +32,7 @@ run: setup build
 
 vet:
 	$(GO) vet ./...
+	cd packaging/build && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 # Unit and end-to-end tests are Go tests; the e2e packages start the binaries
@@ -42,5 +43,25 @@ test: setup build vet
 bench: setup-bench build
 	@for s in scripts/bench/*.sh; do [ -x "$$s" ] && "$$s"; done
 
+# Release artefacts (packaging/, docs/operations.md). The packager is its own
+# Go module (packaging/build) so nfpm and go-containerregistry stay out of
+# the deckhand module.
+DIST ?= dist
+packaging-tool:
+	@mkdir -p bin
+	cd packaging/build && CGO_ENABLED=0 $(GO) build -trimpath -o ../../bin/deckhand-pkg .
+
+# Debian packages of both binaries (units, /etc/default files, system users).
+package: build packaging-tool
+	bin/deckhand-pkg deb --version '$(VERSION)' --arch $$($(GO) env GOARCH) --bin bin --packaging packaging --docs docs/operations.md --out $(DIST)
+
+# The desktop container image as an OCI layout in $(DIST)/image (no Docker).
+image: build packaging-tool
+	bash scripts/image.sh '$(VERSION)' $(DIST)/image
+
+# Cross-built binaries for amd64 and arm64, versions from git, SHA256SUMS.
+release:
+	bash scripts/release.sh '$(VERSION)' $(DIST)/release
+
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)

@@ -160,8 +160,9 @@ func New(cfg Config) (*Supervisor, error) {
 		}
 		cfg.Authorizer = s.access
 	}
-	if s.gwLn, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	// A socket systemd passed (deckhand.socket) wins over --listen.
+	if s.gwLn, err = platform.Listen("--listen", cfg.Listen); err != nil {
+		return nil, err
 	}
 	s.gw = gateway.New(gateway.Config{
 		Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
@@ -277,7 +278,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- s.gw.Serve(s.gwLn) }()
 
-	s.log.Info("gateway listening", "url", "http://"+s.cfg.Listen, "pid", os.Getpid(), "data", s.cfg.Data)
+	s.log.Info("gateway listening", "url", "http://"+s.gwLn.Addr().String(), "pid", os.Getpid(), "data", s.cfg.Data)
 	for _, u := range s.units {
 		s.log.Info("service", "service", u.name, "url", "http://"+u.addr, "mode", u.mode,
 			"gateway_url", "http://"+s.gwLn.Addr().String()+"/_/"+u.name+"/")

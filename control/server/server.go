@@ -238,9 +238,10 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 // listen binds the API address and fills the default public URL from the
 // bound address (so --listen 127.0.0.1:0 gives a usable URL).
 func (s *Server) listen() error {
-	ln, err := net.Listen("tcp", s.cfg.Listen)
+	// A socket systemd passed (deckhand-control.socket) wins over --listen.
+	ln, err := platform.Listen("--listen", s.cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", s.cfg.Listen, err)
+		return err
 	}
 	s.ln = ln
 	if s.cfg.PublicURL == "" {

@@ -263,3 +263,20 @@ func PrefixEnd(prefix string) (string, bool) {
 	}
 	return "", false
 }
+
+func (t *boltTx) Buckets() ([]BucketInfo, error) {
+	var out []BucketInfo
+	err := t.tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		out = append(out, BucketInfo{Name: string(name), Keys: b.Stats().KeyN, Seq: b.Sequence()})
+		return nil
+	})
+	return out, err
+}
+
+func (t *boltTx) SetSeq(bucket string, n uint64) error {
+	b, err := t.bucket(bucket, true)
+	if err != nil {
+		return err
+	}
+	return b.SetSequence(n)
+}

@@ -171,14 +171,24 @@ func rotateInDB(stdout io.Writer, data, keyFile, dbURL string) error {
 
 func migrateCmd(stdout io.Writer) *cobra.Command {
 	dbURL := ""
+	from := fromBbolt{out: stdout}
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply the store's migrations (PostgreSQL) and exit",
 		Long: "Applies the pending PostgreSQL migrations of --database-url (DECKHAND_DATABASE_URL) under an advisory lock, " +
 			"so it is safe beside starting replicas, prints each one applied (or that none was pending) and exits. " +
-			"`serve --database-url` applies them too; this command lets a deployment migrate before it rolls out.",
+			"`serve --database-url` applies them too; this command lets a deployment migrate before it rolls out.\n\n" +
+			"With --from-bbolt PATH (a stopped control plane's --data dir or its control.db) it then copies that embedded store " +
+			"and its signing keys into the database and checks every bucket's key count and sequence; an empty target is " +
+			"required (a target already holding the same copy is left as it is), --force deletes the target's contents first.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from.path != "" {
+				ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+				defer cancel()
+				from.dbURL = dbURL
+				return from.run(ctx)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			applied, err := server.Migrate(ctx, dbURL)
@@ -195,6 +205,9 @@ func migrateCmd(stdout io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dbURL, "database-url", dbURL, "postgres://user:pass@host:port/db to migrate")
+	cmd.Flags().StringVar(&from.path, "from-bbolt", "", "copy this embedded store (a --data dir or its control.db) into --database-url")
+	cmd.Flags().StringVar(&from.keyFile, "master-key-file", "", "with --from-bbolt: the master key the store was sealed with (default <data>/master.key)")
+	cmd.Flags().BoolVar(&from.force, "force", false, "with --from-bbolt: delete everything in a non-empty target first")
 	return cmd
 }
 

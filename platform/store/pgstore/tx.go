@@ -205,3 +205,37 @@ func (t *pgTx) Scan(bucket string, o store.ScanOptions, fn func(string, []byte) 
 		}
 	}
 }
+
+func (t *pgTx) Buckets() ([]store.BucketInfo, error) {
+	rows, err := t.tx.Query(t.ctx, `SELECT bucket, COALESCE(k.n, 0), COALESCE(s.n, 0)
+		FROM (SELECT bucket, count(*) AS n FROM kv GROUP BY bucket) k
+		FULL OUTER JOIN kv_seq s USING (bucket) ORDER BY bucket`)
+	if err != nil {
+		return nil, dbErr{err: err}
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.BucketInfo, error) {
+		var b store.BucketInfo
+		var seq int64
+		err := r.Scan(&b.Name, &b.Keys, &seq)
+		b.Seq = uint64(seq)
+		return b, err
+	})
+	if err != nil {
+		return nil, dbErr{err: err}
+	}
+	return out, nil
+}
+
+func (t *pgTx) SetSeq(bucket string, n uint64) error {
+	var err error
+	if n == 0 {
+		_, err = t.tx.Exec(t.ctx, "DELETE FROM kv_seq WHERE bucket = $1", bucket)
+	} else {
+		_, err = t.tx.Exec(t.ctx, `INSERT INTO kv_seq (bucket, n) VALUES ($1, $2)
+			ON CONFLICT (bucket) DO UPDATE SET n = excluded.n`, bucket, int64(n))
+	}
+	if err != nil {
+		return dbErr{err: err}
+	}
+	return nil
+}

@@ -99,6 +99,7 @@ func Run(t *testing.T, open Opener) {
 		{"Rollback", testRollback},
 		{"ReadOnly", testReadOnly},
 		{"Sequences", testSequences},
+		{"BucketsAndSetSeq", testBucketsAndSetSeq},
 		{"ConcurrentSequences", testConcurrentSequences},
 		{"ConcurrentCounter", testConcurrentCounter},
 		{"AfterCommit", testAfterCommit},
@@ -797,6 +798,56 @@ func testCanceled(t *testing.T, open Opener) {
 		}
 		if tx.Context() == nil {
 			t.Error("no context")
+		}
+		return nil
+	}))
+}
+
+// testBucketsAndSetSeq: a whole-store copy sees every bucket with its key
+// count and sequence (also a bucket with a sequence and no keys), and a
+// sequence it sets is where NextSeq goes on.
+func testBucketsAndSetSeq(t *testing.T, open Opener) {
+	db, _ := open(t)
+	must(t, db.Update(func(tx *store.Tx) error {
+		for _, k := range []string{"a", "b", "c"} {
+			if err := tx.Put("bk_one", k, rec{Name: k}); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutRaw("bk_two", "x", []byte("raw")); err != nil {
+			return err
+		}
+		for range 5 {
+			if _, err := tx.NextSeq("bk_seq"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	var got []store.BucketInfo
+	must(t, db.View(func(tx *store.Tx) (err error) {
+		got, err = tx.Buckets()
+		return err
+	}))
+	want := []store.BucketInfo{{Name: "bk_one", Keys: 3}, {Name: "bk_seq", Seq: 5}, {Name: "bk_two", Keys: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Buckets = %v, want %v", got, want)
+	}
+	var next uint64
+	must(t, db.Update(func(tx *store.Tx) error {
+		if err := tx.SetSeq("bk_other", 41); err != nil {
+			return err
+		}
+		var err error
+		next, err = tx.NextSeq("bk_other")
+		return err
+	}))
+	if next != 42 {
+		t.Fatalf("NextSeq after SetSeq(41) = %d, want 42", next)
+	}
+	must(t, db.View(func(tx *store.Tx) error {
+		if err := tx.SetSeq("bk_other", 1); err != store.ErrReadOnly {
+			t.Errorf("SetSeq in View: %v, want ErrReadOnly", err)
 		}
 		return nil
 	}))
