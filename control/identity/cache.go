@@ -54,9 +54,14 @@ type credEntry struct {
 	// svc_ tokens only.
 	ips       []string
 	enabled   bool
-	storedAt  *time.Time // last_used_at in the store
-	storedIP  *string
+	stored    atomic.Pointer[usageMark] // last_used_* in the store; nil: none
 	tokenHash string
+}
+
+// usageMark is an auth token's last_used_* as last written to the store.
+type usageMark struct {
+	at time.Time
+	ip string
 }
 
 const credCacheMax = 50_000
@@ -236,7 +241,7 @@ func publishID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// update is the only way identity writes: it runs fn in a write
+// update is the way identity writes credentials and accounts: it runs fn in a write
 // transaction that tells every replica's credential cache when it
 // commits, then invalidates this replica's cache and waits (bounded) until
 // the other replicas have dropped theirs.
