@@ -37,6 +37,7 @@ type credCache struct {
 	waiters   map[string]*waiter   // write id → who has yet to acknowledge
 	peers     map[string]time.Time // other replicas → last heard from
 	listening bool
+	heard     atomic.Bool // this replica's own first hello came back
 }
 
 // cacheChannel carries "some identity record changed" between replicas.
@@ -180,10 +181,18 @@ func (c *credCache) handle(n store.Notification) (ack string) {
 		return f[2]
 	case len(f) == 3 && f[0] == "a":
 		c.acked(f[1], f[2])
-	case len(f) == 2 && f[0] == "h" && f[1] != c.self:
-		c.wmu.Lock()
-		c.peers[f[1]] = time.Now()
-		c.wmu.Unlock()
+	case len(f) == 2 && f[0] == "h":
+		// A hello changes no record. The echo of this replica's first one
+		// drops what it cached before the others could have heard of it
+		// (their writes until then did not wait for it); later echoes,
+		// every helloEvery, drop nothing (they used to drop everything).
+		if f[1] != c.self {
+			c.wmu.Lock()
+			c.peers[f[1]] = time.Now()
+			c.wmu.Unlock()
+		} else if c.heard.CompareAndSwap(false, true) {
+			c.version.Add(1)
+		}
 	default: // unknown: be safe
 		c.version.Add(1)
 	}
