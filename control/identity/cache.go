@@ -37,6 +37,7 @@ type credCache struct {
 	waiters   map[string]*waiter   // write id → who has yet to acknowledge
 	peers     map[string]time.Time // other replicas → last heard from
 	listening bool
+	heard     atomic.Bool // this replica's own first hello came back
 }
 
 // cacheChannel carries "some identity record changed" between replicas.
@@ -54,9 +55,14 @@ type credEntry struct {
 	// svc_ tokens only.
 	ips       []string
 	enabled   bool
-	storedAt  *time.Time // last_used_at in the store
-	storedIP  *string
+	stored    atomic.Pointer[usageMark] // last_used_* in the store; nil: none
 	tokenHash string
+}
+
+// usageMark is an auth token's last_used_* as last written to the store.
+type usageMark struct {
+	at time.Time
+	ip string
 }
 
 const credCacheMax = 50_000
@@ -175,10 +181,18 @@ func (c *credCache) handle(n store.Notification) (ack string) {
 		return f[2]
 	case len(f) == 3 && f[0] == "a":
 		c.acked(f[1], f[2])
-	case len(f) == 2 && f[0] == "h" && f[1] != c.self:
-		c.wmu.Lock()
-		c.peers[f[1]] = time.Now()
-		c.wmu.Unlock()
+	case len(f) == 2 && f[0] == "h":
+		// A hello changes no record. The echo of this replica's first one
+		// drops what it cached before the others could have heard of it
+		// (their writes until then did not wait for it); later echoes,
+		// every helloEvery, drop nothing (they used to drop everything).
+		if f[1] != c.self {
+			c.wmu.Lock()
+			c.peers[f[1]] = time.Now()
+			c.wmu.Unlock()
+		} else if c.heard.CompareAndSwap(false, true) {
+			c.version.Add(1)
+		}
 	default: // unknown: be safe
 		c.version.Add(1)
 	}
@@ -236,7 +250,7 @@ func publishID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// update is the only way identity writes: it runs fn in a write
+// update is the way identity writes credentials and accounts: it runs fn in a write
 // transaction that tells every replica's credential cache when it
 // commits, then invalidates this replica's cache and waits (bounded) until
 // the other replicas have dropped theirs.

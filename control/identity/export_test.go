@@ -1,5 +1,7 @@
 package identity
 
+import "deckhand/platform/store"
+
 // Sweep runs the janitor's sweep now (tests).
 func Sweep(s *Service) { s.sweepExpired() }
 
@@ -16,3 +18,11 @@ func Derive(master []byte, label string) []byte { return derive(master, label) }
 
 // HashPassword is the stored password form.
 func HashPassword(pw string) (string, error) { return hashPassword(pw) }
+
+// CacheVersionAfter is the credential cache's version change after
+// handling one message on the cache channel (tests).
+func CacheVersionAfter(s *Service, payload func(self string) string) uint64 {
+	before := s.cache.version.Load()
+	s.cache.handle(store.Notification{Payload: payload(s.cache.self)})
+	return s.cache.version.Load() - before
+}

@@ -24,6 +24,15 @@ tokens() {
     || { echo "responses are not signed" >&2; exit 1; }
 }
 
+# pgstat: transactions committed and rows updated in the database so far
+# (a credential cache that holds costs few; the counts lag by up to a second).
+pgstat() {
+  sleep 1
+  echo "-- postgres so far: $(as_pg psql -h 127.0.0.1 -p $((PORT + 10)) -U postgres deckhand -Atc \
+    "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = 'deckhand') || ' transactions, ' ||
+            (SELECT coalesce(sum(n_tup_upd), 0) FROM pg_stat_user_tables) || ' rows updated'")"
+}
+
 show() { grep -E 'Requests/sec|Latency  |^ +99%|Non-2xx'; }
 
 # one LABEL PORT: wrk against one server, with each credential.
@@ -60,6 +69,8 @@ if [[ $STORES == pg || $STORES == all ]]; then
   serve pgA $((PORT + 1)) --database-url "$URL"
   tokens $((PORT + 1))
   one "postgres 1 replica" $((PORT + 1))
+  pgstat
   serve pgB $((PORT + 2)) --database-url "$URL"
   two "postgres 2 replicas" $((PORT + 1)) $((PORT + 2))
+  pgstat
 fi

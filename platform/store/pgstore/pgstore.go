@@ -5,7 +5,10 @@
 // after a serialization failure or deadlock (SQLSTATE 40001, 40P01), so
 // concurrent replicas stay exact without explicit locks; View transactions
 // read one REPEATABLE READ snapshot and run once. The pool takes pgx's
-// settings from the URL (pool_max_conns=N and the like). Migrations are embedded and
+// settings from the URL (pool_max_conns=N and the like); without
+// pool_max_conns it holds up to poolMaxConns connections, not pgx's
+// max(4, NumCPU), which queued every cache miss and every replica
+// acknowledgement behind four connections under load. Migrations are embedded and
 // applied at Open under an advisory lock. JSON values live in a jsonb
 // column, readable with psql:
 //
@@ -74,6 +77,12 @@ func Migrate(ctx context.Context, url string) ([]string, error) {
 // connectTimeout bounds the first contact when ctx has no deadline.
 const connectTimeout = 10 * time.Second
 
+// poolMaxConns is the pool's size unless the URL sets pool_max_conns:
+// enough for a busy replica's concurrent requests, while five replicas
+// (each also holding one listening connection) stay under PostgreSQL's
+// default max_connections of 100; set pool_max_conns for more replicas.
+const poolMaxConns = 16
+
 func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -81,6 +90,9 @@ func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("--database-url: %s", redact(err.Error(), url))
 	}
 	cfg.HealthCheckPeriod = 5 * time.Second
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = poolMaxConns
+	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
