@@ -45,6 +45,12 @@ type Sink struct {
 	cfg    SinkConfig
 	client *http.Client
 
+	// delivering serialises the two ways entries leave the buffer (a
+	// batch to the socket, a drain into the in-process journal when it
+	// attaches), so a batch in flight is trimmed before anything else
+	// takes from the buffer.
+	delivering sync.Mutex
+
 	mu      sync.Mutex
 	buf     []platform.JournalEntry
 	dropped int64
@@ -132,6 +138,8 @@ func (s *Sink) Detach(d Destination) {
 
 // drainTo hands everything buffered (and the drop count) to d.
 func (s *Sink) drainTo(d Destination) {
+	s.delivering.Lock()
+	defer s.delivering.Unlock()
 	s.mu.Lock()
 	batch, dropped := s.buf, s.dropped
 	s.buf, s.dropped = nil, 0
@@ -188,6 +196,8 @@ func (s *Sink) run() {
 // sendBatch posts up to 4096 buffered entries to the socket; on failure
 // they go back to the front of the buffer.
 func (s *Sink) sendBatch(ctx context.Context) error {
+	s.delivering.Lock()
+	defer s.delivering.Unlock()
 	s.mu.Lock()
 	n := min(len(s.buf), 4096)
 	batch := append([]platform.JournalEntry(nil), s.buf[:n]...)
