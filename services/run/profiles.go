@@ -219,18 +219,10 @@ func (s *Service) PatchProfile(name string, version int64, r PatchProfile) (Prof
 		if version != 0 && version != p.Version {
 			return conflict("profile", name, p.Version, version)
 		}
-		if r.Description != nil {
-			p.Description = *r.Description
-		}
-		if r.Shell != nil {
-			p.Shell = *r.Shell
-		}
-		if r.Cwd != nil {
-			p.Cwd = *r.Cwd
-		}
-		if r.Path != nil {
-			p.Path = *r.Path
-		}
+		setIf(&p.Description, r.Description)
+		setIf(&p.Shell, r.Shell)
+		setIf(&p.Cwd, r.Cwd)
+		setIf(&p.Path, r.Path)
 		normalize(&p)
 		for k, v := range r.Env {
 			if v == nil {
@@ -277,4 +269,12 @@ func (s *Service) SelectProfile(name string) (Profile, error) {
 		return tx.Put(bucketMeta, keyActive, name)
 	})
 	return p, err
+}
+
+// setIf applies one field of a PATCH body: a field the body names (non-nil)
+// replaces the stored value, an absent one leaves it.
+func setIf[T any](dst *T, patch *T) {
+	if patch != nil {
+		*dst = *patch
+	}
 }

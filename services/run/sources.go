@@ -360,18 +360,10 @@ func (s *Service) PatchSource(id string, version int64, r PatchSource) (Source, 
 		if version != 0 && version != src.Version {
 			return conflict("source", id, src.Version, version)
 		}
-		if r.Name != nil {
-			src.Name = *r.Name
-		}
-		if r.URL != nil {
-			src.URL = *r.URL
-		}
-		if r.Ref != nil {
-			src.Ref = *r.Ref
-		}
-		if r.Dir != nil {
-			src.Dir = *r.Dir
-		}
+		setIf(&src.Name, r.Name)
+		setIf(&src.URL, r.URL)
+		setIf(&src.Ref, r.Ref)
+		setIf(&src.Dir, r.Dir)
 		if err := validateSource(src.Type, src.URL, src.Ref, src.Dir); err != nil {
 			return err
 		}
