@@ -13,6 +13,7 @@ import (
 type Signer struct {
 	keys  *KeySet
 	clock platform.Clock
+	memo  *memo
 }
 
 // NewSigner signs with keys, reading time from clock (nil: system clock).
@@ -20,7 +21,7 @@ func NewSigner(keys *KeySet, clock platform.Clock) *Signer {
 	if clock == nil {
 		clock = platform.SystemClock{}
 	}
-	return &Signer{keys: keys, clock: clock}
+	return &Signer{keys: keys, clock: clock, memo: newMemo()}
 }
 
 // Keys is the key set the signer uses.
@@ -34,12 +35,16 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 func (s *Signer) Sign(path string, body []byte) string {
 	t := s.clock.Now().Unix()
 	k := s.keys.Active()
-	bp := bufPool.Get().(*[]byte)
-	msg := appendSignedData((*bp)[:0], t, body)
-	sig := ed25519.Sign(k.private, msg)
-	if cap(msg) <= 1<<20 { // don't pin huge buffers in the pool
-		*bp = msg[:0]
-		bufPool.Put(bp)
+	sig, h, ok := s.memo.get(t, k.ID, body)
+	if !ok {
+		bp := bufPool.Get().(*[]byte)
+		msg := appendSignedData((*bp)[:0], t, body)
+		sig = ed25519.Sign(k.private, msg)
+		if cap(msg) <= 1<<20 { // don't pin huge buffers in the pool
+			*bp = msg[:0]
+			bufPool.Put(bp)
+		}
+		s.memo.put(t, k.ID, h, body, sig)
 	}
 	return FormatHeader(t, k.ID, path, sig)
 }
