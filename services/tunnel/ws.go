@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/gorilla/websocket"
 
@@ -12,10 +11,13 @@ import (
 	"deckhand/services/tunnel/wire"
 )
 
+// upgrader does the handshake only (with the platform's error envelope);
+// wire reads and writes the frames on the hijacked connection. gorilla
+// refuses a client that sent bytes before the handshake completed, so the
+// connection holds none buffered; its own buffers stay small and unused.
 var upgrader = websocket.Upgrader{
-	ReadBufferSize:  wire.MinBufferSize,
-	WriteBufferSize: wire.BufferSize,
-	WriteBufferPool: &sync.Pool{},
+	ReadBufferSize:  256,
+	WriteBufferSize: 256,
 	// The host's request policy checked Host and Origin before any route.
 	CheckOrigin: func(*http.Request) bool { return true },
 	Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
@@ -38,11 +40,12 @@ func (s *Service) serveWS(w http.ResponseWriter, r *http.Request) {
 		platform.WriteHTTPError(w, err)
 		return
 	}
-	ws, err := upgrader.Upgrade(w, r, nil)
+	gws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		_ = conn.Close()
 		return
 	}
+	ws := wire.Server(gws.NetConn(), nil)
 	ss, err := s.open("websocket", port, target, s.clientAddr(r), func(reason string) {
 		wire.Cut(ws, reason)
 		_ = conn.Close()

@@ -1,8 +1,9 @@
 // Command tunnelbench measures the tunnel against its peers, side by side in
 // one run (scripts/bench/tunnel.sh runs it): throughput of a bulk transfer
 // over a direct loopback TCP connection (the limit), through `deckhand
-// tunnel` + `deckhand service tunnel`, and through `ssh -L` to a private
-// sshd; and the round-trip latency of 1-byte ping-pongs over each path.
+// tunnel` + `deckhand service tunnel`, through two plain TCP relay
+// processes (the same three hops with no protocol at all: the ceiling of
+// any tunnel of this shape), and through `ssh -L` to a private sshd; and the round-trip latency of 1-byte ping-pongs over each path.
 // Rounds interleave the paths so machine noise hits all alike; it prints
 // medians and ratios as a Markdown table.
 package main
@@ -21,6 +22,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,10 +33,15 @@ var (
 	rounds   = flag.Int("rounds", 5, "transfers per path")
 	pings    = flag.Int("pings", 20000, "round trips per path for latency")
 	noSSH    = flag.Bool("no-ssh", false, "skip ssh -L (no sshd)")
+	relay    = flag.String("relay", "", "internal: run plain TCP relays listen=target[,listen=target...] and nothing else")
 )
 
 func main() {
 	flag.Parse()
+	if *relay != "" {
+		runRelays(*relay)
+		return
+	}
 	dir, err := os.MkdirTemp("", "tunnelbench-")
 	check(err)
 	defer os.RemoveAll(dir)
@@ -77,6 +84,18 @@ func main() {
 	waitTCP(tEcho)
 	paths = append(paths, struct{ name, sink, echo string }{"deckhand tunnel", tSink, tEcho})
 
+	// The ceiling of any tunnel of this shape: the same three loopback
+	// hops through two plain relay processes (io.Copy, which splices on
+	// Linux) with no framing, masking or authentication at all.
+	rSink, rEcho, mSink, mEcho := freeAddr(), freeAddr(), freeAddr(), freeAddr()
+	self, err := os.Executable()
+	check(err)
+	spawn(self, "-relay", mSink+"="+sink+","+mEcho+"="+echo)
+	spawn(self, "-relay", rSink+"="+mSink+","+rEcho+"="+mEcho)
+	waitTCP(rSink)
+	waitTCP(rEcho)
+	paths = append(paths, struct{ name, sink, echo string }{"2 plain TCP relays (ceiling)", rSink, rEcho})
+
 	if !*noSSH {
 		sshPort, key := startSSHD(dir, spawn)
 		sSink, sEcho := freeAddr(), freeAddr()
@@ -108,8 +127,9 @@ func main() {
 		sort.Float64s(tput[i])
 		fmt.Printf("| %s | %.0f | %.0f | %.0f | %.0f%% |\n", p.name, m, tput[i][0], tput[i][len(tput[i])-1], 100*m/direct)
 	}
-	if len(paths) > 2 {
-		fmt.Printf("\ndeckhand tunnel / ssh -L: %.2fx\n", median(tput[1])/median(tput[2]))
+	fmt.Printf("\ndeckhand tunnel / ceiling: %.0f%%\n", 100*median(tput[1])/median(tput[2]))
+	if len(paths) > 3 {
+		fmt.Printf("deckhand tunnel / ssh -L: %.2fx\n", median(tput[1])/median(tput[3]))
 	}
 	fmt.Printf("\nLatency: %d round trips of 1 byte on one connection per path\n\n", *pings)
 	fmt.Println("| path | p50 | p99 | p99.9 | added p50 | added p99 |")
@@ -119,6 +139,44 @@ func main() {
 		fmt.Printf("| %s | %v | %v | %v | %v | %v |\n", p.name, pct(l, 50), pct(l, 99), pct(l, 99.9),
 			pct(l, 50)-pct(lat[0], 50), pct(l, 99)-pct(lat[0], 99))
 	}
+}
+
+// runRelays forwards each listen address to its target, byte for byte,
+// until killed.
+func runRelays(spec string) {
+	for _, pair := range strings.Split(spec, ",") {
+		listen, target, _ := strings.Cut(pair, "=")
+		ln, err := net.Listen("tcp", listen)
+		check(err)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					d, err := net.Dial("tcp", target)
+					if err != nil {
+						return
+					}
+					defer d.Close()
+					c.(*net.TCPConn).SetNoDelay(true)
+					d.(*net.TCPConn).SetNoDelay(true)
+					done := make(chan struct{})
+					go func() {
+						_, _ = io.Copy(c, d)
+						_ = c.(*net.TCPConn).CloseWrite()
+						close(done)
+					}()
+					_, _ = io.Copy(d, c)
+					_ = d.(*net.TCPConn).CloseWrite()
+					<-done
+				}()
+			}
+		}()
+	}
+	select {}
 }
 
 // fatal ends the run after killing what it started.

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,8 +28,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/gorilla/websocket"
 
 	"deckhand/services/tunnel/wire"
 )
@@ -88,7 +85,7 @@ func (o *Options) Validate() error {
 type Forwarder struct {
 	o      Options
 	wsURL  string
-	dialer websocket.Dialer
+	dialer wire.Dialer
 	log    *slog.Logger
 	wg     sync.WaitGroup
 }
@@ -122,13 +119,7 @@ func New(o Options) (*Forwarder, error) {
 		q.Set(o.TokenQuery, o.Token)
 	}
 	u.RawQuery = q.Encode()
-	return &Forwarder{o: o, wsURL: u.String(), log: o.Logger, dialer: websocket.Dialer{
-		Proxy:            http.ProxyFromEnvironment,
-		HandshakeTimeout: 10 * time.Second,
-		ReadBufferSize:   wire.MinBufferSize,
-		WriteBufferSize:  wire.BufferSize,
-		WriteBufferPool:  &sync.Pool{},
-	}}, nil
+	return &Forwarder{o: o, wsURL: u.String(), log: o.Logger, dialer: wire.Dialer{Timeout: 10 * time.Second}}, nil
 }
 
 // header is the handshake's headers: the token as bearer and cookie.
@@ -236,20 +227,22 @@ func (e *RefusedError) Error() string {
 
 // connect opens the WebSocket, retrying with backoff (100 ms doubling to
 // 5 s) while the service is unreachable, for at most ConnectTimeout.
-func (f *Forwarder) connect(ctx context.Context) (*websocket.Conn, error) {
+func (f *Forwarder) connect(ctx context.Context) (*wire.Conn, error) {
 	deadline := time.Now().Add(f.o.ConnectTimeout)
 	wait := 100 * time.Millisecond
+	d := f.dialer
+	d.Header = f.header()
 	for {
-		ws, resp, err := f.dialer.DialContext(ctx, f.wsURL, f.header())
+		ws, err := d.Dial(ctx, f.wsURL)
 		if err == nil {
 			return ws, nil
 		}
-		if resp != nil {
+		if resp, ok := errors.AsType[*wire.HandshakeError](err); ok {
 			rerr := refusal(resp)
 			// 502 BACKEND_ERROR / 503 / 504: the gateway or the service is
 			// restarting; anything else is the answer.
-			retry := resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout ||
-				(resp.StatusCode == http.StatusBadGateway && rerr.Code != "UPSTREAM_UNREACHABLE")
+			retry := resp.Status == http.StatusServiceUnavailable || resp.Status == http.StatusGatewayTimeout ||
+				(resp.Status == http.StatusBadGateway && rerr.Code != "UPSTREAM_UNREACHABLE")
 			if !retry {
 				return nil, rerr
 			}
@@ -270,14 +263,11 @@ func (f *Forwarder) connect(ctx context.Context) (*websocket.Conn, error) {
 	}
 }
 
-func refusal(resp *http.Response) *RefusedError {
-	e := &RefusedError{Status: resp.StatusCode}
-	if resp.Body != nil {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		var body struct{ Code, Message string }
-		if json.Unmarshal(raw, &body) == nil {
-			e.Code, e.Message = body.Code, body.Message
-		}
+func refusal(resp *wire.HandshakeError) *RefusedError {
+	e := &RefusedError{Status: resp.Status}
+	var body struct{ Code, Message string }
+	if json.Unmarshal(resp.Body, &body) == nil {
+		e.Code, e.Message = body.Code, body.Message
 	}
 	return e
 }
