@@ -1,10 +1,10 @@
 package signing_test
 
 import (
-	"encoding/binary"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"

@@ -180,7 +180,11 @@ func TestServerRefusesBadFrames(t *testing.T) {
 		frame ws.Frame
 	}{
 		{"unmasked binary", ws.NewBinaryFrame([]byte("hi"))},
-		{"reserved bit", func() ws.Frame { f := ws.MaskFrame(ws.NewBinaryFrame([]byte("hi"))); f.Header.Rsv = ws.Rsv(true, false, false); return f }()},
+		{"reserved bit", func() ws.Frame {
+			f := ws.MaskFrame(ws.NewBinaryFrame([]byte("hi")))
+			f.Header.Rsv = ws.Rsv(true, false, false)
+			return f
+		}()},
 		{"long ping", ws.MaskFrame(ws.NewPingFrame(make([]byte, 126)))},
 	}
 	for _, tc := range cases {
