@@ -2,8 +2,9 @@
 // one run (scripts/bench/tunnel.sh runs it): throughput of a bulk transfer
 // over a direct loopback TCP connection (the limit), through `deckhand
 // tunnel` + `deckhand service tunnel`, through two plain TCP relay
-// processes (the same three hops with no protocol at all: the ceiling of
-// any tunnel of this shape), and through `ssh -L` to a private sshd; and the round-trip latency of 1-byte ping-pongs over each path.
+// processes (the same three hops with no protocol at all: what the hops
+// themselves cost), and through `ssh -L` to a private sshd, both ways
+// (upload: a sink in the container; download: a source there); and the round-trip latency of 1-byte ping-pongs over each path.
 // Rounds interleave the paths so machine noise hits all alike; it prints
 // medians and ratios as a Markdown table.
 package main
@@ -70,47 +71,54 @@ func main() {
 
 	sink := serve(sinkConn)
 	echo := serve(echoConn)
-	paths := []struct{ name, sink, echo string }{{"direct loopback TCP", sink, echo}}
+	source := serve(sourceConn)
+	type path struct{ name, sink, echo, source string }
+	paths := []path{{"direct loopback TCP", sink, echo, source}}
 
-	// deckhand: the service and two clients (one per target port).
+	// deckhand: the service and one client per target port.
 	svc := freeAddr()
-	c := spawn(*deckhand, "service", "tunnel", "--listen", svc, "--data", filepath.Join(dir, "data"), "--port-base", "40000", "--log-level", "error")
-	_ = c
+	spawn(*deckhand, "service", "tunnel", "--listen", svc, "--data", filepath.Join(dir, "data"), "--port-base", "40000", "--log-level", "error")
 	waitHTTP("http://" + svc + "/health")
-	tSink, tEcho := freeAddr(), freeAddr()
-	spawn(*deckhand, "tunnel", "--url", "http://"+svc, "--local", tSink, "--remote", port(sink), "--log-level", "error")
-	spawn(*deckhand, "tunnel", "--url", "http://"+svc, "--local", tEcho, "--remote", port(echo), "--log-level", "error")
-	waitTCP(tSink)
-	waitTCP(tEcho)
-	paths = append(paths, struct{ name, sink, echo string }{"deckhand tunnel", tSink, tEcho})
+	tunnel := func(target string) string {
+		local := freeAddr()
+		spawn(*deckhand, "tunnel", "--url", "http://"+svc, "--local", local, "--remote", port(target), "--log-level", "error")
+		waitTCP(local)
+		return local
+	}
+	paths = append(paths, path{"deckhand tunnel", tunnel(sink), tunnel(echo), tunnel(source)})
 
-	// The ceiling of any tunnel of this shape: the same three loopback
-	// hops through two plain relay processes (io.Copy, which splices on
-	// Linux) with no framing, masking or authentication at all.
-	rSink, rEcho, mSink, mEcho := freeAddr(), freeAddr(), freeAddr(), freeAddr()
+	// The same three loopback hops through two plain relay processes
+	// (io.Copy, which splices on Linux) with no framing, masking or
+	// authentication at all: what the hops themselves cost.
 	self, err := os.Executable()
 	check(err)
-	spawn(self, "-relay", mSink+"="+sink+","+mEcho+"="+echo)
-	spawn(self, "-relay", rSink+"="+mSink+","+rEcho+"="+mEcho)
-	waitTCP(rSink)
-	waitTCP(rEcho)
-	paths = append(paths, struct{ name, sink, echo string }{"2 plain TCP relays (ceiling)", rSink, rEcho})
+	relayed := func(target string) string {
+		mid, front := freeAddr(), freeAddr()
+		spawn(self, "-relay", mid+"="+target)
+		spawn(self, "-relay", front+"="+mid)
+		waitTCP(front)
+		return front
+	}
+	paths = append(paths, path{"2 plain TCP relays", relayed(sink), relayed(echo), relayed(source)})
 
 	if !*noSSH {
 		sshPort, key := startSSHD(dir, spawn)
-		sSink, sEcho := freeAddr(), freeAddr()
+		sSink, sEcho, sSource := freeAddr(), freeAddr(), freeAddr()
 		spawn("ssh", "-F", "/dev/null", "-N", "-p", sshPort, "-i", key, "-o", "StrictHostKeyChecking=no",
 			"-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes",
-			"-L", sSink+":"+sink, "-L", sEcho+":"+echo, "root@127.0.0.1")
+			"-L", sSink+":"+sink, "-L", sEcho+":"+echo, "-L", sSource+":"+source, "root@127.0.0.1")
 		waitTCP(sSink)
 		waitTCP(sEcho)
-		paths = append(paths, struct{ name, sink, echo string }{"ssh -L (OpenSSH)", sSink, sEcho})
+		waitTCP(sSource)
+		paths = append(paths, path{"ssh -L (OpenSSH)", sSink, sEcho, sSource})
 	}
 
-	tput := make([][]float64, len(paths))
+	up := make([][]float64, len(paths))
+	down := make([][]float64, len(paths))
 	for r := 0; r < *rounds; r++ {
 		for i, p := range paths {
-			tput[i] = append(tput[i], transfer(p.sink, *size))
+			up[i] = append(up[i], transfer(p.sink, *size))
+			down[i] = append(down[i], fetch(p.source, *size))
 		}
 	}
 	lat := make([][]time.Duration, len(paths))
@@ -118,20 +126,27 @@ func main() {
 		lat[i] = pingpong(p.echo, *pings)
 	}
 
-	fmt.Printf("Throughput: %d MiB per transfer, %d rounds (paths interleaved), median MiB/s\n\n", *size>>20, *rounds)
-	fmt.Println("| path | median MiB/s | min | max | vs direct |")
-	fmt.Println("|---|---|---|---|---|")
-	direct := median(tput[0])
-	for i, p := range paths {
-		m := median(tput[i])
-		sort.Float64s(tput[i])
-		fmt.Printf("| %s | %.0f | %.0f | %.0f | %.0f%% |\n", p.name, m, tput[i][0], tput[i][len(tput[i])-1], 100*m/direct)
+	for _, dir := range []struct {
+		name string
+		v    [][]float64
+	}{{"upload (user → container: the client masks)", up}, {"download (container → user: unmasked, spliced by the service and the client)", down}} {
+		fmt.Printf("Throughput, %s: %d MiB per transfer, %d rounds (paths interleaved), median MiB/s\n\n", dir.name, *size>>20, *rounds)
+		fmt.Println("| path | median MiB/s | min | max | vs direct |")
+		fmt.Println("|---|---|---|---|---|")
+		direct := median(dir.v[0])
+		for i, p := range paths {
+			m := median(dir.v[i])
+			sorted := append([]float64(nil), dir.v[i]...)
+			sort.Float64s(sorted)
+			fmt.Printf("| %s | %.0f | %.0f | %.0f | %.0f%% |\n", p.name, m, sorted[0], sorted[len(sorted)-1], 100*m/direct)
+		}
+		fmt.Printf("\ndeckhand tunnel / plain relays: %.2fx\n", median(dir.v[1])/median(dir.v[2]))
+		if len(paths) > 3 {
+			fmt.Printf("deckhand tunnel / ssh -L: %.2fx\n", median(dir.v[1])/median(dir.v[3]))
+		}
+		fmt.Println()
 	}
-	fmt.Printf("\ndeckhand tunnel / ceiling: %.0f%%\n", 100*median(tput[1])/median(tput[2]))
-	if len(paths) > 3 {
-		fmt.Printf("deckhand tunnel / ssh -L: %.2fx\n", median(tput[1])/median(tput[3]))
-	}
-	fmt.Printf("\nLatency: %d round trips of 1 byte on one connection per path\n\n", *pings)
+	fmt.Printf("Latency: %d round trips of 1 byte on one connection per path\n\n", *pings)
 	fmt.Println("| path | p50 | p99 | p99.9 | added p50 | added p99 |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for i, p := range paths {
@@ -204,11 +219,49 @@ func serve(fn func(net.Conn)) string {
 	return ln.Addr().String()
 }
 
+// sourceConn reads a byte count line, writes that many bytes and closes.
+func sourceConn(c net.Conn) {
+	defer c.Close()
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return
+	}
+	left, err := strconv.ParseInt(line[:len(line)-1], 10, 64)
+	if err != nil {
+		return
+	}
+	for left > 0 {
+		n := min(left, int64(len(zeros)))
+		w, err := c.Write(zeros[:n])
+		if err != nil {
+			return
+		}
+		left -= int64(w)
+	}
+}
+
+// fetch asks the source for size bytes and reads them to end of stream
+// (as the sink does, in 256 KiB reads): MiB/s.
+func fetch(addr string, size int64) float64 {
+	c, err := net.Dial("tcp", addr)
+	check(err)
+	defer c.Close()
+	start := time.Now()
+	_, err = fmt.Fprintf(c, "%d\n", size)
+	check(err)
+	n, err := io.CopyBuffer(struct{ io.Writer }{io.Discard}, c, make([]byte, 256<<10))
+	check(err)
+	if n != size {
+		fatal(fmt.Sprintf("%s: got %d bytes from the source, want %d", addr, n, size))
+	}
+	return float64(size) / (1 << 20) / time.Since(start).Seconds()
+}
+
 // sinkConn reads to end of stream, then answers the byte count: the sender's
 // clock stops only once every byte arrived.
 func sinkConn(c net.Conn) {
 	defer c.Close()
-	n, _ := io.CopyBuffer(io.Discard, c, make([]byte, 256<<10))
+	n, _ := io.CopyBuffer(struct{ io.Writer }{io.Discard}, c, make([]byte, 256<<10)) // 256 KiB reads (not Discard's 8 KiB ReadFrom)
 	fmt.Fprintf(c, "%d\n", n)
 }
 
