@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Tunnel figures, side by side in one run: throughput of a bulk transfer
-# (default 1 GiB) over a direct loopback TCP connection (the limit),
-# through `deckhand tunnel` + the tunnel service, and through `ssh -L` to a
-# private sshd (needs root and openssh-server); then 1-byte round-trip
-# latency over each. Rounds interleave the paths; medians and ratios.
+# (default 1 GiB) each way (upload to a sink in the container, download
+# from a source there) over a direct loopback TCP connection (the limit),
+# through `deckhand tunnel` + the tunnel service, through two plain TCP
+# relay processes (the same hops with no protocol: what the hops cost), and
+# through `ssh -L` to a private sshd (needs root and openssh-server); then
+# 1-byte round-trip latency over each. Rounds interleave the paths;
+# medians and ratios.
 # Usage: scripts/bench/tunnel.sh [size_bytes=1073741824] [rounds=5] [pings=20000]
 set -euo pipefail
 SIZE=${1:-1073741824}
