@@ -164,7 +164,11 @@ func (h *Host) register(r Route) {
 		if h.cfg.Auth != nil {
 			hh = withCallerContext(hh)
 		}
-		handler = adaptor.HTTPHandler(hh)
+		serve := adaptor.HTTPHandler(hh)
+		handler = func(c fiber.Ctx) error {
+			c.RequestCtx().SetUserValue(connKey{}, c.RequestCtx().Conn())
+			return serve(c)
+		}
 	default:
 		panic("platform: route without handler: " + r.Method + " " + r.Path)
 	}

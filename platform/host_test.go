@@ -218,3 +218,34 @@ func TestStoreUnavailableIs503(t *testing.T) {
 		}
 	}
 }
+
+// A net/http route sees the socket its request arrived on (the tunnel
+// splices into it after a hijack), and it is the connection's own: its
+// remote address is the client's.
+func TestConnFromIsTheRequestSocket(t *testing.T) {
+	t.Parallel()
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "t"}}, []platform.Route{
+		{Method: http.MethodGet, Path: "/api/v1/conn", Summary: "the socket",
+			HTTP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				c := platform.ConnFrom(r.Context())
+				if c == nil {
+					io.WriteString(w, "none")
+					return
+				}
+				fmt.Fprintf(w, "%T %s", c, c.LocalAddr())
+			})},
+	})
+	base := serve(t, h)
+	resp, err := http.Get(base + "/api/v1/conn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if want := "*net.TCPConn " + strings.TrimPrefix(base, "http://"); string(got) != want {
+		t.Fatalf("ConnFrom gave %q, want %q", got, want)
+	}
+	if platform.ConnFrom(context.Background()) != nil {
+		t.Fatal("a context outside a Host has a socket")
+	}
+}

@@ -40,12 +40,13 @@ func (s *Service) serveWS(w http.ResponseWriter, r *http.Request) {
 		platform.WriteHTTPError(w, err)
 		return
 	}
+	socket := platform.ConnFrom(r.Context()) // before the hijack recycles the context
 	gws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		_ = conn.Close()
 		return
 	}
-	ws := wire.Server(gws.NetConn(), nil)
+	ws := wire.Server(gws.NetConn(), socket)
 	ss, err := s.open("websocket", port, target, s.clientAddr(r), func(reason string) {
 		wire.Cut(ws, reason)
 		_ = conn.Close()

@@ -105,15 +105,25 @@ func (c Counters) toWS(n int) {
 // Conn is one end of a tunnel WebSocket after its handshake.
 type Conn struct {
 	raw    net.Conn
+	sock   net.Conn      // raw's socket, for splicing writes (raw itself when it is one)
 	rd     *bufio.Reader // frames, over leftovers then raw
 	src    *leftovers
 	client bool          // this end masks what it sends
 	wmu    chan struct{} // one frame at a time on raw; a channel so closing can give up waiting
 }
 
-// Server wraps the connection an upgrade hijacked; buffered holds bytes
-// the client sent past its handshake (nil: none).
-func Server(raw net.Conn, buffered []byte) *Conn { return newConn(raw, buffered, false) }
+// Server wraps the connection an upgrade hijacked (the upgrader refused
+// a client that sent bytes before the handshake ended, so none are
+// buffered). socket, when not nil, is the socket under raw — a hijack
+// through an adaptor hands over a wrapper without the socket's system
+// calls — and frames are spliced into it; raw still reads and closes.
+func Server(raw, socket net.Conn) *Conn {
+	c := newConn(raw, nil, false)
+	if socket != nil {
+		c.sock = socket
+	}
+	return c
+}
 
 // Client wraps a dialled connection; br is what the handshake read past
 // the response (gobwas/ws returns it non-nil only when it holds bytes).
@@ -128,7 +138,7 @@ func Client(raw net.Conn, br *bufio.Reader) *Conn {
 
 func newConn(raw net.Conn, buffered []byte, client bool) *Conn {
 	src := &leftovers{rest: buffered, raw: raw}
-	return &Conn{raw: raw, src: src, rd: bufio.NewReaderSize(src, headerBufferSize), client: client, wmu: make(chan struct{}, 1)}
+	return &Conn{raw: raw, sock: raw, src: src, rd: bufio.NewReaderSize(src, headerBufferSize), client: client, wmu: make(chan struct{}, 1)}
 }
 
 // leftovers reads the bytes a handshake buffered, then the connection.
@@ -532,7 +542,7 @@ func (b *bridge) ended(err error) error {
 
 // up copies socket → WebSocket.
 func (b *bridge) up() error {
-	if canSplice(b.conn, b.ws.raw) && !b.ws.client {
+	if canSplice(b.conn, b.ws.sock) && !b.ws.client {
 		return b.endOfStream(b.spliceUp())
 	}
 	buf := make([]byte, MinBufferSize)
@@ -564,7 +574,7 @@ func (b *bridge) spliceUp() error {
 		n, err := p.fill(b.conn, BufferSize)
 		if n > 0 {
 			b.ws.lock(0)
-			werr := p.drainFramed(b.ws.raw, encodeHeader(b.ws.header(ws.OpBinary, n)), n)
+			werr := p.drainFramed(b.ws.sock, encodeHeader(b.ws.header(ws.OpBinary, n)), n)
 			b.ws.unlock()
 			if werr != nil {
 				b.closeAll(CloseNormal, "")
