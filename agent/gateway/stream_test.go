@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -482,5 +483,36 @@ func TestCloseEndsStreamsInFlight(t *testing.T) {
 	}
 	if n >= gib {
 		t.Fatalf("the whole body came through (%d bytes) despite Close", n)
+	}
+}
+
+// TestServiceCloseEndsClientConnection: a service that drops an upgraded
+// connection (no close frame) ends the client's connection at once, even
+// while the client says nothing and keeps its side open.
+func TestServiceCloseEndsClientConnection(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		_ = c.WriteMessage(websocket.TextMessage, []byte("bye"))
+		c.NetConn().Close()
+	}))
+	defer srv.Close()
+	f := newFixture(t, "", "", withBackend("vault", strings.TrimPrefix(srv.URL, "http://")))
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(f.url, "http")+"/_/vault/drop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, msg, err := c.ReadMessage(); err != nil || string(msg) != "bye" {
+		t.Fatalf("first message %q %v", msg, err)
+	}
+	_, _, err = c.ReadMessage()
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the client's connection stayed open after the service dropped it: %v", err)
 	}
 }

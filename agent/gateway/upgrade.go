@@ -80,12 +80,19 @@ func (g *Gateway) upgrade(ctx *fasthttp.RequestCtx, addr, service string) {
 	})
 }
 
-// splice copies both ways until either side ends, then closes both.
+// splice copies both ways until either side ends, then closes both and
+// returns once both copies have stopped: fasthttp recycles the hijacked
+// connection (and its read buffer) when the handler returns, so no copy
+// may still be reading it then.
 func splice(client, service net.Conn) {
+	// The client's own socket: fasthttp's wrapper only matters for reading
+	// what it buffered from the client, and closing the wrapper does not
+	// close the socket.
+	socket := socketOf(client)
 	var once sync.Once
 	done := make(chan struct{}, 2)
 	closeBothConns := func() {
-		_ = client.Close()
+		_ = socket.Close()
 		_ = service.Close()
 	}
 	cp := func(dst, src net.Conn) {
@@ -96,8 +103,21 @@ func splice(client, service net.Conn) {
 		done <- struct{}{}
 	}
 	go cp(service, client)
-	cp(client, service)
+	// Service → client writes to the socket itself: TCP to TCP, io.Copy
+	// splices, so the bytes never enter this process.
+	cp(socket, service)
 	<-done
+	<-done
+}
+
+// socketOf is the socket under fasthttp's hijacked connection.
+func socketOf(c net.Conn) net.Conn {
+	if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+		if inner := u.UnsafeConn(); inner != nil {
+			return inner
+		}
+	}
+	return c
 }
 
 var spliceBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
