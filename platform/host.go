@@ -223,10 +223,14 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 			h.lastUA.Store(&ua)
 		}
 	}
+	var cors CORS // set once the policy let the request in
 	defer func() {
 		if p := recover(); p != nil {
 			h.cfg.Logger.Error("panic in handler", "request_id", rid, "panic", p, "path", c.Path())
 			h.writeError(c, Internal("handle the request", errors.New("panic")))
+		}
+		if !c.RequestCtx().Hijacked() {
+			cors.Apply(&c.Response().Header) // errors too: the page reads why
 		}
 		h.finalize(c)
 		h.cfg.Logger.Info("request",
@@ -236,10 +240,17 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		err = nil
 	}()
 	if h.cfg.Policy != nil {
-		if e := h.cfg.Policy.Check(fiberRequest(c)); e != nil {
-			h.writeError(c, e)
+		d, e := h.cfg.Policy.Decide(fiberRequest(c))
+		if e != nil {
+			h.writeError(c, e) // no CORS headers: the origin was refused
 			return nil
 		}
+		if d.Preflight {
+			// Before routing and auth: a preflight carries no credentials.
+			d.WritePreflight(c.Response())
+			return nil
+		}
+		cors = d
 	}
 	if e := c.Next(); e != nil {
 		h.writeError(c, e)
