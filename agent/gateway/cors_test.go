@@ -1,13 +1,13 @@
 package gateway_test
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"deckhand/agent/gateway"
 	"deckhand/platform"
+	"deckhand/platform/platformtest"
 )
 
 // TestGatewayCORS: the gateway answers a preflight from an allowed origin
@@ -30,13 +30,7 @@ func TestGatewayCORS(t *testing.T) {
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+		return platformtest.DoResponse(t, req)
 	}
 	preflight := []string{"Origin", app, "Access-Control-Request-Method", "POST",
 		"Access-Control-Request-Headers", "authorization,content-type,idempotency-key"}
