@@ -44,6 +44,17 @@ type CORS struct {
 	PrivateNetwork bool
 }
 
+// BrowserPolicyDoc is what a service's OpenAPI document says about calls
+// from web pages (the request policy and its CORS answers).
+const BrowserPolicyDoc = "Browsers: a request whose Host is not this machine's, under --domain or of --allowed-origins gets 421 " +
+	"MISDIRECTED_REQUEST; one carrying an Origin other than its own, one under --domain or one of --allowed-origins gets 403 " +
+	"FORBIDDEN, before any route. An allowed foreign origin gets CORS headers on every answer, errors included " +
+	"(Access-Control-Allow-Origin: that origin, never *; Access-Control-Allow-Credentials: true; Vary: Origin; " +
+	"Access-Control-Expose-Headers naming the headers this API sets). A CORS preflight (OPTIONS with Origin and " +
+	"Access-Control-Request-Method) from an allowed origin is answered 204 on any path, before routing and authentication: " +
+	"methods " + CORSAllowMethods + ", the requested headers echoed (never Forwarded, X-Forwarded-*, X-Real-Ip or " +
+	"X-Deckhand-Identity-*), Access-Control-Max-Age " + CORSMaxAge + " and, when asked, Access-Control-Allow-Private-Network: true."
+
 // CORS constants of the answers.
 const (
 	// CORSAllowMethods are the methods a preflight allows: every method of

@@ -245,6 +245,11 @@ func TestHostCORS(t *testing.T) {
 			t.Errorf("%v: %d %v %s", hdr, resp.StatusCode, resp.Header, body)
 		}
 	}
+	// The service's document says so.
+	if st, doc, raw := platformtest.Do(t, mustRequest(t, "GET", url+"/openapi.json")); st != 200 ||
+		!strings.Contains(doc["info"].(map[string]any)["description"].(string), "Access-Control-Allow-Private-Network") {
+		t.Errorf("openapi: %d %.300s", st, raw)
+	}
 	// A refused origin's request: 403, no CORS headers.
 	resp, _ = send("POST", "/api/v1/do", "Origin", "http://evil.example", "Authorization", "Bearer good")
 	if resp.StatusCode != 403 || resp.Header.Get("Access-Control-Allow-Origin") != "" {
@@ -289,4 +294,13 @@ func TestCORSExposesServiceHeaders(t *testing.T) {
 	if found < 8 {
 		t.Fatalf("found only %d X-* headers set: the scan is broken", found)
 	}
+}
+
+func mustRequest(t *testing.T, method, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }

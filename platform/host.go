@@ -139,7 +139,11 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 // (every service at once) should not pay before anyone asks for it.
 func (h *Host) buildDoc() {
 	h.docOnce.Do(func() {
-		doc, err := openAPI(h.cfg.Info, h.routes, h.cfg.Auth != nil)
+		info := h.cfg.Info
+		if h.cfg.Policy != nil {
+			info.Description = strings.TrimSpace(info.Description + "\n\n" + BrowserPolicyDoc)
+		}
+		doc, err := openAPI(info, h.routes, h.cfg.Auth != nil)
 		if err == nil && h.cfg.Style == EnvelopeErrors {
 			useEnvelopeErrorSchema(doc)
 		}
