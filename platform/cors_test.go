@@ -31,22 +31,10 @@ func TestCORSDecision(t *testing.T) {
 	}
 	cloud, _ := platform.NewRequestPolicy("containers.example.net", nil)
 	req := func(method, origin string, kv ...string) platform.Request {
-		r := platform.Request{Method: method, Host: "127.0.0.1:7700", Origin: origin, HasOrigin: origin != ""}
-		for i := 0; i+1 < len(kv); i += 2 {
-			switch kv[i] {
-			case "host":
-				r.Host = kv[i+1]
-			case "fwd":
-				r.ForwardedHost = kv[i+1]
-			case "acrm":
-				r.PreflightMethod = kv[i+1]
-			case "acrh":
-				r.PreflightHeaders = kv[i+1]
-			case "pna":
-				r.PreflightPrivateNetwork = kv[i+1] == "true"
-			}
+		if origin != "" {
+			kv = append(kv, "origin", origin)
 		}
-		return r
+		return policyRequest(append(kv, "method", method)...)
 	}
 	cases := []struct {
 		name string
