@@ -139,7 +139,11 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 // (every service at once) should not pay before anyone asks for it.
 func (h *Host) buildDoc() {
 	h.docOnce.Do(func() {
-		doc, err := openAPI(h.cfg.Info, h.routes, h.cfg.Auth != nil)
+		info := h.cfg.Info
+		if h.cfg.Policy != nil {
+			info.Description = strings.TrimSpace(info.Description + "\n\n" + BrowserPolicyDoc)
+		}
+		doc, err := openAPI(info, h.routes, h.cfg.Auth != nil)
 		if err == nil && h.cfg.Style == EnvelopeErrors {
 			useEnvelopeErrorSchema(doc)
 		}
@@ -227,10 +231,14 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 			h.lastUA.Store(&ua)
 		}
 	}
+	var cors CORS // set once the policy let the request in
 	defer func() {
 		if p := recover(); p != nil {
 			h.cfg.Logger.Error("panic in handler", "request_id", rid, "panic", p, "path", c.Path())
 			h.writeError(c, Internal("handle the request", errors.New("panic")))
+		}
+		if !c.RequestCtx().Hijacked() {
+			cors.Apply(&c.Response().Header) // errors too: the page reads why
 		}
 		h.finalize(c)
 		h.cfg.Logger.Info("request",
@@ -240,10 +248,17 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		err = nil
 	}()
 	if h.cfg.Policy != nil {
-		if e := h.cfg.Policy.Check(fiberRequest(c)); e != nil {
-			h.writeError(c, e)
+		d, e := h.cfg.Policy.Decide(fiberRequest(c))
+		if e != nil {
+			h.writeError(c, e) // no CORS headers: the origin was refused
 			return nil
 		}
+		if d.Preflight {
+			// Before routing and auth: a preflight carries no credentials.
+			d.WritePreflight(c.Response())
+			return nil
+		}
+		cors = d
 	}
 	if e := c.Next(); e != nil {
 		h.writeError(c, e)

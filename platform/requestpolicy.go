@@ -33,6 +33,11 @@ import (
 //     request (an <img>, <script> or form GET) is refused too, except a
 //     top-level navigation (Sec-Fetch-Mode: navigate, GET or HEAD), so a
 //     link to a service's page still opens it.
+//  4. CORS (cors.go). An origin that passed step 2 and is not the request's
+//     own gets the CORS response headers naming it, so the browser lets
+//     the page read the answer; a CORS preflight from it is answered 204
+//     right here, before routing and authorization, and never reaches a
+//     handler. Decide returns both verdicts from one reading.
 //
 // Requests with neither header come from non-browser clients (curl, SDKs)
 // and pass; the gateway's permissions document authorizes them.
@@ -104,36 +109,49 @@ type Request struct {
 	SecFetchSite   string
 	SecFetchMode   string
 	SecFetchHasAny bool
+	// The CORS preflight's Access-Control-Request-* headers (read only for
+	// an OPTIONS request carrying Origin).
+	PreflightMethod, PreflightHeaders string
+	PreflightPrivateNetwork           bool
 }
 
 // Check applies the policy; nil means the request may be routed.
 func (p *RequestPolicy) Check(r Request) *Error {
+	_, err := p.Decide(r)
+	return err
+}
+
+// Decide applies the policy and, for a request it lets through, says
+// which CORS answer it gets (the zero CORS: none). A Preflight decision is
+// answered with CORS.WritePreflight instead of being routed.
+func (p *RequestPolicy) Decide(r Request) (CORS, *Error) {
 	if err := p.checkHost(r.Host, r.LocalIP); err != nil {
-		return err
+		return CORS{}, err
 	}
 	own := r.Host
 	if r.ForwardedHost != "" {
 		if err := p.checkHost(r.ForwardedHost, nil); err != nil {
-			return err
+			return CORS{}, err
 		}
 		own = r.ForwardedHost
 	}
 	if r.HasOrigin {
-		if !p.originAllowed(r.Origin, own) {
-			return &Error{Code: CodeForbidden, Details: "origin",
+		allowed, same := p.originAllowed(r.Origin, own)
+		if !allowed {
+			return CORS{}, &Error{Code: CodeForbidden, Details: "origin",
 				Message: fmt.Sprintf("origin %s may not call this service (allowed: this service's own origin, origins under --domain, --allowed-origins)", quoteShort(r.Origin))}
 		}
-		return nil
+		return corsFor(r, same), nil
 	}
 	site := strings.ToLower(r.SecFetchSite)
 	if site == "cross-site" || site == "same-site" {
 		nav := strings.EqualFold(r.SecFetchMode, "navigate") && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 		if !nav {
-			return &Error{Code: CodeForbidden, Details: "sec-fetch-site",
+			return CORS{}, &Error{Code: CodeForbidden, Details: "sec-fetch-site",
 				Message: "a " + site + " browser request without an allowed Origin may not call this service"}
 		}
 	}
-	return nil
+	return CORS{}, nil
 }
 
 func quoteShort(s string) string {
@@ -174,28 +192,29 @@ func (p *RequestPolicy) underDomain(name string) bool {
 	return p.domain != "" && (name == p.domain || strings.HasSuffix(name, "."+p.domain))
 }
 
-func (p *RequestPolicy) originAllowed(origin, own string) bool {
+// originAllowed reports whether origin may call, and whether it is the
+// request's own origin (its host[:port] is the Host that passed; a page
+// needs no CORS headers to read its own origin's answers).
+func (p *RequestPolicy) originAllowed(origin, own string) (allowed, same bool) {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") {
-		return false // "null", file:, chrome-extension: ...
+		return false, false // "null", file:, chrome-extension: ...
 	}
-	if p.origins[strings.ToLower(u.Scheme+"://"+u.Host)] {
-		return true
-	}
-	if strings.EqualFold(u.Host, own) {
-		return true // the request's own origin (Host already passed)
+	same = strings.EqualFold(u.Host, own)
+	if same || p.origins[strings.ToLower(u.Scheme+"://"+u.Host)] {
+		return true, same
 	}
 	name := strings.ToLower(u.Hostname())
 	if !p.underDomain(name) {
-		return false
+		return false, false
 	}
 	if !loopbackName(p.domain) {
-		return true
+		return true, false
 	}
 	// Under a loopback domain every name is this machine: only the port
 	// tells the gateway's pages from another local program's.
-	return originPort(u) == hostPort(own)
+	return originPort(u) == hostPort(own), false
 }
 
 // loopbackName reports names that always resolve to this machine.
@@ -250,9 +269,15 @@ func FastRequest(rc *fasthttp.RequestCtx) Request {
 	}
 	h := &rc.Request.Header
 	origin := h.Peek(fiber.HeaderOrigin)
-	return Request{Method: string(h.Method()), Host: string(h.Host()), LocalIP: local,
+	r := Request{Method: string(h.Method()), Host: string(h.Host()), LocalIP: local,
 		HasOrigin: origin != nil, Origin: string(origin),
 		SecFetchSite: string(h.Peek("Sec-Fetch-Site")), SecFetchMode: string(h.Peek("Sec-Fetch-Mode"))}
+	if origin != nil && h.IsOptions() {
+		r.PreflightMethod = string(h.Peek(fiber.HeaderAccessControlRequestMethod))
+		r.PreflightHeaders = string(h.Peek(fiber.HeaderAccessControlRequestHeaders))
+		r.PreflightPrivateNetwork = strings.EqualFold(string(h.Peek(fiber.HeaderAccessControlRequestPrivateNetwork)), "true")
+	}
+	return r
 }
 
 // gatewayDispatchKey marks a request the agent's gateway handed to an

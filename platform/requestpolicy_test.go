@@ -22,26 +22,7 @@ func TestRequestPolicyCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := func(kv ...string) platform.Request {
-		r := platform.Request{Method: http.MethodPost, Host: "127.0.0.1:7700"}
-		for i := 0; i+1 < len(kv); i += 2 {
-			switch kv[i] {
-			case "method":
-				r.Method = kv[i+1]
-			case "host":
-				r.Host = kv[i+1]
-			case "fwd":
-				r.ForwardedHost = kv[i+1]
-			case "origin":
-				r.Origin, r.HasOrigin = kv[i+1], true
-			case "site":
-				r.SecFetchSite = kv[i+1]
-			case "mode":
-				r.SecFetchMode = kv[i+1]
-			}
-		}
-		return r
-	}
+	h := policyRequest
 	cases := []struct {
 		name string
 		pol  *platform.RequestPolicy
@@ -94,6 +75,36 @@ func TestRequestPolicyCheck(t *testing.T) {
 			t.Errorf("%s: got %q, want %q (%+v)", tc.name, got, tc.code, err)
 		}
 	}
+}
+
+// policyRequest is a POST to 127.0.0.1:7700 changed by key/value pairs.
+func policyRequest(kv ...string) platform.Request {
+	r := platform.Request{Method: http.MethodPost, Host: "127.0.0.1:7700"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		switch v := kv[i+1]; kv[i] {
+		case "method":
+			r.Method = v
+		case "host":
+			r.Host = v
+		case "fwd":
+			r.ForwardedHost = v
+		case "origin":
+			r.Origin, r.HasOrigin = v, true
+		case "site":
+			r.SecFetchSite = v
+		case "mode":
+			r.SecFetchMode = v
+		case "acrm":
+			r.PreflightMethod = v
+		case "acrh":
+			r.PreflightHeaders = v
+		case "pna":
+			r.PreflightPrivateNetwork = v == "true"
+		default:
+			panic("policyRequest: unknown key " + kv[i])
+		}
+	}
+	return r
 }
 
 func TestRequestPolicyLocalIP(t *testing.T) {

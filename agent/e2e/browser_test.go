@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"deckhand/agent"
 	"deckhand/platform/platformtest"
 )
 
@@ -91,5 +93,52 @@ func TestBrowserCrossSite(t *testing.T) {
 	}
 	if n := terminalSessions(t, a.gw); n != 0 {
 		t.Fatalf("a page on another origin started %d session(s):\n%s", n, out)
+	}
+}
+
+// TestBrowserCORS: a page on an origin listed in --allowed-origins calls a
+// service with fetch() as a web app does (a JSON POST with an
+// Authorization header and credentials: a preflight first), through the
+// gateway and on the service's own port, and reads the answers: the body,
+// an exposed header and an error body. The same page on an origin not
+// listed cannot: its fetch rejects, as the browser refuses the preflight.
+func TestBrowserCORS(t *testing.T) {
+	node, chromium, dir := browserTools(t)
+	page := func(title string) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, "<!doctype html><title>"+title+"</title>")
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	app, other := page("a web app"), page("another site")
+	a := startEnv(t, quietHome(t), "--services", "cron", "--allowed-origins", app.URL)
+	a.ready(t)
+	const route = "/api/v1/cron/validate"
+	targets := []string{"http://" + a.gw + "/_/cron" + route,
+		"http://127.0.0.1:" + strconv.Itoa(agent.Port(a.base, "cron")) + route}
+	out := runNode(t, node, chromium, dir, append([]string{filepath.Join(dir, "cors-browser.mjs"), app.URL + "/", other.URL + "/"}, targets...)...)
+	if !strings.Contains(out, "cors test ran") {
+		t.Fatalf("cors test did not run:\n%s", out)
+	}
+	for _, u := range targets {
+		for _, want := range []string{
+			"allowed " + u + " read 200 {",
+			"allowed " + u + " error 400 INVALID_SCHEDULE",
+			"denied " + u + " rejected ",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("no %q:\n%s", want, out)
+			}
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "allowed "+u+" read") && (!strings.Contains(line, `"next_runs":["`) || !strings.HasSuffix(line, "request-id=yes")) {
+				t.Errorf("the allowed page did not read the answer and its exposed header: %s", line)
+			}
+			if strings.HasPrefix(line, "denied "+u) && !strings.Contains(line, " rejected ") {
+				t.Errorf("a page on an origin not listed read an answer: %s", line)
+			}
+		}
 	}
 }

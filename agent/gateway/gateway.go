@@ -4,9 +4,10 @@
 // and, for local use, by path (`/_/<service>/...`, prefix stripped and passed
 // on as X-Forwarded-Prefix; a GET of `/_/<service>` itself redirects to
 // `/_/<service>/` so relative links in a service's pages resolve), applies
-// the request policy (platform.RequestPolicy: Host 421, Origin 403) and then
-// the proxy permissions decision (Authorizer) before anything reaches a
-// service, and answers the agent's own status on a loopback-only path.
+// the request policy (platform.RequestPolicy: Host 421, Origin 403, CORS
+// preflights answered here, CORS headers on every answer to an allowed
+// foreign origin) and then the proxy permissions decision (Authorizer)
+// before anything reaches a service, and answers the agent's own status on a loopback-only path.
 // Errors are the container error body {"code","details","message"}: 404
 // NOT_FOUND for an unknown or stopped service, 403 FORBIDDEN when the
 // Authorizer refuses, 502 BACKEND_ERROR when the service does not answer.
@@ -270,12 +271,29 @@ func (g *Gateway) connState(c net.Conn, st fasthttp.ConnState) {
 // fasthttp.Server of one's own (Serve uses it) and for tests.
 func (g *Gateway) Handler() fasthttp.RequestHandler { return g.handle }
 
-// handle routes one request.
+// handle applies the request policy, answers a CORS preflight itself
+// (before routing and the Authorizer: a preflight carries no credentials)
+// and routes the rest; every answer to an allowed foreign origin, the
+// gateway's own errors included, gets the policy's CORS headers.
 func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
-	if perr := g.cfg.Policy.Check(platform.FastRequest(ctx)); perr != nil {
+	cors, perr := g.cfg.Policy.Decide(platform.FastRequest(ctx))
+	if perr != nil {
 		platform.WriteFastError(ctx, 0, perr)
 		return
 	}
+	if cors.Preflight {
+		cors.WritePreflight(&ctx.Response)
+		return
+	}
+	g.route(ctx)
+	if !ctx.Hijacked() {
+		// A service's Host sets the same headers; Apply replaces them.
+		cors.Apply(&ctx.Response.Header)
+	}
+}
+
+// route sends a request the policy let in to its service.
+func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	path, query := splitRequestURI(ctx.Request.Header.RequestURI())
 	if path == StatusPath {
 		g.serveStatus(ctx)

@@ -122,13 +122,21 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // raw body for failure messages.
 func Do(t testing.TB, req *http.Request) (int, map[string]any, string) {
 	t.Helper()
+	resp, raw := DoResponse(t, req)
+	var m map[string]any
+	_ = json.Unmarshal([]byte(raw), &m)
+	return resp.StatusCode, m, raw
+}
+
+// DoResponse sends req and returns the response (its headers) with the
+// body read.
+func DoResponse(t testing.TB, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m, string(raw)
+	return resp, string(raw)
 }

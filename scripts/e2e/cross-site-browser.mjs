@@ -6,26 +6,17 @@
 // a "simple" cross-site POST (text/plain and form-encoded, no preflight) to
 // create a shell through the gateway, and a WebSocket shell. It prints one
 // line per attempt; the Go test checks no session was started.
-import { chromium } from "playwright-core";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { launch } from "./chromium.mjs";
 
 const [evil, target] = process.argv.slice(2);
 if (!evil || !target) {
   console.error("usage: cross-site-browser.mjs EVIL_PAGE_URL GATEWAY_URL");
   process.exit(2);
 }
-const profile = mkdtempSync(join(tmpdir(), "deckhand-chromium-"));
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const chrome = await launch();
 let failed = false;
 try {
-  const page = browser.pages()[0] || await browser.newPage();
+  const page = await chrome.page();
   await page.goto(evil);
   const results = await page.evaluate(async (gw) => {
     const out = [];
@@ -51,8 +42,7 @@ try {
   console.error("FAIL:", e.message);
   failed = true;
 } finally {
-  await browser.close();
-  rmSync(profile, { recursive: true, force: true });
+  await chrome.close();
 }
 console.log(failed ? "cross-site test failed" : "cross-site test ran");
 process.exit(failed ? 1 : 0);

@@ -6,11 +6,8 @@
 // also proves the page reconnects by itself: it prints "DROP?" and waits for
 // a line on stdin (the Go test cuts every connection meanwhile), then types
 // again. Exit status 0 means every check passed.
-import { chromium } from "playwright-core";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { launch } from "./chromium.mjs";
 
 const url = process.argv[2];
 const steps = process.argv.includes("--steps");
@@ -18,21 +15,13 @@ if (!url) {
   console.error("usage: terminal-browser.mjs URL [--steps]");
   process.exit(2);
 }
-const profile = mkdtempSync(join(tmpdir(), "deckhand-chromium-"));
 const lines = createInterface({ input: process.stdin });
 const nextLine = () => new Promise((resolve) => lines.once("line", resolve));
 
-// A fresh profile directory (playwright passes it as --user-data-dir).
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  viewport: { width: 1000, height: 600 },
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const chrome = await launch({ viewport: { width: 1000, height: 600 } });
 let failed = false;
 try {
-  const page = browser.pages()[0] || await browser.newPage();
+  const page = await chrome.page();
   page.on("pageerror", (e) => { console.error("page error:", e.message); failed = true; });
   await page.goto(url);
   await page.waitForFunction(() => document.querySelector("#status")?.textContent.startsWith("connected"), null, { timeout: 20000 });
@@ -71,9 +60,8 @@ try {
   console.error("FAIL:", e.message);
   failed = true;
 } finally {
-  await browser.close();
+  await chrome.close();
   lines.close();
-  rmSync(profile, { recursive: true, force: true });
 }
 console.log(failed ? "browser test failed" : "browser test passed");
 process.exit(failed ? 1 : 0);
