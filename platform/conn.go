@@ -11,10 +11,15 @@ import (
 // splices (the tunnel's WebSocket) needs the socket itself.
 type connKey struct{}
 
+// connRef holds the socket in the request's user values: fasthttp closes
+// every user value that is an io.Closer when the request ends, and the
+// socket must outlive the request (keep-alive).
+type connRef struct{ c net.Conn }
+
 // ConnFrom is the socket the request arrived on (nil outside a Host's
 // net/http route). Read it before a hijack: the host recycles the request
 // context afterwards.
 func ConnFrom(ctx context.Context) net.Conn {
-	c, _ := ctx.Value(connKey{}).(net.Conn)
-	return c
+	r, _ := ctx.Value(connKey{}).(connRef)
+	return r.c
 }

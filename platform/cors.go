@@ -16,12 +16,13 @@ import (
 // preflight went unanswered).
 //
 // Choices (README "Security: the request policy"):
-//   - Only an allowed origin other than the request's own gets headers; a
-//     page reads its own origin's answers without them. The origin is
-//     echoed exactly, never "*", with Vary: Origin.
-//   - Credentials are allowed: every origin that gets here was allowed by
-//     the operator (own, under --domain, --allowed-origins), and the
-//     gateway's token cookie is how a browser authenticates.
+//   - Only an origin listed in --allowed-origins gets headers; a page
+//     reads its own origin's answers without them, and an origin allowed
+//     only by being under --domain gets none (a tunnelled app is served
+//     there and must not read the other services). The origin is echoed
+//     exactly, never "*", with Vary: Origin.
+//   - Credentials are allowed: the operator named each such origin, and
+//     the gateway's token cookie is how a browser authenticates.
 //   - Requested headers are echoed when every name is a valid token; the
 //     headers a proxy owns (Forwarded, X-Forwarded-*, X-Real-Ip,
 //     X-Deckhand-Identity-*) never are, so a page cannot speak for the
@@ -48,12 +49,13 @@ type CORS struct {
 // from web pages (the request policy and its CORS answers).
 const BrowserPolicyDoc = "Browsers: a request whose Host is not this machine's, under --domain or of --allowed-origins gets 421 " +
 	"MISDIRECTED_REQUEST; one carrying an Origin other than its own, one under --domain or one of --allowed-origins gets 403 " +
-	"FORBIDDEN, before any route. An allowed foreign origin gets CORS headers on every answer, errors included " +
+	"FORBIDDEN, before any route. An origin of --allowed-origins gets CORS headers on every answer, errors included " +
 	"(Access-Control-Allow-Origin: that origin, never *; Access-Control-Allow-Credentials: true; Vary: Origin; " +
 	"Access-Control-Expose-Headers naming the headers this API sets). A CORS preflight (OPTIONS with Origin and " +
-	"Access-Control-Request-Method) from an allowed origin is answered 204 on any path, before routing and authentication: " +
+	"Access-Control-Request-Method) from such an origin is answered 204 on any path, before routing and authentication: " +
 	"methods " + CORSAllowMethods + ", the requested headers echoed (never Forwarded, X-Forwarded-*, X-Real-Ip or " +
-	"X-Deckhand-Identity-*), Access-Control-Max-Age " + CORSMaxAge + " and, when asked, Access-Control-Allow-Private-Network: true."
+	"X-Deckhand-Identity-*), Access-Control-Max-Age " + CORSMaxAge + " and, when asked, Access-Control-Allow-Private-Network: true. " +
+	"Origins allowed only by being under --domain get no CORS headers (a tunnelled app is served there)."
 
 // CORS constants of the answers.
 const (
@@ -81,11 +83,12 @@ var CORSExposeHeaders = []string{
 
 var corsExpose = strings.Join(CORSExposeHeaders, ", ")
 
-// corsFor is the answer to a request whose Origin the policy allowed.
-func corsFor(r Request, same bool) CORS {
+// corsFor is the answer to a request whose Origin the policy allowed:
+// same is the request's own origin, listed one of --allowed-origins.
+func corsFor(r Request, same, listed bool) CORS {
 	preflight := r.Method == http.MethodOptions && r.PreflightMethod != ""
-	if same && !preflight {
-		return CORS{}
+	if !listed && (!same || !preflight) {
+		return CORS{} // own origin: none needed; only under --domain: none given
 	}
 	c := CORS{Origin: r.Origin, Preflight: preflight}
 	if preflight {

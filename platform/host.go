@@ -170,7 +170,7 @@ func (h *Host) register(r Route) {
 		}
 		serve := adaptor.HTTPHandler(hh)
 		handler = func(c fiber.Ctx) error {
-			c.RequestCtx().SetUserValue(connKey{}, c.RequestCtx().Conn())
+			c.RequestCtx().SetUserValue(connKey{}, connRef{c.RequestCtx().Conn()})
 			return serve(c)
 		}
 	default:

@@ -33,11 +33,16 @@ import (
 //     request (an <img>, <script> or form GET) is refused too, except a
 //     top-level navigation (Sec-Fetch-Mode: navigate, GET or HEAD), so a
 //     link to a service's page still opens it.
-//  4. CORS (cors.go). An origin that passed step 2 and is not the request's
-//     own gets the CORS response headers naming it, so the browser lets
-//     the page read the answer; a CORS preflight from it is answered 204
-//     right here, before routing and authorization, and never reaches a
-//     handler. Decide returns both verdicts from one reading.
+//  4. CORS (cors.go). An origin listed in AllowedOrigins gets the CORS
+//     response headers naming it, so the browser lets the page read the
+//     answer; a CORS preflight from it (or from the request's own origin)
+//     is answered 204 right here, before routing and authorization, and
+//     never reaches a handler. Origins allowed only by being under Domain
+//     get no CORS: they may send what a browser sends without asking, as
+//     before, but not read answers nor send preflighted requests. A
+//     tunnelled app is served under Domain (the tunnel's /proxy/{port}),
+//     and a dev server running third-party code must not read the
+//     terminal. Decide returns both verdicts from one reading.
 //
 // Requests with neither header come from non-browser clients (curl, SDKs)
 // and pass; the gateway's permissions document authorizes them.
@@ -141,7 +146,7 @@ func (p *RequestPolicy) Decide(r Request) (CORS, *Error) {
 			return CORS{}, &Error{Code: CodeForbidden, Details: "origin",
 				Message: fmt.Sprintf("origin %s may not call this service (allowed: this service's own origin, origins under --domain, --allowed-origins)", quoteShort(r.Origin))}
 		}
-		return corsFor(r, same), nil
+		return corsFor(r, same, p.listed(r.Origin)), nil
 	}
 	site := strings.ToLower(r.SecFetchSite)
 	if site == "cross-site" || site == "same-site" {
@@ -215,6 +220,12 @@ func (p *RequestPolicy) originAllowed(origin, own string) (allowed, same bool) {
 	// Under a loopback domain every name is this machine: only the port
 	// tells the gateway's pages from another local program's.
 	return originPort(u) == hostPort(own), false
+}
+
+// listed reports an origin named in --allowed-origins.
+func (p *RequestPolicy) listed(origin string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && p.origins[strings.ToLower(u.Scheme+"://"+u.Host)]
 }
 
 // loopbackName reports names that always resolve to this machine.
