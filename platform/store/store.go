@@ -1,5 +1,6 @@
-// Package store owns deckhand's persistence: one transaction API (get, put,
-// delete, ordered range scans both ways, sequences, counts, notifications)
+// Package store owns deckhand's persistence: one transaction API (get,
+// multi-get, put, delete, ordered range scans both ways, sequences, counts,
+// notifications)
 // over named buckets, and the engines behind it. Domain code sees only DB
 // and Tx; it never imports an engine's driver.
 //
