@@ -1,8 +1,7 @@
 // Package store owns deckhand's persistence: one transaction API (get,
 // multi-get, put, delete, ordered range scans both ways, sequences, counts,
-// notifications)
-// over named buckets, and the engines behind it. Domain code sees only DB
-// and Tx; it never imports an engine's driver.
+// notifications) over named buckets, and the engines behind it. Domain code
+// sees only DB and Tx; it never imports an engine's driver.
 //
 // Engines:
 //   - bbolt (this package, Open): the embedded default, one file per side;
