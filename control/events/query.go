@@ -232,61 +232,158 @@ func Find(tx *store.Tx, f Filter, v *Viewer, o Sort, offset, limit int) (Page, e
 		if offset >= page.Total {
 			return page, nil
 		}
-	}
-	i := 0
-	ownOnly := !s.implied && !v.All && v.UserID != "" && len(f.equalities()) == 1
-	own := indexPrefix(fUser, v.UserID)
-	err = s.scan(tx, f, o.Desc, "", func(ek, _ string) error {
-		if s.implied {
+		var keys []string
+		i := 0
+		err = s.scan(tx, f, o.Desc, "", func(ek, _ string) error {
 			if i >= offset+limit {
 				return store.ErrStop
 			}
-			if i++; i <= offset {
-				return nil
+			if i++; i > offset {
+				keys = append(keys, ek)
 			}
-			ev, err := load(tx, ek)
-			if err != nil || ev == nil {
-				return err
-			}
-			page.Events = append(page.Events, *ev)
 			return nil
+		})
+		if err != nil {
+			return Page{}, err
 		}
+		evs, err := loadMany(tx, keys)
+		if err != nil {
+			return Page{}, err
+		}
+		page.Events = present(evs)
+		return page, nil
+	}
+	// Every candidate of the range is checked, a batch at a time: one
+	// multi-get per batch rather than one read per candidate.
+	ownOnly := !v.All && v.UserID != "" && len(f.equalities()) == 1
+	own := indexPrefix(fUser, v.UserID)
+	var keys []string           // the page's event keys, in order
+	have := map[string]*Event{} // those of them already read
+	i := 0
+	err = inBatches(func(yield func(string) error) error {
+		return s.scan(tx, f, o.Desc, "", func(ek, _ string) error { return yield(ek) })
+	}, func(batch []string) error {
+		var evs []*Event
+		visible := make([]bool, len(batch))
 		if ownOnly {
 			// The filter is the range itself; what remains is whether the
 			// viewer may see the event: their own index entry says so
 			// without reading it, a project's membership needs its record.
-			var ev *Event
-			if tx.GetRaw(IndexBucket, own+ek) == nil {
-				if v.Project == nil {
-					return nil
+			ownKeys := make([]string, len(batch))
+			for j, ek := range batch {
+				ownKeys[j] = own + ek
+			}
+			marks, err := tx.GetRawMany(IndexBucket, ownKeys)
+			if err != nil {
+				return err
+			}
+			var others []string
+			for j, m := range marks {
+				visible[j] = m != nil
+				if m == nil && v.Project != nil {
+					others = append(others, batch[j])
 				}
-				if ev, err = load(tx, ek); err != nil || ev == nil || !v.Sees(ev) {
-					return err
+			}
+			loaded, err := loadMany(tx, others)
+			if err != nil {
+				return err
+			}
+			evs = make([]*Event, len(batch))
+			for j, n := 0, 0; j < len(batch) && n < len(others); j++ {
+				if batch[j] == others[n] {
+					evs[j], visible[j] = loaded[n], loaded[n] != nil && v.Sees(loaded[n])
+					n++
 				}
+			}
+		} else {
+			var err error
+			if evs, err = loadMany(tx, batch); err != nil {
+				return err
+			}
+			for j, ev := range evs {
+				visible[j] = ev != nil && f.Matches(ev) && v.Sees(ev)
+			}
+		}
+		for j, ek := range batch {
+			if !visible[j] {
+				continue
 			}
 			if i++; i > offset && i <= offset+limit {
-				if ev == nil {
-					if ev, err = load(tx, ek); err != nil || ev == nil {
-						return err
-					}
+				keys = append(keys, ek)
+				if evs[j] != nil {
+					have[ek] = evs[j]
 				}
-				page.Events = append(page.Events, *ev)
 			}
-			return nil
-		}
-		ev, err := load(tx, ek)
-		if err != nil || ev == nil || !f.Matches(ev) || !v.Sees(ev) {
-			return err
-		}
-		if i++; i > offset && i <= offset+limit {
-			page.Events = append(page.Events, *ev)
 		}
 		return nil
 	})
-	if !s.implied {
-		page.Total = i
+	if err != nil {
+		return Page{}, err
 	}
-	return page, err
+	page.Total = i
+	var missing []string
+	for _, k := range keys {
+		if have[k] == nil {
+			missing = append(missing, k)
+		}
+	}
+	loaded, err := loadMany(tx, missing)
+	if err != nil {
+		return Page{}, err
+	}
+	for n, k := range missing {
+		have[k] = loaded[n]
+	}
+	for _, k := range keys {
+		if ev := have[k]; ev != nil {
+			page.Events = append(page.Events, *ev)
+		}
+	}
+	return page, nil
+}
+
+// batchSize is how many candidate events list paths check per multi-get.
+const batchSize = 500
+
+// inBatches hands what scan yields to check in batches of batchSize, in
+// order; check returning store.ErrStop ends the scan after that batch.
+func inBatches[T any](scan func(yield func(T) error) error, check func(batch []T) error) error {
+	batch := make([]T, 0, batchSize)
+	err := scan(func(k T) error {
+		if batch = append(batch, k); len(batch) < batchSize {
+			return nil
+		}
+		err := check(batch)
+		batch = batch[:0]
+		return err
+	})
+	if err != nil || len(batch) == 0 {
+		return err
+	}
+	if err := check(batch); err != store.ErrStop {
+		return err
+	}
+	return nil
+}
+
+// loadMany reads the events stored under keys, in order: nil where one
+// is missing.
+func loadMany(tx *store.Tx, keys []string) ([]*Event, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	return store.GetMany[Event](tx, Bucket, keys)
+}
+
+// present is the events of evs that exist, in order.
+func present(evs []*Event) []Event {
+	out := make([]Event, 0, len(evs))
+	for _, ev := range evs {
+		if ev != nil {
+			out = append(out, *ev)
+		}
+	}
+	return out
 }
 
 type hit struct{ key, typ string }
@@ -295,17 +392,23 @@ type hit struct{ key, typ string }
 func matching(tx *store.Tx, streams []stream, f Filter, v *Viewer, visit func(*Event)) error {
 	seen := map[string]bool{}
 	for _, s := range streams {
-		err := s.scan(tx, f, false, "", func(ek, _ string) error {
-			if seen[ek] {
-				return nil
-			}
-			seen[ek] = true
-			ev, err := load(tx, ek)
-			if err != nil || ev == nil {
+		err := inBatches(func(yield func(string) error) error {
+			return s.scan(tx, f, false, "", func(ek, _ string) error {
+				if seen[ek] {
+					return nil
+				}
+				seen[ek] = true
+				return yield(ek)
+			})
+		}, func(batch []string) error {
+			evs, err := loadMany(tx, batch)
+			if err != nil {
 				return err
 			}
-			if s.implied || (f.Matches(ev) && v.Sees(ev)) {
-				visit(ev)
+			for _, ev := range evs {
+				if ev != nil && (s.implied || (f.Matches(ev) && v.Sees(ev))) {
+					visit(ev)
+				}
 			}
 			return nil
 		})
@@ -337,17 +440,15 @@ func collect(tx *store.Tx, streams []stream, f Filter, v *Viewer, o Sort, offset
 		}
 		return a.key < b.key
 	})
-	page := Page{Events: []Event{}, Total: len(hits)}
+	var keys []string
 	for i := offset; i < len(hits) && i < offset+limit; i++ {
-		ev, err := load(tx, hits[i].key)
-		if err != nil {
-			return Page{}, err
-		}
-		if ev != nil {
-			page.Events = append(page.Events, *ev)
-		}
+		keys = append(keys, hits[i].key)
 	}
-	return page, nil
+	evs, err := loadMany(tx, keys)
+	if err != nil {
+		return Page{}, err
+	}
+	return Page{Events: present(evs), Total: len(hits)}, nil
 }
 
 // Stats counts the events f and v select by event type and by resource
@@ -430,19 +531,31 @@ func DeleteBatch(tx *store.Tx, f Filter, after string, max int) (int, string, er
 	s := streams[0]
 	var keys []string
 	visited, last := 0, ""
-	err = s.scan(tx, f, false, after, func(ek, entry string) error {
-		if len(keys) >= max || visited >= 8*max {
-			return store.ErrStop
-		}
-		visited++
-		last = entry
+	type entry struct{ ek, key string }
+	err = inBatches(func(yield func(entry) error) error {
+		return s.scan(tx, f, false, after, func(ek, key string) error { return yield(entry{ek, key}) })
+	}, func(batch []entry) error {
+		var evs []*Event
 		if !s.implied {
-			ev, err := load(tx, ek)
-			if err != nil || ev == nil || !f.Matches(ev) {
+			ks := make([]string, len(batch))
+			for j, e := range batch {
+				ks[j] = e.ek
+			}
+			var err error
+			if evs, err = loadMany(tx, ks); err != nil {
 				return err
 			}
 		}
-		keys = append(keys, ek)
+		for j, e := range batch {
+			if len(keys) >= max || visited >= 8*max {
+				return store.ErrStop
+			}
+			visited++
+			last = e.key
+			if s.implied || (evs[j] != nil && f.Matches(evs[j])) {
+				keys = append(keys, e.ek)
+			}
+		}
 		return nil
 	})
 	if err != nil {

@@ -93,7 +93,8 @@ func TestFindAgreesWithAFullScan(t *testing.T) {
 	filters := []events.Filter{{}, {ContainerID: "c2"}, {ProjectID: "p1"}, {ProjectID: "p0"}, {EventType: events.Kinds[2]},
 		{ResourceID: "r3", RealmID: "m1"}, {Start: t0.Add(100 * time.Minute), End: t0.Add(400 * time.Minute)},
 		{ContainerID: "c4", Start: t0.Add(200 * time.Minute)}, {RealmID: "m0", End: t0.Add(300*time.Minute + time.Second)},
-		{ResourceType: events.ResContainer, EventType: events.Kinds[0]}}
+		{ResourceType: events.ResContainer, EventType: events.Kinds[0]},
+		{ResourceType: events.ResContainer}} // every event: candidates in more than one batch
 	for vi, mk := range viewers {
 		for fi, f := range filters {
 			for _, o := range []events.Sort{{}, {Desc: true}, {ByType: true}, {ByType: true, Desc: true}} {

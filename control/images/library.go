@@ -248,21 +248,35 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
-			var r imageRec
-			var o ownership
-			if ok, err := tx.Get(bucketImages, id, &r); err != nil || !ok {
-				return missing(err, id)
-			}
-			if ok, err := tx.Get(bucketOwned, ownedKey(p.UserID, id), &o); err != nil || !ok {
-				return missing(err, id)
+		// The page's records, ownerships and ratings: one multi-get each.
+		owned, rated := make([]string, len(ids)), make([]string, len(ids))
+		for i, id := range ids {
+			owned[i], rated[i] = ownedKey(p.UserID, id), ratingKey(id, p.UserID)
+		}
+		recs, err := store.GetMany[imageRec](tx, bucketImages, ids)
+		if err != nil {
+			return err
+		}
+		owns, err := store.GetMany[ownership](tx, bucketOwned, owned)
+		if err != nil {
+			return err
+		}
+		ratings, err := store.GetMany[int64](tx, bucketRatings, rated)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			r, o := recs[i], owns[i]
+			if r == nil || o == nil {
+				// A library entry without its records is never written so:
+				// an internal error rather than a silently short page.
+				return errIndex(id)
 			}
 			var mine int64
-			rated, err := tx.Get(bucketRatings, ratingKey(id, p.UserID), &mine)
-			if err != nil {
-				return err
+			if ratings[i] != nil {
+				mine = *ratings[i]
 			}
-			out.Images = append(out.Images, LibraryImage{Fields: r.fields(), UserRating: hundredths(mine), HasRated: rated,
+			out.Images = append(out.Images, LibraryImage{Fields: r.fields(), UserRating: hundredths(mine), HasRated: ratings[i] != nil,
 				Acquired: o.Acquired, PricePaid: money.Number(o.PricePaid), CreatedAt: o.CreatedAt})
 		}
 		return nil
@@ -280,13 +294,4 @@ func (s *Service) handleLibrary(c fiber.Ctx) error {
 		return err
 	}
 	return platform.Respond(c, http.StatusOK, "Your images", out)
-}
-
-// missing is a library entry without its records: never written so,
-// reported as an internal error rather than a silently short page.
-func missing(err error, id string) error {
-	if err != nil {
-		return err
-	}
-	return errIndex(id)
 }

@@ -199,32 +199,39 @@ func (s *Service) list(ctx context.Context, userID string, in ListInput) (*List,
 			return err
 		}
 		out.Total = len(keys)
-		unread := 0
-		for i, k := range keys {
-			inPage := i >= in.Offset && i < in.Offset+in.Limit
-			var readAt time.Time
-			read := false
-			if userID != "" {
-				read, err = tx.Get(bucketReads, userID+sep+k, &readAt)
-				if err != nil {
-					return err
-				}
-				if !read {
-					unread++
-				}
+		// Whether each is read, and the page's records: one multi-get each.
+		var reads []*time.Time
+		if userID != "" {
+			readKeys := make([]string, len(keys))
+			for i, k := range keys {
+				readKeys[i] = userID + sep + k
 			}
-			if !inPage {
-				continue
-			}
-			var rec record
-			if ok, err := tx.Get(bucket, k, &rec); err != nil || !ok {
+			if reads, err = store.GetMany[time.Time](tx, bucketReads, readKeys); err != nil {
 				return err
+			}
+		}
+		unread := 0
+		for _, r := range reads {
+			if r == nil {
+				unread++
+			}
+		}
+		from := min(max(in.Offset, 0), len(keys))
+		to := min(max(in.Offset+in.Limit, from), len(keys))
+		recs, err := store.GetMany[record](tx, bucket, keys[from:to])
+		if err != nil {
+			return err
+		}
+		for i, rec := range recs {
+			if rec == nil {
+				continue // an index entry outlived its notification
 			}
 			v := rec.view()
 			if userID != "" {
+				read := reads[from+i] != nil
 				v.IsRead = &read
 				if read {
-					t := readAt
+					t := *reads[from+i]
 					v.ReadAt = &t
 				}
 			}
@@ -325,8 +332,16 @@ func (s *Service) MarkAllRead(ctx context.Context, _ struct{}) (*ReadAll, error)
 			return err
 		}
 		now := s.env.Clock.Now().UTC()
-		for _, k := range keys {
-			if tx.GetRaw(bucketReads, p.UserID+sep+k) != nil {
+		readKeys := make([]string, len(keys))
+		for i, k := range keys {
+			readKeys[i] = p.UserID + sep + k
+		}
+		reads, err := tx.GetRawMany(bucketReads, readKeys)
+		if err != nil {
+			return err
+		}
+		for i, k := range keys {
+			if reads[i] != nil {
 				continue
 			}
 			if err := tx.Put(bucketReads, p.UserID+sep+k, now); err != nil {

@@ -43,19 +43,55 @@ var (
 
 // callerLevel is what userID may do on project p (read in tx).
 func callerLevel(tx *store.Tx, p *Project, userID string) (level, error) {
-	if p.OwnerID == userID {
-		return roleOwner, nil
-	}
-	raw := tx.GetRaw(bucketByMember, userID+"/"+p.ID)
-	if raw == nil {
-		return roleNone, nil
-	}
-	var perm Permission
-	ok, err := tx.Get(bucketPerms, p.ID+"/"+string(raw), &perm)
-	if err != nil || !ok {
+	lv, err := callerLevels(tx, []*Project{p}, userID)
+	if err != nil {
 		return roleNone, err
 	}
-	return levelOf(perm.Role), nil
+	return lv[0], nil
+}
+
+// callerLevels is callerLevel for each of ps, with one multi-get for the
+// membership entries and one for their permissions.
+func callerLevels(tx *store.Tx, ps []*Project, userID string) ([]level, error) {
+	out := make([]level, len(ps))
+	var at []int // the projects userID does not own
+	var memberKeys []string
+	for i, p := range ps {
+		if p.OwnerID == userID {
+			out[i] = roleOwner
+			continue
+		}
+		at = append(at, i)
+		memberKeys = append(memberKeys, userID+"/"+p.ID)
+	}
+	if len(at) == 0 {
+		return out, nil
+	}
+	permIDs, err := tx.GetRawMany(bucketByMember, memberKeys)
+	if err != nil {
+		return nil, err
+	}
+	var permAt []int
+	var permKeys []string
+	for j, raw := range permIDs {
+		if raw != nil {
+			permAt = append(permAt, at[j])
+			permKeys = append(permKeys, ps[at[j]].ID+"/"+string(raw))
+		}
+	}
+	if len(permKeys) == 0 {
+		return out, nil
+	}
+	perms, err := store.GetMany[Permission](tx, bucketPerms, permKeys)
+	if err != nil {
+		return nil, err
+	}
+	for j, perm := range perms {
+		if perm != nil {
+			out[permAt[j]] = levelOf(perm.Role)
+		}
+	}
+	return out, nil
 }
 
 // projectAt is project id for userID, who needs at least need: 404

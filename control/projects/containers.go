@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
@@ -107,6 +108,21 @@ func getContainer(tx *store.Tx, id string) (*Container, error) {
 	return &c, nil
 }
 
+// projectContainers is every container of project id in index order, read
+// with one multi-get.
+func projectContainers(tx *store.Tx, id string) ([]*Container, error) {
+	var cids []string
+	err := tx.ForEachPrefix(bucketByProject, id+"/", func(k string, _ []byte) error {
+		cids = append(cids, k[len(id)+1:])
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	cs, err := store.GetMany[Container](tx, bucketContainers, cids)
+	return slices.DeleteFunc(cs, func(c *Container) bool { return c == nil }), err
+}
+
 // AdminCreateContainer registers a container (admins only).
 func (s *Service) AdminCreateContainer(ctx context.Context, in AdminContainerInput) (*Container, error) {
 	if _, err := platform.AdminCaller(ctx); err != nil {
@@ -161,13 +177,11 @@ func (s *Service) ListContainers(ctx context.Context, id string, page, limit int
 	var all []Container
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		all = nil
-		return tx.ForEachPrefix(bucketByProject, id+"/", func(k string, _ []byte) error {
-			c, err := getContainer(tx, k[len(id)+1:])
-			if err == nil && c != nil {
-				all = append(all, *c)
-			}
-			return err
-		})
+		cs, err := projectContainers(tx, id)
+		for _, c := range cs {
+			all = append(all, *c)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, storeErr("list containers", err)
@@ -227,29 +241,34 @@ func (s *Service) ProjectStats(ctx context.Context, id string) (*Stats, error) {
 		if tx.GetRaw(bucketDocs, projectDocKey(id)) != nil {
 			st.ProxyDocuments++
 		}
-		if err := tx.ForEachPrefix(bucketByProject, id+"/", func(k string, _ []byte) error {
-			cid := k[len(id)+1:]
-			c, err := getContainer(tx, cid)
-			if err != nil || c == nil {
-				return err
-			}
+		cs, err := projectContainers(tx, id)
+		if err != nil {
+			return err
+		}
+		cids, docKeys := make([]string, len(cs)), make([]string, len(cs))
+		for i, c := range cs {
+			cids[i], docKeys[i] = c.ID, containerDocKey(c.ID)
+		}
+		nets, err := store.GetMany[networkRec](tx, bucketNetwork, cids)
+		if err != nil {
+			return err
+		}
+		docs, err := tx.GetRawMany(bucketDocs, docKeys)
+		if err != nil {
+			return err
+		}
+		for i, c := range cs {
 			st.Containers++
 			st.ByStatus[c.Status]++
-			var n networkRec
-			if ok, err := tx.Get(bucketNetwork, cid, &n); err != nil {
-				return err
-			} else if ok {
+			if n := nets[i]; n != nil {
 				st.Networks++
 				if n.Status == netRunning {
 					st.NetsRunning++
 				}
 			}
-			if tx.GetRaw(bucketDocs, containerDocKey(cid)) != nil {
+			if docs[i] != nil {
 				st.ProxyDocuments++
 			}
-			return nil
-		}); err != nil {
-			return err
 		}
 		return tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
 			var p Permission

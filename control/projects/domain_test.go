@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -222,6 +223,88 @@ func TestIfMatchRaceAcrossReplicas(t *testing.T) {
 				if _, ok := d.Groups[w]; !ok {
 					t.Fatalf("lost update %s", w)
 				}
+			}
+		})
+	}
+}
+
+// The lists and the stats read their records in batches: every project
+// with the caller's role, every container, and the stats' networks and
+// proxy documents, per container.
+func TestListsAndStatsReadEveryRecord(t *testing.T) {
+	t.Parallel()
+	for _, eng := range storetest.Engines() {
+		t.Run(eng.Name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, eng.Open)
+			mk := func(owner, name string) string {
+				p, err := e.svc.CreateProject(as(owner), projects.ProjectInput{Name: name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p.ID
+			}
+			a1, a2, a3, b1 := mk("alice", "A1"), mk("alice", "A2"), mk("alice", "A3"), mk("bob", "B1")
+			grant := func(pid, role string) string {
+				p, err := e.svc.Grant(as("alice"), pid, projects.GrantInput{UserID: "bob", Role: role})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p.ID
+			}
+			grant(a1, projects.RoleViewer)
+			grant(a2, projects.RoleManager)
+			if err := e.svc.Revoke(as("alice"), a3, grant(a3, projects.RoleOperator)); err != nil {
+				t.Fatal(err)
+			}
+			list, err := e.svc.ListProjects(as("bob"), 1, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			roles := map[string]string{}
+			for _, p := range list.Projects {
+				roles[p.ID] = p.Role
+			}
+			if want := map[string]string{a1: "viewer", a2: "manager", b1: "owner"}; !reflect.DeepEqual(roles, want) || list.Pagination.Total != 3 {
+				t.Fatalf("bob's projects %v (total %d), want %v", roles, list.Pagination.Total, want)
+			}
+			if list, err := e.svc.ListProjects(as("alice"), 1, 100); err != nil || len(list.Projects) != 3 {
+				t.Fatalf("alice's projects: %v %v", list, err)
+			}
+
+			var ids []string
+			for i := range 5 {
+				id := fmt.Sprintf("c%d", i)
+				if _, err := e.svc.AdminCreateContainer(admin(), projects.AdminContainerInput{ProjectID: a1, Name: id, ID: id}); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			for _, id := range ids[:3] {
+				if _, err := e.svc.PutNetwork(as("alice"), id, projects.NetworkInput{Type: "block"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := e.svc.SetNetworkRunning(as("alice"), ids[1], true); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range ids[2:4] {
+				if _, err := e.svc.PutContainerGroup(as("alice"), id, 0, "g", proxyperm.Group{Type: "ip", Range: "10.0.0.0/8"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cl, err := e.svc.ListContainers(as("bob"), a1, 1, 3)
+			if err != nil || cl.Pagination.Total != 5 || len(cl.Containers) != 3 || cl.Containers[0].ID != "c0" || cl.Containers[2].ID != "c2" {
+				t.Fatalf("containers: %+v %v", cl, err)
+			}
+			st, err := e.svc.ProjectStats(as("bob"), a1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &projects.Stats{ProjectID: a1, Containers: 5, ByStatus: map[string]int{"creating": 5}, Members: 2,
+				ByRole: map[string]int{"owner": 1, "viewer": 1}, Networks: 3, NetsRunning: 1, ProxyDocuments: 2}
+			if !reflect.DeepEqual(st, want) {
+				t.Fatalf("stats %+v, want %+v", st, want)
 			}
 		})
 	}

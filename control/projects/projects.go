@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -282,27 +283,30 @@ func (s *Service) ListProjects(ctx context.Context, page, limit int) (*ProjectLi
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		all = nil
 		seen := map[string]bool{}
-		add := func(id string) error {
-			if seen[id] {
-				return nil
-			}
-			seen[id] = true
-			p, err := getProject(tx, id)
-			if err != nil || p == nil {
-				return err
-			}
-			lv, err := callerLevel(tx, p, c.UserID)
-			if err != nil || lv == roleNone {
-				return err
-			}
-			all = append(all, ProjectView{Project: *p, Role: roleName(lv)})
-			return nil
-		}
+		var ids []string
 		for _, b := range []string{bucketByOwner, bucketByMember} {
 			if err := tx.ForEachPrefix(b, c.UserID+"/", func(k string, _ []byte) error {
-				return add(k[len(c.UserID)+1:])
+				if id := k[len(c.UserID)+1:]; !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+				return nil
 			}); err != nil {
 				return err
+			}
+		}
+		found, err := store.GetMany[Project](tx, bucketProjects, ids)
+		if err != nil {
+			return err
+		}
+		ps := slices.DeleteFunc(found, func(p *Project) bool { return p == nil })
+		levels, err := callerLevels(tx, ps, c.UserID)
+		if err != nil {
+			return err
+		}
+		for i, p := range ps {
+			if levels[i] != roleNone {
+				all = append(all, ProjectView{Project: *p, Role: roleName(levels[i])})
 			}
 		}
 		return nil

@@ -219,16 +219,24 @@ func (s *Service) list(ctx context.Context, rentals bool, o store.ScanOptions, k
 				return nil
 			})
 		}
-		return tx.Scan(bucketRentals, o, func(k string, _ []byte) error {
-			var r serverRec
-			if ok, err := tx.Get(bucketServers, k[strings.IndexByte(k, '/')+1:], &r); err != nil || !ok {
-				return err
-			}
-			if keep(&r, now, p) {
-				recs = append(recs, &r)
-			}
+		var ids []string
+		err := tx.Scan(bucketRentals, o, func(k string, _ []byte) error {
+			ids = append(ids, k[strings.IndexByte(k, '/')+1:])
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		rented, err := store.GetMany[serverRec](tx, bucketServers, ids) // one read, not one per rental
+		if err != nil {
+			return err
+		}
+		for _, r := range rented {
+			if r != nil && keep(r, now, p) {
+				recs = append(recs, r)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, platform.Wrap("list servers", err)

@@ -122,6 +122,18 @@ func (t *boltTx) Get(bucket, key string) ([]byte, error) {
 	return b.Get([]byte(key)), nil
 }
 
+func (t *boltTx) GetMany(bucket string, keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	b, _ := t.bucket(bucket, false)
+	if b == nil {
+		return out, nil
+	}
+	for i, k := range keys {
+		out[i] = b.Get([]byte(k))
+	}
+	return out, nil
+}
+
 func (t *boltTx) Put(bucket, key string, raw []byte, _ bool) error {
 	b, err := t.bucket(bucket, true)
 	if err != nil {

@@ -1,7 +1,7 @@
-// Package store owns deckhand's persistence: one transaction API (get, put,
-// delete, ordered range scans both ways, sequences, counts, notifications)
-// over named buckets, and the engines behind it. Domain code sees only DB
-// and Tx; it never imports an engine's driver.
+// Package store owns deckhand's persistence: one transaction API (get,
+// multi-get, put, delete, ordered range scans both ways, sequences, counts,
+// notifications) over named buckets, and the engines behind it. Domain code
+// sees only DB and Tx; it never imports an engine's driver.
 //
 // Engines:
 //   - bbolt (this package, Open): the embedded default, one file per side;
@@ -95,6 +95,10 @@ type Engine interface {
 type EngineTx interface {
 	// Get returns the value or nil when the bucket or key is missing.
 	Get(bucket, key string) ([]byte, error)
+	// GetMany returns the values of keys in their order, nil where the
+	// bucket or key is missing. keys hold 1 to MaxKeysPerRead valid keys,
+	// possibly repeated; a PostgreSQL engine reads them in one statement.
+	GetMany(bucket string, keys []string) ([][]byte, error)
 	// Put stores a value; json tells whether raw is the JSON of a Put.
 	Put(bucket, key string, raw []byte, json bool) error
 	Delete(bucket, key string) error
@@ -260,6 +264,79 @@ func (t *Tx) GetRaw(bucket, key string) []byte {
 		return nil
 	}
 	return raw
+}
+
+// MaxKeysPerRead is how many keys GetRawMany hands the engine at once (one
+// statement on PostgreSQL): a page or a scan chunk fits in one, and the
+// statement's key array stays under about 1 MB however long the keys.
+const MaxKeysPerRead = 1000
+
+// GetRawMany returns the stored bytes of each key, in the order of keys:
+// out[i] is keys[i]'s value, nil when it is missing (or not a valid key).
+// Keys may repeat. Values written earlier in the same transaction are
+// read. On PostgreSQL it costs one round trip per MaxKeysPerRead keys
+// instead of one per key; on bbolt it is a loop of lookups. As with
+// GetRaw, bbolt's bytes are valid only inside the transaction, and
+// repeated keys may share one slice: do not modify them. An engine
+// failure fails the transaction.
+func (t *Tx) GetRawMany(bucket string, keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	if validKey(bucket) != nil {
+		return out, nil
+	}
+	idx := make([]int, 0, min(len(keys), MaxKeysPerRead)) // positions of the chunk's valid keys
+	chunk := make([]string, 0, cap(idx))
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		vals, err := t.e.GetMany(bucket, chunk)
+		if err != nil {
+			return t.fail(err)
+		}
+		for j, i := range idx {
+			out[i] = vals[j]
+		}
+		idx, chunk = idx[:0], chunk[:0]
+		return nil
+	}
+	for i, k := range keys {
+		if validKey(k) != nil {
+			continue
+		}
+		idx, chunk = append(idx, i), append(chunk, k)
+		if len(chunk) == MaxKeysPerRead {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetMany decodes the JSON of each key of bucket, in the order of keys:
+// out[i] is keys[i]'s value, nil when it is missing. It is GetRawMany with
+// decoding (a function, since methods cannot take type parameters).
+func GetMany[T any](tx *Tx, bucket string, keys []string) ([]*T, error) {
+	raws, err := tx.GetRawMany(bucket, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*T, len(keys))
+	for i, raw := range raws {
+		if raw == nil {
+			continue
+		}
+		v := new(T)
+		if err := json.Unmarshal(raw, v); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", bucket, keys[i], err)
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // Put encodes v as JSON into bucket[key].

@@ -41,6 +41,43 @@ func (t *pgTx) Get(bucket, key string) ([]byte, error) {
 	return raw, nil
 }
 
+// GetMany reads every key in one statement. The key column's "C"
+// collation is the primary key's, so = ANY probes the index once per
+// distinct key; rows come back in no particular order and are placed by
+// key (repeated keys share one value).
+func (t *pgTx) GetMany(bucket string, keys []string) ([][]byte, error) {
+	distinct := make([]string, 0, len(keys))
+	found := make(map[string][]byte, len(keys))
+	for _, k := range keys {
+		if _, dup := found[k]; !dup {
+			found[k] = nil
+			distinct = append(distinct, k)
+		}
+	}
+	rows, err := t.tx.Query(t.ctx, "SELECT key, "+value+" FROM kv WHERE bucket = $1 AND key = ANY($2::text[])", bucket, distinct)
+	if err != nil {
+		return nil, dbErr{err: err}
+	}
+	var k string
+	var raw []byte
+	_, err = pgx.ForEachRow(rows, []any{&k, &raw}, func() error {
+		if raw == nil {
+			raw = []byte{}
+		}
+		found[k] = raw
+		raw = nil // the next row gets a slice of its own
+		return nil
+	})
+	if err != nil {
+		return nil, dbErr{err: err}
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = found[k]
+	}
+	return out, nil
+}
+
 func (t *pgTx) Put(bucket, key string, raw []byte, isJSON bool) error {
 	var err error
 	if isJSON && !hasNULEscape(raw) {

@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"deckhand/platform/store"
@@ -9,7 +10,8 @@ import (
 )
 
 // BenchmarkEngines measures one read transaction, one read-modify-write
-// transaction and a 100-entry scan on both engines, side by side:
+// transaction, 100 point reads (Get by Get, and one GetMany) and a
+// 100-entry scan on both engines, side by side:
 //
 //	go test -run '^$' -bench Engines -benchtime 2s -count 5 ./platform/store/storetest/
 func BenchmarkEngines(b *testing.B) {
@@ -58,6 +60,42 @@ func BenchmarkEngines(b *testing.B) {
 					}
 					r.N++
 					return tx.Put("users", key, r)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// 100 point reads in one transaction, one Get each against one
+		// GetRawMany: on PostgreSQL 100 round trips against one.
+		keys := make([]string, 100)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("u%04d", i*7)
+		}
+		b.Run("get100/"+e.Name, func(b *testing.B) {
+			for b.Loop() {
+				err := db.View(func(tx *store.Tx) error {
+					for _, k := range keys {
+						var r rec
+						if ok, err := tx.Get("users", k, &r); !ok || err != nil {
+							return fmt.Errorf("get %s: %v %v", k, ok, err)
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("getmany100/"+e.Name, func(b *testing.B) {
+			for b.Loop() {
+				err := db.View(func(tx *store.Tx) error {
+					recs, err := store.GetMany[rec](tx, "users", keys)
+					if err == nil && slices.Contains(recs, nil) {
+						err = fmt.Errorf("a key is missing")
+					}
+					return err
 				})
 				if err != nil {
 					b.Fatal(err)

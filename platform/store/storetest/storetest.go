@@ -17,6 +17,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -89,6 +90,9 @@ func Run(t *testing.T, open Opener) {
 	}{
 		{"GetPutDelete", testGetPutDelete},
 		{"RawValues", testRawValues},
+		{"GetMany", testGetMany},
+		{"GetManyLarge", testGetManyLarge},
+		{"GetManyReadsOwnWrites", testGetManyOwnWrites},
 		{"BadKeys", testBadKeys},
 		{"ByteOrder", testByteOrder},
 		{"Scan", testScan},
@@ -214,6 +218,150 @@ func testRawValues(t *testing.T, open Opener) {
 			if !bytes.Equal(seen[k], v) {
 				t.Errorf("scan %s: got %q, want %q", k, seen[k], v)
 			}
+		}
+		return nil
+	}))
+}
+
+// rawsOf renders GetRawMany's answer for comparison: "<nil>" for absent.
+func rawsOf(vals [][]byte) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = "<nil>"
+		if v != nil {
+			out[i] = string(v)
+		}
+	}
+	return out
+}
+
+func testGetMany(t *testing.T, open Opener) {
+	db, _ := open(t)
+	must(t, db.Update(func(tx *store.Tx) error {
+		for _, k := range []string{"a", "b", "c", "日本"} {
+			if err := tx.PutRaw("m", k, []byte("v-"+k)); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutRaw("m", "empty", nil); err != nil {
+			return err
+		}
+		return tx.Put("m", "json", rec{Name: "j", N: 3})
+	}))
+	must(t, db.View(func(tx *store.Tx) error {
+		for _, c := range []struct {
+			bucket string
+			keys   []string
+			want   []string
+		}{
+			{"m", nil, []string{}},
+			{"m", []string{}, []string{}},
+			{"m", []string{"c", "a", "b"}, []string{"v-c", "v-a", "v-b"}},
+			{"m", []string{"b", "b", "nope", "b", "日本"}, []string{"v-b", "v-b", "<nil>", "v-b", "v-日本"}},
+			{"m", []string{"nope", "", "a\x00b", "empty", strings.Repeat("k", store.MaxKeyLen+1), "a"},
+				[]string{"<nil>", "<nil>", "<nil>", "", "<nil>", "v-a"}},
+			{"nobucket", []string{"a", "b"}, []string{"<nil>", "<nil>"}},
+			{"", []string{"a"}, []string{"<nil>"}},
+		} {
+			got, err := tx.GetRawMany(c.bucket, c.keys)
+			if err != nil || len(got) != len(c.keys) || !slices.Equal(rawsOf(got), c.want) {
+				t.Errorf("GetRawMany(%q, %q) = %q, %v; want %q", c.bucket, c.keys, rawsOf(got), err, c.want)
+			}
+		}
+		var decoded rec // a Put value reads back as equivalent JSON
+		got, err := tx.GetRawMany("m", []string{"json"})
+		if err != nil || json.Unmarshal(got[0], &decoded) != nil || !reflect.DeepEqual(decoded, rec{Name: "j", N: 3}) {
+			t.Errorf("GetRawMany of a Put value: %q %v", rawsOf(got), err)
+		}
+		recs, err := store.GetMany[rec](tx, "m", []string{"nope", "json", "json"})
+		if err != nil || len(recs) != 3 || recs[0] != nil || recs[1] == nil || !reflect.DeepEqual(*recs[1], rec{Name: "j", N: 3}) ||
+			recs[2] == nil || !reflect.DeepEqual(*recs[2], *recs[1]) {
+			t.Errorf("GetMany: %v %v", recs, err)
+		}
+		if _, err := store.GetMany[rec](tx, "m", []string{"a"}); err == nil || !strings.Contains(err.Error(), `"a"`) {
+			t.Errorf("GetMany of a value that is not the type's JSON: %v", err)
+		}
+		return nil
+	}))
+}
+
+// testGetManyLarge reads more keys than one engine call takes, present and
+// missing, shuffled and repeated across chunk boundaries.
+func testGetManyLarge(t *testing.T, open Opener) {
+	db, _ := open(t)
+	n := 2*store.MaxKeysPerRead + 17
+	must(t, db.Update(func(tx *store.Tx) error {
+		for i := 0; i < n; i += 2 {
+			if err := tx.PutRaw("big", fmt.Sprintf("k%05d", i), []byte(fmt.Sprint(i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	keys := make([]string, 0, n+n/3)
+	for i := range n {
+		keys = append(keys, fmt.Sprintf("k%05d", i))
+	}
+	for i := 0; i < n; i += 3 {
+		keys = append(keys, keys[i])
+	}
+	rand.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	must(t, db.View(func(tx *store.Tx) error {
+		got, err := tx.GetRawMany("big", keys)
+		if err != nil || len(got) != len(keys) {
+			t.Fatalf("%d values for %d keys, %v", len(got), len(keys), err)
+		}
+		for i, k := range keys {
+			var want []byte
+			if j, _ := strconv.Atoi(k[1:]); j%2 == 0 {
+				want = []byte(fmt.Sprint(j))
+			}
+			if (got[i] == nil) != (want == nil) || !bytes.Equal(got[i], want) {
+				t.Fatalf("key %d %q: got %q, want %q", i, k, got[i], want)
+			}
+		}
+		return nil
+	}))
+}
+
+// testGetManyOwnWrites reads values written, overwritten and deleted
+// earlier in the same transaction, and nothing once it rolled back.
+func testGetManyOwnWrites(t *testing.T, open Opener) {
+	db, _ := open(t)
+	must(t, db.Update(func(tx *store.Tx) error {
+		for _, k := range []string{"old", "gone", "same"} {
+			if err := tx.PutRaw("w", k, []byte(k+"1")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	keys := []string{"old", "new", "gone", "same", "other-bucket"}
+	boom := errors.New("boom")
+	err := db.Update(func(tx *store.Tx) error {
+		for _, op := range []error{
+			tx.PutRaw("w", "old", []byte("old2")),
+			tx.PutRaw("w", "new", []byte("new2")),
+			tx.Delete("w", "gone"),
+			tx.PutRaw("w2", "other-bucket", []byte("x")),
+		} {
+			if op != nil {
+				return op
+			}
+		}
+		got, err := tx.GetRawMany("w", keys)
+		if want := []string{"old2", "new2", "<nil>", "same1", "<nil>"}; err != nil || !slices.Equal(rawsOf(got), want) {
+			t.Errorf("inside the transaction: %q %v, want %q", rawsOf(got), err, want)
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("want boom, got %v", err)
+	}
+	must(t, db.View(func(tx *store.Tx) error {
+		got, err := tx.GetRawMany("w", keys)
+		if want := []string{"old1", "<nil>", "gone1", "same1", "<nil>"}; err != nil || !slices.Equal(rawsOf(got), want) {
+			t.Errorf("after rollback: %q %v, want %q", rawsOf(got), err, want)
 		}
 		return nil
 	}))
