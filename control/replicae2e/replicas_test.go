@@ -3,6 +3,7 @@ package replicae2e_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -94,13 +95,23 @@ func TestTwoReplicasShareOneDatabase(t *testing.T) {
 	// one signed after `keys rotate` against the database, used by both
 	// within 5 s.
 	v := signing.NewVerifier(signing.VerifierOptions{Source: signing.HTTPKeySource(a.HTTP, a.URL)})
-	kidOf := func(r *replica) string {
+	// signedBy is the kid of r's signature, verified with the key set A
+	// publishes at the time.
+	signedBy := func(r *replica) (string, error) {
 		x := r.must(r.call("GET", "/api/v1/auth/available-regions", nil, ""), 200)
 		s, err := v.Verify(context.Background(), x.Header.Get(signing.Header), "/api/v1/auth/available-regions", x.Raw)
 		if err != nil {
-			t.Fatalf("a response of %s does not verify with A's keys: %v", r.name, err)
+			return "", fmt.Errorf("a response of %s does not verify with A's keys: %w\nA's key set: %s\nB's key set: %s", r.name, err,
+				a.call("GET", signing.PublicKeyPath, nil, "").Raw, b.call("GET", signing.PublicKeyPath, nil, "").Raw)
 		}
-		return s.KID
+		return s.KID, nil
+	}
+	kidOf := func(r *replica) string {
+		kid, err := signedBy(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kid
 	}
 	old := kidOf(b)
 	if kidOf(a) != old {
@@ -114,8 +125,15 @@ func TestTwoReplicasShareOneDatabase(t *testing.T) {
 	if kid == old || !strings.HasPrefix(kid, "ed25519-") {
 		t.Fatalf("rotate printed %q", out)
 	}
+	// Until both have followed the rotation, B may sign with the new key
+	// before A publishes it: that is the 5 s the replicas are given.
 	eventually(t, 5*time.Second, func() string {
-		if ka, kb := kidOf(a), kidOf(b); ka != kid || kb != kid {
+		ka, errA := signedBy(a)
+		kb, errB := signedBy(b)
+		if err := errors.Join(errA, errB); err != nil {
+			return err.Error()
+		}
+		if ka != kid || kb != kid {
 			return fmt.Sprintf("A signs with %s, B with %s, want %s", ka, kb, kid)
 		}
 		return ""
