@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"strings"
 	"testing"
 	"time"
@@ -307,5 +308,77 @@ func TestDialRefused(t *testing.T) {
 	he, ok := errors.AsType[*wire.HandshakeError](err)
 	if !ok || he.Status != http.StatusBadGateway || !strings.Contains(string(he.Body), "UPSTREAM_UNREACHABLE") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// Through an HTTP proxy (a stand-in for a corporate one): CONNECT to the
+// service with the proxy's credentials, then the tunnel as usual.
+func TestDialThroughProxy(t *testing.T) {
+	t.Parallel()
+	app := listen(t, func(c net.Conn) { // echoes one line
+		defer c.Close()
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		_, _ = io.WriteString(c, "echo "+line)
+	})
+	ended := make(chan error, 1)
+	url := service(t, app, false, ended)
+	connects := make(chan string, 1)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		if r.Header.Get("Proxy-Authorization") != "Basic "+base64.StdEncoding.EncodeToString([]byte("ann:s3cret")) {
+			w.WriteHeader(http.StatusProxyAuthRequired)
+			return
+		}
+		up, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		connects <- r.Host
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			up.Close()
+			return
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+		go func() { _, _ = io.Copy(up, c); up.Close() }()
+		_, _ = io.Copy(c, up)
+		c.Close()
+	}))
+	t.Cleanup(proxy.Close)
+	pu, _ := neturl.Parse(proxy.URL)
+	pu.User = neturl.UserPassword("ann", "s3cret")
+	ws, err := wire.Dialer{Proxy: http.ProxyURL(pu)}.Dial(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-connects:
+		if want := strings.TrimPrefix(url, "ws://"); got != want {
+			t.Fatalf("the proxy was asked for %q, want %q", got, want)
+		}
+	default:
+		t.Fatal("the tunnel did not go through the proxy")
+	}
+	local := listen(t, func(c net.Conn) { _ = wire.Bridge(ws, c, time.Minute, wire.Counters{}) })
+	user, err := net.Dial("tcp", local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer user.Close()
+	_ = user.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _ = io.WriteString(user, "hi\n")
+	got, err := io.ReadAll(user)
+	if err != nil || string(got) != "echo hi\n" {
+		t.Fatalf("through the proxy: %q %v", got, err)
+	}
+
+	// Wrong proxy credentials: the proxy's refusal, not a hang.
+	pu.User = neturl.UserPassword("ann", "wrong")
+	if _, err := (wire.Dialer{Proxy: http.ProxyURL(pu)}).Dial(context.Background(), url); err == nil || !strings.Contains(err.Error(), "407") {
+		t.Fatalf("wrong proxy password: %v", err)
 	}
 }
