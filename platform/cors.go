@@ -33,8 +33,8 @@ import (
 //     authorization (it carries no credentials); what it allows is
 //     decided again, with credentials, on the real request.
 type CORS struct {
-	// Origin is the allowed foreign origin as the request sent it; ""
-	// means no CORS headers (no Origin, or the request's own).
+	// Origin is the origin as the request sent it; "" means no CORS
+	// headers (no Origin, the request's own, or one not listed).
 	Origin string
 	// Preflight: an OPTIONS with Origin and Access-Control-Request-Method,
 	// answered by WritePreflight and never routed.

@@ -141,12 +141,12 @@ func (p *RequestPolicy) Decide(r Request) (CORS, *Error) {
 		own = r.ForwardedHost
 	}
 	if r.HasOrigin {
-		allowed, same := p.originAllowed(r.Origin, own)
+		allowed, same, listed := p.originAllowed(r.Origin, own)
 		if !allowed {
 			return CORS{}, &Error{Code: CodeForbidden, Details: "origin",
 				Message: fmt.Sprintf("origin %s may not call this service (allowed: this service's own origin, origins under --domain, --allowed-origins)", quoteShort(r.Origin))}
 		}
-		return corsFor(r, same, p.listed(r.Origin)), nil
+		return corsFor(r, same, listed), nil
 	}
 	site := strings.ToLower(r.SecFetchSite)
 	if site == "cross-site" || site == "same-site" {
@@ -197,35 +197,31 @@ func (p *RequestPolicy) underDomain(name string) bool {
 	return p.domain != "" && (name == p.domain || strings.HasSuffix(name, "."+p.domain))
 }
 
-// originAllowed reports whether origin may call, and whether it is the
+// originAllowed reports whether origin may call, whether it is the
 // request's own origin (its host[:port] is the Host that passed; a page
-// needs no CORS headers to read its own origin's answers).
-func (p *RequestPolicy) originAllowed(origin, own string) (allowed, same bool) {
+// needs no CORS headers to read its own origin's answers), and whether it
+// is named in --allowed-origins (only those get CORS headers).
+func (p *RequestPolicy) originAllowed(origin, own string) (allowed, same, listed bool) {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") {
-		return false, false // "null", file:, chrome-extension: ...
+		return false, false, false // "null", file:, chrome-extension: ...
 	}
 	same = strings.EqualFold(u.Host, own)
-	if same || p.origins[strings.ToLower(u.Scheme+"://"+u.Host)] {
-		return true, same
+	listed = p.origins[strings.ToLower(u.Scheme+"://"+u.Host)]
+	if same || listed {
+		return true, same, listed
 	}
 	name := strings.ToLower(u.Hostname())
 	if !p.underDomain(name) {
-		return false, false
+		return false, false, false
 	}
 	if !loopbackName(p.domain) {
-		return true, false
+		return true, false, false
 	}
 	// Under a loopback domain every name is this machine: only the port
 	// tells the gateway's pages from another local program's.
-	return originPort(u) == hostPort(own), false
-}
-
-// listed reports an origin named in --allowed-origins.
-func (p *RequestPolicy) listed(origin string) bool {
-	u, err := url.Parse(origin)
-	return err == nil && p.origins[strings.ToLower(u.Scheme+"://"+u.Host)]
+	return originPort(u) == hostPort(own), false, false
 }
 
 // loopbackName reports names that always resolve to this machine.

@@ -5,8 +5,8 @@
 // on as X-Forwarded-Prefix; a GET of `/_/<service>` itself redirects to
 // `/_/<service>/` so relative links in a service's pages resolve), applies
 // the request policy (platform.RequestPolicy: Host 421, Origin 403, CORS
-// preflights answered here, CORS headers on every answer to an allowed
-// foreign origin) and then the proxy permissions decision (Authorizer)
+// preflights answered here, CORS headers on every answer to an origin of
+// --allowed-origins) and then the proxy permissions decision (Authorizer)
 // before anything reaches a service, and answers the agent's own status on a loopback-only path.
 // Errors are the container error body {"code","details","message"}: 404
 // NOT_FOUND for an unknown or stopped service, 403 FORBIDDEN when the

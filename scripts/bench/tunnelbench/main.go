@@ -34,13 +34,13 @@ var (
 	rounds   = flag.Int("rounds", 5, "transfers per path")
 	pings    = flag.Int("pings", 20000, "round trips per path for latency")
 	noSSH    = flag.Bool("no-ssh", false, "skip ssh -L (no sshd)")
-	relay    = flag.String("relay", "", "internal: run plain TCP relays listen=target[,listen=target...] and nothing else")
+	relay    = flag.String("relay", "", "internal: run a plain TCP relay listen=target and nothing else")
 )
 
 func main() {
 	flag.Parse()
 	if *relay != "" {
-		runRelays(*relay)
+		runRelay(*relay)
 		return
 	}
 	dir, err := os.MkdirTemp("", "tunnelbench-")
@@ -156,42 +156,37 @@ func main() {
 	}
 }
 
-// runRelays forwards each listen address to its target, byte for byte,
-// until killed.
-func runRelays(spec string) {
-	for _, pair := range strings.Split(spec, ",") {
-		listen, target, _ := strings.Cut(pair, "=")
-		ln, err := net.Listen("tcp", listen)
-		check(err)
+// runRelay forwards a listen address to its target, byte for byte, until
+// killed.
+func runRelay(spec string) {
+	listen, target, _ := strings.Cut(spec, "=")
+	ln, err := net.Listen("tcp", listen)
+	check(err)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
 		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					d, err := net.Dial("tcp", target)
-					if err != nil {
-						return
-					}
-					defer d.Close()
-					c.(*net.TCPConn).SetNoDelay(true)
-					d.(*net.TCPConn).SetNoDelay(true)
-					done := make(chan struct{})
-					go func() {
-						_, _ = io.Copy(c, d)
-						_ = c.(*net.TCPConn).CloseWrite()
-						close(done)
-					}()
-					_, _ = io.Copy(d, c)
-					_ = d.(*net.TCPConn).CloseWrite()
-					<-done
-				}()
+			defer c.Close()
+			d, err := net.Dial("tcp", target)
+			if err != nil {
+				return
 			}
+			defer d.Close()
+			c.(*net.TCPConn).SetNoDelay(true)
+			d.(*net.TCPConn).SetNoDelay(true)
+			done := make(chan struct{})
+			go func() {
+				_, _ = io.Copy(c, d)
+				_ = c.(*net.TCPConn).CloseWrite()
+				close(done)
+			}()
+			_, _ = io.Copy(d, c)
+			_ = d.(*net.TCPConn).CloseWrite()
+			<-done
 		}()
 	}
-	select {}
 }
 
 // fatal ends the run after killing what it started.

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/gobwas/ws"
@@ -86,8 +85,11 @@ func (d Dialer) Dial(ctx context.Context, rawURL string) (*Conn, error) {
 // dialVia connects to addr, through an HTTP proxy (CONNECT) when the
 // environment names one for u.
 func dialVia(ctx context.Context, proxy func(*http.Request) (*url.URL, error), u *url.URL, addr string) (net.Conn, error) {
-	hu := *u
-	hu.Scheme = strings.Replace(strings.Replace(u.Scheme, "wss", "https", 1), "ws", "http", 1)
+	hu := *u // the proxy is chosen as for the HTTP URL (HTTP_PROXY or HTTPS_PROXY)
+	hu.Scheme = "http"
+	if u.Scheme == "wss" {
+		hu.Scheme = "https"
+	}
 	pu, err := proxy(&http.Request{URL: &hu})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
@@ -98,7 +100,11 @@ func dialVia(ctx context.Context, proxy func(*http.Request) (*url.URL, error), u
 	}
 	paddr := pu.Host
 	if pu.Port() == "" {
-		paddr = net.JoinHostPort(pu.Hostname(), map[bool]string{true: "443", false: "80"}[pu.Scheme == "https"])
+		port := "80"
+		if pu.Scheme == "https" {
+			port = "443"
+		}
+		paddr = net.JoinHostPort(pu.Hostname(), port)
 	}
 	c, err := nd.DialContext(ctx, "tcp", paddr)
 	if err != nil {

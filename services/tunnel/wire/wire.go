@@ -30,8 +30,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -78,8 +78,8 @@ var closeWriteFrame, _ = json.Marshal(Control{Type: CloseWrite})
 
 // Close codes the bridge sends.
 const (
-	CloseNormal   = int(ws.StatusNormalClosure)
-	CloseInternal = int(ws.StatusInternalServerError)
+	closeNormal   = int(ws.StatusNormalClosure)
+	closeInternal = int(ws.StatusInternalServerError)
 )
 
 // Counters receive the bytes copied each way; either may be nil.
@@ -156,9 +156,6 @@ func (l *leftovers) Read(p []byte) (int, error) {
 	return l.raw.Read(p)
 }
 
-// NetConn is the underlying connection.
-func (c *Conn) NetConn() net.Conn { return c.raw }
-
 // lock takes the write lock, giving up after wait (0: wait as long as it takes).
 func (c *Conn) lock(wait time.Duration) bool {
 	if wait <= 0 {
@@ -183,17 +180,9 @@ func (c *Conn) header(op ws.OpCode, n int) ws.Header {
 	h := ws.Header{Fin: true, OpCode: op, Length: int64(n)}
 	if c.client {
 		h.Masked = true
-		h.Mask = newMask()
+		h.Mask = ws.NewMask() // math/rand's OS-seeded ChaCha8: unpredictable, as RFC 6455 5.3 asks
 	}
 	return h
-}
-
-// newMask is a fresh masking key (ChaCha8, seeded from the OS: unpredictable,
-// as RFC 6455 5.3 asks).
-func newMask() (m [4]byte) {
-	v := rand.Uint32()
-	m[0], m[1], m[2], m[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-	return m
 }
 
 // encodeHeader writes h into a small array, for one writev with the payload.
@@ -260,21 +249,7 @@ type CloseError struct {
 }
 
 func (e *CloseError) Error() string {
-	return "websocket: closed by the peer: " + itoa(e.Code) + " " + e.Reason
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [8]byte
-	i := len(b)
-	for n > 0 && i > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
+	return "websocket: closed by the peer: " + strconv.Itoa(e.Code) + " " + e.Reason
 }
 
 // errWriteBusy: a control frame waited its time for the write lock.
@@ -320,7 +295,7 @@ func (b *bridge) run() error {
 	downErr := b.down()
 	// The socket side is done (or the WebSocket failed): make sure the
 	// other goroutines end too.
-	b.closeAll(CloseNormal, "")
+	b.closeAll(closeNormal, "")
 	wg.Wait()
 	up := <-upErr
 	if downErr != nil {
@@ -376,7 +351,7 @@ func (b *bridge) down() error {
 			var werr error
 			buf, werr, err = b.payload(h, buf)
 			if werr != nil {
-				b.closeAll(CloseInternal, "write to socket failed")
+				b.closeAll(closeInternal, "write to socket failed")
 				return werr
 			}
 			if err != nil {
@@ -449,7 +424,7 @@ func (b *bridge) controlMessage(raw []byte) (done bool) {
 	both := b.sentEOF
 	b.mu.Unlock()
 	if both {
-		b.closeAll(CloseNormal, "")
+		b.closeAll(closeNormal, "")
 	}
 	return both
 }
@@ -485,10 +460,7 @@ func (b *bridge) payload(h ws.Header, buf []byte) (_ []byte, werr, err error) {
 				buf = grow(buf, k)
 			}
 			if rerr != nil {
-				if rerr == io.EOF {
-					rerr = io.ErrUnexpectedEOF
-				}
-				return buf, nil, rerr
+				return buf, nil, rerr // ended() reports an end of stream mid-frame
 			}
 			continue
 		}
@@ -508,9 +480,6 @@ func (b *bridge) payload(h ws.Header, buf []byte) (_ []byte, werr, err error) {
 			b.c.fromWS(k)
 		}
 		if rerr != nil {
-			if rerr == io.EOF {
-				rerr = io.ErrUnexpectedEOF
-			}
 			return buf, nil, rerr
 		}
 	}
@@ -550,7 +519,7 @@ func (b *bridge) up() error {
 		n, err := b.conn.Read(buf)
 		if n > 0 {
 			if werr := b.ws.WriteMessage(ws.OpBinary, buf[:n]); werr != nil {
-				b.closeAll(CloseNormal, "")
+				b.closeAll(closeNormal, "")
 				return nil // the WebSocket side ended; down reports why
 			}
 			b.c.toWS(n)
@@ -577,7 +546,7 @@ func (b *bridge) spliceUp() error {
 			werr := p.drainFramed(b.ws.sock, encodeHeader(b.ws.header(ws.OpBinary, n)), n)
 			b.ws.unlock()
 			if werr != nil {
-				b.closeAll(CloseNormal, "")
+				b.closeAll(closeNormal, "")
 				return errWSEnded
 			}
 			b.c.toWS(n)
@@ -606,7 +575,7 @@ func (b *bridge) endOfStream(err error) error {
 		done := b.gotEOF
 		b.mu.Unlock()
 		if done {
-			b.closeAll(CloseNormal, "")
+			b.closeAll(closeNormal, "")
 		}
 		return nil
 	}
@@ -615,7 +584,7 @@ func (b *bridge) endOfStream(err error) error {
 		return nil // closed by us
 	default:
 	}
-	b.closeAll(CloseInternal, "read from socket failed")
+	b.closeAll(closeInternal, "read from socket failed")
 	return err
 }
 
