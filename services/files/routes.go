@@ -40,6 +40,11 @@ func (s *Service) Routes() []platform.Route {
 				"If-Range with another ETag gets the whole file. A directory answers 409 (use /api/v1/files/archive).",
 			Query:       []platform.Param{pathParam, {Name: "attachment", Type: "boolean", Default: "false", Description: "add Content-Disposition: attachment"}},
 			ContentType: "application/octet-stream", Handler: s.handleDownload},
+		{Method: "GET", Path: "/api/v1/files/checksum", Tags: tags, Summary: "SHA-256 of a file",
+			Description: "Reads the whole file and answers its hex SHA-256 with its size and ETag at that moment: a client " +
+				"that downloaded the file (with ranges, across reconnects) compares the ETag it got with the bytes and then " +
+				"the hash. A file written while it is hashed answers 409 CONFLICT; a directory 409 as the download does.",
+			Query: []platform.Param{pathParam}, Response: Checksum{}, Handler: s.handleChecksum},
 		{Method: "PUT", Path: "/api/v1/files/content", Tags: tags, Summary: "Upload a file (raw body or multipart form)",
 			Description: "A raw body becomes the file at path. A multipart/form-data body writes each file part to " +
 				"path/<part's filename> (path is then a directory) and answers the list of entries. The body is streamed to " +

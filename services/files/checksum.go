@@ -1,0 +1,54 @@
+package files
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+)
+
+// Checksum is a regular file's SHA-256 with the validator it was computed
+// for, so a client can tell that bytes it downloaded (whose ETag it got
+// with them) are the bytes that were hashed.
+type Checksum struct {
+	Path   string `json:"path" required:"true"`
+	Size   int64  `json:"size" required:"true"`
+	ETag   string `json:"etag" required:"true" doc:"the file's ETag when it was hashed (as the download answers it)"`
+	SHA256 string `json:"sha256" required:"true" doc:"hex SHA-256 of the content"`
+}
+
+// Checksum hashes the file at p. The file is stat'ed before and after
+// hashing through the same descriptor; a write in between answers 409
+// CONFLICT rather than a hash of neither version.
+func (s *Service) Checksum(p string) (Checksum, error) {
+	f, fi, err := s.open(p)
+	if err != nil {
+		return Checksum{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return Checksum{}, fsError(p, err)
+	}
+	after, err := f.Stat()
+	if err != nil {
+		return Checksum{}, fsError(p, err)
+	}
+	if etagOf(after) != etagOf(fi) {
+		return Checksum{}, platform.Errorf(platform.CodeConflict, "%s changed while it was hashed; ask again", p).WithDetails("path")
+	}
+	r, _ := rel("path", p)
+	return Checksum{Path: apiPath(r), Size: fi.Size(), ETag: etagOf(fi), SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+func (s *Service) handleChecksum(c fiber.Ctx) error {
+	sum, err := s.Checksum(platform.QueryOf(c).String("path"))
+	if err != nil {
+		return err
+	}
+	return platform.JSON(c, http.StatusOK, sum)
+}
