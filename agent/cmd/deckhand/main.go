@@ -1,15 +1,16 @@
-// Command deckhand is the in-container agent: `deckhand run` supervises every
-// container service and the gateway, `deckhand service NAME` runs one service
-// alone, `deckhand status` asks a running agent how its services are, and
-// `deckhand version` prints the build. Every flag also reads its
-// DECKHAND_<FLAG> environment variable; a flag given on the command line
-// beats the variable.
+// Command deckhand is the in-container agent and its client: `deckhand run`
+// supervises every container service and the gateway, `deckhand service
+// NAME` runs one service alone, `deckhand status` asks a running agent how
+// its services are, and `deckhand version` prints the build; the client
+// commands (login, tokens, wallet, events, ls, cp, logs, ...) come from
+// package agent/cli. Every command prints through agent/cli/output (-o
+// table|json|yaml). Every flag also reads its DECKHAND_<FLAG> environment
+// variable; a flag given on the command line beats the variable.
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,16 +20,19 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"deckhand/agent"
+	"deckhand/agent/cli"
+	"deckhand/agent/cli/output"
 	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/config"
 )
+
+const groupAgent = "serve"
 
 func main() {
 	if err := root().Execute(); err != nil {
@@ -40,14 +44,24 @@ func main() {
 func root() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deckhand",
-		Short: "deckhand in-container agent",
-		Long: "deckhand in-container agent.\n\nEvery flag can also be set with DECKHAND_<FLAG> (--port-base: DECKHAND_PORT_BASE);\n" +
-			"a flag on the command line beats the variable.",
+		Short: "deckhand in-container agent and client",
+		Long: "deckhand is the in-container agent (run, service, status) and the client of the control plane and of\n" +
+			"containers' agents.\n\nEvery flag can also be set with DECKHAND_<FLAG> (--port-base: DECKHAND_PORT_BASE);\n" +
+			"a flag on the command line beats the variable. Every command takes -o table|json|yaml.",
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return config.ApplyEnv(cmd) },
 	}
-	cmd.AddCommand(runCmd(), serviceCmd(), statusCmd(), versionCmd(), tunnelCmd())
+	output.AddFlag(cmd, cmd.PersistentFlags())
+	cmd.AddGroup(append([]*cobra.Group{{ID: groupAgent, Title: "The agent:"}}, cli.Groups()...)...)
+	for _, c := range []*cobra.Command{runCmd(), serviceCmd(), statusCmd(), versionCmd()} {
+		c.GroupID = groupAgent
+		cmd.AddCommand(c)
+	}
+	tc := tunnelCmd()
+	tc.GroupID = cli.GroupAgent
+	cmd.AddCommand(tc)
+	cmd.AddCommand(cli.Commands()...)
 	return cmd
 }
 
@@ -181,8 +195,13 @@ func statusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Ask a running agent for every service: name, address, state, pid, uptime, health",
-		Args:  cobra.NoArgs,
+		Long: "Asks the agent at --listen for its status. Exits non-zero when a service is not running (a service\n" +
+			"that is unavailable, such as the display without an X server, does not count).",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				_ = cmd.Flags().Set(output.FlagName, string(output.JSON))
+			}
 			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
 			resp, err := client.Get("http://" + listen + gateway.StatusPath)
 			if err != nil {
@@ -200,24 +219,29 @@ func statusCmd() *cobra.Command {
 			if err := json.Unmarshal(raw, &st); err != nil {
 				return fmt.Errorf("agent at %s: unreadable status: %w", listen, err)
 			}
-			if asJSON {
-				_, err = os.Stdout.Write(raw)
+			err = output.New(cmd).Print(json.RawMessage(raw), func(t *output.TableWriter) error {
+				printStatus(t, st)
+				return nil
+			})
+			if err != nil {
 				return err
 			}
-			return printStatus(os.Stdout, st)
+			if down := notRunning(st); down > 0 {
+				return fmt.Errorf("%d service(s) not running", down)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:7700", "the agent's gateway address")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "same as -o json")
+	_ = cmd.Flags().MarkDeprecated("json", "use -o json")
 	return cmd
 }
 
-func printStatus(w io.Writer, st agent.Status) error {
-	fmt.Fprintf(w, "agent pid %d, version %s, up %s, gateway %s, data %s\n",
+func printStatus(t *output.TableWriter, st agent.Status) {
+	t.Line("agent pid %d, version %s, up %s, gateway %s, data %s",
 		st.Agent.PID, st.Agent.Version, dur(st.Agent.UptimeSeconds), st.Agent.Listen, st.Agent.Data)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tADDRESS\tSTATE\tMODE\tPID\tUPTIME\tRESTARTS\tHEALTH")
-	down := 0
+	t.Row("NAME", "ADDRESS", "STATE", "MODE", "PID", "UPTIME", "RESTARTS", "HEALTH")
 	for _, s := range st.Services {
 		health := s.HealthError
 		if s.Health != nil {
@@ -226,22 +250,24 @@ func printStatus(w io.Writer, st agent.Status) error {
 				health += " (" + s.Health.Detail + ")"
 			}
 		}
-		if s.State != agent.StateRunning && s.State != agent.StateUnavailable {
-			down++
-		}
 		pid := "-"
 		if s.PID != 0 {
 			pid = fmt.Sprint(s.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, s.Address, s.State, s.Mode, pid, dur(s.UptimeSeconds), s.Restarts, health)
+		t.Row(s.Name, s.Address, s.State, s.Mode, pid, dur(s.UptimeSeconds), s.Restarts, health)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+}
+
+// notRunning counts services that are neither running nor reporting
+// themselves unavailable.
+func notRunning(st agent.Status) int {
+	down := 0
+	for _, s := range st.Services {
+		if s.State != agent.StateRunning && s.State != agent.StateUnavailable {
+			down++
+		}
 	}
-	if down > 0 {
-		return errors.New(fmt.Sprint(down, " service(s) not running"))
-	}
-	return nil
+	return down
 }
 
 func dur(sec float64) string {
@@ -253,12 +279,16 @@ func versionCmd() *cobra.Command {
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			v := "deckhand " + platform.Version
-			if platform.BuildTime != "" {
-				v += " (built " + platform.BuildTime + ")"
-			}
-			fmt.Println(v)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := map[string]string{"version": platform.Version, "built": platform.BuildTime}
+			return output.New(cmd).Print(v, func(t *output.TableWriter) error {
+				line := "deckhand " + platform.Version
+				if platform.BuildTime != "" {
+					line += " (built " + platform.BuildTime + ")"
+				}
+				t.Line("%s", line)
+				return nil
+			})
 		},
 	}
 }

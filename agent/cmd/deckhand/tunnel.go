@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"deckhand/agent/cli/output"
 	"deckhand/platform/config"
 	"deckhand/services/tunnel/client"
 )
@@ -43,7 +44,14 @@ func tunnelCmd() *cobra.Command {
 				o.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 			}
 			o.Logger = config.Logger(os.Stderr, logLevel)
+			p := output.New(cmd)
 			o.Listening = func(a net.Addr) {
+				// People read the line on stderr; a script gets -o json's
+				// record on stdout (where to connect) and nothing else there.
+				if p.Structured() {
+					_ = p.Item(map[string]any{"listen": a.String(), "remote": o.Remote, "url": o.URL}, nil)
+					return
+				}
 				fmt.Fprintf(os.Stderr, "deckhand tunnel: listening on %s, forwarding to port %d\n", a, o.Remote)
 			}
 			f, err := client.New(o)

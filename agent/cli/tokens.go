@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/spf13/cobra"
+
+	"deckhand/agent/cli/controlapi"
+	"deckhand/agent/cli/output"
+)
+
+var tokenCols = output.Cols("ID=id", "ALIAS=alias", "ENABLED=is_enabled", "EXPIRES=expires_at", "IP ALLOW-LIST=ip_whitelist",
+	"LAST USED=last_used_at", "LAST IP=last_used_ip", "CREATED=created_at")
+
+func tokensCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "tokens",
+		Short:   "Manage auth tokens (svc_...) for automation",
+		GroupID: GroupControl,
+	}
+	cmd.AddCommand(tokenCreateCmd(), tokenListCmd(), tokenGetCmd(),
+		tokenPatchCmd("enable", "Enable an auth token", true),
+		tokenPatchCmd("disable", "Disable an auth token (it stops working until enabled)", false),
+		tokenRevokeCmd())
+	return cmd
+}
+
+// codeHeader carries a two-factor code for the token gate.
+func codeHeader(code string) http.Header {
+	if code == "" {
+		return nil
+	}
+	return http.Header{"X-2fa-Code": {code}}
+}
+
+func tokenCreateCmd() *cobra.Command {
+	var (
+		ips           []string
+		expires, code string
+	)
+	cmd := &cobra.Command{
+		Use:   "create ALIAS",
+		Short: "Create an auth token; its secret is printed once",
+		Long: "Creates an auth token. The secret (svc_...) is in this answer only: store it now.\n" +
+			"--expires-at takes an ISO 8601 time, Unix seconds, `today` (midnight UTC tonight) or `tomorrow` (in 24 hours).\n" +
+			"With the two-factor token gate on, give a current code with --totp-code.",
+		Example: "  deckhand tokens create ci --ip 203.0.113.7 --expires-at tomorrow\n  deckhand tokens create ci -o json | jq -r .token",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := loadControl(true)
+			if err != nil {
+				return err
+			}
+			body := map[string]any{"alias": args[0]}
+			if len(ips) > 0 {
+				body["ip_whitelist"] = ips
+			}
+			if expires != "" {
+				body["expires_at"] = expires
+			}
+			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/auth/tokens", Body: body, Header: codeHeader(code)})
+			if err != nil {
+				return err
+			}
+			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+				t.Object(d, append(output.Cols("TOKEN=token"), tokenCols...))
+				t.Line("The token is shown only now: store it.")
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringSliceVar(&ips, "ip", nil, "allow only these addresses or CIDR ranges (repeatable or comma-separated)")
+	cmd.Flags().StringVar(&expires, "expires-at", "", "when it stops working (default: never)")
+	cmd.Flags().StringVar(&code, "totp-code", "", "current two-factor code, when the token gate is on")
+	return cmd
+}
+
+func tokenListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List your auth tokens (never their secrets)",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadControl(true)
+			if err != nil {
+				return err
+			}
+			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/auth/tokens"})
+			if err != nil {
+				return err
+			}
+			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+				t.Objects(d, tokenCols)
+				return nil
+			})
+		},
+	}
+}
+
+func tokenGetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one auth token",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := loadControl(true)
+			if err != nil {
+				return err
+			}
+			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0])})
+			if err != nil {
+				return err
+			}
+			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+				t.Object(d, tokenCols)
+				return nil
+			})
+		},
+	}
+}
+
+func tokenPatchCmd(use, short string, enabled bool) *cobra.Command {
+	var code string
+	cmd := &cobra.Command{
+		Use:   use + " ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := loadControl(true)
+			if err != nil {
+				return err
+			}
+			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPatch, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0]),
+				Body: map[string]any{"is_enabled": enabled}, Header: codeHeader(code)})
+			if err != nil {
+				return err
+			}
+			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+				t.Object(d, tokenCols)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&code, "totp-code", "", "current two-factor code, when the token gate is on")
+	return cmd
+}
+
+func tokenRevokeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "revoke ID",
+		Aliases: []string{"rm", "delete"},
+		Short:   "Revoke an auth token permanently",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := loadControl(true)
+			if err != nil {
+				return err
+			}
+			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodDelete, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0])})
+			if err != nil {
+				return err
+			}
+			out := map[string]any{"id": args[0], "revoked": true, "message": resp.Message}
+			return output.New(cmd).Print(out, func(t *output.TableWriter) error {
+				t.Line("%s: %s.", resp.Message, args[0])
+				return nil
+			})
+		},
+	}
+}
