@@ -199,7 +199,7 @@ func rmCmd() *cobra.Command {
 			}
 			err := client.JSON(ctx, http.MethodDelete, "files", "/api/v1/files", url.Values{"path": {p}, "recursive": {fmt.Sprint(recursive)}}, nil, nil)
 			if err != nil && !(force && agentapi.IsNotFound(err)) {
-				return fmt.Errorf(":%s: %w", p, err)
+				return err // the service's message names the path
 			}
 			out = append(out, removed{Path: p, Removed: err == nil})
 		}
@@ -243,7 +243,7 @@ func mkdirCmd() *cobra.Command {
 			}
 			var e json.RawMessage
 			if err := client.JSON(ctx, http.MethodPost, "files", "/api/v1/files/mkdir", nil, body, &e); err != nil {
-				return fmt.Errorf(":%s: %w", p, err)
+				return err
 			}
 			made = append(made, e)
 		}

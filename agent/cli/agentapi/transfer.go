@@ -165,7 +165,6 @@ func (c *Client) Upload(ctx context.Context, local, remote string, o Options) (*
 		err := c.JSON(ctx, http.MethodGet, "files", "/api/v1/files/uploads/"+url.PathEscape(r.UploadID), nil, nil, &up)
 		switch {
 		case err == nil:
-			res.ResumedFrom = up.Offset
 		case IsNotFound(err): // expired or finished: start again
 			up = upload{}
 		default:
@@ -185,10 +184,17 @@ func (c *Client) Upload(ctx context.Context, local, remote string, o Options) (*
 	p.Start(filepath.Base(local), fi.Size(), up.Offset)
 	defer p.Finish()
 	fails := 0
+	// ResumedFrom is where the first PATCH the service accepted began: the
+	// offset a lookup answers can lag behind a connection the agent has not
+	// yet seen end, and the PATCH waits for it.
+	res.ResumedFrom = -1
 	for !up.Complete {
 		start := up.Offset
 		next, err := c.patch(ctx, up.ID, f, start, fi.Size(), p)
 		if err == nil {
+			if res.ResumedFrom < 0 {
+				res.ResumedFrom = start
+			}
 			up = next
 			continue
 		}
@@ -225,6 +231,9 @@ func (c *Client) Upload(ctx context.Context, local, remote string, o Options) (*
 		}
 	}
 	o.Resumes.drop(key)
+	if res.ResumedFrom < 0 { // an empty file completes at its start
+		res.ResumedFrom = 0
+	}
 	if up.Entry != nil {
 		res.Destination = ":" + up.Entry.Path
 	}
@@ -325,7 +334,7 @@ func (c *Client) Download(ctx context.Context, remote, local string, o Options) 
 	}
 	res.ResumedFrom = have
 	o.Resumes.put(key, resume{Kind: "download", Agent: c.base, Remote: e.Path, Local: abs, ETag: etag, Size: e.Size})
-	out, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE, 0o600)
+	out, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
