@@ -244,3 +244,31 @@ func readAll(t *testing.T, r io.Reader) string {
 	}
 	return string(b)
 }
+
+func waitOrFatal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(time.Minute):
+		t.Fatalf("never saw %s", what)
+	}
+}
+
+// post sends a JSON body and decodes a 2xx answer into out.
+func post(t *testing.T, url, body string, out any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("POST %s: %v %s", url, err, raw)
+		}
+	}
+}

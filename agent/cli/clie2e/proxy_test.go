@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,10 +33,10 @@ type proxy struct {
 }
 
 // fault describes one misbehaviour: after `after` bytes of the request
-// body (upload) or of the answer (download) to a path, stall until the
-// test releases it, or break the connection.
+// body (upload) or of the answer (download) to a path under pathPrefix,
+// stall until the test releases it, or break the connection.
 type fault struct {
-	path     string
+	pathPrefix string
 	request  bool // the request body, else the answer's
 	after    int64
 	stall    bool // else break
@@ -134,7 +135,7 @@ func (p *proxy) armed(path string, request bool) (*fault, chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := p.fault
-	if f == nil || f.path != path || f.request != request || f.fired.Load() {
+	if f == nil || !strings.HasPrefix(path, f.pathPrefix) || f.request != request || f.fired.Load() {
 		return nil, nil
 	}
 	return f, p.triggered

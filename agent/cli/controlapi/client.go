@@ -219,7 +219,14 @@ func (c *Client) send(ctx context.Context, r Request, body []byte) (result, erro
 	if len(raw) > MaxBody {
 		return result{}, fmt.Errorf("control plane %s: the answer to %s %s is over %d bytes", c.base, r.Method, r.Path, MaxBody)
 	}
-	if _, err := c.verifier.VerifyResponse(hr, raw); err != nil {
+	_, err = c.verifier.VerifyResponse(hr, raw)
+	if errors.Is(err, signing.ErrUnknownKey) {
+		// The first set a process looks at may be the cached one; a kid it
+		// does not hold (after a key rotation) gets one fetch from the
+		// control plane itself.
+		_, err = c.verifier.VerifyResponse(hr, raw)
+	}
+	if err != nil {
 		return result{}, &SignatureError{Method: r.Method, Path: req.URL.EscapedPath(), Err: err}
 	}
 	out := result{Response: Response{Status: hr.StatusCode, Header: hr.Header, Body: raw}}
