@@ -37,11 +37,11 @@ type proxy struct {
 // stall until the test releases it, or break the connection.
 type fault struct {
 	pathPrefix string
-	request  bool // the request body, else the answer's
-	after    int64
-	stall    bool // else break
-	released chan struct{}
-	fired    atomic.Bool
+	request    bool // the request body, else the answer's
+	after      int64
+	stall      bool // else break
+	released   chan struct{}
+	fired      atomic.Bool
 }
 
 func newProxy(t *testing.T, upstream string) *proxy {
