@@ -234,7 +234,6 @@ func statusCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:7700", "the agent's gateway address")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "same as -o json")
-	_ = cmd.Flags().MarkDeprecated("json", "use -o json")
 	return cmd
 }
 
