@@ -131,6 +131,9 @@ func cpCmd() *cobra.Command {
 		var res any
 		switch {
 		case srcRemote && dstRemote:
+			if dst, err = client.Target(ctx, dst, path.Base(src)); err != nil {
+				return err
+			}
 			var e json.RawMessage
 			body := map[string]any{"from": src, "to": dst, "overwrite": !o.NoClobber}
 			if err := client.JSON(ctx, http.MethodPost, "files", "/api/v1/files/copy", nil, body, &e); err != nil {

@@ -149,7 +149,7 @@ func (c *Client) Upload(ctx context.Context, local, remote string, o Options) (*
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file: cp copies files", local)
 	}
-	if remote, err = c.remoteTarget(ctx, remote, filepath.Base(local)); err != nil {
+	if remote, err = c.Target(ctx, remote, filepath.Base(local)); err != nil {
 		return nil, err
 	}
 	sum, err := hashFile(f)
@@ -240,9 +240,10 @@ func (c *Client) Upload(ctx context.Context, local, remote string, o Options) (*
 	return res, nil
 }
 
-// remoteTarget appends name to remote when remote ends in / or is a
-// directory in the container.
-func (c *Client) remoteTarget(ctx context.Context, remote, name string) (string, error) {
+// Target is where a file named name goes when it is copied to remote: into
+// remote when remote ends in / or is a directory in the container, else
+// remote itself.
+func (c *Client) Target(ctx context.Context, remote, name string) (string, error) {
 	if remote == "" {
 		return "", errors.New("the container path is empty")
 	}

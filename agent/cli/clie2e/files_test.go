@@ -224,6 +224,10 @@ func TestFileCommands(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "y.txt")); string(b) != "hello" {
 		t.Fatalf("copy inside the container: %q", b)
 	}
+	u.ok("", "cp", ":"+filepath.Join(sub, "x.txt"), ":"+dir+"/")
+	if b, _ := os.ReadFile(filepath.Join(dir, "x.txt")); string(b) != "hello" {
+		t.Fatalf("copy into a directory inside the container: %q", b)
+	}
 	u.fails("not empty", "rm", ":"+filepath.Join(dir, "a"))
 	u.ok("", "rm", "-r", ":"+filepath.Join(dir, "a"))
 	if _, err := os.Stat(filepath.Join(dir, "a")); err == nil {
