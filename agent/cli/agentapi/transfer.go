@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"net/http"
@@ -340,6 +341,20 @@ func (c *Client) Download(ctx context.Context, remote, local string, o Options) 
 		return nil, err
 	}
 	defer out.Close()
+	// The bytes are hashed as they arrive (after what an earlier run left),
+	// and the service hashes its file meanwhile: the check costs no pass
+	// of its own on either side.
+	h := sha256.New()
+	if have > 0 {
+		if _, err := io.Copy(h, io.NewSectionReader(out, 0, have)); err != nil {
+			return nil, fmt.Errorf("%s: %w", part, err)
+		}
+	}
+	sumCtx, cancelSum := context.WithCancel(ctx)
+	defer cancelSum()
+	sumC := make(chan checksumResult, 1)
+	go func() { sumC <- c.checksum(sumCtx, e.Path) }()
+
 	p := o.progress()
 	p.Start(path.Base(e.Path), e.Size, have)
 	defer p.Finish()
@@ -350,7 +365,7 @@ func (c *Client) Download(ctx context.Context, remote, local string, o Options) 
 	done := have == size && size > 0
 	for !done {
 		start := have
-		got, gotETag, total, err := c.fetchRange(ctx, e.Path, etag, have, out, p)
+		got, gotETag, total, err := c.fetchRange(ctx, e.Path, etag, have, out, h, p)
 		have = got
 		if total >= 0 {
 			size = total
@@ -383,10 +398,16 @@ func (c *Client) Download(ctx context.Context, remote, local string, o Options) 
 	}
 	res.Size = size
 	p.Set(size)
-	var sum Checksum
-	if err := c.JSON(ctx, http.MethodGet, "files", "/api/v1/files/checksum", url.Values{"path": {e.Path}}, nil, &sum); err != nil {
-		return nil, err
+	sr := <-sumC
+	if sr.err == nil && sr.sum.ETag != etag {
+		// Hashed before the file changed and the download started over:
+		// ask about the version that came.
+		sr = c.checksum(ctx, e.Path)
 	}
+	if sr.err != nil {
+		return nil, sr.err
+	}
+	sum := sr.sum
 	if sum.ETag != etag || sum.Size != size {
 		_ = os.Remove(part)
 		o.Resumes.drop(key)
@@ -395,10 +416,7 @@ func (c *Client) Download(ctx context.Context, remote, local string, o Options) 
 	if err := out.Sync(); err != nil {
 		return nil, err
 	}
-	got, err := hashFile(out)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", part, err)
-	}
+	got := hex.EncodeToString(h.Sum(nil))
 	if got != sum.SHA256 {
 		_ = os.Remove(part)
 		o.Resumes.drop(key)
@@ -419,11 +437,12 @@ func (c *Client) Download(ctx context.Context, remote, local string, o Options) 
 }
 
 // fetchRange GETs the file from have on (If-Range etag, so a changed file
-// comes whole and the copy restarts) into out. It answers how far out now
+// comes whole and the copy restarts) into out, and into h, which holds the
+// hash of what out holds. It answers how far out now
 // reaches, the ETag of the bytes in it and the file's size (-1 when no
 // answer told it); a broken body returns the error with the bytes that
 // did arrive counted.
-func (c *Client) fetchRange(ctx context.Context, p, etag string, have int64, out *os.File, pr Progress) (int64, string, int64, error) {
+func (c *Client) fetchRange(ctx context.Context, p, etag string, have int64, out *os.File, h hash.Hash, pr Progress) (int64, string, int64, error) {
 	req, err := c.NewRequest(ctx, http.MethodGet, "files", "/api/v1/files/content", url.Values{"path": {p}}, nil)
 	if err != nil {
 		return have, etag, -1, err
@@ -452,6 +471,7 @@ func (c *Client) fetchRange(ctx context.Context, p, etag string, have int64, out
 		if err := out.Truncate(0); err != nil {
 			return 0, etag, total, err
 		}
+		h.Reset()
 		pr.Set(0)
 	default:
 		return have, etag, -1, ErrorOf(resp)
@@ -459,7 +479,7 @@ func (c *Client) fetchRange(ctx context.Context, p, etag string, have int64, out
 	if _, err := out.Seek(have, io.SeekStart); err != nil {
 		return have, etag, total, err
 	}
-	n, err := io.Copy(out, &countingReader{r: resp.Body, pos: have, p: pr})
+	n, err := io.Copy(io.MultiWriter(out, h), &countingReader{r: resp.Body, pos: have, p: pr})
 	have += n
 	if err == nil && total < 0 {
 		total = have // no length was announced: the end of the body is the end
@@ -468,6 +488,17 @@ func (c *Client) fetchRange(ctx context.Context, p, etag string, have int64, out
 		err = fmt.Errorf("agent %s: the answer ended at byte %d of %d", c.base, have, total)
 	}
 	return have, etag, total, err
+}
+
+type checksumResult struct {
+	sum Checksum
+	err error
+}
+
+func (c *Client) checksum(ctx context.Context, p string) checksumResult {
+	var r checksumResult
+	r.err = c.JSON(ctx, http.MethodGet, "files", "/api/v1/files/checksum", url.Values{"path": {p}}, nil, &r.sum)
+	return r
 }
 
 // contentRange parses "bytes a-b/size".

@@ -21,7 +21,7 @@ import (
 )
 
 // bigFile writes n random bytes and answers the file and its SHA-256.
-func bigFile(t *testing.T, dir string, n int64) (string, string) {
+func bigFile(t testing.TB, dir string, n int64) (string, string) {
 	t.Helper()
 	p := filepath.Join(dir, "big.bin")
 	f, err := os.Create(p)
@@ -38,7 +38,7 @@ func bigFile(t *testing.T, dir string, n int64) (string, string) {
 	return p, hex.EncodeToString(h.Sum(nil))
 }
 
-func sha256File(t *testing.T, p string) string {
+func sha256File(t testing.TB, p string) string {
 	t.Helper()
 	f, err := os.Open(p)
 	if err != nil {

@@ -46,12 +46,12 @@ func TestMain(m *testing.M) {
 
 // user is one person at a terminal: a config file of their own.
 type user struct {
-	t    *testing.T
+	t    testing.TB
 	home string
 	env  []string
 }
 
-func newUser(t *testing.T, env ...string) *user {
+func newUser(t testing.TB, env ...string) *user {
 	home := t.TempDir()
 	return &user{t: t, home: home, env: append([]string{
 		"PATH=" + os.Getenv("PATH"),
@@ -137,7 +137,7 @@ func (u *user) jsonOf(args ...string) map[string]any {
 }
 
 // jq runs jq on input and answers its raw output.
-func jq(t *testing.T, filter, input string) string {
+func jq(t testing.TB, filter, input string) string {
 	t.Helper()
 	if _, err := exec.LookPath("jq"); err != nil {
 		t.Fatal("jq is needed (apt-get install jq)")
@@ -168,7 +168,7 @@ type agentProc struct {
 
 // startAgent runs `deckhand run` with services on a free port range, as
 // root would (files root /), and waits until its gateway answers.
-func startAgent(t *testing.T, env []string, services string) *agentProc {
+func startAgent(t testing.TB, env []string, services string) *agentProc {
 	t.Helper()
 attempts:
 	for attempt := 0; ; attempt++ {
@@ -208,7 +208,7 @@ attempts:
 	}
 }
 
-func (a *agentProc) stop(t *testing.T) {
+func (a *agentProc) stop(t testing.TB) {
 	select {
 	case <-a.done:
 		return
@@ -225,7 +225,7 @@ func (a *agentProc) stop(t *testing.T) {
 }
 
 // waitFor polls cond (a hang guard of a minute, not a timing).
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {
@@ -236,7 +236,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func readAll(t *testing.T, r io.Reader) string {
+func readAll(t testing.TB, r io.Reader) string {
 	t.Helper()
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -245,7 +245,7 @@ func readAll(t *testing.T, r io.Reader) string {
 	return string(b)
 }
 
-func waitOrFatal(t *testing.T, ch <-chan struct{}, what string) {
+func waitOrFatal(t testing.TB, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
@@ -255,7 +255,7 @@ func waitOrFatal(t *testing.T, ch <-chan struct{}, what string) {
 }
 
 // post sends a JSON body and decodes a 2xx answer into out.
-func post(t *testing.T, url, body string, out any) {
+func post(t testing.TB, url, body string, out any) {
 	t.Helper()
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {

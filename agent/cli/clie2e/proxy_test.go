@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -32,9 +33,10 @@ type proxy struct {
 	triggered chan struct{} // closed when the armed fault fires
 }
 
-// fault describes one misbehaviour: after `after` bytes of the request
-// body (upload) or of the answer (download) to a path under pathPrefix,
-// stall until the test releases it, or break the connection.
+// fault describes one misbehaviour: after `after` bytes of request bodies
+// (upload) or of answers (download) to paths under pathPrefix, counted
+// across requests (an upload is several PATCHes), stall until the test
+// releases it, or break the connection.
 type fault struct {
 	pathPrefix string
 	request    bool // the request body, else the answer's
@@ -42,9 +44,10 @@ type fault struct {
 	stall      bool // else break
 	released   chan struct{}
 	fired      atomic.Bool
+	n          atomic.Int64 // bytes passed so far
 }
 
-func newProxy(t *testing.T, upstream string) *proxy {
+func newProxy(t testing.TB, upstream string) *proxy {
 	p := &proxy{tamper: map[string]bool{}}
 	p.setUpstream(t, upstream)
 	p.rp = &httputil.ReverseProxy{
@@ -56,7 +59,7 @@ func newProxy(t *testing.T, upstream string) *proxy {
 			r.Out.Host = r.In.Host
 		},
 		ModifyResponse: p.modify,
-		ErrorLog:       nil,
+		ErrorLog:       log.New(io.Discard, "", 0), // the faults are on purpose
 	}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(func() {
@@ -68,7 +71,7 @@ func newProxy(t *testing.T, upstream string) *proxy {
 
 func (p *proxy) URL() string { return p.srv.URL }
 
-func (p *proxy) setUpstream(t *testing.T, raw string) {
+func (p *proxy) setUpstream(t testing.TB, raw string) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -194,17 +197,18 @@ func flipLetter(b []byte) []byte {
 
 var errBroken = errors.New("proxy: connection broken on purpose")
 
-// faultyReader passes `after` bytes, then stalls until released (and then
-// fails: the client is gone by then) or fails at once.
+// faultyReader passes bytes until the fault's count reaches `after`, then
+// stalls until released (and then fails: the client is gone by then) or
+// fails at once.
 type faultyReader struct {
 	r    io.ReadCloser
 	f    *fault
 	trig chan struct{}
-	n    int64
 }
 
 func (fr *faultyReader) Read(b []byte) (int, error) {
-	if fr.n >= fr.f.after {
+	left := fr.f.after - fr.f.n.Load()
+	if left <= 0 {
 		if fr.f.fired.CompareAndSwap(false, true) {
 			close(fr.trig)
 		}
@@ -213,11 +217,11 @@ func (fr *faultyReader) Read(b []byte) (int, error) {
 		}
 		return 0, errBroken
 	}
-	if left := fr.f.after - fr.n; int64(len(b)) > left {
+	if int64(len(b)) > left {
 		b = b[:left]
 	}
 	n, err := fr.r.Read(b)
-	fr.n += int64(n)
+	fr.f.n.Add(int64(n))
 	return n, err
 }
 
