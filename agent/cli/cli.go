@@ -231,3 +231,10 @@ func (b *bar) Finish() {
 
 // httpStatus is a status code's text for messages.
 func httpStatus(code int) string { return fmt.Sprintf("%d %s", code, http.StatusText(code)) }
+
+// ExitError ends the process with Code and prints nothing more: a command
+// that ran something in the container (exec) exits with that command's
+// own status.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
