@@ -226,6 +226,9 @@ func (c *Client) send(ctx context.Context, r Request, body []byte) (result, erro
 		// control plane itself.
 		_, err = c.verifier.VerifyResponse(hr, raw)
 	}
+	if errors.Is(err, signing.ErrMissing) {
+		err = fmt.Errorf("%w (a control plane signs every answer unless it runs with --signing=false, which this client does not accept)", err)
+	}
 	if err != nil {
 		return result{}, &SignatureError{Method: r.Method, Path: req.URL.EscapedPath(), Err: err}
 	}
