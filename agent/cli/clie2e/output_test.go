@@ -1,6 +1,9 @@
 package clie2e_test
 
 import (
+	"bufio"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -35,6 +38,23 @@ func TestOutputAndCompletions(t *testing.T) {
 		t.Fatal("version -o json has no version")
 	}
 	u.fails(`must be one of table, json, yaml, not "xml"`, "version", "-o", "xml")
+
+	// tunnel tells a script where it listens on stdout, as one JSON line.
+	tun := exec.Command(bin, "tunnel", "--url", a.url+"/_/tunnel", "--local", "127.0.0.1:0", "--remote", "22", "-o", "json")
+	tun.Env = u.env
+	stdout, err := tun.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tun.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	_ = tun.Process.Signal(os.Interrupt)
+	_ = tun.Wait()
+	if err != nil || jq(t, `.remote`, line) != "22" || !strings.HasPrefix(jq(t, `.listen`, line), "127.0.0.1:") {
+		t.Fatalf("tunnel -o json said %q (%v)", line, err)
+	}
 
 	if bash := u.ok("", "completion", "bash"); !strings.Contains(bash, "__start_deckhand") {
 		t.Fatal("no bash completion")
