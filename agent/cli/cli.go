@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -228,9 +227,6 @@ func (b *bar) Finish() {
 	_ = b.b.Exit()
 	fmt.Fprintln(b.w)
 }
-
-// httpStatus is a status code's text for messages.
-func httpStatus(code int) string { return fmt.Sprintf("%d %s", code, http.StatusText(code)) }
 
 // ExitError ends the process with Code and prints nothing more: a command
 // that ran something in the container (exec) exits with that command's

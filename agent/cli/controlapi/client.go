@@ -119,13 +119,6 @@ func NormalizeURL(raw string) (string, error) {
 // BaseURL is the control plane's URL.
 func (c *Client) BaseURL() string { return c.base }
 
-// Config is the config the client was given (updated by a refresh).
-func (c *Client) Config() *Config { return c.cfg }
-
-// KeyFetches counts key-set lookups of this process (the cache counts
-// as one).
-func (c *Client) KeyFetches() int { return c.verifier.Fetches() }
-
 // Request is one call.
 type Request struct {
 	Method string

@@ -83,7 +83,6 @@ func Of(cmd *cobra.Command) Format {
 type Printer struct {
 	Format Format
 	W      io.Writer
-	items  int
 }
 
 // New is the printer of cmd: its -o format, writing to cmd's stdout.
@@ -135,7 +134,6 @@ func (p *Printer) Print(v any, table func(t *TableWriter) error) error {
 // yaml as one document after a "---" line, table through row. Call Flush
 // (or Print nothing else) when the stream ends.
 func (p *Printer) Item(v any, row func(t *TableWriter) error) error {
-	p.items++
 	switch p.Format {
 	case JSON:
 		raw, err := toJSON(v)
