@@ -228,9 +228,17 @@ func (b *bar) Finish() {
 	fmt.Fprintln(b.w)
 }
 
-// ExitError ends the process with Code and prints nothing more: a command
-// that ran something in the container (exec) exits with that command's
-// own status.
-type ExitError struct{ Code int }
+// ExitError ends the process with Code, printing Message first when it
+// is not empty: a command that ran something in the container (exec)
+// exits with that command's own status.
+type ExitError struct {
+	Code    int
+	Message string
+}
 
-func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+func (e *ExitError) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return fmt.Sprintf("exit status %d", e.Code)
+}

@@ -39,6 +39,9 @@ func main() {
 	if err := root().Execute(); err != nil {
 		var exit *cli.ExitError
 		if errors.As(err, &exit) {
+			if exit.Message != "" {
+				fmt.Fprintln(os.Stderr, "deckhand:", exit.Message)
+			}
 			os.Exit(exit.Code)
 		}
 		fmt.Fprintln(os.Stderr, "deckhand:", err)
