@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"deckhand/platform/store"
 )
@@ -127,6 +128,9 @@ func Internal(op string, cause error) *Error {
 	if errors.Is(cause, store.ErrUnavailable) {
 		return Unavailable(op, cause)
 	}
+	if e := storeRefusal(cause); e != nil {
+		return e
+	}
 	return &Error{Code: CodeInternal, Message: "internal error while trying to " + op, Cause: cause}
 }
 
@@ -143,6 +147,23 @@ func Wrap(op string, err error) error {
 		return pe
 	}
 	return Internal(op, err)
+}
+
+// storeRefusal maps the store's refusals of a request: a query it cannot
+// answer (an unknown field, a value of the wrong type) is 400 INVALID
+// naming the field; a write a unique index refuses is 409 CONFLICT naming
+// the fields. nil for any other error.
+func storeRefusal(err error) *Error {
+	var qe *store.QueryError
+	if errors.As(err, &qe) {
+		return Invalid(qe.Field, "%s", qe.Rule)
+	}
+	var de *store.DuplicateError
+	if errors.As(err, &de) {
+		return &Error{Code: CodeConflict, Message: "another record already has the same " + strings.Join(de.Fields, ", "),
+			Details: strings.Join(de.Fields, ","), Cause: err}
+	}
+	return nil
 }
 
 // Unavailable reports that the database could not be reached while trying
@@ -168,6 +189,9 @@ func AsError(err error) *Error {
 	}
 	if errors.Is(err, store.ErrUnavailable) {
 		return Unavailable("answer", err)
+	}
+	if e := storeRefusal(err); e != nil {
+		return e
 	}
 	return &Error{Code: CodeInternal, Message: "internal server error", Cause: err}
 }

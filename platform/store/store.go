@@ -1,7 +1,9 @@
 // Package store owns deckhand's persistence: one transaction API (get,
 // multi-get, put, delete, ordered range scans both ways, sequences, counts,
-// notifications) over named buckets, and the engines behind it. Domain code
-// sees only DB and Tx; it never imports an engine's driver.
+// notifications) over named buckets, declared tables with indexes kept in
+// the same transaction and one paging API over them (table.go, query.go),
+// and the engines behind it. Domain code sees only DB and Tx; it never
+// imports an engine's driver.
 //
 // Engines:
 //   - bbolt (this package, Open): the embedded default, one file per side;
@@ -14,7 +16,8 @@
 //
 // The contract both engines keep (package store/storetest checks it):
 //   - buckets and keys are non-empty UTF-8 without NUL, at most MaxKeyLen
-//     bytes; keys sort by their bytes on every engine;
+//     bytes, and bucket names do not start with \x1f (the engines' own);
+//     keys sort by their bytes on every engine;
 //   - Put stores JSON; PutRaw stores bytes exactly as given; Get/GetRaw of a
 //     Put value return equivalent JSON (PostgreSQL's jsonb may reorder
 //     object keys and whitespace), of a PutRaw value the same bytes;
@@ -28,7 +31,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -45,7 +52,27 @@ var (
 	ErrBadKey = errors.New("store key must be 1 to 1024 bytes of UTF-8 without NUL")
 	// ErrStop ends a scan early without error.
 	ErrStop = errors.New("stop")
+	// ErrDuplicate means a write broke a unique index; the transaction
+	// fails as a whole (nothing of it is written).
+	ErrDuplicate = errors.New("a unique index already holds these values")
+	// ErrUndeclared refuses a write to a bucket this store holds as a
+	// table when this process has not declared it (its indexes would go
+	// stale).
+	ErrUndeclared = errors.New("bucket is a declared table; declare it (DB.Declare) before writing")
 )
+
+// DuplicateError is the ErrDuplicate of one index.
+type DuplicateError struct {
+	Table, Index string
+	// Fields are the index's fields.
+	Fields []string
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("table %s: another record has the same %s (unique index %s)", e.Table, strings.Join(e.Fields, ", "), e.Index)
+}
+
+func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
 // MaxKeyLen bounds bucket names and keys (PostgreSQL's btree limits index
 // entries to about 2.7 kB; one limit for both engines keeps them equal).
@@ -88,7 +115,28 @@ type Engine interface {
 	// after a reconnect it delivers Gap on channel "" (every channel). It
 	// calls ready once it first listens.
 	Listen(ctx context.Context, deliver func(channel string, n Notification), ready func())
+	// Declare creates or migrates the tables (rows, indexes) to these
+	// declarations, moving records already in their buckets into them.
+	Declare(ctx context.Context, tables []*Table) error
 	Close() error
+}
+
+// Row is a record's derived field values, for an engine's PutRow.
+type Row struct {
+	t    *Table
+	vals []val
+}
+
+// Values are the row's values as Go values (string, int64, time.Time,
+// nil), in the order of the table's Fields.
+func (r Row) Values() []any { return r.t.goValues(r.vals) }
+
+// PageResult is what an engine's Page returns: the page's records, the
+// number of matches and whether any follow the page.
+type PageResult struct {
+	Items []Item
+	Total int
+	More  bool
 }
 
 // EngineTx is one engine transaction. Keys and buckets arrive validated.
@@ -107,17 +155,92 @@ type EngineTx interface {
 	Count(bucket, prefix string) (int, error)
 	// Notify publishes on channel when (and only when) the transaction commits.
 	Notify(channel, payload string) error
+	// PutRow stores a record of a declared table with its derived row,
+	// keeping every index; ErrDuplicate (a *DuplicateError) when a unique
+	// index refuses it.
+	PutRow(t *Table, key string, raw []byte, json bool, row Row) error
+	// DeleteRow removes a record of a declared table and its index entries.
+	DeleteRow(t *Table, key string) error
+	// Page answers a validated query over a declared table.
+	Page(p *Plan) (PageResult, error)
+	// DropBucket removes a bucket that is not a table, with its sequence.
+	DropBucket(bucket string) error
 }
 
 // DB is an open store.
 type DB struct {
-	e   Engine
-	hub *hub
+	e      Engine
+	hub    *hub
+	mu     sync.Mutex // serialises Declare
+	tables atomic.Pointer[map[string]*Table]
 }
 
 // New wraps an engine. Engine packages call it; domain code calls Open or
 // the engine package's Open.
-func New(e Engine) *DB { return &DB{e: e, hub: newHub(e)} }
+func New(e Engine) *DB {
+	d := &DB{e: e, hub: newHub(e)}
+	d.tables.Store(&map[string]*Table{})
+	return d
+}
+
+// Declare makes each table's bucket a declared table of this store,
+// creating or migrating its rows and indexes (on PostgreSQL a real table,
+// under the migration lock, records already in the bucket moved into
+// it). It is idempotent and cheap when nothing changed, so every process
+// that writes a table declares it at start. Declaring a name again with
+// another declaration is refused.
+func (d *DB) Declare(ctx context.Context, tables ...*Table) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur := *d.tables.Load()
+	var todo []*Table
+	for _, t := range tables {
+		if old, ok := cur[t.Name]; ok {
+			if old.Fingerprint() != t.Fingerprint() {
+				return fmt.Errorf("table %s is already declared differently on this store", t.Name)
+			}
+			continue
+		}
+		if !slices.ContainsFunc(todo, func(x *Table) bool { return x.Name == t.Name }) {
+			todo = append(todo, t)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := d.e.Declare(ctx, todo); err != nil {
+		return err
+	}
+	next := make(map[string]*Table, len(cur)+len(todo))
+	maps.Copy(next, cur)
+	for _, t := range todo {
+		next[t.Name] = t
+	}
+	d.tables.Store(&next)
+	return nil
+}
+
+// declared is the table of this store named like t, when t is it.
+func (d *DB) declared(t *Table) bool {
+	x, ok := (*d.tables.Load())[t.Name]
+	return ok && (x == t || x.Fingerprint() == t.Fingerprint())
+}
+
+// Page runs Tx.Page in a read transaction of its own.
+func (d *DB) Page(ctx context.Context, t *Table, q Query) (RawPage, error) {
+	var out RawPage
+	err := d.ViewContext(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.Page(t, q)
+		if err == nil { // bbolt's bytes live only as long as the transaction
+			for i := range out.Items {
+				out.Items[i].Value = slices.Clone(out.Items[i].Value)
+			}
+		}
+		return err
+	})
+	return out, err
+}
 
 // Location names where the data lives (a file path, or the PostgreSQL
 // server and database without the password), for messages to operators.
@@ -160,7 +283,7 @@ func (d *DB) run(ctx context.Context, write bool, fn func(tx *Tx) error) error {
 	}
 	var last *Tx
 	body := func(et EngineTx) error {
-		last = &Tx{e: et, ctx: ctx, writable: write}
+		last = &Tx{e: et, ctx: ctx, writable: write, tables: *d.tables.Load()}
 		err := fn(last)
 		if last.err != nil {
 			return last.err // the engine failed under fn: never commit
@@ -213,6 +336,7 @@ var _ Notifier = (*DB)(nil)
 type Tx struct {
 	e        EngineTx
 	ctx      context.Context
+	tables   map[string]*Table
 	writable bool
 	err      error // first engine error; fails the transaction
 	after    []func()
@@ -239,7 +363,7 @@ func (t *Tx) fail(err error) error {
 
 // Get decodes bucket[key] into v and reports whether it existed.
 func (t *Tx) Get(bucket, key string, v any) (bool, error) {
-	if validKey(bucket) != nil || validKey(key) != nil {
+	if validBucket(bucket) != nil || validKey(key) != nil {
 		return false, nil
 	}
 	raw, err := t.e.Get(bucket, key)
@@ -256,7 +380,7 @@ func (t *Tx) Get(bucket, key string, v any) (bool, error) {
 // valid only inside the transaction). An engine failure returns nil and
 // fails the transaction.
 func (t *Tx) GetRaw(bucket, key string) []byte {
-	if validKey(bucket) != nil || validKey(key) != nil {
+	if validBucket(bucket) != nil || validKey(key) != nil {
 		return nil
 	}
 	raw, err := t.e.Get(bucket, key)
@@ -281,7 +405,7 @@ const MaxKeysPerRead = 1000
 // failure fails the transaction.
 func (t *Tx) GetRawMany(bucket string, keys []string) ([][]byte, error) {
 	out := make([][]byte, len(keys))
-	if validKey(bucket) != nil {
+	if validBucket(bucket) != nil {
 		return out, nil
 	}
 	idx := make([]int, 0, min(len(keys), MaxKeysPerRead)) // positions of the chunk's valid keys
@@ -345,20 +469,27 @@ func (t *Tx) Put(bucket, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	return t.put(bucket, key, raw, true)
+	return t.put(bucket, key, v, raw, true)
 }
 
 // PutRaw stores bytes exactly as they are.
 func (t *Tx) PutRaw(bucket, key string, raw []byte) error {
-	return t.put(bucket, key, raw, false)
+	return t.put(bucket, key, nil, raw, false)
 }
 
-func (t *Tx) put(bucket, key string, raw []byte, isJSON bool) error {
+func (t *Tx) put(bucket, key string, v any, raw []byte, isJSON bool) error {
 	if err := t.writeCheck(bucket, key); err != nil {
 		return err
 	}
 	if raw == nil {
 		raw = []byte{}
+	}
+	if tb := t.tables[bucket]; tb != nil {
+		row, err := tb.row(v, raw)
+		if err != nil {
+			return err
+		}
+		return t.fail(t.e.PutRow(tb, key, raw, isJSON, Row{t: tb, vals: row}))
 	}
 	return t.fail(t.e.Put(bucket, key, raw, isJSON))
 }
@@ -368,14 +499,69 @@ func (t *Tx) Delete(bucket, key string) error {
 	if err := t.writeCheck(bucket, key); err != nil {
 		return err
 	}
+	if tb := t.tables[bucket]; tb != nil {
+		return t.fail(t.e.DeleteRow(tb, key))
+	}
 	return t.fail(t.e.Delete(bucket, key))
+}
+
+// DropBucket removes every key of bucket and its sequence in one go (a
+// bucket a domain no longer uses). A declared table cannot be dropped.
+func (t *Tx) DropBucket(bucket string) error {
+	if err := t.writeCheck(bucket, "seq"); err != nil {
+		return err
+	}
+	if t.tables[bucket] != nil {
+		return fmt.Errorf("bucket %s is a declared table", bucket)
+	}
+	return t.fail(t.e.DropBucket(bucket))
+}
+
+// Page answers q over table: the records that pass every filter, in the
+// query's order, skipping Offset or resuming after Cursor, at most
+// Limit, with the number of matches and the cursor of the next page. A
+// query the table cannot answer (an unknown field, a value of the wrong
+// type, an order no index declares) is a *QueryError. On bbolt the
+// values are valid only inside the transaction.
+func (t *Tx) Page(table *Table, q Query) (RawPage, error) {
+	if tb := t.tables[table.Name]; tb == nil || (tb != table && tb.Fingerprint() != table.Fingerprint()) {
+		return RawPage{}, fmt.Errorf("table %s is not declared on this store (DB.Declare)", table.Name)
+	}
+	p, err := compile(table, q)
+	if err != nil {
+		return RawPage{}, err
+	}
+	res, err := t.e.Page(p)
+	if err != nil {
+		return RawPage{}, t.fail(err)
+	}
+	out := RawPage{Items: res.Items, Total: res.Total}
+	if out.Items == nil {
+		out.Items = []Item{}
+	}
+	if res.More && len(res.Items) > 0 {
+		last := res.Items[len(res.Items)-1]
+		if out.Next, err = p.cursorAt(last.Key, last.Value); err != nil {
+			return RawPage{}, err
+		}
+	}
+	return out, nil
+}
+
+// PageOf is Tx.Page with the records decoded as T.
+func PageOf[T any](tx *Tx, table *Table, q Query) (Page[T], error) {
+	rp, err := tx.Page(table, q)
+	if err != nil {
+		return Page[T]{}, err
+	}
+	return decodePage[T](rp)
 }
 
 func (t *Tx) writeCheck(bucket, key string) error {
 	if !t.writable {
 		return ErrReadOnly
 	}
-	if err := validKey(bucket); err != nil {
+	if err := validBucket(bucket); err != nil {
 		return fmt.Errorf("bucket %q: %w", bucket, err)
 	}
 	if err := validKey(key); err != nil {
@@ -399,7 +585,7 @@ func (t *Tx) NextSeq(bucket string) (uint64, error) {
 // the store; keys it adds ahead of the scan may or may not be visited.
 // raw is valid only during fn.
 func (t *Tx) Scan(bucket string, o ScanOptions, fn func(key string, raw []byte) error) error {
-	if validKey(bucket) != nil {
+	if validBucket(bucket) != nil {
 		return nil
 	}
 	for _, s := range []string{o.Prefix, o.Start} {
@@ -440,7 +626,7 @@ func (t *Tx) Count(bucket string) int { return t.CountPrefix(bucket, "") }
 
 // CountPrefix is the number of keys of bucket that start with prefix.
 func (t *Tx) CountPrefix(bucket, prefix string) int {
-	if validKey(bucket) != nil || (prefix != "" && validKey(prefix) != nil) {
+	if validBucket(bucket) != nil || (prefix != "" && validKey(prefix) != nil) {
 		return 0
 	}
 	n, err := t.e.Count(bucket, prefix)
@@ -462,6 +648,17 @@ func (t *Tx) Publish(channel, payload string) error {
 // SeqKey renders a sequence number as a sortable key.
 func SeqKey(n uint64) string {
 	return fmt.Sprintf("%020d", n)
+}
+
+// internalPrefix starts the names of an engine's own buckets (a table's
+// rows and indexes on bbolt, its catalog); domain code cannot name them.
+const internalPrefix = "\x1f"
+
+func validBucket(s string) error {
+	if strings.HasPrefix(s, internalPrefix) {
+		return ErrBadKey
+	}
+	return validKey(s)
 }
 
 func validKey(s string) error {

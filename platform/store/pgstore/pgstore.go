@@ -9,10 +9,13 @@
 // pool_max_conns it holds up to poolMaxConns connections, not pgx's
 // max(4, NumCPU), which queued every cache miss and every replica
 // acknowledgement behind four connections under load. Migrations are embedded and
-// applied at Open under an advisory lock. JSON values live in a jsonb
-// column, readable with psql:
+// applied at Open under an advisory lock; declared tables (store.Declare)
+// are tables of their own with typed columns and indexes, migrated by
+// DB.Declare under the same lock (table.go). Other buckets live in kv. JSON
+// values live in a jsonb column, readable with psql:
 //
-//	SELECT key, value FROM kv WHERE bucket = 'users' ORDER BY key;
+//	SELECT key, event_type, container_id, created_at FROM events ORDER BY key DESC LIMIT 20;
+//	SELECT key, value FROM kv WHERE bucket = 'sessions' ORDER BY key;
 //
 // A database that goes away while serving fails transactions with
 // store.ErrUnavailable (nothing of them written); the pool dials again on
@@ -26,6 +29,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"deckhand/platform/store"
@@ -56,7 +60,12 @@ func Open(ctx context.Context, url string) (*store.DB, error) {
 		pool.Close()
 		return nil, describe(pool.Config().ConnConfig, "migrate", err)
 	}
-	return store.New(&engine{pool: pool}), nil
+	e := newEngine(pool)
+	if err := e.loadCatalog(ctx); err != nil {
+		pool.Close()
+		return nil, describe(pool.Config().ConnConfig, "read the table catalog", err)
+	}
+	return store.New(e), nil
 }
 
 // Migrate applies pending migrations to the database at url and returns
@@ -152,6 +161,15 @@ func redact(msg, url string) string {
 
 type engine struct {
 	pool *pgxpool.Pool
+
+	mu sync.RWMutex
+	// cataloged are the buckets the database holds as tables.
+	cataloged map[string]bool
+	stmts     map[*store.Table]*tableSQL
+}
+
+func newEngine(pool *pgxpool.Pool) *engine {
+	return &engine{pool: pool, cataloged: map[string]bool{}, stmts: map[*store.Table]*tableSQL{}}
 }
 
 // Location names the server and database, never the password.
@@ -221,7 +239,7 @@ func (e *engine) attempt(ctx context.Context, opts pgx.TxOptions, fn func(store.
 		return dbErr{err: err, begin: true}
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(&pgTx{ctx: ctx, tx: tx}); err != nil {
+	if err := fn(&pgTx{ctx: ctx, tx: tx, e: e}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -110,6 +110,13 @@ func Run(t *testing.T, open Opener) {
 		{"Notifications", testNotifications},
 		{"SlowSubscriber", testSlowSubscriber},
 		{"Canceled", testCanceled},
+		{"TablePage", testTablePage},
+		{"TableIndexUpkeep", testTableIndexUpkeep},
+		{"TableUnique", testTableUnique},
+		{"TableCursorUnderInserts", testTableCursorUnderInserts},
+		{"TableQueryErrors", testTableQueryErrors},
+		{"TableDeclareMigrates", testTableDeclareMigrates},
+		{"TableDeclaredTwiceDiffers", testTableDeclaredTwiceDiffers},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

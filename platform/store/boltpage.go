@@ -1,0 +1,545 @@
+package store
+
+import (
+	"bytes"
+	"slices"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// bbolt answers a Page by picking one access path, visiting its entries
+// in order and counting every match (the total needs them all):
+//
+//   - the key itself when a condition names keys (eq, in);
+//   - the index whose leading fields the most eq/in conditions fix, one
+//     range per combination of their values, narrowed by range conditions
+//     on the next column (a field, or the key after the last field);
+//   - a union of such ranges when a group of alternatives (AnyOf) has one
+//     for each alternative;
+//   - an index declared Sort whose fields are exactly the sort;
+//   - else every row.
+//
+// Conditions on the path's index fields and on the key are checked on the
+// entry itself; only the others read the row. When the path yields the
+// query's order the page is cut as entries come; otherwise matches are
+// sorted by (sort values, key) in memory.
+
+type access struct {
+	index    int      // -1: rows (key order)
+	prefixes [][]byte // index ranges; nil with index -1
+	keys     []string // explicit keys (a key eq/in); nil otherwise
+	next     int      // the column after the prefix: a field position, -1 the key, -2 none
+	ordered  bool     // entries come in the query's order (before Desc)
+}
+
+// covered reports the positions whose values the path's entries carry.
+func (a *access) covers(t *Table, pos int) bool {
+	if pos < 0 {
+		return true
+	}
+	if a.index < 0 {
+		return false
+	}
+	for _, f := range t.Indexes[a.index].Fields {
+		if t.pos[f] == pos {
+			return true
+		}
+	}
+	return false
+}
+
+// eqValues are the values an eq or in condition fixes a column to (NULL
+// included); nil when c fixes none.
+func eqValues(c *Cond) []val {
+	switch c.Op {
+	case Eq:
+		return c.vals
+	case In:
+		vs := slices.Clone(c.vals)
+		if c.hasNull {
+			vs = append(vs, nullVal)
+		}
+		return vs
+	}
+	return nil
+}
+
+// maxRanges bounds the ranges one path scans (combinations of in values).
+const maxRanges = 1024
+
+// indexPath is the best path over index i given fixed columns, or nil.
+func indexPath(p *Plan, i int, fixed map[int][]val) *access {
+	t := p.Table
+	ix := t.Indexes[i]
+	prefixes := [][]byte{nil}
+	k := 0
+	for _, f := range ix.Fields {
+		vs, ok := fixed[t.pos[f]]
+		if !ok || len(prefixes)*len(vs) > maxRanges {
+			break
+		}
+		var next [][]byte
+		for _, pre := range prefixes {
+			for _, v := range vs {
+				next = append(next, appendVal(bytes.Clone(pre), t.Fields[t.pos[f]].Type, v))
+			}
+		}
+		prefixes = next
+		k++
+	}
+	if k == 0 {
+		return nil
+	}
+	a := &access{index: i, prefixes: prefixes, next: -1}
+	if k < len(ix.Fields) {
+		a.next = t.pos[ix.Fields[k]]
+	}
+	if len(prefixes) == 1 {
+		rest := []int{}
+		for _, f := range ix.Fields[k:] {
+			rest = append(rest, t.pos[f])
+		}
+		a.ordered = slices.Equal(rest, p.Sort)
+	}
+	return a
+}
+
+// choose picks the access paths of p (several: a union).
+func choose(p *Plan) []*access {
+	t := p.Table
+	fixed := map[int][]val{}
+	var keys []string
+	for i := range p.All {
+		c := &p.All[i]
+		vs := eqValues(c)
+		if vs == nil {
+			continue
+		}
+		if c.Pos < 0 {
+			ks := map[string]bool{}
+			for _, v := range vs {
+				if !v.null {
+					ks[v.s] = true
+				}
+			}
+			if keys != nil { // two key conditions: their intersection
+				for _, k := range keys {
+					if !ks[k] {
+						delete(ks, k)
+					}
+				}
+			}
+			keys = make([]string, 0, len(ks))
+			for k := range ks {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			continue
+		}
+		if _, dup := fixed[c.Pos]; !dup || len(vs) < len(fixed[c.Pos]) {
+			fixed[c.Pos] = vs
+		}
+	}
+	if keys != nil {
+		return []*access{{index: -1, keys: keys, next: -2, ordered: len(p.Sort) == 0}}
+	}
+	var best *access
+	bestK := 0
+	for i := range t.Indexes {
+		a := indexPath(p, i, fixed)
+		if a == nil {
+			continue
+		}
+		kf := 0
+		for _, f := range t.Indexes[i].Fields {
+			if _, ok := fixed[t.pos[f]]; ok {
+				kf++
+			} else {
+				break
+			}
+		}
+		if best == nil || kf > bestK || (kf == bestK && a.ordered && !best.ordered) {
+			best, bestK = a, kf
+		}
+	}
+	if best != nil {
+		return []*access{best}
+	}
+	// A group of alternatives, each on a key or a leading index field.
+	for _, g := range p.Any {
+		var union []*access
+		for j := range g {
+			c := &g[j]
+			vs := eqValues(c)
+			if vs == nil {
+				union = nil
+				break
+			}
+			if c.Pos < 0 {
+				var ks []string
+				for _, v := range vs {
+					if !v.null {
+						ks = append(ks, v.s)
+					}
+				}
+				sort.Strings(ks)
+				union = append(union, &access{index: -1, keys: ks, next: -2})
+				continue
+			}
+			var found *access
+			for i := range t.Indexes {
+				if a := indexPath(p, i, map[int][]val{c.Pos: vs}); a != nil {
+					found = a
+					break
+				}
+			}
+			if found == nil {
+				union = nil
+				break
+			}
+			found.ordered = false
+			union = append(union, found)
+		}
+		if union != nil {
+			return union
+		}
+	}
+	if len(p.Sort) > 0 {
+		for i, ix := range t.Indexes {
+			if !ix.Sort || len(ix.Fields) != len(p.Sort) {
+				continue
+			}
+			same := true
+			for j, f := range ix.Fields {
+				same = same && t.pos[f] == p.Sort[j]
+			}
+			if same {
+				return []*access{{index: i, prefixes: [][]byte{nil}, next: p.Sort[0], ordered: true}}
+			}
+		}
+	}
+	return []*access{{index: -1, next: -1, ordered: len(p.Sort) == 0}}
+}
+
+// rangeConds splits the conditions on column col into those that bound
+// it from below and from above.
+func rangeConds(p *Plan, col int) (lo, hi []*Cond) {
+	for i := range p.All {
+		c := &p.All[i]
+		if c.Pos != col || len(c.vals) != 1 || c.vals[0].null {
+			continue
+		}
+		switch c.Op {
+		case Gt, Gte:
+			lo = append(lo, c)
+		case Lt, Lte:
+			hi = append(hi, c)
+		}
+	}
+	return lo, hi
+}
+
+// boundBytes is the encoded bound of the tightest condition of cs (for
+// lo the greatest, for hi the least) on column col.
+func boundBytes(t *Table, col int, cs []*Cond, greatest bool) ([]byte, bool) {
+	if len(cs) == 0 {
+		return nil, false
+	}
+	ty := TypeText
+	if col >= 0 {
+		ty = t.Fields[col].Type
+	}
+	b := cs[0].vals[0]
+	for _, c := range cs[1:] {
+		r := compareVal(ty, c.vals[0], b)
+		if (greatest && r > 0) || (!greatest && r < 0) {
+			b = c.vals[0]
+		}
+	}
+	if col < 0 {
+		return []byte(b.s), true
+	}
+	return appendVal(nil, ty, b), true
+}
+
+func allHold(cs []*Cond, row []val, key string) bool {
+	for _, c := range cs {
+		if !c.holds(row, key) {
+			return false
+		}
+	}
+	return true
+}
+
+// visit walks one access path in order (reversed with desc) and hands
+// fn each candidate's key and the row positions the entry carries.
+func (t *boltTx) visit(p *Plan, a *access, rows *bolt.Bucket, idx []*bolt.Bucket, desc bool,
+	fn func(key string, row []val, fromRow bool) (bool, error)) error {
+	tb := p.Table
+	row := make([]val, len(tb.Fields))
+	if a.keys != nil {
+		ks := a.keys
+		if desc {
+			ks = slices.Clone(ks)
+			slices.Reverse(ks)
+		}
+		for _, k := range ks {
+			raw := rows.Get([]byte(k))
+			if raw == nil {
+				continue
+			}
+			r, err := tb.decodeRow(raw)
+			if err != nil {
+				return err
+			}
+			if more, err := fn(k, r, true); err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	}
+	lo, hi := rangeConds(p, a.next)
+	if a.next == -2 {
+		lo, hi = nil, nil
+	}
+	b, fromRow := rows, true
+	prefixes := [][]byte{nil}
+	if a.index >= 0 {
+		b, fromRow, prefixes = idx[a.index], false, a.prefixes
+	}
+	if desc {
+		prefixes = slices.Clone(prefixes)
+		slices.Reverse(prefixes)
+	}
+	loB, hasLo := boundBytes(tb, a.next, lo, true)
+	hiB, hasHi := boundBytes(tb, a.next, hi, false)
+	for _, pre := range prefixes {
+		c := b.Cursor()
+		var k, v []byte
+		if !desc {
+			start := pre
+			if hasLo {
+				start = append(bytes.Clone(pre), loB...)
+			}
+			k, v = c.Seek(start)
+		} else {
+			var x []byte
+			switch {
+			case hasHi:
+				x = append(append(bytes.Clone(pre), hiB...), 0xff)
+			case len(pre) > 0:
+				x = bytesPrefixEnd(pre)
+			}
+			if x == nil {
+				k, v = c.Last()
+			} else if k, v = c.Seek(x); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev()
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, pre); k, v = step(c, desc) {
+			var key string
+			if fromRow {
+				key = string(k)
+				r, err := tb.decodeRow(v)
+				if err != nil {
+					return err
+				}
+				copy(row, r)
+			} else {
+				var err error
+				if key, err = tb.decodeEntry(a.index, k, row); err != nil {
+					return err
+				}
+			}
+			if a.next != -2 && (len(lo) > 0 || len(hi) > 0) {
+				nv := val{s: key}
+				if a.next >= 0 {
+					nv = row[a.next]
+				}
+				if a.next >= 0 && nv.null {
+					continue
+				}
+				okLo, okHi := allHold(lo, row, key), allHold(hi, row, key)
+				if !okLo || !okHi {
+					if (!desc && !okHi) || (desc && !okLo) {
+						break // past the range: the rest of this prefix is too
+					}
+					continue
+				}
+			}
+			more, err := fn(key, row, fromRow)
+			if err != nil || !more {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bytesPrefixEnd is the least byte string above every string starting
+// with pre (nil when there is none).
+func bytesPrefixEnd(pre []byte) []byte {
+	end := bytes.Clone(pre)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func step(c *bolt.Cursor, desc bool) ([]byte, []byte) {
+	if desc {
+		return c.Prev()
+	}
+	return c.Next()
+}
+
+func (t *boltTx) Page(p *Plan) (PageResult, error) {
+	tb := p.Table
+	rows, idx, err := t.tableBuckets(tb)
+	if err != nil {
+		return PageResult{}, err
+	}
+	prim := t.tx.Bucket([]byte(tb.Name))
+	if prim == nil {
+		return PageResult{}, nil
+	}
+	paths := choose(p)
+	// Which conditions the entries answer, and which need the row.
+	a0 := paths[0]
+	var onEntry, onRow []*Cond
+	for i := range p.All {
+		c := &p.All[i]
+		if len(paths) == 1 && a0.covers(tb, c.Pos) {
+			onEntry = append(onEntry, c)
+		} else {
+			onRow = append(onRow, c)
+		}
+	}
+	groupsOnRow := len(p.Any) > 0
+	needRow := func(a *access) bool {
+		return len(onRow) > 0 || groupsOnRow || (!a.ordered && slices.ContainsFunc(p.Sort, func(pos int) bool { return !a.covers(tb, pos) }))
+	}
+	full := func(key string, row []val, fromRow bool, a *access) ([]val, bool, error) {
+		if !fromRow && needRow(a) {
+			raw := rows.Get([]byte(key))
+			if raw == nil {
+				return nil, false, nil
+			}
+			r, err := tb.decodeRow(raw)
+			if err != nil {
+				return nil, false, err
+			}
+			row = r
+		}
+		if !allHold(onEntry, row, key) || !allHold(onRow, row, key) {
+			return nil, false, nil
+		}
+		for _, g := range p.Any {
+			ok := false
+			for i := range g {
+				if g[i].holds(row, key) {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				return nil, false, nil
+			}
+		}
+		return row, true, nil
+	}
+	var res PageResult
+	take := func(key string) {
+		res.Items = append(res.Items, Item{Key: key, Value: prim.Get([]byte(key))})
+	}
+	if len(paths) == 1 && a0.ordered {
+		// No conditions at all over every row: the count is the bucket's.
+		quick := len(p.All) == 0 && len(p.Any) == 0 && a0.index < 0 && a0.keys == nil
+		if quick {
+			res.Total = rows.Stats().KeyN
+		}
+		skipped := 0
+		err := t.visit(p, a0, rows, idx, p.Desc, func(key string, row []val, fromRow bool) (bool, error) {
+			r, ok, err := full(key, row, fromRow, a0)
+			if err != nil || !ok {
+				return true, err
+			}
+			if !quick {
+				res.Total++
+			}
+			if !p.pastCursor(r, key) {
+				return true, nil
+			}
+			if skipped < p.Offset {
+				skipped++
+				return true, nil
+			}
+			if len(res.Items) < p.Limit {
+				take(key)
+				return true, nil
+			}
+			res.More = true
+			return !quick, nil
+		})
+		return res, err
+	}
+	type hit struct {
+		key string
+		row []val
+	}
+	var hits []hit
+	seen := map[string]bool{}
+	for _, a := range paths {
+		err := t.visit(p, a, rows, idx, false, func(key string, row []val, fromRow bool) (bool, error) {
+			if len(paths) > 1 {
+				if seen[key] {
+					return true, nil
+				}
+				seen[key] = true
+			}
+			r, ok, err := full(key, row, fromRow, a)
+			if err != nil || !ok {
+				return true, err
+			}
+			h := hit{key: key}
+			if len(p.Sort) > 0 {
+				h.row = slices.Clone(r)
+			}
+			hits = append(hits, h)
+			return true, nil
+		})
+		if err != nil {
+			return PageResult{}, err
+		}
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		c := p.compareAt(hits[i].row, hits[i].key, hits[j].row, hits[j].key)
+		if p.Desc {
+			return c > 0
+		}
+		return c < 0
+	})
+	res.Total = len(hits)
+	skipped := 0
+	for _, h := range hits {
+		if !p.pastCursor(h.row, h.key) {
+			continue
+		}
+		if skipped < p.Offset {
+			skipped++
+			continue
+		}
+		if len(res.Items) == p.Limit {
+			res.More = true
+			break
+		}
+		take(h.key)
+	}
+	return res, nil
+}
