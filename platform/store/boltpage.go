@@ -399,78 +399,130 @@ func step(c *bolt.Cursor, desc bool) ([]byte, []byte) {
 	return c.Next()
 }
 
-func (t *boltTx) Page(p *Plan) (PageResult, error) {
-	tb := p.Table
-	rows, idx, err := t.tableBuckets(tb)
+// matcher evaluates candidates of a plan's access paths: conditions the
+// path's entries carry on the entry, the rest (and fields need names) on
+// the row.
+type matcher struct {
+	p           *Plan
+	rows        *bolt.Bucket
+	idx         []*bolt.Bucket
+	paths       []*access
+	onEntry     []*Cond
+	onRow       []*Cond
+	need        []int
+	visit       func(a *access, desc bool, fn func(key string, row []val, fromRow bool) (bool, error)) error
+	unavailable bool // the table has no records yet
+}
+
+func (t *boltTx) matcher(p *Plan, need []int) (*matcher, error) {
+	rows, idx, err := t.tableBuckets(p.Table)
 	if err != nil {
-		return PageResult{}, err
+		return nil, err
 	}
-	prim := t.tx.Bucket([]byte(tb.Name))
-	if prim == nil {
-		return PageResult{}, nil
-	}
-	paths := choose(p)
-	// Which conditions the entries answer, and which need the row.
-	a0 := paths[0]
-	var onEntry, onRow []*Cond
+	m := &matcher{p: p, rows: rows, idx: idx, paths: choose(p), need: need}
+	m.unavailable = t.tx.Bucket([]byte(p.Table.Name)) == nil
 	for i := range p.All {
 		c := &p.All[i]
-		if len(paths) == 1 && a0.covers(tb, c.Pos) {
-			onEntry = append(onEntry, c)
+		if len(m.paths) == 1 && m.paths[0].covers(p.Table, c.Pos) {
+			m.onEntry = append(m.onEntry, c)
 		} else {
-			onRow = append(onRow, c)
+			m.onRow = append(m.onRow, c)
 		}
 	}
-	groupsOnRow := len(p.Any) > 0
-	needRow := func(a *access) bool {
-		return len(onRow) > 0 || groupsOnRow || (!a.ordered && slices.ContainsFunc(p.Sort, func(pos int) bool { return !a.covers(tb, pos) }))
+	m.visit = func(a *access, desc bool, fn func(string, []val, bool) (bool, error)) error {
+		return t.visit(p, a, rows, idx, desc, fn)
 	}
-	full := func(key string, row []val, fromRow bool, a *access) ([]val, bool, error) {
-		if !fromRow && needRow(a) {
-			raw := rows.Get([]byte(key))
-			if raw == nil {
-				return nil, false, nil
-			}
-			r, err := tb.decodeRow(raw)
-			if err != nil {
-				return nil, false, err
-			}
-			row = r
-		}
-		if !allHold(onEntry, row, key) || !allHold(onRow, row, key) {
+	return m, nil
+}
+
+// match is the row of a candidate when it passes every condition.
+func (m *matcher) match(a *access, key string, row []val, fromRow bool) ([]val, bool, error) {
+	tb := m.p.Table
+	needRow := len(m.onRow) > 0 || len(m.p.Any) > 0 ||
+		slices.ContainsFunc(m.need, func(pos int) bool { return !a.covers(tb, pos) })
+	if !fromRow && needRow {
+		raw := m.rows.Get([]byte(key))
+		if raw == nil {
 			return nil, false, nil
 		}
-		for _, g := range p.Any {
-			ok := false
-			for i := range g {
-				if g[i].holds(row, key) {
-					ok = true
-					break
-				}
-			}
-			if !ok {
-				return nil, false, nil
+		r, err := tb.decodeRow(raw)
+		if err != nil {
+			return nil, false, err
+		}
+		row = r
+	}
+	if !allHold(m.onEntry, row, key) || !allHold(m.onRow, row, key) {
+		return nil, false, nil
+	}
+	for _, g := range m.p.Any {
+		ok := false
+		for i := range g {
+			if g[i].holds(row, key) {
+				ok = true
+				break
 			}
 		}
-		return row, true, nil
+		if !ok {
+			return nil, false, nil
+		}
 	}
+	return row, true, nil
+}
+
+// each hands fn every match once, in no particular order.
+func (m *matcher) each(fn func(key string, row []val) error) error {
+	seen := map[string]bool{}
+	for _, a := range m.paths {
+		err := m.visit(a, false, func(key string, row []val, fromRow bool) (bool, error) {
+			if len(m.paths) > 1 {
+				if seen[key] {
+					return true, nil
+				}
+				seen[key] = true
+			}
+			r, ok, err := m.match(a, key, row, fromRow)
+			if err != nil || !ok {
+				return true, err
+			}
+			return true, fn(key, r)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *boltTx) Page(p *Plan) (PageResult, error) {
+	a0 := choose(p)[0]
+	need := []int(nil)
+	if !a0.ordered {
+		need = p.Sort
+	}
+	m, err := t.matcher(p, need)
+	if err != nil || m.unavailable {
+		return PageResult{}, err
+	}
+	prim := t.tx.Bucket([]byte(p.Table.Name))
 	var res PageResult
 	take := func(key string) {
 		res.Items = append(res.Items, Item{Key: key, Value: prim.Get([]byte(key))})
 	}
-	if len(paths) == 1 && a0.ordered {
+	if len(m.paths) == 1 && m.paths[0].ordered {
+		a := m.paths[0]
 		// No conditions at all over every row: the count is the bucket's.
-		quick := len(p.All) == 0 && len(p.Any) == 0 && a0.index < 0 && a0.keys == nil
+		quick := len(p.All) == 0 && len(p.Any) == 0 && a.index < 0 && a.keys == nil && !p.SkipTotal
 		if quick {
-			res.Total = rows.Stats().KeyN
+			res.Total = m.rows.Stats().KeyN
 		}
+		counting := !quick && !p.SkipTotal
 		skipped := 0
-		err := t.visit(p, a0, rows, idx, p.Desc, func(key string, row []val, fromRow bool) (bool, error) {
-			r, ok, err := full(key, row, fromRow, a0)
+		err := m.visit(a, p.Desc, func(key string, row []val, fromRow bool) (bool, error) {
+			r, ok, err := m.match(a, key, row, fromRow)
 			if err != nil || !ok {
 				return true, err
 			}
-			if !quick {
+			if counting {
 				res.Total++
 			}
 			if !p.pastCursor(r, key) {
@@ -485,7 +537,7 @@ func (t *boltTx) Page(p *Plan) (PageResult, error) {
 				return true, nil
 			}
 			res.More = true
-			return !quick, nil
+			return counting, nil
 		})
 		return res, err
 	}
@@ -494,29 +546,16 @@ func (t *boltTx) Page(p *Plan) (PageResult, error) {
 		row []val
 	}
 	var hits []hit
-	seen := map[string]bool{}
-	for _, a := range paths {
-		err := t.visit(p, a, rows, idx, false, func(key string, row []val, fromRow bool) (bool, error) {
-			if len(paths) > 1 {
-				if seen[key] {
-					return true, nil
-				}
-				seen[key] = true
-			}
-			r, ok, err := full(key, row, fromRow, a)
-			if err != nil || !ok {
-				return true, err
-			}
-			h := hit{key: key}
-			if len(p.Sort) > 0 {
-				h.row = slices.Clone(r)
-			}
-			hits = append(hits, h)
-			return true, nil
-		})
-		if err != nil {
-			return PageResult{}, err
+	err = m.each(func(key string, row []val) error {
+		h := hit{key: key}
+		if len(p.Sort) > 0 {
+			h.row = slices.Clone(row)
 		}
+		hits = append(hits, h)
+		return nil
+	})
+	if err != nil {
+		return PageResult{}, err
 	}
 	sort.Slice(hits, func(i, j int) bool {
 		c := p.compareAt(hits[i].row, hits[i].key, hits[j].row, hits[j].key)
@@ -525,7 +564,9 @@ func (t *boltTx) Page(p *Plan) (PageResult, error) {
 		}
 		return c < 0
 	})
-	res.Total = len(hits)
+	if !p.SkipTotal {
+		res.Total = len(hits)
+	}
 	skipped := 0
 	for _, h := range hits {
 		if !p.pastCursor(h.row, h.key) {
@@ -542,4 +583,19 @@ func (t *boltTx) Page(p *Plan) (PageResult, error) {
 		take(h.key)
 	}
 	return res, nil
+}
+
+func (t *boltTx) CountBy(p *Plan, field int) (map[string]int, error) {
+	m, err := t.matcher(p, []int{field})
+	if err != nil || m.unavailable {
+		return map[string]int{}, err
+	}
+	out := map[string]int{}
+	err = m.each(func(_ string, row []val) error {
+		if v := row[field]; !v.null {
+			out[p.Table.Fields[field].Type.groupKey(v)]++
+		}
+		return nil
+	})
+	return out, err
 }

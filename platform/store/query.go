@@ -9,6 +9,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -73,6 +74,9 @@ type Query struct {
 	// record a previous page's Next named. Not both.
 	Offset int
 	Cursor string
+	// SkipTotal leaves RawPage.Total 0: a page without its count (a batch
+	// of a deletion), which needs not visit every match.
+	SkipTotal bool
 }
 
 // MaxPage bounds what one page holds.
@@ -146,8 +150,9 @@ type Plan struct {
 	// Sort holds the sort fields' positions in Table.Fields.
 	Sort   []int
 	Desc   bool
-	Limit  int
-	Offset int
+	Limit     int
+	Offset    int
+	SkipTotal bool
 	// After is the cursor's position: the sort fields' values (Go values)
 	// then the key; nil without a cursor.
 	After []any
@@ -158,7 +163,7 @@ type Plan struct {
 
 // compile validates q against t.
 func compile(t *Table, q Query) (*Plan, error) {
-	p := &Plan{Table: t, Desc: q.Desc, Limit: q.Limit, Offset: q.Offset}
+	p := &Plan{Table: t, Desc: q.Desc, Limit: q.Limit, Offset: q.Offset, SkipTotal: q.SkipTotal}
 	switch {
 	case q.Limit < 0 || q.Limit > MaxPage:
 		return nil, qerr("limit", "must be from 0 to %d, got %d", MaxPage, q.Limit)
@@ -583,6 +588,31 @@ func (p *Plan) decodeCursor(s string) error {
 	p.afterKey = string(b)
 	p.After = append(p.After, p.afterKey)
 	return nil
+}
+
+// groupKey is a value as CountBy's map key: text as it is, int and time
+// (RFC 3339 to the microsecond) in decimal and text form.
+func (ty Type) groupKey(v val) string {
+	switch ty {
+	case TypeText:
+		return v.s
+	case TypeTime:
+		return fromMicros(v.n).Format(time.RFC3339Nano)
+	}
+	return strconv.FormatInt(v.n, 10)
+}
+
+// GroupKey renders a Go value of type ty as CountBy's map key.
+func (ty Type) GroupKey(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case time.Time:
+		return x.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	}
+	return ""
 }
 
 // decodePage decodes a raw page's values as T.

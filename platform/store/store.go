@@ -163,6 +163,9 @@ type EngineTx interface {
 	DeleteRow(t *Table, key string) error
 	// Page answers a validated query over a declared table.
 	Page(p *Plan) (PageResult, error)
+	// CountBy counts the matches of p (its order and page ignored) by
+	// the value of field p.Table.Fields[field], NULLs left out.
+	CountBy(p *Plan, field int) (map[string]int, error)
 	// DropBucket removes a bucket that is not a table, with its sequence.
 	DropBucket(bucket string) error
 }
@@ -544,6 +547,28 @@ func (t *Tx) Page(table *Table, q Query) (RawPage, error) {
 		if out.Next, err = p.cursorAt(last.Key, last.Value); err != nil {
 			return RawPage{}, err
 		}
+	}
+	return out, nil
+}
+
+// CountBy counts the records of table that pass filters, by the value of
+// field (text as it is; int in decimal; time in RFC 3339); records whose
+// field is NULL are not counted.
+func (t *Tx) CountBy(table *Table, filters []Filter, field string) (map[string]int, error) {
+	if tb := t.tables[table.Name]; tb == nil || (tb != table && tb.Fingerprint() != table.Fingerprint()) {
+		return nil, fmt.Errorf("table %s is not declared on this store (DB.Declare)", table.Name)
+	}
+	pos, ok := table.pos[field]
+	if !ok {
+		return nil, qerr(field, "is not a field of %s; fields: %s", table.Name, table.fieldNames())
+	}
+	p, err := compile(table, Query{Filters: filters})
+	if err != nil {
+		return nil, err
+	}
+	out, err := t.e.CountBy(p, pos)
+	if err != nil {
+		return nil, t.fail(err)
 	}
 	return out, nil
 }

@@ -449,15 +449,8 @@ func (t *pgTx) DropBucket(bucket string) error {
 	return nil
 }
 
-// Page is one statement: the count of matches joined with the page,
-// both over the same conditions, so the index that serves the filters
-// serves both.
-func (t *pgTx) Page(p *store.Plan) (store.PageResult, error) {
-	var args []any
-	add := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
+// whereOf is p's conditions as SQL, adding their arguments with add.
+func whereOf(p *store.Plan, add func(any) string) string {
 	col := func(c *store.Cond) string {
 		if c.Pos < 0 {
 			return "key"
@@ -503,7 +496,46 @@ func (t *pgTx) Page(p *store.Plan) (store.PageResult, error) {
 		}
 		where = append(where, "("+strings.Join(alts, " OR ")+")")
 	}
-	w := strings.Join(where, " AND ")
+	return strings.Join(where, " AND ")
+}
+
+func adder(args *[]any) func(any) string {
+	return func(v any) string {
+		*args = append(*args, v)
+		return fmt.Sprintf("$%d", len(*args))
+	}
+}
+
+// CountBy is one GROUP BY statement.
+func (t *pgTx) CountBy(p *store.Plan, field int) (map[string]int, error) {
+	var args []any
+	w := whereOf(p, adder(&args))
+	f := p.Table.Fields[field]
+	rows, err := t.tx.Query(t.ctx, fmt.Sprintf("SELECT %s, count(*) FROM %s WHERE %s AND %s IS NOT NULL GROUP BY 1",
+		ident(f.Name), ident(p.Table.Name), w, ident(f.Name)), args...)
+	if err != nil {
+		return nil, dbErr{err: err}
+	}
+	out := map[string]int{}
+	var v any
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&v, &n}, func() error {
+		out[f.Type.GroupKey(v)] = int(n)
+		return nil
+	})
+	if err != nil {
+		return nil, dbErr{err: err}
+	}
+	return out, nil
+}
+
+// Page is one statement: the count of matches joined with the page,
+// both over the same conditions, so the index that serves the filters
+// serves both.
+func (t *pgTx) Page(p *store.Plan) (store.PageResult, error) {
+	var args []any
+	add := adder(&args)
+	w := whereOf(p, add)
 	dir := ""
 	if p.Desc {
 		dir = " DESC"
@@ -526,9 +558,13 @@ func (t *pgTx) Page(p *store.Plan) (store.PageResult, error) {
 		selCols += ", " + strings.Join(sel, ", ")
 	}
 	tbl := ident(p.Table.Name)
-	q := fmt.Sprintf(`SELECT c.n, p.key, p.v FROM (SELECT count(*) FROM %s WHERE %s) AS c(n)
+	count := fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", tbl, w)
+	if p.SkipTotal {
+		count = "SELECT 0"
+	}
+	q := fmt.Sprintf(`SELECT c.n, p.key, p.v FROM (%s) AS c(n)
 		LEFT JOIN LATERAL (SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %s OFFSET %s) AS p ON true
-		ORDER BY %s`, tbl, w, selCols, tbl, pageW, strings.Join(order, ", "), add(p.Limit+1), add(p.Offset), strings.Join(outer, ", "))
+		ORDER BY %s`, count, selCols, tbl, pageW, strings.Join(order, ", "), add(p.Limit+1), add(p.Offset), strings.Join(outer, ", "))
 	rows, err := t.tx.Query(t.ctx, q, args...)
 	if err != nil {
 		return store.PageResult{}, dbErr{err: err}
