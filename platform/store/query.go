@@ -148,8 +148,8 @@ type Plan struct {
 	All []Cond
 	Any [][]Cond
 	// Sort holds the sort fields' positions in Table.Fields.
-	Sort   []int
-	Desc   bool
+	Sort      []int
+	Desc      bool
 	Limit     int
 	Offset    int
 	SkipTotal bool
