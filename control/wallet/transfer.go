@@ -203,7 +203,7 @@ func (s *Service) transfer(ctx context.Context, userID, ip string, in TransferIn
 		}
 		return nil
 	}
-	if err := s.batch.do(fn); err != nil {
+	if err := s.batch.Update(fn); err != nil {
 		return nil, platform.Wrap("transfer to AI credit", err)
 	}
 	if !out.Replayed && s.ai != nil {

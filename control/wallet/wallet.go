@@ -112,7 +112,7 @@ type Service struct {
 	feeBPS int
 	ai     AICredit
 	seller Seller
-	batch  *batcher
+	batch  *store.Batcher
 	keep   time.Duration
 	// userExists is identity's "user.exists" check (control/identity,
 	// directory.go): the wallet asks it rather than reading identity's buckets.
@@ -154,7 +154,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 		c.Seller = Seller{Name: "deckhand platform", Address: "Operated by the deckhand control plane", Email: "billing@deckhand.invalid"}
 	}
 	s := &Service{env: env, db: env.Store, clock: env.Clock, log: env.Logger, feeBPS: c.TransferFeeBPS,
-		ai: c.AICredit, seller: c.Seller, keep: c.KeyRetention, batch: newBatcher(env.Store, c.MaxBatch),
+		ai: c.AICredit, seller: c.Seller, keep: c.KeyRetention, batch: store.NewBatcher(env.Store, c.MaxBatch),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.userExists = env.Authz.Policy(checkUserExists, "the named account exists").Check
 	if env.Payments != nil {

@@ -276,7 +276,8 @@ func (t *pgTx) Scan(bucket string, o store.ScanOptions, fn func(string, []byte) 
 func (t *pgTx) Buckets() ([]store.BucketInfo, error) {
 	counts := "SELECT bucket, count(*) AS n FROM kv GROUP BY bucket"
 	for _, name := range t.e.tableNames() {
-		counts += fmt.Sprintf(" UNION ALL SELECT %s, count(*) FROM %s", quoteLit(name), pgx.Identifier{name}.Sanitize())
+		// A table without rows is no bucket (as a kv bucket without keys).
+		counts += fmt.Sprintf(" UNION ALL (SELECT %s, count(*) FROM %s HAVING count(*) > 0)", quoteLit(name), pgx.Identifier{name}.Sanitize())
 	}
 	rows, err := t.tx.Query(t.ctx, `SELECT bucket, COALESCE(sum(k.n), 0)::bigint, COALESCE(max(s.n), 0)
 		FROM (`+counts+`) k
