@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"deckhand/control/events"
+	"deckhand/control/wallet"
 	"deckhand/platform/signing"
 	"deckhand/platform/store"
 	"deckhand/platform/store/pgstore"
@@ -45,7 +46,7 @@ func validateDatabaseURL(raw string) error {
 // creates or migrates them at every start (and `deckhand-control migrate`).
 func Tables() []*store.Table {
 	var out []*store.Table
-	for _, ts := range [][]*store.Table{events.Tables} {
+	for _, ts := range [][]*store.Table{events.Tables, wallet.Tables} {
 		out = append(out, ts...)
 	}
 	return out

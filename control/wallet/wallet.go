@@ -135,6 +135,9 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if env.Authz == nil {
 		return nil, errors.New("wallet: an authorizer is required (identity provides user.exists)")
 	}
+	if err := env.Store.Declare(context.Background(), Tables...); err != nil {
+		return nil, fmt.Errorf("wallet: %w", err)
+	}
 	if env.Clock == nil {
 		env.Clock = platform.SystemClock{}
 	}

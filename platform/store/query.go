@@ -63,8 +63,10 @@ func AnyOf(fs ...Filter) Filter { return Filter{Any: fs} }
 type Query struct {
 	// Filters all hold for every record of the page.
 	Filters []Filter
-	// Sort orders by these fields (a leading part of an index declared
-	// Sort), then by key; empty orders by key alone.
+	// Sort orders by these fields, then by key; empty orders by key
+	// alone. The fields are a leading part of an index declared Sort, or
+	// follow index fields the filters fix by eq or in (an index over
+	// user_id, created_at sorts one user's records by created_at).
 	Sort []string
 	// Desc reverses the whole order (the key included).
 	Desc bool
@@ -204,7 +206,13 @@ func compile(t *Table, q Query) (*Plan, error) {
 		p.Any = append(p.Any, group)
 	}
 	if len(q.Sort) > 0 {
-		if !t.sortable(q.Sort) {
+		fixed := map[string]bool{}
+		for _, c := range p.All {
+			if c.Op == Eq || c.Op == In {
+				fixed[c.Field] = true
+			}
+		}
+		if !t.sortable(q.Sort, fixed) {
 			return nil, qerr("sort", "cannot sort by %s; sortable: %s", strings.Join(q.Sort, ", "), t.sortables())
 		}
 		for _, f := range q.Sort {
@@ -219,11 +227,22 @@ func compile(t *Table, q Query) (*Plan, error) {
 	return p, nil
 }
 
-// sortable reports whether sort is a leading part of a Sort index.
-func (t *Table) sortable(sort []string) bool {
+// sortable reports whether sort is a leading part of a Sort index once
+// the index's first fields that fixed (eq, in) leaves out are skipped: an
+// index over (user_id, created_at) sorts one user's records by created_at.
+func (t *Table) sortable(sort []string, fixed map[string]bool) bool {
 	for _, ix := range t.Indexes {
-		if ix.Sort && len(sort) <= len(ix.Fields) && slices.Equal(ix.Fields[:len(sort)], sort) {
-			return true
+		if !ix.Sort {
+			continue
+		}
+		for k := 0; k <= len(ix.Fields); k++ {
+			rest := ix.Fields[k:]
+			if len(sort) <= len(rest) && slices.Equal(rest[:len(sort)], sort) {
+				return true
+			}
+			if k == len(ix.Fields) || !fixed[ix.Fields[k]] {
+				break
+			}
 		}
 	}
 	return false
@@ -244,7 +263,7 @@ func (t *Table) sortables() string {
 	if len(out) == 0 {
 		return "key only"
 	}
-	return strings.Join(out, "; ")
+	return strings.Join(out, "; ") + " (or what follows fields the filters fix with eq or in)"
 }
 
 func (t *Table) fieldNames() string {

@@ -640,6 +640,34 @@ func testTableQueryErrors(t *testing.T, open Opener) {
 			t.Errorf("%+v: want a QueryError on %q, got %v", c.q, c.field, err)
 		}
 	}
+	// An index over (tag, n) sorts by n the records whose tag a filter
+	// fixes, and only those.
+	byTag := store.Declare("errs_by_tag", []store.Field[trec]{
+		store.OptionalText("tag", func(r *trec) string { return r.Tag }),
+		store.Int("n", func(r *trec) int64 { return r.N }),
+	}, store.Index{Fields: []string{"tag", "n"}, Sort: true})
+	must(t, db.Declare(context.Background(), byTag))
+	must(t, db.Update(func(tx *store.Tx) error {
+		for i, r := range []trec{{Tag: "x", N: 3}, {Tag: "y", N: 1}, {Tag: "x", N: 1}, {N: 2}} {
+			if err := tx.Put("errs_by_tag", fmt.Sprint("t", i), r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	var qe *store.QueryError
+	if _, err := db.Page(context.Background(), byTag, store.Query{Sort: []string{"n"}}); !errors.As(err, &qe) || qe.Field != "sort" {
+		t.Errorf("sort by the second field of an index, the first free: %v", err)
+	}
+	for _, c := range []struct {
+		f    store.Filter
+		want string
+	}{{store.Where("tag", store.Eq, "x"), "t2,t0"}, {store.Where("tag", store.In, []any{"x", "y"}), "t1,t2,t0"}} {
+		rp, keys := pageKeys(t, db, byTag, store.Query{Filters: []store.Filter{c.f}, Sort: []string{"n"}})
+		if strings.Join(keys, ",") != c.want || rp.Total != len(keys) {
+			t.Errorf("sort by n where %+v: %v, want %s", c.f, keys, c.want)
+		}
+	}
 	// A table declared nowhere on this store.
 	if _, err := db.Page(context.Background(), tableOf("never_declared"), store.Query{}); err == nil {
 		t.Error("Page of an undeclared table answered")
