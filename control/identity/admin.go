@@ -2,9 +2,7 @@ package identity
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
@@ -142,19 +140,24 @@ func (s *Service) ListUsers(ctx context.Context) ([]User, error) {
 	}
 	out := []User{}
 	err := s.db.View(func(tx *store.Tx) error {
-		return tx.ForEach(bucketUsers, func(_ string, raw []byte) error {
-			var u userRec
-			if err := json.Unmarshal(raw, &u); err != nil {
+		q := store.Query{Sort: []string{"created_at"}, Limit: 1000, SkipTotal: true}
+		for {
+			pg, err := store.PageOf[userRec](tx, usersTable, q)
+			if err != nil {
 				return err
 			}
-			out = append(out, u.view())
-			return nil
-		})
+			for i := range pg.Items {
+				out = append(out, pg.Items[i].view())
+			}
+			if pg.Next == "" {
+				return nil
+			}
+			q.Cursor = pg.Next
+		}
 	})
 	if err != nil {
 		return nil, platform.Internal("list users", err)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
 }
 

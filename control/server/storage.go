@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"deckhand/control/events"
+	"deckhand/control/identity"
 	"deckhand/control/images"
 	"deckhand/control/wallet"
 	"deckhand/platform/signing"
@@ -47,7 +48,7 @@ func validateDatabaseURL(raw string) error {
 // creates or migrates them at every start (and `deckhand-control migrate`).
 func Tables() []*store.Table {
 	var out []*store.Table
-	for _, ts := range [][]*store.Table{events.Tables, wallet.Tables, images.Tables} {
+	for _, ts := range [][]*store.Table{identity.Tables, events.Tables, wallet.Tables, images.Tables} {
 		out = append(out, ts...)
 	}
 	return out
