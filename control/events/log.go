@@ -27,7 +27,7 @@ func NewLog(db *store.DB, clock platform.Clock) *Log {
 	if clock == nil {
 		clock = platform.SystemClock{}
 	}
-	return &Log{db: db, clock: clock, batch: store.NewBatcher(db, recordBatch)}
+	return &Log{db: db, clock: clock, batch: store.NewBatcher(db, recordBatch, false)}
 }
 
 // Append writes ev in tx, the transaction that makes the recorded change.

@@ -87,6 +87,9 @@ type Config struct {
 	// MaxBatch caps how many transfers one group commit carries: 0 is
 	// the default (128), 1 commits transfers one at a time in arrival
 	// order, a negative value gives each its own concurrent transaction.
+	// Transfers lock their account's row (store.UpdateLocking), so on
+	// PostgreSQL concurrent transfers of one user queue on that lock and
+	// those of different users run side by side.
 	MaxBatch int
 }
 
@@ -157,7 +160,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 		c.Seller = Seller{Name: "deckhand platform", Address: "Operated by the deckhand control plane", Email: "billing@deckhand.invalid"}
 	}
 	s := &Service{env: env, db: env.Store, clock: env.Clock, log: env.Logger, feeBPS: c.TransferFeeBPS,
-		ai: c.AICredit, seller: c.Seller, keep: c.KeyRetention, batch: store.NewBatcher(env.Store, c.MaxBatch),
+		ai: c.AICredit, seller: c.Seller, keep: c.KeyRetention, batch: store.NewBatcher(env.Store, c.MaxBatch, true),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.userExists = env.Authz.Policy(checkUserExists, "the named account exists").Check
 	if env.Payments != nil {

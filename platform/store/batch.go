@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"sync"
 )
@@ -21,8 +22,9 @@ import (
 // Functions must be safe to re-run: they overwrite their results on every
 // run and act outside the store only through Tx.AfterCommit.
 type Batcher struct {
-	db  *DB
-	max int
+	db      *DB
+	max     int
+	locking bool
 
 	mu      sync.Mutex
 	queue   []*call
@@ -36,14 +38,25 @@ type call struct {
 
 // NewBatcher group-commits Updates on db, at most max functions per
 // transaction: 1 commits them one at a time in arrival order, below 1
-// gives each its own concurrent transaction (no group commit).
-func NewBatcher(db *DB, max int) *Batcher { return &Batcher{db: db, max: max} }
+// gives each its own concurrent transaction (no group commit). With
+// locking the transactions are UpdateLocking ones (the functions lock
+// what they read for writing).
+func NewBatcher(db *DB, max int, locking bool) *Batcher {
+	return &Batcher{db: db, max: max, locking: locking}
+}
+
+func (b *Batcher) update(fn func(*Tx) error) error {
+	if b.locking {
+		return b.db.UpdateLocking(context.Background(), fn)
+	}
+	return b.db.Update(fn)
+}
 
 // Update runs fn in a shared transaction and returns once it committed
 // (nil) or failed (fn's error, from a transaction that wrote nothing).
 func (b *Batcher) Update(fn func(*Tx) error) error {
 	if b.max < 1 {
-		return b.db.Update(fn) // no group commit: every request its own transaction, concurrently
+		return b.update(fn) // no group commit: every request its own transaction, concurrently
 	}
 	c := &call{fn: fn, done: make(chan error, 1)}
 	b.mu.Lock()
@@ -79,11 +92,11 @@ func (b *Batcher) run(batch []*call) {
 	for len(batch) > 0 {
 		if len(batch) == 1 {
 			c := batch[0]
-			c.done <- b.db.Update(c.fn)
+			c.done <- b.update(c.fn)
 			return
 		}
 		failed, memberErr := -1, error(nil)
-		err := b.db.Update(func(tx *Tx) error {
+		err := b.update(func(tx *Tx) error {
 			failed, memberErr = -1, nil
 			for i, c := range batch {
 				if err := c.fn(tx); err != nil {
@@ -105,13 +118,13 @@ func (b *Batcher) run(batch []*call) {
 			// balance a member before it had not yet spent does not
 			// matter, its own transaction decides); the rest retry.
 			c := batch[failed]
-			c.done <- b.db.Update(c.fn)
+			c.done <- b.update(c.fn)
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 		default:
 			// The engine failed the whole transaction: every member gets
 			// its own, so each answer is its own.
 			for _, c := range batch {
-				c.done <- b.db.Update(c.fn)
+				c.done <- b.update(c.fn)
 			}
 			return
 		}

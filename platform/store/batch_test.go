@@ -21,7 +21,7 @@ func TestBatcherCommitsEachOnceAndIsolatesFailures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := store.NewBatcher(db, max)
+		b := store.NewBatcher(db, max, false)
 		boom := errors.New("refused")
 		var wg sync.WaitGroup
 		errs := make([]error, 64)

@@ -48,7 +48,7 @@ type boltEngine struct {
 	cataloged map[string]bool
 }
 
-func (e *boltEngine) Update(ctx context.Context, fn func(EngineTx) error) error {
+func (e *boltEngine) Update(ctx context.Context, _ UpdateOptions, fn func(EngineTx) error) error {
 	var sent []note
 	err := e.db.Update(func(t *bolt.Tx) error {
 		bt := &boltTx{tx: t, e: e}
@@ -129,6 +129,9 @@ func (t *boltTx) Get(bucket, key string) ([]byte, error) {
 	}
 	return b.Get([]byte(key)), nil
 }
+
+// GetForUpdate is Get: the one writer holds every row already.
+func (t *boltTx) GetForUpdate(bucket, key string) ([]byte, error) { return t.Get(bucket, key) }
 
 func (t *boltTx) GetMany(bucket string, keys []string) ([][]byte, error) {
 	out := make([][]byte, len(keys))

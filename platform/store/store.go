@@ -106,7 +106,7 @@ type Notification struct {
 type Engine interface {
 	// Update runs fn in a read-write transaction and commits when it
 	// returns nil; an engine may run fn again after a conflict.
-	Update(ctx context.Context, fn func(EngineTx) error) error
+	Update(ctx context.Context, o UpdateOptions, fn func(EngineTx) error) error
 	// View runs fn in a read-only transaction.
 	View(ctx context.Context, fn func(EngineTx) error) error
 	// Publish sends payload on channel to every DB on the same storage.
@@ -119,6 +119,16 @@ type Engine interface {
 	// declarations, moving records already in their buckets into them.
 	Declare(ctx context.Context, tables []*Table) error
 	Close() error
+}
+
+// UpdateOptions choose how an Update isolates itself on an engine with
+// concurrent writers (PostgreSQL); bbolt has one writer at a time.
+type UpdateOptions struct {
+	// Locking runs at READ COMMITTED instead of SERIALIZABLE: the
+	// function locks, with Tx.GetForUpdate, the rows whose values decide
+	// its writes before reading anything else that does; writers of one
+	// row then queue on its lock instead of conflicting and running again.
+	Locking bool
 }
 
 // Row is a record's derived field values, for an engine's PutRow.
@@ -143,6 +153,9 @@ type PageResult struct {
 type EngineTx interface {
 	// Get returns the value or nil when the bucket or key is missing.
 	Get(bucket, key string) ([]byte, error)
+	// GetForUpdate is Get that also locks the row until the transaction
+	// ends (a missing row locks nothing).
+	GetForUpdate(bucket, key string) ([]byte, error)
 	// GetMany returns the values of keys in their order, nil where the
 	// bucket or key is missing. keys hold 1 to MaxKeysPerRead valid keys,
 	// possibly repeated; a PostgreSQL engine reads them in one statement.
@@ -272,15 +285,28 @@ func (d *DB) View(fn func(tx *Tx) error) error { return d.ViewContext(context.Ba
 
 // UpdateContext is Update bounded by ctx.
 func (d *DB) UpdateContext(ctx context.Context, fn func(tx *Tx) error) error {
-	return d.run(ctx, true, fn)
+	return d.run(ctx, &UpdateOptions{}, fn)
+}
+
+// UpdateLocking is an Update whose function takes row locks itself
+// (UpdateOptions.Locking): it must read with Tx.GetForUpdate, first, every
+// record whose value decides what it writes, and write otherwise only
+// records no concurrent transaction writes (new keys, or keys those locks
+// guard). On PostgreSQL it runs at READ COMMITTED, so writers of one row
+// queue on the lock instead of re-running after a serialization conflict;
+// on bbolt it is Update.
+func (d *DB) UpdateLocking(ctx context.Context, fn func(tx *Tx) error) error {
+	return d.run(ctx, &UpdateOptions{Locking: true}, fn)
 }
 
 // ViewContext is View bounded by ctx.
 func (d *DB) ViewContext(ctx context.Context, fn func(tx *Tx) error) error {
-	return d.run(ctx, false, fn)
+	return d.run(ctx, nil, fn)
 }
 
-func (d *DB) run(ctx context.Context, write bool, fn func(tx *Tx) error) error {
+// run runs fn in a View (o nil) or an Update with options o.
+func (d *DB) run(ctx context.Context, o *UpdateOptions, fn func(tx *Tx) error) error {
+	write := o != nil
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -295,7 +321,7 @@ func (d *DB) run(ctx context.Context, write bool, fn func(tx *Tx) error) error {
 	}
 	var err error
 	if write {
-		err = d.e.Update(ctx, body)
+		err = d.e.Update(ctx, *o, body)
 	} else {
 		err = d.e.View(ctx, body)
 	}
@@ -370,6 +396,24 @@ func (t *Tx) Get(bucket, key string, v any) (bool, error) {
 		return false, nil
 	}
 	raw, err := t.e.Get(bucket, key)
+	if err != nil {
+		return false, t.fail(err)
+	}
+	if raw == nil {
+		return false, nil
+	}
+	return true, json.Unmarshal(raw, v)
+}
+
+// GetForUpdate is Get that locks the record's row until the transaction
+// ends (SELECT ... FOR UPDATE on PostgreSQL; bbolt's one writer holds
+// everything already). A missing record locks nothing. In an
+// UpdateLocking it is what makes a read-then-write exact.
+func (t *Tx) GetForUpdate(bucket, key string, v any) (bool, error) {
+	if validBucket(bucket) != nil || validKey(key) != nil {
+		return false, nil
+	}
+	raw, err := t.e.GetForUpdate(bucket, key)
 	if err != nil {
 		return false, t.fail(err)
 	}

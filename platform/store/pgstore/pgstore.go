@@ -183,20 +183,36 @@ func (e *engine) Close() error {
 	return nil
 }
 
-func (e *engine) Update(ctx context.Context, fn func(store.EngineTx) error) error {
-	return e.run(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+// Transactions' BEGIN statements.
+const (
+	beginSerializable = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+	beginLocking      = "BEGIN ISOLATION LEVEL READ COMMITTED"
+	beginView         = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+)
+
+// Update runs fn SERIALIZABLE, or READ COMMITTED when it takes row locks
+// itself (store.UpdateOptions.Locking: every read that decides a write
+// is a SELECT ... FOR UPDATE, so concurrent writers of one row queue on
+// its lock instead of conflicting and re-running).
+func (e *engine) Update(ctx context.Context, o store.UpdateOptions, fn func(store.EngineTx) error) error {
+	begin := beginSerializable
+	if o.Locking {
+		begin = beginLocking
+	}
+	return e.run(ctx, begin, false, fn)
 }
 
 // View reads one snapshot. REPEATABLE READ READ ONLY never fails with a
 // serialization error, so a View's function runs exactly once: only
-// writers need the re-runs that SERIALIZABLE brings.
+// writers need the re-runs that SERIALIZABLE brings. Its BEGIN goes first,
+// on its own, so a dead pooled connection is retried before fn runs.
 func (e *engine) View(ctx context.Context, fn func(store.EngineTx) error) error {
-	return e.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return e.run(ctx, beginView, true, fn)
 }
 
 // run runs fn in a transaction until it commits, fails for its own
 // reasons, or conflicts maxAttempts times.
-func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.EngineTx) error) error {
+func (e *engine) run(parent context.Context, begin string, eager bool, fn func(store.EngineTx) error) error {
 	ctx := parent
 	if _, ok := parent.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -205,7 +221,7 @@ func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.E
 	}
 	backoff := time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := e.attempt(ctx, opts, fn)
+		err := e.attempt(ctx, begin, eager, fn)
 		if err == nil {
 			return nil
 		}
@@ -215,8 +231,9 @@ func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.E
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: no answer within %v: %v", store.ErrUnavailable, txTimeout, err)
 		}
-		// A conflict re-runs fn; a connection that failed at BEGIN (fn
-		// never ran) gets two more tries on a fresh one.
+		// A conflict re-runs fn; a connection that failed at BEGIN (for a
+		// View before fn ran; an Update's fn is re-runnable) gets two more
+		// tries on a fresh one.
 		var de dbErr
 		retry := conflict(err) || (errors.As(err, &de) && de.begin && unavailable(err) && attempt < 3)
 		if !retry || attempt >= maxAttempts {
@@ -233,19 +250,24 @@ func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.E
 	}
 }
 
-func (e *engine) attempt(ctx context.Context, opts pgx.TxOptions, fn func(store.EngineTx) error) error {
-	tx, err := e.pool.BeginTx(ctx, opts)
+func (e *engine) attempt(ctx context.Context, begin string, eager bool, fn func(store.EngineTx) error) error {
+	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return dbErr{err: err, begin: true}
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(&pgTx{ctx: ctx, tx: tx, e: e}); err != nil {
+	defer conn.Release()
+	p := &pipe{ctx: ctx, conn: conn, begin: begin}
+	if eager {
+		if _, err := conn.Exec(ctx, begin); err != nil {
+			return dbErr{err: err, begin: true}
+		}
+		p.began = true
+	}
+	defer p.rollback(context.WithoutCancel(ctx))
+	if err := fn(&pgTx{ctx: ctx, p: p, e: e}); err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return dbErr{err: err}
-	}
-	return nil
+	return p.commit()
 }
 
 // dbErr marks an error as the driver's (not the transaction function's).

@@ -419,20 +419,18 @@ func (t *pgTx) PutRow(tb *store.Table, key string, raw []byte, isJSON bool, row 
 		args = append(args, key, raw)
 	}
 	args = append(args, row.Values()...)
-	if _, err := t.tx.Exec(t.ctx, q, args...); err != nil {
+	t.p.exec(func(err error) error {
 		var pg *pgconn.PgError
 		if errors.As(err, &pg) && pg.Code == "23505" {
 			return dupErr(tb, pg)
 		}
-		return dbErr{err: err}
-	}
+		return nil
+	}, q, args...)
 	return nil
 }
 
 func (t *pgTx) DeleteRow(tb *store.Table, key string) error {
-	if _, err := t.tx.Exec(t.ctx, "DELETE FROM "+ident(tb.Name)+" WHERE key = $1", key); err != nil {
-		return dbErr{err: err}
-	}
+	t.p.exec(nil, "DELETE FROM "+ident(tb.Name)+" WHERE key = $1", key)
 	return nil
 }
 
@@ -440,12 +438,8 @@ func (t *pgTx) DropBucket(bucket string) error {
 	if t.e.isTable(bucket) {
 		return fmt.Errorf("%s: %w", bucket, store.ErrUndeclared)
 	}
-	if _, err := t.tx.Exec(t.ctx, "DELETE FROM kv WHERE bucket = $1", bucket); err != nil {
-		return dbErr{err: err}
-	}
-	if _, err := t.tx.Exec(t.ctx, "DELETE FROM kv_seq WHERE bucket = $1", bucket); err != nil {
-		return dbErr{err: err}
-	}
+	t.p.exec(nil, "DELETE FROM kv WHERE bucket = $1", bucket)
+	t.p.exec(nil, "DELETE FROM kv_seq WHERE bucket = $1", bucket)
 	return nil
 }
 
@@ -511,7 +505,7 @@ func (t *pgTx) CountBy(p *store.Plan, field int) (map[string]int, error) {
 	var args []any
 	w := whereOf(p, adder(&args))
 	f := p.Table.Fields[field]
-	rows, err := t.tx.Query(t.ctx, fmt.Sprintf("SELECT %s, count(*) FROM %s WHERE %s AND %s IS NOT NULL GROUP BY 1",
+	rows, err := t.p.Query(t.ctx, fmt.Sprintf("SELECT %s, count(*) FROM %s WHERE %s AND %s IS NOT NULL GROUP BY 1",
 		ident(f.Name), ident(p.Table.Name), w, ident(f.Name)), args...)
 	if err != nil {
 		return nil, dbErr{err: err}
@@ -565,7 +559,7 @@ func (t *pgTx) Page(p *store.Plan) (store.PageResult, error) {
 	q := fmt.Sprintf(`SELECT c.n, p.key, p.v FROM (%s) AS c(n)
 		LEFT JOIN LATERAL (SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %s OFFSET %s) AS p ON true
 		ORDER BY %s`, count, selCols, tbl, pageW, strings.Join(order, ", "), add(p.Limit+1), add(p.Offset), strings.Join(outer, ", "))
-	rows, err := t.tx.Query(t.ctx, q, args...)
+	rows, err := t.p.Query(t.ctx, q, args...)
 	if err != nil {
 		return store.PageResult{}, dbErr{err: err}
 	}

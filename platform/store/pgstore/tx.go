@@ -20,7 +20,7 @@ const notifyChannel = "deckhand_store"
 
 type pgTx struct {
 	ctx context.Context
-	tx  pgx.Tx
+	p   *pipe
 	e   *engine
 }
 
@@ -42,11 +42,19 @@ func arg(args []any, v any) ([]any, string) {
 // value reads either column as bytes: jsonb as its text, raw as stored.
 const value = "COALESCE(raw, convert_to(value::text, 'UTF8'))"
 
-func (t *pgTx) Get(bucket, key string) ([]byte, error) {
+func (t *pgTx) Get(bucket, key string) ([]byte, error) { return t.get(bucket, key, "") }
+
+// GetForUpdate reads and locks the row until the transaction ends
+// (SELECT ... FOR UPDATE); a missing row locks nothing.
+func (t *pgTx) GetForUpdate(bucket, key string) ([]byte, error) {
+	return t.get(bucket, key, " FOR UPDATE")
+}
+
+func (t *pgTx) get(bucket, key, lock string) ([]byte, error) {
 	var raw []byte
 	from, args := t.src(bucket)
 	args, k := arg(args, key)
-	err := t.tx.QueryRow(t.ctx, "SELECT "+value+" FROM "+from+" AND key = "+k, args...).Scan(&raw)
+	err := t.p.QueryRow(t.ctx, "SELECT "+value+" FROM "+from+" AND key = "+k+lock, args...).Scan(&raw)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -74,7 +82,7 @@ func (t *pgTx) GetMany(bucket string, keys []string) ([][]byte, error) {
 	}
 	from, args := t.src(bucket)
 	args, ks := arg(args, distinct)
-	rows, err := t.tx.Query(t.ctx, "SELECT key, "+value+" FROM "+from+" AND key = ANY("+ks+"::text[])", args...)
+	rows, err := t.p.Query(t.ctx, "SELECT key, "+value+" FROM "+from+" AND key = ANY("+ks+"::text[])", args...)
 	if err != nil {
 		return nil, dbErr{err: err}
 	}
@@ -102,16 +110,12 @@ func (t *pgTx) Put(bucket, key string, raw []byte, isJSON bool) error {
 	if t.e.isTable(bucket) {
 		return fmt.Errorf("%s: %w", bucket, store.ErrUndeclared)
 	}
-	var err error
 	if isJSON && !hasNULEscape(raw) {
-		_, err = t.tx.Exec(t.ctx, `INSERT INTO kv (bucket, key, value) VALUES ($1, $2, $3::text::jsonb)
+		t.p.exec(nil, `INSERT INTO kv (bucket, key, value) VALUES ($1, $2, $3::text::jsonb)
 			ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value, raw = NULL`, bucket, key, string(raw))
 	} else {
-		_, err = t.tx.Exec(t.ctx, `INSERT INTO kv (bucket, key, raw) VALUES ($1, $2, $3)
+		t.p.exec(nil, `INSERT INTO kv (bucket, key, raw) VALUES ($1, $2, $3)
 			ON CONFLICT (bucket, key) DO UPDATE SET raw = excluded.raw, value = NULL`, bucket, key, raw)
-	}
-	if err != nil {
-		return dbErr{err: err}
 	}
 	return nil
 }
@@ -141,15 +145,13 @@ func (t *pgTx) Delete(bucket, key string) error {
 	if t.e.isTable(bucket) {
 		return fmt.Errorf("%s: %w", bucket, store.ErrUndeclared)
 	}
-	if _, err := t.tx.Exec(t.ctx, "DELETE FROM kv WHERE bucket = $1 AND key = $2", bucket, key); err != nil {
-		return dbErr{err: err}
-	}
+	t.p.exec(nil, "DELETE FROM kv WHERE bucket = $1 AND key = $2", bucket, key)
 	return nil
 }
 
 func (t *pgTx) NextSeq(bucket string) (uint64, error) {
 	var n int64
-	err := t.tx.QueryRow(t.ctx, `INSERT INTO kv_seq (bucket, n) VALUES ($1, 1)
+	err := t.p.QueryRow(t.ctx, `INSERT INTO kv_seq (bucket, n) VALUES ($1, 1)
 		ON CONFLICT (bucket) DO UPDATE SET n = kv_seq.n + 1 RETURNING n`, bucket).Scan(&n)
 	if err != nil {
 		return 0, dbErr{err: err}
@@ -170,16 +172,14 @@ func (t *pgTx) Count(bucket, prefix string) (int, error) {
 		}
 	}
 	var n int
-	if err := t.tx.QueryRow(t.ctx, q, args...).Scan(&n); err != nil {
+	if err := t.p.QueryRow(t.ctx, q, args...).Scan(&n); err != nil {
 		return 0, dbErr{err: err}
 	}
 	return n, nil
 }
 
 func (t *pgTx) Notify(channel, payload string) error {
-	if _, err := t.tx.Exec(t.ctx, "SELECT pg_notify($1, $2)", notifyChannel, channel+"\n"+payload); err != nil {
-		return dbErr{err: err}
-	}
+	t.p.exec(nil, "SELECT pg_notify($1, $2)", notifyChannel, channel+"\n"+payload)
 	return nil
 }
 
@@ -232,7 +232,7 @@ func (t *pgTx) Scan(bucket string, o store.ScanOptions, fn func(string, []byte) 
 		}
 		args = append(args, n)
 		q += fmt.Sprintf(" LIMIT $%d", len(args))
-		rows, err := t.tx.Query(t.ctx, q, args...)
+		rows, err := t.p.Query(t.ctx, q, args...)
 		if err != nil {
 			return dbErr{err: err}
 		}
@@ -279,7 +279,7 @@ func (t *pgTx) Buckets() ([]store.BucketInfo, error) {
 		// A table without rows is no bucket (as a kv bucket without keys).
 		counts += fmt.Sprintf(" UNION ALL (SELECT %s, count(*) FROM %s HAVING count(*) > 0)", quoteLit(name), pgx.Identifier{name}.Sanitize())
 	}
-	rows, err := t.tx.Query(t.ctx, `SELECT bucket, COALESCE(sum(k.n), 0)::bigint, COALESCE(max(s.n), 0)
+	rows, err := t.p.Query(t.ctx, `SELECT bucket, COALESCE(sum(k.n), 0)::bigint, COALESCE(max(s.n), 0)
 		FROM (`+counts+`) k
 		FULL OUTER JOIN kv_seq s USING (bucket) GROUP BY bucket ORDER BY bucket`)
 	if err != nil {
@@ -300,15 +300,11 @@ func (t *pgTx) Buckets() ([]store.BucketInfo, error) {
 }
 
 func (t *pgTx) SetSeq(bucket string, n uint64) error {
-	var err error
 	if n == 0 {
-		_, err = t.tx.Exec(t.ctx, "DELETE FROM kv_seq WHERE bucket = $1", bucket)
+		t.p.exec(nil, "DELETE FROM kv_seq WHERE bucket = $1", bucket)
 	} else {
-		_, err = t.tx.Exec(t.ctx, `INSERT INTO kv_seq (bucket, n) VALUES ($1, $2)
+		t.p.exec(nil, `INSERT INTO kv_seq (bucket, n) VALUES ($1, $2)
 			ON CONFLICT (bucket) DO UPDATE SET n = excluded.n`, bucket, int64(n))
-	}
-	if err != nil {
-		return dbErr{err: err}
 	}
 	return nil
 }

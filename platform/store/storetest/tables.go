@@ -537,7 +537,7 @@ func testTableCursorUnderInserts(t *testing.T, open Opener) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; ; i++ {
+			for i := 0; i < 200; i++ { // bounded: the walk must overtake them
 				select {
 				case <-stop:
 					return
