@@ -27,7 +27,11 @@ func NewLog(db *store.DB, clock platform.Clock) *Log {
 	if clock == nil {
 		clock = platform.SystemClock{}
 	}
-	return &Log{db: db, clock: clock, batch: store.NewBatcher(db, recordBatch, false)}
+	max := recordBatch
+	if db.ConcurrentWriters() {
+		max = -1 // PostgreSQL: appends insert new rows side by side, no batch to wait for
+	}
+	return &Log{db: db, clock: clock, batch: store.NewBatcher(db, max, false)}
 }
 
 // Append writes ev in tx, the transaction that makes the recorded change.
@@ -53,9 +57,10 @@ func (l *Log) DropLegacyIndex(ctx context.Context) (bool, error) {
 	return had, err
 }
 
-// Record writes ev in a transaction of its own: a group commit, so
-// concurrent Records share one transaction (on bbolt one fsync) instead
-// of queueing for the single writer one commit each.
+// Record writes ev in a transaction of its own: on bbolt a group commit,
+// so concurrent Records share one transaction (one fsync) instead of
+// queueing for the single writer one commit each; on PostgreSQL each its
+// own, concurrently.
 func (l *Log) Record(ev Event) (Event, error) {
 	var out Event
 	err := l.batch.Update(func(tx *store.Tx) error {

@@ -267,6 +267,14 @@ func (d *DB) Location() string {
 	return "store"
 }
 
+// ConcurrentWriters reports whether the engine runs write transactions
+// side by side (PostgreSQL) rather than one at a time (bbolt, where a
+// group commit is what shares the cost of a commit).
+func (d *DB) ConcurrentWriters() bool {
+	c, ok := d.e.(interface{ ConcurrentWriters() bool })
+	return ok && c.ConcurrentWriters()
+}
+
 // Close stops subscriptions and releases the engine.
 func (d *DB) Close() error {
 	d.hub.close()

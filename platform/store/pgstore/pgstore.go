@@ -178,6 +178,9 @@ func (e *engine) Location() string {
 	return fmt.Sprintf("PostgreSQL at host %s port %d, database %q", c.Host, c.Port, c.Database)
 }
 
+// ConcurrentWriters: transactions run side by side on the server.
+func (e *engine) ConcurrentWriters() bool { return true }
+
 func (e *engine) Close() error {
 	e.pool.Close()
 	return nil
