@@ -127,6 +127,11 @@ type Index struct {
 	// Sort lets Page order by the index's fields (or a leading part of
 	// them); an ordered Page needs such an index.
 	Sort bool
+	// Include carries more fields in the index's entries without ordering
+	// by them (PostgreSQL's INCLUDE): a condition on them and a count
+	// over the index then need no table row (an index-only scan). bbolt
+	// reads its compact rows for such conditions and ignores it.
+	Include []string `json:",omitempty"`
 }
 
 // FieldInfo is a field's name and type.
@@ -179,7 +184,7 @@ func Declare[T any](name string, fields []Field[T], indexes ...Index) *Table {
 		if len(ix.Fields) == 0 {
 			panic(fmt.Errorf("table %s: an index needs fields", name))
 		}
-		for _, f := range ix.Fields {
+		for _, f := range append(slices.Clone(ix.Fields), ix.Include...) {
 			if _, ok := t.pos[f]; !ok {
 				panic(fmt.Errorf("table %s: index field %s is not a declared field", name, f))
 			}

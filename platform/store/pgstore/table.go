@@ -89,28 +89,36 @@ type declaration struct {
 }
 
 type indexDecl struct {
-	Name   string   `json:"name"`
-	Fields []string `json:"fields"`
-	Unique bool     `json:"unique,omitempty"`
+	Name    string   `json:"name"`
+	Fields  []string `json:"fields"`
+	Unique  bool     `json:"unique,omitempty"`
+	Include []string `json:"include,omitempty"`
 }
 
 func declOf(t *store.Table) declaration {
 	d := declaration{Fields: t.Fields, Indexes: []indexDecl{}}
 	for i, ix := range t.Indexes {
-		d.Indexes = append(d.Indexes, indexDecl{Name: t.IndexName(i), Fields: ix.Fields, Unique: ix.Unique})
+		d.Indexes = append(d.Indexes, indexDecl{Name: t.IndexName(i), Fields: ix.Fields, Unique: ix.Unique, Include: ix.Include})
 	}
 	return d
 }
 
 func createIndex(table string, ix indexDecl) string {
-	cols := make([]string, len(ix.Fields))
-	for i, f := range ix.Fields {
-		cols[i] = ident(f)
+	idents := func(fs []string) string {
+		out := make([]string, len(fs))
+		for i, f := range fs {
+			out[i] = ident(f)
+		}
+		return strings.Join(out, ", ")
+	}
+	include := ""
+	if len(ix.Include) > 0 {
+		include = " INCLUDE (" + idents(ix.Include) + ")"
 	}
 	if ix.Unique {
-		return fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s UNIQUE (%s)", ident(table), ident(ix.Name), strings.Join(cols, ", "))
+		return fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s UNIQUE (%s)%s", ident(table), ident(ix.Name), idents(ix.Fields), include)
 	}
-	return fmt.Sprintf("CREATE INDEX %s ON %s (%s, key)", ident(ix.Name), ident(table), strings.Join(cols, ", "))
+	return fmt.Sprintf("CREATE INDEX %s ON %s (%s, key)%s", ident(ix.Name), ident(table), idents(ix.Fields), include)
 }
 
 func dropIndex(table string, ix indexDecl) string {
@@ -260,7 +268,7 @@ func migrateTable(ctx context.Context, tx pgx.Tx, t *store.Table) error {
 }
 
 func sameIndex(a, b indexDecl) bool {
-	return a.Name == b.Name && a.Unique == b.Unique && slices.Equal(a.Fields, b.Fields)
+	return a.Name == b.Name && a.Unique == b.Unique && slices.Equal(a.Fields, b.Fields) && slices.Equal(a.Include, b.Include)
 }
 
 // recomputeColumns derives every row's field columns from its record, in
