@@ -416,8 +416,12 @@ func (t *Tx) Get(bucket, key string, v any) (bool, error) {
 // GetForUpdate is Get that locks the record's row until the transaction
 // ends (SELECT ... FOR UPDATE on PostgreSQL; bbolt's one writer holds
 // everything already). A missing record locks nothing. In an
-// UpdateLocking it is what makes a read-then-write exact.
+// UpdateLocking it is what makes a read-then-write exact. In a View it is
+// ErrReadOnly.
 func (t *Tx) GetForUpdate(bucket, key string, v any) (bool, error) {
+	if !t.writable {
+		return false, ErrReadOnly
+	}
 	if validBucket(bucket) != nil || validKey(key) != nil {
 		return false, nil
 	}

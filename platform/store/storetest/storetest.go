@@ -857,12 +857,15 @@ func testLockingCounter(t *testing.T, open Opener) {
 	var n int
 	var r trec
 	must(t, db.View(func(tx *store.Tx) error {
-		if _, err := tx.GetForUpdate("lcounter", "n", &n); err != nil {
+		if _, err := tx.Get("lcounter", "n", &n); err != nil {
 			return err
 		}
 		_, err := tx.Get("locked", "n", &r)
 		return err
 	}))
+	if err := db.View(func(tx *store.Tx) error { _, err := tx.GetForUpdate("lcounter", "n", &n); return err }); !errors.Is(err, store.ErrReadOnly) {
+		t.Errorf("GetForUpdate in a View: %v", err)
+	}
 	if n != workers*each || r.N != workers*each {
 		t.Errorf("counters %d and %d, want %d", n, r.N, workers*each)
 	}
