@@ -12,6 +12,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/control/identity"
 	"deckhand/control/images"
+	"deckhand/control/notifications"
 	"deckhand/control/projects"
 	"deckhand/control/wallet"
 	"deckhand/platform/signing"
@@ -49,7 +50,7 @@ func validateDatabaseURL(raw string) error {
 // creates or migrates them at every start (and `deckhand-control migrate`).
 func Tables() []*store.Table {
 	var out []*store.Table
-	for _, ts := range [][]*store.Table{identity.Tables, events.Tables, wallet.Tables, images.Tables, projects.Tables} {
+	for _, ts := range [][]*store.Table{identity.Tables, events.Tables, wallet.Tables, images.Tables, projects.Tables, notifications.Tables} {
 		out = append(out, ts...)
 	}
 	return out
