@@ -140,20 +140,11 @@ func (s *Service) ListUsers(ctx context.Context) ([]User, error) {
 	}
 	out := []User{}
 	err := s.db.View(func(tx *store.Tx) error {
-		q := store.Query{Sort: []string{"created_at"}, Limit: 1000, SkipTotal: true}
-		for {
-			pg, err := store.PageOf[userRec](tx, usersTable, q)
-			if err != nil {
-				return err
-			}
-			for i := range pg.Items {
-				out = append(out, pg.Items[i].view())
-			}
-			if pg.Next == "" {
-				return nil
-			}
-			q.Cursor = pg.Next
+		recs, _, err := store.All[userRec](tx, usersTable, store.Query{Sort: []string{"created_at"}})
+		for i := range recs {
+			out = append(out, recs[i].view())
 		}
+		return err
 	})
 	if err != nil {
 		return nil, platform.Internal("list users", err)

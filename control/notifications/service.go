@@ -212,21 +212,8 @@ func visible(userID string) []store.Filter {
 
 // keysFor is every notification key the user gets, newest first.
 func keysFor(tx *store.Tx, userID string) ([]string, error) {
-	var keys []string
-	q := store.Query{Filters: visible(userID), Desc: true, Limit: 1000, SkipTotal: true}
-	for {
-		pg, err := tx.Page(table, q)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range pg.Items {
-			keys = append(keys, it.Key)
-		}
-		if pg.Next == "" {
-			return keys, nil
-		}
-		q.Cursor = pg.Next
-	}
+	_, keys, err := store.All[record](tx, table, store.Query{Filters: visible(userID), Desc: true})
+	return keys, err
 }
 
 func (s *Service) list(ctx context.Context, userID string, in ListInput) (*List, error) {

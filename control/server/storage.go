@@ -14,6 +14,7 @@ import (
 	"deckhand/control/images"
 	"deckhand/control/notifications"
 	"deckhand/control/projects"
+	"deckhand/control/servers"
 	"deckhand/control/wallet"
 	"deckhand/platform/signing"
 	"deckhand/platform/store"
@@ -50,7 +51,7 @@ func validateDatabaseURL(raw string) error {
 // creates or migrates them at every start (and `deckhand-control migrate`).
 func Tables() []*store.Table {
 	var out []*store.Table
-	for _, ts := range [][]*store.Table{identity.Tables, events.Tables, wallet.Tables, images.Tables, projects.Tables, notifications.Tables} {
+	for _, ts := range [][]*store.Table{identity.Tables, events.Tables, wallet.Tables, images.Tables, projects.Tables, notifications.Tables, servers.Tables} {
 		out = append(out, ts...)
 	}
 	return out

@@ -629,6 +629,29 @@ func (t *Tx) CountBy(table *Table, filters []Filter, field string) (map[string]i
 	return out, nil
 }
 
+// All decodes every record q selects, in its order, reading pages of
+// q.Limit (default 1000) by cursor; q's Offset, Cursor and total are not
+// used. It returns the records and their keys.
+func All[T any](tx *Tx, table *Table, q Query) ([]T, []string, error) {
+	var items []T
+	var keys []string
+	q.Offset, q.Cursor, q.SkipTotal = 0, "", true
+	if q.Limit == 0 {
+		q.Limit = 1000
+	}
+	for {
+		pg, err := PageOf[T](tx, table, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		items, keys = append(items, pg.Items...), append(keys, pg.Keys...)
+		if pg.Next == "" {
+			return items, keys, nil
+		}
+		q.Cursor = pg.Next
+	}
+}
+
 // PageOf is Tx.Page with the records decoded as T.
 func PageOf[T any](tx *Tx, table *Table, q Query) (Page[T], error) {
 	rp, err := tx.Page(table, q)
