@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sort"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -205,7 +206,16 @@ func choose(p *Plan) []*access {
 			return union
 		}
 	}
-	if len(p.Sort) > 0 {
+	// A whole Sort index in order, when its entries answer every
+	// condition; when some need the row, reading the rows in sequence and
+	// sorting the matches beats a row lookup per entry.
+	entryOnly := len(p.Any) == 0
+	for i := range p.All {
+		if p.All[i].Pos >= 0 && !slices.Contains(p.Sort, p.All[i].Pos) {
+			entryOnly = false
+		}
+	}
+	if len(p.Sort) > 0 && entryOnly {
 		for i, ix := range t.Indexes {
 			if !ix.Sort || len(ix.Fields) != len(p.Sort) {
 				continue
@@ -289,11 +299,10 @@ func (t *boltTx) visit(p *Plan, a *access, rows *bolt.Bucket, idx []*bolt.Bucket
 			if raw == nil {
 				continue
 			}
-			r, err := tb.decodeRow(raw)
-			if err != nil {
+			if err := tb.decodeRowView(raw, row); err != nil {
 				return err
 			}
-			if more, err := fn(k, r, true); err != nil || !more {
+			if more, err := fn(k, row, true); err != nil || !more {
 				return err
 			}
 		}
@@ -343,11 +352,9 @@ func (t *boltTx) visit(p *Plan, a *access, rows *bolt.Bucket, idx []*bolt.Bucket
 			var key string
 			if fromRow {
 				key = string(k)
-				r, err := tb.decodeRow(v)
-				if err != nil {
+				if err := tb.decodeRowView(v, row); err != nil {
 					return err
 				}
-				copy(row, r)
 			} else {
 				var err error
 				if key, err = tb.decodeEntry(a.index, k, row); err != nil {
@@ -410,6 +417,7 @@ type matcher struct {
 	onEntry     []*Cond
 	onRow       []*Cond
 	need        []int
+	scratch     []val // the row a candidate's conditions read (strings alias the transaction's pages)
 	visit       func(a *access, desc bool, fn func(key string, row []val, fromRow bool) (bool, error)) error
 	unavailable bool // the table has no records yet
 }
@@ -445,11 +453,13 @@ func (m *matcher) match(a *access, key string, row []val, fromRow bool) ([]val, 
 		if raw == nil {
 			return nil, false, nil
 		}
-		r, err := tb.decodeRow(raw)
-		if err != nil {
+		if m.scratch == nil {
+			m.scratch = make([]val, len(tb.Fields))
+		}
+		if err := tb.decodeRowView(raw, m.scratch); err != nil {
 			return nil, false, err
 		}
-		row = r
+		row = m.scratch
 	}
 	if !allHold(m.onEntry, row, key) || !allHold(m.onRow, row, key) {
 		return nil, false, nil
@@ -593,7 +603,7 @@ func (t *boltTx) CountBy(p *Plan, field int) (map[string]int, error) {
 	out := map[string]int{}
 	err = m.each(func(_ string, row []val) error {
 		if v := row[field]; !v.null {
-			out[p.Table.Fields[field].Type.groupKey(v)]++
+			out[strings.Clone(p.Table.Fields[field].Type.groupKey(v))]++
 		}
 		return nil
 	})

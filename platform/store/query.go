@@ -429,15 +429,19 @@ func lowerASCII(r rune) rune {
 }
 
 // likeMatch matches s against toks: % backtracks to its last position
-// (the classic wildcard walk, linear for patterns with one %).
+// (the classic wildcard walk, linear for patterns with one %), over the
+// string's bytes, a rune at a time, without copying it.
 func likeMatch(toks []likeTok, s string) bool {
-	rs := []rune(s)
 	ti, si := 0, 0
 	star, mark := -1, 0
-	for si < len(rs) {
-		if ti < len(toks) && !toks[ti].any && (toks[ti].one || tokEq(toks[ti], rs[si])) {
+	for si < len(s) {
+		r, n := rune(s[si]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(s[si:])
+		}
+		if ti < len(toks) && !toks[ti].any && (toks[ti].one || tokEq(toks[ti], r)) {
 			ti++
-			si++
+			si += n
 			continue
 		}
 		if ti < len(toks) && toks[ti].any {
@@ -447,7 +451,8 @@ func likeMatch(toks []likeTok, s string) bool {
 		}
 		if star >= 0 {
 			ti = star + 1
-			mark++
+			_, m := utf8.DecodeRuneInString(s[mark:])
+			mark += m
 			si = mark
 			continue
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // A bucket may be declared as a table: its record type, the fields the
@@ -398,6 +400,40 @@ func (t *Table) encodeRow(row []val) []byte {
 		b = appendVal(b, t.Fields[i].Type, v)
 	}
 	return b
+}
+
+// decodeRowView decodes b into row without copying text: the strings
+// alias b, so they are valid only while b is (inside the bbolt
+// transaction that read it); a Page's evaluation uses it and copies
+// nothing it keeps beyond the transaction.
+func (t *Table) decodeRowView(b []byte, row []val) error {
+	for i := range row {
+		if len(b) == 0 {
+			return fmt.Errorf("table %s row: %w", t.Name, errEncoding)
+		}
+		switch {
+		case b[0] == 2:
+			row[i], b = nullVal, b[1:]
+		case b[0] != 1:
+			return fmt.Errorf("table %s row: %w", t.Name, errEncoding)
+		case t.Fields[i].Type == TypeText:
+			j := bytes.IndexByte(b[1:], 0)
+			if j < 0 {
+				return fmt.Errorf("table %s row: %w", t.Name, errEncoding)
+			}
+			row[i] = val{s: unsafe.String(unsafe.SliceData(b[1:]), j)}
+			if j == 0 {
+				row[i] = val{}
+			}
+			b = b[2+j:]
+		default:
+			if len(b) < 9 {
+				return fmt.Errorf("table %s row: %w", t.Name, errEncoding)
+			}
+			row[i], b = val{n: int64(binary.BigEndian.Uint64(b[1:]) ^ (1 << 63))}, b[9:]
+		}
+	}
+	return nil
 }
 
 func (t *Table) decodeRow(b []byte) ([]val, error) {
