@@ -44,7 +44,13 @@ const propBucket = "dav-props"
 
 func newDAV(s *Service) *davServer {
 	d := &davServer{s: s, locks: newDAVLocks()}
-	d.h = &webdav.Handler{Prefix: "/dav", FileSystem: &davFS{s: s}, LockSystem: d.locks}
+	d.h = &webdav.Handler{Prefix: "/dav", FileSystem: &davFS{s: s}, LockSystem: d.locks, Logger: func(r *http.Request, err error) {
+		if st, ok := r.Context().Value(stateKey{}).(*reqState); ok && err != nil {
+			st.mu.Lock()
+			st.xerr = err
+			st.mu.Unlock()
+		}
+	}}
 	return d
 }
 
@@ -57,6 +63,8 @@ type reqState struct {
 	// the path's lock when PUT renames, so of two conditional writers with
 	// the same ETag one wins (as in the REST API).
 	cond WriteInput
+	// xerr is x/net's error for its answer (its Logger), for logs.
+	xerr error
 }
 
 type stateKey struct{}
@@ -403,11 +411,20 @@ func (s *Service) rekeyProps(from, to string) {
 	})
 }
 
-// handleDAV runs x/net/webdav inside Fiber. The request body is handed
+// handleDAV answers a WebDAV request; a failure becomes a DAV:error or
+// the JSON error (davFail).
+func (s *Service) handleDAV(c fiber.Ctx) error {
+	if err := closeOnError(s.serveDAV)(c); err != nil {
+		return s.davFail(c, err)
+	}
+	return nil
+}
+
+// serveDAV runs x/net/webdav inside Fiber. The request body is handed
 // over as the host's stream (the generic adaptor would read it all into
 // memory first); GET of a file goes through the REST download (sendfile,
 // ranges); other answers (PROPFIND and the like) are small and buffered.
-func (s *Service) handleDAV(c fiber.Ctx) error {
+func (s *Service) serveDAV(c fiber.Ctx) error {
 	if err := s.checkLength(c); err != nil {
 		return err
 	}
@@ -441,6 +458,14 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 	method := c.Method()
 	if _, err := rel("path", name); err != nil {
 		return err
+	}
+	if method == "PROPFIND" {
+		// RFC 4918 9.1 lets a server refuse infinite depth; a walk of the
+		// whole tree is one request's worth of unbounded work (a few
+		// links to "." make it exponential).
+		if d := strings.ToLower(strings.TrimSpace(c.Get("Depth"))); d == "" || d == "infinity" {
+			return finiteDepthOnly()
+		}
 	}
 	if method == http.MethodGet {
 		if e, err := s.Stat(name); err == nil && e.Type == "file" {
@@ -496,6 +521,15 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 		// answer is 423 Locked (RFC 4918 9.10.6). With entity tags in it,
 		// the failed state check stays 412.
 		rw.status = http.StatusLocked
+	}
+	if rw.status >= 400 {
+		// x/net's error answers are the status text; answer the
+		// service's error instead.
+		c.Response().ResetBody()
+		if rw.status == http.StatusNotFound {
+			return platform.NotFound("path", name)
+		}
+		return davStatusError(method, rw.status, st.xerr)
 	}
 	rw.flushHeader()
 	return nil

@@ -213,8 +213,8 @@ func (s *Service) lockShared(c fiber.Ctx, name, href string, li lockInfo) error 
 	}
 	token, err := s.dav.locks.create(time.Now(), d, true)
 	if err != nil {
-		c.Status(http.StatusLocked)
-		return c.SendString("")
+		return &davCondError{cond: "no-conflicting-lock",
+			err: platform.Errorf(CodeLocked, "%s is locked by a conflicting lock", name).WithDetails("path")}
 	}
 	status := http.StatusOK
 	err = s.id.run(func() error {

@@ -137,6 +137,6 @@ func (s *Service) Routes() []platform.Route {
 				"If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's " +
 				"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of a file " +
 				"is the REST download (sendfile, ranges). Mount with rclone, davfs2 or a desktop file manager at /dav/.",
-			Handler: closeOnError(s.handleDAV)},
+			Handler: s.handleDAV},
 	}
 }

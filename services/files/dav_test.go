@@ -1,0 +1,164 @@
+package files_test
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"deckhand/services/files"
+)
+
+// loopTree is a root holding four links to itself: a walk that follows
+// links grows as 4^depth.
+func loopTree(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("x"), 0o644))
+	for _, n := range []string{"l1", "l2", "l3", "l4"} {
+		must(t, os.Symlink(".", filepath.Join(root, n)))
+	}
+	return root
+}
+
+// davErrorBody is RFC 4918's DAV:error with whatever it holds.
+type davErrorBody struct {
+	XMLName xml.Name
+	Any     []struct {
+		XMLName xml.Name
+		Text    string `xml:",chardata"`
+	} `xml:",any"`
+}
+
+func parseDAVError(t *testing.T, body string) davErrorBody {
+	t.Helper()
+	var e davErrorBody
+	if err := xml.Unmarshal([]byte(body), &e); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, body)
+	}
+	if e.XMLName != (xml.Name{Space: "DAV:", Local: "error"}) {
+		t.Fatalf("root element %v, want DAV: error\n%s", e.XMLName, body)
+	}
+	return e
+}
+
+func (e davErrorBody) has(space, local string) bool {
+	for _, a := range e.Any {
+		if a.XMLName.Space == space && a.XMLName.Local == local {
+			return true
+		}
+	}
+	return false
+}
+
+// multistatusHrefs is the hrefs of a 207 answer.
+func multistatusHrefs(t *testing.T, body string) []string {
+	t.Helper()
+	var ms struct {
+		Responses []struct {
+			Href string `xml:"DAV: href"`
+		} `xml:"DAV: response"`
+	}
+	if err := xml.Unmarshal([]byte(body), &ms); err != nil {
+		t.Fatalf("multistatus: %v\n%.500s", err, body)
+	}
+	var out []string
+	for _, r := range ms.Responses {
+		out = append(out, r.Href)
+	}
+	return out
+}
+
+// PROPFIND of infinite depth (asked for, or no Depth header) is refused
+// with RFC 4918's propfind-finite-depth precondition: on a tree of links
+// to itself it would never end.
+func TestPropfindInfiniteDepthIsRefused(t *testing.T) {
+	t.Parallel()
+	base, _ := serve(t, files.Settings{Root: loopTree(t)})
+	for _, hdr := range [][]string{nil, {"Depth", "infinity"}} {
+		status, h, body := call(t, "PROPFIND", base+"/dav/", nil, hdr...)
+		if status != 403 || !strings.Contains(h.Get("Content-Type"), "xml") {
+			t.Fatalf("Depth %v: %d %s %.300s", hdr, status, h.Get("Content-Type"), body)
+		}
+		if e := parseDAVError(t, body); !e.has("DAV:", "propfind-finite-depth") {
+			t.Fatalf("Depth %v: no propfind-finite-depth: %s", hdr, body)
+		}
+	}
+	// Finite depths answer, and stay small on the loop.
+	status, _, body := call(t, "PROPFIND", base+"/dav/", nil, "Depth", "1")
+	if hrefs := multistatusHrefs(t, body); status != 207 || len(hrefs) != 6 {
+		t.Fatalf("Depth 1: %d %v", status, hrefs)
+	}
+	status, _, body = call(t, "PROPFIND", base+"/dav/l1/l2/", nil, "Depth", "0")
+	if hrefs := multistatusHrefs(t, body); status != 207 || len(hrefs) != 1 {
+		t.Fatalf("Depth 0: %d %v", status, hrefs)
+	}
+	if status, _, body = call(t, "PROPFIND", base+"/dav/", nil, "Depth", "2"); status != 400 {
+		t.Fatalf("Depth 2: %d %s", status, body)
+	}
+}
+
+// WebDAV errors are RFC 4918's DAV:error in XML, carrying the stable code
+// and a client-safe message; a client preferring JSON gets the service's
+// JSON error. Neither is x/net's status text or a Go error string.
+func TestDAVErrorsAreXMLOrJSON(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "f"), []byte("x"), 0o644))
+	base, _ := serve(t, files.Settings{Root: root})
+	lock := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+	if status, _, body := call(t, "LOCK", base+"/dav/f", str(lock), "Depth", "0"); status != 200 {
+		t.Fatalf("LOCK: %d %s", status, body)
+	}
+	for _, tc := range []struct {
+		method, path, body string
+		hdr                []string
+		status             int
+		code, details      string
+		cond               string
+	}{
+		{"PROPFIND", "/missing", "", []string{"Depth", "0"}, 404, "NOT_FOUND", "path", ""},
+		{"MKCOL", "/d", "", nil, 405, "METHOD_NOT_ALLOWED", "", ""},
+		{"PROPFIND", "/d", "", []string{"Depth", "2"}, 400, "INVALID", "Depth", ""},
+		{"COPY", "/f", "", []string{"Destination", "http://elsewhere.example/dav/g"}, 502, "FOREIGN_DESTINATION", "Destination", ""},
+		{"COPY", "/f", "", []string{"Destination", "/dav/f"}, 403, "FORBIDDEN", "Destination", ""},
+		{"PUT", "/f", "y", []string{"If", "(<opaquelocktoken:nope"}, 400, "INVALID", "If", ""},
+		{"LOCK", "/f", lock, []string{"Depth", "0"}, 423, "LOCKED", "", "no-conflicting-lock"},
+		{"PROPFIND", "/", "", nil, 403, "FORBIDDEN", "Depth", "propfind-finite-depth"},
+		{"PROPFIND", "/d", "<not xml", []string{"Depth", "0"}, 400, "INVALID", "body", ""},
+	} {
+		name := tc.method + " " + tc.path
+		status, h, body := call(t, tc.method, base+"/dav"+tc.path, str(tc.body), tc.hdr...)
+		if status != tc.status || !strings.HasPrefix(h.Get("Content-Type"), "application/xml") {
+			t.Errorf("%s: %d %q %s", name, status, h.Get("Content-Type"), body)
+			continue
+		}
+		e := parseDAVError(t, body)
+		got := map[string]string{}
+		for _, a := range e.Any {
+			if a.XMLName.Space == "urn:deckhand:error" {
+				got[a.XMLName.Local] = a.Text
+			}
+		}
+		if got["code"] != tc.code || got["details"] != tc.details || got["message"] == "" || strings.Contains(body, "webdav:") {
+			t.Errorf("%s: %v\n%s", name, got, body)
+		}
+		if tc.cond != "" && !e.has("DAV:", tc.cond) {
+			t.Errorf("%s: no DAV:%s\n%s", name, tc.cond, body)
+		}
+		// The same request preferring JSON.
+		status, h, body = call(t, tc.method, base+"/dav"+tc.path, str(tc.body), append(tc.hdr, "Accept", "application/json")...)
+		var je struct{ Code, Details, Message string }
+		if err := json.Unmarshal([]byte(body), &je); err != nil || status != tc.status || je.Code != tc.code || je.Message == "" ||
+			!strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+			t.Errorf("%s as JSON: %d %q %s", name, status, h.Get("Content-Type"), body)
+		}
+	}
+	// HEAD carries the status without a body.
+	if status, _, body := call(t, "HEAD", base+"/dav/missing", nil); status != 404 || body != "" {
+		t.Errorf("HEAD: %d %q", status, body)
+	}
+}
