@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/xml"
@@ -423,7 +424,8 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 // serveDAV runs x/net/webdav inside Fiber. The request body is handed
 // over as the host's stream (the generic adaptor would read it all into
 // memory first); GET of a file goes through the REST download (sendfile,
-// ranges); other answers (PROPFIND and the like) are small and buffered.
+// ranges); PROPFIND's multistatus is streamed (streamDAV); other answers
+// are small and buffered.
 func (s *Service) serveDAV(c fiber.Ctx) error {
 	if err := s.checkLength(c); err != nil {
 		return err
@@ -508,31 +510,141 @@ func (s *Service) serveDAV(c fiber.Ctx) error {
 	if err := s.davPreconditions(req, name); err != nil {
 		return err
 	}
+	if method == "PROPFIND" {
+		return s.streamDAV(c, h, req, st, name)
+	}
 	rw := &davWriter{h: http.Header{}, c: c}
 	h.ServeHTTP(rw, req)
-	if st.err != nil && (rw.status >= 400 || rw.status == 0) {
+	if err := s.davOutcome(req, rw.status, st, name); err != nil {
 		c.Response().ResetBody()
+		return err
+	}
+	rw.flushHeader()
+	return nil
+}
+
+// davOutcome turns an error answer of x/net (its status and status text)
+// into the service's error: what the file system noted, else one made
+// from the status.
+func (s *Service) davOutcome(req *http.Request, status int, st *reqState, name string) error {
+	if st.err != nil && (status >= 400 || status == 0) {
 		return st.err
 	}
-	if ih := req.Header.Get("If"); rw.status == http.StatusPreconditionFailed && ih != "" && !strings.Contains(ih, "[") &&
+	if ih := req.Header.Get("If"); status == http.StatusPreconditionFailed && ih != "" && !strings.Contains(ih, "[") &&
 		s.dav.locks.lockedAt(time.Now(), name) {
 		// x/net answers 412 when no lock token of an If header holds; when
 		// the header names only tokens and the resource is locked, the
 		// answer is 423 Locked (RFC 4918 9.10.6). With entity tags in it,
 		// the failed state check stays 412.
-		rw.status = http.StatusLocked
+		status = http.StatusLocked
 	}
-	if rw.status >= 400 {
-		// x/net's error answers are the status text; answer the
-		// service's error instead.
-		c.Response().ResetBody()
-		if rw.status == http.StatusNotFound {
-			return platform.NotFound("path", name)
-		}
-		return davStatusError(method, rw.status, st.xerr)
+	switch {
+	case status == http.StatusNotFound:
+		return platform.NotFound("path", name)
+	case status >= 400:
+		return davStatusError(req.Method, status, st.xerr)
 	}
-	rw.flushHeader()
 	return nil
+}
+
+// streamDAV runs x/net's PROPFIND in a goroutine of its own and streams
+// its multistatus: x/net writes each response element as the walk builds
+// it, and the status and headers go out with the first byte, so the
+// answer is never held whole in memory and a client that stops reading
+// stops the walk. An answer that fails before its first byte (404, a bad
+// body) is answered as any other error.
+func (s *Service) streamDAV(c fiber.Ctx, h *webdav.Handler, req *http.Request, st *reqState, name string) error {
+	// The goroutine may outlive this handler (fasthttp runs the stream
+	// writer after it returns), so its request holds nothing of Fiber's.
+	req = req.WithContext(context.WithValue(context.Background(), stateKey{}, st))
+	pr, pw := io.Pipe()
+	rw := &davStream{h: http.Header{}, pw: pw, started: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(rw, req)
+		_ = pw.Close()
+	}()
+	select {
+	case <-rw.started:
+	case <-done:
+		select {
+		case <-rw.started:
+		default:
+			if err := s.davOutcome(req, rw.status, st, name); err != nil {
+				return err
+			}
+			rw.copyHeader(c)
+			return nil
+		}
+	}
+	rw.copyHeader(c)
+	return c.SendStreamWriter(func(bw *bufio.Writer) {
+		_, err := io.Copy(bw, pr)
+		if err == nil {
+			err = bw.Flush()
+		}
+		// A client gone away ends the walk at its next write.
+		_ = pr.CloseWithError(errors.Join(io.ErrClosedPipe, err))
+		<-done
+		if rw.failed {
+			s.deps.Logger.Error("PROPFIND ended early", "service", "files", "path", name, "err", st.xerr)
+		}
+	})
+}
+
+// davStream is the ResponseWriter of a streamed answer: the body of a
+// success goes into the pipe, that of an error answer (x/net's status
+// text) is dropped.
+type davStream struct {
+	h       http.Header
+	status  int
+	pw      *io.PipeWriter
+	started chan struct{}
+	// failed: x/net gave up after the answer started (a multistatus it
+	// had to cut short); the status text it then writes is dropped.
+	failed bool
+}
+
+func (w *davStream) Header() http.Header { return w.h }
+
+func (w *davStream) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	} else if code >= 400 {
+		w.failed = true
+	}
+}
+
+func (w *davStream) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.status >= 400 || w.failed {
+		return len(p), nil
+	}
+	select {
+	case <-w.started:
+	default:
+		close(w.started)
+	}
+	return w.pw.Write(p)
+}
+
+func (w *davStream) copyHeader(c fiber.Ctx) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	for k, vs := range w.h {
+		for i, v := range vs {
+			if i == 0 {
+				c.Set(k, v)
+			} else {
+				c.Append(k, v)
+			}
+		}
+	}
+	c.Status(w.status)
 }
 
 // checkNamespaces refuses xmlns:prefix="" declarations.

@@ -3,9 +3,18 @@ package files_test
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"deckhand/services/files"
@@ -21,6 +30,20 @@ func loopTree(t *testing.T) string {
 		must(t, os.Symlink(".", filepath.Join(root, n)))
 	}
 	return root
+}
+
+// memDir is a temporary directory in memory where the system has one
+// (thousands of files are made in milliseconds there, seconds on a busy
+// disk), else on disk.
+func memDir(t *testing.T) string {
+	t.Helper()
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "files-test-"); err == nil {
+			t.Cleanup(func() { _ = os.RemoveAll(d) })
+			return d
+		}
+	}
+	return t.TempDir()
 }
 
 // davErrorBody is RFC 4918's DAV:error with whatever it holds.
@@ -160,5 +183,84 @@ func TestDAVErrorsAreXMLOrJSON(t *testing.T) {
 	// HEAD carries the status without a body.
 	if status, _, body := call(t, "HEAD", base+"/dav/missing", nil); status != 404 || body != "" {
 		t.Errorf("HEAD: %d %q", status, body)
+	}
+}
+
+// A Depth 1 PROPFIND streams its multistatus: the answer starts before
+// the walk ends, and a client that stops reading holds the walk up rather
+// than the service buffering the rest. The client reads only the headers
+// and then removes the directory's last entries (in the order the walk
+// takes them); the answer is many times what the sockets can hold, so a
+// walk still waiting on the client finds them gone. A service that built
+// the answer first would list them.
+func TestPropfindStreamsItsAnswer(t *testing.T) {
+	t.Parallel()
+	root := memDir(t)
+	// Long names that URL-escape threefold make each response element
+	// large, so fewer files make an answer of many megabytes.
+	long := strings.Repeat("é", 120)
+	dir := filepath.Join(root, long)
+	must(t, os.Mkdir(dir, 0o755))
+	// What the kernel can hold in flight: the service's send buffer
+	// grows up to tcp_wmem's maximum; the client's receive buffer is
+	// pinned small below.
+	inFlight := 4 << 20
+	if raw, err := os.ReadFile("/proc/sys/net/ipv4/tcp_wmem"); err == nil {
+		if f := strings.Fields(string(raw)); len(f) == 3 {
+			if n, err := strconv.Atoi(f[2]); err == nil {
+				inFlight = n
+			}
+		}
+	}
+	const perEntry = 1800 // bytes of one response element, at least (measured below)
+	n := 3*(inFlight+1<<20)/perEntry + 1
+	for i := range n {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%06d.txt", long, i)))
+		must(t, err)
+		f.Close()
+	}
+	d, err := os.Open(dir)
+	must(t, err)
+	order, err := d.Readdirnames(-1)
+	d.Close()
+	must(t, err)
+	tail := order[len(order)-20:]
+	base, _ := serve(t, files.Settings{Root: root})
+
+	tr := &http.Transport{DisableCompression: true, DialContext: (&net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
+		return errors.Join(err, serr)
+	}}).DialContext}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest("PROPFIND", base+"/dav/"+url.PathEscape(long)+"/", str(`<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`))
+	req.Header.Set("Depth", "1")
+	resp, err := tr.RoundTrip(req)
+	must(t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode != 207 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	for _, name := range tail {
+		must(t, os.Remove(filepath.Join(dir, name)))
+	}
+	raw, err := io.ReadAll(resp.Body)
+	must(t, err)
+	hrefs := multistatusHrefs(t, string(raw))
+	if len(hrefs) < 2 || len(raw)/len(hrefs) < perEntry {
+		t.Fatalf("%d responses, %d bytes: entries are smaller than the test assumes", len(hrefs), len(raw))
+	}
+	listed := map[string]bool{}
+	for _, h := range hrefs {
+		name, _ := url.PathUnescape(path.Base(h))
+		listed[name] = true
+	}
+	for _, name := range tail {
+		if listed[name] {
+			t.Fatalf("%s, removed once the answer had started, is listed: the walk ended before the answer began", name)
+		}
+	}
+	if !listed[order[0]] || len(hrefs) != n-len(tail)+1 {
+		t.Fatalf("%d responses for %d entries", len(hrefs), n-len(tail))
 	}
 }
