@@ -64,6 +64,9 @@ type reqState struct {
 	// the path's lock when PUT renames, so of two conditional writers with
 	// the same ETag one wins (as in the REST API).
 	cond WriteInput
+	// noFollow: the request acts on links themselves (COPY, MOVE,
+	// DELETE), so a final link is neither followed by Stat nor opened.
+	noFollow bool
 	// xerr is x/net's error for its answer (its Logger), for logs.
 	xerr error
 }
@@ -82,6 +85,16 @@ func note(ctx context.Context, err error) error {
 }
 
 type davFS struct{ s *Service }
+
+func stateOf(ctx context.Context) *reqState {
+	st, _ := ctx.Value(stateKey{}).(*reqState)
+	return st
+}
+
+func noFollow(ctx context.Context) bool {
+	st := stateOf(ctx)
+	return st != nil && st.noFollow
+}
 
 func (d *davFS) rel(ctx context.Context, name string) (string, error) {
 	r, err := rel("path", name)
@@ -123,16 +136,78 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 	if flag&os.O_TRUNC != 0 && flag&(os.O_WRONLY|os.O_RDWR) != 0 && r != "." {
 		return d.openWriter(ctx, name, r)
 	}
+	readOnly := flag&(os.O_WRONLY|os.O_RDWR) == 0
+	if readOnly {
+		// O_NONBLOCK: opening a fifo for reading would otherwise wait for
+		// a writer, holding the request (and its thread) for good.
+		flag |= syscall.O_NONBLOCK
+	}
 	var f *os.File
+	var node *davNode
 	err = d.s.id.run(func() error {
+		var before fs.FileInfo
+		if readOnly && noFollow(ctx) {
+			fi, err := d.s.root.Lstat(r)
+			if err != nil {
+				return err
+			}
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				target, err := d.s.root.Readlink(r)
+				node = &davNode{fs: d, rel: r, fi: fi, link: target}
+				return err
+			}
+			before = fi
+		}
 		var err error
-		f, err = d.s.root.OpenFile(r, flag, perm)
+		if f, err = d.s.root.OpenFile(r, flag, perm); err != nil {
+			return err
+		}
+		fi, err := f.Stat()
+		switch {
+		case err != nil:
+		case before != nil && !os.SameFile(before, fi):
+			// Replaced (by a link, say) between the look and the open.
+			err = platform.Errorf(platform.CodeConflict, "%s changed during the request", name).WithDetails("path")
+		case readOnly && !fi.Mode().IsRegular() && !fi.IsDir():
+			node = &davNode{fs: d, rel: r, fi: fi}
+		default:
+			return nil
+		}
+		f.Close()
+		f = nil
 		return err
 	})
 	if err != nil {
 		return nil, osErr(ctx, name, err)
 	}
+	if node != nil {
+		return node, nil
+	}
 	return &davFile{File: f, fs: d, rel: r}, nil
+}
+
+// davNode is a resource that is not opened: a symbolic link when the
+// request acts on links themselves, or a fifo, socket or device. It has
+// its own FileInfo and no content; COPY makes a link of a link and skips
+// the others (davFile.ReadFrom), as the REST copy does.
+type davNode struct {
+	fs   *davFS
+	rel  string
+	fi   fs.FileInfo
+	link string // a link's target as stored
+}
+
+func (n *davNode) Close() error                       { return nil }
+func (n *davNode) Read([]byte) (int, error)           { return 0, io.EOF }
+func (n *davNode) Seek(int64, int) (int64, error)     { return 0, nil }
+func (n *davNode) Readdir(int) ([]fs.FileInfo, error) { return nil, syscall.ENOTDIR }
+func (n *davNode) Write([]byte) (int, error)          { return 0, os.ErrPermission }
+func (n *davNode) Stat() (fs.FileInfo, error)         { return davInfo{n.fi}, nil }
+
+func (n *davNode) DeadProps() (map[xml.Name]webdav.Property, error) { return n.fs.deadProps(n.rel) }
+
+func (n *davNode) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
+	return n.fs.patch(n.rel, p)
 }
 
 // openWriter is PUT's file: a temporary beside the target, renamed onto
@@ -198,6 +273,11 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	if err == nil {
 		d.s.moveProps(from, to)
 	}
+	if errors.Is(err, fs.ErrNotExist) && !isEscape(err) {
+		// x/net answers any failed rename 403.
+		note(ctx, platform.NotFound("path", oldName))
+		return os.ErrPermission
+	}
 	return osErr(ctx, newName, err)
 }
 
@@ -209,7 +289,11 @@ func (d *davFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
 	var fi os.FileInfo
 	err = d.s.id.run(func() error {
 		var err error
-		fi, err = d.s.root.Stat(r)
+		if noFollow(ctx) {
+			fi, err = d.s.root.Lstat(r)
+		} else {
+			fi, err = d.s.root.Stat(r)
+		}
 		return err
 	})
 	if err != nil {
@@ -242,6 +326,8 @@ type davFile struct {
 	name string
 	n    int64
 	werr error
+	link *string // COPY of a link: Close makes a link to this target
+	skip bool    // COPY of a fifo, socket or device: Close writes nothing
 }
 
 func (f *davFile) Write(p []byte) (int, error) {
@@ -258,8 +344,18 @@ func (f *davFile) Write(p []byte) (int, error) {
 }
 
 // ReadFrom keeps io.Copy on Write (and its limit) rather than the
-// kernel's copy paths.
+// kernel's copy paths. It is also how COPY hands over its source (x/net
+// copies with io.Copy): a link's copy becomes a link, a fifo, socket or
+// device is not copied.
 func (f *davFile) ReadFrom(r io.Reader) (int64, error) {
+	if n, ok := r.(*davNode); ok && f.tmp != "" {
+		if n.fi.Mode()&fs.ModeSymlink != 0 {
+			f.link = &n.link
+		} else {
+			f.skip = true
+		}
+		return 0, nil
+	}
 	return io.Copy(struct{ io.Writer }{f}, r)
 }
 
@@ -269,6 +365,10 @@ func (f *davFile) Close() error {
 		return err
 	}
 	s := f.fs.s
+	if f.skip {
+		_ = s.id.run(func() error { return s.root.Remove(f.tmp) })
+		return err
+	}
 	if err == nil && f.werr == nil {
 		unlock := s.locks.lock(f.rel)
 		err = s.id.run(func() error {
@@ -281,7 +381,14 @@ func (f *davFile) Close() error {
 					return err
 				}
 			}
-			if err := s.root.Chmod(f.tmp, f.mode); err != nil {
+			if f.link != nil {
+				if err := s.root.Remove(f.tmp); err != nil {
+					return err
+				}
+				if err := s.root.Symlink(*f.link, f.tmp); err != nil {
+					return err
+				}
+			} else if err := s.root.Chmod(f.tmp, f.mode); err != nil {
 				return err
 			}
 			return s.root.Rename(f.tmp, f.rel)
@@ -313,10 +420,16 @@ type storedProp struct {
 	XML                string
 }
 
-func (f *davFile) DeadProps() (map[xml.Name]webdav.Property, error) {
+func (f *davFile) DeadProps() (map[xml.Name]webdav.Property, error) { return f.fs.deadProps(f.rel) }
+
+func (f *davFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
+	return f.fs.patch(f.rel, patches)
+}
+
+func (d *davFS) deadProps(r string) (map[xml.Name]webdav.Property, error) {
 	var list []storedProp
-	if db := f.fs.s.deps.Store; db != nil {
-		if err := db.View(func(tx *store.Tx) error { _, err := tx.Get(propBucket, propKey(f.rel), &list); return err }); err != nil {
+	if db := d.s.deps.Store; db != nil {
+		if err := db.View(func(tx *store.Tx) error { _, err := tx.Get(propBucket, propKey(r), &list); return err }); err != nil {
 			return nil, err
 		}
 	}
@@ -328,15 +441,15 @@ func (f *davFile) DeadProps() (map[xml.Name]webdav.Property, error) {
 	return out, nil
 }
 
-func (f *davFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
-	db := f.fs.s.deps.Store
+func (d *davFS) patch(r string, patches []webdav.Proppatch) ([]webdav.Propstat, error) {
+	db := d.s.deps.Store
 	if db == nil {
 		return nil, errors.New("no store for dead properties")
 	}
 	pstat := webdav.Propstat{Status: http.StatusOK}
 	err := db.Update(func(tx *store.Tx) error {
 		var list []storedProp
-		if _, err := tx.Get(propBucket, propKey(f.rel), &list); err != nil {
+		if _, err := tx.Get(propBucket, propKey(r), &list); err != nil {
 			return err
 		}
 		m := map[xml.Name]storedProp{}
@@ -358,9 +471,9 @@ func (f *davFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
 			list = append(list, p)
 		}
 		if len(list) == 0 {
-			return tx.Delete(propBucket, propKey(f.rel))
+			return tx.Delete(propBucket, propKey(r))
 		}
-		return tx.Put(propBucket, propKey(f.rel), list)
+		return tx.Put(propBucket, propKey(r), list)
 	})
 	return []webdav.Propstat{pstat}, err
 }
@@ -470,11 +583,14 @@ func (s *Service) serveDAV(c fiber.Ctx) error {
 		}
 	}
 	if method == http.MethodGet {
-		if e, err := s.Stat(name); err == nil && e.Type == "file" {
+		// Files (and fifos, devices, sockets, which it refuses) go through
+		// the REST download.
+		if e, err := s.Stat(name); err == nil && (e.Type == "file" || e.Type == "other") {
 			return s.serveFile(c, name, false)
 		}
 	}
-	st := &reqState{cond: WriteInput{Path: name, Overwrite: true, IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch)}}
+	st := &reqState{cond: WriteInput{Path: name, Overwrite: true, IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch)},
+		noFollow: method == "COPY" || method == "MOVE" || method == "DELETE"}
 	ctx := context.WithValue(c.Context(), stateKey{}, st)
 	var rb io.Reader = body(c)
 	if method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK" {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"deckhand/services/files"
 )
@@ -262,5 +263,184 @@ func TestPropfindStreamsItsAnswer(t *testing.T) {
 	}
 	if !listed[order[0]] || len(hrefs) != n-len(tail)+1 {
 		t.Fatalf("%d responses for %d entries", len(hrefs), n-len(tail))
+	}
+}
+
+// linkTo reports where p links to, failing the test when it is no link.
+func linkTo(t *testing.T, p string) string {
+	t.Helper()
+	target, err := os.Readlink(p)
+	if err != nil {
+		t.Fatalf("%s is not a link: %v", p, err)
+	}
+	return target
+}
+
+// COPY copies links as links, as the REST copy does: never the tree
+// behind them (a link to "." would otherwise copy without end).
+func TestDAVCopyCopiesLinksAsLinks(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "t", "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "t", "sub", "s.txt"), []byte("behind the link"), 0o644))
+	must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "d", "f.txt"), []byte("file"), 0o640))
+	must(t, os.Symlink("../t", filepath.Join(root, "d", "ln")))
+	must(t, os.Symlink("f.txt", filepath.Join(root, "d", "lf")))
+	must(t, os.Symlink(".", filepath.Join(root, "d", "loop")))
+	must(t, os.Symlink("nowhere", filepath.Join(root, "d", "dangling")))
+	must(t, os.Symlink("t", filepath.Join(root, "top")))
+	base, _ := serve(t, files.Settings{Root: root})
+
+	if status, _, body := call(t, "COPY", base+"/dav/d", nil, "Destination", base+"/dav/c"); status != 201 {
+		t.Fatalf("COPY d: %d %s", status, body)
+	}
+	for name, want := range map[string]string{"ln": "../t", "lf": "f.txt", "loop": ".", "dangling": "nowhere"} {
+		if got := linkTo(t, filepath.Join(root, "c", name)); got != want {
+			t.Errorf("c/%s links to %q, want %q", name, got, want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "c", "f.txt")); err != nil || string(b) != "file" {
+		t.Errorf("c/f.txt: %q %v", b, err)
+	}
+	// A link named by the request is copied itself too.
+	if status, _, body := call(t, "COPY", base+"/dav/top", nil, "Destination", base+"/dav/top2"); status != 201 {
+		t.Fatalf("COPY top: %d %s", status, body)
+	}
+	if got := linkTo(t, filepath.Join(root, "top2")); got != "t" {
+		t.Errorf("top2 links to %q", got)
+	}
+	// Over an existing link (Overwrite: T) the new link replaces it,
+	// and the old link's target is left alone.
+	if status, _, body := call(t, "COPY", base+"/dav/d/lf", nil, "Destination", base+"/dav/top"); status != 204 {
+		t.Fatalf("COPY over a link: %d %s", status, body)
+	}
+	if got := linkTo(t, filepath.Join(root, "top")); got != "f.txt" {
+		t.Errorf("top links to %q", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "t", "sub", "s.txt")); string(b) != "behind the link" {
+		t.Errorf("the target changed: %q", b)
+	}
+}
+
+// DELETE removes a link, never what it points to; dangling links and
+// links leading out of the root can be deleted too (they are in it).
+func TestDAVDeleteRemovesLinksNotTargets(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(outside, "o.txt"), []byte("outside"), 0o644))
+	root := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(root, "keep"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "keep", "k.txt"), []byte("kept"), 0o644))
+	must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+	must(t, os.Symlink("../keep", filepath.Join(root, "d", "ln")))
+	must(t, os.Symlink("keep", filepath.Join(root, "lk")))
+	must(t, os.Symlink("nowhere", filepath.Join(root, "dangling")))
+	must(t, os.Symlink(outside, filepath.Join(root, "out")))
+	base, _ := serve(t, files.Settings{Root: root})
+	for _, p := range []string{"d", "lk", "dangling", "out"} {
+		if status, _, body := call(t, "DELETE", base+"/dav/"+p, nil); status != 204 {
+			t.Errorf("DELETE %s: %d %s", p, status, body)
+		}
+		if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "keep", "k.txt")); string(b) != "kept" {
+		t.Errorf("a link's target was deleted: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "o.txt")); string(b) != "outside" {
+		t.Errorf("outside the root changed: %q", b)
+	}
+}
+
+// MOVE moves a link itself; Overwrite: F counts a dangling link at the
+// destination as existing, and Overwrite: T replaces the link, not what
+// it points to.
+func TestDAVMoveMovesLinks(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(root, "keep"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "keep", "k.txt"), []byte("kept"), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("f"), 0o644))
+	must(t, os.Symlink("keep", filepath.Join(root, "lk")))
+	must(t, os.Symlink("nowhere", filepath.Join(root, "dangling")))
+	base, _ := serve(t, files.Settings{Root: root})
+	if status, _, body := call(t, "MOVE", base+"/dav/lk", nil, "Destination", base+"/dav/lk2"); status != 201 {
+		t.Fatalf("MOVE lk: %d %s", status, body)
+	}
+	if got := linkTo(t, filepath.Join(root, "lk2")); got != "keep" {
+		t.Errorf("lk2 links to %q", got)
+	}
+	if status, _, body := call(t, "MOVE", base+"/dav/f.txt", nil, "Destination", base+"/dav/dangling", "Overwrite", "F"); status != 412 {
+		t.Errorf("MOVE onto a dangling link, Overwrite F: %d %s", status, body)
+	}
+	if status, _, body := call(t, "MOVE", base+"/dav/f.txt", nil, "Destination", base+"/dav/lk2", "Overwrite", "T"); status != 204 {
+		t.Fatalf("MOVE onto a link: %d %s", status, body)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "lk2")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("lk2 is not the moved file: %v %v", fi, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "keep", "k.txt")); string(b) != "kept" {
+		t.Errorf("a link's target was touched: %q", b)
+	}
+}
+
+// A fifo is never opened for reading (that waits for a writer forever):
+// PROPFIND lists it, a download refuses it, COPY skips it as the REST
+// copy does.
+func TestFifosDoNotHangRequests(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "d", "a.txt"), []byte("a"), 0o644))
+	if err := syscall.Mkfifo(filepath.Join(root, "d", "p"), 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	base, _ := serve(t, files.Settings{Root: root})
+	// A guard, not a timing: a hung request fails the test instead of
+	// hanging the suite.
+	client := &http.Client{Timeout: time.Minute}
+	do := func(method, u string, hdr ...string) (int, string) {
+		req, _ := http.NewRequest(method, base+u, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, u, err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(raw)
+	}
+	status, body := do("PROPFIND", "/dav/d/", "Depth", "1")
+	if hrefs := multistatusHrefs(t, body); status != 207 || len(hrefs) != 3 {
+		t.Errorf("PROPFIND: %d %v", status, hrefs)
+	}
+	if status, body = do("GET", "/api/v1/files/content?path=/d/p"); status != 409 {
+		t.Errorf("REST GET: %d %s", status, body)
+	}
+	if status, body = do("GET", "/dav/d/p"); status != 409 {
+		t.Errorf("DAV GET: %d %s", status, body)
+	}
+	if status, body = do("COPY", "/dav/d", "Destination", base+"/dav/c"); status != 201 {
+		t.Errorf("COPY: %d %s", status, body)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "c", "p")); err == nil {
+		t.Error("COPY copied the fifo")
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "c", "a.txt")); string(b) != "a" {
+		t.Errorf("COPY: c/a.txt %q", b)
+	}
+	// The REST routes that read files pass it by too.
+	if status, body = do("GET", "/api/v1/files/search?path=/d&content=a"); status != 200 || !strings.Contains(body, `"/d/a.txt"`) {
+		t.Errorf("search: %d %s", status, body)
+	}
+	if status, body = do("GET", "/api/v1/files/archive?path=/d&format=zip"); status != 200 {
+		t.Errorf("archive: %d", status)
+	}
+	if status, body = do("GET", "/api/v1/files?path=/d/p"); status != 409 {
+		t.Errorf("list: %d %s", status, body)
 	}
 }
