@@ -44,7 +44,7 @@ type davServer struct {
 const propBucket = "dav-props"
 
 func newDAV(s *Service) *davServer {
-	d := &davServer{s: s, locks: newDAVLocks()}
+	d := &davServer{s: s, locks: newDAVLocks(s.deps.Clock)}
 	d.h = &webdav.Handler{Prefix: "/dav", FileSystem: &davFS{s: s}, LockSystem: d.locks, Logger: func(r *http.Request, err error) {
 		if st, ok := r.Context().Value(stateKey{}).(*reqState); ok && err != nil {
 			st.mu.Lock()
@@ -592,6 +592,13 @@ func (s *Service) serveDAV(c fiber.Ctx) error {
 	st := &reqState{cond: WriteInput{Path: name, Overwrite: true, IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch)},
 		noFollow: method == "COPY" || method == "MOVE" || method == "DELETE"}
 	ctx := context.WithValue(c.Context(), stateKey{}, st)
+	var lockLife time.Duration
+	if method == "LOCK" {
+		var err error
+		if lockLife, err = lockTimeout(c.Get("Timeout")); err != nil {
+			return err
+		}
+	}
 	var rb io.Reader = body(c)
 	if method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK" {
 		// XML request bodies are small; x/net accepts a namespace prefix
@@ -608,7 +615,7 @@ func (s *Service) serveDAV(c fiber.Ctx) error {
 		}
 		if method == "LOCK" {
 			if li, shared := sharedLockRequest(raw); shared {
-				return s.lockShared(c, name, u.Path, li)
+				return s.lockShared(c, name, u.Path, li, lockLife)
 			}
 		}
 		rb = bytes.NewReader(raw)
@@ -623,6 +630,11 @@ func (s *Service) serveDAV(c fiber.Ctx) error {
 	for k, v := range c.Request().Header.All() {
 		req.Header.Add(string(k), string(v))
 	}
+	if method == "LOCK" {
+		// x/net writes the Timeout it read into the answer: hand it the
+		// capped one.
+		req.Header.Set("Timeout", timeoutHeader(lockLife))
+	}
 	if err := s.davPreconditions(req, name); err != nil {
 		return err
 	}
@@ -630,6 +642,9 @@ func (s *Service) serveDAV(c fiber.Ctx) error {
 		return s.streamDAV(c, h, req, st, name)
 	}
 	rw := &davWriter{h: http.Header{}, c: c}
+	if method == "LOCK" {
+		rw.h.Set("Timeout", timeoutHeader(lockLife))
+	}
 	h.ServeHTTP(rw, req)
 	if err := s.davOutcome(req, rw.status, st, name); err != nil {
 		c.Response().ResetBody()
@@ -647,7 +662,7 @@ func (s *Service) davOutcome(req *http.Request, status int, st *reqState, name s
 		return st.err
 	}
 	if ih := req.Header.Get("If"); status == http.StatusPreconditionFailed && ih != "" && !strings.Contains(ih, "[") &&
-		s.dav.locks.lockedAt(time.Now(), name) {
+		s.dav.locks.locked(name) {
 		// x/net answers 412 when no lock token of an If header holds; when
 		// the header names only tokens and the resource is locked, the
 		// answer is 423 Locked (RFC 4918 9.10.6). With entity tags in it,

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"deckhand/platform"
+	"deckhand/platform/platformtest"
 	"deckhand/services/files"
 )
 
@@ -442,5 +444,68 @@ func TestFifosDoNotHangRequests(t *testing.T) {
 	}
 	if status, body = do("GET", "/api/v1/files?path=/d/p"); status != 409 {
 		t.Errorf("list: %d %s", status, body)
+	}
+}
+
+// Locks live at most an hour: Infinite, no Timeout or a longer one is
+// cut to Second-3600 (RFC 4918 10.7 leaves the choice to the server), in
+// the Timeout header and the lockdiscovery of the answer, for exclusive
+// and shared locks and refreshes alike; after the hour the lock is gone.
+func TestDAVLocksExpireWithinAnHour(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	clock := platform.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	deps := platformtest.ServiceDeps(t, "files")
+	deps.Clock = clock
+	base, _ := serveWith(t, deps, files.Settings{Root: root})
+	lockBody := func(scope string) io.Reader {
+		return str(`<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:` + scope + `/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>t</D:owner></D:lockinfo>`)
+	}
+	timeoutOf := func(body string) string {
+		var p struct {
+			Timeout string `xml:"lockdiscovery>activelock>timeout"`
+		}
+		if err := xml.Unmarshal([]byte(body), &p); err != nil {
+			t.Fatalf("lock answer: %v\n%s", err, body)
+		}
+		return strings.TrimSpace(p.Timeout)
+	}
+	tokens := map[string]string{}
+	for i, tc := range []struct{ scope, timeout, want string }{
+		{"exclusive", "Infinite", "Second-3600"},
+		{"exclusive", "", "Second-3600"},
+		{"exclusive", "Second-4100000000", "Second-3600"},
+		{"exclusive", "Infinite, Second-60", "Second-3600"},
+		{"exclusive", "Second-60", "Second-60"},
+		{"shared", "Infinite", "Second-3600"},
+		{"shared", "Second-7200", "Second-3600"},
+	} {
+		p := fmt.Sprintf("/dav/l%d", i)
+		hdr := []string{"Depth", "0"}
+		if tc.timeout != "" {
+			hdr = append(hdr, "Timeout", tc.timeout)
+		}
+		status, h, body := call(t, "LOCK", base+p, lockBody(tc.scope), hdr...)
+		if status != 201 || h.Get("Timeout") != tc.want || timeoutOf(body) != tc.want {
+			t.Fatalf("%s %q: %d Timeout %q, body %q", tc.scope, tc.timeout, status, h.Get("Timeout"), timeoutOf(body))
+		}
+		tokens[p] = h.Get("Lock-Token")
+	}
+	// A refresh asking for Infinite gets the hour too.
+	status, h, body := call(t, "LOCK", base+"/dav/l0", nil, "If", "("+tokens["/dav/l0"]+")", "Timeout", "Infinite")
+	if status != 200 || h.Get("Timeout") != "Second-3600" || timeoutOf(body) != "Second-3600" {
+		t.Fatalf("refresh: %d %q %s", status, h.Get("Timeout"), body)
+	}
+	if status, _, body := call(t, "LOCK", base+"/dav/l0", lockBody("exclusive"), "Timeout", "Second-abc"); status != 400 || !strings.Contains(body, "Timeout") {
+		t.Fatalf("bad Timeout: %d %s", status, body)
+	}
+	if status, _, _ := call(t, "PUT", base+"/dav/l1", str("x")); status != 423 {
+		t.Fatalf("PUT to a locked resource: %d", status)
+	}
+	clock.Advance(time.Hour + time.Second)
+	for i := range 7 {
+		if status, _, body := call(t, "PUT", base+fmt.Sprintf("/dav/l%d", i), str("x")); status >= 300 {
+			t.Errorf("l%d is still locked after an hour: %d %s", i, status, body)
+		}
 	}
 }
