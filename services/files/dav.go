@@ -582,10 +582,18 @@ func (s *Service) serveDAV(c fiber.Ctx) error {
 			return finiteDepthOnly()
 		}
 	}
-	if method == http.MethodGet {
-		// Files (and fifos, devices, sockets, which it refuses) go through
-		// the REST download.
-		if e, err := s.Stat(name); err == nil && (e.Type == "file" || e.Type == "other") {
+	if method == http.MethodGet || method == http.MethodHead {
+		// Everything but a collection (files, links to them, and fifos,
+		// devices and sockets, which it refuses) goes through the REST
+		// download, with its headers.
+		var dir bool
+		err := s.id.run(func() error {
+			r, _ := rel("path", name)
+			fi, err := s.root.Stat(r)
+			dir = err == nil && fi.IsDir()
+			return err
+		})
+		if err == nil && !dir {
 			return s.serveFile(c, name, false)
 		}
 	}

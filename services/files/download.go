@@ -84,6 +84,27 @@ func contentType(f *os.File, name string) string {
 	return http.DetectContentType(buf[:n])
 }
 
+// passive reports whether a browser only displays content of type ct
+// (never runs it as a page with scripts): raster images, audio, video,
+// fonts, PDF, plain text, JSON and opaque bytes. Everything else (SVG,
+// HTML, XML, types nobody knows) is sandboxed. The list is short because
+// the sandbox breaks some viewers: Chromium's PDF viewer and Firefox's
+// JSON viewer refuse to run in a sandboxed page.
+func passive(ct string) bool {
+	t, _, _ := mime.ParseMediaType(ct)
+	switch {
+	case t == "image/svg+xml":
+		return false
+	case strings.HasPrefix(t, "image/"), strings.HasPrefix(t, "audio/"), strings.HasPrefix(t, "video/"), strings.HasPrefix(t, "font/"):
+		return true
+	}
+	switch t {
+	case "application/pdf", "text/plain", "application/json", "application/octet-stream":
+		return true
+	}
+	return false
+}
+
 // parseRange reads a single "bytes=" range; ok is false when the header
 // should be ignored (absent, several ranges, unknown unit) and err is set
 // when the range lies outside the file.
@@ -156,7 +177,12 @@ func (s *Service) serveFile(c fiber.Ctx, p string, attachment bool) error {
 	c.Set(fiber.HeaderETag, etag)
 	c.Set(fiber.HeaderLastModified, fi.ModTime().UTC().Format(http.TimeFormat))
 	c.Set(fiber.HeaderAcceptRanges, "bytes")
-	c.Set(fiber.HeaderContentType, contentType(f, fi.Name()))
+	ct := contentType(f, fi.Name())
+	c.Set(fiber.HeaderContentType, ct)
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	if !passive(ct) {
+		platform.Sandbox(c)
+	}
 	if attachment {
 		c.Set(fiber.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": fi.Name()}))
 	}

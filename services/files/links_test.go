@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"deckhand/platform"
 	"deckhand/services/files"
 )
 
@@ -72,6 +73,48 @@ func TestResumableUploadToALinkActsAsPUT(t *testing.T) {
 	for _, e := range ents {
 		if strings.Contains(e.Name(), ".deckhand-") {
 			t.Errorf("temporary left behind: %s", e.Name())
+		}
+	}
+}
+
+// Downloads carry X-Content-Type-Options: nosniff, and every type a
+// browser could run as a page (SVG, HTML, XML, anything not known to be
+// passive) the sandboxing Content-Security-Policy: a file served from the
+// agent's origin must not script it. Over REST and WebDAV, through a
+// link too, and for ranges.
+func TestDownloadsOfActiveContentAreSandboxed(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for name, content := range map[string]string{
+		"a.svg":  `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(document.domain)</script></svg>`,
+		"b.html": `<script>alert(1)</script>`,
+		"c.xml":  `<x/>`,
+		"d.png":  "\x89PNG\r\n\x1a\n0000",
+		"e.pdf":  "%PDF-1.4",
+		"f.txt":  "plain",
+		"g.mp4":  "\x00\x00\x00\x18ftypmp42",
+		"sniffs": "<html><script>alert(1)</script>",
+	} {
+		must(t, os.WriteFile(filepath.Join(root, name), []byte(content), 0o644))
+	}
+	must(t, os.Symlink("a.svg", filepath.Join(root, "ln.svg")))
+	base, _ := serve(t, files.Settings{Root: root})
+	for _, tc := range []struct {
+		name    string
+		sandbox bool
+	}{
+		{"a.svg", true}, {"ln.svg", true}, {"b.html", true}, {"c.xml", true}, {"sniffs", true},
+		{"d.png", false}, {"e.pdf", false}, {"f.txt", false}, {"g.mp4", false},
+	} {
+		for _, u := range []string{"/api/v1/files/content?path=/" + tc.name, "/dav/" + tc.name} {
+			for _, rng := range []string{"", "bytes=0-2"} {
+				status, h, _ := call(t, "GET", base+u, nil, "Range", rng)
+				csp := h.Get("Content-Security-Policy")
+				if status/100 != 2 || h.Get("X-Content-Type-Options") != "nosniff" ||
+					(tc.sandbox && csp != platform.SandboxCSP) || (!tc.sandbox && csp != "") {
+					t.Errorf("%s (Range %q): %d %s, CSP %q, nosniff %q", u, rng, status, h.Get("Content-Type"), csp, h.Get("X-Content-Type-Options"))
+				}
+			}
 		}
 	}
 }

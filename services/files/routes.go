@@ -37,7 +37,11 @@ func (s *Service) Routes() []platform.Route {
 			Description: "Streams the file (sendfile on TCP). Content-Type by extension, else sniffed from the first 512 " +
 				"bytes. ETag and Last-Modified are set; If-None-Match answers 304. One Range (bytes=a-b, a-, -n) answers 206 " +
 				"with Content-Range, a range outside the file 416 RANGE_NOT_SATISFIABLE; several ranges get the whole file. " +
-				"If-Range with another ETag gets the whole file. A directory answers 409 (use /api/v1/files/archive).",
+				"If-Range with another ETag gets the whole file. A directory answers 409 (use /api/v1/files/archive), so do a fifo, " +
+				"socket or device (never opened waiting). Every answer carries X-Content-Type-Options: nosniff; a type a browser " +
+				"could run as a page (SVG, HTML, XML, any type other than raster images, audio, video, fonts, PDF, text/plain, " +
+				"JSON and application/octet-stream) also carries Content-Security-Policy: " + platform.SandboxCSP + ", so a file " +
+				"opened from the agent's origin runs no script there.",
 			Query:       []platform.Param{pathParam, {Name: "attachment", Type: "boolean", Default: "false", Description: "add Content-Disposition: attachment"}},
 			ContentType: "application/octet-stream", Handler: s.handleDownload},
 		{Method: "PUT", Path: "/api/v1/files/content", Tags: tags, Summary: "Upload a file (raw body or multipart form)",
