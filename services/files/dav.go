@@ -528,10 +528,18 @@ func (s *Service) rekeyProps(from, to string) {
 // handleDAV answers a WebDAV request; a failure becomes a DAV:error or
 // the JSON error (davFail).
 func (s *Service) handleDAV(c fiber.Ctx) error {
-	if err := closeOnError(s.serveDAV)(c); err != nil {
-		return s.davFail(c, err)
+	var bodyRead bool
+	err := s.serveDAV(c, &bodyRead)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// An error answer keeps the connection when the request had no body
+	// or its body was read whole (WebDAV clients probe many missing
+	// names); else the unread rest would be taken for the next request.
+	if !bodyRead && c.Request().Header.ContentLength() != 0 {
+		abandonBody(c)
+	}
+	return s.davFail(c, err)
 }
 
 // serveDAV runs x/net/webdav inside Fiber. The request body is handed
@@ -539,7 +547,7 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 // memory first); GET of a file goes through the REST download (sendfile,
 // ranges); PROPFIND's multistatus is streamed (streamDAV); other answers
 // are small and buffered.
-func (s *Service) serveDAV(c fiber.Ctx) error {
+func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 	if err := s.checkLength(c); err != nil {
 		return err
 	}
@@ -573,14 +581,6 @@ func (s *Service) serveDAV(c fiber.Ctx) error {
 	method := c.Method()
 	if _, err := rel("path", name); err != nil {
 		return err
-	}
-	if method == "PROPFIND" {
-		// RFC 4918 9.1 lets a server refuse infinite depth; a walk of the
-		// whole tree is one request's worth of unbounded work (a few
-		// links to "." make it exponential).
-		if d := strings.ToLower(strings.TrimSpace(c.Get("Depth"))); d == "" || d == "infinity" {
-			return finiteDepthOnly()
-		}
 	}
 	if method == http.MethodGet || method == http.MethodHead {
 		// Everything but a collection (files, links to them, and fifos,
@@ -617,6 +617,15 @@ func (s *Service) serveDAV(c fiber.Ctx) error {
 		}
 		if len(raw) > 1<<20 {
 			return platform.Invalid("body", "must be at most 1 MiB of XML")
+		}
+		*bodyRead = true
+		if method == "PROPFIND" {
+			// RFC 4918 9.1 lets a server refuse infinite depth; a walk of
+			// the whole tree is one request's worth of unbounded work (a
+			// few links to "." make it exponential).
+			if d := strings.ToLower(strings.TrimSpace(c.Get("Depth"))); d == "" || d == "infinity" {
+				return finiteDepthOnly()
+			}
 		}
 		if err := checkNamespaces(raw); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package files_test
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -507,5 +509,64 @@ func TestDAVLocksExpireWithinAnHour(t *testing.T) {
 		if status, _, body := call(t, "PUT", base+fmt.Sprintf("/dav/l%d", i), str("x")); status >= 300 {
 			t.Errorf("l%d is still locked after an hour: %d %s", i, status, body)
 		}
+	}
+}
+
+// Error answers keep the connection when the request's body was read
+// whole or there was none (clients probe many missing names), and close
+// it when a body is left unread.
+func TestDAVErrorsKeepTheConnection(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "f"), []byte("x"), 0o644))
+	base, _ := serve(t, files.Settings{Root: root})
+	var dials atomic.Int32
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	send := func(method, p string, body io.Reader, hdr ...string) int {
+		req, _ := http.NewRequest(method, base+p, body)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := client.Do(req)
+		must(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range 3 {
+		for _, r := range []struct {
+			method, path, body string
+			hdr                []string
+			status             int
+		}{
+			{"PROPFIND", "/dav/missing", `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`, []string{"Depth", "0"}, 404},
+			{"PROPFIND", "/dav/", `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`, nil, 403},
+			{"DELETE", "/dav/missing", "", nil, 404},
+			{"MKCOL", "/dav/f", "", nil, 405},
+		} {
+			var b io.Reader
+			if r.body != "" {
+				b = str(r.body)
+			}
+			if got := send(r.method, r.path, b, r.hdr...); got != r.status {
+				t.Fatalf("%s %s: %d", r.method, r.path, got)
+			}
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d connections for 12 error answers", n)
+	}
+	// A PUT refused before its body is read closes the connection.
+	if got := send("PUT", "/dav/f", str(strings.Repeat("x", 1<<20)), "If-Match", `"stale"`); got != 412 {
+		t.Fatalf("PUT: %d", got)
+	}
+	send("DELETE", "/dav/missing", nil)
+	if n := dials.Load(); n != 2 {
+		t.Fatalf("%d connections after the refused PUT", n)
 	}
 }
