@@ -579,7 +579,8 @@ func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 		u.Path = fp + u.Path
 	}
 	method := c.Method()
-	if _, err := rel("path", name); err != nil {
+	r, err := rel("path", name)
+	if err != nil {
 		return err
 	}
 	if method == http.MethodGet || method == http.MethodHead {
@@ -588,7 +589,6 @@ func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 		// download, with its headers.
 		var dir bool
 		err := s.id.run(func() error {
-			r, _ := rel("path", name)
 			fi, err := s.root.Stat(r)
 			dir = err == nil && fi.IsDir()
 			return err
@@ -601,6 +601,7 @@ func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 		noFollow: method == "COPY" || method == "MOVE" || method == "DELETE"}
 	ctx := context.WithValue(c.Context(), stateKey{}, st)
 	var lockLife time.Duration
+	var depthZero bool
 	if method == "LOCK" {
 		var err error
 		if lockLife, err = lockTimeout(c.Get("Timeout")); err != nil {
@@ -619,13 +620,22 @@ func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 			return platform.Invalid("body", "must be at most 1 MiB of XML")
 		}
 		*bodyRead = true
-		if method == "PROPFIND" {
-			// RFC 4918 9.1 lets a server refuse infinite depth; a walk of
-			// the whole tree is one request's worth of unbounded work (a
-			// few links to "." make it exponential).
-			if d := strings.ToLower(strings.TrimSpace(c.Get("Depth"))); d == "" || d == "infinity" {
+		if d := strings.ToLower(strings.TrimSpace(c.Get("Depth"))); method == "PROPFIND" && (d == "" || d == "infinity") {
+			// RFC 4918 9.1 lets a server refuse infinite depth on a
+			// collection; a walk of the whole tree is one request's worth
+			// of unbounded work (a few links to "." make it exponential).
+			// On anything else infinity means 0, and x/net is told 0, so a
+			// file swapped for a directory meanwhile is not walked either.
+			var dir bool
+			_ = s.id.run(func() error {
+				fi, err := s.root.Stat(r)
+				dir = err == nil && fi.IsDir()
+				return nil
+			})
+			if dir {
 				return finiteDepthOnly()
 			}
+			depthZero = true
 		}
 		if err := checkNamespaces(raw); err != nil {
 			return err
@@ -651,6 +661,9 @@ func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 		// x/net writes the Timeout it read into the answer: hand it the
 		// capped one.
 		req.Header.Set("Timeout", timeoutHeader(lockLife))
+	}
+	if depthZero {
+		req.Header.Set("Depth", "0")
 	}
 	if err := s.davPreconditions(req, name); err != nil {
 		return err

@@ -123,6 +123,14 @@ func TestPropfindInfiniteDepthIsRefused(t *testing.T) {
 	if hrefs := multistatusHrefs(t, body); status != 207 || len(hrefs) != 1 {
 		t.Fatalf("Depth 0: %d %v", status, hrefs)
 	}
+	// The refusal is for collections (RFC 4918 9.1); of a file infinite
+	// depth is the file alone.
+	for _, hdr := range [][]string{nil, {"Depth", "infinity"}} {
+		status, _, body = call(t, "PROPFIND", base+"/dav/l1/f.txt", nil, hdr...)
+		if hrefs := multistatusHrefs(t, body); status != 207 || len(hrefs) != 1 || hrefs[0] != "/dav/l1/f.txt" {
+			t.Fatalf("file, Depth %v: %d %v", hdr, status, hrefs)
+		}
+	}
 	if status, _, body = call(t, "PROPFIND", base+"/dav/", nil, "Depth", "2"); status != 400 {
 		t.Fatalf("Depth 2: %d %s", status, body)
 	}

@@ -43,7 +43,7 @@ func (e *davCondError) Unwrap() error { return e.err }
 
 func finiteDepthOnly() error {
 	return &davCondError{cond: "propfind-finite-depth",
-		err: platform.Errorf(platform.CodeForbidden, "PROPFIND answers Depth 0 or 1 only; infinite depth (also meant by no Depth header) is refused").WithDetails("Depth")}
+		err: platform.Errorf(platform.CodeForbidden, "PROPFIND of a collection answers Depth 0 or 1 only; infinite depth (also meant by no Depth header) is refused").WithDetails("Depth")}
 }
 
 // davFail answers a failed WebDAV request. WebDAV clients read the status

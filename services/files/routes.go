@@ -144,8 +144,9 @@ func (s *Service) Routes() []platform.Route {
 				"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything " +
 				"but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for " +
 				"types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. " +
-				"PROPFIND answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's " +
-				"<D:propfind-finite-depth/> (section 9.1); the multistatus is streamed as the directory is read. A link in a " +
+				"PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's " +
+				"<D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the " +
+				"directory is read. A link in a " +
 				"listing is described by its target when that lies in the root (left out otherwise), and no request walks " +
 				"through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE " +
 				"removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and " +
