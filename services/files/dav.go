@@ -46,7 +46,7 @@ const propBucket = "dav-props"
 func newDAV(s *Service) *davServer {
 	d := &davServer{s: s, locks: newDAVLocks(s.deps.Clock)}
 	d.h = &webdav.Handler{Prefix: "/dav", FileSystem: &davFS{s: s}, LockSystem: d.locks, Logger: func(r *http.Request, err error) {
-		if st, ok := r.Context().Value(stateKey{}).(*reqState); ok && err != nil {
+		if st := stateOf(r.Context()); st != nil && err != nil {
 			st.mu.Lock()
 			st.xerr = err
 			st.mu.Unlock()
@@ -74,7 +74,7 @@ type reqState struct {
 type stateKey struct{}
 
 func note(ctx context.Context, err error) error {
-	if st, ok := ctx.Value(stateKey{}).(*reqState); ok && err != nil {
+	if st := stateOf(ctx); st != nil && err != nil {
 		st.mu.Lock()
 		if st.err == nil {
 			st.err = err
