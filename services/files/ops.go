@@ -216,7 +216,10 @@ func (s *Service) copyTree(from, to string) error {
 		}
 		return s.root.Chmod(to, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 	case fi.Mode().IsRegular():
-		src, err := s.root.Open(from)
+		src, err := s.openRegular(from)
+		if errors.Is(err, errNotRegular) {
+			return nil // became a fifo or the like since the Lstat: skipped
+		}
 		if err != nil {
 			return err
 		}
@@ -399,7 +402,7 @@ func (s *Service) handleDelete(c fiber.Ctx) error {
 
 // names lists the entries of directory dir (inside the root), unsorted.
 func (s *Service) names(dir string) ([]string, error) {
-	d, err := s.root.Open(dir)
+	d, err := s.openDir(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -112,16 +112,25 @@ func (s *Service) handleUploadStart(c fiber.Ctx) error {
 	}
 	overwrite := in.Overwrite == nil || *in.Overwrite
 	wi := WriteInput{Path: apiPath(r), Overwrite: overwrite, IfMatch: in.IfMatch}
-	tmp := tempName(r)
+	var tmp string
 	err = s.id.run(func() error {
-		var cur fs.FileInfo
-		if fi, err := s.root.Stat(r); err == nil {
-			cur = fi
+		// As a plain PUT: a link is written through, never replaced, and
+		// one leading out is refused now rather than at the last byte.
+		t, err := s.resolveLinks(in.Path, r)
+		if err != nil {
+			return err
 		}
+		var cur fs.FileInfo
+		if fi, err := s.root.Stat(t); err == nil {
+			cur = fi
+		} else if s.escapeCause(t) {
+			return outsideRoot(in.Path)
+		}
+		tmp = tempName(t)
 		if err := precondition(wi, cur); err != nil {
 			return err
 		}
-		if err := s.mkParents(r); err != nil {
+		if err := s.mkParents(t); err != nil {
 			return err
 		}
 		f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -250,6 +259,11 @@ func (s *Service) finishUpload(u *storedUpload) error {
 		}
 	}
 	mode, _ := parseMode("mode", u.Mode, 0)
+	// The path's links again: one may have changed since the start.
+	if err := s.id.run(func() error { var err error; r, err = s.resolveLinks(u.Path, r); return err }); err != nil {
+		discard()
+		return fsError(u.Path, err)
+	}
 	e, _, err := s.commit(WriteInput{Path: u.Path, Overwrite: u.Overwrite, IfMatch: u.IfMatch}, r, u.TempName, mode, discard)
 	if err != nil {
 		return err

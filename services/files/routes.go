@@ -37,7 +37,11 @@ func (s *Service) Routes() []platform.Route {
 			Description: "Streams the file (sendfile on TCP). Content-Type by extension, else sniffed from the first 512 " +
 				"bytes. ETag and Last-Modified are set; If-None-Match answers 304. One Range (bytes=a-b, a-, -n) answers 206 " +
 				"with Content-Range, a range outside the file 416 RANGE_NOT_SATISFIABLE; several ranges get the whole file. " +
-				"If-Range with another ETag gets the whole file. A directory answers 409 (use /api/v1/files/archive).",
+				"If-Range with another ETag gets the whole file. A directory answers 409 (use /api/v1/files/archive), so do a fifo, " +
+				"socket or device (never opened waiting). Every answer carries X-Content-Type-Options: nosniff; a type a browser " +
+				"could run as a page (SVG, HTML, XML, any type other than raster images, audio, video, fonts, PDF, text/plain, " +
+				"JSON and application/octet-stream) also carries Content-Security-Policy: " + platform.SandboxCSP + ", so a file " +
+				"opened from the agent's origin runs no script there.",
 			Query:       []platform.Param{pathParam, {Name: "attachment", Type: "boolean", Default: "false", Description: "add Content-Disposition: attachment"}},
 			ContentType: "application/octet-stream", Handler: s.handleDownload},
 		{Method: "GET", Path: "/api/v1/files/checksum", Tags: tags, Summary: "SHA-256 of a file",
@@ -109,7 +113,9 @@ func (s *Service) Routes() []platform.Route {
 			Description: "In the spirit of tus: declare path and size, then PATCH bytes at Upload-Offset. The partial " +
 				"file lives beside the target and the session in the service's store, so an upload resumes across " +
 				"connections and agent restarts. When the last byte arrives the optional sha256 is checked and the file " +
-				"renamed into place (if_match, when given, must still be the target's ETag).",
+				"renamed into place (if_match, when given, must still be the target's ETag). A link at path is treated as by " +
+				"PUT content: one inside the root is written through (the link stays), one leading out is 403 OUTSIDE_ROOT, " +
+				"when the upload starts and again when it completes.",
 			Body: UploadRequest{}, Response: Upload{}, Status: 201, Handler: s.handleUploadStart},
 		{Method: "GET", Path: "/api/v1/files/uploads/{id}", Tags: tags, Summary: "Where a resumable upload stands",
 			Description: "offset is how many bytes the service holds; continue from there.", Response: Upload{}, Handler: s.handleUploadGet},
@@ -140,8 +146,23 @@ func (s *Service) Routes() []platform.Route {
 			Description: "golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead " +
 				"properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, " +
 				"If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's " +
-				"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of a file " +
-				"is the REST download (sendfile, ranges). Mount with rclone, davfs2 or a desktop file manager at /dav/.",
-			Handler: closeOnError(s.handleDAV)},
+				"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything " +
+				"but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for " +
+				"types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. " +
+				"PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's " +
+				"<D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the " +
+				"directory is read. A link in a " +
+				"listing is described by its target when that lies in the root (left out otherwise), and no request walks " +
+				"through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE " +
+				"removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and " +
+				"devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of " +
+				"Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and " +
+				"lockdiscovery; refresh a lock to keep it. " +
+				"Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the " +
+				"RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the " +
+				"namespace " + errorNS + " (the same values as the JSON error); a request whose Accept prefers " +
+				"application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 " +
+				"FOREIGN_DESTINATION (a Destination on another server).",
+			Handler: s.handleDAV},
 	}
 }

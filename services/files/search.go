@@ -131,7 +131,7 @@ func (s *Service) Search(ctx context.Context, in SearchInput) (SearchResult, err
 				rules = append(append([]ignoreRule(nil), rules...), parseGitignore(dir, data)...)
 			}
 		}
-		d, err := s.root.Open(dir)
+		d, err := s.openDir(dir)
 		if err != nil {
 			return err
 		}
@@ -200,7 +200,7 @@ func (s *Service) Search(ctx context.Context, in SearchInput) (SearchResult, err
 }
 
 func (s *Service) grep(p string, re *regexp.Regexp, in SearchInput, out *SearchResult) {
-	f, err := s.root.Open(p)
+	f, err := s.openRegular(p)
 	if err != nil {
 		return
 	}

@@ -35,7 +35,9 @@ func (s *Service) Routes() []platform.Route {
 		{Method: http.MethodGet, Path: node + "/blocks/{blockId}/svg", Tags: tags, Summary: "A block rendered as SVG",
 			Description: "image/svg+xml, well-formed XML. Text, heading, list, quote and code blocks are wrapped to width; math is " +
 				"a minimal TeX rendering and diagrams are boxes and arrows (see the service description). The drawing keeps " +
-				"its proportions: a diagram or formula wider than width is scaled down to it. 404 for an unknown node or block.",
+				"its proportions: a diagram or formula wider than width is scaled down to it. 404 for an unknown node or block. " +
+				"The answer carries Content-Security-Policy: " + platform.SandboxCSP + " and X-Content-Type-Options: nosniff, " +
+				"so the image opened as a page runs nothing on the agent's origin.",
 			Query: []platform.Param{{Name: "width", Type: "integer", Range: &platform.Range{Min: 120, Max: 4000}, Default: "800",
 				Description: "width of the image in pixels"}},
 			ContentType: "image/svg+xml", Handler: s.handleSVG},
@@ -154,6 +156,7 @@ func (s *Service) handleSVG(c fiber.Ctx) error {
 		return platform.Invalid("blockId", "the block does not render: %s", err.Error())
 	}
 	c.Set(fiber.HeaderContentType, "image/svg+xml; charset=utf-8")
+	platform.Sandbox(c) // text of a block is the user's, and SVG can script
 	return c.Status(http.StatusOK).Send(svg)
 }
 
