@@ -15,6 +15,8 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
+
+	"deckhand/platform/clientip"
 )
 
 // ErrorStyle selects the error body a host writes.
@@ -52,9 +54,10 @@ type HostConfig struct {
 	Finalize func(c fiber.Ctx)
 	// HealthStatus reports a non-ok status ("unavailable", reason).
 	HealthStatus func() (status, detail string)
-	// ProxyHeader, when set (e.g. X-Forwarded-For), is trusted for
-	// ClientIP — only when the direct peer is a loopback or private
-	// address, and only its right-most entry (the one our proxy added).
+	// ProxyHeader, when set (X-Forwarded-For), is trusted for ClientIP
+	// under the rule of package clientip: only from a loopback, private or
+	// link-local peer, only its right-most element over all its lines, and
+	// only when that is a bare IP address; else the peer is the client.
 	ProxyHeader string
 	// Policy checks Host, Origin and Sec-Fetch-Site before any route (see
 	// RequestPolicy). A container service (ContainerErrors) without one
@@ -298,20 +301,17 @@ func ClientIP(c fiber.Ctx) string {
 }
 
 func (h *Host) clientIP(c fiber.Ctx) string {
-	peer := c.IP()
+	peer := c.RequestCtx().RemoteIP()
 	if h.cfg.ProxyHeader == "" {
-		return peer
+		return peer.String()
 	}
-	if ip := net.ParseIP(peer); ip == nil || !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()) {
-		return peer // only a proxy next to us may speak for the client
+	// Every header line, in order: a proxy that appends a line of its own
+	// must not leave the client's line to be read as the first.
+	ip := clientip.Resolve(clientip.FromIP(peer), c.Request().Header.PeekAll(h.cfg.ProxyHeader))
+	if !ip.IsValid() {
+		return peer.String()
 	}
-	hops := strings.Split(c.Get(h.cfg.ProxyHeader), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		if ip := net.ParseIP(strings.TrimSpace(hops[i])); ip != nil {
-			return ip.String()
-		}
-	}
-	return peer
+	return ip.String()
 }
 
 func newRequestID() string {
