@@ -145,10 +145,11 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 			Description: "Accounts, sessions, signing keys and the platform resources of deckhand. " +
 				"Every response carries X-Service-Signature (ED25519 over `<t>.<body>`, keys at " +
 				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes."},
-		Style:   platform.EnvelopeErrors,
-		Logger:  s.log,
-		Auth:    s.auth,
-		Limiter: s.limiter,
+		Style:         platform.EnvelopeErrors,
+		Logger:        s.log,
+		Auth:          s.auth,
+		Limiter:       s.limiter,
+		HeaderTimeout: cfg.HeaderTimeout,
 	}
 	if s.signer != nil {
 		hc.Finalize = s.signer.Finalize
