@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
+	"github.com/valyala/fasthttp"
+
+	"deckhand/platform/clientip"
 )
 
 // ErrorStyle selects the error body a host writes.
@@ -33,10 +37,15 @@ type HostConfig struct {
 	Style  ErrorStyle
 	Logger *slog.Logger
 	// BodyLimit in bytes (default 4 MiB); larger bodies get 413.
-	BodyLimit    int
-	ReadTimeout  time.Duration // default 60s
-	WriteTimeout time.Duration // default 0: downloads may be long
-	IdleTimeout  time.Duration // default 120s
+	BodyLimit int
+	// HeaderTimeout bounds reading a request's line and header block,
+	// from the connection's first byte (default 10 s): a client that
+	// trickles its headers (slowloris) is closed. ReadTimeout then applies
+	// to the body.
+	HeaderTimeout time.Duration
+	ReadTimeout   time.Duration // default 60s
+	WriteTimeout  time.Duration // default 0: downloads may be long
+	IdleTimeout   time.Duration // default 120s
 	// StreamRequestBody hands large bodies to handlers as a stream.
 	StreamRequestBody bool
 	// Middleware runs after the kernel's (request id, log, recovery) and
@@ -52,9 +61,10 @@ type HostConfig struct {
 	Finalize func(c fiber.Ctx)
 	// HealthStatus reports a non-ok status ("unavailable", reason).
 	HealthStatus func() (status, detail string)
-	// ProxyHeader, when set (e.g. X-Forwarded-For), is trusted for
-	// ClientIP — only when the direct peer is a loopback or private
-	// address, and only its right-most entry (the one our proxy added).
+	// ProxyHeader, when set (X-Forwarded-For), is trusted for ClientIP
+	// under the rule of package clientip: only from a loopback, private or
+	// link-local peer, only its right-most element over all its lines, and
+	// only when that is a bare IP address; else the peer is the client.
 	ProxyHeader string
 	// Policy checks Host, Origin and Sec-Fetch-Site before any route (see
 	// RequestPolicy). A container service (ContainerErrors) without one
@@ -67,6 +77,7 @@ type HostConfig struct {
 // plus the kernel's /health and /openapi.{json,yaml}.
 type Host struct {
 	cfg      HostConfig
+	methods  map[string]bool // the request methods the router knows
 	app      *fiber.App
 	routes   []Route
 	docJSON  []byte
@@ -94,32 +105,66 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 	if cfg.ReadTimeout == 0 {
 		cfg.ReadTimeout = 60 * time.Second
 	}
+	if cfg.HeaderTimeout == 0 {
+		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = 120 * time.Second
 	}
 	if cfg.Policy == nil && cfg.Style == ContainerErrors {
 		cfg.Policy = DefaultPolicy()
 	}
-	h := &Host{cfg: cfg}
+	methods := append(append([]string(nil), fiber.DefaultMethods...), WebDAVMethods...)
+	h := &Host{cfg: cfg, methods: map[string]bool{}}
+	for _, m := range methods {
+		h.methods[m] = true
+	}
 	h.app = fiber.New(fiber.Config{
-		AppName:           cfg.Info.Name,
-		BodyLimit:         cfg.BodyLimit,
-		ReadTimeout:       cfg.ReadTimeout,
+		AppName:   cfg.Info.Name,
+		BodyLimit: cfg.BodyLimit,
+		// The server's read deadline covers the request line and headers;
+		// HeaderReceived below moves it to ReadTimeout for the body.
+		ReadTimeout:       cfg.HeaderTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		StreamRequestBody: cfg.StreamRequestBody,
 		// A streaming host's handlers read multipart bodies as streams;
 		// pre-parsing would spool every part to /tmp first.
 		DisablePreParseMultipartForm: cfg.StreamRequestBody,
-		// MethodAny routes (WebDAV) take the WebDAV methods too; Fiber
-		// answers 501 to methods it does not know.
-		RequestMethods: append(append([]string(nil), fiber.DefaultMethods...), WebDAVMethods...),
+		// MethodAny routes (WebDAV) take the WebDAV methods too.
+		RequestMethods: methods,
+		// Errors found before routing (a malformed request, a body over the
+		// limit, a header timeout) are rendered and signed like the rest.
 		ErrorHandler: func(c fiber.Ctx, err error) error {
+			var fe *fiber.Error
+			if errors.As(err, &fe) && fe.Code == http.StatusNotImplemented {
+				// fasthttp refused a method that is not an HTTP token
+				// (the request is gone by now; the kernel answers the
+				// well-formed methods the router does not know).
+				err = errMethodNotToken
+			}
 			h.writeError(c, err)
 			h.finalize(c)
 			return nil
 		},
 	})
+	srv := h.app.Server()
+	srv.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+		return fasthttp.RequestConfig{ReadTimeout: cfg.ReadTimeout}
+	}
+	// Fiber answers a method it does not know with a bare 501 before any
+	// middleware; the kernel answers it instead (logged, in the host's
+	// error body, signed by Finalize).
+	routed := srv.Handler
+	srv.Handler = func(fctx *fasthttp.RequestCtx) {
+		if h.methods[string(fctx.Method())] {
+			routed(fctx)
+			return
+		}
+		c := h.app.AcquireCtx(fctx)
+		defer h.app.ReleaseCtx(c)
+		_ = h.kernel(c)
+	}
 	h.app.Use(h.kernel)
 	for _, m := range cfg.Middleware {
 		h.app.Use(m)
@@ -242,7 +287,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		}
 		h.finalize(c)
 		h.cfg.Logger.Info("request",
-			"service", h.cfg.Info.Name, "request_id", rid, "method", c.Method(), "path", c.Path(),
+			"service", h.cfg.Info.Name, "request_id", rid, "method", string(c.Request().Header.Method()), "path", c.Path(),
 			"status", c.Response().StatusCode(), "duration_ms", float64(time.Since(start).Microseconds())/1000,
 			"ip", ClientIP(c), "bytes", bodyLen(c))
 		err = nil
@@ -260,10 +305,49 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		}
 		cors = d
 	}
+	// Fiber's c.Method() panics on a method it does not know: read the header.
+	if m := c.Request().Header.Method(); !h.methods[string(m)] {
+		h.writeError(c, methodError(m))
+		return nil
+	}
 	if e := c.Next(); e != nil {
 		h.writeError(c, e)
 	}
 	return nil
+}
+
+// DefaultHeaderTimeout is how long a host waits for a request's line and
+// headers unless HostConfig.HeaderTimeout says otherwise.
+const DefaultHeaderTimeout = 10 * time.Second
+
+// methodError is the answer to a request method the router does not know:
+// 501 NOT_IMPLEMENTED for a well-formed token (RFC 9110 15.6.2: the server
+// does not recognize the method), 400 when it is not a token at all
+// (RFC 9110 9.1: tchar only; a control byte, a space or a non-ASCII byte).
+func methodError(method []byte) *Error {
+	for _, b := range method {
+		if !isTokenChar(b) {
+			return errMethodNotToken
+		}
+	}
+	shown := string(method)
+	if len(shown) > 32 {
+		shown = shown[:32] + "..."
+	}
+	return &Error{Code: CodeNotImplemented, Field: "method", Details: "method",
+		Message: fmt.Sprintf("method %q is not implemented by this server", shown)}
+}
+
+var errMethodNotToken = &Error{Code: CodeBadRequest, Field: "method", Details: "method",
+	Message: "method: must be an HTTP token (RFC 9110 9.1: letters, digits and !#$%&'*+-.^_`|~ only)"}
+
+// isTokenChar reports whether b is an RFC 9110 tchar.
+func isTokenChar(b byte) bool {
+	switch {
+	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
+		return true
+	}
+	return b < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
 }
 
 // bodyLen is the response size for the access log. A streamed body's
@@ -298,20 +382,17 @@ func ClientIP(c fiber.Ctx) string {
 }
 
 func (h *Host) clientIP(c fiber.Ctx) string {
-	peer := c.IP()
+	peer := c.RequestCtx().RemoteIP()
 	if h.cfg.ProxyHeader == "" {
-		return peer
+		return peer.String()
 	}
-	if ip := net.ParseIP(peer); ip == nil || !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()) {
-		return peer // only a proxy next to us may speak for the client
+	// Every header line, in order: a proxy that appends a line of its own
+	// must not leave the client's line to be read as the first.
+	ip := clientip.Resolve(clientip.FromIP(peer), c.Request().Header.PeekAll(h.cfg.ProxyHeader))
+	if !ip.IsValid() {
+		return peer.String()
 	}
-	hops := strings.Split(c.Get(h.cfg.ProxyHeader), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		if ip := net.ParseIP(strings.TrimSpace(hops[i])); ip != nil {
-			return ip.String()
-		}
-	}
-	return peer
+	return ip.String()
 }
 
 func newRequestID() string {
@@ -375,7 +456,7 @@ var genericCodes = map[string]bool{
 	CodeNotFound: true, CodeMethodNotAllowed: true, CodeConflict: true, CodeGone: true,
 	CodePreconditionFailed: true, CodePreconditionRequired: true, CodePayloadTooLarge: true,
 	CodeUnsupportedMedia: true, CodeTooManyRequests: true, CodeInternal: true, CodeBackend: true,
-	CodeUnavailable: true, CodeTimeout: true,
+	CodeUnavailable: true, CodeTimeout: true, CodeNotImplemented: true,
 }
 
 func envelopeError(code string, status int) string {

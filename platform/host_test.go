@@ -160,18 +160,20 @@ func TestClientIP(t *testing.T) {
 	cases := []struct {
 		name string
 		h    *platform.Host
-		xff  string
+		xff  []string
 		want string
 	}{
-		{"trusted proxy, right-most hop", trusting, "1.2.3.4, 10.9.8.7", "10.9.8.7"},
-		{"trusted proxy, no header", trusting, "", "127.0.0.1"},
-		{"trusted proxy, garbage header", trusting, "nonsense", "127.0.0.1"},
-		{"header ignored without ProxyHeader", plain, "1.2.3.4", "127.0.0.1"},
+		{"trusted proxy, right-most hop", trusting, []string{"1.2.3.4, 10.9.8.7"}, "10.9.8.7"},
+		{"trusted proxy, its own header line", trusting, []string{"1.2.3.4", "10.9.8.7"}, "10.9.8.7"},
+		{"trusted proxy, no header", trusting, nil, "127.0.0.1"},
+		{"trusted proxy, garbage header", trusting, []string{"nonsense"}, "127.0.0.1"},
+		{"trusted proxy, right-most hop with a port", trusting, []string{"1.2.3.4, 10.9.8.7:80"}, "127.0.0.1"},
+		{"header ignored without ProxyHeader", plain, []string{"1.2.3.4"}, "127.0.0.1"},
 	}
 	for _, tc := range cases {
 		req, _ := http.NewRequest(http.MethodGet, serve(t, tc.h)+"/ip", nil)
-		if tc.xff != "" {
-			req.Header.Set("X-Forwarded-For", tc.xff)
+		for _, l := range tc.xff {
+			req.Header.Add("X-Forwarded-For", l)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -35,13 +35,29 @@ type InProcess struct {
 	headerLimit int
 }
 
+// bodyTimeout is how long the service's own server gives a request body:
+// the read timeout it sets once the header is in, else its ReadTimeout
+// (which then covers the header too).
+func bodyTimeout(srv *fasthttp.Server) time.Duration {
+	if srv.HeaderReceived != nil {
+		if rc := srv.HeaderReceived(&fasthttp.RequestHeader{}); rc.ReadTimeout > 0 {
+			return rc.ReadTimeout
+		}
+	}
+	return srv.ReadTimeout
+}
+
 // NewInProcess prepares app, served on its own listener at addr, for
 // dispatch by the gateway. Call it before app serves (it builds the route
 // tree that serving would build).
 func NewInProcess(app *fiber.App, addr net.Addr) *InProcess {
 	cfg := app.Config()
-	d := &InProcess{handler: app.Handler(), streams: cfg.StreamRequestBody, bodyLimit: cfg.BodyLimit,
-		readTimeout: cfg.ReadTimeout, headerLimit: cfg.ReadBufferSize}
+	app.Handler() // builds the route tree
+	// The server's handler, not Fiber's: the host wraps it (methods the
+	// router does not know are answered by the host's kernel).
+	srv := app.Server()
+	d := &InProcess{handler: srv.Handler, streams: cfg.StreamRequestBody, bodyLimit: cfg.BodyLimit,
+		readTimeout: bodyTimeout(srv), headerLimit: cfg.ReadBufferSize}
 	if a, ok := addr.(*net.TCPAddr); ok {
 		d.localIP = a.IP
 	}

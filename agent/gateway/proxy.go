@@ -3,10 +3,11 @@ package gateway
 import (
 	"bytes"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"deckhand/platform/clientip"
 )
 
 // Hop-by-hop headers (RFC 9110 7.6.1) and the ones the gateway owns: none
@@ -143,20 +144,12 @@ func isUpgrade(h *fasthttp.RequestHeader) bool {
 	return false
 }
 
-// forwardedClient is the client address behind a trusted proxy: the
-// right-most X-Forwarded-For hop (the one the proxy added), only when the
-// peer is a loopback or private address; else the peer.
+// forwardedClient is the client address behind a trusted proxy, by the
+// rule of package clientip (right-most hop of every X-Forwarded-For line,
+// only a bare IP, only from a nearby peer; else the peer).
 func forwardedClient(peer net.IP, xff [][]byte) string {
-	if peer == nil || !(peer.IsLoopback() || peer.IsPrivate() || peer.IsLinkLocalUnicast()) {
-		return peer.String()
-	}
-	for i := len(xff) - 1; i >= 0; i-- {
-		hops := strings.Split(string(xff[i]), ",")
-		for j := len(hops) - 1; j >= 0; j-- {
-			if ip := net.ParseIP(strings.TrimSpace(hops[j])); ip != nil {
-				return ip.String()
-			}
-		}
+	if ip := clientip.Resolve(clientip.FromIP(peer), xff); ip.IsValid() {
+		return ip.String()
 	}
 	return peer.String()
 }

@@ -144,11 +144,14 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 		Info: platform.Info{Name: "control", Title: "deckhand control plane", Version: platform.Version,
 			Description: "Accounts, sessions, signing keys and the platform resources of deckhand. " +
 				"Every response carries X-Service-Signature (ED25519 over `<t>.<body>`, keys at " +
-				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes."},
-		Style:   platform.EnvelopeErrors,
-		Logger:  s.log,
-		Auth:    s.auth,
-		Limiter: s.limiter,
+				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes, also for a request no route " +
+				"can take: an unknown method is 501, a method that is not an HTTP token 400, a header block that does not " +
+				"arrive within --header-timeout closes the connection."},
+		Style:         platform.EnvelopeErrors,
+		Logger:        s.log,
+		Auth:          s.auth,
+		Limiter:       s.limiter,
+		HeaderTimeout: cfg.HeaderTimeout,
 	}
 	if s.signer != nil {
 		hc.Finalize = s.signer.Finalize
