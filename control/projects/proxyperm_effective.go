@@ -39,7 +39,7 @@ func effectiveETag(d *proxyperm.Document) string {
 func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Document, error) {
 	var out *proxyperm.Document
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		d, err := readDoc(tx, containerDocKey(id))
+		d, err := s.readDoc(tx, containerDocKey(id))
 		if err != nil || d != nil {
 			out = d
 			return err
@@ -51,7 +51,7 @@ func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Docum
 		if c == nil {
 			return platform.NotFound("container", id)
 		}
-		if out, err = readDoc(tx, projectDocKey(c.ProjectID)); err != nil {
+		if out, err = s.readDoc(tx, projectDocKey(c.ProjectID)); err != nil {
 			return err
 		}
 		if out == nil {
