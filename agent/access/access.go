@@ -35,11 +35,15 @@ import (
 	"deckhand/platform/signing"
 )
 
+// AgentTokenPrefix starts a container's agent token (control/projects).
+const AgentTokenPrefix = "agt_"
+
 // Config is what the agent knows about itself.
 type Config struct {
 	// ControlURL, ContainerID and Token (--control-url, --container-id,
-	// --token): sync from the control plane. ProjectID is informational
-	// (the control plane knows the container's project).
+	// --token, the container's agt_ agent token): sync from the control
+	// plane. ProjectID is informational (the control plane knows the
+	// container's project).
 	ControlURL, ContainerID, ProjectID, Token string
 	// PermissionsFile (--permissions-file) is used without a control plane.
 	PermissionsFile string
@@ -100,8 +104,14 @@ func New(cfg Config) (*Authorizer, error) {
 		if cfg.ContainerID == "" {
 			return nil, errors.New("--container-id: required with --control-url")
 		}
-		if cfg.Token == "" {
-			return nil, errors.New("--token: required with --control-url (an svc_ token)")
+		switch {
+		case cfg.Token == "":
+			return nil, errors.New("--token: required with --control-url (the container's agent token, agt_...)")
+		case !strings.HasPrefix(cfg.Token, AgentTokenPrefix):
+			// An svc_ token acts for its user everywhere; the control plane
+			// gives the effective document only to an agent token.
+			return nil, errors.New("--token: must be the container's agent token (agt_...), minted with " +
+				"POST /api/v1/containers/{id}/agent-tokens; a user's svc_ token is refused")
 		}
 		if !strings.HasPrefix(cfg.ControlURL, "http://") && !strings.HasPrefix(cfg.ControlURL, "https://") {
 			return nil, fmt.Errorf("--control-url %q: must be an http:// or https:// URL", cfg.ControlURL)

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -49,12 +50,34 @@ type tamper struct {
 	srv     *httptest.Server
 	flip    atomic.Bool
 	flipped atomic.Int64
+
+	mu    sync.Mutex
+	creds map[string]bool // Authorization values the agent sent
+}
+
+func (tp *tamper) credentials() []string {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	var out []string
+	for c := range tp.creds {
+		out = append(out, c)
+	}
+	return out
 }
 
 func newTamper(t *testing.T, target string) *tamper {
 	u, _ := url.Parse(target)
-	tp := &tamper{}
+	tp := &tamper{creds: map[string]bool{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	director := rp.Director
+	rp.Director = func(r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/effective") {
+			tp.mu.Lock()
+			tp.creds[r.Header.Get("Authorization")] = true
+			tp.mu.Unlock()
+		}
+		director(r)
+	}
 	rp.ModifyResponse = func(r *http.Response) error {
 		if !tp.flip.Load() || !strings.HasSuffix(r.Request.URL.Path, "/effective") {
 			return nil
@@ -194,9 +217,9 @@ func TestGatewayEnforcesSyncedDocument(t *testing.T) {
 	_ = aliceID
 	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, alice), 201))["id"].(string)
 	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
-	svc := controltest.Data(s.Must(s.Call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "agent c1"}, alice), 201))["token"].(string)
-	if !strings.HasPrefix(svc, "svc_") {
-		t.Fatalf("token %q", svc)
+	agt := controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, alice), 201))["token"].(string)
+	if !strings.HasPrefix(agt, "agt_") {
+		t.Fatalf("token %q", agt)
 	}
 	doc := "/api/v1/containers/c1/proxy/permissions"
 	ver := func(r controltest.Resp) string { return controltest.Data(r)["etag"].(string) }
@@ -206,20 +229,26 @@ func TestGatewayEnforcesSyncedDocument(t *testing.T) {
 		"groups":      map[string]any{"bots": map[string]any{"type": "token", "header": "X-Key", "value": "k-one"}},
 		"permissions": map[string]any{"bots": map[string]any{"services": true}}}, alice, "If-Match", "file:v0"), 200))
 
-	// The effective route: the svc_ token of a user who may act on the
-	// container; others are refused.
-	_, bob := s.User(admin, "bob@example.com")
-	bobSvc := controltest.Data(s.Must(s.Call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "bob"}, bob), 201))["token"].(string)
-	s.Must(s.Call("GET", doc+"/effective", nil, bobSvc), 403)
-	eff := s.Must(s.Call("GET", doc+"/effective", nil, svc), 200)
+	// The effective route: the container's agent token only; a user's
+	// svc_ token (the owner's included) is refused.
+	svc := controltest.Data(s.Must(s.Call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "alice"}, alice), 201))["token"].(string)
+	s.Must(s.Call("GET", doc+"/effective", nil, svc), 403)
+	eff := s.Must(s.Call("GET", doc+"/effective", nil, agt), 200)
 	if tag := eff.Header.Get("ETag"); tag != `"container:`+cur+`"` {
 		t.Fatalf("effective ETag %q", tag)
 	}
-	s.Must(s.Call("GET", doc+"/effective", nil, svc, "If-None-Match", eff.Header.Get("ETag")), 304)
+	s.Must(s.Call("GET", doc+"/effective", nil, agt, "If-None-Match", eff.Header.Get("ETag")), 304)
+
+	// An agent given a user's svc_ token does not start.
+	refused := exec.Command(agentBin, "run", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--services", "cron",
+		"--control-url", s.URL, "--container-id", "c1", "--token", svc)
+	if out, err := refused.CombinedOutput(); err == nil || !strings.Contains(string(out), "agent token (agt_") || strings.Contains(string(out), svc) {
+		t.Fatalf("agent with an svc_ token: %v\n%s", err, out)
+	}
 
 	tp := newTamper(t, s.URL)
 	data := t.TempDir()
-	a := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", svc)
+	a := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", agt)
 	const health = "/_/cron/health"
 	const outside = "203.0.113.5"
 
@@ -293,8 +322,12 @@ func TestGatewayEnforcesSyncedDocument(t *testing.T) {
 		t.Fatal("a credential reached the agent's log")
 	}
 	a.stop()
-	b := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", svc)
+	b := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", agt)
 	if st, code := b.get(health, outside); st != 503 || code != "PROXY_DISABLED" {
 		t.Fatalf("restarted without a control plane: %d %s, want the last verified document (503 PROXY_DISABLED)", st, code)
+	}
+	// Every sync carried the agent token, never a user's.
+	if seen := tp.credentials(); len(seen) != 1 || seen[0] != "Bearer "+agt {
+		t.Fatalf("the agent sent %d distinct credentials, want only its agent token", len(seen))
 	}
 }

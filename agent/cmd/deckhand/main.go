@@ -119,7 +119,7 @@ func runCmd() *cobra.Command {
 	f.StringVar(&cfg.ControlURL, "control-url", "", "control plane to sync proxy permissions from (none: standalone)")
 	f.StringVar(&cfg.ContainerID, "container-id", "", "this container's id")
 	f.StringVar(&cfg.ProjectID, "project-id", "", "this container's project id")
-	f.StringVar(&cfg.Token, "token", "", "service token (svc_...) for the control plane; prefer DECKHAND_TOKEN, flags show in ps")
+	f.StringVar(&cfg.Token, "token", "", "the container's agent token (agt_...) for the control plane; prefer DECKHAND_TOKEN, flags show in ps")
 	f.StringVar(&cfg.PermissionsFile, "permissions-file", "", "a local proxy permissions document, reloaded on change (when no control plane is used)")
 	f.StringVar(&isolate, "isolate", "display", "comma list of services to run as child processes (none: all in-process)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
