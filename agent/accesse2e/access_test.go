@@ -111,6 +111,14 @@ type agentProc struct {
 // startAgent runs `deckhand run` (cron only) against the control plane.
 func startAgent(t *testing.T, data string, args ...string) *agentProc {
 	t.Helper()
+	return startAgentProbe(t, data, nil, args...)
+}
+
+// startAgentProbe is startAgent whose readiness probe (a loopback GET of
+// cron's health) carries the header pairs probe, so it passes whether or
+// not a document granting them is in force yet.
+func startAgentProbe(t *testing.T, data string, probe []string, args ...string) *agentProc {
+	t.Helper()
 attempts:
 	for attempt := 0; ; attempt++ {
 		base := platformtest.FreePortBase(t, 14)
@@ -135,7 +143,7 @@ attempts:
 				t.Fatalf("agent exited at start:\n%s", a.out)
 			default:
 			}
-			if st, _ := a.get("/_/cron/health", "127.0.0.1"); st == 200 {
+			if st, _ := a.get("/_/cron/health", "127.0.0.1", probe...); st == 200 {
 				return a
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -248,7 +256,7 @@ func TestGatewayEnforcesSyncedDocument(t *testing.T) {
 
 	tp := newTamper(t, s.URL)
 	data := t.TempDir()
-	a := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", agt)
+	a := startAgentProbe(t, data, []string{"X-Key", "k-one"}, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", agt)
 	const health = "/_/cron/health"
 	const outside = "203.0.113.5"
 
