@@ -91,6 +91,9 @@ func TestAgentTokens(t *testing.T) {
 	s.must(200, "GET", doc+"/effective", nil, viaManager["token"].(string))
 	s.must(401, "GET", doc+"/effective", nil, "agt_AAAAAAAAAAAAAAAAAAAAAAAAAA")
 
+	if strings.Contains(s.Stderr(), "agt_") {
+		t.Fatal("an agent token reached the control plane's log")
+	}
 	var kinds []string
 	for _, e := range s.events() {
 		if strings.HasPrefix(e.EventType, "container.agent_token.") {
