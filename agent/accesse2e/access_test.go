@@ -53,6 +53,7 @@ type tamper struct {
 
 	mu    sync.Mutex
 	creds map[string]bool // Authorization values the agent sent
+	polls atomic.Int64    // effective requests passed on
 }
 
 func (tp *tamper) credentials() []string {
@@ -75,6 +76,7 @@ func newTamper(t *testing.T, target string) *tamper {
 			tp.mu.Lock()
 			tp.creds[r.Header.Get("Authorization")] = true
 			tp.mu.Unlock()
+			tp.polls.Add(1)
 		}
 		director(r)
 	}
@@ -337,5 +339,55 @@ func TestGatewayEnforcesSyncedDocument(t *testing.T) {
 	// Every sync carried the agent token, never a user's.
 	if seen := tp.credentials(); len(seen) != 1 || seen[0] != "Bearer "+agt {
 		t.Fatalf("the agent sent %d distinct credentials, want only its agent token", len(seen))
+	}
+}
+
+// A revoked agent token stops the sync: the control plane answers 401, a
+// change made after the revocation never applies and the last verified
+// document stays; the agent restarted with a new token (rotation) syncs
+// again.
+func TestRevokedAgentTokenStopsSync(t *testing.T) {
+	if controltest.OnPostgres() {
+		t.Skip("the agent's side does not depend on the control plane's store; run once, on the embedded store")
+	}
+	s := controltest.Start(t)
+	admin := s.Admin()
+	_, alice := s.User(admin, "alice@example.com")
+	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, alice), 201))["id"].(string)
+	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
+	mint := func() (id, token string) {
+		d := controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, alice), 201))
+		return d["id"].(string), d["token"].(string)
+	}
+	oldID, oldTok := mint()
+	doc := "/api/v1/containers/c1/proxy/permissions"
+	s.Must(s.Call("PUT", doc, map[string]any{"project": pid, "container": "c1", "groups": map[string]any{},
+		"permissions": map[string]any{}, "default": "allow"}, alice, "If-Match", "file:v0"), 200)
+	tp := newTamper(t, s.URL)
+	data := t.TempDir()
+	a := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--token", oldTok)
+	const health, outside = "/_/cron/health", "203.0.113.5"
+	a.within(t, 10*time.Second, 200, health, outside)
+
+	s.Must(s.Call("DELETE", "/api/v1/containers/c1/agent-tokens/"+oldID, nil, alice), 200)
+	s.Must(s.Call("PATCH", doc+"/default", map[string]any{"default": "deny"}, alice, "If-Match", "file:v1"), 200)
+	after := tp.polls.Load()
+	deadline := time.Now().Add(30 * time.Second)
+	for tp.polls.Load() < after+2 || !strings.Contains(a.out.String(), "answered 401") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not poll with its revoked token (%d polls):\n%s", tp.polls.Load()-after, a.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st, _ := a.get(health, outside); st != 200 {
+		t.Fatalf("a change made after the revocation applied (%d): the revoked token still syncs", st)
+	}
+
+	a.stop()
+	_, newTok := mint()
+	b := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--token", newTok)
+	b.within(t, 10*time.Second, 401, health, outside)
+	if strings.Contains(a.out.String()+b.out.String(), oldTok) || strings.Contains(b.out.String(), newTok) {
+		t.Fatal("an agent token reached the agent's log")
 	}
 }
