@@ -43,6 +43,11 @@ type Config struct {
 	Notifier platform.Notifier
 
 	ControlURL, ContainerID, ProjectID, Token string
+	// ControlKey pins the control plane's key (--control-key: a public key
+	// in hex or a key-set file); InsecureControlURL allows plain http to a
+	// control plane that is not on loopback (agent/access).
+	ControlKey         string
+	InsecureControlURL bool
 	// PermissionsFile is a local proxy permissions document, used when
 	// there is no control plane (reloaded on change).
 	PermissionsFile string
@@ -153,7 +158,8 @@ func New(cfg Config) (*Supervisor, error) {
 	s.wireNotifier()
 	if cfg.Authorizer == nil {
 		s.access, err = access.New(access.Config{ControlURL: cfg.ControlURL, ContainerID: cfg.ContainerID, ProjectID: cfg.ProjectID,
-			Token: cfg.Token, PermissionsFile: cfg.PermissionsFile, Dir: filepath.Join(cfg.Data, "proxyperm"),
+			Token: cfg.Token, ControlKey: cfg.ControlKey, InsecureControlURL: cfg.InsecureControlURL,
+			PermissionsFile: cfg.PermissionsFile, Dir: filepath.Join(cfg.Data, "proxyperm"),
 			Port: func(name string) int { return Port(cfg.PortBase, name) }, Journal: cfg.Journal, Logger: cfg.Logger})
 		if err != nil {
 			return nil, err

@@ -85,7 +85,7 @@ func openAPI(info Info, routes []Route, authed bool) (map[string]any, error) {
 	if secured {
 		doc["components"].(map[string]any)["securitySchemes"] = map[string]any{
 			"bearerAuth": map[string]any{"type": "http", "scheme": "bearer",
-				"description": "a session JWT from login or an svc_ auth token"},
+				"description": "a session JWT from login or an svc_ auth token; routes marked x-agent-token also take a container's agt_ agent token, which every other route answers 401"},
 		}
 	}
 	return doc, nil
@@ -113,6 +113,10 @@ func policyDoc(op map[string]any, r Route, authed bool) {
 		who := map[Access]string{AccessSignedIn: "any signed-in caller", AccessAdmin: "a signed-in user with the admin role"}[pol.Access]
 		if pol.Doc != "" {
 			who += "; " + pol.Doc
+		}
+		if pol.Agents {
+			op["x-agent-token"] = true
+			who += "; also the container's agent token (agt_)"
 		}
 		desc, _ := op["description"].(string)
 		op["description"] = strings.TrimSpace(desc + "\n\nPolicy `" + pol.Label() + "`: " + who + ".")

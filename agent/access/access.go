@@ -5,9 +5,11 @@
 //
 // What is in force, in order:
 //   - with --control-url: the last document whose X-Service-Signature
-//     verified (kept on disk in <data>/proxyperm/effective.json, read back
-//     at start); a response that fails verification, a malformed document
-//     or an unreachable control plane changes nothing;
+//     verified under a key the agent trusts (trust.go: pinned with
+//     --control-key, or a set a trusted key signed; kept on disk in
+//     <data>/proxyperm/effective.json, read back at start); a response that
+//     fails verification, a malformed document or an unreachable control
+//     plane changes nothing;
 //   - with --permissions-file: that file, re-read when it changes; a
 //     malformed version is refused whole and the previous one stays;
 //   - with neither, or while no document exists: loopback clients only.
@@ -19,6 +21,7 @@ package access
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,12 +38,21 @@ import (
 	"deckhand/platform/signing"
 )
 
+// AgentTokenPrefix starts a container's agent token (control/projects).
+const AgentTokenPrefix = "agt_"
+
 // Config is what the agent knows about itself.
 type Config struct {
 	// ControlURL, ContainerID and Token (--control-url, --container-id,
-	// --token): sync from the control plane. ProjectID is informational
-	// (the control plane knows the container's project).
+	// --token, the container's agt_ agent token): sync from the control
+	// plane. ProjectID is informational (the control plane knows the
+	// container's project).
 	ControlURL, ContainerID, ProjectID, Token string
+	// ControlKey (--control-key) pins the control plane's key: a public
+	// key in hex or a file with one or a key set. InsecureControlURL
+	// (--insecure-control-url) allows plain http to a host not on loopback.
+	ControlKey         string
+	InsecureControlURL bool
 	// PermissionsFile (--permissions-file) is used without a control plane.
 	PermissionsFile string
 	// Dir keeps the last verified document (<data>/proxyperm).
@@ -70,6 +82,7 @@ type Authorizer struct {
 	verifier *signing.Verifier
 	claims   proxyperm.ClaimVerifier
 	ready    chan struct{}
+	lastKIDs atomic.Pointer[[]string] // kids last journaled as trusted
 }
 
 // New loads what is in force at start: the last verified document (with a
@@ -100,14 +113,28 @@ func New(cfg Config) (*Authorizer, error) {
 		if cfg.ContainerID == "" {
 			return nil, errors.New("--container-id: required with --control-url")
 		}
-		if cfg.Token == "" {
-			return nil, errors.New("--token: required with --control-url (an svc_ token)")
+		switch {
+		case cfg.Token == "":
+			return nil, errors.New("--token: required with --control-url (the container's agent token, agt_...)")
+		case !strings.HasPrefix(cfg.Token, AgentTokenPrefix):
+			// An svc_ token acts for its user everywhere; the control plane
+			// gives the effective document only to an agent token.
+			return nil, errors.New("--token: must be the container's agent token (agt_...), minted with " +
+				"POST /api/v1/containers/{id}/agent-tokens; a user's svc_ token is refused")
 		}
-		if !strings.HasPrefix(cfg.ControlURL, "http://") && !strings.HasPrefix(cfg.ControlURL, "https://") {
-			return nil, fmt.Errorf("--control-url %q: must be an http:// or https:// URL", cfg.ControlURL)
+		u, err := checkControlURL(cfg.ControlURL, cfg.InsecureControlURL)
+		if err != nil {
+			return nil, err
 		}
-		a.cfg.ControlURL = strings.TrimRight(cfg.ControlURL, "/")
-		a.verifier = signing.NewVerifier(signing.VerifierOptions{Source: signing.HTTPKeySource(cfg.Client, a.cfg.ControlURL),
+		a.cfg.ControlURL = u
+		var pinned map[string]ed25519.PublicKey
+		if cfg.ControlKey != "" {
+			if pinned, err = parseControlKey(cfg.ControlKey); err != nil {
+				return nil, err
+			}
+		}
+		a.verifier = signing.NewVerifier(signing.VerifierOptions{Fetch: signing.HTTPKeySetFetcher(cfg.Client, a.cfg.ControlURL),
+			Pinned: pinned, Trusted: a.savedKeys(), TrustFirst: true, OnAccept: a.keysAccepted,
 			Clock: cfg.Clock, MinRefetch: 10 * time.Second})
 		a.claims = func(payload, sig, kid string) ([]byte, error) {
 			var raw json.RawMessage

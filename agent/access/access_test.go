@@ -149,9 +149,10 @@ func TestControlFlagsChecked(t *testing.T) {
 		cfg  access.Config
 		want string
 	}{
-		{access.Config{ControlURL: "http://x", Token: "svc_1"}, "--container-id"},
+		{access.Config{ControlURL: "http://x", Token: "agt_1"}, "--container-id"},
 		{access.Config{ControlURL: "http://x", ContainerID: "c1"}, "--token"},
-		{access.Config{ControlURL: "ftp://x", ContainerID: "c1", Token: "svc_1"}, "--control-url"},
+		{access.Config{ControlURL: "http://x", ContainerID: "c1", Token: "svc_1"}, "agent token (agt_"},
+		{access.Config{ControlURL: "ftp://x", ContainerID: "c1", Token: "agt_1"}, "--control-url"},
 	} {
 		if _, err := access.New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %s", c.cfg, err, c.want)

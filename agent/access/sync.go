@@ -71,31 +71,12 @@ func (a *Authorizer) save(s saved) error {
 	if a.cfg.Dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(a.cfg.Dir, 0o700); err != nil {
-		return err
-	}
 	s.SavedAt = a.cfg.Clock.Now()
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(a.cfg.Dir, ".effective-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), a.savedPath())
+	return writeAtomic(a.cfg.Dir, "effective.json", raw)
 }
 
 // syncLoop polls the control plane every Poll with If-None-Match.

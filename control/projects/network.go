@@ -95,12 +95,14 @@ func (s *Service) networkRoutes() []platform.Route {
 	tag := []string{"container network"}
 	read := s.env.Authz.Policy(CheckContainerRead, "a member (owner or any permission) of the container's project")
 	act := s.env.Authz.Policy(CheckContainerAccess, "the owner, an operator or a manager of the container's project")
+	agentRead := agentOnly(read)
 	errs := " 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before " +
 		"anything about the configuration is read, so others learn nothing of it)."
 	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/network", Policy: read, Tags: tag, Summary: "The container's network configuration",
-			Description: "404 when no configuration is stored. Credentials are never returned: `credentials_configured` says whether some are stored." + errs,
-			Response:    Network{}, Handler: s.handleGetNetwork},
+		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/network", Policy: agentRead, Tags: tag, Summary: "The container's network configuration",
+			Description: "404 when no configuration is stored. Credentials are never returned: `credentials_configured` says whether some are stored. " +
+				"The container's own agent reads it with its agent token (agt_); another container's agent token gets 403." + errs,
+			Response: Network{}, Handler: s.handleGetNetwork},
 		{Method: http.MethodPut, Path: "/api/v1/containers/{id}/network", Policy: act, Tags: tag, Summary: "Configure the container's outbound network",
 			Description: "`type` is socks5, http, https or block. `proxy` (required unless block: 400 `Proxy URL required for non-block type`) is " +
 				"`<type>://[user:pass@]host[:port]` whose scheme equals the type (socks5 also takes socks5h); userinfo credentials are stored apart, " +

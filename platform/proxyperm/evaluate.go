@@ -1,7 +1,6 @@
 package proxyperm
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -274,10 +273,7 @@ func (st *evalState) check(g *CompiledGroup) (match, string) {
 		if !ok {
 			return absent, ""
 		}
-		sum := sha256.Sum256([]byte(g.Salt + pw))
-		userOK := subtle.ConstantTimeCompare([]byte(u), []byte(g.Username))
-		passOK := subtle.ConstantTimeCompare(sum[:], g.Hash)
-		if userOK&passOK == 1 {
+		if g.checkPassword(u, pw) {
 			return matched, g.Username
 		}
 		return mismatch, ""

@@ -139,9 +139,12 @@ func runCmd() *cobra.Command {
 	f.IntVar(&cfg.PortBase, "port-base", 7700, "service ports are base + their offset")
 	f.StringVar(&services, "services", "all", "comma list of services to run (available: "+strings.Join(agent.Registered(), ",")+")")
 	f.StringVar(&cfg.ControlURL, "control-url", "", "control plane to sync proxy permissions from (none: standalone)")
+	f.StringVar(&cfg.ControlKey, "control-key", "", "pin the control plane's signing key: a public key in hex, or a file holding one or its key set "+
+		"(GET /api/v1/meta/public-key); without it the first key set is taken from an https or loopback --control-url")
+	f.BoolVar(&cfg.InsecureControlURL, "insecure-control-url", false, "allow a plain http --control-url that is not on loopback (anyone on the path could withhold updates)")
 	f.StringVar(&cfg.ContainerID, "container-id", "", "this container's id")
 	f.StringVar(&cfg.ProjectID, "project-id", "", "this container's project id")
-	f.StringVar(&cfg.Token, "token", "", "service token (svc_...) for the control plane; prefer DECKHAND_TOKEN, flags show in ps")
+	f.StringVar(&cfg.Token, "token", "", "the container's agent token (agt_...) for the control plane; prefer DECKHAND_TOKEN, flags show in ps")
 	f.StringVar(&cfg.PermissionsFile, "permissions-file", "", "a local proxy permissions document, reloaded on change (when no control plane is used)")
 	f.StringVar(&isolate, "isolate", "display", "comma list of services to run as child processes (none: all in-process)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
