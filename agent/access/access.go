@@ -170,20 +170,35 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 	src, _ := netip.AddrFromSlice(client)
 	src = src.Unmap()
 	port := a.cfg.Port(t.Service)
+	program := proxyperm.ProgramFor(t.Service, port)
+	if t.Service == tunnelService {
+		// The tunnel reaches other ports: the rules judge the port it
+		// reaches (ssh for 22, http for the rest); its own routes are
+		// the services program on its own port.
+		program = proxyperm.ProgramServices
+		if p, ok := tunnelledPort(t.Path, r.Query); ok {
+			port, program = p, proxyperm.ProgramFor(tunnelService, p)
+		}
+	}
 	f := proxyperm.Facts{
-		Program:  proxyperm.ProgramFor(t.Service, port),
+		Program:  program,
 		Port:     port,
 		Source:   src,
 		Loopback: r.RemoteIP != nil && r.RemoteIP.IsLoopback() && client.IsLoopback(),
 		Header:   r.Header, Cookie: r.Cookie, Param: r.Query,
 		Now: a.cfg.Clock.Now(),
 	}
-	d := a.Policy().Evaluate(f, a.claims)
+	pol := a.Policy()
+	d := pol.Evaluate(f, a.claims)
 	a.record(r, t, f, d)
 	if !d.Allowed() {
 		return gateway.Identity{}, d.Error(t.Service)
 	}
-	return gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject}, nil
+	id := gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject}
+	if pol != nil && pol.Enabled {
+		id.Port = port // a document judged the port (not a loopback pass)
+	}
+	return id, nil
 }
 
 var outcomeName = map[proxyperm.Outcome]string{proxyperm.Allowed: "allowed", proxyperm.Unauthorized: "unauthorized",

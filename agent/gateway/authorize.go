@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"net"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -50,6 +51,10 @@ type Identity struct {
 	Group   string // the matched group of the proxy permissions document
 	Type    string // its type (jwt, password, ip, token, service-identity) or "loopback"
 	Subject string // jwt sub, password username, ip address, token location, claimed container
+	// Port is the port the decision admitted: the service's, or for the
+	// tunnel the tunnelled port (0 when no document decided). The gateway
+	// hands it on in AuthorizedPortHeader.
+	Port int
 }
 
 // Identity headers the gateway sets itself. Every header a client sends
@@ -109,8 +114,8 @@ func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, host, path string, t Targe
 
 var identityPrefix = []byte(IdentityHeaderPrefix)
 
-// setIdentity drops every client copy of the identity headers, then sets
-// the decision's.
+// setIdentity drops every client copy of the identity headers and of
+// AuthorizedPortHeader, then sets the decision's.
 func setIdentity(h *fasthttp.RequestHeader, id Identity) {
 	var drop [][]byte
 	for k := range h.All() {
@@ -120,6 +125,10 @@ func setIdentity(h *fasthttp.RequestHeader, id Identity) {
 	}
 	for _, k := range drop {
 		h.DelBytes(k)
+	}
+	h.Del(platform.AuthorizedPortHeader)
+	if id.Port > 0 {
+		h.Set(platform.AuthorizedPortHeader, strconv.Itoa(id.Port))
 	}
 	if id.Type == "" {
 		return

@@ -143,13 +143,17 @@ const (
 
 // ProgramFor maps a service reached through the gateway, and its port, to
 // the program name a rule names: terminal, files, exec and notifications
-// for those services; http for tunnelled ports (service "tunnel" or
-// "http"); ssh for port 22 (or service "ssh"); services for the rest.
+// for those services; for a tunnelled port (service "tunnel" or "http",
+// port the tunnelled one) ssh for 22 and http for any other; ssh for
+// port 22 (or service "ssh"); services for the rest.
 func ProgramFor(service string, port int) string {
 	switch service {
 	case ProgramTerminal, ProgramFiles, ProgramExec, ProgramNotifications:
 		return service
 	case "tunnel", ProgramHTTP:
+		if port == 22 {
+			return ProgramSSH
+		}
 		return ProgramHTTP
 	case ProgramSSH:
 		return ProgramSSH

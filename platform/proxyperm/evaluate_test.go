@@ -333,7 +333,7 @@ func TestProgramFor(t *testing.T) {
 		want string
 	}{
 		{"terminal", 7703, "terminal"}, {"files", 7702, "files"}, {"exec", 7708, "exec"}, {"notifications", 7714, "notifications"},
-		{"tunnel", 3000, "http"}, {"ssh", 22, "ssh"}, {"services", 22, "ssh"}, {"cron", 7701, "services"}, {"vault", 7705, "services"},
+		{"tunnel", 3000, "http"}, {"tunnel", 22, "ssh"}, {"http", 22, "ssh"}, {"ssh", 22, "ssh"}, {"services", 22, "ssh"}, {"cron", 7701, "services"}, {"vault", 7705, "services"},
 	} {
 		if got := proxyperm.ProgramFor(c.svc, c.port); got != c.want {
 			t.Errorf("ProgramFor(%s, %d) = %s, want %s", c.svc, c.port, got, c.want)

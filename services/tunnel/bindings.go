@@ -272,7 +272,9 @@ func dialAddress(addrs []string) (string, bool) {
 		return "::1", true
 	}
 	for _, a := range addrs {
-		if ip := net.ParseIP(a); ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsGlobalUnicast()) {
+		// Never link-local (169.254.0.0/16, fe80::/10: cloud metadata
+		// and the like), whatever a document allows.
+		if ip := net.ParseIP(a); ip != nil && !ip.IsLinkLocalUnicast() && (ip.IsLoopback() || ip.IsPrivate() || ip.IsGlobalUnicast()) {
 			return a, true
 		}
 	}

@@ -74,6 +74,7 @@ func (s *Service) newProxy() *httputil.ReverseProxy {
 			if local && proto != "" {
 				pr.Out.Header.Set("X-Forwarded-Proto", proto)
 			}
+			pr.Out.Header.Del(platform.AuthorizedPortHeader) // the gateway's word to this service
 			pr.Out.Host = pr.In.Host
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = "upstream" // the dialler picks the address
@@ -129,6 +130,10 @@ func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request) {
 	port, err := strconv.Atoi(portStr)
 	if err != nil || port < 1 || port > 65535 || portStr != strconv.Itoa(port) {
 		platform.WriteHTTPError(w, platform.Invalid("port", "must be an integer from 1 to 65535, got %q", portStr))
+		return
+	}
+	if err := s.checkAdmitted(r, port); err != nil {
+		platform.WriteHTTPError(w, err)
 		return
 	}
 	if err := s.checkPort(port); err != nil {
