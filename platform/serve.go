@@ -25,7 +25,7 @@ func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
 	if deps.Name != "" {
 		info.Name = deps.Name
 	}
-	info.Description = strings.TrimSpace(info.Description + " " + policyDescription)
+	info.Description = strings.TrimSpace(info.Description + " " + policyDescription + " " + programDescription(info.Name))
 	cfg := HostConfig{Info: info, Logger: deps.Logger, Policy: policy}
 	// Without --trust-proxy-headers the client is the socket peer (the
 	// gateway, for proxied calls). With it, the right-most X-Forwarded-For

@@ -67,7 +67,7 @@ func TestPermissionsFileReloadsAndRefusesMalformedWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, err := access.New(access.Config{PermissionsFile: path, Journal: j, Poll: 20 * time.Millisecond,
-		Port: func(s string) int { return map[string]int{"cron": 7701, "terminal": 7703}[s] }})
+		Port: func(s string) int { return map[string]int{"vault": 7705, "terminal": 7703}[s] }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +83,12 @@ func TestPermissionsFileReloadsAndRefusesMalformedWhole(t *testing.T) {
 		hdr           map[string]string
 		want          int
 	}{
-		{"cron", "203.0.113.1", key, 200},
-		{"cron", "203.0.113.1", nil, 401},
-		{"cron", "127.0.0.1", nil, 401},
+		{"vault", "203.0.113.1", key, 200},
+		{"vault", "203.0.113.1", nil, 401},
+		{"vault", "127.0.0.1", nil, 401},
 		{"terminal", "203.0.113.1", basic, 200}, // plaintext in a local file is hashed on load
 		{"terminal", "203.0.113.1", key, 403},
-		{"cron", "203.0.113.1", basic, 403},
+		{"vault", "203.0.113.1", basic, 403},
 	} {
 		if got := status(a, c.service, c.from, c.hdr); got != c.want {
 			t.Fatalf("%s from %s %v: %d, want %d", c.service, c.from, c.hdr, got, c.want)
@@ -98,7 +98,7 @@ func TestPermissionsFileReloadsAndRefusesMalformedWhole(t *testing.T) {
 	if err := os.WriteFile(path, []byte(fileDoc("k2", "true")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return status(a, "cron", "203.0.113.1", map[string]string{"X-Key": "k2"}) == 200 })
+	waitFor(t, func() bool { return status(a, "vault", "203.0.113.1", map[string]string{"X-Key": "k2"}) == 200 })
 	// A malformed version is refused whole: the previous one stays.
 	for _, bad := range []string{`{"project":"p1","container":"c1","groups":{},"permissions":{"bots":{"services":"9-3"}}}`, `not json`,
 		`{"project":"p1","container":"c1","groups":{"x":{"type":"ip","range":"10.0.0.0/33"}},"permissions":{}}`} {
@@ -107,7 +107,7 @@ func TestPermissionsFileReloadsAndRefusesMalformedWhole(t *testing.T) {
 		}
 		waitFor(t, func() bool { return strings.Contains(j.text(), "permissions file refused") })
 		time.Sleep(60 * time.Millisecond)
-		if got := status(a, "cron", "203.0.113.1", map[string]string{"X-Key": "k2"}); got != 200 {
+		if got := status(a, "vault", "203.0.113.1", map[string]string{"X-Key": "k2"}); got != 200 {
 			t.Fatalf("after a malformed file (%s): %d", bad, got)
 		}
 	}
