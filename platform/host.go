@@ -61,6 +61,13 @@ type HostConfig struct {
 	// gets the default: --domain localhost, no extra origins, so no host
 	// built for a container service is ever without it.
 	Policy *RequestPolicy
+	// LocalTrust says who may call this host on its own port: a
+	// connection it accepted from anyone but a trusted local user (see
+	// LocalTrust) gets 401 before any route; a request the agent's
+	// gateway dispatched in-process was judged there. A container service
+	// without one trusts root and its own user, so none is ever open to
+	// every local user.
+	LocalTrust *LocalTrust
 }
 
 // Host is one service's HTTP server: a Fiber app built from a route table
@@ -100,6 +107,9 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 	if cfg.Policy == nil && cfg.Style == ContainerErrors {
 		cfg.Policy = DefaultPolicy()
 	}
+	if cfg.LocalTrust == nil && cfg.Style == ContainerErrors {
+		cfg.LocalTrust = NewLocalTrust(nil)
+	}
 	h := &Host{cfg: cfg}
 	h.app = fiber.New(fiber.Config{
 		AppName:           cfg.Info.Name,
@@ -120,6 +130,9 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 			return nil
 		},
 	})
+	if cfg.LocalTrust != nil {
+		h.app.Server().ConnState = cfg.LocalTrust.ConnState
+	}
 	h.app.Use(h.kernel)
 	for _, m := range cfg.Middleware {
 		h.app.Use(m)
@@ -247,6 +260,11 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 			"ip", ClientIP(c), "bytes", bodyLen(c))
 		err = nil
 	}()
+	rc := c.RequestCtx()
+	if t := h.cfg.LocalTrust; t != nil && !GatewayDispatched(rc) && t.tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
+		h.writeError(c, errUntrustedPeer)
+		return nil
+	}
 	if h.cfg.Policy != nil {
 		d, e := h.cfg.Policy.Decide(fiberRequest(c))
 		if e != nil {
@@ -265,6 +283,11 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	}
 	return nil
 }
+
+// errUntrustedPeer refuses a caller on a service's own port that is not
+// a trusted local user: the gateway is its door.
+var errUntrustedPeer = &Error{Code: CodeUnauthorized, Details: "peer",
+	Message: "this port serves the agent's gateway and trusted local users only (root, the agent's user, --trusted-uids): call the service through the gateway with a credential"}
 
 // bodyLen is the response size for the access log. A streamed body's
 // length is not known yet, and Response().Body() would drain the stream

@@ -308,6 +308,13 @@ func MarkGatewayDispatch(rc *fasthttp.RequestCtx, serviceIP net.IP) {
 	rc.SetUserValue(gatewayDispatchKey{}, serviceIP)
 }
 
+// GatewayDispatched reports whether the agent's gateway handed rc to the
+// service's handler itself (MarkGatewayDispatch).
+func GatewayDispatched(rc *fasthttp.RequestCtx) bool {
+	_, ok := rc.UserValue(gatewayDispatchKey{}).(net.IP)
+	return ok
+}
+
 // fiberRequest reads the policy's view of a Fiber request; the forwarded
 // host counts only when TrustForwardedHost holds for the connection, or
 // the gateway dispatched the request in-process (MarkGatewayDispatch).

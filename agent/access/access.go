@@ -180,15 +180,19 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 			port, program = p, proxyperm.ProgramFor(tunnelService, p)
 		}
 	}
+	pol := a.Policy()
 	f := proxyperm.Facts{
-		Program:  program,
-		Port:     port,
-		Source:   src,
-		Loopback: r.RemoteIP != nil && r.RemoteIP.IsLoopback() && client.IsLoopback(),
-		Header:   r.Header, Cookie: r.Cookie, Param: r.Query,
+		Program: program,
+		Port:    port,
+		Source:  src,
+		Header:  r.Header, Cookie: r.Cookie, Param: r.Query,
 		Now: a.cfg.Clock.Now(),
 	}
-	pol := a.Policy()
+	if pol == nil || !pol.Enabled {
+		// Only then does a loopback client pass without a credential;
+		// reading the socket's owner costs a table read per connection.
+		f.Loopback = r.Loopback()
+	}
 	d := pol.Evaluate(f, a.claims)
 	a.record(r, t, f, d)
 	if !d.Allowed() {

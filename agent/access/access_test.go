@@ -38,9 +38,12 @@ func fileDoc(value string, access string) string {
 		"permissions":{"bots":{"services":` + access + `},"ops":{"terminal":true}}}`
 }
 
+// request is a request from a peer; a loopback one is a trusted local
+// user's (the gateway reads that from the socket's owner).
 func request(from string, hdr map[string]string) gateway.Request {
-	return gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: net.ParseIP(from),
-		Header: func(n string) string { return hdr[n] }}
+	ip := net.ParseIP(from)
+	return gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: ip,
+		Header: func(n string) string { return hdr[n] }, TrustedPeer: ip.IsLoopback}
 }
 
 func status(a *access.Authorizer, service, from string, hdr map[string]string) int {
@@ -140,6 +143,12 @@ func TestNoDocumentLoopbackOnly(t *testing.T) {
 	r.Source = net.ParseIP("203.0.113.7")
 	if _, err := a.Authorize(r, gateway.Target{Service: "cron"}); err == nil {
 		t.Fatal("a proxied outside client passed as loopback")
+	}
+	// Nor is a local user the agent does not trust.
+	r = request("127.0.0.1", nil)
+	r.TrustedPeer = func() bool { return false }
+	if _, err := a.Authorize(r, gateway.Target{Service: "cron"}); err == nil || err.Status() != 403 {
+		t.Fatalf("an untrusted local user passed as loopback: %v", err)
 	}
 }
 

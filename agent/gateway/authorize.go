@@ -34,6 +34,12 @@ type Request struct {
 	// absent; nil functions mean none).
 	Cookie func(name string) string
 	Query  func(name string) string
+	// TrustedPeer reports whether the connection's socket belongs to a
+	// local user the agent trusts (root, its own user, --trusted-uids;
+	// platform.LocalTrust). It reads the kernel's socket table once per
+	// connection, so it is asked only when a decision depends on it. Nil
+	// means no.
+	TrustedPeer func() bool
 }
 
 // Client is Source, else RemoteIP.
@@ -42,6 +48,16 @@ func (r Request) Client() net.IP {
 		return r.Source
 	}
 	return r.RemoteIP
+}
+
+// Loopback reports a loopback client the agent trusts: the connection is
+// from loopback, no trusted proxy named another client, and the socket
+// belongs to a trusted local user. Any other local user is treated as an
+// outside client.
+func (r Request) Loopback() bool {
+	c := r.Client()
+	return c != nil && c.IsLoopback() && r.RemoteIP != nil && r.RemoteIP.IsLoopback() &&
+		r.TrustedPeer != nil && r.TrustedPeer()
 }
 
 // Identity is who the Authorizer found a request to be; the gateway hands
@@ -79,15 +95,15 @@ type Authorizer interface {
 // proxy permissions document: nothing passes except from loopback.
 type LoopbackOnly struct{}
 
-// Authorize lets loopback clients through: the connection is from
-// loopback and no trusted proxy named another client (a private peer's
-// forged X-Forwarded-For: 127.0.0.1 does not make it loopback).
+// Authorize lets trusted loopback clients through (Request.Loopback: a
+// private peer's forged X-Forwarded-For: 127.0.0.1 does not make it
+// loopback, nor does a local user the agent does not trust).
 func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *platform.Error) {
-	if c := r.Client(); c != nil && c.IsLoopback() && r.RemoteIP != nil && r.RemoteIP.IsLoopback() {
-		return Identity{Type: "loopback", Subject: c.String()}, nil
+	if r.Loopback() {
+		return Identity{Type: "loopback", Subject: r.Client().String()}, nil
 	}
 	return Identity{}, &platform.Error{Code: platform.CodeForbidden, Details: t.Service,
-		Message: "no proxy permissions document applies to this container: only loopback clients may pass the gateway"}
+		Message: "no proxy permissions document applies to this container: only loopback clients of trusted local users may pass the gateway"}
 }
 
 // authorize asks the Authorizer about one request, renders its refusal,
@@ -96,9 +112,10 @@ func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *platform.Error) {
 func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, host, path string, t Target) bool {
 	h := &ctx.Request.Header
 	facts := Request{Method: string(ctx.Method()), Host: host, Path: path, RemoteIP: ctx.RemoteIP(),
-		Header: func(name string) string { return string(h.Peek(name)) },
-		Cookie: func(name string) string { return string(h.Cookie(name)) },
-		Query:  func(name string) string { return string(ctx.QueryArgs().Peek(name)) },
+		Header:      func(name string) string { return string(h.Peek(name)) },
+		Cookie:      func(name string) string { return string(h.Cookie(name)) },
+		Query:       func(name string) string { return string(ctx.QueryArgs().Peek(name)) },
+		TrustedPeer: func() bool { return g.cfg.LocalTrust.Trusted(ctx.Conn()) },
 	}
 	if g.cfg.TrustProxyHeaders {
 		facts.Source = net.ParseIP(forwardedClient(ctx.RemoteIP(), h.PeekAll("X-Forwarded-For")))

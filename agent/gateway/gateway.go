@@ -120,7 +120,11 @@ type Config struct {
 	// hop when the peer is a loopback or private address. Either way the
 	// services get one X-Forwarded-For: the client as the gateway sees it.
 	TrustProxyHeaders bool
-	Logger            *slog.Logger
+	// LocalTrust tells trusted local users' connections from other local
+	// users' (default: root and the agent's own user). Only the former
+	// count as loopback clients.
+	LocalTrust *platform.LocalTrust
+	Logger     *slog.Logger
 }
 
 // Target is where a request is going.
@@ -164,6 +168,9 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.LocalTrust == nil {
+		cfg.LocalTrust = platform.NewLocalTrust(nil)
 	}
 	if cfg.Policy == nil {
 		p, err := platform.NewRequestPolicy(cfg.Domain, nil)
@@ -255,6 +262,7 @@ func (g *Gateway) Close() error {
 // connState keeps the set of open client connections (a hijacked one is
 // a tunnel from then on).
 func (g *Gateway) connState(c net.Conn, st fasthttp.ConnState) {
+	g.cfg.LocalTrust.ConnState(c, st)
 	switch st {
 	case fasthttp.StateNew:
 		g.mu.Lock()
@@ -344,8 +352,8 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 }
 
 func (g *Gateway) serveStatus(ctx *fasthttp.RequestCtx) {
-	if !ctx.RemoteIP().IsLoopback() {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeForbidden, Message: "the agent status is served to loopback clients only", Details: "status"})
+	if !ctx.RemoteIP().IsLoopback() || !g.cfg.LocalTrust.Trusted(ctx.Conn()) {
+		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeForbidden, Message: "the agent status is served to loopback clients of trusted local users only", Details: "status"})
 		return
 	}
 	if !ctx.IsGet() && !ctx.IsHead() {
