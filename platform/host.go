@@ -261,12 +261,23 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		err = nil
 	}()
 	rc := c.RequestCtx()
-	if t := h.cfg.LocalTrust; t != nil && !GatewayDispatched(rc) && t.tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
+	dispatched := GatewayDispatched(rc)
+	if t := h.cfg.LocalTrust; t != nil && !dispatched && t.tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
 		h.writeError(c, errUntrustedPeer)
 		return nil
 	}
-	if h.cfg.Policy != nil {
-		d, e := h.cfg.Policy.Decide(fiberRequest(c))
+	// A request the agent's gateway dispatched in-process passed the same
+	// policy there, judged on the client's own connection: one decision,
+	// not a second one on facts its rewrite changed.
+	if h.cfg.Policy != nil && !dispatched {
+		req := fiberRequest(c)
+		if req.ForwardedHost != "" && h.cfg.LocalTrust != nil && h.cfg.LocalTrust.Own(rc.Conn()) {
+			// From the agent's own user: the gateway proxying, whose
+			// policy judged that Host against the address the client
+			// connected to, which this service cannot see.
+			req.ForwardedHostJudged = true
+		}
+		d, e := h.cfg.Policy.Decide(req)
 		if e != nil {
 			h.writeError(c, e) // no CORS headers: the origin was refused
 			return nil

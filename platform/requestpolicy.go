@@ -107,6 +107,12 @@ type Request struct {
 	// Host is the Host header; ForwardedHost the gateway's X-Forwarded-Host
 	// when the caller trusts it (see TrustForwardedHost), else "".
 	Host, ForwardedHost string
+	// ForwardedHostJudged: the gateway's own policy already judged
+	// ForwardedHost (the connection is the agent's own user's, see
+	// LocalTrust.Own), so it is the request's own origin here without a
+	// second Host check, which could not see the address the client
+	// connected to (an IP literal Host of the gateway's).
+	ForwardedHostJudged bool
 	// LocalIP is the address the connection arrived on (may be nil).
 	LocalIP        net.IP
 	Origin         string
@@ -135,8 +141,10 @@ func (p *RequestPolicy) Decide(r Request) (CORS, *Error) {
 	}
 	own := r.Host
 	if r.ForwardedHost != "" {
-		if err := p.checkHost(r.ForwardedHost, nil); err != nil {
-			return CORS{}, err
+		if !r.ForwardedHostJudged {
+			if err := p.checkHost(r.ForwardedHost, nil); err != nil {
+				return CORS{}, err
+			}
 		}
 		own = r.ForwardedHost
 	}
@@ -296,11 +304,10 @@ type gatewayDispatchKey struct{}
 // already past the gateway's request policy and authorizer and rewritten
 // as a proxied request (Host = the service's address, the gateway's own
 // X-Forwarded-*), to the handler of a service listening on serviceIP. The
-// service's policy then judges the facts it judges on a proxied
-// connection: the connection arrived on serviceIP and its peer is the
-// gateway, so X-Forwarded-Host counts (TrustForwardedHost). The socket
-// peer stays the client's, so ClientIP is the gateway's view of the
-// client, as the X-Forwarded-For the gateway sets.
+// service's host trusts the gateway's decision: it judges neither the
+// peer nor Host and Origin again (GatewayDispatched). The socket peer
+// stays the client's, so ClientIP is the gateway's view of the client, as
+// the X-Forwarded-For the gateway sets.
 func MarkGatewayDispatch(rc *fasthttp.RequestCtx, serviceIP net.IP) {
 	if serviceIP == nil {
 		serviceIP = net.IPv4(127, 0, 0, 1)

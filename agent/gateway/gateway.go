@@ -40,13 +40,15 @@
 // *fasthttp.RequestCtx: no loopback connection, no second parse. That
 // second hop was the remaining gap to nginx (0.70 of its req/s at 32
 // connections); without it the gateway passes nginx (BENCHMARKS.md). The
-// service's Host still applies its own request policy, to the same facts
-// it judges on a proxied connection: platform.MarkGatewayDispatch tells it
-// the connection is the gateway's on the service's address, so
-// X-Forwarded-Host counts as from a loopback peer, and nothing a client
-// sends can set that mark. One fact changes by design: the connection's
-// peer is the client, so platform.ClientIP is the gateway's view of the
-// client (the X-Forwarded-For it sets) with or without
+// service's Host trusts the gateway's decision: platform.MarkGatewayDispatch
+// marks the request (nothing a client sends can set that mark), and the
+// Host judges neither the peer nor Host and Origin a second time on facts
+// the rewrite changed (a client addressing the agent by IP would otherwise
+// be refused 421 there). On a proxied connection the Host takes the
+// gateway's X-Forwarded-Host as judged when the connection is the agent's
+// own user's (platform.LocalTrust.Own). One fact changes by design: the
+// connection's peer is the client, so platform.ClientIP is the gateway's
+// view of the client (the X-Forwarded-For it sets) with or without
 // --trust-proxy-headers, where a proxied service without the flag sees the
 // gateway, 127.0.0.1. The service's own port, and its policy there, are
 // untouched. What the service's own server would refuse before its handler
