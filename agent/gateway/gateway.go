@@ -55,7 +55,7 @@
 // (a header block over its read buffer, a body over its BodyLimit or
 // chunked for a service that reads bodies whole) goes through the proxy,
 // so that server refuses it as before; a body a handler leaves unread is
-// read away (up to 64 KiB) or the connection closes, so leftover bytes are
+// read away (up to 256 MiB in 5 s) or the connection closes, so leftover bytes are
 // never parsed as a request. A stopped service has no handler, and the
 // proxy answers 502 as before; a restarted one is called through its new
 // host. Upgrades (WebSocket) keep the splice in upgrade.go: the gateway
@@ -77,6 +77,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -202,6 +203,10 @@ func New(cfg Config) *Gateway {
 		CloseOnShutdown:              true,
 		ConnState:                    g.connState,
 		Logger:                       fastLogger{cfg.Logger},
+		// A request that does not parse is logged without its bytes
+		// (credentials, cookies) and answered with the error body.
+		SecureErrorLogMessage: true,
+		ErrorHandler:          parseError,
 	}
 	return g
 }
@@ -348,6 +353,8 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 		g.upgrade(ctx, addr, t.Service)
 	case direct != nil:
 		g.dispatch(ctx, direct, t.Service, clientClose)
+	case ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() != 0:
+		g.forwardStreamed(ctx, addr, t.Service)
 	default:
 		g.forward(ctx, addr, t.Service, clientClose)
 	}
@@ -475,10 +482,54 @@ func (g *Gateway) backendError(ctx *fasthttp.RequestCtx, service string, err err
 		Message: "service " + service + " is not answering (it may be restarting); try again shortly"})
 }
 
+// parseError answers a request fasthttp could not read (a malformed
+// request line or header, a header block over maxHeaderBytes, a header
+// that did not arrive in time) with the container error body; the status
+// is fasthttp's.
+func parseError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.As(err, &small):
+		platform.WriteFastError(ctx, http.StatusRequestHeaderFieldsTooLarge, &platform.Error{Code: platform.CodeBadRequest,
+			Details: "headers", Message: "the request line and headers exceed " + strconv.Itoa(maxHeaderBytes>>10) + " KiB"})
+	case errors.As(err, &ne) && ne.Timeout():
+		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeTimeout, Details: "headers",
+			Message: "the request headers did not arrive in time"})
+	default:
+		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeBadRequest, Details: "request",
+			Message: "the request could not be parsed as HTTP/1.1"})
+	}
+}
+
 // fastLogger sends fasthttp's own messages (malformed requests, write
-// errors) to the agent's log at warn level.
+// errors) to the agent's log at warn level. Whatever quotes request bytes
+// is cut: a request that did not parse may carry credentials.
 type fastLogger struct{ l *slog.Logger }
 
 func (f fastLogger) Printf(format string, args ...any) {
-	f.l.Warn("gateway: " + fmt.Sprintf(format, args...))
+	f.l.Warn("gateway: " + redactQuoted(fmt.Sprintf(format, args...)))
+}
+
+// redactQuoted keeps a fasthttp message up to the first quoted request
+// bytes after the connection's addresses ("... in \"GET / HTTP/1.1\r\n
+// Authorization: ..."), which it replaces with "[request bytes omitted]".
+func redactQuoted(msg string) string {
+	const addrs = "error when serving connection "
+	start := 0
+	if i := strings.Index(msg, addrs); i >= 0 {
+		// The two quoted addresses stay.
+		start = i + len(addrs)
+		for n := 0; n < 4 && start < len(msg); n++ {
+			j := strings.IndexByte(msg[start:], '"')
+			if j < 0 {
+				return msg
+			}
+			start += j + 1
+		}
+	}
+	if j := strings.IndexByte(msg[start:], '"'); j >= 0 {
+		return msg[:start+j] + "[request bytes omitted]"
+	}
+	return msg
 }
