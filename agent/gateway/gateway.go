@@ -494,7 +494,7 @@ func parseError(ctx *fasthttp.RequestCtx, err error) {
 		platform.WriteFastError(ctx, http.StatusRequestHeaderFieldsTooLarge, &platform.Error{Code: platform.CodeBadRequest,
 			Details: "headers", Message: "the request line and headers exceed " + strconv.Itoa(maxHeaderBytes>>10) + " KiB"})
 	case errors.As(err, &ne) && ne.Timeout():
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeTimeout, Details: "headers",
+		platform.WriteFastError(ctx, http.StatusRequestTimeout, &platform.Error{Code: platform.CodeTimeout, Details: "headers",
 			Message: "the request headers did not arrive in time"})
 	default:
 		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeBadRequest, Details: "request",
