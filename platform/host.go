@@ -262,6 +262,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	}()
 	rc := c.RequestCtx()
 	dispatched := GatewayDispatched(rc)
+	rc.SetUserValue(viaGatewayKey{}, viaGateway{dispatched: dispatched, trust: h.cfg.LocalTrust, conn: rc.Conn()})
 	if t := h.cfg.LocalTrust; t != nil && !dispatched && t.tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
 		h.writeError(c, errUntrustedPeer)
 		return nil

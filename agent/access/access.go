@@ -201,8 +201,46 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 	id := gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject}
 	if pol != nil && pol.Enabled {
 		id.Port = port // a document judged the port (not a loopback pass)
+		id.Credentials = credentials(pol, d.Group)
 	}
 	return id, nil
+}
+
+// credentials are where the named group's credential travels: the
+// gateway consumes it, so no service and no tunnelled app sees it.
+func credentials(pol *proxyperm.Policy, group string) []gateway.Credential {
+	if group == "" {
+		return nil
+	}
+	for i := range pol.Groups {
+		g := &pol.Groups[i]
+		if g.Name != group {
+			continue
+		}
+		switch g.Type {
+		case proxyperm.TypeToken:
+			in := map[string]string{"header": gateway.CredentialHeader, "cookie": gateway.CredentialCookie}[g.Location]
+			if in == "" {
+				in = gateway.CredentialQuery
+			}
+			return []gateway.Credential{{In: in, Name: g.Name2}}
+		case proxyperm.TypePassword:
+			return []gateway.Credential{{In: gateway.CredentialHeader, Name: "Authorization"}}
+		case proxyperm.TypeJWT:
+			out := make([]gateway.Credential, 0, len(g.Sources))
+			for _, src := range g.Sources {
+				in := gateway.CredentialHeader
+				if src.Cookie {
+					in = gateway.CredentialCookie
+				}
+				out = append(out, gateway.Credential{In: in, Name: src.Name})
+			}
+			return out
+		case proxyperm.TypeServiceIdentity:
+			return []gateway.Credential{{In: gateway.CredentialHeader, Name: proxyperm.ClaimHeader}}
+		}
+	}
+	return nil
 }
 
 var outcomeName = map[proxyperm.Outcome]string{proxyperm.Allowed: "allowed", proxyperm.Unauthorized: "unauthorized",

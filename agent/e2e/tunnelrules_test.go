@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"deckhand/platform/platformtest"
@@ -98,5 +100,68 @@ func TestTunnelRefusesTheAgentsOwnPorts(t *testing.T) {
 		if status != 403 || m["code"] != "PORT_DENIED" {
 			t.Errorf("port %d: %d %s", port, status, raw)
 		}
+	}
+}
+
+// TestTunnelledAppSeesNoGatewayCredential: the credential the gateway
+// consumed (the matched group's header, cookie or query parameter) never
+// reaches the tunnelled app, while the request's other headers, cookies
+// and parameters do; the app learns the client's host and scheme from
+// X-Forwarded-Host / X-Forwarded-Proto, and its Host is its own address.
+func TestTunnelledAppSeesNoGatewayCredential(t *testing.T) {
+	t.Parallel()
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"host": r.Host, "xfh": r.Header.Get("X-Forwarded-Host"), "xfp": r.Header.Get("X-Forwarded-Proto"),
+			"query": r.URL.RawQuery, "cookie": r.Header.Get("Cookie"), "auth": r.Header.Get("Authorization"),
+			"key": r.Header.Get("X-Key"), "other": r.Header.Get("X-Other"),
+		})
+	}))
+	t.Cleanup(app.Close)
+	port := app.Listener.Addr().(*net.TCPAddr).Port
+	doc := `{"project":"p1","container":"c1","default":"deny","groups":{
+		"hdr":{"type":"token","header":"X-Key","value":"hdr-secret"},
+		"ck":{"type":"token","cookie":"deckhand_token","value":"cookie-secret"},
+		"qp":{"type":"token","param":"tok","value":"query-secret"},
+		"pw":{"type":"password","username":"u","password":"pw-secret"}},
+		"permissions":{"hdr":{"http":true},"ck":{"http":true},"qp":{"http":true},"pw":{"http":true}}}`
+	perm := filepath.Join(t.TempDir(), "perm.json")
+	if err := os.WriteFile(perm, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := start(t, "--services", "tunnel", "--permissions-file", perm, "--domain", "example.test")
+	url := "http://" + a.gw + "/_/tunnel/proxy/" + strconv.Itoa(port) + "/page?keep=1"
+	for _, c := range []struct {
+		name   string
+		query  string
+		hdr    []string
+		secret string
+	}{
+		{"header", "", []string{"X-Key", "hdr-secret"}, "hdr-secret"},
+		{"cookie", "", []string{"Cookie", "a=1; deckhand_token=cookie-secret; b=2"}, "cookie-secret"},
+		{"query", "&tok=query-secret&z=9", nil, "query-secret"},
+		{"basic", "", []string{"Authorization", "Basic dTpwdy1zZWNyZXQ="}, "dTpwdy1zZWNyZXQ="},
+	} {
+		status, m, raw := get(t, url+c.query, append([]string{"X-Other", "kept", "Host", "dev.example.test:8443"}, c.hdr...)...)
+		if status != 200 {
+			t.Fatalf("%s: %d %s", c.name, status, raw)
+		}
+		if strings.Contains(string(raw), c.secret) {
+			t.Errorf("%s: the app saw the gateway's credential: %s", c.name, raw)
+		}
+		if m["other"] != "kept" || !strings.HasPrefix(m["query"].(string), "keep=1") {
+			t.Errorf("%s: the app lost the request's own headers or query: %s", c.name, raw)
+		}
+		if m["xfh"] != "dev.example.test:8443" || m["xfp"] != "http" || m["host"] != "localhost:"+strconv.Itoa(port) {
+			t.Errorf("%s: forwarded host %v, proto %v, Host %v", c.name, m["xfh"], m["xfp"], m["host"])
+		}
+	}
+	status, m, raw := get(t, url, "Cookie", "a=1; deckhand_token=cookie-secret; b=2")
+	if status != 200 || m["cookie"] != "a=1; b=2" {
+		t.Errorf("other cookies: %d %s", status, raw)
+	}
+	status, m, raw = get(t, url+"&tok=query-secret&z=9")
+	if status != 200 || m["query"] != "keep=1&z=9" {
+		t.Errorf("other parameters: %d %s", status, raw)
 	}
 }

@@ -3,7 +3,10 @@ package gateway
 import (
 	"bytes"
 	"net"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -71,7 +74,24 @@ type Identity struct {
 	// tunnel the tunnelled port (0 when no document decided). The gateway
 	// hands it on in AuthorizedPortHeader.
 	Port int
+	// Credentials are where the matched group's credential travels in the
+	// request: the gateway consumes them, and no service (no tunnelled
+	// app) sees them.
+	Credentials []Credential
 }
+
+// Credential is one place a credential travels in a request.
+type Credential struct {
+	In   string // CredentialHeader, CredentialCookie or CredentialQuery
+	Name string
+}
+
+// Where a credential travels.
+const (
+	CredentialHeader = "header"
+	CredentialCookie = "cookie"
+	CredentialQuery  = "query"
+)
 
 // Identity headers the gateway sets itself. Every header a client sends
 // under IdentityHeaderPrefix is dropped first, so a service can trust them.
@@ -108,8 +128,10 @@ func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *platform.Error) {
 
 // authorize asks the Authorizer about one request, renders its refusal,
 // and on success replaces any client-sent identity headers with the
-// decision's. It reports whether the request may go on.
-func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, host, path string, t Target) bool {
+// decision's and drops the credential headers and cookies it consumed
+// (the caller drops consumed query parameters: withoutParams). It
+// reports whether the request may go on.
+func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, host, path string, t Target) (Identity, bool) {
 	h := &ctx.Request.Header
 	facts := Request{Method: string(ctx.Method()), Host: host, Path: path, RemoteIP: ctx.RemoteIP(),
 		Header:      func(name string) string { return string(h.Peek(name)) },
@@ -123,10 +145,45 @@ func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, host, path string, t Targe
 	id, perr := g.cfg.Authorizer.Authorize(facts, t)
 	if perr != nil {
 		platform.WriteFastError(ctx, 0, perr)
-		return false
+		return id, false
 	}
 	setIdentity(h, id)
-	return true
+	for _, c := range id.Credentials {
+		switch c.In {
+		case CredentialHeader:
+			h.Del(c.Name)
+		case CredentialCookie:
+			h.DelCookie(c.Name)
+		}
+	}
+	return id, true
+}
+
+// withoutParams drops the query parameters the gateway consumed as
+// credentials from a raw query, keeping every other pair as it was
+// written.
+func withoutParams(query string, creds []Credential) string {
+	var names []string
+	for _, c := range creds {
+		if c.In == CredentialQuery {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 || query == "" {
+		return query
+	}
+	var b strings.Builder
+	for _, pair := range strings.Split(query, "&") {
+		key, _, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(key); err == nil && slices.Contains(names, k) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(pair)
+	}
+	return b.String()
 }
 
 var identityPrefix = []byte(IdentityHeaderPrefix)

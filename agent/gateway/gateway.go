@@ -325,9 +325,11 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeNotFound, Message: "service " + t.Service + " is not running on this agent", Details: t.Service})
 		return
 	}
-	if !g.authorize(ctx, host, path, t) {
+	id, ok := g.authorize(ctx, host, path, t)
+	if !ok {
 		return
 	}
+	query = withoutParams(query, id.Credentials)
 	prefix := ""
 	if !t.ByHost {
 		prefix = "/_/" + t.Service

@@ -72,8 +72,11 @@ func (s *Service) Routes() []platform.Route {
 		{Method: platform.MethodAny, Path: "/proxy/{port}/{path...}", Tags: tags,
 			Summary: "HTTP reverse proxy to a port",
 			Description: "Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names " +
-				"it, after any prefix the gateway took; X-Forwarded-For/Host/Proto are set). Nothing else is rewritten: the " +
-				"Host header, query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket " +
+				"it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host " +
+				"and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), " +
+				"X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the " +
+				"app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as " +
+				"they are. WebSocket " +
 				"upgrades pass through (dev-server hot reload); responses stream. Errors: 400 INVALID for a port outside " +
 				"1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy " +
 				"permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 " +

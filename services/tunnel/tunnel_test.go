@@ -398,8 +398,8 @@ func TestReverseProxy(t *testing.T) {
 		w.Header().Set("Location", "/elsewhere") // must pass untouched
 		w.Header().Set("Set-Cookie", "a=b; Path=/")
 		w.WriteHeader(201)
-		fmt.Fprintf(w, "%s %s?%s host=%s prefix=%s body=%s", r.Method, r.URL.Path, r.URL.RawQuery, r.Host,
-			r.Header.Get("X-Forwarded-Prefix"), body)
+		fmt.Fprintf(w, "%s %s?%s host=%s xfh=%s prefix=%s body=%s", r.Method, r.URL.Path, r.URL.RawQuery, r.Host,
+			r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Forwarded-Prefix"), body)
 	}))
 	defer app.Close()
 	port := app.Listener.Addr().(*net.TCPAddr).Port
@@ -412,7 +412,8 @@ func TestReverseProxy(t *testing.T) {
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	host := strings.TrimPrefix(e.url, "http://")
-	want := "POST /api/things?x=1&y=%2F host=" + host + " prefix=/proxy/" + ps + " body=payload"
+	// Host is the app's own address; the client's is X-Forwarded-Host.
+	want := "POST /api/things?x=1&y=%2F host=localhost:" + ps + " xfh=" + host + " prefix=/proxy/" + ps + " body=payload"
 	if resp.StatusCode != 201 || string(raw) != want || resp.Header.Get("Location") != "/elsewhere" || resp.Header.Get("Set-Cookie") != "a=b; Path=/" {
 		t.Fatalf("%d %q %v\nwant %q", resp.StatusCode, raw, resp.Header, want)
 	}
