@@ -271,14 +271,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	// policy there, judged on the client's own connection: one decision,
 	// not a second one on facts its rewrite changed.
 	if h.cfg.Policy != nil && !dispatched {
-		req := fiberRequest(c)
-		if req.ForwardedHost != "" && h.cfg.LocalTrust != nil && h.cfg.LocalTrust.Own(rc.Conn()) {
-			// From the agent's own user: the gateway proxying, whose
-			// policy judged that Host against the address the client
-			// connected to, which this service cannot see.
-			req.ForwardedHostJudged = true
-		}
-		d, e := h.cfg.Policy.Decide(req)
+		d, e := h.cfg.Policy.Decide(fiberRequest(c))
 		if e != nil {
 			h.writeError(c, e) // no CORS headers: the origin was refused
 			return nil

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,16 +61,6 @@ func ParseUIDs(list string) ([]uint32, error) {
 		out = append(out, uint32(n))
 	}
 	return out, nil
-}
-
-// UIDs lists the trusted uids, sorted.
-func (t *LocalTrust) UIDs() []uint32 {
-	out := make([]uint32, 0, len(t.uids))
-	for u := range t.uids {
-		out = append(out, u)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
 
 // ConnState is a fasthttp.Server ConnState hook: it tracks the connections

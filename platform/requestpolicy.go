@@ -107,12 +107,6 @@ type Request struct {
 	// Host is the Host header; ForwardedHost the gateway's X-Forwarded-Host
 	// when the caller trusts it (see TrustForwardedHost), else "".
 	Host, ForwardedHost string
-	// ForwardedHostJudged: the gateway's own policy already judged
-	// ForwardedHost (the connection is the agent's own user's, see
-	// LocalTrust.Own), so it is the request's own origin here without a
-	// second Host check, which could not see the address the client
-	// connected to (an IP literal Host of the gateway's).
-	ForwardedHostJudged bool
 	// LocalIP is the address the connection arrived on (may be nil).
 	LocalIP        net.IP
 	Origin         string
@@ -136,15 +130,16 @@ func (p *RequestPolicy) Check(r Request) *Error {
 // which CORS answer it gets (the zero CORS: none). A Preflight decision is
 // answered with CORS.WritePreflight instead of being routed.
 func (p *RequestPolicy) Decide(r Request) (CORS, *Error) {
-	if err := p.checkHost(r.Host, r.LocalIP); err != nil {
+	if err := p.checkHost(r.Host, r.LocalIP, nil); err != nil {
 		return CORS{}, err
 	}
 	own := r.Host
 	if r.ForwardedHost != "" {
-		if !r.ForwardedHostJudged {
-			if err := p.checkHost(r.ForwardedHost, nil); err != nil {
-				return CORS{}, err
-			}
+		// The gateway judged this Host against the address the client
+		// connected to, which is not this connection's: any address of
+		// this machine stands for it.
+		if err := p.checkHost(r.ForwardedHost, nil, ownAddress); err != nil {
+			return CORS{}, err
 		}
 		own = r.ForwardedHost
 	}
@@ -174,11 +169,15 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// checkHost accepts loopback names, the connection's own IP literal, names
-// under the domain and the configured origins' hosts.
-func (p *RequestPolicy) checkHost(hostport string, local net.IP) *Error {
+// checkHost accepts loopback names, the connection's own IP literal (or,
+// when own is set, any IP literal own accepts), names under the domain
+// and the configured origins' hosts.
+func (p *RequestPolicy) checkHost(hostport string, local net.IP, own func(net.IP) bool) *Error {
 	name := strings.ToLower(hostname(hostport))
 	if p.hostAllowed(name, local) {
+		return nil
+	}
+	if ip := net.ParseIP(name); ip != nil && own != nil && own(ip) {
 		return nil
 	}
 	return &Error{Code: CodeMisdirected, Details: "host",

@@ -44,9 +44,10 @@
 // marks the request (nothing a client sends can set that mark), and the
 // Host judges neither the peer nor Host and Origin a second time on facts
 // the rewrite changed (a client addressing the agent by IP would otherwise
-// be refused 421 there). On a proxied connection the Host takes the
-// gateway's X-Forwarded-Host as judged when the connection is the agent's
-// own user's (platform.LocalTrust.Own). One fact changes by design: the
+// be refused 421 there). On a proxied connection the Host checks the
+// gateway's X-Forwarded-Host again, taking any address of the machine for
+// an IP literal (the gateway took it as the address the client connected
+// to). One fact changes by design: the
 // connection's peer is the client, so platform.ClientIP is the gateway's
 // view of the client (the X-Forwarded-For it sets) with or without
 // --trust-proxy-headers, where a proxied service without the flag sees the
