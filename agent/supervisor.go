@@ -129,6 +129,10 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	trust, err := cfg.Settings.Common.LocalTrust()
+	if err != nil {
+		return nil, err
+	}
 	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), sink: sink}
 	db, err := store.Open(filepath.Join(cfg.Data, "agent.db"))
 	if errors.Is(err, store.ErrLocked) {
@@ -174,6 +178,7 @@ func New(cfg Config) (*Supervisor, error) {
 		Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 		Known: Known(), Backend: s.backend, InProcess: s.inProcess, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
 		Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
+		LocalTrust: trust,
 	})
 	ok = true
 	return s, nil

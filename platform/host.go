@@ -71,6 +71,13 @@ type HostConfig struct {
 	// gets the default: --domain localhost, no extra origins, so no host
 	// built for a container service is ever without it.
 	Policy *RequestPolicy
+	// LocalTrust says who may call this host on its own port: a
+	// connection it accepted from anyone but a trusted local user (see
+	// LocalTrust) gets 401 before any route; a request the agent's
+	// gateway dispatched in-process was judged there. A container service
+	// without one trusts root and its own user, so none is ever open to
+	// every local user.
+	LocalTrust *LocalTrust
 }
 
 // Host is one service's HTTP server: a Fiber app built from a route table
@@ -113,6 +120,9 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 	}
 	if cfg.Policy == nil && cfg.Style == ContainerErrors {
 		cfg.Policy = DefaultPolicy()
+	}
+	if cfg.LocalTrust == nil && cfg.Style == ContainerErrors {
+		cfg.LocalTrust = NewLocalTrust(nil)
 	}
 	methods := append(append([]string(nil), fiber.DefaultMethods...), WebDAVMethods...)
 	h := &Host{cfg: cfg, methods: map[string]bool{}}
@@ -164,6 +174,9 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		c := h.app.AcquireCtx(fctx)
 		defer h.app.ReleaseCtx(c)
 		_ = h.kernel(c)
+	}
+	if cfg.LocalTrust != nil {
+		srv.ConnState = cfg.LocalTrust.ConnState
 	}
 	h.app.Use(h.kernel)
 	for _, m := range cfg.Middleware {
@@ -292,7 +305,17 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 			"ip", ClientIP(c), "bytes", bodyLen(c))
 		err = nil
 	}()
-	if h.cfg.Policy != nil {
+	rc := c.RequestCtx()
+	dispatched := GatewayDispatched(rc)
+	rc.SetUserValue(viaGatewayKey{}, viaGateway{dispatched: dispatched, trust: h.cfg.LocalTrust, conn: rc.Conn()})
+	if t := h.cfg.LocalTrust; t != nil && !dispatched && t.tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
+		h.writeError(c, errUntrustedPeer)
+		return nil
+	}
+	// A request the agent's gateway dispatched in-process passed the same
+	// policy there, judged on the client's own connection: one decision,
+	// not a second one on facts its rewrite changed.
+	if h.cfg.Policy != nil && !dispatched {
 		d, e := h.cfg.Policy.Decide(fiberRequest(c))
 		if e != nil {
 			h.writeError(c, e) // no CORS headers: the origin was refused
@@ -349,6 +372,11 @@ func isTokenChar(b byte) bool {
 	}
 	return b < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
 }
+
+// errUntrustedPeer refuses a caller on a service's own port that is not
+// a trusted local user: the gateway is its door.
+var errUntrustedPeer = &Error{Code: CodeUnauthorized, Details: "peer",
+	Message: "this port serves the agent's gateway and trusted local users only (root, the agent's user, --trusted-uids): call the service through the gateway with a credential"}
 
 // bodyLen is the response size for the access log. A streamed body's
 // length is not known yet, and Response().Body() would drain the stream

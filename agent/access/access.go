@@ -197,20 +197,77 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 	src, _ := netip.AddrFromSlice(client)
 	src = src.Unmap()
 	port := a.cfg.Port(t.Service)
+	program := proxyperm.ProgramFor(t.Service, port)
+	if t.Service == tunnelService {
+		// The tunnel reaches other ports: the rules judge the port it
+		// reaches (ssh for 22, http for the rest); its own routes are
+		// the services program on its own port.
+		program = proxyperm.ProgramServices
+		if p, ok := tunnelledPort(t.Path, r.Query); ok {
+			port, program = p, proxyperm.ProgramFor(tunnelService, p)
+		}
+	}
+	pol := a.Policy()
 	f := proxyperm.Facts{
-		Program:  proxyperm.ProgramFor(t.Service, port),
-		Port:     port,
-		Source:   src,
-		Loopback: r.RemoteIP != nil && r.RemoteIP.IsLoopback() && client.IsLoopback(),
-		Header:   r.Header, Cookie: r.Cookie, Param: r.Query,
+		Program: program,
+		Port:    port,
+		Source:  src,
+		Header:  r.Header, Cookie: r.Cookie, Param: r.Query,
 		Now: a.cfg.Clock.Now(),
 	}
-	d := a.Policy().Evaluate(f, a.claims)
+	if pol == nil || !pol.Enabled {
+		// Only then does a loopback client pass without a credential;
+		// reading the socket's owner costs a table read per connection.
+		f.Loopback = r.Loopback()
+	}
+	d := pol.Evaluate(f, a.claims)
 	a.record(r, t, f, d)
 	if !d.Allowed() {
 		return gateway.Identity{}, d.Error(t.Service)
 	}
-	return gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject}, nil
+	id := gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject}
+	if pol != nil && pol.Enabled {
+		id.Port = port // a document judged the port (not a loopback pass)
+		id.Credentials = credentials(pol, d.Group)
+	}
+	return id, nil
+}
+
+// credentials are where the named group's credential travels: the
+// gateway consumes it, so no service and no tunnelled app sees it.
+func credentials(pol *proxyperm.Policy, group string) []gateway.Credential {
+	if group == "" {
+		return nil
+	}
+	for i := range pol.Groups {
+		g := &pol.Groups[i]
+		if g.Name != group {
+			continue
+		}
+		switch g.Type {
+		case proxyperm.TypeToken:
+			in := map[string]string{"header": gateway.CredentialHeader, "cookie": gateway.CredentialCookie}[g.Location]
+			if in == "" {
+				in = gateway.CredentialQuery
+			}
+			return []gateway.Credential{{In: in, Name: g.Name2}}
+		case proxyperm.TypePassword:
+			return []gateway.Credential{{In: gateway.CredentialHeader, Name: "Authorization"}}
+		case proxyperm.TypeJWT:
+			out := make([]gateway.Credential, 0, len(g.Sources))
+			for _, src := range g.Sources {
+				in := gateway.CredentialHeader
+				if src.Cookie {
+					in = gateway.CredentialCookie
+				}
+				out = append(out, gateway.Credential{In: in, Name: src.Name})
+			}
+			return out
+		case proxyperm.TypeServiceIdentity:
+			return []gateway.Credential{{In: gateway.CredentialHeader, Name: proxyperm.ClaimHeader}}
+		}
+	}
+	return nil
 }
 
 var outcomeName = map[proxyperm.Outcome]string{proxyperm.Allowed: "allowed", proxyperm.Unauthorized: "unauthorized",

@@ -110,7 +110,7 @@ type agentProc struct {
 	done chan struct{}
 }
 
-// startAgent runs `deckhand run` (cron only) against the control plane.
+// startAgent runs `deckhand run` (notes only: a services-program service) against the control plane.
 func startAgent(t *testing.T, data string, args ...string) *agentProc {
 	t.Helper()
 	return startAgentProbe(t, data, nil, args...)
@@ -126,7 +126,7 @@ attempts:
 		base := platformtest.FreePortBase(t, 14)
 		a := &agentProc{gw: "127.0.0.1:" + strconv.Itoa(base), out: &platformtest.SyncBuffer{}, done: make(chan struct{})}
 		a.cmd = exec.Command(agentBin, append([]string{"run", "--data", data, "--listen", a.gw, "--port-base", strconv.Itoa(base),
-			"--services", "cron", "--log-level", "warn", "--trust-proxy-headers"}, args...)...)
+			"--services", "notes", "--log-level", "warn", "--trust-proxy-headers"}, args...)...)
 		a.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 		a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
 		a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -145,7 +145,7 @@ attempts:
 				t.Fatalf("agent exited at start:\n%s", a.out)
 			default:
 			}
-			if st, _ := a.get("/_/cron/health", "127.0.0.1", probe...); st == 200 {
+			if st, _ := a.get("/_/notes/health", "127.0.0.1", probe...); st == 200 {
 				return a
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -259,7 +259,7 @@ func TestGatewayEnforcesSyncedDocument(t *testing.T) {
 	tp := newTamper(t, s.URL)
 	data := t.TempDir()
 	a := startAgentProbe(t, data, []string{"X-Key", "k-one"}, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", agt)
-	const health = "/_/cron/health"
+	const health = "/_/notes/health"
 	const outside = "203.0.113.5"
 
 	// Requests through the gateway are allowed and refused as it says.

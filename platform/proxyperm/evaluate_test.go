@@ -339,7 +339,8 @@ func TestProgramFor(t *testing.T) {
 		want string
 	}{
 		{"terminal", 7703, "terminal"}, {"files", 7702, "files"}, {"exec", 7708, "exec"}, {"notifications", 7714, "notifications"},
-		{"tunnel", 3000, "http"}, {"ssh", 22, "ssh"}, {"services", 22, "ssh"}, {"cron", 7701, "services"}, {"vault", 7705, "services"},
+		{"tunnel", 3000, "http"}, {"tunnel", 22, "ssh"}, {"http", 22, "ssh"}, {"ssh", 22, "ssh"}, {"services", 22, "ssh"}, {"vault", 7705, "services"}, {"journal", 7709, "services"}, {"curl", 7713, "services"},
+		{"cron", 7701, "exec"}, {"daemon", 7707, "exec"}, {"run", 7712, "exec"}, {"process", 7715, "exec"},
 	} {
 		if got := proxyperm.ProgramFor(c.svc, c.port); got != c.want {
 			t.Errorf("ProgramFor(%s, %d) = %s, want %s", c.svc, c.port, got, c.want)

@@ -109,7 +109,7 @@ func runCmd() *cobra.Command {
 				return err
 			}
 			cfg.Services = names
-			if err := tunnelPortBase(cmd, cfg.Settings, cfg.PortBase); err != nil {
+			if err := tunnelPortBase(cmd, cfg.Settings, cfg.PortBase, agent.OwnPorts(cfg.PortBase, cfg.Listen, cfg.ControlURL)); err != nil {
 				return err
 			}
 			if err := cfg.Settings.Validate(names); err != nil {
@@ -152,13 +152,19 @@ func runCmd() *cobra.Command {
 	return cmd
 }
 
-// tunnelPortBase tells the tunnel service the agent's port base (its
-// ports are denied) unless --tunnel-port-base was given.
-func tunnelPortBase(cmd *cobra.Command, st *agent.Settings, base int) error {
-	if f := cmd.Flags().Lookup("tunnel-port-base"); f == nil || f.Changed {
-		return nil
+// tunnelPortBase tells the tunnel service the agent's port base and its
+// own ports (all denied) unless --tunnel-port-base or --tunnel-agent-ports
+// was given (an isolated child gets both from its agent).
+func tunnelPortBase(cmd *cobra.Command, st *agent.Settings, base int, own string) error {
+	if f := cmd.Flags().Lookup("tunnel-port-base"); f != nil && !f.Changed {
+		if err := st.Set("tunnel-port-base", strconv.Itoa(base)); err != nil {
+			return err
+		}
 	}
-	return st.Set("tunnel-port-base", strconv.Itoa(base))
+	if f := cmd.Flags().Lookup("tunnel-agent-ports"); f != nil && !f.Changed {
+		return st.Set("tunnel-agent-ports", own)
+	}
+	return nil
 }
 
 func serviceCmd() *cobra.Command {
@@ -179,7 +185,7 @@ func serviceCmd() *cobra.Command {
 			if cfg.Listen == "" {
 				cfg.Listen = agent.DefaultServiceAddr(bind, portBase, cfg.Name)
 			}
-			if err := tunnelPortBase(cmd, cfg.Settings, portBase); err != nil {
+			if err := tunnelPortBase(cmd, cfg.Settings, portBase, agent.OwnPorts(portBase, "", "")); err != nil {
 				return err
 			}
 			cfg.Logger = config.Logger(os.Stderr, cfg.LogLevel)
