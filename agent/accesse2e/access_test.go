@@ -117,7 +117,7 @@ func startAgent(t *testing.T, data string, args ...string) *agentProc {
 }
 
 // startAgentProbe is startAgent whose readiness probe (a loopback GET of
-// cron's health) carries the header pairs probe, so it passes whether or
+// notes's health) carries the header pairs probe, so it passes whether or
 // not a document granting them is in force yet.
 func startAgentProbe(t *testing.T, data string, probe []string, args ...string) *agentProc {
 	t.Helper()
@@ -366,7 +366,7 @@ func TestRevokedAgentTokenStopsSync(t *testing.T) {
 	tp := newTamper(t, s.URL)
 	data := t.TempDir()
 	a := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--token", oldTok)
-	const health, outside = "/_/cron/health", "203.0.113.5"
+	const health, outside = "/_/notes/health", "203.0.113.5"
 	a.within(t, 10*time.Second, 200, health, outside)
 
 	s.Must(s.Call("DELETE", "/api/v1/containers/c1/agent-tokens/"+oldID, nil, alice), 200)

@@ -113,7 +113,7 @@ func TestForgedKeySetRefusedRotationFollowed(t *testing.T) {
 	data := t.TempDir()
 	key := []string{"X-Key", "k-one"}
 	a := startAgentProbe(t, data, key, "--control-url", f.srv.URL, "--container-id", "c1", "--token", agt)
-	const health, outside = "/_/cron/health", "203.0.113.5"
+	const health, outside = "/_/notes/health", "203.0.113.5"
 	a.within(t, 10*time.Second, 200, health, outside, "X-Key", "k-one")
 	effective := filepath.Join(data, "proxyperm", "effective.json")
 	keysFile := filepath.Join(data, "proxyperm", "control-keys.json")
@@ -213,7 +213,7 @@ func TestControlURLAndPinnedKey(t *testing.T) {
 		Data signing.PublicKeySet `json:"data"`
 	}
 	_ = json.Unmarshal(keySet.Raw, &real)
-	const health, outside = "/_/cron/health", "203.0.113.5"
+	const health, outside = "/_/notes/health", "203.0.113.5"
 
 	// A wrong pin: the agent trusts no set, applies nothing, writes nothing.
 	other, _, _ := ed25519.GenerateKey(rand.Reader)
