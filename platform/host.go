@@ -56,6 +56,9 @@ type HostConfig struct {
 	// ClientIP — only when the direct peer is a loopback or private
 	// address, and only its right-most entry (the one our proxy added).
 	ProxyHeader string
+	// Servers are the document's base URLs (default "/": where it was
+	// read).
+	Servers []Server
 	// Policy checks Host, Origin and Sec-Fetch-Site before any route (see
 	// RequestPolicy). A container service (ContainerErrors) without one
 	// gets the default: --domain localhost, no extra origins, so no host
@@ -143,10 +146,8 @@ func (h *Host) buildDoc() {
 		if h.cfg.Policy != nil {
 			info.Description = strings.TrimSpace(info.Description + "\n\n" + BrowserPolicyDoc)
 		}
-		doc, err := openAPI(info, h.routes, h.cfg.Auth != nil)
-		if err == nil && h.cfg.Style == EnvelopeErrors {
-			useEnvelopeErrorSchema(doc)
-		}
+		doc, err := openAPI(docConfig{info: info, authed: h.cfg.Auth != nil, envelope: h.cfg.Style == EnvelopeErrors,
+			servers: h.cfg.Servers}, h.routes)
 		if err == nil {
 			h.docJSON, h.docYAML, err = MarshalOpenAPI(doc)
 		}
@@ -160,21 +161,23 @@ func (h *Host) buildDoc() {
 func (h *Host) register(r Route) {
 	checkParams(r)
 	var handler fiber.Handler
+	n := 0
+	for _, set := range []bool{r.Op != nil, r.Handler != nil, r.HTTP != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		panic("platform: route " + r.Method + " " + r.Path + " needs exactly one of Op, Handler and HTTP")
+	}
 	switch {
+	case r.Op != nil:
+		checkOp(r)
+		handler = r.Op.operation().serve(h, r)
 	case r.Handler != nil:
 		handler = r.Handler
-	case r.HTTP != nil:
-		hh := r.HTTP
-		if h.cfg.Auth != nil {
-			hh = withCallerContext(hh)
-		}
-		serve := adaptor.HTTPHandler(hh)
-		handler = func(c fiber.Ctx) error {
-			c.RequestCtx().SetUserValue(connKey{}, connRef{c.RequestCtx().Conn()})
-			return serve(c)
-		}
 	default:
-		panic("platform: route without handler: " + r.Method + " " + r.Path)
+		handler = h.httpHandler(r.HTTP)
 	}
 	handler = h.guard(r, withQuery(r, handler))
 	path := fiberPath(r.Path)
@@ -183,6 +186,50 @@ func (h *Host) register(r Route) {
 		return
 	}
 	h.app.Add([]string{r.Method}, path, handler)
+}
+
+// httpHandler mounts a net/http handler: it sees the caller (principal,
+// client IP) in its request's context and the socket (ConnFrom).
+func (h *Host) httpHandler(hh http.Handler) fiber.Handler {
+	if h.cfg.Auth != nil {
+		hh = withCallerContext(hh)
+	}
+	serve := adaptor.HTTPHandler(hh)
+	return func(c fiber.Ctx) error {
+		c.RequestCtx().SetUserValue(connKey{}, connRef{c.RequestCtx().Conn()})
+		return serve(c)
+	}
+}
+
+// checkOp panics on a route whose Op and table entry disagree: parameters
+// or a body declared beside the Op's types, or a path parameter no input
+// field binds.
+func checkOp(r Route) {
+	o := r.Op.operation()
+	where := "platform: route " + r.Method + " " + r.Path + ": "
+	if len(r.Query) > 0 || r.Body != nil || (r.Response != nil && !o.stream) {
+		panic(where + "an Op's parameters, body and answer come from its types; leave Query, Body and Response empty")
+	}
+	bound := map[string]bool{}
+	if o.in != nil {
+		for _, p := range o.in.params {
+			if p.p.In == "path" {
+				bound[strings.TrimSuffix(p.p.Name, "...")] = true
+			}
+		}
+	}
+	want := map[string]bool{}
+	for _, name := range pathParams(r.Path) {
+		want[name] = true
+		if !bound[name] {
+			panic(where + "no input field is tagged path:\"" + name + "\"")
+		}
+	}
+	for name := range bound {
+		if !want[name] {
+			panic(where + "input field path:\"" + name + "\" is not in the path")
+		}
+	}
 }
 
 // App exposes the Fiber app (tests use App().Test).
@@ -385,16 +432,6 @@ func envelopeError(code string, status int) string {
 	return code
 }
 
-// useEnvelopeErrorSchema makes the document's shared Error schema the one
-// an EnvelopeErrors host really writes.
-func useEnvelopeErrorSchema(doc map[string]any) {
-	comps, _ := doc["components"].(map[string]any)
-	schemas, _ := comps["schemas"].(map[string]any)
-	if schemas != nil {
-		schemas["Error"] = Schema(ErrorEnvelope{})
-	}
-}
-
 // ContainerError is the error body of every container service.
 type ContainerError struct {
 	Code    string `json:"code" required:"true"`
@@ -428,11 +465,11 @@ func JSON(c fiber.Ctx, status int, v any) error {
 
 func (h *Host) builtinRoutes() []Route {
 	return []Route{
-		{Method: http.MethodGet, Path: "/health", Summary: "Health record of this service", Policy: Public,
-			Response: Health{}, Tags: []string{"meta"}, Handler: h.health},
-		{Method: http.MethodGet, Path: "/openapi.json", Summary: "This service's OpenAPI document (JSON)", Policy: Public,
+		{Method: http.MethodGet, Path: "/health", OperationID: "getHealth", Summary: "Health record of this service", Policy: Public,
+			Response: Health{}, Tags: []string{"meta"}, Handler: h.health, bare: true},
+		{Method: http.MethodGet, Path: "/openapi.json", OperationID: "getOpenAPIJSON", Summary: "This service's OpenAPI document (JSON)", Policy: Public,
 			ContentType: "application/json", Tags: []string{"meta"}, Handler: h.openapiJSON},
-		{Method: http.MethodGet, Path: "/openapi.yaml", Summary: "This service's OpenAPI document (YAML)", Policy: Public,
+		{Method: http.MethodGet, Path: "/openapi.yaml", OperationID: "getOpenAPIYAML", Summary: "This service's OpenAPI document (YAML)", Policy: Public,
 			ContentType: "application/yaml", Tags: []string{"meta"}, Handler: h.openapiYAML},
 	}
 }

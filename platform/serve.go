@@ -26,7 +26,10 @@ func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
 		info.Name = deps.Name
 	}
 	info.Description = strings.TrimSpace(info.Description + " " + policyDescription)
-	cfg := HostConfig{Info: info, Logger: deps.Logger, Policy: policy}
+	cfg := HostConfig{Info: info, Logger: deps.Logger, Policy: policy, Servers: []Server{
+		{URL: "/", Description: "the service's own port, where this document was read"},
+		{URL: "/_/" + info.Name, Description: "through the agent's gateway (relative to the gateway's address)"},
+	}}
 	// Without --trust-proxy-headers the client is the socket peer (the
 	// gateway, for proxied calls). With it, the right-most X-Forwarded-For
 	// hop from a loopback or private peer: the gateway's, which it sets to
