@@ -656,6 +656,7 @@ func fieldTags(f reflect.StructField, s map[string]any) {
 		s["default"] = x
 	}
 }
+
 // MarshalOpenAPI renders a document as JSON and YAML. The YAML keeps keys in
 // the order people write them (openapi, info, paths, components; in an
 // operation summary, description, parameters, requestBody, responses), so
