@@ -38,12 +38,14 @@ import (
 // ("a,b"), minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers),
 // minLength, maxLength, pattern (strings), format (documentation only).
 //
-// The body is decoded strictly (Decode); then the same tags on its fields
-// are checked wherever they sit in it (required: not empty, nil or absent;
-// enum, minimum ... on a value that is given — a zero value of a field
-// that is not a pointer counts as not given — plus minItems and maxItems
-// on arrays), then the body's Validate, then the input's own Validate when
-// the body is a field. The first broken rule is a 400 INVALID naming the
+// The body is decoded strictly (Decode); then the body's Validate runs (a
+// domain's own rules and codes, such as INVALID_SCHEDULE, come first),
+// then the same tags on its fields are checked wherever they sit in it
+// (required: not empty, nil or absent; enum, minimum ... on a value that is
+// given — a zero value of a field that is not a pointer counts as not
+// given — plus minItems and maxItems on arrays), so nothing the document
+// promises goes unchecked; last the input's own Validate when the body is
+// a field. The first broken rule is a 400 INVALID naming the
 // field (blocks[3].level) and the rule, the message and envelope of every
 // other validation error.
 
@@ -303,13 +305,13 @@ func (b *bodyPlan) decode(body []byte, dst any) error {
 	if err := decodeStrict(body, dst); err != nil {
 		return err
 	}
-	if b.check != nil {
-		if err := b.check(reflect.ValueOf(dst).Elem(), ""); err != nil {
+	if b.validate {
+		if err := dst.(Validator).Validate(); err != nil {
 			return err
 		}
 	}
-	if b.validate {
-		return dst.(Validator).Validate()
+	if b.check != nil {
+		return b.check(reflect.ValueOf(dst).Elem(), "")
 	}
 	return nil
 }

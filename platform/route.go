@@ -94,6 +94,23 @@ type Route struct {
 	bare bool
 }
 
+// Params are the route's declared parameters: Query, or those of its Op's
+// input type.
+func (r Route) Params() []Param {
+	if r.Op == nil {
+		return r.Query
+	}
+	o := r.Op.operation()
+	if o.in == nil {
+		return nil
+	}
+	out := make([]Param, len(o.in.params))
+	for i, p := range o.in.params {
+		out[i] = p.p
+	}
+	return out
+}
+
 // fiberPath turns "/a/{id}/b/{rest...}" into "/a/:id/b/*".
 func fiberPath(p string) string {
 	var b strings.Builder
