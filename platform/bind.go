@@ -165,6 +165,9 @@ func planParam(owner reflect.Type, f reflect.StructField, idx []int, in, name st
 	p := Param{Name: name, In: in, Description: f.Tag.Get("doc"), Required: in == "path" || f.Tag.Get("required") == "true",
 		Default: f.Tag.Get("default"), Format: f.Tag.Get("format"), Pattern: f.Tag.Get("pattern")}
 	pf.text = reflect.PointerTo(pf.typ).Implements(textUnmarshaler)
+	if pf.typ == timeType && p.Format == "" {
+		p.Format = "date-time"
+	}
 	switch k := pf.typ.Kind(); {
 	case pf.text, k == reflect.String:
 		p.Type = "string"
@@ -373,7 +376,10 @@ func (f *paramField) set(fv reflect.Value, parsed any) error {
 			if pe, ok := err.(*Error); ok {
 				return pe
 			}
-			return queryErr(f.p, "is not valid: "+err.Error())
+			if f.p.Format == "date-time" {
+				return queryErr(f.p, "must be an RFC 3339 time (2026-01-02T15:04:05Z), got "+strconv.Quote(s))
+			}
+			return queryErr(f.p, "is not valid, got "+strconv.Quote(s)) // the type's own words may not be for clients
 		}
 		return nil
 	}

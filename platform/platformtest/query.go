@@ -94,6 +94,9 @@ func badValues(p platform.Param) []*string {
 		if len(p.Enum) > 0 {
 			out = append(out, str("not-"+p.Enum[0]))
 		}
+		if p.Format == "date-time" {
+			out = append(out, str("yesterday"))
+		}
 		if p.MinLength > 1 {
 			out = append(out, str("a"))
 		}
@@ -152,6 +155,9 @@ func validValue(p platform.Param) string {
 			return num(r.Max - 1)
 		}
 		return "1"
+	}
+	if p.Format == "date-time" {
+		return "2026-01-02T15:04:05Z"
 	}
 	if p.MinLength > 1 {
 		return strings.Repeat("x", p.MinLength)
