@@ -45,7 +45,8 @@ import (
 // given — a zero value of a field that is not a pointer counts as not
 // given — plus minItems and maxItems on arrays), so nothing the document
 // promises goes unchecked; last the input's own Validate when the body is
-// a field. The first broken rule is a 400 INVALID naming the
+// a field. An input's ValidateParams (ParamsValidator) runs before the
+// body is read. The first broken rule is a 400 INVALID naming the
 // field (blocks[3].level) and the rule, the message and envelope of every
 // other validation error.
 
@@ -58,10 +59,11 @@ type Peer struct {
 }
 
 var (
-	peerType        = reflect.TypeFor[Peer]()
-	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
-	validatorType   = reflect.TypeFor[Validator]()
-	bytesType       = reflect.TypeFor[[]byte]()
+	peerType            = reflect.TypeFor[Peer]()
+	textUnmarshaler     = reflect.TypeFor[encoding.TextUnmarshaler]()
+	validatorType       = reflect.TypeFor[Validator]()
+	paramsValidatorType = reflect.TypeFor[ParamsValidator]()
+	bytesType           = reflect.TypeFor[[]byte]()
 )
 
 // inputPlan is how one input type is bound, worked out once per route.
@@ -72,6 +74,17 @@ type inputPlan struct {
 	body   *bodyPlan
 	// validate: the input implements Validator and is not its own body.
 	validate bool
+	// validateParams: the input implements ParamsValidator.
+	validateParams bool
+}
+
+// ParamsValidator is implemented by inputs whose parameters have rules of
+// their own (an id's syntax): ValidateParams runs once the parameters are
+// bound, before the body is read, so a bad path answers before a bad body.
+// An embedded reference type (NodeRef) lends it to every input that
+// embeds it.
+type ParamsValidator interface {
+	ValidateParams() error
 }
 
 type paramField struct {
@@ -134,6 +147,7 @@ func planInput(t reflect.Type) *inputPlan {
 	}
 	p.validate = p.body == nil || p.body.index != nil
 	p.validate = p.validate && reflect.PointerTo(t).Implements(validatorType)
+	p.validateParams = reflect.PointerTo(t).Implements(paramsValidatorType)
 	return p
 }
 
@@ -277,6 +291,11 @@ func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 	}
 	for i := range p.params {
 		if err := p.params[i].bind(c, v, wild); err != nil {
+			return err
+		}
+	}
+	if p.validateParams {
+		if err := dst.(ParamsValidator).ValidateParams(); err != nil {
 			return err
 		}
 	}

@@ -111,6 +111,16 @@ func (r Route) Params() []Param {
 	return out
 }
 
+// JSONBody reports whether the route reads a JSON request body (Body, or
+// its Op's input).
+func (r Route) JSONBody() bool {
+	if r.Op == nil {
+		return r.Body != nil
+	}
+	in := r.Op.operation().in
+	return in.hasBody() && !in.body.raw
+}
+
 // fiberPath turns "/a/{id}/b/{rest...}" into "/a/:id/b/*".
 func fiberPath(p string) string {
 	var b strings.Builder

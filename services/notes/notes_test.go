@@ -321,7 +321,7 @@ func TestEveryBodyRefusesBadJSONNamingTheField(t *testing.T) {
 	}
 	n := 0
 	for _, r := range svc.Routes() {
-		if r.Body == nil {
+		if !r.JSONBody() {
 			continue
 		}
 		path := vals.Replace(r.Path)
