@@ -41,7 +41,8 @@ import (
 // The body is decoded strictly (Decode); then the body's Validate runs (a
 // domain's own rules and codes, such as INVALID_SCHEDULE, come first),
 // then the same tags on its fields are checked wherever they sit in it
-// (required: not empty, nil or absent; enum, minimum ... on a value that is
+// (required: not absent or null where Go can tell — pointers, arrays,
+// objects; enum, minimum ... on a value that is
 // given — a zero value of a field that is not a pointer counts as not
 // given — plus minItems and maxItems on arrays), so nothing the document
 // promises goes unchecked; last the input's own Validate when the body is
@@ -659,11 +660,13 @@ func fieldChecks(f reflect.StructField, name string, seen map[reflect.Type]bool)
 	}
 }
 
-// canBeEmpty: a required field of this kind may be refused for being zero
-// (a number or a boolean's zero is a value someone may mean).
+// canBeEmpty: a required field of this kind is missing when it is zero:
+// JSON leaves an array, an object or any value nil only when it was absent
+// or null. A string's, number's or boolean's zero may be a value someone
+// sent ("" is a valid title), so the domain's Validate judges those.
 func canBeEmpty(k reflect.Kind) bool {
 	switch k {
-	case reflect.String, reflect.Slice, reflect.Map, reflect.Interface:
+	case reflect.Slice, reflect.Map, reflect.Interface:
 		return true
 	}
 	return false
