@@ -53,6 +53,10 @@ func decodeStrict(body []byte, dst any) error {
 }
 
 func jsonError(err error) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe // a type's own UnmarshalJSON named the rule
+	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
