@@ -27,7 +27,8 @@ import (
 // header:"Name" are response headers (empty ones are not sent) and an int
 // field named Status, when not 0, replaces the route's Status (201 for a
 // created resource and 200 for a replaced one: list the others in
-// Route.Statuses). A []byte answer (or Body) is sent as it is, with the
+// Route.Statuses); on the control plane a string field named Message, when
+// not empty, replaces the route's Message. A []byte answer (or Body) is sent as it is, with the
 // route's ContentType. Both documents and handlers come from these types,
 // so they cannot disagree.
 type Operation interface {
@@ -152,6 +153,7 @@ type outputPlan struct {
 	raw     bool         // []byte: sent as it is
 	headers []outHeader
 	status  []int // the wrapper's Status field
+	message []int // the wrapper's Message field (the envelope's message)
 }
 
 type outHeader struct {
@@ -181,13 +183,15 @@ func planOutput(t reflect.Type) *outputPlan {
 				p.body, p.bodyTyp, p.wrapper = f.Index, f.Type, true
 			case f.Name == "Status" && f.Type.Kind() == reflect.Int:
 				p.status = f.Index
+			case f.Name == "Message" && f.Type.Kind() == reflect.String && f.Tag.Get("json") == "":
+				p.message = f.Index
 			}
 		}
 		if p.wrapper && p.body == nil {
 			p.bodyTyp = nil // headers only
 		}
 		if !p.wrapper {
-			p.status = nil // a resource's own Status field is data
+			p.status, p.message = nil, nil // a resource's own Status or Message field is data
 		}
 	}
 	p.raw = p.bodyTyp == bytesType
@@ -245,7 +249,13 @@ func (p *outputPlan) writer(h *Host, r Route) func(c fiber.Ctx, out any) error {
 		case p.raw:
 			return c.Status(st).Send(body.([]byte))
 		case envelope:
-			return Respond(c, st, message, body)
+			msg := message
+			if p.message != nil {
+				if m := v.FieldByIndex(p.message).String(); m != "" {
+					msg = m
+				}
+			}
+			return Respond(c, st, msg, body)
 		}
 		return c.Status(st).JSON(body)
 	}
