@@ -29,9 +29,14 @@ const (
 
 // HostConfig configures one HTTP host.
 type HostConfig struct {
-	Info   Info
-	Style  ErrorStyle
+	Info  Info
+	Style ErrorStyle
+	// Logger takes the host's lines; the host adds "service" (Info.Name)
+	// to each unless NamedLogger says the logger carries it already.
 	Logger *slog.Logger
+	// NamedLogger: Logger already carries "service" (a container service's
+	// logger from its ServiceDeps), so no line holds the key twice.
+	NamedLogger bool
 	// BodyLimit in bytes (default 4 MiB); larger bodies get 413.
 	BodyLimit    int
 	ReadTimeout  time.Duration // default 60s
@@ -70,6 +75,7 @@ type HostConfig struct {
 // plus the kernel's /health and /openapi.{json,yaml}.
 type Host struct {
 	cfg      HostConfig
+	log      *slog.Logger // cfg.Logger with "service"
 	app      *fiber.App
 	routes   []Route
 	docJSON  []byte
@@ -103,7 +109,10 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 	if cfg.Policy == nil && cfg.Style == ContainerErrors {
 		cfg.Policy = DefaultPolicy()
 	}
-	h := &Host{cfg: cfg}
+	h := &Host{cfg: cfg, log: cfg.Logger}
+	if !cfg.NamedLogger {
+		h.log = cfg.Logger.With("service", cfg.Info.Name)
+	}
 	h.app = fiber.New(fiber.Config{
 		AppName:           cfg.Info.Name,
 		BodyLimit:         cfg.BodyLimit,
@@ -153,7 +162,7 @@ func (h *Host) buildDoc() {
 		}
 		h.docErr = err
 		if err != nil {
-			h.cfg.Logger.Error("openapi document cannot be built", "service", h.cfg.Info.Name, "err", err)
+			h.log.Error("openapi document cannot be built", "err", err)
 		}
 	})
 }
@@ -281,15 +290,15 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	var cors CORS // set once the policy let the request in
 	defer func() {
 		if p := recover(); p != nil {
-			h.cfg.Logger.Error("panic in handler", "request_id", rid, "panic", p, "path", c.Path())
+			h.log.Error("panic in handler", "request_id", rid, "panic", p, "path", c.Path())
 			h.writeError(c, Internal("handle the request", errors.New("panic")))
 		}
 		if !c.RequestCtx().Hijacked() {
 			cors.Apply(&c.Response().Header) // errors too: the page reads why
 		}
 		h.finalize(c)
-		h.cfg.Logger.Info("request",
-			"service", h.cfg.Info.Name, "request_id", rid, "method", c.Method(), "path", c.Path(),
+		h.log.Info("request",
+			"request_id", rid, "method", c.Method(), "path", c.Path(),
 			"status", c.Response().StatusCode(), "duration_ms", float64(time.Since(start).Microseconds())/1000,
 			"ip", ClientIP(c), "bytes", bodyLen(c))
 		err = nil
@@ -372,10 +381,10 @@ func newRequestID() string {
 func (h *Host) writeError(c fiber.Ctx, err error) {
 	e := fromFiber(err)
 	if e.Code == CodeInternal || e.Code == CodeBackend {
-		h.cfg.Logger.Error("request failed", "service", h.cfg.Info.Name, "request_id", RequestID(c),
+		h.log.Error("request failed", "request_id", RequestID(c),
 			"path", c.Path(), "code", e.Code, "err", err)
 	} else if e.Code == CodeUnavailable && e.Cause != nil {
-		h.cfg.Logger.Warn("request refused: database unavailable", "service", h.cfg.Info.Name,
+		h.log.Warn("request refused: database unavailable",
 			"request_id", RequestID(c), "path", c.Path(), "err", err)
 	}
 	for k, v := range e.Headers {

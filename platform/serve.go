@@ -26,7 +26,7 @@ func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
 		info.Name = deps.Name
 	}
 	info.Description = strings.TrimSpace(info.Description + " " + policyDescription)
-	cfg := HostConfig{Info: info, Logger: deps.Logger, Policy: policy, Servers: []Server{
+	cfg := HostConfig{Info: info, Logger: deps.Logger, NamedLogger: deps.Logger != nil, Policy: policy, Servers: []Server{
 		{URL: "/", Description: "the service's own port, where this document was read"},
 		{URL: "/_/" + info.Name, Description: "through the agent's gateway (relative to the gateway's address)"},
 	}}
@@ -81,7 +81,7 @@ func ServeUntil(ctx context.Context, h *Host, ln net.Listener, grace time.Durati
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := h.Shutdown(sctx); err != nil {
-		h.cfg.Logger.Warn("shutdown", "service", h.cfg.Info.Name, "err", err)
+		h.log.Warn("shutdown", "err", err)
 	}
 	_ = ln.Close()
 	<-done
