@@ -340,29 +340,29 @@ func (b *bodyPlan) decode(body []byte, dst any) error {
 }
 
 func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
-	var vals []string
+	var raw string // copied: Fiber's and fasthttp's buffers are reused
+	given := false
 	switch f.p.In {
 	case "path":
 		name := f.p.Name
 		if name == wild {
 			name = "*"
 		}
-		vals = []string{c.Params(name)}
+		raw = strings.Clone(c.Params(name))
+		given = true
 	case "header":
 		if h := c.Get(f.p.Name); h != "" {
-			vals = []string{h}
+			raw, given = strings.Clone(h), true
 		}
 	default:
-		for _, b := range c.RequestCtx().QueryArgs().PeekMulti(f.p.Name) {
-			vals = append(vals, string(b))
+		args := c.RequestCtx().QueryArgs()
+		if args.Has(f.p.Name) {
+			vals := args.PeekMulti(f.p.Name)
+			if len(vals) > 1 {
+				return queryErr(f.p, "must be given at most once")
+			}
+			raw, given = string(vals[0]), true
 		}
-	}
-	raw, given := "", len(vals) == 1
-	if len(vals) > 1 {
-		return queryErr(f.p, "must be given at most once")
-	}
-	if given {
-		raw = strings.Clone(vals[0]) // Fiber's and fasthttp's buffers are reused
 	}
 	if given && raw == "" && f.p.Type != "boolean" {
 		given = false
