@@ -22,15 +22,15 @@ import (
 //	func (s *Service) Transfer(ctx context.Context, in TransferInput) (*Receipt, error)
 //
 // The answer goes out as JSON: the value itself on a container service,
-// inside {statusCode, message, data} on the control plane. An output that
-// has a field named Body without a json tag is a wrapper: Body is the answer, fields tagged
-// header:"Name" are response headers (empty ones are not sent) and an int
-// field named Status, when not 0, replaces the route's Status (201 for a
-// created resource and 200 for a replaced one: list the others in
-// Route.Statuses); on the control plane a string field named Message, when
-// not empty, replaces the route's Message. A []byte answer (or Body) is sent as it is, with the
-// route's ContentType. Both documents and handlers come from these types,
-// so they cannot disagree.
+// inside {statusCode, message, data} on the control plane. An output with
+// a field named Body (without a json tag) is a wrapper: Body is the
+// answer, fields tagged header:"Name" are response headers (empty ones are
+// not sent), an int field named Status, when not 0, replaces the route's
+// Status (201 for a created resource, 200 for a replaced one: list the
+// others in Route.Statuses), and on the control plane a string field named
+// Message, when not empty, replaces the route's Message. A []byte answer
+// (or Body) is sent as it is, with the route's ContentType. The document
+// and the handler come from the same types, so they cannot disagree.
 type Operation interface {
 	operation() *operation
 }
