@@ -97,6 +97,12 @@ type transfer struct {
 	Amount string `json:"amount" required:"true"`
 }
 
+// Health shares its name with platform.Health, which every host's /health
+// answers: the document must keep both.
+type Health struct {
+	Mood string `json:"mood"`
+}
+
 func bindRoutes() []platform.Route {
 	put := func(_ context.Context, in putThing) (thingReply, error) {
 		st := 0
@@ -131,6 +137,8 @@ func bindRoutes() []platform.Route {
 				w.Header().Set("Content-Type", "text/event-stream")
 				fmt.Fprintf(w, "data: %s %d\n\n", in.Shelf, in.ID)
 			})},
+		{Method: http.MethodGet, Path: "/api/v1/mood", Summary: "a type named like a platform one",
+			Op: platform.ReadOp(func(context.Context) (Health, error) { return Health{Mood: "fine"}, nil })},
 		{Method: platform.MethodAny, Path: "/dav/{path...}", OperationID: "dav", Summary: "any method",
 			Op: platform.Op(func(_ context.Context, in struct {
 				Path string `path:"path"`
@@ -332,6 +340,13 @@ func TestBinderDocument(t *testing.T) {
 		}
 		if _, ok := doc.Components.Schemas["Thing"]; !ok {
 			t.Errorf("no Thing component: %v", doc.Components.Schemas)
+		}
+		// Two types named Health: the second is qualified with its package.
+		mood := js(doc.Paths["/api/v1/mood"]["get"]["responses"])
+		if !strings.Contains(js(doc.Components.Schemas["Health"]), `"service"`) ||
+			!strings.Contains(mood, `"$ref":"#/components/schemas/Platform_testHealth"`) ||
+			!strings.Contains(js(doc.Components.Schemas["Platform_testHealth"]), `"mood"`) {
+			t.Errorf("Health components: %v; mood answers %s", doc.Components.Schemas, mood)
 		}
 	}
 }
