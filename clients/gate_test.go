@@ -211,9 +211,6 @@ var docs = []gateDoc{
 	}},
 }
 
-// unconverted are the documents whose routes are not typed operations
-// yet: their gate is the typed health record and a compiling client.
-var unconverted = []string{"files", "terminal", "display", "vault", "tunnel", "run"}
 
 func TestClientGate(t *testing.T) {
 	root, err := filepath.Abs("..")
@@ -233,16 +230,18 @@ func TestClientGate(t *testing.T) {
 		t.Fatal("openapi-typescript is not installed: run scripts/setup.sh (npm ci in clients/ts)")
 	}
 
+	// Every document is gated: a service without its own entry in docs
+	// (its routes are not typed operations yet) by a compiling client and
+	// its typed health record.
 	all := append([]gateDoc{}, docs...)
-	for _, n := range unconverted {
-		all = append(all, gateDoc{name: n, call: healthCall(n), answers: health(n)})
+	served := append([]string{"control"}, agent.Registered()...)
+	for _, n := range served {
+		if !slices.ContainsFunc(docs, func(d gateDoc) bool { return d.name == n }) {
+			all = append(all, gateDoc{name: n, call: healthCall(n), answers: health(n)})
+		}
 	}
-	var names []string
-	for _, d := range all {
-		names = append(names, d.name)
-	}
-	if want := append([]string{"control"}, agent.Registered()...); !sameSet(names, want) {
-		t.Fatalf("the gate covers %v, the documents are %v", names, want)
+	if len(all) != len(served) {
+		t.Fatalf("the gate names documents no one serves: %v, served %v", all, served)
 	}
 
 	// The control plane, with a user who has 10.00, and an agent.
@@ -607,13 +606,6 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }
 
 // isEmpty: nothing was decoded (null, {} or a struct of zero values).
