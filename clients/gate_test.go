@@ -211,7 +211,6 @@ var docs = []gateDoc{
 	}},
 }
 
-
 func TestClientGate(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
