@@ -33,9 +33,14 @@ const (
 
 // HostConfig configures one HTTP host.
 type HostConfig struct {
-	Info   Info
-	Style  ErrorStyle
+	Info  Info
+	Style ErrorStyle
+	// Logger takes the host's lines; the host adds "service" (Info.Name)
+	// to each unless NamedLogger says the logger carries it already.
 	Logger *slog.Logger
+	// NamedLogger: Logger already carries "service" (a container service's
+	// logger from its ServiceDeps), so no line holds the key twice.
+	NamedLogger bool
 	// BodyLimit in bytes (default 4 MiB); larger bodies get 413.
 	BodyLimit int
 	// HeaderTimeout bounds reading a request's line and header block,
@@ -66,6 +71,9 @@ type HostConfig struct {
 	// link-local peer, only its right-most element over all its lines, and
 	// only when that is a bare IP address; else the peer is the client.
 	ProxyHeader string
+	// Servers are the document's base URLs (default "/": where it was
+	// read).
+	Servers []Server
 	// Policy checks Host, Origin and Sec-Fetch-Site before any route (see
 	// RequestPolicy). A container service (ContainerErrors) without one
 	// gets the default: --domain localhost, no extra origins, so no host
@@ -85,6 +93,7 @@ type HostConfig struct {
 type Host struct {
 	cfg      HostConfig
 	methods  map[string]bool // the request methods the router knows
+	log      *slog.Logger // cfg.Logger with "service"
 	app      *fiber.App
 	routes   []Route
 	docJSON  []byte
@@ -125,9 +134,12 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		cfg.LocalTrust = NewLocalTrust(nil)
 	}
 	methods := append(append([]string(nil), fiber.DefaultMethods...), WebDAVMethods...)
-	h := &Host{cfg: cfg, methods: map[string]bool{}}
+	h := &Host{cfg: cfg, log: cfg.Logger, methods: map[string]bool{}}
 	for _, m := range methods {
 		h.methods[m] = true
+	}
+	if !cfg.NamedLogger {
+		h.log = cfg.Logger.With("service", cfg.Info.Name)
 	}
 	h.app = fiber.New(fiber.Config{
 		AppName:   cfg.Info.Name,
@@ -201,16 +213,14 @@ func (h *Host) buildDoc() {
 		if h.cfg.Policy != nil {
 			info.Description = strings.TrimSpace(info.Description + "\n\n" + BrowserPolicyDoc)
 		}
-		doc, err := openAPI(info, h.routes, h.cfg.Auth != nil)
-		if err == nil && h.cfg.Style == EnvelopeErrors {
-			useEnvelopeErrorSchema(doc)
-		}
+		doc, err := openAPI(docConfig{info: info, authed: h.cfg.Auth != nil, envelope: h.cfg.Style == EnvelopeErrors,
+			servers: h.cfg.Servers}, h.routes)
 		if err == nil {
 			h.docJSON, h.docYAML, err = MarshalOpenAPI(doc)
 		}
 		h.docErr = err
 		if err != nil {
-			h.cfg.Logger.Error("openapi document cannot be built", "service", h.cfg.Info.Name, "err", err)
+			h.log.Error("openapi document cannot be built", "err", err)
 		}
 	})
 }
@@ -218,21 +228,23 @@ func (h *Host) buildDoc() {
 func (h *Host) register(r Route) {
 	checkParams(r)
 	var handler fiber.Handler
+	n := 0
+	for _, set := range []bool{r.Op != nil, r.Handler != nil, r.HTTP != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		panic("platform: route " + r.Method + " " + r.Path + " needs exactly one of Op, Handler and HTTP")
+	}
 	switch {
+	case r.Op != nil:
+		checkOp(r)
+		handler = r.Op.operation().serve(h, r)
 	case r.Handler != nil:
 		handler = r.Handler
-	case r.HTTP != nil:
-		hh := r.HTTP
-		if h.cfg.Auth != nil {
-			hh = withCallerContext(hh)
-		}
-		serve := adaptor.HTTPHandler(hh)
-		handler = func(c fiber.Ctx) error {
-			c.RequestCtx().SetUserValue(connKey{}, connRef{c.RequestCtx().Conn()})
-			return serve(c)
-		}
 	default:
-		panic("platform: route without handler: " + r.Method + " " + r.Path)
+		handler = h.httpHandler(r.HTTP)
 	}
 	handler = h.guard(r, withQuery(r, handler))
 	path := fiberPath(r.Path)
@@ -241,6 +253,50 @@ func (h *Host) register(r Route) {
 		return
 	}
 	h.app.Add([]string{r.Method}, path, handler)
+}
+
+// httpHandler mounts a net/http handler: it sees the caller (principal,
+// client IP) in its request's context and the socket (ConnFrom).
+func (h *Host) httpHandler(hh http.Handler) fiber.Handler {
+	if h.cfg.Auth != nil {
+		hh = withCallerContext(hh)
+	}
+	serve := adaptor.HTTPHandler(hh)
+	return func(c fiber.Ctx) error {
+		c.RequestCtx().SetUserValue(connKey{}, connRef{c.RequestCtx().Conn()})
+		return serve(c)
+	}
+}
+
+// checkOp panics on a route whose Op and table entry disagree: parameters
+// or a body declared beside the Op's types, or a path parameter no input
+// field binds.
+func checkOp(r Route) {
+	o := r.Op.operation()
+	where := "platform: route " + r.Method + " " + r.Path + ": "
+	if len(r.Query) > 0 || r.Body != nil || (r.Response != nil && !o.stream) {
+		panic(where + "an Op's parameters, body and answer come from its types; leave Query, Body and Response empty")
+	}
+	bound := map[string]bool{}
+	if o.in != nil {
+		for _, p := range o.in.params {
+			if p.p.In == "path" {
+				bound[strings.TrimSuffix(p.p.Name, "...")] = true
+			}
+		}
+	}
+	want := map[string]bool{}
+	for _, name := range pathParams(r.Path) {
+		want[name] = true
+		if !bound[name] {
+			panic(where + "no input field is tagged path:\"" + name + "\"")
+		}
+	}
+	for name := range bound {
+		if !want[name] {
+			panic(where + "input field path:\"" + name + "\" is not in the path")
+		}
+	}
 }
 
 // App exposes the Fiber app (tests use App().Test).
@@ -292,15 +348,15 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	var cors CORS // set once the policy let the request in
 	defer func() {
 		if p := recover(); p != nil {
-			h.cfg.Logger.Error("panic in handler", "request_id", rid, "panic", p, "path", c.Path())
+			h.log.Error("panic in handler", "request_id", rid, "panic", p, "path", c.Path())
 			h.writeError(c, Internal("handle the request", errors.New("panic")))
 		}
 		if !c.RequestCtx().Hijacked() {
 			cors.Apply(&c.Response().Header) // errors too: the page reads why
 		}
 		h.finalize(c)
-		h.cfg.Logger.Info("request",
-			"service", h.cfg.Info.Name, "request_id", rid, "method", string(c.Request().Header.Method()), "path", c.Path(),
+		h.log.Info("request",
+			"request_id", rid, "method", string(c.Request().Header.Method()), "path", c.Path(),
 			"status", c.Response().StatusCode(), "duration_ms", float64(time.Since(start).Microseconds())/1000,
 			"ip", ClientIP(c), "bytes", bodyLen(c))
 		err = nil
@@ -434,10 +490,10 @@ func newRequestID() string {
 func (h *Host) writeError(c fiber.Ctx, err error) {
 	e := fromFiber(err)
 	if e.Code == CodeInternal || e.Code == CodeBackend {
-		h.cfg.Logger.Error("request failed", "service", h.cfg.Info.Name, "request_id", RequestID(c),
+		h.log.Error("request failed", "request_id", RequestID(c),
 			"path", c.Path(), "code", e.Code, "err", err)
 	} else if e.Code == CodeUnavailable && e.Cause != nil {
-		h.cfg.Logger.Warn("request refused: database unavailable", "service", h.cfg.Info.Name,
+		h.log.Warn("request refused: database unavailable",
 			"request_id", RequestID(c), "path", c.Path(), "err", err)
 	}
 	for k, v := range e.Headers {
@@ -494,16 +550,6 @@ func envelopeError(code string, status int) string {
 	return code
 }
 
-// useEnvelopeErrorSchema makes the document's shared Error schema the one
-// an EnvelopeErrors host really writes.
-func useEnvelopeErrorSchema(doc map[string]any) {
-	comps, _ := doc["components"].(map[string]any)
-	schemas, _ := comps["schemas"].(map[string]any)
-	if schemas != nil {
-		schemas["Error"] = Schema(ErrorEnvelope{})
-	}
-}
-
 // ContainerError is the error body of every container service.
 type ContainerError struct {
 	Code    string `json:"code" required:"true"`
@@ -537,11 +583,11 @@ func JSON(c fiber.Ctx, status int, v any) error {
 
 func (h *Host) builtinRoutes() []Route {
 	return []Route{
-		{Method: http.MethodGet, Path: "/health", Summary: "Health record of this service", Policy: Public,
-			Response: Health{}, Tags: []string{"meta"}, Handler: h.health},
-		{Method: http.MethodGet, Path: "/openapi.json", Summary: "This service's OpenAPI document (JSON)", Policy: Public,
+		{Method: http.MethodGet, Path: "/health", OperationID: "getHealth", Summary: "Health record of this service", Policy: Public,
+			Response: Health{}, Tags: []string{"meta"}, Handler: h.health, bare: true},
+		{Method: http.MethodGet, Path: "/openapi.json", OperationID: "getOpenAPIJSON", Summary: "This service's OpenAPI document (JSON)", Policy: Public,
 			ContentType: "application/json", Tags: []string{"meta"}, Handler: h.openapiJSON},
-		{Method: http.MethodGet, Path: "/openapi.yaml", Summary: "This service's OpenAPI document (YAML)", Policy: Public,
+		{Method: http.MethodGet, Path: "/openapi.yaml", OperationID: "getOpenAPIYAML", Summary: "This service's OpenAPI document (YAML)", Policy: Public,
 			ContentType: "application/yaml", Tags: []string{"meta"}, Handler: h.openapiYAML},
 	}
 }

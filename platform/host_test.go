@@ -260,3 +260,60 @@ func TestConnFromIsTheRequestSocket(t *testing.T) {
 		t.Fatal("a context outside a Host has a socket")
 	}
 }
+
+// Every log line a host writes names its service exactly once, whether
+// the logger it is given carries the name already (a container service's,
+// from its ServiceDeps) or not (the control plane's).
+func TestLogLinesNameTheServiceOnce(t *testing.T) {
+	t.Parallel()
+	routes := []platform.Route{{Method: http.MethodGet, Path: "/api/v1/x", Summary: "x",
+		Handler: func(c fiber.Ctx) error { return platform.Internal("fail", fmt.Errorf("boom")) }}}
+	var named, plain lockedBuffer
+	svc := stubService{routes: routes}
+	hs, err := platform.NewServiceHost(svc, platform.ServiceDeps{Name: "cron",
+		Logger: slog.New(slog.NewJSONHandler(&named, nil)).With("service", "cron")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "control"}, Logger: slog.New(slog.NewJSONHandler(&plain, nil))}, routes)
+	for _, c := range []struct {
+		h    *platform.Host
+		buf  *lockedBuffer
+		name string
+	}{{hs, &named, "cron"}, {hc, &plain, "control"}} {
+		do(t, c.h, "GET", "/api/v1/x", "")
+		lines := strings.Split(strings.TrimSpace(c.buf.String()), "\n")
+		if len(lines) < 2 { // the failure and the access line
+			t.Fatalf("%s logged %q", c.name, lines)
+		}
+		for _, l := range lines {
+			if n := strings.Count(l, `"service":`); n != 1 || !strings.Contains(l, `"service":"`+c.name+`"`) {
+				t.Errorf("%s: %d service keys in %s", c.name, n, l)
+			}
+		}
+	}
+}
+
+type stubService struct{ routes []platform.Route }
+
+func (s stubService) Routes() []platform.Route { return s.routes }
+func (s stubService) Info() platform.Info {
+	return platform.Info{Name: "stub", Title: "Stub", Version: "1"}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

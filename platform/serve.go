@@ -31,7 +31,10 @@ func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
 		info.Name = deps.Name
 	}
 	info.Description = strings.TrimSpace(info.Description + " " + policyDescription + " " + programDescription(info.Name))
-	cfg := HostConfig{Info: info, Logger: deps.Logger, Policy: policy, LocalTrust: trust}
+	cfg := HostConfig{Info: info, Logger: deps.Logger, NamedLogger: deps.Logger != nil, Policy: policy, LocalTrust: trust, Servers: []Server{
+		{URL: "/", Description: "the service's own port, where this document was read"},
+		{URL: "/_/" + info.Name, Description: "through the agent's gateway (relative to the gateway's address)"},
+	}}
 	// Without --trust-proxy-headers the client is the socket peer (the
 	// gateway, for proxied calls). With it, the right-most X-Forwarded-For
 	// hop from a loopback or private peer: the gateway's, which it sets to
@@ -86,7 +89,7 @@ func ServeUntil(ctx context.Context, h *Host, ln net.Listener, grace time.Durati
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := h.Shutdown(sctx); err != nil {
-		h.cfg.Logger.Warn("shutdown", "service", h.cfg.Info.Name, "err", err)
+		h.log.Warn("shutdown", "err", err)
 	}
 	_ = ln.Close()
 	<-done

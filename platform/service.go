@@ -22,7 +22,10 @@ type ServiceDeps struct {
 	// other service can reach its buckets, and it is the same file in-process
 	// and isolated (bbolt files take one process, so the service's runner
 	// opens it, never two at once).
-	Store  *store.DB
+	Store *store.DB
+	// Logger carries the service's name as "service" (the agent's runners
+	// set it so; WithDefaults does for a nil one), so every line of the
+	// service and of its host names it once.
 	Logger *slog.Logger
 	Clock  Clock
 	// Journal takes the service's structured entries (programs' output,
@@ -39,7 +42,7 @@ type ServiceDeps struct {
 // notifier that write to the logger. The agent always sets all four.
 func (d ServiceDeps) WithDefaults() ServiceDeps {
 	if d.Logger == nil {
-		d.Logger = slog.Default()
+		d.Logger = slog.Default().With("service", d.Name)
 	}
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
