@@ -15,7 +15,7 @@ import (
 	"deckhand/platform"
 	"deckhand/platform/platformtest"
 	"deckhand/services/daemon"
-	"deckhand/services/daemon/proc"
+	"deckhand/platform/proc"
 )
 
 type fixture struct {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"deckhand/platform"
-	"deckhand/services/daemon/proc"
+	"deckhand/platform/proc"
 )
 
 func (p *program) view() View {

@@ -9,7 +9,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
-	"deckhand/services/daemon/proc"
+	"deckhand/platform/proc"
 )
 
 // View is a program's definition and live status.
