@@ -14,8 +14,8 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/platformtest"
-	"deckhand/services/daemon"
 	"deckhand/platform/proc"
+	"deckhand/services/daemon"
 )
 
 type fixture struct {

@@ -32,6 +32,13 @@ import (
 
 func main() {
 	if err := root().Execute(); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintln(os.Stderr, "deckhand:", ee.msg)
+			}
+			os.Exit(ee.code)
+		}
 		fmt.Fprintln(os.Stderr, "deckhand:", err)
 		os.Exit(1)
 	}
@@ -47,7 +54,7 @@ func root() *cobra.Command {
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return config.ApplyEnv(cmd) },
 	}
-	cmd.AddCommand(runCmd(), serviceCmd(), statusCmd(), versionCmd(), tunnelCmd())
+	cmd.AddCommand(runCmd(), serviceCmd(), statusCmd(), versionCmd(), tunnelCmd(), execCmd())
 	return cmd
 }
 
