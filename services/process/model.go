@@ -325,7 +325,9 @@ func (v *SignalValue) UnmarshalJSON(b []byte) error {
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return platform.Invalid("signal", "must be a signal name (TERM) or number (15)")
+		// Not a name or a number: Validate names the field.
+		*v = SignalValue(b)
+		return nil
 	}
 	*v = SignalValue(s)
 	return nil

@@ -317,13 +317,8 @@ func (l *outlog) spill(target int64) {
 	if len(batch) == 0 || removed {
 		return
 	}
-	var idx []segIndex
-	var seg *segment
-	written := int64(0)
 	if !l.spillErr {
-		var err error
-		seg, idx, written, err = l.writeFrames(batch)
-		if err != nil {
+		if err := l.writeFrames(batch); err != nil {
 			l.spillErr = true
 			l.b.log.Error("process: output cannot spill to disk; the oldest output is dropped instead", "file", l.prefix, "err", err)
 		}
@@ -342,11 +337,6 @@ func (l *outlog) spill(target int64) {
 		l.dropAllSegments()
 		l.start = l.memStart()
 	} else {
-		seg.end = batch[len(batch)-1].end()
-		seg.size += written
-		seg.index = append(seg.index, idx...)
-		l.diskBytes += written
-		l.b.disk.Add(written)
 		for l.diskBytes > l.b.diskPer && len(l.segs) > 1 {
 			l.dropOldest()
 		}
@@ -355,45 +345,70 @@ func (l *outlog) spill(target int64) {
 	l.b.reclaim()
 }
 
-// writeFrames appends chunks to the current segment (a new one when it is
-// full) and flushes them; it answers the segment, its new index entries
-// and the bytes written. The caller holds wmu.
-func (l *outlog) writeFrames(batch []chunk) (*segment, []segIndex, int64, error) {
-	if l.cur == nil || l.cur.size >= l.b.segSize {
-		if err := l.rotate(batch[0].off); err != nil {
-			return nil, nil, 0, err
-		}
-	}
-	seg := l.cur
-	l.mu.Lock()
-	pos := seg.size
-	lastIdx := int64(-indexEvery)
-	if n := len(seg.index); n > 0 {
-		lastIdx = seg.index[n-1].pos
-	}
-	l.mu.Unlock()
-	var idx []segIndex
-	start := pos
+// writeFrames appends chunks to the segments, cutting them into frames so
+// that no segment grows past segSize (the bounds drop whole segments), and
+// commits each segment's new end once its frames are flushed. The chunks
+// stay in memory meanwhile, where readers find them. The caller holds wmu.
+func (l *outlog) writeFrames(batch []chunk) error {
 	var hdr [frameHeader]byte
+	var pend struct {
+		size, end int64
+		index     []segIndex
+	}
+	commit := func() error {
+		if l.cur == nil || pend.size == 0 {
+			return nil
+		}
+		if err := l.bw.Flush(); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.cur.size += pend.size
+		l.cur.end = pend.end
+		l.cur.index = append(l.cur.index, pend.index...)
+		l.diskBytes += pend.size
+		l.b.disk.Add(pend.size)
+		l.mu.Unlock()
+		pend.size, pend.index = 0, nil
+		return nil
+	}
+	lastIdx := int64(-indexEvery)
+	if l.cur != nil && len(l.cur.index) > 0 {
+		lastIdx = l.cur.index[len(l.cur.index)-1].pos
+	}
 	for _, c := range batch {
-		if pos-lastIdx >= indexEvery {
-			idx = append(idx, segIndex{off: c.off, pos: pos})
-			lastIdx = pos
+		off, data := c.off, c.data
+		for len(data) > 0 {
+			if l.cur == nil || l.cur.size+pend.size+frameHeader >= l.b.segSize {
+				if err := commit(); err != nil {
+					return err
+				}
+				if err := l.rotate(off); err != nil {
+					return err
+				}
+				lastIdx = -indexEvery
+			}
+			pos := l.cur.size + pend.size
+			n := int(min(int64(len(data)), l.b.segSize-pos-frameHeader))
+			if pos-lastIdx >= indexEvery {
+				pend.index = append(pend.index, segIndex{off: off, pos: pos})
+				lastIdx = pos
+			}
+			hdr[0] = c.stream
+			binary.LittleEndian.PutUint32(hdr[1:], uint32(n))
+			if _, err := l.bw.Write(hdr[:]); err != nil {
+				return err
+			}
+			if _, err := l.bw.Write(data[:n]); err != nil {
+				return err
+			}
+			pend.size += frameHeader + int64(n)
+			off += int64(n)
+			pend.end = off
+			data = data[n:]
 		}
-		hdr[0] = c.stream
-		binary.LittleEndian.PutUint32(hdr[1:], uint32(len(c.data)))
-		if _, err := l.bw.Write(hdr[:]); err != nil {
-			return nil, nil, 0, err
-		}
-		if _, err := l.bw.Write(c.data); err != nil {
-			return nil, nil, 0, err
-		}
-		pos += frameHeader + int64(len(c.data))
 	}
-	if err := l.bw.Flush(); err != nil {
-		return nil, nil, 0, err
-	}
-	return seg, idx, pos - start, nil
+	return commit()
 }
 
 // rotate seals the current segment and opens the next, starting at off.
@@ -424,6 +439,7 @@ func (l *outlog) seal() {
 	if l.cur == nil {
 		return
 	}
+	_ = l.bw.Flush()
 	_ = l.f.Close()
 	l.cur.sealed.Store(true)
 	l.cur, l.f = nil, nil
