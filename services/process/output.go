@@ -29,24 +29,19 @@ func (s *Service) Output(ctx context.Context, in OutputInput) (OutputPage, error
 	c := p.log.cursor(in.Since)
 	defer c.close()
 	page := OutputPage{Chunks: []Chunk{}}
-	got := 0
-	for got < max {
-		pieces, gap, done, _ := c.next(max - got)
+	for got := int64(0); got < int64(max); {
+		chunks, gap, done, _, held := readText(c, max-int(got))
 		if gap != nil && page.Gap == nil && got == 0 {
 			page.Gap = gap
 		}
-		if len(pieces) == 0 {
+		if len(chunks) == 0 {
 			page.Done = done
 			break
 		}
-		chunks, used := encodeChunks(pieces, c.atEnd())
 		page.Chunks = append(page.Chunks, chunks...)
-		got += int(used)
-		if back := sum(pieces) - used; back > 0 {
-			// An incomplete character at the end: the next page starts
-			// with it.
-			c.pos -= back
-			break
+		got += chunks[len(chunks)-1].end - chunks[0].Offset
+		if held > 0 {
+			break // the next page starts with the incomplete character
 		}
 	}
 	page.NextOffset = c.pos
@@ -71,6 +66,43 @@ func sum(pieces []chunk) int64 {
 		n += int64(len(p.data))
 	}
 	return n
+}
+
+// readText reads up to max bytes at c as text chunks (encodeChunks).
+// The start of a character whose rest has not been written yet stays
+// unread (held says how many bytes) unless the output is complete; one
+// whose rest lies past a segment's end is joined with it.
+func readText(c *cursor, max int) (chunks []Chunk, gap *Gap, done bool, wait <-chan struct{}, held int64) {
+	pieces, gap, done, wait := c.next(max)
+	for len(pieces) > 0 {
+		out, used := encodeChunks(pieces, c.atEnd())
+		if used > 0 {
+			held = sum(pieces) - used
+			c.pos -= held
+			return out, gap, false, nil, held
+		}
+		// Nothing but the start of a character: take what follows too.
+		carry := chunk{off: pieces[0].off, stream: pieces[0].stream}
+		for _, p := range pieces {
+			carry.data = append(carry.data, p.data...)
+		}
+		end := c.pos
+		more, g2, _, _ := c.next(max)
+		switch {
+		case g2 != nil:
+			// Its rest is no longer kept: the start goes as it is, and
+			// the next read reports the gap.
+			c.pos = end
+			out, _ := encodeChunks([]chunk{carry}, true)
+			return out, gap, false, nil, 0
+		case len(more) == 0:
+			held = int64(len(carry.data))
+			c.pos = end - held
+			return nil, gap, false, nil, held
+		}
+		pieces = append([]chunk{carry}, more...)
+	}
+	return nil, gap, done, wait, 0
 }
 
 // encodeChunks turns pieces into messages, one per run of one stream:

@@ -54,12 +54,6 @@ func (f *follower) close() {
 	f.c.close()
 }
 
-// leave puts back what text chunks could not take yet.
-func (f *follower) leave(pieces []chunk, used int64) {
-	f.held = sum(pieces) - used
-	f.c.pos -= f.held
-}
-
 // sent moves the follower's place past what it has written out.
 func (f *follower) sent() { f.p.log.moveHold(f.h, f.c.pos) }
 
@@ -71,40 +65,54 @@ const (
 	stepStop
 )
 
-// step waits for output, the end, a tick or stop.
-func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time) (kind int, pieces []chunk, gap *Gap) {
+// step waits for output (as pieces, or with text as chunks), the end, a
+// tick or stop.
+func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time, text bool) (kind int, pieces []chunk, chunks []Chunk, gap *Gap) {
 	for {
 		if f.held > 0 {
+			// An incomplete character waits for its rest.
 			if more := f.c.waitMore(f.c.pos + f.held); more != nil {
 				select {
 				case <-more:
 				case <-tick:
-					return stepTick, nil, nil
+					return stepTick, nil, nil, nil
 				case <-stop:
-					return stepStop, nil, nil
+					return stepStop, nil, nil, nil
 				}
 				continue
 			}
 			f.held = 0
 		}
-		pieces, gap, done, wait := f.c.next(followRead)
-		if len(pieces) > 0 || gap != nil {
-			return stepData, pieces, gap
+		var done bool
+		var wait <-chan struct{}
+		if text {
+			chunks, gap, done, wait, f.held = readText(f.c, followRead)
+			if len(chunks) > 0 || gap != nil {
+				return stepData, nil, chunks, gap
+			}
+			if f.held > 0 {
+				continue
+			}
+		} else {
+			pieces, gap, done, wait = f.c.next(followRead)
+			if len(pieces) > 0 || gap != nil {
+				return stepData, pieces, nil, gap
+			}
 		}
 		if done {
 			select {
 			case <-f.p.done:
-				return stepEnd, nil, nil
+				return stepEnd, nil, nil, nil
 			case <-stop:
-				return stepStop, nil, nil
+				return stepStop, nil, nil, nil
 			}
 		}
 		select {
 		case <-wait:
 		case <-tick:
-			return stepTick, nil, nil
+			return stepTick, nil, nil, nil
 		case <-stop:
-			return stepStop, nil, nil
+			return stepStop, nil, nil, nil
 		}
 	}
 }
@@ -123,7 +131,7 @@ func (s *Service) serveSSE(c fiber.Ctx, p *process, since int64) error {
 		defer tick.Stop()
 		var buf []byte
 		for {
-			kind, pieces, gap := f.step(s.ctx.Done(), tick.C)
+			kind, _, chunks, gap := f.step(s.ctx.Done(), tick.C, true)
 			buf = buf[:0]
 			switch kind {
 			case stepStop:
@@ -136,8 +144,6 @@ func (s *Service) serveSSE(c fiber.Ctx, p *process, since int64) error {
 				if gap != nil {
 					buf = sseEvent(buf, "gap", "", gap)
 				}
-				chunks, used := encodeChunks(pieces, f.c.atEnd())
-				f.leave(pieces, used)
 				for _, ch := range chunks {
 					buf = sseEvent(buf, "output", itoa64(ch.end), ch)
 				}
@@ -303,7 +309,7 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 	defer tick.Stop()
 	var prefix [binaryPrefix]byte
 	for {
-		kind, pieces, gap := f.step(stop, tick.C)
+		kind, pieces, chunks, gap := f.step(stop, tick.C, !binaryFrames)
 		var err error
 		switch kind {
 		case stepStop:
@@ -331,8 +337,6 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 					err = w.write(ws.OpBinary, prefix[:], pc.data)
 				}
 			} else {
-				chunks, used := encodeChunks(pieces, f.c.atEnd())
-				f.leave(pieces, used)
 				for _, ch := range chunks {
 					if err != nil {
 						break
