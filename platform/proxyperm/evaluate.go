@@ -143,12 +143,15 @@ const (
 
 // ProgramFor maps a service reached through the gateway, and its port, to
 // the program name a rule names: terminal, files, exec and notifications
-// for those services; http for tunnelled ports (service "tunnel" or
-// "http"); ssh for port 22 (or service "ssh"); services for the rest.
+// for those services, exec for the process service too; http for
+// tunnelled ports (service "tunnel" or "http"); ssh for port 22 (or
+// service "ssh"); services for the rest.
 func ProgramFor(service string, port int) string {
 	switch service {
 	case ProgramTerminal, ProgramFiles, ProgramExec, ProgramNotifications:
 		return service
+	case "process":
+		return ProgramExec
 	case "tunnel", ProgramHTTP:
 		return ProgramHTTP
 	case ProgramSSH:

@@ -332,7 +332,7 @@ func TestProgramFor(t *testing.T) {
 		port int
 		want string
 	}{
-		{"terminal", 7703, "terminal"}, {"files", 7702, "files"}, {"exec", 7708, "exec"}, {"notifications", 7714, "notifications"},
+		{"terminal", 7703, "terminal"}, {"files", 7702, "files"}, {"exec", 7708, "exec"}, {"process", 7715, "exec"}, {"notifications", 7714, "notifications"},
 		{"tunnel", 3000, "http"}, {"ssh", 22, "ssh"}, {"services", 22, "ssh"}, {"cron", 7701, "services"}, {"vault", 7705, "services"},
 	} {
 		if got := proxyperm.ProgramFor(c.svc, c.port); got != c.want {
