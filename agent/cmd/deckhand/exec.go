@@ -59,20 +59,20 @@ func execCmd() *cobra.Command {
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
-				return fmt.Errorf("-o: must be text or json, got %q", output)
+				return &exitError{code: exitFailure, msg: fmt.Sprintf("-o: must be text or json, got %q", output)}
 			}
 			vars := map[string]string{}
 			for _, kv := range env {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
-					return fmt.Errorf("--env: must be NAME=VALUE, got %q", kv)
+					return &exitError{code: exitFailure, msg: fmt.Sprintf("--env: must be NAME=VALUE, got %q", kv)}
 				}
 				vars[k] = v
 			}
 			in := process.StartInput{Spec: process.Spec{Cmd: args, Cwd: cwd, User: user, Tag: tag, Env: vars,
 				TimeoutMS: timeout.Milliseconds(), ClientToken: randomToken()}, KeepStdinOpen: stdin}
 			if err := in.Validate(); err != nil {
-				return err
+				return &exitError{code: exitFailure, msg: err.Error()}
 			}
 			c := &client.Client{URL: strings.TrimSuffix(agentURL, "/") + "/_/process", Token: token, ReconnectFor: reconnect}
 			code, err := runExec(c, in, output == "json", stdin)
