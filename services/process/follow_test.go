@@ -206,7 +206,7 @@ func TestFollowAcrossDisconnects(t *testing.T) {
 				s.OutputMemory, s.OutputDisk = 1<<20, 32<<20
 			})
 			path, want := writeData(t, tc.size, tc.text)
-			p := e.start(t, map[string]any{"cmd": []string{"cat", path}})
+			p := e.start(t, map[string]any{"cmd": []string{"cat", path}, "hold_output": true})
 			h := sha256.New()
 			since := int64(0)
 			for i := 1; i <= 3; i++ {

@@ -26,6 +26,18 @@ type env struct {
 	data  string
 }
 
+// newBenchEnv is a client of a service with default settings.
+func newBenchEnv(b *testing.B) *client.Client {
+	deps := platformtest.ServiceDeps(b, "process")
+	svc, err := process.New(deps, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := platformtest.Serve(b, platformtest.ServiceHost(b, svc))
+	b.Cleanup(func() { _ = svc.Close() })
+	return &client.Client{URL: url}
+}
+
 func newEnv(t *testing.T, tune ...func(*process.Settings)) *env {
 	t.Helper()
 	set := process.Defaults()

@@ -186,6 +186,8 @@ func (in *RunInput) Validate() error {
 type StartInput struct {
 	Spec
 	KeepStdinOpen bool `json:"keep_stdin_open,omitempty" doc:"keep standard input open (after stdin, if given) for POST .../stdin; default it is closed once stdin is written, so a program reading it sees end of file. A pty's input is always open"`
+	// HoldOutput keeps a follower's place at offset 0 from the start.
+	HoldOutput bool `json:"hold_output,omitempty" doc:"hold the output from its first byte for a follower that has yet to attach, as if one had attached and dropped at once: for --process-resume-grace nothing is dropped and the process waits once it is half the disk bound ahead. For a client that starts and then follows (deckhand exec): without it, a process writing faster than the disk takes loses what memory cannot hold before the follower attaches"`
 }
 
 // Validate checks the spec.

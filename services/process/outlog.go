@@ -16,16 +16,22 @@ import (
 
 // Output is kept per process as one ordered sequence of bytes from both
 // streams, in the order the service read them; a byte's offset is its
-// position in it. The newest bytes are chunks in memory; older ones spill
-// to segment files on disk. What is kept is bounded per process and in
+// position in it. The newest bytes are chunks in memory. A spiller
+// goroutine per process writes them, oldest first, to segment files on
+// disk once memory is half full, at the disk's pace, never in the way of
+// reading the process's pipes. What is kept is bounded per process and in
 // total, in memory and on disk (budget); beyond the bounds the oldest bytes
 // go first, and a reader that asks for them is told what it missed (Gap).
+// When output comes faster than the disk takes it, memory's oldest chunks
+// go unwritten (the disk then starts over from what memory holds), unless a
+// follower still needs them.
 //
 // Followers hold their place: while a follower is connected, or for the
 // resume grace after it disconnects, the reader of the process's pipes
 // stops taking output once it is holdLimit bytes ahead of the slowest
-// follower, so the process waits on its pipe (as it would writing to a
-// slow terminal) instead of a follower losing bytes.
+// follower, and bytes a follower has not read leave memory only once they
+// are on disk. The process then waits on its pipe (as it would writing to
+// a slow terminal) instead of a follower losing bytes.
 
 const (
 	streamStdout byte = 1
@@ -43,6 +49,8 @@ const (
 	// finishedMemory: what a finished process may keep in memory; more
 	// goes to disk when it ends.
 	finishedMemory = 64 << 10
+	// spillBatch: the most the spiller writes between two looks at memory.
+	spillBatch = 4 << 20
 )
 
 func streamName(s byte) string {
@@ -85,6 +93,7 @@ type budget struct {
 	log                *slog.Logger
 
 	mem, disk atomic.Int64
+	spillers  sync.WaitGroup // Close waits for them
 
 	mu   sync.Mutex
 	fifo []*segment // every segment on disk, oldest first
@@ -141,38 +150,46 @@ type outlog struct {
 	prefix string // segment files are prefix.N
 
 	mu        sync.Mutex
-	mem       []chunk
+	mem       []chunk // [memStart, total)
 	memBytes  int64
-	segs      []*segment
+	segs      []*segment // [segs[0].start, diskEnd), contiguous; diskEnd >= memStart while any
 	diskBytes int64
-	start     int64 // oldest offset kept
+	diskEnd   int64 // where the spiller writes next
+	gen       int   // bumped when the disk is dropped whole: a write in flight is stale
 	total     int64 // next offset
 	counts    [3]int64
 	closed    bool // every byte is in
 	removed   bool
+	spillErr  bool
+	spilling  bool          // the spiller goroutine runs
 	wake      chan struct{} // closed at every append and at close
+	spilled   chan struct{} // closed when diskEnd moves or spilling fails
+	kick      chan struct{} // wakes the spiller
 	holds     map[*hold]struct{}
 	holdWake  chan struct{}
 
-	wmu      sync.Mutex // appends and spills, one at a time
-	cur      *segment
-	f        *os.File
-	bw       *bufio.Writer
-	nseg     int
-	spillErr bool
+	wmu sync.Mutex // appends, one at a time
+
+	// The spiller's own: the segment it writes.
+	cur  *segment
+	f    *os.File
+	bw   *bufio.Writer
+	nseg int
+
 	abort    chan struct{}
 	abortOne sync.Once
 }
 
 func newOutlog(b *budget, prefix string) *outlog {
-	return &outlog{b: b, prefix: prefix, wake: make(chan struct{}), holds: map[*hold]struct{}{}, abort: make(chan struct{})}
+	return &outlog{b: b, prefix: prefix, wake: make(chan struct{}), spilled: make(chan struct{}), kick: make(chan struct{}, 1),
+		holds: map[*hold]struct{}{}, abort: make(chan struct{})}
 }
 
 // restored is the log of a process from before a restart: its output is
 // gone, its counts are what the record says.
 func restored(b *budget, rec *Process) *outlog {
 	l := newOutlog(b, "")
-	l.start, l.total, l.closed = rec.OutputBytes, rec.OutputBytes, true
+	l.diskEnd, l.total, l.closed = rec.OutputBytes, rec.OutputBytes, true
 	l.counts[streamStdout], l.counts[streamStderr] = rec.StdoutBytes, rec.StderrBytes
 	return l
 }
@@ -181,7 +198,7 @@ func restored(b *budget, rec *Process) *outlog {
 func (l *outlog) stats() (stdout, stderr, total, keptFrom int64, closed bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.counts[streamStdout], l.counts[streamStderr], l.total, l.start, l.closed
+	return l.counts[streamStdout], l.counts[streamStderr], l.total, l.keptFrom(), l.closed
 }
 
 func (l *outlog) memStart() int64 {
@@ -189,6 +206,15 @@ func (l *outlog) memStart() int64 {
 		return l.total
 	}
 	return l.mem[0].off
+}
+
+// keptFrom is the oldest offset kept; the caller holds mu.
+func (l *outlog) keptFrom() int64 {
+	ms := l.memStart()
+	if len(l.segs) > 0 && l.segs[0].start < ms {
+		return l.segs[0].start
+	}
+	return ms
 }
 
 // append adds p to stream's output. With owned, p is the caller's to give
@@ -226,18 +252,90 @@ func (l *outlog) append(stream byte, p []byte, owned bool) {
 	l.counts[stream] += n
 	l.memBytes += n
 	l.b.mem.Add(n)
-	spill := l.memBytes > l.b.memPer || l.b.mem.Load() > l.b.memTotal
-	target := l.b.memPer / 2
-	if l.b.mem.Load() > l.b.memTotal {
-		target = 0
-	}
 	wake := l.wake
 	l.wake = make(chan struct{})
 	l.mu.Unlock()
 	close(wake)
-	if spill {
-		l.spill(target)
+	l.shrink()
+}
+
+// shrink keeps memory within its bounds: the oldest chunks leave once on
+// disk, or unwritten when no follower needs them; one a follower needs is
+// waited for. The spiller starts once memory is half full. The caller
+// holds wmu.
+func (l *outlog) shrink() {
+	for {
+		l.mu.Lock()
+		if l.removed {
+			l.mu.Unlock()
+			return
+		}
+		if l.memBytes > l.b.memPer/2 {
+			l.startSpiller()
+		}
+		target := l.b.memPer
+		if l.b.mem.Load() > l.b.memTotal {
+			target = min(target, finishedMemory)
+		}
+		wait := l.evict(target)
+		l.mu.Unlock()
+		if wait == nil {
+			return
+		}
+		select {
+		case <-wait:
+		case <-l.abort:
+			return
+		}
 	}
+}
+
+// evict drops the oldest chunks while memory is over target, never the
+// newest (the end of the output always stays readable); it answers a
+// channel to wait on when the oldest is not on disk yet and a follower
+// needs it. The caller holds mu.
+func (l *outlog) evict(target int64) <-chan struct{} {
+	var freed int64
+	i := 0
+	for ; i < len(l.mem)-1 && l.memBytes-freed > target; i++ {
+		c := l.mem[i]
+		if c.end() > l.diskEnd && !l.spillErr && l.needed(c.end()) {
+			break
+		}
+		freed += int64(len(c.data))
+	}
+	if i > 0 {
+		l.mem = append(l.mem[:0], l.mem[i:]...)
+		clear(l.mem[len(l.mem):cap(l.mem)])
+		l.memBytes -= freed
+		l.b.mem.Add(-freed)
+		if ms := l.memStart(); l.diskEnd < ms {
+			// Bytes went unwritten: what is on disk is no longer
+			// contiguous with memory. The disk starts over from memory.
+			l.dropAllSegments()
+			l.diskEnd = ms
+			l.gen++
+		}
+	}
+	if l.memBytes > target && len(l.mem) > 1 {
+		return l.spilled
+	}
+	return nil
+}
+
+// needed reports whether a follower's place is before off; the caller
+// holds mu.
+func (l *outlog) needed(off int64) bool {
+	now := time.Now()
+	for h := range l.holds {
+		if h.lingering && !now.Before(h.expires) {
+			continue
+		}
+		if h.pos < off {
+			return true
+		}
+	}
+	return false
 }
 
 // waitHolds waits while taking n more bytes would put the output more
@@ -297,59 +395,132 @@ func (l *outlog) wakeHolders() {
 		close(l.holdWake)
 		l.holdWake = nil
 	}
+	l.spilledMoved() // an append waiting to evict may now go ahead
 }
 
-// spill moves the oldest chunks to disk until at most target bytes are in
-// memory, then applies the disk bounds. The caller holds wmu.
-func (l *outlog) spill(target int64) {
-	l.mu.Lock()
-	var batch []chunk
-	var sum int64
-	for _, c := range l.mem {
-		if l.memBytes-sum <= target {
-			break
-		}
-		batch = append(batch, c)
-		sum += int64(len(c.data))
-	}
-	removed := l.removed
-	l.mu.Unlock()
-	if len(batch) == 0 || removed {
-		return
-	}
-	if !l.spillErr {
-		if err := l.writeFrames(batch); err != nil {
-			l.spillErr = true
-			l.b.log.Error("process: output cannot spill to disk; the oldest output is dropped instead", "file", l.prefix, "err", err)
-		}
-	}
-	l.mu.Lock()
-	if l.removed {
-		l.mu.Unlock()
-		return
-	}
-	l.mem = append(l.mem[:0], l.mem[len(batch):]...)
-	clear(l.mem[len(l.mem):cap(l.mem)])
-	l.memBytes -= sum
-	l.b.mem.Add(-sum)
-	if l.spillErr {
-		// A hole would break the kept range: drop the disk part too.
-		l.dropAllSegments()
-		l.start = l.memStart()
-	} else {
-		for l.diskBytes > l.b.diskPer && len(l.segs) > 1 {
-			l.dropOldest()
-		}
-	}
-	l.mu.Unlock()
-	l.b.reclaim()
+// spilledMoved wakes appends waiting on the spiller; the caller holds mu.
+func (l *outlog) spilledMoved() {
+	close(l.spilled)
+	l.spilled = make(chan struct{})
 }
+
+// startSpiller runs the spiller unless it runs; the caller holds mu.
+func (l *outlog) startSpiller() {
+	if l.spilling || l.removed || l.spillErr {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	l.spilling = true
+	l.b.spillers.Add(1)
+	go func() {
+		defer l.b.spillers.Done()
+		l.spill()
+	}()
+}
+
+// spill writes memory to disk, oldest first, while memory is more than
+// half full (at the end: more than a finished process keeps), then, once
+// the output is complete and written, lets memory go down to that.
+func (l *outlog) spill() {
+	defer l.seal()
+	for {
+		l.mu.Lock()
+		aborted := false
+		select {
+		case <-l.abort:
+			aborted = true
+		default:
+		}
+		if l.removed || l.spillErr || aborted {
+			l.spilling = false
+			l.mu.Unlock()
+			return
+		}
+		if ms := l.memStart(); l.diskEnd < ms {
+			l.dropAllSegments()
+			l.diskEnd = ms
+			l.gen++
+		}
+		limit := l.b.memPer / 2
+		if l.closed {
+			limit = finishedMemory
+		}
+		var batch []chunk
+		if l.memBytes > limit || l.waitingOn() {
+			n := 0
+			i := sort.Search(len(l.mem), func(i int) bool { return l.mem[i].end() > l.diskEnd })
+			for ; i < len(l.mem) && n < spillBatch; i++ {
+				c := l.mem[i]
+				if c.off < l.diskEnd {
+					c = chunk{off: l.diskEnd, stream: c.stream, data: c.data[l.diskEnd-c.off:]}
+				}
+				batch = append(batch, c)
+				n += len(c.data)
+			}
+		}
+		if len(batch) == 0 {
+			if l.closed {
+				l.settle()
+				l.spilling = false
+				l.mu.Unlock()
+				return
+			}
+			l.mu.Unlock()
+			select {
+			case <-l.kick:
+			case <-l.abort:
+				l.mu.Lock()
+				l.spilling = false
+				l.mu.Unlock()
+				return
+			}
+			continue
+		}
+		gen := l.gen
+		l.mu.Unlock()
+		if err := l.writeFrames(batch, gen); err != nil && !errors.Is(err, errStale) {
+			l.b.log.Error("process: output cannot spill to disk; the oldest output is dropped instead", "file", l.prefix, "err", err)
+			l.mu.Lock()
+			l.spillErr = true
+			l.dropAllSegments()
+			l.spilledMoved()
+			l.spilling = false
+			l.mu.Unlock()
+			return
+		}
+		l.b.reclaim()
+	}
+}
+
+// waitingOn reports whether memory is over its bound (an append may be
+// waiting for the spiller); the caller holds mu.
+func (l *outlog) waitingOn() bool { return l.memBytes > l.b.memPer }
+
+// settle lets a finished process's memory go down to finishedMemory: what
+// leaves is on disk. The caller holds mu.
+func (l *outlog) settle() {
+	var freed int64
+	i := 0
+	for ; i < len(l.mem)-1 && l.memBytes-freed > finishedMemory && l.mem[i].end() <= l.diskEnd; i++ {
+		freed += int64(len(l.mem[i].data))
+	}
+	l.mem = append(l.mem[:0], l.mem[i:]...)
+	clear(l.mem[len(l.mem):cap(l.mem)])
+	l.memBytes -= freed
+	l.b.mem.Add(-freed)
+}
+
+var errStale = errors.New("the disk was dropped meanwhile")
 
 // writeFrames appends chunks to the segments, cutting them into frames so
-// that no segment grows past segSize (the bounds drop whole segments), and
-// commits each segment's new end once its frames are flushed. The chunks
-// stay in memory meanwhile, where readers find them. The caller holds wmu.
-func (l *outlog) writeFrames(batch []chunk) error {
+// that no segment grows past segSize (the bounds drop whole segments) and
+// so that a cut falls between characters of UTF-8 text, and commits each
+// segment's new end once its frames are flushed. The chunks stay in memory
+// meanwhile, where readers find them. Only the spiller calls it.
+func (l *outlog) writeFrames(batch []chunk, gen int) error {
 	var hdr [frameHeader]byte
 	var pend struct {
 		size, end int64
@@ -363,13 +534,21 @@ func (l *outlog) writeFrames(batch []chunk) error {
 			return err
 		}
 		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.gen != gen || l.cur.dropped.Load() {
+			return errStale
+		}
 		l.cur.size += pend.size
 		l.cur.end = pend.end
 		l.cur.index = append(l.cur.index, pend.index...)
 		l.diskBytes += pend.size
 		l.b.disk.Add(pend.size)
-		l.mu.Unlock()
+		l.diskEnd = pend.end
 		pend.size, pend.index = 0, nil
+		for l.diskBytes > l.b.diskPer && len(l.segs) > 1 {
+			l.dropOldest()
+		}
+		l.spilledMoved()
 		return nil
 	}
 	lastIdx := int64(-indexEvery)
@@ -379,17 +558,20 @@ func (l *outlog) writeFrames(batch []chunk) error {
 	for _, c := range batch {
 		off, data := c.off, c.data
 		for len(data) > 0 {
-			if l.cur == nil || l.cur.size+pend.size+frameHeader >= l.b.segSize {
+			if l.cur == nil || l.cur.dropped.Load() || l.cur.size+pend.size+frameHeader >= l.b.segSize {
 				if err := commit(); err != nil {
 					return err
 				}
-				if err := l.rotate(off); err != nil {
+				if err := l.rotate(off, gen); err != nil {
 					return err
 				}
 				lastIdx = -indexEvery
 			}
 			pos := l.cur.size + pend.size
 			n := int(min(int64(len(data)), l.b.segSize-pos-frameHeader))
+			if n < len(data) {
+				n = runeCut(data, n)
+			}
 			if pos-lastIdx >= indexEvery {
 				pend.index = append(pend.index, segIndex{off: off, pos: pos})
 				lastIdx = pos
@@ -411,8 +593,21 @@ func (l *outlog) writeFrames(batch []chunk) error {
 	return commit()
 }
 
+// runeCut moves a cut at n back to the start of a UTF-8 sequence (at most
+// three bytes), so text cut between two segments reads as text; binary
+// bytes are cut wherever.
+func runeCut(b []byte, n int) int {
+	for k := 0; k < 3 && n-k > 1; k++ {
+		if b[n-k]&0xC0 != 0x80 {
+			return n - k
+		}
+	}
+	return n
+}
+
 // rotate seals the current segment and opens the next, starting at off.
-func (l *outlog) rotate(off int64) error {
+// Only the spiller calls it.
+func (l *outlog) rotate(off int64, gen int) error {
 	l.seal()
 	l.nseg++
 	path := l.prefix + "." + strconv.Itoa(l.nseg)
@@ -421,20 +616,26 @@ func (l *outlog) rotate(off int64) error {
 		return err
 	}
 	seg := &segment{log: l, path: path, start: off, end: off}
+	l.mu.Lock()
+	if l.gen != gen || l.removed {
+		l.mu.Unlock()
+		_ = f.Close()
+		_ = os.Remove(path)
+		return errStale
+	}
+	l.segs = append(l.segs, seg)
+	l.mu.Unlock()
 	l.cur, l.f = seg, f
 	if l.bw == nil {
 		l.bw = bufio.NewWriterSize(f, 64<<10)
 	} else {
 		l.bw.Reset(f)
 	}
-	l.mu.Lock()
-	l.segs = append(l.segs, seg)
-	l.mu.Unlock()
 	l.b.add(seg)
 	return nil
 }
 
-// seal closes the segment being written. The caller holds wmu.
+// seal closes the segment being written. Only the spiller calls it.
 func (l *outlog) seal() {
 	if l.cur == nil {
 		return
@@ -450,11 +651,6 @@ func (l *outlog) dropOldest() {
 	s := l.segs[0]
 	l.segs = l.segs[1:]
 	l.forget(s)
-	if len(l.segs) > 0 {
-		l.start = l.segs[0].start
-	} else {
-		l.start = l.memStart()
-	}
 }
 
 func (l *outlog) forget(s *segment) {
@@ -483,8 +679,8 @@ func (l *outlog) dropSegment(s *segment) {
 	}
 }
 
-// close marks the output complete: wakes followers, seals the file and
-// moves what a finished process may not keep in memory to disk.
+// close marks the output complete: wakes followers, and has the spiller
+// write what a finished process may not keep in memory.
 func (l *outlog) close() {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
@@ -496,13 +692,11 @@ func (l *outlog) close() {
 	l.closed = true
 	wake := l.wake
 	l.wake = make(chan struct{})
-	big := l.memBytes > finishedMemory
+	if l.memBytes > finishedMemory || l.spilling {
+		l.startSpiller()
+	}
 	l.mu.Unlock()
 	close(wake)
-	if big {
-		l.spill(0)
-	}
-	l.seal()
 }
 
 // remove deletes everything kept (retention) and ends every follower.
@@ -513,17 +707,16 @@ func (l *outlog) remove() {
 	l.dropAllSegments()
 	l.b.mem.Add(-l.memBytes)
 	l.mem, l.memBytes = nil, 0
-	l.start = l.total
+	l.diskEnd = l.total
 	wake := l.wake
 	l.wake = make(chan struct{})
+	l.spilledMoved()
 	l.mu.Unlock()
 	close(wake)
-	l.wmu.Lock()
-	l.seal()
-	l.wmu.Unlock()
 }
 
-// abortAll stops waiting on holds (the service is stopping, or the log goes).
+// abortAll stops waiting on holds and the spiller (the service is
+// stopping, or the log goes).
 func (l *outlog) abortAll() { l.abortOne.Do(func() { close(l.abort) }) }
 
 // addHold registers a follower's place at pos. A hold a follower left when
@@ -570,6 +763,9 @@ func (l *outlog) releaseHold(h *hold) {
 	l.wakeHolders()
 	l.mu.Unlock()
 }
+
+// outputDir is where a service's segment files live.
+func outputDir(dataDir string) string { return filepath.Join(dataDir, "output") }
 
 // cursor is a reader's position in a log.
 type cursor struct {
@@ -623,9 +819,9 @@ func (c *cursor) next(max int) (pieces []chunk, gap *Gap, done bool, wait <-chan
 	l := c.l
 	for {
 		l.mu.Lock()
-		if c.pos < l.start {
-			gap = &Gap{Type: "gap", From: c.pos, To: l.start}
-			c.pos = l.start
+		if start := l.keptFrom(); c.pos < start {
+			gap = &Gap{Type: "gap", From: c.pos, To: start}
+			c.pos = start
 		}
 		ms := l.memStart()
 		switch {
@@ -745,6 +941,3 @@ func (c *cursor) readDisk(s *segment, from segIndex, end, size int64, max int) (
 		need = int(min(int64(need)*2, size-from.pos))
 	}
 }
-
-// outputDir is where a service's segment files live.
-func outputDir(dataDir string) string { return filepath.Join(dataDir, "output") }

@@ -12,7 +12,7 @@ import (
 // The process is an ordinary one meanwhile (listed, signalled, followed);
 // a client that goes away does not stop it.
 func (s *Service) Run(ctx context.Context, in RunInput) (RunResult, error) {
-	p, _, err := s.start(in.Spec, false, in.MaxOutputBytes, "run")
+	p, _, err := s.start(in.Spec, false, in.MaxOutputBytes, "run", false)
 	if err != nil {
 		return RunResult{}, err
 	}

@@ -50,7 +50,7 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&s.MaxFinished, "process-max-finished", 1000, "finished processes kept at most; the oldest go first")
 	fs.DurationVar(&s.Retention, "process-retention", time.Hour, "keep a finished process's record and output this long")
 	fs.DurationVar(&s.KillGrace, "process-kill-grace", defaultKillGrace, "wait between SIGTERM and SIGKILL when a timeout or DELETE stops a process tree")
-	fs.Int64Var(&s.OutputMemory, "process-output-memory", 4<<20, "bytes of a process's newest output kept in memory; older output spills to disk")
+	fs.Int64Var(&s.OutputMemory, "process-output-memory", 8<<20, "bytes of a process's newest output kept in memory; from half of it on, output is also written to disk")
 	fs.Int64Var(&s.OutputMemoryTotal, "process-output-memory-total", 64<<20, "bytes of output kept in memory for all processes together")
 	fs.Int64Var(&s.OutputDisk, "process-output-disk", 128<<20, "bytes of a process's output kept on disk; the oldest go first")
 	fs.Int64Var(&s.OutputDiskTotal, "process-output-disk-total", 1<<30, "bytes of output kept on disk for all processes together; the oldest go first")
@@ -166,6 +166,10 @@ func (s *Service) Close() error {
 	}
 	s.cancel()
 	s.wg.Wait()
+	for _, p := range all {
+		p.log.abortAll() // and the spillers of those that ended meanwhile
+	}
+	s.budget.spillers.Wait()
 	s.spawner.Close()
 	s.store.close()
 	return nil

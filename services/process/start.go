@@ -11,7 +11,7 @@ import (
 // Start starts a process in the background and answers its record at
 // once. A client_token already used answers that process (Created false).
 func (s *Service) Start(ctx context.Context, in StartInput) (StartResult, error) {
-	p, created, err := s.start(in.Spec, in.KeepStdinOpen, 0, [2]any{"start", in.KeepStdinOpen})
+	p, created, err := s.start(in.Spec, in.KeepStdinOpen, 0, [3]any{"start", in.KeepStdinOpen, in.HoldOutput}, in.HoldOutput)
 	if err != nil {
 		return StartResult{}, err
 	}
@@ -29,7 +29,7 @@ func (s *Service) Start(ctx context.Context, in StartInput) (StartResult, error)
 // start checks what needs the system (user, cwd), applies client_token
 // and the running limit, and launches. extra is what else the request
 // said that a client_token replay must match.
-func (s *Service) start(spec Spec, keepStdin bool, captureMax int, extra any) (*process, bool, error) {
+func (s *Service) start(spec Spec, keepStdin bool, captureMax int, extra any, holdOutput bool) (*process, bool, error) {
 	attr, userEnv, err := proc.Attr(spec.User)
 	if err != nil {
 		return nil, false, platform.Invalid("user", "%v", err)
@@ -70,6 +70,9 @@ func (s *Service) start(spec Spec, keepStdin bool, captureMax int, extra any) (*
 			Message: "at most " + itoa(s.set.MaxRunning) + " processes may run at once (--process-max-running); wait for one to end"}
 	}
 	p := s.newProcess(spec, cwd, hash, keepStdin, captureMax)
+	if holdOutput {
+		p.log.releaseHold(p.log.addHold(0))
+	}
 	s.procs[p.id] = p
 	if spec.ClientToken != "" {
 		s.tokens[spec.ClientToken] = p

@@ -70,7 +70,7 @@ func execCmd() *cobra.Command {
 				vars[k] = v
 			}
 			in := process.StartInput{Spec: process.Spec{Cmd: args, Cwd: cwd, User: user, Tag: tag, Env: vars,
-				TimeoutMS: timeout.Milliseconds(), ClientToken: randomToken()}, KeepStdinOpen: stdin}
+				TimeoutMS: timeout.Milliseconds(), ClientToken: randomToken()}, KeepStdinOpen: stdin, HoldOutput: true}
 			if err := in.Validate(); err != nil {
 				return &exitError{code: exitFailure, msg: err.Error()}
 			}
