@@ -162,6 +162,7 @@ type outlog struct {
 	removed   bool
 	spillErr  bool
 	spilling  bool          // the spiller goroutine runs
+	starved   bool          // an append waits for the spiller
 	wake      chan struct{} // closed at every append and at close
 	spilled   chan struct{} // closed when diskEnd moves or spilling fails
 	kick      chan struct{} // wakes the spiller
@@ -278,6 +279,10 @@ func (l *outlog) shrink() {
 			target = min(target, finishedMemory)
 		}
 		wait := l.evict(target)
+		l.starved = wait != nil
+		if l.starved {
+			l.startSpiller() // it writes what the append waits for
+		}
 		l.mu.Unlock()
 		if wait == nil {
 			return
@@ -449,7 +454,7 @@ func (l *outlog) spill() {
 			limit = finishedMemory
 		}
 		var batch []chunk
-		if l.memBytes > limit || l.waitingOn() {
+		if l.memBytes > limit || l.starved {
 			n := 0
 			i := sort.Search(len(l.mem), func(i int) bool { return l.mem[i].end() > l.diskEnd })
 			for ; i < len(l.mem) && n < spillBatch; i++ {
@@ -494,10 +499,6 @@ func (l *outlog) spill() {
 		l.b.reclaim()
 	}
 }
-
-// waitingOn reports whether memory is over its bound (an append may be
-// waiting for the spiller); the caller holds mu.
-func (l *outlog) waitingOn() bool { return l.memBytes > l.b.memPer }
 
 // settle lets a finished process's memory go down to finishedMemory: what
 // leaves is on disk. The caller holds mu.
