@@ -202,12 +202,15 @@ func (s *Service) Info() platform.Info {
 			"agent; anything of it still alive is killed then). Timeouts and DELETE send SIGTERM to the group and every " +
 			"descendant, SIGKILL after the kill grace (--process-kill-grace, 5 s), and keep the output written so far. " +
 			"Output is one sequence of both streams in the order read, each byte with an offset: the newest " +
-			"--process-output-memory bytes (4 MiB) per process in memory, older ones in files under <data>/process/output up " +
-			"to --process-output-disk (128 MiB) per process; at most --process-output-memory-total (64 MiB) in memory and " +
-			"--process-output-disk-total (1 GiB) on disk for all processes; beyond, the oldest bytes go, and a reader asking " +
-			"for them gets a gap. A follower keeps its place: while one is connected, and for --process-resume-grace (30 s) " +
-			"after it disconnects, the process is not let more than half the disk bound ahead of it (its writes wait, as on a " +
-			"pipe), so resuming loses nothing. Finished processes are kept --process-retention (1 h), at most " +
+			"--process-output-memory bytes (8 MiB) per process in memory; from half of that on, a goroutine writes them to " +
+			"files under <data>/process/output, at the disk's pace, up to --process-output-disk (128 MiB) per process; at " +
+			"most --process-output-memory-total (64 MiB) in memory and --process-output-disk-total (1 GiB) on disk for all " +
+			"processes. Beyond the bounds the oldest bytes go, and a reader asking for them gets a gap; output faster than the " +
+			"disk that no follower needs is kept in memory only; the newest chunk always stays. A follower keeps its place: " +
+			"while one is connected, and for --process-resume-grace (30 s) after it disconnects, bytes it has not read leave " +
+			"memory only for the disk, and the process is not let more than half the disk bound ahead of it (its writes wait, " +
+			"as on a pipe), so resuming loses nothing; start with hold_output to have that from the first byte. " +
+			"Finished processes are kept --process-retention (1 h), at most " +
 			"--process-max-finished (1000), then removed with their output; output does not survive a restart, records do. " +
 			"At most --process-max-running (128) run at once: more answer 429. Errors are {\"code\",\"details\",\"message\"}; " +
 			"a bad field is 400 INVALID naming it.",
