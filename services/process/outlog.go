@@ -161,8 +161,13 @@ type outlog struct {
 	closed    bool // every byte is in
 	removed   bool
 	spillErr  bool
-	spilling  bool          // the spiller goroutine runs
-	starved   bool          // an append waits for the spiller
+	spilling  bool // the spiller goroutine runs
+	starved   bool // an append waits for the spiller
+	// spare is the file of the segment the disk bound dropped last, kept
+	// for the next segment: overwriting its pages costs the file system
+	// far less than a new file and an unlink.
+	spare     string
+	spareSize int64
 	wake      chan struct{} // closed at every append and at close
 	spilled   chan struct{} // closed when diskEnd moves or spilling fails
 	kick      chan struct{} // wakes the spiller
@@ -430,7 +435,12 @@ func (l *outlog) startSpiller() {
 // half full (at the end: more than a finished process keeps), then, once
 // the output is complete and written, lets memory go down to that.
 func (l *outlog) spill() {
-	defer l.seal()
+	defer func() {
+		l.seal()
+		l.mu.Lock()
+		l.dropSpare()
+		l.mu.Unlock()
+	}()
 	for {
 		l.mu.Lock()
 		aborted := false
@@ -547,7 +557,7 @@ func (l *outlog) writeFrames(batch []chunk, gen int) error {
 		l.diskEnd = pend.end
 		pend.size, pend.index = 0, nil
 		for l.diskBytes > l.b.diskPer && len(l.segs) > 1 {
-			l.dropOldest()
+			l.recycle()
 		}
 		l.spilledMoved()
 		return nil
@@ -610,9 +620,20 @@ func runeCut(b []byte, n int) int {
 // Only the spiller calls it.
 func (l *outlog) rotate(off int64, gen int) error {
 	l.seal()
-	l.nseg++
-	path := l.prefix + "." + strconv.Itoa(l.nseg)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	l.mu.Lock()
+	path, reused := l.spare, l.spare != ""
+	if reused {
+		l.b.disk.Add(-l.spareSize)
+		l.spare, l.spareSize = "", 0
+	}
+	l.mu.Unlock()
+	flags := os.O_WRONLY
+	if !reused {
+		l.nseg++
+		path = l.prefix + "." + strconv.Itoa(l.nseg)
+		flags |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
 		return err
 	}
@@ -663,6 +684,29 @@ func (l *outlog) forget(s *segment) {
 	_ = os.Remove(s.path)
 }
 
+// recycle drops the oldest segment for the disk bound, keeping its file
+// as the spare; the caller (the spiller) holds mu.
+func (l *outlog) recycle() {
+	s := l.segs[0]
+	if l.spare != "" || l.closed || l.removed || s.sealed.Load() == false || s.dropped.Load() {
+		l.dropOldest()
+		return
+	}
+	l.segs = l.segs[1:]
+	s.dropped.Store(true)
+	l.diskBytes -= s.size
+	l.spare, l.spareSize = s.path, s.size // still on disk: b.disk keeps counting it
+}
+
+// dropSpare removes the spare file; the caller holds mu.
+func (l *outlog) dropSpare() {
+	if l.spare != "" {
+		_ = os.Remove(l.spare)
+		l.b.disk.Add(-l.spareSize)
+		l.spare, l.spareSize = "", 0
+	}
+}
+
 func (l *outlog) dropAllSegments() {
 	for _, s := range l.segs {
 		l.forget(s)
@@ -706,6 +750,9 @@ func (l *outlog) remove() {
 	l.mu.Lock()
 	l.removed = true
 	l.dropAllSegments()
+	if !l.spilling {
+		l.dropSpare()
+	}
 	l.b.mem.Add(-l.memBytes)
 	l.mem, l.memBytes = nil, 0
 	l.diskEnd = l.total
@@ -908,6 +955,11 @@ func (c *cursor) readDisk(s *segment, from segIndex, end, size int64, max int) (
 		n, err := c.f.ReadAt(buf, from.pos)
 		if n < need && err != nil {
 			return nil, err
+		}
+		if s.dropped.Load() {
+			// Dropped while read, so perhaps rewritten as a new segment:
+			// what was read may not be this segment's.
+			return nil, errSegment
 		}
 		var out []chunk
 		off, p, got := from.off, 0, 0
