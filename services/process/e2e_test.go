@@ -400,12 +400,18 @@ func TestExecCLI(t *testing.T) {
 		if code != 2 || errOut != "" || len(lines) != 3 {
 			t.Fatalf("%d %q %q", code, out, errOut)
 		}
-		var c1, c2 process.Chunk
+		// The two streams are two pipes: their order is the order read.
+		byStream := map[string]process.Chunk{}
+		for _, l := range lines[:2] {
+			var c process.Chunk
+			_ = json.Unmarshal([]byte(l), &c)
+			byStream[c.Stream] = c
+		}
 		var end process.End
-		_ = json.Unmarshal([]byte(lines[0]), &c1)
-		_ = json.Unmarshal([]byte(lines[1]), &c2)
 		_ = json.Unmarshal([]byte(lines[2]), &end)
-		if c1.Stream != "stdout" || c1.Data != "a<b" || c1.Offset != 0 || c2.Stream != "stderr" || c2.Encoding != "base64" || c2.Data != "/w==" ||
+		so, se := byStream["stdout"], byStream["stderr"]
+		if so.Data != "a<b" || so.Encoding != "" || se.Encoding != "base64" || se.Data != "/w==" ||
+			!(so.Offset == 0 && se.Offset == 3 || se.Offset == 0 && so.Offset == 1) ||
 			end.Type != "end" || end.Process.Tag != "cli-json" || *end.Process.ExitCode != 2 {
 			t.Fatalf("%q", lines)
 		}

@@ -2,6 +2,7 @@ package process_test
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -11,11 +12,13 @@ import (
 	"hash"
 	"io"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +32,17 @@ import (
 // it holds stopAt bytes in all, or at the end.
 type reader func(t *testing.T, e *env, id string, since, stopAt int64, h hash.Hash) (next int64, end *process.Process, gaps int)
 
+// smallWindow dials with a small receive buffer, as a client across a
+// network has: what a dropped connection had in flight stays well within
+// the quarter of the disk bound the service keeps before a follower's
+// place (loopback would otherwise let several MiB sit in socket buffers).
+var smallWindow = &websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 256<<10) })
+	}}
+	return d.DialContext(ctx, network, addr)
+}}
+
 func wsReader(binaryFrames bool) reader {
 	return func(t *testing.T, e *env, id string, since, stopAt int64, h hash.Hash) (int64, *process.Process, int) {
 		t.Helper()
@@ -36,7 +50,7 @@ func wsReader(binaryFrames bool) reader {
 		if binaryFrames {
 			u += "&binary=true"
 		}
-		conn, _, err := websocket.DefaultDialer.Dial(u, nil)
+		conn, _, err := smallWindow.Dial(u, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,9 +28,11 @@ import (
 //
 // Followers hold their place: while a follower is connected, or for the
 // resume grace after it disconnects, the reader of the process's pipes
-// stops taking output once it is holdLimit bytes ahead of the slowest
-// follower, and bytes a follower has not read leave memory only once they
-// are on disk. The process then waits on its pipe (as it would writing to
+// stops taking output once it is holdLimit (half the disk bound) ahead of
+// the slowest follower, and bytes a follower has not read, or may not have
+// received (inFlight, a quarter of the disk bound, before its place), leave
+// memory only once they are on disk. Within the disk bound the oldest
+// segment goes, so holdLimit + inFlight + a segment fit it. The process then waits on its pipe (as it would writing to
 // a slow terminal) instead of a follower losing bytes.
 
 const (
@@ -89,8 +91,12 @@ type budget struct {
 	diskPer, diskTotal int64
 	segSize            int64
 	holdLimit          int64
-	grace              time.Duration
-	log                *slog.Logger
+	// inFlight is how far before a follower's place bytes stay needed:
+	// what it was sent but had not received when its connection dropped
+	// (socket buffers on both ends, the gateway's) is asked for again.
+	inFlight int64
+	grace    time.Duration
+	log      *slog.Logger
 
 	mem, disk atomic.Int64
 	spillers  sync.WaitGroup // Close waits for them
@@ -102,7 +108,8 @@ type budget struct {
 func newBudget(set *Settings, log *slog.Logger) *budget {
 	seg := min(max(set.OutputDisk/8, 64<<10), 8<<20)
 	return &budget{memPer: set.OutputMemory, memTotal: set.OutputMemoryTotal, diskPer: set.OutputDisk,
-		diskTotal: set.OutputDiskTotal, segSize: seg, holdLimit: set.OutputDisk / 2, grace: set.ResumeGrace, log: log}
+		diskTotal: set.OutputDiskTotal, segSize: seg, holdLimit: set.OutputDisk / 2, inFlight: set.OutputDisk / 4,
+		grace: set.ResumeGrace, log: log}
 }
 
 func (b *budget) add(s *segment) {
@@ -333,7 +340,8 @@ func (l *outlog) evict(target int64) <-chan struct{} {
 	return nil
 }
 
-// needed reports whether a follower's place is before off; the caller
+// needed reports whether a follower may still need bytes before off: its
+// place, less what may have been in flight, is before off. The caller
 // holds mu.
 func (l *outlog) needed(off int64) bool {
 	now := time.Now()
@@ -341,7 +349,7 @@ func (l *outlog) needed(off int64) bool {
 		if h.lingering && !now.Before(h.expires) {
 			continue
 		}
-		if h.pos < off {
+		if h.pos-l.b.inFlight < off {
 			return true
 		}
 	}

@@ -207,7 +207,8 @@ func (s *Service) Info() platform.Info {
 			"most --process-output-memory-total (64 MiB) in memory and --process-output-disk-total (1 GiB) on disk for all " +
 			"processes. Beyond the bounds the oldest bytes go, and a reader asking for them gets a gap; output faster than the " +
 			"disk that no follower needs is kept in memory only; the newest chunk always stays. A follower keeps its place: " +
-			"while one is connected, and for --process-resume-grace (30 s) after it disconnects, bytes it has not read leave " +
+			"while one is connected, and for --process-resume-grace (30 s) after it disconnects, bytes it has not read (nor " +
+			"those a quarter of the disk bound before its place, which a dropped connection may have lost in flight) leave " +
 			"memory only for the disk, and the process is not let more than half the disk bound ahead of it (its writes wait, " +
 			"as on a pipe), so resuming loses nothing; start with hold_output to have that from the first byte. " +
 			"Finished processes are kept --process-retention (1 h), at most " +
