@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -43,11 +44,11 @@ func (s *Service) WriteStdin(ctx context.Context, in StdinInput) (StdinResult, e
 	case err == nil:
 		return StdinResult{Written: n}, nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return StdinResult{}, &platform.Error{Code: platform.CodeTimeout, Details: "written=" + itoa(n),
-			Message: "process " + p.id + " did not read its input within " + stdinTimeout.String() + ": " + itoa(n) + " of " + itoa(len(in.bytes)) + " bytes written"}
+		return StdinResult{}, &platform.Error{Code: platform.CodeTimeout, Details: "written=" + strconv.Itoa(n),
+			Message: "process " + p.id + " did not read its input within " + stdinTimeout.String() + ": " + strconv.Itoa(n) + " of " + strconv.Itoa(len(in.bytes)) + " bytes written"}
 	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.EIO), errors.Is(err, os.ErrClosed):
-		return StdinResult{}, &platform.Error{Code: platform.CodeConflict, Details: "written=" + itoa(n),
-			Message: "process " + p.id + " no longer reads its input (" + itoa(n) + " bytes written)"}
+		return StdinResult{}, &platform.Error{Code: platform.CodeConflict, Details: "written=" + strconv.Itoa(n),
+			Message: "process " + p.id + " no longer reads its input (" + strconv.Itoa(n) + " bytes written)"}
 	}
 	return StdinResult{}, platform.Internal("write to the process's input", err)
 }

@@ -41,7 +41,6 @@ const (
 	maxTokenLen       = 128
 	defaultMaxOutput  = 1 << 20
 	maxMaxOutput      = 16 << 20
-	maxStdinChunk     = 4 << 20
 	defaultKillGrace  = 5 * time.Second
 	maxGraceMS        = 10 * 60 * 1000
 	encodingBase64    = "base64"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,7 +110,7 @@ func (p *process) finish(reason string, code int, signal, errText string, end ti
 	if rec.ExitCode != nil {
 		f["exit_code"] = *rec.ExitCode
 		if rec.State == StateExited {
-			msg += " with code " + itoa(*rec.ExitCode)
+			msg += " with code " + strconv.Itoa(*rec.ExitCode)
 		}
 	}
 	if rec.Signal != "" {
@@ -234,8 +235,6 @@ func buildEnv(userEnv []string, extra map[string]string, id string, pty bool) []
 	}
 	return append(env, idEnv+"="+id)
 }
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // get finds a process.
 func (s *Service) get(id string) (*process, error) {

@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"os"
+	"strconv"
 
 	"deckhand/platform"
 	"deckhand/platform/proc"
@@ -67,7 +68,7 @@ func (s *Service) start(spec Spec, keepStdin bool, captureMax int, extra any, ho
 	if s.running >= s.set.MaxRunning {
 		s.mu.Unlock()
 		return nil, false, &platform.Error{Code: platform.CodeTooManyRequests, Headers: map[string]string{"Retry-After": "1"},
-			Message: "at most " + itoa(s.set.MaxRunning) + " processes may run at once (--process-max-running); wait for one to end"}
+			Message: "at most " + strconv.Itoa(s.set.MaxRunning) + " processes may run at once (--process-max-running); wait for one to end"}
 	}
 	p := s.newProcess(spec, cwd, hash, keepStdin, captureMax)
 	if holdOutput {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -145,7 +146,7 @@ func (s *Service) serveSSE(c fiber.Ctx, p *process, since int64) error {
 					buf = sseEvent(buf, "gap", "", gap)
 				}
 				for _, ch := range chunks {
-					buf = sseEvent(buf, "output", itoa64(ch.end), ch)
+					buf = sseEvent(buf, "output", strconv.FormatInt(ch.end, 10), ch)
 				}
 			}
 			_ = conn.SetWriteDeadline(time.Now().Add(stallLimit))
@@ -185,11 +186,6 @@ func marshal(v any) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
-func itoa64(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
 
 // isUpgrade reports a WebSocket handshake.
