@@ -86,8 +86,11 @@ func TestUnheldOutputKeepsItsEnd(t *testing.T) {
 	if len(gaps) != 1 || gaps[0].From != 0 || !bytes.HasSuffix(got, []byte("the end")) || int64(len(got)) != l.total-gaps[0].To {
 		t.Fatalf("%v %q", gaps, got[max(0, len(got)-20):])
 	}
-	if l.memBytes > 64<<10+coalesceMax {
-		t.Fatalf("%d bytes in memory", l.memBytes)
+	l.mu.Lock()
+	inMemory := l.memBytes
+	l.mu.Unlock()
+	if inMemory > 64<<10+coalesceMax {
+		t.Fatalf("%d bytes in memory", inMemory)
 	}
 }
 
