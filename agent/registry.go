@@ -20,6 +20,7 @@ import (
 	"deckhand/services/journal"
 	"deckhand/services/notes"
 	"deckhand/services/notifications"
+	"deckhand/services/process"
 	"deckhand/services/run"
 	"deckhand/services/terminal"
 	"deckhand/services/tunnel"
@@ -81,6 +82,7 @@ func NoErr[S, V any](newFn func(platform.ServiceDeps, S) V) func(platform.Servic
 var Offsets = map[string]int{
 	"cron": 1, "files": 2, "terminal": 3, "display": 4, "vault": 5, "tunnel": 6, "daemon": 7,
 	"exec": 8, "journal": 9, "workspace": 10, "notes": 11, "run": 12, "curl": 13, "notifications": 14,
+	"process": 15,
 }
 
 // registry is every service built into this agent. Adding a service is one
@@ -100,6 +102,7 @@ var registry = []Entry{
 	Service("run", run.New),
 	Service("curl", curl.New),
 	Service("notifications", notifications.New),
+	Service("process", process.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},

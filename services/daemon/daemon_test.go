@@ -15,8 +15,8 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/proc"
 	"deckhand/services/daemon"
-	"deckhand/services/daemon/proc"
 )
 
 type fixture struct {

@@ -69,6 +69,9 @@ func root() *cobra.Command {
 	tc := tunnelCmd()
 	tc.GroupID = cli.GroupAgent
 	cmd.AddCommand(tc)
+	ec := execCmd()
+	ec.GroupID = cli.GroupAgent
+	cmd.AddCommand(ec)
 	cmd.AddCommand(cli.Commands()...)
 	return cmd
 }
