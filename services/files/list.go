@@ -180,11 +180,3 @@ func (s *Service) Stat(p string) (Entry, error) {
 	})
 	return e, fsError(p, err)
 }
-
-func (s *Service) handleStat(c fiber.Ctx) error {
-	e, err := s.Stat(platform.QueryOf(c).String("path"))
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, http.StatusOK, e)
-}
