@@ -20,11 +20,7 @@ func (s *Service) Routes() []platform.Route {
 				"(links are listed, never followed). depth 1 lists the directory's own entries; deeper levels follow each " +
 				"directory's entry. Names starting with a dot (and what is under them) are left out unless hidden=true. " +
 				"A listing stops at limit entries with truncated=true.",
-			Query: []platform.Param{pathParam,
-				{Name: "depth", Type: "integer", Range: &platform.Range{Min: 1, Max: 32}, Default: "1", Description: "levels to descend"},
-				{Name: "hidden", Type: "boolean", Default: "false", Description: "include names starting with a dot"},
-				{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: 1000000}, Default: "10000", Description: "at most this many entries"}},
-			Response: Listing{}, Handler: s.handleList},
+			ContentType: "application/json", Response: Listing{}, Op: platform.StreamOp(s.serveList)},
 		{Method: "DELETE", Path: "/api/v1/files", OperationID: "deleteFile", Tags: tags, Summary: "Delete a file, link or directory",
 			Description: "A link is removed, not its target. A directory that is not empty answers 409 CONFLICT unless " +
 				"recursive=true. The root itself cannot be deleted. 204 on success.",
