@@ -9,7 +9,7 @@ import (
 
 // KeyRef names a key in the path.
 type KeyRef struct {
-	Key string `path:"key" doc:"1 to 256 of A-Z a-z 0-9 . _ - (not . or ..)"`
+	Key string `path:"key" doc:"1 to 128 of A-Z a-z 0-9 . _ - (not . or ..)"`
 }
 
 // ValidateParams checks the key's length and characters.
@@ -17,7 +17,7 @@ func (r KeyRef) ValidateParams() error { return ValidKey(r.Key) }
 
 // ListQuery is the query of GET /api/v1/vault/keys.
 type ListQuery struct {
-	Prefix string `query:"prefix" doc:"only keys starting with this; at most 256 of the key characters A-Z a-z 0-9 . _ - (else 400)"`
+	Prefix string `query:"prefix" doc:"only keys starting with this; at most 128 of the key characters A-Z a-z 0-9 . _ - (else 400)"`
 	After  string `query:"after" doc:"start after this key (the previous page's next); the key rule as for prefix (else 400)"`
 	Limit  int    `query:"limit" minimum:"1" maximum:"10000" default:"1000" doc:"at most this many keys"`
 }
