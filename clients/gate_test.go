@@ -185,6 +185,86 @@ var docs = []gateDoc{
 		{op: "clearNotifications", method: "DELETE", path: "/api/v1/notifications/dismiss", status: 200},
 		{op: "dismissNotifications", method: "POST", path: "/api/v1/notifications/dismiss", body: map[string]any{"all": true}, status: 200},
 	}},
+	{name: "files", call: `r, err := c.StatFileWithResponse(ctx, &files.StatFileParams{Path: "/"})
+	if err != nil {
+		return nil, err
+	}
+	if r.JSON200 == nil || r.JSON200.Path != "/" || r.JSON200.Type != "dir" {
+		return nil, fmt.Errorf("stat %d: %s", r.StatusCode(), r.Body)
+	}
+	return r.JSON200, nil`, answers: []answer{
+		{op: "getVersion", method: "GET", path: "/api/v1/version", status: 200},
+		{op: "makeDirectory", method: "POST", path: "/api/v1/files/mkdir", body: map[string]any{"path": "/gate"}, status: 201},
+		{op: "listFiles", method: "GET", path: "/api/v1/files?path=/", status: 200},
+		{op: "statFile", method: "GET", path: "/api/v1/files/stat?path=/gate", status: 200},
+		{op: "searchFiles", method: "GET", path: "/api/v1/files/search?path=/&name=gate", status: 200},
+		{op: "statFile", method: "GET", path: "/api/v1/files/stat?path=/none", status: 404},
+	}},
+	{name: "run", call: `r, err := c.CreateProfileWithResponse(ctx, run.CreateProfileJSONRequestBody{Name: "gate"})
+	if err != nil {
+		return nil, err
+	}
+	if r.JSON201 == nil || r.JSON201.Name != "gate" || r.JSON201.Version != 1 {
+		return nil, fmt.Errorf("create %d: %s", r.StatusCode(), r.Body)
+	}
+	return r.JSON201, nil`, answers: []answer{
+		{op: "createProfile", method: "POST", path: "/api/v1/run/profiles", body: map[string]any{"name": "gate2"}, status: 201},
+		{op: "listProfiles", method: "GET", path: "/api/v1/run/profiles", status: 200},
+		{op: "listSources", method: "GET", path: "/api/v1/run/sources", status: 200},
+		{op: "deleteProfile", method: "DELETE", path: "/api/v1/run/profiles/none", status: 404},
+	}},
+	{name: "terminal", call: `r, err := c.CreateTerminalWithResponse(ctx, terminal.CreateTerminalJSONRequestBody{Shell: new(string)})
+	if err != nil {
+		return nil, err
+	}
+	if r.JSON201 == nil || r.JSON201.Id == "" || r.JSON201.Pid == 0 {
+		return nil, fmt.Errorf("create %d: %s", r.StatusCode(), r.Body)
+	}
+	d, err := c.DeleteTerminalWithResponse(ctx, r.JSON201.Id)
+	if err != nil {
+		return nil, err
+	}
+	if d.JSON200 == nil || d.JSON200.Id != r.JSON201.Id {
+		return nil, fmt.Errorf("delete %d: %s", d.StatusCode(), d.Body)
+	}
+	return d.JSON200, nil`, answers: []answer{
+		{op: "listTerminals", method: "GET", path: "/api/v1/terminal/sessions", status: 200},
+		{op: "getTerminal", method: "GET", path: "/api/v1/terminal/sessions/none", status: 404},
+	}},
+	{name: "tunnel", call: `r, err := c.ListTunnelSessionsWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.JSON200 == nil {
+		return nil, fmt.Errorf("sessions %d: %s", r.StatusCode(), r.Body)
+	}
+	b, err := c.ListBindingsWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if b.JSON200 == nil || b.JSON200.Bindings == nil || len(*b.JSON200.Bindings) == 0 {
+		return nil, fmt.Errorf("bindings %d: %s", b.StatusCode(), b.Body)
+	}
+	return b.JSON200, nil`, answers: []answer{
+		{op: "listBindings", method: "GET", path: "/api/v1/tunnel/bindings", status: 200},
+		{op: "listTunnels", method: "GET", path: "/api/v1/tunnel/tunnels", status: 200},
+		{op: "cutTunnelSession", method: "DELETE", path: "/api/v1/tunnel/sessions/none", status: 404},
+	}},
+	{name: "vault", call: `r, err := c.GetVaultStatsWithResponse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.JSON200 == nil || r.JSON200.Encryption == "" || r.JSON200.KeyId == "" {
+		return nil, fmt.Errorf("stats %d: %s", r.StatusCode(), r.Body)
+	}
+	return r.JSON200, nil`, answers: []answer{
+		{op: "putKey", method: "PUT", path: "/api/v1/vault/keys/gate", body: map[string]any{"value": map[string]any{"a": 1}}, status: 201},
+		{op: "putKey", method: "PUT", path: "/api/v1/vault/keys/gate", body: map[string]any{"value": 2}, status: 200},
+		{op: "getKey", method: "GET", path: "/api/v1/vault/keys/gate", status: 200},
+		{op: "listKeys", method: "GET", path: "/api/v1/vault/keys", status: 200},
+		{op: "getKey", method: "GET", path: "/api/v1/vault/keys/none", status: 404},
+		{op: "putKey", method: "PUT", path: "/api/v1/vault/keys/gate", body: map[string]any{}, status: 400},
+	}},
 	{name: "workspace", call: `r, err := c.PutBlockWithResponse(ctx, "gate", "persona", workspace.PutBlockJSONRequestBody{Value: "a careful engineer"})
 	if err != nil {
 		return nil, err

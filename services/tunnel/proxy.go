@@ -101,9 +101,13 @@ func (s *Service) newProxy() *httputil.ReverseProxy {
 
 // serveProxyRoot answers /proxy/{port} with a 308 to /proxy/{port}/ (the
 // router also sends /proxy/{port}/ here: it ignores a trailing slash).
-func (s *Service) serveProxyRoot(w http.ResponseWriter, r *http.Request) {
+func (s *Service) serveProxyRoot(w http.ResponseWriter, r *http.Request, in ProxyRoot) {
 	if strings.HasSuffix(r.URL.Path, "/") {
-		s.serveProxy(w, r)
+		if _, err := proxyPort(in.Port); err != nil {
+			platform.WriteHTTPError(w, err)
+			return
+		}
+		s.serveProxy(w, r, ProxyRequest{Port: in.Port})
 		return
 	}
 	prefix := r.Header.Get("X-Forwarded-Prefix")
@@ -119,18 +123,17 @@ func (s *Service) serveProxyRoot(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveProxy strips /proxy/{port} and hands the request to the reverse proxy.
-func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request) {
+func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request, in ProxyRequest) {
+	portStr := in.Port
+	port, _ := proxyPort(portStr) // checked by ValidateParams
+	// The path as it came (not in.Path, which the router unescaped): the
+	// app gets the request's own bytes.
 	rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
 	if !ok {
 		platform.WriteHTTPError(w, platform.NotFound("route", r.URL.Path))
 		return
 	}
-	portStr, path, _ := strings.Cut(rest, "/")
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 1 || port > 65535 || portStr != strconv.Itoa(port) {
-		platform.WriteHTTPError(w, platform.Invalid("port", "must be an integer from 1 to 65535, got %q", portStr))
-		return
-	}
+	_, path, _ := strings.Cut(rest, "/")
 	if err := s.checkAdmitted(r, port); err != nil {
 		platform.WriteHTTPError(w, err)
 		return
