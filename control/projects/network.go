@@ -56,20 +56,22 @@ type RemoteStatus struct {
 
 // Network is the container network configuration of interface.md.
 type Network struct {
-	ContainerID           string        `json:"container_id"`
-	Configured            bool          `json:"configured"`
-	Type                  string        `json:"type"`
-	Proxy                 string        `json:"proxy"`
-	CredentialsConfigured bool          `json:"credentials_configured"`
-	Country               string        `json:"country"`
-	City                  string        `json:"city"`
-	Region                string        `json:"region"`
-	Comment               string        `json:"comment"`
-	DNSServers            []string      `json:"dns_servers"`
-	Status                string        `json:"status"`
-	ConfiguredAt          time.Time     `json:"configured_at"`
-	LastStatusCheck       *time.Time    `json:"last_status_check,omitempty"`
-	RemoteStatus          *RemoteStatus `json:"remote_status,omitempty"`
+	ContainerID           string    `json:"container_id"`
+	Configured            bool      `json:"configured"`
+	Type                  string    `json:"type"`
+	Proxy                 string    `json:"proxy"`
+	CredentialsConfigured bool      `json:"credentials_configured"`
+	Country               string    `json:"country"`
+	City                  string    `json:"city"`
+	Region                string    `json:"region"`
+	Comment               string    `json:"comment"`
+	DNSServers            []string  `json:"dns_servers"`
+	Status                string    `json:"status"`
+	ConfiguredAt          time.Time `json:"configured_at"`
+	// LastStatusCheck is on GET only: null until a start or stop checked
+	// the remote side (a nil time behind the pointer), absent elsewhere.
+	LastStatusCheck **time.Time   `json:"last_status_check,omitempty" doc:"GET only: when start or stop last checked the network; null until then"`
+	RemoteStatus    *RemoteStatus `json:"remote_status,omitempty"`
 }
 
 // NetworkState is the answer of start and stop.
@@ -85,7 +87,8 @@ func (r *networkRec) view(creds, withStatus bool) *Network {
 		Country: r.Country, City: r.City, Region: r.Region, Comment: r.Comment, DNSServers: r.DNSServers,
 		Status: r.Status, ConfiguredAt: r.ConfiguredAt}
 	if withStatus {
-		n.LastStatusCheck = r.LastCheck
+		last := r.LastCheck
+		n.LastStatusCheck = &last
 		n.RemoteStatus = &RemoteStatus{IsRunning: r.IsRunning, LastCheck: r.LastCheck}
 	}
 	return n

@@ -121,8 +121,11 @@ func TestContainerNetworkStateMachine(t *testing.T) {
 	if g["configured"] != true || g["remote_status"].(map[string]any)["is_running"] != false || g["country"] != "DE" {
 		t.Fatalf("get: %v", g)
 	}
-	if _, ok := g["last_status_check"]; ok && g["last_status_check"] != nil {
-		t.Fatalf("checked before any start: %v", g)
+	if v, ok := g["last_status_check"]; !ok || v != nil {
+		t.Fatalf("last_status_check must be present and null before any check: %v", g)
+	}
+	if _, ok := d["last_status_check"]; ok {
+		t.Fatalf("last_status_check is GET only: %v", d)
 	}
 	// Same endpoint without userinfo keeps the credentials; another drops them.
 	if d := data(s.must(200, "PUT", net, map[string]any{"type": "socks5", "proxy": "socks5://proxy.example:1080"}, f.alice)); d["credentials_configured"] != true {
