@@ -150,3 +150,49 @@ const (
 	OutcomeProxied = "proxied"
 	OutcomeDenied  = "denied"
 )
+
+// FieldError is a report field out of bounds.
+type FieldError struct{ Field, Rule string }
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Rule }
+
+// Bounds of a Status's strings.
+const (
+	maxReason = 1000
+	maxField  = 300
+)
+
+// Validate bounds a report: the control plane stores it as sent.
+func (s *Status) Validate() error {
+	if len(s.Reason) > maxReason {
+		return &FieldError{"reason", fmt.Sprintf("at most %d bytes", maxReason)}
+	}
+	if len(s.Error) > maxReason {
+		return &FieldError{"error", fmt.Sprintf("at most %d bytes", maxReason)}
+	}
+	if s.Version < 0 {
+		return &FieldError{"version", "must not be negative"}
+	}
+	if len(s.Recent) > MaxRecent {
+		return &FieldError{"recent", fmt.Sprintf("at most %d decisions", MaxRecent)}
+	}
+	for i, d := range s.Recent {
+		f := fmt.Sprintf("recent[%d]", i)
+		switch d.Outcome {
+		case OutcomeAllowed, OutcomeProxied, OutcomeDenied:
+		default:
+			return &FieldError{f + ".outcome", "must be allowed, proxied or denied"}
+		}
+		switch d.Protocol {
+		case "tcp", "dns":
+		default:
+			return &FieldError{f + ".protocol", "must be tcp or dns"}
+		}
+		for name, v := range map[string]string{"destination": d.Destination, "name": d.Name, "via": d.Via, "reason": d.Reason} {
+			if len(v) > maxField {
+				return &FieldError{f + "." + name, fmt.Sprintf("at most %d bytes", maxField)}
+			}
+		}
+	}
+	return nil
+}
