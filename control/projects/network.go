@@ -195,7 +195,7 @@ func (s *Service) networkRoutes() []platform.Route {
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/start", Policy: act, Tags: tag, Summary: "Start the network layer",
 			Description: "From configured, stopped or running: running, `is_running` true (the state asked for; the container's agent " +
 				"puts the rules in force within its poll, and GET network's `remote_status` says when it has). 400 when not configured." + errs,
-			Response:    NetworkState{}, Handler: s.handleNetState(true)},
+			Response: NetworkState{}, Handler: s.handleNetState(true)},
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/stop", Policy: act, Tags: tag, Summary: "Stop the network layer",
 			Description: "From configured, running or stopped: stopped, `is_running` false (the agent removes its rules). 400 when not configured." + errs,
 			Response:    NetworkState{}, Handler: s.handleNetState(false)},
@@ -208,7 +208,7 @@ func (s *Service) networkRoutes() []platform.Route {
 				"The agent polls it with `If-None-Match` set to the ETag (`network:v<version>`) it applied: 304 when unchanged. " +
 				"404 when no configuration is stored (the agent removes its rules). Every answer carries X-Service-Signature; " +
 				"the agent applies nothing whose signature fails." + errs,
-			Query: []platform.Param{{Name: "If-None-Match", In: "header", Description: "the ETag the agent holds; 304 when it is current"}},
+			Query:    []platform.Param{{Name: "If-None-Match", In: "header", Description: "the ETag the agent holds; 304 when it is current"}},
 			Response: netconf.Document{}, Handler: s.handleNetworkEffective},
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/remote-status", Policy: s.agentPolicy(), Tags: tag,
 			Summary: "The agent reports what runs",
