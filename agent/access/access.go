@@ -67,7 +67,7 @@ type state struct {
 type Authorizer struct {
 	cfg      Config
 	cur      atomic.Pointer[state]
-	verifier *signing.Verifier
+	control  *Control
 	claims   proxyperm.ClaimVerifier
 	ready    chan struct{}
 }
@@ -107,13 +107,14 @@ func New(cfg Config) (*Authorizer, error) {
 			return nil, fmt.Errorf("--control-url %q: must be an http:// or https:// URL", cfg.ControlURL)
 		}
 		a.cfg.ControlURL = strings.TrimRight(cfg.ControlURL, "/")
-		a.verifier = signing.NewVerifier(signing.VerifierOptions{Source: signing.HTTPKeySource(cfg.Client, a.cfg.ControlURL),
+		verifier := signing.NewVerifier(signing.VerifierOptions{Source: signing.HTTPKeySource(cfg.Client, a.cfg.ControlURL),
 			Clock: cfg.Clock, MinRefetch: 10 * time.Second})
+		a.control = &Control{URL: a.cfg.ControlURL, ContainerID: cfg.ContainerID, Token: cfg.Token, Client: cfg.Client, Verifier: verifier}
 		a.claims = func(payload, sig, kid string) ([]byte, error) {
 			var raw json.RawMessage
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			if err := a.verifier.VerifyClaim(ctx, signing.Claim{PayloadB64: payload, SignatureHex: sig, KID: kid}, &raw); err != nil {
+			if err := a.control.VerifyClaim(ctx, signing.Claim{PayloadB64: payload, SignatureHex: sig, KID: kid}, &raw); err != nil {
 				return nil, err
 			}
 			return raw, nil
