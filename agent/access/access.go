@@ -65,11 +65,11 @@ type state struct {
 
 // Authorizer is the gateway's proxy permissions decision.
 type Authorizer struct {
-	cfg      Config
-	cur      atomic.Pointer[state]
-	control  *Control
-	claims   proxyperm.ClaimVerifier
-	ready    chan struct{}
+	cfg     Config
+	cur     atomic.Pointer[state]
+	control *Control
+	claims  proxyperm.ClaimVerifier
+	ready   chan struct{}
 }
 
 // New loads what is in force at start: the last verified document (with a
