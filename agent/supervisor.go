@@ -19,6 +19,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"deckhand/agent/access"
+	"deckhand/agent/egress"
 	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -78,6 +79,9 @@ type Supervisor struct {
 	gw      *gateway.Gateway
 	gwLn    net.Listener
 	access  *access.Authorizer
+	// egress enforces the container's network configuration (nil without
+	// a control plane).
+	egress  *egress.Engine
 	started time.Time
 	probe   *http.Client
 	// sink is the journal sink the agent made (nil when the caller gave one).
@@ -159,6 +163,9 @@ func New(cfg Config) (*Supervisor, error) {
 			return nil, err
 		}
 		cfg.Authorizer = s.access
+		if s.access.Control() != nil {
+			s.egress = newEgress(cfg)
+		}
 	}
 	// A socket systemd passed (deckhand.socket) wins over --listen.
 	if s.gwLn, err = platform.Listen("--listen", cfg.Listen); err != nil {
@@ -274,6 +281,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if s.access != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.access.Run(runCtx) }()
+	}
+	if s.egress != nil {
+		// The last verified configuration is in force before the
+		// services start; the rules go when the agent stops.
+		sync := egress.NewSync(runCtx, s.egressSync())
+		wg.Add(1)
+		go func() { defer wg.Done(); sync.Run(runCtx) }()
 	}
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- s.gw.Serve(s.gwLn) }()

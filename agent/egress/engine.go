@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -154,8 +155,7 @@ func (e *Engine) Apply(ctx context.Context, c *netconf.Compiled) error {
 		a.up = up
 	}
 	e.cur.Store(a)
-	spec := ruleSpec{mark: e.opt.Mark, dnsPort: e.dnsPort, fwdPort: e.fwdPort, redirectTCP: a.up != nil, v6: e.v6, exempt: e.opt.Exempt}
-	if err := installRules(spec); err != nil {
+	if err := installRules(e.spec(a)); err != nil {
 		e.cur.Store(nil)
 		_ = e.remove()
 		e.setStatus(func(s *netconf.Status) { s.IsRunning, s.Error, s.Version = false, err.Error(), version })
@@ -174,6 +174,28 @@ func (e *Engine) Apply(ctx context.Context, c *netconf.Compiled) error {
 	}
 	e.journal("info", "egress rules in force", fields)
 	return nil
+}
+
+func (e *Engine) spec(a *active) ruleSpec {
+	return ruleSpec{mark: e.opt.Mark, dnsPort: e.dnsPort, fwdPort: e.fwdPort, redirectTCP: a.up != nil, v6: e.v6, exempt: e.opt.Exempt}
+}
+
+// SetExempt changes the destinations reached directly (the control
+// plane's addresses); rules in force are replaced at once.
+func (e *Engine) SetExempt(exempt []netip.AddrPort) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if slices.Equal(exempt, e.opt.Exempt) || e.closed {
+		return
+	}
+	e.opt.Exempt = exempt
+	a := e.cur.Load()
+	if !e.installed || a == nil {
+		return
+	}
+	if err := installRules(e.spec(a)); err != nil {
+		e.journal("error", "egress rules not replaced for the control plane's new address", map[string]any{"error": err.Error()})
+	}
 }
 
 // remove takes the rules out (the listeners stay: they only serve

@@ -26,6 +26,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -185,7 +186,16 @@ func (l *Lab) NSFile(ns string) *os.File {
 // ns after it returns, whatever thread later uses them.
 func (l *Lab) In(ns string, f func()) {
 	l.t.Helper()
-	target := l.NSFile(ns)
+	if err := inNS(ns, f); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+func inNS(ns string, f func()) error {
+	target, err := os.Open(filepath.Join("/run/netns", ns))
+	if err != nil {
+		return err
+	}
 	defer target.Close()
 	done := make(chan error, 1)
 	go func() {
@@ -216,9 +226,53 @@ func (l *Lab) In(ns string, f func()) {
 		runtime.UnlockOSThread()
 		done <- nil
 	}()
-	if err := <-done; err != nil {
-		l.t.Fatal(err)
+	return <-done
+}
+
+// DialContext connects from inside namespace ns.
+func (l *Lab) DialContext(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		var derr error
+		if err := inNS(ns, func() { c, derr = (&net.Dialer{}).DialContext(ctx, network, addr) }); err != nil {
+			return nil, err
+		}
+		return c, derr
 	}
+}
+
+// HTTPClient is a client whose connections start inside namespace ns.
+func (l *Lab) HTTPClient(ns string) *http.Client {
+	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{Proxy: nil, DialContext: l.DialContext(ns)}}
+}
+
+// Relay listens on listenAddr inside ns and carries each connection to
+// target, dialed from the test's own namespace (a control plane on the
+// test's loopback, reached from the lab).
+func (l *Lab) Relay(ns, listenAddr, target string) {
+	l.t.Helper()
+	ln := l.Listen(ns, "tcp", listenAddr)
+	l.t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.DialTimeout("tcp", target, 5*time.Second)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				done := make(chan struct{}, 2)
+				go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
+				go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
+				<-done
+			}()
+		}
+	}()
 }
 
 // Listen opens a listener inside ns.
