@@ -72,13 +72,13 @@ const (
 
 // Supervisor runs the services and the gateway of one agent.
 type Supervisor struct {
-	cfg     Config
-	log     *slog.Logger
-	db      *store.DB
-	units   []*unit
-	gw      *gateway.Gateway
-	gwLn    net.Listener
-	access  *access.Authorizer
+	cfg    Config
+	log    *slog.Logger
+	db     *store.DB
+	units  []*unit
+	gw     *gateway.Gateway
+	gwLn   net.Listener
+	access *access.Authorizer
 	// egress enforces the container's network configuration (nil without
 	// a control plane).
 	egress  *egress.Engine
