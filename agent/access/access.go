@@ -177,7 +177,7 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 		Source:   src,
 		Loopback: r.RemoteIP != nil && r.RemoteIP.IsLoopback() && client.IsLoopback(),
 		Header:   r.Header, Cookie: r.Cookie, Param: r.Query,
-		Now: a.cfg.Clock.Now(),
+		Now: a.cfg.Clock.Now(), Audience: a.cfg.ContainerID,
 	}
 	d := a.Policy().Evaluate(f, a.claims)
 	a.record(r, t, f, d)

@@ -38,6 +38,7 @@ import (
 	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/secrets"
+	"deckhand/platform/signing"
 	"deckhand/platform/store"
 )
 
@@ -45,6 +46,8 @@ import (
 type Config struct {
 	// Sealer encrypts proxy credentials at rest (the master key). Required.
 	Sealer *secrets.Sealer
+	// Keys sign container claims (nil: --signing=false, no claims).
+	Keys *signing.KeySet
 }
 
 // Resource checks this package provides.
@@ -111,6 +114,7 @@ func (s *Service) Routes() []platform.Route {
 	out = append(out, s.containerRoutes()...)
 	out = append(out, s.networkRoutes()...)
 	out = append(out, s.proxyRoutes()...)
+	out = append(out, s.claimRoutes()...)
 	return out
 }
 
