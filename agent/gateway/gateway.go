@@ -361,7 +361,13 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 // serveLocal answers the agent's own routes (status, claim): loopback
 // clients only, GET and HEAD.
 func (g *Gateway) serveLocal(ctx *fasthttp.RequestCtx, h fasthttp.RequestHandler, what string) {
-	if !ctx.RemoteIP().IsLoopback() {
+	client := ctx.RemoteIP()
+	if g.cfg.TrustProxyHeaders {
+		// A loopback peer relaying an outside client (the platform
+		// proxy) does not make that client local.
+		client = net.ParseIP(forwardedClient(client, ctx.Request.Header.PeekAll("X-Forwarded-For")))
+	}
+	if client == nil || !client.IsLoopback() || !ctx.RemoteIP().IsLoopback() {
 		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeForbidden, Message: "the agent " + what + " is served to loopback clients only", Details: what})
 		return
 	}
