@@ -44,6 +44,11 @@ type Config struct {
 	Notifier platform.Notifier
 
 	ControlURL, ContainerID, ProjectID, Token string
+	// ControlKey pins the control plane's key (--control-key: a public key
+	// in hex or a key-set file); InsecureControlURL allows plain http to a
+	// control plane that is not on loopback (agent/access).
+	ControlKey         string
+	InsecureControlURL bool
 	// PermissionsFile is a local proxy permissions document, used when
 	// there is no control plane (reloaded on change).
 	PermissionsFile string
@@ -128,6 +133,10 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	trust, err := cfg.Settings.Common.LocalTrust()
+	if err != nil {
+		return nil, err
+	}
 	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), sink: sink}
 	db, err := store.Open(filepath.Join(cfg.Data, "agent.db"))
 	if errors.Is(err, store.ErrLocked) {
@@ -157,7 +166,8 @@ func New(cfg Config) (*Supervisor, error) {
 	s.wireNotifier()
 	if cfg.Authorizer == nil {
 		s.access, err = access.New(access.Config{ControlURL: cfg.ControlURL, ContainerID: cfg.ContainerID, ProjectID: cfg.ProjectID,
-			Token: cfg.Token, PermissionsFile: cfg.PermissionsFile, Dir: filepath.Join(cfg.Data, "proxyperm"),
+			Token: cfg.Token, ControlKey: cfg.ControlKey, InsecureControlURL: cfg.InsecureControlURL,
+			PermissionsFile: cfg.PermissionsFile, Dir: filepath.Join(cfg.Data, "proxyperm"),
 			Port: func(name string) int { return Port(cfg.PortBase, name) }, Journal: cfg.Journal, Logger: cfg.Logger})
 		if err != nil {
 			return nil, err
@@ -175,7 +185,7 @@ func New(cfg Config) (*Supervisor, error) {
 		Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 		Known: Known(), Backend: s.backend, InProcess: s.inProcess, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
 		Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
-		Claim: s.claimHandler(),
+		LocalTrust: trust, Claim: s.claimHandler(),
 	})
 	ok = true
 	return s, nil

@@ -26,6 +26,17 @@ func Decode(c fiber.Ctx, dst any) error {
 
 // DecodeBytes is Decode for a body already in hand.
 func DecodeBytes(body []byte, dst any) error {
+	if err := decodeStrict(body, dst); err != nil {
+		return err
+	}
+	if v, ok := dst.(Validator); ok {
+		return v.Validate()
+	}
+	return nil
+}
+
+// decodeStrict is DecodeBytes without Validate.
+func decodeStrict(body []byte, dst any) error {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		body = []byte("{}")
@@ -38,13 +49,14 @@ func DecodeBytes(body []byte, dst any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return &Error{Code: CodeInvalid, Message: "body: unexpected data after the JSON value", Details: "body"}
 	}
-	if v, ok := dst.(Validator); ok {
-		return v.Validate()
-	}
 	return nil
 }
 
 func jsonError(err error) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe // a type's own UnmarshalJSON named the rule
+	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {

@@ -67,7 +67,7 @@ func TestContainerClaimsAtTheGateway(t *testing.T) {
 	doc := `{"project":"p1","container":"c2","groups":{"peers":{"type":"service-identity","containers":["c1"]}},
 		"permissions":{"peers":{"services":true}}}`
 	cp := signedPlane(t, ks, clock, doc)
-	a, err := access.New(access.Config{ControlURL: cp.URL, ContainerID: "c2", Token: "svc_test", Journal: &journal{}, Clock: clock,
+	a, err := access.New(access.Config{ControlURL: cp.URL, ContainerID: "c2", Token: "agt_test", Journal: &journal{}, Clock: clock,
 		Port: func(string) int { return 7701 }})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestContainerClaimsAtTheGateway(t *testing.T) {
 	}
 	const outside = "203.0.113.9"
 	get := func(claim string) int {
-		return status(a, "cron", outside, map[string]string{proxyperm.ClaimHeader: claim})
+		return status(a, "notes", outside, map[string]string{proxyperm.ClaimHeader: claim})
 	}
 
 	good := mint(ks, "c1", "c2", 5*time.Minute)

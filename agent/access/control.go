@@ -100,30 +100,11 @@ func Data(body []byte) (json.RawMessage, error) {
 // dir/name atomically, 0600, so a restarted agent puts it back in force
 // before the control plane answers.
 func SaveVerified(dir, name string, v any) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+name+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	return writeAtomic(dir, name, raw)
 }
 
 // LoadVerified reads what SaveVerified wrote into v; found is false when

@@ -50,7 +50,7 @@ func TestContainerToContainerClaims(t *testing.T) {
 		s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": id, "id": id}, admin), 201)
 	}
 	tok := func(c string) string {
-		return controltest.Data(s.Must(s.Call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "agent " + c}, alice), 201))["token"].(string)
+		return controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/"+c+"/agent-tokens", nil, alice), 201))["token"].(string)
 	}
 
 	a1 := startAgent(t, t.TempDir(), "--control-url", s.URL, "--container-id", "c1", "--project-id", pid, "--token", tok("c1"))
@@ -61,7 +61,7 @@ func TestContainerToContainerClaims(t *testing.T) {
 	s.Must(s.Call("PUT", "/api/v1/containers/c2/proxy/permissions", map[string]any{"project": pid, "container": "c2",
 		"groups":      map[string]any{"peers": map[string]any{"type": "service-identity", "containers": []string{"c1"}}},
 		"permissions": map[string]any{"peers": map[string]any{"services": true}}}, alice, "If-Match", "file:v0"), 200)
-	const health = "/_/cron/health"
+	const health = "/_/notes/health"
 	const outside = "203.0.113.20"
 	a2.within(t, 10*time.Second, 401, health, outside)
 

@@ -56,7 +56,7 @@ func newEnv(t *testing.T) *env {
 	_, e.alice = s.User(admin, "alice@example.com")
 	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, e.alice), 201))["id"].(string)
 	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
-	e.agent = controltest.Data(s.Must(s.Call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "agent c1"}, e.alice), 201))["token"].(string)
+	e.agent = controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, e.alice), 201))["token"].(string)
 	l.Relay(l.Proxy, netlab.ProxyAddr+":"+controlPort, strings.TrimPrefix(s.URL, "http://"))
 	e.dante = l.Dante(socksUser, socksPass)
 	e.web = l.Web(netlab.TargetAddr)
@@ -78,7 +78,7 @@ func (e *env) startAgent(t *testing.T, wrap ...string) *agentProc {
 	a := &agentProc{gw: "127.0.0.1:" + strconv.Itoa(base)}
 	argv := append(wrap, agentBin, "run", "--data", t.TempDir(), "--listen", a.gw, "--port-base", strconv.Itoa(base),
 		"--services", "cron", "--log-level", "info",
-		"--control-url", "http://"+netlab.ProxyAddr+":"+controlPort, "--container-id", "c1", "--token", e.agent)
+		"--control-url", "http://"+netlab.ProxyAddr+":"+controlPort, "--insecure-control-url", "--container-id", "c1", "--token", e.agent)
 	cmd := e.Exec(e.Container, argv...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	a.Proc = e.Start("agent", cmd, "")

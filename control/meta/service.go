@@ -107,11 +107,16 @@ type Config struct {
 type Service struct {
 	regions []Region
 	keys    *signing.KeySet
+	clock   platform.Clock
 }
 
 // New builds the meta domain.
 func New(env domain.Env[Config]) (*Service, error) {
-	return &Service{regions: env.Config.Regions, keys: env.Config.Keys}, nil
+	clock := env.Clock
+	if clock == nil {
+		clock = platform.SystemClock{}
+	}
+	return &Service{regions: env.Config.Regions, keys: env.Config.Keys, clock: clock}, nil
 }
 
 // RegionsResponse is data of available-regions.
@@ -146,8 +151,11 @@ func (s *Service) Routes() []platform.Route {
 			Summary: "Signing key set for responses, identity claims and container claims",
 			Description: "Public. Every published key (old keys stay after `deckhand-control keys rotate`, so " +
 				"earlier signatures keep verifying), the active kid and the signed-data formats. Clients cache " +
-				"it at least 24 hours and re-fetch when a response names an unknown kid. 503 " +
-				"`SIGNING_NOT_CONFIGURED` when the server runs with `--signing=false`.",
+				"it at least 24 hours and re-fetch when a response names an unknown kid. Besides X-Service-Signature " +
+				"(the active key), the answer carries one `" + signing.EndorsementHeader + "` header per key of the set, " +
+				"each in the same format over the same `<t>.<body>`: a client that pins a key (the agent's `--control-key`, " +
+				"or a set it accepted before) accepts a set announcing a new kid only when a key it already trusts signed it. " +
+				"503 `SIGNING_NOT_CONFIGURED` when the server runs with `--signing=false`.",
 			Response: keySetEnvelope{}, Handler: s.publicKey},
 	}
 }
@@ -163,5 +171,13 @@ func (s *Service) publicKey(c fiber.Ctx) error {
 	if s.keys == nil {
 		return errSigningOff
 	}
-	return platform.Respond(c, http.StatusOK, "Signing key set", s.keys.PublicSet())
+	if err := platform.Respond(c, http.StatusOK, "Signing key set", s.keys.PublicSet()); err != nil {
+		return err
+	}
+	// Every key of the set signs the very bytes sent, so a verifier that
+	// trusts any one of them accepts the set (signing.AcceptKeySet).
+	for _, h := range s.keys.Endorse(s.clock.Now().Unix(), signing.PublicKeyPath, c.Response().Body()) {
+		c.Response().Header.Add(signing.EndorsementHeader, h)
+	}
+	return nil
 }

@@ -46,16 +46,18 @@ const (
 )
 
 // Notification is one notification. IsRead and ReadAt are the caller's
-// read state, present only on authenticated reads.
+// read state, present only on authenticated reads: there read_at is null
+// while unread (ReadAt points to a nil time), absent on public reads
+// (ReadAt nil).
 type Notification struct {
-	ID        string     `json:"id"`
-	Title     string     `json:"title"`
-	Body      string     `json:"body"`
-	Level     string     `json:"level"`
-	UserID    *string    `json:"user_id"`
-	CreatedAt time.Time  `json:"created_at"`
-	IsRead    *bool      `json:"is_read,omitempty"`
-	ReadAt    *time.Time `json:"read_at,omitempty"`
+	ID        string      `json:"id"`
+	Title     string      `json:"title"`
+	Body      string      `json:"body"`
+	Level     string      `json:"level"`
+	UserID    *string     `json:"user_id"`
+	CreatedAt time.Time   `json:"created_at"`
+	IsRead    *bool       `json:"is_read,omitempty"`
+	ReadAt    **time.Time `json:"read_at,omitempty" format:"date-time"`
 }
 
 type record struct {
@@ -230,10 +232,12 @@ func (s *Service) list(ctx context.Context, userID string, in ListInput) (*List,
 			if userID != "" {
 				read := reads[from+i] != nil
 				v.IsRead = &read
+				var at *time.Time
 				if read {
 					t := *reads[from+i]
-					v.ReadAt = &t
+					at = &t
 				}
+				v.ReadAt = &at
 			}
 			out.Notifications = append(out.Notifications, v)
 		}
@@ -300,7 +304,8 @@ func (s *Service) MarkRead(ctx context.Context, id string) (*Notification, error
 		}
 		v = rec.view()
 		t, yes := readAt, true
-		v.IsRead, v.ReadAt = &yes, &t
+		at := &t
+		v.IsRead, v.ReadAt = &yes, &at
 		return nil
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/signing"
 	"deckhand/platform/store"
@@ -92,7 +93,9 @@ func (s *Service) handleContainerClaim(c fiber.Ctx) error {
 }
 
 func (s *Service) claimRoutes() []platform.Route {
-	return []platform.Route{{Method: http.MethodPost, Path: "/api/v1/containers/{id}/claims", Policy: s.agentPolicy(),
+	pol := agentOnly(s.env.Authz.Policy(CheckContainerClaim, "the container's own agent token (agt_), an admin, or the owner or a manager "+
+		"of the container's project"))
+	return []platform.Route{{Method: http.MethodPost, Path: "/api/v1/containers/{id}/claims", Policy: pol,
 		Tags: []string{"container claims"}, Summary: "Mint a container claim",
 		Description: "A claim that container `{id}` (of its project) calls container `aud`: payload `{typ: \"container\", container, " +
 			"project, aud, iat, exp}` as base64url JSON (`payload_b64`), signed with the key set's active key (`kid`, `signature_hex` " +
@@ -100,6 +103,17 @@ func (s *Service) claimRoutes() []platform.Route {
 			"`<payload_b64>.<signature_hex>.<kid>` for X-Deckhand-Container-Claim, which a service-identity group of the audience's " +
 			"proxy permissions admits while now is within [iat, exp] (30 s skew) and aud is that container. `ttl_seconds` 30-3600, " +
 			"default 300. 503 SIGNING_NOT_CONFIGURED without signing keys. 400 for a malformed id or body; 404 for an unknown " +
-			"container; 403 when the caller may not act on it.",
+			"container; 403 for another container's agent token, an operator or viewer, or anyone outside the project.",
 		Body: ContainerClaimInput{}, Response: signing.IssuedClaim{}, Handler: s.handleContainerClaim}}
+}
+
+// CheckContainerClaim admits the container's own agent token, or whoever
+// may manage the container (an admin, its project's owner or a manager).
+const CheckContainerClaim = "container.claim"
+
+func (s *Service) checkClaim(ctx context.Context, param func(string) string) error {
+	if p, ok := auth.FromContext(ctx); ok && p.Kind == auth.KindAgent {
+		return s.checkAgent(ctx, param)
+	}
+	return s.checkManage(ctx, param)
 }

@@ -170,11 +170,13 @@ func (s *Service) networkRoutes() []platform.Route {
 	tag := []string{"container network"}
 	read := s.env.Authz.Policy(CheckContainerRead, "a member (owner or any permission) of the container's project")
 	act := s.env.Authz.Policy(CheckContainerAccess, "the owner, an operator or a manager of the container's project")
+	agentRead := agentOnly(read)
 	errs := " 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before " +
 		"anything about the configuration is read, so others learn nothing of it)."
 	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/network", Policy: read, Tags: tag, Summary: "The container's network configuration",
+		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/network", Policy: agentRead, Tags: tag, Summary: "The container's network configuration",
 			Description: "404 when no configuration is stored. Credentials are never returned: `credentials_configured` says whether some are stored. " +
+				"The container's own agent reads it with its agent token (agt_); another container's agent token gets 403. " +
 				"`remote_status` is what the container's agent last reported, not what was asked: `is_running` is true only while the agent " +
 				"says its rules are in the kernel (false before any report, and when the last report is over two minutes old); " +
 				"`enforceable` false with a `reason` when the agent cannot apply rules (no CAP_NET_ADMIN); `in_sync` when it enforces the " +
@@ -551,12 +553,12 @@ func (s *Service) ProxyCredentials(ctx context.Context, id string) (username, pa
 	return c.Username, c.Password, true, nil
 }
 
-// agentPolicy admits the container's agent to the routes it polls and
-// reports to. The agent presents the credential `deckhand run --token`
-// carries for this container (see the effective proxy permissions route).
+// agentPolicy admits only the container's own agent token (agt_) to the
+// routes the agent polls and reports to: the effective configuration
+// carries the proxy's credentials in clear.
 func (s *Service) agentPolicy() platform.Policy {
-	return s.env.Authz.Policy(CheckContainerAccess, "the container's agent (its --token); "+
-		"the owner, an operator or a manager of the container's project")
+	return agentOnly(s.env.Authz.Policy(CheckContainerAgent, "the container's own agent token (agt_) only: people and svc_ tokens get 403, "+
+		"another container's agent token 403"))
 }
 
 // EffectiveNetwork is what container id's agent enforces, with the

@@ -61,7 +61,7 @@ func TestContainerClaims(t *testing.T) {
 		t.Fatalf("key set lacks the claim formats: %+v", set.SigningFormat)
 	}
 	path := "/api/v1/containers/" + f.cid + "/claims"
-	agentTok := data(s.must(201, "POST", "/api/v1/auth/tokens", map[string]any{"alias": "agent c1"}, f.alice))["token"].(string)
+	agentTok := data(s.must(201, "POST", "/api/v1/containers/"+f.cid+"/agent-tokens", nil, f.alice))["token"].(string)
 
 	var p proxyperm.ContainerClaim
 	before := time.Now().Unix()
@@ -101,6 +101,10 @@ func TestContainerClaims(t *testing.T) {
 		}
 	}
 	s.must(403, "POST", path, map[string]any{"aud": "c2"}, f.bob) // a viewer
+	// Another container's agent token may not speak for c1.
+	s.must(201, "POST", "/api/v1/admin/containers", map[string]any{"project_id": f.pid, "name": "two", "id": "c2"}, s.admin)
+	other := data(s.must(201, "POST", "/api/v1/containers/c2/agent-tokens", nil, f.alice))["token"].(string)
+	s.must(403, "POST", path, map[string]any{"aud": "c3"}, other)
 	s.must(403, "POST", path, map[string]any{"aud": "c2"}, f.carol)
 	s.must(401, "POST", path, map[string]any{"aud": "c2"}, "")
 	s.must(404, "POST", "/api/v1/containers/nosuch/claims", map[string]any{"aud": "c2"}, f.alice)

@@ -210,11 +210,16 @@ func TestNetworkEffectiveAndRemoteStatus(t *testing.T) {
 	s := f.s
 	net := "/api/v1/containers/" + f.cid + "/network"
 	eff := net + "/effective"
-	agentTok := data(s.must(201, "POST", "/api/v1/auth/tokens", map[string]any{"alias": "agent c1"}, f.alice))["token"].(string)
+	agentTok := data(s.must(201, "POST", "/api/v1/containers/"+f.cid+"/agent-tokens", nil, f.alice))["token"].(string)
+	svcTok := data(s.must(201, "POST", "/api/v1/auth/tokens", map[string]any{"alias": "alice"}, f.alice))["token"].(string)
 
 	s.must(404, "GET", eff, nil, agentTok)
 	s.must(200, "PUT", net, map[string]any{"type": "socks5", "proxy": "socks5://agent:Eff-Secret-7@proxy.example:1080",
 		"allow": []string{"api.example.com", "*.cdn.example", " 10.0.0.0/8 "}, "deny": []string{"bad.cdn.example"}}, f.alice)
+	// Only the container's own agent token reads it: not its owner, not
+	// the owner's svc_ token.
+	s.must(403, "GET", eff, nil, f.alice)
+	s.must(403, "GET", eff, nil, svcTok)
 	s.must(403, "GET", eff, nil, f.bob)
 	s.must(403, "GET", eff, nil, f.carol)
 	r := s.must(200, "GET", eff, nil, agentTok)
@@ -246,6 +251,7 @@ func TestNetworkEffectiveAndRemoteStatus(t *testing.T) {
 		"recent": []map[string]any{{"time": "2026-01-02T03:04:05Z", "outcome": "denied", "protocol": "tcp", "destination": "192.0.2.1:443",
 			"name": "evil.example", "reason": "name evil.example not on the allow list"}}}
 	s.must(403, "POST", net+"/remote-status", report, f.bob)
+	s.must(403, "POST", net+"/remote-status", report, f.alice)
 	s.must(200, "POST", net+"/remote-status", report, agentTok)
 	rs := data(s.must(200, "GET", net, nil, f.bob))["remote_status"].(map[string]any)
 	if rs["is_running"] != true || rs["last_check"] != "2026-01-02T03:04:05Z" || rs["reported"] != true || rs["in_sync"] != true ||

@@ -15,10 +15,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"deckhand/control/domain"
 	"deckhand/control/events"
+	"deckhand/control/identity"
 	"deckhand/control/meta"
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -144,11 +146,14 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 		Info: platform.Info{Name: "control", Title: "deckhand control plane", Version: platform.Version,
 			Description: "Accounts, sessions, signing keys and the platform resources of deckhand. " +
 				"Every response carries X-Service-Signature (ED25519 over `<t>.<body>`, keys at " +
-				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes."},
-		Style:   platform.EnvelopeErrors,
-		Logger:  s.log,
-		Auth:    s.auth,
-		Limiter: s.limiter,
+				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes, also for a request no route " +
+				"can take: an unknown method is 501, a method that is not an HTTP token 400, a header block that does not " +
+				"arrive within --header-timeout closes the connection."},
+		Style:         platform.EnvelopeErrors,
+		Logger:        s.log,
+		Auth:          s.auth,
+		Limiter:       s.limiter,
+		HeaderTimeout: cfg.HeaderTimeout,
 	}
 	if s.signer != nil {
 		hc.Finalize = s.signer.Finalize
@@ -170,6 +175,7 @@ func (s *Server) buildDomains() error {
 	s.limiter = platform.NewStoreLimiter(s.db, s.clock)
 	s.authz = domain.NewAuthorizer()
 	s.payments = &domain.Payments{}
+	issuers := map[string]domain.CredentialIssuer{}
 	base := domain.Env[domain.NoConfig]{Store: s.db, Clock: s.clock, Events: s.events, Authz: s.authz, Payments: s.payments,
 		Accounts: &domain.Accounts{}, Limiter: s.limiter}
 	for _, e := range append(append([]entry(nil), domains...), s.extra...) {
@@ -189,6 +195,18 @@ func (s *Server) buildDomains() error {
 		if a, ok := svc.(AdminEnsurer); ok {
 			s.admin = a
 		}
+		if is, ok := svc.(domain.CredentialIssuer); ok {
+			prefix := is.CredentialPrefix()
+			if len(prefix) < 3 || strings.HasPrefix(identity.TokenPrefix, prefix) || strings.HasPrefix(prefix, identity.TokenPrefix) {
+				return fmt.Errorf("%s: credential prefix %q is too short or overlaps the identity domain's %q", e.name, prefix, identity.TokenPrefix)
+			}
+			for other := range issuers {
+				if strings.HasPrefix(prefix, other) || strings.HasPrefix(other, prefix) {
+					return fmt.Errorf("%s: credential prefix %q overlaps %q", e.name, prefix, other)
+				}
+			}
+			issuers[prefix] = is
+		}
 	}
 	if s.authOverride != nil {
 		s.auth = s.authOverride
@@ -196,7 +214,28 @@ func (s *Server) buildDomains() error {
 	if s.auth == nil {
 		s.auth = refuseAll
 	}
+	if len(issuers) > 0 {
+		s.auth = prefixedAuth{issuers: issuers, next: s.auth}
+	}
 	return nil
+}
+
+// prefixedAuth resolves the credentials of CredentialIssuer domains by
+// their prefix and hands every other one to the identity domain.
+type prefixedAuth struct {
+	issuers map[string]domain.CredentialIssuer
+	next    platform.Authenticator
+}
+
+func (a prefixedAuth) Authenticate(c fiber.Ctx) (*auth.Principal, error) {
+	if raw, ok := platform.BearerToken(c); ok {
+		for prefix, is := range a.issuers {
+			if strings.HasPrefix(raw, prefix) {
+				return is.ResolveCredential(auth.WithClientIP(c.Context(), platform.ClientIP(c)), raw)
+			}
+		}
+	}
+	return a.next.Authenticate(c)
 }
 
 // refuseAll answers every credentialed route with 401 when no domain

@@ -4,7 +4,8 @@
 // the server has a price) and the caller's rented servers.
 //
 // A rental lasts RentalPeriod; once it ends the server is back on the
-// marketplace. Renting a server that is rented (by anyone) is 409.
+// marketplace. Renting a server the caller rents is 409; another user's
+// rental is 404 to everyone but an admin, as reading it is.
 package servers
 
 import (
@@ -110,8 +111,9 @@ func (s *Service) Routes() []platform.Route {
 			Limits:  []platform.RateLimit{{Name: "servers.rent", By: platform.ByAccount, N: 30, Per: time.Minute}},
 			Summary: "Rent a server for 30 days", Response: RentResult{},
 			Description: "A priced server is charged to the caller's general balance (wallet transaction type server_rental) in the same transaction as the rental: " +
-				"400 on insufficient balance. 409 when the server is rented (by anyone, the caller included, until the rental ends). " +
-				"400 for a malformed id, 404 for an unknown one.",
+				"400 on insufficient balance. 409 when the caller already rents it (until the rental ends). " +
+				"400 for a malformed id, 404 for an unknown one and for another user's rental (as GET answers it, so renting reveals no rental; " +
+				"an admin, who can read it, gets 409).",
 			Handler: s.handleRent},
 		{Method: http.MethodGet, Path: "/api/v1/servers", Policy: platform.SignedIn, Tags: tag,
 			Summary: "The caller's rented servers (rentals that have not ended)", Response: []Server{},
@@ -343,7 +345,9 @@ func (s *Service) Rent(ctx context.Context, id string) (*RentResult, error) {
 		if err != nil {
 			return err
 		}
-		if !ok {
+		// Another user's rental is unknown to the caller here as in Get,
+		// so renting cannot probe who rents what; an admin sees it (409).
+		if !ok || (r.rented(now) && r.RenterID != p.UserID && !p.IsAdmin()) {
 			return platform.NotFound("server", id)
 		}
 		if r.rented(now) && r.RenterID == p.UserID {

@@ -148,8 +148,17 @@ func TestMarketplaceRentAndVisibility(t *testing.T) {
 	if got, _ := e.svc.Mine(bob); len(got) != 0 {
 		t.Fatalf("bob's servers %v", got)
 	}
-	if _, err := e.svc.Rent(bob, big.ID); code(err) != platform.CodeConflict {
-		t.Fatalf("bob rents alice's: %v", err)
+	// Another user's rental does not exist for bob, for renting as for
+	// reading: the answer is the unknown server's, so neither reveals it.
+	_, rentErr := e.svc.Rent(bob, big.ID)
+	_, getErr := e.svc.Get(bob, big.ID)
+	_, unknownErr := e.svc.Rent(bob, "srv_000000000000000000000000")
+	if code(rentErr) != platform.CodeNotFound || rentErr.Error() != getErr.Error() ||
+		strings.ReplaceAll(rentErr.Error(), big.ID, "ID") != strings.ReplaceAll(unknownErr.Error(), "srv_000000000000000000000000", "ID") {
+		t.Fatalf("bob rents alice's: %v (reading it: %v; an unknown server: %v)", rentErr, getErr, unknownErr)
+	}
+	if _, err := e.svc.Rent(admin, big.ID); code(err) != platform.CodeConflict {
+		t.Fatalf("an admin, who sees the rental, renting it: %v", err)
 	}
 	if _, err := e.svc.Rent(alice, big.ID); code(err) != platform.CodeConflict {
 		t.Fatalf("alice rents again: %v", err)
@@ -222,7 +231,7 @@ func TestRentRace(t *testing.T) {
 			switch code(err) {
 			case "":
 				won++
-			case platform.CodeConflict:
+			case platform.CodeNotFound: // another user's rental
 				lost++
 			default:
 				t.Errorf("rent: %v", err)

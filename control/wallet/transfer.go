@@ -20,7 +20,7 @@ import (
 
 // TransferInput is the body of POST /api/v1/wallet/transfer-to-ai.
 type TransferInput struct {
-	Amount         string  `json:"amount" required:"true" doc:"decimal string, up to 2 decimals, no sign, no exponent, at least 0.01 (\"25.00\")"`
+	Amount         string  `json:"amount" required:"true" pattern:"^[0-9]+(\\.[0-9]{1,2})?$" doc:"decimal string, up to 2 decimals, no sign, no exponent, at least 0.01 (\"25.00\")"`
 	IdempotencyKey *string `json:"idempotency_key,omitempty" doc:"1-128 characters with at least one non-space; the same key and amount replays the first receipt"`
 	ExpectedFeeBPS *int    `json:"expected_fee_bps,omitempty" doc:"0-9999: the fee the client showed; 409 TRANSFER_FEE_CHANGED when the fee in force differs"`
 
@@ -117,8 +117,7 @@ func (s *Service) transferRoutes() []platform.Route {
 			"kept per user with the request and receipt for at least 24 h; the same key and amount answers the first receipt with " +
 			"`replayed: true` and moves nothing, concurrent requests with one key move money once, the same key with another amount is " +
 			"409 TRANSFER_IDEMPOTENCY_KEY_REUSED. A replay is answered before the fee check. Insufficient balance: 400.",
-		Body: TransferInput{}, Response: Receipt{},
-		Handler: platform.Endpoint(http.StatusOK, "Transfer completed", s.Transfer),
+		OperationID: "transferToAI", Message: "Transfer completed", Op: platform.Op(s.Transfer),
 	}}
 }
 

@@ -1,7 +1,6 @@
 package proxyperm
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -167,34 +166,38 @@ func (d Decision) Error(service string) *platform.Error {
 	return nil
 }
 
-// Program names.
+// Program names (see platform.ServiceProgram).
 const (
-	ProgramHTTP          = "http"
-	ProgramTerminal      = "terminal"
-	ProgramSSH           = "ssh"
-	ProgramFiles         = "files"
-	ProgramExec          = "exec"
-	ProgramServices      = "services"
-	ProgramNotifications = "notifications"
+	ProgramHTTP          = platform.ProgramHTTP
+	ProgramTerminal      = platform.ProgramTerminal
+	ProgramSSH           = platform.ProgramSSH
+	ProgramFiles         = platform.ProgramFiles
+	ProgramExec          = platform.ProgramExec
+	ProgramServices      = platform.ProgramServices
+	ProgramNotifications = platform.ProgramNotifications
 )
 
 // ProgramFor maps a service reached through the gateway, and its port, to
-// the program name a rule names: terminal, files, exec and notifications
-// for those services; http for tunnelled ports (service "tunnel" or
-// "http"); ssh for port 22 (or service "ssh"); services for the rest.
+// the program name a rule names (operations.md, platform.ServiceProgram):
+// terminal for the terminal; exec for every other service that runs a
+// command (process, daemon, exec, cron, run); files and notifications for
+// those services; for a tunnelled port (service "tunnel" or "http", port
+// the tunnelled one) ssh for 22 and http for any other; ssh for service
+// "ssh" or port 22; services for the rest, which never reaches a command.
 func ProgramFor(service string, port int) string {
 	switch service {
-	case ProgramTerminal, ProgramFiles, ProgramExec, ProgramNotifications:
-		return service
 	case "tunnel", ProgramHTTP:
+		if port == 22 {
+			return ProgramSSH
+		}
 		return ProgramHTTP
 	case ProgramSSH:
 		return ProgramSSH
 	}
-	if port == 22 {
-		return ProgramSSH
+	if p := platform.ServiceProgram(service); p != ProgramServices || port != 22 {
+		return p
 	}
-	return ProgramServices
+	return ProgramSSH
 }
 
 // match is one group's verdict on a request.
@@ -311,10 +314,7 @@ func (st *evalState) check(g *CompiledGroup) (match, string) {
 		if !ok {
 			return absent, ""
 		}
-		sum := sha256.Sum256([]byte(g.Salt + pw))
-		userOK := subtle.ConstantTimeCompare([]byte(u), []byte(g.Username))
-		passOK := subtle.ConstantTimeCompare(sum[:], g.Hash)
-		if userOK&passOK == 1 {
+		if g.checkPassword(u, pw) {
 			return matched, g.Username
 		}
 		return mismatch, ""

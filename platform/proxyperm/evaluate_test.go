@@ -123,7 +123,8 @@ func evalDoc(k *keys) string {
 		"hs":{"type":"jwt","algorithm":"HS256","secret":"hs-secret","sources":["header:Authorization","cookie:session"],"claims":{"role":"admin","level":3,"staff":true}},
 		"rs":{"type":"jwt","algorithm":"RS256","secret":` + q(k.rsaPEM) + `,"sources":["header:X-RS"]},
 		"es":{"type":"jwt","algorithm":"ES256","secret":` + q(k.ecPEM) + `,"sources":["cookie:es"]},
-		"pw":{"type":"password","username":"alice","password":"correct horse","salt":"s4lt"},
+		"pw":{"type":"password","username":"alice","password":"correct horse"},
+		"pre":{"type":"password","username":"carol","password":"` + proxyperm.HashPassword("s4lt", "old horse") + `","algorithm":"sha256","salt":"s4lt"},
 		"office":{"type":"ip","range":"10.1.2.0/24"},
 		"host":{"type":"ip","range":"192.0.2.9/32"},
 		"hdrtok":{"type":"token","header":"X-Key","value":"k-123"},
@@ -136,6 +137,7 @@ func evalDoc(k *keys) string {
 		"rs":{"files":"*"},
 		"es":{"exec":8080},
 		"pw":{"services":[7701,7702]},
+		"pre":{"services":7701},
 		"office":{"http":"8000-8100"},
 		"host":{"ssh":true},
 		"hdrtok":{"notifications":true},
@@ -208,6 +210,10 @@ func TestEvaluateRequestTable(t *testing.T) {
 		{"password port not in list", req{program: "services", port: 7703, headers: H("Authorization", basic("alice", "correct horse"))}, proxyperm.Forbidden, "pw"},
 		{"password wrong", req{program: "services", port: 7701, headers: H("Authorization", basic("alice", "wrong"))}, proxyperm.Unauthorized, ""},
 		{"password wrong user", req{program: "services", port: 7701, headers: H("Authorization", basic("bob", "correct horse"))}, proxyperm.Unauthorized, ""},
+		{"password again (remembered)", req{program: "services", port: 7701, headers: H("Authorization", basic("alice", "correct horse"))}, proxyperm.Allowed, "pw"},
+		{"password of another user", req{program: "services", port: 7701, headers: H("Authorization", basic("carol", "correct horse"))}, proxyperm.Unauthorized, ""},
+		{"pre-hashed sha256 password", req{program: "services", port: 7701, headers: H("Authorization", basic("carol", "old horse"))}, proxyperm.Allowed, "pre"},
+		{"pre-hashed sha256 password wrong", req{program: "services", port: 7701, headers: H("Authorization", basic("carol", "old horse!"))}, proxyperm.Unauthorized, ""},
 		{"password malformed basic", req{program: "services", port: 7701, headers: H("Authorization", "Basic !!!")}, proxyperm.Unauthorized, ""},
 		{"password basic without colon", req{program: "services", port: 7701, headers: H("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("alice")))}, proxyperm.Unauthorized, ""},
 		{"ip in range, port in range low edge", req{program: "http", port: 8000, src: "10.1.2.0"}, proxyperm.Allowed, "office"},
@@ -341,7 +347,8 @@ func TestProgramFor(t *testing.T) {
 		want string
 	}{
 		{"terminal", 7703, "terminal"}, {"files", 7702, "files"}, {"exec", 7708, "exec"}, {"notifications", 7714, "notifications"},
-		{"tunnel", 3000, "http"}, {"ssh", 22, "ssh"}, {"services", 22, "ssh"}, {"cron", 7701, "services"}, {"vault", 7705, "services"},
+		{"tunnel", 3000, "http"}, {"tunnel", 22, "ssh"}, {"http", 22, "ssh"}, {"ssh", 22, "ssh"}, {"services", 22, "ssh"}, {"vault", 7705, "services"}, {"journal", 7709, "services"}, {"curl", 7713, "services"},
+		{"cron", 7701, "exec"}, {"daemon", 7707, "exec"}, {"run", 7712, "exec"}, {"process", 7715, "exec"},
 	} {
 		if got := proxyperm.ProgramFor(c.svc, c.port); got != c.want {
 			t.Errorf("ProgramFor(%s, %d) = %s, want %s", c.svc, c.port, got, c.want)

@@ -326,7 +326,7 @@ func TestEveryBodyRefusesBadJSONNamingTheField(t *testing.T) {
 	}
 	n := 0
 	for _, r := range svc.Routes() {
-		if r.Body == nil {
+		if !r.JSONBody() {
 			continue
 		}
 		path := vals.Replace(r.Path)

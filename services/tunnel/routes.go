@@ -28,13 +28,15 @@ func (s *Service) Routes() []platform.Route {
 			Query:   []platform.Param{portParam},
 			Summary: "Tunnel one TCP connection to a port over WebSocket",
 			Description: "Connects to the port first (so a refusal is an HTTP answer: 400 INVALID for a port outside " +
-				"1-65535, 403 PORT_DENIED for the agent's own ports or the deny list, 502 UPSTREAM_UNREACHABLE at once " +
+				"1-65535, 403 PORT_DENIED for the agent's own ports, the deny list or a port other than the one the gateway's " +
+				"proxy permissions admitted, 502 UPSTREAM_UNREACHABLE at once " +
 				"when nothing listens), then upgrades. Binary frames carry the stream both ways. A text frame " +
 				"{\"type\":\"close_write\"} is a half-close (the sender reached end of stream; the receiver shuts down " +
 				"writing and keeps reading). Once both sides have half-closed the server closes with 1000; a failure " +
 				"closes with 1011; DELETE .../sessions/{id} closes with 1000 \"session deleted\" and closes the port's " +
 				"connection. The server pings every --tunnel-ping-interval (15 s) and cuts a peer silent for two. " +
-				"Each tunnel is a session of kind websocket. Authentication is the gateway's (proxy permissions): " +
+				"Each tunnel is a session of kind websocket. Authentication is the gateway's (proxy permissions, program ssh " +
+				"for port 22 and http for any other, rules matched against this port): " +
 				"the deckhand tunnel client sends its token as Authorization: Bearer and as the deckhand_token " +
 				"cookie, so a check on either works on this upgrade.",
 			HTTP: http.HandlerFunc(s.serveWS)},
@@ -70,10 +72,15 @@ func (s *Service) Routes() []platform.Route {
 		{Method: platform.MethodAny, Path: "/proxy/{port}/{path...}", Tags: tags,
 			Summary: "HTTP reverse proxy to a port",
 			Description: "Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names " +
-				"it, after any prefix the gateway took; X-Forwarded-For/Host/Proto are set). Nothing else is rewritten: the " +
-				"Host header, query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket " +
+				"it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host " +
+				"and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), " +
+				"X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the " +
+				"app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as " +
+				"they are. WebSocket " +
 				"upgrades pass through (dev-server hot reload); responses stream. Errors: 400 INVALID for a port outside " +
-				"1-65535, 403 PORT_DENIED, 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an " +
+				"1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy " +
+				"permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 " +
+				"UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an " +
 				"invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).",
 			HTTP: http.HandlerFunc(s.serveProxy)},
 	}

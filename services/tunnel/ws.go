@@ -34,6 +34,10 @@ func (s *Service) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	port := int(platform.QueryFrom(r.Context()).Int("port"))
+	if err := s.checkAdmitted(r, port); err != nil {
+		platform.WriteHTTPError(w, err)
+		return
+	}
 	// Not r.Context(): the host recycles it once the upgrade hijacks.
 	conn, target, err := s.dial(context.Background(), port)
 	if err != nil {

@@ -17,8 +17,8 @@ func (s *Service) Routes() []platform.Route {
 		{Method: "GET", Path: "/api/v1/vault/keys", Tags: tags, Summary: "List keys (never values)",
 			Description: "Live keys in key order with version, times, expiry and value size; never values. Page with after=next.",
 			Query: []platform.Param{
-				{Name: "prefix", Description: "only keys starting with this"},
-				{Name: "after", Description: "start after this key (the previous page's next)"},
+				{Name: "prefix", Description: "only keys starting with this; at most " + strconv.Itoa(MaxKeyLen) + " of the key characters A-Z a-z 0-9 . _ - (else 400)"},
+				{Name: "after", Description: "start after this key (the previous page's next); the key rule as for prefix (else 400)"},
 				{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: 10000}, Default: "1000", Description: "at most this many keys"},
 			},
 			Response: List{}, Handler: s.handleList},
