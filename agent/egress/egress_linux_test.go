@@ -36,7 +36,7 @@ type world struct {
 	dns, stray           *netlab.DNS
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	l := netlab.New(t)
 	w := &world{Lab: l}
 	w.dante = l.Dante(socksUser, socksPass)
@@ -68,7 +68,7 @@ func httpsDoc(v int64) *netconf.Document {
 
 // get fetches url in the container and wants 200 with the host's
 // greeting; it returns the hit the web host recorded.
-func (w *world) get(t *testing.T, web *netlab.Web, args ...string) netlab.Hit {
+func (w *world) get(t testing.TB, web *netlab.Web, args ...string) netlab.Hit {
 	t.Helper()
 	before := len(web.Hits())
 	code, out, errOut := w.Curl(append([]string{"--cacert", w.CAFile, "-f"}, args...)...)
@@ -98,7 +98,7 @@ func (w *world) refused(t *testing.T, want int, args ...string) string {
 }
 
 // tablePresent asks the container namespace's kernel for the agent's table.
-func (w *world) tablePresent(t *testing.T) bool {
+func (w *world) tablePresent(t testing.TB) bool {
 	t.Helper()
 	f := w.NSFile(w.Container)
 	defer f.Close()

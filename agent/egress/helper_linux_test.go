@@ -111,7 +111,7 @@ func runHelper() int {
 
 // engineProc is the test's end of a helper.
 type engineProc struct {
-	t       *testing.T
+	t       testing.TB
 	proc    *netlab.Proc
 	stdin   io.WriteCloser
 	replies chan helperReply
@@ -119,7 +119,7 @@ type engineProc struct {
 
 // startEngine runs the helper in namespace ns; wrap, when set, is a
 // command line the helper runs under (setpriv dropping a capability).
-func startEngine(t *testing.T, l *netlab.Lab, ns string, wrap []string, env ...string) *engineProc {
+func startEngine(t testing.TB, l *netlab.Lab, ns string, wrap []string, env ...string) *engineProc {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {

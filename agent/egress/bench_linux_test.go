@@ -1,0 +1,122 @@
+package egress_test
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"deckhand/platform/netconf"
+	"deckhand/platform/platformtest/netlab"
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// curlW runs curl in the container with -w format and returns its output.
+func (w *world) curlW(b testing.TB, format string, args ...string) string {
+	b.Helper()
+	code, out, errOut := w.Curl(append([]string{"-o", "/dev/null", "-w", format}, args...)...)
+	if code != 0 {
+		b.Fatalf("curl %v: exit %d %s", args, code, errOut)
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func pct(xs []float64, p float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(float64(len(s)-1) * p)
+	return s[i]
+}
+
+// BenchmarkEgress measures, in one run with the paths interleaved, a
+// download from the lab's target host (EGRESS_BENCH_BYTES, default 256
+// MiB, EGRESS_BENCH_ROUNDS rounds) and the time to the first response
+// byte of EGRESS_BENCH_CONNECTS fresh connections (Connection: close)
+// over three paths from the container namespace: direct (no rules), curl
+// through dante itself (--socks5, no rules), and through the agent's
+// rules and forwarder to the same dante. It logs the table the benchmark
+// section of BENCHMARKS.md quotes. Root, Linux, dante-server.
+//
+//	go test -run '^$' -bench Egress -benchtime 1x ./agent/egress/
+func BenchmarkEgress(b *testing.B) {
+	size := envInt("EGRESS_BENCH_BYTES", 256<<20)
+	rounds := envInt("EGRESS_BENCH_ROUNDS", 5)
+	connects := envInt("EGRESS_BENCH_CONNECTS", 500)
+	w := newWorld(b)
+	e := startEngine(b, w.Lab, w.Container, nil)
+	socks := fmt.Sprintf("%s:%s@%s:%d", socksUser, socksPass, netlab.ProxyAddr, netlab.SOCKSPort)
+	stopped := func() *netconf.Document { d := socksDoc(1); d.Running = false; return d }
+	bulk := "http://" + netlab.TargetAddr + "/?bytes=" + strconv.Itoa(size)
+	small := "http://" + netlab.TargetAddr + "/"
+	type path struct {
+		name string
+		doc  *netconf.Document
+		args []string
+	}
+	paths := []path{
+		{"direct (no rules)", stopped(), nil},
+		{"curl --socks5 to dante (no rules)", stopped(), []string{"--socks5", socks}},
+		{"agent forwarder → dante", socksDoc(1), nil},
+	}
+	rate := make([][]float64, len(paths))
+	ttfb := make([][]float64, len(paths))
+	urls := make([]string, connects)
+	for i := range urls {
+		urls[i] = small
+	}
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		for r := 0; r < rounds; r++ {
+			for i, p := range paths {
+				e.apply(p.doc)
+				out := w.curlW(b, "%{speed_download}\n", append(append([]string{}, p.args...), bulk)...)
+				v, _ := strconv.ParseFloat(strings.TrimSpace(out), 64)
+				rate[i] = append(rate[i], v/(1<<20))
+			}
+		}
+		// Latency: one curl per path fetching the small page over fresh
+		// connections; time_starttransfer is connect (and proxy
+		// handshake) to the first response byte.
+		for i, p := range paths {
+			e.apply(p.doc)
+			args := append(append([]string{"-H", "Connection: close"}, p.args...), urls...)
+			out := w.curlW(b, "%{time_starttransfer}\n", args...)
+			for _, line := range strings.Fields(out) {
+				v, _ := strconv.ParseFloat(line, 64)
+				ttfb[i] = append(ttfb[i], v*1e3)
+			}
+		}
+	}
+	b.StopTimer()
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n%d × %d MiB, %d fresh connections per path (nproc %s)\n", rounds, size>>20, connects, os.Getenv("NPROC"))
+	fmt.Fprintf(&sb, "| path | median MiB/s | min | max | vs curl --socks5 |\n|---|---|---|---|---|\n")
+	ref := median(rate[1])
+	for i, p := range paths {
+		s := append([]float64(nil), rate[i]...)
+		sort.Float64s(s)
+		fmt.Fprintf(&sb, "| %s | %.0f | %.0f | %.0f | %.2f× |\n", p.name, median(s), s[0], s[len(s)-1], median(s)/ref)
+	}
+	fmt.Fprintf(&sb, "| path | p50 ms | p90 ms | p99 ms | added p50 | added p99 (vs curl --socks5) |\n|---|---|---|---|---|---|\n")
+	for i, p := range paths {
+		fmt.Fprintf(&sb, "| %s | %.3f | %.3f | %.3f | %+.3f | %+.3f |\n", p.name, pct(ttfb[i], .5), pct(ttfb[i], .9), pct(ttfb[i], .99),
+			pct(ttfb[i], .5)-pct(ttfb[1], .5), pct(ttfb[i], .99)-pct(ttfb[1], .99))
+	}
+	b.Log(sb.String())
+	b.ReportMetric(median(rate[2])/ref, "fwd/socks5-throughput")
+	b.ReportMetric(pct(ttfb[2], .99)-pct(ttfb[1], .99), "added-p99-ms")
+}
