@@ -10,8 +10,8 @@
 //     configured proxy: SOCKS5 (golang.org/x/net/proxy), HTTP CONNECT, or
 //     CONNECT over TLS for an https proxy; with `block` and an allow list,
 //     allowed destinations are dialed directly;
-//   - DNS (UDP and TCP port 53, to any server) is redirected to a
-//     loopback resolver (miekg/dns) that forwards to dns_servers, over
+//   - DNS (UDP and TCP port 53, to any server, loopback stubs included) is
+//     redirected to a loopback resolver (miekg/dns) that forwards to dns_servers, over
 //     TCP through the proxy for the proxy types;
 //   - everything else leaving the namespace is refused (TCP reset, the
 //     rest dropped and counted), except loopback, replies of connections

@@ -200,6 +200,14 @@ func TestEngineEnforcesEachProxyType(t *testing.T) {
 		if n := len(w.stray.Queries()); n != 0 {
 			t.Fatalf("the DNS server from resolv.conf got %d questions", n)
 		}
+		// A stub resolver on loopback (none listens here) is answered
+		// by the agent's resolver all the same.
+		w.Resolver(w.Container, "127.0.0.53")
+		w.get(t, w.web, "http://other.allowed.test/")
+		w.Resolver(w.Container, netlab.StrayDNSAddr)
+		if qs := w.dnsFrom(w.dns, "other.allowed.test"); len(qs) == 0 {
+			t.Fatalf("a loopback stub's question did not reach the configured server")
+		}
 		if !journalHas(e, "egress proxied", map[string]string{"destination": netlab.TargetAddr + ":80", "via": netlab.ProxyAddr, "protocol": "tcp"}) ||
 			!journalHas(e, "egress proxied", map[string]string{"protocol": "dns", "name": "allowed.test"}) {
 			t.Fatalf("journal lacks the decisions:\n%s", e.proc.Output())

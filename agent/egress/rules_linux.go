@@ -66,14 +66,12 @@ func installRules(s ruleSpec) error {
 	}
 	accept := []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}}
 
-	// nat: the agent's own sockets, loopback and the control plane pass
-	// untouched; DNS goes to the resolver; TCP to the forwarder.
+	// nat: the agent's own sockets pass untouched; DNS to any server,
+	// loopback ones included (a stub resolver, Docker's 127.0.0.11),
+	// goes to the resolver; then loopback and the control plane pass;
+	// the rest of TCP goes to the forwarder.
 	for _, ch := range []*nftables.Chain{nat, filter} {
 		add(ch, markIs(s.mark), accept)
-		add(ch, oifLoopback(), accept)
-	}
-	for _, ap := range s.exempt {
-		add(nat, daddrPort(ap), accept)
 	}
 	fams := []byte{unix.NFPROTO_IPV4}
 	if s.v6 {
@@ -83,7 +81,15 @@ func installRules(s ruleSpec) error {
 		for _, proto := range []byte{unix.IPPROTO_UDP, unix.IPPROTO_TCP} {
 			add(nat, nfproto(fam), l4proto(proto), dport(53), redirect(s.dnsPort))
 		}
-		if s.redirectTCP {
+	}
+	for _, ch := range []*nftables.Chain{nat, filter} {
+		add(ch, oifLoopback(), accept)
+	}
+	for _, ap := range s.exempt {
+		add(nat, daddrPort(ap), accept)
+	}
+	if s.redirectTCP {
+		for _, fam := range fams {
 			add(nat, nfproto(fam), l4proto(unix.IPPROTO_TCP), redirect(s.fwdPort))
 		}
 	}
