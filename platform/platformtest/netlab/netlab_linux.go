@@ -738,3 +738,6 @@ next:
 	}
 	return out
 }
+
+// Pid is the process's id (for reading its /proc figures).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
