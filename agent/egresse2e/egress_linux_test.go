@@ -1,12 +1,19 @@
 package egresse2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +53,47 @@ type env struct {
 	dante  *netlab.Proc
 	web    *netlab.Web
 	dns    *netlab.DNS
+	tamper *tamper
+}
+
+// tamper sits between the lab and the control plane and, while flip is
+// set, changes one byte of the effective network configuration's body
+// (still valid JSON: a digit of the version).
+type tamper struct {
+	srv     *httptest.Server
+	flip    atomic.Bool
+	flipped atomic.Int64
+}
+
+func newTamper(t *testing.T, target string) *tamper {
+	u, _ := url.Parse(target)
+	tp := &tamper{}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if !tp.flip.Load() || !strings.HasSuffix(r.Request.URL.Path, "/network/effective") || r.StatusCode != 200 {
+			return nil
+		}
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return err
+		}
+		if i := bytes.Index(body, []byte(`"version":`)); i >= 0 {
+			if body[i+10] == '9' {
+				body[i+10] = '8'
+			} else {
+				body[i+10] = '9'
+			}
+			tp.flipped.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	tp.srv = httptest.NewServer(rp)
+	t.Cleanup(tp.srv.Close)
+	return tp
 }
 
 func newEnv(t *testing.T) *env {
@@ -57,7 +105,8 @@ func newEnv(t *testing.T) *env {
 	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, e.alice), 201))["id"].(string)
 	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
 	e.agent = controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, e.alice), 201))["token"].(string)
-	l.Relay(l.Proxy, netlab.ProxyAddr+":"+controlPort, strings.TrimPrefix(s.URL, "http://"))
+	e.tamper = newTamper(t, s.URL)
+	l.Relay(l.Proxy, netlab.ProxyAddr+":"+controlPort, strings.TrimPrefix(e.tamper.srv.URL, "http://"))
 	e.dante = l.Dante(socksUser, socksPass)
 	e.web = l.Web(netlab.TargetAddr)
 	e.dns = l.DNS(netlab.TargetAddr, map[string]string{"allowed.test": netlab.TargetAddr, "evil.test": netlab.Target2Addr})
@@ -67,16 +116,22 @@ func newEnv(t *testing.T) *env {
 
 type agentProc struct {
 	*netlab.Proc
-	gw string
+	gw, data string
 }
 
 // startAgent runs `deckhand run` in the container namespace; wrap is a
 // command line it runs under.
 func (e *env) startAgent(t *testing.T, wrap ...string) *agentProc {
 	t.Helper()
+	return e.startAgentIn(t, t.TempDir(), wrap...)
+}
+
+// startAgentIn is startAgent on data directory data.
+func (e *env) startAgentIn(t *testing.T, data string, wrap ...string) *agentProc {
+	t.Helper()
 	base := 17700
-	a := &agentProc{gw: "127.0.0.1:" + strconv.Itoa(base)}
-	argv := append(wrap, agentBin, "run", "--data", t.TempDir(), "--listen", a.gw, "--port-base", strconv.Itoa(base),
+	a := &agentProc{gw: "127.0.0.1:" + strconv.Itoa(base), data: data}
+	argv := append(wrap, agentBin, "run", "--data", data, "--listen", a.gw, "--port-base", strconv.Itoa(base),
 		"--services", "cron", "--log-level", "info",
 		"--control-url", "http://"+netlab.ProxyAddr+":"+controlPort, "--insecure-control-url", "--container-id", "c1", "--token", e.agent)
 	cmd := e.Exec(e.Container, argv...)
@@ -236,6 +291,28 @@ func TestAgentEnforcesTheControlPlanesConfiguration(t *testing.T) {
 		t.Fatalf("agent log:\n%s", a.Output())
 	}
 
+	// A tampered answer (one byte of the signed body changed) is refused:
+	// the rules in force stay, the agent says why.
+	e.tamper.flip.Store(true)
+	s.Must(s.Call("POST", e.netURL+"/stop", nil, e.alice), 200)
+	deadline := time.Now().Add(30 * time.Second)
+	for e.tamper.flipped.Load() == 0 || !strings.Contains(a.Output(), "failed signature verification") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no tampered answer refused (%d flipped):\n%s", e.tamper.flipped.Load(), a.Output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !e.tablePresent(t) {
+		t.Fatal("a tampered stop took the rules out")
+	}
+	if hit := e.get(t, "http://allowed.test/"); hit.Remote != netlab.ProxyOutAddr {
+		t.Fatalf("under a tampered answer: request from %s", hit.Remote)
+	}
+	e.tamper.flip.Store(false)
+	e.remote(t, "the stop, untampered", func(rs map[string]any) bool { return rs["is_running"] == false && rs["in_sync"] == true })
+	s.Must(s.Call("POST", e.netURL+"/start", nil, e.alice), 200)
+	e.remote(t, "started again", func(rs map[string]any) bool { return rs["is_running"] == true && rs["in_sync"] == true })
+
 	// The agent stops: its rules go with it.
 	a.Stop()
 	if e.tablePresent(t) {
@@ -243,6 +320,24 @@ func TestAgentEnforcesTheControlPlanesConfiguration(t *testing.T) {
 	}
 	if hit := e.get(t, "http://"+netlab.TargetAddr+"/"); hit.Remote != netlab.ContainerAddr {
 		t.Fatalf("after the agent: request from %s", hit.Remote)
+	}
+
+	// With the control plane gone, a restarted agent puts the last
+	// verified configuration back in force from its data directory.
+	s.Stop()
+	b := e.startAgentIn(t, a.data)
+	deadline = time.Now().Add(30 * time.Second)
+	for !e.tablePresent(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted agent put no rules back:\n%s", b.Output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if hit := e.get(t, "http://allowed.test/"); hit.Remote != netlab.ProxyOutAddr {
+		t.Fatalf("restarted without a control plane: request from %s", hit.Remote)
+	}
+	if code, _, _ := e.Curl("http://" + netlab.Target2Addr + "/"); code == 0 {
+		t.Fatal("restarted without a control plane: the allow list did not hold")
 	}
 }
 
