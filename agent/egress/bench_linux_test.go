@@ -92,7 +92,7 @@ func BenchmarkEgress(b *testing.B) {
 			batch := min(50, connects-done)
 			for i, p := range paths {
 				e.apply(p.doc)
-				curl := "curl -sS -o /dev/null -w '%{time_starttransfer}\\n' --noproxy '*' " + strings.Join(quoteAll(p.args), " ") + " " + small
+				curl := "curl -sS -o /dev/null -w '%{time_starttransfer}\\n' " + strings.Join(quoteAll(p.args), " ") + " " + small
 				out, err := w.Exec(w.Container, "sh", "-c", "for i in $(seq "+strconv.Itoa(batch)+"); do "+curl+" || exit 1; done").Output()
 				if err != nil {
 					b.Fatalf("%s: %v %s", p.name, err, out)

@@ -706,10 +706,11 @@ func (l *Lab) DNS(addr string, zone map[string]string) *DNS {
 }
 
 // Curl runs curl in the container namespace and returns its exit code,
-// stdout and stderr. It never uses a proxy from the environment.
+// stdout and stderr. Its environment is PATH alone: no proxy from the
+// test's environment applies.
 func (l *Lab) Curl(args ...string) (code int, stdout, stderr string) {
 	l.t.Helper()
-	cmd := l.Exec(l.Container, append([]string{"curl", "-sS", "--noproxy", "*", "--max-time", "20"}, args...)...)
+	cmd := l.Exec(l.Container, append([]string{"curl", "-sS", "--max-time", "20"}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
