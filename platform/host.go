@@ -93,7 +93,7 @@ type HostConfig struct {
 type Host struct {
 	cfg      HostConfig
 	methods  map[string]bool // the request methods the router knows
-	log      *slog.Logger // cfg.Logger with "service"
+	log      *slog.Logger    // cfg.Logger with "service"
 	app      *fiber.App
 	routes   []Route
 	docJSON  []byte

@@ -93,7 +93,7 @@ func TestTunnelRefusesTheAgentsOwnPorts(t *testing.T) {
 	data := t.TempDir()
 	gw := "127.0.0.1:" + strconv.Itoa(listenPort)
 	a := startRaw(t, nil, gw, base, data, "run", "--data", data, "--listen", gw, "--port-base", strconv.Itoa(base),
-		"--services", "tunnel", "--log-level", "warn", "--control-url", control.URL, "--container-id", "c1", "--token", "svc_test")
+		"--services", "tunnel", "--log-level", "warn", "--control-url", control.URL, "--container-id", "c1", "--token", "agt_test")
 	a.ready(t)
 	for _, port := range []int{listenPort, controlPort, base + 6} {
 		status, m, raw := get(t, "http://"+gw+"/_/tunnel/proxy/"+strconv.Itoa(port)+"/")
