@@ -162,6 +162,7 @@ func journalNow(e *engineProc, msg string, fields map[string]string) bool {
 }
 
 func TestEngineEnforcesEachProxyType(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// Without rules the container reaches the target directly: the lab
 	// would show a leak.
@@ -283,6 +284,7 @@ func TestEngineEnforcesEachProxyType(t *testing.T) {
 }
 
 func TestEngineBlockDropsAllButExempt(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// Target2's port 80 stands for the control plane.
 	e := startEngine(t, w.Lab, w.Container, nil, "HELPER_EXEMPT="+netlab.Target2Addr+":80")
@@ -308,6 +310,7 @@ func TestEngineBlockDropsAllButExempt(t *testing.T) {
 }
 
 func TestEngineListsHold(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	e := startEngine(t, w.Lab, w.Container, nil)
 
@@ -363,6 +366,7 @@ func TestEngineListsHold(t *testing.T) {
 }
 
 func TestEngineDeadProxyFailsClosed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	e := startEngine(t, w.Lab, w.Container, nil)
 	e.apply(socksDoc(1))
@@ -384,6 +388,7 @@ func TestEngineDeadProxyFailsClosed(t *testing.T) {
 }
 
 func TestEngineRulesGoneAfterExit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	e := startEngine(t, w.Lab, w.Container, nil)
 	e.apply(socksDoc(1))
@@ -415,6 +420,7 @@ func TestEngineRulesGoneAfterExit(t *testing.T) {
 }
 
 func TestEngineWithoutNetAdminSaysSo(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("setpriv (util-linux) is not installed")
