@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -80,7 +81,10 @@ type Lab struct {
 	procs []*Proc
 }
 
-var seq atomic.Int64
+var (
+	seq       atomic.Int64
+	sweepOnce sync.Once
+)
 
 // Skip skips t unless it runs as root with iproute2 and netns support.
 func Skip(t testing.TB) {
@@ -97,6 +101,7 @@ func Skip(t testing.TB) {
 func New(t testing.TB) *Lab {
 	t.Helper()
 	Skip(t)
+	sweepOnce.Do(sweep)
 	n := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(seq.Add(1), 10)
 	l := &Lab{t: t, Dir: t.TempDir(), Container: "dhc-" + n, Proxy: "dhp-" + n, Target: "dht-" + n}
 	t.Cleanup(l.cleanup)
@@ -152,11 +157,39 @@ func (l *Lab) cleanup() {
 	}
 }
 
-// Exec is a command run in namespace ns (`ip netns exec`).
+// Exec is a command run in namespace ns (`ip netns exec`, which execs
+// it in place). It dies with the test binary, should that be killed
+// before its cleanup runs.
 func (l *Lab) Exec(ns string, argv ...string) *exec.Cmd {
 	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd
+}
+
+// labName is a lab namespace's name: dh<c|p|t>-<test binary pid>-<n>.
+var labName = regexp.MustCompile(`^dh[cpt]-([0-9]+)-[0-9]+$`)
+
+// sweep removes the namespaces of labs whose test binary is gone (killed
+// before its cleanup ran), ending what still runs in them.
+func sweep() {
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		m := labName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + m[1]); err == nil {
+			continue
+		}
+		out, _ := exec.Command("ip", "netns", "pids", e.Name()).Output()
+		for _, f := range strings.Fields(string(out)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		_ = exec.Command("ip", "netns", "del", e.Name()).Run()
+		_ = os.RemoveAll(filepath.Join("/etc/netns", e.Name()))
+	}
 }
 
 // Resolver makes `ip netns exec` processes in ns use nameserver (their
