@@ -19,6 +19,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"deckhand/agent/access"
+	"deckhand/agent/egress"
 	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -76,13 +77,16 @@ const (
 
 // Supervisor runs the services and the gateway of one agent.
 type Supervisor struct {
-	cfg     Config
-	log     *slog.Logger
-	db      *store.DB
-	units   []*unit
-	gw      *gateway.Gateway
-	gwLn    net.Listener
-	access  *access.Authorizer
+	cfg    Config
+	log    *slog.Logger
+	db     *store.DB
+	units  []*unit
+	gw     *gateway.Gateway
+	gwLn   net.Listener
+	access *access.Authorizer
+	// egress enforces the container's network configuration (nil without
+	// a control plane).
+	egress  *egress.Engine
 	started time.Time
 	probe   *http.Client
 	// sink is the journal sink the agent made (nil when the caller gave one).
@@ -169,6 +173,9 @@ func New(cfg Config) (*Supervisor, error) {
 			return nil, err
 		}
 		cfg.Authorizer = s.access
+		if s.access.Control() != nil {
+			s.egress = newEgress(cfg)
+		}
 	}
 	// A socket systemd passed (deckhand.socket) wins over --listen.
 	if s.gwLn, err = platform.Listen("--listen", cfg.Listen); err != nil {
@@ -178,7 +185,7 @@ func New(cfg Config) (*Supervisor, error) {
 		Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 		Known: Known(), Backend: s.backend, InProcess: s.inProcess, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
 		Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
-		LocalTrust: trust,
+		LocalTrust: trust, Claim: s.claimHandler(),
 	})
 	ok = true
 	return s, nil
@@ -285,6 +292,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if s.access != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.access.Run(runCtx) }()
+	}
+	if s.egress != nil {
+		// The last verified configuration is in force before the
+		// services start; the rules go when the agent stops.
+		sync := egress.NewSync(runCtx, s.egressSync())
+		wg.Add(1)
+		go func() { defer wg.Done(); sync.Run(runCtx) }()
 	}
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- s.gw.Serve(s.gwLn) }()

@@ -80,6 +80,7 @@ type Authorizer struct {
 	cfg      Config
 	cur      atomic.Pointer[state]
 	verifier *signing.Verifier
+	control  *Control
 	claims   proxyperm.ClaimVerifier
 	ready    chan struct{}
 	lastKIDs atomic.Pointer[[]string] // kids last journaled as trusted
@@ -136,11 +137,12 @@ func New(cfg Config) (*Authorizer, error) {
 		a.verifier = signing.NewVerifier(signing.VerifierOptions{Fetch: signing.HTTPKeySetFetcher(cfg.Client, a.cfg.ControlURL),
 			Pinned: pinned, Trusted: a.savedKeys(), TrustFirst: true, OnAccept: a.keysAccepted,
 			Clock: cfg.Clock, MinRefetch: 10 * time.Second})
+		a.control = &Control{URL: a.cfg.ControlURL, ContainerID: cfg.ContainerID, Token: cfg.Token, Client: cfg.Client, Verifier: a.verifier}
 		a.claims = func(payload, sig, kid string) ([]byte, error) {
 			var raw json.RawMessage
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			if err := a.verifier.VerifyClaim(ctx, signing.Claim{PayloadB64: payload, SignatureHex: sig, KID: kid}, &raw); err != nil {
+			if err := a.control.VerifyClaim(ctx, signing.Claim{PayloadB64: payload, SignatureHex: sig, KID: kid}, &raw); err != nil {
 				return nil, err
 			}
 			return raw, nil
@@ -213,7 +215,7 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 		Port:    port,
 		Source:  src,
 		Header:  r.Header, Cookie: r.Cookie, Param: r.Query,
-		Now: a.cfg.Clock.Now(),
+		Now: a.cfg.Clock.Now(), Audience: a.cfg.ContainerID,
 	}
 	if pol == nil || !pol.Enabled {
 		// Only then does a loopback client pass without a credential;

@@ -98,6 +98,11 @@ import (
 // StatusPath is where the gateway answers the agent's status (loopback only).
 const StatusPath = "/_agent/status"
 
+// ClaimPath is where a program in the container gets the container's
+// claim for another container's gateway (loopback only):
+// GET /_agent/claim?aud=<container id>.
+const ClaimPath = "/_agent/claim"
+
 // Config wires the gateway to the agent.
 type Config struct {
 	// Domain is {container_domain} of Host routing (--domain).
@@ -114,6 +119,8 @@ type Config struct {
 	InProcess func(service string) *InProcess
 	// Status answers StatusPath.
 	Status http.Handler
+	// Claim answers ClaimPath (nil: 404, the agent has no control plane).
+	Claim http.Handler
 	// Authorizer decides who may pass; default LoopbackOnly.
 	Authorizer Authorizer
 	// Policy is the request policy (Host, Origin, Sec-Fetch-Site) checked
@@ -156,6 +163,7 @@ type Gateway struct {
 	known  []string // longest first, so "notifications" wins over a shorter suffix
 	srv    *fasthttp.Server
 	status fasthttp.RequestHandler
+	claim  fasthttp.RequestHandler
 
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient // by service address
@@ -189,6 +197,9 @@ func New(cfg Config) *Gateway {
 	sort.Slice(g.known, func(i, j int) bool { return len(g.known[i]) > len(g.known[j]) })
 	if cfg.Status != nil {
 		g.status = fasthttpadaptor.NewFastHTTPHandler(cfg.Status)
+	}
+	if cfg.Claim != nil {
+		g.claim = fasthttpadaptor.NewFastHTTPHandler(cfg.Claim)
 	}
 	g.srv = &fasthttp.Server{
 		Handler:                      g.handle,
@@ -311,8 +322,12 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 // route sends a request the policy let in to its service.
 func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	path, query := splitRequestURI(ctx.Request.Header.RequestURI())
-	if path == StatusPath {
-		g.serveStatus(ctx)
+	switch path {
+	case StatusPath:
+		g.serveLocal(ctx, g.status, "status")
+		return
+	case ClaimPath:
+		g.serveLocal(ctx, g.claim, "claim")
 		return
 	}
 	host := string(ctx.Request.Header.Host())
@@ -363,20 +378,30 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-func (g *Gateway) serveStatus(ctx *fasthttp.RequestCtx) {
-	if !ctx.RemoteIP().IsLoopback() || !g.cfg.LocalTrust.Trusted(ctx.Conn()) {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeForbidden, Message: "the agent status is served to loopback clients of trusted local users only", Details: "status"})
+// serveLocal answers the agent's own routes (status, claim): loopback
+// clients of trusted local users only, GET and HEAD.
+func (g *Gateway) serveLocal(ctx *fasthttp.RequestCtx, h fasthttp.RequestHandler, what string) {
+	local := ctx.RemoteIP().IsLoopback() && g.cfg.LocalTrust.Trusted(ctx.Conn())
+	if local && g.cfg.TrustProxyHeaders {
+		// A loopback peer relaying an outside client (the platform
+		// proxy) does not make that client local.
+		client := net.ParseIP(forwardedClient(ctx.RemoteIP(), ctx.Request.Header.PeekAll("X-Forwarded-For")))
+		local = client != nil && client.IsLoopback()
+	}
+	if !local {
+		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeForbidden,
+			Message: "the agent " + what + " is served to loopback clients of trusted local users only", Details: what})
 		return
 	}
 	if !ctx.IsGet() && !ctx.IsHead() {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeMethodNotAllowed, Message: "method not allowed on this route", Details: "status"})
+		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeMethodNotAllowed, Message: "method not allowed on this route", Details: what})
 		return
 	}
-	if g.status == nil {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeNotFound, Message: "this gateway has no status", Details: "status"})
+	if h == nil {
+		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeNotFound, Message: "this gateway has no " + what, Details: what})
 		return
 	}
-	g.status(ctx)
+	h(ctx)
 }
 
 // redirect answers 308 to the directory form, as http.Redirect does.

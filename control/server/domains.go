@@ -76,5 +76,5 @@ func (s *Server) walletConfig() (wallet.Config, error) {
 }
 
 func (s *Server) projectsConfig() (projects.Config, error) {
-	return projects.Config{Sealer: s.sealer}, nil
+	return projects.Config{Sealer: s.sealer, Keys: s.keys}, nil
 }

@@ -62,7 +62,7 @@ func (r req) facts() proxyperm.Facts {
 		hdr[k] = v
 	}
 	a := netip.MustParseAddr(src)
-	return proxyperm.Facts{Program: r.program, Port: r.port, Source: a, Loopback: a.IsLoopback(),
+	return proxyperm.Facts{Program: r.program, Port: r.port, Source: a, Loopback: a.IsLoopback(), Audience: "c1",
 		Header: get(hdr), Cookie: get(r.cookies), Param: get(r.params), Now: evalNow}
 }
 
@@ -169,9 +169,11 @@ func TestEvaluateRequestTable(t *testing.T) {
 	confused := sign(t, jwt.SigningMethodHS256, []byte(k.rsaPEM), jwt.MapClaims{"sub": "r1"})
 	none := sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, hsClaims(nil))
 	basic := func(u, pw string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+pw)) }
-	claim := func(c, pr string, at time.Time) string {
-		return containerClaim(t, k.edPriv, proxyperm.ContainerClaim{Container: c, Project: pr, IssuedAt: at.Unix()})
+	claimFor := func(c, pr, aud string, at time.Time, life time.Duration) string {
+		return containerClaim(t, k.edPriv, proxyperm.ContainerClaim{Type: "container", Container: c, Project: pr, Audience: aud,
+			IssuedAt: at.Unix(), Expires: at.Add(life).Unix()})
 	}
+	claim := func(c, pr string, at time.Time) string { return claimFor(c, pr, "c1", at, 5*time.Minute) }
 	H := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -232,13 +234,19 @@ func TestEvaluateRequestTable(t *testing.T) {
 		{"access false: matched, denied", req{program: "terminal", headers: H("X-View", "v")}, proxyperm.Forbidden, "viewer"},
 		{"service-identity container", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow))}, proxyperm.Allowed, "peers"},
 		{"service-identity project", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c5", "p7", evalNow.Add(-299*time.Second)))}, proxyperm.Allowed, "peers"},
+		{"service-identity long-lived claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claimFor("c9", "p1", "c1", evalNow.Add(-50*time.Minute), time.Hour))}, proxyperm.Allowed, "peers"},
+		{"service-identity expired", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claimFor("c9", "p1", "c1", evalNow.Add(-10*time.Minute), 5*time.Minute))}, proxyperm.Unauthorized, ""},
+		{"service-identity wrong audience", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claimFor("c9", "p1", "c2", evalNow, 5*time.Minute))}, proxyperm.Unauthorized, ""},
+		{"service-identity lifetime over an hour", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claimFor("c9", "p1", "c1", evalNow, 2*time.Hour))}, proxyperm.Unauthorized, ""},
+		{"service-identity identity claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader,
+			containerClaim(t, k.edPriv, proxyperm.ContainerClaim{Type: "identity", Container: "c9", Project: "p1", Audience: "c1", IssuedAt: evalNow.Unix(), Expires: evalNow.Add(time.Minute).Unix()}))}, proxyperm.Unauthorized, ""},
 		{"service-identity wildcard", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("w42", "p3", evalNow))}, proxyperm.Allowed, "peers"},
 		{"service-identity with kid", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow)+".ed25519-0011")}, proxyperm.Allowed, "peers"},
 		{"service-identity other container", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c5", "p5", evalNow))}, proxyperm.Unauthorized, ""},
-		{"service-identity stale claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow.Add(-301*time.Second)))}, proxyperm.Unauthorized, ""},
-		{"service-identity future claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow.Add(301*time.Second)))}, proxyperm.Unauthorized, ""},
+		{"service-identity stale claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow.Add(-331*time.Second)))}, proxyperm.Unauthorized, ""},
+		{"service-identity future claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow.Add(31*time.Second)))}, proxyperm.Unauthorized, ""},
 		{"service-identity forged", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader,
-			containerClaim(t, k.otherEd, proxyperm.ContainerClaim{Container: "c9", Project: "p1", IssuedAt: evalNow.Unix()}))}, proxyperm.Unauthorized, ""},
+			containerClaim(t, k.otherEd, proxyperm.ContainerClaim{Type: "container", Container: "c9", Project: "p1", Audience: "c1", IssuedAt: evalNow.Unix(), Expires: evalNow.Add(time.Minute).Unix()}))}, proxyperm.Unauthorized, ""},
 		{"service-identity malformed", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, "nonsense")}, proxyperm.Unauthorized, ""},
 	}
 	for _, c := range cases {
@@ -358,7 +366,8 @@ func FuzzEvaluate(f *testing.F) {
 	p := compileJSON(f, evalDoc(k))
 	verify := verifierFor(k.edPub)
 	hs := sign(f, jwt.SigningMethodHS256, []byte("hs-secret"), jwt.MapClaims{"role": "admin", "level": 3, "staff": true})
-	good := containerClaim(f, k.edPriv, proxyperm.ContainerClaim{Container: "c9", Project: "p1", IssuedAt: evalNow.Unix()})
+	good := containerClaim(f, k.edPriv, proxyperm.ContainerClaim{Type: "container", Container: "c9", Project: "p1", Audience: "c1",
+		IssuedAt: evalNow.Unix(), Expires: evalNow.Add(time.Minute).Unix()})
 	seeds := []struct {
 		prog          string
 		port          int
@@ -379,7 +388,7 @@ func FuzzEvaluate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, prog string, port int, ip []byte, auth, key, cl, cookie, param string) {
 		src, _ := netip.AddrFromSlice(ip)
-		facts := proxyperm.Facts{Program: prog, Port: port, Source: src, Now: evalNow,
+		facts := proxyperm.Facts{Program: prog, Port: port, Source: src, Now: evalNow, Audience: "c1",
 			Header: func(n string) string {
 				switch n {
 				case "Authorization":

@@ -62,7 +62,7 @@ func root() *cobra.Command {
 	}
 	output.AddFlag(cmd, cmd.PersistentFlags())
 	cmd.AddGroup(append([]*cobra.Group{{ID: groupAgent, Title: "The agent:"}}, cli.Groups()...)...)
-	for _, c := range []*cobra.Command{runCmd(), serviceCmd(), statusCmd(), versionCmd()} {
+	for _, c := range []*cobra.Command{runCmd(), serviceCmd(), statusCmd(), networkCmd(), versionCmd()} {
 		c.GroupID = groupAgent
 		cmd.AddCommand(c)
 	}
