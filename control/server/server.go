@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"deckhand/control/console"
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/meta"
@@ -66,6 +67,7 @@ type Server struct {
 	extra        []entry
 	host         *platform.Host
 	ln           net.Listener
+	pages        fiber.Handler // the console's pages (console.Service.Pages)
 	stopWatch    func() // ends the signing-key watch (storage.go)
 }
 
@@ -153,6 +155,9 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 		Limiter:       s.limiter,
 		HeaderTimeout: cfg.HeaderTimeout,
 	}
+	if s.pages != nil {
+		hc.Middleware = append(hc.Middleware, s.pages)
+	}
 	if s.signer != nil {
 		hc.Finalize = s.signer.Finalize
 	}
@@ -191,6 +196,14 @@ func (s *Server) buildDomains() error {
 		}
 		if a, ok := svc.(AdminEnsurer); ok {
 			s.admin = a
+		}
+	}
+	for _, d := range s.domains {
+		// The console signs in with cookies: its authenticator takes the
+		// session cookie (same origin, CSRF token) where no header is sent.
+		if c, ok := d.(*console.Service); ok && s.auth != nil {
+			s.auth = c.Authenticator(s.auth)
+			s.pages = c.Pages
 		}
 	}
 	if s.authOverride != nil {
