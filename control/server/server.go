@@ -68,7 +68,7 @@ type Server struct {
 	host         *platform.Host
 	ln           net.Listener
 	pages        fiber.Handler // the console's pages (console.Service.Pages)
-	stopWatch    func() // ends the signing-key watch (storage.go)
+	stopWatch    func()        // ends the signing-key watch (storage.go)
 }
 
 // ErrDataInUse means another process serves the same --data directory.
