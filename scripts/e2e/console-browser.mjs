@@ -254,7 +254,7 @@ async function conflict(chrome) {
   await b.getByRole("button", { name: "Save merged version" }).click();
   await b.getByText("Merged version saved (version 2)").waitFor();
   await a.getByRole("button", { name: "Reload" }).click();
-  await a.getByRole("cell", { name: "vpn" }).waitFor();
+  await a.getByRole("cell", { name: "vpn", exact: true }).first().waitFor();
   console.log("MERGED version 2");
   await doneA();
   await doneB();

@@ -63,7 +63,7 @@ addEventListener("popstate", update);
 addEventListener("click", (e) => {
   if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   const a = e.target.closest?.("a[href]");
-  if (!a || a.target || a.hasAttribute("download")) return;
+  if (!a || a.target || a.hasAttribute("download") || a.getAttribute("href").startsWith("#")) return;
   const u = new URL(a.href, location.href);
   if (u.origin !== location.origin || !match(u.pathname)) return;
   e.preventDefault();
