@@ -99,3 +99,6 @@ export async function verify(resp, bytes, path) {
 export function signingState() {
   return signing;
 }
+
+// The keys are fetched as the console starts, beside its first calls.
+loadKeys().catch(() => {});
