@@ -148,7 +148,8 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 				"Every response carries X-Service-Signature (ED25519 over `<t>.<body>`, keys at " +
 				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes, also for a request no route " +
 				"can take: an unknown method is 501, a method that is not an HTTP token 400, a header block that does not " +
-				"arrive within --header-timeout closes the connection."},
+				"arrive within --header-timeout closes the connection. The web console is served at / (its pages and files only; " +
+				"every other path is the API's); it signs in with cookies at " + console.SessionPath + "."},
 		Style:         platform.EnvelopeErrors,
 		Logger:        s.log,
 		Auth:          s.auth,
