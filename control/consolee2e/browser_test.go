@@ -70,14 +70,16 @@ func line(t *testing.T, out, prefix string) string {
 
 // TestConsoleStory is a new user's way through the console in Chromium:
 // sign up, the mailed link, login, 2FA with oathtool, logout and login
-// with a code, an auth token, a double-clicked transfer and an invoice
-// PDF. The server's side is then checked over the API with that token.
+// with a code, an auth token, a double-clicked transfer, an invoice PDF,
+// and recovery (the reset mail's link, then a backup code). The server's
+// side is then checked over the API with that token.
 func TestConsoleStory(t *testing.T) {
 	s := controltest.Start(t, "--transfer-fee-bps", "250")
 	email := "newcomer@example.com"
 	out := runConsole(t, "story", map[string]any{"url": s.URL, "email": email, "mailDir": filepath.Join(s.Data, "mail"),
 		"adminEmail": controltest.AdminEmail, "adminPassword": controltest.AdminPass, "outDir": artifacts(t, "story")})
 	token := line(t, out, "TOKEN")
+	line(t, out, "RECOVERED")
 
 	// The token made in the console works with curl.
 	curl, err := exec.Command("curl", "-sS", "-H", "Authorization: Bearer "+token, s.URL+"/api/v1/users/auth/me").CombinedOutput()

@@ -6,7 +6,8 @@
 //   story     sign up (password rules), open the mailed link, log in, turn
 //             on 2FA (QR code, oathtool), log out and in with a code, make
 //             an auth token, transfer with a racing double click, download
-//             an invoice PDF (checked with pdftotext)
+//             an invoice PDF (checked with pdftotext), recover the account
+//             (the mailed reset link, a backup code)
 //   conflict  edit one permissions document in two tabs: the second save
 //             gets the conflict view and saves the merge
 //   tour      every page as admin and as a plain user at 360 and 1440 px:
@@ -143,6 +144,7 @@ async function story(chrome) {
   const codes = page.getByRole("list", { name: "Backup codes" }).getByRole("listitem");
   await codes.first().waitFor();
   check((await codes.count()) >= 8, "too few backup codes shown");
+  const backup = (await codes.first().textContent()).trim();
   await page.getByRole("button", { name: "I saved them" }).click();
   await page.getByTestId("2fa-state").getByText("On since").waitFor();
   console.log("2FA enabled with oathtool");
@@ -223,6 +225,27 @@ async function story(chrome) {
   const text = execFileSync("pdftotext", [file, "-"], { encoding: "utf8" });
   check(text.includes(number), `pdftotext of the invoice lacks ${number}:\n${text}`);
   console.log("PDF " + number);
+
+  // Recovery: the mailed reset link, a new password, a backup code.
+  await page.getByRole("button", { name: "Log out" }).click();
+  await page.getByRole("link", { name: "Forgot your password?" }).click();
+  await page.getByLabel("Email").fill(email);
+  await page.getByRole("button", { name: "Send reset link" }).click();
+  await page.getByRole("status").waitFor();
+  const reset = mailLink(args.mailDir, email, "reset-password");
+  check(reset.startsWith(base + "/auth/reset-password?token="), `reset link ${reset} is not the console's page`);
+  await page.goto(reset);
+  await page.getByLabel("New password").fill("Another-Pass-2025?");
+  await page.getByRole("button", { name: "Set password" }).click();
+  await page.getByText("Password updated").waitFor();
+  await page.goto(base + "/login");
+  await page.getByLabel("Email or username").fill(email);
+  await page.getByLabel("Password").fill("Another-Pass-2025?");
+  await page.getByRole("button", { name: "Log in", exact: true }).click();
+  await page.getByLabel("Authentication code").fill(backup);
+  await page.getByRole("button", { name: "Verify code" }).click();
+  await page.getByRole("heading", { name: "Dashboard" }).waitFor();
+  console.log("RECOVERED with the reset link and a backup code");
   await done();
 }
 
