@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"deckhand/control/console"
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/identity"
@@ -68,7 +69,8 @@ type Server struct {
 	extra        []entry
 	host         *platform.Host
 	ln           net.Listener
-	stopWatch    func() // ends the signing-key watch (storage.go)
+	pages        fiber.Handler // the console's pages (console.Service.Pages)
+	stopWatch    func()        // ends the signing-key watch (storage.go)
 }
 
 // ErrDataInUse means another process serves the same --data directory.
@@ -148,12 +150,16 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 				"Every response carries X-Service-Signature (ED25519 over `<t>.<body>`, keys at " +
 				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes, also for a request no route " +
 				"can take: an unknown method is 501, a method that is not an HTTP token 400, a header block that does not " +
-				"arrive within --header-timeout closes the connection."},
+				"arrive within --header-timeout closes the connection. The web console is served at / (its pages and files only; " +
+				"every other path is the API's); it signs in with cookies at " + console.SessionPath + "."},
 		Style:         platform.EnvelopeErrors,
 		Logger:        s.log,
 		Auth:          s.auth,
 		Limiter:       s.limiter,
 		HeaderTimeout: cfg.HeaderTimeout,
+	}
+	if s.pages != nil {
+		hc.Middleware = append(hc.Middleware, s.pages)
 	}
 	if s.signer != nil {
 		hc.Finalize = s.signer.Finalize
@@ -206,6 +212,14 @@ func (s *Server) buildDomains() error {
 				}
 			}
 			issuers[prefix] = is
+		}
+	}
+	for _, d := range s.domains {
+		// The console signs in with cookies: its authenticator takes the
+		// session cookie (same origin, CSRF token) where no header is sent.
+		if c, ok := d.(*console.Service); ok && s.auth != nil {
+			s.auth = c.Authenticator(s.auth)
+			s.pages = c.Pages
 		}
 	}
 	if s.authOverride != nil {

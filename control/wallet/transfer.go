@@ -108,8 +108,21 @@ func keyID(userID, key string) string {
 	return userKey(userID, hex.EncodeToString(sum[:]))
 }
 
+// TransferFee is GET /api/v1/wallet/transfer-fee: the fee a client shows
+// before a transfer and sends back as expected_fee_bps.
+type TransferFee struct {
+	FeeBPS int `json:"fee_bps" doc:"the platform fee on transfers to AI credit, in basis points (1/100 of a percent)"`
+}
+
 func (s *Service) transferRoutes() []platform.Route {
 	return []platform.Route{{
+		Method: http.MethodGet, Path: "/api/v1/wallet/transfer-fee", Policy: platform.SignedIn, Tags: []string{"wallet"},
+		Summary:  "The fee in force on transfers to AI credit (show it, then send it as expected_fee_bps)",
+		Response: TransferFee{},
+		Handler: platform.Read("Transfer fee", func(context.Context) (TransferFee, error) {
+			return TransferFee{FeeBPS: s.feeBPS}, nil
+		}),
+	}, {
 		Method: http.MethodPost, Path: "/api/v1/wallet/transfer-to-ai", Policy: platform.SignedIn, Tags: []string{"wallet"},
 		Summary: "Move money from the general balance to AI credit (one way), minus the platform fee",
 		Description: "fee = amount × fee_bps / 10000 rounded half up to the cent (fee_bps is --transfer-fee-bps); the AI limit grows by " +
