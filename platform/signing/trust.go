@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -191,24 +190,12 @@ func HTTPKeySetFetcher(client *http.Client, baseURL string) func(ctx context.Con
 	}
 	url := strings.TrimRight(baseURL, "/") + PublicKeyPath
 	return func(ctx context.Context) (FetchedKeySet, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		raw, header, err := getKeySet(ctx, client, url)
 		if err != nil {
 			return FetchedKeySet{}, err
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return FetchedKeySet{}, err
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if err != nil {
-			return FetchedKeySet{}, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return FetchedKeySet{}, fmt.Errorf("%s answered %d", url, resp.StatusCode)
-		}
-		sigs := append([]string(nil), resp.Header.Values(Header)...)
-		sigs = append(sigs, resp.Header.Values(EndorsementHeader)...)
+		sigs := append([]string(nil), header.Values(Header)...)
+		sigs = append(sigs, header.Values(EndorsementHeader)...)
 		if len(sigs) > MaxKeys+1 {
 			sigs = sigs[:MaxKeys+1]
 		}

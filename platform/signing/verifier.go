@@ -312,21 +312,9 @@ func HTTPKeySource(client *http.Client, baseURL string) KeySource {
 	}
 	url := strings.TrimRight(baseURL, "/") + PublicKeyPath
 	return func(ctx context.Context) (PublicKeySet, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		raw, header, err := getKeySet(ctx, client, url)
 		if err != nil {
 			return PublicKeySet{}, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return PublicKeySet{}, err
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if err != nil {
-			return PublicKeySet{}, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return PublicKeySet{}, fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(raw)))
 		}
 		var env struct {
 			Data PublicKeySet `json:"data"`
@@ -340,7 +328,7 @@ func HTTPKeySource(client *http.Client, baseURL string) KeySource {
 		// The set must carry a valid signature by one of its own keys: not
 		// a trust anchor (pin keys for that), but it rejects a set that was
 		// altered in transit or served by something that holds no key.
-		sig, err := ParseHeader(resp.Header.Get(Header))
+		sig, err := ParseHeader(header.Get(Header))
 		if err != nil {
 			return PublicKeySet{}, fmt.Errorf("%s: %w", url, err)
 		}
@@ -364,4 +352,26 @@ func HTTPKeySource(client *http.Client, baseURL string) KeySource {
 // StaticKeySource serves a fixed set (tests, pinned deployments).
 func StaticKeySource(set PublicKeySet) KeySource {
 	return func(context.Context) (PublicKeySet, error) { return set, nil }
+}
+
+// getKeySet GETs a key set (at most 1 MiB) and answers its body and
+// headers; a status other than 200 is an error carrying the body.
+func getKeySet(ctx context.Context, client *http.Client, url string) ([]byte, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(raw)))
+	}
+	return raw, resp.Header, nil
 }
