@@ -325,8 +325,8 @@ async function tour(chrome) {
       await page.setViewportSize({ width, height: 900 });
       const label = `${who} ${name} @${width}`;
       await page.goto(base + path);
-      await page.waitForFunction(() => document.querySelector("main h1") && !document.body.innerText.includes("Loading…"), null, { timeout: 15000 })
-        .catch(() => check(false, `${label}: still loading after 15 s`));
+      await page.waitForFunction(() => document.querySelector("main h1") && !document.body.innerText.includes("Loading…"), null, { timeout: 45000 })
+        .catch(() => check(false, `${label}: still loading after 45 s`));
       const cls = await page.evaluate(() => window.__cls);
       check(cls < 0.1, `${label}: layout shift ${cls.toFixed(3)} while the page loads (${await page.evaluate(() => window.__shifted)})`);
       check(!(await page.getByText("Page not found").count()), `${label}: page not found`);
