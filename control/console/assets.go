@@ -150,7 +150,7 @@ func Built() bool {
 // Pages is host middleware: it answers GET and HEAD for the console's
 // pages (index.html, the single-page app routes its router knows) and its
 // built files, and passes everything else on untouched, so the API's
-// routes, their 404 envelope and the kernel's own paths are as before.
+// routes, their 404 envelope and the kernel's own paths are untouched.
 func (s *Service) Pages(c fiber.Ctx) error {
 	m := c.Method()
 	if m != http.MethodGet && m != http.MethodHead {
