@@ -8,7 +8,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all setup setup-bench build run test vet unit bench clean package image release packaging-tool
+.PHONY: all setup setup-bench console build run test vet unit bench clean package image release packaging-tool
 
 all: build
 
@@ -18,7 +18,26 @@ setup:
 setup-bench:
 	@bash scripts/setup.sh --bench
 
-build:
+# The web console (control/console/web, Vite + Svelte) is built into
+# control/console/dist, which deckhand-control embeds; it is rebuilt only
+# when its sources change. Without npm the Go build still works and serves
+# a "console not built" page.
+CONSOLE := control/console
+CONSOLE_SRC := $(shell find $(CONSOLE)/web/src $(CONSOLE)/web/public -type f 2>/dev/null) \
+	$(CONSOLE)/web/index.html $(CONSOLE)/web/vite.config.js $(CONSOLE)/web/package-lock.json
+
+console: $(CONSOLE)/dist/index.html
+
+$(CONSOLE)/dist/index.html: $(CONSOLE_SRC)
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "console: npm not found (make setup installs it); deckhand-control is built without its console"; exit 0; fi; \
+	cd $(CONSOLE)/web && \
+	if ! cmp -s package-lock.json node_modules/.deckhand-lock; then \
+		npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.deckhand-lock; fi && \
+	find ../dist -mindepth 1 ! -name .gitkeep -delete && \
+	npx --no-install vite build --logLevel warn
+
+build: console
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/deckhand ./agent/cmd/deckhand
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/deckhand-control ./control/cmd/deckhand-control

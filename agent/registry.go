@@ -2,9 +2,12 @@ package agent
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"deckhand/display/api"
@@ -17,6 +20,7 @@ import (
 	"deckhand/services/journal"
 	"deckhand/services/notes"
 	"deckhand/services/notifications"
+	"deckhand/services/process"
 	"deckhand/services/run"
 	"deckhand/services/terminal"
 	"deckhand/services/tunnel"
@@ -78,6 +82,7 @@ func NoErr[S, V any](newFn func(platform.ServiceDeps, S) V) func(platform.Servic
 var Offsets = map[string]int{
 	"cron": 1, "files": 2, "terminal": 3, "display": 4, "vault": 5, "tunnel": 6, "daemon": 7,
 	"exec": 8, "journal": 9, "workspace": 10, "notes": 11, "run": 12, "curl": 13, "notifications": 14,
+	"process": 15,
 }
 
 // registry is every service built into this agent. Adding a service is one
@@ -97,6 +102,7 @@ var registry = []Entry{
 	Service("run", run.New),
 	Service("curl", curl.New),
 	Service("notifications", notifications.New),
+	Service("process", process.New),
 	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},
@@ -134,6 +140,46 @@ func Known() []string {
 
 // Port is the service's port for a port base.
 func Port(base int, name string) int { return base + Offsets[name] }
+
+// OwnPorts lists the ports the agent itself uses, as a port list the
+// tunnel's --tunnel-agent-ports takes: the gateway (base+0) and every
+// service of the registry (base+offset), the gateway's --listen port when
+// it is another, and the control plane's port when --control-url names a
+// loopback host (a control plane on the same machine). None of them may
+// be tunnelled, whatever the proxy permissions say.
+func OwnPorts(base int, listen, controlURL string) string {
+	hi := 0
+	for _, off := range Offsets {
+		hi = max(hi, off)
+	}
+	ports := []string{strconv.Itoa(base) + "-" + strconv.Itoa(base+hi)}
+	if _, p, err := net.SplitHostPort(listen); err == nil {
+		if n, err := strconv.Atoi(p); err == nil && n > 0 && n <= 65535 {
+			ports = append(ports, p)
+		}
+	}
+	if u, err := url.Parse(controlURL); err == nil && u.Host != "" && isLoopbackHost(u.Hostname()) {
+		p := u.Port()
+		if p == "" {
+			p = map[string]string{"https": "443"}[u.Scheme]
+		}
+		if p == "" {
+			p = "80"
+		}
+		ports = append(ports, p)
+	}
+	return strings.Join(ports, ",")
+}
+
+// isLoopbackHost: localhost names and loopback addresses.
+func isLoopbackHost(h string) bool {
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
 
 // Select resolves a --services list ("all", empty, or comma names) to the
 // registered services to run, in port order. Unknown names and names this

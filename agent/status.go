@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/netconf"
 )
 
 // Status is what GET /_agent/status answers and `deckhand status` prints.
 type Status struct {
 	Agent    AgentStatus     `json:"agent"`
 	Services []ServiceStatus `json:"services"`
+	// Egress is the network layer's state and newest decisions (absent
+	// without a control plane).
+	Egress *netconf.Status `json:"egress,omitempty"`
 }
 
 // AgentStatus describes the supervisor process.
@@ -85,6 +89,10 @@ func (s *Supervisor) Status(ctx context.Context) Status {
 		}()
 	}
 	wg.Wait()
+	if s.egress != nil {
+		es := s.egress.Status()
+		st.Egress = &es
+	}
 	return st
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"deckhand/agent/access"
+	"deckhand/agent/egress"
 	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -43,6 +44,11 @@ type Config struct {
 	Notifier platform.Notifier
 
 	ControlURL, ContainerID, ProjectID, Token string
+	// ControlKey pins the control plane's key (--control-key: a public key
+	// in hex or a key-set file); InsecureControlURL allows plain http to a
+	// control plane that is not on loopback (agent/access).
+	ControlKey         string
+	InsecureControlURL bool
 	// PermissionsFile is a local proxy permissions document, used when
 	// there is no control plane (reloaded on change).
 	PermissionsFile string
@@ -71,13 +77,16 @@ const (
 
 // Supervisor runs the services and the gateway of one agent.
 type Supervisor struct {
-	cfg     Config
-	log     *slog.Logger
-	db      *store.DB
-	units   []*unit
-	gw      *gateway.Gateway
-	gwLn    net.Listener
-	access  *access.Authorizer
+	cfg    Config
+	log    *slog.Logger
+	db     *store.DB
+	units  []*unit
+	gw     *gateway.Gateway
+	gwLn   net.Listener
+	access *access.Authorizer
+	// egress enforces the container's network configuration (nil without
+	// a control plane).
+	egress  *egress.Engine
 	started time.Time
 	probe   *http.Client
 	// sink is the journal sink the agent made (nil when the caller gave one).
@@ -124,6 +133,10 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	trust, err := cfg.Settings.Common.LocalTrust()
+	if err != nil {
+		return nil, err
+	}
 	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), sink: sink}
 	db, err := store.Open(filepath.Join(cfg.Data, "agent.db"))
 	if errors.Is(err, store.ErrLocked) {
@@ -153,12 +166,16 @@ func New(cfg Config) (*Supervisor, error) {
 	s.wireNotifier()
 	if cfg.Authorizer == nil {
 		s.access, err = access.New(access.Config{ControlURL: cfg.ControlURL, ContainerID: cfg.ContainerID, ProjectID: cfg.ProjectID,
-			Token: cfg.Token, PermissionsFile: cfg.PermissionsFile, Dir: filepath.Join(cfg.Data, "proxyperm"),
+			Token: cfg.Token, ControlKey: cfg.ControlKey, InsecureControlURL: cfg.InsecureControlURL,
+			PermissionsFile: cfg.PermissionsFile, Dir: filepath.Join(cfg.Data, "proxyperm"),
 			Port: func(name string) int { return Port(cfg.PortBase, name) }, Journal: cfg.Journal, Logger: cfg.Logger})
 		if err != nil {
 			return nil, err
 		}
 		cfg.Authorizer = s.access
+		if s.access.Control() != nil {
+			s.egress = newEgress(cfg)
+		}
 	}
 	// A socket systemd passed (deckhand.socket) wins over --listen.
 	if s.gwLn, err = platform.Listen("--listen", cfg.Listen); err != nil {
@@ -168,6 +185,7 @@ func New(cfg Config) (*Supervisor, error) {
 		Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 		Known: Known(), Backend: s.backend, InProcess: s.inProcess, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
 		Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
+		LocalTrust: trust, Claim: s.claimHandler(),
 	})
 	ok = true
 	return s, nil
@@ -274,6 +292,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if s.access != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.access.Run(runCtx) }()
+	}
+	if s.egress != nil {
+		// The last verified configuration is in force before the
+		// services start; the rules go when the agent stops.
+		sync := egress.NewSync(runCtx, s.egressSync())
+		wg.Add(1)
+		go func() { defer wg.Done(); sync.Run(runCtx) }()
 	}
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- s.gw.Serve(s.gwLn) }()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
@@ -26,17 +27,8 @@ func Decode(c fiber.Ctx, dst any) error {
 
 // DecodeBytes is Decode for a body already in hand.
 func DecodeBytes(body []byte, dst any) error {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return jsonError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &Error{Code: CodeInvalid, Message: "body: unexpected data after the JSON value", Details: "body"}
+	if err := decodeStrict(body, dst); err != nil {
+		return err
 	}
 	if v, ok := dst.(Validator); ok {
 		return v.Validate()
@@ -44,14 +36,35 @@ func DecodeBytes(body []byte, dst any) error {
 	return nil
 }
 
-func jsonError(err error) error {
+// decodeStrict is DecodeBytes without Validate.
+func decodeStrict(body []byte, dst any) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err, reflect.TypeOf(dst))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &Error{Code: CodeInvalid, Message: "body: unexpected data after the JSON value", Details: "body"}
+	}
+	return nil
+}
+
+func jsonError(err error, dst reflect.Type) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe // a type's own UnmarshalJSON named the rule
+	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
 		return &Error{Code: CodeInvalid, Message: "body: malformed JSON near offset " + itoa(int(syn.Offset)), Details: "body"}
 	case errors.As(err, &typ):
-		field := typ.Field
+		field := jsonPath(dst, typ.Field)
 		if field == "" {
 			field = "body"
 		}
@@ -64,6 +77,55 @@ func jsonError(err error) error {
 		return &Error{Code: CodeInvalid, Field: field, Details: field, Message: field + ": unknown field"}
 	}
 	return &Error{Code: CodeInvalid, Message: "body: invalid JSON", Details: "body"}
+}
+
+// jsonPath is encoding/json's path of a field without the Go names of the
+// embedded structs it passes through (Spec.cmd is the body's cmd).
+func jsonPath(t reflect.Type, path string) string {
+	if path == "" {
+		return ""
+	}
+	var out []string
+	for _, seg := range strings.Split(path, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(seg); ok && f.Anonymous {
+				t = f.Type
+				continue
+			}
+			t = fieldByJSONName(t, seg)
+		} else {
+			t = nil
+		}
+		out = append(out, seg)
+	}
+	return strings.Join(out, ".")
+}
+
+// fieldByJSONName is the type of t's field (promoted ones included) whose
+// JSON name is name, or nil.
+func fieldByJSONName(t reflect.Type, name string) reflect.Type {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case f.Anonymous && tag == "":
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if got := fieldByJSONName(ft, name); got != nil {
+					return got
+				}
+			}
+		case tag == name || (tag == "" && f.Name == name):
+			return f.Type
+		}
+	}
+	return nil
 }
 
 func jsonKind(k string) string {

@@ -12,8 +12,12 @@
 // Notifier), who may call a route and how often (policy.go: Policy,
 // Authenticator; ratelimit.go: RateLimit, Limiter, StoreLimiter — declared
 // per route, enforced by the host, shown in the OpenAPI document; the
-// caller travels in the request's context.Context, package auth) and the
-// decode-call-encode handlers of domain methods (endpoint.go).
+// caller travels in the request's context.Context, package auth), the
+// binder that turns a request into a route's typed input from its struct
+// tags (bind.go) and the operations that make a domain method the handler
+// (op.go: Op, ReadOp, CommandOp, StreamOp), the OpenAPI documents derived
+// from the same types (openapi.go), and the older decode-call-encode
+// handlers of domain methods (endpoint.go).
 //
 // Transport decision (made once, here): every service is a Fiber v3 app on
 // fasthttp, because that is the fast path for plain JSON resources. Routes

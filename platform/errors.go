@@ -31,6 +31,8 @@ const (
 	CodeUnavailable          = "UNAVAILABLE"
 	CodeSigningNotConfigured = "SIGNING_NOT_CONFIGURED"
 	CodeTimeout              = "TIMEOUT"
+	// CodeNotImplemented: a request method the server does not know.
+	CodeNotImplemented = "NOT_IMPLEMENTED"
 	// CodeMisdirected: the Host is not one this server answers for (the
 	// request policy's DNS-rebinding guard).
 	CodeMisdirected = "MISDIRECTED_REQUEST"
@@ -55,6 +57,7 @@ var codeStatus = map[string]int{
 	CodeUnavailable:          http.StatusServiceUnavailable,
 	CodeSigningNotConfigured: http.StatusServiceUnavailable,
 	CodeTimeout:              http.StatusGatewayTimeout,
+	CodeNotImplemented:       http.StatusNotImplemented,
 	CodeMisdirected:          http.StatusMisdirectedRequest,
 }
 

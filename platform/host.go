@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
+	"github.com/valyala/fasthttp"
+
+	"deckhand/platform/clientip"
 )
 
 // ErrorStyle selects the error body a host writes.
@@ -29,14 +33,24 @@ const (
 
 // HostConfig configures one HTTP host.
 type HostConfig struct {
-	Info   Info
-	Style  ErrorStyle
+	Info  Info
+	Style ErrorStyle
+	// Logger takes the host's lines; the host adds "service" (Info.Name)
+	// to each unless NamedLogger says the logger carries it already.
 	Logger *slog.Logger
+	// NamedLogger: Logger already carries "service" (a container service's
+	// logger from its ServiceDeps), so no line holds the key twice.
+	NamedLogger bool
 	// BodyLimit in bytes (default 4 MiB); larger bodies get 413.
-	BodyLimit    int
-	ReadTimeout  time.Duration // default 60s
-	WriteTimeout time.Duration // default 0: downloads may be long
-	IdleTimeout  time.Duration // default 120s
+	BodyLimit int
+	// HeaderTimeout bounds reading a request's line and header block,
+	// from the connection's first byte (default 10 s): a client that
+	// trickles its headers (slowloris) is closed. ReadTimeout then applies
+	// to the body.
+	HeaderTimeout time.Duration
+	ReadTimeout   time.Duration // default 60s
+	WriteTimeout  time.Duration // default 0: downloads may be long
+	IdleTimeout   time.Duration // default 120s
 	// StreamRequestBody hands large bodies to handlers as a stream.
 	StreamRequestBody bool
 	// Middleware runs after the kernel's (request id, log, recovery) and
@@ -52,21 +66,34 @@ type HostConfig struct {
 	Finalize func(c fiber.Ctx)
 	// HealthStatus reports a non-ok status ("unavailable", reason).
 	HealthStatus func() (status, detail string)
-	// ProxyHeader, when set (e.g. X-Forwarded-For), is trusted for
-	// ClientIP — only when the direct peer is a loopback or private
-	// address, and only its right-most entry (the one our proxy added).
+	// ProxyHeader, when set (X-Forwarded-For), is trusted for ClientIP
+	// under the rule of package clientip: only from a loopback, private or
+	// link-local peer, only its right-most element over all its lines, and
+	// only when that is a bare IP address; else the peer is the client.
 	ProxyHeader string
+	// Servers are the document's base URLs (default "/": where it was
+	// read).
+	Servers []Server
 	// Policy checks Host, Origin and Sec-Fetch-Site before any route (see
 	// RequestPolicy). A container service (ContainerErrors) without one
 	// gets the default: --domain localhost, no extra origins, so no host
 	// built for a container service is ever without it.
 	Policy *RequestPolicy
+	// LocalTrust says who may call this host on its own port: a
+	// connection it accepted from anyone but a trusted local user (see
+	// LocalTrust) gets 401 before any route; a request the agent's
+	// gateway dispatched in-process was judged there. A container service
+	// without one trusts root and its own user, so none is ever open to
+	// every local user.
+	LocalTrust *LocalTrust
 }
 
 // Host is one service's HTTP server: a Fiber app built from a route table
 // plus the kernel's /health and /openapi.{json,yaml}.
 type Host struct {
 	cfg      HostConfig
+	methods  map[string]bool // the request methods the router knows
+	log      *slog.Logger    // cfg.Logger with "service"
 	app      *fiber.App
 	routes   []Route
 	docJSON  []byte
@@ -94,32 +121,75 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 	if cfg.ReadTimeout == 0 {
 		cfg.ReadTimeout = 60 * time.Second
 	}
+	if cfg.HeaderTimeout == 0 {
+		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = 120 * time.Second
 	}
 	if cfg.Policy == nil && cfg.Style == ContainerErrors {
 		cfg.Policy = DefaultPolicy()
 	}
-	h := &Host{cfg: cfg}
+	if cfg.LocalTrust == nil && cfg.Style == ContainerErrors {
+		cfg.LocalTrust = NewLocalTrust(nil)
+	}
+	methods := append(append([]string(nil), fiber.DefaultMethods...), WebDAVMethods...)
+	h := &Host{cfg: cfg, log: cfg.Logger, methods: map[string]bool{}}
+	for _, m := range methods {
+		h.methods[m] = true
+	}
+	if !cfg.NamedLogger {
+		h.log = cfg.Logger.With("service", cfg.Info.Name)
+	}
 	h.app = fiber.New(fiber.Config{
-		AppName:           cfg.Info.Name,
-		BodyLimit:         cfg.BodyLimit,
-		ReadTimeout:       cfg.ReadTimeout,
+		AppName:   cfg.Info.Name,
+		BodyLimit: cfg.BodyLimit,
+		// The server's read deadline covers the request line and headers;
+		// HeaderReceived below moves it to ReadTimeout for the body.
+		ReadTimeout:       cfg.HeaderTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		StreamRequestBody: cfg.StreamRequestBody,
 		// A streaming host's handlers read multipart bodies as streams;
 		// pre-parsing would spool every part to /tmp first.
 		DisablePreParseMultipartForm: cfg.StreamRequestBody,
-		// MethodAny routes (WebDAV) take the WebDAV methods too; Fiber
-		// answers 501 to methods it does not know.
-		RequestMethods: append(append([]string(nil), fiber.DefaultMethods...), WebDAVMethods...),
+		// MethodAny routes (WebDAV) take the WebDAV methods too.
+		RequestMethods: methods,
+		// Errors found before routing (a malformed request, a body over the
+		// limit, a header timeout) are rendered and signed like the rest.
 		ErrorHandler: func(c fiber.Ctx, err error) error {
+			var fe *fiber.Error
+			if errors.As(err, &fe) && fe.Code == http.StatusNotImplemented {
+				// fasthttp refused a method that is not an HTTP token
+				// (the request is gone by now; the kernel answers the
+				// well-formed methods the router does not know).
+				err = errMethodNotToken
+			}
 			h.writeError(c, err)
 			h.finalize(c)
 			return nil
 		},
 	})
+	srv := h.app.Server()
+	srv.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+		return fasthttp.RequestConfig{ReadTimeout: cfg.ReadTimeout}
+	}
+	// Fiber answers a method it does not know with a bare 501 before any
+	// middleware; the kernel answers it instead (logged, in the host's
+	// error body, signed by Finalize).
+	routed := srv.Handler
+	srv.Handler = func(fctx *fasthttp.RequestCtx) {
+		if h.methods[string(fctx.Method())] {
+			routed(fctx)
+			return
+		}
+		c := h.app.AcquireCtx(fctx)
+		defer h.app.ReleaseCtx(c)
+		_ = h.kernel(c)
+	}
+	if cfg.LocalTrust != nil {
+		srv.ConnState = cfg.LocalTrust.ConnState
+	}
 	h.app.Use(h.kernel)
 	for _, m := range cfg.Middleware {
 		h.app.Use(m)
@@ -143,16 +213,14 @@ func (h *Host) buildDoc() {
 		if h.cfg.Policy != nil {
 			info.Description = strings.TrimSpace(info.Description + "\n\n" + BrowserPolicyDoc)
 		}
-		doc, err := openAPI(info, h.routes, h.cfg.Auth != nil)
-		if err == nil && h.cfg.Style == EnvelopeErrors {
-			useEnvelopeErrorSchema(doc)
-		}
+		doc, err := openAPI(docConfig{info: info, authed: h.cfg.Auth != nil, envelope: h.cfg.Style == EnvelopeErrors,
+			servers: h.cfg.Servers}, h.routes)
 		if err == nil {
 			h.docJSON, h.docYAML, err = MarshalOpenAPI(doc)
 		}
 		h.docErr = err
 		if err != nil {
-			h.cfg.Logger.Error("openapi document cannot be built", "service", h.cfg.Info.Name, "err", err)
+			h.log.Error("openapi document cannot be built", "err", err)
 		}
 	})
 }
@@ -160,21 +228,23 @@ func (h *Host) buildDoc() {
 func (h *Host) register(r Route) {
 	checkParams(r)
 	var handler fiber.Handler
+	n := 0
+	for _, set := range []bool{r.Op != nil, r.Handler != nil, r.HTTP != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		panic("platform: route " + r.Method + " " + r.Path + " needs exactly one of Op, Handler and HTTP")
+	}
 	switch {
+	case r.Op != nil:
+		checkOp(r)
+		handler = r.Op.operation().serve(h, r)
 	case r.Handler != nil:
 		handler = r.Handler
-	case r.HTTP != nil:
-		hh := r.HTTP
-		if h.cfg.Auth != nil {
-			hh = withCallerContext(hh)
-		}
-		serve := adaptor.HTTPHandler(hh)
-		handler = func(c fiber.Ctx) error {
-			c.RequestCtx().SetUserValue(connKey{}, connRef{c.RequestCtx().Conn()})
-			return serve(c)
-		}
 	default:
-		panic("platform: route without handler: " + r.Method + " " + r.Path)
+		handler = h.httpHandler(r.HTTP)
 	}
 	handler = h.guard(r, withQuery(r, handler))
 	path := fiberPath(r.Path)
@@ -183,6 +253,50 @@ func (h *Host) register(r Route) {
 		return
 	}
 	h.app.Add([]string{r.Method}, path, handler)
+}
+
+// httpHandler mounts a net/http handler: it sees the caller (principal,
+// client IP) in its request's context and the socket (ConnFrom).
+func (h *Host) httpHandler(hh http.Handler) fiber.Handler {
+	if h.cfg.Auth != nil {
+		hh = withCallerContext(hh)
+	}
+	serve := adaptor.HTTPHandler(hh)
+	return func(c fiber.Ctx) error {
+		c.RequestCtx().SetUserValue(connKey{}, connRef{c.RequestCtx().Conn()})
+		return serve(c)
+	}
+}
+
+// checkOp panics on a route whose Op and table entry disagree: parameters
+// or a body declared beside the Op's types, or a path parameter no input
+// field binds.
+func checkOp(r Route) {
+	o := r.Op.operation()
+	where := "platform: route " + r.Method + " " + r.Path + ": "
+	if len(r.Query) > 0 || r.Body != nil || (r.Response != nil && !o.stream) {
+		panic(where + "an Op's parameters, body and answer come from its types; leave Query, Body and Response empty")
+	}
+	bound := map[string]bool{}
+	if o.in != nil {
+		for _, p := range o.in.params {
+			if p.p.In == "path" {
+				bound[strings.TrimSuffix(p.p.Name, "...")] = true
+			}
+		}
+	}
+	want := map[string]bool{}
+	for _, name := range pathParams(r.Path) {
+		want[name] = true
+		if !bound[name] {
+			panic(where + "no input field is tagged path:\"" + name + "\"")
+		}
+	}
+	for name := range bound {
+		if !want[name] {
+			panic(where + "input field path:\"" + name + "\" is not in the path")
+		}
+	}
 }
 
 // App exposes the Fiber app (tests use App().Test).
@@ -234,20 +348,30 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	var cors CORS // set once the policy let the request in
 	defer func() {
 		if p := recover(); p != nil {
-			h.cfg.Logger.Error("panic in handler", "request_id", rid, "panic", p, "path", c.Path())
+			h.log.Error("panic in handler", "request_id", rid, "panic", p, "path", c.Path())
 			h.writeError(c, Internal("handle the request", errors.New("panic")))
 		}
 		if !c.RequestCtx().Hijacked() {
 			cors.Apply(&c.Response().Header) // errors too: the page reads why
 		}
 		h.finalize(c)
-		h.cfg.Logger.Info("request",
-			"service", h.cfg.Info.Name, "request_id", rid, "method", c.Method(), "path", c.Path(),
+		h.log.Info("request",
+			"request_id", rid, "method", string(c.Request().Header.Method()), "path", c.Path(),
 			"status", c.Response().StatusCode(), "duration_ms", float64(time.Since(start).Microseconds())/1000,
 			"ip", ClientIP(c), "bytes", bodyLen(c))
 		err = nil
 	}()
-	if h.cfg.Policy != nil {
+	rc := c.RequestCtx()
+	dispatched := GatewayDispatched(rc)
+	rc.SetUserValue(viaGatewayKey{}, viaGateway{dispatched: dispatched, trust: h.cfg.LocalTrust, conn: rc.Conn()})
+	if t := h.cfg.LocalTrust; t != nil && !dispatched && t.tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
+		h.writeError(c, errUntrustedPeer)
+		return nil
+	}
+	// A request the agent's gateway dispatched in-process passed the same
+	// policy there, judged on the client's own connection: one decision,
+	// not a second one on facts its rewrite changed.
+	if h.cfg.Policy != nil && !dispatched {
 		d, e := h.cfg.Policy.Decide(fiberRequest(c))
 		if e != nil {
 			h.writeError(c, e) // no CORS headers: the origin was refused
@@ -260,11 +384,55 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		}
 		cors = d
 	}
+	// Fiber's c.Method() panics on a method it does not know: read the header.
+	if m := c.Request().Header.Method(); !h.methods[string(m)] {
+		h.writeError(c, methodError(m))
+		return nil
+	}
 	if e := c.Next(); e != nil {
 		h.writeError(c, e)
 	}
 	return nil
 }
+
+// DefaultHeaderTimeout is how long a host waits for a request's line and
+// headers unless HostConfig.HeaderTimeout says otherwise.
+const DefaultHeaderTimeout = 10 * time.Second
+
+// methodError is the answer to a request method the router does not know:
+// 501 NOT_IMPLEMENTED for a well-formed token (RFC 9110 15.6.2: the server
+// does not recognize the method), 400 when it is not a token at all
+// (RFC 9110 9.1: tchar only; a control byte, a space or a non-ASCII byte).
+func methodError(method []byte) *Error {
+	for _, b := range method {
+		if !isTokenChar(b) {
+			return errMethodNotToken
+		}
+	}
+	shown := string(method)
+	if len(shown) > 32 {
+		shown = shown[:32] + "..."
+	}
+	return &Error{Code: CodeNotImplemented, Field: "method", Details: "method",
+		Message: fmt.Sprintf("method %q is not implemented by this server", shown)}
+}
+
+var errMethodNotToken = &Error{Code: CodeBadRequest, Field: "method", Details: "method",
+	Message: "method: must be an HTTP token (RFC 9110 9.1: letters, digits and !#$%&'*+-.^_`|~ only)"}
+
+// isTokenChar reports whether b is an RFC 9110 tchar.
+func isTokenChar(b byte) bool {
+	switch {
+	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
+		return true
+	}
+	return b < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+}
+
+// errUntrustedPeer refuses a caller on a service's own port that is not
+// a trusted local user: the gateway is its door.
+var errUntrustedPeer = &Error{Code: CodeUnauthorized, Details: "peer",
+	Message: "this port serves the agent's gateway and trusted local users only (root, the agent's user, --trusted-uids): call the service through the gateway with a credential"}
 
 // bodyLen is the response size for the access log. A streamed body's
 // length is not known yet, and Response().Body() would drain the stream
@@ -298,20 +466,17 @@ func ClientIP(c fiber.Ctx) string {
 }
 
 func (h *Host) clientIP(c fiber.Ctx) string {
-	peer := c.IP()
+	peer := c.RequestCtx().RemoteIP()
 	if h.cfg.ProxyHeader == "" {
-		return peer
+		return peer.String()
 	}
-	if ip := net.ParseIP(peer); ip == nil || !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()) {
-		return peer // only a proxy next to us may speak for the client
+	// Every header line, in order: a proxy that appends a line of its own
+	// must not leave the client's line to be read as the first.
+	ip := clientip.Resolve(clientip.FromIP(peer), c.Request().Header.PeekAll(h.cfg.ProxyHeader))
+	if !ip.IsValid() {
+		return peer.String()
 	}
-	hops := strings.Split(c.Get(h.cfg.ProxyHeader), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		if ip := net.ParseIP(strings.TrimSpace(hops[i])); ip != nil {
-			return ip.String()
-		}
-	}
-	return peer
+	return ip.String()
 }
 
 func newRequestID() string {
@@ -325,10 +490,10 @@ func newRequestID() string {
 func (h *Host) writeError(c fiber.Ctx, err error) {
 	e := fromFiber(err)
 	if e.Code == CodeInternal || e.Code == CodeBackend {
-		h.cfg.Logger.Error("request failed", "service", h.cfg.Info.Name, "request_id", RequestID(c),
+		h.log.Error("request failed", "request_id", RequestID(c),
 			"path", c.Path(), "code", e.Code, "err", err)
 	} else if e.Code == CodeUnavailable && e.Cause != nil {
-		h.cfg.Logger.Warn("request refused: database unavailable", "service", h.cfg.Info.Name,
+		h.log.Warn("request refused: database unavailable",
 			"request_id", RequestID(c), "path", c.Path(), "err", err)
 	}
 	for k, v := range e.Headers {
@@ -375,7 +540,7 @@ var genericCodes = map[string]bool{
 	CodeNotFound: true, CodeMethodNotAllowed: true, CodeConflict: true, CodeGone: true,
 	CodePreconditionFailed: true, CodePreconditionRequired: true, CodePayloadTooLarge: true,
 	CodeUnsupportedMedia: true, CodeTooManyRequests: true, CodeInternal: true, CodeBackend: true,
-	CodeUnavailable: true, CodeTimeout: true,
+	CodeUnavailable: true, CodeTimeout: true, CodeNotImplemented: true,
 }
 
 func envelopeError(code string, status int) string {
@@ -383,16 +548,6 @@ func envelopeError(code string, status int) string {
 		return http.StatusText(status)
 	}
 	return code
-}
-
-// useEnvelopeErrorSchema makes the document's shared Error schema the one
-// an EnvelopeErrors host really writes.
-func useEnvelopeErrorSchema(doc map[string]any) {
-	comps, _ := doc["components"].(map[string]any)
-	schemas, _ := comps["schemas"].(map[string]any)
-	if schemas != nil {
-		schemas["Error"] = Schema(ErrorEnvelope{})
-	}
 }
 
 // ContainerError is the error body of every container service.
@@ -428,11 +583,11 @@ func JSON(c fiber.Ctx, status int, v any) error {
 
 func (h *Host) builtinRoutes() []Route {
 	return []Route{
-		{Method: http.MethodGet, Path: "/health", Summary: "Health record of this service", Policy: Public,
-			Response: Health{}, Tags: []string{"meta"}, Handler: h.health},
-		{Method: http.MethodGet, Path: "/openapi.json", Summary: "This service's OpenAPI document (JSON)", Policy: Public,
+		{Method: http.MethodGet, Path: "/health", OperationID: "getHealth", Summary: "Health record of this service", Policy: Public,
+			Response: Health{}, Tags: []string{"meta"}, Handler: h.health, bare: true},
+		{Method: http.MethodGet, Path: "/openapi.json", OperationID: "getOpenAPIJSON", Summary: "This service's OpenAPI document (JSON)", Policy: Public,
 			ContentType: "application/json", Tags: []string{"meta"}, Handler: h.openapiJSON},
-		{Method: http.MethodGet, Path: "/openapi.yaml", Summary: "This service's OpenAPI document (YAML)", Policy: Public,
+		{Method: http.MethodGet, Path: "/openapi.yaml", OperationID: "getOpenAPIYAML", Summary: "This service's OpenAPI document (YAML)", Policy: Public,
 			ContentType: "application/yaml", Tags: []string{"meta"}, Handler: h.openapiYAML},
 	}
 }

@@ -160,18 +160,20 @@ func TestClientIP(t *testing.T) {
 	cases := []struct {
 		name string
 		h    *platform.Host
-		xff  string
+		xff  []string
 		want string
 	}{
-		{"trusted proxy, right-most hop", trusting, "1.2.3.4, 10.9.8.7", "10.9.8.7"},
-		{"trusted proxy, no header", trusting, "", "127.0.0.1"},
-		{"trusted proxy, garbage header", trusting, "nonsense", "127.0.0.1"},
-		{"header ignored without ProxyHeader", plain, "1.2.3.4", "127.0.0.1"},
+		{"trusted proxy, right-most hop", trusting, []string{"1.2.3.4, 10.9.8.7"}, "10.9.8.7"},
+		{"trusted proxy, its own header line", trusting, []string{"1.2.3.4", "10.9.8.7"}, "10.9.8.7"},
+		{"trusted proxy, no header", trusting, nil, "127.0.0.1"},
+		{"trusted proxy, garbage header", trusting, []string{"nonsense"}, "127.0.0.1"},
+		{"trusted proxy, right-most hop with a port", trusting, []string{"1.2.3.4, 10.9.8.7:80"}, "127.0.0.1"},
+		{"header ignored without ProxyHeader", plain, []string{"1.2.3.4"}, "127.0.0.1"},
 	}
 	for _, tc := range cases {
 		req, _ := http.NewRequest(http.MethodGet, serve(t, tc.h)+"/ip", nil)
-		if tc.xff != "" {
-			req.Header.Set("X-Forwarded-For", tc.xff)
+		for _, l := range tc.xff {
+			req.Header.Add("X-Forwarded-For", l)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -257,4 +259,61 @@ func TestConnFromIsTheRequestSocket(t *testing.T) {
 	if platform.ConnFrom(context.Background()) != nil {
 		t.Fatal("a context outside a Host has a socket")
 	}
+}
+
+// Every log line a host writes names its service exactly once, whether
+// the logger it is given carries the name already (a container service's,
+// from its ServiceDeps) or not (the control plane's).
+func TestLogLinesNameTheServiceOnce(t *testing.T) {
+	t.Parallel()
+	routes := []platform.Route{{Method: http.MethodGet, Path: "/api/v1/x", Summary: "x",
+		Handler: func(c fiber.Ctx) error { return platform.Internal("fail", fmt.Errorf("boom")) }}}
+	var named, plain lockedBuffer
+	svc := stubService{routes: routes}
+	hs, err := platform.NewServiceHost(svc, platform.ServiceDeps{Name: "cron",
+		Logger: slog.New(slog.NewJSONHandler(&named, nil)).With("service", "cron")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "control"}, Logger: slog.New(slog.NewJSONHandler(&plain, nil))}, routes)
+	for _, c := range []struct {
+		h    *platform.Host
+		buf  *lockedBuffer
+		name string
+	}{{hs, &named, "cron"}, {hc, &plain, "control"}} {
+		do(t, c.h, "GET", "/api/v1/x", "")
+		lines := strings.Split(strings.TrimSpace(c.buf.String()), "\n")
+		if len(lines) < 2 { // the failure and the access line
+			t.Fatalf("%s logged %q", c.name, lines)
+		}
+		for _, l := range lines {
+			if n := strings.Count(l, `"service":`); n != 1 || !strings.Contains(l, `"service":"`+c.name+`"`) {
+				t.Errorf("%s: %d service keys in %s", c.name, n, l)
+			}
+		}
+	}
+}
+
+type stubService struct{ routes []platform.Route }
+
+func (s stubService) Routes() []platform.Route { return s.routes }
+func (s stubService) Info() platform.Info {
+	return platform.Info{Name: "stub", Title: "Stub", Version: "1"}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"encoding"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -21,74 +23,143 @@ type Info struct {
 	Description string
 }
 
+// Server is one base URL of a document's servers list. A relative URL is
+// relative to where the document was read.
+type Server struct {
+	URL         string `json:"url"`
+	Description string `json:"description,omitempty"`
+}
+
 // OpenAPI builds an OpenAPI 3.0 document from a route table. It fails only
 // when the table itself is inconsistent (a duplicate method and path, or a
 // path parameter the path does not contain), which callers turn into 500
 // BACKEND_ERROR at /openapi.json.
 func OpenAPI(info Info, routes []Route) (map[string]any, error) {
-	return openAPI(info, routes, false)
+	return openAPI(docConfig{info: info}, routes)
 }
 
-// openAPI is OpenAPI for a host; authed says the host has an Authenticator,
-// so a route without a policy is shown as signed-in.
-func openAPI(info Info, routes []Route, authed bool) (map[string]any, error) {
+// docConfig is what a host tells the document builder about itself.
+type docConfig struct {
+	info Info
+	// authed: the host has an Authenticator, so a route without a policy
+	// is shown as signed-in.
+	authed bool
+	// envelope: success answers are {statusCode, message, data}.
+	envelope bool
+	servers  []Server
+}
+
+// docBuilder collects the named schemas of one document: each Go type
+// becomes one component (Receipt, Entry ...), referenced wherever it occurs.
+type docBuilder struct {
+	schemas map[string]any
+	names   map[reflect.Type]string
+	owner   map[string]reflect.Type
+}
+
+func newDocBuilder() *docBuilder {
+	return &docBuilder{schemas: map[string]any{}, names: map[reflect.Type]string{}, owner: map[string]reflect.Type{}}
+}
+
+func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 	secured := false
 	paths := map[string]any{}
 	seen := map[string]bool{}
+	d := newDocBuilder()
+	usedIDs := map[string]int{}
+	var tags []string
+	tagSeen := map[string]bool{}
 	for _, r := range routes {
 		key := r.Method + " " + r.Path
 		if seen[key] {
 			return nil, &Error{Code: CodeBackend, Message: "duplicate route " + key}
 		}
 		seen[key] = true
+		if len(r.Tags) == 0 {
+			r.Tags = []string{cmpOr(cfg.info.Name, "default")}
+		}
+		for _, t := range r.Tags {
+			if !tagSeen[t] {
+				tagSeen[t] = true
+				tags = append(tags, t)
+			}
+		}
 		p := openapiPath(r.Path)
 		item, _ := paths[p].(map[string]any)
 		if item == nil {
 			item = map[string]any{}
 			paths[p] = item
 		}
-		op := operation(r, authed)
-		if _, ok := op["x-policy"]; ok && r.Policy.Access != AccessPublic {
-			secured = true
-		}
+		methods := []string{r.Method}
 		if r.Method == MethodAny {
-			for _, m := range []string{"get", "put", "post", "delete", "options", "head", "patch"} {
-				item[m] = op
-			}
-			op["x-methods"] = WebDAVMethods
-		} else {
-			item[strings.ToLower(r.Method)] = op
+			methods = []string{"GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH"}
 		}
+		for _, m := range methods {
+			op := d.operationDoc(r, cfg)
+			if _, ok := op["x-policy"]; ok && r.Policy.Access != AccessPublic {
+				secured = true
+			}
+			id := r.OperationID
+			if id == "" || r.Method == MethodAny {
+				rm := r
+				rm.Method = m
+				id = operationID(rm)
+				if r.OperationID != "" {
+					id = r.OperationID + upperFirst(strings.ToLower(m))
+				}
+			}
+			if n := usedIDs[id]; n > 0 {
+				usedIDs[id] = n + 1
+				id += strconv.Itoa(n + 1)
+			} else {
+				usedIDs[id] = 1
+			}
+			op["operationId"] = id
+			if r.Method == MethodAny {
+				op["x-methods"] = WebDAVMethods
+			}
+			item[strings.ToLower(m)] = op
+		}
+	}
+	errSchema := Schema(ContainerError{})
+	if cfg.envelope {
+		errSchema = Schema(ErrorEnvelope{})
+	}
+	d.schemas["Error"] = errSchema
+	tagList := make([]any, 0, len(tags))
+	for _, t := range tags {
+		tagList = append(tagList, map[string]any{"name": t})
+	}
+	servers := cfg.servers
+	if len(servers) == 0 {
+		servers = []Server{{URL: "/", Description: "where this document was read"}}
 	}
 	doc := map[string]any{
 		"openapi": "3.0.3",
 		"info": map[string]any{
-			"title":       info.Title,
-			"version":     info.Version,
-			"description": info.Description,
+			"title":       cfg.info.Title,
+			"version":     cfg.info.Version,
+			"description": cfg.info.Description,
 		},
-		"paths": paths,
-		"components": map[string]any{
-			"schemas": map[string]any{
-				"Error": map[string]any{
-					"type":     "object",
-					"required": []string{"code", "details", "message"},
-					"properties": map[string]any{
-						"code":    map[string]any{"type": "string"},
-						"details": map[string]any{"type": "string"},
-						"message": map[string]any{"type": "string"},
-					},
-				},
-			},
-		},
+		"servers":    servers,
+		"tags":       tagList,
+		"paths":      paths,
+		"components": map[string]any{"schemas": d.schemas},
 	}
 	if secured {
 		doc["components"].(map[string]any)["securitySchemes"] = map[string]any{
 			"bearerAuth": map[string]any{"type": "http", "scheme": "bearer",
-				"description": "a session JWT from login or an svc_ auth token"},
+				"description": "a session JWT from login or an svc_ auth token; routes marked x-agent-token also take a container's agt_ agent token, which every other route answers 401"},
 		}
 	}
 	return doc, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // policyDoc adds the route's policy (security, x-policy) and rate limits
@@ -113,6 +184,10 @@ func policyDoc(op map[string]any, r Route, authed bool) {
 		who := map[Access]string{AccessSignedIn: "any signed-in caller", AccessAdmin: "a signed-in user with the admin role"}[pol.Access]
 		if pol.Doc != "" {
 			who += "; " + pol.Doc
+		}
+		if pol.Agents {
+			op["x-agent-token"] = true
+			who += "; also the container's agent token (agt_)"
 		}
 		desc, _ := op["description"].(string)
 		op["description"] = strings.TrimSpace(desc + "\n\nPolicy `" + pol.Label() + "`: " + who + ".")
@@ -142,88 +217,164 @@ func limitsDoc(op map[string]any, limits []RateLimit) {
 	}
 }
 
-func operation(r Route, authed bool) map[string]any {
-	op := map[string]any{
-		"operationId": operationID(r),
-		"summary":     r.Summary,
+// paramDoc is a parameter's entry in an operation's parameters.
+func paramDoc(q Param) map[string]any {
+	in := q.In
+	if in == "" {
+		in = "query"
 	}
+	typ := q.Type
+	if typ == "" {
+		typ = "string"
+	}
+	schema := map[string]any{"type": typ}
+	if len(q.Enum) > 0 {
+		schema["enum"] = q.Enum
+	}
+	if q.Range != nil {
+		if !math.IsInf(q.Range.Min, -1) {
+			schema["minimum"] = q.Range.Min
+			if q.Range.ExclusiveMin {
+				schema["exclusiveMinimum"] = true
+			}
+		}
+		if !math.IsInf(q.Range.Max, 1) {
+			schema["maximum"] = q.Range.Max
+			if q.Range.ExclusiveMax {
+				schema["exclusiveMaximum"] = true
+			}
+		}
+	}
+	if q.MinLength > 0 {
+		schema["minLength"] = q.MinLength
+	}
+	if q.MaxLength > 0 {
+		schema["maxLength"] = q.MaxLength
+	}
+	if q.Pattern != "" {
+		schema["pattern"] = q.Pattern
+	}
+	if q.Format != "" {
+		schema["format"] = q.Format
+	}
+	if q.Default != "" {
+		if v, err := parseParam(q, q.Default); err == nil {
+			schema["default"] = v
+		}
+	}
+	p := map[string]any{"name": q.Name, "in": in, "required": q.Required || in == "path", "schema": schema}
+	desc := q.Description
+	if typ == "boolean" && in == "query" {
+		desc = strings.TrimSpace(desc + " (true, false, 1 or 0)")
+	}
+	if desc != "" {
+		p["description"] = desc
+	}
+	return p
+}
+
+// mediaType is a Content-Type without its parameters.
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.TrimSpace(mt)
+}
+
+func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
+	op := map[string]any{"summary": r.Summary}
 	if r.Description != "" {
 		op["description"] = r.Description
 	}
-	if len(r.Tags) > 0 {
-		op["tags"] = r.Tags
-	}
-	policyDoc(op, r, authed)
+	op["tags"] = r.Tags
+	policyDoc(op, r, cfg.authed)
 	if r.WebSocket {
 		op["x-websocket"] = true
 	}
-	var params []any
-	for _, name := range pathParams(r.Path) {
-		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+	var o *operation
+	if r.Op != nil {
+		o = r.Op.operation()
 	}
-	for _, q := range r.Query {
-		in := q.In
-		if in == "" {
-			in = "query"
+	var params []any
+	if o != nil && o.in != nil {
+		for _, p := range o.in.params {
+			params = append(params, paramDoc(p.p))
 		}
-		typ := q.Type
-		if typ == "" {
-			typ = "string"
+	} else {
+		for _, name := range pathParams(r.Path) {
+			params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 		}
-		schema := map[string]any{"type": typ}
-		if len(q.Enum) > 0 {
-			schema["enum"] = q.Enum
+		for _, q := range r.Query {
+			params = append(params, paramDoc(q))
 		}
-		if q.Range != nil {
-			if !math.IsInf(q.Range.Min, -1) {
-				schema["minimum"] = q.Range.Min
-				if q.Range.ExclusiveMin {
-					schema["exclusiveMinimum"] = true
-				}
-			}
-			if !math.IsInf(q.Range.Max, 1) {
-				schema["maximum"] = q.Range.Max
-				if q.Range.ExclusiveMax {
-					schema["exclusiveMaximum"] = true
-				}
-			}
-		}
-		if q.Default != "" {
-			if v, err := parseParam(q, q.Default); err == nil {
-				schema["default"] = v
-			}
-		}
-		p := map[string]any{"name": q.Name, "in": in, "required": q.Required || in == "path", "schema": schema}
-		desc := q.Description
-		if typ == "boolean" && in == "query" {
-			desc = strings.TrimSpace(desc + " (true, false, 1 or 0)")
-		}
-		if desc != "" {
-			p["description"] = desc
-		}
-		params = append(params, p)
 	}
 	if len(params) > 0 {
 		op["parameters"] = params
 	}
-	if r.Body != nil {
-		op["requestBody"] = map[string]any{
-			"required": true,
-			"content":  map[string]any{"application/json": map[string]any{"schema": Schema(r.Body)}},
-		}
+	switch {
+	case o != nil && o.in.hasBody() && o.in.body.raw:
+		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+			cmpOr(r.RequestType, "application/octet-stream"): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}}
+	case o != nil && o.in.hasBody():
+		op["requestBody"] = map[string]any{"required": true,
+			"content": map[string]any{"application/json": map[string]any{"schema": d.schemaOf(o.in.body.typ)}}}
+	case o == nil && r.Body != nil:
+		op["requestBody"] = map[string]any{"required": true,
+			"content": map[string]any{"application/json": map[string]any{"schema": d.schemaOf(reflect.TypeOf(r.Body))}}}
 	}
 	status := r.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
 	resp := map[string]any{"description": http.StatusText(status)}
+	envelope := cfg.envelope && !r.bare
+	// data is the answer's schema (nil: none); raw: it is not JSON.
+	var data map[string]any
+	raw := r.ContentType != ""
 	switch {
-	case r.ContentType != "":
-		resp["content"] = map[string]any{r.ContentType: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+	case o != nil && !o.stream:
+		if out := o.out; out != nil {
+			if len(out.headers) > 0 {
+				hs := map[string]any{}
+				for _, h := range out.headers {
+					if strings.EqualFold(h.name, "Content-Type") {
+						continue
+					}
+					hd := map[string]any{"schema": map[string]any{"type": "string"}}
+					if h.doc != "" {
+						hd["description"] = h.doc
+					}
+					hs[h.name] = hd
+				}
+				if len(hs) > 0 {
+					resp["headers"] = hs
+				}
+			}
+			raw = out.raw
+			if out.bodyTyp != nil && !out.raw {
+				data = d.schemaOf(out.bodyTyp)
+			}
+		}
 	case r.Response != nil:
-		resp["content"] = map[string]any{"application/json": map[string]any{"schema": Schema(r.Response)}}
+		data = d.schemaOf(reflect.TypeOf(r.Response))
+	}
+	noBody := status == http.StatusNoContent || (status >= 300 && status < 400)
+	switch {
+	case noBody:
+	case raw:
+		resp["content"] = map[string]any{mediaType(r.ContentType): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+	case envelope && (o == nil || !o.stream):
+		resp["content"] = map[string]any{"application/json": map[string]any{"schema": envelopeSchema(data, o == nil && data == nil)}}
+	case data != nil:
+		resp["content"] = map[string]any{"application/json": map[string]any{"schema": data}}
 	}
 	responses := map[string]any{strconv.Itoa(status): resp}
+	for _, st := range r.Statuses {
+		alt := map[string]any{}
+		for k, v := range resp {
+			alt[k] = v
+		}
+		alt["description"] = http.StatusText(st)
+		responses[strconv.Itoa(st)] = alt
+	}
 	responses["default"] = map[string]any{
 		"description": "error",
 		"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}},
@@ -240,34 +391,85 @@ func operation(r Route, authed bool) map[string]any {
 	return op
 }
 
+// envelopeSchema is the control plane's success body around data (nil:
+// no data). loose: a route without a declared answer, whose data may be
+// anything.
+func envelopeSchema(data map[string]any, loose bool) map[string]any {
+	props := map[string]any{
+		"statusCode": map[string]any{"type": "integer"},
+		"message":    map[string]any{"type": "string"},
+	}
+	required := []string{"message", "statusCode"}
+	switch {
+	case data != nil:
+		props["data"] = data
+		required = []string{"data", "message", "statusCode"}
+	case loose:
+		props["data"] = map[string]any{}
+	}
+	return map[string]any{"type": "object", "required": required, "properties": props}
+}
+
+// operationID derives a readable id from the method and path:
+// GET /api/v1/wallet/invoices/{id} is getWalletInvoicesById.
 func operationID(r Route) string {
 	var b strings.Builder
 	b.WriteString(strings.ToLower(r.Method))
-	for _, part := range strings.FieldsFunc(r.Path, func(c rune) bool { return c == '/' || c == '{' || c == '}' || c == '-' || c == '_' || c == '.' }) {
-		if part == "api" || part == "v1" {
+	for _, seg := range strings.Split(openapiPath(r.Path), "/") {
+		if seg == "" || seg == "api" || seg == "v1" {
 			continue
 		}
-		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		if strings.HasPrefix(seg, "{") {
+			b.WriteString("By")
+		}
+		for _, part := range strings.FieldsFunc(seg, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) }) {
+			b.WriteString(upperFirst(part))
+		}
 	}
 	return b.String()
 }
 
-var timeType = reflect.TypeOf(time.Time{})
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	r := []rune(s)
+	r[0] = unicode.ToUpper(r[0])
+	return string(r)
+}
+
+var (
+	timeType          = reflect.TypeOf(time.Time{})
+	rawMessageType    = reflect.TypeFor[json.RawMessage]()
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	schemaProvider    = reflect.TypeFor[SchemaProvider]()
+)
 
 // SchemaProvider is a type with its own JSON encoding (a value of several
-// forms) that states its schema instead of the one its fields would give.
+// forms, a decimal string) that states its schema instead of the one its
+// fields or kind would give.
 type SchemaProvider interface {
 	JSONSchema() map[string]any
 }
 
-// Schema derives a JSON schema from a Go value through its json tags. A field
-// tagged `required:"true"` is listed as required; `doc:"..."` describes it;
-// `enum:"a,b"` restricts it.
+// Schema derives a standalone JSON schema (no references) from a Go value
+// through its json tags. The tags the binder checks (bind.go) are shown:
+// `required:"true"` lists the field as required, `doc:"..."` describes it,
+// `enum:"a,b"`, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
+// minLength, maxLength, pattern, minItems, maxItems, format and default
+// restrict or describe it; a pointer field is nullable.
 func Schema(v any) map[string]any {
-	return schemaOf(reflect.TypeOf(v), map[reflect.Type]bool{})
+	return (*docBuilder)(nil).schemaOf(reflect.TypeOf(v))
 }
 
-func schemaOf(t reflect.Type, seen map[reflect.Type]bool) map[string]any {
+// schemaOf is t's schema; in a document (d not nil) a named struct type is
+// a reference to its component.
+func (d *docBuilder) schemaOf(t reflect.Type) map[string]any {
+	return d.schema(t, map[reflect.Type]bool{})
+}
+
+func (d *docBuilder) schema(t reflect.Type, seen map[reflect.Type]bool) map[string]any {
 	if t == nil {
 		return map[string]any{}
 	}
@@ -277,11 +479,19 @@ func schemaOf(t reflect.Type, seen map[reflect.Type]bool) map[string]any {
 	if t == timeType {
 		return map[string]any{"type": "string", "format": "date-time"}
 	}
-	if s, ok := reflect.New(t).Interface().(SchemaProvider); ok {
-		return s.JSONSchema()
+	if reflect.PointerTo(t).Implements(schemaProvider) {
+		return reflect.New(t).Interface().(SchemaProvider).JSONSchema()
 	}
-	if _, ok := reflect.New(t).Interface().(json.Marshaler); ok && t.Kind() != reflect.Struct {
+	if t == rawMessageType {
 		return map[string]any{}
+	}
+	if t.Kind() != reflect.Struct {
+		if reflect.PointerTo(t).Implements(jsonMarshalerType) {
+			return map[string]any{}
+		}
+		if reflect.PointerTo(t).Implements(textMarshalerType) {
+			return map[string]any{"type": "string"}
+		}
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -297,68 +507,159 @@ func schemaOf(t reflect.Type, seen map[reflect.Type]bool) map[string]any {
 		if t.Elem().Kind() == reflect.Uint8 {
 			return map[string]any{"type": "string", "format": "byte"}
 		}
-		return map[string]any{"type": "array", "items": schemaOf(t.Elem(), seen)}
+		return map[string]any{"type": "array", "items": d.schema(t.Elem(), seen)}
 	case reflect.Map:
-		return map[string]any{"type": "object", "additionalProperties": schemaOf(t.Elem(), seen)}
+		return map[string]any{"type": "object", "additionalProperties": d.schema(t.Elem(), seen)}
 	case reflect.Interface:
 		return map[string]any{}
 	case reflect.Struct:
+		if d != nil && t.Name() != "" {
+			return map[string]any{"$ref": "#/components/schemas/" + d.component(t)}
+		}
 		if seen[t] {
 			return map[string]any{"type": "object"}
 		}
 		seen[t] = true
 		defer delete(seen, t)
-		props := map[string]any{}
-		var required []string
-		addStructFields(t, props, &required, seen)
-		s := map[string]any{"type": "object", "properties": props}
-		if len(required) > 0 {
-			sort.Strings(required)
-			s["required"] = required
-		}
-		return s
+		return d.structSchema(t, seen)
 	}
 	return map[string]any{}
 }
 
-func addStructFields(t reflect.Type, props map[string]any, required *[]string, seen map[reflect.Type]bool) {
+// component is the name of t's component, built on first use.
+func (d *docBuilder) component(t reflect.Type) string {
+	if name, ok := d.names[t]; ok {
+		return name
+	}
+	name := componentName(t, false)
+	if other, taken := d.owner[name]; taken && other != t {
+		name = componentName(t, true)
+		for i := 2; d.owner[name] != nil; i++ {
+			name = componentName(t, true) + strconv.Itoa(i)
+		}
+	}
+	d.names[t], d.owner[name] = name, t
+	d.schemas[name] = map[string]any{"type": "object"} // a placeholder while its fields refer back to it
+	d.schemas[name] = d.structSchema(t, map[reflect.Type]bool{t: true})
+	return name
+}
+
+// componentName is a Go type's name as a component: Receipt, PageEntry for
+// Page[Entry]; qualified, with its package (WalletEntry), when two types
+// of one document share a name.
+func componentName(t reflect.Type, qualified bool) string {
+	name := t.Name()
+	var b strings.Builder
+	if qualified {
+		pkg := t.PkgPath()
+		b.WriteString(upperFirst(pkg[strings.LastIndexByte(pkg, '/')+1:]))
+	}
+	base, args, generic := strings.Cut(name, "[")
+	b.WriteString(base)
+	if generic {
+		for _, a := range strings.Split(strings.TrimSuffix(args, "]"), ",") {
+			a = a[strings.LastIndexAny(a, "./")+1:]
+			b.WriteString(upperFirst(a))
+		}
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' {
+			return r
+		}
+		return -1
+	}, b.String())
+}
+
+func (d *docBuilder) structSchema(t reflect.Type, seen map[reflect.Type]bool) map[string]any {
+	props := map[string]any{}
+	var required []string
+	d.addStructFields(t, props, &required, seen)
+	s := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		sort.Strings(required)
+		s["required"] = required
+	}
+	return s
+}
+
+func (d *docBuilder) addStructFields(t reflect.Type, props map[string]any, required *[]string, seen map[reflect.Type]bool) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if !f.IsExported() {
+		name, embedded := jsonName(f)
+		if embedded {
+			d.addStructFields(f.Type, props, required, seen)
 			continue
-		}
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				addStructFields(ft, props, required, seen)
-				continue
-			}
 		}
 		if name == "" {
-			name = f.Name
+			continue
 		}
-		s := schemaOf(f.Type, seen)
-		if d := f.Tag.Get("doc"); d != "" {
-			s["description"] = d
+		s := d.schema(f.Type, seen)
+		if ref, ok := s["$ref"]; ok {
+			s = map[string]any{"$ref": ref} // a copy: a reference stands alone
 		}
-		if e := f.Tag.Get("enum"); e != "" {
-			s["enum"] = strings.Split(e, ",")
-		}
-		if f.Type.Kind() == reflect.Pointer {
-			s["nullable"] = true
-		}
+		fieldTags(f, s)
 		props[name] = s
 		if f.Tag.Get("required") == "true" {
 			*required = append(*required, name)
 		}
+	}
+}
+
+// fieldTags shows a field's tags on its schema s. A reference cannot carry
+// siblings in OpenAPI 3.0, so a nullable or described reference becomes
+// allOf: [the reference].
+func fieldTags(f reflect.StructField, s map[string]any) {
+	if _, isRef := s["$ref"]; isRef {
+		nullable := f.Type.Kind() == reflect.Pointer
+		doc := f.Tag.Get("doc")
+		if !nullable && doc == "" {
+			return
+		}
+		s["allOf"] = []any{map[string]any{"$ref": s["$ref"]}}
+		delete(s, "$ref")
+		if nullable {
+			s["nullable"] = true
+		}
+		if doc != "" {
+			s["description"] = doc
+		}
+		return
+	}
+	if d := f.Tag.Get("doc"); d != "" {
+		s["description"] = d
+	}
+	if e := f.Tag.Get("enum"); e != "" {
+		s["enum"] = strings.Split(e, ",")
+	}
+	if f.Type.Kind() == reflect.Pointer {
+		s["nullable"] = true
+	}
+	for _, k := range []string{"format", "pattern"} {
+		if v := f.Tag.Get(k); v != "" {
+			s[k] = v
+		}
+	}
+	for _, k := range []string{"minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"} {
+		if v := f.Tag.Get(k); v != "" {
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				s[k] = x
+			}
+		}
+	}
+	for _, k := range []string{"exclusiveMinimum", "exclusiveMaximum"} {
+		if v := f.Tag.Get(k); v != "" {
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				s[strings.ToLower(k[9:10])+k[10:]] = x // minimum / maximum, OpenAPI 3.0's way
+				s[k] = true
+			}
+		}
+	}
+	if v := f.Tag.Get("default"); v != "" {
+		var x any
+		if json.Unmarshal([]byte(v), &x) != nil || s["type"] == "string" {
+			x = v
+		}
+		s["default"] = x
 	}
 }
 

@@ -62,7 +62,7 @@ func TestOpenAPIYAMLKeyOrder(t *testing.T) {
 			t.Errorf("%s keys = %v, want %v", where, got, want)
 		}
 	}
-	check("top level", keys(t, doc, "document"), "openapi", "info", "paths", "components")
+	check("top level", keys(t, doc, "document"), "openapi", "info", "servers", "tags", "paths", "components")
 	check("info", keys(t, get(t, doc, "info"), "info"), "title", "version", "description")
 	item := get(t, get(t, doc, "paths"), "/api/v1/things/{id}")
 	check("path item", keys(t, item, "path item"), "get", "put")
@@ -74,7 +74,12 @@ func TestOpenAPIYAMLKeyOrder(t *testing.T) {
 	check("query parameter", keys(t, params.Content[1], "parameter"), "name", "in", "description", "required", "schema")
 	check("requestBody", keys(t, get(t, put, "requestBody"), "requestBody"), "required", "content")
 	check("responses", keys(t, get(t, put, "responses"), "responses"), "200", "default")
-	schema := get(t, get(t, get(t, get(t, put, "requestBody"), "content"), "application/json"), "schema")
+	ref := get(t, get(t, get(t, get(t, put, "requestBody"), "content"), "application/json"), "schema")
+	check("body schema", keys(t, ref, "schema"), "$ref")
+	if got := get(t, ref, "$ref").Value; got != "#/components/schemas/echoReq" {
+		t.Errorf("body $ref %q", got)
+	}
+	schema := get(t, get(t, get(t, doc, "components"), "schemas"), "echoReq")
 	check("schema", keys(t, schema, "schema"), "type", "required", "properties")
 	check("properties", keys(t, get(t, schema, "properties"), "properties"), "count", "name")
 

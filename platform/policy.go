@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/gofiber/fiber/v3"
 
@@ -42,6 +43,11 @@ type Policy struct {
 	Name  string
 	Doc   string
 	Check Check
+	// Agents admits a container agent's credential (auth.KindAgent) to the
+	// route; its Check then decides which container's. Every other route
+	// answers such a credential 401: an agent token is good for nothing a
+	// person does.
+	Agents bool
 }
 
 // The plain policies.
@@ -89,7 +95,19 @@ func (f AuthenticatorFunc) Authenticate(c fiber.Ctx) (*auth.Principal, error) { 
 var (
 	errAdminOnly = &Error{Code: CodeForbidden, Message: "this action needs the admin role"}
 	errNoCaller  = &Error{Code: CodeUnauthorized, Message: "missing credential: send an Authorization: Bearer header"}
+	errAgentOnly = &Error{Code: CodeUnauthorized,
+		Message: "an agent token is good only for its container's agent routes: sign in or send an auth token"}
 )
+
+// BearerToken is the request's Authorization: Bearer credential.
+func BearerToken(c fiber.Ctx) (string, bool) {
+	h := c.Get(fiber.HeaderAuthorization)
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", false
+	}
+	tok := strings.TrimSpace(h[7:])
+	return tok, tok != ""
+}
 
 // Caller is the principal ctx carries, or 401 when there is none: domain
 // methods that act for someone start with it.
@@ -159,6 +177,9 @@ func (h *Host) guard(r Route, next fiber.Handler) fiber.Handler {
 			}
 			if p == nil {
 				return errNoCaller
+			}
+			if p.Kind == auth.KindAgent && !pol.Agents {
+				return errAgentOnly
 			}
 			ctx = auth.NewContext(ctx, p)
 			if pol.Access == AccessAdmin && !p.IsAdmin() {

@@ -3,8 +3,11 @@ package platform
 import (
 	"context"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v3"
 )
@@ -154,12 +157,59 @@ func parseParam(p Param, raw string) (any, error) {
 		}
 		return nil, queryErr(p, "must be one of "+strings.Join(p.Enum, ", "))
 	}
+	if rule := stringRule(raw, p.MinLength, p.MaxLength, p.Pattern); rule != "" {
+		return nil, queryErr(p, rule)
+	}
 	return raw, nil
+}
+
+// stringRule is the rule of minLength, maxLength (in characters) and
+// pattern that s breaks, "" when it keeps them all.
+func stringRule(s string, minLen, maxLen int, pattern string) string {
+	if minLen > 0 || maxLen > 0 {
+		n := utf8.RuneCountInString(s)
+		switch {
+		case minLen > 0 && maxLen > 0 && (n < minLen || n > maxLen):
+			return "must be " + strconv.Itoa(minLen) + " to " + strconv.Itoa(maxLen) + " characters, got " + strconv.Itoa(n)
+		case minLen > 0 && n < minLen:
+			return "must be at least " + strconv.Itoa(minLen) + " characters, got " + strconv.Itoa(n)
+		case maxLen > 0 && n > maxLen:
+			return "must be at most " + strconv.Itoa(maxLen) + " characters, got " + strconv.Itoa(n)
+		}
+	}
+	if pattern != "" && !compiled(pattern).MatchString(s) {
+		return "must match " + pattern
+	}
+	return ""
+}
+
+// patterns caches compiled patterns: a route table's are compiled when its
+// host is built (checkParams, planInput), so a request never compiles one.
+var patterns sync.Map // string → *regexp.Regexp
+
+func compiled(pattern string) *regexp.Regexp {
+	if re, ok := patterns.Load(pattern); ok {
+		return re.(*regexp.Regexp)
+	}
+	re := regexp.MustCompile(pattern)
+	patterns.Store(pattern, re)
+	return re
+}
+
+// paramPlace is how an error names where a parameter was given.
+func paramPlace(in string) string {
+	switch in {
+	case "path":
+		return "path parameter "
+	case "header":
+		return "header "
+	}
+	return "query parameter "
 }
 
 func queryErr(p Param, rule string) *Error {
 	return &Error{Code: CodeInvalid, Field: p.Name, Details: p.Name,
-		Message: "query parameter " + p.Name + ": " + rule}
+		Message: paramPlace(p.In) + p.Name + ": " + rule}
 }
 
 func (r *Range) holds(v float64) bool {
@@ -212,6 +262,11 @@ func checkParams(r Route) {
 		}
 		if p.Range != nil && p.Type != "integer" && p.Type != "number" {
 			panic("platform: " + r.Method + " " + r.Path + ": query parameter " + p.Name + " has a Range but is not numeric")
+		}
+		if p.Pattern != "" {
+			if _, err := regexp.Compile(p.Pattern); err != nil {
+				panic("platform: " + r.Method + " " + r.Path + ": query parameter " + p.Name + ": pattern: " + err.Error())
+			}
 		}
 		if p.Default != "" {
 			if _, err := parseParam(p, p.Default); err != nil {

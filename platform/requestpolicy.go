@@ -130,12 +130,15 @@ func (p *RequestPolicy) Check(r Request) *Error {
 // which CORS answer it gets (the zero CORS: none). A Preflight decision is
 // answered with CORS.WritePreflight instead of being routed.
 func (p *RequestPolicy) Decide(r Request) (CORS, *Error) {
-	if err := p.checkHost(r.Host, r.LocalIP); err != nil {
+	if err := p.checkHost(r.Host, r.LocalIP, nil); err != nil {
 		return CORS{}, err
 	}
 	own := r.Host
 	if r.ForwardedHost != "" {
-		if err := p.checkHost(r.ForwardedHost, nil); err != nil {
+		// The gateway judged this Host against the address the client
+		// connected to, which is not this connection's: any address of
+		// this machine stands for it.
+		if err := p.checkHost(r.ForwardedHost, nil, ownAddress); err != nil {
 			return CORS{}, err
 		}
 		own = r.ForwardedHost
@@ -166,11 +169,15 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// checkHost accepts loopback names, the connection's own IP literal, names
-// under the domain and the configured origins' hosts.
-func (p *RequestPolicy) checkHost(hostport string, local net.IP) *Error {
+// checkHost accepts loopback names, the connection's own IP literal (or,
+// when own is set, any IP literal own accepts), names under the domain
+// and the configured origins' hosts.
+func (p *RequestPolicy) checkHost(hostport string, local net.IP, own func(net.IP) bool) *Error {
 	name := strings.ToLower(hostname(hostport))
 	if p.hostAllowed(name, local) {
+		return nil
+	}
+	if ip := net.ParseIP(name); ip != nil && own != nil && own(ip) {
 		return nil
 	}
 	return &Error{Code: CodeMisdirected, Details: "host",
@@ -296,16 +303,22 @@ type gatewayDispatchKey struct{}
 // already past the gateway's request policy and authorizer and rewritten
 // as a proxied request (Host = the service's address, the gateway's own
 // X-Forwarded-*), to the handler of a service listening on serviceIP. The
-// service's policy then judges the facts it judges on a proxied
-// connection: the connection arrived on serviceIP and its peer is the
-// gateway, so X-Forwarded-Host counts (TrustForwardedHost). The socket
-// peer stays the client's, so ClientIP is the gateway's view of the
-// client, as the X-Forwarded-For the gateway sets.
+// service's host trusts the gateway's decision: it judges neither the
+// peer nor Host and Origin again (GatewayDispatched). The socket peer
+// stays the client's, so ClientIP is the gateway's view of the client, as
+// the X-Forwarded-For the gateway sets.
 func MarkGatewayDispatch(rc *fasthttp.RequestCtx, serviceIP net.IP) {
 	if serviceIP == nil {
 		serviceIP = net.IPv4(127, 0, 0, 1)
 	}
 	rc.SetUserValue(gatewayDispatchKey{}, serviceIP)
+}
+
+// GatewayDispatched reports whether the agent's gateway handed rc to the
+// service's handler itself (MarkGatewayDispatch).
+func GatewayDispatched(rc *fasthttp.RequestCtx) bool {
+	_, ok := rc.UserValue(gatewayDispatchKey{}).(net.IP)
+	return ok
 }
 
 // fiberRequest reads the policy's view of a Fiber request; the forwarded

@@ -157,6 +157,9 @@ func TestHostAppliesPolicy(t *testing.T) {
 	if st, _, raw := send("", "X-Forwarded-Host", "evil.example", "Origin", "http://evil.example"); st != 421 {
 		t.Fatalf("forged forwarded host: %d %s", st, raw)
 	}
+	if st, _, raw := send("", "X-Forwarded-Host", "203.0.113.77:7700", "Origin", "http://203.0.113.77:7700"); st != 421 {
+		t.Fatalf("forwarded host, an IP of another machine: %d %s", st, raw)
+	}
 	if reached != 0 {
 		t.Fatalf("a refused request reached the handler %d times", reached)
 	}
@@ -166,4 +169,23 @@ func TestHostAppliesPolicy(t *testing.T) {
 	if st, _, raw := send("", "Origin", strings.TrimSuffix(url, "/")); st != 201 {
 		t.Fatalf("own origin: %d %s", st, raw)
 	}
+	// The gateway serves a Host naming the address the client connected
+	// to; the service, behind it on another address, takes any address of
+	// this machine for it.
+	if ip := ownNonLoopbackIP(); ip != "" {
+		fh := net.JoinHostPort(ip, "7700")
+		if st, _, raw := send("", "X-Forwarded-Host", fh, "Origin", "http://"+fh); st != 201 {
+			t.Fatalf("forwarded host %s, an address of this machine: %d %s", fh, st, raw)
+		}
+	}
+}
+
+func ownNonLoopbackIP() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	return ""
 }

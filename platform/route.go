@@ -28,16 +28,27 @@ type Param struct {
 	Range *Range
 	// Default is the value an absent parameter takes, in query syntax.
 	Default string
+	// MinLength, MaxLength (characters; 0: no bound) and Pattern (an RE2
+	// expression the whole value must match) restrict a string.
+	MinLength, MaxLength int
+	Pattern              string
+	// Format is the OpenAPI format shown for the value (uuid, date-time ...).
+	Format string
 }
 
 // Route is one entry of a service's route table. The same table registers the
 // handler and produces the OpenAPI document, so the two cannot drift.
 //
 // Path uses OpenAPI syntax: "/api/v1/things/{id}". A trailing "{name...}"
-// matches the rest of the path (read it with c.Params("*")).
+// matches the rest of the path (an input field tagged path:"name...", or
+// c.Params("*")).
 type Route struct {
-	Method      string
-	Path        string
+	Method string
+	Path   string
+	// OperationID names the operation in the OpenAPI document (getInvoice);
+	// generated clients name their methods after it. Empty: derived from
+	// the method and path. Unique within a document.
+	OperationID string
 	Summary     string
 	Description string
 	Tags        []string
@@ -55,14 +66,59 @@ type Route struct {
 	Response any
 	// Status is the success status (default 200).
 	Status int
+	// Statuses are further success statuses an Op's answer may pick (its
+	// Status field), documented with the same body: 200 beside a Status of
+	// 201 for a create-or-replace.
+	Statuses []int
+	// Message is the control plane's success envelope message ("Transfer
+	// completed"); container services answer without an envelope.
+	Message string
+	// RequestType is the media type documented for a raw ([]byte) request
+	// body (default application/octet-stream).
+	RequestType string
 	// ContentType of a non-JSON success response (image/png, text/plain ...).
 	ContentType string
 	// WebSocket marks an upgrade endpoint (documented with x-websocket).
 	WebSocket bool
-	// Exactly one of Handler (Fiber, the fast path) or HTTP (net/http, for
-	// hijacking, WebDAV and streaming) is set.
+	// Exactly one of Op (a typed domain method, op.go), Handler (Fiber) or
+	// HTTP (net/http, for hijacking, WebDAV and streaming) is set. With Op,
+	// the parameters, body and answer are documented from its types, so
+	// Query and Body stay empty (Response only describes a StreamOp's
+	// stream).
+	Op      Operation
 	Handler fiber.Handler
 	HTTP    http.Handler
+
+	// bare: the JSON answer is not wrapped in the control plane's envelope
+	// (the host's own /health).
+	bare bool
+}
+
+// Params are the route's declared parameters: Query, or those of its Op's
+// input type.
+func (r Route) Params() []Param {
+	if r.Op == nil {
+		return r.Query
+	}
+	o := r.Op.operation()
+	if o.in == nil {
+		return nil
+	}
+	out := make([]Param, len(o.in.params))
+	for i, p := range o.in.params {
+		out[i] = p.p
+	}
+	return out
+}
+
+// JSONBody reports whether the route reads a JSON request body (Body, or
+// its Op's input).
+func (r Route) JSONBody() bool {
+	if r.Op == nil {
+		return r.Body != nil
+	}
+	in := r.Op.operation().in
+	return in.hasBody() && !in.body.raw
 }
 
 // fiberPath turns "/a/{id}/b/{rest...}" into "/a/:id/b/*".

@@ -14,10 +14,15 @@ import (
 // document with Name forced to deps.Name so /health reports it, a
 // HealthReporter feeds /health, and the common settings build the request
 // policy (--domain, --allowed-origins) the host applies before any route
-// and choose whether X-Forwarded-For is trusted. It fails only when the
-// common settings do not make a policy (see CommonSettings.Validate).
+// and choose whether X-Forwarded-For is trusted, and --trusted-uids the
+// local users its own port serves (LocalTrust). It fails only when the
+// common settings are not valid (see CommonSettings.Validate).
 func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
 	policy, err := deps.Common.Policy()
+	if err != nil {
+		return nil, err
+	}
+	trust, err := deps.Common.LocalTrust()
 	if err != nil {
 		return nil, err
 	}
@@ -25,8 +30,11 @@ func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
 	if deps.Name != "" {
 		info.Name = deps.Name
 	}
-	info.Description = strings.TrimSpace(info.Description + " " + policyDescription)
-	cfg := HostConfig{Info: info, Logger: deps.Logger, Policy: policy}
+	info.Description = strings.TrimSpace(info.Description + " " + policyDescription + " " + programDescription(info.Name))
+	cfg := HostConfig{Info: info, Logger: deps.Logger, NamedLogger: deps.Logger != nil, Policy: policy, LocalTrust: trust, Servers: []Server{
+		{URL: "/", Description: "the service's own port, where this document was read"},
+		{URL: "/_/" + info.Name, Description: "through the agent's gateway (relative to the gateway's address)"},
+	}}
 	// Without --trust-proxy-headers the client is the socket peer (the
 	// gateway, for proxied calls). With it, the right-most X-Forwarded-For
 	// hop from a loopback or private peer: the gateway's, which it sets to
@@ -46,7 +54,10 @@ func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
 
 // policyDescription tells a service's OpenAPI readers what the request
 // policy refuses before any route.
-const policyDescription = "Every route is under the agent's request policy: a Host that is not a loopback name, " +
+const policyDescription = "This service's own port serves the agent's gateway and local users the agent trusts (root, " +
+	"its own user, --trusted-uids); any other caller gets 401 UNAUTHORIZED there and goes through the gateway, where " +
+	"proxy permissions judge its credential. " +
+	"Every route is under the agent's request policy: a Host that is not a loopback name, " +
 	"the connection's own IP or a name under --domain gets 421 MISDIRECTED_REQUEST; a browser Origin that is not " +
 	"the request's own, under --domain or in --allowed-origins gets 403 FORBIDDEN (reads included), as does a " +
 	"cross-site or same-site browser request without Origin that is not a top-level navigation."
@@ -78,7 +89,7 @@ func ServeUntil(ctx context.Context, h *Host, ln net.Listener, grace time.Durati
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := h.Shutdown(sctx); err != nil {
-		h.cfg.Logger.Warn("shutdown", "service", h.cfg.Info.Name, "err", err)
+		h.log.Warn("shutdown", "err", err)
 	}
 	_ = ln.Close()
 	<-done

@@ -22,7 +22,10 @@ type ServiceDeps struct {
 	// other service can reach its buckets, and it is the same file in-process
 	// and isolated (bbolt files take one process, so the service's runner
 	// opens it, never two at once).
-	Store  *store.DB
+	Store *store.DB
+	// Logger carries the service's name as "service" (the agent's runners
+	// set it so; WithDefaults does for a nil one), so every line of the
+	// service and of its host names it once.
 	Logger *slog.Logger
 	Clock  Clock
 	// Journal takes the service's structured entries (programs' output,
@@ -39,7 +42,7 @@ type ServiceDeps struct {
 // notifier that write to the logger. The agent always sets all four.
 func (d ServiceDeps) WithDefaults() ServiceDeps {
 	if d.Logger == nil {
-		d.Logger = slog.Default()
+		d.Logger = slog.Default().With("service", d.Name)
 	}
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
@@ -103,6 +106,9 @@ type CommonSettings struct {
 	// TrustProxyHeaders takes the client address from X-Forwarded-For
 	// (right-most entry, from a loopback or private peer only).
 	TrustProxyHeaders bool
+	// TrustedUIDs is a comma list of local users treated as loopback (the
+	// agent's own) besides root and the agent's user (LocalTrust).
+	TrustedUIDs string
 }
 
 // Flags declares --domain, --allowed-origins and --trust-proxy-headers.
@@ -110,6 +116,17 @@ func (c *CommonSettings) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Domain, "domain", "localhost", "{container_domain}: the gateway's Host routing; names under it are served and are allowed browser origins")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma list of browser origins (https://app.example.com) that may call services besides each one's own and those under --domain")
 	fs.BoolVar(&c.TrustProxyHeaders, "trust-proxy-headers", false, "take the client address from X-Forwarded-For (only behind the platform proxy)")
+	fs.StringVar(&c.TrustedUIDs, "trusted-uids", "", "comma list of local uids whose connections count as loopback besides root and the agent's own; every other local user needs a credential, as an outside client does")
+}
+
+// LocalTrust is the trust these settings give local users: root, the
+// agent's own user and --trusted-uids.
+func (c CommonSettings) LocalTrust() (*LocalTrust, error) {
+	uids, err := ParseUIDs(c.TrustedUIDs)
+	if err != nil {
+		return nil, err
+	}
+	return NewLocalTrust(uids), nil
 }
 
 // Origins is AllowedOrigins as a list.
@@ -126,9 +143,13 @@ func (c CommonSettings) Policy() (*RequestPolicy, error) {
 	return NewRequestPolicy(d, c.Origins())
 }
 
-// Validate checks --allowed-origins before anything starts.
+// Validate checks --allowed-origins and --trusted-uids before anything
+// starts.
 func (c CommonSettings) Validate() error {
-	_, err := c.Policy()
+	if _, err := c.Policy(); err != nil {
+		return err
+	}
+	_, err := c.LocalTrust()
 	return err
 }
 

@@ -5,9 +5,11 @@
 //
 // What is in force, in order:
 //   - with --control-url: the last document whose X-Service-Signature
-//     verified (kept on disk in <data>/proxyperm/effective.json, read back
-//     at start); a response that fails verification, a malformed document
-//     or an unreachable control plane changes nothing;
+//     verified under a key the agent trusts (trust.go: pinned with
+//     --control-key, or a set a trusted key signed; kept on disk in
+//     <data>/proxyperm/effective.json, read back at start); a response that
+//     fails verification, a malformed document or an unreachable control
+//     plane changes nothing;
 //   - with --permissions-file: that file, re-read when it changes; a
 //     malformed version is refused whole and the previous one stays;
 //   - with neither, or while no document exists: loopback clients only.
@@ -19,6 +21,7 @@ package access
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,12 +38,21 @@ import (
 	"deckhand/platform/signing"
 )
 
+// AgentTokenPrefix starts a container's agent token (control/projects).
+const AgentTokenPrefix = "agt_"
+
 // Config is what the agent knows about itself.
 type Config struct {
 	// ControlURL, ContainerID and Token (--control-url, --container-id,
-	// --token): sync from the control plane. ProjectID is informational
-	// (the control plane knows the container's project).
+	// --token, the container's agt_ agent token): sync from the control
+	// plane. ProjectID is informational (the control plane knows the
+	// container's project).
 	ControlURL, ContainerID, ProjectID, Token string
+	// ControlKey (--control-key) pins the control plane's key: a public
+	// key in hex or a file with one or a key set. InsecureControlURL
+	// (--insecure-control-url) allows plain http to a host not on loopback.
+	ControlKey         string
+	InsecureControlURL bool
 	// PermissionsFile (--permissions-file) is used without a control plane.
 	PermissionsFile string
 	// Dir keeps the last verified document (<data>/proxyperm).
@@ -68,8 +80,10 @@ type Authorizer struct {
 	cfg      Config
 	cur      atomic.Pointer[state]
 	verifier *signing.Verifier
+	control  *Control
 	claims   proxyperm.ClaimVerifier
 	ready    chan struct{}
+	lastKIDs atomic.Pointer[[]string] // kids last journaled as trusted
 }
 
 // New loads what is in force at start: the last verified document (with a
@@ -100,20 +114,35 @@ func New(cfg Config) (*Authorizer, error) {
 		if cfg.ContainerID == "" {
 			return nil, errors.New("--container-id: required with --control-url")
 		}
-		if cfg.Token == "" {
-			return nil, errors.New("--token: required with --control-url (an svc_ token)")
+		switch {
+		case cfg.Token == "":
+			return nil, errors.New("--token: required with --control-url (the container's agent token, agt_...)")
+		case !strings.HasPrefix(cfg.Token, AgentTokenPrefix):
+			// An svc_ token acts for its user everywhere; the control plane
+			// gives the effective document only to an agent token.
+			return nil, errors.New("--token: must be the container's agent token (agt_...), minted with " +
+				"POST /api/v1/containers/{id}/agent-tokens; a user's svc_ token is refused")
 		}
-		if !strings.HasPrefix(cfg.ControlURL, "http://") && !strings.HasPrefix(cfg.ControlURL, "https://") {
-			return nil, fmt.Errorf("--control-url %q: must be an http:// or https:// URL", cfg.ControlURL)
+		u, err := checkControlURL(cfg.ControlURL, cfg.InsecureControlURL)
+		if err != nil {
+			return nil, err
 		}
-		a.cfg.ControlURL = strings.TrimRight(cfg.ControlURL, "/")
-		a.verifier = signing.NewVerifier(signing.VerifierOptions{Source: signing.HTTPKeySource(cfg.Client, a.cfg.ControlURL),
+		a.cfg.ControlURL = u
+		var pinned map[string]ed25519.PublicKey
+		if cfg.ControlKey != "" {
+			if pinned, err = parseControlKey(cfg.ControlKey); err != nil {
+				return nil, err
+			}
+		}
+		a.verifier = signing.NewVerifier(signing.VerifierOptions{Fetch: signing.HTTPKeySetFetcher(cfg.Client, a.cfg.ControlURL),
+			Pinned: pinned, Trusted: a.savedKeys(), TrustFirst: true, OnAccept: a.keysAccepted,
 			Clock: cfg.Clock, MinRefetch: 10 * time.Second})
+		a.control = &Control{URL: a.cfg.ControlURL, ContainerID: cfg.ContainerID, Token: cfg.Token, Client: cfg.Client, Verifier: a.verifier}
 		a.claims = func(payload, sig, kid string) ([]byte, error) {
 			var raw json.RawMessage
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			if err := a.verifier.VerifyClaim(ctx, signing.Claim{PayloadB64: payload, SignatureHex: sig, KID: kid}, &raw); err != nil {
+			if err := a.control.VerifyClaim(ctx, signing.Claim{PayloadB64: payload, SignatureHex: sig, KID: kid}, &raw); err != nil {
 				return nil, err
 			}
 			return raw, nil
@@ -170,20 +199,77 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 	src, _ := netip.AddrFromSlice(client)
 	src = src.Unmap()
 	port := a.cfg.Port(t.Service)
-	f := proxyperm.Facts{
-		Program:  proxyperm.ProgramFor(t.Service, port),
-		Port:     port,
-		Source:   src,
-		Loopback: r.RemoteIP != nil && r.RemoteIP.IsLoopback() && client.IsLoopback(),
-		Header:   r.Header, Cookie: r.Cookie, Param: r.Query,
-		Now: a.cfg.Clock.Now(),
+	program := proxyperm.ProgramFor(t.Service, port)
+	if t.Service == tunnelService {
+		// The tunnel reaches other ports: the rules judge the port it
+		// reaches (ssh for 22, http for the rest); its own routes are
+		// the services program on its own port.
+		program = proxyperm.ProgramServices
+		if p, ok := tunnelledPort(t.Path, r.Query); ok {
+			port, program = p, proxyperm.ProgramFor(tunnelService, p)
+		}
 	}
-	d := a.Policy().Evaluate(f, a.claims)
+	pol := a.Policy()
+	f := proxyperm.Facts{
+		Program: program,
+		Port:    port,
+		Source:  src,
+		Header:  r.Header, Cookie: r.Cookie, Param: r.Query,
+		Now: a.cfg.Clock.Now(), Audience: a.cfg.ContainerID,
+	}
+	if pol == nil || !pol.Enabled {
+		// Only then does a loopback client pass without a credential;
+		// reading the socket's owner costs a table read per connection.
+		f.Loopback = r.Loopback()
+	}
+	d := pol.Evaluate(f, a.claims)
 	a.record(r, t, f, d)
 	if !d.Allowed() {
 		return gateway.Identity{}, d.Error(t.Service)
 	}
-	return gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject}, nil
+	id := gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject}
+	if pol != nil && pol.Enabled {
+		id.Port = port // a document judged the port (not a loopback pass)
+		id.Credentials = credentials(pol, d.Group)
+	}
+	return id, nil
+}
+
+// credentials are where the named group's credential travels: the
+// gateway consumes it, so no service and no tunnelled app sees it.
+func credentials(pol *proxyperm.Policy, group string) []gateway.Credential {
+	if group == "" {
+		return nil
+	}
+	for i := range pol.Groups {
+		g := &pol.Groups[i]
+		if g.Name != group {
+			continue
+		}
+		switch g.Type {
+		case proxyperm.TypeToken:
+			in := map[string]string{"header": gateway.CredentialHeader, "cookie": gateway.CredentialCookie}[g.Location]
+			if in == "" {
+				in = gateway.CredentialQuery
+			}
+			return []gateway.Credential{{In: in, Name: g.Name2}}
+		case proxyperm.TypePassword:
+			return []gateway.Credential{{In: gateway.CredentialHeader, Name: "Authorization"}}
+		case proxyperm.TypeJWT:
+			out := make([]gateway.Credential, 0, len(g.Sources))
+			for _, src := range g.Sources {
+				in := gateway.CredentialHeader
+				if src.Cookie {
+					in = gateway.CredentialCookie
+				}
+				out = append(out, gateway.Credential{In: in, Name: src.Name})
+			}
+			return out
+		case proxyperm.TypeServiceIdentity:
+			return []gateway.Credential{{In: gateway.CredentialHeader, Name: proxyperm.ClaimHeader}}
+		}
+	}
+	return nil
 }
 
 var outcomeName = map[proxyperm.Outcome]string{proxyperm.Allowed: "allowed", proxyperm.Unauthorized: "unauthorized",

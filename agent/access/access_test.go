@@ -38,9 +38,12 @@ func fileDoc(value string, access string) string {
 		"permissions":{"bots":{"services":` + access + `},"ops":{"terminal":true}}}`
 }
 
+// request is a request from a peer; a loopback one is a trusted local
+// user's (the gateway reads that from the socket's owner).
 func request(from string, hdr map[string]string) gateway.Request {
-	return gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: net.ParseIP(from),
-		Header: func(n string) string { return hdr[n] }}
+	ip := net.ParseIP(from)
+	return gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: ip,
+		Header: func(n string) string { return hdr[n] }, TrustedPeer: ip.IsLoopback}
 }
 
 func status(a *access.Authorizer, service, from string, hdr map[string]string) int {
@@ -67,7 +70,7 @@ func TestPermissionsFileReloadsAndRefusesMalformedWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, err := access.New(access.Config{PermissionsFile: path, Journal: j, Poll: 20 * time.Millisecond,
-		Port: func(s string) int { return map[string]int{"cron": 7701, "terminal": 7703}[s] }})
+		Port: func(s string) int { return map[string]int{"vault": 7705, "terminal": 7703}[s] }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +86,12 @@ func TestPermissionsFileReloadsAndRefusesMalformedWhole(t *testing.T) {
 		hdr           map[string]string
 		want          int
 	}{
-		{"cron", "203.0.113.1", key, 200},
-		{"cron", "203.0.113.1", nil, 401},
-		{"cron", "127.0.0.1", nil, 401},
+		{"vault", "203.0.113.1", key, 200},
+		{"vault", "203.0.113.1", nil, 401},
+		{"vault", "127.0.0.1", nil, 401},
 		{"terminal", "203.0.113.1", basic, 200}, // plaintext in a local file is hashed on load
 		{"terminal", "203.0.113.1", key, 403},
-		{"cron", "203.0.113.1", basic, 403},
+		{"vault", "203.0.113.1", basic, 403},
 	} {
 		if got := status(a, c.service, c.from, c.hdr); got != c.want {
 			t.Fatalf("%s from %s %v: %d, want %d", c.service, c.from, c.hdr, got, c.want)
@@ -98,7 +101,7 @@ func TestPermissionsFileReloadsAndRefusesMalformedWhole(t *testing.T) {
 	if err := os.WriteFile(path, []byte(fileDoc("k2", "true")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return status(a, "cron", "203.0.113.1", map[string]string{"X-Key": "k2"}) == 200 })
+	waitFor(t, func() bool { return status(a, "vault", "203.0.113.1", map[string]string{"X-Key": "k2"}) == 200 })
 	// A malformed version is refused whole: the previous one stays.
 	for _, bad := range []string{`{"project":"p1","container":"c1","groups":{},"permissions":{"bots":{"services":"9-3"}}}`, `not json`,
 		`{"project":"p1","container":"c1","groups":{"x":{"type":"ip","range":"10.0.0.0/33"}},"permissions":{}}`} {
@@ -107,7 +110,7 @@ func TestPermissionsFileReloadsAndRefusesMalformedWhole(t *testing.T) {
 		}
 		waitFor(t, func() bool { return strings.Contains(j.text(), "permissions file refused") })
 		time.Sleep(60 * time.Millisecond)
-		if got := status(a, "cron", "203.0.113.1", map[string]string{"X-Key": "k2"}); got != 200 {
+		if got := status(a, "vault", "203.0.113.1", map[string]string{"X-Key": "k2"}); got != 200 {
 			t.Fatalf("after a malformed file (%s): %d", bad, got)
 		}
 	}
@@ -141,6 +144,12 @@ func TestNoDocumentLoopbackOnly(t *testing.T) {
 	if _, err := a.Authorize(r, gateway.Target{Service: "cron"}); err == nil {
 		t.Fatal("a proxied outside client passed as loopback")
 	}
+	// Nor is a local user the agent does not trust.
+	r = request("127.0.0.1", nil)
+	r.TrustedPeer = func() bool { return false }
+	if _, err := a.Authorize(r, gateway.Target{Service: "cron"}); err == nil || err.Status() != 403 {
+		t.Fatalf("an untrusted local user passed as loopback: %v", err)
+	}
 }
 
 func TestControlFlagsChecked(t *testing.T) {
@@ -149,9 +158,10 @@ func TestControlFlagsChecked(t *testing.T) {
 		cfg  access.Config
 		want string
 	}{
-		{access.Config{ControlURL: "http://x", Token: "svc_1"}, "--container-id"},
+		{access.Config{ControlURL: "http://x", Token: "agt_1"}, "--container-id"},
 		{access.Config{ControlURL: "http://x", ContainerID: "c1"}, "--token"},
-		{access.Config{ControlURL: "ftp://x", ContainerID: "c1", Token: "svc_1"}, "--control-url"},
+		{access.Config{ControlURL: "http://x", ContainerID: "c1", Token: "svc_1"}, "agent token (agt_"},
+		{access.Config{ControlURL: "ftp://x", ContainerID: "c1", Token: "agt_1"}, "--control-url"},
 	} {
 		if _, err := access.New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %s", c.cfg, err, c.want)
@@ -171,3 +181,76 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestTunnelRulesJudgeTheTunnelledPort: through the tunnel service the
+// program is ssh for port 22 and http for any other, and a rule's ports
+// are matched against the tunnelled port (the {port} of /proxy/{port}/ or
+// the port of the WebSocket route), never the tunnel service's own port.
+// The tunnel's other routes are the services program. The decision names
+// the port it admitted, which the gateway hands to the tunnel.
+func TestTunnelRulesJudgeTheTunnelledPort(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "perm.json")
+	doc := `{"project":"p1","container":"c1","default":"deny","groups":{
+		"web":{"type":"token","header":"X-Web","value":"w"},
+		"wide":{"type":"token","header":"X-Wide","value":"v"},
+		"shell":{"type":"token","header":"X-Ssh","value":"s"},
+		"admin":{"type":"token","header":"X-Admin","value":"a"}},
+		"permissions":{"web":{"http":[3000]},"wide":{"http":true,"ssh":false},"shell":{"ssh":true},"admin":{"services":true}}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := access.New(access.Config{PermissionsFile: path, Journal: &journal{}, Logger: quietLog(),
+		Port: func(s string) int { return map[string]int{"tunnel": 7706, "cron": 7701}[s] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, wide, shell, admin := map[string]string{"X-Web": "w"}, map[string]string{"X-Wide": "v"},
+		map[string]string{"X-Ssh": "s"}, map[string]string{"X-Admin": "a"}
+	for _, c := range []struct {
+		name     string
+		path     string
+		query    string // the WebSocket route's port
+		hdr      map[string]string
+		want     int
+		wantPort int // the port the decision admitted
+	}{
+		{"http [3000] reaches 3000", "/proxy/3000/", "", web, 200, 3000},
+		{"http [3000] reaches 3000 deep", "/proxy/3000/a/b", "", web, 200, 3000},
+		{"http [3000] not 3001", "/proxy/3001/", "", web, 403, 0},
+		{"http [3000] not the tunnel's own port", "/proxy/7706/", "", web, 403, 0},
+		{"http [3000] ws 3000", "/api/v1/tunnel/ws", "3000", web, 200, 3000},
+		{"http [3000] ws 22", "/api/v1/tunnel/ws", "22", web, 403, 0},
+		{"ssh false stops /proxy/22", "/proxy/22/", "", wide, 403, 0},
+		{"ssh false stops ws 22", "/api/v1/tunnel/ws", "22", wide, 403, 0},
+		{"ssh false, escaped 22", "/proxy/%32%32/", "", wide, 403, 0},
+		{"http true reaches 8080", "/proxy/8080/x", "", wide, 200, 8080},
+		{"ssh true reaches 22", "/api/v1/tunnel/ws", "22", shell, 200, 22},
+		{"ssh true is not http", "/proxy/3000/", "", shell, 403, 0},
+		{"tunnel routes are services", "/api/v1/tunnel/sessions", "", admin, 200, 7706},
+		{"http is not the tunnel's routes", "/api/v1/tunnel/bindings", "", wide, 403, 0},
+		{"routing ignores case and a trailing slash", "/API/v1/Tunnel/WS/", "22", wide, 403, 0},
+		{"services is no tunnel", "/proxy/3000/", "", admin, 403, 0},
+	} {
+		r := gateway.Request{Method: "GET", Path: "/_/tunnel" + c.path, RemoteIP: net.ParseIP("203.0.113.9"),
+			Header: func(n string) string { return c.hdr[n] },
+			Query: func(n string) string {
+				if n == "port" {
+					return c.query
+				}
+				return ""
+			}}
+		id, perr := a.Authorize(r, gateway.Target{Service: "tunnel", Instance: 1, Path: c.path})
+		got := 200
+		if perr != nil {
+			got = perr.Status()
+		}
+		if got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+			continue
+		}
+		if perr == nil && id.Port != c.wantPort {
+			t.Errorf("%s: admitted port %d, want %d", c.name, id.Port, c.wantPort)
+		}
+	}
+}

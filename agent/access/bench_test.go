@@ -66,7 +66,7 @@ type benchGW struct {
 }
 
 func serveGW(b *testing.B, backend string, auth gateway.Authorizer) benchGW {
-	g := gateway.New(gateway.Config{Domain: "localhost", Known: []string{"cron"},
+	g := gateway.New(gateway.Config{Domain: "localhost", Known: []string{"notes"},
 		Backend:    func(string) (string, bool) { return backend, true },
 		Authorizer: auth, Logger: quietLog()})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -81,7 +81,7 @@ func serveGW(b *testing.B, backend string, auth gateway.Authorizer) benchGW {
 			b.Error(err)
 		}
 	})
-	return benchGW{url: "http://" + ln.Addr().String() + "/_/cron/health"}
+	return benchGW{url: "http://" + ln.Addr().String() + "/_/notes/health"}
 }
 
 func benchSetup(b *testing.B) (bare, doc benchGW, token string) {
@@ -94,7 +94,7 @@ func benchSetup(b *testing.B) (bare, doc benchGW, token string) {
 	if err := os.WriteFile(path, []byte(doc50()), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	a, err := access.New(access.Config{PermissionsFile: path, Journal: discard{}, Port: func(string) int { return 7701 }})
+	a, err := access.New(access.Config{PermissionsFile: path, Journal: discard{}, Port: func(string) int { return 7711 }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -194,18 +194,18 @@ func BenchmarkEvaluate50(b *testing.B) {
 	if err := os.WriteFile(path, []byte(doc50()), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	a, err := access.New(access.Config{PermissionsFile: path, Journal: discard{}, Port: func(string) int { return 7701 }})
+	a, err := access.New(access.Config{PermissionsFile: path, Journal: discard{}, Port: func(string) int { return 7711 }})
 	if err != nil {
 		b.Fatal(err)
 	}
 	tok, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"role": "dev"}).SignedString([]byte("the-secret"))
 	hdr := map[string]string{"Authorization": "Bearer " + tok}
-	r := gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: net.ParseIP("203.0.113.9"), Header: func(n string) string { return hdr[n] }}
+	r := gateway.Request{Method: "GET", Path: "/_/notes/health", RemoteIP: net.ParseIP("203.0.113.9"), Header: func(n string) string { return hdr[n] }}
 	b.ReportAllocs()
 	lat := make([]time.Duration, 0, b.N)
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		if _, err := a.Authorize(r, gateway.Target{Service: "cron"}); err != nil {
+		if _, err := a.Authorize(r, gateway.Target{Service: "notes"}); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))

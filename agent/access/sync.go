@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -65,37 +64,13 @@ func (a *Authorizer) loadSaved() error {
 	return nil
 }
 
-// save writes the verified answer atomically (0600: documents hold
-// secrets).
+// save writes the verified answer (0600: documents hold secrets).
 func (a *Authorizer) save(s saved) error {
 	if a.cfg.Dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(a.cfg.Dir, 0o700); err != nil {
-		return err
-	}
 	s.SavedAt = a.cfg.Clock.Now()
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(a.cfg.Dir, ".effective-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), a.savedPath())
+	return SaveVerified(a.cfg.Dir, "effective.json", s)
 }
 
 // syncLoop polls the control plane every Poll with If-None-Match.
@@ -129,33 +104,13 @@ var ErrUnverified = errors.New("control plane answer failed signature verificati
 // SyncOnce asks the control plane once and applies a verified change.
 // Nothing unverified, malformed or unexpected changes what is in force.
 func (a *Authorizer) SyncOnce(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
-	path := effectivePath(a.cfg.ContainerID)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.cfg.ControlURL+path, nil)
+	status, body, err := a.control.Get(ctx, effectivePath(a.cfg.ContainerID), a.ETag(), maxDocument)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+a.cfg.Token)
-	if tag := a.ETag(); tag != "" {
-		req.Header.Set("If-None-Match", `"`+tag+`"`)
-	}
-	resp, err := a.cfg.Client.Do(req)
-	if err != nil {
-		return fmt.Errorf("control plane unreachable: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
-	if err != nil {
-		return fmt.Errorf("read the control plane's answer: %w", err)
-	}
-	if len(body) > maxDocument {
-		return fmt.Errorf("control plane answer larger than %d bytes", maxDocument)
-	}
-	if _, err := a.verifier.VerifyResponse(resp, body); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnverified, err)
-	}
-	switch resp.StatusCode {
+	switch status {
 	case http.StatusNotModified:
 		return nil
 	case http.StatusOK:
@@ -167,22 +122,20 @@ func (a *Authorizer) SyncOnce(ctx context.Context) error {
 		a.apply(&state{etag: "none"}, "control plane")
 		return nil
 	default:
-		return fmt.Errorf("control plane answered %d: %s", resp.StatusCode, clip(body))
+		return fmt.Errorf("control plane answered %d: %s", status, clip(body))
 	}
-	var env struct {
-		Data json.RawMessage `json:"data"`
+	data, err := Data(body)
+	if err != nil {
+		return err
 	}
-	if err := json.Unmarshal(body, &env); err != nil || len(env.Data) == 0 {
-		return errors.New("control plane answer is not a document envelope")
-	}
-	d, err := proxyperm.Decode(env.Data)
+	d, err := proxyperm.Decode(data)
 	if err != nil {
 		return fmt.Errorf("control plane sent a document that does not validate (refused whole): %w", err)
 	}
 	var ver struct {
 		FileVersion int64 `json:"file_version"`
 	}
-	_ = json.Unmarshal(env.Data, &ver)
+	_ = json.Unmarshal(data, &ver)
 	d.FileVersion = ver.FileVersion
 	if d.Container != a.cfg.ContainerID && d.Container != "*" {
 		return fmt.Errorf("control plane sent the document of container %q", d.Container)

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -49,12 +50,36 @@ type tamper struct {
 	srv     *httptest.Server
 	flip    atomic.Bool
 	flipped atomic.Int64
+
+	mu    sync.Mutex
+	creds map[string]bool // Authorization values the agent sent
+	polls atomic.Int64    // effective requests passed on
+}
+
+func (tp *tamper) credentials() []string {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	var out []string
+	for c := range tp.creds {
+		out = append(out, c)
+	}
+	return out
 }
 
 func newTamper(t *testing.T, target string) *tamper {
 	u, _ := url.Parse(target)
-	tp := &tamper{}
+	tp := &tamper{creds: map[string]bool{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	director := rp.Director
+	rp.Director = func(r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/effective") {
+			tp.mu.Lock()
+			tp.creds[r.Header.Get("Authorization")] = true
+			tp.mu.Unlock()
+			tp.polls.Add(1)
+		}
+		director(r)
+	}
 	rp.ModifyResponse = func(r *http.Response) error {
 		if !tp.flip.Load() || !strings.HasSuffix(r.Request.URL.Path, "/effective") {
 			return nil
@@ -85,15 +110,23 @@ type agentProc struct {
 	done chan struct{}
 }
 
-// startAgent runs `deckhand run` (cron only) against the control plane.
+// startAgent runs `deckhand run` (notes only: a services-program service) against the control plane.
 func startAgent(t *testing.T, data string, args ...string) *agentProc {
+	t.Helper()
+	return startAgentProbe(t, data, nil, args...)
+}
+
+// startAgentProbe is startAgent whose readiness probe (a loopback GET of
+// notes's health) carries the header pairs probe, so it passes whether or
+// not a document granting them is in force yet.
+func startAgentProbe(t *testing.T, data string, probe []string, args ...string) *agentProc {
 	t.Helper()
 attempts:
 	for attempt := 0; ; attempt++ {
 		base := platformtest.FreePortBase(t, 14)
 		a := &agentProc{gw: "127.0.0.1:" + strconv.Itoa(base), out: &platformtest.SyncBuffer{}, done: make(chan struct{})}
 		a.cmd = exec.Command(agentBin, append([]string{"run", "--data", data, "--listen", a.gw, "--port-base", strconv.Itoa(base),
-			"--services", "cron", "--log-level", "warn", "--trust-proxy-headers"}, args...)...)
+			"--services", "notes", "--log-level", "warn", "--trust-proxy-headers"}, args...)...)
 		a.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 		a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
 		a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -112,7 +145,7 @@ attempts:
 				t.Fatalf("agent exited at start:\n%s", a.out)
 			default:
 			}
-			if st, _ := a.get("/_/cron/health", "127.0.0.1"); st == 200 {
+			if st, _ := a.get("/_/notes/health", "127.0.0.1", probe...); st == 200 {
 				return a
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -194,9 +227,9 @@ func TestGatewayEnforcesSyncedDocument(t *testing.T) {
 	_ = aliceID
 	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, alice), 201))["id"].(string)
 	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
-	svc := controltest.Data(s.Must(s.Call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "agent c1"}, alice), 201))["token"].(string)
-	if !strings.HasPrefix(svc, "svc_") {
-		t.Fatalf("token %q", svc)
+	agt := controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, alice), 201))["token"].(string)
+	if !strings.HasPrefix(agt, "agt_") {
+		t.Fatalf("token %q", agt)
 	}
 	doc := "/api/v1/containers/c1/proxy/permissions"
 	ver := func(r controltest.Resp) string { return controltest.Data(r)["etag"].(string) }
@@ -206,21 +239,27 @@ func TestGatewayEnforcesSyncedDocument(t *testing.T) {
 		"groups":      map[string]any{"bots": map[string]any{"type": "token", "header": "X-Key", "value": "k-one"}},
 		"permissions": map[string]any{"bots": map[string]any{"services": true}}}, alice, "If-Match", "file:v0"), 200))
 
-	// The effective route: the svc_ token of a user who may act on the
-	// container; others are refused.
-	_, bob := s.User(admin, "bob@example.com")
-	bobSvc := controltest.Data(s.Must(s.Call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "bob"}, bob), 201))["token"].(string)
-	s.Must(s.Call("GET", doc+"/effective", nil, bobSvc), 403)
-	eff := s.Must(s.Call("GET", doc+"/effective", nil, svc), 200)
+	// The effective route: the container's agent token only; a user's
+	// svc_ token (the owner's included) is refused.
+	svc := controltest.Data(s.Must(s.Call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "alice"}, alice), 201))["token"].(string)
+	s.Must(s.Call("GET", doc+"/effective", nil, svc), 403)
+	eff := s.Must(s.Call("GET", doc+"/effective", nil, agt), 200)
 	if tag := eff.Header.Get("ETag"); tag != `"container:`+cur+`"` {
 		t.Fatalf("effective ETag %q", tag)
 	}
-	s.Must(s.Call("GET", doc+"/effective", nil, svc, "If-None-Match", eff.Header.Get("ETag")), 304)
+	s.Must(s.Call("GET", doc+"/effective", nil, agt, "If-None-Match", eff.Header.Get("ETag")), 304)
+
+	// An agent given a user's svc_ token does not start.
+	refused := exec.Command(agentBin, "run", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--services", "cron",
+		"--control-url", s.URL, "--container-id", "c1", "--token", svc)
+	if out, err := refused.CombinedOutput(); err == nil || !strings.Contains(string(out), "agent token (agt_") || strings.Contains(string(out), svc) {
+		t.Fatalf("agent with an svc_ token: %v\n%s", err, out)
+	}
 
 	tp := newTamper(t, s.URL)
 	data := t.TempDir()
-	a := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", svc)
-	const health = "/_/cron/health"
+	a := startAgentProbe(t, data, []string{"X-Key", "k-one"}, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", agt)
+	const health = "/_/notes/health"
 	const outside = "203.0.113.5"
 
 	// Requests through the gateway are allowed and refused as it says.
@@ -293,8 +332,62 @@ func TestGatewayEnforcesSyncedDocument(t *testing.T) {
 		t.Fatal("a credential reached the agent's log")
 	}
 	a.stop()
-	b := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", svc)
+	b := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--project-id", pid, "--token", agt)
 	if st, code := b.get(health, outside); st != 503 || code != "PROXY_DISABLED" {
 		t.Fatalf("restarted without a control plane: %d %s, want the last verified document (503 PROXY_DISABLED)", st, code)
+	}
+	// Every sync carried the agent token, never a user's.
+	if seen := tp.credentials(); len(seen) != 1 || seen[0] != "Bearer "+agt {
+		t.Fatalf("the agent sent %d distinct credentials, want only its agent token", len(seen))
+	}
+}
+
+// A revoked agent token stops the sync: the control plane answers 401, a
+// change made after the revocation never applies and the last verified
+// document stays; the agent restarted with a new token (rotation) syncs
+// again.
+func TestRevokedAgentTokenStopsSync(t *testing.T) {
+	if controltest.OnPostgres() {
+		t.Skip("the agent's side does not depend on the control plane's store; run once, on the embedded store")
+	}
+	s := controltest.Start(t)
+	admin := s.Admin()
+	_, alice := s.User(admin, "alice@example.com")
+	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, alice), 201))["id"].(string)
+	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
+	mint := func() (id, token string) {
+		d := controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, alice), 201))
+		return d["id"].(string), d["token"].(string)
+	}
+	oldID, oldTok := mint()
+	doc := "/api/v1/containers/c1/proxy/permissions"
+	s.Must(s.Call("PUT", doc, map[string]any{"project": pid, "container": "c1", "groups": map[string]any{},
+		"permissions": map[string]any{}, "default": "allow"}, alice, "If-Match", "file:v0"), 200)
+	tp := newTamper(t, s.URL)
+	data := t.TempDir()
+	a := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--token", oldTok)
+	const health, outside = "/_/notes/health", "203.0.113.5"
+	a.within(t, 10*time.Second, 200, health, outside)
+
+	s.Must(s.Call("DELETE", "/api/v1/containers/c1/agent-tokens/"+oldID, nil, alice), 200)
+	s.Must(s.Call("PATCH", doc+"/default", map[string]any{"default": "deny"}, alice, "If-Match", "file:v1"), 200)
+	after := tp.polls.Load()
+	deadline := time.Now().Add(30 * time.Second)
+	for tp.polls.Load() < after+2 || !strings.Contains(a.out.String(), "answered 401") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not poll with its revoked token (%d polls):\n%s", tp.polls.Load()-after, a.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st, _ := a.get(health, outside); st != 200 {
+		t.Fatalf("a change made after the revocation applied (%d): the revoked token still syncs", st)
+	}
+
+	a.stop()
+	_, newTok := mint()
+	b := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--token", newTok)
+	b.within(t, 10*time.Second, 401, health, outside)
+	if strings.Contains(a.out.String()+b.out.String(), oldTok) || strings.Contains(b.out.String(), newTok) {
+		t.Fatal("an agent token reached the agent's log")
 	}
 }

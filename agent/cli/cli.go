@@ -176,8 +176,12 @@ func (t *terminal) line(prompt string) (string, error) {
 }
 
 func (t *terminal) secret(prompt string) (string, error) {
+	fd := int(t.in.Fd())
+	if restore, err := echoOff(fd); err == nil {
+		defer restore()
+	}
 	fmt.Fprint(t.out, prompt)
-	b, err := term.ReadPassword(int(t.in.Fd()))
+	b, err := term.ReadPassword(fd)
 	fmt.Fprintln(t.out)
 	return string(b), err
 }

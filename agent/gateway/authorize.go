@@ -3,6 +3,10 @@ package gateway
 import (
 	"bytes"
 	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -33,6 +37,12 @@ type Request struct {
 	// absent; nil functions mean none).
 	Cookie func(name string) string
 	Query  func(name string) string
+	// TrustedPeer reports whether the connection's socket belongs to a
+	// local user the agent trusts (root, its own user, --trusted-uids;
+	// platform.LocalTrust). It reads the kernel's socket table once per
+	// connection, so it is asked only when a decision depends on it. Nil
+	// means no.
+	TrustedPeer func() bool
 }
 
 // Client is Source, else RemoteIP.
@@ -43,6 +53,16 @@ func (r Request) Client() net.IP {
 	return r.RemoteIP
 }
 
+// Loopback reports a loopback client the agent trusts: the connection is
+// from loopback, no trusted proxy named another client, and the socket
+// belongs to a trusted local user. Any other local user is treated as an
+// outside client.
+func (r Request) Loopback() bool {
+	c := r.Client()
+	return c != nil && c.IsLoopback() && r.RemoteIP != nil && r.RemoteIP.IsLoopback() &&
+		r.TrustedPeer != nil && r.TrustedPeer()
+}
+
 // Identity is who the Authorizer found a request to be; the gateway hands
 // it to the service in IdentityHeaders. The zero value is "no identity"
 // (the default policy let the request in).
@@ -50,7 +70,28 @@ type Identity struct {
 	Group   string // the matched group of the proxy permissions document
 	Type    string // its type (jwt, password, ip, token, service-identity) or "loopback"
 	Subject string // jwt sub, password username, ip address, token location, claimed container
+	// Port is the port the decision admitted: the service's, or for the
+	// tunnel the tunnelled port (0 when no document decided). The gateway
+	// hands it on in AuthorizedPortHeader.
+	Port int
+	// Credentials are where the matched group's credential travels in the
+	// request: the gateway consumes them, and no service (no tunnelled
+	// app) sees them.
+	Credentials []Credential
 }
+
+// Credential is one place a credential travels in a request.
+type Credential struct {
+	In   string // CredentialHeader, CredentialCookie or CredentialQuery
+	Name string
+}
+
+// Where a credential travels.
+const (
+	CredentialHeader = "header"
+	CredentialCookie = "cookie"
+	CredentialQuery  = "query"
+)
 
 // Identity headers the gateway sets itself. Every header a client sends
 // under IdentityHeaderPrefix is dropped first, so a service can trust them.
@@ -74,26 +115,29 @@ type Authorizer interface {
 // proxy permissions document: nothing passes except from loopback.
 type LoopbackOnly struct{}
 
-// Authorize lets loopback clients through: the connection is from
-// loopback and no trusted proxy named another client (a private peer's
-// forged X-Forwarded-For: 127.0.0.1 does not make it loopback).
+// Authorize lets trusted loopback clients through (Request.Loopback: a
+// private peer's forged X-Forwarded-For: 127.0.0.1 does not make it
+// loopback, nor does a local user the agent does not trust).
 func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *platform.Error) {
-	if c := r.Client(); c != nil && c.IsLoopback() && r.RemoteIP != nil && r.RemoteIP.IsLoopback() {
-		return Identity{Type: "loopback", Subject: c.String()}, nil
+	if r.Loopback() {
+		return Identity{Type: "loopback", Subject: r.Client().String()}, nil
 	}
 	return Identity{}, &platform.Error{Code: platform.CodeForbidden, Details: t.Service,
-		Message: "no proxy permissions document applies to this container: only loopback clients may pass the gateway"}
+		Message: "no proxy permissions document applies to this container: only loopback clients of trusted local users may pass the gateway"}
 }
 
 // authorize asks the Authorizer about one request, renders its refusal,
 // and on success replaces any client-sent identity headers with the
-// decision's. It reports whether the request may go on.
-func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, host, path string, t Target) bool {
+// decision's and drops the credential headers and cookies it consumed
+// (the caller drops consumed query parameters: withoutParams). It
+// reports whether the request may go on.
+func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, host, path string, t Target) (Identity, bool) {
 	h := &ctx.Request.Header
 	facts := Request{Method: string(ctx.Method()), Host: host, Path: path, RemoteIP: ctx.RemoteIP(),
-		Header: func(name string) string { return string(h.Peek(name)) },
-		Cookie: func(name string) string { return string(h.Cookie(name)) },
-		Query:  func(name string) string { return string(ctx.QueryArgs().Peek(name)) },
+		Header:      func(name string) string { return string(h.Peek(name)) },
+		Cookie:      func(name string) string { return string(h.Cookie(name)) },
+		Query:       func(name string) string { return string(ctx.QueryArgs().Peek(name)) },
+		TrustedPeer: func() bool { return g.cfg.LocalTrust.Trusted(ctx.Conn()) },
 	}
 	if g.cfg.TrustProxyHeaders {
 		facts.Source = net.ParseIP(forwardedClient(ctx.RemoteIP(), h.PeekAll("X-Forwarded-For")))
@@ -101,16 +145,51 @@ func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, host, path string, t Targe
 	id, perr := g.cfg.Authorizer.Authorize(facts, t)
 	if perr != nil {
 		platform.WriteFastError(ctx, 0, perr)
-		return false
+		return id, false
 	}
 	setIdentity(h, id)
-	return true
+	for _, c := range id.Credentials {
+		switch c.In {
+		case CredentialHeader:
+			h.Del(c.Name)
+		case CredentialCookie:
+			h.DelCookie(c.Name)
+		}
+	}
+	return id, true
+}
+
+// withoutParams drops the query parameters the gateway consumed as
+// credentials from a raw query, keeping every other pair as it was
+// written.
+func withoutParams(query string, creds []Credential) string {
+	var names []string
+	for _, c := range creds {
+		if c.In == CredentialQuery {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 || query == "" {
+		return query
+	}
+	var b strings.Builder
+	for _, pair := range strings.Split(query, "&") {
+		key, _, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(key); err == nil && slices.Contains(names, k) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(pair)
+	}
+	return b.String()
 }
 
 var identityPrefix = []byte(IdentityHeaderPrefix)
 
-// setIdentity drops every client copy of the identity headers, then sets
-// the decision's.
+// setIdentity drops every client copy of the identity headers and of
+// AuthorizedPortHeader, then sets the decision's.
 func setIdentity(h *fasthttp.RequestHeader, id Identity) {
 	var drop [][]byte
 	for k := range h.All() {
@@ -120,6 +199,10 @@ func setIdentity(h *fasthttp.RequestHeader, id Identity) {
 	}
 	for _, k := range drop {
 		h.DelBytes(k)
+	}
+	h.Del(platform.AuthorizedPortHeader)
+	if id.Port > 0 {
+		h.Set(platform.AuthorizedPortHeader, strconv.Itoa(id.Port))
 	}
 	if id.Type == "" {
 		return

@@ -29,7 +29,11 @@ func (a fixedAuth) Authorize(r gateway.Request, t gateway.Target) (gateway.Ident
 	if r.Header("X-Let-In") == "" {
 		return gateway.Identity{}, &platform.Error{Code: platform.CodeUnauthorized, Details: t.Service, Message: "who are you"}
 	}
-	return gateway.Identity{Group: "crew", Type: "token", Subject: "line1\r\nX-Evil: 1"}, nil
+	port := 0
+	if r.Header("X-Port") != "" {
+		port = 3000
+	}
+	return gateway.Identity{Group: "crew", Type: "token", Subject: "line1\r\nX-Evil: 1", Port: port}, nil
 }
 
 // admitAll lets every request through.
@@ -62,7 +66,7 @@ func TestIdentityHeadersSetByTheGatewayOnly(t *testing.T) {
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]string{}
 		for k := range r.Header {
-			if strings.HasPrefix(k, gateway.IdentityHeaderPrefix) || k == "X-Evil" {
+			if strings.HasPrefix(k, gateway.IdentityHeaderPrefix) || k == "X-Evil" || k == platform.AuthorizedPortHeader {
 				out[k] = strings.Join(r.Header.Values(k), "|")
 			}
 		}
@@ -88,6 +92,7 @@ func TestIdentityHeadersSetByTheGatewayOnly(t *testing.T) {
 	req.Header.Set("X-Forwarded-For", "203.0.113.9")
 	req.Header.Add("X-Deckhand-Identity-Group", "admins")
 	req.Header.Add("x-deckhand-identity-extra", "forged")
+	req.Header.Add(platform.AuthorizedPortHeader, "22") // a client's copy never passes
 	status, body, _ = platformtest.Do(t, req)
 	if status != 200 {
 		t.Fatalf("admitted: %d %v", status, body)
@@ -105,4 +110,13 @@ func TestIdentityHeadersSetByTheGatewayOnly(t *testing.T) {
 	if r.cookie != "c1" || r.query != "q1" || !r.client.Equal(net.ParseIP("203.0.113.9")) || !r.peer.IsLoopback() {
 		t.Fatalf("facts: %+v", r)
 	}
+	// The port a decision admitted reaches the service in
+	// AuthorizedPortHeader (the tunnel dials no other), replacing a
+	// client's copy.
+	req.Header.Set("X-Port", "1")
+	status, body, _ = platformtest.Do(t, req)
+	if status != 200 || body[platform.AuthorizedPortHeader] != "3000" {
+		t.Fatalf("admitted port: %d %v", status, body)
+	}
+	<-auth.saw
 }

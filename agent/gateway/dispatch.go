@@ -35,13 +35,29 @@ type InProcess struct {
 	headerLimit int
 }
 
+// bodyTimeout is how long the service's own server gives a request body:
+// the read timeout it sets once the header is in, else its ReadTimeout
+// (which then covers the header too).
+func bodyTimeout(srv *fasthttp.Server) time.Duration {
+	if srv.HeaderReceived != nil {
+		if rc := srv.HeaderReceived(&fasthttp.RequestHeader{}); rc.ReadTimeout > 0 {
+			return rc.ReadTimeout
+		}
+	}
+	return srv.ReadTimeout
+}
+
 // NewInProcess prepares app, served on its own listener at addr, for
 // dispatch by the gateway. Call it before app serves (it builds the route
 // tree that serving would build).
 func NewInProcess(app *fiber.App, addr net.Addr) *InProcess {
 	cfg := app.Config()
-	d := &InProcess{handler: app.Handler(), streams: cfg.StreamRequestBody, bodyLimit: cfg.BodyLimit,
-		readTimeout: cfg.ReadTimeout, headerLimit: cfg.ReadBufferSize}
+	app.Handler() // builds the route tree
+	// The server's handler, not Fiber's: the host wraps it (methods the
+	// router does not know are answered by the host's kernel).
+	srv := app.Server()
+	d := &InProcess{handler: srv.Handler, streams: cfg.StreamRequestBody, bodyLimit: cfg.BodyLimit,
+		readTimeout: bodyTimeout(srv), headerLimit: cfg.ReadBufferSize}
 	if a, ok := addr.(*net.TCPAddr); ok {
 		d.localIP = a.IP
 	}
@@ -81,12 +97,15 @@ func (d *InProcess) takes(ctx *fasthttp.RequestCtx) bool {
 	return d.streams || cl == -2 || cl <= d.bodyLimit
 }
 
-// drainLimit is how much of a request body a handler left unread the
-// gateway reads away to keep the connection; past it, or when the client
-// does not send it at once, the connection closes.
+// lingerLimit and lingerTimeout bound how much of a request body a
+// service left unread (it answered first) the gateway reads away before
+// answering, so the client, still sending, gets the answer (closing on
+// unread bytes would reset the connection under it, and most clients
+// then report the reset, not the answer) and the connection stays usable;
+// past either, the connection closes after the answer.
 const (
-	drainLimit   = 64 << 10
-	drainTimeout = time.Second
+	lingerLimit   = 256 << 20
+	lingerTimeout = 5 * time.Second
 )
 
 // dispatch runs the request through the service's handler on the client's
@@ -114,7 +133,10 @@ func (g *Gateway) dispatch(ctx *fasthttp.RequestCtx, d *InProcess, service strin
 	for _, k := range dropResponse {
 		rh.Del(k)
 	}
-	if closing || clientClose || !drained(ctx) {
+	// The rest of an unread body is read away even when the connection
+	// closes after the answer: closing on unread bytes would reset it
+	// under a client still sending.
+	if !drained(ctx) || closing || clientClose {
 		ctx.SetConnectionClose()
 	}
 }
@@ -160,15 +182,15 @@ func (g *Gateway) readBody(ctx *fasthttp.RequestCtx, service string) bool {
 // drained reports whether the request's body has been read to its end, so
 // the next bytes on the connection are the next request. A handler that
 // answered without reading an upload leaves the rest on the connection;
-// the proxy read it all, and here the gateway reads a little of it and
-// otherwise closes: leftover body bytes must never be taken for a request.
+// the gateway reads it away (lingerLimit) and otherwise closes: leftover
+// body bytes must never be taken for a request.
 func drained(ctx *fasthttp.RequestCtx) bool {
 	if !hasBody(ctx) {
 		return true
 	}
-	_ = ctx.Conn().SetReadDeadline(time.Now().Add(drainTimeout))
-	n, err := io.CopyN(io.Discard, ctx.RequestBodyStream(), drainLimit+1)
-	return n <= drainLimit && errors.Is(err, io.EOF)
+	_ = ctx.Conn().SetReadDeadline(time.Now().Add(lingerTimeout))
+	n, err := io.CopyN(io.Discard, ctx.RequestBodyStream(), lingerLimit+1)
+	return n <= lingerLimit && errors.Is(err, io.EOF)
 }
 
 // hasBody: a body of declared length may still be coming from the client

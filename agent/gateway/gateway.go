@@ -40,20 +40,23 @@
 // *fasthttp.RequestCtx: no loopback connection, no second parse. That
 // second hop was the remaining gap to nginx (0.70 of its req/s at 32
 // connections); without it the gateway passes nginx (BENCHMARKS.md). The
-// service's Host still applies its own request policy, to the same facts
-// it judges on a proxied connection: platform.MarkGatewayDispatch tells it
-// the connection is the gateway's on the service's address, so
-// X-Forwarded-Host counts as from a loopback peer, and nothing a client
-// sends can set that mark. One fact changes by design: the connection's
-// peer is the client, so platform.ClientIP is the gateway's view of the
-// client (the X-Forwarded-For it sets) with or without
+// service's Host trusts the gateway's decision: platform.MarkGatewayDispatch
+// marks the request (nothing a client sends can set that mark), and the
+// Host judges neither the peer nor Host and Origin a second time on facts
+// the rewrite changed (a client addressing the agent by IP would otherwise
+// be refused 421 there). On a proxied connection the Host checks the
+// gateway's X-Forwarded-Host again, taking any address of the machine for
+// an IP literal (the gateway took it as the address the client connected
+// to). One fact changes by design: the
+// connection's peer is the client, so platform.ClientIP is the gateway's
+// view of the client (the X-Forwarded-For it sets) with or without
 // --trust-proxy-headers, where a proxied service without the flag sees the
 // gateway, 127.0.0.1. The service's own port, and its policy there, are
 // untouched. What the service's own server would refuse before its handler
 // (a header block over its read buffer, a body over its BodyLimit or
 // chunked for a service that reads bodies whole) goes through the proxy,
 // so that server refuses it as before; a body a handler leaves unread is
-// read away (up to 64 KiB) or the connection closes, so leftover bytes are
+// read away (up to 256 MiB in 5 s) or the connection closes, so leftover bytes are
 // never parsed as a request. A stopped service has no handler, and the
 // proxy answers 502 as before; a restarted one is called through its new
 // host. Upgrades (WebSocket) keep the splice in upgrade.go: the gateway
@@ -75,6 +78,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -94,6 +98,11 @@ import (
 // StatusPath is where the gateway answers the agent's status (loopback only).
 const StatusPath = "/_agent/status"
 
+// ClaimPath is where a program in the container gets the container's
+// claim for another container's gateway (loopback only):
+// GET /_agent/claim?aud=<container id>.
+const ClaimPath = "/_agent/claim"
+
 // Config wires the gateway to the agent.
 type Config struct {
 	// Domain is {container_domain} of Host routing (--domain).
@@ -110,6 +119,8 @@ type Config struct {
 	InProcess func(service string) *InProcess
 	// Status answers StatusPath.
 	Status http.Handler
+	// Claim answers ClaimPath (nil: 404, the agent has no control plane).
+	Claim http.Handler
 	// Authorizer decides who may pass; default LoopbackOnly.
 	Authorizer Authorizer
 	// Policy is the request policy (Host, Origin, Sec-Fetch-Site) checked
@@ -120,7 +131,11 @@ type Config struct {
 	// hop when the peer is a loopback or private address. Either way the
 	// services get one X-Forwarded-For: the client as the gateway sees it.
 	TrustProxyHeaders bool
-	Logger            *slog.Logger
+	// LocalTrust tells trusted local users' connections from other local
+	// users' (default: root and the agent's own user). Only the former
+	// count as loopback clients.
+	LocalTrust *platform.LocalTrust
+	Logger     *slog.Logger
 }
 
 // Target is where a request is going.
@@ -148,6 +163,7 @@ type Gateway struct {
 	known  []string // longest first, so "notifications" wins over a shorter suffix
 	srv    *fasthttp.Server
 	status fasthttp.RequestHandler
+	claim  fasthttp.RequestHandler
 
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient // by service address
@@ -165,6 +181,9 @@ func New(cfg Config) *Gateway {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.LocalTrust == nil {
+		cfg.LocalTrust = platform.NewLocalTrust(nil)
+	}
 	if cfg.Policy == nil {
 		p, err := platform.NewRequestPolicy(cfg.Domain, nil)
 		if err != nil {
@@ -178,6 +197,9 @@ func New(cfg Config) *Gateway {
 	sort.Slice(g.known, func(i, j int) bool { return len(g.known[i]) > len(g.known[j]) })
 	if cfg.Status != nil {
 		g.status = fasthttpadaptor.NewFastHTTPHandler(cfg.Status)
+	}
+	if cfg.Claim != nil {
+		g.claim = fasthttpadaptor.NewFastHTTPHandler(cfg.Claim)
 	}
 	g.srv = &fasthttp.Server{
 		Handler:                      g.handle,
@@ -193,6 +215,10 @@ func New(cfg Config) *Gateway {
 		CloseOnShutdown:              true,
 		ConnState:                    g.connState,
 		Logger:                       fastLogger{cfg.Logger},
+		// A request that does not parse is logged without its bytes
+		// (credentials, cookies) and answered with the error body.
+		SecureErrorLogMessage: true,
+		ErrorHandler:          parseError,
 	}
 	return g
 }
@@ -255,6 +281,7 @@ func (g *Gateway) Close() error {
 // connState keeps the set of open client connections (a hijacked one is
 // a tunnel from then on).
 func (g *Gateway) connState(c net.Conn, st fasthttp.ConnState) {
+	g.cfg.LocalTrust.ConnState(c, st)
 	switch st {
 	case fasthttp.StateNew:
 		g.mu.Lock()
@@ -295,8 +322,12 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 // route sends a request the policy let in to its service.
 func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	path, query := splitRequestURI(ctx.Request.Header.RequestURI())
-	if path == StatusPath {
-		g.serveStatus(ctx)
+	switch path {
+	case StatusPath:
+		g.serveLocal(ctx, g.status, "status")
+		return
+	case ClaimPath:
+		g.serveLocal(ctx, g.claim, "claim")
 		return
 	}
 	host := string(ctx.Request.Header.Host())
@@ -310,9 +341,11 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeNotFound, Message: "service " + t.Service + " is not running on this agent", Details: t.Service})
 		return
 	}
-	if !g.authorize(ctx, host, path, t) {
+	id, ok := g.authorize(ctx, host, path, t)
+	if !ok {
 		return
 	}
+	query = withoutParams(query, id.Credentials)
 	prefix := ""
 	if !t.ByHost {
 		prefix = "/_/" + t.Service
@@ -338,25 +371,37 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 		g.upgrade(ctx, addr, t.Service)
 	case direct != nil:
 		g.dispatch(ctx, direct, t.Service, clientClose)
+	case ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() != 0:
+		g.forwardStreamed(ctx, addr, t.Service)
 	default:
 		g.forward(ctx, addr, t.Service, clientClose)
 	}
 }
 
-func (g *Gateway) serveStatus(ctx *fasthttp.RequestCtx) {
-	if !ctx.RemoteIP().IsLoopback() {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeForbidden, Message: "the agent status is served to loopback clients only", Details: "status"})
+// serveLocal answers the agent's own routes (status, claim): loopback
+// clients of trusted local users only, GET and HEAD.
+func (g *Gateway) serveLocal(ctx *fasthttp.RequestCtx, h fasthttp.RequestHandler, what string) {
+	local := ctx.RemoteIP().IsLoopback() && g.cfg.LocalTrust.Trusted(ctx.Conn())
+	if local && g.cfg.TrustProxyHeaders {
+		// A loopback peer relaying an outside client (the platform
+		// proxy) does not make that client local.
+		client := net.ParseIP(forwardedClient(ctx.RemoteIP(), ctx.Request.Header.PeekAll("X-Forwarded-For")))
+		local = client != nil && client.IsLoopback()
+	}
+	if !local {
+		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeForbidden,
+			Message: "the agent " + what + " is served to loopback clients of trusted local users only", Details: what})
 		return
 	}
 	if !ctx.IsGet() && !ctx.IsHead() {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeMethodNotAllowed, Message: "method not allowed on this route", Details: "status"})
+		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeMethodNotAllowed, Message: "method not allowed on this route", Details: what})
 		return
 	}
-	if g.status == nil {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeNotFound, Message: "this gateway has no status", Details: "status"})
+	if h == nil {
+		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeNotFound, Message: "this gateway has no " + what, Details: what})
 		return
 	}
-	g.status(ctx)
+	h(ctx)
 }
 
 // redirect answers 308 to the directory form, as http.Redirect does.
@@ -465,10 +510,54 @@ func (g *Gateway) backendError(ctx *fasthttp.RequestCtx, service string, err err
 		Message: "service " + service + " is not answering (it may be restarting); try again shortly"})
 }
 
+// parseError answers a request fasthttp could not read (a malformed
+// request line or header, a header block over maxHeaderBytes, a header
+// that did not arrive in time) with the container error body; the status
+// is fasthttp's.
+func parseError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.As(err, &small):
+		platform.WriteFastError(ctx, http.StatusRequestHeaderFieldsTooLarge, &platform.Error{Code: platform.CodeBadRequest,
+			Details: "headers", Message: "the request line and headers exceed " + strconv.Itoa(maxHeaderBytes>>10) + " KiB"})
+	case errors.As(err, &ne) && ne.Timeout():
+		platform.WriteFastError(ctx, http.StatusRequestTimeout, &platform.Error{Code: platform.CodeTimeout, Details: "headers",
+			Message: "the request headers did not arrive in time"})
+	default:
+		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeBadRequest, Details: "request",
+			Message: "the request could not be parsed as HTTP/1.1"})
+	}
+}
+
 // fastLogger sends fasthttp's own messages (malformed requests, write
-// errors) to the agent's log at warn level.
+// errors) to the agent's log at warn level. Whatever quotes request bytes
+// is cut: a request that did not parse may carry credentials.
 type fastLogger struct{ l *slog.Logger }
 
 func (f fastLogger) Printf(format string, args ...any) {
-	f.l.Warn("gateway: " + fmt.Sprintf(format, args...))
+	f.l.Warn("gateway: " + redactQuoted(fmt.Sprintf(format, args...)))
+}
+
+// redactQuoted keeps a fasthttp message up to the first quoted request
+// bytes after the connection's addresses ("... in \"GET / HTTP/1.1\r\n
+// Authorization: ..."), which it replaces with "[request bytes omitted]".
+func redactQuoted(msg string) string {
+	const addrs = "error when serving connection "
+	start := 0
+	if i := strings.Index(msg, addrs); i >= 0 {
+		// The two quoted addresses stay.
+		start = i + len(addrs)
+		for n := 0; n < 4 && start < len(msg); n++ {
+			j := strings.IndexByte(msg[start:], '"')
+			if j < 0 {
+				return msg
+			}
+			start += j + 1
+		}
+	}
+	if j := strings.IndexByte(msg[start:], '"'); j >= 0 {
+		return msg[:start+j] + "[request bytes omitted]"
+	}
+	return msg
 }

@@ -288,9 +288,14 @@ func TestNonLoopbackClientsAreRefused(t *testing.T) {
 			return ""
 		}
 	}
-	loop := gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: net.ParseIP("::1"), Header: hdr("10.1.2.3")}
+	trusted := func() bool { return true }
+	loop := gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: net.ParseIP("::1"), Header: hdr("10.1.2.3"), TrustedPeer: trusted}
 	if _, err := (gateway.LoopbackOnly{}).Authorize(loop, gateway.Target{Service: "cron"}); err != nil {
 		t.Fatalf("IPv6 loopback refused: %v", err)
+	}
+	loop.TrustedPeer = func() bool { return false }
+	if _, err := (gateway.LoopbackOnly{}).Authorize(loop, gateway.Target{Service: "cron"}); err == nil {
+		t.Fatal("a loopback connection of an untrusted local user passed")
 	}
 	forged := gateway.Request{Method: "GET", Path: "/_/cron/health", RemoteIP: net.ParseIP("10.1.2.3"), Header: hdr("127.0.0.1")}
 	if _, err := (gateway.LoopbackOnly{}).Authorize(forged, gateway.Target{Service: "cron"}); err == nil {
@@ -328,5 +333,27 @@ func TestWebSocketPassesThrough(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUntrustedLocalUserIsNotLoopback: a loopback connection counts as a
+// loopback client only when its socket belongs to root, the agent's own
+// user or a trusted uid; another local user is refused like an outside
+// client, the status included.
+func TestUntrustedLocalUserIsNotLoopback(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "")
+	for _, path := range []string{"/_/cron/health", gateway.StatusPath} {
+		status, body := platformtest.AsUser(t, platformtest.Nobody, "GET", f.url+path, "")
+		if status != 403 || !strings.Contains(body, `"code":"FORBIDDEN"`) {
+			t.Fatalf("uid %d %s: %d %s", platformtest.Nobody, path, status, body)
+		}
+		if status, _, raw := f.get(t, "", path); status != 200 {
+			t.Fatalf("own user %s: %d %s", path, status, raw)
+		}
+	}
+	trusting := newFixture(t, "", "", func(c *gateway.Config) { c.LocalTrust = platform.NewLocalTrust([]uint32{platformtest.Nobody}) })
+	if status, body := platformtest.AsUser(t, platformtest.Nobody, "GET", trusting.url+"/_/cron/health", ""); status != 200 {
+		t.Fatalf("trusted uid %d: %d %s", platformtest.Nobody, status, body)
 	}
 }

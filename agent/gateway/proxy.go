@@ -1,12 +1,18 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
+	"io"
 	"net"
-	"strings"
+	"net/http"
+	"net/http/httputil"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"deckhand/platform/clientip"
 )
 
 // Hop-by-hop headers (RFC 9110 7.6.1) and the ones the gateway owns: none
@@ -98,6 +104,155 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, addr, service string, client
 	}
 }
 
+// earlyAnswerLimit is how much of a service's answer the gateway holds
+// when it comes before the request body was all sent (the rest of the
+// body is then read away: lingerLimit).
+const earlyAnswerLimit = 64 << 10
+
+// forwardStreamed sends a request whose body streams from the client
+// (chunked, or larger than the read buffer) to the service on a
+// connection of its own, and reads the service's answer while the body is
+// still going: a route may answer before reading the body (a refused
+// path, a method it does not take) and close, and that answer, not a
+// broken pipe's 502, is what the client gets. The rest of such a body is
+// read away (lingerLimit) or the client's connection closes after the
+// answer: leftover body bytes are never parsed as a request.
+func (g *Gateway) forwardStreamed(ctx *fasthttp.RequestCtx, addr, service string) {
+	up, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		g.backendError(ctx, service, err)
+		ctx.SetConnectionClose()
+		return
+	}
+	req := &ctx.Request
+	cl := req.Header.ContentLength()
+	// The service's copy of the header: the client's own still says
+	// whether the client keeps its connection.
+	hdr := &fasthttp.RequestHeader{}
+	req.Header.CopyTo(hdr)
+	hdr.SetProtocol("HTTP/1.1")
+	hdr.SetConnectionClose() // one request on this connection
+	hdr.SetContentLength(cl) // -1: Transfer-Encoding: chunked
+	// The header had headerTimeout; an upload takes as long as it takes.
+	_ = ctx.Conn().SetReadDeadline(time.Time{})
+	body := &eofReader{r: ctx.RequestBodyStream()}
+	sent := make(chan error, 1)
+	go func() {
+		bw := bufio.NewWriterSize(up, 32<<10)
+		err := hdr.Write(bw)
+		if err == nil {
+			err = copyBody(bw, body, cl)
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		sent <- err
+	}()
+	// abandon stops sending the body to the service and waits for the
+	// copy to end (nothing may read the client's request once this
+	// handler returns), then reads the rest of the body away, or has the
+	// client's connection closed after the answer.
+	linger := func() {
+		if !body.drain(lingerLimit) {
+			ctx.SetConnectionClose()
+		}
+	}
+	abandon := func() {
+		_ = up.Close()
+		_ = ctx.Conn().SetReadDeadline(time.Now().Add(lingerTimeout))
+		<-sent
+		linger()
+	}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(up, 4096), &http.Request{Method: string(req.Header.Method())})
+	if err != nil {
+		abandon()
+		g.backendError(ctx, service, err)
+		return
+	}
+	select {
+	case err := <-sent:
+		if err != nil {
+			// The service closed while the body was still going: the
+			// rest of it is read away.
+			_ = ctx.Conn().SetReadDeadline(time.Now().Add(lingerTimeout))
+			linger()
+		}
+		respond(ctx, resp, resp.Body, up)
+		return
+	default:
+	}
+	// The service answered before the whole body was sent.
+	head, err := io.ReadAll(io.LimitReader(resp.Body, earlyAnswerLimit+1))
+	if err == nil && len(head) <= earlyAnswerLimit {
+		abandon()
+		respond(ctx, resp, bytes.NewReader(head), up)
+		return
+	}
+	// A long answer while the body still goes: the service reads and
+	// answers at once; the body finishes first.
+	timer := time.NewTimer(headerTimeout)
+	defer timer.Stop()
+	select {
+	case serr := <-sent:
+		if err == nil && serr == nil {
+			respond(ctx, resp, io.MultiReader(bytes.NewReader(head), resp.Body), up)
+			return
+		}
+		_ = up.Close()
+		ctx.SetConnectionClose()
+		g.backendError(ctx, service, errors.Join(err, serr))
+	case <-timer.C:
+		abandon()
+		ctx.SetConnectionClose()
+		g.backendError(ctx, service, errors.New("the service answered at length without reading the request body"))
+	}
+}
+
+// eofReader remembers that a request body reached its end: a chunked
+// body read once more would take the next request's bytes for a chunk.
+type eofReader struct {
+	r   io.Reader
+	eof bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	if e.eof {
+		return 0, io.EOF
+	}
+	n, err := e.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		e.eof = true
+	}
+	return n, err
+}
+
+// drain reads the rest of the body away, at most limit bytes; it reports
+// whether the body ended (the connection's next bytes are a request).
+func (e *eofReader) drain(limit int64) bool {
+	n, err := io.CopyN(io.Discard, e, limit+1)
+	return n <= limit && errors.Is(err, io.EOF)
+}
+
+// copyBody writes a request body of length cl (-1: chunked) to w.
+func copyBody(w *bufio.Writer, body io.Reader, cl int) error {
+	if cl >= 0 {
+		n, err := io.CopyN(w, body, int64(cl))
+		if err == nil && n != int64(cl) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	cw := httputil.NewChunkedWriter(w)
+	if _, err := io.Copy(cw, body); err != nil {
+		return err
+	}
+	if err := cw.Close(); err != nil {
+		return err
+	}
+	_, err := w.WriteString("\r\n") // no trailers
+	return err
+}
+
 // client is the connection pool to one service address.
 func (g *Gateway) client(addr string) *fasthttp.HostClient {
 	g.mu.Lock()
@@ -143,20 +298,12 @@ func isUpgrade(h *fasthttp.RequestHeader) bool {
 	return false
 }
 
-// forwardedClient is the client address behind a trusted proxy: the
-// right-most X-Forwarded-For hop (the one the proxy added), only when the
-// peer is a loopback or private address; else the peer.
+// forwardedClient is the client address behind a trusted proxy, by the
+// rule of package clientip (right-most hop of every X-Forwarded-For line,
+// only a bare IP, only from a nearby peer; else the peer).
 func forwardedClient(peer net.IP, xff [][]byte) string {
-	if peer == nil || !(peer.IsLoopback() || peer.IsPrivate() || peer.IsLinkLocalUnicast()) {
-		return peer.String()
-	}
-	for i := len(xff) - 1; i >= 0; i-- {
-		hops := strings.Split(string(xff[i]), ",")
-		for j := len(hops) - 1; j >= 0; j-- {
-			if ip := net.ParseIP(strings.TrimSpace(hops[j])); ip != nil {
-				return ip.String()
-			}
-		}
+	if ip := clientip.Resolve(clientip.FromIP(peer), xff); ip.IsValid() {
+		return ip.String()
 	}
 	return peer.String()
 }

@@ -516,3 +516,34 @@ func TestServiceCloseEndsClientConnection(t *testing.T) {
 		t.Fatalf("the client's connection stayed open after the service dropped it: %v", err)
 	}
 }
+
+// TestUploadAnsweredWithoutReading: an upload to a route that answers
+// before reading the body (a refused path, a method the route does not
+// take) gets that route's answer through the gateway, not 502, chunked or
+// with a declared length, proxied to the service's port or dispatched to
+// an in-process service; an upload the route reads still works.
+func TestUploadAnsweredWithoutReading(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "")
+	direct, _, cl := filesDirect(t)
+	proxied, _ := directGateway(t, "files", nil, cl.Addr().String())
+	c := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	for _, base := range []string{proxied, direct} {
+		for _, chunked := range []bool{true, false} {
+			for _, size := range []int64{1 << 10, 8 << 20, 64 << 20} {
+				resp, body := uploadZeros(t, c, "PUT", base+"/api/v1/files/content?path=relative.bin", size, chunked, false)
+				if resp.StatusCode != 400 || !strings.Contains(string(body), `"code":"INVALID"`) {
+					t.Errorf("%s chunked=%v %d bytes, refused path: %d %s", base, chunked, size, resp.StatusCode, body)
+				}
+			}
+			resp, body := uploadZeros(t, c, "PUT", base+"/api/v1/files/content?path=/ok.bin", 3<<20, chunked, false)
+			if resp.StatusCode/100 != 2 {
+				t.Errorf("%s chunked=%v, upload: %d %s", base, chunked, resp.StatusCode, body)
+			}
+		}
+	}
+	resp, body := uploadZeros(t, c, "POST", f.url+"/_/cron/health", 4<<20, true, false)
+	if resp.StatusCode != 405 {
+		t.Errorf("chunked POST to a GET route: %d %s", resp.StatusCode, body)
+	}
+}

@@ -43,17 +43,7 @@ func (g *Gateway) upgrade(ctx *fasthttp.RequestCtx, addr, service string) {
 	}
 	_ = up.SetDeadline(time.Time{})
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		ctx.SetStatusCode(resp.StatusCode)
-		for k, vs := range resp.Header {
-			for _, v := range vs {
-				ctx.Response.Header.Add(k, v)
-			}
-		}
-		for _, k := range dropResponse {
-			ctx.Response.Header.Del(k)
-		}
-		ctx.Response.Header.SetNoDefaultContentType(true)
-		ctx.Response.SetBodyStream(closeBoth{resp.Body, up}, int(resp.ContentLength))
+		respond(ctx, resp, resp.Body, up)
 		return
 	}
 	var head bytes.Buffer
@@ -144,15 +134,38 @@ func (g *Gateway) untrack(c ...net.Conn) {
 	}
 }
 
-// closeBoth closes a service's refusal body and its connection together.
+// respond hands a response read from a connection of the gateway's own
+// to the client: status, headers less the hop-by-hop ones, and body (read
+// from body, which may hold what was already read of resp.Body), after
+// which the connection closes.
+func respond(ctx *fasthttp.RequestCtx, resp *http.Response, body io.Reader, up net.Conn) {
+	ctx.SetStatusCode(resp.StatusCode)
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			ctx.Response.Header.Add(k, v)
+		}
+	}
+	for _, k := range dropResponse {
+		ctx.Response.Header.Del(k)
+	}
+	ctx.Response.Header.SetNoDefaultContentType(true)
+	ctx.Response.SetBodyStream(closeBoth{Reader: body, body: resp.Body, conn: up}, int(resp.ContentLength))
+}
+
+// closeBoth closes a service's response body and its connection together.
 type closeBoth struct {
-	io.ReadCloser
+	io.Reader
+	body io.Closer
 	conn net.Conn
 }
 
+// Close never fails: the server would take an error for a failed write
+// and drop the client's connection, and the service's connection may be
+// closed already (an answer that came before the request body was sent).
 func (c closeBoth) Close() error {
-	_ = c.ReadCloser.Close()
-	return c.conn.Close()
+	_ = c.body.Close()
+	_ = c.conn.Close()
+	return nil
 }
 
 // Tunnels is how many upgraded connections the gateway is splicing now.

@@ -61,8 +61,9 @@ const (
 
 // Page is a list's page, sort order and their defaults.
 type Page struct {
-	SortOrder   string
-	Page, Limit int
+	SortOrder string `query:"sort_order" enum:"asc,desc" default:"desc"`
+	Page      int    `query:"page" minimum:"1" maximum:"1e9" default:"1" doc:"page number, from 1"`
+	Limit     int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"page size, 1 to 100 (default 20); a limit over 100 is refused with 400, never silently clamped"`
 }
 
 // Validate fills the defaults (page 1, limit 20, desc) and checks bounds:

@@ -103,7 +103,7 @@ func Balance(t testing.TB, w *wallet.Service, user string) (money.Amount, []wall
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := w.ListTransactions(User(user), wallet.ListQuery{Page: 1, Limit: 100})
+	l, err := w.ListTransactions(User(user), wallet.TransactionQuery{PageQuery: domain.PageQuery{Page: 1, Limit: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}

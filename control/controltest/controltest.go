@@ -176,6 +176,15 @@ func (s *Server) Kill() {
 	s.stop()
 }
 
+// Reload sends SIGHUP: the server re-reads its signing keys (after a
+// `keys rotate` beside it).
+func (s *Server) Reload() {
+	s.T.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		s.T.Fatal(err)
+	}
+}
+
 // Stderr is what the server logged so far.
 func (s *Server) Stderr() string { return s.err.String() }
 

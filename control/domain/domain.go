@@ -20,6 +20,7 @@ import (
 
 	"deckhand/control/events"
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
 
@@ -56,6 +57,17 @@ type NoConfig = struct{}
 func WithConfig[C, D any](env Env[D], c C) Env[C] {
 	return Env[C]{Name: env.Name, Store: env.Store, Clock: env.Clock, Logger: env.Logger, Events: env.Events,
 		Authz: env.Authz, Payments: env.Payments, Accounts: env.Accounts, Limiter: env.Limiter, Config: c}
+}
+
+// CredentialIssuer is implemented by a domain that issues Bearer
+// credentials of its own, told apart by a prefix (projects: agt_ agent
+// tokens), besides the identity domain's sessions and svc_ tokens. The
+// server resolves every credential with that prefix here; the identity
+// domain never sees it. ResolveCredential answers 401 (a *platform.Error)
+// for an unknown or revoked credential.
+type CredentialIssuer interface {
+	CredentialPrefix() string
+	ResolveCredential(ctx context.Context, credential string) (*auth.Principal, error)
 }
 
 // Bootstrapper is implemented by domains that prepare state (indexes,

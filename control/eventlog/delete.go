@@ -99,10 +99,11 @@ func (s *Service) DeleteMatching(ctx context.Context, in DeleteInput) (*Deleted,
 }
 
 // DeleteOne deletes one event (admins only).
-func (s *Service) DeleteOne(ctx context.Context, id string) (*Deleted, error) {
+func (s *Service) DeleteOne(ctx context.Context, ref EventRef) (*Deleted, error) {
 	if _, err := platform.AdminCaller(ctx); err != nil {
 		return nil, err
 	}
+	id := ref.ID
 	var ok bool
 	err := s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
 		var err error

@@ -82,7 +82,7 @@ func TestProjectMembersSeeProjectEventsAndAgentsReportOnlyTheirContainers(t *tes
 		t.Fatal(err)
 	}
 	list := func(ctx context.Context, f eventlog.FilterInput) int {
-		l, err := s.List(ctx, eventlog.ListInput{Limit: 100, Filter: f})
+		l, err := s.List(ctx, eventlog.ListInput{Limit: 100, FilterInput: f})
 		if err != nil {
 			t.Fatal(err)
 		}

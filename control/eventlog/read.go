@@ -18,17 +18,33 @@ const (
 
 // ListInput is the query of GET /api/v1/events.
 type ListInput struct {
-	Limit     int
-	Offset    int
-	SortBy    string // created_at (default) or event_type
-	SortOrder string // desc (default) or asc
-	Filter    FilterInput
+	Limit     int    `query:"limit" minimum:"1" maximum:"500" default:"100" doc:"page size, 1 to 500"`
+	Offset    int    `query:"offset" minimum:"0" maximum:"2147483648" default:"0"`
+	SortBy    string `query:"sort_by" enum:"created_at,event_type" default:"created_at" doc:"event_type orders by kind, then by time"`
+	SortOrder string `query:"sort_order" enum:"asc,desc" default:"desc"`
+	FilterInput
 }
 
-// FilterInput holds the list and stats filters as given (dates unparsed).
+// FilterInput holds the list filters as given (dates unparsed).
 type FilterInput struct {
-	EventType, ResourceType, ResourceID, ProjectID, ContainerID, RealmID string
-	StartDate, EndDate                                                   string
+	EventType    string `query:"event_type" doc:"one kind (interface.md Events)"`
+	ResourceType string `query:"resource_type" doc:"one resource type"`
+	ResourceID   string `query:"resource_id" doc:"one resource id"`
+	ProjectID    string `query:"project_id" doc:"one project"`
+	ContainerID  string `query:"container_id" doc:"one container"`
+	RealmID      string `query:"realm_id" doc:"one realm"`
+	DateRange
+}
+
+// DateRange bounds a list or stats by creation time.
+type DateRange struct {
+	StartDate string `query:"start_date" doc:"ISO 8601 date or timestamp; events created at or after it (a plain date: from 00:00 UTC)"`
+	EndDate   string `query:"end_date" doc:"ISO 8601 date or timestamp; events created at or before it (a plain date: the whole day)"`
+}
+
+// EventRef names one event.
+type EventRef struct {
+	ID string `path:"id" doc:"an event id"`
 }
 
 // Validate checks the paging, order and filters.
@@ -49,7 +65,7 @@ func (in *ListInput) Validate() error {
 	default:
 		return platform.Invalid("sort_order", "must be asc or desc, got %q", in.SortOrder)
 	}
-	_, err := in.Filter.parse()
+	_, err := in.FilterInput.parse()
 	return err
 }
 
@@ -111,7 +127,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (*EventList, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	f, _ := in.Filter.parse()
+	f, _ := in.FilterInput.parse()
 	o := events.Sort{ByType: in.SortBy == "event_type", Desc: in.SortOrder != "asc"}
 	v := s.viewer(ctx, p)
 	var page events.Page
@@ -128,11 +144,12 @@ func (s *Service) List(ctx context.Context, in ListInput) (*EventList, error) {
 
 // Get answers one event the caller may see (404 otherwise, so ids of
 // other users' events are not confirmed).
-func (s *Service) Get(ctx context.Context, id string) (*events.Event, error) {
+func (s *Service) Get(ctx context.Context, ref EventRef) (*events.Event, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := ref.ID
 	var ev *events.Event
 	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
 		var err error
@@ -150,7 +167,8 @@ func (s *Service) Get(ctx context.Context, id string) (*events.Event, error) {
 
 // StatsInput is the query of GET /api/v1/events/stats.
 type StatsInput struct {
-	StartDate, EndDate, RealmID string
+	DateRange
+	RealmID string `query:"realm_id" doc:"one realm"`
 }
 
 // StatsResult is the data of GET /api/v1/events/stats: counts of the
@@ -169,7 +187,7 @@ func (s *Service) Stats(ctx context.Context, in StatsInput) (*StatsResult, error
 	if err != nil {
 		return nil, err
 	}
-	f, err := FilterInput{StartDate: in.StartDate, EndDate: in.EndDate, RealmID: in.RealmID}.parse()
+	f, err := FilterInput{DateRange: in.DateRange, RealmID: in.RealmID}.parse()
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,10 @@ func TestNotificationReadStateIsPerUser(t *testing.T) {
 	if len(a) != 3 || unread != 3 || a[mine["id"].(string)]["is_read"] != false {
 		t.Fatalf("ann: %d notifications, %v unread: %v", len(a), unread, a)
 	}
+	// An authenticated read carries read_at, null while unread.
+	if at, ok := a[mine["id"].(string)]["read_at"]; !ok || at != nil {
+		t.Fatalf("unread notification's read_at: %v (present %v), want null", at, ok)
+	}
 	b, _ := list(bob)
 	if len(b) != 2 || b[mine["id"].(string)] != nil {
 		t.Fatalf("bob sees ann's notification or misses a global one: %v", b)
@@ -73,6 +77,9 @@ func TestNotificationReadStateIsPerUser(t *testing.T) {
 	for _, n := range ns {
 		if _, ok := n.(map[string]any)["is_read"]; ok {
 			t.Fatalf("public notification with read state: %v", n)
+		}
+		if _, ok := n.(map[string]any)["read_at"]; ok {
+			t.Fatalf("public notification with read_at: %v", n)
 		}
 	}
 	s.MustDo(401, "GET", "/api/v1/notifications/", nil, "")

@@ -33,14 +33,7 @@ var (
 )
 
 // bearer extracts the Bearer credential of c.
-func bearer(c fiber.Ctx) (string, bool) {
-	h := c.Get(fiber.HeaderAuthorization)
-	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
-		return "", false
-	}
-	tok := strings.TrimSpace(h[7:])
-	return tok, tok != ""
-}
+func bearer(c fiber.Ctx) (string, bool) { return platform.BearerToken(c) }
 
 // Authenticate resolves the request's Bearer credential (a session access
 // JWT or an svc_ auth token) into the Principal it acts for; the host calls

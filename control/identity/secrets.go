@@ -10,68 +10,18 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"runtime"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/crypto/argon2"
-
 	"deckhand/platform"
+	"deckhand/platform/secrets"
 )
 
-// Argon2id parameters: OWASP's second recommended set (19 MiB, t=2, p=1),
-// cheap enough that a burst of logins does not exhaust memory.
-const (
-	argonTime    = 2
-	argonMemory  = 19 * 1024
-	argonThreads = 1
-	argonKeyLen  = 32
-)
-
-// argonSlots bounds concurrent argon2id runs: each holds 19 MiB, so a
-// login burst costs queueing time, not memory.
-var argonSlots = make(chan struct{}, max(2, runtime.NumCPU()))
-
-func argonKey(pw, salt []byte, t, m uint32, p uint8, n uint32) []byte {
-	argonSlots <- struct{}{}
-	defer func() { <-argonSlots }()
-	return argon2.IDKey(pw, salt, t, m, p, n)
-}
-
-func hashPassword(pw string) (string, error) {
-	salt := make([]byte, 16)
-	if _, err := rand.Read(salt); err != nil {
-		return "", err
-	}
-	key := argonKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
-		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
-}
+// hashPassword is the stored password form (argon2id, platform/secrets).
+func hashPassword(pw string) (string, error) { return secrets.HashPassword(pw) }
 
 // checkPassword compares in constant time; a malformed hash never matches.
-func checkPassword(encoded, pw string) bool {
-	parts := strings.Split(encoded, "$")
-	if len(parts) != 6 || parts[1] != "argon2id" {
-		return false
-	}
-	var m, t uint32
-	var p uint8
-	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil {
-		return false
-	}
-	salt, err1 := base64.RawStdEncoding.DecodeString(parts[4])
-	want, err2 := base64.RawStdEncoding.DecodeString(parts[5])
-	if err1 != nil || err2 != nil || len(want) == 0 {
-		return false
-	}
-	if m > 256*1024 || t > 16 || p == 0 || len(want) > 64 {
-		return false // refuse parameters that could exhaust the host
-	}
-	got := argonKey([]byte(pw), salt, t, m, p, uint32(len(want)))
-	return subtle.ConstantTimeCompare(got, want) == 1
-}
+func checkPassword(encoded, pw string) bool { return secrets.CheckPassword(encoded, pw) }
 
 // Password rules of interface.md's Limits table.
 const (

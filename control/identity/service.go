@@ -24,6 +24,7 @@ import (
 	"deckhand/control/mail"
 	"deckhand/platform"
 	"deckhand/platform/secrets"
+	"deckhand/platform/signing"
 	"deckhand/platform/store"
 )
 
@@ -38,6 +39,8 @@ type Config struct {
 	Providers              map[string]OAuthProvider
 	Regions                func() []string
 	Limits                 *Limits
+	// Keys sign identity claims (nil: --signing=false, no claims).
+	Keys *signing.KeySet
 }
 
 // Open builds identity from its domain environment.
@@ -45,7 +48,7 @@ func Open(env domain.Env[Config]) (*Service, error) {
 	c := env.Config
 	svc, err := New(Deps{DB: env.Store, Clock: env.Clock, Logger: env.Logger, Limiter: env.Limiter,
 		Mailer: c.Mailer, Sealer: c.Sealer, Signups: c.Signups, PublicURL: c.PublicURL,
-		AllowedRedirectDomains: c.AllowedRedirectDomains, Providers: c.Providers, Regions: c.Regions, Limits: c.Limits})
+		AllowedRedirectDomains: c.AllowedRedirectDomains, Providers: c.Providers, Regions: c.Regions, Limits: c.Limits, Keys: c.Keys})
 	if err == nil && env.Authz != nil {
 		env.Authz.Provide(CheckUserExists, svc.userExists)
 	}
@@ -89,6 +92,8 @@ type Deps struct {
 	Sealer *secrets.Sealer
 	// HTTPClient talks to OAuth providers (default: 10s timeout).
 	HTTPClient *http.Client
+	// Keys sign identity claims (nil: no claims).
+	Keys *signing.KeySet
 }
 
 // OAuthProvider is one external identity provider's endpoints.
@@ -134,6 +139,8 @@ type Service struct {
 	stopCache context.CancelFunc
 	cacheDone <-chan struct{}
 	profiles  profiles // Me's fast path
+
+	keys *signing.KeySet // identity claims (nil: none)
 
 	usage sync.Map // auth token id → *tokenUsage (last_used_* not yet persisted)
 	dummy string   // password hash compared when the account does not exist
@@ -204,7 +211,7 @@ func New(deps Deps) (*Service, error) {
 		db: deps.DB, clock: deps.Clock, log: deps.Logger, mailer: deps.Mailer,
 		signups: deps.Signups, publicURL: pub, domains: domains,
 		providers: deps.Providers, regions: deps.Regions, rules: limits.rules(),
-		limiter: deps.Limiter, httpc: httpc, cache: newCredCache(), sealer: deps.Sealer,
+		limiter: deps.Limiter, httpc: httpc, cache: newCredCache(), sealer: deps.Sealer, keys: deps.Keys,
 	}
 	if err := s.loadKeys(); err != nil {
 		return nil, err
@@ -265,6 +272,7 @@ func (s *Service) Routes() []platform.Route {
 	r = append(r, s.oauthRoutes()...)
 	r = append(r, s.tokenRoutes()...)
 	r = append(r, s.adminRoutes()...)
+	r = append(r, s.claimRoutes()...)
 	return r
 }
 

@@ -72,7 +72,8 @@ func (s *Service) tokenRoutes() []platform.Route {
 		{Method: http.MethodPost, Path: "/api/v1/auth/tokens", Policy: platform.SignedIn, Tags: tag, Handler: s.handleTokenCreate, Status: http.StatusCreated,
 			Summary: "Create an svc_ auth token (needs a session token; the secret is shown only here)",
 			Description: "`alias`: 1-254 characters, letters, digits, spaces, `_` and `-`. `ip_whitelist`: IP addresses or CIDR ranges " +
-				"(empty: any address). `expires_at`: ISO 8601 time, Unix seconds, `today` (midnight UTC tonight) or `tomorrow` (in 24 hours); omit for never. " +
+				"(empty: any address), matched against the client address (the peer, or under --trust-proxy-headers the right-most " +
+				"X-Forwarded-For hop when it is a bare IP; else the peer). `expires_at`: ISO 8601 time, Unix seconds, `today` (midnight UTC tonight) or `tomorrow` (in 24 hours); omit for never. " +
 				"With the 2FA token gate on, the header `X-2FA-Code` must carry a current TOTP or backup code.",
 			Body: CreateTokenInput{}, Response: AuthToken{}},
 		{Method: http.MethodGet, Path: "/api/v1/auth/tokens", Policy: platform.SignedIn, Tags: tag, Handler: platform.Read("Auth tokens", s.ListTokens),

@@ -83,7 +83,7 @@ func BenchmarkPublicList(b *testing.B) {
 			for b.Loop() {
 				if afterWrite {
 					n++
-					if _, err := e.svc.Rate(catalogtest.User(fmt.Sprint("r", n)), some, images.RateInput{Rating: ptr(float64(n % 6))}); err != nil {
+					if _, err := e.svc.Rate(catalogtest.User(fmt.Sprint("r", n)), images.RateRequest{ImageRef: images.ImageRef{ID: some}, Body: images.RateInput{Rating: ptr(float64(n % 6))}}); err != nil {
 						b.Fatal(err)
 					}
 				}

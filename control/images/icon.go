@@ -8,9 +8,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"net/http"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -103,12 +100,17 @@ func (s *Service) Icon(ctx context.Context, id string) ([]byte, error) {
 	return out, nil
 }
 
-func (s *Service) handleIcon(c fiber.Ctx) error {
-	png, err := s.Icon(c.Context(), c.Params("id"))
+// IconFile is the icon as served: a PNG browsers may keep an hour.
+type IconFile struct {
+	CacheControl string `header:"Cache-Control"`
+	Body         []byte
+}
+
+// IconPNG is Icon for the route: the PNG with its caching header.
+func (s *Service) IconPNG(ctx context.Context, ref ImageRef) (*IconFile, error) {
+	png, err := s.Icon(ctx, ref.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c.Set(fiber.HeaderContentType, "image/png")
-	c.Set(fiber.HeaderCacheControl, "private, max-age=3600")
-	return c.Status(http.StatusOK).Send(png)
+	return &IconFile{CacheControl: "private, max-age=3600", Body: png}, nil
 }

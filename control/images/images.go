@@ -12,8 +12,6 @@ package images
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"time"
 
 	"deckhand/control/catalog"
 	"deckhand/control/domain"
@@ -177,53 +175,4 @@ func (s *Service) event(tx *store.Tx, ctx context.Context, p *auth.Principal, ki
 	_, err := s.env.Events.Append(tx, events.Event{EventType: kind, ResourceType: "image", ResourceID: id,
 		ActorID: p.UserID, IP: auth.ClientIP(ctx), Payload: events.Payload(payload)})
 	return err
-}
-
-// Routes is the domain's route table.
-func (s *Service) Routes() []platform.Route {
-	tag := []string{"images"}
-	// Writes a person makes by hand; the limits stop scripted floods.
-	perMinute := func(name string, n int) []platform.RateLimit {
-		return []platform.RateLimit{{Name: name, By: platform.ByAccount, N: n, Per: time.Minute}}
-	}
-	list := append([]platform.Param{
-		{Name: "os", Description: "exact operating system, case-insensitive"},
-		{Name: "architecture", Description: "exact architecture (amd64, arm64, armhf ...), case-insensitive"},
-		{Name: "min_price", Type: "number", Range: &platform.Range{Min: 0, Max: 1e15}, Description: "lowest price; 0 includes free images"},
-		{Name: "max_price", Type: "number", Range: &platform.Range{Min: 0, Max: 1e15}, Description: "highest price; 0 means free images only"},
-		{Name: "min_rating", Type: "number", Range: &platform.Range{Min: 0, Max: 5}, Description: "lowest average rating, 0-5"},
-		{Name: "max_rating", Type: "number", Range: &platform.Range{Min: 0, Max: 5}, Description: "highest average rating, 0-5"},
-		{Name: "search", Description: "case-insensitive substring of the alias, image name, description or a tag (at most 200 characters)"},
-		{Name: "sort_by", Enum: sortKeys, Description: "default added_date"},
-	}, catalog.Params()...)
-	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/images/public", Policy: platform.SignedIn, Tags: tag, Query: list,
-			Summary: "Public image catalog", Response: PublicList{},
-			Description: "Filters combine with AND. The list needs a credential like every control-plane route that the interface does not name public. " +
-				"min_price > max_price or min_rating > max_rating is 400. Ties within a sort key are ordered by image id.",
-			Handler: s.handleList},
-		{Method: http.MethodGet, Path: "/api/v1/images/public/{id}", Policy: platform.SignedIn, Tags: tag,
-			Summary: "One public image, with serial", Response: Image{}, Handler: s.handleGet},
-		{Method: http.MethodGet, Path: "/api/v1/images/{id}/icon", Policy: platform.SignedIn, Tags: tag,
-			Summary: "The image's icon (PNG)", ContentType: "image/png",
-			Description: "The uploaded PNG, or a deterministic generated 64x64 PNG when none was uploaded.", Handler: s.handleIcon},
-		{Method: http.MethodGet, Path: "/api/v1/images/user", Policy: platform.SignedIn, Tags: tag,
-			Query:   append([]platform.Param{{Name: "sort_by", Enum: []string{"created_at"}, Description: "when the image entered the library"}}, catalog.Params()...),
-			Summary: "The caller's library (imported and purchased images)", Response: UserList{}, Handler: s.handleLibrary},
-		{Method: http.MethodPost, Path: "/api/v1/images/import/{id}", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.import", 60),
-			Summary:     "Import a free image into the caller's library",
-			Description: "400 when the image is not free or already in the caller's library; 404 when unknown.", Handler: s.handleImport},
-		{Method: http.MethodPost, Path: "/api/v1/images/purchase/{id}", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.purchase", 60),
-			Summary: "Buy an image with the wallet's general balance", Response: PurchaseResult{},
-			Description: "The debit, its wallet transaction (type image_purchase) and the ownership commit together. " +
-				"400 on insufficient balance, when already owned, or when the image is free (import it instead); 404 when unknown.",
-			Handler: s.handlePurchase},
-		{Method: http.MethodPost, Path: "/api/v1/images/rate/{id}", Policy: platform.SignedIn, Tags: tag, Limits: perMinute("images.rate", 60),
-			Summary: "Rate an image 0-5 (one rating per user; a new one replaces the old)", Body: RateInput{}, Response: RateResult{},
-			Description: "Any signed-in user may rate an existing image. Ratings take at most 2 decimals.", Handler: s.handleRate},
-		{Method: http.MethodPost, Path: "/api/v1/admin/images", Policy: platform.Admin, Tags: tag, Status: http.StatusCreated,
-			Summary: "Publish an image (admin)", Body: CreateInput{}, Response: Image{},
-			Description: "alias is unique (case-insensitive): 409 when taken. icon_png_b64 is an optional base64 PNG (at most 256 KiB, 1024x1024).",
-			Handler:     platform.Endpoint(http.StatusCreated, "Image created", s.Create)},
-	}
 }

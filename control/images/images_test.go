@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	catpage "deckhand/control/catalog"
 	"deckhand/control/catalogtest"
 	"deckhand/control/events"
 	"deckhand/control/images"
@@ -55,7 +56,7 @@ func TestCreateAndGet(t *testing.T) {
 		img.AddedDate != "2026-03-01T12:00:01.000Z" || img.Serial != "20260301_1200" {
 		t.Fatalf("created %+v", img)
 	}
-	got, err := e.svc.Get(catalogtest.User("u1"), img.ID)
+	got, err := e.svc.Get(catalogtest.User("u1"), images.ImageRef{ID: img.ID})
 	if err != nil || got.Serial != "20260301_1200" || got.Alias != "debian/12" || got.RatingCount != 0 {
 		t.Fatalf("get %+v %v", got, err)
 	}
@@ -77,9 +78,9 @@ func TestCreateAndGet(t *testing.T) {
 	_, err = e.svc.Create(catalogtest.User("u1"), images.CreateInput{Alias: "u", ImageName: "x", OS: "x", Architecture: "amd64"})
 	wantCode(t, err, platform.CodeForbidden, "")
 
-	_, err = e.svc.Get(catalogtest.User("u1"), "img_000000000000000000000000")
+	_, err = e.svc.Get(catalogtest.User("u1"), images.ImageRef{ID: "img_000000000000000000000000"})
 	wantCode(t, err, platform.CodeNotFound, "")
-	_, err = e.svc.Get(catalogtest.User("u1"), "nope")
+	_, err = e.svc.Get(catalogtest.User("u1"), images.ImageRef{ID: "nope"})
 	wantCode(t, err, platform.CodeInvalid, "id")
 }
 
@@ -163,7 +164,7 @@ func catalog(t *testing.T, e *env) map[string]*images.Image {
 	}
 	rate := func(alias, user, r string) {
 		n := fl(r)
-		if _, err := e.svc.Rate(catalogtest.User(user), out[alias].ID, images.RateInput{Rating: &n}); err != nil {
+		if _, err := e.svc.Rate(catalogtest.User(user), images.RateRequest{ImageRef: images.ImageRef{ID: out[alias].ID}, Body: images.RateInput{Rating: &n}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -261,23 +262,23 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 	cat := catalog(t, e)
 	u := catalogtest.User("buyer")
 	// Import: free only, once.
-	if err := e.svc.Import(u, cat["alpine"].ID); err != nil {
+	if err := e.svc.Import(u, images.ImageRef{ID: cat["alpine"].ID}); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, e.svc.Import(u, cat["alpine"].ID), platform.CodeBadRequest, "")
-	wantCode(t, e.svc.Import(u, cat["debian"].ID), platform.CodeBadRequest, "")
-	wantCode(t, e.svc.Import(u, "img_aaaaaaaaaaaaaaaaaaaaaaaa"), platform.CodeNotFound, "")
-	wantCode(t, e.svc.Import(u, "img_XYZ"), platform.CodeInvalid, "id")
+	wantCode(t, e.svc.Import(u, images.ImageRef{ID: cat["alpine"].ID}), platform.CodeBadRequest, "")
+	wantCode(t, e.svc.Import(u, images.ImageRef{ID: cat["debian"].ID}), platform.CodeBadRequest, "")
+	wantCode(t, e.svc.Import(u, images.ImageRef{ID: "img_aaaaaaaaaaaaaaaaaaaaaaaa"}), platform.CodeNotFound, "")
+	wantCode(t, e.svc.Import(u, images.ImageRef{ID: "img_XYZ"}), platform.CodeInvalid, "id")
 
 	// Purchase: insufficient balance is 400 and leaves nothing behind.
 	catalogtest.Credit(t, e.db, e.wallet, "buyer", 900)
 	e.clock.Advance(1e9)
-	_, err := e.svc.Purchase(u, cat["ubuntu"].ID)
+	_, err := e.svc.Purchase(u, images.ImageRef{ID: cat["ubuntu"].ID})
 	wantCode(t, err, platform.CodeBadRequest, "")
 	if bal, ledger := catalogtest.Balance(t, e.wallet, "buyer"); bal != 900 || len(ledger) != 0 {
 		t.Fatalf("failed purchase moved money: %s %v", bal, ledger)
 	}
-	res, err := e.svc.Purchase(u, cat["debian"].ID)
+	res, err := e.svc.Purchase(u, images.ImageRef{ID: cat["debian"].ID})
 	if err != nil || res.PricePaid != 250 || res.RemainingBalance != 650 {
 		t.Fatalf("purchase %+v %v", res, err)
 	}
@@ -285,11 +286,11 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 	if string(raw) != `{"price_paid":2.50,"remaining_balance":6.50}` {
 		t.Fatalf("purchase JSON %s", raw)
 	}
-	_, err = e.svc.Purchase(u, cat["debian"].ID)
+	_, err = e.svc.Purchase(u, images.ImageRef{ID: cat["debian"].ID})
 	wantCode(t, err, platform.CodeBadRequest, "")
-	_, err = e.svc.Purchase(u, cat["fedora"].ID)
+	_, err = e.svc.Purchase(u, images.ImageRef{ID: cat["fedora"].ID})
 	wantCode(t, err, platform.CodeBadRequest, "")
-	_, err = e.svc.Purchase(u, "img_aaaaaaaaaaaaaaaaaaaaaaaa")
+	_, err = e.svc.Purchase(u, images.ImageRef{ID: "img_aaaaaaaaaaaaaaaaaaaaaaaa"})
 	wantCode(t, err, platform.CodeNotFound, "")
 	bal, ledger := catalogtest.Balance(t, e.wallet, "buyer")
 	if bal != 650 || len(ledger) != 1 || ledger[0].TransactionType != "image_purchase" || ledger[0].Reference != cat["debian"].ID || ledger[0].Amount != 250 {
@@ -298,7 +299,7 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 
 	// Library: newest first, with the caller's rating.
 	n := fl("2")
-	must[*images.RateResult](t)(e.svc.Rate(u, cat["debian"].ID, images.RateInput{Rating: &n}))
+	must[*images.RateResult](t)(e.svc.Rate(u, images.RateRequest{ImageRef: images.ImageRef{ID: cat["debian"].ID}, Body: images.RateInput{Rating: &n}}))
 	lib := must[*images.UserList](t)(e.svc.Library(u, images.LibraryInput{}))
 	if len(lib.Images) != 2 || lib.Pagination.Total != 2 {
 		t.Fatalf("library %+v", lib)
@@ -314,14 +315,14 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 	if bytes.Contains(raw, []byte("added_date")) || !bytes.Contains(raw, []byte(`"has_rated":true`)) {
 		t.Fatalf("library JSON %s", raw)
 	}
-	asc := must[*images.UserList](t)(e.svc.Library(u, images.LibraryInput{SortOrder: "asc", Limit: 1, Page: 2}))
+	asc := must[*images.UserList](t)(e.svc.Library(u, images.LibraryInput{Page: catpage.Page{SortOrder: "asc", Limit: 1, Page: 2}}))
 	if len(asc.Images) != 1 || asc.Images[0].Alias != "debian" || asc.Pagination.TotalPages != 2 {
 		t.Fatalf("library asc page 2 %+v", asc)
 	}
 	if other := must[*images.UserList](t)(e.svc.Library(catalogtest.User("other"), images.LibraryInput{})); other.Pagination.Total != 0 {
 		t.Fatalf("another user's library %+v", other)
 	}
-	_, err = e.svc.Library(u, images.LibraryInput{Page: -1})
+	_, err = e.svc.Library(u, images.LibraryInput{Page: catpage.Page{Page: -1}})
 	wantCode(t, err, platform.CodeInvalid, "page")
 }
 
@@ -330,13 +331,13 @@ func TestRate(t *testing.T) {
 	img := e.create(t, images.CreateInput{Alias: "x", ImageName: "x", OS: "linux", Architecture: "amd64"})
 	rate := func(user, r string) (*images.RateResult, error) {
 		n := fl(r)
-		return e.svc.Rate(catalogtest.User(user), img.ID, images.RateInput{Rating: &n})
+		return e.svc.Rate(catalogtest.User(user), images.RateRequest{ImageRef: images.ImageRef{ID: img.ID}, Body: images.RateInput{Rating: &n}})
 	}
 	for _, bad := range []string{"6", "-1", "5.01", "4.567", "NaN"} {
 		_, err := rate("a", bad)
 		wantCode(t, err, platform.CodeInvalid, "rating")
 	}
-	_, err := e.svc.Rate(catalogtest.User("a"), img.ID, images.RateInput{})
+	_, err := e.svc.Rate(catalogtest.User("a"), images.RateRequest{ImageRef: images.ImageRef{ID: img.ID}, Body: images.RateInput{}})
 	wantCode(t, err, platform.CodeInvalid, "rating")
 	steps := []struct {
 		user, rating string
@@ -349,11 +350,11 @@ func TestRate(t *testing.T) {
 			t.Fatalf("%s rates %s: %+v %v, want avg %v count %d", s.user, s.rating, res, err, s.avg, s.count)
 		}
 	}
-	got := must[*images.Image](t)(e.svc.Get(catalogtest.User("a"), img.ID))
+	got := must[*images.Image](t)(e.svc.Get(catalogtest.User("a"), images.ImageRef{ID: img.ID}))
 	if got.AverageRating != 1.83 || got.RatingCount != 3 {
 		t.Fatalf("image after ratings %+v", got)
 	}
-	_, err = e.svc.Rate(catalogtest.User("a"), "img_aaaaaaaaaaaaaaaaaaaaaaaa", images.RateInput{Rating: ptr(fl("3"))})
+	_, err = e.svc.Rate(catalogtest.User("a"), images.RateRequest{ImageRef: images.ImageRef{ID: "img_aaaaaaaaaaaaaaaaaaaaaaaa"}, Body: images.RateInput{Rating: ptr(fl("3"))}})
 	wantCode(t, err, platform.CodeNotFound, "")
 }
 
@@ -371,7 +372,7 @@ func TestConcurrentPurchasesChargeOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := e.svc.Purchase(catalogtest.User("u"), img.ID)
+			_, err := e.svc.Purchase(catalogtest.User("u"), images.ImageRef{ID: img.ID})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -400,13 +401,13 @@ func TestConcurrentRatingsAllCount(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := e.svc.Rate(catalogtest.User(fmt.Sprint("u", i)), img.ID, images.RateInput{Rating: ptr(fl(fmt.Sprint(i % 6)))}); err != nil {
+			if _, err := e.svc.Rate(catalogtest.User(fmt.Sprint("u", i)), images.RateRequest{ImageRef: images.ImageRef{ID: img.ID}, Body: images.RateInput{Rating: ptr(fl(fmt.Sprint(i % 6)))}}); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	got := must[*images.Image](t)(e.svc.Get(catalogtest.User("a"), img.ID))
+	got := must[*images.Image](t)(e.svc.Get(catalogtest.User("a"), images.ImageRef{ID: img.ID}))
 	// ratings 0..5,0..5,0..3 → sum 36 over 16 = 2.25
 	if got.RatingCount != 16 || got.AverageRating != 2.25 {
 		t.Fatalf("after 16 concurrent ratings: %+v", got)
@@ -442,19 +443,19 @@ func TestIndexMatchesBruteForce(t *testing.T) {
 	}
 	for i := range 80 {
 		id := recs[rng.IntN(len(recs))].ID
-		must[*images.RateResult](t)(e.svc.Rate(catalogtest.User(fmt.Sprint("r", i%7)), id, images.RateInput{Rating: ptr(fl(fmt.Sprint(rng.IntN(6))))}))
+		must[*images.RateResult](t)(e.svc.Rate(catalogtest.User(fmt.Sprint("r", i%7)), images.RateRequest{ImageRef: images.ImageRef{ID: id}, Body: images.RateInput{Rating: ptr(fl(fmt.Sprint(rng.IntN(6))))}}))
 	}
 	byID := map[string]images.Image{}
 	for _, r := range recs {
-		byID[r.ID] = *must[*images.Image](t)(e.svc.Get(catalogtest.User("x"), r.ID))
+		byID[r.ID] = *must[*images.Image](t)(e.svc.Get(catalogtest.User("x"), images.ImageRef{ID: r.ID}))
 	}
 	for q := range 90 {
 		// Writes between lists: the indexes follow each.
 		switch rng.IntN(4) {
 		case 0:
 			id := recs[rng.IntN(len(recs))].ID
-			must[*images.RateResult](t)(e.svc.Rate(catalogtest.User(fmt.Sprint("r", rng.IntN(9))), id, images.RateInput{Rating: ptr(float64(rng.IntN(6)))}))
-			byID[id] = *must[*images.Image](t)(e.svc.Get(catalogtest.User("x"), id))
+			must[*images.RateResult](t)(e.svc.Rate(catalogtest.User(fmt.Sprint("r", rng.IntN(9))), images.RateRequest{ImageRef: images.ImageRef{ID: id}, Body: images.RateInput{Rating: ptr(float64(rng.IntN(6)))}}))
+			byID[id] = *must[*images.Image](t)(e.svc.Get(catalogtest.User("x"), images.ImageRef{ID: id}))
 		case 1:
 			img := e.create(t, images.CreateInput{Alias: fmt.Sprint("late-", q), ImageName: "n", OS: oses[rng.IntN(3)], Architecture: "amd64",
 				Price: num(fmt.Sprint(rng.IntN(5))), Tags: []string{words[rng.IntN(4)]}})
@@ -536,7 +537,7 @@ func TestReplicaListsAreExact(t *testing.T) {
 	if l.Pagination.Total != 2 || l.Images[0].ID != b.ID {
 		t.Fatalf("replica after creates: %s", aliases(l))
 	}
-	must[*images.RateResult](t)(e.svc.Rate(u, a.ID, images.RateInput{Rating: ptr(4.0)}))
+	must[*images.RateResult](t)(e.svc.Rate(u, images.RateRequest{ImageRef: images.ImageRef{ID: a.ID}, Body: images.RateInput{Rating: ptr(4.0)}}))
 	l = must[*images.PublicList](t)(other.List(u, images.ListInput{SortBy: "rating"}))
 	if l.Images[0].ID != a.ID || l.Images[0].AverageRating != 4 || l.Images[0].RatingCount != 1 {
 		t.Fatalf("replica after a rating: %+v", l.Images[0])

@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/control/domain"
 	"deckhand/control/money"
@@ -52,11 +49,12 @@ func (s *Service) own(tx *store.Tx, user string, r *imageRec, how string, paid m
 }
 
 // Import adds a free image to the caller's library, once.
-func (s *Service) Import(ctx context.Context, id string) error {
+func (s *Service) Import(ctx context.Context, ref ImageRef) error {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return err
 	}
+	id := ref.ID
 	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
 		r, err := load(tx, id)
 		if err != nil {
@@ -70,11 +68,13 @@ func (s *Service) Import(ctx context.Context, id string) error {
 	return platform.Wrap("import the image", err)
 }
 
-func (s *Service) handleImport(c fiber.Ctx) error {
-	if err := s.Import(c.Context(), c.Params("id")); err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Image imported", struct{}{})
+// Imported is the data of an import: an empty object.
+type Imported struct{}
+
+// ImportImage is Import answering the empty data object the interface
+// gives an import.
+func (s *Service) ImportImage(ctx context.Context, ref ImageRef) (Imported, error) {
+	return Imported{}, s.Import(ctx, ref)
 }
 
 // PurchaseResult is what a purchase answers.
@@ -85,11 +85,12 @@ type PurchaseResult struct {
 
 // Purchase buys a priced image with the caller's general balance: the
 // wallet's debit and the ownership record commit in one transaction.
-func (s *Service) Purchase(ctx context.Context, id string) (*PurchaseResult, error) {
+func (s *Service) Purchase(ctx context.Context, ref ImageRef) (*PurchaseResult, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := ref.ID
 	var res PurchaseResult
 	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
 		r, err := load(tx, id)
@@ -116,19 +117,17 @@ func (s *Service) Purchase(ctx context.Context, id string) (*PurchaseResult, err
 	return &res, nil
 }
 
-func (s *Service) handlePurchase(c fiber.Ctx) error {
-	res, err := s.Purchase(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Image purchased", res)
-}
-
 // RateInput is the rate body.
 type RateInput struct {
 	Rating *float64 `json:"rating" required:"true" doc:"number 0 to 5 with at most 2 decimals"`
 
 	hundredths int64
+}
+
+// RateRequest is POST /api/v1/images/rate/{id}.
+type RateRequest struct {
+	ImageRef
+	Body RateInput
 }
 
 // Validate checks the rating's presence and range.
@@ -159,11 +158,12 @@ func ratingKey(image, user string) string { return image + "/" + user }
 
 // Rate records the caller's rating of an image, replacing an earlier one,
 // and updates the image's average (and with it the rating index).
-func (s *Service) Rate(ctx context.Context, id string, in RateInput) (*RateResult, error) {
+func (s *Service) Rate(ctx context.Context, req RateRequest) (*RateResult, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id, in := req.ID, req.Body
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -194,20 +194,11 @@ func (s *Service) Rate(ctx context.Context, id string, in RateInput) (*RateResul
 	return &res, nil
 }
 
-func (s *Service) handleRate(c fiber.Ctx) error {
-	var in RateInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	res, err := s.Rate(c.Context(), c.Params("id"), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Image rated", res)
-}
-
 // LibraryInput is the library's query (newest first by default).
-type LibraryInput = catalog.Page
+type LibraryInput struct {
+	SortBy string `query:"sort_by" enum:"created_at" default:"created_at" doc:"when the image entered the library (the only order)"`
+	catalog.Page
+}
 
 // UserList is the library's data.
 type UserList struct {
@@ -282,13 +273,4 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 		return nil, platform.Wrap("list your images", err)
 	}
 	return out, nil
-}
-
-func (s *Service) handleLibrary(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	out, err := s.Library(c.Context(), catalog.PageOf(q))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Your images", out)
 }

@@ -3,12 +3,9 @@ package images
 import (
 	"context"
 	"math"
-	"net/http"
 	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/control/catalog"
 	"deckhand/platform"
@@ -17,12 +14,22 @@ import (
 
 // ListInput is the public list's query. Nil bounds are absent.
 type ListInput struct {
-	OS, Architecture     string
-	MinPrice, MaxPrice   *float64
-	MinRating, MaxRating *float64
-	Search               string
-	SortBy, SortOrder    string
-	Page, Limit          int
+	OS           string   `query:"os" doc:"exact operating system, case-insensitive"`
+	Architecture string   `query:"architecture" doc:"exact architecture (amd64, arm64, armhf ...), case-insensitive"`
+	MinPrice     *float64 `query:"min_price" minimum:"0" maximum:"1e15" doc:"lowest price; 0 includes free images"`
+	MaxPrice     *float64 `query:"max_price" minimum:"0" maximum:"1e15" doc:"highest price; 0 means free images only"`
+	MinRating    *float64 `query:"min_rating" minimum:"0" maximum:"5" doc:"lowest average rating, 0-5"`
+	MaxRating    *float64 `query:"max_rating" minimum:"0" maximum:"5" doc:"highest average rating, 0-5"`
+	Search       string   `query:"search" doc:"case-insensitive substring of the alias, image name, description or a tag (at most 200 characters)"`
+	SortBy       string   `query:"sort_by" enum:"alias,added_date,price,rating" default:"added_date"`
+	SortOrder    string   `query:"sort_order" enum:"asc,desc" default:"desc"`
+	Page         int      `query:"page" minimum:"1" maximum:"1e9" default:"1" doc:"page number, from 1"`
+	Limit        int      `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"page size, 1 to 100 (default 20); a limit over 100 is refused with 400, never silently clamped"`
+}
+
+// ImageRef names one image.
+type ImageRef struct {
+	ID string `path:"id" doc:"an image id (img_...)"`
 }
 
 // Validate checks each field and the ranges' order.
@@ -123,29 +130,12 @@ func (s *Service) List(ctx context.Context, in ListInput) (*PublicList, error) {
 	return out, nil
 }
 
-func (s *Service) handleList(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	pg := catalog.PageOf(q)
-	in := ListInput{OS: q.String("os"), Architecture: q.String("architecture"), Search: q.String("search"),
-		SortBy: q.String("sort_by"), SortOrder: pg.SortOrder, Page: pg.Page, Limit: pg.Limit}
-	for name, dst := range map[string]**float64{"min_price": &in.MinPrice, "max_price": &in.MaxPrice, "min_rating": &in.MinRating, "max_rating": &in.MaxRating} {
-		if q.Has(name) {
-			v := q.Float(name)
-			*dst = &v
-		}
-	}
-	out, err := s.List(c.Context(), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Images", out)
-}
-
 // Get is one public image with its serial.
-func (s *Service) Get(ctx context.Context, id string) (*Image, error) {
+func (s *Service) Get(ctx context.Context, ref ImageRef) (*Image, error) {
 	if _, err := platform.Caller(ctx); err != nil {
 		return nil, err
 	}
+	id := ref.ID
 	var img Image
 	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
 		r, err := load(tx, id)
@@ -160,12 +150,4 @@ func (s *Service) Get(ctx context.Context, id string) (*Image, error) {
 		return nil, platform.Wrap("read the image", err)
 	}
 	return &img, nil
-}
-
-func (s *Service) handleGet(c fiber.Ctx) error {
-	img, err := s.Get(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Image", img)
 }

@@ -6,6 +6,7 @@ package meta
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,11 +108,16 @@ type Config struct {
 type Service struct {
 	regions []Region
 	keys    *signing.KeySet
+	clock   platform.Clock
 }
 
 // New builds the meta domain.
 func New(env domain.Env[Config]) (*Service, error) {
-	return &Service{regions: env.Config.Regions, keys: env.Config.Keys}, nil
+	clock := env.Clock
+	if clock == nil {
+		clock = platform.SystemClock{}
+	}
+	return &Service{regions: env.Config.Regions, keys: env.Config.Keys, clock: clock}, nil
 }
 
 // RegionsResponse is data of available-regions.
@@ -119,49 +125,27 @@ type RegionsResponse struct {
 	Regions []Region `json:"regions" required:"true"`
 }
 
-// The envelopes below only document the success bodies in the OpenAPI
-// document (platform.Envelope.Data is untyped).
-type regionsEnvelope struct {
-	StatusCode int             `json:"statusCode" required:"true"`
-	Message    string          `json:"message" required:"true"`
-	Data       RegionsResponse `json:"data" required:"true"`
-}
-
-type keySetEnvelope struct {
-	StatusCode int                  `json:"statusCode" required:"true"`
-	Message    string               `json:"message" required:"true"`
-	Data       signing.PublicKeySet `json:"data" required:"true"`
-}
-
-// Routes is the meta route table.
-func (s *Service) Routes() []platform.Route {
-	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/auth/available-regions", Policy: platform.Public, Tags: []string{"meta"},
-			Summary: "Regions a free-tier server can be placed in",
-			Description: "Public. `data.regions[]` lists region availability records. The list comes from " +
-				"`<data>/regions.json` (or `--regions-file`), a JSON array of records or `{\"regions\": [...]}`; " +
-				"without a file, built-in defaults are served.",
-			Response: regionsEnvelope{}, Handler: s.availableRegions},
-		{Method: http.MethodGet, Path: signing.PublicKeyPath, Policy: platform.Public, Tags: []string{"meta"},
-			Summary: "Signing key set for responses, identity claims and container claims",
-			Description: "Public. Every published key (old keys stay after `deckhand-control keys rotate`, so " +
-				"earlier signatures keep verifying), the active kid and the signed-data formats. Clients cache " +
-				"it at least 24 hours and re-fetch when a response names an unknown kid. 503 " +
-				"`SIGNING_NOT_CONFIGURED` when the server runs with `--signing=false`.",
-			Response: keySetEnvelope{}, Handler: s.publicKey},
-	}
-}
-
-func (s *Service) availableRegions(c fiber.Ctx) error {
-	return platform.Respond(c, http.StatusOK, "Available regions", RegionsResponse{Regions: s.regions})
+// Regions is the region availability list.
+func (s *Service) Regions(context.Context) (RegionsResponse, error) {
+	return RegionsResponse{Regions: s.regions}, nil
 }
 
 var errSigningOff = &platform.Error{Code: platform.CodeSigningNotConfigured,
 	Message: "Response signing is not configured on this server"}
 
+// publicKey writes the key set itself: its endorsement headers sign the
+// very bytes of the envelope sent, which only exist once it is written.
 func (s *Service) publicKey(c fiber.Ctx) error {
 	if s.keys == nil {
 		return errSigningOff
 	}
-	return platform.Respond(c, http.StatusOK, "Signing key set", s.keys.PublicSet())
+	if err := platform.Respond(c, http.StatusOK, "Signing key set", s.keys.PublicSet()); err != nil {
+		return err
+	}
+	// Every key of the set signs the very bytes sent, so a verifier that
+	// trusts any one of them accepts the set (signing.AcceptKeySet).
+	for _, h := range s.keys.Endorse(s.clock.Now().Unix(), signing.PublicKeyPath, c.Response().Body()) {
+		c.Response().Header.Add(signing.EndorsementHeader, h)
+	}
+	return nil
 }

@@ -71,6 +71,20 @@ func (a Amount) String() string {
 	return fmt.Sprintf("%s%d.%02d", sign, u/100, u%100)
 }
 
+// Pattern is the form every Amount is written in: a decimal string with
+// exactly two decimals, negative only for stored debits.
+const Pattern = `^-?[0-9]+\.[0-9]{2}$`
+
+// InputPattern is the form Parse takes: no sign, at most two decimals.
+const InputPattern = `^[0-9]+(\.[0-9]{1,2})?$`
+
+// JSONSchema is an Amount's schema in OpenAPI documents: a string, never
+// a number, so no client reads money as a float.
+func (Amount) JSONSchema() map[string]any {
+	return map[string]any{"type": "string", "pattern": Pattern, "example": "12.50",
+		"description": "amount of money: a decimal string with two decimals"}
+}
+
 // MarshalJSON writes the decimal string.
 func (a Amount) MarshalJSON() ([]byte, error) { return json.Marshal(a.String()) }
 

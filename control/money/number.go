@@ -29,3 +29,10 @@ func (n *Number) UnmarshalJSON(b []byte) error {
 // ParseNumber reads a JSON number under Parse's rule (non-negative, at most
 // two decimals, no exponent).
 func ParseNumber(n json.Number) (Amount, error) { return Parse(string(n)) }
+
+// JSONSchema is a Number's schema in OpenAPI documents: a number with at
+// most two decimals (never an integer, whatever its Go kind).
+func (Number) JSONSchema() map[string]any {
+	return map[string]any{"type": "number", "multipleOf": 0.01, "example": 12.5,
+		"description": "amount of money: a number with at most two decimals"}
+}

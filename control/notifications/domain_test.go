@@ -66,13 +66,13 @@ func TestConcurrentReadsRecordEachReadOnce(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			if w%2 == 0 {
-				if _, err := s.MarkAllRead(ann, struct{}{}); err != nil {
+				if _, err := s.MarkAllRead(ann); err != nil {
 					t.Error(err)
 				}
 				return
 			}
 			for _, id := range ids {
-				if _, err := s.MarkRead(ann, id); err != nil {
+				if _, err := s.MarkRead(ann, notifications.NotificationRef{ID: id}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -95,7 +95,7 @@ func TestConcurrentReadsRecordEachReadOnce(t *testing.T) {
 	if *l.Unread != 8 || l.Total != 8 {
 		t.Fatalf("bob: %d notifications, %d unread", l.Total, *l.Unread)
 	}
-	if _, err := s.MarkRead(as("bob", auth.RoleUser), ids[0]); platform.AsError(err).Code != platform.CodeNotFound && ids[0] != "" {
+	if _, err := s.MarkRead(as("bob", auth.RoleUser), notifications.NotificationRef{ID: ids[0]}); platform.AsError(err).Code != platform.CodeNotFound && ids[0] != "" {
 		// ids[0] is ann's own (i = 0): bob may not read it.
 		t.Fatalf("bob reading ann's: %v", err)
 	}

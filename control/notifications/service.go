@@ -16,7 +16,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -25,8 +24,6 @@ import (
 	"deckhand/platform"
 	"deckhand/platform/auth"
 	"deckhand/platform/store"
-
-	"github.com/gofiber/fiber/v3"
 )
 
 const (
@@ -59,16 +56,18 @@ const (
 )
 
 // Notification is one notification. IsRead and ReadAt are the caller's
-// read state, present only on authenticated reads.
+// read state, present only on authenticated reads: there read_at is null
+// while unread (ReadAt points to a nil time), absent on public reads
+// (ReadAt nil).
 type Notification struct {
-	ID        string     `json:"id"`
-	Title     string     `json:"title"`
-	Body      string     `json:"body"`
-	Level     string     `json:"level"`
-	UserID    *string    `json:"user_id"`
-	CreatedAt time.Time  `json:"created_at"`
-	IsRead    *bool      `json:"is_read,omitempty"`
-	ReadAt    *time.Time `json:"read_at,omitempty"`
+	ID        string      `json:"id"`
+	Title     string      `json:"title"`
+	Body      string      `json:"body"`
+	Level     string      `json:"level"`
+	UserID    *string     `json:"user_id"`
+	CreatedAt time.Time   `json:"created_at"`
+	IsRead    *bool       `json:"is_read,omitempty"`
+	ReadAt    **time.Time `json:"read_at,omitempty" format:"date-time"`
 }
 
 type record struct {
@@ -190,7 +189,13 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Notification, er
 
 // ListInput pages a list.
 type ListInput struct {
-	Limit, Offset int
+	Limit  int `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"page size, 1 to 100"`
+	Offset int `query:"offset" minimum:"0" maximum:"2147483648" default:"0"`
+}
+
+// NotificationRef names one notification.
+type NotificationRef struct {
+	ID string `path:"id" doc:"a notification id"`
 }
 
 // List is a page of notifications and how many there are.
@@ -245,10 +250,12 @@ func (s *Service) list(ctx context.Context, userID string, in ListInput) (*List,
 			v := pg.Items[i].view()
 			read := reads[i] != nil
 			v.IsRead = &read
+			var at *time.Time
 			if read {
 				t := *reads[i]
-				v.ReadAt = &t
+				at = &t
 			}
+			v.ReadAt = &at
 			out.Notifications = append(out.Notifications, v)
 		}
 		unread := pg.Total - tx.CountPrefix(bucketReads, userID+sep)
@@ -278,11 +285,12 @@ func (s *Service) Public(ctx context.Context, in ListInput) (*List, error) {
 
 // MarkRead marks one notification the caller gets as read (idempotent:
 // the first read time stays) and records notification.read the first time.
-func (s *Service) MarkRead(ctx context.Context, id string) (*Notification, error) {
+func (s *Service) MarkRead(ctx context.Context, ref NotificationRef) (*Notification, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := ref.ID
 	key := keyOf(id)
 	var v Notification
 	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
@@ -313,7 +321,8 @@ func (s *Service) MarkRead(ctx context.Context, id string) (*Notification, error
 		}
 		v = rec.view()
 		t, yes := readAt, true
-		v.IsRead, v.ReadAt = &yes, &t
+		at := &t
+		v.IsRead, v.ReadAt = &yes, &at
 		return nil
 	})
 	if err != nil {
@@ -332,7 +341,7 @@ type ReadAll struct {
 
 // MarkAllRead marks every notification the caller gets as read and
 // records one notification.read event per notification it marked.
-func (s *Service) MarkAllRead(ctx context.Context, _ struct{}) (*ReadAll, error) {
+func (s *Service) MarkAllRead(ctx context.Context) (*ReadAll, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -373,46 +382,4 @@ func (s *Service) MarkAllRead(ctx context.Context, _ struct{}) (*ReadAll, error)
 		return nil, platform.Internal("mark notifications read", err)
 	}
 	return out, nil
-}
-
-// Routes is the domain's route table.
-func (s *Service) Routes() []platform.Route {
-	page := []platform.Param{
-		{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: MaxLimit}, Default: "20", Description: "page size, 1 to 100"},
-		{Name: "offset", Type: "integer", Range: &platform.Range{Min: 0, Max: 1 << 31}, Default: "0"},
-	}
-	listOf := func(message string, fn func(context.Context, ListInput) (*List, error)) fiber.Handler {
-		return func(c fiber.Ctx) error {
-			q := platform.QueryOf(c)
-			out, err := fn(c.Context(), ListInput{Limit: int(q.Int("limit")), Offset: int(q.Int("offset"))})
-			if err != nil {
-				return err
-			}
-			return platform.Respond(c, http.StatusOK, message, out)
-		}
-	}
-	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/notifications/", Summary: "My notifications", Tags: []string{"notifications"},
-			Description: "Global notifications and those targeted to the caller, newest first, each with the caller's is_read and read_at; unread counts all of them.",
-			Policy:      platform.SignedIn, Query: page, Response: List{}, Handler: listOf("Notifications", s.Mine)},
-		{Method: http.MethodGet, Path: "/api/v1/notifications/public", Summary: "Global notifications", Tags: []string{"notifications"},
-			Description: "No credential; no read state.", Policy: platform.Public, Query: page, Response: List{},
-			Handler: listOf("Notifications", s.Public)},
-		{Method: http.MethodPut, Path: "/api/v1/notifications/read-all", Summary: "Mark all my notifications read",
-			Tags: []string{"notifications"}, Description: "Records notification.read for each one it marks. data: {marked}.",
-			Policy: platform.SignedIn, Response: ReadAll{}, Handler: platform.Endpoint(http.StatusOK, "Notifications marked read", s.MarkAllRead)},
-		{Method: http.MethodPut, Path: "/api/v1/notifications/{id}/read", Summary: "Mark one notification read",
-			Tags: []string{"notifications"}, Description: "Idempotent (the first read_at stays); the first read records notification.read. 404 for a notification the caller does not get.",
-			Policy: platform.SignedIn, Response: Notification{}, Handler: func(c fiber.Ctx) error {
-				v, err := s.MarkRead(c.Context(), c.Params("id"))
-				if err != nil {
-					return err
-				}
-				return platform.Respond(c, http.StatusOK, "Notification marked read", v)
-			}},
-		{Method: http.MethodPost, Path: "/api/v1/admin/notifications", Summary: "Create a notification (admin)",
-			Tags: []string{"notifications", "admin"}, Description: "user_id absent = global. level: info (default), success, warning, error, maintenance.",
-			Policy: platform.Admin, Body: CreateInput{}, Response: Notification{}, Status: http.StatusCreated,
-			Handler: platform.Endpoint(http.StatusCreated, "Notification created", s.Create)},
-	}
 }

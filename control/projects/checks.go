@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"deckhand/platform"
+	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
 
@@ -125,7 +126,24 @@ func (s *Service) checkProject(need level) platform.Check {
 
 // checkContainer admits callers with at least need on the project of the
 // container of path parameter id.
+//
+// A container's agent token passes a read check (need viewer) of its own
+// container, nothing else: the host lets it reach only routes that take
+// agents.
 func (s *Service) checkContainer(need level) platform.Check {
+	people := s.checkContainerPeople(need)
+	return func(ctx context.Context, param func(string) string) error {
+		if p, ok := auth.FromContext(ctx); ok && p.Kind == auth.KindAgent {
+			if need > roleViewer {
+				return errNoContainerAccess
+			}
+			return s.checkAgent(ctx, param)
+		}
+		return people(ctx, param)
+	}
+}
+
+func (s *Service) checkContainerPeople(need level) platform.Check {
 	return s.check(need, errNoContainerAccess, func(tx *store.Tx, id string) (*Project, error) {
 		c, err := getContainer(tx, id)
 		if err != nil {

@@ -3,6 +3,7 @@ package projects
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/netconf"
 	"deckhand/platform/store"
 )
 
@@ -42,34 +44,72 @@ type networkRec struct {
 	Region       string     `json:"region,omitempty"`
 	Comment      string     `json:"comment,omitempty"`
 	DNSServers   []string   `json:"dns_servers"`
+	Allow        []string   `json:"allow,omitempty"`
+	Deny         []string   `json:"deny,omitempty"`
 	Status       string     `json:"status"`
 	IsRunning    bool       `json:"is_running"`
 	ConfiguredAt time.Time  `json:"configured_at"`
 	LastCheck    *time.Time `json:"last_check,omitempty"`
+	// Version changes with every PUT, start and stop: the agent's ETag.
+	Version int64 `json:"version"`
+	// Report is the agent's last report of what runs, at ReportedAt.
+	Report     *netconf.Status `json:"report,omitempty"`
+	ReportedAt *time.Time      `json:"reported_at,omitempty"`
 }
 
-// RemoteStatus is the network layer's state as last checked.
+// reportStale is how old an agent's report may be before remote_status
+// stops believing it (the agent reports every 30 s and on each change).
+const reportStale = 2 * time.Minute
+
+// RemoteStatus is the network layer's state as the container's agent
+// last reported it: is_running is true only while the agent says its
+// rules are in the kernel. The fields past last_check are extensions.
 type RemoteStatus struct {
 	IsRunning bool       `json:"is_running"`
 	LastCheck *time.Time `json:"last_check"`
+	// Reported: an agent has reported at all; ReportedAt when last.
+	Reported   bool       `json:"reported"`
+	ReportedAt *time.Time `json:"reported_at,omitempty"`
+	// Enforceable is false when the agent cannot apply rules; Reason says
+	// why (no CAP_NET_ADMIN, no nftables).
+	Enforceable *bool  `json:"enforceable,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	// AppliedVersion is the configuration version the agent enforces;
+	// InSync is whether it is the stored one.
+	AppliedVersion int64  `json:"applied_version"`
+	InSync         bool   `json:"in_sync"`
+	ProxyReachable *bool  `json:"proxy_reachable,omitempty"`
+	Error          string `json:"error,omitempty"`
+	// Counts of egress decisions since the agent started, and packets
+	// the rules dropped.
+	Allowed uint64 `json:"allowed"`
+	Denied  uint64 `json:"denied"`
+	Dropped uint64 `json:"dropped"`
+	// RecentDecisions are the agent's newest egress decisions, newest
+	// first: destination, name, proxy and reason, never a payload.
+	RecentDecisions []netconf.Decision `json:"recent_decisions"`
 }
 
 // Network is the container network configuration of interface.md.
 type Network struct {
-	ContainerID           string        `json:"container_id"`
-	Configured            bool          `json:"configured"`
-	Type                  string        `json:"type"`
-	Proxy                 string        `json:"proxy"`
-	CredentialsConfigured bool          `json:"credentials_configured"`
-	Country               string        `json:"country"`
-	City                  string        `json:"city"`
-	Region                string        `json:"region"`
-	Comment               string        `json:"comment"`
-	DNSServers            []string      `json:"dns_servers"`
-	Status                string        `json:"status"`
-	ConfiguredAt          time.Time     `json:"configured_at"`
-	LastStatusCheck       *time.Time    `json:"last_status_check,omitempty"`
-	RemoteStatus          *RemoteStatus `json:"remote_status,omitempty"`
+	ContainerID           string    `json:"container_id"`
+	Configured            bool      `json:"configured"`
+	Type                  string    `json:"type"`
+	Proxy                 string    `json:"proxy"`
+	CredentialsConfigured bool      `json:"credentials_configured"`
+	Country               string    `json:"country"`
+	City                  string    `json:"city"`
+	Region                string    `json:"region"`
+	Comment               string    `json:"comment"`
+	DNSServers            []string  `json:"dns_servers"`
+	Allow                 []string  `json:"allow"`
+	Deny                  []string  `json:"deny"`
+	Status                string    `json:"status"`
+	ConfiguredAt          time.Time `json:"configured_at"`
+	// LastStatusCheck is on GET only: null until a start or stop checked
+	// the remote side (a nil time behind the pointer), absent elsewhere.
+	LastStatusCheck **time.Time   `json:"last_status_check,omitempty" doc:"GET only: when start or stop last checked the network; null until then"`
+	RemoteStatus    *RemoteStatus `json:"remote_status,omitempty"`
 }
 
 // NetworkState is the answer of start and stop.
@@ -80,44 +120,113 @@ type NetworkState struct {
 	LastCheck   time.Time `json:"last_check"`
 }
 
-func (r *networkRec) view(creds, withStatus bool) *Network {
+func (r *networkRec) view(creds, withStatus bool, now time.Time) *Network {
 	n := &Network{ContainerID: r.ContainerID, Configured: true, Type: r.Type, Proxy: r.Proxy, CredentialsConfigured: creds,
 		Country: r.Country, City: r.City, Region: r.Region, Comment: r.Comment, DNSServers: r.DNSServers,
-		Status: r.Status, ConfiguredAt: r.ConfiguredAt}
+		Allow: nonNil(r.Allow), Deny: nonNil(r.Deny), Status: r.Status, ConfiguredAt: r.ConfiguredAt}
 	if withStatus {
-		n.LastStatusCheck = r.LastCheck
-		n.RemoteStatus = &RemoteStatus{IsRunning: r.IsRunning, LastCheck: r.LastCheck}
+		last := r.LastCheck
+		if r.ReportedAt != nil && (last == nil || r.ReportedAt.After(*last)) {
+			last = r.ReportedAt
+		}
+		n.LastStatusCheck = &last
+		n.RemoteStatus = r.remote(now)
 	}
 	return n
+}
+
+// remote is what the agent last reported; a report older than
+// reportStale says nothing runs any more.
+func (r *networkRec) remote(now time.Time) *RemoteStatus {
+	rs := &RemoteStatus{RecentDecisions: []netconf.Decision{}}
+	if r.Report == nil {
+		return rs
+	}
+	rep := r.Report
+	en := rep.Enforceable
+	*rs = RemoteStatus{IsRunning: rep.IsRunning, LastCheck: rep.LastCheck, Reported: true, ReportedAt: r.ReportedAt,
+		Enforceable: &en, Reason: rep.Reason, AppliedVersion: rep.Version, InSync: rep.Version == r.Version,
+		ProxyReachable: rep.ProxyReachable, Error: rep.Error, Allowed: rep.Allowed, Denied: rep.Denied, Dropped: rep.Dropped,
+		RecentDecisions: nonNilDecisions(rep.Recent)}
+	if r.ReportedAt != nil && now.Sub(*r.ReportedAt) > reportStale {
+		rs.IsRunning = false
+		rs.Error = "no report from the container's agent since " + r.ReportedAt.UTC().Format(time.RFC3339)
+	}
+	return rs
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilDecisions(d []netconf.Decision) []netconf.Decision {
+	if d == nil {
+		return []netconf.Decision{}
+	}
+	return d
 }
 
 func (s *Service) networkRoutes() []platform.Route {
 	tag := []string{"container network"}
 	read := s.env.Authz.Policy(CheckContainerRead, "a member (owner or any permission) of the container's project")
 	act := s.env.Authz.Policy(CheckContainerAccess, "the owner, an operator or a manager of the container's project")
+	agentRead := agentOnly(read)
 	errs := " 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before " +
 		"anything about the configuration is read, so others learn nothing of it)."
 	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/network", Policy: read, Tags: tag, Summary: "The container's network configuration",
-			Description: "404 when no configuration is stored. Credentials are never returned: `credentials_configured` says whether some are stored." + errs,
-			Response:    Network{}, Handler: s.handleGetNetwork},
+		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/network", Policy: agentRead, Tags: tag, Summary: "The container's network configuration",
+			Description: "404 when no configuration is stored. Credentials are never returned: `credentials_configured` says whether some are stored. " +
+				"The container's own agent reads it with its agent token (agt_); another container's agent token gets 403. " +
+				"`remote_status` is what the container's agent last reported, not what was asked: `is_running` is true only while the agent " +
+				"says its rules are in the kernel (false before any report, and when the last report is over two minutes old); " +
+				"`enforceable` false with a `reason` when the agent cannot apply rules (no CAP_NET_ADMIN); `in_sync` when it enforces the " +
+				"stored version; `recent_decisions` are its newest egress decisions." + errs,
+			Response: Network{}, Handler: s.handleGetNetwork},
 		{Method: http.MethodPut, Path: "/api/v1/containers/{id}/network", Policy: act, Tags: tag, Summary: "Configure the container's outbound network",
 			Description: "`type` is socks5, http, https or block. `proxy` (required unless block: 400 `Proxy URL required for non-block type`) is " +
 				"`<type>://[user:pass@]host[:port]` whose scheme equals the type (socks5 also takes socks5h); userinfo credentials are stored apart, " +
 				"encrypted under the master key, and never echoed; a proxy without userinfo on the same scheme, host and port keeps the stored " +
 				"credentials, another endpoint drops them. `dns_servers`: up to 4 IP addresses, default 1.1.1.1 and 8.8.8.8. " +
+				"Extensions: `allow` and `deny` (up to 256 each) are domains (`example.com`), wildcards (`*.example.com`: the names below it; " +
+				"`*`: all), IP addresses or CIDRs; a deny entry always wins, and with an allow list whatever it does not name is refused. " +
+				"The agent matches them on the DNS questions its resolver answers, the TLS SNI and the HTTP Host; an address must be one its " +
+				"resolver gave for the name, so IP literals and fronted names are refused under an allow list. `block` with an allow list " +
+				"lets the allowed destinations out directly. " +
 				"Answers the configuration with status `configured` (a running network is reset to configured)." + errs,
 			Body: NetworkInput{}, Response: Network{}, Handler: s.handlePutNetwork},
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/start", Policy: act, Tags: tag, Summary: "Start the network layer",
-			Description: "From configured, stopped or running: running, `is_running` true. 400 when not configured." + errs,
-			Response:    NetworkState{}, Handler: s.handleNetState(true)},
+			Description: "From configured, stopped or running: running, `is_running` true (the state asked for; the container's agent " +
+				"puts the rules in force within its poll, and GET network's `remote_status` says when it has). 400 when not configured." + errs,
+			Response: NetworkState{}, Handler: s.handleNetState(true)},
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/stop", Policy: act, Tags: tag, Summary: "Stop the network layer",
-			Description: "From configured, running or stopped: stopped, `is_running` false. 400 when not configured." + errs,
+			Description: "From configured, running or stopped: stopped, `is_running` false (the agent removes its rules). 400 when not configured." + errs,
 			Response:    NetworkState{}, Handler: s.handleNetState(false)},
 		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}/network", Policy: act, Tags: tag, Summary: "Remove the network configuration and its credentials",
 			Description: "404 when the container or the configuration is missing." + errs, Handler: s.handleDeleteNetwork},
+		{Method: http.MethodGet, Path: NetworkEffectivePath, Policy: s.agentPolicy(), Tags: tag,
+			Summary: "The configuration the container's agent enforces",
+			Description: "What the agent puts in force: `type`, `proxy` with its credentials as userinfo (the one answer that carries " +
+				"them, opened from the sealed store), `dns_servers`, `allow`, `deny`, `running` (start and stop) and `version`. " +
+				"The agent polls it with `If-None-Match` set to the ETag (`network:v<version>`) it applied: 304 when unchanged. " +
+				"404 when no configuration is stored (the agent removes its rules). Every answer carries X-Service-Signature; " +
+				"the agent applies nothing whose signature fails." + errs,
+			Query:    []platform.Param{{Name: "If-None-Match", In: "header", Description: "the ETag the agent holds; 304 when it is current"}},
+			Response: netconf.Document{}, Handler: s.handleNetworkEffective},
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/remote-status", Policy: s.agentPolicy(), Tags: tag,
+			Summary: "The agent reports what runs",
+			Description: "The container's agent reports whether its rules are in force (`is_running`), when it last checked " +
+				"(`last_check`), whether it can enforce at all (`enforceable`, `reason`), the version it applied, the proxy check, " +
+				"decision counts and its newest decisions (at most 20). GET network shows the report as `remote_status`. " +
+				"404 when no configuration is stored." + errs,
+			Body: NetworkReport{}, Handler: s.handleNetworkReport},
 	}
 }
+
+// NetworkEffectivePath is the route the agent polls.
+const NetworkEffectivePath = "/api/v1/containers/{id}/network/effective"
 
 // NetworkInput is the body of PUT /api/v1/containers/{id}/network.
 type NetworkInput struct {
@@ -128,6 +237,10 @@ type NetworkInput struct {
 	Region     string   `json:"region,omitempty"`
 	Comment    string   `json:"comment,omitempty"`
 	DNSServers []string `json:"dns_servers,omitempty"`
+	// Allow and Deny are domains (`example.com`, `*.example.com`), IP
+	// addresses or CIDRs (extension; see the route).
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
 
 	// Filled by Validate.
 	endpoint string
@@ -171,6 +284,19 @@ func (in *NetworkInput) Validate() error {
 	}
 	if len(in.DNSServers) == 0 {
 		in.DNSServers = append([]string(nil), defaultDNS...)
+	}
+	if _, err := netconf.CompileLists(in.Allow, in.Deny); err != nil {
+		var le *netconf.ListError
+		if errors.As(err, &le) {
+			return platform.Invalid(le.Field, "%s", le.Rule)
+		}
+		return platform.Invalid("allow", "%s", err.Error())
+	}
+	for i := range in.Allow {
+		in.Allow[i] = strings.TrimSpace(in.Allow[i])
+	}
+	for i := range in.Deny {
+		in.Deny[i] = strings.TrimSpace(in.Deny[i])
 	}
 	return nil
 }
@@ -254,7 +380,7 @@ func (s *Service) GetNetwork(ctx context.Context, id string) (*Network, error) {
 		if r == nil {
 			return platform.NotFound("network configuration of container", id)
 		}
-		out = r.view(tx.GetRaw(bucketNetCreds, id) != nil, true)
+		out = r.view(tx.GetRaw(bucketNetCreds, id) != nil, true, s.now())
 		return nil
 	})
 	if err != nil {
@@ -299,9 +425,9 @@ func (s *Service) PutNetwork(ctx context.Context, id string, in NetworkInput) (*
 			return err
 		}
 		r := &networkRec{ContainerID: id, Type: in.Type, Proxy: in.endpoint, Country: in.Country, City: in.City, Region: in.Region,
-			Comment: in.Comment, DNSServers: in.DNSServers, Status: netConfigured, ConfiguredAt: now}
+			Comment: in.Comment, DNSServers: in.DNSServers, Allow: in.Allow, Deny: in.Deny, Status: netConfigured, ConfiguredAt: now, Version: 1}
 		if old != nil {
-			r.LastCheck = old.LastCheck
+			r.LastCheck, r.Version, r.Report, r.ReportedAt = old.LastCheck, old.Version+1, old.Report, old.ReportedAt
 		}
 		hasCreds := false
 		switch {
@@ -320,7 +446,7 @@ func (s *Service) PutNetwork(ctx context.Context, id string, in NetworkInput) (*
 		if err := tx.Put(bucketNetwork, id, r); err != nil {
 			return err
 		}
-		out = r.view(hasCreds, false)
+		out = r.view(hasCreds, false, now)
 		return nil
 	})
 	if err != nil {
@@ -360,6 +486,7 @@ func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*
 			r.Status = netRunning
 		}
 		r.LastCheck = &now
+		r.Version++
 		if err := tx.Put(bucketNetwork, id, r); err != nil {
 			return err
 		}
@@ -427,4 +554,121 @@ func (s *Service) ProxyCredentials(ctx context.Context, id string) (username, pa
 		return "", "", false, err
 	}
 	return c.Username, c.Password, true, nil
+}
+
+// agentPolicy admits only the container's own agent token (agt_) to the
+// routes the agent polls and reports to: the effective configuration
+// carries the proxy's credentials in clear.
+func (s *Service) agentPolicy() platform.Policy {
+	return agentOnly(s.env.Authz.Policy(CheckContainerAgent, "the container's own agent token (agt_) only: people and svc_ tokens get 403, "+
+		"another container's agent token 403"))
+}
+
+// EffectiveNetwork is what container id's agent enforces, with the
+// proxy credentials opened; 404 when nothing is configured.
+func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Document, error) {
+	var rec *networkRec
+	var sealed []byte
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		r, err := s.netForContainer(tx, id)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return platform.NotFound("network configuration of container", id)
+		}
+		rec = r
+		sealed = append([]byte(nil), tx.GetRaw(bucketNetCreds, id)...)
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("read the network configuration", err)
+	}
+	d := &netconf.Document{Container: id, Type: rec.Type, Proxy: rec.Proxy, DNSServers: rec.DNSServers, Running: rec.Status == netRunning,
+		Allow: rec.Allow, Deny: rec.Deny, Version: rec.Version, ConfiguredAt: rec.ConfiguredAt}
+	if len(sealed) > 0 && rec.Proxy != "" {
+		plain, err := s.sealer.Open(sealPurpose(id), string(sealed))
+		if err != nil {
+			return nil, platform.Internal("open the proxy credentials", err)
+		}
+		var c credentials
+		if err := json.Unmarshal(plain, &c); err != nil {
+			return nil, platform.Internal("read the proxy credentials", err)
+		}
+		u, err := url.Parse(rec.Proxy)
+		if err != nil {
+			return nil, platform.Internal("read the stored proxy endpoint", err)
+		}
+		if c.Password != "" {
+			u.User = url.UserPassword(c.Username, c.Password)
+		} else {
+			u.User = url.User(c.Username)
+		}
+		d.Proxy = u.String()
+	}
+	return d, nil
+}
+
+func networkETag(d *netconf.Document) string { return "network:v" + strconv.FormatInt(d.Version, 10) }
+
+func (s *Service) handleNetworkEffective(c fiber.Ctx) error {
+	d, err := s.EffectiveNetwork(c.Context(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	tag := networkETag(d)
+	c.Set(fiber.HeaderETag, `"`+tag+`"`)
+	if inm := strings.Trim(strings.TrimSpace(c.Get(fiber.HeaderIfNoneMatch)), `"`); inm == tag {
+		return c.SendStatus(http.StatusNotModified)
+	}
+	return platform.Respond(c, http.StatusOK, "Effective network configuration", d)
+}
+
+// NetworkReport is the body of POST .../network/remote-status.
+type NetworkReport struct {
+	netconf.Status
+}
+
+// Validate bounds what an agent may store.
+func (in *NetworkReport) Validate() error {
+	if err := in.Status.Validate(); err != nil {
+		var fe *netconf.FieldError
+		if errors.As(err, &fe) {
+			return platform.Invalid(fe.Field, "%s", fe.Rule)
+		}
+		return platform.Invalid("status", "%s", err.Error())
+	}
+	return nil
+}
+
+// ReportNetwork stores the agent's report of what runs.
+func (s *Service) ReportNetwork(ctx context.Context, id string, in NetworkReport) error {
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	now := s.now()
+	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		r, err := s.netForContainer(tx, id)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return platform.NotFound("network configuration of container", id)
+		}
+		rep := in.Status
+		r.Report, r.ReportedAt = &rep, &now
+		return tx.Put(bucketNetwork, id, r)
+	})
+	return storeErr("store the network report", err)
+}
+
+func (s *Service) handleNetworkReport(c fiber.Ctx) error {
+	var in NetworkReport
+	if err := platform.Decode(c, &in); err != nil {
+		return err
+	}
+	if err := s.ReportNetwork(c.Context(), c.Params("id"), in); err != nil {
+		return err
+	}
+	return platform.Respond(c, http.StatusOK, "Network status recorded", nil)
 }

@@ -3,6 +3,7 @@ package projects
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"reflect"
 
@@ -82,7 +83,11 @@ func (s *Service) proxyRoutesFor(sc docScope) []platform.Route {
 	}
 	writes := " Needs `If-Match: file:v<n>` (file:v0 when no document exists, which creates one with default deny and enable_proxy true): " +
 		"428 without it, 400 when malformed, 412 when n is not the current file_version. The check and the write are one transaction, " +
-		"so of writers racing with the same version exactly one succeeds. Answers the whole updated document (ETag header = etag)."
+		"so of writers racing with the same version exactly one succeeds. Answers the whole updated document, masked (ETag header = etag). " +
+		"A group may carry `secret_configured`, `password_configured` or `value_configured` true instead of the secret: the stored " +
+		"secret of the group of that name and type is kept (400 naming the field when there is none), so a document read back PUTs " +
+		"unchanged. Writing a new secret (a token value, an HS256 secret, a password) needs the project's manager role or its " +
+		"ownership: an operator gets 403 for it, and may change everything else. Secrets are sealed under the master key at rest."
 	q := []platform.Param{ifMatchParam}
 	r := func(method, path, summary, desc string, body any, h fiber.Handler) platform.Route {
 		pol, qs := write, q
@@ -97,15 +102,20 @@ func (s *Service) proxyRoutesFor(sc docScope) []platform.Route {
 	groupDesc := map[string]string{
 		proxyperm.TypeJWT: "`secret` (any string for HS256; a PEM SPKI public key that parses for RS256 — RSA of at least 2048 bits — and ES256 — P-256), " +
 			"`algorithm` (HS256, RS256, ES256), `sources` (header:<Name> or cookie:<Name>, at least one), `claims` (optional; string, number or boolean values).",
-		proxyperm.TypePassword: "`username`, `password` and optional `salt`: a plaintext password is stored as SHA256(salt + password) in lowercase hex " +
-			"(with a random salt when none is given) and `algorithm` becomes sha256; with `algorithm` sha256 the password must already be that hash.",
+		proxyperm.TypePassword: "`username` and `password`: a plaintext password (no `algorithm`, no `salt`) is stored as an argon2id PHC string " +
+			"($argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash>) and `algorithm` becomes argon2id; `algorithm` argon2id takes such a string as it is; " +
+			"`algorithm` sha256 takes a pre-hashed SHA256(salt + password) in 64 lowercase hex digits with its optional `salt` (still verified, " +
+			"but one SHA-256 round is cheap to attack: prefer a plaintext password).",
 		proxyperm.TypeIP:              "`range`: an IPv4 CIDR a.b.c.d/m, m 0-32.",
 		proxyperm.TypeToken:           "Exactly one of `header`, `cookie` or `param` (the name), plus `value`.",
 		proxyperm.TypeServiceIdentity: "`containers` and/or `projects`: the ids whose control-plane-signed container claims belong to the group.",
 	}
 	routes := []platform.Route{
 		r(http.MethodGet, "", short+" proxy permissions document",
-			"The document of "+whose+" with `file_version` and `etag`; 404 when none exists. Password groups show the salted hash, never a plaintext.",
+			"The document of "+whose+" with `file_version` and `etag`; 404 when none exists. Secrets are never shown: an HS256 `secret`, a "+
+				"password's `password` hash and `salt` and a token's `value` are absent and `secret_configured`, `password_configured` or "+
+				"`value_configured` is true instead (RS256 and ES256 public keys are shown). Only the container's agent reads them, "+
+				"through the effective route with its agent token.",
 			nil, s.handleGetDoc(sc)),
 		r(http.MethodPut, "", "Replace the whole document",
 			"Body: `project` (must equal the owning project), `container` (must equal the path id; \"*\" for a project document), `groups`, "+
@@ -203,16 +213,6 @@ func stale(current int64) error {
 		Message: "the document changed: its version is " + proxyperm.ETag(current) + "; read it again and retry"}
 }
 
-func readDoc(tx *store.Tx, key string) (*proxyperm.Document, error) {
-	var d proxyperm.Document
-	ok, err := tx.Get(bucketDocs, key, &d)
-	if err != nil || !ok {
-		return nil, err
-	}
-	d.ETag = proxyperm.ETag(d.FileVersion)
-	return &d, nil
-}
-
 // docEvent is one proxy.permissions.* event of a write.
 type docEvent struct {
 	kind    string
@@ -234,7 +234,7 @@ func (s *Service) writeDoc(ctx context.Context, sc docScope, id string, want int
 		if err != nil {
 			return err
 		}
-		cur, err := readDoc(tx, key)
+		cur, err := s.readDoc(tx, key)
 		if err != nil {
 			return err
 		}
@@ -245,9 +245,18 @@ func (s *Service) writeDoc(ctx context.Context, sc docScope, id string, want int
 		if want != have {
 			return stale(have)
 		}
+		var before map[string]proxyperm.Group // m may edit cur in place
+		if cur != nil {
+			before = maps.Clone(cur.Groups)
+		}
 		next, evs, err := m(cur, project, container)
 		if err != nil {
 			return err
+		}
+		if next != nil && newSecrets(before, next) {
+			if err := mayWriteSecrets(ctx, tx, project); err != nil {
+				return err
+			}
 		}
 		var last int64
 		if _, err := tx.Get(bucketDocVersion, key, &last); err != nil {
@@ -263,7 +272,7 @@ func (s *Service) writeDoc(ctx context.Context, sc docScope, id string, want int
 			}
 		} else {
 			next.FileVersion, next.ETag = version, proxyperm.ETag(version)
-			if err := tx.Put(bucketDocs, key, next); err != nil {
+			if err := s.putDoc(tx, key, next); err != nil {
 				return err
 			}
 			out = next
@@ -300,11 +309,22 @@ func emptyDoc(project, container string) *proxyperm.Document {
 		Permissions: map[string]proxyperm.Rules{}, Default: proxyperm.Deny, EnableProxy: &t}
 }
 
-// GetDocument is the stored document of path id (404 when none).
+// GetDocument is the stored document of path id (404 when none), masked:
+// what people read (its secrets go only to the container's agent, through
+// GetEffective).
 func (s *Service) GetDocument(ctx context.Context, sc docScope, id string) (*proxyperm.Document, error) {
+	d, err := s.document(ctx, sc, id)
+	if err != nil {
+		return nil, err
+	}
+	return d.Mask(), nil
+}
+
+// document is the stored document of path id with its secrets.
+func (s *Service) document(ctx context.Context, sc docScope, id string) (*proxyperm.Document, error) {
 	var out *proxyperm.Document
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		d, err := readDoc(tx, sc.key(id))
+		d, err := s.readDoc(tx, sc.key(id))
 		if err != nil {
 			return err
 		}
@@ -320,9 +340,11 @@ func (s *Service) GetDocument(ctx context.Context, sc docScope, id string) (*pro
 	return out, nil
 }
 
+// respondDoc answers a person with d masked.
 func respondDoc(c fiber.Ctx, msg string, d *proxyperm.Document) error {
 	if d != nil {
 		c.Set(fiber.HeaderETag, `"`+d.ETag+`"`)
+		d = d.Mask()
 	}
 	return platform.Respond(c, http.StatusOK, msg, d)
 }

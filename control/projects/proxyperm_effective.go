@@ -14,13 +14,10 @@ import (
 
 // The effective document is what an agent enforces: its container's own
 // document, or its project's when the container has none (operations.md,
-// project-level proxy permissions). The agent reads it with its svc_
-// token. A token acts for the user who created it, so the binding of a
-// token to a container is that user's role: the route demands
-// container.access (the project's owner, an operator or a manager), the
-// same right that writes the container's document. A token of a viewer,
-// or of anyone outside the project, gets 403; its project's other
-// containers are reachable only by tokens whose owner may act on them.
+// project-level proxy permissions). It is the one answer that carries the
+// document's secrets in clear, so only the container's own agent token
+// (agt_, agenttokens.go) reads it: a person, whatever their role, and any
+// svc_ token get 403, another container's agent token 403.
 
 // EffectivePath is the route an agent polls.
 const EffectivePath = "/api/v1/containers/{id}/proxy/permissions/effective"
@@ -39,7 +36,7 @@ func effectiveETag(d *proxyperm.Document) string {
 func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Document, error) {
 	var out *proxyperm.Document
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		d, err := readDoc(tx, containerDocKey(id))
+		d, err := s.readDoc(tx, containerDocKey(id))
 		if err != nil || d != nil {
 			out = d
 			return err
@@ -51,7 +48,7 @@ func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Docum
 		if c == nil {
 			return platform.NotFound("container", id)
 		}
-		if out, err = readDoc(tx, projectDocKey(c.ProjectID)); err != nil {
+		if out, err = s.readDoc(tx, projectDocKey(c.ProjectID)); err != nil {
 			return err
 		}
 		if out == nil {
@@ -70,13 +67,14 @@ var errNoEffective = &platform.Error{Code: platform.CodeNotFound, Details: "prox
 
 func (s *Service) effectiveRoute() platform.Route {
 	return platform.Route{Method: http.MethodGet, Path: EffectivePath,
-		Policy: s.env.Authz.Policy(CheckContainerAccess, "the owner, an operator or a manager of the container's project; "+
-			"meant for the container agent's svc_ token, which acts for the user who created it"),
+		Policy: agentOnly(s.env.Authz.Policy(CheckContainerAgent, "the container's own agent token (agt_) only: people and svc_ tokens get 403, "+
+			"another container's agent token 403")),
 		Tags: []string{"container proxy permissions"}, Summary: "The document the container's gateway enforces",
 		Description: "The container's own document, or its project's (`container` \"*\") when it has none; 404 when neither exists " +
 			"(the gateway then admits loopback clients only). The agent polls it with `If-None-Match` set to the last ETag it applied: " +
 			"304 (signed, empty body) when unchanged. The ETag names the scope: `container:file:v<n>` or `project:file:v<n>`. " +
-			"Every answer carries X-Service-Signature; the agent applies nothing whose signature fails.",
+			"Every answer carries X-Service-Signature; the agent applies nothing whose signature fails. The document's secrets " +
+			"(token values, HS256 secrets, password hashes) are in clear here and nowhere else.",
 		Query: []platform.Param{{Name: "If-None-Match", In: "header",
 			Description: "the ETag of the document the agent holds; 304 when it is still the effective one"}},
 		Response: proxyperm.Document{}, Handler: s.handleEffective}
@@ -93,4 +91,10 @@ func (s *Service) handleEffective(c fiber.Ctx) error {
 		return c.SendStatus(http.StatusNotModified)
 	}
 	return platform.Respond(c, http.StatusOK, "Effective proxy permissions", d)
+}
+
+// agentOnly marks a policy as taking agent tokens.
+func agentOnly(p platform.Policy) platform.Policy {
+	p.Agents = true
+	return p
 }

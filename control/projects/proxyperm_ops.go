@@ -1,6 +1,7 @@
 package projects
 
 import (
+	"maps"
 	"net/http"
 
 	"github.com/gofiber/fiber/v3"
@@ -51,7 +52,8 @@ func edit(f func(d *proxyperm.Document) ([]docEvent, error)) mutation {
 }
 
 // replaceDoc replaces the whole document with d (validated; passwords are
-// hashed here).
+// hashed here, before the transaction). A masked group (a document read
+// back as it was answered) keeps the stored secret of its name.
 func replaceDoc(d *proxyperm.Document) (mutation, error) {
 	if err := d.Normalize(); err != nil {
 		return nil, platform.Internal("hash the passwords", err)
@@ -64,6 +66,10 @@ func replaceDoc(d *proxyperm.Document) (mutation, error) {
 			return nil, nil, platform.Invalid("project", "must be the id of the owning project")
 		}
 		next := *d
+		next.Groups = maps.Clone(d.Groups) // a retried transaction starts from the body again
+		if err := next.Unmask(cur); err != nil {
+			return nil, nil, err
+		}
 		return &next, append(groupChanges(cur, &next), policyChanges(cur, &next)...), nil
 	}, nil
 }
@@ -103,14 +109,26 @@ func setState(in StateInput) mutation {
 	})
 }
 
-// putGroup adds or replaces group name (validated and normalized).
-func putGroup(name string, g proxyperm.Group) mutation {
+// putGroup adds or replaces group name (validated and normalized); a
+// masked field keeps the stored group's secret.
+func putGroup(name string, body proxyperm.Group) mutation {
 	return edit(func(d *proxyperm.Document) ([]docEvent, error) {
+		g := body
 		kind := "group_added"
-		if _, ok := d.Groups[name]; ok {
+		old, ok := d.Groups[name]
+		if ok {
 			kind = "group_updated"
 		} else if len(d.Groups) >= proxyperm.MaxGroups {
 			return nil, platform.Invalid("groupName", "the document holds the maximum of %d groups", proxyperm.MaxGroups)
+		}
+		if g.Masked() {
+			var stored *proxyperm.Group
+			if ok {
+				stored = &old
+			}
+			if err := g.Unmask("", stored); err != nil {
+				return nil, err
+			}
 		}
 		d.Groups[name] = g
 		return []docEvent{{kind, map[string]any{"group": name, "type": g.Type}}}, nil

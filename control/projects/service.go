@@ -15,7 +15,16 @@
 //   - container.read: a member of the container's project;
 //   - container.access: the owner, an operator or a manager of the
 //     container's project — act on the container (network, proxy
-//     permissions).
+//     permissions);
+//   - container.manage: an admin, the owner or a manager — mint and revoke
+//     the container's agent tokens;
+//   - container.agent: the container's own agent token (agt_) — the
+//     effective document and the effective network configuration with
+//     their secrets, the agent's network report. An agent token also
+//     passes container.read for its own container on the routes that take
+//     agents (the network configuration); every other route answers it 401;
+//   - container.claim: the container's own agent token, or container.manage
+//     — mint the container's claims.
 //
 // Each check answers in this order, so a caller learns no more about
 // another user's resource than the spec requires: 400 for a malformed id
@@ -40,6 +49,7 @@ import (
 	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/secrets"
+	"deckhand/platform/signing"
 	"deckhand/platform/store"
 )
 
@@ -47,6 +57,8 @@ import (
 type Config struct {
 	// Sealer encrypts proxy credentials at rest (the master key). Required.
 	Sealer *secrets.Sealer
+	// Keys sign container claims (nil: --signing=false, no claims).
+	Keys *signing.KeySet
 }
 
 // Resource checks this package provides.
@@ -109,6 +121,9 @@ func New(env domain.Env[Config]) (*Service, error) {
 	env.Authz.Provide(CheckProjectOwner, s.checkProject(roleOwner))
 	env.Authz.Provide(CheckContainerRead, s.checkContainer(roleViewer))
 	env.Authz.Provide(CheckContainerAccess, s.checkContainer(roleOperator))
+	env.Authz.Provide(CheckContainerManage, s.checkManage)
+	env.Authz.Provide(CheckContainerAgent, s.checkAgent)
+	env.Authz.Provide(CheckContainerClaim, s.checkClaim)
 	return s, nil
 }
 
@@ -126,6 +141,8 @@ func (s *Service) Routes() []platform.Route {
 	out = append(out, s.containerRoutes()...)
 	out = append(out, s.networkRoutes()...)
 	out = append(out, s.proxyRoutes()...)
+	out = append(out, s.agentTokenRoutes()...)
+	out = append(out, s.claimRoutes()...)
 	return out
 }
 

@@ -96,6 +96,9 @@ func TestContainerNetworkStateMachine(t *testing.T) {
 		{map[string]any{"type": "http", "proxy": "http://h:80/path"}, "proxy"},
 		{map[string]any{"type": "block", "dns_servers": []string{"1.1.1.1", "1.0.0.1", "8.8.8.8", "8.8.4.4", "9.9.9.9"}}, "dns_servers"},
 		{map[string]any{"type": "block", "dns_servers": []string{"dns.example"}}, "dns_servers[0]"},
+		{map[string]any{"type": "block", "allow": []string{"ok.example", "bad name"}}, "allow[1]"},
+		{map[string]any{"type": "block", "deny": []string{"10.0.0.0/40"}}, "deny[0]"},
+		{map[string]any{"type": "block", "allow": []string{"foo.*.example"}}, "allow[0]"},
 	} {
 		r := s.must(400, "PUT", net, c.body, f.alice)
 		if !strings.HasPrefix(r.Body["message"].(string), c.field+":") {
@@ -121,8 +124,11 @@ func TestContainerNetworkStateMachine(t *testing.T) {
 	if g["configured"] != true || g["remote_status"].(map[string]any)["is_running"] != false || g["country"] != "DE" {
 		t.Fatalf("get: %v", g)
 	}
-	if _, ok := g["last_status_check"]; ok && g["last_status_check"] != nil {
-		t.Fatalf("checked before any start: %v", g)
+	if v, ok := g["last_status_check"]; !ok || v != nil {
+		t.Fatalf("last_status_check must be present and null before any check: %v", g)
+	}
+	if _, ok := d["last_status_check"]; ok {
+		t.Fatalf("last_status_check is GET only: %v", d)
 	}
 	// Same endpoint without userinfo keeps the credentials; another drops them.
 	if d := data(s.must(200, "PUT", net, map[string]any{"type": "socks5", "proxy": "socks5://proxy.example:1080"}, f.alice)); d["credentials_configured"] != true {
@@ -140,8 +146,10 @@ func TestContainerNetworkStateMachine(t *testing.T) {
 	if st["status"] != "running" || st["is_running"] != true || st["container_id"] != f.cid || st["last_check"] == nil {
 		t.Fatalf("start: %v", st)
 	}
+	// remote_status is what the agent reports; no agent has.
 	g = data(s.must(200, "GET", net, nil, f.alice))
-	if g["status"] != "running" || g["last_status_check"] == nil || g["remote_status"].(map[string]any)["is_running"] != true {
+	if rs := g["remote_status"].(map[string]any); g["status"] != "running" || g["last_status_check"] == nil ||
+		rs["is_running"] != false || rs["reported"] != false || rs["last_check"] != nil {
 		t.Fatalf("get running: %v", g)
 	}
 	if st := data(s.must(200, "POST", net+"/stop", nil, f.alice)); st["status"] != "stopped" || st["is_running"] != false {
@@ -195,4 +203,91 @@ func TestNetworkCredentialsAtRest(t *testing.T) {
 	if raw := s.storedCredentials(f.cid); !strings.HasPrefix(raw, "v1.") || strings.Contains(raw, "Kept-Secret-42") || strings.Contains(raw, "agent") {
 		t.Fatalf("credentials at rest: %q", raw)
 	}
+}
+
+// The agent's side: the effective configuration (credentials included,
+// signed, with an ETag) and the report GET shows as remote_status.
+func TestNetworkEffectiveAndRemoteStatus(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.s
+	net := "/api/v1/containers/" + f.cid + "/network"
+	eff := net + "/effective"
+	agentTok := data(s.must(201, "POST", "/api/v1/containers/"+f.cid+"/agent-tokens", nil, f.alice))["token"].(string)
+	svcTok := data(s.must(201, "POST", "/api/v1/auth/tokens", map[string]any{"alias": "alice"}, f.alice))["token"].(string)
+
+	s.must(404, "GET", eff, nil, agentTok)
+	s.must(200, "PUT", net, map[string]any{"type": "socks5", "proxy": "socks5://agent:Eff-Secret-7@proxy.example:1080",
+		"allow": []string{"api.example.com", "*.cdn.example", " 10.0.0.0/8 "}, "deny": []string{"bad.cdn.example"}}, f.alice)
+	// Only the container's own agent token reads it: not its owner, not
+	// the owner's svc_ token.
+	s.must(403, "GET", eff, nil, f.alice)
+	s.must(403, "GET", eff, nil, svcTok)
+	s.must(403, "GET", eff, nil, f.bob)
+	s.must(403, "GET", eff, nil, f.carol)
+	r := s.must(200, "GET", eff, nil, agentTok)
+	d := data(r)
+	if d["type"] != "socks5" || d["proxy"] != "socks5://agent:Eff-Secret-7@proxy.example:1080" || d["running"] != false ||
+		d["container_id"] != f.cid || len(d["allow"].([]any)) != 3 || d["allow"].([]any)[2] != "10.0.0.0/8" || d["version"] == nil {
+		t.Fatalf("effective: %s", r.Raw)
+	}
+	tag := r.Header.Get("ETag")
+	if !strings.HasPrefix(tag, `"network:v`) {
+		t.Fatalf("ETag %q", tag)
+	}
+	s.must(304, "GET", eff, nil, agentTok, "If-None-Match", tag)
+	// The public view never has the credentials but has the lists.
+	if g := s.must(200, "GET", net, nil, f.bob); bytes.Contains(g.Raw, []byte("Eff-Secret")) || len(data(g)["deny"].([]any)) != 1 {
+		t.Fatalf("view: %s", g.Raw)
+	}
+	// start changes the version: the agent sees it.
+	s.must(200, "POST", net+"/start", nil, f.alice)
+	r = s.must(200, "GET", eff, nil, agentTok, "If-None-Match", tag)
+	if data(r)["running"] != true || r.Header.Get("ETag") == tag {
+		t.Fatalf("after start: %s %s", r.Header.Get("ETag"), r.Raw)
+	}
+	version := data(r)["version"].(float64)
+
+	// The agent's report is what GET shows.
+	report := map[string]any{"is_running": true, "last_check": "2026-01-02T03:04:05Z", "enforceable": true, "version": version,
+		"allowed": 3, "denied": 1, "dropped": 2, "proxy_reachable": true,
+		"recent": []map[string]any{{"time": "2026-01-02T03:04:05Z", "outcome": "denied", "protocol": "tcp", "destination": "192.0.2.1:443",
+			"name": "evil.example", "reason": "name evil.example not on the allow list"}}}
+	s.must(403, "POST", net+"/remote-status", report, f.bob)
+	s.must(403, "POST", net+"/remote-status", report, f.alice)
+	s.must(200, "POST", net+"/remote-status", report, agentTok)
+	rs := data(s.must(200, "GET", net, nil, f.bob))["remote_status"].(map[string]any)
+	if rs["is_running"] != true || rs["last_check"] != "2026-01-02T03:04:05Z" || rs["reported"] != true || rs["in_sync"] != true ||
+		rs["denied"].(float64) != 1 || rs["recent_decisions"].([]any)[0].(map[string]any)["name"] != "evil.example" {
+		t.Fatalf("remote_status: %v", rs)
+	}
+	// A PUT moves the version on: the report is no longer in sync.
+	s.must(200, "PUT", net, map[string]any{"type": "block"}, f.alice)
+	if rs := data(s.must(200, "GET", net, nil, f.alice))["remote_status"].(map[string]any); rs["in_sync"] != false {
+		t.Fatalf("after PUT: %v", rs)
+	}
+	// A report the agent cannot enforce says why.
+	s.must(200, "POST", net+"/remote-status", map[string]any{"is_running": false, "enforceable": false,
+		"reason": "the agent lacks CAP_NET_ADMIN"}, agentTok)
+	if rs := data(s.must(200, "GET", net, nil, f.alice))["remote_status"].(map[string]any); rs["enforceable"] != false ||
+		!strings.Contains(rs["reason"].(string), "CAP_NET_ADMIN") || rs["is_running"] != false {
+		t.Fatalf("not enforceable: %v", rs)
+	}
+	// Bad reports name the field.
+	for _, c := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"recent": []map[string]any{{"outcome": "maybe", "protocol": "tcp"}}}, "recent[0].outcome"},
+		{map[string]any{"recent": []map[string]any{{"outcome": "denied", "protocol": "icmp"}}}, "recent[0].protocol"},
+		{map[string]any{"version": -1}, "version"},
+		{map[string]any{"reason": strings.Repeat("x", 1001)}, "reason"},
+	} {
+		if m := s.must(400, "POST", net+"/remote-status", c.body, agentTok).Body["message"].(string); !strings.HasPrefix(m, c.field+":") {
+			t.Errorf("%v: %s", c.body, m)
+		}
+	}
+	s.must(200, "DELETE", net, nil, f.alice)
+	s.must(404, "POST", net+"/remote-status", report, agentTok)
+	s.must(404, "GET", eff, nil, agentTok)
 }

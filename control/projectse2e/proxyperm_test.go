@@ -95,15 +95,14 @@ func TestProxyPermissionsDocument(t *testing.T) {
 	}
 	put("/groups/sso/jwt", map[string]any{"algorithm": "ES256", "secret": ecPEM(t), "sources": []string{"header:Authorization", "cookie:session"}, "claims": map[string]any{"team": "ops", "level": 3}})
 	put("/groups/hs/jwt", map[string]any{"algorithm": "HS256", "secret": "any string", "sources": []string{"cookie:t"}})
-	d = put("/groups/ops/password", map[string]any{"username": "ops", "password": "Plain-Text-Pw", "salt": "NaCl"})
-	sum := sha256.Sum256([]byte("NaCl" + "Plain-Text-Pw"))
-	if pg := d["groups"].(map[string]any)["ops"].(map[string]any); pg["password"] != hex.EncodeToString(sum[:]) || pg["algorithm"] != "sha256" {
-		t.Fatalf("password not hashed: %v", pg)
+	d = put("/groups/ops/password", map[string]any{"username": "ops", "password": "Plain-Text-Pw"})
+	if pg := d["groups"].(map[string]any)["ops"].(map[string]any); pg["password"] != nil || pg["password_configured"] != true || pg["algorithm"] != "argon2id" {
+		t.Fatalf("password not hashed, or shown: %v", pg)
 	}
 	pre := sha256.Sum256([]byte("s" + "pw"))
 	d = put("/groups/pre/password", map[string]any{"username": "p", "password": hex.EncodeToString(pre[:]), "algorithm": "sha256", "salt": "s"})
-	if d["groups"].(map[string]any)["pre"].(map[string]any)["password"] != hex.EncodeToString(pre[:]) {
-		t.Fatal("pre-hashed password changed")
+	if pg := d["groups"].(map[string]any)["pre"].(map[string]any); pg["password"] != nil || pg["salt"] != nil || pg["algorithm"] != "sha256" {
+		t.Fatalf("pre-hashed password shown: %v", pg)
 	}
 	put("/groups/bot/token", map[string]any{"param": "key", "value": "tok"})
 	put("/groups/peer/service-identity", map[string]any{"projects": []string{f.pid}})
@@ -197,11 +196,11 @@ func TestProjectProxyPermissions(t *testing.T) {
 		t.Fatalf("%v", d)
 	}
 	s.must(403, "GET", doc, nil, f.carol)
-	// A GET's document (file_version, etag, hashed passwords) PUTs back as it is.
+	// A GET's document (file_version, etag, masked passwords) PUTs back as it is.
 	s.must(200, "PUT", doc+"/groups/ops/password", map[string]any{"username": "ops", "password": "pw"}, f.alice, "If-Match", "file:v1")
 	got := data(s.must(200, "GET", doc, nil, f.bob))
 	back := data(s.must(200, "PUT", doc, got, f.alice, "If-Match", got["etag"].(string)))
-	if back["file_version"].(float64) != 3 || back["groups"].(map[string]any)["ops"].(map[string]any)["password"] != got["groups"].(map[string]any)["ops"].(map[string]any)["password"] {
+	if back["file_version"].(float64) != 3 || back["groups"].(map[string]any)["ops"].(map[string]any)["password_configured"] != true {
 		t.Fatalf("round trip: %v -> %v", got, back)
 	}
 	body["container"] = f.cid
@@ -264,6 +263,43 @@ func TestIfMatchRace(t *testing.T) {
 	for _, w := range winners {
 		if groups[w] == nil {
 			t.Fatalf("lost update: %s missing from %v", w, groups)
+		}
+	}
+}
+
+// A viewer reads the container's and the project's documents without a
+// single secret in the body: no token value, HS256 secret, password hash
+// or salt (byte search of the raw answer).
+func TestViewerReadsNoSecret(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.s
+	pre := sha256.Sum256([]byte("salt-Q7" + "pw"))
+	preHex := hex.EncodeToString(pre[:])
+	groups := map[string]any{
+		"bot": map[string]any{"type": "token", "header": "X-Key", "value": "tok-Value-8f3a"},
+		"hs":  map[string]any{"type": "jwt", "algorithm": "HS256", "secret": "hs-Secret-91c2", "sources": []string{"header:Authorization"}},
+		"ops": map[string]any{"type": "password", "username": "ops", "password": "Plain-Pw-55e1"},
+		"pre": map[string]any{"type": "password", "username": "pre", "password": preHex, "algorithm": "sha256", "salt": "salt-Q7"},
+	}
+	docs := map[string]string{
+		"/api/v1/containers/" + f.cid + "/proxy/permissions": f.cid,
+		"/api/v1/projects/" + f.pid + "/proxy/permissions":   "*",
+	}
+	for path, container := range docs {
+		w := s.must(200, "PUT", path, map[string]any{"project": f.pid, "container": container, "groups": groups,
+			"permissions": map[string]any{"hs": map[string]any{"terminal": true}}}, f.alice, "If-Match", "file:v0")
+		for _, r := range []resp{w, s.must(200, "GET", path, nil, f.bob), s.must(200, "GET", path, nil, f.alice)} {
+			for _, secret := range []string{"tok-Value-8f3a", "hs-Secret-91c2", "Plain-Pw-55e1", preHex, "salt-Q7", "$argon2id$"} {
+				if strings.Contains(string(r.Raw), secret) {
+					t.Fatalf("%s: a document read holds %q:\n%s", path, secret, r.Raw)
+				}
+			}
+			g := data(r)["groups"].(map[string]any)
+			if g["bot"].(map[string]any)["value_configured"] != true || g["hs"].(map[string]any)["secret_configured"] != true ||
+				g["ops"].(map[string]any)["password_configured"] != true {
+				t.Fatalf("%s: secrets not shown as configured: %s", path, r.Raw)
+			}
 		}
 	}
 }

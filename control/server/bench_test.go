@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"deckhand/control/server"
+	"deckhand/platform/platformtest"
 
 	"github.com/valyala/fasthttp"
 )
@@ -45,10 +46,12 @@ func BenchmarkResponse1KiB(b *testing.B) {
 			}
 			b.SetBytes(1024)
 			b.ReportAllocs()
+			cpu := platformtest.CPUTime()
 			for b.Loop() {
 				ctx.Response.Reset()
 				h(&ctx)
 			}
+			platformtest.ReportCPU(b, cpu)
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"deckhand/platform"
 
@@ -56,6 +57,7 @@ type Config struct {
 	RegionsFile            string // default <data>/regions.json when present
 	LogLevel               string
 	EventRetentionDays     int // 0: keep every event
+	HeaderTimeout          time.Duration
 
 	// Not flags: what the process hands in.
 	Logger *slog.Logger   // default: JSON on stderr at LogLevel
@@ -73,6 +75,7 @@ func DefaultConfig() Config {
 		TransferFeeBPS:         500,
 		AllowedRedirectDomains: []string{"localhost"},
 		LogLevel:               "info",
+		HeaderTimeout:          platform.DefaultHeaderTimeout,
 	}
 }
 
@@ -111,6 +114,8 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.RegionsFile, "regions-file", c.RegionsFile, "JSON file of region records (default <data>/regions.json when present, else built-in regions)")
 	fs.IntVar(&c.EventRetentionDays, "event-retention-days", c.EventRetentionDays,
 		"delete events older than this many days in the background, hourly and in batches (1-365; 0 keeps every event)")
+	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout,
+		"how long a connection may take to send a request's line and headers before it is closed (100ms-10m)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
 
@@ -125,6 +130,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Data == "" {
 		return errors.New("--data: must not be empty")
+	}
+	if c.HeaderTimeout == 0 {
+		c.HeaderTimeout = platform.DefaultHeaderTimeout
+	}
+	if c.HeaderTimeout < 100*time.Millisecond || c.HeaderTimeout > 10*time.Minute {
+		return fmt.Errorf("--header-timeout: must be between 100ms and 10m, got %s", c.HeaderTimeout)
 	}
 	if c.TransferFeeBPS < 0 || c.TransferFeeBPS > 9999 {
 		return fmt.Errorf("--transfer-fee-bps: must be between 0 and 9999, got %d", c.TransferFeeBPS)

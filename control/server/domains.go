@@ -1,8 +1,10 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 
+	"deckhand/control/console"
 	"deckhand/control/domain"
 	"deckhand/control/eventlog"
 	"deckhand/control/identity"
@@ -28,6 +30,7 @@ var domains = []entry{
 	add("notifications", noConfig, notifications.New),
 	add("images", noConfig, images.New),
 	add("servers", noConfig, servers.New),
+	add("console", (*Server).consoleConfig, console.New),
 }
 
 // entry is one line of the list.
@@ -79,5 +82,15 @@ func (s *Server) walletConfig() (wallet.Config, error) {
 }
 
 func (s *Server) projectsConfig() (projects.Config, error) {
-	return projects.Config{Sealer: s.sealer}, nil
+	return projects.Config{Sealer: s.sealer, Keys: s.keys}, nil
+}
+
+// consoleConfig hands the console the identity domain built before it.
+func (s *Server) consoleConfig() (console.Config, error) {
+	for _, d := range s.domains {
+		if id, ok := d.(console.Identity); ok {
+			return console.Config{Identity: id, PublicURL: s.cfg.PublicURL}, nil
+		}
+	}
+	return console.Config{}, errors.New("the console needs the identity domain")
 }

@@ -20,7 +20,7 @@ func (s *Server) identityConfig() (identity.Config, error) {
 	}
 	regions := s.regions
 	return identity.Config{
-		Mailer: mailer, Sealer: s.sealer,
+		Mailer: mailer, Sealer: s.sealer, Keys: s.keys,
 		Signups:                s.cfg.Signups,
 		PublicURL:              s.cfg.PublicURL,
 		AllowedRedirectDomains: s.cfg.AllowedRedirectDomains,

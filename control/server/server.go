@@ -15,10 +15,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"deckhand/control/console"
 	"deckhand/control/domain"
 	"deckhand/control/events"
+	"deckhand/control/identity"
 	"deckhand/control/meta"
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -66,7 +69,8 @@ type Server struct {
 	extra        []entry
 	host         *platform.Host
 	ln           net.Listener
-	stopWatch    func() // ends the signing-key watch (storage.go)
+	pages        fiber.Handler // the console's pages (console.Service.Pages)
+	stopWatch    func()        // ends the signing-key watch (storage.go)
 }
 
 // ErrDataInUse means another process serves the same --data directory.
@@ -144,11 +148,18 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 		Info: platform.Info{Name: "control", Title: "deckhand control plane", Version: platform.Version,
 			Description: "Accounts, sessions, signing keys and the platform resources of deckhand. " +
 				"Every response carries X-Service-Signature (ED25519 over `<t>.<body>`, keys at " +
-				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes."},
-		Style:   platform.EnvelopeErrors,
-		Logger:  s.log,
-		Auth:    s.auth,
-		Limiter: s.limiter,
+				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes, also for a request no route " +
+				"can take: an unknown method is 501, a method that is not an HTTP token 400, a header block that does not " +
+				"arrive within --header-timeout closes the connection. The web console is served at / (its pages and files only; " +
+				"every other path is the API's); it signs in with cookies at " + console.SessionPath + "."},
+		Style:         platform.EnvelopeErrors,
+		Logger:        s.log,
+		Auth:          s.auth,
+		Limiter:       s.limiter,
+		HeaderTimeout: cfg.HeaderTimeout,
+	}
+	if s.pages != nil {
+		hc.Middleware = append(hc.Middleware, s.pages)
 	}
 	if s.signer != nil {
 		hc.Finalize = s.signer.Finalize
@@ -170,6 +181,7 @@ func (s *Server) buildDomains() error {
 	s.limiter = platform.NewStoreLimiter(s.db, s.clock)
 	s.authz = domain.NewAuthorizer()
 	s.payments = &domain.Payments{}
+	issuers := map[string]domain.CredentialIssuer{}
 	base := domain.Env[domain.NoConfig]{Store: s.db, Clock: s.clock, Events: s.events, Authz: s.authz, Payments: s.payments,
 		Accounts: &domain.Accounts{}, Limiter: s.limiter}
 	for _, e := range append(append([]entry(nil), domains...), s.extra...) {
@@ -189,6 +201,26 @@ func (s *Server) buildDomains() error {
 		if a, ok := svc.(AdminEnsurer); ok {
 			s.admin = a
 		}
+		if is, ok := svc.(domain.CredentialIssuer); ok {
+			prefix := is.CredentialPrefix()
+			if len(prefix) < 3 || strings.HasPrefix(identity.TokenPrefix, prefix) || strings.HasPrefix(prefix, identity.TokenPrefix) {
+				return fmt.Errorf("%s: credential prefix %q is too short or overlaps the identity domain's %q", e.name, prefix, identity.TokenPrefix)
+			}
+			for other := range issuers {
+				if strings.HasPrefix(prefix, other) || strings.HasPrefix(other, prefix) {
+					return fmt.Errorf("%s: credential prefix %q overlaps %q", e.name, prefix, other)
+				}
+			}
+			issuers[prefix] = is
+		}
+	}
+	for _, d := range s.domains {
+		// The console signs in with cookies: its authenticator takes the
+		// session cookie (same origin, CSRF token) where no header is sent.
+		if c, ok := d.(*console.Service); ok && s.auth != nil {
+			s.auth = c.Authenticator(s.auth)
+			s.pages = c.Pages
+		}
 	}
 	if s.authOverride != nil {
 		s.auth = s.authOverride
@@ -196,7 +228,28 @@ func (s *Server) buildDomains() error {
 	if s.auth == nil {
 		s.auth = refuseAll
 	}
+	if len(issuers) > 0 {
+		s.auth = prefixedAuth{issuers: issuers, next: s.auth}
+	}
 	return nil
+}
+
+// prefixedAuth resolves the credentials of CredentialIssuer domains by
+// their prefix and hands every other one to the identity domain.
+type prefixedAuth struct {
+	issuers map[string]domain.CredentialIssuer
+	next    platform.Authenticator
+}
+
+func (a prefixedAuth) Authenticate(c fiber.Ctx) (*auth.Principal, error) {
+	if raw, ok := platform.BearerToken(c); ok {
+		for prefix, is := range a.issuers {
+			if strings.HasPrefix(raw, prefix) {
+				return is.ResolveCredential(auth.WithClientIP(c.Context(), platform.ClientIP(c)), raw)
+			}
+		}
+	}
+	return a.next.Authenticate(c)
 }
 
 // refuseAll answers every credentialed route with 401 when no domain

@@ -362,6 +362,8 @@ func TestStartFailures(t *testing.T) {
 		{"postgres without database", func(t *testing.T, c *server.Config) { c.DatabaseURL = "postgres://u:hunter2@127.0.0.1:1" }, "names no database"},
 		{"not postgres", func(t *testing.T, c *server.Config) { c.DatabaseURL = "mysql://u:hunter2@h/db" }, "must be postgres://"},
 		{"fee range", func(t *testing.T, c *server.Config) { c.TransferFeeBPS = 10000 }, "--transfer-fee-bps"},
+		{"header timeout too short", func(t *testing.T, c *server.Config) { c.HeaderTimeout = time.Millisecond }, "--header-timeout: must be between"},
+		{"header timeout too long", func(t *testing.T, c *server.Config) { c.HeaderTimeout = time.Hour }, "--header-timeout: must be between"},
 		{"admin half", func(t *testing.T, c *server.Config) { c.AdminEmail = "a@b.c" }, "give both or neither"},
 		{"public url", func(t *testing.T, c *server.Config) { c.PublicURL = "ftp://x" }, "--public-url"},
 		{"smtp url hides secret", func(t *testing.T, c *server.Config) { c.SMTPURL = "mail://user:hunter2@x" }, "--smtp-url"},

@@ -4,7 +4,8 @@
 // the server has a price) and the caller's rented servers.
 //
 // A rental lasts RentalPeriod; once it ends the server is back on the
-// marketplace. Renting a server that is rented (by anyone) is 409.
+// marketplace. Renting a server the caller rents is 409; another user's
+// rental is 404 to everyone but an admin, as reading it is.
 package servers
 
 import (
@@ -12,13 +13,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/control/catalog"
 	"deckhand/control/domain"
@@ -118,32 +116,13 @@ func (r *serverRec) view(now time.Time, p *auth.Principal) Server {
 
 const idPrefix = "srv_"
 
-// Routes is the domain's route table.
-func (s *Service) Routes() []platform.Route {
-	tag := []string{"servers"}
-	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/servers/available", Policy: platform.SignedIn, Tags: tag,
-			Summary: "Rental marketplace: servers nobody rents now", Response: []Server{},
-			Description: "Ordered by region, then price, then name.", Handler: platform.Read("Available servers", s.Available)},
-		{Method: http.MethodPost, Path: "/api/v1/servers/{id}/rent", Policy: platform.SignedIn, Tags: tag,
-			Limits:  []platform.RateLimit{{Name: "servers.rent", By: platform.ByAccount, N: 30, Per: time.Minute}},
-			Summary: "Rent a server for 30 days", Response: RentResult{},
-			Description: "A priced server is charged to the caller's general balance (wallet transaction type server_rental) in the same transaction as the rental: " +
-				"400 on insufficient balance. 409 when the server is rented (by anyone, the caller included, until the rental ends). " +
-				"400 for a malformed id, 404 for an unknown one.",
-			Handler: s.handleRent},
-		{Method: http.MethodGet, Path: "/api/v1/servers", Policy: platform.SignedIn, Tags: tag,
-			Summary: "The caller's rented servers (rentals that have not ended)", Response: []Server{},
-			Handler: platform.Read("Your servers", s.Mine)},
-		{Method: http.MethodGet, Path: "/api/v1/servers/{id}", Policy: platform.SignedIn, Tags: tag,
-			Summary: "One server", Response: Server{},
-			Description: "A server on the marketplace, or one the caller rents; admins see every server. Another user's rented server is 404.",
-			Handler:     s.handleGet},
-		{Method: http.MethodPost, Path: "/api/v1/admin/servers", Policy: platform.Admin, Tags: tag, Status: http.StatusCreated,
-			Summary: "Offer a server (admin)", Body: CreateInput{}, Response: Server{},
-			Handler: platform.Endpoint(http.StatusCreated, "Server created", s.Create)},
-	}
+// ServerRef names one server.
+type ServerRef struct {
+	ID string `path:"id" doc:"a server id (srv_...)"`
 }
+
+// ValidateParams checks the id's syntax (400 before any lookup).
+func (r ServerRef) ValidateParams() error { return catalog.CheckID("server", idPrefix, r.ID) }
 
 // CreateInput is the admin create body.
 type CreateInput struct {
@@ -259,14 +238,15 @@ func (s *Service) Mine(ctx context.Context) ([]Server, error) {
 // Get is one server the caller may see: on the marketplace, rented by the
 // caller, or any to an admin. Another user's rental is 404, so answers
 // never reveal who rents what.
-func (s *Service) Get(ctx context.Context, id string) (*Server, error) {
+func (s *Service) Get(ctx context.Context, ref ServerRef) (*Server, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := catalog.CheckID("server", idPrefix, id); err != nil {
+	if err := ref.ValidateParams(); err != nil {
 		return nil, err
 	}
+	id := ref.ID
 	now := s.env.Clock.Now()
 	var out Server
 	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
@@ -287,14 +267,6 @@ func (s *Service) Get(ctx context.Context, id string) (*Server, error) {
 	return &out, nil
 }
 
-func (s *Service) handleGet(c fiber.Ctx) error {
-	v, err := s.Get(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Server", v)
-}
-
 // RentResult is the rented server with what was paid; remaining_balance
 // is present only when the rental was charged.
 type RentResult struct {
@@ -305,14 +277,15 @@ type RentResult struct {
 
 // Rent rents a server for RentalPeriod, charging its price to the
 // caller's general balance in the same transaction.
-func (s *Service) Rent(ctx context.Context, id string) (*RentResult, error) {
+func (s *Service) Rent(ctx context.Context, ref ServerRef) (*RentResult, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := catalog.CheckID("server", idPrefix, id); err != nil {
+	if err := ref.ValidateParams(); err != nil {
 		return nil, err
 	}
+	id := ref.ID
 	now := s.env.Clock.Now().UTC()
 	var res RentResult
 	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
@@ -321,7 +294,9 @@ func (s *Service) Rent(ctx context.Context, id string) (*RentResult, error) {
 		if err != nil {
 			return err
 		}
-		if !ok {
+		// Another user's rental is unknown to the caller here as in Get,
+		// so renting cannot probe who rents what; an admin sees it (409).
+		if !ok || (r.rented(now) && r.RenterID != p.UserID && !p.IsAdmin()) {
 			return platform.NotFound("server", id)
 		}
 		if r.rented(now) && r.RenterID == p.UserID {
@@ -353,12 +328,4 @@ func (s *Service) Rent(ctx context.Context, id string) (*RentResult, error) {
 		return nil, platform.Wrap("rent the server", err)
 	}
 	return &res, nil
-}
-
-func (s *Service) handleRent(c fiber.Ctx) error {
-	res, err := s.Rent(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Server rented", res)
 }

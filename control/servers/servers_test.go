@@ -120,18 +120,18 @@ func TestMarketplaceRentAndVisibility(t *testing.T) {
 	}
 
 	// Renting a free server charges nothing and records no transaction.
-	res, err := e.svc.Rent(alice, free.ID)
+	res, err := e.svc.Rent(alice, servers.ServerRef{ID: free.ID})
 	if err != nil || res.PricePaid != 0 || res.RemainingBalance != nil || res.Server.Status != "rented" || res.Server.RenterID != "alice" ||
 		res.Server.RentedUntil != "2026-03-31T12:00:00.000Z" {
 		t.Fatalf("rent free %+v %v", res, err)
 	}
 	// A priced server needs the balance; a refusal leaves it on offer.
-	_, err = e.svc.Rent(alice, big.ID)
+	_, err = e.svc.Rent(alice, servers.ServerRef{ID: big.ID})
 	if code(err) != platform.CodeBadRequest || !strings.Contains(err.Error(), "insufficient") {
 		t.Fatalf("rent without balance: %v", err)
 	}
 	catalogtest.Credit(t, e.db, e.wallet, "alice", 3000)
-	res, err = e.svc.Rent(alice, big.ID)
+	res, err = e.svc.Rent(alice, servers.ServerRef{ID: big.ID})
 	if err != nil || res.PricePaid != 2500 || res.RemainingBalance == nil || *res.RemainingBalance != 500 {
 		t.Fatalf("rent priced %+v %v", res, err)
 	}
@@ -148,34 +148,43 @@ func TestMarketplaceRentAndVisibility(t *testing.T) {
 	if got, _ := e.svc.Mine(bob); len(got) != 0 {
 		t.Fatalf("bob's servers %v", got)
 	}
-	if _, err := e.svc.Rent(bob, big.ID); code(err) != platform.CodeConflict {
-		t.Fatalf("bob rents alice's: %v", err)
+	// Another user's rental does not exist for bob, for renting as for
+	// reading: the answer is the unknown server's, so neither reveals it.
+	_, rentErr := e.svc.Rent(bob, servers.ServerRef{ID: big.ID})
+	_, getErr := e.svc.Get(bob, servers.ServerRef{ID: big.ID})
+	_, unknownErr := e.svc.Rent(bob, servers.ServerRef{ID: "srv_000000000000000000000000"})
+	if code(rentErr) != platform.CodeNotFound || rentErr.Error() != getErr.Error() ||
+		strings.ReplaceAll(rentErr.Error(), big.ID, "ID") != strings.ReplaceAll(unknownErr.Error(), "srv_000000000000000000000000", "ID") {
+		t.Fatalf("bob rents alice's: %v (reading it: %v; an unknown server: %v)", rentErr, getErr, unknownErr)
 	}
-	if _, err := e.svc.Rent(alice, big.ID); code(err) != platform.CodeConflict {
+	if _, err := e.svc.Rent(admin, servers.ServerRef{ID: big.ID}); code(err) != platform.CodeConflict {
+		t.Fatalf("an admin, who sees the rental, renting it: %v", err)
+	}
+	if _, err := e.svc.Rent(alice, servers.ServerRef{ID: big.ID}); code(err) != platform.CodeConflict {
 		t.Fatalf("alice rents again: %v", err)
 	}
-	if _, err := e.svc.Get(bob, big.ID); code(err) != platform.CodeNotFound {
+	if _, err := e.svc.Get(bob, servers.ServerRef{ID: big.ID}); code(err) != platform.CodeNotFound {
 		t.Fatalf("bob reads alice's rental: %v", err)
 	}
-	if v, err := e.svc.Get(alice, big.ID); err != nil || v.RenterID != "alice" {
+	if v, err := e.svc.Get(alice, servers.ServerRef{ID: big.ID}); err != nil || v.RenterID != "alice" {
 		t.Fatalf("alice reads hers: %+v %v", v, err)
 	}
-	if v, err := e.svc.Get(admin, big.ID); err != nil || v.RenterID != "alice" {
+	if v, err := e.svc.Get(admin, servers.ServerRef{ID: big.ID}); err != nil || v.RenterID != "alice" {
 		t.Fatalf("admin reads: %+v %v", v, err)
 	}
-	if v, err := e.svc.Get(bob, us.ID); err != nil || v.Status != "available" || v.RenterID != "" {
+	if v, err := e.svc.Get(bob, servers.ServerRef{ID: us.ID}); err != nil || v.Status != "available" || v.RenterID != "" {
 		t.Fatalf("bob reads an offer: %+v %v", v, err)
 	}
-	if _, err := e.svc.Get(bob, "srv_000000000000000000000000"); code(err) != platform.CodeNotFound {
+	if _, err := e.svc.Get(bob, servers.ServerRef{ID: "srv_000000000000000000000000"}); code(err) != platform.CodeNotFound {
 		t.Fatalf("unknown: %v", err)
 	}
-	if _, err := e.svc.Get(bob, "srv_nope"); code(err) != platform.CodeInvalid {
+	if _, err := e.svc.Get(bob, servers.ServerRef{ID: "srv_nope"}); code(err) != platform.CodeInvalid {
 		t.Fatalf("malformed: %v", err)
 	}
-	if _, err := e.svc.Rent(bob, "42"); code(err) != platform.CodeInvalid {
+	if _, err := e.svc.Rent(bob, servers.ServerRef{ID: "42"}); code(err) != platform.CodeInvalid {
 		t.Fatalf("malformed rent: %v", err)
 	}
-	if _, err := e.svc.Rent(bob, "srv_000000000000000000000000"); code(err) != platform.CodeNotFound {
+	if _, err := e.svc.Rent(bob, servers.ServerRef{ID: "srv_000000000000000000000000"}); code(err) != platform.CodeNotFound {
 		t.Fatalf("unknown rent: %v", err)
 	}
 	// When the rental ends the server is back on offer.
@@ -186,7 +195,7 @@ func TestMarketplaceRentAndVisibility(t *testing.T) {
 	if got, _ := e.svc.Mine(alice); len(got) != 0 {
 		t.Fatalf("ended rentals still listed %v", got)
 	}
-	if _, err := e.svc.Rent(bob, free.ID); err != nil {
+	if _, err := e.svc.Rent(bob, servers.ServerRef{ID: free.ID}); err != nil {
 		t.Fatal(err)
 	}
 	var rented int
@@ -216,13 +225,13 @@ func TestRentRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := e.svc.Rent(catalogtest.User(u), srv.ID)
+			_, err := e.svc.Rent(catalogtest.User(u), servers.ServerRef{ID: srv.ID})
 			mu.Lock()
 			defer mu.Unlock()
 			switch code(err) {
 			case "":
 				won++
-			case platform.CodeConflict:
+			case platform.CodeNotFound: // another user's rental
 				lost++
 			default:
 				t.Errorf("rent: %v", err)

@@ -45,11 +45,11 @@ func (s *Service) balanceRoutes() []platform.Route {
 			Summary: "The caller's general balance, AI limit, usage and remaining, with the usage's freshness",
 			Description: "Amounts are decimal strings. A user who never had money reads zeros. With the embedded AI-credit side " +
 				"(the default) usage is kept in the store and `ai_usage_status` is `live`.",
-			Response: Balances{}, Handler: platform.Read("Balances", s.Balances)},
+			OperationID: "getBalances", Message: "Balances", Op: platform.ReadOp(s.Balances)},
 		{Method: http.MethodGet, Path: "/api/v1/wallet/balances/general", Policy: platform.SignedIn, Tags: tag,
-			Summary: "The caller's general balance row", Response: GeneralRow{}, Handler: platform.Read("General balance", s.General)},
+			OperationID: "getGeneralBalance", Summary: "The caller's general balance row", Message: "General balance", Op: platform.ReadOp(s.General)},
 		{Method: http.MethodGet, Path: "/api/v1/wallet/balances/ai", Policy: platform.SignedIn, Tags: tag,
-			Summary: "The caller's AI limit, usage and remaining", Response: AIBalance{}, Handler: platform.Read("AI balance", s.AI)},
+			OperationID: "getAIBalance", Summary: "The caller's AI limit, usage and remaining", Message: "AI balance", Op: platform.ReadOp(s.AI)},
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // CreditInput is the body of POST /api/v1/admin/wallet/credit.
 type CreditInput struct {
 	UserID string `json:"user_id" required:"true"`
-	Amount string `json:"amount" required:"true" doc:"decimal string, up to 2 decimals, at least 0.01"`
+	Amount string `json:"amount" required:"true" pattern:"^[0-9]+(\\.[0-9]{1,2})?$" doc:"decimal string, up to 2 decimals, at least 0.01"`
 	Reason string `json:"reason" required:"true" doc:"1-500 characters, shown on the transaction and its invoice"`
 
 	amount money.Amount
@@ -50,8 +50,7 @@ func (s *Service) adminRoutes() []platform.Route {
 		Method: http.MethodPost, Path: "/api/v1/admin/wallet/credit", Policy: platform.Admin, Tags: []string{"admin"},
 		Summary:     "Credit a user's general balance (admin role required)",
 		Description: "Writes a completed `credit` transaction (money entering from outside) and `wallet.credited`. The user must exist (404 otherwise).",
-		Body:        CreditInput{}, Response: CreditResult{},
-		Handler: platform.Endpoint(http.StatusOK, "Balance credited", s.Credit),
+		OperationID: "creditBalance", Message: "Balance credited", Op: platform.Op(s.Credit),
 	}}
 }
 

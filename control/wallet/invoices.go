@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
-
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
@@ -98,61 +96,50 @@ type Generated struct {
 var invoiceSorts = []string{"id", "invoice_number", "status", "amount", "currency", "issue_date", "due_date", "paid_date",
 	"created_at", "updated_at", "user_id", "transaction_id"}
 
+// InvoiceQuery is GET /api/v1/wallet/invoices.
+type InvoiceQuery struct {
+	domain.PageQuery
+	SortBy string `query:"sort_by" default:"created_at" doc:"unknown values fall back to created_at"`
+	Filter string `query:"filter" doc:"JSON object of conditions"`
+}
+
+// InvoiceRef names one of the caller's invoices.
+type InvoiceRef struct {
+	ID string `path:"id" doc:"an invoice id"`
+}
+
+// InvoiceFile is an invoice rendered as a PDF.
+type InvoiceFile struct {
+	Disposition string `header:"Content-Disposition" doc:"inline; filename=\"<invoice_number>.pdf\""`
+	Body        []byte
+}
+
+// GeneratedAnswer is a generated invoice with the message saying whether
+// it was made now.
+type GeneratedAnswer struct {
+	Message string
+	Body    Generated
+}
+
 func (s *Service) invoiceRoutes() []platform.Route {
 	tag := []string{"wallet"}
 	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/wallet/invoices", Policy: platform.SignedIn, Tags: tag,
+		{Method: http.MethodGet, Path: "/api/v1/wallet/invoices", OperationID: "listInvoices", Policy: platform.SignedIn, Tags: tag,
 			Summary: "The caller's invoices",
 			Description: "`sort_by` is one of " + strings.Join(invoiceSorts, ", ") + "; any other value falls back to created_at. " +
 				"`filter` is a JSON object over those fields: a value (equality) or an object of operators eq, ne, gt, gte, lt, lte, " +
 				"like (% and _ wildcards, case-insensitive), in (array), e.g. {\"status\":\"paid\",\"amount\":{\"gte\":10}}; amounts are numbers " +
 				"or decimal strings, dates RFC 3339 or YYYY-MM-DD. Bad JSON, an unknown field or an unknown operator: 400.",
-			Query: []platform.Param{domain.PageParam, domain.LimitParam, {Name: "sort_by", Default: "created_at", Description: "unknown values fall back to created_at"},
-				domain.SortOrderParam, {Name: "filter", Description: "JSON object of conditions"}},
-			Response: InvoiceList{},
-			Handler: func(c fiber.Ctx) error {
-				out, err := s.ListInvoices(c.Context(), listQuery(c))
-				if err != nil {
-					return err
-				}
-				return platform.Respond(c, http.StatusOK, "Invoices", out)
-			}},
-		{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/{id}", Policy: platform.SignedIn, Tags: tag,
-			Summary: "One invoice with billing_details, items and transaction", Response: Invoice{},
-			Handler: func(c fiber.Ctx) error {
-				out, err := s.GetInvoice(c.Context(), c.Params("id"))
-				if err != nil {
-					return err
-				}
-				return platform.Respond(c, http.StatusOK, "Invoice", out)
-			}},
-		{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/{id}/pdf", Policy: platform.SignedIn, Tags: tag,
-			Summary: "The invoice as a PDF", ContentType: "application/pdf",
-			Handler: func(c fiber.Ctx) error {
-				pdf, inv, err := s.InvoicePDF(c.Context(), c.Params("id"))
-				if err != nil {
-					return err
-				}
-				c.Set("Content-Type", "application/pdf")
-				c.Set("Content-Disposition", fmt.Sprintf(`inline; filename="%s.pdf"`, inv.InvoiceNumber))
-				return c.Status(http.StatusOK).Send(pdf)
-			}},
-		{Method: http.MethodPost, Path: "/api/v1/wallet/invoices/generate/{id}", Policy: platform.SignedIn, Tags: tag,
+			Message: "Invoices", Op: platform.Op(s.ListInvoices)},
+		{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/{id}", OperationID: "getInvoice", Policy: platform.SignedIn, Tags: tag,
+			Summary: "One invoice with billing_details, items and transaction", Message: "Invoice", Op: platform.Op(s.GetInvoice)},
+		{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/{id}/pdf", OperationID: "getInvoicePDF", Policy: platform.SignedIn, Tags: tag,
+			Summary: "The invoice as a PDF", ContentType: "application/pdf", Op: platform.Op(s.InvoicePDF)},
+		{Method: http.MethodPost, Path: "/api/v1/wallet/invoices/generate/{id}", OperationID: "generateInvoice", Policy: platform.SignedIn, Tags: tag,
 			Summary: "Make the invoice of one of the caller's completed transactions (idempotent)",
 			Description: "Path `id` is a transaction id. The first call numbers the invoice (INV-<year>-<n>, consecutive per year) and " +
 				"answers `Invoice generated`; later calls answer the same invoice with the message `Invoice already exists`. 200 both times.",
-			Response: Generated{},
-			Handler: func(c fiber.Ctx) error {
-				out, err := s.GenerateInvoice(c.Context(), c.Params("id"))
-				if err != nil {
-					return err
-				}
-				msg := "Invoice generated"
-				if out.Existed {
-					msg = "Invoice already exists for transaction " + c.Params("id")
-				}
-				return platform.Respond(c, http.StatusOK, msg, out)
-			}},
+			Message: "Invoice generated", Op: platform.Op(s.GenerateInvoice)},
 	}
 }
 
@@ -176,8 +163,20 @@ func items(t *Transaction) ([]InvoiceItem, BillingDetails) {
 		BillingDetails{PaymentMethod: "Wallet general balance", PaymentMethodType: "wallet_balance"}
 }
 
-// GenerateInvoice makes (once) the invoice of the caller's transaction id.
-func (s *Service) GenerateInvoice(ctx context.Context, id string) (*Generated, error) {
+// GenerateInvoice makes (once) the invoice of the caller's transaction.
+func (s *Service) GenerateInvoice(ctx context.Context, ref TransactionRef) (*GeneratedAnswer, error) {
+	g, err := s.generateInvoice(ctx, ref.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := &GeneratedAnswer{Message: "Invoice generated", Body: *g}
+	if g.Existed {
+		out.Message = "Invoice already exists for transaction " + ref.ID
+	}
+	return out, nil
+}
+
+func (s *Service) generateInvoice(ctx context.Context, id string) (*Generated, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -246,7 +245,8 @@ func (s *Service) GenerateInvoice(ctx context.Context, id string) (*Generated, e
 }
 
 // ListInvoices answers a filtered, sorted page of the caller's invoices.
-func (s *Service) ListInvoices(ctx context.Context, q ListQuery) (*InvoiceList, error) {
+func (s *Service) ListInvoices(ctx context.Context, iq InvoiceQuery) (*InvoiceList, error) {
+	q := listQuery(iq.PageQuery, iq.SortBy, iq.Filter)
 	f, err := parseFilter(q.Filter)
 	if err != nil {
 		return nil, err
@@ -266,8 +266,8 @@ func (s *Service) ListInvoices(ctx context.Context, q ListQuery) (*InvoiceList, 
 }
 
 // GetInvoice answers one of the caller's invoices in full.
-func (s *Service) GetInvoice(ctx context.Context, id string) (*Invoice, error) {
-	inv, err := getOne[Invoice](ctx, s, bucketInvoices, "invoice", id)
+func (s *Service) GetInvoice(ctx context.Context, ref InvoiceRef) (*Invoice, error) {
+	inv, err := getOne[Invoice](ctx, s, bucketInvoices, "invoice", ref.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -278,8 +278,16 @@ func (s *Service) GetInvoice(ctx context.Context, id string) (*Invoice, error) {
 }
 
 // InvoicePDF renders one of the caller's invoices.
-func (s *Service) InvoicePDF(ctx context.Context, id string) ([]byte, *Invoice, error) {
-	inv, err := s.GetInvoice(ctx, id)
+func (s *Service) InvoicePDF(ctx context.Context, ref InvoiceRef) (*InvoiceFile, error) {
+	pdf, inv, err := s.invoicePDF(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &InvoiceFile{Disposition: fmt.Sprintf(`inline; filename="%s.pdf"`, inv.InvoiceNumber), Body: pdf}, nil
+}
+
+func (s *Service) invoicePDF(ctx context.Context, ref InvoiceRef) ([]byte, *Invoice, error) {
+	inv, err := s.GetInvoice(ctx, ref)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
-
 	"deckhand/control/domain"
 	"deckhand/control/money"
 	"deckhand/platform"
@@ -55,10 +53,8 @@ type ListQuery struct {
 	Filter      string
 }
 
-func listQuery(c fiber.Ctx) ListQuery {
-	q := platform.QueryOf(c)
-	lq := ListQuery{Page: int(q.Int("page")), Limit: int(q.Int("limit")), SortBy: q.String("sort_by"),
-		Desc: q.String("sort_order") != "asc", Filter: q.String("filter")}
+func listQuery(p domain.PageQuery, sortBy, filter string) ListQuery {
+	lq := ListQuery{Page: p.Page, Limit: p.Limit, SortBy: sortBy, Desc: p.Desc(), Filter: filter}
 	if lq.Page < 1 {
 		lq.Page = 1
 	}
@@ -68,43 +64,34 @@ func listQuery(c fiber.Ctx) ListQuery {
 	return lq
 }
 
+// FeeQuery is GET /api/v1/wallet/ai-fees.
+type FeeQuery struct {
+	domain.PageQuery
+	SortBy string `query:"sort_by" enum:"created_at,amount,transaction_id" default:"created_at"`
+}
+
+// TransactionQuery is GET /api/v1/wallet/transactions.
+type TransactionQuery struct {
+	domain.PageQuery
+	SortBy string `query:"sort_by" enum:"id,transaction_type,status,amount,created_at,updated_at" default:"created_at"`
+}
+
+// TransactionRef names one of the caller's transactions.
+type TransactionRef struct {
+	ID string `path:"id" doc:"a transaction id (txn_...)"`
+}
+
 func (s *Service) listRoutes() []platform.Route {
 	tag := []string{"wallet"}
 	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/wallet/ai-fees", Policy: platform.SignedIn, Tags: tag,
-			Summary: "The caller's AI fee records (one per transfer with a fee)",
-			Query: []platform.Param{domain.PageParam, domain.LimitParam,
-				{Name: "sort_by", Enum: []string{"created_at", "amount", "transaction_id"}, Default: "created_at"}, domain.SortOrderParam},
-			Response: FeeList{},
-			Handler: func(c fiber.Ctx) error {
-				out, err := s.ListFees(c.Context(), listQuery(c))
-				if err != nil {
-					return err
-				}
-				return platform.Respond(c, http.StatusOK, "AI fees", out)
-			}},
-		{Method: http.MethodGet, Path: "/api/v1/wallet/transactions", Policy: platform.SignedIn, Tags: tag,
+		{Method: http.MethodGet, Path: "/api/v1/wallet/ai-fees", OperationID: "listAIFees", Policy: platform.SignedIn, Tags: tag,
+			Summary: "The caller's AI fee records (one per transfer with a fee)", Message: "AI fees", Op: platform.Op(s.ListFees)},
+		{Method: http.MethodGet, Path: "/api/v1/wallet/transactions", OperationID: "listTransactions", Policy: platform.SignedIn, Tags: tag,
 			Summary:     "The caller's ledger transactions",
 			Description: "Each carries its signed `entries` (they sum to zero) and `general_balance_after`. `page` is an extension beside the interface's `limit`.",
-			Query: []platform.Param{domain.PageParam, domain.LimitParam,
-				{Name: "sort_by", Enum: []string{"id", "transaction_type", "status", "amount", "created_at", "updated_at"}, Default: "created_at"}, domain.SortOrderParam},
-			Response: TransactionList{},
-			Handler: func(c fiber.Ctx) error {
-				out, err := s.ListTransactions(c.Context(), listQuery(c))
-				if err != nil {
-					return err
-				}
-				return platform.Respond(c, http.StatusOK, "Transactions", out)
-			}},
-		{Method: http.MethodGet, Path: "/api/v1/wallet/transactions/{id}", Policy: platform.SignedIn, Tags: tag,
-			Summary: "One of the caller's transactions", Response: Transaction{},
-			Handler: func(c fiber.Ctx) error {
-				out, err := s.GetTransaction(c.Context(), c.Params("id"))
-				if err != nil {
-					return err
-				}
-				return platform.Respond(c, http.StatusOK, "Transaction", out)
-			}},
+			Message:     "Transactions", Op: platform.Op(s.ListTransactions)},
+		{Method: http.MethodGet, Path: "/api/v1/wallet/transactions/{id}", OperationID: "getTransaction", Policy: platform.SignedIn, Tags: tag,
+			Summary: "One of the caller's transactions", Message: "Transaction", Op: platform.Op(s.GetTransaction)},
 	}
 }
 
@@ -150,12 +137,9 @@ func scanUser[T any](tx *store.Tx, bucket, userID string) ([]T, error) {
 }
 
 // ListFees answers a page of the caller's AI fee records.
-func (s *Service) ListFees(ctx context.Context, q ListQuery) (*FeeList, error) {
-	by := q.SortBy
-	if by != "amount" && by != "transaction_id" {
-		by = "created_at"
-	}
-	fees, pg, err := pageOf[AIFee](ctx, s, feeTable, q, by, nil, "list AI fees")
+func (s *Service) ListFees(ctx context.Context, fq FeeQuery) (*FeeList, error) {
+	q := listQuery(fq.PageQuery, fq.SortBy, "")
+	fees, pg, err := pageOf[AIFee](ctx, s, feeTable, q, q.SortBy, nil, "list AI fees")
 	if err != nil {
 		return nil, err
 	}
@@ -163,14 +147,9 @@ func (s *Service) ListFees(ctx context.Context, q ListQuery) (*FeeList, error) {
 }
 
 // ListTransactions answers the caller's transactions.
-func (s *Service) ListTransactions(ctx context.Context, q ListQuery) (*TransactionList, error) {
-	by := q.SortBy
-	switch by {
-	case "id", "transaction_type", "status", "amount", "updated_at":
-	default:
-		by = "created_at"
-	}
-	txns, pg, err := pageOf[Transaction](ctx, s, txnTable, q, by, nil, "list transactions")
+func (s *Service) ListTransactions(ctx context.Context, tq TransactionQuery) (*TransactionList, error) {
+	q := listQuery(tq.PageQuery, tq.SortBy, "")
+	txns, pg, err := pageOf[Transaction](ctx, s, txnTable, q, q.SortBy, nil, "list transactions")
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +192,6 @@ func getOne[T any](ctx context.Context, s *Service, bucket, kind, id string) (*T
 }
 
 // GetTransaction answers one of the caller's transactions.
-func (s *Service) GetTransaction(ctx context.Context, id string) (*Transaction, error) {
-	return getOne[Transaction](ctx, s, bucketTxns, "transaction", id)
+func (s *Service) GetTransaction(ctx context.Context, ref TransactionRef) (*Transaction, error) {
+	return getOne[Transaction](ctx, s, bucketTxns, "transaction", ref.ID)
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gofiber/fiber/v3"
-
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -26,7 +24,7 @@ type PaymentMethod struct {
 	Name      string         `json:"name"`
 	Status    string         `json:"status" doc:"active or inactive"`
 	Details   map[string]any `json:"details"`
-	IsDefault bool           `json:"is_default" doc:"exactly one of a user's methods is the default"`
+	IsDefault bool           `json:"is_default" doc:"at most one of a user's methods is the default"`
 	CreatedAt time.Time      `json:"created_at"`
 	UpdatedAt time.Time      `json:"updated_at"`
 }
@@ -36,7 +34,7 @@ type MethodInput struct {
 	Type      string         `json:"type" required:"true" doc:"1-40 lower-case letters, digits or _ (credit_card, paypal, crypto_wallet ...)"`
 	Name      string         `json:"name" required:"true" doc:"1-100 characters"`
 	Details   map[string]any `json:"details,omitempty" doc:"free-form object (at most 4 KiB); card numbers are reduced to brand and last4, CVC/PIN/passwords dropped"`
-	IsDefault bool           `json:"is_default,omitempty"`
+	IsDefault bool           `json:"is_default,omitempty" default:"false" doc:"make it the caller's default payment method (the only one)"`
 }
 
 var methodType = regexp.MustCompile(`^[a-z0-9_]{1,40}$`)
@@ -79,52 +77,39 @@ func (in *MethodUpdate) Validate() error {
 	return checkDetails(in.Details)
 }
 
+// MethodRef names one of the caller's payment methods.
+type MethodRef struct {
+	ID string `path:"id" doc:"a payment method id (pm_...)"`
+}
+
+// MethodChange is PUT /api/v1/wallet/payment-methods/{id}.
+type MethodChange struct {
+	MethodRef
+	Body MethodUpdate
+}
+
 func (s *Service) methodRoutes() []platform.Route {
 	tag := []string{"wallet"}
 	const base = "/api/v1/wallet/payment-methods"
 	return []platform.Route{
-		{Method: http.MethodGet, Path: base, Policy: platform.SignedIn, Tags: tag, Summary: "The caller's payment methods, oldest first",
-			Response: []PaymentMethod{}, Handler: platform.Read("Payment methods", s.ListMethods)},
-		{Method: http.MethodGet, Path: base + "/{id}", Policy: platform.SignedIn, Tags: tag, Summary: "One payment method", Response: PaymentMethod{},
-			Handler: func(c fiber.Ctx) error {
-				m, err := s.GetMethod(c.Context(), c.Params("id"))
-				if err != nil {
-					return err
-				}
-				return platform.Respond(c, http.StatusOK, "Payment method", m)
-			}},
-		{Method: http.MethodPost, Path: base, Policy: platform.SignedIn, Tags: tag, Status: http.StatusCreated,
+		{Method: http.MethodGet, Path: base, OperationID: "listPaymentMethods", Policy: platform.SignedIn, Tags: tag,
+			Summary: "The caller's payment methods, oldest first", Message: "Payment methods", Op: platform.ReadOp(s.ListMethods)},
+		{Method: http.MethodGet, Path: base + "/{id}", OperationID: "getPaymentMethod", Policy: platform.SignedIn, Tags: tag,
+			Summary: "One payment method", Message: "Payment method", Op: platform.Op(s.GetMethod)},
+		{Method: http.MethodPost, Path: base, OperationID: "createPaymentMethod", Policy: platform.SignedIn, Tags: tag, Status: http.StatusCreated,
 			Summary: "Save a payment method",
-			Description: "A user's first method becomes the default whatever `is_default` says: a user with methods always has exactly one default. " +
+			Description: "`is_default` defaults to false: the method becomes the default only when asked, and then the one default. " +
 				"`details` is stored sanitized: a card number (any key such as number/card_number/pan, or any 12-19 digit value passing the Luhn check) " +
 				"is replaced by `brand` and `last4`; cvc/cvv/pin/password/secret keys are dropped. Writes `wallet.payment_method.created`.",
-			Body: MethodInput{}, Response: PaymentMethod{},
-			Handler: platform.Endpoint(http.StatusCreated, "Payment method created", s.CreateMethod)},
-		{Method: http.MethodPut, Path: base + "/{id}", Policy: platform.SignedIn, Tags: tag, Summary: "Change details, status or default",
+			Message: "Payment method created", Op: platform.Op(s.CreateMethod)},
+		{Method: http.MethodPut, Path: base + "/{id}", OperationID: "updatePaymentMethod", Policy: platform.SignedIn, Tags: tag,
+			Summary: "Change details, status or default",
 			Description: "`status` active/inactive; the default method cannot be made inactive while the user has others (make another default first), " +
 				"an inactive method cannot be made default. Writes `wallet.payment_method.updated`.",
-			Body: MethodUpdate{}, Response: PaymentMethod{},
-			Handler: func(c fiber.Ctx) error {
-				var in MethodUpdate
-				if err := platform.Decode(c, &in); err != nil {
-					return err
-				}
-				m, err := s.UpdateMethod(c.Context(), c.Params("id"), in)
-				if err != nil {
-					return err
-				}
-				return platform.Respond(c, http.StatusOK, "Payment method updated", m)
-			}},
-		{Method: http.MethodPut, Path: base + "/{id}/default", Policy: platform.SignedIn, Tags: tag, Summary: "Make the method the default (PUT with is_default true)",
-			Response: PaymentMethod{},
-			Handler: func(c fiber.Ctx) error {
-				t := true
-				m, err := s.UpdateMethod(c.Context(), c.Params("id"), MethodUpdate{IsDefault: &t})
-				if err != nil {
-					return err
-				}
-				return platform.Respond(c, http.StatusOK, "Default payment method set", m)
-			}},
+			Message: "Payment method updated", Op: platform.Op(s.UpdateMethod)},
+		{Method: http.MethodPut, Path: base + "/{id}/default", OperationID: "setDefaultPaymentMethod", Policy: platform.SignedIn, Tags: tag,
+			Summary: "Make the method the default (PUT with is_default true)", Message: "Default payment method set",
+			Op: platform.Op(s.SetDefaultMethod)},
 	}
 }
 
@@ -154,12 +139,7 @@ func (s *Service) CreateMethod(ctx context.Context, in MethodInput) (*PaymentMet
 		now := s.now()
 		m := PaymentMethod{ID: newID("pm", now), UserID: p.UserID, Type: in.Type, Name: in.Name, Status: "active",
 			Details: sanitizeDetails(in.Details), CreatedAt: now, UpdatedAt: now}
-		var def string
-		hasDef, err := tx.Get(bucketDefaults, p.UserID, &def)
-		if err != nil {
-			return err
-		}
-		if in.IsDefault || !hasDef {
+		if in.IsDefault {
 			if err := tx.Put(bucketDefaults, p.UserID, m.ID); err != nil {
 				return err
 			}
@@ -227,7 +207,8 @@ func getMethod(tx *store.Tx, userID, id string) (*PaymentMethod, error) {
 }
 
 // GetMethod answers one of the caller's methods.
-func (s *Service) GetMethod(ctx context.Context, id string) (*PaymentMethod, error) {
+func (s *Service) GetMethod(ctx context.Context, ref MethodRef) (*PaymentMethod, error) {
+	id := ref.ID
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -247,8 +228,15 @@ func (s *Service) GetMethod(ctx context.Context, id string) (*PaymentMethod, err
 	return out, nil
 }
 
+// SetDefaultMethod makes one of the caller's methods the default.
+func (s *Service) SetDefaultMethod(ctx context.Context, ref MethodRef) (*PaymentMethod, error) {
+	yes := true
+	return s.UpdateMethod(ctx, MethodChange{MethodRef: ref, Body: MethodUpdate{IsDefault: &yes}})
+}
+
 // UpdateMethod changes one of the caller's methods.
-func (s *Service) UpdateMethod(ctx context.Context, id string, in MethodUpdate) (*PaymentMethod, error) {
+func (s *Service) UpdateMethod(ctx context.Context, req MethodChange) (*PaymentMethod, error) {
+	id, in := req.ID, req.Body
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err

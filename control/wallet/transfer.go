@@ -20,7 +20,7 @@ import (
 
 // TransferInput is the body of POST /api/v1/wallet/transfer-to-ai.
 type TransferInput struct {
-	Amount         string  `json:"amount" required:"true" doc:"decimal string, up to 2 decimals, no sign, no exponent, at least 0.01 (\"25.00\")"`
+	Amount         string  `json:"amount" required:"true" pattern:"^[0-9]+(\\.[0-9]{1,2})?$" doc:"decimal string, up to 2 decimals, no sign, no exponent, at least 0.01 (\"25.00\")"`
 	IdempotencyKey *string `json:"idempotency_key,omitempty" doc:"1-128 characters with at least one non-space; the same key and amount replays the first receipt"`
 	ExpectedFeeBPS *int    `json:"expected_fee_bps,omitempty" doc:"0-9999: the fee the client showed; 409 TRANSFER_FEE_CHANGED when the fee in force differs"`
 
@@ -108,8 +108,21 @@ func keyID(userID, key string) string {
 	return userKey(userID, hex.EncodeToString(sum[:]))
 }
 
+// TransferFee is GET /api/v1/wallet/transfer-fee: the fee a client shows
+// before a transfer and sends back as expected_fee_bps.
+type TransferFee struct {
+	FeeBPS int `json:"fee_bps" doc:"the platform fee on transfers to AI credit, in basis points (1/100 of a percent)"`
+}
+
 func (s *Service) transferRoutes() []platform.Route {
 	return []platform.Route{{
+		Method: http.MethodGet, Path: "/api/v1/wallet/transfer-fee", Policy: platform.SignedIn, Tags: []string{"wallet"},
+		Summary:  "The fee in force on transfers to AI credit (show it, then send it as expected_fee_bps)",
+		Response: TransferFee{},
+		Handler: platform.Read("Transfer fee", func(context.Context) (TransferFee, error) {
+			return TransferFee{FeeBPS: s.feeBPS}, nil
+		}),
+	}, {
 		Method: http.MethodPost, Path: "/api/v1/wallet/transfer-to-ai", Policy: platform.SignedIn, Tags: []string{"wallet"},
 		Summary: "Move money from the general balance to AI credit (one way), minus the platform fee",
 		Description: "fee = amount × fee_bps / 10000 rounded half up to the cent (fee_bps is --transfer-fee-bps); the AI limit grows by " +
@@ -117,8 +130,7 @@ func (s *Service) transferRoutes() []platform.Route {
 			"kept per user with the request and receipt for at least 24 h; the same key and amount answers the first receipt with " +
 			"`replayed: true` and moves nothing, concurrent requests with one key move money once, the same key with another amount is " +
 			"409 TRANSFER_IDEMPOTENCY_KEY_REUSED. A replay is answered before the fee check. Insufficient balance: 400.",
-		Body: TransferInput{}, Response: Receipt{},
-		Handler: platform.Endpoint(http.StatusOK, "Transfer completed", s.Transfer),
+		OperationID: "transferToAI", Message: "Transfer completed", Op: platform.Op(s.Transfer),
 	}}
 }
 

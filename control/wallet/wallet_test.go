@@ -196,7 +196,7 @@ func TestChargeCommitsOrRollsBackWithTheCallersWrite(t *testing.T) {
 		if r.Totals[wallet.AccSales] != 300 || r.Totals[wallet.AccGeneral] != 200 {
 			t.Fatalf("totals %v", r.Totals)
 		}
-		l, err := f.w.ListTransactions(as("buyer", "user"), wallet.ListQuery{Page: 1, Limit: 20, SortBy: "created_at", Desc: true})
+		l, err := f.w.ListTransactions(as("buyer", "user"), wallet.TransactionQuery{PageQuery: domain.PageQuery{Page: 1, Limit: 20, SortOrder: "desc"}, SortBy: "created_at"})
 		if err != nil || len(l.Transactions) != 2 || l.Transactions[0].TransactionType != "image_purchase" || l.Transactions[0].Reference != "img-1" {
 			t.Fatalf("transactions %+v %v", l, err)
 		}
@@ -244,7 +244,7 @@ func TestWalletActionsAreEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.w.GenerateInvoice(ctx, r.TransactionID); err != nil {
+		if _, err := f.w.GenerateInvoice(ctx, wallet.TransactionRef{ID: r.TransactionID}); err != nil {
 			t.Fatal(err)
 		}
 		m, err := f.w.CreateMethod(ctx, wallet.MethodInput{Type: "credit_card", Name: "c"})
@@ -252,10 +252,10 @@ func TestWalletActionsAreEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		m2, _ := f.w.CreateMethod(ctx, wallet.MethodInput{Type: "paypal", Name: "p"})
-		if _, err := f.w.UpdateMethod(ctx, m2.ID, wallet.MethodUpdate{IsDefault: ptr(true)}); err != nil {
+		if _, err := f.w.UpdateMethod(ctx, wallet.MethodChange{MethodRef: wallet.MethodRef{ID: m2.ID}, Body: wallet.MethodUpdate{IsDefault: ptr(true)}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.w.UpdateMethod(ctx, m.ID, wallet.MethodUpdate{Status: ptr("inactive")}); err != nil {
+		if _, err := f.w.UpdateMethod(ctx, wallet.MethodChange{MethodRef: wallet.MethodRef{ID: m.ID}, Body: wallet.MethodUpdate{Status: ptr("inactive")}}); err != nil {
 			t.Fatal(err)
 		}
 		evs, err := f.log.All()

@@ -101,6 +101,7 @@ func TestEveryActionIsRoutedDocumentedAndBatchable(t *testing.T) {
 		t.Fatal(err)
 	}
 	type schema struct {
+		Ref        string                     `json:"$ref"`
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	type op struct {
@@ -112,10 +113,28 @@ func TestEveryActionIsRoutedDocumentedAndBatchable(t *testing.T) {
 		} `json:"requestBody"`
 	}
 	var doc struct {
-		Paths map[string]map[string]op `json:"paths"`
+		Paths      map[string]map[string]op `json:"paths"`
+		Components struct {
+			Schemas map[string]schema `json:"schemas"`
+		} `json:"components"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
+	}
+	// A named body type is a reference to its component.
+	for _, item := range doc.Paths {
+		for m, o := range item {
+			if o.RequestBody == nil {
+				continue
+			}
+			for ct, c := range o.RequestBody.Content {
+				if name, ok := strings.CutPrefix(c.Schema.Ref, "#/components/schemas/"); ok {
+					c.Schema = doc.Components.Schemas[name]
+					o.RequestBody.Content[ct] = c
+				}
+			}
+			item[m] = o
+		}
 	}
 	stepProps := doc.Paths[prefix+"/input/act"]["post"].RequestBody.Content["application/json"].Schema.Properties
 	batchItem := doc.Paths[prefix+"/input/batch"]["post"].RequestBody.Content["application/json"].Schema.Properties["steps"]

@@ -14,7 +14,9 @@ import (
 
 const maxClipboard = 16 << 20
 
-func (s *Service) index(c fiber.Ctx) error {
+// Describe answers the service's index: its display, whether it is
+// available, the screen size and every path it serves.
+func (s *Service) Describe(context.Context) (Index, error) {
 	idx := Index{Service: "display", Endpoints: []IndexEndpoint{}}
 	for _, r := range s.Routes() {
 		idx.Endpoints = append(idx.Endpoints, IndexEndpoint{Method: r.Method, Path: r.Path, Summary: r.Summary})
@@ -22,46 +24,44 @@ func (s *Service) index(c fiber.Ctx) error {
 	d := s.Driver()
 	if d == nil {
 		idx.Reason = *s.reason.Load()
-		return platform.JSON(c, 200, idx)
+		return idx, nil
 	}
 	idx.Display = d.Display()
 	info, err := d.Info()
 	if err != nil {
-		return err
+		return Index{}, err
 	}
 	idx.Available = true
 	idx.Width, idx.Height, idx.Screens = info.Width, info.Height, len(info.Displays)
-	return platform.JSON(c, 200, idx)
+	return idx, nil
 }
 
-// read answers, as JSON, what fetch reads through the driver: the shape of
-// every GET that is one driver query.
-func read[T any](c fiber.Ctx, s *Service, fetch func(Driver) (T, error)) error {
+// read is a query of the driver, 503 when there is none.
+func read[T any](s *Service, fetch func(Driver) (T, error)) (T, error) {
 	d, err := s.driver()
 	if err != nil {
-		return err
+		var zero T
+		return zero, err
 	}
-	v, err := fetch(d)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, v)
+	return fetch(d)
 }
 
-// readWindow is read for the paths under /window/{windowId}.
-func readWindow[T any](c fiber.Ctx, s *Service, fetch func(Driver, uint32) (T, error)) error {
-	return read(c, s, func(d Driver) (T, error) {
-		id, err := ParseWindowID("windowId", c.Params("windowId"))
-		if err != nil {
-			var zero T
-			return zero, err
-		}
-		return fetch(d, id)
-	})
+// WindowPath names a window in the path.
+type WindowPath struct {
+	WindowID string `path:"windowId" doc:"an X11 window id, decimal or 0x-hex"`
 }
 
-// decode is the start of every handler with a body: the display first (503
-// when there is none), then the strictly decoded and validated body.
+// ValidateParams checks the window id's syntax.
+func (r WindowPath) ValidateParams() error {
+	_, err := ParseWindowID("windowId", r.WindowID)
+	return err
+}
+
+func (r WindowPath) id() uint32 {
+	id, _ := ParseWindowID("windowId", r.WindowID) // checked by ValidateParams
+	return id
+}
+
 func (s *Service) decode(c fiber.Ctx, body any) (Driver, error) {
 	d, err := s.driver()
 	if err != nil {
@@ -73,12 +73,12 @@ func (s *Service) decode(c fiber.Ctx, body any) (Driver, error) {
 	return d, nil
 }
 
-func (s *Service) info(c fiber.Ctx) error {
-	return read(c, s, Driver.Info)
-}
+// ScreenInfo answers the screen's size and monitors.
+func (s *Service) ScreenInfo(context.Context) (Info, error) { return read(s, Driver.Info) }
 
-func (s *Service) displayGeometry(c fiber.Ctx) error {
-	return read(c, s, func(d Driver) (Geometry, error) {
+// DisplayGeometry answers the root window's size.
+func (s *Service) DisplayGeometry(context.Context) (Geometry, error) {
+	return read(s, func(d Driver) (Geometry, error) {
 		b, err := bounds(d)
 		return Geometry{X: b.X, Y: b.Y, Width: b.Width, Height: b.Height}, err
 	})
@@ -160,12 +160,12 @@ func (s *Service) screenshot(c fiber.Ctx) error {
 	return c.Status(http.StatusOK).Send(img)
 }
 
-func (s *Service) mouseLocation(c fiber.Ctx) error {
-	return read(c, s, Driver.Pointer)
-}
+// MouseLocation answers where the pointer is.
+func (s *Service) MouseLocation(context.Context) (Point, error) { return read(s, Driver.Pointer) }
 
-func (s *Service) windows(c fiber.Ctx) error {
-	return read(c, s, func(d Driver) ([]Window, error) {
+// Windows answers the managed top-level windows.
+func (s *Service) Windows(context.Context) ([]Window, error) {
+	return read(s, func(d Driver) ([]Window, error) {
 		ws, err := d.Windows()
 		if ws == nil {
 			ws = []Window{}
@@ -174,9 +174,8 @@ func (s *Service) windows(c fiber.Ctx) error {
 	})
 }
 
-func (s *Service) activeWindow(c fiber.Ctx) error {
-	return read(c, s, Driver.ActiveWindow)
-}
+// ActiveWindow answers the active window.
+func (s *Service) ActiveWindow(context.Context) (Window, error) { return read(s, Driver.ActiveWindow) }
 
 // ParseWindowID reads a window id: decimal or 0x-hex.
 func ParseWindowID(field, v string) (uint32, error) {
@@ -191,20 +190,23 @@ func ParseWindowID(field, v string) (uint32, error) {
 	return uint32(n), nil
 }
 
-func (s *Service) windowProperties(c fiber.Ctx) error {
-	return readWindow(c, s, Driver.WindowProperties)
+// WindowProperties answers everything known about a window.
+func (s *Service) WindowProperties(_ context.Context, in WindowPath) (WindowProperties, error) {
+	return read(s, func(d Driver) (WindowProperties, error) { return d.WindowProperties(in.id()) })
 }
 
-func (s *Service) windowGeometry(c fiber.Ctx) error {
-	return readWindow(c, s, func(d Driver, id uint32) (Geometry, error) {
-		w, err := d.Window(id)
+// WindowGeometry answers a window's position and size.
+func (s *Service) WindowGeometry(_ context.Context, in WindowPath) (Geometry, error) {
+	return read(s, func(d Driver) (Geometry, error) {
+		w, err := d.Window(in.id())
 		return Geometry{ID: w.ID, X: w.X, Y: w.Y, Width: w.Width, Height: w.Height}, err
 	})
 }
 
-func (s *Service) windowName(c fiber.Ctx) error {
-	return readWindow(c, s, func(d Driver, id uint32) (WindowName, error) {
-		w, err := d.Window(id)
+// WindowName answers a window's title.
+func (s *Service) WindowName(_ context.Context, in WindowPath) (WindowName, error) {
+	return read(s, func(d Driver) (WindowName, error) {
+		w, err := d.Window(in.id())
 		return WindowName{ID: w.ID, Name: w.Name}, err
 	})
 }

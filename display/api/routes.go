@@ -19,6 +19,10 @@ func (s *Service) Routes() []platform.Route {
 		return platform.Route{Method: http.MethodPost, Path: prefix + path, Summary: summary, Description: desc,
 			Body: body, Response: resp, Tags: []string{"display"}, Handler: h}
 	}
+	op := func(method, path, id, summary, desc string, o platform.Operation) platform.Route {
+		return platform.Route{Method: method, Path: prefix + path, OperationID: id, Summary: summary, Description: desc,
+			Tags: []string{"display"}, Op: o}
+	}
 	winParam := "Window ids are X11 window ids, decimal or 0x-hex; an id that is not a window answers 404."
 	shot := get("/screenshots", "Screenshot of the screen or a region",
 		"PNG (default) or JPEG bytes with their Content-Type. quality (1-100, default 80) applies to JPEG; "+
@@ -35,28 +39,28 @@ func (s *Service) Routes() []platform.Route {
 	clipGet.Query = []platform.Param{{Name: "format", Enum: []string{"text", "png", "image"}, Default: "text"},
 		{Name: "selection", Enum: []string{"clipboard", "primary"}, Default: "clipboard"},
 		{Name: "targets", Type: "boolean", Default: "false", Description: "also list the offered formats"}}
-	winList := get("/windows", "List top-level windows",
+	winList := op(http.MethodGet, "/windows", "listWindows", "List top-level windows",
 		"Managed top-level windows (the window manager's _NET_CLIENT_LIST, or mapped children of the root "+
 			"without one) with real geometry: x and y are the client area's position on the root window, as "+
-			"xdotool getwindowgeometry reports it.", []Window{}, s.windows)
+			"xdotool getwindowgeometry reports it.", platform.ReadOp(s.Windows))
 	routes := []platform.Route{
-		get("/", "Describe the display service", "Index of the service: which display it drives, whether it is "+
-			"available, its screen size and every path it serves.", Index{}, s.index),
-		get("/info", "Screen size and monitors", "width and height of the root window and each monitor "+
-			"(Xinerama heads, else RandR outputs, else the one screen).", Info{}, s.info),
+		op(http.MethodGet, "/", "describeDisplay", "Describe the display service", "Index of the service: which display it drives, whether it is "+
+			"available, its screen size and every path it serves.", platform.ReadOp(s.Describe)),
+		op(http.MethodGet, "/info", "getScreenInfo", "Screen size and monitors", "width and height of the root window and each monitor "+
+			"(Xinerama heads, else RandR outputs, else the one screen).", platform.ReadOp(s.ScreenInfo)),
 		shot,
 		clipGet,
 		winList,
-		get("/window/active", "The active window", "The window manager's _NET_ACTIVE_WINDOW (else the input focus). "+
-			"404 when no window is active.", Window{}, s.activeWindow),
-		get("/window/{windowId}/properties", "Everything known about a window", winParam, WindowProperties{}, s.windowProperties),
-		get("/window/{windowId}/geometry", "A window's position and size", winParam, Geometry{}, s.windowGeometry),
-		get("/window/{windowId}/name", "A window's title", winParam, WindowName{}, s.windowName),
+		op(http.MethodGet, "/window/active", "getActiveWindow", "The active window", "The window manager's _NET_ACTIVE_WINDOW (else the input focus). "+
+			"404 when no window is active.", platform.ReadOp(s.ActiveWindow)),
+		op(http.MethodGet, "/window/{windowId}/properties", "getWindowProperties", "Everything known about a window", winParam, platform.Op(s.WindowProperties)),
+		op(http.MethodGet, "/window/{windowId}/geometry", "getWindowGeometry", "A window's position and size", winParam, platform.Op(s.WindowGeometry)),
+		op(http.MethodGet, "/window/{windowId}/name", "getWindowName", "A window's title", winParam, platform.Op(s.WindowName)),
 		post("/window/search", "Find windows", "Windows whose title (name) and/or WM_CLASS (class) match Go "+
 			"regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.",
 			WindowSearch{}, []Window{}, s.windowSearch),
-		get("/mouse/location", "Where the pointer is", "", Point{}, s.mouseLocation),
-		get("/input/display-geometry", "Root window size", "Like xdotool getdisplaygeometry.", Geometry{}, s.displayGeometry),
+		op(http.MethodGet, "/mouse/location", "getMouseLocation", "Where the pointer is", "", platform.ReadOp(s.MouseLocation)),
+		op(http.MethodGet, "/input/display-geometry", "getDisplayGeometry", "Root window size", "Like xdotool getdisplaygeometry.", platform.ReadOp(s.DisplayGeometry)),
 		post("/input/act", "Run one action", "One step in the batch format ({\"action\": ..., fields}): the "+
 			"action's name or alias and the fields of its own endpoint's body; a field the action does not take "+
 			"is 400. Answers the step result; a failing step is an error answer.", stepBody(), StepResult{}, s.actOne),

@@ -17,6 +17,10 @@ const (
 const (
 	KindSession = "session" // a session JWT from login
 	KindToken   = "token"   // an svc_ auth token
+	// KindAgent is a container's agent token (agt_): it acts for no user,
+	// only for its container's agent, and passes only routes whose policy
+	// takes agents (platform.Policy.Agents).
+	KindAgent = "agent"
 )
 
 // Principal is who a request acts for.
@@ -26,7 +30,9 @@ type Principal struct {
 	// Kind is KindSession or KindToken.
 	Kind      string
 	SessionID string // Kind session
-	TokenID   string // Kind token
+	TokenID   string // Kind token and agent
+	// ContainerID is the container an agent token is bound to (Kind agent).
+	ContainerID string
 }
 
 // IsAdmin reports whether the principal has the admin role.
@@ -35,7 +41,7 @@ func (p *Principal) IsAdmin() bool { return p != nil && p.Role == RoleAdmin }
 // CredentialID is the session or token id: what a per-credential rate
 // limit counts.
 func (p *Principal) CredentialID() string {
-	if p.Kind == KindToken {
+	if p.Kind == KindToken || p.Kind == KindAgent {
 		return p.TokenID
 	}
 	return p.SessionID

@@ -23,7 +23,7 @@ func CheckQueryValidation(t testing.TB, h *platform.Host) int {
 	t.Helper()
 	sent := 0
 	for _, r := range h.Routes() {
-		params := queryParams(r.Query)
+		params := queryParams(r.Params())
 		if len(params) == 0 {
 			continue
 		}
@@ -94,6 +94,15 @@ func badValues(p platform.Param) []*string {
 		if len(p.Enum) > 0 {
 			out = append(out, str("not-"+p.Enum[0]))
 		}
+		if p.Format == "date-time" {
+			out = append(out, str("yesterday"))
+		}
+		if p.MinLength > 1 {
+			out = append(out, str("a"))
+		}
+		if p.MaxLength > 0 {
+			out = append(out, str(strings.Repeat("a", p.MaxLength+1)))
+		}
 	}
 	if r := p.Range; r != nil {
 		if !math.IsInf(r.Min, -1) {
@@ -146,6 +155,12 @@ func validValue(p platform.Param) string {
 			return num(r.Max - 1)
 		}
 		return "1"
+	}
+	if p.Format == "date-time" {
+		return "2026-01-02T15:04:05Z"
+	}
+	if p.MinLength > 1 {
+		return strings.Repeat("x", p.MinLength)
 	}
 	return "x"
 }

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"deckhand/platform/secrets"
 )
 
 // ParseRange reads an IPv4 CIDR "a.b.c.d/m" with m 0-32.
@@ -105,7 +107,8 @@ type CompiledGroup struct {
 	// password
 	Username string
 	Salt     string
-	Hash     []byte // SHA256(salt + password)
+	Hash     []byte         // sha256: SHA256(salt + password)
+	argon    *argonPassword // argon2id
 	// ip
 	Prefix netip.Prefix
 	// token: Location is "header", "cookie" or "param"
@@ -131,6 +134,9 @@ func Compile(d *Document) (*Policy, error) {
 		Rules: c.Permissions, Version: c.FileVersion}
 	for _, name := range c.GroupNames() {
 		g := c.Groups[name]
+		if g.Masked() {
+			return nil, fmt.Errorf("group %s: holds a masked secret (<field>_configured), which cannot be enforced", name)
+		}
 		cg := CompiledGroup{Name: name, Type: g.Type}
 		switch g.Type {
 		case TypeJWT:
@@ -149,11 +155,20 @@ func Compile(d *Document) (*Policy, error) {
 				cg.Sources = append(cg.Sources, Source{Cookie: kind == "cookie", Name: n})
 			}
 		case TypePassword:
-			if g.Algorithm != "sha256" {
+			cg.Username = g.Username
+			switch g.Algorithm {
+			case PasswordSHA256:
+				h, _ := hex.DecodeString(g.Password)
+				cg.Salt, cg.Hash = g.Salt, h
+			case PasswordArgon2id:
+				h, err := secrets.ParsePasswordHash(g.Password)
+				if err != nil {
+					return nil, fmt.Errorf("group %s: %w", name, err)
+				}
+				cg.argon = &argonPassword{encoded: g.Password, hash: h}
+			default:
 				return nil, fmt.Errorf("group %s: password is not hashed (normalize the document before storing it)", name)
 			}
-			h, _ := hex.DecodeString(g.Password)
-			cg.Username, cg.Salt, cg.Hash = g.Username, g.Salt, h
 		case TypeIP:
 			cg.Prefix, _ = ParseRange(g.Range)
 		case TypeToken:

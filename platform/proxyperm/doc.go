@@ -2,8 +2,9 @@
 // (4.9 and "Proxy permissions document"): its type, the one validation both
 // the control plane (which stores documents) and the agent's gateway (which
 // enforces them, and loads --permissions-file) apply, the normalization of
-// password groups (plaintext hashed on write) and a compiled, evaluator-ready
-// form (parsed CIDRs, public keys, password hashes and port sets), and the
+// password groups (plaintext hashed on write), the masking of secrets and a
+// compiled, evaluator-ready form (parsed CIDRs, public keys, password
+// hashes and port sets), and the
 // evaluation of one request against it (Policy.Evaluate: Facts in — program,
 // port, client address, header/cookie/query lookups, time — and a Decision
 // out: outcome, matched group and identity, a reason fit for the journal).
@@ -16,9 +17,14 @@
 //     spec's list (http, terminal, ssh, files, exec, services, notifications);
 //   - access forms: true, false, a port 1-65535, a non-empty array of ports, a
 //     "<from>-<to>" range with from <= to, or "*";
-//   - a password is taken as pre-hashed when algorithm is "sha256" (then it
-//     must be 64 lowercase hex digits); without algorithm it is plaintext and
-//     is hashed with the given salt (a random one when none is given);
+//   - a password without algorithm is plaintext and is hashed with argon2id
+//     (platform/secrets, a PHC string with its own random salt; a salt given
+//     with it is refused); algorithm "argon2id" takes such a PHC string, and
+//     "sha256" a pre-hashed hex(SHA256(salt + password)), still verified;
+//   - the secrets (an HS256 secret, a password's hash and salt, a token's
+//     value) are masked for people: Mask replaces each by
+//     <field>_configured true, and Unmask puts the stored one back into a
+//     document written with such a field; a masked document never compiles;
 //   - service-identity groups name the allowed `containers` and/or `projects`
 //     (at least one entry);
 //   - group names are 1-64 of [A-Za-z0-9_.-] starting with a letter or digit;

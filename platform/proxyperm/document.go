@@ -2,7 +2,6 @@ package proxyperm
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	"deckhand/platform"
+	"deckhand/platform/secrets"
 )
 
 // Group types.
@@ -44,24 +44,33 @@ const (
 
 // Group is one authentication group. Type says which fields apply; the
 // others must be empty.
+//
+// The secrets (a jwt HS256 secret, a password's hash and salt, a token's
+// value) travel in clear only to the container's agent. A document shown
+// to people is Masked: each secret is absent and its <field>_configured is
+// true. A write carrying <field>_configured instead of the secret keeps
+// the stored one (Unmask).
 type Group struct {
 	Type string `json:"type"`
 	// jwt
-	Secret    string         `json:"secret,omitempty"`
-	Algorithm string         `json:"algorithm,omitempty"` // jwt: HS256/RS256/ES256; password: sha256
-	Sources   []string       `json:"sources,omitempty"`
-	Claims    map[string]any `json:"claims,omitempty"`
+	Secret           string         `json:"secret,omitempty"`
+	SecretConfigured bool           `json:"secret_configured,omitempty"`
+	Algorithm        string         `json:"algorithm,omitempty"` // jwt: HS256/RS256/ES256; password: argon2id or sha256
+	Sources          []string       `json:"sources,omitempty"`
+	Claims           map[string]any `json:"claims,omitempty"`
 	// password
-	Username string `json:"username,omitempty"`
-	Password string `json:"password,omitempty"`
-	Salt     string `json:"salt,omitempty"`
+	Username           string `json:"username,omitempty"`
+	Password           string `json:"password,omitempty"`
+	PasswordConfigured bool   `json:"password_configured,omitempty"`
+	Salt               string `json:"salt,omitempty"`
 	// ip
 	Range string `json:"range,omitempty"`
 	// token
-	Header string `json:"header,omitempty"`
-	Cookie string `json:"cookie,omitempty"`
-	Param  string `json:"param,omitempty"`
-	Value  string `json:"value,omitempty"`
+	Header          string `json:"header,omitempty"`
+	Cookie          string `json:"cookie,omitempty"`
+	Param           string `json:"param,omitempty"`
+	Value           string `json:"value,omitempty"`
+	ValueConfigured bool   `json:"value_configured,omitempty"`
 	// service-identity
 	Containers []string `json:"containers,omitempty"`
 	Projects   []string `json:"projects,omitempty"`
@@ -276,17 +285,18 @@ func (g *Group) Validate(field string) error {
 		parent = "body"
 	}
 	set := map[string]bool{
-		"secret": g.Secret != "", "algorithm": g.Algorithm != "", "sources": g.Sources != nil, "claims": g.Claims != nil,
-		"username": g.Username != "", "password": g.Password != "", "salt": g.Salt != "",
+		"secret": g.Secret != "", "secret_configured": g.SecretConfigured,
+		"algorithm": g.Algorithm != "", "sources": g.Sources != nil, "claims": g.Claims != nil,
+		"username": g.Username != "", "password": g.Password != "", "password_configured": g.PasswordConfigured, "salt": g.Salt != "",
 		"range":  g.Range != "",
-		"header": g.Header != "", "cookie": g.Cookie != "", "param": g.Param != "", "value": g.Value != "",
+		"header": g.Header != "", "cookie": g.Cookie != "", "param": g.Param != "", "value": g.Value != "", "value_configured": g.ValueConfigured,
 		"containers": g.Containers != nil, "projects": g.Projects != nil,
 	}
 	allowed := map[string][]string{
-		TypeJWT:             {"secret", "algorithm", "sources", "claims"},
-		TypePassword:        {"username", "password", "algorithm", "salt"},
+		TypeJWT:             {"secret", "secret_configured", "algorithm", "sources", "claims"},
+		TypePassword:        {"username", "password", "password_configured", "algorithm", "salt"},
 		TypeIP:              {"range"},
-		TypeToken:           {"header", "cookie", "param", "value"},
+		TypeToken:           {"header", "cookie", "param", "value", "value_configured"},
 		TypeServiceIdentity: {"containers", "projects"},
 	}
 	own, ok := allowed[g.Type]
@@ -306,6 +316,15 @@ func (g *Group) Validate(field string) error {
 			return platform.Invalid(f(k), "at most %d bytes", maxValueLen)
 		}
 	}
+	for _, m := range []struct {
+		name string
+		kept bool
+		v    string
+	}{{"secret", g.SecretConfigured, g.Secret}, {"password", g.PasswordConfigured, g.Password}, {"value", g.ValueConfigured, g.Value}} {
+		if m.kept && m.v != "" {
+			return platform.Invalid(f(m.name+"_configured"), "give either %s (a new one) or %s_configured true (keep the stored one), not both", m.name, m.name)
+		}
+	}
 	switch g.Type {
 	case TypeJWT:
 		return g.validJWT(f)
@@ -316,17 +335,37 @@ func (g *Group) Validate(field string) error {
 		if strings.ContainsRune(g.Username, ':') {
 			return platform.Invalid(f("username"), "must not contain ':' (HTTP Basic)")
 		}
+		if g.PasswordConfigured {
+			// The stored hash (and its salt and algorithm) are kept.
+			if g.Salt != "" {
+				return platform.Invalid(f("salt"), "goes with a new password; password_configured keeps the stored salt")
+			}
+			if g.Algorithm != "" && g.Algorithm != PasswordArgon2id && g.Algorithm != PasswordSHA256 {
+				return platform.Invalid(f("algorithm"), "must be argon2id or sha256 (or absent for a plaintext password)")
+			}
+			return nil
+		}
 		if g.Password == "" {
 			return platform.Invalid(f("password"), errEmpty)
 		}
 		switch g.Algorithm {
 		case "":
-		case "sha256":
+			if g.Salt != "" {
+				return platform.Invalid(f("salt"), "goes only with algorithm sha256: a plaintext password is hashed with argon2id and a random salt of its own")
+			}
+		case PasswordSHA256:
 			if !hexSHA.MatchString(g.Password) {
 				return platform.Invalid(f("password"), "with algorithm sha256 must be SHA256(salt + password) as 64 lowercase hex digits")
 			}
+		case PasswordArgon2id:
+			if g.Salt != "" {
+				return platform.Invalid(f("salt"), "does not apply to an argon2id hash (the PHC string holds its salt)")
+			}
+			if _, err := secrets.ParsePasswordHash(g.Password); err != nil {
+				return platform.Invalid(f("password"), "with algorithm argon2id %s", err.Error())
+			}
 		default:
-			return platform.Invalid(f("algorithm"), "must be sha256 (or absent for a plaintext password)")
+			return platform.Invalid(f("algorithm"), "must be argon2id or sha256 (or absent for a plaintext password)")
 		}
 	case TypeIP:
 		if _, err := ParseRange(g.Range); err != nil {
@@ -346,7 +385,7 @@ func (g *Group) Validate(field string) error {
 		if n != 1 {
 			return platform.Invalid(parent, "exactly one of header, cookie or param must be given, got %d", n)
 		}
-		if g.Value == "" {
+		if g.Value == "" && !g.ValueConfigured {
 			return platform.Invalid(f("value"), errEmpty)
 		}
 	case TypeServiceIdentity:
@@ -368,12 +407,15 @@ func (g *Group) Validate(field string) error {
 }
 
 func (g *Group) validJWT(f func(string) string) error {
-	if g.Secret == "" {
+	if g.Secret == "" && !g.SecretConfigured {
 		return platform.Invalid(f("secret"), errEmpty)
 	}
 	switch g.Algorithm {
 	case "HS256":
 	case "RS256", "ES256":
+		if g.SecretConfigured {
+			break // the stored key is checked once Unmask put it back
+		}
 		if _, err := ParsePublicKey(g.Algorithm, g.Secret); err != nil {
 			return platform.Invalid(f("secret"), "%s", err.Error())
 		}
@@ -407,9 +449,16 @@ func (g *Group) validJWT(f func(string) string) error {
 	return nil
 }
 
+// Password algorithms of a stored password group.
+const (
+	PasswordArgon2id = "argon2id" // password is a PHC string (platform/secrets.HashPassword)
+	PasswordSHA256   = "sha256"   // password is hex(SHA256(salt + password)), accepted pre-hashed
+)
+
 // Normalize hashes plaintext passwords: a password group without
-// algorithm gets algorithm sha256, a salt (random when none was given) and
-// password = hex(SHA256(salt + password)). Call after Validate.
+// algorithm gets algorithm argon2id and password = the argon2id PHC string
+// (platform/secrets.HashPassword; its random salt is inside). Call after
+// Validate.
 func (d *Document) Normalize() error {
 	for name, g := range d.Groups {
 		if err := g.Normalize(); err != nil {
@@ -422,25 +471,169 @@ func (d *Document) Normalize() error {
 
 // Normalize hashes a plaintext password group (see Document.Normalize).
 func (g *Group) Normalize() error {
-	if g.Type != TypePassword || g.Algorithm == "sha256" {
+	if g.Type != TypePassword || g.Algorithm != "" || g.PasswordConfigured {
 		return nil
 	}
-	if g.Salt == "" {
-		b := make([]byte, 16)
-		if _, err := rand.Read(b); err != nil {
-			return err
-		}
-		g.Salt = hex.EncodeToString(b)
+	h, err := secrets.HashPassword(g.Password)
+	if err != nil {
+		return err
 	}
-	g.Password = HashPassword(g.Salt, g.Password)
-	g.Algorithm = "sha256"
+	g.Password, g.Algorithm = h, PasswordArgon2id
 	return nil
 }
 
-// HashPassword is hex(SHA256(salt + password)), the stored form.
+// HashPassword is hex(SHA256(salt + password)), the pre-hashed form a
+// password group with algorithm sha256 holds.
 func HashPassword(salt, password string) string {
 	sum := sha256.Sum256([]byte(salt + password))
 	return hex.EncodeToString(sum[:])
+}
+
+// Masked reports whether the group stands for a stored secret it does not
+// carry (a <field>_configured without the field).
+func (g *Group) Masked() bool {
+	return g.SecretConfigured || g.PasswordConfigured || g.ValueConfigured
+}
+
+// Secrets lists the group's secret values (empty ones left out): what a
+// masked document must not contain.
+func (g *Group) Secrets() []string {
+	var out []string
+	for _, v := range []string{g.secret(), g.passwordSecret(), g.saltSecret(), g.valueSecret()} {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (g *Group) secret() string {
+	if g.Type == TypeJWT && g.Algorithm == "HS256" {
+		return g.Secret
+	}
+	return ""
+}
+
+func (g *Group) passwordSecret() string {
+	if g.Type == TypePassword {
+		return g.Password
+	}
+	return ""
+}
+
+func (g *Group) saltSecret() string {
+	if g.Type == TypePassword {
+		return g.Salt
+	}
+	return ""
+}
+
+func (g *Group) valueSecret() string {
+	if g.Type == TypeToken {
+		return g.Value
+	}
+	return ""
+}
+
+// Mask is the group as people see it: an HS256 secret, a password's hash
+// and salt and a token's value replaced by <field>_configured true. RS256
+// and ES256 keys are public and stay.
+func (g Group) Mask() Group {
+	switch g.Type {
+	case TypeJWT:
+		if g.Algorithm == "HS256" && g.Secret != "" {
+			g.Secret, g.SecretConfigured = "", true
+		}
+	case TypePassword:
+		if g.Password != "" {
+			g.Password, g.Salt, g.PasswordConfigured = "", "", true
+		}
+	case TypeToken:
+		if g.Value != "" {
+			g.Value, g.ValueConfigured = "", true
+		}
+	}
+	return g
+}
+
+// Mask is a copy of the document with every group masked (Group.Mask).
+func (d *Document) Mask() *Document {
+	out := *d
+	out.Groups = make(map[string]Group, len(d.Groups))
+	for name, g := range d.Groups {
+		out.Groups[name] = g.Mask()
+	}
+	return &out
+}
+
+// Unmask puts the stored secret back wherever g carries
+// <field>_configured instead of it: stored must be the same group (name
+// and type) of the stored document, nil when there is none. field names
+// the group in a refusal ("groups.admins"; "" for a group body).
+func (g *Group) Unmask(field string, stored *Group) error {
+	f := func(sub string) string {
+		if field == "" {
+			return sub
+		}
+		return field + "." + sub
+	}
+	missing := func(name string) error {
+		return platform.Invalid(f(name+"_configured"), "keeps a stored %s, and no %s group of this name holds one: send %s", name, g.Type, name)
+	}
+	if stored != nil && stored.Type != g.Type {
+		stored = nil
+	}
+	if g.SecretConfigured {
+		if stored == nil || stored.Secret == "" {
+			return missing("secret")
+		}
+		g.Secret, g.SecretConfigured = stored.Secret, false
+	}
+	if g.PasswordConfigured {
+		if stored == nil || stored.Password == "" {
+			return missing("password")
+		}
+		g.Password, g.Salt, g.Algorithm, g.PasswordConfigured = stored.Password, stored.Salt, stored.Algorithm, false
+	}
+	if g.ValueConfigured {
+		if stored == nil || stored.Value == "" {
+			return missing("value")
+		}
+		g.Value, g.ValueConfigured = stored.Value, false
+	}
+	return g.Validate(field)
+}
+
+// Unmask is Group.Unmask for every group of d against the stored document
+// (nil when none exists).
+func (d *Document) Unmask(stored *Document) error {
+	for _, name := range d.GroupNames() {
+		g := d.Groups[name]
+		if !g.Masked() {
+			continue
+		}
+		var sg *Group
+		if stored != nil {
+			if s, ok := stored.Groups[name]; ok {
+				sg = &s
+			}
+		}
+		if err := g.Unmask("groups."+name, sg); err != nil {
+			return err
+		}
+		d.Groups[name] = g
+	}
+	return nil
+}
+
+// Masked reports whether any group of d is masked.
+func (d *Document) Masked() bool {
+	for _, g := range d.Groups {
+		if g.Masked() {
+			return true
+		}
+	}
+	return false
 }
 
 // GroupNames lists the document's group names in order.

@@ -1,7 +1,6 @@
 package proxyperm
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -23,19 +22,53 @@ const CodeProxyDisabled = "PROXY_DISABLED"
 func init() { platform.RegisterCode(CodeProxyDisabled, http.StatusServiceUnavailable) }
 
 // ClaimHeader carries a service-identity container claim:
-// `<payload_b64>.<signature_hex>` or `<payload_b64>.<signature_hex>.<kid>`.
-// The payload is JSON {"container","project","iat"} (iat unix seconds,
-// within ClaimTolerance of now).
+// `<payload_b64>.<signature_hex>` or `<payload_b64>.<signature_hex>.<kid>`,
+// as minted by POST /api/v1/containers/{id}/claims.
 const ClaimHeader = "X-Deckhand-Container-Claim"
 
-// ClaimTolerance is how far a container claim's iat may be from now.
-const ClaimTolerance = 300 * time.Second
+// ClaimSkew is the clock skew allowed on a claim's iat and exp.
+const ClaimSkew = 30 * time.Second
 
-// ContainerClaim is the payload of a service-identity claim.
+// MaxClaimLifetime bounds exp - iat: a claim that claims to last longer
+// is refused whatever its signature.
+const MaxClaimLifetime = time.Hour
+
+// ClaimTypeContainer is the typ of a container claim (an identity claim,
+// signed by the same keys, says "identity" and never passes here).
+const ClaimTypeContainer = "container"
+
+// ContainerClaim is the payload of a container claim: which container
+// (and project) presents it, to which container (aud), from when until
+// when (unix seconds).
 type ContainerClaim struct {
+	Type      string `json:"typ"`
 	Container string `json:"container"`
 	Project   string `json:"project"`
+	Audience  string `json:"aud"`
 	IssuedAt  int64  `json:"iat"`
+	Expires   int64  `json:"exp"`
+}
+
+// Check reports why a claim's payload may not be used at the gateway of
+// container audience at now ("" when it may).
+func (c *ContainerClaim) Check(audience string, now time.Time) string {
+	switch {
+	case c.Type != ClaimTypeContainer:
+		return "not a container claim"
+	case c.Container == "":
+		return "no container"
+	case audience == "" || c.Audience != audience:
+		return "issued for another audience"
+	case c.IssuedAt == 0 || c.Expires == 0:
+		return "no iat or exp"
+	case time.Unix(c.IssuedAt, 0).After(now.Add(ClaimSkew)):
+		return "issued in the future"
+	case now.After(time.Unix(c.Expires, 0).Add(ClaimSkew)):
+		return "expired"
+	case c.Expires < c.IssuedAt || time.Duration(c.Expires-c.IssuedAt)*time.Second > MaxClaimLifetime:
+		return "lifetime out of bounds"
+	}
+	return ""
 }
 
 // ClaimVerifier checks a claim's signature against the control plane's
@@ -57,6 +90,9 @@ type Facts struct {
 	// named another client. Only it passes without a document, or when
 	// the proxy is disabled (in-container tools).
 	Loopback bool
+	// Audience is the container this gateway serves: a container claim
+	// must be issued for it.
+	Audience string
 	Header   func(name string) string
 	Cookie   func(name string) string
 	Param    func(name string) string
@@ -130,34 +166,38 @@ func (d Decision) Error(service string) *platform.Error {
 	return nil
 }
 
-// Program names.
+// Program names (see platform.ServiceProgram).
 const (
-	ProgramHTTP          = "http"
-	ProgramTerminal      = "terminal"
-	ProgramSSH           = "ssh"
-	ProgramFiles         = "files"
-	ProgramExec          = "exec"
-	ProgramServices      = "services"
-	ProgramNotifications = "notifications"
+	ProgramHTTP          = platform.ProgramHTTP
+	ProgramTerminal      = platform.ProgramTerminal
+	ProgramSSH           = platform.ProgramSSH
+	ProgramFiles         = platform.ProgramFiles
+	ProgramExec          = platform.ProgramExec
+	ProgramServices      = platform.ProgramServices
+	ProgramNotifications = platform.ProgramNotifications
 )
 
 // ProgramFor maps a service reached through the gateway, and its port, to
-// the program name a rule names: terminal, files, exec and notifications
-// for those services; http for tunnelled ports (service "tunnel" or
-// "http"); ssh for port 22 (or service "ssh"); services for the rest.
+// the program name a rule names (operations.md, platform.ServiceProgram):
+// terminal for the terminal; exec for every other service that runs a
+// command (process, daemon, exec, cron, run); files and notifications for
+// those services; for a tunnelled port (service "tunnel" or "http", port
+// the tunnelled one) ssh for 22 and http for any other; ssh for service
+// "ssh" or port 22; services for the rest, which never reaches a command.
 func ProgramFor(service string, port int) string {
 	switch service {
-	case ProgramTerminal, ProgramFiles, ProgramExec, ProgramNotifications:
-		return service
 	case "tunnel", ProgramHTTP:
+		if port == 22 {
+			return ProgramSSH
+		}
 		return ProgramHTTP
 	case ProgramSSH:
 		return ProgramSSH
 	}
-	if port == 22 {
-		return ProgramSSH
+	if p := platform.ServiceProgram(service); p != ProgramServices || port != 22 {
+		return p
 	}
-	return ProgramServices
+	return ProgramSSH
 }
 
 // match is one group's verdict on a request.
@@ -274,10 +314,7 @@ func (st *evalState) check(g *CompiledGroup) (match, string) {
 		if !ok {
 			return absent, ""
 		}
-		sum := sha256.Sum256([]byte(g.Salt + pw))
-		userOK := subtle.ConstantTimeCompare([]byte(u), []byte(g.Username))
-		passOK := subtle.ConstantTimeCompare(sum[:], g.Hash)
-		if userOK&passOK == 1 {
+		if g.checkPassword(u, pw) {
 			return matched, g.Username
 		}
 		return mismatch, ""
@@ -496,11 +533,7 @@ func (st *evalState) containerClaim() (c *ContainerClaim, in bool) {
 		return nil, true
 	}
 	var cc ContainerClaim
-	if json.Unmarshal(raw, &cc) != nil || cc.Container == "" {
-		return nil, true
-	}
-	skew := st.f.Now.Sub(time.Unix(cc.IssuedAt, 0))
-	if cc.IssuedAt == 0 || skew > ClaimTolerance || skew < -ClaimTolerance {
+	if json.Unmarshal(raw, &cc) != nil || cc.Check(st.f.Audience, st.f.Now) != "" {
 		return nil, true
 	}
 	st.claim = &cc

@@ -62,7 +62,7 @@ func (r req) facts() proxyperm.Facts {
 		hdr[k] = v
 	}
 	a := netip.MustParseAddr(src)
-	return proxyperm.Facts{Program: r.program, Port: r.port, Source: a, Loopback: a.IsLoopback(),
+	return proxyperm.Facts{Program: r.program, Port: r.port, Source: a, Loopback: a.IsLoopback(), Audience: "c1",
 		Header: get(hdr), Cookie: get(r.cookies), Param: get(r.params), Now: evalNow}
 }
 
@@ -123,7 +123,8 @@ func evalDoc(k *keys) string {
 		"hs":{"type":"jwt","algorithm":"HS256","secret":"hs-secret","sources":["header:Authorization","cookie:session"],"claims":{"role":"admin","level":3,"staff":true}},
 		"rs":{"type":"jwt","algorithm":"RS256","secret":` + q(k.rsaPEM) + `,"sources":["header:X-RS"]},
 		"es":{"type":"jwt","algorithm":"ES256","secret":` + q(k.ecPEM) + `,"sources":["cookie:es"]},
-		"pw":{"type":"password","username":"alice","password":"correct horse","salt":"s4lt"},
+		"pw":{"type":"password","username":"alice","password":"correct horse"},
+		"pre":{"type":"password","username":"carol","password":"` + proxyperm.HashPassword("s4lt", "old horse") + `","algorithm":"sha256","salt":"s4lt"},
 		"office":{"type":"ip","range":"10.1.2.0/24"},
 		"host":{"type":"ip","range":"192.0.2.9/32"},
 		"hdrtok":{"type":"token","header":"X-Key","value":"k-123"},
@@ -136,6 +137,7 @@ func evalDoc(k *keys) string {
 		"rs":{"files":"*"},
 		"es":{"exec":8080},
 		"pw":{"services":[7701,7702]},
+		"pre":{"services":7701},
 		"office":{"http":"8000-8100"},
 		"host":{"ssh":true},
 		"hdrtok":{"notifications":true},
@@ -167,9 +169,11 @@ func TestEvaluateRequestTable(t *testing.T) {
 	confused := sign(t, jwt.SigningMethodHS256, []byte(k.rsaPEM), jwt.MapClaims{"sub": "r1"})
 	none := sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, hsClaims(nil))
 	basic := func(u, pw string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+pw)) }
-	claim := func(c, pr string, at time.Time) string {
-		return containerClaim(t, k.edPriv, proxyperm.ContainerClaim{Container: c, Project: pr, IssuedAt: at.Unix()})
+	claimFor := func(c, pr, aud string, at time.Time, life time.Duration) string {
+		return containerClaim(t, k.edPriv, proxyperm.ContainerClaim{Type: "container", Container: c, Project: pr, Audience: aud,
+			IssuedAt: at.Unix(), Expires: at.Add(life).Unix()})
 	}
+	claim := func(c, pr string, at time.Time) string { return claimFor(c, pr, "c1", at, 5*time.Minute) }
 	H := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -206,6 +210,10 @@ func TestEvaluateRequestTable(t *testing.T) {
 		{"password port not in list", req{program: "services", port: 7703, headers: H("Authorization", basic("alice", "correct horse"))}, proxyperm.Forbidden, "pw"},
 		{"password wrong", req{program: "services", port: 7701, headers: H("Authorization", basic("alice", "wrong"))}, proxyperm.Unauthorized, ""},
 		{"password wrong user", req{program: "services", port: 7701, headers: H("Authorization", basic("bob", "correct horse"))}, proxyperm.Unauthorized, ""},
+		{"password again (remembered)", req{program: "services", port: 7701, headers: H("Authorization", basic("alice", "correct horse"))}, proxyperm.Allowed, "pw"},
+		{"password of another user", req{program: "services", port: 7701, headers: H("Authorization", basic("carol", "correct horse"))}, proxyperm.Unauthorized, ""},
+		{"pre-hashed sha256 password", req{program: "services", port: 7701, headers: H("Authorization", basic("carol", "old horse"))}, proxyperm.Allowed, "pre"},
+		{"pre-hashed sha256 password wrong", req{program: "services", port: 7701, headers: H("Authorization", basic("carol", "old horse!"))}, proxyperm.Unauthorized, ""},
 		{"password malformed basic", req{program: "services", port: 7701, headers: H("Authorization", "Basic !!!")}, proxyperm.Unauthorized, ""},
 		{"password basic without colon", req{program: "services", port: 7701, headers: H("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("alice")))}, proxyperm.Unauthorized, ""},
 		{"ip in range, port in range low edge", req{program: "http", port: 8000, src: "10.1.2.0"}, proxyperm.Allowed, "office"},
@@ -226,13 +234,19 @@ func TestEvaluateRequestTable(t *testing.T) {
 		{"access false: matched, denied", req{program: "terminal", headers: H("X-View", "v")}, proxyperm.Forbidden, "viewer"},
 		{"service-identity container", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow))}, proxyperm.Allowed, "peers"},
 		{"service-identity project", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c5", "p7", evalNow.Add(-299*time.Second)))}, proxyperm.Allowed, "peers"},
+		{"service-identity long-lived claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claimFor("c9", "p1", "c1", evalNow.Add(-50*time.Minute), time.Hour))}, proxyperm.Allowed, "peers"},
+		{"service-identity expired", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claimFor("c9", "p1", "c1", evalNow.Add(-10*time.Minute), 5*time.Minute))}, proxyperm.Unauthorized, ""},
+		{"service-identity wrong audience", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claimFor("c9", "p1", "c2", evalNow, 5*time.Minute))}, proxyperm.Unauthorized, ""},
+		{"service-identity lifetime over an hour", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claimFor("c9", "p1", "c1", evalNow, 2*time.Hour))}, proxyperm.Unauthorized, ""},
+		{"service-identity identity claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader,
+			containerClaim(t, k.edPriv, proxyperm.ContainerClaim{Type: "identity", Container: "c9", Project: "p1", Audience: "c1", IssuedAt: evalNow.Unix(), Expires: evalNow.Add(time.Minute).Unix()}))}, proxyperm.Unauthorized, ""},
 		{"service-identity wildcard", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("w42", "p3", evalNow))}, proxyperm.Allowed, "peers"},
 		{"service-identity with kid", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow)+".ed25519-0011")}, proxyperm.Allowed, "peers"},
 		{"service-identity other container", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c5", "p5", evalNow))}, proxyperm.Unauthorized, ""},
-		{"service-identity stale claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow.Add(-301*time.Second)))}, proxyperm.Unauthorized, ""},
-		{"service-identity future claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow.Add(301*time.Second)))}, proxyperm.Unauthorized, ""},
+		{"service-identity stale claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow.Add(-331*time.Second)))}, proxyperm.Unauthorized, ""},
+		{"service-identity future claim", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, claim("c9", "p1", evalNow.Add(31*time.Second)))}, proxyperm.Unauthorized, ""},
 		{"service-identity forged", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader,
-			containerClaim(t, k.otherEd, proxyperm.ContainerClaim{Container: "c9", Project: "p1", IssuedAt: evalNow.Unix()}))}, proxyperm.Unauthorized, ""},
+			containerClaim(t, k.otherEd, proxyperm.ContainerClaim{Type: "container", Container: "c9", Project: "p1", Audience: "c1", IssuedAt: evalNow.Unix(), Expires: evalNow.Add(time.Minute).Unix()}))}, proxyperm.Unauthorized, ""},
 		{"service-identity malformed", req{program: "services", port: 7701, headers: H(proxyperm.ClaimHeader, "nonsense")}, proxyperm.Unauthorized, ""},
 	}
 	for _, c := range cases {
@@ -333,7 +347,8 @@ func TestProgramFor(t *testing.T) {
 		want string
 	}{
 		{"terminal", 7703, "terminal"}, {"files", 7702, "files"}, {"exec", 7708, "exec"}, {"notifications", 7714, "notifications"},
-		{"tunnel", 3000, "http"}, {"ssh", 22, "ssh"}, {"services", 22, "ssh"}, {"cron", 7701, "services"}, {"vault", 7705, "services"},
+		{"tunnel", 3000, "http"}, {"tunnel", 22, "ssh"}, {"http", 22, "ssh"}, {"ssh", 22, "ssh"}, {"services", 22, "ssh"}, {"vault", 7705, "services"}, {"journal", 7709, "services"}, {"curl", 7713, "services"},
+		{"cron", 7701, "exec"}, {"daemon", 7707, "exec"}, {"run", 7712, "exec"}, {"process", 7715, "exec"},
 	} {
 		if got := proxyperm.ProgramFor(c.svc, c.port); got != c.want {
 			t.Errorf("ProgramFor(%s, %d) = %s, want %s", c.svc, c.port, got, c.want)
@@ -351,7 +366,8 @@ func FuzzEvaluate(f *testing.F) {
 	p := compileJSON(f, evalDoc(k))
 	verify := verifierFor(k.edPub)
 	hs := sign(f, jwt.SigningMethodHS256, []byte("hs-secret"), jwt.MapClaims{"role": "admin", "level": 3, "staff": true})
-	good := containerClaim(f, k.edPriv, proxyperm.ContainerClaim{Container: "c9", Project: "p1", IssuedAt: evalNow.Unix()})
+	good := containerClaim(f, k.edPriv, proxyperm.ContainerClaim{Type: "container", Container: "c9", Project: "p1", Audience: "c1",
+		IssuedAt: evalNow.Unix(), Expires: evalNow.Add(time.Minute).Unix()})
 	seeds := []struct {
 		prog          string
 		port          int
@@ -372,7 +388,7 @@ func FuzzEvaluate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, prog string, port int, ip []byte, auth, key, cl, cookie, param string) {
 		src, _ := netip.AddrFromSlice(ip)
-		facts := proxyperm.Facts{Program: prog, Port: port, Source: src, Now: evalNow,
+		facts := proxyperm.Facts{Program: prog, Port: port, Source: src, Now: evalNow, Audience: "c1",
 			Header: func(n string) string {
 				switch n {
 				case "Authorization":

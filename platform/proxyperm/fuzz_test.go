@@ -59,6 +59,8 @@ func FuzzGroup(f *testing.F) {
 		`{"type":"jwt","algorithm":"HS256","secret":"s","sources":["header:A"],"claims":{"a":1}}`,
 		`{"type":"jwt","algorithm":"RS256","secret":"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----","sources":["cookie:t"]}`,
 		`{"type":"service-identity","containers":["c1"]}`, `{"type":""}`, `{}`,
+		`{"type":"token","header":"X-K","value_configured":true}`, `{"type":"password","username":"u","password_configured":true,"algorithm":"argon2id"}`,
+		`{"type":"password","username":"u","password":"$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA","algorithm":"argon2id"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -78,8 +80,19 @@ func FuzzGroup(f *testing.F) {
 			t.Fatal(err)
 		}
 		d := &proxyperm.Document{Project: "p", Container: "c", Groups: map[string]proxyperm.Group{"g": g}, Permissions: map[string]proxyperm.Rules{}}
-		if _, err := proxyperm.Compile(d); err != nil {
+		_, err := proxyperm.Compile(d)
+		if g.Masked() {
+			if err == nil {
+				t.Fatal("a masked group compiled")
+			}
+			return
+		}
+		if err != nil {
 			t.Fatalf("valid group does not compile: %v", err)
+		}
+		masked := g.Mask()
+		for _, s := range masked.Secrets() {
+			t.Fatalf("masked group still holds %q", s)
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/proxyperm"
+	"deckhand/platform/secrets"
 )
 
 func pemKey(t testing.TB, pub any) string {
@@ -123,7 +124,7 @@ func TestDocumentDefaultsHashingAndCompile(t *testing.T) {
 		"hs":{"type":"jwt","algorithm":"HS256","secret":"k","sources":["header:Authorization","cookie:tok"],"claims":{"role":"ops","n":3,"b":true}},
 		"rs":{"type":"jwt","algorithm":"RS256","secret":`+q(rsaOK)+`,"sources":["header:A"]},
 		"es":{"type":"jwt","algorithm":"ES256","secret":`+q(ecOK)+`,"sources":["header:A"]},
-		"plain":{"type":"password","username":"bob","password":"hunter2","salt":"abc"},
+		"plain":{"type":"password","username":"bob","password":"hunter2"},
 		"prehashed":{"type":"password","username":"al","password":"`+pre+`","algorithm":"sha256","salt":"s1"},
 		"office":{"type":"ip","range":"10.1.2.3/16"},
 		"bot":{"type":"token","param":"key","value":"v"},
@@ -138,8 +139,8 @@ func TestDocumentDefaultsHashingAndCompile(t *testing.T) {
 	if err := d.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	if g := d.Groups["plain"]; g.Password != proxyperm.HashPassword("abc", "hunter2") || g.Algorithm != "sha256" {
-		t.Fatalf("plaintext not hashed: %+v", g)
+	if g := d.Groups["plain"]; !secrets.CheckPassword(g.Password, "hunter2") || g.Algorithm != "argon2id" || g.Salt != "" {
+		t.Fatalf("plaintext not hashed with argon2id: %+v", g)
 	}
 	if g := d.Groups["prehashed"]; g.Password != pre {
 		t.Fatalf("pre-hashed password changed: %+v", g)
@@ -215,5 +216,114 @@ func TestAccessSchema(t *testing.T) {
 	access := perms["additionalProperties"].(map[string]any)["additionalProperties"].(map[string]any)
 	if forms, ok := access["oneOf"].([]any); !ok || len(forms) != 4 {
 		t.Fatalf("access schema: %v", access)
+	}
+}
+
+// A plaintext password takes no salt of its own (argon2id draws one); an
+// argon2id hash must be a PHC string within the parameter limits.
+func TestPasswordForms(t *testing.T) {
+	t.Parallel()
+	phc, err := secrets.HashPassword("pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		body, field string
+	}{
+		{`{"type":"password","username":"u","password":"p","salt":"s"}`, "groups.g.salt"},
+		{`{"type":"password","username":"u","password":"$argon2id$v=19$m=9999999,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA","algorithm":"argon2id"}`, "groups.g.password"},
+		{`{"type":"password","username":"u","password":"nope","algorithm":"argon2id"}`, "groups.g.password"},
+		{`{"type":"password","username":"u","password":"` + phc + `","algorithm":"argon2id","salt":"s"}`, "groups.g.salt"},
+		{`{"type":"password","username":"u","password":"p","algorithm":"md5"}`, "groups.g.algorithm"},
+		{`{"type":"password","username":"u","password":"p","password_configured":true}`, "groups.g.password_configured"},
+		{`{"type":"token","header":"X","value":"v","value_configured":true}`, "groups.g.value_configured"},
+		{`{"type":"ip","range":"10.0.0.0/8","value_configured":true}`, "groups.g.value_configured"},
+	} {
+		var g proxyperm.Group
+		if err := json.Unmarshal([]byte(c.body), &g); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Validate("groups.g"); field(err) != c.field {
+			t.Errorf("%s: %v, want a refusal naming %s", c.body, err, c.field)
+		}
+	}
+	g := proxyperm.Group{Type: "password", Username: "u", Password: phc, Algorithm: "argon2id"}
+	if err := g.Validate("g"); err != nil {
+		t.Fatalf("a pre-hashed argon2id password: %v", err)
+	}
+}
+
+// Mask hides every secret and Unmask puts the stored one back, so a
+// document read by a person PUTs back unchanged; a masked field with
+// nothing stored behind it is refused naming the field.
+func TestMaskUnmask(t *testing.T) {
+	t.Parallel()
+	ec := ecPEM(t, elliptic.P256())
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	d, err := proxyperm.Decode([]byte(docJSON(`{
+		"hs":{"type":"jwt","algorithm":"HS256","secret":"hs-secret-1","sources":["header:A"]},
+		"es":{"type":"jwt","algorithm":"ES256","secret":`+q(ec)+`,"sources":["header:A"]},
+		"pw":{"type":"password","username":"u","password":"plain-pw"},
+		"pre":{"type":"password","username":"p","password":"`+proxyperm.HashPassword("salt-9", "x")+`","algorithm":"sha256","salt":"salt-9"},
+		"tok":{"type":"token","header":"X-K","value":"tok-value-1"},
+		"lan":{"type":"ip","range":"10.0.0.0/8"}}`, `{}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	var secretsOf []string
+	for _, g := range d.Groups {
+		secretsOf = append(secretsOf, g.Secrets()...)
+	}
+	if len(secretsOf) != 5 { // hs secret, pw hash, pre hash and salt, token value
+		t.Fatalf("secrets %q", secretsOf)
+	}
+	m := d.Mask()
+	raw, _ := json.Marshal(m)
+	for _, sec := range secretsOf {
+		if strings.Contains(string(raw), sec) {
+			t.Fatalf("masked document holds %q: %s", sec, raw)
+		}
+	}
+	for _, want := range []string{`"secret_configured":true`, `"password_configured":true`, `"value_configured":true`, `BEGIN PUBLIC KEY`} {
+		if !strings.Contains(string(raw), want) {
+			t.Fatalf("masked document lacks %s: %s", want, raw)
+		}
+	}
+	if d.Groups["hs"].Secret != "hs-secret-1" {
+		t.Fatal("Mask changed the original")
+	}
+	if _, err := proxyperm.Compile(m); err == nil {
+		t.Fatal("a masked document compiled")
+	}
+	back, err := proxyperm.Decode(raw)
+	if err != nil {
+		t.Fatalf("masked document does not decode: %v", err)
+	}
+	if err := back.Unmask(d); err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(d)
+	b, _ := json.Marshal(back)
+	if string(a) != string(b) {
+		t.Fatalf("masked round trip changed the document:\n%s\n%s", a, b)
+	}
+	// Nothing stored behind a masked field: refused naming it.
+	lone, _ := proxyperm.Decode(raw)
+	delete(d.Groups, "tok")
+	g := d.Groups["pw"]
+	g.Type = "token"
+	d.Groups["pw"] = g
+	if err := lone.Unmask(d); field(err) != "groups.pw.password_configured" {
+		t.Fatalf("unmask against a group of another type: %v", err)
+	}
+	lone, _ = proxyperm.Decode(raw)
+	if err := lone.Unmask(nil); field(err) == "" {
+		t.Fatalf("unmask without a stored document: %v", err)
 	}
 }

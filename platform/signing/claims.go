@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Claim is a signed identity or container claim. The signature covers the
@@ -69,4 +70,56 @@ func decodeB64URL(s string) ([]byte, error) {
 		return raw, nil
 	}
 	return base64.URLEncoding.DecodeString(s)
+}
+
+// Claim lifetimes the mint routes take (ttl_seconds).
+const (
+	DefaultClaimTTL = 5 * time.Minute
+	MinClaimTTL     = 30 * time.Second
+	MaxClaimTTL     = time.Hour
+)
+
+// Claim types (the payload's typ): an identity claim never passes where a
+// container claim is asked for, though one key signs both.
+const (
+	ClaimIdentity  = "identity"
+	ClaimContainer = "container"
+)
+
+// ErrClaimTTL is a ttl_seconds out of [MinClaimTTL, MaxClaimTTL].
+var ErrClaimTTL = fmt.Errorf("must be %d-%d seconds", int(MinClaimTTL.Seconds()), int(MaxClaimTTL.Seconds()))
+
+// ClaimTTL is the lifetime a request asks for (0: the default).
+func ClaimTTL(seconds int) (time.Duration, error) {
+	if seconds == 0 {
+		return DefaultClaimTTL, nil
+	}
+	d := time.Duration(seconds) * time.Second
+	if d < MinClaimTTL || d > MaxClaimTTL {
+		return 0, ErrClaimTTL
+	}
+	return d, nil
+}
+
+// IssuedClaim is what a mint route answers: the claim's three parts, the
+// single-string form a header carries, its times and the payload as
+// signed.
+type IssuedClaim struct {
+	Claim
+	// Value is `<payload_b64>.<signature_hex>.<kid>`.
+	Value     string          `json:"value"`
+	IssuedAt  time.Time       `json:"issued_at"`
+	ExpiresAt time.Time       `json:"expires_at"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// Issue signs payload with the active key.
+func (ks *KeySet) Issue(payload any, iat, exp time.Time) (*IssuedClaim, error) {
+	c, err := ks.SignClaim(payload)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := decodeB64URL(c.PayloadB64)
+	return &IssuedClaim{Claim: c, Value: c.PayloadB64 + "." + c.SignatureHex + "." + c.KID,
+		IssuedAt: iat.UTC(), ExpiresAt: exp.UTC(), Payload: raw}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,9 +33,27 @@ const DefaultCacheTTL = 24 * time.Hour
 
 // VerifierOptions configures a Verifier.
 type VerifierOptions struct {
-	// Source fetches keys; HTTPKeySource is the usual one.
+	// Source fetches keys; HTTPKeySource is the usual one. It trusts
+	// whatever set it returns.
 	Source KeySource
-	Clock  platform.Clock // nil: system clock
+	// Fetch, when set, replaces Source with a pinning verifier: the set is
+	// fetched as it arrived and accepted only by AcceptKeySet against the
+	// keys already trusted (Pinned, then Trusted, then what it accepted
+	// since), so a new kid comes in only from a set a trusted key signed.
+	// With nothing trusted yet, TrustFirst takes the first set on its own
+	// signature (FirstKeySet); without it, nothing is accepted.
+	Fetch func(ctx context.Context) (FetchedKeySet, error)
+	// Pinned keys stay trusted whatever a fetched set says.
+	Pinned map[string]ed25519.PublicKey
+	// Trusted are the keys a previous run accepted (kept on disk by the
+	// caller): trusted from the start, replaced by the next accepted set.
+	Trusted    map[string]ed25519.PublicKey
+	TrustFirst bool
+	// OnAccept is called with the keys of each set Fetch brought and the
+	// verifier accepted (Pinned included), so the caller keeps them; never
+	// with a refused one.
+	OnAccept func(keys map[string]ed25519.PublicKey)
+	Clock    platform.Clock // nil: system clock
 	// CacheTTL after which a known kid still triggers a refresh (default 24h).
 	CacheTTL time.Duration
 	// MinRefetch is the least time between two fetches caused by unknown
@@ -52,7 +71,8 @@ type Verifier struct {
 
 	mu        sync.RWMutex
 	keys      map[string]ed25519.PublicKey
-	fetchedAt time.Time
+	fetchedAt time.Time // last accepted set
+	triedAt   time.Time // last fetch, accepted or not
 	fetches   int
 
 	fetchMu sync.Mutex // one fetch at a time; waiters reuse its result
@@ -69,7 +89,17 @@ func NewVerifier(opt VerifierOptions) *Verifier {
 	if opt.Tolerance <= 0 {
 		opt.Tolerance = ReplayTolerance * time.Second
 	}
-	return &Verifier{opt: opt, keys: map[string]ed25519.PublicKey{}}
+	v := &Verifier{opt: opt, keys: map[string]ed25519.PublicKey{}}
+	maps.Copy(v.keys, opt.Trusted)
+	maps.Copy(v.keys, opt.Pinned)
+	return v
+}
+
+// Keys is a copy of the keys the verifier trusts now.
+func (v *Verifier) Keys() map[string]ed25519.PublicKey {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return maps.Clone(v.keys)
 }
 
 // Fetches counts key-set fetches made so far.
@@ -87,12 +117,15 @@ func (v *Verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, erro
 	k, ok := v.keys[kid]
 	fresh := !v.fetchedAt.IsZero() && now.Sub(v.fetchedAt) < v.opt.CacheTTL
 	gen := v.fetches
-	last := v.fetchedAt
+	held := v.heldOff(now)
 	v.mu.RUnlock()
 	if ok && fresh {
 		return k, nil
 	}
-	if !ok && fresh && v.opt.MinRefetch > 0 && now.Sub(last) < v.opt.MinRefetch {
+	if held {
+		if ok {
+			return k, nil
+		}
 		return nil, fmt.Errorf("%w %q", ErrUnknownKey, kid)
 	}
 	if err := v.refresh(ctx, gen); err != nil {
@@ -110,14 +143,22 @@ func (v *Verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, erro
 	return k, nil
 }
 
+// heldOff reports whether MinRefetch forbids another fetch now: one was
+// tried (accepted or not) less than MinRefetch ago. Call with mu held.
+func (v *Verifier) heldOff(now time.Time) bool {
+	return v.opt.MinRefetch > 0 && !v.triedAt.IsZero() && now.Sub(v.triedAt) < v.opt.MinRefetch
+}
+
 // ensure fetches the set when the cache is empty or stale.
 func (v *Verifier) ensure(ctx context.Context) error {
 	now := v.opt.Clock.Now()
 	v.mu.RLock()
 	fresh := !v.fetchedAt.IsZero() && now.Sub(v.fetchedAt) < v.opt.CacheTTL
 	gen := v.fetches
+	held := v.heldOff(now)
+	have := len(v.keys) > 0
 	v.mu.RUnlock()
-	if fresh {
+	if fresh || (held && have) {
 		return nil
 	}
 	return v.refresh(ctx, gen)
@@ -133,31 +174,67 @@ func (v *Verifier) refresh(ctx context.Context, gen int) error {
 	if done {
 		return nil
 	}
+	keys, err := v.fetch(ctx)
+	now := v.opt.Clock.Now()
+	v.mu.Lock()
+	v.fetches++ // a refused or failed fetch counts against MinRefetch too
+	v.triedAt = now
+	if err == nil {
+		v.keys, v.fetchedAt = keys, now
+	}
+	v.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if v.opt.Fetch != nil && v.opt.OnAccept != nil {
+		v.opt.OnAccept(maps.Clone(keys))
+	}
+	return nil
+}
+
+// fetch gets the next key set: from Source as it says, or from Fetch as
+// the keys trusted now accept it.
+func (v *Verifier) fetch(ctx context.Context) (map[string]ed25519.PublicKey, error) {
+	if v.opt.Fetch != nil {
+		f, err := v.opt.Fetch(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("signature: fetch public keys: %w", err)
+		}
+		v.mu.RLock()
+		trusted := maps.Clone(v.keys)
+		v.mu.RUnlock()
+		now := v.opt.Clock.Now()
+		var keys map[string]ed25519.PublicKey
+		switch {
+		case len(trusted) > 0:
+			keys, err = AcceptKeySet(trusted, f, now, v.opt.Tolerance)
+		case v.opt.TrustFirst:
+			keys, err = FirstKeySet(f, now, v.opt.Tolerance)
+		default:
+			err = fmt.Errorf("%w: no key is pinned", ErrKeySetUnendorsed)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("signature: fetched key set refused: %w", err)
+		}
+		maps.Copy(keys, v.opt.Pinned)
+		return keys, nil
+	}
 	if v.opt.Source == nil {
-		return errors.New("signature: verifier has no key source")
+		return nil, errors.New("signature: verifier has no key source")
 	}
 	set, err := v.opt.Source(ctx)
-	now := v.opt.Clock.Now()
 	if err != nil {
-		// A failed fetch still counts against MinRefetch.
-		v.mu.Lock()
-		v.fetches++
-		v.mu.Unlock()
-		return fmt.Errorf("signature: fetch public keys: %w", err)
+		return nil, fmt.Errorf("signature: fetch public keys: %w", err)
 	}
 	keys := make(map[string]ed25519.PublicKey, len(set.Keys))
 	for _, pk := range set.Keys {
 		raw, err := pk.Decode()
 		if err != nil {
-			return fmt.Errorf("signature: fetched key set: %w", err)
+			return nil, fmt.Errorf("signature: fetched key set: %w", err)
 		}
 		keys[pk.KID] = raw
 	}
-	v.mu.Lock()
-	v.keys, v.fetchedAt = keys, now
-	v.fetches++
-	v.mu.Unlock()
-	return nil
+	return keys, nil
 }
 
 // Verify checks a response: header value, the path the client requested
@@ -235,21 +312,9 @@ func HTTPKeySource(client *http.Client, baseURL string) KeySource {
 	}
 	url := strings.TrimRight(baseURL, "/") + PublicKeyPath
 	return func(ctx context.Context) (PublicKeySet, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		raw, header, err := getKeySet(ctx, client, url)
 		if err != nil {
 			return PublicKeySet{}, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return PublicKeySet{}, err
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if err != nil {
-			return PublicKeySet{}, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return PublicKeySet{}, fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(raw)))
 		}
 		var env struct {
 			Data PublicKeySet `json:"data"`
@@ -263,7 +328,7 @@ func HTTPKeySource(client *http.Client, baseURL string) KeySource {
 		// The set must carry a valid signature by one of its own keys: not
 		// a trust anchor (pin keys for that), but it rejects a set that was
 		// altered in transit or served by something that holds no key.
-		sig, err := ParseHeader(resp.Header.Get(Header))
+		sig, err := ParseHeader(header.Get(Header))
 		if err != nil {
 			return PublicKeySet{}, fmt.Errorf("%s: %w", url, err)
 		}
@@ -287,4 +352,26 @@ func HTTPKeySource(client *http.Client, baseURL string) KeySource {
 // StaticKeySource serves a fixed set (tests, pinned deployments).
 func StaticKeySource(set PublicKeySet) KeySource {
 	return func(context.Context) (PublicKeySet, error) { return set, nil }
+}
+
+// getKeySet GETs a key set (at most 1 MiB) and answers its body and
+// headers; a status other than 200 is an error carrying the body.
+func getKeySet(ctx context.Context, client *http.Client, url string) ([]byte, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(raw)))
+	}
+	return raw, resp.Header, nil
 }

@@ -182,14 +182,81 @@ func localZone() string {
 	return name
 }
 
+// EntryFilter is the query of GET /api/v1/cron/entries.
+type EntryFilter struct {
+	Enabled *bool `query:"enabled" doc:"only enabled (true) or disabled (false) entries"`
+}
+
+// EntryListAnswer is the entry list with the crontab's ETag.
+type EntryListAnswer struct {
+	ETag string `header:"ETag" doc:"the crontab's ETag"`
+	Body EntryList
+}
+
+// EntryRef names an entry.
+type EntryRef struct {
+	ID string `path:"id" doc:"the entry's id"`
+}
+
+// Precondition is the crontab's version an edit expects.
+type Precondition struct {
+	IfMatch string `header:"If-Match" doc:"the crontab's ETag as last read; a stale one answers 412 and nothing is written. Optional: without it the edit applies to the current crontab"`
+}
+
+// EntryChange is an edit of one entry without a body (delete, enable,
+// disable).
+type EntryChange struct {
+	EntryRef
+	Precondition
+}
+
+// NewEntry is POST /api/v1/cron/entries.
+type NewEntry struct {
+	Precondition
+	Body CreateEntry
+}
+
+// EntryEdit is PATCH /api/v1/cron/entries/{id}.
+type EntryEdit struct {
+	EntryRef
+	Precondition
+	Body UpdateEntry
+}
+
+// EntryAnswer is an entry with the crontab's ETag after the call.
+type EntryAnswer struct {
+	ETag string `header:"ETag" doc:"the crontab's ETag"`
+	Body Entry
+}
+
+func answer(e Entry, etag string, err error) (EntryAnswer, error) {
+	if err != nil {
+		return EntryAnswer{}, err
+	}
+	return EntryAnswer{ETag: etag, Body: e}, nil
+}
+
 // List is the crontab's entries in file order.
-func (s *Service) List(ctx context.Context) (EntryList, error) {
+func (s *Service) List(ctx context.Context, f EntryFilter) (EntryListAnswer, error) {
 	raw, err := s.backend.read(ctx)
 	s.note(err)
 	if err != nil {
-		return EntryList{}, err
+		return EntryListAnswer{}, err
 	}
-	return s.listOf(parseCrontab(raw, s.system), etagOf(raw))
+	l, err := s.listOf(parseCrontab(raw, s.system), etagOf(raw))
+	if err != nil {
+		return EntryListAnswer{}, err
+	}
+	if f.Enabled != nil {
+		keep := []Entry{}
+		for _, e := range l.Entries {
+			if e.Enabled == *f.Enabled {
+				keep = append(keep, e)
+			}
+		}
+		l.Entries = keep
+	}
+	return EntryListAnswer{ETag: l.ETag, Body: l}, nil
 }
 
 func (s *Service) listOf(d *doc, etag string) (EntryList, error) {
@@ -210,17 +277,17 @@ func (s *Service) listOf(d *doc, etag string) (EntryList, error) {
 }
 
 // Get is one entry and the crontab's ETag.
-func (s *Service) Get(ctx context.Context, id string) (Entry, string, error) {
-	l, err := s.List(ctx)
+func (s *Service) Get(ctx context.Context, ref EntryRef) (EntryAnswer, error) {
+	l, err := s.List(ctx, EntryFilter{})
 	if err != nil {
-		return Entry{}, "", err
+		return EntryAnswer{}, err
 	}
-	for _, e := range l.Entries {
-		if e.ID == id {
-			return e, l.ETag, nil
+	for _, e := range l.Body.Entries {
+		if e.ID == ref.ID {
+			return EntryAnswer{ETag: l.ETag, Body: e}, nil
 		}
 	}
-	return Entry{}, "", platform.NotFound("entry", id)
+	return EntryAnswer{}, platform.NotFound("entry", ref.ID)
 }
 
 // entryAt answers the entry on line index of d.
@@ -238,15 +305,16 @@ func (s *Service) entryAt(d *doc, index int) (Entry, string, error) {
 }
 
 // Create appends an entry (and its comment line) at the end of the crontab.
-func (s *Service) Create(ctx context.Context, ifMatch string, req CreateEntry) (Entry, string, error) {
+func (s *Service) Create(ctx context.Context, in NewEntry) (EntryAnswer, error) {
+	req := in.Body
 	if err := req.Validate(); err != nil {
-		return Entry{}, "", err
+		return EntryAnswer{}, err
 	}
 	if err := s.checkUser(req.User); err != nil {
-		return Entry{}, "", err
+		return EntryAnswer{}, err
 	}
 	index := -1
-	d, err := s.modify(ctx, ifMatch, func(d *doc) error {
+	d, err := s.modify(ctx, in.IfMatch, func(d *doc) error {
 		d.terminateLast()
 		var add []line
 		if n := len(d.lines); n > 0 && d.lines[n-1].kind == kindComment {
@@ -270,14 +338,18 @@ func (s *Service) Create(ctx context.Context, ifMatch string, req CreateEntry) (
 		return s.stagePolicy(d, index, "", Policy{Overlap: req.Overlap, Catchup: req.Catchup})
 	})
 	if err != nil {
-		return Entry{}, "", err
+		return EntryAnswer{}, err
 	}
-	return s.entryAt(d, index)
+	return answer(s.entryAt(d, index))
 }
 
 // Update changes an entry in place; lines it does not change keep their
 // bytes (changing only policies leaves the crontab untouched).
-func (s *Service) Update(ctx context.Context, ifMatch, id string, req UpdateEntry) (Entry, string, error) {
+func (s *Service) Update(ctx context.Context, in EntryEdit) (EntryAnswer, error) {
+	return answer(s.update(ctx, in.IfMatch, in.ID, in.Body))
+}
+
+func (s *Service) update(ctx context.Context, ifMatch, id string, req UpdateEntry) (Entry, string, error) {
 	if err := req.Validate(); err != nil {
 		return Entry{}, "", err
 	}
@@ -370,10 +442,11 @@ func toggled(text string, enabled bool) string {
 	return "# " + text
 }
 
-// Delete removes an entry and its comment line.
-func (s *Service) Delete(ctx context.Context, ifMatch, id string) (Entry, string, error) {
+// Delete removes an entry and its comment line; it answers the entry.
+func (s *Service) Delete(ctx context.Context, in EntryChange) (EntryAnswer, error) {
+	id := in.ID
 	var gone Entry
-	d, err := s.modify(ctx, ifMatch, func(d *doc) error {
+	d, err := s.modify(ctx, in.IfMatch, func(d *doc) error {
 		pe, ok := d.find(id)
 		if !ok {
 			return platform.NotFound("entry", id)
@@ -391,12 +464,19 @@ func (s *Service) Delete(ctx context.Context, ifMatch, id string) (Entry, string
 		return s.dropPolicy(d, id)
 	})
 	if err != nil {
-		return Entry{}, "", err
+		return EntryAnswer{}, err
 	}
-	return gone, etagOf(d.render()), nil
+	return EntryAnswer{ETag: etagOf(d.render()), Body: gone}, nil
 }
 
-// SetEnabled comments an entry out or back in.
-func (s *Service) SetEnabled(ctx context.Context, ifMatch, id string, enabled bool) (Entry, string, error) {
-	return s.Update(ctx, ifMatch, id, UpdateEntry{Enabled: &enabled})
+// Enable uncomments an entry's line; its id stays.
+func (s *Service) Enable(ctx context.Context, in EntryChange) (EntryAnswer, error) {
+	yes := true
+	return answer(s.update(ctx, in.IfMatch, in.ID, UpdateEntry{Enabled: &yes}))
+}
+
+// Disable comments an entry's line out; its id stays.
+func (s *Service) Disable(ctx context.Context, in EntryChange) (EntryAnswer, error) {
+	no := false
+	return answer(s.update(ctx, in.IfMatch, in.ID, UpdateEntry{Enabled: &no}))
 }

@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -206,8 +207,15 @@ func (s *Service) saveRun(r *Run) error {
 	})
 }
 
-// Runs lists run records newest first, of one entry when entry is set.
-func (s *Service) Runs(entry string, limit int) (RunList, error) {
+// RunFilter is the query of GET /api/v1/cron/runs.
+type RunFilter struct {
+	Entry string `query:"entry" doc:"only runs of this entry id"`
+	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"at most this many runs"` // maximum: maxRuns
+}
+
+// Runs lists run records newest first, of one entry when f.Entry is set.
+func (s *Service) Runs(_ context.Context, f RunFilter) (RunList, error) {
+	entry, limit := f.Entry, f.Limit
 	out := RunList{Runs: []Run{}}
 	err := s.deps.Store.View(func(tx *store.Tx) error {
 		return tx.Scan(bucketRuns, store.ScanOptions{Reverse: true}, func(_ string, raw []byte) error {

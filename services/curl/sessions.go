@@ -1,7 +1,9 @@
 package curl
 
 import (
+	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -160,8 +162,32 @@ func (s *Service) summary(id string, cs []cookie, st os.FileInfo) Session {
 	return out
 }
 
+// SessionRef names a cookie session.
+type SessionRef struct {
+	ID string `path:"id" doc:"the session: 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"`
+}
+
+// CookieQuery is GET /api/v1/curl/sessions/{id}/cookies.
+type CookieQuery struct {
+	SessionRef
+	Reveal bool `query:"reveal" default:"false" doc:"answer the values"`
+}
+
+// CookieAdd is POST /api/v1/curl/sessions/{id}/cookies.
+type CookieAdd struct {
+	SessionRef
+	Body AddCookies
+}
+
+// SessionAnswer is a session after cookies were added: 201 when the jar
+// is new, 200 otherwise.
+type SessionAnswer struct {
+	Status int
+	Body   Session
+}
+
 // Sessions lists the jars by id. A file that is not a jar is left out.
-func (s *Service) Sessions() (SessionList, error) {
+func (s *Service) Sessions(context.Context) (SessionList, error) {
 	out := SessionList{Dir: s.dir, Sessions: []Session{}}
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -182,7 +208,8 @@ func (s *Service) Sessions() (SessionList, error) {
 }
 
 // Session reads one session's summary.
-func (s *Service) Session(id string) (Session, error) {
+func (s *Service) Session(_ context.Context, ref SessionRef) (Session, error) {
+	id := ref.ID
 	cs, st, err := s.read(id)
 	if err != nil {
 		return Session{}, err
@@ -191,7 +218,8 @@ func (s *Service) Session(id string) (Session, error) {
 }
 
 // Delete removes a session's jar.
-func (s *Service) Delete(id string) error {
+func (s *Service) Delete(_ context.Context, ref SessionRef) error {
+	id := ref.ID
 	if err := checkID(id); err != nil {
 		return platform.NotFound("session", id)
 	}
@@ -204,8 +232,9 @@ func (s *Service) Delete(id string) error {
 	return err
 }
 
-// Cookies lists a session's cookies, values masked unless reveal.
-func (s *Service) Cookies(id string, reveal bool) (CookieList, error) {
+// Cookies lists a session's cookies, values masked unless q.Reveal.
+func (s *Service) Cookies(_ context.Context, q CookieQuery) (CookieList, error) {
+	id, reveal := q.ID, q.Reveal
 	cs, _, err := s.read(id)
 	if err != nil {
 		return CookieList{}, err
@@ -227,9 +256,20 @@ func (s *Service) Cookies(id string, reveal bool) (CookieList, error) {
 	return out, nil
 }
 
-// AddCookies adds or replaces cookies in a jar, creating it; created says
-// whether the jar is new.
-func (s *Service) AddCookies(id string, r AddCookies) (sess Session, created bool, err error) {
+// AddCookies adds or replaces cookies in a jar, creating it (then 201).
+func (s *Service) AddCookies(_ context.Context, in CookieAdd) (SessionAnswer, error) {
+	sess, created, err := s.addCookies(in.ID, in.Body)
+	if err != nil {
+		return SessionAnswer{}, err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return SessionAnswer{Status: status, Body: sess}, nil
+}
+
+func (s *Service) addCookies(id string, r AddCookies) (sess Session, created bool, err error) {
 	if err := checkID(id); err != nil {
 		return Session{}, false, err
 	}

@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -14,8 +15,8 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/proc"
 	"deckhand/services/daemon"
-	"deckhand/services/daemon/proc"
 )
 
 type fixture struct {
@@ -67,7 +68,7 @@ func (f *fixture) put(t *testing.T, id string, def map[string]any) map[string]an
 
 func (f *fixture) status(t *testing.T, id string) daemon.Status {
 	t.Helper()
-	v, err := f.svc.Get(id)
+	v, err := f.svc.Get(context.Background(), daemon.ProgramRef{ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestProgramFilesLoadAtStart(t *testing.T) {
 	if st := f.status(t, "off"); st.State != daemon.StateStopped {
 		t.Fatalf("off %+v", st)
 	}
-	l := f.svc.List("")
+	l, _ := f.svc.List(context.Background(), daemon.ProgramFilter{})
 	if len(l.Programs) != 2 || len(l.SkippedFiles) != 3 {
 		t.Fatalf("programs %d, skipped %q", len(l.Programs), l.SkippedFiles)
 	}
@@ -558,7 +559,7 @@ func TestReloadAppliesTheDirectoryOrNothing(t *testing.T) {
 	if code != 400 || m["details"] != "bad.json: stop_timeout" {
 		t.Fatalf("reload with a bad file: %d %v", code, m)
 	}
-	if len(f.svc.List("").Programs) != 3 || f.status(t, "gone").PID != gone.PID || f.status(t, "change").PID != change.PID {
+	if l, _ := f.svc.List(context.Background(), daemon.ProgramFilter{}); len(l.Programs) != 3 || f.status(t, "gone").PID != gone.PID || f.status(t, "change").PID != change.PID {
 		t.Fatal("a refused reload changed programs")
 	}
 	if err := os.Remove(filepath.Join(f.dir, "bad.json")); err != nil {

@@ -3,14 +3,65 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"syscall"
 	"time"
 
 	"deckhand/platform"
-	"deckhand/services/daemon/proc"
+	"deckhand/platform/proc"
 )
+
+// View is a program's definition and live status.
+type View struct {
+	Program
+	Status Status `json:"status" required:"true"`
+}
+
+// List is the answer of GET /api/v1/daemon/programs.
+type List struct {
+	Programs     []View   `json:"programs" required:"true"`
+	SkippedFiles []string `json:"skipped_files" required:"true" doc:"program files not loaded at start, each \"path: reason\""`
+}
+
+// SignalRequest is the body of POST .../{id}/signal.
+type SignalRequest struct {
+	Signal string `json:"signal" required:"true" doc:"a name with or without SIG (HUP, SIGUSR1) or a number"`
+	Group  *bool  `json:"group,omitempty" doc:"send to the whole process group (default true) or only the main process"`
+}
+
+// Validate checks the signal.
+func (r *SignalRequest) Validate() error {
+	if r.Signal == "" {
+		return platform.Invalid("signal", "required")
+	}
+	if _, err := proc.ParseSignal(r.Signal); err != nil {
+		return platform.Invalid("signal", "%s", err.Error())
+	}
+	return nil
+}
+
+// waitSettled waits until p is running, exited, fatal or stopped, or
+// until timeout or ctx ends.
+func (s *Service) waitSettled(ctx context.Context, p *program, timeout time.Duration) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		ch := s.changes()
+		switch p.status().State {
+		case StateRunning, StateExited, StateFatal, StateStopped:
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 func (p *program) view() View {
 	p.mu.Lock()
@@ -19,8 +70,44 @@ func (p *program) view() View {
 	return View{Program: def, Status: p.status()}
 }
 
-// List answers every program (only those in state, when set), by id.
-func (s *Service) List(state string) List {
+// ProgramRef names a program.
+type ProgramRef struct {
+	ID string `path:"id" doc:"the program's id"`
+}
+
+// ProgramFilter is the query of GET /api/v1/daemon/programs.
+type ProgramFilter struct {
+	State string `query:"state" enum:"stopped,starting,running,backoff,exited,fatal" doc:"only programs in this state"`
+}
+
+// ProgramPut is PUT /api/v1/daemon/programs/{id}.
+type ProgramPut struct {
+	ProgramRef
+	Body Program
+}
+
+// ProgramAnswer is a program's view: 201 when PUT created it, 200 otherwise.
+type ProgramAnswer struct {
+	Status int
+	Body   View
+}
+
+// StartRequest is POST .../start and .../restart.
+type StartRequest struct {
+	ProgramRef
+	Wait    bool    `query:"wait" default:"false" doc:"answer once the program is running, exited or fatal (at most timeout seconds) instead of at once"`
+	Timeout float64 `query:"timeout" exclusiveMinimum:"0" maximum:"600" default:"30" doc:"seconds wait=true waits at most"`
+}
+
+// SignalInput is POST .../signal.
+type SignalInput struct {
+	ProgramRef
+	Body SignalRequest
+}
+
+// List answers every program (only those in f.State, when set), by id.
+func (s *Service) List(_ context.Context, f ProgramFilter) (List, error) {
+	state := f.State
 	s.mu.Lock()
 	progs := make([]*program, 0, len(s.programs))
 	for _, id := range s.ids() {
@@ -34,7 +121,7 @@ func (s *Service) List(state string) List {
 			l.Programs = append(l.Programs, v)
 		}
 	}
-	return l
+	return l, nil
 }
 
 func (s *Service) find(id string) (*program, error) {
@@ -45,8 +132,8 @@ func (s *Service) find(id string) (*program, error) {
 }
 
 // Get answers one program.
-func (s *Service) Get(id string) (View, error) {
-	p, err := s.find(id)
+func (s *Service) Get(_ context.Context, ref ProgramRef) (View, error) {
+	p, err := s.find(ref.ID)
 	if err != nil {
 		return View{}, err
 	}
@@ -55,7 +142,18 @@ func (s *Service) Get(id string) (View, error) {
 
 // Put creates or replaces a program: validated (fields, dependencies,
 // cycles) against every other definition before anything is written.
-func (s *Service) Put(ctx context.Context, id string, def Program) (View, bool, error) {
+func (s *Service) Put(ctx context.Context, in ProgramPut) (ProgramAnswer, error) {
+	v, created, err := s.put(in.ID, in.Body)
+	if err != nil {
+		return ProgramAnswer{}, err
+	}
+	if created {
+		return ProgramAnswer{Status: http.StatusCreated, Body: v}, nil
+	}
+	return ProgramAnswer{Status: http.StatusOK, Body: v}, nil
+}
+
+func (s *Service) put(id string, def Program) (View, bool, error) {
 	if err := checkID("id", id); err != nil {
 		return View{}, false, err
 	}
@@ -122,7 +220,8 @@ func (s *Service) Put(ctx context.Context, id string, def Program) (View, bool, 
 }
 
 // Delete stops a program and removes its file; 409 while others depend on it.
-func (s *Service) Delete(id string) (View, error) {
+func (s *Service) Delete(_ context.Context, ref ProgramRef) (View, error) {
+	id := ref.ID
 	s.mu.Lock()
 	p, ok := s.programs[id]
 	if !ok {
@@ -153,8 +252,19 @@ func (s *Service) Delete(id string) (View, error) {
 	return p.view(), nil
 }
 
-// SetAutostart enables or disables a program (writes its file).
-func (s *Service) SetAutostart(id string, on bool) (View, error) {
+// Enable starts a program with the service from now on (autostart true).
+func (s *Service) Enable(_ context.Context, ref ProgramRef) (View, error) {
+	return s.setAutostart(ref.ID, true)
+}
+
+// Disable keeps a program from starting with the service (autostart
+// false); it does not stop it.
+func (s *Service) Disable(_ context.Context, ref ProgramRef) (View, error) {
+	return s.setAutostart(ref.ID, false)
+}
+
+// setAutostart enables or disables a program (writes its file).
+func (s *Service) setAutostart(id string, on bool) (View, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.programs[id]
@@ -176,8 +286,8 @@ func (s *Service) SetAutostart(id string, on bool) (View, error) {
 
 // Start supervises a program; with wait, it answers once the program has
 // settled (running, exited, fatal) or timeout passed.
-func (s *Service) Start(ctx context.Context, id string, wait bool, timeout time.Duration) (View, error) {
-	p, err := s.find(id)
+func (s *Service) Start(ctx context.Context, in StartRequest) (View, error) {
+	p, err := s.find(in.ID)
 	if err != nil {
 		return View{}, err
 	}
@@ -188,15 +298,15 @@ func (s *Service) Start(ctx context.Context, id string, wait bool, timeout time.
 		return View{}, platform.Errorf(platform.CodeUnavailable, "the daemon service is stopping")
 	}
 	p.start()
-	if wait {
-		s.waitSettled(ctx, p, timeout)
+	if in.Wait {
+		s.waitSettled(ctx, p, time.Duration(in.Timeout*float64(time.Second)))
 	}
 	return p.view(), nil
 }
 
 // Stop stops a program and answers once it has.
-func (s *Service) Stop(id string) (View, error) {
-	p, err := s.find(id)
+func (s *Service) Stop(_ context.Context, ref ProgramRef) (View, error) {
+	p, err := s.find(ref.ID)
 	if err != nil {
 		return View{}, err
 	}
@@ -204,9 +314,18 @@ func (s *Service) Stop(id string) (View, error) {
 	return p.view(), nil
 }
 
+// Restart stops a program, then starts it as Start does.
+func (s *Service) Restart(ctx context.Context, in StartRequest) (View, error) {
+	if _, err := s.Stop(ctx, in.ProgramRef); err != nil {
+		return View{}, err
+	}
+	return s.Start(ctx, in)
+}
+
 // Signal sends a signal to a running program's process group (or main
 // process).
-func (s *Service) Signal(id string, req SignalRequest) (View, error) {
+func (s *Service) Signal(_ context.Context, in SignalInput) (View, error) {
+	id, req := in.ID, in.Body
 	p, err := s.find(id)
 	if err != nil {
 		return View{}, err

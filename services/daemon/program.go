@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"deckhand/platform"
-	"deckhand/services/daemon/proc"
+	"deckhand/platform/proc"
 )
 
 // Restart policies.
@@ -70,11 +70,14 @@ func checkID(field, id string) error {
 	return nil
 }
 
-// Validate checks every field and fills the defaults; the id is set by
-// the caller from the path or file name.
+// Validate checks every field and fills the defaults. The id comes from
+// the path or the file name: an empty one is left for the caller to set
+// (and validate again), as a PUT body leaves it out.
 func (p *Program) Validate() error {
-	if err := checkID("id", p.ID); err != nil {
-		return err
+	if p.ID != "" {
+		if err := checkID("id", p.ID); err != nil {
+			return err
+		}
 	}
 	if strings.TrimSpace(p.Command) == "" {
 		return platform.Invalid("command", "required")

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -21,7 +22,7 @@ type Reloaded struct {
 // whole directory is checked first: a file that does not load, an unknown
 // dependency or a cycle answers 400 naming the file and field, and
 // nothing changes.
-func (s *Service) Reload() (Reloaded, error) {
+func (s *Service) Reload(context.Context) (Reloaded, error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	defs, problems, err := loadDir(s.dir)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"deckhand/platform"
-	"deckhand/services/daemon/proc"
+	"deckhand/platform/proc"
 )
 
 // Program states (supervisord's, without its transient STOPPING).

@@ -1,6 +1,7 @@
 package exec_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -56,7 +57,7 @@ func (f *fixture) waitRuns(t *testing.T, name string, within time.Duration, cond
 	t.Helper()
 	end := time.Now().Add(within)
 	for {
-		runs, err := f.svc.History(exec.HistoryFilter{Schedule: name, Limit: 100})
+		runs, err := historyOf(f.svc, exec.HistoryFilter{Schedule: name, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +89,7 @@ func TestScheduleRunsOnTimeOnAFakeClock(t *testing.T) {
 	clock := platform.NewFakeClock(start)
 	f := newFixture(t, "schedules:\n  - name: tick\n    schedule: '*/10 * * * * *'\n    command: echo ran\n", clock)
 	due := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
-	l := f.svc.List()
+	l := mustList(t, f.svc)
 	if len(l.Schedules) != 1 || l.Schedules[0].NextRun == nil || !l.Schedules[0].NextRun.Equal(due) {
 		t.Fatalf("list %+v, want next run %s", l, due)
 	}
@@ -96,7 +97,7 @@ func TestScheduleRunsOnTimeOnAFakeClock(t *testing.T) {
 	clock.Set(due.Add(-time.Millisecond))
 	f.svc.Kick()
 	time.Sleep(100 * time.Millisecond)
-	if runs, _ := f.svc.History(exec.HistoryFilter{Limit: 10}); len(runs) != 0 {
+	if runs, _ := historyOf(f.svc, exec.HistoryFilter{Limit: 10}); len(runs) != 0 {
 		t.Fatalf("ran early: %+v", runs)
 	}
 	clock.Set(due)
@@ -107,7 +108,7 @@ func TestScheduleRunsOnTimeOnAFakeClock(t *testing.T) {
 		r.Status != exec.StatusSucceeded || r.Stdout != "ran\n" || *r.ExitCode != 0 {
 		t.Fatalf("run %+v", r)
 	}
-	if next := f.svc.List().Schedules[0].NextRun; !next.Equal(due.Add(10 * time.Second)) {
+	if next := mustList(t, f.svc).Schedules[0].NextRun; !next.Equal(due.Add(10 * time.Second)) {
 		t.Fatalf("next run %s", next)
 	}
 	// A jump over several due times runs once, then goes on from now.
@@ -115,10 +116,10 @@ func TestScheduleRunsOnTimeOnAFakeClock(t *testing.T) {
 	f.svc.Kick()
 	f.waitRuns(t, "tick", 10*time.Second, finished(2))
 	time.Sleep(100 * time.Millisecond)
-	if runs, _ := f.svc.History(exec.HistoryFilter{Limit: 10}); len(runs) != 2 {
+	if runs, _ := historyOf(f.svc, exec.HistoryFilter{Limit: 10}); len(runs) != 2 {
 		t.Fatalf("%d runs after a jump, want 2", len(runs))
 	}
-	if next := f.svc.List().Schedules[0].NextRun; !next.Equal(due.Add(40 * time.Second)) {
+	if next := mustList(t, f.svc).Schedules[0].NextRun; !next.Equal(due.Add(40 * time.Second)) {
 		t.Fatalf("next run after the jump %s", next)
 	}
 }
@@ -185,7 +186,7 @@ func TestOverlapPolicies(t *testing.T) {
 		"  - {name: allow, schedule: '@yearly', command: 'sleep 0.3', overlap: allow}\n", nil)
 	for _, name := range []string{"skip", "queue", "allow"} {
 		for i := 0; i < 2; i++ {
-			if _, err := f.svc.Trigger(name); err != nil {
+			if _, err := f.svc.Trigger(context.Background(), exec.TriggerRequest{Name: name}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -214,7 +215,7 @@ func TestReloadRefusesABadFileWhole(t *testing.T) {
 	t.Parallel()
 	good := "schedules:\n  - {name: a, schedule: '@hourly', command: 'true'}\n"
 	f := newFixture(t, good, nil)
-	before := f.svc.List()
+	before := mustList(t, f.svc)
 	cases := []struct{ content, details, has string }{
 		{"schedules:\n  - {name: a, schedule: '@hourly', command: 'true'}\n  - {name: b, schedule: '@hourly', command: x, timeout: soon}\n", "schedules[1].timeout", "duration"},
 		{"schedules:\n  - {name: a, schedule: 'every day', command: 'true'}\n", "schedules[0].schedule", "schedules[0].schedule:"},
@@ -235,7 +236,7 @@ func TestReloadRefusesABadFileWhole(t *testing.T) {
 		if code != 400 || m["code"] != "INVALID" || m["details"] != tc.details || !strings.Contains(msg, tc.has) {
 			t.Errorf("%q: %d %v, want 400 naming %s", tc.content, code, m, tc.details)
 		}
-		if after := f.svc.List(); len(after.Schedules) != 1 || !after.Schedules[0].NextRun.Equal(*before.Schedules[0].NextRun) ||
+		if after := mustList(t, f.svc); len(after.Schedules) != 1 || !after.Schedules[0].NextRun.Equal(*before.Schedules[0].NextRun) ||
 			after.Schedules[0].Cron != "@hourly" {
 			t.Fatalf("a refused reload changed the schedules: %+v", after)
 		}
@@ -268,8 +269,8 @@ func TestHistoryFiltersAndSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "schedules:\n  - {name: ok, schedule: '@yearly', command: 'true'}\n  - {name: bad, schedule: '@yearly', command: 'exit 4'}\n", nil)
 	for i := 0; i < 3; i++ {
-		_, _ = f.svc.Trigger("ok")
-		_, _ = f.svc.Trigger("bad")
+		_, _ = f.svc.Trigger(context.Background(), exec.TriggerRequest{Name: "ok"})
+		_, _ = f.svc.Trigger(context.Background(), exec.TriggerRequest{Name: "bad"})
 		f.waitRuns(t, "", 10*time.Second, finished(2*(i+1)))
 	}
 	code, m := f.call(t, "GET", "/api/v1/exec/schedules/history?status=failed&limit=2", nil)
@@ -285,7 +286,7 @@ func TestHistoryFiltersAndSurvivesRestart(t *testing.T) {
 	if code != 400 || m["details"] != "until" {
 		t.Fatalf("bad until: %d %v", code, m)
 	}
-	l := f.svc.List()
+	l := mustList(t, f.svc)
 	if l.Schedules[0].Name != "bad" || l.Schedules[0].LastRun == nil || l.Schedules[0].LastRun.Status != exec.StatusFailed {
 		t.Fatalf("list: %+v", l.Schedules[0])
 	}
@@ -294,10 +295,10 @@ func TestHistoryFiltersAndSurvivesRestart(t *testing.T) {
 	if err := os.WriteFile(f.file, []byte("schedules:\n  - {name: long, schedule: '@yearly', command: 'sleep 60'}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.Reload(); err != nil {
+	if _, err := f.svc.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.Trigger("long"); err != nil {
+	if _, err := f.svc.Trigger(context.Background(), exec.TriggerRequest{Name: "long"}); err != nil {
 		t.Fatal(err)
 	}
 	_ = f.svc.Close()
@@ -306,7 +307,7 @@ func TestHistoryFiltersAndSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	all, _ := again.History(exec.HistoryFilter{Limit: 100})
+	all, _ := historyOf(again, exec.HistoryFilter{Limit: 100})
 	if len(all) != 7 || all[0].Schedule != "long" || all[0].Status != exec.StatusInterrupted || all[0].EndedAt == nil {
 		t.Fatalf("after restart: %d runs, newest %+v", len(all), all[0])
 	}
@@ -319,4 +320,18 @@ func TestRoutesDocumented(t *testing.T) {
 	if n := platformtest.CheckQueryValidation(t, f.h); n == 0 {
 		t.Fatal("no query parameter checked")
 	}
+}
+
+func mustList(t *testing.T, svc *exec.Service) exec.List {
+	t.Helper()
+	l, err := svc.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func historyOf(svc *exec.Service, f exec.HistoryFilter) ([]exec.Run, error) {
+	h, err := svc.History(context.Background(), f)
+	return h.Runs, err
 }

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -117,17 +118,22 @@ func (s *Service) interruptLeftovers() error {
 	})
 }
 
-// HistoryFilter selects runs.
+// HistoryFilter selects runs (the query of GET .../schedules/history).
 type HistoryFilter struct {
-	Schedule string
-	Status   string
-	Since    time.Time // started at or after
-	Until    time.Time // started before
-	Limit    int
+	Schedule string    `query:"name" doc:"only runs of this schedule"`
+	Status   string    `query:"status" enum:"queued,running,succeeded,failed,timed_out,skipped,interrupted" doc:"only runs in this status"`
+	Since    time.Time `query:"since" doc:"runs started at or after this time"`
+	Until    time.Time `query:"until" doc:"runs started before this time"`
+	Limit    int       `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"at most this many runs"` // maximum: maxRuns
 }
 
 // History answers runs newest first.
-func (s *Service) History(f HistoryFilter) ([]Run, error) {
+func (s *Service) History(_ context.Context, f HistoryFilter) (HistoryList, error) {
+	runs, err := s.runs(f)
+	return HistoryList{Runs: runs}, err
+}
+
+func (s *Service) runs(f HistoryFilter) ([]Run, error) {
 	out := []Run{}
 	err := s.deps.Store.View(func(tx *store.Tx) error {
 		return tx.Scan(bucketRuns, store.ScanOptions{Reverse: true}, func(_ string, raw []byte) error {
@@ -157,7 +163,7 @@ func (s *Service) History(f HistoryFilter) ([]Run, error) {
 
 // lastRun is the newest finished-or-running record of a schedule.
 func (s *Service) lastRun(name string) *Run {
-	runs, err := s.History(HistoryFilter{Schedule: name, Limit: 1})
+	runs, err := s.runs(HistoryFilter{Schedule: name, Limit: 1})
 	if err != nil || len(runs) == 0 {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"deckhand/platform"
-	"deckhand/services/daemon/proc"
+	"deckhand/platform/proc"
 )
 
 const (

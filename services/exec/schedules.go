@@ -14,7 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"deckhand/platform"
-	"deckhand/services/daemon/proc"
+	"deckhand/platform/proc"
 )
 
 // Overlap policies: what a due time does while the schedule's last run

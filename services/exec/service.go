@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
-	"deckhand/services/daemon/proc"
+	"deckhand/platform/proc"
 )
 
 // Settings are the exec service's flags.

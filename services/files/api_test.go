@@ -322,12 +322,15 @@ func TestResumableUploadSurvivesRestart(t *testing.T) {
 	root := t.TempDir()
 	deps := platformtest.ServiceDeps(t, "files")
 	base, svc := serveWith(t, deps, files.Settings{Root: root})
-	status, _, body := call(t, "POST", base+"/api/v1/files/uploads", str(`{"path":"/resume.txt","size":11}`))
-	if status != 201 {
+	status, h, body := call(t, "POST", base+"/api/v1/files/uploads", str(`{"path":"/resume.txt","size":11}`))
+	if status != 201 || !strings.HasPrefix(h.Get("Location"), "/api/v1/files/uploads/") {
 		t.Fatalf("start: %d %s", status, body)
 	}
 	var up struct{ ID string }
 	json.Unmarshal([]byte(body), &up)
+	if status, h, body := call(t, "GET", base+"/api/v1/files/uploads/"+up.ID, nil); status != 200 || h.Get("Upload-Offset") != "0" {
+		t.Fatalf("where it stands: %d %v %s", status, h, body)
+	}
 	if status, _, body = call(t, "PATCH", base+"/api/v1/files/uploads/"+up.ID, str("hello "), "Upload-Offset", "0"); status != 200 {
 		t.Fatalf("patch: %d %s", status, body)
 	}

@@ -89,7 +89,7 @@ func (s *Service) writeTarGz(w io.Writer, r string) error {
 		if !fi.Mode().IsRegular() {
 			return tw.WriteHeader(h)
 		}
-		f, err := s.root.Open(full)
+		f, err := s.openRegular(full)
 		if err != nil {
 			return nil // unreadable: skipped
 		}
@@ -133,7 +133,7 @@ func (s *Service) writeZip(w io.Writer, r string) error {
 		case !fi.Mode().IsRegular():
 			return nil
 		}
-		f, err := s.root.Open(full)
+		f, err := s.openRegular(full)
 		if err != nil {
 			return nil
 		}

@@ -4,9 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"net/http"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 )
@@ -43,12 +40,4 @@ func (s *Service) Checksum(p string) (Checksum, error) {
 	}
 	r, _ := rel("path", p)
 	return Checksum{Path: apiPath(r), Size: fi.Size(), ETag: etagOf(fi), SHA256: hex.EncodeToString(h.Sum(nil))}, nil
-}
-
-func (s *Service) handleChecksum(c fiber.Ctx) error {
-	sum, err := s.Checksum(platform.QueryOf(c).String("path"))
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, http.StatusOK, sum)
 }

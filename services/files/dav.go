@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/xml"
@@ -43,8 +44,14 @@ type davServer struct {
 const propBucket = "dav-props"
 
 func newDAV(s *Service) *davServer {
-	d := &davServer{s: s, locks: newDAVLocks()}
-	d.h = &webdav.Handler{Prefix: "/dav", FileSystem: &davFS{s: s}, LockSystem: d.locks}
+	d := &davServer{s: s, locks: newDAVLocks(s.deps.Clock)}
+	d.h = &webdav.Handler{Prefix: "/dav", FileSystem: &davFS{s: s}, LockSystem: d.locks, Logger: func(r *http.Request, err error) {
+		if st := stateOf(r.Context()); st != nil && err != nil {
+			st.mu.Lock()
+			st.xerr = err
+			st.mu.Unlock()
+		}
+	}}
 	return d
 }
 
@@ -57,12 +64,17 @@ type reqState struct {
 	// the path's lock when PUT renames, so of two conditional writers with
 	// the same ETag one wins (as in the REST API).
 	cond WriteInput
+	// noFollow: the request acts on links themselves (COPY, MOVE,
+	// DELETE), so a final link is neither followed by Stat nor opened.
+	noFollow bool
+	// xerr is x/net's error for its answer (its Logger), for logs.
+	xerr error
 }
 
 type stateKey struct{}
 
 func note(ctx context.Context, err error) error {
-	if st, ok := ctx.Value(stateKey{}).(*reqState); ok && err != nil {
+	if st := stateOf(ctx); st != nil && err != nil {
 		st.mu.Lock()
 		if st.err == nil {
 			st.err = err
@@ -73,6 +85,16 @@ func note(ctx context.Context, err error) error {
 }
 
 type davFS struct{ s *Service }
+
+func stateOf(ctx context.Context) *reqState {
+	st, _ := ctx.Value(stateKey{}).(*reqState)
+	return st
+}
+
+func noFollow(ctx context.Context) bool {
+	st := stateOf(ctx)
+	return st != nil && st.noFollow
+}
 
 func (d *davFS) rel(ctx context.Context, name string) (string, error) {
 	r, err := rel("path", name)
@@ -114,16 +136,78 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 	if flag&os.O_TRUNC != 0 && flag&(os.O_WRONLY|os.O_RDWR) != 0 && r != "." {
 		return d.openWriter(ctx, name, r)
 	}
+	readOnly := flag&(os.O_WRONLY|os.O_RDWR) == 0
+	if readOnly {
+		// O_NONBLOCK: opening a fifo for reading would otherwise wait for
+		// a writer, holding the request (and its thread) for good.
+		flag |= syscall.O_NONBLOCK
+	}
 	var f *os.File
+	var node *davNode
 	err = d.s.id.run(func() error {
+		var before fs.FileInfo
+		if readOnly && noFollow(ctx) {
+			fi, err := d.s.root.Lstat(r)
+			if err != nil {
+				return err
+			}
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				target, err := d.s.root.Readlink(r)
+				node = &davNode{fs: d, rel: r, fi: fi, link: target}
+				return err
+			}
+			before = fi
+		}
 		var err error
-		f, err = d.s.root.OpenFile(r, flag, perm)
+		if f, err = d.s.root.OpenFile(r, flag, perm); err != nil {
+			return err
+		}
+		fi, err := f.Stat()
+		switch {
+		case err != nil:
+		case before != nil && !os.SameFile(before, fi):
+			// Replaced (by a link, say) between the look and the open.
+			err = platform.Errorf(platform.CodeConflict, "%s changed during the request", name).WithDetails("path")
+		case readOnly && !fi.Mode().IsRegular() && !fi.IsDir():
+			node = &davNode{fs: d, rel: r, fi: fi}
+		default:
+			return nil
+		}
+		f.Close()
+		f = nil
 		return err
 	})
 	if err != nil {
 		return nil, osErr(ctx, name, err)
 	}
+	if node != nil {
+		return node, nil
+	}
 	return &davFile{File: f, fs: d, rel: r}, nil
+}
+
+// davNode is a resource that is not opened: a symbolic link when the
+// request acts on links themselves, or a fifo, socket or device. It has
+// its own FileInfo and no content; COPY makes a link of a link and skips
+// the others (davFile.ReadFrom), as the REST copy does.
+type davNode struct {
+	fs   *davFS
+	rel  string
+	fi   fs.FileInfo
+	link string // a link's target as stored
+}
+
+func (n *davNode) Close() error                       { return nil }
+func (n *davNode) Read([]byte) (int, error)           { return 0, io.EOF }
+func (n *davNode) Seek(int64, int) (int64, error)     { return 0, nil }
+func (n *davNode) Readdir(int) ([]fs.FileInfo, error) { return nil, syscall.ENOTDIR }
+func (n *davNode) Write([]byte) (int, error)          { return 0, os.ErrPermission }
+func (n *davNode) Stat() (fs.FileInfo, error)         { return davInfo{n.fi}, nil }
+
+func (n *davNode) DeadProps() (map[xml.Name]webdav.Property, error) { return n.fs.deadProps(n.rel) }
+
+func (n *davNode) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
+	return n.fs.patch(n.rel, p)
 }
 
 // openWriter is PUT's file: a temporary beside the target, renamed onto
@@ -189,6 +273,11 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	if err == nil {
 		d.s.moveProps(from, to)
 	}
+	if errors.Is(err, fs.ErrNotExist) && !isEscape(err) {
+		// x/net answers any failed rename 403.
+		note(ctx, platform.NotFound("path", oldName))
+		return os.ErrPermission
+	}
 	return osErr(ctx, newName, err)
 }
 
@@ -200,7 +289,11 @@ func (d *davFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
 	var fi os.FileInfo
 	err = d.s.id.run(func() error {
 		var err error
-		fi, err = d.s.root.Stat(r)
+		if noFollow(ctx) {
+			fi, err = d.s.root.Lstat(r)
+		} else {
+			fi, err = d.s.root.Stat(r)
+		}
 		return err
 	})
 	if err != nil {
@@ -233,6 +326,8 @@ type davFile struct {
 	name string
 	n    int64
 	werr error
+	link *string // COPY of a link: Close makes a link to this target
+	skip bool    // COPY of a fifo, socket or device: Close writes nothing
 }
 
 func (f *davFile) Write(p []byte) (int, error) {
@@ -249,8 +344,18 @@ func (f *davFile) Write(p []byte) (int, error) {
 }
 
 // ReadFrom keeps io.Copy on Write (and its limit) rather than the
-// kernel's copy paths.
+// kernel's copy paths. It is also how COPY hands over its source (x/net
+// copies with io.Copy): a link's copy becomes a link, a fifo, socket or
+// device is not copied.
 func (f *davFile) ReadFrom(r io.Reader) (int64, error) {
+	if n, ok := r.(*davNode); ok && f.tmp != "" {
+		if n.fi.Mode()&fs.ModeSymlink != 0 {
+			f.link = &n.link
+		} else {
+			f.skip = true
+		}
+		return 0, nil
+	}
 	return io.Copy(struct{ io.Writer }{f}, r)
 }
 
@@ -260,6 +365,10 @@ func (f *davFile) Close() error {
 		return err
 	}
 	s := f.fs.s
+	if f.skip {
+		_ = s.id.run(func() error { return s.root.Remove(f.tmp) })
+		return err
+	}
 	if err == nil && f.werr == nil {
 		unlock := s.locks.lock(f.rel)
 		err = s.id.run(func() error {
@@ -272,7 +381,14 @@ func (f *davFile) Close() error {
 					return err
 				}
 			}
-			if err := s.root.Chmod(f.tmp, f.mode); err != nil {
+			if f.link != nil {
+				if err := s.root.Remove(f.tmp); err != nil {
+					return err
+				}
+				if err := s.root.Symlink(*f.link, f.tmp); err != nil {
+					return err
+				}
+			} else if err := s.root.Chmod(f.tmp, f.mode); err != nil {
 				return err
 			}
 			return s.root.Rename(f.tmp, f.rel)
@@ -304,10 +420,16 @@ type storedProp struct {
 	XML                string
 }
 
-func (f *davFile) DeadProps() (map[xml.Name]webdav.Property, error) {
+func (f *davFile) DeadProps() (map[xml.Name]webdav.Property, error) { return f.fs.deadProps(f.rel) }
+
+func (f *davFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
+	return f.fs.patch(f.rel, patches)
+}
+
+func (d *davFS) deadProps(r string) (map[xml.Name]webdav.Property, error) {
 	var list []storedProp
-	if db := f.fs.s.deps.Store; db != nil {
-		if err := db.View(func(tx *store.Tx) error { _, err := tx.Get(propBucket, propKey(f.rel), &list); return err }); err != nil {
+	if db := d.s.deps.Store; db != nil {
+		if err := db.View(func(tx *store.Tx) error { _, err := tx.Get(propBucket, propKey(r), &list); return err }); err != nil {
 			return nil, err
 		}
 	}
@@ -319,15 +441,15 @@ func (f *davFile) DeadProps() (map[xml.Name]webdav.Property, error) {
 	return out, nil
 }
 
-func (f *davFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
-	db := f.fs.s.deps.Store
+func (d *davFS) patch(r string, patches []webdav.Proppatch) ([]webdav.Propstat, error) {
+	db := d.s.deps.Store
 	if db == nil {
 		return nil, errors.New("no store for dead properties")
 	}
 	pstat := webdav.Propstat{Status: http.StatusOK}
 	err := db.Update(func(tx *store.Tx) error {
 		var list []storedProp
-		if _, err := tx.Get(propBucket, propKey(f.rel), &list); err != nil {
+		if _, err := tx.Get(propBucket, propKey(r), &list); err != nil {
 			return err
 		}
 		m := map[xml.Name]storedProp{}
@@ -349,9 +471,9 @@ func (f *davFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
 			list = append(list, p)
 		}
 		if len(list) == 0 {
-			return tx.Delete(propBucket, propKey(f.rel))
+			return tx.Delete(propBucket, propKey(r))
 		}
-		return tx.Put(propBucket, propKey(f.rel), list)
+		return tx.Put(propBucket, propKey(r), list)
 	})
 	return []webdav.Propstat{pstat}, err
 }
@@ -403,11 +525,29 @@ func (s *Service) rekeyProps(from, to string) {
 	})
 }
 
-// handleDAV runs x/net/webdav inside Fiber. The request body is handed
+// handleDAV answers a WebDAV request; a failure becomes a DAV:error or
+// the JSON error (davFail).
+func (s *Service) handleDAV(c fiber.Ctx) error {
+	var bodyRead bool
+	err := s.serveDAV(c, &bodyRead)
+	if err == nil {
+		return nil
+	}
+	// An error answer keeps the connection when the request had no body
+	// or its body was read whole (WebDAV clients probe many missing
+	// names); else the unread rest would be taken for the next request.
+	if !bodyRead && c.Request().Header.ContentLength() != 0 {
+		abandonBody(c)
+	}
+	return s.davFail(c, err)
+}
+
+// serveDAV runs x/net/webdav inside Fiber. The request body is handed
 // over as the host's stream (the generic adaptor would read it all into
 // memory first); GET of a file goes through the REST download (sendfile,
-// ranges); other answers (PROPFIND and the like) are small and buffered.
-func (s *Service) handleDAV(c fiber.Ctx) error {
+// ranges); PROPFIND's multistatus is streamed (streamDAV); other answers
+// are small and buffered.
+func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 	if err := s.checkLength(c); err != nil {
 		return err
 	}
@@ -439,16 +579,35 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 		u.Path = fp + u.Path
 	}
 	method := c.Method()
-	if _, err := rel("path", name); err != nil {
+	r, err := rel("path", name)
+	if err != nil {
 		return err
 	}
-	if method == http.MethodGet {
-		if e, err := s.Stat(name); err == nil && e.Type == "file" {
+	if method == http.MethodGet || method == http.MethodHead {
+		// Everything but a collection (files, links to them, and fifos,
+		// devices and sockets, which it refuses) goes through the REST
+		// download, with its headers.
+		var dir bool
+		err := s.id.run(func() error {
+			fi, err := s.root.Stat(r)
+			dir = err == nil && fi.IsDir()
+			return err
+		})
+		if err == nil && !dir {
 			return s.serveFile(c, name, false)
 		}
 	}
-	st := &reqState{cond: WriteInput{Path: name, Overwrite: true, IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch)}}
+	st := &reqState{cond: WriteInput{Path: name, Overwrite: true, IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch)},
+		noFollow: method == "COPY" || method == "MOVE" || method == "DELETE"}
 	ctx := context.WithValue(c.Context(), stateKey{}, st)
+	var lockLife time.Duration
+	var depthZero bool
+	if method == "LOCK" {
+		var err error
+		if lockLife, err = lockTimeout(c.Get("Timeout")); err != nil {
+			return err
+		}
+	}
 	var rb io.Reader = body(c)
 	if method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK" {
 		// XML request bodies are small; x/net accepts a namespace prefix
@@ -460,12 +619,30 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 		if len(raw) > 1<<20 {
 			return platform.Invalid("body", "must be at most 1 MiB of XML")
 		}
+		*bodyRead = true
+		if d := strings.ToLower(strings.TrimSpace(c.Get("Depth"))); method == "PROPFIND" && (d == "" || d == "infinity") {
+			// RFC 4918 9.1 lets a server refuse infinite depth on a
+			// collection; a walk of the whole tree is one request's worth
+			// of unbounded work (a few links to "." make it exponential).
+			// On anything else infinity means 0, and x/net is told 0, so a
+			// file swapped for a directory meanwhile is not walked either.
+			var dir bool
+			_ = s.id.run(func() error {
+				fi, err := s.root.Stat(r)
+				dir = err == nil && fi.IsDir()
+				return nil
+			})
+			if dir {
+				return finiteDepthOnly()
+			}
+			depthZero = true
+		}
 		if err := checkNamespaces(raw); err != nil {
 			return err
 		}
 		if method == "LOCK" {
 			if li, shared := sharedLockRequest(raw); shared {
-				return s.lockShared(c, name, u.Path, li)
+				return s.lockShared(c, name, u.Path, li, lockLife)
 			}
 		}
 		rb = bytes.NewReader(raw)
@@ -480,25 +657,155 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 	for k, v := range c.Request().Header.All() {
 		req.Header.Add(string(k), string(v))
 	}
+	if method == "LOCK" {
+		// x/net writes the Timeout it read into the answer: hand it the
+		// capped one.
+		req.Header.Set("Timeout", timeoutHeader(lockLife))
+	}
+	if depthZero {
+		req.Header.Set("Depth", "0")
+	}
 	if err := s.davPreconditions(req, name); err != nil {
 		return err
 	}
+	if method == "PROPFIND" {
+		return s.streamDAV(c, h, req, st, name)
+	}
 	rw := &davWriter{h: http.Header{}, c: c}
+	if method == "LOCK" {
+		rw.h.Set("Timeout", timeoutHeader(lockLife))
+	}
 	h.ServeHTTP(rw, req)
-	if st.err != nil && (rw.status >= 400 || rw.status == 0) {
+	if err := s.davOutcome(req, rw.status, st, name); err != nil {
 		c.Response().ResetBody()
+		return err
+	}
+	rw.flushHeader()
+	return nil
+}
+
+// davOutcome turns an error answer of x/net (its status and status text)
+// into the service's error: what the file system noted, else one made
+// from the status.
+func (s *Service) davOutcome(req *http.Request, status int, st *reqState, name string) error {
+	if st.err != nil && (status >= 400 || status == 0) {
 		return st.err
 	}
-	if ih := req.Header.Get("If"); rw.status == http.StatusPreconditionFailed && ih != "" && !strings.Contains(ih, "[") &&
-		s.dav.locks.lockedAt(time.Now(), name) {
+	if ih := req.Header.Get("If"); status == http.StatusPreconditionFailed && ih != "" && !strings.Contains(ih, "[") &&
+		s.dav.locks.locked(name) {
 		// x/net answers 412 when no lock token of an If header holds; when
 		// the header names only tokens and the resource is locked, the
 		// answer is 423 Locked (RFC 4918 9.10.6). With entity tags in it,
 		// the failed state check stays 412.
-		rw.status = http.StatusLocked
+		status = http.StatusLocked
 	}
-	rw.flushHeader()
+	switch {
+	case status == http.StatusNotFound:
+		return platform.NotFound("path", name)
+	case status >= 400:
+		return davStatusError(req.Method, status, st.xerr)
+	}
 	return nil
+}
+
+// streamDAV runs x/net's PROPFIND in a goroutine of its own and streams
+// its multistatus: x/net writes each response element as the walk builds
+// it, and the status and headers go out with the first byte, so the
+// answer is never held whole in memory and a client that stops reading
+// stops the walk. An answer that fails before its first byte (404, a bad
+// body) is answered as any other error.
+func (s *Service) streamDAV(c fiber.Ctx, h *webdav.Handler, req *http.Request, st *reqState, name string) error {
+	// The goroutine may outlive this handler (fasthttp runs the stream
+	// writer after it returns), so its request holds nothing of Fiber's.
+	req = req.WithContext(context.WithValue(context.Background(), stateKey{}, st))
+	pr, pw := io.Pipe()
+	rw := &davStream{h: http.Header{}, pw: pw, started: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(rw, req)
+		_ = pw.Close()
+	}()
+	select {
+	case <-rw.started:
+	case <-done:
+		select {
+		case <-rw.started:
+		default:
+			if err := s.davOutcome(req, rw.status, st, name); err != nil {
+				return err
+			}
+			rw.copyHeader(c)
+			return nil
+		}
+	}
+	rw.copyHeader(c)
+	return c.SendStreamWriter(func(bw *bufio.Writer) {
+		_, err := io.Copy(bw, pr)
+		if err == nil {
+			err = bw.Flush()
+		}
+		// A client gone away ends the walk at its next write.
+		_ = pr.CloseWithError(errors.Join(io.ErrClosedPipe, err))
+		<-done
+		if rw.failed {
+			s.deps.Logger.Error("PROPFIND ended early", "service", "files", "path", name, "err", st.xerr)
+		}
+	})
+}
+
+// davStream is the ResponseWriter of a streamed answer: the body of a
+// success goes into the pipe, that of an error answer (x/net's status
+// text) is dropped.
+type davStream struct {
+	h       http.Header
+	status  int
+	pw      *io.PipeWriter
+	started chan struct{}
+	// failed: x/net gave up after the answer started (a multistatus it
+	// had to cut short); the status text it then writes is dropped.
+	failed bool
+}
+
+func (w *davStream) Header() http.Header { return w.h }
+
+func (w *davStream) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	} else if code >= 400 {
+		w.failed = true
+	}
+}
+
+func (w *davStream) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.status >= 400 || w.failed {
+		return len(p), nil
+	}
+	select {
+	case <-w.started:
+	default:
+		close(w.started)
+	}
+	return w.pw.Write(p)
+}
+
+func (w *davStream) copyHeader(c fiber.Ctx) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	for k, vs := range w.h {
+		for i, v := range vs {
+			if i == 0 {
+				c.Set(k, v)
+			} else {
+				c.Append(k, v)
+			}
+		}
+	}
+	c.Status(w.status)
 }
 
 // checkNamespaces refuses xmlns:prefix="" declarations.

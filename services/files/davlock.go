@@ -24,21 +24,60 @@ import (
 // ones (x/net's memLS and its LOCK handler know only exclusive locks; the
 // service answers shared LOCK requests itself and keeps both kinds here).
 // Locks live in memory: a restart of the service releases them, as with
-// x/net's own lock system.
+// x/net's own lock system. Time is the service's clock, not the one x/net
+// passes in, so tests can move it.
 type davLocks struct {
 	mu      sync.Mutex
+	clock   platform.Clock
 	byToken map[string]*davLock
+}
+
+// maxLockTimeout caps a lock's life. RFC 4918 10.7 lets the server pick a
+// shorter timeout than asked for; a lock that never expires outlives the
+// client that took it (a crashed client's lock would block others until
+// the service restarts). Clients refresh a lock they still need.
+const maxLockTimeout = time.Hour
+
+// capTimeout bounds d (negative: Infinite) by maxLockTimeout.
+func capTimeout(d time.Duration) time.Duration {
+	if d < 0 || d > maxLockTimeout {
+		return maxLockTimeout
+	}
+	return d
+}
+
+// lockTimeout reads a LOCK request's Timeout header as x/net does (the
+// first of a list; none or Infinite means as long as allowed) and caps it.
+func lockTimeout(h string) (time.Duration, error) {
+	if i := strings.IndexByte(h, ','); i >= 0 {
+		h = h[:i]
+	}
+	h = strings.TrimSpace(h)
+	if h == "" || h == "Infinite" {
+		return maxLockTimeout, nil
+	}
+	n, err := strconv.ParseUint(strings.TrimPrefix(h, "Second-"), 10, 32)
+	if err != nil || !strings.HasPrefix(h, "Second-") {
+		return 0, platform.Invalid("Timeout", "must be Infinite or Second-N (locks last at most %d seconds)", int(maxLockTimeout/time.Second))
+	}
+	return capTimeout(time.Duration(n) * time.Second), nil
+}
+
+func timeoutHeader(d time.Duration) string {
+	return "Second-" + strconv.FormatInt(int64(d/time.Second), 10)
 }
 
 type davLock struct {
 	token   string
 	details webdav.LockDetails
 	shared  bool
-	expiry  time.Time // zero: never
+	expiry  time.Time
 	held    bool
 }
 
-func newDAVLocks() *davLocks { return &davLocks{byToken: map[string]*davLock{}} }
+func newDAVLocks(clock platform.Clock) *davLocks {
+	return &davLocks{clock: clock, byToken: map[string]*davLock{}}
+}
 
 func cleanName(n string) string {
 	if n == "" {
@@ -62,17 +101,19 @@ func (l *davLock) covers(name string) bool {
 
 func (ls *davLocks) expire(now time.Time) {
 	for t, l := range ls.byToken {
-		if !l.held && !l.expiry.IsZero() && now.After(l.expiry) {
+		if !l.held && now.After(l.expiry) {
 			delete(ls.byToken, t)
 		}
 	}
 }
 
-func (ls *davLocks) create(now time.Time, d webdav.LockDetails, shared bool) (string, error) {
+func (ls *davLocks) create(d webdav.LockDetails, shared bool) (string, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	now := ls.clock.Now()
 	ls.expire(now)
 	d.Root = cleanName(d.Root)
+	d.Duration = capTimeout(d.Duration)
 	n := &davLock{details: d, shared: shared}
 	for _, l := range ls.byToken {
 		if (l.covers(d.Root) || n.covers(l.details.Root)) && !(l.shared && shared) {
@@ -83,21 +124,19 @@ func (ls *davLocks) create(now time.Time, d webdav.LockDetails, shared bool) (st
 	_, _ = rand.Read(b[:])
 	h := hex.EncodeToString(b[:])
 	n.token = fmt.Sprintf("opaquelocktoken:%s-%s-%s-%s-%s", h[:8], h[8:12], h[12:16], h[16:20], h[20:])
-	if d.Duration >= 0 {
-		n.expiry = now.Add(d.Duration)
-	}
+	n.expiry = now.Add(d.Duration)
 	ls.byToken[n.token] = n
 	return n.token, nil
 }
 
-func (ls *davLocks) Create(now time.Time, d webdav.LockDetails) (string, error) {
-	return ls.create(now, d, false)
+func (ls *davLocks) Create(_ time.Time, d webdav.LockDetails) (string, error) {
+	return ls.create(d, false)
 }
 
-func (ls *davLocks) Confirm(now time.Time, name0, name1 string, conditions ...webdav.Condition) (func(), error) {
+func (ls *davLocks) Confirm(_ time.Time, name0, name1 string, conditions ...webdav.Condition) (func(), error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	ls.expire(now)
+	ls.expire(ls.clock.Now())
 	find := func(name string) *davLock {
 		name = cleanName(name)
 		for _, c := range conditions {
@@ -130,9 +169,10 @@ func (ls *davLocks) Confirm(now time.Time, name0, name1 string, conditions ...we
 	}, nil
 }
 
-func (ls *davLocks) Refresh(now time.Time, token string, duration time.Duration) (webdav.LockDetails, error) {
+func (ls *davLocks) Refresh(_ time.Time, token string, duration time.Duration) (webdav.LockDetails, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	now := ls.clock.Now()
 	ls.expire(now)
 	l := ls.byToken[token]
 	if l == nil {
@@ -141,18 +181,15 @@ func (ls *davLocks) Refresh(now time.Time, token string, duration time.Duration)
 	if l.held {
 		return webdav.LockDetails{}, webdav.ErrLocked
 	}
-	l.details.Duration = duration
-	l.expiry = time.Time{}
-	if duration >= 0 {
-		l.expiry = now.Add(duration)
-	}
+	l.details.Duration = capTimeout(duration)
+	l.expiry = now.Add(l.details.Duration)
 	return l.details, nil
 }
 
-func (ls *davLocks) Unlock(now time.Time, token string) error {
+func (ls *davLocks) Unlock(_ time.Time, token string) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	ls.expire(now)
+	ls.expire(ls.clock.Now())
 	l := ls.byToken[token]
 	if l == nil {
 		return webdav.ErrNoSuchLock
@@ -184,26 +221,13 @@ func sharedLockRequest(raw []byte) (lockInfo, bool) {
 	return li, li.Scope.Shared != nil
 }
 
-func parseTimeout(h string) time.Duration {
-	for _, p := range strings.Split(h, ",") {
-		p = strings.TrimSpace(p)
-		if p == "Infinite" {
-			return -1
-		}
-		if n, err := strconv.ParseInt(strings.TrimPrefix(p, "Second-"), 10, 64); err == nil && strings.HasPrefix(p, "Second-") && n >= 0 && n < 1<<32 {
-			return time.Duration(n) * time.Second
-		}
-	}
-	return -1
-}
-
 // lockShared answers a LOCK request for a shared lock.
-func (s *Service) lockShared(c fiber.Ctx, name, href string, li lockInfo) error {
+func (s *Service) lockShared(c fiber.Ctx, name, href string, li lockInfo, timeout time.Duration) error {
 	r, err := rel("path", name)
 	if err != nil {
 		return err
 	}
-	d := webdav.LockDetails{Root: name, Duration: parseTimeout(c.Get("Timeout")), OwnerXML: li.Owner.Inner}
+	d := webdav.LockDetails{Root: name, Duration: timeout, OwnerXML: li.Owner.Inner}
 	switch c.Get("Depth") {
 	case "", "infinity":
 	case "0":
@@ -211,10 +235,10 @@ func (s *Service) lockShared(c fiber.Ctx, name, href string, li lockInfo) error 
 	default:
 		return platform.Invalid("Depth", "must be 0 or infinity for LOCK")
 	}
-	token, err := s.dav.locks.create(time.Now(), d, true)
+	token, err := s.dav.locks.create(d, true)
 	if err != nil {
-		c.Status(http.StatusLocked)
-		return c.SendString("")
+		return &davCondError{cond: "no-conflicting-lock",
+			err: platform.Errorf(CodeLocked, "%s is locked by a conflicting lock", name).WithDetails("path")}
 	}
 	status := http.StatusOK
 	err = s.id.run(func() error {
@@ -232,21 +256,19 @@ func (s *Service) lockShared(c fiber.Ctx, name, href string, li lockInfo) error 
 		_ = s.dav.locks.Unlock(time.Now(), token)
 		return fsError(name, err)
 	}
-	depth, timeout := "infinity", "Infinite"
+	depth := "infinity"
 	if d.ZeroDepth {
 		depth = "0"
 	}
-	if d.Duration >= 0 {
-		timeout = "Second-" + strconv.FormatInt(int64(d.Duration/time.Second), 10)
-	}
 	c.Set("Lock-Token", "<"+token+">")
+	c.Set("Timeout", timeoutHeader(timeout))
 	c.Set(fiber.HeaderContentType, "application/xml; charset=utf-8")
 	c.Status(status)
 	return c.SendString(`<?xml version="1.0" encoding="utf-8"?>` +
 		`<D:prop xmlns:D="DAV:"><D:lockdiscovery><D:activelock>` +
 		`<D:locktype><D:write/></D:locktype><D:lockscope><D:shared/></D:lockscope>` +
 		`<D:depth>` + depth + `</D:depth><D:owner>` + li.Owner.Inner + `</D:owner>` +
-		`<D:timeout>` + timeout + `</D:timeout>` +
+		`<D:timeout>` + timeoutHeader(timeout) + `</D:timeout>` +
 		`<D:locktoken><D:href>` + token + `</D:href></D:locktoken>` +
 		`<D:lockroot><D:href>` + html.EscapeString(href) + `</D:href></D:lockroot>` +
 		`</D:activelock></D:lockdiscovery></D:prop>`)
@@ -254,11 +276,11 @@ func (s *Service) lockShared(c fiber.Ctx, name, href string, li lockInfo) error 
 
 func isExist(err error) bool { return err != nil && errorsIs(err, fs.ErrExist) }
 
-// lockedAt reports whether a live lock covers name.
-func (ls *davLocks) lockedAt(now time.Time, name string) bool {
+// locked reports whether a live lock covers name.
+func (ls *davLocks) locked(name string) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	ls.expire(now)
+	ls.expire(ls.clock.Now())
 	name = cleanName(name)
 	for _, l := range ls.byToken {
 		if l.covers(name) {

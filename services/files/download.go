@@ -1,6 +1,7 @@
 package files
 
 import (
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/gofiber/fiber/v3"
 
@@ -23,12 +25,15 @@ func (s *Service) open(p string) (*os.File, os.FileInfo, error) {
 	var f *os.File
 	err = s.id.run(func() error {
 		var err error
-		f, err = s.root.Open(r)
+		f, err = s.openRegular(r)
 		if err != nil && s.escapeCause(r) {
 			return outsideRoot(p)
 		}
 		return err
 	})
+	if errors.Is(err, errNotRegular) {
+		return nil, nil, platform.Errorf(platform.CodeConflict, "%s is not a regular file (directories download through /api/v1/files/archive)", p).WithDetails("path")
+	}
 	if err != nil {
 		return nil, nil, fsError(p, err)
 	}
@@ -37,11 +42,36 @@ func (s *Service) open(p string) (*os.File, os.FileInfo, error) {
 		f.Close()
 		return nil, nil, fsError(p, err)
 	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, platform.Errorf(platform.CodeConflict, "%s is not a regular file (directories download through /api/v1/files/archive)", p).WithDetails("path")
-	}
 	return f, fi, nil
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens r for reading when it is a regular file, else fails
+// with errNotRegular. The open does not wait (O_NONBLOCK): opening a fifo
+// for reading would hold the request until a writer came, and so would a
+// file swapped for a fifo after its type was looked at. Regular files
+// ignore the flag.
+func (s *Service) openRegular(r string) (*os.File, error) {
+	f, err := s.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// openDir opens directory r for reading its names; anything else fails
+// at once (O_DIRECTORY), a fifo included.
+func (s *Service) openDir(r string) (*os.File, error) {
+	return s.root.OpenFile(r, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 }
 
 // contentType is the type by extension, else sniffed from the first bytes.
@@ -52,6 +82,27 @@ func contentType(f *os.File, name string) string {
 	buf := make([]byte, 512)
 	n, _ := f.ReadAt(buf, 0)
 	return http.DetectContentType(buf[:n])
+}
+
+// passive reports whether a browser only displays content of type ct
+// (never runs it as a page with scripts): raster images, audio, video,
+// fonts, PDF, plain text, JSON and opaque bytes. Everything else (SVG,
+// HTML, XML, types nobody knows) is sandboxed. The list is short because
+// the sandbox breaks some viewers: Chromium's PDF viewer and Firefox's
+// JSON viewer refuse to run in a sandboxed page.
+func passive(ct string) bool {
+	t, _, _ := mime.ParseMediaType(ct)
+	switch {
+	case t == "image/svg+xml":
+		return false
+	case strings.HasPrefix(t, "image/"), strings.HasPrefix(t, "audio/"), strings.HasPrefix(t, "video/"), strings.HasPrefix(t, "font/"):
+		return true
+	}
+	switch t {
+	case "application/pdf", "text/plain", "application/json", "application/octet-stream":
+		return true
+	}
+	return false
 }
 
 // parseRange reads a single "bytes=" range; ok is false when the header
@@ -126,7 +177,12 @@ func (s *Service) serveFile(c fiber.Ctx, p string, attachment bool) error {
 	c.Set(fiber.HeaderETag, etag)
 	c.Set(fiber.HeaderLastModified, fi.ModTime().UTC().Format(http.TimeFormat))
 	c.Set(fiber.HeaderAcceptRanges, "bytes")
-	c.Set(fiber.HeaderContentType, contentType(f, fi.Name()))
+	ct := contentType(f, fi.Name())
+	c.Set(fiber.HeaderContentType, ct)
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	if !passive(ct) {
+		platform.Sandbox(c)
+	}
 	if attachment {
 		c.Set(fiber.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": fi.Name()}))
 	}

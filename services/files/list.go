@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gofiber/fiber/v3"
-
 	"deckhand/platform"
 )
 
@@ -150,18 +148,27 @@ func isSkippable(err error) bool {
 	return err != nil && (errorsIsNotExist(err) || errorsIsPermission(err))
 }
 
-func (s *Service) handleList(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	out, err := s.List(c.Context(), ListInput{Path: q.String("path"), Depth: int(q.Int("depth")),
-		Hidden: q.Bool("hidden"), Limit: int(q.Int("limit"))})
+// ListQuery is the query of GET /api/v1/files.
+type ListQuery struct {
+	Path   string `query:"path" required:"true" doc:"absolute path within the root, e.g. /notes/a.txt"`
+	Depth  int    `query:"depth" minimum:"1" maximum:"32" default:"1" doc:"levels to descend"`
+	Hidden bool   `query:"hidden" default:"false" doc:"include names starting with a dot"`
+	Limit  int    `query:"limit" minimum:"1" maximum:"1000000" default:"10000" doc:"at most this many entries"`
+}
+
+// serveList writes a listing. The encoder's bytes go out as they are:
+// encoding/json would check and compact 30 MB of output from a
+// MarshalJSON again.
+func (s *Service) serveList(w http.ResponseWriter, r *http.Request, in ListQuery) {
+	out, err := s.List(r.Context(), ListInput(in))
 	if err != nil {
-		return err
+		platform.WriteHTTPError(w, err)
+		return
 	}
-	// The encoder's bytes go out as they are: encoding/json would check
-	// and compact 30 MB of output from a MarshalJSON again.
 	raw, _ := out.MarshalJSON()
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	return c.Status(http.StatusOK).Send(raw)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(raw)
 }
 
 // Stat describes one path without following a final symbolic link.
@@ -179,12 +186,4 @@ func (s *Service) Stat(p string) (Entry, error) {
 		return err
 	})
 	return e, fsError(p, err)
-}
-
-func (s *Service) handleStat(c fiber.Ctx) error {
-	e, err := s.Stat(platform.QueryOf(c).String("path"))
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, http.StatusOK, e)
 }

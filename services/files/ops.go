@@ -4,13 +4,10 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"os/user"
 	"path"
 	"strconv"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 )
@@ -216,7 +213,10 @@ func (s *Service) copyTree(from, to string) error {
 		}
 		return s.root.Chmod(to, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 	case fi.Mode().IsRegular():
-		src, err := s.root.Open(from)
+		src, err := s.openRegular(from)
+		if errors.Is(err, errNotRegular) {
+			return nil // became a fifo or the like since the Lstat: skipped
+		}
 		if err != nil {
 			return err
 		}
@@ -360,46 +360,9 @@ func (s *Service) each(r string, recursive bool, fn func(string, fs.FileInfo) er
 	return nil
 }
 
-func decodeValid(c fiber.Ctx, dst interface{ Validate() error }) error {
-	if err := platform.Decode(c, dst); err != nil {
-		return err
-	}
-	return dst.Validate()
-}
-
-// entryHandler is the handler of an operation that takes a JSON request
-// (checked with its Validate, when it has one) and answers the entry it
-// leaves behind.
-func entryHandler[T any](status int, op func(T) (Entry, error)) fiber.Handler {
-	return func(c fiber.Ctx) error {
-		var in T
-		if err := platform.Decode(c, &in); err != nil {
-			return err
-		}
-		if v, ok := any(&in).(interface{ Validate() error }); ok {
-			if err := v.Validate(); err != nil {
-				return err
-			}
-		}
-		e, err := op(in)
-		if err != nil {
-			return err
-		}
-		return platform.JSON(c, status, e)
-	}
-}
-
-func (s *Service) handleDelete(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	if err := s.Delete(q.String("path"), q.Bool("recursive")); err != nil {
-		return err
-	}
-	return c.SendStatus(http.StatusNoContent)
-}
-
 // names lists the entries of directory dir (inside the root), unsorted.
 func (s *Service) names(dir string) ([]string, error) {
-	d, err := s.root.Open(dir)
+	d, err := s.openDir(dir)
 	if err != nil {
 		return nil, err
 	}

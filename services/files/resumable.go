@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -92,36 +93,50 @@ func (s *Service) saveUpload(u storedUpload) error {
 	return s.deps.Store.Update(func(tx *store.Tx) error { return tx.Put(uploadBucket, u.ID, u) })
 }
 
-func (s *Service) handleUploadStart(c fiber.Ctx) error {
-	var in UploadRequest
-	if err := decodeValid(c, &in); err != nil {
-		return err
+// StartUpload declares a resumable upload (the binder ran in.Validate).
+func (s *Service) StartUpload(_ context.Context, in UploadRequest) (UploadStarted, error) {
+	u, err := s.startUpload(in)
+	if err != nil {
+		return UploadStarted{}, err
 	}
+	return UploadStarted{Location: "/api/v1/files/uploads/" + u.ID, Body: u.Upload}, nil
+}
+
+func (s *Service) startUpload(in UploadRequest) (*storedUpload, error) {
 	if s.maxUpload > 0 && in.Size > s.maxUpload {
-		return s.tooLarge()
+		return nil, s.tooLarge()
 	}
 	if s.deps.Store == nil {
-		return platform.Errorf(platform.CodeUnavailable, "resumable uploads need the service's store")
+		return nil, platform.Errorf(platform.CodeUnavailable, "resumable uploads need the service's store")
 	}
 	r, err := rel("path", in.Path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if r == "." {
-		return platform.Invalid("path", "must name a file, not the root")
+		return nil, platform.Invalid("path", "must name a file, not the root")
 	}
 	overwrite := in.Overwrite == nil || *in.Overwrite
 	wi := WriteInput{Path: apiPath(r), Overwrite: overwrite, IfMatch: in.IfMatch}
-	tmp := tempName(r)
+	var tmp string
 	err = s.id.run(func() error {
-		var cur fs.FileInfo
-		if fi, err := s.root.Stat(r); err == nil {
-			cur = fi
+		// As a plain PUT: a link is written through, never replaced, and
+		// one leading out is refused now rather than at the last byte.
+		t, err := s.resolveLinks(in.Path, r)
+		if err != nil {
+			return err
 		}
+		var cur fs.FileInfo
+		if fi, err := s.root.Stat(t); err == nil {
+			cur = fi
+		} else if s.escapeCause(t) {
+			return outsideRoot(in.Path)
+		}
+		tmp = tempName(t)
 		if err := precondition(wi, cur); err != nil {
 			return err
 		}
-		if err := s.mkParents(r); err != nil {
+		if err := s.mkParents(t); err != nil {
 			return err
 		}
 		f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -131,31 +146,30 @@ func (s *Service) handleUploadStart(c fiber.Ctx) error {
 		return f.Close()
 	})
 	if err != nil {
-		return fsError(in.Path, err)
+		return nil, fsError(in.Path, err)
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	u := storedUpload{Upload: Upload{ID: hex.EncodeToString(b[:]), Path: apiPath(r), Size: in.Size, SHA256: in.SHA256,
 		Overwrite: overwrite, IfMatch: in.IfMatch, Mode: in.Mode, Created: s.deps.Clock.Now().UTC()}, TempName: tmp}
 	if err := s.saveUpload(u); err != nil {
-		return platform.Internal("record the upload", err)
+		return nil, platform.Internal("record the upload", err)
 	}
 	if u.Size == 0 {
 		if err := s.finishUpload(&u); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	c.Set(fiber.HeaderLocation, "/api/v1/files/uploads/"+u.ID)
-	return platform.JSON(c, http.StatusCreated, u.Upload)
+	return &u, nil
 }
 
-func (s *Service) handleUploadGet(c fiber.Ctx) error {
-	u, err := s.loadUpload(c.Params("id"))
+// GetUpload answers where a resumable upload stands.
+func (s *Service) GetUpload(_ context.Context, in UploadRef) (UploadState, error) {
+	u, err := s.loadUpload(in.ID)
 	if err != nil {
-		return err
+		return UploadState{}, err
 	}
-	c.Set("Upload-Offset", strconv.FormatInt(u.Offset, 10))
-	return platform.JSON(c, http.StatusOK, u.Upload)
+	return UploadState{Offset: u.Offset, Body: u.Upload}, nil
 }
 
 func (s *Service) handleUploadPatch(c fiber.Ctx) error {
@@ -250,6 +264,11 @@ func (s *Service) finishUpload(u *storedUpload) error {
 		}
 	}
 	mode, _ := parseMode("mode", u.Mode, 0)
+	// The path's links again: one may have changed since the start.
+	if err := s.id.run(func() error { var err error; r, err = s.resolveLinks(u.Path, r); return err }); err != nil {
+		discard()
+		return fsError(u.Path, err)
+	}
 	e, _, err := s.commit(WriteInput{Path: u.Path, Overwrite: u.Overwrite, IfMatch: u.IfMatch}, r, u.TempName, mode, discard)
 	if err != nil {
 		return err
@@ -259,8 +278,9 @@ func (s *Service) finishUpload(u *storedUpload) error {
 	return nil
 }
 
-func (s *Service) handleUploadDelete(c fiber.Ctx) error {
-	u, err := s.loadUpload(c.Params("id"))
+// AbandonUpload removes a resumable upload and its partial file.
+func (s *Service) AbandonUpload(_ context.Context, in UploadRef) error {
+	u, err := s.loadUpload(in.ID)
 	if err != nil {
 		return err
 	}
@@ -268,7 +288,7 @@ func (s *Service) handleUploadDelete(c fiber.Ctx) error {
 	if err := s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) }); err != nil {
 		return platform.Internal("forget the upload", err)
 	}
-	return c.SendStatus(http.StatusNoContent)
+	return nil
 }
 
 // sweepUploads drops resumable uploads untouched for longer than age (and

@@ -11,41 +11,40 @@ func (s *Service) Routes() []platform.Route {
 	pathParam := platform.Param{Name: "path", Required: true, Description: "absolute path within the root, e.g. /notes/a.txt"}
 	tags := []string{"files"}
 	return []platform.Route{
-		{Method: "GET", Path: "/api/v1/version", Summary: "Server and API version",
+		{Method: "GET", Path: "/api/v1/version", OperationID: "getVersion", Summary: "Server and API version",
 			Description: "server_version is the deckhand build (the same string `deckhand version` prints); " +
 				"version is the file API version (" + APIVersion + "), which changes only when this API changes incompatibly.",
-			Tags: []string{"meta"}, Policy: platform.Public, Response: Version{}, Handler: s.version},
-		{Method: "GET", Path: "/api/v1/files", Tags: tags, Summary: "List a directory",
+			Tags: []string{"meta"}, Policy: platform.Public, Op: platform.ReadOp(s.Version)},
+		{Method: "GET", Path: "/api/v1/files", OperationID: "listFiles", Tags: tags, Summary: "List a directory",
 			Description: "Entries sorted by name with size, mode, owner, group, mtime and, for links, the stored target " +
 				"(links are listed, never followed). depth 1 lists the directory's own entries; deeper levels follow each " +
 				"directory's entry. Names starting with a dot (and what is under them) are left out unless hidden=true. " +
 				"A listing stops at limit entries with truncated=true.",
-			Query: []platform.Param{pathParam,
-				{Name: "depth", Type: "integer", Range: &platform.Range{Min: 1, Max: 32}, Default: "1", Description: "levels to descend"},
-				{Name: "hidden", Type: "boolean", Default: "false", Description: "include names starting with a dot"},
-				{Name: "limit", Type: "integer", Range: &platform.Range{Min: 1, Max: 1000000}, Default: "10000", Description: "at most this many entries"}},
-			Response: Listing{}, Handler: s.handleList},
-		{Method: "DELETE", Path: "/api/v1/files", Tags: tags, Summary: "Delete a file, link or directory",
+			Response: Listing{}, Op: platform.StreamOp(s.serveList)},
+		{Method: "DELETE", Path: "/api/v1/files", OperationID: "deleteFile", Tags: tags, Summary: "Delete a file, link or directory",
 			Description: "A link is removed, not its target. A directory that is not empty answers 409 CONFLICT unless " +
 				"recursive=true. The root itself cannot be deleted. 204 on success.",
-			Query:  []platform.Param{pathParam, {Name: "recursive", Type: "boolean", Default: "false", Description: "delete a directory with everything in it"}},
-			Status: 204, Handler: s.handleDelete},
-		{Method: "GET", Path: "/api/v1/files/stat", Tags: tags, Summary: "Describe one path",
+			Status: 204, Op: platform.CommandOp(s.Remove)},
+		{Method: "GET", Path: "/api/v1/files/stat", OperationID: "statFile", Tags: tags, Summary: "Describe one path",
 			Description: "Like one listing entry; a final symbolic link is described itself (lstat), with its target.",
-			Query:       []platform.Param{pathParam}, Response: Entry{}, Handler: s.handleStat},
-		{Method: "GET", Path: "/api/v1/files/content", Tags: tags, Summary: "Download a file",
+			Op:          platform.Op(s.StatPath)},
+		{Method: "GET", Path: "/api/v1/files/content", OperationID: "downloadFile", Tags: tags, Summary: "Download a file",
 			Description: "Streams the file (sendfile on TCP). Content-Type by extension, else sniffed from the first 512 " +
 				"bytes. ETag and Last-Modified are set; If-None-Match answers 304. One Range (bytes=a-b, a-, -n) answers 206 " +
 				"with Content-Range, a range outside the file 416 RANGE_NOT_SATISFIABLE; several ranges get the whole file. " +
-				"If-Range with another ETag gets the whole file. A directory answers 409 (use /api/v1/files/archive).",
+				"If-Range with another ETag gets the whole file. A directory answers 409 (use /api/v1/files/archive), so do a fifo, " +
+				"socket or device (never opened waiting). Every answer carries X-Content-Type-Options: nosniff; a type a browser " +
+				"could run as a page (SVG, HTML, XML, any type other than raster images, audio, video, fonts, PDF, text/plain, " +
+				"JSON and application/octet-stream) also carries Content-Security-Policy: " + platform.SandboxCSP + ", so a file " +
+				"opened from the agent's origin runs no script there.",
 			Query:       []platform.Param{pathParam, {Name: "attachment", Type: "boolean", Default: "false", Description: "add Content-Disposition: attachment"}},
 			ContentType: "application/octet-stream", Handler: s.handleDownload},
-		{Method: "GET", Path: "/api/v1/files/checksum", Tags: tags, Summary: "SHA-256 of a file",
+		{Method: "GET", Path: "/api/v1/files/checksum", OperationID: "checksumFile", Tags: tags, Summary: "SHA-256 of a file",
 			Description: "Reads the whole file and answers its hex SHA-256 with its size and ETag at that moment: a client " +
 				"that downloaded the file (with ranges, across reconnects) compares the ETag it got with the bytes and then " +
 				"the hash. A file written while it is hashed answers 409 CONFLICT; a directory 409 as the download does.",
-			Query: []platform.Param{pathParam}, Response: Checksum{}, Handler: s.handleChecksum},
-		{Method: "PUT", Path: "/api/v1/files/content", Tags: tags, Summary: "Upload a file (raw body or multipart form)",
+			Op: platform.Op(s.ChecksumPath)},
+		{Method: "PUT", Path: "/api/v1/files/content", OperationID: "uploadFile", Tags: tags, Summary: "Upload a file (raw body or multipart form)",
 			Description: "A raw body becomes the file at path. A multipart/form-data body writes each file part to " +
 				"path/<part's filename> (path is then a directory) and answers the list of entries. The body is streamed to " +
 				"a temporary file beside the target, fsynced and renamed into place, so readers never see half a file and a " +
@@ -59,69 +58,63 @@ func (s *Service) Routes() []platform.Route {
 				{Name: "sha256", Description: "hex SHA-256 the content must have"},
 				{Name: "mode", Description: "octal permission bits of the written file"}},
 			Response: Entry{}, Status: 201, Handler: closeOnError(s.handleUpload)},
-		{Method: "POST", Path: "/api/v1/files/mkdir", Tags: tags, Summary: "Create a directory",
+		{Method: "POST", Path: "/api/v1/files/mkdir", OperationID: "makeDirectory", Tags: tags, Summary: "Create a directory",
 			Description: "parents (default true) creates missing parents and accepts an existing directory, like mkdir -p; " +
-				"parents=false answers 409 when it exists.", Body: MkdirRequest{}, Response: Entry{}, Status: 201, Handler: entryHandler(201, s.Mkdir)},
-		{Method: "POST", Path: "/api/v1/files/move", Tags: tags, Summary: "Move or rename",
+				"parents=false answers 409 when it exists.", Status: 201, Op: platform.Op(s.MakeDir)},
+		{Method: "POST", Path: "/api/v1/files/move", OperationID: "moveFile", Tags: tags, Summary: "Move or rename",
 			Description: "rename(2) within the root: atomic on one file system, 409 across file systems. Parents of to are " +
 				"created. An existing destination answers 409 unless overwrite=true. A directory cannot move into itself.",
-			Body: MoveRequest{}, Response: Entry{}, Handler: entryHandler(200, s.Move)},
-		{Method: "POST", Path: "/api/v1/files/copy", Tags: tags, Summary: "Copy (directories recursively)",
+			Op: platform.Op(s.MoveEntry)},
+		{Method: "POST", Path: "/api/v1/files/copy", OperationID: "copyFile", Tags: tags, Summary: "Copy (directories recursively)",
 			Description: "Files keep their mode (copy_file_range where the kernel can), directories are copied with " +
 				"everything in them, symbolic links are copied as links, never followed; sockets, fifos and devices are " +
 				"skipped. An existing destination answers 409 unless overwrite=true (then it is replaced).",
-			Body: MoveRequest{}, Response: Entry{}, Status: 201, Handler: entryHandler(201, s.Copy)},
-		{Method: "POST", Path: "/api/v1/files/chmod", Tags: tags, Summary: "Change permission bits",
+			Status: 201, Op: platform.Op(s.CopyEntry)},
+		{Method: "POST", Path: "/api/v1/files/chmod", OperationID: "chmodFile", Tags: tags, Summary: "Change permission bits",
 			Description: "mode is octal. recursive applies it to everything under a directory; links are skipped (Linux has no lchmod).",
-			Body:        ChmodRequest{}, Response: Entry{}, Handler: entryHandler(200, s.Chmod)},
-		{Method: "POST", Path: "/api/v1/files/chown", Tags: tags, Summary: "Change owner and group",
+			Op:          platform.Op(s.ChangeMode)},
+		{Method: "POST", Path: "/api/v1/files/chown", OperationID: "chownFile", Tags: tags, Summary: "Change owner and group",
 			Description: "owner and group are names or numeric ids; either may be left out. Links are changed themselves " +
 				"(lchown). Needs the privilege to chown: as --files-user the kernel refuses with 403 FORBIDDEN.",
-			Body: ChownRequest{}, Response: Entry{}, Handler: entryHandler(200, s.Chown)},
-		{Method: "GET", Path: "/api/v1/files/search", Tags: tags, Summary: "Search by name and content",
+			Op: platform.Op(s.ChangeOwner)},
+		{Method: "GET", Path: "/api/v1/files/search", OperationID: "searchFiles", Tags: tags, Summary: "Search by name and content",
 			Description: "Walks path (links not followed). name is a glob matched against the base name (path.Match " +
 				"syntax: *, ?, [a-z]). content is a regular expression (Go RE2 syntax) matched line by line; files that look " +
 				"binary (a NUL in the first 8 KiB) or are larger than max_file_size are skipped. gitignore=true honours " +
 				".gitignore files on the way (and skips .git). The search stops at max_results matches or max_files " +
 				"files visited, with truncated=true.",
-			Query: []platform.Param{pathParam,
-				{Name: "name", Description: "glob on the base name, e.g. *.go"},
-				{Name: "content", Description: "regular expression searched in file contents"},
-				{Name: "hidden", Type: "boolean", Default: "false", Description: "descend into names starting with a dot"},
-				{Name: "gitignore", Type: "boolean", Default: "false", Description: "skip what .gitignore files exclude"},
-				{Name: "max_results", Type: "integer", Range: &platform.Range{Min: 1, Max: 10000}, Default: "500", Description: "stop after this many matches"},
-				{Name: "max_files", Type: "integer", Range: &platform.Range{Min: 1, Max: 10000000}, Default: "100000", Description: "stop after visiting this many files"},
-				{Name: "max_file_size", Type: "integer", Range: &platform.Range{Min: 1, Max: math.MaxInt32}, Default: "10485760", Description: "content search skips larger files"}},
-			Response: SearchResult{}, Handler: s.handleSearch},
-		{Method: "GET", Path: "/api/v1/files/archive", Tags: tags, Summary: "Download a directory as zip or tar.gz",
+			Op: platform.Op(s.Search)},
+		{Method: "GET", Path: "/api/v1/files/archive", OperationID: "downloadArchive", Tags: tags, Summary: "Download a directory as zip or tar.gz",
 			Description: "Streamed as it is built (no temporary file, no Content-Length). Links are stored as links, " +
 				"hidden files included; files that cannot be read are skipped.",
 			Query:       []platform.Param{pathParam, {Name: "format", Enum: []string{"zip", "tar.gz"}, Default: "tar.gz", Description: "archive format"}},
 			ContentType: "application/octet-stream", Handler: s.handleArchive},
-		{Method: "PUT", Path: "/api/v1/files/tar", Tags: tags, Summary: "Upload a directory as one tar stream",
+		{Method: "PUT", Path: "/api/v1/files/tar", OperationID: "uploadTar", Tags: tags, Summary: "Upload a directory as one tar stream",
 			Description: "The body (tar, or tar.gz with gzip=true or Content-Encoding: gzip) is unpacked into path as it " +
 				"arrives; each file goes to a temporary name and is renamed, parents are created. Entries naming a path that " +
 				"climbs out (.., absolute) stop the upload with 403 OUTSIDE_ROOT; hard links, devices and fifos are skipped. " +
 				"Answers the number of files and bytes written.",
 			Query:    []platform.Param{pathParam, {Name: "gzip", Type: "boolean", Default: "false", Description: "the body is gzip-compressed"}},
 			Response: TarResult{}, Handler: closeOnError(s.handleTar)},
-		{Method: "POST", Path: "/api/v1/files/uploads", Tags: tags, Summary: "Start a resumable upload",
+		{Method: "POST", Path: "/api/v1/files/uploads", OperationID: "startUpload", Tags: tags, Summary: "Start a resumable upload",
 			Description: "In the spirit of tus: declare path and size, then PATCH bytes at Upload-Offset. The partial " +
 				"file lives beside the target and the session in the service's store, so an upload resumes across " +
 				"connections and agent restarts. When the last byte arrives the optional sha256 is checked and the file " +
-				"renamed into place (if_match, when given, must still be the target's ETag).",
-			Body: UploadRequest{}, Response: Upload{}, Status: 201, Handler: s.handleUploadStart},
-		{Method: "GET", Path: "/api/v1/files/uploads/{id}", Tags: tags, Summary: "Where a resumable upload stands",
-			Description: "offset is how many bytes the service holds; continue from there.", Response: Upload{}, Handler: s.handleUploadGet},
-		{Method: "PATCH", Path: "/api/v1/files/uploads/{id}", Tags: tags, Summary: "Append to a resumable upload",
+				"renamed into place (if_match, when given, must still be the target's ETag). A link at path is treated as by " +
+				"PUT content: one inside the root is written through (the link stays), one leading out is 403 OUTSIDE_ROOT, " +
+				"when the upload starts and again when it completes.",
+			Status: 201, Op: platform.Op(s.StartUpload)},
+		{Method: "GET", Path: "/api/v1/files/uploads/{id}", OperationID: "getUpload", Tags: tags, Summary: "Where a resumable upload stands",
+			Description: "offset is how many bytes the service holds; continue from there.", Op: platform.Op(s.GetUpload)},
+		{Method: "PATCH", Path: "/api/v1/files/uploads/{id}", OperationID: "appendUpload", Tags: tags, Summary: "Append to a resumable upload",
 			Description: "Upload-Offset (header) must equal the current offset, else 409 CONFLICT with the offset in " +
 				"details. The body is appended; a connection that breaks keeps what arrived. Bytes past the declared size " +
 				"answer 413. The answer carries the new offset and, when complete, the written entry.",
 			Query:    []platform.Param{{Name: "Upload-Offset", In: "header", Required: true, Type: "integer", Description: "the offset the body starts at"}},
 			Response: Upload{}, Handler: closeOnError(s.handleUploadPatch)},
-		{Method: "DELETE", Path: "/api/v1/files/uploads/{id}", Tags: tags, Summary: "Abandon a resumable upload",
-			Description: "Removes the partial file. 204.", Status: 204, Handler: s.handleUploadDelete},
-		{Method: "GET", Path: "/api/v1/files/watch", Tags: tags, Summary: "Watch for changes (Server-Sent Events)",
+		{Method: "DELETE", Path: "/api/v1/files/uploads/{id}", OperationID: "abandonUpload", Tags: tags, Summary: "Abandon a resumable upload",
+			Description: "Removes the partial file. 204.", Status: 204, Op: platform.CommandOp(s.AbandonUpload)},
+		{Method: "GET", Path: "/api/v1/files/watch", OperationID: "watchFiles", Tags: tags, Summary: "Watch for changes (Server-Sent Events)",
 			Description: "inotify through fsnotify. Each event is `id: <seq>`, `event: <type>`, `data: <Event JSON>`; seq " +
 				"increases by one per event of the service. The stream opens with `event: ready` carrying the current seq. " +
 				"To resume, reconnect with Last-Event-ID (EventSource does it itself) or since=<last seq>: the service " +
@@ -136,12 +129,27 @@ func (s *Service) Routes() []platform.Route {
 				{Name: "recursive", Type: "boolean", Default: "true", Description: "include everything below path"},
 				{Name: "since", Type: "integer", Range: &platform.Range{Min: 0, Max: math.MaxInt64}, Description: "replay events after this seq first"}},
 			ContentType: "text/event-stream", Handler: s.handleWatch},
-		{Method: platform.MethodAny, Path: "/dav/{path...}", Tags: []string{"webdav"}, Summary: "WebDAV (class 1 and 2)",
+		{Method: platform.MethodAny, Path: "/dav/{path...}", OperationID: "dav", Tags: []string{"webdav"}, Summary: "WebDAV (class 1 and 2)",
 			Description: "golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead " +
 				"properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, " +
 				"If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's " +
-				"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of a file " +
-				"is the REST download (sendfile, ranges). Mount with rclone, davfs2 or a desktop file manager at /dav/.",
-			Handler: closeOnError(s.handleDAV)},
+				"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything " +
+				"but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for " +
+				"types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. " +
+				"PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's " +
+				"<D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the " +
+				"directory is read. A link in a " +
+				"listing is described by its target when that lies in the root (left out otherwise), and no request walks " +
+				"through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE " +
+				"removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and " +
+				"devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of " +
+				"Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and " +
+				"lockdiscovery; refresh a lock to keep it. " +
+				"Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the " +
+				"RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the " +
+				"namespace " + errorNS + " (the same values as the JSON error); a request whose Accept prefers " +
+				"application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 " +
+				"FOREIGN_DESTINATION (a Destination on another server).",
+			Handler: s.handleDAV},
 	}
 }

@@ -6,13 +6,10 @@ import (
 	"context"
 	"io"
 	"io/fs"
-	"net/http"
 	"path"
 	"regexp"
 	"sort"
 	"strings"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 )
@@ -33,10 +30,14 @@ type SearchResult struct {
 
 // SearchInput bounds a search.
 type SearchInput struct {
-	Path, Name, Content  string
-	Hidden, GitIgnore    bool
-	MaxResults, MaxFiles int
-	MaxFileSize          int64
+	Path        string `query:"path" required:"true" doc:"absolute path within the root, e.g. /notes/a.txt"`
+	Name        string `query:"name" doc:"glob on the base name, e.g. *.go"`
+	Content     string `query:"content" doc:"regular expression searched in file contents"`
+	Hidden      bool   `query:"hidden" default:"false" doc:"descend into names starting with a dot"`
+	GitIgnore   bool   `query:"gitignore" default:"false" doc:"skip what .gitignore files exclude"`
+	MaxResults  int    `query:"max_results" minimum:"1" maximum:"10000" default:"500" doc:"stop after this many matches"`
+	MaxFiles    int    `query:"max_files" minimum:"1" maximum:"10000000" default:"100000" doc:"stop after visiting this many files"`
+	MaxFileSize int64  `query:"max_file_size" minimum:"1" maximum:"2147483647" default:"10485760" doc:"content search skips larger files"`
 }
 
 type ignoreRule struct {
@@ -131,7 +132,7 @@ func (s *Service) Search(ctx context.Context, in SearchInput) (SearchResult, err
 				rules = append(append([]ignoreRule(nil), rules...), parseGitignore(dir, data)...)
 			}
 		}
-		d, err := s.root.Open(dir)
+		d, err := s.openDir(dir)
 		if err != nil {
 			return err
 		}
@@ -200,7 +201,7 @@ func (s *Service) Search(ctx context.Context, in SearchInput) (SearchResult, err
 }
 
 func (s *Service) grep(p string, re *regexp.Regexp, in SearchInput, out *SearchResult) {
-	f, err := s.root.Open(p)
+	f, err := s.openRegular(p)
 	if err != nil {
 		return
 	}
@@ -227,15 +228,4 @@ func (s *Service) grep(p string, re *regexp.Regexp, in SearchInput, out *SearchR
 			}
 		}
 	}
-}
-
-func (s *Service) handleSearch(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	out, err := s.Search(c.Context(), SearchInput{Path: q.String("path"), Name: q.String("name"), Content: q.String("content"),
-		Hidden: q.Bool("hidden"), GitIgnore: q.Bool("gitignore"), MaxResults: int(q.Int("max_results")),
-		MaxFiles: int(q.Int("max_files")), MaxFileSize: q.Int("max_file_size")})
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, http.StatusOK, out)
 }

@@ -55,15 +55,21 @@ func closeOnError(h fiber.Handler) fiber.Handler {
 	return func(c fiber.Ctx) error {
 		err := h(c)
 		if err != nil {
-			// Read a little of what is left first (as net/http does), so
-			// a client still sending sees the answer rather than a reset.
-			if r := c.Request().BodyStream(); r != nil {
-				_, _ = io.CopyN(io.Discard, r, 8<<20)
-			}
-			c.RequestCtx().SetConnectionClose()
+			abandonBody(c)
 		}
 		return err
 	}
+}
+
+// abandonBody closes the connection after the answer to a request whose
+// body is left unread.
+func abandonBody(c fiber.Ctx) {
+	// Read a little of what is left first (as net/http does), so a client
+	// still sending sees the answer rather than a reset.
+	if r := c.Request().BodyStream(); r != nil {
+		_, _ = io.CopyN(io.Discard, r, 8<<20)
+	}
+	c.RequestCtx().SetConnectionClose()
 }
 
 // capped fails the read that passes --files-max-upload.

@@ -1,7 +1,7 @@
 package files
 
 import (
-	"github.com/gofiber/fiber/v3"
+	"context"
 
 	"deckhand/platform"
 )
@@ -12,6 +12,7 @@ type Version struct {
 	Version       string `json:"version" required:"true" doc:"file API version"`
 }
 
-func (s *Service) version(c fiber.Ctx) error {
-	return platform.JSON(c, fiber.StatusOK, Version{ServerVersion: platform.Version, Version: APIVersion})
+// Version answers the server's build and the file API's version.
+func (s *Service) Version(context.Context) (Version, error) {
+	return Version{ServerVersion: platform.Version, Version: APIVersion}, nil
 }

@@ -2,6 +2,7 @@ package notes
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ const (
 
 // Block is one typed block of a document.
 type Block struct {
-	ID       string   `json:"id" required:"true" doc:"1-64 of A-Z a-z 0-9 _ -, unique in the document"`
+	ID       string   `json:"id" doc:"1-64 of A-Z a-z 0-9 _ -, unique in the document; always present in a document, left out in an update op's block (the id stays)"`
 	Type     string   `json:"type" required:"true" enum:"text,heading,list,quote,code,math,diagram,divider"`
 	Text     string   `json:"text" doc:"text, heading, quote: the text; code: the source; math: TeX; diagram: the diagram statements"`
 	Level    int      `json:"level,omitempty" doc:"heading: 1-6"`
@@ -48,11 +49,14 @@ type Document struct {
 type PutDocument struct {
 	Title   string  `json:"title" doc:"up to 256 characters"`
 	Blocks  []Block `json:"blocks" required:"true" doc:"up to 1000 blocks"`
-	Version *int64  `json:"version" doc:"the version being replaced (or If-Match); 0 means the document must not exist yet"`
+	Version *int64  `json:"version" minimum:"0" doc:"the version being replaced (or If-Match); 0 means the document must not exist yet"`
 }
 
 // Validate checks the whole document.
 func (r *PutDocument) Validate() error {
+	if r.Version != nil && *r.Version < 0 {
+		return platform.Invalid("version", "must be 0 or more")
+	}
 	if utf8.RuneCountInString(r.Title) > maxTitle {
 		return platform.Invalid("title", "must be at most %d characters", maxTitle)
 	}
@@ -211,8 +215,73 @@ func blockIDOK(id string) bool {
 
 func docKey(notebook, node string) string { return notebook + "/" + node }
 
-// Get reads a document.
-func (s *Service) Get(ctx context.Context, notebook, node string) (Document, error) {
+// NodeRef names a notebook's node.
+type NodeRef struct {
+	Notebook string `path:"notebookId" doc:"1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit"`
+	Node     string `path:"nodeId" doc:"1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit"`
+}
+
+// ValidateParams checks both ids before any body is read.
+func (r *NodeRef) ValidateParams() error {
+	if err := checkID("notebookId", r.Notebook); err != nil {
+		return err
+	}
+	return checkID("nodeId", r.Node)
+}
+
+// DocumentPut is PUT .../document.
+type DocumentPut struct {
+	NodeRef
+	IfMatch string `header:"If-Match" doc:"the version being changed, \"N\" (the ETag); a mismatch is 409 VERSION_CONFLICT"`
+	Body    PutDocument
+}
+
+// DocumentPatch is PATCH .../document.
+type DocumentPatch struct {
+	NodeRef
+	IfMatch string `header:"If-Match" doc:"the version being changed, \"N\" (the ETag); a mismatch is 409 VERSION_CONFLICT"`
+	Body    PatchDocument
+}
+
+// DocumentAnswer is a document with its version as the ETag: 201 when a
+// PUT created it, 200 otherwise.
+type DocumentAnswer struct {
+	ETag   string `header:"ETag" doc:"the document's version, \"N\""`
+	Status int
+	Body   Document
+}
+
+func answer(d Document, status int) DocumentAnswer {
+	return DocumentAnswer{ETag: `"` + strconv.FormatInt(d.Version, 10) + `"`, Status: status, Body: d}
+}
+
+// expected reads the version a write names: If-Match ("N", W/"N" or N)
+// and the body's version must agree when both are given.
+func expected(ifMatch string, body *int64) (*int64, error) {
+	h := strings.TrimSpace(ifMatch)
+	if h == "" {
+		return body, nil
+	}
+	v, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 64)
+	if err != nil || v < 0 {
+		return nil, platform.Invalid("If-Match", "must be a document version \"N\" (the ETag), got %q", h)
+	}
+	if body != nil && *body != v {
+		return nil, platform.Invalid("version", "is %d but If-Match says %d", *body, v)
+	}
+	return &v, nil
+}
+
+// Get reads a node's document.
+func (s *Service) Get(ctx context.Context, ref NodeRef) (DocumentAnswer, error) {
+	d, err := s.get(ctx, ref.Notebook, ref.Node)
+	if err != nil {
+		return DocumentAnswer{}, err
+	}
+	return answer(d, http.StatusOK), nil
+}
+
+func (s *Service) get(ctx context.Context, notebook, node string) (Document, error) {
 	var d Document
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		ok, err := tx.Get(bucketDocs, docKey(notebook, node), &d)
@@ -230,9 +299,26 @@ func conflict(have int64, want int64) error {
 			"; read it again and apply your change to that version"}
 }
 
-// Put creates or replaces a document. expect is the version the caller
+// Put creates or replaces a document: 201 when created, 200 when
+// replaced.
+func (s *Service) Put(ctx context.Context, req DocumentPut) (DocumentAnswer, error) {
+	exp, err := expected(req.IfMatch, req.Body.Version)
+	if err != nil {
+		return DocumentAnswer{}, err
+	}
+	d, created, err := s.put(ctx, req.Notebook, req.Node, req.Body, exp)
+	if err != nil {
+		return DocumentAnswer{}, err
+	}
+	if created {
+		return answer(d, http.StatusCreated), nil
+	}
+	return answer(d, http.StatusOK), nil
+}
+
+// put creates or replaces a document. expect is the version the caller
 // replaces (nil: none named).
-func (s *Service) Put(ctx context.Context, notebook, node string, in PutDocument, expect *int64) (d Document, created bool, err error) {
+func (s *Service) put(ctx context.Context, notebook, node string, in PutDocument, expect *int64) (d Document, created bool, err error) {
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		var old Document
 		exists, err := tx.Get(bucketDocs, docKey(notebook, node), &old)
@@ -261,7 +347,19 @@ func (s *Service) Put(ctx context.Context, notebook, node string, in PutDocument
 }
 
 // Patch applies a title change and block edits, in order, all or none.
-func (s *Service) Patch(ctx context.Context, notebook, node string, in PatchDocument, expect *int64) (d Document, err error) {
+func (s *Service) Patch(ctx context.Context, req DocumentPatch) (DocumentAnswer, error) {
+	exp, err := expected(req.IfMatch, req.Body.Version)
+	if err != nil {
+		return DocumentAnswer{}, err
+	}
+	d, err := s.patch(ctx, req.Notebook, req.Node, req.Body, exp)
+	if err != nil {
+		return DocumentAnswer{}, err
+	}
+	return answer(d, http.StatusOK), nil
+}
+
+func (s *Service) patch(ctx context.Context, notebook, node string, in PatchDocument, expect *int64) (d Document, err error) {
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		ok, err := tx.Get(bucketDocs, docKey(notebook, node), &d)
 		if err != nil {
@@ -351,14 +449,34 @@ func apply(f string, bs []Block, op Op) ([]Block, error) {
 	return bs, nil
 }
 
-// BlockOf reads one block of a document.
-func (s *Service) BlockOf(ctx context.Context, notebook, node, id string) (Block, error) {
-	d, err := s.Get(ctx, notebook, node)
+// BlockImage is GET .../blocks/{blockId}/svg.
+type BlockImage struct {
+	NodeRef
+	Block string `path:"blockId" doc:"the block's id"`
+	Width int    `query:"width" minimum:"120" maximum:"4000" default:"800" doc:"width of the image in pixels"`
+}
+
+// SVGImage is a rendered block: the drawing, sandboxed (the text in it is
+// the user's, and an SVG opened as a page could script on the agent's origin).
+type SVGImage struct {
+	CSP     string `header:"Content-Security-Policy" doc:"always the sandboxing policy"`
+	NoSniff string `header:"X-Content-Type-Options" doc:"always nosniff"`
+	Body    []byte
+}
+
+// BlockSVG renders one block of a document as SVG.
+func (s *Service) BlockSVG(ctx context.Context, in BlockImage) (SVGImage, error) {
+	d, err := s.get(ctx, in.Notebook, in.Node)
 	if err != nil {
-		return Block{}, err
+		return SVGImage{}, err
 	}
-	if i := find(d.Blocks, id); i >= 0 {
-		return d.Blocks[i], nil
+	i := find(d.Blocks, in.Block)
+	if i < 0 {
+		return SVGImage{}, platform.NotFound("block", in.Block)
 	}
-	return Block{}, platform.NotFound("block", id)
+	svg, err := renderSVG(d.Blocks[i], in.Width)
+	if err != nil {
+		return SVGImage{}, platform.Invalid("blockId", "the block does not render: %s", err.Error())
+	}
+	return SVGImage{CSP: platform.SandboxCSP, NoSniff: "nosniff", Body: svg}, nil
 }

@@ -18,7 +18,7 @@ const bucketTickets = "tickets" // sha256(ticket) → ticket
 
 // ExportRequest is the (optional) body of POST .../export-ticket.
 type ExportRequest struct {
-	TTLSeconds int `json:"ttl_seconds" doc:"how long the ticket is good for, 1-3600 (default 300)"`
+	TTLSeconds int `json:"ttl_seconds" minimum:"1" maximum:"3600" doc:"how long the ticket is good for, in seconds (default 300)"`
 }
 
 // Validate checks the lifetime.
@@ -51,9 +51,25 @@ func ticketKey(t string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// TicketRequest is POST .../export-ticket.
+type TicketRequest struct {
+	NodeRef
+	Prefix string `header:"X-Forwarded-Prefix" doc:"the prefix a proxy (the agent's gateway) strips; url carries it"`
+	Body   ExportRequest
+}
+
 // IssueTicket makes a one-time ticket for a node that exists. Only the
 // ticket's hash is stored.
-func (s *Service) IssueTicket(ctx context.Context, notebook, node string, in ExportRequest) (ExportTicket, error) {
+func (s *Service) IssueTicket(ctx context.Context, req TicketRequest) (ExportTicket, error) {
+	t, err := s.issueTicket(ctx, req.Notebook, req.Node, req.Body)
+	if err != nil {
+		return ExportTicket{}, err
+	}
+	t.URL = strings.TrimRight(req.Prefix, "/") + t.Path
+	return t, nil
+}
+
+func (s *Service) issueTicket(ctx context.Context, notebook, node string, in ExportRequest) (ExportTicket, error) {
 	ttl := s.ticketTTL
 	if in.TTLSeconds > 0 {
 		ttl = time.Duration(in.TTLSeconds) * time.Second
@@ -92,9 +108,30 @@ func (s *Service) IssueTicket(ctx context.Context, notebook, node string, in Exp
 	return t, platform.Wrap("issue an export ticket", err)
 }
 
-// Redeem uses a ticket: exactly one caller gets the node's Markdown; a
+// Download is GET /api/v1/notes/export.
+type Download struct {
+	Ticket string `query:"ticket" required:"true" doc:"the ticket of POST .../export-ticket"`
+}
+
+// MarkdownFile is a node's Markdown as an attachment.
+type MarkdownFile struct {
+	Disposition  string `header:"Content-Disposition" doc:"attachment; filename=\"<nodeId>.md\""`
+	CacheControl string `header:"Cache-Control" doc:"no-store"`
+	Body         []byte
+}
+
+// Export redeems a ticket for the node's Markdown.
+func (s *Service) Export(ctx context.Context, in Download) (MarkdownFile, error) {
+	md, name, err := s.redeem(ctx, in.Ticket)
+	if err != nil {
+		return MarkdownFile{}, err
+	}
+	return MarkdownFile{Disposition: `attachment; filename="` + name + `"`, CacheControl: "no-store", Body: md}, nil
+}
+
+// redeem uses a ticket: exactly one caller gets the node's Markdown; a
 // used or expired ticket is 410, an unknown one 404.
-func (s *Service) Redeem(ctx context.Context, tok string) (md []byte, filename string, err error) {
+func (s *Service) redeem(ctx context.Context, tok string) (md []byte, filename string, err error) {
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		var t ticket
 		ok, err := tx.Get(bucketTickets, ticketKey(tok), &t)

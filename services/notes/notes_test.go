@@ -225,6 +225,11 @@ func TestEveryBlockRendersAsWellFormedSVG(t *testing.T) {
 		if st != 200 || !strings.HasPrefix(h["Content-Type"], "image/svg+xml") {
 			t.Fatalf("%s: %d %s %s", id, st, h["Content-Type"], raw)
 		}
+		// An SVG opened as a page runs its scripts on the agent's origin
+		// unless the answer sandboxes it.
+		if h["Content-Security-Policy"] != platform.SandboxCSP || h["X-Content-Type-Options"] != "nosniff" {
+			t.Fatalf("%s: CSP %q, X-Content-Type-Options %q", id, h["Content-Security-Policy"], h["X-Content-Type-Options"])
+		}
 		counts := parseSVG(t, raw)
 		switch id {
 		case "p": // wrapped to the width: several lines
@@ -321,7 +326,7 @@ func TestEveryBodyRefusesBadJSONNamingTheField(t *testing.T) {
 	}
 	n := 0
 	for _, r := range svc.Routes() {
-		if r.Body == nil {
+		if !r.JSONBody() {
 			continue
 		}
 		path := vals.Replace(r.Path)

@@ -42,14 +42,12 @@ type clientFrame struct {
 }
 
 // serveStream is the WebSocket endpoint (Route.HTTP, so gorilla can hijack).
-func (s *Service) serveStream(w http.ResponseWriter, r *http.Request) {
+func (s *Service) serveStream(w http.ResponseWriter, r *http.Request, q StreamQuery) {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		platform.WriteHTTPError(w, platform.Errorf(platform.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)"))
 		return
 	}
-	q := platform.QueryFrom(r.Context())
-	since := uint64(q.Int("since"))
-	display := q.String("display")
+	since, display := q.Since, q.Display
 	if display != "" {
 		d, err := normalizeDisplay(display)
 		if err != nil {
@@ -78,7 +76,7 @@ func (s *Service) serveStream(w http.ResponseWriter, r *http.Request) {
 			}
 			var f clientFrame
 			if json.Unmarshal(data, &f) == nil && f.Type == "dismiss" {
-				_, _ = s.Dismiss(f.IDs)
+				_, _ = s.dismiss(f.IDs)
 			}
 		}
 	}()

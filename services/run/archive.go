@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -40,7 +41,12 @@ func (s *Service) syncArchive(ctx context.Context, st *stepper, src Source, dest
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		if u, err := url.Parse(src.URL); err == nil {
+			if err := s.egress.checkHost(u.Hostname()); err != nil {
+				return plain(err)
+			}
+		}
+		resp, err := s.client.Do(req)
 		if err != nil {
 			return fmt.Errorf("download: %w", err)
 		}

@@ -26,11 +26,18 @@ func newHost(t *testing.T) (*platform.Host, string) {
 	return h, ws
 }
 
-func newHostDeps(t *testing.T) (*platform.Host, string, platform.ServiceDeps) {
+func newHostDeps(t *testing.T, allow ...string) (*platform.Host, string, platform.ServiceDeps) {
+	t.Helper()
+	return newHostSettings(t, &run.Settings{AllowHosts: allow})
+}
+
+// newHostSettings is the service with set and a fresh workspace.
+func newHostSettings(t *testing.T, set *run.Settings) (*platform.Host, string, platform.ServiceDeps) {
 	t.Helper()
 	deps := platformtest.ServiceDeps(t, "run")
 	ws := t.TempDir()
-	svc, err := run.New(deps, &run.Settings{Workspace: ws})
+	set.Workspace = ws
+	svc, err := run.New(deps, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +227,7 @@ func tgz(t *testing.T, files map[string]string) []byte {
 
 func TestArchiveSourceExtractsSafely(t *testing.T) {
 	t.Parallel()
-	h, ws := newHost(t)
+	h, ws, _ := newHostDeps(t, "127.0.0.1") // the test server is on loopback
 	good := tgz(t, map[string]string{"lib/a.txt": "A", "b.txt": "B"})
 	evil := tgz(t, map[string]string{"../escape.txt": "X"})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -301,7 +308,7 @@ func TestSourceBadInput(t *testing.T) {
 // one applies; a sync in progress refuses a second sync and a delete.
 func TestConcurrentChanges(t *testing.T) {
 	t.Parallel()
-	h, _ := newHost(t)
+	h, _, _ := newHostDeps(t, "127.0.0.1") // the test server is on loopback
 	if st, _, _ := do(t, h, "POST", "/api/v1/run/profiles", `{"name":"p"}`); st != 201 {
 		t.Fatal(st)
 	}
@@ -374,7 +381,7 @@ func TestConcurrentChanges(t *testing.T) {
 // sync but never answered, listed or put in the diagnostics.
 func TestURLCredentialsNeverShown(t *testing.T) {
 	t.Parallel()
-	h, _, deps := newHostDeps(t)
+	h, _, deps := newHostDeps(t, "127.0.0.0/8") // the test server is on loopback
 	st, m, raw := do(t, h, "POST", "/api/v1/run/sources", `{"name":"priv","type":"git","url":"http://bot:hunter2@127.0.0.1:1/repo.git"}`)
 	if st != 201 || strings.Contains(raw, "hunter2") || m["url"] != "http://bot:xxxxx@127.0.0.1:1/repo.git" {
 		t.Fatalf("create: %d %s", st, raw)

@@ -9,6 +9,7 @@ package run
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -27,13 +28,19 @@ type Settings struct {
 	SyncTimeout time.Duration
 	// MaxArchive bounds an archive download and its extracted size, bytes.
 	MaxArchive int64
+	// AllowHosts are host names, addresses and CIDR ranges a source may
+	// reach although they are loopback, link-local or this machine's.
+	AllowHosts []string
 }
 
-// Flags declares --run-workspace, --run-sync-timeout and --run-max-archive.
+// Flags declares --run-workspace, --run-sync-timeout, --run-max-archive and
+// --run-allow-hosts.
 func (s *Settings) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Workspace, "run-workspace", "", "directory run sources are synced into (default <data>/run/workspace)")
 	fs.DurationVar(&s.SyncTimeout, "run-sync-timeout", 10*time.Minute, "longest one source sync may take")
 	fs.Int64Var(&s.MaxArchive, "run-max-archive", 1<<30, "largest archive download and extracted size of a run source, bytes")
+	fs.StringSliceVar(&s.AllowHosts, "run-allow-hosts", nil, "comma list of host names, IP addresses or CIDR ranges run sources may reach "+
+		"although they are loopback, link-local or this machine's own addresses (refused by default)")
 }
 
 // Validate checks the flags.
@@ -47,7 +54,8 @@ func (s *Settings) Validate() error {
 	if s.MaxArchive < 0 {
 		return platform.Invalid("--run-max-archive", "must not be negative")
 	}
-	return nil
+	_, err := newEgress(s.AllowHosts)
+	return err
 }
 
 // Service is the run service.
@@ -59,6 +67,8 @@ type Service struct {
 	maxBytes  int64
 
 	sealer *secrets.Sealer
+	egress *egress
+	client *http.Client // archive downloads, through egress
 
 	mu      sync.Mutex // guards syncing
 	syncing map[string]bool
@@ -90,8 +100,12 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	eg, err := newEgress(set.AllowHosts)
+	if err != nil {
+		return nil, err
+	}
 	return &Service{deps: deps, log: deps.Logger, workspace: ws, timeout: timeout, maxBytes: maxBytes, sealer: sealer,
-		syncing: map[string]bool{}}, nil
+		egress: eg, client: eg.httpClient(), syncing: map[string]bool{}}, nil
 }
 
 // Info titles the service's OpenAPI document.
@@ -115,7 +129,12 @@ func (s *Service) Info() platform.Info {
 			"or --run-sync-timeout; a second sync of the same source meanwhile is 409. Diagnostics keep the last " +
 			"attempt: state, error, start, duration and per-step timings. A password in a source's URL is used " +
 			"for the sync but answered as xxxxx everywhere (responses, diagnostics, errors, journal), and sealed at rest " +
-			"(AES-GCM under <data>/run/secrets.key, 0600). Bad bodies are 400 INVALID naming the field; " +
+			"(AES-GCM under <data>/run/secrets.key, 0600). A source never reaches loopback, unspecified or link-local addresses " +
+			"or an address of this machine (the agent's own ports and every local service): a URL naming one is 400 INVALID " +
+			"naming url, and a host name is judged by what it resolves to when the sync connects (archives: every " +
+			"connection, redirects included; git: one resolution git is held to, http redirects not followed), so the " +
+			"sync fails with that reason; --run-allow-hosts lists host names, addresses or CIDR ranges allowed nonetheless. " +
+			"Bad bodies are 400 INVALID naming the field; " +
 			"unknown profiles and sources 404. Errors are {\"code\",\"details\",\"message\"}.",
 	}
 }

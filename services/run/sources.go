@@ -196,6 +196,21 @@ func validateSource(typ, raw, ref, dir string) error {
 	return nil
 }
 
+// checkURL refuses a URL whose host is an address a sync may not reach
+// (see egress); a host name is judged again by what it resolves to when
+// a sync connects.
+func (s *Service) checkURL(typ, raw string) error {
+	host := ""
+	if typ == TypeArchive {
+		if u, err := url.Parse(raw); err == nil {
+			host = u.Hostname()
+		}
+	} else {
+		host = parseGitURL(raw).host
+	}
+	return s.egress.checkHost(host)
+}
+
 func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -338,6 +353,9 @@ func checkUnique(tx *store.Tx, self Source) error {
 // CreateSource adds a source (not synced yet).
 func (s *Service) CreateSource(r CreateSource) (Source, error) {
 	now := s.deps.Clock.Now().UTC()
+	if err := s.checkURL(r.Type, r.URL); err != nil {
+		return Source{}, err
+	}
 	src := Source{ID: newID(), Name: r.Name, Type: r.Type, URL: r.URL, Ref: r.Ref, Dir: filepath.Clean(r.Dir),
 		Version: 1, CreatedAt: now, UpdatedAt: now, Sync: SyncInfo{State: StateNever, Steps: []Step{}}}
 	err := s.deps.Store.Update(func(tx *store.Tx) error {
@@ -365,6 +383,9 @@ func (s *Service) PatchSource(id string, version int64, r PatchSource) (Source, 
 		setIf(&src.Ref, r.Ref)
 		setIf(&src.Dir, r.Dir)
 		if err := validateSource(src.Type, src.URL, src.Ref, src.Dir); err != nil {
+			return err
+		}
+		if err := s.checkURL(src.Type, src.URL); err != nil {
 			return err
 		}
 		src.Dir = filepath.Clean(src.Dir)

@@ -170,11 +170,18 @@ func (s *Service) syncSource(ctx context.Context, src Source) ([]Step, string, e
 // git runs the real git without prompts, remote helpers or the user's
 // configuration of credential helpers getting in the way of a service.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	full := append([]string{"-c", "protocol.ext.allow=never", "-c", "advice.detachedHead=false"}, args...)
+	return gitPinned(ctx, dir, nil, nil, args...)
+}
+
+// gitPinned is git with options and environment that hold its network
+// connections to a checked address (egress.gitPins); the later
+// environment entries win.
+func gitPinned(ctx context.Context, dir string, opts, env []string, args ...string) (string, error) {
+	full := append(append([]string{"-c", "protocol.ext.allow=never", "-c", "advice.detachedHead=false"}, opts...), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false",
-		"GIT_SSH_COMMAND=ssh -o BatchMode=yes")
+	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false",
+		"GIT_SSH_COMMAND=ssh -o BatchMode=yes"), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second
@@ -192,6 +199,15 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 }
 
 func (s *Service) syncGit(ctx context.Context, st *stepper, src Source, dest string) (string, error) {
+	// Before anything is written: a refused URL leaves no empty repository.
+	var opts, env []string
+	if err := st.do("resolve", func() error {
+		var err error
+		opts, env, err = s.egress.gitPins(ctx, src.URL)
+		return err
+	}); err != nil {
+		return "", err
+	}
 	if _, err := os.Stat(filepath.Join(dest, ".git")); err != nil {
 		if err := st.do("init", func() error {
 			if err := os.MkdirAll(dest, 0o755); err != nil {
@@ -217,7 +233,7 @@ func (s *Service) syncGit(ctx context.Context, st *stepper, src Source, dest str
 		ref = "HEAD"
 	}
 	if err := st.do("fetch", func() error {
-		_, err := git(ctx, dest, "fetch", "--quiet", "--no-tags", "origin", "--", ref)
+		_, err := gitPinned(ctx, dest, opts, env, "fetch", "--quiet", "--no-tags", "origin", "--", ref)
 		return err
 	}); err != nil {
 		return "", err

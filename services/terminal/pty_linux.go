@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/creack/pty"
-	"golang.org/x/sys/unix"
-
 	"deckhand/platform"
+	"deckhand/platform/proc"
 )
 
 const (
@@ -42,30 +40,14 @@ func resolveShell(shell string) (string, error) {
 	return path, nil
 }
 
-// startShell runs shell as a session leader on a new PTY. The master is
-// re-opened non-blocking so reads park in the runtime poller (no thread per
-// idle session) and Close/SetReadDeadline can interrupt them; creack/pty's
-// helpers call Fd(), which would put it in blocking mode.
+// startShell runs shell as a session leader on a new PTY (proc.OpenPTY:
+// a non-blocking master).
 func startShell(shell, cwd string, env []string, cols, rows int) (*os.File, *exec.Cmd, error) {
-	master, tty, err := pty.Open()
+	ptmx, tty, err := proc.OpenPTY(cols, rows)
 	if err != nil {
 		return nil, nil, platform.Internal("open a pseudo-terminal", err)
 	}
 	defer tty.Close()
-	fd, err := unix.FcntlInt(master.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	_ = master.Close()
-	if err != nil {
-		return nil, nil, platform.Internal("open a pseudo-terminal", err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		_ = unix.Close(fd)
-		return nil, nil, platform.Internal("open a pseudo-terminal", err)
-	}
-	ptmx := os.NewFile(uintptr(fd), "/dev/ptmx")
-	if err := pty.Setsize(tty, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
-		_ = ptmx.Close()
-		return nil, nil, platform.Internal("size the pseudo-terminal", err)
-	}
 	cmd := &exec.Cmd{
 		Path:   shell,
 		Args:   []string{shell},
@@ -105,20 +87,7 @@ func shellStartError(shell string, err error) error {
 
 // setSize sets the window size without Fd(), which would make the master
 // blocking.
-func setSize(f *os.File, cols, rows int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ioErr error
-	err = rc.Control(func(fd uintptr) {
-		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
-	})
-	if err != nil {
-		return err
-	}
-	return ioErr
-}
+func setSize(f *os.File, cols, rows int) error { return proc.SetWinsize(f, cols, rows) }
 
 // signalGroup signals the shell's process group (it is a session leader, so
 // its group id is its pid) and the shell itself.

@@ -3,6 +3,7 @@ package terminal_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"image/png"
 	"io"
@@ -502,12 +503,30 @@ func TestWebPage(t *testing.T) {
 	if strings.Contains(string(b), `src="/`) || strings.Contains(string(b), `href="/`) {
 		t.Fatal("the page must use relative URLs to work under the gateway prefix")
 	}
+	if hdr.Get("Cache-Control") != "no-cache" {
+		t.Errorf("index Cache-Control = %q", hdr.Get("Cache-Control"))
+	}
 	for _, name := range []string{"xterm.js", "xterm.css", "addon-fit.js", "app.js", "style.css"} {
-		code, b, _ := e.do(t, http.MethodGet, "/assets/"+name, nil)
-		if code != 200 || len(b) == 0 {
-			t.Errorf("asset %s: %d", name, code)
+		code, b, hdr := e.do(t, http.MethodGet, "/assets/"+name, nil)
+		if code != 200 || len(b) == 0 || hdr.Get("Cache-Control") != "public, max-age=3600" || hdr.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("asset %s: %d %v", name, code, hdr)
 		}
 	}
+	// Asked for gzip itself, the client gets the compressed bytes as they are.
+	req, _ := http.NewRequest(http.MethodGet, e.url+"/assets/app.js", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := e.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil || resp.Header.Get("Content-Encoding") != "gzip" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+		t.Fatalf("gzip asset: %v %v", err, resp.Header)
+	}
+	if js, err := io.ReadAll(zr); err != nil || len(js) == 0 {
+		t.Fatalf("gzip asset body: %d bytes, %v", len(js), err)
+	}
+	resp.Body.Close()
 }
 
 // Sequential on purpose: it counts this process's fds and children.

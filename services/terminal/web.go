@@ -3,11 +3,10 @@ package terminal
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"embed"
 	"strings"
 	"sync"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 )
@@ -51,32 +50,51 @@ func loadAssets() {
 	}
 }
 
-func sendAsset(c fiber.Ctx, name string) error {
+// AssetFile is one file of the web terminal.
+type AssetFile struct {
+	ContentType     string `header:"Content-Type" doc:"the file's media type"`
+	Vary            string `header:"Vary"`
+	CacheControl    string `header:"Cache-Control" doc:"no-cache for the page, an hour for the scripts and styles"`
+	ContentEncoding string `header:"Content-Encoding" doc:"gzip when the request accepts it"`
+	Body            []byte
+}
+
+// AssetRef names a file of the web terminal.
+type AssetRef struct {
+	Name           string `path:"name" doc:"app.js, style.css, xterm.js, xterm.css or addon-fit.js"`
+	AcceptEncoding string `header:"Accept-Encoding" doc:"gzip: the file is sent compressed"`
+}
+
+// PageRequest is a request for the page.
+type PageRequest struct {
+	AcceptEncoding string `header:"Accept-Encoding" doc:"gzip: the page is sent compressed"`
+}
+
+func assetFile(name, acceptEncoding string) (AssetFile, error) {
 	assetsOnce.Do(loadAssets)
 	a, ok := assets[name]
 	if !ok {
-		return platform.NotFound("asset", name)
+		return AssetFile{}, platform.NotFound("asset", name)
 	}
-	c.Set(fiber.HeaderContentType, a.ctype)
-	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
+	out := AssetFile{ContentType: a.ctype, Vary: "Accept-Encoding", CacheControl: "public, max-age=3600", Body: a.plain}
 	if name == "index.html" {
-		c.Set(fiber.HeaderCacheControl, "no-cache")
-	} else {
-		c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
+		out.CacheControl = "no-cache"
 	}
-	if strings.Contains(c.Get(fiber.HeaderAcceptEncoding), "gzip") {
-		c.Set(fiber.HeaderContentEncoding, "gzip")
-		return c.Send(a.gz)
+	if strings.Contains(acceptEncoding, "gzip") {
+		out.ContentEncoding, out.Body = "gzip", a.gz
 	}
-	return c.Send(a.plain)
+	return out, nil
 }
 
-func (svc *Service) handleIndex(c fiber.Ctx) error { return sendAsset(c, "index.html") }
+// Index answers the web terminal's page.
+func (svc *Service) Index(_ context.Context, in PageRequest) (AssetFile, error) {
+	return assetFile("index.html", in.AcceptEncoding)
+}
 
-func (svc *Service) handleAsset(c fiber.Ctx) error {
-	name := c.Params("name")
-	if name == "index.html" {
-		return platform.NotFound("asset", name)
+// Asset answers a static file of the page (the page itself only at /).
+func (svc *Service) Asset(_ context.Context, in AssetRef) (AssetFile, error) {
+	if in.Name == "index.html" {
+		return AssetFile{}, platform.NotFound("asset", in.Name)
 	}
-	return sendAsset(c, name)
+	return assetFile(in.Name, in.AcceptEncoding)
 }

@@ -35,8 +35,8 @@ var upgrader = websocket.Upgrader{
 // request policy and parsed the declared query (platform.QueryFrom); the
 // session is found or created before the upgrade, so every refusal is an
 // ordinary HTTP answer with the service's error body.
-func (svc *Service) serveWS(w http.ResponseWriter, r *http.Request) {
-	sess, created, err := svc.wsTarget(r)
+func (svc *Service) serveWS(w http.ResponseWriter, r *http.Request, q AttachQuery) {
+	sess, created, err := svc.wsTarget(r, q)
 	if err != nil {
 		platform.WriteHTTPError(w, err)
 		return
@@ -76,13 +76,12 @@ func (svc *Service) serveWS(w http.ResponseWriter, r *http.Request) {
 
 // wsTarget is the session a handshake attaches to: the one named by id
 // (resized when cols and rows are both given), or a new one.
-func (svc *Service) wsTarget(r *http.Request) (sess *Session, created bool, err error) {
+func (svc *Service) wsTarget(r *http.Request, q AttachQuery) (sess *Session, created bool, err error) {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return nil, false, platform.Errorf(platform.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)")
 	}
-	q := platform.QueryFrom(r.Context())
-	cols, rows := optionalInt(q, "cols"), optionalInt(q, "rows")
-	if id := q.String("id"); id != "" {
+	cols, rows := q.Cols, q.Rows
+	if id := q.ID; id != "" {
 		if sess, err = svc.get(id); err != nil {
 			return nil, false, err
 		}
@@ -93,7 +92,7 @@ func (svc *Service) wsTarget(r *http.Request) (sess *Session, created bool, err 
 		}
 		return sess, false, nil
 	}
-	req := CreateRequest{Shell: q.String("shell"), Cwd: q.String("cwd"), Cols: cols, Rows: rows}
+	req := CreateRequest{Shell: q.Shell, Cwd: q.Cwd, Cols: cols, Rows: rows}
 	if err := req.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -101,16 +100,6 @@ func (svc *Service) wsTarget(r *http.Request) (sess *Session, created bool, err 
 		return nil, false, err
 	}
 	return sess, true, nil
-}
-
-// optionalInt is a declared integer parameter as CreateRequest takes it:
-// nil when absent.
-func optionalInt(q platform.Query, name string) *int {
-	if !q.Has(name) {
-		return nil
-	}
-	n := int(q.Int(name))
-	return &n
 }
 
 // controlMessage is a client's JSON text frame.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/procnet"
 )
 
 // Binding is one TCP port something listens on inside the container.
@@ -39,6 +40,20 @@ type listener struct {
 	port  int
 	addr  net.IP
 	inode uint64
+}
+
+// listeningSockets reads the sockets in state LISTEN of this network
+// namespace (platform/procnet).
+func listeningSockets() ([]listener, error) {
+	socks, err := procnet.Listening()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]listener, 0, len(socks))
+	for _, s := range socks {
+		out = append(out, listener{port: int(s.Local.Port()), addr: net.IP(s.Local.Addr().AsSlice()), inode: s.Inode})
+	}
+	return out, nil
 }
 
 // scanner keeps the listening ports current and reports changes.
@@ -272,7 +287,9 @@ func dialAddress(addrs []string) (string, bool) {
 		return "::1", true
 	}
 	for _, a := range addrs {
-		if ip := net.ParseIP(a); ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsGlobalUnicast()) {
+		// Never link-local (169.254.0.0/16, fe80::/10: cloud metadata
+		// and the like), whatever a document allows.
+		if ip := net.ParseIP(a); ip != nil && !ip.IsLinkLocalUnicast() && (ip.IsLoopback() || ip.IsPrivate() || ip.IsGlobalUnicast()) {
 			return a, true
 		}
 	}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"syscall"
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/clientip"
 )
 
 // dial connects to port inside the container, after the deny list. A port
@@ -47,41 +49,18 @@ func (s *Service) dial(ctx context.Context, port int) (net.Conn, string, error) 
 	return conn, target, nil
 }
 
-// clientAddr is the caller as the session records it: the peer, or the
-// right-most X-Forwarded-For hop from a trusted local proxy.
+// clientAddr is the caller as the session records it: the peer, or under
+// --trust-proxy-headers the client by the rule of package clientip.
 func (s *Service) clientAddr(r *http.Request) string {
-	peer := r.RemoteAddr
 	if !s.deps.Common.TrustProxyHeaders {
-		return peer
+		return r.RemoteAddr
 	}
-	host, _, err := net.SplitHostPort(peer)
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
-		host = peer
+		return r.RemoteAddr
 	}
-	if ip := net.ParseIP(host); ip == nil || !(ip.IsLoopback() || ip.IsPrivate()) {
-		return peer
+	if ip := clientip.Resolve(peer.Addr(), r.Header.Values(clientip.Header)); ip != peer.Addr().Unmap() {
+		return ip.String()
 	}
-	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-		last := xff[len(xff)-1]
-		for i := len(last) - 1; i >= 0; i-- {
-			if last[i] == ',' {
-				last = last[i+1:]
-				break
-			}
-		}
-		if ip := net.ParseIP(trimSpace(last)); ip != nil {
-			return ip.String()
-		}
-	}
-	return peer
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
+	return r.RemoteAddr
 }

@@ -16,9 +16,12 @@ import (
 
 // The reverse proxy: /proxy/{port}/rest goes to http://<port's address>/rest.
 // Only the /proxy/{port} prefix is taken off the path (X-Forwarded-Prefix
-// says what was taken, after any prefix the gateway took); the Host header,
-// the query, the body and every response header and body pass untouched, so
-// nothing the app did not ask for is rewritten. WebSocket upgrades pass
+// says what was taken, after any prefix the gateway took), Host is the
+// app's own address (localhost:{port}) and the client's host and scheme
+// go in X-Forwarded-Host and -Proto; the query, the body and every
+// response header and body pass untouched, so nothing the app did not ask
+// for is rewritten. The credential the gateway consumed never arrives
+// here (the gateway drops it). WebSocket upgrades pass
 // through (httputil.ReverseProxy hijacks the client connection), so a dev
 // server's hot reload works. Every upstream connection is a session of kind
 // "proxy" (keep-alive is off upstream: one request, one connection, so a
@@ -26,21 +29,16 @@ import (
 
 type proxyCtxKey struct{}
 
-// proxyReq is what the transport's dialler needs of the request.
+// proxyReq is what the transport's dialler and the rewrite need of the
+// request.
 type proxyReq struct {
 	port   int
 	client string
-	err    error // why the dial failed, for the error handler
-	code   int   // the upstream's status
-}
-
-func isLocalPeer(remote string) bool {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	// viaGateway: the agent's gateway sent the request (platform.ViaGateway),
+	// so its X-Forwarded-* describe the client.
+	viaGateway bool
+	err        error // why the dial failed, for the error handler
+	code       int   // the upstream's status
 }
 
 func (s *Service) newProxy() *httputil.ReverseProxy {
@@ -56,25 +54,27 @@ func (s *Service) newProxy() *httputil.ReverseProxy {
 		Transport:     tr,
 		FlushInterval: -1, // stream (server-sent events, chunked hot-reload channels)
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			// Behind the gateway (a local peer) its X-Forwarded-* describe the
-			// client; keep them and add this hop.
-			local := isLocalPeer(pr.In.RemoteAddr)
-			if local {
+			pq, _ := pr.In.Context().Value(proxyCtxKey{}).(*proxyReq)
+			// The client's host and scheme go in X-Forwarded-Host and
+			// -Proto: behind the gateway its own account of the client
+			// (the request reached this service with the service's
+			// address as Host), else this request's.
+			pr.SetXForwarded()
+			if pq != nil && pq.viaGateway {
 				for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
-					if v := pr.In.Header.Values(h); len(v) > 0 {
-						pr.Out.Header[h] = v
+					if v := pr.In.Header.Get(h); v != "" {
+						pr.Out.Header.Set(h, v)
 					}
 				}
 			}
-			host, proto := pr.Out.Header.Get("X-Forwarded-Host"), pr.Out.Header.Get("X-Forwarded-Proto")
-			pr.SetXForwarded()
-			if local && host != "" {
-				pr.Out.Header.Set("X-Forwarded-Host", host)
+			pr.Out.Header.Del(platform.AuthorizedPortHeader) // the gateway's word to this service
+			// Host is the app's own address, as a browser on the
+			// machine would send it: dev servers check it against their
+			// allowed hosts (localhost passes), and the client's host
+			// is in X-Forwarded-Host.
+			if pq != nil {
+				pr.Out.Host = "localhost:" + strconv.Itoa(pq.port)
 			}
-			if local && proto != "" {
-				pr.Out.Header.Set("X-Forwarded-Proto", proto)
-			}
-			pr.Out.Host = pr.In.Host
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = "upstream" // the dialler picks the address
 			pr.Out.URL.Path, pr.Out.URL.RawPath = pr.In.URL.Path, pr.In.URL.RawPath
@@ -101,9 +101,13 @@ func (s *Service) newProxy() *httputil.ReverseProxy {
 
 // serveProxyRoot answers /proxy/{port} with a 308 to /proxy/{port}/ (the
 // router also sends /proxy/{port}/ here: it ignores a trailing slash).
-func (s *Service) serveProxyRoot(w http.ResponseWriter, r *http.Request) {
+func (s *Service) serveProxyRoot(w http.ResponseWriter, r *http.Request, in ProxyRoot) {
 	if strings.HasSuffix(r.URL.Path, "/") {
-		s.serveProxy(w, r)
+		if _, err := proxyPort(in.Port); err != nil {
+			platform.WriteHTTPError(w, err)
+			return
+		}
+		s.serveProxy(w, r, ProxyRequest{Port: in.Port})
 		return
 	}
 	prefix := r.Header.Get("X-Forwarded-Prefix")
@@ -119,16 +123,19 @@ func (s *Service) serveProxyRoot(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveProxy strips /proxy/{port} and hands the request to the reverse proxy.
-func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request) {
+func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request, in ProxyRequest) {
+	portStr := in.Port
+	port, _ := proxyPort(portStr) // checked by ValidateParams
+	// The path as it came (not in.Path, which the router unescaped): the
+	// app gets the request's own bytes.
 	rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
 	if !ok {
 		platform.WriteHTTPError(w, platform.NotFound("route", r.URL.Path))
 		return
 	}
-	portStr, path, _ := strings.Cut(rest, "/")
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 1 || port > 65535 || portStr != strconv.Itoa(port) {
-		platform.WriteHTTPError(w, platform.Invalid("port", "must be an integer from 1 to 65535, got %q", portStr))
+	_, path, _ := strings.Cut(rest, "/")
+	if err := s.checkAdmitted(r, port); err != nil {
+		platform.WriteHTTPError(w, err)
 		return
 	}
 	if err := s.checkPort(port); err != nil {
@@ -136,7 +143,7 @@ func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prefix := "/proxy/" + portStr
-	pq := &proxyReq{port: port, client: s.clientAddr(r)}
+	pq := &proxyReq{port: port, client: s.clientAddr(r), viaGateway: platform.ViaGateway(r.Context())}
 	// A context of our own, not the request's: the host's request context
 	// is recycled once an upgrade hijacks the connection, while the proxy
 	// goes on copying.

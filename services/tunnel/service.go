@@ -42,15 +42,22 @@ func init() {
 }
 
 // agentSpan is how many ports from the port base the agent uses: the
-// gateway (+0) and services +1..+14 (operations.md).
-const agentSpan = 15
+// gateway (+0) and services +1..+16 (operations.md). `deckhand run` also
+// names every port its registry uses in --tunnel-agent-ports, so a service
+// added past +16 is denied as well.
+const agentSpan = 17
 
 // Settings are the tunnel service's flags (DECKHAND_TUNNEL_*).
 type Settings struct {
-	// PortBase is the agent's --port-base: ports base..base+14 (the gateway
+	// PortBase is the agent's --port-base: ports base..base+16 (the gateway
 	// and every service) are denied unless AllowPorts lists them. `deckhand
 	// run` and `deckhand service` fill it from their own --port-base.
 	PortBase int
+	// AgentPorts are the agent's other ports (its gateway's --listen, a
+	// control plane's on loopback, services past the base range), denied
+	// like the base range. `deckhand run` fills it from its registry and
+	// flags.
+	AgentPorts string
 	// AllowPorts are agent ports that may be tunnelled nonetheless.
 	AllowPorts string
 	// DenyPorts are further ports that may not be tunnelled.
@@ -67,7 +74,8 @@ type Settings struct {
 
 // Flags declares --tunnel-port-base, --tunnel-allow-ports, ...
 func (s *Settings) Flags(fs *pflag.FlagSet) {
-	fs.IntVar(&s.PortBase, "tunnel-port-base", 7700, "the agent's port base: its ports (base..base+14) may not be tunnelled (set from --port-base)")
+	fs.IntVar(&s.PortBase, "tunnel-port-base", 7700, "the agent's port base: its ports (base..base+16) may not be tunnelled (set from --port-base)")
+	fs.StringVar(&s.AgentPorts, "tunnel-agent-ports", "", "comma list of the agent's further ports or ranges that may not be tunnelled (set by deckhand run: every service port, the gateway's, a loopback control plane's)")
 	fs.StringVar(&s.AllowPorts, "tunnel-allow-ports", "", "comma list of agent ports or ranges (7702,7710-7711) that may be tunnelled nonetheless")
 	fs.StringVar(&s.DenyPorts, "tunnel-deny-ports", "", "comma list of further ports or ranges that may not be tunnelled")
 	fs.StringVar(&s.IgnorePorts, "tunnel-ignore-ports", "", "comma list of ports or ranges left out of the bindings and their events")
@@ -97,6 +105,9 @@ func (s *Settings) policy() (*portPolicy, error) {
 	}
 	p := &portPolicy{base: s.PortBase}
 	var err error
+	if p.agent, err = parsePorts("--tunnel-agent-ports", s.AgentPorts); err != nil {
+		return nil, err
+	}
 	if p.allow, err = parsePorts("--tunnel-allow-ports", s.AllowPorts); err != nil {
 		return nil, err
 	}
@@ -155,8 +166,8 @@ func parsePorts(flag, list string) (portSet, error) {
 
 // portPolicy says which ports may be tunnelled and which are listed.
 type portPolicy struct {
-	base                int
-	allow, deny, ignore portSet
+	base                       int
+	agent, allow, deny, ignore portSet
 }
 
 // denied says why port may not be tunnelled ("" when it may).
@@ -164,8 +175,8 @@ func (p *portPolicy) denied(port int) string {
 	if p.deny.has(port) {
 		return "on the deny list (--tunnel-deny-ports)"
 	}
-	if port >= p.base && port < p.base+agentSpan && !p.allow.has(port) {
-		return "one of the agent's own ports (--tunnel-port-base; allow with --tunnel-allow-ports)"
+	if (port >= p.base && port < p.base+agentSpan || p.agent.has(port)) && !p.allow.has(port) {
+		return "one of the agent's own ports (--tunnel-port-base, --tunnel-agent-ports; allow with --tunnel-allow-ports)"
 	}
 	return ""
 }
@@ -243,4 +254,19 @@ func (s *Service) checkPort(port int) error {
 			Message: fmt.Sprintf("port: %d may not be tunnelled: %s", port, why)}
 	}
 	return nil
+}
+
+// checkAdmitted holds a request the agent's gateway admitted to the port
+// its proxy permissions judged (platform.AuthorizedPortHeader): whatever
+// the path or query made of it on the way, no other port is dialled. The
+// gateway drops any copy a client sends; without the header no document
+// decided (a trusted local caller).
+func (s *Service) checkAdmitted(r *http.Request, port int) error {
+	v := r.Header.Get(platform.AuthorizedPortHeader)
+	if v == "" || v == strconv.Itoa(port) {
+		return nil
+	}
+	s.metrics.denied.Inc()
+	return &platform.Error{Code: CodePortDenied, Field: "port", Details: "port",
+		Message: fmt.Sprintf("port: %d was not the port the gateway's proxy permissions admitted", port)}
 }

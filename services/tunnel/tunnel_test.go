@@ -101,7 +101,12 @@ func TestRoutesDocumented(t *testing.T) {
 func TestBadPorts(t *testing.T) {
 	t.Parallel()
 	closed := platformtest.FreePortBase(t, 1)
-	e := start(t, func(s *tunnel.Settings) { s.PortBase = 20000; s.AllowPorts = "20002"; s.DenyPorts = "21000" })
+	e := start(t, func(s *tunnel.Settings) {
+		s.PortBase = 20000
+		s.AllowPorts = "20002"
+		s.DenyPorts = "21000"
+		s.AgentPorts = "20100-20120,22500"
+	})
 	cases := []struct {
 		name   string
 		path   string
@@ -115,6 +120,10 @@ func TestBadPorts(t *testing.T) {
 		{"ws agent port", "/api/v1/tunnel/ws?port=20006", 403, "PORT_DENIED"},
 		{"ws gateway port", "/api/v1/tunnel/ws?port=20000", 403, "PORT_DENIED"},
 		{"ws deny list", "/api/v1/tunnel/ws?port=21000", 403, "PORT_DENIED"},
+		{"ws agent port +15", "/api/v1/tunnel/ws?port=20015", 403, "PORT_DENIED"},
+		{"ws agent port +16", "/api/v1/tunnel/ws?port=20016", 403, "PORT_DENIED"},
+		{"ws agent port list", "/api/v1/tunnel/ws?port=22500", 403, "PORT_DENIED"},
+		{"proxy agent port range", "/proxy/20117/", 403, "PORT_DENIED"},
 		{"ws allowed agent port, nothing there", "/api/v1/tunnel/ws?port=20002", 502, "UPSTREAM_UNREACHABLE"},
 		{"proxy port 0", "/proxy/0/", 400, "INVALID"},
 		{"proxy port 70000", "/proxy/70000/x", 400, "INVALID"},
@@ -154,6 +163,87 @@ func TestBadPorts(t *testing.T) {
 		s.DenyPorts = bad
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "--tunnel-deny-ports") {
 			t.Fatalf("deny %q: %v", bad, err)
+		}
+		s = tunnel.DefaultSettings()
+		s.AgentPorts = bad
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "--tunnel-agent-ports") {
+			t.Fatalf("agent ports %q: %v", bad, err)
+		}
+	}
+}
+
+// TestGatewayAdmittedPortOnly: a request carrying the gateway's
+// AuthorizedPortHeader reaches that port and no other, through the
+// reverse proxy and the WebSocket alike, and the header never reaches the
+// app.
+func TestGatewayAdmittedPortOnly(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "admitted=%q", r.Header.Get(platform.AuthorizedPortHeader))
+	}))
+	defer app.Close()
+	ps := strconv.Itoa(app.Listener.Addr().(*net.TCPAddr).Port)
+	for _, c := range []struct {
+		path, admitted string
+		ws             bool
+		want           int
+	}{
+		{"/proxy/" + ps + "/", ps, false, 200},
+		{"/proxy/" + ps + "/", "", false, 200}, // no header: no document decided
+		{"/proxy/" + ps + "/", "3000", false, 403},
+		{"/proxy/" + ps + "/", "7706", false, 403},
+		{"/api/v1/tunnel/ws?port=" + ps, "22", true, 403},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, e.url+c.path, nil)
+		if c.admitted != "" {
+			req.Header.Set(platform.AuthorizedPortHeader, c.admitted)
+		}
+		if c.ws {
+			req.Header.Set("Upgrade", "websocket")
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Sec-WebSocket-Version", "13")
+			req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Fatalf("%s admitted %q: %d %s, want %d", c.path, c.admitted, resp.StatusCode, raw, c.want)
+		}
+		if c.want == 403 && !strings.Contains(string(raw), "PORT_DENIED") {
+			t.Fatalf("%s admitted %q: %s", c.path, c.admitted, raw)
+		}
+		if c.want == 200 && string(raw) != `admitted=""` {
+			t.Fatalf("the app saw the gateway's header: %s", raw)
+		}
+	}
+}
+
+// TestLinkLocalIsNeverDialled: a port bound only to a link-local address
+// (169.254.0.0/16, fe80::/10: cloud metadata and the like) is not reachable
+// through the tunnel, whatever else it listens on.
+func TestLinkLocalIsNeverDialled(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		addrs []string
+		want  string
+		ok    bool
+	}{
+		{[]string{"169.254.169.254"}, "", false},
+		{[]string{"fe80::1"}, "", false},
+		{[]string{"169.254.1.1", "fe80::2"}, "", false},
+		{[]string{"0.0.0.0"}, "127.0.0.1", true},
+		{[]string{"::"}, "::1", true},
+		{[]string{"10.1.2.3"}, "10.1.2.3", true},
+		{[]string{"169.254.1.1", "10.1.2.3"}, "10.1.2.3", true},
+	} {
+		got, ok := tunnel.DialAddress(c.addrs)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%v: %q %v, want %q %v", c.addrs, got, ok, c.want, c.ok)
 		}
 	}
 }
@@ -308,8 +398,8 @@ func TestReverseProxy(t *testing.T) {
 		w.Header().Set("Location", "/elsewhere") // must pass untouched
 		w.Header().Set("Set-Cookie", "a=b; Path=/")
 		w.WriteHeader(201)
-		fmt.Fprintf(w, "%s %s?%s host=%s prefix=%s body=%s", r.Method, r.URL.Path, r.URL.RawQuery, r.Host,
-			r.Header.Get("X-Forwarded-Prefix"), body)
+		fmt.Fprintf(w, "%s %s?%s host=%s xfh=%s prefix=%s body=%s", r.Method, r.URL.Path, r.URL.RawQuery, r.Host,
+			r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Forwarded-Prefix"), body)
 	}))
 	defer app.Close()
 	port := app.Listener.Addr().(*net.TCPAddr).Port
@@ -322,7 +412,8 @@ func TestReverseProxy(t *testing.T) {
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	host := strings.TrimPrefix(e.url, "http://")
-	want := "POST /api/things?x=1&y=%2F host=" + host + " prefix=/proxy/" + ps + " body=payload"
+	// Host is the app's own address; the client's is X-Forwarded-Host.
+	want := "POST /api/things?x=1&y=%2F host=localhost:" + ps + " xfh=" + host + " prefix=/proxy/" + ps + " body=payload"
 	if resp.StatusCode != 201 || string(raw) != want || resp.Header.Get("Location") != "/elsewhere" || resp.Header.Get("Set-Cookie") != "a=b; Path=/" {
 		t.Fatalf("%d %q %v\nwant %q", resp.StatusCode, raw, resp.Header, want)
 	}

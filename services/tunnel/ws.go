@@ -28,12 +28,16 @@ var upgrader = websocket.Upgrader{
 // serveWS bridges one WebSocket to one connection to a local port. The
 // port is dialled before the upgrade, so a refused or denied port is an
 // ordinary HTTP answer (400, 403, 502) the client can show.
-func (s *Service) serveWS(w http.ResponseWriter, r *http.Request) {
+func (s *Service) serveWS(w http.ResponseWriter, r *http.Request, in TunnelQuery) {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		platform.WriteHTTPError(w, platform.Errorf(platform.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)"))
 		return
 	}
-	port := int(platform.QueryFrom(r.Context()).Int("port"))
+	port := in.Port
+	if err := s.checkAdmitted(r, port); err != nil {
+		platform.WriteHTTPError(w, err)
+		return
+	}
 	// Not r.Context(): the host recycles it once the upgrade hijacks.
 	conn, target, err := s.dial(context.Background(), port)
 	if err != nil {

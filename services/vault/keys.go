@@ -115,10 +115,24 @@ func ValidKey(key string) error {
 	if key == "." || key == ".." {
 		return platform.Invalid("key", `must not be "." or ".."`)
 	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
+	return keyAlphabet("key", key)
+}
+
+// validBound checks a list bound (prefix, after): empty, or at most a
+// key's length in a key's characters. A bound no key could have is an
+// error rather than an empty page, so a NUL or a stray byte is named.
+func validBound(field, s string) error {
+	if len(s) > MaxKeyLen {
+		return platform.Invalid(field, "must be at most %d characters (the longest key)", MaxKeyLen)
+	}
+	return keyAlphabet(field, s)
+}
+
+func keyAlphabet(field, s string) error {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return platform.Invalid("key", "may hold only A-Z a-z 0-9 . _ - (found %q at byte %d)", string(rune(c)), i)
+			return platform.Invalid(field, "may hold only A-Z a-z 0-9 . _ - (found %q at byte %d)", string([]byte{c}), i)
 		}
 	}
 	return nil
@@ -320,6 +334,12 @@ type List struct {
 
 // ListKeys lists live keys in key order, never values.
 func (s *Service) ListKeys(ctx context.Context, prefix, after string, limit int) (List, error) {
+	if err := validBound("prefix", prefix); err != nil {
+		return List{}, err
+	}
+	if err := validBound("after", after); err != nil {
+		return List{}, err
+	}
 	out := List{Keys: []Meta{}}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		now := s.clock.Now()

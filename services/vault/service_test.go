@@ -282,6 +282,14 @@ func TestBadInput(t *testing.T) {
 		{"patch not object", "PATCH", "/api/v1/vault/keys/k", `{"value":[1]}`, nil, 400, "value"},
 		{"bad if-match", "PUT", "/api/v1/vault/keys/k", `{"value":1}`, []string{"If-Match", "abc"}, 400, "If-Match"},
 		{"bad if-none-match", "PUT", "/api/v1/vault/keys/k", `{"value":1}`, []string{"If-None-Match", `"3"`}, 400, "If-None-Match"},
+		{"if-none-match on patch", "PATCH", "/api/v1/vault/keys/k", `{"value":{}}`, []string{"If-None-Match", "*"}, 400, "If-None-Match"},
+		{"bad if-match on delete", "DELETE", "/api/v1/vault/keys/k", "", []string{"If-Match", "abc"}, 400, "If-Match"},
+		{"NUL in prefix", "GET", "/api/v1/vault/keys?prefix=a%00b", "", nil, 400, "prefix"},
+		{"invalid UTF-8 in prefix", "GET", "/api/v1/vault/keys?prefix=%FF", "", nil, 400, "prefix"},
+		{"NUL in after", "GET", "/api/v1/vault/keys?after=%00", "", nil, 400, "after"},
+		{"invalid UTF-8 in after", "GET", "/api/v1/vault/keys?after=k%C3%28", "", nil, 400, "after"},
+		{"prefix outside the key alphabet", "GET", "/api/v1/vault/keys?prefix=a%20b", "", nil, 400, "prefix"},
+		{"prefix longer than a key", "GET", "/api/v1/vault/keys?prefix=" + strings.Repeat("k", 129), "", nil, 400, "prefix"},
 	}
 	for _, tc := range cases {
 		a := f.call(t, tc.method, tc.path, tc.body, tc.hdr...)

@@ -29,19 +29,19 @@ func BenchmarkJournal(b *testing.B) {
 	}
 	b.Run("append", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := svc.Append(ctx, "bench-append", workspace.AppendEntry{Content: text()}); err != nil {
+			if _, err := svc.Append(ctx, workspace.EntryAppend{WorkspaceRef: workspace.WorkspaceRef{Workspace: "bench-append"}, Body: workspace.AppendEntry{Content: text()}}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	for range 5000 {
-		if _, err := svc.Append(ctx, "bench", workspace.AppendEntry{Content: text()}); err != nil {
+		if _, err := svc.Append(ctx, workspace.EntryAppend{WorkspaceRef: workspace.WorkspaceRef{Workspace: "bench"}, Body: workspace.AppendEntry{Content: text()}}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.Run("search-5000", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := svc.Search(ctx, "bench", workspace.SearchRequest{Query: "w7 w42", Limit: 10}); err != nil {
+			if _, err := svc.Search(ctx, workspace.SearchInput{WorkspaceRef: workspace.WorkspaceRef{Workspace: "bench"}, Body: workspace.SearchRequest{Query: "w7 w42", Limit: 10}}); err != nil {
 				b.Fatal(err)
 			}
 		}

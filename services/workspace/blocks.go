@@ -103,7 +103,12 @@ func checkLabel(label string) error {
 }
 
 // Blocks lists a workspace's blocks by label.
-func (s *Service) Blocks(ctx context.Context, ws string) ([]Block, error) {
+func (s *Service) Blocks(ctx context.Context, ref WorkspaceRef) (BlockList, error) {
+	bs, err := s.blocks(ctx, ref.Workspace)
+	return BlockList{Blocks: bs}, err
+}
+
+func (s *Service) blocks(ctx context.Context, ws string) ([]Block, error) {
 	out := []Block{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return scanJSON(tx, bucketBlocks, store.ScanOptions{Prefix: prefix(ws)}, func(b Block) { out = append(out, b) })
@@ -112,7 +117,8 @@ func (s *Service) Blocks(ctx context.Context, ws string) ([]Block, error) {
 }
 
 // Block reads one block.
-func (s *Service) Block(ctx context.Context, ws, label string) (Block, error) {
+func (s *Service) Block(ctx context.Context, ref BlockRef) (Block, error) {
+	ws, label := ref.Workspace, ref.Label
 	var b Block
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		ok, err := tx.Get(bucketBlocks, prefix(ws)+label, &b)
@@ -125,7 +131,12 @@ func (s *Service) Block(ctx context.Context, ws, label string) (Block, error) {
 }
 
 // PutBlock creates or replaces a block; created tells which.
-func (s *Service) PutBlock(ctx context.Context, ws, label string, in PutBlock) (b Block, created bool, err error) {
+func (s *Service) PutBlock(ctx context.Context, req BlockPut) (BlockAnswer, error) {
+	b, created, err := s.putBlock(ctx, req.Workspace, req.Label, req.Body)
+	return BlockAnswer{Status: createdStatus(created), Body: b}, err
+}
+
+func (s *Service) putBlock(ctx context.Context, ws, label string, in PutBlock) (b Block, created bool, err error) {
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		cfg, err := s.loadConfig(tx, ws)
 		if err != nil {
@@ -162,7 +173,8 @@ func (s *Service) PutBlock(ctx context.Context, ws, label string, in PutBlock) (
 }
 
 // PatchBlock changes the given fields of a block.
-func (s *Service) PatchBlock(ctx context.Context, ws, label string, in PatchBlock) (b Block, err error) {
+func (s *Service) PatchBlock(ctx context.Context, req BlockPatch) (b Block, err error) {
+	ws, label, in := req.Workspace, req.Label, req.Body
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		cfg, err := s.loadConfig(tx, ws)
 		if err != nil {
@@ -210,7 +222,8 @@ func (s *Service) PatchBlock(ctx context.Context, ws, label string, in PatchBloc
 }
 
 // DeleteBlock removes a block (kept in the history).
-func (s *Service) DeleteBlock(ctx context.Context, ws, label string) error {
+func (s *Service) DeleteBlock(ctx context.Context, ref BlockRef) error {
+	ws, label := ref.Workspace, ref.Label
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		var old Block
 		ok, err := tx.Get(bucketBlocks, prefix(ws)+label, &old)
@@ -264,12 +277,17 @@ func (s *Service) writeBlock(tx *store.Tx, ws string, before, after *Block) erro
 
 // HistoryFilter selects history entries.
 type HistoryFilter struct {
-	Label string
-	Limit int
+	Label string `query:"label" doc:"only changes of this block"`
+	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"at most this many"`
 }
 
 // History lists changes, newest first.
-func (s *Service) History(ctx context.Context, ws string, f HistoryFilter) ([]Change, error) {
+func (s *Service) History(ctx context.Context, q HistoryQuery) (HistoryList, error) {
+	h, err := s.history(ctx, q.Workspace, q.HistoryFilter)
+	return HistoryList{Changes: h}, err
+}
+
+func (s *Service) history(ctx context.Context, ws string, f HistoryFilter) ([]Change, error) {
 	out := []Change{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return tx.Scan(bucketHistory, store.ScanOptions{Prefix: prefix(ws), Reverse: true}, func(_ string, raw []byte) error {
@@ -291,7 +309,8 @@ func (s *Service) History(ctx context.Context, ws string, f HistoryFilter) ([]Ch
 }
 
 // HistoryEntry reads one change by id (h_N).
-func (s *Service) HistoryEntry(ctx context.Context, ws, id string) (Change, error) {
+func (s *Service) HistoryEntry(ctx context.Context, ref ChangeRef) (Change, error) {
+	ws, id := ref.Workspace, ref.ID
 	var ch Change
 	n, err := strconv.ParseUint(strings.TrimPrefix(id, "h_"), 10, 64)
 	if !strings.HasPrefix(id, "h_") || err != nil || n == 0 {

@@ -276,7 +276,8 @@ func (s *Service) loadConfig(tx *store.Tx, ws string) (Config, error) {
 }
 
 // GetConfig answers the document (keys never included).
-func (s *Service) GetConfig(ctx context.Context, ws string) (ConfigView, error) {
+func (s *Service) GetConfig(ctx context.Context, ref WorkspaceRef) (ConfigView, error) {
+	ws := ref.Workspace
 	var v ConfigView
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		sc, err := s.loadStored(tx, ws)
@@ -290,7 +291,8 @@ func (s *Service) GetConfig(ctx context.Context, ws string) (ConfigView, error) 
 // stores the result when it passes the schema; nothing is written
 // otherwise. version, when given in the patch, must be the current one
 // (409 otherwise).
-func (s *Service) PatchConfig(ctx context.Context, ws string, patch map[string]any) (ConfigView, error) {
+func (s *Service) PatchConfig(ctx context.Context, req ConfigPatchInput) (ConfigView, error) {
+	ws, patch := req.Workspace, map[string]any(req.Body)
 	var out ConfigView
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		sc, err := loadRaw(tx, ws)
@@ -429,10 +431,8 @@ func (r *LinkProject) Validate() error {
 }
 
 // LinkProject ties the workspace to a project (replacing any earlier link).
-func (s *Service) LinkProject(ctx context.Context, ws, projectID string, in LinkProject) (ProjectLink, error) {
-	if !idRule.MatchString(projectID) {
-		return ProjectLink{}, platform.Invalid("projectID", "must be 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", projectID)
-	}
+func (s *Service) LinkProject(ctx context.Context, req ProjectLinkInput) (ProjectLink, error) {
+	ws, projectID, in := req.Workspace, req.ProjectID, req.Body
 	link := ProjectLink{ID: projectID, Name: in.Name, Directory: in.Directory, LinkedAt: s.clock.Now()}
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		var sc storedConfig

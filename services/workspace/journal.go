@@ -159,7 +159,8 @@ func parseEntryID(id string) (uint64, bool) {
 }
 
 // Append adds an entry and indexes it.
-func (s *Service) Append(ctx context.Context, ws string, in AppendEntry) (e Entry, err error) {
+func (s *Service) Append(ctx context.Context, req EntryAppend) (e Entry, err error) {
+	ws, in := req.Workspace, req.Body
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		cfg, err := s.loadConfig(tx, ws)
 		if err != nil {
@@ -223,13 +224,14 @@ func (s *Service) index(tx *store.Tx, ws, key string, e Entry, dir int) error {
 
 // JournalFilter pages through the journal.
 type JournalFilter struct {
-	Before string // an entry id: entries older than it
-	Tag    string
-	Limit  int // 0: no limit
+	Before string `query:"before" doc:"an entry id (the answer's next): entries older than it"`
+	Tag    string `query:"tag" doc:"only entries with this tag"`
+	Limit  int    `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"at most this many"` // 0: no limit
 }
 
 // Journal lists entries, newest first.
-func (s *Service) Journal(ctx context.Context, ws string, f JournalFilter) (EntryList, error) {
+func (s *Service) Journal(ctx context.Context, q JournalQuery) (EntryList, error) {
+	ws, f := q.Workspace, q.JournalFilter
 	out := EntryList{Entries: []Entry{}}
 	o := store.ScanOptions{Prefix: prefix(ws), Reverse: true}
 	if f.Before != "" {
@@ -269,7 +271,12 @@ func hasTag(e Entry, tag string) bool {
 }
 
 // CountEntries counts a workspace's journal entries.
-func (s *Service) CountEntries(ctx context.Context, ws string) (int, error) {
+func (s *Service) CountEntries(ctx context.Context, ref WorkspaceRef) (Count, error) {
+	n, err := s.countEntries(ctx, ref.Workspace)
+	return Count{Count: n}, err
+}
+
+func (s *Service) countEntries(ctx context.Context, ws string) (int, error) {
 	n := 0
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		n = tx.CountPrefix(bucketJournal, prefix(ws))
@@ -279,7 +286,8 @@ func (s *Service) CountEntries(ctx context.Context, ws string) (int, error) {
 }
 
 // JournalEntry reads one entry.
-func (s *Service) JournalEntry(ctx context.Context, ws, id string) (Entry, error) {
+func (s *Service) JournalEntry(ctx context.Context, ref EntryRef) (Entry, error) {
+	ws, id := ref.Workspace, ref.ID
 	var e Entry
 	n, ok := parseEntryID(id)
 	if !ok {
@@ -296,7 +304,8 @@ func (s *Service) JournalEntry(ctx context.Context, ws, id string) (Entry, error
 }
 
 // DeleteEntry removes an entry and its postings.
-func (s *Service) DeleteEntry(ctx context.Context, ws, id string) error {
+func (s *Service) DeleteEntry(ctx context.Context, ref EntryRef) error {
+	ws, id := ref.Workspace, ref.ID
 	n, ok := parseEntryID(id)
 	if !ok {
 		return platform.NotFound("journal entry", id)
@@ -325,7 +334,8 @@ func (s *Service) DeleteEntry(ctx context.Context, ws, id string) error {
 //	idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))
 //
 // (the non-negative idf Lucene uses, so a term in most entries still counts).
-func (s *Service) Search(ctx context.Context, ws string, in SearchRequest) (SearchResult, error) {
+func (s *Service) Search(ctx context.Context, req SearchInput) (SearchResult, error) {
+	ws, in := req.Workspace, req.Body
 	terms := unique(tokenize(in.Query))
 	res := SearchResult{Query: in.Query, Terms: terms, Hits: []Hit{}}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {

@@ -106,7 +106,12 @@ type mcpRecord struct {
 }
 
 // MCPServers lists a workspace's MCP servers by name.
-func (s *Service) MCPServers(ctx context.Context, ws string) ([]MCPServer, error) {
+func (s *Service) MCPServers(ctx context.Context, ref WorkspaceRef) (MCPList, error) {
+	l, err := s.mcpServers(ctx, ref.Workspace)
+	return MCPList{Servers: l}, err
+}
+
+func (s *Service) mcpServers(ctx context.Context, ws string) ([]MCPServer, error) {
 	out := []MCPServer{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return scanJSON(tx, bucketMCP, store.ScanOptions{Prefix: prefix(ws)}, func(r mcpRecord) { out = append(out, r.MCPServer) })
@@ -115,7 +120,12 @@ func (s *Service) MCPServers(ctx context.Context, ws string) ([]MCPServer, error
 }
 
 // AddMCP adds (or replaces) a server; created tells which.
-func (s *Service) AddMCP(ctx context.Context, ws string, in AddMCP) (srv MCPServer, created bool, err error) {
+func (s *Service) AddMCP(ctx context.Context, req MCPAdd) (MCPAnswer, error) {
+	srv, created, err := s.addMCP(ctx, req.Workspace, req.Body)
+	return MCPAnswer{Status: createdStatus(created), Body: srv}, err
+}
+
+func (s *Service) addMCP(ctx context.Context, ws string, in AddMCP) (srv MCPServer, created bool, err error) {
 	rec := mcpRecord{Sealed: map[string]string{}}
 	rec.MCPServer = MCPServer{Name: in.Name, Type: in.Type, Command: in.Command, URL: in.URL, Tools: in.Tools, Enabled: true,
 		Environment: sortedKeys(in.Environment), Headers: sortedKeys(in.Headers), AddedAt: s.clock.Now()}

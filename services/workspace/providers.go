@@ -121,14 +121,16 @@ func (s *Service) configured(ctx context.Context, ws string) (Config, []Provider
 }
 
 // ConfigProviders lists the configured providers.
-func (s *Service) ConfigProviders(ctx context.Context, ws string) (ConfigProviders, error) {
+func (s *Service) ConfigProviders(ctx context.Context, ref WorkspaceRef) (ConfigProviders, error) {
+	ws := ref.Workspace
 	cfg, ps, err := s.configured(ctx, ws)
 	return ConfigProviders{Providers: ps, Default: defaults(cfg, ps)}, err
 }
 
 // Providers lists every known provider type (as id = type, unless a
 // configured provider already has that id) and every configured provider.
-func (s *Service) Providers(ctx context.Context, ws string) (ProviderList, error) {
+func (s *Service) Providers(ctx context.Context, ref WorkspaceRef) (ProviderList, error) {
+	ws := ref.Workspace
 	cfg, ps, err := s.configured(ctx, ws)
 	if err != nil {
 		return ProviderList{}, err
@@ -165,7 +167,8 @@ type MemoryConfigView struct {
 }
 
 // MemoryConfig answers the memory section of the configuration and counts.
-func (s *Service) MemoryConfig(ctx context.Context, ws string) (MemoryConfigView, error) {
+func (s *Service) MemoryConfig(ctx context.Context, ref WorkspaceRef) (MemoryConfigView, error) {
+	ws := ref.Workspace
 	var v MemoryConfigView
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		cfg, err := s.loadConfig(tx, ws)
@@ -190,7 +193,8 @@ type PermissionRule struct {
 }
 
 // Permissions answers the effective permission rules.
-func (s *Service) Permissions(ctx context.Context, ws string) (PermissionList, error) {
+func (s *Service) Permissions(ctx context.Context, ref WorkspaceRef) (PermissionList, error) {
+	ws := ref.Workspace
 	var raw storedConfig
 	var cfg Config
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {

@@ -72,7 +72,16 @@ func (r *AnswerQuestion) Validate() error {
 func questionID(seq uint64) string { return "q_" + strconv.FormatUint(seq, 10) }
 
 // Questions lists questions in a status ("" for all), oldest first.
-func (s *Service) Questions(ctx context.Context, ws, status string) ([]Question, error) {
+func (s *Service) Questions(ctx context.Context, q QuestionQuery) (QuestionList, error) {
+	status := q.Status
+	if status == "all" {
+		status = ""
+	}
+	l, err := s.questions(ctx, q.Workspace, status)
+	return QuestionList{Questions: l}, err
+}
+
+func (s *Service) questions(ctx context.Context, ws, status string) ([]Question, error) {
 	out := []Question{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return scanJSON(tx, bucketQuestions, store.ScanOptions{Prefix: prefix(ws)}, func(q Question) {
@@ -85,7 +94,8 @@ func (s *Service) Questions(ctx context.Context, ws, status string) ([]Question,
 }
 
 // Ask records a pending question.
-func (s *Service) Ask(ctx context.Context, ws string, in AskQuestion) (q Question, err error) {
+func (s *Service) Ask(ctx context.Context, req QuestionAsk) (q Question, err error) {
+	ws, in := req.Workspace, req.Body
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		seq, err := tx.NextSeq(bucketQuestions)
 		if err != nil {
@@ -102,7 +112,8 @@ func (s *Service) Ask(ctx context.Context, ws string, in AskQuestion) (q Questio
 }
 
 // Answer answers a pending question once; a second answer is 409.
-func (s *Service) Answer(ctx context.Context, ws, id string, in AnswerQuestion) (q Question, err error) {
+func (s *Service) Answer(ctx context.Context, req QuestionAnswer) (q Question, err error) {
+	ws, id, in := req.Workspace, req.ID, req.Body
 	n, perr := strconv.ParseUint(strings.TrimPrefix(id, "q_"), 10, 64)
 	if !strings.HasPrefix(id, "q_") || perr != nil || n == 0 {
 		return q, platform.NotFound("question", id)
@@ -163,7 +174,8 @@ type ToolList struct {
 // MCP servers, minus what the configuration's tools map turns off (a key
 // may end in * to match a prefix: "github_*": false), and minus tools
 // whose permission is deny.
-func (s *Service) Tools(ctx context.Context, ws string) (ToolList, error) {
+func (s *Service) Tools(ctx context.Context, ref WorkspaceRef) (ToolList, error) {
+	ws := ref.Workspace
 	var cfg Config
 	var servers []MCPServer
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {

@@ -34,12 +34,12 @@ func TestKeysAndIndexSurviveARestart(t *testing.T) {
 	}
 	ctx := context.Background()
 	svc, db := open()
-	if _, err := svc.PatchConfig(ctx, "w", map[string]any{"providers": map[string]any{
-		"groq": map[string]any{"type": "groq", "api_key": "gsk-restart-1"}}}); err != nil {
+	if _, err := svc.PatchConfig(ctx, workspace.ConfigPatchInput{WorkspaceRef: workspace.WorkspaceRef{Workspace: "w"}, Body: workspace.ConfigPatch{"providers": map[string]any{
+		"groq": map[string]any{"type": "groq", "api_key": "gsk-restart-1"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"alpha beta", "beta gamma gamma", "delta"} {
-		if _, err := svc.Append(ctx, "w", workspace.AppendEntry{Content: c}); err != nil {
+		if _, err := svc.Append(ctx, workspace.EntryAppend{WorkspaceRef: workspace.WorkspaceRef{Workspace: "w"}, Body: workspace.AppendEntry{Content: c}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +53,7 @@ func TestKeysAndIndexSurviveARestart(t *testing.T) {
 	if _, ok, _ := svc.ProviderKey(ctx, "w", "openai"); ok {
 		t.Fatal("a key for an unconfigured provider")
 	}
-	res, err := svc.Search(ctx, "w", workspace.SearchRequest{Query: "gamma beta", Limit: 10})
+	res, err := svc.Search(ctx, workspace.SearchInput{WorkspaceRef: workspace.WorkspaceRef{Workspace: "w"}, Body: workspace.SearchRequest{Query: "gamma beta", Limit: 10}})
 	if err != nil || len(res.Hits) != 2 || res.Hits[0].Content != "beta gamma gamma" {
 		t.Fatalf("search after restart: %+v %v", res, err)
 	}
@@ -70,8 +70,8 @@ func TestConfigVersionRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := f.svc.PatchConfig(context.Background(), "w", map[string]any{"version": 0.0,
-				"instructions": []any{"AGENTS-" + strings.Repeat("x", i+1) + ".md"}})
+			_, err := f.svc.PatchConfig(context.Background(), workspace.ConfigPatchInput{WorkspaceRef: workspace.WorkspaceRef{Workspace: "w"}, Body: workspace.ConfigPatch{"version": 0.0,
+				"instructions": []any{"AGENTS-" + strings.Repeat("x", i+1) + ".md"}}})
 			code := "ok"
 			if err != nil {
 				code = platform.AsError(err).Code

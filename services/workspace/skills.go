@@ -77,7 +77,12 @@ func checkSkillName(name string) error {
 }
 
 // Skills lists a workspace's skills by name.
-func (s *Service) Skills(ctx context.Context, ws string) ([]Skill, error) {
+func (s *Service) Skills(ctx context.Context, ref WorkspaceRef) (SkillList, error) {
+	l, err := s.skills(ctx, ref.Workspace)
+	return SkillList{Skills: l}, err
+}
+
+func (s *Service) skills(ctx context.Context, ws string) ([]Skill, error) {
 	out := []Skill{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return scanJSON(tx, bucketSkills, store.ScanOptions{Prefix: prefix(ws)}, func(k Skill) { out = append(out, k) })
@@ -86,7 +91,8 @@ func (s *Service) Skills(ctx context.Context, ws string) ([]Skill, error) {
 }
 
 // Skill reads one skill.
-func (s *Service) Skill(ctx context.Context, ws, name string) (Skill, error) {
+func (s *Service) Skill(ctx context.Context, ref SkillRef) (Skill, error) {
+	ws, name := ref.Workspace, ref.Name
 	var k Skill
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		ok, err := tx.Get(bucketSkills, prefix(ws)+name, &k)
@@ -99,7 +105,12 @@ func (s *Service) Skill(ctx context.Context, ws, name string) (Skill, error) {
 }
 
 // PutSkill creates or replaces a skill.
-func (s *Service) PutSkill(ctx context.Context, ws, name string, in PutSkill) (k Skill, created bool, err error) {
+func (s *Service) PutSkill(ctx context.Context, req SkillPut) (SkillAnswer, error) {
+	k, created, err := s.putSkill(ctx, req.Workspace, req.Name, req.Body)
+	return SkillAnswer{Status: createdStatus(created), Body: k}, err
+}
+
+func (s *Service) putSkill(ctx context.Context, ws, name string, in PutSkill) (k Skill, created bool, err error) {
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		var old Skill
 		exists, err := tx.Get(bucketSkills, prefix(ws)+name, &old)
@@ -118,7 +129,8 @@ func (s *Service) PutSkill(ctx context.Context, ws, name string, in PutSkill) (k
 }
 
 // PatchSkill changes the given fields.
-func (s *Service) PatchSkill(ctx context.Context, ws, name string, in PatchSkill) (k Skill, err error) {
+func (s *Service) PatchSkill(ctx context.Context, req SkillPatch) (k Skill, err error) {
+	ws, name, in := req.Workspace, req.Name, req.Body
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		ok, err := tx.Get(bucketSkills, prefix(ws)+name, &k)
 		if err != nil {
@@ -145,7 +157,8 @@ func (s *Service) PatchSkill(ctx context.Context, ws, name string, in PatchSkill
 }
 
 // DeleteSkill removes a skill.
-func (s *Service) DeleteSkill(ctx context.Context, ws, name string) error {
+func (s *Service) DeleteSkill(ctx context.Context, ref SkillRef) error {
+	ws, name := ref.Workspace, ref.Name
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		if tx.GetRaw(bucketSkills, prefix(ws)+name) == nil {
 			return platform.NotFound("skill", name)

@@ -375,7 +375,7 @@ func TestEveryBodyRefusesBadJSONNamingTheField(t *testing.T) {
 	vals := strings.NewReplacer("{workspaceID}", "w1", "{label}", "l1", "{name}", "n1", "{id}", "x_1", "{projectID}", "p1")
 	n := 0
 	for _, r := range f.svc.Routes() {
-		if r.Body == nil {
+		if !r.JSONBody() {
 			continue
 		}
 		path := vals.Replace(r.Path)

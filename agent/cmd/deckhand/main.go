@@ -62,13 +62,16 @@ func root() *cobra.Command {
 	}
 	output.AddFlag(cmd, cmd.PersistentFlags())
 	cmd.AddGroup(append([]*cobra.Group{{ID: groupAgent, Title: "The agent:"}}, cli.Groups()...)...)
-	for _, c := range []*cobra.Command{runCmd(), serviceCmd(), statusCmd(), versionCmd()} {
+	for _, c := range []*cobra.Command{runCmd(), serviceCmd(), statusCmd(), networkCmd(), versionCmd()} {
 		c.GroupID = groupAgent
 		cmd.AddCommand(c)
 	}
 	tc := tunnelCmd()
 	tc.GroupID = cli.GroupAgent
 	cmd.AddCommand(tc)
+	ec := execCmd()
+	ec.GroupID = cli.GroupAgent
+	cmd.AddCommand(ec)
 	cmd.AddCommand(cli.Commands()...)
 	return cmd
 }
@@ -109,7 +112,7 @@ func runCmd() *cobra.Command {
 				return err
 			}
 			cfg.Services = names
-			if err := tunnelPortBase(cmd, cfg.Settings, cfg.PortBase); err != nil {
+			if err := tunnelPortBase(cmd, cfg.Settings, cfg.PortBase, agent.OwnPorts(cfg.PortBase, cfg.Listen, cfg.ControlURL)); err != nil {
 				return err
 			}
 			if err := cfg.Settings.Validate(names); err != nil {
@@ -139,9 +142,12 @@ func runCmd() *cobra.Command {
 	f.IntVar(&cfg.PortBase, "port-base", 7700, "service ports are base + their offset")
 	f.StringVar(&services, "services", "all", "comma list of services to run (available: "+strings.Join(agent.Registered(), ",")+")")
 	f.StringVar(&cfg.ControlURL, "control-url", "", "control plane to sync proxy permissions from (none: standalone)")
+	f.StringVar(&cfg.ControlKey, "control-key", "", "pin the control plane's signing key: a public key in hex, or a file holding one or its key set "+
+		"(GET /api/v1/meta/public-key); without it the first key set is taken from an https or loopback --control-url")
+	f.BoolVar(&cfg.InsecureControlURL, "insecure-control-url", false, "allow a plain http --control-url that is not on loopback (anyone on the path could withhold updates)")
 	f.StringVar(&cfg.ContainerID, "container-id", "", "this container's id")
 	f.StringVar(&cfg.ProjectID, "project-id", "", "this container's project id")
-	f.StringVar(&cfg.Token, "token", "", "service token (svc_...) for the control plane; prefer DECKHAND_TOKEN, flags show in ps")
+	f.StringVar(&cfg.Token, "token", "", "the container's agent token (agt_...) for the control plane; prefer DECKHAND_TOKEN, flags show in ps")
 	f.StringVar(&cfg.PermissionsFile, "permissions-file", "", "a local proxy permissions document, reloaded on change (when no control plane is used)")
 	f.StringVar(&isolate, "isolate", "display", "comma list of services to run as child processes (none: all in-process)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
@@ -149,13 +155,19 @@ func runCmd() *cobra.Command {
 	return cmd
 }
 
-// tunnelPortBase tells the tunnel service the agent's port base (its
-// ports are denied) unless --tunnel-port-base was given.
-func tunnelPortBase(cmd *cobra.Command, st *agent.Settings, base int) error {
-	if f := cmd.Flags().Lookup("tunnel-port-base"); f == nil || f.Changed {
-		return nil
+// tunnelPortBase tells the tunnel service the agent's port base and its
+// own ports (all denied) unless --tunnel-port-base or --tunnel-agent-ports
+// was given (an isolated child gets both from its agent).
+func tunnelPortBase(cmd *cobra.Command, st *agent.Settings, base int, own string) error {
+	if f := cmd.Flags().Lookup("tunnel-port-base"); f != nil && !f.Changed {
+		if err := st.Set("tunnel-port-base", strconv.Itoa(base)); err != nil {
+			return err
+		}
 	}
-	return st.Set("tunnel-port-base", strconv.Itoa(base))
+	if f := cmd.Flags().Lookup("tunnel-agent-ports"); f != nil && !f.Changed {
+		return st.Set("tunnel-agent-ports", own)
+	}
+	return nil
 }
 
 func serviceCmd() *cobra.Command {
@@ -176,7 +188,7 @@ func serviceCmd() *cobra.Command {
 			if cfg.Listen == "" {
 				cfg.Listen = agent.DefaultServiceAddr(bind, portBase, cfg.Name)
 			}
-			if err := tunnelPortBase(cmd, cfg.Settings, portBase); err != nil {
+			if err := tunnelPortBase(cmd, cfg.Settings, portBase, agent.OwnPorts(portBase, "", "")); err != nil {
 				return err
 			}
 			cfg.Logger = config.Logger(os.Stderr, cfg.LogLevel)

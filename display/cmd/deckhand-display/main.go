@@ -72,6 +72,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func run(ctx context.Context, o options, log *slog.Logger) error {
+	log = log.With("service", "display") // ServiceDeps.Logger names its service
 	deps := platform.ServiceDeps{Name: "display", Logger: log, Clock: platform.SystemClock{}, Common: o.common,
 		Journal: platform.LogJournal{Logger: log}, Notifier: platform.LogNotifier{Logger: log}}
 	if o.data != "" {

@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"testing"
 
-	"deckhand/services/daemon/proc"
+	"deckhand/platform/proc"
 )
 
 func TestParseSignal(t *testing.T) {

@@ -1,7 +1,8 @@
-// Package proc holds what the daemon and the scheduled-execution services
-// both need to run a command: a process group of its own, running as
-// another user, signals by name, killing a whole process tree, and reading
-// a program's output line by line or keeping a bounded part of it.
+// Package proc holds what every service that runs commands (daemon, exec,
+// process, terminal) needs: a process group of its own, running as another
+// user, signals by name, killing a whole process tree, pseudo-terminals,
+// and reading a program's output line by line or keeping a bounded part
+// of it.
 //
 // Reaping: the services wait for their own children with os/exec. The
 // agent never waits for all children (wait4(-1)) in its own process, which

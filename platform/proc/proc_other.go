@@ -4,6 +4,7 @@ package proc
 
 import (
 	"errors"
+	"os"
 	"syscall"
 )
 
@@ -22,3 +23,11 @@ func Descendants(pid int) []int { return nil }
 func KillTree(pid int, sig syscall.Signal) {}
 
 var errClosed = errors.New("the service is stopping")
+
+// OpenPTY is supported on Linux only.
+func OpenPTY(cols, rows int) (master, tty *os.File, err error) {
+	return nil, nil, errors.New("pseudo-terminals are supported on Linux only")
+}
+
+// SetWinsize is supported on Linux only.
+func SetWinsize(f *os.File, cols, rows int) error { return errors.New("supported on Linux only") }

@@ -1,0 +1,127 @@
+package access
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"deckhand/platform/signing"
+)
+
+// Control is the agent's verified channel to the control plane: its URL,
+// the container's credential (--token) and the verifier of the control
+// plane's signatures. The proxy permissions sync uses it, and so does
+// every other sync of the agent (the network configuration in
+// agent/egress), so all of them share one token, one key set and one
+// rule: nothing whose signature fails is returned.
+type Control struct {
+	URL, ContainerID, Token string
+	Client                  *http.Client
+	Verifier                *signing.Verifier
+}
+
+// Control is the channel the authorizer syncs through; nil without
+// --control-url.
+func (a *Authorizer) Control() *Control { return a.control }
+
+// Get asks path (If-None-Match etag when set) and returns the status and
+// body of an answer whose signature verified. A body over max bytes is
+// refused.
+func (c *Control) Get(ctx context.Context, path, etag string, max int) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if etag != "" {
+		req.Header.Set("If-None-Match", `"`+etag+`"`)
+	}
+	return c.do(req, max)
+}
+
+// Post sends v as JSON to path and returns the verified answer.
+func (c *Control) Post(ctx context.Context, path string, v any, max int) (int, []byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+path, bytes.NewReader(raw))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.do(req, max)
+}
+
+func (c *Control) do(req *http.Request, max int) (int, []byte, error) {
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	resp, err := c.Client.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("control plane unreachable: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(max)+1))
+	if err != nil {
+		return 0, nil, fmt.Errorf("read the control plane's answer: %w", err)
+	}
+	if len(body) > max {
+		return 0, nil, fmt.Errorf("control plane answer larger than %d bytes", max)
+	}
+	if _, err := c.Verifier.VerifyResponse(resp, body); err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrUnverified, err)
+	}
+	return resp.StatusCode, body, nil
+}
+
+// VerifyClaim checks a claim against the control plane's keys and
+// decodes its payload into dst.
+func (c *Control) VerifyClaim(ctx context.Context, cl signing.Claim, dst any) error {
+	return c.Verifier.VerifyClaim(ctx, cl, dst)
+}
+
+// Data is the data member of a control-plane envelope.
+func Data(body []byte) (json.RawMessage, error) {
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || len(env.Data) == 0 {
+		return nil, errors.New("control plane answer is not a data envelope")
+	}
+	return env.Data, nil
+}
+
+// SaveVerified writes v (a verified answer, which may hold secrets) to
+// dir/name atomically, 0600, so a restarted agent puts it back in force
+// before the control plane answers.
+func SaveVerified(dir, name string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(dir, name, raw)
+}
+
+// LoadVerified reads what SaveVerified wrote into v; found is false when
+// there is nothing.
+func LoadVerified(dir, name string, v any) (found bool, err error) {
+	raw, err := os.ReadFile(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+	}
+	return true, nil
+}
+
+// pollTimeout bounds one exchange with the control plane.
+const pollTimeout = 10 * time.Second

@@ -1,0 +1,179 @@
+package access
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"deckhand/platform"
+	"deckhand/platform/signing"
+)
+
+// The agent trusts the control plane's signing keys as follows:
+//   - anchors: the keys of --control-key (pinned: kept whatever a set
+//     says) and the set it accepted last (<data>/proxyperm/control-keys.json);
+//   - with no anchor, the first key set is taken on its own signature, and
+//     only from an https control URL or one on loopback (a plain http URL
+//     elsewhere needs --insecure-control-url, and is refused at start
+//     without it);
+//   - a set announcing a new kid is accepted only when a key already
+//     trusted signed it (the control plane signs its key-set answer with
+//     every key: signing.AcceptKeySet); anything else is refused, the keys
+//     stay, and the response signed by the unknown kid is not applied;
+//   - only accepted sets are written to disk, as only verified documents
+//     are (effective.json).
+
+// controlKeysFile keeps the last accepted key set, beside effective.json.
+const controlKeysFile = "control-keys.json"
+
+// checkControlURL parses --control-url: http or https, a host, no query
+// or fragment; plain http only to loopback unless insecure.
+func checkControlURL(raw string, insecure bool) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return "", fmt.Errorf("--control-url %q: must be an http:// or https:// URL with a host", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("--control-url %q: must have no credentials, query or fragment", raw)
+	}
+	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) && !insecure {
+		return "", fmt.Errorf("--control-url %s: plain http to a control plane that is not on loopback lets anyone on the path "+
+			"see the agent token and withhold updates; use https, or pass --insecure-control-url to accept that", u.Redacted())
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// parseControlKey reads --control-key: a 32-byte ED25519 public key in
+// hex (its kid derived as the control plane derives it), or a file holding
+// such a key, or a key set (the public-key answer, enveloped or not).
+func parseControlKey(v string) (map[string]ed25519.PublicKey, error) {
+	v = strings.TrimSpace(v)
+	if keys, ok := hexKey(v); ok {
+		return keys, nil
+	}
+	f, err := os.Open(v)
+	if err != nil {
+		return nil, fmt.Errorf("--control-key: neither a 64-digit hex public key nor a readable file: %w", err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("--control-key %s: %w", v, err)
+	}
+	if keys, ok := hexKey(strings.TrimSpace(string(raw))); ok {
+		return keys, nil
+	}
+	var env struct {
+		Data *signing.PublicKeySet `json:"data"`
+	}
+	var set signing.PublicKeySet
+	if err := json.Unmarshal(raw, &env); err == nil && env.Data != nil {
+		set = *env.Data
+	} else if err := json.Unmarshal(raw, &set); err != nil {
+		return nil, fmt.Errorf("--control-key %s: not a hex key or a key set (GET %s)", v, signing.PublicKeyPath)
+	}
+	keys, err := signing.KeysOf(set)
+	if err != nil {
+		return nil, fmt.Errorf("--control-key %s: %w", v, err)
+	}
+	return keys, nil
+}
+
+func hexKey(s string) (map[string]ed25519.PublicKey, bool) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, false
+	}
+	pub := ed25519.PublicKey(b)
+	return map[string]ed25519.PublicKey{signing.KIDFor(pub): pub}, true
+}
+
+// savedKeys is the set accepted last, nil when none is kept (or it does
+// not read: then the pins, or first use, decide again).
+func (a *Authorizer) savedKeys() map[string]ed25519.PublicKey {
+	if a.cfg.Dir == "" {
+		return nil
+	}
+	path := filepath.Join(a.cfg.Dir, controlKeysFile)
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var set signing.PublicKeySet
+	if err == nil {
+		err = json.Unmarshal(raw, &set)
+	}
+	var keys map[string]ed25519.PublicKey
+	if err == nil {
+		keys, err = signing.KeysOf(set)
+	}
+	if err != nil {
+		a.cfg.Logger.Warn("kept control-plane key set unreadable; ignored", "file", path, "err", err)
+		return nil
+	}
+	return keys
+}
+
+// keysAccepted keeps an accepted set on disk (0600, atomic) and journals
+// a change of the trusted kids.
+func (a *Authorizer) keysAccepted(keys map[string]ed25519.PublicKey) {
+	kids := slices.Sorted(maps.Keys(keys))
+	if a.lastKIDs.Load() != nil && slices.Equal(*a.lastKIDs.Load(), kids) {
+		return
+	}
+	a.lastKIDs.Store(&kids)
+	a.cfg.Journal.Record(platform.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "info",
+		Message: "control plane signing keys trusted", Fields: map[string]any{"kids": kids}})
+	if a.cfg.Dir == "" {
+		return
+	}
+	raw, err := json.Marshal(signing.KeySetOf(keys))
+	if err == nil {
+		err = writeAtomic(a.cfg.Dir, controlKeysFile, raw)
+	}
+	if err != nil {
+		a.cfg.Logger.Warn("keep the control plane's key set on disk", "err", err)
+	}
+}
+
+// writeAtomic writes dir/name (0600) through a synced temporary file.
+func writeAtomic(dir, name string, raw []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(raw); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"deckhand/agent/cli"
+	"deckhand/services/process"
+	"deckhand/services/process/client"
+)
+
+// Exit statuses of `deckhand exec` beyond the command's own.
+const (
+	exitTimedOut = 124 // as timeout(1)
+	exitNoStart  = 127 // as a shell's "command not found"
+	exitFailure  = 255 // deckhand exec itself failed
+)
+
+// execCmd runs a command through the agent's process service.
+func execCmd() *cobra.Command {
+	var (
+		agentURL, token, cwd, user, tag string
+		env                             []string
+		timeout, reconnect              time.Duration
+		stdin                           bool
+	)
+	cmd := &cobra.Command{
+		Use:   "exec [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command through the agent's process service, streaming its output",
+		Long: "Run a command through the agent's process service (POST /api/v1/process through the gateway) and stream its\n" +
+			"stdout and stderr here as they come. A dropped connection is resumed from the last byte received (for\n" +
+			"--reconnect-timeout); nothing is lost or repeated. SIGINT, SIGTERM and SIGHUP are passed to the command's\n" +
+			"process group. Exits with the command's exit code (128+N when signal N ended it), 124 when --timeout\n" +
+			"stopped it, 127 when it could not start, 255 when deckhand exec itself failed.\n\n" +
+			"-o json (or yaml) prints JSON lines instead: each output chunk {type:output, stream, offset, data, encoding?} and\n" +
+			"finally {type:end, process}.",
+		Example: "  deckhand exec -- ls -la /\n  deckhand exec --tag build --timeout 10m -- make -j4\n  DECKHAND_AGENT_URL=http://10.0.0.5:7700 deckhand exec -o json -- uname -a",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// The root's -o: table is the command's own streams, json and
+			// yaml are JSON lines.
+			jsonLines := false
+			if f := cmd.Flag("output"); f != nil && f.Value.String() != "table" {
+				jsonLines = true
+			}
+			vars := map[string]string{}
+			for _, kv := range env {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return &cli.ExitError{Code: exitFailure, Message: fmt.Sprintf("--env: must be NAME=VALUE, got %q", kv)}
+				}
+				vars[k] = v
+			}
+			in := process.StartInput{Spec: process.Spec{Cmd: args, Cwd: cwd, User: user, Tag: tag, Env: vars,
+				TimeoutMS: timeout.Milliseconds(), ClientToken: randomToken()}, KeepStdinOpen: stdin, HoldOutput: true}
+			if err := in.Validate(); err != nil {
+				return &cli.ExitError{Code: exitFailure, Message: err.Error()}
+			}
+			c := &client.Client{URL: strings.TrimSuffix(agentURL, "/") + "/_/process", Token: token, ReconnectFor: reconnect}
+			code, err := runExec(c, in, jsonLines, stdin)
+			if err != nil {
+				return &cli.ExitError{Code: exitFailure, Message: err.Error()}
+			}
+			if code != 0 {
+				return &cli.ExitError{Code: code}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.SetInterspersed(false) // flags after the command belong to it
+	f.StringVar(&agentURL, "agent", envOr("DECKHAND_AGENT_URL", "http://127.0.0.1:7700"), "the agent's gateway (env DECKHAND_AGENT_URL)")
+	f.StringVar(&token, "token", "", "token for the gateway's proxy permissions (prefer DECKHAND_TOKEN: flags show in ps)")
+	f.StringVar(&tag, "tag", "", "tag the process (GET /api/v1/process?tag=)")
+	f.DurationVar(&timeout, "timeout", 0, "stop the command's whole tree after this long (0: no limit)")
+	f.StringVar(&cwd, "cwd", "", "working directory (absolute; default the user's home)")
+	f.StringVar(&user, "user", "", "run as this user (the agent must run as root)")
+	f.StringArrayVar(&env, "env", nil, "NAME=VALUE added to the command's environment (repeatable)")
+	f.BoolVarP(&stdin, "stdin", "i", false, "pass this command's standard input to the command (else it reads end of file)")
+	f.DurationVar(&reconnect, "reconnect-timeout", time.Minute, "how long to keep retrying while the agent cannot be reached")
+	return cmd
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "exec-" + hex.EncodeToString(b[:])
+}
+
+// runExec starts the command, streams its output and answers the exit
+// status it should end with.
+func runExec(c *client.Client, in process.StartInput, asJSON, forwardStdin bool) (int, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := c.Start(ctx, in)
+	if err != nil {
+		return 0, err
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		names := map[os.Signal]string{syscall.SIGINT: "INT", syscall.SIGTERM: "TERM", syscall.SIGHUP: "HUP"}
+		for sig := range sigs {
+			_ = c.Signal(ctx, p.ID, names[sig])
+		}
+	}()
+	if forwardStdin {
+		go pumpStdin(ctx, c, p.ID)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetEscapeHTML(false)
+	out := func(o client.Output) error {
+		if asJSON {
+			ch := process.Chunk{Type: "output", Stream: o.Stream, Offset: o.Offset, Data: string(o.Data)}
+			if !utf8.Valid(o.Data) {
+				ch.Data, ch.Encoding = base64.StdEncoding.EncodeToString(o.Data), "base64"
+			}
+			return enc.Encode(ch)
+		}
+		w := os.Stdout
+		if o.Stream == "stderr" {
+			w = os.Stderr
+		}
+		_, err := w.Write(o.Data)
+		return err
+	}
+	opts := client.FollowOptions{Text: asJSON, OnGap: func(from, to int64) {
+		fmt.Fprintf(os.Stderr, "deckhand exec: output bytes %d to %d were no longer kept\n", from, to)
+	}}
+	end, err := c.Follow(ctx, p.ID, 0, opts, out)
+	if err != nil {
+		return 0, err
+	}
+	if asJSON {
+		if err := enc.Encode(process.End{Type: "end", Process: end}); err != nil {
+			return 0, err
+		}
+	}
+	switch {
+	case end.State == process.StateFailedToStart:
+		if !asJSON {
+			fmt.Fprintf(os.Stderr, "deckhand exec: %s\n", end.Error)
+		}
+		return exitNoStart, nil
+	case end.State == process.StateTimedOut:
+		return exitTimedOut, nil
+	case end.ExitCode != nil:
+		return *end.ExitCode, nil
+	}
+	return exitFailure, nil
+}
+
+// pumpStdin passes standard input on, then closes the command's.
+func pumpStdin(ctx context.Context, c *client.Client, id string) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := os.Stdin.Read(buf)
+		if n > 0 {
+			if c.WriteStdin(ctx, id, buf[:n]) != nil {
+				return
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				_ = c.CloseStdin(ctx, id)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package consolee2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"deckhand/control/console"
+	"deckhand/control/controltest"
+	"deckhand/platform/platformtest"
+)
+
+// runConsole runs one mode of scripts/e2e/console-browser.mjs against a
+// console and answers its output; it fails the test unless the script
+// says the mode passed.
+func runConsole(t *testing.T, mode string, args map[string]any) string {
+	t.Helper()
+	node, chromium, dir := platformtest.BrowserTools(t, "../../scripts/e2e")
+	if !console.Built() {
+		t.Skip("browser test skipped: the console is not built (make build runs Vite)")
+	}
+	raw, _ := json.Marshal(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // hang guard
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "console-browser.mjs"), mode, string(raw))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "console "+mode+" passed") {
+		t.Fatalf("console %s: %v\n%s", mode, err, out)
+	}
+	return string(out)
+}
+
+// artifacts is where a test keeps files for people to look at (the
+// screenshots): $DECKHAND_ARTIFACTS, else .cache/artifacts in the checkout.
+func artifacts(t *testing.T, name string) string {
+	base := os.Getenv("DECKHAND_ARTIFACTS")
+	if base == "" {
+		base, _ = filepath.Abs("../../.cache/artifacts")
+	}
+	dir := filepath.Join(base, "console", controltest.Engine(), name)
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func line(t *testing.T, out, prefix string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(prefix) + ` (.*)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the browser script printed no %q line:\n%s", prefix, out)
+	}
+	return strings.TrimSpace(m[1])
+}
+
+// TestConsoleStory is a new user's way through the console in Chromium:
+// sign up, the mailed link, login, 2FA with oathtool, logout and login
+// with a code, an auth token, a double-clicked transfer, an invoice PDF,
+// and recovery (the reset mail's link, then a backup code). The server's
+// side is then checked over the API with that token.
+func TestConsoleStory(t *testing.T) {
+	s := controltest.Start(t, "--transfer-fee-bps", "250")
+	email := "newcomer@example.com"
+	out := runConsole(t, "story", map[string]any{"url": s.URL, "email": email, "mailDir": filepath.Join(s.Data, "mail"),
+		"adminEmail": controltest.AdminEmail, "adminPassword": controltest.AdminPass, "outDir": artifacts(t, "story")})
+	token := line(t, out, "TOKEN")
+	line(t, out, "RECOVERED")
+
+	// The token made in the console works with curl.
+	curl, err := exec.Command("curl", "-sS", "-H", "Authorization: Bearer "+token, s.URL+"/api/v1/users/auth/me").CombinedOutput()
+	if err != nil || !strings.Contains(string(curl), `"email":"`+email+`"`) {
+		t.Fatalf("curl with the console's token: %v %s", err, curl)
+	}
+	me := s.MustDo(200, "GET", "/api/v1/users/auth/me", nil, token)
+	if d := controltest.Data(me); d["two_factor_enabled"] != true {
+		t.Fatalf("2FA is not on after the console's setup: %s", me.Raw)
+	}
+	// The racing double click moved money once.
+	txns := controltest.Data(s.MustDo(200, "GET", "/api/v1/wallet/transactions?limit=100", nil, token))["transactions"].([]any)
+	transfers := 0
+	for _, x := range txns {
+		if x.(map[string]any)["transaction_type"] == "transfer_to_ai" {
+			transfers++
+		}
+	}
+	bal := controltest.Data(s.MustDo(200, "GET", "/api/v1/wallet/balances", nil, token))
+	if transfers != 1 || bal["general_balance"] != "90.00" || bal["ai_limit"] != "9.75" {
+		t.Fatalf("after the double click: %d transfers, balances %v", transfers, bal)
+	}
+	if line(t, out, "BALANCE") != "90.00 USD" {
+		t.Fatalf("the console shows %q", line(t, out, "BALANCE"))
+	}
+	// The replayed key answers the first receipt: the console sent it.
+	key := line(t, out, "KEY")
+	r := s.MustDo(200, "POST", "/api/v1/wallet/transfer-to-ai", map[string]any{"amount": "10", "idempotency_key": key}, token)
+	if controltest.Data(r)["replayed"] != true {
+		t.Fatalf("the console's idempotency key is not the transfer's: %s", r.Raw)
+	}
+}
+
+// setup makes a project with a container (admin) and a plain user.
+func setup(t *testing.T, s *controltest.Server) (admin, project, container string) {
+	t.Helper()
+	admin = s.Admin()
+	project = controltest.Data(s.MustDo(201, "POST", "/api/v1/projects", map[string]any{"name": "console demo"}, admin))["id"].(string)
+	container = controltest.Data(s.MustDo(201, "POST", "/api/v1/admin/containers",
+		map[string]any{"name": "web-1", "project_id": project}, admin))["id"].(string)
+	return admin, project, container
+}
+
+// TestConsolePermissionsConflict edits one container's permissions in two
+// tabs: the second save answers 412, the console shows the newer document
+// and saves the merge of both edits.
+func TestConsolePermissionsConflict(t *testing.T) {
+	s := controltest.Start(t)
+	admin, _, container := setup(t, s)
+	runConsole(t, "conflict", map[string]any{"url": s.URL, "container": container,
+		"adminEmail": controltest.AdminEmail, "adminPassword": controltest.AdminPass})
+	doc := controltest.Data(s.MustDo(200, "GET", "/api/v1/containers/"+container+"/proxy/permissions", nil, admin))
+	groups, _ := doc["groups"].(map[string]any)
+	if doc["file_version"] != float64(2) || groups["office"] == nil || groups["vpn"] == nil || doc["default"] != "allow" {
+		t.Fatalf("the merged document: %v", doc)
+	}
+}
+
+// TestConsolePages visits every page as a plain user and as the admin at
+// 360 and 1440 px: axe-core finds no serious or critical violation, no
+// page breaks the CSP, scrolls sideways or shifts while it loads;
+// screenshots are kept. It runs on the embedded store only: the pages
+// read the same answers from both engines, and the flows whose answers
+// depend on the engine (TestConsoleStory, the conflict) run on both.
+func TestConsolePages(t *testing.T) {
+	if controltest.OnPostgres() {
+		t.Skip("the page tour runs on the embedded store (see the comment)")
+	}
+	s := controltest.Start(t)
+	admin, project, container := setup(t, s)
+	userEmail := "plain@example.com"
+	uid, _ := s.User(admin, userEmail)
+	// Something in every list: a notification, an image, money.
+	s.MustDo(201, "POST", "/api/v1/admin/notifications", map[string]any{"title": "Maintenance", "body": "Tonight at 22:00"}, admin)
+	s.MustDo(200, "POST", "/api/v1/admin/wallet/credit", map[string]any{"user_id": uid, "amount": "20", "reason": "welcome"}, admin)
+	s.MustDo(201, "POST", "/api/v1/admin/images", map[string]any{"alias": "debian-12", "image_name": "debian/12", "os": "debian",
+		"architecture": "amd64", "description": "Debian 12 desktop"}, admin)
+	s.MustDo(201, "POST", "/api/v1/projects/"+project+"/permissions", map[string]any{"user_id": uid, "role": "viewer"}, admin)
+	out := runConsole(t, "tour", map[string]any{"url": s.URL, "project": project, "container": container,
+		"adminEmail": controltest.AdminEmail, "adminPassword": controltest.AdminPass,
+		"userEmail": userEmail, "userPassword": controltest.GoodPW, "outDir": artifacts(t, "pages")})
+	t.Log(line(t, out, "SCREENSHOTS"))
+}
+
+// TestConsoleCrossOrigin: a page on another origin of the same site (the
+// session cookie, SameSite=Strict, still goes along) cannot make a token,
+// read the session's CSRF token, log the user out or frame the console.
+func TestConsoleCrossOrigin(t *testing.T) {
+	s := controltest.Start(t)
+	admin := s.Admin()
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<!doctype html><title>elsewhere</title><p>another origin</p>")
+	}))
+	defer evil.Close()
+	out := runConsole(t, "cross", map[string]any{"url": s.URL, "evil": evil.URL,
+		"adminEmail": controltest.AdminEmail, "adminPassword": controltest.AdminPass})
+	if toks := s.MustDo(200, "GET", "/api/v1/auth/tokens", nil, admin); strings.Contains(string(toks.Raw), "evil") {
+		t.Fatalf("another origin made a token:\n%s\n%s", toks.Raw, out)
+	}
+}
+
+// TestConsoleRefusesAlteredAnswers puts a proxy that alters the login
+// answer between Chromium and the server: the console checks the
+// signature with WebCrypto Ed25519 and refuses it.
+func TestConsoleRefusesAlteredAnswers(t *testing.T) {
+	s := controltest.Start(t)
+	target, _ := url.Parse(s.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if r.Request.URL.Path != console.SessionPath || r.Request.Method != http.MethodPost {
+			return nil
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		body = []byte(strings.Replace(string(body), `"role":"admin"`, `"role":"owner"`, 1))
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", fmt.Sprint(len(body)))
+		return nil
+	}
+	proxy := httptest.NewServer(rp)
+	defer proxy.Close()
+	runConsole(t, "tamper", map[string]any{"url": proxy.URL, "adminEmail": controltest.AdminEmail, "adminPassword": controltest.AdminPass})
+}

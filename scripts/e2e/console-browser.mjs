@@ -1,0 +1,449 @@
+// Browser tests of deckhand-control's web console, driven by the Go tests
+// of control/consolee2e (which start the real binary and check the
+// server's side afterwards), or by hand:
+//   node scripts/e2e/console-browser.mjs MODE '{"url": "http://127.0.0.1:8080", ...}'
+// Modes:
+//   story     sign up (password rules), open the mailed link, log in, turn
+//             on 2FA (QR code, oathtool), log out and in with a code, make
+//             an auth token, transfer with a racing double click, download
+//             an invoice PDF (checked with pdftotext), recover the account
+//             (the mailed reset link, a backup code)
+//   conflict  edit one permissions document in two tabs: the second save
+//             gets the conflict view and saves the merge
+//   tour      every page as admin and as a plain user at 360 and 1440 px:
+//             screenshots, axe-core (no serious or critical violation), no
+//             CSP violation, no sideways scrolling, no layout shift while
+//             lists load (CLS under 0.1), keyboard and dark mode
+//   cross     a page on another origin tries to drive the console
+//   tamper    answers altered on the way (by the Go test's proxy) are refused
+// Each mode prints result lines ("TOKEN ...", "BALANCE ...") and a last
+// line "console MODE passed"; any failure exits 1 with "FAIL: why".
+import { launch } from "./chromium.mjs";
+import axe from "axe-core";
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+const [mode, raw] = process.argv.slice(2);
+if (!mode || !raw) {
+  console.error("usage: console-browser.mjs MODE JSON_ARGS");
+  process.exit(2);
+}
+const args = JSON.parse(raw);
+const base = args.url.replace(/\/$/, "");
+const origin = new URL(base).origin;
+
+function check(cond, why) {
+  if (!cond) throw new Error(why);
+}
+
+// watch records what a page must never do: load from another origin,
+// break the CSP, or throw.
+async function watch(page, label) {
+  const problems = [];
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+    // Cumulative layout shift of the page's load (lists filling in).
+    window.__cls = 0;
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        if (e.hadRecentInput) continue;
+        window.__cls += e.value;
+        window.__shifted = (e.sources || []).map((x) => `${x.node?.nodeName}.${x.node?.className || ""} ${x.previousRect.height}->${x.currentRect.height}`).join(", ");
+      }
+    }).observe({ type: "layout-shift", buffered: true });
+  });
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (!["data:", "blob:"].includes(u.protocol) && u.origin !== origin) problems.push(`${label}: request to another origin ${r.url()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`${label}: page error ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/status of 4\d\d/.test(m.text())) problems.push(`${label}: console error ${m.text()}`);
+  });
+  return async () => {
+    const csp = await page.evaluate(() => window.__csp || []).catch(() => []);
+    for (const v of csp) problems.push(`${label}: CSP violation ${v}`);
+    check(problems.length === 0, problems.join("\n"));
+  };
+}
+
+async function login(page, email, password, totpSecret) {
+  await page.goto(base + "/login");
+  await page.getByLabel("Email or username").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Log in", exact: true }).click();
+  if (totpSecret) {
+    await page.getByLabel("Authentication code").fill(totp(totpSecret, "+30 seconds"));
+    await page.getByRole("button", { name: "Verify code" }).click();
+  }
+  await page.getByRole("heading", { name: "Dashboard" }).waitFor();
+}
+
+// totp is the code oathtool computes (an independent implementation).
+function totp(secret, when) {
+  const a = ["--totp", "-b"];
+  if (when) a.push("-N", when);
+  return execFileSync("oathtool", [...a, secret], { encoding: "utf8" }).trim();
+}
+
+function mailLink(dir, to, kind) {
+  const names = readdirSync(dir).filter((n) => n.endsWith(".eml")).sort().reverse();
+  for (const n of names) {
+    const text = readFileSync(join(dir, n), "utf8");
+    if (!text.includes(`\r\nTo: ${to}\r\n`)) continue;
+    const m = text.match(new RegExp(`https?://\\S+/auth/${kind}\\?token=[A-Za-z0-9_-]+`));
+    if (m) return m[0];
+  }
+  throw new Error(`no ${kind} mail to ${to} in ${dir}`);
+}
+
+async function story(chrome) {
+  const page = await chrome.page();
+  const done = await watch(page, "story");
+  const email = args.email;
+  const password = "Sturdy-Pass-2024!";
+
+  // Sign up: the rules follow the typing.
+  await page.goto(base + "/signup");
+  await page.getByLabel("Email").fill(email);
+  const pw = page.getByLabel("Password", { exact: true });
+  const rules = page.getByRole("list", { name: "Password rules" });
+  await pw.fill("short");
+  check((await rules.getByText("(met)").count()) === 1, "after 'short' only the lowercase rule should be met");
+  await pw.fill(password);
+  await rules.getByText("(not met)").waitFor({ state: "detached" });
+  check((await rules.getByText("(met)").count()) === 5, "every rule should be met");
+  await page.getByRole("button", { name: "Create account" }).click();
+  await page.getByText("Open the link in the email").waitFor();
+
+  // The mail's link opens the console's landing page.
+  const link = mailLink(args.mailDir, email, "verify-email");
+  check(link.startsWith(base + "/auth/verify-email?token="), `mail link ${link} is not the console's page`);
+  await page.goto(link);
+  await page.getByRole("button", { name: "Verify email address" }).click();
+  await page.getByText("Email verified").waitFor();
+  console.log("VERIFIED by the mailed link");
+
+  await login(page, email, password);
+  const ctx = await page.context().cookies(base);
+  const sess = ctx.find((c) => c.name === "deckhand_session");
+  check(sess && sess.httpOnly && sess.sameSite === "Strict", `session cookie flags ${JSON.stringify(sess)}`);
+  check(await page.evaluate(() => !document.cookie.includes("deckhand_session")), "page script can read the session cookie");
+
+  // Two-factor setup with the QR code drawn in the page.
+  await page.getByRole("link", { name: "2FA" }).click();
+  await page.getByRole("button", { name: "Set up two-factor" }).click();
+  const qr = page.getByRole("img", { name: "QR code for your authenticator app" });
+  await qr.waitFor();
+  check((await qr.locator("path").getAttribute("d")).length > 500, "QR code is empty");
+  const secret = (await page.getByTestId("totp-secret").textContent()).trim();
+  await page.getByLabel("Code from the app").fill(totp(secret));
+  await page.getByRole("button", { name: "Turn on two-factor" }).click();
+  const codes = page.getByRole("list", { name: "Backup codes" }).getByRole("listitem");
+  await codes.first().waitFor();
+  check((await codes.count()) >= 8, "too few backup codes shown");
+  const backup = (await codes.first().textContent()).trim();
+  await page.getByRole("button", { name: "I saved them" }).click();
+  await page.getByTestId("2fa-state").getByText("On since").waitFor();
+  console.log("2FA enabled with oathtool");
+
+  await page.getByRole("button", { name: "Log out" }).click();
+  await page.getByRole("heading", { name: "Log in" }).waitFor();
+  check(!(await page.context().cookies(base)).some((c) => c.name === "deckhand_session"), "logout left the session cookie");
+  await login(page, email, password, secret);
+  console.log("LOGIN with a TOTP code");
+
+  // Auth token: shown once, disabled and enabled again.
+  await page.getByRole("link", { name: "Tokens" }).click();
+  await page.getByLabel("Name").fill("ci token");
+  await page.getByRole("button", { name: "Create token" }).click();
+  const token = await page.getByLabel("New token").inputValue();
+  check(token.startsWith("svc_"), `token ${token}`);
+  await page.getByRole("button", { name: "Done" }).click();
+  await page.getByRole("button", { name: "Disable ci token" }).click();
+  await page.getByRole("cell", { name: "disabled" }).waitFor();
+  await page.getByRole("button", { name: "Enable ci token" }).click();
+  await page.getByRole("cell", { name: "enabled" }).waitFor();
+  console.log("TOKEN " + token);
+
+  // The admin credits the new user from the admin page (another session).
+  const other = await launch(); // its own profile: its own cookies
+  const admin = await other.page();
+  await login(admin, args.adminEmail, args.adminPassword);
+  await admin.goto(base + "/admin");
+  const row = admin.getByRole("row").filter({ hasText: email });
+  const userId = (await row.locator("code").textContent()).trim();
+  await admin.getByLabel("Credit user id").fill(userId);
+  await admin.getByLabel("Credit amount (USD)").fill("100");
+  await admin.getByLabel("Reason").fill("console test");
+  await admin.getByRole("button", { name: "Credit", exact: true }).click();
+  await admin.getByText("Credited: balance now 100.00 USD").waitFor();
+  await other.close();
+
+  // Transfer: the fee shows before confirming; a double click moves money once.
+  await page.getByRole("link", { name: "Wallet" }).click();
+  await page.getByTestId("general-balance").getByText("100.00").waitFor();
+  await page.getByLabel("Amount (USD)").fill("10");
+  await page.getByText("Fee 0.25 USD · AI credit 9.75 USD").waitFor();
+  await page.getByRole("button", { name: "Review transfer" }).click();
+  const review = page.getByTestId("transfer-review");
+  await review.waitFor();
+  check((await review.textContent()).includes("fee 0.25 USD (2.5%)"), `review shows ${await review.textContent()}`);
+  const sent = [];
+  page.on("request", (r) => {
+    if (r.url().endsWith("/api/v1/wallet/transfer-to-ai")) sent.push(JSON.parse(r.postData()));
+  });
+  await page.evaluate(() => {
+    const b = [...document.querySelectorAll("button")].find((x) => x.textContent.trim() === "Confirm transfer");
+    b.click();
+    b.click();
+  });
+  await page.getByTestId("transfer-receipt").waitFor();
+  await page.waitForLoadState("networkidle");
+  check(sent.length === 2, `the double click sent ${sent.length} transfers, want 2 racing`);
+  check(sent[0].idempotency_key && sent[0].idempotency_key === sent[1].idempotency_key, "the two clicks sent different idempotency keys");
+  check(sent[0].expected_fee_bps === 250, `expected_fee_bps ${sent[0].expected_fee_bps}`);
+  await page.getByTestId("general-balance").getByText("90.00").waitFor();
+  console.log("BALANCE " + (await page.getByTestId("general-balance").textContent()).trim());
+  console.log("KEY " + sent[0].idempotency_key);
+
+  // Invoice of the transfer, downloaded and read with pdftotext.
+  const txRow = page.getByRole("row").filter({ hasText: "transfer" }).first();
+  await txRow.getByRole("button", { name: /^Invoice for/ }).click();
+  const status = page.getByRole("status").filter({ hasText: "INV" });
+  await status.waitFor();
+  const number = (await status.textContent()).match(/\(([^)]+)\)/)[1];
+  const [dl] = await Promise.all([
+    page.waitForEvent("download"),
+    page.getByRole("button", { name: `Download PDF of ${number}` }).click(),
+  ]);
+  mkdirSync(args.outDir, { recursive: true });
+  const file = join(args.outDir, "invoice.pdf");
+  await dl.saveAs(file);
+  const text = execFileSync("pdftotext", [file, "-"], { encoding: "utf8" });
+  check(text.includes(number), `pdftotext of the invoice lacks ${number}:\n${text}`);
+  console.log("PDF " + number);
+
+  // Recovery: the mailed reset link, a new password, a backup code.
+  await page.getByRole("button", { name: "Log out" }).click();
+  await page.getByRole("link", { name: "Forgot your password?" }).click();
+  await page.getByLabel("Email").fill(email);
+  await page.getByRole("button", { name: "Send reset link" }).click();
+  await page.getByRole("status").waitFor();
+  const reset = mailLink(args.mailDir, email, "reset-password");
+  check(reset.startsWith(base + "/auth/reset-password?token="), `reset link ${reset} is not the console's page`);
+  await page.goto(reset);
+  await page.getByLabel("New password").fill("Another-Pass-2025?");
+  await page.getByRole("button", { name: "Set password" }).click();
+  await page.getByText("Password updated").waitFor();
+  await page.goto(base + "/login");
+  await page.getByLabel("Email or username").fill(email);
+  await page.getByLabel("Password").fill("Another-Pass-2025?");
+  await page.getByRole("button", { name: "Log in", exact: true }).click();
+  await page.getByLabel("Authentication code").fill(backup);
+  await page.getByRole("button", { name: "Verify code" }).click();
+  await page.getByRole("heading", { name: "Dashboard" }).waitFor();
+  console.log("RECOVERED with the reset link and a backup code");
+  await done();
+}
+
+async function conflict(chrome) {
+  const a = await chrome.page();
+  const doneA = await watch(a, "tab A");
+  await login(a, args.adminEmail, args.adminPassword);
+  const b = await a.context().newPage();
+  const doneB = await watch(b, "tab B");
+  const url = `${base}/containers/${args.container}`;
+  await a.goto(url);
+  await b.goto(url);
+  for (const p of [a, b]) await p.getByTestId("perm-version").getByText("No document yet").waitFor();
+
+  async function addGroup(p, name, range) {
+    await p.getByLabel("Group name").fill(name);
+    await p.getByLabel("Group type").selectOption("ip");
+    await p.getByLabel("IPv4 range (CIDR)").fill(range);
+    await p.getByRole("button", { name: "Add group" }).click();
+    await p.getByLabel("Rule group").selectOption(name);
+    await p.getByLabel("Program").selectOption("http");
+    await p.getByLabel("Access").fill("true");
+    await p.getByRole("button", { name: "Add rule" }).click();
+  }
+  await addGroup(a, "office", "10.0.0.0/8");
+  await a.getByRole("button", { name: "Save permissions" }).click();
+  await a.getByText("Permissions saved (version 1)").waitFor();
+
+  await addGroup(b, "vpn", "192.168.0.0/16");
+  await b.getByLabel("Default policy").selectOption("allow");
+  await b.getByRole("button", { name: "Save permissions" }).click();
+  const view = b.getByTestId("conflict");
+  await view.waitFor();
+  check((await view.textContent()).includes("saved version 1"), "conflict view does not name the newer version");
+  check((await b.getByTestId("theirs").textContent()).includes("office"), "conflict view does not show the newer document");
+  const merged = JSON.parse(await b.getByTestId("merged").textContent());
+  check(merged.groups.office && merged.groups.vpn && merged.default === "allow", `merge lost a change: ${JSON.stringify(merged)}`);
+  console.log("CONFLICT shown");
+  await b.getByRole("button", { name: "Save merged version" }).click();
+  await b.getByText("Merged version saved (version 2)").waitFor();
+  await a.getByRole("button", { name: "Reload" }).click();
+  await a.getByRole("cell", { name: "vpn", exact: true }).first().waitFor();
+  console.log("MERGED version 2");
+  await doneA();
+  await doneB();
+}
+
+const axeSource = axe.source;
+
+async function audit(page, label) {
+  await page.evaluate(axeSource);
+  const res = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 3) }));
+  });
+  const bad = res.filter((v) => v.impact === "serious" || v.impact === "critical");
+  check(bad.length === 0, `${label}: axe: ${JSON.stringify(bad)}`);
+  return res.length;
+}
+
+async function tour(chrome) {
+  const out = args.outDir;
+  mkdirSync(out, { recursive: true });
+  const pages = [
+    ["login", "/login", null], ["signup", "/signup", null], ["forgot", "/forgot-password", null],
+    ["verify-email", "/auth/verify-email?token=x", null], ["reset-password", "/auth/reset-password?token=x", null],
+  ];
+  const signedIn = [
+    ["dashboard", "/"], ["account", "/account"], ["2fa", "/2fa"], ["tokens", "/tokens"], ["wallet", "/wallet"],
+    ["images", "/images"], ["library", "/images?tab=library"], ["projects", "/projects"], ["project", `/projects/${args.project}`],
+    ["container", `/containers/${args.container}`], ["events", "/events"], ["notifications", "/notifications"], ["admin", "/admin"],
+  ];
+  let shots = 0;
+  let minor = 0;
+  async function visit(page, who, name, path) {
+    for (const width of [1440, 360]) {
+      await page.setViewportSize({ width, height: 900 });
+      const label = `${who} ${name} @${width}`;
+      await page.goto(base + path);
+      await page.waitForFunction(() => document.querySelector("main h1") && !document.body.innerText.includes("Loading…"), null, { timeout: 45000 })
+        .catch(() => check(false, `${label}: still loading after 45 s`));
+      const cls = await page.evaluate(() => window.__cls);
+      check(cls < 0.1, `${label}: layout shift ${cls.toFixed(3)} while the page loads (${await page.evaluate(() => window.__shifted)})`);
+      check(!(await page.getByText("Page not found").count()), `${label}: page not found`);
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      if (over > 1) {
+        const wide = await page.evaluate(() => [...document.querySelectorAll("body *")]
+          .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !e.closest("nav.main, .scroll"))
+          .slice(0, 5).map((e) => `${e.nodeName}.${e.className} ${getComputedStyle(e).overflowX} ${e.getBoundingClientRect().width}`).join(", ")
+          + ` nav ${JSON.stringify(getComputedStyle(document.querySelector("nav.main")).overflowX)} ${document.querySelector("nav.main").getBoundingClientRect().width}`);
+        check(false, `${label}: scrolls sideways by ${over}px (${wide})`);
+      }
+      await page.screenshot({ path: join(out, `${who}-${width}-${name}.png`), fullPage: true });
+      shots++;
+      // axe once per page and user: its rules read the document, which the
+      // width only restyles (the width checks are the ones above).
+      if (width === 1440) minor += await audit(page, label);
+    }
+  }
+  const anon = await chrome.page();
+  const doneAnon = await watch(anon, "anonymous");
+  for (const [name, path] of pages) await visit(anon, "anonymous", name, path);
+  // Keyboard: the first Tab reaches the skip link, which moves focus to the content.
+  await anon.goto(base + "/login");
+  await anon.keyboard.press("Tab");
+  check(await anon.evaluate(() => document.activeElement?.textContent === "Skip to content"), "first Tab does not reach the skip link");
+  await anon.keyboard.press("Enter");
+  check(await anon.evaluate(() => document.activeElement?.id === "main"), "skip link does not move focus to the content");
+  await anon.getByLabel("Email or username").focus();
+  await anon.keyboard.type(args.userEmail);
+  await anon.keyboard.press("Tab");
+  await anon.keyboard.type(args.userPassword);
+  await anon.keyboard.press("Enter");
+  await anon.getByRole("heading", { name: "Dashboard" }).waitFor();
+  console.log("KEYBOARD login");
+  // Dark mode follows the system.
+  const bg = () => anon.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  await anon.emulateMedia({ colorScheme: "light" });
+  const light = await bg();
+  await anon.emulateMedia({ colorScheme: "dark" });
+  const dark = await bg();
+  check(light !== dark, `dark mode does not change the background (${light})`);
+  await anon.screenshot({ path: join(out, "user-1440-dashboard-dark.png") });
+  await anon.emulateMedia({ colorScheme: "light" });
+  for (const [name, path] of signedIn) await visit(anon, "user", name, path);
+  check(await anon.getByText("Only administrators can use this page.").count(), "a plain user sees the admin page");
+
+  const admin = anon;
+  await admin.getByRole("button", { name: "Log out" }).click();
+  await admin.getByRole("heading", { name: "Log in" }).waitFor();
+  await login(admin, args.adminEmail, args.adminPassword);
+  for (const [name, path] of signedIn) await visit(admin, "admin", name, path);
+  check(await admin.getByRole("heading", { name: "Users" }).count(), "the admin page shows no users to an admin");
+  await doneAnon();
+  console.log(`SCREENSHOTS ${shots} in ${out} (axe: ${minor} minor or moderate findings)`);
+}
+
+async function cross(chrome) {
+  const page = await chrome.page();
+  await login(page, args.adminEmail, args.adminPassword);
+  await page.goto(args.evil);
+  const results = await page.evaluate(async (target) => {
+    const out = [];
+    const tokens = target + "/api/v1/auth/tokens";
+    for (const [ctype, body] of [["text/plain", '{"alias":"evil text"}'], ["application/x-www-form-urlencoded", "alias=evil+form"]]) {
+      await fetch(tokens, { method: "POST", mode: "no-cors", credentials: "include", headers: { "Content-Type": ctype }, body })
+        .then(() => out.push(`post ${ctype} sent (opaque)`), (e) => out.push(`post ${ctype} failed ${e.message}`));
+    }
+    await fetch(tokens, { method: "POST", credentials: "include", headers: { "Content-Type": "application/json", "X-CSRF-Token": "guess" }, body: '{"alias":"evil json"}' })
+      .then(() => out.push("json post answered"), () => out.push("json post blocked (preflight)"));
+    await fetch(target + "/api/v1/console/session", { credentials: "include" })
+      .then(async (r) => out.push("session read " + (await r.text())), () => out.push("session read blocked (CORS)"));
+    await fetch(target + "/api/v1/console/session", { method: "DELETE", mode: "no-cors", credentials: "include" })
+      .then(() => out.push("logout sent (opaque)"), () => out.push("logout failed"));
+    const f = document.createElement("iframe");
+    f.src = target + "/tokens";
+    document.body.append(f);
+    await new Promise((r) => { f.onload = r; setTimeout(r, 3000); });
+    out.push("iframe added");
+    return out;
+  }, base);
+  for (const r of results) console.log("CROSS " + r);
+  check(!results.some((r) => r.startsWith("session read {")), "another origin read the console session");
+  const framed = page.frames().find((f) => f !== page.mainFrame());
+  const framedText = framed ? await framed.evaluate(() => document.body?.innerText || "").catch(() => "") : "";
+  check(!framedText.includes("Auth tokens"), "the console rendered inside another origin's frame");
+  console.log("CROSS frame refused");
+  // The console itself still works, and still has its session.
+  await page.goto(base + "/tokens");
+  await page.getByRole("heading", { name: "Auth tokens" }).waitFor();
+  console.log("CROSS session intact");
+}
+
+async function tamper(chrome) {
+  const page = await chrome.page();
+  await page.goto(base + "/login");
+  await page.getByLabel("Email or username").fill(args.adminEmail);
+  await page.getByLabel("Password").fill(args.adminPassword);
+  await page.getByRole("button", { name: "Log in", exact: true }).click();
+  const alert = page.getByRole("alert");
+  await alert.waitFor();
+  const text = await alert.textContent();
+  check(/signature|signed/.test(text), `an altered answer was not refused: ${text}`);
+  check(!(await page.getByRole("heading", { name: "Dashboard" }).count()), "an altered login answer signed the console in");
+  console.log("TAMPER refused: " + text.trim());
+}
+
+const modes = { story, conflict, tour, cross, tamper };
+const chrome = await launch();
+let failed = false;
+try {
+  check(modes[mode], `unknown mode ${mode}`);
+  await modes[mode](chrome);
+} catch (e) {
+  console.error("FAIL:", e.message);
+  failed = true;
+} finally {
+  await chrome.close();
+}
+console.log(failed ? `console ${mode} failed` : `console ${mode} passed`);
+process.exit(failed ? 1 : 0);

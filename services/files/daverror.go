@@ -1,0 +1,186 @@
+package files
+
+import (
+	"errors"
+	"html"
+	"net/http"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+	"golang.org/x/net/webdav"
+
+	"deckhand/platform"
+)
+
+// Codes of WebDAV answers that have no code of their own in the platform.
+const (
+	// CodeLocked is a resource locked by a lock the request did not name
+	// (423, RFC 4918 11.3).
+	CodeLocked = "LOCKED"
+	// CodeForeignDestination is a COPY or MOVE whose Destination lies on
+	// another server or outside /dav/ (502, RFC 4918 9.8.5).
+	CodeForeignDestination = "FOREIGN_DESTINATION"
+)
+
+func init() {
+	platform.RegisterCode(CodeLocked, http.StatusLocked)
+	platform.RegisterCode(CodeForeignDestination, http.StatusBadGateway)
+}
+
+// errorNS is the namespace of the code, details and message elements a
+// DAV:error answer carries besides RFC 4918's precondition elements.
+const errorNS = "urn:deckhand:error"
+
+// davCondError is a refusal that RFC 4918 names with a precondition
+// element in the DAV: namespace, e.g. propfind-finite-depth.
+type davCondError struct {
+	err  *platform.Error
+	cond string
+}
+
+func (e *davCondError) Error() string { return e.err.Error() }
+func (e *davCondError) Unwrap() error { return e.err }
+
+func finiteDepthOnly() error {
+	return &davCondError{cond: "propfind-finite-depth",
+		err: platform.Errorf(platform.CodeForbidden, "PROPFIND of a collection answers Depth 0 or 1 only; infinite depth (also meant by no Depth header) is refused").WithDetails("Depth")}
+}
+
+// davFail answers a failed WebDAV request. WebDAV clients read the status
+// and, for refusals RFC 4918 names, a DAV:error body: that is the default.
+// A client whose Accept prefers application/json gets the service's JSON
+// error instead. Either way the body holds the stable code and a
+// client-safe message, never a Go error string.
+func (s *Service) davFail(c fiber.Ctx, err error) error {
+	if c.Accepts("application/xml", "text/xml", "application/json") == "application/json" {
+		return err // the host writes the JSON error
+	}
+	e := platform.AsError(err)
+	if e.Code == platform.CodeInternal || e.Code == platform.CodeBackend {
+		s.deps.Logger.Error("request failed", "service", "files", "request_id", platform.RequestID(c),
+			"path", c.Path(), "code", e.Code, "err", err)
+	}
+	for k, v := range e.Headers {
+		c.Set(k, v)
+	}
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="utf-8"?>` + "\n" + `<D:error xmlns:D="DAV:" xmlns:E="` + errorNS + `">`)
+	var ce *davCondError
+	if errors.As(err, &ce) {
+		b.WriteString("<D:" + ce.cond + "/>")
+	}
+	b.WriteString("<E:code>" + html.EscapeString(e.Code) + "</E:code>")
+	b.WriteString("<E:details>" + html.EscapeString(e.Details) + "</E:details>")
+	b.WriteString("<E:message>" + html.EscapeString(e.Message) + "</E:message>")
+	b.WriteString("</D:error>\n")
+	c.Set(fiber.HeaderContentType, "application/xml; charset=utf-8")
+	c.Set("X-Content-Type-Options", "nosniff")
+	c.Status(e.Status())
+	if c.Method() == http.MethodHead {
+		return nil
+	}
+	return c.SendString(b.String())
+}
+
+// davStatusError turns an error answer of x/net/webdav (a status and the
+// package's error, whose text is for logs) into the service's error.
+func davStatusError(method string, status int, cause error) error {
+	msg, field := "", ""
+	switch {
+	case cause == nil:
+	case errors.Is(cause, webdav.ErrLocked):
+		msg = "the resource is locked and the request names none of its lock tokens in an If header"
+	case errors.Is(cause, webdav.ErrConfirmationFailed):
+		msg, field = "no lock token of the If header holds for the resource", "If"
+	case errors.Is(cause, webdav.ErrNoSuchLock):
+		msg, field = "no such lock", "Lock-Token"
+	default:
+		// x/net's unexported errors, known by their text.
+		switch strings.TrimPrefix(cause.Error(), "webdav: ") {
+		case "invalid depth":
+			msg, field = "Depth must be 0 or infinity for "+method+" (PROPFIND: 0 or 1)", "Depth"
+		case "invalid destination":
+			msg, field = "Destination must be a URL of this server under the WebDAV prefix", "Destination"
+		case "destination equals source":
+			msg, field = "Destination is the resource itself", "Destination"
+		case "invalid If header":
+			msg, field = "the If header does not parse (RFC 4918 10.4)", "If"
+		case "invalid lock info":
+			msg, field = "the lockinfo body is not valid", "body"
+		case "invalid lock token":
+			msg, field = "Lock-Token (or the If header of a refresh) must name one lock token as <token>", "Lock-Token"
+		case "invalid propfind":
+			msg, field = "the propfind body is not valid", "body"
+		case "invalid proppatch":
+			msg, field = "the propertyupdate body is not valid", "body"
+		case "invalid timeout":
+			msg, field = "Timeout must be Infinite or Second-N", "Timeout"
+		case "unsupported lock info":
+			msg, field = "only write locks are supported", "body"
+		case "unsupported method":
+			msg = method + " is not a WebDAV method"
+		case "not a directory":
+			msg = "a part of the path is not a collection"
+		case "directory not empty":
+			msg = "the collection is not empty"
+		case "prefix mismatch":
+			msg, field = "the path is not under the WebDAV prefix", "path"
+		default:
+			if status == http.StatusBadRequest && (method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK") {
+				// The XML decoder's own error.
+				msg, field = "the body is not well-formed XML", "body"
+			}
+		}
+	}
+	code := platform.CodeBadRequest
+	switch status {
+	case http.StatusBadRequest:
+		if field != "" {
+			code = platform.CodeInvalid
+		}
+	case http.StatusForbidden:
+		code = platform.CodeForbidden
+	case http.StatusNotFound:
+		code = platform.CodeNotFound
+	case http.StatusMethodNotAllowed:
+		code = platform.CodeMethodNotAllowed
+	case http.StatusConflict:
+		code = platform.CodeConflict
+	case http.StatusPreconditionFailed:
+		code = platform.CodePreconditionFailed
+	case http.StatusUnsupportedMediaType:
+		code = platform.CodeUnsupportedMedia
+	case http.StatusLocked:
+		code = CodeLocked
+	case http.StatusBadGateway:
+		code = CodeForeignDestination
+	case http.StatusInsufficientStorage:
+		code = CodeInsufficientStorage
+	default:
+		if status >= 500 {
+			return platform.Internal("answer "+method, cause)
+		}
+	}
+	if msg == "" {
+		msg = method + ": " + strings.ToLower(http.StatusText(status))
+		switch status {
+		case http.StatusNotFound:
+			msg = "no such resource"
+		case http.StatusMethodNotAllowed:
+			msg = method + " is not allowed on this resource"
+		case http.StatusPreconditionFailed:
+			msg = "a precondition of the request (If, Overwrite) does not hold"
+		case http.StatusConflict:
+			msg = "a parent collection is missing"
+		}
+	}
+	e := platform.Errorf(code, "%s", msg)
+	if field != "" {
+		e = e.WithDetails("%s", field)
+		e.Field = field
+	}
+	if status == http.StatusLocked && method == "LOCK" {
+		return &davCondError{err: e, cond: "no-conflicting-lock"}
+	}
+	return e
+}

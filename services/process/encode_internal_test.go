@@ -1,0 +1,16 @@
+package process
+
+import "testing"
+
+func TestEncodeChunksLeavesAPartialCharacter(t *testing.T) {
+	t.Parallel()
+	pieces := []chunk{{off: 0, stream: streamStdout, data: []byte("ab\xe2\x82")}}
+	out, used := encodeChunks(pieces, false)
+	if used != 2 || len(out) != 1 || out[0].Data != "ab" || out[0].end != 2 {
+		t.Fatalf("%+v %d", out, used)
+	}
+	out, used = encodeChunks(pieces, true)
+	if used != 4 || out[0].Encoding != "base64" {
+		t.Fatalf("%+v %d", out, used)
+	}
+}

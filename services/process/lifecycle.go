@@ -1,0 +1,161 @@
+package process
+
+import (
+	"sort"
+	"time"
+)
+
+// failStart records a process that could not be executed.
+func (s *Service) failStart(p *process, err error) {
+	end := s.deps.Clock.Now()
+	p.finish(EndFailedToStart, 0, "", err.Error(), end)
+	p.log.close()
+	p.save(p.snapshot())
+	close(p.done)
+	s.ended(p)
+	s.wg.Done()
+}
+
+// ended frees p's running slot and applies --process-max-finished.
+func (s *Service) ended(p *process) {
+	s.mu.Lock()
+	s.running--
+	victims := s.overflow()
+	s.mu.Unlock()
+	for _, v := range victims {
+		s.remove(v)
+	}
+	if s.set.Retention == 0 {
+		s.remove(p)
+	}
+}
+
+// overflow unregisters the oldest finished processes beyond
+// --process-max-finished; the caller holds s.mu and removes them.
+func (s *Service) overflow() []*process {
+	var fin []*process
+	for _, p := range s.procs {
+		select {
+		case <-p.done:
+			fin = append(fin, p)
+		default:
+		}
+	}
+	if len(fin) <= s.set.MaxFinished {
+		return nil
+	}
+	sort.Slice(fin, func(i, j int) bool { return endOf(fin[i]).Before(endOf(fin[j])) })
+	victims := fin[:len(fin)-s.set.MaxFinished]
+	for _, v := range victims {
+		s.unregister(v)
+	}
+	return victims
+}
+
+func endOf(p *process) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rec.EndedAt != nil {
+		return *p.rec.EndedAt
+	}
+	return p.rec.StartedAt
+}
+
+// unregister forgets p; the caller holds s.mu.
+func (s *Service) unregister(p *process) {
+	if s.procs[p.id] == p {
+		delete(s.procs, p.id)
+	}
+	if t := p.spec.ClientToken; t != "" && s.tokens[t] == p {
+		delete(s.tokens, t)
+	}
+}
+
+// remove deletes a finished process's record and output.
+func (s *Service) remove(p *process) {
+	s.mu.Lock()
+	s.unregister(p)
+	s.mu.Unlock()
+	p.log.remove()
+	s.store.del(p.id)
+}
+
+// janitor removes finished processes once their retention has passed.
+func (s *Service) janitor() {
+	defer s.wg.Done()
+	every := min(max(s.set.Retention/4, 10*time.Millisecond), 30*time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		cut := s.deps.Clock.Now().Add(-s.set.Retention)
+		s.mu.Lock()
+		var old []*process
+		for _, p := range s.procs {
+			select {
+			case <-p.done:
+				if endOf(p).Before(cut) {
+					old = append(old, p)
+				}
+			default:
+			}
+		}
+		s.mu.Unlock()
+		for _, p := range old {
+			s.remove(p)
+		}
+	}
+}
+
+// restore loads the records. One that says running belonged to a service
+// that died without stopping it: its main process died with the agent
+// (Pdeathsig), what is left of it is killed now, and the record says
+// agent_restarted.
+func (s *Service) restore() error {
+	recs, err := s.store.load()
+	if err != nil {
+		return err
+	}
+	now := s.deps.Clock.Now()
+	lost := map[string]bool{}
+	for _, r := range recs {
+		if r.State == StateRunning {
+			lost[r.ID] = true
+		}
+	}
+	if len(lost) > 0 {
+		if n := killLeftovers(lost); n > 0 {
+			s.log.Warn("process: killed what was left of processes the previous run started", "processes", n)
+		}
+	}
+	for _, r := range recs {
+		rec := r.Process
+		if lost[rec.ID] {
+			end := now
+			rec.State, rec.EndReason, rec.EndedAt = StateKilled, EndAgentRestarted, &end
+			rec.Error = "the agent stopped while the process ran; it was killed with the agent"
+			rec.DurationMS = ms(end.Sub(rec.StartedAt))
+			rec.StdinOpen = false
+			s.store.put(stored{Process: rec, SpecHash: r.SpecHash})
+			s.journal("warn", "process "+rec.ID+" killed: the agent stopped while it ran",
+				map[string]any{"id": rec.ID, "state": rec.State, "end_reason": rec.EndReason})
+		}
+		rec.OutputKeptFrom, rec.OutputComplete = rec.OutputBytes, true
+		p := &process{svc: s, id: rec.ID, hash: r.SpecHash, rec: rec, log: restored(s.budget, &rec),
+			kill: make(chan time.Duration, 1), started: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{})}
+		p.spec.ClientToken, p.spec.Tag = rec.ClientToken, rec.Tag
+		p.exited = true
+		close(p.started)
+		close(p.ended)
+		close(p.done)
+		s.procs[p.id] = p
+		if rec.ClientToken != "" {
+			s.tokens[rec.ClientToken] = p
+		}
+	}
+	return nil
+}

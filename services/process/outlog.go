@@ -1,0 +1,1004 @@
+package process
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Output is kept per process as one ordered sequence of bytes from both
+// streams, in the order the service read them; a byte's offset is its
+// position in it. The newest bytes are chunks in memory. A spiller
+// goroutine per process writes them, oldest first, to segment files on
+// disk once memory is half full, at the disk's pace, never in the way of
+// reading the process's pipes. What is kept is bounded per process and in
+// total, in memory and on disk (budget); beyond the bounds the oldest bytes
+// go first, and a reader that asks for them is told what it missed (Gap).
+// When output comes faster than the disk takes it, memory's oldest chunks
+// go unwritten (the disk then starts over from what memory holds), unless a
+// follower still needs them.
+//
+// Followers hold their place: while a follower is connected, or for the
+// resume grace after it disconnects, the reader of the process's pipes
+// stops taking output once it is holdLimit (half the disk bound) ahead of
+// the slowest follower, and bytes a follower has not read, or may not have
+// received (inFlight, a quarter of the disk bound, before its place), leave
+// memory only once they are on disk. Within the disk bound the oldest
+// segment goes, so holdLimit + inFlight + a segment fit it. The process then waits on its pipe (as it would writing to
+// a slow terminal) instead of a follower losing bytes.
+
+const (
+	streamStdout byte = 1
+	streamStderr byte = 2
+
+	// coalesceMax: small reads of one stream join the previous chunk up to
+	// this size, so line-by-line output does not cost a chunk per line.
+	coalesceMax = 64 << 10
+	// indexEvery: a segment remembers where a frame starts at least every
+	// this many bytes of file, so a reader seeks to an offset reading at
+	// most this much more.
+	indexEvery = 64 << 10
+	// frameHeader is a segment frame's header: stream, then length (LE32).
+	frameHeader = 5
+	// finishedMemory: what a finished process may keep in memory; more
+	// goes to disk when it ends.
+	finishedMemory = 64 << 10
+	// spillBatch: the most the spiller writes between two looks at memory.
+	spillBatch = 4 << 20
+)
+
+func streamName(s byte) string {
+	if s == streamStderr {
+		return streamNameStderr
+	}
+	return streamNameStdout
+}
+
+// chunk is bytes of one stream from offset off. Its bytes never change
+// once handed out: appends only ever add past a slice's length.
+type chunk struct {
+	off    int64
+	stream byte
+	data   []byte
+}
+
+func (c chunk) end() int64 { return c.off + int64(len(c.data)) }
+
+// segment is a file of frames holding offsets [start, end).
+type segment struct {
+	log        *outlog
+	path       string
+	start, end int64 // under log.mu
+	size       int64 // bytes written and flushed, under log.mu
+	index      []segIndex
+	sealed     atomic.Bool // no longer written
+	dropped    atomic.Bool
+}
+
+type segIndex struct{ off, pos int64 }
+
+// budget is the service-wide bound on kept output.
+type budget struct {
+	memPer, memTotal   int64
+	diskPer, diskTotal int64
+	segSize            int64
+	holdLimit          int64
+	// inFlight is how far before a follower's place bytes stay needed:
+	// what it was sent but had not received when its connection dropped
+	// (socket buffers on both ends, the gateway's) is asked for again.
+	inFlight int64
+	grace    time.Duration
+	log      *slog.Logger
+
+	mem, disk atomic.Int64
+	spillers  sync.WaitGroup // Close waits for them
+
+	mu   sync.Mutex
+	fifo []*segment // every segment on disk, oldest first
+}
+
+func newBudget(set *Settings, log *slog.Logger) *budget {
+	seg := min(max(set.OutputDisk/8, 64<<10), 8<<20)
+	return &budget{memPer: set.OutputMemory, memTotal: set.OutputMemoryTotal, diskPer: set.OutputDisk,
+		diskTotal: set.OutputDiskTotal, segSize: seg, holdLimit: set.OutputDisk / 2, inFlight: set.OutputDisk / 4,
+		grace: set.ResumeGrace, log: log}
+}
+
+func (b *budget) add(s *segment) {
+	b.mu.Lock()
+	b.fifo = append(b.fifo, s)
+	b.mu.Unlock()
+}
+
+// reclaim drops the oldest sealed segments, whoever's, while the disk in
+// total is over its bound.
+func (b *budget) reclaim() {
+	for b.disk.Load() > b.diskTotal {
+		b.mu.Lock()
+		var victim *segment
+		keep := b.fifo[:0]
+		for _, s := range b.fifo {
+			switch {
+			case s.dropped.Load():
+			case victim == nil && s.sealed.Load():
+				victim = s
+			default:
+				keep = append(keep, s)
+			}
+		}
+		clear(b.fifo[len(keep):])
+		b.fifo = keep
+		b.mu.Unlock()
+		if victim == nil {
+			return
+		}
+		victim.log.dropSegment(victim)
+	}
+}
+
+// hold is a follower's place.
+type hold struct {
+	pos       int64
+	lingering bool
+	expires   time.Time
+}
+
+// outlog is one process's output.
+type outlog struct {
+	b      *budget
+	prefix string // segment files are prefix.N
+
+	mu        sync.Mutex
+	mem       []chunk // [memStart, total)
+	memBytes  int64
+	segs      []*segment // [segs[0].start, diskEnd), contiguous; diskEnd >= memStart while any
+	diskBytes int64
+	diskEnd   int64 // where the spiller writes next
+	gen       int   // bumped when the disk is dropped whole: a write in flight is stale
+	total     int64 // next offset
+	counts    [3]int64
+	closed    bool // every byte is in
+	removed   bool
+	spillErr  bool
+	spilling  bool // the spiller goroutine runs
+	starved   bool // an append waits for the spiller
+	// spare is the file of the segment the disk bound dropped last, kept
+	// for the next segment: overwriting its pages costs the file system
+	// far less than a new file and an unlink.
+	spare     string
+	spareSize int64
+	wake      chan struct{} // closed at every append and at close
+	spilled   chan struct{} // closed when diskEnd moves or spilling fails
+	kick      chan struct{} // wakes the spiller
+	holds     map[*hold]struct{}
+	holdWake  chan struct{}
+
+	wmu sync.Mutex // appends, one at a time
+
+	// The spiller's own: the segment it writes.
+	cur  *segment
+	f    *os.File
+	bw   *bufio.Writer
+	nseg int
+
+	abort    chan struct{}
+	abortOne sync.Once
+}
+
+func newOutlog(b *budget, prefix string) *outlog {
+	return &outlog{b: b, prefix: prefix, wake: make(chan struct{}), spilled: make(chan struct{}), kick: make(chan struct{}, 1),
+		holds: map[*hold]struct{}{}, abort: make(chan struct{})}
+}
+
+// restored is the log of a process from before a restart: its output is
+// gone, its counts are what the record says.
+func restored(b *budget, rec *Process) *outlog {
+	l := newOutlog(b, "")
+	l.diskEnd, l.total, l.closed = rec.OutputBytes, rec.OutputBytes, true
+	l.counts[streamStdout], l.counts[streamStderr] = rec.StdoutBytes, rec.StderrBytes
+	return l
+}
+
+// stats are the record's output fields.
+func (l *outlog) stats() (stdout, stderr, total, keptFrom int64, closed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.counts[streamStdout], l.counts[streamStderr], l.total, l.keptFrom(), l.closed
+}
+
+func (l *outlog) memStart() int64 {
+	if len(l.mem) == 0 {
+		return l.total
+	}
+	return l.mem[0].off
+}
+
+// keptFrom is the oldest offset kept; the caller holds mu.
+func (l *outlog) keptFrom() int64 {
+	ms := l.memStart()
+	if len(l.segs) > 0 && l.segs[0].start < ms {
+		return l.segs[0].start
+	}
+	return ms
+}
+
+// append adds p to stream's output. With owned, p is the caller's to give
+// away (a read buffer it will not reuse) and becomes a chunk as it is.
+func (l *outlog) append(stream byte, p []byte, owned bool) {
+	if len(p) == 0 {
+		return
+	}
+	n := int64(len(p))
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.waitHolds(n)
+	l.mu.Lock()
+	if l.removed || l.closed {
+		l.mu.Unlock()
+		return
+	}
+	if k := len(l.mem) - 1; k >= 0 && l.mem[k].stream == stream && len(l.mem[k].data)+len(p) <= coalesceMax {
+		last := &l.mem[k]
+		if cap(last.data)-len(last.data) < len(p) {
+			grown := make([]byte, len(last.data), min(max(2*cap(last.data), len(last.data)+len(p)), coalesceMax))
+			copy(grown, last.data)
+			last.data = grown
+		}
+		last.data = append(last.data, p...)
+	} else {
+		data := p
+		if !owned {
+			data = make([]byte, len(p), max(len(p), min(4<<10, coalesceMax)))
+			copy(data, p)
+		}
+		l.mem = append(l.mem, chunk{off: l.total, stream: stream, data: data})
+	}
+	l.total += n
+	l.counts[stream] += n
+	l.memBytes += n
+	l.b.mem.Add(n)
+	wake := l.wake
+	l.wake = make(chan struct{})
+	l.mu.Unlock()
+	close(wake)
+	l.shrink()
+}
+
+// shrink keeps memory within its bounds: the oldest chunks leave once on
+// disk, or unwritten when no follower needs them; one a follower needs is
+// waited for. The spiller starts once memory is half full. The caller
+// holds wmu.
+func (l *outlog) shrink() {
+	for {
+		l.mu.Lock()
+		if l.removed {
+			l.mu.Unlock()
+			return
+		}
+		if l.memBytes > l.b.memPer/2 {
+			l.startSpiller()
+		}
+		target := l.b.memPer
+		if l.b.mem.Load() > l.b.memTotal {
+			target = min(target, finishedMemory)
+		}
+		wait := l.evict(target)
+		l.starved = wait != nil
+		if l.starved {
+			l.startSpiller() // it writes what the append waits for
+		}
+		l.mu.Unlock()
+		if wait == nil {
+			return
+		}
+		select {
+		case <-wait:
+		case <-l.abort:
+			return
+		}
+	}
+}
+
+// evict drops the oldest chunks while memory is over target, never the
+// newest (the end of the output always stays readable); it answers a
+// channel to wait on when the oldest is not on disk yet and a follower
+// needs it. The caller holds mu.
+func (l *outlog) evict(target int64) <-chan struct{} {
+	var freed int64
+	i := 0
+	for ; i < len(l.mem)-1 && l.memBytes-freed > target; i++ {
+		c := l.mem[i]
+		if c.end() > l.diskEnd && !l.spillErr && l.needed(c.end()) {
+			break
+		}
+		freed += int64(len(c.data))
+	}
+	if i > 0 {
+		l.mem = append(l.mem[:0], l.mem[i:]...)
+		clear(l.mem[len(l.mem):cap(l.mem)])
+		l.memBytes -= freed
+		l.b.mem.Add(-freed)
+		if ms := l.memStart(); l.diskEnd < ms {
+			// Bytes went unwritten: what is on disk is no longer
+			// contiguous with memory. The disk starts over from memory.
+			l.dropAllSegments()
+			l.diskEnd = ms
+			l.gen++
+		}
+	}
+	if l.memBytes > target && len(l.mem) > 1 {
+		return l.spilled
+	}
+	return nil
+}
+
+// needed reports whether a follower may still need bytes before off: its
+// place, less what may have been in flight, is before off. The caller
+// holds mu.
+func (l *outlog) needed(off int64) bool {
+	now := time.Now()
+	for h := range l.holds {
+		if h.lingering && !now.Before(h.expires) {
+			continue
+		}
+		if h.pos-l.b.inFlight < off {
+			return true
+		}
+	}
+	return false
+}
+
+// waitHolds waits while taking n more bytes would put the output more
+// than holdLimit ahead of a follower's place. The caller holds wmu.
+func (l *outlog) waitHolds(n int64) {
+	for {
+		l.mu.Lock()
+		now := time.Now()
+		low, any := int64(0), false
+		var next time.Time
+		for h := range l.holds {
+			if h.lingering && !now.Before(h.expires) {
+				delete(l.holds, h)
+				continue
+			}
+			if h.lingering && (next.IsZero() || h.expires.Before(next)) {
+				next = h.expires
+			}
+			if !any || h.pos < low {
+				low, any = h.pos, true
+			}
+		}
+		if !any || l.removed || low >= l.total || l.total+n-low <= l.b.holdLimit {
+			l.mu.Unlock()
+			return
+		}
+		if l.holdWake == nil {
+			l.holdWake = make(chan struct{})
+		}
+		ch := l.holdWake
+		l.mu.Unlock()
+		var expire <-chan time.Time
+		var t *time.Timer
+		if !next.IsZero() {
+			t = time.NewTimer(time.Until(next))
+			expire = t.C
+		}
+		aborted := false
+		select {
+		case <-ch:
+		case <-expire:
+		case <-l.abort:
+			aborted = true
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if aborted {
+			return
+		}
+	}
+}
+
+// wakeHolders wakes an append waiting on the holds; the caller holds mu.
+func (l *outlog) wakeHolders() {
+	if l.holdWake != nil {
+		close(l.holdWake)
+		l.holdWake = nil
+	}
+	l.spilledMoved() // an append waiting to evict may now go ahead
+}
+
+// spilledMoved wakes appends waiting on the spiller; the caller holds mu.
+func (l *outlog) spilledMoved() {
+	close(l.spilled)
+	l.spilled = make(chan struct{})
+}
+
+// startSpiller runs the spiller unless it runs; the caller holds mu.
+func (l *outlog) startSpiller() {
+	if l.spilling || l.removed || l.spillErr {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	l.spilling = true
+	l.b.spillers.Add(1)
+	go func() {
+		defer l.b.spillers.Done()
+		l.spill()
+	}()
+}
+
+// spill writes memory to disk, oldest first, while memory is more than
+// half full (at the end: more than a finished process keeps), then, once
+// the output is complete and written, lets memory go down to that.
+func (l *outlog) spill() {
+	defer func() {
+		l.seal()
+		l.mu.Lock()
+		l.dropSpare()
+		l.mu.Unlock()
+	}()
+	for {
+		l.mu.Lock()
+		aborted := false
+		select {
+		case <-l.abort:
+			aborted = true
+		default:
+		}
+		if l.removed || l.spillErr || aborted {
+			l.spilling = false
+			l.mu.Unlock()
+			return
+		}
+		if ms := l.memStart(); l.diskEnd < ms {
+			l.dropAllSegments()
+			l.diskEnd = ms
+			l.gen++
+		}
+		limit := l.b.memPer / 2
+		if l.closed {
+			limit = finishedMemory
+		}
+		var batch []chunk
+		if l.memBytes > limit || l.starved {
+			n := 0
+			i := sort.Search(len(l.mem), func(i int) bool { return l.mem[i].end() > l.diskEnd })
+			for ; i < len(l.mem) && n < spillBatch; i++ {
+				c := l.mem[i]
+				if c.off < l.diskEnd {
+					c = chunk{off: l.diskEnd, stream: c.stream, data: c.data[l.diskEnd-c.off:]}
+				}
+				batch = append(batch, c)
+				n += len(c.data)
+			}
+		}
+		if len(batch) == 0 {
+			if l.closed {
+				l.settle()
+				l.spilling = false
+				l.mu.Unlock()
+				return
+			}
+			l.mu.Unlock()
+			select {
+			case <-l.kick:
+			case <-l.abort:
+				l.mu.Lock()
+				l.spilling = false
+				l.mu.Unlock()
+				return
+			}
+			continue
+		}
+		gen := l.gen
+		l.mu.Unlock()
+		if err := l.writeFrames(batch, gen); err != nil && !errors.Is(err, errStale) {
+			l.b.log.Error("process: output cannot spill to disk; the oldest output is dropped instead", "file", l.prefix, "err", err)
+			l.mu.Lock()
+			l.spillErr = true
+			l.dropAllSegments()
+			l.spilledMoved()
+			l.spilling = false
+			l.mu.Unlock()
+			return
+		}
+		l.b.reclaim()
+	}
+}
+
+// settle lets a finished process's memory go down to finishedMemory: what
+// leaves is on disk. The caller holds mu.
+func (l *outlog) settle() {
+	var freed int64
+	i := 0
+	for ; i < len(l.mem)-1 && l.memBytes-freed > finishedMemory && l.mem[i].end() <= l.diskEnd; i++ {
+		freed += int64(len(l.mem[i].data))
+	}
+	l.mem = append(l.mem[:0], l.mem[i:]...)
+	clear(l.mem[len(l.mem):cap(l.mem)])
+	l.memBytes -= freed
+	l.b.mem.Add(-freed)
+}
+
+var errStale = errors.New("the disk was dropped meanwhile")
+
+// writeFrames appends chunks to the segments, cutting them into frames so
+// that no segment grows past segSize (the bounds drop whole segments) and
+// so that a cut falls between characters of UTF-8 text, and commits each
+// segment's new end once its frames are flushed. The chunks stay in memory
+// meanwhile, where readers find them. Only the spiller calls it.
+func (l *outlog) writeFrames(batch []chunk, gen int) error {
+	var hdr [frameHeader]byte
+	var pend struct {
+		size, end int64
+		index     []segIndex
+	}
+	commit := func() error {
+		if l.cur == nil || pend.size == 0 {
+			return nil
+		}
+		if err := l.bw.Flush(); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.gen != gen || l.cur.dropped.Load() {
+			return errStale
+		}
+		l.cur.size += pend.size
+		l.cur.end = pend.end
+		l.cur.index = append(l.cur.index, pend.index...)
+		l.diskBytes += pend.size
+		l.b.disk.Add(pend.size)
+		l.diskEnd = pend.end
+		pend.size, pend.index = 0, nil
+		for l.diskBytes > l.b.diskPer && len(l.segs) > 1 {
+			l.recycle()
+		}
+		l.spilledMoved()
+		return nil
+	}
+	lastIdx := int64(-indexEvery)
+	if l.cur != nil && len(l.cur.index) > 0 {
+		lastIdx = l.cur.index[len(l.cur.index)-1].pos
+	}
+	for _, c := range batch {
+		off, data := c.off, c.data
+		for len(data) > 0 {
+			if l.cur == nil || l.cur.dropped.Load() || l.cur.size+pend.size+frameHeader >= l.b.segSize {
+				if err := commit(); err != nil {
+					return err
+				}
+				if err := l.rotate(off, gen); err != nil {
+					return err
+				}
+				lastIdx = -indexEvery
+			}
+			pos := l.cur.size + pend.size
+			n := int(min(int64(len(data)), l.b.segSize-pos-frameHeader))
+			if n < len(data) {
+				n = runeCut(data, n)
+			}
+			if pos-lastIdx >= indexEvery {
+				pend.index = append(pend.index, segIndex{off: off, pos: pos})
+				lastIdx = pos
+			}
+			hdr[0] = c.stream
+			binary.LittleEndian.PutUint32(hdr[1:], uint32(n))
+			if _, err := l.bw.Write(hdr[:]); err != nil {
+				return err
+			}
+			if _, err := l.bw.Write(data[:n]); err != nil {
+				return err
+			}
+			pend.size += frameHeader + int64(n)
+			off += int64(n)
+			pend.end = off
+			data = data[n:]
+		}
+	}
+	return commit()
+}
+
+// runeCut moves a cut at n back to the start of a UTF-8 sequence (at most
+// three bytes), so text cut between two segments reads as text; binary
+// bytes are cut wherever.
+func runeCut(b []byte, n int) int {
+	for k := 0; k < 3 && n-k > 1; k++ {
+		if b[n-k]&0xC0 != 0x80 {
+			return n - k
+		}
+	}
+	return n
+}
+
+// rotate seals the current segment and opens the next, starting at off.
+// Only the spiller calls it.
+func (l *outlog) rotate(off int64, gen int) error {
+	l.seal()
+	l.mu.Lock()
+	path, reused := l.spare, l.spare != ""
+	if reused {
+		l.b.disk.Add(-l.spareSize)
+		l.spare, l.spareSize = "", 0
+	}
+	l.mu.Unlock()
+	flags := os.O_WRONLY
+	if !reused {
+		l.nseg++
+		path = l.prefix + "." + strconv.Itoa(l.nseg)
+		flags |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return err
+	}
+	seg := &segment{log: l, path: path, start: off, end: off}
+	l.mu.Lock()
+	if l.gen != gen || l.removed {
+		l.mu.Unlock()
+		_ = f.Close()
+		_ = os.Remove(path)
+		return errStale
+	}
+	l.segs = append(l.segs, seg)
+	l.mu.Unlock()
+	l.cur, l.f = seg, f
+	if l.bw == nil {
+		l.bw = bufio.NewWriterSize(f, 64<<10)
+	} else {
+		l.bw.Reset(f)
+	}
+	l.b.add(seg)
+	return nil
+}
+
+// seal closes the segment being written. Only the spiller calls it.
+func (l *outlog) seal() {
+	if l.cur == nil {
+		return
+	}
+	_ = l.bw.Flush()
+	_ = l.f.Close()
+	l.cur.sealed.Store(true)
+	l.cur, l.f = nil, nil
+}
+
+// dropOldest removes the oldest segment; the caller holds mu.
+func (l *outlog) dropOldest() {
+	s := l.segs[0]
+	l.segs = l.segs[1:]
+	l.forget(s)
+}
+
+func (l *outlog) forget(s *segment) {
+	if s.dropped.Swap(true) {
+		return
+	}
+	l.diskBytes -= s.size
+	l.b.disk.Add(-s.size)
+	_ = os.Remove(s.path)
+}
+
+// recycle drops the oldest segment for the disk bound, keeping its file
+// as the spare; the caller (the spiller) holds mu.
+func (l *outlog) recycle() {
+	s := l.segs[0]
+	if l.spare != "" || l.closed || l.removed || s.sealed.Load() == false || s.dropped.Load() {
+		l.dropOldest()
+		return
+	}
+	l.segs = l.segs[1:]
+	s.dropped.Store(true)
+	l.diskBytes -= s.size
+	l.spare, l.spareSize = s.path, s.size // still on disk: b.disk keeps counting it
+}
+
+// dropSpare removes the spare file; the caller holds mu.
+func (l *outlog) dropSpare() {
+	if l.spare != "" {
+		_ = os.Remove(l.spare)
+		l.b.disk.Add(-l.spareSize)
+		l.spare, l.spareSize = "", 0
+	}
+}
+
+func (l *outlog) dropAllSegments() {
+	for _, s := range l.segs {
+		l.forget(s)
+	}
+	l.segs = nil
+}
+
+// dropSegment removes s when it is still this log's oldest (the global
+// bound's reclaim).
+func (l *outlog) dropSegment(s *segment) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segs) > 0 && l.segs[0] == s {
+		l.dropOldest()
+	}
+}
+
+// close marks the output complete: wakes followers, and has the spiller
+// write what a finished process may not keep in memory.
+func (l *outlog) close() {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	wake := l.wake
+	l.wake = make(chan struct{})
+	if l.memBytes > finishedMemory || l.spilling {
+		l.startSpiller()
+	}
+	l.mu.Unlock()
+	close(wake)
+}
+
+// remove deletes everything kept (retention) and ends every follower.
+func (l *outlog) remove() {
+	l.abortAll()
+	l.mu.Lock()
+	l.removed = true
+	l.dropAllSegments()
+	if !l.spilling {
+		l.dropSpare()
+	}
+	l.b.mem.Add(-l.memBytes)
+	l.mem, l.memBytes = nil, 0
+	l.diskEnd = l.total
+	wake := l.wake
+	l.wake = make(chan struct{})
+	l.spilledMoved()
+	l.mu.Unlock()
+	close(wake)
+}
+
+// abortAll stops waiting on holds and the spiller (the service is
+// stopping, or the log goes).
+func (l *outlog) abortAll() { l.abortOne.Do(func() { close(l.abort) }) }
+
+// addHold registers a follower's place at pos. A hold a follower left when
+// it disconnected, at or past pos, is taken over: that is most likely the
+// same client resuming.
+func (l *outlog) addHold(pos int64) *hold {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var prev *hold
+	for h := range l.holds {
+		if h.lingering && h.pos >= pos && (prev == nil || h.pos < prev.pos) {
+			prev = h
+		}
+	}
+	if prev != nil {
+		delete(l.holds, prev)
+	}
+	h := &hold{pos: pos}
+	l.holds[h] = struct{}{}
+	l.wakeHolders()
+	return h
+}
+
+// moveHold records that a follower has sent everything before pos.
+func (l *outlog) moveHold(h *hold, pos int64) {
+	l.mu.Lock()
+	if pos > h.pos {
+		h.pos = pos
+		l.wakeHolders()
+	}
+	l.mu.Unlock()
+}
+
+// releaseHold keeps a disconnected follower's place for the resume grace.
+func (l *outlog) releaseHold(h *hold) {
+	l.mu.Lock()
+	if _, ok := l.holds[h]; ok {
+		if l.closed || l.b.grace <= 0 {
+			delete(l.holds, h)
+		} else {
+			h.lingering, h.expires = true, time.Now().Add(l.b.grace)
+		}
+	}
+	l.wakeHolders()
+	l.mu.Unlock()
+}
+
+// outputDir is where a service's segment files live.
+func outputDir(dataDir string) string { return filepath.Join(dataDir, "output") }
+
+// cursor is a reader's position in a log.
+type cursor struct {
+	l    *outlog
+	pos  int64
+	f    *os.File
+	fseg *segment
+	buf  []byte
+}
+
+func (l *outlog) cursor(pos int64) *cursor { return &cursor{l: l, pos: pos} }
+
+// atEnd reports whether the cursor has read all of a complete output.
+func (c *cursor) atEnd() bool {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	return c.l.closed && c.pos >= c.l.total
+}
+
+// caughtUp reports whether the cursor has read everything so far of an
+// output still growing.
+func (c *cursor) caughtUp() bool {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	return !c.l.closed && c.pos >= c.l.total
+}
+
+// waitMore answers a channel closed at the next change, or nil when the
+// output already goes past upto or is complete.
+func (c *cursor) waitMore(upto int64) <-chan struct{} {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if c.l.closed || c.l.removed || c.l.total > upto {
+		return nil
+	}
+	return c.l.wake
+}
+
+func (c *cursor) close() {
+	if c.f != nil {
+		_ = c.f.Close()
+		c.f, c.fseg = nil, nil
+	}
+}
+
+// next answers up to max bytes at the cursor (pieces valid until the next
+// call), a gap when the cursor was before the oldest kept byte, and else
+// done (the output is complete and all read) or a channel closed when
+// there is more.
+func (c *cursor) next(max int) (pieces []chunk, gap *Gap, done bool, wait <-chan struct{}) {
+	l := c.l
+	for {
+		l.mu.Lock()
+		if start := l.keptFrom(); c.pos < start {
+			gap = &Gap{Type: "gap", From: c.pos, To: start}
+			c.pos = start
+		}
+		ms := l.memStart()
+		switch {
+		case c.pos < ms:
+			i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].end > c.pos })
+			if i == len(l.segs) || l.segs[i].start > c.pos {
+				// Segments are contiguous up to memory; never here, but
+				// a reader must not spin if they were not.
+				to := ms
+				if i < len(l.segs) {
+					to = l.segs[i].start
+				}
+				l.mu.Unlock()
+				gap = &Gap{Type: "gap", From: c.pos, To: to}
+				c.pos = to
+				return nil, gap, false, nil
+			}
+			s := l.segs[i]
+			ix := sort.Search(len(s.index), func(j int) bool { return s.index[j].off > c.pos }) - 1
+			from := segIndex{off: s.start}
+			if ix >= 0 {
+				from = s.index[ix]
+			}
+			end, size := s.end, s.size
+			l.mu.Unlock()
+			p, err := c.readDisk(s, from, end, size, max)
+			if err != nil {
+				c.close()
+				if s.dropped.Load() {
+					continue // dropped meanwhile: the next look reports the gap
+				}
+				// Damaged or unreadable: skip what it held.
+				gap = &Gap{Type: "gap", From: c.pos, To: end}
+				c.pos = end
+				return nil, gap, false, nil
+			}
+			return p, gap, false, nil
+		case c.pos < l.total:
+			i := sort.Search(len(l.mem), func(i int) bool { return l.mem[i].end() > c.pos })
+			n := 0
+			for ; i < len(l.mem) && n < max; i++ {
+				ch := l.mem[i]
+				d := ch.data[c.pos-ch.off:]
+				if n+len(d) > max {
+					d = d[:max-n]
+				}
+				pieces = append(pieces, chunk{off: c.pos, stream: ch.stream, data: d})
+				c.pos += int64(len(d))
+				n += len(d)
+			}
+			l.mu.Unlock()
+			return pieces, gap, false, nil
+		case l.closed || l.removed:
+			l.mu.Unlock()
+			return nil, gap, true, nil
+		}
+		wait = l.wake
+		l.mu.Unlock()
+		return nil, gap, false, wait
+	}
+}
+
+var errSegment = errors.New("process: segment file is damaged")
+
+// readDisk reads frames of s from the indexed frame at from up to end,
+// answering the bytes from the cursor on, at most max of them.
+func (c *cursor) readDisk(s *segment, from segIndex, end, size int64, max int) ([]chunk, error) {
+	if c.fseg != s {
+		c.close()
+		f, err := os.Open(s.path)
+		if err != nil {
+			return nil, err
+		}
+		c.f, c.fseg = f, s
+	}
+	want := int(min(int64(max), end-c.pos))
+	need := int(min(c.pos-from.off+int64(want)+frameHeader*16+indexEvery, size-from.pos))
+	for {
+		if cap(c.buf) < need {
+			c.buf = make([]byte, need)
+		}
+		buf := c.buf[:need]
+		n, err := c.f.ReadAt(buf, from.pos)
+		if n < need && err != nil {
+			return nil, err
+		}
+		if s.dropped.Load() {
+			// Dropped while read, so perhaps rewritten as a new segment:
+			// what was read may not be this segment's.
+			return nil, errSegment
+		}
+		var out []chunk
+		off, p, got := from.off, 0, 0
+		for p+frameHeader <= n && got < want {
+			st := buf[p]
+			ln := int(binary.LittleEndian.Uint32(buf[p+1:]))
+			if st != streamStdout && st != streamStderr {
+				return nil, errSegment
+			}
+			if p+frameHeader+ln > n {
+				break
+			}
+			fend := off + int64(ln)
+			if fend > c.pos {
+				d := buf[p+frameHeader+int(c.pos-off) : p+frameHeader+ln]
+				if got+len(d) > want {
+					d = d[:want-got]
+				}
+				out = append(out, chunk{off: c.pos, stream: st, data: d})
+				c.pos += int64(len(d))
+				got += len(d)
+			}
+			off = fend
+			p += frameHeader + ln
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+		if int64(need) >= size-from.pos {
+			return nil, errSegment
+		}
+		need = int(min(int64(need)*2, size-from.pos))
+	}
+}

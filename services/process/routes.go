@@ -1,0 +1,209 @@
+package process
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+
+	"deckhand/platform"
+)
+
+// Routes is the service's route table.
+func (s *Service) Routes() []platform.Route {
+	tags := []string{"process"}
+	const base = "/api/v1/process"
+	return []platform.Route{
+		{Method: http.MethodPost, Path: base + "/run", Tags: tags, Summary: "Run a command to its end",
+			Description: "Starts the command as POST /api/v1/process does and answers once it has ended and its output has been " +
+				"read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, " +
+				"signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are " +
+				"base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: " +
+				"state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too " +
+				"many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is " +
+				"kept afterwards like any other; a client that goes away does not stop it.",
+			Body: RunInput{}, Response: RunResult{}, Handler: bind(http.StatusOK, bodyAndPath[RunInput], s.Run)},
+		{Method: http.MethodPost, Path: base, Tags: tags, Summary: "Start a command in the background",
+			Description: "Answers the process's record at once (201; on the record's disk copy first). With client_token, a " +
+				"request that reuses a token answers the process that token started (200), so a client that lost the answer " +
+				"retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for " +
+				"POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).",
+			Body: StartInput{}, Response: Process{}, Status: http.StatusCreated, Handler: s.handleStart},
+		{Method: http.MethodGet, Path: base, Tags: tags, Summary: "List processes, oldest first",
+			Description: "Running processes and finished ones still kept (--process-retention, --process-max-finished).",
+			Query: []platform.Param{
+				{Name: "tag", Description: "only processes with this tag"},
+				{Name: "state", Enum: []string{StateRunning, StateExited, StateKilled, StateTimedOut, StateFailedToStart}, Description: "only processes in this state"},
+			},
+			Response: ProcessList{}, Handler: bind(http.StatusOK, listInput, s.List)},
+		{Method: http.MethodGet, Path: base + "/{id}", Tags: tags, Summary: "One process's record",
+			Description: "State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the " +
+				"next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.",
+			Response: Process{}, Handler: bind(http.StatusOK, pathOnly, s.Get)},
+		{Method: http.MethodDelete, Path: base + "/{id}", Tags: tags, Summary: "Stop a process's whole tree",
+			Description: "SIGTERM to its process group and every descendant (also those that left the group), SIGKILL to all " +
+				"of them after grace_ms (default --process-kill-grace); answers the final record (state killed, end_reason " +
+				"killed) once the main process has ended. A process already ended answers its record unchanged.",
+			Query: []platform.Param{{Name: "grace_ms", Type: "integer", Range: &platform.Range{Min: 0, Max: maxGraceMS},
+				Description: "milliseconds between SIGTERM and SIGKILL (0 or absent: --process-kill-grace)"}},
+			Response: Process{}, Handler: bind(http.StatusOK, killInput, s.Kill)},
+		{Method: http.MethodGet, Path: base + "/{id}/output", Tags: tags, Summary: "Read or follow the output",
+			Description: "Output from byte offset since, as chunks {type:output, stream (stdout or stderr), offset (of the " +
+				"chunk's first byte in the process's output: both streams, in the order read), data (UTF-8 text, or base64 " +
+				"with encoding base64)}, in order. Without follow: a JSON page (at most max_bytes) with next_offset to read " +
+				"on and done once the output is complete and read. follow=true: Server-Sent Events — event output (id: the " +
+				"offset after it, so Last-Event-ID resumes), gap {from, to} when bytes from since were no longer kept, and " +
+				"finally one event end {type:end, process: the final record}; a comment every 15 s keeps it alive. A " +
+				"WebSocket upgrade streams the same messages as text frames (follow is the default there; follow=false ends " +
+				"with a 1000 close once caught up), or with binary=true each output chunk as a binary frame: one byte stream " +
+				"(1 stdout, 2 stderr), eight bytes offset (big-endian), then the bytes; gap and end stay text. The client " +
+				"may send binary frames (written to standard input) and text frames {type:stdin_close}, {type:resize, " +
+				"rows, cols}, {type:signal, signal}; a refused one is answered {type:error, message}. The server pings " +
+				"every 15 s and drops a client silent for 37.5 s or that takes nothing for 60 s. A reconnect with its last " +
+				"offset gets everything after it while kept (see the bounds in the service description; a follower's place " +
+				"is held for --process-resume-grace after it drops). since past the end is 400.",
+			Query: []platform.Param{
+				{Name: "since", Type: "integer", Range: &platform.Range{Min: 0, Max: math.Inf(1)}, Default: "0", Description: "offset to start at"},
+				{Name: "follow", Type: "boolean", Description: "stream until the process ends (SSE; a WebSocket follows unless false)"},
+				{Name: "binary", Type: "boolean", Default: "false", Description: "WebSocket: output as binary frames"},
+				{Name: "max_bytes", Type: "integer", Range: &platform.Range{Min: 1, Max: maxPageBytes}, Description: "without follow: at most this many bytes (default 1 MiB)"},
+				{Name: "Last-Event-ID", In: "header", Description: "follow: resume at this offset (EventSource sends it on reconnect)"},
+			},
+			Response: OutputPage{}, WebSocket: true, Handler: s.handleOutput},
+		{Method: http.MethodPost, Path: base + "/{id}/stdin", Tags: tags, Summary: "Write to standard input",
+			Description: "The request body is the bytes (any content type), or with Content-Type application/json " +
+				"{data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 " +
+				"when it does not read them within 10 s (details written=N says how many were).",
+			Body: StdinInput{}, Response: StdinResult{}, Handler: s.handleStdin},
+		{Method: http.MethodPost, Path: base + "/{id}/stdin/close", Tags: tags, Summary: "Close standard input",
+			Description: "The process reads end of file. On a pty this types Ctrl-D (end of file for a program reading the " +
+				"terminal line by line) and input stays open.",
+			Response: Process{}, Handler: bind(http.StatusOK, pathOnly, s.CloseStdin)},
+		{Method: http.MethodPost, Path: base + "/{id}/resize", Tags: tags, Summary: "Resize the pty",
+			Description: "Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.",
+			Body:        ResizeInput{}, Response: Process{}, Handler: bind(http.StatusOK, bodyAndPath[ResizeInput], s.Resize)},
+		{Method: http.MethodPost, Path: base + "/{id}/signal", Tags: tags, Summary: "Signal the process group",
+			Description: "Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 " +
+				"INVALID naming signal for an unknown one, 409 once the process has ended.",
+			Body: SignalInput{}, Response: Process{}, Handler: bind(http.StatusOK, bodyAndPath[SignalInput], s.Signal)},
+	}
+}
+
+// bind is the HTTP layer of an operation: fill its input from the request
+// (fill decodes and validates), call the domain method, answer the result
+// as JSON with status.
+func bind[In, Out any](status int, fill func(fiber.Ctx, *In) error, fn func(context.Context, In) (Out, error)) fiber.Handler {
+	return func(c fiber.Ctx) error {
+		var in In
+		if err := fill(c, &in); err != nil {
+			return err
+		}
+		out, err := fn(c.Context(), in)
+		if err != nil {
+			return err
+		}
+		return platform.JSON(c, status, out)
+	}
+}
+
+type withID interface{ setID(string) }
+
+func (in *RunInput) setID(string)       {}
+func (in *IDInput) setID(id string)     { in.ID = id }
+func (in *ResizeInput) setID(id string) { in.ID = id }
+func (in *SignalInput) setID(id string) { in.ID = id }
+
+// bodyAndPath decodes the JSON body (validated) and takes the path's id.
+func bodyAndPath[In any, P interface {
+	*In
+	withID
+}](c fiber.Ctx, in *In) error {
+	if err := platform.Decode(c, in); err != nil {
+		return err
+	}
+	P(in).setID(c.Params("id"))
+	return nil
+}
+
+func pathOnly(c fiber.Ctx, in *IDInput) error {
+	in.ID = c.Params("id")
+	return nil
+}
+
+func listInput(c fiber.Ctx, in *ListInput) error {
+	q := platform.QueryOf(c)
+	in.Tag, in.State = q.String("tag"), q.String("state")
+	return nil
+}
+
+func killInput(c fiber.Ctx, in *KillInput) error {
+	in.ID, in.GraceMS = c.Params("id"), platform.QueryOf(c).Int("grace_ms")
+	return in.Validate()
+}
+
+func (s *Service) handleStart(c fiber.Ctx) error {
+	var in StartInput
+	if err := platform.Decode(c, &in); err != nil {
+		return err
+	}
+	res, err := s.Start(c.Context(), in)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if !res.Created {
+		status = http.StatusOK
+	}
+	return platform.JSON(c, status, res.Process)
+}
+
+func (s *Service) handleStdin(c fiber.Ctx) error {
+	in := StdinInput{ID: c.Params("id")}
+	if strings.HasPrefix(strings.ToLower(c.Get(fiber.HeaderContentType)), "application/json") {
+		if err := platform.Decode(c, &in); err != nil {
+			return err
+		}
+	} else {
+		in.bytes = append([]byte(nil), c.Body()...)
+	}
+	res, err := s.WriteStdin(c.Context(), in)
+	if err != nil {
+		return err
+	}
+	return platform.JSON(c, http.StatusOK, res)
+}
+
+// handleOutput serves a page, Server-Sent Events or a WebSocket.
+func (s *Service) handleOutput(c fiber.Ctx) error {
+	q := platform.QueryOf(c)
+	in := OutputInput{ID: c.Params("id"), Since: q.Int("since"), MaxBytes: q.Int("max_bytes")}
+	ws, follow := isUpgrade(c), q.Bool("follow")
+	if (follow || ws) && c.Get("Last-Event-ID") != "" {
+		n, err := strconv.ParseInt(c.Get("Last-Event-ID"), 10, 64)
+		if err != nil || n < 0 {
+			return platform.Invalid("Last-Event-ID", "must be an output offset (a non-negative integer)")
+		}
+		in.Since = n
+	}
+	if !ws && !follow {
+		page, err := s.Output(c.Context(), in)
+		if err != nil {
+			return err
+		}
+		return platform.JSON(c, http.StatusOK, page)
+	}
+	p, err := s.get(in.ID)
+	if err != nil {
+		return err
+	}
+	if err := checkSince(p, in.Since); err != nil {
+		return err
+	}
+	if ws {
+		return s.serveWS(c, p, in.Since, q.Bool("binary"), !q.Has("follow") || follow)
+	}
+	return s.serveSSE(c, p, in.Since)
+}

@@ -1,0 +1,87 @@
+package process
+
+import (
+	"context"
+	"encoding/base64"
+	"unicode/utf8"
+
+	"deckhand/platform"
+)
+
+// Run runs a process to its end and answers its output and how it ended.
+// The process is an ordinary one meanwhile (listed, signalled, followed);
+// a client that goes away does not stop it.
+func (s *Service) Run(ctx context.Context, in RunInput) (RunResult, error) {
+	p, _, err := s.start(in.Spec, false, in.MaxOutputBytes, "run", false)
+	if err != nil {
+		return RunResult{}, err
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return RunResult{}, platform.Errorf(platform.CodeUnavailable, "the request ended before process %s did", p.id)
+	}
+	rec := p.snapshot()
+	var out, errOut []byte
+	truncated := false
+	if c := p.capture; c != nil {
+		c.mu.Lock()
+		out, errOut, truncated = c.out, c.err, c.truncated
+		c.mu.Unlock()
+	} else {
+		// A client_token replay of a run by another request's limit: what
+		// the log still holds.
+		out, errOut, truncated = p.head(in.MaxOutputBytes)
+	}
+	res := RunResult{ID: rec.ID, ExitCode: rec.ExitCode, Signal: rec.Signal, State: rec.State, EndReason: rec.EndReason,
+		Error: rec.Error, DurationMS: rec.DurationMS, Truncated: truncated}
+	if truncated {
+		out, errOut = trimPartialRune(out), trimPartialRune(errOut)
+	}
+	if utf8.Valid(out) && utf8.Valid(errOut) {
+		res.Stdout, res.Stderr = string(out), string(errOut)
+	} else {
+		res.Stdout, res.Stderr = base64.StdEncoding.EncodeToString(out), base64.StdEncoding.EncodeToString(errOut)
+		res.Encoding = encodingBase64
+	}
+	return res, nil
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence a cut left at the end
+// of otherwise valid text.
+func trimPartialRune(b []byte) []byte {
+	for k := 1; k <= 3 && k <= len(b); k++ {
+		if !utf8.FullRune(b[len(b)-k:]) && utf8.Valid(b[:len(b)-k]) {
+			return b[:len(b)-k]
+		}
+	}
+	return b
+}
+
+// head is the first max bytes of each stream the log still holds;
+// truncated when bytes before or beyond them are missing.
+func (p *process) head(max int) (out, errOut []byte, truncated bool) {
+	c := p.log.cursor(0)
+	defer c.close()
+	for {
+		pieces, gap, done, _ := c.next(1 << 20)
+		if gap != nil {
+			truncated = true
+		}
+		for _, pc := range pieces {
+			buf := &out
+			if pc.stream == streamStderr {
+				buf = &errOut
+			}
+			d := pc.data
+			if room := max - len(*buf); len(d) > room {
+				truncated = true
+				d = d[:room]
+			}
+			*buf = append(*buf, d...)
+		}
+		if done || len(pieces) == 0 || (len(out) >= max && len(errOut) >= max) {
+			return out, errOut, truncated
+		}
+	}
+}

@@ -1,0 +1,4 @@
+package tunnel
+
+// DialAddress is dialAddress, for the tests.
+var DialAddress = dialAddress
