@@ -1,6 +1,7 @@
 package wallet
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -53,8 +54,10 @@ type ListQuery struct {
 	Filter      string
 }
 
+// listQuery fills a list's defaults, also for in-process callers that
+// never went through the binder (newest first by created_at, page 1 of 20).
 func listQuery(p domain.PageQuery, sortBy, filter string) ListQuery {
-	lq := ListQuery{Page: p.Page, Limit: p.Limit, SortBy: sortBy, Desc: p.Desc(), Filter: filter}
+	lq := ListQuery{Page: p.Page, Limit: p.Limit, SortBy: cmp.Or(sortBy, "created_at"), Desc: p.Desc(), Filter: filter}
 	if lq.Page < 1 {
 		lq.Page = 1
 	}
