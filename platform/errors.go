@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-
-	"deckhand/platform/store"
 )
 
 // Stable error codes. Domains return *Error values carrying one of these (or a
@@ -123,12 +121,13 @@ func NotFound(kind, id string) *Error {
 }
 
 // Internal wraps an unexpected failure; the client sees only the operation.
-// A lost database (store.ErrUnavailable) is no internal error but 503
+// A lost database (store.ErrUnavailable, or any error whose Unavailable
+// method reports true) is no internal error but 503
 // UNAVAILABLE with Retry-After: nothing was written and the same request
 // may be sent again once the database is back. This is the one place that
 // mapping lives; AsError applies it too.
 func Internal(op string, cause error) *Error {
-	if errors.Is(cause, store.ErrUnavailable) {
+	if isUnavailable(cause) {
 		return Unavailable(op, cause)
 	}
 	if e := storeRefusal(cause); e != nil {
@@ -156,15 +155,20 @@ func Wrap(op string, err error) error {
 // answer (an unknown field, a value of the wrong type) is 400 INVALID
 // naming the field; a write a unique index refuses is 409 CONFLICT naming
 // the fields. nil for any other error.
+// The store's errors say which they are through these methods
+// (store.QueryError and store.DuplicateError have them), so the kernel
+// needs no import of the store.
 func storeRefusal(err error) *Error {
-	var qe *store.QueryError
+	var qe interface{ InvalidField() (field, rule string) }
 	if errors.As(err, &qe) {
-		return Invalid(qe.Field, "%s", qe.Rule)
+		field, rule := qe.InvalidField()
+		return Invalid(field, "%s", rule)
 	}
-	var de *store.DuplicateError
+	var de interface{ DuplicateFields() []string }
 	if errors.As(err, &de) {
-		return &Error{Code: CodeConflict, Message: "another record already has the same " + strings.Join(de.Fields, ", "),
-			Details: strings.Join(de.Fields, ","), Cause: err}
+		fields := de.DuplicateFields()
+		return &Error{Code: CodeConflict, Message: "another record already has the same " + strings.Join(fields, ", "),
+			Details: strings.Join(fields, ","), Cause: err}
 	}
 	return nil
 }
@@ -190,11 +194,18 @@ func AsError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	if errors.Is(err, store.ErrUnavailable) {
+	if isUnavailable(err) {
 		return Unavailable("answer", err)
 	}
 	if e := storeRefusal(err); e != nil {
 		return e
 	}
 	return &Error{Code: CodeInternal, Message: "internal server error", Cause: err}
+}
+
+// isUnavailable reports whether err says its database could not be reached
+// (store.ErrUnavailable does), so nothing was written and a retry may work.
+func isUnavailable(err error) bool {
+	var u interface{ Unavailable() bool }
+	return errors.As(err, &u) && u.Unavailable()
 }

@@ -372,7 +372,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	// policy there, judged on the client's own connection: one decision,
 	// not a second one on facts its rewrite changed.
 	if h.cfg.Policy != nil && !dispatched {
-		d, e := h.cfg.Policy.Decide(fiberRequest(c))
+		d, e := h.cfg.Policy.Decide(FiberRequest(c))
 		if e != nil {
 			h.writeError(c, e) // no CORS headers: the origin was refused
 			return nil
@@ -548,20 +548,6 @@ func envelopeError(code string, status int) string {
 		return http.StatusText(status)
 	}
 	return code
-}
-
-// ContainerError is the error body of every container service.
-type ContainerError struct {
-	Code    string `json:"code" required:"true"`
-	Details string `json:"details" required:"true"`
-	Message string `json:"message" required:"true"`
-}
-
-// ErrorEnvelope is the control plane's error body.
-type ErrorEnvelope struct {
-	StatusCode int    `json:"statusCode" required:"true"`
-	Error      string `json:"error" required:"true" doc:"status text (Bad Request, Not Found ...) or a domain code such as SIGNING_NOT_CONFIGURED"`
-	Message    string `json:"message" required:"true"`
 }
 
 // Envelope is the control plane's success body.

@@ -117,6 +117,10 @@ type QueryError struct {
 
 func (e *QueryError) Error() string { return e.Field + ": " + e.Rule }
 
+// InvalidField names the field and the rule it broke (the error kernel
+// answers 400 naming them).
+func (e *QueryError) InvalidField() (field, rule string) { return e.Field, e.Rule }
+
 func qerr(field, rule string, args ...any) *QueryError {
 	return &QueryError{Field: field, Rule: fmt.Sprintf(rule, args...)}
 }

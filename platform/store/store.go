@@ -45,7 +45,7 @@ var (
 	// ErrUnavailable means the database cannot be reached or kept
 	// conflicting; nothing of the transaction was written. The host answers
 	// 503: the request may be retried once the database is back.
-	ErrUnavailable = errors.New("the database is unavailable")
+	ErrUnavailable error = unavailableError{}
 	// ErrReadOnly is returned by writes inside View.
 	ErrReadOnly = errors.New("write in a read-only transaction")
 	// ErrBadKey rejects a bucket or key outside the contract above.
@@ -73,6 +73,10 @@ func (e *DuplicateError) Error() string {
 }
 
 func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
+
+// DuplicateFields names the unique index's fields (the error kernel
+// answers 409 naming them).
+func (e *DuplicateError) DuplicateFields() []string { return e.Fields }
 
 // MaxKeyLen bounds bucket names and keys (PostgreSQL's btree limits index
 // entries to about 2.7 kB; one limit for both engines keeps them equal).
@@ -788,3 +792,11 @@ func checkChannel(channel, payload string) error {
 	}
 	return nil
 }
+
+// unavailableError is ErrUnavailable. Its Unavailable method is how the
+// error kernel (platform/fault, which imports nothing of ours) tells a lost
+// database from an internal failure.
+type unavailableError struct{}
+
+func (unavailableError) Error() string     { return "the database is unavailable" }
+func (unavailableError) Unavailable() bool { return true }
