@@ -364,7 +364,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	rc := c.RequestCtx()
 	dispatched := GatewayDispatched(rc)
 	rc.SetUserValue(viaGatewayKey{}, viaGateway{dispatched: dispatched, trust: h.cfg.LocalTrust, conn: rc.Conn()})
-	if t := h.cfg.LocalTrust; t != nil && !dispatched && t.tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
+	if t := h.cfg.LocalTrust; t != nil && !dispatched && t.Tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
 		h.writeError(c, errUntrustedPeer)
 		return nil
 	}
@@ -620,4 +620,38 @@ func (h *Host) openapiYAML(c fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, "application/yaml")
 	return c.Send(h.docYAML)
+}
+
+// ServeUntil serves h on ln until ctx ends, then stops accepting and lets
+// requests in flight finish for at most grace. It returns nil after a stop
+// asked for through ctx, and the host's error when it stops by itself (the
+// listener failed); a panic escaping the server is returned as an error so
+// a supervisor can restart the service. ln is closed on return.
+func ServeUntil(ctx context.Context, h *Host, ln net.Listener, grace time.Duration) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("panic: %v", p)
+			}
+		}()
+		done <- h.Serve(ln)
+	}()
+	select {
+	case err := <-done:
+		_ = ln.Close()
+		if err == nil {
+			err = fmt.Errorf("stopped serving")
+		}
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := h.Shutdown(sctx); err != nil {
+		h.log.Warn("shutdown", "err", err)
+	}
+	_ = ln.Close()
+	<-done
+	return nil
 }
