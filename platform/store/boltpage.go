@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -69,39 +70,56 @@ func eqValues(c *Cond) []val {
 // maxRanges bounds the ranges one path scans (combinations of in values).
 const maxRanges = 1024
 
+// indexShape is how far the fixed columns reach into index i: k leading
+// fields, n prefixes to scan (the product of their value counts), and
+// whether the index's remaining fields give p's sort order (one prefix
+// only). choose compares every index by its shape and builds the prefixes
+// of the one it takes.
+func indexShape(p *Plan, i int, fixed map[int][]val) (k, n int, ordered bool) {
+	t := p.Table
+	ix := t.Indexes[i]
+	n = 1
+	for _, f := range ix.Fields {
+		vs, ok := fixed[t.pos[f]]
+		if !ok || n*len(vs) > maxRanges {
+			break
+		}
+		n *= len(vs)
+		k++
+	}
+	if k == 0 || n != 1 || len(ix.Fields)-k != len(p.Sort) {
+		return k, n, false
+	}
+	for j, f := range ix.Fields[k:] {
+		if t.pos[f] != p.Sort[j] {
+			return k, n, false
+		}
+	}
+	return k, n, true
+}
+
 // indexPath is the best path over index i given fixed columns, or nil.
 func indexPath(p *Plan, i int, fixed map[int][]val) *access {
+	k, _, ordered := indexShape(p, i, fixed)
+	if k == 0 {
+		return nil
+	}
 	t := p.Table
 	ix := t.Indexes[i]
 	prefixes := [][]byte{nil}
-	k := 0
-	for _, f := range ix.Fields {
-		vs, ok := fixed[t.pos[f]]
-		if !ok || len(prefixes)*len(vs) > maxRanges {
-			break
-		}
-		var next [][]byte
+	for _, f := range ix.Fields[:k] {
+		vs := fixed[t.pos[f]]
+		next := make([][]byte, 0, len(prefixes)*len(vs))
 		for _, pre := range prefixes {
 			for _, v := range vs {
 				next = append(next, appendVal(bytes.Clone(pre), t.Fields[t.pos[f]].Type, v))
 			}
 		}
 		prefixes = next
-		k++
 	}
-	if k == 0 {
-		return nil
-	}
-	a := &access{index: i, prefixes: prefixes, next: -1}
+	a := &access{index: i, prefixes: prefixes, next: -1, ordered: ordered}
 	if k < len(ix.Fields) {
 		a.next = t.pos[ix.Fields[k]]
-	}
-	if len(prefixes) == 1 {
-		rest := []int{}
-		for _, f := range ix.Fields[k:] {
-			rest = append(rest, t.pos[f])
-		}
-		a.ordered = slices.Equal(rest, p.Sort)
 	}
 	return a
 }
@@ -145,11 +163,10 @@ func choose(p *Plan) []*access {
 	if keys != nil {
 		return []*access{{index: -1, keys: keys, next: -2, ordered: len(p.Sort) == 0}}
 	}
-	var best *access
-	bestK := 0
+	best, bestK, bestOrdered := -1, 0, false
 	for i := range t.Indexes {
-		a := indexPath(p, i, fixed)
-		if a == nil {
+		k, _, ordered := indexShape(p, i, fixed)
+		if k == 0 {
 			continue
 		}
 		kf := 0
@@ -160,12 +177,12 @@ func choose(p *Plan) []*access {
 				break
 			}
 		}
-		if best == nil || kf > bestK || (kf == bestK && a.ordered && !best.ordered) {
-			best, bestK = a, kf
+		if best < 0 || kf > bestK || (kf == bestK && ordered && !bestOrdered) {
+			best, bestK, bestOrdered = i, kf, ordered
 		}
 	}
-	if best != nil {
-		return []*access{best}
+	if best >= 0 {
+		return []*access{indexPath(p, best, fixed)}
 	}
 	// A group of alternatives, each on a key or a leading index field.
 	for _, g := range p.Any {
@@ -423,11 +440,22 @@ type matcher struct {
 }
 
 func (t *boltTx) matcher(p *Plan, need []int) (*matcher, error) {
-	rows, idx, err := t.tableBuckets(p.Table)
-	if err != nil {
-		return nil, err
+	// A read opens the buckets of the paths it takes, not every index's.
+	rows := t.tx.Bucket(rowBucket(p.Table))
+	if rows == nil {
+		return nil, fmt.Errorf("table %s: %w", p.Table.Name, errNotBuilt)
 	}
-	m := &matcher{p: p, rows: rows, idx: idx, paths: choose(p), need: need}
+	paths := choose(p)
+	idx := make([]*bolt.Bucket, len(p.Table.Indexes))
+	for _, a := range paths {
+		if a.index < 0 || idx[a.index] != nil {
+			continue
+		}
+		if idx[a.index] = t.tx.Bucket(indexBucket(p.Table, a.index)); idx[a.index] == nil {
+			return nil, fmt.Errorf("table %s: %w", p.Table.Name, errNotBuilt)
+		}
+	}
+	m := &matcher{p: p, rows: rows, idx: idx, paths: paths, need: need}
 	m.unavailable = t.tx.Bucket([]byte(p.Table.Name)) == nil
 	for i := range p.All {
 		c := &p.All[i]

@@ -23,11 +23,9 @@ import (
 
 const catalogBucket = internalPrefix + "store_tables"
 
-func rowBucket(t *Table) []byte { return []byte(internalPrefix + t.Name + internalPrefix + "row") }
+func rowBucket(t *Table) []byte { return t.rowBkt }
 
-func indexBucket(t *Table, i int) []byte {
-	return []byte(internalPrefix + t.Name + internalPrefix + "i" + internalPrefix + t.idxName[i])
-}
+func indexBucket(t *Table, i int) []byte { return t.idxBkt[i] }
 
 // rebuildBatch is how many records one transaction of a rebuild moves:
 // a million-record table is rebuilt without holding all of it dirty.

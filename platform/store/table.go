@@ -152,6 +152,9 @@ type Table struct {
 	rowOf   func(v any) ([]val, bool)
 	decode  func(raw []byte) ([]val, error)
 	idxName []string
+	// The bbolt buckets of the rows and of each index, named once.
+	rowBkt []byte
+	idxBkt [][]byte
 }
 
 // keyField is the pseudo-field naming the record key in filters and sorts.
@@ -192,7 +195,9 @@ func Declare[T any](name string, fields []Field[T], indexes ...Index) *Table {
 			}
 		}
 		t.idxName = append(t.idxName, indexName(name, ix))
+		t.idxBkt = append(t.idxBkt, []byte(internalPrefix+name+internalPrefix+"i"+internalPrefix+t.idxName[len(t.idxName)-1]))
 	}
+	t.rowBkt = []byte(internalPrefix + name + internalPrefix + "row")
 	row := func(r *T) []val {
 		out := make([]val, len(fields))
 		for i, f := range fields {
