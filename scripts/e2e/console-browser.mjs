@@ -321,6 +321,7 @@ function codes(secret) {
 
 async function settings(chrome) {
   const page = await chrome.page();
+  page.setDefaultTimeout(60000); // a loaded 2-core machine: wait longer, never less surely
   const done = await watch(page, "settings");
   page.on("dialog", (d) => d.accept());
   await login(page, args.userEmail, args.userPassword);
@@ -408,6 +409,7 @@ async function settings(chrome) {
   await page.getByRole("button", { name: "Create token" }).click();
   const gateRefusal = page.getByRole("alert");
   await gateRefusal.waitFor();
+  check(/code/i.test(await gateRefusal.textContent()), `the gate's refusal does not name the code: ${await gateRefusal.textContent()}`);
   console.log("GATE refused a wrong code: " + (await gateRefusal.textContent()).trim());
   await page.getByLabel("Two-factor code (token gate)").fill(first[0].trim());
   await page.getByRole("button", { name: "Create token" }).click();
@@ -442,6 +444,7 @@ async function settings(chrome) {
   // The admin adds an image with an icon; the catalog shows it.
   const other = await launch();
   const admin = await other.page();
+  admin.setDefaultTimeout(60000);
   const doneAdmin = await watch(admin, "admin");
   await login(admin, args.adminEmail, args.adminPassword);
   await admin.goto(base + "/admin");
