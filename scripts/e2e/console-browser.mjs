@@ -19,7 +19,8 @@
 //             list), payment methods (add, make default, deactivate),
 //             a server rented from the marketplace, 2FA with the token
 //             gate, backup codes regenerated and 2FA turned off (codes
-//             from oathtool); then the admin adds an image with an icon
+//             from oathtool); then the admin adds an image with an icon;
+//             axe-core on each page with its data in place
 //   cross     a page on another origin tries to drive the console
 //   tamper    answers altered on the way (by the Go test's proxy) are refused
 // Each mode prints result lines ("TOKEN ...", "BALANCE ...") and a last
@@ -336,6 +337,7 @@ async function settings(chrome) {
   check((await decision.textContent()).includes("denied"), `decision row: ${await decision.textContent()}`);
   check((await decision.textContent()).includes("192.0.2.1:443"), "the decision lacks its destination");
   console.log("DECISIONS shown");
+  await audit(page, "container with an agent report");
   const netStatus = page.getByTestId("network-status");
   await page.getByRole("button", { name: "Stop network" }).click();
   await page.getByRole("status").getByText("Network stopped.").waitFor();
@@ -375,6 +377,7 @@ async function settings(chrome) {
   await refused.waitFor();
   check(/default/i.test(await refused.textContent()), `deactivating the default: ${await refused.textContent()}`);
   console.log("PAYMENT methods: " + (await refused.textContent()).trim());
+  await audit(page, "wallet with payment methods");
 
   // Servers: rent the priced one from the marketplace.
   await page.getByRole("link", { name: "Servers" }).click();
@@ -386,6 +389,7 @@ async function settings(chrome) {
   await page.getByRole("table", { name: "Your servers" }).getByRole("cell", { name: args.serverName, exact: true }).waitFor();
   await market.getByRole("button", { name: "Rent " + args.serverName }).waitFor({ state: "detached" });
   console.log("RENTED " + (await rented.textContent()).trim());
+  await audit(page, "servers with a rental");
 
   // Two-factor: on, token gate on (a token needs a code), backup codes
   // regenerated, then off.
@@ -429,6 +433,7 @@ async function settings(chrome) {
     return items.length >= 8 && !items.includes(old);
   }, first[0].trim());
   const fresh = await backupList.allTextContents();
+  await audit(page, "2fa with backup codes");
   check(!fresh.some((c) => first.includes(c)), "regenerated backup codes repeat old ones");
   await page.getByRole("button", { name: "I saved them" }).click();
   await page.getByTestId("2fa-state").getByText(`Backup codes left: ${fresh.length}.`).waitFor();
@@ -463,6 +468,7 @@ async function settings(chrome) {
     return img && img.complete && img.naturalWidth === 32;
   }, args.imageAlias);
   console.log("ICON shown in the catalog");
+  await audit(admin, "catalog with an icon");
   await doneAdmin();
   await other.close();
 }
