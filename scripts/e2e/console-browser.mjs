@@ -339,13 +339,18 @@ async function settings(chrome) {
   console.log("DECISIONS shown");
   await audit(page, "container with an agent report");
   const netStatus = page.getByTestId("network-status");
+  // An edit not yet saved survives stop, start and a refresh of the report.
+  const allow = page.getByLabel("Allow list");
+  await allow.fill("example.com, *.example.org");
   await page.getByRole("button", { name: "Stop network" }).click();
   await page.getByRole("status").getByText("Network stopped.").waitFor();
   await netStatus.getByText("Status: stopped").waitFor();
   await page.getByRole("button", { name: "Start network" }).click();
   await page.getByRole("status").getByText("Network running.").waitFor();
   await netStatus.getByText("Status: running").waitFor();
-  await page.getByLabel("Allow list").fill("example.com, *.example.org");
+  await page.getByRole("button", { name: "Refresh agent report" }).click();
+  await page.getByRole("status").getByText("Agent report read again.").waitFor();
+  check(await allow.inputValue() === "example.com, *.example.org", `the unsaved allow list became ${await allow.inputValue()}`);
   await page.getByRole("button", { name: "Save network" }).click();
   await page.getByRole("status").getByText("Network saved.").waitFor();
   await netStatus.getByText("Status: configured").waitFor();
