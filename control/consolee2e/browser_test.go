@@ -244,7 +244,7 @@ func TestConsoleSettings(t *testing.T) {
 	pngBytes := writeIcon(t, icon)
 	runConsole(t, "settings", map[string]any{"url": s.URL, "container": container, "userEmail": email, "userPassword": controltest.GoodPW,
 		"adminEmail": controltest.AdminEmail, "adminPassword": controltest.AdminPass,
-		"serverName": "gpu-1", "serverPrice": "12.50", "imageAlias": "iconic-1", "icon": icon})
+		"serverName": "gpu-1", "serverPrice": "12.50", "imageAlias": "iconic-1", "icon": icon, "outDir": artifacts(t, "settings")})
 
 	n := controltest.Data(s.MustDo(200, "GET", net, nil, token))
 	if n["status"] != "running" || fmt.Sprint(n["allow"]) != "[example.com *.example.org]" {

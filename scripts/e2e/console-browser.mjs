@@ -338,6 +338,8 @@ async function settings(chrome) {
   check((await decision.textContent()).includes("192.0.2.1:443"), "the decision lacks its destination");
   console.log("DECISIONS shown");
   await audit(page, "container with an agent report");
+  mkdirSync(args.outDir, { recursive: true });
+  await page.screenshot({ path: join(args.outDir, "container-network-report.png"), fullPage: true });
   const netStatus = page.getByTestId("network-status");
   // An edit not yet saved survives stop, start and a refresh of the report.
   const allow = page.getByLabel("Allow list");
@@ -395,6 +397,7 @@ async function settings(chrome) {
   await market.getByRole("button", { name: "Rent " + args.serverName }).waitFor({ state: "detached" });
   console.log("RENTED " + (await rented.textContent()).trim());
   await audit(page, "servers with a rental");
+  await page.screenshot({ path: join(args.outDir, "servers-rented.png"), fullPage: true });
 
   // Two-factor: on, token gate on (a token needs a code), backup codes
   // regenerated, then off.
