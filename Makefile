@@ -62,7 +62,7 @@ test: setup build vet
 bench: setup-bench build
 	@for s in scripts/bench/*.sh; do [ -x "$$s" ] && "$$s"; done
 
-# Release artefacts (packaging/, docs/operations.md). The packager is its own
+# Release artefacts (packaging/, docs/operating/operations.md). The packager is its own
 # Go module (packaging/build) so nfpm and go-containerregistry stay out of
 # the deckhand module.
 DIST ?= dist
@@ -72,7 +72,7 @@ packaging-tool:
 
 # Debian packages of both binaries (units, /etc/default files, system users).
 package: build packaging-tool
-	bin/deckhand-pkg deb --version '$(VERSION)' --arch $$($(GO) env GOARCH) --bin bin --packaging packaging --docs docs/operations.md --out $(DIST)
+	bin/deckhand-pkg deb --version '$(VERSION)' --arch $$($(GO) env GOARCH) --bin bin --packaging packaging --docs docs/operating/operations.md --out $(DIST)
 
 # The desktop container image as an OCI layout in $(DIST)/image (no Docker).
 image: build packaging-tool
