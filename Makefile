@@ -46,7 +46,11 @@ build: console
 		CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/deckhand-display ./display/cmd/deckhand-display; \
 	fi
 
-run: setup build
+# A second `make run` on the same data dir stops before building: the
+# binaries, logs and display of the running instance stay as they are.
+run:
+	@bash scripts/run.sh --check
+	@$(MAKE) --no-print-directory setup build
 	@bash scripts/run.sh
 
 vet:
