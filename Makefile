@@ -8,7 +8,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all setup setup-bench console build run test vet unit bench clean package image release packaging-tool
+.PHONY: all setup setup-bench console build run docs test vet unit bench clean package image release packaging-tool
 
 all: build
 
@@ -52,6 +52,12 @@ run:
 	@bash scripts/run.sh --check
 	@$(MAKE) --no-print-directory setup build
 	@bash scripts/run.sh
+
+# The API reference: every OpenAPI document (the control plane's and each
+# service's, fetched from the built binaries) rendered with Redoc into
+# docs/reference/html (index.html links them).
+docs: setup build
+	@bash scripts/docs.sh docs/reference/html
 
 vet:
 	$(GO) vet ./...
