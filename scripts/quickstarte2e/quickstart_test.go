@@ -318,6 +318,16 @@ func TestSecondStartRefusesAndLeavesTheFirstServing(t *testing.T) {
 		t.Errorf("run.sh --check passes while an instance runs:\n%s", out)
 	}
 
+	// `make run` checks before it installs or builds: nothing is rebuilt
+	// under a running instance. GO=false makes a build that does start fail
+	// at once instead of replacing the binaries.
+	mk := exec.CommandContext(ctx, "make", "--no-print-directory", "-C", root, "run", "GO=false")
+	mk.Env = append(second.Env, "MAKEFLAGS=")
+	if out, err := mk.CombinedOutput(); err == nil || !bytes.Contains(out, []byte("already running on "+data)) ||
+		bytes.Contains(out, []byte("build")) {
+		t.Errorf("make run with an instance running: %v, want a refusal before any build:\n%s", err, out)
+	}
+
 	// Stopped, the data dir starts again, and the logs gain a start each
 	// rather than being truncated.
 	first.stop(t)
