@@ -8,7 +8,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all setup setup-bench console build run docs test vet unit bench clean package image release packaging-tool
+.PHONY: all setup setup-bench console build run docs quickstart test vet unit bench clean package image release packaging-tool
 
 all: build
 
@@ -58,6 +58,11 @@ run:
 # docs/reference/html (index.html links them).
 docs: setup build
 	@bash scripts/docs.sh docs/reference/html
+
+# README.md's quickstart, run as written against a fresh scripts/run.sh on
+# a temporary data dir and free ports (also part of `make test`).
+quickstart: setup build
+	DECKHAND_BIN=$(CURDIR)/bin $(GO) test -count=1 -run TestReadmeQuickstartRuns ./scripts/quickstarte2e
 
 vet:
 	$(GO) vet ./...
