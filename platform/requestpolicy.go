@@ -321,10 +321,10 @@ func GatewayDispatched(rc *fasthttp.RequestCtx) bool {
 	return ok
 }
 
-// fiberRequest reads the policy's view of a Fiber request; the forwarded
+// FiberRequest reads the policy's view of a Fiber request; the forwarded
 // host counts only when TrustForwardedHost holds for the connection, or
 // the gateway dispatched the request in-process (MarkGatewayDispatch).
-func fiberRequest(c fiber.Ctx) Request {
+func FiberRequest(c fiber.Ctx) Request {
 	rc := c.RequestCtx()
 	req := FastRequest(rc)
 	trusted := false
