@@ -46,9 +46,10 @@ refuse() {
   if [[ -s "$DATA/run.info" ]]; then
     sed 's/^/  /' "$DATA/run.info" >&2
   fi
-  echo "Stop it with Ctrl-C where it runs (or kill $(cat "$DATA/run.pid" 2>/dev/null || echo '<its pid>')), or set DECKHAND_RUN_DATA for a second instance." >&2
+  echo "Stop it with Ctrl-C where it runs (or kill $(cat "$DATA/run.pid" 2>/dev/null || echo '<its pid>')), or give a second instance its own DECKHAND_RUN_DATA, CONTROL_LISTEN and AGENT_LISTEN." >&2
   exit 1
 }
+command -v flock >/dev/null || { echo "run.sh: flock is missing; run scripts/setup.sh" >&2; exit 1; }
 if [[ -e "$DATA/run.lock" ]]; then
   exec 9<"$DATA/run.lock"
   flock -n 9 || refuse
@@ -60,7 +61,7 @@ BIN=${DECKHAND_BIN:-./bin}
 for b in "$BIN/deckhand" "$BIN/deckhand-control"; do
   [[ -x "$b" ]] || { echo "run.sh: $b is missing; run make build (or make run)" >&2; exit 1; }
 done
-for c in curl jq flock; do
+for c in curl jq; do
   command -v "$c" >/dev/null || { echo "run.sh: $c is missing; run scripts/setup.sh" >&2; exit 1; }
 done
 
