@@ -379,6 +379,19 @@ func TestAgentIsConnectedToTheControlPlane(t *testing.T) {
 	if b := tail(filepath.Join(data, "control.log")); !strings.Contains(b, "/proxy/permissions/effective") {
 		t.Fatalf("the control plane saw no permissions sync:\n%s", b)
 	}
+	// The first commands run.sh prints work as printed: status, a command
+	// in the container, the admin's login.
+	m := regexp.MustCompile(`(?s)First commands[^\n]*\n(.*?)Ctrl-C stops everything`).FindStringSubmatch(in.out.String())
+	if m == nil || !strings.Contains(m[1], "deckhand exec -- uname -a") || !strings.Contains(m[1], "deckhand login") {
+		t.Fatalf("run.sh prints no first commands with exec and login:\n%s", in.out.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "bash", "-c", "set -euxo pipefail\n"+m[1])
+	sh.Env = append(os.Environ(), "DECKHAND_CONFIG="+filepath.Join(t.TempDir(), "config.json"), "DECKHAND_TOKEN=")
+	if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), "Linux") {
+		t.Fatalf("run.sh's first commands: %v\n%s", err, out)
+	}
 }
 
 // An X server run.sh did not start is used, and left running when run.sh stops.
