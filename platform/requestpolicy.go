@@ -14,7 +14,7 @@ import (
 )
 
 // RequestPolicy is the one rule that keeps web pages away from the
-// container's services (README "Security: request policy"). The gateway and
+// container's services (docs/design/request-policy.md). The gateway and
 // every container service's Host apply it before any routing:
 //
 //  1. Host. Only loopback names (127.0.0.1, [::1], localhost, any port),

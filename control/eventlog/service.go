@@ -1,4 +1,4 @@
-// Package eventlog is the control plane's event-log domain (interface.md
+// Package eventlog is the control plane's event-log domain (docs/spec/interface.md
 // 4.11): the read side of control/events (list with every filter, one
 // event, stats), deletion (cleanup by age, by filter, one event), the
 // ingest route through which agents and admins report the kinds the

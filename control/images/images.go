@@ -60,7 +60,7 @@ func New(env domain.Env[domain.NoConfig]) (*Service, error) {
 	return &Service{env: env}, nil
 }
 
-// Fields are what every image record shows (interface.md, Image record).
+// Fields are what every image record shows (docs/spec/interface.md, Image record).
 type Fields struct {
 	ID            string       `json:"id"`
 	Alias         string       `json:"alias"`

@@ -1,5 +1,5 @@
-// Package notifications owns user-facing notifications (interface.md 4.11,
-// operations.md admin API): global ones every user gets and ones targeted
+// Package notifications owns user-facing notifications (docs/spec/interface.md 4.11,
+// docs/spec/operations.md admin API): global ones every user gets and ones targeted
 // to one user, admin-created, with read state kept per user.
 //
 // Layout: the declared table "notifications" keyed by a time-ordered key

@@ -1,7 +1,7 @@
 // Package projects owns projects and the people on them, the containers
 // registered in them, each container's outbound network configuration and
 // the proxy permissions documents of containers and projects
-// (interface.md 4.8, 4.9, 4.12 Projects; operations.md admin API, the
+// (docs/spec/interface.md 4.8, 4.9, 4.12 Projects; docs/spec/operations.md admin API, the
 // container ownership rule and project-level proxy permissions).
 //
 // Who may do what is declared on the routes as resource checks this

@@ -4,7 +4,7 @@
 // clients and the agent use (replay window, key cache that re-fetches on an
 // unknown kid, path binding), and signed identity and container claims.
 //
-// Wire formats (interface.md, Authentication 6):
+// Wire formats (docs/spec/interface.md, Authentication 6):
 //
 //	X-Service-Signature: t=<unix_ts>,kid=<key_id>,path=<url_path>,sig=<128 hex>
 //	signed data:         <t>.<response body bytes>
@@ -272,7 +272,7 @@ func (ks *KeySet) Sign(msg []byte) (kid string, sig []byte) {
 	return k.ID, ed25519.Sign(k.private, msg)
 }
 
-// PublicSet is the public-key document (interface.md "Signing key set").
+// PublicSet is the public-key document (docs/spec/interface.md "Signing key set").
 func (ks *KeySet) PublicSet() PublicKeySet {
 	set := PublicKeySet{ActiveKID: ks.Active().ID, Usage: Usage, SigningFormat: Format}
 	for _, k := range ks.Keys() {
