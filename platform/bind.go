@@ -1,7 +1,9 @@
 package platform
 
 import (
+	"bytes"
 	"encoding"
+	"io"
 	"math"
 	"net"
 	"reflect"
@@ -23,8 +25,13 @@ import (
 //	}
 //
 // A field tagged path, query or header is a parameter; a field named Body is
-// the request body (JSON, or the raw bytes when it is a []byte) unless it
-// has a json tag (then it is a member of a JSON body). An input
+// the request body (JSON, the raw bytes when it is a []byte, or the body as
+// it arrives when it is an io.Reader) unless it has a json tag (then it is
+// a member of a JSON body). An io.Reader Body is not read by the host: the
+// method streams it (an upload larger than memory), and when the method
+// fails the connection is closed after the answer, since the unread rest
+// would be taken for the next request. The document shows a []byte or
+// io.Reader body as `type: string, format: binary` of Route.RequestType. An input
 // without parameters is itself the JSON body (TransferInput). Embedded
 // structs without tags lend their fields (a shared EntryRef with the path
 // parameters). A field of type Peer gets the connection's addresses.
@@ -65,6 +72,7 @@ var (
 	validatorType       = reflect.TypeFor[Validator]()
 	paramsValidatorType = reflect.TypeFor[ParamsValidator]()
 	bytesType           = reflect.TypeFor[[]byte]()
+	readerType          = reflect.TypeFor[io.Reader]()
 )
 
 // inputPlan is how one input type is bound, worked out once per route.
@@ -100,12 +108,20 @@ type bodyPlan struct {
 	index    []int // nil: the input itself is the body
 	typ      reflect.Type
 	raw      bool // []byte: the bytes as sent
+	stream   bool // io.Reader: the body as it arrives, read by the method
 	check    checker
 	validate bool
 }
 
 // hasBody reports whether the input reads a request body.
 func (p *inputPlan) hasBody() bool { return p != nil && p.body != nil }
+
+// binary reports whether the input's body is bytes ([]byte or io.Reader),
+// not JSON.
+func (p *inputPlan) binary() bool { return p.hasBody() && (p.body.raw || p.body.stream) }
+
+// streams reports whether the method reads the body itself (io.Reader).
+func (p *inputPlan) streams() bool { return p.hasBody() && p.body.stream }
 
 // planInput works out how t is bound; it panics on a type that cannot be
 // (a programming error that surfaces when the host is built).
@@ -278,6 +294,13 @@ func planBody(t reflect.Type, idx []int) *bodyPlan {
 		b.raw = true
 		return b
 	}
+	if t == readerType {
+		if idx == nil {
+			panic("platform: an io.Reader input must be a field named Body")
+		}
+		b.stream = true
+		return b
+	}
 	b.check = compileChecks(t, map[reflect.Type]bool{})
 	b.validate = reflect.PointerTo(t).Implements(validatorType)
 	return b
@@ -309,7 +332,9 @@ func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 		if b.index != nil {
 			target = v.FieldByIndex(b.index).Addr().Interface()
 		}
-		if err := b.decode(c.Body(), target); err != nil {
+		if b.stream {
+			*(target.(*io.Reader)) = bodyReader(c)
+		} else if err := b.decode(c.Body(), target); err != nil {
 			return err
 		}
 	}
@@ -317,6 +342,27 @@ func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 		return dst.(Validator).Validate()
 	}
 	return nil
+}
+
+// bodyReader is the request body as a stream: a host with
+// StreamRequestBody streams bodies past its buffer, and buffered ones are
+// read from memory (valid until the handler returns).
+func bodyReader(c fiber.Ctx) io.Reader {
+	if r := c.Request().BodyStream(); r != nil {
+		return r
+	}
+	return bytes.NewReader(c.Body())
+}
+
+// AbandonBody closes the connection after the answer to a request whose
+// body may be left unread, which would otherwise be taken for the next
+// request. It reads a little of what is left first (as net/http does), so
+// a client still sending sees the answer rather than a reset.
+func AbandonBody(c fiber.Ctx) {
+	if r := c.Request().BodyStream(); r != nil {
+		_, _ = io.CopyN(io.Discard, r, 8<<20)
+	}
+	c.RequestCtx().SetConnectionClose()
 }
 
 // decode reads body into dst (a pointer to the body's type) and checks it.

@@ -73,8 +73,8 @@ type Route struct {
 	// Message is the control plane's success envelope message ("Transfer
 	// completed"); container services answer without an envelope.
 	Message string
-	// RequestType is the media type documented for a raw ([]byte) request
-	// body (default application/octet-stream).
+	// RequestType is the media type documented for a raw ([]byte or
+	// io.Reader) request body (default application/octet-stream).
 	RequestType string
 	// ContentType of a non-JSON success response (image/png, text/plain ...).
 	ContentType string
@@ -118,7 +118,7 @@ func (r Route) JSONBody() bool {
 		return r.Body != nil
 	}
 	in := r.Op.operation().in
-	return in.hasBody() && !in.body.raw
+	return in.hasBody() && !in.binary()
 }
 
 // fiberPath turns "/a/{id}/b/{rest...}" into "/a/:id/b/*".
