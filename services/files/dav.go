@@ -3,6 +3,7 @@ package files
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -537,7 +538,7 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 	// or its body was read whole (WebDAV clients probe many missing
 	// names); else the unread rest would be taken for the next request.
 	if !bodyRead && c.Request().Header.ContentLength() != 0 {
-		abandonBody(c)
+		platform.AbandonBody(c)
 	}
 	return s.davFail(c, err)
 }
@@ -548,7 +549,7 @@ func (s *Service) handleDAV(c fiber.Ctx) error {
 // ranges); PROPFIND's multistatus is streamed (streamDAV); other answers
 // are small and buffered.
 func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
-	if err := s.checkLength(c); err != nil {
+	if err := s.checkLength(int64(c.Request().Header.ContentLength())); err != nil {
 		return err
 	}
 	uri := string(c.Request().RequestURI())
@@ -594,7 +595,7 @@ func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 			return err
 		})
 		if err == nil && !dir {
-			return s.serveFile(c, name, false)
+			return s.serveFile(c, name)
 		}
 	}
 	st := &reqState{cond: WriteInput{Path: name, Overwrite: true, IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch)},
@@ -608,7 +609,10 @@ func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 			return err
 		}
 	}
-	var rb io.Reader = body(c)
+	var rb io.Reader = c.Request().BodyStream()
+	if rb == nil {
+		rb = bytes.NewReader(c.Body())
+	}
 	if method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK" {
 		// XML request bodies are small; x/net accepts a namespace prefix
 		// bound to "" (invalid in XML Namespaces 1.0), so check first.
@@ -956,4 +960,26 @@ func (w *davWriter) flushHeader() {
 		}
 	}
 	w.c.Status(w.status)
+}
+
+// serveFile answers GET of a file through the REST download.
+func (s *Service) serveFile(c fiber.Ctx, name string) error {
+	out, err := s.fileContent(name, false, FileConditions{IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch),
+		Range: c.Get(fiber.HeaderRange), IfRange: c.Get(fiber.HeaderIfRange)})
+	if err != nil {
+		return err
+	}
+	for k, v := range map[string]string{fiber.HeaderContentType: out.Type, fiber.HeaderETag: out.ETag,
+		fiber.HeaderLastModified: out.LastModified, fiber.HeaderAcceptRanges: out.AcceptRanges,
+		fiber.HeaderContentRange: out.Range, fiber.HeaderXContentTypeOptions: out.NoSniff,
+		fiber.HeaderContentSecurityPolicy: out.CSP} {
+		if v != "" {
+			c.Set(k, v)
+		}
+	}
+	c.Status(cmp.Or(out.Status, http.StatusOK))
+	if out.Body == nil {
+		return nil
+	}
+	return c.SendStream(out.Body, int(out.Length))
 }

@@ -1,14 +1,13 @@
 package files
 
 import (
-	"math"
+	"net/http"
 
 	"deckhand/platform"
 )
 
 // Routes is the file service's route table.
 func (s *Service) Routes() []platform.Route {
-	pathParam := platform.Param{Name: "path", Required: true, Description: "absolute path within the root, e.g. /notes/a.txt"}
 	tags := []string{"files"}
 	return []platform.Route{
 		{Method: "GET", Path: "/api/v1/version", OperationID: "getVersion", Summary: "Server and API version",
@@ -37,8 +36,8 @@ func (s *Service) Routes() []platform.Route {
 				"could run as a page (SVG, HTML, XML, any type other than raster images, audio, video, fonts, PDF, text/plain, " +
 				"JSON and application/octet-stream) also carries Content-Security-Policy: " + platform.SandboxCSP + ", so a file " +
 				"opened from the agent's origin runs no script there.",
-			Query:       []platform.Param{pathParam, {Name: "attachment", Type: "boolean", Default: "false", Description: "add Content-Disposition: attachment"}},
-			ContentType: "application/octet-stream", Handler: s.handleDownload},
+			ContentType: "application/octet-stream", Statuses: []int{http.StatusPartialContent, http.StatusNotModified},
+			Op: platform.Op(s.Download)},
 		{Method: "GET", Path: "/api/v1/files/checksum", OperationID: "checksumFile", Tags: tags, Summary: "SHA-256 of a file",
 			Description: "Reads the whole file and answers its hex SHA-256 with its size and ETag at that moment: a client " +
 				"that downloaded the file (with ranges, across reconnects) compares the ETag it got with the bytes and then " +
@@ -53,11 +52,7 @@ func (s *Service) Routes() []platform.Route {
 				"one wins), If-None-Match: * refuses to replace. sha256 (hex) is checked before the rename (400 INVALID " +
 				"details sha256 on mismatch). A body over --files-max-upload answers 413. 201 for a new file, 200 when replaced; " +
 				"with overwrite=false an existing file answers 409 CONFLICT. mode defaults to the replaced file's, else 0644.",
-			Query: []platform.Param{pathParam,
-				{Name: "overwrite", Type: "boolean", Default: "true", Description: "replace an existing file"},
-				{Name: "sha256", Description: "hex SHA-256 the content must have"},
-				{Name: "mode", Description: "octal permission bits of the written file"}},
-			Response: Entry{}, Status: 201, Handler: closeOnError(s.handleUpload)},
+			Status: 201, Statuses: []int{http.StatusOK}, Op: platform.Op(s.Upload)},
 		{Method: "POST", Path: "/api/v1/files/mkdir", OperationID: "makeDirectory", Tags: tags, Summary: "Create a directory",
 			Description: "parents (default true) creates missing parents and accepts an existing directory, like mkdir -p; " +
 				"parents=false answers 409 when it exists.", Status: 201, Op: platform.Op(s.MakeDir)},
@@ -87,15 +82,13 @@ func (s *Service) Routes() []platform.Route {
 		{Method: "GET", Path: "/api/v1/files/archive", OperationID: "downloadArchive", Tags: tags, Summary: "Download a directory as zip or tar.gz",
 			Description: "Streamed as it is built (no temporary file, no Content-Length). Links are stored as links, " +
 				"hidden files included; files that cannot be read are skipped.",
-			Query:       []platform.Param{pathParam, {Name: "format", Enum: []string{"zip", "tar.gz"}, Default: "tar.gz", Description: "archive format"}},
-			ContentType: "application/octet-stream", Handler: s.handleArchive},
+			ContentType: "application/octet-stream", Op: platform.Op(s.Archive)},
 		{Method: "PUT", Path: "/api/v1/files/tar", OperationID: "uploadTar", Tags: tags, Summary: "Upload a directory as one tar stream",
 			Description: "The body (tar, or tar.gz with gzip=true or Content-Encoding: gzip) is unpacked into path as it " +
 				"arrives; each file goes to a temporary name and is renamed, parents are created. Entries naming a path that " +
 				"climbs out (.., absolute) stop the upload with 403 OUTSIDE_ROOT; hard links, devices and fifos are skipped. " +
 				"Answers the number of files and bytes written.",
-			Query:    []platform.Param{pathParam, {Name: "gzip", Type: "boolean", Default: "false", Description: "the body is gzip-compressed"}},
-			Response: TarResult{}, Handler: closeOnError(s.handleTar)},
+			RequestType: "application/x-tar", Op: platform.Op(s.UnpackTar)},
 		{Method: "POST", Path: "/api/v1/files/uploads", OperationID: "startUpload", Tags: tags, Summary: "Start a resumable upload",
 			Description: "In the spirit of tus: declare path and size, then PATCH bytes at Upload-Offset. The partial " +
 				"file lives beside the target and the session in the service's store, so an upload resumes across " +
@@ -110,8 +103,7 @@ func (s *Service) Routes() []platform.Route {
 			Description: "Upload-Offset (header) must equal the current offset, else 409 CONFLICT with the offset in " +
 				"details. The body is appended; a connection that breaks keeps what arrived. Bytes past the declared size " +
 				"answer 413. The answer carries the new offset and, when complete, the written entry.",
-			Query:    []platform.Param{{Name: "Upload-Offset", In: "header", Required: true, Type: "integer", Description: "the offset the body starts at"}},
-			Response: Upload{}, Handler: closeOnError(s.handleUploadPatch)},
+			Op: platform.Op(s.AppendUpload)},
 		{Method: "DELETE", Path: "/api/v1/files/uploads/{id}", OperationID: "abandonUpload", Tags: tags, Summary: "Abandon a resumable upload",
 			Description: "Removes the partial file. 204.", Status: 204, Op: platform.CommandOp(s.AbandonUpload)},
 		{Method: "GET", Path: "/api/v1/files/watch", OperationID: "watchFiles", Tags: tags, Summary: "Watch for changes (Server-Sent Events)",
@@ -125,10 +117,7 @@ func (s *Service) Routes() []platform.Route {
 				"A recursive watch adds one inotify watch per directory before `ready` (seconds for a whole system; kernel " +
 				"file systems such as /proc and /sys are not descended); past 100,000 directories or the kernel's " +
 				"max_user_watches it answers 409 CONFLICT asking for a narrower path.",
-			Query: []platform.Param{pathParam,
-				{Name: "recursive", Type: "boolean", Default: "true", Description: "include everything below path"},
-				{Name: "since", Type: "integer", Range: &platform.Range{Min: 0, Max: math.MaxInt64}, Description: "replay events after this seq first"}},
-			ContentType: "text/event-stream", Handler: s.handleWatch},
+			ContentType: "text/event-stream", Op: platform.Op(s.Watch)},
 		{Method: platform.MethodAny, Path: "/dav/{path...}", OperationID: "dav", Tags: []string{"webdav"}, Summary: "WebDAV (class 1 and 2)",
 			Description: "golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead " +
 				"properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, " +
