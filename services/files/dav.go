@@ -5,14 +5,17 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/hex"
 	"encoding/xml"
 	"errors"
+	"hash"
 	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,6 +73,13 @@ type reqState struct {
 	noFollow bool
 	// xerr is x/net's error for its answer (its Logger), for logs.
 	xerr error
+	// checksums: the PROPFIND names oc:checksums, so files' digests are
+	// part of the answer.
+	checksums bool
+	// ocSum is a PUT's OC-Checksum, checked before the rename.
+	ocSum *ocChecksum
+	// ocMtime is a PUT's X-OC-Mtime: the written file's modification time.
+	ocMtime *time.Time
 }
 
 type stateKey struct{}
@@ -135,7 +145,7 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 		return nil, err
 	}
 	if flag&os.O_TRUNC != 0 && flag&(os.O_WRONLY|os.O_RDWR) != 0 && r != "." {
-		return d.openWriter(ctx, name, r)
+		return d.openWriter(ctx, name, r, perm)
 	}
 	readOnly := flag&(os.O_WRONLY|os.O_RDWR) == 0
 	if readOnly {
@@ -184,7 +194,7 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 	if node != nil {
 		return node, nil
 	}
-	return &davFile{File: f, fs: d, rel: r}, nil
+	return &davFile{File: f, fs: d, rel: r, ctx: ctx, name: name}, nil
 }
 
 // davNode is a resource that is not opened: a symbolic link when the
@@ -211,12 +221,17 @@ func (n *davNode) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
 	return n.fs.patch(n.rel, p)
 }
 
-// openWriter is PUT's file: a temporary beside the target, renamed onto
-// it by Close.
-func (d *davFS) openWriter(ctx context.Context, name, r string) (webdav.File, error) {
+// openWriter is PUT's (and COPY's) file: a temporary beside the target,
+// renamed onto it by Close. A new file gets perm (0666 from PUT, the
+// source's from COPY) less the process's umask, as open(2) would give it;
+// a replaced file keeps its mode.
+func (d *davFS) openWriter(ctx context.Context, name, r string, perm os.FileMode) (webdav.File, error) {
 	var f *os.File
 	var tmp string
-	mode := fs.FileMode(0o644)
+	if perm == 0 {
+		perm = 0o666
+	}
+	mode := perm.Perm() &^ d.s.umask
 	err := d.s.id.run(func() error {
 		var err error
 		if r, err = d.s.resolveLinks(name, r); err != nil {
@@ -238,7 +253,11 @@ func (d *davFS) openWriter(ctx context.Context, name, r string) (webdav.File, er
 	if err != nil {
 		return nil, osErr(ctx, name, err)
 	}
-	return &davFile{File: f, fs: d, rel: r, tmp: tmp, mode: mode, ctx: ctx, name: name}, nil
+	df := &davFile{File: f, fs: d, rel: r, tmp: tmp, mode: mode, ctx: ctx, name: name}
+	if st := stateOf(ctx); st != nil && st.ocSum != nil {
+		df.sum = st.ocSum.hash()
+	}
+	return df, nil
 }
 
 func (d *davFS) RemoveAll(ctx context.Context, name string) error {
@@ -329,6 +348,7 @@ type davFile struct {
 	werr error
 	link *string // COPY of a link: Close makes a link to this target
 	skip bool    // COPY of a fifo, socket or device: Close writes nothing
+	sum  hash.Hash
 }
 
 func (f *davFile) Write(p []byte) (int, error) {
@@ -338,6 +358,9 @@ func (f *davFile) Write(p []byte) (int, error) {
 	}
 	n, err := f.File.Write(p)
 	f.n += int64(n)
+	if f.sum != nil {
+		f.sum.Write(p[:n])
+	}
 	if err != nil {
 		f.werr = note(f.ctx, fsError(f.name, err))
 	}
@@ -357,7 +380,18 @@ func (f *davFile) ReadFrom(r io.Reader) (int64, error) {
 		}
 		return 0, nil
 	}
-	return io.Copy(struct{ io.Writer }{f}, r)
+	n, err := io.Copy(struct{ io.Writer }{f}, r)
+	if st := stateOf(f.ctx); err == nil && f.tmp != "" && st != nil && st.ocMtime != nil {
+		// The whole body is written: the file takes the client's
+		// modification time now, before x/net stats it for the ETag it
+		// answers.
+		t := *st.ocMtime
+		err = f.fs.s.id.run(func() error { return f.fs.s.root.Chtimes(f.tmp, t, t) })
+		if err != nil {
+			f.werr = note(f.ctx, fsError(f.name, err))
+		}
+	}
+	return n, err
 }
 
 func (f *davFile) Close() error {
@@ -369,6 +403,12 @@ func (f *davFile) Close() error {
 	if f.skip {
 		_ = s.id.run(func() error { return s.root.Remove(f.tmp) })
 		return err
+	}
+	if st := stateOf(f.ctx); err == nil && f.werr == nil && f.sum != nil && st != nil && st.ocSum != nil {
+		if got := hex.EncodeToString(f.sum.Sum(nil)); got != st.ocSum.sum {
+			f.werr = note(f.ctx, platform.Errorf(platform.CodeInvalid, "the content's %s is %s, not the %s of OC-Checksum",
+				st.ocSum.algo, got, st.ocSum.sum).WithDetails("OC-Checksum"))
+		}
 	}
 	if err == nil && f.werr == nil {
 		unlock := s.locks.lock(f.rel)
@@ -421,7 +461,20 @@ type storedProp struct {
 	XML                string
 }
 
-func (f *davFile) DeadProps() (map[xml.Name]webdav.Property, error) { return f.fs.deadProps(f.rel) }
+// DeadProps are the stored properties, and oc:checksums when the
+// PROPFIND asks for it and the resource is a regular file.
+func (f *davFile) DeadProps() (map[xml.Name]webdav.Property, error) {
+	props, err := f.fs.deadProps(f.rel)
+	if err != nil || f.tmp != "" {
+		return props, err
+	}
+	if st := stateOf(f.ctx); st != nil && st.checksums {
+		if p, ok := f.fs.s.ocChecksumProp(f.File, apiPath(f.rel)); ok {
+			props[ocChecksums] = p
+		}
+	}
+	return props, nil
+}
 
 func (f *davFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
 	return f.fs.patch(f.rel, patches)
@@ -600,6 +653,21 @@ func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 	}
 	st := &reqState{cond: WriteInput{Path: name, Overwrite: true, IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch)},
 		noFollow: method == "COPY" || method == "MOVE" || method == "DELETE"}
+	if method == http.MethodPut {
+		if v := c.Get("OC-Checksum"); v != "" {
+			if st.ocSum, err = parseOCChecksum(v); err != nil {
+				return err
+			}
+		}
+		if v := c.Get("X-OC-Mtime"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return platform.Invalid("X-OC-Mtime", "must be whole seconds since 1970-01-01 UTC")
+			}
+			t := time.Unix(n, 0)
+			st.ocMtime = &t
+		}
+	}
 	ctx := context.WithValue(c.Context(), stateKey{}, st)
 	var lockLife time.Duration
 	var depthZero bool
@@ -644,6 +712,7 @@ func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 		if err := checkNamespaces(raw); err != nil {
 			return err
 		}
+		st.checksums = method == "PROPFIND" && asksChecksums(raw)
 		if method == "LOCK" {
 			if li, shared := sharedLockRequest(raw); shared {
 				return s.lockShared(c, name, u.Path, li, lockLife)
@@ -683,6 +752,9 @@ func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
 	if err := s.davOutcome(req, rw.status, st, name); err != nil {
 		c.Response().ResetBody()
 		return err
+	}
+	if st.ocMtime != nil && rw.status < 300 {
+		rw.h.Set("X-OC-Mtime", "accepted") // how ownCloud says the time was kept
 	}
 	rw.flushHeader()
 	return nil
