@@ -29,12 +29,15 @@ import (
 // it arrives when it is an io.Reader) unless it has a json tag (then it is
 // a member of a JSON body). An io.Reader Body is not read by the host: the
 // method streams it (an upload larger than memory), and when the method
-// fails the connection is closed after the answer, since the unread rest
-// would be taken for the next request. The document shows a []byte or
+// fails without reading it to its end the connection is closed after the
+// answer, since the unread rest would be taken for the next request. The document shows a []byte or
 // io.Reader body as `type: string, format: binary` of Route.RequestType. An input
 // without parameters is itself the JSON body (TransferInput). Embedded
 // structs without tags lend their fields (a shared EntryRef with the path
-// parameters). A field of type Peer gets the connection's addresses.
+// parameters). A field of type Peer gets the connection's addresses, one
+// of type Target the request's method and Host. A trailing {name...} path
+// parameter is the rest of the path as sent (percent-encoded), empty when
+// the request names the prefix itself.
 // Mixing parameters with loose body fields is refused when the host is
 // built: the body is then a Body field.
 //
@@ -66,7 +69,17 @@ type Peer struct {
 	LocalIP  net.IP // the address the request was received on
 }
 
+// Target is what a request asked for beyond its parameters: its method
+// (for a method shared by several routes, WebDAV's) and the Host it named.
+// An input field of this type is filled by the host and is not part of the
+// OpenAPI document (every request has both).
+type Target struct {
+	Method string
+	Host   string
+}
+
 var (
+	targetType          = reflect.TypeFor[Target]()
 	peerType            = reflect.TypeFor[Peer]()
 	textUnmarshaler     = reflect.TypeFor[encoding.TextUnmarshaler]()
 	validatorType       = reflect.TypeFor[Validator]()
@@ -77,9 +90,10 @@ var (
 
 // inputPlan is how one input type is bound, worked out once per route.
 type inputPlan struct {
-	typ    reflect.Type
-	params []paramField
-	peers  [][]int
+	typ     reflect.Type
+	params  []paramField
+	peers   [][]int
+	targets [][]int
 	body   *bodyPlan
 	// validate: the input implements Validator and is not its own body.
 	validate bool
@@ -142,6 +156,8 @@ func planInput(t reflect.Type) *inputPlan {
 				p.params = append(p.params, planParam(t, f, idx, in, name))
 			case f.Type == peerType:
 				p.peers = append(p.peers, idx)
+			case f.Type == targetType:
+				p.targets = append(p.targets, idx)
 			case isBodyField(f):
 				if p.body != nil {
 					panic("platform: input " + p.typ.String() + " has two Body fields")
@@ -156,7 +172,7 @@ func planInput(t reflect.Type) *inputPlan {
 	}
 	walk(t, nil)
 	switch {
-	case len(loose) > 0 && (len(p.params) > 0 || p.body != nil || len(p.peers) > 0):
+	case len(loose) > 0 && (len(p.params) > 0 || p.body != nil || len(p.peers) > 0 || len(p.targets) > 0):
 		panic("platform: input " + t.String() + " mixes parameters with body fields (" + strings.Join(loose, ", ") +
 			"); put the body in a field named Body")
 	case len(loose) > 0:
@@ -310,7 +326,7 @@ func planBody(t reflect.Type, idx []int) *bodyPlan {
 // is the route's trailing {name...} parameter, if any.
 func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 	var v reflect.Value // only when a field is set by index
-	if len(p.params) > 0 || len(p.peers) > 0 || (p.body != nil && p.body.index != nil) {
+	if len(p.params) > 0 || len(p.peers) > 0 || len(p.targets) > 0 || (p.body != nil && p.body.index != nil) {
 		v = reflect.ValueOf(dst).Elem()
 	}
 	for i := range p.params {
@@ -323,6 +339,10 @@ func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 			return err
 		}
 	}
+	for _, idx := range p.targets {
+		tg := Target{Method: strings.Clone(c.Method()), Host: string(c.Request().Host())}
+		v.FieldByIndex(idx).Set(reflect.ValueOf(tg))
+	}
 	for _, idx := range p.peers {
 		peer := Peer{RemoteIP: c.RequestCtx().RemoteIP(), LocalIP: c.RequestCtx().LocalIP()}
 		v.FieldByIndex(idx).Set(reflect.ValueOf(peer))
@@ -333,7 +353,9 @@ func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 			target = v.FieldByIndex(b.index).Addr().Interface()
 		}
 		if b.stream {
-			*(target.(*io.Reader)) = bodyReader(c)
+			tb := &trackedBody{r: bodyReader(c)}
+			c.RequestCtx().SetUserValue(trackedBodyKey{}, tb)
+			*(target.(*io.Reader)) = tb
 		} else if err := b.decode(c.Body(), target); err != nil {
 			return err
 		}
@@ -352,6 +374,31 @@ func bodyReader(c fiber.Ctx) io.Reader {
 		return r
 	}
 	return bytes.NewReader(c.Body())
+}
+
+// trackedBody is an io.Reader Body that knows whether it was read to its
+// end, so a failed method's connection is closed only when some of the
+// body is left (it would be taken for the next request).
+type trackedBody struct {
+	r   io.Reader
+	eof bool
+}
+
+type trackedBodyKey struct{}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// bodyLeft reports whether the request's body may be partly unread: an
+// io.Reader Body not read to its end, of a request that declared one.
+func bodyLeft(c fiber.Ctx) bool {
+	tb, _ := c.RequestCtx().UserValue(trackedBodyKey{}).(*trackedBody)
+	return tb == nil || (!tb.eof && c.Request().Header.ContentLength() != 0)
 }
 
 // AbandonBody closes the connection after the answer to a request whose
@@ -387,12 +434,12 @@ func (b *bodyPlan) decode(body []byte, dst any) error {
 
 func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 	var raw string // copied: Fiber's and fasthttp's buffers are reused
-	given := false
+	given, rest := false, false
 	switch f.p.In {
 	case "path":
 		name := f.p.Name
 		if name == wild {
-			name = "*"
+			name, rest = "*", true // the rest of the path, empty for the prefix itself
 		}
 		raw = strings.Clone(c.Params(name))
 		given = true
@@ -410,7 +457,7 @@ func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 			raw, given = string(vals[0]), true
 		}
 	}
-	if given && raw == "" && f.p.Type != "boolean" {
+	if given && raw == "" && f.p.Type != "boolean" && !rest {
 		given = false
 	}
 	if !given {

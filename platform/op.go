@@ -75,14 +75,14 @@ func Op[In, Out any](fn func(context.Context, In) (Out, error)) Operation {
 }
 
 // abandoning closes the connection after a failed answer when the method
-// reads the body itself (an io.Reader Body): it may have left some unread.
+// reads the body itself (an io.Reader Body) and left some of it unread.
 func (o *operation) abandoning(h fiber.Handler) fiber.Handler {
 	if !o.in.streams() {
 		return h
 	}
 	return func(c fiber.Ctx) error {
 		err := h(c)
-		if err != nil {
+		if err != nil && bodyLeft(c) {
 			AbandonBody(c)
 		}
 		return err

@@ -118,6 +118,18 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 			if r.Method == MethodAny {
 				op["x-methods"] = WebDAVMethods
 			}
+			if !standardMethods[m] {
+				// OpenAPI 3.0 has no field for WebDAV's methods: they are
+				// listed by method under x-additional-operations, the way
+				// OpenAPI 3.2's additionalOperations holds them.
+				extra, _ := item["x-additional-operations"].(map[string]any)
+				if extra == nil {
+					extra = map[string]any{}
+					item["x-additional-operations"] = extra
+				}
+				extra[m] = op
+				continue
+			}
 			item[strings.ToLower(m)] = op
 		}
 	}
@@ -154,6 +166,10 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 	}
 	return doc, nil
 }
+
+// standardMethods are those an OpenAPI 3.0 path item has a field for.
+var standardMethods = map[string]bool{"GET": true, "PUT": true, "POST": true, "DELETE": true, "OPTIONS": true,
+	"HEAD": true, "PATCH": true, "TRACE": true}
 
 func cmpOr(a, b string) string {
 	if a != "" {

@@ -51,6 +51,9 @@ func streamRoutes(dir string) []platform.Route {
 				if err != nil {
 					return sinkOut{}, err
 				}
+				if in.Name == "judge" {
+					return sinkOut{}, platform.Invalid("body", "is refused once read")
+				}
 				return sinkOut{Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 			})},
 		{Method: http.MethodGet, Path: "/file", OperationID: "file", Summary: "a file, zero-copy", ContentType: "application/octet-stream",
@@ -86,7 +89,7 @@ func streamRoutes(dir string) []platform.Route {
 // host's buffer arrives whole), an io.Reader answer is streamed with its
 // Content-Length and headers, a BodyWriter writes as it goes, and a method
 // that fails without reading its body closes the connection after the
-// answer.
+// answer (one that read it whole keeps it).
 func TestBinderStreams(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -121,6 +124,18 @@ func TestBinderStreams(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 400 || !resp.Close || !strings.Contains(string(raw), "is refused") {
 		t.Fatalf("refused sink: %d close=%v %s", resp.StatusCode, resp.Close, raw)
+	}
+
+	// Refused once read whole: the connection stays.
+	req, _ = http.NewRequest("PUT", base+"/sink?name=judge", strings.NewReader(big))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || resp.Close {
+		t.Fatalf("judged sink: %d close=%v", resp.StatusCode, resp.Close)
 	}
 
 	resp, err = http.Get(base + "/file")
@@ -202,5 +217,59 @@ func TestBinderStreamDocument(t *testing.T) {
 	}
 	if s := d.Paths["/events"]["get"].Responses["200"].Content["text/event-stream"].Schema; !binary(s) {
 		t.Errorf("events answer %v", d.Paths["/events"]["get"].Responses["200"])
+	}
+}
+
+type davIn struct {
+	Path   string `path:"path"`
+	Target platform.Target
+}
+
+type davOut struct {
+	Method string `json:"method"`
+	Host   string `json:"host"`
+	Path   string `json:"path"`
+}
+
+// A route of a WebDAV method gets the request's method and Host in a
+// Target field and the rest of the path, empty for the prefix itself; the
+// document lists it under x-additional-operations (OpenAPI 3.0 has no
+// field for PROPFIND) with its own operationId.
+func TestBinderWebDAVMethods(t *testing.T) {
+	t.Parallel()
+	fn := func(_ context.Context, in davIn) (davOut, error) {
+		return davOut{Method: in.Target.Method, Host: in.Target.Host, Path: in.Path}, nil
+	}
+	routes := []platform.Route{
+		{Method: "PROPFIND", Path: "/dav/{path...}", OperationID: "davPropfind", Summary: "properties", Op: platform.Op(fn)},
+		{Method: "GET", Path: "/dav/{path...}", OperationID: "davGet", Summary: "get", Op: platform.Op(fn)},
+	}
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "dav"}}, routes)
+	base := serve(t, h)
+	for _, tc := range []struct{ method, path, want string }{
+		{"PROPFIND", "/dav/a%20b/c", `"method":"PROPFIND","host":"` + strings.TrimPrefix(base, "http://") + `","path":"a%20b/c"`},
+		{"PROPFIND", "/dav/", `"path":""`},
+		{"GET", "/dav/x", `"method":"GET"`},
+	} {
+		req, _ := http.NewRequest(tc.method, base+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(raw), tc.want) {
+			t.Errorf("%s %s: %d %s, want %s", tc.method, tc.path, resp.StatusCode, raw, tc.want)
+		}
+	}
+	doc, err := platform.OpenAPI(platform.Info{Name: "dav"}, routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := doc["paths"].(map[string]any)["/dav/{path}"].(map[string]any)
+	extra, _ := item["x-additional-operations"].(map[string]any)
+	pf, _ := extra["PROPFIND"].(map[string]any)
+	if pf["operationId"] != "davPropfind" || item["propfind"] != nil || item["get"].(map[string]any)["operationId"] != "davGet" {
+		t.Fatalf("path item %v", item)
 	}
 }

@@ -1,9 +1,7 @@
 package files
 
 import (
-	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/xml"
@@ -12,16 +10,13 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
 	"golang.org/x/net/webdav"
 
 	"deckhand/platform"
@@ -579,187 +574,6 @@ func (s *Service) rekeyProps(from, to string) {
 	})
 }
 
-// handleDAV answers a WebDAV request; a failure becomes a DAV:error or
-// the JSON error (davFail).
-func (s *Service) handleDAV(c fiber.Ctx) error {
-	var bodyRead bool
-	err := s.serveDAV(c, &bodyRead)
-	if err == nil {
-		return nil
-	}
-	// An error answer keeps the connection when the request had no body
-	// or its body was read whole (WebDAV clients probe many missing
-	// names); else the unread rest would be taken for the next request.
-	if !bodyRead && c.Request().Header.ContentLength() != 0 {
-		platform.AbandonBody(c)
-	}
-	return s.davFail(c, err)
-}
-
-// serveDAV runs x/net/webdav inside Fiber. The request body is handed
-// over as the host's stream (the generic adaptor would read it all into
-// memory first); GET of a file goes through the REST download (sendfile,
-// ranges); PROPFIND's multistatus is streamed (streamDAV); other answers
-// are small and buffered.
-func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
-	if err := s.checkLength(int64(c.Request().Header.ContentLength())); err != nil {
-		return err
-	}
-	uri := string(c.Request().RequestURI())
-	if strings.ContainsRune(uri, '#') {
-		return platform.Invalid("path", "must not carry a fragment (#)")
-	}
-	u, err := url.ParseRequestURI(uri)
-	if err != nil {
-		return platform.Invalid("path", "is not a valid URL path")
-	}
-	name := strings.TrimPrefix(u.Path, "/dav")
-	if name == "" {
-		name = "/"
-		u.Path = "/dav/"
-	}
-	// Behind the agent's gateway (/_/files/dav/...) hrefs in answers and
-	// the Destination of COPY/MOVE carry the gateway's prefix, which it
-	// passes as X-Forwarded-Prefix (and strips from clients).
-	h := s.dav.h
-	host := string(c.Request().Host())
-	if fp := c.Get("X-Forwarded-Prefix"); fp != "" && validPrefix(fp) {
-		if fh := c.Get("X-Forwarded-Host"); fh != "" {
-			host = fh // the Destination header names the gateway's host
-		}
-		hc := *h
-		hc.Prefix = fp + "/dav"
-		h = &hc
-		u.Path = fp + u.Path
-	}
-	method := c.Method()
-	r, err := rel("path", name)
-	if err != nil {
-		return err
-	}
-	if method == http.MethodGet || method == http.MethodHead {
-		// Everything but a collection (files, links to them, and fifos,
-		// devices and sockets, which it refuses) goes through the REST
-		// download, with its headers.
-		var dir bool
-		err := s.id.run(func() error {
-			fi, err := s.root.Stat(r)
-			dir = err == nil && fi.IsDir()
-			return err
-		})
-		if err == nil && !dir {
-			return s.serveFile(c, name)
-		}
-	}
-	st := &reqState{cond: WriteInput{Path: name, Overwrite: true, IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch)},
-		noFollow: method == "COPY" || method == "MOVE" || method == "DELETE"}
-	if method == http.MethodPut {
-		if v := c.Get("OC-Checksum"); v != "" {
-			if st.ocSum, err = parseOCChecksum(v); err != nil {
-				return err
-			}
-		}
-		if v := c.Get("X-OC-Mtime"); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return platform.Invalid("X-OC-Mtime", "must be whole seconds since 1970-01-01 UTC")
-			}
-			t := time.Unix(n, 0)
-			st.ocMtime = &t
-		}
-	}
-	ctx := context.WithValue(c.Context(), stateKey{}, st)
-	var lockLife time.Duration
-	var depthZero bool
-	if method == "LOCK" {
-		var err error
-		if lockLife, err = lockTimeout(c.Get("Timeout")); err != nil {
-			return err
-		}
-	}
-	var rb io.Reader = c.Request().BodyStream()
-	if rb == nil {
-		rb = bytes.NewReader(c.Body())
-	}
-	if method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK" {
-		// XML request bodies are small; x/net accepts a namespace prefix
-		// bound to "" (invalid in XML Namespaces 1.0), so check first.
-		raw, err := io.ReadAll(io.LimitReader(rb, 1<<20+1))
-		if err != nil {
-			return platform.Invalid("body", "could not be read")
-		}
-		if len(raw) > 1<<20 {
-			return platform.Invalid("body", "must be at most 1 MiB of XML")
-		}
-		*bodyRead = true
-		if d := strings.ToLower(strings.TrimSpace(c.Get("Depth"))); method == "PROPFIND" && (d == "" || d == "infinity") {
-			// RFC 4918 9.1 lets a server refuse infinite depth on a
-			// collection; a walk of the whole tree is one request's worth
-			// of unbounded work (a few links to "." make it exponential).
-			// On anything else infinity means 0, and x/net is told 0, so a
-			// file swapped for a directory meanwhile is not walked either.
-			var dir bool
-			_ = s.id.run(func() error {
-				fi, err := s.root.Stat(r)
-				dir = err == nil && fi.IsDir()
-				return nil
-			})
-			if dir {
-				return finiteDepthOnly()
-			}
-			depthZero = true
-		}
-		if err := checkNamespaces(raw); err != nil {
-			return err
-		}
-		st.checksums = method == "PROPFIND" && asksChecksums(raw)
-		if method == "LOCK" {
-			if li, shared := sharedLockRequest(raw); shared {
-				return s.lockShared(c, name, u.Path, li, lockLife)
-			}
-		}
-		rb = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rb)
-	if err != nil {
-		return platform.Invalid("path", "is not a valid URL path")
-	}
-	req.RequestURI = u.RequestURI()
-	req.Host = host
-	req.ContentLength = int64(c.Request().Header.ContentLength())
-	for k, v := range c.Request().Header.All() {
-		req.Header.Add(string(k), string(v))
-	}
-	if method == "LOCK" {
-		// x/net writes the Timeout it read into the answer: hand it the
-		// capped one.
-		req.Header.Set("Timeout", timeoutHeader(lockLife))
-	}
-	if depthZero {
-		req.Header.Set("Depth", "0")
-	}
-	if err := s.davPreconditions(req, name); err != nil {
-		return err
-	}
-	if method == "PROPFIND" {
-		return s.streamDAV(c, h, req, st, name)
-	}
-	rw := &davWriter{h: http.Header{}, c: c}
-	if method == "LOCK" {
-		rw.h.Set("Timeout", timeoutHeader(lockLife))
-	}
-	h.ServeHTTP(rw, req)
-	if err := s.davOutcome(req, rw.status, st, name); err != nil {
-		c.Response().ResetBody()
-		return err
-	}
-	if st.ocMtime != nil && rw.status < 300 {
-		rw.h.Set("X-OC-Mtime", "accepted") // how ownCloud says the time was kept
-	}
-	rw.flushHeader()
-	return nil
-}
-
 // davOutcome turns an error answer of x/net (its status and status text)
 // into the service's error: what the file system noted, else one made
 // from the status.
@@ -782,106 +596,6 @@ func (s *Service) davOutcome(req *http.Request, status int, st *reqState, name s
 		return davStatusError(req.Method, status, st.xerr)
 	}
 	return nil
-}
-
-// streamDAV runs x/net's PROPFIND in a goroutine of its own and streams
-// its multistatus: x/net writes each response element as the walk builds
-// it, and the status and headers go out with the first byte, so the
-// answer is never held whole in memory and a client that stops reading
-// stops the walk. An answer that fails before its first byte (404, a bad
-// body) is answered as any other error.
-func (s *Service) streamDAV(c fiber.Ctx, h *webdav.Handler, req *http.Request, st *reqState, name string) error {
-	// The goroutine may outlive this handler (fasthttp runs the stream
-	// writer after it returns), so its request holds nothing of Fiber's.
-	req = req.WithContext(context.WithValue(context.Background(), stateKey{}, st))
-	pr, pw := io.Pipe()
-	rw := &davStream{h: http.Header{}, pw: pw, started: make(chan struct{})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.ServeHTTP(rw, req)
-		_ = pw.Close()
-	}()
-	select {
-	case <-rw.started:
-	case <-done:
-		select {
-		case <-rw.started:
-		default:
-			if err := s.davOutcome(req, rw.status, st, name); err != nil {
-				return err
-			}
-			rw.copyHeader(c)
-			return nil
-		}
-	}
-	rw.copyHeader(c)
-	return c.SendStreamWriter(func(bw *bufio.Writer) {
-		_, err := io.Copy(bw, pr)
-		if err == nil {
-			err = bw.Flush()
-		}
-		// A client gone away ends the walk at its next write.
-		_ = pr.CloseWithError(errors.Join(io.ErrClosedPipe, err))
-		<-done
-		if rw.failed {
-			s.deps.Logger.Error("PROPFIND ended early", "service", "files", "path", name, "err", st.xerr)
-		}
-	})
-}
-
-// davStream is the ResponseWriter of a streamed answer: the body of a
-// success goes into the pipe, that of an error answer (x/net's status
-// text) is dropped.
-type davStream struct {
-	h       http.Header
-	status  int
-	pw      *io.PipeWriter
-	started chan struct{}
-	// failed: x/net gave up after the answer started (a multistatus it
-	// had to cut short); the status text it then writes is dropped.
-	failed bool
-}
-
-func (w *davStream) Header() http.Header { return w.h }
-
-func (w *davStream) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	} else if code >= 400 {
-		w.failed = true
-	}
-}
-
-func (w *davStream) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	if w.status >= 400 || w.failed {
-		return len(p), nil
-	}
-	select {
-	case <-w.started:
-	default:
-		close(w.started)
-	}
-	return w.pw.Write(p)
-}
-
-func (w *davStream) copyHeader(c fiber.Ctx) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	for k, vs := range w.h {
-		for i, v := range vs {
-			if i == 0 {
-				c.Set(k, v)
-			} else {
-				c.Append(k, v)
-			}
-		}
-	}
-	c.Status(w.status)
 }
 
 // checkNamespaces refuses xmlns:prefix="" declarations.
@@ -993,65 +707,4 @@ func ifHeaderMayPass(h, etag string) bool {
 		}
 	}
 	return !anyList
-}
-
-// davWriter buffers the (small) answers of x/net/webdav into Fiber.
-type davWriter struct {
-	h      http.Header
-	c      fiber.Ctx
-	status int
-	sent   bool
-}
-
-func (w *davWriter) Header() http.Header { return w.h }
-
-func (w *davWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-}
-
-func (w *davWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.c.Write(p)
-}
-
-func (w *davWriter) flushHeader() {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	for k, vs := range w.h {
-		for i, v := range vs {
-			if i == 0 {
-				w.c.Set(k, v)
-			} else {
-				w.c.Append(k, v)
-			}
-		}
-	}
-	w.c.Status(w.status)
-}
-
-// serveFile answers GET of a file through the REST download.
-func (s *Service) serveFile(c fiber.Ctx, name string) error {
-	out, err := s.fileContent(name, false, FileConditions{IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch),
-		Range: c.Get(fiber.HeaderRange), IfRange: c.Get(fiber.HeaderIfRange)})
-	if err != nil {
-		return err
-	}
-	for k, v := range map[string]string{fiber.HeaderContentType: out.Type, fiber.HeaderETag: out.ETag,
-		fiber.HeaderLastModified: out.LastModified, fiber.HeaderAcceptRanges: out.AcceptRanges,
-		fiber.HeaderContentRange: out.Range, fiber.HeaderXContentTypeOptions: out.NoSniff,
-		fiber.HeaderContentSecurityPolicy: out.CSP} {
-		if v != "" {
-			c.Set(k, v)
-		}
-	}
-	c.Status(cmp.Or(out.Status, http.StatusOK))
-	if out.Body == nil {
-		return nil
-	}
-	return c.SendStream(out.Body, int(out.Length))
 }

@@ -9,7 +9,7 @@ import (
 // Routes is the file service's route table.
 func (s *Service) Routes() []platform.Route {
 	tags := []string{"files"}
-	return []platform.Route{
+	routes := []platform.Route{
 		{Method: "GET", Path: "/api/v1/version", OperationID: "getVersion", Summary: "Server and API version",
 			Description: "server_version is the deckhand build (the same string `deckhand version` prints); " +
 				"version is the file API version (" + APIVersion + "), which changes only when this API changes incompatibly.",
@@ -118,27 +118,76 @@ func (s *Service) Routes() []platform.Route {
 				"file systems such as /proc and /sys are not descended); past 100,000 directories or the kernel's " +
 				"max_user_watches it answers 409 CONFLICT asking for a narrower path.",
 			ContentType: "text/event-stream", Op: platform.Op(s.Watch)},
-		{Method: platform.MethodAny, Path: "/dav/{path...}", OperationID: "dav", Tags: []string{"webdav"}, Summary: "WebDAV (class 1 and 2)",
-			Description: "golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead " +
-				"properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, " +
-				"If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's " +
-				"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything " +
-				"but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for " +
-				"types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. " +
-				"PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's " +
-				"<D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the " +
-				"directory is read. A link in a " +
-				"listing is described by its target when that lies in the root (left out otherwise), and no request walks " +
-				"through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE " +
-				"removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and " +
-				"devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of " +
-				"Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and " +
-				"lockdiscovery; refresh a lock to keep it. " +
-				"Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the " +
-				"RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the " +
-				"namespace " + errorNS + " (the same values as the JSON error); a request whose Accept prefers " +
-				"application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 " +
-				"FOREIGN_DESTINATION (a Destination on another server).",
-			Handler: s.handleDAV},
 	}
+	return append(routes, s.davRoutes()...)
+}
+
+// davRoutes are WebDAV's methods on /dav/, one operation each, all
+// answered by s.DAV.
+func (s *Service) davRoutes() []platform.Route {
+	common := "golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead " +
+		"properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, " +
+		"If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's " +
+		"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with " +
+		"rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that " +
+		"lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are " +
+		"listed, refused by GET (409) and skipped by COPY. " +
+		"Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the " +
+		"RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the " +
+		"namespace " + errorNS + " (the same values as the JSON error); a request whose Accept prefers " +
+		"application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 " +
+		"FOREIGN_DESTINATION (a Destination on another server)."
+	xml := "application/xml"
+	ops := []struct {
+		method, id, summary, desc, contentType string
+		status                                 int
+		statuses                               []int
+	}{
+		{"GET", "davGet", "Download a file (a collection answers 405)",
+			"Anything but a collection is the REST download (sendfile, ranges, ETag and If-None-Match, nosniff, the " +
+				"sandboxing Content-Security-Policy for types a browser could run). HEAD answers the same headers.",
+			"application/octet-stream", 200, []int{http.StatusPartialContent, http.StatusNotModified}},
+		{"PUT", "davPut", "Write a file",
+			"The body goes to a temporary file renamed into place (the old content stays when the upload fails). A new " +
+				"file gets 0666 less the agent's umask, a replaced one keeps its mode. OC-Checksum (SHA1:<hex> or " +
+				"MD5:<hex>, as rclone and the ownCloud clients send it) is checked before the rename: a mismatch is 400 " +
+				"INVALID with details OC-Checksum and leaves the old content. X-OC-Mtime (seconds) becomes the file's " +
+				"modification time, answered X-OC-Mtime: accepted.",
+			xml, 201, []int{http.StatusNoContent}},
+		{"DELETE", "davDelete", "Delete a resource",
+			"A collection with everything in it; a link itself (dangling ones and ones leading out included), never what " +
+				"it points to.", xml, 204, nil},
+		{"OPTIONS", "davOptions", "The methods a resource takes",
+			"Allow lists them; DAV: 1, 2.", xml, 200, nil},
+		{"PROPFIND", "davPropfind", "Properties of a resource and its members",
+			"Of a collection Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's " +
+				"<D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed " +
+				"as the directory is read. Naming <oc:checksums xmlns:oc=\"http://owncloud.org/ns\"/> in the prop list " +
+				"answers each file's ownCloud checksums (<oc:checksum>SHA1:<hex> MD5:<hex></oc:checksum>), computed on " +
+				"demand and kept for the 4096 most recently asked files while they are unchanged (inode, size, mtime, " +
+				"ctime): rclone with vendor owncloud or nextcloud then checks by hash without downloading. allprop " +
+				"leaves them out.", xml, 207, nil},
+		{"PROPPATCH", "davProppatch", "Set or remove dead properties",
+			"Kept in the service's store, moved, copied and deleted with their resource.", xml, 207, nil},
+		{"MKCOL", "davMkcol", "Create a collection",
+			"The directory gets 0777 less the agent's umask (0755 under the usual 022). An existing one answers 405, a " +
+				"missing parent 409.", xml, 201, nil},
+		{"COPY", "davCopy", "Copy a resource to Destination",
+			"Collections recursively; a link is copied as a link (as POST /api/v1/files/copy does). New files start " +
+				"from the source's mode less the umask. Overwrite: F refuses to replace.", xml, 201, []int{http.StatusNoContent}},
+		{"MOVE", "davMove", "Move a resource to Destination",
+			"rename(2) within the root; a link moves itself. Overwrite: F refuses to replace.", xml, 201, []int{http.StatusNoContent}},
+		{"LOCK", "davLock", "Lock a resource (exclusive or shared write lock)",
+			"Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in " +
+				"the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Locking a missing resource " +
+				"creates it empty (201).", xml, 200, []int{http.StatusCreated}},
+		{"UNLOCK", "davUnlock", "Release a lock", "Lock-Token names the lock.", xml, 204, nil},
+	}
+	routes := make([]platform.Route, 0, len(ops))
+	for _, o := range ops {
+		routes = append(routes, platform.Route{Method: o.method, Path: "/dav/{path...}", OperationID: o.id,
+			Tags: []string{"webdav"}, Summary: o.summary, Description: o.desc + "\n\n" + common,
+			ContentType: o.contentType, Status: o.status, Statuses: o.statuses, Op: platform.Op(s.DAV)})
+	}
+	return routes
 }
