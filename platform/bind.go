@@ -94,7 +94,7 @@ type inputPlan struct {
 	params  []paramField
 	peers   [][]int
 	targets [][]int
-	body   *bodyPlan
+	body    *bodyPlan
 	// validate: the input implements Validator and is not its own body.
 	validate bool
 	// validateParams: the input implements ParamsValidator.
