@@ -81,10 +81,14 @@ func (s *Service) DAV(ctx context.Context, in DavInput) (DavAnswer, error) {
 	ans := s.davError(ctx, in, err)
 	// An error answer keeps the connection when the request had no body
 	// or its body was read whole (WebDAV clients probe many missing
-	// names); else the unread rest would be taken for the next request.
-	if !bodyRead && in.ContentLength != 0 {
-		_, _ = io.CopyN(io.Discard, in.Body, 8<<20) // so a client still sending sees the answer, not a reset
-		ans.Connection = "close"
+	// names); else the unread rest would be taken for the next request, so
+	// the connection closes after the answer. What is left is read up to
+	// 8 MiB first (as net/http does), so a client still sending sees the
+	// answer rather than a reset.
+	if !bodyRead {
+		if n, err := io.CopyN(io.Discard, in.Body, 8<<20); n > 0 || err != io.EOF {
+			ans.Connection = "close"
+		}
 	}
 	return ans, nil
 }
@@ -249,9 +253,6 @@ func (s *Service) serveDAV(ctx context.Context, in DavInput, bodyRead *bool) (Da
 	}
 	rw := &davBuffer{h: http.Header{}}
 	h.ServeHTTP(rw, req)
-	if method == http.MethodPut {
-		*bodyRead = true // x/net copies the body to its end, or fails at the write that broke
-	}
 	if err := s.davOutcome(req, rw.status, st, name); err != nil {
 		return DavAnswer{}, err
 	}
