@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"deckhand/platform/platformtest"
 	"deckhand/services/files"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkList100k(b *testing.B) {
 	}
 	base, _ := serve(b, files.Settings{Root: root})
 	url := base + "/api/v1/files?path=/many&limit=1000000"
-	b.ResetTimer()
+	start := platformtest.CPUTime()
 	for b.Loop() {
 		resp, err := http.Get(url)
 		if err != nil || resp.StatusCode != 200 {
@@ -36,6 +37,7 @@ func BenchmarkList100k(b *testing.B) {
 		resp.Body.Close()
 		b.SetBytes(n)
 	}
+	platformtest.ReportCPU(b, start)
 }
 
 // benchFile is a root holding one file of n bytes (in memory where the
@@ -61,6 +63,7 @@ func BenchmarkDownload(b *testing.B) {
 	for _, path := range []string{"/api/v1/files/content?path=/big.bin", "/dav/big.bin"} {
 		b.Run(strings.SplitN(path, "/", 3)[1], func(b *testing.B) {
 			b.SetBytes(size)
+			start := platformtest.CPUTime()
 			for b.Loop() {
 				resp, err := http.Get(base + path)
 				if err != nil || resp.StatusCode != 200 {
@@ -71,6 +74,7 @@ func BenchmarkDownload(b *testing.B) {
 				}
 				resp.Body.Close()
 			}
+			platformtest.ReportCPU(b, start)
 		})
 	}
 }
@@ -85,6 +89,7 @@ func BenchmarkUpload(b *testing.B) {
 	for _, path := range []string{"/api/v1/files/content?path=/up.bin", "/dav/up.bin"} {
 		b.Run(strings.SplitN(path, "/", 3)[1], func(b *testing.B) {
 			b.SetBytes(size)
+			start := platformtest.CPUTime()
 			for b.Loop() {
 				req, _ := http.NewRequest("PUT", base+path, bytes.NewReader(body))
 				resp, err := http.DefaultClient.Do(req)
@@ -94,6 +99,7 @@ func BenchmarkUpload(b *testing.B) {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
+			platformtest.ReportCPU(b, start)
 		})
 	}
 }
@@ -109,6 +115,7 @@ func BenchmarkPropfind(b *testing.B) {
 		f.Close()
 	}
 	base, _ := serve(b, files.Settings{Root: root})
+	start := platformtest.CPUTime()
 	for b.Loop() {
 		req, _ := http.NewRequest("PROPFIND", base+"/dav/many/", nil)
 		req.Header.Set("Depth", "1")
@@ -120,4 +127,5 @@ func BenchmarkPropfind(b *testing.B) {
 		resp.Body.Close()
 		b.SetBytes(n)
 	}
+	platformtest.ReportCPU(b, start)
 }
