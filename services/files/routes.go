@@ -153,7 +153,7 @@ func (s *Service) davRoutes() []platform.Route {
 				"MD5:<hex>, as rclone and the ownCloud clients send it) is checked before the rename: a mismatch is 400 " +
 				"INVALID with details OC-Checksum and leaves the old content. X-OC-Mtime (seconds) becomes the file's " +
 				"modification time, answered X-OC-Mtime: accepted.",
-			xml, 201, []int{http.StatusNoContent}},
+			xml, 201, nil},
 		{"DELETE", "davDelete", "Delete a resource",
 			"A collection with everything in it; a link itself (dangling ones and ones leading out included), never what " +
 				"it points to.", xml, 204, nil},
