@@ -13,7 +13,11 @@ import (
 const MethodAny = "ANY"
 
 // WebDAVMethods are the methods beyond HTTP's that every host accepts, so
-// a MethodAny route serves WebDAV (RFC 4918).
+// a MethodAny route serves WebDAV (RFC 4918). A route may also name one of
+// them as its Method (one typed operation per WebDAV method); OpenAPI 3.0
+// has no field for them, so the document lists those operations by method
+// under the path's x-additional-operations (OpenAPI 3.2's
+// additionalOperations, as an extension).
 var WebDAVMethods = []string{"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK"}
 
 // Param documents a query, path or header parameter.
