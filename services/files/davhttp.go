@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -314,20 +315,24 @@ func (w *davBuffer) answer() DavAnswer {
 
 // streamDAV runs x/net's PROPFIND in a goroutine of its own and streams
 // its multistatus: x/net writes each response element as the walk builds
-// it, and the status and headers go out with the first byte, so the
-// answer is never held whole in memory and a client that stops reading
-// stops the walk. An answer that fails before its first byte (404, a bad
+// it, and the status and headers go out with the first 16 KiB of them, so
+// the answer is never held whole in memory and a client that stops
+// reading stops the walk. An answer that fails before its first byte (404, a bad
 // body) is answered as any other error.
 func (s *Service) streamDAV(ctx context.Context, h *webdav.Handler, req *http.Request, st *reqState, name string) (DavAnswer, error) {
 	// The goroutine outlives this method (the host sends the body after it
 	// returns), so its request holds nothing of the host's.
 	req = req.WithContext(context.WithValue(context.Background(), stateKey{}, st))
 	pr, pw := io.Pipe()
-	rw := &davStream{h: http.Header{}, pw: pw, started: make(chan struct{})}
+	// x/net writes each element (a few hundred bytes) on its own; the host
+	// sends each read of the body as one chunk, so the elements go out
+	// gathered.
+	rw := &davStream{h: http.Header{}, w: bufio.NewWriterSize(pw, 16<<10), started: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		h.ServeHTTP(rw, req)
+		_ = rw.w.Flush()
 		_ = pw.Close()
 	}()
 	select {
@@ -373,7 +378,7 @@ func (b *davStreamBody) Close() error {
 type davStream struct {
 	h       http.Header
 	status  int
-	pw      *io.PipeWriter
+	w       *bufio.Writer // into the pipe the host reads
 	started chan struct{}
 	// failed: x/net gave up after the answer started (a multistatus it
 	// had to cut short); the status text it then writes is dropped.
@@ -402,5 +407,5 @@ func (w *davStream) Write(p []byte) (int, error) {
 	default:
 		close(w.started)
 	}
-	return w.pw.Write(p)
+	return w.w.Write(p)
 }
