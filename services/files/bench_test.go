@@ -79,6 +79,30 @@ func BenchmarkDownload(b *testing.B) {
 	}
 }
 
+// BenchmarkDownloadSmall fetches a 4 KiB file: what one request costs
+// beyond its bytes (binding, headers, the open).
+func BenchmarkDownloadSmall(b *testing.B) {
+	const size = 4 << 10
+	root := benchFile(b, 0)
+	must(b, os.WriteFile(filepath.Join(root, "small.bin"), make([]byte, size), 0o644))
+	base, _ := serve(b, files.Settings{Root: root})
+	for _, path := range []string{"/api/v1/files/content?path=/small.bin", "/dav/small.bin"} {
+		b.Run(strings.SplitN(path, "/", 3)[1], func(b *testing.B) {
+			b.SetBytes(size)
+			start := platformtest.CPUTime()
+			for b.Loop() {
+				resp, err := http.Get(base + path)
+				if err != nil || resp.StatusCode != 200 {
+					b.Fatal(err, resp)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			platformtest.ReportCPU(b, start)
+		})
+	}
+}
+
 // BenchmarkUpload writes a 64 MiB body through PUT content and WebDAV PUT
 // (streamed to a temporary, fsynced, renamed).
 func BenchmarkUpload(b *testing.B) {
