@@ -450,6 +450,13 @@ func (h *Host) finalize(c fiber.Ctx) {
 	}
 }
 
+// RequestIDOf is RequestID for a domain method: the context an Operation
+// is called with carries the id.
+func RequestIDOf(ctx context.Context) string {
+	s, _ := ctx.Value(requestIDKey).(string)
+	return s
+}
+
 // RequestID returns the id the kernel gave this request.
 func RequestID(c fiber.Ctx) string {
 	s, _ := c.Locals(requestIDKey).(string)
