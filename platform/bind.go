@@ -22,7 +22,7 @@ import (
 //		Body    UpdateEntry // the JSON body
 //	}
 //
-// A field tagged path, query or header is a parameter; a field named Body is
+// A field tagged path, query, header or cookie is a parameter; a field named Body is
 // the request body (JSON, or the raw bytes when it is a []byte) unless it
 // has a json tag (then it is a member of a JSON body). An input
 // without parameters is itself the JSON body (TransferInput). Embedded
@@ -160,7 +160,7 @@ func isBodyField(f reflect.StructField) bool {
 }
 
 func paramTag(f reflect.StructField) (in, name string) {
-	for _, in := range []string{"path", "query", "header"} {
+	for _, in := range []string{"path", "query", "header", "cookie"} {
 		if v, ok := f.Tag.Lookup(in); ok {
 			if v == "" {
 				panic("platform: field " + f.Name + ": empty " + in + " tag")
@@ -353,6 +353,10 @@ func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 	case "header":
 		if h := c.Get(f.p.Name); h != "" {
 			raw, given = strings.Clone(h), true
+		}
+	case "cookie":
+		if v := c.Cookies(f.p.Name); v != "" {
+			raw, given = strings.Clone(v), true
 		}
 	default:
 		args := c.RequestCtx().QueryArgs()

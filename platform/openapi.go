@@ -356,9 +356,8 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 	case r.Response != nil:
 		data = d.schemaOf(reflect.TypeOf(r.Response))
 	}
-	noBody := status == http.StatusNoContent || (status >= 300 && status < 400)
 	switch {
-	case noBody:
+	case noBody(status):
 	case raw:
 		resp["content"] = map[string]any{mediaType(r.ContentType): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
 	case envelope && (o == nil || !o.stream):
@@ -373,6 +372,9 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 			alt[k] = v
 		}
 		alt["description"] = http.StatusText(st)
+		if noBody(st) {
+			delete(alt, "content")
+		}
 		responses[strconv.Itoa(st)] = alt
 	}
 	responses["default"] = map[string]any{

@@ -19,7 +19,7 @@ var WebDAVMethods = []string{"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "
 // Param documents a query, path or header parameter.
 type Param struct {
 	Name        string
-	In          string // "query" (default), "path", "header"
+	In          string // "query" (default), "path", "header", "cookie"
 	Description string
 	Required    bool
 	Type        string // "string" (default), "integer", "number", "boolean"
