@@ -24,7 +24,8 @@ import (
 //
 // A field tagged path, query, header or cookie is a parameter; a field named Body is
 // the request body (JSON, or the raw bytes when it is a []byte) unless it
-// has a json tag (then it is a member of a JSON body). An input
+// has a json tag (then it is a member of a JSON body); a pointer Body is
+// documented as optional (an absent body decodes as {}). An input
 // without parameters is itself the JSON body (TransferInput). Embedded
 // structs without tags lend their fields (a shared EntryRef with the path
 // parameters). A field of type Peer gets the connection's addresses.

@@ -314,7 +314,8 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
 			cmpOr(r.RequestType, "application/octet-stream"): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}}
 	case o != nil && o.in.hasBody():
-		op["requestBody"] = map[string]any{"required": true,
+		// A pointer Body is optional: an absent body decodes as {}.
+		op["requestBody"] = map[string]any{"required": o.in.body.typ.Kind() != reflect.Pointer,
 			"content": map[string]any{"application/json": map[string]any{"schema": d.schemaOf(o.in.body.typ)}}}
 	case o == nil && r.Body != nil:
 		op["requestBody"] = map[string]any{"required": true,
