@@ -366,6 +366,16 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 	case data != nil:
 		resp["content"] = map[string]any{"application/json": map[string]any{"schema": data}}
 	}
+	if len(r.Headers) > 0 {
+		hs, _ := resp["headers"].(map[string]any)
+		if hs == nil {
+			hs = map[string]any{}
+		}
+		for name, v := range r.Headers {
+			hs[name] = map[string]any{"description": "always " + v, "schema": map[string]any{"type": "string", "enum": []any{v}}}
+		}
+		resp["headers"] = hs
+	}
 	responses := map[string]any{strconv.Itoa(status): resp}
 	for _, st := range r.Statuses {
 		alt := map[string]any{}

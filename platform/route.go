@@ -80,6 +80,10 @@ type Route struct {
 	ContentType string
 	// WebSocket marks an upgrade endpoint (documented with x-websocket).
 	WebSocket bool
+	// Headers are sent on every answer of the route, errors included
+	// (Referrer-Policy on a URL that carries a one-time token, which an
+	// error page would leak as well as a redirect).
+	Headers map[string]string
 	// Exactly one of Op (a typed domain method, op.go), Handler (Fiber) or
 	// HTTP (net/http, for hijacking, WebDAV and streaming) is set. With Op,
 	// the parameters, body and answer are documented from its types, so
