@@ -421,13 +421,17 @@ func sessionRoutes() []platform.Route {
 				}
 				return sessionOut{ETag: `"v1"`, Body: &Thing{Shelf: in.Bind}}, nil
 			})},
+		{Method: http.MethodGet, Path: "/api/v1/gone", OperationID: "gone", Summary: "route headers on errors too", Message: "Gone",
+			Headers: map[string]string{"Referrer-Policy": "no-referrer"},
+			Op: platform.ReadOp(func(context.Context) (*Thing, error) { return nil, platform.Errorf(platform.CodeGone, "used") })},
 		{Method: http.MethodGet, Path: "/api/v1/signed", OperationID: "signed", Summary: "headers over the body", Message: "Signed",
 			Op: platform.ReadOp(func(context.Context) (signedThing, error) { return signedThing{Body: Thing{Shelf: "s"}}, nil })},
 	}
 }
 
 // Output header lists, redirects without a body, 304 without a body,
-// cookie parameters and headers computed from the written body.
+// cookie parameters, headers computed from the written body, and a
+// route's own headers on its errors.
 func TestBinderHeadersRedirectsAndBodyHeaders(t *testing.T) {
 	t.Parallel()
 	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "control"}, Style: platform.EnvelopeErrors}, sessionRoutes())
@@ -466,6 +470,9 @@ func TestBinderHeadersRedirectsAndBodyHeaders(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("X-Body-Len") != fmt.Sprint(len(body)) ||
 		fmt.Sprint(resp.Header.Values("X-Body-Head")) != fmt.Sprint([]string{body[:12], "second"}) {
 		t.Fatalf("body headers: %v %s", resp.Header, body)
+	}
+	if resp, body = get("/api/v1/gone"); resp.StatusCode != http.StatusGone || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+		t.Fatalf("route headers on an error: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
 	doc, err := platform.OpenAPI(platform.Info{Name: "control"}, sessionRoutes())
 	if err != nil {
