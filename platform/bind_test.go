@@ -423,7 +423,7 @@ func sessionRoutes() []platform.Route {
 			})},
 		{Method: http.MethodGet, Path: "/api/v1/gone", OperationID: "gone", Summary: "route headers on errors too", Message: "Gone",
 			Headers: map[string]string{"Referrer-Policy": "no-referrer"},
-			Op: platform.ReadOp(func(context.Context) (*Thing, error) { return nil, platform.Errorf(platform.CodeGone, "used") })},
+			Op:      platform.ReadOp(func(context.Context) (*Thing, error) { return nil, platform.Errorf(platform.CodeGone, "used") })},
 		{Method: http.MethodGet, Path: "/api/v1/signed", OperationID: "signed", Summary: "headers over the body", Message: "Signed",
 			Op: platform.ReadOp(func(context.Context) (signedThing, error) { return signedThing{Body: Thing{Shelf: "s"}}, nil })},
 	}
