@@ -24,6 +24,7 @@ func TestMailDeliveryIsLogged(t *testing.T) {
 			mine = f
 		}
 	}
+	s.stop() // the log is read whole once the server is gone (its stderr is a pipe)
 	logged := s.stderr()
 	if mine == "" || !strings.Contains(logged, "mail written") || !strings.Contains(logged, mine) {
 		t.Fatalf("the log does not say where the mail went (%q of %v):\n%s", mine, files, logged)
