@@ -96,20 +96,8 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if env.Config.Sealer == nil {
 		return nil, errNoSealer
 	}
-	ctx := context.Background()
-	if err := env.Store.Declare(ctx, Tables...); err != nil {
+	if err := env.Store.DeclareReplacing(context.Background(), Tables, legacyBuckets...); err != nil {
 		return nil, fmt.Errorf("projects: %w", err)
-	}
-	err := env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		for _, b := range legacyBuckets {
-			if err := tx.DropBucket(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("projects: drop the earlier indexes: %w", err)
 	}
 	s := &Service{env: env, db: env.Store, log: env.Logger, sealer: env.Config.Sealer}
 	if s.log == nil {
