@@ -33,10 +33,10 @@ const (
 	// ReplayTolerance is how far a signature's t may be from this
 	// machine's clock, either way.
 	ReplayTolerance = 300 * time.Second
-	// minRefetch is the least time between two fetches an unknown kid
-	// causes, so forged kids cannot turn a client into a request
-	// amplifier; a rotation is still picked up on the first answer
-	// signed with the new key after this long.
+	// minRefetch is the least time between two fetches unknown kids
+	// cause, so forged kids cannot turn a client into a request
+	// amplifier; the first answer signed with a rotated key fetches at
+	// once.
 	minRefetch = 5 * time.Second
 )
 
@@ -61,7 +61,7 @@ type verifier struct {
 	mu        sync.Mutex
 	keys      map[string]ed25519.PublicKey
 	fetchedAt time.Time
-	triedAt   time.Time
+	unknownAt time.Time // last fetch an unknown kid caused
 	fetches   int
 	fetchMu   sync.Mutex
 }
@@ -141,8 +141,9 @@ func (v *verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, erro
 	v.mu.Lock()
 	k, ok := v.keys[kid]
 	fresh := !v.fetchedAt.IsZero() && now.Sub(v.fetchedAt) < KeyCacheTTL
-	held := !ok && !v.triedAt.IsZero() && now.Sub(v.triedAt) < minRefetch && v.keys != nil
+	held := !ok && !v.unknownAt.IsZero() && now.Sub(v.unknownAt) < minRefetch
 	gen := v.fetches
+	had := v.keys != nil
 	v.mu.Unlock()
 	switch {
 	case ok && fresh:
@@ -150,7 +151,7 @@ func (v *verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, erro
 	case held:
 		return nil, fmt.Errorf("%w %q", ErrUnknownKey, kid)
 	}
-	if err := v.refresh(ctx, gen); err != nil {
+	if err := v.refresh(ctx, gen, !ok && had); err != nil {
 		if ok {
 			return k, nil // a failed refresh keeps the keys it had
 		}
@@ -166,7 +167,7 @@ func (v *verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, erro
 }
 
 // refresh fetches the set unless another caller did since gen.
-func (v *verifier) refresh(ctx context.Context, gen int) error {
+func (v *verifier) refresh(ctx context.Context, gen int, unknown bool) error {
 	v.fetchMu.Lock()
 	defer v.fetchMu.Unlock()
 	v.mu.Lock()
@@ -179,11 +180,14 @@ func (v *verifier) refresh(ctx context.Context, gen int) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.fetches++
-	v.triedAt = v.now()
+	now := v.now()
+	if unknown {
+		v.unknownAt = now
+	}
 	if err != nil {
 		return err
 	}
-	v.keys, v.fetchedAt = keys, v.triedAt
+	v.keys, v.fetchedAt = keys, now
 	return nil
 }
 
