@@ -31,25 +31,34 @@ const (
 	UserPass   = "Correct-Horse-9battery"
 )
 
+// RepoRoot is the deckhand repository this module sits in ("" when it
+// was fetched on its own).
+func RepoRoot() string {
+	root, err := filepath.Abs(".")
+	if err != nil {
+		return ""
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(root, "go.mod")); err == nil && bytes.HasPrefix(b, []byte("module deckhand\n")) {
+			return root
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			return ""
+		}
+		root = parent
+	}
+}
+
 // Bin is the directory holding deckhand and deckhand-control: $DECKHAND_BIN,
 // else a build of the repository two directories up into dir.
 func Bin(dir string) (string, error) {
 	if d := os.Getenv("DECKHAND_BIN"); d != "" {
 		return d, nil
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(root, "go.mod")); err == nil && bytes.HasPrefix(b, []byte("module deckhand\n")) {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			return "", fmt.Errorf("DECKHAND_BIN is unset and no deckhand repository is above this module")
-		}
-		root = parent
+	root := RepoRoot()
+	if root == "" {
+		return "", fmt.Errorf("DECKHAND_BIN is unset and no deckhand repository is above this module")
 	}
 	for name, pkg := range map[string]string{"deckhand": "./agent/cmd/deckhand", "deckhand-control": "./control/cmd/deckhand-control"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
