@@ -1,0 +1,58 @@
+package deckhand_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deckhand-dev/deckhand/sdk/go/internal/harness"
+)
+
+// sdkEnv is what the Python and TypeScript tests read: the binaries'
+// URLs, the bootstrap admin (to make their own users) and an example
+// user with credit for the quickstarts.
+func sdkEnv(t *testing.T, email string) []string {
+	t.Helper()
+	if _, err := control.User(email, "10.00"); err != nil {
+		t.Fatal(err)
+	}
+	return append(os.Environ(), "DECKHAND_CONTROL_URL="+control.URL, "DECKHAND_GATEWAY_URL="+agent.URL,
+		"DECKHAND_ADMIN_EMAIL="+harness.AdminEmail, "DECKHAND_ADMIN_PASSWORD="+harness.AdminPass,
+		"DECKHAND_EMAIL="+email, "DECKHAND_PASSWORD="+harness.UserPass)
+}
+
+// python is Debian's python3 (where python3-pytest and python3-cryptography
+// install), else the first python3 on PATH.
+func python(t *testing.T) string {
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if err := exec.Command(p, "-c", "import pytest, cryptography").Run(); err == nil {
+			return p
+		}
+	}
+	t.Skip("no python3 with pytest and cryptography (scripts/setup.sh installs python3-pytest and python3-cryptography)")
+	return ""
+}
+
+// TestPythonSDK runs the Python SDK's contract tests and its quickstart
+// against this package's control plane and agent.
+func TestPythonSDK(t *testing.T) {
+	t.Parallel()
+	root := harness.RepoRoot()
+	if root == "" {
+		t.Skip("not inside the deckhand repository")
+	}
+	py := python(t)
+	cmd := exec.Command(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests")
+	cmd.Dir = filepath.Join(root, "sdk", "python")
+	cmd.Env = append(sdkEnv(t, "python-example@example.com"), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pytest: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "passed") {
+		t.Fatalf("pytest ran nothing:\n%s", out)
+	}
+	t.Logf("%s", out)
+}
