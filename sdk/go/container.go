@@ -151,3 +151,23 @@ func jsonUnmarshal(raw []byte, v any) error {
 	}
 	return nil
 }
+
+// Screenshot writes a PNG of the container's display to w (an *Error,
+// status 503, when the container has no display).
+func (c *Container) Screenshot(ctx context.Context, w io.Writer) (int64, error) {
+	const path = "/api/v1/display/screenshots"
+	req, err := c.request(ctx, http.MethodGet, "display", path, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return 0, errorOf(http.MethodGet, path, resp.StatusCode, raw)
+	}
+	return io.Copy(w, resp.Body)
+}

@@ -431,3 +431,18 @@ func TestUnknownGatewayPathIsATypedError(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestScreenshot(t *testing.T) {
+	t.Parallel()
+	var png bytes.Buffer
+	_, err := container(t, agent.URL).Screenshot(context.Background(), &png)
+	if !hasDisplay {
+		if deckhand.ErrorCode(err) != "DISPLAY_UNAVAILABLE" {
+			t.Fatalf("without a display: %v", err)
+		}
+		t.Skip("no Xvfb or no deckhand-display beside the binaries: the display service is unavailable")
+	}
+	if err != nil || !bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")) {
+		t.Fatalf("screenshot: %v (%d bytes)", err, png.Len())
+	}
+}

@@ -17,6 +17,9 @@ var (
 	bin     string
 	control *harness.Control
 	agent   *harness.Agent
+	// hasDisplay: the agent runs with an X display (Xvfb and
+	// deckhand-display were found), so screenshots work.
+	hasDisplay bool
 )
 
 func TestMain(m *testing.M) {
@@ -39,11 +42,28 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer control.Stop()
-	if agent, err = harness.StartAgent(bin, filepath.Join(tmp, "agent"), os.Getenv("DECKHAND_TEST_DISPLAY")); err != nil {
+	x, display, err := harness.StartXvfb(bin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if x != nil {
+		defer x.Stop()
+	}
+	hasDisplay = display != ""
+	if agent, err = harness.StartAgent(bin, filepath.Join(tmp, "agent"), display); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer agent.Stop()
+	if _, err := control.User("example@example.com", "10.00"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for k, v := range map[string]string{"DECKHAND_CONTROL_URL": control.URL, "DECKHAND_GATEWAY_URL": agent.URL,
+		"DECKHAND_EMAIL": "example@example.com", "DECKHAND_PASSWORD": harness.UserPass} {
+		os.Setenv(k, v)
+	}
 	code := m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "control plane output:\n%s\nagent output:\n%s\n", control.Output(), agent.Output())

@@ -268,7 +268,11 @@ func StartAgent(bin, data, display string) (*Agent, error) {
 		}
 		go func() { _, _ = io.Copy(io.Discard, stdout) }()
 		a := &Agent{Proc: p, URL: "http://127.0.0.1:" + strconv.Itoa(base), Data: data}
-		if err = a.wait(); err == nil {
+		need := []string{"process", "files", "terminal"}
+		if display != "" {
+			need = append(need, "display")
+		}
+		if err = a.wait(need); err == nil {
 			return a, nil
 		}
 		p.Stop()
@@ -301,7 +305,7 @@ func (a *Agent) Services() ([]string, error) {
 	return names, nil
 }
 
-func (a *Agent) wait() error {
+func (a *Agent) wait(need []string) error {
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		select {
@@ -311,7 +315,7 @@ func (a *Agent) wait() error {
 		}
 		if names, err := a.Services(); err == nil && len(names) > 0 {
 			ok := true
-			for _, n := range []string{"process", "files", "terminal"} {
+			for _, n := range need {
 				resp, err := http.Get(a.URL + "/_/" + n + "/health")
 				if err != nil {
 					ok = false
@@ -354,4 +358,42 @@ func freeBase(span int) int {
 func Env(control, gateway, email string) []string {
 	return []string{"DECKHAND_CONTROL_URL=" + control, "DECKHAND_GATEWAY_URL=" + gateway,
 		"DECKHAND_EMAIL=" + email, "DECKHAND_PASSWORD=" + UserPass}
+}
+
+// StartXvfb starts a virtual X server on a free display when Xvfb is
+// installed and deckhand-display is in bin (the display service needs
+// it); it answers the display's name, or "" and no Proc when either is
+// missing.
+func StartXvfb(bin string) (*Proc, string, error) {
+	xvfb, err := exec.LookPath("Xvfb")
+	if err != nil {
+		return nil, "", nil
+	}
+	if _, err := os.Stat(filepath.Join(bin, "deckhand-display")); err != nil {
+		return nil, "", nil
+	}
+	for try := 0; try < 100; try++ {
+		n := 300 + rand.IntN(600)
+		sock := "/tmp/.X11-unix/X" + strconv.Itoa(n)
+		if _, err := os.Stat(sock); !os.IsNotExist(err) {
+			continue
+		}
+		p, stdout, err := start(xvfb, os.Environ(), ":"+strconv.Itoa(n), "-screen", "0", "800x600x24", "-nolisten", "tcp")
+		if err != nil {
+			return nil, "", err
+		}
+		go func() { _, _ = io.Copy(io.Discard, stdout) }()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			select {
+			case <-p.done:
+				deadline = time.Time{} // it exited (display taken): try another
+			default:
+			}
+			if _, err := os.Stat(sock); err == nil {
+				return p, ":" + strconv.Itoa(n), nil
+			}
+		}
+		p.Stop()
+	}
+	return nil, "", fmt.Errorf("Xvfb did not start")
 }
