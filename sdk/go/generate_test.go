@@ -274,4 +274,3 @@ func goMethodExists(name string) bool {
 	_, ok = rt.MethodByName(method)
 	return ok
 }
-
