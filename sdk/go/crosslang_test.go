@@ -56,3 +56,39 @@ func TestPythonSDK(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
+
+// TestTypeScriptSDK builds the TypeScript SDK (tsc) and runs its contract
+// tests and quickstart with node's test runner against this package's
+// control plane and agent.
+func TestTypeScriptSDK(t *testing.T) {
+	t.Parallel()
+	root := harness.RepoRoot()
+	if root == "" {
+		t.Skip("not inside the deckhand repository")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed (scripts/setup.sh installs nodejs)")
+	}
+	dir := filepath.Join(root, "sdk", "ts")
+	tsc := filepath.Join(dir, "node_modules", ".bin", "tsc")
+	if _, err := os.Stat(tsc); err != nil {
+		t.Fatal("the TypeScript SDK's packages are not installed: run scripts/setup.sh (npm ci in sdk/ts)")
+	}
+	build := exec.Command(tsc, "-p", "tsconfig.json")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("tsc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(node, "--test", "test/")
+	cmd.Dir = dir
+	cmd.Env = sdkEnv(t, "ts-example@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "# pass") {
+		t.Fatalf("node --test ran nothing:\n%s", out)
+	}
+	t.Logf("%s", out)
+}

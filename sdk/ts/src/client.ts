@@ -1,0 +1,140 @@
+import createClient, { type Client } from "openapi-fetch";
+import type { components, paths } from "./gen/control.js";
+import { DeckhandError, SignatureError } from "./errors.js";
+import { SIGNATURE_HEADER, Verifier, VerifyError } from "./signature.js";
+
+export const API_VERSION = "v1";
+export const DEFAULT_PAGE_SIZE = 100;
+
+export type Schemas = components["schemas"];
+
+export interface ClientOptions {
+  /** A session token (login sets it) or an auth token (svc_...). */
+  token?: string;
+  /** The fetch to send with (default globalThis.fetch). */
+  fetch?: typeof fetch;
+  /** The clock the replay window is judged by, in ms (default Date.now). */
+  now?: () => number;
+}
+
+/**
+ * The control plane's client. Every answer, errors included, must carry a
+ * valid X-Service-Signature before anything of it is read; one that does
+ * not is a SignatureError. `api` is the typed openapi-fetch client of the
+ * whole document, sending through the same verification.
+ */
+export class DeckhandClient {
+  readonly baseUrl: string;
+  readonly api: Client<paths>;
+  token?: string;
+  private readonly verifier: Verifier;
+  private readonly send: typeof fetch;
+
+  constructor(baseUrl: string, o: ClientOptions = {}) {
+    const u = new URL(baseUrl);
+    if ((u.protocol !== "http:" && u.protocol !== "https:") || u.search) {
+      throw new Error(`deckhand: control plane URL ${baseUrl}: must be http:// or https:// with a host`);
+    }
+    this.baseUrl = u.origin + u.pathname.replace(/\/+$/, "");
+    this.token = o.token;
+    this.send = o.fetch ?? globalThis.fetch.bind(globalThis);
+    this.verifier = new Verifier(this.baseUrl, (url) => this.send(url), o.now);
+    this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: (r) => this.fetch(r) });
+  }
+
+  /** Key-set fetches made so far. */
+  get keyFetches(): number {
+    return this.verifier.fetches;
+  }
+
+  /**
+   * Sends req with the token and answers the verified answer (its body the
+   * bytes that were checked).
+   */
+  async fetch(req: Request): Promise<Response> {
+    if (this.token && !req.headers.has("Authorization")) req.headers.set("Authorization", `Bearer ${this.token}`);
+    const resp = await this.send(req);
+    const body = new Uint8Array(await resp.arrayBuffer());
+    const path = new URL(req.url).pathname;
+    try {
+      await this.verifier.verify(resp.headers.get(SIGNATURE_HEADER), path, body);
+    } catch (e) {
+      if (e instanceof VerifyError) throw new SignatureError(req.method, path, e.message);
+      throw e;
+    }
+    return new Response(resp.status === 204 || resp.status === 304 ? null : body, {
+      status: resp.status,
+      statusText: resp.statusText,
+      headers: resp.headers,
+    });
+  }
+
+  /** A JSON call: answers the envelope's data; 400+ throws DeckhandError. */
+  async request<T = unknown>(method: string, path: string, query?: Record<string, string | number>, body?: unknown): Promise<T> {
+    const url = new URL(this.baseUrl + path);
+    for (const [k, v] of Object.entries(query ?? {})) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const resp = await this.fetch(new Request(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
+    const raw = new Uint8Array(await resp.arrayBuffer());
+    if (resp.status >= 400) throw DeckhandError.fromBody(method, path, resp.status, raw);
+    if (raw.length === 0) return undefined as T;
+    return JSON.parse(new TextDecoder().decode(raw)).data as T;
+  }
+
+  /** Signs in and keeps the session token. */
+  async login(email: string, password: string): Promise<Schemas["LoginResult"]> {
+    const r = await this.request<Schemas["LoginResult"]>("POST", "/api/v1/users/auth/login", undefined, { email, password });
+    if (r.requires_2fa) throw new DeckhandError(200, "REQUIRES_2FA", "the account needs its second factor", "", "POST", "/api/v1/users/auth/login");
+    this.token = r.token;
+    return r;
+  }
+
+  /** The signed-in user, through the typed client. */
+  async me(): Promise<Schemas["User"]> {
+    const { data, error, response } = await this.api.GET("/api/v1/users/auth/me");
+    if (error || !data) throw DeckhandError.fromBody("GET", "/api/v1/users/auth/me", response.status, JSON.stringify(error ?? {}));
+    return data.data;
+  }
+
+  /** A long-lived auth token (svc_...); its secret is in `token`, shown once. */
+  createToken(alias: string, ipWhitelist?: string[]): Promise<Schemas["AuthToken"]> {
+    return this.request("POST", "/api/v1/auth/tokens", undefined, { alias, ...(ipWhitelist ? { ip_whitelist: ipWhitelist } : {}) });
+  }
+
+  transferToAI(amount: string, idempotencyKey?: string): Promise<Schemas["Receipt"]> {
+    return this.request("POST", "/api/v1/wallet/transfer-to-ai", undefined, { amount, ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}) });
+  }
+
+  private async *pages<T>(path: string, key: string, pageSize: number): AsyncGenerator<T> {
+    for (let page = 1; ; page++) {
+      const data = await this.request<Record<string, unknown>>("GET", path, { page, limit: pageSize || DEFAULT_PAGE_SIZE });
+      const items = (data[key] as T[] | undefined) ?? [];
+      yield* items;
+      const totalPages = (data.pagination as Schemas["Pagination"] | undefined)?.totalPages ?? 0;
+      if (items.length === 0 || page >= totalPages) return;
+    }
+  }
+
+  /** The wallet's transactions, newest first, a page at a time. */
+  transactions(pageSize = 0): AsyncGenerator<Schemas["Transaction"]> {
+    return this.pages("/api/v1/wallet/transactions", "transactions", pageSize);
+  }
+
+  invoices(pageSize = 0): AsyncGenerator<Schemas["Invoice"]> {
+    return this.pages("/api/v1/wallet/invoices", "invoices", pageSize);
+  }
+
+  generateInvoice(transactionId: string): Promise<Schemas["Generated"]> {
+    return this.request("POST", `/api/v1/wallet/invoices/generate/${encodeURIComponent(transactionId)}`);
+  }
+
+  /** The invoice's PDF bytes (verified). */
+  async invoicePDF(invoiceId: string): Promise<Uint8Array> {
+    const path = `/api/v1/wallet/invoices/${encodeURIComponent(invoiceId)}/pdf`;
+    const resp = await this.fetch(new Request(this.baseUrl + path));
+    const raw = new Uint8Array(await resp.arrayBuffer());
+    if (resp.status >= 400) throw DeckhandError.fromBody("GET", path, resp.status, raw);
+    return raw;
+  }
+}
