@@ -12,13 +12,19 @@ import (
 
 // sdkEnv is what the Python and TypeScript tests read: the binaries'
 // URLs, the bootstrap admin (to make their own users) and an example
-// user with credit for the quickstarts.
+// user with credit for the quickstarts. Each language gets a control
+// plane of its own: logins are rate-limited per IP (30 in 5 minutes).
 func sdkEnv(t *testing.T, email string) []string {
 	t.Helper()
-	if _, err := control.User(email, "10.00"); err != nil {
+	cp, err := harness.StartControl(bin, filepath.Join(t.TempDir(), "control"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return append(os.Environ(), "DECKHAND_CONTROL_URL="+control.URL, "DECKHAND_GATEWAY_URL="+agent.URL,
+	t.Cleanup(cp.Stop)
+	if _, err := cp.User(email, "10.00"); err != nil {
+		t.Fatal(err)
+	}
+	return append(os.Environ(), "DECKHAND_CONTROL_URL="+cp.URL, "DECKHAND_GATEWAY_URL="+agent.URL,
 		"DECKHAND_ADMIN_EMAIL="+harness.AdminEmail, "DECKHAND_ADMIN_PASSWORD="+harness.AdminPass,
 		"DECKHAND_EMAIL="+email, "DECKHAND_PASSWORD="+harness.UserPass)
 }

@@ -24,15 +24,26 @@ if not CONTROL or not GATEWAY:
     pytest.exit("DECKHAND_CONTROL_URL and DECKHAND_GATEWAY_URL are unset: run through `go test` in sdk/go (TestPythonSDK)", 2)
 
 
+_admin = []
+
+
+def admin():
+    """The admin's client, signed in once (logins are rate-limited per IP)."""
+    if not _admin:
+        c = deckhand.Client(CONTROL)
+        c.login(ADMIN_EMAIL, ADMIN_PASSWORD)
+        _admin.append(c)
+    return _admin[0]
+
+
 def new_user(credit=None):
     """A verified user made through the admin API, with credit; answers a
     signed-in Client."""
-    admin = deckhand.Client(CONTROL)
-    admin.login(ADMIN_EMAIL, ADMIN_PASSWORD)
+    admin_ = admin()
     email = f"py-{uuid.uuid4().hex[:10]}@example.com"
-    u = admin.call("postAdminUsers", body={"email": email, "password": PASSWORD, "verified": True})
+    u = admin_.call("postAdminUsers", body={"email": email, "password": PASSWORD, "verified": True})
     if credit:
-        admin.call("creditBalance", body={"user_id": u["id"], "amount": credit, "reason": "python sdk test"})
+        admin_.call("creditBalance", body={"user_id": u["id"], "amount": credit, "reason": "python sdk test"})
     c = deckhand.Client(CONTROL)
     c.login(email, PASSWORD)
     c.email = email

@@ -14,9 +14,14 @@ const GATEWAY = process.env.DECKHAND_GATEWAY_URL;
 const PASSWORD = process.env.DECKHAND_PASSWORD;
 if (!CONTROL || !GATEWAY) throw new Error("DECKHAND_CONTROL_URL and DECKHAND_GATEWAY_URL are unset: run through `go test` in sdk/go (TestTypeScriptSDK)");
 
+// The admin signs in once: logins are rate-limited per IP.
+let adminClient;
 async function newUser(credit) {
-  const admin = new DeckhandClient(CONTROL);
-  await admin.login(process.env.DECKHAND_ADMIN_EMAIL, process.env.DECKHAND_ADMIN_PASSWORD);
+  if (!adminClient) {
+    adminClient = new DeckhandClient(CONTROL);
+    await adminClient.login(process.env.DECKHAND_ADMIN_EMAIL, process.env.DECKHAND_ADMIN_PASSWORD);
+  }
+  const admin = adminClient;
   const email = `ts-${randomUUID().slice(0, 10)}@example.com`;
   const { data } = await admin.api.POST("/api/v1/admin/users", { body: { email, password: PASSWORD, verified: true } });
   if (credit) await admin.request("POST", "/api/v1/admin/wallet/credit", undefined, { user_id: data.data.id, amount: credit, reason: "ts sdk test" });

@@ -135,6 +135,9 @@ type Control struct {
 	*Proc
 	URL  string
 	Data string
+
+	mu    sync.Mutex
+	admin string // the admin's session, made once: logins are rate-limited per IP
 }
 
 // StartControl runs `deckhand-control serve` on data with the bootstrap
@@ -216,10 +219,17 @@ func (c *Control) Login(email, pw string) (string, error) {
 // credits its wallet with credit (a decimal string, "" for none) and
 // answers its id.
 func (c *Control) User(email, credit string) (string, error) {
-	admin, err := c.Login(AdminEmail, AdminPass)
-	if err != nil {
-		return "", err
+	c.mu.Lock()
+	if c.admin == "" {
+		tok, err := c.Login(AdminEmail, AdminPass)
+		if err != nil {
+			c.mu.Unlock()
+			return "", err
+		}
+		c.admin = tok
 	}
+	admin := c.admin
+	c.mu.Unlock()
 	d, err := call("POST", c.URL+"/api/v1/admin/users", admin, map[string]any{"email": email, "password": UserPass, "verified": true})
 	if err != nil {
 		return "", err
