@@ -161,14 +161,12 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 		return resp, errorOf(method, path, resp.StatusCode, raw)
 	}
 	if out != nil {
-		var env struct {
-			Data json.RawMessage `json:"data"`
-		}
+		// One pass: the envelope's data decodes straight into out.
+		env := struct {
+			Data any `json:"data"`
+		}{Data: out}
 		if err := json.Unmarshal(raw, &env); err != nil {
-			return resp, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope: %w", method, path, err)
-		}
-		if err := json.Unmarshal(env.Data, out); err != nil {
-			return resp, fmt.Errorf("deckhand: %s %s: unreadable data: %w", method, path, err)
+			return resp, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope with the data expected: %w", method, path, err)
 		}
 	}
 	return resp, nil

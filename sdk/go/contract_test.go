@@ -22,7 +22,7 @@ import (
 
 // signedIn is a client of the shared control plane signed in as a new
 // user holding credit.
-func signedIn(t *testing.T, email, credit string) *deckhand.Client {
+func signedIn(t testing.TB, email, credit string) *deckhand.Client {
 	t.Helper()
 	if _, err := control.User(email, credit); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func sdkEnv(t *testing.T, email string) []string {
 
 // python is Debian's python3 (where python3-pytest and python3-cryptography
 // install), else the first python3 on PATH.
-func python(t *testing.T) string {
+func python(t testing.TB) string {
 	for _, p := range []string{"/usr/bin/python3", "python3"} {
 		if err := exec.Command(p, "-c", "import pytest, cryptography").Run(); err == nil {
 			return p

@@ -49,37 +49,43 @@ export class DeckhandClient {
 
   /**
    * Sends req with the token and answers the verified answer (its body the
-   * bytes that were checked).
+   * bytes that were checked): the fetch of the typed client `api`.
    */
   async fetch(req: Request): Promise<Response> {
     if (this.token && !req.headers.has("Authorization")) req.headers.set("Authorization", `Bearer ${this.token}`);
-    const resp = await this.send(req);
+    const v = await this.verified(req.method, new URL(req.url).pathname, this.send(req));
+    return new Response(v.status === 204 || v.status === 304 ? null : (v.body as BodyInit), {
+      status: v.status,
+      statusText: v.statusText,
+      headers: v.headers,
+    });
+  }
+
+  /** Reads an answer whole and checks its signature against path. */
+  private async verified(method: string, path: string, pending: Promise<Response>) {
+    const resp = await pending;
     const body = new Uint8Array(await resp.arrayBuffer());
-    const path = new URL(req.url).pathname;
     try {
       await this.verifier.verify(resp.headers.get(SIGNATURE_HEADER), path, body);
     } catch (e) {
-      if (e instanceof VerifyError) throw new SignatureError(req.method, path, e.message);
+      if (e instanceof VerifyError) throw new SignatureError(method, path, e.message);
       throw e;
     }
-    return new Response(resp.status === 204 || resp.status === 304 ? null : body, {
-      status: resp.status,
-      statusText: resp.statusText,
-      headers: resp.headers,
-    });
+    return { status: resp.status, statusText: resp.statusText, headers: resp.headers, body };
   }
 
   /** A JSON call: answers the envelope's data; 400+ throws DeckhandError. */
   async request<T = unknown>(method: string, path: string, query?: Record<string, string | number>, body?: unknown): Promise<T> {
-    const url = new URL(this.baseUrl + path);
-    for (const [k, v] of Object.entries(query ?? {})) url.searchParams.set(k, String(v));
+    let url = this.baseUrl + path;
+    if (query && Object.keys(query).length) url += "?" + new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
     const headers: Record<string, string> = { Accept: "application/json" };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    const resp = await this.fetch(new Request(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
-    const raw = new Uint8Array(await resp.arrayBuffer());
-    if (resp.status >= 400) throw DeckhandError.fromBody(method, path, resp.status, raw);
-    if (raw.length === 0) return undefined as T;
-    return JSON.parse(new TextDecoder().decode(raw)).data as T;
+    const signedPath = new URL(url).pathname;
+    const v = await this.verified(method, signedPath, this.send(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
+    if (v.status >= 400) throw DeckhandError.fromBody(method, path, v.status, v.body);
+    if (v.body.length === 0) return undefined as T;
+    return JSON.parse(new TextDecoder().decode(v.body)).data as T;
   }
 
   /** Signs in and keeps the session token. */
@@ -90,11 +96,9 @@ export class DeckhandClient {
     return r;
   }
 
-  /** The signed-in user, through the typed client. */
-  async me(): Promise<Schemas["User"]> {
-    const { data, error, response } = await this.api.GET("/api/v1/users/auth/me");
-    if (error || !data) throw DeckhandError.fromBody("GET", "/api/v1/users/auth/me", response.status, JSON.stringify(error ?? {}));
-    return data.data;
+  /** The signed-in user. */
+  me(): Promise<Schemas["User"]> {
+    return this.request("GET", "/api/v1/users/auth/me");
   }
 
   /** A long-lived auth token (svc_...); its secret is in `token`, shown once. */
@@ -132,9 +136,9 @@ export class DeckhandClient {
   /** The invoice's PDF bytes (verified). */
   async invoicePDF(invoiceId: string): Promise<Uint8Array> {
     const path = `/api/v1/wallet/invoices/${encodeURIComponent(invoiceId)}/pdf`;
-    const resp = await this.fetch(new Request(this.baseUrl + path));
-    const raw = new Uint8Array(await resp.arrayBuffer());
-    if (resp.status >= 400) throw DeckhandError.fromBody("GET", path, resp.status, raw);
-    return raw;
+    const headers: Record<string, string> = this.token ? { Authorization: `Bearer ${this.token}` } : {};
+    const v = await this.verified("GET", path, this.send(this.baseUrl + path, { headers }));
+    if (v.status >= 400) throw DeckhandError.fromBody("GET", path, v.status, v.body);
+    return v.body;
   }
 }

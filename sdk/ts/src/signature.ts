@@ -50,8 +50,10 @@ export function parseSignature(v: string | null): Parsed {
   return { t, kid, path: rest.slice(0, s), sig };
 }
 
+const encoder = new TextEncoder();
+
 function signedData(t: number, body: Uint8Array): Uint8Array {
-  const prefix = new TextEncoder().encode(`${t}.`);
+  const prefix = encoder.encode(`${t}.`);
   const out = new Uint8Array(prefix.length + body.length);
   out.set(prefix);
   out.set(body, prefix.length);
