@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from . import _openapi
 from ._http import Transport
+from ._terminal import Terminal
 from .errors import DeckhandError
 
 UPLOAD_CHUNK = 8 << 20
@@ -169,6 +170,17 @@ class Container:
         if status != 200:
             raise DeckhandError.from_body("GET", "/api/v1/display/screenshots", status, raw)
         return raw
+
+    # Terminals.
+
+    def terminal(self, id=None, cols=None, rows=None, shell=None, cwd=None):
+        """Attaches to terminal session id, or starts a new shell: a Terminal
+        with read(), write(), resize(), close() and exit_code."""
+        q = {k: v for k, v in (("id", id), ("cols", cols), ("rows", rows), ("shell", shell), ("cwd", cwd)) if v is not None}
+        url = self.base_url + "/_/terminal/api/v1/terminal/ws"
+        if q:
+            url += "?" + urllib.parse.urlencode(q)
+        return Terminal(url, self._headers(), self._http.timeout)
 
     # Files.
 

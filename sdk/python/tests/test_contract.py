@@ -119,6 +119,24 @@ def test_stream_resumes_after_a_forced_disconnect(proxy_to):
     assert end["state"] == "exited" and p.dials >= 2
 
 
+def test_terminal_reads_and_writes_until_the_shell_ends():
+    with deckhand.Container(GATEWAY).terminal(shell="/bin/sh", cols=100, rows=30) as t:
+        t.write(b"echo hello-$((6*7)); exit 3\n")
+        out = b""
+        while True:
+            b = t.read()
+            if not b:
+                break
+            out += b
+    assert b"hello-42" in out and t.exit_code == 3
+
+
+def test_terminal_refusal_is_a_typed_error():
+    with pytest.raises(deckhand.DeckhandError) as e:
+        deckhand.Container(GATEWAY).terminal(id="none")
+    assert e.value.status == 404
+
+
 class Random:
     """n deterministic pseudo-random bytes."""
 
