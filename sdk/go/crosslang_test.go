@@ -86,7 +86,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("tsc: %v\n%s", err, out)
 	}
-	cmd := exec.Command(node, "--test", "test/")
+	cmd := exec.Command(node, "--experimental-websocket", "--test", "test/")
 	cmd.Dir = dir
 	cmd.Env = sdkEnv(t, "ts-example@example.com")
 	out, err := cmd.CombinedOutput()

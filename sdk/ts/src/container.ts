@@ -2,6 +2,7 @@ import createClient, { type Client } from "openapi-fetch";
 import type { components as P, paths as ProcessPaths } from "./gen/process.js";
 import type { components as F, paths as FilesPaths } from "./gen/files.js";
 import { DeckhandError } from "./errors.js";
+import { Terminal, type TerminalOptions } from "./terminal.js";
 
 export const UPLOAD_CHUNK = 8 << 20;
 export const MAX_RECONNECTS = 8;
@@ -307,6 +308,15 @@ export class Container {
     const s = await this.checksum(path);
     if (s.sha256 !== sum || s.etag !== etag) throw new Error(`deckhand: ${path} changed while it was read`);
     return { path, size: have, sha256: sum, reconnects };
+  }
+
+  /** Attaches to a terminal session, or starts a new shell. */
+  attach(o: TerminalOptions = {}): Promise<Terminal> {
+    const q: Record<string, string | number> = {};
+    for (const [k, v] of Object.entries(o)) if (v !== undefined) q[k] = v;
+    const u = this.url("terminal", "/api/v1/terminal/ws", q);
+    u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
+    return Terminal.open(u.toString(), this.o.token);
   }
 
   /** A PNG of the container's display (DeckhandError when it has none). */

@@ -8,6 +8,7 @@
 export { DeckhandClient, API_VERSION, DEFAULT_PAGE_SIZE, type ClientOptions, type Schemas } from "./client.js";
 export { Container, UPLOAD_CHUNK, MAX_RECONNECTS, type Output, type Transfer, type Process, type RunResult, type RunInput, type StartInput } from "./container.js";
 export { DeckhandError, SignatureError } from "./errors.js";
+export { Terminal, type TerminalOptions } from "./terminal.js";
 export { SIGNATURE_HEADER, PUBLIC_KEY_PATH, KEY_CACHE_TTL_MS, REPLAY_TOLERANCE_S } from "./signature.js";
 export type * as control from "./gen/control.js";
 export type * as process from "./gen/process.js";

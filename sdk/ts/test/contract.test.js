@@ -145,6 +145,15 @@ test("a 100 MB file round trips through dropped connections", async (t) => {
   assert.ok(down.reconnects >= 1);
 });
 
+test("a terminal reads and writes until the shell ends", async () => {
+  const t = await new Container(GATEWAY).attach({ shell: "/bin/sh", cols: 100, rows: 30 });
+  t.write("echo hello-$((6*7)); exit 3\n");
+  let out = "";
+  for (let b; (b = await t.read()) !== null; ) out += new TextDecoder().decode(b);
+  assert.match(out, /hello-42/);
+  assert.equal(t.exitCode, 3);
+});
+
 test("coverage entries name methods that exist", () => {
   const cov = JSON.parse(readFileSync(new URL("../../coverage.json", import.meta.url)));
   assert.equal(cov.api_version, API_VERSION);
