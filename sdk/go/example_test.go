@@ -117,7 +117,9 @@ func ExampleContainer() {
 	// round trip: true true
 }
 
-// Take a screenshot of the container's display.
+// Take a screenshot of the container's display. (TestScreenshot runs this
+// against the agent on Xvfb; without Xvfb the service answers
+// DISPLAY_UNAVAILABLE, so the example has no fixed output.)
 func ExampleContainer_Screenshot() {
 	ctx := context.Background()
 	box, err := deckhand.NewContainer(os.Getenv("DECKHAND_GATEWAY_URL"), deckhand.Options{})
@@ -134,5 +136,4 @@ func ExampleContainer_Screenshot() {
 	default:
 		fmt.Println("PNG:", strings.HasPrefix(png.String(), "\x89PNG"))
 	}
-	// Output: PNG: true
 }
