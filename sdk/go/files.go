@@ -106,9 +106,6 @@ func (c *Container) Upload(ctx context.Context, path string, r io.Reader, size i
 			return nil, err
 		}
 	}
-	if size == 0 {
-		h.Reset()
-	}
 	t.SHA256 = hex.EncodeToString(h.Sum(nil))
 	sum, err := c.Checksum(ctx, path)
 	if err != nil {

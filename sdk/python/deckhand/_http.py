@@ -36,12 +36,19 @@ class Transport:
         hdrs = dict(headers or {})
         for attempt in (0, 1):
             conn = self._conn(fresh=attempt == 1)
+            reused = getattr(conn, "deckhand_used", False)
             try:
                 conn.request(method, target, body=body, headers=hdrs)
-                return conn.getresponse()
+                resp = conn.getresponse()
+                conn.deckhand_used = True
+                return resp
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                if attempt == 1 or (body is not None and not isinstance(body, (bytes, str))):
-                    self._drop()
+                self._drop()
+                # A kept-alive connection the server closed while idle: send
+                # once more on a new one, unless the body was a stream (spent)
+                # or the request may have been acted on (not idempotent).
+                idempotent = method in ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")
+                if attempt == 1 or not reused or not idempotent or (body is not None and not isinstance(body, (bytes, str))):
                     raise
             except Exception:
                 self._drop()

@@ -95,8 +95,9 @@ class Container:
         off, fails = since, 0
         while True:
             start = off
+            place = [off]  # the offset after the last byte delivered
             try:
-                end, off = self._follow(process_id, off, on_output, allow_gaps)
+                end = self._follow(process_id, place, on_output, allow_gaps)
                 if end is not None:
                     return end
                 err = ConnectionError("the output stream ended early")
@@ -104,7 +105,7 @@ class Container:
                 raise
             except (OSError, http.client.HTTPException, ValueError) as e:
                 err = e
-                off = self._last_off
+            off = place[0]
             if off > start:
                 fails = 0
             fails += 1
@@ -112,8 +113,8 @@ class Container:
                 raise ConnectionError(f"deckhand: output of {process_id}: {fails - 1} reconnects without progress: {err}")
             time.sleep(_backoff(fails))
 
-    def _follow(self, process_id, off, on_output, allow_gaps):
-        self._last_off = off
+    def _follow(self, process_id, place, on_output, allow_gaps):
+        off = place[0]
         path = f"/api/v1/process/{urllib.parse.quote(process_id, safe='')}/output"
         # A stream gets its own connection: it is read while other calls go on.
         t = Transport(self.base_url, self._http.timeout)
@@ -126,14 +127,14 @@ class Container:
             while True:
                 line = resp.readline()
                 if not line:
-                    return None, off
+                    return None
                 line = line.decode("utf-8").rstrip("\r\n")
                 if line == "":
                     if data:
                         end, off = self._deliver(event or "output", data, off, on_output, allow_gaps)
-                        self._last_off = off
+                        place[0] = off
                         if end is not None:
-                            return end, off
+                            return end
                     event, data = "", ""
                 elif line.startswith("event:"):
                     event = line[6:].strip()
