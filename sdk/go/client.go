@@ -242,20 +242,12 @@ const DefaultPageSize = 100
 // fetching pageSize at a time (0: DefaultPageSize). Stop ranging to stop fetching; an error ends
 // the iteration with it.
 func (c *Client) Transactions(ctx context.Context, pageSize int) iter.Seq2[control.Transaction, error] {
-	return paginate(ctx, c, "/api/v1/wallet/transactions", pageSize, func(raw json.RawMessage) ([]control.Transaction, *control.Pagination, error) {
-		var l control.TransactionList
-		err := json.Unmarshal(raw, &l)
-		return deref(l.Transactions), l.Pagination, err
-	})
+	return Pages[control.Transaction](ctx, c, "/api/v1/wallet/transactions", nil, "transactions", pageSize)
 }
 
 // Invoices iterates over the wallet's invoices, newest first.
 func (c *Client) Invoices(ctx context.Context, pageSize int) iter.Seq2[control.Invoice, error] {
-	return paginate(ctx, c, "/api/v1/wallet/invoices", pageSize, func(raw json.RawMessage) ([]control.Invoice, *control.Pagination, error) {
-		var l control.InvoiceList
-		err := json.Unmarshal(raw, &l)
-		return deref(l.Invoices), l.Pagination, err
-	})
+	return Pages[control.Invoice](ctx, c, "/api/v1/wallet/invoices", nil, "invoices", pageSize)
 }
 
 // GenerateInvoice numbers the invoice of a transaction (or answers the
@@ -290,29 +282,36 @@ func (c *Client) InvoicePDF(ctx context.Context, id string, w io.Writer) (int64,
 	return io.Copy(w, resp.Body)
 }
 
-func deref[T any](p *[]T) []T {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-// paginate walks page=1,2,... until the pagination object says the last
-// page was read (or a page comes back empty).
-func paginate[T any](ctx context.Context, c *Client, path string, pageSize int, decode func(json.RawMessage) ([]T, *control.Pagination, error)) iter.Seq2[T, error] {
+// Pages iterates over every item of a paginated control-plane list (an
+// answer whose data holds the items under field and a pagination object:
+// transactions, invoices, ai-fees, events, images, projects, containers),
+// fetching pageSize at a time (0: DefaultPageSize) with query added to
+// each request. Stop ranging to stop fetching; an error ends the
+// iteration with it.
+func Pages[T any](ctx context.Context, c *Client, path string, query url.Values, field string, pageSize int) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		if pageSize <= 0 {
 			pageSize = DefaultPageSize
 		}
 		for page := 1; ; page++ {
-			var raw json.RawMessage
-			q := url.Values{"page": {strconv.Itoa(page)}, "limit": {strconv.Itoa(pageSize)}}
-			if err := c.Call(ctx, http.MethodGet, path, q, nil, &raw); err != nil {
+			q := url.Values{}
+			for k, v := range query {
+				q[k] = v
+			}
+			q.Set("page", strconv.Itoa(page))
+			q.Set("limit", strconv.Itoa(pageSize))
+			var data map[string]json.RawMessage
+			if err := c.Call(ctx, http.MethodGet, path, q, nil, &data); err != nil {
 				yield(zero, err)
 				return
 			}
-			items, p, err := decode(raw)
+			var items []T
+			var p control.Pagination
+			err := json.Unmarshal(data[field], &items)
+			if err == nil && data["pagination"] != nil {
+				err = json.Unmarshal(data["pagination"], &p)
+			}
 			if err != nil {
 				yield(zero, fmt.Errorf("deckhand: GET %s page %d: %w", path, page, err))
 				return
@@ -322,7 +321,7 @@ func paginate[T any](ctx context.Context, c *Client, path string, pageSize int, 
 					return
 				}
 			}
-			if len(items) == 0 || p == nil || p.TotalPages == nil || page >= *p.TotalPages {
+			if len(items) == 0 || p.TotalPages == nil || page >= *p.TotalPages {
 				return
 			}
 		}

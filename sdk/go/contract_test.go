@@ -147,6 +147,20 @@ func TestPaginationVisitsEveryTransactionOnce(t *testing.T) {
 			break
 		}
 	}
+	// Any paginated list: the fees of the 6 transfers, 4 to a page.
+	fees := 0
+	for f, err := range deckhand.Pages[map[string]any](ctx, c, "/api/v1/wallet/ai-fees", nil, "fees", 4) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f["id"] == nil && f["transaction_id"] == nil {
+			t.Fatalf("fee without an id: %v", f)
+		}
+		fees++
+	}
+	if fees != 6 {
+		t.Fatalf("%d fees, want one per transfer", fees)
+	}
 	// A page size the server refuses is an error of the iteration.
 	for _, err := range c.Transactions(ctx, 101) {
 		if deckhand.ErrorCode(err) != "Bad Request" {

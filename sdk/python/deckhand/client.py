@@ -103,10 +103,15 @@ class Client:
             body["idempotency_key"] = idempotency_key
         return self.request("POST", "/api/v1/wallet/transfer-to-ai", body=body)
 
-    def _pages(self, path, key, page_size):
+    def pages(self, path, key, page_size=0, query=None):
+        """Iterates over every item of a paginated list (data[key] with a
+        pagination object: transactions, invoices, ai-fees, events, images,
+        projects, containers), a page at a time."""
         page = 1
         while True:
-            data = self.request("GET", path, {"page": page, "limit": page_size or DEFAULT_PAGE_SIZE})
+            q = dict(query or {})
+            q.update(page=page, limit=page_size or DEFAULT_PAGE_SIZE)
+            data = self.request("GET", path, q)
             items = data.get(key) or []
             yield from items
             total_pages = (data.get("pagination") or {}).get("totalPages") or 0
@@ -116,10 +121,10 @@ class Client:
 
     def transactions(self, page_size=0):
         """Iterates over the wallet's transactions, newest first, a page at a time."""
-        return self._pages("/api/v1/wallet/transactions", "transactions", page_size)
+        return self.pages("/api/v1/wallet/transactions", "transactions", page_size)
 
     def invoices(self, page_size=0):
-        return self._pages("/api/v1/wallet/invoices", "invoices", page_size)
+        return self.pages("/api/v1/wallet/invoices", "invoices", page_size)
 
     def generate_invoice(self, transaction_id):
         return self.request("POST", "/api/v1/wallet/invoices/generate/" + urllib.parse.quote(transaction_id, safe=""))

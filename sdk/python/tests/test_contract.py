@@ -40,6 +40,7 @@ def test_pagination_visits_every_transaction_once():
     ids = [t["id"] for t in c.transactions(page_size=2)]
     assert len(ids) == total >= 6
     assert len(set(ids)) == len(ids)
+    assert len(list(c.pages("/api/v1/wallet/ai-fees", "fees", page_size=2))) == 5
     with pytest.raises(deckhand.DeckhandError) as e:
         list(c.transactions(page_size=101))
     assert e.value.status == 400

@@ -110,9 +110,14 @@ export class DeckhandClient {
     return this.request("POST", "/api/v1/wallet/transfer-to-ai", undefined, { amount, ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}) });
   }
 
-  private async *pages<T>(path: string, key: string, pageSize: number): AsyncGenerator<T> {
+  /**
+   * Every item of a paginated list (data[key] with a pagination object:
+   * transactions, invoices, ai-fees, events, images, projects, containers),
+   * a page at a time.
+   */
+  async *pages<T>(path: string, key: string, pageSize = 0, query: Record<string, string | number> = {}): AsyncGenerator<T> {
     for (let page = 1; ; page++) {
-      const data = await this.request<Record<string, unknown>>("GET", path, { page, limit: pageSize || DEFAULT_PAGE_SIZE });
+      const data = await this.request<Record<string, unknown>>("GET", path, { ...query, page, limit: pageSize || DEFAULT_PAGE_SIZE });
       const items = (data[key] as T[] | undefined) ?? [];
       yield* items;
       const totalPages = (data.pagination as Schemas["Pagination"] | undefined)?.totalPages ?? 0;

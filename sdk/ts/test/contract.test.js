@@ -56,6 +56,9 @@ test("pagination visits every transaction once", async () => {
   assert.ok(pagination.total >= 6);
   assert.equal(ids.length, pagination.total);
   assert.equal(new Set(ids).size, ids.length);
+  let fees = 0;
+  for await (const _ of c.pages("/api/v1/wallet/ai-fees", "fees", 2)) fees++;
+  assert.equal(fees, 5);
   await assert.rejects(async () => { for await (const _ of c.transactions(101)); }, (e) => e instanceof DeckhandError && e.status === 400);
 });
 
