@@ -460,3 +460,24 @@ func TestScreenshot(t *testing.T) {
 		t.Fatalf("screenshot: %v (%d bytes)", err, png.Len())
 	}
 }
+
+func TestCancellingTheContextEndsAStream(t *testing.T) {
+	t.Parallel()
+	c := container(t, agent.URL)
+	p, err := c.Start(context.Background(), process.StartInput{Shell: ptr("echo ready; exec sleep 600")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = c.Call(context.Background(), http.MethodDelete, "process", "/api/v1/process/"+p.Id, nil, nil, nil)
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err = c.Stream(ctx, p.Id, deckhand.StreamOptions{}, func(o deckhand.Output) error {
+		cancel() // the process goes on writing nothing: only the context can end the stream
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("stream after cancel: %v", err)
+	}
+}
