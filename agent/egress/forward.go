@@ -3,7 +3,6 @@ package egress
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -135,13 +134,13 @@ func (e *Engine) forward(c *net.TCPConn, self net.Addr) {
 type closeWriter interface{ CloseWrite() error }
 
 // pipe copies both ways until both ends finished (half-closes passed on),
-// then closes both. Between two *net.TCPConn the copy splices.
+// then closes both. Between two *net.TCPConn the copy splices (copyConn).
 func pipe(a, b net.Conn) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	cp := func(dst, src net.Conn) {
 		defer wg.Done()
-		_, err := io.Copy(dst, src)
+		_, err := copyConn(dst, src)
 		if cw, ok := dst.(closeWriter); ok && err == nil {
 			_ = cw.CloseWrite()
 		} else {
