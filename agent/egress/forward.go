@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"deckhand/platform/netconf"
+	"deckhand/platform/splice"
 )
 
 func (e *Engine) acceptLoop(l net.Listener) {
@@ -134,13 +135,13 @@ func (e *Engine) forward(c *net.TCPConn, self net.Addr) {
 type closeWriter interface{ CloseWrite() error }
 
 // pipe copies both ways until both ends finished (half-closes passed on),
-// then closes both. Between two *net.TCPConn the copy splices (copyConn).
+// then closes both. Between two *net.TCPConn the copy splices (platform/splice).
 func pipe(a, b net.Conn) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	cp := func(dst, src net.Conn) {
 		defer wg.Done()
-		_, err := copyConn(dst, src)
+		_, err := splice.Copy(dst, src)
 		if cw, ok := dst.(closeWriter); ok && err == nil {
 			_ = cw.CloseWrite()
 		} else {

@@ -4,7 +4,6 @@ package egress
 
 import (
 	"errors"
-	"io"
 	"net"
 	"net/netip"
 	"syscall"
@@ -32,6 +31,3 @@ func markControl(uint32) func(string, string, syscall.RawConn) error {
 func notEnforceable() string {
 	return "egress rules need Linux nftables; this agent runs on another system"
 }
-
-// copyConn moves src's bytes to dst until src's end.
-func copyConn(dst, src net.Conn) (int64, error) { return io.Copy(dst, src) }

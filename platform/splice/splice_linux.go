@@ -1,8 +1,7 @@
-package egress
+package splice
 
 import (
 	"errors"
-	"io"
 	"net"
 
 	"golang.org/x/sys/unix"
@@ -11,30 +10,27 @@ import (
 // spliceChunk is the most one splice(2) moves, and the pipe's size.
 const spliceChunk = 1 << 20
 
-// copyConn moves src's bytes to dst until src's end (nil at a clean end,
-// as io.Copy). Between two TCP sockets the bytes go through a pipe of its
-// own with splice(2) and never enter the process. The splice calls are
-// raw: every descriptor is non-blocking, so none waits, and the runtime
-// does not treat them as calls that may block (the standard library's
-// splice does, and handing the P to another thread at every call, with
-// sysmon waking to do it, cost the forwarder more than the copy itself).
-func copyConn(dst, src net.Conn) (int64, error) {
+// Copy moves src's bytes to dst until src's end (nil at a clean end, as
+// io.Copy). Between two TCP sockets the bytes go through a pipe of its own
+// with splice(2) and never enter the process; other connections are copied
+// through a pooled buffer.
+func Copy(dst, src net.Conn) (int64, error) {
 	d, okd := dst.(*net.TCPConn)
 	s, oks := src.(*net.TCPConn)
 	if !okd || !oks {
-		return io.Copy(dst, src)
+		return bufCopy(dst, src)
 	}
 	rs, err := s.SyscallConn()
 	if err != nil {
-		return io.Copy(dst, src)
+		return bufCopy(dst, src)
 	}
 	rd, err := d.SyscallConn()
 	if err != nil {
-		return io.Copy(dst, src)
+		return bufCopy(dst, src)
 	}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return io.Copy(dst, src)
+		return bufCopy(dst, src)
 	}
 	defer unix.Close(p[0])
 	defer unix.Close(p[1])
