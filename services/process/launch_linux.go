@@ -176,6 +176,7 @@ func (p *process) readLoop(f *os.File, stream byte, draining *atomic.Bool) {
 	var rb *readBuf // the reader's own hold while bulk
 	used := 0       // bytes of rb handed to the log
 	defer func() { rb.release() }()
+	read := rawReader(f)
 	for {
 		if draining.Load() {
 			_ = f.SetReadDeadline(time.Now().Add(drainWait))
@@ -188,7 +189,7 @@ func (p *process) readLoop(f *os.File, stream byte, draining *atomic.Bool) {
 		if rb != nil {
 			into = rb.b[used:]
 		}
-		n, err := f.Read(into)
+		n, err := read(into)
 		if n > 0 {
 			if p.capture != nil {
 				p.capture.add(stream, into[:n])
