@@ -2,6 +2,7 @@ package process
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -822,6 +823,16 @@ func (l *outlog) close() {
 		return
 	}
 	l.closed = true
+	// A finished process keeps its newest chunks for as long as it is
+	// retained: they move from read buffers (a megabyte each, however
+	// little of one they use) to slices of their own size.
+	for i := range l.mem {
+		if c := &l.mem[i]; c.buf != nil {
+			c.data = bytes.Clone(c.data)
+			c.buf.release()
+			c.buf = nil
+		}
+	}
 	wake := l.wake
 	l.wake = make(chan struct{})
 	if l.memBytes > finishedMemory || l.spilling {
