@@ -48,7 +48,9 @@ func pct(xs []float64, p float64) float64 {
 // byte of EGRESS_BENCH_CONNECTS fresh connections (one curl process
 // each) over three paths from the container namespace: direct (no rules), curl
 // through dante itself (--socks5, no rules), and through the agent's
-// rules and forwarder to the same dante. It logs the table the benchmark
+// rules and forwarder to the same dante; every other round in reverse
+// order, and the forwarder's ratio to curl --socks5 is also given round by
+// round (the two ran next to each other). It logs the table the benchmark
 // section of BENCHMARKS.md quotes. Root, Linux, dante-server.
 //
 //	go test -run '^$' -bench Egress -benchtime 1x ./agent/egress/
@@ -78,7 +80,14 @@ func BenchmarkEgress(b *testing.B) {
 	b.ResetTimer()
 	for n := 0; n < b.N; n++ {
 		for r := 0; r < rounds; r++ {
-			for i, p := range paths {
+			// Every other round runs the paths in reverse, so a load that
+			// rises or falls through a round weighs on each path alike.
+			for k := range paths {
+				i := k
+				if r%2 == 1 {
+					i = len(paths) - 1 - k
+				}
+				p := paths[i]
 				e.apply(p.doc)
 				c0 := procCPU(e.proc.Pid())
 				out := w.curlW(b, "%{speed_download}\n", append(append([]string{}, p.args...), bulk)...)
@@ -120,6 +129,15 @@ func BenchmarkEgress(b *testing.B) {
 		sort.Float64s(s)
 		fmt.Fprintf(&sb, "| %s | %.0f | %.0f | %.0f | %.2f× |\n", p.name, median(s), s[0], s[len(s)-1], median(s)/ref)
 	}
+	// The forwarder against curl through the proxy round by round: the
+	// two ran next to each other, under the same load.
+	var perRound []float64
+	for r := range rate[1] {
+		perRound = append(perRound, rate[2][r]/rate[1][r])
+	}
+	sorted := append([]float64(nil), perRound...)
+	sort.Float64s(sorted)
+	fmt.Fprintf(&sb, "forwarder / curl --socks5 per round: median %.2f× (min %.2f×, max %.2f×; rounds %s)\n", median(perRound), sorted[0], sorted[len(sorted)-1], fmtAll(perRound))
 	fmt.Fprintf(&sb, "forwarder CPU (the engine process, user+system): %.2f ms per MiB\n", fwdCPU*1e3/fwdMiB)
 	fmt.Fprintf(&sb, "| path | p50 ms | p90 ms | p99 ms | added p50 | added p99 (vs curl --socks5) |\n|---|---|---|---|---|---|\n")
 	for i, p := range paths {
@@ -128,7 +146,16 @@ func BenchmarkEgress(b *testing.B) {
 	}
 	fmt.Fprint(os.Stderr, sb.String())
 	b.ReportMetric(median(rate[2])/ref, "fwd/socks5-throughput")
+	b.ReportMetric(median(perRound), "fwd/socks5-per-round")
 	b.ReportMetric(pct(ttfb[2], .99)-pct(ttfb[1], .99), "added-p99-ms")
+}
+
+func fmtAll(xs []float64) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(out, " ")
 }
 
 func quoteAll(args []string) []string {

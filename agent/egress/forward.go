@@ -3,13 +3,13 @@ package egress
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/netip"
 	"sync"
 	"time"
 
 	"deckhand/platform/netconf"
+	"deckhand/platform/splice"
 )
 
 func (e *Engine) acceptLoop(l net.Listener) {
@@ -135,13 +135,13 @@ func (e *Engine) forward(c *net.TCPConn, self net.Addr) {
 type closeWriter interface{ CloseWrite() error }
 
 // pipe copies both ways until both ends finished (half-closes passed on),
-// then closes both. Between two *net.TCPConn the copy splices.
+// then closes both. Between two *net.TCPConn the copy splices (platform/splice).
 func pipe(a, b net.Conn) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	cp := func(dst, src net.Conn) {
 		defer wg.Done()
-		_, err := io.Copy(dst, src)
+		_, err := splice.Copy(dst, src)
 		if cw, ok := dst.(closeWriter); ok && err == nil {
 			_ = cw.CloseWrite()
 		} else {

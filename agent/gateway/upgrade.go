@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"deckhand/platform/splice"
 )
 
 // upgrade passes a WebSocket (any Upgrade) through: the rewritten request
@@ -66,15 +68,15 @@ func (g *Gateway) upgrade(ctx *fasthttp.RequestCtx, addr, service string) {
 			_ = up.Close()
 			return
 		}
-		splice(c, up)
+		spliceBoth(c, up)
 	})
 }
 
-// splice copies both ways until either side ends, then closes both and
+// spliceBoth copies both ways until either side ends, then closes both and
 // returns once both copies have stopped: fasthttp recycles the hijacked
 // connection (and its read buffer) when the handler returns, so no copy
 // may still be reading it then.
-func splice(client, service net.Conn) {
+func spliceBoth(client, service net.Conn) {
 	// The client's own socket: fasthttp's wrapper only matters for reading
 	// what it buffered from the client, and closing the wrapper does not
 	// close the socket.
@@ -86,14 +88,12 @@ func splice(client, service net.Conn) {
 		_ = service.Close()
 	}
 	cp := func(dst, src net.Conn) {
-		buf := spliceBufs.Get().(*[]byte)
-		_, _ = io.CopyBuffer(dst, src, *buf)
-		spliceBufs.Put(buf)
+		_, _ = splice.Copy(dst, src)
 		once.Do(closeBothConns)
 		done <- struct{}{}
 	}
 	go cp(service, client)
-	// Service → client writes to the socket itself: TCP to TCP, io.Copy
+	// Service → client writes to the socket itself: TCP to TCP, the copy
 	// splices, so the bytes never enter this process.
 	cp(socket, service)
 	<-done
@@ -109,8 +109,6 @@ func socketOf(c net.Conn) net.Conn {
 	}
 	return c
 }
-
-var spliceBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // track records a spliced pair so Shutdown can close it; false when the
 // gateway is already shutting down.

@@ -5,7 +5,9 @@
 # connections, over three paths from the "container" namespace: direct
 # (no rules), curl through dante itself (--socks5), and through the agent's
 # nftables rules and forwarder to the same dante. Rounds interleave the
-# paths; medians and ratios (BenchmarkEgress in agent/egress).
+# paths (every other round in reverse); medians, ratios, and the
+# forwarder/curl-through-proxy ratio round by round (BenchmarkEgress in
+# agent/egress).
 # Usage: scripts/bench/egress.sh [bytes=268435456] [rounds=5] [connects=500]
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -4,17 +4,22 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"deckhand/services/process"
 	"deckhand/services/process/client"
 )
 
-// BenchmarkFollow follows `cat` of 256 MiB over the WebSocket with binary
-// frames, straight to the service (scripts/bench/process.sh measures it
-// through the gateway against a pipe and ssh).
+// BenchmarkFollow follows `cat` of 256 MiB (PROCESS_BENCH_MIB) over the
+// WebSocket with binary frames, straight to the service, with the
+// service's default bounds (scripts/bench/process.sh measures it through
+// the gateway against a pipe and ssh).
 func BenchmarkFollow(b *testing.B) {
-	const size = 256 << 20
+	size := int64(256 << 20)
+	if v, err := strconv.Atoi(os.Getenv("PROCESS_BENCH_MIB")); err == nil && v > 0 {
+		size = int64(v) << 20
+	}
 	dir := b.TempDir()
 	path := filepath.Join(dir, "data")
 	f, err := os.Create(path)
@@ -25,7 +30,7 @@ func BenchmarkFollow(b *testing.B) {
 	for i := range buf {
 		buf[i] = byte(i * 7)
 	}
-	for i := 0; i < size>>20; i++ {
+	for i := int64(0); i < size>>20; i++ {
 		_, _ = f.Write(buf)
 	}
 	f.Close()

@@ -19,10 +19,11 @@ import (
 
 const (
 	// pipeSize is asked for each output pipe (F_SETPIPE_SZ): bulk output
-	// then moves 1 MiB per read instead of 64 KiB.
-	pipeSize = 1 << 20
-	// readMin is a reader's first buffer; it grows to pipeSize once a
-	// read fills it, so a quiet process holds 64 KiB per stream, not 1 MiB.
+	// then moves 1 MiB (a recycled read buffer) per read instead of 64 KiB.
+	pipeSize = readBufSize
+	// readMin is a reader's first buffer; reads go to recycled pipeSize
+	// buffers once one fills it, so a quiet process holds 64 KiB per
+	// stream, not 1 MiB.
 	readMin = 64 << 10
 	// drainWait: once the main process has exited and its group is
 	// killed, output still arriving is read until it pauses this long (a
@@ -165,27 +166,42 @@ func growPipe(f *os.File) {
 }
 
 // readLoop reads one output file into the log (and run's capture) until
-// end of file (EIO on a pty whose last holder closed it).
+// end of file (EIO on a pty whose last holder closed it). Reads go to a
+// small buffer, copied out, until one fills it; from then on (bulk output)
+// into recycled pipe-sized buffers, each read's bytes a chunk (or the
+// growth of the previous one) in place, a new buffer once less than an
+// eighth of one is left.
 func (p *process) readLoop(f *os.File, stream byte, draining *atomic.Bool) {
 	buf := make([]byte, readMin)
+	var rb *readBuf // the reader's own hold while bulk
+	used := 0       // bytes of rb handed to the log
+	defer func() { rb.release() }()
+	read := rawReader(f)
 	for {
 		if draining.Load() {
 			_ = f.SetReadDeadline(time.Now().Add(drainWait))
 		}
-		n, err := f.Read(buf)
+		if rb != nil && len(rb.b)-used < len(rb.b)/8 {
+			rb.release()
+			rb, used = getReadBuf(), 0
+		}
+		into := buf
+		if rb != nil {
+			into = rb.b[used:]
+		}
+		n, err := read(into)
 		if n > 0 {
 			if p.capture != nil {
-				p.capture.add(stream, buf[:n])
+				p.capture.add(stream, into[:n])
 			}
-			if n >= len(buf)/2 {
-				// A bulk read: the buffer becomes the chunk.
-				p.log.append(stream, buf[:n], true)
-				size := len(buf)
-				if n == size && size < pipeSize {
-					size = pipeSize
-				}
-				buf = make([]byte, size)
-			} else {
+			switch {
+			case rb != nil:
+				p.log.appendBuf(stream, rb, used, used+n)
+				used += n
+			case n == len(buf):
+				p.log.append(stream, buf, true)
+				rb, used = getReadBuf(), 0
+			default:
 				p.log.append(stream, buf[:n], false)
 			}
 		}

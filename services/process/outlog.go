@@ -2,6 +2,7 @@ package process
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -63,11 +64,61 @@ func streamName(s byte) string {
 }
 
 // chunk is bytes of one stream from offset off. Its bytes never change
-// once handed out: appends only ever add past a slice's length.
+// while anyone holds them: appends only ever add past a slice's length,
+// and a recycled read buffer (buf) is reused only once every holder let
+// go of it.
 type chunk struct {
 	off    int64
 	stream byte
 	data   []byte
+	buf    *readBuf // nil: an ordinary slice, left to the GC
+}
+
+// readBuf is a bulk read buffer of a process's pipe that became a chunk.
+// Its holders are the log's memory, the spiller writing it and cursors
+// that answered pieces of it; the last to let go puts it back in
+// readBufs. Reusing them spares a pipe at full speed a fresh megabyte
+// (zeroed, faulted in, then collected) per read.
+type readBuf struct {
+	b    []byte
+	refs atomic.Int32
+}
+
+// readBufSize is the size of a recycled read buffer.
+const readBufSize = 1 << 20
+
+var readBufs = sync.Pool{New: func() any { return &readBuf{b: make([]byte, readBufSize)} }}
+
+// getReadBuf answers a buffer with one holder: the caller.
+func getReadBuf() *readBuf {
+	rb := readBufs.Get().(*readBuf)
+	rb.refs.Store(1)
+	return rb
+}
+
+func (rb *readBuf) hold() {
+	if rb != nil {
+		rb.refs.Add(1)
+	}
+}
+
+func (rb *readBuf) release() {
+	if rb == nil {
+		return
+	}
+	switch n := rb.refs.Add(-1); {
+	case n == 0:
+		readBufs.Put(rb)
+	case n < 0:
+		panic("process: read buffer released more often than held")
+	}
+}
+
+// releaseChunks lets go of the log's hold on chunks leaving memory.
+func releaseChunks(cs []chunk) {
+	for _, c := range cs {
+		c.buf.release()
+	}
 }
 
 func (c chunk) end() int64 { return c.off + int64(len(c.data)) }
@@ -232,8 +283,20 @@ func (l *outlog) keptFrom() int64 {
 
 // append adds p to stream's output. With owned, p is the caller's to give
 // away (a read buffer it will not reuse) and becomes a chunk as it is.
-func (l *outlog) append(stream byte, p []byte, owned bool) {
+func (l *outlog) append(stream byte, p []byte, owned bool) { l.add(stream, p, owned, nil) }
+
+// appendBuf adds rb's bytes [from, to) to stream's output; the log takes
+// a hold of its own on rb. Bytes that follow the newest chunk in the same
+// buffer, of the same stream, extend it. A chunk of a read buffer is never
+// appended to by copying: the space past it is where the next read goes.
+func (l *outlog) appendBuf(stream byte, rb *readBuf, from, to int) {
+	rb.hold()
+	l.add(stream, rb.b[from:to], true, rb)
+}
+
+func (l *outlog) add(stream byte, p []byte, owned bool, rb *readBuf) {
 	if len(p) == 0 {
+		rb.release()
 		return
 	}
 	n := int64(len(p))
@@ -243,9 +306,14 @@ func (l *outlog) append(stream byte, p []byte, owned bool) {
 	l.mu.Lock()
 	if l.removed || l.closed {
 		l.mu.Unlock()
+		rb.release()
 		return
 	}
-	if k := len(l.mem) - 1; k >= 0 && l.mem[k].stream == stream && len(l.mem[k].data)+len(p) <= coalesceMax {
+	if k := len(l.mem) - 1; rb != nil && k >= 0 && l.mem[k].buf == rb && l.mem[k].stream == stream && follows(l.mem[k].data, p) {
+		last := &l.mem[k]
+		last.data = last.data[:len(last.data)+len(p)]
+		rb.release() // the chunk's hold covers it
+	} else if k >= 0 && l.mem[k].buf == nil && l.mem[k].stream == stream && len(l.mem[k].data)+len(p) <= coalesceMax {
 		last := &l.mem[k]
 		if cap(last.data)-len(last.data) < len(p) {
 			grown := make([]byte, len(last.data), min(max(2*cap(last.data), len(last.data)+len(p)), coalesceMax))
@@ -253,13 +321,14 @@ func (l *outlog) append(stream byte, p []byte, owned bool) {
 			last.data = grown
 		}
 		last.data = append(last.data, p...)
+		rb.release() // copied
 	} else {
 		data := p
 		if !owned {
 			data = make([]byte, len(p), max(len(p), min(4<<10, coalesceMax)))
 			copy(data, p)
 		}
-		l.mem = append(l.mem, chunk{off: l.total, stream: stream, data: data})
+		l.mem = append(l.mem, chunk{off: l.total, stream: stream, data: data, buf: rb})
 	}
 	l.total += n
 	l.counts[stream] += n
@@ -270,6 +339,12 @@ func (l *outlog) append(stream byte, p []byte, owned bool) {
 	l.mu.Unlock()
 	close(wake)
 	l.shrink()
+}
+
+// follows reports whether p starts where a ends, in a's array.
+func follows(a, p []byte) bool {
+	n := len(a)
+	return n < cap(a) && len(p) <= cap(a)-n && &a[:n+1][n] == &p[0]
 }
 
 // shrink keeps memory within its bounds: the oldest chunks leave once on
@@ -322,6 +397,7 @@ func (l *outlog) evict(target int64) <-chan struct{} {
 		freed += int64(len(c.data))
 	}
 	if i > 0 {
+		releaseChunks(l.mem[:i])
 		l.mem = append(l.mem[:0], l.mem[i:]...)
 		clear(l.mem[len(l.mem):cap(l.mem)])
 		l.memBytes -= freed
@@ -480,6 +556,7 @@ func (l *outlog) spill() {
 				if c.off < l.diskEnd {
 					c = chunk{off: l.diskEnd, stream: c.stream, data: c.data[l.diskEnd-c.off:]}
 				}
+				c.buf.hold() // written outside the lock, while memory may let it go
 				batch = append(batch, c)
 				n += len(c.data)
 			}
@@ -504,7 +581,9 @@ func (l *outlog) spill() {
 		}
 		gen := l.gen
 		l.mu.Unlock()
-		if err := l.writeFrames(batch, gen); err != nil && !errors.Is(err, errStale) {
+		err := l.writeFrames(batch, gen)
+		releaseChunks(batch)
+		if err != nil && !errors.Is(err, errStale) {
 			l.b.log.Error("process: output cannot spill to disk; the oldest output is dropped instead", "file", l.prefix, "err", err)
 			l.mu.Lock()
 			l.spillErr = true
@@ -526,6 +605,7 @@ func (l *outlog) settle() {
 	for ; i < len(l.mem)-1 && l.memBytes-freed > finishedMemory && l.mem[i].end() <= l.diskEnd; i++ {
 		freed += int64(len(l.mem[i].data))
 	}
+	releaseChunks(l.mem[:i])
 	l.mem = append(l.mem[:0], l.mem[i:]...)
 	clear(l.mem[len(l.mem):cap(l.mem)])
 	l.memBytes -= freed
@@ -743,6 +823,16 @@ func (l *outlog) close() {
 		return
 	}
 	l.closed = true
+	// A finished process keeps its newest chunks for as long as it is
+	// retained: they move from read buffers (a megabyte each, however
+	// little of one they use) to slices of their own size.
+	for i := range l.mem {
+		if c := &l.mem[i]; c.buf != nil {
+			c.data = bytes.Clone(c.data)
+			c.buf.release()
+			c.buf = nil
+		}
+	}
 	wake := l.wake
 	l.wake = make(chan struct{})
 	if l.memBytes > finishedMemory || l.spilling {
@@ -762,6 +852,7 @@ func (l *outlog) remove() {
 		l.dropSpare()
 	}
 	l.b.mem.Add(-l.memBytes)
+	releaseChunks(l.mem)
 	l.mem, l.memBytes = nil, 0
 	l.diskEnd = l.total
 	wake := l.wake
@@ -830,6 +921,16 @@ type cursor struct {
 	f    *os.File
 	fseg *segment
 	buf  []byte
+	held []*readBuf // under the pieces last answered
+}
+
+// letGo releases the read buffers under the pieces last answered.
+func (c *cursor) letGo() {
+	for i, rb := range c.held {
+		rb.release()
+		c.held[i] = nil
+	}
+	c.held = c.held[:0]
 }
 
 func (l *outlog) cursor(pos int64) *cursor { return &cursor{l: l, pos: pos} }
@@ -861,6 +962,7 @@ func (c *cursor) waitMore(upto int64) <-chan struct{} {
 }
 
 func (c *cursor) close() {
+	c.letGo()
 	if c.f != nil {
 		_ = c.f.Close()
 		c.f, c.fseg = nil, nil
@@ -868,11 +970,12 @@ func (c *cursor) close() {
 }
 
 // next answers up to max bytes at the cursor (pieces valid until the next
-// call), a gap when the cursor was before the oldest kept byte, and else
-// done (the output is complete and all read) or a channel closed when
-// there is more.
+// call or close), a gap when the cursor was before the oldest kept byte,
+// and else done (the output is complete and all read) or a channel closed
+// when there is more.
 func (c *cursor) next(max int) (pieces []chunk, gap *Gap, done bool, wait <-chan struct{}) {
 	l := c.l
+	c.letGo()
 	for {
 		l.mu.Lock()
 		if start := l.keptFrom(); c.pos < start {
@@ -923,6 +1026,10 @@ func (c *cursor) next(max int) (pieces []chunk, gap *Gap, done bool, wait <-chan
 				d := ch.data[c.pos-ch.off:]
 				if n+len(d) > max {
 					d = d[:max-n]
+				}
+				if ch.buf != nil {
+					ch.buf.hold()
+					c.held = append(c.held, ch.buf)
 				}
 				pieces = append(pieces, chunk{off: c.pos, stream: ch.stream, data: d})
 				c.pos += int64(len(d))

@@ -219,9 +219,10 @@ func (s *Service) serveWS(c fiber.Ctx, p *process, since int64, binaryFrames, fo
 
 // wsConn writes frames on the socket under one lock.
 type wsConn struct {
-	raw  net.Conn // the hijacked connection: reads (it holds what fasthttp buffered)
-	sock net.Conn // the socket itself: writes, one writev per frame
-	wmu  sync.Mutex
+	raw    net.Conn             // the hijacked connection: reads (it holds what fasthttp buffered)
+	sock   net.Conn             // the socket itself: writes, one writev per frame
+	writev func([][]byte) error // raw writes to sock (rawio_linux.go), nil: sock's own
+	wmu    sync.Mutex
 }
 
 func (w *wsConn) write(op ws.OpCode, parts ...[]byte) error {
@@ -237,6 +238,9 @@ func (w *wsConn) write(op ws.OpCode, parts ...[]byte) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	_ = w.sock.SetWriteDeadline(time.Now().Add(stallLimit))
+	if w.writev != nil {
+		return w.writev(bufs)
+	}
 	_, err := bufs.WriteTo(w.sock)
 	return err
 }
@@ -286,6 +290,7 @@ type wsError struct {
 func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames, follow bool) {
 	_ = raw.SetDeadline(time.Time{})
 	w := &wsConn{raw: raw, sock: socketOf(raw)}
+	w.writev = rawWritev(w.sock)
 	f := s.follow(p, since)
 	defer f.close()
 	gone := make(chan struct{})

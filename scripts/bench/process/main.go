@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,6 +51,8 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds (medians over them)")
 	noSSH := flag.Bool("no-ssh", false, "skip the ssh comparisons")
 	drops := flag.Bool("drops", true, "also follow through a proxy that cuts the connection three times")
+	before := flag.String("before", "", "another deckhand binary (an earlier build) to follow through as well, in the same rounds")
+	noRun := flag.Bool("no-run", false, "skip the run latency part")
 	flag.Parse()
 	if *bin == "" {
 		fail("-bin is required")
@@ -71,55 +74,65 @@ func main() {
 	sum := writeRandom(file, size)
 	c := &client.Client{URL: "http://" + gw.addr + "/_/process"}
 	direct := &client.Client{URL: "http://" + gw.service}
-
-	fmt.Printf("== run of /bin/true: %d calls per round (ssh %d), %d rounds; p50 / p99 in ms, medians of the rounds\n", *runs, *sshRuns, *rounds)
-	lat := map[string][][2]float64{}
-	httpc := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
-	for r := 0; r < *rounds; r++ {
-		lat["gateway run"] = append(lat["gateway run"], pcts(timeN(*runs, func() error { return runTrue(httpc, gw.addr) })))
-		lat["fork/exec in Go"] = append(lat["fork/exec in Go"], pcts(timeN(*runs, func() error { return exec.Command("/bin/true").Run() })))
-		if ssh != nil {
-			lat["ssh localhost true"] = append(lat["ssh localhost true"], pcts(timeN(*sshRuns, func() error { return ssh.Command("true").Run() })))
-		}
-	}
-	fmt.Println("| what | p50 ms | p99 ms |\n|---|---|---|")
-	for _, k := range []string{"gateway run", "fork/exec in Go", "ssh localhost true"} {
-		if v := lat[k]; len(v) > 0 {
-			p50, p99 := medianPair(v)
-			fmt.Printf("| %s | %.2f | %.2f |\n", k, p50, p99)
-		}
-	}
-	if ssh != nil {
-		g, _ := medianPair(lat["gateway run"])
-		s, _ := medianPair(lat["ssh localhost true"])
-		fmt.Printf("gateway run p50 is %.1fx faster than ssh\n", s/g)
+	var old *agentProc
+	if *before != "" {
+		old = startAgent(*before, filepath.Join(dir, "before"))
+		defer old.stop()
 	}
 
-	fmt.Printf("\n== following cat of %d MiB: MB/s, %d rounds, medians\n", *sizeMiB, *rounds)
+	if !*noRun {
+		runLatency(gw, ssh, *runs, *sshRuns, *rounds)
+	}
+	fmt.Printf("\n== following cat of %d MiB: MB/s, %d rounds, medians; CPU seconds per GiB (utime+stime) of the agent with its cat, of the client and of the other processes the path starts\n", *sizeMiB, *rounds)
+	paths := []string{"pipe: cat FILE | cat >/dev/null", "deckhand: start + WebSocket (binary) through the gateway",
+		"deckhand: the same straight to the service", "deckhand exec -- cat FILE >/dev/null", "ssh localhost cat FILE >/dev/null",
+		"before (-before): WebSocket through the gateway", "before: straight to the service"}
 	tput := map[string][]float64{}
+	cpu := map[string][][3]float64{}
+	measure := func(name string, fn func() time.Duration) {
+		a := gw
+		if strings.HasPrefix(name, "before") {
+			a = old
+		}
+		before := usage(a.cmd.Process.Pid)
+		took := fn()
+		after := usage(a.cmd.Process.Pid)
+		tput[name] = append(tput[name], mbps(size, took))
+		gib := float64(size) / (1 << 30)
+		cpu[name] = append(cpu[name], [3]float64{(after.agent - before.agent) / gib, (after.self - before.self) / gib, (after.children - before.children) / gib})
+	}
 	for r := 0; r < *rounds; r++ {
-		tput["pipe: cat FILE | cat >/dev/null"] = append(tput["pipe: cat FILE | cat >/dev/null"],
-			mbps(size, timeCmd(exec.Command("sh", "-c", "cat '"+file+"' | cat >/dev/null"))))
-		tput["deckhand: start + WebSocket (binary) through the gateway"] = append(tput["deckhand: start + WebSocket (binary) through the gateway"],
-			mbps(size, follow(c, file, size)))
-		tput["deckhand: the same straight to the service"] = append(tput["deckhand: the same straight to the service"],
-			mbps(size, follow(direct, file, size)))
-		cli := exec.Command(*bin, "exec", "--agent", "http://"+gw.addr, "--", "cat", file)
-		tput["deckhand exec -- cat FILE >/dev/null"] = append(tput["deckhand exec -- cat FILE >/dev/null"], mbps(size, timeCmd(cli)))
+		measure(paths[0], func() time.Duration { return timeCmd(exec.Command("sh", "-c", "cat '"+file+"' | cat >/dev/null")) })
+		measure(paths[1], func() time.Duration { return follow(c, file, size) })
+		measure(paths[2], func() time.Duration { return follow(direct, file, size) })
+		measure(paths[3], func() time.Duration {
+			return timeCmd(exec.Command(*bin, "exec", "--agent", "http://"+gw.addr, "--", "cat", file))
+		})
 		if ssh != nil {
-			tput["ssh localhost cat FILE >/dev/null"] = append(tput["ssh localhost cat FILE >/dev/null"], mbps(size, timeCmd(ssh.Command("cat", file))))
+			measure(paths[4], func() time.Duration { return timeCmd(ssh.Command("cat", file)) })
+		}
+		if old != nil {
+			measure(paths[5], func() time.Duration {
+				return follow(&client.Client{URL: "http://" + old.addr + "/_/process"}, file, size)
+			})
+			measure(paths[6], func() time.Duration { return follow(&client.Client{URL: "http://" + old.service}, file, size) })
 		}
 	}
-	fmt.Println("| what | MB/s |\n|---|---|")
-	for _, k := range []string{"pipe: cat FILE | cat >/dev/null", "deckhand: start + WebSocket (binary) through the gateway",
-		"deckhand: the same straight to the service", "deckhand exec -- cat FILE >/dev/null", "ssh localhost cat FILE >/dev/null"} {
+	fmt.Println("| what | MB/s | agent CPU s/GiB | client CPU s/GiB | other CPU s/GiB |\n|---|---|---|---|---|")
+	for _, k := range paths {
 		if v := tput[k]; len(v) > 0 {
-			fmt.Printf("| %s | %.0f |\n", k, median(v))
+			var a, b, o []float64
+			for _, x := range cpu[k] {
+				a, b, o = append(a, x[0]), append(b, x[1]), append(o, x[2])
+			}
+			fmt.Printf("| %s | %.0f | %.2f | %.2f | %.2f |\n", k, median(v), median(a), median(b), median(o))
 		}
 	}
-	pipe := median(tput["pipe: cat FILE | cat >/dev/null"])
-	fmt.Printf("deckhand WebSocket / pipe = %.2f; deckhand exec / pipe = %.2f\n",
-		median(tput["deckhand: start + WebSocket (binary) through the gateway"])/pipe, median(tput["deckhand exec -- cat FILE >/dev/null"])/pipe)
+	pipe := median(tput[paths[0]])
+	fmt.Printf("deckhand WebSocket / pipe = %.2f; deckhand exec / pipe = %.2f\n", median(tput[paths[1]])/pipe, median(tput[paths[3]])/pipe)
+	if old != nil {
+		fmt.Printf("before WebSocket / pipe = %.2f; deckhand / before = %.2f\n", median(tput[paths[5]])/pipe, median(tput[paths[1]])/median(tput[paths[5]]))
+	}
 
 	if *drops {
 		fmt.Printf("\n== deckhand exec -- cat FILE (%d MiB) through a proxy that cuts it at 1/4, 1/2 and 3/4\n", *sizeMiB)
@@ -137,6 +150,33 @@ func main() {
 		if stderr.Len() > 0 {
 			fmt.Printf("stderr: %s\n", stderr.String())
 		}
+	}
+}
+
+// runLatency times run of /bin/true through the gateway against fork/exec
+// and ssh.
+func runLatency(gw *agentProc, ssh *benchssh.Server, runs, sshRuns, rounds int) {
+	fmt.Printf("== run of /bin/true: %d calls per round (ssh %d), %d rounds; p50 / p99 in ms, medians of the rounds\n", runs, sshRuns, rounds)
+	lat := map[string][][2]float64{}
+	httpc := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
+	for r := 0; r < rounds; r++ {
+		lat["gateway run"] = append(lat["gateway run"], pcts(timeN(runs, func() error { return runTrue(httpc, gw.addr) })))
+		lat["fork/exec in Go"] = append(lat["fork/exec in Go"], pcts(timeN(runs, func() error { return exec.Command("/bin/true").Run() })))
+		if ssh != nil {
+			lat["ssh localhost true"] = append(lat["ssh localhost true"], pcts(timeN(sshRuns, func() error { return ssh.Command("true").Run() })))
+		}
+	}
+	fmt.Println("| what | p50 ms | p99 ms |\n|---|---|---|")
+	for _, k := range []string{"gateway run", "fork/exec in Go", "ssh localhost true"} {
+		if v := lat[k]; len(v) > 0 {
+			p50, p99 := medianPair(v)
+			fmt.Printf("| %s | %.2f | %.2f |\n", k, p50, p99)
+		}
+	}
+	if ssh != nil {
+		g, _ := medianPair(lat["gateway run"])
+		s, _ := medianPair(lat["ssh localhost true"])
+		fmt.Printf("gateway run p50 is %.1fx faster than ssh\n", s/g)
 	}
 }
 
@@ -251,6 +291,33 @@ func median(v []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
+}
+
+// cpuUse is CPU seconds: the agent's with its reaped children (its
+// processes' cat), this program's own (the in-process client) and its
+// reaped children's (the pipe's, the CLI's, ssh's).
+type cpuUse struct{ agent, self, children float64 }
+
+func usage(agentPid int) cpuUse {
+	var u cpuUse
+	if raw, err := os.ReadFile("/proc/" + strconv.Itoa(agentPid) + "/stat"); err == nil {
+		// Fields after the command's closing parenthesis: utime is the 14th
+		// field of the line, then stime, cutime, cstime, in clock ticks.
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+		for _, i := range []int{11, 12, 13, 14} {
+			t, _ := strconv.ParseFloat(f[i], 64)
+			u.agent += t / 100
+		}
+	}
+	var ru syscall.Rusage
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		u.self = tv(ru.Utime) + tv(ru.Stime)
+	}
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) == nil {
+		u.children = tv(ru.Utime) + tv(ru.Stime)
+	}
+	return u
 }
 
 func mbps(size int64, d time.Duration) float64 { return float64(size) / d.Seconds() / 1e6 }
