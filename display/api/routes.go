@@ -3,42 +3,33 @@ package api
 import (
 	"net/http"
 
-	"github.com/gofiber/fiber/v3"
-
 	"deckhand/platform"
 )
 
 // Routes is the service's one route table; the same table becomes its
 // OpenAPI document.
 func (s *Service) Routes() []platform.Route {
-	get := func(path, summary, desc string, resp any, h fiber.Handler) platform.Route {
-		return platform.Route{Method: http.MethodGet, Path: prefix + path, Summary: summary, Description: desc,
-			Response: resp, Tags: []string{"display"}, Handler: h}
-	}
-	post := func(path, summary, desc string, body, resp any, h fiber.Handler) platform.Route {
-		return platform.Route{Method: http.MethodPost, Path: prefix + path, Summary: summary, Description: desc,
-			Body: body, Response: resp, Tags: []string{"display"}, Handler: h}
-	}
 	op := func(method, path, id, summary, desc string, o platform.Operation) platform.Route {
 		return platform.Route{Method: method, Path: prefix + path, OperationID: id, Summary: summary, Description: desc,
 			Tags: []string{"display"}, Op: o}
 	}
 	winParam := "Window ids are X11 window ids, decimal or 0x-hex; an id that is not a window answers 404."
-	shot := get("/screenshots", "Screenshot of the screen or a region",
+	shot := op(http.MethodGet, "/screenshots", "takeScreenshot", "Screenshot of the screen or a region",
 		"PNG (default) or JPEG bytes with their Content-Type. quality (1-100, default 80) applies to JPEG; "+
 			"PNG is always lossless. A region (x, y, width, height; x and y default to 0, width and height to the rest "+
 			"of the screen) must lie on the screen, else 400 OFF_SCREEN with the bounds. scale (0,1] shrinks with an "+
 			"area filter (coverage-weighted mean, alias-free). cursor=true draws the pointer in. Headers X-Image-Width and "+
-			"X-Image-Height give the size.", nil, s.screenshot)
+			"X-Image-Height give the size.", platform.Op(s.Screenshot))
 	shot.ContentType = "image/png"
-	shot.Query = ScreenshotQuery
-	clipGet := get("/clipboard", "Read the clipboard",
-		"{\"text\"} from the CLIPBOARD selection (empty when nothing holds it). format=png (or image) answers the "+
-			"image bytes when the clipboard holds an image, else 404; the JSON answer adds has_image=true when "+
-			"it does, and targets=true lists the formats the owner offers.", ClipboardView{}, s.clipboardGet)
-	clipGet.Query = []platform.Param{{Name: "format", Enum: []string{"text", "png", "image"}, Default: "text"},
-		{Name: "selection", Enum: []string{"clipboard", "primary"}, Default: "clipboard"},
-		{Name: "targets", Type: "boolean", Default: "false", Description: "also list the offered formats"}}
+	clipGet := op(http.MethodGet, "/clipboard", "getClipboard", "Read the clipboard",
+		"{\"text\"} from the CLIPBOARD selection (or PRIMARY with selection=primary; empty when nothing holds it); "+
+			"has_image=true when it holds an image, and targets=true lists the formats the owner offers. "+
+			"format=png (or image) answers 303 See Other to clipboard/image, which serves the image bytes.",
+		platform.Op(s.ClipboardGet))
+	clipGet.Statuses = []int{http.StatusSeeOther}
+	clipImage := op(http.MethodGet, "/clipboard/image", "getClipboardImage", "The image on the clipboard",
+		"The image bytes with their Content-Type when the selection holds an image, else 404.", platform.Op(s.ClipboardImage))
+	clipImage.ContentType = "application/octet-stream"
 	winList := op(http.MethodGet, "/windows", "listWindows", "List top-level windows",
 		"Managed top-level windows (the window manager's _NET_CLIENT_LIST, or mapped children of the root "+
 			"without one) with real geometry: x and y are the client area's position on the root window, as "+
@@ -50,26 +41,27 @@ func (s *Service) Routes() []platform.Route {
 			"(Xinerama heads, else RandR outputs, else the one screen).", platform.ReadOp(s.ScreenInfo)),
 		shot,
 		clipGet,
+		clipImage,
 		winList,
 		op(http.MethodGet, "/window/active", "getActiveWindow", "The active window", "The window manager's _NET_ACTIVE_WINDOW (else the input focus). "+
 			"404 when no window is active.", platform.ReadOp(s.ActiveWindow)),
 		op(http.MethodGet, "/window/{windowId}/properties", "getWindowProperties", "Everything known about a window", winParam, platform.Op(s.WindowProperties)),
 		op(http.MethodGet, "/window/{windowId}/geometry", "getWindowGeometry", "A window's position and size", winParam, platform.Op(s.WindowGeometry)),
 		op(http.MethodGet, "/window/{windowId}/name", "getWindowName", "A window's title", winParam, platform.Op(s.WindowName)),
-		post("/window/search", "Find windows", "Windows whose title (name) and/or WM_CLASS (class) match Go "+
-			"regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.",
-			WindowSearch{}, []Window{}, s.windowSearch),
+		op(http.MethodPost, "/window/search", "searchWindows", "Find windows", "Windows whose title (name) and/or "+
+			"WM_CLASS (class) match Go regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; "+
+			"at least one criterion.", platform.Op(s.SearchWindows)),
 		op(http.MethodGet, "/mouse/location", "getMouseLocation", "Where the pointer is", "", platform.ReadOp(s.MouseLocation)),
 		op(http.MethodGet, "/input/display-geometry", "getDisplayGeometry", "Root window size", "Like xdotool getdisplaygeometry.", platform.ReadOp(s.DisplayGeometry)),
-		post("/input/act", "Run one action", "One step in the batch format ({\"action\": ..., fields}): the "+
+		op(http.MethodPost, "/input/act", "actOne", "Run one action", "One step in the batch format ({\"action\": ..., fields}): the "+
 			"action's name or alias and the fields of its own endpoint's body; a field the action does not take "+
-			"is 400. Answers the step result; a failing step is an error answer.", stepBody(), StepResult{}, s.actOne),
-		post("/input/batch", "Run a list of actions", "Each step is {\"action\": ..., fields} as for input/act. "+
+			"is 400. Answers the step result; a failing step is an error answer.", platform.Op(s.Act)),
+		op(http.MethodPost, "/input/batch", "runBatch", "Run a list of actions", "Each step is {\"action\": ..., fields} as for input/act. "+
 			"Every step is validated (fields, key names, screen bounds, regular expressions) before any step runs; "+
 			"an invalid batch is 400 naming steps[i].field. Steps then run in order and the batch stops at the "+
 			"first failure. A click followed by a key or type step waits (up to 500 ms) for the window manager to "+
 			"focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At "+
-			"most 1000 steps; input from other clients waits until it ends.", batchBody(), BatchResult{}, s.batch),
+			"most 1000 steps; input from other clients waits until it ends.", platform.Op(s.RunBatch)),
 	}
 	// every action's own endpoint, from the action table
 	return append(routes, s.actionRoutes()...)

@@ -5,6 +5,13 @@
 // builds without cgo: the agent links it to answer 503 DISPLAY_UNAVAILABLE on
 // headless containers, and the deckhand-display binary (display/cmd) links it
 // together with the X11 driver (display/x11).
+//
+// Every route checks a request in one order: its own rules first
+// (parameters and body, bound by the platform: 400 naming the field), then
+// whether there is a display (503 DISPLAY_UNAVAILABLE), then what needs
+// the screen (positions and regions on it: 400 OFF_SCREEN). A batch is
+// compiled whole at the first stage, so a bad step is a 400 with or
+// without a display.
 package api
 
 import (
