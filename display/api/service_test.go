@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-		"strings"
+	"strings"
 	"testing"
 
 	"deckhand/display/api"
