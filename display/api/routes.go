@@ -34,6 +34,8 @@ func (s *Service) Routes() []platform.Route {
 		"Managed top-level windows (the window manager's _NET_CLIENT_LIST, or mapped children of the root "+
 			"without one) with real geometry: x and y are the client area's position on the root window, as "+
 			"xdotool getwindowgeometry reports it.", platform.ReadOp(s.Windows))
+	el := "Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and " +
+		"answers the element afterwards. An id whose element is gone answers 404."
 	routes := []platform.Route{
 		op(http.MethodGet, "/", "describeDisplay", "Describe the display service", "Index of the service: which display it drives, whether it is "+
 			"available, its screen size and every path it serves.", platform.ReadOp(s.Describe)),
@@ -63,6 +65,32 @@ func (s *Service) Routes() []platform.Route {
 			"focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At "+
 			"most 1000 steps; input from other clients waits until it ends.", platform.Op(s.RunBatch)),
 	}
+	routes = append(routes,
+		op(http.MethodGet, "/accessibility", "getAccessibilityTree", "Accessibility tree",
+			"The AT-SPI2 tree of the active window (scope=active, default) or of every application on the accessibility "+
+				"bus (scope=all). Each node has an id, role, name, description, value, states, actions, screen bounds and "+
+				"children. depth limits the levels; role keeps the nodes of that role and their ancestors. When the window's "+
+				"application exposes no tree (an xterm, a program without accessibility), nodes is empty and reason says "+
+				"so. 503 ACCESSIBILITY_UNAVAILABLE when the service has no accessibility bus.", platform.Op(s.AccessibilityTree)),
+		op(http.MethodGet, "/screenshots/marked", "takeMarkedScreenshot", "Screenshot with numbered elements",
+			"The whole screen as PNG (base64 in image) with a numbered box over every visible interactive element of the "+
+				"active window (scope=active, default) or of every application, and marks mapping each number to the "+
+				"element's id and bounds: a model that answers \"click 7\" is served by POST accessibility/{element_id}/click. "+
+				"Interactive: showing and visible, with bounds on the screen, and an action or a role people act on "+
+				"(button, text field, check box, menu item, link, slider ...).", platform.Op(s.MarkedScreenshot)),
+		op(http.MethodGet, "/accessibility/search", "searchAccessibility", "Find accessible elements",
+			"The elements whose role is role (exactly) and whose name contains name (case-insensitive), each without "+
+				"children, from every application (scope=all, default) or the active window.", platform.Op(s.SearchAccessibility)),
+		op(http.MethodPost, "/accessibility/{elementId}/click", "clickElement", "Click an element", el+" The element's "+
+			"own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at "+
+			"the center of its bounds (method says which).", platform.Op(s.ClickElement)),
+		op(http.MethodPost, "/accessibility/{elementId}/focus", "focusElement", "Focus an element", el, platform.Op(s.FocusElement)),
+		op(http.MethodPost, "/accessibility/{elementId}/set-value", "setElementValue", "Set an element's value", el+
+			" Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; "+
+			"other elements answer 409.", platform.Op(s.SetElementValue)),
+		op(http.MethodPost, "/accessibility/{elementId}/action", "invokeElementAction", "Invoke an element's action",
+			el+" name is one of the element's actions; another name is 400 listing them.", platform.Op(s.ElementDoAction)),
+	)
 	// every action's own endpoint, from the action table
 	return append(routes, s.actionRoutes()...)
 }

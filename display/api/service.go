@@ -45,6 +45,7 @@ type Service struct {
 	log    *slog.Logger
 	clock  platform.Clock
 	drv    atomic.Pointer[driverBox]
+	a11y   atomic.Pointer[a11yBox]
 	reason atomic.Pointer[string]
 
 	// input serialises everything that presses, moves or types, so one
@@ -114,8 +115,11 @@ func (s *Service) HealthStatus() (string, string) {
 	return "unavailable", *s.reason.Load()
 }
 
-// Close closes the driver.
+// Close closes the driver and the accessibility bus.
 func (s *Service) Close() error {
+	if b := s.a11y.Swap(nil); b != nil && b.a != nil {
+		_ = b.a.Close()
+	}
 	if d := s.Driver(); d != nil {
 		s.drv.Store(nil)
 		return d.Close()

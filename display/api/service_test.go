@@ -24,7 +24,9 @@ var validBodies = map[string]string{
 	"/input/select": `{"from":{"x":1,"y":1},"to":{"x":2,"y":2}}`, "/input/wait": `{"until":"timeout","timeout_ms":1}`,
 	"/input/sleep": `{"duration_ms":1}`, "/window/focus": `{}`, "/window/raise": `{}`, "/window/minimize": `{}`,
 	"/window/close": `{}`, "/window/move": `{"x":1,"y":1}`, "/window/resize": `{"width":1,"height":1}`,
-	"/clipboard": `{"text":"a"}`, "/input/reset": `{}`,
+	"/clipboard": `{"text":"a"}`, "/input/reset": `{}`, "/accessibility/1.5~3/click": `{}`,
+	"/accessibility/1.5~3/focus": `{}`, "/accessibility/1.5~3/set-value": `{"value":"x"}`,
+	"/accessibility/1.5~3/action": `{"name":"Click"}`,
 }
 
 // Without a display every route but the index answers 503 to a valid
@@ -37,7 +39,10 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, svc.Routes())
 	n := 0
 	for _, r := range svc.Routes() {
-		path := strings.ReplaceAll(r.Path, "{windowId}", "123")
+		path := strings.ReplaceAll(strings.ReplaceAll(r.Path, "{windowId}", "123"), "{elementId}", "1.5~3")
+		if strings.HasSuffix(path, "/search") && r.Method == "GET" {
+			path += "?role=push+button"
+		}
 		var body io.Reader
 		if r.Method == "POST" {
 			b, ok := validBodies[strings.TrimPrefix(path, "/api/v1/display")]

@@ -1,0 +1,443 @@
+// Package atspi owns the display service's connection to the AT-SPI2
+// accessibility bus: it reads applications' accessibility trees and acts
+// on their elements over D-Bus (godbus), for display/api's Accessibility.
+// It is pure Go; at-spi2-core (the bus launcher and registry) and the
+// toolkits' bridges (GTK's atk-bridge, Qt, Chromium) do the rest.
+package atspi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/godbus/dbus/v5"
+
+	"deckhand/display/api"
+	"deckhand/platform"
+)
+
+const (
+	registryName = "org.a11y.atspi.Registry"
+	rootPath     = "/org/a11y/atspi/accessible/root"
+	ifAccessible = "org.a11y.atspi.Accessible"
+	ifComponent  = "org.a11y.atspi.Component"
+	ifAction     = "org.a11y.atspi.Action"
+	ifText       = "org.a11y.atspi.Text"
+	ifEditable   = "org.a11y.atspi.EditableText"
+	ifValue      = "org.a11y.atspi.Value"
+	coordScreen  = uint32(0)
+)
+
+// Bus is a connection to the accessibility bus.
+type Bus struct {
+	conn *dbus.Conn
+	// inflight bounds the calls one tree read keeps waiting at once, so a
+	// huge tree does not flood an application's main loop
+	inflight chan struct{}
+}
+
+// Address finds the accessibility bus: AT_SPI_BUS_ADDRESS, else what the
+// session bus (DBUS_SESSION_BUS_ADDRESS) answers (SessionAddress).
+func Address(ctx context.Context) (string, error) {
+	if a := os.Getenv("AT_SPI_BUS_ADDRESS"); a != "" {
+		return a, nil
+	}
+	sess := os.Getenv("DBUS_SESSION_BUS_ADDRESS")
+	if sess == "" {
+		return "", errors.New("neither AT_SPI_BUS_ADDRESS nor DBUS_SESSION_BUS_ADDRESS is set")
+	}
+	return SessionAddress(ctx, sess)
+}
+
+// SessionAddress asks the session bus at session for the accessibility
+// bus: its org.a11y.Bus (at-spi-bus-launcher) starts on demand.
+func SessionAddress(ctx context.Context, session string) (string, error) {
+	conn, err := dbus.Connect(session, dbus.WithContext(ctx))
+	if err != nil {
+		return "", fmt.Errorf("session bus: %w", err)
+	}
+	defer conn.Close()
+	var addr string
+	if err := conn.Object("org.a11y.Bus", "/org/a11y/bus").CallWithContext(ctx, "org.a11y.Bus.GetAddress", 0).Store(&addr); err != nil {
+		return "", fmt.Errorf("org.a11y.Bus.GetAddress on the session bus (is at-spi2-core installed?): %w", err)
+	}
+	return addr, nil
+}
+
+// Connect connects to the accessibility bus at addr (Address finds it);
+// ctx bounds the connecting, not the connection.
+func Connect(ctx context.Context, addr string) (*Bus, error) {
+	type result struct {
+		conn *dbus.Conn
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		conn, err := dbus.Connect(addr)
+		done <- result{conn, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.conn != nil {
+				r.conn.Close()
+			}
+		}()
+		return nil, fmt.Errorf("accessibility bus %s: %w", addr, ctx.Err())
+	}
+	conn, err := r.conn, r.err
+	if err != nil {
+		return nil, fmt.Errorf("accessibility bus %s: %w", addr, err)
+	}
+	return &Bus{conn: conn, inflight: make(chan struct{}, 64)}, nil
+}
+
+// Done is closed when the connection is lost.
+func (b *Bus) Done() <-chan struct{} { return b.conn.Context().Done() }
+
+// Close closes the connection.
+func (b *Bus) Close() error { return b.conn.Close() }
+
+// ref is an object on the bus: (so) in AT-SPI's signatures.
+type ref struct {
+	Name string
+	Path dbus.ObjectPath
+}
+
+func (r ref) id() string { return api.ElementID(r.Name, string(r.Path)) }
+
+func parseRef(id string) (ref, error) {
+	bus, path, err := api.ParseElementID(id)
+	if err != nil {
+		return ref{}, err
+	}
+	if !dbus.ObjectPath(path).IsValid() {
+		return ref{}, platform.Invalid("elementId", "must be an element id from the tree, got %q", id)
+	}
+	return ref{Name: bus, Path: dbus.ObjectPath(path)}, nil
+}
+
+// call makes one method call, within the in-flight bound.
+func (b *Bus) call(ctx context.Context, r ref, method string, out []any, args ...any) error {
+	select {
+	case b.inflight <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-b.inflight }()
+	c := b.conn.Object(r.Name, r.Path).CallWithContext(ctx, method, 0, args...)
+	if c.Err != nil {
+		return c.Err
+	}
+	if len(out) > 0 {
+		return c.Store(out...)
+	}
+	return nil
+}
+
+// Apps lists the registered applications (those of pid when not 0) with
+// their trees to depth levels (< 0: all).
+func (b *Bus) Apps(ctx context.Context, pid, depth int) ([]api.AccessibleApp, error) {
+	var apps []ref
+	if err := b.call(ctx, ref{registryName, rootPath}, ifAccessible+".GetChildren", []any{&apps}); err != nil {
+		return nil, b.busErr(err)
+	}
+	out := make([]api.AccessibleApp, len(apps))
+	keep := make([]bool, len(apps))
+	var wg sync.WaitGroup
+	for i, a := range apps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var p uint32
+			if err := b.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, a.Name).Store(&p); err == nil {
+				out[i].PID = int(p)
+			}
+			if pid != 0 && out[i].PID != pid {
+				return
+			}
+			n, err := b.read(ctx, a, depth)
+			if err != nil {
+				return // an application that quit while we read it is not listed
+			}
+			out[i].Root, keep[i] = n, true
+		}()
+	}
+	wg.Wait()
+	res := []api.AccessibleApp{}
+	for i := range out {
+		if keep[i] {
+			res = append(res, out[i])
+		}
+	}
+	return res, nil
+}
+
+// Node reads one element without its children.
+func (b *Bus) Node(ctx context.Context, id string) (api.AccessibleNode, error) {
+	r, err := parseRef(id)
+	if err != nil {
+		return api.AccessibleNode{}, err
+	}
+	n, err := b.read(ctx, r, 0)
+	if err != nil {
+		return api.AccessibleNode{}, elementErr(id, err)
+	}
+	if n.Has("defunct") {
+		return api.AccessibleNode{}, platform.NotFound("element", id)
+	}
+	return n, nil
+}
+
+// read reads r and its descendants to depth levels (< 0: all): every call
+// of a level is in flight at once, so the time is a few round trips per
+// level, not per element.
+func (b *Bus) read(ctx context.Context, r ref, depth int) (api.AccessibleNode, error) {
+	n := api.AccessibleNode{ID: r.id(), States: []string{}, Actions: []string{}, Children: []api.AccessibleNode{}}
+	var (
+		props    map[string]dbus.Variant
+		role     string
+		states   []uint32
+		ifaces   []string
+		children []ref
+	)
+	g := group{}
+	g.do(func() error {
+		return b.call(ctx, r, "org.freedesktop.DBus.Properties.GetAll", []any{&props}, ifAccessible)
+	})
+	g.do(func() error { return b.call(ctx, r, ifAccessible+".GetRoleName", []any{&role}) })
+	g.do(func() error { return b.call(ctx, r, ifAccessible+".GetState", []any{&states}) })
+	g.do(func() error { return b.call(ctx, r, ifAccessible+".GetInterfaces", []any{&ifaces}) })
+	if depth != 0 {
+		g.do(func() error { return b.call(ctx, r, ifAccessible+".GetChildren", []any{&children}) })
+	}
+	if err := g.wait(); err != nil {
+		return n, err
+	}
+	n.Role = role
+	n.Name, _ = props["Name"].Value().(string)
+	n.Description, _ = props["Description"].Value().(string)
+	n.States = stateNames(states)
+	has := map[string]bool{}
+	for _, i := range ifaces {
+		has[i] = true
+	}
+	// the second round: what the element's interfaces add, and the children
+	g = group{}
+	if has[ifComponent] {
+		g.do(func() error {
+			var e struct{ X, Y, W, H int32 }
+			if err := b.call(ctx, r, ifComponent+".GetExtents", []any{&e}, coordScreen); err != nil {
+				return err
+			}
+			n.Bounds = &api.Rect{X: int(e.X), Y: int(e.Y), Width: int(e.W), Height: int(e.H)}
+			return nil
+		})
+	}
+	if has[ifAction] {
+		g.do(func() error {
+			var acts []struct{ Name, Description, Key string }
+			if err := b.call(ctx, r, ifAction+".GetActions", []any{&acts}); err != nil {
+				return err
+			}
+			for _, a := range acts {
+				n.Actions = append(n.Actions, a.Name)
+			}
+			return nil
+		})
+	}
+	switch {
+	case has[ifText]:
+		g.do(func() error { return b.call(ctx, r, ifText+".GetText", []any{&n.Value}, int32(0), int32(-1)) })
+	case has[ifValue]:
+		g.do(func() error {
+			var v dbus.Variant
+			if err := b.call(ctx, r, "org.freedesktop.DBus.Properties.Get", []any{&v}, ifValue, "CurrentValue"); err != nil {
+				return err
+			}
+			if f, ok := v.Value().(float64); ok {
+				n.Value = strconv.FormatFloat(f, 'f', -1, 64)
+			}
+			return nil
+		})
+	}
+	kids := make([]api.AccessibleNode, len(children))
+	ok := make([]bool, len(children))
+	for i, c := range children {
+		g.do(func() error {
+			k, err := b.read(ctx, c, depth-1)
+			if err == nil {
+				kids[i], ok[i] = k, true
+			} else if ctx.Err() != nil {
+				return err
+			}
+			return nil // a child that went away while we read is left out
+		})
+	}
+	if err := g.wait(); err != nil {
+		return n, err
+	}
+	for i := range kids {
+		if ok[i] {
+			n.Children = append(n.Children, kids[i])
+		}
+	}
+	return n, nil
+}
+
+// group runs functions concurrently and keeps the first error.
+type group struct {
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+func (g *group) do(fn func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := fn(); err != nil {
+			g.mu.Lock()
+			if g.err == nil {
+				g.err = err
+			}
+			g.mu.Unlock()
+		}
+	}()
+}
+
+func (g *group) wait() error {
+	g.wg.Wait()
+	return g.err
+}
+
+// DoAction invokes the element's action called name.
+func (b *Bus) DoAction(ctx context.Context, id, name string) error {
+	r, err := parseRef(id)
+	if err != nil {
+		return err
+	}
+	var acts []struct{ Name, Description, Key string }
+	if err := b.call(ctx, r, ifAction+".GetActions", []any{&acts}); err != nil {
+		return elementErr(id, err)
+	}
+	for i, a := range acts {
+		if a.Name == name {
+			var done bool
+			if err := b.call(ctx, r, ifAction+".DoAction", []any{&done}, int32(i)); err != nil {
+				return elementErr(id, err)
+			}
+			if !done {
+				return platform.Errorf(platform.CodeConflict, "element %s refused its action %q", id, name).WithDetails("elementId")
+			}
+			return nil
+		}
+	}
+	return platform.Invalid("name", "element %s has no action %q", id, name)
+}
+
+// GrabFocus gives the element the keyboard focus.
+func (b *Bus) GrabFocus(ctx context.Context, id string) error {
+	r, err := parseRef(id)
+	if err != nil {
+		return err
+	}
+	var done bool
+	if err := b.call(ctx, r, ifComponent+".GrabFocus", []any{&done}); err != nil {
+		return elementErr(id, err)
+	}
+	if !done {
+		return platform.Errorf(platform.CodeConflict, "element %s cannot take the focus", id).WithDetails("elementId")
+	}
+	return nil
+}
+
+// SetValue replaces an editable text's contents or sets a range's value.
+func (b *Bus) SetValue(ctx context.Context, id, value string) error {
+	r, err := parseRef(id)
+	if err != nil {
+		return err
+	}
+	var ifaces []string
+	if err := b.call(ctx, r, ifAccessible+".GetInterfaces", []any{&ifaces}); err != nil {
+		return elementErr(id, err)
+	}
+	has := map[string]bool{}
+	for _, i := range ifaces {
+		has[i] = true
+	}
+	switch {
+	case has[ifEditable]:
+		var done bool
+		if err := b.call(ctx, r, ifEditable+".SetTextContents", []any{&done}, value); err != nil {
+			return elementErr(id, err)
+		}
+		if !done {
+			return platform.Errorf(platform.CodeConflict, "element %s refused the text (is it read-only?)", id).WithDetails("elementId")
+		}
+		return nil
+	case has[ifValue]:
+		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return platform.Invalid("value", "must be a number for a %s element, got %q", "range", value)
+		}
+		if err := b.call(ctx, r, "org.freedesktop.DBus.Properties.Set", nil, ifValue, "CurrentValue", dbus.MakeVariant(f)); err != nil {
+			return elementErr(id, err)
+		}
+		return nil
+	}
+	return platform.Errorf(platform.CodeConflict, "element %s has neither editable text nor a value", id).WithDetails("elementId")
+}
+
+// elementErr turns a D-Bus error about an element into the service's:
+// an element (or application) that is gone is 404.
+func elementErr(id string, err error) error {
+	var pe *platform.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var de dbus.Error
+	if errors.As(err, &de) {
+		switch de.Name {
+		case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.ServiceUnknown",
+			"org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.NameHasNoOwner":
+			return platform.NotFound("element", id)
+		}
+	}
+	return platform.Errorf(platform.CodeBackend, "accessibility bus: %v", err).WithDetails("elementId")
+}
+
+func (b *Bus) busErr(err error) error {
+	return &platform.Error{Code: api.CodeNoAccessibility, Message: "the accessibility registry does not answer: " + err.Error(),
+		Details: "at-spi2-registryd runs on the accessibility bus"}
+}
+
+// stateNames turns AT-SPI's state bit set (two 32-bit words) into names.
+func stateNames(words []uint32) []string {
+	out := []string{}
+	for w, bits := range words {
+		for i := 0; i < 32; i++ {
+			if bits&(1<<i) == 0 {
+				continue
+			}
+			if k := w*32 + i; k < len(states) && states[k] != "" {
+				out = append(out, states[k])
+			}
+		}
+	}
+	return out
+}
+
+// states are AtspiStateType's names, by bit.
+var states = []string{"invalid", "active", "armed", "busy", "checked", "collapsed", "defunct", "editable", "enabled",
+	"expandable", "expanded", "focusable", "focused", "has-tooltip", "horizontal", "iconified", "modal", "multi-line",
+	"multiselectable", "opaque", "pressed", "resizable", "selectable", "selected", "sensitive", "showing",
+	"single-line", "stale", "transient", "vertical", "visible", "manages-descendants", "indeterminate", "required",
+	"truncated", "animated", "invalid-entry", "supports-autocompletion", "selectable-text", "is-default", "visited",
+	"checkable", "has-popup", "read-only"}
