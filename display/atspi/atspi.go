@@ -38,6 +38,9 @@ type Bus struct {
 	// inflight bounds the calls one tree read keeps waiting at once, so a
 	// huge tree does not flood an application's main loop
 	inflight chan struct{}
+
+	mu    sync.Mutex
+	known map[ref]static
 }
 
 // Address finds the accessibility bus: AT_SPI_BUS_ADDRESS, else what the
@@ -95,7 +98,7 @@ func Connect(ctx context.Context, addr string) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("accessibility bus %s: %w", addr, err)
 	}
-	return &Bus{conn: conn, inflight: make(chan struct{}, 64)}, nil
+	return &Bus{conn: conn, inflight: make(chan struct{}, 64), known: map[ref]static{}}, nil
 }
 
 // Done is closed when the connection is lost.
@@ -148,6 +151,7 @@ func (b *Bus) Apps(ctx context.Context, pid, depth int) ([]api.AccessibleApp, er
 	if err := b.call(ctx, ref{registryName, rootPath}, ifAccessible+".GetChildren", []any{&apps}); err != nil {
 		return nil, b.busErr(err)
 	}
+	b.forget(apps)
 	out := make([]api.AccessibleApp, len(apps))
 	keep := make([]bool, len(apps))
 	var wg sync.WaitGroup
@@ -202,35 +206,55 @@ func (b *Bus) read(ctx context.Context, r ref, depth int) (api.AccessibleNode, e
 	n := api.AccessibleNode{ID: r.id(), States: []string{}, Actions: []string{}, Children: []api.AccessibleNode{}}
 	var (
 		props    map[string]dbus.Variant
-		role     string
 		states   []uint32
-		ifaces   []string
 		children []ref
 	)
-	g := group{}
+	st, known := b.static(r)
+	g := &group{}
 	g.do(func() error {
 		return b.call(ctx, r, "org.freedesktop.DBus.Properties.GetAll", []any{&props}, ifAccessible)
 	})
-	g.do(func() error { return b.call(ctx, r, ifAccessible+".GetRoleName", []any{&role}) })
 	g.do(func() error { return b.call(ctx, r, ifAccessible+".GetState", []any{&states}) })
-	g.do(func() error { return b.call(ctx, r, ifAccessible+".GetInterfaces", []any{&ifaces}) })
-	if depth != 0 {
-		g.do(func() error { return b.call(ctx, r, ifAccessible+".GetChildren", []any{&children}) })
+	if !known {
+		g.do(func() error { return b.call(ctx, r, ifAccessible+".GetRoleName", []any{&st.role}) })
+		g.do(func() error {
+			var ifaces []string
+			if err := b.call(ctx, r, ifAccessible+".GetInterfaces", []any{&ifaces}); err != nil {
+				return err
+			}
+			st.has = map[string]bool{}
+			for _, i := range ifaces {
+				st.has[i] = true
+			}
+			return nil
+		})
 	}
 	if err := g.wait(); err != nil {
 		return n, err
 	}
-	n.Role = role
 	n.Name, _ = props["Name"].Value().(string)
 	n.Description, _ = props["Description"].Value().(string)
+	count, _ := props["ChildCount"].Value().(int32)
 	n.States = stateNames(states)
-	has := map[string]bool{}
-	for _, i := range ifaces {
-		has[i] = true
-	}
 	// the second round: what the element's interfaces add, and the children
-	g = group{}
-	if has[ifComponent] {
+	g = &group{}
+	if depth != 0 && count > 0 {
+		g.do(func() error { return b.call(ctx, r, ifAccessible+".GetChildren", []any{&children}) })
+	}
+	if st.has[ifAction] && !known {
+		g.do(func() error {
+			var acts []struct{ Name, Description, Key string }
+			if err := b.call(ctx, r, ifAction+".GetActions", []any{&acts}); err != nil {
+				return err
+			}
+			st.actions = []string{}
+			for _, a := range acts {
+				st.actions = append(st.actions, a.Name)
+			}
+			return nil
+		})
+	}
+	if st.has[ifComponent] {
 		g.do(func() error {
 			var e struct{ X, Y, W, H int32 }
 			if err := b.call(ctx, r, ifComponent+".GetExtents", []any{&e}, coordScreen); err != nil {
@@ -240,22 +264,10 @@ func (b *Bus) read(ctx context.Context, r ref, depth int) (api.AccessibleNode, e
 			return nil
 		})
 	}
-	if has[ifAction] {
-		g.do(func() error {
-			var acts []struct{ Name, Description, Key string }
-			if err := b.call(ctx, r, ifAction+".GetActions", []any{&acts}); err != nil {
-				return err
-			}
-			for _, a := range acts {
-				n.Actions = append(n.Actions, a.Name)
-			}
-			return nil
-		})
-	}
 	switch {
-	case has[ifText]:
+	case st.has[ifText]:
 		g.do(func() error { return b.call(ctx, r, ifText+".GetText", []any{&n.Value}, int32(0), int32(-1)) })
-	case has[ifValue]:
+	case st.has[ifValue]:
 		g.do(func() error {
 			var v dbus.Variant
 			if err := b.call(ctx, r, "org.freedesktop.DBus.Properties.Get", []any{&v}, ifValue, "CurrentValue"); err != nil {
@@ -267,8 +279,19 @@ func (b *Bus) read(ctx context.Context, r ref, depth int) (api.AccessibleNode, e
 			return nil
 		})
 	}
+	if err := g.wait(); err != nil {
+		return n, err
+	}
+	n.Role = st.role
+	if st.actions != nil {
+		n.Actions = st.actions
+	}
+	if !known {
+		b.remember(r, st)
+	}
 	kids := make([]api.AccessibleNode, len(children))
 	ok := make([]bool, len(children))
+	g = &group{}
 	for i, c := range children {
 		g.do(func() error {
 			k, err := b.read(ctx, c, depth-1)
@@ -289,6 +312,52 @@ func (b *Bus) read(ctx context.Context, r ref, depth int) (api.AccessibleNode, e
 		}
 	}
 	return n, nil
+}
+
+// static is what does not change in an element's life: its role, its
+// interfaces and its actions' names. An object path names one element for
+// the life of its application's connection, and a unique bus name is
+// never reused, so the bus remembers them by id and a tree read asks each
+// element only for what can change (name, states, bounds, value,
+// children).
+type static struct {
+	role    string
+	has     map[string]bool
+	actions []string
+}
+
+// maxRemembered bounds the memory: past it the cache starts over.
+const maxRemembered = 100000
+
+func (b *Bus) static(r ref) (static, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st, ok := b.known[r]
+	return st, ok
+}
+
+func (b *Bus) remember(r ref, st static) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.known) >= maxRemembered {
+		b.known = map[ref]static{}
+	}
+	b.known[r] = st
+}
+
+// forget drops what is remembered of applications no longer registered.
+func (b *Bus) forget(apps []ref) {
+	live := map[string]bool{}
+	for _, a := range apps {
+		live[a.Name] = true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for r := range b.known {
+		if !live[r.Name] {
+			delete(b.known, r)
+		}
+	}
 }
 
 // group runs functions concurrently and keeps the first error.

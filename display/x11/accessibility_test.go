@@ -65,9 +65,9 @@ func startA11yApp(t testing.TB, title string, extra int) *a11yApp {
 		}
 	}()
 	app.await(t, "ready")
-	a := call(t.(*testing.T), "POST", "/api/v1/display/input/wait", map[string]any{"until": "window", "name": "^" + title + "$", "timeout_ms": 20000})
+	a := call(t, "POST", "/api/v1/display/input/wait", map[string]any{"until": "window", "name": "^" + title + "$", "timeout_ms": 20000})
 	var w api.WaitResult
-	a.decode(t.(*testing.T), &w)
+	a.decode(t, &w)
 	if !w.Met || w.Window == nil {
 		t.Fatalf("window %q did not appear: %s", title, a.body)
 	}
@@ -114,7 +114,7 @@ func (a *a11yApp) await(t testing.TB, line string) {
 }
 
 // focus makes the app's window the active one.
-func (a *a11yApp) focus(t *testing.T) {
+func (a *a11yApp) focus(t testing.TB) {
 	t.Helper()
 	mustOK(t, call(t, "POST", "/api/v1/display/window/focus", map[string]any{"id": a.win.ID}), "focus")
 	eventually(t, "the app's window active", func() bool {
@@ -286,5 +286,44 @@ func TestAccessibilityWindowWithoutTree(t *testing.T) {
 	// every application still lists the GTK one
 	if all := tree(t, "?scope=all"); find(all.Nodes, "frame", "A11y Other") == nil {
 		t.Errorf("scope=all lacks the GTK window: %+v", all.Nodes)
+	}
+}
+
+// BenchmarkAccessibilityTree reads the active window's tree of a GTK
+// window with 200 buttons (206 elements) through the HTTP API and
+// reports the p50 and p90 latency.
+func BenchmarkAccessibilityTree(b *testing.B) {
+	if skipWhy != "" {
+		b.Skip(skipWhy)
+	}
+	app := startA11yApp(b, "A11y Bench", 200)
+	app.focus(b)
+	var tr api.AccessibilityTree
+	call(b, "GET", "/api/v1/display/accessibility", nil).decode(b, &tr)
+	n := 0
+	walkNodes(tr.Nodes, func(api.AccessibleNode) { n++ })
+	if n < 200 {
+		b.Fatalf("the tree has %d elements, want 200 or more", n)
+	}
+	times := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		a := call(b, "GET", "/api/v1/display/accessibility", nil)
+		times = append(times, time.Since(t0))
+		if a.status != 200 {
+			b.Fatalf("tree: %d %s", a.status, a.body)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n), "elements")
+	b.ReportMetric(quantile(times, 0.5), "p50-ms")
+	b.ReportMetric(quantile(times, 0.9), "p90-ms")
+}
+
+func walkNodes(nodes []api.AccessibleNode, fn func(api.AccessibleNode)) {
+	for _, n := range nodes {
+		fn(n)
+		walkNodes(n.Children, fn)
 	}
 }
