@@ -331,7 +331,7 @@ func (s *Service) ClickElement(ctx context.Context, in ElementRef) (ElementResul
 	for _, want := range clickActions {
 		for _, have := range n.Actions {
 			if strings.EqualFold(have, want) {
-				return s.afterElement(ctx, a, in.ElementID, "action", have, a.DoAction(ctx, in.ElementID, have))
+				return s.afterElement(ctx, a, n, "click", "action", have, nil, a.DoAction(ctx, in.ElementID, have))
 			}
 		}
 	}
@@ -341,25 +341,29 @@ func (s *Service) ClickElement(ctx context.Context, in ElementRef) (ElementResul
 	}
 	at := Point{n.Bounds.X + n.Bounds.Width/2, n.Bounds.Y + n.Bounds.Height/2}
 	_, err = s.runOne(ctx, plan{action: lookup("click"), body: &MouseClick{clicking: clicking{spot: spot{at: &at}, button: ButtonLeft, clicks: 1}}}, false)
-	return s.afterElement(ctx, a, in.ElementID, "pointer", "", err)
+	return s.afterElement(ctx, a, n, "click", "pointer", "", at, err)
 }
 
 // FocusElement gives an element the keyboard focus.
 func (s *Service) FocusElement(ctx context.Context, in ElementRef) (ElementResult, error) {
-	a, _, err := s.element(ctx, in.ElementID)
+	a, n, err := s.element(ctx, in.ElementID)
 	if err != nil {
 		return ElementResult{}, err
 	}
-	return s.afterElement(ctx, a, in.ElementID, "focus", "", a.GrabFocus(ctx, in.ElementID))
+	return s.afterElement(ctx, a, n, "focus", "focus", "", nil, a.GrabFocus(ctx, in.ElementID))
 }
 
 // SetElementValue replaces an element's text or value.
 func (s *Service) SetElementValue(ctx context.Context, in ElementValue) (ElementResult, error) {
-	a, _, err := s.element(ctx, in.ElementID)
+	a, n, err := s.element(ctx, in.ElementID)
 	if err != nil {
 		return ElementResult{}, err
 	}
-	return s.afterElement(ctx, a, in.ElementID, "value", "", a.SetValue(ctx, in.ElementID, *in.Body.Value))
+	args := map[string]string{"value": *in.Body.Value}
+	if n.Role == "password text" {
+		args["value"] = "(hidden)" // the timeline is for watching, not for the password
+	}
+	return s.afterElement(ctx, a, n, "set-value", "value", "", args, a.SetValue(ctx, in.ElementID, *in.Body.Value))
 }
 
 // ElementDoAction invokes one of the element's actions by name.
@@ -370,7 +374,8 @@ func (s *Service) ElementDoAction(ctx context.Context, in ElementAction) (Elemen
 	}
 	for _, have := range n.Actions {
 		if have == in.Body.Name {
-			return s.afterElement(ctx, a, in.ElementID, "action", have, a.DoAction(ctx, in.ElementID, have))
+			return s.afterElement(ctx, a, n, "action", "action", have, map[string]string{"name": have},
+				a.DoAction(ctx, in.ElementID, have))
 		}
 	}
 	return ElementResult{}, platform.Invalid("name", "element %s has no action %q", in.ElementID, in.Body.Name).
@@ -389,13 +394,15 @@ func (s *Service) element(ctx context.Context, id string) (Accessibility, Access
 	return a, n, err
 }
 
-// afterElement answers the element as it is after an action (err: the
+// afterElement puts the element action op on the recording's timeline
+// (as "element-"+op) and answers the element as it is afterwards (err: the
 // action's error).
-func (s *Service) afterElement(ctx context.Context, a Accessibility, id, method, action string, err error) (ElementResult, error) {
+func (s *Service) afterElement(ctx context.Context, a Accessibility, before AccessibleNode, op, method, action string, args any, err error) (ElementResult, error) {
+	s.timeline("element-"+op, args, &TimelineTarget{ID: before.ID, Role: before.Role, Name: before.Name}, err)
 	if err != nil {
 		return ElementResult{}, err
 	}
-	n, err := a.Node(ctx, id)
+	n, err := a.Node(ctx, before.ID)
 	if err != nil {
 		return ElementResult{}, err
 	}

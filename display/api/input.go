@@ -94,6 +94,7 @@ func (s *Service) runOne(ctx context.Context, p plan, step bool) (any, error) {
 	}
 	start := time.Now()
 	res, err := p.exec(env{ctx: ctx, s: s, d: d, step: step})
+	s.timeline(p.name, p.body, nil, err)
 	if err != nil || !step {
 		return res, err
 	}
@@ -172,6 +173,7 @@ func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchRes
 	for i, p := range plans {
 		t := time.Now()
 		res, err := p.exec(env{ctx: ctx, s: s, d: d, step: true})
+		s.timeline(p.name, p.body, nil, err)
 		r := StepResult{Index: i, Action: p.name, OK: err == nil, Result: res, DurationMS: ms(time.Since(t))}
 		if err != nil {
 			e := platform.AsError(inStep(fmt.Sprintf("steps[%d].", i), err))

@@ -91,6 +91,31 @@ func (s *Service) Routes() []platform.Route {
 		op(http.MethodPost, "/accessibility/{elementId}/action", "invokeElementAction", "Invoke an element's action",
 			el+" name is one of the element's actions; another name is 400 listing them.", platform.Op(s.ElementDoAction)),
 	)
+	rec := "Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. "
+	start := op(http.MethodPost, "/recordings", "startRecording", "Start recording the screen", rec+
+		"It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action "+
+		"taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.",
+		platform.Op(s.StartRecording))
+	start.Status = http.StatusCreated
+	video := op(http.MethodGet, "/recordings/{id}", "getRecordingVideo", "Download a recording", rec+
+		"The video of a stopped recording; 409 while it records.", platform.Op(s.RecordingVideo))
+	video.ContentType = "video/mp4"
+	vtt := op(http.MethodGet, "/recordings/{id}/timeline.vtt", "getRecordingTimelineVTT", "A recording's timeline as WebVTT",
+		"The timeline as subtitles to play beside the video: each action is a cue from its moment to the next.",
+		platform.Op(s.RecordingVTT))
+	vtt.ContentType = "text/vtt"
+	del := op(http.MethodDelete, "/recordings/{id}", "deleteRecording", "Delete a recording",
+		"Stops it if it records, then deletes its video and timeline.", platform.CommandOp(s.DeleteRecording))
+	del.Status = http.StatusNoContent
+	routes = append(routes, start,
+		op(http.MethodGet, "/recordings", "listRecordings", "List recordings", rec+"Newest first.", platform.ReadOp(s.Recordings)),
+		op(http.MethodPost, "/recordings/{id}/stop", "stopRecording", "Stop a recording",
+			"Asks ffmpeg to finish the file and answers once it has (the video is then complete).", platform.Op(s.StopRecording)),
+		video,
+		op(http.MethodGet, "/recordings/{id}/timeline", "getRecordingTimeline", "A recording's timeline",
+			"Every display action taken while it recorded: offset_ms from the start, time, action, args as sent, the "+
+				"element for element actions, ok and error.", platform.Op(s.RecordingTimeline)),
+		vtt, del)
 	// every action's own endpoint, from the action table
 	return append(routes, s.actionRoutes()...)
 }

@@ -42,11 +42,15 @@ const prefix = "/api/v1/display"
 // starts after the service, or restarts): without one every display path
 // answers 503 DISPLAY_UNAVAILABLE and HealthStatus says unavailable.
 type Service struct {
-	log    *slog.Logger
-	clock  platform.Clock
-	drv    atomic.Pointer[driverBox]
-	a11y   atomic.Pointer[a11yBox]
-	reason atomic.Pointer[string]
+	log   *slog.Logger
+	clock platform.Clock
+	drv   atomic.Pointer[driverBox]
+	a11y  atomic.Pointer[a11yBox]
+
+	dataDir string // the service's own directory ("" for none)
+	recOnce sync.Once
+	rec     atomic.Pointer[recorder]
+	reason  atomic.Pointer[string]
 
 	// input serialises everything that presses, moves or types, so one
 	// client's batch is never interleaved with another's clicks; held is
@@ -64,7 +68,7 @@ type held struct {
 
 // New builds the service over drv (nil: unavailable until SetDriver).
 func New(deps platform.ServiceDeps, drv Driver) *Service {
-	s := &Service{log: deps.Logger, clock: deps.Clock}
+	s := &Service{log: deps.Logger, clock: deps.Clock, dataDir: deps.DataDir}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -115,8 +119,10 @@ func (s *Service) HealthStatus() (string, string) {
 	return "unavailable", *s.reason.Load()
 }
 
-// Close closes the driver and the accessibility bus.
+// Close stops a running recording and closes the driver and the
+// accessibility bus.
 func (s *Service) Close() error {
+	s.closeRecordings()
 	if b := s.a11y.Swap(nil); b != nil && b.a != nil {
 		_ = b.a.Close()
 	}
