@@ -386,6 +386,9 @@ func (s *Service) element(ctx context.Context, id string) (Accessibility, Access
 	if _, err := s.driver(); err != nil {
 		return nil, AccessibleNode{}, err
 	}
+	if err := s.takenOver(); err != nil {
+		return nil, AccessibleNode{}, err
+	}
 	a, err := s.accessibility()
 	if err != nil {
 		return nil, AccessibleNode{}, err

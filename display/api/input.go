@@ -91,6 +91,9 @@ func (s *Service) runOne(ctx context.Context, p plan, step bool) (any, error) {
 	if !p.unlocked {
 		s.input.Lock()
 		defer s.input.Unlock()
+		if err := s.takenOver(); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Now()
 	res, err := p.exec(env{ctx: ctx, s: s, d: d, step: step})
@@ -161,6 +164,9 @@ func (s *Service) RunBatch(ctx context.Context, in Batch) (BatchResult, error) {
 	defer cancel()
 	s.input.Lock()
 	defer s.input.Unlock()
+	if err := s.takenOver(); err != nil {
+		return BatchResult{}, err
+	}
 	return s.runBatch(ctx, d, in.plans), nil
 }
 

@@ -50,6 +50,7 @@ type Service struct {
 	dataDir string // the service's own directory ("" for none)
 	recOnce sync.Once
 	rec     atomic.Pointer[recorder]
+	take    takeover
 	reason  atomic.Pointer[string]
 
 	// input serialises everything that presses, moves or types, so one
@@ -119,10 +120,11 @@ func (s *Service) HealthStatus() (string, string) {
 	return "unavailable", *s.reason.Load()
 }
 
-// Close stops a running recording and closes the driver and the
-// accessibility bus.
+// Close stops a running recording and the takeover's VNC servers and
+// closes the driver and the accessibility bus.
 func (s *Service) Close() error {
 	s.closeRecordings()
+	s.closeTakeover()
 	if b := s.a11y.Swap(nil); b != nil && b.a != nil {
 		_ = b.a.Close()
 	}

@@ -77,6 +77,7 @@ func run(m *testing.M) int {
 	defer driver.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	service = api.New(platform.ServiceDeps{Name: "display", Logger: quiet}, driver)
+	defer service.Close() // its recordings, VNC servers and their directories
 	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "display"}, Logger: quiet,
 		HealthStatus: service.HealthStatus},
 		service.Routes())
