@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,4 +207,56 @@ func stoppedNow(t *testing.T, id string) bool {
 		}
 	}
 	return true
+}
+
+// BenchmarkRecordingOverhead takes full-screen PNG screenshots through the
+// HTTP API without and then with a recording (mp4, 10 fps) running, in one
+// run, and reports their p50 and p90 and the CPU the encoder used (cores:
+// its CPU time over the wall time it ran).
+func BenchmarkRecordingOverhead(b *testing.B) {
+	if skipWhy != "" {
+		b.Skip(skipWhy)
+	}
+	for _, recording := range []bool{false, true} {
+		name := "idle"
+		if recording {
+			name = "recording"
+		}
+		b.Run(name, func(b *testing.B) {
+			var id string
+			var before syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
+			start := time.Now()
+			if recording {
+				a := call(b, "POST", "/api/v1/display/recordings", map[string]any{"framerate": 10})
+				if a.status != 201 {
+					b.Fatalf("start: %d %s", a.status, a.body)
+				}
+				var rec api.Recording
+				a.decode(b, &rec)
+				id = rec.ID
+			}
+			times := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				if a := call(b, "GET", "/api/v1/display/screenshots", nil); a.status != 200 {
+					b.Fatalf("screenshot: %d", a.status)
+				}
+				times = append(times, time.Since(t0))
+			}
+			b.StopTimer()
+			if recording {
+				mustOK(b, call(b, "POST", "/api/v1/display/recordings/"+id+"/stop", map[string]any{}), "stop")
+				wall := time.Since(start)
+				var after syscall.Rusage
+				_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
+				cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano())
+				b.ReportMetric(cpu.Seconds()/wall.Seconds(), "ffmpeg-cores")
+				call(b, "DELETE", "/api/v1/display/recordings/"+id, nil)
+			}
+			b.ReportMetric(quantile(times, 0.5), "p50-ms")
+			b.ReportMetric(quantile(times, 0.9), "p90-ms")
+		})
+	}
 }
