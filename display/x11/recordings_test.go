@@ -251,7 +251,7 @@ func BenchmarkRecordingOverhead(b *testing.B) {
 				wall := time.Since(start)
 				var after syscall.Rusage
 				_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
-				cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano())
+				cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 				b.ReportMetric(cpu.Seconds()/wall.Seconds(), "ffmpeg-cores")
 				call(b, "DELETE", "/api/v1/display/recordings/"+id, nil)
 			}

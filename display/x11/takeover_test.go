@@ -3,9 +3,16 @@
 package x11_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/binary"
+	"image/png"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +21,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"deckhand/display/api"
+	"deckhand/platform/platformtest"
 )
 
 // rfb is a minimal VNC client over the takeover WebSocket: it does the
@@ -170,4 +178,122 @@ func TestTakeover(t *testing.T) {
 	if a := call(t, "GET", "/api/v1/display/vnc/..%2f..%2fetc/passwd", nil); a.status != 404 {
 		t.Errorf("traversal: %d", a.status)
 	}
+}
+
+// TestTakeoverInChromium opens the takeover page in headless Chromium: its
+// canvas shows what the display API's screenshot shows, typing in it
+// reaches an xterm, and a page of another origin can neither read the page
+// nor open its WebSocket.
+func TestTakeoverInChromium(t *testing.T) {
+	needX(t)
+	node, chromium, dir := platformtest.BrowserTools(t, "../../scripts/e2e")
+	out := filepath.Join(t.TempDir(), "typed")
+	w, _ := startXterm(t, "chromium-xterm", "-e", "sh", "-c", "read line; echo \"$line\" > "+out+"; sleep 60")
+	mustOK(t, call(t, "POST", "/api/v1/display/window/focus", map[string]any{"id": w.ID}), "focus")
+
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<!doctype html><title>elsewhere</title>"))
+	}))
+	t.Cleanup(evil.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "vnc-browser.mjs"), baseURL+"/api/v1/display/vnc/", evil.URL+"/")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr platformtest.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	expect := func(want string) []string {
+		t.Helper()
+		var seen []string
+		for lines.Scan() {
+			if lines.Text() == want {
+				return seen
+			}
+			seen = append(seen, lines.Text())
+		}
+		t.Fatalf("the browser never said %q (said %q); stderr: %s", want, seen, stderr.String())
+		return nil
+	}
+	say := func(s string) { _, _ = io.WriteString(stdin, s+"\n") }
+	expect("READY")
+
+	// the canvas is the desktop: compare with the API's screenshot (the
+	// canvas catches up with updates, so ask again until they agree)
+	snap := filepath.Join(t.TempDir(), "canvas.png")
+	var diff float64
+	for try := 0; try < 50; try++ {
+		say("SNAP " + snap)
+		expect("SNAPPED")
+		a := call(t, "GET", "/api/v1/display/screenshots", nil)
+		mustOK(t, a, "screenshot")
+		if diff = pixelDiff(t, snap, a.body); diff < 0.002 {
+			break
+		}
+	}
+	if diff >= 0.002 {
+		t.Fatalf("the canvas differs from the screenshot in %.2f%% of its pixels", diff*100)
+	}
+
+	say("TYPE typed-in-chromium")
+	expect("TYPED")
+	eventually(t, "the browser's typing in the xterm", func() bool {
+		b, err := os.ReadFile(out)
+		return err == nil && string(b) == "typed-in-chromium\n"
+	})
+
+	say("EVIL")
+	results := expect("EVIL DONE")
+	if strings.Join(results, ",") != "fetch blocked,ws refused" {
+		t.Errorf("from another origin: %q", results)
+	}
+	say("QUIT")
+}
+
+// pixelDiff is the share of pixels that differ (any channel by more than
+// 24) between the PNG at path and the PNG b.
+func pixelDiff(t *testing.T, path string, b []byte) float64 {
+	t.Helper()
+	f, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := png.Decode(bytes.NewReader(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Bounds() != y.Bounds() {
+		t.Fatalf("canvas %v, screenshot %v", x.Bounds(), y.Bounds())
+	}
+	differ, total := 0, 0
+	r := x.Bounds()
+	for py := r.Min.Y; py < r.Max.Y; py++ {
+		for px := r.Min.X; px < r.Max.X; px++ {
+			r1, g1, b1, _ := x.At(px, py).RGBA()
+			r2, g2, b2, _ := y.At(px, py).RGBA()
+			if absDiff(r1, r2) > 24<<8 || absDiff(g1, g2) > 24<<8 || absDiff(b1, b2) > 24<<8 {
+				differ++
+			}
+			total++
+		}
+	}
+	return float64(differ) / float64(total)
+}
+
+func absDiff(a, b uint32) uint32 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
