@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -206,8 +207,8 @@ func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recordin
 	if err != nil {
 		return Recording{}, err
 	}
-	rec := &recording{Recording: Recording{ID: uuid.NewString(), Status: RecordingActive, Format: cmpOr(in.Format, "mp4"),
-		Framerate: cmpOr(in.Framerate, 10), MaxSeconds: cmpOr(in.MaxSeconds, 600), MaxBytes: cmpOr(in.MaxBytes, 500<<20),
+	rec := &recording{Recording: Recording{ID: uuid.NewString(), Status: RecordingActive, Format: cmp.Or(in.Format, "mp4"),
+		Framerate: cmp.Or(in.Framerate, 10), MaxSeconds: cmp.Or(in.MaxSeconds, 600), MaxBytes: cmp.Or(in.MaxBytes, 500<<20),
 		Width: screen.Width &^ 1, Height: screen.Height &^ 1}, done: make(chan struct{}), events: []TimelineEvent{},
 		stderr: &tail{}}
 	rec.path = filepath.Join(r.dir, rec.ID+"."+rec.Format)
@@ -543,12 +544,4 @@ func (s *Service) closeRecordings() {
 	if r.tempDir {
 		_ = os.RemoveAll(r.dir)
 	}
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
