@@ -8,7 +8,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all setup setup-bench console build run test vet unit bench clean package image release packaging-tool
+.PHONY: all setup setup-bench console build run docs quickstart test vet unit bench clean package image release packaging-tool
 
 all: build
 
@@ -46,8 +46,23 @@ build: console
 		CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/deckhand-display ./display/cmd/deckhand-display; \
 	fi
 
-run: setup build
+# A second `make run` on the same data dir stops before building: the
+# binaries, logs and display of the running instance stay as they are.
+run:
+	@bash scripts/run.sh --check
+	@$(MAKE) --no-print-directory setup build
 	@bash scripts/run.sh
+
+# The API reference: every OpenAPI document (the control plane's and each
+# service's, fetched from the built binaries) rendered with Redoc into
+# docs/reference/html (index.html links them).
+docs: setup build
+	@bash scripts/docs.sh docs/reference/html
+
+# README.md's quickstart, run as written against a fresh scripts/run.sh on
+# a temporary data dir and free ports (also part of `make test`).
+quickstart: setup build
+	DECKHAND_BIN=$(CURDIR)/bin $(GO) test -count=1 -run TestReadmeQuickstartRuns ./scripts/quickstarte2e
 
 vet:
 	$(GO) vet ./...
@@ -62,7 +77,7 @@ test: setup build vet
 bench: setup-bench build
 	@for s in scripts/bench/*.sh; do [ -x "$$s" ] && "$$s"; done
 
-# Release artefacts (packaging/, docs/operations.md). The packager is its own
+# Release artefacts (packaging/, docs/operating/operations.md). The packager is its own
 # Go module (packaging/build) so nfpm and go-containerregistry stay out of
 # the deckhand module.
 DIST ?= dist
@@ -72,7 +87,7 @@ packaging-tool:
 
 # Debian packages of both binaries (units, /etc/default files, system users).
 package: build packaging-tool
-	bin/deckhand-pkg deb --version '$(VERSION)' --arch $$($(GO) env GOARCH) --bin bin --packaging packaging --docs docs/operations.md --out $(DIST)
+	bin/deckhand-pkg deb --version '$(VERSION)' --arch $$($(GO) env GOARCH) --bin bin --packaging packaging --docs docs/operating/operations.md --out $(DIST)
 
 # The desktop container image as an OCI layout in $(DIST)/image (no Docker).
 image: build packaging-tool

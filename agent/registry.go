@@ -76,7 +76,7 @@ func NoErr[S, V any](newFn func(platform.ServiceDeps, S) V) func(platform.Servic
 	return func(d platform.ServiceDeps, s S) (V, error) { return newFn(d, s), nil }
 }
 
-// Offsets are the fixed port offsets of operations.md: service port is
+// Offsets are the fixed port offsets of docs/spec/operations.md: service port is
 // --port-base + offset. Every name here is a known service; only those in
 // the registry below are built into this agent.
 var Offsets = map[string]int{
@@ -128,7 +128,7 @@ func Registered() []string {
 	return names
 }
 
-// Known lists every service name of operations.md, registered or not.
+// Known lists every service name of docs/spec/operations.md, registered or not.
 func Known() []string {
 	var names []string
 	for n := range Offsets {

@@ -77,7 +77,7 @@ func TestRegistryMatchesThePortTable(t *testing.T) {
 	want := map[string]int{"cron": 1, "files": 2, "terminal": 3, "display": 4, "vault": 5, "tunnel": 6, "daemon": 7,
 		"exec": 8, "journal": 9, "workspace": 10, "notes": 11, "run": 12, "curl": 13, "notifications": 14, "process": 15}
 	if !reflect.DeepEqual(agent.Offsets, want) {
-		t.Fatalf("offsets %v differ from operations.md %v", agent.Offsets, want)
+		t.Fatalf("offsets %v differ from docs/spec/operations.md %v", agent.Offsets, want)
 	}
 	seen := map[int]bool{}
 	for _, name := range agent.Registered() {
@@ -97,7 +97,7 @@ func TestRegistryMatchesThePortTable(t *testing.T) {
 		}
 	}
 	if !reflect.DeepEqual(agent.Registered(), agent.Known()) {
-		t.Fatalf("every service of operations.md is built in: registered %v, known %v", agent.Registered(), agent.Known())
+		t.Fatalf("every service of docs/spec/operations.md is built in: registered %v, known %v", agent.Registered(), agent.Known())
 	}
 }
 

@@ -69,7 +69,7 @@ type Config struct {
 	Executable string
 }
 
-// Shutdown budget: the whole stop must fit in 5 s (operations.md, systemd).
+// Shutdown budget: the whole stop must fit in 5 s (docs/spec/operations.md, systemd).
 const (
 	gatewayGrace = 1 * time.Second
 	serviceGrace = 2500 * time.Millisecond

@@ -1,7 +1,9 @@
 package platform
 
 import (
+	"bytes"
 	"encoding"
+	"io"
 	"math"
 	"net"
 	"reflect"
@@ -23,11 +25,19 @@ import (
 //	}
 //
 // A field tagged path, query or header is a parameter; a field named Body is
-// the request body (JSON, or the raw bytes when it is a []byte) unless it
-// has a json tag (then it is a member of a JSON body). An input
+// the request body (JSON, the raw bytes when it is a []byte, or the body as
+// it arrives when it is an io.Reader) unless it has a json tag (then it is
+// a member of a JSON body). An io.Reader Body is not read by the host: the
+// method streams it (an upload larger than memory), and when the method
+// fails without reading it to its end the connection is closed after the
+// answer, since the unread rest would be taken for the next request. The document shows a []byte or
+// io.Reader body as `type: string, format: binary` of Route.RequestType. An input
 // without parameters is itself the JSON body (TransferInput). Embedded
 // structs without tags lend their fields (a shared EntryRef with the path
-// parameters). A field of type Peer gets the connection's addresses.
+// parameters). A field of type Peer gets the connection's addresses, one
+// of type Target the request's method and Host. A trailing {name...} path
+// parameter is the rest of the path as sent (percent-encoded), empty when
+// the request names the prefix itself.
 // Mixing parameters with loose body fields is refused when the host is
 // built: the body is then a Body field.
 //
@@ -59,20 +69,32 @@ type Peer struct {
 	LocalIP  net.IP // the address the request was received on
 }
 
+// Target is what a request asked for beyond its parameters: its method
+// (for a method shared by several routes, WebDAV's) and the Host it named.
+// An input field of this type is filled by the host and is not part of the
+// OpenAPI document (every request has both).
+type Target struct {
+	Method string
+	Host   string
+}
+
 var (
+	targetType          = reflect.TypeFor[Target]()
 	peerType            = reflect.TypeFor[Peer]()
 	textUnmarshaler     = reflect.TypeFor[encoding.TextUnmarshaler]()
 	validatorType       = reflect.TypeFor[Validator]()
 	paramsValidatorType = reflect.TypeFor[ParamsValidator]()
 	bytesType           = reflect.TypeFor[[]byte]()
+	readerType          = reflect.TypeFor[io.Reader]()
 )
 
 // inputPlan is how one input type is bound, worked out once per route.
 type inputPlan struct {
-	typ    reflect.Type
-	params []paramField
-	peers  [][]int
-	body   *bodyPlan
+	typ     reflect.Type
+	params  []paramField
+	peers   [][]int
+	targets [][]int
+	body    *bodyPlan
 	// validate: the input implements Validator and is not its own body.
 	validate bool
 	// validateParams: the input implements ParamsValidator.
@@ -100,12 +122,20 @@ type bodyPlan struct {
 	index    []int // nil: the input itself is the body
 	typ      reflect.Type
 	raw      bool // []byte: the bytes as sent
+	stream   bool // io.Reader: the body as it arrives, read by the method
 	check    checker
 	validate bool
 }
 
 // hasBody reports whether the input reads a request body.
 func (p *inputPlan) hasBody() bool { return p != nil && p.body != nil }
+
+// binary reports whether the input's body is bytes ([]byte or io.Reader),
+// not JSON.
+func (p *inputPlan) binary() bool { return p.hasBody() && (p.body.raw || p.body.stream) }
+
+// streams reports whether the method reads the body itself (io.Reader).
+func (p *inputPlan) streams() bool { return p.hasBody() && p.body.stream }
 
 // planInput works out how t is bound; it panics on a type that cannot be
 // (a programming error that surfaces when the host is built).
@@ -126,6 +156,8 @@ func planInput(t reflect.Type) *inputPlan {
 				p.params = append(p.params, planParam(t, f, idx, in, name))
 			case f.Type == peerType:
 				p.peers = append(p.peers, idx)
+			case f.Type == targetType:
+				p.targets = append(p.targets, idx)
 			case isBodyField(f):
 				if p.body != nil {
 					panic("platform: input " + p.typ.String() + " has two Body fields")
@@ -140,7 +172,7 @@ func planInput(t reflect.Type) *inputPlan {
 	}
 	walk(t, nil)
 	switch {
-	case len(loose) > 0 && (len(p.params) > 0 || p.body != nil || len(p.peers) > 0):
+	case len(loose) > 0 && (len(p.params) > 0 || p.body != nil || len(p.peers) > 0 || len(p.targets) > 0):
 		panic("platform: input " + t.String() + " mixes parameters with body fields (" + strings.Join(loose, ", ") +
 			"); put the body in a field named Body")
 	case len(loose) > 0:
@@ -278,6 +310,13 @@ func planBody(t reflect.Type, idx []int) *bodyPlan {
 		b.raw = true
 		return b
 	}
+	if t == readerType {
+		if idx == nil {
+			panic("platform: an io.Reader input must be a field named Body")
+		}
+		b.stream = true
+		return b
+	}
 	b.check = compileChecks(t, map[reflect.Type]bool{})
 	b.validate = reflect.PointerTo(t).Implements(validatorType)
 	return b
@@ -287,7 +326,7 @@ func planBody(t reflect.Type, idx []int) *bodyPlan {
 // is the route's trailing {name...} parameter, if any.
 func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 	var v reflect.Value // only when a field is set by index
-	if len(p.params) > 0 || len(p.peers) > 0 || (p.body != nil && p.body.index != nil) {
+	if len(p.params) > 0 || len(p.peers) > 0 || len(p.targets) > 0 || (p.body != nil && p.body.index != nil) {
 		v = reflect.ValueOf(dst).Elem()
 	}
 	for i := range p.params {
@@ -300,6 +339,10 @@ func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 			return err
 		}
 	}
+	for _, idx := range p.targets {
+		tg := Target{Method: strings.Clone(c.Method()), Host: string(c.Request().Host())}
+		v.FieldByIndex(idx).Set(reflect.ValueOf(tg))
+	}
 	for _, idx := range p.peers {
 		peer := Peer{RemoteIP: c.RequestCtx().RemoteIP(), LocalIP: c.RequestCtx().LocalIP()}
 		v.FieldByIndex(idx).Set(reflect.ValueOf(peer))
@@ -309,7 +352,11 @@ func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 		if b.index != nil {
 			target = v.FieldByIndex(b.index).Addr().Interface()
 		}
-		if err := b.decode(c.Body(), target); err != nil {
+		if b.stream {
+			tb := &trackedBody{r: bodyReader(c)}
+			c.RequestCtx().SetUserValue(trackedBodyKey{}, tb)
+			*(target.(*io.Reader)) = tb
+		} else if err := b.decode(c.Body(), target); err != nil {
 			return err
 		}
 	}
@@ -317,6 +364,52 @@ func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 		return dst.(Validator).Validate()
 	}
 	return nil
+}
+
+// bodyReader is the request body as a stream: a host with
+// StreamRequestBody streams bodies past its buffer, and buffered ones are
+// read from memory (valid until the handler returns).
+func bodyReader(c fiber.Ctx) io.Reader {
+	if r := c.Request().BodyStream(); r != nil {
+		return r
+	}
+	return bytes.NewReader(c.Body())
+}
+
+// trackedBody is an io.Reader Body that knows whether it was read to its
+// end, so a failed method's connection is closed only when some of the
+// body is left (it would be taken for the next request).
+type trackedBody struct {
+	r   io.Reader
+	eof bool
+}
+
+type trackedBodyKey struct{}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// bodyLeft reports whether the request's body may be partly unread: an
+// io.Reader Body not read to its end, of a request that declared one.
+func bodyLeft(c fiber.Ctx) bool {
+	tb, _ := c.RequestCtx().UserValue(trackedBodyKey{}).(*trackedBody)
+	return tb == nil || (!tb.eof && c.Request().Header.ContentLength() != 0)
+}
+
+// AbandonBody closes the connection after the answer to a request whose
+// body may be left unread, which would otherwise be taken for the next
+// request. It reads a little of what is left first (as net/http does), so
+// a client still sending sees the answer rather than a reset.
+func AbandonBody(c fiber.Ctx) {
+	if r := c.Request().BodyStream(); r != nil {
+		_, _ = io.CopyN(io.Discard, r, 8<<20)
+	}
+	c.RequestCtx().SetConnectionClose()
 }
 
 // decode reads body into dst (a pointer to the body's type) and checks it.
@@ -341,12 +434,12 @@ func (b *bodyPlan) decode(body []byte, dst any) error {
 
 func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 	var raw string // copied: Fiber's and fasthttp's buffers are reused
-	given := false
+	given, rest := false, false
 	switch f.p.In {
 	case "path":
 		name := f.p.Name
 		if name == wild {
-			name = "*"
+			name, rest = "*", true // the rest of the path, empty for the prefix itself
 		}
 		raw = strings.Clone(c.Params(name))
 		given = true
@@ -364,7 +457,7 @@ func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 			raw, given = string(vals[0]), true
 		}
 	}
-	if given && raw == "" && f.p.Type != "boolean" {
+	if given && raw == "" && f.p.Type != "boolean" && !rest {
 		given = false
 	}
 	if !given {

@@ -15,7 +15,7 @@ import (
 // read an answer, and could not send JSON, Authorization or PUT at all (the
 // preflight went unanswered).
 //
-// Choices (README "Security: the request policy"):
+// Choices (docs/design/request-policy.md):
 //   - Only an origin listed in --allowed-origins gets headers; a page
 //     reads its own origin's answers without them, and an origin allowed
 //     only by being under --domain gets none (a tunnelled app is served

@@ -4,8 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-
-	"deckhand/platform/store"
+	"strings"
 )
 
 // Stable error codes. Domains return *Error values carrying one of these (or a
@@ -122,13 +121,17 @@ func NotFound(kind, id string) *Error {
 }
 
 // Internal wraps an unexpected failure; the client sees only the operation.
-// A lost database (store.ErrUnavailable) is no internal error but 503
+// A lost database (store.ErrUnavailable, or any error whose Unavailable
+// method reports true) is no internal error but 503
 // UNAVAILABLE with Retry-After: nothing was written and the same request
 // may be sent again once the database is back. This is the one place that
 // mapping lives; AsError applies it too.
 func Internal(op string, cause error) *Error {
-	if errors.Is(cause, store.ErrUnavailable) {
+	if isUnavailable(cause) {
 		return Unavailable(op, cause)
+	}
+	if e := storeRefusal(cause); e != nil {
+		return e
 	}
 	return &Error{Code: CodeInternal, Message: "internal error while trying to " + op, Cause: cause}
 }
@@ -146,6 +149,28 @@ func Wrap(op string, err error) error {
 		return pe
 	}
 	return Internal(op, err)
+}
+
+// storeRefusal maps the store's refusals of a request: a query it cannot
+// answer (an unknown field, a value of the wrong type) is 400 INVALID
+// naming the field; a write a unique index refuses is 409 CONFLICT naming
+// the fields. nil for any other error.
+// The store's errors say which they are through these methods
+// (store.QueryError and store.DuplicateError have them), so the kernel
+// needs no import of the store.
+func storeRefusal(err error) *Error {
+	var qe interface{ InvalidField() (field, rule string) }
+	if errors.As(err, &qe) {
+		field, rule := qe.InvalidField()
+		return Invalid(field, "%s", rule)
+	}
+	var de interface{ DuplicateFields() []string }
+	if errors.As(err, &de) {
+		fields := de.DuplicateFields()
+		return &Error{Code: CodeConflict, Message: "another record already has the same " + strings.Join(fields, ", "),
+			Details: strings.Join(fields, ","), Cause: err}
+	}
+	return nil
 }
 
 // Unavailable reports that the database could not be reached while trying
@@ -169,8 +194,18 @@ func AsError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	if errors.Is(err, store.ErrUnavailable) {
+	if isUnavailable(err) {
 		return Unavailable("answer", err)
 	}
+	if e := storeRefusal(err); e != nil {
+		return e
+	}
 	return &Error{Code: CodeInternal, Message: "internal server error", Cause: err}
+}
+
+// isUnavailable reports whether err says its database could not be reached
+// (store.ErrUnavailable does), so nothing was written and a retry may work.
+func isUnavailable(err error) bool {
+	var u interface{ Unavailable() bool }
+	return errors.As(err, &u) && u.Unavailable()
 }

@@ -364,7 +364,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	rc := c.RequestCtx()
 	dispatched := GatewayDispatched(rc)
 	rc.SetUserValue(viaGatewayKey{}, viaGateway{dispatched: dispatched, trust: h.cfg.LocalTrust, conn: rc.Conn()})
-	if t := h.cfg.LocalTrust; t != nil && !dispatched && t.tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
+	if t := h.cfg.LocalTrust; t != nil && !dispatched && t.Tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
 		h.writeError(c, errUntrustedPeer)
 		return nil
 	}
@@ -372,7 +372,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	// policy there, judged on the client's own connection: one decision,
 	// not a second one on facts its rewrite changed.
 	if h.cfg.Policy != nil && !dispatched {
-		d, e := h.cfg.Policy.Decide(fiberRequest(c))
+		d, e := h.cfg.Policy.Decide(FiberRequest(c))
 		if e != nil {
 			h.writeError(c, e) // no CORS headers: the origin was refused
 			return nil
@@ -448,6 +448,13 @@ func (h *Host) finalize(c fiber.Ctx) {
 	if h.cfg.Finalize != nil {
 		h.cfg.Finalize(c)
 	}
+}
+
+// RequestIDOf is RequestID for a domain method: the context an Operation
+// is called with carries the id.
+func RequestIDOf(ctx context.Context) string {
+	s, _ := ctx.Value(requestIDKey).(string)
+	return s
 }
 
 // RequestID returns the id the kernel gave this request.
@@ -550,20 +557,6 @@ func envelopeError(code string, status int) string {
 	return code
 }
 
-// ContainerError is the error body of every container service.
-type ContainerError struct {
-	Code    string `json:"code" required:"true"`
-	Details string `json:"details" required:"true"`
-	Message string `json:"message" required:"true"`
-}
-
-// ErrorEnvelope is the control plane's error body.
-type ErrorEnvelope struct {
-	StatusCode int    `json:"statusCode" required:"true"`
-	Error      string `json:"error" required:"true" doc:"status text (Bad Request, Not Found ...) or a domain code such as SIGNING_NOT_CONFIGURED"`
-	Message    string `json:"message" required:"true"`
-}
-
 // Envelope is the control plane's success body.
 type Envelope struct {
 	StatusCode int    `json:"statusCode"`
@@ -634,4 +627,38 @@ func (h *Host) openapiYAML(c fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, "application/yaml")
 	return c.Send(h.docYAML)
+}
+
+// ServeUntil serves h on ln until ctx ends, then stops accepting and lets
+// requests in flight finish for at most grace. It returns nil after a stop
+// asked for through ctx, and the host's error when it stops by itself (the
+// listener failed); a panic escaping the server is returned as an error so
+// a supervisor can restart the service. ln is closed on return.
+func ServeUntil(ctx context.Context, h *Host, ln net.Listener, grace time.Duration) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("panic: %v", p)
+			}
+		}()
+		done <- h.Serve(ln)
+	}()
+	select {
+	case err := <-done:
+		_ = ln.Close()
+		if err == nil {
+			err = fmt.Errorf("stopped serving")
+		}
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := h.Shutdown(sctx); err != nil {
+		h.log.Warn("shutdown", "err", err)
+	}
+	_ = ln.Close()
+	<-done
+	return nil
 }

@@ -74,9 +74,9 @@ func (t *LocalTrust) ConnState(c net.Conn, st fasthttp.ConnState) {
 	}
 }
 
-// tracked reports whether c is a connection a server with this ConnState
+// Tracked reports whether c is a connection a server with this ConnState
 // hook accepted (not one made in memory by an in-process caller).
-func (t *LocalTrust) tracked(c net.Conn) bool {
+func (t *LocalTrust) Tracked(c net.Conn) bool {
 	if c == nil {
 		return false
 	}

@@ -1,7 +1,9 @@
 package platform
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -29,8 +31,15 @@ import (
 // Status (201 for a created resource, 200 for a replaced one: list the
 // others in Route.Statuses), and on the control plane a string field named
 // Message, when not empty, replaces the route's Message. A []byte answer
-// (or Body) is sent as it is, with the route's ContentType. The document
-// and the handler come from the same types, so they cannot disagree.
+// (or Body) is sent as it is, with the route's ContentType. A Body of type
+// io.Reader is streamed (a file, zero-copy with sendfile(2) when it is an
+// *os.File on a TCP connection) and closed when it is an io.Closer; the
+// wrapper's int64 header:"Content-Length" field, when it has one, is its
+// size (else it goes out chunked). A Body of type BodyWriter is called to
+// write the answer as it is made (an archive of a walk, Server-Sent
+// Events). A Content-Type header field overrides the route's ContentType.
+// The document and the handler come from the same types, so they cannot
+// disagree.
 type Operation interface {
 	operation() *operation
 }
@@ -50,7 +59,7 @@ func Op[In, Out any](fn func(context.Context, In) (Out, error)) Operation {
 	o := &operation{in: planInput(reflect.TypeFor[In]()), out: planOutput(reflect.TypeFor[Out]())}
 	o.serve = func(h *Host, r Route) fiber.Handler {
 		write, wild := o.out.writer(h, r), wildcard(r.Path)
-		return func(c fiber.Ctx) error {
+		return o.abandoning(func(c fiber.Ctx) error {
 			var in In
 			if err := o.in.bind(c, &in, wild); err != nil {
 				return err
@@ -60,9 +69,24 @@ func Op[In, Out any](fn func(context.Context, In) (Out, error)) Operation {
 				return err
 			}
 			return write(c, out)
-		}
+		})
 	}
 	return o
+}
+
+// abandoning closes the connection after a failed answer when the method
+// reads the body itself (an io.Reader Body) and left some of it unread.
+func (o *operation) abandoning(h fiber.Handler) fiber.Handler {
+	if !o.in.streams() {
+		return h
+	}
+	return func(c fiber.Ctx) error {
+		err := h(c)
+		if err != nil && bodyLeft(c) {
+			AbandonBody(c)
+		}
+		return err
+	}
 }
 
 // ReadOp is Op for a method without input.
@@ -88,7 +112,7 @@ func CommandOp[In any](fn func(context.Context, In) error) Operation {
 	o := &operation{in: planInput(reflect.TypeFor[In]())}
 	o.serve = func(h *Host, r Route) fiber.Handler {
 		write, wild := (*outputPlan)(nil).writer(h, r), wildcard(r.Path)
-		return func(c fiber.Ctx) error {
+		return o.abandoning(func(c fiber.Ctx) error {
 			var in In
 			if err := o.in.bind(c, &in, wild); err != nil {
 				return err
@@ -97,7 +121,7 @@ func CommandOp[In any](fn func(context.Context, In) error) Operation {
 				return err
 			}
 			return write(c, nil)
-		}
+		})
 	}
 	return o
 }
@@ -144,6 +168,22 @@ func wildcard(path string) string {
 // boundKey carries a StreamOp's bound input to its net/http handler.
 type boundKey struct{}
 
+// BodyWriter writes a streamed answer as it is made, after the status and
+// headers went out. It runs after the method returned (so it must not use
+// the method's context) and stops when a write or Flush fails: the client
+// is gone.
+type BodyWriter func(w StreamWriter)
+
+// StreamWriter is where a BodyWriter writes; Flush sends what is buffered
+// to the client now (each Server-Sent Event, say).
+type StreamWriter interface {
+	io.Writer
+	io.StringWriter
+	Flush() error
+}
+
+var bodyWriterType = reflect.TypeFor[BodyWriter]()
+
 // outputPlan is how one output type is written.
 type outputPlan struct {
 	typ     reflect.Type
@@ -151,6 +191,9 @@ type outputPlan struct {
 	body    []int        // the wrapper's Body field
 	bodyTyp reflect.Type // what goes out (typ when not a wrapper)
 	raw     bool         // []byte: sent as it is
+	stream  bool         // io.Reader: streamed
+	writes  bool         // BodyWriter: written as it is made
+	length  []int        // the Content-Length field of a streamed Body
 	headers []outHeader
 	status  []int // the wrapper's Status field
 	message []int // the wrapper's Message field (the envelope's message)
@@ -160,7 +203,11 @@ type outHeader struct {
 	index []int
 	name  string
 	doc   string
+	num   bool
 }
+
+// binary reports whether the answer is bytes, not JSON.
+func (p *outputPlan) binary() bool { return p.raw || p.stream || p.writes }
 
 func planOutput(t reflect.Type) *outputPlan {
 	p := &outputPlan{typ: t, bodyTyp: t}
@@ -175,7 +222,7 @@ func planOutput(t reflect.Type) *outputPlan {
 				if f.Type.Kind() != reflect.String && !isNumber(f.Type.Kind()) {
 					panic("platform: output header " + st.String() + "." + f.Name + " must be a string or a number")
 				}
-				p.headers = append(p.headers, outHeader{index: f.Index, name: h, doc: f.Tag.Get("doc")})
+				p.headers = append(p.headers, outHeader{index: f.Index, name: h, doc: f.Tag.Get("doc"), num: f.Type.Kind() != reflect.String})
 				p.wrapper = true
 			}
 			switch {
@@ -195,6 +242,23 @@ func planOutput(t reflect.Type) *outputPlan {
 		}
 	}
 	p.raw = p.bodyTyp == bytesType
+	if (p.bodyTyp == readerType || p.bodyTyp == bodyWriterType) && !p.wrapper {
+		panic("platform: output " + t.String() + " must be a wrapper struct with the stream as its Body")
+	}
+	p.stream = p.bodyTyp == readerType
+	p.writes = p.bodyTyp == bodyWriterType
+	if p.stream {
+		for i, hd := range p.headers {
+			if strings.EqualFold(hd.name, "Content-Length") {
+				if f := st.FieldByIndex(hd.index); f.Type.Kind() != reflect.Int64 {
+					panic("platform: output " + st.String() + "." + f.Name + " (Content-Length) must be an int64")
+				}
+				p.length = hd.index
+				p.headers = append(p.headers[:i:i], p.headers[i+1:]...)
+				break
+			}
+		}
+	}
 	return p
 }
 
@@ -232,8 +296,11 @@ func (p *outputPlan) writer(h *Host, r Route) func(c fiber.Ctx, out any) error {
 		}
 		return func(c fiber.Ctx, out any) error { return c.Status(status).JSON(out) }
 	}
+	if contentType == "" && p.binary() {
+		contentType = "application/octet-stream"
+	}
 	return func(c fiber.Ctx, out any) error {
-		if p.raw {
+		if p.binary() {
 			c.Set(fiber.HeaderContentType, contentType) // a Content-Type header field overrides it
 		}
 		st := p.setHeaders(c, out, status)
@@ -246,6 +313,24 @@ func (p *outputPlan) writer(h *Host, r Route) func(c fiber.Ctx, out any) error {
 		}
 		body := v.FieldByIndex(p.body).Interface()
 		switch {
+		case p.stream:
+			c.Status(st)
+			rd, _ := body.(io.Reader)
+			if rd == nil {
+				return nil
+			}
+			size := -1
+			if p.length != nil {
+				size = int(v.FieldByIndex(p.length).Int())
+			}
+			return c.SendStream(rd, size)
+		case p.writes:
+			c.Status(st)
+			fn, _ := body.(BodyWriter)
+			if fn == nil {
+				return nil
+			}
+			return c.SendStreamWriter(func(w *bufio.Writer) { fn(w) })
 		case p.raw:
 			return c.Status(st).Send(body.([]byte))
 		case envelope:

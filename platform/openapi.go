@@ -118,6 +118,18 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 			if r.Method == MethodAny {
 				op["x-methods"] = WebDAVMethods
 			}
+			if !standardMethods[m] {
+				// OpenAPI 3.0 has no field for WebDAV's methods: they are
+				// listed by method under x-additional-operations, the way
+				// OpenAPI 3.2's additionalOperations holds them.
+				extra, _ := item["x-additional-operations"].(map[string]any)
+				if extra == nil {
+					extra = map[string]any{}
+					item["x-additional-operations"] = extra
+				}
+				extra[m] = op
+				continue
+			}
 			item[strings.ToLower(m)] = op
 		}
 	}
@@ -154,6 +166,10 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 	}
 	return doc, nil
 }
+
+// standardMethods are those an OpenAPI 3.0 path item has a field for.
+var standardMethods = map[string]bool{"GET": true, "PUT": true, "POST": true, "DELETE": true, "OPTIONS": true,
+	"HEAD": true, "PATCH": true, "TRACE": true}
 
 func cmpOr(a, b string) string {
 	if a != "" {
@@ -310,7 +326,7 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 		op["parameters"] = params
 	}
 	switch {
-	case o != nil && o.in.hasBody() && o.in.body.raw:
+	case o != nil && o.in.binary():
 		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
 			cmpOr(r.RequestType, "application/octet-stream"): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}}
 	case o != nil && o.in.hasBody():
@@ -338,7 +354,11 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 					if strings.EqualFold(h.name, "Content-Type") {
 						continue
 					}
-					hd := map[string]any{"schema": map[string]any{"type": "string"}}
+					typ := "string"
+					if h.num {
+						typ = "integer"
+					}
+					hd := map[string]any{"schema": map[string]any{"type": typ}}
 					if h.doc != "" {
 						hd["description"] = h.doc
 					}
@@ -348,8 +368,16 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 					resp["headers"] = hs
 				}
 			}
-			raw = out.raw
-			if out.bodyTyp != nil && !out.raw {
+			raw = out.binary()
+			if out.length != nil {
+				hs, _ := resp["headers"].(map[string]any)
+				if hs == nil {
+					hs = map[string]any{}
+					resp["headers"] = hs
+				}
+				hs["Content-Length"] = map[string]any{"schema": map[string]any{"type": "integer"}, "description": "the body's size in bytes"}
+			}
+			if out.bodyTyp != nil && !raw {
 				data = d.schemaOf(out.bodyTyp)
 			}
 		}
@@ -360,7 +388,7 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 	switch {
 	case noBody:
 	case raw:
-		resp["content"] = map[string]any{mediaType(r.ContentType): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+		resp["content"] = map[string]any{cmpOr(mediaType(r.ContentType), "application/octet-stream"): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
 	case envelope && (o == nil || !o.stream):
 		resp["content"] = map[string]any{"application/json": map[string]any{"schema": envelopeSchema(data, o == nil && data == nil)}}
 	case data != nil:
@@ -373,6 +401,9 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 			alt[k] = v
 		}
 		alt["description"] = http.StatusText(st)
+		if st == http.StatusNoContent || st == http.StatusNotModified {
+			delete(alt, "content")
+		}
 		responses[strconv.Itoa(st)] = alt
 	}
 	responses["default"] = map[string]any{

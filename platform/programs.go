@@ -1,6 +1,6 @@
 package platform
 
-// Program names of proxy permissions (operations.md): what a document's
+// Program names of proxy permissions (docs/spec/operations.md): what a document's
 // rules name. platform/proxyperm evaluates them; they live here so every
 // service's OpenAPI document can say which program the gateway judges it
 // as.
@@ -26,7 +26,7 @@ var servicePrograms = map[string]string{
 }
 
 // ServiceProgram is the program proxy permissions judge a service as
-// (services for any service not named in operations.md's table).
+// (services for any service not named in docs/spec/operations.md's table).
 func ServiceProgram(service string) string {
 	if p, ok := servicePrograms[service]; ok {
 		return p

@@ -14,7 +14,7 @@ import (
 )
 
 // RequestPolicy is the one rule that keeps web pages away from the
-// container's services (README "Security: request policy"). The gateway and
+// container's services (docs/design/request-policy.md). The gateway and
 // every container service's Host apply it before any routing:
 //
 //  1. Host. Only loopback names (127.0.0.1, [::1], localhost, any port),
@@ -321,10 +321,10 @@ func GatewayDispatched(rc *fasthttp.RequestCtx) bool {
 	return ok
 }
 
-// fiberRequest reads the policy's view of a Fiber request; the forwarded
+// FiberRequest reads the policy's view of a Fiber request; the forwarded
 // host counts only when TrustForwardedHost holds for the connection, or
 // the gateway dispatched the request in-process (MarkGatewayDispatch).
-func fiberRequest(c fiber.Ctx) Request {
+func FiberRequest(c fiber.Ctx) Request {
 	rc := c.RequestCtx()
 	req := FastRequest(rc)
 	trusted := false

@@ -13,7 +13,11 @@ import (
 const MethodAny = "ANY"
 
 // WebDAVMethods are the methods beyond HTTP's that every host accepts, so
-// a MethodAny route serves WebDAV (RFC 4918).
+// a MethodAny route serves WebDAV (RFC 4918). A route may also name one of
+// them as its Method (one typed operation per WebDAV method); OpenAPI 3.0
+// has no field for them, so the document lists those operations by method
+// under the path's x-additional-operations (OpenAPI 3.2's
+// additionalOperations, as an extension).
 var WebDAVMethods = []string{"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK"}
 
 // Param documents a query, path or header parameter.
@@ -73,8 +77,8 @@ type Route struct {
 	// Message is the control plane's success envelope message ("Transfer
 	// completed"); container services answer without an envelope.
 	Message string
-	// RequestType is the media type documented for a raw ([]byte) request
-	// body (default application/octet-stream).
+	// RequestType is the media type documented for a raw ([]byte or
+	// io.Reader) request body (default application/octet-stream).
 	RequestType string
 	// ContentType of a non-JSON success response (image/png, text/plain ...).
 	ContentType string
@@ -118,7 +122,7 @@ func (r Route) JSONBody() bool {
 		return r.Body != nil
 	}
 	in := r.Op.operation().in
-	return in.hasBody() && !in.body.raw
+	return in.hasBody() && !in.binary()
 }
 
 // fiberPath turns "/a/{id}/b/{rest...}" into "/a/:id/b/*".

@@ -1,11 +1,7 @@
 package platform
 
 import (
-	"context"
-	"fmt"
-	"net"
 	"strings"
-	"time"
 )
 
 // NewServiceHost puts a container service on its own host, the one way
@@ -61,37 +57,3 @@ const policyDescription = "This service's own port serves the agent's gateway an
 	"the connection's own IP or a name under --domain gets 421 MISDIRECTED_REQUEST; a browser Origin that is not " +
 	"the request's own, under --domain or in --allowed-origins gets 403 FORBIDDEN (reads included), as does a " +
 	"cross-site or same-site browser request without Origin that is not a top-level navigation."
-
-// ServeUntil serves h on ln until ctx ends, then stops accepting and lets
-// requests in flight finish for at most grace. It returns nil after a stop
-// asked for through ctx, and the host's error when it stops by itself (the
-// listener failed); a panic escaping the server is returned as an error so
-// a supervisor can restart the service. ln is closed on return.
-func ServeUntil(ctx context.Context, h *Host, ln net.Listener, grace time.Duration) error {
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- fmt.Errorf("panic: %v", p)
-			}
-		}()
-		done <- h.Serve(ln)
-	}()
-	select {
-	case err := <-done:
-		_ = ln.Close()
-		if err == nil {
-			err = fmt.Errorf("stopped serving")
-		}
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if err := h.Shutdown(sctx); err != nil {
-		h.log.Warn("shutdown", "err", err)
-	}
-	_ = ln.Close()
-	<-done
-	return nil
-}

@@ -23,6 +23,8 @@ func TestWrap(t *testing.T) {
 		{"database gone", fmt.Errorf("read: %w", store.ErrUnavailable), platform.CodeUnavailable, false},
 		{"typed", nf, platform.CodeNotFound, true},
 		{"typed, wrapped", fmt.Errorf("wrapped: %w", nf), platform.CodeNotFound, true},
+		{"bad query", fmt.Errorf("list: %w", &store.QueryError{Field: "amount", Rule: "must be an integer"}), platform.CodeInvalid, false},
+		{"unique index", fmt.Errorf("put: %w", &store.DuplicateError{Table: "users", Index: "users_email_key", Fields: []string{"email"}}), platform.CodeConflict, false},
 	}
 	for _, c := range cases {
 		err := platform.Wrap("op", c.err)
@@ -39,5 +41,20 @@ func TestWrap(t *testing.T) {
 		if c.same && err != error(nf) {
 			t.Errorf("%s: %v is not the typed error itself", c.name, err)
 		}
+	}
+}
+
+// The store's refusals reach the client as the field and rule (400) or the
+// fields of the unique index (409), never as an internal error.
+func TestStoreRefusals(t *testing.T) {
+	t.Parallel()
+	e := platform.Wrap("list invoices", &store.QueryError{Field: "amount", Rule: "must be an integer"})
+	var pe *platform.Error
+	if !errors.As(e, &pe) || pe.Field != "amount" || pe.Status() != 400 || pe.Message != "amount: must be an integer" {
+		t.Errorf("query error: %+v", pe)
+	}
+	e = platform.AsError(fmt.Errorf("x: %w", &store.DuplicateError{Table: "users", Index: "users_email_key", Fields: []string{"email"}}))
+	if !errors.As(e, &pe) || pe.Status() != 409 || pe.Details != "email" {
+		t.Errorf("duplicate: %+v", pe)
 	}
 }

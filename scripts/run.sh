@@ -1,62 +1,198 @@
 #!/usr/bin/env bash
-# `make run`: starts the control plane and the agent on embedded defaults in
-# ./data, prints their URLs and the admin login, and stops both on Ctrl-C.
+# `make run`: starts the control plane and an agent connected to it, on the
+# embedded store in one data dir, prints their URLs, the admin login and the
+# quickstart's first commands, and stops both on Ctrl-C.
+#
+#   scripts/run.sh          start; refuses when an instance already runs on the data dir
+#   scripts/run.sh --check  exit 0 when none runs on the data dir; else print its URLs, exit 1
+#
+# Environment (defaults in brackets):
+#   DECKHAND_RUN_DATA     the data dir [./data]
+#   CONTROL_LISTEN        the control plane's address [127.0.0.1:8080]
+#   AGENT_LISTEN          the agent's gateway [127.0.0.1:7700]; its services
+#                         listen on the gateway's port + 1..16
+#   DECKHAND_RUN_DISPLAY  the X display to use [the first free from :77]; Xvfb is
+#                         started on it unless an X server already answers there;
+#                         with DISPLAY set, that display is used and no Xvfb started
+#   DECKHAND_BIN          where the binaries are [./bin]
+#
+# At first start on a data dir it makes the admin login (admin-login.txt),
+# then a project, a container and the container's agent token (local.env,
+# both 0600), so the agent syncs its proxy permissions from the control plane.
+# Logs are appended to control.log and agent.log. An Xvfb is stopped on exit
+# only when this script started it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+check_only=""
+case "${1:-}" in
+--check) check_only=1 ;;
+"") ;;
+*) echo "usage: scripts/run.sh [--check]" >&2; exit 2 ;;
+esac
 
 DATA=${DECKHAND_RUN_DATA:-./data}
 CONTROL_LISTEN=${CONTROL_LISTEN:-127.0.0.1:8080}
 AGENT_LISTEN=${AGENT_LISTEN:-127.0.0.1:7700}
+AGENT_PORT_BASE=${AGENT_LISTEN##*:}
+CONTROL_URL="http://$CONTROL_LISTEN"
+AGENT_URL="http://$AGENT_LISTEN"
+
+# One instance per data dir: the lock is held by this script for as long as
+# it runs. A second start reads the first's URLs from run.info and leaves
+# everything of it alone (logs, store, display).
+refuse() {
+  echo "deckhand is already running on $DATA; nothing was started or changed." >&2
+  if [[ -s "$DATA/run.info" ]]; then
+    sed 's/^/  /' "$DATA/run.info" >&2
+  fi
+  echo "Stop it with Ctrl-C where it runs (or kill $(cat "$DATA/run.pid" 2>/dev/null || echo '<its pid>')), or give a second instance its own DECKHAND_RUN_DATA, CONTROL_LISTEN and AGENT_LISTEN." >&2
+  exit 1
+}
+command -v flock >/dev/null || { echo "run.sh: flock is missing; run scripts/setup.sh" >&2; exit 1; }
+if [[ -e "$DATA/run.lock" ]]; then
+  exec 9<"$DATA/run.lock"
+  flock -n 9 || refuse
+  exec 9<&-
+fi
+[[ -n "$check_only" ]] && exit 0
+
+BIN=${DECKHAND_BIN:-./bin}
+for b in "$BIN/deckhand" "$BIN/deckhand-control"; do
+  [[ -x "$b" ]] || { echo "run.sh: $b is missing; run make build (or make run)" >&2; exit 1; }
+done
+for c in curl jq; do
+  command -v "$c" >/dev/null || { echo "run.sh: $c is missing; run scripts/setup.sh" >&2; exit 1; }
+done
+
 mkdir -p "$DATA/agent"
 chmod 700 "$DATA"
+exec 9>>"$DATA/run.lock"
+flock -n 9 || refuse
+echo $$ >"$DATA/run.pid"
 
 # The admin login is made once and kept (0600) so later runs reuse it.
+umask 077
 login="$DATA/admin-login.txt"
 if [[ ! -s "$login" ]]; then
-  umask 077
   pw="Dh-$(head -c 18 /dev/urandom | base64 | tr -d '/+=' | head -c 20)-9a"
-  printf 'email=admin@localhost\npassword=%s\n' "$pw" > "$login"
+  printf 'email=admin@localhost\npassword=%s\n' "$pw" >"$login"
 fi
 ADMIN_EMAIL=$(sed -n 's/^email=//p' "$login")
 ADMIN_PASSWORD=$(sed -n 's/^password=//p' "$login")
 
 pids=()
+xvfb_state="$DATA/xvfb"
 started_xvfb=""
 cleanup() {
   trap - INT TERM EXIT
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  [[ -n "$started_xvfb" ]] && scripts/xvfb.sh stop "$started_xvfb" >/dev/null 2>&1 || true
+  if [[ -n "$started_xvfb" ]]; then
+    XVFB_STATE="$xvfb_state" scripts/xvfb.sh stop "$started_xvfb" >/dev/null 2>&1 || true
+  fi
+  rm -f "$DATA/run.info" "$DATA/run.pid"
 }
 trap cleanup INT TERM EXIT
 
 # A virtual display for the display service, when Xvfb is available and no
-# display is set.
-if [[ -z "${DISPLAY:-}" && -x scripts/xvfb.sh ]] && command -v Xvfb >/dev/null; then
-  if out=$(scripts/xvfb.sh start :77 2>/dev/null); then
+# display is set: on a display number no X server holds (its lock file
+# absent), with its pid files under the data dir, so stopping it can only
+# reach what this script started.
+free_display() {
+  local n
+  for n in $(seq 77 199); do
+    [[ -e "/tmp/.X$n-lock" || -e "/tmp/.X11-unix/X$n" ]] || { echo ":$n"; return 0; }
+  done
+  return 1
+}
+if [[ -z "${DISPLAY:-}" ]] && command -v Xvfb >/dev/null; then
+  disp=${DECKHAND_RUN_DISPLAY:-}
+  [[ -n "$disp" ]] || disp=$(free_display) || true
+  if [[ -n "$disp" ]] && XVFB_STATE="$xvfb_state" scripts/xvfb.sh status "$disp"; then
+    export DISPLAY=$disp # someone else's X server: used, never stopped
+  elif [[ -n "$disp" ]] && out=$(XVFB_STATE="$xvfb_state" scripts/xvfb.sh start "$disp" 9>&- 2>/dev/null); then
     DISPLAY=$(sed -n 's/^DISPLAY=//p' <<<"$out" | tail -n1)
     [[ -n "$DISPLAY" ]] && export DISPLAY && started_xvfb=$DISPLAY
   fi
 fi
 
-DECKHAND_ADMIN_PASSWORD="$ADMIN_PASSWORD" ./bin/deckhand-control serve --data "$DATA" \
-  --listen "$CONTROL_LISTEN" --admin-email "$ADMIN_EMAIL" >"$DATA/control.log" 2>&1 &
-pids+=($!)
-./bin/deckhand run --data "$DATA/agent" --listen "$AGENT_LISTEN" >"$DATA/agent.log" 2>&1 &
-pids+=($!)
+wait_up() { # url pid log
+  for _ in $(seq 300); do
+    curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "run.sh: $1 did not answer; the end of $3:" >&2
+  tail -n 20 "$3" >&2
+  exit 1
+}
 
-for url in "http://$CONTROL_LISTEN/api/v1/meta/public-key" "http://$AGENT_LISTEN/_/cron/health"; do
-  for _ in $(seq 100); do curl -fsS -o /dev/null "$url" 2>/dev/null && break; sleep 0.1; done
-done
+stamp() { printf '\n=== scripts/run.sh started %s (pid %s) ===\n' "$(date -u +%FT%TZ)" "$$"; }
+
+stamp >>"$DATA/control.log"
+DECKHAND_ADMIN_PASSWORD="$ADMIN_PASSWORD" "$BIN/deckhand-control" serve --data "$DATA" \
+  --listen "$CONTROL_LISTEN" --admin-email "$ADMIN_EMAIL" >>"$DATA/control.log" 2>&1 9>&- &
+pids+=($!)
+wait_up "$CONTROL_URL/api/v1/meta/public-key" "$!" "$DATA/control.log"
+
+# First start: a project and a container owned by the admin, and the
+# container's agent token. Kept in local.env (0600) for later starts.
+api() { # method path [json] -> the answer's data; fails on a non-2xx
+  local out
+  out=$(curl -sS -X "$1" "$CONTROL_URL$2" -H 'Content-Type: application/json' \
+    ${TOKEN:+-H "Authorization: Bearer $TOKEN"} ${3:+--data "$3"} -w '\n%{http_code}')
+  local code=${out##*$'\n'}
+  out=${out%$'\n'*}
+  if [[ "$code" != 2* ]]; then
+    echo "run.sh: $1 $2 answered $code: $(jq -r '.message // .' <<<"$out" 2>/dev/null || echo "$out")" >&2
+    return 1
+  fi
+  jq -c '.data' <<<"$out"
+}
+localenv="$DATA/local.env"
+if [[ ! -s "$localenv" ]]; then
+  TOKEN=""
+  session=$(api POST /api/v1/users/auth/login "$(jq -nc --arg e "$ADMIN_EMAIL" --arg p "$ADMIN_PASSWORD" '{email:$e,password:$p}')")
+  TOKEN=$(jq -r .token <<<"$session")
+  admin_id=$(jq -r .user.id <<<"$session")
+  project=$(api POST /api/v1/admin/projects "$(jq -nc --arg o "$admin_id" '{owner_id:$o,name:"local"}')" | jq -r .id)
+  container=$(api POST /api/v1/admin/containers "$(jq -nc --arg p "$project" '{project_id:$p,name:"local"}')" | jq -r .id)
+  agent_token=$(api POST "/api/v1/containers/$container/agent-tokens" '{}' | jq -r .token)
+  unset TOKEN
+  printf 'PROJECT_ID=%s\nCONTAINER_ID=%s\nAGENT_TOKEN=%s\n' "$project" "$container" "$agent_token" >"$localenv.tmp"
+  mv "$localenv.tmp" "$localenv"
+fi
+PROJECT_ID=$(sed -n 's/^PROJECT_ID=//p' "$localenv")
+CONTAINER_ID=$(sed -n 's/^CONTAINER_ID=//p' "$localenv")
+AGENT_TOKEN=$(sed -n 's/^AGENT_TOKEN=//p' "$localenv")
+
+stamp >>"$DATA/agent.log"
+DECKHAND_TOKEN="$AGENT_TOKEN" "$BIN/deckhand" run --data "$DATA/agent" --listen "$AGENT_LISTEN" \
+  --port-base "$AGENT_PORT_BASE" --control-url "$CONTROL_URL" \
+  --project-id "$PROJECT_ID" --container-id "$CONTAINER_ID" >>"$DATA/agent.log" 2>&1 9>&- &
+pids+=($!)
+wait_up "$AGENT_URL/_/cron/health" "$!" "$DATA/agent.log"
+
+cat >"$DATA/run.info" <<INFO
+control plane  $CONTROL_URL/api/v1   (log: $DATA/control.log)
+web console    $CONTROL_URL/
+agent gateway  $AGENT_URL/_/<service>/   (log: $DATA/agent.log)
+web terminal   $AGENT_URL/_/terminal/
+display        ${DISPLAY:-none (install xvfb for a virtual one)}
+container      $CONTAINER_ID in project $PROJECT_ID (agent token in $localenv)
+admin login    $ADMIN_EMAIL   (password in $login)
+INFO
 
 cat <<MSG
 deckhand is running.
-  control plane  http://$CONTROL_LISTEN/api/v1   (log: $DATA/control.log)
-  agent gateway  http://$AGENT_LISTEN/_/<service>/  (log: $DATA/agent.log)
-  web terminal   http://$AGENT_LISTEN/_/terminal/
-  display        ${DISPLAY:-none (install xvfb for a virtual one)}
-  admin login    $ADMIN_EMAIL / $ADMIN_PASSWORD   (kept in $login)
-  status         ./bin/deckhand status --listen $AGENT_LISTEN
+$(sed 's/^/  /' "$DATA/run.info")
+
+First commands (README.md's quickstart has the rest: sign-up, cp, the terminal, a tunnel):
+  export PATH="$(cd "$BIN" && pwd):\$PATH" DECKHAND_AGENT_URL=$AGENT_URL
+  deckhand status --listen $AGENT_LISTEN
+  deckhand exec -- uname -a
+  sed -n s/^password=//p $login | deckhand login $CONTROL_URL --email $ADMIN_EMAIL --password-stdin
 Ctrl-C stops everything.
 MSG
 wait -n "${pids[@]}"

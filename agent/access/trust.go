@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"deckhand/platform"
+	"deckhand/platform/atomicfile"
 	"deckhand/platform/signing"
 )
 
@@ -156,24 +157,6 @@ func (a *Authorizer) keysAccepted(keys map[string]ed25519.PublicKey) {
 
 // writeAtomic writes dir/name (0600) through a synced temporary file.
 func writeAtomic(dir, name string, raw []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+name+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	return atomicfile.WriteWith(filepath.Join(dir, name), 0o600, atomicfile.Options{UID: -1, MkdirMode: 0o700},
+		func(w io.Writer) error { _, err := w.Write(raw); return err })
 }

@@ -60,7 +60,7 @@ func Context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
 }
 
-// AgentEnv is the variable --agent reads (operations.md fixes this name,
+// AgentEnv is the variable --agent reads (docs/spec/operations.md fixes this name,
 // not the DECKHAND_AGENT the generic flag rule would give).
 const AgentEnv = "DECKHAND_AGENT_URL"
 

@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
+	"deckhand/platform/atomicfile"
 )
 
 func walletCmd() *cobra.Command {
@@ -258,7 +257,7 @@ func walletInvoicesCmd() *cobra.Command {
 					_, err := cmd.OutOrStdout().Write(resp.Body)
 					return err
 				}
-				if err := writeFileAtomic(pdf, resp.Body, 0o644); err != nil {
+				if err := atomicfile.Write(pdf, resp.Body, 0o644); err != nil {
 					return err
 				}
 				out := map[string]any{"invoice_id": id, "pdf": pdf, "bytes": len(resp.Body)}
@@ -287,26 +286,4 @@ func walletInvoicesCmd() *cobra.Command {
 	cmd.Flags().StringVar(&txn, "transaction", "", "the invoice of this transaction (made when it has none)")
 	cmd.Flags().StringVar(&filter, "filter", "", "JSON filter over the invoice fields (list only)")
 	return cmd
-}
-
-// writeFileAtomic writes data to path through a temporary file and a
-// rename, so path never holds half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

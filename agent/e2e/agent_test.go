@@ -1,6 +1,6 @@
 // Package e2e drives the real `deckhand` binary: it builds it, starts
 // `deckhand run` on free ports with a temporary --data, and checks over HTTP
-// and /proc what operations.md promises — services, gateway, status,
+// and /proc what docs/spec/operations.md promises — services, gateway, status,
 // configuration precedence, restarts, clean stops.
 package e2e_test
 

@@ -111,7 +111,7 @@ type Authorizer interface {
 	Authorize(r Request, t Target) (Identity, *platform.Error)
 }
 
-// LoopbackOnly is the rule of operations.md for a container without a
+// LoopbackOnly is the rule of docs/spec/operations.md for a container without a
 // proxy permissions document: nothing passes except from loopback.
 type LoopbackOnly struct{}
 

@@ -53,7 +53,7 @@ func ChargeErr(err error) error {
 	return err
 }
 
-// Page sizes (interface.md, Limits: image lists).
+// Page sizes (docs/spec/interface.md, Limits: image lists).
 const (
 	DefaultLimit = 20
 	MaxLimit     = 100

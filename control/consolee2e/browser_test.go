@@ -1,9 +1,13 @@
 package consolee2e_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -206,4 +210,95 @@ func TestConsoleRefusesAlteredAnswers(t *testing.T) {
 	proxy := httptest.NewServer(rp)
 	defer proxy.Close()
 	runConsole(t, "tamper", map[string]any{"url": proxy.URL, "adminEmail": controltest.AdminEmail, "adminPassword": controltest.AdminPass})
+}
+
+// TestConsoleSettings is a plain user's settings in Chromium: the
+// container's network (the agent's report and egress decisions, stop,
+// start, an allow list), payment methods, a rented server, 2FA with the
+// token gate, regenerated backup codes and 2FA turned off with oathtool
+// codes; then the admin adds an image with an icon. The server's side
+// is checked over the API afterwards.
+func TestConsoleSettings(t *testing.T) {
+	s := controltest.Start(t)
+	admin, project, container := setup(t, s)
+	email := "settings@example.com"
+	uid, token := s.User(admin, email)
+	s.MustDo(201, "POST", "/api/v1/projects/"+project+"/permissions", map[string]any{"user_id": uid, "role": "manager"}, admin)
+	s.MustDo(200, "POST", "/api/v1/admin/wallet/credit", map[string]any{"user_id": uid, "amount": "50", "reason": "rentals"}, admin)
+	s.MustDo(201, "POST", "/api/v1/admin/servers", map[string]any{"name": "gpu-1", "region": "eu-west", "price": "12.50",
+		"specs": map[string]any{"cpu": 8, "memory_gb": 32}}, admin)
+	s.MustDo(201, "POST", "/api/v1/admin/servers", map[string]any{"name": "tiny-1", "region": "eu-west"}, admin)
+
+	// A running network whose agent has reported decisions.
+	net := "/api/v1/containers/" + container + "/network"
+	s.MustDo(200, "PUT", net, map[string]any{"type": "block"}, admin)
+	s.MustDo(200, "POST", net+"/start", nil, admin)
+	agentTok := controltest.Data(s.MustDo(201, "POST", "/api/v1/containers/"+container+"/agent-tokens", nil, admin))["token"].(string)
+	version := controltest.Data(s.MustDo(200, "GET", net+"/effective", nil, agentTok))["version"]
+	s.MustDo(200, "POST", net+"/remote-status", map[string]any{"is_running": true, "last_check": time.Now().UTC().Format(time.RFC3339),
+		"enforceable": true, "version": version, "allowed": 3, "denied": 1, "dropped": 2,
+		"recent": []map[string]any{{"time": time.Now().UTC().Format(time.RFC3339), "outcome": "denied", "protocol": "tcp",
+			"destination": "192.0.2.1:443", "name": "evil.example", "reason": "name evil.example not on the allow list"}}}, agentTok)
+
+	icon := filepath.Join(t.TempDir(), "icon.png")
+	pngBytes := writeIcon(t, icon)
+	runConsole(t, "settings", map[string]any{"url": s.URL, "container": container, "userEmail": email, "userPassword": controltest.GoodPW,
+		"adminEmail": controltest.AdminEmail, "adminPassword": controltest.AdminPass,
+		"serverName": "gpu-1", "serverPrice": "12.50", "imageAlias": "iconic-1", "icon": icon, "outDir": artifacts(t, "settings")})
+
+	n := controltest.Data(s.MustDo(200, "GET", net, nil, token))
+	if n["status"] != "running" || fmt.Sprint(n["allow"]) != "[example.com *.example.org]" {
+		t.Fatalf("the network after the console: %v", n)
+	}
+	methods := s.MustDo(200, "GET", "/api/v1/wallet/payment-methods", nil, token).Body["data"].([]any)
+	state := map[string]string{}
+	for _, m := range methods {
+		m := m.(map[string]any)
+		state[m["name"].(string)] = fmt.Sprint(m["status"], " ", m["is_default"])
+	}
+	if len(state) != 2 || state["Bank EU"] != "active true" || state["Visa 4242"] != "inactive false" {
+		t.Fatalf("payment methods after the console: %v", state)
+	}
+	mine := s.MustDo(200, "GET", "/api/v1/servers", nil, token).Body["data"].([]any)
+	if len(mine) != 1 || mine[0].(map[string]any)["name"] != "gpu-1" {
+		t.Fatalf("rented servers: %v", mine)
+	}
+	if bal := controltest.Data(s.MustDo(200, "GET", "/api/v1/wallet/balances", nil, token)); bal["general_balance"] != "37.50" {
+		t.Fatalf("balance after renting: %v", bal)
+	}
+	if me := controltest.Data(s.MustDo(200, "GET", "/api/v1/users/auth/me", nil, token)); me["two_factor_enabled"] != false {
+		t.Fatalf("2FA still on after the console turned it off: %v", me)
+	}
+	toks := s.MustDo(200, "GET", "/api/v1/auth/tokens", nil, token)
+	if !strings.Contains(string(toks.Raw), `"gated token"`) {
+		t.Fatalf("the token made under the gate is missing: %s", toks.Raw)
+	}
+	// The icon the admin chose is the one the catalog serves.
+	imgs := controltest.Data(s.MustDo(200, "GET", "/api/v1/images/public?search=iconic-1", nil, token))["images"].([]any)
+	if len(imgs) != 1 {
+		t.Fatalf("images: %v", imgs)
+	}
+	got := s.Call("GET", imgs[0].(map[string]any)["icon_url"].(string), nil, token)
+	if got.Status != 200 || !bytes.Equal(got.Raw, pngBytes) {
+		t.Fatalf("icon: %d, %d bytes, want the %d uploaded", got.Status, len(got.Raw), len(pngBytes))
+	}
+}
+
+// writeIcon writes a 32x32 PNG and answers its bytes.
+func writeIcon(t *testing.T, path string) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 32, 32))
+	for y := 0; y < 32; y++ {
+		for x := 0; x < 32; x++ {
+			img.Set(x, y, color.RGBA{R: uint8(x * 8), G: uint8(y * 8), B: 200, A: 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -3,7 +3,7 @@ package domain
 import "deckhand/platform"
 
 // Pagination is data.pagination of every control-plane list
-// (interface.md): the total, the page (from 1), its size and the number of
+// (docs/spec/interface.md): the total, the page (from 1), its size and the number of
 // pages (0 when there is nothing).
 type Pagination struct {
 	Total      int `json:"total"`

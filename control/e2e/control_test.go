@@ -33,7 +33,7 @@ func TestDiscoveryEnvelopesAndLimits(t *testing.T) {
 		}
 	}
 
-	// Public key set: every field of interface.md, encodings agreeing.
+	// Public key set: every field of docs/spec/interface.md, encodings agreeing.
 	r = p.do("GET", "/api/v1/meta/public-key", nil)
 	d := r.data()
 	if r.status != 200 || r.body["message"] == "" {

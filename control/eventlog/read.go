@@ -10,7 +10,7 @@ import (
 	"deckhand/platform/store"
 )
 
-// Event page size (interface.md Limits).
+// Event page size (docs/spec/interface.md Limits).
 const (
 	MaxLimit     = 500
 	DefaultLimit = 100
@@ -27,7 +27,7 @@ type ListInput struct {
 
 // FilterInput holds the list filters as given (dates unparsed).
 type FilterInput struct {
-	EventType    string `query:"event_type" doc:"one kind (interface.md Events)"`
+	EventType    string `query:"event_type" doc:"one kind (docs/spec/interface.md Events)"`
 	ResourceType string `query:"resource_type" doc:"one resource type"`
 	ResourceID   string `query:"resource_id" doc:"one resource id"`
 	ProjectID    string `query:"project_id" doc:"one project"`
@@ -109,7 +109,7 @@ func (f FilterInput) parse() (events.Filter, error) {
 	return out, nil
 }
 
-// Pagination is data.pagination of interface.md.
+// Pagination is data.pagination of docs/spec/interface.md.
 type Pagination = domain.Pagination
 
 // EventList is the data of GET /api/v1/events.

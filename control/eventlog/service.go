@@ -1,4 +1,4 @@
-// Package eventlog is the control plane's event-log domain (interface.md
+// Package eventlog is the control plane's event-log domain (docs/spec/interface.md
 // 4.11): the read side of control/events (list with every filter, one
 // event, stats), deletion (cleanup by age, by filter, one event), the
 // ingest route through which agents and admins report the kinds the
@@ -45,6 +45,9 @@ type Service struct {
 
 // New builds the domain and starts the retention job when configured.
 func New(env domain.Env[Config]) (*Service, error) {
+	if err := env.Events.Declare(context.Background()); err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
 	s := &Service{env: env, done: make(chan struct{})}
 	if env.Config.RetentionEvery <= 0 {
 		s.env.Config.RetentionEvery = time.Hour
@@ -123,9 +126,15 @@ func params(ids map[string]string) func(string) string {
 	}
 }
 
-// Bootstrap moves events of the first, unindexed log layout into the
-// indexed one (nothing to do on a store that never had them).
+// Bootstrap drops the hand-built index of an earlier layout and moves
+// events of the first, unindexed layout into the table's (nothing to do
+// on a store that never had them).
 func (s *Service) Bootstrap(ctx context.Context) error {
+	if dropped, err := s.env.Events.DropLegacyIndex(ctx); err != nil {
+		return fmt.Errorf("events: drop the earlier index: %w", err)
+	} else if dropped {
+		s.env.Logger.Info("events: the earlier hand-built index was dropped; the declared table's indexes serve lists")
+	}
 	n, err := s.env.Events.MigrateKeys(ctx)
 	if err != nil {
 		return fmt.Errorf("events: index the existing log: %w", err)

@@ -5,20 +5,17 @@
 // updated; deletion (DeleteBatch, the cleanup and retention paths) is the
 // only change.
 //
-// Layout, the same on every engine:
-//   - bucket "events": key = the event's key, <created_at as 19-digit Unix
-//     nanoseconds>-<12 hex> (time order; the hex part makes keys unique
-//     across replicas and keeps a process's own events of one instant in
-//     append order); the event id is "evt_" + key;
-//   - bucket "events_by": one empty entry per indexed field of an event,
-//     <field>\x1f<value>\x1f<event key>, written and deleted in the same
-//     transaction as the event: every filter of the list, and the owner and
-//     actor ("user"), reads a key range of this bucket instead of the log;
-//   - bucket "events_projects": one key per project that has events, so a
-//     user's visible projects are found without scanning events.
+// Layout: the log is a declared table (Table): bucket "events", key =
+// <created_at as 19-digit Unix nanoseconds>-<12 hex> (time order; the hex
+// part makes keys unique across replicas and keeps a process's own events
+// of one instant in append order), the event id "evt_" + key. Every field
+// a list filters on is an indexed field, so the store keeps the indexes in
+// the transaction of the event and lists are store.Page queries (query.go);
+// on PostgreSQL it is the table events. Bucket "events_projects" holds one
+// key per project that has events, so a user's visible projects are found
+// without reading events.
 //
-// The read side (query.go) serves lists, stats and deletions from these
-// ranges; the HTTP domain is package control/eventlog.
+// The HTTP domain is package control/eventlog.
 package events
 
 import (
@@ -37,24 +34,44 @@ import (
 // Buckets of the log.
 const (
 	Bucket         = "events"
-	IndexBucket    = "events_by"
 	ProjectsBucket = "events_projects"
+	// legacyIndexBucket held the hand-built index entries of an earlier
+	// layout; Log.DropLegacyIndex removes it.
+	legacyIndexBucket = "events_by"
 )
 
-// sep separates index key parts; indexed values may not contain it (nor
-// any other control character).
-const sep = "\x1f"
-
-// Index fields.
-const (
-	fType      = "type"
-	fResType   = "rtype"
-	fResID     = "rid"
-	fProject   = "project"
-	fContainer = "container"
-	fRealm     = "realm"
-	fUser      = "user"
+// Table is the log as a declared table: the fields lists filter and sort
+// on, each indexed.
+var Table = store.Declare(Bucket, []store.Field[Event]{
+	store.Text("event_type", func(e *Event) string { return e.EventType }),
+	store.Text("resource_type", func(e *Event) string { return e.ResourceType }),
+	store.OptionalText("resource_id", func(e *Event) string { return e.ResourceID }),
+	store.OptionalText("project_id", func(e *Event) string { return e.ProjectID }),
+	store.OptionalText("container_id", func(e *Event) string { return e.ContainerID }),
+	store.OptionalText("realm_id", func(e *Event) string { return e.RealmID }),
+	store.OptionalText("user_id", func(e *Event) string { return e.UserID }),
+	store.OptionalText("actor_id", func(e *Event) string { return e.ActorID }),
+	store.Time("created_at", func(e *Event) time.Time { return e.CreatedAt }),
+},
+	filterIndex("event_type", true),
+	filterIndex("resource_type", false),
+	filterIndex("resource_id", false),
+	filterIndex("project_id", false),
+	filterIndex("container_id", false),
+	filterIndex("realm_id", false),
+	filterIndex("user_id", false),
+	filterIndex("actor_id", false),
 )
+
+// filterIndex indexes a filter's field, carrying the fields a user's
+// view checks (owner, actor, project) so that a user's count and page
+// over one filter read the index alone on PostgreSQL.
+func filterIndex(field string, sort bool) store.Index {
+	return store.Index{Fields: []string{field}, Sort: sort, Include: []string{"user_id", "actor_id", "project_id"}}
+}
+
+// Tables are the tables this package declares.
+var Tables = []*store.Table{Table}
 
 // maxValue bounds an indexed value.
 const maxValue = 255
@@ -122,12 +139,6 @@ func KeyOf(id string) string {
 	return k
 }
 
-// keyTime is the creation instant a key carries.
-func keyTime(k string) time.Time {
-	n, _ := strconv.ParseInt(k[:19], 10, 64)
-	return time.Unix(0, n).UTC()
-}
-
 // CheckValue reports why v cannot be an indexed value ("" when it can).
 func CheckValue(v string) string {
 	if len(v) > maxValue {
@@ -139,27 +150,6 @@ func CheckValue(v string) string {
 		}
 	}
 	return ""
-}
-
-// indexKeys are the index entries of ev (its key set).
-func indexKeys(ev *Event, key string) []string {
-	var out []string
-	add := func(field, v string) {
-		if v != "" {
-			out = append(out, field+sep+v+sep+key)
-		}
-	}
-	add(fType, ev.EventType)
-	add(fResType, ev.ResourceType)
-	add(fResID, ev.ResourceID)
-	add(fProject, ev.ProjectID)
-	add(fContainer, ev.ContainerID)
-	add(fRealm, ev.RealmID)
-	add(fUser, ev.UserID)
-	if ev.ActorID != ev.UserID {
-		add(fUser, ev.ActorID)
-	}
-	return out
 }
 
 // Append writes ev inside tx, assigning its id and, when unset, its time
@@ -190,11 +180,6 @@ func Append(tx *store.Tx, now time.Time, ev Event) (Event, error) {
 	ev.ID = "evt_" + key
 	if err := tx.Put(Bucket, key, ev); err != nil {
 		return Event{}, err
-	}
-	for _, ik := range indexKeys(&ev, key) {
-		if err := tx.PutRaw(IndexBucket, ik, nil); err != nil {
-			return Event{}, err
-		}
 	}
 	if ev.ProjectID != "" && tx.GetRaw(ProjectsBucket, ev.ProjectID) == nil {
 		if err := tx.PutRaw(ProjectsBucket, ev.ProjectID, nil); err != nil {
@@ -231,16 +216,11 @@ func load(tx *store.Tx, key string) (*Event, error) {
 	return &ev, nil
 }
 
-// remove deletes the event stored under key and its index entries.
+// remove deletes the event stored under key (the store drops its index
+// entries with it).
 func remove(tx *store.Tx, key string) (bool, error) {
-	ev, err := load(tx, key)
-	if err != nil || ev == nil {
-		return false, err
-	}
-	for _, ik := range indexKeys(ev, key) {
-		if err := tx.Delete(IndexBucket, ik); err != nil {
-			return false, err
-		}
+	if tx.GetRaw(Bucket, key) == nil {
+		return false, nil
 	}
 	return true, tx.Delete(Bucket, key)
 }

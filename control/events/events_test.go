@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,6 +20,9 @@ func open(t *testing.T) *store.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	if err := db.Declare(context.Background(), events.Tables...); err != nil {
+		t.Fatal(err)
+	}
 	return db
 }
 
@@ -115,5 +119,59 @@ func TestEventsOfTheFirstLayoutAreIndexed(t *testing.T) {
 	})
 	if err != nil || page.Total != 3 || !page.Events[0].CreatedAt.Equal(at) || events.KeyOf(page.Events[0].ID) == "" {
 		t.Fatalf("after migration: %+v %v", page, err)
+	}
+}
+
+// TestEventsOfTheHandBuiltIndexLayout: a store of the layout before the
+// declared table (the log's bucket with a bucket of hand-built index
+// entries beside it) declares the table over the same events and drops
+// the old entries; lists answer from the table's indexes.
+func TestEventsOfTheHandBuiltIndexLayout(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "control.db")
+	db, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	err = db.Update(func(tx *store.Tx) error {
+		for i, c := range []string{"c1", "c2", "c1"} {
+			key := fmt.Sprintf("%019d-%012x", at.Add(time.Duration(i)*time.Second).UnixNano(), i)
+			ev := events.Event{ID: "evt_" + key, EventType: events.ContainerRunning, ResourceType: events.ResContainer,
+				ResourceID: c, ContainerID: c, UserID: "u1", ActorID: "u1", CreatedAt: at.Add(time.Duration(i) * time.Second)}
+			if err := tx.Put(events.Bucket, key, ev); err != nil {
+				return err
+			}
+			for _, e := range []string{"type\x1f" + ev.EventType, "container\x1f" + c, "user\x1fu1"} {
+				if err := tx.PutRaw("events_by", e+"\x1f"+key, nil); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Declare(context.Background(), events.Tables...); err != nil {
+		t.Fatal(err)
+	}
+	log := events.NewLog(db, nil)
+	if dropped, err := log.DropLegacyIndex(context.Background()); err != nil || !dropped {
+		t.Fatalf("drop: %v %v", dropped, err)
+	}
+	if dropped, _ := log.DropLegacyIndex(context.Background()); dropped {
+		t.Fatal("dropped twice")
+	}
+	var page events.Page
+	err = db.View(func(tx *store.Tx) error {
+		if tx.Count("events_by") != 0 {
+			t.Error("the hand-built index is still there")
+		}
+		page, err = events.Find(tx, events.Filter{ContainerID: "c1"}, &events.Viewer{UserID: "u1"}, events.Sort{Desc: true}, 0, 10)
+		return err
+	})
+	if err != nil || page.Total != 2 || !page.Events[0].CreatedAt.Equal(at.Add(2*time.Second)) {
+		t.Fatalf("list after the upgrade: %+v %v", page, err)
 	}
 }

@@ -1,6 +1,6 @@
 package events
 
-// Event kinds (event_type) of interface.md "Events". Domains use these
+// Event kinds (event_type) of docs/spec/interface.md "Events". Domains use these
 // constants; Append accepts other well-formed kinds too (a domain may
 // record actions the table does not name), but ingest accepts only the
 // kinds of Ingestible.
@@ -61,7 +61,7 @@ const (
 	ActivityLogged           = "activity.logged"
 )
 
-// Resource types (resource_type) of interface.md "Events".
+// Resource types (resource_type) of docs/spec/interface.md "Events".
 const (
 	ResContainer        = "container"
 	ResStorageShare     = "storage_share"

@@ -15,14 +15,23 @@ import (
 type Log struct {
 	db    *store.DB
 	clock platform.Clock
+	batch *store.Batcher
 }
 
-// NewLog returns the event log over db.
+// recordBatch caps how many events one group commit of Record carries.
+const recordBatch = 128
+
+// NewLog returns the event log over db. Lists need the log's table
+// declared on db (Declare, or the server's declaration of every table).
 func NewLog(db *store.DB, clock platform.Clock) *Log {
 	if clock == nil {
 		clock = platform.SystemClock{}
 	}
-	return &Log{db: db, clock: clock}
+	max := recordBatch
+	if db.ConcurrentWriters() {
+		max = -1 // PostgreSQL: appends insert new rows side by side, no batch to wait for
+	}
+	return &Log{db: db, clock: clock, batch: store.NewBatcher(db, max, false)}
 }
 
 // Append writes ev in tx, the transaction that makes the recorded change.
@@ -30,10 +39,31 @@ func (l *Log) Append(tx *store.Tx, ev Event) (Event, error) {
 	return Append(tx, l.clock.Now(), ev)
 }
 
-// Record writes ev in a transaction of its own.
+// Declare declares the log's table on its store (idempotent).
+func (l *Log) Declare(ctx context.Context) error { return l.db.Declare(ctx, Tables...) }
+
+// DropLegacyIndex removes the bucket of hand-built index entries an
+// earlier layout kept beside the log (the declared table's indexes
+// replace it). Nothing to do on a store that never had it.
+func (l *Log) DropLegacyIndex(ctx context.Context) (bool, error) {
+	var had bool
+	err := l.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		had = false
+		if err := tx.Scan(legacyIndexBucket, store.ScanOptions{Limit: 1}, func(string, []byte) error { had = true; return nil }); err != nil || !had {
+			return err
+		}
+		return tx.DropBucket(legacyIndexBucket)
+	})
+	return had, err
+}
+
+// Record writes ev in a transaction of its own: on bbolt a group commit,
+// so concurrent Records share one transaction (one fsync) instead of
+// queueing for the single writer one commit each; on PostgreSQL each its
+// own, concurrently.
 func (l *Log) Record(ev Event) (Event, error) {
 	var out Event
-	err := l.db.Update(func(tx *store.Tx) error {
+	err := l.batch.Update(func(tx *store.Tx) error {
 		var err error
 		out, err = Append(tx, l.clock.Now(), ev)
 		return err

@@ -26,7 +26,7 @@ type emitted struct {
 	kind, resourceType, resourceID, actor string
 }
 
-// drivers perform each operation of the README's emission table over
+// drivers perform each operation of the emission table (docs/design/events.md) over
 // HTTP. A row without a driver, or a driver without a row, fails the test:
 // adding an emitting operation is one table row and one entry here.
 var drivers = map[string]func(w *walker) emitted{
@@ -101,10 +101,10 @@ var drivers = map[string]func(w *walker) emitted{
 
 type row struct{ op, kind string }
 
-// emissionTable reads the rows of the README's emission table.
+// emissionTable reads the rows of the emission table in docs/design/events.md.
 func emissionTable(t *testing.T) []row {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../docs/design/events.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func emissionTable(t *testing.T) []row {
 	start := strings.Index(text, "<!-- emission table -->")
 	end := strings.Index(text, "<!-- end emission table -->")
 	if start < 0 || end < start {
-		t.Fatal("README.md has no emission table between its markers")
+		t.Fatal("docs/design/events.md has no emission table between its markers")
 	}
 	cell := regexp.MustCompile("^\\| `([a-z0-9-]+)` \\|[^|]*\\| ([^|]+) \\|")
 	var rows []row
@@ -132,13 +132,13 @@ func TestEveryOperationEmitsItsEvent(t *testing.T) {
 	seen := map[string]bool{}
 	for _, r := range rows {
 		if drivers[r.op] == nil {
-			t.Fatalf("README row %q has no driver in emission_test.go", r.op)
+			t.Fatalf("emission table row %q has no driver in emission_test.go", r.op)
 		}
 		seen[r.op] = true
 	}
 	for op := range drivers {
 		if !seen[op] {
-			t.Fatalf("driver %q has no README row", op)
+			t.Fatalf("driver %q has no emission table row", op)
 		}
 	}
 	s := controltest.Start(t)
@@ -147,7 +147,7 @@ func TestEveryOperationEmitsItsEvent(t *testing.T) {
 	for _, r := range rows {
 		want := drivers[r.op](w)
 		if !strings.HasPrefix(r.kind, "the reported kind") && r.kind != want.kind {
-			t.Fatalf("%s: README names %s, the driver expects %s", r.op, r.kind, want.kind)
+			t.Fatalf("%s: the emission table names %s, the driver expects %s", r.op, r.kind, want.kind)
 		}
 		q := url.Values{"event_type": {want.kind}, "resource_id": {want.resourceID}}
 		d := controltest.Data(s.MustDo(200, "GET", "/api/v1/events?"+q.Encode(), nil, w.admin))

@@ -2,9 +2,7 @@ package identity
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
@@ -142,19 +140,15 @@ func (s *Service) ListUsers(ctx context.Context) ([]User, error) {
 	}
 	out := []User{}
 	err := s.db.View(func(tx *store.Tx) error {
-		return tx.ForEach(bucketUsers, func(_ string, raw []byte) error {
-			var u userRec
-			if err := json.Unmarshal(raw, &u); err != nil {
-				return err
-			}
-			out = append(out, u.view())
-			return nil
-		})
+		recs, _, err := store.All[userRec](tx, usersTable, store.Query{Sort: []string{"created_at"}})
+		for i := range recs {
+			out = append(out, recs[i].view())
+		}
+		return err
 	})
 	if err != nil {
 		return nil, platform.Internal("list users", err)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
 }
 

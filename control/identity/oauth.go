@@ -22,7 +22,7 @@ import (
 	"deckhand/platform/store"
 )
 
-// Provider names of interface.md 4.4.
+// Provider names of docs/spec/interface.md 4.4.
 const (
 	ProviderCodehost = "codehost"
 	ProviderWebID    = "webid"

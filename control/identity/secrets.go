@@ -23,7 +23,7 @@ func hashPassword(pw string) (string, error) { return secrets.HashPassword(pw) }
 // checkPassword compares in constant time; a malformed hash never matches.
 func checkPassword(encoded, pw string) bool { return secrets.CheckPassword(encoded, pw) }
 
-// Password rules of interface.md's Limits table.
+// Password rules of docs/spec/interface.md's Limits table.
 const (
 	maxPasswordLen = 256
 	signupRule     = "must be at least 12 characters and contain an uppercase letter, a lowercase letter, a digit and a special character"

@@ -177,6 +177,9 @@ func New(deps Deps) (*Service, error) {
 	if deps.Sealer == nil {
 		return nil, errors.New("identity: a sealer (the master key) is required")
 	}
+	if err := deps.DB.Declare(context.Background(), Tables...); err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
 	pub := strings.TrimRight(deps.PublicURL, "/")
 	if pub == "" {
 		pub = "http://127.0.0.1:8080"

@@ -16,7 +16,7 @@ import (
 	"deckhand/platform/store"
 )
 
-// Lifetimes of interface.md's Limits table, plus the refresh grace window:
+// Lifetimes of docs/spec/interface.md's Limits table, plus the refresh grace window:
 // two tabs refreshing the same token within it both succeed.
 const (
 	accessTTL    = 24 * time.Hour
@@ -97,7 +97,7 @@ func (s *Service) mintAccess(sess *sessionRec, now time.Time) (string, time.Time
 	return tok, exp, err
 }
 
-// LoginResult is interface.md's login result.
+// LoginResult is docs/spec/interface.md's login result.
 type LoginResult struct {
 	Token           string `json:"token,omitempty"`
 	RefreshToken    string `json:"refreshToken,omitempty"`

@@ -42,7 +42,7 @@ type tokenRec struct {
 	TokenState
 }
 
-// AuthToken is interface.md's auth token record.
+// AuthToken is docs/spec/interface.md's auth token record.
 type AuthToken struct {
 	ID     string `json:"id"`
 	Alias  string `json:"alias"`

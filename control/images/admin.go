@@ -125,7 +125,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Image, error) {
 	return &img, nil
 }
 
-// insert writes a validated new image, its alias, icon and index entries.
+// insert writes a validated new image, its alias and icon.
 func (s *Service) insert(tx *store.Tx, in *CreateInput) (*imageRec, error) {
 	alias := strings.ToLower(in.Alias)
 	var taken string
@@ -150,8 +150,5 @@ func (s *Service) insert(tx *store.Tx, in *CreateInput) (*imageRec, error) {
 			return nil, err
 		}
 	}
-	if err := tx.Put(bucketImages, r.ID, r); err != nil {
-		return nil, err
-	}
-	return r, reindex(tx, r)
+	return r, tx.Put(bucketImages, r.ID, r)
 }

@@ -71,7 +71,7 @@ func BenchmarkPublicList(b *testing.B) {
 	some := must[*images.PublicList](b)(e.svc.List(u, images.ListInput{Limit: 1})).Images[0].ID
 	for i, q := range append(queries, queries[0]) {
 		// The last shape rates an image before every list (outside the
-		// timed call): each list then rebuilds the snapshot, the worst case.
+		// timed call): the list right after a write.
 		afterWrite := i == len(queries)
 		name := q.name
 		if afterWrite {

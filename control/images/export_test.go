@@ -30,9 +30,6 @@ func (s *Service) Seed(seed []SeedImage) error {
 				if err := tx.Put(bucketImages, r.ID, r); err != nil {
 					return err
 				}
-				if err := reindex(tx, r); err != nil {
-					return err
-				}
 			}
 		}
 		return nil

@@ -11,6 +11,7 @@ package images
 
 import (
 	"context"
+	"fmt"
 
 	"deckhand/control/catalog"
 	"deckhand/control/domain"
@@ -34,18 +35,32 @@ const (
 
 // Service is the images domain.
 type Service struct {
-	env  domain.Env[domain.NoConfig]
-	list readModel
+	env domain.Env[domain.NoConfig]
 }
 
 // New builds the domain. It needs the wallet's Payer for purchases: the
 // server refuses to start when no domain provides one.
 func New(env domain.Env[domain.NoConfig]) (*Service, error) {
 	env.Payments.Require()
+	ctx := context.Background()
+	if err := env.Store.Declare(ctx, Tables...); err != nil {
+		return nil, fmt.Errorf("images: %w", err)
+	}
+	err := env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+		for _, b := range legacyBuckets {
+			if err := tx.DropBucket(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("images: drop the earlier list index: %w", err)
+	}
 	return &Service{env: env}, nil
 }
 
-// Fields are what every image record shows (interface.md, Image record).
+// Fields are what every image record shows (docs/spec/interface.md, Image record).
 type Fields struct {
 	ID            string       `json:"id"`
 	Alias         string       `json:"alias"`

@@ -450,7 +450,7 @@ func TestIndexMatchesBruteForce(t *testing.T) {
 		byID[r.ID] = *must[*images.Image](t)(e.svc.Get(catalogtest.User("x"), images.ImageRef{ID: r.ID}))
 	}
 	for q := range 90 {
-		// Writes between lists bring the in-memory snapshot forward.
+		// Writes between lists: the indexes follow each.
 		switch rng.IntN(4) {
 		case 0:
 			id := recs[rng.IntN(len(recs))].ID
@@ -518,8 +518,8 @@ func TestIndexMatchesBruteForce(t *testing.T) {
 }
 
 // A second service on the same storage (another replica) sees every
-// write at once: its in-memory list is checked against the catalog
-// version in each read transaction.
+// write at once: its lists read the same table in each read
+// transaction.
 func TestReplicaListsAreExact(t *testing.T) {
 	e := newEnv(t)
 	denv, _ := catalogtest.Env(t, "images", e.another(), e.clock)

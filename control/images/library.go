@@ -157,7 +157,7 @@ type RateResult struct {
 func ratingKey(image, user string) string { return image + "/" + user }
 
 // Rate records the caller's rating of an image, replacing an earlier one,
-// and updates the image's average and its rating index entry.
+// and updates the image's average (and with it the rating index).
 func (s *Service) Rate(ctx context.Context, req RateRequest) (*RateResult, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
@@ -185,11 +185,8 @@ func (s *Service) Rate(ctx context.Context, req RateRequest) (*RateResult, error
 		if err := tx.Put(bucketRatings, ratingKey(id, p.UserID), in.hundredths); err != nil {
 			return err
 		}
-		if err := tx.Put(bucketImages, id, r); err != nil {
-			return err
-		}
 		res = RateResult{NewRating: hundredths(in.hundredths), AverageRating: hundredths(r.average()), RatingCount: r.RatingCount}
-		return reindex(tx, r)
+		return tx.Put(bucketImages, id, r)
 	})
 	if err != nil {
 		return nil, platform.Wrap("rate the image", err)

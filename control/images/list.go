@@ -68,26 +68,33 @@ func (in *ListInput) Validate() error {
 	return nil
 }
 
-// filter turns the bounds into the index's units: a lower bound rounds up
-// to the next cent (hundredth), an upper bound down.
-func (in *ListInput) filter() *filter {
-	f := &filter{maxPrice: -1, maxRate: 500, os: strings.ToLower(in.OS), arch: strings.ToLower(in.Architecture),
-		search: strings.ToLower(in.Search)}
+// filters are the list's conditions in the table's units: a lower bound
+// rounds up to the next cent (hundredth), an upper bound down.
+func (in *ListInput) filters() []store.Filter {
+	var out []store.Filter
+	if in.OS != "" {
+		out = append(out, store.Where("os", store.Eq, strings.ToLower(in.OS)))
+	}
+	if in.Architecture != "" {
+		out = append(out, store.Where("architecture", store.Eq, strings.ToLower(in.Architecture)))
+	}
 	up := func(v float64) int64 { return int64(math.Ceil(v*100 - 1e-6)) }
 	down := func(v float64) int64 { return int64(math.Floor(v*100 + 1e-6)) }
-	if in.MinPrice != nil {
-		f.minPrice = up(*in.MinPrice)
+	for _, b := range []struct {
+		field string
+		op    store.Op
+		v     *float64
+		round func(float64) int64
+	}{{"price", store.Gte, in.MinPrice, up}, {"price", store.Lte, in.MaxPrice, down},
+		{"rating", store.Gte, in.MinRating, up}, {"rating", store.Lte, in.MaxRating, down}} {
+		if b.v != nil {
+			out = append(out, store.Where(b.field, b.op, b.round(*b.v)))
+		}
 	}
-	if in.MaxPrice != nil {
-		f.maxPrice = down(*in.MaxPrice)
+	if in.Search != "" {
+		out = append(out, store.Where("search", store.Like, "%"+likeLiteral(strings.ToLower(in.Search))+"%"))
 	}
-	if in.MinRating != nil {
-		f.minRate = up(*in.MinRating)
-	}
-	if in.MaxRating != nil {
-		f.maxRate = down(*in.MaxRating)
-	}
-	return f
+	return out
 }
 
 // PublicList is the public list's data.
@@ -106,18 +113,14 @@ func (s *Service) List(ctx context.Context, in ListInput) (*PublicList, error) {
 	}
 	out := &PublicList{Images: []Image{}}
 	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		snap, err := s.list.at(tx)
+		pg, err := store.PageOf[imageRec](tx, imageTable, store.Query{Filters: in.filters(), Sort: []string{in.SortBy},
+			Desc: in.SortOrder == "desc", Offset: (in.Page - 1) * in.Limit, Limit: in.Limit})
 		if err != nil {
 			return err
 		}
-		total, entries := snap.page(in.SortBy, in.SortOrder == "desc", in.filter(), (in.Page-1)*in.Limit, in.Limit)
-		out.Pagination = (&catalog.Page{Page: in.Page, Limit: in.Limit}).Paginate(total)
-		for _, e := range entries {
-			r, err := e.record(tx)
-			if err != nil {
-				return err
-			}
-			out.Images = append(out.Images, r.public())
+		out.Pagination = (&catalog.Page{Page: in.Page, Limit: in.Limit}).Paginate(pg.Total)
+		for i := range pg.Items {
+			out.Images = append(out.Images, pg.Items[i].public())
 		}
 		return nil
 	})

@@ -21,6 +21,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"deckhand/platform/atomicfile"
 )
 
 // Message is one plain-text email.
@@ -141,24 +143,10 @@ func (d *DirMailer) Send(_ context.Context, m Message) error {
 		return err
 	}
 	name := fmt.Sprintf("%s-%s.eml", now.UTC().Format("20060102T150405.000000000"), randHex(4))
-	tmp, err := os.CreateTemp(d.dir, ".tmp-*")
-	if err != nil {
+	if err := atomicfile.Write(filepath.Join(d.dir, name), raw, 0o600); err != nil {
 		return fmt.Errorf("mail: %w", err)
 	}
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("mail: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("mail: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("mail: %w", err)
-	}
-	return os.Rename(tmp.Name(), filepath.Join(d.dir, name))
+	return nil
 }
 
 // SMTPMailer sends through a relay given as smtp://user:pass@host:port.

@@ -22,7 +22,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 )
 
-// Region is one region availability record (interface.md).
+// Region is one region availability record (docs/spec/interface.md).
 type Region struct {
 	Region    string `json:"region" required:"true"`
 	Country   string `json:"country" required:"true"`

@@ -31,8 +31,12 @@ func TestConcurrentReadsRecordEachReadOnce(t *testing.T) {
 	t.Parallel()
 	db, _ := engine.Open(t)
 	clock := platform.NewFakeClock(time.Now())
+	log := events.NewLog(db, clock)
+	if err := log.Declare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	s, err := notifications.New(domain.Env[domain.NoConfig]{Name: "notifications", Store: db, Clock: clock,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Events: events.NewLog(db, clock), Authz: domain.NewAuthorizer()})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Events: log, Authz: domain.NewAuthorizer()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,20 +1,21 @@
-// Package notifications owns user-facing notifications (interface.md 4.11,
-// operations.md admin API): global ones every user gets and ones targeted
+// Package notifications owns user-facing notifications (docs/spec/interface.md 4.11,
+// docs/spec/operations.md admin API): global ones every user gets and ones targeted
 // to one user, admin-created, with read state kept per user.
 //
-// Layout: bucket "notifications" keyed by a time-ordered key (id = "ntf_" +
-// key); "notifications_by_user" <user>\x1f<key> for targeted ones and
-// "notifications_global" <key> for global ones, so a user's list reads two
-// ranges; "notification_reads" <user>\x1f<key> → read_at. Records never
-// change: reading writes only the reader's own read entry.
+// Layout: the declared table "notifications" keyed by a time-ordered key
+// (id = "ntf_" + key) with user_id an indexed field (NULL for global ones),
+// so a user's list is one store page over two index ranges;
+// "notification_reads" <user>\x1f<key> → read_at. Records never change and
+// are never deleted: reading writes only the reader's own read entry, so a
+// user's unread count is their visible total less their read entries.
 package notifications
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -26,12 +27,24 @@ import (
 )
 
 const (
-	bucket       = "notifications"
-	bucketUser   = "notifications_by_user"
-	bucketGlobal = "notifications_global"
-	bucketReads  = "notification_reads"
-	sep          = "\x1f"
+	bucket      = "notifications"
+	bucketReads = "notification_reads"
+	sep         = "\x1f"
 )
+
+// table is the notifications' bucket as a declared table.
+var table = store.Declare(bucket, []store.Field[record]{
+	store.OptionalText("user_id", func(r *record) string { return r.UserID }),
+	store.Text("level", func(r *record) string { return r.Level }),
+	store.Time("created_at", func(r *record) time.Time { return r.CreatedAt }),
+}, store.Index{Fields: []string{"user_id"}})
+
+// Tables are the tables this package declares.
+var Tables = []*store.Table{table}
+
+// legacyBuckets held the hand-built indexes of an earlier layout (by user,
+// global); New drops them.
+var legacyBuckets = []string{"notifications_by_user", "notifications_global"}
 
 // Levels a notification may have.
 var Levels = []string{"info", "success", "warning", "error", "maintenance"}
@@ -79,7 +92,24 @@ func (r *record) view() Notification {
 type Service struct{ env domain.Env[domain.NoConfig] }
 
 // New builds the domain.
-func New(env domain.Env[domain.NoConfig]) (*Service, error) { return &Service{env: env}, nil }
+func New(env domain.Env[domain.NoConfig]) (*Service, error) {
+	ctx := context.Background()
+	if err := env.Store.Declare(ctx, Tables...); err != nil {
+		return nil, fmt.Errorf("notifications: %w", err)
+	}
+	err := env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+		for _, b := range legacyBuckets {
+			if err := tx.DropBucket(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("notifications: drop the earlier indexes: %w", err)
+	}
+	return &Service{env: env}, nil
+}
 
 func newKey(t time.Time) string {
 	var b [6]byte
@@ -145,13 +175,6 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Notification, er
 		if err := tx.Put(bucket, key, rec); err != nil {
 			return err
 		}
-		idx, ik := bucketGlobal, key
-		if in.UserID != "" {
-			idx, ik = bucketUser, in.UserID+sep+key
-		}
-		if err := tx.PutRaw(idx, ik, nil); err != nil {
-			return err
-		}
 		_, err := s.env.Events.Append(tx, events.Event{EventType: events.ActivityLogged, ResourceType: events.ResNotification,
 			ResourceID: rec.ID, UserID: in.UserID, ActorID: p.UserID, IP: auth.ClientIP(ctx),
 			Payload: events.Payload(map[string]any{"action": "notification.created", "level": rec.Level, "global": in.UserID == ""})})
@@ -182,71 +205,61 @@ type List struct {
 	Unread        *int           `json:"unread,omitempty"`
 }
 
+// visible is what a user gets: the global notifications and their own
+// (only the global ones without a user).
+func visible(userID string) []store.Filter {
+	global := store.Where("user_id", store.Eq, nil)
+	if userID == "" {
+		return []store.Filter{global}
+	}
+	return []store.Filter{store.AnyOf(global, store.Where("user_id", store.Eq, userID))}
+}
+
 // keysFor is every notification key the user gets, newest first.
 func keysFor(tx *store.Tx, userID string) ([]string, error) {
-	var keys []string
-	err := tx.ForEach(bucketGlobal, func(k string, _ []byte) error { keys = append(keys, k); return nil })
-	if err == nil && userID != "" {
-		err = tx.ForEachPrefix(bucketUser, userID+sep, func(k string, _ []byte) error {
-			keys = append(keys, k[len(userID)+1:])
-			return nil
-		})
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+	_, keys, err := store.All[record](tx, table, store.Query{Filters: visible(userID), Desc: true})
 	return keys, err
 }
 
 func (s *Service) list(ctx context.Context, userID string, in ListInput) (*List, error) {
 	out := &List{Notifications: []Notification{}}
 	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		keys, err := keysFor(tx, userID)
+		pg, err := store.PageOf[record](tx, table, store.Query{Filters: visible(userID), Desc: true,
+			Offset: max(in.Offset, 0), Limit: cmp.Or(max(in.Limit, 0), DefaultLimit)})
 		if err != nil {
 			return err
 		}
-		out.Total = len(keys)
-		// Whether each is read, and the page's records: one multi-get each.
-		var reads []*time.Time
-		if userID != "" {
-			readKeys := make([]string, len(keys))
-			for i, k := range keys {
-				readKeys[i] = userID + sep + k
+		out.Total = pg.Total
+		if userID == "" {
+			for i := range pg.Items {
+				out.Notifications = append(out.Notifications, pg.Items[i].view())
 			}
-			if reads, err = store.GetMany[time.Time](tx, bucketReads, readKeys); err != nil {
-				return err
-			}
+			return nil
 		}
-		unread := 0
-		for _, r := range reads {
-			if r == nil {
-				unread++
-			}
+		// The page's read state in one multi-get; the unread count from
+		// the reader's read entries, which exist only for what they get.
+		readKeys := make([]string, len(pg.Keys))
+		for i, k := range pg.Keys {
+			readKeys[i] = userID + sep + k
 		}
-		from := min(max(in.Offset, 0), len(keys))
-		to := min(max(in.Offset+in.Limit, from), len(keys))
-		recs, err := store.GetMany[record](tx, bucket, keys[from:to])
+		reads, err := store.GetMany[time.Time](tx, bucketReads, readKeys)
 		if err != nil {
 			return err
 		}
-		for i, rec := range recs {
-			if rec == nil {
-				continue // an index entry outlived its notification
+		for i := range pg.Items {
+			v := pg.Items[i].view()
+			read := reads[i] != nil
+			v.IsRead = &read
+			var at *time.Time
+			if read {
+				t := *reads[i]
+				at = &t
 			}
-			v := rec.view()
-			if userID != "" {
-				read := reads[from+i] != nil
-				v.IsRead = &read
-				var at *time.Time
-				if read {
-					t := *reads[from+i]
-					at = &t
-				}
-				v.ReadAt = &at
-			}
+			v.ReadAt = &at
 			out.Notifications = append(out.Notifications, v)
 		}
-		if userID != "" {
-			out.Unread = &unread
-		}
+		unread := pg.Total - tx.CountPrefix(bucketReads, userID+sep)
+		out.Unread = &unread
 		return nil
 	})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
@@ -108,19 +107,19 @@ func getContainer(tx *store.Tx, id string) (*Container, error) {
 	return &c, nil
 }
 
-// projectContainers is every container of project id in index order, read
-// with one multi-get.
-func projectContainers(tx *store.Tx, id string) ([]*Container, error) {
-	var cids []string
-	err := tx.ForEachPrefix(bucketByProject, id+"/", func(k string, _ []byte) error {
-		cids = append(cids, k[len(id)+1:])
-		return nil
-	})
+// projectContainers is project id's containers oldest first, at most
+// limit (0: every one).
+func projectContainers(tx *store.Tx, id string, limit int) ([]*Container, error) {
+	pg, err := store.PageOf[Container](tx, containerTable, store.Query{Filters: []store.Filter{store.Where("project_id", store.Eq, id)},
+		Sort: []string{"created_at"}, Limit: limit, SkipTotal: true})
 	if err != nil {
 		return nil, err
 	}
-	cs, err := store.GetMany[Container](tx, bucketContainers, cids)
-	return slices.DeleteFunc(cs, func(c *Container) bool { return c == nil }), err
+	out := make([]*Container, len(pg.Items))
+	for i := range pg.Items {
+		out[i] = &pg.Items[i]
+	}
+	return out, nil
 }
 
 // AdminCreateContainer registers a container (admins only).
@@ -151,9 +150,6 @@ func (s *Service) AdminCreateContainer(ctx context.Context, in AdminContainerInp
 		if err := tx.Put(bucketContainers, id, c); err != nil {
 			return err
 		}
-		if err := tx.PutRaw(bucketByProject, in.ProjectID+"/"+id, []byte{}); err != nil {
-			return err
-		}
 		return s.event(tx, ctx, events.Event{EventType: "container.creating", ResourceType: "container", ResourceID: id,
 			ProjectID: in.ProjectID, ContainerID: id, Payload: events.Payload(map[string]any{"name": c.Name, "server_id": c.ServerID})})
 	})
@@ -174,20 +170,18 @@ func (s *Service) ListContainers(ctx context.Context, id string, page, limit int
 	if err := checkPage(page, limit); err != nil {
 		return nil, err
 	}
-	var all []Container
+	var pg store.Page[Container]
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		all = nil
-		cs, err := projectContainers(tx, id)
-		for _, c := range cs {
-			all = append(all, *c)
-		}
+		var err error
+		pg, err = store.PageOf[Container](tx, containerTable, store.Query{Filters: []store.Filter{store.Where("project_id", store.Eq, id)},
+			Sort: []string{"created_at"}, Offset: (page - 1) * limit, Limit: limit})
 		return err
 	})
 	if err != nil {
 		return nil, storeErr("list containers", err)
 	}
-	items, pg := pageOf(all, func(c Container) (time.Time, string) { return c.CreatedAt, c.ID }, page, limit)
-	return &ContainerList{Containers: items, Pagination: pg}, nil
+	return &ContainerList{Containers: pg.Items, Pagination: Pagination{Total: pg.Total, Page: page, Limit: limit,
+		TotalPages: (pg.Total + limit - 1) / limit}}, nil
 }
 
 func (s *Service) handleListContainers(c fiber.Ctx) error {
@@ -241,7 +235,7 @@ func (s *Service) ProjectStats(ctx context.Context, id string) (*Stats, error) {
 		if tx.GetRaw(bucketDocs, projectDocKey(id)) != nil {
 			st.ProxyDocuments++
 		}
-		cs, err := projectContainers(tx, id)
+		cs, err := projectContainers(tx, id, 0)
 		if err != nil {
 			return err
 		}

@@ -90,7 +90,7 @@ type RemoteStatus struct {
 	RecentDecisions []netconf.Decision `json:"recent_decisions"`
 }
 
-// Network is the container network configuration of interface.md.
+// Network is the container network configuration of docs/spec/interface.md.
 type Network struct {
 	ContainerID           string    `json:"container_id"`
 	Configured            bool      `json:"configured"`

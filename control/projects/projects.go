@@ -4,8 +4,6 @@ import (
 	"context"
 	"math"
 	"net/http"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 	"unicode"
@@ -219,9 +217,6 @@ func (s *Service) createProject(ctx context.Context, ownerID, name, desc string)
 		if err := tx.Put(bucketProjects, p.ID, p); err != nil {
 			return err
 		}
-		if err := tx.PutRaw(bucketByOwner, ownerID+"/"+p.ID, []byte{}); err != nil {
-			return err
-		}
 		return s.event(tx, ctx, events.Event{EventType: "project.created", ResourceType: "project", ResourceID: p.ID,
 			ProjectID: p.ID, Payload: events.Payload(map[string]any{"name": p.Name, "owner_id": ownerID})})
 	})
@@ -279,43 +274,58 @@ func (s *Service) ListProjects(ctx context.Context, page, limit int) (*ProjectLi
 	if err := checkPage(page, limit); err != nil {
 		return nil, err
 	}
-	var all []ProjectView
+	out := &ProjectList{Projects: []ProjectView{}}
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		all = nil
-		seen := map[string]bool{}
-		var ids []string
-		for _, b := range []string{bucketByOwner, bucketByMember} {
-			if err := tx.ForEachPrefix(b, c.UserID+"/", func(k string, _ []byte) error {
-				if id := k[len(c.UserID)+1:]; !seen[id] {
-					seen[id] = true
-					ids = append(ids, id)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
+		out.Projects = out.Projects[:0]
+		// The projects the caller is a member of: those whose permission
+		// record exists (its level is their role).
+		var ids, permKeys []string
+		if err := tx.ForEachPrefix(bucketByMember, c.UserID+"/", func(k string, raw []byte) error {
+			id := k[len(c.UserID)+1:]
+			ids, permKeys = append(ids, id), append(permKeys, id+"/"+string(raw))
+			return nil
+		}); err != nil {
+			return err
 		}
-		found, err := store.GetMany[Project](tx, bucketProjects, ids)
+		perms, err := tx.GetRawMany(bucketPerms, permKeys)
 		if err != nil {
 			return err
 		}
-		ps := slices.DeleteFunc(found, func(p *Project) bool { return p == nil })
+		alts := []store.Filter{store.Where("owner_id", store.Eq, c.UserID)}
+		var member []string
+		for i, raw := range perms {
+			if raw != nil {
+				member = append(member, ids[i])
+			}
+		}
+		for len(member) > 0 {
+			n := min(len(member), store.MaxInValues)
+			alts = append(alts, store.Where("key", store.In, member[:n]))
+			member = member[n:]
+		}
+		pg, err := store.PageOf[Project](tx, projectTable, store.Query{Filters: []store.Filter{store.AnyOf(alts...)},
+			Sort: []string{"created_at"}, Offset: (page - 1) * limit, Limit: limit})
+		if err != nil {
+			return err
+		}
+		ps := make([]*Project, len(pg.Items))
+		for i := range pg.Items {
+			ps[i] = &pg.Items[i]
+		}
 		levels, err := callerLevels(tx, ps, c.UserID)
 		if err != nil {
 			return err
 		}
 		for i, p := range ps {
-			if levels[i] != roleNone {
-				all = append(all, ProjectView{Project: *p, Role: roleName(levels[i])})
-			}
+			out.Projects = append(out.Projects, ProjectView{Project: *p, Role: roleName(levels[i])})
 		}
+		out.Pagination = Pagination{Total: pg.Total, Page: page, Limit: limit, TotalPages: (pg.Total + limit - 1) / limit}
 		return nil
 	})
 	if err != nil {
 		return nil, storeErr("list projects", err)
 	}
-	items, pg := pageOf(all, func(p ProjectView) (time.Time, string) { return p.CreatedAt, p.ID }, page, limit)
-	return &ProjectList{Projects: items, Pagination: pg}, nil
+	return out, nil
 }
 
 // checkPage is the rule of every list's page and limit (the route's query
@@ -328,24 +338,6 @@ func checkPage(page, limit int) error {
 		return platform.Invalid("limit", "must be 1-%d", pageLimitMax)
 	}
 	return nil
-}
-
-// pageOf sorts all oldest first (ties by id) and cuts out one page.
-func pageOf[T any](all []T, key func(T) (time.Time, string), page, limit int) ([]T, Pagination) {
-	sort.Slice(all, func(i, j int) bool {
-		ti, ii := key(all[i])
-		tj, ij := key(all[j])
-		if !ti.Equal(tj) {
-			return ti.Before(tj)
-		}
-		return ii < ij
-	})
-	pg := Pagination{Total: len(all), Page: page, Limit: limit, TotalPages: (len(all) + limit - 1) / limit}
-	out := []T{}
-	if from := (page - 1) * limit; from < len(all) {
-		out = all[from:min(from+limit, len(all))]
-	}
-	return out, pg
 }
 
 func (s *Service) handleList(c fiber.Ctx) error {
@@ -477,7 +469,10 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 		if p.OwnerID != c.UserID {
 			return errNoProjectAccess
 		}
-		if tx.CountPrefix(bucketByProject, id+"/") > 0 {
+		if cs, err := projectContainers(tx, id, 1); err != nil || len(cs) > 0 {
+			if err != nil {
+				return err
+			}
 			return platform.Errorf(platform.CodeConflict, "the project still has containers")
 		}
 		var perms []Permission
@@ -500,9 +495,6 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 			}
 		}
 		if err := tx.Delete(bucketDocs, projectDocKey(id)); err != nil {
-			return err
-		}
-		if err := tx.Delete(bucketByOwner, p.OwnerID+"/"+id); err != nil {
 			return err
 		}
 		if err := tx.Delete(bucketProjects, id); err != nil {

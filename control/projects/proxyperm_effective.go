@@ -13,7 +13,7 @@ import (
 )
 
 // The effective document is what an agent enforces: its container's own
-// document, or its project's when the container has none (operations.md,
+// document, or its project's when the container has none (docs/spec/operations.md,
 // project-level proxy permissions). It is the one answer that carries the
 // document's secrets in clear, so only the container's own agent token
 // (agt_, agenttokens.go) reads it: a person, whatever their role, and any

@@ -1,7 +1,7 @@
 // Package projects owns projects and the people on them, the containers
 // registered in them, each container's outbound network configuration and
 // the proxy permissions documents of containers and projects
-// (interface.md 4.8, 4.9, 4.12 Projects; operations.md admin API, the
+// (docs/spec/interface.md 4.8, 4.9, 4.12 Projects; docs/spec/operations.md admin API, the
 // container ownership rule and project-level proxy permissions).
 //
 // Who may do what is declared on the routes as resource checks this
@@ -38,8 +38,10 @@
 package projects
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -71,11 +73,9 @@ const (
 // Buckets this package owns.
 const (
 	bucketProjects   = "projects"
-	bucketByOwner    = "projects_by_owner"    // owner/project → ""
-	bucketPerms      = "projects_permissions" // project/permission → record
-	bucketByMember   = "projects_by_member"   // user/project → permission id
-	bucketContainers = "projects_containers"  // container → record
-	bucketByProject  = "projects_containers_by_project"
+	bucketPerms      = "projects_permissions"   // project/permission → record
+	bucketByMember   = "projects_by_member"     // user/project → permission id
+	bucketContainers = "projects_containers"    // container → record
 	bucketNetwork    = "projects_network"       // container → configuration
 	bucketNetCreds   = "projects_network_creds" // container → sealed userinfo
 	bucketDocs       = "projects_proxyperm"     // c/<container> or p/<project> → document
@@ -95,6 +95,21 @@ type Service struct {
 func New(env domain.Env[Config]) (*Service, error) {
 	if env.Config.Sealer == nil {
 		return nil, errNoSealer
+	}
+	ctx := context.Background()
+	if err := env.Store.Declare(ctx, Tables...); err != nil {
+		return nil, fmt.Errorf("projects: %w", err)
+	}
+	err := env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
+		for _, b := range legacyBuckets {
+			if err := tx.DropBucket(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projects: drop the earlier indexes: %w", err)
 	}
 	s := &Service{env: env, db: env.Store, log: env.Logger, sealer: env.Config.Sealer}
 	if s.log == nil {

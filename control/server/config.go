@@ -34,7 +34,7 @@ func (p OAuthProvider) Configured() bool {
 	return p.ClientID != "" && p.AuthURL != "" && p.TokenURL != ""
 }
 
-// Config is every `deckhand-control serve` setting of operations.md. Domains
+// Config is every `deckhand-control serve` setting of docs/spec/operations.md. Domains
 // read what they need from here; a new flag is a new field plus one line in
 // Bind.
 type Config struct {

@@ -68,12 +68,15 @@ func (s *Server) metaConfig() (meta.Config, error) {
 }
 
 // walletConfig: group commit of transfers on bbolt, where a commit is an
-// fsync; on PostgreSQL transfers commit one at a time per replica, which
-// measured fastest there (BENCHMARKS.md, wallet).
+// fsync; on PostgreSQL every transfer is its own transaction, run
+// concurrently: transfers lock their account's row, so those of one user
+// queue on it and the rest run side by side, on one replica or several
+// (batches would lock several accounts at once and deadlock across
+// replicas; BENCHMARKS.md, wallet).
 func (s *Server) walletConfig() (wallet.Config, error) {
 	c := wallet.Config{TransferFeeBPS: s.cfg.TransferFeeBPS}
 	if s.cfg.DatabaseURL != "" {
-		c.MaxBatch = 1
+		c.MaxBatch = -1
 	}
 	return c, nil
 }

@@ -9,6 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"deckhand/control/events"
+	"deckhand/control/identity"
+	"deckhand/control/images"
+	"deckhand/control/notifications"
+	"deckhand/control/projects"
+	"deckhand/control/servers"
+	"deckhand/control/wallet"
 	"deckhand/platform/signing"
 	"deckhand/platform/store"
 	"deckhand/platform/store/pgstore"
@@ -40,25 +47,52 @@ func validateDatabaseURL(raw string) error {
 	return nil
 }
 
-// openStore opens the store the configuration names. An unreachable or
-// wrong database fails with an error naming host and database, never the
-// password.
+// Tables are every table the control plane's domains declare: the store
+// creates or migrates them at every start (and `deckhand-control migrate`).
+func Tables() []*store.Table {
+	var out []*store.Table
+	for _, ts := range [][]*store.Table{identity.Tables, events.Tables, wallet.Tables, images.Tables, projects.Tables, notifications.Tables, servers.Tables} {
+		out = append(out, ts...)
+	}
+	return out
+}
+
+// declareTimeout bounds declaring the tables at start: a first start on a
+// large store moves its buckets into their tables (on PostgreSQL out of
+// kv, on bbolt its rows and indexes built), which takes minutes for
+// millions of records.
+const declareTimeout = 30 * time.Minute
+
+// openStore opens the store the configuration names and declares every
+// domain's tables. An unreachable or wrong database fails with an error
+// naming host and database, never the password.
 func (s *Server) openStore() (*store.DB, error) {
+	var db *store.DB
 	if s.cfg.DatabaseURL != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		db, err := pgstore.Open(ctx, s.cfg.DatabaseURL)
-		if err != nil {
+		var err error
+		if db, err = pgstore.Open(ctx, s.cfg.DatabaseURL); err != nil {
 			return nil, fmt.Errorf("--database-url: %w", err)
 		}
-		return db, nil
+	} else {
+		dbPath := filepath.Join(s.cfg.Data, "control.db")
+		var err error
+		db, err = store.Open(dbPath)
+		if errors.Is(err, store.ErrLocked) {
+			return nil, fmt.Errorf("%w (%s is locked; stop the other process or use another --data)", ErrDataInUse, dbPath)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	dbPath := filepath.Join(s.cfg.Data, "control.db")
-	db, err := store.Open(dbPath)
-	if errors.Is(err, store.ErrLocked) {
-		return nil, fmt.Errorf("%w (%s is locked; stop the other process or use another --data)", ErrDataInUse, dbPath)
+	ctx, cancel := context.WithTimeout(context.Background(), declareTimeout)
+	defer cancel()
+	if err := db.Declare(ctx, Tables()...); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", db.Location(), err)
 	}
-	return db, err
+	return db, nil
 }
 
 // openKeys opens the signing keys: in the database with --database-url
@@ -94,6 +128,14 @@ func Migrate(ctx context.Context, databaseURL string) ([]string, error) {
 	}
 	applied, err := pgstore.Migrate(ctx, databaseURL)
 	if err != nil {
+		return applied, fmt.Errorf("--database-url: %w", err)
+	}
+	db, err := pgstore.Open(ctx, databaseURL)
+	if err != nil {
+		return applied, fmt.Errorf("--database-url: %w", err)
+	}
+	defer db.Close()
+	if err := db.Declare(ctx, Tables()...); err != nil {
 		return applied, fmt.Errorf("--database-url: %w", err)
 	}
 	return applied, nil

@@ -12,7 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"sort"
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -30,13 +30,25 @@ import (
 // RentalPeriod is what one rent buys; price is per period.
 const RentalPeriod = 30 * 24 * time.Hour
 
-const (
-	bucketServers = "servers"
-	// bucketRentals indexes rentals by renter (renter/server), so a user's
-	// list reads their rentals only. An ended rental stays until the server is
-	// rented again (the list skips it by time).
-	bucketRentals = "server_rentals"
-)
+const bucketServers = "servers"
+
+// serverTable declares the servers' bucket as a table: the marketplace
+// order (region, price, name) is an index, and the renter and the end of
+// the rental are indexed fields, so the marketplace and a user's rentals
+// are store pages.
+var serverTable = store.Declare(bucketServers, []store.Field[serverRec]{
+	store.Text("region", func(r *serverRec) string { return r.Region }),
+	store.Int("price", func(r *serverRec) int64 { return int64(r.Price) }),
+	store.Text("name", func(r *serverRec) string { return r.Name }),
+	store.OptionalText("renter_id", func(r *serverRec) string { return r.RenterID }),
+	store.Time("rented_until", func(r *serverRec) time.Time { return r.RentedUntil }),
+}, store.Index{Fields: []string{"region", "price", "name"}, Sort: true}, store.Index{Fields: []string{"renter_id", "rented_until"}})
+
+// Tables are the tables this package declares.
+var Tables = []*store.Table{serverTable}
+
+// legacyRentals indexed rentals by renter in an earlier layout; New drops it.
+const legacyRentals = "server_rentals"
 
 // Service is the servers domain.
 type Service struct {
@@ -47,6 +59,13 @@ type Service struct {
 // it requires the Payments seam.
 func New(env domain.Env[domain.NoConfig]) (*Service, error) {
 	env.Payments.Require()
+	ctx := context.Background()
+	if err := env.Store.Declare(ctx, Tables...); err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	if err := env.Store.UpdateContext(ctx, func(tx *store.Tx) error { return tx.DropBucket(legacyRentals) }); err != nil {
+		return nil, fmt.Errorf("servers: drop the earlier rentals index: %w", err)
+	}
 	return &Service{env: env}, nil
 }
 
@@ -174,85 +193,44 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Server, error) {
 	return &out, nil
 }
 
-// list is the servers of the bucket range o (in bucketRentals when
-// rentals, else bucketServers) that keep passes, ordered by region, price,
-// name, id.
-func (s *Service) list(ctx context.Context, rentals bool, o store.ScanOptions, keep func(r *serverRec, now time.Time, p *auth.Principal) bool) ([]Server, error) {
+// list is the servers filters select that keep passes (the exact check
+// at now; the filters bound times to the microsecond), ordered by region,
+// price, name, id.
+func (s *Service) list(ctx context.Context, filters func(now time.Time, p *auth.Principal) []store.Filter, keep func(r *serverRec, now time.Time, p *auth.Principal) bool) ([]Server, error) {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := s.env.Clock.Now()
-	var recs []*serverRec
+	out := []Server{}
 	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		recs = recs[:0]
-		if !rentals {
-			return tx.Scan(bucketServers, o, func(_ string, raw []byte) error {
-				var r serverRec
-				if err := json.Unmarshal(raw, &r); err != nil {
-					return err
-				}
-				if keep(&r, now, p) {
-					recs = append(recs, &r)
-				}
-				return nil
-			})
-		}
-		var ids []string
-		err := tx.Scan(bucketRentals, o, func(k string, _ []byte) error {
-			ids = append(ids, k[strings.IndexByte(k, '/')+1:])
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		rented, err := store.GetMany[serverRec](tx, bucketServers, ids) // one read, not one per rental
-		if err != nil {
-			return err
-		}
-		for _, r := range rented {
-			if r != nil && keep(r, now, p) {
-				recs = append(recs, r)
+		out = out[:0]
+		recs, _, err := store.All[serverRec](tx, serverTable, store.Query{Filters: filters(now, p), Sort: []string{"region", "price", "name"}})
+		for i := range recs {
+			if keep(&recs[i], now, p) {
+				out = append(out, recs[i].view(now, p))
 			}
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, platform.Wrap("list servers", err)
 	}
-	sort.Slice(recs, func(i, j int) bool {
-		a, b := recs[i], recs[j]
-		if a.Region != b.Region {
-			return a.Region < b.Region
-		}
-		if a.Price != b.Price {
-			return a.Price < b.Price
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.ID < b.ID
-	})
-	out := make([]Server, 0, len(recs))
-	for _, r := range recs {
-		out = append(out, r.view(now, p))
-	}
 	return out, nil
 }
 
-// Available is the marketplace: servers nobody rents now (availability
-// depends on the clock, so every server is read).
+// Available is the marketplace: servers nobody rents now.
 func (s *Service) Available(ctx context.Context) ([]Server, error) {
-	return s.list(ctx, false, store.ScanOptions{}, func(r *serverRec, now time.Time, _ *auth.Principal) bool { return !r.rented(now) })
+	return s.list(ctx, func(now time.Time, _ *auth.Principal) []store.Filter {
+		return []store.Filter{store.AnyOf(store.Where("renter_id", store.Eq, nil), store.Where("rented_until", store.Lte, now))}
+	}, func(r *serverRec, now time.Time, _ *auth.Principal) bool { return !r.rented(now) })
 }
 
-// Mine is the caller's current rentals, read through the renter index.
+// Mine is the caller's current rentals.
 func (s *Service) Mine(ctx context.Context) ([]Server, error) {
-	p, err := platform.Caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return s.list(ctx, true, store.ScanOptions{Prefix: p.UserID + "/"}, func(r *serverRec, now time.Time, p *auth.Principal) bool {
+	return s.list(ctx, func(now time.Time, p *auth.Principal) []store.Filter {
+		return []store.Filter{store.Where("renter_id", store.Eq, p.UserID), store.Where("rented_until", store.Gte, now)}
+	}, func(r *serverRec, now time.Time, p *auth.Principal) bool {
 		return r.rented(now) && r.RenterID == p.UserID
 	})
 }
@@ -327,16 +305,8 @@ func (s *Service) Rent(ctx context.Context, ref ServerRef) (*RentResult, error) 
 		if r.rented(now) {
 			return platform.Errorf(platform.CodeConflict, "server %s is not available: it is rented", id)
 		}
-		if r.RenterID != "" {
-			if err := tx.Delete(bucketRentals, r.RenterID+"/"+id); err != nil {
-				return err
-			}
-		}
 		r.RenterID, r.RentedAt, r.RentedUntil = p.UserID, now, now.Add(RentalPeriod)
 		if err := tx.Put(bucketServers, id, &r); err != nil {
-			return err
-		}
-		if err := tx.PutRaw(bucketRentals, p.UserID+"/"+id, nil); err != nil {
 			return err
 		}
 		res = RentResult{PricePaid: money.Number(r.Price)}

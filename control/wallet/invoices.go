@@ -251,41 +251,18 @@ func (s *Service) ListInvoices(ctx context.Context, iq InvoiceQuery) (*InvoiceLi
 	if err != nil {
 		return nil, err
 	}
-	all, _, err := listUser[Invoice](ctx, s, bucketInvoices, "list invoices")
+	by := q.SortBy
+	if _, ok := invoiceFields[by]; !ok {
+		by = "created_at"
+	}
+	invs, pg, err := pageOf[Invoice](ctx, s, invoiceTable, q, by, f, "list invoices")
 	if err != nil {
 		return nil, err
 	}
-	sortField := q.SortBy
-	if _, ok := invoiceFields[sortField]; !ok {
-		sortField = "created_at"
+	for i := range invs {
+		invs[i].Items, invs[i].BillingDetails = nil, nil
 	}
-	kind := invoiceFields[sortField]
-	var sel []Invoice
-	for i := range all {
-		if f.match(&all[i]) {
-			inv := all[i]
-			inv.Items, inv.BillingDetails = nil, nil
-			sel = append(sel, inv)
-		}
-	}
-	sortBy(sel, q.Desc, func(a, b Invoice) int {
-		va, vb := a.field(sortField), b.field(sortField)
-		c := 0
-		switch {
-		case va.null && !vb.null:
-			c = -1
-		case !va.null && vb.null:
-			c = 1
-		case !va.null:
-			c = compare(kind, va, vb)
-		}
-		if c == 0 {
-			c = strings.Compare(a.ID, b.ID)
-		}
-		return c
-	})
-	pg, lo, hi := paginate(len(sel), q.Page, q.Limit)
-	return &InvoiceList{Invoices: append([]Invoice{}, sel[lo:hi]...), Pagination: pg}, nil
+	return &InvoiceList{Invoices: invs, Pagination: pg}, nil
 }
 
 // GetInvoice answers one of the caller's invoices in full.

@@ -70,8 +70,21 @@ func accountID(userID string) string { return "bal_" + userID }
 // loadAccount reads the user's account; a user who never had money gets
 // an empty one (not yet stored).
 func loadAccount(tx *store.Tx, userID string, now time.Time) (*account, error) {
+	return readAccount(tx.Get, userID, now)
+}
+
+// lockAccount is loadAccount that also locks the account's row until
+// the transaction ends: in an UpdateLocking every change of this user's
+// money and of what it guards (idempotency keys, the pending AI limit)
+// then waits for the transactions before it. A user without an account
+// has no money to move, so nothing to lock.
+func lockAccount(tx *store.Tx, userID string, now time.Time) (*account, error) {
+	return readAccount(tx.GetForUpdate, userID, now)
+}
+
+func readAccount(get func(bucket, key string, v any) (bool, error), userID string, now time.Time) (*account, error) {
 	var a account
-	ok, err := tx.Get(bucketAccounts, userID, &a)
+	ok, err := get(bucketAccounts, userID, &a)
 	if err != nil {
 		return nil, platform.Internal("read the balance", err)
 	}

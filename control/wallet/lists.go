@@ -1,10 +1,10 @@
 package wallet
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -34,14 +34,6 @@ type FeeTransaction struct {
 // Pagination is data.pagination.
 type Pagination = domain.Pagination
 
-// paginate is the pagination of total entries and the bounds [lo, hi) of
-// the page's entries.
-func paginate(total, page, limit int) (Pagination, int, int) {
-	lo := min((page-1)*limit, total)
-	hi := min(lo+limit, total)
-	return domain.Paginate(total, page, limit), lo, hi
-}
-
 // FeeList is GET /api/v1/wallet/ai-fees.
 type FeeList struct {
 	Fees       []AIFee    `json:"fees"`
@@ -62,8 +54,10 @@ type ListQuery struct {
 	Filter      string
 }
 
+// listQuery fills a list's defaults, also for in-process callers that
+// never went through the binder (newest first by created_at, page 1 of 20).
 func listQuery(p domain.PageQuery, sortBy, filter string) ListQuery {
-	lq := ListQuery{Page: p.Page, Limit: p.Limit, SortBy: sortBy, Desc: p.Desc(), Filter: filter}
+	lq := ListQuery{Page: p.Page, Limit: p.Limit, SortBy: cmp.Or(sortBy, "created_at"), Desc: p.Desc(), Filter: filter}
 	if lq.Page < 1 {
 		lq.Page = 1
 	}
@@ -104,6 +98,33 @@ func (s *Service) listRoutes() []platform.Route {
 	}
 }
 
+// pageOf answers a page of the caller's records of table: those of the
+// user, filtered, sorted by sortBy (ties by key), the page'th of limit.
+func pageOf[T any](ctx context.Context, s *Service, table *store.Table, q ListQuery, sortBy string, filters []store.Filter, op string) ([]T, Pagination, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, Pagination{}, err
+	}
+	if q.Page < 1 || q.Limit < 1 {
+		return nil, Pagination{}, platform.Invalid("page", "page and limit must be at least 1")
+	}
+	var pg store.Page[T]
+	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		var err error
+		pg, err = store.PageOf[T](tx, table, store.Query{
+			Filters: append([]store.Filter{store.Where("user_id", store.Eq, p.UserID)}, filters...),
+			Sort:    []string{sortBy}, Desc: q.Desc, Offset: (q.Page - 1) * q.Limit, Limit: q.Limit})
+		return err
+	})
+	if err != nil {
+		if len(filters) > 0 {
+			err = filterError(err) // the conditions came from the filter parameter
+		}
+		return nil, Pagination{}, platform.Wrap(op, err)
+	}
+	return pg.Items, domain.Paginate(pg.Total, q.Page, q.Limit), nil
+}
+
 // scanUser decodes every record of the user in bucket.
 func scanUser[T any](tx *store.Tx, bucket, userID string) ([]T, error) {
 	var out []T
@@ -118,103 +139,24 @@ func scanUser[T any](tx *store.Tx, bucket, userID string) ([]T, error) {
 	return out, err
 }
 
-// listUser reads the caller's records of bucket.
-func listUser[T any](ctx context.Context, s *Service, bucket, op string) ([]T, string, error) {
-	p, err := platform.Caller(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	var out []T
-	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		var err error
-		out, err = scanUser[T](tx, bucket, p.UserID)
-		return err
-	})
-	if err != nil {
-		return nil, "", platform.Internal(op, err)
-	}
-	return out, p.UserID, nil
-}
-
-// sortBy orders items by key (ties by id) ascending or descending.
-func sortBy[T any](items []T, desc bool, less func(a, b T) int) {
-	sort.SliceStable(items, func(i, j int) bool {
-		c := less(items[i], items[j])
-		if desc {
-			return c > 0
-		}
-		return c < 0
-	})
-}
-
-func cmpAmount(a, b money.Amount) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpTime(a, b time.Time) int { return a.Compare(b) }
-
 // ListFees answers a page of the caller's AI fee records.
 func (s *Service) ListFees(ctx context.Context, fq FeeQuery) (*FeeList, error) {
 	q := listQuery(fq.PageQuery, fq.SortBy, "")
-	fees, _, err := listUser[AIFee](ctx, s, bucketFees, "list AI fees")
+	fees, pg, err := pageOf[AIFee](ctx, s, feeTable, q, q.SortBy, nil, "list AI fees")
 	if err != nil {
 		return nil, err
 	}
-	sortBy(fees, q.Desc, func(a, b AIFee) int {
-		var c int
-		switch q.SortBy {
-		case "amount":
-			c = cmpAmount(a.Amount, b.Amount)
-		case "transaction_id":
-			c = strings.Compare(a.TransactionID, b.TransactionID)
-		default:
-			c = cmpTime(a.CreatedAt, b.CreatedAt)
-		}
-		if c == 0 {
-			c = strings.Compare(a.ID, b.ID)
-		}
-		return c
-	})
-	pg, lo, hi := paginate(len(fees), q.Page, q.Limit)
-	return &FeeList{Fees: append([]AIFee{}, fees[lo:hi]...), Pagination: pg}, nil
+	return &FeeList{Fees: fees, Pagination: pg}, nil
 }
 
 // ListTransactions answers the caller's transactions.
 func (s *Service) ListTransactions(ctx context.Context, tq TransactionQuery) (*TransactionList, error) {
 	q := listQuery(tq.PageQuery, tq.SortBy, "")
-	txns, _, err := listUser[Transaction](ctx, s, bucketTxns, "list transactions")
+	txns, pg, err := pageOf[Transaction](ctx, s, txnTable, q, q.SortBy, nil, "list transactions")
 	if err != nil {
 		return nil, err
 	}
-	sortBy(txns, q.Desc, func(a, b Transaction) int {
-		var c int
-		switch q.SortBy {
-		case "id":
-			c = strings.Compare(a.ID, b.ID)
-		case "transaction_type":
-			c = strings.Compare(a.TransactionType, b.TransactionType)
-		case "status":
-			c = strings.Compare(a.Status, b.Status)
-		case "amount":
-			c = cmpAmount(a.Amount, b.Amount)
-		case "updated_at":
-			c = cmpTime(a.UpdatedAt, b.UpdatedAt)
-		default:
-			c = cmpTime(a.CreatedAt, b.CreatedAt)
-		}
-		if c == 0 {
-			c = strings.Compare(a.ID, b.ID)
-		}
-		return c
-	})
-	pg, lo, hi := paginate(len(txns), q.Page, q.Limit)
-	return &TransactionList{Transactions: append([]Transaction{}, txns[lo:hi]...), Pagination: pg}, nil
+	return &TransactionList{Transactions: txns, Pagination: pg}, nil
 }
 
 // validID accepts ids this package makes (and nothing that could escape a

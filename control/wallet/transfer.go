@@ -151,6 +151,12 @@ func (s *Service) transfer(ctx context.Context, userID, ip string, in TransferIn
 	fn := func(tx *store.Tx) error {
 		out = Receipt{}
 		now := s.now()
+		// The account's lock first: the key's record and the balance are
+		// then read after every earlier transfer of this user committed.
+		a, err := lockAccount(tx, userID, now)
+		if err != nil {
+			return err
+		}
 		var kid string
 		if in.IdempotencyKey != nil {
 			kid = keyID(userID, *in.IdempotencyKey)
@@ -170,10 +176,6 @@ func (s *Service) transfer(ctx context.Context, userID, ip string, in TransferIn
 		}
 		if in.ExpectedFeeBPS != nil && *in.ExpectedFeeBPS != s.feeBPS {
 			return platform.Errorf(CodeFeeChanged, "expected_fee_bps: the fee is now %d bps, not %d; show the new fee and send again", s.feeBPS, *in.ExpectedFeeBPS)
-		}
-		a, err := loadAccount(tx, userID, now)
-		if err != nil {
-			return err
 		}
 		if a.General < in.amount {
 			return insufficient("amount", a.General, in.amount)
@@ -215,7 +217,7 @@ func (s *Service) transfer(ctx context.Context, userID, ip string, in TransferIn
 		}
 		return nil
 	}
-	if err := s.batch.do(fn); err != nil {
+	if err := s.batch.Update(fn); err != nil {
 		return nil, platform.Wrap("transfer to AI credit", err)
 	}
 	if !out.Replayed && s.ai != nil {

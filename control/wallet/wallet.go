@@ -87,6 +87,9 @@ type Config struct {
 	// MaxBatch caps how many transfers one group commit carries: 0 is
 	// the default (128), 1 commits transfers one at a time in arrival
 	// order, a negative value gives each its own concurrent transaction.
+	// Transfers lock their account's row (store.UpdateLocking), so on
+	// PostgreSQL concurrent transfers of one user queue on that lock and
+	// those of different users run side by side.
 	MaxBatch int
 }
 
@@ -112,7 +115,7 @@ type Service struct {
 	feeBPS int
 	ai     AICredit
 	seller Seller
-	batch  *batcher
+	batch  *store.Batcher
 	keep   time.Duration
 	// userExists is identity's "user.exists" check (control/identity,
 	// directory.go): the wallet asks it rather than reading identity's buckets.
@@ -135,6 +138,9 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if env.Authz == nil {
 		return nil, errors.New("wallet: an authorizer is required (identity provides user.exists)")
 	}
+	if err := env.Store.Declare(context.Background(), Tables...); err != nil {
+		return nil, fmt.Errorf("wallet: %w", err)
+	}
 	if env.Clock == nil {
 		env.Clock = platform.SystemClock{}
 	}
@@ -154,7 +160,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 		c.Seller = Seller{Name: "deckhand platform", Address: "Operated by the deckhand control plane", Email: "billing@deckhand.invalid"}
 	}
 	s := &Service{env: env, db: env.Store, clock: env.Clock, log: env.Logger, feeBPS: c.TransferFeeBPS,
-		ai: c.AICredit, seller: c.Seller, keep: c.KeyRetention, batch: newBatcher(env.Store, c.MaxBatch),
+		ai: c.AICredit, seller: c.Seller, keep: c.KeyRetention, batch: store.NewBatcher(env.Store, c.MaxBatch, true),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.userExists = env.Authz.Policy(checkUserExists, "the named account exists").Check
 	if env.Payments != nil {

@@ -108,7 +108,7 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 	}
 }
 
-// Every path of interface.md 4.12's Display row is in the route table (and
+// Every path of docs/spec/interface.md 4.12's Display row is in the route table (and
 // so in the OpenAPI document).
 func TestRouteTableCoversTheInterface(t *testing.T) {
 	t.Parallel()

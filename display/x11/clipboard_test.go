@@ -52,7 +52,7 @@ func TestClipboardText(t *testing.T) {
 			return v.Text == other
 		})
 	}
-	// the shape of operations.md: {"text"} and nothing else for text
+	// the shape of docs/spec/operations.md: {"text"} and nothing else for text
 	a := call(t, "GET", "/api/v1/display/clipboard", nil)
 	var shape map[string]any
 	a.decode(t, &shape)

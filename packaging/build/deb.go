@@ -36,7 +36,7 @@ func runDeb(args []string) error {
 	arch := fs.String("arch", "amd64", "Debian architecture")
 	binDir := fs.String("bin", "bin", "directory holding the built binaries")
 	src := fs.String("packaging", "packaging", "the packaging/ directory (units, defaults, scripts)")
-	docs := fs.String("docs", "docs/operations.md", "operator guide shipped as documentation")
+	docs := fs.String("docs", "docs/operating/operations.md", "operator guide shipped as documentation")
 	out := fs.String("out", "dist", "where the .deb files go")
 	_ = fs.Parse(args)
 	if err := os.MkdirAll(*out, 0o755); err != nil {

@@ -80,7 +80,7 @@ func run(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-// TestBackupRestore backs the control plane up the way docs/operations.md
+// TestBackupRestore backs the control plane up the way docs/operating/operations.md
 // says (bbolt: a copy of the stopped data dir; PostgreSQL: pg_dump), changes
 // it afterwards, restores into a fresh place and finds every account,
 // balance and document as it was at the backup.

@@ -106,7 +106,7 @@ func TestDebInstallPurge(t *testing.T) {
 		run(t, "cp", controlBin, filepath.Join(binDir, "deckhand-control"))
 	}
 	out := run(t, packager(t), "deb", "--version", "v1.2.3-4-gabcdef0", "--arch", "amd64", "--bin", binDir,
-		"--packaging", filepath.Join(repo(t), "packaging"), "--docs", filepath.Join(repo(t), "docs", "operations.md"), "--out", dist)
+		"--packaging", filepath.Join(repo(t), "packaging"), "--docs", filepath.Join(repo(t), "docs", "operating", "operations.md"), "--out", dist)
 	debs := strings.Fields(out)
 	if len(debs) != 2 || !strings.HasSuffix(debs[0], "deckhand_1.2.3+4.gabcdef0_amd64.deb") {
 		t.Fatalf("packages: %q", out)

@@ -5,7 +5,7 @@
 // (Lists.Decide). Both halves validate with the same code, so a list the
 // control plane stores is one the agent compiles.
 //
-// Lists are an extension of interface.md's network configuration:
+// Lists are an extension of docs/spec/interface.md's network configuration:
 //   - an entry is a domain (`example.com`: that name only), a wildcard
 //     (`*.example.com`: every name below it, not the name itself; `*`:
 //     every name), an IP address or a CIDR;

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Network types (interface.md).
+// Network types (docs/spec/interface.md).
 const (
 	TypeSOCKS5 = "socks5"
 	TypeHTTP   = "http"

@@ -18,13 +18,29 @@ var errClosed = errors.New("the service is stopping")
 // the service's own user; another user needs root). It also answers that
 // user's HOME, USER and LOGNAME for the environment.
 func Attr(userName string) (*syscall.SysProcAttr, []string, error) {
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cred, env, err := Credential(userName)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}, env, nil
+}
+
+// Credential is what running as userName (a name, or a numeric uid) takes: the credential with the
+// user's uid, gid and supplementary groups (nil for "" or the service's
+// own user; another user needs root), and the user's HOME, USER and
+// LOGNAME for the environment (nil for "").
+func Credential(userName string) (*syscall.Credential, []string, error) {
 	if userName == "" {
-		return attr, nil, nil
+		return nil, nil, nil
 	}
 	u, err := user.Lookup(userName)
 	if err != nil {
-		return nil, nil, fmt.Errorf("user %q: no such user", userName)
+		if _, nerr := strconv.ParseUint(userName, 10, 32); nerr == nil {
+			u, err = user.LookupId(userName)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("user %q: no such user", userName)
+		}
 	}
 	env := []string{"HOME=" + u.HomeDir, "USER=" + u.Username, "LOGNAME=" + u.Username}
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
@@ -32,7 +48,7 @@ func Attr(userName string) (*syscall.SysProcAttr, []string, error) {
 		return nil, nil, fmt.Errorf("user %q: uid %q", userName, u.Uid)
 	}
 	if int(uid) == os.Geteuid() {
-		return attr, env, nil
+		return nil, env, nil
 	}
 	if os.Geteuid() != 0 {
 		return nil, nil, fmt.Errorf("user %q: running as another user needs the agent to run as root", userName)
@@ -49,8 +65,7 @@ func Attr(userName string) (*syscall.SysProcAttr, []string, error) {
 			}
 		}
 	}
-	attr.Credential = cred
-	return attr, env, nil
+	return cred, env, nil
 }
 
 // KillGroup sends sig to the process group pgid (a leader's pid). A group

@@ -13,6 +13,11 @@ func Attr(userName string) (*syscall.SysProcAttr, []string, error) {
 	return nil, nil, errors.New("running programs is supported on Linux only")
 }
 
+// Credential is supported on Linux only.
+func Credential(userName string) (*syscall.Credential, []string, error) {
+	return nil, nil, errors.New("running as another user is supported on Linux only")
+}
+
 // KillGroup is supported on Linux only.
 func KillGroup(pgid int, sig syscall.Signal) error { return errors.New("supported on Linux only") }
 

@@ -24,7 +24,7 @@ func IsProgram(name string) bool {
 // AccessKind is the form an access value was written in.
 type AccessKind uint8
 
-// The access forms of interface.md.
+// The access forms of docs/spec/interface.md.
 const (
 	AccessInvalid AccessKind = iota
 	AccessAll                // true

@@ -1,4 +1,4 @@
-// Package proxyperm owns the proxy permissions document of interface.md
+// Package proxyperm owns the proxy permissions document of docs/spec/interface.md
 // (4.9 and "Proxy permissions document"): its type, the one validation both
 // the control plane (which stores documents) and the agent's gateway (which
 // enforces them, and loads --permissions-file) apply, the normalization of

@@ -178,7 +178,7 @@ const (
 )
 
 // ProgramFor maps a service reached through the gateway, and its port, to
-// the program name a rule names (operations.md, platform.ServiceProgram):
+// the program name a rule names (docs/spec/operations.md, platform.ServiceProgram):
 // terminal for the terminal; exec for every other service that runs a
 // command (process, daemon, exec, cron, run); files and notifications for
 // those services; for a tunnelled port (service "tunnel" or "http", port
@@ -225,7 +225,7 @@ type evalState struct {
 }
 
 // Evaluate decides one request. A nil policy is "no document": only a
-// loopback source passes (operations.md). verify may be nil.
+// loopback source passes (docs/spec/operations.md). verify may be nil.
 func (p *Policy) Evaluate(f Facts, verify ClaimVerifier) Decision {
 	if p == nil {
 		if f.Loopback {

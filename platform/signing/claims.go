@@ -12,7 +12,7 @@ import (
 
 // Claim is a signed identity or container claim. The signature covers the
 // UTF-8 bytes of PayloadB64 exactly as sent, so verifiers never re-encode
-// JSON. KID is an addition to the two fields interface.md names: it lets a
+// JSON. KID is an addition to the two fields docs/spec/interface.md names: it lets a
 // verifier pick the key directly; without it every known key is tried.
 type Claim struct {
 	PayloadB64   string `json:"payload_b64"`

@@ -4,7 +4,7 @@
 // clients and the agent use (replay window, key cache that re-fetches on an
 // unknown kid, path binding), and signed identity and container claims.
 //
-// Wire formats (interface.md, Authentication 6):
+// Wire formats (docs/spec/interface.md, Authentication 6):
 //
 //	X-Service-Signature: t=<unix_ts>,kid=<key_id>,path=<url_path>,sig=<128 hex>
 //	signed data:         <t>.<response body bytes>
@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"deckhand/platform/atomicfile"
 	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
@@ -203,7 +204,7 @@ func (ks *KeySet) writeKey(k Key) error {
 		return fmt.Errorf("signing keys: %w", err)
 	}
 	raw, _ := json.MarshalIndent(keyFile{KID: k.ID, Algorithm: Algorithm, SeedSealed: sealed, CreatedAt: k.CreatedAt}, "", "  ")
-	return writeFileAtomic(filepath.Join(ks.dir, k.ID+".json"), raw)
+	return atomicfile.Write(filepath.Join(ks.dir, k.ID+".json"), raw, 0o600)
 }
 
 // KIDFor derives a key id from the public key, so ids never collide and the
@@ -229,7 +230,7 @@ func (ks *KeySet) Rotate() (Key, error) {
 	}
 	// The key file is durable before the active pointer names it, so a crash
 	// in between leaves the old active key in force, never a dangling kid.
-	if err := writeFileAtomic(filepath.Join(ks.dir, activeFile), []byte(k.ID+"\n")); err != nil {
+	if err := atomicfile.Write(filepath.Join(ks.dir, activeFile), []byte(k.ID+"\n"), 0o600); err != nil {
 		return Key{}, err
 	}
 	ks.mu.Lock()
@@ -237,37 +238,6 @@ func (ks *KeySet) Rotate() (Key, error) {
 	ks.active = k
 	ks.mu.Unlock()
 	return k, nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("signing keys: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("signing keys: %w", err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("signing keys: write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("signing keys: sync %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("signing keys: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("signing keys: %w", err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // Active is the key that signs now.
@@ -302,7 +272,7 @@ func (ks *KeySet) Sign(msg []byte) (kid string, sig []byte) {
 	return k.ID, ed25519.Sign(k.private, msg)
 }
 
-// PublicSet is the public-key document (interface.md "Signing key set").
+// PublicSet is the public-key document (docs/spec/interface.md "Signing key set").
 func (ks *KeySet) PublicSet() PublicKeySet {
 	set := PublicKeySet{ActiveKID: ks.Active().ID, Usage: Usage, SigningFormat: Format}
 	for _, k := range ks.Keys() {

@@ -28,7 +28,7 @@ var (
 type KeySource func(ctx context.Context) (PublicKeySet, error)
 
 // DefaultCacheTTL is how long a fetched key set is trusted before it is
-// fetched again (interface.md: cache at least 24 hours).
+// fetched again (docs/spec/interface.md: cache at least 24 hours).
 const DefaultCacheTTL = 24 * time.Hour
 
 // VerifierOptions configures a Verifier.

@@ -28,7 +28,12 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return New(&boltEngine{path: path, db: b, listeners: map[int]func(string, Notification){}}), nil
+	e := &boltEngine{path: path, db: b, listeners: map[int]func(string, Notification){}, cataloged: map[string]bool{}}
+	if err := e.loadCatalog(); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return New(e), nil
 }
 
 // boltEngine keeps one process's data in one file; its notifications never
@@ -39,12 +44,14 @@ type boltEngine struct {
 	mu        sync.Mutex
 	listeners map[int]func(string, Notification)
 	next      int
+	// cataloged are the buckets this file holds as declared tables.
+	cataloged map[string]bool
 }
 
-func (e *boltEngine) Update(ctx context.Context, fn func(EngineTx) error) error {
+func (e *boltEngine) Update(ctx context.Context, _ UpdateOptions, fn func(EngineTx) error) error {
 	var sent []note
 	err := e.db.Update(func(t *bolt.Tx) error {
-		bt := &boltTx{tx: t}
+		bt := &boltTx{tx: t, e: e}
 		if err := fn(bt); err != nil {
 			return err
 		}
@@ -60,7 +67,7 @@ func (e *boltEngine) Update(ctx context.Context, fn func(EngineTx) error) error 
 }
 
 func (e *boltEngine) View(_ context.Context, fn func(EngineTx) error) error {
-	return e.db.View(func(t *bolt.Tx) error { return fn(&boltTx{tx: t}) })
+	return e.db.View(func(t *bolt.Tx) error { return fn(&boltTx{tx: t, e: e}) })
 }
 
 func (e *boltEngine) Close() error { return e.db.Close() }
@@ -98,6 +105,7 @@ type note struct{ channel, payload string }
 
 type boltTx struct {
 	tx *bolt.Tx
+	e  *boltEngine
 	// writes counts changes so a scan re-seeks its cursor after fn wrote.
 	writes int
 	notes  []note
@@ -122,6 +130,9 @@ func (t *boltTx) Get(bucket, key string) ([]byte, error) {
 	return b.Get([]byte(key)), nil
 }
 
+// GetForUpdate is Get: the one writer holds every row already.
+func (t *boltTx) GetForUpdate(bucket, key string) ([]byte, error) { return t.Get(bucket, key) }
+
 func (t *boltTx) GetMany(bucket string, keys []string) ([][]byte, error) {
 	out := make([][]byte, len(keys))
 	b, _ := t.bucket(bucket, false)
@@ -135,6 +146,9 @@ func (t *boltTx) GetMany(bucket string, keys []string) ([][]byte, error) {
 }
 
 func (t *boltTx) Put(bucket, key string, raw []byte, _ bool) error {
+	if t.e.isTable(bucket) {
+		return fmt.Errorf("%s: %w", bucket, ErrUndeclared)
+	}
 	b, err := t.bucket(bucket, true)
 	if err != nil {
 		return err
@@ -144,6 +158,9 @@ func (t *boltTx) Put(bucket, key string, raw []byte, _ bool) error {
 }
 
 func (t *boltTx) Delete(bucket, key string) error {
+	if t.e.isTable(bucket) {
+		return fmt.Errorf("%s: %w", bucket, ErrUndeclared)
+	}
 	b, err := t.bucket(bucket, false)
 	if err != nil || b == nil {
 		return err
@@ -279,6 +296,9 @@ func PrefixEnd(prefix string) (string, bool) {
 func (t *boltTx) Buckets() ([]BucketInfo, error) {
 	var out []BucketInfo
 	err := t.tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		if isInternal(string(name)) {
+			return nil
+		}
 		out = append(out, BucketInfo{Name: string(name), Keys: b.Stats().KeyN, Seq: b.Sequence()})
 		return nil
 	})

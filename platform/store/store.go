@@ -1,7 +1,9 @@
 // Package store owns deckhand's persistence: one transaction API (get,
 // multi-get, put, delete, ordered range scans both ways, sequences, counts,
-// notifications) over named buckets, and the engines behind it. Domain code
-// sees only DB and Tx; it never imports an engine's driver.
+// notifications) over named buckets, declared tables with indexes kept in
+// the same transaction and one paging API over them (table.go, query.go),
+// and the engines behind it. Domain code sees only DB and Tx; it never
+// imports an engine's driver.
 //
 // Engines:
 //   - bbolt (this package, Open): the embedded default, one file per side;
@@ -14,7 +16,8 @@
 //
 // The contract both engines keep (package store/storetest checks it):
 //   - buckets and keys are non-empty UTF-8 without NUL, at most MaxKeyLen
-//     bytes; keys sort by their bytes on every engine;
+//     bytes, and bucket names do not start with \x1f (the engines' own);
+//     keys sort by their bytes on every engine;
 //   - Put stores JSON; PutRaw stores bytes exactly as given; Get/GetRaw of a
 //     Put value return equivalent JSON (PostgreSQL's jsonb may reorder
 //     object keys and whitespace), of a PutRaw value the same bytes;
@@ -28,7 +31,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -38,14 +45,38 @@ var (
 	// ErrUnavailable means the database cannot be reached or kept
 	// conflicting; nothing of the transaction was written. The host answers
 	// 503: the request may be retried once the database is back.
-	ErrUnavailable = errors.New("the database is unavailable")
+	ErrUnavailable error = unavailableError{}
 	// ErrReadOnly is returned by writes inside View.
 	ErrReadOnly = errors.New("write in a read-only transaction")
 	// ErrBadKey rejects a bucket or key outside the contract above.
 	ErrBadKey = errors.New("store key must be 1 to 1024 bytes of UTF-8 without NUL")
 	// ErrStop ends a scan early without error.
 	ErrStop = errors.New("stop")
+	// ErrDuplicate means a write broke a unique index; the transaction
+	// fails as a whole (nothing of it is written).
+	ErrDuplicate = errors.New("a unique index already holds these values")
+	// ErrUndeclared refuses a write to a bucket this store holds as a
+	// table when this process has not declared it (its indexes would go
+	// stale).
+	ErrUndeclared = errors.New("bucket is a declared table; declare it (DB.Declare) before writing")
 )
+
+// DuplicateError is the ErrDuplicate of one index.
+type DuplicateError struct {
+	Table, Index string
+	// Fields are the index's fields.
+	Fields []string
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("table %s: another record has the same %s (unique index %s)", e.Table, strings.Join(e.Fields, ", "), e.Index)
+}
+
+func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
+
+// DuplicateFields names the unique index's fields (the error kernel
+// answers 409 naming them).
+func (e *DuplicateError) DuplicateFields() []string { return e.Fields }
 
 // MaxKeyLen bounds bucket names and keys (PostgreSQL's btree limits index
 // entries to about 2.7 kB; one limit for both engines keeps them equal).
@@ -79,7 +110,7 @@ type Notification struct {
 type Engine interface {
 	// Update runs fn in a read-write transaction and commits when it
 	// returns nil; an engine may run fn again after a conflict.
-	Update(ctx context.Context, fn func(EngineTx) error) error
+	Update(ctx context.Context, o UpdateOptions, fn func(EngineTx) error) error
 	// View runs fn in a read-only transaction.
 	View(ctx context.Context, fn func(EngineTx) error) error
 	// Publish sends payload on channel to every DB on the same storage.
@@ -88,13 +119,47 @@ type Engine interface {
 	// after a reconnect it delivers Gap on channel "" (every channel). It
 	// calls ready once it first listens.
 	Listen(ctx context.Context, deliver func(channel string, n Notification), ready func())
+	// Declare creates or migrates the tables (rows, indexes) to these
+	// declarations, moving records already in their buckets into them.
+	Declare(ctx context.Context, tables []*Table) error
 	Close() error
+}
+
+// UpdateOptions choose how an Update isolates itself on an engine with
+// concurrent writers (PostgreSQL); bbolt has one writer at a time.
+type UpdateOptions struct {
+	// Locking runs at READ COMMITTED instead of SERIALIZABLE: the
+	// function locks, with Tx.GetForUpdate, the rows whose values decide
+	// its writes before reading anything else that does; writers of one
+	// row then queue on its lock instead of conflicting and running again.
+	Locking bool
+}
+
+// Row is a record's derived field values, for an engine's PutRow.
+type Row struct {
+	t    *Table
+	vals []val
+}
+
+// Values are the row's values as Go values (string, int64, time.Time,
+// nil), in the order of the table's Fields.
+func (r Row) Values() []any { return r.t.goValues(r.vals) }
+
+// PageResult is what an engine's Page returns: the page's records, the
+// number of matches and whether any follow the page.
+type PageResult struct {
+	Items []Item
+	Total int
+	More  bool
 }
 
 // EngineTx is one engine transaction. Keys and buckets arrive validated.
 type EngineTx interface {
 	// Get returns the value or nil when the bucket or key is missing.
 	Get(bucket, key string) ([]byte, error)
+	// GetForUpdate is Get that also locks the row until the transaction
+	// ends (a missing row locks nothing).
+	GetForUpdate(bucket, key string) ([]byte, error)
 	// GetMany returns the values of keys in their order, nil where the
 	// bucket or key is missing. keys hold 1 to MaxKeysPerRead valid keys,
 	// possibly repeated; a PostgreSQL engine reads them in one statement.
@@ -107,17 +172,95 @@ type EngineTx interface {
 	Count(bucket, prefix string) (int, error)
 	// Notify publishes on channel when (and only when) the transaction commits.
 	Notify(channel, payload string) error
+	// PutRow stores a record of a declared table with its derived row,
+	// keeping every index; ErrDuplicate (a *DuplicateError) when a unique
+	// index refuses it.
+	PutRow(t *Table, key string, raw []byte, json bool, row Row) error
+	// DeleteRow removes a record of a declared table and its index entries.
+	DeleteRow(t *Table, key string) error
+	// Page answers a validated query over a declared table.
+	Page(p *Plan) (PageResult, error)
+	// CountBy counts the matches of p (its order and page ignored) by
+	// the value of field p.Table.Fields[field], NULLs left out.
+	CountBy(p *Plan, field int) (map[string]int, error)
+	// DropBucket removes a bucket that is not a table, with its sequence.
+	DropBucket(bucket string) error
 }
 
 // DB is an open store.
 type DB struct {
-	e   Engine
-	hub *hub
+	e      Engine
+	hub    *hub
+	mu     sync.Mutex // serialises Declare
+	tables atomic.Pointer[map[string]*Table]
 }
 
 // New wraps an engine. Engine packages call it; domain code calls Open or
 // the engine package's Open.
-func New(e Engine) *DB { return &DB{e: e, hub: newHub(e)} }
+func New(e Engine) *DB {
+	d := &DB{e: e, hub: newHub(e)}
+	d.tables.Store(&map[string]*Table{})
+	return d
+}
+
+// Declare makes each table's bucket a declared table of this store,
+// creating or migrating its rows and indexes (on PostgreSQL a real table,
+// under the migration lock, records already in the bucket moved into
+// it). It is idempotent and cheap when nothing changed, so every process
+// that writes a table declares it at start. Declaring a name again with
+// another declaration is refused.
+func (d *DB) Declare(ctx context.Context, tables ...*Table) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur := *d.tables.Load()
+	var todo []*Table
+	for _, t := range tables {
+		if old, ok := cur[t.Name]; ok {
+			if old.Fingerprint() != t.Fingerprint() {
+				return fmt.Errorf("table %s is already declared differently on this store", t.Name)
+			}
+			continue
+		}
+		if !slices.ContainsFunc(todo, func(x *Table) bool { return x.Name == t.Name }) {
+			todo = append(todo, t)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := d.e.Declare(ctx, todo); err != nil {
+		return err
+	}
+	next := make(map[string]*Table, len(cur)+len(todo))
+	maps.Copy(next, cur)
+	for _, t := range todo {
+		next[t.Name] = t
+	}
+	d.tables.Store(&next)
+	return nil
+}
+
+// declared is the table of this store named like t, when t is it.
+func (d *DB) declared(t *Table) bool {
+	x, ok := (*d.tables.Load())[t.Name]
+	return ok && (x == t || x.Fingerprint() == t.Fingerprint())
+}
+
+// Page runs Tx.Page in a read transaction of its own.
+func (d *DB) Page(ctx context.Context, t *Table, q Query) (RawPage, error) {
+	var out RawPage
+	err := d.ViewContext(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.Page(t, q)
+		if err == nil { // bbolt's bytes live only as long as the transaction
+			for i := range out.Items {
+				out.Items[i].Value = slices.Clone(out.Items[i].Value)
+			}
+		}
+		return err
+	})
+	return out, err
+}
 
 // Location names where the data lives (a file path, or the PostgreSQL
 // server and database without the password), for messages to operators.
@@ -126,6 +269,14 @@ func (d *DB) Location() string {
 		return l.Location()
 	}
 	return "store"
+}
+
+// ConcurrentWriters reports whether the engine runs write transactions
+// side by side (PostgreSQL) rather than one at a time (bbolt, where a
+// group commit is what shares the cost of a commit).
+func (d *DB) ConcurrentWriters() bool {
+	c, ok := d.e.(interface{ ConcurrentWriters() bool })
+	return ok && c.ConcurrentWriters()
 }
 
 // Close stops subscriptions and releases the engine.
@@ -146,21 +297,34 @@ func (d *DB) View(fn func(tx *Tx) error) error { return d.ViewContext(context.Ba
 
 // UpdateContext is Update bounded by ctx.
 func (d *DB) UpdateContext(ctx context.Context, fn func(tx *Tx) error) error {
-	return d.run(ctx, true, fn)
+	return d.run(ctx, &UpdateOptions{}, fn)
+}
+
+// UpdateLocking is an Update whose function takes row locks itself
+// (UpdateOptions.Locking): it must read with Tx.GetForUpdate, first, every
+// record whose value decides what it writes, and write otherwise only
+// records no concurrent transaction writes (new keys, or keys those locks
+// guard). On PostgreSQL it runs at READ COMMITTED, so writers of one row
+// queue on the lock instead of re-running after a serialization conflict;
+// on bbolt it is Update.
+func (d *DB) UpdateLocking(ctx context.Context, fn func(tx *Tx) error) error {
+	return d.run(ctx, &UpdateOptions{Locking: true}, fn)
 }
 
 // ViewContext is View bounded by ctx.
 func (d *DB) ViewContext(ctx context.Context, fn func(tx *Tx) error) error {
-	return d.run(ctx, false, fn)
+	return d.run(ctx, nil, fn)
 }
 
-func (d *DB) run(ctx context.Context, write bool, fn func(tx *Tx) error) error {
+// run runs fn in a View (o nil) or an Update with options o.
+func (d *DB) run(ctx context.Context, o *UpdateOptions, fn func(tx *Tx) error) error {
+	write := o != nil
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	var last *Tx
 	body := func(et EngineTx) error {
-		last = &Tx{e: et, ctx: ctx, writable: write}
+		last = &Tx{e: et, ctx: ctx, writable: write, tables: *d.tables.Load()}
 		err := fn(last)
 		if last.err != nil {
 			return last.err // the engine failed under fn: never commit
@@ -169,7 +333,7 @@ func (d *DB) run(ctx context.Context, write bool, fn func(tx *Tx) error) error {
 	}
 	var err error
 	if write {
-		err = d.e.Update(ctx, body)
+		err = d.e.Update(ctx, *o, body)
 	} else {
 		err = d.e.View(ctx, body)
 	}
@@ -213,6 +377,7 @@ var _ Notifier = (*DB)(nil)
 type Tx struct {
 	e        EngineTx
 	ctx      context.Context
+	tables   map[string]*Table
 	writable bool
 	err      error // first engine error; fails the transaction
 	after    []func()
@@ -239,10 +404,32 @@ func (t *Tx) fail(err error) error {
 
 // Get decodes bucket[key] into v and reports whether it existed.
 func (t *Tx) Get(bucket, key string, v any) (bool, error) {
-	if validKey(bucket) != nil || validKey(key) != nil {
+	if validBucket(bucket) != nil || validKey(key) != nil {
 		return false, nil
 	}
 	raw, err := t.e.Get(bucket, key)
+	if err != nil {
+		return false, t.fail(err)
+	}
+	if raw == nil {
+		return false, nil
+	}
+	return true, json.Unmarshal(raw, v)
+}
+
+// GetForUpdate is Get that locks the record's row until the transaction
+// ends (SELECT ... FOR UPDATE on PostgreSQL; bbolt's one writer holds
+// everything already). A missing record locks nothing. In an
+// UpdateLocking it is what makes a read-then-write exact. In a View it is
+// ErrReadOnly.
+func (t *Tx) GetForUpdate(bucket, key string, v any) (bool, error) {
+	if !t.writable {
+		return false, ErrReadOnly
+	}
+	if validBucket(bucket) != nil || validKey(key) != nil {
+		return false, nil
+	}
+	raw, err := t.e.GetForUpdate(bucket, key)
 	if err != nil {
 		return false, t.fail(err)
 	}
@@ -256,7 +443,7 @@ func (t *Tx) Get(bucket, key string, v any) (bool, error) {
 // valid only inside the transaction). An engine failure returns nil and
 // fails the transaction.
 func (t *Tx) GetRaw(bucket, key string) []byte {
-	if validKey(bucket) != nil || validKey(key) != nil {
+	if validBucket(bucket) != nil || validKey(key) != nil {
 		return nil
 	}
 	raw, err := t.e.Get(bucket, key)
@@ -281,7 +468,7 @@ const MaxKeysPerRead = 1000
 // failure fails the transaction.
 func (t *Tx) GetRawMany(bucket string, keys []string) ([][]byte, error) {
 	out := make([][]byte, len(keys))
-	if validKey(bucket) != nil {
+	if validBucket(bucket) != nil {
 		return out, nil
 	}
 	idx := make([]int, 0, min(len(keys), MaxKeysPerRead)) // positions of the chunk's valid keys
@@ -345,20 +532,27 @@ func (t *Tx) Put(bucket, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	return t.put(bucket, key, raw, true)
+	return t.put(bucket, key, v, raw, true)
 }
 
 // PutRaw stores bytes exactly as they are.
 func (t *Tx) PutRaw(bucket, key string, raw []byte) error {
-	return t.put(bucket, key, raw, false)
+	return t.put(bucket, key, nil, raw, false)
 }
 
-func (t *Tx) put(bucket, key string, raw []byte, isJSON bool) error {
+func (t *Tx) put(bucket, key string, v any, raw []byte, isJSON bool) error {
 	if err := t.writeCheck(bucket, key); err != nil {
 		return err
 	}
 	if raw == nil {
 		raw = []byte{}
+	}
+	if tb := t.tables[bucket]; tb != nil {
+		row, err := tb.row(v, raw)
+		if err != nil {
+			return err
+		}
+		return t.fail(t.e.PutRow(tb, key, raw, isJSON, Row{t: tb, vals: row}))
 	}
 	return t.fail(t.e.Put(bucket, key, raw, isJSON))
 }
@@ -368,14 +562,114 @@ func (t *Tx) Delete(bucket, key string) error {
 	if err := t.writeCheck(bucket, key); err != nil {
 		return err
 	}
+	if tb := t.tables[bucket]; tb != nil {
+		return t.fail(t.e.DeleteRow(tb, key))
+	}
 	return t.fail(t.e.Delete(bucket, key))
+}
+
+// DropBucket removes every key of bucket and its sequence in one go (a
+// bucket a domain no longer uses). A declared table cannot be dropped.
+func (t *Tx) DropBucket(bucket string) error {
+	if err := t.writeCheck(bucket, "seq"); err != nil {
+		return err
+	}
+	if t.tables[bucket] != nil {
+		return fmt.Errorf("bucket %s is a declared table", bucket)
+	}
+	return t.fail(t.e.DropBucket(bucket))
+}
+
+// Page answers q over table: the records that pass every filter, in the
+// query's order, skipping Offset or resuming after Cursor, at most
+// Limit, with the number of matches and the cursor of the next page. A
+// query the table cannot answer (an unknown field, a value of the wrong
+// type, an order no index declares) is a *QueryError. On bbolt the
+// values are valid only inside the transaction.
+func (t *Tx) Page(table *Table, q Query) (RawPage, error) {
+	if tb := t.tables[table.Name]; tb == nil || (tb != table && tb.Fingerprint() != table.Fingerprint()) {
+		return RawPage{}, fmt.Errorf("table %s is not declared on this store (DB.Declare)", table.Name)
+	}
+	p, err := compile(table, q)
+	if err != nil {
+		return RawPage{}, err
+	}
+	res, err := t.e.Page(p)
+	if err != nil {
+		return RawPage{}, t.fail(err)
+	}
+	out := RawPage{Items: res.Items, Total: res.Total}
+	if out.Items == nil {
+		out.Items = []Item{}
+	}
+	if res.More && len(res.Items) > 0 {
+		last := res.Items[len(res.Items)-1]
+		if out.Next, err = p.cursorAt(last.Key, last.Value); err != nil {
+			return RawPage{}, err
+		}
+	}
+	return out, nil
+}
+
+// CountBy counts the records of table that pass filters, by the value of
+// field (text as it is; int in decimal; time in RFC 3339); records whose
+// field is NULL are not counted.
+func (t *Tx) CountBy(table *Table, filters []Filter, field string) (map[string]int, error) {
+	if tb := t.tables[table.Name]; tb == nil || (tb != table && tb.Fingerprint() != table.Fingerprint()) {
+		return nil, fmt.Errorf("table %s is not declared on this store (DB.Declare)", table.Name)
+	}
+	pos, ok := table.pos[field]
+	if !ok {
+		return nil, qerr(field, "is not a field of %s; fields: %s", table.Name, table.fieldNames())
+	}
+	p, err := compile(table, Query{Filters: filters})
+	if err != nil {
+		return nil, err
+	}
+	out, err := t.e.CountBy(p, pos)
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	return out, nil
+}
+
+// All decodes every record q selects, in its order, reading pages of
+// q.Limit (default 1000) by cursor; q's Offset, Cursor and total are not
+// used. It returns the records and their keys.
+func All[T any](tx *Tx, table *Table, q Query) ([]T, []string, error) {
+	var items []T
+	var keys []string
+	q.Offset, q.Cursor, q.SkipTotal = 0, "", true
+	if q.Limit == 0 {
+		q.Limit = 1000
+	}
+	for {
+		pg, err := PageOf[T](tx, table, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		items, keys = append(items, pg.Items...), append(keys, pg.Keys...)
+		if pg.Next == "" {
+			return items, keys, nil
+		}
+		q.Cursor = pg.Next
+	}
+}
+
+// PageOf is Tx.Page with the records decoded as T.
+func PageOf[T any](tx *Tx, table *Table, q Query) (Page[T], error) {
+	rp, err := tx.Page(table, q)
+	if err != nil {
+		return Page[T]{}, err
+	}
+	return decodePage[T](rp)
 }
 
 func (t *Tx) writeCheck(bucket, key string) error {
 	if !t.writable {
 		return ErrReadOnly
 	}
-	if err := validKey(bucket); err != nil {
+	if err := validBucket(bucket); err != nil {
 		return fmt.Errorf("bucket %q: %w", bucket, err)
 	}
 	if err := validKey(key); err != nil {
@@ -399,7 +693,7 @@ func (t *Tx) NextSeq(bucket string) (uint64, error) {
 // the store; keys it adds ahead of the scan may or may not be visited.
 // raw is valid only during fn.
 func (t *Tx) Scan(bucket string, o ScanOptions, fn func(key string, raw []byte) error) error {
-	if validKey(bucket) != nil {
+	if validBucket(bucket) != nil {
 		return nil
 	}
 	for _, s := range []string{o.Prefix, o.Start} {
@@ -440,7 +734,7 @@ func (t *Tx) Count(bucket string) int { return t.CountPrefix(bucket, "") }
 
 // CountPrefix is the number of keys of bucket that start with prefix.
 func (t *Tx) CountPrefix(bucket, prefix string) int {
-	if validKey(bucket) != nil || (prefix != "" && validKey(prefix) != nil) {
+	if validBucket(bucket) != nil || (prefix != "" && validKey(prefix) != nil) {
 		return 0
 	}
 	n, err := t.e.Count(bucket, prefix)
@@ -462,6 +756,17 @@ func (t *Tx) Publish(channel, payload string) error {
 // SeqKey renders a sequence number as a sortable key.
 func SeqKey(n uint64) string {
 	return fmt.Sprintf("%020d", n)
+}
+
+// internalPrefix starts the names of an engine's own buckets (a table's
+// rows and indexes on bbolt, its catalog); domain code cannot name them.
+const internalPrefix = "\x1f"
+
+func validBucket(s string) error {
+	if strings.HasPrefix(s, internalPrefix) {
+		return ErrBadKey
+	}
+	return validKey(s)
 }
 
 func validKey(s string) error {
@@ -487,3 +792,11 @@ func checkChannel(channel, payload string) error {
 	}
 	return nil
 }
+
+// unavailableError is ErrUnavailable. Its Unavailable method is how the
+// error kernel (platform/fault, which imports nothing of ours) tells a lost
+// database from an internal failure.
+type unavailableError struct{}
+
+func (unavailableError) Error() string     { return "the database is unavailable" }
+func (unavailableError) Unavailable() bool { return true }

@@ -76,7 +76,10 @@ if [[ -n "${BEFORE:-}" ]]; then
 fi
 
 mkdir -p "$WORK/nginx"
+# nginx's workers run as the agent's user: the agent treats a loopback
+# connection of another local user as a stranger (--trusted-uids).
 cat >"$WORK/nginx/nginx.conf" <<EOF
+user $(id -un);
 worker_processes 2;
 pid $WORK/nginx/nginx.pid;
 error_log $WORK/nginx/error.log warn;

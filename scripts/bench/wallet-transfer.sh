@@ -7,7 +7,10 @@
 # Usage: scripts/bench/wallet-transfer.sh [duration=10s] [connections=64] [stores=all] [users=8]
 #   stores: bbolt | pg | all. "pg" and "all" start a private PostgreSQL
 #   (Debian's postgresql package, fsync off) and measure one replica and
-#   two replicas on one database (two wrk processes of connections/2).
+#   two replicas on one database (two wrk processes of connections/2),
+#   then PostgreSQL's own `pgbench -b tpcb-like` with as many clients on
+#   the same server (a database of its own, scale USERS: one branch per
+#   account), the peer a transfer is compared against.
 set -euo pipefail
 DUR=${1:-10s}
 CONNS=${2:-64}
@@ -65,4 +68,10 @@ if [[ $STORES == pg || $STORES == all ]]; then
   serve pgB $((PORT + 2)) --database-url "$URL"
   two "postgres 2 replicas" $((PORT + 1)) $((PORT + 2))
   "$WORK/deckhand-control" wallet verify --database-url "$URL"
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  pgb="-h 127.0.0.1 -p $((PORT + 10)) -U postgres"
+  as_pg "$PGBIN/createdb" $pgb pgbench
+  pgbench $pgb -i -q -s "$USERS" pgbench >/dev/null 2>&1
+  echo "== pgbench -b tpcb-like -c $CONNS -j 2 -T ${DUR%s} (scale $USERS) on the same PostgreSQL"
+  pgbench $pgb -b tpcb-like -c "$CONNS" -j 2 -T "${DUR%s}" pgbench 2>/dev/null | grep -E '^(tps|latency average|number of failed)'
 fi

@@ -14,6 +14,13 @@
 //             screenshots, axe-core (no serious or critical violation), no
 //             CSP violation, no sideways scrolling, no layout shift while
 //             lists load (CLS under 0.1), keyboard and dark mode
+//   settings  a plain user's settings and rentals: the network page (the
+//             agent's report and egress decisions, stop, start, allow
+//             list), payment methods (add, make default, deactivate),
+//             a server rented from the marketplace, 2FA with the token
+//             gate, backup codes regenerated and 2FA turned off (codes
+//             from oathtool); then the admin adds an image with an icon;
+//             axe-core on each page with its data in place
 //   cross     a page on another origin tries to drive the console
 //   tamper    answers altered on the way (by the Go test's proxy) are refused
 // Each mode prints result lines ("TOKEN ...", "BALANCE ...") and a last
@@ -293,6 +300,187 @@ async function conflict(chrome) {
   await doneB();
 }
 
+// codes hands out TOTP codes for one secret the way the server takes them:
+// each from a later 30 s step than the last (a used step is refused), and
+// from the current or next step, so a step boundary passing between here
+// and the server's check leaves the code valid. When the next step is
+// ahead of that window it waits for the clock.
+function codes(secret) {
+  let last = 0;
+  return async () => {
+    for (;;) {
+      const now = Math.floor(Date.now() / 30000);
+      const step = Math.max(last + 1, now);
+      if (step <= now + 1) {
+        last = step;
+        return totp(secret, "@" + step * 30);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  };
+}
+
+async function settings(chrome) {
+  const page = await chrome.page();
+  page.setDefaultTimeout(60000); // a loaded 2-core machine: wait longer, never less surely
+  const done = await watch(page, "settings");
+  page.on("dialog", (d) => d.accept());
+  await login(page, args.userEmail, args.userPassword);
+
+  // Network: the agent's report with its egress decisions, stop, start,
+  // and an allow list saved (the report then lags the saved version).
+  await page.goto(`${base}/containers/${args.container}`);
+  const report = page.getByTestId("agent-report");
+  await report.getByText("(the saved one)").waitFor();
+  await page.getByTestId("decision-counts").getByText("3 allowed · 1 denied · 2 packets dropped").waitFor();
+  const decision = page.getByTestId("decisions").getByRole("row").filter({ hasText: "evil.example" });
+  check((await decision.textContent()).includes("denied"), `decision row: ${await decision.textContent()}`);
+  check((await decision.textContent()).includes("192.0.2.1:443"), "the decision lacks its destination");
+  console.log("DECISIONS shown");
+  await audit(page, "container with an agent report");
+  mkdirSync(args.outDir, { recursive: true });
+  await page.screenshot({ path: join(args.outDir, "container-network-report.png"), fullPage: true });
+  const netStatus = page.getByTestId("network-status");
+  // An edit not yet saved survives stop, start and a refresh of the report.
+  const allow = page.getByLabel("Allow list");
+  await allow.fill("example.com, *.example.org");
+  await page.getByRole("button", { name: "Stop network" }).click();
+  await page.getByRole("status").getByText("Network stopped.").waitFor();
+  await netStatus.getByText("Status: stopped").waitFor();
+  await page.getByRole("button", { name: "Start network" }).click();
+  await page.getByRole("status").getByText("Network running.").waitFor();
+  await netStatus.getByText("Status: running").waitFor();
+  await page.getByRole("button", { name: "Refresh agent report" }).click();
+  await page.getByRole("status").getByText("Agent report read again.").waitFor();
+  check(await allow.inputValue() === "example.com, *.example.org", `the unsaved allow list became ${await allow.inputValue()}`);
+  await page.getByRole("button", { name: "Save network" }).click();
+  await page.getByRole("status").getByText("Network saved.").waitFor();
+  await netStatus.getByText("Status: configured").waitFor();
+  await report.getByText("older than the saved one").waitFor();
+  await page.getByRole("button", { name: "Start network" }).click();
+  await netStatus.getByText("Status: running").waitFor();
+  console.log("NETWORK stopped, started, saved, started");
+
+  // Payment methods: add two, move the default, deactivate the other; the
+  // default itself cannot be deactivated while another exists.
+  await page.goto(base + "/wallet");
+  const methods = page.getByRole("region", { name: "Payment methods" });
+  async function addMethod(type, name, makeDefault) {
+    await methods.getByLabel("Method type").selectOption(type);
+    await methods.getByLabel("Method name").fill(name);
+    await methods.getByLabel("Make default").setChecked(makeDefault);
+    await methods.getByRole("button", { name: "Add payment method" }).click();
+    await methods.getByRole("listitem").filter({ hasText: name }).waitFor();
+  }
+  await addMethod("credit_card", "Visa 4242", true);
+  await addMethod("bank_transfer", "Bank EU", false);
+  await methods.getByRole("listitem").filter({ hasText: "Visa 4242 (credit_card) — active, default" }).waitFor();
+  await methods.getByRole("button", { name: "Make Bank EU default" }).click();
+  await methods.getByRole("listitem").filter({ hasText: "Bank EU (bank_transfer) — active, default" }).waitFor();
+  await methods.getByRole("button", { name: "Deactivate Visa 4242" }).click();
+  await methods.getByRole("listitem").filter({ hasText: "Visa 4242 (credit_card) — inactive" }).waitFor();
+  await methods.getByRole("button", { name: "Deactivate Bank EU" }).click();
+  const refused = page.getByRole("alert");
+  await refused.waitFor();
+  check(/default/i.test(await refused.textContent()), `deactivating the default: ${await refused.textContent()}`);
+  console.log("PAYMENT methods: " + (await refused.textContent()).trim());
+  await audit(page, "wallet with payment methods");
+
+  // Servers: rent the priced one from the marketplace.
+  await page.getByRole("link", { name: "Servers" }).click();
+  const market = page.getByRole("table", { name: "Available servers" });
+  await market.getByRole("row").filter({ hasText: args.serverName }).getByText(args.serverPrice + " USD").waitFor();
+  await market.getByRole("button", { name: "Rent " + args.serverName }).click();
+  const rented = page.getByRole("status").filter({ hasText: "Rented " + args.serverName });
+  await rented.waitFor();
+  await page.getByRole("table", { name: "Your servers" }).getByRole("cell", { name: args.serverName, exact: true }).waitFor();
+  await market.getByRole("button", { name: "Rent " + args.serverName }).waitFor({ state: "detached" });
+  console.log("RENTED " + (await rented.textContent()).trim());
+  await audit(page, "servers with a rental");
+  await page.screenshot({ path: join(args.outDir, "servers-rented.png"), fullPage: true });
+
+  // Two-factor: on, token gate on (a token needs a code), backup codes
+  // regenerated, then off.
+  await page.getByRole("link", { name: "2FA" }).click();
+  await page.getByRole("button", { name: "Set up two-factor" }).click();
+  const secret = (await page.getByTestId("totp-secret").textContent()).trim();
+  const code = codes(secret);
+  await page.getByLabel("Code from the app").fill(await code());
+  await page.getByRole("button", { name: "Turn on two-factor" }).click();
+  const backupList = page.getByRole("list", { name: "Backup codes" }).getByRole("listitem");
+  await backupList.first().waitFor();
+  const first = await backupList.allTextContents();
+  await page.getByRole("button", { name: "I saved them" }).click();
+  await page.getByRole("button", { name: "Turn token gate on" }).click();
+  await page.getByText("Token changes now need a current code.").waitFor();
+  await page.getByText("Token gate: on").waitFor();
+
+  await page.getByRole("link", { name: "Tokens" }).click();
+  await page.getByLabel("Name").fill("gated token");
+  await page.getByLabel("Two-factor code (token gate)").fill("000000");
+  await page.getByRole("button", { name: "Create token" }).click();
+  const gateRefusal = page.getByRole("alert");
+  await gateRefusal.waitFor();
+  check(/code/i.test(await gateRefusal.textContent()), `the gate's refusal does not name the code: ${await gateRefusal.textContent()}`);
+  console.log("GATE refused a wrong code: " + (await gateRefusal.textContent()).trim());
+  await page.getByLabel("Two-factor code (token gate)").fill(first[0].trim());
+  await page.getByRole("button", { name: "Create token" }).click();
+  check((await page.getByLabel("New token").inputValue()).startsWith("svc_"), "no token under the gate with a backup code");
+  await page.getByRole("button", { name: "Done" }).click();
+  console.log("GATE passed with a backup code");
+
+  await page.getByRole("link", { name: "2FA" }).click();
+  await page.getByText("Token gate: on").waitFor();
+  await page.getByRole("button", { name: "Turn token gate off" }).click();
+  await page.getByText("Token gate: off").waitFor();
+  await page.getByLabel("Current code").fill(await code());
+  await page.getByRole("button", { name: "Regenerate backup codes" }).click();
+  await page.getByRole("heading", { name: "Your backup codes" }).waitFor();
+  await page.waitForFunction((old) => {
+    const items = [...document.querySelectorAll('ol[aria-label="Backup codes"] li')].map((li) => li.textContent.trim());
+    return items.length >= 8 && !items.includes(old);
+  }, first[0].trim());
+  const fresh = await backupList.allTextContents();
+  await audit(page, "2fa with backup codes");
+  check(!fresh.some((c) => first.includes(c)), "regenerated backup codes repeat old ones");
+  await page.getByRole("button", { name: "I saved them" }).click();
+  await page.getByTestId("2fa-state").getByText(`Backup codes left: ${fresh.length}.`).waitFor();
+  console.log("REGENERATED " + fresh.length + " backup codes");
+
+  await page.getByLabel("Current code").fill(await code());
+  await page.getByRole("button", { name: "Turn off two-factor" }).click();
+  await page.getByText("Two-factor authentication is off.").waitFor();
+  await page.getByTestId("2fa-state").getByText("Off.").waitFor();
+  console.log("2FA disabled with oathtool");
+  await done();
+
+  // The admin adds an image with an icon; the catalog shows it.
+  const other = await launch();
+  const admin = await other.page();
+  admin.setDefaultTimeout(60000);
+  const doneAdmin = await watch(admin, "admin");
+  await login(admin, args.adminEmail, args.adminPassword);
+  await admin.goto(base + "/admin");
+  const form = admin.getByRole("region", { name: "Add an image" });
+  await form.getByLabel("Image alias").fill(args.imageAlias);
+  await form.getByLabel("Image name").fill("acme/" + args.imageAlias);
+  await form.getByLabel("Image OS").fill("debian");
+  await form.getByLabel("Image icon (PNG, at most 256 KiB)").setInputFiles(args.icon);
+  await form.getByRole("button", { name: "Add image" }).click();
+  await admin.getByRole("status").getByText(`Image ${args.imageAlias} added with its icon.`).waitFor();
+  await admin.goto(base + "/images?search=" + encodeURIComponent(args.imageAlias));
+  const card = admin.getByRole("article", { name: args.imageAlias });
+  await card.waitFor();
+  await admin.waitForFunction((alias) => {
+    const img = [...document.querySelectorAll("article.card")].find((a) => a.textContent.includes(alias))?.querySelector("img");
+    return img && img.complete && img.naturalWidth === 32;
+  }, args.imageAlias);
+  console.log("ICON shown in the catalog");
+  await audit(admin, "catalog with an icon");
+  await doneAdmin();
+  await other.close();
+}
+
 const axeSource = axe.source;
 
 async function audit(page, label) {
@@ -315,7 +503,7 @@ async function tour(chrome) {
   ];
   const signedIn = [
     ["dashboard", "/"], ["account", "/account"], ["2fa", "/2fa"], ["tokens", "/tokens"], ["wallet", "/wallet"],
-    ["images", "/images"], ["library", "/images?tab=library"], ["projects", "/projects"], ["project", `/projects/${args.project}`],
+    ["images", "/images"], ["library", "/images?tab=library"], ["projects", "/projects"], ["project", `/projects/${args.project}`], ["servers", "/servers"],
     ["container", `/containers/${args.container}`], ["events", "/events"], ["notifications", "/notifications"], ["admin", "/admin"],
   ];
   let shots = 0;
@@ -433,7 +621,7 @@ async function tamper(chrome) {
   console.log("TAMPER refused: " + text.trim());
 }
 
-const modes = { story, conflict, tour, cross, tamper };
+const modes = { story, conflict, tour, settings, cross, tamper };
 const chrome = await launch();
 let failed = false;
 try {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/atomicfile"
 )
 
 // backend reads and replaces the crontab. Every write is whole-file and
@@ -131,39 +133,8 @@ func (f *fileBackend) write(_ context.Context, prev, content []byte) error {
 }
 
 func atomicWrite(path string, content []byte, mode os.FileMode, uid, gid int) error {
-	dir := filepath.Dir(path)
-	// The dot keeps cron from reading the temporary file in /etc/cron.d.
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if _, err := tmp.Write(content); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if uid >= 0 && os.Geteuid() == 0 {
-		_ = tmp.Chown(uid, gid)
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
+	return atomicfile.WriteWith(path, mode, atomicfile.Options{UID: uid, GID: gid},
+		func(w io.Writer) error { _, err := w.Write(content); return err })
 }
 
 // commandBackend is the user's crontab through the crontab(1) command:

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/timeloop"
 )
 
 // The built-in runner (--cron-runner) schedules the crontab's enabled
 // entries itself. robfig/cron parses each schedule and computes its next
-// times; the loop around it is the service's own, because robfig's Cron
-// can neither catch up after downtime nor run on an injected clock. The
-// loop wakes at the next due time and at least every second (so a clock
-// that jumps — suspend, NTP, a test's fake clock — is noticed), re-reads
+// times; the loop around it is platform/timeloop's, because robfig's Cron
+// can neither catch up after downtime nor run on an injected clock. Each
+// step re-reads
 // the crontab when it changed on disk (the file's mtime/size/inode each
 // tick; `crontab -l` every 5 s with the crontab command), and keeps a
 // checkpoint in the store: after a restart, times between the checkpoint
@@ -192,31 +192,19 @@ func (r *runner) runReboot(d *doc) {
 
 func (r *runner) loop() {
 	defer close(r.done)
-	for {
+	timeloop.Run(r.ctx, r.s.deps.Clock, r.wake, func(now time.Time) time.Time {
 		r.reloadIfChanged()
-		now := r.now()
 		r.tick(now)
-		wait := time.Second
 		r.mu.Lock()
+		defer r.mu.Unlock()
+		var next time.Time
 		for _, j := range r.jobs {
-			if !j.next.IsZero() && j.next.Sub(now) < wait {
-				wait = j.next.Sub(now)
+			if !j.next.IsZero() && (next.IsZero() || j.next.Before(next)) {
+				next = j.next
 			}
 		}
-		r.mu.Unlock()
-		if wait < 10*time.Millisecond {
-			wait = 10 * time.Millisecond
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-r.ctx.Done():
-			t.Stop()
-			return
-		case <-r.wake:
-		case <-t.C:
-		}
-		t.Stop()
-	}
+		return next
+	})
 }
 
 // reloadIfChanged re-reads the crontab when it changed on disk.

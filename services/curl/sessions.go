@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/atomicfile"
 )
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -300,7 +301,7 @@ func (s *Service) addCookies(id string, r AddCookies) (sess Session, created boo
 			cs = append(cs, c)
 		}
 	}
-	if err := writeAtomic(s.path(id), formatJar(cs)); err != nil {
+	if err := atomicfile.Write(s.path(id), formatJar(cs), 0o600); err != nil {
 		return Session{}, false, err
 	}
 	st, err := os.Stat(s.path(id))
@@ -309,24 +310,4 @@ func (s *Service) addCookies(id string, r AddCookies) (sess Session, created boo
 	}
 	s.log.Info("cookie session written", "session", id, "cookies", len(r.Cookies))
 	return s.summary(id, cs, st), created, nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".jar-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"deckhand/platform"
+	"deckhand/platform/atomicfile"
 )
 
 // Programs live one per file, <programs dir>/<id>.json, holding the same
@@ -108,37 +110,12 @@ func readProgram(path, id string) (*Program, error) {
 
 // writeProgram writes p atomically as <dir>/<id>.json (0600).
 func writeProgram(dir string, p *Program) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
 	raw, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+p.ID+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(raw, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, p.ID+".json")); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.WriteWith(filepath.Join(dir, p.ID+".json"), 0o600, atomicfile.Options{UID: -1, MkdirMode: 0o700},
+		func(w io.Writer) error { _, err := w.Write(append(raw, '\n')); return err })
 }
 
 // removeProgram deletes <dir>/<id>.json.

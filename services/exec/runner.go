@@ -5,15 +5,12 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/timeloop"
 )
 
-// The scheduler is the service's own loop (robfig/cron parses the
-// expressions and computes next times; its Cron runs on the wall clock
-// only): it wakes at the next due time, and at least every second so a
-// jump of the clock (suspend, NTP, a test's fake clock) is noticed. Due
-// times missed while the service was down are not made up (a systemd
-// timer without Persistent=); several due times missed in one sleep run
-// once.
+// The scheduler runs on platform/timeloop's loop. Due times missed while
+// the service was down are not made up (a systemd timer without
+// Persistent=); several due times missed in one sleep run once.
 
 // entry is one loaded schedule and its run state.
 type entry struct {
@@ -23,34 +20,20 @@ type entry struct {
 	queue  []Run
 }
 
-const maxSleep = time.Second
-
 func (s *Service) loop() {
 	defer close(s.done)
-	for {
-		now := s.deps.Clock.Now()
+	timeloop.Run(s.ctx, s.deps.Clock, s.wake, func(now time.Time) time.Time {
 		s.tick(now)
-		wait := maxSleep
 		s.mu.Lock()
+		defer s.mu.Unlock()
+		var next time.Time
 		for _, e := range s.entries {
-			if d := e.next.Sub(now); !e.next.IsZero() && d < wait {
-				wait = d
+			if !e.next.IsZero() && (next.IsZero() || e.next.Before(next)) {
+				next = e.next
 			}
 		}
-		s.mu.Unlock()
-		if wait < time.Millisecond {
-			wait = time.Millisecond
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
-			return
-		case <-s.wake:
-			t.Stop()
-		case <-t.C:
-		}
-	}
+		return next
+	})
 }
 
 // tick fires every schedule due at now.

@@ -3,56 +3,63 @@ package files
 import (
 	"archive/tar"
 	"archive/zip"
-	"bufio"
 	"compress/gzip"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"mime"
-	"net/http"
 	"path"
 	"strings"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 )
 
-// handleArchive streams a directory as zip or tar.gz while walking it.
-func (s *Service) handleArchive(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	p := q.String("path")
+// ArchiveInput names the directory to download and the format.
+type ArchiveInput struct {
+	PathQuery
+	Format string `query:"format" enum:"zip,tar.gz" default:"tar.gz" doc:"archive format"`
+}
+
+// Archive is a directory's archive, written while the tree is walked.
+type Archive struct {
+	Type        string `header:"Content-Type" doc:"application/gzip or application/zip"`
+	Disposition string `header:"Content-Disposition" doc:"attachment with the directory's name"`
+	Body        platform.BodyWriter
+}
+
+// Archive streams a directory as zip or tar.gz while walking it.
+func (s *Service) Archive(_ context.Context, in ArchiveInput) (Archive, error) {
+	p := in.Path
 	r, err := rel("path", p)
 	if err != nil {
-		return err
+		return Archive{}, err
 	}
 	var fi fs.FileInfo
 	if err := s.id.run(func() error { fi, err = s.root.Stat(r); return err }); err != nil {
-		return fsError(p, err)
+		return Archive{}, fsError(p, err)
 	}
 	if !fi.IsDir() {
-		return platform.Errorf(platform.CodeConflict, "%s is not a directory (files download through /api/v1/files/content)", p).WithDetails("path")
+		return Archive{}, platform.Errorf(platform.CodeConflict, "%s is not a directory (files download through /api/v1/files/content)", p).WithDetails("path")
 	}
-	format := q.String("format")
 	base := path.Base(apiPath(r))
 	if base == "/" {
 		base = "root"
 	}
 	ct, name := "application/gzip", base+".tar.gz"
-	if format == "zip" {
+	if in.Format == "zip" {
 		ct, name = "application/zip", base+".zip"
 	}
-	c.Set(fiber.HeaderContentType, ct)
-	c.Set(fiber.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": name}))
-	return c.SendStreamWriter(func(bw *bufio.Writer) {
-		_ = s.id.run(func() error {
-			if format == "zip" {
-				return s.writeZip(bw, r)
-			}
-			return s.writeTarGz(bw, r)
-		})
-		_ = bw.Flush()
-	})
+	return Archive{Type: ct, Disposition: mime.FormatMediaType("attachment", map[string]string{"filename": name}),
+		Body: func(w platform.StreamWriter) {
+			_ = s.id.run(func() error {
+				if in.Format == "zip" {
+					return s.writeZip(w, r)
+				}
+				return s.writeTarGz(w, r)
+			})
+			_ = w.Flush()
+		}}, nil
 }
 
 // walkTree visits r's tree (links not followed), names relative to r.
@@ -161,28 +168,44 @@ type TarResult struct {
 	Bytes int64  `json:"bytes" required:"true"`
 }
 
-// handleTar unpacks a tar stream into a directory.
-func (s *Service) handleTar(c fiber.Ctx) error {
-	if err := s.checkLength(c); err != nil {
-		return err
+// TarInput is a directory uploaded as one tar stream.
+type TarInput struct {
+	PathQuery
+	Gzip            bool   `query:"gzip" default:"false" doc:"the body is gzip-compressed"`
+	ContentEncoding string `header:"Content-Encoding" doc:"gzip: the body is gzip-compressed"`
+	ContentLength   int64  `header:"Content-Length" minimum:"0" doc:"a body declared over --files-max-upload is refused before it is read"`
+	Body            io.Reader
+}
+
+// UnpackTar unpacks a tar stream into a directory as it arrives.
+func (s *Service) UnpackTar(_ context.Context, tin TarInput) (TarResult, error) {
+	if err := s.checkLength(tin.ContentLength); err != nil {
+		return TarResult{}, err
 	}
-	q := platform.QueryOf(c)
-	p := q.String("path")
+	p := tin.Path
 	dir, err := rel("path", p)
 	if err != nil {
-		return err
+		return TarResult{}, err
 	}
-	in := s.limit(body(c))
-	if q.Bool("gzip") || strings.EqualFold(c.Get(fiber.HeaderContentEncoding), "gzip") {
+	in := s.limit(tin.Body)
+	if tin.Gzip || strings.EqualFold(tin.ContentEncoding, "gzip") {
 		gz, err := gzip.NewReader(in)
 		if err != nil {
-			return platform.Invalid("body", "is not gzip: %v", err)
+			return TarResult{}, platform.Invalid("body", "is not gzip: %v", err)
 		}
 		in = gz
 	}
-	out := TarResult{Path: apiPath(dir)}
+	out, err := s.unpack(in, dir, p)
+	if err != nil {
+		return TarResult{}, err
+	}
+	return *out, nil
+}
+
+func (s *Service) unpack(in io.Reader, dir, p string) (*TarResult, error) {
+	out := &TarResult{Path: apiPath(dir)}
 	if err := s.id.run(func() error { return s.root.MkdirAll(dir, 0o755) }); err != nil {
-		return fsError(p, err)
+		return nil, fsError(p, err)
 	}
 	tr := tar.NewReader(in)
 	for {
@@ -191,21 +214,21 @@ func (s *Service) handleTar(c fiber.Ctx) error {
 			break
 		}
 		if errors.Is(err, errTooLarge) {
-			return s.tooLarge()
+			return nil, s.tooLarge()
 		}
 		if err != nil {
-			return platform.Invalid("body", "is not a well-formed tar stream: %v", err)
+			return nil, platform.Invalid("body", "is not a well-formed tar stream: %v", err)
 		}
 		name := strings.TrimPrefix(h.Name, "./")
 		if path.IsAbs(h.Name) {
-			return outsideRoot(h.Name)
+			return nil, outsideRoot(h.Name)
 		}
 		target, err := rel("path", path.Join(apiPath(dir), name))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if rr, _ := rel("path", "/"+name); strings.HasPrefix(rr, "..") || strings.Contains("/"+name+"/", "/../") {
-			return outsideRoot(h.Name)
+			return nil, outsideRoot(h.Name)
 		}
 		if target == dir {
 			continue
@@ -214,16 +237,16 @@ func (s *Service) handleTar(c fiber.Ctx) error {
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if err := s.id.run(func() error { return s.root.MkdirAll(target, mode|0o700) }); err != nil {
-				return fsError(apiPath(target), err)
+				return nil, fsError(apiPath(target), err)
 			}
 			out.Dirs++
 		case tar.TypeReg:
 			e, _, err := s.Write(WriteInput{Path: apiPath(target), Body: tr, Overwrite: true, Mode: "0" + strings.TrimLeft(octal(mode), "0")})
 			if errors.Is(err, errTooLarge) {
-				return s.tooLarge()
+				return nil, s.tooLarge()
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 			out.Files++
 			out.Bytes += e.Size
@@ -236,10 +259,10 @@ func (s *Service) handleTar(c fiber.Ctx) error {
 				return s.root.Symlink(h.Linkname, target)
 			})
 			if err != nil {
-				return fsError(apiPath(target), err)
+				return nil, fsError(apiPath(target), err)
 			}
 			out.Links++
 		}
 	}
-	return platform.JSON(c, http.StatusOK, out)
+	return out, nil
 }

@@ -1,15 +1,15 @@
 package files
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/xml"
 	"errors"
+	"hash"
 	"io"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path"
 	"strings"
@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
 	"golang.org/x/net/webdav"
 
 	"deckhand/platform"
@@ -69,6 +68,13 @@ type reqState struct {
 	noFollow bool
 	// xerr is x/net's error for its answer (its Logger), for logs.
 	xerr error
+	// checksums: the PROPFIND names oc:checksums, so files' digests are
+	// part of the answer.
+	checksums bool
+	// ocSum is a PUT's OC-Checksum, checked before the rename.
+	ocSum *ocChecksum
+	// ocMtime is a PUT's X-OC-Mtime: the written file's modification time.
+	ocMtime *time.Time
 }
 
 type stateKey struct{}
@@ -134,7 +140,7 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 		return nil, err
 	}
 	if flag&os.O_TRUNC != 0 && flag&(os.O_WRONLY|os.O_RDWR) != 0 && r != "." {
-		return d.openWriter(ctx, name, r)
+		return d.openWriter(ctx, name, r, perm)
 	}
 	readOnly := flag&(os.O_WRONLY|os.O_RDWR) == 0
 	if readOnly {
@@ -183,7 +189,7 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 	if node != nil {
 		return node, nil
 	}
-	return &davFile{File: f, fs: d, rel: r}, nil
+	return &davFile{File: f, fs: d, rel: r, ctx: ctx, name: name}, nil
 }
 
 // davNode is a resource that is not opened: a symbolic link when the
@@ -210,12 +216,17 @@ func (n *davNode) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
 	return n.fs.patch(n.rel, p)
 }
 
-// openWriter is PUT's file: a temporary beside the target, renamed onto
-// it by Close.
-func (d *davFS) openWriter(ctx context.Context, name, r string) (webdav.File, error) {
+// openWriter is PUT's (and COPY's) file: a temporary beside the target,
+// renamed onto it by Close. A new file gets perm (0666 from PUT, the
+// source's from COPY) less the process's umask, as open(2) would give it;
+// a replaced file keeps its mode.
+func (d *davFS) openWriter(ctx context.Context, name, r string, perm os.FileMode) (webdav.File, error) {
 	var f *os.File
 	var tmp string
-	mode := fs.FileMode(0o644)
+	if perm == 0 {
+		perm = 0o666
+	}
+	mode := perm.Perm() &^ d.s.umask
 	err := d.s.id.run(func() error {
 		var err error
 		if r, err = d.s.resolveLinks(name, r); err != nil {
@@ -237,7 +248,11 @@ func (d *davFS) openWriter(ctx context.Context, name, r string) (webdav.File, er
 	if err != nil {
 		return nil, osErr(ctx, name, err)
 	}
-	return &davFile{File: f, fs: d, rel: r, tmp: tmp, mode: mode, ctx: ctx, name: name}, nil
+	df := &davFile{File: f, fs: d, rel: r, tmp: tmp, mode: mode, ctx: ctx, name: name}
+	if st := stateOf(ctx); st != nil && st.ocSum != nil {
+		df.sum = st.ocSum.hash()
+	}
+	return df, nil
 }
 
 func (d *davFS) RemoveAll(ctx context.Context, name string) error {
@@ -328,6 +343,7 @@ type davFile struct {
 	werr error
 	link *string // COPY of a link: Close makes a link to this target
 	skip bool    // COPY of a fifo, socket or device: Close writes nothing
+	sum  hash.Hash
 }
 
 func (f *davFile) Write(p []byte) (int, error) {
@@ -337,6 +353,9 @@ func (f *davFile) Write(p []byte) (int, error) {
 	}
 	n, err := f.File.Write(p)
 	f.n += int64(n)
+	if f.sum != nil {
+		f.sum.Write(p[:n])
+	}
 	if err != nil {
 		f.werr = note(f.ctx, fsError(f.name, err))
 	}
@@ -356,7 +375,18 @@ func (f *davFile) ReadFrom(r io.Reader) (int64, error) {
 		}
 		return 0, nil
 	}
-	return io.Copy(struct{ io.Writer }{f}, r)
+	n, err := io.Copy(struct{ io.Writer }{f}, r)
+	if st := stateOf(f.ctx); err == nil && f.tmp != "" && st != nil && st.ocMtime != nil {
+		// The whole body is written: the file takes the client's
+		// modification time now, before x/net stats it for the ETag it
+		// answers.
+		t := *st.ocMtime
+		err = f.fs.s.id.run(func() error { return f.fs.s.root.Chtimes(f.tmp, t, t) })
+		if err != nil {
+			f.werr = note(f.ctx, fsError(f.name, err))
+		}
+	}
+	return n, err
 }
 
 func (f *davFile) Close() error {
@@ -368,6 +398,12 @@ func (f *davFile) Close() error {
 	if f.skip {
 		_ = s.id.run(func() error { return s.root.Remove(f.tmp) })
 		return err
+	}
+	if st := stateOf(f.ctx); err == nil && f.werr == nil && f.sum != nil && st != nil && st.ocSum != nil {
+		if got := hex.EncodeToString(f.sum.Sum(nil)); got != st.ocSum.sum {
+			f.werr = note(f.ctx, platform.Errorf(platform.CodeInvalid, "the content's %s is %s, not the %s of OC-Checksum",
+				st.ocSum.algo, got, st.ocSum.sum).WithDetails("OC-Checksum"))
+		}
 	}
 	if err == nil && f.werr == nil {
 		unlock := s.locks.lock(f.rel)
@@ -420,7 +456,20 @@ type storedProp struct {
 	XML                string
 }
 
-func (f *davFile) DeadProps() (map[xml.Name]webdav.Property, error) { return f.fs.deadProps(f.rel) }
+// DeadProps are the stored properties, and oc:checksums when the
+// PROPFIND asks for it and the resource is a regular file.
+func (f *davFile) DeadProps() (map[xml.Name]webdav.Property, error) {
+	props, err := f.fs.deadProps(f.rel)
+	if err != nil || f.tmp != "" {
+		return props, err
+	}
+	if st := stateOf(f.ctx); st != nil && st.checksums {
+		if p, ok := f.fs.s.ocChecksumProp(f.File, apiPath(f.rel)); ok {
+			props[ocChecksums] = p
+		}
+	}
+	return props, nil
+}
 
 func (f *davFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
 	return f.fs.patch(f.rel, patches)
@@ -525,165 +574,6 @@ func (s *Service) rekeyProps(from, to string) {
 	})
 }
 
-// handleDAV answers a WebDAV request; a failure becomes a DAV:error or
-// the JSON error (davFail).
-func (s *Service) handleDAV(c fiber.Ctx) error {
-	var bodyRead bool
-	err := s.serveDAV(c, &bodyRead)
-	if err == nil {
-		return nil
-	}
-	// An error answer keeps the connection when the request had no body
-	// or its body was read whole (WebDAV clients probe many missing
-	// names); else the unread rest would be taken for the next request.
-	if !bodyRead && c.Request().Header.ContentLength() != 0 {
-		abandonBody(c)
-	}
-	return s.davFail(c, err)
-}
-
-// serveDAV runs x/net/webdav inside Fiber. The request body is handed
-// over as the host's stream (the generic adaptor would read it all into
-// memory first); GET of a file goes through the REST download (sendfile,
-// ranges); PROPFIND's multistatus is streamed (streamDAV); other answers
-// are small and buffered.
-func (s *Service) serveDAV(c fiber.Ctx, bodyRead *bool) error {
-	if err := s.checkLength(c); err != nil {
-		return err
-	}
-	uri := string(c.Request().RequestURI())
-	if strings.ContainsRune(uri, '#') {
-		return platform.Invalid("path", "must not carry a fragment (#)")
-	}
-	u, err := url.ParseRequestURI(uri)
-	if err != nil {
-		return platform.Invalid("path", "is not a valid URL path")
-	}
-	name := strings.TrimPrefix(u.Path, "/dav")
-	if name == "" {
-		name = "/"
-		u.Path = "/dav/"
-	}
-	// Behind the agent's gateway (/_/files/dav/...) hrefs in answers and
-	// the Destination of COPY/MOVE carry the gateway's prefix, which it
-	// passes as X-Forwarded-Prefix (and strips from clients).
-	h := s.dav.h
-	host := string(c.Request().Host())
-	if fp := c.Get("X-Forwarded-Prefix"); fp != "" && validPrefix(fp) {
-		if fh := c.Get("X-Forwarded-Host"); fh != "" {
-			host = fh // the Destination header names the gateway's host
-		}
-		hc := *h
-		hc.Prefix = fp + "/dav"
-		h = &hc
-		u.Path = fp + u.Path
-	}
-	method := c.Method()
-	r, err := rel("path", name)
-	if err != nil {
-		return err
-	}
-	if method == http.MethodGet || method == http.MethodHead {
-		// Everything but a collection (files, links to them, and fifos,
-		// devices and sockets, which it refuses) goes through the REST
-		// download, with its headers.
-		var dir bool
-		err := s.id.run(func() error {
-			fi, err := s.root.Stat(r)
-			dir = err == nil && fi.IsDir()
-			return err
-		})
-		if err == nil && !dir {
-			return s.serveFile(c, name, false)
-		}
-	}
-	st := &reqState{cond: WriteInput{Path: name, Overwrite: true, IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch)},
-		noFollow: method == "COPY" || method == "MOVE" || method == "DELETE"}
-	ctx := context.WithValue(c.Context(), stateKey{}, st)
-	var lockLife time.Duration
-	var depthZero bool
-	if method == "LOCK" {
-		var err error
-		if lockLife, err = lockTimeout(c.Get("Timeout")); err != nil {
-			return err
-		}
-	}
-	var rb io.Reader = body(c)
-	if method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK" {
-		// XML request bodies are small; x/net accepts a namespace prefix
-		// bound to "" (invalid in XML Namespaces 1.0), so check first.
-		raw, err := io.ReadAll(io.LimitReader(rb, 1<<20+1))
-		if err != nil {
-			return platform.Invalid("body", "could not be read")
-		}
-		if len(raw) > 1<<20 {
-			return platform.Invalid("body", "must be at most 1 MiB of XML")
-		}
-		*bodyRead = true
-		if d := strings.ToLower(strings.TrimSpace(c.Get("Depth"))); method == "PROPFIND" && (d == "" || d == "infinity") {
-			// RFC 4918 9.1 lets a server refuse infinite depth on a
-			// collection; a walk of the whole tree is one request's worth
-			// of unbounded work (a few links to "." make it exponential).
-			// On anything else infinity means 0, and x/net is told 0, so a
-			// file swapped for a directory meanwhile is not walked either.
-			var dir bool
-			_ = s.id.run(func() error {
-				fi, err := s.root.Stat(r)
-				dir = err == nil && fi.IsDir()
-				return nil
-			})
-			if dir {
-				return finiteDepthOnly()
-			}
-			depthZero = true
-		}
-		if err := checkNamespaces(raw); err != nil {
-			return err
-		}
-		if method == "LOCK" {
-			if li, shared := sharedLockRequest(raw); shared {
-				return s.lockShared(c, name, u.Path, li, lockLife)
-			}
-		}
-		rb = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rb)
-	if err != nil {
-		return platform.Invalid("path", "is not a valid URL path")
-	}
-	req.RequestURI = u.RequestURI()
-	req.Host = host
-	req.ContentLength = int64(c.Request().Header.ContentLength())
-	for k, v := range c.Request().Header.All() {
-		req.Header.Add(string(k), string(v))
-	}
-	if method == "LOCK" {
-		// x/net writes the Timeout it read into the answer: hand it the
-		// capped one.
-		req.Header.Set("Timeout", timeoutHeader(lockLife))
-	}
-	if depthZero {
-		req.Header.Set("Depth", "0")
-	}
-	if err := s.davPreconditions(req, name); err != nil {
-		return err
-	}
-	if method == "PROPFIND" {
-		return s.streamDAV(c, h, req, st, name)
-	}
-	rw := &davWriter{h: http.Header{}, c: c}
-	if method == "LOCK" {
-		rw.h.Set("Timeout", timeoutHeader(lockLife))
-	}
-	h.ServeHTTP(rw, req)
-	if err := s.davOutcome(req, rw.status, st, name); err != nil {
-		c.Response().ResetBody()
-		return err
-	}
-	rw.flushHeader()
-	return nil
-}
-
 // davOutcome turns an error answer of x/net (its status and status text)
 // into the service's error: what the file system noted, else one made
 // from the status.
@@ -706,106 +596,6 @@ func (s *Service) davOutcome(req *http.Request, status int, st *reqState, name s
 		return davStatusError(req.Method, status, st.xerr)
 	}
 	return nil
-}
-
-// streamDAV runs x/net's PROPFIND in a goroutine of its own and streams
-// its multistatus: x/net writes each response element as the walk builds
-// it, and the status and headers go out with the first byte, so the
-// answer is never held whole in memory and a client that stops reading
-// stops the walk. An answer that fails before its first byte (404, a bad
-// body) is answered as any other error.
-func (s *Service) streamDAV(c fiber.Ctx, h *webdav.Handler, req *http.Request, st *reqState, name string) error {
-	// The goroutine may outlive this handler (fasthttp runs the stream
-	// writer after it returns), so its request holds nothing of Fiber's.
-	req = req.WithContext(context.WithValue(context.Background(), stateKey{}, st))
-	pr, pw := io.Pipe()
-	rw := &davStream{h: http.Header{}, pw: pw, started: make(chan struct{})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.ServeHTTP(rw, req)
-		_ = pw.Close()
-	}()
-	select {
-	case <-rw.started:
-	case <-done:
-		select {
-		case <-rw.started:
-		default:
-			if err := s.davOutcome(req, rw.status, st, name); err != nil {
-				return err
-			}
-			rw.copyHeader(c)
-			return nil
-		}
-	}
-	rw.copyHeader(c)
-	return c.SendStreamWriter(func(bw *bufio.Writer) {
-		_, err := io.Copy(bw, pr)
-		if err == nil {
-			err = bw.Flush()
-		}
-		// A client gone away ends the walk at its next write.
-		_ = pr.CloseWithError(errors.Join(io.ErrClosedPipe, err))
-		<-done
-		if rw.failed {
-			s.deps.Logger.Error("PROPFIND ended early", "service", "files", "path", name, "err", st.xerr)
-		}
-	})
-}
-
-// davStream is the ResponseWriter of a streamed answer: the body of a
-// success goes into the pipe, that of an error answer (x/net's status
-// text) is dropped.
-type davStream struct {
-	h       http.Header
-	status  int
-	pw      *io.PipeWriter
-	started chan struct{}
-	// failed: x/net gave up after the answer started (a multistatus it
-	// had to cut short); the status text it then writes is dropped.
-	failed bool
-}
-
-func (w *davStream) Header() http.Header { return w.h }
-
-func (w *davStream) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	} else if code >= 400 {
-		w.failed = true
-	}
-}
-
-func (w *davStream) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	if w.status >= 400 || w.failed {
-		return len(p), nil
-	}
-	select {
-	case <-w.started:
-	default:
-		close(w.started)
-	}
-	return w.pw.Write(p)
-}
-
-func (w *davStream) copyHeader(c fiber.Ctx) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	for k, vs := range w.h {
-		for i, v := range vs {
-			if i == 0 {
-				c.Set(k, v)
-			} else {
-				c.Append(k, v)
-			}
-		}
-	}
-	c.Status(w.status)
 }
 
 // checkNamespaces refuses xmlns:prefix="" declarations.
@@ -917,43 +707,4 @@ func ifHeaderMayPass(h, etag string) bool {
 		}
 	}
 	return !anyList
-}
-
-// davWriter buffers the (small) answers of x/net/webdav into Fiber.
-type davWriter struct {
-	h      http.Header
-	c      fiber.Ctx
-	status int
-	sent   bool
-}
-
-func (w *davWriter) Header() http.Header { return w.h }
-
-func (w *davWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-}
-
-func (w *davWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.c.Write(p)
-}
-
-func (w *davWriter) flushHeader() {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	for k, vs := range w.h {
-		for i, v := range vs {
-			if i == 0 {
-				w.c.Set(k, v)
-			} else {
-				w.c.Append(k, v)
-			}
-		}
-	}
-	w.c.Status(w.status)
 }

@@ -577,4 +577,12 @@ func TestDAVErrorsKeepTheConnection(t *testing.T) {
 	if n := dials.Load(); n != 2 {
 		t.Fatalf("%d connections after the refused PUT", n)
 	}
+	// So does a chunked one (no Content-Length).
+	if got := send("PUT", "/dav/f", io.MultiReader(str(strings.Repeat("x", 1<<20))), "If-Match", `"stale"`); got != 412 {
+		t.Fatalf("chunked PUT: %d", got)
+	}
+	send("DELETE", "/dav/missing", nil)
+	if n := dials.Load(); n != 3 {
+		t.Fatalf("%d connections after the refused chunked PUT", n)
+	}
 }

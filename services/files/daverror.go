@@ -1,12 +1,12 @@
 package files
 
 import (
+	"context"
 	"errors"
 	"html"
 	"net/http"
 	"strings"
 
-	"github.com/gofiber/fiber/v3"
 	"golang.org/x/net/webdav"
 
 	"deckhand/platform"
@@ -46,22 +46,16 @@ func finiteDepthOnly() error {
 		err: platform.Errorf(platform.CodeForbidden, "PROPFIND of a collection answers Depth 0 or 1 only; infinite depth (also meant by no Depth header) is refused").WithDetails("Depth")}
 }
 
-// davFail answers a failed WebDAV request. WebDAV clients read the status
-// and, for refusals RFC 4918 names, a DAV:error body: that is the default.
-// A client whose Accept prefers application/json gets the service's JSON
-// error instead. Either way the body holds the stable code and a
-// client-safe message, never a Go error string.
-func (s *Service) davFail(c fiber.Ctx, err error) error {
-	if c.Accepts("application/xml", "text/xml", "application/json") == "application/json" {
-		return err // the host writes the JSON error
-	}
+// davError is the answer to a failed WebDAV request for a WebDAV client:
+// the status and RFC 4918's DAV:error (application/xml), holding the
+// precondition element where the RFC names one and the service's stable
+// code, details and a client-safe message, never a Go error string. (A
+// client whose Accept prefers application/json gets the JSON error.)
+func (s *Service) davError(ctx context.Context, in DavInput, err error) DavAnswer {
 	e := platform.AsError(err)
 	if e.Code == platform.CodeInternal || e.Code == platform.CodeBackend {
-		s.deps.Logger.Error("request failed", "service", "files", "request_id", platform.RequestID(c),
-			"path", c.Path(), "code", e.Code, "err", err)
-	}
-	for k, v := range e.Headers {
-		c.Set(k, v)
+		s.deps.Logger.Error("request failed", "request_id", platform.RequestIDOf(ctx),
+			"path", "/dav/"+in.Path, "code", e.Code, "err", err)
 	}
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0" encoding="utf-8"?>` + "\n" + `<D:error xmlns:D="DAV:" xmlns:E="` + errorNS + `">`)
@@ -73,13 +67,17 @@ func (s *Service) davFail(c fiber.Ctx, err error) error {
 	b.WriteString("<E:details>" + html.EscapeString(e.Details) + "</E:details>")
 	b.WriteString("<E:message>" + html.EscapeString(e.Message) + "</E:message>")
 	b.WriteString("</D:error>\n")
-	c.Set(fiber.HeaderContentType, "application/xml; charset=utf-8")
-	c.Set("X-Content-Type-Options", "nosniff")
-	c.Status(e.Status())
-	if c.Method() == http.MethodHead {
-		return nil
+	out := DavAnswer{Status: e.Status(), Type: "application/xml; charset=utf-8", NoSniff: "nosniff",
+		Length: int64(b.Len()), Body: strings.NewReader(b.String())}
+	for k, v := range e.Headers {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Range":
+			out.Range = v
+		case "Retry-After":
+			out.RetryAfter = v
+		}
 	}
-	return c.SendString(b.String())
+	return out
 }
 
 // davStatusError turns an error answer of x/net/webdav (a status and the

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
 	"golang.org/x/net/webdav"
 
 	"deckhand/platform"
@@ -222,22 +221,22 @@ func sharedLockRequest(raw []byte) (lockInfo, bool) {
 }
 
 // lockShared answers a LOCK request for a shared lock.
-func (s *Service) lockShared(c fiber.Ctx, name, href string, li lockInfo, timeout time.Duration) error {
+func (s *Service) lockShared(name, href, depthHeader string, li lockInfo, timeout time.Duration) (DavAnswer, error) {
 	r, err := rel("path", name)
 	if err != nil {
-		return err
+		return DavAnswer{}, err
 	}
 	d := webdav.LockDetails{Root: name, Duration: timeout, OwnerXML: li.Owner.Inner}
-	switch c.Get("Depth") {
+	switch depthHeader {
 	case "", "infinity":
 	case "0":
 		d.ZeroDepth = true
 	default:
-		return platform.Invalid("Depth", "must be 0 or infinity for LOCK")
+		return DavAnswer{}, platform.Invalid("Depth", "must be 0 or infinity for LOCK")
 	}
 	token, err := s.dav.locks.create(d, true)
 	if err != nil {
-		return &davCondError{cond: "no-conflicting-lock",
+		return DavAnswer{}, &davCondError{cond: "no-conflicting-lock",
 			err: platform.Errorf(CodeLocked, "%s is locked by a conflicting lock", name).WithDetails("path")}
 	}
 	status := http.StatusOK
@@ -254,24 +253,22 @@ func (s *Service) lockShared(c fiber.Ctx, name, href string, li lockInfo, timeou
 	})
 	if err != nil && !isExist(err) {
 		_ = s.dav.locks.Unlock(time.Now(), token)
-		return fsError(name, err)
+		return DavAnswer{}, fsError(name, err)
 	}
 	depth := "infinity"
 	if d.ZeroDepth {
 		depth = "0"
 	}
-	c.Set("Lock-Token", "<"+token+">")
-	c.Set("Timeout", timeoutHeader(timeout))
-	c.Set(fiber.HeaderContentType, "application/xml; charset=utf-8")
-	c.Status(status)
-	return c.SendString(`<?xml version="1.0" encoding="utf-8"?>` +
+	answer := `<?xml version="1.0" encoding="utf-8"?>` +
 		`<D:prop xmlns:D="DAV:"><D:lockdiscovery><D:activelock>` +
 		`<D:locktype><D:write/></D:locktype><D:lockscope><D:shared/></D:lockscope>` +
 		`<D:depth>` + depth + `</D:depth><D:owner>` + li.Owner.Inner + `</D:owner>` +
 		`<D:timeout>` + timeoutHeader(timeout) + `</D:timeout>` +
 		`<D:locktoken><D:href>` + token + `</D:href></D:locktoken>` +
 		`<D:lockroot><D:href>` + html.EscapeString(href) + `</D:href></D:lockroot>` +
-		`</D:activelock></D:lockdiscovery></D:prop>`)
+		`</D:activelock></D:lockdiscovery></D:prop>`
+	return DavAnswer{Status: status, LockToken: "<" + token + ">", Timeout: timeoutHeader(timeout),
+		Type: "application/xml; charset=utf-8", Length: int64(len(answer)), Body: strings.NewReader(answer)}, nil
 }
 
 func isExist(err error) bool { return err != nil && errorsIs(err, fs.ErrExist) }

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"errors"
 	"io"
 	"mime"
@@ -10,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 )
@@ -159,59 +158,86 @@ func etagMatch(list, etag string) bool {
 	return false
 }
 
-// handleDownload streams a file. The body is the *os.File itself (or a
+// DownloadInput names the file to download and how.
+type DownloadInput struct {
+	PathQuery
+	Attachment bool `query:"attachment" default:"false" doc:"add Content-Disposition: attachment"`
+	FileConditions
+}
+
+// FileConditions are a download's conditional and range headers.
+type FileConditions struct {
+	IfNoneMatch string `header:"If-None-Match" doc:"ETags the client holds: a match answers 304"`
+	Range       string `header:"Range" doc:"one range: bytes=a-b, bytes=a- or bytes=-n (several ranges get the whole file)"`
+	IfRange     string `header:"If-Range" doc:"the ETag the range is for: another ETag gets the whole file"`
+}
+
+// FileContent is a file's bytes on their way out with their headers.
+type FileContent struct {
+	Status       int
+	Length       int64  `header:"Content-Length"`
+	Type         string `header:"Content-Type" doc:"by extension, else sniffed from the first 512 bytes"`
+	ETag         string `header:"ETag"`
+	LastModified string `header:"Last-Modified"`
+	AcceptRanges string `header:"Accept-Ranges"`
+	Range        string `header:"Content-Range" doc:"the range sent (206)"`
+	Disposition  string `header:"Content-Disposition" doc:"with attachment=true"`
+	NoSniff      string `header:"X-Content-Type-Options" doc:"always nosniff"`
+	CSP          string `header:"Content-Security-Policy" doc:"the sandbox, for types a browser could run as a page"`
+	Body         io.Reader
+}
+
+// Download streams a file. The body is the *os.File itself (or a
 // LimitedReader over it for a range), which fasthttp hands to the
 // connection's ReadFrom: on a TCP connection that is sendfile(2), so the
 // bytes never pass through user space.
-func (s *Service) handleDownload(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	return s.serveFile(c, q.String("path"), q.Bool("attachment"))
+func (s *Service) Download(_ context.Context, in DownloadInput) (FileContent, error) {
+	return s.fileContent(in.Path, in.Attachment, in.FileConditions)
 }
 
-func (s *Service) serveFile(c fiber.Ctx, p string, attachment bool) error {
+func (s *Service) fileContent(p string, attachment bool, cond FileConditions) (FileContent, error) {
 	f, fi, err := s.open(p)
 	if err != nil {
-		return err
+		return FileContent{}, err
 	}
 	etag := etagOf(fi)
-	c.Set(fiber.HeaderETag, etag)
-	c.Set(fiber.HeaderLastModified, fi.ModTime().UTC().Format(http.TimeFormat))
-	c.Set(fiber.HeaderAcceptRanges, "bytes")
-	ct := contentType(f, fi.Name())
-	c.Set(fiber.HeaderContentType, ct)
-	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
-	if !passive(ct) {
-		platform.Sandbox(c)
+	out := FileContent{ETag: etag, LastModified: fi.ModTime().UTC().Format(http.TimeFormat), AcceptRanges: "bytes",
+		Type: contentType(f, fi.Name()), NoSniff: "nosniff"}
+	if !passive(out.Type) {
+		out.CSP = platform.SandboxCSP
 	}
 	if attachment {
-		c.Set(fiber.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": fi.Name()}))
+		out.Disposition = mime.FormatMediaType("attachment", map[string]string{"filename": fi.Name()})
 	}
-	if inm := c.Get(fiber.HeaderIfNoneMatch); inm != "" && etagMatch(inm, etag) {
+	if cond.IfNoneMatch != "" && etagMatch(cond.IfNoneMatch, etag) {
 		f.Close()
-		return c.SendStatus(http.StatusNotModified)
+		out.Status = http.StatusNotModified
+		return out, nil
 	}
 	size := fi.Size()
-	rh := c.Get(fiber.HeaderRange)
-	if ir := c.Get(fiber.HeaderIfRange); ir != "" && ir != etag {
+	rh := cond.Range
+	if cond.IfRange != "" && cond.IfRange != etag {
 		rh = "" // the client's copy is stale: send it all
 	}
 	start, n, partial, err := parseRange(rh, size)
 	if err != nil {
 		f.Close()
-		c.Set(fiber.HeaderContentRange, "bytes */"+strconv.FormatInt(size, 10))
-		return err
+		e := platform.AsError(err)
+		e.Headers = map[string]string{"Content-Range": "bytes */" + strconv.FormatInt(size, 10)}
+		return FileContent{}, e
 	}
 	if !partial {
-		c.Status(http.StatusOK)
-		return c.SendStream(f, int(size)) // fasthttp closes f once sent
+		out.Length, out.Body = size, f // fasthttp closes f once sent
+		return out, nil
 	}
 	if _, err := f.Seek(start, io.SeekStart); err != nil {
 		f.Close()
-		return fsError(p, err)
+		return FileContent{}, fsError(p, err)
 	}
-	c.Status(http.StatusPartialContent)
-	c.Set(fiber.HeaderContentRange, "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(start+n-1, 10)+"/"+strconv.FormatInt(size, 10))
-	return c.SendStream(&limitedFile{LimitedReader: io.LimitedReader{R: f, N: n}, f: f}, int(n))
+	out.Status = http.StatusPartialContent
+	out.Range = "bytes " + strconv.FormatInt(start, 10) + "-" + strconv.FormatInt(start+n-1, 10) + "/" + strconv.FormatInt(size, 10)
+	out.Length, out.Body = n, &limitedFile{LimitedReader: io.LimitedReader{R: f, N: n}, f: f}
+	return out, nil
 }
 
 // limitedFile is a range of a file that closes the file when fasthttp is

@@ -9,12 +9,9 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 	"deckhand/platform/store"
@@ -172,22 +169,26 @@ func (s *Service) GetUpload(_ context.Context, in UploadRef) (UploadState, error
 	return UploadState{Offset: u.Offset, Body: u.Upload}, nil
 }
 
-func (s *Service) handleUploadPatch(c fiber.Ctx) error {
-	id := c.Params("id")
-	off, err := strconv.ParseInt(c.Get("Upload-Offset"), 10, 64)
-	if err != nil || off < 0 {
-		return platform.Invalid("Upload-Offset", "must be the byte offset the body starts at")
-	}
+// AppendInput is a PATCH of a resumable upload: bytes at an offset.
+type AppendInput struct {
+	UploadRef
+	Offset int64 `header:"Upload-Offset" required:"true" minimum:"0" doc:"the offset the body starts at"`
+	Body   io.Reader
+}
+
+// AppendUpload appends the body at in.Offset, which must be the current
+// offset; a connection that breaks keeps what arrived.
+func (s *Service) AppendUpload(_ context.Context, in AppendInput) (UploadState, error) {
+	id, off := in.ID, in.Offset
 	unlock := s.locks.lock("upload:" + id)
 	defer unlock()
 	u, err := s.loadUpload(id)
 	if err != nil {
-		return err
+		return UploadState{}, err
 	}
 	if u.Complete {
-		return platform.Errorf(platform.CodeConflict, "upload %s is complete", id).WithDetails("offset=%d", u.Offset)
+		return UploadState{}, platform.Errorf(platform.CodeConflict, "upload %s is complete", id).WithDetails("offset=%d", u.Offset)
 	}
-	r, _ := rel("path", u.Path)
 	var f *os.File
 	err = s.id.run(func() error {
 		var err error
@@ -195,23 +196,24 @@ func (s *Service) handleUploadPatch(c fiber.Ctx) error {
 		return err
 	})
 	if err != nil {
-		return fsError(u.Path, err)
+		return UploadState{}, fsError(u.Path, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return fsError(u.Path, err)
+		return UploadState{}, fsError(u.Path, err)
 	}
 	u.Offset = fi.Size() // what is on disk is the truth after a crash
 	if off != u.Offset {
 		f.Close()
 		_ = s.saveUpload(u)
-		c.Set("Upload-Offset", strconv.FormatInt(u.Offset, 10))
-		return platform.Errorf(platform.CodeConflict, "Upload-Offset is %d but the upload holds %d bytes", off, u.Offset).WithDetails("offset=%d", u.Offset)
+		e := platform.Errorf(platform.CodeConflict, "Upload-Offset is %d but the upload holds %d bytes", off, u.Offset).WithDetails("offset=%d", u.Offset)
+		e.Headers = offsetHeader(u.Offset)
+		return UploadState{}, e
 	}
 	_, _ = f.Seek(off, io.SeekStart)
 	left := u.Size - off
-	n, err := io.Copy(f, io.LimitReader(body(c), left+1))
+	n, err := io.Copy(f, io.LimitReader(in.Body, left+1))
 	if n > left {
 		_ = f.Truncate(u.Size)
 		n = left
@@ -223,21 +225,24 @@ func (s *Service) handleUploadPatch(c fiber.Ctx) error {
 	f.Close()
 	u.Offset = off + n
 	_ = s.saveUpload(u)
-	_ = r
 	if errors.Is(err, errTooLarge) {
-		return platform.Errorf(platform.CodePayloadTooLarge, "the body runs past the upload's declared size %d", u.Size).WithDetails("body")
+		return UploadState{}, platform.Errorf(platform.CodePayloadTooLarge, "the body runs past the upload's declared size %d", u.Size).WithDetails("body")
 	}
 	if err != nil {
-		c.Set("Upload-Offset", strconv.FormatInt(u.Offset, 10))
-		return fsError(u.Path, err)
+		e := platform.AsError(fsError(u.Path, err))
+		e.Headers = offsetHeader(u.Offset)
+		return UploadState{}, e
 	}
 	if u.Offset == u.Size {
 		if err := s.finishUpload(&u); err != nil {
-			return err
+			return UploadState{}, err
 		}
 	}
-	c.Set("Upload-Offset", strconv.FormatInt(u.Offset, 10))
-	return platform.JSON(c, http.StatusOK, u.Upload)
+	return UploadState{Offset: u.Offset, Body: u.Upload}, nil
+}
+
+func offsetHeader(n int64) map[string]string {
+	return map[string]string{"Upload-Offset": strconv.FormatInt(n, 10)}
 }
 
 // finishUpload checks the hash and renames the temporary into place.

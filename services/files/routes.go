@@ -1,16 +1,15 @@
 package files
 
 import (
-	"math"
+	"net/http"
 
 	"deckhand/platform"
 )
 
 // Routes is the file service's route table.
 func (s *Service) Routes() []platform.Route {
-	pathParam := platform.Param{Name: "path", Required: true, Description: "absolute path within the root, e.g. /notes/a.txt"}
 	tags := []string{"files"}
-	return []platform.Route{
+	routes := []platform.Route{
 		{Method: "GET", Path: "/api/v1/version", OperationID: "getVersion", Summary: "Server and API version",
 			Description: "server_version is the deckhand build (the same string `deckhand version` prints); " +
 				"version is the file API version (" + APIVersion + "), which changes only when this API changes incompatibly.",
@@ -37,8 +36,8 @@ func (s *Service) Routes() []platform.Route {
 				"could run as a page (SVG, HTML, XML, any type other than raster images, audio, video, fonts, PDF, text/plain, " +
 				"JSON and application/octet-stream) also carries Content-Security-Policy: " + platform.SandboxCSP + ", so a file " +
 				"opened from the agent's origin runs no script there.",
-			Query:       []platform.Param{pathParam, {Name: "attachment", Type: "boolean", Default: "false", Description: "add Content-Disposition: attachment"}},
-			ContentType: "application/octet-stream", Handler: s.handleDownload},
+			ContentType: "application/octet-stream", Statuses: []int{http.StatusPartialContent, http.StatusNotModified},
+			Op: platform.Op(s.Download)},
 		{Method: "GET", Path: "/api/v1/files/checksum", OperationID: "checksumFile", Tags: tags, Summary: "SHA-256 of a file",
 			Description: "Reads the whole file and answers its hex SHA-256 with its size and ETag at that moment: a client " +
 				"that downloaded the file (with ranges, across reconnects) compares the ETag it got with the bytes and then " +
@@ -53,11 +52,7 @@ func (s *Service) Routes() []platform.Route {
 				"one wins), If-None-Match: * refuses to replace. sha256 (hex) is checked before the rename (400 INVALID " +
 				"details sha256 on mismatch). A body over --files-max-upload answers 413. 201 for a new file, 200 when replaced; " +
 				"with overwrite=false an existing file answers 409 CONFLICT. mode defaults to the replaced file's, else 0644.",
-			Query: []platform.Param{pathParam,
-				{Name: "overwrite", Type: "boolean", Default: "true", Description: "replace an existing file"},
-				{Name: "sha256", Description: "hex SHA-256 the content must have"},
-				{Name: "mode", Description: "octal permission bits of the written file"}},
-			Response: Entry{}, Status: 201, Handler: closeOnError(s.handleUpload)},
+			Status: 201, Statuses: []int{http.StatusOK}, Op: platform.Op(s.Upload)},
 		{Method: "POST", Path: "/api/v1/files/mkdir", OperationID: "makeDirectory", Tags: tags, Summary: "Create a directory",
 			Description: "parents (default true) creates missing parents and accepts an existing directory, like mkdir -p; " +
 				"parents=false answers 409 when it exists.", Status: 201, Op: platform.Op(s.MakeDir)},
@@ -87,15 +82,13 @@ func (s *Service) Routes() []platform.Route {
 		{Method: "GET", Path: "/api/v1/files/archive", OperationID: "downloadArchive", Tags: tags, Summary: "Download a directory as zip or tar.gz",
 			Description: "Streamed as it is built (no temporary file, no Content-Length). Links are stored as links, " +
 				"hidden files included; files that cannot be read are skipped.",
-			Query:       []platform.Param{pathParam, {Name: "format", Enum: []string{"zip", "tar.gz"}, Default: "tar.gz", Description: "archive format"}},
-			ContentType: "application/octet-stream", Handler: s.handleArchive},
+			ContentType: "application/octet-stream", Op: platform.Op(s.Archive)},
 		{Method: "PUT", Path: "/api/v1/files/tar", OperationID: "uploadTar", Tags: tags, Summary: "Upload a directory as one tar stream",
 			Description: "The body (tar, or tar.gz with gzip=true or Content-Encoding: gzip) is unpacked into path as it " +
 				"arrives; each file goes to a temporary name and is renamed, parents are created. Entries naming a path that " +
 				"climbs out (.., absolute) stop the upload with 403 OUTSIDE_ROOT; hard links, devices and fifos are skipped. " +
 				"Answers the number of files and bytes written.",
-			Query:    []platform.Param{pathParam, {Name: "gzip", Type: "boolean", Default: "false", Description: "the body is gzip-compressed"}},
-			Response: TarResult{}, Handler: closeOnError(s.handleTar)},
+			RequestType: "application/x-tar", Op: platform.Op(s.UnpackTar)},
 		{Method: "POST", Path: "/api/v1/files/uploads", OperationID: "startUpload", Tags: tags, Summary: "Start a resumable upload",
 			Description: "In the spirit of tus: declare path and size, then PATCH bytes at Upload-Offset. The partial " +
 				"file lives beside the target and the session in the service's store, so an upload resumes across " +
@@ -110,8 +103,7 @@ func (s *Service) Routes() []platform.Route {
 			Description: "Upload-Offset (header) must equal the current offset, else 409 CONFLICT with the offset in " +
 				"details. The body is appended; a connection that breaks keeps what arrived. Bytes past the declared size " +
 				"answer 413. The answer carries the new offset and, when complete, the written entry.",
-			Query:    []platform.Param{{Name: "Upload-Offset", In: "header", Required: true, Type: "integer", Description: "the offset the body starts at"}},
-			Response: Upload{}, Handler: closeOnError(s.handleUploadPatch)},
+			Op: platform.Op(s.AppendUpload)},
 		{Method: "DELETE", Path: "/api/v1/files/uploads/{id}", OperationID: "abandonUpload", Tags: tags, Summary: "Abandon a resumable upload",
 			Description: "Removes the partial file. 204.", Status: 204, Op: platform.CommandOp(s.AbandonUpload)},
 		{Method: "GET", Path: "/api/v1/files/watch", OperationID: "watchFiles", Tags: tags, Summary: "Watch for changes (Server-Sent Events)",
@@ -125,31 +117,77 @@ func (s *Service) Routes() []platform.Route {
 				"A recursive watch adds one inotify watch per directory before `ready` (seconds for a whole system; kernel " +
 				"file systems such as /proc and /sys are not descended); past 100,000 directories or the kernel's " +
 				"max_user_watches it answers 409 CONFLICT asking for a narrower path.",
-			Query: []platform.Param{pathParam,
-				{Name: "recursive", Type: "boolean", Default: "true", Description: "include everything below path"},
-				{Name: "since", Type: "integer", Range: &platform.Range{Min: 0, Max: math.MaxInt64}, Description: "replay events after this seq first"}},
-			ContentType: "text/event-stream", Handler: s.handleWatch},
-		{Method: platform.MethodAny, Path: "/dav/{path...}", OperationID: "dav", Tags: []string{"webdav"}, Summary: "WebDAV (class 1 and 2)",
-			Description: "golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead " +
-				"properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, " +
-				"If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's " +
-				"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything " +
-				"but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for " +
-				"types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. " +
-				"PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's " +
-				"<D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the " +
-				"directory is read. A link in a " +
-				"listing is described by its target when that lies in the root (left out otherwise), and no request walks " +
-				"through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE " +
-				"removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and " +
-				"devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of " +
-				"Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and " +
-				"lockdiscovery; refresh a lock to keep it. " +
-				"Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the " +
-				"RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the " +
-				"namespace " + errorNS + " (the same values as the JSON error); a request whose Accept prefers " +
-				"application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 " +
-				"FOREIGN_DESTINATION (a Destination on another server).",
-			Handler: s.handleDAV},
+			ContentType: "text/event-stream", Op: platform.Op(s.Watch)},
 	}
+	return append(routes, s.davRoutes()...)
+}
+
+// davRoutes are WebDAV's methods on /dav/, one operation each, all
+// answered by s.DAV.
+func (s *Service) davRoutes() []platform.Route {
+	common := "golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead " +
+		"properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, " +
+		"If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's " +
+		"errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with " +
+		"rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that " +
+		"lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are " +
+		"listed, refused by GET (409) and skipped by COPY. " +
+		"Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the " +
+		"RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the " +
+		"namespace " + errorNS + " (the same values as the JSON error); a request whose Accept prefers " +
+		"application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 " +
+		"FOREIGN_DESTINATION (a Destination on another server)."
+	xml := "application/xml"
+	ops := []struct {
+		method, id, summary, desc, contentType string
+		status                                 int
+		statuses                               []int
+	}{
+		{"GET", "davGet", "Download a file (a collection answers 405)",
+			"Anything but a collection is the REST download (sendfile, ranges, ETag and If-None-Match, nosniff, the " +
+				"sandboxing Content-Security-Policy for types a browser could run). HEAD answers the same headers.",
+			"application/octet-stream", 200, []int{http.StatusPartialContent, http.StatusNotModified}},
+		{"PUT", "davPut", "Write a file",
+			"The body goes to a temporary file renamed into place (the old content stays when the upload fails). A new " +
+				"file gets 0666 less the agent's umask, a replaced one keeps its mode. OC-Checksum (SHA1:<hex> or " +
+				"MD5:<hex>, as rclone and the ownCloud clients send it) is checked before the rename: a mismatch is 400 " +
+				"INVALID with details OC-Checksum and leaves the old content. X-OC-Mtime (seconds) becomes the file's " +
+				"modification time, answered X-OC-Mtime: accepted.",
+			xml, 201, nil},
+		{"DELETE", "davDelete", "Delete a resource",
+			"A collection with everything in it; a link itself (dangling ones and ones leading out included), never what " +
+				"it points to.", xml, 204, nil},
+		{"OPTIONS", "davOptions", "The methods a resource takes",
+			"Allow lists them; DAV: 1, 2.", xml, 200, nil},
+		{"PROPFIND", "davPropfind", "Properties of a resource and its members",
+			"Of a collection Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's " +
+				"<D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed " +
+				"as the directory is read. Naming <oc:checksums xmlns:oc=\"http://owncloud.org/ns\"/> in the prop list " +
+				"answers each file's ownCloud checksums (<oc:checksum>SHA1:<hex> MD5:<hex></oc:checksum>), computed on " +
+				"demand and kept for the 4096 most recently asked files while they are unchanged (inode, size, mtime, " +
+				"ctime): rclone with vendor owncloud or nextcloud then checks by hash without downloading. allprop " +
+				"leaves them out.", xml, 207, nil},
+		{"PROPPATCH", "davProppatch", "Set or remove dead properties",
+			"Kept in the service's store, moved, copied and deleted with their resource.", xml, 207, nil},
+		{"MKCOL", "davMkcol", "Create a collection",
+			"The directory gets 0777 less the agent's umask (0755 under the usual 022). An existing one answers 405, a " +
+				"missing parent 409.", xml, 201, nil},
+		{"COPY", "davCopy", "Copy a resource to Destination",
+			"Collections recursively; a link is copied as a link (as POST /api/v1/files/copy does). New files start " +
+				"from the source's mode less the umask. Overwrite: F refuses to replace.", xml, 201, []int{http.StatusNoContent}},
+		{"MOVE", "davMove", "Move a resource to Destination",
+			"rename(2) within the root; a link moves itself. Overwrite: F refuses to replace.", xml, 201, []int{http.StatusNoContent}},
+		{"LOCK", "davLock", "Lock a resource (exclusive or shared write lock)",
+			"Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in " +
+				"the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Locking a missing resource " +
+				"creates it empty (201).", xml, 200, []int{http.StatusCreated}},
+		{"UNLOCK", "davUnlock", "Release a lock", "Lock-Token names the lock.", xml, 204, nil},
+	}
+	routes := make([]platform.Route, 0, len(ops))
+	for _, o := range ops {
+		routes = append(routes, platform.Route{Method: o.method, Path: "/dav/{path...}", OperationID: o.id,
+			Tags: []string{"webdav"}, Summary: o.summary, Description: o.desc + "\n\n" + common,
+			ContentType: o.contentType, Status: o.status, Statuses: o.statuses, Op: platform.Op(s.DAV)})
+	}
+	return routes
 }

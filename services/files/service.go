@@ -8,6 +8,7 @@ package files
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -92,6 +93,10 @@ type Service struct {
 	locks     pathLocks
 	watch     *watcher
 	dav       *davServer
+	// umask is the process's file mode creation mask, which files WebDAV
+	// creates get applied as the kernel applies it to directories.
+	umask     fs.FileMode
+	sums      *sumCache
 	closeOnce sync.Once
 }
 
@@ -113,7 +118,8 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, fmt.Errorf("--files-root %s: %w", set.Root, err)
 	}
 	deps = deps.WithDefaults()
-	s := &Service{deps: deps, root: root, rootDir: root.Name(), id: id, maxUpload: max}
+	s := &Service{deps: deps, root: root, rootDir: root.Name(), id: id, maxUpload: max, umask: processUmask(),
+		sums: newSumCache(4096)}
 	s.locks.m = map[string]*pathLock{}
 	s.sweepUploads(24 * time.Hour)
 	s.watch = newWatcher(s, 4096)

@@ -1,10 +1,11 @@
 package files
 
 import (
-	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"hash"
 	"io"
@@ -15,8 +16,6 @@ import (
 	"os"
 	"path"
 	"strings"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 )
@@ -34,42 +33,8 @@ type WriteInput struct {
 
 var errTooLarge = errors.New("upload too large")
 
-// body is the request body as a stream: the host streams bodies past its
-// buffer threshold, and buffered ones are read from memory.
-func body(c fiber.Ctx) io.Reader {
-	if r := c.Request().BodyStream(); r != nil {
-		return r
-	}
-	return bytes.NewReader(c.Body())
-}
-
 func (s *Service) tooLarge() error {
 	return platform.Errorf(platform.CodePayloadTooLarge, "the upload is larger than --files-max-upload (%d bytes)", s.maxUpload).WithDetails("body")
-}
-
-// closeOnError wraps a handler that reads a streamed body: when it fails
-// before reading the body to its end, the connection is closed after the
-// answer, since the unread rest would otherwise be taken for the next
-// request.
-func closeOnError(h fiber.Handler) fiber.Handler {
-	return func(c fiber.Ctx) error {
-		err := h(c)
-		if err != nil {
-			abandonBody(c)
-		}
-		return err
-	}
-}
-
-// abandonBody closes the connection after the answer to a request whose
-// body is left unread.
-func abandonBody(c fiber.Ctx) {
-	// Read a little of what is left first (as net/http does), so a client
-	// still sending sees the answer rather than a reset.
-	if r := c.Request().BodyStream(); r != nil {
-		_, _ = io.CopyN(io.Discard, r, 8<<20)
-	}
-	c.RequestCtx().SetConnectionClose()
 }
 
 // capped fails the read that passes --files-max-upload.
@@ -230,43 +195,87 @@ func (s *Service) commit(in WriteInput, r, tmp string, mode fs.FileMode, discard
 	return e, existed, err
 }
 
-func (s *Service) checkLength(c fiber.Ctx) error {
-	if n := c.Request().Header.ContentLength(); s.maxUpload > 0 && int64(n) > s.maxUpload {
+// checkLength refuses a body declared larger than --files-max-upload
+// before a byte of it is read.
+func (s *Service) checkLength(n int64) error {
+	if s.maxUpload > 0 && n > s.maxUpload {
 		return s.tooLarge()
 	}
 	return nil
 }
 
-func (s *Service) handleUpload(c fiber.Ctx) error {
-	if err := s.checkLength(c); err != nil {
-		return err
-	}
-	q := platform.QueryOf(c)
-	if ct, params, _ := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); ct == "multipart/form-data" {
-		return s.handleMultipart(c, params["boundary"])
-	}
-	e, existed, err := s.Write(WriteInput{Path: q.String("path"), Body: body(c), Overwrite: q.Bool("overwrite"),
-		IfMatch: c.Get(fiber.HeaderIfMatch), IfNoneMatch: c.Get(fiber.HeaderIfNoneMatch),
-		SHA256: q.String("sha256"), Mode: q.String("mode")})
-	if err != nil {
-		return err
-	}
-	c.Set(fiber.HeaderETag, e.ETag)
-	if existed {
-		return platform.JSON(c, http.StatusOK, e)
-	}
-	return platform.JSON(c, http.StatusCreated, e)
+// UploadInput is PUT /api/v1/files/content: a raw body, or a multipart
+// form of files.
+type UploadInput struct {
+	PathQuery
+	Overwrite     bool   `query:"overwrite" default:"true" doc:"replace an existing file"`
+	SHA256        string `query:"sha256" doc:"hex SHA-256 the content must have"`
+	Mode          string `query:"mode" doc:"octal permission bits of the written file"`
+	IfMatch       string `header:"If-Match" doc:"the file's ETag as last read: the write happens only if it still holds"`
+	IfNoneMatch   string `header:"If-None-Match" doc:"*: refuse to replace an existing file"`
+	ContentType   string `header:"Content-Type" doc:"multipart/form-data writes each file part to path/<filename>"`
+	ContentLength int64  `header:"Content-Length" minimum:"0" doc:"a body declared over --files-max-upload is refused before it is read"`
+	Body          io.Reader
 }
 
-// handleMultipart writes every file part of a form to path/<part's
-// filename>, streaming each as it arrives (nothing is spooled to /tmp).
-func (s *Service) handleMultipart(c fiber.Ctx, boundary string) error {
-	q := platform.QueryOf(c)
-	dir := q.String("path")
-	if _, err := rel("path", dir); err != nil {
-		return err
+// Uploaded is the written file (201 new, 200 replaced), or the files of a
+// multipart form (201).
+type Uploaded struct {
+	Status int
+	ETag   string `header:"ETag" doc:"the written file's ETag (raw body)"`
+	Body   UploadAnswer
+}
+
+// UploadAnswer is one Entry for a raw body, a list of them for a form.
+type UploadAnswer struct {
+	One  *Entry
+	Many []Entry
+}
+
+// MarshalJSON writes the entry or the list.
+func (a UploadAnswer) MarshalJSON() ([]byte, error) {
+	if a.One != nil {
+		return json.Marshal(a.One)
 	}
-	mr := multipart.NewReader(s.limit(body(c)), boundary)
+	return json.Marshal(a.Many)
+}
+
+// JSONSchema is Entry, or an array of Entry for a multipart form.
+func (UploadAnswer) JSONSchema() map[string]any {
+	e := platform.Schema(Entry{})
+	return map[string]any{"oneOf": []any{e, map[string]any{"type": "array", "items": e}}}
+}
+
+// Upload writes a raw body to path, or each file part of a multipart form
+// to path/<part's filename>.
+func (s *Service) Upload(_ context.Context, in UploadInput) (Uploaded, error) {
+	if err := s.checkLength(in.ContentLength); err != nil {
+		return Uploaded{}, err
+	}
+	if ct, params, _ := mime.ParseMediaType(in.ContentType); ct == "multipart/form-data" {
+		out, err := s.writeMultipart(in, params["boundary"])
+		return Uploaded{Status: http.StatusCreated, Body: UploadAnswer{Many: out}}, err
+	}
+	e, existed, err := s.Write(WriteInput{Path: in.Path, Body: in.Body, Overwrite: in.Overwrite,
+		IfMatch: in.IfMatch, IfNoneMatch: in.IfNoneMatch, SHA256: in.SHA256, Mode: in.Mode})
+	if err != nil {
+		return Uploaded{}, err
+	}
+	st := http.StatusCreated
+	if existed {
+		st = http.StatusOK
+	}
+	return Uploaded{Status: st, ETag: e.ETag, Body: UploadAnswer{One: &e}}, nil
+}
+
+// writeMultipart writes every file part of a form to path/<part's
+// filename>, streaming each as it arrives (nothing is spooled to /tmp).
+func (s *Service) writeMultipart(in UploadInput, boundary string) ([]Entry, error) {
+	dir := in.Path
+	if _, err := rel("path", dir); err != nil {
+		return nil, err
+	}
+	mr := multipart.NewReader(s.limit(in.Body), boundary)
 	out := []Entry{}
 	for {
 		part, err := mr.NextPart()
@@ -274,10 +283,10 @@ func (s *Service) handleMultipart(c fiber.Ctx, boundary string) error {
 			break
 		}
 		if errors.Is(err, errTooLarge) {
-			return s.tooLarge()
+			return nil, s.tooLarge()
 		}
 		if err != nil {
-			return platform.Invalid("body", "is not a well-formed multipart form: %v", err)
+			return nil, platform.Invalid("body", "is not a well-formed multipart form: %v", err)
 		}
 		// The raw filename: Part.FileName keeps only the base name, and a
 		// folder upload names its files relative to the folder.
@@ -288,17 +297,17 @@ func (s *Service) handleMultipart(c fiber.Ctx, boundary string) error {
 		}
 		for _, seg := range strings.Split(name, "/") {
 			if seg == ".." {
-				return platform.Invalid("filename", "must not contain ..: %s", name)
+				return nil, platform.Invalid("filename", "must not contain ..: %s", name)
 			}
 		}
-		e, _, err := s.Write(WriteInput{Path: path.Join(dir, name), Body: part, Overwrite: q.Bool("overwrite"), Mode: q.String("mode")})
+		e, _, err := s.Write(WriteInput{Path: path.Join(dir, name), Body: part, Overwrite: in.Overwrite, Mode: in.Mode})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, e)
 	}
 	if len(out) == 0 {
-		return platform.Invalid("body", "the form has no file part")
+		return nil, platform.Invalid("body", "the form has no file part")
 	}
-	return platform.JSON(c, http.StatusCreated, out)
+	return out, nil
 }

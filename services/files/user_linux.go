@@ -3,11 +3,11 @@ package files
 import (
 	"fmt"
 	"os"
-	"os/user"
 	"runtime"
-	"strconv"
 	"syscall"
 	"unsafe"
+
+	"deckhand/platform/proc"
 )
 
 // identity is the OS user file operations run as (--files-user).
@@ -28,35 +28,16 @@ type identity struct {
 }
 
 func lookupIdentity(name string) (*identity, error) {
-	if name == "" {
-		return nil, nil
-	}
-	u, err := user.Lookup(name)
+	cred, _, err := proc.Credential(name)
 	if err != nil {
-		if _, nerr := strconv.Atoi(name); nerr == nil {
-			u, err = user.LookupId(name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--files-user %s: %w", name, err)
-		}
+		return nil, fmt.Errorf("--files-user %s: %w", name, err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if uid == os.Geteuid() {
-		return nil, nil // already that user
+	if cred == nil {
+		return nil, nil // no user named, or already that user
 	}
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("--files-user %s: the agent runs as uid %d and only root can act as another user", name, os.Geteuid())
-	}
-	id := &identity{uid: uid, gid: gid}
-	gids, _ := u.GroupIds()
-	for _, g := range gids {
-		if n, err := strconv.Atoi(g); err == nil {
-			id.groups = append(id.groups, uint32(n))
-		}
-	}
+	id := &identity{uid: int(cred.Uid), gid: int(cred.Gid), groups: cred.Groups}
 	if len(id.groups) == 0 {
-		id.groups = []uint32{uint32(gid)}
+		id.groups = []uint32{cred.Gid}
 	}
 	return id, nil
 }

@@ -1,7 +1,7 @@
 package files
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 )
@@ -290,21 +289,39 @@ func matches(e Event, p string, recursive bool) bool {
 	return path.Dir(e.Path) == p
 }
 
-// handleWatch streams events as Server-Sent Events: "id:" is the sequence
+// WatchInput is what to watch and where to resume.
+type WatchInput struct {
+	PathQuery
+	Recursive   bool    `query:"recursive" default:"true" doc:"include everything below path"`
+	Since       *uint64 `query:"since" maximum:"9223372036854775807" doc:"replay events after this seq first"`
+	LastEventID string  `header:"Last-Event-ID" doc:"the last seq received: resume after it (EventSource sends it on reconnect)"`
+}
+
+// EventStream is a watch's Server-Sent Events.
+type EventStream struct {
+	CacheControl   string `header:"Cache-Control"`
+	AccelBuffering string `header:"X-Accel-Buffering" doc:"no: a proxy in front must not buffer the stream"`
+	Body           platform.BodyWriter
+}
+
+// Watch streams events as Server-Sent Events: "id:" is the sequence
 // number, so EventSource resumes with Last-Event-ID on its own.
-func (s *Service) handleWatch(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	p := q.String("path")
+func (s *Service) Watch(_ context.Context, in WatchInput) (EventStream, error) {
+	p := in.Path
 	r, err := rel("path", p)
 	if err != nil {
-		return err
+		return EventStream{}, err
 	}
-	recursive := q.Bool("recursive")
-	since, resume := uint64(q.Int("since")), q.Has("since")
-	if id := c.Get("Last-Event-ID"); id != "" {
+	recursive := in.Recursive
+	var since uint64
+	resume := in.Since != nil
+	if resume {
+		since = *in.Since
+	}
+	if id := in.LastEventID; id != "" {
 		n, err := strconv.ParseUint(id, 10, 64)
 		if err != nil {
-			return platform.Invalid("Last-Event-ID", "must be a sequence number")
+			return EventStream{}, platform.Invalid("Last-Event-ID", "must be a sequence number")
 		}
 		since, resume = n, true
 	}
@@ -317,15 +334,12 @@ func (s *Service) handleWatch(c fiber.Ctx) error {
 		return err
 	})
 	if err != nil {
-		return fsError(p, err)
+		return EventStream{}, fsError(p, err)
 	}
 	ap := apiPath(r)
 	done := s.watch.done
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	c.Set(fiber.HeaderCacheControl, "no-cache")
-	c.Set("X-Accel-Buffering", "no")
 	head := s.watch.lastSeq()
-	return c.SendStreamWriter(func(bw *bufio.Writer) {
+	return EventStream{CacheControl: "no-cache", AccelBuffering: "no", Body: func(bw platform.StreamWriter) {
 		defer s.watch.unsubscribe(ch)
 		last := since
 		send := func(e Event) bool {
@@ -374,5 +388,5 @@ func (s *Service) handleWatch(c fiber.Ctx) error {
 				return
 			}
 		}
-	})
+	}}, nil
 }

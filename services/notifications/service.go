@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/atomicfile"
 )
 
 // AgentDisplay is the pseudo-display agent events are listed under.
@@ -136,11 +137,7 @@ func ingestKey(dir string) (string, error) {
 		return "", err
 	}
 	key := hex.EncodeToString(b[:])
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(key+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("notifications: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, []byte(key+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("notifications: %w", err)
 	}
 	return key, nil

@@ -102,3 +102,27 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserReload: the web page keeps its session across a reload (the
+// replay brings the screen back), "New terminal" starts another shell, the
+// sessions list counts the attached page and drops it when the page
+// closes, and the favicon loads (scripts/e2e/terminal-browser.mjs --reload).
+func TestBrowserReload(t *testing.T) {
+	t.Parallel()
+	node, chromium, dir := platformtest.BrowserTools(t, "../../scripts/e2e")
+	e := newEnv(t, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "terminal-browser.mjs"), e.url+"/", "--reload")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "browser test passed") {
+		t.Fatalf("browser test: %v\n%s", err, out)
+	}
+	for _, want := range []string{"attached 1 before the reload", "reload kept session", "bare URL reattached", "new terminal", "attached 0 after the page closed"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("browser test did not report %q:\n%s", want, out)
+		}
+	}
+}

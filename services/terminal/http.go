@@ -66,9 +66,12 @@ func (svc *Service) Routes() []platform.Route {
 				"answers the session's final record.",
 			Op: platform.Op(svc.Delete)},
 		{Method: http.MethodGet, Path: "/", OperationID: "getWebTerminal", Tags: []string{"web"}, ContentType: "text/html",
-			Summary:     "Web terminal",
-			Description: "xterm.js page: lists sessions, opens or creates one, follows the window size, reconnects after a drop. Works under a path prefix (the gateway's /_/terminal/).",
-			Op:          platform.Op(svc.Index)},
+			Summary: "Web terminal",
+			Description: "xterm.js page: lists sessions (with how many clients each has attached), opens or creates one, follows the window size, " +
+				"reconnects after a drop. The page remembers its session in the URL fragment and the tab's sessionStorage, so a reload " +
+				"(or the bare URL in the same tab) reattaches to it and the replay brings the screen back; \"New terminal\" starts another " +
+				"shell. Works under a path prefix (the gateway's /_/terminal/).",
+			Op: platform.Op(svc.Index)},
 		{Method: http.MethodGet, Path: "/assets/{name}", OperationID: "getWebAsset", Tags: []string{"web"},
 			Summary: "Static files of the web terminal", ContentType: "text/javascript", Op: platform.Op(svc.Asset)},
 	}

@@ -1,6 +1,6 @@
 // Package terminal owns the container's interactive shells: PTY sessions
 // that outlive their clients, the WebSocket that streams them (the protocol in
-// operations.md "Terminal WebSocket"), their scrollback and a VT screen model
+// docs/spec/operations.md "Terminal WebSocket"), their scrollback and a VT screen model
 // for screenshots and reattach, and the web terminal page (xterm.js) served at GET /.
 //
 // Hot path: one goroutine per session reads the PTY in 64 KiB chunks into a

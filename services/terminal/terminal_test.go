@@ -506,9 +506,11 @@ func TestWebPage(t *testing.T) {
 	if hdr.Get("Cache-Control") != "no-cache" {
 		t.Errorf("index Cache-Control = %q", hdr.Get("Cache-Control"))
 	}
-	for _, name := range []string{"xterm.js", "xterm.css", "addon-fit.js", "app.js", "style.css"} {
+	for name, ctype := range map[string]string{"xterm.js": "text/javascript", "xterm.css": "text/css", "addon-fit.js": "text/javascript",
+		"app.js": "text/javascript", "style.css": "text/css", "favicon.svg": "image/svg+xml"} {
 		code, b, hdr := e.do(t, http.MethodGet, "/assets/"+name, nil)
-		if code != 200 || len(b) == 0 || hdr.Get("Cache-Control") != "public, max-age=3600" || hdr.Get("Vary") != "Accept-Encoding" {
+		if code != 200 || len(b) == 0 || hdr.Get("Cache-Control") != "public, max-age=3600" || hdr.Get("Vary") != "Accept-Encoding" ||
+			!strings.HasPrefix(hdr.Get("Content-Type"), ctype) {
 			t.Errorf("asset %s: %d %v", name, code, hdr)
 		}
 	}

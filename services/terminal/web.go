@@ -14,13 +14,14 @@ import (
 // web holds the page and the xterm.js files copied from npm by
 // scripts/e2e/terminal-vendor.mjs (committed, so builds need no npm).
 //
-//go:embed web/index.html web/app.js web/style.css web/xterm.js web/xterm.css web/addon-fit.js
+//go:embed web/index.html web/app.js web/style.css web/xterm.js web/xterm.css web/addon-fit.js web/favicon.svg
 var web embed.FS
 
 var assetTypes = map[string]string{
 	".js":   "text/javascript; charset=utf-8",
 	".css":  "text/css; charset=utf-8",
 	".html": "text/html; charset=utf-8",
+	".svg":  "image/svg+xml",
 }
 
 type asset struct {
@@ -61,7 +62,7 @@ type AssetFile struct {
 
 // AssetRef names a file of the web terminal.
 type AssetRef struct {
-	Name           string `path:"name" doc:"app.js, style.css, xterm.js, xterm.css or addon-fit.js"`
+	Name           string `path:"name" doc:"app.js, style.css, xterm.js, xterm.css, addon-fit.js or favicon.svg"`
 	AcceptEncoding string `header:"Accept-Encoding" doc:"gzip: the file is sent compressed"`
 }
 

@@ -42,7 +42,7 @@ func init() {
 }
 
 // agentSpan is how many ports from the port base the agent uses: the
-// gateway (+0) and services +1..+16 (operations.md). `deckhand run` also
+// gateway (+0) and services +1..+16 (docs/spec/operations.md). `deckhand run` also
 // names every port its registry uses in --tunnel-agent-ports, so a service
 // added past +16 is denied as well.
 const agentSpan = 17

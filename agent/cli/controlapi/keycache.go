@@ -19,7 +19,7 @@ type cachedSet struct {
 
 // keyCache keeps the key sets of the control planes this client talks to
 // in one file, by control URL, so every command does not fetch them again
-// (interface.md: cache at least 24 hours).
+// (docs/spec/interface.md: cache at least 24 hours).
 type keyCache struct {
 	path string
 	url  string

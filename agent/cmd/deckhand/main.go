@@ -13,8 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,7 +26,6 @@ import (
 	"deckhand/agent"
 	"deckhand/agent/cli"
 	"deckhand/agent/cli/output"
-	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/config"
 )
@@ -222,22 +219,9 @@ func statusCmd() *cobra.Command {
 			if asJSON {
 				_ = cmd.Flags().Set(output.FlagName, string(output.JSON))
 			}
-			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
-			resp, err := client.Get("http://" + listen + gateway.StatusPath)
-			if err != nil {
-				return fmt.Errorf("no agent answers at %s (--listen): %w", listen, err)
-			}
-			defer resp.Body.Close()
-			raw, err := io.ReadAll(resp.Body)
+			st, raw, err := fetchStatus(listen)
 			if err != nil {
 				return err
-			}
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("agent at %s answered %d: %s", listen, resp.StatusCode, strings.TrimSpace(string(raw)))
-			}
-			var st agent.Status
-			if err := json.Unmarshal(raw, &st); err != nil {
-				return fmt.Errorf("agent at %s: unreadable status: %w", listen, err)
 			}
 			err = output.New(cmd).Print(json.RawMessage(raw), func(t *output.TableWriter) error {
 				printStatus(t, st)

@@ -28,22 +28,9 @@ func networkCmd() *cobra.Command {
 		Example: "  deckhand network\n  deckhand network -o json | jq '.recent[] | select(.outcome==\"denied\")'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
-			resp, err := client.Get("http://" + listen + gateway.StatusPath)
-			if err != nil {
-				return fmt.Errorf("no agent answers at %s (--listen): %w", listen, err)
-			}
-			defer resp.Body.Close()
-			raw, err := io.ReadAll(resp.Body)
+			st, _, err := fetchStatus(listen)
 			if err != nil {
 				return err
-			}
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("agent at %s answered %d: %s", listen, resp.StatusCode, strings.TrimSpace(string(raw)))
-			}
-			var st agent.Status
-			if err := json.Unmarshal(raw, &st); err != nil {
-				return fmt.Errorf("agent at %s: unreadable status: %w", listen, err)
 			}
 			if st.Egress == nil {
 				return fmt.Errorf("the agent at %s has no network layer: it runs without --control-url", listen)
@@ -96,4 +83,27 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// fetchStatus asks the agent at listen for its status: the decoded form
+// and the body as it came.
+func fetchStatus(listen string) (agent.Status, []byte, error) {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	resp, err := client.Get("http://" + listen + gateway.StatusPath)
+	if err != nil {
+		return agent.Status{}, nil, fmt.Errorf("no agent answers at %s (--listen): %w", listen, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return agent.Status{}, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return agent.Status{}, nil, fmt.Errorf("agent at %s answered %d: %s", listen, resp.StatusCode, strings.TrimSpace(string(raw)))
+	}
+	var st agent.Status
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return agent.Status{}, nil, fmt.Errorf("agent at %s: unreadable status: %w", listen, err)
+	}
+	return st, raw, nil
 }

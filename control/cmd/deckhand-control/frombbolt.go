@@ -81,6 +81,11 @@ func (m fromBbolt) run(ctx context.Context) error {
 		return fmt.Errorf("--database-url: %w", err)
 	}
 	defer dst.Close()
+	// Declared tables take the copied records with their columns and
+	// indexes, as the server will read them.
+	if err := dst.Declare(ctx, server.Tables()...); err != nil {
+		return fmt.Errorf("--database-url: %w", err)
+	}
 
 	var want []store.BucketInfo
 	if err := src.ViewContext(ctx, func(tx *store.Tx) (err error) {

@@ -3,6 +3,7 @@ package wallete2e_test
 import (
 	"bytes"
 	"context"
+	"deckhand/control/wallet"
 	"deckhand/platform/store"
 	"deckhand/platform/store/pgstore"
 	"encoding/json"
@@ -296,6 +297,10 @@ func TestVerifyNamesTheAccountThatDisagrees(t *testing.T) {
 		db, err = store.Open(filepath.Join(data, "control.db"))
 	}
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A writer of the balances declares their table, as the server does.
+	if err := db.Declare(context.Background(), wallet.Tables...); err != nil {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *store.Tx) error {

@@ -136,7 +136,7 @@ func TestPaymentMethodsOneDefaultNoCardNumbers(t *testing.T) {
 		"details": map[string]any{"card_number": "4242 4242 4242 4242", "cvc": "123", "exp_month": 12, "exp_year": 2030, "memo": pan}}, tok), 201)
 	a := data(r)
 	d := a["details"].(map[string]any)
-	// is_default defaults to false (interface.md), also for a user's first method.
+	// is_default defaults to false (docs/spec/interface.md), also for a user's first method.
 	if a["is_default"] != false || a["status"] != "active" || d["last4"] != "4242" || d["brand"] != "visa" || d["cvc"] != nil ||
 		d["card_number"] != nil || d["memo"] != "**** 4242" || d["exp_year"] != float64(2030) {
 		t.Fatalf("first method: %s", r.Raw)

@@ -9,10 +9,13 @@
 // pool_max_conns it holds up to poolMaxConns connections, not pgx's
 // max(4, NumCPU), which queued every cache miss and every replica
 // acknowledgement behind four connections under load. Migrations are embedded and
-// applied at Open under an advisory lock. JSON values live in a jsonb
-// column, readable with psql:
+// applied at Open under an advisory lock; declared tables (store.Declare)
+// are tables of their own with typed columns and indexes, migrated by
+// DB.Declare under the same lock (table.go). Other buckets live in kv. JSON
+// values live in a jsonb column, readable with psql:
 //
-//	SELECT key, value FROM kv WHERE bucket = 'users' ORDER BY key;
+//	SELECT key, event_type, container_id, created_at FROM events ORDER BY key DESC LIMIT 20;
+//	SELECT key, value FROM kv WHERE bucket = 'sessions' ORDER BY key;
 //
 // A database that goes away while serving fails transactions with
 // store.ErrUnavailable (nothing of them written); the pool dials again on
@@ -26,6 +29,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"deckhand/platform/store"
@@ -56,7 +60,12 @@ func Open(ctx context.Context, url string) (*store.DB, error) {
 		pool.Close()
 		return nil, describe(pool.Config().ConnConfig, "migrate", err)
 	}
-	return store.New(&engine{pool: pool}), nil
+	e := newEngine(pool)
+	if err := e.loadCatalog(ctx); err != nil {
+		pool.Close()
+		return nil, describe(pool.Config().ConnConfig, "read the table catalog", err)
+	}
+	return store.New(e), nil
 }
 
 // Migrate applies pending migrations to the database at url and returns
@@ -152,6 +161,15 @@ func redact(msg, url string) string {
 
 type engine struct {
 	pool *pgxpool.Pool
+
+	mu sync.RWMutex
+	// cataloged are the buckets the database holds as tables.
+	cataloged map[string]bool
+	stmts     map[*store.Table]*tableSQL
+}
+
+func newEngine(pool *pgxpool.Pool) *engine {
+	return &engine{pool: pool, cataloged: map[string]bool{}, stmts: map[*store.Table]*tableSQL{}}
 }
 
 // Location names the server and database, never the password.
@@ -160,25 +178,44 @@ func (e *engine) Location() string {
 	return fmt.Sprintf("PostgreSQL at host %s port %d, database %q", c.Host, c.Port, c.Database)
 }
 
+// ConcurrentWriters: transactions run side by side on the server.
+func (e *engine) ConcurrentWriters() bool { return true }
+
 func (e *engine) Close() error {
 	e.pool.Close()
 	return nil
 }
 
-func (e *engine) Update(ctx context.Context, fn func(store.EngineTx) error) error {
-	return e.run(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+// Transactions' BEGIN statements.
+const (
+	beginSerializable = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+	beginLocking      = "BEGIN ISOLATION LEVEL READ COMMITTED"
+	beginView         = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+)
+
+// Update runs fn SERIALIZABLE, or READ COMMITTED when it takes row locks
+// itself (store.UpdateOptions.Locking: every read that decides a write
+// is a SELECT ... FOR UPDATE, so concurrent writers of one row queue on
+// its lock instead of conflicting and re-running).
+func (e *engine) Update(ctx context.Context, o store.UpdateOptions, fn func(store.EngineTx) error) error {
+	begin := beginSerializable
+	if o.Locking {
+		begin = beginLocking
+	}
+	return e.run(ctx, begin, false, fn)
 }
 
 // View reads one snapshot. REPEATABLE READ READ ONLY never fails with a
 // serialization error, so a View's function runs exactly once: only
-// writers need the re-runs that SERIALIZABLE brings.
+// writers need the re-runs that SERIALIZABLE brings. Its BEGIN goes first,
+// on its own, so a dead pooled connection is retried before fn runs.
 func (e *engine) View(ctx context.Context, fn func(store.EngineTx) error) error {
-	return e.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return e.run(ctx, beginView, true, fn)
 }
 
 // run runs fn in a transaction until it commits, fails for its own
 // reasons, or conflicts maxAttempts times.
-func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.EngineTx) error) error {
+func (e *engine) run(parent context.Context, begin string, eager bool, fn func(store.EngineTx) error) error {
 	ctx := parent
 	if _, ok := parent.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -187,7 +224,7 @@ func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.E
 	}
 	backoff := time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := e.attempt(ctx, opts, fn)
+		err := e.attempt(ctx, begin, eager, fn)
 		if err == nil {
 			return nil
 		}
@@ -197,8 +234,9 @@ func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.E
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: no answer within %v: %v", store.ErrUnavailable, txTimeout, err)
 		}
-		// A conflict re-runs fn; a connection that failed at BEGIN (fn
-		// never ran) gets two more tries on a fresh one.
+		// A conflict re-runs fn; a connection that failed at BEGIN (for a
+		// View before fn ran; an Update's fn is re-runnable) gets two more
+		// tries on a fresh one.
 		var de dbErr
 		retry := conflict(err) || (errors.As(err, &de) && de.begin && unavailable(err) && attempt < 3)
 		if !retry || attempt >= maxAttempts {
@@ -215,19 +253,24 @@ func (e *engine) run(parent context.Context, opts pgx.TxOptions, fn func(store.E
 	}
 }
 
-func (e *engine) attempt(ctx context.Context, opts pgx.TxOptions, fn func(store.EngineTx) error) error {
-	tx, err := e.pool.BeginTx(ctx, opts)
+func (e *engine) attempt(ctx context.Context, begin string, eager bool, fn func(store.EngineTx) error) error {
+	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return dbErr{err: err, begin: true}
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(&pgTx{ctx: ctx, tx: tx}); err != nil {
+	defer conn.Release()
+	p := &pipe{ctx: ctx, conn: conn, begin: begin}
+	if eager {
+		if _, err := conn.Exec(ctx, begin); err != nil {
+			return dbErr{err: err, begin: true}
+		}
+		p.began = true
+	}
+	defer p.rollback(context.WithoutCancel(ctx))
+	if err := fn(&pgTx{ctx: ctx, p: p, e: e}); err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return dbErr{err: err}
-	}
-	return nil
+	return p.commit()
 }
 
 // dbErr marks an error as the driver's (not the transaction function's).

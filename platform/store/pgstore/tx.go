@@ -20,15 +20,41 @@ const notifyChannel = "deckhand_store"
 
 type pgTx struct {
 	ctx context.Context
-	tx  pgx.Tx
+	p   *pipe
+	e   *engine
+}
+
+// src is where bucket's entries live: its table, or the kv rows of the
+// bucket (with the bucket as the first argument). Conditions follow as
+// " AND ...", numbered after args.
+func (t *pgTx) src(bucket string) (string, []any) {
+	if t.e.isTable(bucket) {
+		return pgx.Identifier{bucket}.Sanitize() + " WHERE true", nil
+	}
+	return "kv WHERE bucket = $1", []any{bucket}
+}
+
+func arg(args []any, v any) ([]any, string) {
+	args = append(args, v)
+	return args, fmt.Sprintf("$%d", len(args))
 }
 
 // value reads either column as bytes: jsonb as its text, raw as stored.
 const value = "COALESCE(raw, convert_to(value::text, 'UTF8'))"
 
-func (t *pgTx) Get(bucket, key string) ([]byte, error) {
+func (t *pgTx) Get(bucket, key string) ([]byte, error) { return t.get(bucket, key, "") }
+
+// GetForUpdate reads and locks the row until the transaction ends
+// (SELECT ... FOR UPDATE); a missing row locks nothing.
+func (t *pgTx) GetForUpdate(bucket, key string) ([]byte, error) {
+	return t.get(bucket, key, " FOR UPDATE")
+}
+
+func (t *pgTx) get(bucket, key, lock string) ([]byte, error) {
 	var raw []byte
-	err := t.tx.QueryRow(t.ctx, "SELECT "+value+" FROM kv WHERE bucket = $1 AND key = $2", bucket, key).Scan(&raw)
+	from, args := t.src(bucket)
+	args, k := arg(args, key)
+	err := t.p.QueryRow(t.ctx, "SELECT "+value+" FROM "+from+" AND key = "+k+lock, args...).Scan(&raw)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -54,7 +80,9 @@ func (t *pgTx) GetMany(bucket string, keys []string) ([][]byte, error) {
 			distinct = append(distinct, k)
 		}
 	}
-	rows, err := t.tx.Query(t.ctx, "SELECT key, "+value+" FROM kv WHERE bucket = $1 AND key = ANY($2::text[])", bucket, distinct)
+	from, args := t.src(bucket)
+	args, ks := arg(args, distinct)
+	rows, err := t.p.Query(t.ctx, "SELECT key, "+value+" FROM "+from+" AND key = ANY("+ks+"::text[])", args...)
 	if err != nil {
 		return nil, dbErr{err: err}
 	}
@@ -79,16 +107,15 @@ func (t *pgTx) GetMany(bucket string, keys []string) ([][]byte, error) {
 }
 
 func (t *pgTx) Put(bucket, key string, raw []byte, isJSON bool) error {
-	var err error
+	if t.e.isTable(bucket) {
+		return fmt.Errorf("%s: %w", bucket, store.ErrUndeclared)
+	}
 	if isJSON && !hasNULEscape(raw) {
-		_, err = t.tx.Exec(t.ctx, `INSERT INTO kv (bucket, key, value) VALUES ($1, $2, $3::text::jsonb)
+		t.p.exec(nil, `INSERT INTO kv (bucket, key, value) VALUES ($1, $2, $3::text::jsonb)
 			ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value, raw = NULL`, bucket, key, string(raw))
 	} else {
-		_, err = t.tx.Exec(t.ctx, `INSERT INTO kv (bucket, key, raw) VALUES ($1, $2, $3)
+		t.p.exec(nil, `INSERT INTO kv (bucket, key, raw) VALUES ($1, $2, $3)
 			ON CONFLICT (bucket, key) DO UPDATE SET raw = excluded.raw, value = NULL`, bucket, key, raw)
-	}
-	if err != nil {
-		return dbErr{err: err}
 	}
 	return nil
 }
@@ -115,15 +142,16 @@ func hasNULEscape(raw []byte) bool {
 }
 
 func (t *pgTx) Delete(bucket, key string) error {
-	if _, err := t.tx.Exec(t.ctx, "DELETE FROM kv WHERE bucket = $1 AND key = $2", bucket, key); err != nil {
-		return dbErr{err: err}
+	if t.e.isTable(bucket) {
+		return fmt.Errorf("%s: %w", bucket, store.ErrUndeclared)
 	}
+	t.p.exec(nil, "DELETE FROM kv WHERE bucket = $1 AND key = $2", bucket, key)
 	return nil
 }
 
 func (t *pgTx) NextSeq(bucket string) (uint64, error) {
 	var n int64
-	err := t.tx.QueryRow(t.ctx, `INSERT INTO kv_seq (bucket, n) VALUES ($1, 1)
+	err := t.p.QueryRow(t.ctx, `INSERT INTO kv_seq (bucket, n) VALUES ($1, 1)
 		ON CONFLICT (bucket) DO UPDATE SET n = kv_seq.n + 1 RETURNING n`, bucket).Scan(&n)
 	if err != nil {
 		return 0, dbErr{err: err}
@@ -132,26 +160,26 @@ func (t *pgTx) NextSeq(bucket string) (uint64, error) {
 }
 
 func (t *pgTx) Count(bucket, prefix string) (int, error) {
-	q, args := "SELECT count(*) FROM kv WHERE bucket = $1", []any{bucket}
+	from, args := t.src(bucket)
+	q := "SELECT count(*) FROM " + from
 	if prefix != "" {
-		q += " AND key >= $2"
-		args = append(args, prefix)
+		var p string
+		args, p = arg(args, prefix)
+		q += " AND key >= " + p
 		if end, ok := store.PrefixEnd(prefix); ok {
-			q += " AND key < $3"
-			args = append(args, end)
+			args, p = arg(args, end)
+			q += " AND key < " + p
 		}
 	}
 	var n int
-	if err := t.tx.QueryRow(t.ctx, q, args...).Scan(&n); err != nil {
+	if err := t.p.QueryRow(t.ctx, q, args...).Scan(&n); err != nil {
 		return 0, dbErr{err: err}
 	}
 	return n, nil
 }
 
 func (t *pgTx) Notify(channel, payload string) error {
-	if _, err := t.tx.Exec(t.ctx, "SELECT pg_notify($1, $2)", notifyChannel, channel+"\n"+payload); err != nil {
-		return dbErr{err: err}
-	}
+	t.p.exec(nil, "SELECT pg_notify($1, $2)", notifyChannel, channel+"\n"+payload)
 	return nil
 }
 
@@ -187,7 +215,8 @@ func (t *pgTx) Scan(bucket string, o store.ScanOptions, fn func(string, []byte) 
 	lo, hi := scanRange(o)
 	seen := 0
 	for {
-		q, args := "SELECT key, "+value+" FROM kv WHERE bucket = $1", []any{bucket}
+		from, args := t.src(bucket)
+		q := "SELECT key, " + value + " FROM " + from
 		if lo.set {
 			args = append(args, lo.key)
 			q += fmt.Sprintf(" AND key %s $%d", map[bool]string{true: ">=", false: ">"}[lo.inclusive], len(args))
@@ -203,7 +232,7 @@ func (t *pgTx) Scan(bucket string, o store.ScanOptions, fn func(string, []byte) 
 		}
 		args = append(args, n)
 		q += fmt.Sprintf(" LIMIT $%d", len(args))
-		rows, err := t.tx.Query(t.ctx, q, args...)
+		rows, err := t.p.Query(t.ctx, q, args...)
 		if err != nil {
 			return dbErr{err: err}
 		}
@@ -243,17 +272,24 @@ func (t *pgTx) Scan(bucket string, o store.ScanOptions, fn func(string, []byte) 
 	}
 }
 
+// Buckets counts kv's buckets and every table's rows, with sequences.
 func (t *pgTx) Buckets() ([]store.BucketInfo, error) {
-	rows, err := t.tx.Query(t.ctx, `SELECT bucket, COALESCE(k.n, 0), COALESCE(s.n, 0)
-		FROM (SELECT bucket, count(*) AS n FROM kv GROUP BY bucket) k
-		FULL OUTER JOIN kv_seq s USING (bucket) ORDER BY bucket`)
+	counts := "SELECT bucket, count(*) AS n FROM kv GROUP BY bucket"
+	for _, name := range t.e.tableNames() {
+		// A table without rows is no bucket (as a kv bucket without keys).
+		counts += fmt.Sprintf(" UNION ALL (SELECT %s, count(*) FROM %s HAVING count(*) > 0)", quoteLit(name), pgx.Identifier{name}.Sanitize())
+	}
+	rows, err := t.p.Query(t.ctx, `SELECT bucket, COALESCE(sum(k.n), 0)::bigint, COALESCE(max(s.n), 0)
+		FROM (`+counts+`) k
+		FULL OUTER JOIN kv_seq s USING (bucket) GROUP BY bucket ORDER BY bucket`)
 	if err != nil {
 		return nil, dbErr{err: err}
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.BucketInfo, error) {
 		var b store.BucketInfo
-		var seq int64
-		err := r.Scan(&b.Name, &b.Keys, &seq)
+		var seq, keys int64
+		err := r.Scan(&b.Name, &keys, &seq)
+		b.Keys = int(keys)
 		b.Seq = uint64(seq)
 		return b, err
 	})
@@ -264,15 +300,11 @@ func (t *pgTx) Buckets() ([]store.BucketInfo, error) {
 }
 
 func (t *pgTx) SetSeq(bucket string, n uint64) error {
-	var err error
 	if n == 0 {
-		_, err = t.tx.Exec(t.ctx, "DELETE FROM kv_seq WHERE bucket = $1", bucket)
+		t.p.exec(nil, "DELETE FROM kv_seq WHERE bucket = $1", bucket)
 	} else {
-		_, err = t.tx.Exec(t.ctx, `INSERT INTO kv_seq (bucket, n) VALUES ($1, $2)
+		t.p.exec(nil, `INSERT INTO kv_seq (bucket, n) VALUES ($1, $2)
 			ON CONFLICT (bucket) DO UPDATE SET n = excluded.n`, bucket, int64(n))
-	}
-	if err != nil {
-		return dbErr{err: err}
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,10 +107,18 @@ func Run(t *testing.T, open Opener) {
 		{"BucketsAndSetSeq", testBucketsAndSetSeq},
 		{"ConcurrentSequences", testConcurrentSequences},
 		{"ConcurrentCounter", testConcurrentCounter},
+		{"LockingCounter", testLockingCounter},
 		{"AfterCommit", testAfterCommit},
 		{"Notifications", testNotifications},
 		{"SlowSubscriber", testSlowSubscriber},
 		{"Canceled", testCanceled},
+		{"TablePage", testTablePage},
+		{"TableIndexUpkeep", testTableIndexUpkeep},
+		{"TableUnique", testTableUnique},
+		{"TableCursorUnderInserts", testTableCursorUnderInserts},
+		{"TableQueryErrors", testTableQueryErrors},
+		{"TableDeclareMigrates", testTableDeclareMigrates},
+		{"TableDeclaredTwiceDiffers", testTableDeclaredTwiceDiffers},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -795,6 +804,77 @@ func testConcurrentCounter(t *testing.T, open Opener) {
 	must(t, db.View(func(tx *store.Tx) error { _, err := tx.Get("counter", "n", &n); return err }))
 	if n != workers*each {
 		t.Errorf("counter = %d, want %d", n, workers*each)
+	}
+}
+
+// testLockingCounter: UpdateLocking transactions that read with
+// GetForUpdate are exact under racing writers on two handles, for a
+// plain bucket and a declared table, without re-running (on PostgreSQL
+// they queue on the row lock at READ COMMITTED).
+func testLockingCounter(t *testing.T, open Opener) {
+	db, another := open(t)
+	other := another()
+	tb := tableOf("locked")
+	must(t, db.Declare(context.Background(), tb))
+	must(t, other.Declare(context.Background(), tb))
+	dbs := []*store.DB{db, other}
+	must(t, db.Update(func(tx *store.Tx) error {
+		if err := tx.Put("lcounter", "n", 0); err != nil {
+			return err
+		}
+		return tx.Put("locked", "n", trec{Name: "counter"})
+	}))
+	const workers, each = 24, 15
+	var runs atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				err := dbs[w%2].UpdateLocking(context.Background(), func(tx *store.Tx) error {
+					runs.Add(1)
+					var n int
+					if _, err := tx.GetForUpdate("lcounter", "n", &n); err != nil {
+						return err
+					}
+					var r trec
+					if _, err := tx.GetForUpdate("locked", "n", &r); err != nil {
+						return err
+					}
+					r.N++
+					if err := tx.Put("locked", "n", r); err != nil {
+						return err
+					}
+					return tx.Put("lcounter", "n", n+1)
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var n int
+	var r trec
+	must(t, db.View(func(tx *store.Tx) error {
+		if _, err := tx.Get("lcounter", "n", &n); err != nil {
+			return err
+		}
+		_, err := tx.Get("locked", "n", &r)
+		return err
+	}))
+	if err := db.View(func(tx *store.Tx) error { _, err := tx.GetForUpdate("lcounter", "n", &n); return err }); !errors.Is(err, store.ErrReadOnly) {
+		t.Errorf("GetForUpdate in a View: %v", err)
+	}
+	if n != workers*each || r.N != workers*each {
+		t.Errorf("counters %d and %d, want %d", n, r.N, workers*each)
+	}
+	if runs.Load() != workers*each {
+		t.Errorf("%d runs of %d transactions: locking updates re-ran", runs.Load(), workers*each)
+	}
+	rp, _ := pageKeys(t, db, tb, store.Query{Filters: []store.Filter{store.Where("n", store.Eq, workers*each)}})
+	if rp.Total != 1 {
+		t.Errorf("the table's index did not follow the locked writes: %d", rp.Total)
 	}
 }
 

@@ -83,12 +83,23 @@ func start(t testing.TB, root string, args ...string) *proc {
 // startAgent runs `deckhand run --services files` on a free port base
 // and returns the gateway's URL.
 func startAgent(t testing.TB, root string) string {
+	return startAgentUmask(t, root, "")
+}
+
+// startAgentUmask is startAgent under the given umask (octal; "" keeps
+// the test's).
+func startAgentUmask(t testing.TB, root, umask string) string {
 	t.Helper()
 	base := platformtest.FreePortBase(t, 14)
 	gw := "127.0.0.1:" + strconv.Itoa(base)
 	out := &platformtest.SyncBuffer{}
-	cmd := exec.Command(bin, "run", "--data", t.TempDir(), "--listen", gw, "--port-base", strconv.Itoa(base),
-		"--files-root", root, "--services", "files", "--log-level", "error")
+	args := []string{"run", "--data", t.TempDir(), "--listen", gw, "--port-base", strconv.Itoa(base),
+		"--files-root", root, "--services", "files", "--log-level", "error"}
+	cmd := exec.Command(bin, args...)
+	if umask != "" {
+		// exec keeps the pid, so the cleanup's signal reaches the agent.
+		cmd = exec.Command("sh", append([]string{"-c", `umask ` + umask + ` && exec "$0" "$@"`, bin}, args...)...)
+	}
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -6,6 +6,11 @@
   const base = window.TERMINAL_BASE;
   const api = (p) => base + "api/v1/terminal/" + p;
   const statusEl = document.getElementById("status");
+  // The tab remembers its session (the URL fragment carries it too), so a
+  // reload or the bare URL reattaches and the replay brings the screen back.
+  const remembered = "deckhand-terminal:" + base;
+  function remember(id) { try { sessionStorage.setItem(remembered, id); } catch (e) { /* storage off */ } }
+  function recall() { try { return sessionStorage.getItem(remembered) || ""; } catch (e) { return ""; } }
   const listEl = document.getElementById("sessions");
 
   const term = new Terminal({
@@ -48,7 +53,8 @@
     ws = sock;
     let first = true;
     setStatus("connecting…");
-    sock.onopen = () => { retry = 0; setStatus("connected · " + current, "ok"); };
+    // The list is read again once attached, so its count includes this page.
+    sock.onopen = () => { retry = 0; setStatus("connected · " + current, "ok"); refresh(); };
     sock.onmessage = (ev) => {
       if (first) { term.reset(); first = false; } // the server replays the scrollback
       if (typeof ev.data !== "string") { term.write(new Uint8Array(ev.data)); return; }
@@ -93,6 +99,7 @@
     }
     current = id;
     history.replaceState(null, "", "#" + id);
+    remember(id);
     term.reset();
     connect();
     term.focus();
@@ -121,10 +128,10 @@
   setInterval(refresh, 5000);
 
   (async function start() {
-    const want = location.hash.slice(1);
     const list = (await refresh()) || [];
-    const live = list.filter((s) => s.running);
-    if (want && list.some((s) => s.id === want)) return open(want);
+    for (const want of [location.hash.slice(1), recall()]) {
+      if (want && list.some((s) => s.id === want)) return open(want);
+    }
     open(null);
   })();
 })();

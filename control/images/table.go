@@ -1,0 +1,61 @@
+package images
+
+import (
+	"strings"
+	"time"
+
+	"deckhand/platform/store"
+)
+
+// imageTable is the catalog as a declared table: the public list's
+// filter and sort fields are derived from each record and indexed, so a
+// list is one store page (on PostgreSQL the table images). os,
+// architecture and alias are lower-cased (the list matches them without
+// case); price is in cents, rating the average in hundredths; search is
+// what the search parameter matches.
+var imageTable = store.Declare(bucketImages, []store.Field[imageRec]{
+	store.Text("os", func(r *imageRec) string { return strings.ToLower(r.OS) }),
+	store.Text("architecture", func(r *imageRec) string { return strings.ToLower(r.Architecture) }),
+	store.Text("alias", func(r *imageRec) string { return strings.ToLower(r.Alias) }),
+	store.Int("price", func(r *imageRec) int64 { return int64(r.Price) }),
+	store.Int("rating", func(r *imageRec) int64 { return r.average() }),
+	store.Time("added_date", func(r *imageRec) time.Time { return time.Unix(0, r.AddedNanos) }),
+	store.Text("search", searchText),
+},
+	store.Index{Fields: []string{"alias"}, Sort: true},
+	store.Index{Fields: []string{"added_date"}, Sort: true},
+	store.Index{Fields: []string{"price"}, Sort: true},
+	store.Index{Fields: []string{"rating"}, Sort: true},
+	store.Index{Fields: []string{"os"}},
+	store.Index{Fields: []string{"architecture"}},
+)
+
+// Tables are the tables this package declares.
+var Tables = []*store.Table{imageTable}
+
+// legacyBuckets held the hand-built list index of an earlier layout
+// (entries, catalog version, change log); New drops them.
+var legacyBuckets = []string{"image_index", "image_meta", "image_changes"}
+
+// searchText is what search matches: alias, image name, description and
+// tags, lower-cased, separated by a byte no query contains (NUL, which no
+// query contains either and a text field cannot hold, becomes a space).
+func searchText(r *imageRec) string {
+	parts := append([]string{r.Alias, r.ImageName, r.Description}, r.Tags...)
+	return strings.ReplaceAll(strings.ToLower(strings.Join(parts, "\x1e")), "\x00", " ")
+}
+
+// likeLiteral escapes s for a like pattern: its wildcards match
+// themselves.
+func likeLiteral(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// sortKeys are the list's sort_by values (each a Sort index's field).
+var sortKeys = []string{"alias", "added_date", "price", "rating"}
+
+// errIndex is a library entry whose image records are missing: never
+// written so, so an internal error rather than a silently short page.
+type errIndex string
+
+func (e errIndex) Error() string { return "library entry without its image records: " + string(e) }

@@ -1,0 +1,435 @@
+// Package quickstarte2e runs README.md's quickstart, exactly as written,
+// against a fresh start of scripts/run.sh (what `make run` starts), and
+// checks that a second start on the same data dir refuses and leaves the
+// first one serving.
+package quickstarte2e_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"deckhand/platform/platformtest"
+)
+
+// repoRoot is the repository's root: this package is scripts/quickstarte2e.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "scripts", "run.sh")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// binDir is one directory holding deckhand and deckhand-control (and
+// deckhand-display when $DECKHAND_BIN has it), as scripts/run.sh expects.
+func binDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, pkg := range map[string]string{
+		"deckhand":         "deckhand/agent/cmd/deckhand",
+		"deckhand-control": "deckhand/control/cmd/deckhand-control",
+	} {
+		path, cleanup, err := platformtest.Binary(name, pkg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cleanup)
+		if err := os.Symlink(path, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := os.Getenv("DECKHAND_BIN"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "deckhand-display")); err == nil {
+			if err := os.Symlink(filepath.Join(d, "deckhand-display"), filepath.Join(dir, "deckhand-display")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// instance is one scripts/run.sh.
+type instance struct {
+	cmd                  *exec.Cmd
+	out                  *platformtest.SyncBuffer
+	done                 chan error
+	data                 string
+	controlAddr, gateway string
+	env                  []string
+}
+
+// ports: the gateway at base, its services at base+1..16, the control plane
+// at base+17, two more for the quickstart's tunnel at base+18 and base+19.
+const span = 19
+
+// runScript starts scripts/run.sh on data with the given addresses, and
+// stops it (SIGTERM, as Ctrl-C) at the test's end.
+func runScript(t *testing.T, root, bin, data string, base int, extra ...string) *instance {
+	t.Helper()
+	in := &instance{
+		out: &platformtest.SyncBuffer{}, done: make(chan error, 1), data: data,
+		controlAddr: "127.0.0.1:" + strconv.Itoa(base+17), gateway: "127.0.0.1:" + strconv.Itoa(base),
+	}
+	in.env = append(os.Environ(), "DECKHAND_RUN_DATA="+data, "DECKHAND_BIN="+bin,
+		"CONTROL_LISTEN="+in.controlAddr, "AGENT_LISTEN="+in.gateway)
+	in.env = append(in.env, extra...)
+	in.cmd = exec.Command("bash", filepath.Join(root, "scripts", "run.sh"))
+	in.cmd.Env = in.env
+	in.cmd.Stdout, in.cmd.Stderr = in.out, in.out
+	in.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := in.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { in.done <- in.cmd.Wait() }()
+	t.Cleanup(func() { in.stop(t) })
+	return in
+}
+
+// waitReady waits for the script's "deckhand is running." or its end.
+func (in *instance) waitReady(t *testing.T) {
+	t.Helper()
+	deadline := time.After(3 * time.Minute)
+	for !strings.Contains(in.out.String(), "Ctrl-C stops everything.") {
+		select {
+		case err := <-in.done:
+			in.done <- err
+			t.Fatalf("scripts/run.sh ended (%v) before it was ready:\n%s\ncontrol.log:\n%s\nagent.log:\n%s",
+				err, in.out.String(), tail(filepath.Join(in.data, "control.log")), tail(filepath.Join(in.data, "agent.log")))
+		case <-deadline:
+			t.Fatalf("scripts/run.sh is not ready after 3 minutes:\n%s", in.out.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stop sends SIGTERM to the script, which stops what it started; the
+// process group is killed only when the script does not end.
+func (in *instance) stop(t *testing.T) {
+	select {
+	case err := <-in.done:
+		in.done <- err
+		return
+	default:
+	}
+	_ = in.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-in.done:
+		in.done <- err
+	case <-time.After(time.Minute):
+		_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+		<-in.done
+		t.Errorf("scripts/run.sh did not stop on SIGTERM within a minute:\n%s", in.out.String())
+	}
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// quickstart is README.md's block between the quickstart markers.
+var quickstart = regexp.MustCompile("(?s)<!-- quickstart -->\\s*```sh\\n(.*?)```\\s*<!-- /quickstart -->")
+
+func TestReadmeQuickstartRuns(t *testing.T) {
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := quickstart.FindAllSubmatch(readme, -1)
+	if len(m) != 1 {
+		t.Fatalf("README.md has %d quickstart blocks (<!-- quickstart --> ```sh ... ``` <!-- /quickstart -->), want 1", len(m))
+	}
+	block := string(m[0][1])
+
+	bin := binDir(t)
+	work := t.TempDir()
+	base := platformtest.FreePortBase(t, span)
+	in := runScript(t, root, bin, filepath.Join(work, "data"), base)
+	in.waitReady(t)
+
+	// The block is written for the default addresses; this run uses free
+	// ones. Each replaced text must be in the block, so an edit of the
+	// README that drops one fails here instead of testing something else.
+	for _, r := range []struct{ from, to string }{
+		{"127.0.0.1:8080", in.controlAddr},
+		{"127.0.0.1:7700", in.gateway},
+		{"http.server 8000", "http.server " + strconv.Itoa(base+18)},
+		{"--remote 8000", "--remote " + strconv.Itoa(base+18)},
+		{"127.0.0.1:8001", "127.0.0.1:" + strconv.Itoa(base+19)},
+	} {
+		if !strings.Contains(block, r.from) {
+			t.Fatalf("the quickstart no longer contains %q; update this test's replacements", r.from)
+		}
+		block = strings.ReplaceAll(block, r.from, r.to)
+	}
+	// The container here is this machine: the quickstart's files in /tmp
+	// get a name of this run's own.
+	tag := filepath.Base(work)
+	block = strings.ReplaceAll(block, ":/tmp/hello.txt", ":/tmp/"+tag+"-hello.txt")
+	block = strings.ReplaceAll(block, "/tmp/site", "/tmp/"+tag+"-site")
+	t.Cleanup(func() { os.Remove("/tmp/" + tag + "-hello.txt"); os.RemoveAll("/tmp/" + tag + "-site") })
+
+	// The block runs in one shell, as pasted into a terminal at the
+	// repository's root (bin/ and data/ are this run's), stopping at the
+	// first command that fails; -x names it in the output.
+	if err := os.Symlink(bin, filepath.Join(work, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	script := "set -euxo pipefail\n" + block
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "bash", "-c", script)
+	sh.Dir = work
+	sh.Env = append(os.Environ(), "DECKHAND_CONFIG="+filepath.Join(work, "config", "config.json"),
+		"DECKHAND_AGENT_URL=", "DECKHAND_TOKEN=")
+	var out bytes.Buffer
+	sh.Stdout, sh.Stderr = &out, &out
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
+	if err := sh.Run(); err != nil {
+		t.Fatalf("the quickstart failed: %v\n%s\nagent.log:\n%s", err, out.String(), tail(filepath.Join(in.data, "agent.log")))
+	}
+	// What the block's commands show, besides their exit status.
+	for _, want := range []string{"me@example.com", "served in the container", "-hello.txt"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the quickstart's output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func controlAnswers(t *testing.T, addr string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/meta/public-key")
+	if err != nil {
+		t.Fatalf("the first instance's control plane does not answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the first instance's control plane answers %d", resp.StatusCode)
+	}
+}
+
+func displayAnswers(disp string) error {
+	cmd := exec.Command("xdpyinfo")
+	cmd.Env = append(os.Environ(), "DISPLAY="+disp)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
+}
+
+var displayLine = regexp.MustCompile(`(?m)^\s*display\s+(:\d+)\s*$`)
+
+func TestSecondStartRefusesAndLeavesTheFirstServing(t *testing.T) {
+	root := repoRoot(t)
+	bin := binDir(t)
+	data := filepath.Join(t.TempDir(), "data")
+	first := runScript(t, root, bin, data, platformtest.FreePortBase(t, span))
+	first.waitReady(t)
+
+	disp := ""
+	if m := displayLine.FindStringSubmatch(first.out.String()); m != nil {
+		disp = m[1]
+		t.Logf("the first instance's display is %s", disp)
+		if err := displayAnswers(disp); err != nil {
+			t.Fatalf("the first instance's display %s does not answer: %v", disp, err)
+		}
+	}
+	logs := map[string][]byte{}
+	for _, f := range []string{"control.log", "agent.log"} {
+		b, err := os.ReadFile(filepath.Join(data, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[f] = b
+	}
+
+	// Other addresses: were the second one to start anything, it could.
+	// A refusal is quick; the bound only keeps a start that wrongly goes on
+	// from hanging the test.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	second := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "run.sh"))
+	base2 := platformtest.FreePortBase(t, span)
+	second.Env = append(os.Environ(), "DECKHAND_RUN_DATA="+data, "DECKHAND_BIN="+bin,
+		"CONTROL_LISTEN=127.0.0.1:"+strconv.Itoa(base2+17), "AGENT_LISTEN=127.0.0.1:"+strconv.Itoa(base2))
+	out, err := second.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("a second start on the same data dir: %v, want exit status 1\n%s", err, out)
+	}
+	for _, want := range []string{"already running on " + data, "http://" + first.controlAddr + "/api/v1", "http://" + first.gateway + "/_/terminal/"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "deckhand is running") {
+		t.Errorf("the refused start claims to run:\n%s", out)
+	}
+
+	// The first one serves on, its logs intact, its display up.
+	controlAnswers(t, first.controlAddr)
+	resp, err := http.Get("http://" + first.gateway + "/_/cron/health")
+	if err != nil {
+		t.Fatalf("the first instance's agent does not answer: %v", err)
+	}
+	resp.Body.Close()
+	for f, before := range logs {
+		now, err := os.ReadFile(filepath.Join(data, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(now, before) {
+			t.Errorf("%s was rewritten by the refused start", f)
+		}
+	}
+	if disp != "" {
+		if err := displayAnswers(disp); err != nil {
+			t.Errorf("the first instance's display %s stopped answering after the refused start: %v", disp, err)
+		}
+	}
+	check := func() *exec.Cmd {
+		c := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "run.sh"), "--check")
+		c.Env = second.Env
+		return c
+	}
+	if out, err := check().CombinedOutput(); err == nil {
+		t.Errorf("run.sh --check passes while an instance runs:\n%s", out)
+	}
+
+	// `make run` checks before it installs or builds: nothing is rebuilt
+	// under a running instance. GO=false makes a build that does start fail
+	// at once instead of replacing the binaries.
+	mk := exec.CommandContext(ctx, "make", "--no-print-directory", "-C", root, "run", "GO=false")
+	mk.Env = append(second.Env, "MAKEFLAGS=")
+	if out, err := mk.CombinedOutput(); err == nil || !bytes.Contains(out, []byte("already running on "+data)) ||
+		bytes.Contains(out, []byte("build")) {
+		t.Errorf("make run with an instance running: %v, want a refusal before any build:\n%s", err, out)
+	}
+
+	// Stopped, the data dir starts again, and the logs gain a start each
+	// rather than being truncated.
+	first.stop(t)
+	if out, err := check().CombinedOutput(); err != nil {
+		t.Errorf("run.sh --check fails after the instance stopped: %v\n%s", err, out)
+	}
+	again := runScript(t, root, bin, data, platformtest.FreePortBase(t, span))
+	again.waitReady(t)
+	b, err := os.ReadFile(filepath.Join(data, "control.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, logs["control.log"]) || bytes.Count(b, []byte("=== scripts/run.sh started")) != 2 {
+		t.Errorf("control.log was not appended to: %d start lines", bytes.Count(b, []byte("=== scripts/run.sh started")))
+	}
+	// The second start reuses the first's container and token.
+	if !strings.Contains(again.out.String(), strings.TrimSpace(regexp.MustCompile(`container\s+\S+`).FindString(first.out.String()))) {
+		t.Errorf("the restart made another container:\nfirst:\n%s\nagain:\n%s", first.out.String(), again.out.String())
+	}
+}
+
+// The agent run.sh starts syncs the container's proxy permissions from the
+// control plane with its agent token: the verified answer is kept on disk.
+func TestAgentIsConnectedToTheControlPlane(t *testing.T) {
+	root := repoRoot(t)
+	data := filepath.Join(t.TempDir(), "data")
+	in := runScript(t, root, binDir(t), data, platformtest.FreePortBase(t, span))
+	in.waitReady(t)
+	env, err := os.ReadFile(filepath.Join(data, "local.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^AGENT_TOKEN=agt_\S+$`).Match(env) || !regexp.MustCompile(`(?m)^CONTAINER_ID=\S+$`).Match(env) {
+		t.Fatalf("local.env lacks the container or its agent token:\n%s", regexp.MustCompile(`agt_\S+`).ReplaceAll(env, []byte("agt_…")))
+	}
+	if fi, err := os.Stat(filepath.Join(data, "local.env")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("local.env: %v, mode %v; want 0600", err, fi.Mode())
+	}
+	saved := filepath.Join(data, "agent", "proxyperm", "effective.json")
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		if _, err := os.Stat(saved); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never saved a verified answer of the control plane (%s):\n%s", saved, tail(filepath.Join(data, "agent.log")))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if b := tail(filepath.Join(data, "control.log")); !strings.Contains(b, "/proxy/permissions/effective") {
+		t.Fatalf("the control plane saw no permissions sync:\n%s", b)
+	}
+	// The first commands run.sh prints work as printed: status, a command
+	// in the container, the admin's login.
+	m := regexp.MustCompile(`(?s)First commands[^\n]*\n(.*?)Ctrl-C stops everything`).FindStringSubmatch(in.out.String())
+	if m == nil || !strings.Contains(m[1], "deckhand exec -- uname -a") || !strings.Contains(m[1], "deckhand login") {
+		t.Fatalf("run.sh prints no first commands with exec and login:\n%s", in.out.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "bash", "-c", "set -euxo pipefail\n"+m[1])
+	sh.Env = append(os.Environ(), "DECKHAND_CONFIG="+filepath.Join(t.TempDir(), "config.json"), "DECKHAND_TOKEN=")
+	if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), "Linux") {
+		t.Fatalf("run.sh's first commands: %v\n%s", err, out)
+	}
+}
+
+// An X server run.sh did not start is used, and left running when run.sh stops.
+func TestRunLeavesAnotherXvfbAlone(t *testing.T) {
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		t.Skip("Xvfb is not installed (scripts/setup.sh installs it)")
+	}
+	root := repoRoot(t)
+	state := t.TempDir()
+	disp := ""
+	for n := 150; n < 199; n++ {
+		if _, err := os.Stat(fmt.Sprintf("/tmp/.X%d-lock", n)); errors.Is(err, os.ErrNotExist) {
+			disp = fmt.Sprintf(":%d", n)
+			break
+		}
+	}
+	xvfb := func(args ...string) error {
+		cmd := exec.Command("bash", append([]string{filepath.Join(root, "scripts", "xvfb.sh")}, args...)...)
+		cmd.Env = append(os.Environ(), "XVFB_STATE="+state, "XVFB_XTERM=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("xvfb.sh %v: %v\n%s", args, err, out)
+		}
+		return nil
+	}
+	if err := xvfb("start", disp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = xvfb("stop", disp) })
+
+	in := runScript(t, root, binDir(t), filepath.Join(t.TempDir(), "data"), platformtest.FreePortBase(t, span),
+		"DISPLAY=", "DECKHAND_RUN_DISPLAY="+disp)
+	in.waitReady(t)
+	if m := displayLine.FindStringSubmatch(in.out.String()); m == nil || m[1] != disp {
+		t.Fatalf("run.sh does not use the display it was given (%s):\n%s", disp, in.out.String())
+	}
+	in.stop(t)
+	if err := displayAnswers(disp); err != nil {
+		t.Fatalf("run.sh stopped an X server it did not start: %v", err)
+	}
+}
