@@ -35,7 +35,7 @@ const (
 // Bus is a connection to the accessibility bus.
 type Bus struct {
 	conn *dbus.Conn
-	// inflight bounds the calls one tree read keeps waiting at once, so a
+	// inflight bounds the elements whose calls are in flight at once, so a
 	// huge tree does not flood an application's main loop
 	inflight chan struct{}
 
@@ -199,99 +199,26 @@ func (b *Bus) Node(ctx context.Context, id string) (api.AccessibleNode, error) {
 	return n, nil
 }
 
-// read reads r and its descendants to depth levels (< 0: all): every call
-// of a level is in flight at once, so the time is a few round trips per
-// level, not per element.
+// read reads r and its descendants to depth levels (< 0: all). An
+// element's calls are sent at once (two rounds: what it is, then what its
+// interfaces add and its children) and the children are read concurrently,
+// so the time is a few round trips per level, not per element; at most
+// cap(inflight) elements have calls in flight at once.
 func (b *Bus) read(ctx context.Context, r ref, depth int) (api.AccessibleNode, error) {
 	n := api.AccessibleNode{ID: r.id(), States: []string{}, Actions: []string{}, Children: []api.AccessibleNode{}}
-	var (
-		props    map[string]dbus.Variant
-		states   []uint32
-		children []ref
-	)
-	st, known := b.static(r)
-	g := &group{}
-	g.do(func() error {
-		return b.call(ctx, r, "org.freedesktop.DBus.Properties.GetAll", []any{&props}, ifAccessible)
-	})
-	g.do(func() error { return b.call(ctx, r, ifAccessible+".GetState", []any{&states}) })
-	if !known {
-		g.do(func() error { return b.call(ctx, r, ifAccessible+".GetRoleName", []any{&st.role}) })
-		g.do(func() error {
-			var ifaces []string
-			if err := b.call(ctx, r, ifAccessible+".GetInterfaces", []any{&ifaces}); err != nil {
-				return err
-			}
-			st.has = map[string]bool{}
-			for _, i := range ifaces {
-				st.has[i] = true
-			}
-			return nil
-		})
+	select {
+	case b.inflight <- struct{}{}:
+	case <-ctx.Done():
+		return n, ctx.Err()
 	}
-	if err := g.wait(); err != nil {
+	children, err := b.readOne(ctx, r, depth, &n)
+	<-b.inflight
+	if err != nil {
 		return n, err
-	}
-	n.Name, _ = props["Name"].Value().(string)
-	n.Description, _ = props["Description"].Value().(string)
-	count, _ := props["ChildCount"].Value().(int32)
-	n.States = stateNames(states)
-	// the second round: what the element's interfaces add, and the children
-	g = &group{}
-	if depth != 0 && count > 0 {
-		g.do(func() error { return b.call(ctx, r, ifAccessible+".GetChildren", []any{&children}) })
-	}
-	if st.has[ifAction] && !known {
-		g.do(func() error {
-			var acts []struct{ Name, Description, Key string }
-			if err := b.call(ctx, r, ifAction+".GetActions", []any{&acts}); err != nil {
-				return err
-			}
-			st.actions = []string{}
-			for _, a := range acts {
-				st.actions = append(st.actions, a.Name)
-			}
-			return nil
-		})
-	}
-	if st.has[ifComponent] {
-		g.do(func() error {
-			var e struct{ X, Y, W, H int32 }
-			if err := b.call(ctx, r, ifComponent+".GetExtents", []any{&e}, coordScreen); err != nil {
-				return err
-			}
-			n.Bounds = &api.Rect{X: int(e.X), Y: int(e.Y), Width: int(e.W), Height: int(e.H)}
-			return nil
-		})
-	}
-	switch {
-	case st.has[ifText]:
-		g.do(func() error { return b.call(ctx, r, ifText+".GetText", []any{&n.Value}, int32(0), int32(-1)) })
-	case st.has[ifValue]:
-		g.do(func() error {
-			var v dbus.Variant
-			if err := b.call(ctx, r, "org.freedesktop.DBus.Properties.Get", []any{&v}, ifValue, "CurrentValue"); err != nil {
-				return err
-			}
-			if f, ok := v.Value().(float64); ok {
-				n.Value = strconv.FormatFloat(f, 'f', -1, 64)
-			}
-			return nil
-		})
-	}
-	if err := g.wait(); err != nil {
-		return n, err
-	}
-	n.Role = st.role
-	if st.actions != nil {
-		n.Actions = st.actions
-	}
-	if !known {
-		b.remember(r, st)
 	}
 	kids := make([]api.AccessibleNode, len(children))
 	ok := make([]bool, len(children))
-	g = &group{}
+	g := &group{}
 	for i, c := range children {
 		g.do(func() error {
 			k, err := b.read(ctx, c, depth-1)
@@ -312,6 +239,110 @@ func (b *Bus) read(ctx context.Context, r ref, depth int) (api.AccessibleNode, e
 		}
 	}
 	return n, nil
+}
+
+// readOne fills n from r's own calls and answers r's children (when depth
+// asks for them).
+func (b *Bus) readOne(ctx context.Context, r ref, depth int, n *api.AccessibleNode) ([]ref, error) {
+	obj := b.conn.Object(r.Name, r.Path)
+	send := func(method string, args ...any) *dbus.Call {
+		return obj.GoWithContext(ctx, method, 0, make(chan *dbus.Call, 1), args...)
+	}
+	var (
+		props  map[string]dbus.Variant
+		states []uint32
+		ifaces []string
+	)
+	st, known := b.static(r)
+	calls := []pending{{send("org.freedesktop.DBus.Properties.GetAll", ifAccessible), []any{&props}},
+		{send(ifAccessible + ".GetState"), []any{&states}}}
+	if !known {
+		calls = append(calls, pending{send(ifAccessible + ".GetRoleName"), []any{&st.role}},
+			pending{send(ifAccessible + ".GetInterfaces"), []any{&ifaces}})
+	}
+	if err := awaitAll(ctx, calls); err != nil {
+		return nil, err
+	}
+	if !known {
+		st.has = map[string]bool{}
+		for _, i := range ifaces {
+			st.has[i] = true
+		}
+	}
+	n.Name, _ = props["Name"].Value().(string)
+	n.Description, _ = props["Description"].Value().(string)
+	count, _ := props["ChildCount"].Value().(int32)
+	n.States = stateNames(states)
+
+	var (
+		children []ref
+		acts     []struct{ Name, Description, Key string }
+		extents  struct{ X, Y, W, H int32 }
+		value    dbus.Variant
+	)
+	calls = calls[:0]
+	if depth != 0 && count > 0 {
+		calls = append(calls, pending{send(ifAccessible + ".GetChildren"), []any{&children}})
+	}
+	if st.has[ifAction] && !known {
+		calls = append(calls, pending{send(ifAction + ".GetActions"), []any{&acts}})
+	}
+	if st.has[ifComponent] {
+		calls = append(calls, pending{send(ifComponent+".GetExtents", coordScreen), []any{&extents}})
+	}
+	switch {
+	case st.has[ifText]:
+		calls = append(calls, pending{send(ifText+".GetText", int32(0), int32(-1)), []any{&n.Value}})
+	case st.has[ifValue]:
+		calls = append(calls, pending{send("org.freedesktop.DBus.Properties.Get", ifValue, "CurrentValue"), []any{&value}})
+	}
+	if err := awaitAll(ctx, calls); err != nil {
+		return nil, err
+	}
+	if st.has[ifComponent] {
+		n.Bounds = &api.Rect{X: int(extents.X), Y: int(extents.Y), Width: int(extents.W), Height: int(extents.H)}
+	}
+	if f, ok := value.Value().(float64); ok {
+		n.Value = strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	if !known {
+		st.actions = []string{}
+		for _, a := range acts {
+			st.actions = append(st.actions, a.Name)
+		}
+		b.remember(r, st)
+	}
+	n.Role = st.role
+	if len(st.actions) > 0 {
+		n.Actions = st.actions
+	}
+	return children, nil
+}
+
+// pending is a call in flight and where its answer goes.
+type pending struct {
+	c   *dbus.Call
+	out []any
+}
+
+// awaitAll waits for every call and stores their answers; the first error
+// is the answer (the other calls' replies still arrive, into their own
+// buffered channels).
+func awaitAll(ctx context.Context, calls []pending) error {
+	for _, p := range calls {
+		select {
+		case <-p.c.Done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if p.c.Err != nil {
+			return p.c.Err
+		}
+		if err := p.c.Store(p.out...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // static is what does not change in an element's life: its role, its
