@@ -50,6 +50,7 @@ type PauseAgent struct {
 // takeover holds the VNC servers (x11vnc children, one per mode, on unix
 // sockets in a private directory: no TCP port at all) and who drives.
 type takeover struct {
+	startMu sync.Mutex
 	mu      sync.Mutex
 	dir     string
 	servers map[string]*vncServer // by mode
@@ -273,36 +274,59 @@ func (s *Service) ServeVNC(w http.ResponseWriter, r *http.Request, in VNCMode) {
 	<-done
 }
 
-// vncServer starts (once) the mode's x11vnc on a unix socket.
+// vncServer answers the mode's x11vnc, started on a unix socket when
+// there is none. Starts are serialized by startMu; mu (which the agent's
+// input checks) is held only to read and record the servers.
 func (s *Service) vncServer(display, mode string) (*vncServer, error) {
 	t := &s.take
+	t.startMu.Lock()
+	defer t.startMu.Unlock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if srv := t.servers[mode]; srv != nil {
+	srv := t.servers[mode]
+	if t.dir == "" {
+		dir, err := os.MkdirTemp("", "deckhand-vnc-") // 0700: only this user reaches the sockets
+		if err != nil {
+			t.mu.Unlock()
+			return nil, platform.Internal("make the VNC socket directory", err)
+		}
+		t.dir, t.servers, t.spawner = dir, map[string]*vncServer{}, proc.NewSpawner()
+	}
+	dir, spawner := t.dir, t.spawner
+	t.mu.Unlock()
+	if srv != nil {
 		select {
 		case <-srv.done: // it exited: start another
 		default:
 			return srv, nil
 		}
 	}
+	srv, err := startVNC(spawner, display, filepath.Join(dir, mode+".sock"), mode == "view")
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.servers == nil { // the service closed meanwhile
+		_ = syscall.Kill(-srv.cmd.Process.Pid, syscall.SIGKILL)
+		return nil, platform.Errorf(platform.CodeUnavailable, "the display service is stopping")
+	}
+	t.servers[mode] = srv
+	return srv, nil
+}
+
+// startVNC starts x11vnc on display serving the unix socket sock and
+// waits (15 s at most) until it accepts connections.
+func startVNC(spawner *proc.Spawner, display, sock string, viewOnly bool) (*vncServer, error) {
 	if _, err := exec.LookPath("x11vnc"); err != nil {
 		return nil, platform.Errorf(platform.CodeUnavailable, "x11vnc is not installed").WithDetails("scripts/setup.sh installs it")
 	}
-	if t.dir == "" {
-		dir, err := os.MkdirTemp("", "deckhand-vnc-") // 0700: only this user reaches the sockets
-		if err != nil {
-			return nil, platform.Internal("make the VNC socket directory", err)
-		}
-		t.dir, t.servers, t.spawner = dir, map[string]*vncServer{}, proc.NewSpawner()
-	}
-	sock := filepath.Join(t.dir, mode+".sock")
 	_ = os.Remove(sock)
 	// no TCP listener at all (IPv4 port 0, IPv6 off), no password: the
 	// socket's directory is the access control, the service's request
 	// policy the person's
 	args := []string{"-display", display, "-unixsock", sock, "-rfbport", "0", "-rfbportv6", "0", "-no6", "-noipv6",
 		"-forever", "-shared", "-nopw", "-quiet", "-noxdamage", "-nossl", "-noxrecord"}
-	if mode == "view" {
+	if viewOnly {
 		args = append(args, "-viewonly")
 	}
 	cmd := exec.Command("x11vnc", args...)
@@ -312,7 +336,7 @@ func (s *Service) vncServer(display, mode string) (*vncServer, error) {
 	}
 	cmd.SysProcAttr = attr
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := t.spawner.Start(cmd); err != nil {
+	if err := spawner.Start(cmd); err != nil {
 		return nil, platform.Internal("start x11vnc", err)
 	}
 	srv := &vncServer{cmd: cmd, sock: sock, done: make(chan struct{})}
@@ -321,7 +345,7 @@ func (s *Service) vncServer(display, mode string) (*vncServer, error) {
 	for {
 		if c, err := net.Dial("unix", sock); err == nil {
 			c.Close()
-			break
+			return srv, nil
 		}
 		select {
 		case <-srv.done:
@@ -330,11 +354,10 @@ func (s *Service) vncServer(display, mode string) (*vncServer, error) {
 		}
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-srv.done
 			return nil, platform.Errorf(platform.CodeUnavailable, "x11vnc did not open its socket within 15 s")
 		}
 	}
-	t.servers[mode] = srv
-	return srv, nil
 }
 
 // closeTakeover stops the VNC servers.
