@@ -8,7 +8,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all setup setup-bench console build run docs quickstart test vet unit bench clean package image release packaging-tool
+.PHONY: all setup setup-bench console build run docs quickstart test vet unit bench clean package image release packaging-tool sdk-test sdk-generate
 
 all: build
 
@@ -67,12 +67,24 @@ quickstart: setup build
 vet:
 	$(GO) vet ./...
 	cd packaging/build && $(GO) vet ./...
+	cd sdk/go && GOWORK=off $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 # Unit and end-to-end tests are Go tests; the e2e packages start the binaries
 # that `build` put in ./bin (DECKHAND_BIN), real Xvfb, Chromium and shells.
 test: setup build vet
 	DECKHAND_BIN=$(CURDIR)/bin $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory sdk-test
+
+# The SDKs (sdk/go is its own module; its tests start the binaries and also
+# run the Python and TypeScript SDKs' tests against them).
+sdk-test:
+	cd sdk/go && DECKHAND_BIN=$(CURDIR)/bin GOWORK=off $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# Regenerates the SDKs' generated code and sdk/coverage.json from the
+# documents the freshly built binaries serve.
+sdk-generate: build
+	cd sdk/go && DECKHAND_SDK_REGENERATE=1 DECKHAND_BIN=$(CURDIR)/bin GOWORK=off $(GO) test -count=1 -run 'Generated|Coverage' .
 
 bench: setup-bench build
 	@for s in scripts/bench/*.sh; do [ -x "$$s" ] && "$$s"; done

@@ -24,14 +24,16 @@ import (
 //		Body    UpdateEntry // the JSON body
 //	}
 //
-// A field tagged path, query or header is a parameter; a field named Body is
-// the request body (JSON, the raw bytes when it is a []byte, or the body as
-// it arrives when it is an io.Reader) unless it has a json tag (then it is
-// a member of a JSON body). An io.Reader Body is not read by the host: the
-// method streams it (an upload larger than memory), and when the method
-// fails without reading it to its end the connection is closed after the
-// answer, since the unread rest would be taken for the next request. The document shows a []byte or
-// io.Reader body as `type: string, format: binary` of Route.RequestType. An input
+// A field tagged path, query, header or cookie is a parameter; a field
+// named Body is the request body (JSON, the raw bytes when it is a []byte,
+// or the body as it arrives when it is an io.Reader) unless it has a json
+// tag (then it is a member of a JSON body); a pointer Body is documented as
+// optional (an absent body decodes as {}). An io.Reader Body is not read by
+// the host: the method streams it (an upload larger than memory), and when
+// the method fails without reading it to its end the connection is closed
+// after the answer, since the unread rest would be taken for the next
+// request. The document shows a []byte or io.Reader body as `type: string,
+// format: binary` of Route.RequestType. An input
 // without parameters is itself the JSON body (TransferInput). Embedded
 // structs without tags lend their fields (a shared EntryRef with the path
 // parameters). A field of type Peer gets the connection's addresses, one
@@ -192,7 +194,7 @@ func isBodyField(f reflect.StructField) bool {
 }
 
 func paramTag(f reflect.StructField) (in, name string) {
-	for _, in := range []string{"path", "query", "header"} {
+	for _, in := range []string{"path", "query", "header", "cookie"} {
 		if v, ok := f.Tag.Lookup(in); ok {
 			if v == "" {
 				panic("platform: field " + f.Name + ": empty " + in + " tag")
@@ -446,6 +448,10 @@ func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 	case "header":
 		if h := c.Get(f.p.Name); h != "" {
 			raw, given = strings.Clone(h), true
+		}
+	case "cookie":
+		if v := c.Cookies(f.p.Name); v != "" {
+			raw, given = strings.Clone(v), true
 		}
 	default:
 		args := c.RequestCtx().QueryArgs()

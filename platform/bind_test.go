@@ -385,3 +385,111 @@ func TestBinderRefusesInconsistentTables(t *testing.T) {
 		platform.Op(func(context.Context, mixed) (Thing, error) { return Thing{}, nil })
 	}()
 }
+
+type sessionIn struct {
+	Bind string `cookie:"bind" doc:"the browser binding"`
+	Next string `query:"next"`
+	INM  string `header:"If-None-Match"`
+}
+
+type sessionOut struct {
+	Location  string   `header:"Location"`
+	SetCookie []string `header:"Set-Cookie" doc:"one cookie a line"`
+	ETag      string   `header:"ETag"`
+	Status    int
+	Body      *Thing
+}
+
+// signedThing's header signs the bytes the host wrote.
+type signedThing struct{ Body Thing }
+
+func (signedThing) BodyHeaders(body []byte) http.Header {
+	return http.Header{"X-Body-Len": {fmt.Sprint(len(body))}, "X-Body-Head": {string(body[:12]), "second"}}
+}
+
+func sessionRoutes() []platform.Route {
+	return []platform.Route{
+		{Method: http.MethodGet, Path: "/api/v1/session", OperationID: "session", Summary: "cookies, redirects and 304",
+			Statuses: []int{http.StatusFound, http.StatusNotModified}, Message: "Session",
+			Op: platform.Op(func(_ context.Context, in sessionIn) (sessionOut, error) {
+				switch {
+				case in.Next != "":
+					return sessionOut{Location: in.Next, Status: http.StatusFound,
+						SetCookie: []string{"a=1; Path=/; HttpOnly", "b=2; Path=/"}}, nil
+				case in.INM == `"v1"`:
+					return sessionOut{ETag: `"v1"`, Status: http.StatusNotModified, Body: &Thing{Shelf: "unsent"}}, nil
+				}
+				return sessionOut{ETag: `"v1"`, Body: &Thing{Shelf: in.Bind}}, nil
+			})},
+		{Method: http.MethodGet, Path: "/api/v1/gone", OperationID: "gone", Summary: "route headers on errors too", Message: "Gone",
+			Headers: map[string]string{"Referrer-Policy": "no-referrer"},
+			Op:      platform.ReadOp(func(context.Context) (*Thing, error) { return nil, platform.Errorf(platform.CodeGone, "used") })},
+		{Method: http.MethodGet, Path: "/api/v1/signed", OperationID: "signed", Summary: "headers over the body", Message: "Signed",
+			Op: platform.ReadOp(func(context.Context) (signedThing, error) { return signedThing{Body: Thing{Shelf: "s"}}, nil })},
+	}
+}
+
+// Output header lists, redirects without a body, 304 without a body,
+// cookie parameters, headers computed from the written body, and a
+// route's own headers on its errors.
+func TestBinderHeadersRedirectsAndBodyHeaders(t *testing.T) {
+	t.Parallel()
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "control"}, Style: platform.EnvelopeErrors}, sessionRoutes())
+	base := serve(t, h)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string, hdr ...string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, body := get("/api/v1/session?next=/after")
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/after" || body != "" {
+		t.Fatalf("redirect: %d %q %q", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	if c := resp.Header.Values("Set-Cookie"); len(c) != 2 || !strings.HasPrefix(c[0], "a=1") || !strings.HasPrefix(c[1], "b=2") {
+		t.Fatalf("cookies: %q", c)
+	}
+	resp, body = get("/api/v1/session", "If-None-Match", `"v1"`)
+	if resp.StatusCode != http.StatusNotModified || resp.Header.Get("ETag") != `"v1"` || body != "" {
+		t.Fatalf("304: %d %q %q", resp.StatusCode, resp.Header.Get("ETag"), body)
+	}
+	resp, body = get("/api/v1/session", "Cookie", "bind=xyz")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"shelf":"xyz"`) {
+		t.Fatalf("cookie parameter: %d %s", resp.StatusCode, body)
+	}
+	resp, body = get("/api/v1/signed")
+	if resp.StatusCode != 200 || resp.Header.Get("X-Body-Len") != fmt.Sprint(len(body)) ||
+		fmt.Sprint(resp.Header.Values("X-Body-Head")) != fmt.Sprint([]string{body[:12], "second"}) {
+		t.Fatalf("body headers: %v %s", resp.Header, body)
+	}
+	if resp, body = get("/api/v1/gone"); resp.StatusCode != http.StatusGone || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+		t.Fatalf("route headers on an error: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	doc, err := platform.OpenAPI(platform.Info{Name: "control"}, sessionRoutes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := doc["paths"].(map[string]any)["/api/v1/session"].(map[string]any)["get"].(map[string]any)
+	params, _ := json.Marshal(op["parameters"])
+	if !strings.Contains(string(params), `"in":"cookie","name":"bind"`) && !strings.Contains(string(params), `"in":"cookie"`) {
+		t.Fatalf("cookie parameter not documented: %s", params)
+	}
+	responses := op["responses"].(map[string]any)
+	for _, st := range []string{"302", "304"} {
+		if _, has := responses[st].(map[string]any)["content"]; has {
+			t.Fatalf("%s documents a body", st)
+		}
+	}
+	if _, ok := responses["200"].(map[string]any)["headers"].(map[string]any)["Set-Cookie"]; !ok {
+		t.Fatalf("Set-Cookie not documented: %v", responses["200"])
+	}
+}

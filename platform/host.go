@@ -247,6 +247,15 @@ func (h *Host) register(r Route) {
 		handler = h.httpHandler(r.HTTP)
 	}
 	handler = h.guard(r, withQuery(r, handler))
+	if len(r.Headers) > 0 {
+		inner := handler
+		handler = func(c fiber.Ctx) error {
+			for name, v := range r.Headers {
+				c.Set(name, v)
+			}
+			return inner(c)
+		}
+	}
 	path := fiberPath(r.Path)
 	if r.Method == MethodAny {
 		h.app.All(path, handler)

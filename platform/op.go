@@ -40,6 +40,13 @@ import (
 // Events). A Content-Type header field overrides the route's ContentType.
 // The document and the handler come from the same types, so they cannot
 // disagree.
+//
+// A header field may be a []string: each value is its own header line
+// (Set-Cookie, one cookie a line). A redirect is a wrapper with a
+// Location header field and a Status of 302 or 303. An answer whose
+// status is 204, 304 or a redirect (3xx) sends no body, whatever Body
+// holds. An output that implements BodyHeaders adds headers computed from
+// the bytes written (a signature over the body).
 type Operation interface {
 	operation() *operation
 }
@@ -197,6 +204,8 @@ type outputPlan struct {
 	headers []outHeader
 	status  []int // the wrapper's Status field
 	message []int // the wrapper's Message field (the envelope's message)
+	// bodyHeaders: the output implements BodyHeaders.
+	bodyHeaders bool
 }
 
 type outHeader struct {
@@ -219,8 +228,8 @@ func planOutput(t reflect.Type) *outputPlan {
 		for i := 0; i < st.NumField(); i++ {
 			f := st.Field(i)
 			if h := f.Tag.Get("header"); h != "" {
-				if f.Type.Kind() != reflect.String && !isNumber(f.Type.Kind()) {
-					panic("platform: output header " + st.String() + "." + f.Name + " must be a string or a number")
+				if f.Type.Kind() != reflect.String && !isNumber(f.Type.Kind()) && f.Type != stringsType {
+					panic("platform: output header " + st.String() + "." + f.Name + " must be a string, a []string or a number")
 				}
 				p.headers = append(p.headers, outHeader{index: f.Index, name: h, doc: f.Tag.Get("doc"), num: f.Type.Kind() != reflect.String})
 				p.wrapper = true
@@ -259,12 +268,56 @@ func planOutput(t reflect.Type) *outputPlan {
 			}
 		}
 	}
+	p.bodyHeaders = t.Implements(bodyHeadersType)
 	return p
+}
+
+var (
+	stringsType     = reflect.TypeFor[[]string]()
+	bodyHeadersType = reflect.TypeFor[BodyHeaders]()
+)
+
+// BodyHeaders is implemented by an output whose headers are computed from
+// the bytes the host writes (a signature over the very body sent, which
+// only exists once the answer is encoded): the host calls BodyHeaders with
+// those bytes after writing them, and adds each value it answers as a
+// header line. Headers it adds are not in the OpenAPI document: the
+// route's Description names them.
+type BodyHeaders interface {
+	BodyHeaders(body []byte) http.Header
+}
+
+// noBody: an answer with this status carries no body (HTTP forbids one
+// on 204 and 304; a redirect's is never read).
+func noBody(status int) bool {
+	return status == http.StatusNoContent || (status >= 300 && status < 400)
 }
 
 // writer builds the function that answers out (an Out value) for route r
 // on host h. A nil plan answers no body.
 func (p *outputPlan) writer(h *Host, r Route) func(c fiber.Ctx, out any) error {
+	write := p.bodyWriter(h, r)
+	if p == nil || !p.bodyHeaders {
+		return write
+	}
+	return func(c fiber.Ctx, out any) error {
+		if err := write(c, out); err != nil {
+			return err
+		}
+		bh, ok := out.(BodyHeaders)
+		if !ok || (reflect.ValueOf(out).Kind() == reflect.Pointer && reflect.ValueOf(out).IsNil()) {
+			return nil
+		}
+		for name, vals := range bh.BodyHeaders(c.Response().Body()) {
+			for _, v := range vals {
+				c.Response().Header.Add(name, v)
+			}
+		}
+		return nil
+	}
+}
+
+func (p *outputPlan) bodyWriter(h *Host, r Route) func(c fiber.Ctx, out any) error {
 	status := r.Status
 	if status == 0 {
 		status = http.StatusOK
@@ -276,6 +329,10 @@ func (p *outputPlan) writer(h *Host, r Route) func(c fiber.Ctx, out any) error {
 			st := status
 			if p != nil {
 				st = p.setHeaders(c, out, st)
+			}
+			if noBody(st) {
+				c.Status(st)
+				return nil
 			}
 			if envelope {
 				return Respond(c, st, message, nil)
@@ -310,6 +367,10 @@ func (p *outputPlan) writer(h *Host, r Route) func(c fiber.Ctx, out any) error {
 				return c.SendStatus(st)
 			}
 			v = v.Elem()
+		}
+		if noBody(st) {
+			c.Status(st)
+			return nil
 		}
 		body := v.FieldByIndex(p.body).Interface()
 		switch {
@@ -363,6 +424,13 @@ func (p *outputPlan) setHeaders(c fiber.Ctx, out any, status int) int {
 		f := v.FieldByIndex(hd.index)
 		var s string
 		switch k := f.Kind(); {
+		case k == reflect.Slice:
+			for _, line := range f.Interface().([]string) {
+				if line != "" {
+					c.Response().Header.Add(hd.name, line)
+				}
+			}
+			continue
 		case k == reflect.String:
 			s = f.String()
 		case k >= reflect.Int && k <= reflect.Int64:

@@ -330,7 +330,8 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
 			cmpOr(r.RequestType, "application/octet-stream"): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}}
 	case o != nil && o.in.hasBody():
-		op["requestBody"] = map[string]any{"required": true,
+		// A pointer Body is optional: an absent body decodes as {}.
+		op["requestBody"] = map[string]any{"required": o.in.body.typ.Kind() != reflect.Pointer,
 			"content": map[string]any{"application/json": map[string]any{"schema": d.schemaOf(o.in.body.typ)}}}
 	case o == nil && r.Body != nil:
 		op["requestBody"] = map[string]any{"required": true,
@@ -384,15 +385,24 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 	case r.Response != nil:
 		data = d.schemaOf(reflect.TypeOf(r.Response))
 	}
-	noBody := status == http.StatusNoContent || (status >= 300 && status < 400)
 	switch {
-	case noBody:
+	case noBody(status):
 	case raw:
 		resp["content"] = map[string]any{cmpOr(mediaType(r.ContentType), "application/octet-stream"): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
 	case envelope && (o == nil || !o.stream):
 		resp["content"] = map[string]any{"application/json": map[string]any{"schema": envelopeSchema(data, o == nil && data == nil)}}
 	case data != nil:
 		resp["content"] = map[string]any{"application/json": map[string]any{"schema": data}}
+	}
+	if len(r.Headers) > 0 {
+		hs, _ := resp["headers"].(map[string]any)
+		if hs == nil {
+			hs = map[string]any{}
+		}
+		for name, v := range r.Headers {
+			hs[name] = map[string]any{"description": "always " + v, "schema": map[string]any{"type": "string", "enum": []any{v}}}
+		}
+		resp["headers"] = hs
 	}
 	responses := map[string]any{strconv.Itoa(status): resp}
 	for _, st := range r.Statuses {
@@ -401,7 +411,7 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 			alt[k] = v
 		}
 		alt["description"] = http.StatusText(st)
-		if st == http.StatusNoContent || st == http.StatusNotModified {
+		if noBody(st) {
 			delete(alt, "content")
 		}
 		responses[strconv.Itoa(st)] = alt

@@ -100,8 +100,11 @@ var (
 )
 
 // BearerToken is the request's Authorization: Bearer credential.
-func BearerToken(c fiber.Ctx) (string, bool) {
-	h := c.Get(fiber.HeaderAuthorization)
+func BearerToken(c fiber.Ctx) (string, bool) { return BearerOf(c.Get(fiber.HeaderAuthorization)) }
+
+// BearerOf is the token of an Authorization header value "Bearer <token>"
+// (an input's header:"Authorization" field).
+func BearerOf(h string) (string, bool) {
 	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
 		return "", false
 	}

@@ -203,6 +203,8 @@ func paramPlace(in string) string {
 		return "path parameter "
 	case "header":
 		return "header "
+	case "cookie":
+		return "cookie "
 	}
 	return "query parameter "
 }

@@ -23,7 +23,7 @@ var WebDAVMethods = []string{"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "
 // Param documents a query, path or header parameter.
 type Param struct {
 	Name        string
-	In          string // "query" (default), "path", "header"
+	In          string // "query" (default), "path", "header", "cookie"
 	Description string
 	Required    bool
 	Type        string // "string" (default), "integer", "number", "boolean"
@@ -84,6 +84,10 @@ type Route struct {
 	ContentType string
 	// WebSocket marks an upgrade endpoint (documented with x-websocket).
 	WebSocket bool
+	// Headers are sent on every answer of the route, errors included
+	// (Referrer-Policy on a URL that carries a one-time token, which an
+	// error page would leak as well as a redirect).
+	Headers map[string]string
 	// Exactly one of Op (a typed domain method, op.go), Handler (Fiber) or
 	// HTTP (net/http, for hijacking, WebDAV and streaming) is set. With Op,
 	// the parameters, body and answer are documented from its types, so

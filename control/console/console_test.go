@@ -21,16 +21,16 @@ type noIdentity struct{}
 
 var errNobody = errors.New("nobody")
 
-func (noIdentity) Login(context.Context, identity.LoginInput) (*identity.LoginResult, error) {
+func (noIdentity) Login(context.Context, identity.LoginInput) (*identity.LoginAnswer, error) {
 	return nil, errNobody
 }
-func (noIdentity) VerifyTwoFactor(context.Context, identity.Verify2FAInput) (*identity.LoginResult, error) {
+func (noIdentity) VerifyTwoFactor(context.Context, identity.Verify2FARequest) (*identity.LoginResult, error) {
 	return nil, errNobody
 }
-func (noIdentity) Refresh(context.Context, identity.RefreshInput) (*identity.LoginResult, error) {
+func (noIdentity) Refresh(context.Context, identity.RefreshRequest) (*identity.LoginResult, error) {
 	return nil, errNobody
 }
-func (noIdentity) Logout(context.Context) error                    { return errNobody }
+func (noIdentity) Logout(context.Context, struct{}) error          { return errNobody }
 func (noIdentity) Me(context.Context) (*identity.User, error)      { return nil, errNobody }
 func (noIdentity) Resolve(string, string) (*auth.Principal, error) { return nil, errNobody }
 func (noIdentity) Routes() []platform.Route                        { return nil }

@@ -42,10 +42,10 @@ const (
 // Identity is what the console needs of the identity domain: its login
 // steps and the resolution of a session credential.
 type Identity interface {
-	Login(context.Context, identity.LoginInput) (*identity.LoginResult, error)
-	VerifyTwoFactor(context.Context, identity.Verify2FAInput) (*identity.LoginResult, error)
-	Refresh(context.Context, identity.RefreshInput) (*identity.LoginResult, error)
-	Logout(context.Context) error
+	Login(context.Context, identity.LoginInput) (*identity.LoginAnswer, error)
+	VerifyTwoFactor(context.Context, identity.Verify2FARequest) (*identity.LoginResult, error)
+	Refresh(context.Context, identity.RefreshRequest) (*identity.LoginResult, error)
+	Logout(context.Context, struct{}) error
 	Me(context.Context) (*identity.User, error)
 	Resolve(credential, ip string) (*auth.Principal, error)
 	Routes() []platform.Route
@@ -255,7 +255,7 @@ func (s *Service) handleLogin(c fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.started(c, res)
+	return s.started(c, res.Body)
 }
 
 // twoFactorInput is the body of the two-factor step.
@@ -272,7 +272,7 @@ func (s *Service) handle2FA(c fiber.Ctx) error {
 	if err := platform.Decode(c, &in); err != nil {
 		return err
 	}
-	res, err := s.id.VerifyTwoFactor(c.Context(), identity.Verify2FAInput{TempToken: in.TempToken, Code: in.Code})
+	res, err := s.id.VerifyTwoFactor(c.Context(), identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: in.TempToken, Code: in.Code}})
 	if err != nil {
 		return err
 	}
@@ -302,7 +302,7 @@ func (s *Service) handleRefresh(c fiber.Ctx) error {
 	if rt == "" {
 		return errNoSession
 	}
-	res, err := s.id.Refresh(c.Context(), identity.RefreshInput{RefreshToken: rt, Bearer: rt})
+	res, err := s.id.Refresh(c.Context(), identity.RefreshRequest{Bearer: identity.Bearer{Authorization: "Bearer " + rt}, Body: identity.RefreshInput{RefreshToken: rt}})
 	if err != nil {
 		var pe *platform.Error
 		if errors.As(err, &pe) && pe.Code == platform.CodeUnauthorized {
@@ -324,7 +324,7 @@ func (s *Service) handleLogout(c fiber.Ctx) error {
 			return errCSRF
 		}
 		if p, err := s.id.Resolve(tok, platform.ClientIP(c)); err == nil && p.Kind == identity.KindSession {
-			if err := s.id.Logout(auth.NewContext(c.Context(), p)); err != nil {
+			if err := s.id.Logout(auth.NewContext(c.Context(), p), struct{}{}); err != nil {
 				return err
 			}
 		}

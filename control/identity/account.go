@@ -3,89 +3,16 @@ package identity
 import (
 	"context"
 	"crypto/subtle"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/control/mail"
 	"deckhand/platform"
 	"deckhand/platform/auth"
 	"deckhand/platform/store"
 )
-
-func (s *Service) accountRoutes() []platform.Route {
-	tag := []string{"auth"}
-	r := s.rules
-	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/auth/signup", Policy: platform.Public, Tags: tag,
-			Limits:  limits(r.signupIP, r.signupAddress),
-			Handler: platform.Endpoint(http.StatusOK, "Signup successful: check your email to verify your account", s.Signup),
-			Summary: "Create an account (inactive until its email is verified)",
-			Description: "Password rule: at least 12 characters with an uppercase letter, a lowercase letter, a digit and a special character. " +
-				"`region` defaults to the first available region. A verification mail with a link whose query carries `token=<token>` is sent; " +
-				"signing up again before verifying re-sends the link (the password of the signup whose link is used wins); " +
-				"an address with a verified account gets a notice mail instead, and the answer is the same, so signup never reveals whether an email exists. " +
-				"403 when signups are disabled. " +
-				emailRule,
-			Body: SignupInput{}, Response: SignupResult{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/verify-email", Policy: platform.Public, Tags: tag,
-			Limits:  limits(r.verifyIP),
-			Handler: platform.Endpoint(http.StatusOK, "Email verified: the account is active", s.VerifyEmail),
-			Summary: "Activate an account with the token from its verification mail (single use, valid 24 hours)",
-			Body:    TokenInput{}, Response: User{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/forgot-password", Policy: platform.Public, Tags: tag,
-			Limits:      limits(r.recoveryIP, r.recoveryAddress),
-			Handler:     platform.Command(http.StatusOK, sameAnswer, s.ForgotPassword),
-			Summary:     "Mail a password reset link (token valid 1 hour)",
-			Description: "Always answers 200 with the same message whether or not the address has an account.",
-			Body:        EmailInput{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/reset-password", Policy: platform.Public, Tags: tag,
-			Limits:      limits(r.verifyIP),
-			Handler:     platform.Command(http.StatusOK, "Password updated: log in with the new password", s.ResetPassword),
-			Summary:     "Set a new password with a reset token",
-			Description: "The new password follows the signup rule. Every session of the account ends; the address counts as verified.",
-			Body:        ResetInput{}},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/login", Policy: platform.Public, Tags: tag,
-			Limits:  limits(r.loginIP, r.loginAccount),
-			Handler: platform.Endpoint(http.StatusOK, "Login successful", s.Login),
-			Summary: "Log in with username or email and password",
-			Description: "Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. " +
-				"`email` is looked up in its canonical form (see signup): any spelling of the address finds the account. " +
-				"`response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). " +
-				"`response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, " +
-				"valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. " +
-				"When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify. " +
-				"401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.",
-			Body: LoginInput{}, Response: LoginResult{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/intent/exchange", Policy: platform.Public, Tags: tag,
-			Limits:      limits(r.verifyIP),
-			Handler:     platform.Endpoint(http.StatusOK, "Login successful", s.ExchangeIntent),
-			Summary:     "Exchange an auth_intent_token (or an OAuth completion code) and its code_verifier for session tokens",
-			Description: "Single use: a wrong verifier also consumes the token. Answers the login result.",
-			Body:        ExchangeInput{}, Response: LoginResult{}},
-		{Method: http.MethodPost, Path: "/api/v1/auth/intent/cancel", Policy: platform.Public, Tags: tag, Handler: s.handleIntentCancel, Status: http.StatusNoContent,
-			Summary:     "Cancel an auth intent token, OAuth completion code or 2FA temp_token sent as Bearer",
-			Description: "Idempotent: an unknown or already used token also answers 204. 401 without a Bearer credential."},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/refresh", Policy: platform.Public, Tags: tag, Handler: s.handleRefresh,
-			Limits:  limits(r.refreshIP, r.refreshAccount),
-			Summary: "Rotate the session's access and refresh tokens",
-			Description: "The refresh token must be byte-identical in `Authorization: Bearer` and in body `refreshToken`, else 401 `Invalid refresh token`. " +
-				"Replaying a refresh token that was already rotated revokes the whole session, except within 10 seconds of its rotation " +
-				"(two tabs refreshing at once both get the current pair).",
-			Body: RefreshInput{}, Response: LoginResult{}},
-		{Method: http.MethodGet, Path: "/api/v1/users/auth/me", Policy: platform.SignedIn, Tags: tag,
-			Handler: platform.Read("User profile", s.Me),
-			Summary: "The authenticated user's profile", Response: User{}},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/logout", Policy: platform.SignedIn, Tags: tag,
-			Handler:     s.handleLogout,
-			Summary:     "End the current session: its access and refresh tokens stop working at once",
-			Description: "Needs a session token; auth tokens are revoked with DELETE /api/v1/auth/tokens/{id}."},
-	}
-}
 
 // SignupResult is data of a successful signup.
 type SignupResult struct {
@@ -439,7 +366,7 @@ var errBadLogin = unauthorized("Invalid login credentials")
 
 // Login checks a password login. It answers session tokens, an intent
 // token (response_mode intent) or the two-factor step.
-func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, error) {
+func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginAnswer, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -477,8 +404,25 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, error
 	if !u.EmailVerified {
 		return nil, forbidden("email address not verified: follow the link in the verification email first")
 	}
-	return s.completeLogin(ctx, u.ID, "password", in.ResponseMode, in.CodeChallenge, true)
+	res, err := s.completeLogin(ctx, u.ID, "password", in.ResponseMode, in.CodeChallenge, true)
+	if err != nil {
+		return nil, err
+	}
+	out := &LoginAnswer{Body: res}
+	if res.Requires2FA {
+		out.Message = msgSecondFactor
+	}
+	return out, nil
 }
+
+// LoginAnswer is the login result with its envelope message, which says
+// when the login still needs its second factor.
+type LoginAnswer struct {
+	Message string
+	Body    *LoginResult
+}
+
+const msgSecondFactor = "Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify"
 
 // completeLogin is the common end of every login path once the user is
 // known: the 2FA step when enabled (and not done yet), an intent token in
@@ -561,9 +505,22 @@ func (s *Service) ExchangeIntent(ctx context.Context, in ExchangeInput) (*LoginR
 
 var errBadVerifier = unauthorized("code_verifier does not match the code_challenge")
 
+// Bearer is a request's Authorization: Bearer credential, for the routes
+// that take a one-time token there rather than a signed-in caller.
+type Bearer struct {
+	Authorization string `header:"Authorization" doc:"Bearer <token>"`
+}
+
+// Token is the bearer credential ("" when none).
+func (b Bearer) Token() string {
+	tok, _ := platform.BearerOf(b.Authorization)
+	return tok
+}
+
 // CancelIntent drops an intent token, OAuth completion code or 2FA
 // temp_token; unknown ones are already cancelled.
-func (s *Service) CancelIntent(_ context.Context, token string) error {
+func (s *Service) CancelIntent(_ context.Context, in Bearer) error {
+	token := in.Token()
 	if token == "" {
 		return errNoCredential
 	}
@@ -579,38 +536,21 @@ func (s *Service) CancelIntent(_ context.Context, token string) error {
 	return nil
 }
 
-func (s *Service) handleIntentCancel(c fiber.Ctx) error {
-	raw, _ := bearer(c)
-	if err := s.CancelIntent(c.Context(), raw); err != nil {
-		return err
-	}
-	return c.SendStatus(http.StatusNoContent)
+// RefreshRequest is POST /api/v1/users/auth/refresh.
+type RefreshRequest struct {
+	Bearer
+	Body RefreshInput
 }
 
 // Refresh rotates a session's tokens; the body's refresh token must be
 // the same bytes as the Authorization header's.
-func (s *Service) Refresh(ctx context.Context, in RefreshInput) (*LoginResult, error) {
+func (s *Service) Refresh(ctx context.Context, req RefreshRequest) (*LoginResult, error) {
+	in := req.Body
+	in.Bearer = req.Token()
 	if in.Bearer == "" || in.RefreshToken == "" || subtle.ConstantTimeCompare([]byte(in.Bearer), []byte(in.RefreshToken)) != 1 {
 		return nil, errBadRefresh
 	}
 	return s.refresh(ctx, in.Bearer)
-}
-
-func (s *Service) handleRefresh(c fiber.Ctx) error {
-	hdr, ok := bearer(c)
-	if !ok {
-		return errBadRefresh
-	}
-	var in RefreshInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	in.Bearer = hdr
-	res, err := s.Refresh(c.Context(), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Token refreshed", res)
 }
 
 // Me is the caller's profile.
@@ -629,16 +569,9 @@ func (s *Service) Me(ctx context.Context) (*User, error) {
 	return &v, nil
 }
 
-// handleLogout ignores any body: clients often send the refresh token along.
-func (s *Service) handleLogout(c fiber.Ctx) error {
-	if err := s.Logout(c.Context()); err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Logged out", nil)
-}
-
-// Logout ends the caller's session.
-func (s *Service) Logout(ctx context.Context) error {
+// Logout ends the caller's session. It takes no input: a body (clients
+// often send the refresh token along) is ignored.
+func (s *Service) Logout(ctx context.Context, _ struct{}) error {
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return err

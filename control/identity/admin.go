@@ -2,10 +2,7 @@ package identity
 
 import (
 	"context"
-	"net/http"
 	"strings"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/control/events"
 	"deckhand/platform"
@@ -13,26 +10,15 @@ import (
 	"deckhand/platform/store"
 )
 
-func (s *Service) adminRoutes() []platform.Route {
-	tag := []string{"admin"}
-	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/admin/users", Policy: platform.Admin, Tags: tag, Status: http.StatusCreated,
-			Handler: platform.Endpoint(http.StatusCreated, "User created", s.CreateUser),
-			Summary: "Create a user (admin role required, else 403)",
-			Description: "`password` follows the login rule (at least 8 characters with an uppercase letter, a lowercase letter and a digit). " +
-				"`username` defaults to one derived from the email; `role` is `user` (default) or `admin`; `verified` (default false) " +
-				"marks the email verified so the user can log in at once; an unverified user gets a verification mail. Writes `user.created`. " + emailRule,
-			Body: AdminCreateInput{}, Response: User{}},
-		{Method: http.MethodGet, Path: "/api/v1/admin/users", Policy: platform.Admin, Tags: tag, Handler: platform.Read("Users", s.ListUsers),
-			Summary: "List users, oldest first (admin role required)", Response: []User{}},
-		{Method: http.MethodGet, Path: "/api/v1/admin/users/{id}", Policy: platform.Admin, Tags: tag, Handler: s.handleAdminGet,
-			Summary: "One user (admin role required)", Response: User{}},
-		{Method: http.MethodPatch, Path: "/api/v1/admin/users/{id}", Policy: platform.Admin, Tags: tag, Handler: s.handleAdminPatch,
-			Summary: "Change a user's role or ban state (admin role required)",
-			Description: "Writes `user.role_changed`, `user.banned` or `user.unbanned`. A banned user's sessions and auth tokens stop working at once " +
-				"(403). An admin cannot ban or demote themselves.",
-			Body: AdminPatchInput{}, Response: User{}},
-	}
+// UserRef names an account by its path id.
+type UserRef struct {
+	ID string `path:"id" doc:"a user id"`
+}
+
+// UserUpdate is PATCH /api/v1/admin/users/{id}.
+type UserUpdate struct {
+	UserRef
+	Body AdminPatchInput
 }
 
 // AdminCreateInput is the body of POST /api/v1/admin/users.
@@ -153,7 +139,8 @@ func (s *Service) ListUsers(ctx context.Context) ([]User, error) {
 }
 
 // GetUser is one account (admins only).
-func (s *Service) GetUser(ctx context.Context, id string) (*User, error) {
+func (s *Service) GetUser(ctx context.Context, ref UserRef) (*User, error) {
+	id := ref.ID
 	if _, err := platform.AdminCaller(ctx); err != nil {
 		return nil, err
 	}
@@ -175,17 +162,10 @@ func (s *Service) GetUser(ctx context.Context, id string) (*User, error) {
 	return &view, nil
 }
 
-func (s *Service) handleAdminGet(c fiber.Ctx) error {
-	v, err := s.GetUser(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "User", v)
-}
-
 // UpdateUser changes an account's role or ban state (admins only; never
 // their own ban or demotion).
-func (s *Service) UpdateUser(ctx context.Context, id string, in AdminPatchInput) (*User, error) {
+func (s *Service) UpdateUser(ctx context.Context, req UserUpdate) (*User, error) {
+	id, in := req.ID, req.Body
 	p, err := platform.AdminCaller(ctx)
 	if err != nil {
 		return nil, err
@@ -241,18 +221,6 @@ func (s *Service) UpdateUser(ctx context.Context, id string, in AdminPatchInput)
 		return nil, platform.Wrap("update the user", err)
 	}
 	return &view, nil
-}
-
-func (s *Service) handleAdminPatch(c fiber.Ctx) error {
-	var in AdminPatchInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	v, err := s.UpdateUser(c.Context(), c.Params("id"), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "User updated", v)
 }
 
 // EnsureAdmin creates the bootstrap admin (--admin-email/--admin-password)

@@ -2,11 +2,8 @@ package identity
 
 import (
 	"context"
-	"net/http"
 	"time"
 	"unicode"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 	"deckhand/platform/signing"
@@ -74,27 +71,4 @@ func (s *Service) MintIdentityClaim(ctx context.Context, in IdentityClaimInput) 
 		return nil, platform.Internal("sign the identity claim", err)
 	}
 	return out, nil
-}
-
-func (s *Service) handleIdentityClaim(c fiber.Ctx) error {
-	var in IdentityClaimInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	out, err := s.MintIdentityClaim(c.Context(), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Identity claim", out)
-}
-
-func (s *Service) claimRoutes() []platform.Route {
-	return []platform.Route{{Method: http.MethodPost, Path: "/api/v1/users/auth/identity-claim", Policy: platform.SignedIn,
-		Tags: []string{"auth"}, Summary: "Mint an identity claim for the signed-in user",
-		Description: "A claim that the caller is user `sub` with role `role`, for audience `aud` (a service, URL or container that " +
-			"checks it): payload `{typ: \"identity\", sub, role, aud, iat, exp}` as base64url JSON (`payload_b64`), signed with " +
-			"the key set's active key (`kid`; `signature_hex` over the UTF-8 bytes of payload_b64: the key set's " +
-			"`identity_claim_signed_data`). A verifier checks the signature against GET /api/v1/meta/public-key, then typ, aud " +
-			"and that now is within [iat, exp]. `ttl_seconds` 30-3600, default 300. 503 SIGNING_NOT_CONFIGURED without signing keys.",
-		Body: IdentityClaimInput{}, Response: signing.IssuedClaim{}, Handler: s.handleIdentityClaim}}
 }

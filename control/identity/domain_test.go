@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,10 +94,10 @@ func TestAccountFlowsAsDomainMethods(t *testing.T) {
 		t.Fatalf("wrong password: %v", err)
 	}
 	res, err := e.svc.Login(e.from(""), identity.LoginInput{Email: "ADA@example.com", Password: goodPassword})
-	if err != nil || res.Token == "" || res.RefreshToken == "" || res.User.ID != u.ID {
+	if err != nil || res.Body.Token == "" || res.Body.RefreshToken == "" || res.Body.User.ID != u.ID {
 		t.Fatalf("login: %+v %v", res, err)
 	}
-	me, err := e.svc.Me(e.from(res.Token))
+	me, err := e.svc.Me(e.from(res.Body.Token))
 	if err != nil || me.Email != "ada@example.com" {
 		t.Fatalf("me: %+v %v", me, err)
 	}
@@ -106,11 +107,11 @@ func TestAccountFlowsAsDomainMethods(t *testing.T) {
 
 	// Tokens: created with the session, usable as a credential, never
 	// able to mint another one.
-	tok, err := e.svc.CreateToken(e.from(res.Token), identity.CreateTokenInput{Alias: "ci", IPWhitelist: []string{"192.0.2.0/24"}})
+	tok, err := e.svc.CreateToken(e.from(res.Body.Token), identity.CreateTokenRequest{Body: identity.CreateTokenInput{Alias: "ci", IPWhitelist: []string{"192.0.2.0/24"}}})
 	if err != nil || tok.Token == "" {
 		t.Fatalf("create token: %+v %v", tok, err)
 	}
-	if _, err := e.svc.CreateToken(e.from(tok.Token), identity.CreateTokenInput{Alias: "again"}); code(err) != platform.CodeForbidden {
+	if _, err := e.svc.CreateToken(e.from(tok.Token), identity.CreateTokenRequest{Body: identity.CreateTokenInput{Alias: "again"}}); code(err) != platform.CodeForbidden {
 		t.Fatalf("token minting a token: %v", err)
 	}
 	if _, err := e.svc.Resolve(tok.Token, "198.51.100.1"); code(err) != platform.CodeUnauthorized {
@@ -120,19 +121,19 @@ func TestAccountFlowsAsDomainMethods(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Token != "" || list[0].LastUsedIP == nil || *list[0].LastUsedIP != "192.0.2.7" {
 		t.Fatalf("list: %+v %v", list, err)
 	}
-	if _, err := e.svc.CreateToken(e.from(res.Token), identity.CreateTokenInput{Alias: "bad/alias"}); code(err) != platform.CodeInvalid {
+	if _, err := e.svc.CreateToken(e.from(res.Body.Token), identity.CreateTokenRequest{Body: identity.CreateTokenInput{Alias: "bad/alias"}}); code(err) != platform.CodeInvalid {
 		t.Fatalf("bad alias: %v", err)
 	}
 
 	// Refresh rotates; the header and body copies must agree.
-	if _, err := e.svc.Refresh(e.from(""), identity.RefreshInput{RefreshToken: res.RefreshToken, Bearer: res.RefreshToken + "x"}); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.Refresh(e.from(""), identity.RefreshRequest{Bearer: identity.Bearer{Authorization: "Bearer " + res.Body.RefreshToken + "x"}, Body: identity.RefreshInput{RefreshToken: res.Body.RefreshToken}}); code(err) != platform.CodeUnauthorized {
 		t.Fatalf("mismatched refresh: %v", err)
 	}
-	next, err := e.svc.Refresh(e.from(""), identity.RefreshInput{RefreshToken: res.RefreshToken, Bearer: res.RefreshToken})
-	if err != nil || next.RefreshToken == res.RefreshToken {
+	next, err := e.svc.Refresh(e.from(""), identity.RefreshRequest{Bearer: identity.Bearer{Authorization: "Bearer " + res.Body.RefreshToken}, Body: identity.RefreshInput{RefreshToken: res.Body.RefreshToken}})
+	if err != nil || next.RefreshToken == res.Body.RefreshToken {
 		t.Fatalf("refresh: %+v %v", next, err)
 	}
-	if err := e.svc.Logout(e.from(next.Token)); err != nil {
+	if err := e.svc.Logout(e.from(next.Token), struct{}{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.svc.Resolve(next.Token, "192.0.2.7"); code(err) != platform.CodeUnauthorized {
@@ -151,7 +152,7 @@ func TestTwoFactorLoginAsDomainMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	session := e.from(first.Token)
+	session := e.from(first.Body.Token)
 	setup, err := e.svc.SetupTwoFactor(session)
 	if err != nil {
 		t.Fatal(err)
@@ -161,17 +162,17 @@ func TestTwoFactorLoginAsDomainMethods(t *testing.T) {
 		t.Fatalf("confirm: %+v %v", backup, err)
 	}
 	step, err := e.svc.Login(e.from(""), identity.LoginInput{Email: "bo@example.com", Password: goodPassword})
-	if err != nil || !step.Requires2FA || step.TempToken == "" || step.Token != "" {
+	if err != nil || !step.Body.Requires2FA || step.Body.TempToken == "" || step.Body.Token != "" || !strings.Contains(step.Message, "two-factor code required") {
 		t.Fatalf("login with 2FA on: %+v %v", step, err)
 	}
-	if _, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FAInput{TempToken: step.TempToken, Code: "000000"}); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: step.Body.TempToken, Code: "000000"}}); code(err) != platform.CodeUnauthorized {
 		t.Fatalf("wrong code: %v", err)
 	}
-	done, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FAInput{TempToken: step.TempToken, Code: backup.BackupCodes[0]})
+	done, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: step.Body.TempToken, Code: backup.BackupCodes[0]}})
 	if err != nil || done.Token == "" {
 		t.Fatalf("backup code: %+v %v", done, err)
 	}
-	if _, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FAInput{TempToken: step.TempToken, Code: backup.BackupCodes[1]}); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: step.Body.TempToken, Code: backup.BackupCodes[1]}}); code(err) != platform.CodeUnauthorized {
 		t.Fatalf("used temp_token: %v", err)
 	}
 	st, err := e.svc.TwoFactorStatus(e.from(done.Token))
@@ -215,18 +216,18 @@ func TestAdminMethodsNeedTheAdminRole(t *testing.T) {
 	admin, _ := e.svc.Login(e.from(""), identity.LoginInput{Email: "root@example.com", Password: goodPassword})
 	user, _ := e.svc.Login(e.from(""), identity.LoginInput{Email: "dee@example.com", Password: goodPassword})
 	in := identity.AdminCreateInput{Email: "new@example.com", Password: goodPassword, Verified: true}
-	if _, err := e.svc.CreateUser(e.from(user.Token), in); code(err) != platform.CodeForbidden {
+	if _, err := e.svc.CreateUser(e.from(user.Body.Token), in); code(err) != platform.CodeForbidden {
 		t.Fatalf("user creating a user: %v", err)
 	}
 	if _, err := e.svc.CreateUser(e.from(""), in); code(err) != platform.CodeUnauthorized {
 		t.Fatalf("nobody creating a user: %v", err)
 	}
-	u, err := e.svc.CreateUser(e.from(admin.Token), in)
+	u, err := e.svc.CreateUser(e.from(admin.Body.Token), in)
 	if err != nil || u.Role != identity.RoleUser || !u.EmailVerified {
 		t.Fatalf("admin creating a user: %+v %v", u, err)
 	}
 	banned := true
-	if _, err := e.svc.UpdateUser(e.from(admin.Token), u.ID, identity.AdminPatchInput{IsBanned: &banned}); err != nil {
+	if _, err := e.svc.UpdateUser(e.from(admin.Body.Token), identity.UserUpdate{UserRef: identity.UserRef{ID: u.ID}, Body: identity.AdminPatchInput{IsBanned: &banned}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.svc.Login(e.from(""), identity.LoginInput{Email: "new@example.com", Password: goodPassword}); code(err) != platform.CodeForbidden {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
 	"github.com/google/uuid"
 	"golang.org/x/oauth2"
 
@@ -42,46 +41,6 @@ type launchRec struct {
 	Origin    string    `json:"origin"`
 	ExpiresAt time.Time `json:"expires_at"`
 	Used      bool      `json:"used"`
-}
-
-func (s *Service) oauthRoutes() []platform.Route {
-	tag := []string{"oauth"}
-	challenge := platform.Param{Name: "code_challenge", Required: true,
-		Description: "base64url SHA-256 of the client's code_verifier (S256, 43-128 characters)"}
-	redirect := platform.Param{Name: "redirect_uri",
-		Description: "frontend completion URL on an allowed domain (default <public-url>/auth/complete)"}
-	cbParams := []platform.Param{{Name: "code", Required: true, Description: "provider authorization code"},
-		{Name: "state", Required: true, Description: "the state this server sent (CSRF check)"}}
-	cbDesc := "Checks `state` (single use, 10 minutes, bound to the browser by an HttpOnly cookie set when the flow started), " +
-		"exchanges `code` with the provider using PKCE (S256), reads the provider's userinfo, finds the account linked to that provider " +
-		"identity (or the account with the same email, or creates one), and answers 302 to the frontend completion URL with " +
-		"`code` (a one-time code the frontend exchanges with its code_verifier at POST /api/v1/auth/intent/exchange, 5 minutes), " +
-		"`state_id` (launch flows) and `intent`. With two-factor on, the completion URL carries `requires_2fa=true` and `temp_token` instead. " +
-		"Provider errors and banned accounts come back as `error=<reason>`. For intent=star_check with a configured star-check URL, `starred=true|false` is added."
-	startDesc := "Answers 302 to the provider's authorize endpoint with its own PKCE challenge (S256) and a fresh `state`. " +
-		"The client's code_challenge is bound to the flow and checked when the completion code is exchanged. " +
-		"400 for a bad challenge or redirect_uri; 503 when the provider is not configured."
-	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/auth/codehost", Policy: platform.Public, Limits: limits(s.rules.verifyIP), Tags: tag, Handler: s.handleOAuthStart(ProviderCodehost), Status: http.StatusFound,
-			Summary: "Start OAuth login with the codehost provider", Description: startDesc + " `intent=star_check` is carried to the completion URL.",
-			Query: []platform.Param{{Name: "intent", Enum: []string{"login", "star_check"}, Description: "login (default) or star_check"}, redirect, challenge}},
-		{Method: http.MethodGet, Path: "/api/v1/auth/codehost/callback", Policy: platform.Public, Tags: tag, Handler: s.handleOAuthCallback(ProviderCodehost), Status: http.StatusFound,
-			Summary: "OAuth redirect target of the codehost provider", Description: cbDesc, Query: cbParams},
-		{Method: http.MethodGet, Path: "/api/v1/auth/webid", Policy: platform.Public, Limits: limits(s.rules.verifyIP), Tags: tag, Handler: s.handleOAuthStart(ProviderWebID), Status: http.StatusFound,
-			Summary: "Start OAuth login with the webid provider", Description: startDesc, Query: []platform.Param{redirect, challenge}},
-		{Method: http.MethodGet, Path: "/api/v1/auth/webid/callback", Policy: platform.Public, Tags: tag, Handler: s.handleOAuthCallback(ProviderWebID), Status: http.StatusFound,
-			Summary: "OAuth redirect target of the webid provider", Description: cbDesc, Query: cbParams},
-		{Method: http.MethodPost, Path: "/api/v1/auth/launch/initiate", Policy: platform.Public, Limits: limits(s.rules.verifyIP), Tags: tag, Handler: s.handleLaunchInitiate,
-			Summary: "Issue a one-shot popup launch ticket bound to the request Origin",
-			Description: "The `Origin` header is required and must be on an allowed redirect domain; the flow completes at <Origin>/auth/complete " +
-				"with `state_id` echoed. The ticket expires after 2 minutes.",
-			Body: LaunchInput{}, Response: LaunchResult{}},
-		{Method: http.MethodGet, Path: "/api/v1/auth/launch/start", Policy: platform.Public, Tags: tag, Handler: s.handleLaunchStart, Status: http.StatusFound,
-			Summary: "Consume a launch ticket and redirect to the provider",
-			Description: "Consumed atomically: of many concurrent requests exactly one gets the 302, the rest 410. Used, expired and unknown tickets answer 410. " +
-				"Sets `Referrer-Policy: no-referrer`. A request carrying an Origin other than the ticket's gets 403.",
-			Query: []platform.Param{{Name: "ticket", Required: true}}},
-	}
 }
 
 func (s *Service) provider(name string) (OAuthProvider, error) {
@@ -148,28 +107,58 @@ func (s *Service) beginFlow(tx *store.Tx, name string, p OAuthProvider, rec once
 	return s.oauthConfig(name, p).AuthCodeURL(state, oauth2.S256ChallengeOption(verifier)), bind, nil
 }
 
-func (s *Service) setBindCookie(c fiber.Ctx, value string) {
-	c.Cookie(&fiber.Cookie{Name: bindCookie, Value: value, Path: "/api/v1/auth", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
-		Secure: strings.HasPrefix(s.publicURL, "https://"), MaxAge: int(onceTTL[onceState].Seconds())})
+// bindCookieSet is the Set-Cookie line binding a flow to its browser.
+func (s *Service) bindCookieSet(value string) string {
+	c := &http.Cookie{Name: bindCookie, Value: value, Path: "/api/v1/auth", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: strings.HasPrefix(s.publicURL, "https://"), MaxAge: int(onceTTL[onceState].Seconds())}
+	return c.String()
 }
+
+// bindCookieClear is the Set-Cookie line that drops the binding once the
+// flow is done.
+func bindCookieClear() string {
+	c := &http.Cookie{Name: bindCookie, Value: "", Path: "/api/v1/auth", HttpOnly: true, MaxAge: -1, Expires: time.Unix(1, 0)}
+	return c.String()
+}
+
+// Redirect is a browser flow's 302: where the browser goes next and the
+// flow's binding cookie. The routes add flowHeaders to every answer.
+type Redirect struct {
+	Location  string   `header:"Location" doc:"where the browser goes next"`
+	SetCookie []string `header:"Set-Cookie" doc:"deckhand_oauth: binds the flow to this browser (HttpOnly, Path=/api/v1/auth); cleared when the flow completes"`
+}
+
+func redirectTo(to, cookie string) *Redirect {
+	return &Redirect{Location: to, SetCookie: []string{cookie}}
+}
+
+// flowHeaders keep a browser flow's one-time values (state, code, ticket
+// in the URL) out of Referer and caches, on errors as on redirects.
+var flowHeaders = map[string]string{"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
 
 // OAuthStartInput starts an OAuth login (the query of GET /api/v1/auth/<provider>).
 type OAuthStartInput struct {
-	Provider            string
-	Intent              string // login (default) or star_check (codehost)
-	RedirectURI         string
-	CodeChallenge       string
-	CodeChallengeMethod string
+	Intent              string `query:"intent" enum:"login,star_check" doc:"login (default) or star_check (codehost only)"`
+	RedirectURI         string `query:"redirect_uri" doc:"frontend completion URL on an allowed domain (default <public-url>/auth/complete)"`
+	CodeChallenge       string `query:"code_challenge" required:"true" doc:"base64url SHA-256 of the client's code_verifier (S256, 43-128 characters)"`
+	CodeChallengeMethod string `query:"code_challenge_method" enum:"S256" doc:"S256 (the only method; may be omitted)"`
 }
 
-// Validate checks intent and PKCE challenge.
-func (in *OAuthStartInput) Validate() error {
+// WebIDStartInput starts a webid login, which has no intents.
+type WebIDStartInput struct {
+	RedirectURI         string `query:"redirect_uri" doc:"frontend completion URL on an allowed domain (default <public-url>/auth/complete)"`
+	CodeChallenge       string `query:"code_challenge" required:"true" doc:"base64url SHA-256 of the client's code_verifier (S256, 43-128 characters)"`
+	CodeChallengeMethod string `query:"code_challenge_method" enum:"S256" doc:"S256 (the only method; may be omitted)"`
+}
+
+// check checks intent and PKCE challenge for provider.
+func (in *OAuthStartInput) check(provider string) error {
 	switch {
 	case in.Intent == "" || in.Intent == "login":
 		in.Intent = "login"
-	case in.Intent == "star_check" && in.Provider == ProviderCodehost:
+	case in.Intent == "star_check" && provider == ProviderCodehost:
 	default:
-		if in.Provider == ProviderCodehost {
+		if provider == ProviderCodehost {
 			return platform.Invalid("intent", "must be login or star_check")
 		}
 		return platform.Invalid("intent", "is not supported by this provider")
@@ -183,51 +172,42 @@ func (in *OAuthStartInput) Validate() error {
 	return nil
 }
 
-// OAuthRedirect is where a browser goes next, and the value of the cookie
-// that binds the flow to that browser.
-type OAuthRedirect struct {
-	URL  string
-	Bind string
+// StartCodehost begins a codehost login.
+func (s *Service) StartCodehost(ctx context.Context, in OAuthStartInput) (*Redirect, error) {
+	return s.startOAuth(ctx, ProviderCodehost, in)
 }
 
-// StartOAuth begins a provider login: the provider's authorize URL with our
-// own PKCE challenge and a fresh single-use state.
-func (s *Service) StartOAuth(_ context.Context, in OAuthStartInput) (*OAuthRedirect, error) {
-	if err := in.Validate(); err != nil {
+// StartWebID begins a webid login.
+func (s *Service) StartWebID(ctx context.Context, in WebIDStartInput) (*Redirect, error) {
+	return s.startOAuth(ctx, ProviderWebID, OAuthStartInput{RedirectURI: in.RedirectURI, CodeChallenge: in.CodeChallenge,
+		CodeChallengeMethod: in.CodeChallengeMethod})
+}
+
+// startOAuth begins a provider login: a 302 to the provider's authorize
+// URL with our own PKCE challenge and a fresh single-use state, and the
+// cookie that binds the flow to the browser.
+func (s *Service) startOAuth(_ context.Context, provider string, in OAuthStartInput) (*Redirect, error) {
+	if err := in.check(provider); err != nil {
 		return nil, err
 	}
 	redirect, err := s.checkRedirect(in.RedirectURI)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.provider(in.Provider)
+	p, err := s.provider(provider)
 	if err != nil {
 		return nil, err
 	}
-	var out OAuthRedirect
+	var to, bind string
 	err = s.update(func(tx *store.Tx) error {
 		var err error
-		out.URL, out.Bind, err = s.beginFlow(tx, in.Provider, p, onceRec{Challenge: in.CodeChallenge, RedirectURI: redirect, Intent: in.Intent})
+		to, bind, err = s.beginFlow(tx, provider, p, onceRec{Challenge: in.CodeChallenge, RedirectURI: redirect, Intent: in.Intent})
 		return err
 	})
 	if err != nil {
 		return nil, platform.Wrap("start the OAuth flow", err)
 	}
-	return &out, nil
-}
-
-func (s *Service) handleOAuthStart(name string) fiber.Handler {
-	return func(c fiber.Ctx) error {
-		out, err := s.StartOAuth(c.Context(), OAuthStartInput{Provider: name, Intent: c.Query("intent"), RedirectURI: c.Query("redirect_uri"),
-			CodeChallenge: c.Query("code_challenge"), CodeChallengeMethod: c.Query("code_challenge_method")})
-		if err != nil {
-			return err
-		}
-		s.setBindCookie(c, out.Bind)
-		c.Set("Referrer-Policy", "no-referrer")
-		c.Set("Cache-Control", "no-store")
-		return c.Redirect().Status(http.StatusFound).To(out.URL)
-	}
+	return redirectTo(to, s.bindCookieSet(bind)), nil
 }
 
 var errBadState = platform.Invalid("state", "is invalid, used or expired (start the login again)")
@@ -235,23 +215,42 @@ var errBadState = platform.Invalid("state", "is invalid, used or expired (start 
 // OAuthCallbackInput is the provider's answer at the callback, with the
 // browser's binding cookie.
 type OAuthCallbackInput struct {
-	Provider string
-	State    string
-	Code     string
-	Error    string // the provider's error=..., when it refused
-	Bind     string // the binding cookie set when the flow started
+	State string `query:"state" doc:"the state this server sent (CSRF check)"`
+	Code  string `query:"code" doc:"provider authorization code"`
+	Error string `query:"error" doc:"the provider's refusal, when it refused"`
+	Bind  string `cookie:"deckhand_oauth" doc:"binds the flow to the browser that started it (set when it started)"`
+}
+
+// CodehostCallback completes a codehost login.
+func (s *Service) CodehostCallback(ctx context.Context, in OAuthCallbackInput) (*Redirect, error) {
+	return s.completeRedirect(ctx, ProviderCodehost, in)
+}
+
+// WebIDCallback completes a webid login.
+func (s *Service) WebIDCallback(ctx context.Context, in OAuthCallbackInput) (*Redirect, error) {
+	return s.completeRedirect(ctx, ProviderWebID, in)
+}
+
+// completeRedirect is the 302 to the completion URL, dropping the flow's
+// binding cookie.
+func (s *Service) completeRedirect(ctx context.Context, provider string, in OAuthCallbackInput) (*Redirect, error) {
+	to, err := s.CompleteOAuth(ctx, provider, in)
+	if err != nil {
+		return nil, err
+	}
+	return redirectTo(to, bindCookieClear()), nil
 }
 
 // CompleteOAuth finishes a provider login and returns the frontend
 // completion URL: with a one-time `code`, the 2FA step, or `error=<reason>`.
-func (s *Service) CompleteOAuth(ctx context.Context, in OAuthCallbackInput) (string, error) {
+func (s *Service) CompleteOAuth(ctx context.Context, provider string, in OAuthCallbackInput) (string, error) {
 	if in.State == "" {
 		return "", platform.Invalid("state", "is required")
 	}
 	if in.Code == "" && in.Error == "" {
 		return "", platform.Invalid("code", "is required")
 	}
-	p, err := s.provider(in.Provider)
+	p, err := s.provider(provider)
 	if err != nil {
 		return "", err
 	}
@@ -264,7 +263,7 @@ func (s *Service) CompleteOAuth(ctx context.Context, in OAuthCallbackInput) (str
 	if err != nil {
 		return "", platform.Internal("check the OAuth state", err)
 	}
-	if rec == nil || rec.Provider != in.Provider {
+	if rec == nil || rec.Provider != provider {
 		return "", errBadState
 	}
 	if in.Bind == "" || s.lookupKey("bind\x00"+in.Bind) != rec.BrowserBind {
@@ -274,7 +273,7 @@ func (s *Service) CompleteOAuth(ctx context.Context, in OAuthCallbackInput) (str
 		if rec.StateID != "" {
 			q.Set("state_id", rec.StateID)
 		}
-		q.Set("provider", in.Provider)
+		q.Set("provider", provider)
 		if rec.Intent != "" {
 			q.Set("intent", rec.Intent)
 		}
@@ -290,17 +289,17 @@ func (s *Service) CompleteOAuth(ctx context.Context, in OAuthCallbackInput) (str
 	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	octx = context.WithValue(octx, oauth2.HTTPClient, s.httpc)
-	tok, err := s.oauthConfig(in.Provider, p).Exchange(octx, in.Code, oauth2.VerifierOption(string(verifier)))
+	tok, err := s.oauthConfig(provider, p).Exchange(octx, in.Code, oauth2.VerifierOption(string(verifier)))
 	if err != nil {
-		s.log.Warn("OAuth code exchange failed", "provider", in.Provider, "err", err)
+		s.log.Warn("OAuth code exchange failed", "provider", provider, "err", err)
 		return done(url.Values{"error": {"exchange_failed"}})
 	}
 	info, err := s.userinfo(octx, p, tok)
 	if err != nil {
-		s.log.Warn("OAuth userinfo failed", "provider", in.Provider, "err", err)
+		s.log.Warn("OAuth userinfo failed", "provider", provider, "err", err)
 		return done(url.Values{"error": {"userinfo_failed"}})
 	}
-	userID, err := s.linkAccount(in.Provider, info, auth.ClientIP(ctx))
+	userID, err := s.linkAccount(provider, info, auth.ClientIP(ctx))
 	if err != nil {
 		if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
 			return done(url.Values{"error": {"account_banned"}})
@@ -311,7 +310,7 @@ func (s *Service) CompleteOAuth(ctx context.Context, in OAuthCallbackInput) (str
 	if rec.Intent == "star_check" && p.StarCheckURL != "" {
 		extra.Set("starred", strconv.FormatBool(s.starred(octx, p, tok)))
 	}
-	res, err := s.completeLogin(ctx, userID, "oauth:"+in.Provider, "intent", rec.Challenge, true)
+	res, err := s.completeLogin(ctx, userID, "oauth:"+provider, "intent", rec.Challenge, true)
 	if err != nil {
 		if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
 			return done(url.Values{"error": {"account_banned"}})
@@ -325,20 +324,6 @@ func (s *Service) CompleteOAuth(ctx context.Context, in OAuthCallbackInput) (str
 	}
 	extra.Set("code", res.AuthIntentToken)
 	return done(extra)
-}
-
-func (s *Service) handleOAuthCallback(name string) fiber.Handler {
-	return func(c fiber.Ctx) error {
-		c.Set("Referrer-Policy", "no-referrer")
-		c.Set("Cache-Control", "no-store")
-		to, err := s.CompleteOAuth(c.Context(), OAuthCallbackInput{Provider: name, State: c.Query("state"), Code: c.Query("code"),
-			Error: c.Query("error"), Bind: c.Cookies(bindCookie)})
-		if err != nil {
-			return err
-		}
-		c.Cookie(&fiber.Cookie{Name: bindCookie, Value: "", Path: "/api/v1/auth", HTTPOnly: true, MaxAge: -1, Expires: time.Unix(1, 0)})
-		return c.Redirect().Status(http.StatusFound).To(to)
-	}
 }
 
 var errWord = regexp.MustCompile(`[^a-z0-9_]`)
@@ -521,6 +506,23 @@ type LaunchInput struct {
 	Origin        string `json:"-"`
 }
 
+// Origin is the request's Origin header, which a launch ticket is bound to.
+type Origin struct {
+	Origin string `header:"Origin" doc:"the page's origin (scheme://host[:port]) on an allowed redirect domain"`
+}
+
+// LaunchRequest is POST /api/v1/auth/launch/initiate.
+type LaunchRequest struct {
+	Origin
+	Body LaunchInput
+}
+
+// LaunchStartInput is GET /api/v1/auth/launch/start.
+type LaunchStartInput struct {
+	Origin
+	Ticket string `query:"ticket" required:"true" doc:"the launch ticket from launch_url"`
+}
+
 var uuidV4 = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$`)
 
 // Validate checks provider, challenge and state_id.
@@ -554,7 +556,9 @@ func originOf(raw string) (string, string, bool) {
 
 // InitiateLaunch issues a one-shot popup launch ticket bound to the
 // requesting page's Origin.
-func (s *Service) InitiateLaunch(_ context.Context, in LaunchInput) (*LaunchResult, error) {
+func (s *Service) InitiateLaunch(_ context.Context, req LaunchRequest) (*LaunchResult, error) {
+	in := req.Body
+	in.Origin = req.Origin.Origin
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -598,31 +602,20 @@ func (s *Service) InitiateLaunch(_ context.Context, in LaunchInput) (*LaunchResu
 		ExpiresAt: exp.Format(time.RFC3339)}, nil
 }
 
-func (s *Service) handleLaunchInitiate(c fiber.Ctx) error {
-	var in LaunchInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	in.Origin = c.Get(fiber.HeaderOrigin)
-	res, err := s.InitiateLaunch(c.Context(), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Launch ticket issued", res)
-}
-
 var errStateIDReused = &platform.Error{Code: platform.CodeConflict, Field: "state_id", Details: "state_id",
 	Message: "state_id: already used for a launch ticket; send a new UUID v4 per attempt"}
 
 var errTicketGone = platform.Errorf(platform.CodeGone, "launch ticket is already used or has expired")
 
 // StartLaunch consumes a launch ticket (once, atomically) and begins its
-// provider flow; origin is the request's Origin header, when it sent one.
-func (s *Service) StartLaunch(_ context.Context, ticket, origin string) (*OAuthRedirect, error) {
+// provider flow; the request's Origin, when it sent one, must be the
+// ticket's.
+func (s *Service) StartLaunch(_ context.Context, in LaunchStartInput) (*Redirect, error) {
+	ticket, origin := in.Ticket, in.Origin.Origin
 	if ticket == "" {
 		return nil, platform.Invalid("ticket", "is required")
 	}
-	var out OAuthRedirect
+	var to, bind string
 	err := s.update(func(tx *store.Tx) error {
 		key := s.lookupKey("launch\x00" + ticket)
 		var t launchRec
@@ -646,23 +639,12 @@ func (s *Service) StartLaunch(_ context.Context, ticket, origin string) (*OAuthR
 		if err := tx.Put(bucketLaunch, key, &t); err != nil {
 			return err
 		}
-		out.URL, out.Bind, err = s.beginFlow(tx, t.Provider, p, onceRec{Challenge: t.Challenge, StateID: t.StateID,
+		to, bind, err = s.beginFlow(tx, t.Provider, p, onceRec{Challenge: t.Challenge, StateID: t.StateID,
 			RedirectURI: t.Origin + completionPath, Intent: "login"})
 		return err
 	})
 	if err != nil {
 		return nil, platform.Wrap("start the launch", err)
 	}
-	return &out, nil
-}
-
-func (s *Service) handleLaunchStart(c fiber.Ctx) error {
-	c.Set("Referrer-Policy", "no-referrer")
-	c.Set("Cache-Control", "no-store")
-	out, err := s.StartLaunch(c.Context(), c.Query("ticket"), c.Get(fiber.HeaderOrigin))
-	if err != nil {
-		return err
-	}
-	s.setBindCookie(c, out.Bind)
-	return c.Redirect().Status(http.StatusFound).To(out.URL)
+	return redirectTo(to, s.bindCookieSet(bind)), nil
 }

@@ -264,18 +264,6 @@ func (s *Service) janitor() {
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC() }
 
-// Routes is identity's route table.
-func (s *Service) Routes() []platform.Route {
-	var r []platform.Route
-	r = append(r, s.accountRoutes()...)
-	r = append(r, s.twoFactorRoutes()...)
-	r = append(r, s.oauthRoutes()...)
-	r = append(r, s.tokenRoutes()...)
-	r = append(r, s.adminRoutes()...)
-	r = append(r, s.claimRoutes()...)
-	return r
-}
-
 func unauthorized(msg string) *platform.Error {
 	return &platform.Error{Code: platform.CodeUnauthorized, Message: msg}
 }

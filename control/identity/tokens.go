@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/netip"
 	"regexp"
 	"sort"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
 	"github.com/google/uuid"
 
 	"deckhand/control/events"
@@ -66,30 +64,43 @@ func (s *Service) tokenView(t *tokenRec) AuthToken {
 	return v
 }
 
-func (s *Service) tokenRoutes() []platform.Route {
-	tag := []string{"auth tokens"}
-	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/auth/tokens", Policy: platform.SignedIn, Tags: tag, Handler: s.handleTokenCreate, Status: http.StatusCreated,
-			Summary: "Create an svc_ auth token (needs a session token; the secret is shown only here)",
-			Description: "`alias`: 1-254 characters, letters, digits, spaces, `_` and `-`. `ip_whitelist`: IP addresses or CIDR ranges " +
-				"(empty: any address), matched against the client address (the peer, or under --trust-proxy-headers the right-most " +
-				"X-Forwarded-For hop when it is a bare IP; else the peer). `expires_at`: ISO 8601 time, Unix seconds, `today` (midnight UTC tonight) or `tomorrow` (in 24 hours); omit for never. " +
-				"With the 2FA token gate on, the header `X-2FA-Code` must carry a current TOTP or backup code.",
-			Body: CreateTokenInput{}, Response: AuthToken{}},
-		{Method: http.MethodGet, Path: "/api/v1/auth/tokens", Policy: platform.SignedIn, Tags: tag, Handler: platform.Read("Auth tokens", s.ListTokens),
-			Summary: "List the caller's auth tokens (never the secret)", Response: []AuthToken{}},
-		{Method: http.MethodGet, Path: "/api/v1/auth/tokens/{id}", Policy: platform.SignedIn, Tags: tag, Handler: s.handleTokenGet,
-			Summary: "One auth token (never the secret)", Response: AuthToken{}},
-		{Method: http.MethodPatch, Path: "/api/v1/auth/tokens/{id}", Policy: platform.SignedIn, Tags: tag, Handler: s.handleTokenPatch,
-			Summary: "Change an auth token: is_enabled, expires_at (null clears), alias, ip_whitelist (null clears)",
-			Description: "`ip_whitelist`, `expires_at` and `is_enabled` govern what a token can do, so only a session token may change them " +
-				"(403 with an svc_ token, for the token itself and for the caller's other tokens alike: a token never widens rights); " +
-				"with the 2FA token gate on they also need a current code in header `X-2FA-Code`, as create does. " +
-				"`alias` is a label and may be changed with either credential, without a code.",
-			Body: UpdateTokenInput{}, Response: AuthToken{}},
-		{Method: http.MethodDelete, Path: "/api/v1/auth/tokens/{id}", Policy: platform.SignedIn, Tags: tag, Handler: s.handleTokenDelete,
-			Summary: "Revoke an auth token permanently"},
-	}
+// TwoFactorHeader is the X-2FA-Code header the token gate asks for.
+type TwoFactorHeader struct {
+	Code string `header:"X-2FA-Code" doc:"a current TOTP or backup code, when the caller's two-factor token gate is on"`
+}
+
+// CreateTokenRequest is POST /api/v1/auth/tokens.
+type CreateTokenRequest struct {
+	TwoFactorHeader
+	Body CreateTokenInput
+}
+
+// TokenRef names one of the caller's auth tokens.
+type TokenRef struct {
+	ID string `path:"id" doc:"an auth token id"`
+}
+
+// TokenUpdate is PATCH /api/v1/auth/tokens/{id}.
+type TokenUpdate struct {
+	TokenRef
+	TwoFactorHeader
+	Body UpdateTokenInput
+}
+
+// sessionOnly admits session tokens only, before the body is read: an
+// auth token never mints or widens another.
+func sessionOnly(why string) platform.Policy {
+	return platform.Resource("credential.session", "a session token (an svc_ auth token gets 403)",
+		func(ctx context.Context, _ func(string) string) error {
+			p, err := platform.Caller(ctx)
+			if err != nil {
+				return err
+			}
+			if p.Kind != KindSession {
+				return forbidden(why)
+			}
+			return nil
+		})
 }
 
 var aliasRe = regexp.MustCompile(`^[A-Za-z0-9 _-]{1,254}$`)
@@ -246,7 +257,9 @@ func (r *UpdateTokenInput) Validate() error {
 
 // CreateToken issues an svc_ auth token to the caller (a session, never
 // another token); the secret is in the answer only.
-func (s *Service) CreateToken(ctx context.Context, in CreateTokenInput) (*AuthToken, error) {
+func (s *Service) CreateToken(ctx context.Context, req CreateTokenRequest) (*AuthToken, error) {
+	in := req.Body
+	in.Code = req.Code
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -283,23 +296,6 @@ func (s *Service) CreateToken(ctx context.Context, in CreateTokenInput) (*AuthTo
 	v := s.tokenView(t)
 	v.Token = secret
 	return &v, nil
-}
-
-func (s *Service) handleTokenCreate(c fiber.Ctx) error {
-	// The credential kind is refused before the body is read.
-	if p, err := platform.Caller(c.Context()); err == nil && p.Kind != KindSession {
-		return forbidden("auth tokens are created with a session token, not with another auth token")
-	}
-	var in CreateTokenInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	in.Code = c.Get("X-2FA-Code")
-	v, err := s.CreateToken(c.Context(), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusCreated, "Auth token created: store it now, it is not shown again", v)
 }
 
 func (s *Service) tokenEvent(ctx context.Context, tx *store.Tx, p *Principal, typ string, t *tokenRec, changed []string) error {
@@ -374,7 +370,8 @@ func (s *Service) onOwnToken(ctx context.Context, id string, write bool, op stri
 }
 
 // GetToken is one of the caller's auth tokens (never the secret).
-func (s *Service) GetToken(ctx context.Context, id string) (*AuthToken, error) {
+func (s *Service) GetToken(ctx context.Context, ref TokenRef) (*AuthToken, error) {
+	id := ref.ID
 	var v AuthToken
 	err := s.onOwnToken(ctx, id, false, "read the auth token", func(_ *store.Tx, _ *Principal, t *tokenRec) error {
 		v = s.tokenView(t)
@@ -386,16 +383,10 @@ func (s *Service) GetToken(ctx context.Context, id string) (*AuthToken, error) {
 	return &v, nil
 }
 
-func (s *Service) handleTokenGet(c fiber.Ctx) error {
-	v, err := s.GetToken(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Auth token", v)
-}
-
 // UpdateToken changes one of the caller's auth tokens.
-func (s *Service) UpdateToken(ctx context.Context, id string, in UpdateTokenInput) (*AuthToken, error) {
+func (s *Service) UpdateToken(ctx context.Context, req TokenUpdate) (*AuthToken, error) {
+	id, in := req.ID, req.Body
+	in.Code = req.Code
 	p, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -494,21 +485,9 @@ func (s *Service) UpdateToken(ctx context.Context, id string, in UpdateTokenInpu
 	return &v, nil
 }
 
-func (s *Service) handleTokenPatch(c fiber.Ctx) error {
-	var in UpdateTokenInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	in.Code = c.Get("X-2FA-Code")
-	v, err := s.UpdateToken(c.Context(), c.Params("id"), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Auth token updated", v)
-}
-
 // DeleteToken revokes one of the caller's auth tokens for good.
-func (s *Service) DeleteToken(ctx context.Context, id string) error {
+func (s *Service) DeleteToken(ctx context.Context, ref TokenRef) error {
+	id := ref.ID
 	err := s.onOwnToken(ctx, id, true, "delete the auth token", func(tx *store.Tx, p *Principal, t *tokenRec) error {
 		if err := tx.Delete(bucketTokens, t.ID); err != nil {
 			return err
@@ -523,11 +502,4 @@ func (s *Service) DeleteToken(ctx context.Context, id string) error {
 	}
 	s.usage.Delete(id)
 	return nil
-}
-
-func (s *Service) handleTokenDelete(c fiber.Ctx) error {
-	if err := s.DeleteToken(c.Context(), c.Params("id")); err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Auth token revoked", nil)
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
 
@@ -27,60 +26,18 @@ const (
 	tempMaxAttempts = 5
 )
 
-func (s *Service) twoFactorRoutes() []platform.Route {
-	tag := []string{"two-factor"}
-	r := s.rules
-	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/verify", Policy: platform.Public, Tags: tag, Handler: s.handle2FAVerify,
-			Limits:  limits(r.twoFactorIP, r.twoFactorAcct),
-			Summary: "Second login step: exchange the login's temp_token and a TOTP or backup code for the login result",
-			Description: "The temp_token goes in body `temp_token` or as `Authorization: Bearer`. A code is the 6-digit TOTP or an unused backup code " +
-				"(single use). Five wrong codes burn the temp_token. When the login asked for response_mode=intent, the answer is `auth_intent_token`.",
-			Body: Verify2FAInput{}, Response: LoginResult{}},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/setup", Policy: platform.SignedIn, Tags: tag,
-			Handler:     platform.Read("Scan the otpauth URL (or enter the secret) in an authenticator app, then confirm a code at verify-setup", s.SetupTwoFactor),
-			Summary:     "Start two-factor setup: a new TOTP secret and its otpauth:// URI (session token required)",
-			Description: "Nothing changes until verify-setup confirms a code; a new setup replaces an unconfirmed one. 409 when two-factor is already on.",
-			Response:    TwoFactorSetup{}},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/verify-setup", Policy: platform.SignedIn, Tags: tag,
-			Limits:  limits(r.twoFactorIP, r.twoFactorAcct),
-			Handler: platform.Endpoint(http.StatusOK, "Two-factor enabled: store the backup codes now, they are not shown again", s.ConfirmTwoFactor),
-			Summary: "Confirm setup with a current code; turns two-factor on and answers the backup codes (shown once)",
-			Body:    CodeInput{}, Response: BackupCodes{}},
-		{Method: http.MethodGet, Path: "/api/v1/users/auth/2fa/status", Policy: platform.SignedIn, Tags: tag,
-			Handler: platform.Read("Two-factor status", s.TwoFactorStatus),
-			Summary: "Two-factor state of the caller", Response: TwoFactorStatus{}},
-		{Method: http.MethodDelete, Path: "/api/v1/users/auth/2fa", Policy: platform.SignedIn, Tags: tag,
-			Limits:  limits(r.twoFactorIP, r.twoFactorAcct),
-			Handler: platform.Endpoint(http.StatusOK, "Two-factor disabled", s.DisableTwoFactor),
-			Summary: "Turn two-factor off; needs a current TOTP or backup code in body `code` (session token required)",
-			Body:    CodeInput{}, Response: TwoFactorStatus{}},
-		{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/backup-codes/regenerate", Policy: platform.SignedIn, Tags: tag,
-			Limits:  limits(r.twoFactorIP, r.twoFactorAcct),
-			Handler: platform.Endpoint(http.StatusOK, "New backup codes: the old ones no longer work", s.RegenerateBackupCodes),
-			Summary: "Replace all backup codes (needs a current TOTP code in body `code`); the new ones are shown once",
-			Body:    CodeInput{}, Response: BackupCodes{}},
-		{Method: http.MethodPut, Path: "/api/v1/users/auth/2fa/token-gate", Policy: platform.SignedIn, Tags: tag,
-			Handler: platform.Endpoint(http.StatusOK, "Token gate updated", func(ctx context.Context, in TokenGateInput) (*TwoFactorStatus, error) {
-				in.Replace = true
-				return s.SetTokenGate(ctx, in)
-			}),
-			Summary:     "Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code",
-			Description: "Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).",
-			Body:        TokenGateInput{}, Response: TwoFactorStatus{}},
-		{Method: http.MethodPatch, Path: "/api/v1/users/auth/2fa/token-gate", Policy: platform.SignedIn, Tags: tag,
-			Handler: platform.Endpoint(http.StatusOK, "Token gate updated", s.SetTokenGate),
-			Summary: "Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)",
-			Body:    TokenGateInput{}, Response: TwoFactorStatus{}},
-	}
-}
-
 // Verify2FAInput is the body of the login's two-factor step; the
 // temp_token may come as Bearer instead.
 type Verify2FAInput struct {
 	TempToken string `json:"temp_token,omitempty"`
 	Code      string `json:"code" required:"true"`
-	bodyErr   error  // a decode error, reported once the temp_token is known good
+}
+
+// Verify2FARequest is POST /api/v1/users/auth/2fa/verify: the temp_token
+// in the body or as Bearer.
+type Verify2FARequest struct {
+	Bearer
+	Body Verify2FAInput
 }
 
 // CodeInput carries a TOTP or backup code.
@@ -175,31 +132,36 @@ func (s *Service) totpStep(sealed, code string, now time.Time) int64 {
 }
 
 // checkSecondFactor consumes a TOTP step or a backup code of u (the caller
-// saves u). allowBackup false accepts TOTP codes only.
-func (s *Service) checkSecondFactor(u *userRec, raw string, allowBackup bool) bool {
+// saves u when it answers nil). allowBackup false accepts TOTP codes only.
+// A TOTP code of a step already used answers errCodeUsed (the replay
+// guard), any other refusal errBadCode.
+func (s *Service) checkSecondFactor(u *userRec, raw string, allowBackup bool) error {
 	code := normCode(raw)
 	if u.TOTPSecret == "" || code == "" {
-		return false
+		return errBadCode
 	}
 	if isTOTP(code) {
 		step := s.totpStep(u.TOTPSecret, code, s.now())
-		if step == 0 || step <= u.TOTPLastStep {
-			return false
+		switch {
+		case step == 0:
+			return errBadCode
+		case step <= u.TOTPLastStep:
+			return errCodeUsed
 		}
 		u.TOTPLastStep = step
-		return true
+		return nil
 	}
 	if !allowBackup {
-		return false
+		return errBadCode
 	}
 	key := s.lookupKey("backup\x00" + code)
 	for i, h := range u.BackupCodes {
 		if subtle.ConstantTimeCompare([]byte(h), []byte(key)) == 1 {
 			u.BackupCodes = append(u.BackupCodes[:i:i], u.BackupCodes[i+1:]...)
-			return true
+			return nil
 		}
 	}
-	return false
+	return errBadCode
 }
 
 const backupAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
@@ -287,8 +249,8 @@ func (s *Service) provenChange(ctx context.Context, in CodeInput, op string, all
 		if u.TOTPSecret == "" {
 			return platform.Errorf(platform.CodeBadRequest, "two-factor is not enabled")
 		}
-		if !s.checkSecondFactor(u, in.Code, allowBackup) {
-			return errBadCode
+		if err := s.checkSecondFactor(u, in.Code, allowBackup); err != nil {
+			return err
 		}
 		return fn(tx, u)
 	})
@@ -307,7 +269,17 @@ func (s *Service) codeCaller(ctx context.Context, in CodeInput) (*Principal, err
 	return p, s.codeLimit(ctx, p.UserID)
 }
 
-var errBadCode = unauthorized("invalid two-factor code")
+// CodeTwoFactorCodeUsed: a TOTP code whose 30-second step was already
+// used (each step is good once); the next code is.
+const CodeTwoFactorCodeUsed = "TWO_FACTOR_CODE_USED"
+
+func init() { platform.RegisterCode(CodeTwoFactorCodeUsed, http.StatusUnauthorized) }
+
+var (
+	errBadCode  = unauthorized("invalid two-factor code")
+	errCodeUsed = &platform.Error{Code: CodeTwoFactorCodeUsed, Field: "code", Details: "code",
+		Message: "this two-factor code was already used: each code is good once; wait for the next one"}
+)
 
 // SetupTwoFactor starts two-factor setup with a new TOTP secret.
 func (s *Service) SetupTwoFactor(ctx context.Context) (*TwoFactorSetup, error) {
@@ -417,6 +389,12 @@ func (s *Service) RegenerateBackupCodes(ctx context.Context, in CodeInput) (*Bac
 	return &out, nil
 }
 
+// ReplaceTokenGate is the PUT of the token gate: enabled is required.
+func (s *Service) ReplaceTokenGate(ctx context.Context, in TokenGateInput) (*TwoFactorStatus, error) {
+	in.Replace = true
+	return s.SetTokenGate(ctx, in)
+}
+
 // SetTokenGate sets whether the caller's token changes need a code.
 func (s *Service) SetTokenGate(ctx context.Context, in TokenGateInput) (*TwoFactorStatus, error) {
 	if _, err := platform.Caller(ctx); err != nil {
@@ -475,7 +453,11 @@ func (s *Service) checkTokenGate(ctx context.Context, userID, code string) error
 		if err != nil || !gated(u) {
 			return err
 		}
-		if !s.checkSecondFactor(u, code, true) {
+		switch err := s.checkSecondFactor(u, code, true); err {
+		case nil:
+		case errCodeUsed:
+			return forbidden("the X-2FA-Code code was already used: each code is good once; wait for the next one")
+		default:
 			return forbidden("the X-2FA-Code code is invalid")
 		}
 		return putUser(tx, u)
@@ -484,8 +466,12 @@ func (s *Service) checkTokenGate(ctx context.Context, userID, code string) error
 
 // VerifyTwoFactor is the second login step: a temp_token and a code of its
 // account answer the login result; five wrong codes burn the temp_token.
-func (s *Service) VerifyTwoFactor(ctx context.Context, in Verify2FAInput) (*LoginResult, error) {
+func (s *Service) VerifyTwoFactor(ctx context.Context, req Verify2FARequest) (*LoginResult, error) {
+	in := req.Body
 	temp := in.TempToken
+	if temp == "" {
+		temp = req.Token()
+	}
 	if temp == "" {
 		return nil, unauthorized("temp_token is required (body temp_token or Authorization: Bearer)")
 	}
@@ -501,18 +487,15 @@ func (s *Service) VerifyTwoFactor(ctx context.Context, in Verify2FAInput) (*Logi
 	if rec == nil {
 		return nil, unauthorized("temp_token is invalid, used or expired")
 	}
-	if in.bodyErr != nil {
-		return nil, in.bodyErr
-	}
 	if err := checkCodeField(in.Code); err != nil {
 		return nil, err
 	}
 	if err := s.codeLimit(ctx, rec.UserID); err != nil {
 		return nil, err
 	}
-	ok := false
+	var refusal error
 	err = s.update(func(tx *store.Tx) error {
-		ok = false
+		refusal = nil
 		rec, err := s.peekOnce(tx, onceTemp, temp)
 		if err != nil {
 			return err
@@ -527,8 +510,7 @@ func (s *Service) VerifyTwoFactor(ctx context.Context, in Verify2FAInput) (*Logi
 		if u == nil {
 			return unauthorized("temp_token is invalid, used or expired")
 		}
-		if s.checkSecondFactor(u, in.Code, true) {
-			ok = true
+		if refusal = s.checkSecondFactor(u, in.Code, true); refusal == nil {
 			if err := putUser(tx, u); err != nil {
 				return err
 			}
@@ -543,21 +525,8 @@ func (s *Service) VerifyTwoFactor(ctx context.Context, in Verify2FAInput) (*Logi
 	if err != nil {
 		return nil, platform.Wrap("verify the two-factor code", err)
 	}
-	if !ok {
-		return nil, errBadCode
+	if refusal != nil {
+		return nil, refusal
 	}
 	return s.completeLogin(ctx, rec.UserID, rec.Method, rec.Mode, rec.Challenge, false)
-}
-
-func (s *Service) handle2FAVerify(c fiber.Ctx) error {
-	var in Verify2FAInput
-	in.bodyErr = platform.Decode(c, &in)
-	if in.TempToken == "" {
-		in.TempToken, _ = bearer(c)
-	}
-	res, err := s.VerifyTwoFactor(c.Context(), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Login successful", res)
 }

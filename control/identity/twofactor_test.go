@@ -76,7 +76,9 @@ func TestTwoFactorWithOathtool(t *testing.T) {
 	code := e.oathtool(secret)
 	e.must(e.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"temp_token": temp, "code": code}, ""), 401)
 	temp = step()["temp_token"].(string)
-	e.must(e.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"code": code}, temp), 401)
+	if r := e.must(e.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"code": code}, temp), 401); r.str("error") != identity.CodeTwoFactorCodeUsed {
+		t.Fatalf("reused TOTP code: %s", r.raw)
+	}
 
 	// Backup codes work once; the temp token also rides as Bearer.
 	e.must(e.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"code": strings.ToUpper(backup[0])}, temp), 200)

@@ -22,11 +22,12 @@ func TestMain(m *testing.M) { controltest.Main(m) }
 
 // server is one running deckhand-control.
 type server struct {
-	stop func()
-	t    *testing.T
-	url  string
-	data string
-	http *http.Client
+	stop   func()
+	t      *testing.T
+	url    string
+	data   string
+	http   *http.Client
+	stderr func() string
 }
 
 const (
@@ -46,7 +47,7 @@ func start(t *testing.T, flags ...string) *server {
 func startIn(t *testing.T, data string, flags ...string) *server {
 	t.Helper()
 	c := controltest.StartIn(t, data, flags...)
-	return &server{t: t, url: c.URL, data: data, stop: c.Stop, http: c.HTTP}
+	return &server{t: t, url: c.URL, data: data, stop: c.Stop, http: c.HTTP, stderr: c.Stderr}
 }
 
 type resp struct {

@@ -18,15 +18,30 @@ func TestTwoFactorWithOathtool(t *testing.T) {
 	if len(codes) != 10 {
 		t.Fatalf("backup codes: %v", codes)
 	}
-	temp := s.must(s.call("POST", "/api/v1/users/auth/login", map[string]any{"email": "totp@example.com", "password": goodPW}, ""), 200).str("data", "temp_token")
+	login := s.must(s.call("POST", "/api/v1/users/auth/login", map[string]any{"email": "totp@example.com", "password": goodPW}, ""), 200)
+	temp := login.str("data", "temp_token")
 	if temp == "" {
 		t.Fatal("no temp_token with 2FA on")
+	}
+	// The answer says the login is not done yet.
+	if msg := login.str("message"); !strings.Contains(msg, "two-factor code required") || strings.Contains(msg, "Login successful") {
+		t.Fatalf("login with 2FA on answers %q", msg)
 	}
 	s.must(s.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"temp_token": temp, "code": "000000"}, ""), 401)
 	// The setup step is spent; the next step's code (within the accepted skew) works.
 	next := oathtool(t, secret, time.Unix((step+1)*30, 0))
 	r := s.must(s.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"temp_token": temp, "code": next}, ""), 200).data()
 	s.must(s.call("GET", "/api/v1/users/auth/me", nil, r["token"].(string)), 200)
+	// The same code again is refused as already used, with its own code.
+	temp = s.must(s.call("POST", "/api/v1/users/auth/login", map[string]any{"email": "totp@example.com", "password": goodPW}, ""), 200).str("data", "temp_token")
+	reused := s.must(s.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"temp_token": temp, "code": next}, ""), 401)
+	if reused.str("error") != "TWO_FACTOR_CODE_USED" || !strings.Contains(reused.str("message"), "already used") {
+		t.Fatalf("reused code: %s", reused.raw)
+	}
+	// A wrong code keeps the generic refusal.
+	if wrong := s.must(s.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"temp_token": temp, "code": "000000"}, ""), 401); wrong.str("error") != "Unauthorized" {
+		t.Fatalf("wrong code: %s", wrong.raw)
+	}
 	// Backup code, once.
 	temp = s.must(s.call("POST", "/api/v1/users/auth/login", map[string]any{"email": "totp@example.com", "password": goodPW}, ""), 200).str("data", "temp_token")
 	s.must(s.call("POST", "/api/v1/users/auth/2fa/verify", map[string]any{"code": codes[0]}, temp), 200)

@@ -42,20 +42,8 @@ type Service struct {
 // server refuses to start when no domain provides one.
 func New(env domain.Env[domain.NoConfig]) (*Service, error) {
 	env.Payments.Require()
-	ctx := context.Background()
-	if err := env.Store.Declare(ctx, Tables...); err != nil {
+	if err := env.Store.DeclareReplacing(context.Background(), Tables, legacyBuckets...); err != nil {
 		return nil, fmt.Errorf("images: %w", err)
-	}
-	err := env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		for _, b := range legacyBuckets {
-			if err := tx.DropBucket(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("images: drop the earlier list index: %w", err)
 	}
 	return &Service{env: env}, nil
 }

@@ -1,7 +1,10 @@
 // Package mail owns how the control plane sends email: by default every
 // message is written as one RFC 5322 .eml file into a directory (operators
 // and tests read them there); with an smtp:// URL it goes through a relay
-// with net/smtp instead.
+// with net/smtp instead. Replicas share no mail directory, so several
+// replicas send through a relay (docs/operating/mail.md). Each delivery is
+// logged with where it went (the file's path or the relay's host:port)
+// and its subject, never its body or the tokens in it.
 package mail
 
 import (
@@ -12,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/smtp"
 	"net/url"
@@ -43,6 +47,9 @@ type Config struct {
 	SMTPURL string
 	// From is the sender address (default "deckhand <no-reply@localhost>").
 	From string
+	// Logger gets one line per delivered message: where it went (path or
+	// relay) and its subject. Nil logs nothing.
+	Logger *slog.Logger
 }
 
 // New builds the mailer Config asks for.
@@ -51,12 +58,22 @@ func New(cfg Config) (Mailer, error) {
 		cfg.From = "deckhand <no-reply@localhost>"
 	}
 	if cfg.SMTPURL != "" {
-		return NewSMTP(cfg.SMTPURL, cfg.From)
+		m, err := NewSMTP(cfg.SMTPURL, cfg.From)
+		if err != nil {
+			return nil, err
+		}
+		m.Logger = cfg.Logger
+		return m, nil
 	}
 	if cfg.Dir == "" {
 		return nil, errors.New("mail: a mail directory or an SMTP URL is required")
 	}
-	return NewDir(cfg.Dir, cfg.From)
+	m, err := NewDir(cfg.Dir, cfg.From)
+	if err != nil {
+		return nil, err
+	}
+	m.Logger = cfg.Logger
+	return m, nil
 }
 
 // Render formats m as an RFC 5322 message with CRLF line endings. The body
@@ -121,6 +138,8 @@ func randHex(n int) string {
 // DirMailer writes each message to Dir/<time>-<random>.eml.
 type DirMailer struct {
 	dir, from string
+	// Logger, when set, gets the path of each message written.
+	Logger *slog.Logger
 }
 
 // NewDir creates dir (0700) and returns a mailer writing into it.
@@ -143,8 +162,12 @@ func (d *DirMailer) Send(_ context.Context, m Message) error {
 		return err
 	}
 	name := fmt.Sprintf("%s-%s.eml", now.UTC().Format("20060102T150405.000000000"), randHex(4))
-	if err := atomicfile.Write(filepath.Join(d.dir, name), raw, 0o600); err != nil {
+	path := filepath.Join(d.dir, name)
+	if err := atomicfile.Write(path, raw, 0o600); err != nil {
 		return fmt.Errorf("mail: %w", err)
+	}
+	if d.Logger != nil {
+		d.Logger.Info("mail written", "path", path, "subject", clean(m.Subject))
 	}
 	return nil
 }
@@ -156,6 +179,8 @@ type SMTPMailer struct {
 	implicitTLS                    bool
 	// TLSConfig overrides the TLS settings of smtps:// (tests).
 	TLSConfig *tls.Config
+	// Logger, when set, gets the relay each message was handed to.
+	Logger *slog.Logger
 }
 
 // NewSMTP parses the relay URL.
@@ -206,6 +231,9 @@ func (s *SMTPMailer) Send(ctx context.Context, m Message) error {
 	case err := <-done:
 		if err != nil {
 			return fmt.Errorf("mail: smtp: %w", err)
+		}
+		if s.Logger != nil {
+			s.Logger.Info("mail relayed", "relay", s.addr, "subject", clean(m.Subject))
 		}
 		return nil
 	case <-ctx.Done():

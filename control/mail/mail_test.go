@@ -2,8 +2,10 @@ package mail_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
+	"log/slog"
 	"net"
 	"net/mail"
 	"os"
@@ -19,7 +21,8 @@ import (
 func TestDirMailerWritesRFC5322(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "mail")
-	m, err := dmail.New(dmail.Config{Dir: dir})
+	var logged bytes.Buffer
+	m, err := dmail.New(dmail.Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +61,16 @@ func TestDirMailerWritesRFC5322(t *testing.T) {
 	}
 	if err := m.Send(context.Background(), dmail.Message{To: "nobody", Subject: "x"}); err == nil {
 		t.Fatal("invalid recipient accepted")
+	}
+	// One log line per mail says which file it is, never its body.
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	if len(lines) != 3 || strings.Contains(logged.String(), "abc_DEF-1") || strings.Contains(logged.String(), "ada@example.com") {
+		t.Fatalf("log: %s", logged.String())
+	}
+	for _, en := range entries {
+		if !strings.Contains(logged.String(), "path="+filepath.Join(dir, en.Name())+" ") {
+			t.Fatalf("no log line names %s: %s", en.Name(), logged.String())
+		}
 	}
 }
 
@@ -152,12 +165,18 @@ func (s *fakeSMTP) serve(conn net.Conn) {
 func TestSMTPMailerSendsThroughRelay(t *testing.T) {
 	t.Parallel()
 	relay := newFakeSMTP(t)
-	m, err := dmail.New(dmail.Config{SMTPURL: "smtp://mailer:s3cret@" + relay.ln.Addr().String(), Dir: t.TempDir()})
+	var logged bytes.Buffer
+	m, err := dmail.New(dmail.Config{SMTPURL: "smtp://mailer:s3cret@" + relay.ln.Addr().String(), Dir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Send(context.Background(), dmail.Message{To: "bob@example.com", Subject: "Reset", Text: "token=xyz\n.dot line\n"}); err != nil {
 		t.Fatal(err)
+	}
+	// The log names the relay, never the credentials, the body or the token.
+	if l := logged.String(); !strings.Contains(l, "relay="+relay.ln.Addr().String()) || strings.Contains(l, "s3cret") || strings.Contains(l, "xyz") {
+		t.Fatalf("log: %s", l)
 	}
 	relay.mu.Lock()
 	defer relay.mu.Unlock()

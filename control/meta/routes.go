@@ -26,6 +26,6 @@ func (s *Service) Routes() []platform.Route {
 				"each in the same format over the same `<t>.<body>`: a client that pins a key (the agent's `--control-key`, " +
 				"or a set it accepted before) accepts a set announcing a new kid only when a key it already trusts signed it. " +
 				"503 `SIGNING_NOT_CONFIGURED` when the server runs with `--signing=false`.",
-			Message: "Signing key set", Response: signing.PublicKeySet{}, Handler: s.publicKey},
+			Message: "Signing key set", Op: platform.ReadOp(s.PublicKeys)},
 	}
 }

@@ -18,8 +18,6 @@ import (
 	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/signing"
-
-	"github.com/gofiber/fiber/v3"
 )
 
 // Region is one region availability record (docs/spec/interface.md).
@@ -133,19 +131,24 @@ func (s *Service) Regions(context.Context) (RegionsResponse, error) {
 var errSigningOff = &platform.Error{Code: platform.CodeSigningNotConfigured,
 	Message: "Response signing is not configured on this server"}
 
-// publicKey writes the key set itself: its endorsement headers sign the
-// very bytes of the envelope sent, which only exist once it is written.
-func (s *Service) publicKey(c fiber.Ctx) error {
+// KeySetAnswer is the key set as served: every key of the set signs the
+// very bytes sent (EndorsementHeader), so a verifier that trusts any one
+// of them accepts the set (signing.AcceptKeySet).
+type KeySetAnswer struct {
+	Body signing.PublicKeySet
+	keys *signing.KeySet
+	at   int64
+}
+
+// BodyHeaders endorses the envelope written.
+func (a KeySetAnswer) BodyHeaders(body []byte) http.Header {
+	return http.Header{signing.EndorsementHeader: a.keys.Endorse(a.at, signing.PublicKeyPath, body)}
+}
+
+// PublicKeys is the signing key set with its endorsements.
+func (s *Service) PublicKeys(context.Context) (KeySetAnswer, error) {
 	if s.keys == nil {
-		return errSigningOff
+		return KeySetAnswer{}, errSigningOff
 	}
-	if err := platform.Respond(c, http.StatusOK, "Signing key set", s.keys.PublicSet()); err != nil {
-		return err
-	}
-	// Every key of the set signs the very bytes sent, so a verifier that
-	// trusts any one of them accepts the set (signing.AcceptKeySet).
-	for _, h := range s.keys.Endorse(s.clock.Now().Unix(), signing.PublicKeyPath, c.Response().Body()) {
-		c.Response().Header.Add(signing.EndorsementHeader, h)
-	}
-	return nil
+	return KeySetAnswer{Body: s.keys.PublicSet(), keys: s.keys, at: s.clock.Now().Unix()}, nil
 }

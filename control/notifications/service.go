@@ -93,20 +93,8 @@ type Service struct{ env domain.Env[domain.NoConfig] }
 
 // New builds the domain.
 func New(env domain.Env[domain.NoConfig]) (*Service, error) {
-	ctx := context.Background()
-	if err := env.Store.Declare(ctx, Tables...); err != nil {
+	if err := env.Store.DeclareReplacing(context.Background(), Tables, legacyBuckets...); err != nil {
 		return nil, fmt.Errorf("notifications: %w", err)
-	}
-	err := env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		for _, b := range legacyBuckets {
-			if err := tx.DropBucket(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("notifications: drop the earlier indexes: %w", err)
 	}
 	return &Service{env: env}, nil
 }

@@ -7,12 +7,9 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/control/events"
 	"deckhand/platform"
@@ -84,33 +81,25 @@ func agentTokenHash(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (s *Service) agentTokenRoutes() []platform.Route {
-	manage := s.env.Authz.Policy(CheckContainerManage, "an admin, or the owner or a manager of the container's project")
-	tag := []string{"container agent tokens"}
-	errs := " 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it."
-	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/agent-tokens", Policy: manage, Tags: tag, Status: http.StatusCreated,
-			Summary: "Mint an agent token for the container (the token is shown only here)",
-			Description: "Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. " +
-				"The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective " +
-				"proxy permissions document and the network configuration); every other route answers it 401, another container's " +
-				"403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. " +
-				"The body is empty (or `{}`). Writes `container.agent_token.created`." + errs,
-			Response: NewAgentToken{}, Handler: s.handleCreateAgentToken},
-		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/agent-tokens", Policy: manage, Tags: tag,
-			Summary:     "The container's agent tokens (never their secrets), oldest first",
-			Description: "Each `{id, container_id, created_at, created_by}`." + errs,
-			Response:    AgentTokenList{}, Handler: s.handleListAgentTokens},
-		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}/agent-tokens/{tokenId}", Policy: manage, Tags: tag,
-			Summary: "Revoke an agent token",
-			Description: "The agent using it is answered 401 from the next request on. 404 when the container has no such token. " +
-				"Writes `container.agent_token.revoked`." + errs,
-			Handler: s.handleRevokeAgentToken},
-	}
+// AgentTokenRef names one agent token of a container.
+type AgentTokenRef struct {
+	ContainerRef
+	TokenID string `path:"tokenId" doc:"an agent token id: 1-40 lowercase letters or digits"`
+}
+
+// ValidateParams checks the token id's format.
+func (r *AgentTokenRef) ValidateParams() error { return validID("tokenId", r.TokenID) }
+
+// AgentTokenCreate is POST /api/v1/containers/{id}/agent-tokens: no
+// body, or an empty object.
+type AgentTokenCreate struct {
+	ContainerRef
+	Body *struct{}
 }
 
 // CreateAgentToken mints an agent token for container id.
-func (s *Service) CreateAgentToken(ctx context.Context, id string) (*NewAgentToken, error) {
+func (s *Service) CreateAgentToken(ctx context.Context, ref AgentTokenCreate) (*NewAgentToken, error) {
+	id := ref.ID
 	caller, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -140,22 +129,9 @@ func (s *Service) CreateAgentToken(ctx context.Context, id string) (*NewAgentTok
 	return &NewAgentToken{ID: rec.ID, Token: token, ContainerID: id, CreatedAt: rec.CreatedAt}, nil
 }
 
-func (s *Service) handleCreateAgentToken(c fiber.Ctx) error {
-	if len(strings.TrimSpace(string(c.Body()))) > 0 {
-		var none struct{}
-		if err := platform.DecodeBytes(c.Body(), &none); err != nil {
-			return err
-		}
-	}
-	v, err := s.CreateAgentToken(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusCreated, "Agent token created: store it now, it is not shown again", v)
-}
-
 // ListAgentTokens lists container id's agent tokens, oldest first.
-func (s *Service) ListAgentTokens(ctx context.Context, id string) (*AgentTokenList, error) {
+func (s *Service) ListAgentTokens(ctx context.Context, ref ContainerRef) (*AgentTokenList, error) {
+	id := ref.ID
 	out := &AgentTokenList{Tokens: []AgentToken{}}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return tx.ForEachPrefix(bucketAgentTokens, id+"/", func(_ string, raw []byte) error {
@@ -179,17 +155,10 @@ func (s *Service) ListAgentTokens(ctx context.Context, id string) (*AgentTokenLi
 	return out, nil
 }
 
-func (s *Service) handleListAgentTokens(c fiber.Ctx) error {
-	v, err := s.ListAgentTokens(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Agent tokens", v)
-}
-
 // RevokeAgentToken deletes one of container id's agent tokens.
-func (s *Service) RevokeAgentToken(ctx context.Context, id, tokenID string) error {
-	if err := validID("tokenId", tokenID); err != nil {
+func (s *Service) RevokeAgentToken(ctx context.Context, ref AgentTokenRef) error {
+	id, tokenID := ref.ID, ref.TokenID
+	if err := ref.ValidateParams(); err != nil {
 		return err
 	}
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
@@ -218,13 +187,6 @@ func (s *Service) RevokeAgentToken(ctx context.Context, id, tokenID string) erro
 		return s.event(tx, ctx, ev)
 	})
 	return storeErr("revoke the agent token", err)
-}
-
-func (s *Service) handleRevokeAgentToken(c fiber.Ctx) error {
-	if err := s.RevokeAgentToken(c.Context(), c.Params("id"), c.Params("tokenId")); err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Agent token revoked", nil)
 }
 
 var errBadAgentToken = &platform.Error{Code: platform.CodeUnauthorized, Message: "invalid or revoked agent token"}

@@ -2,9 +2,6 @@ package projects
 
 import (
 	"context"
-	"net/http"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 	"deckhand/platform/auth"
@@ -41,12 +38,19 @@ func (in *ContainerClaimInput) Validate() error {
 	return nil
 }
 
+// ContainerClaimRequest is POST /api/v1/containers/{id}/claims.
+type ContainerClaimRequest struct {
+	ContainerRef
+	Body ContainerClaimInput
+}
+
 var errSigningOff = &platform.Error{Code: platform.CodeSigningNotConfigured,
 	Message: "claims need the control plane's signing keys: it runs with --signing=false"}
 
 // MintContainerClaim signs a claim for container id, addressed to
 // in.Audience.
-func (s *Service) MintContainerClaim(ctx context.Context, id string, in ContainerClaimInput) (*signing.IssuedClaim, error) {
+func (s *Service) MintContainerClaim(ctx context.Context, req ContainerClaimRequest) (*signing.IssuedClaim, error) {
+	id, in := req.ID, req.Body
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -78,33 +82,6 @@ func (s *Service) MintContainerClaim(ctx context.Context, id string, in Containe
 		return nil, platform.Internal("sign the container claim", err)
 	}
 	return out, nil
-}
-
-func (s *Service) handleContainerClaim(c fiber.Ctx) error {
-	var in ContainerClaimInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	out, err := s.MintContainerClaim(c.Context(), c.Params("id"), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Container claim", out)
-}
-
-func (s *Service) claimRoutes() []platform.Route {
-	pol := agentOnly(s.env.Authz.Policy(CheckContainerClaim, "the container's own agent token (agt_), an admin, or the owner or a manager "+
-		"of the container's project"))
-	return []platform.Route{{Method: http.MethodPost, Path: "/api/v1/containers/{id}/claims", Policy: pol,
-		Tags: []string{"container claims"}, Summary: "Mint a container claim",
-		Description: "A claim that container `{id}` (of its project) calls container `aud`: payload `{typ: \"container\", container, " +
-			"project, aud, iat, exp}` as base64url JSON (`payload_b64`), signed with the key set's active key (`kid`, `signature_hex` " +
-			"over the UTF-8 bytes of payload_b64: the key set's `container_claim_signed_data`). `value` is the header form " +
-			"`<payload_b64>.<signature_hex>.<kid>` for X-Deckhand-Container-Claim, which a service-identity group of the audience's " +
-			"proxy permissions admits while now is within [iat, exp] (30 s skew) and aud is that container. `ttl_seconds` 30-3600, " +
-			"default 300. 503 SIGNING_NOT_CONFIGURED without signing keys. 400 for a malformed id or body; 404 for an unknown " +
-			"container; 403 for another container's agent token, an operator or viewer, or anyone outside the project.",
-		Body: ContainerClaimInput{}, Response: signing.IssuedClaim{}, Handler: s.handleContainerClaim}}
 }
 
 // CheckContainerClaim admits the container's own agent token, or whoever

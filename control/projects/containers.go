@@ -3,11 +3,8 @@ package projects
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"regexp"
 	"time"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/control/events"
 	"deckhand/platform"
@@ -45,27 +42,6 @@ type Stats struct {
 	// ProxyDocuments counts proxy permissions documents: the project's own
 	// and its containers'.
 	ProxyDocuments int `json:"proxy_permissions_documents"`
-}
-
-func (s *Service) containerRoutes() []platform.Route {
-	read := s.env.Authz.Policy(CheckContainerRead, "a member (owner or any permission) of the container's project")
-	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/admin/containers", Policy: platform.Admin, Tags: []string{"admin"}, Status: http.StatusCreated,
-			Summary: "Register a container in a project (admin role required)",
-			Description: "`project_id` must name a project (400 otherwise); `id` (optional, 1-40 lowercase letters or digits, no '-' because " +
-				"service host names join ids with '-') defaults to a random one, 409 when taken; `server_id` is recorded as given. " +
-				"The container starts in status `creating`. Writes `container.creating`.",
-			Body: AdminContainerInput{}, Response: Container{}, Handler: platform.Endpoint(http.StatusCreated, "Container created", s.AdminCreateContainer)},
-		{Method: http.MethodGet, Path: "/api/v1/projects/{id}/containers", Policy: s.env.Authz.Policy(CheckProjectMember, "the project's owner or a user its permissions name"),
-			Tags: []string{"containers"}, Query: pageParams, Summary: "The project's containers, oldest first",
-			Description: "Not in the interface's route list; added so members can find the containers they may act on. " +
-				"`page` from 1, `limit` 1-100 (default 20; larger is refused with 400).",
-			Response: ContainerList{}, Handler: s.handleListContainers},
-		{Method: http.MethodGet, Path: "/api/v1/containers/{id}", Policy: read, Tags: []string{"containers"},
-			Summary:     "One container",
-			Description: "400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.",
-			Response:    Container{}, Handler: s.handleGetContainer},
-	}
 }
 
 // AdminContainerInput is the body of POST /api/v1/admin/containers.
@@ -165,8 +141,15 @@ type ContainerList struct {
 	Pagination Pagination  `json:"pagination"`
 }
 
+// ContainerListInput is GET /api/v1/projects/{id}/containers.
+type ContainerListInput struct {
+	ProjectRef
+	PageInput
+}
+
 // ListContainers lists project id's containers, oldest first.
-func (s *Service) ListContainers(ctx context.Context, id string, page, limit int) (*ContainerList, error) {
+func (s *Service) ListContainers(ctx context.Context, in ContainerListInput) (*ContainerList, error) {
+	id, page, limit := in.ID, in.Page, in.Limit
 	if err := checkPage(page, limit); err != nil {
 		return nil, err
 	}
@@ -184,17 +167,9 @@ func (s *Service) ListContainers(ctx context.Context, id string, page, limit int
 		TotalPages: (pg.Total + limit - 1) / limit}}, nil
 }
 
-func (s *Service) handleListContainers(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	out, err := s.ListContainers(c.Context(), c.Params("id"), int(q.Int("page")), int(q.Int("limit")))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Containers", out)
-}
-
 // GetContainer is one container (the route's policy admitted the caller).
-func (s *Service) GetContainer(ctx context.Context, id string) (*Container, error) {
+func (s *Service) GetContainer(ctx context.Context, ref ContainerRef) (*Container, error) {
+	id := ref.ID
 	var out *Container
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		c, err := getContainer(tx, id)
@@ -213,16 +188,9 @@ func (s *Service) GetContainer(ctx context.Context, id string) (*Container, erro
 	return out, nil
 }
 
-func (s *Service) handleGetContainer(c fiber.Ctx) error {
-	v, err := s.GetContainer(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Container", v)
-}
-
 // ProjectStats counts project id's containers, people and configuration.
-func (s *Service) ProjectStats(ctx context.Context, id string) (*Stats, error) {
+func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, error) {
+	id := ref.ID
 	st := &Stats{ProjectID: id}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		*st = Stats{ProjectID: id, ByStatus: map[string]int{}, ByRole: map[string]int{"owner": 1}, Members: 1}
@@ -278,12 +246,4 @@ func (s *Service) ProjectStats(ctx context.Context, id string) (*Stats, error) {
 		return nil, storeErr("count the project", err)
 	}
 	return st, nil
-}
-
-func (s *Service) handleStats(c fiber.Ctx) error {
-	v, err := s.ProjectStats(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Project stats", v)
 }

@@ -98,7 +98,7 @@ func TestResourceChecksOrderAndRoles(t *testing.T) {
 			if _, err := e.svc.AdminCreateContainer(admin(), projects.AdminContainerInput{ProjectID: p.ID, Name: "c", ID: "c1"}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.svc.Grant(as("alice"), p.ID, projects.GrantInput{UserID: "bob", Role: projects.RoleViewer}); err != nil {
+			if _, err := e.svc.Grant(as("alice"), projects.GrantRequest{ProjectRef: projects.ProjectRef{ID: p.ID}, Body: projects.GrantInput{UserID: "bob", Role: projects.RoleViewer}}); err != nil {
 				t.Fatal(err)
 			}
 			check := func(name, user, id string) string {
@@ -125,7 +125,7 @@ func TestResourceChecksOrderAndRoles(t *testing.T) {
 					t.Errorf("%s %s %q: %q, want %q", c.check, c.user, c.id, got, c.want)
 				}
 			}
-			if _, err := e.svc.Grant(as("alice"), p.ID, projects.GrantInput{UserID: "dave", Role: projects.RoleViewer}); code(err) != platform.CodeInvalid {
+			if _, err := e.svc.Grant(as("alice"), projects.GrantRequest{ProjectRef: projects.ProjectRef{ID: p.ID}, Body: projects.GrantInput{UserID: "dave", Role: projects.RoleViewer}}); code(err) != platform.CodeInvalid {
 				t.Fatalf("unknown user: %v", err)
 			}
 		})
@@ -143,17 +143,17 @@ func TestProxyCredentialsSealedAndKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := as("alice")
-			if _, err := e.svc.PutNetwork(ctx, "c1", projects.NetworkInput{Type: "http", Proxy: "http://u%40x:p%3Aw@h.example:3128"}); err != nil {
+			if _, err := e.svc.PutNetwork(ctx, projects.NetworkPut{ContainerRef: projects.ContainerRef{ID: "c1"}, Body: projects.NetworkInput{Type: "http", Proxy: "http://u%40x:p%3Aw@h.example:3128"}}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.svc.PutNetwork(ctx, "c1", projects.NetworkInput{Type: "http", Proxy: "http://H.example:3128"}); err != nil {
+			if _, err := e.svc.PutNetwork(ctx, projects.NetworkPut{ContainerRef: projects.ContainerRef{ID: "c1"}, Body: projects.NetworkInput{Type: "http", Proxy: "http://H.example:3128"}}); err != nil {
 				t.Fatal(err)
 			}
 			u, pw, ok, err := e.svc.ProxyCredentials(ctx, "c1")
 			if err != nil || !ok || u != "u@x" || pw != "p:w" {
 				t.Fatalf("credentials %q %q %v %v", u, pw, ok, err)
 			}
-			if _, err := e.svc.PutNetwork(ctx, "c1", projects.NetworkInput{Type: "block"}); err != nil {
+			if _, err := e.svc.PutNetwork(ctx, projects.NetworkPut{ContainerRef: projects.ContainerRef{ID: "c1"}, Body: projects.NetworkInput{Type: "block"}}); err != nil {
 				t.Fatal(err)
 			}
 			if _, _, ok, _ := e.svc.ProxyCredentials(ctx, "c1"); ok {
@@ -246,7 +246,7 @@ func TestListsAndStatsReadEveryRecord(t *testing.T) {
 			}
 			a1, a2, a3, b1 := mk("alice", "A1"), mk("alice", "A2"), mk("alice", "A3"), mk("bob", "B1")
 			grant := func(pid, role string) string {
-				p, err := e.svc.Grant(as("alice"), pid, projects.GrantInput{UserID: "bob", Role: role})
+				p, err := e.svc.Grant(as("alice"), projects.GrantRequest{ProjectRef: projects.ProjectRef{ID: pid}, Body: projects.GrantInput{UserID: "bob", Role: role}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -254,10 +254,10 @@ func TestListsAndStatsReadEveryRecord(t *testing.T) {
 			}
 			grant(a1, projects.RoleViewer)
 			grant(a2, projects.RoleManager)
-			if err := e.svc.Revoke(as("alice"), a3, grant(a3, projects.RoleOperator)); err != nil {
+			if err := e.svc.Revoke(as("alice"), projects.PermissionRef{ProjectRef: projects.ProjectRef{ID: a3}, PermissionID: grant(a3, projects.RoleOperator)}); err != nil {
 				t.Fatal(err)
 			}
-			list, err := e.svc.ListProjects(as("bob"), 1, 100)
+			list, err := e.svc.ListProjects(as("bob"), projects.PageInput{Page: 1, Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -268,7 +268,7 @@ func TestListsAndStatsReadEveryRecord(t *testing.T) {
 			if want := map[string]string{a1: "viewer", a2: "manager", b1: "owner"}; !reflect.DeepEqual(roles, want) || list.Pagination.Total != 3 {
 				t.Fatalf("bob's projects %v (total %d), want %v", roles, list.Pagination.Total, want)
 			}
-			if list, err := e.svc.ListProjects(as("alice"), 1, 100); err != nil || len(list.Projects) != 3 {
+			if list, err := e.svc.ListProjects(as("alice"), projects.PageInput{Page: 1, Limit: 100}); err != nil || len(list.Projects) != 3 {
 				t.Fatalf("alice's projects: %v %v", list, err)
 			}
 
@@ -281,7 +281,7 @@ func TestListsAndStatsReadEveryRecord(t *testing.T) {
 				ids = append(ids, id)
 			}
 			for _, id := range ids[:3] {
-				if _, err := e.svc.PutNetwork(as("alice"), id, projects.NetworkInput{Type: "block"}); err != nil {
+				if _, err := e.svc.PutNetwork(as("alice"), projects.NetworkPut{ContainerRef: projects.ContainerRef{ID: id}, Body: projects.NetworkInput{Type: "block"}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -293,11 +293,11 @@ func TestListsAndStatsReadEveryRecord(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cl, err := e.svc.ListContainers(as("bob"), a1, 1, 3)
+			cl, err := e.svc.ListContainers(as("bob"), projects.ContainerListInput{ProjectRef: projects.ProjectRef{ID: a1}, PageInput: projects.PageInput{Page: 1, Limit: 3}})
 			if err != nil || cl.Pagination.Total != 5 || len(cl.Containers) != 3 || cl.Containers[0].ID != "c0" || cl.Containers[2].ID != "c2" {
 				t.Fatalf("containers: %+v %v", cl, err)
 			}
-			st, err := e.svc.ProjectStats(as("bob"), a1)
+			st, err := e.svc.ProjectStats(as("bob"), projects.ProjectRef{ID: a1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,8 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gofiber/fiber/v3"
-
 	"deckhand/platform"
 	"deckhand/platform/netconf"
 	"deckhand/platform/store"
@@ -169,62 +167,6 @@ func nonNilDecisions(d []netconf.Decision) []netconf.Decision {
 	return d
 }
 
-func (s *Service) networkRoutes() []platform.Route {
-	tag := []string{"container network"}
-	read := s.env.Authz.Policy(CheckContainerRead, "a member (owner or any permission) of the container's project")
-	act := s.env.Authz.Policy(CheckContainerAccess, "the owner, an operator or a manager of the container's project")
-	agentRead := agentOnly(read)
-	errs := " 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before " +
-		"anything about the configuration is read, so others learn nothing of it)."
-	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/network", Policy: agentRead, Tags: tag, Summary: "The container's network configuration",
-			Description: "404 when no configuration is stored. Credentials are never returned: `credentials_configured` says whether some are stored. " +
-				"The container's own agent reads it with its agent token (agt_); another container's agent token gets 403. " +
-				"`remote_status` is what the container's agent last reported, not what was asked: `is_running` is true only while the agent " +
-				"says its rules are in the kernel (false before any report, and when the last report is over two minutes old); " +
-				"`enforceable` false with a `reason` when the agent cannot apply rules (no CAP_NET_ADMIN); `in_sync` when it enforces the " +
-				"stored version; `recent_decisions` are its newest egress decisions." + errs,
-			Response: Network{}, Handler: s.handleGetNetwork},
-		{Method: http.MethodPut, Path: "/api/v1/containers/{id}/network", Policy: act, Tags: tag, Summary: "Configure the container's outbound network",
-			Description: "`type` is socks5, http, https or block. `proxy` (required unless block: 400 `Proxy URL required for non-block type`) is " +
-				"`<type>://[user:pass@]host[:port]` whose scheme equals the type (socks5 also takes socks5h); userinfo credentials are stored apart, " +
-				"encrypted under the master key, and never echoed; a proxy without userinfo on the same scheme, host and port keeps the stored " +
-				"credentials, another endpoint drops them. `dns_servers`: up to 4 IP addresses, default 1.1.1.1 and 8.8.8.8. " +
-				"Extensions: `allow` and `deny` (up to 256 each) are domains (`example.com`), wildcards (`*.example.com`: the names below it; " +
-				"`*`: all), IP addresses or CIDRs; a deny entry always wins, and with an allow list whatever it does not name is refused. " +
-				"The agent matches them on the DNS questions its resolver answers, the TLS SNI and the HTTP Host; an address must be one its " +
-				"resolver gave for the name, so IP literals and fronted names are refused under an allow list. `block` with an allow list " +
-				"lets the allowed destinations out directly. " +
-				"Answers the configuration with status `configured` (a running network is reset to configured)." + errs,
-			Body: NetworkInput{}, Response: Network{}, Handler: s.handlePutNetwork},
-		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/start", Policy: act, Tags: tag, Summary: "Start the network layer",
-			Description: "From configured, stopped or running: running, `is_running` true (the state asked for; the container's agent " +
-				"puts the rules in force within its poll, and GET network's `remote_status` says when it has). 400 when not configured." + errs,
-			Response: NetworkState{}, Handler: s.handleNetState(true)},
-		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/stop", Policy: act, Tags: tag, Summary: "Stop the network layer",
-			Description: "From configured, running or stopped: stopped, `is_running` false (the agent removes its rules). 400 when not configured." + errs,
-			Response:    NetworkState{}, Handler: s.handleNetState(false)},
-		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}/network", Policy: act, Tags: tag, Summary: "Remove the network configuration and its credentials",
-			Description: "404 when the container or the configuration is missing." + errs, Handler: s.handleDeleteNetwork},
-		{Method: http.MethodGet, Path: NetworkEffectivePath, Policy: s.agentPolicy(), Tags: tag,
-			Summary: "The configuration the container's agent enforces",
-			Description: "What the agent puts in force: `type`, `proxy` with its credentials as userinfo (the one answer that carries " +
-				"them, opened from the sealed store), `dns_servers`, `allow`, `deny`, `running` (start and stop) and `version`. " +
-				"The agent polls it with `If-None-Match` set to the ETag (`network:v<version>`) it applied: 304 when unchanged. " +
-				"404 when no configuration is stored (the agent removes its rules). Every answer carries X-Service-Signature; " +
-				"the agent applies nothing whose signature fails." + errs,
-			Query:    []platform.Param{{Name: "If-None-Match", In: "header", Description: "the ETag the agent holds; 304 when it is current"}},
-			Response: netconf.Document{}, Handler: s.handleNetworkEffective},
-		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/remote-status", Policy: s.agentPolicy(), Tags: tag,
-			Summary: "The agent reports what runs",
-			Description: "The container's agent reports whether its rules are in force (`is_running`), when it last checked " +
-				"(`last_check`), whether it can enforce at all (`enforceable`, `reason`), the version it applied, the proxy check, " +
-				"decision counts and its newest decisions (at most 20). GET network shows the report as `remote_status`. " +
-				"404 when no configuration is stored." + errs,
-			Body: NetworkReport{}, Handler: s.handleNetworkReport},
-	}
-}
-
 // NetworkEffectivePath is the route the agent polls.
 const NetworkEffectivePath = "/api/v1/containers/{id}/network/effective"
 
@@ -370,7 +312,8 @@ func (s *Service) netForContainer(tx *store.Tx, id string) (*networkRec, error) 
 }
 
 // GetNetwork is container id's network configuration (404 when none).
-func (s *Service) GetNetwork(ctx context.Context, id string) (*Network, error) {
+func (s *Service) GetNetwork(ctx context.Context, ref ContainerRef) (*Network, error) {
+	id := ref.ID
 	var out *Network
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		r, err := s.netForContainer(tx, id)
@@ -389,16 +332,15 @@ func (s *Service) GetNetwork(ctx context.Context, id string) (*Network, error) {
 	return out, nil
 }
 
-func (s *Service) handleGetNetwork(c fiber.Ctx) error {
-	v, err := s.GetNetwork(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Network configuration", v)
+// NetworkPut is PUT /api/v1/containers/{id}/network.
+type NetworkPut struct {
+	ContainerRef
+	Body NetworkInput
 }
 
 // PutNetwork stores container id's network configuration.
-func (s *Service) PutNetwork(ctx context.Context, id string, in NetworkInput) (*Network, error) {
+func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, error) {
+	id, in := req.ID, req.Body
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -455,19 +397,17 @@ func (s *Service) PutNetwork(ctx context.Context, id string, in NetworkInput) (*
 	return out, nil
 }
 
-func (s *Service) handlePutNetwork(c fiber.Ctx) error {
-	var in NetworkInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	v, err := s.PutNetwork(c.Context(), c.Params("id"), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Network configured", v)
+var errNotConfigured = &platform.Error{Code: platform.CodeBadRequest, Message: "the container's network is not configured: PUT a configuration first", Details: "network"}
+
+// StartNetwork starts the network layer.
+func (s *Service) StartNetwork(ctx context.Context, ref ContainerRef) (*NetworkState, error) {
+	return s.SetNetworkRunning(ctx, ref.ID, true)
 }
 
-var errNotConfigured = &platform.Error{Code: platform.CodeBadRequest, Message: "the container's network is not configured: PUT a configuration first", Details: "network"}
+// StopNetwork stops the network layer.
+func (s *Service) StopNetwork(ctx context.Context, ref ContainerRef) (*NetworkState, error) {
+	return s.SetNetworkRunning(ctx, ref.ID, false)
+}
 
 // SetNetworkRunning starts (run) or stops the network layer.
 func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*NetworkState, error) {
@@ -499,22 +439,9 @@ func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*
 	return &out, nil
 }
 
-func (s *Service) handleNetState(run bool) fiber.Handler {
-	msg := "Network stopped"
-	if run {
-		msg = "Network started"
-	}
-	return func(c fiber.Ctx) error {
-		v, err := s.SetNetworkRunning(c.Context(), c.Params("id"), run)
-		if err != nil {
-			return err
-		}
-		return platform.Respond(c, http.StatusOK, msg, v)
-	}
-}
-
 // DeleteNetwork removes the configuration and its credentials.
-func (s *Service) DeleteNetwork(ctx context.Context, id string) error {
+func (s *Service) DeleteNetwork(ctx context.Context, ref ContainerRef) error {
+	id := ref.ID
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		if tx.GetRaw(bucketNetwork, id) == nil {
 			return platform.NotFound("network configuration of container", id)
@@ -525,13 +452,6 @@ func (s *Service) DeleteNetwork(ctx context.Context, id string) error {
 		return tx.Delete(bucketNetwork, id)
 	})
 	return storeErr("delete the network configuration", err)
-}
-
-func (s *Service) handleDeleteNetwork(c fiber.Ctx) error {
-	if err := s.DeleteNetwork(c.Context(), c.Params("id")); err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Network configuration deleted", nil)
 }
 
 // ProxyCredentials opens container id's stored proxy credentials (for the
@@ -611,17 +531,37 @@ func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Doc
 
 func networkETag(d *netconf.Document) string { return "network:v" + strconv.FormatInt(d.Version, 10) }
 
-func (s *Service) handleNetworkEffective(c fiber.Ctx) error {
-	d, err := s.EffectiveNetwork(c.Context(), c.Params("id"))
+// Poll is an agent's conditional read of what it enforces.
+type Poll struct {
+	ContainerRef
+	IfNoneMatch string `header:"If-None-Match" doc:"the ETag the agent holds; 304 when it is still current"`
+}
+
+// current: the agent holds tag (with or without its quotes).
+func (p Poll) current(tag string) bool {
+	return strings.Trim(strings.TrimSpace(p.IfNoneMatch), `"`) == tag
+}
+
+// EffectiveNetworkAnswer is the effective configuration with its ETag; 304
+// without a body when the agent holds it.
+type EffectiveNetworkAnswer struct {
+	ETag   string `header:"ETag" doc:"network:v<version>, quoted"`
+	Status int
+	Body   *netconf.Document
+}
+
+// PollNetwork is EffectiveNetwork for the agent's poll.
+func (s *Service) PollNetwork(ctx context.Context, in Poll) (*EffectiveNetworkAnswer, error) {
+	d, err := s.EffectiveNetwork(ctx, in.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tag := networkETag(d)
-	c.Set(fiber.HeaderETag, `"`+tag+`"`)
-	if inm := strings.Trim(strings.TrimSpace(c.Get(fiber.HeaderIfNoneMatch)), `"`); inm == tag {
-		return c.SendStatus(http.StatusNotModified)
+	out := &EffectiveNetworkAnswer{ETag: `"` + tag + `"`, Body: d}
+	if in.current(tag) {
+		out.Status, out.Body = http.StatusNotModified, nil
 	}
-	return platform.Respond(c, http.StatusOK, "Effective network configuration", d)
+	return out, nil
 }
 
 // NetworkReport is the body of POST .../network/remote-status.
@@ -641,8 +581,15 @@ func (in *NetworkReport) Validate() error {
 	return nil
 }
 
+// NetworkReportInput is POST .../network/remote-status.
+type NetworkReportInput struct {
+	ContainerRef
+	Body NetworkReport
+}
+
 // ReportNetwork stores the agent's report of what runs.
-func (s *Service) ReportNetwork(ctx context.Context, id string, in NetworkReport) error {
+func (s *Service) ReportNetwork(ctx context.Context, req NetworkReportInput) error {
+	id, in := req.ID, req.Body
 	if err := in.Validate(); err != nil {
 		return err
 	}
@@ -660,15 +607,4 @@ func (s *Service) ReportNetwork(ctx context.Context, id string, in NetworkReport
 		return tx.Put(bucketNetwork, id, r)
 	})
 	return storeErr("store the network report", err)
-}
-
-func (s *Service) handleNetworkReport(c fiber.Ctx) error {
-	var in NetworkReport
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	if err := s.ReportNetwork(c.Context(), c.Params("id"), in); err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Network status recorded", nil)
 }

@@ -3,11 +3,8 @@ package projects
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"sort"
 	"time"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/control/events"
 	"deckhand/platform"
@@ -27,31 +24,6 @@ type Permission struct {
 const roleRule = "must be viewer, operator or manager"
 
 func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
-
-func (s *Service) permissionRoutes() []platform.Route {
-	tag := []string{"projects"}
-	member := s.env.Authz.Policy(CheckProjectMember, "the project's owner or a user its permissions name")
-	manager := s.env.Authz.Policy(CheckProjectManager, "the project's owner or a user with role manager on it")
-	roles := "Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers " +
-		"(network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. " +
-		"The owner holds every right and cannot be named in a permission."
-	return []platform.Route{
-		{Method: http.MethodGet, Path: "/api/v1/projects/{id}/permissions", Policy: member, Tags: tag,
-			Summary: "The project's permissions, oldest first", Description: roles, Response: []Permission{}, Handler: s.handleListPerms},
-		{Method: http.MethodPost, Path: "/api/v1/projects/{id}/permissions", Policy: manager, Tags: tag, Status: http.StatusCreated,
-			Summary: "Grant a user a role on the project", Description: roles + " 400 when `user_id` names no account or the owner; " +
-				"409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.",
-			Body: GrantInput{}, Response: Permission{}, Handler: s.handleGrant},
-		{Method: http.MethodPut, Path: "/api/v1/projects/{id}/permissions/{permissionId}", Policy: manager, Tags: tag,
-			Summary: "Set a permission's role", Description: roles + " Writes `project.permission.updated`.",
-			Body: RoleInput{}, Response: Permission{}, Handler: s.handleSetRole},
-		{Method: http.MethodPatch, Path: "/api/v1/projects/{id}/permissions/{permissionId}", Policy: manager, Tags: tag,
-			Summary: "Change a permission's role", Description: roles + " Same as PUT: `role` is the only field. Writes `project.permission.updated`.",
-			Body: RoleInput{}, Response: Permission{}, Handler: s.handleSetRole},
-		{Method: http.MethodDelete, Path: "/api/v1/projects/{id}/permissions/{permissionId}", Policy: manager, Tags: tag,
-			Summary: "Revoke a permission", Description: "Writes `project.permission.revoked`.", Handler: s.handleRevoke},
-	}
-}
 
 // GrantInput is the body of POST /api/v1/projects/{id}/permissions.
 type GrantInput struct {
@@ -83,8 +55,30 @@ func (in *RoleInput) Validate() error {
 	return nil
 }
 
+// PermissionRef names one permission of a project.
+type PermissionRef struct {
+	ProjectRef
+	PermissionID string `path:"permissionId" doc:"a permission id: 1-40 lowercase letters or digits"`
+}
+
+// ValidateParams checks the permission id's format.
+func (r *PermissionRef) ValidateParams() error { return validID("permissionId", r.PermissionID) }
+
+// GrantRequest is POST /api/v1/projects/{id}/permissions.
+type GrantRequest struct {
+	ProjectRef
+	Body GrantInput
+}
+
+// RoleChange is PUT and PATCH of one permission.
+type RoleChange struct {
+	PermissionRef
+	Body RoleInput
+}
+
 // ListPermissions lists project id's permissions.
-func (s *Service) ListPermissions(ctx context.Context, id string) ([]Permission, error) {
+func (s *Service) ListPermissions(ctx context.Context, ref ProjectRef) ([]Permission, error) {
+	id := ref.ID
 	out := []Permission{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
@@ -103,16 +97,9 @@ func (s *Service) ListPermissions(ctx context.Context, id string) ([]Permission,
 	return out, nil
 }
 
-func (s *Service) handleListPerms(c fiber.Ctx) error {
-	v, err := s.ListPermissions(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Permissions", v)
-}
-
 // Grant gives in.UserID in.Role on project id.
-func (s *Service) Grant(ctx context.Context, id string, in GrantInput) (*Permission, error) {
+func (s *Service) Grant(ctx context.Context, req GrantRequest) (*Permission, error) {
+	id, in := req.ID, req.Body
 	if _, err := platform.Caller(ctx); err != nil {
 		return nil, err
 	}
@@ -153,18 +140,6 @@ func (s *Service) Grant(ctx context.Context, id string, in GrantInput) (*Permiss
 	return perm, nil
 }
 
-func (s *Service) handleGrant(c fiber.Ctx) error {
-	var in GrantInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	v, err := s.Grant(c.Context(), c.Params("id"), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusCreated, "Permission granted", v)
-}
-
 // getPermission is permission permID of project projectID (404 when none).
 func getPermission(tx *store.Tx, projectID, permID string) (*Permission, error) {
 	var p Permission
@@ -175,9 +150,10 @@ func getPermission(tx *store.Tx, projectID, permID string) (*Permission, error) 
 	return &p, err
 }
 
-// SetRole changes permission permID of project id.
-func (s *Service) SetRole(ctx context.Context, id, permID string, in RoleInput) (*Permission, error) {
-	if err := validID("permissionId", permID); err != nil {
+// SetRole changes a permission's role.
+func (s *Service) SetRole(ctx context.Context, req RoleChange) (*Permission, error) {
+	id, permID, in := req.ID, req.PermissionID, req.Body
+	if err := req.ValidateParams(); err != nil {
 		return nil, err
 	}
 	if err := in.Validate(); err != nil {
@@ -209,21 +185,10 @@ func (s *Service) SetRole(ctx context.Context, id, permID string, in RoleInput) 
 	return &out, nil
 }
 
-func (s *Service) handleSetRole(c fiber.Ctx) error {
-	var in RoleInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	v, err := s.SetRole(c.Context(), c.Params("id"), c.Params("permissionId"), in)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Permission updated", v)
-}
-
-// Revoke removes permission permID of project id.
-func (s *Service) Revoke(ctx context.Context, id, permID string) error {
-	if err := validID("permissionId", permID); err != nil {
+// Revoke removes a permission.
+func (s *Service) Revoke(ctx context.Context, ref PermissionRef) error {
+	id, permID := ref.ID, ref.PermissionID
+	if err := ref.ValidateParams(); err != nil {
 		return err
 	}
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
@@ -241,11 +206,4 @@ func (s *Service) Revoke(ctx context.Context, id, permID string) error {
 			Payload: events.Payload(map[string]any{"permission_id": p.ID, "user_id": p.UserID, "role": p.Role})})
 	})
 	return storeErr("revoke the permission", err)
-}
-
-func (s *Service) handleRevoke(c fiber.Ctx) error {
-	if err := s.Revoke(c.Context(), c.Params("id"), c.Params("permissionId")); err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Permission revoked", nil)
 }

@@ -2,14 +2,10 @@ package projects
 
 import (
 	"context"
-	"math"
-	"net/http"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/control/events"
 	"deckhand/platform"
@@ -54,43 +50,6 @@ const (
 	pageLimitMax   = 100
 	pageLimitDef   = 20
 )
-
-var pageParams = []platform.Param{
-	{Name: "page", Type: "integer", Default: "1", Range: &platform.Range{Min: 1, Max: math.MaxInt32}, Description: "page number, from 1"},
-	{Name: "limit", Type: "integer", Default: "20", Range: &platform.Range{Min: 1, Max: pageLimitMax},
-		Description: "page size, 1-100 (default 20); a larger value is refused with 400, not clamped"},
-}
-
-func (s *Service) projectRoutes() []platform.Route {
-	tag := []string{"projects"}
-	member := s.env.Authz.Policy(CheckProjectMember, "the project's owner or a user its permissions name")
-	manager := s.env.Authz.Policy(CheckProjectManager, "the project's owner or a user with role manager on it")
-	owner := s.env.Authz.Policy(CheckProjectOwner, "the project's owner")
-	return []platform.Route{
-		{Method: http.MethodPost, Path: "/api/v1/projects", Policy: platform.SignedIn, Tags: tag, Status: http.StatusCreated,
-			Summary: "Create a project owned by the caller", Description: "Writes `project.created`.",
-			Body: ProjectInput{}, Response: ProjectView{}, Handler: platform.Endpoint(http.StatusCreated, "Project created", s.CreateProject)},
-		{Method: http.MethodGet, Path: "/api/v1/projects", Policy: platform.SignedIn, Tags: tag, Query: pageParams,
-			Summary: "Projects the caller owns or is permitted on, oldest first", Response: ProjectList{}, Handler: s.handleList},
-		{Method: http.MethodGet, Path: "/api/v1/projects/{id}", Policy: member, Tags: tag, Summary: "One project",
-			Description: "400 for a malformed id, 404 for an unknown project, 403 when the caller is neither owner nor permitted.",
-			Response:    ProjectView{}, Handler: s.handleGet},
-		{Method: http.MethodPut, Path: "/api/v1/projects/{id}", Policy: manager, Tags: tag, Summary: "Replace a project's name and description",
-			Description: "`name` is required; an absent `description` becomes empty. Writes `project.updated`.",
-			Body:        ProjectInput{}, Response: ProjectView{}, Handler: s.handlePut},
-		{Method: http.MethodPatch, Path: "/api/v1/projects/{id}", Policy: manager, Tags: tag, Summary: "Change a project's name or description",
-			Description: "Give `name`, `description` or both. Writes `project.updated`.",
-			Body:        ProjectPatch{}, Response: ProjectView{}, Handler: s.handlePatch},
-		{Method: http.MethodDelete, Path: "/api/v1/projects/{id}", Policy: owner, Tags: tag, Summary: "Delete a project (owner only)",
-			Description: "409 while the project has containers. Removes its permissions and its proxy permissions document. Writes `project.deleted`.",
-			Handler:     s.handleDelete},
-		{Method: http.MethodGet, Path: "/api/v1/projects/{id}/stats", Policy: member, Tags: tag, Summary: "Counts of a project's containers, people and configuration",
-			Response: Stats{}, Handler: s.handleStats},
-		{Method: http.MethodPost, Path: "/api/v1/admin/projects", Policy: platform.Admin, Tags: []string{"admin"}, Status: http.StatusCreated,
-			Summary: "Create a project for a user (admin role required)", Description: "`owner_id` must name an existing account (400 otherwise). Writes `project.created`.",
-			Body: AdminProjectInput{}, Response: Project{}, Handler: platform.Endpoint(http.StatusCreated, "Project created", s.AdminCreateProject)},
-	}
-}
 
 // ProjectInput is the body of POST and PUT /api/v1/projects.
 type ProjectInput struct {
@@ -266,7 +225,8 @@ func (s *Service) accountExists(ctx context.Context, field, id string) error {
 }
 
 // ListProjects lists the projects the caller owns or is permitted on.
-func (s *Service) ListProjects(ctx context.Context, page, limit int) (*ProjectList, error) {
+func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList, error) {
+	page, limit := in.Page, in.Limit
 	c, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -340,17 +300,9 @@ func checkPage(page, limit int) error {
 	return nil
 }
 
-func (s *Service) handleList(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	out, err := s.ListProjects(c.Context(), int(q.Int("page")), int(q.Int("limit")))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Projects", out)
-}
-
 // GetProject is one project (the route's policy admitted the caller).
-func (s *Service) GetProject(ctx context.Context, id string) (*ProjectView, error) {
+func (s *Service) GetProject(ctx context.Context, ref ProjectRef) (*ProjectView, error) {
+	id := ref.ID
 	c, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -370,17 +322,32 @@ func (s *Service) GetProject(ctx context.Context, id string) (*ProjectView, erro
 	return &out, nil
 }
 
-func (s *Service) handleGet(c fiber.Ctx) error {
-	v, err := s.GetProject(c.Context(), c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Project", v)
+// ProjectReplace is PUT /api/v1/projects/{id}.
+type ProjectReplace struct {
+	ProjectRef
+	Body ProjectInput
 }
 
-// UpdateProject applies a PUT (replace) or PATCH (merge) to project id;
+// ProjectChange is PATCH /api/v1/projects/{id}.
+type ProjectChange struct {
+	ProjectRef
+	Body ProjectPatch
+}
+
+// ReplaceProject sets a project's name and description (an absent
+// description becomes empty).
+func (s *Service) ReplaceProject(ctx context.Context, in ProjectReplace) (*ProjectView, error) {
+	return s.updateProject(ctx, in.ID, ProjectPatch{Name: &in.Body.Name, Description: &in.Body.Description}, true)
+}
+
+// ChangeProject changes a project's name, description or both.
+func (s *Service) ChangeProject(ctx context.Context, in ProjectChange) (*ProjectView, error) {
+	return s.updateProject(ctx, in.ID, in.Body, false)
+}
+
+// updateProject applies a PUT (replace) or PATCH (merge) to project id;
 // managers and the owner only.
-func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectPatch, replace bool) (*ProjectView, error) {
+func (s *Service) updateProject(ctx context.Context, id string, in ProjectPatch, replace bool) (*ProjectView, error) {
 	c, err := platform.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -427,33 +394,10 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectPatch,
 	return &out, nil
 }
 
-func (s *Service) handlePut(c fiber.Ctx) error {
-	var in ProjectInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	v, err := s.UpdateProject(c.Context(), c.Params("id"), ProjectPatch{Name: &in.Name, Description: &in.Description}, true)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Project updated", v)
-}
-
-func (s *Service) handlePatch(c fiber.Ctx) error {
-	var in ProjectPatch
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	v, err := s.UpdateProject(c.Context(), c.Params("id"), in, false)
-	if err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Project updated", v)
-}
-
 // DeleteProject removes a project without containers, its permissions and
 // its proxy permissions document (owner only).
-func (s *Service) DeleteProject(ctx context.Context, id string) error {
+func (s *Service) DeleteProject(ctx context.Context, ref ProjectRef) error {
+	id := ref.ID
 	c, err := platform.Caller(ctx)
 	if err != nil {
 		return err
@@ -504,11 +448,4 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 			Payload: events.Payload(map[string]any{"name": p.Name})})
 	})
 	return storeErr("delete the project", err)
-}
-
-func (s *Service) handleDelete(c fiber.Ctx) error {
-	if err := s.DeleteProject(c.Context(), c.Params("id")); err != nil {
-		return err
-	}
-	return platform.Respond(c, http.StatusOK, "Project deleted", nil)
 }

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"net/http"
 	"reflect"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/control/events"
 	"deckhand/platform"
@@ -54,94 +51,6 @@ func (sc docScope) owner(tx *store.Tx, id string) (project, container string, er
 		return "", "", platform.NotFound("container", id)
 	}
 	return c.ProjectID, id, nil
-}
-
-func (s *Service) proxyRoutes() []platform.Route {
-	var out []platform.Route
-	for _, sc := range []docScope{{project: false}, {project: true}} {
-		out = append(out, s.proxyRoutesFor(sc)...)
-	}
-	return append(out, s.effectiveRoute())
-}
-
-var ifMatchParam = platform.Param{Name: "If-Match", In: "header", Required: true,
-	Description: "file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412"}
-
-func (s *Service) proxyRoutesFor(sc docScope) []platform.Route {
-	base := "/api/v1/containers/{id}/proxy/permissions"
-	tag := []string{"container proxy permissions"}
-	read := s.env.Authz.Policy(CheckContainerRead, "a member (owner or any permission) of the container's project")
-	write := s.env.Authz.Policy(CheckContainerAccess, "the owner, an operator or a manager of the container's project")
-	whose, short := "the container's", "The container's"
-	if sc.project {
-		base = "/api/v1/projects/{id}/proxy/permissions"
-		tag = []string{"project proxy permissions"}
-		read = s.env.Authz.Policy(CheckProjectMember, "the project's owner or a user its permissions name")
-		write = s.env.Authz.Policy(CheckProjectManager, "the project's owner or a user with role manager on it")
-		short = "The project's"
-		whose = "the project's (`container` is \"*\"; it governs every container of the project without a document of its own)"
-	}
-	writes := " Needs `If-Match: file:v<n>` (file:v0 when no document exists, which creates one with default deny and enable_proxy true): " +
-		"428 without it, 400 when malformed, 412 when n is not the current file_version. The check and the write are one transaction, " +
-		"so of writers racing with the same version exactly one succeeds. Answers the whole updated document, masked (ETag header = etag). " +
-		"A group may carry `secret_configured`, `password_configured` or `value_configured` true instead of the secret: the stored " +
-		"secret of the group of that name and type is kept (400 naming the field when there is none), so a document read back PUTs " +
-		"unchanged. Writing a new secret (a token value, an HS256 secret, a password) needs the project's manager role or its " +
-		"ownership: an operator gets 403 for it, and may change everything else. Secrets are sealed under the master key at rest."
-	q := []platform.Param{ifMatchParam}
-	r := func(method, path, summary, desc string, body any, h fiber.Handler) platform.Route {
-		pol, qs := write, q
-		if method == http.MethodGet {
-			pol, qs = read, nil
-		} else {
-			desc += writes
-		}
-		return platform.Route{Method: method, Path: base + path, Policy: pol, Tags: tag, Summary: summary, Description: desc,
-			Query: qs, Body: body, Response: proxyperm.Document{}, Handler: h}
-	}
-	groupDesc := map[string]string{
-		proxyperm.TypeJWT: "`secret` (any string for HS256; a PEM SPKI public key that parses for RS256 — RSA of at least 2048 bits — and ES256 — P-256), " +
-			"`algorithm` (HS256, RS256, ES256), `sources` (header:<Name> or cookie:<Name>, at least one), `claims` (optional; string, number or boolean values).",
-		proxyperm.TypePassword: "`username` and `password`: a plaintext password (no `algorithm`, no `salt`) is stored as an argon2id PHC string " +
-			"($argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash>) and `algorithm` becomes argon2id; `algorithm` argon2id takes such a string as it is; " +
-			"`algorithm` sha256 takes a pre-hashed SHA256(salt + password) in 64 lowercase hex digits with its optional `salt` (still verified, " +
-			"but one SHA-256 round is cheap to attack: prefer a plaintext password).",
-		proxyperm.TypeIP:              "`range`: an IPv4 CIDR a.b.c.d/m, m 0-32.",
-		proxyperm.TypeToken:           "Exactly one of `header`, `cookie` or `param` (the name), plus `value`.",
-		proxyperm.TypeServiceIdentity: "`containers` and/or `projects`: the ids whose control-plane-signed container claims belong to the group.",
-	}
-	routes := []platform.Route{
-		r(http.MethodGet, "", short+" proxy permissions document",
-			"The document of "+whose+" with `file_version` and `etag`; 404 when none exists. Secrets are never shown: an HS256 `secret`, a "+
-				"password's `password` hash and `salt` and a token's `value` are absent and `secret_configured`, `password_configured` or "+
-				"`value_configured` is true instead (RS256 and ES256 public keys are shown). Only the container's agent reads them, "+
-				"through the effective route with its agent token.",
-			nil, s.handleGetDoc(sc)),
-		r(http.MethodPut, "", "Replace the whole document",
-			"Body: `project` (must equal the owning project), `container` (must equal the path id; \"*\" for a project document), `groups`, "+
-				"`permissions` (group name → {program: access}), `default` (allow or deny, default deny), `enable_proxy` (default true), `hooks`. "+
-				"Writes proxy.permissions.group_added / group_updated / group_removed per changed group and default_changed when default or enable_proxy changes.",
-			proxyperm.Document{}, s.handlePutDoc(sc)),
-		r(http.MethodDelete, "", "Delete the document",
-			"404 when none exists. Writes group_removed per group and default_changed (document deleted).", nil, s.handleDeleteDoc(sc)),
-		r(http.MethodPatch, "/default", "Set the default policy", "Body `default`: allow or deny. Writes proxy.permissions.default_changed when it changes.",
-			DefaultInput{}, s.handleDefault(sc)),
-		r(http.MethodPatch, "/state", "Enable or disable the proxy", "Body `enable_proxy` (boolean). Writes proxy.permissions.default_changed "+
-			"(payload enable_proxy) when it changes.", StateInput{}, s.handleState(sc)),
-		r(http.MethodDelete, "/groups/{groupName}", "Remove a group",
-			"404 when no such group. Permission rules naming the group stay and match no identity. Writes proxy.permissions.group_removed.",
-			nil, s.handleDeleteGroup(sc)),
-		r(http.MethodPut, "/permissions/{groupName}", "Set one program rule of a group",
-			"Body `program` (http, terminal, ssh, files, exec, services, notifications) and `access`: true, false, a port 1-65535, an array of ports, "+
-				"a \"<from>-<to>\" range (from <= to) or \"*\". The group need not exist. Writes proxy.permissions.group_updated.",
-			PermissionInput{}, s.handlePutPermission(sc)),
-	}
-	for _, typ := range proxyperm.Types {
-		routes = append(routes, r(http.MethodPut, "/groups/{groupName}/"+typ, "Add or replace a "+typ+" group",
-			groupDesc[typ]+" The body is the group without `type` (or with the same type). Writes proxy.permissions.group_added or group_updated.",
-			proxyperm.Group{}, s.handlePutGroup(sc, typ)))
-	}
-	return routes
 }
 
 // DefaultInput is the body of PATCH .../default.
@@ -192,20 +101,6 @@ func (in *PermissionInput) Validate() error {
 	}
 	in.access = a
 	return nil
-}
-
-// ifMatch reads the If-Match version: 428 when absent, 400 when malformed.
-func ifMatch(c fiber.Ctx) (int64, error) {
-	h := c.Get(fiber.HeaderIfMatch)
-	if h == "" {
-		return 0, &platform.Error{Code: platform.CodePreconditionRequired, Details: "If-Match",
-			Message: "this write needs an If-Match: file:v<n> header with the document's current file_version (file:v0 when none exists)"}
-	}
-	n, ok := proxyperm.ParseETag(h)
-	if !ok {
-		return 0, platform.Invalid("If-Match", "must be file:v<n>")
-	}
-	return n, nil
 }
 
 func stale(current int64) error {
@@ -338,25 +233,6 @@ func (s *Service) document(ctx context.Context, sc docScope, id string) (*proxyp
 		return nil, storeErr("read the proxy permissions document", err)
 	}
 	return out, nil
-}
-
-// respondDoc answers a person with d masked.
-func respondDoc(c fiber.Ctx, msg string, d *proxyperm.Document) error {
-	if d != nil {
-		c.Set(fiber.HeaderETag, `"`+d.ETag+`"`)
-		d = d.Mask()
-	}
-	return platform.Respond(c, http.StatusOK, msg, d)
-}
-
-func (s *Service) handleGetDoc(sc docScope) fiber.Handler {
-	return func(c fiber.Ctx) error {
-		d, err := s.GetDocument(c.Context(), sc, c.Params("id"))
-		if err != nil {
-			return err
-		}
-		return respondDoc(c, "Proxy permissions", d)
-	}
 }
 
 // groupChanges lists the group events between two documents.

@@ -3,9 +3,6 @@ package projects
 import (
 	"context"
 	"net/http"
-	"strings"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 	"deckhand/platform/proxyperm"
@@ -65,32 +62,26 @@ func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Docum
 var errNoEffective = &platform.Error{Code: platform.CodeNotFound, Details: "proxy_permissions",
 	Message: "neither the container nor its project has a proxy permissions document: only loopback clients pass its gateway"}
 
-func (s *Service) effectiveRoute() platform.Route {
-	return platform.Route{Method: http.MethodGet, Path: EffectivePath,
-		Policy: agentOnly(s.env.Authz.Policy(CheckContainerAgent, "the container's own agent token (agt_) only: people and svc_ tokens get 403, "+
-			"another container's agent token 403")),
-		Tags: []string{"container proxy permissions"}, Summary: "The document the container's gateway enforces",
-		Description: "The container's own document, or its project's (`container` \"*\") when it has none; 404 when neither exists " +
-			"(the gateway then admits loopback clients only). The agent polls it with `If-None-Match` set to the last ETag it applied: " +
-			"304 (signed, empty body) when unchanged. The ETag names the scope: `container:file:v<n>` or `project:file:v<n>`. " +
-			"Every answer carries X-Service-Signature; the agent applies nothing whose signature fails. The document's secrets " +
-			"(token values, HS256 secrets, password hashes) are in clear here and nowhere else.",
-		Query: []platform.Param{{Name: "If-None-Match", In: "header",
-			Description: "the ETag of the document the agent holds; 304 when it is still the effective one"}},
-		Response: proxyperm.Document{}, Handler: s.handleEffective}
+// EffectiveAnswer is the effective document with its ETag; 304 without
+// a body when the agent holds it.
+type EffectiveAnswer struct {
+	ETag   string `header:"ETag" doc:"container:file:v<n> or project:file:v<n>, quoted"`
+	Status int
+	Body   *proxyperm.Document
 }
 
-func (s *Service) handleEffective(c fiber.Ctx) error {
-	d, err := s.GetEffective(c.Context(), c.Params("id"))
+// PollEffective is GetEffective for the agent's poll.
+func (s *Service) PollEffective(ctx context.Context, in Poll) (*EffectiveAnswer, error) {
+	d, err := s.GetEffective(ctx, in.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tag := effectiveETag(d)
-	c.Set(fiber.HeaderETag, `"`+tag+`"`)
-	if inm := strings.Trim(strings.TrimSpace(c.Get(fiber.HeaderIfNoneMatch)), `"`); inm == tag {
-		return c.SendStatus(http.StatusNotModified)
+	out := &EffectiveAnswer{ETag: `"` + tag + `"`, Body: d}
+	if in.current(tag) {
+		out.Status, out.Body = http.StatusNotModified, nil
 	}
-	return platform.Respond(c, http.StatusOK, "Effective proxy permissions", d)
+	return out, nil
 }
 
 // agentOnly marks a policy as taking agent tokens.

@@ -1,39 +1,200 @@
 package projects
 
 import (
+	"context"
 	"maps"
-	"net/http"
-
-	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
 	"deckhand/platform/proxyperm"
 )
 
 // The document writes. Each is a mutation (domain logic, no HTTP) that
-// writeDoc applies under the If-Match check; docWrite is the HTTP layer
-// they share: If-Match first (428 before the body is even read), then the
-// body, then the write.
+// writeDoc applies under the If-Match check. Every write's input embeds
+// DocWrite, whose If-Match is checked before the body is read (428 when
+// absent), so a stale or missing version answers before a bad body.
 
-func (s *Service) docWrite(sc docScope, msg string, prepare func(c fiber.Ctx) (mutation, error)) fiber.Handler {
-	return func(c fiber.Ctx) error {
-		want, err := ifMatch(c)
-		if err != nil {
-			return err
-		}
-		m, err := prepare(c)
-		if err != nil {
-			return err
-		}
-		out, err := s.writeDoc(c.Context(), sc, c.Params("id"), want, m)
-		if err != nil {
-			return err
-		}
-		if out == nil {
-			return platform.Respond(c, http.StatusOK, msg, nil)
-		}
-		return respondDoc(c, msg, out)
+// docOps are the document's operations in one scope (a container's or a
+// project's document): the route table binds each to its paths.
+type docOps struct {
+	s  *Service
+	sc docScope
+}
+
+// DocRef names the document of a container or a project by its path id.
+type DocRef struct {
+	ID string `path:"id" doc:"the container's or the project's id"`
+}
+
+// DocWrite is a write's path id and version.
+type DocWrite struct {
+	DocRef
+	IfMatch string `header:"If-Match" doc:"file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412"`
+	want    int64
+}
+
+// ValidateParams reads the If-Match version: 428 when absent, 400 when
+// malformed.
+func (w *DocWrite) ValidateParams() error {
+	if w.IfMatch == "" {
+		return &platform.Error{Code: platform.CodePreconditionRequired, Details: "If-Match",
+			Message: "this write needs an If-Match: file:v<n> header with the document's current file_version (file:v0 when none exists)"}
 	}
+	n, ok := proxyperm.ParseETag(w.IfMatch)
+	if !ok {
+		return platform.Invalid("If-Match", "must be file:v<n>")
+	}
+	w.want = n
+	return nil
+}
+
+// GroupWrite is a write to one group of the document.
+type GroupWrite struct {
+	DocWrite
+	GroupName string `path:"groupName" doc:"a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-'"`
+}
+
+// ValidateParams checks If-Match, then the group name.
+func (w *GroupWrite) ValidateParams() error {
+	if err := w.DocWrite.ValidateParams(); err != nil {
+		return err
+	}
+	return proxyperm.ValidGroupName("groupName", w.GroupName)
+}
+
+// DocumentBody is a whole document as PUT: decoded by proxyperm.Decode
+// (access rules in every form, errors naming permissions.<group>.<program>).
+type DocumentBody struct {
+	doc *proxyperm.Document
+}
+
+// UnmarshalJSON decodes and validates the document.
+func (b *DocumentBody) UnmarshalJSON(raw []byte) error {
+	d, err := proxyperm.Decode(raw)
+	if err != nil {
+		return err
+	}
+	b.doc = d
+	return nil
+}
+
+// JSONSchema is the document's.
+func (*DocumentBody) JSONSchema() map[string]any { return platform.Schema(proxyperm.Document{}) }
+
+// DocumentPut is the whole-document PUT.
+type DocumentPut struct {
+	DocWrite
+	Body DocumentBody
+}
+
+// DefaultPut is PATCH .../default.
+type DefaultPut struct {
+	DocWrite
+	Body DefaultInput
+}
+
+// StatePut is PATCH .../state.
+type StatePut struct {
+	DocWrite
+	Body StateInput
+}
+
+// RulePut is PUT .../permissions/{groupName}.
+type RulePut struct {
+	GroupWrite
+	Body PermissionInput
+}
+
+// GroupPut is PUT .../groups/{groupName}/<type>.
+type GroupPut struct {
+	GroupWrite
+	Body proxyperm.Group
+}
+
+// DocAnswer is a document as people read it (masked), with its ETag.
+type DocAnswer struct {
+	ETag string `header:"ETag" doc:"the document's etag, quoted"`
+	Body *proxyperm.Document
+}
+
+func docAnswer(d *proxyperm.Document) *DocAnswer {
+	return &DocAnswer{ETag: `"` + d.ETag + `"`, Body: d.Mask()}
+}
+
+// Get is the document, masked (404 when none).
+func (o docOps) Get(ctx context.Context, ref DocRef) (*DocAnswer, error) {
+	d, err := o.s.document(ctx, o.sc, ref.ID)
+	if err != nil {
+		return nil, err
+	}
+	return docAnswer(d), nil
+}
+
+func (o docOps) write(ctx context.Context, w DocWrite, m mutation) (*DocAnswer, error) {
+	d, err := o.s.writeDoc(ctx, o.sc, w.ID, w.want, m)
+	if err != nil {
+		return nil, err
+	}
+	return docAnswer(d), nil
+}
+
+// Replace replaces the whole document.
+func (o docOps) Replace(ctx context.Context, in DocumentPut) (*DocAnswer, error) {
+	if in.Body.doc == nil {
+		return nil, platform.Invalid("body", "must be a proxy permissions document")
+	}
+	m, err := replaceDoc(in.Body.doc)
+	if err != nil {
+		return nil, err
+	}
+	return o.write(ctx, in.DocWrite, m)
+}
+
+// Delete removes the document.
+func (o docOps) Delete(ctx context.Context, in DocWrite) error {
+	_, err := o.s.writeDoc(ctx, o.sc, in.ID, in.want, deleteDoc)
+	return err
+}
+
+// SetDefault sets the default policy.
+func (o docOps) SetDefault(ctx context.Context, in DefaultPut) (*DocAnswer, error) {
+	return o.write(ctx, in.DocWrite, setDefault(in.Body))
+}
+
+// SetState enables or disables the proxy.
+func (o docOps) SetState(ctx context.Context, in StatePut) (*DocAnswer, error) {
+	return o.write(ctx, in.DocWrite, setState(in.Body))
+}
+
+// RemoveGroup removes a group.
+func (o docOps) RemoveGroup(ctx context.Context, in GroupWrite) (*DocAnswer, error) {
+	return o.write(ctx, in.DocWrite, removeGroup(in.GroupName))
+}
+
+// SetRule sets one program rule of a group.
+func (o docOps) SetRule(ctx context.Context, in RulePut) (*DocAnswer, error) {
+	return o.write(ctx, in.DocWrite, putRule(in.GroupName, in.Body))
+}
+
+// groupOps puts groups of one type.
+type groupOps struct {
+	docOps
+	typ string
+}
+
+// Put adds or replaces a group of the path's type.
+func (o groupOps) Put(ctx context.Context, in GroupPut) (*DocAnswer, error) {
+	g := in.Body
+	if g.Type != "" && g.Type != o.typ {
+		return nil, platform.Invalid("type", "must be %s (or absent) on this path", o.typ)
+	}
+	g.Type = o.typ
+	if err := g.Validate(""); err != nil {
+		return nil, err
+	}
+	if err := g.Normalize(); err != nil {
+		return nil, platform.Internal("hash the password", err)
+	}
+	return o.write(ctx, in.DocWrite, putGroup(in.GroupName, g))
 }
 
 // edit is a mutation that changes the current (or a new empty) document.
@@ -160,101 +321,5 @@ func putRule(name string, in PermissionInput) mutation {
 		}
 		rules[in.Program] = in.access
 		return []docEvent{{"group_updated", map[string]any{"group": name, "program": in.Program, "rule": "permissions"}}}, nil
-	})
-}
-
-func groupName(c fiber.Ctx) (string, error) {
-	name := c.Params("groupName")
-	return name, proxyperm.ValidGroupName("groupName", name)
-}
-
-// decodeGroup reads a group PUT body for type typ.
-func decodeGroup(c fiber.Ctx, typ string) (string, proxyperm.Group, error) {
-	var g proxyperm.Group
-	name, err := groupName(c)
-	if err != nil {
-		return "", g, err
-	}
-	if err := platform.DecodeBytes(c.Body(), &g); err != nil {
-		return "", g, err
-	}
-	if g.Type != "" && g.Type != typ {
-		return "", g, platform.Invalid("type", "must be %s (or absent) on this path", typ)
-	}
-	g.Type = typ
-	if err := g.Validate(""); err != nil {
-		return "", g, err
-	}
-	if err := g.Normalize(); err != nil {
-		return "", g, platform.Internal("hash the password", err)
-	}
-	return name, g, nil
-}
-
-func (s *Service) handlePutDoc(sc docScope) fiber.Handler {
-	return s.docWrite(sc, "Proxy permissions replaced", func(c fiber.Ctx) (mutation, error) {
-		d, err := proxyperm.Decode(c.Body())
-		if err != nil {
-			return nil, err
-		}
-		return replaceDoc(d)
-	})
-}
-
-func (s *Service) handleDeleteDoc(sc docScope) fiber.Handler {
-	return s.docWrite(sc, "Proxy permissions deleted", func(fiber.Ctx) (mutation, error) { return deleteDoc, nil })
-}
-
-func (s *Service) handleDefault(sc docScope) fiber.Handler {
-	return s.docWrite(sc, "Default policy set", func(c fiber.Ctx) (mutation, error) {
-		var in DefaultInput
-		if err := platform.Decode(c, &in); err != nil {
-			return nil, err
-		}
-		return setDefault(in), nil
-	})
-}
-
-func (s *Service) handleState(sc docScope) fiber.Handler {
-	return s.docWrite(sc, "Proxy state set", func(c fiber.Ctx) (mutation, error) {
-		var in StateInput
-		if err := platform.Decode(c, &in); err != nil {
-			return nil, err
-		}
-		return setState(in), nil
-	})
-}
-
-func (s *Service) handlePutGroup(sc docScope, typ string) fiber.Handler {
-	return s.docWrite(sc, "Group saved", func(c fiber.Ctx) (mutation, error) {
-		name, g, err := decodeGroup(c, typ)
-		if err != nil {
-			return nil, err
-		}
-		return putGroup(name, g), nil
-	})
-}
-
-func (s *Service) handleDeleteGroup(sc docScope) fiber.Handler {
-	return s.docWrite(sc, "Group removed", func(c fiber.Ctx) (mutation, error) {
-		name, err := groupName(c)
-		if err != nil {
-			return nil, err
-		}
-		return removeGroup(name), nil
-	})
-}
-
-func (s *Service) handlePutPermission(sc docScope) fiber.Handler {
-	return s.docWrite(sc, "Permission set", func(c fiber.Ctx) (mutation, error) {
-		name, err := groupName(c)
-		if err != nil {
-			return nil, err
-		}
-		var in PermissionInput
-		if err := platform.Decode(c, &in); err != nil {
-			return nil, err
-		}
-		return putRule(name, in), nil
 	})
 }

@@ -53,7 +53,7 @@ func TestDocumentSecretsSealedMaskedAndMigrated(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := e.svc.Grant(as("alice"), p.ID, projects.GrantInput{UserID: "bob", Role: projects.RoleOperator}); err != nil {
+			if _, err := e.svc.Grant(as("alice"), projects.GrantRequest{ProjectRef: projects.ProjectRef{ID: p.ID}, Body: projects.GrantInput{UserID: "bob", Role: projects.RoleOperator}}); err != nil {
 				t.Fatal(err)
 			}
 			ctx := as("alice")
@@ -122,7 +122,7 @@ func TestDocumentSecretsSealedMaskedAndMigrated(t *testing.T) {
 			if _, err := e.svc.PutContainerGroup(as("alice"), "c1", 6, "none", proxyperm.Group{Type: "token", Header: "X", ValueConfigured: true}); code(err) != platform.CodeInvalid {
 				t.Fatalf("a masked value with none stored: %v", err)
 			}
-			if _, err := e.svc.Grant(as("alice"), p.ID, projects.GrantInput{UserID: "carol", Role: projects.RoleManager}); err != nil {
+			if _, err := e.svc.Grant(as("alice"), projects.GrantRequest{ProjectRef: projects.ProjectRef{ID: p.ID}, Body: projects.GrantInput{UserID: "carol", Role: projects.RoleManager}}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := e.svc.PutContainerGroup(as("carol"), "c1", 6, "tok", proxyperm.Group{Type: "token", Header: "X-Key", Value: "carols"}); err != nil {

@@ -96,20 +96,8 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if env.Config.Sealer == nil {
 		return nil, errNoSealer
 	}
-	ctx := context.Background()
-	if err := env.Store.Declare(ctx, Tables...); err != nil {
+	if err := env.Store.DeclareReplacing(context.Background(), Tables, legacyBuckets...); err != nil {
 		return nil, fmt.Errorf("projects: %w", err)
-	}
-	err := env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		for _, b := range legacyBuckets {
-			if err := tx.DropBucket(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("projects: drop the earlier indexes: %w", err)
 	}
 	s := &Service{env: env, db: env.Store, log: env.Logger, sealer: env.Config.Sealer}
 	if s.log == nil {
@@ -132,19 +120,6 @@ type sealerMissing struct{}
 func (sealerMissing) Error() string { return "projects: a Sealer (master key) is required" }
 
 var errNoSealer error = sealerMissing{}
-
-// Routes is the domain's route table.
-func (s *Service) Routes() []platform.Route {
-	var out []platform.Route
-	out = append(out, s.projectRoutes()...)
-	out = append(out, s.permissionRoutes()...)
-	out = append(out, s.containerRoutes()...)
-	out = append(out, s.networkRoutes()...)
-	out = append(out, s.proxyRoutes()...)
-	out = append(out, s.agentTokenRoutes()...)
-	out = append(out, s.claimRoutes()...)
-	return out
-}
 
 // Ids of projects, containers and permissions: lowercase letters and
 // digits only, because a container service's host name joins project and
@@ -173,4 +148,22 @@ func storeErr(op string, err error) error {
 		return pe
 	}
 	return platform.Internal(op, err)
+}
+
+// ProjectRef names a project by its path id (the route's policy checked
+// its format and the caller's access first).
+type ProjectRef struct {
+	ID string `path:"id" doc:"a project id: 1-40 lowercase letters or digits"`
+}
+
+// ContainerRef names a container by its path id (the route's policy
+// checked its format and the caller's access first).
+type ContainerRef struct {
+	ID string `path:"id" doc:"a container id: 1-40 lowercase letters or digits"`
+}
+
+// PageInput is a list's page and page size.
+type PageInput struct {
+	Page  int `query:"page" default:"1" minimum:"1" maximum:"2147483647" doc:"page number, from 1"`
+	Limit int `query:"limit" default:"20" minimum:"1" maximum:"100" doc:"page size, 1-100 (default 20); a larger value is refused with 400, not clamped"`
 }

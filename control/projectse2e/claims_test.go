@@ -150,3 +150,22 @@ func TestIdentityClaims(t *testing.T) {
 	}
 	s.must(401, "POST", path, map[string]any{"aud": "x"}, "")
 }
+
+// The key set's answer carries one endorsement per key, over the very
+// bytes sent: a verifier that trusts the active key accepts the set.
+func TestKeySetIsEndorsedByItsKeys(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	kid, pub, _ := s.activeKey(t)
+	f, err := signing.HTTPKeySetFetcher(nil, s.URL)(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Signatures) < 2 {
+		t.Fatalf("signatures %q: want X-Service-Signature and an endorsement", f.Signatures)
+	}
+	keys, err := signing.AcceptKeySet(map[string]ed25519.PublicKey{kid: pub}, f, time.Now(), time.Minute)
+	if err != nil || !keys[kid].Equal(pub) {
+		t.Fatalf("set not accepted with the active key trusted: %v", err)
+	}
+}

@@ -7,7 +7,7 @@ import (
 
 // identityConfig maps the serve flags onto identity's config section.
 func (s *Server) identityConfig() (identity.Config, error) {
-	mailer, err := mail.New(mail.Config{Dir: s.cfg.MailDir, SMTPURL: s.cfg.SMTPURL})
+	mailer, err := mail.New(mail.Config{Dir: s.cfg.MailDir, SMTPURL: s.cfg.SMTPURL, Logger: s.log})
 	if err != nil {
 		return identity.Config{}, err
 	}

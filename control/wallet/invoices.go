@@ -16,28 +16,6 @@ import (
 	"deckhand/platform/store"
 )
 
-// Number is an amount written as a JSON number with two decimals (12.50):
-// the interface gives the invoice's amount as a number; it stays exact.
-type Number money.Amount
-
-// MarshalJSON writes the digits unquoted.
-func (n Number) MarshalJSON() ([]byte, error) { return []byte(money.Amount(n).String()), nil }
-
-// UnmarshalJSON reads a number or decimal string.
-func (n *Number) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(b), `"`)
-	neg := strings.HasPrefix(s, "-")
-	a, err := money.Parse(strings.TrimPrefix(s, "-"))
-	if err != nil {
-		return err
-	}
-	if neg {
-		a = -a
-	}
-	*n = Number(a)
-	return nil
-}
-
 // InvoiceTransaction is the transaction an invoice bills.
 type InvoiceTransaction struct {
 	ID              string       `json:"id"`
@@ -54,11 +32,13 @@ type BillingDetails struct {
 	PaymentMethodType string `json:"payment_method_type"`
 }
 
-// InvoiceItem is one line of an invoice.
+// InvoiceItem is one line of an invoice. Its amount is written as the
+// invoice's is: a JSON number with two decimals (interface.md types the
+// invoice's amount as a number; its items say the same in the same form).
 type InvoiceItem struct {
 	Type        string       `json:"type"`
 	Description string       `json:"description"`
-	Amount      money.Amount `json:"amount"`
+	Amount      money.Number `json:"amount"`
 }
 
 // Invoice is one invoice; lists leave out billing_details and items.
@@ -68,7 +48,7 @@ type Invoice struct {
 	TransactionID  string             `json:"transaction_id"`
 	InvoiceNumber  string             `json:"invoice_number" doc:"INV-<year>-<6 digits>, consecutive without gaps within a year"`
 	Status         string             `json:"status" doc:"paid"`
-	Amount         Number             `json:"amount" doc:"a number with two decimals"`
+	Amount         money.Number       `json:"amount"`
 	Currency       string             `json:"currency"`
 	IssueDate      time.Time          `json:"issue_date"`
 	DueDate        time.Time          `json:"due_date"`
@@ -148,18 +128,18 @@ func items(t *Transaction) ([]InvoiceItem, BillingDetails) {
 	switch t.TransactionType {
 	case TypeTransfer:
 		return []InvoiceItem{
-				{Type: "ai_credit", Description: "AI credit", Amount: t.Amount - t.Fee},
-				{Type: "fee", Description: "Platform fee on transfer to AI credit", Amount: t.Fee}},
+				{Type: "ai_credit", Description: "AI credit", Amount: money.Number(t.Amount - t.Fee)},
+				{Type: "fee", Description: "Platform fee on transfer to AI credit", Amount: money.Number(t.Fee)}},
 			BillingDetails{PaymentMethod: "Wallet general balance", PaymentMethodType: "wallet_balance"}
 	case TypeCredit:
-		return []InvoiceItem{{Type: "credit", Description: t.Description, Amount: t.Amount}},
+		return []InvoiceItem{{Type: "credit", Description: t.Description, Amount: money.Number(t.Amount)}},
 			BillingDetails{PaymentMethod: "Account credit by the operator", PaymentMethodType: "account_credit"}
 	}
 	d := t.Description
 	if t.Reference != "" && !strings.Contains(d, t.Reference) {
 		d += " (" + t.Reference + ")"
 	}
-	return []InvoiceItem{{Type: t.TransactionType, Description: d, Amount: t.Amount}},
+	return []InvoiceItem{{Type: t.TransactionType, Description: d, Amount: money.Number(t.Amount)}},
 		BillingDetails{PaymentMethod: "Wallet general balance", PaymentMethodType: "wallet_balance"}
 }
 
@@ -218,7 +198,7 @@ func (s *Service) generateInvoice(ctx context.Context, id string) (*Generated, e
 		its, bill := items(&t)
 		paid := t.CreatedAt
 		inv := Invoice{ID: newID("inv", now), UserID: p.UserID, TransactionID: t.ID, InvoiceNumber: fmt.Sprintf("INV-%d-%06d", year, n),
-			Status: "paid", Amount: Number(t.Amount), Currency: Currency, IssueDate: now, DueDate: now, PaidDate: &paid,
+			Status: "paid", Amount: money.Number(t.Amount), Currency: Currency, IssueDate: now, DueDate: now, PaidDate: &paid,
 			CreatedAt: now, UpdatedAt: now, Items: its, BillingDetails: &bill,
 			Transaction: InvoiceTransaction{ID: t.ID, TransactionType: t.TransactionType, Status: t.Status, Amount: t.Amount,
 				Currency: t.Currency, CreatedAt: t.CreatedAt}}
@@ -315,7 +295,7 @@ func (s *Service) invoicePDF(ctx context.Context, ref InvoiceRef) ([]byte, *Invo
 		doc.Payment = inv.BillingDetails.PaymentMethod
 	}
 	for _, it := range inv.Items {
-		doc.Items = append(doc.Items, invoicepdf.Item{Description: it.Description, Amount: it.Amount.String()})
+		doc.Items = append(doc.Items, invoicepdf.Item{Description: it.Description, Amount: money.Amount(it.Amount).String()})
 	}
 	pdf, err := invoicepdf.Render(doc)
 	if err != nil {

@@ -203,6 +203,24 @@ func New(e Engine) *DB {
 	return d
 }
 
+// DeclareReplacing declares tables, then drops the buckets of an earlier
+// layout that they replace (a domain's hand-built indexes), in one
+// transaction; dropping a bucket that is gone already is no error. A
+// domain calls it at start.
+func (d *DB) DeclareReplacing(ctx context.Context, tables []*Table, replaced ...string) error {
+	if err := d.Declare(ctx, tables...); err != nil {
+		return err
+	}
+	return d.UpdateContext(ctx, func(tx *Tx) error {
+		for _, b := range replaced {
+			if err := tx.DropBucket(b); err != nil {
+				return fmt.Errorf("drop %s: %w", b, err)
+			}
+		}
+		return nil
+	})
+}
+
 // Declare makes each table's bucket a declared table of this store,
 // creating or migrating its rows and indexes (on PostgreSQL a real table,
 // under the migration lock, records already in the bucket moved into

@@ -2,8 +2,7 @@ package wallete2e_test
 
 import (
 	"context"
-	"deckhand/platform/store"
-	"deckhand/platform/store/pgstore"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"deckhand/control/controltest"
+	"deckhand/platform/store"
+	"deckhand/platform/store/pgstore"
 )
 
 func TestInvoicesNumberedWithPDF(t *testing.T) {
@@ -84,14 +85,33 @@ func TestInvoicesNumberedWithPDF(t *testing.T) {
 	}
 	// One invoice in full.
 	id := data(g)["invoice_id"].(string)
-	one := data(s.Must(s.Call("GET", "/api/v1/wallet/invoices/"+id, nil, tok), 200))
+	oneRaw := s.Must(s.Call("GET", "/api/v1/wallet/invoices/"+id, nil, tok), 200)
+	one := data(oneRaw)
 	items := one["items"].([]any)
 	bill := one["billing_details"].(map[string]any)
 	if one["amount"] != 12.34 || len(items) != 2 || bill["payment_method_type"] == nil || one["transaction"].(map[string]any)["id"] != txIDs[0] {
 		t.Fatalf("invoice: %v", one)
 	}
-	if items[0].(map[string]any)["amount"] != "11.72" || items[1].(map[string]any)["amount"] != "0.62" {
-		t.Fatalf("items (12.34 at 500 bps: fee 0.617 → 0.62): %v", items)
+	// The items' amounts take the invoice's form: numbers with two decimals.
+	if items[0].(map[string]any)["amount"] != 11.72 || items[1].(map[string]any)["amount"] != 0.62 ||
+		!strings.Contains(string(oneRaw.Raw), `"amount":0.62`) || !strings.Contains(string(oneRaw.Raw), `"amount":12.34`) {
+		t.Fatalf("items (12.34 at 500 bps: fee 0.617 → 0.62): %s", oneRaw.Raw)
+	}
+	// The document says so for both.
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]map[string]any `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(s.Must(s.Call("GET", "/openapi.json", nil, ""), 200).Raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Invoice", "InvoiceItem"} {
+		if a := doc.Components.Schemas[name].Properties["amount"]; a["type"] != "number" || a["multipleOf"] != 0.01 {
+			t.Fatalf("%s.amount documented as %v", name, a)
+		}
 	}
 	// The PDF: a real one, with number and total as text.
 	res, err := s.HTTP.Get(s.URL + "/api/v1/wallet/invoices/" + id + "/pdf")

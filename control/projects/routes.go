@@ -1,0 +1,283 @@
+package projects
+
+import (
+	"net/http"
+	"strings"
+
+	"deckhand/platform"
+	"deckhand/platform/proxyperm"
+)
+
+// Routes is the domain's route table.
+func (s *Service) Routes() []platform.Route {
+	member := s.env.Authz.Policy(CheckProjectMember, "the project's owner or a user its permissions name")
+	manager := s.env.Authz.Policy(CheckProjectManager, "the project's owner or a user with role manager on it")
+	owner := s.env.Authz.Policy(CheckProjectOwner, "the project's owner")
+	read := s.env.Authz.Policy(CheckContainerRead, "a member (owner or any permission) of the container's project")
+	act := s.env.Authz.Policy(CheckContainerAccess, "the owner, an operator or a manager of the container's project")
+	manage := s.env.Authz.Policy(CheckContainerManage, "an admin, or the owner or a manager of the container's project")
+	claim := agentOnly(s.env.Authz.Policy(CheckContainerClaim, "the container's own agent token (agt_), an admin, or the owner or a manager "+
+		"of the container's project"))
+	agent := s.agentPolicy()
+	projects, admin, containers := []string{"projects"}, []string{"admin"}, []string{"containers"}
+	network, tokens := []string{"container network"}, []string{"container agent tokens"}
+	roles := "Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers " +
+		"(network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. " +
+		"The owner holds every right and cannot be named in a permission."
+	netErrs := " 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before " +
+		"anything about the configuration is read, so others learn nothing of it)."
+	tokenErrs := " 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it."
+	routes := []platform.Route{
+		// Projects.
+		{Method: http.MethodPost, Path: "/api/v1/projects", OperationID: "createProject", Policy: platform.SignedIn, Tags: projects, Status: http.StatusCreated,
+			Summary: "Create a project owned by the caller", Description: "Writes `project.created`.",
+			Message: "Project created", Op: platform.Op(s.CreateProject)},
+		{Method: http.MethodGet, Path: "/api/v1/projects", OperationID: "listProjects", Policy: platform.SignedIn, Tags: projects,
+			Summary: "Projects the caller owns or is permitted on, oldest first", Message: "Projects", Op: platform.Op(s.ListProjects)},
+		{Method: http.MethodGet, Path: "/api/v1/projects/{id}", OperationID: "getProject", Policy: member, Tags: projects, Summary: "One project",
+			Description: "400 for a malformed id, 404 for an unknown project, 403 when the caller is neither owner nor permitted.",
+			Message:     "Project", Op: platform.Op(s.GetProject)},
+		{Method: http.MethodPut, Path: "/api/v1/projects/{id}", OperationID: "replaceProject", Policy: manager, Tags: projects,
+			Summary:     "Replace a project's name and description",
+			Description: "`name` is required; an absent `description` becomes empty. Writes `project.updated`.",
+			Message:     "Project updated", Op: platform.Op(s.ReplaceProject)},
+		{Method: http.MethodPatch, Path: "/api/v1/projects/{id}", OperationID: "updateProject", Policy: manager, Tags: projects,
+			Summary:     "Change a project's name or description",
+			Description: "Give `name`, `description` or both. Writes `project.updated`.",
+			Message:     "Project updated", Op: platform.Op(s.ChangeProject)},
+		{Method: http.MethodDelete, Path: "/api/v1/projects/{id}", OperationID: "deleteProject", Policy: owner, Tags: projects,
+			Summary:     "Delete a project (owner only)",
+			Description: "409 while the project has containers. Removes its permissions and its proxy permissions document. Writes `project.deleted`.",
+			Message:     "Project deleted", Op: platform.CommandOp(s.DeleteProject)},
+		{Method: http.MethodGet, Path: "/api/v1/projects/{id}/stats", OperationID: "getProjectStats", Policy: member, Tags: projects,
+			Summary: "Counts of a project's containers, people and configuration", Message: "Project stats", Op: platform.Op(s.ProjectStats)},
+		{Method: http.MethodPost, Path: "/api/v1/admin/projects", OperationID: "adminCreateProject", Policy: platform.Admin, Tags: admin, Status: http.StatusCreated,
+			Summary:     "Create a project for a user (admin role required)",
+			Description: "`owner_id` must name an existing account (400 otherwise). Writes `project.created`.",
+			Message:     "Project created", Op: platform.Op(s.AdminCreateProject)},
+
+		// Permissions.
+		{Method: http.MethodGet, Path: "/api/v1/projects/{id}/permissions", OperationID: "listProjectPermissions", Policy: member, Tags: projects,
+			Summary: "The project's permissions, oldest first", Description: roles, Message: "Permissions", Op: platform.Op(s.ListPermissions)},
+		{Method: http.MethodPost, Path: "/api/v1/projects/{id}/permissions", OperationID: "grantProjectPermission", Policy: manager, Tags: projects,
+			Status: http.StatusCreated, Summary: "Grant a user a role on the project",
+			Description: roles + " 400 when `user_id` names no account or the owner; " +
+				"409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.",
+			Message: "Permission granted", Op: platform.Op(s.Grant)},
+		{Method: http.MethodPut, Path: "/api/v1/projects/{id}/permissions/{permissionId}", OperationID: "setProjectPermissionRole", Policy: manager, Tags: projects,
+			Summary: "Set a permission's role", Description: roles + " Writes `project.permission.updated`.",
+			Message: "Permission updated", Op: platform.Op(s.SetRole)},
+		{Method: http.MethodPatch, Path: "/api/v1/projects/{id}/permissions/{permissionId}", OperationID: "updateProjectPermission", Policy: manager, Tags: projects,
+			Summary:     "Change a permission's role",
+			Description: roles + " Same as PUT: `role` is the only field. Writes `project.permission.updated`.",
+			Message:     "Permission updated", Op: platform.Op(s.SetRole)},
+		{Method: http.MethodDelete, Path: "/api/v1/projects/{id}/permissions/{permissionId}", OperationID: "revokeProjectPermission", Policy: manager, Tags: projects,
+			Summary: "Revoke a permission", Description: "Writes `project.permission.revoked`.",
+			Message: "Permission revoked", Op: platform.CommandOp(s.Revoke)},
+
+		// Containers.
+		{Method: http.MethodPost, Path: "/api/v1/admin/containers", OperationID: "adminCreateContainer", Policy: platform.Admin, Tags: admin, Status: http.StatusCreated,
+			Summary: "Register a container in a project (admin role required)",
+			Description: "`project_id` must name a project (400 otherwise); `id` (optional, 1-40 lowercase letters or digits, no '-' because " +
+				"service host names join ids with '-') defaults to a random one, 409 when taken; `server_id` is recorded as given. " +
+				"The container starts in status `creating`. Writes `container.creating`.",
+			Message: "Container created", Op: platform.Op(s.AdminCreateContainer)},
+		{Method: http.MethodGet, Path: "/api/v1/projects/{id}/containers", OperationID: "listProjectContainers", Policy: member, Tags: containers,
+			Summary: "The project's containers, oldest first",
+			Description: "Not in the interface's route list; added so members can find the containers they may act on. " +
+				"`page` from 1, `limit` 1-100 (default 20; larger is refused with 400).",
+			Message: "Containers", Op: platform.Op(s.ListContainers)},
+		{Method: http.MethodGet, Path: "/api/v1/containers/{id}", OperationID: "getContainer", Policy: read, Tags: containers,
+			Summary:     "One container",
+			Description: "400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.",
+			Message:     "Container", Op: platform.Op(s.GetContainer)},
+
+		// Network.
+		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/network", OperationID: "getContainerNetwork", Policy: agentOnly(read), Tags: network,
+			Summary: "The container's network configuration",
+			Description: "404 when no configuration is stored. Credentials are never returned: `credentials_configured` says whether some are stored. " +
+				"The container's own agent reads it with its agent token (agt_); another container's agent token gets 403. " +
+				"`remote_status` is what the container's agent last reported, not what was asked: `is_running` is true only while the agent " +
+				"says its rules are in the kernel (false before any report, and when the last report is over two minutes old); " +
+				"`enforceable` false with a `reason` when the agent cannot apply rules (no CAP_NET_ADMIN); `in_sync` when it enforces the " +
+				"stored version; `recent_decisions` are its newest egress decisions." + netErrs,
+			Message: "Network configuration", Op: platform.Op(s.GetNetwork)},
+		{Method: http.MethodPut, Path: "/api/v1/containers/{id}/network", OperationID: "putContainerNetwork", Policy: act, Tags: network,
+			Summary: "Configure the container's outbound network",
+			Description: "`type` is socks5, http, https or block. `proxy` (required unless block: 400 `Proxy URL required for non-block type`) is " +
+				"`<type>://[user:pass@]host[:port]` whose scheme equals the type (socks5 also takes socks5h); userinfo credentials are stored apart, " +
+				"encrypted under the master key, and never echoed; a proxy without userinfo on the same scheme, host and port keeps the stored " +
+				"credentials, another endpoint drops them. `dns_servers`: up to 4 IP addresses, default 1.1.1.1 and 8.8.8.8. " +
+				"Extensions: `allow` and `deny` (up to 256 each) are domains (`example.com`), wildcards (`*.example.com`: the names below it; " +
+				"`*`: all), IP addresses or CIDRs; a deny entry always wins, and with an allow list whatever it does not name is refused. " +
+				"The agent matches them on the DNS questions its resolver answers, the TLS SNI and the HTTP Host; an address must be one its " +
+				"resolver gave for the name, so IP literals and fronted names are refused under an allow list. `block` with an allow list " +
+				"lets the allowed destinations out directly. " +
+				"Answers the configuration with status `configured` (a running network is reset to configured)." + netErrs,
+			Message: "Network configured", Op: platform.Op(s.PutNetwork)},
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/start", OperationID: "startContainerNetwork", Policy: act, Tags: network,
+			Summary: "Start the network layer",
+			Description: "From configured, stopped or running: running, `is_running` true (the state asked for; the container's agent " +
+				"puts the rules in force within its poll, and GET network's `remote_status` says when it has). 400 when not configured." + netErrs,
+			Message: "Network started", Op: platform.Op(s.StartNetwork)},
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/stop", OperationID: "stopContainerNetwork", Policy: act, Tags: network,
+			Summary:     "Stop the network layer",
+			Description: "From configured, running or stopped: stopped, `is_running` false (the agent removes its rules). 400 when not configured." + netErrs,
+			Message:     "Network stopped", Op: platform.Op(s.StopNetwork)},
+		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}/network", OperationID: "deleteContainerNetwork", Policy: act, Tags: network,
+			Summary:     "Remove the network configuration and its credentials",
+			Description: "404 when the container or the configuration is missing." + netErrs,
+			Message:     "Network configuration deleted", Op: platform.CommandOp(s.DeleteNetwork)},
+		{Method: http.MethodGet, Path: NetworkEffectivePath, OperationID: "getEffectiveContainerNetwork", Policy: agent, Tags: network,
+			Statuses: []int{http.StatusNotModified}, Summary: "The configuration the container's agent enforces",
+			Description: "What the agent puts in force: `type`, `proxy` with its credentials as userinfo (the one answer that carries " +
+				"them, opened from the sealed store), `dns_servers`, `allow`, `deny`, `running` (start and stop) and `version`. " +
+				"The agent polls it with `If-None-Match` set to the ETag (`network:v<version>`) it applied: 304 when unchanged. " +
+				"404 when no configuration is stored (the agent removes its rules). Every answer carries X-Service-Signature; " +
+				"the agent applies nothing whose signature fails." + netErrs,
+			Message: "Effective network configuration", Op: platform.Op(s.PollNetwork)},
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/network/remote-status", OperationID: "reportContainerNetwork", Policy: agent, Tags: network,
+			Summary: "The agent reports what runs",
+			Description: "The container's agent reports whether its rules are in force (`is_running`), when it last checked " +
+				"(`last_check`), whether it can enforce at all (`enforceable`, `reason`), the version it applied, the proxy check, " +
+				"decision counts and its newest decisions (at most 20). GET network shows the report as `remote_status`. " +
+				"404 when no configuration is stored." + netErrs,
+			Message: "Network status recorded", Op: platform.CommandOp(s.ReportNetwork)},
+
+		// Proxy permissions: the agent's effective document (the people's
+		// routes follow, per scope).
+		{Method: http.MethodGet, Path: EffectivePath, OperationID: "getEffectiveProxyPermissions",
+			Policy: agentOnly(s.env.Authz.Policy(CheckContainerAgent, "the container's own agent token (agt_) only: people and svc_ tokens get 403, "+
+				"another container's agent token 403")),
+			Tags: []string{"container proxy permissions"}, Statuses: []int{http.StatusNotModified},
+			Summary: "The document the container's gateway enforces",
+			Description: "The container's own document, or its project's (`container` \"*\") when it has none; 404 when neither exists " +
+				"(the gateway then admits loopback clients only). The agent polls it with `If-None-Match` set to the last ETag it applied: " +
+				"304 (signed, empty body) when unchanged. The ETag names the scope: `container:file:v<n>` or `project:file:v<n>`. " +
+				"Every answer carries X-Service-Signature; the agent applies nothing whose signature fails. The document's secrets " +
+				"(token values, HS256 secrets, password hashes) are in clear here and nowhere else.",
+			Message: "Effective proxy permissions", Op: platform.Op(s.PollEffective)},
+
+		// Agent tokens.
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/agent-tokens", OperationID: "createAgentToken", Policy: manage, Tags: tokens,
+			Status: http.StatusCreated, Summary: "Mint an agent token for the container (the token is shown only here)",
+			Description: "Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. " +
+				"The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective " +
+				"proxy permissions document and the network configuration); every other route answers it 401, another container's " +
+				"403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. " +
+				"The body is empty (or `{}`). Writes `container.agent_token.created`." + tokenErrs,
+			Message: "Agent token created: store it now, it is not shown again", Op: platform.Op(s.CreateAgentToken)},
+		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/agent-tokens", OperationID: "listAgentTokens", Policy: manage, Tags: tokens,
+			Summary:     "The container's agent tokens (never their secrets), oldest first",
+			Description: "Each `{id, container_id, created_at, created_by}`." + tokenErrs,
+			Message:     "Agent tokens", Op: platform.Op(s.ListAgentTokens)},
+		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}/agent-tokens/{tokenId}", OperationID: "revokeAgentToken", Policy: manage, Tags: tokens,
+			Summary: "Revoke an agent token",
+			Description: "The agent using it is answered 401 from the next request on. 404 when the container has no such token. " +
+				"Writes `container.agent_token.revoked`." + tokenErrs,
+			Message: "Agent token revoked", Op: platform.CommandOp(s.RevokeAgentToken)},
+
+		// Claims.
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/claims", OperationID: "mintContainerClaim", Policy: claim,
+			Tags: []string{"container claims"}, Summary: "Mint a container claim",
+			Description: "A claim that container `{id}` (of its project) calls container `aud`: payload `{typ: \"container\", container, " +
+				"project, aud, iat, exp}` as base64url JSON (`payload_b64`), signed with the key set's active key (`kid`, `signature_hex` " +
+				"over the UTF-8 bytes of payload_b64: the key set's `container_claim_signed_data`). `value` is the header form " +
+				"`<payload_b64>.<signature_hex>.<kid>` for X-Deckhand-Container-Claim, which a service-identity group of the audience's " +
+				"proxy permissions admits while now is within [iat, exp] (30 s skew) and aud is that container. `ttl_seconds` 30-3600, " +
+				"default 300. 503 SIGNING_NOT_CONFIGURED without signing keys. 400 for a malformed id or body; 404 for an unknown " +
+				"container; 403 for another container's agent token, an operator or viewer, or anyone outside the project.",
+			Message: "Container claim", Op: platform.Op(s.MintContainerClaim)},
+	}
+	for _, sc := range []docScope{{project: false}, {project: true}} {
+		routes = append(routes, s.documentRoutes(sc)...)
+	}
+	return routes
+}
+
+// documentRoutes are the people's routes of the proxy permissions
+// document in one scope: a container's or a project's.
+func (s *Service) documentRoutes(sc docScope) []platform.Route {
+	base, scope := "/api/v1/containers/{id}/proxy/permissions", "Container"
+	tag := []string{"container proxy permissions"}
+	read := s.env.Authz.Policy(CheckContainerRead, "a member (owner or any permission) of the container's project")
+	write := s.env.Authz.Policy(CheckContainerAccess, "the owner, an operator or a manager of the container's project")
+	whose, short := "the container's", "The container's"
+	if sc.project {
+		base, scope = "/api/v1/projects/{id}/proxy/permissions", "Project"
+		tag = []string{"project proxy permissions"}
+		read = s.env.Authz.Policy(CheckProjectMember, "the project's owner or a user its permissions name")
+		write = s.env.Authz.Policy(CheckProjectManager, "the project's owner or a user with role manager on it")
+		short = "The project's"
+		whose = "the project's (`container` is \"*\"; it governs every container of the project without a document of its own)"
+	}
+	writes := " Needs `If-Match: file:v<n>` (file:v0 when no document exists, which creates one with default deny and enable_proxy true): " +
+		"428 without it, 400 when malformed, 412 when n is not the current file_version. The check and the write are one transaction, " +
+		"so of writers racing with the same version exactly one succeeds. Answers the whole updated document, masked (ETag header = etag). " +
+		"A group may carry `secret_configured`, `password_configured` or `value_configured` true instead of the secret: the stored " +
+		"secret of the group of that name and type is kept (400 naming the field when there is none), so a document read back PUTs " +
+		"unchanged. Writing a new secret (a token value, an HS256 secret, a password) needs the project's manager role or its " +
+		"ownership: an operator gets 403 for it, and may change everything else. Secrets are sealed under the master key at rest."
+	// r is one route of the scope: id is the operationId with the scope
+	// inserted after its verb (putProxyGroup → putContainerProxyGroup).
+	r := func(method, path, id, summary, desc, message string, op platform.Operation) platform.Route {
+		pol := write
+		if method == http.MethodGet {
+			pol = read
+		} else {
+			desc += writes
+		}
+		verb := strings.IndexFunc(id, func(r rune) bool { return r >= 'A' && r <= 'Z' })
+		return platform.Route{Method: method, Path: base + path, OperationID: id[:verb] + scope + id[verb:], Policy: pol, Tags: tag,
+			Summary: summary, Description: desc, Message: message, Op: op}
+	}
+	groupDesc := map[string]string{
+		proxyperm.TypeJWT: "`secret` (any string for HS256; a PEM SPKI public key that parses for RS256 — RSA of at least 2048 bits — and ES256 — P-256), " +
+			"`algorithm` (HS256, RS256, ES256), `sources` (header:<Name> or cookie:<Name>, at least one), `claims` (optional; string, number or boolean values).",
+		proxyperm.TypePassword: "`username` and `password`: a plaintext password (no `algorithm`, no `salt`) is stored as an argon2id PHC string " +
+			"($argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash>) and `algorithm` becomes argon2id; `algorithm` argon2id takes such a string as it is; " +
+			"`algorithm` sha256 takes a pre-hashed SHA256(salt + password) in 64 lowercase hex digits with its optional `salt` (still verified, " +
+			"but one SHA-256 round is cheap to attack: prefer a plaintext password).",
+		proxyperm.TypeIP:              "`range`: an IPv4 CIDR a.b.c.d/m, m 0-32.",
+		proxyperm.TypeToken:           "Exactly one of `header`, `cookie` or `param` (the name), plus `value`.",
+		proxyperm.TypeServiceIdentity: "`containers` and/or `projects`: the ids whose control-plane-signed container claims belong to the group.",
+	}
+	groupOp := map[string]string{proxyperm.TypeJWT: "Jwt", proxyperm.TypePassword: "Password", proxyperm.TypeIP: "Ip",
+		proxyperm.TypeToken: "Token", proxyperm.TypeServiceIdentity: "ServiceIdentity"}
+	o := docOps{s: s, sc: sc}
+	routes := []platform.Route{
+		r(http.MethodGet, "", "getProxyPermissions", short+" proxy permissions document",
+			"The document of "+whose+" with `file_version` and `etag`; 404 when none exists. Secrets are never shown: an HS256 `secret`, a "+
+				"password's `password` hash and `salt` and a token's `value` are absent and `secret_configured`, `password_configured` or "+
+				"`value_configured` is true instead (RS256 and ES256 public keys are shown). Only the container's agent reads them, "+
+				"through the effective route with its agent token.",
+			"Proxy permissions", platform.Op(o.Get)),
+		r(http.MethodPut, "", "replaceProxyPermissions", "Replace the whole document",
+			"Body: `project` (must equal the owning project), `container` (must equal the path id; \"*\" for a project document), `groups`, "+
+				"`permissions` (group name → {program: access}), `default` (allow or deny, default deny), `enable_proxy` (default true), `hooks`. "+
+				"Writes proxy.permissions.group_added / group_updated / group_removed per changed group and default_changed when default or enable_proxy changes.",
+			"Proxy permissions replaced", platform.Op(o.Replace)),
+		r(http.MethodDelete, "", "deleteProxyPermissions", "Delete the document",
+			"404 when none exists. Writes group_removed per group and default_changed (document deleted).",
+			"Proxy permissions deleted", platform.CommandOp(o.Delete)),
+		r(http.MethodPatch, "/default", "setProxyDefault", "Set the default policy",
+			"Body `default`: allow or deny. Writes proxy.permissions.default_changed when it changes.",
+			"Default policy set", platform.Op(o.SetDefault)),
+		r(http.MethodPatch, "/state", "setProxyState", "Enable or disable the proxy",
+			"Body `enable_proxy` (boolean). Writes proxy.permissions.default_changed (payload enable_proxy) when it changes.",
+			"Proxy state set", platform.Op(o.SetState)),
+		r(http.MethodDelete, "/groups/{groupName}", "removeProxyGroup", "Remove a group",
+			"404 when no such group. Permission rules naming the group stay and match no identity. Writes proxy.permissions.group_removed.",
+			"Group removed", platform.Op(o.RemoveGroup)),
+		r(http.MethodPut, "/permissions/{groupName}", "setProxyRule", "Set one program rule of a group",
+			"Body `program` (http, terminal, ssh, files, exec, services, notifications) and `access`: true, false, a port 1-65535, an array of ports, "+
+				"a \"<from>-<to>\" range (from <= to) or \"*\". The group need not exist. Writes proxy.permissions.group_updated.",
+			"Permission set", platform.Op(o.SetRule)),
+	}
+	for _, typ := range proxyperm.Types {
+		routes = append(routes, r(http.MethodPut, "/groups/{groupName}/"+typ, "putProxy"+groupOp[typ]+"Group", "Add or replace a "+typ+" group",
+			groupDesc[typ]+" The body is the group without `type` (or with the same type). Writes proxy.permissions.group_added or group_updated.",
+			"Group saved", platform.Op(groupOps{docOps: o, typ: typ}.Put)))
+	}
+	return routes
+}

@@ -1,0 +1,217 @@
+package deckhand
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/deckhand-dev/deckhand/sdk/go/api/process"
+)
+
+// Run runs a command to its end and answers its output and exit code
+// (POST /api/v1/process/run). A program that cannot start is no error:
+// its State is failed_to_start.
+func (c *Container) Run(ctx context.Context, in process.RunInput) (*process.RunResult, error) {
+	var r process.RunResult
+	if err := c.Call(ctx, http.MethodPost, "process", "/api/v1/process/run", nil, in, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Start starts a command in the background and answers its record.
+func (c *Container) Start(ctx context.Context, in process.StartInput) (*process.Process, error) {
+	var p process.Process
+	if err := c.Call(ctx, http.MethodPost, "process", "/api/v1/process", nil, in, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// WriteStdin writes data to a process's standard input.
+func (c *Container) WriteStdin(ctx context.Context, id string, data []byte) error {
+	enc := process.StdinInputEncoding("base64")
+	b64 := base64.StdEncoding.EncodeToString(data)
+	return c.Call(ctx, http.MethodPost, "process", "/api/v1/process/"+url.PathEscape(id)+"/stdin", nil,
+		process.StdinInput{Data: &b64, Encoding: &enc}, nil)
+}
+
+// CloseStdin closes a process's standard input.
+func (c *Container) CloseStdin(ctx context.Context, id string) error {
+	return c.Call(ctx, http.MethodPost, "process", "/api/v1/process/"+url.PathEscape(id)+"/stdin/close", nil, nil, nil)
+}
+
+// Output is one piece of a process's output.
+type Output struct {
+	Stream string // stdout or stderr
+	Offset int64  // of Data's first byte in the process's whole output
+	Data   []byte
+}
+
+// ErrOutputGap is wrapped by the error a Stream returns when output it
+// asked for was no longer kept (the bounds of the process service).
+var ErrOutputGap = errors.New("deckhand: output was dropped before it was read")
+
+// StreamOptions tune Stream.
+type StreamOptions struct {
+	// Since is the offset to start at (0: the beginning).
+	Since int64
+	// AllowGaps goes on after a gap (output no longer kept) instead of
+	// ending with ErrOutputGap.
+	AllowGaps bool
+}
+
+// Stream follows a process's output until it ends, calling fn with each
+// piece in order, and answers the final record. A dropped connection is
+// resumed from the offset after the last piece fn got, so fn sees every
+// byte once; MaxReconnects drops in a row without progress end it. fn's
+// error ends the stream with that error.
+func (c *Container) Stream(ctx context.Context, id string, o StreamOptions, fn func(Output) error) (*process.Process, error) {
+	off := o.Since
+	fails := 0
+	for {
+		start := off
+		end, err := c.follow(ctx, id, &off, o.AllowGaps, fn)
+		if err == nil {
+			return end, nil
+		}
+		var fnErr callbackError
+		var apiErr *Error
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.As(err, &fnErr):
+			return nil, fnErr.err
+		case errors.As(err, &apiErr), errors.Is(err, ErrOutputGap):
+			return nil, err
+		}
+		if off > start {
+			fails = 0
+		}
+		if fails++; fails > MaxReconnects {
+			return nil, fmt.Errorf("deckhand: output of %s: %d reconnects without progress: %w", id, fails-1, err)
+		}
+		if err := sleepCtx(ctx, backoff(fails)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// StreamTo is Stream writing stdout and stderr to two writers (either may
+// be nil to drop that stream).
+func (c *Container) StreamTo(ctx context.Context, id string, stdout, stderr io.Writer) (*process.Process, error) {
+	return c.Stream(ctx, id, StreamOptions{}, func(o Output) error {
+		w := stdout
+		if o.Stream == "stderr" {
+			w = stderr
+		}
+		if w == nil {
+			return nil
+		}
+		_, err := w.Write(o.Data)
+		return err
+	})
+}
+
+type callbackError struct{ err error }
+
+func (e callbackError) Error() string { return e.err.Error() }
+
+// follow reads one Server-Sent Events connection, moving *off past each
+// piece delivered; it answers the final record at the end event.
+func (c *Container) follow(ctx context.Context, id string, off *int64, allowGaps bool, fn func(Output) error) (*process.Process, error) {
+	path := "/api/v1/process/" + url.PathEscape(id) + "/output"
+	req, err := c.request(ctx, http.MethodGet, "process", path,
+		url.Values{"follow": {"true"}, "since": {strconv.FormatInt(*off, 10)}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, errorOf(http.MethodGet, path, resp.StatusCode, raw)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var event, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data == "" {
+				event = ""
+				continue
+			}
+			end, err := deliver(event, data, off, allowGaps, fn)
+			if err != nil || end != nil {
+				return end, err
+			}
+			event, data = "", ""
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(line[len("event:"):])
+		case strings.HasPrefix(line, "data:"):
+			data += strings.TrimPrefix(line[len("data:"):], " ")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, io.ErrUnexpectedEOF
+}
+
+func deliver(event, data string, off *int64, allowGaps bool, fn func(Output) error) (*process.Process, error) {
+	switch event {
+	case "output", "":
+		var ch process.Chunk
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			return nil, fmt.Errorf("deckhand: unreadable output event: %w", err)
+		}
+		b := []byte(ch.Data)
+		if ch.Encoding != nil && *ch.Encoding == "base64" {
+			var err error
+			if b, err = base64.StdEncoding.DecodeString(ch.Data); err != nil {
+				return nil, fmt.Errorf("deckhand: output event: bad base64: %w", err)
+			}
+		}
+		next := int64(ch.Offset) + int64(len(b))
+		if next <= *off { // already delivered before a reconnect
+			return nil, nil
+		}
+		if skip := *off - int64(ch.Offset); skip > 0 {
+			b, ch.Offset = b[skip:], int(*off)
+		}
+		if err := fn(Output{Stream: string(ch.Stream), Offset: int64(ch.Offset), Data: b}); err != nil {
+			return nil, callbackError{err}
+		}
+		*off = next
+	case "gap":
+		var g process.Gap
+		_ = json.Unmarshal([]byte(data), &g)
+		if !allowGaps {
+			return nil, fmt.Errorf("%w: bytes %d to %d", ErrOutputGap, g.From, g.To)
+		}
+		*off = max(*off, int64(g.To))
+	case "end":
+		var e struct {
+			Process process.Process `json:"process"`
+		}
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			return nil, fmt.Errorf("deckhand: unreadable end event: %w", err)
+		}
+		return &e.Process, nil
+	}
+	return nil, nil
+}

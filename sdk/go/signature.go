@@ -1,0 +1,251 @@
+package deckhand
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SignatureHeader carries the control plane's signature of an answer:
+//
+//	X-Service-Signature: t=<unix_ts>,kid=<key_id>,path=<url_path>,sig=<128 hex>
+//
+// The signed data is "<t>.<body>", signed with the ED25519 key kid of the
+// set published at PublicKeyPath.
+const SignatureHeader = "X-Service-Signature"
+
+// PublicKeyPath is where the control plane publishes its signing keys.
+const PublicKeyPath = "/api/v1/meta/public-key"
+
+const (
+	// KeyCacheTTL is how long a fetched key set is used before it is
+	// fetched again.
+	KeyCacheTTL = 24 * time.Hour
+	// ReplayTolerance is how far a signature's t may be from this
+	// machine's clock, either way.
+	ReplayTolerance = 300 * time.Second
+	// minRefetch is the least time between two fetches unknown kids
+	// cause, so forged kids cannot turn a client into a request
+	// amplifier; the first answer signed with a rotated key fetches at
+	// once.
+	minRefetch = 5 * time.Second
+)
+
+// Signature verification errors (wrapped in a *SignatureError).
+var (
+	ErrSignatureMissing   = errors.New("no " + SignatureHeader + " header")
+	ErrSignatureMalformed = errors.New("malformed " + SignatureHeader + " header")
+	ErrUnknownKey         = errors.New("signed with an unknown key")
+	ErrReplayWindow       = errors.New("signature timestamp outside the replay window")
+	ErrPathMismatch       = errors.New("signed path differs from the requested path")
+	ErrBadSignature       = errors.New("signature does not verify")
+)
+
+// verifier checks answers against the control plane's key set, fetched
+// lazily, kept KeyCacheTTL, and fetched again when an answer names a kid
+// the set lacks.
+type verifier struct {
+	base string
+	hc   *http.Client
+	now  func() time.Time
+
+	mu        sync.Mutex
+	keys      map[string]ed25519.PublicKey
+	fetchedAt time.Time
+	unknownAt time.Time // last fetch an unknown kid caused
+	fetches   int
+	fetchMu   sync.Mutex
+}
+
+type signature struct {
+	t    int64
+	kid  string
+	path string
+	sig  []byte
+}
+
+// parseSignature reads t and kid from the front and sig from the end, so
+// a path holding commas or "=" still parses.
+func parseSignature(v string) (signature, error) {
+	var s signature
+	if v == "" {
+		return s, ErrSignatureMissing
+	}
+	bad := func(why string) error { return fmt.Errorf("%w: %s", ErrSignatureMalformed, why) }
+	rest, ok := strings.CutPrefix(v, "t=")
+	if !ok {
+		return s, bad("must start with t=")
+	}
+	ts, rest, ok := strings.Cut(rest, ",kid=")
+	if !ok {
+		return s, bad("kid missing")
+	}
+	t, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || t <= 0 {
+		return s, bad("t is not a unix timestamp")
+	}
+	kid, rest, ok := strings.Cut(rest, ",path=")
+	if !ok || kid == "" {
+		return s, bad("path missing")
+	}
+	i := strings.LastIndex(rest, ",sig=")
+	if i < 0 {
+		return s, bad("sig missing")
+	}
+	sig, err := hex.DecodeString(rest[i+len(",sig="):])
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return s, bad("sig is not 128 hex characters")
+	}
+	return signature{t: t, kid: kid, path: rest[:i], sig: sig}, nil
+}
+
+// verify checks header against the path requested (as sent, without the
+// query) and the exact body bytes.
+func (v *verifier) verify(ctx context.Context, header, path string, body []byte) error {
+	s, err := parseSignature(header)
+	if err != nil {
+		return err
+	}
+	if s.path != path {
+		return fmt.Errorf("%w: signed %q, requested %q", ErrPathMismatch, s.path, path)
+	}
+	skew := v.now().Sub(time.Unix(s.t, 0))
+	if skew > ReplayTolerance || skew < -ReplayTolerance {
+		return fmt.Errorf("%w: t=%d is %s from now", ErrReplayWindow, s.t, skew.Round(time.Second))
+	}
+	pub, err := v.key(ctx, s.kid)
+	if err != nil {
+		return err
+	}
+	msg := make([]byte, 0, 21+len(body))
+	msg = strconv.AppendInt(msg, s.t, 10)
+	msg = append(msg, '.')
+	msg = append(msg, body...)
+	if !ed25519.Verify(pub, msg, s.sig) {
+		return ErrBadSignature
+	}
+	return nil
+}
+
+func (v *verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, error) {
+	now := v.now()
+	v.mu.Lock()
+	k, ok := v.keys[kid]
+	fresh := !v.fetchedAt.IsZero() && now.Sub(v.fetchedAt) < KeyCacheTTL
+	held := !ok && !v.unknownAt.IsZero() && now.Sub(v.unknownAt) < minRefetch
+	gen := v.fetches
+	had := v.keys != nil
+	v.mu.Unlock()
+	switch {
+	case ok && fresh:
+		return k, nil
+	case held:
+		return nil, fmt.Errorf("%w %q", ErrUnknownKey, kid)
+	}
+	if err := v.refresh(ctx, gen, !ok && had); err != nil {
+		if ok {
+			return k, nil // a failed refresh keeps the keys it had
+		}
+		return nil, err
+	}
+	v.mu.Lock()
+	k, ok = v.keys[kid]
+	v.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownKey, kid)
+	}
+	return k, nil
+}
+
+// refresh fetches the set unless another caller did since gen.
+func (v *verifier) refresh(ctx context.Context, gen int, unknown bool) error {
+	v.fetchMu.Lock()
+	defer v.fetchMu.Unlock()
+	v.mu.Lock()
+	done := v.fetches != gen
+	v.mu.Unlock()
+	if done {
+		return nil
+	}
+	keys, err := v.fetch(ctx)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.fetches++
+	now := v.now()
+	if unknown {
+		v.unknownAt = now
+	}
+	if err != nil {
+		return err
+	}
+	v.keys, v.fetchedAt = keys, now
+	return nil
+}
+
+// KeySet is the control plane's published key set.
+type KeySet struct {
+	Keys []struct {
+		KID       string `json:"kid"`
+		Algorithm string `json:"algorithm"`
+		Hex       string `json:"public_key_hex"`
+	} `json:"keys"`
+	ActiveKID string `json:"active_kid"`
+}
+
+func (v *verifier) fetch(ctx context.Context) (map[string]ed25519.PublicKey, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.base+PublicKeyPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := v.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch the key set: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetch the key set: status %d %v", resp.StatusCode, err)
+	}
+	var env struct {
+		Data KeySet `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, fmt.Errorf("fetch the key set: %w", err)
+	}
+	keys := map[string]ed25519.PublicKey{}
+	for _, k := range env.Data.Keys {
+		b, err := hex.DecodeString(k.Hex)
+		if k.Algorithm != "ed25519" || err != nil || len(b) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("fetch the key set: key %q is not a 32-byte ed25519 key", k.KID)
+		}
+		keys[k.KID] = ed25519.PublicKey(b)
+	}
+	// The set is itself a signed answer: it must verify with a key it
+	// holds, so an altered set is refused like any altered answer.
+	s, err := parseSignature(resp.Header.Get(SignatureHeader))
+	if err != nil {
+		return nil, fmt.Errorf("fetch the key set: %w", err)
+	}
+	pub, ok := keys[s.kid]
+	msg := append(strconv.AppendInt(nil, s.t, 10), '.')
+	if !ok || !ed25519.Verify(pub, append(msg, raw...), s.sig) {
+		return nil, fmt.Errorf("fetch the key set: %w", ErrBadSignature)
+	}
+	return keys, nil
+}
+
+// fetchCount is how many key-set fetches were made (tests).
+func (v *verifier) fetchCount() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.fetches
+}

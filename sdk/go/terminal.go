@@ -1,0 +1,151 @@
+package deckhand
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gorilla/websocket"
+)
+
+// TerminalOptions choose the terminal Attach opens.
+type TerminalOptions struct {
+	// ID attaches to an existing session; empty starts a new shell.
+	ID         string
+	Cols, Rows int    // size (0: the service's default)
+	Shell, Cwd string // of a new session
+}
+
+// Terminal is one attached terminal session: Read gives the PTY's output
+// (the scrollback first), Write types into it. It is an io.ReadWriteCloser;
+// Read answers io.EOF once the shell has ended (ExitCode then says how)
+// or the connection closed.
+type Terminal struct {
+	conn *websocket.Conn
+	wmu  sync.Mutex
+
+	buf      []byte
+	exitCode *int
+	readErr  error
+	closeCtx context.CancelFunc
+}
+
+// Attach opens a terminal session over the terminal service's WebSocket.
+// ctx bounds the handshake and, once cancelled, closes the terminal.
+func (c *Container) Attach(ctx context.Context, o TerminalOptions) (*Terminal, error) {
+	q := url.Values{}
+	if o.ID != "" {
+		q.Set("id", o.ID)
+	}
+	if o.Cols > 0 && o.Rows > 0 {
+		q.Set("cols", strconv.Itoa(o.Cols))
+		q.Set("rows", strconv.Itoa(o.Rows))
+	}
+	if o.Shell != "" {
+		q.Set("shell", o.Shell)
+	}
+	if o.Cwd != "" {
+		q.Set("cwd", o.Cwd)
+	}
+	u := "ws" + strings.TrimPrefix(c.ServiceURL("terminal"), "http") + "/api/v1/terminal/ws"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	h := http.Header{}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	d := websocket.Dialer{Proxy: http.ProxyFromEnvironment}
+	conn, resp, err := d.DialContext(ctx, u, h)
+	if err != nil {
+		if resp != nil {
+			raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			return nil, errorOf(http.MethodGet, "/api/v1/terminal/ws", resp.StatusCode, raw)
+		}
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	t := &Terminal{conn: conn, closeCtx: cancel}
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = t.Close()
+		case <-cctx.Done():
+		}
+	}()
+	return t, nil
+}
+
+// Read reads the PTY's output.
+func (t *Terminal) Read(p []byte) (int, error) {
+	for len(t.buf) == 0 {
+		if t.readErr != nil {
+			return 0, t.readErr
+		}
+		mt, data, err := t.conn.ReadMessage()
+		if err != nil {
+			if websocket.IsCloseError(err, websocket.CloseNormalClosure) || errors.Is(err, net.ErrClosed) {
+				err = io.EOF
+			}
+			t.readErr = err
+			continue
+		}
+		switch mt {
+		case websocket.BinaryMessage:
+			t.buf = data
+		case websocket.TextMessage:
+			var m struct {
+				Type    string `json:"type"`
+				Code    *int   `json:"code"`
+				Message string `json:"message"`
+			}
+			if json.Unmarshal(data, &m) == nil && m.Type == "exit" {
+				t.exitCode = m.Code
+				t.readErr = io.EOF
+			}
+		}
+	}
+	n := copy(p, t.buf)
+	t.buf = t.buf[n:]
+	return n, nil
+}
+
+// Write types p into the terminal.
+func (t *Terminal) Write(p []byte) (int, error) {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if err := t.conn.WriteMessage(websocket.BinaryMessage, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Resize sets the terminal's size.
+func (t *Terminal) Resize(cols, rows int) error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return t.conn.WriteJSON(map[string]any{"type": "resize", "cols": cols, "rows": rows})
+}
+
+// ExitCode is the shell's exit code once Read has answered io.EOF for
+// its end (128+N for signal N); nil before, or when the connection ended
+// first.
+func (t *Terminal) ExitCode() *int { return t.exitCode }
+
+// Close detaches (the session goes on until its shell ends or it is
+// deleted).
+func (t *Terminal) Close() error {
+	t.closeCtx()
+	t.wmu.Lock()
+	_ = t.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	t.wmu.Unlock()
+	return t.conn.Close()
+}

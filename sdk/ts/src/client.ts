@@ -1,0 +1,149 @@
+import createClient, { type Client } from "openapi-fetch";
+import type { components, paths } from "./gen/control.js";
+import { DeckhandError, SignatureError } from "./errors.js";
+import { SIGNATURE_HEADER, Verifier, VerifyError } from "./signature.js";
+
+export const API_VERSION = "v1";
+export const DEFAULT_PAGE_SIZE = 100;
+
+export type Schemas = components["schemas"];
+
+export interface ClientOptions {
+  /** A session token (login sets it) or an auth token (svc_...). */
+  token?: string;
+  /** The fetch to send with (default globalThis.fetch). */
+  fetch?: typeof fetch;
+  /** The clock the replay window is judged by, in ms (default Date.now). */
+  now?: () => number;
+}
+
+/**
+ * The control plane's client. Every answer, errors included, must carry a
+ * valid X-Service-Signature before anything of it is read; one that does
+ * not is a SignatureError. `api` is the typed openapi-fetch client of the
+ * whole document, sending through the same verification.
+ */
+export class DeckhandClient {
+  readonly baseUrl: string;
+  readonly api: Client<paths>;
+  token?: string;
+  private readonly verifier: Verifier;
+  private readonly send: typeof fetch;
+
+  constructor(baseUrl: string, o: ClientOptions = {}) {
+    const u = new URL(baseUrl);
+    if ((u.protocol !== "http:" && u.protocol !== "https:") || u.search) {
+      throw new Error(`deckhand: control plane URL ${baseUrl}: must be http:// or https:// with a host`);
+    }
+    this.baseUrl = u.origin + u.pathname.replace(/\/+$/, "");
+    this.token = o.token;
+    this.send = o.fetch ?? globalThis.fetch.bind(globalThis);
+    this.verifier = new Verifier(this.baseUrl, (url) => this.send(url), o.now);
+    this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: (r) => this.fetch(r) });
+  }
+
+  /** Key-set fetches made so far. */
+  get keyFetches(): number {
+    return this.verifier.fetches;
+  }
+
+  /**
+   * Sends req with the token and answers the verified answer (its body the
+   * bytes that were checked): the fetch of the typed client `api`.
+   */
+  async fetch(req: Request): Promise<Response> {
+    if (this.token && !req.headers.has("Authorization")) req.headers.set("Authorization", `Bearer ${this.token}`);
+    const v = await this.verified(req.method, new URL(req.url).pathname, this.send(req));
+    return new Response(v.status === 204 || v.status === 304 ? null : (v.body as BodyInit), {
+      status: v.status,
+      statusText: v.statusText,
+      headers: v.headers,
+    });
+  }
+
+  /** Reads an answer whole and checks its signature against path. */
+  private async verified(method: string, path: string, pending: Promise<Response>) {
+    const resp = await pending;
+    const body = new Uint8Array(await resp.arrayBuffer());
+    try {
+      await this.verifier.verify(resp.headers.get(SIGNATURE_HEADER), path, body);
+    } catch (e) {
+      if (e instanceof VerifyError) throw new SignatureError(method, path, e.message);
+      throw e;
+    }
+    return { status: resp.status, statusText: resp.statusText, headers: resp.headers, body };
+  }
+
+  /** A JSON call: answers the envelope's data; 400+ throws DeckhandError. */
+  async request<T = unknown>(method: string, path: string, query?: Record<string, string | number>, body?: unknown): Promise<T> {
+    let url = this.baseUrl + path;
+    if (query && Object.keys(query).length) url += "?" + new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
+    const headers: Record<string, string> = { Accept: "application/json" };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const signedPath = new URL(url).pathname;
+    const v = await this.verified(method, signedPath, this.send(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
+    if (v.status >= 400) throw DeckhandError.fromBody(method, path, v.status, v.body);
+    if (v.body.length === 0) return undefined as T;
+    return JSON.parse(new TextDecoder().decode(v.body)).data as T;
+  }
+
+  /** Signs in and keeps the session token. */
+  async login(email: string, password: string): Promise<Schemas["LoginResult"]> {
+    const r = await this.request<Schemas["LoginResult"]>("POST", "/api/v1/users/auth/login", undefined, { email, password });
+    if (r.requires_2fa) throw new DeckhandError(200, "REQUIRES_2FA", "the account needs its second factor", "", "POST", "/api/v1/users/auth/login");
+    this.token = r.token;
+    return r;
+  }
+
+  /** The signed-in user. */
+  me(): Promise<Schemas["User"]> {
+    return this.request("GET", "/api/v1/users/auth/me");
+  }
+
+  /** A long-lived auth token (svc_...); its secret is in `token`, shown once. */
+  createToken(alias: string, ipWhitelist?: string[]): Promise<Schemas["AuthToken"]> {
+    return this.request("POST", "/api/v1/auth/tokens", undefined, { alias, ...(ipWhitelist ? { ip_whitelist: ipWhitelist } : {}) });
+  }
+
+  transferToAI(amount: string, idempotencyKey?: string): Promise<Schemas["Receipt"]> {
+    return this.request("POST", "/api/v1/wallet/transfer-to-ai", undefined, { amount, ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}) });
+  }
+
+  /**
+   * Every item of a paginated list (data[key] with a pagination object:
+   * transactions, invoices, ai-fees, events, images, projects, containers),
+   * a page at a time.
+   */
+  async *pages<T>(path: string, key: string, pageSize = 0, query: Record<string, string | number> = {}): AsyncGenerator<T> {
+    for (let page = 1; ; page++) {
+      const data = await this.request<Record<string, unknown>>("GET", path, { ...query, page, limit: pageSize || DEFAULT_PAGE_SIZE });
+      const items = (data[key] as T[] | undefined) ?? [];
+      yield* items;
+      const totalPages = (data.pagination as Schemas["Pagination"] | undefined)?.totalPages ?? 0;
+      if (items.length === 0 || page >= totalPages) return;
+    }
+  }
+
+  /** The wallet's transactions, newest first, a page at a time. */
+  transactions(pageSize = 0): AsyncGenerator<Schemas["Transaction"]> {
+    return this.pages("/api/v1/wallet/transactions", "transactions", pageSize);
+  }
+
+  invoices(pageSize = 0): AsyncGenerator<Schemas["Invoice"]> {
+    return this.pages("/api/v1/wallet/invoices", "invoices", pageSize);
+  }
+
+  generateInvoice(transactionId: string): Promise<Schemas["Generated"]> {
+    return this.request("POST", `/api/v1/wallet/invoices/generate/${encodeURIComponent(transactionId)}`);
+  }
+
+  /** The invoice's PDF bytes (verified). */
+  async invoicePDF(invoiceId: string): Promise<Uint8Array> {
+    const path = `/api/v1/wallet/invoices/${encodeURIComponent(invoiceId)}/pdf`;
+    const headers: Record<string, string> = this.token ? { Authorization: `Bearer ${this.token}` } : {};
+    const v = await this.verified("GET", path, this.send(this.baseUrl + path, { headers }));
+    if (v.status >= 400) throw DeckhandError.fromBody("GET", path, v.status, v.body);
+    return v.body;
+  }
+}

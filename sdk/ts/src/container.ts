@@ -1,0 +1,329 @@
+import createClient, { type Client } from "openapi-fetch";
+import type { components as P, paths as ProcessPaths } from "./gen/process.js";
+import type { components as F, paths as FilesPaths } from "./gen/files.js";
+import { DeckhandError } from "./errors.js";
+import { Terminal, type TerminalOptions } from "./terminal.js";
+
+export const UPLOAD_CHUNK = 8 << 20;
+export const MAX_RECONNECTS = 8;
+
+export type Process = P["schemas"]["Process"];
+export type RunResult = P["schemas"]["RunResult"];
+export type RunInput = P["schemas"]["RunInput"];
+export type StartInput = P["schemas"]["StartInput"];
+
+/** One piece of a process's output. */
+export interface Output {
+  stream: "stdout" | "stderr";
+  /** Of data's first byte in the process's whole output. */
+  offset: number;
+  data: Uint8Array;
+}
+
+/** A finished upload or download. */
+export interface Transfer {
+  path: string;
+  size: number;
+  sha256: string;
+  reconnects: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const backoff = (n: number) => Math.min(n * n * 100, 5000);
+
+interface Hasher {
+  update(b: Uint8Array): void;
+  hex(): Promise<string>;
+}
+
+// nodeCrypto is a variable so that bundlers for browsers leave it alone.
+const nodeCrypto = "node:crypto";
+
+/**
+ * A streaming SHA-256: Node's crypto where there is one (nothing kept),
+ * else the bytes are kept and hashed with WebCrypto at the end.
+ */
+async function sha256(): Promise<Hasher> {
+  const mod = (await import(nodeCrypto).catch(() => null)) as { createHash(a: string): { update(b: Uint8Array): void; digest(e: string): string } } | null;
+  if (mod) {
+    const h = mod.createHash("sha256");
+    return { update: (b) => h.update(b), hex: async () => h.digest("hex") };
+  }
+  const parts: Uint8Array[] = [];
+  return {
+    update: (b) => parts.push(b.slice()),
+    hex: async () => {
+      const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+      let o = 0;
+      for (const p of parts) {
+        all.set(p, o);
+        o += p.length;
+      }
+      const d = new Uint8Array(await crypto.subtle.digest("SHA-256", all));
+      return Array.from(d, (x) => x.toString(16).padStart(2, "0")).join("");
+    },
+  };
+}
+
+/**
+ * One container's agent, through its gateway (`<gateway>/_/<service>/...`).
+ * The token (agt_... or svc_...) goes as Authorization: Bearer.
+ */
+export class Container {
+  readonly baseUrl: string;
+  readonly process: Client<ProcessPaths>;
+  readonly files: Client<FilesPaths>;
+  private readonly send: typeof fetch;
+
+  constructor(gatewayUrl: string, private readonly o: { token?: string; fetch?: typeof fetch } = {}) {
+    const u = new URL(gatewayUrl);
+    this.baseUrl = u.origin + u.pathname.replace(/\/+$/, "");
+    this.send = o.fetch ?? globalThis.fetch.bind(globalThis);
+    this.process = this.service<ProcessPaths>("process");
+    this.files = this.service<FilesPaths>("files");
+  }
+
+  /** The typed openapi-fetch client of any service's document (types in gen/<service>). */
+  service<Paths extends {}>(name: string): Client<Paths> {
+    return createClient<Paths>({ baseUrl: `${this.baseUrl}/_/${name}`, fetch: (r) => this.fetch(r) });
+  }
+
+  fetch(req: Request): Promise<Response> {
+    if (this.o.token && !req.headers.has("Authorization")) req.headers.set("Authorization", `Bearer ${this.o.token}`);
+    return this.send(req);
+  }
+
+  private url(service: string, path: string, query?: Record<string, string | number | boolean>): URL {
+    const u = new URL(`${this.baseUrl}/_/${service}${path}`);
+    for (const [k, v] of Object.entries(query ?? {})) u.searchParams.set(k, String(v));
+    return u;
+  }
+
+  /** A JSON call to service: the decoded answer; 300+ throws DeckhandError. */
+  async request<T = unknown>(method: string, service: string, path: string, query?: Record<string, string | number | boolean>, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const resp = await this.fetch(new Request(this.url(service, path, query), { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
+    const raw = new Uint8Array(await resp.arrayBuffer());
+    if (resp.status >= 300) throw DeckhandError.fromBody(method, path, resp.status, raw);
+    return raw.length ? JSON.parse(new TextDecoder().decode(raw)) : (undefined as T);
+  }
+
+  /** Runs a command to its end: stdout, stderr, exit_code, state ... */
+  run(input: RunInput): Promise<RunResult> {
+    return this.request("POST", "process", "/api/v1/process/run", undefined, input);
+  }
+
+  /** Starts a command in the background: its record. */
+  start(input: StartInput): Promise<Process> {
+    return this.request("POST", "process", "/api/v1/process", undefined, input);
+  }
+
+  writeStdin(id: string, data: Uint8Array): Promise<unknown> {
+    return this.request("POST", "process", `/api/v1/process/${encodeURIComponent(id)}/stdin`, undefined, {
+      data: btoa(String.fromCharCode(...data)),
+      encoding: "base64",
+    });
+  }
+
+  /**
+   * Follows the output until the process ends, calling onOutput with each
+   * piece in order; answers the final record. A dropped connection resumes
+   * from the offset after the last piece delivered, so each byte arrives
+   * once.
+   */
+  async stream(id: string, onOutput: (o: Output) => void | Promise<void>, opts: { since?: number; signal?: AbortSignal } = {}): Promise<Process> {
+    let off = opts.since ?? 0;
+    let fails = 0;
+    for (;;) {
+      const start = off;
+      let err: unknown;
+      try {
+        const r = await this.follow(id, off, onOutput, opts.signal, (o) => (off = o));
+        if (r) return r;
+        err = new Error("the output stream ended early");
+      } catch (e) {
+        if (e instanceof DeckhandError || opts.signal?.aborted || (e as { callback?: boolean }).callback) throw e;
+        err = e;
+      }
+      if (off > start) fails = 0;
+      if (++fails > MAX_RECONNECTS) throw new Error(`deckhand: output of ${id}: ${fails - 1} reconnects without progress: ${err}`);
+      await sleep(backoff(fails));
+    }
+  }
+
+  private async follow(id: string, since: number, onOutput: (o: Output) => void | Promise<void>, signal: AbortSignal | undefined, moved: (off: number) => void): Promise<Process | null> {
+    const path = `/api/v1/process/${encodeURIComponent(id)}/output`;
+    const resp = await this.fetch(new Request(this.url("process", path, { follow: true, since }), { headers: { Accept: "text/event-stream" }, signal }));
+    if (resp.status !== 200) throw DeckhandError.fromBody("GET", path, resp.status, new Uint8Array(await resp.arrayBuffer()));
+    const reader = resp.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let off = since;
+    let buf = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return null;
+        buf += value;
+        let i: number;
+        while ((i = buf.indexOf("\n\n")) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          let event = "output";
+          let data = "";
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event:")) event = line.slice(6).trim();
+            else if (line.startsWith("data:")) data += line.slice(5).replace(/^ /, "");
+          }
+          if (!data) continue;
+          const m = JSON.parse(data);
+          if (event === "output") {
+            let b: Uint8Array = m.encoding === "base64" ? Uint8Array.from(atob(m.data), (c) => c.charCodeAt(0)) : new TextEncoder().encode(m.data);
+            let o: number = m.offset;
+            const next = o + b.length;
+            if (next <= off) continue;
+            if (off > o) {
+              b = b.subarray(off - o);
+              o = off;
+            }
+            try {
+              await onOutput({ stream: m.stream, offset: o, data: b });
+            } catch (e) {
+              throw Object.assign(e as object, { callback: true });
+            }
+            off = next;
+            moved(off);
+          } else if (event === "gap") {
+            throw new DeckhandError(0, "GAP", `output ${m.from} to ${m.to} was dropped before it was read`);
+          } else if (event === "end") {
+            return m.process as Process;
+          }
+        }
+      }
+    } finally {
+      reader.cancel().catch(() => {});
+    }
+  }
+
+  checksum(path: string): Promise<F["schemas"]["Checksum"]> {
+    return this.request("GET", "files", "/api/v1/files/checksum", { path });
+  }
+
+  /**
+   * Writes data to path with the resumable upload: PATCHes of UPLOAD_CHUNK;
+   * a dropped connection resumes at the service's offset; the service's
+   * SHA-256 must equal this side's.
+   */
+  async upload(path: string, data: Uint8Array | Blob, o: { overwrite?: boolean; mode?: string } = {}): Promise<Transfer> {
+    const size = data instanceof Blob ? data.size : data.length;
+    const slice = async (a: number, b: number): Promise<Uint8Array> =>
+      data instanceof Blob ? new Uint8Array(await data.slice(a, b).arrayBuffer()) : data.subarray(a, b);
+    let up = await this.request<F["schemas"]["Upload"]>("POST", "files", "/api/v1/files/uploads", undefined, {
+      path, size, overwrite: o.overwrite ?? true, ...(o.mode ? { mode: o.mode } : {}),
+    });
+    const upath = `/api/v1/files/uploads/${encodeURIComponent(up.id)}`;
+    let reconnects = 0;
+    let fails = 0;
+    while (!up.complete) {
+      const off = up.offset;
+      const end = Math.min(off + UPLOAD_CHUNK, size);
+      let err: unknown;
+      try {
+        const resp = await this.fetch(new Request(this.url("files", upath), {
+          method: "PATCH",
+          headers: { "Content-Type": "application/offset+octet-stream", "Upload-Offset": String(off) },
+          body: (await slice(off, end)) as BodyInit,
+        }));
+        const raw = new Uint8Array(await resp.arrayBuffer());
+        if (resp.status === 200) {
+          up = JSON.parse(new TextDecoder().decode(raw));
+          fails = 0;
+          continue;
+        }
+        err = DeckhandError.fromBody("PATCH", upath, resp.status, raw);
+        if (resp.status !== 409 && resp.status < 500) throw err;
+      } catch (e) {
+        if (e instanceof DeckhandError && e.status !== 409 && e.status < 500) throw e;
+        err = e;
+      }
+      const cur = await this.request<F["schemas"]["Upload"]>("GET", "files", upath);
+      if (cur.offset > up.offset) fails = 0;
+      up = cur;
+      reconnects++;
+      if (++fails > MAX_RECONNECTS) throw new Error(`deckhand: upload ${path} stopped at byte ${up.offset}: ${err}`);
+      await sleep(backoff(fails));
+    }
+    const h = await sha256();
+    for (let a = 0; a < size; a += UPLOAD_CHUNK) h.update(await slice(a, Math.min(a + UPLOAD_CHUNK, size)));
+    const sum = await h.hex();
+    const s = await this.checksum(path);
+    if (s.sha256 !== sum || s.size !== size) throw new Error(`deckhand: upload ${path}: the container holds SHA-256 ${s.sha256}, sent ${sum}`);
+    return { path, size, sha256: sum, reconnects };
+  }
+
+  /**
+   * Hands path's content to sink piece by piece; a dropped connection
+   * resumes with a ranged GET (If-Range on the ETag), and the service's
+   * SHA-256 must equal what was handed over.
+   */
+  async download(path: string, sink: (chunk: Uint8Array) => void | Promise<void>): Promise<Transfer> {
+    const h = await sha256();
+    let have = 0;
+    let total = -1;
+    let etag = "";
+    let reconnects = 0;
+    let fails = 0;
+    while (total < 0 || have < total) {
+      const start = have;
+      try {
+        const headers: Record<string, string> = have ? { Range: `bytes=${have}-`, "If-Range": etag } : {};
+        const resp = await this.fetch(new Request(this.url("files", "/api/v1/files/content", { path }), { headers }));
+        if (resp.status === 200 && have === 0) {
+          etag = resp.headers.get("ETag") ?? "";
+          total = Number(resp.headers.get("Content-Length"));
+        } else if (resp.status === 206) {
+          if (!(resp.headers.get("Content-Range") ?? "").startsWith(`bytes ${have}-`)) throw new DeckhandError(206, "", "answered another range than asked");
+        } else if (resp.status === 200) {
+          throw new DeckhandError(200, "", `${path} changed during the download`);
+        } else {
+          throw DeckhandError.fromBody("GET", "/api/v1/files/content", resp.status, new Uint8Array(await resp.arrayBuffer()));
+        }
+        const reader = resp.body!.getReader();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          await sink(value);
+          h.update(value);
+          have += value.length;
+        }
+        if (have >= total) break;
+      } catch (e) {
+        if (e instanceof DeckhandError) throw e;
+      }
+      if (have > start) fails = 0;
+      reconnects++;
+      if (++fails > MAX_RECONNECTS) throw new Error(`deckhand: download ${path} stopped at byte ${have}`);
+      await sleep(backoff(fails));
+    }
+    const sum = await h.hex();
+    const s = await this.checksum(path);
+    if (s.sha256 !== sum || s.etag !== etag) throw new Error(`deckhand: ${path} changed while it was read`);
+    return { path, size: have, sha256: sum, reconnects };
+  }
+
+  /** Attaches to a terminal session, or starts a new shell. */
+  attach(o: TerminalOptions = {}): Promise<Terminal> {
+    const q: Record<string, string | number> = {};
+    for (const [k, v] of Object.entries(o)) if (v !== undefined) q[k] = v;
+    const u = this.url("terminal", "/api/v1/terminal/ws", q);
+    u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
+    return Terminal.open(u.toString(), this.o.token);
+  }
+
+  /** A PNG of the container's display (DeckhandError when it has none). */
+  async screenshot(): Promise<Uint8Array> {
+    const resp = await this.fetch(new Request(this.url("display", "/api/v1/display/screenshots")));
+    const raw = new Uint8Array(await resp.arrayBuffer());
+    if (resp.status !== 200) throw DeckhandError.fromBody("GET", "/api/v1/display/screenshots", resp.status, raw);
+    return raw;
+  }
+}
