@@ -40,9 +40,13 @@ func TestProgramsGetTheDesktop(t *testing.T) {
 
 	script, _ := filepath.Abs(filepath.Join("..", "..", "display", "x11", "testdata", "a11y_app.py"))
 	cmd, _ := json.Marshal(map[string]any{"cmd": []string{"/usr/bin/python3", script, "Env Probe"}})
-	if status, _, raw := send(t, "POST", base+"process/api/v1/process", string(cmd)); status != 201 {
+	status, started, raw := send(t, "POST", base+"process/api/v1/process", string(cmd))
+	if status != 201 {
 		t.Fatalf("start the GTK window: %d %s", status, raw)
 	}
+	// stop its whole tree (GTK started the accessibility bus launcher in
+	// it) before the agent stops
+	t.Cleanup(func() { send(t, "DELETE", base+"process/api/v1/process/"+started["id"].(string), "") })
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		status, _, raw := get(t, base+"display/api/v1/display/accessibility?scope=all&depth=1")
