@@ -46,6 +46,7 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 	if err := cfg.Settings.Validate([]string{cfg.Name}); err != nil {
 		return err
 	}
+	desktopEnv(cfg.Settings.Display())
 	entry, _ := Lookup(cfg.Name)
 	exe := cfg.Executable
 	if exe == "" {

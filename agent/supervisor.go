@@ -119,6 +119,7 @@ func New(cfg Config) (*Supervisor, error) {
 	if err := cfg.Settings.Validate(cfg.Services); err != nil {
 		return nil, err
 	}
+	desktopEnv(cfg.Settings.Display())
 	var sink *journal.Sink
 	if cfg.Journal == nil {
 		cfg.Journal, sink = journalSink(cfg.Data, cfg.Services, cfg.Logger)

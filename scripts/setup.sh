@@ -21,11 +21,15 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
 # (scripts/run.sh) needs curl and jq; the README's quickstart, which
 # scripts/quickstarte2e runs, serves a page with python3; python3 with
 # pytest and cryptography runs the Python SDK's tests (sdk/python).
+# at-spi2-core and a python3-gi GTK window give the display's accessibility
+# tests a real tree, ffmpeg records the screen, x11vnc and novnc serve the
+# takeover view.
 TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps x11-utils x11-xserver-utils
   xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron litmus rclone cadaver poppler-utils
   git curl libnotify-bin dbus dbus-x11 openssh-server openssh-client prometheus systemd umoci
   iproute2 dante-server tinyproxy stunnel4
-  jq python3 python3-pytest python3-cryptography)
+  jq python3 python3-pytest python3-cryptography
+  at-spi2-core python3-gi gir1.2-gtk-3.0 ffmpeg x11vnc novnc)
 # Benchmarks compare against these peers.
 BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine nginx supervisor)
 

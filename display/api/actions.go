@@ -24,7 +24,6 @@ type action struct {
 	path        string   // its endpoint, under /api/v1/display
 	summary     string
 	description string
-	response    any // zero value of its result, for the OpenAPI document
 	// unlocked runs its endpoint without the input lock: it presses
 	// nothing, so other clients' input need not wait for it (in a batch
 	// every step holds the lock)
@@ -34,6 +33,9 @@ type action struct {
 	typing bool
 	body   func() any // a new, empty body
 	run    func(e env, body any) (any, error)
+	// op is the action's own endpoint on s: its body type bound by the
+	// platform, its result type the answer.
+	op func(s *Service) platform.Operation
 }
 
 // env is where an action runs.
@@ -46,13 +48,21 @@ type env struct {
 	step bool
 }
 
-// entry completes a table entry with the body and run of run, which takes
-// the action's own body type B: B's fields are the body, its Validate (and
-// onScreen) the rules.
-func entry[B any](a action, run func(e env, b *B) (any, error)) *action {
+// entry completes a table entry with the body, run and endpoint of run,
+// which takes the action's own body type B and answers R: B's fields are
+// the body, its Validate (and onScreen) the rules, R the answer.
+func entry[B, R any](a action, run func(e env, b *B) (R, error)) *action {
 	a.body = func() any { return new(B) }
 	a.run = func(e env, b any) (any, error) { return run(e, b.(*B)) }
-	return &a
+	ap := &a
+	a.op = func(s *Service) platform.Operation {
+		return platform.Op(func(ctx context.Context, b B) (R, error) {
+			res, err := s.runOne(ctx, plan{action: ap, body: &b}, false)
+			r, _ := res.(R)
+			return r, err
+		})
+	}
+	return ap
 }
 
 const windowBody = "id selects the window (default: the active one)."
@@ -61,61 +71,59 @@ const windowBody = "id selects the window (default: the active one)."
 // schema's documentation.
 var actions = []*action{
 	entry(action{name: "move", aliases: []string{"mouse-move", "move-to"}, path: "/mouse/move",
-		summary: "Move the pointer", description: "Off-screen coordinates are 400 OFF_SCREEN with the bounds.",
-		response: Point{}},
-		func(e env, b *MouseMove) (any, error) {
+		summary: "Move the pointer", description: "Off-screen coordinates are 400 OFF_SCREEN with the bounds."},
+		func(e env, b *MouseMove) (Point, error) {
 			if err := e.d.MoveTo(*b.at); err != nil {
-				return nil, err
+				return Point{}, err
 			}
 			return e.d.Pointer() // where the server put it (a grab may confine it)
 		}),
 	entry(action{name: "move-relative", path: "/mouse/move-relative", summary: "Move the pointer by dx,dy",
-		description: "The destination must be on screen.", response: Point{}},
-		func(e env, b *MouseMoveRelative) (any, error) {
+		description: "The destination must be on screen."},
+		func(e env, b *MouseMoveRelative) (Point, error) {
 			cur, err := e.d.Pointer()
 			if err != nil {
-				return nil, err
+				return Point{}, err
 			}
 			to := Point{cur.X + b.dx, cur.Y + b.dy}
 			if err := onScreen("dx", "dy", to, b.screen); err != nil {
-				return nil, err
+				return Point{}, err
 			}
 			if err := e.d.MoveTo(to); err != nil {
-				return nil, err
+				return Point{}, err
 			}
 			return e.d.Pointer()
 		}),
 	entry(action{name: "click", aliases: []string{"left-click"}, path: "/mouse/click", summary: "Click",
 		description: "Moves to x,y when given (both or neither), then clicks button (left, right, middle; " +
-			"default left) clicks times (1-3). Answers the pointer position.", response: Point{}},
-		func(e env, b *MouseClick) (any, error) { return e.s.click(e.d, b.at, b.button, b.clicks) }),
+			"default left) clicks times (1-3). Answers the pointer position."},
+		func(e env, b *MouseClick) (Point, error) { return e.s.click(e.d, b.at, b.button, b.clicks) }),
 	entry(action{name: "double-click", aliases: []string{"doubleclick"}, path: "/mouse/double-click",
-		summary: "Double-click", description: "As click, twice.", response: Point{}},
-		func(e env, b *MouseClick) (any, error) { return e.s.click(e.d, b.at, b.button, 2) }),
+		summary: "Double-click", description: "As click, twice."},
+		func(e env, b *MouseClick) (Point, error) { return e.s.click(e.d, b.at, b.button, 2) }),
 	entry(action{name: "down", aliases: []string{"mouse-down"}, path: "/mouse/down",
 		summary: "Press a button and keep it down", description: "Moves to x,y first when given. Held until " +
-			"mouse/up or input/reset.", response: Point{}},
-		func(e env, b *MouseButton) (any, error) { return e.s.press(e.d, b.at, b.button, true) }),
-	entry(action{name: "up", aliases: []string{"mouse-up"}, path: "/mouse/up", summary: "Release a button",
-		response: Point{}},
-		func(e env, b *MouseButton) (any, error) { return e.s.press(e.d, b.at, b.button, false) }),
+			"mouse/up or input/reset."},
+		func(e env, b *MouseButton) (Point, error) { return e.s.press(e.d, b.at, b.button, true) }),
+	entry(action{name: "up", aliases: []string{"mouse-up"}, path: "/mouse/up", summary: "Release a button"},
+		func(e env, b *MouseButton) (Point, error) { return e.s.press(e.d, b.at, b.button, false) }),
 	entry(action{name: "scroll", path: "/mouse/scroll", summary: "Scroll the wheel",
 		description: "direction up, down (default), left or right, amount notches (1-100, default 1), at x,y " +
-			"when given.", response: Point{}},
-		func(e env, b *MouseScroll) (any, error) { return e.s.click(e.d, b.at, b.wheel, b.amount) }),
+			"when given."},
+		func(e env, b *MouseScroll) (Point, error) { return e.s.click(e.d, b.at, b.wheel, b.amount) }),
 	entry(action{name: "type", aliases: []string{"type-text"}, path: "/keyboard/type", summary: "Type text",
 		description: "Types Unicode text as key presses (characters the keymap lacks are bound to a spare " +
 			"keycode for the moment). delay_ms (0-1000, default 0) waits between characters. At most 20000 " +
-			"characters.", response: Typed{}, typing: true},
-		func(e env, b *KeyboardType) (any, error) {
+			"characters.", typing: true},
+		func(e env, b *KeyboardType) (Typed, error) {
 			n, err := e.s.typeText(e.ctx, e.d, b.text, b.delay)
 			return Typed{Typed: n}, err
 		}),
 	entry(action{name: "key", aliases: []string{"press"}, path: "/keyboard/key", summary: "Press a key or chord",
 		description: "key is an X keysym name (Return, Page_Up, F5), an alias (enter, esc, ctrl, cmd, ArrowUp) " +
 			"or one character; \"ctrl+shift+t\" chords work too. modifiers are held around it. repeat presses " +
-			"it 1-100 times. An unknown name is 400 listing close matches.", response: KeyResult{}, typing: true},
-		func(e env, b *KeyboardKey) (any, error) {
+			"it 1-100 times. An unknown name is 400 listing close matches.", typing: true},
+		func(e env, b *KeyboardKey) (KeyResult, error) {
 			res := KeyResult{Key: KeyName(b.sym)}
 			for _, m := range b.mods {
 				res.Modifiers = append(res.Modifiers, KeyName(m))
@@ -123,38 +131,38 @@ var actions = []*action{
 			return res, e.s.chord(e.d, b.sym, b.mods, b.repeat)
 		}),
 	entry(action{name: "key-down", path: "/keyboard/key-down", summary: "Press a key and keep it down",
-		description: "Held until key-up or input/reset.", response: KeyResult{}, typing: true},
-		func(e env, b *KeyboardKeyOnly) (any, error) {
+		description: "Held until key-up or input/reset.", typing: true},
+		func(e env, b *KeyboardKeyOnly) (KeyResult, error) {
 			return KeyResult{Key: KeyName(b.sym)}, e.s.key(e.d, b.sym, true)
 		}),
-	entry(action{name: "key-up", path: "/keyboard/key-up", summary: "Release a key", response: KeyResult{}},
-		func(e env, b *KeyboardKeyOnly) (any, error) {
+	entry(action{name: "key-up", path: "/keyboard/key-up", summary: "Release a key"},
+		func(e env, b *KeyboardKeyOnly) (KeyResult, error) {
 			return KeyResult{Key: KeyName(b.sym)}, e.s.key(e.d, b.sym, false)
 		}),
 	entry(action{name: "click-at", path: "/input/click-at", summary: "Move and click",
-		description: "x and y are required.", response: Point{}},
-		func(e env, b *ClickAt) (any, error) { return e.s.click(e.d, b.at, b.button, b.clicks) }),
+		description: "x and y are required."},
+		func(e env, b *ClickAt) (Point, error) { return e.s.click(e.d, b.at, b.button, b.clicks) }),
 	entry(action{name: "type-at", path: "/input/type-at", summary: "Click a spot, then type",
-		description: "Clicks x,y, optionally clears the field (ctrl+a, Delete) and types text.", response: Typed{}},
-		func(e env, b *TypeAt) (any, error) { return e.s.typeAt(e.ctx, e.d, *b.at, b.Clear, b.typing) }),
+		description: "Clicks x,y, optionally clears the field (ctrl+a, Delete) and types text."},
+		func(e env, b *TypeAt) (Typed, error) { return e.s.typeAt(e.ctx, e.d, *b.at, b.Clear, b.typing) }),
 	entry(action{name: "drag", path: "/input/drag", summary: "Drag from one point to another",
 		description: "Presses button (default left) at from, moves to to in steps over duration_ms (0-10000, " +
-			"default 100), releases.", response: DragResult{}},
-		func(e env, b *Drag) (any, error) {
+			"default 100), releases."},
+		func(e env, b *Drag) (DragResult, error) {
 			return e.s.drag(e.ctx, e.d, *b.From, *b.To, b.button, b.duration, false)
 		}),
 	entry(action{name: "select", path: "/input/select", summary: "Select by dragging, answer the selection",
 		description: "A left-button drag from from to to; answers the PRIMARY selection's text afterwards " +
-			"(what the application selected).", response: DragResult{}},
-		func(e env, b *Select) (any, error) {
+			"(what the application selected)."},
+		func(e env, b *Select) (DragResult, error) {
 			return e.s.drag(e.ctx, e.d, *b.From, *b.To, ButtonLeft, b.duration, true)
 		}),
 	entry(action{name: "wait", path: "/input/wait", summary: "Wait for a window, a screen change or a time",
 		description: "until: window (a window matching name/class/pid appears), window-gone (none is left), " +
 			"region-change (the pixels of region, default the whole screen, change), or timeout (just wait). " +
 			"timeout_ms 1-300000, default 10000. Answers met=false when the time ran out (a batch step fails " +
-			"then with WAIT_TIMEOUT).", response: WaitResult{}, unlocked: true},
-		func(e env, b *Wait) (any, error) {
+			"then with WAIT_TIMEOUT).", unlocked: true},
+		func(e env, b *Wait) (WaitResult, error) {
 			res, err := e.s.wait(e.ctx, e.d, b)
 			if err == nil && !res.Met && e.step {
 				return res, &platform.Error{Code: CodeWaitTimeout, Details: b.until,
@@ -163,46 +171,45 @@ var actions = []*action{
 			return res, err
 		}),
 	entry(action{name: "sleep", path: "/input/sleep", summary: "Wait a fixed time",
-		description: "Sleeps duration_ms (0-300000), for pauses between batch steps.", response: Slept{},
-		unlocked: true},
-		func(e env, b *Sleep) (any, error) {
+		description: "Sleeps duration_ms (0-300000), for pauses between batch steps.",
+		unlocked:    true},
+		func(e env, b *Sleep) (Slept, error) {
 			if err := sleep(e.ctx, time.Duration(*b.DurationMS)*time.Millisecond); err != nil {
-				return nil, platform.Errorf(platform.CodeTimeout, "sleep interrupted: the request ended")
+				return Slept{}, platform.Errorf(platform.CodeTimeout, "sleep interrupted: the request ended")
 			}
 			return Slept{SleptMS: *b.DurationMS}, nil
 		}),
 	entry(action{name: "focus-window", aliases: []string{"focus"}, path: "/window/focus",
 		summary: "Focus (activate) a window", description: "Raises, de-iconifies and activates it through the " +
-			"window manager. " + windowBody, response: Window{}},
+			"window manager. " + windowBody},
 		thenWindow(Driver.Focus)),
 	entry(action{name: "raise-window", aliases: []string{"raise"}, path: "/window/raise", summary: "Raise a window",
-		description: "Puts it on top of the stack without focusing it. " + windowBody, response: Window{}},
+		description: "Puts it on top of the stack without focusing it. " + windowBody},
 		thenWindow(Driver.Raise)),
 	entry(action{name: "minimize-window", aliases: []string{"minimize"}, path: "/window/minimize",
-		summary: "Minimize (iconify) a window", description: windowBody, response: Window{}},
+		summary: "Minimize (iconify) a window", description: windowBody},
 		thenWindow(Driver.Minimize)),
 	entry(action{name: "close-window", aliases: []string{"close"}, path: "/window/close", summary: "Close a window",
 		description: "Asks politely (_NET_CLOSE_WINDOW / WM_DELETE_WINDOW) and answers closed=true once it is " +
-			"gone, closed=false when it is still there after 2 s. " + windowBody, response: Closed{}},
-		onWindow(func(e env, wid uint32, _ *WindowRef) (any, error) { return e.s.closeWindow(e.ctx, e.d, wid) })),
+			"gone, closed=false when it is still there after 2 s. " + windowBody},
+		onWindow(func(e env, wid uint32, _ *WindowRef) (Closed, error) { return e.s.closeWindow(e.ctx, e.d, wid) })),
 	entry(action{name: "move-window", path: "/window/move", summary: "Move a window",
 		description: "Places the window's client area at x,y (root coordinates) and answers its geometry once " +
-			"the window manager has moved it. " + windowBody, response: Window{}},
-		onWindow(func(e env, wid uint32, b *WindowMove) (any, error) { return e.d.Move(wid, Point{*b.X, *b.Y}) })),
+			"the window manager has moved it. " + windowBody},
+		onWindow(func(e env, wid uint32, b *WindowMove) (Window, error) { return e.d.Move(wid, Point{*b.X, *b.Y}) })),
 	entry(action{name: "resize-window", path: "/window/resize", summary: "Resize a window",
-		description: "Sets the client area's size (1-16384). " + windowBody, response: Window{}},
-		onWindow(func(e env, wid uint32, b *WindowResize) (any, error) { return e.d.Resize(wid, *b.Width, *b.Height) })),
+		description: "Sets the client area's size (1-16384). " + windowBody},
+		onWindow(func(e env, wid uint32, b *WindowResize) (Window, error) { return e.d.Resize(wid, *b.Width, *b.Height) })),
 	entry(action{name: "clipboard", aliases: []string{"clipboard-set", "set-clipboard"}, path: "/clipboard",
 		summary: "Set the clipboard", description: "Takes ownership of CLIPBOARD with text, or with an image " +
 			"(image_base64 and mime_type, image/png by default). The service keeps serving it until something " +
-			"else takes the clipboard. Answers {\"text\"} as GET would.", response: ClipboardView{}, unlocked: true},
-		func(e env, b *ClipboardSet) (any, error) {
+			"else takes the clipboard. Answers {\"text\"} as GET would.", unlocked: true},
+		func(e env, b *ClipboardSet) (ClipboardView, error) {
 			return ClipboardView{Text: b.clip.Text, HasImage: len(b.clip.Image) > 0}, e.d.SetClipboard(b.clip)
 		}),
 	entry(action{name: "reset", path: "/input/reset", summary: "Release every held key and button",
-		description: "Releases what this service pressed and everything the X server reports down.",
-		response:    ResetResult{}},
-		func(e env, _ *noBody) (any, error) { return e.s.releaseAll(e.d) }),
+		description: "Releases what this service pressed and everything the X server reports down."},
+		func(e env, _ *noBody) (ResetResult, error) { return e.s.releaseAll(e.d) }),
 }
 
 // windowed is a body that names a window (nil: the active one).
@@ -213,14 +220,15 @@ func (r *WindowMove) window() *uint32   { return r.ID }
 func (r *WindowResize) window() *uint32 { return r.ID }
 
 // onWindow runs do on the body's window, the active one when it names none.
-func onWindow[B any, P interface {
+func onWindow[B, R any, P interface {
 	*B
 	windowed
-}](do func(e env, wid uint32, b P) (any, error)) func(env, P) (any, error) {
-	return func(e env, b P) (any, error) {
+}](do func(e env, wid uint32, b P) (R, error)) func(env, P) (R, error) {
+	return func(e env, b P) (R, error) {
 		wid, err := e.s.resolveWindow(e.d, b.window())
 		if err != nil {
-			return nil, err
+			var zero R
+			return zero, err
 		}
 		return do(e, wid, b)
 	}
@@ -228,10 +236,10 @@ func onWindow[B any, P interface {
 
 // thenWindow runs do on the body's window and answers the window
 // afterwards.
-func thenWindow(do func(d Driver, id uint32) error) func(env, *WindowRef) (any, error) {
-	return onWindow(func(e env, wid uint32, _ *WindowRef) (any, error) {
+func thenWindow(do func(d Driver, id uint32) error) func(env, *WindowRef) (Window, error) {
+	return onWindow(func(e env, wid uint32, _ *WindowRef) (Window, error) {
 		if err := do(e.d, wid); err != nil {
-			return nil, err
+			return Window{}, err
 		}
 		return e.d.Window(wid)
 	})
@@ -269,42 +277,42 @@ func actionNames() string {
 func (s *Service) actionRoutes() []platform.Route {
 	out := make([]platform.Route, 0, len(actions))
 	for _, a := range actions {
-		var body any
-		if reflect.TypeOf(a.body()).Elem().NumField() > 0 {
-			body = reflect.ValueOf(a.body()).Elem().Interface()
-		}
 		out = append(out, platform.Route{Method: http.MethodPost, Path: prefix + a.path, Summary: a.summary,
-			Description: a.description, Body: body, Response: a.response, Tags: []string{"display"},
-			Handler: s.endpoint(a)})
+			Description: a.description, Tags: []string{"display"}, Op: a.op(s)})
 	}
 	return out
 }
 
-// plan is a validated step, ready to run.
+// plan is a step whose body is decoded and checked, ready to run once it
+// is checked against the screen (onScreen).
 type plan struct {
 	*action
 	body any
 }
 
-// decodeBody decodes raw into a's body and checks it against the screen.
-func (a *action) decodeBody(raw []byte, screen Rect) (plan, error) {
+// decodeBody decodes raw into a's body and checks its rules that need no
+// screen.
+func (a *action) decodeBody(raw []byte) (plan, error) {
 	body := a.body()
 	if err := platform.DecodeBytes(raw, body); err != nil {
 		return plan{}, err
 	}
-	if b, ok := body.(screenBound); ok {
-		if err := b.onScreen(screen); err != nil {
-			return plan{}, err
-		}
-	}
 	return plan{action: a, body: body}, nil
 }
 
+// onScreen checks the positions the step holds against the screen.
+func (p plan) onScreen(screen Rect) error {
+	if b, ok := p.body.(screenBound); ok {
+		return b.onScreen(screen)
+	}
+	return nil
+}
+
 // compile decodes and validates one step, {"action": name, ...that
-// action's fields}, completely (fields, key names, regular expressions,
-// screen bounds); at is what field names start with ("steps[3]." in a
-// batch).
-func compile(raw []byte, at string, screen Rect) (plan, error) {
+// action's fields}: fields, key names and regular expressions (the screen
+// bounds come later, with the display); at is what field names start
+// with ("steps[3]." in a batch).
+func compile(raw []byte, at string) (plan, error) {
 	var fields map[string]json.RawMessage
 	if err := platform.DecodeBytes(raw, &fields); err != nil {
 		return plan{}, inStep(at, err)
@@ -336,7 +344,7 @@ func compile(raw []byte, at string, screen Rect) (plan, error) {
 	if err != nil {
 		return plan{}, platform.Internal("read a step", err)
 	}
-	p, err := a.decodeBody(rest, screen)
+	p, err := a.decodeBody(rest)
 	return p, inStep(at, err)
 }
 
@@ -417,11 +425,5 @@ var stepDoc = sync.OnceValue(func() reflect.Type {
 	return reflect.StructOf(fields)
 })
 
-// stepBody and batchBody are the zero values the OpenAPI document shows for
-// input/act and input/batch.
-func stepBody() any { return reflect.Zero(stepDoc()).Interface() }
-
-func batchBody() any {
-	return reflect.Zero(reflect.StructOf([]reflect.StructField{{Name: "Steps", Type: reflect.SliceOf(stepDoc()),
-		Tag: `json:"steps" required:"true" doc:"at most 1000"`}})).Interface()
-}
+// JSONSchema documents a step: action and every field some action takes.
+func (Step) JSONSchema() map[string]any { return platform.Schema(reflect.Zero(stepDoc()).Interface()) }

@@ -173,7 +173,7 @@ func TestEveryActionIsRoutedDocumentedAndBatchable(t *testing.T) {
 			}
 		}
 		// its endpoint body and the same step, by name, alias and with underscores
-		if _, err := a.decodeBody([]byte(ex), Rect{Width: 1920, Height: 1080}); err != nil {
+		if p, err := a.decodeBody([]byte(ex)); err != nil || p.onScreen(Rect{Width: 1920, Height: 1080}) != nil {
 			t.Errorf("%s: endpoint rejects its example %s: %v", a.name, ex, err)
 		}
 		for _, name := range append([]string{a.name, strings.ReplaceAll(strings.ToUpper(a.name), "-", "_")}, a.aliases...) {

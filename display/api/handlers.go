@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
-
 	"deckhand/platform"
 )
 
@@ -62,17 +60,6 @@ func (r WindowPath) id() uint32 {
 	return id
 }
 
-func (s *Service) decode(c fiber.Ctx, body any) (Driver, error) {
-	d, err := s.driver()
-	if err != nil {
-		return nil, err
-	}
-	if err := platform.Decode(c, body); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
 // ScreenInfo answers the screen's size and monitors.
 func (s *Service) ScreenInfo(context.Context) (Info, error) { return read(s, Driver.Info) }
 
@@ -88,37 +75,36 @@ func (s *Service) DisplayGeometry(context.Context) (Geometry, error) {
 // beyond any X screen, small enough that no arithmetic on them overflows.
 const bigCoord = 1 << 20
 
-// ScreenshotQuery declares the screenshot's query parameters; the host
-// parses and checks them (format, ranges, the boolean grammar) before the
-// handler, which only checks them against the screen (ParseScreenshot).
-var ScreenshotQuery = []platform.Param{
-	{Name: "format", Enum: []string{"png", "jpeg", "jpg"}, Default: "png", Description: "png (default), jpeg or jpg (the same)"},
-	{Name: "quality", Type: "integer", Range: &platform.Range{Min: 1, Max: 100}, Default: "80", Description: "JPEG quality"},
-	{Name: "x", Type: "integer", Range: &platform.Range{Min: -bigCoord, Max: bigCoord}, Description: "left edge of the region, default 0; must be on the screen"},
-	{Name: "y", Type: "integer", Range: &platform.Range{Min: -bigCoord, Max: bigCoord}, Description: "top edge of the region, default 0; must be on the screen"},
-	{Name: "width", Type: "integer", Range: &platform.Range{Min: 1, Max: bigCoord}, Description: "default: the rest of the screen"},
-	{Name: "height", Type: "integer", Range: &platform.Range{Min: 1, Max: bigCoord}, Description: "default: the rest of the screen"},
-	{Name: "scale", Type: "number", Range: &platform.Range{Min: 0, ExclusiveMin: true, Max: 1}, Default: "1", Description: "shrink factor"},
-	{Name: "cursor", Type: "boolean", Default: "false", Description: "draw the mouse pointer"},
+// ScreenshotQuery is the screenshot's query; the binder checks the grammar
+// and ranges, Options checks it against the screen.
+type ScreenshotQuery struct {
+	Format  string  `query:"format" enum:"png,jpeg,jpg" default:"png" doc:"png (default), jpeg or jpg (the same)"`
+	Quality int     `query:"quality" minimum:"1" maximum:"100" default:"80" doc:"JPEG quality"`
+	X       int     `query:"x" minimum:"-1048576" maximum:"1048576" doc:"left edge of the region, default 0; must be on the screen"`
+	Y       int     `query:"y" minimum:"-1048576" maximum:"1048576" doc:"top edge of the region, default 0; must be on the screen"`
+	Width   *int    `query:"width" minimum:"1" maximum:"1048576" doc:"default: the rest of the screen"`
+	Height  *int    `query:"height" minimum:"1" maximum:"1048576" doc:"default: the rest of the screen"`
+	Scale   float64 `query:"scale" exclusiveMinimum:"0" maximum:"1" default:"1" doc:"shrink factor"`
+	Cursor  bool    `query:"cursor" default:"false" doc:"draw the mouse pointer"`
 }
 
-// ParseScreenshot turns the parsed screenshot query (ScreenshotQuery)
-// into options; screen is the root window, which the region must lie on.
-func ParseScreenshot(q platform.Query, screen Rect) (ScreenshotOptions, error) {
-	o := ScreenshotOptions{Format: q.String("format"), Quality: int(q.Int("quality")), Scale: q.Float("scale"), Cursor: q.Bool("cursor")}
+// Options turns the query into options; screen is the root window, which
+// the region must lie on.
+func (q ScreenshotQuery) Options(screen Rect) (ScreenshotOptions, error) {
+	o := ScreenshotOptions{Format: q.Format, Quality: q.Quality, Scale: q.Scale, Cursor: q.Cursor}
 	if o.Format == "jpg" {
 		o.Format = "jpeg"
 	}
-	r := Rect{X: int(q.Int("x")), Y: int(q.Int("y"))}
+	r := Rect{X: q.X, Y: q.Y}
 	if err := onScreen("x", "y", Point{r.X, r.Y}, screen); err != nil {
 		return o, err
 	}
 	r.Width, r.Height = screen.Width-r.X, screen.Height-r.Y
-	if q.Has("width") {
-		r.Width = int(q.Int("width"))
+	if q.Width != nil {
+		r.Width = *q.Width
 	}
-	if q.Has("height") {
-		r.Height = int(q.Int("height"))
+	if q.Height != nil {
+		r.Height = *q.Height
 	}
 	if err := regionOnScreen("", r, screen); err != nil {
 		return o, err
@@ -130,34 +116,40 @@ func ParseScreenshot(q platform.Query, screen Rect) (ScreenshotOptions, error) {
 	return o, nil
 }
 
-func (s *Service) screenshot(c fiber.Ctx) error {
+// Image is an encoded image answer.
+type Image struct {
+	Body         []byte
+	ContentType  string `header:"Content-Type"`
+	Width        int    `header:"X-Image-Width" doc:"the image's width in pixels"`
+	Height       int    `header:"X-Image-Height" doc:"the image's height in pixels"`
+	CacheControl string `header:"Cache-Control"`
+}
+
+// Screenshot answers the screen, or a region of it, as PNG or JPEG.
+func (s *Service) Screenshot(ctx context.Context, q ScreenshotQuery) (Image, error) {
 	d, err := s.driver()
 	if err != nil {
-		return err
+		return Image{}, err
 	}
 	b, err := bounds(d)
 	if err != nil {
-		return err
+		return Image{}, err
 	}
-	o, err := ParseScreenshot(platform.QueryOf(c), b)
+	o, err := q.Options(b)
 	if err != nil {
-		return err
+		return Image{}, err
 	}
-	ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	img, err := d.Screenshot(ctx, o)
 	if err != nil {
-		return err
+		return Image{}, err
 	}
 	w, h := o.Region.Width, o.Region.Height
 	if o.Scale < 1 {
 		w, h = int(float64(w)*o.Scale), int(float64(h)*o.Scale)
 	}
-	c.Set("X-Image-Width", strconv.Itoa(w))
-	c.Set("X-Image-Height", strconv.Itoa(h))
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	c.Set(fiber.HeaderContentType, "image/"+o.Format)
-	return c.Status(http.StatusOK).Send(img)
+	return Image{Body: img, ContentType: "image/" + o.Format, Width: w, Height: h, CacheControl: "no-store"}, nil
 }
 
 // MouseLocation answers where the pointer is.
@@ -211,51 +203,93 @@ func (s *Service) WindowName(_ context.Context, in WindowPath) (WindowName, erro
 	})
 }
 
-func (s *Service) windowSearch(c fiber.Ctx) error {
-	var req WindowSearch
-	d, err := s.decode(c, &req)
+// SearchWindows answers the windows matching the search.
+func (s *Service) SearchWindows(_ context.Context, in WindowSearch) ([]Window, error) {
+	d, err := s.driver()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ws, err := d.Windows()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := []Window{}
 	for _, win := range ws {
-		if req.match.matches(d, win) {
+		if in.match.matches(d, win) {
 			out = append(out, win)
 		}
 	}
-	return platform.JSON(c, 200, out)
+	return out, nil
 }
 
-func (s *Service) clipboardGet(c fiber.Ctx) error {
+// ClipboardQuery selects what GET clipboard reads.
+type ClipboardQuery struct {
+	Format    string `query:"format" enum:"text,png,image" default:"text" doc:"png or image: see clipboard/image (303)"`
+	Selection string `query:"selection" enum:"clipboard,primary" default:"clipboard"`
+	Targets   bool   `query:"targets" default:"false" doc:"also list the offered formats"`
+}
+
+// ClipboardAnswer is GET clipboard's answer: the view, or for format=png a
+// 303 to clipboard/image.
+type ClipboardAnswer struct {
+	Body     ClipboardView
+	Status   int
+	Location string `header:"Location" doc:"format=png or image: where the image is"`
+}
+
+// ClipboardImage is the image a selection holds, with its own type.
+type ClipboardImage struct {
+	Body         []byte
+	ContentType  string `header:"Content-Type"`
+	CacheControl string `header:"Cache-Control"`
+}
+
+// SelectionQuery names a selection.
+type SelectionQuery struct {
+	Selection string `query:"selection" enum:"clipboard,primary" default:"clipboard"`
+}
+
+func (s *Service) selection(ctx context.Context, name string) (Clipboard, error) {
 	d, err := s.driver()
 	if err != nil {
-		return err
+		return Clipboard{}, err
 	}
-	q := platform.QueryOf(c)
-	sel, format := strings.ToUpper(q.String("selection")), q.String("format")
-	ctx, cancel := context.WithTimeout(c.Context(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	clip, err := d.Selection(ctx, sel)
+	return d.Selection(ctx, strings.ToUpper(name))
+}
+
+// ClipboardGet answers the selection's text, whether it holds an image and
+// (targets) what it offers.
+func (s *Service) ClipboardGet(ctx context.Context, q ClipboardQuery) (ClipboardAnswer, error) {
+	clip, err := s.selection(ctx, q.Selection)
 	if err != nil {
-		return err
-	}
-	if format == "png" || format == "image" {
-		if len(clip.Image) == 0 {
-			return &platform.Error{Code: platform.CodeNotFound, Message: "the clipboard holds no image", Details: "clipboard"}
-		}
-		c.Set(fiber.HeaderContentType, clip.MIME)
-		return c.Status(200).Send(clip.Image)
+		return ClipboardAnswer{}, err
 	}
 	view := ClipboardView{Text: clip.Text, HasImage: len(clip.Image) > 0}
-	if q.Bool("targets") {
+	if q.Targets {
 		view.Targets = clip.Targets
 		if view.Targets == nil {
 			view.Targets = []string{}
 		}
 	}
-	return platform.JSON(c, 200, view)
+	out := ClipboardAnswer{Body: view}
+	if q.Format != "text" {
+		out.Status = http.StatusSeeOther
+		out.Location = prefix + "/clipboard/image?selection=" + q.Selection
+	}
+	return out, nil
+}
+
+// ClipboardImage answers the image the selection holds, 404 when it holds
+// none.
+func (s *Service) ClipboardImage(ctx context.Context, q SelectionQuery) (ClipboardImage, error) {
+	clip, err := s.selection(ctx, q.Selection)
+	if err != nil {
+		return ClipboardImage{}, err
+	}
+	if len(clip.Image) == 0 {
+		return ClipboardImage{}, &platform.Error{Code: platform.CodeNotFound, Message: "the clipboard holds no image", Details: "clipboard"}
+	}
+	return ClipboardImage{Body: clip.Image, ContentType: clip.MIME, CacheControl: "no-store"}, nil
 }

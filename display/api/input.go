@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
-
 	"deckhand/platform"
 )
 
@@ -19,11 +17,39 @@ const maxBatch = 1000
 
 // Step is one step of input/act and input/batch as JSON has it: "action"
 // (a name or alias from the action table) and that action's body fields.
-type Step = json.RawMessage
+type Step json.RawMessage
 
-// Batch is a list of steps.
+// MarshalJSON writes the step as it was sent.
+func (s Step) MarshalJSON() ([]byte, error) {
+	if s == nil {
+		return []byte("null"), nil
+	}
+	return s, nil
+}
+
+// UnmarshalJSON keeps the step's JSON for compile.
+func (s *Step) UnmarshalJSON(b []byte) error {
+	*s = append((*s)[:0], b...)
+	return nil
+}
+
+// Act is input/act: one step in the batch format, compiled when it is
+// bound.
+type Act struct {
+	Body Step
+	plan plan
+}
+
+// Validate compiles the step.
+func (a *Act) Validate() (err error) {
+	a.plan, err = compile(a.Body, "")
+	return err
+}
+
+// Batch is a list of steps, compiled when it is bound.
 type Batch struct {
-	Steps []Step `json:"steps"`
+	Steps []Step `json:"steps" required:"true" doc:"at most 1000"`
+	plans []plan
 }
 
 // bounds is the root window as a rectangle.
@@ -35,32 +61,20 @@ func bounds(d Driver) (Rect, error) {
 	return Rect{Width: info.Width, Height: info.Height}, nil
 }
 
-// endpoint serves a's own route: its body, strictly decoded and checked,
-// run once as the same action in a batch runs.
-func (s *Service) endpoint(a *action) fiber.Handler {
-	return func(c fiber.Ctx) error {
-		res, err := s.runOne(c, a.decodeBody, false)
-		if err != nil {
-			return err
-		}
-		return platform.JSON(c, 200, res)
-	}
+// Act runs one step in the batch format and answers its result.
+func (s *Service) Act(ctx context.Context, in Act) (StepResult, error) {
+	res, err := s.runOne(ctx, in.plan, true)
+	r, _ := res.(StepResult)
+	return r, err
 }
 
-// actOne is input/act: one step in the batch format.
-func (s *Service) actOne(c fiber.Ctx) error {
-	res, err := s.runOne(c, func(body []byte, screen Rect) (plan, error) { return compile(body, "", screen) }, true)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, res)
-}
-
-// runOne reads a request's body with parse, checked against the screen,
-// and runs it alone: under the input lock unless its action presses
+// runOne runs a checked step alone, in the order every display route
+// keeps: its request was checked when it was bound (400), then the
+// display must be there (503), then its positions must lie on the screen
+// (400 OFF_SCREEN). It holds the input lock unless its action presses
 // nothing. step says it runs as a step (input/act, which answers a
 // StepResult whose duration is the run's, not the wait for the lock).
-func (s *Service) runOne(c fiber.Ctx, parse func(body []byte, screen Rect) (plan, error), step bool) (any, error) {
+func (s *Service) runOne(ctx context.Context, p plan, step bool) (any, error) {
 	d, err := s.driver()
 	if err != nil {
 		return nil, err
@@ -69,18 +83,21 @@ func (s *Service) runOne(c fiber.Ctx, parse func(body []byte, screen Rect) (plan
 	if err != nil {
 		return nil, err
 	}
-	p, err := parse(c.Body(), screen)
-	if err != nil {
+	if err := p.onScreen(screen); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
+	ctx, cancel := context.WithTimeout(ctx, maxRequest)
 	defer cancel()
 	if !p.unlocked {
 		s.input.Lock()
 		defer s.input.Unlock()
+		if err := s.takenOver(); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Now()
 	res, err := p.exec(env{ctx: ctx, s: s, d: d, step: step})
+	s.timeline(p.name, p.body, nil, err)
 	if err != nil || !step {
 		return res, err
 	}
@@ -99,7 +116,8 @@ func (p plan) exec(e env) (any, error) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Validate checks the batch's shape; each step is compiled by the handler.
+// Validate checks the batch's shape and compiles every step (fields, key
+// names, regular expressions) before any runs.
 func (b *Batch) Validate() error {
 	if b.Steps == nil {
 		return platform.Invalid("steps", "is required")
@@ -110,53 +128,46 @@ func (b *Batch) Validate() error {
 	if len(b.Steps) > maxBatch {
 		return platform.Invalid("steps", "must hold at most %d steps, got %d", maxBatch, len(b.Steps))
 	}
+	b.plans = make([]plan, len(b.Steps))
+	for i, st := range b.Steps {
+		var err error
+		if b.plans[i], err = compile(st, fmt.Sprintf("steps[%d].", i)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-func (s *Service) batch(c fiber.Ctx) error {
-	var req Batch
-	d, err := s.decode(c, &req)
-	if err != nil {
-		return err
+// RunBatch validates and runs a batch as POST input/batch does: every step
+// is checked (against the screen too) before any runs, then they run in
+// order under the input lock.
+func (s *Service) RunBatch(ctx context.Context, in Batch) (BatchResult, error) {
+	if in.plans == nil {
+		if err := in.Validate(); err != nil {
+			return BatchResult{}, err
+		}
 	}
-	ctx, cancel := context.WithTimeout(c.Context(), maxRequest)
-	defer cancel()
-	res, err := s.compileAndRun(ctx, d, req.Steps)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, 200, res)
-}
-
-// RunBatch validates and runs steps as POST input/batch does (benchmarks and
-// embedders use it without HTTP).
-func (s *Service) RunBatch(ctx context.Context, steps []Step) (BatchResult, error) {
 	d, err := s.driver()
 	if err != nil {
 		return BatchResult{}, err
 	}
-	if err := (&Batch{Steps: steps}).Validate(); err != nil {
-		return BatchResult{}, err
-	}
-	return s.compileAndRun(ctx, d, steps)
-}
-
-// compileAndRun compiles every step against the screen before any runs,
-// then runs them in order under the input lock.
-func (s *Service) compileAndRun(ctx context.Context, d Driver, steps []Step) (BatchResult, error) {
 	b, err := bounds(d)
 	if err != nil {
 		return BatchResult{}, err
 	}
-	plans := make([]plan, len(steps))
-	for i, st := range steps {
-		if plans[i], err = compile(st, fmt.Sprintf("steps[%d].", i), b); err != nil {
-			return BatchResult{}, err
+	for i, p := range in.plans {
+		if err := p.onScreen(b); err != nil {
+			return BatchResult{}, inStep(fmt.Sprintf("steps[%d].", i), err)
 		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, maxRequest)
+	defer cancel()
 	s.input.Lock()
 	defer s.input.Unlock()
-	return s.runBatch(ctx, d, plans), nil
+	if err := s.takenOver(); err != nil {
+		return BatchResult{}, err
+	}
+	return s.runBatch(ctx, d, in.plans), nil
 }
 
 // clicker is a body that clicks somewhere (see clicking).
@@ -168,6 +179,7 @@ func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchRes
 	for i, p := range plans {
 		t := time.Now()
 		res, err := p.exec(env{ctx: ctx, s: s, d: d, step: true})
+		s.timeline(p.name, p.body, nil, err)
 		r := StepResult{Index: i, Action: p.name, OK: err == nil, Result: res, DurationMS: ms(time.Since(t))}
 		if err != nil {
 			e := platform.AsError(inStep(fmt.Sprintf("steps[%d].", i), err))

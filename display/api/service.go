@@ -5,6 +5,13 @@
 // builds without cgo: the agent links it to answer 503 DISPLAY_UNAVAILABLE on
 // headless containers, and the deckhand-display binary (display/cmd) links it
 // together with the X11 driver (display/x11).
+//
+// Every route checks a request in one order: its own rules first
+// (parameters and body, bound by the platform: 400 naming the field), then
+// whether there is a display (503 DISPLAY_UNAVAILABLE), then what needs
+// the screen (positions and regions on it: 400 OFF_SCREEN). A batch is
+// compiled whole at the first stage, so a bad step is a 400 with or
+// without a display.
 package api
 
 import (
@@ -35,10 +42,16 @@ const prefix = "/api/v1/display"
 // starts after the service, or restarts): without one every display path
 // answers 503 DISPLAY_UNAVAILABLE and HealthStatus says unavailable.
 type Service struct {
-	log    *slog.Logger
-	clock  platform.Clock
-	drv    atomic.Pointer[driverBox]
-	reason atomic.Pointer[string]
+	log   *slog.Logger
+	clock platform.Clock
+	drv   atomic.Pointer[driverBox]
+	a11y  atomic.Pointer[a11yBox]
+
+	dataDir string // the service's own directory ("" for none)
+	recOnce sync.Once
+	rec     atomic.Pointer[recorder]
+	take    takeover
+	reason  atomic.Pointer[string]
 
 	// input serialises everything that presses, moves or types, so one
 	// client's batch is never interleaved with another's clicks; held is
@@ -56,7 +69,7 @@ type held struct {
 
 // New builds the service over drv (nil: unavailable until SetDriver).
 func New(deps platform.ServiceDeps, drv Driver) *Service {
-	s := &Service{log: deps.Logger, clock: deps.Clock}
+	s := &Service{log: deps.Logger, clock: deps.Clock, dataDir: deps.DataDir}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -107,8 +120,14 @@ func (s *Service) HealthStatus() (string, string) {
 	return "unavailable", *s.reason.Load()
 }
 
-// Close closes the driver.
+// Close stops a running recording and the takeover's VNC servers and
+// closes the driver and the accessibility bus.
 func (s *Service) Close() error {
+	s.closeRecordings()
+	s.closeTakeover()
+	if b := s.a11y.Swap(nil); b != nil && b.a != nil {
+		_ = b.a.Close()
+	}
 	if d := s.Driver(); d != nil {
 		s.drv.Store(nil)
 		return d.Close()

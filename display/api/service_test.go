@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -13,6 +12,29 @@ import (
 	"deckhand/platform/platformtest"
 )
 
+// validBodies holds a body each POST route accepts: without a display it
+// answers 503, since a request's own rules are checked first.
+var validBodies = map[string]string{
+	"/window/search": `{"name":"x"}`, "/input/act": `{"action":"move","x":1,"y":1}`,
+	"/input/batch": `{"steps":[{"action":"key","key":"a"}]}`, "/mouse/move": `{"x":1,"y":1}`,
+	"/mouse/move-relative": `{"dx":1}`, "/mouse/click": `{}`, "/mouse/double-click": `{}`, "/mouse/down": `{}`,
+	"/mouse/up": `{}`, "/mouse/scroll": `{}`, "/keyboard/type": `{"text":"a"}`, "/keyboard/key": `{"key":"a"}`,
+	"/keyboard/key-down": `{"key":"a"}`, "/keyboard/key-up": `{"key":"a"}`, "/input/click-at": `{"x":1,"y":1}`,
+	"/input/type-at": `{"x":1,"y":1,"text":"a"}`, "/input/drag": `{"from":{"x":1,"y":1},"to":{"x":2,"y":2}}`,
+	"/input/select": `{"from":{"x":1,"y":1},"to":{"x":2,"y":2}}`, "/input/wait": `{"until":"timeout","timeout_ms":1}`,
+	"/input/sleep": `{"duration_ms":1}`, "/window/focus": `{}`, "/window/raise": `{}`, "/window/minimize": `{}`,
+	"/window/close": `{}`, "/window/move": `{"x":1,"y":1}`, "/window/resize": `{"width":1,"height":1}`,
+	"/clipboard": `{"text":"a"}`, "/input/reset": `{}`, "/accessibility/1.5~3/click": `{}`,
+	"/accessibility/1.5~3/focus": `{}`, "/accessibility/1.5~3/set-value": `{"value":"x"}`,
+	"/accessibility/1.5~3/action": `{"name":"Click"}`, "/recordings": `{"max_seconds":5}`,
+	"/recordings/" + rid + "/stop": `{}`, "/takeover": `{"reason":"x"}`,
+}
+
+const rid = "0b7e3c55-4a5f-4d0e-9d51-2b8f1f0e7a11"
+
+// Without a display every route but the index answers 503 to a valid
+// request; an invalid one is still a 400 naming the field (the request's
+// own rules come first, the display second, the screen's bounds last).
 func TestUnavailableAnswers503Everywhere(t *testing.T) {
 	t.Parallel()
 	svc := api.NewUnavailable("no X display is configured")
@@ -20,10 +42,19 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, svc.Routes())
 	n := 0
 	for _, r := range svc.Routes() {
-		path := strings.ReplaceAll(r.Path, "{windowId}", "123")
+		path := strings.ReplaceAll(strings.ReplaceAll(r.Path, "{windowId}", "123"), "{elementId}", "1.5~3")
+		path = strings.ReplaceAll(path, "{id}", rid)
+		if strings.HasSuffix(path, "/search") && r.Method == "GET" {
+			path += "?role=push+button"
+		}
 		var body io.Reader
 		if r.Method == "POST" {
-			body = strings.NewReader(`{}`)
+			b, ok := validBodies[strings.TrimPrefix(path, "/api/v1/display")]
+			if !ok {
+				t.Errorf("POST %s: no valid body in this test", path)
+				continue
+			}
+			body = strings.NewReader(b)
 		}
 		req := platformtest.NewRequest(r.Method, path, body)
 		req.Header.Set("Content-Type", "application/json")
@@ -32,6 +63,17 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
+		// stored recordings are read without a display: there are none here
+		if strings.HasPrefix(r.Path, "/api/v1/display/recordings") && !(r.Method == "POST" && r.Path == "/api/v1/display/recordings") {
+			if want := map[bool]int{true: 200, false: 404}[r.Path == "/api/v1/display/recordings"]; resp.StatusCode != want {
+				t.Errorf("%s %s without a display: %d %s, want %d", r.Method, path, resp.StatusCode, b, want)
+			}
+			continue
+		}
+		// the takeover's state and the noVNC client's files need no display
+		if r.Path == "/api/v1/display/takeover" || r.Path == "/api/v1/display/vnc/{file...}" {
+			continue
+		}
 		if r.Path == "/api/v1/display/" {
 			var idx api.Index
 			_ = json.Unmarshal(b, &idx)
@@ -50,7 +92,15 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 	if n < 37 {
 		t.Fatalf("only %d display routes", n)
 	}
-	resp, _ := host.App().Test(platformtest.NewRequest("GET", "/health", nil))
+	req := platformtest.NewRequest("POST", "/api/v1/display/mouse/move", strings.NewReader(`{"x":1}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, _ := host.App().Test(req)
+	var e platform.ContainerError
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	if resp.StatusCode != 400 || e.Details != "y" {
+		t.Errorf("invalid body without a display: %d %+v, want 400 naming y", resp.StatusCode, e)
+	}
+	resp, _ = host.App().Test(platformtest.NewRequest("GET", "/health", nil))
 	var h platform.Health
 	_ = json.NewDecoder(resp.Body).Decode(&h)
 	if h.Status != "unavailable" || !strings.Contains(h.Detail, "no X display") {
@@ -135,46 +185,55 @@ func TestParseKey(t *testing.T) {
 	}
 }
 
-// TestParseScreenshot parses a query the way the host does (the declared
-// ScreenshotQuery), then checks it against the screen: grammar and range
-// errors come from the declaration, screen errors from ParseScreenshot, and
-// both name the parameter.
-func TestParseScreenshot(t *testing.T) {
+// TestScreenshotQuery: the binder checks the query's grammar and ranges
+// before the display is needed (400 naming the parameter even where the
+// handler could only answer 503), then Options checks the region against
+// the screen.
+func TestScreenshotQuery(t *testing.T) {
 	t.Parallel()
-	screen := api.Rect{Width: 1920, Height: 1080}
-	parse := func(query string) (api.ScreenshotOptions, error) {
-		vals, err := url.ParseQuery(query)
+	svc := api.NewUnavailable("no X display is configured")
+	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "display"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, svc.Routes())
+	for _, bad := range []struct{ query, field string }{
+		{"format=bmp", "format"}, {"format=PNG", "format"}, {"quality=0", "quality"}, {"quality=x", "quality"},
+		{"scale=0", "scale"}, {"scale=1.01", "scale"}, {"height=0", "height"}, {"cursor=2", "cursor"},
+		{"cursor=yes", "cursor"}, {"x=1&x=2", "x"}, {"x=99999999999", "x"},
+	} {
+		resp, err := host.App().Test(platformtest.NewRequest("GET", "/api/v1/display/screenshots?"+bad.query, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := platform.ParseQuery(api.ScreenshotQuery, func(k string) []string { return vals[k] })
-		if err != nil {
-			return api.ScreenshotOptions{}, err
+		var e platform.ContainerError
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || e.Details != bad.field || !strings.Contains(e.Message, bad.field) {
+			t.Errorf("%s: %d %+v", bad.query, resp.StatusCode, e)
 		}
-		return api.ParseScreenshot(q, screen)
 	}
-	o, err := parse("")
+	screen := api.Rect{Width: 1920, Height: 1080}
+	def := api.ScreenshotQuery{Format: "png", Quality: 80, Scale: 1}
+	o, err := def.Options(screen)
 	if err != nil || o.Format != "png" || o.Quality != 80 || o.Region != screen || o.Scale != 1 || o.Cursor {
 		t.Fatalf("defaults = %+v %v", o, err)
 	}
-	o, err = parse("format=jpg&quality=55&x=100&y=50&scale=0.25&cursor=true")
+	o, err = api.ScreenshotQuery{Format: "jpg", Quality: 55, X: 100, Y: 50, Scale: 0.25, Cursor: true}.Options(screen)
 	if err != nil || o.Format != "jpeg" || o.Quality != 55 || o.Region != (api.Rect{X: 100, Y: 50, Width: 1820, Height: 1030}) ||
 		o.Scale != 0.25 || !o.Cursor {
 		t.Fatalf("options = %+v %v", o, err)
 	}
-	if o, err = parse("cursor=1&width=10&height=20"); err != nil || !o.Cursor || o.Region != (api.Rect{Width: 10, Height: 20}) {
-		t.Fatalf("cursor=1 = %+v %v", o, err)
-	}
-	for _, bad := range []struct{ query, field string }{
-		{"format=bmp", "format"}, {"format=PNG", "format"}, {"quality=0", "quality"}, {"quality=x", "quality"},
-		{"scale=0", "scale"}, {"scale=1.01", "scale"}, {"x=1920", "x"}, {"y=-5", "y"}, {"width=1921", "width"},
-		{"x=100&width=1900", "width"}, {"height=0", "height"}, {"cursor=2", "cursor"}, {"cursor=yes", "cursor"},
-		{"cursor=", "cursor"}, {"x=1&x=2", "x"}, {"x=99999999999", "x"}, {"scale=0.0001&width=10&height=10", "scale"},
+	n := func(v int) *int { return &v }
+	for _, bad := range []struct {
+		q     api.ScreenshotQuery
+		field string
+	}{
+		{api.ScreenshotQuery{X: 1920, Scale: 1}, "x"}, {api.ScreenshotQuery{Y: -5, Scale: 1}, "y"},
+		{api.ScreenshotQuery{Width: n(1921), Scale: 1}, "width"}, {api.ScreenshotQuery{X: 100, Width: n(1900), Scale: 1}, "width"},
+		{api.ScreenshotQuery{Width: n(10), Height: n(10), Scale: 0.0001}, "scale"},
 	} {
-		_, err := parse(bad.query)
+		_, err := bad.q.Options(screen)
 		e, ok := err.(*platform.Error)
 		if !ok || e.Status() != 400 || e.Field != bad.field || !strings.Contains(e.Message, bad.field) {
-			t.Errorf("%s: %v", bad.query, err)
+			t.Errorf("%+v: %v", bad.q, err)
 		}
 	}
 }

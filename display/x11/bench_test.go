@@ -208,7 +208,7 @@ func BenchmarkDisplayReport(b *testing.B) {
 	body := map[string]any{"steps": steps}
 	for r := 0; r < 20; r++ {
 		start := time.Now()
-		res, err := service.RunBatch(ctx, steps)
+		res, err := service.RunBatch(ctx, api.Batch{Steps: steps})
 		if err != nil || !res.OK || res.Completed != 100 {
 			b.Fatalf("batch %+v %v", res, err)
 		}

@@ -77,6 +77,7 @@ func run(m *testing.M) int {
 	defer driver.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	service = api.New(platform.ServiceDeps{Name: "display", Logger: quiet}, driver)
+	defer service.Close() // its recordings, VNC servers and their directories
 	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "display"}, Logger: quiet,
 		HealthStatus: service.HealthStatus},
 		service.Routes())
@@ -149,7 +150,7 @@ type answer struct {
 	header http.Header
 }
 
-func (a answer) decode(t *testing.T, v any) {
+func (a answer) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(a.body, v); err != nil {
 		t.Fatalf("decode %s: %v", a.body, err)
@@ -163,7 +164,7 @@ func (a answer) errCode(t *testing.T) platform.ContainerError {
 	return e
 }
 
-func call(t *testing.T, method, path string, body any) answer {
+func call(t testing.TB, method, path string, body any) answer {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -189,7 +190,7 @@ func call(t *testing.T, method, path string, body any) answer {
 	return answer{status: resp.StatusCode, body: b, header: resp.Header}
 }
 
-func mustOK(t *testing.T, a answer, what string) {
+func mustOK(t testing.TB, a answer, what string) {
 	t.Helper()
 	if a.status != 200 {
 		t.Fatalf("%s: status %d: %s", what, a.status, a.body)
@@ -197,7 +198,7 @@ func mustOK(t *testing.T, a answer, what string) {
 }
 
 // eventually polls cond for up to 5 s (X clients act asynchronously).
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {

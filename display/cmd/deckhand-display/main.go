@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"deckhand/display/api"
+	"deckhand/display/atspi"
 	"deckhand/display/x11"
 	"deckhand/platform"
 	"deckhand/platform/config"
@@ -97,6 +98,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	// supervisor's first health probe already sees "ok" when X is there
 	ready := make(chan struct{})
 	go keepConnected(ctx, svc, o, log, ready)
+	go keepAccessible(ctx, svc, o.retry, log)
 	<-ready
 	log.Info("display service listening", "addr", ln.Addr().String(), "display", o.set.Display)
 	return platform.ServeUntil(ctx, host, ln, 10*time.Second)
@@ -144,5 +146,42 @@ func keepConnected(ctx context.Context, svc *api.Service, o options, log *slog.L
 			return
 		}
 		drv, err = x11.Open(o.set.Display, log)
+	}
+}
+
+// keepAccessible gives svc the accessibility bus whenever it can be reached
+// (the session bus starts at-spi-bus-launcher on demand) and takes it away
+// when the connection drops.
+func keepAccessible(ctx context.Context, svc *api.Service, retry time.Duration, log *slog.Logger) {
+	logged := false
+	for {
+		addr, err := atspi.Address(ctx)
+		var bus *atspi.Bus
+		if err == nil {
+			bus, err = atspi.Connect(ctx, addr)
+		}
+		if err != nil {
+			if !logged {
+				log.Warn("accessibility bus unavailable; will keep retrying", "err", err)
+				logged = true
+			}
+		} else {
+			log.Info("accessibility bus connected", "addr", addr)
+			logged = false
+			svc.SetAccessibility(bus)
+			select {
+			case <-bus.Done():
+				svc.SetAccessibility(nil)
+				log.Warn("accessibility bus connection lost")
+				bus.Close()
+			case <-ctx.Done():
+				return // svc.Close closes it
+			}
+		}
+		select {
+		case <-time.After(max(retry, 5*time.Second)):
+		case <-ctx.Done():
+			return
+		}
 	}
 }

@@ -182,3 +182,43 @@ func TestRequestPolicy(t *testing.T) {
 		t.Fatal("a bad --allowed-origins was accepted")
 	}
 }
+
+// A cross-site page can open neither the takeover page nor its WebSocket:
+// the request policy answers before the route does (here the route could
+// only say the display is unavailable).
+func TestTakeoverRefusesCrossSite(t *testing.T) {
+	addr := freePort(t)
+	cmd := newRoot(io.Discard, io.Discard)
+	cmd.SetArgs([]string{"--listen", addr, "--display", "", "--log-level", "error"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	base := "http://" + addr
+	waitFor(t, "listening", 5*time.Second, func() bool { s, _ := get(t, base+"/health"); return s == 200 })
+	ws := []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13",
+		"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}
+	for _, tc := range []struct {
+		name, path string
+		hdr        []string
+		status     int
+	}{
+		{"cross-site page", "/api/v1/display/vnc/", []string{"Sec-Fetch-Site", "cross-site"}, 403},
+		{"cross-site WebSocket", "/api/v1/display/vnc/websockify", append([]string{"Origin", "http://evil.example"}, ws...), 403},
+		{"same-origin WebSocket", "/api/v1/display/vnc/websockify", append([]string{"Origin", base}, ws...), 503},
+		{"same-origin page", "/api/v1/display/vnc/", []string{"Sec-Fetch-Site", "same-origin"}, 503},
+	} {
+		req, _ := http.NewRequest("GET", base+tc.path, nil)
+		for i := 0; i+1 < len(tc.hdr); i += 2 {
+			req.Header.Set(tc.hdr[i], tc.hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: %d, want %d", tc.name, resp.StatusCode, tc.status)
+		}
+	}
+}
