@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -24,6 +25,10 @@ func SessionBus(t testing.TB) []string {
 	}
 	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1")
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+runtime)
+	// Its own process group: the services the bus starts on demand (the
+	// accessibility bus launcher and its daemon) are its children and end
+	// with it, not orphaned past the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +36,7 @@ func SessionBus(t testing.TB) []string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatalf("dbus-daemon printed no address: %v", err)
