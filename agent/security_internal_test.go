@@ -96,7 +96,7 @@ func (a *secAgent) sessions(t *testing.T) int {
 	return len(list)
 }
 
-// TestCrossSiteShell is issue 8.1: a page on another site POSTs a "simple"
+// TestCrossSiteShell: a page on another site POSTs a "simple"
 // request (text/plain or form-encoded, no preflight) to create a shell.
 // Through the gateway and directly on the service's port it must be
 // refused before any session starts.
@@ -127,7 +127,7 @@ func TestCrossSiteShell(t *testing.T) {
 	}
 }
 
-// TestDNSRebinding is issue 8.2: a rebinding page reaches the agent with
+// TestDNSRebinding: a rebinding page reaches the agent with
 // its own name in Host (and Origin equal to it). Nothing is routed: the
 // WebSocket shell, the sessions list and the screenshot all get 421.
 func TestDNSRebinding(t *testing.T) {
@@ -160,7 +160,8 @@ func TestDNSRebinding(t *testing.T) {
 	}
 }
 
-// TestLooseWebSocketOrigins is issue 8.3.
+// TestLooseWebSocketOrigins: a WebSocket upgrade from an origin that only
+// looks like the agent's (another port, a lookalike name) is refused.
 func TestLooseWebSocketOrigins(t *testing.T) {
 	a := startSecAgent(t)
 	ws := "ws" + strings.TrimPrefix(a.gw, "http") + "/_/terminal/api/v1/terminal/ws"

@@ -73,7 +73,7 @@ func TestBrowserThroughGateway(t *testing.T) {
 	}
 }
 
-// TestBrowserCrossSite is issue 8.1 in a real browser: a page on another
+// TestBrowserCrossSite in a real browser: a page on another
 // origin sends the no-preflight POSTs and opens a WebSocket to the agent's
 // gateway. No session may start, and the WebSocket must be refused.
 func TestBrowserCrossSite(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// Issue 8.8 through the binary: the master key is its own 0600 file
+// Through the binary: the master key is its own 0600 file
 // (default <data>/master.key, or --master-key-file / DECKHAND_MASTER_KEY_FILE),
 // sessions survive a restart with it, and control.db copied alone (a
 // backup) does not start: not with a fresh key, not with another key, and

@@ -22,7 +22,7 @@ const emailRule = "`email` is kept in one canonical form, so two spellings are o
 
 // normalizeEmail validates an address and returns its one canonical form,
 // so that two spellings of an address are one account and addresses that
-// only look alike are refused (issue 8.7):
+// only look alike are refused:
 //
 //   - refused: invalid UTF-8 and U+FFFD (what a decoder makes of it),
 //     control and format characters (zero-width space/joiners, BOM, soft

@@ -12,7 +12,7 @@ import (
 	"deckhand/platform/store"
 )
 
-// Issue 8.7: addresses that look alike but differ in invisible, bidi or
+// Addresses that look alike but differ in invisible, bidi or
 // malformed bytes are refused with 400 naming the field; nothing is
 // written and no mail goes out.
 func TestSignupRefusesSpoofableAddresses(t *testing.T) {
@@ -64,7 +64,7 @@ func TestSignupRefusesSpoofableAddresses(t *testing.T) {
 	}
 }
 
-// Issue 8.7: two spellings of one address are one account: composed and
+// Two spellings of one address are one account: composed and
 // decomposed forms, upper- and lower-case domain, Unicode domain and its
 // punycode. The account's address is the canonical form (NFC, lower case,
 // the domain in its ASCII form).

@@ -84,7 +84,7 @@ func copyStore(t *testing.T, e *env) *store.DB {
 	return db
 }
 
-// Issue 8.8: a copy of control.db alone holds nothing that signs a session
+// A copy of control.db alone holds nothing that signs a session
 // JWT: neither any stored value nor a key derived from one the way the
 // store's master key used to be, and the copy does not start under
 // another master key.
@@ -150,7 +150,7 @@ func legacyLookup(master []byte, secret string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// Issue 8.8 migration: a store written the old way (master key inside,
+// Migration: a store written the old way (master key inside,
 // TOTP sealed under a key derived from it, svc_ token hashed with another)
 // starts, the account with its password, TOTP and svc_ token keeps
 // working, and afterwards the store holds no master key and the old key

@@ -150,7 +150,7 @@ func TestAuthTokenIPAllowList(t *testing.T) {
 	}
 }
 
-// Issue 8.4: an svc_ token must not widen its own rights or another
+// An svc_ token must not widen its own rights or another
 // token's: ip_whitelist, expires_at and is_enabled change only with a
 // session; alias is cosmetic and a token may change it.
 func TestAuthTokenPatchNeedsSessionForSecurityFields(t *testing.T) {
@@ -201,7 +201,7 @@ func TestAuthTokenPatchNeedsSessionForSecurityFields(t *testing.T) {
 	e.must(e.call("PATCH", "/api/v1/auth/tokens/"+otherID, map[string]any{"is_enabled": true, "expires_at": nil}, access), 200)
 }
 
-// Issue 8.4: the 2FA token gate guards PATCH of the security fields as it
+// The 2FA token gate guards PATCH of the security fields as it
 // guards create.
 func TestAuthTokenPatchHonoursTokenGate(t *testing.T) {
 	t.Parallel()

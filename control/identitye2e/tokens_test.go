@@ -20,7 +20,7 @@ func TestAuthTokenAllowListFromTwoAddresses(t *testing.T) {
 	if got["last_used_ip"] != "127.0.0.1" || got["token"] != nil {
 		t.Fatalf("record: %v", got)
 	}
-	// The token cannot lift its own limits (issue 8.4); the session can.
+	// The token cannot lift its own limits; the session can.
 	for _, body := range []map[string]any{{"ip_whitelist": nil}, {"expires_at": nil}, {"is_enabled": true}} {
 		s.must(s.callWith(clientFrom(t, "127.0.0.1"), "PATCH", "/api/v1/auth/tokens/"+tok["id"].(string), body, secret), 403)
 	}

@@ -191,7 +191,7 @@ func TestSMTPMailerSendsThroughRelay(t *testing.T) {
 	}
 }
 
-// Issue 8.7: a recipient with invalid UTF-8, U+FFFD or invisible
+// A recipient with invalid UTF-8, U+FFFD or invisible
 // characters is refused, never written into To:.
 func TestRenderRefusesUnclearRecipients(t *testing.T) {
 	t.Parallel()

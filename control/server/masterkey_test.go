@@ -13,7 +13,7 @@ import (
 	"deckhand/platform/store"
 )
 
-// Issue 8.8: the master key lives in its own file (default
+// The master key lives in its own file (default
 // <data>/master.key, 0600), never in control.db; a start with another key
 // fails clearly and changes nothing.
 func TestMasterKeyApartFromTheStore(t *testing.T) {

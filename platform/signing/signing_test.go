@@ -231,7 +231,7 @@ func mustSeed(t *testing.T, dir, kid string, sealer *secrets.Sealer) []byte {
 	return seed
 }
 
-// Issue 8.8: key files hold their seed sealed under the master key; a
+// Key files hold their seed sealed under the master key; a
 // plaintext file of an older version is re-written sealed on load (same
 // key), and a copy of the directory does not load under another key.
 func TestKeyFilesSealedAndMigrated(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// TestSessionLimitExactUnderRace is issue 8.5: more concurrent creates than
+// TestSessionLimitExactUnderRace: more concurrent creates than
 // the limit (1000) start exactly the limit, the rest get 429.
 func TestSessionLimitExactUnderRace(t *testing.T) {
 	if testing.Short() {
@@ -75,7 +75,7 @@ func attachFirstByte(t testing.TB, e *env, id string) time.Duration {
 }
 
 // floodingSession starts `yes` and waits until its output has outgrown the
-// scrollback ring (the case that made attach slow: issue 8.6).
+// scrollback ring (the case that made attach slow).
 func floodingSession(t testing.TB, e *env) string {
 	t.Helper()
 	s := e.create(t, map[string]any{"shell": "/usr/bin/yes"})
@@ -86,7 +86,7 @@ func floodingSession(t testing.TB, e *env) string {
 	return s.ID
 }
 
-// TestAttachToFloodingSession is issue 8.6: attaching to a session whose
+// TestAttachToFloodingSession: attaching to a session whose
 // shell floods output gets its first byte quickly. The bound is loose
 // (a functional "does not wait for the flood", not a timing); the real
 // figure is BenchmarkAttachFlood's.
@@ -108,7 +108,7 @@ func TestAttachToFloodingSession(t *testing.T) {
 }
 
 // BenchmarkAttachFlood reports the median time to the first byte of an
-// attach to a session running `yes` (issue 8.6 asked for < 100 ms).
+// attach to a session running `yes` (the target is under 100 ms).
 func BenchmarkAttachFlood(b *testing.B) {
 	e := newEnv(b, nil, nil)
 	id := floodingSession(b, e)

@@ -170,7 +170,7 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 	}
 
 	// Reserve a slot before starting the shell, so creates racing each
-	// other cannot all pass the check while their shells start (issue 8.5).
+	// other cannot all pass the check while their shells start.
 	svc.mu.Lock()
 	if svc.closed {
 		svc.mu.Unlock()
@@ -383,7 +383,7 @@ func (s *Session) terminate(grace time.Duration) {
 // may be gone (a full-screen program drawn long ago), so the client gets a
 // redraw of the screen model instead, followed by the raw bytes the model
 // has not parsed yet. It does not make the model catch up first: under a
-// flood that parse chases the shell for seconds (issue 8.6), and the raw
+// flood that parse chases the shell for seconds, and the raw
 // bytes after the redraw bring the client to the same screen. Only a model
 // that has fallen out of the ring parses one chunk (parseChunk, a few ms),
 // which restarts it inside the ring. scrMu only waits for the chunk

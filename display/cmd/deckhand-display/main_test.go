@@ -126,7 +126,7 @@ func TestServesUnavailableThenConnects(t *testing.T) {
 	}
 }
 
-// TestRequestPolicy is issue 8.1 for display input: a cross-site page's
+// TestRequestPolicy for display input: a cross-site page's
 // text/plain POST to keyboard/type, or a rebinding Host, never reaches the
 // display; --domain and --allowed-origins configure what may.
 func TestRequestPolicy(t *testing.T) {
