@@ -121,7 +121,7 @@ func (s *Service) Fee(context.Context) (TransferFee, error) {
 
 func (s *Service) transferRoutes() []platform.Route {
 	return []platform.Route{{
-		Method: http.MethodGet, Path: "/api/v1/wallet/transfer-fee", Policy: platform.SignedIn, Tags: []string{"wallet"},
+		Method: http.MethodGet, Path: "/api/v1/wallet/transfer-fee", OperationID: "getTransferFee", Policy: platform.SignedIn, Tags: []string{"wallet"},
 		Summary: "The fee in force on transfers to AI credit (show it, then send it as expected_fee_bps)",
 		Message: "Transfer fee", Op: platform.ReadOp(s.Fee),
 	}, {

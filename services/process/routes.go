@@ -17,7 +17,7 @@ func (s *Service) Routes() []platform.Route {
 	tags := []string{"process"}
 	const base = "/api/v1/process"
 	return []platform.Route{
-		{Method: http.MethodPost, Path: base + "/run", Tags: tags, Summary: "Run a command to its end",
+		{Method: http.MethodPost, Path: base + "/run", OperationID: "runProcess", Tags: tags, Summary: "Run a command to its end",
 			Description: "Starts the command as POST /api/v1/process does and answers once it has ended and its output has been " +
 				"read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, " +
 				"signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are " +
@@ -26,25 +26,25 @@ func (s *Service) Routes() []platform.Route {
 				"many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is " +
 				"kept afterwards like any other; a client that goes away does not stop it.",
 			Op: platform.Op(s.Run)},
-		{Method: http.MethodPost, Path: base, Tags: tags, Summary: "Start a command in the background",
+		{Method: http.MethodPost, Path: base, OperationID: "startProcess", Tags: tags, Summary: "Start a command in the background",
 			Description: "Answers the process's record at once (201; on the record's disk copy first). With client_token, a " +
 				"request that reuses a token answers the process that token started (200), so a client that lost the answer " +
 				"retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for " +
 				"POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).",
 			Status: http.StatusCreated, Statuses: []int{http.StatusOK}, Op: platform.Op(s.startOp)},
-		{Method: http.MethodGet, Path: base, Tags: tags, Summary: "List processes, oldest first",
+		{Method: http.MethodGet, Path: base, OperationID: "listProcesses", Tags: tags, Summary: "List processes, oldest first",
 			Description: "Running processes and finished ones still kept (--process-retention, --process-max-finished).",
 			Op:          platform.Op(s.List)},
-		{Method: http.MethodGet, Path: base + "/{id}", Tags: tags, Summary: "One process's record",
+		{Method: http.MethodGet, Path: base + "/{id}", OperationID: "getProcess", Tags: tags, Summary: "One process's record",
 			Description: "State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the " +
 				"next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.",
 			Op: platform.Op(s.Get)},
-		{Method: http.MethodDelete, Path: base + "/{id}", Tags: tags, Summary: "Stop a process's whole tree",
+		{Method: http.MethodDelete, Path: base + "/{id}", OperationID: "killProcess", Tags: tags, Summary: "Stop a process's whole tree",
 			Description: "SIGTERM to its process group and every descendant (also those that left the group), SIGKILL to all " +
 				"of them after grace_ms (default --process-kill-grace); answers the final record (state killed, end_reason " +
 				"killed) once the main process has ended. A process already ended answers its record unchanged.",
 			Op: platform.Op(s.Kill)},
-		{Method: http.MethodGet, Path: base + "/{id}/output", Tags: tags, Summary: "Read or follow the output",
+		{Method: http.MethodGet, Path: base + "/{id}/output", OperationID: "getProcessOutput", Tags: tags, Summary: "Read or follow the output",
 			Description: "Output from byte offset since, as chunks {type:output, stream (stdout or stderr), offset (of the " +
 				"chunk's first byte in the process's output: both streams, in the order read), data (UTF-8 text, or base64 " +
 				"with encoding base64)}, in order. Without follow: a JSON page (at most max_bytes) with next_offset to read " +
@@ -67,19 +67,19 @@ func (s *Service) Routes() []platform.Route {
 				{Name: "Last-Event-ID", In: "header", Description: "follow: resume at this offset (EventSource sends it on reconnect)"},
 			},
 			Response: OutputPage{}, WebSocket: true, Handler: s.handleOutput},
-		{Method: http.MethodPost, Path: base + "/{id}/stdin", Tags: tags, Summary: "Write to standard input",
+		{Method: http.MethodPost, Path: base + "/{id}/stdin", OperationID: "writeProcessStdin", Tags: tags, Summary: "Write to standard input",
 			Description: "The request body is the bytes (any content type), or with Content-Type application/json " +
 				"{data (the bytes, or their base64), encoding (utf-8 or base64)}. Answers {written}. 409 when its input is " +
 				"closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).",
 			Op: platform.Op(s.stdinOp)},
-		{Method: http.MethodPost, Path: base + "/{id}/stdin/close", Tags: tags, Summary: "Close standard input",
+		{Method: http.MethodPost, Path: base + "/{id}/stdin/close", OperationID: "closeProcessStdin", Tags: tags, Summary: "Close standard input",
 			Description: "The process reads end of file. On a pty this types Ctrl-D (end of file for a program reading the " +
 				"terminal line by line) and input stays open.",
 			Op: platform.Op(s.CloseStdin)},
-		{Method: http.MethodPost, Path: base + "/{id}/resize", Tags: tags, Summary: "Resize the pty",
+		{Method: http.MethodPost, Path: base + "/{id}/resize", OperationID: "resizeProcess", Tags: tags, Summary: "Resize the pty",
 			Description: "Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.",
 			Op:          platform.Op(withID(s.Resize))},
-		{Method: http.MethodPost, Path: base + "/{id}/signal", Tags: tags, Summary: "Signal the process group",
+		{Method: http.MethodPost, Path: base + "/{id}/signal", OperationID: "signalProcess", Tags: tags, Summary: "Signal the process group",
 			Description: "Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 " +
 				"INVALID naming signal for an unknown one, 409 once the process has ended.",
 			Op: platform.Op(withID(s.Signal))},
