@@ -86,6 +86,11 @@ var docs = []gateDoc{
 		{op: "createPaymentMethod", method: "POST", path: "/api/v1/wallet/payment-methods", body: map[string]any{"type": "paypal", "name": "PayPal"}, status: 201},
 		{op: "listPaymentMethods", method: "GET", path: "/api/v1/wallet/payment-methods", status: 200},
 		{op: "getTransaction", method: "GET", path: "/api/v1/wallet/transactions/txn_none", status: 404},
+		{op: "getTransferFee", method: "GET", path: "/api/v1/wallet/transfer-fee", status: 200},
+		{op: "getConsoleSession", method: "GET", path: "/api/v1/console/session", status: 200},
+		{op: "consoleLogin", method: "POST", path: "/api/v1/console/session", body: map[string]any{"email": "gate@example.com"}, status: 400},
+		{op: "refreshConsoleSession", method: "POST", path: "/api/v1/console/session/refresh", status: 401},
+		{op: "consoleLogout", method: "DELETE", path: "/api/v1/console/session", status: 200},
 	}},
 	{name: "cron", call: `r, err := c.CreateEntryWithResponse(ctx, &cron.CreateEntryParams{}, cron.CreateEntryJSONRequestBody{Schedule: "*/5 * * * *", Command: "true"})
 	if err != nil {
@@ -184,6 +189,21 @@ var docs = []gateDoc{
 		{op: "listOpenNotifications", method: "GET", path: "/api/v1/notifications/agent", status: 200},
 		{op: "clearNotifications", method: "DELETE", path: "/api/v1/notifications/dismiss", status: 200},
 		{op: "dismissNotifications", method: "POST", path: "/api/v1/notifications/dismiss", body: map[string]any{"all": true}, status: 200},
+	}},
+	{name: "process", call: `r, err := c.RunProcessWithResponse(ctx, process.RunProcessJSONRequestBody{Cmd: &[]string{"echo", "gate"}})
+	if err != nil {
+		return nil, err
+	}
+	if r.JSON200 == nil || r.JSON200.Stdout != "gate\n" || r.JSON200.ExitCode == nil || *r.JSON200.ExitCode != 0 {
+		return nil, fmt.Errorf("run %d: %s", r.StatusCode(), r.Body)
+	}
+	return r.JSON200, nil`, answers: []answer{
+		{op: "runProcess", method: "POST", path: "/api/v1/process/run", body: map[string]any{"shell": "echo out; echo err >&2", "tag": "gate"}, status: 200},
+		{op: "startProcess", method: "POST", path: "/api/v1/process", body: map[string]any{"cmd": []string{"true"}, "client_token": "gate"}, status: 201},
+		{op: "startProcess", method: "POST", path: "/api/v1/process", body: map[string]any{"cmd": []string{"true"}, "client_token": "gate"}, status: 200},
+		{op: "startProcess", method: "POST", path: "/api/v1/process", body: map[string]any{"cmd": []string{"true"}, "shell": "true"}, status: 400},
+		{op: "listProcesses", method: "GET", path: "/api/v1/process?tag=gate", status: 200},
+		{op: "getProcess", method: "GET", path: "/api/v1/process/none", status: 404},
 	}},
 	{name: "files", call: `r, err := c.StatFileWithResponse(ctx, &files.StatFileParams{Path: "/"})
 	if err != nil {

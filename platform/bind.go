@@ -37,7 +37,7 @@ import (
 // without parameters is itself the JSON body (TransferInput). Embedded
 // structs without tags lend their fields (a shared EntryRef with the path
 // parameters). A field of type Peer gets the connection's addresses, one
-// of type Target the request's method and Host. A trailing {name...} path
+// of type Target the request's method, Host and scheme. A trailing {name...} path
 // parameter is the rest of the path as sent (percent-encoded), empty when
 // the request names the prefix itself.
 // Mixing parameters with loose body fields is refused when the host is
@@ -72,12 +72,15 @@ type Peer struct {
 }
 
 // Target is what a request asked for beyond its parameters: its method
-// (for a method shared by several routes, WebDAV's) and the Host it named.
-// An input field of this type is filled by the host and is not part of the
-// OpenAPI document (every request has both).
+// (for a method shared by several routes, WebDAV's), the Host it named and
+// the scheme it came over (a same-origin check compares an Origin header
+// with Scheme://Host; a cookie over https is Secure). An input field of
+// this type is filled by the host, before ValidateParams runs, and is not
+// part of the OpenAPI document (every request has them).
 type Target struct {
 	Method string
 	Host   string
+	Scheme string // "https" on a TLS connection, else "http"
 }
 
 var (
@@ -104,8 +107,9 @@ type inputPlan struct {
 }
 
 // ParamsValidator is implemented by inputs whose parameters have rules of
-// their own (an id's syntax): ValidateParams runs once the parameters are
-// bound, before the body is read, so a bad path answers before a bad body.
+// their own (an id's syntax): ValidateParams runs once the parameters and
+// the Peer and Target fields are bound, before the body is read, so a bad
+// path (or a request from another origin) answers before a bad body.
 // An embedded reference type (NodeRef) lends it to every input that
 // embeds it.
 type ParamsValidator interface {
@@ -336,18 +340,18 @@ func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 			return err
 		}
 	}
-	if p.validateParams {
-		if err := dst.(ParamsValidator).ValidateParams(); err != nil {
-			return err
-		}
-	}
 	for _, idx := range p.targets {
-		tg := Target{Method: strings.Clone(c.Method()), Host: string(c.Request().Host())}
+		tg := Target{Method: strings.Clone(c.Method()), Host: string(c.Request().Host()), Scheme: strings.Clone(c.Scheme())}
 		v.FieldByIndex(idx).Set(reflect.ValueOf(tg))
 	}
 	for _, idx := range p.peers {
 		peer := Peer{RemoteIP: c.RequestCtx().RemoteIP(), LocalIP: c.RequestCtx().LocalIP()}
 		v.FieldByIndex(idx).Set(reflect.ValueOf(peer))
+	}
+	if p.validateParams {
+		if err := dst.(ParamsValidator).ValidateParams(); err != nil {
+			return err
+		}
 	}
 	if b := p.body; b != nil {
 		target := dst

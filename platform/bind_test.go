@@ -407,8 +407,27 @@ func (signedThing) BodyHeaders(body []byte) http.Header {
 	return http.Header{"X-Body-Len": {fmt.Sprint(len(body))}, "X-Body-Head": {string(body[:12]), "second"}}
 }
 
+// originIn is checked against the request's own scheme and Host before
+// its body is read.
+type originIn struct {
+	Origin string `header:"Origin"`
+	Target platform.Target
+	Body   transfer
+}
+
+func (o *originIn) ValidateParams() error {
+	if o.Origin != o.Target.Scheme+"://"+o.Target.Host {
+		e := platform.Errorf(platform.CodeForbidden, "another origin")
+		e.SetCookies = []string{"a=; Path=/; Max-Age=0", "b=; Path=/; Max-Age=0"}
+		return e
+	}
+	return nil
+}
+
 func sessionRoutes() []platform.Route {
 	return []platform.Route{
+		{Method: http.MethodPost, Path: "/api/v1/origin", OperationID: "origin", Summary: "same origin only", Message: "Same origin",
+			Op: platform.Op(func(_ context.Context, in originIn) (*transfer, error) { return &in.Body, nil })},
 		{Method: http.MethodGet, Path: "/api/v1/session", OperationID: "session", Summary: "cookies, redirects and 304",
 			Statuses: []int{http.StatusFound, http.StatusNotModified}, Message: "Session",
 			Op: platform.Op(func(_ context.Context, in sessionIn) (sessionOut, error) {
@@ -473,6 +492,30 @@ func TestBinderHeadersRedirectsAndBodyHeaders(t *testing.T) {
 	}
 	if resp, body = get("/api/v1/gone"); resp.StatusCode != http.StatusGone || resp.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("route headers on an error: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	// Target (scheme and Host) is bound before ValidateParams, which runs
+	// before the body is read; an error's Set-Cookie lines go out.
+	post := func(origin, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/origin", strings.NewReader(body))
+		req.Header.Set("Origin", origin)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if resp, body = post(base, `{"amount":"1"}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"amount":"1"`) {
+		t.Fatalf("same origin: %d %s", resp.StatusCode, body)
+	}
+	if resp, body = post(base, `{"nope":1}`); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("same origin, bad body: %d %s", resp.StatusCode, body)
+	}
+	resp, body = post("http://evil.example", `{"nope":1}`)
+	if c := resp.Header.Values("Set-Cookie"); resp.StatusCode != http.StatusForbidden || len(c) != 2 || !strings.HasPrefix(c[1], "b=;") {
+		t.Fatalf("another origin: %d %q %s", resp.StatusCode, c, body)
 	}
 	doc, err := platform.OpenAPI(platform.Info{Name: "control"}, sessionRoutes())
 	if err != nil {

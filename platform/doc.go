@@ -16,8 +16,7 @@
 // binder that turns a request into a route's typed input from its struct
 // tags (bind.go) and the operations that make a domain method the handler
 // (op.go: Op, ReadOp, CommandOp, StreamOp), the OpenAPI documents derived
-// from the same types (openapi.go), and the older decode-call-encode
-// handlers of domain methods (endpoint.go).
+// from the same types (openapi.go).
 //
 // Transport decision (made once, here): every service is a Fiber v3 app on
 // fasthttp, because that is the fast path for plain JSON resources. Routes

@@ -86,7 +86,10 @@ type Error struct {
 	Details string
 	Field   string
 	Headers map[string]string // e.g. Retry-After on TOO_MANY_REQUESTS
-	Cause   error
+	// SetCookies are Set-Cookie lines the error answer carries, one
+	// cookie a line (a refused session's cookies cleared).
+	SetCookies []string
+	Cause      error
 }
 
 func (e *Error) Error() string {

@@ -515,6 +515,9 @@ func (h *Host) writeError(c fiber.Ctx, err error) {
 	for k, v := range e.Headers {
 		c.Set(k, v)
 	}
+	for _, line := range e.SetCookies {
+		c.Response().Header.Add(fiber.HeaderSetCookie, line)
+	}
 	status := e.Status()
 	c.Status(status)
 	if h.cfg.Style == EnvelopeErrors {

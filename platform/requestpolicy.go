@@ -360,6 +360,9 @@ func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
 	for k, v := range e.Headers {
 		w.Header().Set(k, v)
 	}
+	for _, line := range e.SetCookies {
+		w.Header().Add("Set-Cookie", line)
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8") // as the Fiber host writes it
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
@@ -376,6 +379,9 @@ func WriteFastError(rc *fasthttp.RequestCtx, status int, err error) {
 	rc.Response.Reset()
 	for k, v := range e.Headers {
 		rc.Response.Header.Set(k, v)
+	}
+	for _, line := range e.SetCookies {
+		rc.Response.Header.Add("Set-Cookie", line)
 	}
 	rc.Response.Header.SetContentType("application/json")
 	rc.Response.Header.Set("X-Content-Type-Options", "nosniff")

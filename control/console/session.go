@@ -117,30 +117,33 @@ type LoginStep struct {
 func (s *Service) Routes() []platform.Route {
 	tag := []string{"console"}
 	return []platform.Route{
-		{Method: http.MethodPost, Path: SessionPath, Policy: platform.Public, Tags: tag, Handler: s.handleLogin,
+		{Method: http.MethodPost, Path: SessionPath, OperationID: "consoleLogin", Policy: platform.Public, Tags: tag,
 			Limits:  s.limits["/api/v1/users/auth/login"],
 			Summary: "Console login: POST /api/v1/users/auth/login whose session goes into cookies",
 			Description: "Takes the login body (`email` or `username`, `password`). Answers `requires_2fa` and a `temp_token` for " +
-				SessionPath + "/2fa, or sets the session: `" + SessionCookie + "` (the access token, Path=/) and `" + RefreshCookie +
+				SessionPath + "/2fa (message `" + msgTwoFactor + "`), or sets the session: `" + SessionCookie + "` (the access token, Path=/) and `" + RefreshCookie +
 				"` (the refresh token, Path=" + SessionPath + "), both HttpOnly and SameSite=Strict, Secure over https, and answers " +
 				"the user and the session's `csrf_token`, which every state-changing call authenticated by the cookie must send in " +
 				CSRFHeader + ". A cookie credential counts only for same-origin requests (Sec-Fetch-Site and Origin). Refused (403) " +
-				"from another origin.",
-			Body: identity.LoginInput{}, Response: LoginStep{}},
-		{Method: http.MethodPost, Path: SessionPath + "/2fa", Policy: platform.Public, Tags: tag, Handler: s.handle2FA,
+				"from another origin, before the body is read.",
+			Message: msgLoggedIn, Op: platform.Op(s.Login)},
+		{Method: http.MethodPost, Path: SessionPath + "/2fa", OperationID: "consoleVerify2FA", Policy: platform.Public, Tags: tag,
 			Limits:  s.limits["/api/v1/users/auth/2fa/verify"],
 			Summary: "Console login, two-factor step: a temp_token and a TOTP or backup code set the session cookies",
-			Body:    identity.Verify2FAInput{}, Response: Session{}},
-		{Method: http.MethodGet, Path: SessionPath, Policy: platform.SignedIn, Tags: tag, Handler: s.handleGet,
+			Message: msgLoggedIn, Op: platform.Op(s.VerifyTwoFactor)},
+		{Method: http.MethodGet, Path: SessionPath, OperationID: "getConsoleSession", Policy: platform.SignedIn, Tags: tag,
 			Summary:     "The console session: the user and the session's CSRF token",
 			Description: "Read with the session cookie; a Bearer credential has no CSRF token (it needs none).",
-			Response:    Session{}},
-		{Method: http.MethodPost, Path: SessionPath + "/refresh", Policy: platform.Public, Tags: tag, Handler: s.handleRefresh,
-			Limits:  s.limits["/api/v1/users/auth/refresh"],
-			Summary: "Rotate the console session's tokens from its refresh cookie (same origin only)", Response: Session{}},
-		{Method: http.MethodDelete, Path: SessionPath, Policy: platform.Public, Tags: tag, Handler: s.handleLogout,
+			Message:     "Console session", Op: platform.Op(s.Session)},
+		{Method: http.MethodPost, Path: SessionPath + "/refresh", OperationID: "refreshConsoleSession", Policy: platform.Public, Tags: tag,
+			Limits:      s.limits["/api/v1/users/auth/refresh"],
+			Summary:     "Rotate the console session's tokens from its refresh cookie (same origin only)",
+			Description: "A refused refresh token (401) clears both cookies.",
+			Message:     msgLoggedIn, Op: platform.Op(s.Refresh)},
+		{Method: http.MethodDelete, Path: SessionPath, OperationID: "consoleLogout", Policy: platform.Public, Tags: tag,
 			Summary:     "Console logout: ends the session and clears its cookies",
-			Description: "Ends the session of a valid cookie (same origin, with its CSRF token); the cookies are cleared in any case."},
+			Description: "Ends the session of a valid cookie (same origin, with its CSRF token); the cookies are cleared in any case.",
+			Message:     "Logged out", Op: platform.Op(s.Logout)},
 	}
 }
 
@@ -160,25 +163,42 @@ var (
 	errNoSession   = platform.Errorf(platform.CodeUnauthorized, "no console session: log in again")
 )
 
+// RequestOrigin is where a request to the session routes comes from:
+// the same-origin check reads it before the body (ValidateParams).
+type RequestOrigin struct {
+	FetchSite string `header:"Sec-Fetch-Site" doc:"the browser's view of the caller: same-origin or none (typed in); any other value is refused"`
+	Origin    string `header:"Origin" doc:"when sent, this host's own origin (scheme://host[:port])"`
+	Target    platform.Target
+}
+
+// ValidateParams refuses a request from another origin.
+func (o *RequestOrigin) ValidateParams() error {
+	if !sameOrigin(o.FetchSite, o.Origin, o.Target.Scheme, o.Target.Host) {
+		return errCrossOrigin
+	}
+	return nil
+}
+
 // sameOrigin reports whether a request with cookies comes from the
 // console's own pages: Sec-Fetch-Site, where the browser sends it, must be
 // same-origin (or none: typed in, a bookmark), and an Origin header must
 // name this host.
-func sameOrigin(c fiber.Ctx) bool {
-	switch c.Get("Sec-Fetch-Site") {
+func sameOrigin(fetchSite, origin, scheme, host string) bool {
+	switch fetchSite {
 	case "", "same-origin", "none":
 	default:
 		return false
 	}
-	o := c.Get(fiber.HeaderOrigin)
-	if o == "" {
-		return true
-	}
-	return strings.EqualFold(o, c.Scheme()+"://"+c.Host())
+	return origin == "" || strings.EqualFold(origin, scheme+"://"+host)
 }
 
 func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// validCSRF reports whether sent is the CSRF token of the session token tok.
+func validCSRF(sent, tok string) bool {
+	return sent != "" && subtle.ConstantTimeCompare([]byte(sent), []byte(CSRFToken(tok))) == 1
 }
 
 // Authenticator wraps the identity domain's authenticator: a request
@@ -193,142 +213,200 @@ func (s *Service) Authenticator(inner platform.Authenticator) platform.Authentic
 		if strings.HasPrefix(tok, identity.TokenPrefix) {
 			return nil, errNoSession // the cookie holds sessions, never auth tokens
 		}
-		if !sameOrigin(c) {
+		if !sameOrigin(c.Get("Sec-Fetch-Site"), c.Get(fiber.HeaderOrigin), c.Scheme(), c.Host()) {
 			return nil, errCrossOrigin
 		}
-		if !safeMethod(c.Method()) {
-			sent := c.Get(CSRFHeader)
-			if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(CSRFToken(tok))) != 1 {
-				return nil, errCSRF
-			}
+		if !safeMethod(c.Method()) && !validCSRF(c.Get(CSRFHeader), tok) {
+			return nil, errCSRF
 		}
 		return s.id.Resolve(tok, platform.ClientIP(c))
 	})
 }
 
-func (s *Service) setCookies(c fiber.Ctx, res *identity.LoginResult) {
+// cookie is one of the session's Set-Cookie lines: HttpOnly and
+// SameSite=Strict always, Secure when the control plane's public URL or
+// the request is https.
+func (s *Service) cookie(name, value, path, scheme string, expires time.Time, maxAge int) string {
+	c := &http.Cookie{Name: name, Value: value, Path: path, Expires: expires, MaxAge: maxAge,
+		HttpOnly: true, Secure: s.secure || scheme == "https", SameSite: http.SameSiteStrictMode}
+	return c.String()
+}
+
+// setCookies are the Set-Cookie lines of a started session.
+func (s *Service) setCookies(res *identity.LoginResult, scheme string) []string {
 	exp, err := time.Parse(time.RFC3339, res.ExpiresAt)
 	if err != nil {
 		exp = s.clock.Now().Add(24 * time.Hour)
 	}
-	secure := s.secure || c.Scheme() == "https"
-	c.Cookie(&fiber.Cookie{Name: SessionCookie, Value: res.Token, Path: "/", Expires: exp,
-		HTTPOnly: true, Secure: secure, SameSite: fiber.CookieSameSiteStrictMode})
-	c.Cookie(&fiber.Cookie{Name: RefreshCookie, Value: res.RefreshToken, Path: SessionPath, MaxAge: int((7 * 24 * time.Hour).Seconds()),
-		HTTPOnly: true, Secure: secure, SameSite: fiber.CookieSameSiteStrictMode})
-}
-
-func (s *Service) clearCookies(c fiber.Ctx) {
-	secure := s.secure || c.Scheme() == "https"
-	for name, p := range map[string]string{SessionCookie: "/", RefreshCookie: SessionPath} {
-		c.Cookie(&fiber.Cookie{Name: name, Value: "", Path: p, MaxAge: -1, Expires: time.Unix(1, 0),
-			HTTPOnly: true, Secure: secure, SameSite: fiber.CookieSameSiteStrictMode})
+	return []string{
+		s.cookie(SessionCookie, res.Token, "/", scheme, exp, 0),
+		s.cookie(RefreshCookie, res.RefreshToken, SessionPath, scheme, time.Time{}, int((7 * 24 * time.Hour).Seconds())),
 	}
 }
 
-// started answers a login result as the console's: cookies and the CSRF
+// clearCookies are the Set-Cookie lines that drop both cookies.
+func (s *Service) clearCookies(scheme string) []string {
+	return []string{
+		s.cookie(SessionCookie, "", "/", scheme, time.Unix(1, 0), -1),
+		s.cookie(RefreshCookie, "", SessionPath, scheme, time.Unix(1, 0), -1),
+	}
+}
+
+const (
+	msgLoggedIn  = "Login successful"
+	msgTwoFactor = "Two-factor code required"
+)
+
+// LoginReply is a console login's answer: the session's cookies, or the
+// two-factor step (no cookies).
+type LoginReply struct {
+	SetCookie []string `header:"Set-Cookie" doc:"the session's cookies: deckhand_session (the access token, Path=/) and deckhand_refresh (the refresh token, Path=/api/v1/console/session), HttpOnly, SameSite=Strict, Secure over https"`
+	Message   string
+	Body      LoginStep
+}
+
+// SessionReply is a started or rotated session: its cookies and the CSRF
 // token, never the tokens themselves.
-func (s *Service) started(c fiber.Ctx, res *identity.LoginResult) error {
-	if res.Requires2FA {
-		return platform.Respond(c, http.StatusOK, "Two-factor code required", LoginStep{Requires2FA: true, TempToken: res.TempToken})
-	}
-	if res.Token == "" {
-		return platform.Internal("start the console session", errors.New("login answered no session"))
-	}
-	s.setCookies(c, res)
-	return platform.Respond(c, http.StatusOK, "Login successful",
-		LoginStep{Session: Session{User: res.User, CSRFToken: CSRFToken(res.Token), ExpiresAt: res.ExpiresAt}})
+type SessionReply struct {
+	SetCookie []string `header:"Set-Cookie" doc:"the session's cookies: deckhand_session (the access token, Path=/) and deckhand_refresh (the refresh token, Path=/api/v1/console/session), HttpOnly, SameSite=Strict, Secure over https"`
+	Body      Session
 }
 
-func (s *Service) handleLogin(c fiber.Ctx) error {
-	if !sameOrigin(c) {
-		return errCrossOrigin
+// started is the console's answer to a session identity started.
+func (s *Service) started(res *identity.LoginResult, scheme string) (*SessionReply, error) {
+	if res == nil || res.Token == "" {
+		return nil, platform.Internal("start the console session", errors.New("login answered no session"))
 	}
-	var in identity.LoginInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	if in.ResponseMode != "" && in.ResponseMode != "tokens" {
+	return &SessionReply{SetCookie: s.setCookies(res, scheme),
+		Body: Session{User: res.User, CSRFToken: CSRFToken(res.Token), ExpiresAt: res.ExpiresAt}}, nil
+}
+
+// LoginRequest is POST /api/v1/console/session: identity's login body,
+// in tokens mode.
+type LoginRequest struct {
+	RequestOrigin
+	Body identity.LoginInput
+}
+
+// Validate refuses the modes whose answer is no session.
+func (r *LoginRequest) Validate() error {
+	if r.Body.ResponseMode != "" && r.Body.ResponseMode != "tokens" {
 		return platform.Invalid("response_mode", "the console session takes tokens mode only")
 	}
-	res, err := s.id.Login(c.Context(), in)
+	return nil
+}
+
+// Login is identity's login whose session goes into cookies.
+func (s *Service) Login(ctx context.Context, in LoginRequest) (*LoginReply, error) {
+	res, err := s.id.Login(ctx, in.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.started(c, res.Body)
-}
-
-// twoFactorInput is the body of the two-factor step.
-type twoFactorInput struct {
-	TempToken string `json:"temp_token" required:"true"`
-	Code      string `json:"code" required:"true"`
-}
-
-func (s *Service) handle2FA(c fiber.Ctx) error {
-	if !sameOrigin(c) {
-		return errCrossOrigin
+	if res.Body != nil && res.Body.Requires2FA {
+		return &LoginReply{Message: msgTwoFactor, Body: LoginStep{Requires2FA: true, TempToken: res.Body.TempToken}}, nil
 	}
-	var in twoFactorInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	res, err := s.id.VerifyTwoFactor(c.Context(), identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: in.TempToken, Code: in.Code}})
+	out, err := s.started(res.Body, in.Target.Scheme)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.started(c, res)
+	return &LoginReply{SetCookie: out.SetCookie, Body: LoginStep{Session: out.Body}}, nil
 }
 
-func (s *Service) handleGet(c fiber.Ctx) error {
-	u, err := s.id.Me(c.Context())
+// TwoFactorInput is the body of the two-factor step.
+type TwoFactorInput struct {
+	TempToken string `json:"temp_token" required:"true" doc:"the login answer's temp_token"`
+	Code      string `json:"code" required:"true" doc:"a current TOTP or backup code"`
+}
+
+// TwoFactorRequest is POST /api/v1/console/session/2fa.
+type TwoFactorRequest struct {
+	RequestOrigin
+	Body TwoFactorInput
+}
+
+// VerifyTwoFactor is identity's two-factor step whose session goes into
+// cookies.
+func (s *Service) VerifyTwoFactor(ctx context.Context, in TwoFactorRequest) (*SessionReply, error) {
+	res, err := s.id.VerifyTwoFactor(ctx, identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: in.Body.TempToken, Code: in.Body.Code}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	out := Session{User: u}
-	if tok := c.Cookies(SessionCookie); tok != "" && len(c.Request().Header.Peek(fiber.HeaderAuthorization)) == 0 {
-		out.CSRFToken = CSRFToken(tok)
-	}
-	return platform.Respond(c, http.StatusOK, "Console session", out)
+	return s.started(res, in.Target.Scheme)
 }
 
-// handleRefresh needs no CSRF token (the access token it derives from may
-// have expired): a cross-origin page cannot send it anyway (same-origin
-// check), and a rotation gives the caller nothing to read.
-func (s *Service) handleRefresh(c fiber.Ctx) error {
-	if !sameOrigin(c) {
-		return errCrossOrigin
+// SessionRead is GET /api/v1/console/session.
+type SessionRead struct {
+	Cookie        string `cookie:"deckhand_session" doc:"the session cookie; the CSRF token is derived from it"`
+	Authorization string `header:"Authorization" doc:"Bearer <token>: a Bearer caller gets no CSRF token"`
+}
+
+// Session answers the signed-in user and, for a cookie session, its CSRF
+// token.
+func (s *Service) Session(ctx context.Context, in SessionRead) (*Session, error) {
+	u, err := s.id.Me(ctx)
+	if err != nil {
+		return nil, err
 	}
-	rt := c.Cookies(RefreshCookie)
-	if rt == "" {
-		return errNoSession
+	out := &Session{User: u}
+	if in.Cookie != "" && in.Authorization == "" {
+		out.CSRFToken = CSRFToken(in.Cookie)
 	}
-	res, err := s.id.Refresh(c.Context(), identity.RefreshRequest{Bearer: identity.Bearer{Authorization: "Bearer " + rt}, Body: identity.RefreshInput{RefreshToken: rt}})
+	return out, nil
+}
+
+// RefreshRequest is POST /api/v1/console/session/refresh.
+type RefreshRequest struct {
+	RequestOrigin
+	Refresh string `cookie:"deckhand_refresh" doc:"the session's refresh cookie (Path=/api/v1/console/session)"`
+}
+
+// Refresh rotates the session's tokens from its refresh cookie. It needs
+// no CSRF token (the access token it derives from may have expired): a
+// cross-origin page cannot send it anyway (same-origin check), and a
+// rotation gives the caller nothing to read. A refused refresh token
+// clears the cookies.
+func (s *Service) Refresh(ctx context.Context, in RefreshRequest) (*SessionReply, error) {
+	if in.Refresh == "" {
+		return nil, errNoSession
+	}
+	res, err := s.id.Refresh(ctx, identity.RefreshRequest{Bearer: identity.Bearer{Authorization: "Bearer " + in.Refresh},
+		Body: identity.RefreshInput{RefreshToken: in.Refresh}})
 	if err != nil {
 		var pe *platform.Error
 		if errors.As(err, &pe) && pe.Code == platform.CodeUnauthorized {
-			s.clearCookies(c)
+			refused := *pe
+			refused.SetCookies = append(refused.SetCookies[:len(refused.SetCookies):len(refused.SetCookies)], s.clearCookies(in.Target.Scheme)...)
+			return nil, &refused
 		}
-		return err
+		return nil, err
 	}
-	return s.started(c, res)
+	return s.started(res, in.Target.Scheme)
 }
 
-func (s *Service) handleLogout(c fiber.Ctx) error {
-	if !sameOrigin(c) {
-		return errCrossOrigin
-	}
-	tok := c.Cookies(SessionCookie)
-	if tok != "" {
-		sent := c.Get(CSRFHeader)
-		if sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(CSRFToken(tok))) != 1 {
-			return errCSRF
+// LogoutRequest is DELETE /api/v1/console/session.
+type LogoutRequest struct {
+	RequestOrigin
+	Cookie string `cookie:"deckhand_session" doc:"the session cookie"`
+	CSRF   string `header:"X-CSRF-Token" doc:"the session's CSRF token (required with the cookie)"`
+}
+
+// LogoutReply clears the session's cookies.
+type LogoutReply struct {
+	SetCookie []string `header:"Set-Cookie" doc:"both session cookies, cleared"`
+}
+
+// Logout ends the session of a valid cookie (with its CSRF token) and
+// clears the cookies in any case.
+func (s *Service) Logout(ctx context.Context, in LogoutRequest) (*LogoutReply, error) {
+	if in.Cookie != "" {
+		if !validCSRF(in.CSRF, in.Cookie) {
+			return nil, errCSRF
 		}
-		if p, err := s.id.Resolve(tok, platform.ClientIP(c)); err == nil && p.Kind == identity.KindSession {
-			if err := s.id.Logout(auth.NewContext(c.Context(), p), struct{}{}); err != nil {
-				return err
+		if p, err := s.id.Resolve(in.Cookie, auth.ClientIP(ctx)); err == nil && p.Kind == identity.KindSession {
+			if err := s.id.Logout(auth.NewContext(ctx, p), struct{}{}); err != nil {
+				return nil, err
 			}
 		}
 	}
-	s.clearCookies(c)
-	return platform.Respond(c, http.StatusOK, "Logged out", nil)
+	return &LogoutReply{SetCookie: s.clearCookies(in.Target.Scheme)}, nil
 }

@@ -121,6 +121,18 @@ func cookieNamed(resp *http.Response, name string) *http.Cookie {
 	return nil
 }
 
+// cleared reports whether resp drops both session cookies, each on its
+// own path with the session's flags.
+func cleared(resp *http.Response) bool {
+	for name, path := range map[string]string{console.SessionCookie: "/", console.RefreshCookie: console.SessionPath} {
+		c := cookieNamed(resp, name)
+		if c == nil || c.MaxAge >= 0 || c.Value != "" || c.Path != path || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+			return false
+		}
+	}
+	return true
+}
+
 // TestCookieSession: the console's login sets HttpOnly SameSite=Strict
 // cookies and answers a CSRF token, never the tokens; the cookie counts
 // only from this origin, and state-changing calls need the token.
@@ -132,8 +144,16 @@ func TestCookieSession(t *testing.T) {
 	if resp.StatusCode != 403 || cookieNamed(resp, console.SessionCookie) != nil {
 		t.Fatalf("login from another origin: %d %s", resp.StatusCode, raw)
 	}
+	// Another origin is refused before its body is read.
+	if resp, raw := hit(t, s, "POST", console.SessionPath, `{"nope":1}`, map[string]string{"Sec-Fetch-Site": "cross-site"}); resp.StatusCode != 403 {
+		t.Fatalf("bad login from another site: %d %s", resp.StatusCode, raw)
+	}
+	if resp, raw := hit(t, s, "POST", console.SessionPath, `{"email":"a@b.example","password":"Passw0rdPassw0rd","response_mode":"intent","code_challenge":"`+
+		strings.Repeat("a", 43)+`"}`, nil); resp.StatusCode != 400 || !strings.Contains(string(raw), "response_mode") {
+		t.Fatalf("intent mode: %d %s", resp.StatusCode, raw)
+	}
 	resp, raw = hit(t, s, "POST", console.SessionPath, login, map[string]string{"Origin": s.URL, "Sec-Fetch-Site": "same-origin"})
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != 200 || envelope(t, raw)["message"] != "Login successful" {
 		t.Fatalf("login: %d %s", resp.StatusCode, raw)
 	}
 	sess, ref := cookieNamed(resp, console.SessionCookie), cookieNamed(resp, console.RefreshCookie)
@@ -196,12 +216,29 @@ func TestCookieSession(t *testing.T) {
 		t.Fatal("refresh kept the session token")
 	}
 
+	// A refresh token that is not one is refused, and the refusal clears
+	// both cookies; from another origin a refresh is refused before
+	// anything else.
+	if resp, raw := hit(t, s, "POST", console.SessionPath+"/refresh", "", map[string]string{"Origin": "http://evil.example"}, ref); resp.StatusCode != 403 || len(resp.Cookies()) != 0 {
+		t.Fatalf("refresh from another origin: %d %v %s", resp.StatusCode, resp.Cookies(), raw)
+	}
+	resp, raw = hit(t, s, "POST", console.SessionPath+"/refresh", "", nil, &http.Cookie{Name: console.RefreshCookie, Value: "not-a-token"})
+	if resp.StatusCode != 401 || !cleared(resp) {
+		t.Fatalf("refused refresh: %d %v %s", resp.StatusCode, resp.Cookies(), raw)
+	}
+	if resp, raw := hit(t, s, "POST", console.SessionPath+"/refresh", "", nil); resp.StatusCode != 401 {
+		t.Fatalf("refresh without the cookie: %d %s", resp.StatusCode, raw)
+	}
+
 	// Logout needs the token, ends the session and clears the cookies.
 	if resp, raw := hit(t, s, "DELETE", console.SessionPath, "", nil, sess2); resp.StatusCode != 403 {
 		t.Fatalf("logout without CSRF: %d %s", resp.StatusCode, raw)
 	}
+	if resp, raw := hit(t, s, "DELETE", console.SessionPath, "", map[string]string{console.CSRFHeader: csrf2, "Sec-Fetch-Site": "cross-site"}, sess2); resp.StatusCode != 403 {
+		t.Fatalf("logout from another site: %d %s", resp.StatusCode, raw)
+	}
 	resp, raw = hit(t, s, "DELETE", console.SessionPath, "", map[string]string{console.CSRFHeader: csrf2}, sess2)
-	if c := cookieNamed(resp, console.SessionCookie); resp.StatusCode != 200 || c == nil || c.MaxAge >= 0 {
+	if resp.StatusCode != 200 || !cleared(resp) || envelope(t, raw)["message"] != "Logged out" {
 		t.Fatalf("logout: %d %v %s", resp.StatusCode, resp.Cookies(), raw)
 	}
 	if resp, raw := hit(t, s, "GET", "/api/v1/users/auth/me", "", nil, sess2); resp.StatusCode != 401 {

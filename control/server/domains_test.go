@@ -68,17 +68,22 @@ func (n *notes) whoami(ctx context.Context) (map[string]string, error) {
 	return map[string]string{"user": p.UserID, "role": p.Role, "ip": auth.ClientIP(ctx)}, nil
 }
 
+// noteRef names a note.
+type noteRef struct {
+	ID string `path:"id"`
+}
+
 func (n *notes) Routes() []platform.Route {
 	ping := platform.RateLimit{Name: "notes.ping", By: platform.ByIP, N: 2, Per: time.Minute}
 	return []platform.Route{
 		{Method: "GET", Path: "/api/v1/notes/ping", Summary: "public, 2 per minute per IP", Policy: platform.Public,
-			Limits: []platform.RateLimit{ping}, Handler: func(c fiber.Ctx) error { return platform.Respond(c, 200, "pong", nil) }},
-		{Method: "GET", Path: "/api/v1/notes/me", Summary: "signed in", Policy: platform.SignedIn, Handler: platform.Read("me", n.whoami)},
-		{Method: "GET", Path: "/api/v1/notes/admin", Summary: "admins only", Policy: platform.Admin, Handler: platform.Read("admin", n.whoami)},
+			Limits: []platform.RateLimit{ping}, Message: "pong", Op: platform.CommandOp(func(context.Context, struct{}) error { return nil })},
+		{Method: "GET", Path: "/api/v1/notes/me", Summary: "signed in", Policy: platform.SignedIn, Message: "me", Op: platform.ReadOp(n.whoami)},
+		{Method: "GET", Path: "/api/v1/notes/admin", Summary: "admins only", Policy: platform.Admin, Message: "admin", Op: platform.ReadOp(n.whoami)},
 		{Method: "GET", Path: "/api/v1/notes/{id}", Summary: "the author", Policy: n.env.Authz.Policy("note.author", "the note's author"),
-			Handler: platform.Read("note", n.whoami)},
+			Message: "note", Op: platform.Op(func(ctx context.Context, _ noteRef) (map[string]string, error) { return n.whoami(ctx) })},
 		{Method: "POST", Path: "/api/v1/notes/shout", Summary: "once per word per hour", Policy: platform.Public,
-			Limits: []platform.RateLimit{shout}, Body: shoutIn{}, Handler: platform.Endpoint(200, "shouted", n.Shout)},
+			Limits: []platform.RateLimit{shout}, Message: "shouted", Op: platform.Op(n.Shout)},
 	}
 }
 

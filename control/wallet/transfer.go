@@ -114,14 +114,16 @@ type TransferFee struct {
 	FeeBPS int `json:"fee_bps" doc:"the platform fee on transfers to AI credit, in basis points (1/100 of a percent)"`
 }
 
+// Fee is the transfer fee in force.
+func (s *Service) Fee(context.Context) (TransferFee, error) {
+	return TransferFee{FeeBPS: s.feeBPS}, nil
+}
+
 func (s *Service) transferRoutes() []platform.Route {
 	return []platform.Route{{
-		Method: http.MethodGet, Path: "/api/v1/wallet/transfer-fee", Policy: platform.SignedIn, Tags: []string{"wallet"},
-		Summary:  "The fee in force on transfers to AI credit (show it, then send it as expected_fee_bps)",
-		Response: TransferFee{},
-		Handler: platform.Read("Transfer fee", func(context.Context) (TransferFee, error) {
-			return TransferFee{FeeBPS: s.feeBPS}, nil
-		}),
+		Method: http.MethodGet, Path: "/api/v1/wallet/transfer-fee", OperationID: "getTransferFee", Policy: platform.SignedIn, Tags: []string{"wallet"},
+		Summary: "The fee in force on transfers to AI credit (show it, then send it as expected_fee_bps)",
+		Message: "Transfer fee", Op: platform.ReadOp(s.Fee),
 	}, {
 		Method: http.MethodPost, Path: "/api/v1/wallet/transfer-to-ai", Policy: platform.SignedIn, Tags: []string{"wallet"},
 		Summary: "Move money from the general balance to AI credit (one way), minus the platform fee",

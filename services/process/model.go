@@ -260,13 +260,13 @@ type StartResult struct {
 
 // IDInput names a process (path parameter id).
 type IDInput struct {
-	ID string `json:"-" path:"id"`
+	ID string `json:"-" path:"id" doc:"the process's id"`
 }
 
 // ListInput filters GET /api/v1/process.
 type ListInput struct {
-	Tag   string `json:"-" query:"tag"`
-	State string `json:"-" query:"state"`
+	Tag   string `json:"-" query:"tag" doc:"only processes with this tag"`
+	State string `json:"-" query:"state" enum:"running,exited,killed,timed_out,failed_to_start" doc:"only processes in this state"`
 }
 
 // ProcessList answers GET /api/v1/process.
@@ -360,8 +360,8 @@ func (in *SignalInput) Validate() error {
 
 // KillInput is DELETE /api/v1/process/{id}.
 type KillInput struct {
-	ID      string `json:"-" path:"id"`
-	GraceMS int64  `json:"-" query:"grace_ms"`
+	ID      string `json:"-" path:"id" doc:"the process's id"`
+	GraceMS int64  `json:"-" query:"grace_ms" minimum:"0" maximum:"600000" doc:"milliseconds between SIGTERM and SIGKILL (0 or absent: --process-kill-grace)"`
 }
 
 // Validate checks the grace.

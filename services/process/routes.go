@@ -17,7 +17,7 @@ func (s *Service) Routes() []platform.Route {
 	tags := []string{"process"}
 	const base = "/api/v1/process"
 	return []platform.Route{
-		{Method: http.MethodPost, Path: base + "/run", Tags: tags, Summary: "Run a command to its end",
+		{Method: http.MethodPost, Path: base + "/run", OperationID: "runProcess", Tags: tags, Summary: "Run a command to its end",
 			Description: "Starts the command as POST /api/v1/process does and answers once it has ended and its output has been " +
 				"read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, " +
 				"signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are " +
@@ -25,32 +25,26 @@ func (s *Service) Routes() []platform.Route {
 				"state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too " +
 				"many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is " +
 				"kept afterwards like any other; a client that goes away does not stop it.",
-			Body: RunInput{}, Response: RunResult{}, Handler: bind(http.StatusOK, bodyAndPath[RunInput], s.Run)},
-		{Method: http.MethodPost, Path: base, Tags: tags, Summary: "Start a command in the background",
+			Op: platform.Op(s.Run)},
+		{Method: http.MethodPost, Path: base, OperationID: "startProcess", Tags: tags, Summary: "Start a command in the background",
 			Description: "Answers the process's record at once (201; on the record's disk copy first). With client_token, a " +
 				"request that reuses a token answers the process that token started (200), so a client that lost the answer " +
 				"retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for " +
 				"POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).",
-			Body: StartInput{}, Response: Process{}, Status: http.StatusCreated, Handler: s.handleStart},
-		{Method: http.MethodGet, Path: base, Tags: tags, Summary: "List processes, oldest first",
+			Status: http.StatusCreated, Statuses: []int{http.StatusOK}, Op: platform.Op(s.startOp)},
+		{Method: http.MethodGet, Path: base, OperationID: "listProcesses", Tags: tags, Summary: "List processes, oldest first",
 			Description: "Running processes and finished ones still kept (--process-retention, --process-max-finished).",
-			Query: []platform.Param{
-				{Name: "tag", Description: "only processes with this tag"},
-				{Name: "state", Enum: []string{StateRunning, StateExited, StateKilled, StateTimedOut, StateFailedToStart}, Description: "only processes in this state"},
-			},
-			Response: ProcessList{}, Handler: bind(http.StatusOK, listInput, s.List)},
-		{Method: http.MethodGet, Path: base + "/{id}", Tags: tags, Summary: "One process's record",
+			Op:          platform.Op(s.List)},
+		{Method: http.MethodGet, Path: base + "/{id}", OperationID: "getProcess", Tags: tags, Summary: "One process's record",
 			Description: "State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the " +
 				"next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.",
-			Response: Process{}, Handler: bind(http.StatusOK, pathOnly, s.Get)},
-		{Method: http.MethodDelete, Path: base + "/{id}", Tags: tags, Summary: "Stop a process's whole tree",
+			Op: platform.Op(s.Get)},
+		{Method: http.MethodDelete, Path: base + "/{id}", OperationID: "killProcess", Tags: tags, Summary: "Stop a process's whole tree",
 			Description: "SIGTERM to its process group and every descendant (also those that left the group), SIGKILL to all " +
 				"of them after grace_ms (default --process-kill-grace); answers the final record (state killed, end_reason " +
 				"killed) once the main process has ended. A process already ended answers its record unchanged.",
-			Query: []platform.Param{{Name: "grace_ms", Type: "integer", Range: &platform.Range{Min: 0, Max: maxGraceMS},
-				Description: "milliseconds between SIGTERM and SIGKILL (0 or absent: --process-kill-grace)"}},
-			Response: Process{}, Handler: bind(http.StatusOK, killInput, s.Kill)},
-		{Method: http.MethodGet, Path: base + "/{id}/output", Tags: tags, Summary: "Read or follow the output",
+			Op: platform.Op(s.Kill)},
+		{Method: http.MethodGet, Path: base + "/{id}/output", OperationID: "getProcessOutput", Tags: tags, Summary: "Read or follow the output",
 			Description: "Output from byte offset since, as chunks {type:output, stream (stdout or stderr), offset (of the " +
 				"chunk's first byte in the process's output: both streams, in the order read), data (UTF-8 text, or base64 " +
 				"with encoding base64)}, in order. Without follow: a JSON page (at most max_bytes) with next_offset to read " +
@@ -73,107 +67,86 @@ func (s *Service) Routes() []platform.Route {
 				{Name: "Last-Event-ID", In: "header", Description: "follow: resume at this offset (EventSource sends it on reconnect)"},
 			},
 			Response: OutputPage{}, WebSocket: true, Handler: s.handleOutput},
-		{Method: http.MethodPost, Path: base + "/{id}/stdin", Tags: tags, Summary: "Write to standard input",
+		{Method: http.MethodPost, Path: base + "/{id}/stdin", OperationID: "writeProcessStdin", Tags: tags, Summary: "Write to standard input",
 			Description: "The request body is the bytes (any content type), or with Content-Type application/json " +
-				"{data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 " +
-				"when it does not read them within 10 s (details written=N says how many were).",
-			Body: StdinInput{}, Response: StdinResult{}, Handler: s.handleStdin},
-		{Method: http.MethodPost, Path: base + "/{id}/stdin/close", Tags: tags, Summary: "Close standard input",
+				"{data (the bytes, or their base64), encoding (utf-8 or base64)}. Answers {written}. 409 when its input is " +
+				"closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).",
+			Op: platform.Op(s.stdinOp)},
+		{Method: http.MethodPost, Path: base + "/{id}/stdin/close", OperationID: "closeProcessStdin", Tags: tags, Summary: "Close standard input",
 			Description: "The process reads end of file. On a pty this types Ctrl-D (end of file for a program reading the " +
 				"terminal line by line) and input stays open.",
-			Response: Process{}, Handler: bind(http.StatusOK, pathOnly, s.CloseStdin)},
-		{Method: http.MethodPost, Path: base + "/{id}/resize", Tags: tags, Summary: "Resize the pty",
+			Op: platform.Op(s.CloseStdin)},
+		{Method: http.MethodPost, Path: base + "/{id}/resize", OperationID: "resizeProcess", Tags: tags, Summary: "Resize the pty",
 			Description: "Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.",
-			Body:        ResizeInput{}, Response: Process{}, Handler: bind(http.StatusOK, bodyAndPath[ResizeInput], s.Resize)},
-		{Method: http.MethodPost, Path: base + "/{id}/signal", Tags: tags, Summary: "Signal the process group",
+			Op:          platform.Op(withID(s.Resize))},
+		{Method: http.MethodPost, Path: base + "/{id}/signal", OperationID: "signalProcess", Tags: tags, Summary: "Signal the process group",
 			Description: "Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 " +
 				"INVALID naming signal for an unknown one, 409 once the process has ended.",
-			Body: SignalInput{}, Response: Process{}, Handler: bind(http.StatusOK, bodyAndPath[SignalInput], s.Signal)},
+			Op: platform.Op(withID(s.Signal))},
 	}
 }
 
-// bind is the HTTP layer of an operation: fill its input from the request
-// (fill decodes and validates), call the domain method, answer the result
-// as JSON with status.
-func bind[In, Out any](status int, fill func(fiber.Ctx, *In) error, fn func(context.Context, In) (Out, error)) fiber.Handler {
-	return func(c fiber.Ctx) error {
-		var in In
-		if err := fill(c, &in); err != nil {
-			return err
-		}
-		out, err := fn(c.Context(), in)
-		if err != nil {
-			return err
-		}
-		return platform.JSON(c, status, out)
-	}
+// PathAndBody is the input of a route whose domain input carries the
+// path's id beside its JSON body (json:"-"): the binder takes the id from
+// the path and the body as Body.
+type PathAndBody[B any] struct {
+	ID   string `path:"id" doc:"the process's id"`
+	Body B
 }
 
-type withID interface{ setID(string) }
+type idSetter interface{ setID(string) }
 
-func (in *RunInput) setID(string)       {}
-func (in *IDInput) setID(id string)     { in.ID = id }
 func (in *ResizeInput) setID(id string) { in.ID = id }
 func (in *SignalInput) setID(id string) { in.ID = id }
 
-// bodyAndPath decodes the JSON body (validated) and takes the path's id.
-func bodyAndPath[In any, P interface {
-	*In
-	withID
-}](c fiber.Ctx, in *In) error {
-	if err := platform.Decode(c, in); err != nil {
-		return err
+// withID is fn taking its id from the path and the rest from the body.
+func withID[B any, P interface {
+	*B
+	idSetter
+}](fn func(context.Context, B) (Process, error)) func(context.Context, PathAndBody[B]) (Process, error) {
+	return func(ctx context.Context, in PathAndBody[B]) (Process, error) {
+		P(&in.Body).setID(in.ID)
+		return fn(ctx, in.Body)
 	}
-	P(in).setID(c.Params("id"))
-	return nil
 }
 
-func pathOnly(c fiber.Ctx, in *IDInput) error {
-	in.ID = c.Params("id")
-	return nil
+// Started is POST /api/v1/process's answer: 201 with a new process, 200
+// with the one a reused client_token started.
+type Started struct {
+	Status int
+	Body   Process
 }
 
-func listInput(c fiber.Ctx, in *ListInput) error {
-	q := platform.QueryOf(c)
-	in.Tag, in.State = q.String("tag"), q.String("state")
-	return nil
-}
-
-func killInput(c fiber.Ctx, in *KillInput) error {
-	in.ID, in.GraceMS = c.Params("id"), platform.QueryOf(c).Int("grace_ms")
-	return in.Validate()
-}
-
-func (s *Service) handleStart(c fiber.Ctx) error {
-	var in StartInput
-	if err := platform.Decode(c, &in); err != nil {
-		return err
-	}
-	res, err := s.Start(c.Context(), in)
+func (s *Service) startOp(ctx context.Context, in StartInput) (Started, error) {
+	res, err := s.Start(ctx, in)
 	if err != nil {
-		return err
+		return Started{}, err
 	}
-	status := http.StatusCreated
+	st := http.StatusCreated
 	if !res.Created {
-		status = http.StatusOK
+		st = http.StatusOK
 	}
-	return platform.JSON(c, status, res.Process)
+	return Started{Status: st, Body: res.Process}, nil
 }
 
-func (s *Service) handleStdin(c fiber.Ctx) error {
-	in := StdinInput{ID: c.Params("id")}
-	if strings.HasPrefix(strings.ToLower(c.Get(fiber.HeaderContentType)), "application/json") {
-		if err := platform.Decode(c, &in); err != nil {
-			return err
+// StdinRequest is POST .../stdin: the body is the bytes, or with
+// Content-Type application/json a StdinInput.
+type StdinRequest struct {
+	ID          string `path:"id" doc:"the process's id"`
+	ContentType string `header:"Content-Type" doc:"application/json: the body is {data, encoding}; any other type: the body is the bytes"`
+	Body        []byte
+}
+
+func (s *Service) stdinOp(ctx context.Context, in StdinRequest) (StdinResult, error) {
+	req := StdinInput{bytes: in.Body}
+	if strings.HasPrefix(strings.ToLower(in.ContentType), "application/json") {
+		req = StdinInput{}
+		if err := platform.DecodeBytes(in.Body, &req); err != nil {
+			return StdinResult{}, err
 		}
-	} else {
-		in.bytes = append([]byte(nil), c.Body()...)
 	}
-	res, err := s.WriteStdin(c.Context(), in)
-	if err != nil {
-		return err
-	}
-	return platform.JSON(c, http.StatusOK, res)
+	req.ID = in.ID
+	return s.WriteStdin(ctx, req)
 }
 
 // handleOutput serves a page, Server-Sent Events or a WebSocket.

@@ -17,6 +17,11 @@ func TestTransferReceiptIdempotencyAndFee(t *testing.T) {
 		t.Fatalf("credit: %v", c)
 	}
 
+	// The fee in force, as a client shows it before a transfer.
+	if fee := s.MustDo(200, "GET", "/api/v1/wallet/transfer-fee", nil, tok); fee.Body["message"] != "Transfer fee" || data(fee)["fee_bps"] != float64(250) {
+		t.Fatalf("transfer fee: %s", fee.Raw)
+	}
+
 	// 10.10 at 250 bps: fee 0.2525 → 0.25 (half up at the cent), net 9.85.
 	r := data(s.Must(transfer(s, tok, map[string]any{"amount": "10.10", "idempotency_key": "order-1", "expected_fee_bps": 250}), 200))
 	want := map[string]any{"gross_transferred": "10.10", "net_ai_credit": "9.85", "fee": "0.25", "general_balance": "89.90",
