@@ -162,6 +162,26 @@ func StreamOp[In any](fn func(w http.ResponseWriter, r *http.Request, in In)) Op
 	return o
 }
 
+// ConnOp is StreamOp for a handler that answers on the fasthttp
+// connection itself (a WebSocket upgraded without net/http, a stream
+// written with fasthttp's body writer), where the net/http adaptor's copies
+// would cost throughput. Its input is bound and checked first, the same
+// way, and documented from its type; document the answer as for StreamOp.
+func ConnOp[In any](fn func(c fiber.Ctx, in In) error) Operation {
+	o := &operation{in: planInput(reflect.TypeFor[In]()), stream: true}
+	o.serve = func(h *Host, r Route) fiber.Handler {
+		wild := wildcard(r.Path)
+		return func(c fiber.Ctx) error {
+			var in In
+			if err := o.in.bind(c, &in, wild); err != nil {
+				return err
+			}
+			return fn(c, in)
+		}
+	}
+	return o
+}
+
 // wildcard is the name of path's trailing {name...} parameter ("" when it
 // has none).
 func wildcard(path string) string {

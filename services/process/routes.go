@@ -2,9 +2,7 @@ package process
 
 import (
 	"context"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
@@ -59,14 +57,7 @@ func (s *Service) Routes() []platform.Route {
 				"every 15 s and drops a client silent for 37.5 s or that takes nothing for 60 s. A reconnect with its last " +
 				"offset gets everything after it while kept (see the bounds in the service description; a follower's place " +
 				"is held for --process-resume-grace after it drops). since past the end is 400.",
-			Query: []platform.Param{
-				{Name: "since", Type: "integer", Range: &platform.Range{Min: 0, Max: math.Inf(1)}, Default: "0", Description: "offset to start at"},
-				{Name: "follow", Type: "boolean", Description: "stream until the process ends (SSE; a WebSocket follows unless false)"},
-				{Name: "binary", Type: "boolean", Default: "false", Description: "WebSocket: output as binary frames"},
-				{Name: "max_bytes", Type: "integer", Range: &platform.Range{Min: 1, Max: maxPageBytes}, Description: "without follow: at most this many bytes (default 1 MiB)"},
-				{Name: "Last-Event-ID", In: "header", Description: "follow: resume at this offset (EventSource sends it on reconnect)"},
-			},
-			Response: OutputPage{}, WebSocket: true, Handler: s.handleOutput},
+			Response: OutputPage{}, WebSocket: true, Op: platform.ConnOp(s.output)},
 		{Method: http.MethodPost, Path: base + "/{id}/stdin", OperationID: "writeProcessStdin", Tags: tags, Summary: "Write to standard input",
 			Description: "The request body is the bytes (any content type), or with Content-Type application/json " +
 				"{data (the bytes, or their base64), encoding (utf-8 or base64)}. Answers {written}. 409 when its input is " +
@@ -150,23 +141,31 @@ func (s *Service) stdinOp(ctx context.Context, in StdinRequest) (StdinResult, er
 }
 
 // handleOutput serves a page, Server-Sent Events or a WebSocket.
-func (s *Service) handleOutput(c fiber.Ctx) error {
-	q := platform.QueryOf(c)
-	in := OutputInput{ID: c.Params("id"), Since: q.Int("since"), MaxBytes: q.Int("max_bytes")}
-	ws, follow := isUpgrade(c), q.Bool("follow")
-	if (follow || ws) && c.Get("Last-Event-ID") != "" {
-		n, err := strconv.ParseInt(c.Get("Last-Event-ID"), 10, 64)
-		if err != nil || n < 0 {
-			return platform.Invalid("Last-Event-ID", "must be an output offset (a non-negative integer)")
-		}
-		in.Since = n
+// OutputRequest is GET /api/v1/process/{id}/output: a page of output,
+// or with follow (or a WebSocket upgrade) its stream.
+type OutputRequest struct {
+	ID          string `path:"id"`
+	Since       int64  `query:"since" minimum:"0" default:"0" doc:"offset to start at"`
+	Follow      *bool  `query:"follow" doc:"stream until the process ends (SSE; a WebSocket follows unless false)"`
+	Binary      bool   `query:"binary" default:"false" doc:"WebSocket: output as binary frames"`
+	MaxBytes    int64  `query:"max_bytes" minimum:"1" maximum:"16777216" doc:"without follow: at most this many bytes (default 1 MiB, at most 16 MiB)"`
+	LastEventID *int64 `header:"Last-Event-ID" minimum:"0" doc:"follow: resume at this offset (EventSource sends it on reconnect)"`
+}
+
+// output answers a page, or streams over SSE or a WebSocket on the
+// connection itself (the fast path a follower of bulk output needs).
+func (s *Service) output(c fiber.Ctx, req OutputRequest) error {
+	in := OutputInput{ID: req.ID, Since: req.Since, MaxBytes: req.MaxBytes}
+	ws, follow := isUpgrade(c), req.Follow != nil && *req.Follow
+	if (follow || ws) && req.LastEventID != nil {
+		in.Since = *req.LastEventID
 	}
 	if !ws && !follow {
 		page, err := s.Output(c.Context(), in)
 		if err != nil {
 			return err
 		}
-		return platform.JSON(c, http.StatusOK, page)
+		return c.Status(http.StatusOK).JSON(page)
 	}
 	p, err := s.get(in.ID)
 	if err != nil {
@@ -176,7 +175,7 @@ func (s *Service) handleOutput(c fiber.Ctx) error {
 		return err
 	}
 	if ws {
-		return s.serveWS(c, p, in.Since, q.Bool("binary"), !q.Has("follow") || follow)
+		return s.serveWS(c, p, in.Since, req.Binary, req.Follow == nil || follow)
 	}
 	return s.serveSSE(c, p, in.Since)
 }
