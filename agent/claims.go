@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"deckhand/agent/access"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
+	"deckhand/platform/reqpolicy"
 	"deckhand/platform/signing"
 )
 
@@ -48,31 +49,31 @@ func (c *claims) get(ctx context.Context, aud string) (*Claim, error) {
 	path := "/api/v1/containers/" + url.PathEscape(c.control.ContainerID) + "/claims"
 	status, body, err := c.control.Post(ctx, path, map[string]any{"aud": aud}, 64<<10)
 	if err != nil {
-		return nil, &platform.Error{Code: platform.CodeUnavailable, Message: "the control plane did not give a claim: " + err.Error(), Details: "control plane"}
+		return nil, &fault.Error{Code: fault.CodeUnavailable, Message: "the control plane did not give a claim: " + err.Error(), Details: "control plane"}
 	}
 	if status != http.StatusOK {
 		var env struct {
 			Message string `json:"message"`
 		}
 		_ = json.Unmarshal(body, &env)
-		code := platform.CodeBackend
+		code := fault.CodeBackend
 		if status == http.StatusBadRequest {
-			code = platform.CodeInvalid
+			code = fault.CodeInvalid
 		}
-		return nil, &platform.Error{Code: code, Message: fmt.Sprintf("the control plane refused the claim (%d): %s", status, env.Message), Details: "aud"}
+		return nil, &fault.Error{Code: code, Message: fmt.Sprintf("the control plane refused the claim (%d): %s", status, env.Message), Details: "aud"}
 	}
 	data, err := access.Data(body)
 	if err != nil {
-		return nil, &platform.Error{Code: platform.CodeBackend, Message: err.Error()}
+		return nil, &fault.Error{Code: fault.CodeBackend, Message: err.Error()}
 	}
 	var cl Claim
 	if err := json.Unmarshal(data, &cl.IssuedClaim); err != nil || cl.Value == "" {
-		return nil, &platform.Error{Code: platform.CodeBackend, Message: "the control plane's claim does not decode"}
+		return nil, &fault.Error{Code: fault.CodeBackend, Message: "the control plane's claim does not decode"}
 	}
 	// The claim must verify against the same keys the gateways use.
 	var payload proxyperm.ContainerClaim
 	if err := c.control.VerifyClaim(ctx, cl.Claim, &payload); err != nil || payload.Container != c.control.ContainerID || payload.Audience != aud {
-		return nil, &platform.Error{Code: platform.CodeBackend, Message: "the control plane's claim does not verify for this container and audience"}
+		return nil, &fault.Error{Code: fault.CodeBackend, Message: "the control plane's claim does not verify for this container and audience"}
 	}
 	cl.Header = proxyperm.ClaimHeader
 	c.cache[aud] = &cl
@@ -82,16 +83,16 @@ func (c *claims) get(ctx context.Context, aud string) (*Claim, error) {
 func (c *claims) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	aud := r.URL.Query().Get("aud")
 	if aud == "" {
-		platform.WriteHTTPError(w, platform.Invalid("aud", "is required: the id of the container whose gateway the claim is for"))
+		reqpolicy.WriteHTTPError(w, fault.Invalid("aud", "is required: the id of the container whose gateway the claim is for"))
 		return
 	}
 	if n := len(aud); n > 64 {
-		platform.WriteHTTPError(w, platform.Invalid("aud", "must be at most 64 bytes, got %d", n))
+		reqpolicy.WriteHTTPError(w, fault.Invalid("aud", "must be at most 64 bytes, got %d", n))
 		return
 	}
 	cl, err := c.get(r.Context(), aud)
 	if err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/services/notifications"
 )
 
@@ -17,7 +17,7 @@ import (
 // notifications.IngestURLEnv and make their own relay.
 
 // newNotifier is the supervisor's default notifier.
-func newNotifier(log *slog.Logger) platform.Notifier { return notifications.NewRelay(log) }
+func newNotifier(log *slog.Logger) contract.Notifier { return notifications.NewRelay(log) }
 
 // wireNotifier forwards the relay to an isolated notifications service.
 func (s *Supervisor) wireNotifier() {
@@ -48,7 +48,7 @@ func (s *Supervisor) notifyEnv() []string {
 // forwards to the agent's notifications service when the agent said where
 // it is, else one that only logs (or that the notifications service, when
 // NAME is that, attaches itself to).
-func childNotifier(log *slog.Logger, data, name string) platform.Notifier {
+func childNotifier(log *slog.Logger, data, name string) contract.Notifier {
 	r := notifications.NewRelay(log)
 	if url := os.Getenv(notifications.IngestURLEnv); url != "" && name != "notifications" {
 		r.Forward(url, filepath.Join(data, "notifications"))

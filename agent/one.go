@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"deckhand/platform"
+	"deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/services/journal"
 )
 
@@ -23,8 +25,8 @@ type OneConfig struct {
 	LogLevel string
 	Logger   *slog.Logger
 	// Journal and Notifier default to the service's log.
-	Journal    platform.Journal
-	Notifier   platform.Notifier
+	Journal    contract.Journal
+	Notifier   contract.Notifier
 	Executable string
 }
 
@@ -59,7 +61,7 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 		return syscall.Exec(bin, []string{bin, "--listen", cfg.Listen, "--data", cfg.Data},
 			childEnv(append(cfg.Settings.Env(), "DECKHAND_LOG_LEVEL="+cfg.LogLevel)))
 	}
-	dir, db, err := platform.OpenServiceData(cfg.Data, cfg.Name)
+	dir, db, err := contract.OpenServiceData(cfg.Data, cfg.Name)
 	if err != nil {
 		return err
 	}
@@ -77,22 +79,22 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 			defer sink.Close()
 			cfg.Journal = sink
 		} else {
-			cfg.Journal = platform.LogJournal{Logger: log}
+			cfg.Journal = contract.LogJournal{Logger: log}
 		}
 	}
 	if cfg.Notifier == nil {
 		cfg.Notifier = childNotifier(log, cfg.Data, cfg.Name)
 	}
-	deps := platform.ServiceDeps{Name: cfg.Name, DataDir: dir, Store: db, Logger: log, Clock: platform.SystemClock{},
+	deps := contract.ServiceDeps{Name: cfg.Name, DataDir: dir, Store: db, Logger: log, Clock: clock.SystemClock{},
 		Journal: cfg.Journal, Notifier: cfg.Notifier, Common: cfg.Settings.Common}
 	svc, err := entry.constructor(reason)(deps, cfg.Settings.Of(cfg.Name))
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Name, err)
 	}
-	if c, ok := svc.(platform.Closer); ok {
+	if c, ok := svc.(contract.Closer); ok {
 		defer c.Close()
 	}
-	host, err := platform.NewServiceHost(svc, deps)
+	host, err := contract.NewServiceHost(svc, deps)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"deckhand/display/api"
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/services/cron"
 	"deckhand/services/curl"
 	"deckhand/services/daemon"
@@ -30,14 +30,14 @@ import (
 
 // Constructor builds a service from what the agent hands it and its
 // settings (the value the entry's Settings made, after the flags parsed).
-type Constructor func(platform.ServiceDeps, platform.Settings) (platform.ContainerService, error)
+type Constructor func(contract.ServiceDeps, contract.Settings) (contract.ContainerService, error)
 
 // Entry is one service the agent can run.
 type Entry struct {
 	Name string
 	// Settings makes the service's settings, whose Flags the agent declares
 	// on `deckhand run` and `deckhand service NAME`.
-	Settings func() platform.Settings
+	Settings func() contract.Settings
 	// New builds the service in-process (and for `deckhand service NAME`).
 	New Constructor
 	// Binary, when set, is an executable beside `deckhand` that serves this
@@ -49,19 +49,19 @@ type Entry struct {
 	// reports "unavailable" in /health.
 	Binary       string
 	NeedsDisplay bool
-	Unavailable  func(reason string) platform.ContainerService
+	Unavailable  func(reason string) contract.ContainerService
 }
 
 // Service makes the registry entry of a service package: its typed
 // settings (S, declared by *S's Flags) and its New.
 func Service[S any, PS interface {
 	*S
-	platform.Settings
-}, V platform.ContainerService](name string, newFn func(platform.ServiceDeps, PS) (V, error)) Entry {
+	contract.Settings
+}, V contract.ContainerService](name string, newFn func(contract.ServiceDeps, PS) (V, error)) Entry {
 	return Entry{
 		Name:     name,
-		Settings: func() platform.Settings { return PS(new(S)) },
-		New: func(d platform.ServiceDeps, s platform.Settings) (platform.ContainerService, error) {
+		Settings: func() contract.Settings { return PS(new(S)) },
+		New: func(d contract.ServiceDeps, s contract.Settings) (contract.ContainerService, error) {
 			ps, ok := s.(PS)
 			if !ok {
 				return nil, fmt.Errorf("%s: settings of type %T, want %T", name, s, PS(nil))
@@ -72,8 +72,8 @@ func Service[S any, PS interface {
 }
 
 // NoErr adapts a New that cannot fail.
-func NoErr[S, V any](newFn func(platform.ServiceDeps, S) V) func(platform.ServiceDeps, S) (V, error) {
-	return func(d platform.ServiceDeps, s S) (V, error) { return newFn(d, s), nil }
+func NoErr[S, V any](newFn func(contract.ServiceDeps, S) V) func(contract.ServiceDeps, S) (V, error) {
+	return func(d contract.ServiceDeps, s S) (V, error) { return newFn(d, s), nil }
 }
 
 // Offsets are the fixed port offsets of docs/spec/operations.md: service port is
@@ -103,9 +103,9 @@ var registry = []Entry{
 	Service("curl", curl.New),
 	Service("notifications", notifications.New),
 	Service("process", process.New),
-	{Name: "display", Settings: func() platform.Settings { return new(api.Settings) },
+	{Name: "display", Settings: func() contract.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
-		Unavailable: func(r string) platform.ContainerService { return api.NewUnavailable(r) }},
+		Unavailable: func(r string) contract.ContainerService { return api.NewUnavailable(r) }},
 }
 
 // Lookup finds a registered service.
@@ -255,11 +255,11 @@ func (e Entry) constructor(reason string) Constructor {
 		return e.New
 	}
 	if e.Unavailable != nil {
-		return func(platform.ServiceDeps, platform.Settings) (platform.ContainerService, error) {
+		return func(contract.ServiceDeps, contract.Settings) (contract.ContainerService, error) {
 			return e.Unavailable(reason), nil
 		}
 	}
-	return func(platform.ServiceDeps, platform.Settings) (platform.ContainerService, error) {
+	return func(contract.ServiceDeps, contract.Settings) (contract.ContainerService, error) {
 		return nil, fmt.Errorf("%s cannot run in-process: %s", e.Name, reason)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"deckhand/agent"
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 )
 
@@ -114,7 +114,7 @@ func TestEveryServiceNamesABadQueryParameter(t *testing.T) {
 	for _, name := range agent.Registered() {
 		t.Run(name, func(t *testing.T) {
 			e, _ := agent.Lookup(name)
-			var svc platform.ContainerService
+			var svc contract.ContainerService
 			if e.New != nil {
 				var err error
 				if svc, err = e.New(platformtest.ServiceDeps(t, name), set.Of(name)); err != nil {
@@ -123,7 +123,7 @@ func TestEveryServiceNamesABadQueryParameter(t *testing.T) {
 			} else {
 				svc = e.Unavailable("no display in this test")
 			}
-			if c, ok := svc.(platform.Closer); ok {
+			if c, ok := svc.(contract.Closer); ok {
 				t.Cleanup(func() { _ = c.Close() })
 			}
 			h := platformtest.ServiceHost(t, svc)

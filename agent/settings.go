@@ -8,6 +8,7 @@ import (
 	"deckhand/display/api"
 	"deckhand/platform"
 	"deckhand/platform/config"
+	"deckhand/platform/contract"
 )
 
 // Settings are every registered service's typed settings and the common
@@ -15,9 +16,9 @@ import (
 // service NAME` declare the same set, so an isolated child accepts
 // everything the agent does and gets it through Env.
 type Settings struct {
-	Common  platform.CommonSettings
+	Common  contract.CommonSettings
 	own     *pflag.FlagSet
-	service map[string]platform.Settings
+	service map[string]contract.Settings
 }
 
 // DeclareSettings declares the common flags and every registered service's
@@ -25,7 +26,7 @@ type Settings struct {
 // services claiming one flag name is a programming error (pflag panics on
 // the redefinition as the binary starts).
 func DeclareSettings(fs *pflag.FlagSet) *Settings {
-	st := &Settings{own: pflag.NewFlagSet("services", pflag.ContinueOnError), service: map[string]platform.Settings{}}
+	st := &Settings{own: pflag.NewFlagSet("services", pflag.ContinueOnError), service: map[string]contract.Settings{}}
 	st.Common.Flags(st.own)
 	for _, e := range registry {
 		s := e.Settings()
@@ -43,7 +44,7 @@ func DefaultSettings() *Settings {
 }
 
 // Of is the named service's settings.
-func (st *Settings) Of(name string) platform.Settings { return st.service[name] }
+func (st *Settings) Of(name string) contract.Settings { return st.service[name] }
 
 // Set sets one flag as the command line would (tests, embedders).
 func (st *Settings) Set(flag, value string) error { return st.own.Set(flag, value) }

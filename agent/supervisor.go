@@ -22,6 +22,8 @@ import (
 	"deckhand/agent/egress"
 	"deckhand/agent/gateway"
 	"deckhand/platform"
+	"deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/platform/store"
 	"deckhand/services/journal"
 )
@@ -40,8 +42,8 @@ type Config struct {
 	Settings *Settings
 	// Journal and Notifier are the seams every service and the supervisor
 	// write to; nil: the agent's log.
-	Journal  platform.Journal
-	Notifier platform.Notifier
+	Journal  contract.Journal
+	Notifier contract.Notifier
 
 	ControlURL, ContainerID, ProjectID, Token string
 	// ControlKey pins the control plane's key (--control-key: a public key
@@ -264,15 +266,15 @@ func (s *Supervisor) closeListeners() {
 }
 
 // deps is what an in-process service gets: the same data directory and
-// store file `deckhand service NAME` would open (platform.OpenServiceData),
+// store file `deckhand service NAME` would open (contract.OpenServiceData),
 // the agent's seams and the common settings. The caller closes the store.
-func (s *Supervisor) deps(name string) (platform.ServiceDeps, error) {
-	dir, db, err := platform.OpenServiceData(s.cfg.Data, name)
+func (s *Supervisor) deps(name string) (contract.ServiceDeps, error) {
+	dir, db, err := contract.OpenServiceData(s.cfg.Data, name)
 	if err != nil {
-		return platform.ServiceDeps{}, err
+		return contract.ServiceDeps{}, err
 	}
-	return platform.ServiceDeps{
-		Name: name, DataDir: dir, Store: db, Logger: s.log.With("service", name), Clock: platform.SystemClock{},
+	return contract.ServiceDeps{
+		Name: name, DataDir: dir, Store: db, Logger: s.log.With("service", name), Clock: clock.SystemClock{},
 		Journal: s.cfg.Journal, Notifier: s.cfg.Notifier, Common: s.cfg.Settings.Common,
 	}, nil
 }
@@ -397,14 +399,14 @@ func (s *Supervisor) GatewayAddr() string { return s.gwLn.Addr().String() }
 // journalSink is the journal every service and the supervisor write to:
 // when the journal service runs (in-process or isolated), a Sink that
 // buffers until it is up and delivers to it; otherwise the agent's log.
-func journalSink(data string, services []string, log *slog.Logger) (platform.Journal, *journal.Sink) {
+func journalSink(data string, services []string, log *slog.Logger) (contract.Journal, *journal.Sink) {
 	for _, n := range services {
 		if n == "journal" {
 			sink := journal.NewSink(journal.SinkConfig{Socket: journal.SocketPath(data), Logger: log})
 			return sink, sink
 		}
 	}
-	return platform.LogJournal{Logger: log}, nil
+	return contract.LogJournal{Logger: log}, nil
 }
 
 // journalSocketEnv tells an isolated child where the journal takes

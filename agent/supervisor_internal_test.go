@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 )
 
@@ -100,7 +100,7 @@ func checkCrashReported(t *testing.T, rec *platformtest.Seams) {
 	if !crashed || !restarting {
 		t.Errorf("journal: want a crash and a restart entry for files, got %+v", entries)
 	}
-	if len(events) != 1 || events[0].Kind != platform.EventServiceCrashed || events[0].Data["service"] != "files" ||
+	if len(events) != 1 || events[0].Kind != contract.EventServiceCrashed || events[0].Data["service"] != "files" ||
 		events[0].Level != "error" || events[0].Body == "" {
 		t.Errorf("notifier: want one service.crashed event for files, got %+v", events)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"deckhand/agent/gateway"
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/services/journal"
 )
 
@@ -62,7 +63,7 @@ type unit struct {
 	lastErr  string
 	gen      int                  // incremented on every start, so a stale prober stops
 	cur      net.Listener         // live listener of the current in-process run
-	deps     platform.ServiceDeps // in-process: its data, store open while the unit lives
+	deps     contract.ServiceDeps // in-process: its data, store open while the unit lives
 
 	// direct is the handler of the serving in-process host, for the
 	// gateway's direct dispatch (nil while none serves, and for a child).
@@ -102,9 +103,9 @@ func (u *unit) crashed(err error) time.Duration {
 	now := time.Now().UTC()
 	fields := map[string]any{"service": u.name, "mode": u.mode, "pid": pid, "error": err.Error(),
 		"uptime_ms": up.Milliseconds(), "restart_in_ms": d.Milliseconds(), "restarts": restarts}
-	u.sup.cfg.Journal.Record(platform.JournalEntry{Time: now, Source: "agent", Level: "error",
+	u.sup.cfg.Journal.Record(contract.JournalEntry{Time: now, Source: "agent", Level: "error",
 		Message: "service " + u.name + " crashed; restarting", Fields: fields})
-	u.sup.cfg.Notifier.Notify(platform.Event{Time: now, Kind: platform.EventServiceCrashed, Source: "agent", Level: "error",
+	u.sup.cfg.Notifier.Notify(contract.Event{Time: now, Kind: contract.EventServiceCrashed, Source: "agent", Level: "error",
 		Title: "Service " + u.name + " crashed", Body: err.Error(), Data: fields})
 	return d
 }
@@ -114,7 +115,7 @@ func (u *unit) restarted() {
 	u.restarts++
 	n := u.restarts
 	u.mu.Unlock()
-	u.sup.cfg.Journal.Record(platform.JournalEntry{Time: time.Now().UTC(), Source: "agent", Level: "info",
+	u.sup.cfg.Journal.Record(contract.JournalEntry{Time: time.Now().UTC(), Source: "agent", Level: "info",
 		Message: "service " + u.name + " restarting", Fields: map[string]any{"service": u.name, "restarts": n}})
 }
 
@@ -124,11 +125,11 @@ func (u *unit) run(ctx context.Context) {
 		// Pdeathsig belongs to the thread that forked the child.
 		runtime.LockOSThread()
 	}
-	var svc platform.ContainerService
+	var svc contract.ContainerService
 	defer func() {
 		// Sessions, processes and files an in-process service holds go
 		// with it, whether it was serving or waiting to restart.
-		if c, ok := svc.(platform.Closer); ok {
+		if c, ok := svc.(contract.Closer); ok {
 			if err := c.Close(); err != nil {
 				u.log.Warn("close", "err", err)
 			}
@@ -160,7 +161,7 @@ func (u *unit) run(ctx context.Context) {
 
 // runInProcess builds the service once, then serves it on a fresh Host until
 // the host fails or ctx ends.
-func (u *unit) runInProcess(ctx context.Context, svc platform.ContainerService) (platform.ContainerService, error) {
+func (u *unit) runInProcess(ctx context.Context, svc contract.ContainerService) (contract.ContainerService, error) {
 	ln := u.ln
 	u.ln = nil
 	if ln == nil {
@@ -177,7 +178,7 @@ func (u *unit) runInProcess(ctx context.Context, svc platform.ContainerService) 
 		_ = ln.Close()
 		return nil, fmt.Errorf("build service: %w", err)
 	}
-	host, err := platform.NewServiceHost(svc, deps)
+	host, err := contract.NewServiceHost(svc, deps)
 	if err != nil {
 		_ = ln.Close()
 		return svc, err
@@ -195,7 +196,7 @@ func (u *unit) runInProcess(ctx context.Context, svc platform.ContainerService) 
 
 // depsOnce opens the service's data the first time; later runs of the
 // same unit reuse the open store.
-func (u *unit) depsOnce() (platform.ServiceDeps, error) {
+func (u *unit) depsOnce() (contract.ServiceDeps, error) {
 	if u.deps.Store != nil {
 		return u.deps, nil
 	}

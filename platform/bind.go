@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"deckhand/platform/fault"
+
 	"github.com/gofiber/fiber/v3"
 )
 
@@ -496,7 +498,7 @@ func (f *paramField) set(fv reflect.Value, parsed any) error {
 	if f.text {
 		s, _ := parsed.(string)
 		if err := fv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			if pe, ok := err.(*Error); ok {
+			if pe, ok := err.(*fault.Error); ok {
 				return pe
 			}
 			if f.p.Format == "date-time" {
@@ -681,7 +683,7 @@ func fieldChecks(f reflect.StructField, name string, seen map[reflect.Type]bool)
 					return nil
 				}
 			}
-			return Invalid(path, "must be one of %s, got %q", strings.Join(allowed, ", "), s)
+			return fault.Invalid(path, "must be one of %s, got %q", strings.Join(allowed, ", "), s)
 		})
 	}
 	if isNumber(t.Kind()) {
@@ -697,7 +699,7 @@ func fieldChecks(f reflect.StructField, name string, seen map[reflect.Type]bool)
 					x = v.Float()
 				}
 				if !r.holds(x) {
-					return Invalid(path, "must be"+r.describe()+", got %s", fmtNum(x))
+					return fault.Invalid(path, "must be"+r.describe()+", got %s", fmtNum(x))
 				}
 				return nil
 			})
@@ -711,7 +713,7 @@ func fieldChecks(f reflect.StructField, name string, seen map[reflect.Type]bool)
 		if minLen > 0 || maxLen > 0 || pattern != "" {
 			rules = append(rules, func(v reflect.Value, path string) error {
 				if rule := stringRule(v.String(), minLen, maxLen, pattern); rule != "" {
-					return Invalid(path, "%s", rule)
+					return fault.Invalid(path, "%s", rule)
 				}
 				return nil
 			})
@@ -723,10 +725,10 @@ func fieldChecks(f reflect.StructField, name string, seen map[reflect.Type]bool)
 			rules = append(rules, func(v reflect.Value, path string) error {
 				n := v.Len()
 				if minItems > 0 && n < minItems {
-					return Invalid(path, "must have at least %d items, got %d", minItems, n)
+					return fault.Invalid(path, "must have at least %d items, got %d", minItems, n)
 				}
 				if maxItems > 0 && n > maxItems {
-					return Invalid(path, "must have at most %d items, got %d", maxItems, n)
+					return fault.Invalid(path, "must have at most %d items, got %d", maxItems, n)
 				}
 				return nil
 			})
@@ -740,14 +742,14 @@ func fieldChecks(f reflect.StructField, name string, seen map[reflect.Type]bool)
 		if ptr {
 			if v.IsNil() {
 				if required {
-					return Invalid(path, "is required")
+					return fault.Invalid(path, "is required")
 				}
 				return nil
 			}
 			v = v.Elem()
 		} else if v.IsZero() {
 			if required && canBeEmpty(v.Kind()) {
-				return Invalid(path, "is required")
+				return fault.Invalid(path, "is required")
 			}
 			return nil // not given
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 type item struct {
@@ -28,7 +29,7 @@ type thingBody struct {
 
 func (b *thingBody) Validate() error {
 	if b.Title == "forbidden" {
-		return platform.Invalid("title", "is forbidden")
+		return fault.Invalid("title", "is forbidden")
 	}
 	return nil
 }
@@ -41,7 +42,7 @@ type thingRef struct {
 // ValidateParams runs before the body is read.
 func (r *thingRef) ValidateParams() error {
 	if r.ID == 13 {
-		return platform.Invalid("id", "is unlucky")
+		return fault.Invalid("id", "is unlucky")
 	}
 	return nil
 }
@@ -57,7 +58,7 @@ type putThing struct {
 // Validate runs after the body's own.
 func (p *putThing) Validate() error {
 	if p.IfMatch == "stale" {
-		return platform.Errorf(platform.CodePreconditionFailed, "If-Match: stale")
+		return fault.Errorf(fault.CodePreconditionFailed, "If-Match: stale")
 	}
 	return nil
 }
@@ -122,7 +123,7 @@ func bindRoutes() []platform.Route {
 		{Method: http.MethodDelete, Path: "/api/v1/shelves/{shelf}/things/{id}", Summary: "delete", Status: http.StatusNoContent,
 			Op: platform.CommandOp(func(_ context.Context, in thingRef) error {
 				if in.ID == 404 {
-					return platform.NotFound("thing", fmt.Sprint(in.ID))
+					return fault.NotFound("thing", fmt.Sprint(in.ID))
 				}
 				return nil
 			})},
@@ -417,7 +418,7 @@ type originIn struct {
 
 func (o *originIn) ValidateParams() error {
 	if o.Origin != o.Target.Scheme+"://"+o.Target.Host {
-		e := platform.Errorf(platform.CodeForbidden, "another origin")
+		e := fault.Errorf(fault.CodeForbidden, "another origin")
 		e.SetCookies = []string{"a=; Path=/; Max-Age=0", "b=; Path=/; Max-Age=0"}
 		return e
 	}
@@ -442,7 +443,7 @@ func sessionRoutes() []platform.Route {
 			})},
 		{Method: http.MethodGet, Path: "/api/v1/gone", OperationID: "gone", Summary: "route headers on errors too", Message: "Gone",
 			Headers: map[string]string{"Referrer-Policy": "no-referrer"},
-			Op:      platform.ReadOp(func(context.Context) (*Thing, error) { return nil, platform.Errorf(platform.CodeGone, "used") })},
+			Op:      platform.ReadOp(func(context.Context) (*Thing, error) { return nil, fault.Errorf(fault.CodeGone, "used") })},
 		{Method: http.MethodGet, Path: "/api/v1/signed", OperationID: "signed", Summary: "headers over the body", Message: "Signed",
 			Op: platform.ReadOp(func(context.Context) (signedThing, error) { return signedThing{Body: Thing{Shelf: "s"}}, nil })},
 	}

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 
+	"deckhand/platform/fault"
+
 	"github.com/gofiber/fiber/v3"
 )
 
@@ -48,13 +50,13 @@ func decodeStrict(body []byte, dst any) error {
 		return jsonError(err, reflect.TypeOf(dst))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &Error{Code: CodeInvalid, Message: "body: unexpected data after the JSON value", Details: "body"}
+		return &fault.Error{Code: fault.CodeInvalid, Message: "body: unexpected data after the JSON value", Details: "body"}
 	}
 	return nil
 }
 
 func jsonError(err error, dst reflect.Type) error {
-	var pe *Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return pe // a type's own UnmarshalJSON named the rule
 	}
@@ -62,21 +64,21 @@ func jsonError(err error, dst reflect.Type) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return &Error{Code: CodeInvalid, Message: "body: malformed JSON near offset " + itoa(int(syn.Offset)), Details: "body"}
+		return &fault.Error{Code: fault.CodeInvalid, Message: "body: malformed JSON near offset " + itoa(int(syn.Offset)), Details: "body"}
 	case errors.As(err, &typ):
 		field := jsonPath(dst, typ.Field)
 		if field == "" {
 			field = "body"
 		}
-		return &Error{Code: CodeInvalid, Field: field, Details: field,
+		return &fault.Error{Code: fault.CodeInvalid, Field: field, Details: field,
 			Message: field + ": must be " + jsonKind(typ.Type.Kind().String()) + ", got " + typ.Value}
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &Error{Code: CodeInvalid, Message: "body: truncated JSON", Details: "body"}
+		return &fault.Error{Code: fault.CodeInvalid, Message: "body: truncated JSON", Details: "body"}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &Error{Code: CodeInvalid, Field: field, Details: field, Message: field + ": unknown field"}
+		return &fault.Error{Code: fault.CodeInvalid, Field: field, Details: field, Message: field + ": unknown field"}
 	}
-	return &Error{Code: CodeInvalid, Message: "body: invalid JSON", Details: "body"}
+	return &fault.Error{Code: fault.CodeInvalid, Message: "body: invalid JSON", Details: "body"}
 }
 
 // jsonPath is encoding/json's path of a field without the Go names of the

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 type decodeInner struct {
@@ -32,7 +33,7 @@ func TestDecodeNamesEmbeddedFieldsAsTheBodyHasThem(t *testing.T) {
 	} {
 		var v decodeOuter
 		err := platform.DecodeBytes([]byte(body), &v)
-		var pe *platform.Error
+		var pe *fault.Error
 		if !errors.As(err, &pe) || pe.Details != field || pe.Field != field {
 			t.Errorf("%s: %v, want the field %s", body, err, field)
 		}

@@ -1,22 +1,33 @@
-// Package platform is the shared kernel of deckhand: the one HTTP host every
-// container service and the control plane run on, the typed domain errors and
-// the single map from error codes to HTTP statuses, route tables that produce
-// both the router and the OpenAPI document, request decoding and validation,
-// the injectable clock, and the process health record. It also fixes what a
-// container service is (service.go: ServiceDeps, typed Settings declared as
-// flags, ContainerService with Info), where its data lives (data.go), how it
-// is served (serve.go: NewServiceHost, ServeUntil), the request policy every
-// container service's host and the gateway apply (requestpolicy.go: Host,
-// Origin, Sec-Fetch-Site, built from CommonSettings), how query parameters are
-// parsed (query.go), the seams between services (seams.go: Journal,
-// Notifier), who may call a route and how often (policy.go: Policy,
-// Authenticator; ratelimit.go: RateLimit, Limiter, StoreLimiter — declared
-// per route, enforced by the host, shown in the OpenAPI document; the
-// caller travels in the request's context.Context, package auth), the
-// binder that turns a request into a route's typed input from its struct
-// tags (bind.go) and the operations that make a domain method the handler
-// (op.go: Op, ReadOp, CommandOp, StreamOp), the OpenAPI documents derived
-// from the same types (openapi.go).
+// Package platform is the host every container service and the control
+// plane run on: one Fiber host per service and its kernel (request ids, the
+// request policy's decision, rate limits, error bodies, the access line),
+// route tables that produce both the router and the OpenAPI document
+// (route.go, openapi.go), the binder that turns a request into a route's
+// typed input from its struct tags (bind.go), the operations that make a
+// domain method the handler (op.go: Op, ReadOp, CommandOp, StreamOp,
+// ConnOp), who may call a route (policy.go: Policy, Authenticator; the
+// caller travels in the request's context.Context, package auth), the query
+// grammar (query.go), serving until a context ends, and the process health
+// record (health.go).
+//
+// The concerns around the host are packages of their own, each importing
+// less than the one before it:
+//   - platform/fault: typed domain errors, their stable codes, the one map
+//     from a code to an HTTP status, and the error bodies. It imports
+//     nothing of ours; the store's errors say what they are through methods.
+//   - platform/clock: the injectable clock.
+//   - platform/ratelimit: limits declared per route and counted in memory
+//     or in the store, shared by replicas.
+//   - platform/reqpolicy: the request policy every container service and
+//     the gateway apply (Host, Origin, Sec-Fetch-Site), CORS, and which
+//     local users count as loopback.
+//   - platform/contract: what a container service is (ServiceDeps, typed
+//     Settings declared as flags, ContainerService), where its data lives,
+//     how its host is built, the seams between services (Journal,
+//     Notifier) and the programs proxy permissions judge.
+//   - platform/proc, platform/atomicfile, platform/timeloop: running
+//     programs as another user in their own process group, replacing a file
+//     whole, and the loop of time-driven work, each written once.
 //
 // Transport decision (made once, here): every service is a Fiber v3 app on
 // fasthttp, because that is the fast path for plain JSON resources. Routes
@@ -24,8 +35,6 @@
 // WebDAV through golang.org/x/net/webdav, streaming bodies — are declared with
 // Route.HTTP and mounted through Fiber's adaptor; fasthttp's adaptor implements
 // http.Hijacker and http.Flusher, so gorilla's Upgrader works unchanged. The
-// agent's gateway is a fasthttp server too (FastRequest and WriteFastError
-// give it the request policy and the error body).
-//
-// platform imports nothing else of ours.
+// agent's gateway is a fasthttp server too (reqpolicy.FastRequest and
+// reqpolicy.WriteFastError give it the request policy and the error body).
 package platform

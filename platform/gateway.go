@@ -3,6 +3,8 @@ package platform
 import (
 	"context"
 	"net"
+
+	"deckhand/platform/reqpolicy"
 )
 
 // AuthorizedPortHeader is set by the agent's gateway on a request its
@@ -20,7 +22,7 @@ type viaGatewayKey struct{}
 
 type viaGateway struct {
 	dispatched bool
-	trust      *LocalTrust
+	trust      *reqpolicy.LocalTrust
 	conn       net.Conn
 }
 

@@ -19,6 +19,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"deckhand/platform/clientip"
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
+	"deckhand/platform/reqpolicy"
 )
 
 // ErrorStyle selects the error body a host writes.
@@ -60,7 +63,7 @@ type HostConfig struct {
 	// set, a route without a policy needs a signed-in caller.
 	Auth Authenticator
 	// Limiter counts the routes' declared rate limits.
-	Limiter Limiter
+	Limiter ratelimit.Limiter
 	// Finalize runs on every response, success or error, after its body is
 	// complete: the control plane signs responses here.
 	Finalize func(c fiber.Ctx)
@@ -78,14 +81,14 @@ type HostConfig struct {
 	// RequestPolicy). A container service (ContainerErrors) without one
 	// gets the default: --domain localhost, no extra origins, so no host
 	// built for a container service is ever without it.
-	Policy *RequestPolicy
+	Policy *reqpolicy.RequestPolicy
 	// LocalTrust says who may call this host on its own port: a
 	// connection it accepted from anyone but a trusted local user (see
 	// LocalTrust) gets 401 before any route; a request the agent's
 	// gateway dispatched in-process was judged there. A container service
 	// without one trusts root and its own user, so none is ever open to
 	// every local user.
-	LocalTrust *LocalTrust
+	LocalTrust *reqpolicy.LocalTrust
 }
 
 // Host is one service's HTTP server: a Fiber app built from a route table
@@ -128,10 +131,10 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		cfg.IdleTimeout = 120 * time.Second
 	}
 	if cfg.Policy == nil && cfg.Style == ContainerErrors {
-		cfg.Policy = DefaultPolicy()
+		cfg.Policy = reqpolicy.DefaultPolicy()
 	}
 	if cfg.LocalTrust == nil && cfg.Style == ContainerErrors {
-		cfg.LocalTrust = NewLocalTrust(nil)
+		cfg.LocalTrust = reqpolicy.NewLocalTrust(nil)
 	}
 	methods := append(append([]string(nil), fiber.DefaultMethods...), WebDAVMethods...)
 	h := &Host{cfg: cfg, log: cfg.Logger, methods: map[string]bool{}}
@@ -211,7 +214,7 @@ func (h *Host) buildDoc() {
 	h.docOnce.Do(func() {
 		info := h.cfg.Info
 		if h.cfg.Policy != nil {
-			info.Description = strings.TrimSpace(info.Description + "\n\n" + BrowserPolicyDoc)
+			info.Description = strings.TrimSpace(info.Description + "\n\n" + reqpolicy.BrowserPolicyDoc)
 		}
 		doc, err := openAPI(docConfig{info: info, authed: h.cfg.Auth != nil, envelope: h.cfg.Style == EnvelopeErrors,
 			servers: h.cfg.Servers}, h.routes)
@@ -354,11 +357,11 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 			h.lastUA.Store(&ua)
 		}
 	}
-	var cors CORS // set once the policy let the request in
+	var cors reqpolicy.CORS // set once the policy let the request in
 	defer func() {
 		if p := recover(); p != nil {
 			h.log.Error("panic in handler", "request_id", rid, "panic", p, "path", c.Path())
-			h.writeError(c, Internal("handle the request", errors.New("panic")))
+			h.writeError(c, fault.Internal("handle the request", errors.New("panic")))
 		}
 		if !c.RequestCtx().Hijacked() {
 			cors.Apply(&c.Response().Header) // errors too: the page reads why
@@ -371,7 +374,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		err = nil
 	}()
 	rc := c.RequestCtx()
-	dispatched := GatewayDispatched(rc)
+	dispatched := reqpolicy.GatewayDispatched(rc)
 	rc.SetUserValue(viaGatewayKey{}, viaGateway{dispatched: dispatched, trust: h.cfg.LocalTrust, conn: rc.Conn()})
 	if t := h.cfg.LocalTrust; t != nil && !dispatched && t.Tracked(rc.Conn()) && !t.Trusted(rc.Conn()) {
 		h.writeError(c, errUntrustedPeer)
@@ -381,7 +384,7 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 	// policy there, judged on the client's own connection: one decision,
 	// not a second one on facts its rewrite changed.
 	if h.cfg.Policy != nil && !dispatched {
-		d, e := h.cfg.Policy.Decide(FiberRequest(c))
+		d, e := h.cfg.Policy.Decide(reqpolicy.FiberRequest(c))
 		if e != nil {
 			h.writeError(c, e) // no CORS headers: the origin was refused
 			return nil
@@ -412,7 +415,7 @@ const DefaultHeaderTimeout = 10 * time.Second
 // 501 NOT_IMPLEMENTED for a well-formed token (RFC 9110 15.6.2: the server
 // does not recognize the method), 400 when it is not a token at all
 // (RFC 9110 9.1: tchar only; a control byte, a space or a non-ASCII byte).
-func methodError(method []byte) *Error {
+func methodError(method []byte) *fault.Error {
 	for _, b := range method {
 		if !isTokenChar(b) {
 			return errMethodNotToken
@@ -422,11 +425,11 @@ func methodError(method []byte) *Error {
 	if len(shown) > 32 {
 		shown = shown[:32] + "..."
 	}
-	return &Error{Code: CodeNotImplemented, Field: "method", Details: "method",
+	return &fault.Error{Code: fault.CodeNotImplemented, Field: "method", Details: "method",
 		Message: fmt.Sprintf("method %q is not implemented by this server", shown)}
 }
 
-var errMethodNotToken = &Error{Code: CodeBadRequest, Field: "method", Details: "method",
+var errMethodNotToken = &fault.Error{Code: fault.CodeBadRequest, Field: "method", Details: "method",
 	Message: "method: must be an HTTP token (RFC 9110 9.1: letters, digits and !#$%&'*+-.^_`|~ only)"}
 
 // isTokenChar reports whether b is an RFC 9110 tchar.
@@ -440,7 +443,7 @@ func isTokenChar(b byte) bool {
 
 // errUntrustedPeer refuses a caller on a service's own port that is not
 // a trusted local user: the gateway is its door.
-var errUntrustedPeer = &Error{Code: CodeUnauthorized, Details: "peer",
+var errUntrustedPeer = &fault.Error{Code: fault.CodeUnauthorized, Details: "peer",
 	Message: "this port serves the agent's gateway and trusted local users only (root, the agent's user, --trusted-uids): call the service through the gateway with a credential"}
 
 // bodyLen is the response size for the access log. A streamed body's
@@ -505,10 +508,10 @@ func newRequestID() string {
 // only, with the request id, so clients never see Go error strings.
 func (h *Host) writeError(c fiber.Ctx, err error) {
 	e := fromFiber(err)
-	if e.Code == CodeInternal || e.Code == CodeBackend {
+	if e.Code == fault.CodeInternal || e.Code == fault.CodeBackend {
 		h.log.Error("request failed", "request_id", RequestID(c),
 			"path", c.Path(), "code", e.Code, "err", err)
-	} else if e.Code == CodeUnavailable && e.Cause != nil {
+	} else if e.Code == fault.CodeUnavailable && e.Cause != nil {
 		h.log.Warn("request refused: database unavailable",
 			"request_id", RequestID(c), "path", c.Path(), "err", err)
 	}
@@ -521,45 +524,45 @@ func (h *Host) writeError(c fiber.Ctx, err error) {
 	status := e.Status()
 	c.Status(status)
 	if h.cfg.Style == EnvelopeErrors {
-		_ = c.JSON(ErrorEnvelope{StatusCode: status, Error: envelopeError(e.Code, status), Message: e.Message})
+		_ = c.JSON(fault.ErrorEnvelope{StatusCode: status, Error: envelopeError(e.Code, status), Message: e.Message})
 		return
 	}
-	_ = c.JSON(ContainerError{Code: e.Code, Details: e.Details, Message: e.Message})
+	_ = c.JSON(fault.ContainerError{Code: e.Code, Details: e.Details, Message: e.Message})
 }
 
 // fromFiber maps Fiber's own errors (unknown route, body too large ...) to codes.
-func fromFiber(err error) *Error {
+func fromFiber(err error) *fault.Error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		switch fe.Code {
 		case http.StatusNotFound:
-			return &Error{Code: CodeNotFound, Message: "no such route", Details: "route"}
+			return &fault.Error{Code: fault.CodeNotFound, Message: "no such route", Details: "route"}
 		case http.StatusMethodNotAllowed:
-			return &Error{Code: CodeMethodNotAllowed, Message: "method not allowed on this route"}
+			return &fault.Error{Code: fault.CodeMethodNotAllowed, Message: "method not allowed on this route"}
 		case http.StatusRequestEntityTooLarge:
-			return &Error{Code: CodePayloadTooLarge, Message: "request body exceeds the size limit"}
+			return &fault.Error{Code: fault.CodePayloadTooLarge, Message: "request body exceeds the size limit"}
 		case http.StatusRequestTimeout:
-			return &Error{Code: CodeTimeout, Message: "request timed out"}
+			return &fault.Error{Code: fault.CodeTimeout, Message: "request timed out"}
 		case http.StatusUnsupportedMediaType:
-			return &Error{Code: CodeUnsupportedMedia, Message: "unsupported media type"}
+			return &fault.Error{Code: fault.CodeUnsupportedMedia, Message: "unsupported media type"}
 		case http.StatusRequestHeaderFieldsTooLarge:
-			return &Error{Code: CodeBadRequest, Message: "request headers too large"}
+			return &fault.Error{Code: fault.CodeBadRequest, Message: "request headers too large"}
 		}
 		if fe.Code >= 400 && fe.Code < 500 {
-			return &Error{Code: CodeBadRequest, Message: "bad request"}
+			return &fault.Error{Code: fault.CodeBadRequest, Message: "bad request"}
 		}
 	}
-	return AsError(err)
+	return fault.AsError(err)
 }
 
 // genericCodes are shown in the envelope's `error` as the status text; any
 // other code is a domain code and is shown as itself (TRANSFER_FEE_CHANGED).
 var genericCodes = map[string]bool{
-	CodeBadRequest: true, CodeInvalid: true, CodeUnauthorized: true, CodeForbidden: true,
-	CodeNotFound: true, CodeMethodNotAllowed: true, CodeConflict: true, CodeGone: true,
-	CodePreconditionFailed: true, CodePreconditionRequired: true, CodePayloadTooLarge: true,
-	CodeUnsupportedMedia: true, CodeTooManyRequests: true, CodeInternal: true, CodeBackend: true,
-	CodeUnavailable: true, CodeTimeout: true, CodeNotImplemented: true,
+	fault.CodeBadRequest: true, fault.CodeInvalid: true, fault.CodeUnauthorized: true, fault.CodeForbidden: true,
+	fault.CodeNotFound: true, fault.CodeMethodNotAllowed: true, fault.CodeConflict: true, fault.CodeGone: true,
+	fault.CodePreconditionFailed: true, fault.CodePreconditionRequired: true, fault.CodePayloadTooLarge: true,
+	fault.CodeUnsupportedMedia: true, fault.CodeTooManyRequests: true, fault.CodeInternal: true, fault.CodeBackend: true,
+	fault.CodeUnavailable: true, fault.CodeTimeout: true, fault.CodeNotImplemented: true,
 }
 
 func envelopeError(code string, status int) string {
@@ -623,7 +626,7 @@ func (h *Host) health(c fiber.Ctx) error {
 	return c.JSON(rec)
 }
 
-var errOpenAPI = &Error{Code: CodeBackend, Message: "Internal server error", Details: "openapi document unavailable"}
+var errOpenAPI = &fault.Error{Code: fault.CodeBackend, Message: "Internal server error", Details: "openapi document unavailable"}
 
 func (h *Host) openapiJSON(c fiber.Ctx) error {
 	if h.buildDoc(); h.docErr != nil {

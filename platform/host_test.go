@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
 
@@ -25,7 +27,7 @@ type echoReq struct {
 
 func (r *echoReq) Validate() error {
 	if r.Name == "" {
-		return platform.Invalid("name", "is required")
+		return fault.Invalid("name", "is required")
 	}
 	return nil
 }
@@ -41,7 +43,7 @@ func testRoutes() []platform.Route {
 				return platform.JSON(c, 200, req)
 			}},
 		{Method: http.MethodGet, Path: "/api/v1/things/{id}", Summary: "thing",
-			Handler: func(c fiber.Ctx) error { return platform.NotFound("thing", c.Params("id")) }},
+			Handler: func(c fiber.Ctx) error { return fault.NotFound("thing", c.Params("id")) }},
 		{Method: http.MethodGet, Path: "/api/v1/boom", Summary: "panics",
 			Handler: func(c fiber.Ctx) error { panic("secret internal detail") }},
 		{Method: http.MethodGet, Path: "/api/v1/net", Summary: "net/http handler",
@@ -207,7 +209,7 @@ func TestStoreUnavailableIs503(t *testing.T) {
 	lost := fmt.Errorf("%w: dial tcp 10.0.0.9:5432: connection refused", store.ErrUnavailable)
 	routes := []platform.Route{
 		{Method: http.MethodGet, Path: "/wrapped", Summary: "wrapped", Policy: platform.Public,
-			Handler: func(fiber.Ctx) error { return platform.Internal("save the thing", lost) }},
+			Handler: func(fiber.Ctx) error { return fault.Internal("save the thing", lost) }},
 		{Method: http.MethodGet, Path: "/bare", Summary: "bare", Policy: platform.Public,
 			Handler: func(fiber.Ctx) error { return lost }},
 	}
@@ -267,10 +269,10 @@ func TestConnFromIsTheRequestSocket(t *testing.T) {
 func TestLogLinesNameTheServiceOnce(t *testing.T) {
 	t.Parallel()
 	routes := []platform.Route{{Method: http.MethodGet, Path: "/api/v1/x", Summary: "x",
-		Handler: func(c fiber.Ctx) error { return platform.Internal("fail", fmt.Errorf("boom")) }}}
+		Handler: func(c fiber.Ctx) error { return fault.Internal("fail", fmt.Errorf("boom")) }}}
 	var named, plain lockedBuffer
 	svc := stubService{routes: routes}
-	hs, err := platform.NewServiceHost(svc, platform.ServiceDeps{Name: "cron",
+	hs, err := contract.NewServiceHost(svc, contract.ServiceDeps{Name: "cron",
 		Logger: slog.New(slog.NewJSONHandler(&named, nil)).With("service", "cron")})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
+
 	"github.com/gofiber/fiber/v3"
 )
 
@@ -144,7 +147,7 @@ func StreamOp[In any](fn func(w http.ResponseWriter, r *http.Request, in In)) Op
 		serve := h.httpHandler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			in, _ := req.Context().Value(boundKey{}).(*In)
 			if in == nil {
-				WriteHTTPError(w, Internal("bind the request", nil))
+				reqpolicy.WriteHTTPError(w, fault.Internal("bind the request", nil))
 				return
 			}
 			fn(w, req, *in)

@@ -12,6 +12,9 @@ import (
 	"time"
 	"unicode"
 
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -72,7 +75,7 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 	for _, r := range routes {
 		key := r.Method + " " + r.Path
 		if seen[key] {
-			return nil, &Error{Code: CodeBackend, Message: "duplicate route " + key}
+			return nil, &fault.Error{Code: fault.CodeBackend, Message: "duplicate route " + key}
 		}
 		seen[key] = true
 		if len(r.Tags) == 0 {
@@ -133,9 +136,9 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 			item[strings.ToLower(m)] = op
 		}
 	}
-	errSchema := Schema(ContainerError{})
+	errSchema := Schema(fault.ContainerError{})
 	if cfg.envelope {
-		errSchema = Schema(ErrorEnvelope{})
+		errSchema = Schema(fault.ErrorEnvelope{})
 	}
 	d.schemas["Error"] = errSchema
 	tagList := make([]any, 0, len(tags))
@@ -211,7 +214,7 @@ func policyDoc(op map[string]any, r Route, authed bool) {
 	limitsDoc(op, r.Limits)
 }
 
-func limitsDoc(op map[string]any, limits []RateLimit) {
+func limitsDoc(op map[string]any, limits []ratelimit.RateLimit) {
 	var out []any
 	for _, l := range limits {
 		if l.N <= 0 || l.Per <= 0 {

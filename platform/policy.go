@@ -8,6 +8,8 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
 )
 
 // Access is who may call a route before any resource check.
@@ -93,9 +95,9 @@ type AuthenticatorFunc func(c fiber.Ctx) (*auth.Principal, error)
 func (f AuthenticatorFunc) Authenticate(c fiber.Ctx) (*auth.Principal, error) { return f(c) }
 
 var (
-	errAdminOnly = &Error{Code: CodeForbidden, Message: "this action needs the admin role"}
-	errNoCaller  = &Error{Code: CodeUnauthorized, Message: "missing credential: send an Authorization: Bearer header"}
-	errAgentOnly = &Error{Code: CodeUnauthorized,
+	errAdminOnly = &fault.Error{Code: fault.CodeForbidden, Message: "this action needs the admin role"}
+	errNoCaller  = &fault.Error{Code: fault.CodeUnauthorized, Message: "missing credential: send an Authorization: Bearer header"}
+	errAgentOnly = &fault.Error{Code: fault.CodeUnauthorized,
 		Message: "an agent token is good only for its container's agent routes: sign in or send an auth token"}
 )
 
@@ -156,12 +158,12 @@ func (h *Host) guard(r Route, next fiber.Handler) fiber.Handler {
 	if pol.Access != AccessPublic && h.cfg.Auth == nil {
 		panic("platform: route " + r.Method + " " + r.Path + " declares policy " + pol.Label() + " on a host without an Authenticator")
 	}
-	var hostLimits []RateLimit
+	var hostLimits []ratelimit.RateLimit
 	for _, l := range r.Limits {
-		if l.N <= 0 || l.By == ByValue {
+		if l.N <= 0 || l.By == ratelimit.ByValue {
 			continue
 		}
-		if (l.By == ByAccount || l.By == ByCredential) && pol.Access == AccessPublic {
+		if (l.By == ratelimit.ByAccount || l.By == ratelimit.ByCredential) && pol.Access == AccessPublic {
 			panic("platform: route " + r.Method + " " + r.Path + " limits by " + l.By.String() + " but is public")
 		}
 		hostLimits = append(hostLimits, l)
@@ -192,16 +194,16 @@ func (h *Host) guard(r Route, next fiber.Handler) fiber.Handler {
 		c.SetContext(ctx)
 		c.RequestCtx().SetUserValue(callerCtxKey{}, ctx)
 		if len(hostLimits) > 0 {
-			hits := make([]LimitHit, 0, len(hostLimits))
+			hits := make([]ratelimit.LimitHit, 0, len(hostLimits))
 			for _, l := range hostLimits {
 				key := ip
 				switch l.By {
-				case ByAccount:
+				case ratelimit.ByAccount:
 					key = p.UserID
-				case ByCredential:
+				case ratelimit.ByCredential:
 					key = p.CredentialID()
 				}
-				hits = append(hits, LimitHit{Limit: l, Key: key})
+				hits = append(hits, ratelimit.LimitHit{Limit: l, Key: key})
 			}
 			if err := h.cfg.Limiter.Allow(ctx, hits...); err != nil {
 				return err

@@ -15,6 +15,9 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
 	"deckhand/platform/store"
 )
 
@@ -23,7 +26,7 @@ var tokenAuth = platform.AuthenticatorFunc(func(c fiber.Ctx) (*auth.Principal, e
 	h := c.Get("Authorization")
 	role, id, ok := strings.Cut(strings.TrimPrefix(h, "Bearer "), ":")
 	if !ok || (role != auth.RoleUser && role != auth.RoleAdmin) {
-		return nil, platform.Errorf(platform.CodeUnauthorized, "bad credential")
+		return nil, fault.Errorf(fault.CodeUnauthorized, "bad credential")
 	}
 	return &auth.Principal{UserID: id, Role: role, Kind: auth.KindToken, TokenID: "tok-" + id}, nil
 })
@@ -42,29 +45,29 @@ func whoami(c fiber.Ctx) error {
 func ownerOnly(ctx context.Context, param func(string) string) error {
 	p, _ := auth.FromContext(ctx)
 	if param("id") != "mine" || p.UserID != "owner" {
-		return platform.Errorf(platform.CodeForbidden, "not your thing")
+		return fault.Errorf(fault.CodeForbidden, "not your thing")
 	}
 	return nil
 }
 
-func policyHost(t *testing.T, clock platform.Clock) *platform.Host {
+func policyHost(t *testing.T, clock clockpkg.Clock) *platform.Host {
 	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	perIP := platform.RateLimit{Name: "tries", By: platform.ByIP, N: 2, Per: time.Minute}
-	perAcct := platform.RateLimit{Name: "acct", By: platform.ByAccount, N: 1, Per: time.Hour}
+	perIP := ratelimit.RateLimit{Name: "tries", By: ratelimit.ByIP, N: 2, Per: time.Minute}
+	perAcct := ratelimit.RateLimit{Name: "acct", By: ratelimit.ByAccount, N: 1, Per: time.Hour}
 	return platform.NewHost(platform.HostConfig{Logger: quiet, Style: platform.EnvelopeErrors, Info: platform.Info{Name: "p", Title: "p"},
-		Auth: tokenAuth, Limiter: platform.NewStoreLimiter(db, clock)}, []platform.Route{
+		Auth: tokenAuth, Limiter: ratelimit.NewStoreLimiter(db, clock)}, []platform.Route{
 		{Method: "GET", Path: "/open", Summary: "public", Policy: platform.Public, Handler: whoami},
 		{Method: "GET", Path: "/default", Summary: "no policy declared", Handler: whoami},
 		{Method: "GET", Path: "/admin", Summary: "admins", Policy: platform.Admin, Handler: whoami},
 		{Method: "GET", Path: "/things/{id}", Summary: "owner", Handler: whoami,
 			Policy: platform.Resource("thing.owner", "the thing's owner", ownerOnly)},
-		{Method: "GET", Path: "/limited", Summary: "2 per minute per IP", Policy: platform.Public, Limits: []platform.RateLimit{perIP}, Handler: whoami},
-		{Method: "GET", Path: "/limited-too", Summary: "shares the budget", Policy: platform.Public, Limits: []platform.RateLimit{perIP}, Handler: whoami},
-		{Method: "GET", Path: "/per-account", Summary: "1 per hour per account", Limits: []platform.RateLimit{perAcct}, Handler: whoami},
+		{Method: "GET", Path: "/limited", Summary: "2 per minute per IP", Policy: platform.Public, Limits: []ratelimit.RateLimit{perIP}, Handler: whoami},
+		{Method: "GET", Path: "/limited-too", Summary: "shares the budget", Policy: platform.Public, Limits: []ratelimit.RateLimit{perIP}, Handler: whoami},
+		{Method: "GET", Path: "/per-account", Summary: "1 per hour per account", Limits: []ratelimit.RateLimit{perAcct}, Handler: whoami},
 		{Method: "GET", Path: "/net", Summary: "net/http sees the caller", Policy: platform.SignedIn,
 			HTTP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				p, _ := auth.FromContext(r.Context())
@@ -92,7 +95,7 @@ func call(t *testing.T, h *platform.Host, path, bearer string) (int, http.Header
 
 func TestPolicyEnforcedBeforeHandler(t *testing.T) {
 	t.Parallel()
-	h := policyHost(t, platform.NewFakeClock(time.Now()))
+	h := policyHost(t, clockpkg.NewFakeClock(time.Now()))
 	cases := []struct {
 		path, bearer string
 		status       int
@@ -132,7 +135,7 @@ func TestPolicyEnforcedBeforeHandler(t *testing.T) {
 
 func TestDeclaredRateLimitAnswers429(t *testing.T) {
 	t.Parallel()
-	clock := platform.NewFakeClock(time.Now())
+	clock := clockpkg.NewFakeClock(time.Now())
 	h := policyHost(t, clock)
 	for i, path := range []string{"/limited", "/limited-too"} {
 		if status, _, body := call(t, h, path, ""); status != 200 {
@@ -166,22 +169,22 @@ func TestLimiterSweepsEndedWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	clock := platform.NewFakeClock(time.Now())
-	l := platform.NewStoreLimiter(db, clock)
-	short := platform.RateLimit{Name: "short", By: platform.ByValue, N: 1, Per: time.Minute}
-	long := platform.RateLimit{Name: "long", By: platform.ByValue, N: 1, Per: time.Hour}
+	clock := clockpkg.NewFakeClock(time.Now())
+	l := ratelimit.NewStoreLimiter(db, clock)
+	short := ratelimit.RateLimit{Name: "short", By: ratelimit.ByValue, N: 1, Per: time.Minute}
+	long := ratelimit.RateLimit{Name: "long", By: ratelimit.ByValue, N: 1, Per: time.Hour}
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		if err := l.Allow(ctx, short.On(strconv.Itoa(i)), long.On(strconv.Itoa(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := l.Check(ctx, long.On("1")); platform.AsError(err).Code != platform.CodeTooManyRequests {
+	if err := l.Check(ctx, long.On("1")); fault.AsError(err).Code != fault.CodeTooManyRequests {
 		t.Fatalf("check of a full window: %v", err)
 	}
 	count := func() int {
 		n := 0
-		_ = db.View(func(tx *store.Tx) error { n = tx.Count(platform.LimitBucket); return nil })
+		_ = db.View(func(tx *store.Tx) error { n = tx.Count(ratelimit.LimitBucket); return nil })
 		return n
 	}
 	if n := count(); n != 12 {
@@ -201,7 +204,7 @@ func TestLimiterSweepsEndedWindows(t *testing.T) {
 
 func TestOpenAPIShowsPolicyAndLimits(t *testing.T) {
 	t.Parallel()
-	h := policyHost(t, platform.SystemClock{})
+	h := policyHost(t, clockpkg.SystemClock{})
 	raw, err := h.OpenAPIJSON()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"deckhand/platform/fault"
+
 	"github.com/gofiber/fiber/v3"
 )
 
@@ -209,8 +211,8 @@ func paramPlace(in string) string {
 	return "query parameter "
 }
 
-func queryErr(p Param, rule string) *Error {
-	return &Error{Code: CodeInvalid, Field: p.Name, Details: p.Name,
+func queryErr(p Param, rule string) *fault.Error {
+	return &fault.Error{Code: fault.CodeInvalid, Field: p.Name, Details: p.Name,
 		Message: paramPlace(p.In) + p.Name + ": " + rule}
 }
 

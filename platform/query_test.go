@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 )
 
@@ -91,7 +92,7 @@ func TestQueryParametersAreParsedBeforeTheHandler(t *testing.T) {
 					t.Errorf("%s?%s: %s = %v, want %v (%s)", route, tc.query, k, got[k], v, raw)
 				}
 			}
-			if tc.status == 400 && (got["code"] != platform.CodeInvalid || !strings.Contains(got["message"].(string), tc.msg)) {
+			if tc.status == 400 && (got["code"] != fault.CodeInvalid || !strings.Contains(got["message"].(string), tc.msg)) {
 				t.Errorf("%s?%s: error body %s, want code INVALID and message containing %q", route, tc.query, raw, tc.msg)
 			}
 		}

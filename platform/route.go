@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 
+	"deckhand/platform/ratelimit"
+
 	"github.com/gofiber/fiber/v3"
 )
 
@@ -62,7 +64,7 @@ type Route struct {
 	Policy Policy
 	// Limits are the route's rate limits; the host applies those keyed by
 	// IP, account or credential, the domain those keyed ByValue.
-	Limits []RateLimit
+	Limits []ratelimit.RateLimit
 	Query  []Param
 	// Body and Response are zero values of the request and response types;
 	// their JSON shape goes into the document. Nil means none / free-form.

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 type sinkIn struct {
@@ -44,7 +45,7 @@ func streamRoutes(dir string) []platform.Route {
 		{Method: http.MethodPut, Path: "/sink", OperationID: "sink", Summary: "hash a streamed body", RequestType: "application/x-tar",
 			Op: platform.Op(func(_ context.Context, in sinkIn) (sinkOut, error) {
 				if in.Name == "refuse" {
-					return sinkOut{}, platform.Invalid("name", "is refused before the body is read")
+					return sinkOut{}, fault.Invalid("name", "is refused before the body is read")
 				}
 				h := sha256.New()
 				n, err := io.Copy(h, in.Body)
@@ -52,7 +53,7 @@ func streamRoutes(dir string) []platform.Route {
 					return sinkOut{}, err
 				}
 				if in.Name == "judge" {
-					return sinkOut{}, platform.Invalid("body", "is refused once read")
+					return sinkOut{}, fault.Invalid("body", "is refused once read")
 				}
 				return sinkOut{Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 			})},

@@ -33,7 +33,9 @@ import (
 	"time"
 
 	"deckhand/agent/gateway"
-	"deckhand/platform"
+	"deckhand/platform/clock"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/signing"
 )
@@ -63,9 +65,9 @@ type Config struct {
 	// Poll is how often the control plane or the file is checked
 	// (default 2 s: a change applies within 5 s).
 	Poll    time.Duration
-	Journal platform.Journal
+	Journal contract.Journal
 	Logger  *slog.Logger
-	Clock   platform.Clock
+	Clock   clock.Clock
 	Client  *http.Client
 }
 
@@ -93,10 +95,10 @@ func New(cfg Config) (*Authorizer, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Journal == nil {
-		cfg.Journal = platform.LogJournal{Logger: cfg.Logger}
+		cfg.Journal = contract.LogJournal{Logger: cfg.Logger}
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = platform.SystemClock{}
+		cfg.Clock = clock.SystemClock{}
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 2 * time.Second
@@ -190,11 +192,11 @@ func (a *Authorizer) apply(st *state, from string) {
 		fields["default"] = map[bool]string{true: proxyperm.Allow, false: proxyperm.Deny}[st.policy.DefaultAllow]
 		fields["enable_proxy"] = st.policy.Enabled
 	}
-	a.cfg.Journal.Record(platform.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "info", Message: msg, Fields: fields})
+	a.cfg.Journal.Record(contract.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "info", Message: msg, Fields: fields})
 }
 
 // Authorize is the gateway's decision for one request.
-func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Identity, *platform.Error) {
+func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Identity, *fault.Error) {
 	client := r.Client()
 	src, _ := netip.AddrFromSlice(client)
 	src = src.Unmap()
@@ -293,7 +295,7 @@ func (a *Authorizer) record(r gateway.Request, t gateway.Target, f proxyperm.Fac
 	if d.Subject != "" {
 		fields["subject"] = d.Subject
 	}
-	a.cfg.Journal.Record(platform.JournalEntry{Time: f.Now, Source: "gateway", Level: level, Message: "proxy decision", Fields: fields})
+	a.cfg.Journal.Record(contract.JournalEntry{Time: f.Now, Source: "gateway", Level: level, Message: "proxy decision", Fields: fields})
 }
 
 // compile normalizes (hashing plaintext passwords, as the control plane

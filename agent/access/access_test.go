@@ -15,16 +15,16 @@ import (
 
 	"deckhand/agent/access"
 	"deckhand/agent/gateway"
-	"deckhand/platform"
+	"deckhand/platform/contract"
 )
 
 // journal records entries.
 type journal struct {
 	mu sync.Mutex
-	e  []platform.JournalEntry
+	e  []contract.JournalEntry
 }
 
-func (j *journal) Record(e platform.JournalEntry) { j.mu.Lock(); j.e = append(j.e, e); j.mu.Unlock() }
+func (j *journal) Record(e contract.JournalEntry) { j.mu.Lock(); j.e = append(j.e, e); j.mu.Unlock() }
 
 func (j *journal) text() string {
 	j.mu.Lock()

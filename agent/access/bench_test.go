@@ -19,19 +19,20 @@ import (
 
 	"deckhand/agent/access"
 	"deckhand/agent/gateway"
-	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // open admits everything: the bare gateway's cost without a document.
 type open struct{}
 
-func (open) Authorize(gateway.Request, gateway.Target) (gateway.Identity, *platform.Error) {
+func (open) Authorize(gateway.Request, gateway.Target) (gateway.Identity, *fault.Error) {
 	return gateway.Identity{}, nil
 }
 
 type discard struct{}
 
-func (discard) Record(platform.JournalEntry) {}
+func (discard) Record(contract.JournalEntry) {}
 
 // doc50 is a document of 50 groups of every type whose rules all admit
 // the request's program, the matching group last in name order: every

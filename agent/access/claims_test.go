@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"deckhand/agent/access"
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/secrets"
 	"deckhand/platform/signing"
@@ -20,7 +20,7 @@ import (
 // signedPlane answers the agent's two questions (the key set and the
 // effective document) with the real KeySet and Signer of the control
 // plane, on the test's clock.
-func signedPlane(t *testing.T, ks *signing.KeySet, clock platform.Clock, doc string) *httptest.Server {
+func signedPlane(t *testing.T, ks *signing.KeySet, clock clockpkg.Clock, doc string) *httptest.Server {
 	t.Helper()
 	signer := signing.NewSigner(ks, clock)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +63,7 @@ func newKeySet(t *testing.T) *signing.KeySet {
 func TestContainerClaimsAtTheGateway(t *testing.T) {
 	t.Parallel()
 	ks, stranger := newKeySet(t), newKeySet(t)
-	clock := platform.NewFakeClock(time.Now().UTC().Truncate(time.Second))
+	clock := clockpkg.NewFakeClock(time.Now().UTC().Truncate(time.Second))
 	doc := `{"project":"p1","container":"c2","groups":{"peers":{"type":"service-identity","containers":["c1"]}},
 		"permissions":{"peers":{"services":true}}}`
 	cp := signedPlane(t, ks, clock, doc)

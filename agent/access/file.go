@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/proxyperm"
 )
 
@@ -70,7 +70,7 @@ func (a *Authorizer) watchFile(ctx context.Context) {
 		if err != nil {
 			if msg := err.Error(); msg != lastErr {
 				lastErr = msg
-				a.cfg.Journal.Record(platform.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "error",
+				a.cfg.Journal.Record(contract.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "error",
 					Message: "permissions file refused; the document in force stays",
 					Fields:  map[string]any{"file": a.cfg.PermissionsFile, "error": msg}})
 			}

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/proxyperm"
 )
 
@@ -81,13 +81,13 @@ func (a *Authorizer) syncLoop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			if msg := err.Error(); msg != lastErr {
 				lastErr = msg
-				a.cfg.Journal.Record(platform.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "error",
+				a.cfg.Journal.Record(contract.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "error",
 					Message: "proxy permissions sync failed; the last verified document stays in force",
 					Fields:  map[string]any{"error": msg, "etag": a.ETag()}})
 			}
 		} else if err == nil && lastErr != "" {
 			lastErr = ""
-			a.cfg.Journal.Record(platform.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "info",
+			a.cfg.Journal.Record(contract.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "info",
 				Message: "proxy permissions sync recovered", Fields: map[string]any{"etag": a.ETag()}})
 		}
 		select {

@@ -15,8 +15,8 @@ import (
 	"slices"
 	"strings"
 
-	"deckhand/platform"
 	"deckhand/platform/atomicfile"
+	"deckhand/platform/contract"
 	"deckhand/platform/signing"
 )
 
@@ -141,7 +141,7 @@ func (a *Authorizer) keysAccepted(keys map[string]ed25519.PublicKey) {
 		return
 	}
 	a.lastKIDs.Store(&kids)
-	a.cfg.Journal.Record(platform.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "info",
+	a.cfg.Journal.Record(contract.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "info",
 		Message: "control plane signing keys trusted", Fields: map[string]any{"kids": kids}})
 	if a.cfg.Dir == "" {
 		return

@@ -15,7 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/platform/netconf"
 )
 
@@ -29,9 +30,9 @@ const DefaultMark = 0x6465636b // "deck"
 
 // Options are what the agent knows outside the configuration.
 type Options struct {
-	Journal platform.Journal
+	Journal contract.Journal
 	Logger  *slog.Logger
-	Clock   platform.Clock
+	Clock   clock.Clock
 	// Exempt are destinations every process reaches directly whatever the
 	// configuration: the control plane's address and port.
 	Exempt []netip.AddrPort
@@ -89,10 +90,10 @@ func New(opt Options) *Engine {
 		opt.Logger = slog.Default()
 	}
 	if opt.Journal == nil {
-		opt.Journal = platform.LogJournal{Logger: opt.Logger}
+		opt.Journal = contract.LogJournal{Logger: opt.Logger}
 	}
 	if opt.Clock == nil {
-		opt.Clock = platform.SystemClock{}
+		opt.Clock = clock.SystemClock{}
 	}
 	if opt.Mark == 0 {
 		opt.Mark = DefaultMark
@@ -339,7 +340,7 @@ func (e *Engine) setStatus(f func(*netconf.Status)) {
 }
 
 func (e *Engine) journal(level, msg string, fields map[string]any) {
-	e.opt.Journal.Record(platform.JournalEntry{Time: e.opt.Clock.Now(), Source: Source, Level: level, Message: msg, Fields: fields})
+	e.opt.Journal.Record(contract.JournalEntry{Time: e.opt.Clock.Now(), Source: Source, Level: level, Message: msg, Fields: fields})
 }
 
 // decide records one decision in the journal and the recent list: the

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"deckhand/agent/egress"
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/netconf"
 	"deckhand/platform/platformtest/netlab"
 )
@@ -46,7 +46,7 @@ type helperReply struct {
 // stderrJournal writes entries as JSON lines for the test to read.
 type stderrJournal struct{ mu sync.Mutex }
 
-func (j *stderrJournal) Record(e platform.JournalEntry) {
+func (j *stderrJournal) Record(e contract.JournalEntry) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	b, _ := json.Marshal(e)
@@ -188,11 +188,11 @@ func (e *engineProc) check() netconf.Status {
 }
 
 // journal are the helper's journal entries so far.
-func (e *engineProc) journal() []platform.JournalEntry {
-	var out []platform.JournalEntry
+func (e *engineProc) journal() []contract.JournalEntry {
+	var out []contract.JournalEntry
 	for _, line := range strings.Split(e.proc.Output(), "\n") {
 		if j, ok := strings.CutPrefix(line, "J "); ok {
-			var en platform.JournalEntry
+			var en contract.JournalEntry
 			if json.Unmarshal([]byte(j), &en) == nil {
 				out = append(out, en)
 			}

@@ -14,7 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/platform/netconf"
 )
 
@@ -51,8 +52,8 @@ type SyncConfig struct {
 	Data    func([]byte) (json.RawMessage, error)
 	Save    func(dir, name string, v any) error
 	Load    func(dir, name string, v any) (bool, error)
-	Journal platform.Journal
-	Clock   platform.Clock
+	Journal contract.Journal
+	Clock   clock.Clock
 }
 
 // Sync keeps the engine enforcing the control plane's configuration.
@@ -93,7 +94,7 @@ func NewSync(ctx context.Context, cfg SyncConfig) *Sync {
 		cfg.ReportEvery = 30 * time.Second
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = platform.SystemClock{}
+		cfg.Clock = clock.SystemClock{}
 	}
 	s := &Sync{cfg: cfg}
 	var sv saved
@@ -276,7 +277,7 @@ func (s *Sync) journal(level, msg string, fields map[string]any) {
 	if s.cfg.Journal == nil {
 		return
 	}
-	s.cfg.Journal.Record(platform.JournalEntry{Time: s.cfg.Clock.Now(), Source: Source, Level: level, Message: msg, Fields: fields})
+	s.cfg.Journal.Record(contract.JournalEntry{Time: s.cfg.Clock.Now(), Source: Source, Level: level, Message: msg, Fields: fields})
 }
 
 func clip(b []byte) string {

@@ -11,6 +11,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 )
 
 // Request is the facts of one request an Authorizer decides on, with no
@@ -39,7 +41,7 @@ type Request struct {
 	Query  func(name string) string
 	// TrustedPeer reports whether the connection's socket belongs to a
 	// local user the agent trusts (root, its own user, --trusted-uids;
-	// platform.LocalTrust). It reads the kernel's socket table once per
+	// reqpolicy.LocalTrust). It reads the kernel's socket table once per
 	// connection, so it is asked only when a decision depends on it. Nil
 	// means no.
 	TrustedPeer func() bool
@@ -103,12 +105,12 @@ const (
 )
 
 // Authorizer decides whether a request may reach its target. It returns
-// the caller's identity and nil to let it pass, or a *platform.Error
+// the caller's identity and nil to let it pass, or a *fault.Error
 // (UNAUTHORIZED, FORBIDDEN, PROXY_DISABLED) that the gateway renders as
 // the container error body. The proxy permissions evaluator (agent/access)
 // replaces the default.
 type Authorizer interface {
-	Authorize(r Request, t Target) (Identity, *platform.Error)
+	Authorize(r Request, t Target) (Identity, *fault.Error)
 }
 
 // LoopbackOnly is the rule of docs/spec/operations.md for a container without a
@@ -118,11 +120,11 @@ type LoopbackOnly struct{}
 // Authorize lets trusted loopback clients through (Request.Loopback: a
 // private peer's forged X-Forwarded-For: 127.0.0.1 does not make it
 // loopback, nor does a local user the agent does not trust).
-func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *platform.Error) {
+func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *fault.Error) {
 	if r.Loopback() {
 		return Identity{Type: "loopback", Subject: r.Client().String()}, nil
 	}
-	return Identity{}, &platform.Error{Code: platform.CodeForbidden, Details: t.Service,
+	return Identity{}, &fault.Error{Code: fault.CodeForbidden, Details: t.Service,
 		Message: "no proxy permissions document applies to this container: only loopback clients of trusted local users may pass the gateway"}
 }
 
@@ -144,7 +146,7 @@ func (g *Gateway) authorize(ctx *fasthttp.RequestCtx, host, path string, t Targe
 	}
 	id, perr := g.cfg.Authorizer.Authorize(facts, t)
 	if perr != nil {
-		platform.WriteFastError(ctx, 0, perr)
+		reqpolicy.WriteFastError(ctx, 0, perr)
 		return id, false
 	}
 	setIdentity(h, id)

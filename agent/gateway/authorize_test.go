@@ -10,6 +10,7 @@ import (
 
 	"deckhand/agent/gateway"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 )
 
@@ -24,10 +25,10 @@ type seen struct {
 // the facts it saw.
 type fixedAuth struct{ saw chan seen }
 
-func (a fixedAuth) Authorize(r gateway.Request, t gateway.Target) (gateway.Identity, *platform.Error) {
+func (a fixedAuth) Authorize(r gateway.Request, t gateway.Target) (gateway.Identity, *fault.Error) {
 	a.saw <- seen{r.Cookie("sess"), r.Query("key"), r.Client(), r.RemoteIP}
 	if r.Header("X-Let-In") == "" {
-		return gateway.Identity{}, &platform.Error{Code: platform.CodeUnauthorized, Details: t.Service, Message: "who are you"}
+		return gateway.Identity{}, &fault.Error{Code: fault.CodeUnauthorized, Details: t.Service, Message: "who are you"}
 	}
 	port := 0
 	if r.Header("X-Port") != "" {
@@ -39,7 +40,7 @@ func (a fixedAuth) Authorize(r gateway.Request, t gateway.Target) (gateway.Ident
 // admitAll lets every request through.
 type admitAll struct{}
 
-func (admitAll) Authorize(gateway.Request, gateway.Target) (gateway.Identity, *platform.Error) {
+func (admitAll) Authorize(gateway.Request, gateway.Target) (gateway.Identity, *fault.Error) {
 	return gateway.Identity{}, nil
 }
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"deckhand/agent/gateway"
-	"deckhand/platform"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/reqpolicy"
 )
 
 // TestGatewayCORS: the gateway answers a preflight from an allowed origin
@@ -22,7 +22,7 @@ func TestGatewayCORS(t *testing.T) {
 	auth := fixedAuth{saw: make(chan seen, 64)}
 	f := newFixture(t, "", "", func(c *gateway.Config) {
 		c.Authorizer = auth
-		c.Policy, _ = platform.NewRequestPolicy(c.Domain, []string{app})
+		c.Policy, _ = reqpolicy.NewRequestPolicy(c.Domain, []string{app})
 	})
 	send := func(method, path string, hdr ...string) (*http.Response, string) {
 		t.Helper()
@@ -42,7 +42,7 @@ func TestGatewayCORS(t *testing.T) {
 		}
 		for k, v := range map[string]string{
 			"Access-Control-Allow-Origin": app, "Access-Control-Allow-Credentials": "true",
-			"Access-Control-Allow-Methods": platform.CORSAllowMethods, "Access-Control-Max-Age": platform.CORSMaxAge,
+			"Access-Control-Allow-Methods": reqpolicy.CORSAllowMethods, "Access-Control-Max-Age": reqpolicy.CORSMaxAge,
 			"Access-Control-Allow-Headers": "authorization, content-type, idempotency-key",
 		} {
 			if got := resp.Header.Get(k); got != v {

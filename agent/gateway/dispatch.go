@@ -10,7 +10,8 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/valyala/fasthttp"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 )
 
 // InProcess is a service the agent runs in its own process, as the gateway
@@ -26,7 +27,7 @@ type InProcess struct {
 	// arrives there, and the service's request policy judges by it.
 	localIP net.IP
 	// streams: the service's server streams request bodies
-	// (platform.BodyStreamer); else it reads a body whole, up to bodyLimit.
+	// (contract.BodyStreamer); else it reads a body whole, up to bodyLimit.
 	streams     bool
 	bodyLimit   int
 	readTimeout time.Duration
@@ -124,7 +125,7 @@ func (g *Gateway) dispatch(ctx *fasthttp.RequestCtx, d *InProcess, service strin
 			return
 		}
 	}
-	platform.MarkGatewayDispatch(ctx, d.localIP)
+	reqpolicy.MarkGatewayDispatch(ctx, d.localIP)
 	if !g.call(ctx, d, service) || ctx.Hijacked() {
 		return // answered, or the handler owns the connection now
 	}
@@ -168,13 +169,13 @@ func (g *Gateway) readBody(ctx *fasthttp.RequestCtx, service string) bool {
 		ctx.Request.SetBodyRaw(buf)
 		return true
 	}
-	e := &platform.Error{Code: platform.CodeBadRequest, Details: "body", Message: "the request body ended before its Content-Length"}
+	e := &fault.Error{Code: fault.CodeBadRequest, Details: "body", Message: "the request body ended before its Content-Length"}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		e = &platform.Error{Code: platform.CodeTimeout, Details: "body", Message: "the request body did not arrive in time"}
+		e = &fault.Error{Code: fault.CodeTimeout, Details: "body", Message: "the request body did not arrive in time"}
 	}
 	g.cfg.Logger.Debug("gateway: request body not read", "service", service, "err", err)
-	platform.WriteFastError(ctx, 0, e)
+	reqpolicy.WriteFastError(ctx, 0, e)
 	ctx.SetConnectionClose()
 	return false
 }

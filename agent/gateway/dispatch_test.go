@@ -21,7 +21,10 @@ import (
 
 	"deckhand/agent/gateway"
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/reqpolicy"
 	"deckhand/services/files"
 )
 
@@ -83,7 +86,7 @@ type dispatchFixture struct {
 
 func newDispatchFixture(t *testing.T, trust bool, streams bool) *dispatchFixture {
 	t.Helper()
-	policy, _ := platform.NewRequestPolicy("example.test", nil)
+	policy, _ := reqpolicy.NewRequestPolicy("example.test", nil)
 	cfg := platform.HostConfig{Info: platform.Info{Name: "facts"}, Logger: quiet, Policy: policy, StreamRequestBody: streams, BodyLimit: 1 << 10}
 	if trust {
 		cfg.ProxyHeader = "X-Forwarded-For"
@@ -221,7 +224,7 @@ func TestServiceSeesTheSameFactsDirectAndProxied(t *testing.T) {
 // with a remote peer, served by the gateway's handler) gets through the
 // service's policy with its own origin, one not under --domain: the
 // service judges it against X-Forwarded-Host for a dispatched request as
-// for a proxied one (without platform.MarkGatewayDispatch it would not
+// for a proxied one (without reqpolicy.MarkGatewayDispatch it would not
 // trust that header from a remote peer: 403). ClientIP is the client.
 func TestRemoteClientFacts(t *testing.T) {
 	t.Parallel()
@@ -271,7 +274,7 @@ func TestDirectDispatchBodies(t *testing.T) {
 	big := strings.Repeat("x", 2<<10) // over the fixture's 1 KiB limit
 	for _, url := range []string{f.direct, f.proxy} {
 		st, body, raw := platformtest.Do(t, mustReq(t, "POST", url+"/_/facts/facts", big))
-		if st != http.StatusRequestEntityTooLarge || body["code"] != platform.CodePayloadTooLarge {
+		if st != http.StatusRequestEntityTooLarge || body["code"] != fault.CodePayloadTooLarge {
 			t.Errorf("%s: %d %s", url, st, raw)
 		}
 	}
@@ -320,7 +323,7 @@ func TestStoppedInProcessServiceFallsBack(t *testing.T) {
 	f.serviceStopped.Store(true)
 	_ = f.svc.Close()
 	st, body, raw := platformtest.Do(t, mustReq(t, "GET", f.direct+"/_/facts/facts/x", ""))
-	if st != http.StatusBadGateway || body["code"] != platform.CodeBackend {
+	if st != http.StatusBadGateway || body["code"] != fault.CodeBackend {
 		t.Fatalf("%d %s", st, raw)
 	}
 }
@@ -339,7 +342,7 @@ func filesDirect(t *testing.T) (string, *gateway.Gateway, *countingListener) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Close() })
-	host, err := platform.NewServiceHost(svc, platformtest.ServiceDeps(t, "files"))
+	host, err := contract.NewServiceHost(svc, platformtest.ServiceDeps(t, "files"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +487,7 @@ func TestPanicInDispatchedHandler(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer ln.Close()
 	base, _ := directGateway(t, "bare", gateway.NewInProcess(app, ln.Addr()), ln.Addr().String())
-	if st, body, raw := platformtest.Do(t, mustReq(t, "GET", base+"/boom", "")); st != http.StatusBadGateway || body["code"] != platform.CodeBackend {
+	if st, body, raw := platformtest.Do(t, mustReq(t, "GET", base+"/boom", "")); st != http.StatusBadGateway || body["code"] != fault.CodeBackend {
 		t.Fatalf("panic: %d %s", st, raw)
 	}
 	if st, _, raw := platformtest.Do(t, mustReq(t, "GET", base+"/ok", "")); st != 200 || raw != "ok" {

@@ -4,7 +4,7 @@
 // and, for local use, by path (`/_/<service>/...`, prefix stripped and passed
 // on as X-Forwarded-Prefix; a GET of `/_/<service>` itself redirects to
 // `/_/<service>/` so relative links in a service's pages resolve), applies
-// the request policy (platform.RequestPolicy: Host 421, Origin 403, CORS
+// the request policy (reqpolicy.RequestPolicy: Host 421, Origin 403, CORS
 // preflights answered here, CORS headers on every answer to an origin of
 // --allowed-origins) and then the proxy permissions decision (Authorizer)
 // before anything reaches a service, and answers the agent's own status on a loopback-only path.
@@ -40,7 +40,7 @@
 // *fasthttp.RequestCtx: no loopback connection, no second parse. That
 // second hop was the remaining gap to nginx (0.70 of its req/s at 32
 // connections); without it the gateway passes nginx (BENCHMARKS.md). The
-// service's Host trusts the gateway's decision: platform.MarkGatewayDispatch
+// service's Host trusts the gateway's decision: reqpolicy.MarkGatewayDispatch
 // marks the request (nothing a client sends can set that mark), and the
 // Host judges neither the peer nor Host and Origin a second time on facts
 // the rewrite changed (a client addressing the agent by IP would otherwise
@@ -92,7 +92,8 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 )
 
 // StatusPath is where the gateway answers the agent's status (loopback only).
@@ -125,7 +126,7 @@ type Config struct {
 	Authorizer Authorizer
 	// Policy is the request policy (Host, Origin, Sec-Fetch-Site) checked
 	// before anything else; default: Domain and no extra origins.
-	Policy *platform.RequestPolicy
+	Policy *reqpolicy.RequestPolicy
 	// TrustProxyHeaders (--trust-proxy-headers): the gateway sits behind
 	// the platform proxy, so the client is the right-most X-Forwarded-For
 	// hop when the peer is a loopback or private address. Either way the
@@ -134,7 +135,7 @@ type Config struct {
 	// LocalTrust tells trusted local users' connections from other local
 	// users' (default: root and the agent's own user). Only the former
 	// count as loopback clients.
-	LocalTrust *platform.LocalTrust
+	LocalTrust *reqpolicy.LocalTrust
 	Logger     *slog.Logger
 }
 
@@ -182,10 +183,10 @@ func New(cfg Config) *Gateway {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.LocalTrust == nil {
-		cfg.LocalTrust = platform.NewLocalTrust(nil)
+		cfg.LocalTrust = reqpolicy.NewLocalTrust(nil)
 	}
 	if cfg.Policy == nil {
-		p, err := platform.NewRequestPolicy(cfg.Domain, nil)
+		p, err := reqpolicy.NewRequestPolicy(cfg.Domain, nil)
 		if err != nil {
 			panic("gateway: " + err.Error()) // no origins: cannot fail
 		}
@@ -303,9 +304,9 @@ func (g *Gateway) Handler() fasthttp.RequestHandler { return g.handle }
 // and routes the rest; every answer to an allowed foreign origin, the
 // gateway's own errors included, gets the policy's CORS headers.
 func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
-	cors, perr := g.cfg.Policy.Decide(platform.FastRequest(ctx))
+	cors, perr := g.cfg.Policy.Decide(reqpolicy.FastRequest(ctx))
 	if perr != nil {
-		platform.WriteFastError(ctx, 0, perr)
+		reqpolicy.WriteFastError(ctx, 0, perr)
 		return
 	}
 	if cors.Preflight {
@@ -333,12 +334,12 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	host := string(ctx.Request.Header.Host())
 	t, perr := g.Resolve(host, path)
 	if perr != nil {
-		platform.WriteFastError(ctx, 0, perr)
+		reqpolicy.WriteFastError(ctx, 0, perr)
 		return
 	}
 	addr, ok := g.cfg.Backend(t.Service)
 	if !ok {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeNotFound, Message: "service " + t.Service + " is not running on this agent", Details: t.Service})
+		reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeNotFound, Message: "service " + t.Service + " is not running on this agent", Details: t.Service})
 		return
 	}
 	id, ok := g.authorize(ctx, host, path, t)
@@ -389,16 +390,16 @@ func (g *Gateway) serveLocal(ctx *fasthttp.RequestCtx, h fasthttp.RequestHandler
 		local = client != nil && client.IsLoopback()
 	}
 	if !local {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeForbidden,
+		reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeForbidden,
 			Message: "the agent " + what + " is served to loopback clients of trusted local users only", Details: what})
 		return
 	}
 	if !ctx.IsGet() && !ctx.IsHead() {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeMethodNotAllowed, Message: "method not allowed on this route", Details: what})
+		reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeMethodNotAllowed, Message: "method not allowed on this route", Details: what})
 		return
 	}
 	if h == nil {
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeNotFound, Message: "this gateway has no " + what, Details: what})
+		reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeNotFound, Message: "this gateway has no " + what, Details: what})
 		return
 	}
 	h(ctx)
@@ -442,14 +443,14 @@ func splitRequestURI(uri []byte) (path, query string) {
 
 // Resolve finds the service a request is for: by Host when the Host has the
 // container form, else by the /_/<service>/ prefix of the escaped path.
-func (g *Gateway) Resolve(host, path string) (Target, *platform.Error) {
+func (g *Gateway) Resolve(host, path string) (Target, *fault.Error) {
 	if hr, ok := ParseHost(host, g.cfg.Domain, g.known); ok {
 		if !g.ownsPrefix(hr.Prefix) {
-			return Target{}, &platform.Error{Code: platform.CodeNotFound, Details: "host",
+			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "host",
 				Message: "host " + hostOnly(host) + " names another container; this agent serves " + g.identity()}
 		}
 		if hr.Instance != 1 {
-			return Target{}, &platform.Error{Code: platform.CodeNotFound, Details: "instance",
+			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "instance",
 				Message: "instance " + strconv.Itoa(hr.Instance) + " of service " + hr.Service + " does not exist (1 is the only instance)"}
 		}
 		return Target{Service: hr.Service, Instance: hr.Instance, ByHost: true, Path: path}, nil
@@ -457,15 +458,15 @@ func (g *Gateway) Resolve(host, path string) (Target, *platform.Error) {
 	if rest, ok := strings.CutPrefix(path, "/_/"); ok {
 		name, sub, _ := strings.Cut(rest, "/")
 		if name == "" {
-			return Target{}, &platform.Error{Code: platform.CodeNotFound, Details: "service", Message: "no service named after /_/"}
+			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "service", Message: "no service named after /_/"}
 		}
 		if !g.isKnown(name) {
-			return Target{}, &platform.Error{Code: platform.CodeNotFound, Details: "service",
+			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "service",
 				Message: "unknown service " + strconv.Quote(name) + " (services: " + strings.Join(g.cfg.Known, ", ") + ")"}
 		}
 		return Target{Service: name, Instance: 1, Path: "/" + sub}, nil
 	}
-	return Target{}, &platform.Error{Code: platform.CodeNotFound, Details: "route",
+	return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "route",
 		Message: "no service named in the request: use the path /_/<service>/... or the Host <project_id>-<container_id>-<service>-1.<server_name>." + g.cfg.Domain}
 }
 
@@ -506,7 +507,7 @@ func (g *Gateway) identity() string {
 // connection before answering: 502 with the container error body.
 func (g *Gateway) backendError(ctx *fasthttp.RequestCtx, service string, err error) {
 	g.cfg.Logger.Warn("gateway: service unreachable", "service", service, "err", err)
-	platform.WriteFastError(ctx, http.StatusBadGateway, &platform.Error{Code: platform.CodeBackend, Details: service,
+	reqpolicy.WriteFastError(ctx, http.StatusBadGateway, &fault.Error{Code: fault.CodeBackend, Details: service,
 		Message: "service " + service + " is not answering (it may be restarting); try again shortly"})
 }
 
@@ -519,13 +520,13 @@ func parseError(ctx *fasthttp.RequestCtx, err error) {
 	var ne net.Error
 	switch {
 	case errors.As(err, &small):
-		platform.WriteFastError(ctx, http.StatusRequestHeaderFieldsTooLarge, &platform.Error{Code: platform.CodeBadRequest,
+		reqpolicy.WriteFastError(ctx, http.StatusRequestHeaderFieldsTooLarge, &fault.Error{Code: fault.CodeBadRequest,
 			Details: "headers", Message: "the request line and headers exceed " + strconv.Itoa(maxHeaderBytes>>10) + " KiB"})
 	case errors.As(err, &ne) && ne.Timeout():
-		platform.WriteFastError(ctx, http.StatusRequestTimeout, &platform.Error{Code: platform.CodeTimeout, Details: "headers",
+		reqpolicy.WriteFastError(ctx, http.StatusRequestTimeout, &fault.Error{Code: fault.CodeTimeout, Details: "headers",
 			Message: "the request headers did not arrive in time"})
 	default:
-		platform.WriteFastError(ctx, 0, &platform.Error{Code: platform.CodeBadRequest, Details: "request",
+		reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeBadRequest, Details: "request",
 			Message: "the request could not be parsed as HTTP/1.1"})
 	}
 }

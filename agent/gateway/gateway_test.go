@@ -17,7 +17,9 @@ import (
 
 	"deckhand/agent/gateway"
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/reqpolicy"
 	"deckhand/services/cron"
 	"deckhand/services/files"
 )
@@ -34,11 +36,11 @@ type fixture struct {
 }
 
 func hostFor(name string, svc interface {
-	platform.Service
+	contract.Service
 	Info() platform.Info
 }) *platform.Host {
 	// The services get the gateway's policy, as the agent gives them.
-	policy, _ := platform.NewRequestPolicy("example.test", nil)
+	policy, _ := reqpolicy.NewRequestPolicy("example.test", nil)
 	return platform.NewHost(platform.HostConfig{Info: svc.Info(), Logger: quiet, Policy: policy}, svc.Routes())
 }
 
@@ -352,7 +354,7 @@ func TestUntrustedLocalUserIsNotLoopback(t *testing.T) {
 			t.Fatalf("own user %s: %d %s", path, status, raw)
 		}
 	}
-	trusting := newFixture(t, "", "", func(c *gateway.Config) { c.LocalTrust = platform.NewLocalTrust([]uint32{platformtest.Nobody}) })
+	trusting := newFixture(t, "", "", func(c *gateway.Config) { c.LocalTrust = reqpolicy.NewLocalTrust([]uint32{platformtest.Nobody}) })
 	if status, body := platformtest.AsUser(t, platformtest.Nobody, "GET", trusting.url+"/_/cron/health", ""); status != 200 {
 		t.Fatalf("trusted uid %d: %d %s", platformtest.Nobody, status, body)
 	}

@@ -14,6 +14,7 @@ import (
 	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/reqpolicy"
 )
 
 // TestUnknownMethodThroughTheGateway: a method the service's router does
@@ -37,7 +38,7 @@ func TestUnknownMethodThroughTheGateway(t *testing.T) {
 // is read.
 func TestInProcessBodyKeepsTheReadTimeout(t *testing.T) {
 	t.Parallel()
-	policy, _ := platform.NewRequestPolicy("example.test", nil)
+	policy, _ := reqpolicy.NewRequestPolicy("example.test", nil)
 	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "facts"}, Logger: quiet, Policy: policy,
 		HeaderTimeout: 200 * time.Millisecond}, factsService())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

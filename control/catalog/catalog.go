@@ -12,6 +12,7 @@ import (
 
 	"deckhand/control/domain"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // NewID is prefix followed by 24 random lower-case hex digits.
@@ -28,7 +29,7 @@ func CheckID(kind, prefix, id string) error {
 	ok := len(id) == len(prefix)+24 && strings.HasPrefix(id, prefix) &&
 		strings.IndexFunc(id[len(prefix):], func(c rune) bool { return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') }) < 0
 	if !ok {
-		return platform.Invalid("id", "must be %s id: %s followed by 24 lower-case hex digits", article(kind), prefix)
+		return fault.Invalid("id", "must be %s id: %s followed by 24 lower-case hex digits", article(kind), prefix)
 	}
 	return nil
 }
@@ -44,10 +45,10 @@ func article(kind string) string {
 // code the wallet gives a 400 (insufficient balance), a selling route
 // answers error "Bad Request" with the wallet's message.
 func ChargeErr(err error) error {
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) && pe.Status() == http.StatusBadRequest {
 		c := *pe
-		c.Code = platform.CodeBadRequest
+		c.Code = fault.CodeBadRequest
 		return &c
 	}
 	return err
@@ -80,11 +81,11 @@ func (p *Page) Validate() error {
 	}
 	switch {
 	case p.Page < 1:
-		return platform.Invalid("page", "must be an integer at least 1")
+		return fault.Invalid("page", "must be an integer at least 1")
 	case p.Limit < 1 || p.Limit > MaxLimit:
-		return platform.Invalid("limit", "must be an integer at least 1 and at most %d", MaxLimit)
+		return fault.Invalid("limit", "must be an integer at least 1 and at most %d", MaxLimit)
 	case p.SortOrder != "asc" && p.SortOrder != "desc":
-		return platform.Invalid("sort_order", "must be one of asc, desc")
+		return fault.Invalid("sort_order", "must be one of asc, desc")
 	}
 	return nil
 }

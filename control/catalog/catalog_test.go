@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"deckhand/control/catalog"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 func TestIDs(t *testing.T) {
@@ -16,8 +16,8 @@ func TestIDs(t *testing.T) {
 		t.Fatalf("%s: %v", id, err)
 	}
 	for _, bad := range []string{"", "img_", "srv_" + id[4:], id + "0", id[:27] + "G", "img_../../../../../../etc/pas"} {
-		var pe *platform.Error
-		if err := catalog.CheckID("image", "img_", bad); !errors.As(err, &pe) || pe.Field != "id" || pe.Code != platform.CodeInvalid {
+		var pe *fault.Error
+		if err := catalog.CheckID("image", "img_", bad); !errors.As(err, &pe) || pe.Field != "id" || pe.Code != fault.CodeInvalid {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
@@ -36,7 +36,7 @@ func TestPage(t *testing.T) {
 		p     catalog.Page
 		field string
 	}{{catalog.Page{Page: -1}, "page"}, {catalog.Page{Limit: 101}, "limit"}, {catalog.Page{Limit: -1}, "limit"}, {catalog.Page{SortOrder: "up"}, "sort_order"}} {
-		var pe *platform.Error
+		var pe *fault.Error
 		if err := c.p.Validate(); !errors.As(err, &pe) || pe.Field != c.field {
 			t.Errorf("%+v: %v, want %s", c.p, err, c.field)
 		}
@@ -44,11 +44,11 @@ func TestPage(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	var pe *platform.Error
-	nf := platform.NotFound("image", "x")
-	platform.RegisterCode("CATALOGTEST_POOR", http.StatusBadRequest)
-	err := catalog.ChargeErr(&platform.Error{Code: "CATALOGTEST_POOR", Message: "insufficient balance"})
-	if !errors.As(err, &pe) || pe.Code != platform.CodeBadRequest || pe.Message != "insufficient balance" {
+	var pe *fault.Error
+	nf := fault.NotFound("image", "x")
+	fault.RegisterCode("CATALOGTEST_POOR", http.StatusBadRequest)
+	err := catalog.ChargeErr(&fault.Error{Code: "CATALOGTEST_POOR", Message: "insufficient balance"})
+	if !errors.As(err, &pe) || pe.Code != fault.CodeBadRequest || pe.Message != "insufficient balance" {
 		t.Fatalf("charge: %v", err)
 	}
 	if err := catalog.ChargeErr(nf); err != error(nf) {

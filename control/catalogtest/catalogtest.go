@@ -18,7 +18,10 @@ import (
 	"deckhand/control/wallet"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/ratelimit"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
@@ -26,11 +29,11 @@ import (
 // Env is a domain environment over db with clock, and the wallet built on
 // the same environment, which provides its Payments; the wallet stops with
 // the test.
-func Env(t testing.TB, name string, db *store.DB, clock platform.Clock) (domain.Env[domain.NoConfig], *wallet.Service) {
+func Env(t testing.TB, name string, db *store.DB, clock clockpkg.Clock) (domain.Env[domain.NoConfig], *wallet.Service) {
 	t.Helper()
 	env := domain.Env[domain.NoConfig]{Name: name, Store: db, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Events: events.NewLog(db, clock), Authz: domain.NewAuthorizer(), Payments: &domain.Payments{},
-		Limiter: platform.NewStoreLimiter(db, clock)}
+		Limiter: ratelimit.NewStoreLimiter(db, clock)}
 	ProvideUserExists(env.Authz, db)
 	w, err := wallet.New(domain.WithConfig(env, wallet.Config{TransferFeeBPS: 500}))
 	if err != nil {
@@ -49,7 +52,7 @@ func ProvideUserExists(authz *domain.Authorizer, db *store.DB) {
 		id := param("user_id")
 		return db.ViewContext(ctx, func(tx *store.Tx) error {
 			if tx.GetRaw(identityUsers, id) == nil {
-				return platform.NotFound("user", id)
+				return fault.NotFound("user", id)
 			}
 			return nil
 		})
@@ -133,13 +136,13 @@ func EachEngine(m *testing.M, cur *storetest.Engine) int {
 // Host serves routes the way the control plane does (every caller is the
 // signed-in user "u"; limits counted on db), and checks that each route
 // is in its OpenAPI document.
-func Host(t testing.TB, db *store.DB, clock platform.Clock, routes []platform.Route) *platform.Host {
+func Host(t testing.TB, db *store.DB, clock clockpkg.Clock, routes []platform.Route) *platform.Host {
 	t.Helper()
 	anyone := platform.AuthenticatorFunc(func(fiber.Ctx) (*auth.Principal, error) {
 		return &auth.Principal{UserID: "u", Role: auth.RoleUser, Kind: auth.KindSession}, nil
 	})
 	h := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "catalog"}, Auth: anyone,
-		Limiter: platform.NewStoreLimiter(db, clock)}, routes)
+		Limiter: ratelimit.NewStoreLimiter(db, clock)}, routes)
 	platformtest.CheckRoutesDocumented(t, h)
 	return h
 }

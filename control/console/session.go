@@ -25,6 +25,9 @@ import (
 	"deckhand/control/identity"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
 )
 
 // Cookie and header names of the console session.
@@ -63,11 +66,11 @@ type Config struct {
 type Service struct {
 	id     Identity
 	secure bool
-	clock  platform.Clock
+	clock  clockpkg.Clock
 	index  *asset
 	files  map[string]*asset
 	pages  pageSet
-	limits map[string][]platform.RateLimit // identity's per-IP limits of the routes the session routes stand for
+	limits map[string][]ratelimit.RateLimit // identity's per-IP limits of the routes the session routes stand for
 }
 
 // New builds the console from the embedded build and identity.
@@ -76,9 +79,9 @@ func New(env domain.Env[Config]) (*Service, error) {
 		return nil, errors.New("console: the identity domain is required")
 	}
 	s := &Service{id: env.Config.Identity, clock: env.Clock, secure: strings.HasPrefix(env.Config.PublicURL, "https://"),
-		limits: map[string][]platform.RateLimit{}}
+		limits: map[string][]ratelimit.RateLimit{}}
 	if s.clock == nil {
-		s.clock = platform.SystemClock{}
+		s.clock = clockpkg.SystemClock{}
 	}
 	var err error
 	if s.pages, err = loadPages(); err != nil {
@@ -91,7 +94,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 	// they spend the same per-IP budgets (same limit names, same store keys).
 	for _, r := range s.id.Routes() {
 		for _, l := range r.Limits {
-			if l.By == platform.ByIP {
+			if l.By == ratelimit.ByIP {
 				s.limits[r.Path] = append(s.limits[r.Path], l)
 			}
 		}
@@ -158,9 +161,9 @@ func CSRFToken(access string) string {
 }
 
 var (
-	errCrossOrigin = platform.Errorf(platform.CodeForbidden, "the console session answers only its own origin")
-	errCSRF        = platform.Errorf(platform.CodeForbidden, "a state-changing call with the console session cookie needs its CSRF token in "+CSRFHeader)
-	errNoSession   = platform.Errorf(platform.CodeUnauthorized, "no console session: log in again")
+	errCrossOrigin = fault.Errorf(fault.CodeForbidden, "the console session answers only its own origin")
+	errCSRF        = fault.Errorf(fault.CodeForbidden, "a state-changing call with the console session cookie needs its CSRF token in "+CSRFHeader)
+	errNoSession   = fault.Errorf(fault.CodeUnauthorized, "no console session: log in again")
 )
 
 // RequestOrigin is where a request to the session routes comes from:
@@ -275,7 +278,7 @@ type SessionReply struct {
 // started is the console's answer to a session identity started.
 func (s *Service) started(res *identity.LoginResult, scheme string) (*SessionReply, error) {
 	if res == nil || res.Token == "" {
-		return nil, platform.Internal("start the console session", errors.New("login answered no session"))
+		return nil, fault.Internal("start the console session", errors.New("login answered no session"))
 	}
 	return &SessionReply{SetCookie: s.setCookies(res, scheme),
 		Body: Session{User: res.User, CSRFToken: CSRFToken(res.Token), ExpiresAt: res.ExpiresAt}}, nil
@@ -291,7 +294,7 @@ type LoginRequest struct {
 // Validate refuses the modes whose answer is no session.
 func (r *LoginRequest) Validate() error {
 	if r.Body.ResponseMode != "" && r.Body.ResponseMode != "tokens" {
-		return platform.Invalid("response_mode", "the console session takes tokens mode only")
+		return fault.Invalid("response_mode", "the console session takes tokens mode only")
 	}
 	return nil
 }
@@ -372,8 +375,8 @@ func (s *Service) Refresh(ctx context.Context, in RefreshRequest) (*SessionReply
 	res, err := s.id.Refresh(ctx, identity.RefreshRequest{Bearer: identity.Bearer{Authorization: "Bearer " + in.Refresh},
 		Body: identity.RefreshInput{RefreshToken: in.Refresh}})
 	if err != nil {
-		var pe *platform.Error
-		if errors.As(err, &pe) && pe.Code == platform.CodeUnauthorized {
+		var pe *fault.Error
+		if errors.As(err, &pe) && pe.Code == fault.CodeUnauthorized {
 			refused := *pe
 			refused.SetCookies = append(refused.SetCookies[:len(refused.SetCookies):len(refused.SetCookies)], s.clearCookies(in.Target.Scheme)...)
 			return nil, &refused

@@ -2,8 +2,8 @@
 // it gives back. The server builds every domain from one list
 // (control/server/domains.go); each gets one Env — the shared store,
 // clock, logger, event log, authorizer and rate limiter, plus its own
-// typed config section — and returns a platform.Service, its route table.
-// Bootstrap (Bootstrapper) and Close (platform.Closer) are optional.
+// typed config section — and returns a contract.Service, its route table.
+// Bootstrap (Bootstrapper) and Close (contract.Closer) are optional.
 //
 // A domain's code is two layers: methods that take a context.Context (the
 // caller is platform.Caller(ctx), the address auth.ClientIP(ctx)) and a
@@ -21,6 +21,9 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/clock"
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
 	"deckhand/platform/store"
 )
 
@@ -30,7 +33,7 @@ type Env[C any] struct {
 	// Name is the domain's name in the server's list (logs carry it).
 	Name   string
 	Store  *store.DB
-	Clock  platform.Clock
+	Clock  clock.Clock
 	Logger *slog.Logger
 	// Events is the audit log; domains Append inside their own Update.
 	Events *events.Log
@@ -45,7 +48,7 @@ type Env[C any] struct {
 	// Limiter counts rate limits: the host applies a route's IP, account
 	// and credential limits; a domain applies its ByValue limits through
 	// this same limiter.
-	Limiter platform.Limiter
+	Limiter ratelimit.Limiter
 	Config  C
 }
 
@@ -63,7 +66,7 @@ func WithConfig[C, D any](env Env[D], c C) Env[C] {
 // credentials of its own, told apart by a prefix (projects: agt_ agent
 // tokens), besides the identity domain's sessions and svc_ tokens. The
 // server resolves every credential with that prefix here; the identity
-// domain never sees it. ResolveCredential answers 401 (a *platform.Error)
+// domain never sees it. ResolveCredential answers 401 (a *fault.Error)
 // for an unknown or revoked credential.
 type CredentialIssuer interface {
 	CredentialPrefix() string
@@ -113,7 +116,7 @@ func (a *Authorizer) Policy(name, doc string) platform.Policy {
 		check := a.checks[name]
 		a.mu.RUnlock()
 		if check == nil {
-			return platform.Internal("authorize the request", errMissing(name))
+			return fault.Internal("authorize the request", errMissing(name))
 		}
 		return check(ctx, param)
 	})

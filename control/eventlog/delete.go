@@ -5,6 +5,7 @@ import (
 
 	"deckhand/control/events"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -16,10 +17,10 @@ type CleanupInput struct {
 // Validate requires retention_days in 1..365.
 func (in *CleanupInput) Validate() error {
 	if in.RetentionDays == nil {
-		return platform.Invalid("retention_days", "is required (an integer from 1 to 365)")
+		return fault.Invalid("retention_days", "is required (an integer from 1 to 365)")
 	}
 	if *in.RetentionDays < 1 || *in.RetentionDays > 365 {
-		return platform.Invalid("retention_days", "must be an integer from 1 to 365, got %d", *in.RetentionDays)
+		return fault.Invalid("retention_days", "must be an integer from 1 to 365, got %d", *in.RetentionDays)
 	}
 	return nil
 }
@@ -39,7 +40,7 @@ func (s *Service) Cleanup(ctx context.Context, in CleanupInput) (*Deleted, error
 	}
 	n, err := s.env.Events.Expire(ctx, *in.RetentionDays)
 	if err != nil {
-		return nil, platform.Wrap("delete old events", err)
+		return nil, fault.Wrap("delete old events", err)
 	}
 	return &Deleted{Deleted: n}, nil
 }
@@ -66,7 +67,7 @@ func (in *DeleteInput) filter() (events.Filter, error) {
 	for name, v := range map[string]string{"event_type": in.EventType, "resource_type": in.ResourceType,
 		"resource_id": in.ResourceID, "realm_id": in.RealmID} {
 		if why := events.CheckValue(v); why != "" {
-			return f, platform.Invalid(name, "%s", why)
+			return f, fault.Invalid(name, "%s", why)
 		}
 	}
 	if in.BeforeDate != "" {
@@ -77,7 +78,7 @@ func (in *DeleteInput) filter() (events.Filter, error) {
 		f.End = t.Add(-1) // before: strictly earlier
 	}
 	if !in.All && in.EventType == "" && in.ResourceType == "" && in.ResourceID == "" && in.BeforeDate == "" && in.RealmID == "" {
-		return f, platform.Invalid("body", "give at least one filter (event_type, resource_type, resource_id, before_date, realm_id) or all=true")
+		return f, fault.Invalid("body", "give at least one filter (event_type, resource_type, resource_id, before_date, realm_id) or all=true")
 	}
 	return f, nil
 }
@@ -93,7 +94,7 @@ func (s *Service) DeleteMatching(ctx context.Context, in DeleteInput) (*Deleted,
 	}
 	n, err := s.env.Events.DeleteMatching(ctx, f)
 	if err != nil {
-		return nil, platform.Wrap("delete events", err)
+		return nil, fault.Wrap("delete events", err)
 	}
 	return &Deleted{Deleted: n}, nil
 }
@@ -111,10 +112,10 @@ func (s *Service) DeleteOne(ctx context.Context, ref EventRef) (*Deleted, error)
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("delete the event", err)
+		return nil, fault.Wrap("delete the event", err)
 	}
 	if !ok {
-		return nil, platform.NotFound("event", id)
+		return nil, fault.NotFound("event", id)
 	}
 	return &Deleted{Deleted: 1}, nil
 }

@@ -10,8 +10,9 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/eventlog"
 	"deckhand/control/events"
-	"deckhand/platform"
 	"deckhand/platform/auth"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
@@ -20,7 +21,7 @@ var engine storetest.Engine
 
 func TestMain(m *testing.M) { storetest.Main(m, &engine) }
 
-func newService(t *testing.T, cfg eventlog.Config, clock platform.Clock) (*eventlog.Service, *domain.Authorizer, *store.DB) {
+func newService(t *testing.T, cfg eventlog.Config, clock clockpkg.Clock) (*eventlog.Service, *domain.Authorizer, *store.DB) {
 	t.Helper()
 	db, _ := engine.Open(t)
 	authz := domain.NewAuthorizer()
@@ -48,20 +49,20 @@ func provideChecks(authz *domain.Authorizer) {
 		if members[param("id")][p.UserID] {
 			return nil
 		}
-		return platform.Errorf(platform.CodeForbidden, "not a member")
+		return fault.Errorf(fault.CodeForbidden, "not a member")
 	})
 	authz.Provide(eventlog.CheckContainerAccess, func(ctx context.Context, param func(string) string) error {
 		p, _ := auth.FromContext(ctx)
 		if members[containers[param("container_id")]][p.UserID] {
 			return nil
 		}
-		return platform.Errorf(platform.CodeForbidden, "no access to the container")
+		return fault.Errorf(fault.CodeForbidden, "no access to the container")
 	})
 }
 
 func TestProjectMembersSeeProjectEventsAndAgentsReportOnlyTheirContainers(t *testing.T) {
 	t.Parallel()
-	s, authz, _ := newService(t, eventlog.Config{}, platform.NewFakeClock(time.Now()))
+	s, authz, _ := newService(t, eventlog.Config{}, clockpkg.NewFakeClock(time.Now()))
 	provideChecks(authz)
 	ann := as("ann", auth.RoleUser, auth.KindToken)
 	bob := as("bob", auth.RoleUser, auth.KindToken)
@@ -69,11 +70,11 @@ func TestProjectMembersSeeProjectEventsAndAgentsReportOnlyTheirContainers(t *tes
 	if _, err := s.Ingest(ann, eventlog.IngestInput{EventType: events.ContainerRunning, ContainerID: "c1", ProjectID: "p1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Ingest(ann, eventlog.IngestInput{EventType: events.ContainerRunning, ContainerID: "c2", ProjectID: "p2"}); platform.AsError(err).Code != platform.CodeForbidden {
+	if _, err := s.Ingest(ann, eventlog.IngestInput{EventType: events.ContainerRunning, ContainerID: "c2", ProjectID: "p2"}); fault.AsError(err).Code != fault.CodeForbidden {
 		t.Fatalf("ann reporting for c2: %v", err)
 	}
 	// c1 in another project than its own is refused too.
-	if _, err := s.Ingest(ann, eventlog.IngestInput{EventType: events.ContainerRunning, ContainerID: "c1", ProjectID: "p2"}); platform.AsError(err).Code != platform.CodeForbidden {
+	if _, err := s.Ingest(ann, eventlog.IngestInput{EventType: events.ContainerRunning, ContainerID: "c1", ProjectID: "p2"}); fault.AsError(err).Code != fault.CodeForbidden {
 		t.Fatalf("ann claiming p2: %v", err)
 	}
 	// An admin's event about p1, owned by nobody in particular.
@@ -101,7 +102,7 @@ func TestProjectMembersSeeProjectEventsAndAgentsReportOnlyTheirContainers(t *tes
 		t.Fatalf("ann p1 firewall: %d", n)
 	}
 	// A session is no agent.
-	if _, err := s.Ingest(as("ann", auth.RoleUser, auth.KindSession), eventlog.IngestInput{EventType: events.ContainerRunning, ContainerID: "c1"}); platform.AsError(err).Code != platform.CodeForbidden {
+	if _, err := s.Ingest(as("ann", auth.RoleUser, auth.KindSession), eventlog.IngestInput{EventType: events.ContainerRunning, ContainerID: "c1"}); fault.AsError(err).Code != fault.CodeForbidden {
 		t.Fatalf("session ingest: %v", err)
 	}
 }
@@ -109,7 +110,7 @@ func TestProjectMembersSeeProjectEventsAndAgentsReportOnlyTheirContainers(t *tes
 func TestRetentionJobDeletesOldEventsInTheBackground(t *testing.T) {
 	t.Parallel()
 	now := time.Now().UTC()
-	clock := platform.NewFakeClock(now)
+	clock := clockpkg.NewFakeClock(now)
 	db, _ := engine.Open(t)
 	log := events.NewLog(db, clock)
 	err := db.Update(func(tx *store.Tx) error {

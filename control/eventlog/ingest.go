@@ -9,6 +9,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -45,31 +46,31 @@ const MaxSkew = 5 * time.Minute
 func (in *IngestInput) Validate() error {
 	want, ok := events.Ingestible[in.EventType]
 	if !ok {
-		return platform.Invalid("event_type", "must be a container lifecycle, snapshot, firewall, pool or storage kind, got %q", in.EventType)
+		return fault.Invalid("event_type", "must be a container lifecycle, snapshot, firewall, pool or storage kind, got %q", in.EventType)
 	}
 	if in.ResourceType == "" {
 		in.ResourceType = want
 	}
 	if in.ResourceType != want {
-		return platform.Invalid("resource_type", "must be %s for %s", want, in.EventType)
+		return fault.Invalid("resource_type", "must be %s for %s", want, in.EventType)
 	}
 	if in.ResourceID == "" {
 		in.ResourceID = in.ContainerID
 	}
 	if in.ResourceID == "" {
-		return platform.Invalid("resource_id", "is required when container_id is absent")
+		return fault.Invalid("resource_id", "is required when container_id is absent")
 	}
 	for name, v := range map[string]string{"container_id": in.ContainerID, "project_id": in.ProjectID,
 		"resource_id": in.ResourceID, "realm_id": in.RealmID, "user_id": in.UserID} {
 		if why := events.CheckValue(v); why != "" {
-			return platform.Invalid(name, "%s", why)
+			return fault.Invalid(name, "%s", why)
 		}
 	}
 	if len(in.Payload) > MaxPayload {
-		return platform.Invalid("payload", "must be at most %d bytes", MaxPayload)
+		return fault.Invalid("payload", "must be at most %d bytes", MaxPayload)
 	}
 	if p := bytes.TrimSpace(in.Payload); len(p) > 0 && p[0] != '{' && !bytes.Equal(p, []byte("null")) {
-		return platform.Invalid("payload", "must be an object")
+		return fault.Invalid("payload", "must be an object")
 	}
 	return nil
 }
@@ -85,21 +86,21 @@ func (s *Service) Ingest(ctx context.Context, in IngestInput) (*events.Event, er
 		return nil, err
 	}
 	if p.Kind != auth.KindToken {
-		return nil, platform.Errorf(platform.CodeForbidden, "ingest takes an agent's svc_ auth token, not a session")
+		return nil, fault.Errorf(fault.CodeForbidden, "ingest takes an agent's svc_ auth token, not a session")
 	}
 	if in.ContainerID == "" {
-		return nil, platform.Invalid("container_id", "is required: an agent reports events of its own container")
+		return nil, fault.Invalid("container_id", "is required: an agent reports events of its own container")
 	}
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
 	if in.UserID != "" && !p.IsAdmin() {
-		return nil, platform.Invalid("user_id", "only admins name the owner; an agent's events belong to its token's owner")
+		return nil, fault.Invalid("user_id", "only admins name the owner; an agent's events belong to its token's owner")
 	}
 	if !p.IsAdmin() {
 		check := s.env.Authz.Lookup(CheckContainerAccess)
 		if check == nil {
-			return nil, platform.Errorf(platform.CodeForbidden, "access to container %q cannot be confirmed", in.ContainerID)
+			return nil, fault.Errorf(fault.CodeForbidden, "access to container %q cannot be confirmed", in.ContainerID)
 		}
 		ids := map[string]string{"container": in.ContainerID, "project": in.ProjectID}
 		if err := check(ctx, params(ids)); err != nil {
@@ -134,10 +135,10 @@ func (s *Service) record(ctx context.Context, p *auth.Principal, in IngestInput)
 	var at time.Time
 	if in.CreatedAt != nil {
 		if in.CreatedAt.After(s.env.Clock.Now().Add(MaxSkew)) {
-			return nil, platform.Invalid("created_at", "must not be more than %s in the future", MaxSkew)
+			return nil, fault.Invalid("created_at", "must not be more than %s in the future", MaxSkew)
 		}
 		if in.CreatedAt.Year() < 2000 {
-			return nil, platform.Invalid("created_at", "must be in the year 2000 or later")
+			return nil, fault.Invalid("created_at", "must be in the year 2000 or later")
 		}
 		at = in.CreatedAt.UTC()
 	}
@@ -150,7 +151,7 @@ func (s *Service) record(ctx context.Context, p *auth.Principal, in IngestInput)
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("record the event", err)
+		return nil, fault.Wrap("record the event", err)
 	}
 	return &ev, nil
 }

@@ -7,6 +7,7 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -50,20 +51,20 @@ type EventRef struct {
 // Validate checks the paging, order and filters.
 func (in *ListInput) Validate() error {
 	if in.Limit < 1 || in.Limit > MaxLimit {
-		return platform.Invalid("limit", "must be an integer from 1 to %d", MaxLimit)
+		return fault.Invalid("limit", "must be an integer from 1 to %d", MaxLimit)
 	}
 	if in.Offset < 0 {
-		return platform.Invalid("offset", "must be 0 or more")
+		return fault.Invalid("offset", "must be 0 or more")
 	}
 	switch in.SortBy {
 	case "", "created_at", "event_type":
 	default:
-		return platform.Invalid("sort_by", "must be created_at or event_type, got %q", in.SortBy)
+		return fault.Invalid("sort_by", "must be created_at or event_type, got %q", in.SortBy)
 	}
 	switch in.SortOrder {
 	case "", "asc", "desc":
 	default:
-		return platform.Invalid("sort_order", "must be asc or desc, got %q", in.SortOrder)
+		return fault.Invalid("sort_order", "must be asc or desc, got %q", in.SortOrder)
 	}
 	_, err := in.FilterInput.parse()
 	return err
@@ -84,7 +85,7 @@ func parseDate(field, v string, end bool) (time.Time, error) {
 		}
 		return t, nil
 	}
-	return time.Time{}, platform.Invalid(field, "must be an ISO 8601 date (2026-01-02) or timestamp (2026-01-02T15:04:05Z), got %q", v)
+	return time.Time{}, fault.Invalid(field, "must be an ISO 8601 date (2026-01-02) or timestamp (2026-01-02T15:04:05Z), got %q", v)
 }
 
 func (f FilterInput) parse() (events.Filter, error) {
@@ -93,7 +94,7 @@ func (f FilterInput) parse() (events.Filter, error) {
 	for name, v := range map[string]string{"event_type": f.EventType, "resource_type": f.ResourceType,
 		"resource_id": f.ResourceID, "project_id": f.ProjectID, "container_id": f.ContainerID, "realm_id": f.RealmID} {
 		if why := events.CheckValue(v); why != "" {
-			return out, platform.Invalid(name, "%s", why)
+			return out, fault.Invalid(name, "%s", why)
 		}
 	}
 	var err error
@@ -104,7 +105,7 @@ func (f FilterInput) parse() (events.Filter, error) {
 		return out, err
 	}
 	if !out.Start.IsZero() && !out.End.IsZero() && out.End.Before(out.Start) {
-		return out, platform.Invalid("end_date", "must not be before start_date")
+		return out, fault.Invalid("end_date", "must not be before start_date")
 	}
 	return out, nil
 }
@@ -137,7 +138,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (*EventList, error) {
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("list events", err)
+		return nil, fault.Wrap("list events", err)
 	}
 	return &EventList{Events: page.Events, Pagination: domain.Paginate(page.Total, in.Offset/in.Limit+1, in.Limit)}, nil
 }
@@ -157,10 +158,10 @@ func (s *Service) Get(ctx context.Context, ref EventRef) (*events.Event, error) 
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("read the event", err)
+		return nil, fault.Wrap("read the event", err)
 	}
 	if ev == nil || !s.viewer(ctx, p).Sees(ev) {
-		return nil, platform.NotFound("event", id)
+		return nil, fault.NotFound("event", id)
 	}
 	return ev, nil
 }
@@ -199,7 +200,7 @@ func (s *Service) Stats(ctx context.Context, in StatsInput) (*StatsResult, error
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("count events", err)
+		return nil, fault.Wrap("count events", err)
 	}
 	out := &StatsResult{Stats: st}
 	if !f.Start.IsZero() {

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/ratelimit"
 )
 
 // Routes is the domain's route table. Static paths come before {id}.
 func (s *Service) Routes() []platform.Route {
 	tag := []string{"events"}
-	rl := func(name string, n int) []platform.RateLimit {
-		return []platform.RateLimit{{Name: name, By: platform.ByAccount, N: n, Per: time.Minute}}
+	rl := func(name string, n int) []ratelimit.RateLimit {
+		return []ratelimit.RateLimit{{Name: name, By: ratelimit.ByAccount, N: n, Per: time.Minute}}
 	}
 	return []platform.Route{
 		{Method: http.MethodGet, Path: "/api/v1/events", OperationID: "listEvents", Summary: "List events", Tags: tag,

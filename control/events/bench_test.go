@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"deckhand/control/events"
-	"deckhand/platform"
+	"deckhand/platform/clock"
 	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
 	"deckhand/platform/store/pgstore"
@@ -29,7 +29,7 @@ import (
 // record pays on the engine without indexes.
 func BenchmarkAppendConcurrent(b *testing.B) {
 	db := openDeclared(b)
-	log := events.NewLog(db, platform.SystemClock{})
+	log := events.NewLog(db, clock.SystemClock{})
 	for _, c := range []struct {
 		name  string
 		write func(ev events.Event) error

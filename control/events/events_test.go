@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"deckhand/control/events"
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/store"
 )
 
@@ -29,7 +29,7 @@ func open(t *testing.T) *store.DB {
 func TestEventsCommitAndRollBackWithTheirChange(t *testing.T) {
 	t.Parallel()
 	db := open(t)
-	clock := platform.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := clockpkg.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	log := events.NewLog(db, clock)
 
 	// The recorded change and its event commit together ...

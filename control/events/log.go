@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/store"
 )
 
@@ -14,7 +14,7 @@ import (
 // event that accompanies no other write (a login, a bootstrap notice).
 type Log struct {
 	db    *store.DB
-	clock platform.Clock
+	clock clockpkg.Clock
 	batch *store.Batcher
 }
 
@@ -23,9 +23,9 @@ const recordBatch = 128
 
 // NewLog returns the event log over db. Lists need the log's table
 // declared on db (Declare, or the server's declaration of every table).
-func NewLog(db *store.DB, clock platform.Clock) *Log {
+func NewLog(db *store.DB, clock clockpkg.Clock) *Log {
 	if clock == nil {
-		clock = platform.SystemClock{}
+		clock = clockpkg.SystemClock{}
 	}
 	max := recordBatch
 	if db.ConcurrentWriters() {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"deckhand/control/events"
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
@@ -152,7 +152,7 @@ func TestDeleteMatchingIsExactAndLeavesNoIndexEntries(t *testing.T) {
 	t.Parallel()
 	db := openDeclared(t)
 	all := fill(t, db, 1600)
-	clock := platform.NewFakeClock(t0.Add(1600 * time.Minute))
+	clock := clockpkg.NewFakeClock(t0.Add(1600 * time.Minute))
 	log := events.NewLog(db, clock)
 	for _, f := range []events.Filter{{ContainerID: "c3", RealmID: "m1"}, {EventType: events.Kinds[1]}, {End: t0.Add(700 * time.Minute)}} {
 		want := 0

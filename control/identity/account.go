@@ -11,6 +11,7 @@ import (
 	"deckhand/control/mail"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -39,7 +40,7 @@ func (r *SignupInput) Validate() error {
 		return err
 	}
 	if r.Region != "" && !regionRe.MatchString(r.Region) {
-		return platform.Invalid("region", "must be a region id (lowercase letters, digits and `-`)")
+		return fault.Invalid("region", "must be a region id (lowercase letters, digits and `-`)")
 	}
 	return nil
 }
@@ -64,7 +65,7 @@ type TokenInput struct {
 // Validate demands the token.
 func (r *TokenInput) Validate() error {
 	if r.Token == "" {
-		return platform.Invalid("token", "is required")
+		return fault.Invalid("token", "is required")
 	}
 	return nil
 }
@@ -78,7 +79,7 @@ type ResetInput struct {
 // Validate demands the token and checks the password rule.
 func (r *ResetInput) Validate() error {
 	if r.Token == "" {
-		return platform.Invalid("token", "is required")
+		return fault.Invalid("token", "is required")
 	}
 	return checkSignupPassword("password", r.Password)
 }
@@ -97,11 +98,11 @@ type LoginInput struct {
 func (r *LoginInput) Validate() error {
 	switch {
 	case r.Username == "" && r.Email == "":
-		return platform.Invalid("username", "username or email is required")
+		return fault.Invalid("username", "username or email is required")
 	case r.Username != "" && r.Email != "":
-		return platform.Invalid("username", "send either username or email, not both")
+		return fault.Invalid("username", "send either username or email, not both")
 	case len(r.Username) > 254 || len(r.Email) > 254:
-		return platform.Invalid("username", "must be at most 254 characters")
+		return fault.Invalid("username", "must be at most 254 characters")
 	}
 	if r.Email != "" {
 		e, err := normalizeEmail("email", r.Email)
@@ -119,15 +120,15 @@ func (r *LoginInput) Validate() error {
 	case "intent":
 		if err := validChallenge("code_challenge", r.CodeChallenge); err != nil {
 			if r.CodeChallenge == "" {
-				return platform.Invalid("code_challenge", "is required when response_mode is intent")
+				return fault.Invalid("code_challenge", "is required when response_mode is intent")
 			}
 			return err
 		}
 	default:
-		return platform.Invalid("response_mode", "must be tokens or intent")
+		return fault.Invalid("response_mode", "must be tokens or intent")
 	}
 	if r.CodeChallengeMethod != "" && r.CodeChallengeMethod != "S256" {
-		return platform.Invalid("code_challenge_method", "must be S256")
+		return fault.Invalid("code_challenge_method", "must be S256")
 	}
 	return nil
 }
@@ -142,16 +143,16 @@ type ExchangeInput struct {
 // Validate checks that exactly one secret and a verifier are given.
 func (r *ExchangeInput) Validate() error {
 	if r.AuthIntentToken == "" && r.Code == "" {
-		return platform.Invalid("auth_intent_token", "is required (or `code` from an OAuth completion)")
+		return fault.Invalid("auth_intent_token", "is required (or `code` from an OAuth completion)")
 	}
 	if r.AuthIntentToken != "" && r.Code != "" {
-		return platform.Invalid("auth_intent_token", "send either auth_intent_token or code, not both")
+		return fault.Invalid("auth_intent_token", "send either auth_intent_token or code, not both")
 	}
 	if r.CodeVerifier == "" {
-		return platform.Invalid("code_verifier", "is required")
+		return fault.Invalid("code_verifier", "is required")
 	}
 	if len(r.CodeVerifier) < 43 || len(r.CodeVerifier) > 128 {
-		return platform.Invalid("code_verifier", "must be 43 to 128 characters")
+		return fault.Invalid("code_verifier", "must be 43 to 128 characters")
 	}
 	return nil
 }
@@ -168,7 +169,7 @@ func (s *Service) sendMail(ctx context.Context, m mail.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := s.mailer.Send(ctx, m); err != nil {
-		return platform.Internal("send the email", err)
+		return fault.Internal("send the email", err)
 	}
 	return nil
 }
@@ -201,7 +202,7 @@ func (s *Service) pickRegion(asked string) (string, error) {
 			return asked, nil
 		}
 	}
-	return "", platform.Invalid("region", "must be one of the available regions (GET /api/v1/auth/available-regions)")
+	return "", fault.Invalid("region", "must be one of the available regions (GET /api/v1/auth/available-regions)")
 }
 
 // Signup creates an inactive account and mails its verification link (or,
@@ -227,7 +228,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*SignupResult, er
 	// Hash before the write transaction: argon2 must not hold the store lock.
 	h, err := hashPassword(in.Password)
 	if err != nil {
-		return nil, platform.Internal("hash the password", err)
+		return nil, fault.Internal("hash the password", err)
 	}
 	var msg mail.Message
 	err = s.update(func(tx *store.Tx) error {
@@ -263,7 +264,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*SignupResult, er
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("create the account", err)
+		return nil, fault.Wrap("create the account", err)
 	}
 	if err := s.sendMail(ctx, msg); err != nil {
 		return nil, err
@@ -271,7 +272,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*SignupResult, er
 	return &SignupResult{Email: in.Email}, nil
 }
 
-var errBadToken = platform.Invalid("token", "is invalid or has expired")
+var errBadToken = fault.Invalid("token", "is invalid or has expired")
 
 // VerifyEmail activates the account of a verification token.
 func (s *Service) VerifyEmail(ctx context.Context, in TokenInput) (*User, error) {
@@ -295,7 +296,7 @@ func (s *Service) VerifyEmail(ctx context.Context, in TokenInput) (*User, error)
 		return putUser(tx, u)
 	})
 	if err != nil {
-		return nil, platform.Wrap("verify the email", err)
+		return nil, fault.Wrap("verify the email", err)
 	}
 	return &view, nil
 }
@@ -327,7 +328,7 @@ func (s *Service) ForgotPassword(ctx context.Context, in EmailInput) error {
 		return err
 	})
 	if err != nil {
-		return platform.Wrap("start the password reset", err)
+		return fault.Wrap("start the password reset", err)
 	}
 	if msg != nil {
 		// A mail failure must not answer differently from "no such account".
@@ -346,7 +347,7 @@ func (s *Service) ResetPassword(ctx context.Context, in ResetInput) error {
 	}
 	h, err := hashPassword(in.Password)
 	if err != nil {
-		return platform.Internal("hash the password", err)
+		return fault.Internal("hash the password", err)
 	}
 	err = s.update(func(tx *store.Tx) error {
 		_, u, err := s.takeOnceUser(tx, onceReset, in.Token)
@@ -359,7 +360,7 @@ func (s *Service) ResetPassword(ctx context.Context, in ResetInput) error {
 		}
 		return s.revokeUserSessions(tx, u.ID, "password reset")
 	})
-	return platform.Wrap("reset the password", err)
+	return fault.Wrap("reset the password", err)
 }
 
 var errBadLogin = unauthorized("Invalid login credentials")
@@ -386,7 +387,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginAnswer, error
 		return err
 	})
 	if err != nil {
-		return nil, platform.Internal("look up the account", err)
+		return nil, fault.Internal("look up the account", err)
 	}
 	hash := s.dummy
 	if u != nil && u.PasswordHash != "" {
@@ -456,7 +457,7 @@ func (s *Service) completeLogin(ctx context.Context, userID, method, mode, chall
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("start the session", err)
+		return nil, fault.Wrap("start the session", err)
 	}
 	return res, nil
 }
@@ -498,7 +499,7 @@ func (s *Service) ExchangeIntent(ctx context.Context, in ExchangeInput) (*LoginR
 		_ = s.update(func(tx *store.Tx) error { return s.dropOnce(tx, onceIntent, secret) })
 	}
 	if err != nil {
-		return nil, platform.Wrap("exchange the intent token", err)
+		return nil, fault.Wrap("exchange the intent token", err)
 	}
 	return res, nil
 }
@@ -531,7 +532,7 @@ func (s *Service) CancelIntent(_ context.Context, in Bearer) error {
 		return s.dropOnce(tx, onceTemp, token)
 	})
 	if err != nil {
-		return platform.Internal("cancel the intent", err)
+		return fault.Internal("cancel the intent", err)
 	}
 	return nil
 }
@@ -577,10 +578,10 @@ func (s *Service) Logout(ctx context.Context, _ struct{}) error {
 		return err
 	}
 	if p.Kind != KindSession {
-		return platform.Errorf(platform.CodeBadRequest, "logout ends a session; revoke an auth token with DELETE /api/v1/auth/tokens/{id}")
+		return fault.Errorf(fault.CodeBadRequest, "logout ends a session; revoke an auth token with DELETE /api/v1/auth/tokens/{id}")
 	}
 	if err := s.revokeSession(p.SessionID, "logout"); err != nil {
-		return platform.Internal("end the session", err)
+		return fault.Internal("end the session", err)
 	}
 	return nil
 }

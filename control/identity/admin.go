@@ -7,6 +7,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -32,7 +33,7 @@ type AdminCreateInput struct {
 
 func checkRole(r string) error {
 	if r != RoleUser && r != RoleAdmin {
-		return platform.Invalid("role", "must be user or admin")
+		return fault.Invalid("role", "must be user or admin")
 	}
 	return nil
 }
@@ -73,7 +74,7 @@ type AdminPatchInput struct {
 // Validate demands a change and a known role.
 func (r *AdminPatchInput) Validate() error {
 	if r.Role == nil && r.IsBanned == nil {
-		return platform.Invalid("body", "give role or is_banned")
+		return fault.Invalid("body", "give role or is_banned")
 	}
 	if r.Role != nil {
 		return checkRole(*r.Role)
@@ -109,7 +110,7 @@ func (s *Service) CreateUser(ctx context.Context, in AdminCreateInput) (*User, e
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("create the user", err)
+		return nil, fault.Wrap("create the user", err)
 	}
 	if verifyTok != "" {
 		if err := s.sendMail(ctx, s.verificationMail(view.Email, verifyTok)); err != nil {
@@ -133,7 +134,7 @@ func (s *Service) ListUsers(ctx context.Context) ([]User, error) {
 		return err
 	})
 	if err != nil {
-		return nil, platform.Internal("list users", err)
+		return nil, fault.Internal("list users", err)
 	}
 	return out, nil
 }
@@ -151,13 +152,13 @@ func (s *Service) GetUser(ctx context.Context, ref UserRef) (*User, error) {
 			return err
 		}
 		if u == nil {
-			return platform.NotFound("user", id)
+			return fault.NotFound("user", id)
 		}
 		view = u.view()
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("read the user", err)
+		return nil, fault.Wrap("read the user", err)
 	}
 	return &view, nil
 }
@@ -174,7 +175,7 @@ func (s *Service) UpdateUser(ctx context.Context, req UserUpdate) (*User, error)
 		return nil, err
 	}
 	if id == p.UserID && ((in.IsBanned != nil && *in.IsBanned) || (in.Role != nil && *in.Role != RoleAdmin)) {
-		return nil, platform.Errorf(platform.CodeBadRequest, "an admin cannot ban or demote themselves")
+		return nil, fault.Errorf(fault.CodeBadRequest, "an admin cannot ban or demote themselves")
 	}
 	var view User
 	err = s.update(func(tx *store.Tx) error {
@@ -183,7 +184,7 @@ func (s *Service) UpdateUser(ctx context.Context, req UserUpdate) (*User, error)
 			return err
 		}
 		if u == nil {
-			return platform.NotFound("user", id)
+			return fault.NotFound("user", id)
 		}
 		now := s.now()
 		ev := func(typ string, payload map[string]any) error {
@@ -218,7 +219,7 @@ func (s *Service) UpdateUser(ctx context.Context, req UserUpdate) (*User, error)
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("update the user", err)
+		return nil, fault.Wrap("update the user", err)
 	}
 	return &view, nil
 }
@@ -232,7 +233,7 @@ func (s *Service) EnsureAdmin(email, password string) (bool, error) {
 		return false, err
 	}
 	if err := checkAdminPassword(password); err != nil {
-		return false, platform.Invalid("admin-password", loginRule)
+		return false, fault.Invalid("admin-password", loginRule)
 	}
 	created := false
 	err = s.update(func(tx *store.Tx) error {

@@ -10,6 +10,7 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -97,7 +98,7 @@ func (s *Service) authSession(raw string) (*Principal, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("check the session", err)
+		return nil, fault.Wrap("check the session", err)
 	}
 	s.cache.put(raw, entry)
 	s.profiles.put(entry.p.SessionID, entry)
@@ -193,7 +194,7 @@ func (s *Service) loadToken(raw string) (*credEntry, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("check the auth token", err)
+		return nil, fault.Wrap("check the auth token", err)
 	}
 	s.cache.put(raw, e)
 	s.profiles.put(e.p.TokenID, e)

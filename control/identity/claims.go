@@ -6,6 +6,7 @@ import (
 	"unicode"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/signing"
 )
 
@@ -30,23 +31,23 @@ type IdentityClaimInput struct {
 // Validate checks the audience and lifetime.
 func (in *IdentityClaimInput) Validate() error {
 	if in.Audience == "" {
-		return platform.Invalid("aud", "is required: who the claim is for")
+		return fault.Invalid("aud", "is required: who the claim is for")
 	}
 	if len(in.Audience) > 256 {
-		return platform.Invalid("aud", "must be at most 256 bytes")
+		return fault.Invalid("aud", "must be at most 256 bytes")
 	}
 	for _, r := range in.Audience {
 		if !unicode.IsPrint(r) {
-			return platform.Invalid("aud", "must be printable characters")
+			return fault.Invalid("aud", "must be printable characters")
 		}
 	}
 	if _, err := signing.ClaimTTL(in.TTLSeconds); err != nil {
-		return platform.Invalid("ttl_seconds", "%s", err.Error())
+		return fault.Invalid("ttl_seconds", "%s", err.Error())
 	}
 	return nil
 }
 
-var errClaimsOff = &platform.Error{Code: platform.CodeSigningNotConfigured,
+var errClaimsOff = &fault.Error{Code: fault.CodeSigningNotConfigured,
 	Message: "claims need the control plane's signing keys: it runs with --signing=false"}
 
 // MintIdentityClaim signs a claim that the caller is who they are, for
@@ -68,7 +69,7 @@ func (s *Service) MintIdentityClaim(ctx context.Context, in IdentityClaimInput) 
 	out, err := s.keys.Issue(IdentityClaim{Type: signing.ClaimIdentity, Subject: p.UserID, Role: p.Role, Audience: in.Audience,
 		IssuedAt: iat.Unix(), Expires: exp.Unix()}, iat, exp)
 	if err != nil {
-		return nil, platform.Internal("sign the identity claim", err)
+		return nil, fault.Internal("sign the identity claim", err)
 	}
 	return out, nil
 }

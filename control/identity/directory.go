@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"deckhand/control/domain"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -16,13 +16,13 @@ const CheckUserExists = "user.exists"
 
 func (s *Service) userExists(ctx context.Context, param func(string) string) error {
 	id := param("user_id")
-	return platform.Wrap("look up the user", s.db.ViewContext(ctx, func(tx *store.Tx) error {
+	return fault.Wrap("look up the user", s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		u, err := getUser(tx, id)
 		if err != nil {
 			return err
 		}
 		if u == nil {
-			return platform.NotFound("user", id)
+			return fault.NotFound("user", id)
 		}
 		return nil
 	}))
@@ -39,5 +39,5 @@ func (s *Service) contact(ctx context.Context, id string) (*domain.Contact, erro
 		}
 		return err
 	})
-	return out, platform.Wrap("look up the user", err)
+	return out, fault.Wrap("look up the user", err)
 }

@@ -11,8 +11,9 @@ import (
 
 	"deckhand/control/identity"
 	"deckhand/control/mail"
-	"deckhand/platform"
 	"deckhand/platform/auth"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
@@ -38,7 +39,7 @@ func newDomainEnv(t *testing.T, limits *identity.Limits) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := platform.NewFakeClock(time.Now().UTC())
+	clock := clockpkg.NewFakeClock(time.Now().UTC())
 	svc, err := identity.New(identity.Deps{DB: db, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Mailer: m, Sealer: sealer, Signups: true, PublicURL: "http://127.0.0.1:1", Limits: limits})
 	if err != nil {
@@ -67,7 +68,7 @@ func code(err error) string {
 	if err == nil {
 		return ""
 	}
-	return platform.AsError(err).Code
+	return fault.AsError(err).Code
 }
 
 // signedUp runs signup and the mailed verification through the domain.
@@ -90,7 +91,7 @@ func TestAccountFlowsAsDomainMethods(t *testing.T) {
 	if !u.EmailVerified {
 		t.Fatalf("verified user %+v", u)
 	}
-	if _, err := e.svc.Login(e.from(""), identity.LoginInput{Email: "ada@example.com", Password: "Wrong-pass1"}); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.Login(e.from(""), identity.LoginInput{Email: "ada@example.com", Password: "Wrong-pass1"}); code(err) != fault.CodeUnauthorized {
 		t.Fatalf("wrong password: %v", err)
 	}
 	res, err := e.svc.Login(e.from(""), identity.LoginInput{Email: "ADA@example.com", Password: goodPassword})
@@ -101,7 +102,7 @@ func TestAccountFlowsAsDomainMethods(t *testing.T) {
 	if err != nil || me.Email != "ada@example.com" {
 		t.Fatalf("me: %+v %v", me, err)
 	}
-	if _, err := e.svc.Me(e.from("")); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.Me(e.from("")); code(err) != fault.CodeUnauthorized {
 		t.Fatalf("me without a caller: %v", err)
 	}
 
@@ -111,22 +112,22 @@ func TestAccountFlowsAsDomainMethods(t *testing.T) {
 	if err != nil || tok.Token == "" {
 		t.Fatalf("create token: %+v %v", tok, err)
 	}
-	if _, err := e.svc.CreateToken(e.from(tok.Token), identity.CreateTokenRequest{Body: identity.CreateTokenInput{Alias: "again"}}); code(err) != platform.CodeForbidden {
+	if _, err := e.svc.CreateToken(e.from(tok.Token), identity.CreateTokenRequest{Body: identity.CreateTokenInput{Alias: "again"}}); code(err) != fault.CodeForbidden {
 		t.Fatalf("token minting a token: %v", err)
 	}
-	if _, err := e.svc.Resolve(tok.Token, "198.51.100.1"); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.Resolve(tok.Token, "198.51.100.1"); code(err) != fault.CodeUnauthorized {
 		t.Fatalf("token outside its allow-list: %v", err)
 	}
 	list, err := e.svc.ListTokens(e.from(tok.Token))
 	if err != nil || len(list) != 1 || list[0].Token != "" || list[0].LastUsedIP == nil || *list[0].LastUsedIP != "192.0.2.7" {
 		t.Fatalf("list: %+v %v", list, err)
 	}
-	if _, err := e.svc.CreateToken(e.from(res.Body.Token), identity.CreateTokenRequest{Body: identity.CreateTokenInput{Alias: "bad/alias"}}); code(err) != platform.CodeInvalid {
+	if _, err := e.svc.CreateToken(e.from(res.Body.Token), identity.CreateTokenRequest{Body: identity.CreateTokenInput{Alias: "bad/alias"}}); code(err) != fault.CodeInvalid {
 		t.Fatalf("bad alias: %v", err)
 	}
 
 	// Refresh rotates; the header and body copies must agree.
-	if _, err := e.svc.Refresh(e.from(""), identity.RefreshRequest{Bearer: identity.Bearer{Authorization: "Bearer " + res.Body.RefreshToken + "x"}, Body: identity.RefreshInput{RefreshToken: res.Body.RefreshToken}}); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.Refresh(e.from(""), identity.RefreshRequest{Bearer: identity.Bearer{Authorization: "Bearer " + res.Body.RefreshToken + "x"}, Body: identity.RefreshInput{RefreshToken: res.Body.RefreshToken}}); code(err) != fault.CodeUnauthorized {
 		t.Fatalf("mismatched refresh: %v", err)
 	}
 	next, err := e.svc.Refresh(e.from(""), identity.RefreshRequest{Bearer: identity.Bearer{Authorization: "Bearer " + res.Body.RefreshToken}, Body: identity.RefreshInput{RefreshToken: res.Body.RefreshToken}})
@@ -136,7 +137,7 @@ func TestAccountFlowsAsDomainMethods(t *testing.T) {
 	if err := e.svc.Logout(e.from(next.Token), struct{}{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Resolve(next.Token, "192.0.2.7"); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.Resolve(next.Token, "192.0.2.7"); code(err) != fault.CodeUnauthorized {
 		t.Fatalf("access token after logout: %v", err)
 	}
 	if got := e.events(tok.ID); len(got) != 1 || got[0] != "auth.token.created" {
@@ -165,14 +166,14 @@ func TestTwoFactorLoginAsDomainMethods(t *testing.T) {
 	if err != nil || !step.Body.Requires2FA || step.Body.TempToken == "" || step.Body.Token != "" || !strings.Contains(step.Message, "two-factor code required") {
 		t.Fatalf("login with 2FA on: %+v %v", step, err)
 	}
-	if _, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: step.Body.TempToken, Code: "000000"}}); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: step.Body.TempToken, Code: "000000"}}); code(err) != fault.CodeUnauthorized {
 		t.Fatalf("wrong code: %v", err)
 	}
 	done, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: step.Body.TempToken, Code: backup.BackupCodes[0]}})
 	if err != nil || done.Token == "" {
 		t.Fatalf("backup code: %+v %v", done, err)
 	}
-	if _, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: step.Body.TempToken, Code: backup.BackupCodes[1]}}); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.VerifyTwoFactor(e.from(""), identity.Verify2FARequest{Body: identity.Verify2FAInput{TempToken: step.Body.TempToken, Code: backup.BackupCodes[1]}}); code(err) != fault.CodeUnauthorized {
 		t.Fatalf("used temp_token: %v", err)
 	}
 	st, err := e.svc.TwoFactorStatus(e.from(done.Token))
@@ -188,7 +189,7 @@ func TestLoginLimitWithoutHTTP(t *testing.T) {
 	e := newDomainEnv(t, &identity.Limits{LoginPerAccount: identity.Rule{N: 2, Per: 15 * time.Minute}})
 	u := e.signedUp("cy@example.com")
 	for i := 0; i < 2; i++ {
-		if _, err := e.svc.Login(e.from(""), identity.LoginInput{Email: "cy@example.com", Password: "Wrong-pass1"}); code(err) != platform.CodeUnauthorized {
+		if _, err := e.svc.Login(e.from(""), identity.LoginInput{Email: "cy@example.com", Password: "Wrong-pass1"}); code(err) != fault.CodeUnauthorized {
 			t.Fatalf("failure %d: %v", i+1, err)
 		}
 	}
@@ -197,7 +198,7 @@ func TestLoginLimitWithoutHTTP(t *testing.T) {
 		t.Fatalf("another identifier has its own budget: %v", err)
 	}
 	_, err = e.svc.Login(e.from(""), identity.LoginInput{Email: "cy@example.com", Password: goodPassword})
-	if pe := platform.AsError(err); pe.Code != platform.CodeTooManyRequests || pe.Headers["Retry-After"] == "" {
+	if pe := fault.AsError(err); pe.Code != fault.CodeTooManyRequests || pe.Headers["Retry-After"] == "" {
 		t.Fatalf("locked account: %v", err)
 	}
 	e.clock.Advance(16 * time.Minute)
@@ -216,10 +217,10 @@ func TestAdminMethodsNeedTheAdminRole(t *testing.T) {
 	admin, _ := e.svc.Login(e.from(""), identity.LoginInput{Email: "root@example.com", Password: goodPassword})
 	user, _ := e.svc.Login(e.from(""), identity.LoginInput{Email: "dee@example.com", Password: goodPassword})
 	in := identity.AdminCreateInput{Email: "new@example.com", Password: goodPassword, Verified: true}
-	if _, err := e.svc.CreateUser(e.from(user.Body.Token), in); code(err) != platform.CodeForbidden {
+	if _, err := e.svc.CreateUser(e.from(user.Body.Token), in); code(err) != fault.CodeForbidden {
 		t.Fatalf("user creating a user: %v", err)
 	}
-	if _, err := e.svc.CreateUser(e.from(""), in); code(err) != platform.CodeUnauthorized {
+	if _, err := e.svc.CreateUser(e.from(""), in); code(err) != fault.CodeUnauthorized {
 		t.Fatalf("nobody creating a user: %v", err)
 	}
 	u, err := e.svc.CreateUser(e.from(admin.Body.Token), in)
@@ -230,7 +231,7 @@ func TestAdminMethodsNeedTheAdminRole(t *testing.T) {
 	if _, err := e.svc.UpdateUser(e.from(admin.Body.Token), identity.UserUpdate{UserRef: identity.UserRef{ID: u.ID}, Body: identity.AdminPatchInput{IsBanned: &banned}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Login(e.from(""), identity.LoginInput{Email: "new@example.com", Password: goodPassword}); code(err) != platform.CodeForbidden {
+	if _, err := e.svc.Login(e.from(""), identity.LoginInput{Email: "new@example.com", Password: goodPassword}); code(err) != fault.CodeForbidden {
 		t.Fatalf("banned login: %v", err)
 	}
 	if got := e.events(u.ID); len(got) != 2 || got[1] != "user.banned" {
@@ -268,7 +269,7 @@ func TestInputsValidate(t *testing.T) {
 			}
 			continue
 		}
-		if pe := platform.AsError(err); err == nil || pe.Code != platform.CodeInvalid || pe.Field != tc.field {
+		if pe := fault.AsError(err); err == nil || pe.Code != fault.CodeInvalid || pe.Field != tc.field {
 			t.Errorf("%s: %v, want INVALID on %s", tc.name, err, tc.field)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/net/idna"
 	"golang.org/x/text/unicode/norm"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -42,55 +42,55 @@ const emailRule = "`email` is kept in one canonical form, so two spellings are o
 //     paypal.com.
 func normalizeEmail(field, raw string) (string, error) {
 	if !utf8.ValidString(raw) || strings.ContainsRune(raw, utf8.RuneError) {
-		return "", platform.Invalid(field, "must be valid UTF-8 (it holds bytes that are not, or U+FFFD)")
+		return "", fault.Invalid(field, "must be valid UTF-8 (it holds bytes that are not, or U+FFFD)")
 	}
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
-		return "", platform.Invalid(field, "is required")
+		return "", fault.Invalid(field, "is required")
 	}
 	for _, r := range raw {
 		if isBidiControl(r) {
-			return "", platform.Invalid(field, "must not contain bidirectional control characters (U+%04X)", r)
+			return "", fault.Invalid(field, "must not contain bidirectional control characters (U+%04X)", r)
 		}
 		if isInvisible(r) {
-			return "", platform.Invalid(field, "must not contain invisible, control or format characters (U+%04X)", r)
+			return "", fault.Invalid(field, "must not contain invisible, control or format characters (U+%04X)", r)
 		}
 	}
 	if len(raw) > 254 {
-		return "", platform.Invalid(field, "must be at most 254 characters")
+		return "", fault.Invalid(field, "must be at most 254 characters")
 	}
 	addr := strings.ToLower(norm.NFC.String(raw))
 	at := strings.LastIndexByte(addr, '@')
 	if at <= 0 || at == len(addr)-1 {
-		return "", platform.Invalid(field, "must be a valid email address")
+		return "", fault.Invalid(field, "must be a valid email address")
 	}
 	local, domain := addr[:at], addr[at+1:]
 	// The local part follows the same script rule: "аdmin" with a Cyrillic
 	// "а" would otherwise pass for "admin" wherever addresses are shown.
 	if scripts := mixedScripts(local); scripts != "" {
-		return "", platform.Invalid(field, "the local part %q mixes scripts (%s)", local, scripts)
+		return "", fault.Invalid(field, "the local part %q mixes scripts (%s)", local, scripts)
 	}
 	ascii, err := idna.Lookup.ToASCII(domain)
 	if err != nil {
-		return "", platform.Invalid(field, "must be a valid email address (the domain is not a valid internationalized domain name)")
+		return "", fault.Invalid(field, "must be a valid email address (the domain is not a valid internationalized domain name)")
 	}
 	ascii = strings.ToLower(ascii)
 	uni, err := idna.Registration.ToUnicode(ascii)
 	if err != nil {
-		return "", platform.Invalid(field, "must be a valid email address (the domain is not a valid internationalized domain name)")
+		return "", fault.Invalid(field, "must be a valid email address (the domain is not a valid internationalized domain name)")
 	}
 	for _, label := range strings.Split(uni, ".") {
 		if scripts := mixedScripts(label); scripts != "" {
-			return "", platform.Invalid(field, "the domain label %q mixes scripts (%s)", label, scripts)
+			return "", fault.Invalid(field, "the domain label %q mixes scripts (%s)", label, scripts)
 		}
 	}
 	addr = local + "@" + ascii
 	if len(addr) > 254 {
-		return "", platform.Invalid(field, "must be at most 254 characters")
+		return "", fault.Invalid(field, "must be at most 254 characters")
 	}
 	a, err := mail.ParseAddress(addr)
 	if err != nil || a.Address != addr || a.Name != "" || !strings.Contains(ascii, ".") && ascii != "localhost" {
-		return "", platform.Invalid(field, "must be a valid email address")
+		return "", fault.Invalid(field, "must be a valid email address")
 	}
 	return addr, nil
 }

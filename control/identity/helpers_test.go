@@ -19,6 +19,7 @@ import (
 	"deckhand/control/identity/identitytest"
 	"deckhand/control/mail"
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/platformtest"
 	"deckhand/platform/secrets"
 	"deckhand/platform/store"
@@ -31,7 +32,7 @@ type env struct {
 	host    *platform.Host
 	url     string
 	mailDir string
-	clock   *platform.FakeClock
+	clock   *clockpkg.FakeClock
 	db      *store.DB
 	sealer  *secrets.Sealer
 	client  *http.Client
@@ -71,7 +72,7 @@ func newEnv(t testing.TB, mods ...func(*identity.Deps)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := platform.NewFakeClock(time.Now().UTC())
+	clock := clockpkg.NewFakeClock(time.Now().UTC())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -16,8 +16,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/oauth2"
 
-	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -46,7 +46,7 @@ type launchRec struct {
 func (s *Service) provider(name string) (OAuthProvider, error) {
 	p, ok := s.providers[name]
 	if !ok || p.AuthURL == "" || p.TokenURL == "" || p.ClientID == "" {
-		return p, platform.Errorf(platform.CodeUnavailable, "OAuth provider %s is not configured on this server", name)
+		return p, fault.Errorf(fault.CodeUnavailable, "OAuth provider %s is not configured on this server", name)
 	}
 	return p, nil
 }
@@ -82,10 +82,10 @@ func (s *Service) checkRedirect(raw string) (string, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" || len(raw) > 2048 {
-		return "", platform.Invalid("redirect_uri", "must be an absolute http(s) URL without credentials or fragment")
+		return "", fault.Invalid("redirect_uri", "must be an absolute http(s) URL without credentials or fragment")
 	}
 	if !s.allowedHost(u.Hostname()) {
-		return "", platform.Invalid("redirect_uri", "must be on an allowed domain (%s)", strings.Join(s.domains, ", "))
+		return "", fault.Invalid("redirect_uri", "must be on an allowed domain (%s)", strings.Join(s.domains, ", "))
 	}
 	return u.String(), nil
 }
@@ -159,15 +159,15 @@ func (in *OAuthStartInput) check(provider string) error {
 	case in.Intent == "star_check" && provider == ProviderCodehost:
 	default:
 		if provider == ProviderCodehost {
-			return platform.Invalid("intent", "must be login or star_check")
+			return fault.Invalid("intent", "must be login or star_check")
 		}
-		return platform.Invalid("intent", "is not supported by this provider")
+		return fault.Invalid("intent", "is not supported by this provider")
 	}
 	if err := validChallenge("code_challenge", in.CodeChallenge); err != nil {
 		return err
 	}
 	if in.CodeChallengeMethod != "" && in.CodeChallengeMethod != "S256" {
-		return platform.Invalid("code_challenge_method", "must be S256")
+		return fault.Invalid("code_challenge_method", "must be S256")
 	}
 	return nil
 }
@@ -205,12 +205,12 @@ func (s *Service) startOAuth(_ context.Context, provider string, in OAuthStartIn
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("start the OAuth flow", err)
+		return nil, fault.Wrap("start the OAuth flow", err)
 	}
 	return redirectTo(to, s.bindCookieSet(bind)), nil
 }
 
-var errBadState = platform.Invalid("state", "is invalid, used or expired (start the login again)")
+var errBadState = fault.Invalid("state", "is invalid, used or expired (start the login again)")
 
 // OAuthCallbackInput is the provider's answer at the callback, with the
 // browser's binding cookie.
@@ -245,10 +245,10 @@ func (s *Service) completeRedirect(ctx context.Context, provider string, in OAut
 // completion URL: with a one-time `code`, the 2FA step, or `error=<reason>`.
 func (s *Service) CompleteOAuth(ctx context.Context, provider string, in OAuthCallbackInput) (string, error) {
 	if in.State == "" {
-		return "", platform.Invalid("state", "is required")
+		return "", fault.Invalid("state", "is required")
 	}
 	if in.Code == "" && in.Error == "" {
-		return "", platform.Invalid("code", "is required")
+		return "", fault.Invalid("code", "is required")
 	}
 	p, err := s.provider(provider)
 	if err != nil {
@@ -261,13 +261,13 @@ func (s *Service) CompleteOAuth(ctx context.Context, provider string, in OAuthCa
 		return err
 	})
 	if err != nil {
-		return "", platform.Internal("check the OAuth state", err)
+		return "", fault.Internal("check the OAuth state", err)
 	}
 	if rec == nil || rec.Provider != provider {
 		return "", errBadState
 	}
 	if in.Bind == "" || s.lookupKey("bind\x00"+in.Bind) != rec.BrowserBind {
-		return "", platform.Invalid("state", "does not belong to this browser (the login was started elsewhere)")
+		return "", fault.Invalid("state", "does not belong to this browser (the login was started elsewhere)")
 	}
 	done := func(q url.Values) (string, error) {
 		if rec.StateID != "" {
@@ -284,7 +284,7 @@ func (s *Service) CompleteOAuth(ctx context.Context, provider string, in OAuthCa
 	}
 	verifier, err := s.open(purposeVerifier, rec.Verifier)
 	if err != nil {
-		return "", platform.Internal("read the OAuth state", err)
+		return "", fault.Internal("read the OAuth state", err)
 	}
 	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -301,10 +301,10 @@ func (s *Service) CompleteOAuth(ctx context.Context, provider string, in OAuthCa
 	}
 	userID, err := s.linkAccount(provider, info, auth.ClientIP(ctx))
 	if err != nil {
-		if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
+		if pe := fault.AsError(err); pe.Code == fault.CodeForbidden {
 			return done(url.Values{"error": {"account_banned"}})
 		}
-		return "", platform.Wrap("sign in with the provider", err)
+		return "", fault.Wrap("sign in with the provider", err)
 	}
 	extra := url.Values{}
 	if rec.Intent == "star_check" && p.StarCheckURL != "" {
@@ -312,7 +312,7 @@ func (s *Service) CompleteOAuth(ctx context.Context, provider string, in OAuthCa
 	}
 	res, err := s.completeLogin(ctx, userID, "oauth:"+provider, "intent", rec.Challenge, true)
 	if err != nil {
-		if pe := platform.AsError(err); pe.Code == platform.CodeForbidden {
+		if pe := fault.AsError(err); pe.Code == fault.CodeForbidden {
 			return done(url.Values{"error": {"account_banned"}})
 		}
 		return "", err
@@ -528,13 +528,13 @@ var uuidV4 = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-
 // Validate checks provider, challenge and state_id.
 func (r *LaunchInput) Validate() error {
 	if r.Provider != ProviderCodehost && r.Provider != ProviderWebID {
-		return platform.Invalid("provider", "must be codehost or webid")
+		return fault.Invalid("provider", "must be codehost or webid")
 	}
 	if err := validChallenge("code_challenge", r.CodeChallenge); err != nil {
 		return err
 	}
 	if !uuidV4.MatchString(r.StateID) {
-		return platform.Invalid("state_id", "must be a UUID v4")
+		return fault.Invalid("state_id", "must be a UUID v4")
 	}
 	return nil
 }
@@ -563,11 +563,11 @@ func (s *Service) InitiateLaunch(_ context.Context, req LaunchRequest) (*LaunchR
 		return nil, err
 	}
 	if in.Origin == "" {
-		return nil, platform.Invalid("Origin", "header is required: the ticket is bound to the page that asks for it")
+		return nil, fault.Invalid("Origin", "header is required: the ticket is bound to the page that asks for it")
 	}
 	origin, host, ok := originOf(in.Origin)
 	if !ok {
-		return nil, platform.Invalid("Origin", "must be scheme://host[:port]")
+		return nil, fault.Invalid("Origin", "must be scheme://host[:port]")
 	}
 	if !s.allowedHost(host) {
 		return nil, forbidden("Origin " + origin + " is not on an allowed redirect domain")
@@ -596,16 +596,16 @@ func (s *Service) InitiateLaunch(_ context.Context, req LaunchRequest) (*LaunchR
 		return nil, errStateIDReused
 	}
 	if err != nil {
-		return nil, platform.Internal("issue the launch ticket", err)
+		return nil, fault.Internal("issue the launch ticket", err)
 	}
 	return &LaunchResult{LaunchURL: s.publicURL + "/api/v1/auth/launch/start?ticket=" + url.QueryEscape(ticket),
 		ExpiresAt: exp.Format(time.RFC3339)}, nil
 }
 
-var errStateIDReused = &platform.Error{Code: platform.CodeConflict, Field: "state_id", Details: "state_id",
+var errStateIDReused = &fault.Error{Code: fault.CodeConflict, Field: "state_id", Details: "state_id",
 	Message: "state_id: already used for a launch ticket; send a new UUID v4 per attempt"}
 
-var errTicketGone = platform.Errorf(platform.CodeGone, "launch ticket is already used or has expired")
+var errTicketGone = fault.Errorf(fault.CodeGone, "launch ticket is already used or has expired")
 
 // StartLaunch consumes a launch ticket (once, atomically) and begins its
 // provider flow; the request's Origin, when it sent one, must be the
@@ -613,7 +613,7 @@ var errTicketGone = platform.Errorf(platform.CodeGone, "launch ticket is already
 func (s *Service) StartLaunch(_ context.Context, in LaunchStartInput) (*Redirect, error) {
 	ticket, origin := in.Ticket, in.Origin.Origin
 	if ticket == "" {
-		return nil, platform.Invalid("ticket", "is required")
+		return nil, fault.Invalid("ticket", "is required")
 	}
 	var to, bind string
 	err := s.update(func(tx *store.Tx) error {
@@ -644,7 +644,7 @@ func (s *Service) StartLaunch(_ context.Context, in LaunchStartInput) (*Redirect
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("start the launch", err)
+		return nil, fault.Wrap("start the launch", err)
 	}
 	return redirectTo(to, s.bindCookieSet(bind)), nil
 }

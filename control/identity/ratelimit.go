@@ -3,7 +3,7 @@ package identity
 import (
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/ratelimit"
 )
 
 // Rule allows N events per window Per.
@@ -51,33 +51,33 @@ func DefaultLimits() Limits {
 // (the address a signup mails, the account a login tries) through the same
 // limiter, so domain methods called without HTTP are limited too.
 type rules struct {
-	loginIP, loginAccount       platform.RateLimit
-	signupIP, signupAddress     platform.RateLimit
-	twoFactorIP, twoFactorAcct  platform.RateLimit
-	refreshIP, refreshAccount   platform.RateLimit
-	recoveryIP, recoveryAddress platform.RateLimit
-	verifyIP                    platform.RateLimit
+	loginIP, loginAccount       ratelimit.RateLimit
+	signupIP, signupAddress     ratelimit.RateLimit
+	twoFactorIP, twoFactorAcct  ratelimit.RateLimit
+	refreshIP, refreshAccount   ratelimit.RateLimit
+	recoveryIP, recoveryAddress ratelimit.RateLimit
+	verifyIP                    ratelimit.RateLimit
 }
 
 func (l Limits) rules() rules {
-	r := func(name string, by platform.LimitBy, rule Rule, value string) platform.RateLimit {
-		return platform.RateLimit{Name: name, By: by, N: rule.N, Per: rule.Per, Value: value}
+	r := func(name string, by ratelimit.LimitBy, rule Rule, value string) ratelimit.RateLimit {
+		return ratelimit.RateLimit{Name: name, By: by, N: rule.N, Per: rule.Per, Value: value}
 	}
 	out := rules{
-		loginIP:         r("login.ip", platform.ByIP, l.LoginPerIP, ""),
-		loginAccount:    r("login.account", platform.ByValue, l.LoginPerAccount, "the username or email tried"),
-		signupIP:        r("signup.ip", platform.ByIP, l.SignupPerIP, ""),
-		signupAddress:   r("signup.address", platform.ByValue, l.RecoveryPerAccount, "the email signed up"),
-		twoFactorIP:     r("2fa.ip", platform.ByIP, l.TwoFactorPerIP, ""),
-		twoFactorAcct:   r("2fa.account", platform.ByValue, l.TwoFactorPerAccount, "the account whose code is checked"),
-		refreshIP:       r("refresh.ip", platform.ByIP, l.RefreshPerIP, ""),
-		refreshAccount:  r("refresh.account", platform.ByValue, l.RefreshPerAccount, "the account of the refresh token"),
-		recoveryIP:      r("recovery.ip", platform.ByIP, l.RecoveryPerIP, ""),
-		recoveryAddress: r("recovery.address", platform.ByValue, l.RecoveryPerAccount, "the email a reset is mailed to"),
-		verifyIP:        r("verify.ip", platform.ByIP, l.VerifyPerIP, ""),
+		loginIP:         r("login.ip", ratelimit.ByIP, l.LoginPerIP, ""),
+		loginAccount:    r("login.account", ratelimit.ByValue, l.LoginPerAccount, "the username or email tried"),
+		signupIP:        r("signup.ip", ratelimit.ByIP, l.SignupPerIP, ""),
+		signupAddress:   r("signup.address", ratelimit.ByValue, l.RecoveryPerAccount, "the email signed up"),
+		twoFactorIP:     r("2fa.ip", ratelimit.ByIP, l.TwoFactorPerIP, ""),
+		twoFactorAcct:   r("2fa.account", ratelimit.ByValue, l.TwoFactorPerAccount, "the account whose code is checked"),
+		refreshIP:       r("refresh.ip", ratelimit.ByIP, l.RefreshPerIP, ""),
+		refreshAccount:  r("refresh.account", ratelimit.ByValue, l.RefreshPerAccount, "the account of the refresh token"),
+		recoveryIP:      r("recovery.ip", ratelimit.ByIP, l.RecoveryPerIP, ""),
+		recoveryAddress: r("recovery.address", ratelimit.ByValue, l.RecoveryPerAccount, "the email a reset is mailed to"),
+		verifyIP:        r("verify.ip", ratelimit.ByIP, l.VerifyPerIP, ""),
 	}
 	out.loginAccount.Failures = true
 	return out
 }
 
-func limits(l ...platform.RateLimit) []platform.RateLimit { return l }
+func limits(l ...ratelimit.RateLimit) []ratelimit.RateLimit { return l }

@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/secrets"
 )
 
@@ -50,28 +50,28 @@ func passwordClasses(pw string) (upper, lower, digit, special bool) {
 // admin-created accounts).
 func checkSignupPassword(field, pw string) error {
 	if pw == "" {
-		return platform.Invalid(field, "is required")
+		return fault.Invalid(field, "is required")
 	}
 	if utf8.RuneCountInString(pw) > maxPasswordLen {
-		return platform.Invalid(field, "must be at most %d characters", maxPasswordLen)
+		return fault.Invalid(field, "must be at most %d characters", maxPasswordLen)
 	}
 	u, l, d, s := passwordClasses(pw)
 	if utf8.RuneCountInString(pw) < 12 || !u || !l || !d || !s {
-		return platform.Invalid(field, signupRule)
+		return fault.Invalid(field, signupRule)
 	}
 	return nil
 }
 
 func checkLoginPassword(pw string) error {
 	if pw == "" {
-		return platform.Invalid("password", "is required")
+		return fault.Invalid("password", "is required")
 	}
 	if utf8.RuneCountInString(pw) > maxPasswordLen {
-		return platform.Invalid("password", "must be at most %d characters", maxPasswordLen)
+		return fault.Invalid("password", "must be at most %d characters", maxPasswordLen)
 	}
 	u, l, d, _ := passwordClasses(pw)
 	if utf8.RuneCountInString(pw) < 8 || !u || !l || !d {
-		return platform.Invalid("password", loginRule)
+		return fault.Invalid("password", loginRule)
 	}
 	return nil
 }
@@ -112,14 +112,14 @@ func checkPKCE(challenge, verifier string) bool {
 // validChallenge: 43-128 characters of base64url (RFC 7636 section 4.2).
 func validChallenge(field, ch string) error {
 	if ch == "" {
-		return platform.Invalid(field, "is required")
+		return fault.Invalid(field, "is required")
 	}
 	if len(ch) < 43 || len(ch) > 128 {
-		return platform.Invalid(field, "must be 43 to 128 characters (base64url SHA-256 of the code_verifier)")
+		return fault.Invalid(field, "must be 43 to 128 characters (base64url SHA-256 of the code_verifier)")
 	}
 	for _, r := range ch {
 		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '~') {
-			return platform.Invalid(field, "must contain only base64url characters")
+			return fault.Invalid(field, "must contain only base64url characters")
 		}
 	}
 	return nil

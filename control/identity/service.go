@@ -22,7 +22,9 @@ import (
 
 	"deckhand/control/domain"
 	"deckhand/control/mail"
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
 	"deckhand/platform/secrets"
 	"deckhand/platform/signing"
 	"deckhand/platform/store"
@@ -62,11 +64,11 @@ func Open(env domain.Env[Config]) (*Service, error) {
 // and the config section, flat (tests build it directly).
 type Deps struct {
 	DB     *store.DB
-	Clock  platform.Clock
+	Clock  clockpkg.Clock
 	Logger *slog.Logger
 	// Limiter counts the rate limits (default: a store limiter on DB); the
 	// host serving identity's routes must use the same one.
-	Limiter platform.Limiter
+	Limiter ratelimit.Limiter
 	Mailer  mail.Mailer
 	// Signups false answers POST /api/v1/auth/signup with 403.
 	Signups bool
@@ -115,7 +117,7 @@ type OAuthProvider struct {
 // Service is the identity domain.
 type Service struct {
 	db        *store.DB
-	clock     platform.Clock
+	clock     clockpkg.Clock
 	log       *slog.Logger
 	mailer    mail.Mailer
 	signups   bool
@@ -124,7 +126,7 @@ type Service struct {
 	providers map[string]OAuthProvider
 	regions   func() []string
 	rules     rules
-	limiter   platform.Limiter
+	limiter   ratelimit.Limiter
 	httpc     *http.Client
 
 	sealer *secrets.Sealer // TOTP secrets, OAuth verifiers and the two keys below at rest
@@ -166,7 +168,7 @@ func New(deps Deps) (*Service, error) {
 		return nil, errors.New("identity: a store is required")
 	}
 	if deps.Clock == nil {
-		deps.Clock = platform.SystemClock{}
+		deps.Clock = clockpkg.SystemClock{}
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
@@ -205,7 +207,7 @@ func New(deps Deps) (*Service, error) {
 		httpc = &http.Client{Timeout: 10 * time.Second}
 	}
 	if deps.Limiter == nil {
-		deps.Limiter = platform.NewStoreLimiter(deps.DB, deps.Clock)
+		deps.Limiter = ratelimit.NewStoreLimiter(deps.DB, deps.Clock)
 	}
 	s := &Service{
 		db: deps.DB, clock: deps.Clock, log: deps.Logger, mailer: deps.Mailer,
@@ -243,7 +245,7 @@ func (s *Service) Close() error {
 
 // Limiter is the rate limiter identity counts its ByValue limits with; a
 // host serving identity's routes applies their IP limits through it too.
-func (s *Service) Limiter() platform.Limiter { return s.limiter }
+func (s *Service) Limiter() ratelimit.Limiter { return s.limiter }
 
 // janitor sweeps expired one-time records and token usage once a minute
 // (the server sweeps rate-limit windows).
@@ -264,10 +266,10 @@ func (s *Service) janitor() {
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC() }
 
-func unauthorized(msg string) *platform.Error {
-	return &platform.Error{Code: platform.CodeUnauthorized, Message: msg}
+func unauthorized(msg string) *fault.Error {
+	return &fault.Error{Code: fault.CodeUnauthorized, Message: msg}
 }
 
-func forbidden(msg string) *platform.Error {
-	return &platform.Error{Code: platform.CodeForbidden, Message: msg}
+func forbidden(msg string) *fault.Error {
+	return &fault.Error{Code: fault.CodeForbidden, Message: msg}
 }

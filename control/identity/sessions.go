@@ -12,7 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -122,11 +122,11 @@ func (s *Service) startSession(tx *store.Tx, u *userRec, method, ip string) (*Lo
 func (s *Service) tokensFor(sess *sessionRec, u *userRec, now time.Time) (*LoginResult, error) {
 	access, exp, err := s.mintAccess(sess, now)
 	if err != nil {
-		return nil, platform.Internal("sign the access token", err)
+		return nil, fault.Internal("sign the access token", err)
 	}
 	refresh, err := s.mintRefresh(sess)
 	if err != nil {
-		return nil, platform.Internal("sign the refresh token", err)
+		return nil, fault.Internal("sign the refresh token", err)
 	}
 	v := u.view()
 	return &LoginResult{Token: access, RefreshToken: refresh, ExpiresAt: exp.Format(time.RFC3339), User: &v}, nil
@@ -191,7 +191,7 @@ func (s *Service) refresh(ctx context.Context, raw string) (*LoginResult, error)
 		return nil, unauthorized("Invalid refresh token: it was already used, so the session has been revoked")
 	}
 	if err != nil {
-		return nil, platform.Wrap("refresh the session", err)
+		return nil, fault.Wrap("refresh the session", err)
 	}
 	return res, nil
 }

@@ -16,6 +16,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -107,7 +108,7 @@ var aliasRe = regexp.MustCompile(`^[A-Za-z0-9 _-]{1,254}$`)
 
 func checkAlias(a string) error {
 	if !aliasRe.MatchString(a) {
-		return platform.Invalid("alias", "must be 1 to 254 characters: letters, digits, spaces, `_` and `-` only")
+		return fault.Invalid("alias", "must be 1 to 254 characters: letters, digits, spaces, `_` and `-` only")
 	}
 	return nil
 }
@@ -115,7 +116,7 @@ func checkAlias(a string) error {
 // normalizeIPs validates an allow-list of addresses or CIDR ranges.
 func normalizeIPs(list []string) ([]string, error) {
 	if len(list) > 100 {
-		return nil, platform.Invalid("ip_whitelist", "must have at most 100 entries")
+		return nil, fault.Invalid("ip_whitelist", "must have at most 100 entries")
 	}
 	out := make([]string, 0, len(list))
 	for i, e := range list {
@@ -126,7 +127,7 @@ func normalizeIPs(list []string) ([]string, error) {
 		}
 		a, err := netip.ParseAddr(e)
 		if err != nil {
-			return nil, platform.Invalid("ip_whitelist", "entry %d (%q) must be an IP address or CIDR range", i, e)
+			return nil, fault.Invalid("ip_whitelist", "entry %d (%q) must be an IP address or CIDR range", i, e)
 		}
 		out = append(out, a.Unmap().String())
 	}
@@ -165,11 +166,11 @@ func parseExpiry(raw json.RawMessage, now time.Time, allowNull bool) (t *time.Ti
 	}
 	if string(raw) == "null" {
 		if !allowNull {
-			return nil, false, platform.Invalid("expires_at", "null is valid only in PATCH; omit the field for a token that never expires")
+			return nil, false, fault.Invalid("expires_at", "null is valid only in PATCH; omit the field for a token that never expires")
 		}
 		return nil, true, nil
 	}
-	bad := platform.Invalid("expires_at", "must be an ISO 8601 time, Unix seconds, `today` or `tomorrow`")
+	bad := fault.Invalid("expires_at", "must be an ISO 8601 time, Unix seconds, `today` or `tomorrow`")
 	var at time.Time
 	switch raw[0] {
 	case '"':
@@ -209,10 +210,10 @@ func parseExpiry(raw json.RawMessage, now time.Time, allowNull bool) (t *time.Ti
 	}
 	at = at.UTC()
 	if !at.After(now) {
-		return nil, false, platform.Invalid("expires_at", "must be in the future")
+		return nil, false, fault.Invalid("expires_at", "must be in the future")
 	}
 	if at.Year() > 9999 {
-		return nil, false, platform.Invalid("expires_at", "is too far in the future")
+		return nil, false, fault.Invalid("expires_at", "is too far in the future")
 	}
 	return &at, false, nil
 }
@@ -291,7 +292,7 @@ func (s *Service) CreateToken(ctx context.Context, req CreateTokenRequest) (*Aut
 		return s.tokenEvent(ctx, tx, p, "auth.token.created", t, nil)
 	})
 	if err != nil {
-		return nil, platform.Wrap("create the auth token", err)
+		return nil, fault.Wrap("create the auth token", err)
 	}
 	v := s.tokenView(t)
 	v.Token = secret
@@ -317,7 +318,7 @@ func ownToken(tx *store.Tx, p *Principal, id string) (*tokenRec, error) {
 		return nil, err
 	}
 	if !ok || t.UserID != p.UserID {
-		return nil, platform.NotFound("auth token", id)
+		return nil, fault.NotFound("auth token", id)
 	}
 	return &t, nil
 }
@@ -342,7 +343,7 @@ func (s *Service) ListTokens(ctx context.Context) ([]AuthToken, error) {
 		})
 	})
 	if err != nil {
-		return nil, platform.Internal("list auth tokens", err)
+		return nil, fault.Internal("list auth tokens", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
@@ -366,7 +367,7 @@ func (s *Service) onOwnToken(ctx context.Context, id string, write bool, op stri
 		}
 		return fn(tx, p, t)
 	})
-	return platform.Wrap(op, err)
+	return fault.Wrap(op, err)
 }
 
 // GetToken is one of the caller's auth tokens (never the secret).
@@ -404,7 +405,7 @@ func (s *Service) UpdateToken(ctx context.Context, req TokenUpdate) (*AuthToken,
 	if setIPs && string(bytes.TrimSpace(in.IPWhitelist)) != "null" {
 		var list []string
 		if err := json.Unmarshal(in.IPWhitelist, &list); err != nil {
-			return nil, platform.Invalid("ip_whitelist", "must be an array of strings or null")
+			return nil, fault.Invalid("ip_whitelist", "must be an array of strings or null")
 		}
 		if ips, err = normalizeIPs(list); err != nil {
 			return nil, err
@@ -425,7 +426,7 @@ func (s *Service) UpdateToken(ctx context.Context, req TokenUpdate) (*AuthToken,
 			return err
 		})
 		if err != nil {
-			return nil, platform.Wrap("read the auth token", err)
+			return nil, fault.Wrap("read the auth token", err)
 		}
 		if err := s.checkTokenGate(ctx, p.UserID, in.Code); err != nil {
 			return nil, err
@@ -480,7 +481,7 @@ func (s *Service) UpdateToken(ctx context.Context, req TokenUpdate) (*AuthToken,
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("update the auth token", err)
+		return nil, fault.Wrap("update the auth token", err)
 	}
 	return &v, nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
 	"deckhand/platform/store"
 )
 
@@ -50,10 +52,10 @@ func (r *CodeInput) Validate() error { return checkCodeField(r.Code) }
 
 func checkCodeField(code string) error {
 	if normCode(code) == "" {
-		return platform.Invalid("code", "is required")
+		return fault.Invalid("code", "is required")
 	}
 	if len(code) > 64 {
-		return platform.Invalid("code", "must be a 6-digit code or a backup code")
+		return fault.Invalid("code", "must be a 6-digit code or a backup code")
 	}
 	return nil
 }
@@ -203,7 +205,7 @@ func (s *Service) sessionUser(ctx context.Context, op string, fn func(tx *store.
 		}
 		return fn(tx, u)
 	})
-	return platform.Wrap(op, err)
+	return fault.Wrap(op, err)
 }
 
 func sessionCaller(ctx context.Context) (*Principal, error) {
@@ -226,7 +228,7 @@ func (s *Service) readUser(p *Principal, op string, fn func(u *userRec)) error {
 		}
 		return err
 	})
-	return platform.Wrap(op, err)
+	return fault.Wrap(op, err)
 }
 
 // callerUser loads the account behind p; a credential whose account is
@@ -247,7 +249,7 @@ func (s *Service) provenChange(ctx context.Context, in CodeInput, op string, all
 	}
 	return s.sessionUser(ctx, op, func(tx *store.Tx, u *userRec) error {
 		if u.TOTPSecret == "" {
-			return platform.Errorf(platform.CodeBadRequest, "two-factor is not enabled")
+			return fault.Errorf(fault.CodeBadRequest, "two-factor is not enabled")
 		}
 		if err := s.checkSecondFactor(u, in.Code, allowBackup); err != nil {
 			return err
@@ -273,11 +275,11 @@ func (s *Service) codeCaller(ctx context.Context, in CodeInput) (*Principal, err
 // used (each step is good once); the next code is.
 const CodeTwoFactorCodeUsed = "TWO_FACTOR_CODE_USED"
 
-func init() { platform.RegisterCode(CodeTwoFactorCodeUsed, http.StatusUnauthorized) }
+func init() { fault.RegisterCode(CodeTwoFactorCodeUsed, http.StatusUnauthorized) }
 
 var (
 	errBadCode  = unauthorized("invalid two-factor code")
-	errCodeUsed = &platform.Error{Code: CodeTwoFactorCodeUsed, Field: "code", Details: "code",
+	errCodeUsed = &fault.Error{Code: CodeTwoFactorCodeUsed, Field: "code", Details: "code",
 		Message: "this two-factor code was already used: each code is good once; wait for the next one"}
 )
 
@@ -286,7 +288,7 @@ func (s *Service) SetupTwoFactor(ctx context.Context) (*TwoFactorSetup, error) {
 	var out TwoFactorSetup
 	err := s.sessionUser(ctx, "start two-factor setup", func(tx *store.Tx, u *userRec) error {
 		if u.TOTPSecret != "" {
-			return platform.Errorf(platform.CodeConflict, "two-factor is already enabled; disable it first to set up a new secret")
+			return fault.Errorf(fault.CodeConflict, "two-factor is already enabled; disable it first to set up a new secret")
 		}
 		account := u.Email
 		if account == "" {
@@ -295,7 +297,7 @@ func (s *Service) SetupTwoFactor(ctx context.Context) (*TwoFactorSetup, error) {
 		key, err := totp.Generate(totp.GenerateOpts{Issuer: "deckhand", AccountName: account, Period: 30,
 			Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
 		if err != nil {
-			return platform.Internal("generate the TOTP secret", err)
+			return fault.Internal("generate the TOTP secret", err)
 		}
 		sealed, err := s.seal(purposeTOTP, []byte(key.Secret()))
 		if err != nil {
@@ -321,10 +323,10 @@ func (s *Service) ConfirmTwoFactor(ctx context.Context, in CodeInput) (*BackupCo
 	var out BackupCodes
 	err := s.sessionUser(ctx, "confirm two-factor setup", func(tx *store.Tx, u *userRec) error {
 		if u.TOTPSecret != "" {
-			return platform.Errorf(platform.CodeConflict, "two-factor is already enabled")
+			return fault.Errorf(fault.CodeConflict, "two-factor is already enabled")
 		}
 		if u.TOTPPending == "" {
-			return platform.Errorf(platform.CodeBadRequest, "no two-factor setup in progress: call POST /api/v1/users/auth/2fa/setup first")
+			return fault.Errorf(fault.CodeBadRequest, "no two-factor setup in progress: call POST /api/v1/users/auth/2fa/setup first")
 		}
 		code := normCode(in.Code)
 		step := int64(0)
@@ -401,13 +403,13 @@ func (s *Service) SetTokenGate(ctx context.Context, in TokenGateInput) (*TwoFact
 		return nil, err
 	}
 	if in.Replace && in.Enabled == nil {
-		return nil, platform.Invalid("enabled", "is required")
+		return nil, fault.Invalid("enabled", "is required")
 	}
 	var out TwoFactorStatus
 	err := s.sessionUser(ctx, "set the token gate", func(tx *store.Tx, u *userRec) error {
 		if in.Enabled != nil {
 			if *in.Enabled && u.TOTPSecret == "" {
-				return platform.Invalid("enabled", "the token gate needs two-factor enabled first")
+				return fault.Invalid("enabled", "the token gate needs two-factor enabled first")
 			}
 			if u.TokenGate != *in.Enabled {
 				u.TokenGate, u.UpdatedAt = *in.Enabled, s.now()
@@ -437,18 +439,18 @@ func (s *Service) checkTokenGate(ctx context.Context, userID, code string) error
 		return err
 	})
 	if err != nil || !on {
-		return platform.Wrap("check the token gate", err)
+		return fault.Wrap("check the token gate", err)
 	}
 	if code == "" {
 		return forbidden("the two-factor token gate is on: send a current code in the X-2FA-Code header")
 	}
 	// Counted outside the write transaction: the limiter writes the store too.
 	gateIP := s.rules.twoFactorIP
-	gateIP.By = platform.ByValue
+	gateIP.By = ratelimit.ByValue
 	if err := s.limiter.Allow(ctx, gateIP.On(auth.ClientIP(ctx)), s.rules.twoFactorAcct.On(userID)); err != nil {
 		return err
 	}
-	return platform.Wrap("check the token gate", s.update(func(tx *store.Tx) error {
+	return fault.Wrap("check the token gate", s.update(func(tx *store.Tx) error {
 		u, err := getUser(tx, userID)
 		if err != nil || !gated(u) {
 			return err
@@ -482,7 +484,7 @@ func (s *Service) VerifyTwoFactor(ctx context.Context, req Verify2FARequest) (*L
 		return err
 	})
 	if err != nil {
-		return nil, platform.Internal("check the temp token", err)
+		return nil, fault.Internal("check the temp token", err)
 	}
 	if rec == nil {
 		return nil, unauthorized("temp_token is invalid, used or expired")
@@ -523,7 +525,7 @@ func (s *Service) VerifyTwoFactor(ctx context.Context, req Verify2FARequest) (*L
 		return s.putOnce(tx, onceTemp, temp, rec)
 	})
 	if err != nil {
-		return nil, platform.Wrap("verify the two-factor code", err)
+		return nil, fault.Wrap("verify the two-factor code", err)
 	}
 	if refusal != nil {
 		return nil, refusal

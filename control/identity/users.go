@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"deckhand/control/events"
-	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -83,10 +83,10 @@ var usernameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$`)
 
 func validUsername(field, name string) error {
 	if name == "" {
-		return platform.Invalid(field, "is required")
+		return fault.Invalid(field, "is required")
 	}
 	if !usernameRe.MatchString(name) || strings.Contains(name, "@") {
-		return platform.Invalid(field, "must be 3 to 32 characters: letters, digits, `_`, `-`, `.`, starting with a letter or digit")
+		return fault.Invalid(field, "must be 3 to 32 characters: letters, digits, `_`, `-`, `.`, starting with a letter or digit")
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ type newUser struct {
 	Source                                  string // signup, admin, bootstrap, oauth:<provider>
 }
 
-var errTaken = platform.Errorf(platform.CodeConflict, "an account with this email or username already exists")
+var errTaken = fault.Errorf(fault.CodeConflict, "an account with this email or username already exists")
 
 // createUser inserts an account and its user.created event in tx.
 func (s *Service) createUser(tx *store.Tx, n newUser) (*userRec, error) {
@@ -150,7 +150,7 @@ func (s *Service) createUser(tx *store.Tx, n newUser) (*userRec, error) {
 	if n.Password != "" {
 		h, err := hashPassword(n.Password)
 		if err != nil {
-			return nil, platform.Internal("hash the password", err)
+			return nil, fault.Internal("hash the password", err)
 		}
 		u.PasswordHash = h
 	}

@@ -2,14 +2,16 @@ package images
 
 import (
 	"context"
-	"deckhand/control/catalog"
 	"encoding/json"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"deckhand/control/catalog"
+
 	"deckhand/control/money"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -40,12 +42,12 @@ func text(field, v string, min, max int) error {
 	n := utf8.RuneCountInString(v)
 	if n < min || n > max {
 		if min > 0 {
-			return platform.Invalid(field, "must be %d to %d characters", min, max)
+			return fault.Invalid(field, "must be %d to %d characters", min, max)
 		}
-		return platform.Invalid(field, "must be at most %d characters", max)
+		return fault.Invalid(field, "must be at most %d characters", max)
 	}
 	if !utf8.ValidString(v) || strings.IndexFunc(v, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) >= 0 {
-		return platform.Invalid(field, "must be printable text without control characters")
+		return fault.Invalid(field, "must be printable text without control characters")
 	}
 	return nil
 }
@@ -62,28 +64,28 @@ func (in *CreateInput) Validate() error {
 		}
 	}
 	if strings.TrimSpace(in.Alias) != in.Alias {
-		return platform.Invalid("alias", "must not start or end with spaces")
+		return fault.Invalid("alias", "must not start or end with spaces")
 	}
 	if utf8.RuneCountInString(in.Description) > 4000 || strings.ContainsAny(in.Description, "\x00\x1e\x1f") {
-		return platform.Invalid("description", "must be at most 4000 characters without NUL or separator characters")
+		return fault.Invalid("description", "must be at most 4000 characters without NUL or separator characters")
 	}
 	if in.Architecture == "" || len(in.Architecture) > 32 || strings.IndexFunc(in.Architecture, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
 	}) >= 0 {
-		return platform.Invalid("architecture", "must be 1 to 32 lower-case letters, digits or _ (amd64, arm64, armhf ...)")
+		return fault.Invalid("architecture", "must be 1 to 32 lower-case letters, digits or _ (amd64, arm64, armhf ...)")
 	}
 	if in.Size < 0 {
-		return platform.Invalid("size", "must be an integer at least 0")
+		return fault.Invalid("size", "must be an integer at least 0")
 	}
 	if in.Price != "" {
 		p, err := money.ParseNumber(in.Price)
 		if err != nil {
-			return platform.Invalid("price", "must be a number at least 0 with at most 2 decimals")
+			return fault.Invalid("price", "must be a number at least 0 with at most 2 decimals")
 		}
 		in.price = p
 	}
 	if len(in.Tags) > 32 {
-		return platform.Invalid("tags", "must be at most 32 tags")
+		return fault.Invalid("tags", "must be at most 32 tags")
 	}
 	for _, t := range in.Tags {
 		if err := text("tags", t, 1, 64); err != nil {
@@ -120,7 +122,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Image, error) {
 		return s.event(tx, ctx, p, "image.created", r.ID, map[string]any{"alias": r.Alias, "price": r.Price})
 	})
 	if err != nil {
-		return nil, platform.Wrap("create the image", err)
+		return nil, fault.Wrap("create the image", err)
 	}
 	return &img, nil
 }
@@ -132,7 +134,7 @@ func (s *Service) insert(tx *store.Tx, in *CreateInput) (*imageRec, error) {
 	if ok, err := tx.Get(bucketAliases, alias, &taken); err != nil {
 		return nil, err
 	} else if ok {
-		return nil, platform.Errorf(platform.CodeConflict, "alias: %q is already used by image %s", in.Alias, taken)
+		return nil, fault.Errorf(fault.CodeConflict, "alias: %q is already used by image %s", in.Alias, taken)
 	}
 	now := s.env.Clock.Now().UTC()
 	r := &imageRec{ID: catalog.NewID(idPrefix), Alias: in.Alias, Description: in.Description, ImageName: in.ImageName,

@@ -9,7 +9,8 @@ import (
 	"deckhand/control/catalogtest"
 	"deckhand/control/images"
 	"deckhand/control/wallet"
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) { os.Exit(catalogtest.EachEngine(m, &engine)) }
 type env struct {
 	svc   *images.Service
 	db    *store.DB
-	clock *platform.FakeClock
+	clock *clockpkg.FakeClock
 	// another opens a second handle on the same storage (a replica on
 	// PostgreSQL; the same DB on bbolt).
 	another func() *store.DB
@@ -34,7 +35,7 @@ type env struct {
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	db, another := engine.Open(t)
-	clock := platform.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	clock := clockpkg.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	denv, w := catalogtest.Env(t, "images", db, clock)
 	svc, err := images.New(denv)
 	if err != nil {
@@ -61,7 +62,7 @@ func code(err error) string {
 	if err == nil {
 		return ""
 	}
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return pe.Code
 	}
@@ -73,7 +74,7 @@ func wantCode(t testing.TB, err error, want, field string) {
 	if got := code(err); got != want {
 		t.Fatalf("error %v: code %q, want %q", err, got, want)
 	}
-	var pe *platform.Error
+	var pe *fault.Error
 	if field != "" && (!errors.As(err, &pe) || pe.Field != field) {
 		t.Fatalf("error %v does not name field %q", err, field)
 	}

@@ -10,6 +10,7 @@ import (
 	"image/png"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -24,20 +25,20 @@ const (
 func decodeIcon(b64 string) ([]byte, error) {
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
-		return nil, platform.Invalid("icon_png_b64", "must be standard base64")
+		return nil, fault.Invalid("icon_png_b64", "must be standard base64")
 	}
 	if len(raw) > maxIconBytes {
-		return nil, platform.Invalid("icon_png_b64", "must be at most %d bytes once decoded", maxIconBytes)
+		return nil, fault.Invalid("icon_png_b64", "must be at most %d bytes once decoded", maxIconBytes)
 	}
 	cfg, err := png.DecodeConfig(bytes.NewReader(raw))
 	if err != nil {
-		return nil, platform.Invalid("icon_png_b64", "must be a PNG image")
+		return nil, fault.Invalid("icon_png_b64", "must be a PNG image")
 	}
 	if cfg.Width < 1 || cfg.Height < 1 || cfg.Width > maxIconSide || cfg.Height > maxIconSide {
-		return nil, platform.Invalid("icon_png_b64", "must be at most %dx%d pixels", maxIconSide, maxIconSide)
+		return nil, fault.Invalid("icon_png_b64", "must be at most %dx%d pixels", maxIconSide, maxIconSide)
 	}
 	if _, err := png.Decode(bytes.NewReader(raw)); err != nil {
-		return nil, platform.Invalid("icon_png_b64", "must be a PNG image")
+		return nil, fault.Invalid("icon_png_b64", "must be a PNG image")
 	}
 	return raw, nil
 }
@@ -92,7 +93,7 @@ func (s *Service) Icon(ctx context.Context, id string) ([]byte, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("read the icon", err)
+		return nil, fault.Wrap("read the icon", err)
 	}
 	if out == nil {
 		out = DefaultIcon(id)

@@ -17,8 +17,8 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
-	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -154,7 +154,7 @@ func load(tx *store.Tx, id string) (*imageRec, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, platform.NotFound("image", id)
+		return nil, fault.NotFound("image", id)
 	}
 	return &r, nil
 }

@@ -22,7 +22,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/control/images"
 	"deckhand/control/money"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 func num(s string) json.Number { return json.Number(s) }
@@ -73,15 +73,15 @@ func TestCreateAndGet(t *testing.T) {
 	}
 	// Alias is unique without regard to case.
 	_, err = e.svc.Create(admin, images.CreateInput{Alias: "DEBIAN/12", ImageName: "x", OS: "x", Architecture: "amd64"})
-	wantCode(t, err, platform.CodeConflict, "")
+	wantCode(t, err, fault.CodeConflict, "")
 	// Only admins create.
 	_, err = e.svc.Create(catalogtest.User("u1"), images.CreateInput{Alias: "u", ImageName: "x", OS: "x", Architecture: "amd64"})
-	wantCode(t, err, platform.CodeForbidden, "")
+	wantCode(t, err, fault.CodeForbidden, "")
 
 	_, err = e.svc.Get(catalogtest.User("u1"), images.ImageRef{ID: "img_000000000000000000000000"})
-	wantCode(t, err, platform.CodeNotFound, "")
+	wantCode(t, err, fault.CodeNotFound, "")
 	_, err = e.svc.Get(catalogtest.User("u1"), images.ImageRef{ID: "nope"})
-	wantCode(t, err, platform.CodeInvalid, "id")
+	wantCode(t, err, fault.CodeInvalid, "id")
 }
 
 func TestCreateRejectsBadInput(t *testing.T) {
@@ -113,7 +113,7 @@ func TestCreateRejectsBadInput(t *testing.T) {
 		in := ok
 		c.edit(&in)
 		_, err := e.svc.Create(admin, in)
-		if code(err) != platform.CodeInvalid || !strings.Contains(err.Error(), c.field) {
+		if code(err) != fault.CodeInvalid || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%s: %v, want INVALID naming %s", c.name, err, c.field)
 		}
 	}
@@ -146,7 +146,7 @@ func TestIcon(t *testing.T) {
 		t.Fatal("uploaded icon not served as uploaded")
 	}
 	_, err = e.svc.Icon(u, "img_ffffffffffffffffffffffff")
-	wantCode(t, err, platform.CodeNotFound, "")
+	wantCode(t, err, fault.CodeNotFound, "")
 }
 
 // catalog seeds a small catalog with every filter dimension varied.
@@ -253,7 +253,7 @@ func TestListRejectsBadQuery(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := e.svc.List(u, c.in)
-		wantCode(t, err, platform.CodeInvalid, c.field)
+		wantCode(t, err, fault.CodeInvalid, c.field)
 	}
 }
 
@@ -265,16 +265,16 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 	if err := e.svc.Import(u, images.ImageRef{ID: cat["alpine"].ID}); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, e.svc.Import(u, images.ImageRef{ID: cat["alpine"].ID}), platform.CodeBadRequest, "")
-	wantCode(t, e.svc.Import(u, images.ImageRef{ID: cat["debian"].ID}), platform.CodeBadRequest, "")
-	wantCode(t, e.svc.Import(u, images.ImageRef{ID: "img_aaaaaaaaaaaaaaaaaaaaaaaa"}), platform.CodeNotFound, "")
-	wantCode(t, e.svc.Import(u, images.ImageRef{ID: "img_XYZ"}), platform.CodeInvalid, "id")
+	wantCode(t, e.svc.Import(u, images.ImageRef{ID: cat["alpine"].ID}), fault.CodeBadRequest, "")
+	wantCode(t, e.svc.Import(u, images.ImageRef{ID: cat["debian"].ID}), fault.CodeBadRequest, "")
+	wantCode(t, e.svc.Import(u, images.ImageRef{ID: "img_aaaaaaaaaaaaaaaaaaaaaaaa"}), fault.CodeNotFound, "")
+	wantCode(t, e.svc.Import(u, images.ImageRef{ID: "img_XYZ"}), fault.CodeInvalid, "id")
 
 	// Purchase: insufficient balance is 400 and leaves nothing behind.
 	catalogtest.Credit(t, e.db, e.wallet, "buyer", 900)
 	e.clock.Advance(1e9)
 	_, err := e.svc.Purchase(u, images.ImageRef{ID: cat["ubuntu"].ID})
-	wantCode(t, err, platform.CodeBadRequest, "")
+	wantCode(t, err, fault.CodeBadRequest, "")
 	if bal, ledger := catalogtest.Balance(t, e.wallet, "buyer"); bal != 900 || len(ledger) != 0 {
 		t.Fatalf("failed purchase moved money: %s %v", bal, ledger)
 	}
@@ -287,11 +287,11 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 		t.Fatalf("purchase JSON %s", raw)
 	}
 	_, err = e.svc.Purchase(u, images.ImageRef{ID: cat["debian"].ID})
-	wantCode(t, err, platform.CodeBadRequest, "")
+	wantCode(t, err, fault.CodeBadRequest, "")
 	_, err = e.svc.Purchase(u, images.ImageRef{ID: cat["fedora"].ID})
-	wantCode(t, err, platform.CodeBadRequest, "")
+	wantCode(t, err, fault.CodeBadRequest, "")
 	_, err = e.svc.Purchase(u, images.ImageRef{ID: "img_aaaaaaaaaaaaaaaaaaaaaaaa"})
-	wantCode(t, err, platform.CodeNotFound, "")
+	wantCode(t, err, fault.CodeNotFound, "")
 	bal, ledger := catalogtest.Balance(t, e.wallet, "buyer")
 	if bal != 650 || len(ledger) != 1 || ledger[0].TransactionType != "image_purchase" || ledger[0].Reference != cat["debian"].ID || ledger[0].Amount != 250 {
 		t.Fatalf("after purchase: %s %+v", bal, ledger)
@@ -323,7 +323,7 @@ func TestImportPurchaseAndLibrary(t *testing.T) {
 		t.Fatalf("another user's library %+v", other)
 	}
 	_, err = e.svc.Library(u, images.LibraryInput{Page: catpage.Page{Page: -1}})
-	wantCode(t, err, platform.CodeInvalid, "page")
+	wantCode(t, err, fault.CodeInvalid, "page")
 }
 
 func TestRate(t *testing.T) {
@@ -335,10 +335,10 @@ func TestRate(t *testing.T) {
 	}
 	for _, bad := range []string{"6", "-1", "5.01", "4.567", "NaN"} {
 		_, err := rate("a", bad)
-		wantCode(t, err, platform.CodeInvalid, "rating")
+		wantCode(t, err, fault.CodeInvalid, "rating")
 	}
 	_, err := e.svc.Rate(catalogtest.User("a"), images.RateRequest{ImageRef: images.ImageRef{ID: img.ID}, Body: images.RateInput{}})
-	wantCode(t, err, platform.CodeInvalid, "rating")
+	wantCode(t, err, fault.CodeInvalid, "rating")
 	steps := []struct {
 		user, rating string
 		avg          float64
@@ -355,7 +355,7 @@ func TestRate(t *testing.T) {
 		t.Fatalf("image after ratings %+v", got)
 	}
 	_, err = e.svc.Rate(catalogtest.User("a"), images.RateRequest{ImageRef: images.ImageRef{ID: "img_aaaaaaaaaaaaaaaaaaaaaaaa"}, Body: images.RateInput{Rating: ptr(fl("3"))}})
-	wantCode(t, err, platform.CodeNotFound, "")
+	wantCode(t, err, fault.CodeNotFound, "")
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -378,7 +378,7 @@ func TestConcurrentPurchasesChargeOnce(t *testing.T) {
 			switch {
 			case err == nil:
 				ok++
-			case code(err) == platform.CodeBadRequest && strings.Contains(err.Error(), "already owned"):
+			case code(err) == fault.CodeBadRequest && strings.Contains(err.Error(), "already owned"):
 				owned++
 			default:
 				t.Errorf("purchase: %v", err)

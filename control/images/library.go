@@ -2,14 +2,16 @@ package images
 
 import (
 	"context"
-	"deckhand/control/catalog"
 	"encoding/json"
 	"fmt"
 	"math"
 
+	"deckhand/control/catalog"
+
 	"deckhand/control/domain"
 	"deckhand/control/money"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -34,9 +36,9 @@ func (s *Service) own(tx *store.Tx, user string, r *imageRec, how string, paid m
 		return err
 	} else if ok {
 		if o.Acquired == "import" {
-			return platform.Errorf(platform.CodeBadRequest, "image %s is already imported", r.ID)
+			return fault.Errorf(fault.CodeBadRequest, "image %s is already imported", r.ID)
 		}
-		return platform.Errorf(platform.CodeBadRequest, "image %s is already owned", r.ID)
+		return fault.Errorf(fault.CodeBadRequest, "image %s is already owned", r.ID)
 	}
 	now := s.env.Clock.Now().UTC()
 	o = ownership{ImageID: r.ID, UserID: user, Acquired: how, PricePaid: paid, CreatedNs: now.UnixNano(),
@@ -61,11 +63,11 @@ func (s *Service) Import(ctx context.Context, ref ImageRef) error {
 			return err
 		}
 		if r.Price != 0 {
-			return platform.Errorf(platform.CodeBadRequest, "image %s is not free (price %s): purchase it", id, r.Price)
+			return fault.Errorf(fault.CodeBadRequest, "image %s is not free (price %s): purchase it", id, r.Price)
 		}
 		return s.own(tx, p.UserID, r, "import", 0)
 	})
-	return platform.Wrap("import the image", err)
+	return fault.Wrap("import the image", err)
 }
 
 // Imported is the data of an import: an empty object.
@@ -98,7 +100,7 @@ func (s *Service) Purchase(ctx context.Context, ref ImageRef) (*PurchaseResult, 
 			return err
 		}
 		if r.Price == 0 {
-			return platform.Errorf(platform.CodeBadRequest, "image %s is free: import it instead", id)
+			return fault.Errorf(fault.CodeBadRequest, "image %s is free: import it instead", id)
 		}
 		if err := s.own(tx, p.UserID, r, "purchase", r.Price); err != nil {
 			return err
@@ -112,7 +114,7 @@ func (s *Service) Purchase(ctx context.Context, ref ImageRef) (*PurchaseResult, 
 		return s.event(tx, ctx, p, "image.purchased", r.ID, map[string]any{"price": r.Price})
 	})
 	if err != nil {
-		return nil, platform.Wrap("purchase the image", err)
+		return nil, fault.Wrap("purchase the image", err)
 	}
 	return &res, nil
 }
@@ -133,15 +135,15 @@ type RateRequest struct {
 // Validate checks the rating's presence and range.
 func (in *RateInput) Validate() error {
 	if in.Rating == nil {
-		return platform.Invalid("rating", "is required")
+		return fault.Invalid("rating", "is required")
 	}
 	f := *in.Rating
 	if math.IsNaN(f) || f < 0 || f > 5 {
-		return platform.Invalid("rating", "must be a number from 0 to 5")
+		return fault.Invalid("rating", "must be a number from 0 to 5")
 	}
 	h := math.Round(f * 100)
 	if math.Abs(h-f*100) > 1e-6 {
-		return platform.Invalid("rating", "must have at most 2 decimals")
+		return fault.Invalid("rating", "must have at most 2 decimals")
 	}
 	in.hundredths = int64(h)
 	return nil
@@ -189,7 +191,7 @@ func (s *Service) Rate(ctx context.Context, req RateRequest) (*RateResult, error
 		return tx.Put(bucketImages, id, r)
 	})
 	if err != nil {
-		return nil, platform.Wrap("rate the image", err)
+		return nil, fault.Wrap("rate the image", err)
 	}
 	return &res, nil
 }
@@ -270,7 +272,7 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("list your images", err)
+		return nil, fault.Wrap("list your images", err)
 	}
 	return out, nil
 }

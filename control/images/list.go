@@ -9,6 +9,7 @@ import (
 
 	"deckhand/control/catalog"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -44,11 +45,11 @@ func (in *ListInput) Validate() error {
 	}
 	switch {
 	case !slices.Contains(sortKeys, in.SortBy):
-		return platform.Invalid("sort_by", "must be one of alias, added_date, price, rating")
+		return fault.Invalid("sort_by", "must be one of alias, added_date, price, rating")
 	case utf8.RuneCountInString(in.Search) > 200:
-		return platform.Invalid("search", "must be at most 200 characters")
+		return fault.Invalid("search", "must be at most 200 characters")
 	case strings.ContainsAny(in.Search, "\x1e\x1f"):
-		return platform.Invalid("search", "must not contain control characters")
+		return fault.Invalid("search", "must not contain control characters")
 	}
 	for _, b := range []struct {
 		name string
@@ -56,14 +57,14 @@ func (in *ListInput) Validate() error {
 		max  float64
 	}{{"min_price", in.MinPrice, 1e15}, {"max_price", in.MaxPrice, 1e15}, {"min_rating", in.MinRating, 5}, {"max_rating", in.MaxRating, 5}} {
 		if b.v != nil && (math.IsNaN(*b.v) || *b.v < 0 || *b.v > b.max) {
-			return platform.Invalid(b.name, "must be a number at least 0 and at most %g", b.max)
+			return fault.Invalid(b.name, "must be a number at least 0 and at most %g", b.max)
 		}
 	}
 	if in.MinPrice != nil && in.MaxPrice != nil && *in.MinPrice > *in.MaxPrice {
-		return platform.Invalid("min_price", "must not be greater than max_price")
+		return fault.Invalid("min_price", "must not be greater than max_price")
 	}
 	if in.MinRating != nil && in.MaxRating != nil && *in.MinRating > *in.MaxRating {
-		return platform.Invalid("min_rating", "must not be greater than max_rating")
+		return fault.Invalid("min_rating", "must not be greater than max_rating")
 	}
 	return nil
 }
@@ -125,7 +126,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (*PublicList, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("list images", err)
+		return nil, fault.Wrap("list images", err)
 	}
 	return out, nil
 }
@@ -147,7 +148,7 @@ func (s *Service) Get(ctx context.Context, ref ImageRef) (*Image, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("read the image", err)
+		return nil, fault.Wrap("read the image", err)
 	}
 	return &img, nil
 }

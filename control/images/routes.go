@@ -5,14 +5,15 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/ratelimit"
 )
 
 // Routes is the domain's route table.
 func (s *Service) Routes() []platform.Route {
 	tag := []string{"images"}
 	// Writes a person makes by hand; the limits stop scripted floods.
-	perMinute := func(name string, n int) []platform.RateLimit {
-		return []platform.RateLimit{{Name: name, By: platform.ByAccount, N: n, Per: time.Minute}}
+	perMinute := func(name string, n int) []ratelimit.RateLimit {
+		return []ratelimit.RateLimit{{Name: name, By: ratelimit.ByAccount, N: n, Per: time.Minute}}
 	}
 	return []platform.Route{
 		{Method: http.MethodGet, Path: "/api/v1/images/public", OperationID: "listPublicImages", Policy: platform.SignedIn, Tags: tag,

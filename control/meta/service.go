@@ -16,7 +16,8 @@ import (
 	"strings"
 
 	"deckhand/control/domain"
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/signing"
 )
 
@@ -106,14 +107,14 @@ type Config struct {
 type Service struct {
 	regions []Region
 	keys    *signing.KeySet
-	clock   platform.Clock
+	clock   clockpkg.Clock
 }
 
 // New builds the meta domain.
 func New(env domain.Env[Config]) (*Service, error) {
 	clock := env.Clock
 	if clock == nil {
-		clock = platform.SystemClock{}
+		clock = clockpkg.SystemClock{}
 	}
 	return &Service{regions: env.Config.Regions, keys: env.Config.Keys, clock: clock}, nil
 }
@@ -128,7 +129,7 @@ func (s *Service) Regions(context.Context) (RegionsResponse, error) {
 	return RegionsResponse{Regions: s.regions}, nil
 }
 
-var errSigningOff = &platform.Error{Code: platform.CodeSigningNotConfigured,
+var errSigningOff = &fault.Error{Code: fault.CodeSigningNotConfigured,
 	Message: "Response signing is not configured on this server"}
 
 // KeySetAnswer is the key set as served: every key of the set signs the

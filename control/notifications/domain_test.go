@@ -11,8 +11,9 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/notifications"
-	"deckhand/platform"
 	"deckhand/platform/auth"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
@@ -30,7 +31,7 @@ func as(userID, role string) context.Context {
 func TestConcurrentReadsRecordEachReadOnce(t *testing.T) {
 	t.Parallel()
 	db, _ := engine.Open(t)
-	clock := platform.NewFakeClock(time.Now())
+	clock := clockpkg.NewFakeClock(time.Now())
 	log := events.NewLog(db, clock)
 	if err := log.Declare(context.Background()); err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestConcurrentReadsRecordEachReadOnce(t *testing.T) {
 	if *l.Unread != 8 || l.Total != 8 {
 		t.Fatalf("bob: %d notifications, %d unread", l.Total, *l.Unread)
 	}
-	if _, err := s.MarkRead(as("bob", auth.RoleUser), notifications.NotificationRef{ID: ids[0]}); platform.AsError(err).Code != platform.CodeNotFound && ids[0] != "" {
+	if _, err := s.MarkRead(as("bob", auth.RoleUser), notifications.NotificationRef{ID: ids[0]}); fault.AsError(err).Code != fault.CodeNotFound && ids[0] != "" {
 		// ids[0] is ann's own (i = 0): bob may not read it.
 		t.Fatalf("bob reading ann's: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -126,13 +127,13 @@ type CreateInput struct {
 func (in *CreateInput) Validate() error {
 	in.Title, in.UserID = strings.TrimSpace(in.Title), strings.TrimSpace(in.UserID)
 	if in.Title == "" || len(in.Title) > 200 {
-		return platform.Invalid("title", "is required, at most 200 bytes")
+		return fault.Invalid("title", "is required, at most 200 bytes")
 	}
 	if strings.TrimSpace(in.Body) == "" || len(in.Body) > 10000 {
-		return platform.Invalid("body", "is required, at most 10000 bytes")
+		return fault.Invalid("body", "is required, at most 10000 bytes")
 	}
 	if why := events.CheckValue(in.UserID); why != "" {
-		return platform.Invalid("user_id", "%s", why)
+		return fault.Invalid("user_id", "%s", why)
 	}
 	if in.Level == "" {
 		in.Level = "info"
@@ -142,7 +143,7 @@ func (in *CreateInput) Validate() error {
 			return nil
 		}
 	}
-	return platform.Invalid("level", "must be one of %s, got %q", strings.Join(Levels, ", "), in.Level)
+	return fault.Invalid("level", "must be one of %s, got %q", strings.Join(Levels, ", "), in.Level)
 }
 
 // Create stores a notification (admins only) and records the admin action
@@ -169,7 +170,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Notification, er
 		return err
 	})
 	if err != nil {
-		return nil, platform.Internal("create the notification", err)
+		return nil, fault.Internal("create the notification", err)
 	}
 	v := rec.view()
 	return &v, nil
@@ -251,7 +252,7 @@ func (s *Service) list(ctx context.Context, userID string, in ListInput) (*List,
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Internal("list notifications", err)
+		return nil, fault.Internal("list notifications", err)
 	}
 	return out, nil
 }
@@ -290,7 +291,7 @@ func (s *Service) MarkRead(ctx context.Context, ref NotificationRef) (*Notificat
 			}
 		}
 		if !ok || (rec.UserID != "" && rec.UserID != p.UserID) {
-			return platform.NotFound("notification", id)
+			return fault.NotFound("notification", id)
 		}
 		var readAt time.Time
 		read, err := tx.Get(bucketReads, p.UserID+sep+key, &readAt)
@@ -314,10 +315,10 @@ func (s *Service) MarkRead(ctx context.Context, ref NotificationRef) (*Notificat
 		return nil
 	})
 	if err != nil {
-		if pe, ok := err.(*platform.Error); ok {
+		if pe, ok := err.(*fault.Error); ok {
 			return nil, pe
 		}
-		return nil, platform.Internal("mark the notification read", err)
+		return nil, fault.Internal("mark the notification read", err)
 	}
 	return &v, nil
 }
@@ -367,7 +368,7 @@ func (s *Service) MarkAllRead(ctx context.Context) (*ReadAll, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Internal("mark notifications read", err)
+		return nil, fault.Internal("mark notifications read", err)
 	}
 	return out, nil
 }

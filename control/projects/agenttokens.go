@@ -14,6 +14,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -112,7 +113,7 @@ func (s *Service) CreateAgentToken(ctx context.Context, ref AgentTokenCreate) (*
 			return err
 		}
 		if c == nil {
-			return platform.NotFound("container", id)
+			return fault.NotFound("container", id)
 		}
 		if err := tx.Put(bucketAgentTokens, id+"/"+rec.ID, rec); err != nil {
 			return err
@@ -168,7 +169,7 @@ func (s *Service) RevokeAgentToken(ctx context.Context, ref AgentTokenRef) error
 			return err
 		}
 		if !ok {
-			return platform.NotFound("agent token", tokenID)
+			return fault.NotFound("agent token", tokenID)
 		}
 		if err := tx.Delete(bucketAgentHash, r.Hash); err != nil {
 			return err
@@ -189,7 +190,7 @@ func (s *Service) RevokeAgentToken(ctx context.Context, ref AgentTokenRef) error
 	return storeErr("revoke the agent token", err)
 }
 
-var errBadAgentToken = &platform.Error{Code: platform.CodeUnauthorized, Message: "invalid or revoked agent token"}
+var errBadAgentToken = &fault.Error{Code: fault.CodeUnauthorized, Message: "invalid or revoked agent token"}
 
 // CredentialPrefix is the prefix of the credentials this domain issues
 // (domain.CredentialIssuer).
@@ -224,8 +225,8 @@ func (s *Service) ResolveCredential(ctx context.Context, token string) (*auth.Pr
 }
 
 var (
-	errNotThisAgent = &platform.Error{Code: platform.CodeForbidden, Message: "this agent token belongs to another container"}
-	errAgentRoute   = &platform.Error{Code: platform.CodeForbidden,
+	errNotThisAgent = &fault.Error{Code: fault.CodeForbidden, Message: "this agent token belongs to another container"}
+	errAgentRoute   = &fault.Error{Code: fault.CodeForbidden,
 		Message: "this route takes the container's agent token (agt_...), minted with POST /api/v1/containers/{id}/agent-tokens"}
 )
 
@@ -247,7 +248,7 @@ func (s *Service) checkAgent(ctx context.Context, param func(string) string) err
 			return err
 		}
 		if c == nil {
-			return platform.NotFound("container", id)
+			return fault.NotFound("container", id)
 		}
 		return nil
 	})
@@ -273,7 +274,7 @@ func (s *Service) checkManage(ctx context.Context, param func(string) string) er
 		return storeErr("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
 			c, err := getContainer(tx, param("id"))
 			if err == nil && c == nil {
-				err = platform.NotFound("container", param("id"))
+				err = fault.NotFound("container", param("id"))
 			}
 			return err
 		}))

@@ -5,6 +5,7 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -38,8 +39,8 @@ func levelOf(role string) level {
 }
 
 var (
-	errNoProjectAccess   = &platform.Error{Code: platform.CodeForbidden, Message: "you do not have access to this project"}
-	errNoContainerAccess = &platform.Error{Code: platform.CodeForbidden, Message: "you do not have access to this container"}
+	errNoProjectAccess   = &fault.Error{Code: fault.CodeForbidden, Message: "you do not have access to this project"}
+	errNoContainerAccess = &fault.Error{Code: fault.CodeForbidden, Message: "you do not have access to this container"}
 )
 
 // callerLevel is what userID may do on project p (read in tx).
@@ -103,7 +104,7 @@ func projectAt(tx *store.Tx, id, userID string, need level) (*Project, level, er
 		return nil, roleNone, err
 	}
 	if p == nil {
-		return nil, roleNone, platform.NotFound("project", id)
+		return nil, roleNone, fault.NotFound("project", id)
 	}
 	lv, err := callerLevel(tx, p, userID)
 	if err == nil && lv < need {
@@ -118,7 +119,7 @@ func (s *Service) checkProject(need level) platform.Check {
 	return s.check(need, errNoProjectAccess, func(tx *store.Tx, id string) (*Project, error) {
 		p, err := getProject(tx, id)
 		if err == nil && p == nil {
-			err = platform.NotFound("project", id)
+			err = fault.NotFound("project", id)
 		}
 		return p, err
 	})
@@ -150,7 +151,7 @@ func (s *Service) checkContainerPeople(need level) platform.Check {
 			return nil, err
 		}
 		if c == nil {
-			return nil, platform.NotFound("container", id)
+			return nil, fault.NotFound("container", id)
 		}
 		p, err := getProject(tx, c.ProjectID)
 		if err == nil && p == nil {
@@ -162,7 +163,7 @@ func (s *Service) checkContainerPeople(need level) platform.Check {
 
 // check validates the id, finds the project it leads to (404 from
 // projectOf) and compares the caller's level with need.
-func (s *Service) check(need level, denied *platform.Error, projectOf func(tx *store.Tx, id string) (*Project, error)) platform.Check {
+func (s *Service) check(need level, denied *fault.Error, projectOf func(tx *store.Tx, id string) (*Project, error)) platform.Check {
 	return func(ctx context.Context, param func(string) string) error {
 		id := param("id")
 		if err := validID("id", id); err != nil {

@@ -3,8 +3,8 @@ package projects
 import (
 	"context"
 
-	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/signing"
 	"deckhand/platform/store"
@@ -27,13 +27,13 @@ type ContainerClaimInput struct {
 // Validate checks the audience and lifetime.
 func (in *ContainerClaimInput) Validate() error {
 	if in.Audience == "" {
-		return platform.Invalid("aud", "is required: the id of the container whose gateway the claim is for")
+		return fault.Invalid("aud", "is required: the id of the container whose gateway the claim is for")
 	}
 	if err := validID("aud", in.Audience); err != nil {
 		return err
 	}
 	if _, err := signing.ClaimTTL(in.TTLSeconds); err != nil {
-		return platform.Invalid("ttl_seconds", "%s", err.Error())
+		return fault.Invalid("ttl_seconds", "%s", err.Error())
 	}
 	return nil
 }
@@ -44,7 +44,7 @@ type ContainerClaimRequest struct {
 	Body ContainerClaimInput
 }
 
-var errSigningOff = &platform.Error{Code: platform.CodeSigningNotConfigured,
+var errSigningOff = &fault.Error{Code: fault.CodeSigningNotConfigured,
 	Message: "claims need the control plane's signing keys: it runs with --signing=false"}
 
 // MintContainerClaim signs a claim for container id, addressed to
@@ -65,7 +65,7 @@ func (s *Service) MintContainerClaim(ctx context.Context, req ContainerClaimRequ
 			return err
 		}
 		if c == nil {
-			return platform.NotFound("container", id)
+			return fault.NotFound("container", id)
 		}
 		project = c.ProjectID
 		return nil
@@ -79,7 +79,7 @@ func (s *Service) MintContainerClaim(ctx context.Context, req ContainerClaimRequ
 	out, err := keys.Issue(proxyperm.ContainerClaim{Type: proxyperm.ClaimTypeContainer, Container: id, Project: project,
 		Audience: in.Audience, IssuedAt: iat.Unix(), Expires: exp.Unix()}, iat, exp)
 	if err != nil {
-		return nil, platform.Internal("sign the container claim", err)
+		return nil, fault.Internal("sign the container claim", err)
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"deckhand/control/events"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -55,7 +56,7 @@ type AdminContainerInput struct {
 // Validate checks the ids' format and the name.
 func (in *AdminContainerInput) Validate() error {
 	if in.ProjectID == "" {
-		return platform.Invalid("project_id", "is required")
+		return fault.Invalid("project_id", "is required")
 	}
 	if err := validID("project_id", in.ProjectID); err != nil {
 		return err
@@ -66,7 +67,7 @@ func (in *AdminContainerInput) Validate() error {
 	}
 	in.Name = n
 	if in.ServerID != "" && !serverIDRe.MatchString(in.ServerID) {
-		return platform.Invalid("server_id", "must be 1-64 letters, digits, '_' or '-'")
+		return fault.Invalid("server_id", "must be 1-64 letters, digits, '_' or '-'")
 	}
 	if in.ID != "" {
 		return validID("id", in.ID)
@@ -118,10 +119,10 @@ func (s *Service) AdminCreateContainer(ctx context.Context, in AdminContainerInp
 			return err
 		}
 		if p == nil {
-			return platform.Invalid("project_id", "no project has this id")
+			return fault.Invalid("project_id", "no project has this id")
 		}
 		if tx.GetRaw(bucketContainers, id) != nil {
-			return platform.Errorf(platform.CodeConflict, "a container with id %q exists", id)
+			return fault.Errorf(fault.CodeConflict, "a container with id %q exists", id)
 		}
 		if err := tx.Put(bucketContainers, id, c); err != nil {
 			return err
@@ -177,7 +178,7 @@ func (s *Service) GetContainer(ctx context.Context, ref ContainerRef) (*Containe
 			return err
 		}
 		if c == nil {
-			return platform.NotFound("container", id)
+			return fault.NotFound("container", id)
 		}
 		out = c
 		return nil
@@ -196,7 +197,7 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 		*st = Stats{ProjectID: id, ByStatus: map[string]int{}, ByRole: map[string]int{"owner": 1}, Members: 1}
 		if p, err := getProject(tx, id); err != nil || p == nil {
 			if err == nil {
-				err = platform.NotFound("project", id)
+				err = fault.NotFound("project", id)
 			}
 			return err
 		}

@@ -15,8 +15,9 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/projects"
-	"deckhand/platform"
 	"deckhand/platform/auth"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/secrets"
@@ -43,14 +44,14 @@ func newEnv(t *testing.T, open storetest.Opener) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := platform.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := clockpkg.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	authz := domain.NewAuthorizer()
 	authz.Provide("user.exists", func(_ context.Context, param func(string) string) error {
 		switch param("user_id") {
 		case "alice", "bob", "carol":
 			return nil
 		}
-		return platform.NotFound("user", param("user_id"))
+		return fault.NotFound("user", param("user_id"))
 	})
 	svc, err := projects.New(domain.Env[projects.Config]{Name: "projects", Store: db, Clock: clock, Events: events.NewLog(db, clock),
 		Authz: authz, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Config: projects.Config{Sealer: sealer}})
@@ -73,7 +74,7 @@ func admin() context.Context {
 }
 
 func code(err error) string {
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return pe.Code
 	}
@@ -107,25 +108,25 @@ func TestResourceChecksOrderAndRoles(t *testing.T) {
 			for _, c := range []struct {
 				check, user, id, want string
 			}{
-				{projects.CheckContainerAccess, "carol", "Bad-Id", platform.CodeInvalid},
-				{projects.CheckContainerAccess, "carol", "nosuch", platform.CodeNotFound},
-				{projects.CheckContainerAccess, "carol", "c1", platform.CodeForbidden},
-				{projects.CheckContainerAccess, "bob", "c1", platform.CodeForbidden},
+				{projects.CheckContainerAccess, "carol", "Bad-Id", fault.CodeInvalid},
+				{projects.CheckContainerAccess, "carol", "nosuch", fault.CodeNotFound},
+				{projects.CheckContainerAccess, "carol", "c1", fault.CodeForbidden},
+				{projects.CheckContainerAccess, "bob", "c1", fault.CodeForbidden},
 				{projects.CheckContainerRead, "bob", "c1", ""},
 				{projects.CheckContainerAccess, "alice", "c1", ""},
-				{projects.CheckProjectMember, "carol", p.ID, platform.CodeForbidden},
+				{projects.CheckProjectMember, "carol", p.ID, fault.CodeForbidden},
 				{projects.CheckProjectMember, "bob", p.ID, ""},
-				{projects.CheckProjectManager, "bob", p.ID, platform.CodeForbidden},
+				{projects.CheckProjectManager, "bob", p.ID, fault.CodeForbidden},
 				{projects.CheckProjectOwner, "alice", p.ID, ""},
-				{projects.CheckProjectMember, "alice", "zzzz", platform.CodeNotFound},
-				{projects.CheckProjectMember, "alice", "", platform.CodeInvalid},
-				{projects.CheckContainerAccess, "root", "c1", platform.CodeForbidden}, // admins get no implicit access
+				{projects.CheckProjectMember, "alice", "zzzz", fault.CodeNotFound},
+				{projects.CheckProjectMember, "alice", "", fault.CodeInvalid},
+				{projects.CheckContainerAccess, "root", "c1", fault.CodeForbidden}, // admins get no implicit access
 			} {
 				if got := check(c.check, c.user, c.id); got != c.want {
 					t.Errorf("%s %s %q: %q, want %q", c.check, c.user, c.id, got, c.want)
 				}
 			}
-			if _, err := e.svc.Grant(as("alice"), projects.GrantRequest{ProjectRef: projects.ProjectRef{ID: p.ID}, Body: projects.GrantInput{UserID: "dave", Role: projects.RoleViewer}}); code(err) != platform.CodeInvalid {
+			if _, err := e.svc.Grant(as("alice"), projects.GrantRequest{ProjectRef: projects.ProjectRef{ID: p.ID}, Body: projects.GrantInput{UserID: "dave", Role: projects.RoleViewer}}); code(err) != fault.CodeInvalid {
 				t.Fatalf("unknown user: %v", err)
 			}
 		})
@@ -203,7 +204,7 @@ func TestIfMatchRaceAcrossReplicas(t *testing.T) {
 					case "":
 						won++
 						winners = append(winners, fmt.Sprintf("r%dw%d", round, w))
-					case platform.CodePreconditionFailed:
+					case fault.CodePreconditionFailed:
 					default:
 						t.Fatalf("writer %d: %v", w, err)
 					}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/netconf"
 	"deckhand/platform/store"
 )
@@ -195,12 +196,12 @@ func (in *NetworkInput) Validate() error {
 	switch in.Type {
 	case "socks5", "http", "https", "block":
 	case "":
-		return platform.Invalid("type", "is required (socks5, http, https or block)")
+		return fault.Invalid("type", "is required (socks5, http, https or block)")
 	default:
-		return platform.Invalid("type", "must be socks5, http, https or block")
+		return fault.Invalid("type", "must be socks5, http, https or block")
 	}
 	if in.Proxy == "" && in.Type != "block" {
-		return &platform.Error{Code: platform.CodeInvalid, Field: "proxy", Details: "proxy", Message: "Proxy URL required for non-block type"}
+		return &fault.Error{Code: fault.CodeInvalid, Field: "proxy", Details: "proxy", Message: "Proxy URL required for non-block type"}
 	}
 	if in.Proxy != "" {
 		ep, user, err := splitProxy(in.Type, in.Proxy)
@@ -211,16 +212,16 @@ func (in *NetworkInput) Validate() error {
 	}
 	for f, v := range map[string]string{"country": in.Country, "city": in.City, "region": in.Region, "comment": in.Comment} {
 		if !utf8.ValidString(v) || utf8.RuneCountInString(v) > 200 {
-			return platform.Invalid(f, "must be at most 200 characters")
+			return fault.Invalid(f, "must be at most 200 characters")
 		}
 	}
 	if len(in.DNSServers) > maxDNS {
-		return platform.Invalid("dns_servers", "at most %d entries, got %d", maxDNS, len(in.DNSServers))
+		return fault.Invalid("dns_servers", "at most %d entries, got %d", maxDNS, len(in.DNSServers))
 	}
 	for i, d := range in.DNSServers {
 		a, err := netip.ParseAddr(d)
 		if err != nil || a.Zone() != "" {
-			return platform.Invalid("dns_servers["+strconv.Itoa(i)+"]", "must be an IPv4 or IPv6 address, got %q", clipStr(d))
+			return fault.Invalid("dns_servers["+strconv.Itoa(i)+"]", "must be an IPv4 or IPv6 address, got %q", clipStr(d))
 		}
 		in.DNSServers[i] = a.String()
 	}
@@ -230,9 +231,9 @@ func (in *NetworkInput) Validate() error {
 	if _, err := netconf.CompileLists(in.Allow, in.Deny); err != nil {
 		var le *netconf.ListError
 		if errors.As(err, &le) {
-			return platform.Invalid(le.Field, "%s", le.Rule)
+			return fault.Invalid(le.Field, "%s", le.Rule)
 		}
-		return platform.Invalid("allow", "%s", err.Error())
+		return fault.Invalid("allow", "%s", err.Error())
 	}
 	for i := range in.Allow {
 		in.Allow[i] = strings.TrimSpace(in.Allow[i])
@@ -255,7 +256,7 @@ func clipStr(s string) string {
 // may hold a password.
 func splitProxy(typ, raw string) (string, *url.Userinfo, error) {
 	bad := func(rule string) (string, *url.Userinfo, error) {
-		return "", nil, platform.Invalid("proxy", "%s", rule)
+		return "", nil, fault.Invalid("proxy", "%s", rule)
 	}
 	if len(raw) > 2048 {
 		return bad("must be at most 2048 characters")
@@ -321,7 +322,7 @@ func (s *Service) GetNetwork(ctx context.Context, ref ContainerRef) (*Network, e
 			return err
 		}
 		if r == nil {
-			return platform.NotFound("network configuration of container", id)
+			return fault.NotFound("network configuration of container", id)
 		}
 		out = r.view(tx.GetRaw(bucketNetCreds, id) != nil, true, s.now())
 		return nil
@@ -350,7 +351,7 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 		raw, _ := json.Marshal(credentials{Username: in.user.Username(), Password: pw})
 		var err error
 		if sealed, err = s.sealer.Seal(sealPurpose(id), raw); err != nil {
-			return nil, platform.Internal("seal the proxy credentials", err)
+			return nil, fault.Internal("seal the proxy credentials", err)
 		}
 	}
 	now := s.now()
@@ -358,7 +359,7 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		if c, err := getContainer(tx, id); err != nil || c == nil {
 			if err == nil {
-				err = platform.NotFound("container", id)
+				err = fault.NotFound("container", id)
 			}
 			return err
 		}
@@ -397,7 +398,7 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 	return out, nil
 }
 
-var errNotConfigured = &platform.Error{Code: platform.CodeBadRequest, Message: "the container's network is not configured: PUT a configuration first", Details: "network"}
+var errNotConfigured = &fault.Error{Code: fault.CodeBadRequest, Message: "the container's network is not configured: PUT a configuration first", Details: "network"}
 
 // StartNetwork starts the network layer.
 func (s *Service) StartNetwork(ctx context.Context, ref ContainerRef) (*NetworkState, error) {
@@ -444,7 +445,7 @@ func (s *Service) DeleteNetwork(ctx context.Context, ref ContainerRef) error {
 	id := ref.ID
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		if tx.GetRaw(bucketNetwork, id) == nil {
-			return platform.NotFound("network configuration of container", id)
+			return fault.NotFound("network configuration of container", id)
 		}
 		if err := tx.Delete(bucketNetCreds, id); err != nil {
 			return err
@@ -495,7 +496,7 @@ func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Doc
 			return err
 		}
 		if r == nil {
-			return platform.NotFound("network configuration of container", id)
+			return fault.NotFound("network configuration of container", id)
 		}
 		rec = r
 		sealed = append([]byte(nil), tx.GetRaw(bucketNetCreds, id)...)
@@ -509,15 +510,15 @@ func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Doc
 	if len(sealed) > 0 && rec.Proxy != "" {
 		plain, err := s.sealer.Open(sealPurpose(id), string(sealed))
 		if err != nil {
-			return nil, platform.Internal("open the proxy credentials", err)
+			return nil, fault.Internal("open the proxy credentials", err)
 		}
 		var c credentials
 		if err := json.Unmarshal(plain, &c); err != nil {
-			return nil, platform.Internal("read the proxy credentials", err)
+			return nil, fault.Internal("read the proxy credentials", err)
 		}
 		u, err := url.Parse(rec.Proxy)
 		if err != nil {
-			return nil, platform.Internal("read the stored proxy endpoint", err)
+			return nil, fault.Internal("read the stored proxy endpoint", err)
 		}
 		if c.Password != "" {
 			u.User = url.UserPassword(c.Username, c.Password)
@@ -574,9 +575,9 @@ func (in *NetworkReport) Validate() error {
 	if err := in.Status.Validate(); err != nil {
 		var fe *netconf.FieldError
 		if errors.As(err, &fe) {
-			return platform.Invalid(fe.Field, "%s", fe.Rule)
+			return fault.Invalid(fe.Field, "%s", fe.Rule)
 		}
-		return platform.Invalid("status", "%s", err.Error())
+		return fault.Invalid("status", "%s", err.Error())
 	}
 	return nil
 }
@@ -600,7 +601,7 @@ func (s *Service) ReportNetwork(ctx context.Context, req NetworkReportInput) err
 			return err
 		}
 		if r == nil {
-			return platform.NotFound("network configuration of container", id)
+			return fault.NotFound("network configuration of container", id)
 		}
 		rep := in.Status
 		r.Report, r.ReportedAt = &rep, &now

@@ -8,6 +8,7 @@ import (
 
 	"deckhand/control/events"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -34,10 +35,10 @@ type GrantInput struct {
 // Validate checks user_id and role.
 func (in *GrantInput) Validate() error {
 	if in.UserID == "" {
-		return platform.Invalid("user_id", "is required")
+		return fault.Invalid("user_id", "is required")
 	}
 	if levelOf(in.Role) == roleNone {
-		return platform.Invalid("role", roleRule)
+		return fault.Invalid("role", roleRule)
 	}
 	return nil
 }
@@ -50,7 +51,7 @@ type RoleInput struct {
 // Validate checks role.
 func (in *RoleInput) Validate() error {
 	if levelOf(in.Role) == roleNone {
-		return platform.Invalid("role", roleRule)
+		return fault.Invalid("role", roleRule)
 	}
 	return nil
 }
@@ -117,13 +118,13 @@ func (s *Service) Grant(ctx context.Context, req GrantRequest) (*Permission, err
 			return err
 		}
 		if p == nil {
-			return platform.NotFound("project", id)
+			return fault.NotFound("project", id)
 		}
 		if p.OwnerID == in.UserID {
-			return platform.Invalid("user_id", "names the project's owner, who holds every right already")
+			return fault.Invalid("user_id", "names the project's owner, who holds every right already")
 		}
 		if tx.GetRaw(bucketByMember, in.UserID+"/"+id) != nil {
-			return platform.Errorf(platform.CodeConflict, "this user already has a permission on the project; change its role with PUT or PATCH")
+			return fault.Errorf(fault.CodeConflict, "this user already has a permission on the project; change its role with PUT or PATCH")
 		}
 		if err := tx.Put(bucketPerms, id+"/"+perm.ID, perm); err != nil {
 			return err
@@ -145,7 +146,7 @@ func getPermission(tx *store.Tx, projectID, permID string) (*Permission, error) 
 	var p Permission
 	ok, err := tx.Get(bucketPerms, projectID+"/"+permID, &p)
 	if err == nil && !ok {
-		err = platform.NotFound("permission", permID)
+		err = fault.NotFound("permission", permID)
 	}
 	return &p, err
 }

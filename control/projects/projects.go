@@ -10,6 +10,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -76,7 +77,7 @@ type ProjectPatch struct {
 // Validate demands a change and checks it.
 func (in *ProjectPatch) Validate() error {
 	if in.Name == nil && in.Description == nil {
-		return platform.Invalid("body", "give name, description or both")
+		return fault.Invalid("body", "give name, description or both")
 	}
 	if in.Name != nil {
 		n, err := cleanName("name", *in.Name)
@@ -100,7 +101,7 @@ type AdminProjectInput struct {
 // Validate checks owner_id's presence and the name.
 func (in *AdminProjectInput) Validate() error {
 	if in.OwnerID == "" {
-		return platform.Invalid("owner_id", "is required")
+		return fault.Invalid("owner_id", "is required")
 	}
 	n, err := cleanName("name", in.Name)
 	if err != nil {
@@ -115,14 +116,14 @@ func (in *AdminProjectInput) Validate() error {
 func cleanName(field, s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return "", platform.Invalid(field, "is required")
+		return "", fault.Invalid(field, "is required")
 	}
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxName {
-		return "", platform.Invalid(field, "must be 1-%d characters", maxName)
+		return "", fault.Invalid(field, "must be 1-%d characters", maxName)
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
-			return "", platform.Invalid(field, "must not contain control characters")
+			return "", fault.Invalid(field, "must not contain control characters")
 		}
 	}
 	return s, nil
@@ -130,7 +131,7 @@ func cleanName(field, s string) (string, error) {
 
 func checkDescription(s string) error {
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxDescription {
-		return platform.Invalid("description", "must be at most %d characters", maxDescription)
+		return fault.Invalid("description", "must be at most %d characters", maxDescription)
 	}
 	return nil
 }
@@ -218,8 +219,8 @@ func (s *Service) AdminCreateProject(ctx context.Context, in AdminProjectInput) 
 // accountExists is 400 naming field when no account has id.
 func (s *Service) accountExists(ctx context.Context, field, id string) error {
 	err := s.userExists(ctx, func(string) string { return id })
-	if pe := platform.AsError(err); err != nil && pe.Code == platform.CodeNotFound {
-		return platform.Invalid(field, "no account has this id")
+	if pe := fault.AsError(err); err != nil && pe.Code == fault.CodeNotFound {
+		return fault.Invalid(field, "no account has this id")
 	}
 	return err
 }
@@ -292,10 +293,10 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 // declaration refuses the same values over HTTP).
 func checkPage(page, limit int) error {
 	if page < 1 {
-		return platform.Invalid("page", "must be at least 1")
+		return fault.Invalid("page", "must be at least 1")
 	}
 	if limit < 1 || limit > pageLimitMax {
-		return platform.Invalid("limit", "must be 1-%d", pageLimitMax)
+		return fault.Invalid("limit", "must be 1-%d", pageLimitMax)
 	}
 	return nil
 }
@@ -408,7 +409,7 @@ func (s *Service) DeleteProject(ctx context.Context, ref ProjectRef) error {
 			return err
 		}
 		if p == nil {
-			return platform.NotFound("project", id)
+			return fault.NotFound("project", id)
 		}
 		if p.OwnerID != c.UserID {
 			return errNoProjectAccess
@@ -417,7 +418,7 @@ func (s *Service) DeleteProject(ctx context.Context, ref ProjectRef) error {
 			if err != nil {
 				return err
 			}
-			return platform.Errorf(platform.CodeConflict, "the project still has containers")
+			return fault.Errorf(fault.CodeConflict, "the project still has containers")
 		}
 		var perms []Permission
 		if err := tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {

@@ -7,7 +7,7 @@ import (
 	"reflect"
 
 	"deckhand/control/events"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/store"
 )
@@ -39,7 +39,7 @@ func (sc docScope) owner(tx *store.Tx, id string) (project, container string, er
 			return "", "", err
 		}
 		if p == nil {
-			return "", "", platform.NotFound("project", id)
+			return "", "", fault.NotFound("project", id)
 		}
 		return id, "*", nil
 	}
@@ -48,7 +48,7 @@ func (sc docScope) owner(tx *store.Tx, id string) (project, container string, er
 		return "", "", err
 	}
 	if c == nil {
-		return "", "", platform.NotFound("container", id)
+		return "", "", fault.NotFound("container", id)
 	}
 	return c.ProjectID, id, nil
 }
@@ -61,7 +61,7 @@ type DefaultInput struct {
 // Validate checks default.
 func (in *DefaultInput) Validate() error {
 	if in.Default != proxyperm.Allow && in.Default != proxyperm.Deny {
-		return platform.Invalid("default", "must be allow or deny")
+		return fault.Invalid("default", "must be allow or deny")
 	}
 	return nil
 }
@@ -74,7 +74,7 @@ type StateInput struct {
 // Validate demands enable_proxy.
 func (in *StateInput) Validate() error {
 	if in.EnableProxy == nil {
-		return platform.Invalid("enable_proxy", "is required (true or false)")
+		return fault.Invalid("enable_proxy", "is required (true or false)")
 	}
 	return nil
 }
@@ -90,10 +90,10 @@ type PermissionInput struct {
 // Validate checks the program and parses access.
 func (in *PermissionInput) Validate() error {
 	if in.Program == "" {
-		return platform.Invalid("program", "is required")
+		return fault.Invalid("program", "is required")
 	}
 	if !proxyperm.IsProgram(in.Program) {
-		return platform.Invalid("program", "must be one of http, terminal, ssh, files, exec, services, notifications")
+		return fault.Invalid("program", "must be one of http, terminal, ssh, files, exec, services, notifications")
 	}
 	a, err := proxyperm.DecodeAccess("access", in.Access)
 	if err != nil {
@@ -104,7 +104,7 @@ func (in *PermissionInput) Validate() error {
 }
 
 func stale(current int64) error {
-	return &platform.Error{Code: platform.CodePreconditionFailed, Details: "If-Match",
+	return &fault.Error{Code: fault.CodePreconditionFailed, Details: "If-Match",
 		Message: "the document changed: its version is " + proxyperm.ETag(current) + "; read it again and retry"}
 }
 
@@ -194,7 +194,7 @@ func (s *Service) writeDoc(ctx context.Context, sc docScope, id string, want int
 	return out, nil
 }
 
-var errNoDocument = &platform.Error{Code: platform.CodeNotFound, Details: "proxy_permissions",
+var errNoDocument = &fault.Error{Code: fault.CodeNotFound, Details: "proxy_permissions",
 	Message: "no proxy permissions document exists here; create one with If-Match: file:v0"}
 
 // emptyDoc is the document a first write (file:v0) starts from.

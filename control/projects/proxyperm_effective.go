@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/store"
 )
@@ -43,7 +44,7 @@ func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Docum
 			return err
 		}
 		if c == nil {
-			return platform.NotFound("container", id)
+			return fault.NotFound("container", id)
 		}
 		if out, err = s.readDoc(tx, projectDocKey(c.ProjectID)); err != nil {
 			return err
@@ -59,7 +60,7 @@ func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Docum
 	return out, nil
 }
 
-var errNoEffective = &platform.Error{Code: platform.CodeNotFound, Details: "proxy_permissions",
+var errNoEffective = &fault.Error{Code: fault.CodeNotFound, Details: "proxy_permissions",
 	Message: "neither the container nor its project has a proxy permissions document: only loopback clients pass its gateway"}
 
 // EffectiveAnswer is the effective document with its ETag; 304 without

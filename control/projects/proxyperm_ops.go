@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
 )
 
@@ -36,12 +37,12 @@ type DocWrite struct {
 // malformed.
 func (w *DocWrite) ValidateParams() error {
 	if w.IfMatch == "" {
-		return &platform.Error{Code: platform.CodePreconditionRequired, Details: "If-Match",
+		return &fault.Error{Code: fault.CodePreconditionRequired, Details: "If-Match",
 			Message: "this write needs an If-Match: file:v<n> header with the document's current file_version (file:v0 when none exists)"}
 	}
 	n, ok := proxyperm.ParseETag(w.IfMatch)
 	if !ok {
-		return platform.Invalid("If-Match", "must be file:v<n>")
+		return fault.Invalid("If-Match", "must be file:v<n>")
 	}
 	w.want = n
 	return nil
@@ -140,7 +141,7 @@ func (o docOps) write(ctx context.Context, w DocWrite, m mutation) (*DocAnswer, 
 // Replace replaces the whole document.
 func (o docOps) Replace(ctx context.Context, in DocumentPut) (*DocAnswer, error) {
 	if in.Body.doc == nil {
-		return nil, platform.Invalid("body", "must be a proxy permissions document")
+		return nil, fault.Invalid("body", "must be a proxy permissions document")
 	}
 	m, err := replaceDoc(in.Body.doc)
 	if err != nil {
@@ -185,14 +186,14 @@ type groupOps struct {
 func (o groupOps) Put(ctx context.Context, in GroupPut) (*DocAnswer, error) {
 	g := in.Body
 	if g.Type != "" && g.Type != o.typ {
-		return nil, platform.Invalid("type", "must be %s (or absent) on this path", o.typ)
+		return nil, fault.Invalid("type", "must be %s (or absent) on this path", o.typ)
 	}
 	g.Type = o.typ
 	if err := g.Validate(""); err != nil {
 		return nil, err
 	}
 	if err := g.Normalize(); err != nil {
-		return nil, platform.Internal("hash the password", err)
+		return nil, fault.Internal("hash the password", err)
 	}
 	return o.write(ctx, in.DocWrite, putGroup(in.GroupName, g))
 }
@@ -217,14 +218,14 @@ func edit(f func(d *proxyperm.Document) ([]docEvent, error)) mutation {
 // back as it was answered) keeps the stored secret of its name.
 func replaceDoc(d *proxyperm.Document) (mutation, error) {
 	if err := d.Normalize(); err != nil {
-		return nil, platform.Internal("hash the passwords", err)
+		return nil, fault.Internal("hash the passwords", err)
 	}
 	return func(cur *proxyperm.Document, project, container string) (*proxyperm.Document, []docEvent, error) {
 		if d.Container != container {
-			return nil, nil, platform.Invalid("container", "must equal the path id %q", container)
+			return nil, nil, fault.Invalid("container", "must equal the path id %q", container)
 		}
 		if d.Project != project {
-			return nil, nil, platform.Invalid("project", "must be the id of the owning project")
+			return nil, nil, fault.Invalid("project", "must be the id of the owning project")
 		}
 		next := *d
 		next.Groups = maps.Clone(d.Groups) // a retried transaction starts from the body again
@@ -280,7 +281,7 @@ func putGroup(name string, body proxyperm.Group) mutation {
 		if ok {
 			kind = "group_updated"
 		} else if len(d.Groups) >= proxyperm.MaxGroups {
-			return nil, platform.Invalid("groupName", "the document holds the maximum of %d groups", proxyperm.MaxGroups)
+			return nil, fault.Invalid("groupName", "the document holds the maximum of %d groups", proxyperm.MaxGroups)
 		}
 		if g.Masked() {
 			var stored *proxyperm.Group
@@ -301,7 +302,7 @@ func removeGroup(name string) mutation {
 	return edit(func(d *proxyperm.Document) ([]docEvent, error) {
 		g, ok := d.Groups[name]
 		if !ok {
-			return nil, platform.NotFound("group", name)
+			return nil, fault.NotFound("group", name)
 		}
 		delete(d.Groups, name)
 		return []docEvent{{"group_removed", map[string]any{"group": name, "type": g.Type}}}, nil
@@ -314,7 +315,7 @@ func putRule(name string, in PermissionInput) mutation {
 		rules := d.Permissions[name]
 		if rules == nil {
 			if len(d.Permissions) >= proxyperm.MaxGroups {
-				return nil, platform.Invalid("groupName", "the document holds rules for the maximum of %d groups", proxyperm.MaxGroups)
+				return nil, fault.Invalid("groupName", "the document holds rules for the maximum of %d groups", proxyperm.MaxGroups)
 			}
 			rules = proxyperm.Rules{}
 			d.Permissions[name] = rules

@@ -7,6 +7,7 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/store"
 )
@@ -168,7 +169,7 @@ func (s *Service) Bootstrap(ctx context.Context) error {
 	return nil
 }
 
-var errSecretRole = &platform.Error{Code: platform.CodeForbidden,
+var errSecretRole = &fault.Error{Code: fault.CodeForbidden,
 	Message: "setting a secret (a token value, an HS256 secret or a password) needs the project's manager role or its ownership; " +
 		"send <field>_configured true to keep the stored one"}
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"deckhand/control/projects"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/secrets"
 	"deckhand/platform/store"
@@ -110,7 +110,7 @@ func TestDocumentSecretsSealedMaskedAndMigrated(t *testing.T) {
 			if eff, _ := e.svc.GetEffective(ctx, "c1"); eff.Groups["tok"].Value != "tok-secret-value" || eff.Groups["pw"].Password != hash {
 				t.Fatalf("write-back changed the secrets: %+v", eff.Groups)
 			}
-			if _, err := e.svc.PutContainerGroup(as("bob"), "c1", 4, "tok", proxyperm.Group{Type: "token", Header: "X-Key", Value: "bobs-own"}); code(err) != platform.CodeForbidden {
+			if _, err := e.svc.PutContainerGroup(as("bob"), "c1", 4, "tok", proxyperm.Group{Type: "token", Header: "X-Key", Value: "bobs-own"}); code(err) != fault.CodeForbidden {
 				t.Fatalf("operator sets a token value: %v", err)
 			}
 			if _, err := e.svc.PutContainerGroup(as("bob"), "c1", 4, "tok", proxyperm.Group{Type: "token", Header: "X-Other", ValueConfigured: true}); err != nil {
@@ -119,7 +119,7 @@ func TestDocumentSecretsSealedMaskedAndMigrated(t *testing.T) {
 			if _, err := e.svc.PutContainerGroup(as("bob"), "c1", 5, "lan", proxyperm.Group{Type: "ip", Range: "10.0.0.0/8"}); err != nil {
 				t.Fatalf("operator adds an ip group: %v", err)
 			}
-			if _, err := e.svc.PutContainerGroup(as("alice"), "c1", 6, "none", proxyperm.Group{Type: "token", Header: "X", ValueConfigured: true}); code(err) != platform.CodeInvalid {
+			if _, err := e.svc.PutContainerGroup(as("alice"), "c1", 6, "none", proxyperm.Group{Type: "token", Header: "X", ValueConfigured: true}); code(err) != fault.CodeInvalid {
 				t.Fatalf("a masked value with none stored: %v", err)
 			}
 			if _, err := e.svc.Grant(as("alice"), projects.GrantRequest{ProjectRef: projects.ProjectRef{ID: p.ID}, Body: projects.GrantInput{UserID: "carol", Role: projects.RoleManager}}); err != nil {

@@ -48,6 +48,7 @@ import (
 
 	"deckhand/control/domain"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/secrets"
 	"deckhand/platform/signing"
 	"deckhand/platform/store"
@@ -130,7 +131,7 @@ const idRule = "invalid id format: must be 1-40 lowercase letters or digits"
 
 func validID(field, id string) error {
 	if !idRe.MatchString(id) {
-		return platform.Invalid(field, idRule)
+		return fault.Invalid(field, idRule)
 	}
 	return nil
 }
@@ -143,11 +144,11 @@ func storeErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return pe
 	}
-	return platform.Internal(op, err)
+	return fault.Internal(op, err)
 }
 
 // ProjectRef names a project by its path id (the route's policy checked

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/clock"
 
 	"github.com/spf13/pflag"
 )
@@ -60,9 +61,9 @@ type Config struct {
 	HeaderTimeout          time.Duration
 
 	// Not flags: what the process hands in.
-	Logger *slog.Logger   // default: JSON on stderr at LogLevel
-	Clock  platform.Clock // default: system clock
-	Stdout io.Writer      // human-readable startup lines; default io.Discard
+	Logger *slog.Logger // default: JSON on stderr at LogLevel
+	Clock  clock.Clock  // default: system clock
+	Stdout io.Writer    // human-readable startup lines; default io.Discard
 }
 
 // DefaultConfig is the configuration with every flag at its default.

@@ -14,7 +14,7 @@ import (
 	"deckhand/control/projects"
 	"deckhand/control/servers"
 	"deckhand/control/wallet"
-	"deckhand/platform"
+	"deckhand/platform/contract"
 )
 
 // domains is every control-plane domain, in build order. Adding a domain
@@ -36,12 +36,12 @@ var domains = []entry{
 // entry is one line of the list.
 type entry struct {
 	name  string
-	build func(s *Server, env domain.Env[domain.NoConfig]) (platform.Service, error)
+	build func(s *Server, env domain.Env[domain.NoConfig]) (contract.Service, error)
 }
 
 // add makes a list line from a domain's constructor and its config section.
-func add[C any, S platform.Service](name string, section func(*Server) (C, error), build func(domain.Env[C]) (S, error)) entry {
-	return entry{name: name, build: func(s *Server, env domain.Env[domain.NoConfig]) (platform.Service, error) {
+func add[C any, S contract.Service](name string, section func(*Server) (C, error), build func(domain.Env[C]) (S, error)) entry {
+	return entry{name: name, build: func(s *Server, env domain.Env[domain.NoConfig]) (contract.Service, error) {
 		c, err := section(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -59,7 +59,7 @@ func noConfig(*Server) (domain.NoConfig, error) { return domain.NoConfig{}, nil 
 
 // WithDomain adds a domain after the built-in ones, built like them
 // (tests, later composition).
-func WithDomain[S platform.Service](name string, build func(domain.Env[domain.NoConfig]) (S, error)) Option {
+func WithDomain[S contract.Service](name string, build func(domain.Env[domain.NoConfig]) (S, error)) Option {
 	return func(s *Server) { s.extra = append(s.extra, add(name, noConfig, build)) }
 }
 

@@ -16,6 +16,8 @@ import (
 	"deckhand/control/server"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
 )
 
 // notes is a domain written against the domain API: it is built from its
@@ -36,7 +38,7 @@ func newNotes(env domain.Env[domain.NoConfig]) (*notes, error) {
 	env.Authz.Provide("note.author", func(ctx context.Context, param func(string) string) error {
 		p, _ := auth.FromContext(ctx)
 		if !strings.HasPrefix(param("id"), p.UserID+"-") {
-			return platform.Errorf(platform.CodeForbidden, "not your note")
+			return fault.Errorf(fault.CodeForbidden, "not your note")
 		}
 		return nil
 	})
@@ -47,7 +49,7 @@ func (n *notes) Bootstrap(context.Context) error { n.booted = true; return nil }
 func (n *notes) Close() error                    { n.closed = true; return nil }
 
 // shout is a ByValue limit: the domain applies it to the word shouted.
-var shout = platform.RateLimit{Name: "notes.shout", By: platform.ByValue, N: 1, Per: time.Hour, Value: "the word shouted"}
+var shout = ratelimit.RateLimit{Name: "notes.shout", By: ratelimit.ByValue, N: 1, Per: time.Hour, Value: "the word shouted"}
 
 type shoutIn struct {
 	Word string `json:"word"`
@@ -74,16 +76,16 @@ type noteRef struct {
 }
 
 func (n *notes) Routes() []platform.Route {
-	ping := platform.RateLimit{Name: "notes.ping", By: platform.ByIP, N: 2, Per: time.Minute}
+	ping := ratelimit.RateLimit{Name: "notes.ping", By: ratelimit.ByIP, N: 2, Per: time.Minute}
 	return []platform.Route{
 		{Method: "GET", Path: "/api/v1/notes/ping", Summary: "public, 2 per minute per IP", Policy: platform.Public,
-			Limits: []platform.RateLimit{ping}, Message: "pong", Op: platform.CommandOp(func(context.Context, struct{}) error { return nil })},
+			Limits: []ratelimit.RateLimit{ping}, Message: "pong", Op: platform.CommandOp(func(context.Context, struct{}) error { return nil })},
 		{Method: "GET", Path: "/api/v1/notes/me", Summary: "signed in", Policy: platform.SignedIn, Message: "me", Op: platform.ReadOp(n.whoami)},
 		{Method: "GET", Path: "/api/v1/notes/admin", Summary: "admins only", Policy: platform.Admin, Message: "admin", Op: platform.ReadOp(n.whoami)},
 		{Method: "GET", Path: "/api/v1/notes/{id}", Summary: "the author", Policy: n.env.Authz.Policy("note.author", "the note's author"),
 			Message: "note", Op: platform.Op(func(ctx context.Context, _ noteRef) (map[string]string, error) { return n.whoami(ctx) })},
 		{Method: "POST", Path: "/api/v1/notes/shout", Summary: "once per word per hour", Policy: platform.Public,
-			Limits: []platform.RateLimit{shout}, Message: "shouted", Op: platform.Op(n.Shout)},
+			Limits: []ratelimit.RateLimit{shout}, Message: "shouted", Op: platform.Op(n.Shout)},
 	}
 }
 

@@ -25,7 +25,11 @@ import (
 	"deckhand/control/meta"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/config"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
 	"deckhand/platform/secrets"
 	"deckhand/platform/signing"
 	"deckhand/platform/store"
@@ -51,7 +55,7 @@ func WithAuthenticator(a platform.Authenticator) Option {
 type Server struct {
 	cfg          Config
 	log          *slog.Logger
-	clock        platform.Clock
+	clock        clockpkg.Clock
 	out          io.Writer
 	db           *store.DB
 	sealer       *secrets.Sealer // secrets at rest, under --master-key-file
@@ -59,13 +63,13 @@ type Server struct {
 	signer       *signing.Signer // nil with --signing=false
 	events       *events.Log
 	regions      []meta.Region
-	limiter      *platform.StoreLimiter
+	limiter      *ratelimit.StoreLimiter
 	authz        *domain.Authorizer
 	payments     *domain.Payments
 	auth         platform.Authenticator
 	authOverride platform.Authenticator
 	admin        AdminEnsurer
-	domains      []platform.Service
+	domains      []contract.Service
 	extra        []entry
 	host         *platform.Host
 	ln           net.Listener
@@ -91,7 +95,7 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 		s.log = config.Logger(os.Stderr, cfg.LogLevel)
 	}
 	if s.clock == nil {
-		s.clock = platform.SystemClock{}
+		s.clock = clockpkg.SystemClock{}
 	}
 	if s.out == nil {
 		s.out = io.Discard
@@ -178,7 +182,7 @@ func KeysDir(data string) string { return filepath.Join(data, "keys") }
 // WithDomain) from one environment, and finds the authenticator and the
 // admin bootstrapper among them.
 func (s *Server) buildDomains() error {
-	s.limiter = platform.NewStoreLimiter(s.db, s.clock)
+	s.limiter = ratelimit.NewStoreLimiter(s.db, s.clock)
 	s.authz = domain.NewAuthorizer()
 	s.payments = &domain.Payments{}
 	issuers := map[string]domain.CredentialIssuer{}
@@ -255,7 +259,7 @@ func (a prefixedAuth) Authenticate(c fiber.Ctx) (*auth.Principal, error) {
 // refuseAll answers every credentialed route with 401 when no domain
 // authenticates (a build without identity).
 var refuseAll = platform.AuthenticatorFunc(func(fiber.Ctx) (*auth.Principal, error) {
-	return nil, platform.Errorf(platform.CodeUnauthorized, "Authentication required")
+	return nil, fault.Errorf(fault.CodeUnauthorized, "Authentication required")
 })
 
 // Bootstrap runs each domain's Bootstrap and the admin bootstrap.
@@ -372,7 +376,7 @@ func (s *Server) Close() error {
 		s.stopWatch = nil
 	}
 	for _, d := range s.domains {
-		if c, ok := d.(platform.Closer); ok {
+		if c, ok := d.(contract.Closer); ok {
 			errs = append(errs, c.Close())
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"deckhand/control/server"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/signing"
 
 	"github.com/gofiber/fiber/v3"
@@ -35,7 +36,7 @@ type greetReq struct {
 
 func (r *greetReq) Validate() error {
 	if r.Name == "" {
-		return platform.Invalid("name", "is required")
+		return fault.Invalid("name", "is required")
 	}
 	return nil
 }
@@ -104,7 +105,7 @@ type bearerAuth struct{}
 
 func (bearerAuth) Authenticate(c fiber.Ctx) (*auth.Principal, error) {
 	if c.Get("Authorization") != "Bearer good" {
-		return nil, platform.Errorf(platform.CodeUnauthorized, "Invalid credential")
+		return nil, fault.Errorf(fault.CodeUnauthorized, "Invalid credential")
 	}
 	return &auth.Principal{UserID: "u1", Role: auth.RoleUser, Kind: auth.KindSession, SessionID: "s1"}, nil
 }

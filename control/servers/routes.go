@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/ratelimit"
 )
 
 // Routes is the domain's route table.
@@ -15,7 +16,7 @@ func (s *Service) Routes() []platform.Route {
 			Summary:     "Rental marketplace: servers nobody rents now",
 			Description: "Ordered by region, then price, then name.", Message: "Available servers", Op: platform.ReadOp(s.Available)},
 		{Method: http.MethodPost, Path: "/api/v1/servers/{id}/rent", OperationID: "rentServer", Policy: platform.SignedIn, Tags: tag,
-			Limits:  []platform.RateLimit{{Name: "servers.rent", By: platform.ByAccount, N: 30, Per: time.Minute}},
+			Limits:  []ratelimit.RateLimit{{Name: "servers.rent", By: ratelimit.ByAccount, N: 30, Per: time.Minute}},
 			Summary: "Rent a server for 30 days",
 			Description: "A priced server is charged to the caller's general balance (wallet transaction type server_rental) in the same transaction as the rental: " +
 				"400 on insufficient balance. 409 when the caller already rents it (until the rental ends). " +

@@ -24,6 +24,7 @@ import (
 	"deckhand/control/money"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -137,17 +138,17 @@ type CreateInput struct {
 // Validate checks every field.
 func (in *CreateInput) Validate() error {
 	if n := utf8.RuneCountInString(in.Name); n < 1 || n > 100 || strings.IndexFunc(in.Name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return platform.Invalid("name", "must be 1 to 100 printable characters")
+		return fault.Invalid("name", "must be 1 to 100 printable characters")
 	}
 	if in.Region == "" || len(in.Region) > 64 || strings.IndexFunc(in.Region, func(r rune) bool {
 		return !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) || r == '-' || r == '_')
 	}) >= 0 {
-		return platform.Invalid("region", "must be 1 to 64 letters, digits, - or _")
+		return fault.Invalid("region", "must be 1 to 64 letters, digits, - or _")
 	}
 	if in.Price != "" {
 		p, err := money.ParseNumber(in.Price)
 		if err != nil {
-			return platform.Invalid("price", "must be a number at least 0 with at most 2 decimals")
+			return fault.Invalid("price", "must be a number at least 0 with at most 2 decimals")
 		}
 		in.price = p
 	}
@@ -157,10 +158,10 @@ func (in *CreateInput) Validate() error {
 		return nil
 	}
 	if specs[0] != '{' || !json.Valid(specs) {
-		return platform.Invalid("specs", "must be a JSON object")
+		return fault.Invalid("specs", "must be a JSON object")
 	}
 	if len(specs) > 8<<10 {
-		return platform.Invalid("specs", "must be at most 8192 bytes")
+		return fault.Invalid("specs", "must be at most 8192 bytes")
 	}
 	in.Specs = specs
 	return nil
@@ -188,7 +189,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Server, error) {
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("create the server", err)
+		return nil, fault.Wrap("create the server", err)
 	}
 	return &out, nil
 }
@@ -214,7 +215,7 @@ func (s *Service) list(ctx context.Context, filters func(now time.Time, p *auth.
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("list servers", err)
+		return nil, fault.Wrap("list servers", err)
 	}
 	return out, nil
 }
@@ -256,13 +257,13 @@ func (s *Service) Get(ctx context.Context, ref ServerRef) (*Server, error) {
 			return err
 		}
 		if !ok || (r.rented(now) && r.RenterID != p.UserID && !p.IsAdmin()) {
-			return platform.NotFound("server", id)
+			return fault.NotFound("server", id)
 		}
 		out = r.view(now, p)
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("read the server", err)
+		return nil, fault.Wrap("read the server", err)
 	}
 	return &out, nil
 }
@@ -297,13 +298,13 @@ func (s *Service) Rent(ctx context.Context, ref ServerRef) (*RentResult, error) 
 		// Another user's rental is unknown to the caller here as in Get,
 		// so renting cannot probe who rents what; an admin sees it (409).
 		if !ok || (r.rented(now) && r.RenterID != p.UserID && !p.IsAdmin()) {
-			return platform.NotFound("server", id)
+			return fault.NotFound("server", id)
 		}
 		if r.rented(now) && r.RenterID == p.UserID {
-			return platform.Errorf(platform.CodeConflict, "server %s is already rented by you until %s", id, r.RentedUntil.Format(stamp))
+			return fault.Errorf(fault.CodeConflict, "server %s is already rented by you until %s", id, r.RentedUntil.Format(stamp))
 		}
 		if r.rented(now) {
-			return platform.Errorf(platform.CodeConflict, "server %s is not available: it is rented", id)
+			return fault.Errorf(fault.CodeConflict, "server %s is not available: it is rented", id)
 		}
 		r.RenterID, r.RentedAt, r.RentedUntil = p.UserID, now, now.Add(RentalPeriod)
 		if err := tx.Put(bucketServers, id, &r); err != nil {
@@ -325,7 +326,7 @@ func (s *Service) Rent(ctx context.Context, ref ServerRef) (*RentResult, error) 
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("rent the server", err)
+		return nil, fault.Wrap("rent the server", err)
 	}
 	return &res, nil
 }

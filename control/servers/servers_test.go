@@ -14,7 +14,8 @@ import (
 	"deckhand/control/money"
 	"deckhand/control/servers"
 	"deckhand/control/wallet"
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
@@ -27,13 +28,13 @@ func TestMain(m *testing.M) { os.Exit(catalogtest.EachEngine(m, &engine)) }
 type env struct {
 	svc    *servers.Service
 	db     *store.DB
-	clock  *platform.FakeClock
+	clock  *clockpkg.FakeClock
 	wallet *wallet.Service
 }
 
 func newEnv(t *testing.T) *env {
 	db, _ := engine.Open(t)
-	clock := platform.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	clock := clockpkg.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	denv, w := catalogtest.Env(t, "servers", db, clock)
 	svc, err := servers.New(denv)
 	if err != nil {
@@ -45,7 +46,7 @@ func newEnv(t *testing.T) *env {
 var admin = catalogtest.Admin("admin-1")
 
 func code(err error) string {
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return pe.Code
 	}
@@ -88,13 +89,13 @@ func TestCreateRejectsBadInput(t *testing.T) {
 		{"specs", servers.CreateInput{Name: "a", Region: "eu", Specs: json.RawMessage(`{"x":"` + strings.Repeat("y", 9000) + `"}`)}},
 	} {
 		_, err := e.svc.Create(admin, c.in)
-		var pe *platform.Error
-		if !errors.As(err, &pe) || pe.Code != platform.CodeInvalid || pe.Field != c.field {
+		var pe *fault.Error
+		if !errors.As(err, &pe) || pe.Code != fault.CodeInvalid || pe.Field != c.field {
 			t.Errorf("%+v: %v, want INVALID on %s", c.in, err, c.field)
 		}
 	}
 	_, err := e.svc.Create(catalogtest.User("u"), servers.CreateInput{Name: "a", Region: "eu"})
-	if code(err) != platform.CodeForbidden {
+	if code(err) != fault.CodeForbidden {
 		t.Fatalf("user create: %v", err)
 	}
 	if l, _ := e.svc.Available(catalogtest.User("u")); len(l) != 0 {
@@ -127,7 +128,7 @@ func TestMarketplaceRentAndVisibility(t *testing.T) {
 	}
 	// A priced server needs the balance; a refusal leaves it on offer.
 	_, err = e.svc.Rent(alice, servers.ServerRef{ID: big.ID})
-	if code(err) != platform.CodeBadRequest || !strings.Contains(err.Error(), "insufficient") {
+	if code(err) != fault.CodeBadRequest || !strings.Contains(err.Error(), "insufficient") {
 		t.Fatalf("rent without balance: %v", err)
 	}
 	catalogtest.Credit(t, e.db, e.wallet, "alice", 3000)
@@ -153,17 +154,17 @@ func TestMarketplaceRentAndVisibility(t *testing.T) {
 	_, rentErr := e.svc.Rent(bob, servers.ServerRef{ID: big.ID})
 	_, getErr := e.svc.Get(bob, servers.ServerRef{ID: big.ID})
 	_, unknownErr := e.svc.Rent(bob, servers.ServerRef{ID: "srv_000000000000000000000000"})
-	if code(rentErr) != platform.CodeNotFound || rentErr.Error() != getErr.Error() ||
+	if code(rentErr) != fault.CodeNotFound || rentErr.Error() != getErr.Error() ||
 		strings.ReplaceAll(rentErr.Error(), big.ID, "ID") != strings.ReplaceAll(unknownErr.Error(), "srv_000000000000000000000000", "ID") {
 		t.Fatalf("bob rents alice's: %v (reading it: %v; an unknown server: %v)", rentErr, getErr, unknownErr)
 	}
-	if _, err := e.svc.Rent(admin, servers.ServerRef{ID: big.ID}); code(err) != platform.CodeConflict {
+	if _, err := e.svc.Rent(admin, servers.ServerRef{ID: big.ID}); code(err) != fault.CodeConflict {
 		t.Fatalf("an admin, who sees the rental, renting it: %v", err)
 	}
-	if _, err := e.svc.Rent(alice, servers.ServerRef{ID: big.ID}); code(err) != platform.CodeConflict {
+	if _, err := e.svc.Rent(alice, servers.ServerRef{ID: big.ID}); code(err) != fault.CodeConflict {
 		t.Fatalf("alice rents again: %v", err)
 	}
-	if _, err := e.svc.Get(bob, servers.ServerRef{ID: big.ID}); code(err) != platform.CodeNotFound {
+	if _, err := e.svc.Get(bob, servers.ServerRef{ID: big.ID}); code(err) != fault.CodeNotFound {
 		t.Fatalf("bob reads alice's rental: %v", err)
 	}
 	if v, err := e.svc.Get(alice, servers.ServerRef{ID: big.ID}); err != nil || v.RenterID != "alice" {
@@ -175,16 +176,16 @@ func TestMarketplaceRentAndVisibility(t *testing.T) {
 	if v, err := e.svc.Get(bob, servers.ServerRef{ID: us.ID}); err != nil || v.Status != "available" || v.RenterID != "" {
 		t.Fatalf("bob reads an offer: %+v %v", v, err)
 	}
-	if _, err := e.svc.Get(bob, servers.ServerRef{ID: "srv_000000000000000000000000"}); code(err) != platform.CodeNotFound {
+	if _, err := e.svc.Get(bob, servers.ServerRef{ID: "srv_000000000000000000000000"}); code(err) != fault.CodeNotFound {
 		t.Fatalf("unknown: %v", err)
 	}
-	if _, err := e.svc.Get(bob, servers.ServerRef{ID: "srv_nope"}); code(err) != platform.CodeInvalid {
+	if _, err := e.svc.Get(bob, servers.ServerRef{ID: "srv_nope"}); code(err) != fault.CodeInvalid {
 		t.Fatalf("malformed: %v", err)
 	}
-	if _, err := e.svc.Rent(bob, servers.ServerRef{ID: "42"}); code(err) != platform.CodeInvalid {
+	if _, err := e.svc.Rent(bob, servers.ServerRef{ID: "42"}); code(err) != fault.CodeInvalid {
 		t.Fatalf("malformed rent: %v", err)
 	}
-	if _, err := e.svc.Rent(bob, servers.ServerRef{ID: "srv_000000000000000000000000"}); code(err) != platform.CodeNotFound {
+	if _, err := e.svc.Rent(bob, servers.ServerRef{ID: "srv_000000000000000000000000"}); code(err) != fault.CodeNotFound {
 		t.Fatalf("unknown rent: %v", err)
 	}
 	// When the rental ends the server is back on offer.
@@ -231,7 +232,7 @@ func TestRentRace(t *testing.T) {
 			switch code(err) {
 			case "":
 				won++
-			case platform.CodeNotFound: // another user's rental
+			case fault.CodeNotFound: // another user's rental
 				lost++
 			default:
 				t.Errorf("rent: %v", err)

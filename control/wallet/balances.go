@@ -8,6 +8,7 @@ import (
 
 	"deckhand/control/money"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -65,7 +66,7 @@ func (s *Service) readAccount(ctx context.Context) (*account, error) {
 		return err
 	})
 	if err != nil {
-		return nil, platform.Internal("read the balance", err)
+		return nil, fault.Internal("read the balance", err)
 	}
 	return a, nil
 }

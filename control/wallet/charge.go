@@ -4,7 +4,7 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -17,10 +17,10 @@ var _ domain.Payer = (*Service)(nil)
 // rolls the caller back.
 func (s *Service) Charge(tx *store.Tx, c domain.Charge) (money.Amount, error) {
 	if c.UserID == "" {
-		return 0, platform.Invalid("user_id", "is required")
+		return 0, fault.Invalid("user_id", "is required")
 	}
 	if c.Amount <= 0 || c.Amount > money.Max {
-		return 0, platform.Invalid("amount", "must be more than 0.00")
+		return 0, fault.Invalid("amount", "must be more than 0.00")
 	}
 	kind := c.Kind
 	if kind == "" {

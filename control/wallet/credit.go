@@ -10,6 +10,7 @@ import (
 	"deckhand/control/money"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -25,7 +26,7 @@ type CreditInput struct {
 // Validate checks the user id, amount and reason.
 func (in *CreditInput) Validate() error {
 	if strings.TrimSpace(in.UserID) == "" || len(in.UserID) > 200 || strings.ContainsAny(in.UserID, "/\x00") {
-		return platform.Invalid("user_id", "is required: the id of an existing user")
+		return fault.Invalid("user_id", "is required: the id of an existing user")
 	}
 	a, err := parseAmount("amount", in.Amount)
 	if err != nil {
@@ -34,7 +35,7 @@ func (in *CreditInput) Validate() error {
 	in.amount = a
 	in.Reason = strings.TrimSpace(in.Reason)
 	if n := utf8.RuneCountInString(in.Reason); n == 0 || n > 500 {
-		return platform.Invalid("reason", "must be 1 to 500 characters")
+		return fault.Invalid("reason", "must be 1 to 500 characters")
 	}
 	return nil
 }
@@ -79,7 +80,7 @@ func (s *Service) Credit(ctx context.Context, in CreditInput) (*CreditResult, er
 			return err
 		}
 		if a.General+in.amount > money.Max {
-			return platform.Invalid("amount", "would make the balance larger than the wallet holds")
+			return fault.Invalid("amount", "would make the balance larger than the wallet holds")
 		}
 		t := &Transaction{ID: newID("txn", now), TransactionType: TypeCredit, Amount: in.amount, Description: "Account credit: " + in.Reason,
 			Reference: in.Reason, CreatedAt: now, Entries: []Entry{{AccExternal, -in.amount}, {AccGeneral, in.amount}}}
@@ -91,7 +92,7 @@ func (s *Service) Credit(ctx context.Context, in CreditInput) (*CreditResult, er
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("credit the balance", err)
+		return nil, fault.Wrap("credit the balance", err)
 	}
 	return &out, nil
 }

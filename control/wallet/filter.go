@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"deckhand/control/money"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -48,7 +48,7 @@ func fieldNames() string {
 }
 
 func filterErr(rule string, args ...any) error {
-	return platform.Invalid("filter", rule, args...)
+	return fault.Invalid("filter", rule, args...)
 }
 
 // filterError names the filter parameter for a condition the store

@@ -13,6 +13,7 @@ import (
 	"deckhand/control/wallet/invoicepdf"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -184,10 +185,10 @@ func (s *Service) generateInvoice(ctx context.Context, id string) (*Generated, e
 			return err
 		}
 		if !ok {
-			return platform.NotFound("transaction", id)
+			return fault.NotFound("transaction", id)
 		}
 		if t.Status != StatusComplete {
-			return platform.Invalid("id", "transaction %s is %s; only completed transactions are invoiced", id, t.Status)
+			return fault.Invalid("id", "transaction %s is %s; only completed transactions are invoiced", id, t.Status)
 		}
 		now := s.now()
 		year := now.Year()
@@ -219,7 +220,7 @@ func (s *Service) generateInvoice(ctx context.Context, id string) (*Generated, e
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Wrap("generate the invoice", err)
+		return nil, fault.Wrap("generate the invoice", err)
 	}
 	return &out, nil
 }
@@ -299,7 +300,7 @@ func (s *Service) invoicePDF(ctx context.Context, ref InvoiceRef) ([]byte, *Invo
 	}
 	pdf, err := invoicepdf.Render(doc)
 	if err != nil {
-		return nil, nil, platform.Internal("render the invoice PDF", err)
+		return nil, nil, fault.Internal("render the invoice PDF", err)
 	}
 	return pdf, inv, nil
 }

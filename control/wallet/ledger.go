@@ -6,7 +6,7 @@ import (
 
 	"deckhand/control/events"
 	"deckhand/control/money"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -86,7 +86,7 @@ func readAccount(get func(bucket, key string, v any) (bool, error), userID strin
 	var a account
 	ok, err := get(bucketAccounts, userID, &a)
 	if err != nil {
-		return nil, platform.Internal("read the balance", err)
+		return nil, fault.Internal("read the balance", err)
 	}
 	if !ok {
 		a = account{ID: accountID(userID), UserID: userID, CreatedAt: now, UpdatedAt: now}
@@ -106,7 +106,7 @@ func (s *Service) post(tx *store.Tx, a *account, t *Transaction, ev events.Event
 		}
 	}
 	if a.General < 0 || a.AILimit < 0 {
-		return platform.Internal("post a ledger transaction", errNegative)
+		return fault.Internal("post a ledger transaction", errNegative)
 	}
 	a.UpdatedAt = t.CreatedAt
 	t.GeneralBalance = a.General
@@ -117,10 +117,10 @@ func (s *Service) post(tx *store.Tx, a *account, t *Transaction, ev events.Event
 	t.Currency = Currency
 	t.UpdatedAt = t.CreatedAt
 	if err := tx.Put(bucketTxns, userKey(a.UserID, t.ID), t); err != nil {
-		return platform.Internal("write the ledger", err)
+		return fault.Internal("write the ledger", err)
 	}
 	if err := tx.Put(bucketAccounts, a.UserID, a); err != nil {
-		return platform.Internal("write the balance", err)
+		return fault.Internal("write the balance", err)
 	}
 	if s.env.Events != nil {
 		ev.ResourceID = t.ID
@@ -130,7 +130,7 @@ func (s *Service) post(tx *store.Tx, a *account, t *Transaction, ev events.Event
 		ev.Payload = mergePayload(ev.Payload, map[string]any{"transaction_id": t.ID, "user_id": a.UserID,
 			"amount": t.Amount, "general_balance": a.General, "ai_limit": a.AILimit})
 		if _, err := s.env.Events.Append(tx, ev); err != nil {
-			return platform.Internal("record the event", err)
+			return fault.Internal("record the event", err)
 		}
 	}
 	return nil
@@ -155,6 +155,6 @@ const errNegative = walletError("a balance would go negative")
 
 // insufficient is the 400 for a debit larger than the general balance.
 func insufficient(field string, balance, need money.Amount) error {
-	return &platform.Error{Code: platform.CodeBadRequest, Field: field, Details: field,
+	return &fault.Error{Code: fault.CodeBadRequest, Field: field, Details: field,
 		Message: "insufficient balance: the general balance is " + balance.String() + " USD, " + field + " needs " + need.String() + " USD"}
 }

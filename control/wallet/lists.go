@@ -11,6 +11,7 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/money"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -106,7 +107,7 @@ func pageOf[T any](ctx context.Context, s *Service, table *store.Table, q ListQu
 		return nil, Pagination{}, err
 	}
 	if q.Page < 1 || q.Limit < 1 {
-		return nil, Pagination{}, platform.Invalid("page", "page and limit must be at least 1")
+		return nil, Pagination{}, fault.Invalid("page", "page and limit must be at least 1")
 	}
 	var pg store.Page[T]
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
@@ -120,7 +121,7 @@ func pageOf[T any](ctx context.Context, s *Service, table *store.Table, q ListQu
 		if len(filters) > 0 {
 			err = filterError(err) // the conditions came from the filter parameter
 		}
-		return nil, Pagination{}, platform.Wrap(op, err)
+		return nil, Pagination{}, fault.Wrap(op, err)
 	}
 	return pg.Items, domain.Paginate(pg.Total, q.Page, q.Limit), nil
 }
@@ -163,7 +164,7 @@ func (s *Service) ListTransactions(ctx context.Context, tq TransactionQuery) (*T
 // key prefix).
 func validID(field, id string) error {
 	if id == "" || len(id) > 100 || strings.ContainsAny(id, "/\x00") {
-		return platform.Invalid(field, "must be an id this API returned")
+		return fault.Invalid(field, "must be an id this API returned")
 	}
 	return nil
 }
@@ -186,10 +187,10 @@ func getOne[T any](ctx context.Context, s *Service, bucket, kind, id string) (*T
 		return err
 	})
 	if err != nil {
-		return nil, platform.Internal("read the "+kind, err)
+		return nil, fault.Internal("read the "+kind, err)
 	}
 	if !ok {
-		return nil, platform.NotFound(kind, id)
+		return nil, fault.NotFound(kind, id)
 	}
 	return &v, nil
 }

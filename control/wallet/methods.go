@@ -12,6 +12,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -42,11 +43,11 @@ var methodType = regexp.MustCompile(`^[a-z0-9_]{1,40}$`)
 // Validate checks type, name and details.
 func (in *MethodInput) Validate() error {
 	if !methodType.MatchString(in.Type) {
-		return platform.Invalid("type", "must be 1 to 40 lower-case letters, digits or _ (such as credit_card)")
+		return fault.Invalid("type", "must be 1 to 40 lower-case letters, digits or _ (such as credit_card)")
 	}
 	in.Name = strings.TrimSpace(in.Name)
 	if n := utf8.RuneCountInString(in.Name); n == 0 || n > 100 {
-		return platform.Invalid("name", "must be 1 to 100 characters")
+		return fault.Invalid("name", "must be 1 to 100 characters")
 	}
 	return checkDetails(in.Details)
 }
@@ -57,7 +58,7 @@ func checkDetails(d map[string]any) error {
 	}
 	raw, _ := json.Marshal(d)
 	if len(raw) > 4096 {
-		return platform.Invalid("details", "must be at most 4096 bytes of JSON")
+		return fault.Invalid("details", "must be at most 4096 bytes of JSON")
 	}
 	return nil
 }
@@ -72,7 +73,7 @@ type MethodUpdate struct {
 // Validate checks status and details.
 func (in *MethodUpdate) Validate() error {
 	if in.Status != nil && *in.Status != "active" && *in.Status != "inactive" {
-		return platform.Invalid("status", "must be active or inactive")
+		return fault.Invalid("status", "must be active or inactive")
 	}
 	return checkDetails(in.Details)
 }
@@ -153,7 +154,7 @@ func (s *Service) CreateMethod(ctx context.Context, in MethodInput) (*PaymentMet
 			map[string]any{"type": m.Type, "is_default": m.IsDefault}))
 	})
 	if err != nil {
-		return nil, platform.Wrap("save the payment method", err)
+		return nil, fault.Wrap("save the payment method", err)
 	}
 	return &out, nil
 }
@@ -181,7 +182,7 @@ func (s *Service) ListMethods(ctx context.Context) ([]PaymentMethod, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, platform.Internal("list payment methods", err)
+		return nil, fault.Internal("list payment methods", err)
 	}
 	if out == nil {
 		out = []PaymentMethod{}
@@ -196,7 +197,7 @@ func getMethod(tx *store.Tx, userID, id string) (*PaymentMethod, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, platform.NotFound("payment method", id)
+		return nil, fault.NotFound("payment method", id)
 	}
 	var def string
 	if _, err := tx.Get(bucketDefaults, userID, &def); err != nil {
@@ -223,7 +224,7 @@ func (s *Service) GetMethod(ctx context.Context, ref MethodRef) (*PaymentMethod,
 		return err
 	})
 	if err != nil {
-		return nil, platform.Wrap("read the payment method", err)
+		return nil, fault.Wrap("read the payment method", err)
 	}
 	return out, nil
 }
@@ -260,7 +261,7 @@ func (s *Service) UpdateMethod(ctx context.Context, req MethodChange) (*PaymentM
 		}
 		if in.Status != nil && *in.Status != m.Status {
 			if *in.Status == "inactive" && m.IsDefault && tx.CountPrefix(bucketMethods, p.UserID+"/") > 1 {
-				return platform.Invalid("status", "the default payment method cannot be made inactive; make another method default first")
+				return fault.Invalid("status", "the default payment method cannot be made inactive; make another method default first")
 			}
 			m.Status = *in.Status
 			changed["status"] = m.Status
@@ -269,7 +270,7 @@ func (s *Service) UpdateMethod(ctx context.Context, req MethodChange) (*PaymentM
 			switch {
 			case *in.IsDefault && !m.IsDefault:
 				if m.Status != "active" {
-					return platform.Invalid("is_default", "an inactive payment method cannot be the default; make it active first")
+					return fault.Invalid("is_default", "an inactive payment method cannot be the default; make it active first")
 				}
 				if err := tx.Put(bucketDefaults, p.UserID, m.ID); err != nil {
 					return err
@@ -277,7 +278,7 @@ func (s *Service) UpdateMethod(ctx context.Context, req MethodChange) (*PaymentM
 				m.IsDefault = true
 				changed["is_default"] = true
 			case !*in.IsDefault && m.IsDefault:
-				return platform.Invalid("is_default", "a user always has exactly one default payment method; make another method default instead")
+				return fault.Invalid("is_default", "a user always has exactly one default payment method; make another method default instead")
 			}
 		}
 		m.UpdatedAt = s.now()
@@ -294,7 +295,7 @@ func (s *Service) UpdateMethod(ctx context.Context, req MethodChange) (*PaymentM
 		return s.appendEvent(tx, methodEvent(kind, p.UserID, auth.ClientIP(ctx), m.ID, changed))
 	})
 	if err != nil {
-		return nil, platform.Wrap("update the payment method", err)
+		return nil, fault.Wrap("update the payment method", err)
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"deckhand/control/money"
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -43,7 +44,7 @@ func (in *TransferInput) Validate() error {
 		}
 	}
 	if in.ExpectedFeeBPS != nil && (*in.ExpectedFeeBPS < 0 || *in.ExpectedFeeBPS > 9999) {
-		return platform.Invalid("expected_fee_bps", "must be an integer from 0 to 9999, got %d", *in.ExpectedFeeBPS)
+		return fault.Invalid("expected_fee_bps", "must be an integer from 0 to 9999, got %d", *in.ExpectedFeeBPS)
 	}
 	return nil
 }
@@ -52,17 +53,17 @@ func (in *TransferInput) Validate() error {
 // transfer or credit of nothing would write an empty ledger transaction).
 func parseAmount(field, s string) (money.Amount, error) {
 	if s == "" {
-		return 0, platform.Invalid(field, "is required: %s", money.ErrFormat.Error())
+		return 0, fault.Invalid(field, "is required: %s", money.ErrFormat.Error())
 	}
 	a, err := money.Parse(s)
 	if errors.Is(err, money.ErrFormat) {
-		return 0, platform.Invalid(field, "%s, got %q", money.ErrFormat.Error(), s)
+		return 0, fault.Invalid(field, "%s, got %q", money.ErrFormat.Error(), s)
 	}
 	if err != nil {
-		return 0, platform.Invalid(field, "%s", err.Error())
+		return 0, fault.Invalid(field, "%s", err.Error())
 	}
 	if a == 0 {
-		return 0, platform.Invalid(field, "must be at least 0.01")
+		return 0, fault.Invalid(field, "must be at least 0.01")
 	}
 	return a, nil
 }
@@ -71,11 +72,11 @@ func checkKey(k string) error {
 	n := utf8.RuneCountInString(k)
 	switch {
 	case !utf8.ValidString(k):
-		return platform.Invalid("idempotency_key", "must be valid UTF-8")
+		return fault.Invalid("idempotency_key", "must be valid UTF-8")
 	case n == 0 || n > MaxKeyLen:
-		return platform.Invalid("idempotency_key", "must be 1 to 128 characters, got %d", n)
+		return fault.Invalid("idempotency_key", "must be 1 to 128 characters, got %d", n)
 	case strings.TrimFunc(k, unicode.IsSpace) == "":
-		return platform.Invalid("idempotency_key", "must contain a non-whitespace character")
+		return fault.Invalid("idempotency_key", "must contain a non-whitespace character")
 	}
 	return nil
 }
@@ -165,11 +166,11 @@ func (s *Service) transfer(ctx context.Context, userID, ip string, in TransferIn
 			var rec keyRecord
 			ok, err := tx.Get(bucketKeys, kid, &rec)
 			if err != nil {
-				return platform.Internal("read the idempotency key", err)
+				return fault.Internal("read the idempotency key", err)
 			}
 			if ok && now.Sub(rec.CreatedAt) < s.keep {
 				if rec.Amount != in.amount {
-					return platform.Errorf(CodeKeyReused, "idempotency_key: already used with amount %s; a new transfer needs a new key", rec.Amount)
+					return fault.Errorf(CodeKeyReused, "idempotency_key: already used with amount %s; a new transfer needs a new key", rec.Amount)
 				}
 				out = rec.Receipt
 				out.Replayed = true
@@ -177,7 +178,7 @@ func (s *Service) transfer(ctx context.Context, userID, ip string, in TransferIn
 			}
 		}
 		if in.ExpectedFeeBPS != nil && *in.ExpectedFeeBPS != s.feeBPS {
-			return platform.Errorf(CodeFeeChanged, "expected_fee_bps: the fee is now %d bps, not %d; show the new fee and send again", s.feeBPS, *in.ExpectedFeeBPS)
+			return fault.Errorf(CodeFeeChanged, "expected_fee_bps: the fee is now %d bps, not %d; show the new fee and send again", s.feeBPS, *in.ExpectedFeeBPS)
 		}
 		if a.General < in.amount {
 			return insufficient("amount", a.General, in.amount)
@@ -199,7 +200,7 @@ func (s *Service) transfer(ctx context.Context, userID, ip string, in TransferIn
 			f := AIFee{ID: newID("fee", now), UserID: userID, TransactionID: t.ID, Amount: fee, CreatedAt: now,
 				Transaction: FeeTransaction{ID: t.ID, Reason: "transfer_to_ai fee (" + bpsPercent(s.feeBPS) + ")", Amount: in.amount}}
 			if err := tx.Put(bucketFees, userKey(userID, f.ID), f); err != nil {
-				return platform.Internal("write the fee record", err)
+				return fault.Internal("write the fee record", err)
 			}
 		}
 		out = Receipt{TransactionID: t.ID, GrossTransferred: in.amount, NetAICredit: net, Fee: fee, FeeBPS: s.feeBPS,
@@ -208,19 +209,19 @@ func (s *Service) transfer(ctx context.Context, userID, ip string, in TransferIn
 			// Marked pending in the same transaction; a confirmed SetLimit
 			// clears it, so a crash between commit and sync loses nothing.
 			if err := tx.Put(bucketAIPending, userID, pendingLimit{KeyID: a.AIKeyID, Limit: a.AILimit}); err != nil {
-				return platform.Internal("mark the AI limit pending", err)
+				return fault.Internal("mark the AI limit pending", err)
 			}
 		}
 		if kid != "" {
 			if err := tx.Put(bucketKeys, kid, keyRecord{Key: *in.IdempotencyKey, Amount: in.amount, FeeBPS: in.ExpectedFeeBPS,
 				Receipt: out, CreatedAt: now}); err != nil {
-				return platform.Internal("store the idempotency key", err)
+				return fault.Internal("store the idempotency key", err)
 			}
 		}
 		return nil
 	}
 	if err := s.batch.Update(fn); err != nil {
-		return nil, platform.Wrap("transfer to AI credit", err)
+		return nil, fault.Wrap("transfer to AI credit", err)
 	}
 	if !out.Replayed && s.ai != nil {
 		if !s.syncLimit(ctx, userID) {

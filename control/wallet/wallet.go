@@ -29,6 +29,8 @@ import (
 	"deckhand/control/domain"
 	"deckhand/control/money"
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -39,8 +41,8 @@ const (
 )
 
 func init() {
-	platform.RegisterCode(CodeKeyReused, http.StatusConflict)
-	platform.RegisterCode(CodeFeeChanged, http.StatusConflict)
+	fault.RegisterCode(CodeKeyReused, http.StatusConflict)
+	fault.RegisterCode(CodeFeeChanged, http.StatusConflict)
 }
 
 // Buckets this package owns. Per-user records are keyed "<user>/<id>" so a
@@ -110,7 +112,7 @@ type AICredit interface {
 type Service struct {
 	env    domain.Env[Config]
 	db     *store.DB
-	clock  platform.Clock
+	clock  clockpkg.Clock
 	log    *slog.Logger
 	feeBPS int
 	ai     AICredit
@@ -142,7 +144,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 		return nil, fmt.Errorf("wallet: %w", err)
 	}
 	if env.Clock == nil {
-		env.Clock = platform.SystemClock{}
+		env.Clock = clockpkg.SystemClock{}
 	}
 	if env.Logger == nil {
 		env.Logger = slog.Default()

@@ -14,8 +14,8 @@ import (
 	"deckhand/control/events"
 	"deckhand/control/money"
 	"deckhand/control/wallet"
-	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
@@ -179,7 +179,7 @@ func TestChargeCommitsOrRollsBackWithTheCallersWrite(t *testing.T) {
 			t.Fatalf("charge: %s %v", left, err)
 		}
 		_, err = buy(300, "img-2")
-		var pe *platform.Error
+		var pe *fault.Error
 		if !errors.As(err, &pe) || pe.Status() != 400 {
 			t.Fatalf("insufficient: %v", err)
 		}
@@ -216,7 +216,7 @@ func TestConcurrentTransfersSpendEachCentOnce(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				_, err := f.w.Transfer(ctx, wallet.TransferInput{Amount: "1.00", IdempotencyKey: ptr(fmt.Sprint("k", i%50))})
-				var pe *platform.Error
+				var pe *fault.Error
 				switch {
 				case err == nil:
 					ok.Add(1)
@@ -298,7 +298,7 @@ func TestCreditNeedsAnExistingAccount(t *testing.T) {
 	engines(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, wallet.Config{TransferFeeBPS: 500})
 		_, err := f.w.Credit(as("admin", auth.RoleAdmin), wallet.CreditInput{UserID: "ghost", Amount: "5.00", Reason: "test"})
-		if pe := platform.AsError(err); err == nil || pe.Code != platform.CodeNotFound {
+		if pe := fault.AsError(err); err == nil || pe.Code != fault.CodeNotFound {
 			t.Fatalf("credit to an unknown id: %v, want NOT_FOUND", err)
 		}
 		if r := mustVerify(t, db); len(r.Problems) != 0 || r.Transactions != 0 {

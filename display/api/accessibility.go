@@ -8,14 +8,14 @@ import (
 	"net/http"
 	"strings"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // CodeNoAccessibility: the accessibility bus cannot be reached.
 const CodeNoAccessibility = "ACCESSIBILITY_UNAVAILABLE"
 
 func init() {
-	platform.RegisterCode(CodeNoAccessibility, http.StatusServiceUnavailable)
+	fault.RegisterCode(CodeNoAccessibility, http.StatusServiceUnavailable)
 }
 
 // AccessibleNode is one element of an application's accessibility tree
@@ -88,7 +88,7 @@ func (s *Service) accessibility() (Accessibility, error) {
 	if b := s.a11y.Load(); b != nil && b.a != nil {
 		return b.a, nil
 	}
-	return nil, &platform.Error{Code: CodeNoAccessibility, Message: "the display service has no accessibility bus",
+	return nil, &fault.Error{Code: CodeNoAccessibility, Message: "the display service has no accessibility bus",
 		Details: "it needs the session D-Bus (DBUS_SESSION_BUS_ADDRESS) with at-spi2-core, or AT_SPI_BUS_ADDRESS"}
 }
 
@@ -142,8 +142,8 @@ func (s *Service) tree(ctx context.Context, scope string, depth int) ([]Accessib
 	}
 	w, err := d.ActiveWindow()
 	if err != nil {
-		var pe *platform.Error
-		if errors.As(err, &pe) && pe.Code == platform.CodeNotFound {
+		var pe *fault.Error
+		if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
 			return []AccessibleNode{}, "no window is active", nil
 		}
 		return nil, "", err
@@ -214,7 +214,7 @@ type AccessibilitySearch struct {
 // Validate needs a criterion.
 func (q *AccessibilitySearch) Validate() error {
 	if q.Role == "" && q.Name == "" {
-		return platform.Invalid("role", "role or name is required")
+		return fault.Invalid("role", "role or name is required")
 	}
 	return nil
 }
@@ -274,7 +274,7 @@ func ElementID(bus, path string) string {
 func ParseElementID(id string) (bus, path string, err error) {
 	b, rest, ok := strings.Cut(id, "~")
 	bad := func() (string, string, error) {
-		return "", "", platform.Invalid("elementId", "must be an element id from the tree (like 1.42~12), got %q", id)
+		return "", "", fault.Invalid("elementId", "must be an element id from the tree (like 1.42~12), got %q", id)
 	}
 	if !ok || b == "" || rest == "" || strings.Trim(b, "0123456789.") != "" {
 		return bad()
@@ -336,7 +336,7 @@ func (s *Service) ClickElement(ctx context.Context, in ElementRef) (ElementResul
 		}
 	}
 	if n.Bounds == nil || n.Bounds.Width <= 0 || n.Bounds.Height <= 0 {
-		return ElementResult{}, platform.Errorf(platform.CodeConflict,
+		return ElementResult{}, fault.Errorf(fault.CodeConflict,
 			"element %s has no click action and no bounds to click at", in.ElementID).WithDetails("elementId")
 	}
 	at := Point{n.Bounds.X + n.Bounds.Width/2, n.Bounds.Y + n.Bounds.Height/2}
@@ -378,7 +378,7 @@ func (s *Service) ElementDoAction(ctx context.Context, in ElementAction) (Elemen
 				a.DoAction(ctx, in.ElementID, have))
 		}
 	}
-	return ElementResult{}, platform.Invalid("name", "element %s has no action %q", in.ElementID, in.Body.Name).
+	return ElementResult{}, fault.Invalid("name", "element %s has no action %q", in.ElementID, in.Body.Name).
 		WithDetails("actions: %s", strings.Join(n.Actions, ", "))
 }
 

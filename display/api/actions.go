@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // action is one thing the input engine does: a step of input/act and
@@ -165,7 +166,7 @@ var actions = []*action{
 		func(e env, b *Wait) (WaitResult, error) {
 			res, err := e.s.wait(e.ctx, e.d, b)
 			if err == nil && !res.Met && e.step {
-				return res, &platform.Error{Code: CodeWaitTimeout, Details: b.until,
+				return res, &fault.Error{Code: CodeWaitTimeout, Details: b.until,
 					Message: fmt.Sprintf("wait: %s not met within %d ms", b.until, b.timeout.Milliseconds())}
 			}
 			return res, err
@@ -175,7 +176,7 @@ var actions = []*action{
 		unlocked:    true},
 		func(e env, b *Sleep) (Slept, error) {
 			if err := sleep(e.ctx, time.Duration(*b.DurationMS)*time.Millisecond); err != nil {
-				return Slept{}, platform.Errorf(platform.CodeTimeout, "sleep interrupted: the request ended")
+				return Slept{}, fault.Errorf(fault.CodeTimeout, "sleep interrupted: the request ended")
 			}
 			return Slept{SleptMS: *b.DurationMS}, nil
 		}),
@@ -318,7 +319,7 @@ func compile(raw []byte, at string) (plan, error) {
 		return plan{}, inStep(at, err)
 	}
 	if fields == nil {
-		return plan{}, inStep(at, platform.Invalid("body", "must be an object"))
+		return plan{}, inStep(at, fault.Invalid("body", "must be an object"))
 	}
 	key := "action"
 	for k := range fields {
@@ -328,21 +329,21 @@ func compile(raw []byte, at string) (plan, error) {
 	}
 	var name string
 	if v, ok := fields[key]; !ok || string(v) == "null" {
-		return plan{}, platform.Invalid(at+"action", "is required")
+		return plan{}, fault.Invalid(at+"action", "is required")
 	} else if err := json.Unmarshal(v, &name); err != nil {
-		return plan{}, platform.Invalid(at+"action", "must be a string")
+		return plan{}, fault.Invalid(at+"action", "must be a string")
 	}
 	if strings.TrimSpace(name) == "" {
-		return plan{}, platform.Invalid(at+"action", "is required")
+		return plan{}, fault.Invalid(at+"action", "is required")
 	}
 	a := lookup(name)
 	if a == nil {
-		return plan{}, platform.Invalid(at+"action", "unknown action %q", name).WithDetails("actions: %s", actionNames())
+		return plan{}, fault.Invalid(at+"action", "unknown action %q", name).WithDetails("actions: %s", actionNames())
 	}
 	delete(fields, key)
 	rest, err := json.Marshal(fields)
 	if err != nil {
-		return plan{}, platform.Internal("read a step", err)
+		return plan{}, fault.Internal("read a step", err)
 	}
 	p, err := a.decodeBody(rest)
 	return p, inStep(at, err)
@@ -351,7 +352,7 @@ func compile(raw []byte, at string) (plan, error) {
 // inStep names a step's field as the batch sees it: "x" becomes
 // "steps[3].x" and the step itself "steps[3]".
 func inStep(at string, err error) error {
-	var e *platform.Error
+	var e *fault.Error
 	if at == "" || !errors.As(err, &e) || e.Field == "" {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 )
 
@@ -53,7 +55,7 @@ func (screenOnly) Display() string     { return ":test" }
 func newTestHost(t *testing.T) (*Service, *platform.Host) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := New(platform.ServiceDeps{Logger: quiet}, screenOnly{})
+	svc := New(contract.ServiceDeps{Logger: quiet}, screenOnly{})
 	return svc, platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "display"}, Logger: quiet}, svc.Routes())
 }
 
@@ -68,7 +70,7 @@ func withAction(t *testing.T, name, body string) map[string]any {
 	return m
 }
 
-func post(t *testing.T, h *platform.Host, path string, body any) (int, platform.ContainerError) {
+func post(t *testing.T, h *platform.Host, path string, body any) (int, fault.ContainerError) {
 	t.Helper()
 	raw, _ := json.Marshal(body)
 	req := platformtest.NewRequest("POST", path, strings.NewReader(string(raw)))
@@ -77,7 +79,7 @@ func post(t *testing.T, h *platform.Host, path string, body any) (int, platform.
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e platform.ContainerError
+	var e fault.ContainerError
 	_ = json.NewDecoder(resp.Body).Decode(&e)
 	return resp.StatusCode, e
 }
@@ -189,7 +191,7 @@ func TestEveryActionIsRoutedDocumentedAndBatchable(t *testing.T) {
 	steps = append(steps, map[string]any{"action": "fly"})
 	status, e := post(t, h, prefix+"/input/batch", map[string]any{"steps": steps})
 	last := "steps[" + itoa(len(steps)-1) + "].action"
-	if status != 400 || e.Code != platform.CodeInvalid || !strings.HasPrefix(e.Message, last+": unknown action \"fly\"") ||
+	if status != 400 || e.Code != fault.CodeInvalid || !strings.HasPrefix(e.Message, last+": unknown action \"fly\"") ||
 		!strings.Contains(e.Details, "move-relative") {
 		t.Fatalf("batch of every action: %d %+v, want 400 naming %s", status, e, last)
 	}
@@ -207,20 +209,20 @@ func TestBatchNamesTheStepAndField(t *testing.T) {
 		field string
 		code  string
 	}{
-		{"unknown action", map[string]any{"action": "teleport"}, "steps[1].action", platform.CodeInvalid},
-		{"no action", map[string]any{"x": 1}, "steps[1].action", platform.CodeInvalid},
-		{"empty action", map[string]any{"action": " "}, "steps[1].action", platform.CodeInvalid},
-		{"action not a string", map[string]any{"action": 5}, "steps[1].action", platform.CodeInvalid},
-		{"not an object", 5, "steps[1]", platform.CodeInvalid},
-		{"null step", nil, "steps[1]", platform.CodeInvalid},
-		{"field of another action", map[string]any{"action": "move", "x": 1, "y": 1, "text": "a"}, "steps[1].text", platform.CodeInvalid},
-		{"wrong type", map[string]any{"action": "click", "x": "left"}, "steps[1].x", platform.CodeInvalid},
-		{"nested wrong type", map[string]any{"action": "drag", "from": map[string]any{"x": "a"}, "to": pt}, "steps[1].from.x", platform.CodeInvalid},
-		{"rule", map[string]any{"action": "scroll", "amount": 101}, "steps[1].amount", platform.CodeInvalid},
-		{"modifier", map[string]any{"action": "key", "key": "a", "modifiers": []string{"ctrl", "shfit"}}, "steps[1].modifiers[1]", platform.CodeInvalid},
+		{"unknown action", map[string]any{"action": "teleport"}, "steps[1].action", fault.CodeInvalid},
+		{"no action", map[string]any{"x": 1}, "steps[1].action", fault.CodeInvalid},
+		{"empty action", map[string]any{"action": " "}, "steps[1].action", fault.CodeInvalid},
+		{"action not a string", map[string]any{"action": 5}, "steps[1].action", fault.CodeInvalid},
+		{"not an object", 5, "steps[1]", fault.CodeInvalid},
+		{"null step", nil, "steps[1]", fault.CodeInvalid},
+		{"field of another action", map[string]any{"action": "move", "x": 1, "y": 1, "text": "a"}, "steps[1].text", fault.CodeInvalid},
+		{"wrong type", map[string]any{"action": "click", "x": "left"}, "steps[1].x", fault.CodeInvalid},
+		{"nested wrong type", map[string]any{"action": "drag", "from": map[string]any{"x": "a"}, "to": pt}, "steps[1].from.x", fault.CodeInvalid},
+		{"rule", map[string]any{"action": "scroll", "amount": 101}, "steps[1].amount", fault.CodeInvalid},
+		{"modifier", map[string]any{"action": "key", "key": "a", "modifiers": []string{"ctrl", "shfit"}}, "steps[1].modifiers[1]", fault.CodeInvalid},
 		{"off screen", map[string]any{"action": "drag", "from": pt, "to": map[string]int{"x": 1, "y": 5000}}, "steps[1].to.y", CodeOffScreen},
-		{"region", map[string]any{"action": "wait", "until": "region-change", "region": map[string]int{"x": 0, "y": 0, "width": 0, "height": 1}}, "steps[1].region.width", platform.CodeInvalid},
-		{"select button", map[string]any{"action": "select", "from": pt, "to": pt, "button": "right"}, "steps[1].button", platform.CodeInvalid},
+		{"region", map[string]any{"action": "wait", "until": "region-change", "region": map[string]int{"x": 0, "y": 0, "width": 0, "height": 1}}, "steps[1].region.width", fault.CodeInvalid},
+		{"select button", map[string]any{"action": "select", "from": pt, "to": pt, "button": "right"}, "steps[1].button", fault.CodeInvalid},
 	} {
 		status, e := post(t, h, prefix+"/input/batch", map[string]any{"steps": []any{ok, c.step}})
 		if status != 400 || e.Code != c.code || !strings.HasPrefix(e.Message, c.field+":") {

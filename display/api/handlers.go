@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 const maxClipboard = 16 << 20
@@ -111,7 +111,7 @@ func (q ScreenshotQuery) Options(screen Rect) (ScreenshotOptions, error) {
 	}
 	o.Region = r
 	if int(float64(r.Width)*o.Scale) < 1 || int(float64(r.Height)*o.Scale) < 1 {
-		return o, platform.Invalid("scale", "leaves an image smaller than 1 pixel")
+		return o, fault.Invalid("scale", "leaves an image smaller than 1 pixel")
 	}
 	return o, nil
 }
@@ -177,7 +177,7 @@ func ParseWindowID(field, v string) (uint32, error) {
 	}
 	n, err := strconv.ParseUint(digits, base, 32)
 	if err != nil || n == 0 {
-		return 0, platform.Invalid(field, "must be a window id (decimal or 0x-hex), got %q", v)
+		return 0, fault.Invalid(field, "must be a window id (decimal or 0x-hex), got %q", v)
 	}
 	return uint32(n), nil
 }
@@ -289,7 +289,7 @@ func (s *Service) ClipboardImage(ctx context.Context, q SelectionQuery) (Clipboa
 		return ClipboardImage{}, err
 	}
 	if len(clip.Image) == 0 {
-		return ClipboardImage{}, &platform.Error{Code: platform.CodeNotFound, Message: "the clipboard holds no image", Details: "clipboard"}
+		return ClipboardImage{}, &fault.Error{Code: fault.CodeNotFound, Message: "the clipboard holds no image", Details: "clipboard"}
 	}
 	return ClipboardImage{Body: clip.Image, ContentType: clip.MIME, CacheControl: "no-store"}, nil
 }

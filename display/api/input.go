@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // maxRequest bounds how long one act or batch may run.
@@ -120,13 +120,13 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // names, regular expressions) before any runs.
 func (b *Batch) Validate() error {
 	if b.Steps == nil {
-		return platform.Invalid("steps", "is required")
+		return fault.Invalid("steps", "is required")
 	}
 	if len(b.Steps) == 0 {
-		return platform.Invalid("steps", "must hold at least one step")
+		return fault.Invalid("steps", "must hold at least one step")
 	}
 	if len(b.Steps) > maxBatch {
-		return platform.Invalid("steps", "must hold at most %d steps, got %d", maxBatch, len(b.Steps))
+		return fault.Invalid("steps", "must hold at most %d steps, got %d", maxBatch, len(b.Steps))
 	}
 	b.plans = make([]plan, len(b.Steps))
 	for i, st := range b.Steps {
@@ -182,8 +182,8 @@ func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchRes
 		s.timeline(p.name, p.body, nil, err)
 		r := StepResult{Index: i, Action: p.name, OK: err == nil, Result: res, DurationMS: ms(time.Since(t))}
 		if err != nil {
-			e := platform.AsError(inStep(fmt.Sprintf("steps[%d].", i), err))
-			if e.Code == platform.CodeInternal || e.Code == platform.CodeBackend {
+			e := fault.AsError(inStep(fmt.Sprintf("steps[%d].", i), err))
+			if e.Code == fault.CodeInternal || e.Code == fault.CodeBackend {
 				s.log.Error("display batch step failed", "index", i, "action", p.name, "err", err)
 			}
 			r.Error = &StepError{Code: e.Code, Message: e.Message, Details: e.Details}
@@ -310,7 +310,7 @@ func (s *Service) typeText(ctx context.Context, d Driver, t string, delay time.D
 				return n, err
 			}
 		} else if ctx.Err() != nil {
-			return n, platform.Errorf(platform.CodeTimeout, "typing stopped after %d characters: the request ended", n)
+			return n, fault.Errorf(fault.CodeTimeout, "typing stopped after %d characters: the request ended", n)
 		}
 		if err := d.TypeRune(r); err != nil {
 			return n, err
@@ -327,7 +327,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return platform.Errorf(platform.CodeTimeout, "stopped: the request ended")
+		return fault.Errorf(fault.CodeTimeout, "stopped: the request ended")
 	}
 }
 
@@ -540,8 +540,8 @@ func (s *Service) closeWindow(ctx context.Context, d Driver, wid uint32) (Closed
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, err := d.Window(wid); err != nil {
-			var pe *platform.Error
-			if errors.As(err, &pe) && pe.Code == platform.CodeNotFound {
+			var pe *fault.Error
+			if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
 				return Closed{ID: wid, Closed: true}, nil
 			}
 			return Closed{}, err

@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // keyNames maps canonical X keysym names to their values. Lookups are
@@ -154,7 +154,7 @@ func KeyName(sym Keysym) string {
 // name is a 400 naming field and listing the closest known names.
 func ParseKey(field, name string) (Keysym, error) {
 	if name == "" {
-		return 0, platform.Invalid(field, "is required")
+		return 0, fault.Invalid(field, "is required")
 	}
 	if utf8.RuneCountInString(name) == 1 {
 		r, _ := utf8.DecodeRuneInString(name)
@@ -171,7 +171,7 @@ func ParseKey(field, name string) (Keysym, error) {
 		}
 	}
 	matches := CloseKeyNames(name, 5)
-	e := platform.Invalid(field, "unknown key name %q", name)
+	e := fault.Invalid(field, "unknown key name %q", name)
 	if len(matches) > 0 {
 		e.Message += "; did you mean " + strings.Join(matches, ", ") + "?"
 		e = e.WithDetails("close matches: %s", strings.Join(matches, ", "))

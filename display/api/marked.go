@@ -14,7 +14,7 @@ import (
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Mark is one numbered box of a marked screenshot.
@@ -124,7 +124,7 @@ var markColor = color.RGBA{R: 0xe0, G: 0x10, B: 0xa0, A: 0xff}
 func DrawMarks(src []byte, marks []Mark) ([]byte, error) {
 	dec, err := png.Decode(bytes.NewReader(src))
 	if err != nil {
-		return nil, platform.Internal("decode the screenshot", err)
+		return nil, fault.Internal("decode the screenshot", err)
 	}
 	img := image.NewRGBA(dec.Bounds())
 	draw.Draw(img, img.Bounds(), dec, dec.Bounds().Min, draw.Src)
@@ -147,7 +147,7 @@ func DrawMarks(src []byte, marks []Mark) ([]byte, error) {
 	}
 	var out bytes.Buffer
 	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&out, img); err != nil {
-		return nil, platform.Internal("encode the marked screenshot", err)
+		return nil, fault.Internal("encode the marked screenshot", err)
 	}
 	return out.Bytes(), nil
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -92,7 +92,7 @@ type RecordingRef struct {
 // ValidateParams checks the id's syntax.
 func (r RecordingRef) ValidateParams() error {
 	if _, err := uuid.Parse(r.ID); err != nil {
-		return platform.Invalid("id", "must be a recording id (a UUID), got %q", r.ID)
+		return fault.Invalid("id", "must be a recording id (a UUID), got %q", r.ID)
 	}
 	return nil
 }
@@ -159,7 +159,7 @@ func (s *Service) recorderOf(create bool) (*recorder, error) {
 	})
 	r := s.rec.Load()
 	if r == nil {
-		return nil, platform.Internal("prepare the recordings directory", errors.New("no directory"))
+		return nil, fault.Internal("prepare the recordings directory", errors.New("no directory"))
 	}
 	return r, nil
 }
@@ -196,7 +196,7 @@ func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recordin
 		return Recording{}, err
 	}
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		return Recording{}, platform.Errorf(platform.CodeUnavailable, "ffmpeg is not installed").
+		return Recording{}, fault.Errorf(fault.CodeUnavailable, "ffmpeg is not installed").
 			WithDetails("recordings need Debian's ffmpeg (scripts/setup.sh)")
 	}
 	screen, err := bounds(d)
@@ -223,7 +223,7 @@ func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recordin
 	cmd := exec.Command("ffmpeg", args...)
 	attr, _, err := proc.Attr("")
 	if err != nil {
-		return Recording{}, platform.Internal("prepare ffmpeg", err)
+		return Recording{}, fault.Internal("prepare ffmpeg", err)
 	}
 	cmd.SysProcAttr = attr
 	cmd.Stderr = rec.stderr
@@ -231,12 +231,12 @@ func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recordin
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.active != nil {
-		return Recording{}, platform.Errorf(platform.CodeConflict, "recording %s is still running; stop it first", r.active.ID).
+		return Recording{}, fault.Errorf(fault.CodeConflict, "recording %s is still running; stop it first", r.active.ID).
 			WithDetails("one recording at a time")
 	}
 	rec.StartedAt = s.clock.Now().UTC()
 	if err := r.spawner.Start(cmd); err != nil {
-		return Recording{}, platform.Internal("start ffmpeg", err)
+		return Recording{}, fault.Internal("start ffmpeg", err)
 	}
 	rec.cmd = cmd
 	r.recs[rec.ID], r.active = rec, rec
@@ -358,7 +358,7 @@ func (r *recorder) get(id string) (*recording, error) {
 	defer r.mu.Unlock()
 	rec, ok := r.recs[id]
 	if !ok {
-		return nil, platform.NotFound("recording", id)
+		return nil, fault.NotFound("recording", id)
 	}
 	return rec, nil
 }
@@ -393,7 +393,7 @@ func (s *Service) recording(id string) (*recorder, *recording, error) {
 		return nil, nil, err
 	}
 	if r == nil {
-		return nil, nil, platform.NotFound("recording", id)
+		return nil, nil, fault.NotFound("recording", id)
 	}
 	rec, err := r.get(id)
 	return r, rec, err
@@ -427,11 +427,11 @@ func (s *Service) RecordingVideo(_ context.Context, in RecordingRef) (Video, err
 	}
 	v := r.view(rec)
 	if v.Status == RecordingActive {
-		return Video{}, platform.Errorf(platform.CodeConflict, "recording %s is still running; stop it first", in.ID).WithDetails("status")
+		return Video{}, fault.Errorf(fault.CodeConflict, "recording %s is still running; stop it first", in.ID).WithDetails("status")
 	}
 	b, err := os.ReadFile(rec.path)
 	if err != nil {
-		return Video{}, platform.NotFound("recording video", in.ID)
+		return Video{}, fault.NotFound("recording video", in.ID)
 	}
 	return Video{Body: b, ContentType: "video/" + v.Format,
 		ContentDisposition: fmt.Sprintf("attachment; filename=%q", "recording-"+v.ID+"."+v.Format)}, nil
@@ -523,7 +523,7 @@ func (s *Service) timeline(action string, args any, el *TimelineTarget, err erro
 		}
 	}
 	if err != nil {
-		e.Error = platform.AsError(err).Message
+		e.Error = fault.AsError(err).Message
 	}
 	rec.events = append(rec.events, e)
 }

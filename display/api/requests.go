@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Action bodies. Each decodes strictly (unknown fields are 400), checks the
@@ -202,13 +202,13 @@ func (p *spot) place(x, y *int, required bool) error {
 	switch {
 	case x == nil && y == nil:
 		if required {
-			return platform.Invalid("x", "is required")
+			return fault.Invalid("x", "is required")
 		}
 		return nil
 	case x == nil:
-		return platform.Invalid("x", "is required when y is given")
+		return fault.Invalid("x", "is required when y is given")
 	case y == nil:
-		return platform.Invalid("y", "is required when x is given")
+		return fault.Invalid("y", "is required when x is given")
 	}
 	p.at = &Point{*x, *y}
 	return nil
@@ -244,25 +244,25 @@ type typing struct {
 
 func (t *typing) read(text *string, delayMS int) error {
 	if text == nil {
-		return platform.Invalid("text", "is required")
+		return fault.Invalid("text", "is required")
 	}
 	if n := utf8.RuneCountInString(*text); n > maxText {
-		return platform.Invalid("text", "must be at most %d characters, got %d", maxText, n)
+		return fault.Invalid("text", "must be at most %d characters, got %d", maxText, n)
 	}
 	if !utf8.ValidString(*text) {
-		return platform.Invalid("text", "must be valid UTF-8")
+		return fault.Invalid("text", "must be valid UTF-8")
 	}
 	for i, r := range []rune(*text) {
 		if (r < 0x20 && r != '\n' && r != '\r' && r != '\t') || r == 0x7f {
-			return platform.Invalid("text", "has control character U+%04X at character %d; "+
+			return fault.Invalid("text", "has control character U+%04X at character %d; "+
 				"send control keys with the key action (\"ctrl+c\", \"BackSpace\")", r, i)
 		}
 	}
 	if delayMS < 0 || delayMS > 1000 {
-		return platform.Invalid("delay_ms", "must be between 0 and 1000")
+		return fault.Invalid("delay_ms", "must be between 0 and 1000")
 	}
 	if n := utf8.RuneCountInString(*text); n*delayMS > maxTimeoutMS {
-		return platform.Invalid("delay_ms", "times the text length must stay under %d ms", maxTimeoutMS)
+		return fault.Invalid("delay_ms", "times the text length must stay under %d ms", maxTimeoutMS)
 	}
 	t.text, t.delay = *text, time.Duration(delayMS)*time.Millisecond
 	return nil
@@ -277,7 +277,7 @@ func parseButton(v string) (Button, error) {
 	case "right", "3":
 		return ButtonRight, nil
 	}
-	return 0, platform.Invalid("button", "must be left, right or middle, got %q", v)
+	return 0, fault.Invalid("button", "must be left, right or middle, got %q", v)
 }
 
 // times is a repeat count: 0 means once, else 1 to hi.
@@ -286,7 +286,7 @@ func times(field string, v, hi int) (int, error) {
 		return 1, nil
 	}
 	if v < 1 || v > hi {
-		return 0, platform.Invalid(field, "must be between 1 and %d", hi)
+		return 0, fault.Invalid(field, "must be between 1 and %d", hi)
 	}
 	return v, nil
 }
@@ -295,17 +295,17 @@ func times(field string, v, hi int) (int, error) {
 // either is range-checked) that must each lie in lo..hi.
 func pair(af, bf string, a, b *int, lo, hi int) error {
 	if a == nil {
-		return platform.Invalid(af, "is required")
+		return fault.Invalid(af, "is required")
 	}
 	if b == nil {
-		return platform.Invalid(bf, "is required")
+		return fault.Invalid(bf, "is required")
 	}
 	for _, c := range []struct {
 		name string
 		v    int
 	}{{af, *a}, {bf, *b}} {
 		if c.v < lo || c.v > hi {
-			return platform.Invalid(c.name, "must be between %d and %d", lo, hi)
+			return fault.Invalid(c.name, "must be between %d and %d", lo, hi)
 		}
 	}
 	return nil
@@ -317,7 +317,7 @@ func (r *MouseMove) Validate() error { return r.place(r.X, r.Y, true) }
 // Validate requires an offset.
 func (r *MouseMoveRelative) Validate() error {
 	if r.DX == nil && r.DY == nil {
-		return platform.Invalid("dx", "dx or dy is required")
+		return fault.Invalid("dx", "dx or dy is required")
 	}
 	r.dx, r.dy = deref(r.DX), deref(r.DY)
 	return nil
@@ -360,7 +360,7 @@ func (r *MouseScroll) Validate() (err error) {
 	case "right":
 		r.wheel = ButtonWheelRight
 	default:
-		return platform.Invalid("direction", "must be up, down, left or right, got %q", r.Direction)
+		return fault.Invalid("direction", "must be up, down, left or right, got %q", r.Direction)
 	}
 	r.amount, err = times("amount", r.Amount, 100)
 	return err
@@ -395,10 +395,10 @@ func (r *KeyboardKeyOnly) Validate() (err error) {
 // Validate checks the ends, button and duration.
 func (r *Drag) Validate() (err error) {
 	if r.From == nil {
-		return platform.Invalid("from", "is required")
+		return fault.Invalid("from", "is required")
 	}
 	if r.To == nil {
-		return platform.Invalid("to", "is required")
+		return fault.Invalid("to", "is required")
 	}
 	if r.button, err = parseButton(r.Button); err != nil {
 		return err
@@ -408,7 +408,7 @@ func (r *Drag) Validate() (err error) {
 		dur = *r.DurationMS
 	}
 	if dur < 0 || dur > 10000 {
-		return platform.Invalid("duration_ms", "must be between 0 and 10000")
+		return fault.Invalid("duration_ms", "must be between 0 and 10000")
 	}
 	r.duration = time.Duration(dur) * time.Millisecond
 	return nil
@@ -427,7 +427,7 @@ func (r *Select) Validate() error {
 		return err
 	}
 	if r.Button != "" && r.button != ButtonLeft {
-		return platform.Invalid("button", "select always uses the left button")
+		return fault.Invalid("button", "select always uses the left button")
 	}
 	return nil
 }
@@ -440,13 +440,13 @@ func (r *Wait) Validate() (err error) {
 		ms = 10000
 	}
 	if ms < 1 || ms > maxTimeoutMS {
-		return platform.Invalid("timeout_ms", "must be between 1 and %d", maxTimeoutMS)
+		return fault.Invalid("timeout_ms", "must be between 1 and %d", maxTimeoutMS)
 	}
 	r.timeout = time.Duration(ms) * time.Millisecond
 	switch r.until {
 	case "window", "window-gone":
 		if r.Name == "" && r.Class == "" && r.PID == 0 {
-			return platform.Invalid("name", "name, class or pid is required for until=%s", r.until)
+			return fault.Invalid("name", "name, class or pid is required for until=%s", r.until)
 		}
 		r.match, err = compileMatch(r.Name, r.Class, r.PID)
 		return err
@@ -455,9 +455,9 @@ func (r *Wait) Validate() (err error) {
 	case "timeout", "time", "sleep":
 		r.until = "timeout"
 	case "":
-		return platform.Invalid("until", "is required (window, window-gone, region-change or timeout)")
+		return fault.Invalid("until", "is required (window, window-gone, region-change or timeout)")
 	default:
-		return platform.Invalid("until", "must be window, window-gone, region-change or timeout, got %q", r.Until)
+		return fault.Invalid("until", "must be window, window-gone, region-change or timeout, got %q", r.Until)
 	}
 	return nil
 }
@@ -478,10 +478,10 @@ func (r *Wait) onScreen(screen Rect) error {
 // Validate checks the duration.
 func (r *Sleep) Validate() error {
 	if r.DurationMS == nil {
-		return platform.Invalid("duration_ms", "is required")
+		return fault.Invalid("duration_ms", "is required")
 	}
 	if ms := *r.DurationMS; ms < 0 || ms > maxTimeoutMS {
-		return platform.Invalid("duration_ms", "must be between 0 and %d", maxTimeoutMS)
+		return fault.Invalid("duration_ms", "must be between 0 and %d", maxTimeoutMS)
 	}
 	return nil
 }
@@ -496,13 +496,13 @@ func (r *WindowResize) Validate() error { return pair("width", "height", r.Width
 func (r *ClipboardSet) Validate() error {
 	switch {
 	case r.Text == nil && r.ImageBase64 == "":
-		return platform.Invalid("text", "is required (or image_base64)")
+		return fault.Invalid("text", "is required (or image_base64)")
 	case r.Text != nil && r.ImageBase64 != "":
-		return platform.Invalid("image_base64", "cannot be combined with text")
+		return fault.Invalid("image_base64", "cannot be combined with text")
 	case r.Text != nil && len(*r.Text) > maxClipboard:
-		return platform.Invalid("text", "must be at most %d bytes", maxClipboard)
+		return fault.Invalid("text", "must be at most %d bytes", maxClipboard)
 	case r.Text == nil && r.MIMEType != "" && !strings.HasPrefix(r.MIMEType, "image/"):
-		return platform.Invalid("mime_type", "must be an image/* type")
+		return fault.Invalid("mime_type", "must be an image/* type")
 	}
 	if r.Text != nil {
 		r.clip = Clipboard{Text: *r.Text}
@@ -510,10 +510,10 @@ func (r *ClipboardSet) Validate() error {
 	}
 	img, err := base64.StdEncoding.DecodeString(r.ImageBase64)
 	if err != nil {
-		return platform.Invalid("image_base64", "must be standard base64")
+		return fault.Invalid("image_base64", "must be standard base64")
 	}
 	if len(img) > maxClipboard {
-		return platform.Invalid("image_base64", "must decode to at most %d bytes", maxClipboard)
+		return fault.Invalid("image_base64", "must decode to at most %d bytes", maxClipboard)
 	}
 	r.clip = Clipboard{Image: img, MIME: r.MIMEType}
 	if r.clip.MIME == "" {
@@ -525,7 +525,7 @@ func (r *ClipboardSet) Validate() error {
 // Validate requires one criterion and valid regular expressions.
 func (r *WindowSearch) Validate() (err error) {
 	if r.Name == "" && r.Class == "" && r.PID == 0 {
-		return platform.Invalid("name", "name, class or pid is required")
+		return fault.Invalid("name", "name, class or pid is required")
 	}
 	r.match, err = compileMatch(r.Name, r.Class, r.PID)
 	return err
@@ -540,17 +540,17 @@ type windowMatch struct {
 func compileMatch(name, class string, pid int) (windowMatch, error) {
 	m := windowMatch{pid: pid}
 	if pid < 0 {
-		return m, platform.Invalid("pid", "must be positive")
+		return m, fault.Invalid("pid", "must be positive")
 	}
 	var err error
 	if name != "" {
 		if m.name, err = regexp.Compile(name); err != nil {
-			return m, platform.Invalid("name", "is not a valid regular expression: %s", reErr(err))
+			return m, fault.Invalid("name", "is not a valid regular expression: %s", reErr(err))
 		}
 	}
 	if class != "" {
 		if m.class, err = regexp.Compile(class); err != nil {
-			return m, platform.Invalid("class", "is not a valid regular expression: %s", reErr(err))
+			return m, fault.Invalid("class", "is not a valid regular expression: %s", reErr(err))
 		}
 	}
 	return m, nil
@@ -595,7 +595,7 @@ func onScreen(xf, yf string, p Point, b Rect) error {
 	default:
 		return nil
 	}
-	return &platform.Error{Code: CodeOffScreen, Field: field,
+	return &fault.Error{Code: CodeOffScreen, Field: field,
 		Message: fmt.Sprintf("%s: (%d,%d) is off screen; the screen is %dx%d, x %d..%d, y %d..%d",
 			field, p.X, p.Y, b.Width, b.Height, b.X, b.X+b.Width-1, b.Y, b.Y+b.Height-1),
 		Details: fmt.Sprintf("bounds: x %d..%d, y %d..%d", b.X, b.X+b.Width-1, b.Y, b.Y+b.Height-1)}
@@ -604,10 +604,10 @@ func onScreen(xf, yf string, p Point, b Rect) error {
 // regionOnScreen checks a region lies within the screen.
 func regionOnScreen(at string, r Rect, b Rect) error {
 	if r.Width < 1 {
-		return platform.Invalid(at+"width", "must be at least 1")
+		return fault.Invalid(at+"width", "must be at least 1")
 	}
 	if r.Height < 1 {
-		return platform.Invalid(at+"height", "must be at least 1")
+		return fault.Invalid(at+"height", "must be at least 1")
 	}
 	if err := onScreen(at+"x", at+"y", Point{r.X, r.Y}, b); err != nil {
 		return err

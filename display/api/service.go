@@ -20,7 +20,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // Codes this service adds to the platform's.
@@ -31,9 +33,9 @@ const (
 )
 
 func init() {
-	platform.RegisterCode(CodeDisplayUnavailable, http.StatusServiceUnavailable)
-	platform.RegisterCode(CodeOffScreen, http.StatusBadRequest)
-	platform.RegisterCode(CodeWaitTimeout, http.StatusRequestTimeout)
+	fault.RegisterCode(CodeDisplayUnavailable, http.StatusServiceUnavailable)
+	fault.RegisterCode(CodeOffScreen, http.StatusBadRequest)
+	fault.RegisterCode(CodeWaitTimeout, http.StatusRequestTimeout)
 }
 
 const prefix = "/api/v1/display"
@@ -43,7 +45,7 @@ const prefix = "/api/v1/display"
 // answers 503 DISPLAY_UNAVAILABLE and HealthStatus says unavailable.
 type Service struct {
 	log   *slog.Logger
-	clock platform.Clock
+	clock clockpkg.Clock
 	drv   atomic.Pointer[driverBox]
 	a11y  atomic.Pointer[a11yBox]
 
@@ -68,13 +70,13 @@ type held struct {
 }
 
 // New builds the service over drv (nil: unavailable until SetDriver).
-func New(deps platform.ServiceDeps, drv Driver) *Service {
+func New(deps contract.ServiceDeps, drv Driver) *Service {
 	s := &Service{log: deps.Logger, clock: deps.Clock, dataDir: deps.DataDir}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	if s.clock == nil {
-		s.clock = platform.SystemClock{}
+		s.clock = clockpkg.SystemClock{}
 	}
 	s.held = held{keys: map[Keysym]int{}, buttons: map[Button]bool{}}
 	reason := "no X display is configured (set --display or DISPLAY)"
@@ -88,7 +90,7 @@ func New(deps platform.ServiceDeps, drv Driver) *Service {
 // NewUnavailable serves the same route table, every display path answering
 // 503 DISPLAY_UNAVAILABLE with reason, and health "unavailable".
 func NewUnavailable(reason string) *Service {
-	s := New(platform.ServiceDeps{}, nil)
+	s := New(contract.ServiceDeps{}, nil)
 	s.SetUnavailable(reason)
 	return s
 }
@@ -139,7 +141,7 @@ func (s *Service) driver() (Driver, error) {
 	if d := s.Driver(); d != nil {
 		return d, nil
 	}
-	return nil, &platform.Error{Code: CodeDisplayUnavailable,
+	return nil, &fault.Error{Code: CodeDisplayUnavailable,
 		Message: "the display service has no X display: " + *s.reason.Load(),
 		Details: "start an X server (for example scripts/xvfb.sh) and give the agent --display :N"}
 }

@@ -9,6 +9,7 @@ import (
 
 	"deckhand/display/api"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 )
 
@@ -82,7 +83,7 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 			}
 			continue
 		}
-		var e platform.ContainerError
+		var e fault.ContainerError
 		_ = json.Unmarshal(b, &e)
 		if resp.StatusCode != 503 || e.Code != "DISPLAY_UNAVAILABLE" || !strings.Contains(e.Message, "no X display is configured") {
 			t.Errorf("%s %s: %d %s", r.Method, path, resp.StatusCode, b)
@@ -95,7 +96,7 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 	req := platformtest.NewRequest("POST", "/api/v1/display/mouse/move", strings.NewReader(`{"x":1}`))
 	req.Header.Set("Content-Type", "application/json")
 	resp, _ := host.App().Test(req)
-	var e platform.ContainerError
+	var e fault.ContainerError
 	_ = json.NewDecoder(resp.Body).Decode(&e)
 	if resp.StatusCode != 400 || e.Details != "y" {
 		t.Errorf("invalid body without a display: %d %+v, want 400 naming y", resp.StatusCode, e)
@@ -168,8 +169,8 @@ func TestParseKey(t *testing.T) {
 		{"F40", "F4"}, {"shfit", "shift"}}
 	for _, c := range bad {
 		_, err := api.ParseKey("key", c.name)
-		e, isErr := err.(*platform.Error)
-		if !isErr || e.Code != platform.CodeInvalid || !strings.Contains(e.Details, c.match) || !strings.HasPrefix(e.Message, "key: unknown key name") {
+		e, isErr := err.(*fault.Error)
+		if !isErr || e.Code != fault.CodeInvalid || !strings.Contains(e.Details, c.match) || !strings.HasPrefix(e.Message, "key: unknown key name") {
 			t.Errorf("ParseKey(%q) = %v", c.name, err)
 		}
 	}
@@ -203,7 +204,7 @@ func TestScreenshotQuery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var e platform.ContainerError
+		var e fault.ContainerError
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		resp.Body.Close()
 		if resp.StatusCode != 400 || e.Details != bad.field || !strings.Contains(e.Message, bad.field) {
@@ -231,7 +232,7 @@ func TestScreenshotQuery(t *testing.T) {
 		{api.ScreenshotQuery{Width: n(10), Height: n(10), Scale: 0.0001}, "scale"},
 	} {
 		_, err := bad.q.Options(screen)
-		e, ok := err.(*platform.Error)
+		e, ok := err.(*fault.Error)
 		if !ok || e.Status() != 400 || e.Field != bad.field || !strings.Contains(e.Message, bad.field) {
 			t.Errorf("%+v: %v", bad.q, err)
 		}
@@ -281,7 +282,7 @@ func TestQueryIsCheckedBeforeTheHandler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var e platform.ContainerError
+		var e fault.ContainerError
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		resp.Body.Close()
 		if resp.StatusCode != tc.status || (tc.details != "" && (e.Details != tc.details || !strings.Contains(e.Message, tc.details))) {

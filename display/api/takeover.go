@@ -17,15 +17,16 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
+	"deckhand/platform/reqpolicy"
 )
 
 // CodeTakenOver: a person drives the desktop, or the agent paused.
 const CodeTakenOver = "TAKEN_OVER"
 
 func init() {
-	platform.RegisterCode(CodeTakenOver, http.StatusConflict)
+	fault.RegisterCode(CodeTakenOver, http.StatusConflict)
 }
 
 // NoVNCDir is where Debian's novnc package puts the web client.
@@ -76,10 +77,10 @@ func (s *Service) takenOver() error {
 	defer t.mu.Unlock()
 	switch {
 	case t.drivers > 0:
-		return platform.Errorf(CodeTakenOver, "a person is driving the desktop through the takeover view; input waits until they leave").
+		return fault.Errorf(CodeTakenOver, "a person is driving the desktop through the takeover view; input waits until they leave").
 			WithDetails("GET /api/v1/display/takeover")
 	case t.paused:
-		return platform.Errorf(CodeTakenOver, "the agent paused for a person (%s); resume with DELETE /api/v1/display/takeover", t.reason).
+		return fault.Errorf(CodeTakenOver, "the agent paused for a person (%s); resume with DELETE /api/v1/display/takeover", t.reason).
 			WithDetails("GET /api/v1/display/takeover")
 	}
 	return nil
@@ -144,7 +145,7 @@ func (s *Service) VNCPage(_ context.Context, in VNCMode) (Page, error) {
 		return Page{}, err
 	}
 	if _, err := os.Stat(filepath.Join(NoVNCDir, "vnc.html")); err != nil {
-		return Page{}, platform.Errorf(platform.CodeUnavailable, "noVNC is not installed (%s)", NoVNCDir).
+		return Page{}, fault.Errorf(fault.CodeUnavailable, "noVNC is not installed (%s)", NoVNCDir).
 			WithDetails("scripts/setup.sh installs novnc and x11vnc")
 	}
 	view := "false"
@@ -172,11 +173,11 @@ type VNCFile struct {
 func (s *Service) VNCAsset(_ context.Context, in VNCFile) (Page, error) {
 	clean := path.Clean("/" + in.File)
 	if clean == "/" || strings.Contains(clean, "\x00") {
-		return Page{}, platform.NotFound("file", in.File)
+		return Page{}, fault.NotFound("file", in.File)
 	}
 	b, err := os.ReadFile(filepath.Join(NoVNCDir, filepath.FromSlash(clean)))
 	if err != nil {
-		return Page{}, platform.NotFound("file", in.File)
+		return Page{}, fault.NotFound("file", in.File)
 	}
 	ct := mime.TypeByExtension(path.Ext(clean))
 	if ct == "" {
@@ -190,11 +191,11 @@ var vncUpgrader = websocket.Upgrader{
 	WriteBufferSize: 64 << 10,
 	Subprotocols:    []string{"binary"},
 	// The host's request policy checked Host and Origin before any route
-	// (platform.RequestPolicy): a cross-site page is refused there with a
+	// (reqpolicy.RequestPolicy): a cross-site page is refused there with a
 	// 403 body.
 	CheckOrigin: func(*http.Request) bool { return true },
 	Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-		platform.WriteHTTPErrorStatus(w, status, platform.Errorf(platform.CodeBadRequest, "WebSocket handshake: %v", reason))
+		reqpolicy.WriteHTTPErrorStatus(w, status, fault.Errorf(fault.CodeBadRequest, "WebSocket handshake: %v", reason))
 	},
 }
 
@@ -204,17 +205,17 @@ var vncUpgrader = websocket.Upgrader{
 func (s *Service) ServeVNC(w http.ResponseWriter, r *http.Request, in VNCMode) {
 	d, err := s.driver()
 	if err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	srv, err := s.vncServer(d.Display(), in.Mode)
 	if err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	upstream, err := net.DialTimeout("unix", srv.sock, 5*time.Second)
 	if err != nil {
-		platform.WriteHTTPError(w, platform.Errorf(platform.CodeUnavailable, "the VNC server does not answer: %v", err))
+		reqpolicy.WriteHTTPError(w, fault.Errorf(fault.CodeUnavailable, "the VNC server does not answer: %v", err))
 		return
 	}
 	defer upstream.Close()
@@ -287,7 +288,7 @@ func (s *Service) vncServer(display, mode string) (*vncServer, error) {
 		dir, err := os.MkdirTemp("", "deckhand-vnc-") // 0700: only this user reaches the sockets
 		if err != nil {
 			t.mu.Unlock()
-			return nil, platform.Internal("make the VNC socket directory", err)
+			return nil, fault.Internal("make the VNC socket directory", err)
 		}
 		t.dir, t.servers, t.spawner = dir, map[string]*vncServer{}, proc.NewSpawner()
 	}
@@ -308,7 +309,7 @@ func (s *Service) vncServer(display, mode string) (*vncServer, error) {
 	defer t.mu.Unlock()
 	if t.servers == nil { // the service closed meanwhile
 		_ = syscall.Kill(-srv.cmd.Process.Pid, syscall.SIGKILL)
-		return nil, platform.Errorf(platform.CodeUnavailable, "the display service is stopping")
+		return nil, fault.Errorf(fault.CodeUnavailable, "the display service is stopping")
 	}
 	t.servers[mode] = srv
 	return srv, nil
@@ -318,7 +319,7 @@ func (s *Service) vncServer(display, mode string) (*vncServer, error) {
 // waits (15 s at most) until it accepts connections.
 func startVNC(spawner *proc.Spawner, display, sock string, viewOnly bool) (*vncServer, error) {
 	if _, err := exec.LookPath("x11vnc"); err != nil {
-		return nil, platform.Errorf(platform.CodeUnavailable, "x11vnc is not installed").WithDetails("scripts/setup.sh installs it")
+		return nil, fault.Errorf(fault.CodeUnavailable, "x11vnc is not installed").WithDetails("scripts/setup.sh installs it")
 	}
 	_ = os.Remove(sock)
 	// no TCP listener at all (IPv4 port 0, IPv6 off), no password: the
@@ -332,12 +333,12 @@ func startVNC(spawner *proc.Spawner, display, sock string, viewOnly bool) (*vncS
 	cmd := exec.Command("x11vnc", args...)
 	attr, _, err := proc.Attr("")
 	if err != nil {
-		return nil, platform.Internal("prepare x11vnc", err)
+		return nil, fault.Internal("prepare x11vnc", err)
 	}
 	cmd.SysProcAttr = attr
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := spawner.Start(cmd); err != nil {
-		return nil, platform.Internal("start x11vnc", err)
+		return nil, fault.Internal("start x11vnc", err)
 	}
 	srv := &vncServer{cmd: cmd, sock: sock, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(srv.done) }()
@@ -349,13 +350,13 @@ func startVNC(spawner *proc.Spawner, display, sock string, viewOnly bool) (*vncS
 		}
 		select {
 		case <-srv.done:
-			return nil, platform.Errorf(platform.CodeUnavailable, "x11vnc exited at start on %s", display)
+			return nil, fault.Errorf(fault.CodeUnavailable, "x11vnc exited at start on %s", display)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-srv.done
-			return nil, platform.Errorf(platform.CodeUnavailable, "x11vnc did not open its socket within 15 s")
+			return nil, fault.Errorf(fault.CodeUnavailable, "x11vnc did not open its socket within 15 s")
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"deckhand/display/api"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 const (
@@ -121,7 +121,7 @@ func parseRef(id string) (ref, error) {
 		return ref{}, err
 	}
 	if !dbus.ObjectPath(path).IsValid() {
-		return ref{}, platform.Invalid("elementId", "must be an element id from the tree, got %q", id)
+		return ref{}, fault.Invalid("elementId", "must be an element id from the tree, got %q", id)
 	}
 	return ref{Name: bus, Path: dbus.ObjectPath(path)}, nil
 }
@@ -194,7 +194,7 @@ func (b *Bus) Node(ctx context.Context, id string) (api.AccessibleNode, error) {
 		return api.AccessibleNode{}, elementErr(id, err)
 	}
 	if n.Has("defunct") {
-		return api.AccessibleNode{}, platform.NotFound("element", id)
+		return api.AccessibleNode{}, fault.NotFound("element", id)
 	}
 	return n, nil
 }
@@ -434,12 +434,12 @@ func (b *Bus) DoAction(ctx context.Context, id, name string) error {
 				return elementErr(id, err)
 			}
 			if !done {
-				return platform.Errorf(platform.CodeConflict, "element %s refused its action %q", id, name).WithDetails("elementId")
+				return fault.Errorf(fault.CodeConflict, "element %s refused its action %q", id, name).WithDetails("elementId")
 			}
 			return nil
 		}
 	}
-	return platform.Invalid("name", "element %s has no action %q", id, name)
+	return fault.Invalid("name", "element %s has no action %q", id, name)
 }
 
 // GrabFocus gives the element the keyboard focus.
@@ -453,7 +453,7 @@ func (b *Bus) GrabFocus(ctx context.Context, id string) error {
 		return elementErr(id, err)
 	}
 	if !done {
-		return platform.Errorf(platform.CodeConflict, "element %s cannot take the focus", id).WithDetails("elementId")
+		return fault.Errorf(fault.CodeConflict, "element %s cannot take the focus", id).WithDetails("elementId")
 	}
 	return nil
 }
@@ -479,26 +479,26 @@ func (b *Bus) SetValue(ctx context.Context, id, value string) error {
 			return elementErr(id, err)
 		}
 		if !done {
-			return platform.Errorf(platform.CodeConflict, "element %s refused the text (is it read-only?)", id).WithDetails("elementId")
+			return fault.Errorf(fault.CodeConflict, "element %s refused the text (is it read-only?)", id).WithDetails("elementId")
 		}
 		return nil
 	case has[ifValue]:
 		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil {
-			return platform.Invalid("value", "must be a number for a %s element, got %q", "range", value)
+			return fault.Invalid("value", "must be a number for a %s element, got %q", "range", value)
 		}
 		if err := b.call(ctx, r, "org.freedesktop.DBus.Properties.Set", nil, ifValue, "CurrentValue", dbus.MakeVariant(f)); err != nil {
 			return elementErr(id, err)
 		}
 		return nil
 	}
-	return platform.Errorf(platform.CodeConflict, "element %s has neither editable text nor a value", id).WithDetails("elementId")
+	return fault.Errorf(fault.CodeConflict, "element %s has neither editable text nor a value", id).WithDetails("elementId")
 }
 
 // elementErr turns a D-Bus error about an element into the service's:
 // an element (or application) that is gone is 404.
 func elementErr(id string, err error) error {
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return pe
 	}
@@ -507,14 +507,14 @@ func elementErr(id string, err error) error {
 		switch de.Name {
 		case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.ServiceUnknown",
 			"org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.NameHasNoOwner":
-			return platform.NotFound("element", id)
+			return fault.NotFound("element", id)
 		}
 	}
-	return platform.Errorf(platform.CodeBackend, "accessibility bus: %v", err).WithDetails("elementId")
+	return fault.Errorf(fault.CodeBackend, "accessibility bus: %v", err).WithDetails("elementId")
 }
 
 func (b *Bus) busErr(err error) error {
-	return &platform.Error{Code: api.CodeNoAccessibility, Message: "the accessibility registry does not answer: " + err.Error(),
+	return &fault.Error{Code: api.CodeNoAccessibility, Message: "the accessibility registry does not answer: " + err.Error(),
 		Details: "at-spi2-registryd runs on the accessibility bus"}
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"deckhand/display/api"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // capturer grabs root-window pixels. With MIT-SHM the server writes the
@@ -138,7 +138,7 @@ func (c *capturer) put(s *segment) {
 func (d *Driver) grab(r api.Rect) (*frame, error) {
 	c := &d.cap
 	if !c.bpp32 {
-		return nil, &platform.Error{Code: platform.CodeBackend,
+		return nil, &fault.Error{Code: fault.CodeBackend,
 			Message: "screenshots need a 24 or 32-bit deep screen (start Xvfb with WxHx24)"}
 	}
 	size := r.Width * r.Height * 4
@@ -218,7 +218,7 @@ func (d *Driver) Screenshot(ctx context.Context, o api.ScreenshotOptions) ([]byt
 		pix, w, h, stride = scaleBGRX(f, o.Scale)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, platform.Errorf(platform.CodeTimeout, "screenshot abandoned: the request ended")
+		return nil, fault.Errorf(fault.CodeTimeout, "screenshot abandoned: the request ended")
 	}
 	var out []byte
 	if o.Format == "jpeg" {
@@ -227,7 +227,7 @@ func (d *Driver) Screenshot(ctx context.Context, o api.ScreenshotOptions) ([]byt
 		out, err = encodePNG(pix, w, h, stride)
 	}
 	if err != nil {
-		return nil, platform.Internal("encode the screenshot", err)
+		return nil, fault.Internal("encode the screenshot", err)
 	}
 	return out, nil
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"deckhand/display/api"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // clipboard owns and reads X selections through a connection and an
@@ -361,7 +361,7 @@ var (
 func (d *Driver) Selection(ctx context.Context, name string) (api.Clipboard, error) {
 	clip, err := d.clip.get(ctx, strings.ToUpper(name))
 	if errors.Is(err, errClipTimeout) {
-		return clip, &platform.Error{Code: platform.CodeTimeout, Message: "the clipboard owner did not answer in time", Cause: err}
+		return clip, &fault.Error{Code: fault.CodeTimeout, Message: "the clipboard owner did not answer in time", Cause: err}
 	}
 	if err != nil {
 		return clip, d.xerr("read the clipboard", err)

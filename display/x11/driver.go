@@ -18,7 +18,7 @@ import (
 	"github.com/jezek/xgb/xtest"
 
 	"deckhand/display/api"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Driver implements api.Driver on one X display.
@@ -147,19 +147,19 @@ func (d *Driver) xerr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return err
 	}
 	select {
 	case <-d.done:
-		return &platform.Error{Code: api.CodeDisplayUnavailable, Message: "the X display " + d.display + " went away", Cause: err}
+		return &fault.Error{Code: api.CodeDisplayUnavailable, Message: "the X display " + d.display + " went away", Cause: err}
 	default:
 	}
 	if strings.Contains(err.Error(), "connection") || strings.Contains(err.Error(), "EOF") {
-		return &platform.Error{Code: api.CodeDisplayUnavailable, Message: "lost the X display " + d.display, Cause: err}
+		return &fault.Error{Code: api.CodeDisplayUnavailable, Message: "lost the X display " + d.display, Cause: err}
 	}
-	return &platform.Error{Code: platform.CodeBackend, Message: "the X server refused to " + op, Cause: err}
+	return &fault.Error{Code: fault.CodeBackend, Message: "the X server refused to " + op, Cause: err}
 }
 
 // Info reports the root window and its monitors.
@@ -255,7 +255,7 @@ func (d *Driver) Sync() error {
 func (d *Driver) alive() error {
 	select {
 	case <-d.done:
-		return &platform.Error{Code: api.CodeDisplayUnavailable, Message: "the X display " + d.display + " went away"}
+		return &fault.Error{Code: api.CodeDisplayUnavailable, Message: "the X display " + d.display + " went away"}
 	default:
 		return nil
 	}

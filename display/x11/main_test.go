@@ -21,6 +21,8 @@ import (
 	"deckhand/display/api"
 	"deckhand/display/x11"
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // The tests drive a real X server: scripts/xvfb.sh starts Xvfb (1920x1080),
@@ -76,7 +78,7 @@ func run(m *testing.M) int {
 	}
 	defer driver.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	service = api.New(platform.ServiceDeps{Name: "display", Logger: quiet}, driver)
+	service = api.New(contract.ServiceDeps{Name: "display", Logger: quiet}, driver)
 	defer service.Close() // its recordings, VNC servers and their directories
 	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "display"}, Logger: quiet,
 		HealthStatus: service.HealthStatus},
@@ -157,9 +159,9 @@ func (a answer) decode(t testing.TB, v any) {
 	}
 }
 
-func (a answer) errCode(t *testing.T) platform.ContainerError {
+func (a answer) errCode(t *testing.T) fault.ContainerError {
 	t.Helper()
-	var e platform.ContainerError
+	var e fault.ContainerError
 	a.decode(t, &e)
 	return e
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"deckhand/display/api"
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // prop reads a whole property (up to 1 MiB).
@@ -96,7 +96,7 @@ func (d *Driver) activeID() xproto.Window {
 }
 
 func notFound(id uint32) error {
-	return platform.NotFound("window", fmt.Sprintf("0x%x", id))
+	return fault.NotFound("window", fmt.Sprintf("0x%x", id))
 }
 
 func isBadWindow(err error) bool {
@@ -165,7 +165,7 @@ func (d *Driver) Windows() ([]api.Window, error) {
 func (d *Driver) ActiveWindow() (api.Window, error) {
 	a := d.activeID()
 	if a == 0 {
-		return api.Window{}, &platform.Error{Code: platform.CodeNotFound, Message: "no window is active", Details: "window"}
+		return api.Window{}, &fault.Error{Code: fault.CodeNotFound, Message: "no window is active", Details: "window"}
 	}
 	return d.window(uint32(a), a)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // CheckQueryValidation sends, for every query parameter every route of h
@@ -51,9 +52,9 @@ func CheckQueryValidation(t testing.TB, h *platform.Host) int {
 				raw, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				sent++
-				var body platform.ContainerError
+				var body fault.ContainerError
 				_ = json.Unmarshal(raw, &body)
-				if resp.StatusCode != 400 || body.Code != platform.CodeInvalid || body.Details != p.Name || !strings.Contains(body.Message, p.Name) {
+				if resp.StatusCode != 400 || body.Code != fault.CodeInvalid || body.Details != p.Name || !strings.Contains(body.Message, p.Name) {
 					t.Errorf("%s %s: %d %s; want 400 INVALID naming %q", method, target, resp.StatusCode, raw, p.Name)
 				}
 			}

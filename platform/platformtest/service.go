@@ -14,6 +14,8 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/platform/store"
 )
 
@@ -21,7 +23,7 @@ import (
 // service's name, a fresh temporary DataDir with the service's own store
 // file in it (closed at cleanup), the system clock, a logger that discards
 // and seams that go to it.
-func ServiceDeps(t testing.TB, name string) platform.ServiceDeps {
+func ServiceDeps(t testing.TB, name string) contract.ServiceDeps {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(filepath.Join(dir, "store.db"))
@@ -30,16 +32,16 @@ func ServiceDeps(t testing.TB, name string) platform.ServiceDeps {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	log := quiet()
-	return platform.ServiceDeps{Name: name, DataDir: dir, Store: db, Clock: platform.SystemClock{}, Logger: log,
-		Journal: platform.LogJournal{Logger: log}, Notifier: platform.LogNotifier{Logger: log}}
+	return contract.ServiceDeps{Name: name, DataDir: dir, Store: db, Clock: clock.SystemClock{}, Logger: log,
+		Journal: contract.LogJournal{Logger: log}, Notifier: contract.LogNotifier{Logger: log}}
 }
 
 // ServiceHost is the host a service's tests drive, built the way every
-// runner builds it (platform.NewServiceHost, so under the default request
+// runner builds it (contract.NewServiceHost, so under the default request
 // policy); its logs are discarded.
-func ServiceHost(t testing.TB, svc platform.ContainerService) *platform.Host {
+func ServiceHost(t testing.TB, svc contract.ContainerService) *platform.Host {
 	t.Helper()
-	h, err := platform.NewServiceHost(svc, platform.ServiceDeps{Logger: quiet()})
+	h, err := contract.NewServiceHost(svc, contract.ServiceDeps{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkOwner is the price of judging one new loopback connection's
-// owner (platform.LocalTrust reads it once per connection): sock_diag's
+// owner (reqpolicy.LocalTrust reads it once per connection): sock_diag's
 // exact lookup (diag) against a pass over /proc/net/tcp (scan), with the
 // sockets this machine has open at the time.
 func BenchmarkOwner(b *testing.B) {

@@ -2,7 +2,7 @@
 // namespace (/proc/net/tcp and /proc/net/tcp6 on Linux): the listening
 // ports the tunnel discovers, and the owner (uid) of the local end of a
 // connection, by which the agent tells its own and trusted users' local
-// connections from other local users' (platform.LocalTrust). One socket's
+// connections from other local users' (reqpolicy.LocalTrust). One socket's
 // owner is asked of the same table through sock_diag (netlink), an exact
 // lookup, with /proc as the fallback.
 package procnet

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/secrets"
 )
 
@@ -170,9 +171,9 @@ func DecodeAccess(field string, raw []byte) (Access, error) {
 	if err != nil {
 		var ae *AccessError
 		if errors.As(err, &ae) {
-			return Access{}, platform.Invalid(field, "access %s", ae.Rule)
+			return Access{}, fault.Invalid(field, "access %s", ae.Rule)
 		}
-		return Access{}, platform.Invalid(field, "access %s", accessForms)
+		return Access{}, fault.Invalid(field, "access %s", accessForms)
 	}
 	return a, nil
 }
@@ -189,7 +190,7 @@ const errEmpty = "is required"
 // ValidGroupName checks a group name (path segment or map key).
 func ValidGroupName(field, name string) error {
 	if !nameRe.MatchString(name) {
-		return platform.Invalid(field, "must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit")
+		return fault.Invalid(field, "must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit")
 	}
 	return nil
 }
@@ -198,26 +199,26 @@ func ValidGroupName(field, name string) error {
 // enable_proxy true). It does not hash passwords: Normalize does.
 func (d *Document) Validate() error {
 	if d.Project == "" {
-		return platform.Invalid("project", errEmpty)
+		return fault.Invalid("project", errEmpty)
 	}
 	if d.Container == "" {
-		return platform.Invalid("container", errEmpty)
+		return fault.Invalid("container", errEmpty)
 	}
 	if d.Groups == nil {
-		return platform.Invalid("groups", "is required (an object; {} for none)")
+		return fault.Invalid("groups", "is required (an object; {} for none)")
 	}
 	if d.Permissions == nil {
-		return platform.Invalid("permissions", "is required (an object; {} for none)")
+		return fault.Invalid("permissions", "is required (an object; {} for none)")
 	}
 	if len(d.Groups) > MaxGroups {
-		return platform.Invalid("groups", "at most %d groups", MaxGroups)
+		return fault.Invalid("groups", "at most %d groups", MaxGroups)
 	}
 	switch d.Default {
 	case "":
 		d.Default = Deny
 	case Allow, Deny:
 	default:
-		return platform.Invalid("default", "must be allow or deny")
+		return fault.Invalid("default", "must be allow or deny")
 	}
 	if d.EnableProxy == nil {
 		t := true
@@ -234,7 +235,7 @@ func (d *Document) Validate() error {
 		d.Groups[name] = g
 	}
 	if len(d.Permissions) > MaxGroups {
-		return platform.Invalid("permissions", "at most %d groups", MaxGroups)
+		return fault.Invalid("permissions", "at most %d groups", MaxGroups)
 	}
 	for _, name := range sortedKeys(d.Permissions) {
 		if err := ValidGroupName("permissions."+name, name); err != nil {
@@ -248,11 +249,11 @@ func (d *Document) Validate() error {
 	}
 	for svc, hooks := range d.Hooks {
 		if svc == "" || len(svc) > 64 {
-			return platform.Invalid("hooks", "service names must be 1-64 characters")
+			return fault.Invalid("hooks", "service names must be 1-64 characters")
 		}
 		for i, h := range hooks {
 			if len(bytes.TrimSpace(h)) == 0 || !json.Valid(h) {
-				return platform.Invalid("hooks."+svc+"["+strconv.Itoa(i)+"]", "must be a JSON value")
+				return fault.Invalid("hooks."+svc+"["+strconv.Itoa(i)+"]", "must be a JSON value")
 			}
 		}
 	}
@@ -262,10 +263,10 @@ func (d *Document) Validate() error {
 // ValidRule checks one program rule.
 func ValidRule(field, program string, a Access) error {
 	if !IsProgram(program) {
-		return platform.Invalid(field, "program must be one of %s", strings.Join(Programs, ", "))
+		return fault.Invalid(field, "program must be one of %s", strings.Join(Programs, ", "))
 	}
 	if a.Kind == AccessInvalid {
-		return platform.Invalid(field, "access %s", accessForms)
+		return fault.Invalid(field, "access %s", accessForms)
 	}
 	return nil
 }
@@ -302,18 +303,18 @@ func (g *Group) Validate(field string) error {
 	own, ok := allowed[g.Type]
 	if !ok {
 		if g.Type == "" {
-			return platform.Invalid(f("type"), errEmpty)
+			return fault.Invalid(f("type"), errEmpty)
 		}
-		return platform.Invalid(f("type"), "must be one of %s", strings.Join(Types, ", "))
+		return fault.Invalid(f("type"), "must be one of %s", strings.Join(Types, ", "))
 	}
 	for _, k := range sortedKeys(set) {
 		if set[k] && !contains(own, k) {
-			return platform.Invalid(f(k), "does not apply to a %s group", g.Type)
+			return fault.Invalid(f(k), "does not apply to a %s group", g.Type)
 		}
 	}
 	for k, v := range map[string]string{"secret": g.Secret, "username": g.Username, "password": g.Password, "salt": g.Salt, "value": g.Value} {
 		if len(v) > maxValueLen {
-			return platform.Invalid(f(k), "at most %d bytes", maxValueLen)
+			return fault.Invalid(f(k), "at most %d bytes", maxValueLen)
 		}
 	}
 	for _, m := range []struct {
@@ -322,7 +323,7 @@ func (g *Group) Validate(field string) error {
 		v    string
 	}{{"secret", g.SecretConfigured, g.Secret}, {"password", g.PasswordConfigured, g.Password}, {"value", g.ValueConfigured, g.Value}} {
 		if m.kept && m.v != "" {
-			return platform.Invalid(f(m.name+"_configured"), "give either %s (a new one) or %s_configured true (keep the stored one), not both", m.name, m.name)
+			return fault.Invalid(f(m.name+"_configured"), "give either %s (a new one) or %s_configured true (keep the stored one), not both", m.name, m.name)
 		}
 	}
 	switch g.Type {
@@ -330,46 +331,46 @@ func (g *Group) Validate(field string) error {
 		return g.validJWT(f)
 	case TypePassword:
 		if g.Username == "" {
-			return platform.Invalid(f("username"), errEmpty)
+			return fault.Invalid(f("username"), errEmpty)
 		}
 		if strings.ContainsRune(g.Username, ':') {
-			return platform.Invalid(f("username"), "must not contain ':' (HTTP Basic)")
+			return fault.Invalid(f("username"), "must not contain ':' (HTTP Basic)")
 		}
 		if g.PasswordConfigured {
 			// The stored hash (and its salt and algorithm) are kept.
 			if g.Salt != "" {
-				return platform.Invalid(f("salt"), "goes with a new password; password_configured keeps the stored salt")
+				return fault.Invalid(f("salt"), "goes with a new password; password_configured keeps the stored salt")
 			}
 			if g.Algorithm != "" && g.Algorithm != PasswordArgon2id && g.Algorithm != PasswordSHA256 {
-				return platform.Invalid(f("algorithm"), "must be argon2id or sha256 (or absent for a plaintext password)")
+				return fault.Invalid(f("algorithm"), "must be argon2id or sha256 (or absent for a plaintext password)")
 			}
 			return nil
 		}
 		if g.Password == "" {
-			return platform.Invalid(f("password"), errEmpty)
+			return fault.Invalid(f("password"), errEmpty)
 		}
 		switch g.Algorithm {
 		case "":
 			if g.Salt != "" {
-				return platform.Invalid(f("salt"), "goes only with algorithm sha256: a plaintext password is hashed with argon2id and a random salt of its own")
+				return fault.Invalid(f("salt"), "goes only with algorithm sha256: a plaintext password is hashed with argon2id and a random salt of its own")
 			}
 		case PasswordSHA256:
 			if !hexSHA.MatchString(g.Password) {
-				return platform.Invalid(f("password"), "with algorithm sha256 must be SHA256(salt + password) as 64 lowercase hex digits")
+				return fault.Invalid(f("password"), "with algorithm sha256 must be SHA256(salt + password) as 64 lowercase hex digits")
 			}
 		case PasswordArgon2id:
 			if g.Salt != "" {
-				return platform.Invalid(f("salt"), "does not apply to an argon2id hash (the PHC string holds its salt)")
+				return fault.Invalid(f("salt"), "does not apply to an argon2id hash (the PHC string holds its salt)")
 			}
 			if _, err := secrets.ParsePasswordHash(g.Password); err != nil {
-				return platform.Invalid(f("password"), "with algorithm argon2id %s", err.Error())
+				return fault.Invalid(f("password"), "with algorithm argon2id %s", err.Error())
 			}
 		default:
-			return platform.Invalid(f("algorithm"), "must be argon2id or sha256 (or absent for a plaintext password)")
+			return fault.Invalid(f("algorithm"), "must be argon2id or sha256 (or absent for a plaintext password)")
 		}
 	case TypeIP:
 		if _, err := ParseRange(g.Range); err != nil {
-			return platform.Invalid(f("range"), "%s", err.Error())
+			return fault.Invalid(f("range"), "%s", err.Error())
 		}
 	case TypeToken:
 		n := 0
@@ -379,26 +380,26 @@ func (g *Group) Validate(field string) error {
 			}
 			n++
 			if !tokenRe.MatchString(loc.v) {
-				return platform.Invalid(f(loc.name), "must be a valid %s name (letters, digits and !#$%%&'*+.^_`|~-, at most 128)", loc.name)
+				return fault.Invalid(f(loc.name), "must be a valid %s name (letters, digits and !#$%%&'*+.^_`|~-, at most 128)", loc.name)
 			}
 		}
 		if n != 1 {
-			return platform.Invalid(parent, "exactly one of header, cookie or param must be given, got %d", n)
+			return fault.Invalid(parent, "exactly one of header, cookie or param must be given, got %d", n)
 		}
 		if g.Value == "" && !g.ValueConfigured {
-			return platform.Invalid(f("value"), errEmpty)
+			return fault.Invalid(f("value"), errEmpty)
 		}
 	case TypeServiceIdentity:
 		if len(g.Containers)+len(g.Projects) == 0 {
-			return platform.Invalid(parent, "name at least one of containers or projects")
+			return fault.Invalid(parent, "name at least one of containers or projects")
 		}
 		for k, list := range map[string][]string{"containers": g.Containers, "projects": g.Projects} {
 			if len(list) > MaxIdents {
-				return platform.Invalid(f(k), "at most %d entries", MaxIdents)
+				return fault.Invalid(f(k), "at most %d entries", MaxIdents)
 			}
 			for i, id := range list {
 				if !identRe.MatchString(id) {
-					return platform.Invalid(f(k)+"["+strconv.Itoa(i)+"]", "must be an id (letters, digits, '_', '.', '-', '*')")
+					return fault.Invalid(f(k)+"["+strconv.Itoa(i)+"]", "must be an id (letters, digits, '_', '.', '-', '*')")
 				}
 			}
 		}
@@ -408,7 +409,7 @@ func (g *Group) Validate(field string) error {
 
 func (g *Group) validJWT(f func(string) string) error {
 	if g.Secret == "" && !g.SecretConfigured {
-		return platform.Invalid(f("secret"), errEmpty)
+		return fault.Invalid(f("secret"), errEmpty)
 	}
 	switch g.Algorithm {
 	case "HS256":
@@ -417,33 +418,33 @@ func (g *Group) validJWT(f func(string) string) error {
 			break // the stored key is checked once Unmask put it back
 		}
 		if _, err := ParsePublicKey(g.Algorithm, g.Secret); err != nil {
-			return platform.Invalid(f("secret"), "%s", err.Error())
+			return fault.Invalid(f("secret"), "%s", err.Error())
 		}
 	case "":
-		return platform.Invalid(f("algorithm"), errEmpty)
+		return fault.Invalid(f("algorithm"), errEmpty)
 	default:
-		return platform.Invalid(f("algorithm"), "must be HS256, RS256 or ES256")
+		return fault.Invalid(f("algorithm"), "must be HS256, RS256 or ES256")
 	}
 	if len(g.Sources) == 0 {
-		return platform.Invalid(f("sources"), "must list at least one source (header:<Name> or cookie:<Name>)")
+		return fault.Invalid(f("sources"), "must list at least one source (header:<Name> or cookie:<Name>)")
 	}
 	if len(g.Sources) > MaxSources {
-		return platform.Invalid(f("sources"), "at most %d sources", MaxSources)
+		return fault.Invalid(f("sources"), "at most %d sources", MaxSources)
 	}
 	for i, s := range g.Sources {
 		kind, name, ok := strings.Cut(s, ":")
 		if !ok || (kind != "header" && kind != "cookie") || !tokenRe.MatchString(name) {
-			return platform.Invalid(f("sources")+"["+strconv.Itoa(i)+"]", "must be header:<Name> or cookie:<Name>")
+			return fault.Invalid(f("sources")+"["+strconv.Itoa(i)+"]", "must be header:<Name> or cookie:<Name>")
 		}
 	}
 	if len(g.Claims) > MaxClaims {
-		return platform.Invalid(f("claims"), "at most %d claims", MaxClaims)
+		return fault.Invalid(f("claims"), "at most %d claims", MaxClaims)
 	}
 	for _, k := range sortedKeys(g.Claims) {
 		switch g.Claims[k].(type) {
 		case string, float64, bool, json.Number:
 		default:
-			return platform.Invalid(f("claims."+k), "must be a string, number or boolean")
+			return fault.Invalid(f("claims."+k), "must be a string, number or boolean")
 		}
 	}
 	return nil
@@ -578,7 +579,7 @@ func (g *Group) Unmask(field string, stored *Group) error {
 		return field + "." + sub
 	}
 	missing := func(name string) error {
-		return platform.Invalid(f(name+"_configured"), "keeps a stored %s, and no %s group of this name holds one: send %s", name, g.Type, name)
+		return fault.Invalid(f(name+"_configured"), "keeps a stored %s, and no %s group of this name holds one: send %s", name, g.Type, name)
 	}
 	if stored != nil && stored.Type != g.Type {
 		stored = nil

@@ -12,14 +12,15 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // CodeProxyDisabled is the refusal of a gateway whose document says
 // enable_proxy false.
 const CodeProxyDisabled = "PROXY_DISABLED"
 
-func init() { platform.RegisterCode(CodeProxyDisabled, http.StatusServiceUnavailable) }
+func init() { fault.RegisterCode(CodeProxyDisabled, http.StatusServiceUnavailable) }
 
 // ClaimHeader carries a service-identity container claim:
 // `<payload_b64>.<signature_hex>` or `<payload_b64>.<signature_hex>.<kid>`,
@@ -151,34 +152,34 @@ func (d Decision) Allowed() bool { return d.Outcome == Allowed }
 
 // Error is the container error a refusal renders as. Messages never name
 // a group: a caller learns nothing about which groups exist.
-func (d Decision) Error(service string) *platform.Error {
+func (d Decision) Error(service string) *fault.Error {
 	switch d.Outcome {
 	case Unauthorized:
-		return &platform.Error{Code: platform.CodeUnauthorized, Details: service,
+		return &fault.Error{Code: fault.CodeUnauthorized, Details: service,
 			Message: "authentication required: no valid credential for this container was presented"}
 	case Forbidden:
-		return &platform.Error{Code: platform.CodeForbidden, Details: service,
+		return &fault.Error{Code: fault.CodeForbidden, Details: service,
 			Message: "access denied: your credential does not allow this service"}
 	case Disabled:
-		return &platform.Error{Code: CodeProxyDisabled, Details: service,
+		return &fault.Error{Code: CodeProxyDisabled, Details: service,
 			Message: "the proxy of this container is disabled"}
 	}
 	return nil
 }
 
-// Program names (see platform.ServiceProgram).
+// Program names (see contract.ServiceProgram).
 const (
-	ProgramHTTP          = platform.ProgramHTTP
-	ProgramTerminal      = platform.ProgramTerminal
-	ProgramSSH           = platform.ProgramSSH
-	ProgramFiles         = platform.ProgramFiles
-	ProgramExec          = platform.ProgramExec
-	ProgramServices      = platform.ProgramServices
-	ProgramNotifications = platform.ProgramNotifications
+	ProgramHTTP          = contract.ProgramHTTP
+	ProgramTerminal      = contract.ProgramTerminal
+	ProgramSSH           = contract.ProgramSSH
+	ProgramFiles         = contract.ProgramFiles
+	ProgramExec          = contract.ProgramExec
+	ProgramServices      = contract.ProgramServices
+	ProgramNotifications = contract.ProgramNotifications
 )
 
 // ProgramFor maps a service reached through the gateway, and its port, to
-// the program name a rule names (docs/spec/operations.md, platform.ServiceProgram):
+// the program name a rule names (docs/spec/operations.md, contract.ServiceProgram):
 // terminal for the terminal; exec for every other service that runs a
 // command (process, daemon, exec, cron, run); files and notifications for
 // those services; for a tunnelled port (service "tunnel" or "http", port
@@ -194,7 +195,7 @@ func ProgramFor(service string, port int) string {
 	case ProgramSSH:
 		return ProgramSSH
 	}
-	if p := platform.ServiceProgram(service); p != ProgramServices || port != 22 {
+	if p := contract.ServiceProgram(service); p != ProgramServices || port != 22 {
 		return p
 	}
 	return ProgramSSH

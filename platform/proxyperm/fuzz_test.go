@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
 )
 
@@ -70,8 +71,8 @@ func FuzzGroup(f *testing.F) {
 			return // not a group object at all: the decoder's 400
 		}
 		if err := g.Validate("groups.g"); err != nil {
-			var pe *platform.Error
-			if !errors.As(err, &pe) || pe.Code != platform.CodeInvalid || len(pe.Field) < len("groups.g") || pe.Field[:8] != "groups.g" {
+			var pe *fault.Error
+			if !errors.As(err, &pe) || pe.Code != fault.CodeInvalid || len(pe.Field) < len("groups.g") || pe.Field[:8] != "groups.g" {
 				t.Fatalf("refusal does not name a field of the group: %v", err)
 			}
 			return

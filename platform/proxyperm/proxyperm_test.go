@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/secrets"
 )
@@ -47,8 +48,8 @@ func docJSON(groups, perms string) string {
 
 // field is the field a 400 names, or "" when err is no INVALID error.
 func field(err error) string {
-	var pe *platform.Error
-	if errors.As(err, &pe) && pe.Code == platform.CodeInvalid {
+	var pe *fault.Error
+	if errors.As(err, &pe) && pe.Code == fault.CodeInvalid {
 		return pe.Field
 	}
 	return ""

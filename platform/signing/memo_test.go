@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/signing"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestSignMemoNeverChangesOutput(t *testing.T) {
 	t.Parallel()
 	ks := newKeys(t)
-	clock := platform.NewFakeClock(time.Unix(1_800_000_000, 0))
+	clock := clockpkg.NewFakeClock(time.Unix(1_800_000_000, 0))
 	signer := signing.NewSigner(ks, clock)
 	src := &countingSource{}
 	src.publish(ks)

@@ -4,7 +4,7 @@ import (
 	"crypto/ed25519"
 	"sync"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 
 	"github.com/gofiber/fiber/v3"
 )
@@ -12,14 +12,14 @@ import (
 // Signer signs control-plane responses with the key set's active key.
 type Signer struct {
 	keys  *KeySet
-	clock platform.Clock
+	clock clockpkg.Clock
 	memo  *memo
 }
 
 // NewSigner signs with keys, reading time from clock (nil: system clock).
-func NewSigner(keys *KeySet, clock platform.Clock) *Signer {
+func NewSigner(keys *KeySet, clock clockpkg.Clock) *Signer {
 	if clock == nil {
-		clock = platform.SystemClock{}
+		clock = clockpkg.SystemClock{}
 	}
 	return &Signer{keys: keys, clock: clock, memo: newMemo()}
 }

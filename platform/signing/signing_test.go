@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/secrets"
 	"deckhand/platform/signing"
 )
@@ -393,14 +393,14 @@ func TestVerifyReplayWindowPathAndTamper(t *testing.T) {
 	t.Parallel()
 	ks := newKeys(t)
 	start := time.Unix(1_800_000_000, 0)
-	serverClock := platform.NewFakeClock(start)
+	serverClock := clockpkg.NewFakeClock(start)
 	signer := signing.NewSigner(ks, serverClock)
 	body := []byte(`{"statusCode":200,"message":"ok"}`)
 	header := signer.Sign("/api/v1/meta/public-key", body)
 
 	src := &countingSource{}
 	src.publish(ks)
-	clientClock := platform.NewFakeClock(start)
+	clientClock := clockpkg.NewFakeClock(start)
 	v := signing.NewVerifier(signing.VerifierOptions{Source: src.fetch, Clock: clientClock})
 	ctx := context.Background()
 
@@ -442,7 +442,7 @@ func TestVerifyReplayWindowPathAndTamper(t *testing.T) {
 func TestUnknownKidRefetchesExactlyOnce(t *testing.T) {
 	t.Parallel()
 	ks := newKeys(t)
-	clock := platform.NewFakeClock(time.Unix(1_800_000_000, 0))
+	clock := clockpkg.NewFakeClock(time.Unix(1_800_000_000, 0))
 	signer := signing.NewSigner(ks, clock)
 	src := &countingSource{}
 	src.publish(ks) // the client will see only the first key at first
@@ -493,7 +493,7 @@ func TestUnknownKidRefetchesExactlyOnce(t *testing.T) {
 func TestMinRefetchLimitsForgedKids(t *testing.T) {
 	t.Parallel()
 	ks := newKeys(t)
-	clock := platform.NewFakeClock(time.Unix(1_800_000_000, 0))
+	clock := clockpkg.NewFakeClock(time.Unix(1_800_000_000, 0))
 	src := &countingSource{}
 	src.publish(ks)
 	v := signing.NewVerifier(signing.VerifierOptions{Source: src.fetch, Clock: clock, MinRefetch: time.Minute})

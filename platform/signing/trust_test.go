@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/signing"
 )
 
@@ -151,7 +152,7 @@ func TestEndorseAfterRotations(t *testing.T) {
 func TestPinningVerifier(t *testing.T) {
 	t.Parallel()
 	k1, k2, evil := key("k1"), key("k2"), key("evil")
-	clock := platform.NewFakeClock(trustNow)
+	clock := clockpkg.NewFakeClock(trustNow)
 	serve := answer(trustNow.Unix(), signing.PublicKeyPath, []signer{k1}, k1)
 	var accepted []map[string]ed25519.PublicKey
 	v := signing.NewVerifier(signing.VerifierOptions{Clock: clock, MinRefetch: time.Second,

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/clock"
 )
 
 // Verification errors; callers match them with errors.Is.
@@ -53,7 +53,7 @@ type VerifierOptions struct {
 	// verifier accepted (Pinned included), so the caller keeps them; never
 	// with a refused one.
 	OnAccept func(keys map[string]ed25519.PublicKey)
-	Clock    platform.Clock // nil: system clock
+	Clock    clock.Clock // nil: system clock
 	// CacheTTL after which a known kid still triggers a refresh (default 24h).
 	CacheTTL time.Duration
 	// MinRefetch is the least time between two fetches caused by unknown
@@ -81,7 +81,7 @@ type Verifier struct {
 // NewVerifier builds a verifier; it fetches keys lazily on first use.
 func NewVerifier(opt VerifierOptions) *Verifier {
 	if opt.Clock == nil {
-		opt.Clock = platform.SystemClock{}
+		opt.Clock = clock.SystemClock{}
 	}
 	if opt.CacheTTL <= 0 {
 		opt.CacheTTL = DefaultCacheTTL

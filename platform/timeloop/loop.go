@@ -10,7 +10,7 @@ import (
 	"context"
 	"time"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 )
 
 const (
@@ -24,7 +24,7 @@ const (
 // Run runs step until ctx ends. step does what is due at now and answers
 // when something is due next (the zero time: nothing). The loop then sleeps
 // until that time, at most MaxSleep, or until a value arrives on wake.
-func Run(ctx context.Context, clock platform.Clock, wake <-chan struct{}, step func(now time.Time) (next time.Time)) {
+func Run(ctx context.Context, clock clockpkg.Clock, wake <-chan struct{}, step func(now time.Time) (next time.Time)) {
 	for {
 		next := step(clock.Now())
 		wait := MaxSleep

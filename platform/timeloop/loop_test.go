@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/timeloop"
 )
 
@@ -16,7 +16,7 @@ import (
 func TestLoopNoticesAJumpingClock(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := platform.NewFakeClock(start)
+	clock := clockpkg.NewFakeClock(start)
 	due := start.Add(time.Hour)
 	fired := make(chan time.Time, 10)
 	var steps atomic.Int32

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"deckhand/platform"
 	"deckhand/platform/atomicfile"
+	"deckhand/platform/fault"
 )
 
 // backend reads and replaces the crontab. Every write is whole-file and
@@ -48,13 +48,13 @@ func etagOf(content []byte) string {
 
 // backendErr is the spec's crontab failure: 500 BACKEND_ERROR, message
 // "Internal server error", details naming the operation and the OS reason.
-func backendErr(op string, err error) *platform.Error {
+func backendErr(op string, err error) *fault.Error {
 	reason := err.Error()
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		reason = pe.Path + ": " + pe.Err.Error()
 	}
-	return &platform.Error{Code: platform.CodeBackend, Message: "Internal server error",
+	return &fault.Error{Code: fault.CodeBackend, Message: "Internal server error",
 		Details: op + ": " + reason, Cause: err}
 }
 

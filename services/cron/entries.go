@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Entry is one crontab entry as the API shows it.
@@ -97,39 +97,39 @@ func checkSchedule(spec string) error {
 func checkCommand(cmd string) error {
 	switch {
 	case strings.TrimSpace(cmd) == "":
-		return platform.Invalid("command", "is required")
+		return fault.Invalid("command", "is required")
 	case strings.ContainsAny(cmd, "\n\r\x00"):
-		return platform.Invalid("command", "must be one line without NUL")
+		return fault.Invalid("command", "must be one line without NUL")
 	case !utf8.ValidString(cmd):
-		return platform.Invalid("command", "must be UTF-8")
+		return fault.Invalid("command", "must be UTF-8")
 	case len(cmd) > 4000:
-		return platform.Invalid("command", "must be at most 4000 bytes")
+		return fault.Invalid("command", "must be at most 4000 bytes")
 	}
 	return nil
 }
 
 func checkCommon(user, comment, overlap, catchup *string) error {
 	if user != nil && *user != "" && !validUser(*user) {
-		return platform.Invalid("user", "must be a user name (letters, digits, _ . -; at most 32)")
+		return fault.Invalid("user", "must be a user name (letters, digits, _ . -; at most 32)")
 	}
 	if comment != nil {
 		c := *comment
 		switch {
 		case strings.ContainsAny(c, "\n\r\x00") || !utf8.ValidString(c) || len(c) > 1000:
-			return platform.Invalid("comment", "must be one UTF-8 line of at most 1000 bytes")
+			return fault.Invalid("comment", "must be one UTF-8 line of at most 1000 bytes")
 		}
 		if _, _, _, err := splitEntry(strings.TrimSpace(c), false); err == nil {
-			return platform.Invalid("comment", "reads as a commented-out entry; reword it")
+			return fault.Invalid("comment", "reads as a commented-out entry; reword it")
 		}
 		if _, _, _, err := splitEntry(strings.TrimSpace(c), true); err == nil {
-			return platform.Invalid("comment", "reads as a commented-out entry; reword it")
+			return fault.Invalid("comment", "reads as a commented-out entry; reword it")
 		}
 	}
 	if overlap != nil && *overlap != "" && !validOverlap[*overlap] {
-		return platform.Invalid("overlap", "must be allow, skip or queue")
+		return fault.Invalid("overlap", "must be allow, skip or queue")
 	}
 	if catchup != nil && *catchup != "" && !validCatchup[*catchup] {
-		return platform.Invalid("catchup", "must be none, last or all")
+		return fault.Invalid("catchup", "must be none, last or all")
 	}
 	return nil
 }
@@ -143,9 +143,9 @@ var (
 func (s *Service) checkUser(user string) error {
 	switch {
 	case s.system && user == "":
-		return platform.Invalid("user", "is required in a system-format crontab (%s)", s.backend.where())
+		return fault.Invalid("user", "is required in a system-format crontab (%s)", s.backend.where())
 	case !s.system && user != "":
-		return platform.Invalid("user", "a user crontab has no user field (%s)", s.backend.where())
+		return fault.Invalid("user", "a user crontab has no user field (%s)", s.backend.where())
 	}
 	return nil
 }
@@ -287,7 +287,7 @@ func (s *Service) Get(ctx context.Context, ref EntryRef) (EntryAnswer, error) {
 			return EntryAnswer{ETag: l.ETag, Body: e}, nil
 		}
 	}
-	return EntryAnswer{}, platform.NotFound("entry", ref.ID)
+	return EntryAnswer{}, fault.NotFound("entry", ref.ID)
 }
 
 // entryAt answers the entry on line index of d.
@@ -301,7 +301,7 @@ func (s *Service) entryAt(d *doc, index int) (Entry, string, error) {
 			return e, l.ETag, nil
 		}
 	}
-	return Entry{}, "", platform.Internal("find the written entry", nil)
+	return Entry{}, "", fault.Internal("find the written entry", nil)
 }
 
 // Create appends an entry (and its comment line) at the end of the crontab.
@@ -357,7 +357,7 @@ func (s *Service) update(ctx context.Context, ifMatch, id string, req UpdateEntr
 	d, err := s.modify(ctx, ifMatch, func(d *doc) error {
 		pe, ok := d.find(id)
 		if !ok {
-			return platform.NotFound("entry", id)
+			return fault.NotFound("entry", id)
 		}
 		l := pe.Line
 		spec, user, command, enabled := l.spec, l.user, l.command, !l.disabled
@@ -449,7 +449,7 @@ func (s *Service) Delete(ctx context.Context, in EntryChange) (EntryAnswer, erro
 	d, err := s.modify(ctx, in.IfMatch, func(d *doc) error {
 		pe, ok := d.find(id)
 		if !ok {
-			return platform.NotFound("entry", id)
+			return fault.NotFound("entry", id)
 		}
 		pols, err := s.policies()
 		if err != nil {

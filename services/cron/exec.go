@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 )
 
 // outputTail is how much of a run's output is kept.
@@ -131,7 +131,7 @@ func (s *Service) execRun(ctx context.Context, j job, run *Run) {
 	if run.ExitCode != nil {
 		fields["exit_code"] = *run.ExitCode
 	}
-	s.deps.Journal.Record(platform.JournalEntry{Time: run.StartedAt, Source: "cron", Level: level,
+	s.deps.Journal.Record(contract.JournalEntry{Time: run.StartedAt, Source: "cron", Level: level,
 		Message: "entry " + j.id + " ran", Fields: fields})
 	if run.Status == "failed" {
 		title := fmt.Sprintf("Scheduled command failed: %s", j.command)
@@ -143,7 +143,7 @@ func (s *Service) execRun(ctx context.Context, j job, run *Run) {
 		} else {
 			body = run.Error
 		}
-		s.deps.Notifier.Notify(platform.Event{Time: run.StartedAt, Kind: platform.EventScheduleFailed, Source: "cron",
+		s.deps.Notifier.Notify(contract.Event{Time: run.StartedAt, Kind: contract.EventScheduleFailed, Source: "cron",
 			Level: "error", Title: title, Body: body, Data: data})
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // ValidateRequest is the body of POST /api/v1/cron/validate.
@@ -25,7 +25,7 @@ func (r *ValidateRequest) Validate() error {
 		return invalidSchedule("timezone", "%s", err.Error())
 	}
 	if r.Count != 0 && (r.Count < 1 || r.Count > 100) {
-		return platform.Invalid("count", "must be 1 to 100")
+		return fault.Invalid("count", "must be 1 to 100")
 	}
 	return nil
 }
@@ -93,7 +93,7 @@ type CrontabWrittenAnswer struct {
 // PutRaw replaces the crontab when If-Match is its current ETag (or *).
 func (s *Service) PutRaw(ctx context.Context, in CrontabPut) (CrontabWrittenAnswer, error) {
 	if strings.TrimSpace(in.IfMatch) == "" {
-		return CrontabWrittenAnswer{}, &platform.Error{Code: platform.CodePreconditionRequired, Details: "If-Match",
+		return CrontabWrittenAnswer{}, &fault.Error{Code: fault.CodePreconditionRequired, Details: "If-Match",
 			Message: "If-Match: required to replace the crontab (the ETag of GET /api/v1/cron/crontab, or *)"}
 	}
 	content := in.Body
@@ -120,7 +120,7 @@ func (s *Service) RunNow(ctx context.Context, ref EntryRef) (Run, error) {
 	}
 	pe, ok := d.find(id)
 	if !ok {
-		return Run{}, platform.NotFound("entry", id)
+		return Run{}, fault.NotFound("entry", id)
 	}
 	sch, _ := parseSpec(pe.Line.spec, pe.Timezone)
 	return s.run.fire(fire{job: job{id: pe.ID, spec: pe.Line.spec, user: pe.Line.user, command: pe.Line.command,

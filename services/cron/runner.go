@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/timeloop"
 )
 
@@ -310,7 +310,7 @@ func (r *runner) fire(f fire) (Run, error) {
 	r.mu.Lock()
 	if r.ctx.Err() != nil {
 		r.mu.Unlock()
-		return Run{}, platform.Errorf(platform.CodeUnavailable, "the cron service is stopping")
+		return Run{}, fault.Errorf(fault.CodeUnavailable, "the cron service is stopping")
 	}
 	if r.active[f.job.id] > 0 {
 		switch pol.overlap() {
@@ -325,7 +325,7 @@ func (r *runner) fire(f fire) (Run, error) {
 			run.Status = "queued"
 			if err := r.s.saveRun(&run); err != nil {
 				r.mu.Unlock()
-				return Run{}, platform.Internal("record the run", err)
+				return Run{}, fault.Internal("record the run", err)
 			}
 			r.waiting[f.job.id] = append(r.waiting[f.job.id], queued{f: f, run: run})
 			r.mu.Unlock()
@@ -335,7 +335,7 @@ func (r *runner) fire(f fire) (Run, error) {
 	run.Status = "running"
 	if err := r.s.saveRun(&run); err != nil {
 		r.mu.Unlock()
-		return Run{}, platform.Internal("record the run", err)
+		return Run{}, fault.Internal("record the run", err)
 	}
 	r.active[f.job.id]++
 	r.wg.Add(1)
@@ -348,7 +348,7 @@ func (r *runner) skipped(run Run, why string) (Run, error) {
 	end := run.StartedAt
 	run.Status, run.EndedAt, run.Error = "skipped", &end, why
 	if err := r.s.saveRun(&run); err != nil {
-		return Run{}, platform.Internal("record the run", err)
+		return Run{}, fault.Internal("record the run", err)
 	}
 	return run, nil
 }

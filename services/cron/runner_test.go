@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/cron"
 )
@@ -27,9 +29,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // fakeClockDeps are a service's deps on a fake clock at 2026-01-01 10:00:30 UTC.
-func fakeClockDeps(t *testing.T) (platform.ServiceDeps, *platform.FakeClock) {
+func fakeClockDeps(t *testing.T) (contract.ServiceDeps, *clockpkg.FakeClock) {
 	deps := platformtest.ServiceDeps(t, "cron")
-	clock := platform.NewFakeClock(time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC))
+	clock := clockpkg.NewFakeClock(time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC))
 	deps.Clock = clock
 	return deps, clock
 }
@@ -264,7 +266,7 @@ func TestFailedRunReachesTheSeams(t *testing.T) {
 	call(t, h, "POST", "/api/v1/cron/entries/"+id+"/run", nil)
 	waitFor(t, "the notification", func() bool { return len(rec.Events()) > 0 })
 	ev, entry := rec.Events()[0], rec.Entries()[0]
-	if ev.Kind != platform.EventScheduleFailed || ev.Source != "cron" || ev.Data["exit_code"] != 3 || !strings.Contains(ev.Body, "broken") {
+	if ev.Kind != contract.EventScheduleFailed || ev.Source != "cron" || ev.Data["exit_code"] != 3 || !strings.Contains(ev.Body, "broken") {
 		t.Fatalf("event %+v", ev)
 	}
 	if entry.Level != "error" || entry.Fields["entry"] != id || entry.Fields["exit_code"] != 3 {

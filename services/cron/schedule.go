@@ -8,17 +8,17 @@ import (
 
 	robfig "github.com/robfig/cron/v3"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // CodeInvalidSchedule is a schedule (or a crontab line) cron would refuse.
 const CodeInvalidSchedule = "INVALID_SCHEDULE"
 
-func init() { platform.RegisterCode(CodeInvalidSchedule, http.StatusBadRequest) }
+func init() { fault.RegisterCode(CodeInvalidSchedule, http.StatusBadRequest) }
 
 // invalidSchedule names the field (or "crontab line N") and the rule.
-func invalidSchedule(field, format string, args ...any) *platform.Error {
-	return &platform.Error{Code: CodeInvalidSchedule, Field: field, Details: field,
+func invalidSchedule(field, format string, args ...any) *fault.Error {
+	return &fault.Error{Code: CodeInvalidSchedule, Field: field, Details: field,
 		Message: field + ": " + fmt.Sprintf(format, args...)}
 }
 

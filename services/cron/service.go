@@ -21,6 +21,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // Settings are the cron service's flags.
@@ -51,12 +53,12 @@ func (s *Settings) Validate() error {
 	case "", "auto", "user", "system":
 		return nil
 	}
-	return platform.Invalid("--crontab-format", "must be auto, user or system, got %q", s.Format)
+	return fault.Invalid("--crontab-format", "must be auto, user or system, got %q", s.Format)
 }
 
 // Service is the cron service.
 type Service struct {
-	deps    platform.ServiceDeps
+	deps    contract.ServiceDeps
 	set     Settings
 	log     *slog.Logger
 	backend backend
@@ -74,7 +76,7 @@ type Service struct {
 // New builds the cron service: it picks the crontab, reads it once (a
 // failure is reported by /health, not fatal: the crontab may become
 // readable) and, with the runner on, starts scheduling its entries.
-func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if set == nil {
 		set = &Settings{}
 	}
@@ -151,7 +153,7 @@ func (s *Service) HealthStatus() (string, string) {
 	defer s.healthMu.Unlock()
 	if s.lastErr != nil {
 		detail := s.lastErr.Error()
-		if pe, ok := s.lastErr.(*platform.Error); ok {
+		if pe, ok := s.lastErr.(*fault.Error); ok {
 			detail = pe.Details
 		}
 		return "unavailable", "crontab " + s.backend.where() + ": " + detail
@@ -204,7 +206,7 @@ func (s *Service) modify(ctx context.Context, ifMatch string, fn func(d *doc) er
 			for i := len(d.undo) - 1; i >= 0; i-- {
 				d.undo[i]()
 			}
-			if pe, ok := err.(*platform.Error); ok && pe.Code == platform.CodeBackend {
+			if pe, ok := err.(*fault.Error); ok && pe.Code == fault.CodeBackend {
 				s.note(err)
 			}
 			return nil, err
@@ -228,7 +230,7 @@ func checkIfMatch(header, current string) error {
 			return nil
 		}
 	}
-	return &platform.Error{Code: platform.CodePreconditionFailed, Details: "If-Match",
+	return &fault.Error{Code: fault.CodePreconditionFailed, Details: "If-Match",
 		Message: "the crontab changed since the ETag in If-Match was read (current ETag " + current + ")"}
 }
 

@@ -15,11 +15,12 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/cron"
 )
 
-func newService(t *testing.T, deps platform.ServiceDeps, set *cron.Settings) *cron.Service {
+func newService(t *testing.T, deps contract.ServiceDeps, set *cron.Settings) *cron.Service {
 	t.Helper()
 	svc, err := cron.New(deps, set)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -58,7 +58,7 @@ func (s *Service) policies() (map[string]Policy, error) {
 		})
 	})
 	if err != nil {
-		return nil, platform.Internal("read the entries' policies", err)
+		return nil, fault.Internal("read the entries' policies", err)
 	}
 	return out, nil
 }
@@ -67,7 +67,7 @@ func (s *Service) policy(id string) (Policy, error) {
 	var p Policy
 	err := s.deps.Store.View(func(tx *store.Tx) error { _, err := tx.Get(bucketPolicies, id, &p); return err })
 	if err != nil {
-		return Policy{}, platform.Internal("read the entry's policies", err)
+		return Policy{}, fault.Internal("read the entry's policies", err)
 	}
 	return p, nil
 }
@@ -82,7 +82,7 @@ func (s *Service) stagePolicy(d *doc, index int, oldID string, pol Policy) error
 		}
 	}
 	if newID == "" {
-		return platform.Internal("find the edited entry", nil)
+		return fault.Internal("find the edited entry", nil)
 	}
 	return s.putPolicies(d, map[string]*Policy{oldID: nil, newID: policyOrNil(pol)})
 }
@@ -135,7 +135,7 @@ func (s *Service) putPolicies(d *doc, set map[string]*Policy) error {
 		return nil
 	})
 	if err != nil {
-		return platform.Internal("store the entry's policies", err)
+		return fault.Internal("store the entry's policies", err)
 	}
 	d.undo = append(d.undo, func() {
 		_ = s.deps.Store.Update(func(tx *store.Tx) error {
@@ -235,7 +235,7 @@ func (s *Service) Runs(_ context.Context, f RunFilter) (RunList, error) {
 		})
 	})
 	if err != nil {
-		return RunList{}, platform.Internal("read the runs", err)
+		return RunList{}, fault.Internal("read the runs", err)
 	}
 	return out, nil
 }

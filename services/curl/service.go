@@ -14,18 +14,19 @@ import (
 	"sync"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 )
 
 // Service is the cookie-sessions service.
 type Service struct {
-	deps platform.ServiceDeps
+	deps contract.ServiceDeps
 	log  *slog.Logger
 	dir  string
 	mu   sync.Mutex // serializes the service's own writes to jars
 }
 
 // New builds the service; its jars live in <data>/curl/jars.
-func New(deps platform.ServiceDeps, _ *platform.NoSettings) (*Service, error) {
+func New(deps contract.ServiceDeps, _ *contract.NoSettings) (*Service, error) {
 	if deps.DataDir == "" {
 		return nil, errors.New("curl: no data directory")
 	}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
 	"deckhand/platform/atomicfile"
+	"deckhand/platform/fault"
 )
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -79,10 +79,10 @@ type AddCookies struct {
 // Validate checks every cookie.
 func (r *AddCookies) Validate() error {
 	if len(r.Cookies) == 0 {
-		return platform.Invalid("cookies", "required: at least one cookie")
+		return fault.Invalid("cookies", "required: at least one cookie")
 	}
 	if len(r.Cookies) > 1000 {
-		return platform.Invalid("cookies", "at most 1000 cookies")
+		return fault.Invalid("cookies", "at most 1000 cookies")
 	}
 	for i := range r.Cookies {
 		c := &r.Cookies[i]
@@ -93,18 +93,18 @@ func (r *AddCookies) Validate() error {
 		d := strings.TrimPrefix(c.Domain, ".")
 		switch {
 		case d == "" || strings.ContainsAny(c.Domain, " \t\r\n;,/#") || len(c.Domain) > 253:
-			return platform.Invalid(f+"domain", "required: a host name")
+			return fault.Invalid(f+"domain", "required: a host name")
 		case !strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, "\t\r\n;"):
-			return platform.Invalid(f+"path", "must start with / and hold no tab, newline or ';'")
+			return fault.Invalid(f+"path", "must start with / and hold no tab, newline or ';'")
 		case c.Name == "" || strings.ContainsAny(c.Name, " \t\r\n;=,") || len(c.Name) > 4096:
-			return platform.Invalid(f+"name", "required: a cookie name without spaces, tabs, newlines, ';', ',' or '='")
+			return fault.Invalid(f+"name", "required: a cookie name without spaces, tabs, newlines, ';', ',' or '='")
 		case strings.ContainsAny(c.Value, "\t\r\n;") || len(c.Value) > 4096:
-			return platform.Invalid(f+"value", "at most 4096 bytes without tab, newline or ';'")
+			return fault.Invalid(f+"value", "at most 4096 bytes without tab, newline or ';'")
 		}
 		if c.Expires != "" {
 			t, err := time.Parse(time.RFC3339, c.Expires)
 			if err != nil || t.Unix() < 1 {
-				return platform.Invalid(f+"expires", "must be an RFC 3339 time (2030-01-02T15:04:05Z), got %q", c.Expires)
+				return fault.Invalid(f+"expires", "must be an RFC 3339 time (2030-01-02T15:04:05Z), got %q", c.Expires)
 			}
 			c.expires = t.Unix()
 		}
@@ -114,7 +114,7 @@ func (r *AddCookies) Validate() error {
 
 func checkID(id string) error {
 	if !idPattern.MatchString(id) {
-		return platform.Invalid("id", "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
+		return fault.Invalid("id", "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	return nil
 }
@@ -124,11 +124,11 @@ func (s *Service) path(id string) string { return filepath.Join(s.dir, id+".txt"
 // read parses a session's jar.
 func (s *Service) read(id string) ([]cookie, os.FileInfo, error) {
 	if err := checkID(id); err != nil {
-		return nil, nil, platform.NotFound("session", id)
+		return nil, nil, fault.NotFound("session", id)
 	}
 	f, err := os.Open(s.path(id))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, platform.NotFound("session", id)
+		return nil, nil, fault.NotFound("session", id)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -140,7 +140,7 @@ func (s *Service) read(id string) ([]cookie, os.FileInfo, error) {
 	}
 	cs, err := parseJar(f)
 	if err != nil {
-		return nil, nil, &platform.Error{Code: platform.CodeConflict, Details: "jar",
+		return nil, nil, &fault.Error{Code: fault.CodeConflict, Details: "jar",
 			Message: "session " + strconv.Quote(id) + " is not a Netscape cookie file: " + err.Error()}
 	}
 	return cs, st, nil
@@ -222,13 +222,13 @@ func (s *Service) Session(_ context.Context, ref SessionRef) (Session, error) {
 func (s *Service) Delete(_ context.Context, ref SessionRef) error {
 	id := ref.ID
 	if err := checkID(id); err != nil {
-		return platform.NotFound("session", id)
+		return fault.NotFound("session", id)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := os.Remove(s.path(id))
 	if errors.Is(err, os.ErrNotExist) {
-		return platform.NotFound("session", id)
+		return fault.NotFound("session", id)
 	}
 	return err
 }
@@ -277,8 +277,8 @@ func (s *Service) addCookies(id string, r AddCookies) (sess Session, created boo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cs, _, err := s.read(id)
-	var pe *platform.Error
-	if errors.As(err, &pe) && pe.Code == platform.CodeNotFound {
+	var pe *fault.Error
+	if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
 		created, err = true, nil
 	}
 	if err != nil {

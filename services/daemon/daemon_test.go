@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/platform/proc"
 	"deckhand/services/daemon"
@@ -93,8 +94,8 @@ func (f *fixture) waitState(t *testing.T, id, state string, within time.Duration
 }
 
 // entries are the journal entries of source.
-func (f *fixture) entries(source string) []platform.JournalEntry {
-	var out []platform.JournalEntry
+func (f *fixture) entries(source string) []contract.JournalEntry {
+	var out []contract.JournalEntry
 	for _, e := range f.seams.Entries() {
 		if e.Source == source {
 			out = append(out, e)
@@ -139,7 +140,7 @@ func TestCrashingProgramBacksOffThenGoesFatal(t *testing.T) {
 	}
 	var crashed, fatal int
 	for _, ev := range f.seams.Events() {
-		if ev.Kind == platform.EventProgramCrashed && ev.Data["program"] == "crash" {
+		if ev.Kind == contract.EventProgramCrashed && ev.Data["program"] == "crash" {
 			crashed++
 			if ev.Data["state"] == daemon.StateFatal {
 				fatal++

@@ -11,6 +11,7 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/atomicfile"
+	"deckhand/platform/fault"
 )
 
 // Programs live one per file, <programs dir>/<id>.json, holding the same
@@ -69,7 +70,7 @@ func (p fileProblem) String() string { return p.path + ": " + p.err }
 
 func problemOf(path string, err error) fileProblem {
 	fp := fileProblem{path: path, err: errText(err)}
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		fp.field = pe.Details
 	}
@@ -77,7 +78,7 @@ func problemOf(path string, err error) fileProblem {
 }
 
 func errText(err error) string {
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return pe.Message
 	}
@@ -99,7 +100,7 @@ func readProgram(path, id string) (*Program, error) {
 		return nil, err
 	}
 	if p.ID != "" && p.ID != id {
-		return nil, platform.Invalid("id", "%q differs from the file name %q", p.ID, id)
+		return nil, fault.Invalid("id", "%q differs from the file name %q", p.ID, id)
 	}
 	p.ID = id
 	if err := p.Validate(); err != nil {

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -34,10 +34,10 @@ type SignalRequest struct {
 // Validate checks the signal.
 func (r *SignalRequest) Validate() error {
 	if r.Signal == "" {
-		return platform.Invalid("signal", "required")
+		return fault.Invalid("signal", "required")
 	}
 	if _, err := proc.ParseSignal(r.Signal); err != nil {
-		return platform.Invalid("signal", "%s", err.Error())
+		return fault.Invalid("signal", "%s", err.Error())
 	}
 	return nil
 }
@@ -128,7 +128,7 @@ func (s *Service) find(id string) (*program, error) {
 	if p := s.program(id); p != nil {
 		return p, nil
 	}
-	return nil, platform.NotFound("program", id)
+	return nil, fault.NotFound("program", id)
 }
 
 // Get answers one program.
@@ -158,7 +158,7 @@ func (s *Service) put(id string, def Program) (View, bool, error) {
 		return View{}, false, err
 	}
 	if def.ID != "" && def.ID != id {
-		return View{}, false, platform.Invalid("id", "%q differs from the id in the path %q", def.ID, id)
+		return View{}, false, fault.Invalid("id", "%q differs from the id in the path %q", def.ID, id)
 	}
 	def.ID = id
 	if err := def.Validate(); err != nil {
@@ -167,7 +167,7 @@ func (s *Service) put(id string, def Program) (View, bool, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return View{}, false, platform.Errorf(platform.CodeUnavailable, "the daemon service is stopping")
+		return View{}, false, fault.Errorf(fault.CodeUnavailable, "the daemon service is stopping")
 	}
 	graph := map[string]*Program{}
 	for k, p := range s.programs {
@@ -188,7 +188,7 @@ func (s *Service) put(id string, def Program) (View, bool, error) {
 	if !same {
 		if err := writeProgram(s.dir, &def); err != nil {
 			s.mu.Unlock()
-			return View{}, false, platform.Internal("write the program file", err)
+			return View{}, false, fault.Internal("write the program file", err)
 		}
 	}
 	// p.def changes under both locks: readers hold either. A running
@@ -226,7 +226,7 @@ func (s *Service) Delete(_ context.Context, ref ProgramRef) (View, error) {
 	p, ok := s.programs[id]
 	if !ok {
 		s.mu.Unlock()
-		return View{}, platform.NotFound("program", id)
+		return View{}, fault.NotFound("program", id)
 	}
 	var users []string
 	for _, oid := range s.ids() {
@@ -238,12 +238,12 @@ func (s *Service) Delete(_ context.Context, ref ProgramRef) (View, error) {
 	}
 	if len(users) > 0 {
 		s.mu.Unlock()
-		return View{}, &platform.Error{Code: platform.CodeConflict, Details: "depends_on",
+		return View{}, &fault.Error{Code: fault.CodeConflict, Details: "depends_on",
 			Message: fmt.Sprintf("program %q is a dependency of %s; change their depends_on first", id, strings.Join(users, ", "))}
 	}
 	if err := removeProgram(s.dir, id); err != nil {
 		s.mu.Unlock()
-		return View{}, platform.Internal("remove the program file", err)
+		return View{}, fault.Internal("remove the program file", err)
 	}
 	delete(s.programs, id)
 	s.mu.Unlock()
@@ -269,14 +269,14 @@ func (s *Service) setAutostart(id string, on bool) (View, error) {
 	defer s.mu.Unlock()
 	p, ok := s.programs[id]
 	if !ok {
-		return View{}, platform.NotFound("program", id)
+		return View{}, fault.NotFound("program", id)
 	}
 	p.mu.Lock()
 	def := *p.def
 	p.mu.Unlock()
 	def.Autostart = &on
 	if err := writeProgram(s.dir, &def); err != nil {
-		return View{}, platform.Internal("write the program file", err)
+		return View{}, fault.Internal("write the program file", err)
 	}
 	p.mu.Lock()
 	p.def = &def
@@ -295,7 +295,7 @@ func (s *Service) Start(ctx context.Context, in StartRequest) (View, error) {
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return View{}, platform.Errorf(platform.CodeUnavailable, "the daemon service is stopping")
+		return View{}, fault.Errorf(fault.CodeUnavailable, "the daemon service is stopping")
 	}
 	p.start()
 	if in.Wait {
@@ -335,7 +335,7 @@ func (s *Service) Signal(_ context.Context, in SignalInput) (View, error) {
 	pid := p.pid
 	p.mu.Unlock()
 	if pid <= 0 {
-		return View{}, &platform.Error{Code: platform.CodeConflict, Details: "state",
+		return View{}, &fault.Error{Code: fault.CodeConflict, Details: "state",
 			Message: fmt.Sprintf("program %q has no running process (state %s)", id, p.status().State)}
 	}
 	if req.Group == nil || *req.Group {
@@ -344,7 +344,7 @@ func (s *Service) Signal(_ context.Context, in SignalInput) (View, error) {
 		err = syscall.Kill(pid, sig)
 	}
 	if err != nil {
-		return View{}, platform.Internal("send the signal", err)
+		return View{}, fault.Internal("send the signal", err)
 	}
 	s.journal(id, "info", "sent SIG"+proc.SignalName(sig), map[string]any{"pid": pid})
 	return p.view(), nil

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -65,7 +65,7 @@ var idRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // checkID names the rule an id breaks.
 func checkID(field, id string) error {
 	if !idRule.MatchString(id) {
-		return platform.Invalid(field, "must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit, got %q", id)
+		return fault.Invalid(field, "must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit, got %q", id)
 	}
 	return nil
 }
@@ -80,18 +80,18 @@ func (p *Program) Validate() error {
 		}
 	}
 	if strings.TrimSpace(p.Command) == "" {
-		return platform.Invalid("command", "required")
+		return fault.Invalid("command", "required")
 	}
 	for _, s := range append([]string{p.Command, p.Cwd, p.User}, p.Args...) {
 		if strings.ContainsRune(s, 0) {
-			return platform.Invalid(fieldOf(p, s), "must not contain NUL")
+			return fault.Invalid(fieldOf(p, s), "must not contain NUL")
 		}
 	}
 	if p.Cwd != "" && !strings.HasPrefix(p.Cwd, "/") {
-		return platform.Invalid("cwd", "must be an absolute path, got %q", p.Cwd)
+		return fault.Invalid("cwd", "must be an absolute path, got %q", p.Cwd)
 	}
 	if k, ok := proc.CheckEnv(p.Env); !ok {
-		return platform.Invalid("env", "variable %q: names must be non-empty without '=' and NUL; values without NUL", k)
+		return fault.Invalid("env", "variable %q: names must be non-empty without '=' and NUL; values without NUL", k)
 	}
 	if p.Autostart == nil {
 		t := true
@@ -102,7 +102,7 @@ func (p *Program) Validate() error {
 		p.Restart = RestartOnFailure
 	case RestartAlways, RestartOnFailure, RestartNever:
 	default:
-		return platform.Invalid("restart", "must be always, on-failure or never, got %q", p.Restart)
+		return fault.Invalid("restart", "must be always, on-failure or never, got %q", p.Restart)
 	}
 	if err := seconds("start_seconds", &p.StartSeconds, 1, 3600); err != nil {
 		return err
@@ -111,7 +111,7 @@ func (p *Program) Validate() error {
 		n := 3
 		p.StartRetries = &n
 	} else if *p.StartRetries < 0 || *p.StartRetries > 100 {
-		return platform.Invalid("start_retries", "must be 0 to 100, got %d", *p.StartRetries)
+		return fault.Invalid("start_retries", "must be 0 to 100, got %d", *p.StartRetries)
 	}
 	if p.Backoff == nil {
 		p.Backoff = &Backoff{}
@@ -123,14 +123,14 @@ func (p *Program) Validate() error {
 		return err
 	}
 	if p.Backoff.Max < p.Backoff.Initial {
-		return platform.Invalid("backoff.max", "must be at least backoff.initial (%g)", p.Backoff.Initial)
+		return fault.Invalid("backoff.max", "must be at least backoff.initial (%g)", p.Backoff.Initial)
 	}
 	if p.StopSignal == "" {
 		p.StopSignal = "TERM"
 	}
 	sig, err := proc.ParseSignal(p.StopSignal)
 	if err != nil {
-		return platform.Invalid("stop_signal", "%s", err.Error())
+		return fault.Invalid("stop_signal", "%s", err.Error())
 	}
 	p.StopSignal = proc.SignalName(sig)
 	if err := seconds("stop_timeout", &p.StopTimeout, 10, 3600); err != nil {
@@ -142,10 +142,10 @@ func (p *Program) Validate() error {
 			return err
 		}
 		if d == p.ID {
-			return platform.Invalid("depends_on", "cycle: %s → %s", p.ID, p.ID)
+			return fault.Invalid("depends_on", "cycle: %s → %s", p.ID, p.ID)
 		}
 		if seen[d] {
-			return platform.Invalid("depends_on", "%q is listed twice", d)
+			return fault.Invalid("depends_on", "%q is listed twice", d)
 		}
 		seen[d] = true
 	}
@@ -174,24 +174,24 @@ func (r *Probe) validate() error {
 		n++
 		host, port, err := net.SplitHostPort(r.TCP)
 		if err != nil || port == "" || host == "" {
-			return platform.Invalid("readiness.tcp", "must be host:port, got %q", r.TCP)
+			return fault.Invalid("readiness.tcp", "must be host:port, got %q", r.TCP)
 		}
 	}
 	if r.HTTP != "" {
 		n++
 		u, err := url.Parse(r.HTTP)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return platform.Invalid("readiness.http", "must be an http or https URL, got %q", r.HTTP)
+			return fault.Invalid("readiness.http", "must be an http or https URL, got %q", r.HTTP)
 		}
 	}
 	if len(r.Command) > 0 {
 		n++
 		if strings.TrimSpace(r.Command[0]) == "" {
-			return platform.Invalid("readiness.command", "the first element must be the program to run")
+			return fault.Invalid("readiness.command", "the first element must be the program to run")
 		}
 	}
 	if n != 1 {
-		return platform.Invalid("readiness", "set exactly one of tcp, http or command")
+		return fault.Invalid("readiness", "set exactly one of tcp, http or command")
 	}
 	if err := seconds("readiness.interval", &r.Interval, 0.2, 3600); err != nil {
 		return err
@@ -205,7 +205,7 @@ func seconds(field string, v *float64, def, max float64) error {
 		*v = def
 	}
 	if *v < 0 || *v > max {
-		return platform.Invalid(field, "must be a number of seconds above 0 and at most %g, got %g", max, *v)
+		return fault.Invalid(field, "must be a number of seconds above 0 and at most %g, got %g", max, *v)
 	}
 	return nil
 }
@@ -231,7 +231,7 @@ func graphProblem(progs map[string]*Program) ([]string, error) {
 	for _, id := range ids {
 		for _, d := range progs[id].DependsOn {
 			if _, ok := progs[d]; !ok {
-				return []string{id}, platform.Invalid("depends_on", "program %q depends on %q, which is not defined", id, d)
+				return []string{id}, fault.Invalid("depends_on", "program %q depends on %q, which is not defined", id, d)
 			}
 		}
 	}
@@ -250,7 +250,7 @@ func graphProblem(progs map[string]*Program) ([]string, error) {
 			switch color[d] {
 			case grey:
 				members := append([]string(nil), stack[indexOf(stack, d):]...)
-				return members, platform.Invalid("depends_on", "cycle: %s", strings.Join(append(members, d), " → "))
+				return members, fault.Invalid("depends_on", "cycle: %s", strings.Join(append(members, d), " → "))
 			case white:
 				if bad, err := visit(d); err != nil {
 					return bad, err

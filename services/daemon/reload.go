@@ -7,7 +7,7 @@ import (
 	"sort"
 	"sync"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Reloaded is the answer of POST /api/v1/daemon/reload.
@@ -27,7 +27,7 @@ func (s *Service) Reload(context.Context) (Reloaded, error) {
 	defer s.reloadMu.Unlock()
 	defs, problems, err := loadDir(s.dir)
 	if err != nil {
-		return Reloaded{}, platform.Internal("read the programs directory", err)
+		return Reloaded{}, fault.Internal("read the programs directory", err)
 	}
 	if len(problems) > 0 {
 		pr := problems[0]
@@ -35,12 +35,12 @@ func (s *Service) Reload(context.Context) (Reloaded, error) {
 		if pr.field != "" {
 			details += ": " + pr.field
 		}
-		return Reloaded{}, &platform.Error{Code: platform.CodeInvalid, Details: details, Message: pr.String()}
+		return Reloaded{}, &fault.Error{Code: fault.CodeInvalid, Details: details, Message: pr.String()}
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return Reloaded{}, platform.Errorf(platform.CodeUnavailable, "the daemon service is stopping")
+		return Reloaded{}, fault.Errorf(fault.CodeUnavailable, "the daemon service is stopping")
 	}
 	r := Reloaded{Programs: len(defs), Added: []string{}, Changed: []string{}, Removed: []string{}}
 	var start, restart, stop []*program

@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -35,14 +37,14 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 // Validate checks --daemon-programs.
 func (s *Settings) Validate() error {
 	if s.Programs != "" && !filepath.IsAbs(s.Programs) {
-		return platform.Invalid("--daemon-programs", "must be an absolute path, got %q", s.Programs)
+		return fault.Invalid("--daemon-programs", "must be an absolute path, got %q", s.Programs)
 	}
 	return nil
 }
 
 // Service is the program daemon.
 type Service struct {
-	deps    platform.ServiceDeps
+	deps    contract.ServiceDeps
 	dir     string
 	log     *slog.Logger
 	spawner *proc.Spawner
@@ -60,7 +62,7 @@ type Service struct {
 }
 
 // New loads the program files and starts those with autostart.
-func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if set == nil {
 		set = &Settings{}
 	}
@@ -158,7 +160,7 @@ func (s *Service) journal(program, level, msg string, fields map[string]any) {
 	for k, v := range fields {
 		f[k] = v
 	}
-	s.deps.Journal.Record(platform.JournalEntry{Time: s.deps.Clock.Now(), Source: "daemon", Level: level,
+	s.deps.Journal.Record(contract.JournalEntry{Time: s.deps.Clock.Now(), Source: "daemon", Level: level,
 		Message: program + ": " + msg, Fields: f})
 }
 

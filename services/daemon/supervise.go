@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/proc"
 )
 
@@ -234,7 +234,7 @@ func (p *program) lastError() string { p.mu.Lock(); defer p.mu.Unlock(); return 
 // the event having been sent.
 func (p *program) fatal(def *Program, why string) {
 	p.svc.journal(def.ID, "error", "fatal: "+why, nil)
-	p.svc.deps.Notifier.Notify(platform.Event{Time: p.svc.deps.Clock.Now(), Kind: platform.EventProgramCrashed,
+	p.svc.deps.Notifier.Notify(contract.Event{Time: p.svc.deps.Clock.Now(), Kind: contract.EventProgramCrashed,
 		Source: "daemon", Level: "error", Title: "Program " + def.ID + " is fatal", Body: why,
 		Data: map[string]any{"program": def.ID, "state": StateFatal}})
 	p.set(func() { p.state, p.lastErr, p.pid, p.waiting = StateFatal, why, 0, nil })
@@ -260,7 +260,7 @@ func (p *program) crashed(def *Program, res exitResult, next string) {
 	if res.err == nil && res.code == 0 {
 		return
 	}
-	p.svc.deps.Notifier.Notify(platform.Event{Time: p.svc.deps.Clock.Now(), Kind: platform.EventProgramCrashed,
+	p.svc.deps.Notifier.Notify(contract.Event{Time: p.svc.deps.Clock.Now(), Kind: contract.EventProgramCrashed,
 		Source: "daemon", Level: "error", Title: "Program " + def.ID + " " + what, Body: next, Data: data})
 }
 
@@ -442,7 +442,7 @@ func (p *program) command(def *Program) (*exec.Cmd, pipes, error) {
 func (p *program) forward(id, stream string, pid int, r *os.File) {
 	defer r.Close()
 	proc.ReadLines(r, func(line string) {
-		p.svc.deps.Journal.Record(platform.JournalEntry{Time: p.svc.deps.Clock.Now(), Source: id, Level: "info",
+		p.svc.deps.Journal.Record(contract.JournalEntry{Time: p.svc.deps.Clock.Now(), Source: id, Level: "info",
 			Message: line, Fields: map[string]any{"stream": stream, "pid": pid}})
 	})
 }

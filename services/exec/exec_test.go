@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/exec"
 )
@@ -19,12 +21,12 @@ type fixture struct {
 	h     *platform.Host
 	seams *platformtest.Seams
 	file  string
-	deps  platform.ServiceDeps
+	deps  contract.ServiceDeps
 }
 
 // newFixture is an exec service whose schedules file holds content (none
 // when empty), on clock (the system's when nil).
-func newFixture(t *testing.T, content string, clock platform.Clock) *fixture {
+func newFixture(t *testing.T, content string, clock clockpkg.Clock) *fixture {
 	t.Helper()
 	deps := platformtest.ServiceDeps(t, "exec")
 	seams := &platformtest.Seams{}
@@ -86,7 +88,7 @@ func finished(n int) func([]exec.Run) bool {
 func TestScheduleRunsOnTimeOnAFakeClock(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 500e6, time.UTC)
-	clock := platform.NewFakeClock(start)
+	clock := clockpkg.NewFakeClock(start)
 	f := newFixture(t, "schedules:\n  - name: tick\n    schedule: '*/10 * * * * *'\n    command: echo ran\n", clock)
 	due := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
 	l := mustList(t, f.svc)
@@ -165,7 +167,7 @@ func TestTimeoutKillsTheRunAndKeepsItsOutput(t *testing.T) {
 	end := time.Now().Add(10 * time.Second)
 	for failed := false; !failed; {
 		for _, ev := range f.seams.Events() {
-			failed = failed || (ev.Kind == platform.EventScheduleFailed && ev.Data["status"] == exec.StatusTimedOut)
+			failed = failed || (ev.Kind == contract.EventScheduleFailed && ev.Data["status"] == exec.StatusTimedOut)
 		}
 		if !failed && time.Now().After(end) {
 			t.Fatalf("no schedule.failed event: %+v", f.seams.Events())

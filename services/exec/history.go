@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -75,7 +75,7 @@ func (s *Service) newRun(r Run) (Run, error) {
 		return nil
 	})
 	if err != nil {
-		return Run{}, platform.Internal("record the run", err)
+		return Run{}, fault.Internal("record the run", err)
 	}
 	return r, nil
 }
@@ -156,7 +156,7 @@ func (s *Service) runs(f HistoryFilter) ([]Run, error) {
 		})
 	})
 	if err != nil {
-		return nil, platform.Internal("read the history", err)
+		return nil, fault.Internal("read the history", err)
 	}
 	return out, nil
 }

@@ -5,7 +5,8 @@ import (
 	"sort"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // View is a loaded schedule with its next run and last result.
@@ -32,7 +33,7 @@ type TriggerRequest struct {
 // Validate checks the name is given.
 func (r *TriggerRequest) Validate() error {
 	if r.Name == "" {
-		return platform.Invalid("name", "required")
+		return fault.Invalid("name", "required")
 	}
 	return nil
 }
@@ -78,7 +79,7 @@ func (s *Service) Trigger(_ context.Context, req TriggerRequest) (Run, error) {
 	defer s.mu.Unlock()
 	e, ok := s.entries[name]
 	if !ok {
-		return Run{}, platform.NotFound("schedule", name)
+		return Run{}, fault.NotFound("schedule", name)
 	}
 	return s.fire(e, "manual", nil)
 }
@@ -101,7 +102,7 @@ func (s *Service) Reload(context.Context) (Reloaded, error) {
 		sort.Strings(l)
 	}
 	r := Reloaded{File: s.path, Schedules: n, Added: nonNil(added), Changed: nonNil(changed), Removed: nonNil(removed)}
-	s.deps.Journal.Record(platform.JournalEntry{Time: s.deps.Clock.Now(), Source: "exec", Level: "info",
+	s.deps.Journal.Record(contract.JournalEntry{Time: s.deps.Clock.Now(), Source: "exec", Level: "info",
 		Message: "schedules reloaded", Fields: map[string]any{"added": r.Added, "changed": r.Changed, "removed": r.Removed}})
 	return r, nil
 }

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/proc"
 )
 
@@ -62,7 +62,7 @@ func (s *Service) report(def *Schedule, r Run) {
 		if r.ExitCode != nil {
 			data["exit_code"] = *r.ExitCode
 		}
-		s.deps.Notifier.Notify(platform.Event{Time: r.StartedAt, Kind: platform.EventScheduleFailed, Source: "exec",
+		s.deps.Notifier.Notify(contract.Event{Time: r.StartedAt, Kind: contract.EventScheduleFailed, Source: "exec",
 			Level: "error", Title: title, Body: body, Data: data})
 	}
 }
@@ -84,7 +84,7 @@ func (s *Service) journalRun(def *Schedule, r Run) {
 	if r.Error != "" {
 		fields["error"] = r.Error
 	}
-	s.deps.Journal.Record(platform.JournalEntry{Time: r.StartedAt, Source: "exec", Level: level,
+	s.deps.Journal.Record(contract.JournalEntry{Time: r.StartedAt, Source: "exec", Level: level,
 		Message: "schedule " + def.Name + ": " + r.Status, Fields: fields})
 }
 

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/timeloop"
 )
 
@@ -69,7 +69,7 @@ func (s *Service) fire(e *entry, trigger string, at *time.Time) (Run, error) {
 	def := e.def
 	r := Run{Schedule: def.Name, Trigger: trigger, ScheduledAt: at, StartedAt: s.deps.Clock.Now(), Status: StatusRunning}
 	if s.ctx.Err() != nil {
-		return Run{}, platform.Errorf(platform.CodeUnavailable, "the exec service is stopping")
+		return Run{}, fault.Errorf(fault.CodeUnavailable, "the exec service is stopping")
 	}
 	if e.active > 0 {
 		switch {

@@ -13,7 +13,7 @@ import (
 	robfig "github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -65,7 +65,7 @@ func loadFile(path string) ([]*Schedule, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &platform.Error{Code: platform.CodeBackend, Details: "file", Message: "read the schedules file", Cause: err}
+		return nil, &fault.Error{Code: fault.CodeBackend, Details: "file", Message: "read the schedules file", Cause: err}
 	}
 	return parseFile(path, raw)
 }
@@ -75,7 +75,7 @@ func parseFile(path string, raw []byte) ([]*Schedule, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, &platform.Error{Code: platform.CodeInvalid, Details: "file", Message: path + ": " + yamlText(err)}
+		return nil, &fault.Error{Code: fault.CodeInvalid, Details: "file", Message: path + ": " + yamlText(err)}
 	}
 	seen := map[string]int{}
 	out := make([]*Schedule, 0, len(f.Schedules))
@@ -83,13 +83,13 @@ func parseFile(path string, raw []byte) ([]*Schedule, error) {
 		s := &f.Schedules[i]
 		field := fmt.Sprintf("schedules[%d]", i)
 		if err := s.check(); err != nil {
-			var pe *platform.Error
+			var pe *fault.Error
 			errors.As(err, &pe)
-			return nil, &platform.Error{Code: platform.CodeInvalid, Details: field + "." + pe.Details,
+			return nil, &fault.Error{Code: fault.CodeInvalid, Details: field + "." + pe.Details,
 				Message: path + ": " + field + "." + pe.Message}
 		}
 		if j, dup := seen[s.Name]; dup {
-			return nil, &platform.Error{Code: platform.CodeInvalid, Details: field + ".name",
+			return nil, &fault.Error{Code: fault.CodeInvalid, Details: field + ".name",
 				Message: fmt.Sprintf("%s: %s.name: %q is also the name of schedules[%d]", path, field, s.Name, j)}
 		}
 		seen[s.Name] = i
@@ -118,42 +118,42 @@ var typeName = regexp.MustCompile(` in type [^\n]*`)
 // check validates one schedule and fills its defaults.
 func (s *Schedule) check() error {
 	if !nameRule.MatchString(s.Name) {
-		return platform.Invalid("name", "must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit, got %q", s.Name)
+		return fault.Invalid("name", "must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit, got %q", s.Name)
 	}
 	if strings.TrimSpace(s.Cron) == "" {
-		return platform.Invalid("schedule", "required")
+		return fault.Invalid("schedule", "required")
 	}
 	if strings.HasPrefix(s.Cron, "TZ=") || strings.HasPrefix(s.Cron, "CRON_TZ=") {
-		return platform.Invalid("schedule", "set the zone with timezone, not in the expression")
+		return fault.Invalid("schedule", "set the zone with timezone, not in the expression")
 	}
 	loc := time.UTC
 	if s.Timezone != "" {
 		l, err := time.LoadLocation(s.Timezone)
 		if err != nil || s.Timezone == "Local" {
-			return platform.Invalid("timezone", "unknown IANA time zone %q", s.Timezone)
+			return fault.Invalid("timezone", "unknown IANA time zone %q", s.Timezone)
 		}
 		loc = l
 	}
 	sched, err := parser.Parse(s.Cron)
 	if err != nil {
-		return platform.Invalid("schedule", "%s", err.Error())
+		return fault.Invalid("schedule", "%s", err.Error())
 	}
 	if spec, ok := sched.(*robfig.SpecSchedule); ok {
 		spec.Location = loc
 	}
 	s.sched = sched
 	if strings.TrimSpace(s.Command) == "" {
-		return platform.Invalid("command", "required")
+		return fault.Invalid("command", "required")
 	}
 	if strings.ContainsRune(s.Command, 0) {
-		return platform.Invalid("command", "must not contain NUL")
+		return fault.Invalid("command", "must not contain NUL")
 	}
 	if s.Timeout == "" {
 		s.Timeout = "1h"
 	}
 	d, err := time.ParseDuration(s.Timeout)
 	if err != nil || d <= 0 || d > 7*24*time.Hour {
-		return platform.Invalid("timeout", "must be a duration above 0 and at most 168h (90s, 5m, 1h30m), got %q", s.Timeout)
+		return fault.Invalid("timeout", "must be a duration above 0 and at most 168h (90s, 5m, 1h30m), got %q", s.Timeout)
 	}
 	s.timeout = d
 	switch s.Overlap {
@@ -161,13 +161,13 @@ func (s *Schedule) check() error {
 		s.Overlap = OverlapSkip
 	case OverlapSkip, OverlapQueue, OverlapAllow:
 	default:
-		return platform.Invalid("overlap", "must be skip, queue or allow, got %q", s.Overlap)
+		return fault.Invalid("overlap", "must be skip, queue or allow, got %q", s.Overlap)
 	}
 	if s.Cwd != "" && !strings.HasPrefix(s.Cwd, "/") {
-		return platform.Invalid("cwd", "must be an absolute path, got %q", s.Cwd)
+		return fault.Invalid("cwd", "must be an absolute path, got %q", s.Cwd)
 	}
 	if k, ok := proc.CheckEnv(s.Env); !ok {
-		return platform.Invalid("env", "variable %q: names must be non-empty without '=' and NUL; values without NUL", k)
+		return fault.Invalid("env", "variable %q: names must be non-empty without '=' and NUL; values without NUL", k)
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -35,14 +37,14 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 // Validate checks --exec-schedules.
 func (s *Settings) Validate() error {
 	if s.Schedules != "" && !filepath.IsAbs(s.Schedules) {
-		return platform.Invalid("--exec-schedules", "must be an absolute path, got %q", s.Schedules)
+		return fault.Invalid("--exec-schedules", "must be an absolute path, got %q", s.Schedules)
 	}
 	return nil
 }
 
 // Service is the scheduled-execution service.
 type Service struct {
-	deps    platform.ServiceDeps
+	deps    contract.ServiceDeps
 	log     *slog.Logger
 	path    string
 	spawner *proc.Spawner
@@ -64,8 +66,8 @@ type Service struct {
 // New reads the schedules file and starts the scheduler. A file that does
 // not load leaves the service running with no schedules; the list says
 // why, and a reload after fixing it takes it.
-func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
-	deps, set, err := platform.PrepareService("exec", deps, set)
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
+	deps, set, err := contract.PrepareService("exec", deps, set)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +85,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	if err != nil {
 		s.loadError = errText(err)
 		s.log.Error("exec: schedules file not loaded", "err", s.loadError)
-		deps.Journal.Record(platform.JournalEntry{Time: deps.Clock.Now(), Source: "exec", Level: "error",
+		deps.Journal.Record(contract.JournalEntry{Time: deps.Clock.Now(), Source: "exec", Level: "error",
 			Message: "schedules file not loaded: " + s.loadError})
 	}
 	s.mu.Lock()
@@ -94,7 +96,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 }
 
 func errText(err error) string {
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		if pe.Cause != nil {
 			return pe.Message + ": " + pe.Cause.Error()

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // ArchiveInput names the directory to download and the format.
@@ -40,7 +41,7 @@ func (s *Service) Archive(_ context.Context, in ArchiveInput) (Archive, error) {
 		return Archive{}, fsError(p, err)
 	}
 	if !fi.IsDir() {
-		return Archive{}, platform.Errorf(platform.CodeConflict, "%s is not a directory (files download through /api/v1/files/content)", p).WithDetails("path")
+		return Archive{}, fault.Errorf(fault.CodeConflict, "%s is not a directory (files download through /api/v1/files/content)", p).WithDetails("path")
 	}
 	base := path.Base(apiPath(r))
 	if base == "/" {
@@ -191,7 +192,7 @@ func (s *Service) UnpackTar(_ context.Context, tin TarInput) (TarResult, error) 
 	if tin.Gzip || strings.EqualFold(tin.ContentEncoding, "gzip") {
 		gz, err := gzip.NewReader(in)
 		if err != nil {
-			return TarResult{}, platform.Invalid("body", "is not gzip: %v", err)
+			return TarResult{}, fault.Invalid("body", "is not gzip: %v", err)
 		}
 		in = gz
 	}
@@ -217,7 +218,7 @@ func (s *Service) unpack(in io.Reader, dir, p string) (*TarResult, error) {
 			return nil, s.tooLarge()
 		}
 		if err != nil {
-			return nil, platform.Invalid("body", "is not a well-formed tar stream: %v", err)
+			return nil, fault.Invalid("body", "is not a well-formed tar stream: %v", err)
 		}
 		name := strings.TrimPrefix(h.Name, "./")
 		if path.IsAbs(h.Name) {

@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"io"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Checksum is a regular file's SHA-256 with the validator it was computed
@@ -36,7 +36,7 @@ func (s *Service) Checksum(p string) (Checksum, error) {
 		return Checksum{}, fsError(p, err)
 	}
 	if etagOf(after) != etagOf(fi) {
-		return Checksum{}, platform.Errorf(platform.CodeConflict, "%s changed while it was hashed; ask again", p).WithDetails("path")
+		return Checksum{}, fault.Errorf(fault.CodeConflict, "%s changed while it was hashed; ask again", p).WithDetails("path")
 	}
 	r, _ := rel("path", p)
 	return Checksum{Path: apiPath(r), Size: fi.Size(), ETag: etagOf(fi), SHA256: hex.EncodeToString(h.Sum(nil))}, nil

@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/net/webdav"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -173,7 +173,7 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 		case err != nil:
 		case before != nil && !os.SameFile(before, fi):
 			// Replaced (by a link, say) between the look and the open.
-			err = platform.Errorf(platform.CodeConflict, "%s changed during the request", name).WithDetails("path")
+			err = fault.Errorf(fault.CodeConflict, "%s changed during the request", name).WithDetails("path")
 		case readOnly && !fi.Mode().IsRegular() && !fi.IsDir():
 			node = &davNode{fs: d, rel: r, fi: fi}
 		default:
@@ -290,7 +290,7 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	}
 	if errors.Is(err, fs.ErrNotExist) && !isEscape(err) {
 		// x/net answers any failed rename 403.
-		note(ctx, platform.NotFound("path", oldName))
+		note(ctx, fault.NotFound("path", oldName))
 		return os.ErrPermission
 	}
 	return osErr(ctx, newName, err)
@@ -401,7 +401,7 @@ func (f *davFile) Close() error {
 	}
 	if st := stateOf(f.ctx); err == nil && f.werr == nil && f.sum != nil && st != nil && st.ocSum != nil {
 		if got := hex.EncodeToString(f.sum.Sum(nil)); got != st.ocSum.sum {
-			f.werr = note(f.ctx, platform.Errorf(platform.CodeInvalid, "the content's %s is %s, not the %s of OC-Checksum",
+			f.werr = note(f.ctx, fault.Errorf(fault.CodeInvalid, "the content's %s is %s, not the %s of OC-Checksum",
 				st.ocSum.algo, got, st.ocSum.sum).WithDetails("OC-Checksum"))
 		}
 	}
@@ -591,7 +591,7 @@ func (s *Service) davOutcome(req *http.Request, status int, st *reqState, name s
 	}
 	switch {
 	case status == http.StatusNotFound:
-		return platform.NotFound("path", name)
+		return fault.NotFound("path", name)
 	case status >= 400:
 		return davStatusError(req.Method, status, st.xerr)
 	}
@@ -609,7 +609,7 @@ func checkNamespaces(raw []byte) error {
 		if se, ok := tok.(xml.StartElement); ok {
 			for _, a := range se.Attr {
 				if a.Name.Space == "xmlns" && a.Value == "" {
-					return platform.Invalid("body", "declares namespace prefix %q as empty, which XML Namespaces forbid", a.Name.Local)
+					return fault.Invalid("body", "declares namespace prefix %q as empty, which XML Namespaces forbid", a.Name.Local)
 				}
 			}
 		}
@@ -639,18 +639,18 @@ func (s *Service) davPreconditions(req *http.Request, name string) error {
 		etag = "dir"
 	}
 	if im := req.Header.Get("If-Match"); im != "" && (etag == "" || !etagMatch(im, etag)) {
-		return platform.Errorf(platform.CodePreconditionFailed, "%s changed since the ETag in If-Match was read", name).WithDetails("If-Match")
+		return fault.Errorf(fault.CodePreconditionFailed, "%s changed since the ETag in If-Match was read", name).WithDetails("If-Match")
 	}
 	if inm := req.Header.Get("If-None-Match"); inm != "" && etag != "" && (inm == "*" || etagMatch(inm, etag)) &&
 		req.Method != http.MethodGet && req.Method != http.MethodHead {
-		return platform.Errorf(platform.CodePreconditionFailed, "%s exists (If-None-Match)", name).WithDetails("If-None-Match")
+		return fault.Errorf(fault.CodePreconditionFailed, "%s exists (If-None-Match)", name).WithDetails("If-None-Match")
 	}
 	ih := req.Header.Get("If")
 	if ih == "" || !strings.Contains(ih, "[") {
 		return nil
 	}
 	if !ifHeaderMayPass(ih, etag) {
-		return platform.Errorf(platform.CodePreconditionFailed, "no list of the If header matches %s's ETag", name).WithDetails("If")
+		return fault.Errorf(fault.CodePreconditionFailed, "no list of the If header matches %s's ETag", name).WithDetails("If")
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/platformtest"
 	"deckhand/services/files"
 )
@@ -464,7 +464,7 @@ func TestFifosDoNotHangRequests(t *testing.T) {
 func TestDAVLocksExpireWithinAnHour(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	clock := platform.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := clockpkg.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	deps := platformtest.ServiceDeps(t, "files")
 	deps.Clock = clock
 	base, _ := serveWith(t, deps, files.Settings{Root: root})

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/net/webdav"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Codes of WebDAV answers that have no code of their own in the platform.
@@ -23,8 +24,8 @@ const (
 )
 
 func init() {
-	platform.RegisterCode(CodeLocked, http.StatusLocked)
-	platform.RegisterCode(CodeForeignDestination, http.StatusBadGateway)
+	fault.RegisterCode(CodeLocked, http.StatusLocked)
+	fault.RegisterCode(CodeForeignDestination, http.StatusBadGateway)
 }
 
 // errorNS is the namespace of the code, details and message elements a
@@ -34,7 +35,7 @@ const errorNS = "urn:deckhand:error"
 // davCondError is a refusal that RFC 4918 names with a precondition
 // element in the DAV: namespace, e.g. propfind-finite-depth.
 type davCondError struct {
-	err  *platform.Error
+	err  *fault.Error
 	cond string
 }
 
@@ -43,7 +44,7 @@ func (e *davCondError) Unwrap() error { return e.err }
 
 func finiteDepthOnly() error {
 	return &davCondError{cond: "propfind-finite-depth",
-		err: platform.Errorf(platform.CodeForbidden, "PROPFIND of a collection answers Depth 0 or 1 only; infinite depth (also meant by no Depth header) is refused").WithDetails("Depth")}
+		err: fault.Errorf(fault.CodeForbidden, "PROPFIND of a collection answers Depth 0 or 1 only; infinite depth (also meant by no Depth header) is refused").WithDetails("Depth")}
 }
 
 // davError is the answer to a failed WebDAV request for a WebDAV client:
@@ -52,8 +53,8 @@ func finiteDepthOnly() error {
 // code, details and a client-safe message, never a Go error string. (A
 // client whose Accept prefers application/json gets the JSON error.)
 func (s *Service) davError(ctx context.Context, in DavInput, err error) DavAnswer {
-	e := platform.AsError(err)
-	if e.Code == platform.CodeInternal || e.Code == platform.CodeBackend {
+	e := fault.AsError(err)
+	if e.Code == fault.CodeInternal || e.Code == fault.CodeBackend {
 		s.deps.Logger.Error("request failed", "request_id", platform.RequestIDOf(ctx),
 			"path", "/dav/"+in.Path, "code", e.Code, "err", err)
 	}
@@ -130,24 +131,24 @@ func davStatusError(method string, status int, cause error) error {
 			}
 		}
 	}
-	code := platform.CodeBadRequest
+	code := fault.CodeBadRequest
 	switch status {
 	case http.StatusBadRequest:
 		if field != "" {
-			code = platform.CodeInvalid
+			code = fault.CodeInvalid
 		}
 	case http.StatusForbidden:
-		code = platform.CodeForbidden
+		code = fault.CodeForbidden
 	case http.StatusNotFound:
-		code = platform.CodeNotFound
+		code = fault.CodeNotFound
 	case http.StatusMethodNotAllowed:
-		code = platform.CodeMethodNotAllowed
+		code = fault.CodeMethodNotAllowed
 	case http.StatusConflict:
-		code = platform.CodeConflict
+		code = fault.CodeConflict
 	case http.StatusPreconditionFailed:
-		code = platform.CodePreconditionFailed
+		code = fault.CodePreconditionFailed
 	case http.StatusUnsupportedMediaType:
-		code = platform.CodeUnsupportedMedia
+		code = fault.CodeUnsupportedMedia
 	case http.StatusLocked:
 		code = CodeLocked
 	case http.StatusBadGateway:
@@ -156,7 +157,7 @@ func davStatusError(method string, status int, cause error) error {
 		code = CodeInsufficientStorage
 	default:
 		if status >= 500 {
-			return platform.Internal("answer "+method, cause)
+			return fault.Internal("answer "+method, cause)
 		}
 	}
 	if msg == "" {
@@ -172,7 +173,7 @@ func davStatusError(method string, status int, cause error) error {
 			msg = "a parent collection is missing"
 		}
 	}
-	e := platform.Errorf(code, "%s", msg)
+	e := fault.Errorf(code, "%s", msg)
 	if field != "" {
 		e = e.WithDetails("%s", field)
 		e.Field = field

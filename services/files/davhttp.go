@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/webdav"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // DavInput is a WebDAV request: the resource, the headers WebDAV reads and
@@ -125,11 +126,11 @@ func (s *Service) serveDAV(ctx context.Context, in DavInput, bodyRead *bool) (Da
 		return DavAnswer{}, err
 	}
 	if strings.ContainsRune(in.Path, '#') {
-		return DavAnswer{}, platform.Invalid("path", "must not carry a fragment (#)")
+		return DavAnswer{}, fault.Invalid("path", "must not carry a fragment (#)")
 	}
 	u, err := url.ParseRequestURI("/dav/" + in.Path)
 	if err != nil {
-		return DavAnswer{}, platform.Invalid("path", "is not a valid URL path")
+		return DavAnswer{}, fault.Invalid("path", "is not a valid URL path")
 	}
 	name := strings.TrimPrefix(u.Path, "/dav")
 	// Behind the agent's gateway (/_/files/dav/...) hrefs in answers and
@@ -177,7 +178,7 @@ func (s *Service) serveDAV(ctx context.Context, in DavInput, bodyRead *bool) (Da
 		if in.OCMtime != "" {
 			n, err := strconv.ParseInt(in.OCMtime, 10, 64)
 			if err != nil || n < 0 {
-				return DavAnswer{}, platform.Invalid("X-OC-Mtime", "must be whole seconds since 1970-01-01 UTC")
+				return DavAnswer{}, fault.Invalid("X-OC-Mtime", "must be whole seconds since 1970-01-01 UTC")
 			}
 			t := time.Unix(n, 0)
 			st.ocMtime = &t
@@ -196,10 +197,10 @@ func (s *Service) serveDAV(ctx context.Context, in DavInput, bodyRead *bool) (Da
 		// bound to "" (invalid in XML Namespaces 1.0), so check first.
 		raw, err := io.ReadAll(io.LimitReader(rb, 1<<20+1))
 		if err != nil {
-			return DavAnswer{}, platform.Invalid("body", "could not be read")
+			return DavAnswer{}, fault.Invalid("body", "could not be read")
 		}
 		if len(raw) > 1<<20 {
-			return DavAnswer{}, platform.Invalid("body", "must be at most 1 MiB of XML")
+			return DavAnswer{}, fault.Invalid("body", "must be at most 1 MiB of XML")
 		}
 		*bodyRead = true
 		if d := strings.ToLower(strings.TrimSpace(depth)); method == "PROPFIND" && (d == "" || d == "infinity") {
@@ -235,7 +236,7 @@ func (s *Service) serveDAV(ctx context.Context, in DavInput, bodyRead *bool) (Da
 	}
 	req, err := http.NewRequestWithContext(context.WithValue(ctx, stateKey{}, st), method, u.String(), rb)
 	if err != nil {
-		return DavAnswer{}, platform.Invalid("path", "is not a valid URL path")
+		return DavAnswer{}, fault.Invalid("path", "is not a valid URL path")
 	}
 	req.RequestURI = u.RequestURI()
 	req.Host = host

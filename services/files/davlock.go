@@ -16,7 +16,8 @@ import (
 
 	"golang.org/x/net/webdav"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 )
 
 // davLocks is a webdav.LockSystem with shared locks besides exclusive
@@ -27,7 +28,7 @@ import (
 // passes in, so tests can move it.
 type davLocks struct {
 	mu      sync.Mutex
-	clock   platform.Clock
+	clock   clockpkg.Clock
 	byToken map[string]*davLock
 }
 
@@ -57,7 +58,7 @@ func lockTimeout(h string) (time.Duration, error) {
 	}
 	n, err := strconv.ParseUint(strings.TrimPrefix(h, "Second-"), 10, 32)
 	if err != nil || !strings.HasPrefix(h, "Second-") {
-		return 0, platform.Invalid("Timeout", "must be Infinite or Second-N (locks last at most %d seconds)", int(maxLockTimeout/time.Second))
+		return 0, fault.Invalid("Timeout", "must be Infinite or Second-N (locks last at most %d seconds)", int(maxLockTimeout/time.Second))
 	}
 	return capTimeout(time.Duration(n) * time.Second), nil
 }
@@ -74,7 +75,7 @@ type davLock struct {
 	held    bool
 }
 
-func newDAVLocks(clock platform.Clock) *davLocks {
+func newDAVLocks(clock clockpkg.Clock) *davLocks {
 	return &davLocks{clock: clock, byToken: map[string]*davLock{}}
 }
 
@@ -232,12 +233,12 @@ func (s *Service) lockShared(name, href, depthHeader string, li lockInfo, timeou
 	case "0":
 		d.ZeroDepth = true
 	default:
-		return DavAnswer{}, platform.Invalid("Depth", "must be 0 or infinity for LOCK")
+		return DavAnswer{}, fault.Invalid("Depth", "must be 0 or infinity for LOCK")
 	}
 	token, err := s.dav.locks.create(d, true)
 	if err != nil {
 		return DavAnswer{}, &davCondError{cond: "no-conflicting-lock",
-			err: platform.Errorf(CodeLocked, "%s is locked by a conflicting lock", name).WithDetails("path")}
+			err: fault.Errorf(CodeLocked, "%s is locked by a conflicting lock", name).WithDetails("path")}
 	}
 	status := http.StatusOK
 	err = s.id.run(func() error {

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/net/webdav"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // ocNS is the ownCloud namespace of the checksums property that sync
@@ -153,7 +153,7 @@ type ocChecksum struct {
 func parseOCChecksum(v string) (*ocChecksum, error) {
 	algo, sum, ok := strings.Cut(strings.TrimSpace(v), ":")
 	if !ok {
-		return nil, platform.Invalid("OC-Checksum", "must be <algorithm>:<hex digest>, e.g. SHA1:%s", strings.Repeat("0", 40))
+		return nil, fault.Invalid("OC-Checksum", "must be <algorithm>:<hex digest>, e.g. SHA1:%s", strings.Repeat("0", 40))
 	}
 	algo = strings.ToUpper(algo)
 	want := map[string]int{"SHA1": sha1.Size, "MD5": md5.Size}[algo]
@@ -161,7 +161,7 @@ func parseOCChecksum(v string) (*ocChecksum, error) {
 		return nil, nil
 	}
 	if b, err := hex.DecodeString(sum); err != nil || len(b) != want {
-		return nil, platform.Invalid("OC-Checksum", "a %s digest must be %d hexadecimal digits", algo, 2*want)
+		return nil, fault.Invalid("OC-Checksum", "a %s digest must be %d hexadecimal digits", algo, 2*want)
 	}
 	return &ocChecksum{algo: algo, sum: strings.ToLower(sum)}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // open opens a regular file for reading as the configured user.
@@ -31,7 +32,7 @@ func (s *Service) open(p string) (*os.File, os.FileInfo, error) {
 		return err
 	})
 	if errors.Is(err, errNotRegular) {
-		return nil, nil, platform.Errorf(platform.CodeConflict, "%s is not a regular file (directories download through /api/v1/files/archive)", p).WithDetails("path")
+		return nil, nil, fault.Errorf(fault.CodeConflict, "%s is not a regular file (directories download through /api/v1/files/archive)", p).WithDetails("path")
 	}
 	if err != nil {
 		return nil, nil, fsError(p, err)
@@ -116,7 +117,7 @@ func parseRange(h string, size int64) (start, length int64, ok bool, err error) 
 	if !found {
 		return 0, 0, false, nil
 	}
-	bad := platform.Errorf(CodeRangeNotSatisfiable, "range %s is outside the file's %d bytes", spec, size).WithDetails("Range")
+	bad := fault.Errorf(CodeRangeNotSatisfiable, "range %s is outside the file's %d bytes", spec, size).WithDetails("Range")
 	if a == "" { // suffix: the last b bytes
 		n, perr := strconv.ParseInt(b, 10, 64)
 		if perr != nil || n < 0 {
@@ -222,7 +223,7 @@ func (s *Service) fileContent(p string, attachment bool, cond FileConditions) (F
 	start, n, partial, err := parseRange(rh, size)
 	if err != nil {
 		f.Close()
-		e := platform.AsError(err)
+		e := fault.AsError(err)
 		e.Headers = map[string]string{"Content-Range": "bytes */" + strconv.FormatInt(size, 10)}
 		return FileContent{}, e
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/files"
 )
@@ -22,7 +23,7 @@ func serve(t testing.TB, set files.Settings) (string, *files.Service) {
 }
 
 // serveWith is serve over given deps (a restart reuses the store).
-func serveWith(t testing.TB, deps platform.ServiceDeps, set files.Settings) (string, *files.Service) {
+func serveWith(t testing.TB, deps contract.ServiceDeps, set files.Settings) (string, *files.Service) {
 	t.Helper()
 	if set.MaxUpload == "" {
 		set.MaxUpload = "16G"
@@ -31,7 +32,7 @@ func serveWith(t testing.TB, deps platform.ServiceDeps, set files.Settings) (str
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := platform.NewServiceHost(svc, deps)
+	h, err := contract.NewServiceHost(svc, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

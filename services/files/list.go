@@ -8,7 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 )
 
 // Listing is a directory's entries.
@@ -40,7 +41,7 @@ func (s *Service) List(ctx context.Context, in ListInput) (Listing, error) {
 			return err
 		}
 		if !fi.IsDir() {
-			return platform.Errorf(platform.CodeConflict, "%s is not a directory", in.Path).WithDetails("path")
+			return fault.Errorf(fault.CodeConflict, "%s is not a directory", in.Path).WithDetails("path")
 		}
 		return s.walk(ctx, r, in, 1, &out)
 	})
@@ -162,7 +163,7 @@ type ListQuery struct {
 func (s *Service) serveList(w http.ResponseWriter, r *http.Request, in ListQuery) {
 	out, err := s.List(r.Context(), ListInput(in))
 	if err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	raw, _ := out.MarshalJSON()

@@ -9,7 +9,7 @@ import (
 	"path"
 	"strconv"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // MkdirRequest creates a directory.
@@ -47,7 +47,7 @@ func parseMode(field, v string, def fs.FileMode) (fs.FileMode, error) {
 	}
 	n, err := strconv.ParseUint(v, 8, 32)
 	if err != nil || n > 0o7777 {
-		return 0, platform.Invalid(field, "must be octal permission bits from 0 to 7777")
+		return 0, fault.Invalid(field, "must be octal permission bits from 0 to 7777")
 	}
 	m := fs.FileMode(n & 0o777)
 	if n&0o4000 != 0 {
@@ -71,7 +71,7 @@ func (r *MkdirRequest) Validate() error {
 // Validate checks the request.
 func (r *ChmodRequest) Validate() error {
 	if r.Mode == "" {
-		return platform.Invalid("mode", "is required")
+		return fault.Invalid("mode", "is required")
 	}
 	_, err := parseMode("mode", r.Mode, 0)
 	return err
@@ -80,7 +80,7 @@ func (r *ChmodRequest) Validate() error {
 // Validate checks the request.
 func (r *ChownRequest) Validate() error {
 	if r.Owner == "" && r.Group == "" {
-		return platform.Invalid("owner", "owner or group is required")
+		return fault.Invalid("owner", "owner or group is required")
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func (s *Service) Move(in MoveRequest) (Entry, error) {
 			return fsError(in.From, err)
 		}
 		if _, err := s.root.Lstat(to); err == nil && !in.Overwrite {
-			return platform.Errorf(platform.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
+			return fault.Errorf(fault.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
 		}
 		if err := s.mkParents(to); err != nil {
 			return fsError(in.To, err)
@@ -141,10 +141,10 @@ func (s *Service) pair(a, b string) (string, string, error) {
 		return "", "", err
 	}
 	if from == "." || to == "." {
-		return "", "", platform.Invalid("from", "the root itself cannot be moved or replaced")
+		return "", "", fault.Invalid("from", "the root itself cannot be moved or replaced")
 	}
 	if to == from || (len(to) > len(from) && to[:len(from)+1] == from+"/") {
-		return "", "", platform.Invalid("to", "must not be the source or inside it")
+		return "", "", fault.Invalid("to", "must not be the source or inside it")
 	}
 	return from, to, nil
 }
@@ -169,7 +169,7 @@ func (s *Service) Copy(in MoveRequest) (Entry, error) {
 		}
 		if _, err := s.root.Lstat(to); err == nil {
 			if !in.Overwrite {
-				return platform.Errorf(platform.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
+				return fault.Errorf(fault.CodeConflict, "%s already exists (overwrite=false)", in.To).WithDetails("to")
 			}
 			if err := s.root.RemoveAll(to); err != nil {
 				return fsError(in.To, err)
@@ -245,7 +245,7 @@ func (s *Service) Delete(p string, recursive bool) error {
 		return err
 	}
 	if r == "." {
-		return platform.Invalid("path", "the root itself cannot be deleted")
+		return fault.Invalid("path", "the root itself cannot be deleted")
 	}
 	return s.id.run(func() error {
 		fi, err := s.root.Lstat(r)
@@ -255,7 +255,7 @@ func (s *Service) Delete(p string, recursive bool) error {
 		if fi.IsDir() && !recursive {
 			err = s.root.Remove(r)
 			if isNotEmpty(err) || errors.Is(err, fs.ErrExist) {
-				return platform.Errorf(platform.CodeConflict, "%s is a directory that is not empty (recursive=true deletes it with its contents)", p).WithDetails("recursive")
+				return fault.Errorf(fault.CodeConflict, "%s is a directory that is not empty (recursive=true deletes it with its contents)", p).WithDetails("recursive")
 			}
 			return fsError(p, err)
 		}
@@ -319,7 +319,7 @@ func lookupUID(v string) (int, error) {
 	}
 	u, err := user.Lookup(v)
 	if err != nil {
-		return 0, platform.Invalid("owner", "names no user of this system: %s", v)
+		return 0, fault.Invalid("owner", "names no user of this system: %s", v)
 	}
 	return strconv.Atoi(u.Uid)
 }
@@ -330,7 +330,7 @@ func lookupGID(v string) (int, error) {
 	}
 	g, err := user.LookupGroup(v)
 	if err != nil {
-		return 0, platform.Invalid("group", "names no group of this system: %s", v)
+		return 0, fault.Invalid("group", "names no group of this system: %s", v)
 	}
 	return strconv.Atoi(g.Gid)
 }

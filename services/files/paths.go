@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Codes of the file service, mapped once in platform's code table.
@@ -24,13 +24,13 @@ const (
 )
 
 func init() {
-	platform.RegisterCode(CodeOutsideRoot, http.StatusForbidden)
-	platform.RegisterCode(CodeInsufficientStorage, http.StatusInsufficientStorage)
-	platform.RegisterCode(CodeRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable)
+	fault.RegisterCode(CodeOutsideRoot, http.StatusForbidden)
+	fault.RegisterCode(CodeInsufficientStorage, http.StatusInsufficientStorage)
+	fault.RegisterCode(CodeRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable)
 }
 
 func outsideRoot(p string) error {
-	return platform.Errorf(CodeOutsideRoot, "%s leads outside the root", p).WithDetails("path")
+	return fault.Errorf(CodeOutsideRoot, "%s leads outside the root", p).WithDetails("path")
 }
 
 // rel turns an API path ("/notes/a.txt") into a path relative to the root
@@ -40,13 +40,13 @@ func outsideRoot(p string) error {
 // component with openat and refuses symbolic links that lead out.
 func rel(field, p string) (string, error) {
 	if p == "" {
-		return "", platform.Invalid(field, "is required")
+		return "", fault.Invalid(field, "is required")
 	}
 	if strings.ContainsRune(p, 0) {
-		return "", platform.Invalid(field, "must not contain NUL")
+		return "", fault.Invalid(field, "must not contain NUL")
 	}
 	if !strings.HasPrefix(p, "/") {
-		return "", platform.Invalid(field, "must be absolute within the root (start with /)")
+		return "", fault.Invalid(field, "must be absolute within the root (start with /)")
 	}
 	depth := 0
 	for _, seg := range strings.Split(p, "/") {
@@ -74,7 +74,7 @@ func apiPath(r string) string { return path.Join("/", r) }
 // fsError maps a file-system error to a client-safe domain error naming
 // the path and, for refusals, the operating system's reason.
 func fsError(p string, err error) error {
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return pe
 	}
@@ -86,29 +86,29 @@ func fsError(p string, err error) error {
 	case isEscape(err), errno == syscall.ELOOP:
 		return outsideRoot(p)
 	case errors.Is(err, fs.ErrNotExist):
-		return platform.NotFound("path", p)
+		return fault.NotFound("path", p)
 	case errno == syscall.ENOSPC, errno == syscall.EDQUOT:
-		return platform.Errorf(CodeInsufficientStorage, "no space left on the device for %s", p).WithDetails("path")
+		return fault.Errorf(CodeInsufficientStorage, "no space left on the device for %s", p).WithDetails("path")
 	case errno == syscall.EROFS, errno == syscall.EACCES, errno == syscall.EPERM, errors.Is(err, fs.ErrPermission):
 		reason := "permission denied"
 		if errno != 0 {
 			reason = errno.Error()
 		}
-		return platform.Errorf(platform.CodeForbidden, "%s: %s", p, reason).WithDetails("path")
+		return fault.Errorf(fault.CodeForbidden, "%s: %s", p, reason).WithDetails("path")
 	case errors.Is(err, fs.ErrExist), errno == syscall.ENOTEMPTY:
-		return platform.Errorf(platform.CodeConflict, "%s already exists or is not empty", p).WithDetails("path")
+		return fault.Errorf(fault.CodeConflict, "%s already exists or is not empty", p).WithDetails("path")
 	case errno == syscall.ENOTDIR:
-		return platform.Errorf(platform.CodeConflict, "%s: a part of the path is not a directory", p).WithDetails("path")
+		return fault.Errorf(fault.CodeConflict, "%s: a part of the path is not a directory", p).WithDetails("path")
 	case errno == syscall.EISDIR:
-		return platform.Errorf(platform.CodeConflict, "%s is a directory", p).WithDetails("path")
+		return fault.Errorf(fault.CodeConflict, "%s is a directory", p).WithDetails("path")
 	case errno == syscall.EXDEV:
-		return platform.Errorf(platform.CodeConflict, "%s: source and destination are on different file systems", p).WithDetails("path")
+		return fault.Errorf(fault.CodeConflict, "%s: source and destination are on different file systems", p).WithDetails("path")
 	case errno == syscall.ENAMETOOLONG:
-		return platform.Invalid("path", "is too long")
+		return fault.Invalid("path", "is too long")
 	case errno == syscall.EINVAL:
-		return platform.Errorf(platform.CodeConflict, "%s: invalid operation (moving a directory into itself?)", p).WithDetails("path")
+		return fault.Errorf(fault.CodeConflict, "%s: invalid operation (moving a directory into itself?)", p).WithDetails("path")
 	}
-	return platform.Internal("access "+p, err)
+	return fault.Internal("access "+p, err)
 }
 
 // isEscape recognises os.Root's refusal (its error value is unexported).

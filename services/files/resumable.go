@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -54,11 +54,11 @@ type storedUpload struct {
 // Validate checks the request.
 func (r *UploadRequest) Validate() error {
 	if r.Size < 0 {
-		return platform.Invalid("size", "must be 0 or more")
+		return fault.Invalid("size", "must be 0 or more")
 	}
 	if r.SHA256 != "" {
 		if b, err := hex.DecodeString(r.SHA256); err != nil || len(b) != sha256.Size {
-			return platform.Invalid("sha256", "must be 64 hexadecimal digits")
+			return fault.Invalid("sha256", "must be 64 hexadecimal digits")
 		}
 	}
 	_, err := parseMode("mode", r.Mode, 0)
@@ -68,7 +68,7 @@ func (r *UploadRequest) Validate() error {
 func (s *Service) loadUpload(id string) (storedUpload, error) {
 	var u storedUpload
 	if s.deps.Store == nil {
-		return u, platform.Errorf(platform.CodeUnavailable, "resumable uploads need the service's store")
+		return u, fault.Errorf(fault.CodeUnavailable, "resumable uploads need the service's store")
 	}
 	var found bool
 	err := s.deps.Store.View(func(tx *store.Tx) error {
@@ -77,10 +77,10 @@ func (s *Service) loadUpload(id string) (storedUpload, error) {
 		return err
 	})
 	if err != nil {
-		return u, platform.Internal("read the upload", err)
+		return u, fault.Internal("read the upload", err)
 	}
 	if !found {
-		return u, platform.NotFound("upload", id)
+		return u, fault.NotFound("upload", id)
 	}
 	return u, nil
 }
@@ -104,14 +104,14 @@ func (s *Service) startUpload(in UploadRequest) (*storedUpload, error) {
 		return nil, s.tooLarge()
 	}
 	if s.deps.Store == nil {
-		return nil, platform.Errorf(platform.CodeUnavailable, "resumable uploads need the service's store")
+		return nil, fault.Errorf(fault.CodeUnavailable, "resumable uploads need the service's store")
 	}
 	r, err := rel("path", in.Path)
 	if err != nil {
 		return nil, err
 	}
 	if r == "." {
-		return nil, platform.Invalid("path", "must name a file, not the root")
+		return nil, fault.Invalid("path", "must name a file, not the root")
 	}
 	overwrite := in.Overwrite == nil || *in.Overwrite
 	wi := WriteInput{Path: apiPath(r), Overwrite: overwrite, IfMatch: in.IfMatch}
@@ -150,7 +150,7 @@ func (s *Service) startUpload(in UploadRequest) (*storedUpload, error) {
 	u := storedUpload{Upload: Upload{ID: hex.EncodeToString(b[:]), Path: apiPath(r), Size: in.Size, SHA256: in.SHA256,
 		Overwrite: overwrite, IfMatch: in.IfMatch, Mode: in.Mode, Created: s.deps.Clock.Now().UTC()}, TempName: tmp}
 	if err := s.saveUpload(u); err != nil {
-		return nil, platform.Internal("record the upload", err)
+		return nil, fault.Internal("record the upload", err)
 	}
 	if u.Size == 0 {
 		if err := s.finishUpload(&u); err != nil {
@@ -187,7 +187,7 @@ func (s *Service) AppendUpload(_ context.Context, in AppendInput) (UploadState, 
 		return UploadState{}, err
 	}
 	if u.Complete {
-		return UploadState{}, platform.Errorf(platform.CodeConflict, "upload %s is complete", id).WithDetails("offset=%d", u.Offset)
+		return UploadState{}, fault.Errorf(fault.CodeConflict, "upload %s is complete", id).WithDetails("offset=%d", u.Offset)
 	}
 	var f *os.File
 	err = s.id.run(func() error {
@@ -207,7 +207,7 @@ func (s *Service) AppendUpload(_ context.Context, in AppendInput) (UploadState, 
 	if off != u.Offset {
 		f.Close()
 		_ = s.saveUpload(u)
-		e := platform.Errorf(platform.CodeConflict, "Upload-Offset is %d but the upload holds %d bytes", off, u.Offset).WithDetails("offset=%d", u.Offset)
+		e := fault.Errorf(fault.CodeConflict, "Upload-Offset is %d but the upload holds %d bytes", off, u.Offset).WithDetails("offset=%d", u.Offset)
 		e.Headers = offsetHeader(u.Offset)
 		return UploadState{}, e
 	}
@@ -226,10 +226,10 @@ func (s *Service) AppendUpload(_ context.Context, in AppendInput) (UploadState, 
 	u.Offset = off + n
 	_ = s.saveUpload(u)
 	if errors.Is(err, errTooLarge) {
-		return UploadState{}, platform.Errorf(platform.CodePayloadTooLarge, "the body runs past the upload's declared size %d", u.Size).WithDetails("body")
+		return UploadState{}, fault.Errorf(fault.CodePayloadTooLarge, "the body runs past the upload's declared size %d", u.Size).WithDetails("body")
 	}
 	if err != nil {
-		e := platform.AsError(fsError(u.Path, err))
+		e := fault.AsError(fsError(u.Path, err))
 		e.Headers = offsetHeader(u.Offset)
 		return UploadState{}, e
 	}
@@ -265,7 +265,7 @@ func (s *Service) finishUpload(u *storedUpload) error {
 		}
 		if got := hex.EncodeToString(h.Sum(nil)); got != u.SHA256 {
 			discard()
-			return platform.Errorf(platform.CodeInvalid, "the content's SHA-256 is %s, not the %s given; the upload is discarded", got, u.SHA256).WithDetails("sha256")
+			return fault.Errorf(fault.CodeInvalid, "the content's SHA-256 is %s, not the %s given; the upload is discarded", got, u.SHA256).WithDetails("sha256")
 		}
 	}
 	mode, _ := parseMode("mode", u.Mode, 0)
@@ -291,7 +291,7 @@ func (s *Service) AbandonUpload(_ context.Context, in UploadRef) error {
 	}
 	_ = s.id.run(func() error { return s.root.Remove(u.TempName) })
 	if err := s.deps.Store.Update(func(tx *store.Tx) error { return tx.Delete(uploadBucket, u.ID) }); err != nil {
-		return platform.Internal("forget the upload", err)
+		return fault.Internal("forget the upload", err)
 	}
 	return nil
 }

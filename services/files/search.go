@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Match is one search hit: a file whose name matched, or a line.
@@ -108,17 +108,17 @@ func (s *Service) Search(ctx context.Context, in SearchInput) (SearchResult, err
 	}
 	if in.Name != "" {
 		if _, err := path.Match(in.Name, ""); err != nil {
-			return SearchResult{}, platform.Invalid("name", "is not a valid glob: %v", err)
+			return SearchResult{}, fault.Invalid("name", "is not a valid glob: %v", err)
 		}
 	}
 	var re *regexp.Regexp
 	if in.Content != "" {
 		if re, err = regexp.Compile(in.Content); err != nil {
-			return SearchResult{}, platform.Invalid("content", "is not a valid regular expression: %v", err)
+			return SearchResult{}, fault.Invalid("content", "is not a valid regular expression: %v", err)
 		}
 	}
 	if in.Name == "" && re == nil {
-		return SearchResult{}, platform.Invalid("name", "name or content is required")
+		return SearchResult{}, fault.Invalid("name", "name or content is required")
 	}
 	out := SearchResult{Matches: []Match{}}
 	stop := false
@@ -190,7 +190,7 @@ func (s *Service) Search(ctx context.Context, in SearchInput) (SearchResult, err
 		if fi, err := s.root.Stat(r); err != nil {
 			return err
 		} else if !fi.IsDir() {
-			return platform.Errorf(platform.CodeConflict, "%s is not a directory", in.Path).WithDetails("path")
+			return fault.Errorf(fault.CodeConflict, "%s is not a directory", in.Path).WithDetails("path")
 		}
 		return walk(r, nil)
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 )
 
 // APIVersion is the version of the file service's HTTP API, reported as
@@ -85,7 +86,7 @@ func parseSize(v string) (int64, error) {
 
 // Service is the file service.
 type Service struct {
-	deps      platform.ServiceDeps
+	deps      contract.ServiceDeps
 	root      *os.Root
 	rootDir   string
 	id        *identity
@@ -101,7 +102,7 @@ type Service struct {
 }
 
 // New builds the file service over its root.
-func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if set == nil {
 		set = &Settings{Root: "/", MaxUpload: "16G"}
 	}

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // WriteInput is one upload: the content comes from Body.
@@ -34,7 +35,7 @@ type WriteInput struct {
 var errTooLarge = errors.New("upload too large")
 
 func (s *Service) tooLarge() error {
-	return platform.Errorf(platform.CodePayloadTooLarge, "the upload is larger than --files-max-upload (%d bytes)", s.maxUpload).WithDetails("body")
+	return fault.Errorf(fault.CodePayloadTooLarge, "the upload is larger than --files-max-upload (%d bytes)", s.maxUpload).WithDetails("body")
 }
 
 // capped fails the read that passes --files-max-upload.
@@ -70,18 +71,18 @@ func tempName(r string) string {
 func precondition(in WriteInput, fi fs.FileInfo) error {
 	if in.IfMatch != "" {
 		if fi == nil || !fi.Mode().IsRegular() || !etagMatch(in.IfMatch, etagOf(fi)) {
-			return platform.Errorf(platform.CodePreconditionFailed, "%s changed since the ETag in If-Match was read", in.Path).WithDetails("If-Match")
+			return fault.Errorf(fault.CodePreconditionFailed, "%s changed since the ETag in If-Match was read", in.Path).WithDetails("If-Match")
 		}
 		return nil
 	}
 	if fi != nil && in.IfNoneMatch != "" && (in.IfNoneMatch == "*" || etagMatch(in.IfNoneMatch, etagOf(fi))) {
-		return platform.Errorf(platform.CodePreconditionFailed, "%s exists (If-None-Match)", in.Path).WithDetails("If-None-Match")
+		return fault.Errorf(fault.CodePreconditionFailed, "%s exists (If-None-Match)", in.Path).WithDetails("If-None-Match")
 	}
 	if fi != nil && fi.IsDir() {
-		return platform.Errorf(platform.CodeConflict, "%s is a directory", in.Path).WithDetails("path")
+		return fault.Errorf(fault.CodeConflict, "%s is a directory", in.Path).WithDetails("path")
 	}
 	if fi != nil && !in.Overwrite {
-		return platform.Errorf(platform.CodeConflict, "%s already exists (overwrite=false)", in.Path).WithDetails("path")
+		return fault.Errorf(fault.CodeConflict, "%s already exists (overwrite=false)", in.Path).WithDetails("path")
 	}
 	return nil
 }
@@ -95,11 +96,11 @@ func (s *Service) Write(in WriteInput) (Entry, bool, error) {
 		return Entry{}, false, err
 	}
 	if r == "." {
-		return Entry{}, false, platform.Invalid("path", "must name a file, not the root")
+		return Entry{}, false, fault.Invalid("path", "must name a file, not the root")
 	}
 	if in.SHA256 != "" {
 		if b, err := hex.DecodeString(in.SHA256); err != nil || len(b) != sha256.Size {
-			return Entry{}, false, platform.Invalid("sha256", "must be 64 hexadecimal digits")
+			return Entry{}, false, fault.Invalid("sha256", "must be 64 hexadecimal digits")
 		}
 	}
 	mode, err := parseMode("mode", in.Mode, 0)
@@ -155,7 +156,7 @@ func (s *Service) Write(in WriteInput) (Entry, bool, error) {
 	}
 	if h != nil && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), in.SHA256) {
 		discard()
-		return Entry{}, false, platform.Errorf(platform.CodeInvalid, "the content's SHA-256 is %x, not the %s given", h.Sum(nil), in.SHA256).WithDetails("sha256")
+		return Entry{}, false, fault.Errorf(fault.CodeInvalid, "the content's SHA-256 is %x, not the %s given", h.Sum(nil), in.SHA256).WithDetails("sha256")
 	}
 	return s.commit(in, r, tmp, mode, discard)
 }
@@ -286,7 +287,7 @@ func (s *Service) writeMultipart(in UploadInput, boundary string) ([]Entry, erro
 			return nil, s.tooLarge()
 		}
 		if err != nil {
-			return nil, platform.Invalid("body", "is not a well-formed multipart form: %v", err)
+			return nil, fault.Invalid("body", "is not a well-formed multipart form: %v", err)
 		}
 		// The raw filename: Part.FileName keeps only the base name, and a
 		// folder upload names its files relative to the folder.
@@ -297,7 +298,7 @@ func (s *Service) writeMultipart(in UploadInput, boundary string) ([]Entry, erro
 		}
 		for _, seg := range strings.Split(name, "/") {
 			if seg == ".." {
-				return nil, platform.Invalid("filename", "must not contain ..: %s", name)
+				return nil, fault.Invalid("filename", "must not contain ..: %s", name)
 			}
 		}
 		e, _, err := s.Write(WriteInput{Path: path.Join(dir, name), Body: part, Overwrite: in.Overwrite, Mode: in.Mode})
@@ -307,7 +308,7 @@ func (s *Service) writeMultipart(in UploadInput, boundary string) ([]Entry, erro
 		out = append(out, e)
 	}
 	if len(out) == 0 {
-		return nil, platform.Invalid("body", "the form has no file part")
+		return nil, fault.Invalid("body", "the form has no file part")
 	}
 	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Event is one change seen under the root.
@@ -70,11 +71,11 @@ func (w *watcher) start() error {
 		return nil
 	}
 	if w.closed {
-		return platform.Errorf(platform.CodeUnavailable, "the file service is stopping")
+		return fault.Errorf(fault.CodeUnavailable, "the file service is stopping")
 	}
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
-		return platform.Internal("start watching", err)
+		return fault.Internal("start watching", err)
 	}
 	w.fw = fw
 	go w.loop(fw)
@@ -94,11 +95,11 @@ func (w *watcher) add(r string, recursive bool) error {
 	}
 	if !w.watched[r] {
 		if len(w.watched) >= maxWatches {
-			return platform.Errorf(platform.CodeConflict, "more than %d directories to watch; watch a narrower path", maxWatches).WithDetails("path")
+			return fault.Errorf(fault.CodeConflict, "more than %d directories to watch; watch a narrower path", maxWatches).WithDetails("path")
 		}
 		if err := w.fw.Add(w.osPath(r)); err != nil {
 			if errors.Is(err, syscall.ENOSPC) {
-				return platform.Errorf(platform.CodeConflict, "the kernel's inotify watch limit is reached (fs.inotify.max_user_watches); watch a narrower path").WithDetails("path")
+				return fault.Errorf(fault.CodeConflict, "the kernel's inotify watch limit is reached (fs.inotify.max_user_watches); watch a narrower path").WithDetails("path")
 			}
 			return err
 		}
@@ -321,7 +322,7 @@ func (s *Service) Watch(_ context.Context, in WatchInput) (EventStream, error) {
 	if id := in.LastEventID; id != "" {
 		n, err := strconv.ParseUint(id, 10, 64)
 		if err != nil {
-			return EventStream{}, platform.Invalid("Last-Event-ID", "must be a sequence number")
+			return EventStream{}, fault.Invalid("Last-Event-ID", "must be a sequence number")
 		}
 		since, resume = n, true
 	}

@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/platform/store"
 	"deckhand/services/journal"
 )
 
-func benchEntry(i int) platform.JournalEntry {
-	return platform.JournalEntry{Source: "bench", Level: "info", Message: fmt.Sprintf("line %d of program output", i),
+func benchEntry(i int) contract.JournalEntry {
+	return contract.JournalEntry{Source: "bench", Level: "info", Message: fmt.Sprintf("line %d of program output", i),
 		Fields: map[string]any{"stream": "stdout", "pid": 4242}}
 }
 
@@ -61,7 +62,7 @@ func BenchmarkIngest(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer file.Close()
-		j := platform.LogJournal{Logger: slog.New(slog.NewJSONHandler(file, nil))}
+		j := contract.LogJournal{Logger: slog.New(slog.NewJSONHandler(file, nil))}
 		b.ResetTimer()
 		for i := range b.N {
 			j.Record(benchEntry(i))
@@ -90,19 +91,19 @@ func journalOfAMillion(b *testing.B) *fixture {
 			b.Fatal(err)
 		}
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		deps := platform.ServiceDeps{Name: "journal", DataDir: filepath.Join(dir, "journal"), Store: db, Logger: log,
-			Clock: platform.SystemClock{}, Journal: platform.LogJournal{Logger: log}}
+		deps := contract.ServiceDeps{Name: "journal", DataDir: filepath.Join(dir, "journal"), Store: db, Logger: log,
+			Clock: clock.SystemClock{}, Journal: contract.LogJournal{Logger: log}}
 		svc, err := journal.New(deps, &journal.Settings{MaxBytes: 4 << 30})
 		if err != nil {
 			b.Fatal(err)
 		}
-		batch := make([]platform.JournalEntry, 0, 10000)
+		batch := make([]contract.JournalEntry, 0, 10000)
 		for i := range 1_000_000 {
 			lv := "info"
 			if i%100 == 0 {
 				lv = "error"
 			}
-			batch = append(batch, platform.JournalEntry{Time: millionT0.Add(time.Duration(i) * time.Second),
+			batch = append(batch, contract.JournalEntry{Time: millionT0.Add(time.Duration(i) * time.Second),
 				Source: fmt.Sprintf("prog%02d", i%20), Level: lv, Message: fmt.Sprintf("request %d served in %d ms", i, i%997)})
 			if len(batch) == cap(batch) {
 				_ = svc.Ingest(batch)

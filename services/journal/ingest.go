@@ -14,7 +14,9 @@ import (
 	"strconv"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 )
 
 // maxSocketPath is what a unix socket address holds (sun_path, less NUL).
@@ -58,12 +60,12 @@ func listenIngest(s *Service, path string) (*ingestServer, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /ingest", func(w http.ResponseWriter, r *http.Request) {
-		var batch []platform.JournalEntry
+		var batch []contract.JournalEntry
 		rejected := 0
 		sc := bufio.NewScanner(http.MaxBytesReader(w, r.Body, 64<<20))
 		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 		for sc.Scan() {
-			var e platform.JournalEntry
+			var e contract.JournalEntry
 			if len(sc.Bytes()) == 0 {
 				continue
 			}
@@ -74,7 +76,7 @@ func listenIngest(s *Service, path string) (*ingestServer, error) {
 			batch = append(batch, e)
 		}
 		if err := sc.Err(); err != nil {
-			platform.WriteHTTPError(w, platform.Invalid("body", "must be JSON lines of journal entries: %v", err))
+			reqpolicy.WriteHTTPError(w, fault.Invalid("body", "must be JSON lines of journal entries: %v", err))
 			return
 		}
 		_ = s.Ingest(batch)

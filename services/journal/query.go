@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -94,7 +94,7 @@ func (s *Service) read(q Query, snap snapshot) (Page, error) {
 	if haveCursor {
 		id, seq, ok := parseCursor(q.Cursor)
 		if !ok {
-			return Page{}, platform.Invalid("cursor", "is not a journal cursor (use the cursor of an entry or the X-Journal-Cursor header as given)")
+			return Page{}, fault.Invalid("cursor", "is not a journal cursor (use the cursor of an entry or the X-Journal-Cursor header as given)")
 		}
 		if !bytes.Equal(id, snap.id) || seq > snap.head {
 			page.Gap = true
@@ -140,10 +140,10 @@ func (s *Service) read(q Query, snap snapshot) (Page, error) {
 		return err
 	})
 	if err != nil {
-		if pe, ok := err.(*platform.Error); ok {
+		if pe, ok := err.(*fault.Error); ok {
 			return Page{}, pe
 		}
-		return Page{}, platform.Internal("read the journal", err)
+		return Page{}, fault.Internal("read the journal", err)
 	}
 	for _, m := range found {
 		page.Entries = append(page.Entries, m.e)

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 )
 
 // Stats answers the journal's statistics.
@@ -38,7 +39,7 @@ func parseTime(name, v string, now time.Time) (*time.Time, error) {
 		t := now.Add(-d)
 		return &t, nil
 	}
-	return nil, platform.Invalid(name, "must be an RFC 3339 time (2026-01-02T15:04:05Z) or a duration back from now (-15m)")
+	return nil, fault.Invalid(name, "must be an RFC 3339 time (2026-01-02T15:04:05Z) or a duration back from now (-15m)")
 }
 
 // ReadRequest is GET /api/v1/journal.
@@ -80,19 +81,19 @@ func (s *Service) queryOf(p ReadRequest) (Query, error) {
 		return q, err
 	}
 	if q.Since != nil && q.Until != nil && q.Until.Before(*q.Since) {
-		return q, platform.Invalid("until", "must not be before since")
+		return q, fault.Invalid("until", "must not be before since")
 	}
 	q.Text = p.Text
 	if re := p.Regex; re != "" {
 		if len(re) > 1024 {
-			return q, platform.Invalid("regex", "must be at most 1024 characters")
+			return q, fault.Invalid("regex", "must be at most 1024 characters")
 		}
 		if q.Regex, err = regexp.Compile(re); err != nil {
-			return q, platform.Invalid("regex", "is not an RE2 regular expression: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			return q, fault.Invalid("regex", "is not an RE2 regular expression: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		}
 	}
 	if q.Reverse && p.Follow {
-		return q, platform.Invalid("reverse", "cannot be combined with follow")
+		return q, fault.Invalid("reverse", "cannot be combined with follow")
 	}
 	return q, nil
 }
@@ -100,7 +101,7 @@ func (s *Service) queryOf(p ReadRequest) (Query, error) {
 func (s *Service) serveRead(w http.ResponseWriter, r *http.Request, p ReadRequest) {
 	q, err := s.queryOf(p)
 	if err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	short := p.Format == "short"
@@ -110,7 +111,7 @@ func (s *Service) serveRead(w http.ResponseWriter, r *http.Request, p ReadReques
 	}
 	page, err := s.Read(q)
 	if err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	h := w.Header()
@@ -143,7 +144,7 @@ const keepAlive = 15 * time.Second
 func (s *Service) follow(w http.ResponseWriter, r *http.Request, q Query, short bool) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
-		platform.WriteHTTPError(w, platform.Errorf(platform.CodeInternal, "streaming is not supported here"))
+		reqpolicy.WriteHTTPError(w, fault.Errorf(fault.CodeInternal, "streaming is not supported here"))
 		return
 	}
 	// Read the request's Done channel once, before the response starts:
@@ -152,7 +153,7 @@ func (s *Service) follow(w http.ResponseWriter, r *http.Request, q Query, short 
 	snap, changed := s.current()
 	page, err := s.read(q, snap)
 	if err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	h := w.Header()

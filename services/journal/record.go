@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 )
 
 // Limits on what one entry may carry; longer parts are cut (and marked).
@@ -98,7 +98,7 @@ func parseHeader(raw []byte) (header, bool) {
 
 // normalize makes a writer's entry storable: a time, a known level, a
 // bounded valid source and message, fields that encode.
-func normalize(e platform.JournalEntry, now time.Time) (body, byte) {
+func normalize(e contract.JournalEntry, now time.Time) (body, byte) {
 	if e.Time.IsZero() {
 		e.Time = now
 	}

@@ -5,7 +5,7 @@
 // follow over Server-Sent Events, JSON lines or short text), and copied to
 // systemd-journald when one runs.
 //
-// Writers never talk to the service directly: they call a platform.Journal,
+// Writers never talk to the service directly: they call a contract.Journal,
 // which the agent makes a Sink (sink.go). A Sink buffers in memory, bounded
 // and without ever blocking its caller, and delivers to the journal service
 // in the same process directly, or through the service's ingest socket
@@ -25,6 +25,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -64,7 +67,7 @@ const (
 type Service struct {
 	db    *store.DB
 	set   Settings
-	clock platform.Clock
+	clock clockpkg.Clock
 	log   *slog.Logger
 	dir   string
 
@@ -95,7 +98,7 @@ type flushResult struct {
 
 // New opens the journal, starts its writer and its ingest socket, and,
 // when deps.Journal is this process's Sink, becomes its destination.
-func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if set == nil {
 		set = &Settings{MaxBytes: 128 << 20, MaxAge: 30 * 24 * time.Hour}
 	}
@@ -104,7 +107,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	}
 	clock := deps.Clock
 	if clock == nil {
-		clock = platform.SystemClock{}
+		clock = clockpkg.SystemClock{}
 	}
 	log := deps.Logger
 	if log == nil {
@@ -144,7 +147,7 @@ func SocketPath(data string) string { return socketPath(filepath.Join(data, "jou
 
 // Ingest queues entries for the writer; it never blocks on the store.
 // When more than maxPending wait, the rest are dropped and counted.
-func (s *Service) Ingest(entries []platform.JournalEntry) error {
+func (s *Service) Ingest(entries []contract.JournalEntry) error {
 	now := s.clock.Now()
 	s.qmu.Lock()
 	for _, e := range entries {
@@ -241,11 +244,11 @@ func (s *Service) Flush(ctx context.Context) (Flushed, error) {
 	case <-ctx.Done():
 		return Flushed{}, ctx.Err()
 	case <-s.ctx.Done():
-		return Flushed{}, platform.Errorf(platform.CodeUnavailable, "the journal is stopping")
+		return Flushed{}, fault.Errorf(fault.CodeUnavailable, "the journal is stopping")
 	}
 	r := <-reply
 	if r.err != nil {
-		return Flushed{}, platform.Internal("write the journal", r.err)
+		return Flushed{}, fault.Internal("write the journal", r.err)
 	}
 	return Flushed{Written: r.n}, nil
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/journal"
 )
@@ -23,10 +25,10 @@ type fixture struct {
 	svc  *journal.Service
 	sink *journal.Sink
 	h    *platform.Host
-	deps platform.ServiceDeps
+	deps contract.ServiceDeps
 }
 
-func newJournal(t testing.TB, set *journal.Settings, clock platform.Clock) *fixture {
+func newJournal(t testing.TB, set *journal.Settings, clock clockpkg.Clock) *fixture {
 	t.Helper()
 	deps := platformtest.ServiceDeps(t, "journal")
 	if clock != nil {
@@ -125,7 +127,7 @@ func TestReadFiltersAndCursors(t *testing.T) {
 		if i%3 == 0 {
 			lv = "error"
 		}
-		f.sink.Record(platform.JournalEntry{Time: t0.Add(time.Duration(i) * time.Second), Source: src, Level: lv,
+		f.sink.Record(contract.JournalEntry{Time: t0.Add(time.Duration(i) * time.Second), Source: src, Level: lv,
 			Message: fmt.Sprintf("m%d", i), Fields: map[string]any{"i": i}})
 	}
 	if n := f.flush(t); n != 10 {
@@ -220,7 +222,7 @@ func TestRetentionBySize(t *testing.T) {
 	f := newJournal(t, &journal.Settings{MaxBytes: 1 << 20, MaxAge: 0}, nil)
 	msg := strings.Repeat("x", 1000)
 	for i := range 3000 {
-		f.sink.Record(platform.JournalEntry{Source: "bulk", Message: fmt.Sprintf("%05d %s", i, msg)})
+		f.sink.Record(contract.JournalEntry{Source: "bulk", Message: fmt.Sprintf("%05d %s", i, msg)})
 	}
 	f.flush(t)
 	var st journal.Stats
@@ -238,13 +240,13 @@ func TestRetentionBySize(t *testing.T) {
 
 func TestRetentionByAgeAndGap(t *testing.T) {
 	t.Parallel()
-	clock := platform.NewFakeClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	clock := clockpkg.NewFakeClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
 	f := newJournal(t, &journal.Settings{MaxBytes: 64 << 20, MaxAge: time.Hour}, clock)
-	f.sink.Record(platform.JournalEntry{Time: clock.Now(), Source: "a", Message: "old"})
+	f.sink.Record(contract.JournalEntry{Time: clock.Now(), Source: "a", Message: "old"})
 	f.flush(t)
 	old, _ := f.read(t, "")
 	clock.Advance(2 * time.Hour)
-	f.sink.Record(platform.JournalEntry{Time: clock.Now(), Source: "a", Message: "new"})
+	f.sink.Record(contract.JournalEntry{Time: clock.Now(), Source: "a", Message: "new"})
 	f.flush(t)
 	if got, _ := f.read(t, ""); messages(got) != "new" {
 		t.Fatalf("after an hour: %s", messages(got))
@@ -263,8 +265,8 @@ func TestFollowLiveAndResume(t *testing.T) {
 	t.Parallel()
 	f := newJournal(t, nil, nil)
 	base := platformtest.Serve(t, f.h)
-	f.sink.Record(platform.JournalEntry{Source: "prog", Message: "before"})
-	f.sink.Record(platform.JournalEntry{Source: "other", Message: "noise"})
+	f.sink.Record(contract.JournalEntry{Source: "prog", Message: "before"})
+	f.sink.Record(contract.JournalEntry{Source: "other", Message: "noise"})
 	f.flush(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -273,8 +275,8 @@ func TestFollowLiveAndResume(t *testing.T) {
 		t.Fatalf("first page: %+v", e)
 	}
 	for i := range 5 {
-		f.sink.Record(platform.JournalEntry{Source: "prog", Message: fmt.Sprintf("live%d", i)})
-		f.sink.Record(platform.JournalEntry{Source: "other", Message: "noise"})
+		f.sink.Record(contract.JournalEntry{Source: "prog", Message: fmt.Sprintf("live%d", i)})
+		f.sink.Record(contract.JournalEntry{Source: "other", Message: "noise"})
 		if e := ev.next(t); e.Message != fmt.Sprintf("live%d", i) {
 			t.Fatalf("live %d: %+v", i, e)
 		}
@@ -283,7 +285,7 @@ func TestFollowLiveAndResume(t *testing.T) {
 	cancel()
 	// Written while nobody follows.
 	for i := range 3 {
-		f.sink.Record(platform.JournalEntry{Source: "prog", Message: fmt.Sprintf("gone%d", i)})
+		f.sink.Record(contract.JournalEntry{Source: "prog", Message: fmt.Sprintf("gone%d", i)})
 	}
 	f.flush(t)
 	ev = openSSE(t, context.Background(), base+"/api/v1/journal?follow=true&source=prog", last)
@@ -292,7 +294,7 @@ func TestFollowLiveAndResume(t *testing.T) {
 			t.Fatalf("resumed %d: %+v", i, e)
 		}
 	}
-	f.sink.Record(platform.JournalEntry{Source: "prog", Message: "after"})
+	f.sink.Record(contract.JournalEntry{Source: "prog", Message: "after"})
 	if e := ev.next(t); e.Message != "after" {
 		t.Fatalf("after resume: %+v", e)
 	}
@@ -374,7 +376,7 @@ func TestSinkThroughSocket(t *testing.T) {
 	remote := journal.NewSink(journal.SinkConfig{Socket: sock, Capacity: 10})
 	defer remote.Close()
 	for i := range 15 {
-		remote.Record(platform.JournalEntry{Source: "child", Message: fmt.Sprintf("early%d", i)})
+		remote.Record(contract.JournalEntry{Source: "child", Message: fmt.Sprintf("early%d", i)})
 	}
 	if remote.Dropped() != 5 {
 		t.Fatalf("dropped %d, want 5", remote.Dropped())
@@ -409,7 +411,7 @@ func TestSinkThroughSocket(t *testing.T) {
 			t.Fatalf("sink still holds %d entries", remote.Buffered())
 		}
 	}
-	remote.Record(platform.JournalEntry{Source: "child", Message: "late", Fields: map[string]any{"pid": 42}})
+	remote.Record(contract.JournalEntry{Source: "child", Message: "late", Fields: map[string]any{"pid": 42}})
 	got = waitFor(12)
 	if got[11].Message != "late" || got[11].Source != "child" || got[11].Fields["pid"] != 42.0 {
 		t.Fatalf("late: %+v", got[11])
@@ -423,9 +425,9 @@ func TestTextFilter(t *testing.T) {
 	t.Parallel()
 	f := newJournal(t, nil, nil)
 	for _, m := range []string{"plain Needle here", `a <Tag> & "quoted" Über`, "line\nbreak"} {
-		f.sink.Record(platform.JournalEntry{Source: "s", Message: m, Fields: map[string]any{"extra": "needle"}})
+		f.sink.Record(contract.JournalEntry{Source: "s", Message: m, Fields: map[string]any{"extra": "needle"}})
 	}
-	f.sink.Record(platform.JournalEntry{Source: "needle", Message: "nothing", Fields: map[string]any{"needle": "needle"}})
+	f.sink.Record(contract.JournalEntry{Source: "needle", Message: "nothing", Fields: map[string]any{"needle": "needle"}})
 	f.flush(t)
 	for text, want := range map[string]string{
 		"NEEDLE":       "plain Needle here",

@@ -13,12 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 )
 
 // Destination takes entries: the journal service in this process.
 type Destination interface {
-	Ingest(entries []platform.JournalEntry) error
+	Ingest(entries []contract.JournalEntry) error
 }
 
 // SinkConfig configures a Sink.
@@ -30,11 +30,11 @@ type SinkConfig struct {
 	// (default 65536); past it entries are dropped and counted.
 	Capacity int
 	// Fallback takes what is still held when the sink closes (the log).
-	Fallback platform.Journal
+	Fallback contract.Journal
 	Logger   *slog.Logger
 }
 
-// Sink is the platform.Journal every service, program and the supervisor
+// Sink is the contract.Journal every service, program and the supervisor
 // writes to. Record never blocks: with the journal service in this
 // process attached it hands the entry over at once (an append under a
 // mutex); otherwise it keeps it in a bounded buffer that a goroutine sends
@@ -52,7 +52,7 @@ type Sink struct {
 	delivering sync.Mutex
 
 	mu      sync.Mutex
-	buf     []platform.JournalEntry
+	buf     []contract.JournalEntry
 	dropped int64
 	dest    Destination
 
@@ -71,7 +71,7 @@ func NewSink(cfg SinkConfig) *Sink {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Fallback == nil {
-		cfg.Fallback = platform.LogJournal{Logger: cfg.Logger}
+		cfg.Fallback = contract.LogJournal{Logger: cfg.Logger}
 	}
 	s := &Sink{cfg: cfg, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -89,14 +89,14 @@ func NewSink(cfg SinkConfig) *Sink {
 }
 
 // Record takes one entry; it never waits for the journal.
-func (s *Sink) Record(e platform.JournalEntry) {
+func (s *Sink) Record(e contract.JournalEntry) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
 	s.mu.Lock()
 	if d := s.dest; d != nil && len(s.buf) == 0 {
 		s.mu.Unlock()
-		_ = d.Ingest([]platform.JournalEntry{e})
+		_ = d.Ingest([]contract.JournalEntry{e})
 		return
 	}
 	if len(s.buf) >= s.cfg.Capacity {
@@ -152,8 +152,8 @@ func (s *Sink) drainTo(d Destination) {
 	}
 }
 
-func dropEntry(n int64) platform.JournalEntry {
-	return platform.JournalEntry{Time: time.Now().UTC(), Source: "journal", Level: "warn",
+func dropEntry(n int64) contract.JournalEntry {
+	return contract.JournalEntry{Time: time.Now().UTC(), Source: "journal", Level: "warn",
 		Message: strconv.FormatInt(n, 10) + " journal entries were dropped: the writer's buffer was full",
 		Fields:  map[string]any{"dropped": n}}
 }
@@ -200,7 +200,7 @@ func (s *Sink) sendBatch(ctx context.Context) error {
 	defer s.delivering.Unlock()
 	s.mu.Lock()
 	n := min(len(s.buf), 4096)
-	batch := append([]platform.JournalEntry(nil), s.buf[:n]...)
+	batch := append([]contract.JournalEntry(nil), s.buf[:n]...)
 	dropped := s.dropped
 	s.mu.Unlock()
 	if dropped > 0 {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/services/journal"
 )
 
@@ -21,7 +21,7 @@ type countingDest struct {
 	seen map[string]int
 }
 
-func (d *countingDest) Ingest(entries []platform.JournalEntry) error {
+func (d *countingDest) Ingest(entries []contract.JournalEntry) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, e := range entries {
@@ -50,9 +50,9 @@ func TestAttachWhileABatchIsInFlight(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // the journal is slow to answer
 		sc := bufio.NewScanner(r.Body)
-		var batch []platform.JournalEntry
+		var batch []contract.JournalEntry
 		for sc.Scan() {
-			var e platform.JournalEntry
+			var e contract.JournalEntry
 			if json.Unmarshal(sc.Bytes(), &e) == nil {
 				batch = append(batch, e)
 			}
@@ -67,7 +67,7 @@ func TestAttachWhileABatchIsInFlight(t *testing.T) {
 	defer sink.Close()
 	const n = 100
 	for i := range n {
-		sink.Record(platform.JournalEntry{Source: "child", Message: fmt.Sprintf("e%d", i)})
+		sink.Record(contract.JournalEntry{Source: "child", Message: fmt.Sprintf("e%d", i)})
 	}
 	select {
 	case <-inFlight:
@@ -76,7 +76,7 @@ func TestAttachWhileABatchIsInFlight(t *testing.T) {
 	}
 	sink.Attach(got) // while the batch is in flight
 	for i := n; i < n+10; i++ {
-		sink.Record(platform.JournalEntry{Source: "child", Message: fmt.Sprintf("e%d", i)})
+		sink.Record(contract.JournalEntry{Source: "child", Message: fmt.Sprintf("e%d", i)})
 	}
 	// The batch that was in flight must be answered (and taken off the
 	// sink's buffer) before the counts are final.

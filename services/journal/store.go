@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -211,7 +211,7 @@ func (s *Service) stats() (Stats, error) {
 		return nil
 	})
 	if err != nil {
-		return Stats{}, platform.Internal("read the journal's stats", err)
+		return Stats{}, fault.Internal("read the journal's stats", err)
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -55,13 +56,13 @@ type PutDocument struct {
 // Validate checks the whole document.
 func (r *PutDocument) Validate() error {
 	if r.Version != nil && *r.Version < 0 {
-		return platform.Invalid("version", "must be 0 or more")
+		return fault.Invalid("version", "must be 0 or more")
 	}
 	if utf8.RuneCountInString(r.Title) > maxTitle {
-		return platform.Invalid("title", "must be at most %d characters", maxTitle)
+		return fault.Invalid("title", "must be at most %d characters", maxTitle)
 	}
 	if r.Blocks == nil {
-		return platform.Invalid("blocks", "required (an empty list for an empty document)")
+		return fault.Invalid("blocks", "required (an empty list for an empty document)")
 	}
 	return checkBlocks("blocks", r.Blocks)
 }
@@ -86,50 +87,50 @@ type PatchDocument struct {
 // against the document.
 func (r *PatchDocument) Validate() error {
 	if r.Title == nil && len(r.Ops) == 0 {
-		return platform.Invalid("ops", "give title or at least one op")
+		return fault.Invalid("ops", "give title or at least one op")
 	}
 	if r.Title != nil && utf8.RuneCountInString(*r.Title) > maxTitle {
-		return platform.Invalid("title", "must be at most %d characters", maxTitle)
+		return fault.Invalid("title", "must be at most %d characters", maxTitle)
 	}
 	if len(r.Ops) > maxBlocks {
-		return platform.Invalid("ops", "at most %d ops", maxBlocks)
+		return fault.Invalid("ops", "at most %d ops", maxBlocks)
 	}
 	for i, op := range r.Ops {
 		f := "ops[" + strconv.Itoa(i) + "]"
 		switch op.Op {
 		case "insert":
 			if op.Block == nil {
-				return platform.Invalid(f+".block", "required for insert")
+				return fault.Invalid(f+".block", "required for insert")
 			}
 			if err := checkBlock(f+".block", *op.Block); err != nil {
 				return err
 			}
 		case "update":
 			if op.ID == "" {
-				return platform.Invalid(f+".id", "required for update")
+				return fault.Invalid(f+".id", "required for update")
 			}
 			if op.Block == nil {
-				return platform.Invalid(f+".block", "required for update")
+				return fault.Invalid(f+".block", "required for update")
 			}
 			b := *op.Block
 			if b.ID == "" {
 				b.ID = op.ID
 			}
 			if b.ID != op.ID {
-				return platform.Invalid(f+".block.id", "must be %q (a block keeps its id) or left out", op.ID)
+				return fault.Invalid(f+".block.id", "must be %q (a block keeps its id) or left out", op.ID)
 			}
 			if err := checkBlock(f+".block", b); err != nil {
 				return err
 			}
 		case "delete", "move":
 			if op.ID == "" {
-				return platform.Invalid(f+".id", "required for %s", op.Op)
+				return fault.Invalid(f+".id", "required for %s", op.Op)
 			}
 		default:
-			return platform.Invalid(f+".op", "must be insert, update, delete or move, got %q", op.Op)
+			return fault.Invalid(f+".op", "must be insert, update, delete or move, got %q", op.Op)
 		}
 		if op.Index != nil && *op.Index < 0 {
-			return platform.Invalid(f+".index", "must be 0 or more, got %d", *op.Index)
+			return fault.Invalid(f+".index", "must be 0 or more, got %d", *op.Index)
 		}
 	}
 	return nil
@@ -137,7 +138,7 @@ func (r *PatchDocument) Validate() error {
 
 func checkBlocks(field string, bs []Block) error {
 	if len(bs) > maxBlocks {
-		return platform.Invalid(field, "at most %d blocks, got %d", maxBlocks, len(bs))
+		return fault.Invalid(field, "at most %d blocks, got %d", maxBlocks, len(bs))
 	}
 	seen := map[string]bool{}
 	for i, b := range bs {
@@ -146,7 +147,7 @@ func checkBlocks(field string, bs []Block) error {
 			return err
 		}
 		if seen[b.ID] {
-			return platform.Invalid(f+".id", "%q is used by an earlier block", b.ID)
+			return fault.Invalid(f+".id", "%q is used by an earlier block", b.ID)
 		}
 		seen[b.ID] = true
 	}
@@ -155,48 +156,48 @@ func checkBlocks(field string, bs []Block) error {
 
 func checkBlock(f string, b Block) error {
 	if !blockIDOK(b.ID) {
-		return platform.Invalid(f+".id", "must be 1-64 of A-Z a-z 0-9 _ -, got %q", b.ID)
+		return fault.Invalid(f+".id", "must be 1-64 of A-Z a-z 0-9 _ -, got %q", b.ID)
 	}
 	ok := false
 	for _, t := range blockTypes {
 		ok = ok || b.Type == t
 	}
 	if !ok {
-		return platform.Invalid(f+".type", "must be one of %s, got %q", strings.Join(blockTypes, ", "), b.Type)
+		return fault.Invalid(f+".type", "must be one of %s, got %q", strings.Join(blockTypes, ", "), b.Type)
 	}
 	if utf8.RuneCountInString(b.Text) > maxBlockText {
-		return platform.Invalid(f+".text", "must be at most %d characters", maxBlockText)
+		return fault.Invalid(f+".text", "must be at most %d characters", maxBlockText)
 	}
 	if b.Type == "heading" && (b.Level < 1 || b.Level > 6) {
-		return platform.Invalid(f+".level", "a heading's level must be 1-6, got %d", b.Level)
+		return fault.Invalid(f+".level", "a heading's level must be 1-6, got %d", b.Level)
 	}
 	if b.Type != "heading" && b.Level != 0 {
-		return platform.Invalid(f+".level", "only for heading blocks")
+		return fault.Invalid(f+".level", "only for heading blocks")
 	}
 	if b.Type != "code" && b.Language != "" {
-		return platform.Invalid(f+".language", "only for code blocks")
+		return fault.Invalid(f+".language", "only for code blocks")
 	}
 	if b.Type == "code" && strings.ContainsAny(b.Language, " \t\n`") {
-		return platform.Invalid(f+".language", "must be one word without backquotes")
+		return fault.Invalid(f+".language", "must be one word without backquotes")
 	}
 	if b.Type != "list" && (len(b.Items) > 0 || b.Ordered) {
-		return platform.Invalid(f+".items", "only for list blocks")
+		return fault.Invalid(f+".items", "only for list blocks")
 	}
 	if b.Type == "list" && b.Text != "" {
-		return platform.Invalid(f+".text", "a list block has items, not text")
+		return fault.Invalid(f+".text", "a list block has items, not text")
 	}
 	for j, it := range b.Items {
 		if utf8.RuneCountInString(it) > maxBlockText {
-			return platform.Invalid(f+".items["+strconv.Itoa(j)+"]", "must be at most %d characters", maxBlockText)
+			return fault.Invalid(f+".items["+strconv.Itoa(j)+"]", "must be at most %d characters", maxBlockText)
 		}
 	}
 	if b.Type == "diagram" {
 		if _, err := parseDiagram(b.Text); err != nil {
-			return platform.Invalid(f+".text", "%s", err.Error())
+			return fault.Invalid(f+".text", "%s", err.Error())
 		}
 	}
 	if b.Type == "divider" && b.Text != "" {
-		return platform.Invalid(f+".text", "a divider has no text")
+		return fault.Invalid(f+".text", "a divider has no text")
 	}
 	return nil
 }
@@ -264,10 +265,10 @@ func expected(ifMatch string, body *int64) (*int64, error) {
 	}
 	v, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 64)
 	if err != nil || v < 0 {
-		return nil, platform.Invalid("If-Match", "must be a document version \"N\" (the ETag), got %q", h)
+		return nil, fault.Invalid("If-Match", "must be a document version \"N\" (the ETag), got %q", h)
 	}
 	if body != nil && *body != v {
-		return nil, platform.Invalid("version", "is %d but If-Match says %d", *body, v)
+		return nil, fault.Invalid("version", "is %d but If-Match says %d", *body, v)
 	}
 	return &v, nil
 }
@@ -286,15 +287,15 @@ func (s *Service) get(ctx context.Context, notebook, node string) (Document, err
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		ok, err := tx.Get(bucketDocs, docKey(notebook, node), &d)
 		if err == nil && !ok {
-			return platform.NotFound("node", notebook+"/"+node)
+			return fault.NotFound("node", notebook+"/"+node)
 		}
 		return err
 	})
-	return d, platform.Wrap("read a document", err)
+	return d, fault.Wrap("read a document", err)
 }
 
 func conflict(have int64, want int64) error {
-	return &platform.Error{Code: CodeVersionConflict, Details: "version",
+	return &fault.Error{Code: CodeVersionConflict, Details: "version",
 		Message: "version: the document is at version " + strconv.FormatInt(have, 10) + ", not " + strconv.FormatInt(want, 10) +
 			"; read it again and apply your change to that version"}
 }
@@ -331,7 +332,7 @@ func (s *Service) put(ctx context.Context, notebook, node string, in PutDocument
 		case expect != nil && exists && *expect != old.Version:
 			return conflict(old.Version, *expect)
 		case expect == nil && exists:
-			return &platform.Error{Code: platform.CodePreconditionRequired, Details: "version",
+			return &fault.Error{Code: fault.CodePreconditionRequired, Details: "version",
 				Message: "version: replacing an existing document needs its version (If-Match: \"" + strconv.FormatInt(old.Version, 10) +
 					"\" or \"version\" in the body), so no edit is overwritten unseen"}
 		}
@@ -343,7 +344,7 @@ func (s *Service) put(ctx context.Context, notebook, node string, in PutDocument
 		created = !exists
 		return tx.Put(bucketDocs, docKey(notebook, node), d)
 	})
-	return d, created, platform.Wrap("write a document", err)
+	return d, created, fault.Wrap("write a document", err)
 }
 
 // Patch applies a title change and block edits, in order, all or none.
@@ -366,7 +367,7 @@ func (s *Service) patch(ctx context.Context, notebook, node string, in PatchDocu
 			return err
 		}
 		if !ok {
-			return platform.NotFound("node", notebook+"/"+node)
+			return fault.NotFound("node", notebook+"/"+node)
 		}
 		if expect != nil && *expect != d.Version {
 			return conflict(d.Version, *expect)
@@ -382,7 +383,7 @@ func (s *Service) patch(ctx context.Context, notebook, node string, in PatchDocu
 			}
 		}
 		if len(blocks) > maxBlocks {
-			return platform.Invalid("ops", "the document would have %d blocks, over %d", len(blocks), maxBlocks)
+			return fault.Invalid("ops", "the document would have %d blocks, over %d", len(blocks), maxBlocks)
 		}
 		if blocks == nil {
 			blocks = []Block{}
@@ -392,7 +393,7 @@ func (s *Service) patch(ctx context.Context, notebook, node string, in PatchDocu
 		d.UpdatedAt = s.clock.Now()
 		return tx.Put(bucketDocs, docKey(notebook, node), d)
 	})
-	return d, platform.Wrap("change a document", err)
+	return d, fault.Wrap("change a document", err)
 }
 
 func find(bs []Block, id string) int {
@@ -409,7 +410,7 @@ func position(f string, idx *int, n int) (int, error) {
 		return n, nil
 	}
 	if *idx > n {
-		return 0, platform.Invalid(f+".index", "must be 0-%d here, got %d", n, *idx)
+		return 0, fault.Invalid(f+".index", "must be 0-%d here, got %d", n, *idx)
 	}
 	return *idx, nil
 }
@@ -418,7 +419,7 @@ func apply(f string, bs []Block, op Op) ([]Block, error) {
 	switch op.Op {
 	case "insert":
 		if find(bs, op.Block.ID) >= 0 {
-			return nil, platform.Invalid(f+".block.id", "%q is already a block of the document", op.Block.ID)
+			return nil, fault.Invalid(f+".block.id", "%q is already a block of the document", op.Block.ID)
 		}
 		at, err := position(f, op.Index, len(bs))
 		if err != nil {
@@ -428,7 +429,7 @@ func apply(f string, bs []Block, op Op) ([]Block, error) {
 	}
 	i := find(bs, op.ID)
 	if i < 0 {
-		return nil, platform.Invalid(f+".id", "no block %q in the document", op.ID)
+		return nil, fault.Invalid(f+".id", "no block %q in the document", op.ID)
 	}
 	switch op.Op {
 	case "update":
@@ -472,11 +473,11 @@ func (s *Service) BlockSVG(ctx context.Context, in BlockImage) (SVGImage, error)
 	}
 	i := find(d.Blocks, in.Block)
 	if i < 0 {
-		return SVGImage{}, platform.NotFound("block", in.Block)
+		return SVGImage{}, fault.NotFound("block", in.Block)
 	}
 	svg, err := renderSVG(d.Blocks[i], in.Width)
 	if err != nil {
-		return SVGImage{}, platform.Invalid("blockId", "the block does not render: %s", err.Error())
+		return SVGImage{}, fault.Invalid("blockId", "the block does not render: %s", err.Error())
 	}
 	return SVGImage{CSP: platform.SandboxCSP, NoSniff: "nosniff", Body: svg}, nil
 }

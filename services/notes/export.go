@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -24,7 +24,7 @@ type ExportRequest struct {
 // Validate checks the lifetime.
 func (r *ExportRequest) Validate() error {
 	if r.TTLSeconds != 0 && (r.TTLSeconds < 1 || r.TTLSeconds > 3600) {
-		return platform.Invalid("ttl_seconds", "must be 1-3600, got %d", r.TTLSeconds)
+		return fault.Invalid("ttl_seconds", "must be 1-3600, got %d", r.TTLSeconds)
 	}
 	return nil
 }
@@ -76,14 +76,14 @@ func (s *Service) issueTicket(ctx context.Context, notebook, node string, in Exp
 	}
 	var raw [24]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return ExportTicket{}, platform.Internal("make a ticket", err)
+		return ExportTicket{}, fault.Internal("make a ticket", err)
 	}
 	tok := base64.RawURLEncoding.EncodeToString(raw[:])
 	now := s.clock.Now()
 	t := ExportTicket{Ticket: tok, Path: "/api/v1/notes/export?ticket=" + tok, Format: "markdown", ExpiresAt: now.Add(ttl)}
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		if tx.GetRaw(bucketDocs, docKey(notebook, node)) == nil {
-			return platform.NotFound("node", notebook+"/"+node)
+			return fault.NotFound("node", notebook+"/"+node)
 		}
 		// Forget tickets that ended more than an hour ago (a used or
 		// expired ticket is remembered that long to answer 410, not 404).
@@ -105,7 +105,7 @@ func (s *Service) issueTicket(ctx context.Context, notebook, node string, in Exp
 		}
 		return tx.Put(bucketTickets, ticketKey(tok), ticket{Notebook: notebook, Node: node, ExpiresAt: t.ExpiresAt})
 	})
-	return t, platform.Wrap("issue an export ticket", err)
+	return t, fault.Wrap("issue an export ticket", err)
 }
 
 // Download is GET /api/v1/notes/export.
@@ -139,14 +139,14 @@ func (s *Service) redeem(ctx context.Context, tok string) (md []byte, filename s
 			return err
 		}
 		if !ok {
-			return platform.NotFound("export ticket", "…")
+			return fault.NotFound("export ticket", "…")
 		}
 		now := s.clock.Now()
 		if !t.UsedAt.IsZero() {
-			return &platform.Error{Code: platform.CodeGone, Details: "ticket", Message: "the export ticket was already used; ask for a new one"}
+			return &fault.Error{Code: fault.CodeGone, Details: "ticket", Message: "the export ticket was already used; ask for a new one"}
 		}
 		if !now.Before(t.ExpiresAt) {
-			return &platform.Error{Code: platform.CodeGone, Details: "ticket", Message: "the export ticket expired; ask for a new one"}
+			return &fault.Error{Code: fault.CodeGone, Details: "ticket", Message: "the export ticket expired; ask for a new one"}
 		}
 		var d Document
 		found, err := tx.Get(bucketDocs, docKey(t.Notebook, t.Node), &d)
@@ -154,7 +154,7 @@ func (s *Service) redeem(ctx context.Context, tok string) (md []byte, filename s
 			return err
 		}
 		if !found {
-			return platform.NotFound("node", t.Notebook+"/"+t.Node)
+			return fault.NotFound("node", t.Notebook+"/"+t.Node)
 		}
 		t.UsedAt = now
 		if err := tx.Put(bucketTickets, ticketKey(tok), t); err != nil {
@@ -163,7 +163,7 @@ func (s *Service) redeem(ctx context.Context, tok string) (md []byte, filename s
 		md, filename = markdown(d), d.NodeID+".md"
 		return nil
 	})
-	return md, filename, platform.Wrap("redeem an export ticket", err)
+	return md, filename, fault.Wrap("redeem an export ticket", err)
 }
 
 // markdown renders a document as CommonMark.

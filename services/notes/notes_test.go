@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/platformtest"
 	"deckhand/services/notes"
 )
@@ -18,13 +19,13 @@ import (
 type fixture struct {
 	t     *testing.T
 	h     *platform.Host
-	clock *platform.FakeClock
+	clock *clockpkg.FakeClock
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	deps := platformtest.ServiceDeps(t, "notes")
-	clock := platform.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := clockpkg.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	deps.Clock = clock
 	svc, err := notes.New(deps, nil)
 	if err != nil {

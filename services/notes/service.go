@@ -13,11 +13,14 @@ import (
 	"time"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
 func init() {
-	platform.RegisterCode(CodeVersionConflict, http.StatusConflict)
+	fault.RegisterCode(CodeVersionConflict, http.StatusConflict)
 }
 
 // CodeVersionConflict: the document is not at the version the request
@@ -28,13 +31,13 @@ const CodeVersionConflict = "VERSION_CONFLICT"
 type Service struct {
 	db    *store.DB
 	log   *slog.Logger
-	clock platform.Clock
+	clock clockpkg.Clock
 	// ticketTTL is how long an export ticket is good for.
 	ticketTTL time.Duration
 }
 
 // New opens the service on its own store.
-func New(deps platform.ServiceDeps, _ *platform.NoSettings) (*Service, error) {
+func New(deps contract.ServiceDeps, _ *contract.NoSettings) (*Service, error) {
 	if deps.Store == nil {
 		return nil, errors.New("notes: no store")
 	}
@@ -68,7 +71,7 @@ var idRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 func checkID(field, v string) error {
 	if !idRule.MatchString(v) {
-		return platform.Invalid(field, "must be 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", v)
+		return fault.Invalid(field, "must be 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", v)
 	}
 	return nil
 }

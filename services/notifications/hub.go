@@ -8,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -83,7 +84,7 @@ const subscriberQueue = 256
 // in memory and in the store, and fans messages out to subscribers.
 type hub struct {
 	db    *store.DB
-	clock platform.Clock
+	clock clockpkg.Clock
 	keep  int
 
 	mu       sync.Mutex
@@ -99,7 +100,7 @@ type hub struct {
 
 func key(seq uint64) string { return fmt.Sprintf("%020d", seq) }
 
-func newHub(db *store.DB, clock platform.Clock, keep int) (*hub, error) {
+func newHub(db *store.DB, clock clockpkg.Clock, keep int) (*hub, error) {
 	h := &hub{db: db, clock: clock, keep: keep, current: map[string]*Notification{}, byDBus: map[uint32]string{},
 		subs: map[*subscriber]bool{}, timers: map[string]*time.Timer{}}
 	err := db.View(func(tx *store.Tx) error {
@@ -201,7 +202,7 @@ func (h *hub) add(n Notification, replaces uint32) (Notification, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return Notification{}, platform.Errorf(platform.CodeUnavailable, "notifications: stopping")
+		return Notification{}, fault.Errorf(fault.CodeUnavailable, "notifications: stopping")
 	}
 	now := h.clock.Now().UTC()
 	n.UpdatedAt = now

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/notifications"
 )
@@ -49,7 +50,7 @@ type fixture struct {
 	bus  string
 }
 
-func newFixture(t *testing.T, bus string, deps ...platform.ServiceDeps) fixture {
+func newFixture(t *testing.T, bus string, deps ...contract.ServiceDeps) fixture {
 	t.Helper()
 	d := platformtest.ServiceDeps(t, "notifications")
 	if len(deps) > 0 {
@@ -246,14 +247,14 @@ func TestStreamResumesFromSequence(t *testing.T) {
 	f := newFixture(t, "", deps)
 	st := f.stream(t, "")
 	st.next() // hello
-	relay.Notify(platform.Event{Kind: platform.EventProgramCrashed, Source: "daemon", Level: "error", Title: "web crashed"})
+	relay.Notify(contract.Event{Kind: contract.EventProgramCrashed, Source: "daemon", Level: "error", Title: "web crashed"})
 	first := st.next()
 	if first.Notification.Kind != "event" || first.Notification.EventKind != "program.crashed" || first.Notification.Display != "agent" {
 		t.Fatalf("event frame %+v", first)
 	}
 	_ = st.c.Close()
 	for i := 0; i < 3; i++ {
-		relay.Notify(platform.Event{Kind: platform.EventScheduleFailed, Source: "exec", Level: "warn", Title: "job " + strconv.Itoa(i)})
+		relay.Notify(contract.Event{Kind: contract.EventScheduleFailed, Source: "exec", Level: "warn", Title: "job " + strconv.Itoa(i)})
 	}
 	relay.Wait()
 	st2 := f.stream(t, "?since="+strconv.FormatUint(first.Seq, 10))
@@ -266,7 +267,7 @@ func TestStreamResumesFromSequence(t *testing.T) {
 			t.Fatalf("resumed frame %d: %+v", i, fr)
 		}
 	}
-	relay.Notify(platform.Event{Kind: platform.EventPortOpened, Source: "agent", Title: "port 3000 opened"})
+	relay.Notify(contract.Event{Kind: contract.EventPortOpened, Source: "agent", Title: "port 3000 opened"})
 	if fr := st2.next(); fr.Notification.EventKind != "port.opened" || fr.Notification.Level != "info" {
 		t.Fatalf("live after resume: %+v", fr)
 	}
@@ -298,7 +299,7 @@ func TestKeptAcrossRestartAndGaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 5; i++ {
-		svc.Notify(platform.Event{Kind: platform.EventScheduleFailed, Source: "exec", Title: "job " + strconv.Itoa(i)})
+		svc.Notify(contract.Event{Kind: contract.EventScheduleFailed, Source: "exec", Title: "job " + strconv.Itoa(i)})
 	}
 	_ = svc.Close()
 	svc2, err := notifications.New(deps, &notifications.Settings{Bus: "none", Keep: 3})
@@ -320,7 +321,7 @@ func TestKeptAcrossRestartAndGaps(t *testing.T) {
 			t.Fatalf("got %+v, want seq %d", fr, want)
 		}
 	}
-	svc2.Notify(platform.Event{Kind: platform.EventPortOpened, Source: "agent", Title: "after restart"})
+	svc2.Notify(contract.Event{Kind: contract.EventPortOpened, Source: "agent", Title: "after restart"})
 	if fr := st.next(); fr.Seq != 6 {
 		t.Fatalf("seq after restart: %+v", fr)
 	}
@@ -337,7 +338,7 @@ func TestRelayForwardsOverLoopbackIngest(t *testing.T) {
 	relay.Forward(f.url, deps.DataDir)
 	st := f.stream(t, "")
 	st.next()
-	relay.Notify(platform.Event{Kind: platform.EventServiceCrashed, Source: "agent", Level: "error", Title: "cron crashed"})
+	relay.Notify(contract.Event{Kind: contract.EventServiceCrashed, Source: "agent", Level: "error", Title: "cron crashed"})
 	if fr := st.next(); fr.Notification.EventKind != "service.crashed" || fr.Notification.Title != "cron crashed" {
 		t.Fatalf("%+v", fr)
 	}
@@ -402,7 +403,7 @@ func TestBadInput(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for i := 0; i < 400; i++ {
-			f.svc.Notify(platform.Event{Kind: "port.opened", Source: "t", Title: strings.Repeat("x", 2000)})
+			f.svc.Notify(contract.Event{Kind: "port.opened", Source: "t", Title: strings.Repeat("x", 2000)})
 		}
 		close(done)
 	}()

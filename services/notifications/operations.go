@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // DisplayList is the answer of GET /api/v1/notifications/{display}.
@@ -24,26 +26,26 @@ type DismissRequest struct {
 // Validate checks that the request names what to dismiss.
 func (r *DismissRequest) Validate() error {
 	if len(r.IDs) == 0 && !r.All {
-		return platform.Invalid("ids", "required: the notifications to dismiss, or all true")
+		return fault.Invalid("ids", "required: the notifications to dismiss, or all true")
 	}
 	if len(r.IDs) > 0 && r.All {
-		return platform.Invalid("all", "give ids or all, not both")
+		return fault.Invalid("all", "give ids or all, not both")
 	}
 	if len(r.IDs) > 1000 {
-		return platform.Invalid("ids", "at most 1000")
+		return fault.Invalid("ids", "at most 1000")
 	}
 	for i, id := range r.IDs {
 		if len(id) < 2 || id[0] != 'n' {
-			return platform.Invalid("ids["+strconv.Itoa(i)+"]", "must be a notification id such as n12, got %q", id)
+			return fault.Invalid("ids["+strconv.Itoa(i)+"]", "must be a notification id such as n12, got %q", id)
 		}
 		if _, err := strconv.ParseUint(id[1:], 10, 64); err != nil {
-			return platform.Invalid("ids["+strconv.Itoa(i)+"]", "must be a notification id such as n12, got %q", id)
+			return fault.Invalid("ids["+strconv.Itoa(i)+"]", "must be a notification id such as n12, got %q", id)
 		}
 	}
 	if r.Display != "" {
 		d, err := normalizeDisplay(r.Display)
 		if err != nil {
-			return platform.Invalid("display", "must be :N or agent, got %q", r.Display)
+			return fault.Invalid("display", "must be :N or agent, got %q", r.Display)
 		}
 		r.Display = d
 	}
@@ -71,7 +73,7 @@ type IngestInput struct {
 	Peer         platform.Peer
 	ForwardedFor string `header:"X-Forwarded-For" doc:"set by the gateway: such a request is refused (404)"`
 	Key          string `header:"X-Deckhand-Ingest-Key" doc:"the key in <data>/notifications/ingest.key"`
-	Body         platform.Event
+	Body         contract.Event
 }
 
 // StreamQuery is the query of GET /api/v1/notifications/stream.
@@ -95,7 +97,7 @@ func (s *Service) Clear(_ context.Context, f DisplayFilter) (Dismissed, error) {
 	if d != "" {
 		var err error
 		if d, err = normalizeDisplay(d); err != nil {
-			return Dismissed{}, platform.Invalid("display", "must be :N or agent, got %q", f.Display)
+			return Dismissed{}, fault.Invalid("display", "must be :N or agent, got %q", f.Display)
 		}
 	}
 	return s.dismissAll(d), nil
@@ -105,7 +107,7 @@ func (s *Service) Clear(_ context.Context, f DisplayFilter) (Dismissed, error) {
 func (s *Service) Open(_ context.Context, ref DisplayRef) (DisplayList, error) {
 	d, err := normalizeDisplay(ref.Display)
 	if err != nil {
-		return DisplayList{}, platform.Invalid("display", "must be :N or agent, got %q", ref.Display)
+		return DisplayList{}, fault.Invalid("display", "must be :N or agent, got %q", ref.Display)
 	}
 	return DisplayList{Display: d, Seq: s.hub.newest(), Notifications: s.hub.open(d)}, nil
 }
@@ -116,7 +118,7 @@ func (s *Service) Ingest(_ context.Context, in IngestInput) error {
 		return err
 	}
 	if in.Body.Kind == "" {
-		return platform.Invalid("kind", "required")
+		return fault.Invalid("kind", "required")
 	}
 	s.Notify(in.Body)
 	return nil
@@ -127,7 +129,7 @@ func (s *Service) Ingest(_ context.Context, in IngestInput) error {
 func (s *Service) dismiss(ids []string) (Dismissed, error) {
 	for _, id := range ids {
 		if _, ok := s.hub.get(id); !ok {
-			return Dismissed{}, platform.NotFound("notification", id)
+			return Dismissed{}, fault.NotFound("notification", id)
 		}
 	}
 	out := Dismissed{Dismissed: []Notification{}}

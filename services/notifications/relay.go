@@ -14,7 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // IngestURLEnv names the variable the agent gives its isolated children:
@@ -29,19 +30,19 @@ const (
 	relayPending = 256  // events kept until a notifications service appears
 )
 
-// Relay is the agent's platform.Notifier. It logs every event (as
-// platform.LogNotifier does) and delivers it to the notifications service:
+// Relay is the agent's contract.Notifier. It logs every event (as
+// contract.LogNotifier does) and delivers it to the notifications service:
 // directly when that service runs in the same process (it Attaches
 // itself), else over HTTP to the service's loopback ingest route. Notify
 // never blocks: events queue (bounded) for one delivery goroutine that
 // exists only while there is something to deliver.
 type Relay struct {
-	log platform.LogNotifier
+	log contract.LogNotifier
 
 	mu       sync.Mutex
-	queue    []platform.Event
+	queue    []contract.Event
 	running  bool
-	target   platform.Notifier
+	target   contract.Notifier
 	url      string // ingest base URL of an isolated service
 	keyFile  string
 	key      string
@@ -52,12 +53,12 @@ type Relay struct {
 
 // NewRelay makes a relay that logs to logger.
 func NewRelay(logger *slog.Logger) *Relay {
-	return &Relay{log: platform.LogNotifier{Logger: logger}, client: &http.Client{Timeout: 2 * time.Second}}
+	return &Relay{log: contract.LogNotifier{Logger: logger}, client: &http.Client{Timeout: 2 * time.Second}}
 }
 
 // Attach makes an in-process notifications service the destination; the
 // events waiting for it are delivered.
-func (r *Relay) Attach(n platform.Notifier) {
+func (r *Relay) Attach(n contract.Notifier) {
 	r.mu.Lock()
 	r.target = n
 	r.mu.Unlock()
@@ -75,7 +76,7 @@ func (r *Relay) Forward(url, dir string) {
 }
 
 // Notify logs e and queues it for delivery.
-func (r *Relay) Notify(e platform.Event) {
+func (r *Relay) Notify(e contract.Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -137,7 +138,7 @@ func (r *Relay) deliver() {
 	}
 }
 
-func (r *Relay) post(url string, e platform.Event) error {
+func (r *Relay) post(url string, e contract.Event) error {
 	r.mu.Lock()
 	key, file := r.key, r.keyFile
 	r.mu.Unlock()
@@ -174,7 +175,7 @@ func (r *Relay) post(url string, e platform.Event) error {
 		r.mu.Unlock()
 	}
 	if resp.StatusCode/100 != 2 {
-		return &platform.Error{Code: platform.CodeBackend, Message: "ingest answered " + resp.Status}
+		return &fault.Error{Code: fault.CodeBackend, Message: "ingest answered " + resp.Status}
 	}
 	return nil
 }
@@ -189,14 +190,14 @@ const IngestPath = "/api/v1/notifications/ingest"
 // compared in constant time.
 func (s *Service) checkIngest(peer, local net.IP, forwarded, key string) error {
 	if forwarded != "" {
-		return &platform.Error{Code: platform.CodeNotFound, Details: "route",
+		return &fault.Error{Code: fault.CodeNotFound, Details: "route",
 			Message: "the ingest route is not served through the gateway"}
 	}
 	if peer == nil || !(peer.IsLoopback() || peer.Equal(local)) {
-		return platform.Errorf(platform.CodeForbidden, "the ingest route takes events from the agent on this machine only")
+		return fault.Errorf(fault.CodeForbidden, "the ingest route takes events from the agent on this machine only")
 	}
 	if subtle.ConstantTimeCompare([]byte(key), []byte(s.ingest)) != 1 {
-		return platform.Errorf(platform.CodeUnauthorized, "%s: wrong or missing ingest key", IngestKeyHeader)
+		return fault.Errorf(fault.CodeUnauthorized, "%s: wrong or missing ingest key", IngestKeyHeader)
 	}
 	return nil
 }

@@ -1,5 +1,5 @@
 // Package notifications owns the container's notification streams: agent
-// events from the platform.Notifier seam (a program crashed, a schedule
+// events from the contract.Notifier seam (a program crashed, a schedule
 // failed, a port opened) and desktop notifications that programs on an X
 // display raise through the freedesktop Notifications D-Bus interface,
 // which this service serves on the display's session bus. Both become one
@@ -23,6 +23,8 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/atomicfile"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // AgentDisplay is the pseudo-display agent events are listed under.
@@ -50,11 +52,11 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 // Validate checks the flags.
 func (s *Settings) Validate() error {
 	if s.Keep < 0 || s.Keep > 1000000 {
-		return platform.Invalid("--notifications-keep", "must be 0 (default) to 1000000")
+		return fault.Invalid("--notifications-keep", "must be 0 (default) to 1000000")
 	}
 	if s.Display != "" {
 		if _, err := normalizeDisplay(s.Display); err != nil {
-			return platform.Invalid("--notifications-display", "must be an X display such as :0, got %q", s.Display)
+			return fault.Invalid("--notifications-display", "must be an X display such as :0, got %q", s.Display)
 		}
 	}
 	return nil
@@ -62,7 +64,7 @@ func (s *Settings) Validate() error {
 
 // Service is the notification-streams service.
 type Service struct {
-	deps    platform.ServiceDeps
+	deps    contract.ServiceDeps
 	log     *slog.Logger
 	display string
 	busAddr string
@@ -79,8 +81,8 @@ type Service struct {
 // is configured, starts serving org.freedesktop.Notifications on it. When
 // deps.Notifier is a *Relay (the agent's), the relay starts delivering
 // agent events here.
-func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
-	deps, set, err := platform.PrepareService("notifications", deps, set)
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
+	deps, set, err := contract.PrepareService("notifications", deps, set)
 	if err != nil {
 		return nil, err
 	}
@@ -168,9 +170,9 @@ func (s *Service) HealthStatus() (string, string) {
 	return "ok", ""
 }
 
-// Notify takes an agent event (the platform.Notifier seam). It never
+// Notify takes an agent event (the contract.Notifier seam). It never
 // blocks on stream clients.
-func (s *Service) Notify(e platform.Event) {
+func (s *Service) Notify(e contract.Event) {
 	if e.Time.IsZero() {
 		e.Time = s.deps.Clock.Now()
 	}

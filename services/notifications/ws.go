@@ -8,7 +8,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 )
 
 var upgrader = websocket.Upgrader{
@@ -17,7 +18,7 @@ var upgrader = websocket.Upgrader{
 	// The host's request policy checked Host and Origin before any route.
 	CheckOrigin: func(*http.Request) bool { return true },
 	Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-		platform.WriteHTTPErrorStatus(w, status, platform.Errorf(platform.CodeBadRequest, "WebSocket handshake: %v", reason))
+		reqpolicy.WriteHTTPErrorStatus(w, status, fault.Errorf(fault.CodeBadRequest, "WebSocket handshake: %v", reason))
 	},
 }
 
@@ -44,14 +45,14 @@ type clientFrame struct {
 // serveStream is the WebSocket endpoint (Route.HTTP, so gorilla can hijack).
 func (s *Service) serveStream(w http.ResponseWriter, r *http.Request, q StreamQuery) {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		platform.WriteHTTPError(w, platform.Errorf(platform.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)"))
+		reqpolicy.WriteHTTPError(w, fault.Errorf(fault.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)"))
 		return
 	}
 	since, display := q.Since, q.Display
 	if display != "" {
 		d, err := normalizeDisplay(display)
 		if err != nil {
-			platform.WriteHTTPError(w, platform.Invalid("display", "must be :N or agent, got %q", display))
+			reqpolicy.WriteHTTPError(w, fault.Invalid("display", "must be :N or agent, got %q", display))
 			return
 		}
 		display = d

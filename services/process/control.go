@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -17,7 +17,7 @@ import (
 const stdinTimeout = 10 * time.Second
 
 func ended(p *process) error {
-	return &platform.Error{Code: platform.CodeConflict, Details: "state",
+	return &fault.Error{Code: fault.CodeConflict, Details: "state",
 		Message: "process " + p.id + " is no longer running"}
 }
 
@@ -34,7 +34,7 @@ func (s *Service) WriteStdin(ctx context.Context, in StdinInput) (StdinResult, e
 		if p.snapshot().ended() {
 			return StdinResult{}, ended(p)
 		}
-		return StdinResult{}, &platform.Error{Code: platform.CodeConflict, Details: "stdin",
+		return StdinResult{}, &fault.Error{Code: fault.CodeConflict, Details: "stdin",
 			Message: "the standard input of process " + p.id + " is closed (start it with keep_stdin_open to write to it)"}
 	}
 	_ = f.SetWriteDeadline(time.Now().Add(stdinTimeout))
@@ -44,13 +44,13 @@ func (s *Service) WriteStdin(ctx context.Context, in StdinInput) (StdinResult, e
 	case err == nil:
 		return StdinResult{Written: n}, nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return StdinResult{}, &platform.Error{Code: platform.CodeTimeout, Details: "written=" + strconv.Itoa(n),
+		return StdinResult{}, &fault.Error{Code: fault.CodeTimeout, Details: "written=" + strconv.Itoa(n),
 			Message: "process " + p.id + " did not read its input within " + stdinTimeout.String() + ": " + strconv.Itoa(n) + " of " + strconv.Itoa(len(in.bytes)) + " bytes written"}
 	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.EIO), errors.Is(err, os.ErrClosed):
-		return StdinResult{}, &platform.Error{Code: platform.CodeConflict, Details: "written=" + strconv.Itoa(n),
+		return StdinResult{}, &fault.Error{Code: fault.CodeConflict, Details: "written=" + strconv.Itoa(n),
 			Message: "process " + p.id + " no longer reads its input (" + strconv.Itoa(n) + " bytes written)"}
 	}
-	return StdinResult{}, platform.Internal("write to the process's input", err)
+	return StdinResult{}, fault.Internal("write to the process's input", err)
 }
 
 // CloseStdin closes a process's standard input (end of file); on a pty it
@@ -90,11 +90,11 @@ func (s *Service) Resize(ctx context.Context, in ResizeInput) (Process, error) {
 		if p.snapshot().ended() {
 			return Process{}, ended(p)
 		}
-		return Process{}, &platform.Error{Code: platform.CodeConflict, Details: "pty",
+		return Process{}, &fault.Error{Code: fault.CodeConflict, Details: "pty",
 			Message: "process " + p.id + " has no pty (start it with pty to size one)"}
 	}
 	if err := proc.SetWinsize(pty, in.Cols, in.Rows); err != nil {
-		return Process{}, platform.Internal("resize the pty", err)
+		return Process{}, fault.Internal("resize the pty", err)
 	}
 	p.mu.Lock()
 	p.rec.PTY = &PTYSize{Rows: in.Rows, Cols: in.Cols}
@@ -111,7 +111,7 @@ func (s *Service) Signal(ctx context.Context, in SignalInput) (Process, error) {
 	sig := syscall.Signal(in.sig)
 	sent, err := p.signalGroup(sig)
 	if err != nil {
-		return Process{}, platform.Internal("signal the process group", err)
+		return Process{}, fault.Internal("signal the process group", err)
 	}
 	if !sent {
 		return Process{}, ended(p)

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -60,10 +60,10 @@ type PTYSize struct {
 
 func (p *PTYSize) validate(field string) error {
 	if p.Rows < 1 || p.Rows > maxPTYSize {
-		return platform.Invalid(field+".rows", "must be between 1 and %d", maxPTYSize)
+		return fault.Invalid(field+".rows", "must be between 1 and %d", maxPTYSize)
 	}
 	if p.Cols < 1 || p.Cols > maxPTYSize {
-		return platform.Invalid(field+".cols", "must be between 1 and %d", maxPTYSize)
+		return fault.Invalid(field+".cols", "must be between 1 and %d", maxPTYSize)
 	}
 	return nil
 }
@@ -92,30 +92,30 @@ type Spec struct {
 func (s *Spec) Validate() error {
 	switch {
 	case len(s.Cmd) == 0 && s.Shell == "":
-		return platform.Invalid("cmd", "one of cmd (an argv array) and shell (a command line) is required")
+		return fault.Invalid("cmd", "one of cmd (an argv array) and shell (a command line) is required")
 	case len(s.Cmd) > 0 && s.Shell != "":
-		return platform.Invalid("shell", "give cmd or shell, not both")
+		return fault.Invalid("shell", "give cmd or shell, not both")
 	case len(s.Cmd) > 0 && s.Cmd[0] == "":
-		return platform.Invalid("cmd", "cmd[0] must name a program")
+		return fault.Invalid("cmd", "cmd[0] must name a program")
 	case strings.ContainsRune(s.Shell, 0):
-		return platform.Invalid("shell", "must not contain NUL")
+		return fault.Invalid("shell", "must not contain NUL")
 	}
 	for i, a := range s.Cmd {
 		if strings.ContainsRune(a, 0) {
-			return platform.Invalid("cmd", "cmd[%d] must not contain NUL", i)
+			return fault.Invalid("cmd", "cmd[%d] must not contain NUL", i)
 		}
 	}
 	if s.Cwd != "" && (!filepath.IsAbs(s.Cwd) || strings.ContainsRune(s.Cwd, 0)) {
-		return platform.Invalid("cwd", "must be an absolute path, got %q", s.Cwd)
+		return fault.Invalid("cwd", "must be an absolute path, got %q", s.Cwd)
 	}
 	if k, ok := proc.CheckEnv(s.Env); !ok {
-		return platform.Invalid("env", "variable %q: names must be non-empty without '=' or NUL, values without NUL", k)
+		return fault.Invalid("env", "variable %q: names must be non-empty without '=' or NUL, values without NUL", k)
 	}
 	if strings.ContainsRune(s.User, 0) {
-		return platform.Invalid("user", "must not contain NUL")
+		return fault.Invalid("user", "must not contain NUL")
 	}
 	if s.TimeoutMS < 0 || s.TimeoutMS > maxTimeoutMS {
-		return platform.Invalid("timeout_ms", "must be between 0 (no limit) and %d", int64(maxTimeoutMS))
+		return fault.Invalid("timeout_ms", "must be between 0 (no limit) and %d", int64(maxTimeoutMS))
 	}
 	switch s.StdinEncoding {
 	case "", encodingUTF8:
@@ -123,11 +123,11 @@ func (s *Spec) Validate() error {
 	case encodingBase64:
 		b, err := base64.StdEncoding.DecodeString(s.Stdin)
 		if err != nil {
-			return platform.Invalid("stdin", "is not valid base64 (stdin_encoding is base64)")
+			return fault.Invalid("stdin", "is not valid base64 (stdin_encoding is base64)")
 		}
 		s.stdin = b
 	default:
-		return platform.Invalid("stdin_encoding", "must be utf-8 or base64, got %q", s.StdinEncoding)
+		return fault.Invalid("stdin_encoding", "must be utf-8 or base64, got %q", s.StdinEncoding)
 	}
 	if err := checkLabel("tag", s.Tag, maxTagLen); err != nil {
 		return err
@@ -143,11 +143,11 @@ func (s *Spec) Validate() error {
 
 func checkLabel(field, v string, max int) error {
 	if len(v) > max {
-		return platform.Invalid(field, "must be at most %d characters", max)
+		return fault.Invalid(field, "must be at most %d characters", max)
 	}
 	for _, r := range v {
 		if unicode.IsControl(r) {
-			return platform.Invalid(field, "must not contain control characters")
+			return fault.Invalid(field, "must not contain control characters")
 		}
 	}
 	return nil
@@ -173,7 +173,7 @@ func (in *RunInput) Validate() error {
 		return err
 	}
 	if in.MaxOutputBytes < 0 || in.MaxOutputBytes > maxMaxOutput {
-		return platform.Invalid("max_output_bytes", "must be between 1 and %d (0 or absent: %d)", maxMaxOutput, defaultMaxOutput)
+		return fault.Invalid("max_output_bytes", "must be between 1 and %d (0 or absent: %d)", maxMaxOutput, defaultMaxOutput)
 	}
 	if in.MaxOutputBytes == 0 {
 		in.MaxOutputBytes = defaultMaxOutput
@@ -291,11 +291,11 @@ func (in *StdinInput) Validate() error {
 	case encodingBase64:
 		b, err := base64.StdEncoding.DecodeString(in.Data)
 		if err != nil {
-			return platform.Invalid("data", "is not valid base64 (encoding is base64)")
+			return fault.Invalid("data", "is not valid base64 (encoding is base64)")
 		}
 		in.bytes = b
 	default:
-		return platform.Invalid("encoding", "must be utf-8 or base64, got %q", in.Encoding)
+		return fault.Invalid("encoding", "must be utf-8 or base64, got %q", in.Encoding)
 	}
 	return nil
 }
@@ -352,7 +352,7 @@ type SignalInput struct {
 func (in *SignalInput) Validate() error {
 	sig, err := proc.ParseSignal(string(in.Signal))
 	if err != nil {
-		return platform.Invalid("signal", "%s", err.Error())
+		return fault.Invalid("signal", "%s", err.Error())
 	}
 	in.sig = int(sig)
 	return nil
@@ -367,7 +367,7 @@ type KillInput struct {
 // Validate checks the grace.
 func (in *KillInput) Validate() error {
 	if in.GraceMS < 0 || in.GraceMS > maxGraceMS {
-		return platform.Invalid("grace_ms", "must be between 0 and %d", maxGraceMS)
+		return fault.Invalid("grace_ms", "must be between 0 and %d", maxGraceMS)
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"unicode/utf8"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 const (
@@ -55,7 +55,7 @@ func (s *Service) Output(ctx context.Context, in OutputInput) (OutputPage, error
 // checkSince refuses an offset past the end of the output.
 func checkSince(p *process, since int64) error {
 	if _, _, total, _, _ := p.log.stats(); since > total {
-		return platform.Invalid("since", "is past the end of the output (%d bytes so far)", total)
+		return fault.Invalid("since", "is past the end of the output (%d bytes so far)", total)
 	}
 	return nil
 }

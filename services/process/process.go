@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // process is one process the service started (or, after a restart, the
@@ -242,7 +242,7 @@ func (s *Service) get(id string) (*process, error) {
 	p := s.procs[id]
 	s.mu.Unlock()
 	if p == nil {
-		return nil, platform.NotFound("process", id)
+		return nil, fault.NotFound("process", id)
 	}
 	<-p.started
 	return p, nil

@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"unicode/utf8"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Run runs a process to its end and answers its output and how it ended.
@@ -19,7 +19,7 @@ func (s *Service) Run(ctx context.Context, in RunInput) (RunResult, error) {
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		return RunResult{}, platform.Errorf(platform.CodeUnavailable, "the request ended before process %s did", p.id)
+		return RunResult{}, fault.Errorf(fault.CodeUnavailable, "the request ended before process %s did", p.id)
 	}
 	rec := p.snapshot()
 	var out, errOut []byte

@@ -28,6 +28,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -61,23 +63,23 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 func (s *Settings) Validate() error {
 	switch {
 	case s.MaxRunning < 1:
-		return platform.Invalid("--process-max-running", "must be at least 1")
+		return fault.Invalid("--process-max-running", "must be at least 1")
 	case s.MaxFinished < 0:
-		return platform.Invalid("--process-max-finished", "must not be negative")
+		return fault.Invalid("--process-max-finished", "must not be negative")
 	case s.Retention < 0:
-		return platform.Invalid("--process-retention", "must not be negative")
+		return fault.Invalid("--process-retention", "must not be negative")
 	case s.KillGrace < 0:
-		return platform.Invalid("--process-kill-grace", "must not be negative")
+		return fault.Invalid("--process-kill-grace", "must not be negative")
 	case s.OutputMemory < 64<<10:
-		return platform.Invalid("--process-output-memory", "must be at least 65536")
+		return fault.Invalid("--process-output-memory", "must be at least 65536")
 	case s.OutputMemoryTotal < s.OutputMemory:
-		return platform.Invalid("--process-output-memory-total", "must be at least --process-output-memory")
+		return fault.Invalid("--process-output-memory-total", "must be at least --process-output-memory")
 	case s.OutputDisk < 1<<20:
-		return platform.Invalid("--process-output-disk", "must be at least 1048576")
+		return fault.Invalid("--process-output-disk", "must be at least 1048576")
 	case s.OutputDiskTotal < s.OutputDisk:
-		return platform.Invalid("--process-output-disk-total", "must be at least --process-output-disk")
+		return fault.Invalid("--process-output-disk-total", "must be at least --process-output-disk")
 	case s.ResumeGrace < 0:
-		return platform.Invalid("--process-resume-grace", "must not be negative")
+		return fault.Invalid("--process-resume-grace", "must not be negative")
 	}
 	return nil
 }
@@ -93,7 +95,7 @@ func Defaults() *Settings {
 
 // Service is the process service.
 type Service struct {
-	deps    platform.ServiceDeps
+	deps    contract.ServiceDeps
 	set     *Settings
 	log     *slog.Logger
 	spawner *proc.Spawner
@@ -114,11 +116,11 @@ type Service struct {
 
 // New opens the records, settles those a previous run left running (their
 // processes died with it), and starts the retention janitor.
-func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if set == nil {
 		set = Defaults()
 	}
-	deps, set, err := platform.PrepareService("process", deps, set)
+	deps, set, err := contract.PrepareService("process", deps, set)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +179,7 @@ func (s *Service) Close() error {
 
 // journal writes one of the service's entries.
 func (s *Service) journal(level, msg string, fields map[string]any) {
-	s.deps.Journal.Record(platform.JournalEntry{Time: s.deps.Clock.Now(), Source: "process", Level: level,
+	s.deps.Journal.Record(contract.JournalEntry{Time: s.deps.Clock.Now(), Source: "process", Level: level,
 		Message: msg, Fields: fields})
 }
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strconv"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -33,11 +33,11 @@ func (s *Service) Start(ctx context.Context, in StartInput) (StartResult, error)
 func (s *Service) start(spec Spec, keepStdin bool, captureMax int, extra any, holdOutput bool) (*process, bool, error) {
 	attr, userEnv, err := proc.Attr(spec.User)
 	if err != nil {
-		return nil, false, platform.Invalid("user", "%v", err)
+		return nil, false, fault.Invalid("user", "%v", err)
 	}
 	if spec.Cwd != "" {
 		if st, err := os.Stat(spec.Cwd); err != nil || !st.IsDir() {
-			return nil, false, platform.Invalid("cwd", "%s is not an existing directory", spec.Cwd)
+			return nil, false, fault.Invalid("cwd", "%s is not an existing directory", spec.Cwd)
 		}
 	}
 	home := userEnv
@@ -52,14 +52,14 @@ func (s *Service) start(spec Spec, keepStdin bool, captureMax int, extra any, ho
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, false, platform.Errorf(platform.CodeUnavailable, "the process service is stopping")
+		return nil, false, fault.Errorf(fault.CodeUnavailable, "the process service is stopping")
 	}
 	if tok := spec.ClientToken; tok != "" {
 		if p := s.tokens[tok]; p != nil {
 			s.mu.Unlock()
 			<-p.started
 			if p.hash != hash {
-				return nil, false, &platform.Error{Code: platform.CodeConflict, Field: "client_token", Details: "client_token",
+				return nil, false, &fault.Error{Code: fault.CodeConflict, Field: "client_token", Details: "client_token",
 					Message: "client_token: already used by process " + p.id + " for a different request"}
 			}
 			return p, false, nil
@@ -67,7 +67,7 @@ func (s *Service) start(spec Spec, keepStdin bool, captureMax int, extra any, ho
 	}
 	if s.running >= s.set.MaxRunning {
 		s.mu.Unlock()
-		return nil, false, &platform.Error{Code: platform.CodeTooManyRequests, Headers: map[string]string{"Retry-After": "1"},
+		return nil, false, &fault.Error{Code: fault.CodeTooManyRequests, Headers: map[string]string{"Retry-After": "1"},
 			Message: "at most " + strconv.Itoa(s.set.MaxRunning) + " processes may run at once (--process-max-running); wait for one to end"}
 	}
 	p := s.newProcess(spec, cwd, hash, keepStdin, captureMax)

@@ -19,7 +19,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gofiber/fiber/v3"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 const (
@@ -206,7 +206,7 @@ func acceptKey(key string) string {
 func (s *Service) serveWS(c fiber.Ctx, p *process, since int64, binaryFrames, follow bool) error {
 	key := c.Get("Sec-WebSocket-Key")
 	if c.Get("Sec-WebSocket-Version") != "13" || key == "" || !strings.Contains(strings.ToLower(c.Get(fiber.HeaderConnection)), "upgrade") {
-		return platform.Errorf(platform.CodeBadRequest, "WebSocket handshake: needs Connection: Upgrade, Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key")
+		return fault.Errorf(fault.CodeBadRequest, "WebSocket handshake: needs Connection: Upgrade, Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key")
 	}
 	rc := c.RequestCtx()
 	rc.SetStatusCode(fiber.StatusSwitchingProtocols)
@@ -443,11 +443,11 @@ func (s *Service) wsMessage(w *wsConn, p *process, op ws.OpCode, msg []byte) {
 				_, err = s.Signal(ctx, in)
 			}
 		default:
-			err = platform.Invalid("type", "unknown control message type %q (known: stdin_close, resize, signal)", m.Type)
+			err = fault.Invalid("type", "unknown control message type %q (known: stdin_close, resize, signal)", m.Type)
 		}
 	}
 	if err != nil {
-		var pe *platform.Error
+		var pe *fault.Error
 		msg := "internal error"
 		if errors.As(err, &pe) {
 			msg = pe.Message

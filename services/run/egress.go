@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // egress is where a source sync may connect. A source URL is written by
@@ -45,7 +45,7 @@ func newEgress(allow []string) (*egress, error) {
 		case strings.Contains(a, "/"):
 			p, err := netip.ParsePrefix(a)
 			if err != nil {
-				return nil, platform.Invalid("--run-allow-hosts", "%q is not a CIDR range", a)
+				return nil, fault.Invalid("--run-allow-hosts", "%q is not a CIDR range", a)
 			}
 			e.nets = append(e.nets, p.Masked())
 		default:
@@ -56,7 +56,7 @@ func newEgress(allow []string) (*egress, error) {
 			}
 			name := normalName(a)
 			if !validHostName(name) {
-				return nil, platform.Invalid("--run-allow-hosts", "%q is not a host name, IP address or CIDR range", a)
+				return nil, fault.Invalid("--run-allow-hosts", "%q is not a host name, IP address or CIDR range", a)
 			}
 			e.names[name] = true
 		}
@@ -133,12 +133,12 @@ func (e *egress) why(ip netip.Addr) string {
 }
 
 // addrError is a refusal for the url field.
-func addrError(host string, ip netip.Addr, why string) *platform.Error {
+func addrError(host string, ip netip.Addr, why string) *fault.Error {
 	shown := ip.String()
 	if host != "" && host != shown {
 		shown = host + " (" + shown + ")"
 	}
-	return platform.Invalid("url", "%s is %s: %s", shown, why, refusedRule)
+	return fault.Invalid("url", "%s is %s: %s", shown, why, refusedRule)
 }
 
 // checkHost judges a URL's host before anything is stored or fetched:
@@ -272,7 +272,7 @@ func (e *egress) gitPins(ctx context.Context, raw string) (opts []string, env []
 	// The name goes into git's options and ssh's command line: only a
 	// plain host name or an address gets that far.
 	if _, err := netip.ParseAddr(t.host); err != nil && !validHostName(normalName(t.host)) {
-		return nil, nil, platform.Invalid("url", "host %q must be a host name or an IP address", t.host)
+		return nil, nil, fault.Invalid("url", "host %q must be a host name or an IP address", t.host)
 	}
 	ip, err := e.resolve(ctx, t.host)
 	if err != nil {
@@ -309,7 +309,7 @@ func (e *egress) gitPins(ctx context.Context, raw string) (opts []string, env []
 // plain is a refusal as a sync records it: the message without the code
 // an HTTP answer would carry.
 func plain(err error) error {
-	var pe *platform.Error
+	var pe *fault.Error
 	if errors.As(err, &pe) {
 		return errors.New(pe.Message)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -56,7 +56,7 @@ type CreateProfile struct {
 // Validate checks every field.
 func (r *CreateProfile) Validate() error {
 	if !namePattern.MatchString(r.Name) {
-		return platform.Invalid("name", "required: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+		return fault.Invalid("name", "required: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	return validateEnvFields(&r.Description, &r.Shell, r.Env, &r.Cwd, r.Path)
 }
@@ -79,7 +79,7 @@ func (r *PatchProfile) Validate() error {
 		if v != nil {
 			env[k] = *v
 		} else if !envPattern.MatchString(k) {
-			return platform.Invalid("env", "variable names are letters, digits and '_', not starting with a digit; got %q", k)
+			return fault.Invalid("env", "variable names are letters, digits and '_', not starting with a digit; got %q", k)
 		}
 	}
 	var path []string
@@ -91,31 +91,31 @@ func (r *PatchProfile) Validate() error {
 
 func validateEnvFields(desc, shell *string, env map[string]string, cwd *string, path []string) error {
 	if desc != nil && len(*desc) > 1024 {
-		return platform.Invalid("description", "at most 1024 bytes")
+		return fault.Invalid("description", "at most 1024 bytes")
 	}
 	if shell != nil && *shell != "" && (!filepath.IsAbs(*shell) || strings.ContainsRune(*shell, 0)) {
-		return platform.Invalid("shell", "must be an absolute path, got %q", *shell)
+		return fault.Invalid("shell", "must be an absolute path, got %q", *shell)
 	}
 	if len(env) > 256 {
-		return platform.Invalid("env", "at most 256 variables")
+		return fault.Invalid("env", "at most 256 variables")
 	}
 	for k, v := range env {
 		if !envPattern.MatchString(k) {
-			return platform.Invalid("env", "variable names are letters, digits and '_', not starting with a digit; got %q", k)
+			return fault.Invalid("env", "variable names are letters, digits and '_', not starting with a digit; got %q", k)
 		}
 		if strings.ContainsRune(v, 0) || len(v) > 32<<10 {
-			return platform.Invalid("env", "value of %s must be at most 32 KiB without NUL", k)
+			return fault.Invalid("env", "value of %s must be at most 32 KiB without NUL", k)
 		}
 	}
 	if cwd != nil && *cwd != "" && (!filepath.IsAbs(*cwd) || strings.ContainsRune(*cwd, 0)) {
-		return platform.Invalid("cwd", "must be an absolute path, got %q", *cwd)
+		return fault.Invalid("cwd", "must be an absolute path, got %q", *cwd)
 	}
 	if len(path) > 64 {
-		return platform.Invalid("path", "at most 64 directories")
+		return fault.Invalid("path", "at most 64 directories")
 	}
 	for i, p := range path {
 		if !filepath.IsAbs(p) || strings.ContainsAny(p, ":\x00") {
-			return platform.Invalid("path["+strconv.Itoa(i)+"]", "must be an absolute directory without ':', got %q", p)
+			return fault.Invalid("path["+strconv.Itoa(i)+"]", "must be an absolute directory without ':', got %q", p)
 		}
 	}
 	return nil
@@ -129,13 +129,13 @@ func ifMatch(raw string) (int64, bool, error) {
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || n < 1 {
-		return 0, false, platform.Invalid("If-Match", "must be a version number, got %q", raw)
+		return 0, false, fault.Invalid("If-Match", "must be a version number, got %q", raw)
 	}
 	return n, true, nil
 }
 
 func conflict(kind, id string, have, want int64) error {
-	return &platform.Error{Code: platform.CodeConflict, Details: "If-Match",
+	return &fault.Error{Code: fault.CodeConflict, Details: "If-Match",
 		Message: kind + " " + strconv.Quote(id) + " is at version " + strconv.FormatInt(have, 10) + ", not " + strconv.FormatInt(want, 10)}
 }
 
@@ -146,7 +146,7 @@ func load(tx *store.Tx, bucket, kind, id string, v any) error {
 		return err
 	}
 	if !ok {
-		return platform.NotFound(kind, id)
+		return fault.NotFound(kind, id)
 	}
 	return nil
 }
@@ -187,7 +187,7 @@ func (s *Service) CreateProfile(r CreateProfile) (Profile, error) {
 		if ok, err := tx.Get(bucketProfiles, p.Name, &old); err != nil {
 			return err
 		} else if ok {
-			return &platform.Error{Code: platform.CodeConflict, Details: "name", Message: "name: profile " + strconv.Quote(p.Name) + " already exists"}
+			return &fault.Error{Code: fault.CodeConflict, Details: "name", Message: "name: profile " + strconv.Quote(p.Name) + " already exists"}
 		}
 		if s.active(tx) == "" {
 			if err := tx.Put(bucketMeta, keyActive, p.Name); err != nil {
@@ -232,7 +232,7 @@ func (s *Service) PatchProfile(name string, version int64, r PatchProfile) (Prof
 			}
 		}
 		if len(p.Env) > 256 {
-			return platform.Invalid("env", "at most 256 variables")
+			return fault.Invalid("env", "at most 256 variables")
 		}
 		p.Version++
 		p.UpdatedAt = s.deps.Clock.Now().UTC()

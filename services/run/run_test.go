@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/run"
 )
@@ -26,13 +27,13 @@ func newHost(t *testing.T) (*platform.Host, string) {
 	return h, ws
 }
 
-func newHostDeps(t *testing.T, allow ...string) (*platform.Host, string, platform.ServiceDeps) {
+func newHostDeps(t *testing.T, allow ...string) (*platform.Host, string, contract.ServiceDeps) {
 	t.Helper()
 	return newHostSettings(t, &run.Settings{AllowHosts: allow})
 }
 
 // newHostSettings is the service with set and a fresh workspace.
-func newHostSettings(t *testing.T, set *run.Settings) (*platform.Host, string, platform.ServiceDeps) {
+func newHostSettings(t *testing.T, set *run.Settings) (*platform.Host, string, contract.ServiceDeps) {
 	t.Helper()
 	deps := platformtest.ServiceDeps(t, "run")
 	ws := t.TempDir()

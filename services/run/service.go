@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/secrets"
 )
 
@@ -46,13 +48,13 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 // Validate checks the flags.
 func (s *Settings) Validate() error {
 	if s.Workspace != "" && !filepath.IsAbs(s.Workspace) {
-		return platform.Invalid("--run-workspace", "must be an absolute path, got %q", s.Workspace)
+		return fault.Invalid("--run-workspace", "must be an absolute path, got %q", s.Workspace)
 	}
 	if s.SyncTimeout < 0 {
-		return platform.Invalid("--run-sync-timeout", "must not be negative")
+		return fault.Invalid("--run-sync-timeout", "must not be negative")
 	}
 	if s.MaxArchive < 0 {
-		return platform.Invalid("--run-max-archive", "must not be negative")
+		return fault.Invalid("--run-max-archive", "must not be negative")
 	}
 	_, err := newEgress(s.AllowHosts)
 	return err
@@ -60,7 +62,7 @@ func (s *Settings) Validate() error {
 
 // Service is the run service.
 type Service struct {
-	deps      platform.ServiceDeps
+	deps      contract.ServiceDeps
 	log       *slog.Logger
 	workspace string
 	timeout   time.Duration
@@ -75,8 +77,8 @@ type Service struct {
 }
 
 // New builds the service.
-func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
-	deps, set, err := platform.PrepareService("run", deps, set)
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
+	deps, set, err := contract.PrepareService("run", deps, set)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -104,10 +104,10 @@ type CreateSource struct {
 // Validate checks every field.
 func (r *CreateSource) Validate() error {
 	if !namePattern.MatchString(r.Name) {
-		return platform.Invalid("name", "required: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+		return fault.Invalid("name", "required: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	if r.Type != TypeGit && r.Type != TypeArchive {
-		return platform.Invalid("type", "must be git or archive, got %q", r.Type)
+		return fault.Invalid("type", "must be git or archive, got %q", r.Type)
 	}
 	if r.Dir == "" {
 		r.Dir = r.Name
@@ -126,7 +126,7 @@ type PatchSource struct {
 // Validate checks the name; the rest is checked against the source.
 func (r *PatchSource) Validate() error {
 	if r.Name != nil && !namePattern.MatchString(*r.Name) {
-		return platform.Invalid("name", "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+		return fault.Invalid("name", "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	return nil
 }
@@ -152,45 +152,45 @@ func namePatternRef() func(string) bool {
 
 func validateSource(typ, raw, ref, dir string) error {
 	if raw == "" {
-		return platform.Invalid("url", "required")
+		return fault.Invalid("url", "required")
 	}
 	if len(raw) > 4096 || strings.ContainsAny(raw, "\x00\n\r") || strings.HasPrefix(raw, "-") {
-		return platform.Invalid("url", "must not start with '-' or hold control characters")
+		return fault.Invalid("url", "must not start with '-' or hold control characters")
 	}
 	switch typ {
 	case TypeGit:
 		if strings.Contains(raw, "::") {
-			return platform.Invalid("url", "git remote helpers (<transport>::<address>) are not allowed")
+			return fault.Invalid("url", "git remote helpers (<transport>::<address>) are not allowed")
 		}
 		if u, err := url.Parse(raw); err == nil && u.Scheme != "" && len(u.Scheme) > 1 {
 			switch u.Scheme {
 			case "https", "http", "ssh", "git", "file":
 			default:
-				return platform.Invalid("url", "scheme must be https, http, ssh, git or file, got %q", u.Scheme)
+				return fault.Invalid("url", "scheme must be https, http, ssh, git or file, got %q", u.Scheme)
 			}
 		} else if !filepath.IsAbs(raw) && !strings.Contains(raw, ":") {
-			return platform.Invalid("url", "must be a URL, an absolute path or user@host:path, got %q", raw)
+			return fault.Invalid("url", "must be a URL, an absolute path or user@host:path, got %q", raw)
 		}
 		if !refPattern(ref) {
-			return platform.Invalid("ref", "must be a git branch, tag or commit name, got %q", ref)
+			return fault.Invalid("ref", "must be a git branch, tag or commit name, got %q", ref)
 		}
 	case TypeArchive:
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return platform.Invalid("url", "must be an http or https URL, got %q", raw)
+			return fault.Invalid("url", "must be an http or https URL, got %q", raw)
 		}
 		if ref != "" {
-			return platform.Invalid("ref", "only git sources have a ref")
+			return fault.Invalid("ref", "only git sources have a ref")
 		}
 	}
 	clean := filepath.Clean(dir)
 	if dir == "" || filepath.IsAbs(dir) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") ||
 		strings.ContainsRune(dir, 0) || len(dir) > 512 {
-		return platform.Invalid("dir", "must be a relative directory inside the workspace, got %q", dir)
+		return fault.Invalid("dir", "must be a relative directory inside the workspace, got %q", dir)
 	}
 	for _, part := range strings.Split(clean, "/") {
 		if strings.HasPrefix(part, ".") {
-			return platform.Invalid("dir", "no part may start with '.', got %q", dir)
+			return fault.Invalid("dir", "no part may start with '.', got %q", dir)
 		}
 	}
 	return nil
@@ -339,11 +339,11 @@ func checkUnique(tx *store.Tx, self Source) error {
 			return nil
 		}
 		if o.Name == self.Name {
-			return &platform.Error{Code: platform.CodeConflict, Details: "name", Message: "name: source " + strconv.Quote(o.Name) + " already exists"}
+			return &fault.Error{Code: fault.CodeConflict, Details: "name", Message: "name: source " + strconv.Quote(o.Name) + " already exists"}
 		}
 		oc := filepath.Clean(o.Dir)
 		if oc == clean || strings.HasPrefix(clean+"/", oc+"/") || strings.HasPrefix(oc+"/", clean+"/") {
-			return &platform.Error{Code: platform.CodeConflict, Details: "dir",
+			return &fault.Error{Code: fault.CodeConflict, Details: "dir",
 				Message: "dir: " + strconv.Quote(self.Dir) + " overlaps the dir of source " + strconv.Quote(o.Name)}
 		}
 		return nil
@@ -405,7 +405,7 @@ func (s *Service) DeleteSource(id string, removeFiles bool) error {
 	s.mu.Lock()
 	if s.syncing[id] {
 		s.mu.Unlock()
-		return &platform.Error{Code: platform.CodeConflict, Details: "source_id", Message: "source " + id + " is syncing; delete it after the sync"}
+		return &fault.Error{Code: fault.CodeConflict, Details: "source_id", Message: "source " + id + " is syncing; delete it after the sync"}
 	}
 	// Held as syncing while it goes, so no sync starts on it meanwhile.
 	s.syncing[id] = true

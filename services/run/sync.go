@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -26,7 +28,7 @@ func (s *Service) Sync(ctx context.Context, id string) (Source, error) {
 	s.mu.Lock()
 	if s.syncing[id] {
 		s.mu.Unlock()
-		return Source{}, &platform.Error{Code: platform.CodeConflict, Details: "source_id", Message: "source " + id + " is syncing already"}
+		return Source{}, &fault.Error{Code: fault.CodeConflict, Details: "source_id", Message: "source " + id + " is syncing already"}
 	}
 	s.syncing[id] = true
 	s.mu.Unlock()
@@ -51,8 +53,8 @@ func (s *Service) Sync(ctx context.Context, id string) (Source, error) {
 	err = s.deps.Store.Update(func(tx *store.Tx) error {
 		var cur Source
 		if err := s.getSource(tx, id, &cur); err != nil {
-			var pe *platform.Error
-			if errors.As(err, &pe) && pe.Code == platform.CodeNotFound {
+			var pe *fault.Error
+			if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
 				return nil // deleted meanwhile: nothing to record
 			}
 			return err
@@ -75,7 +77,7 @@ func (s *Service) Sync(ctx context.Context, id string) (Source, error) {
 	if syncErr != nil {
 		level, msg = "warn", "source sync failed: "+syncErr.Error()
 	}
-	s.deps.Journal.Record(platform.JournalEntry{Time: start, Source: "run", Level: level, Message: msg,
+	s.deps.Journal.Record(contract.JournalEntry{Time: start, Source: "run", Level: level, Message: msg,
 		Fields: map[string]any{"source": src.Name, "type": src.Type, "duration_ms": dur}})
 	return s.view(src), err
 }
@@ -90,11 +92,11 @@ func (s *Service) SyncAll(ctx context.Context) (SyncAll, error) {
 	for _, src := range list.Sources {
 		got, err := s.Sync(ctx, src.ID)
 		if err != nil {
-			var pe *platform.Error
-			if errors.As(err, &pe) && pe.Code == platform.CodeNotFound {
+			var pe *fault.Error
+			if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
 				continue
 			}
-			if errors.As(err, &pe) && pe.Code == platform.CodeConflict {
+			if errors.As(err, &pe) && pe.Code == fault.CodeConflict {
 				src.Sync.State = StateSyncing
 				out.Failed++
 				out.Sources = append(out.Sources, src)
@@ -134,7 +136,7 @@ func (s *Service) Diagnostics(id string) (Diagnostics, error) {
 }
 
 type stepper struct {
-	clock platform.Clock
+	clock clockpkg.Clock
 	steps []Step
 }
 

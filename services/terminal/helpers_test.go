@@ -20,7 +20,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/config"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/terminal"
 )
@@ -35,22 +37,22 @@ type env struct {
 	http *http.Client
 }
 
-func newEnv(t testing.TB, opts map[string]string, clock platform.Clock) *env {
+func newEnv(t testing.TB, opts map[string]string, clock clockpkg.Clock) *env {
 	t.Helper()
 	if clock == nil {
-		clock = platform.SystemClock{}
+		clock = clockpkg.SystemClock{}
 	}
 	var w io.Writer = io.Discard
 	if os.Getenv("TERMINAL_TEST_LOG") != "" {
 		w = os.Stderr
 	}
 	log := slog.New(slog.NewTextHandler(w, nil))
-	// The host is built the agent's way (platform.NewServiceHost), with a
+	// The host is built the agent's way (contract.NewServiceHost), with a
 	// policy that also allows https://app.example.com.
-	deps := platform.ServiceDeps{Name: "terminal", DataDir: t.TempDir(), Logger: log, Clock: clock,
-		Common: platform.CommonSettings{Domain: "localhost", AllowedOrigins: "https://app.example.com"}}
+	deps := contract.ServiceDeps{Name: "terminal", DataDir: t.TempDir(), Logger: log, Clock: clock,
+		Common: contract.CommonSettings{Domain: "localhost", AllowedOrigins: "https://app.example.com"}}
 	svc := terminal.New(deps, settings(t, opts))
-	host, err := platform.NewServiceHost(svc, deps)
+	host, err := contract.NewServiceHost(svc, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strconv"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // SessionRef names a session in the path.
@@ -112,7 +112,7 @@ func (svc *Service) Raw(_ context.Context, in RawQuery) (RawOutput, error) {
 	}
 	s.mu.Unlock()
 	if in.Since > total {
-		return RawOutput{}, platform.Invalid("since", "is past the end of the output (%d bytes so far)", total)
+		return RawOutput{}, fault.Invalid("since", "is past the end of the output (%d bytes so far)", total)
 	}
 	first := max(in.Since, oldest)
 	return RawOutput{Offset: first, Next: first + int64(len(data)), Truncated: strconv.FormatBool(first > in.Since), Body: data}, nil
@@ -132,7 +132,7 @@ func (svc *Service) Screenshot(_ context.Context, in ScreenQuery) (Screen, error
 	}
 	b, err := g.png()
 	if err != nil {
-		return Screen{}, platform.Internal("render the screen", err)
+		return Screen{}, fault.Internal("render the screen", err)
 	}
 	out.ContentType, out.Body = "image/png", b
 	return out, nil

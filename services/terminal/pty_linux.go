@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
 
@@ -24,18 +24,18 @@ func resolveShell(shell string) (string, error) {
 	if !filepath.IsAbs(shell) {
 		p, err := exec.LookPath(shell)
 		if err != nil {
-			return "", platform.Invalid("shell", "%s was not found in PATH", shell)
+			return "", fault.Invalid("shell", "%s was not found in PATH", shell)
 		}
 		path = p
 	}
 	st, err := os.Stat(path)
 	switch {
 	case err != nil:
-		return "", platform.Invalid("shell", "%s does not exist", shell)
+		return "", fault.Invalid("shell", "%s does not exist", shell)
 	case st.IsDir():
-		return "", platform.Invalid("shell", "%s is a directory", shell)
+		return "", fault.Invalid("shell", "%s is a directory", shell)
 	case st.Mode()&0o111 == 0:
-		return "", platform.Invalid("shell", "%s is not executable", shell)
+		return "", fault.Invalid("shell", "%s is not executable", shell)
 	}
 	return path, nil
 }
@@ -45,7 +45,7 @@ func resolveShell(shell string) (string, error) {
 func startShell(shell, cwd string, env []string, cols, rows int) (*os.File, *exec.Cmd, error) {
 	ptmx, tty, err := proc.OpenPTY(cols, rows)
 	if err != nil {
-		return nil, nil, platform.Internal("open a pseudo-terminal", err)
+		return nil, nil, fault.Internal("open a pseudo-terminal", err)
 	}
 	defer tty.Close()
 	cmd := &exec.Cmd{
@@ -81,7 +81,7 @@ func shellStartError(shell string, err error) error {
 	case errors.As(err, &errno) && errno == syscall.ENOTDIR:
 		reason = "a path component is not a directory"
 	}
-	return &platform.Error{Code: CodeShellStart, Field: "shell", Details: "shell",
+	return &fault.Error{Code: CodeShellStart, Field: "shell", Details: "shell",
 		Message: "shell: " + shell + ": " + reason, Cause: err}
 }
 

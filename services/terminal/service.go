@@ -24,7 +24,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // Error codes of this service.
@@ -33,7 +34,7 @@ const (
 )
 
 func init() {
-	platform.RegisterCode(CodeShellStart, http.StatusBadRequest)
+	fault.RegisterCode(CodeShellStart, http.StatusBadRequest)
 }
 
 // Options are the service's settings, each a flag --terminal-<key> (so
@@ -111,7 +112,7 @@ func DefaultSettings() *Settings {
 
 // Service is the terminal service.
 type Service struct {
-	deps platform.ServiceDeps
+	deps contract.ServiceDeps
 	opt  Options
 	log  *slog.Logger
 
@@ -126,7 +127,7 @@ type Service struct {
 
 // New builds the service; sessions start only when asked for. A nil set
 // takes the defaults.
-func New(deps platform.ServiceDeps, set *Settings) *Service {
+func New(deps contract.ServiceDeps, set *Settings) *Service {
 	if set == nil {
 		set = DefaultSettings()
 	}
@@ -211,7 +212,7 @@ func (s *Service) get(id string) (*Session, error) {
 	if sess, ok := s.sessions[id]; ok {
 		return sess, nil
 	}
-	return nil, platform.NotFound("terminal session", id)
+	return nil, fault.NotFound("terminal session", id)
 }
 
 // remove forgets a session and ends it; it returns once its process is reaped.
@@ -223,7 +224,7 @@ func (s *Service) remove(ctx context.Context, id string) error {
 	}
 	s.mu.Unlock()
 	if !ok {
-		return platform.NotFound("terminal session", id)
+		return fault.NotFound("terminal session", id)
 	}
 	sess.terminate(s.opt.KillGrace)
 	return nil

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hinshun/vt10x"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Size limits of a terminal.
@@ -33,23 +33,23 @@ type CreateRequest struct {
 // Validate checks sizes and variable names.
 func (r *CreateRequest) Validate() error {
 	if r.Cols != nil && (*r.Cols < 1 || *r.Cols > maxCols) {
-		return platform.Invalid("cols", "must be between 1 and %d", maxCols)
+		return fault.Invalid("cols", "must be between 1 and %d", maxCols)
 	}
 	if r.Rows != nil && (*r.Rows < 1 || *r.Rows > maxRows) {
-		return platform.Invalid("rows", "must be between 1 and %d", maxRows)
+		return fault.Invalid("rows", "must be between 1 and %d", maxRows)
 	}
 	if strings.ContainsRune(r.Shell, 0) {
-		return platform.Invalid("shell", "must not contain NUL")
+		return fault.Invalid("shell", "must not contain NUL")
 	}
 	if strings.ContainsRune(r.Cwd, 0) {
-		return platform.Invalid("cwd", "must not contain NUL")
+		return fault.Invalid("cwd", "must not contain NUL")
 	}
 	for k, v := range r.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return platform.Invalid("env", "variable names must be non-empty and contain no '=' or NUL")
+			return fault.Invalid("env", "variable names must be non-empty and contain no '=' or NUL")
 		}
 		if strings.ContainsRune(v, 0) {
-			return platform.Invalid("env", "value of %s must not contain NUL", k)
+			return fault.Invalid("env", "value of %s must not contain NUL", k)
 		}
 	}
 	return nil
@@ -166,7 +166,7 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 		}
 	}
 	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-		return nil, platform.Invalid("cwd", "%s is not an existing directory", cwd)
+		return nil, fault.Invalid("cwd", "%s is not an existing directory", cwd)
 	}
 
 	// Reserve a slot before starting the shell, so creates racing each
@@ -174,11 +174,11 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 	svc.mu.Lock()
 	if svc.closed {
 		svc.mu.Unlock()
-		return nil, platform.Errorf(platform.CodeUnavailable, "the terminal service is shutting down")
+		return nil, fault.Errorf(fault.CodeUnavailable, "the terminal service is shutting down")
 	}
 	if len(svc.sessions)+svc.starting >= svc.opt.MaxSessions {
 		svc.mu.Unlock()
-		return nil, platform.Errorf(platform.CodeTooManyRequests, "at most %d terminal sessions may exist at once", svc.opt.MaxSessions)
+		return nil, fault.Errorf(fault.CodeTooManyRequests, "at most %d terminal sessions may exist at once", svc.opt.MaxSessions)
 	}
 	svc.starting++
 	svc.mu.Unlock()
@@ -206,7 +206,7 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 	if svc.closed {
 		svc.mu.Unlock()
 		s.terminate(svc.opt.KillGrace)
-		return nil, platform.Errorf(platform.CodeUnavailable, "the terminal service is shutting down")
+		return nil, fault.Errorf(fault.CodeUnavailable, "the terminal service is shutting down")
 	}
 	svc.sessions[s.id] = s
 	svc.mu.Unlock()
@@ -461,10 +461,10 @@ func (s *Session) input(p []byte) {
 // resize wins, as in tmux's "latest" policy.
 func (s *Session) resize(cols, rows int) error {
 	if cols < 1 || cols > maxCols {
-		return platform.Invalid("cols", "must be between 1 and %d", maxCols)
+		return fault.Invalid("cols", "must be between 1 and %d", maxCols)
 	}
 	if rows < 1 || rows > maxRows {
-		return platform.Invalid("rows", "must be between 1 and %d", maxRows)
+		return fault.Invalid("rows", "must be between 1 and %d", maxRows)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -472,7 +472,7 @@ func (s *Session) resize(cols, rows int) error {
 		return nil
 	}
 	if err := setSize(s.ptmx, cols, rows); err != nil {
-		return platform.Internal("resize the terminal", err)
+		return fault.Internal("resize the terminal", err)
 	}
 	s.cols, s.rows = cols, rows
 	return nil

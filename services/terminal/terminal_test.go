@@ -21,13 +21,16 @@ import (
 	"github.com/gorilla/websocket"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 	"deckhand/services/terminal"
 )
 
 func TestRoutesDocumented(t *testing.T) {
 	t.Parallel()
-	svc := terminal.New(platform.ServiceDeps{Name: "terminal"}, nil)
+	svc := terminal.New(contract.ServiceDeps{Name: "terminal"}, nil)
 	defer svc.Close()
 	platformtest.CheckRoutesDocumented(t, platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "terminal"}}, svc.Routes()))
 }
@@ -349,7 +352,7 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			status, b, _ := e.do(t, tc.method, tc.path, tc.body)
-			var body platform.ContainerError
+			var body fault.ContainerError
 			_ = json.Unmarshal(b, &body)
 			if status != tc.status || body.Code != tc.code || !strings.Contains(body.Message, tc.msg) {
 				t.Fatalf("%d %s, want %d %s containing %q", status, b, tc.status, tc.code, tc.msg)
@@ -388,7 +391,7 @@ func TestBadInput(t *testing.T) {
 		{"/api/v1/terminal/screenshot?id=", "id"},
 	} {
 		status, b, _ := e.do(t, http.MethodGet, tc.path, nil)
-		var body platform.ContainerError
+		var body fault.ContainerError
 		if status != 400 || json.Unmarshal(b, &body) != nil || body.Code != "INVALID" || body.Details != tc.param ||
 			!strings.Contains(body.Message, "query parameter "+tc.param) {
 			t.Errorf("%s: %d %s, want 400 INVALID naming %s", tc.path, status, b, tc.param)
@@ -452,7 +455,7 @@ func TestBadInput(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		var body platform.ContainerError
+		var body fault.ContainerError
 		err = json.NewDecoder(resp.Body).Decode(&body)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 400 || body.Code != tc.code || body.Details != tc.details || body.Message == "" ||
@@ -477,7 +480,7 @@ func TestBadInput(t *testing.T) {
 
 func TestIdleSessionsEnd(t *testing.T) {
 	t.Parallel()
-	clock := platform.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clockpkg.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := newEnv(t, map[string]string{"idle_timeout": "1m"}, clock)
 	idle := e.create(t, nil)
 	busy := e.create(t, nil)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // web holds the page and the xterm.js files copied from npm by
@@ -75,7 +75,7 @@ func assetFile(name, acceptEncoding string) (AssetFile, error) {
 	assetsOnce.Do(loadAssets)
 	a, ok := assets[name]
 	if !ok {
-		return AssetFile{}, platform.NotFound("asset", name)
+		return AssetFile{}, fault.NotFound("asset", name)
 	}
 	out := AssetFile{ContentType: a.ctype, Vary: "Accept-Encoding", CacheControl: "public, max-age=3600", Body: a.plain}
 	if name == "index.html" {
@@ -95,7 +95,7 @@ func (svc *Service) Index(_ context.Context, in PageRequest) (AssetFile, error) 
 // Asset answers a static file of the page (the page itself only at /).
 func (svc *Service) Asset(_ context.Context, in AssetRef) (AssetFile, error) {
 	if in.Name == "index.html" {
-		return AssetFile{}, platform.NotFound("asset", in.Name)
+		return AssetFile{}, fault.NotFound("asset", in.Name)
 	}
 	return assetFile(in.Name, in.AcceptEncoding)
 }

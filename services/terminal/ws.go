@@ -11,7 +11,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 )
 
 var upgrader = websocket.Upgrader{
@@ -21,12 +22,12 @@ var upgrader = websocket.Upgrader{
 	WriteBufferSize: 64 << 10,
 	WriteBufferPool: &sync.Pool{},
 	// The host's request policy checked Host and Origin before any route
-	// (platform.RequestPolicy), where the error is a proper 403 body.
+	// (reqpolicy.RequestPolicy), where the error is a proper 403 body.
 	CheckOrigin: func(*http.Request) bool { return true },
 	// A handshake gorilla refuses (no Sec-WebSocket-Key, wrong version)
 	// gets the service's error body too, not gorilla's plain text.
 	Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-		platform.WriteHTTPErrorStatus(w, status, platform.Errorf(platform.CodeBadRequest, "WebSocket handshake: %v", reason))
+		reqpolicy.WriteHTTPErrorStatus(w, status, fault.Errorf(fault.CodeBadRequest, "WebSocket handshake: %v", reason))
 	},
 }
 
@@ -38,7 +39,7 @@ var upgrader = websocket.Upgrader{
 func (svc *Service) serveWS(w http.ResponseWriter, r *http.Request, q AttachQuery) {
 	sess, created, err := svc.wsTarget(r, q)
 	if err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	conn, err := upgrader.Upgrade(w, r, nil)
@@ -78,7 +79,7 @@ func (svc *Service) serveWS(w http.ResponseWriter, r *http.Request, q AttachQuer
 // (resized when cols and rows are both given), or a new one.
 func (svc *Service) wsTarget(r *http.Request, q AttachQuery) (sess *Session, created bool, err error) {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		return nil, false, platform.Errorf(platform.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)")
+		return nil, false, fault.Errorf(fault.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)")
 	}
 	cols, rows := q.Cols, q.Rows
 	if id := q.ID; id != "" {
@@ -124,7 +125,7 @@ func (svc *Service) control(sess *Session, cl *client, data []byte) {
 			return
 		}
 		if err := sess.resize(*m.Cols, *m.Rows); err != nil {
-			cl.text(errorMessage{Type: "error", Message: "resize: " + platform.AsError(err).Message})
+			cl.text(errorMessage{Type: "error", Message: "resize: " + fault.AsError(err).Message})
 		}
 	default:
 		cl.text(errorMessage{Type: "error", Message: "unknown control message type " + strconv.Quote(m.Type) + " (known: resize)"})

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/procnet"
 )
 
@@ -195,10 +195,10 @@ func (sc *scanner) scan(notify bool) {
 		return
 	}
 	for _, b := range opened {
-		sc.notify(platform.EventPortOpened, fmt.Sprintf("Port %d opened", b.Port), b)
+		sc.notify(contract.EventPortOpened, fmt.Sprintf("Port %d opened", b.Port), b)
 	}
 	for _, b := range closed {
-		sc.notify(platform.EventPortClosed, fmt.Sprintf("Port %d closed", b.Port), b)
+		sc.notify(contract.EventPortClosed, fmt.Sprintf("Port %d closed", b.Port), b)
 	}
 }
 
@@ -209,10 +209,10 @@ func (sc *scanner) notify(kind, title string, b Binding) {
 		data["pid"], data["program"] = b.PID, b.Program
 		body += " by " + b.Program + " (pid " + strconv.Itoa(b.PID) + ")"
 	}
-	if kind == platform.EventPortClosed {
+	if kind == contract.EventPortClosed {
 		body = "no longer listening on " + joinAddrs(b.Addresses, b.Port)
 	}
-	sc.svc.deps.Notifier.Notify(platform.Event{Time: sc.svc.deps.Clock.Now(), Kind: kind, Source: "tunnel",
+	sc.svc.deps.Notifier.Notify(contract.Event{Time: sc.svc.deps.Clock.Now(), Kind: kind, Source: "tunnel",
 		Level: "info", Title: title, Body: body, Data: data})
 }
 

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"deckhand/platform"
 	"deckhand/platform/clientip"
+	"deckhand/platform/fault"
 )
 
 // dial connects to port inside the container, after the deny list. A port
@@ -40,7 +40,7 @@ func (s *Service) dial(ctx context.Context, port int) (net.Conn, string, error) 
 			reason, why = "other", "the request was cancelled"
 		}
 		s.metrics.dialErrors.WithLabelValues(strconv.Itoa(port), reason).Inc()
-		return nil, target, &platform.Error{Code: CodeUpstreamUnreachable, Field: "port", Details: "port", Cause: err,
+		return nil, target, &fault.Error{Code: CodeUpstreamUnreachable, Field: "port", Details: "port", Cause: err,
 			Message: fmt.Sprintf("port: cannot connect to %s: %s", target, why)}
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // SessionRef names a forwarded connection in the path.
@@ -39,7 +39,7 @@ func (in ProxyRequest) ValidateParams() error {
 func proxyPort(s string) (int, error) {
 	port, err := strconv.Atoi(s)
 	if err != nil || port < 1 || port > 65535 || s != strconv.Itoa(port) {
-		return 0, platform.Invalid("port", "must be an integer from 1 to 65535, got %q", s)
+		return 0, fault.Invalid("port", "must be an integer from 1 to 65535, got %q", s)
 	}
 	return port, nil
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 )
 
 // The reverse proxy: /proxy/{port}/rest goes to http://<port's address>/rest.
@@ -87,14 +89,14 @@ func (s *Service) newProxy() *httputil.ReverseProxy {
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if pq, _ := r.Context().Value(proxyCtxKey{}).(*proxyReq); pq != nil && pq.err != nil {
-				platform.WriteHTTPError(w, pq.err)
+				reqpolicy.WriteHTTPError(w, pq.err)
 				return
 			}
 			if errors.Is(err, context.Canceled) {
 				return // the client went away
 			}
-			platform.WriteHTTPErrorStatus(w, http.StatusBadGateway,
-				platform.Errorf(platform.CodeBackend, "the upstream answered no valid HTTP response"))
+			reqpolicy.WriteHTTPErrorStatus(w, http.StatusBadGateway,
+				fault.Errorf(fault.CodeBackend, "the upstream answered no valid HTTP response"))
 		},
 	}
 }
@@ -104,7 +106,7 @@ func (s *Service) newProxy() *httputil.ReverseProxy {
 func (s *Service) serveProxyRoot(w http.ResponseWriter, r *http.Request, in ProxyRoot) {
 	if strings.HasSuffix(r.URL.Path, "/") {
 		if _, err := proxyPort(in.Port); err != nil {
-			platform.WriteHTTPError(w, err)
+			reqpolicy.WriteHTTPError(w, err)
 			return
 		}
 		s.serveProxy(w, r, ProxyRequest{Port: in.Port})
@@ -130,16 +132,16 @@ func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request, in ProxyReq
 	// app gets the request's own bytes.
 	rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
 	if !ok {
-		platform.WriteHTTPError(w, platform.NotFound("route", r.URL.Path))
+		reqpolicy.WriteHTTPError(w, fault.NotFound("route", r.URL.Path))
 		return
 	}
 	_, path, _ := strings.Cut(rest, "/")
 	if err := s.checkAdmitted(r, port); err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	if err := s.checkPort(port); err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	prefix := "/proxy/" + portStr

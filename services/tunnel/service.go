@@ -26,6 +26,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // Error codes of this service.
@@ -37,8 +39,8 @@ const (
 )
 
 func init() {
-	platform.RegisterCode(CodeUpstreamUnreachable, http.StatusBadGateway)
-	platform.RegisterCode(CodePortDenied, http.StatusForbidden)
+	fault.RegisterCode(CodeUpstreamUnreachable, http.StatusBadGateway)
+	fault.RegisterCode(CodePortDenied, http.StatusForbidden)
 }
 
 // agentSpan is how many ports from the port base the agent uses: the
@@ -183,7 +185,7 @@ func (p *portPolicy) denied(port int) string {
 
 // Service is the tunnel service.
 type Service struct {
-	deps    platform.ServiceDeps
+	deps    contract.ServiceDeps
 	set     Settings
 	policy  *portPolicy
 	log     *slog.Logger
@@ -199,7 +201,7 @@ type Service struct {
 
 // New builds the service and starts watching the listening ports. A nil
 // set takes the defaults.
-func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if set == nil {
 		set = DefaultSettings()
 	}
@@ -250,7 +252,7 @@ func (s *Service) Info() platform.Info {
 func (s *Service) checkPort(port int) error {
 	if why := s.policy.denied(port); why != "" {
 		s.metrics.denied.Inc()
-		return &platform.Error{Code: CodePortDenied, Field: "port", Details: "port",
+		return &fault.Error{Code: CodePortDenied, Field: "port", Details: "port",
 			Message: fmt.Sprintf("port: %d may not be tunnelled: %s", port, why)}
 	}
 	return nil
@@ -267,6 +269,6 @@ func (s *Service) checkAdmitted(r *http.Request, port int) error {
 		return nil
 	}
 	s.metrics.denied.Inc()
-	return &platform.Error{Code: CodePortDenied, Field: "port", Details: "port",
+	return &fault.Error{Code: CodePortDenied, Field: "port", Details: "port",
 		Message: fmt.Sprintf("port: %d was not the port the gateway's proxy permissions admitted", port)}
 }

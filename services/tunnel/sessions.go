@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Session is one forwarded connection.
@@ -85,7 +85,7 @@ func (s *Service) open(kind string, port int, target, client string, cut func(st
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, platform.Errorf(platform.CodeUnavailable, "the tunnel service is stopping")
+		return nil, fault.Errorf(fault.CodeUnavailable, "the tunnel service is stopping")
 	}
 	s.sessions[ss.ID] = ss
 	s.wg.Add(1) // done by finish, so Close waits for the session's goroutines
@@ -134,7 +134,7 @@ func (s *Service) Cut(_ context.Context, id string) (Session, error) {
 	ss := s.sessions[id]
 	s.mu.Unlock()
 	if ss == nil {
-		return Session{}, platform.NotFound("session", id)
+		return Session{}, fault.NotFound("session", id)
 	}
 	ss.cut("session deleted")
 	s.release(ss)

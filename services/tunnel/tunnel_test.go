@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/tunnel"
 	"deckhand/services/tunnel/wire"
@@ -464,7 +465,7 @@ func TestDiscoverySeesAPortWithinASecond(t *testing.T) {
 	}
 	opened := time.Now()
 	port := ln.Addr().(*net.TCPAddr).Port
-	ev := waitEvent(t, e.seams, platform.EventPortOpened, port, opened.Add(time.Second))
+	ev := waitEvent(t, e.seams, contract.EventPortOpened, port, opened.Add(time.Second))
 	if ev.Data["pid"] == nil || ev.Data["program"] != "tunnel.test" {
 		t.Fatalf("event without its process: %+v", ev)
 	}
@@ -479,12 +480,12 @@ func TestDiscoverySeesAPortWithinASecond(t *testing.T) {
 		t.Fatalf("binding %+v in %+v", b, list)
 	}
 	_ = ln.Close()
-	waitEvent(t, e.seams, platform.EventPortClosed, port, time.Now().Add(time.Second))
+	waitEvent(t, e.seams, contract.EventPortClosed, port, time.Now().Add(time.Second))
 
 	// An IPv6 listener shows with its address; ignored ports never show.
 	if ln6, err := net.Listen("tcp6", "[::1]:0"); err == nil {
 		p6 := ln6.Addr().(*net.TCPAddr).Port
-		waitEvent(t, e.seams, platform.EventPortOpened, p6, time.Now().Add(time.Second))
+		waitEvent(t, e.seams, contract.EventPortOpened, p6, time.Now().Add(time.Second))
 		_ = ln6.Close()
 	}
 	ign := start(t, func(s *tunnel.Settings) { s.IgnorePorts = "1-65535" })
@@ -494,7 +495,7 @@ func TestDiscoverySeesAPortWithinASecond(t *testing.T) {
 	}
 }
 
-func waitEvent(t *testing.T, s *platformtest.Seams, kind string, port int, deadline time.Time) platform.Event {
+func waitEvent(t *testing.T, s *platformtest.Seams, kind string, port int, deadline time.Time) contract.Event {
 	t.Helper()
 	for {
 		for _, ev := range s.Events() {

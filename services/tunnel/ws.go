@@ -8,6 +8,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 	"deckhand/services/tunnel/wire"
 )
 
@@ -21,7 +23,7 @@ var upgrader = websocket.Upgrader{
 	// The host's request policy checked Host and Origin before any route.
 	CheckOrigin: func(*http.Request) bool { return true },
 	Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-		platform.WriteHTTPErrorStatus(w, status, platform.Errorf(platform.CodeBadRequest, "WebSocket handshake: %v", reason))
+		reqpolicy.WriteHTTPErrorStatus(w, status, fault.Errorf(fault.CodeBadRequest, "WebSocket handshake: %v", reason))
 	},
 }
 
@@ -30,18 +32,18 @@ var upgrader = websocket.Upgrader{
 // ordinary HTTP answer (400, 403, 502) the client can show.
 func (s *Service) serveWS(w http.ResponseWriter, r *http.Request, in TunnelQuery) {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		platform.WriteHTTPError(w, platform.Errorf(platform.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)"))
+		reqpolicy.WriteHTTPError(w, fault.Errorf(fault.CodeBadRequest, "this endpoint needs a WebSocket upgrade (Upgrade: websocket)"))
 		return
 	}
 	port := in.Port
 	if err := s.checkAdmitted(r, port); err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	// Not r.Context(): the host recycles it once the upgrade hijacks.
 	conn, target, err := s.dial(context.Background(), port)
 	if err != nil {
-		platform.WriteHTTPError(w, err)
+		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
 	socket := platform.ConnFrom(r.Context()) // before the hijack recycles the context

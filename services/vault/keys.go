@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -49,14 +49,14 @@ type Write struct {
 func (w *Write) Validate() error {
 	v := bytes.TrimSpace(w.Value)
 	if len(v) == 0 {
-		return platform.Invalid("value", "is required (any JSON value; null is a value only when written as null)")
+		return fault.Invalid("value", "is required (any JSON value; null is a value only when written as null)")
 	}
 	if len(v) > MaxValueBytes {
-		return &platform.Error{Code: platform.CodePayloadTooLarge, Field: "value", Details: "value",
+		return &fault.Error{Code: fault.CodePayloadTooLarge, Field: "value", Details: "value",
 			Message: "value: must be at most " + strconv.Itoa(MaxValueBytes) + " bytes of JSON, got " + strconv.Itoa(len(v))}
 	}
 	if w.TTLSeconds != nil && (*w.TTLSeconds < 1 || *w.TTLSeconds > MaxTTLSeconds) {
-		return platform.Invalid("ttl_seconds", "must be between 1 and %d", MaxTTLSeconds)
+		return fault.Invalid("ttl_seconds", "must be between 1 and %d", MaxTTLSeconds)
 	}
 	return nil
 }
@@ -76,7 +76,7 @@ func ParsePrecondition(ifMatch, ifNoneMatch string) (Precondition, error) {
 		if m != "*" {
 			m = strings.Trim(strings.TrimPrefix(m, "W/"), `"`)
 			if n, err := strconv.ParseInt(m, 10, 64); err != nil || n < 1 {
-				return p, &platform.Error{Code: platform.CodeInvalid, Field: "If-Match", Details: "If-Match",
+				return p, &fault.Error{Code: fault.CodeInvalid, Field: "If-Match", Details: "If-Match",
 					Message: `If-Match: must be a version as the ETag gives it ("3") or *`}
 			}
 		}
@@ -84,7 +84,7 @@ func ParsePrecondition(ifMatch, ifNoneMatch string) (Precondition, error) {
 	}
 	if n := strings.TrimSpace(ifNoneMatch); n != "" {
 		if n != "*" {
-			return p, &platform.Error{Code: platform.CodeInvalid, Field: "If-None-Match", Details: "If-None-Match",
+			return p, &fault.Error{Code: fault.CodeInvalid, Field: "If-None-Match", Details: "If-None-Match",
 				Message: "If-None-Match: only * (create only) is accepted"}
 		}
 		p.NoneMatch = true
@@ -95,14 +95,14 @@ func ParsePrecondition(ifMatch, ifNoneMatch string) (Precondition, error) {
 // check applies the precondition to the current record (nil when absent).
 func (p Precondition) check(key string, cur *stored) error {
 	if p.NoneMatch && cur != nil {
-		return platform.Errorf(platform.CodePreconditionFailed, "key %q exists (version %d) and If-None-Match is *", key, cur.Version).WithDetails("If-None-Match")
+		return fault.Errorf(fault.CodePreconditionFailed, "key %q exists (version %d) and If-None-Match is *", key, cur.Version).WithDetails("If-None-Match")
 	}
 	switch {
 	case p.Match == "":
 	case cur == nil:
-		return platform.Errorf(platform.CodePreconditionFailed, "key %q does not exist and If-Match was given", key).WithDetails("If-Match")
+		return fault.Errorf(fault.CodePreconditionFailed, "key %q does not exist and If-Match was given", key).WithDetails("If-Match")
 	case p.Match != "*" && p.Match != strconv.FormatInt(cur.Version, 10):
-		return platform.Errorf(platform.CodePreconditionFailed, "key %q is at version %d, not %s: read it again and retry", key, cur.Version, p.Match).WithDetails("If-Match")
+		return fault.Errorf(fault.CodePreconditionFailed, "key %q is at version %d, not %s: read it again and retry", key, cur.Version, p.Match).WithDetails("If-Match")
 	}
 	return nil
 }
@@ -110,10 +110,10 @@ func (p Precondition) check(key string, cur *stored) error {
 // ValidKey checks a key's length and characters.
 func ValidKey(key string) error {
 	if key == "" || len(key) > MaxKeyLen {
-		return platform.Invalid("key", "must be 1 to %d characters", MaxKeyLen)
+		return fault.Invalid("key", "must be 1 to %d characters", MaxKeyLen)
 	}
 	if key == "." || key == ".." {
-		return platform.Invalid("key", `must not be "." or ".."`)
+		return fault.Invalid("key", `must not be "." or ".."`)
 	}
 	return keyAlphabet("key", key)
 }
@@ -123,7 +123,7 @@ func ValidKey(key string) error {
 // error rather than an empty page, so a NUL or a stray byte is named.
 func validBound(field, s string) error {
 	if len(s) > MaxKeyLen {
-		return platform.Invalid(field, "must be at most %d characters (the longest key)", MaxKeyLen)
+		return fault.Invalid(field, "must be at most %d characters (the longest key)", MaxKeyLen)
 	}
 	return keyAlphabet(field, s)
 }
@@ -132,7 +132,7 @@ func keyAlphabet(field, s string) error {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return platform.Invalid(field, "may hold only A-Z a-z 0-9 . _ - (found %q at byte %d)", string([]byte{c}), i)
+			return fault.Invalid(field, "may hold only A-Z a-z 0-9 . _ - (found %q at byte %d)", string([]byte{c}), i)
 		}
 	}
 	return nil
@@ -145,7 +145,7 @@ func (s *Service) load(tx *store.Tx, key string, now time.Time) (*stored, error)
 	var cur stored
 	found, err := tx.Get(bucketKeys, key, &cur)
 	if err != nil {
-		return nil, platform.Internal("read the vault", err)
+		return nil, fault.Internal("read the vault", err)
 	}
 	if !found || (cur.ExpiresAt != nil && !now.Before(*cur.ExpiresAt)) {
 		return nil, nil
@@ -156,7 +156,7 @@ func (s *Service) load(tx *store.Tx, key string, now time.Time) (*stored, error)
 func (s *Service) open(st *stored) (Record, error) {
 	plain, err := s.sealer.Open(purpose(st.Key), st.Sealed)
 	if err != nil {
-		return Record{}, platform.Internal("open the value of "+st.Key, err)
+		return Record{}, fault.Internal("open the value of "+st.Key, err)
 	}
 	return Record{Key: st.Key, Value: plain, Version: st.Version, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, ExpiresAt: st.ExpiresAt}, nil
 }
@@ -175,7 +175,7 @@ func (s *Service) Get(ctx context.Context, key string) (Record, error) {
 		return Record{}, err
 	}
 	if cur == nil {
-		return Record{}, platform.NotFound("key", key)
+		return Record{}, fault.NotFound("key", key)
 	}
 	return s.open(cur)
 }
@@ -203,11 +203,11 @@ func (s *Service) Patch(ctx context.Context, key string, w Write, p Precondition
 	}
 	var patch map[string]json.RawMessage
 	if err := json.Unmarshal(w.Value, &patch); err != nil || patch == nil {
-		return Record{}, platform.Invalid("value", "must be a JSON object to merge into the stored object")
+		return Record{}, fault.Invalid("value", "must be a JSON object to merge into the stored object")
 	}
 	rec, _, err := s.write(ctx, key, p, func(cur *stored) (json.RawMessage, *time.Time, error) {
 		if cur == nil {
-			return nil, nil, platform.NotFound("key", key)
+			return nil, nil, fault.NotFound("key", key)
 		}
 		old, err := s.open(cur)
 		if err != nil {
@@ -215,14 +215,14 @@ func (s *Service) Patch(ctx context.Context, key string, w Write, p Precondition
 		}
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(old.Value, &obj); err != nil || obj == nil {
-			return nil, nil, platform.Errorf(platform.CodeConflict, "key %q holds a value that is not a JSON object; PUT replaces it", key).WithDetails("value")
+			return nil, nil, fault.Errorf(fault.CodeConflict, "key %q holds a value that is not a JSON object; PUT replaces it", key).WithDetails("value")
 		}
 		merged, err := json.Marshal(mergePatch(obj, patch))
 		if err != nil {
-			return nil, nil, platform.Internal("merge the value", err)
+			return nil, nil, fault.Internal("merge the value", err)
 		}
 		if len(merged) > MaxValueBytes {
-			return nil, nil, &platform.Error{Code: platform.CodePayloadTooLarge, Field: "value", Details: "value",
+			return nil, nil, &fault.Error{Code: fault.CodePayloadTooLarge, Field: "value", Details: "value",
 				Message: "value: the merged value would exceed " + strconv.Itoa(MaxValueBytes) + " bytes"}
 		}
 		return merged, s.expiry(w.TTLSeconds, cur.ExpiresAt), nil
@@ -289,7 +289,7 @@ func (s *Service) write(ctx context.Context, key string, p Precondition,
 		}
 		sealed, err := s.sealer.Seal(purpose(key), value)
 		if err != nil {
-			return platform.Internal("seal the value", err)
+			return fault.Internal("seal the value", err)
 		}
 		st := stored{Meta: Meta{Key: key, Version: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: exp, Size: len(value)}, Sealed: sealed}
 		created = cur == nil
@@ -297,7 +297,7 @@ func (s *Service) write(ctx context.Context, key string, p Precondition,
 			st.Version, st.CreatedAt = cur.Version+1, cur.CreatedAt
 		}
 		if err := tx.Put(bucketKeys, key, st); err != nil {
-			return platform.Internal("write the vault", err)
+			return fault.Internal("write the vault", err)
 		}
 		rec = Record{Key: key, Value: value, Version: st.Version, CreatedAt: st.CreatedAt, UpdatedAt: now, ExpiresAt: exp}
 		return nil
@@ -316,7 +316,7 @@ func (s *Service) Delete(ctx context.Context, key string, p Precondition) error 
 			return err
 		}
 		if cur == nil {
-			return platform.NotFound("key", key)
+			return fault.NotFound("key", key)
 		}
 		if err := p.check(key, cur); err != nil {
 			return err
@@ -364,7 +364,7 @@ func (s *Service) ListKeys(ctx context.Context, prefix, after string, limit int)
 		})
 	})
 	if err != nil {
-		return List{}, platform.Internal("list the vault", err)
+		return List{}, fault.Internal("list the vault", err)
 	}
 	return out, nil
 }
@@ -407,7 +407,7 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 		})
 	})
 	if err != nil {
-		return Stats{}, platform.Internal("count the vault", err)
+		return Stats{}, fault.Internal("count the vault", err)
 	}
 	return st, nil
 }
@@ -421,7 +421,7 @@ type Wiped struct {
 func (s *Service) Wipe(ctx context.Context) (Wiped, error) {
 	n, err := s.deleteWhere(ctx, func(*stored, time.Time) bool { return true })
 	if err != nil {
-		return Wiped{}, platform.Internal("wipe the vault", err)
+		return Wiped{}, fault.Internal("wipe the vault", err)
 	}
 	return Wiped{Deleted: n}, nil
 }

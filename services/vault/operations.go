@@ -4,7 +4,7 @@ import (
 	"context"
 	"strconv"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // KeyRef names a key in the path.
@@ -71,7 +71,7 @@ func (in KeyPatch) ValidateParams() error {
 	}
 	p, err := ParsePrecondition(in.IfMatch, in.IfNoneMatch)
 	if err == nil && p.NoneMatch {
-		err = platform.Invalid("If-None-Match", "PATCH changes an existing key; If-None-Match does not apply")
+		err = fault.Invalid("If-None-Match", "PATCH changes an existing key; If-None-Match does not apply")
 	}
 	return err
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
@@ -52,7 +54,7 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 type Service struct {
 	db     *store.DB
 	sealer *secrets.Sealer
-	clock  platform.Clock
+	clock  clockpkg.Clock
 	stop   context.CancelFunc
 	done   sync.WaitGroup
 }
@@ -60,7 +62,7 @@ type Service struct {
 // New opens the vault: it reads (or creates) the key file and checks it
 // against the check value sealed at first start, so a wrong key stops the
 // service with an error naming the file.
-func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if set == nil {
 		set = &Settings{}
 	}
@@ -78,7 +80,7 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 	}
 	clock := deps.Clock
 	if clock == nil {
-		clock = platform.SystemClock{}
+		clock = clockpkg.SystemClock{}
 	}
 	s := &Service{db: deps.Store, sealer: sealer, clock: clock}
 	if err := s.checkKey(path); err != nil {

@@ -16,18 +16,20 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/vault"
 )
 
 type fixture struct {
-	deps platform.ServiceDeps
+	deps contract.ServiceDeps
 	svc  *vault.Service
 	h    *platform.Host
 	key  string
 }
 
-func newVault(t testing.TB, clock platform.Clock) *fixture {
+func newVault(t testing.TB, clock clockpkg.Clock) *fixture {
 	t.Helper()
 	deps := platformtest.ServiceDeps(t, "vault")
 	if clock != nil {
@@ -230,7 +232,7 @@ func TestIfMatchRaceHasOneWinner(t *testing.T) {
 
 func TestTTLExpiry(t *testing.T) {
 	t.Parallel()
-	clock := platform.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clockpkg.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	f := newVault(t, clock)
 	a := f.call(t, "PUT", "/api/v1/vault/keys/session", `{"value":"tok","ttl_seconds":60}`)
 	if a.status != 201 || a.m["expires_at"] != "2026-01-01T00:01:00Z" {

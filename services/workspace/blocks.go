@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -42,10 +42,10 @@ type PutBlock struct {
 // Validate checks lengths that do not depend on the configuration.
 func (r *PutBlock) Validate() error {
 	if r.Limit != nil && *r.Limit < 1 {
-		return platform.Invalid("limit", "must be at least 1, got %d", *r.Limit)
+		return fault.Invalid("limit", "must be at least 1, got %d", *r.Limit)
 	}
 	if utf8.RuneCountInString(r.Description) > maxDescription {
-		return platform.Invalid("description", "must be at most %d characters", maxDescription)
+		return fault.Invalid("description", "must be at most %d characters", maxDescription)
 	}
 	return nil
 }
@@ -64,16 +64,16 @@ type PatchBlock struct {
 // Validate checks the patch.
 func (r *PatchBlock) Validate() error {
 	if r.Value != nil && r.Append != nil {
-		return platform.Invalid("append", "cannot be given together with value")
+		return fault.Invalid("append", "cannot be given together with value")
 	}
 	if r.Value == nil && r.Append == nil && r.Description == nil && r.Limit == nil {
-		return platform.Invalid("body", "give at least one of value, append, description, limit")
+		return fault.Invalid("body", "give at least one of value, append, description, limit")
 	}
 	if r.Limit != nil && *r.Limit < 1 {
-		return platform.Invalid("limit", "must be at least 1, got %d", *r.Limit)
+		return fault.Invalid("limit", "must be at least 1, got %d", *r.Limit)
 	}
 	if r.Description != nil && utf8.RuneCountInString(*r.Description) > maxDescription {
-		return platform.Invalid("description", "must be at most %d characters", maxDescription)
+		return fault.Invalid("description", "must be at most %d characters", maxDescription)
 	}
 	return nil
 }
@@ -97,7 +97,7 @@ type HistoryList struct {
 
 func checkLabel(label string) error {
 	if !labelRule.MatchString(label) {
-		return platform.Invalid("label", "must be 1-64 of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", label)
+		return fault.Invalid("label", "must be 1-64 of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", label)
 	}
 	return nil
 }
@@ -113,7 +113,7 @@ func (s *Service) blocks(ctx context.Context, ws string) ([]Block, error) {
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return scanJSON(tx, bucketBlocks, store.ScanOptions{Prefix: prefix(ws)}, func(b Block) { out = append(out, b) })
 	})
-	return out, platform.Wrap("list memory blocks", err)
+	return out, fault.Wrap("list memory blocks", err)
 }
 
 // Block reads one block.
@@ -123,11 +123,11 @@ func (s *Service) Block(ctx context.Context, ref BlockRef) (Block, error) {
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		ok, err := tx.Get(bucketBlocks, prefix(ws)+label, &b)
 		if err == nil && !ok {
-			return platform.NotFound("memory block", label)
+			return fault.NotFound("memory block", label)
 		}
 		return err
 	})
-	return b, platform.Wrap("read a memory block", err)
+	return b, fault.Wrap("read a memory block", err)
 }
 
 // PutBlock creates or replaces a block; created tells which.
@@ -154,7 +154,7 @@ func (s *Service) putBlock(ctx context.Context, ws, label string, in PutBlock) (
 			b.Limit = *in.Limit
 		}
 		if !exists && tx.CountPrefix(bucketBlocks, prefix(ws)) >= cfg.Memory.MaxBlocks {
-			return platform.Invalid("label", "the workspace already holds max_blocks (%d) memory blocks", cfg.Memory.MaxBlocks)
+			return fault.Invalid("label", "the workspace already holds max_blocks (%d) memory blocks", cfg.Memory.MaxBlocks)
 		}
 		if exists {
 			b.Version, b.CreatedAt = old.Version+1, old.CreatedAt
@@ -169,7 +169,7 @@ func (s *Service) putBlock(ctx context.Context, ws, label string, in PutBlock) (
 		}
 		return s.writeBlock(tx, ws, before, &b)
 	})
-	return b, created, platform.Wrap("write a memory block", err)
+	return b, created, fault.Wrap("write a memory block", err)
 }
 
 // PatchBlock changes the given fields of a block.
@@ -186,10 +186,10 @@ func (s *Service) PatchBlock(ctx context.Context, req BlockPatch) (b Block, err 
 			return err
 		}
 		if !ok {
-			return platform.NotFound("memory block", label)
+			return fault.NotFound("memory block", label)
 		}
 		if in.Version != nil && *in.Version != old.Version {
-			return &platform.Error{Code: platform.CodeConflict, Details: "version",
+			return &fault.Error{Code: fault.CodeConflict, Details: "version",
 				Message: "version: the block is at version " + strconv.FormatInt(old.Version, 10) + ", not " + strconv.FormatInt(*in.Version, 10)}
 		}
 		b = old
@@ -210,7 +210,7 @@ func (s *Service) PatchBlock(ctx context.Context, req BlockPatch) (b Block, err 
 		}
 		if err := checkBlock(b, cfg); err != nil {
 			if in.Append != nil && in.Value == nil {
-				return platform.Invalid("append", "the value would be %d characters, over the block's limit of %d", utf8.RuneCountInString(b.Value), b.Limit)
+				return fault.Invalid("append", "the value would be %d characters, over the block's limit of %d", utf8.RuneCountInString(b.Value), b.Limit)
 			}
 			return err
 		}
@@ -218,7 +218,7 @@ func (s *Service) PatchBlock(ctx context.Context, req BlockPatch) (b Block, err 
 		b.UpdatedAt = s.clock.Now()
 		return s.writeBlock(tx, ws, &old, &b)
 	})
-	return b, platform.Wrap("change a memory block", err)
+	return b, fault.Wrap("change a memory block", err)
 }
 
 // DeleteBlock removes a block (kept in the history).
@@ -231,19 +231,19 @@ func (s *Service) DeleteBlock(ctx context.Context, ref BlockRef) error {
 			return err
 		}
 		if !ok {
-			return platform.NotFound("memory block", label)
+			return fault.NotFound("memory block", label)
 		}
 		return s.writeBlock(tx, ws, &old, nil)
 	})
-	return platform.Wrap("delete a memory block", err)
+	return fault.Wrap("delete a memory block", err)
 }
 
 func checkBlock(b Block, cfg Config) error {
 	if b.Limit > cfg.Memory.MaxBlockLimit {
-		return platform.Invalid("limit", "must be at most max_block_limit (%d), got %d", cfg.Memory.MaxBlockLimit, b.Limit)
+		return fault.Invalid("limit", "must be at most max_block_limit (%d), got %d", cfg.Memory.MaxBlockLimit, b.Limit)
 	}
 	if n := utf8.RuneCountInString(b.Value); n > b.Limit {
-		return platform.Invalid("value", "is %d characters, over the block's limit of %d", n, b.Limit)
+		return fault.Invalid("value", "is %d characters, over the block's limit of %d", n, b.Limit)
 	}
 	return nil
 }
@@ -305,7 +305,7 @@ func (s *Service) history(ctx context.Context, ws string, f HistoryFilter) ([]Ch
 			return nil
 		})
 	})
-	return out, platform.Wrap("list the memory history", err)
+	return out, fault.Wrap("list the memory history", err)
 }
 
 // HistoryEntry reads one change by id (h_N).
@@ -314,14 +314,14 @@ func (s *Service) HistoryEntry(ctx context.Context, ref ChangeRef) (Change, erro
 	var ch Change
 	n, err := strconv.ParseUint(strings.TrimPrefix(id, "h_"), 10, 64)
 	if !strings.HasPrefix(id, "h_") || err != nil || n == 0 {
-		return ch, platform.NotFound("history entry", id)
+		return ch, fault.NotFound("history entry", id)
 	}
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		ok, err := tx.Get(bucketHistory, prefix(ws)+store.SeqKey(n), &ch)
 		if err == nil && !ok {
-			return platform.NotFound("history entry", id)
+			return fault.NotFound("history entry", id)
 		}
 		return err
 	})
-	return ch, platform.Wrap("read a history entry", err)
+	return ch, fault.Wrap("read a history entry", err)
 }

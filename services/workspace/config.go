@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -156,31 +157,31 @@ func (c *Config) Validate() error {
 		p := c.Providers[id]
 		f := "providers." + id
 		if !providerIDRule.MatchString(id) {
-			return platform.Invalid(f, "provider ids are 1-64 of a-z 0-9 - _")
+			return fault.Invalid(f, "provider ids are 1-64 of a-z 0-9 - _")
 		}
 		if !oneOf(p.Type, providerTypes) {
-			return platform.Invalid(f+".type", "must be one of %s, got %q", strings.Join(providerTypes, ", "), p.Type)
+			return fault.Invalid(f+".type", "must be one of %s, got %q", strings.Join(providerTypes, ", "), p.Type)
 		}
 		if p.BaseURL != "" {
 			u, err := url.Parse(p.BaseURL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return platform.Invalid(f+".base_url", "must be an http or https URL, got %q", p.BaseURL)
+				return fault.Invalid(f+".base_url", "must be an http or https URL, got %q", p.BaseURL)
 			}
 		} else if p.Type == "openai-compatible" {
-			return platform.Invalid(f+".base_url", "required for type openai-compatible")
+			return fault.Invalid(f+".base_url", "required for type openai-compatible")
 		}
 		if len(p.Name) > 128 {
-			return platform.Invalid(f+".name", "must be at most 128 characters")
+			return fault.Invalid(f+".name", "must be at most 128 characters")
 		}
 		if len(p.APIKey) > 4096 {
-			return platform.Invalid(f+".api_key", "must be at most 4096 bytes")
+			return fault.Invalid(f+".api_key", "must be at most 4096 bytes")
 		}
 		if len(p.Models) > 256 {
-			return platform.Invalid(f+".models", "at most 256 models")
+			return fault.Invalid(f+".models", "at most 256 models")
 		}
 		for i, m := range p.Models {
 			if !modelRule.MatchString(m) {
-				return platform.Invalid(f+".models["+strconv.Itoa(i)+"]", "must be a model id (1-128 of A-Z a-z 0-9 _ . : @ / -), got %q", m)
+				return fault.Invalid(f+".models["+strconv.Itoa(i)+"]", "must be a model id (1-128 of A-Z a-z 0-9 _ . : @ / -), got %q", m)
 			}
 		}
 	}
@@ -190,29 +191,29 @@ func (c *Config) Validate() error {
 		}
 		prov, model, ok := strings.Cut(m.v, "/")
 		if !ok || model == "" || !modelRule.MatchString(model) {
-			return platform.Invalid(m.field, "must be provider/model, got %q", m.v)
+			return fault.Invalid(m.field, "must be provider/model, got %q", m.v)
 		}
 		if _, ok := c.Providers[prov]; !ok {
-			return platform.Invalid(m.field, "provider %q is not configured (add it under providers)", prov)
+			return fault.Invalid(m.field, "provider %q is not configured (add it under providers)", prov)
 		}
 	}
 	if len(c.Instructions) > 32 {
-		return platform.Invalid("instructions", "at most 32 entries")
+		return fault.Invalid("instructions", "at most 32 entries")
 	}
 	for i, s := range c.Instructions {
 		if strings.TrimSpace(s) == "" || len(s) > 1024 {
-			return platform.Invalid("instructions["+strconv.Itoa(i)+"]", "must be a non-blank path or pattern of at most 1024 bytes")
+			return fault.Invalid("instructions["+strconv.Itoa(i)+"]", "must be a non-blank path or pattern of at most 1024 bytes")
 		}
 	}
 	for _, p := range []struct{ field, v string }{{"permission.edit", c.Permission.Edit}, {"permission.bash", c.Permission.Bash},
 		{"permission.webfetch", c.Permission.WebFetch}, {"permission.mcp", c.Permission.MCP}} {
 		if !oneOf(p.v, permissionVals) {
-			return platform.Invalid(p.field, "must be allow, ask or deny, got %q", p.v)
+			return fault.Invalid(p.field, "must be allow, ask or deny, got %q", p.v)
 		}
 	}
 	for _, name := range sortedKeys(c.Tools) {
 		if !toolRule.MatchString(name) {
-			return platform.Invalid("tools."+name, "tool names are 1-128 of A-Z a-z 0-9 _ . : * -")
+			return fault.Invalid("tools."+name, "tool names are 1-128 of A-Z a-z 0-9 _ . : * -")
 		}
 	}
 	m := c.Memory
@@ -222,14 +223,14 @@ func (c *Config) Validate() error {
 	}{{"memory.max_block_limit", m.MaxBlockLimit, 1, 1000000}, {"memory.default_block_limit", m.DefaultBlockLimit, 1, m.MaxBlockLimit},
 		{"memory.max_blocks", m.MaxBlocks, 1, 10000}, {"memory.max_entry_chars", m.MaxEntryChars, 1, 1000000}} {
 		if r.v < r.lo || r.v > r.hi {
-			return platform.Invalid(r.field, "must be %d-%d, got %d", r.lo, r.hi, r.v)
+			return fault.Invalid(r.field, "must be %d-%d, got %d", r.lo, r.hi, r.v)
 		}
 	}
 	if m.Search.K1 < 0 || m.Search.K1 > 3 {
-		return platform.Invalid("memory.search.k1", "must be 0-3, got %g", m.Search.K1)
+		return fault.Invalid("memory.search.k1", "must be 0-3, got %g", m.Search.K1)
 	}
 	if m.Search.B < 0 || m.Search.B > 1 {
-		return platform.Invalid("memory.search.b", "must be 0-1, got %g", m.Search.B)
+		return fault.Invalid("memory.search.b", "must be 0-1, got %g", m.Search.B)
 	}
 	return nil
 }
@@ -284,7 +285,7 @@ func (s *Service) GetConfig(ctx context.Context, ref WorkspaceRef) (ConfigView, 
 		v = ConfigView{Config: sc.Config, Version: sc.Version}
 		return err
 	})
-	return v, platform.Wrap("read the workspace configuration", err)
+	return v, fault.Wrap("read the workspace configuration", err)
 }
 
 // PatchConfig applies a JSON merge patch (RFC 7396) to the document and
@@ -302,22 +303,22 @@ func (s *Service) PatchConfig(ctx context.Context, req ConfigPatchInput) (Config
 		if v, ok := patch["version"]; ok {
 			n, isNum := v.(float64)
 			if !isNum || n != float64(int64(n)) {
-				return platform.Invalid("version", "must be an integer")
+				return fault.Invalid("version", "must be an integer")
 			}
 			if int64(n) != sc.Version {
-				return &platform.Error{Code: platform.CodeConflict, Details: "version",
+				return &fault.Error{Code: fault.CodeConflict, Details: "version",
 					Message: "version: the configuration is at version " + strconv.FormatInt(sc.Version, 10) + ", not " + strconv.FormatInt(int64(n), 10)}
 			}
 			delete(patch, "version")
 		}
 		if _, ok := patch["project"]; ok {
-			return platform.Invalid("project", "is set with PATCH /api/v1/workspaces/{workspaceID}/project/{projectID}")
+			return fault.Invalid("project", "is set with PATCH /api/v1/workspaces/{workspaceID}/project/{projectID}")
 		}
 		if provs, ok := patch["providers"].(map[string]any); ok {
 			for id, p := range provs {
 				if pm, ok := p.(map[string]any); ok {
 					if _, ok := pm["api_key_set"]; ok {
-						return platform.Invalid("providers."+id+".api_key_set", "is read-only")
+						return fault.Invalid("providers."+id+".api_key_set", "is read-only")
 					}
 				}
 			}
@@ -388,7 +389,7 @@ func (s *Service) PatchConfig(ctx context.Context, req ConfigPatchInput) (Config
 		out = ConfigView{Config: eff, Version: rec.Version}
 		return nil
 	})
-	return out, platform.Wrap("change the workspace configuration", err)
+	return out, fault.Wrap("change the workspace configuration", err)
 }
 
 func keyPurpose(ws, provider string) string { return "workspace/" + ws + "/provider/" + provider }
@@ -422,10 +423,10 @@ type LinkProject struct {
 // Validate checks the link.
 func (r *LinkProject) Validate() error {
 	if len(r.Name) > 128 {
-		return platform.Invalid("name", "must be at most 128 characters")
+		return fault.Invalid("name", "must be at most 128 characters")
 	}
 	if r.Directory != "" && !strings.HasPrefix(r.Directory, "/") {
-		return platform.Invalid("directory", "must be an absolute path, got %q", r.Directory)
+		return fault.Invalid("directory", "must be an absolute path, got %q", r.Directory)
 	}
 	return nil
 }
@@ -443,7 +444,7 @@ func (s *Service) LinkProject(ctx context.Context, req ProjectLinkInput) (Projec
 		sc.Version++
 		return tx.Put(bucketConfig, ws, sc)
 	})
-	return link, platform.Wrap("link the project", err)
+	return link, fault.Wrap("link the project", err)
 }
 
 // ProviderKey opens a provider's stored key for an in-process consumer (a
@@ -457,11 +458,11 @@ func (s *Service) ProviderKey(ctx context.Context, ws, provider string) (key str
 		return err
 	})
 	if err != nil || sealed == "" {
-		return "", false, platform.Wrap("read a provider key", err)
+		return "", false, fault.Wrap("read a provider key", err)
 	}
 	plain, err := s.sealer.Open(keyPurpose(ws, provider), sealed)
 	if err != nil {
-		return "", false, platform.Internal("open a provider key", err)
+		return "", false, fault.Internal("open a provider key", err)
 	}
 	return string(plain), true, nil
 }

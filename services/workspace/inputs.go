@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // WorkspaceRef names a workspace.
@@ -88,7 +89,7 @@ type HistoryQuery struct {
 // ConfigPatch is a JSON merge patch (RFC 7396) of the configuration.
 type ConfigPatch map[string]any
 
-var errNotPatch = platform.Invalid("body", "must be a JSON object (a merge patch)")
+var errNotPatch = fault.Invalid("body", "must be a JSON object (a merge patch)")
 
 // UnmarshalJSON takes only an object.
 func (p *ConfigPatch) UnmarshalJSON(raw []byte) error {
@@ -120,7 +121,7 @@ func (r *ProjectRef) ValidateParams() error {
 		return err
 	}
 	if !idRule.MatchString(r.ProjectID) {
-		return platform.Invalid("projectID", "must be 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", r.ProjectID)
+		return fault.Invalid("projectID", "must be 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", r.ProjectID)
 	}
 	return nil
 }

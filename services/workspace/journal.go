@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -54,14 +54,14 @@ type AppendEntry struct {
 // configuration and is checked by the domain.
 func (r *AppendEntry) Validate() error {
 	if strings.TrimSpace(r.Content) == "" {
-		return platform.Invalid("content", "required (not blank)")
+		return fault.Invalid("content", "required (not blank)")
 	}
 	if len(r.Tags) > 16 {
-		return platform.Invalid("tags", "at most 16 tags, got %d", len(r.Tags))
+		return fault.Invalid("tags", "at most 16 tags, got %d", len(r.Tags))
 	}
 	for i, t := range r.Tags {
 		if !tagRule(t) {
-			return platform.Invalid("tags["+strconv.Itoa(i)+"]", "must be 1-64 of A-Z a-z 0-9 . _ - :, got %q", t)
+			return fault.Invalid("tags["+strconv.Itoa(i)+"]", "must be 1-64 of A-Z a-z 0-9 . _ - :, got %q", t)
 		}
 	}
 	return nil
@@ -100,13 +100,13 @@ type SearchRequest struct {
 // Validate checks the search.
 func (r *SearchRequest) Validate() error {
 	if len(tokenize(r.Query)) == 0 {
-		return platform.Invalid("query", "must contain at least one word (letters or digits)")
+		return fault.Invalid("query", "must contain at least one word (letters or digits)")
 	}
 	if r.Limit == 0 {
 		r.Limit = 10
 	}
 	if r.Limit < 1 || r.Limit > 100 {
-		return platform.Invalid("limit", "must be 1-100, got %d", r.Limit)
+		return fault.Invalid("limit", "must be 1-100, got %d", r.Limit)
 	}
 	return nil
 }
@@ -167,7 +167,7 @@ func (s *Service) Append(ctx context.Context, req EntryAppend) (e Entry, err err
 			return err
 		}
 		if n := utf8.RuneCountInString(in.Content); n > cfg.Memory.MaxEntryChars {
-			return platform.Invalid("content", "is %d characters, over max_entry_chars (%d)", n, cfg.Memory.MaxEntryChars)
+			return fault.Invalid("content", "is %d characters, over max_entry_chars (%d)", n, cfg.Memory.MaxEntryChars)
 		}
 		seq, err := tx.NextSeq(bucketJournal)
 		if err != nil {
@@ -184,7 +184,7 @@ func (s *Service) Append(ctx context.Context, req EntryAppend) (e Entry, err err
 		}
 		return s.index(tx, ws, key, e, +1)
 	})
-	return e, platform.Wrap("append to the memory journal", err)
+	return e, fault.Wrap("append to the memory journal", err)
 }
 
 // index adds (dir +1) or removes (dir -1) an entry's postings.
@@ -237,7 +237,7 @@ func (s *Service) Journal(ctx context.Context, q JournalQuery) (EntryList, error
 	if f.Before != "" {
 		n, ok := parseEntryID(f.Before)
 		if !ok {
-			return out, platform.Invalid("before", "must be a journal entry id (j_N), got %q", f.Before)
+			return out, fault.Invalid("before", "must be a journal entry id (j_N), got %q", f.Before)
 		}
 		o.Start, o.Exclusive = prefix(ws)+store.SeqKey(n), true
 	}
@@ -258,7 +258,7 @@ func (s *Service) Journal(ctx context.Context, q JournalQuery) (EntryList, error
 			return nil
 		})
 	})
-	return out, platform.Wrap("list the memory journal", err)
+	return out, fault.Wrap("list the memory journal", err)
 }
 
 func hasTag(e Entry, tag string) bool {
@@ -282,7 +282,7 @@ func (s *Service) countEntries(ctx context.Context, ws string) (int, error) {
 		n = tx.CountPrefix(bucketJournal, prefix(ws))
 		return nil
 	})
-	return n, platform.Wrap("count the memory journal", err)
+	return n, fault.Wrap("count the memory journal", err)
 }
 
 // JournalEntry reads one entry.
@@ -291,16 +291,16 @@ func (s *Service) JournalEntry(ctx context.Context, ref EntryRef) (Entry, error)
 	var e Entry
 	n, ok := parseEntryID(id)
 	if !ok {
-		return e, platform.NotFound("journal entry", id)
+		return e, fault.NotFound("journal entry", id)
 	}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		found, err := tx.Get(bucketJournal, prefix(ws)+store.SeqKey(n), &e)
 		if err == nil && !found {
-			return platform.NotFound("journal entry", id)
+			return fault.NotFound("journal entry", id)
 		}
 		return err
 	})
-	return e, platform.Wrap("read a journal entry", err)
+	return e, fault.Wrap("read a journal entry", err)
 }
 
 // DeleteEntry removes an entry and its postings.
@@ -308,7 +308,7 @@ func (s *Service) DeleteEntry(ctx context.Context, ref EntryRef) error {
 	ws, id := ref.Workspace, ref.ID
 	n, ok := parseEntryID(id)
 	if !ok {
-		return platform.NotFound("journal entry", id)
+		return fault.NotFound("journal entry", id)
 	}
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		key := store.SeqKey(n)
@@ -318,14 +318,14 @@ func (s *Service) DeleteEntry(ctx context.Context, ref EntryRef) error {
 			return err
 		}
 		if !found {
-			return platform.NotFound("journal entry", id)
+			return fault.NotFound("journal entry", id)
 		}
 		if err := tx.Delete(bucketJournal, prefix(ws)+key); err != nil {
 			return err
 		}
 		return s.index(tx, ws, key, e, -1)
 	})
-	return platform.Wrap("delete a journal entry", err)
+	return fault.Wrap("delete a journal entry", err)
 }
 
 // Search ranks the entries containing any query term with Okapi BM25:
@@ -396,7 +396,7 @@ func (s *Service) Search(ctx context.Context, req SearchInput) (SearchResult, er
 		}
 		return nil
 	})
-	return res, platform.Wrap("search the memory journal", err)
+	return res, fault.Wrap("search the memory journal", err)
 }
 
 func unique(ts []string) []string {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -36,46 +36,46 @@ type AddMCP struct {
 // Validate checks the server.
 func (r *AddMCP) Validate() error {
 	if !mcpNameRule.MatchString(r.Name) {
-		return platform.Invalid("name", "must be 1-64 of A-Z a-z 0-9 _ -, got %q", r.Name)
+		return fault.Invalid("name", "must be 1-64 of A-Z a-z 0-9 _ -, got %q", r.Name)
 	}
 	switch r.Type {
 	case "local":
 		if len(r.Command) == 0 || strings.TrimSpace(r.Command[0]) == "" {
-			return platform.Invalid("command", "required for a local server: the program and its arguments")
+			return fault.Invalid("command", "required for a local server: the program and its arguments")
 		}
 		if r.URL != "" {
-			return platform.Invalid("url", "only for a remote server")
+			return fault.Invalid("url", "only for a remote server")
 		}
 		if len(r.Headers) > 0 {
-			return platform.Invalid("headers", "only for a remote server")
+			return fault.Invalid("headers", "only for a remote server")
 		}
 	case "remote":
 		u, err := url.Parse(r.URL)
 		if r.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return platform.Invalid("url", "must be an http or https URL for a remote server, got %q", r.URL)
+			return fault.Invalid("url", "must be an http or https URL for a remote server, got %q", r.URL)
 		}
 		if len(r.Command) > 0 {
-			return platform.Invalid("command", "only for a local server")
+			return fault.Invalid("command", "only for a local server")
 		}
 		if len(r.Environment) > 0 {
-			return platform.Invalid("environment", "only for a local server")
+			return fault.Invalid("environment", "only for a local server")
 		}
 	default:
-		return platform.Invalid("type", "must be local or remote, got %q", r.Type)
+		return fault.Invalid("type", "must be local or remote, got %q", r.Type)
 	}
 	for _, k := range sortedKeys(r.Environment) {
 		if !envNameRule.MatchString(k) {
-			return platform.Invalid("environment."+k, "is not a variable name")
+			return fault.Invalid("environment."+k, "is not a variable name")
 		}
 	}
 	for _, k := range sortedKeys(r.Headers) {
 		if !hdrNameRule.MatchString(k) {
-			return platform.Invalid("headers."+k, "is not a header name")
+			return fault.Invalid("headers."+k, "is not a header name")
 		}
 	}
 	for i, t := range r.Tools {
 		if !toolRule.MatchString(t) {
-			return platform.Invalid("tools["+strconv.Itoa(i)+"]", "tool names are 1-128 of A-Z a-z 0-9 _ . : * -, got %q", t)
+			return fault.Invalid("tools["+strconv.Itoa(i)+"]", "tool names are 1-128 of A-Z a-z 0-9 _ . : * -, got %q", t)
 		}
 	}
 	return nil
@@ -116,7 +116,7 @@ func (s *Service) mcpServers(ctx context.Context, ws string) ([]MCPServer, error
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return scanJSON(tx, bucketMCP, store.ScanOptions{Prefix: prefix(ws)}, func(r mcpRecord) { out = append(out, r.MCPServer) })
 	})
-	return out, platform.Wrap("list MCP servers", err)
+	return out, fault.Wrap("list MCP servers", err)
 }
 
 // AddMCP adds (or replaces) a server; created tells which.
@@ -146,7 +146,7 @@ func (s *Service) addMCP(ctx context.Context, ws string, in AddMCP) (srv MCPServ
 		for k, v := range m {
 			sealed, err := s.sealer.Seal("workspace/"+ws+"/mcp/"+in.Name+"/"+kind+":"+k, []byte(v))
 			if err != nil {
-				return srv, false, platform.Wrap("seal an MCP secret", err)
+				return srv, false, fault.Wrap("seal an MCP secret", err)
 			}
 			rec.Sealed[kind+":"+k] = sealed
 		}
@@ -154,9 +154,9 @@ func (s *Service) addMCP(ctx context.Context, ws string, in AddMCP) (srv MCPServ
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		created = tx.GetRaw(bucketMCP, prefix(ws)+in.Name) == nil
 		if created && tx.CountPrefix(bucketMCP, prefix(ws)) >= 100 {
-			return platform.Invalid("name", "a workspace holds at most 100 MCP servers")
+			return fault.Invalid("name", "a workspace holds at most 100 MCP servers")
 		}
 		return tx.Put(bucketMCP, prefix(ws)+in.Name, rec)
 	})
-	return rec.MCPServer, created, platform.Wrap("add an MCP server", err)
+	return rec.MCPServer, created, fault.Wrap("add an MCP server", err)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sort"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -111,7 +111,7 @@ func (s *Service) configured(ctx context.Context, ws string) (Config, []Provider
 		return err
 	})
 	if err != nil {
-		return cfg, nil, platform.Wrap("read the providers", err)
+		return cfg, nil, fault.Wrap("read the providers", err)
 	}
 	ps := []Provider{}
 	for _, id := range sortedKeys(cfg.Providers) {
@@ -177,7 +177,7 @@ func (s *Service) MemoryConfig(ctx context.Context, ref WorkspaceRef) (MemoryCon
 			Tokenizer: "NFKC, lower case, runs of letters and digits; no stemming, no stop words"}
 		return err
 	})
-	return v, platform.Wrap("read the memory configuration", err)
+	return v, fault.Wrap("read the memory configuration", err)
 }
 
 // PermissionList is the answer of GET .../permissions.
@@ -206,7 +206,7 @@ func (s *Service) Permissions(ctx context.Context, ref WorkspaceRef) (Permission
 		return err
 	})
 	if err != nil {
-		return PermissionList{}, platform.Wrap("read the permissions", err)
+		return PermissionList{}, fault.Wrap("read the permissions", err)
 	}
 	src := func(set string) string {
 		if set != "" {

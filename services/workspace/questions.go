@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -40,18 +40,18 @@ type AskQuestion struct {
 // Validate checks the question.
 func (r *AskQuestion) Validate() error {
 	if n := utf8.RuneCountInString(strings.TrimSpace(r.Text)); n < 1 || n > 4000 {
-		return platform.Invalid("text", "must be 1-4000 characters")
+		return fault.Invalid("text", "must be 1-4000 characters")
 	}
 	if len(r.Options) > 16 {
-		return platform.Invalid("options", "at most 16 choices")
+		return fault.Invalid("options", "at most 16 choices")
 	}
 	for i, o := range r.Options {
 		if n := utf8.RuneCountInString(strings.TrimSpace(o)); n < 1 || n > 200 {
-			return platform.Invalid("options["+strconv.Itoa(i)+"]", "must be 1-200 characters")
+			return fault.Invalid("options["+strconv.Itoa(i)+"]", "must be 1-200 characters")
 		}
 	}
 	if len(r.AskedBy) > 128 {
-		return platform.Invalid("asked_by", "must be at most 128 characters")
+		return fault.Invalid("asked_by", "must be at most 128 characters")
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ type AnswerQuestion struct {
 // Validate checks the answer is not blank.
 func (r *AnswerQuestion) Validate() error {
 	if n := utf8.RuneCountInString(strings.TrimSpace(r.Answer)); n < 1 || n > 4000 {
-		return platform.Invalid("answer", "must be 1-4000 characters")
+		return fault.Invalid("answer", "must be 1-4000 characters")
 	}
 	return nil
 }
@@ -90,7 +90,7 @@ func (s *Service) questions(ctx context.Context, ws, status string) ([]Question,
 			}
 		})
 	})
-	return out, platform.Wrap("list questions", err)
+	return out, fault.Wrap("list questions", err)
 }
 
 // Ask records a pending question.
@@ -108,7 +108,7 @@ func (s *Service) Ask(ctx context.Context, req QuestionAsk) (q Question, err err
 		q = Question{ID: questionID(seq), Text: in.Text, Options: opts, AskedBy: in.AskedBy, Status: "pending", AskedAt: s.clock.Now()}
 		return tx.Put(bucketQuestions, prefix(ws)+store.SeqKey(seq), q)
 	})
-	return q, platform.Wrap("ask a question", err)
+	return q, fault.Wrap("ask a question", err)
 }
 
 // Answer answers a pending question once; a second answer is 409.
@@ -116,7 +116,7 @@ func (s *Service) Answer(ctx context.Context, req QuestionAnswer) (q Question, e
 	ws, id, in := req.Workspace, req.ID, req.Body
 	n, perr := strconv.ParseUint(strings.TrimPrefix(id, "q_"), 10, 64)
 	if !strings.HasPrefix(id, "q_") || perr != nil || n == 0 {
-		return q, platform.NotFound("question", id)
+		return q, fault.NotFound("question", id)
 	}
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		key := prefix(ws) + store.SeqKey(n)
@@ -125,19 +125,19 @@ func (s *Service) Answer(ctx context.Context, req QuestionAnswer) (q Question, e
 			return err
 		}
 		if !ok {
-			return platform.NotFound("question", id)
+			return fault.NotFound("question", id)
 		}
 		if q.Status != "pending" {
-			return &platform.Error{Code: platform.CodeConflict, Details: "status", Message: "status: the question " + id + " is already answered"}
+			return &fault.Error{Code: fault.CodeConflict, Details: "status", Message: "status: the question " + id + " is already answered"}
 		}
 		if len(q.Options) > 0 && !oneOf(in.Answer, q.Options) {
-			return platform.Invalid("answer", "must be one of the question's options: %s", strings.Join(q.Options, ", "))
+			return fault.Invalid("answer", "must be one of the question's options: %s", strings.Join(q.Options, ", "))
 		}
 		now := s.clock.Now()
 		q.Status, q.Answer, q.AnsweredAt = "answered", in.Answer, &now
 		return tx.Put(bucketQuestions, key, q)
 	})
-	return q, platform.Wrap("answer a question", err)
+	return q, fault.Wrap("answer a question", err)
 }
 
 // builtinTools are the tools an agent in the container has without MCP.
@@ -186,7 +186,7 @@ func (s *Service) Tools(ctx context.Context, ref WorkspaceRef) (ToolList, error)
 		return scanJSON(tx, bucketMCP, store.ScanOptions{Prefix: prefix(ws)}, func(r mcpRecord) { servers = append(servers, r.MCPServer) })
 	})
 	if err != nil {
-		return ToolList{}, platform.Wrap("list tools", err)
+		return ToolList{}, fault.Wrap("list tools", err)
 	}
 	perm := map[string]string{"bash": cfg.Permission.Bash, "edit": cfg.Permission.Edit, "webfetch": cfg.Permission.WebFetch, "mcp": cfg.Permission.MCP}
 	var all []Tool

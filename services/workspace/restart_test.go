@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 	"deckhand/platform/store"
 	"deckhand/services/workspace"
@@ -74,7 +74,7 @@ func TestConfigVersionRace(t *testing.T) {
 				"instructions": []any{"AGENTS-" + strings.Repeat("x", i+1) + ".md"}}})
 			code := "ok"
 			if err != nil {
-				code = platform.AsError(err).Code
+				code = fault.AsError(err).Code
 			}
 			mu.Lock()
 			codes[code]++
@@ -82,7 +82,7 @@ func TestConfigVersionRace(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if codes["ok"] != 1 || codes[platform.CodeConflict] != 7 {
+	if codes["ok"] != 1 || codes[fault.CodeConflict] != 7 {
 		t.Fatalf("racing patches %v", codes)
 	}
 }

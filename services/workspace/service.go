@@ -15,6 +15,9 @@ import (
 	"regexp"
 
 	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
@@ -23,7 +26,7 @@ import (
 type Service struct {
 	db     *store.DB
 	log    *slog.Logger
-	clock  platform.Clock
+	clock  clockpkg.Clock
 	sealer *secrets.Sealer
 	// env reads the service's environment (provider keys such as
 	// OPENAI_API_KEY count as connected); tests replace it.
@@ -33,7 +36,7 @@ type Service struct {
 // New opens the service on its own store. Provider keys are sealed with a
 // key kept in <data>/workspace/secrets.key (created 0600 on first start),
 // never inside the store, so a copy of store.db alone opens no key.
-func New(deps platform.ServiceDeps, _ *platform.NoSettings) (*Service, error) {
+func New(deps contract.ServiceDeps, _ *contract.NoSettings) (*Service, error) {
 	if deps.DataDir == "" || deps.Store == nil {
 		return nil, errors.New("workspace: no data directory or store")
 	}
@@ -82,7 +85,7 @@ var (
 // checkWorkspace validates a workspaceID path parameter.
 func checkWorkspace(id string) error {
 	if !idRule.MatchString(id) {
-		return platform.Invalid("workspaceID", "must be 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", id)
+		return fault.Invalid("workspaceID", "must be 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit, got %q", id)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -52,7 +52,7 @@ type PatchSkill struct {
 // Validate checks the patch.
 func (r *PatchSkill) Validate() error {
 	if r.Description == nil && r.Content == nil {
-		return platform.Invalid("body", "give description or content")
+		return fault.Invalid("body", "give description or content")
 	}
 	return checkSkill(r.Description, r.Content)
 }
@@ -60,18 +60,18 @@ func (r *PatchSkill) Validate() error {
 func checkSkill(desc, content *string) error {
 	if desc != nil {
 		if n := utf8.RuneCountInString(*desc); n < 1 || n > 1024 {
-			return platform.Invalid("description", "must be 1-1024 characters, got %d", n)
+			return fault.Invalid("description", "must be 1-1024 characters, got %d", n)
 		}
 	}
 	if content != nil && len(*content) > maxSkillContent {
-		return platform.Invalid("content", "must be at most 256 KiB")
+		return fault.Invalid("content", "must be at most 256 KiB")
 	}
 	return nil
 }
 
 func checkSkillName(name string) error {
 	if !skillNameRule.MatchString(name) {
-		return platform.Invalid("name", "must be 1-64 of a-z 0-9 - starting with a letter or digit, got %q", name)
+		return fault.Invalid("name", "must be 1-64 of a-z 0-9 - starting with a letter or digit, got %q", name)
 	}
 	return nil
 }
@@ -87,7 +87,7 @@ func (s *Service) skills(ctx context.Context, ws string) ([]Skill, error) {
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return scanJSON(tx, bucketSkills, store.ScanOptions{Prefix: prefix(ws)}, func(k Skill) { out = append(out, k) })
 	})
-	return out, platform.Wrap("list skills", err)
+	return out, fault.Wrap("list skills", err)
 }
 
 // Skill reads one skill.
@@ -97,11 +97,11 @@ func (s *Service) Skill(ctx context.Context, ref SkillRef) (Skill, error) {
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		ok, err := tx.Get(bucketSkills, prefix(ws)+name, &k)
 		if err == nil && !ok {
-			return platform.NotFound("skill", name)
+			return fault.NotFound("skill", name)
 		}
 		return err
 	})
-	return k, platform.Wrap("read a skill", err)
+	return k, fault.Wrap("read a skill", err)
 }
 
 // PutSkill creates or replaces a skill.
@@ -125,7 +125,7 @@ func (s *Service) putSkill(ctx context.Context, ws, name string, in PutSkill) (k
 		created = !exists
 		return tx.Put(bucketSkills, prefix(ws)+name, k)
 	})
-	return k, created, platform.Wrap("write a skill", err)
+	return k, created, fault.Wrap("write a skill", err)
 }
 
 // PatchSkill changes the given fields.
@@ -137,10 +137,10 @@ func (s *Service) PatchSkill(ctx context.Context, req SkillPatch) (k Skill, err 
 			return err
 		}
 		if !ok {
-			return platform.NotFound("skill", name)
+			return fault.NotFound("skill", name)
 		}
 		if in.Version != nil && *in.Version != k.Version {
-			return &platform.Error{Code: platform.CodeConflict, Details: "version",
+			return &fault.Error{Code: fault.CodeConflict, Details: "version",
 				Message: "version: the skill is at version " + strconv.FormatInt(k.Version, 10) + ", not " + strconv.FormatInt(*in.Version, 10)}
 		}
 		if in.Description != nil {
@@ -153,7 +153,7 @@ func (s *Service) PatchSkill(ctx context.Context, req SkillPatch) (k Skill, err 
 		k.UpdatedAt = s.clock.Now()
 		return tx.Put(bucketSkills, prefix(ws)+name, k)
 	})
-	return k, platform.Wrap("change a skill", err)
+	return k, fault.Wrap("change a skill", err)
 }
 
 // DeleteSkill removes a skill.
@@ -161,9 +161,9 @@ func (s *Service) DeleteSkill(ctx context.Context, ref SkillRef) error {
 	ws, name := ref.Workspace, ref.Name
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		if tx.GetRaw(bucketSkills, prefix(ws)+name) == nil {
-			return platform.NotFound("skill", name)
+			return fault.NotFound("skill", name)
 		}
 		return tx.Delete(bucketSkills, prefix(ws)+name)
 	})
-	return platform.Wrap("delete a skill", err)
+	return fault.Wrap("delete a skill", err)
 }

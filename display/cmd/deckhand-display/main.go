@@ -24,7 +24,9 @@ import (
 	"deckhand/display/atspi"
 	"deckhand/display/x11"
 	"deckhand/platform"
+	"deckhand/platform/clock"
 	"deckhand/platform/config"
+	"deckhand/platform/contract"
 )
 
 func main() {
@@ -37,7 +39,7 @@ func main() {
 type options struct {
 	listen   string
 	set      api.Settings
-	common   platform.CommonSettings
+	common   contract.CommonSettings
 	data     string
 	logLevel string
 	retry    time.Duration
@@ -74,10 +76,10 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 
 func run(ctx context.Context, o options, log *slog.Logger) error {
 	log = log.With("service", "display") // ServiceDeps.Logger names its service
-	deps := platform.ServiceDeps{Name: "display", Logger: log, Clock: platform.SystemClock{}, Common: o.common,
-		Journal: platform.LogJournal{Logger: log}, Notifier: platform.LogNotifier{Logger: log}}
+	deps := contract.ServiceDeps{Name: "display", Logger: log, Clock: clock.SystemClock{}, Common: o.common,
+		Journal: contract.LogJournal{Logger: log}, Notifier: contract.LogNotifier{Logger: log}}
 	if o.data != "" {
-		dir, db, err := platform.OpenServiceData(o.data, "display")
+		dir, db, err := contract.OpenServiceData(o.data, "display")
 		if err != nil {
 			return err
 		}
@@ -86,7 +88,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	svc := api.New(deps, nil)
 	defer svc.Close()
-	host, err := platform.NewServiceHost(svc, deps)
+	host, err := contract.NewServiceHost(svc, deps)
 	if err != nil {
 		return err
 	}

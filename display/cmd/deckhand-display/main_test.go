@@ -16,6 +16,7 @@ import (
 
 	"deckhand/display/x11"
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 func freePort(t *testing.T) string {
@@ -77,7 +78,7 @@ func TestServesUnavailableThenConnects(t *testing.T) {
 	waitFor(t, "listening", 5*time.Second, func() bool { s, _ := get(t, base+"/health"); return s == 200 })
 
 	status, body := get(t, base+"/api/v1/display/info")
-	var e platform.ContainerError
+	var e fault.ContainerError
 	_ = json.Unmarshal(body, &e)
 	if status != 503 || e.Code != "DISPLAY_UNAVAILABLE" {
 		t.Fatalf("info without X: %d %s", status, body)
@@ -155,7 +156,7 @@ func TestRequestPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var e platform.ContainerError
+		var e fault.ContainerError
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		return resp.StatusCode, e.Code
 	}

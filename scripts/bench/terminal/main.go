@@ -37,6 +37,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"deckhand/platform"
+	"deckhand/platform/clock"
+	"deckhand/platform/contract"
 	"deckhand/services/terminal"
 )
 
@@ -62,7 +64,7 @@ func serve(addr string) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	set := terminal.DefaultSettings()
 	set.IdleTimeout = 0
-	svc := terminal.New(platform.ServiceDeps{Name: "terminal", Logger: log, Clock: platform.SystemClock{}}, set)
+	svc := terminal.New(contract.ServiceDeps{Name: "terminal", Logger: log, Clock: clock.SystemClock{}}, set)
 	host := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "terminal"}, Logger: log}, svc.Routes())
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

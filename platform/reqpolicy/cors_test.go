@@ -1,4 +1,4 @@
-package platform_test
+package reqpolicy_test
 
 import (
 	"io/fs"
@@ -16,7 +16,9 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/auth"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/reqpolicy"
 )
 
 const corsApp = "https://app.example.com"
@@ -25,12 +27,12 @@ const corsApp = "https://app.example.com"
 // which it answers as a preflight, and what a preflight allows.
 func TestCORSDecision(t *testing.T) {
 	t.Parallel()
-	p, err := platform.NewRequestPolicy("localhost", []string{corsApp})
+	p, err := reqpolicy.NewRequestPolicy("localhost", []string{corsApp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cloud, _ := platform.NewRequestPolicy("containers.example.net", nil)
-	req := func(method, origin string, kv ...string) platform.Request {
+	cloud, _ := reqpolicy.NewRequestPolicy("containers.example.net", nil)
+	req := func(method, origin string, kv ...string) reqpolicy.Request {
 		if origin != "" {
 			kv = append(kv, "origin", origin)
 		}
@@ -38,38 +40,38 @@ func TestCORSDecision(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		pol  *platform.RequestPolicy
-		req  platform.Request
-		want platform.CORS
+		pol  *reqpolicy.RequestPolicy
+		req  reqpolicy.Request
+		want reqpolicy.CORS
 		code string // refused with this code (and no CORS)
 	}{
-		{"curl: no origin", p, req("POST", ""), platform.CORS{}, ""},
-		{"own origin: no headers", p, req("POST", "http://127.0.0.1:7700"), platform.CORS{}, ""},
-		{"own origin behind the gateway", p, req("POST", "http://127.0.0.1:7700", "host", "127.0.0.1:7703", "fwd", "127.0.0.1:7700"), platform.CORS{}, ""},
+		{"curl: no origin", p, req("POST", ""), reqpolicy.CORS{}, ""},
+		{"own origin: no headers", p, req("POST", "http://127.0.0.1:7700"), reqpolicy.CORS{}, ""},
+		{"own origin behind the gateway", p, req("POST", "http://127.0.0.1:7700", "host", "127.0.0.1:7703", "fwd", "127.0.0.1:7700"), reqpolicy.CORS{}, ""},
 		{"loopback name on the own port: allowed, but no CORS", p, req("GET", "http://p-c-files-1.s.localhost:7700"),
-			platform.CORS{}, ""},
-		{"allowed foreign origin", p, req("POST", corsApp), platform.CORS{Origin: corsApp}, ""},
-		{"allowed foreign origin, error routes too", p, req("DELETE", corsApp), platform.CORS{Origin: corsApp}, ""},
+			reqpolicy.CORS{}, ""},
+		{"allowed foreign origin", p, req("POST", corsApp), reqpolicy.CORS{Origin: corsApp}, ""},
+		{"allowed foreign origin, error routes too", p, req("DELETE", corsApp), reqpolicy.CORS{Origin: corsApp}, ""},
 		{"sibling under the cloud domain: allowed, but no CORS", cloud, req("GET", "https://p-c-tunnel-1.s.containers.example.net", "host", "p-c-terminal-1.s.containers.example.net"),
-			platform.CORS{}, ""},
+			reqpolicy.CORS{}, ""},
 		{"sibling under the cloud domain: its preflight is not answered", cloud, req("OPTIONS", "https://p-c-tunnel-1.s.containers.example.net",
-			"host", "p-c-terminal-1.s.containers.example.net", "acrm", "POST", "acrh", "content-type"), platform.CORS{}, ""},
-		{"refused origin", p, req("POST", "http://evil.example"), platform.CORS{}, platform.CodeForbidden},
-		{"refused preflight", p, req("OPTIONS", "http://evil.example", "acrm", "POST", "acrh", "content-type"), platform.CORS{}, platform.CodeForbidden},
-		{"preflight under a foreign Host", p, req("OPTIONS", corsApp, "host", "evil.example", "acrm", "POST"), platform.CORS{}, platform.CodeMisdirected},
-		{"OPTIONS without Access-Control-Request-Method is a request", p, req("OPTIONS", corsApp), platform.CORS{Origin: corsApp}, ""},
+			"host", "p-c-terminal-1.s.containers.example.net", "acrm", "POST", "acrh", "content-type"), reqpolicy.CORS{}, ""},
+		{"refused origin", p, req("POST", "http://evil.example"), reqpolicy.CORS{}, fault.CodeForbidden},
+		{"refused preflight", p, req("OPTIONS", "http://evil.example", "acrm", "POST", "acrh", "content-type"), reqpolicy.CORS{}, fault.CodeForbidden},
+		{"preflight under a foreign Host", p, req("OPTIONS", corsApp, "host", "evil.example", "acrm", "POST"), reqpolicy.CORS{}, fault.CodeMisdirected},
+		{"OPTIONS without Access-Control-Request-Method is a request", p, req("OPTIONS", corsApp), reqpolicy.CORS{Origin: corsApp}, ""},
 		{"preflight, JSON POST with Authorization", p, req("OPTIONS", corsApp, "acrm", "POST", "acrh", "authorization,content-type"),
-			platform.CORS{Origin: corsApp, Preflight: true, AllowHeaders: "authorization, content-type"}, ""},
-		{"preflight, no headers asked", p, req("OPTIONS", corsApp, "acrm", "PUT"), platform.CORS{Origin: corsApp, Preflight: true}, ""},
+			reqpolicy.CORS{Origin: corsApp, Preflight: true, AllowHeaders: "authorization, content-type"}, ""},
+		{"preflight, no headers asked", p, req("OPTIONS", corsApp, "acrm", "PUT"), reqpolicy.CORS{Origin: corsApp, Preflight: true}, ""},
 		{"preflight, own origin still answered, never routed", p, req("OPTIONS", "http://127.0.0.1:7700", "acrm", "PATCH"),
-			platform.CORS{Origin: "http://127.0.0.1:7700", Preflight: true}, ""},
+			reqpolicy.CORS{Origin: "http://127.0.0.1:7700", Preflight: true}, ""},
 		{"preflight, a header that is not a token", p, req("OPTIONS", corsApp, "acrm", "POST", "acrh", "content-type, bad header"),
-			platform.CORS{Origin: corsApp, Preflight: true}, ""},
+			reqpolicy.CORS{Origin: corsApp, Preflight: true}, ""},
 		{"preflight, proxy-owned headers are not echoed", p, req("OPTIONS", corsApp, "acrm", "POST",
 			"acrh", "x-forwarded-host,if-match,x-deckhand-identity-subject,forwarded,X-Real-IP,idempotency-key"),
-			platform.CORS{Origin: corsApp, Preflight: true, AllowHeaders: "if-match, idempotency-key"}, ""},
+			reqpolicy.CORS{Origin: corsApp, Preflight: true, AllowHeaders: "if-match, idempotency-key"}, ""},
 		{"preflight, private network access", p, req("OPTIONS", corsApp, "acrm", "GET", "pna", "true"),
-			platform.CORS{Origin: corsApp, Preflight: true, PrivateNetwork: true}, ""},
+			reqpolicy.CORS{Origin: corsApp, Preflight: true, PrivateNetwork: true}, ""},
 	}
 	for _, tc := range cases {
 		got, err := tc.pol.Decide(tc.req)
@@ -87,7 +89,7 @@ func TestCORSDecision(t *testing.T) {
 // and applying twice (service, then gateway) gives one set of headers.
 func TestCORSApplyVary(t *testing.T) {
 	t.Parallel()
-	c := platform.CORS{Origin: corsApp}
+	c := reqpolicy.CORS{Origin: corsApp}
 	for _, tc := range []struct {
 		name string
 		vary []string
@@ -116,7 +118,7 @@ func TestCORSApplyVary(t *testing.T) {
 		}
 	}
 	var h fasthttp.ResponseHeader
-	platform.CORS{}.Apply(&h)
+	reqpolicy.CORS{}.Apply(&h)
 	if h.Len() != 0 && len(h.Peek("Access-Control-Allow-Origin")) != 0 {
 		t.Fatal("the zero CORS set headers")
 	}
@@ -127,13 +129,13 @@ func TestCORSApplyVary(t *testing.T) {
 // foreign origin carry the headers, a refused origin's do not.
 func TestHostCORS(t *testing.T) {
 	t.Parallel()
-	pol, _ := platform.NewRequestPolicy("localhost", []string{corsApp})
+	pol, _ := reqpolicy.NewRequestPolicy("localhost", []string{corsApp})
 	var reached atomic.Int32
 	never := platform.AuthenticatorFunc(func(c fiber.Ctx) (*auth.Principal, error) {
 		if c.Get("Authorization") == "Bearer good" {
 			return &auth.Principal{UserID: "u1"}, nil
 		}
-		return nil, &platform.Error{Code: platform.CodeUnauthorized, Message: "who are you"}
+		return nil, &fault.Error{Code: fault.CodeUnauthorized, Message: "who are you"}
 	})
 	h := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "t"}, Policy: pol, Logger: quiet, Auth: never, BodyLimit: 1024},
 		[]platform.Route{
@@ -163,7 +165,7 @@ func TestHostCORS(t *testing.T) {
 		"Access-Control-Request-Headers", "authorization,content-type", "Access-Control-Request-Private-Network", "true")
 	want := map[string]string{
 		"Access-Control-Allow-Origin": corsApp, "Access-Control-Allow-Credentials": "true",
-		"Access-Control-Allow-Methods": platform.CORSAllowMethods, "Access-Control-Allow-Headers": "authorization, content-type",
+		"Access-Control-Allow-Methods": reqpolicy.CORSAllowMethods, "Access-Control-Allow-Headers": "authorization, content-type",
 		"Access-Control-Allow-Private-Network": "true", "Access-Control-Max-Age": "600",
 	}
 	if resp.StatusCode != 204 || body != "" {
@@ -259,7 +261,7 @@ func TestCORSExposesServiceHeaders(t *testing.T) {
 		return strings.HasPrefix(h, "X-Forwarded-") || h == "X-Accel-Buffering" || h == "X-Content-Type-Options"
 	}
 	found := 0
-	for _, root := range []string{"../services", "../display", "."} {
+	for _, root := range []string{"../../services", "../../display", ".."} {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err
@@ -271,8 +273,8 @@ func TestCORSExposesServiceHeaders(t *testing.T) {
 			for _, m := range set.FindAllSubmatch(src, -1) {
 				h := string(m[1])
 				found++
-				if !notForPages(h) && !slices.Contains(platform.CORSExposeHeaders, h) {
-					t.Errorf("%s sets %s, which is not in platform.CORSExposeHeaders", path, h)
+				if !notForPages(h) && !slices.Contains(reqpolicy.CORSExposeHeaders, h) {
+					t.Errorf("%s sets %s, which is not in reqpolicy.CORSExposeHeaders", path, h)
 				}
 			}
 			return nil

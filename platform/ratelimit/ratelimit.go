@@ -1,4 +1,4 @@
-package platform
+package ratelimit
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
@@ -96,7 +98,7 @@ type Limiter interface {
 // by never sit in the store in the clear.
 type StoreLimiter struct {
 	db    *store.DB
-	clock Clock
+	clock clockpkg.Clock
 }
 
 // LimitBucket holds rate-limit windows ("w/...") and their expiry index
@@ -104,9 +106,9 @@ type StoreLimiter struct {
 const LimitBucket = "rate_limits"
 
 // NewStoreLimiter returns a limiter over db.
-func NewStoreLimiter(db *store.DB, clock Clock) *StoreLimiter {
+func NewStoreLimiter(db *store.DB, clock clockpkg.Clock) *StoreLimiter {
 	if clock == nil {
-		clock = SystemClock{}
+		clock = clockpkg.SystemClock{}
 	}
 	return &StoreLimiter{db: db, clock: clock}
 }
@@ -158,7 +160,7 @@ func (l *StoreLimiter) run(ctx context.Context, mode int, hits []LimitHit) error
 		return nil
 	}
 	now := l.clock.Now().UnixNano()
-	var refused *Error
+	var refused *fault.Error
 	read := func(tx *store.Tx, h LimitHit) (string, limitWindow, bool, error) {
 		key := windowKey(h)
 		var w limitWindow
@@ -187,7 +189,7 @@ func (l *StoreLimiter) run(ctx context.Context, mode int, hits []LimitHit) error
 			return nil
 		})
 		if err != nil {
-			return Internal("check the rate limit", err)
+			return fault.Internal("check the rate limit", err)
 		}
 		if refused != nil {
 			return refused
@@ -218,7 +220,7 @@ func (l *StoreLimiter) run(ctx context.Context, mode int, hits []LimitHit) error
 		return nil
 	})
 	if err != nil {
-		return Internal("count the request for its rate limit", err)
+		return fault.Internal("count the request for its rate limit", err)
 	}
 	if refused != nil {
 		return refused
@@ -226,12 +228,12 @@ func (l *StoreLimiter) run(ctx context.Context, mode int, hits []LimitHit) error
 	return nil
 }
 
-func tooMany(w limitWindow, now int64) *Error {
+func tooMany(w limitWindow, now int64) *fault.Error {
 	secs := int(math.Ceil(float64(w.End-now) / float64(time.Second)))
 	if secs < 1 {
 		secs = 1
 	}
-	return &Error{Code: CodeTooManyRequests,
+	return &fault.Error{Code: fault.CodeTooManyRequests,
 		Message: "too many requests; retry after " + strconv.Itoa(secs) + " seconds",
 		Headers: map[string]string{"Retry-After": strconv.Itoa(secs)}}
 }

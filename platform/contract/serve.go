@@ -1,7 +1,9 @@
-package platform
+package contract
 
 import (
 	"strings"
+
+	"deckhand/platform"
 )
 
 // NewServiceHost puts a container service on its own host, the one way
@@ -13,7 +15,7 @@ import (
 // and choose whether X-Forwarded-For is trusted, and --trusted-uids the
 // local users its own port serves (LocalTrust). It fails only when the
 // common settings are not valid (see CommonSettings.Validate).
-func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
+func NewServiceHost(svc ContainerService, deps ServiceDeps) (*platform.Host, error) {
 	policy, err := deps.Common.Policy()
 	if err != nil {
 		return nil, err
@@ -27,7 +29,7 @@ func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
 		info.Name = deps.Name
 	}
 	info.Description = strings.TrimSpace(info.Description + " " + policyDescription + " " + programDescription(info.Name))
-	cfg := HostConfig{Info: info, Logger: deps.Logger, NamedLogger: deps.Logger != nil, Policy: policy, LocalTrust: trust, Servers: []Server{
+	cfg := platform.HostConfig{Info: info, Logger: deps.Logger, NamedLogger: deps.Logger != nil, Policy: policy, LocalTrust: trust, Servers: []platform.Server{
 		{URL: "/", Description: "the service's own port, where this document was read"},
 		{URL: "/_/" + info.Name, Description: "through the agent's gateway (relative to the gateway's address)"},
 	}}
@@ -45,7 +47,7 @@ func NewServiceHost(svc ContainerService, deps ServiceDeps) (*Host, error) {
 	if hr, ok := svc.(HealthReporter); ok {
 		cfg.HealthStatus = hr.HealthStatus
 	}
-	return NewHost(cfg, svc.Routes()), nil
+	return platform.NewHost(cfg, svc.Routes()), nil
 }
 
 // policyDescription tells a service's OpenAPI readers what the request

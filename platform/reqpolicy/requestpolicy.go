@@ -1,4 +1,4 @@
-package platform
+package reqpolicy
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"deckhand/platform/fault"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/valyala/fasthttp"
@@ -121,7 +123,7 @@ type Request struct {
 }
 
 // Check applies the policy; nil means the request may be routed.
-func (p *RequestPolicy) Check(r Request) *Error {
+func (p *RequestPolicy) Check(r Request) *fault.Error {
 	_, err := p.Decide(r)
 	return err
 }
@@ -129,7 +131,7 @@ func (p *RequestPolicy) Check(r Request) *Error {
 // Decide applies the policy and, for a request it lets through, says
 // which CORS answer it gets (the zero CORS: none). A Preflight decision is
 // answered with CORS.WritePreflight instead of being routed.
-func (p *RequestPolicy) Decide(r Request) (CORS, *Error) {
+func (p *RequestPolicy) Decide(r Request) (CORS, *fault.Error) {
 	if err := p.checkHost(r.Host, r.LocalIP, nil); err != nil {
 		return CORS{}, err
 	}
@@ -146,7 +148,7 @@ func (p *RequestPolicy) Decide(r Request) (CORS, *Error) {
 	if r.HasOrigin {
 		allowed, same, listed := p.originAllowed(r.Origin, own)
 		if !allowed {
-			return CORS{}, &Error{Code: CodeForbidden, Details: "origin",
+			return CORS{}, &fault.Error{Code: fault.CodeForbidden, Details: "origin",
 				Message: fmt.Sprintf("origin %s may not call this service (allowed: this service's own origin, origins under --domain, --allowed-origins)", quoteShort(r.Origin))}
 		}
 		return corsFor(r, same, listed), nil
@@ -155,7 +157,7 @@ func (p *RequestPolicy) Decide(r Request) (CORS, *Error) {
 	if site == "cross-site" || site == "same-site" {
 		nav := strings.EqualFold(r.SecFetchMode, "navigate") && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 		if !nav {
-			return CORS{}, &Error{Code: CodeForbidden, Details: "sec-fetch-site",
+			return CORS{}, &fault.Error{Code: fault.CodeForbidden, Details: "sec-fetch-site",
 				Message: "a " + site + " browser request without an allowed Origin may not call this service"}
 		}
 	}
@@ -172,7 +174,7 @@ func quoteShort(s string) string {
 // checkHost accepts loopback names, the connection's own IP literal (or,
 // when own is set, any IP literal own accepts), names under the domain
 // and the configured origins' hosts.
-func (p *RequestPolicy) checkHost(hostport string, local net.IP, own func(net.IP) bool) *Error {
+func (p *RequestPolicy) checkHost(hostport string, local net.IP, own func(net.IP) bool) *fault.Error {
 	name := strings.ToLower(hostname(hostport))
 	if p.hostAllowed(name, local) {
 		return nil
@@ -180,7 +182,7 @@ func (p *RequestPolicy) checkHost(hostport string, local net.IP, own func(net.IP
 	if ip := net.ParseIP(name); ip != nil && own != nil && own(ip) {
 		return nil
 	}
-	return &Error{Code: CodeMisdirected, Details: "host",
+	return &fault.Error{Code: fault.CodeMisdirected, Details: "host",
 		Message: fmt.Sprintf("host %s is not served here (served: loopback names, names under %s, hosts of --allowed-origins)", quoteShort(hostport), p.domain)}
 }
 
@@ -353,7 +355,7 @@ func WriteHTTPError(w http.ResponseWriter, err error) {
 // WriteHTTPErrorStatus is WriteHTTPError with a status other than the
 // code's (the gateway answers BACKEND_ERROR with 502, not 500); 0 keeps it.
 func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
-	e := AsError(err)
+	e := fault.AsError(err)
 	if status == 0 {
 		status = e.Status()
 	}
@@ -372,7 +374,7 @@ func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
 // WriteFastError is WriteHTTPErrorStatus on a fasthttp response (the
 // gateway): the same status, headers and body.
 func WriteFastError(rc *fasthttp.RequestCtx, status int, err error) {
-	e := AsError(err)
+	e := fault.AsError(err)
 	if status == 0 {
 		status = e.Status()
 	}
@@ -389,10 +391,10 @@ func WriteFastError(rc *fasthttp.RequestCtx, status int, err error) {
 	rc.SetBody(containerErrorBody(e))
 }
 
-func containerErrorBody(e *Error) []byte {
+func containerErrorBody(e *fault.Error) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(ContainerError{Code: e.Code, Details: e.Details, Message: e.Message})
+	_ = enc.Encode(fault.ContainerError{Code: e.Code, Details: e.Details, Message: e.Message})
 	return b.Bytes()
 }

@@ -1,4 +1,4 @@
-package platform
+package fault
 
 // ContainerError is the error body of every container service.
 type ContainerError struct {

@@ -1,6 +1,8 @@
-package platform_test
+package reqpolicy_test
 
 import (
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -9,58 +11,60 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/reqpolicy"
 )
 
 func TestRequestPolicyCheck(t *testing.T) {
 	t.Parallel()
-	p, err := platform.NewRequestPolicy("localhost", []string{"https://app.example.com"})
+	p, err := reqpolicy.NewRequestPolicy("localhost", []string{"https://app.example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cloud, err := platform.NewRequestPolicy("containers.example.net", nil)
+	cloud, err := reqpolicy.NewRequestPolicy("containers.example.net", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := policyRequest
 	cases := []struct {
 		name string
-		pol  *platform.RequestPolicy
-		req  platform.Request
+		pol  *reqpolicy.RequestPolicy
+		req  reqpolicy.Request
 		code string // "" = allowed
 	}{
 		{"curl: no origin", p, h(), ""},
 		{"same origin", p, h("origin", "http://127.0.0.1:7700"), ""},
 		{"same origin, ipv6", p, h("host", "[::1]:7700", "origin", "http://[::1]:7700"), ""},
 		{"same origin, localhost", p, h("host", "localhost:7700", "origin", "http://localhost:7700"), ""},
-		{"cross-site page", p, h("origin", "http://evil.example"), platform.CodeForbidden},
-		{"cross-site GET too", p, h("method", "GET", "origin", "http://evil.example"), platform.CodeForbidden},
-		{"null origin", p, h("origin", "null"), platform.CodeForbidden},
-		{"loopback on another port", p, h("origin", "http://[::1]:9"), platform.CodeForbidden},
-		{"127.0.0.1 on another port", p, h("origin", "http://127.0.0.1:9"), platform.CodeForbidden},
-		{"evil.localhost on another port", p, h("origin", "http://evil.localhost"), platform.CodeForbidden},
+		{"cross-site page", p, h("origin", "http://evil.example"), fault.CodeForbidden},
+		{"cross-site GET too", p, h("method", "GET", "origin", "http://evil.example"), fault.CodeForbidden},
+		{"null origin", p, h("origin", "null"), fault.CodeForbidden},
+		{"loopback on another port", p, h("origin", "http://[::1]:9"), fault.CodeForbidden},
+		{"127.0.0.1 on another port", p, h("origin", "http://127.0.0.1:9"), fault.CodeForbidden},
+		{"evil.localhost on another port", p, h("origin", "http://evil.localhost"), fault.CodeForbidden},
 		{"name under a loopback domain, same port", p, h("origin", "http://p-c-files-1.s.localhost:7700"), ""},
 		{"configured origin", p, h("origin", "https://app.example.com"), ""},
-		{"configured origin, other scheme", p, h("origin", "http://app.example.com"), platform.CodeForbidden},
+		{"configured origin, other scheme", p, h("origin", "http://app.example.com"), fault.CodeForbidden},
 		{"configured host is served", p, h("host", "app.example.com", "origin", "https://app.example.com"), ""},
-		{"rebinding host", p, h("host", "evil.example:7700", "origin", "http://evil.example:7700"), platform.CodeMisdirected},
-		{"rebinding GET without origin", p, h("method", "GET", "host", "evil.example:7700"), platform.CodeMisdirected},
-		{"empty host", p, h("host", ""), platform.CodeMisdirected},
-		{"other IP literal", p, h("host", "10.0.0.9:7700"), platform.CodeMisdirected},
+		{"rebinding host", p, h("host", "evil.example:7700", "origin", "http://evil.example:7700"), fault.CodeMisdirected},
+		{"rebinding GET without origin", p, h("method", "GET", "host", "evil.example:7700"), fault.CodeMisdirected},
+		{"empty host", p, h("host", ""), fault.CodeMisdirected},
+		{"other IP literal", p, h("host", "10.0.0.9:7700"), fault.CodeMisdirected},
 		{"unspecified address (status of --listen 0.0.0.0)", p, h("method", "GET", "host", "0.0.0.0:7700"), ""},
 		{"gateway's forwarded host", p, h("host", "127.0.0.1:7703", "fwd", "127.0.0.1:7700", "origin", "http://127.0.0.1:7700"), ""},
-		{"forwarded host must pass the host check", p, h("host", "127.0.0.1:7703", "fwd", "evil.example:7700", "origin", "http://evil.example:7700"), platform.CodeMisdirected},
-		{"cross-site without origin", p, h("method", "GET", "site", "cross-site", "mode", "no-cors"), platform.CodeForbidden},
-		{"same-site without origin", p, h("method", "GET", "site", "same-site", "mode", "cors"), platform.CodeForbidden},
+		{"forwarded host must pass the host check", p, h("host", "127.0.0.1:7703", "fwd", "evil.example:7700", "origin", "http://evil.example:7700"), fault.CodeMisdirected},
+		{"cross-site without origin", p, h("method", "GET", "site", "cross-site", "mode", "no-cors"), fault.CodeForbidden},
+		{"same-site without origin", p, h("method", "GET", "site", "same-site", "mode", "cors"), fault.CodeForbidden},
 		{"cross-site navigation", p, h("method", "GET", "site", "cross-site", "mode", "navigate"), ""},
-		{"cross-site form POST navigation", p, h("site", "cross-site", "mode", "navigate"), platform.CodeForbidden},
+		{"cross-site form POST navigation", p, h("site", "cross-site", "mode", "navigate"), fault.CodeForbidden},
 		{"same-origin fetch", p, h("site", "same-origin", "origin", "http://127.0.0.1:7700"), ""},
 		{"cross-site with an allowed origin", p, h("site", "cross-site", "origin", "https://app.example.com"), ""},
 		{"cloud: sibling service origin", cloud, h("host", "p-c-terminal-1.s.containers.example.net",
 			"origin", "https://p-c-files-1.s.containers.example.net"), ""},
 		{"cloud: lookalike domain", cloud, h("host", "p-c-terminal-1.s.containers.example.net",
-			"origin", "https://containers.example.net.evil.example"), platform.CodeForbidden},
-		{"cloud: foreign host", cloud, h("host", "containers.example.net.evil.example"), platform.CodeMisdirected},
+			"origin", "https://containers.example.net.evil.example"), fault.CodeForbidden},
+		{"cloud: foreign host", cloud, h("host", "containers.example.net.evil.example"), fault.CodeMisdirected},
 	}
 	for _, tc := range cases {
 		err := tc.pol.Check(tc.req)
@@ -78,8 +82,8 @@ func TestRequestPolicyCheck(t *testing.T) {
 }
 
 // policyRequest is a POST to 127.0.0.1:7700 changed by key/value pairs.
-func policyRequest(kv ...string) platform.Request {
-	r := platform.Request{Method: http.MethodPost, Host: "127.0.0.1:7700"}
+func policyRequest(kv ...string) reqpolicy.Request {
+	r := reqpolicy.Request{Method: http.MethodPost, Host: "127.0.0.1:7700"}
 	for i := 0; i+1 < len(kv); i += 2 {
 		switch v := kv[i+1]; kv[i] {
 		case "method":
@@ -109,8 +113,8 @@ func policyRequest(kv ...string) platform.Request {
 
 func TestRequestPolicyLocalIP(t *testing.T) {
 	t.Parallel()
-	p, _ := platform.NewRequestPolicy("localhost", nil)
-	r := platform.Request{Method: "GET", Host: "10.0.0.9:7700", LocalIP: net.ParseIP("10.0.0.9")}
+	p, _ := reqpolicy.NewRequestPolicy("localhost", nil)
+	r := reqpolicy.Request{Method: "GET", Host: "10.0.0.9:7700", LocalIP: net.ParseIP("10.0.0.9")}
 	if err := p.Check(r); err != nil {
 		t.Fatalf("the address the connection arrived on was refused: %v", err)
 	}
@@ -119,7 +123,7 @@ func TestRequestPolicyLocalIP(t *testing.T) {
 func TestRequestPolicyBadOrigins(t *testing.T) {
 	t.Parallel()
 	for _, o := range []string{"app.example.com", "ftp://x", "https://x/path", "https://u@x", "*"} {
-		if _, err := platform.NewRequestPolicy("localhost", []string{o}); err == nil || !strings.Contains(err.Error(), "--allowed-origins") {
+		if _, err := reqpolicy.NewRequestPolicy("localhost", []string{o}); err == nil || !strings.Contains(err.Error(), "--allowed-origins") {
 			t.Errorf("%q: %v", o, err)
 		}
 	}
@@ -129,7 +133,7 @@ func TestRequestPolicyBadOrigins(t *testing.T) {
 // the container error body, on the network and for every method.
 func TestHostAppliesPolicy(t *testing.T) {
 	t.Parallel()
-	pol, _ := platform.NewRequestPolicy("localhost", nil)
+	pol, _ := reqpolicy.NewRequestPolicy("localhost", nil)
 	reached := 0
 	h := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "t"}, Policy: pol, Logger: quiet},
 		[]platform.Route{{Method: http.MethodPost, Path: "/api/v1/do", Summary: "do",
@@ -189,3 +193,5 @@ func ownNonLoopbackIP() string {
 	}
 	return ""
 }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

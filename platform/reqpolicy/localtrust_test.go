@@ -1,4 +1,4 @@
-package platform_test
+package reqpolicy_test
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 )
 
@@ -33,7 +34,7 @@ func TestServicePortServesTrustedLocalUsersOnly(t *testing.T) {
 	}{{"", 401}, {"1000," + "65534", 200}} {
 		deps := platformtest.ServiceDeps(t, "echo")
 		deps.Common.TrustedUIDs = c.trusted
-		h, err := platform.NewServiceHost(echoService{}, deps)
+		h, err := contract.NewServiceHost(echoService{}, deps)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +55,7 @@ func TestServicePortServesTrustedLocalUsersOnly(t *testing.T) {
 	}
 	deps := platformtest.ServiceDeps(t, "echo")
 	deps.Common.TrustedUIDs = "12,abc"
-	if _, err := platform.NewServiceHost(echoService{}, deps); err == nil || !strings.Contains(err.Error(), "--trusted-uids") {
+	if _, err := contract.NewServiceHost(echoService{}, deps); err == nil || !strings.Contains(err.Error(), "--trusted-uids") {
 		t.Fatalf("bad --trusted-uids: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package platform
+package contract
 
 // Program names of proxy permissions (docs/spec/operations.md): what a document's
 // rules name. platform/proxyperm evaluates them; they live here so every

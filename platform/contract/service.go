@@ -1,4 +1,4 @@
-package platform
+package contract
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"deckhand/platform"
+	"deckhand/platform/clock"
+	"deckhand/platform/reqpolicy"
 	"deckhand/platform/store"
 )
 
@@ -27,7 +30,7 @@ type ServiceDeps struct {
 	// set it so; WithDefaults does for a nil one), so every line of the
 	// service and of its host names it once.
 	Logger *slog.Logger
-	Clock  Clock
+	Clock  clock.Clock
 	// Journal takes the service's structured entries (programs' output,
 	// actions worth keeping); Notifier takes events a person should see.
 	// Both are never nil when the agent builds a service.
@@ -45,7 +48,7 @@ func (d ServiceDeps) WithDefaults() ServiceDeps {
 		d.Logger = slog.Default().With("service", d.Name)
 	}
 	if d.Clock == nil {
-		d.Clock = SystemClock{}
+		d.Clock = clock.SystemClock{}
 	}
 	if d.Journal == nil {
 		d.Journal = LogJournal{Logger: d.Logger}
@@ -121,26 +124,26 @@ func (c *CommonSettings) Flags(fs *pflag.FlagSet) {
 
 // LocalTrust is the trust these settings give local users: root, the
 // agent's own user and --trusted-uids.
-func (c CommonSettings) LocalTrust() (*LocalTrust, error) {
-	uids, err := ParseUIDs(c.TrustedUIDs)
+func (c CommonSettings) LocalTrust() (*reqpolicy.LocalTrust, error) {
+	uids, err := reqpolicy.ParseUIDs(c.TrustedUIDs)
 	if err != nil {
 		return nil, err
 	}
-	return NewLocalTrust(uids), nil
+	return reqpolicy.NewLocalTrust(uids), nil
 }
 
 // Origins is AllowedOrigins as a list.
-func (c CommonSettings) Origins() []string { return ParseOrigins(c.AllowedOrigins) }
+func (c CommonSettings) Origins() []string { return reqpolicy.ParseOrigins(c.AllowedOrigins) }
 
 // Policy is the request policy these settings describe: --domain (default
 // localhost) and --allowed-origins. It fails on an entry of
 // --allowed-origins that is not an origin.
-func (c CommonSettings) Policy() (*RequestPolicy, error) {
+func (c CommonSettings) Policy() (*reqpolicy.RequestPolicy, error) {
 	d := c.Domain
 	if d == "" {
 		d = "localhost"
 	}
-	return NewRequestPolicy(d, c.Origins())
+	return reqpolicy.NewRequestPolicy(d, c.Origins())
 }
 
 // Validate checks --allowed-origins and --trusted-uids before anything
@@ -155,14 +158,14 @@ func (c CommonSettings) Validate() error {
 
 // Service is what every container service and control-plane domain exposes.
 type Service interface {
-	Routes() []Route
+	Routes() []platform.Route
 }
 
 // ContainerService is a container service: its route table and the title
 // block of its OpenAPI document (the same in-process and as a child).
 type ContainerService interface {
 	Service
-	Info() Info
+	Info() platform.Info
 }
 
 // Closer is implemented by services that hold processes, sessions or files

@@ -1,17 +1,17 @@
-package platform_test
+package fault_test
 
 import (
 	"errors"
 	"fmt"
 	"testing"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
 
 func TestWrap(t *testing.T) {
 	t.Parallel()
-	nf := platform.NotFound("image", "x")
+	nf := fault.NotFound("image", "x")
 	cases := []struct {
 		name string
 		err  error
@@ -19,22 +19,22 @@ func TestWrap(t *testing.T) {
 		same bool   // the typed error itself comes back
 	}{
 		{"nil", nil, "", false},
-		{"untyped", errors.New("disk"), platform.CodeInternal, false},
-		{"database gone", fmt.Errorf("read: %w", store.ErrUnavailable), platform.CodeUnavailable, false},
-		{"typed", nf, platform.CodeNotFound, true},
-		{"typed, wrapped", fmt.Errorf("wrapped: %w", nf), platform.CodeNotFound, true},
-		{"bad query", fmt.Errorf("list: %w", &store.QueryError{Field: "amount", Rule: "must be an integer"}), platform.CodeInvalid, false},
-		{"unique index", fmt.Errorf("put: %w", &store.DuplicateError{Table: "users", Index: "users_email_key", Fields: []string{"email"}}), platform.CodeConflict, false},
+		{"untyped", errors.New("disk"), fault.CodeInternal, false},
+		{"database gone", fmt.Errorf("read: %w", store.ErrUnavailable), fault.CodeUnavailable, false},
+		{"typed", nf, fault.CodeNotFound, true},
+		{"typed, wrapped", fmt.Errorf("wrapped: %w", nf), fault.CodeNotFound, true},
+		{"bad query", fmt.Errorf("list: %w", &store.QueryError{Field: "amount", Rule: "must be an integer"}), fault.CodeInvalid, false},
+		{"unique index", fmt.Errorf("put: %w", &store.DuplicateError{Table: "users", Index: "users_email_key", Fields: []string{"email"}}), fault.CodeConflict, false},
 	}
 	for _, c := range cases {
-		err := platform.Wrap("op", c.err)
+		err := fault.Wrap("op", c.err)
 		if c.code == "" {
 			if err != nil {
 				t.Errorf("%s: %v, want nil", c.name, err)
 			}
 			continue
 		}
-		var pe *platform.Error
+		var pe *fault.Error
 		if !errors.As(err, &pe) || pe.Code != c.code {
 			t.Errorf("%s: %v, want code %s", c.name, err, c.code)
 		}
@@ -48,12 +48,12 @@ func TestWrap(t *testing.T) {
 // fields of the unique index (409), never as an internal error.
 func TestStoreRefusals(t *testing.T) {
 	t.Parallel()
-	e := platform.Wrap("list invoices", &store.QueryError{Field: "amount", Rule: "must be an integer"})
-	var pe *platform.Error
+	e := fault.Wrap("list invoices", &store.QueryError{Field: "amount", Rule: "must be an integer"})
+	var pe *fault.Error
 	if !errors.As(e, &pe) || pe.Field != "amount" || pe.Status() != 400 || pe.Message != "amount: must be an integer" {
 		t.Errorf("query error: %+v", pe)
 	}
-	e = platform.AsError(fmt.Errorf("x: %w", &store.DuplicateError{Table: "users", Index: "users_email_key", Fields: []string{"email"}}))
+	e = fault.AsError(fmt.Errorf("x: %w", &store.DuplicateError{Table: "users", Index: "users_email_key", Fields: []string{"email"}}))
 	if !errors.As(e, &pe) || pe.Status() != 409 || pe.Details != "email" {
 		t.Errorf("duplicate: %+v", pe)
 	}

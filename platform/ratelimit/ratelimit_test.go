@@ -1,4 +1,4 @@
-package platform_test
+package ratelimit_test
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/platform"
+	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/fault"
+	"deckhand/platform/ratelimit"
 	"deckhand/platform/store/storetest"
 )
 
@@ -20,20 +22,20 @@ func TestLimiterIsExactAcrossReplicas(t *testing.T) {
 		t.Run(eng.Name, func(t *testing.T) {
 			t.Parallel()
 			db, another := eng.Open(t)
-			clock := platform.NewFakeClock(time.Now())
-			replicas := []*platform.StoreLimiter{platform.NewStoreLimiter(db, clock), platform.NewStoreLimiter(another(), clock)}
-			rule := platform.RateLimit{Name: "exact", By: platform.ByIP, N: 7, Per: time.Minute}
+			clock := clockpkg.NewFakeClock(time.Now())
+			replicas := []*ratelimit.StoreLimiter{ratelimit.NewStoreLimiter(db, clock), ratelimit.NewStoreLimiter(another(), clock)}
+			rule := ratelimit.RateLimit{Name: "exact", By: ratelimit.ByIP, N: 7, Per: time.Minute}
 			var ok, refused atomic.Int32
 			var wg sync.WaitGroup
 			for i := 0; i < 20; i++ {
 				wg.Add(1)
-				go func(l *platform.StoreLimiter) {
+				go func(l *ratelimit.StoreLimiter) {
 					defer wg.Done()
 					err := l.Allow(context.Background(), rule.On("203.0.113.5"))
 					switch {
 					case err == nil:
 						ok.Add(1)
-					case platform.AsError(err).Code == platform.CodeTooManyRequests:
+					case fault.AsError(err).Code == fault.CodeTooManyRequests:
 						refused.Add(1)
 					default:
 						t.Errorf("allow: %v", err)
