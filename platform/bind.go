@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/http"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -361,9 +362,7 @@ func (p *inputPlan) bind(c fiber.Ctx, dst any, wild string) error {
 			target = v.FieldByIndex(b.index).Addr().Interface()
 		}
 		if b.stream {
-			tb := &trackedBody{r: bodyReader(c)}
-			c.RequestCtx().SetUserValue(trackedBodyKey{}, tb)
-			*(target.(*io.Reader)) = tb
+			*(target.(*io.Reader)) = streamedBody(c)
 		} else if err := b.decode(c.Body(), target); err != nil {
 			return err
 		}
@@ -402,11 +401,31 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// streamedBody is an io.Reader Body: http.NoBody for a request without
+// one (most WebDAV requests, every GET), else the body tracked.
+func streamedBody(c fiber.Ctx) io.Reader {
+	if !hasBody(c) {
+		return http.NoBody
+	}
+	tb := &trackedBody{r: bodyReader(c)}
+	c.RequestCtx().SetUserValue(trackedBodyKey{}, tb)
+	return tb
+}
+
 // bodyLeft reports whether the request's body may be partly unread: an
 // io.Reader Body not read to its end, of a request that declared one.
 func bodyLeft(c fiber.Ctx) bool {
+	if !hasBody(c) {
+		return false
+	}
 	tb, _ := c.RequestCtx().UserValue(trackedBodyKey{}).(*trackedBody)
-	return tb == nil || (!tb.eof && c.Request().Header.ContentLength() != 0)
+	return tb == nil || !tb.eof
+}
+
+// hasBody reports whether the request carries a body: one the host
+// streams, or bytes it buffered.
+func hasBody(c fiber.Ctx) bool {
+	return c.Request().BodyStream() != nil || len(c.Request().Body()) > 0
 }
 
 // AbandonBody closes the connection after the answer to a request whose

@@ -38,7 +38,10 @@ import (
 // io.Reader is streamed (a file, zero-copy with sendfile(2) when it is an
 // *os.File on a TCP connection) and closed when it is an io.Closer; the
 // wrapper's int64 header:"Content-Length" field, when it has one, is its
-// size (else it goes out chunked). A Body of type BodyWriter is called to
+// size (-1: unknown). A body of unknown size goes out chunked, one chunk
+// per Read, each flushed to the client: gather small writes (a bufio.Writer
+// before a pipe) rather than hand over a reader that returns a few bytes
+// at a time. A Body of type BodyWriter is called to
 // write the answer as it is made (an archive of a walk, Server-Sent
 // Events). A Content-Type header field overrides the route's ContentType.
 // The document and the handler come from the same types, so they cannot
