@@ -234,7 +234,7 @@ func TestATamperedAnswerIsRefused(t *testing.T) {
 		t.Fatalf("an unsigned answer: %v", err)
 	}
 	// The generated client goes through the same check.
-	if _, err := c.API().GetUsersAuthMeWithResponse(ctx); !errors.Is(err, deckhand.ErrSignatureMissing) {
+	if _, err := c.API().GetMeWithResponse(ctx); !errors.Is(err, deckhand.ErrSignatureMissing) {
 		t.Fatalf("generated client, unsigned answer: %v", err)
 	}
 }

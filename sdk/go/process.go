@@ -38,10 +38,12 @@ func (c *Container) Start(ctx context.Context, in process.StartInput) (*process.
 
 // WriteStdin writes data to a process's standard input.
 func (c *Container) WriteStdin(ctx context.Context, id string, data []byte) error {
-	enc := process.StdinInputEncoding("base64")
-	b64 := base64.StdEncoding.EncodeToString(data)
-	return c.Call(ctx, http.MethodPost, "process", "/api/v1/process/"+url.PathEscape(id)+"/stdin", nil,
-		process.StdinInput{Data: &b64, Encoding: &enc}, nil)
+	// The JSON form of the body (the route also takes the raw bytes).
+	body := struct {
+		Data     string `json:"data"`
+		Encoding string `json:"encoding"`
+	}{base64.StdEncoding.EncodeToString(data), "base64"}
+	return c.Call(ctx, http.MethodPost, "process", "/api/v1/process/"+url.PathEscape(id)+"/stdin", nil, body, nil)
 }
 
 // CloseStdin closes a process's standard input.

@@ -41,7 +41,7 @@ def new_user(credit=None):
     signed-in Client."""
     admin_ = admin()
     email = f"py-{uuid.uuid4().hex[:10]}@example.com"
-    u = admin_.call("postAdminUsers", body={"email": email, "password": PASSWORD, "verified": True})
+    u = admin_.call("adminCreateUser", body={"email": email, "password": PASSWORD, "verified": True})
     if credit:
         admin_.call("creditBalance", body={"user_id": u["id"], "amount": credit, "reason": "python sdk test"})
     c = deckhand.Client(CONTROL)

@@ -12,12 +12,82 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
+
+// Defines values for BatchStepsButton.
+const (
+	BatchStepsButtonLeft   BatchStepsButton = "left"
+	BatchStepsButtonMiddle BatchStepsButton = "middle"
+	BatchStepsButtonRight  BatchStepsButton = "right"
+)
+
+// Valid indicates whether the value is a known member of the BatchStepsButton enum.
+func (e BatchStepsButton) Valid() bool {
+	switch e {
+	case BatchStepsButtonLeft:
+		return true
+	case BatchStepsButtonMiddle:
+		return true
+	case BatchStepsButtonRight:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchStepsDirection.
+const (
+	BatchStepsDirectionDown  BatchStepsDirection = "down"
+	BatchStepsDirectionLeft  BatchStepsDirection = "left"
+	BatchStepsDirectionRight BatchStepsDirection = "right"
+	BatchStepsDirectionUp    BatchStepsDirection = "up"
+)
+
+// Valid indicates whether the value is a known member of the BatchStepsDirection enum.
+func (e BatchStepsDirection) Valid() bool {
+	switch e {
+	case BatchStepsDirectionDown:
+		return true
+	case BatchStepsDirectionLeft:
+		return true
+	case BatchStepsDirectionRight:
+		return true
+	case BatchStepsDirectionUp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchStepsUntil.
+const (
+	BatchStepsUntilRegionChange BatchStepsUntil = "region-change"
+	BatchStepsUntilTimeout      BatchStepsUntil = "timeout"
+	BatchStepsUntilWindow       BatchStepsUntil = "window"
+	BatchStepsUntilWindowGone   BatchStepsUntil = "window-gone"
+)
+
+// Valid indicates whether the value is a known member of the BatchStepsUntil enum.
+func (e BatchStepsUntil) Valid() bool {
+	switch e {
+	case BatchStepsUntilRegionChange:
+		return true
+	case BatchStepsUntilTimeout:
+		return true
+	case BatchStepsUntilWindow:
+		return true
+	case BatchStepsUntilWindowGone:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for ClickAtButton.
 const (
@@ -55,6 +125,30 @@ func (e DragButton) Valid() bool {
 	case DragButtonMiddle:
 		return true
 	case DragButtonRight:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ElementResultMethod.
+const (
+	Action  ElementResultMethod = "action"
+	Focus   ElementResultMethod = "focus"
+	Pointer ElementResultMethod = "pointer"
+	Value   ElementResultMethod = "value"
+)
+
+// Valid indicates whether the value is a known member of the ElementResultMethod enum.
+func (e ElementResultMethod) Valid() bool {
+	switch e {
+	case Action:
+		return true
+	case Focus:
+		return true
+	case Pointer:
+		return true
+	case Value:
 		return true
 	default:
 		return false
@@ -127,6 +221,69 @@ func (e MouseScrollDirection) Valid() bool {
 	}
 }
 
+// Defines values for RecordingFormat.
+const (
+	RecordingFormatMp4  RecordingFormat = "mp4"
+	RecordingFormatWebm RecordingFormat = "webm"
+)
+
+// Valid indicates whether the value is a known member of the RecordingFormat enum.
+func (e RecordingFormat) Valid() bool {
+	switch e {
+	case RecordingFormatMp4:
+		return true
+	case RecordingFormatWebm:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordingStatus.
+const (
+	RecordingStatusFailed    RecordingStatus = "failed"
+	RecordingStatusRecording RecordingStatus = "recording"
+	RecordingStatusStopped   RecordingStatus = "stopped"
+)
+
+// Valid indicates whether the value is a known member of the RecordingStatus enum.
+func (e RecordingStatus) Valid() bool {
+	switch e {
+	case RecordingStatusFailed:
+		return true
+	case RecordingStatusRecording:
+		return true
+	case RecordingStatusStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordingStopReason.
+const (
+	Request   RecordingStopReason = "request"
+	Shutdown  RecordingStopReason = "shutdown"
+	SizeLimit RecordingStopReason = "size_limit"
+	TimeLimit RecordingStopReason = "time_limit"
+)
+
+// Valid indicates whether the value is a known member of the RecordingStopReason enum.
+func (e RecordingStopReason) Valid() bool {
+	switch e {
+	case Request:
+		return true
+	case Shutdown:
+		return true
+	case SizeLimit:
+		return true
+	case TimeLimit:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SelectButton.
 const (
 	SelectButtonLeft   SelectButton = "left"
@@ -142,6 +299,24 @@ func (e SelectButton) Valid() bool {
 	case SelectButtonMiddle:
 		return true
 	case SelectButtonRight:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StartRecordingFormat.
+const (
+	StartRecordingFormatMp4  StartRecordingFormat = "mp4"
+	StartRecordingFormatWebm StartRecordingFormat = "webm"
+)
+
+// Valid indicates whether the value is a known member of the StartRecordingFormat enum.
+func (e StartRecordingFormat) Valid() bool {
+	switch e {
+	case StartRecordingFormatMp4:
+		return true
+	case StartRecordingFormatWebm:
 		return true
 	default:
 		return false
@@ -172,203 +347,387 @@ func (e WaitUntil) Valid() bool {
 	}
 }
 
-// Defines values for GetDisplayClipboardParamsFormat.
+// Defines values for GetAccessibilityTreeParamsScope.
 const (
-	GetDisplayClipboardParamsFormatImage GetDisplayClipboardParamsFormat = "image"
-	GetDisplayClipboardParamsFormatPng   GetDisplayClipboardParamsFormat = "png"
-	GetDisplayClipboardParamsFormatText  GetDisplayClipboardParamsFormat = "text"
+	GetAccessibilityTreeParamsScopeActive GetAccessibilityTreeParamsScope = "active"
+	GetAccessibilityTreeParamsScopeAll    GetAccessibilityTreeParamsScope = "all"
 )
 
-// Valid indicates whether the value is a known member of the GetDisplayClipboardParamsFormat enum.
-func (e GetDisplayClipboardParamsFormat) Valid() bool {
+// Valid indicates whether the value is a known member of the GetAccessibilityTreeParamsScope enum.
+func (e GetAccessibilityTreeParamsScope) Valid() bool {
 	switch e {
-	case GetDisplayClipboardParamsFormatImage:
+	case GetAccessibilityTreeParamsScopeActive:
 		return true
-	case GetDisplayClipboardParamsFormatPng:
-		return true
-	case GetDisplayClipboardParamsFormatText:
+	case GetAccessibilityTreeParamsScopeAll:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for GetDisplayClipboardParamsSelection.
+// Defines values for SearchAccessibilityParamsScope.
 const (
-	Clipboard GetDisplayClipboardParamsSelection = "clipboard"
-	Primary   GetDisplayClipboardParamsSelection = "primary"
+	SearchAccessibilityParamsScopeActive SearchAccessibilityParamsScope = "active"
+	SearchAccessibilityParamsScopeAll    SearchAccessibilityParamsScope = "all"
 )
 
-// Valid indicates whether the value is a known member of the GetDisplayClipboardParamsSelection enum.
-func (e GetDisplayClipboardParamsSelection) Valid() bool {
+// Valid indicates whether the value is a known member of the SearchAccessibilityParamsScope enum.
+func (e SearchAccessibilityParamsScope) Valid() bool {
 	switch e {
-	case Clipboard:
+	case SearchAccessibilityParamsScopeActive:
 		return true
-	case Primary:
+	case SearchAccessibilityParamsScopeAll:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for PostDisplayInputActJSONBodyButton.
+// Defines values for GetClipboardParamsFormat.
 const (
-	PostDisplayInputActJSONBodyButtonLeft   PostDisplayInputActJSONBodyButton = "left"
-	PostDisplayInputActJSONBodyButtonMiddle PostDisplayInputActJSONBodyButton = "middle"
-	PostDisplayInputActJSONBodyButtonRight  PostDisplayInputActJSONBodyButton = "right"
+	GetClipboardParamsFormatImage GetClipboardParamsFormat = "image"
+	GetClipboardParamsFormatPng   GetClipboardParamsFormat = "png"
+	GetClipboardParamsFormatText  GetClipboardParamsFormat = "text"
 )
 
-// Valid indicates whether the value is a known member of the PostDisplayInputActJSONBodyButton enum.
-func (e PostDisplayInputActJSONBodyButton) Valid() bool {
+// Valid indicates whether the value is a known member of the GetClipboardParamsFormat enum.
+func (e GetClipboardParamsFormat) Valid() bool {
 	switch e {
-	case PostDisplayInputActJSONBodyButtonLeft:
+	case GetClipboardParamsFormatImage:
 		return true
-	case PostDisplayInputActJSONBodyButtonMiddle:
+	case GetClipboardParamsFormatPng:
 		return true
-	case PostDisplayInputActJSONBodyButtonRight:
+	case GetClipboardParamsFormatText:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for PostDisplayInputActJSONBodyDirection.
+// Defines values for GetClipboardParamsSelection.
 const (
-	PostDisplayInputActJSONBodyDirectionDown  PostDisplayInputActJSONBodyDirection = "down"
-	PostDisplayInputActJSONBodyDirectionLeft  PostDisplayInputActJSONBodyDirection = "left"
-	PostDisplayInputActJSONBodyDirectionRight PostDisplayInputActJSONBodyDirection = "right"
-	PostDisplayInputActJSONBodyDirectionUp    PostDisplayInputActJSONBodyDirection = "up"
+	GetClipboardParamsSelectionClipboard GetClipboardParamsSelection = "clipboard"
+	GetClipboardParamsSelectionPrimary   GetClipboardParamsSelection = "primary"
 )
 
-// Valid indicates whether the value is a known member of the PostDisplayInputActJSONBodyDirection enum.
-func (e PostDisplayInputActJSONBodyDirection) Valid() bool {
+// Valid indicates whether the value is a known member of the GetClipboardParamsSelection enum.
+func (e GetClipboardParamsSelection) Valid() bool {
 	switch e {
-	case PostDisplayInputActJSONBodyDirectionDown:
+	case GetClipboardParamsSelectionClipboard:
 		return true
-	case PostDisplayInputActJSONBodyDirectionLeft:
-		return true
-	case PostDisplayInputActJSONBodyDirectionRight:
-		return true
-	case PostDisplayInputActJSONBodyDirectionUp:
+	case GetClipboardParamsSelectionPrimary:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for PostDisplayInputActJSONBodyUntil.
+// Defines values for GetClipboardImageParamsSelection.
 const (
-	PostDisplayInputActJSONBodyUntilRegionChange PostDisplayInputActJSONBodyUntil = "region-change"
-	PostDisplayInputActJSONBodyUntilTimeout      PostDisplayInputActJSONBodyUntil = "timeout"
-	PostDisplayInputActJSONBodyUntilWindow       PostDisplayInputActJSONBodyUntil = "window"
-	PostDisplayInputActJSONBodyUntilWindowGone   PostDisplayInputActJSONBodyUntil = "window-gone"
+	GetClipboardImageParamsSelectionClipboard GetClipboardImageParamsSelection = "clipboard"
+	GetClipboardImageParamsSelectionPrimary   GetClipboardImageParamsSelection = "primary"
 )
 
-// Valid indicates whether the value is a known member of the PostDisplayInputActJSONBodyUntil enum.
-func (e PostDisplayInputActJSONBodyUntil) Valid() bool {
+// Valid indicates whether the value is a known member of the GetClipboardImageParamsSelection enum.
+func (e GetClipboardImageParamsSelection) Valid() bool {
 	switch e {
-	case PostDisplayInputActJSONBodyUntilRegionChange:
+	case GetClipboardImageParamsSelectionClipboard:
 		return true
-	case PostDisplayInputActJSONBodyUntilTimeout:
-		return true
-	case PostDisplayInputActJSONBodyUntilWindow:
-		return true
-	case PostDisplayInputActJSONBodyUntilWindowGone:
+	case GetClipboardImageParamsSelectionPrimary:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for PostDisplayInputBatchJSONBodyStepsButton.
+// Defines values for ActOneJSONBodyButton.
 const (
-	PostDisplayInputBatchJSONBodyStepsButtonLeft   PostDisplayInputBatchJSONBodyStepsButton = "left"
-	PostDisplayInputBatchJSONBodyStepsButtonMiddle PostDisplayInputBatchJSONBodyStepsButton = "middle"
-	PostDisplayInputBatchJSONBodyStepsButtonRight  PostDisplayInputBatchJSONBodyStepsButton = "right"
+	ActOneJSONBodyButtonLeft   ActOneJSONBodyButton = "left"
+	ActOneJSONBodyButtonMiddle ActOneJSONBodyButton = "middle"
+	ActOneJSONBodyButtonRight  ActOneJSONBodyButton = "right"
 )
 
-// Valid indicates whether the value is a known member of the PostDisplayInputBatchJSONBodyStepsButton enum.
-func (e PostDisplayInputBatchJSONBodyStepsButton) Valid() bool {
+// Valid indicates whether the value is a known member of the ActOneJSONBodyButton enum.
+func (e ActOneJSONBodyButton) Valid() bool {
 	switch e {
-	case PostDisplayInputBatchJSONBodyStepsButtonLeft:
+	case ActOneJSONBodyButtonLeft:
 		return true
-	case PostDisplayInputBatchJSONBodyStepsButtonMiddle:
+	case ActOneJSONBodyButtonMiddle:
 		return true
-	case PostDisplayInputBatchJSONBodyStepsButtonRight:
+	case ActOneJSONBodyButtonRight:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for PostDisplayInputBatchJSONBodyStepsDirection.
+// Defines values for ActOneJSONBodyDirection.
 const (
-	PostDisplayInputBatchJSONBodyStepsDirectionDown  PostDisplayInputBatchJSONBodyStepsDirection = "down"
-	PostDisplayInputBatchJSONBodyStepsDirectionLeft  PostDisplayInputBatchJSONBodyStepsDirection = "left"
-	PostDisplayInputBatchJSONBodyStepsDirectionRight PostDisplayInputBatchJSONBodyStepsDirection = "right"
-	PostDisplayInputBatchJSONBodyStepsDirectionUp    PostDisplayInputBatchJSONBodyStepsDirection = "up"
+	ActOneJSONBodyDirectionDown  ActOneJSONBodyDirection = "down"
+	ActOneJSONBodyDirectionLeft  ActOneJSONBodyDirection = "left"
+	ActOneJSONBodyDirectionRight ActOneJSONBodyDirection = "right"
+	ActOneJSONBodyDirectionUp    ActOneJSONBodyDirection = "up"
 )
 
-// Valid indicates whether the value is a known member of the PostDisplayInputBatchJSONBodyStepsDirection enum.
-func (e PostDisplayInputBatchJSONBodyStepsDirection) Valid() bool {
+// Valid indicates whether the value is a known member of the ActOneJSONBodyDirection enum.
+func (e ActOneJSONBodyDirection) Valid() bool {
 	switch e {
-	case PostDisplayInputBatchJSONBodyStepsDirectionDown:
+	case ActOneJSONBodyDirectionDown:
 		return true
-	case PostDisplayInputBatchJSONBodyStepsDirectionLeft:
+	case ActOneJSONBodyDirectionLeft:
 		return true
-	case PostDisplayInputBatchJSONBodyStepsDirectionRight:
+	case ActOneJSONBodyDirectionRight:
 		return true
-	case PostDisplayInputBatchJSONBodyStepsDirectionUp:
+	case ActOneJSONBodyDirectionUp:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for PostDisplayInputBatchJSONBodyStepsUntil.
+// Defines values for ActOneJSONBodyUntil.
 const (
-	PostDisplayInputBatchJSONBodyStepsUntilRegionChange PostDisplayInputBatchJSONBodyStepsUntil = "region-change"
-	PostDisplayInputBatchJSONBodyStepsUntilTimeout      PostDisplayInputBatchJSONBodyStepsUntil = "timeout"
-	PostDisplayInputBatchJSONBodyStepsUntilWindow       PostDisplayInputBatchJSONBodyStepsUntil = "window"
-	PostDisplayInputBatchJSONBodyStepsUntilWindowGone   PostDisplayInputBatchJSONBodyStepsUntil = "window-gone"
+	ActOneJSONBodyUntilRegionChange ActOneJSONBodyUntil = "region-change"
+	ActOneJSONBodyUntilTimeout      ActOneJSONBodyUntil = "timeout"
+	ActOneJSONBodyUntilWindow       ActOneJSONBodyUntil = "window"
+	ActOneJSONBodyUntilWindowGone   ActOneJSONBodyUntil = "window-gone"
 )
 
-// Valid indicates whether the value is a known member of the PostDisplayInputBatchJSONBodyStepsUntil enum.
-func (e PostDisplayInputBatchJSONBodyStepsUntil) Valid() bool {
+// Valid indicates whether the value is a known member of the ActOneJSONBodyUntil enum.
+func (e ActOneJSONBodyUntil) Valid() bool {
 	switch e {
-	case PostDisplayInputBatchJSONBodyStepsUntilRegionChange:
+	case ActOneJSONBodyUntilRegionChange:
 		return true
-	case PostDisplayInputBatchJSONBodyStepsUntilTimeout:
+	case ActOneJSONBodyUntilTimeout:
 		return true
-	case PostDisplayInputBatchJSONBodyStepsUntilWindow:
+	case ActOneJSONBodyUntilWindow:
 		return true
-	case PostDisplayInputBatchJSONBodyStepsUntilWindowGone:
+	case ActOneJSONBodyUntilWindowGone:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for GetDisplayScreenshotsParamsFormat.
+// Defines values for TakeScreenshotParamsFormat.
 const (
-	GetDisplayScreenshotsParamsFormatJpeg GetDisplayScreenshotsParamsFormat = "jpeg"
-	GetDisplayScreenshotsParamsFormatJpg  GetDisplayScreenshotsParamsFormat = "jpg"
-	GetDisplayScreenshotsParamsFormatPng  GetDisplayScreenshotsParamsFormat = "png"
+	TakeScreenshotParamsFormatJpeg TakeScreenshotParamsFormat = "jpeg"
+	TakeScreenshotParamsFormatJpg  TakeScreenshotParamsFormat = "jpg"
+	TakeScreenshotParamsFormatPng  TakeScreenshotParamsFormat = "png"
 )
 
-// Valid indicates whether the value is a known member of the GetDisplayScreenshotsParamsFormat enum.
-func (e GetDisplayScreenshotsParamsFormat) Valid() bool {
+// Valid indicates whether the value is a known member of the TakeScreenshotParamsFormat enum.
+func (e TakeScreenshotParamsFormat) Valid() bool {
 	switch e {
-	case GetDisplayScreenshotsParamsFormatJpeg:
+	case TakeScreenshotParamsFormatJpeg:
 		return true
-	case GetDisplayScreenshotsParamsFormatJpg:
+	case TakeScreenshotParamsFormatJpg:
 		return true
-	case GetDisplayScreenshotsParamsFormatPng:
+	case TakeScreenshotParamsFormatPng:
 		return true
 	default:
 		return false
 	}
 }
+
+// Defines values for TakeMarkedScreenshotParamsScope.
+const (
+	TakeMarkedScreenshotParamsScopeActive TakeMarkedScreenshotParamsScope = "active"
+	TakeMarkedScreenshotParamsScopeAll    TakeMarkedScreenshotParamsScope = "all"
+)
+
+// Valid indicates whether the value is a known member of the TakeMarkedScreenshotParamsScope enum.
+func (e TakeMarkedScreenshotParamsScope) Valid() bool {
+	switch e {
+	case TakeMarkedScreenshotParamsScopeActive:
+		return true
+	case TakeMarkedScreenshotParamsScopeAll:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenTakeoverViewParamsMode.
+const (
+	OpenTakeoverViewParamsModeControl OpenTakeoverViewParamsMode = "control"
+	OpenTakeoverViewParamsModeView    OpenTakeoverViewParamsMode = "view"
+)
+
+// Valid indicates whether the value is a known member of the OpenTakeoverViewParamsMode enum.
+func (e OpenTakeoverViewParamsMode) Valid() bool {
+	switch e {
+	case OpenTakeoverViewParamsModeControl:
+		return true
+	case OpenTakeoverViewParamsModeView:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConnectTakeoverParamsMode.
+const (
+	ConnectTakeoverParamsModeControl ConnectTakeoverParamsMode = "control"
+	ConnectTakeoverParamsModeView    ConnectTakeoverParamsMode = "view"
+)
+
+// Valid indicates whether the value is a known member of the ConnectTakeoverParamsMode enum.
+func (e ConnectTakeoverParamsMode) Valid() bool {
+	switch e {
+	case ConnectTakeoverParamsModeControl:
+		return true
+	case ConnectTakeoverParamsModeView:
+		return true
+	default:
+		return false
+	}
+}
+
+// AccessibilityTree defines model for AccessibilityTree.
+type AccessibilityTree struct {
+	Nodes []AccessibleNode `json:"nodes"`
+
+	// Reason why nodes is empty: the window's application exposes no tree
+	Reason *string `json:"reason,omitempty"`
+}
+
+// AccessibleNode defines model for AccessibleNode.
+type AccessibleNode struct {
+	// Actions names of the actions POST .../action can invoke
+	Actions []string `json:"actions"`
+
+	// Bounds screen coordinates; null for an element without a component
+	Bounds      *Rect            `json:"bounds,omitempty"`
+	Children    []AccessibleNode `json:"children"`
+	Description string           `json:"description"`
+
+	// Id stable while the element exists: the application's bus name and the element's object path
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// Role the AT-SPI role name: push button, text, frame, check box ...
+	Role string `json:"role"`
+
+	// States AT-SPI states: focused, enabled, sensitive, showing, visible, checked, editable ...
+	States []string `json:"states"`
+
+	// Value a text element's text or a range's current value; empty otherwise
+	Value string `json:"value"`
+}
+
+// Batch defines model for Batch.
+type Batch struct {
+	// Steps at most 1000
+	Steps []struct {
+		// Action move, move-relative, click, double-click, down, up, scroll, type, key, key-down, key-up, click-at, type-at, drag, select, wait, sleep, focus-window, raise-window, minimize-window, close-window, move-window, resize-window, clipboard, reset; aliases: mouse-move (move), move-to (move), left-click (click), doubleclick (double-click), mouse-down (down), mouse-up (up), type-text (type), press (key), focus (focus-window), raise (raise-window), minimize (minimize-window), close (close-window), clipboard-set (clipboard), set-clipboard (clipboard); underscores work too
+		Action string `json:"action"`
+
+		// Amount for scroll: notches 1-100, default 1
+		Amount *int `json:"amount,omitempty"`
+
+		// Button for click, double-click, down, up, click-at, drag, select
+		Button *BatchStepsButton `json:"button,omitempty"`
+
+		// Class for wait: regular expression on WM_CLASS (instance or class)
+		Class *string `json:"class,omitempty"`
+
+		// Clear for type-at: select all (ctrl+a) and delete before typing
+		Clear *bool `json:"clear,omitempty"`
+
+		// Clicks for click, double-click: 1-3, default 1 (click only); click-at: 1-3, default 1
+		Clicks *int `json:"clicks,omitempty"`
+
+		// DelayMs for type, type-at: 0-1000, default 0
+		DelayMs *int `json:"delay_ms,omitempty"`
+
+		// Direction for scroll
+		Direction *BatchStepsDirection `json:"direction,omitempty"`
+
+		// DurationMs for drag, select: 0-10000, default 100; sleep: 0-300000
+		DurationMs *int `json:"duration_ms,omitempty"`
+
+		// Dx for move-relative: dx or dy is required
+		Dx *int `json:"dx,omitempty"`
+
+		// Dy for move-relative
+		Dy *int `json:"dy,omitempty"`
+
+		// From for drag, select
+		From *struct {
+			X int `json:"x"`
+			Y int `json:"y"`
+		} `json:"from,omitempty"`
+
+		// Height for resize-window
+		Height *int `json:"height,omitempty"`
+
+		// Id for focus-window, raise-window, minimize-window, close-window, move-window, resize-window: X window id; default the active window
+		Id *int `json:"id,omitempty"`
+
+		// ImageBase64 for clipboard: base64 image bytes instead of text
+		ImageBase64 *string `json:"image_base64,omitempty"`
+
+		// Key for key, key-down, key-up
+		Key *string `json:"key,omitempty"`
+
+		// MimeType for clipboard: the image's type, default image/png
+		MimeType *string `json:"mime_type,omitempty"`
+
+		// Modifiers for key: ctrl, shift, alt, super (cmd, win, meta) or any key name
+		Modifiers *[]string `json:"modifiers,omitempty"`
+
+		// Name for wait: regular expression on the title
+		Name *string `json:"name,omitempty"`
+
+		// Pid for wait
+		Pid *int `json:"pid,omitempty"`
+
+		// Region for wait: region-change: default the whole screen
+		Region *struct {
+			Height int `json:"height"`
+			Width  int `json:"width"`
+			X      int `json:"x"`
+			Y      int `json:"y"`
+		} `json:"region,omitempty"`
+
+		// Repeat for key: 1-100, default 1
+		Repeat *int `json:"repeat,omitempty"`
+
+		// Text for type, type-at, clipboard
+		Text *string `json:"text,omitempty"`
+
+		// TimeoutMs for wait: 1-300000, default 10000
+		TimeoutMs *int `json:"timeout_ms,omitempty"`
+
+		// To for drag, select
+		To *struct {
+			X int `json:"x"`
+			Y int `json:"y"`
+		} `json:"to,omitempty"`
+
+		// Until for wait
+		Until *BatchStepsUntil `json:"until,omitempty"`
+
+		// Width for resize-window
+		Width *int `json:"width,omitempty"`
+
+		// X for move, click, double-click, down, up, scroll, click-at, type-at, move-window
+		X *int `json:"x,omitempty"`
+
+		// Y for move, click, double-click, down, up, scroll, click-at, type-at, move-window
+		Y *int `json:"y,omitempty"`
+	} `json:"steps"`
+}
+
+// BatchStepsButton for click, double-click, down, up, click-at, drag, select
+type BatchStepsButton string
+
+// BatchStepsDirection for scroll
+type BatchStepsDirection string
+
+// BatchStepsUntil for wait
+type BatchStepsUntil string
 
 // BatchResult defines model for BatchResult.
 type BatchResult struct {
@@ -443,6 +802,19 @@ type DragResult struct {
 	Text *string `json:"text,omitempty"`
 	To   Point   `json:"to"`
 }
+
+// ElementResult defines model for ElementResult.
+type ElementResult struct {
+	// Action the action invoked
+	Action  *string        `json:"action,omitempty"`
+	Element AccessibleNode `json:"element"`
+
+	// Method how it was done: the element's own action, a pointer click at its center, a focus grab or a value change
+	Method ElementResultMethod `json:"method"`
+}
+
+// ElementResultMethod how it was done: the element's own action, a pointer click at its center, a focus grab or a value change
+type ElementResultMethod string
 
 // Error defines model for Error.
 type Error struct {
@@ -548,6 +920,31 @@ type KeyboardType struct {
 	Text    *string `json:"text"`
 }
 
+// Mark defines model for Mark.
+type Mark struct {
+	// Bounds the element's bounds on the screen, clipped to it
+	Bounds    Rect   `json:"bounds"`
+	ElementId string `json:"element_id"`
+
+	// N the number drawn on the image, from 1
+	N    int    `json:"n"`
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+// MarkedScreenshot defines model for MarkedScreenshot.
+type MarkedScreenshot struct {
+	Height int `json:"height"`
+
+	// Image the screen as PNG with the boxes drawn, base64
+	Image []byte `json:"image"`
+	Marks []Mark `json:"marks"`
+
+	// Reason why there are no marks
+	Reason *string `json:"reason,omitempty"`
+	Width  int     `json:"width"`
+}
+
 // Memory defines model for Memory.
 type Memory struct {
 	Heap *int `json:"heap,omitempty"`
@@ -602,11 +999,55 @@ type MouseScroll struct {
 // MouseScrollDirection defines model for MouseScroll.Direction.
 type MouseScrollDirection string
 
+// PauseAgent defines model for PauseAgent.
+type PauseAgent struct {
+	// Reason what the person should do (solve the captcha, log in ...)
+	Reason *string `json:"reason,omitempty"`
+}
+
 // Point defines model for Point.
 type Point struct {
 	X int `json:"x"`
 	Y int `json:"y"`
 }
+
+// Recording defines model for Recording.
+type Recording struct {
+	// Bytes the video's size so far
+	Bytes int `json:"bytes"`
+
+	// Error failed: what ffmpeg said
+	Error *string `json:"error,omitempty"`
+
+	// Events actions in the timeline
+	Events int `json:"events"`
+
+	// Format mp4 (H.264) or webm (VP9)
+	Format     RecordingFormat `json:"format"`
+	Framerate  int             `json:"framerate"`
+	Height     int             `json:"height"`
+	Id         string          `json:"id"`
+	MaxBytes   int             `json:"max_bytes"`
+	MaxSeconds int             `json:"max_seconds"`
+	StartedAt  time.Time       `json:"started_at"`
+	Status     RecordingStatus `json:"status"`
+
+	// StopReason why it stopped
+	StopReason *RecordingStopReason `json:"stop_reason,omitempty"`
+
+	// StoppedAt null while recording
+	StoppedAt *time.Time `json:"stopped_at,omitempty"`
+	Width     int        `json:"width"`
+}
+
+// RecordingFormat mp4 (H.264) or webm (VP9)
+type RecordingFormat string
+
+// RecordingStatus defines model for Recording.Status.
+type RecordingStatus string
+
+// RecordingStopReason why it stopped
+type RecordingStopReason string
 
 // Rect defines model for Rect.
 type Rect struct {
@@ -655,6 +1096,24 @@ type Slept struct {
 	SleptMs int `json:"slept_ms"`
 }
 
+// StartRecording defines model for StartRecording.
+type StartRecording struct {
+	// Format mp4 (H.264, default: the least CPU) or webm (VP9)
+	Format *StartRecordingFormat `json:"format,omitempty"`
+
+	// Framerate frames per second, default 10
+	Framerate *int `json:"framerate,omitempty"`
+
+	// MaxBytes the recording stops by itself at this size, default 500 MiB; ffmpeg then writes the frames in flight and the index, so the file can end up to a few hundred KiB larger
+	MaxBytes *int `json:"max_bytes,omitempty"`
+
+	// MaxSeconds the recording stops by itself after this, default 600
+	MaxSeconds *int `json:"max_seconds,omitempty"`
+}
+
+// StartRecordingFormat mp4 (H.264, default: the least CPU) or webm (VP9)
+type StartRecordingFormat string
+
 // StepError defines model for StepError.
 type StepError struct {
 	Code    string  `json:"code"`
@@ -670,6 +1129,61 @@ type StepResult struct {
 	Index      int         `json:"index"`
 	Ok         bool        `json:"ok"`
 	Result     interface{} `json:"result,omitempty"`
+}
+
+// Takeover defines model for Takeover.
+type Takeover struct {
+	// Drivers people connected with control; while there is one the agent's input is refused
+	Drivers int `json:"drivers"`
+
+	// Paused the agent asked to pause: its input is refused until DELETE takeover
+	Paused bool `json:"paused"`
+
+	// Reason why the agent paused, for the person
+	Reason *string `json:"reason,omitempty"`
+
+	// Since when it paused
+	Since *time.Time `json:"since,omitempty"`
+
+	// Url the takeover page (control), under the service's path
+	Url string `json:"url"`
+
+	// ViewUrl the view-only page
+	ViewUrl string `json:"view_url"`
+
+	// Viewers people connected view-only
+	Viewers int `json:"viewers"`
+}
+
+// Timeline defines model for Timeline.
+type Timeline struct {
+	Events      []TimelineEvent `json:"events"`
+	RecordingId string          `json:"recording_id"`
+}
+
+// TimelineEvent defines model for TimelineEvent.
+type TimelineEvent struct {
+	// Action the action's name (click, type, click-element ...)
+	Action string `json:"action"`
+
+	// Args the action's fields as sent
+	Args interface{} `json:"args,omitempty"`
+
+	// Element the accessibility element acted on
+	Element *TimelineTarget `json:"element,omitempty"`
+	Error   *string         `json:"error,omitempty"`
+
+	// OffsetMs since the recording started
+	OffsetMs int       `json:"offset_ms"`
+	Ok       bool      `json:"ok"`
+	Time     time.Time `json:"time"`
+}
+
+// TimelineTarget defines model for TimelineTarget.
+type TimelineTarget struct {
+	Id   string `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role"`
 }
 
 // TypeAt defines model for TypeAt.
@@ -819,23 +1333,74 @@ type WindowSearch struct {
 	Pid  *int    `json:"pid,omitempty"`
 }
 
-// GetDisplayClipboardParams defines parameters for GetDisplayClipboard.
-type GetDisplayClipboardParams struct {
-	Format    *GetDisplayClipboardParamsFormat    `form:"format,omitempty" json:"format,omitempty"`
-	Selection *GetDisplayClipboardParamsSelection `form:"selection,omitempty" json:"selection,omitempty"`
+// GetAccessibilityTreeParams defines parameters for GetAccessibilityTree.
+type GetAccessibilityTreeParams struct {
+	// Scope active: the active window's tree; all: every application's
+	Scope *GetAccessibilityTreeParamsScope `form:"scope,omitempty" json:"scope,omitempty"`
+
+	// Depth levels below each window (scope=active) or application (scope=all) to answer; 0 or absent: all
+	Depth *int `form:"depth,omitempty" json:"depth,omitempty"`
+
+	// Role keep only nodes of this AT-SPI role and their ancestors
+	Role *string `form:"role,omitempty" json:"role,omitempty"`
+}
+
+// GetAccessibilityTreeParamsScope defines parameters for GetAccessibilityTree.
+type GetAccessibilityTreeParamsScope string
+
+// SearchAccessibilityParams defines parameters for SearchAccessibility.
+type SearchAccessibilityParams struct {
+	// Role the AT-SPI role, exactly (push button)
+	Role *string `form:"role,omitempty" json:"role,omitempty"`
+
+	// Name a case-insensitive substring of the element's name
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// Scope where to search: every application (default) or the active window
+	Scope *SearchAccessibilityParamsScope `form:"scope,omitempty" json:"scope,omitempty"`
+}
+
+// SearchAccessibilityParamsScope defines parameters for SearchAccessibility.
+type SearchAccessibilityParamsScope string
+
+// InvokeElementActionJSONBody defines parameters for InvokeElementAction.
+type InvokeElementActionJSONBody struct {
+	// Name one of the element's actions
+	Name string `json:"name"`
+}
+
+// SetElementValueJSONBody defines parameters for SetElementValue.
+type SetElementValueJSONBody struct {
+	// Value the text, or a number for a range (slider, spin button)
+	Value *string `json:"value"`
+}
+
+// GetClipboardParams defines parameters for GetClipboard.
+type GetClipboardParams struct {
+	// Format png or image: see clipboard/image (303)
+	Format    *GetClipboardParamsFormat    `form:"format,omitempty" json:"format,omitempty"`
+	Selection *GetClipboardParamsSelection `form:"selection,omitempty" json:"selection,omitempty"`
 
 	// Targets also list the offered formats (true, false, 1 or 0)
 	Targets *bool `form:"targets,omitempty" json:"targets,omitempty"`
 }
 
-// GetDisplayClipboardParamsFormat defines parameters for GetDisplayClipboard.
-type GetDisplayClipboardParamsFormat string
+// GetClipboardParamsFormat defines parameters for GetClipboard.
+type GetClipboardParamsFormat string
 
-// GetDisplayClipboardParamsSelection defines parameters for GetDisplayClipboard.
-type GetDisplayClipboardParamsSelection string
+// GetClipboardParamsSelection defines parameters for GetClipboard.
+type GetClipboardParamsSelection string
 
-// PostDisplayInputActJSONBody defines parameters for PostDisplayInputAct.
-type PostDisplayInputActJSONBody struct {
+// GetClipboardImageParams defines parameters for GetClipboardImage.
+type GetClipboardImageParams struct {
+	Selection *GetClipboardImageParamsSelection `form:"selection,omitempty" json:"selection,omitempty"`
+}
+
+// GetClipboardImageParamsSelection defines parameters for GetClipboardImage.
+type GetClipboardImageParamsSelection string
+
+// ActOneJSONBody defines parameters for ActOne.
+type ActOneJSONBody struct {
 	// Action move, move-relative, click, double-click, down, up, scroll, type, key, key-down, key-up, click-at, type-at, drag, select, wait, sleep, focus-window, raise-window, minimize-window, close-window, move-window, resize-window, clipboard, reset; aliases: mouse-move (move), move-to (move), left-click (click), doubleclick (double-click), mouse-down (down), mouse-up (up), type-text (type), press (key), focus (focus-window), raise (raise-window), minimize (minimize-window), close (close-window), clipboard-set (clipboard), set-clipboard (clipboard); underscores work too
 	Action string `json:"action"`
 
@@ -843,7 +1408,7 @@ type PostDisplayInputActJSONBody struct {
 	Amount *int `json:"amount,omitempty"`
 
 	// Button for click, double-click, down, up, click-at, drag, select
-	Button *PostDisplayInputActJSONBodyButton `json:"button,omitempty"`
+	Button *ActOneJSONBodyButton `json:"button,omitempty"`
 
 	// Class for wait: regular expression on WM_CLASS (instance or class)
 	Class *string `json:"class,omitempty"`
@@ -858,7 +1423,7 @@ type PostDisplayInputActJSONBody struct {
 	DelayMs *int `json:"delay_ms,omitempty"`
 
 	// Direction for scroll
-	Direction *PostDisplayInputActJSONBodyDirection `json:"direction,omitempty"`
+	Direction *ActOneJSONBodyDirection `json:"direction,omitempty"`
 
 	// DurationMs for drag, select: 0-10000, default 100; sleep: 0-300000
 	DurationMs *int `json:"duration_ms,omitempty"`
@@ -870,7 +1435,10 @@ type PostDisplayInputActJSONBody struct {
 	Dy *int `json:"dy,omitempty"`
 
 	// From for drag, select
-	From *Point `json:"from,omitempty"`
+	From *struct {
+		X int `json:"x"`
+		Y int `json:"y"`
+	} `json:"from,omitempty"`
 
 	// Height for resize-window
 	Height *int `json:"height,omitempty"`
@@ -897,7 +1465,12 @@ type PostDisplayInputActJSONBody struct {
 	Pid *int `json:"pid,omitempty"`
 
 	// Region for wait: region-change: default the whole screen
-	Region *Rect `json:"region,omitempty"`
+	Region *struct {
+		Height int `json:"height"`
+		Width  int `json:"width"`
+		X      int `json:"x"`
+		Y      int `json:"y"`
+	} `json:"region,omitempty"`
 
 	// Repeat for key: 1-100, default 1
 	Repeat *int `json:"repeat,omitempty"`
@@ -909,10 +1482,13 @@ type PostDisplayInputActJSONBody struct {
 	TimeoutMs *int `json:"timeout_ms,omitempty"`
 
 	// To for drag, select
-	To *Point `json:"to,omitempty"`
+	To *struct {
+		X int `json:"x"`
+		Y int `json:"y"`
+	} `json:"to,omitempty"`
 
 	// Until for wait
-	Until *PostDisplayInputActJSONBodyUntil `json:"until,omitempty"`
+	Until *ActOneJSONBodyUntil `json:"until,omitempty"`
 
 	// Width for resize-window
 	Width *int `json:"width,omitempty"`
@@ -924,121 +1500,19 @@ type PostDisplayInputActJSONBody struct {
 	Y *int `json:"y,omitempty"`
 }
 
-// PostDisplayInputActJSONBodyButton defines parameters for PostDisplayInputAct.
-type PostDisplayInputActJSONBodyButton string
+// ActOneJSONBodyButton defines parameters for ActOne.
+type ActOneJSONBodyButton string
 
-// PostDisplayInputActJSONBodyDirection defines parameters for PostDisplayInputAct.
-type PostDisplayInputActJSONBodyDirection string
+// ActOneJSONBodyDirection defines parameters for ActOne.
+type ActOneJSONBodyDirection string
 
-// PostDisplayInputActJSONBodyUntil defines parameters for PostDisplayInputAct.
-type PostDisplayInputActJSONBodyUntil string
+// ActOneJSONBodyUntil defines parameters for ActOne.
+type ActOneJSONBodyUntil string
 
-// PostDisplayInputBatchJSONBody defines parameters for PostDisplayInputBatch.
-type PostDisplayInputBatchJSONBody struct {
-	// Steps at most 1000
-	Steps []struct {
-		// Action move, move-relative, click, double-click, down, up, scroll, type, key, key-down, key-up, click-at, type-at, drag, select, wait, sleep, focus-window, raise-window, minimize-window, close-window, move-window, resize-window, clipboard, reset; aliases: mouse-move (move), move-to (move), left-click (click), doubleclick (double-click), mouse-down (down), mouse-up (up), type-text (type), press (key), focus (focus-window), raise (raise-window), minimize (minimize-window), close (close-window), clipboard-set (clipboard), set-clipboard (clipboard); underscores work too
-		Action string `json:"action"`
-
-		// Amount for scroll: notches 1-100, default 1
-		Amount *int `json:"amount,omitempty"`
-
-		// Button for click, double-click, down, up, click-at, drag, select
-		Button *PostDisplayInputBatchJSONBodyStepsButton `json:"button,omitempty"`
-
-		// Class for wait: regular expression on WM_CLASS (instance or class)
-		Class *string `json:"class,omitempty"`
-
-		// Clear for type-at: select all (ctrl+a) and delete before typing
-		Clear *bool `json:"clear,omitempty"`
-
-		// Clicks for click, double-click: 1-3, default 1 (click only); click-at: 1-3, default 1
-		Clicks *int `json:"clicks,omitempty"`
-
-		// DelayMs for type, type-at: 0-1000, default 0
-		DelayMs *int `json:"delay_ms,omitempty"`
-
-		// Direction for scroll
-		Direction *PostDisplayInputBatchJSONBodyStepsDirection `json:"direction,omitempty"`
-
-		// DurationMs for drag, select: 0-10000, default 100; sleep: 0-300000
-		DurationMs *int `json:"duration_ms,omitempty"`
-
-		// Dx for move-relative: dx or dy is required
-		Dx *int `json:"dx,omitempty"`
-
-		// Dy for move-relative
-		Dy *int `json:"dy,omitempty"`
-
-		// From for drag, select
-		From *Point `json:"from,omitempty"`
-
-		// Height for resize-window
-		Height *int `json:"height,omitempty"`
-
-		// Id for focus-window, raise-window, minimize-window, close-window, move-window, resize-window: X window id; default the active window
-		Id *int `json:"id,omitempty"`
-
-		// ImageBase64 for clipboard: base64 image bytes instead of text
-		ImageBase64 *string `json:"image_base64,omitempty"`
-
-		// Key for key, key-down, key-up
-		Key *string `json:"key,omitempty"`
-
-		// MimeType for clipboard: the image's type, default image/png
-		MimeType *string `json:"mime_type,omitempty"`
-
-		// Modifiers for key: ctrl, shift, alt, super (cmd, win, meta) or any key name
-		Modifiers *[]string `json:"modifiers,omitempty"`
-
-		// Name for wait: regular expression on the title
-		Name *string `json:"name,omitempty"`
-
-		// Pid for wait
-		Pid *int `json:"pid,omitempty"`
-
-		// Region for wait: region-change: default the whole screen
-		Region *Rect `json:"region,omitempty"`
-
-		// Repeat for key: 1-100, default 1
-		Repeat *int `json:"repeat,omitempty"`
-
-		// Text for type, type-at, clipboard
-		Text *string `json:"text,omitempty"`
-
-		// TimeoutMs for wait: 1-300000, default 10000
-		TimeoutMs *int `json:"timeout_ms,omitempty"`
-
-		// To for drag, select
-		To *Point `json:"to,omitempty"`
-
-		// Until for wait
-		Until *PostDisplayInputBatchJSONBodyStepsUntil `json:"until,omitempty"`
-
-		// Width for resize-window
-		Width *int `json:"width,omitempty"`
-
-		// X for move, click, double-click, down, up, scroll, click-at, type-at, move-window
-		X *int `json:"x,omitempty"`
-
-		// Y for move, click, double-click, down, up, scroll, click-at, type-at, move-window
-		Y *int `json:"y,omitempty"`
-	} `json:"steps"`
-}
-
-// PostDisplayInputBatchJSONBodyStepsButton defines parameters for PostDisplayInputBatch.
-type PostDisplayInputBatchJSONBodyStepsButton string
-
-// PostDisplayInputBatchJSONBodyStepsDirection defines parameters for PostDisplayInputBatch.
-type PostDisplayInputBatchJSONBodyStepsDirection string
-
-// PostDisplayInputBatchJSONBodyStepsUntil defines parameters for PostDisplayInputBatch.
-type PostDisplayInputBatchJSONBodyStepsUntil string
-
-// GetDisplayScreenshotsParams defines parameters for GetDisplayScreenshots.
-type GetDisplayScreenshotsParams struct {
+// TakeScreenshotParams defines parameters for TakeScreenshot.
+type TakeScreenshotParams struct {
 	// Format png (default), jpeg or jpg (the same)
-	Format *GetDisplayScreenshotsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+	Format *TakeScreenshotParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// Quality JPEG quality
 	Quality *int `form:"quality,omitempty" json:"quality,omitempty"`
@@ -1062,17 +1536,50 @@ type GetDisplayScreenshotsParams struct {
 	Cursor *bool `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
-// GetDisplayScreenshotsParamsFormat defines parameters for GetDisplayScreenshots.
-type GetDisplayScreenshotsParamsFormat string
+// TakeScreenshotParamsFormat defines parameters for TakeScreenshot.
+type TakeScreenshotParamsFormat string
+
+// TakeMarkedScreenshotParams defines parameters for TakeMarkedScreenshot.
+type TakeMarkedScreenshotParams struct {
+	// Scope mark the active window's elements, or every application's
+	Scope *TakeMarkedScreenshotParamsScope `form:"scope,omitempty" json:"scope,omitempty"`
+}
+
+// TakeMarkedScreenshotParamsScope defines parameters for TakeMarkedScreenshot.
+type TakeMarkedScreenshotParamsScope string
+
+// OpenTakeoverViewParams defines parameters for OpenTakeoverView.
+type OpenTakeoverViewParams struct {
+	// Mode control: the person drives (the agent's input waits); view: watch only, enforced by the VNC server
+	Mode *OpenTakeoverViewParamsMode `form:"mode,omitempty" json:"mode,omitempty"`
+}
+
+// OpenTakeoverViewParamsMode defines parameters for OpenTakeoverView.
+type OpenTakeoverViewParamsMode string
+
+// ConnectTakeoverParams defines parameters for ConnectTakeover.
+type ConnectTakeoverParams struct {
+	// Mode control: the person drives (the agent's input waits); view: watch only, enforced by the VNC server
+	Mode *ConnectTakeoverParamsMode `form:"mode,omitempty" json:"mode,omitempty"`
+}
+
+// ConnectTakeoverParamsMode defines parameters for ConnectTakeover.
+type ConnectTakeoverParamsMode string
+
+// InvokeElementActionJSONRequestBody defines body for InvokeElementAction for application/json ContentType.
+type InvokeElementActionJSONRequestBody InvokeElementActionJSONBody
+
+// SetElementValueJSONRequestBody defines body for SetElementValue for application/json ContentType.
+type SetElementValueJSONRequestBody SetElementValueJSONBody
 
 // PostDisplayClipboardJSONRequestBody defines body for PostDisplayClipboard for application/json ContentType.
 type PostDisplayClipboardJSONRequestBody = ClipboardSet
 
-// PostDisplayInputActJSONRequestBody defines body for PostDisplayInputAct for application/json ContentType.
-type PostDisplayInputActJSONRequestBody PostDisplayInputActJSONBody
+// ActOneJSONRequestBody defines body for ActOne for application/json ContentType.
+type ActOneJSONRequestBody ActOneJSONBody
 
-// PostDisplayInputBatchJSONRequestBody defines body for PostDisplayInputBatch for application/json ContentType.
-type PostDisplayInputBatchJSONRequestBody PostDisplayInputBatchJSONBody
+// RunBatchJSONRequestBody defines body for RunBatch for application/json ContentType.
+type RunBatchJSONRequestBody = Batch
 
 // PostDisplayInputClickAtJSONRequestBody defines body for PostDisplayInputClickAt for application/json ContentType.
 type PostDisplayInputClickAtJSONRequestBody = ClickAt
@@ -1125,6 +1632,12 @@ type PostDisplayMouseScrollJSONRequestBody = MouseScroll
 // PostDisplayMouseUpJSONRequestBody defines body for PostDisplayMouseUp for application/json ContentType.
 type PostDisplayMouseUpJSONRequestBody = MouseButton
 
+// StartRecordingJSONRequestBody defines body for StartRecording for application/json ContentType.
+type StartRecordingJSONRequestBody = StartRecording
+
+// PauseAgentJSONRequestBody defines body for PauseAgent for application/json ContentType.
+type PauseAgentJSONRequestBody = PauseAgent
+
 // PostDisplayWindowCloseJSONRequestBody defines body for PostDisplayWindowClose for application/json ContentType.
 type PostDisplayWindowCloseJSONRequestBody = WindowRef
 
@@ -1143,8 +1656,8 @@ type PostDisplayWindowRaiseJSONRequestBody = WindowRef
 // PostDisplayWindowResizeJSONRequestBody defines body for PostDisplayWindowResize for application/json ContentType.
 type PostDisplayWindowResizeJSONRequestBody = WindowResize
 
-// PostDisplayWindowSearchJSONRequestBody defines body for PostDisplayWindowSearch for application/json ContentType.
-type PostDisplayWindowSearchJSONRequestBody = WindowSearch
+// SearchWindowsJSONRequestBody defines body for SearchWindows for application/json ContentType.
+type SearchWindowsJSONRequestBody = WindowSearch
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1227,12 +1740,76 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/display/ (the `DescribeDisplay` operationId).
 	DescribeDisplay(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetDisplayClipboard Read the clipboard
+	// GetAccessibilityTree Accessibility tree
 	//
-	// {"text"} from the CLIPBOARD selection (empty when nothing holds it). format=png (or image) answers the image bytes when the clipboard holds an image, else 404; the JSON answer adds has_image=true when it does, and targets=true lists the formats the owner offers.
+	// The AT-SPI2 tree of the active window (scope=active, default) or of every application on the accessibility bus (scope=all). Each node has an id, role, name, description, value, states, actions, screen bounds and children. depth limits the levels; role keeps the nodes of that role and their ancestors. When the window's application exposes no tree (an xterm, a program without accessibility), nodes is empty and reason says so. 503 ACCESSIBILITY_UNAVAILABLE when the service has no accessibility bus.
 	//
-	// Corresponds with GET /api/v1/display/clipboard (the `GetDisplayClipboard` operationId).
-	GetDisplayClipboard(ctx context.Context, params *GetDisplayClipboardParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /api/v1/display/accessibility (the `GetAccessibilityTree` operationId).
+	GetAccessibilityTree(ctx context.Context, params *GetAccessibilityTreeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchAccessibility Find accessible elements
+	//
+	// The elements whose role is role (exactly) and whose name contains name (case-insensitive), each without children, from every application (scope=all, default) or the active window.
+	//
+	// Corresponds with GET /api/v1/display/accessibility/search (the `SearchAccessibility` operationId).
+	SearchAccessibility(ctx context.Context, params *SearchAccessibilityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InvokeElementActionWithBody Invoke an element's action
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. name is one of the element's actions; another name is 400 listing them.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/action (the `InvokeElementAction` operationId).
+	InvokeElementActionWithBody(ctx context.Context, elementId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InvokeElementAction Invoke an element's action
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. name is one of the element's actions; another name is 400 listing them.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/action (the `InvokeElementAction` operationId).
+	InvokeElementAction(ctx context.Context, elementId string, body InvokeElementActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClickElement Click an element
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which).
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/click (the `ClickElement` operationId).
+	ClickElement(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FocusElement Focus an element
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404.
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/focus (the `FocusElement` operationId).
+	FocusElement(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetElementValueWithBody Set an element's value
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/set-value (the `SetElementValue` operationId).
+	SetElementValueWithBody(ctx context.Context, elementId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetElementValue Set an element's value
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/set-value (the `SetElementValue` operationId).
+	SetElementValue(ctx context.Context, elementId string, body SetElementValueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetClipboard Read the clipboard
+	//
+	// {"text"} from the CLIPBOARD selection (or PRIMARY with selection=primary; empty when nothing holds it); has_image=true when it holds an image, and targets=true lists the formats the owner offers. format=png (or image) answers 303 See Other to clipboard/image, which serves the image bytes.
+	//
+	// Corresponds with GET /api/v1/display/clipboard (the `GetClipboard` operationId).
+	GetClipboard(ctx context.Context, params *GetClipboardParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostDisplayClipboardWithBody Set the clipboard
 	//
@@ -1252,6 +1829,13 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/display/clipboard (the `PostDisplayClipboard` operationId).
 	PostDisplayClipboard(ctx context.Context, body PostDisplayClipboardJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetClipboardImage The image on the clipboard
+	//
+	// The image bytes with their Content-Type when the selection holds an image, else 404.
+	//
+	// Corresponds with GET /api/v1/display/clipboard/image (the `GetClipboardImage` operationId).
+	GetClipboardImage(ctx context.Context, params *GetClipboardImageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetScreenInfo Screen size and monitors
 	//
 	// width and height of the root window and each monitor (Xinerama heads, else RandR outputs, else the one screen).
@@ -1259,41 +1843,41 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/display/info (the `GetScreenInfo` operationId).
 	GetScreenInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostDisplayInputActWithBody Run one action
+	// ActOneWithBody Run one action
 	//
 	// One step in the batch format ({"action": ..., fields}): the action's name or alias and the fields of its own endpoint's body; a field the action does not take is 400. Answers the step result; a failing step is an error answer.
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /api/v1/display/input/act (the `PostDisplayInputAct` operationId).
-	PostDisplayInputActWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/display/input/act (the `ActOne` operationId).
+	ActOneWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostDisplayInputAct Run one action
+	// ActOne Run one action
 	//
 	// One step in the batch format ({"action": ..., fields}): the action's name or alias and the fields of its own endpoint's body; a field the action does not take is 400. Answers the step result; a failing step is an error answer.
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /api/v1/display/input/act (the `PostDisplayInputAct` operationId).
-	PostDisplayInputAct(ctx context.Context, body PostDisplayInputActJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/display/input/act (the `ActOne` operationId).
+	ActOne(ctx context.Context, body ActOneJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostDisplayInputBatchWithBody Run a list of actions
+	// RunBatchWithBody Run a list of actions
 	//
 	// Each step is {"action": ..., fields} as for input/act. Every step is validated (fields, key names, screen bounds, regular expressions) before any step runs; an invalid batch is 400 naming steps[i].field. Steps then run in order and the batch stops at the first failure. A click followed by a key or type step waits (up to 500 ms) for the window manager to focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At most 1000 steps; input from other clients waits until it ends.
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /api/v1/display/input/batch (the `PostDisplayInputBatch` operationId).
-	PostDisplayInputBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/display/input/batch (the `RunBatch` operationId).
+	RunBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostDisplayInputBatch Run a list of actions
+	// RunBatch Run a list of actions
 	//
 	// Each step is {"action": ..., fields} as for input/act. Every step is validated (fields, key names, screen bounds, regular expressions) before any step runs; an invalid batch is 400 naming steps[i].field. Steps then run in order and the batch stops at the first failure. A click followed by a key or type step waits (up to 500 ms) for the window manager to focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At most 1000 steps; input from other clients waits until it ends.
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /api/v1/display/input/batch (the `PostDisplayInputBatch` operationId).
-	PostDisplayInputBatch(ctx context.Context, body PostDisplayInputBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/display/input/batch (the `RunBatch` operationId).
+	RunBatch(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostDisplayInputClickAtWithBody Move and click
 	//
@@ -1612,12 +2196,132 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/display/mouse/up (the `PostDisplayMouseUp` operationId).
 	PostDisplayMouseUp(ctx context.Context, body PostDisplayMouseUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetDisplayScreenshots Screenshot of the screen or a region
+	// ListRecordings List recordings
+	//
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. Newest first.
+	//
+	// Corresponds with GET /api/v1/display/recordings (the `ListRecordings` operationId).
+	ListRecordings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartRecordingWithBody Start recording the screen
+	//
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
+	StartRecordingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartRecording Start recording the screen
+	//
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
+	StartRecording(ctx context.Context, body StartRecordingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteRecording Delete a recording
+	//
+	// Stops it if it records, then deletes its video and timeline.
+	//
+	// Corresponds with DELETE /api/v1/display/recordings/{id} (the `DeleteRecording` operationId).
+	DeleteRecording(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRecordingVideo Download a recording
+	//
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. The video of a stopped recording; 409 while it records.
+	//
+	// Corresponds with GET /api/v1/display/recordings/{id} (the `GetRecordingVideo` operationId).
+	GetRecordingVideo(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StopRecording Stop a recording
+	//
+	// Asks ffmpeg to finish the file and answers once it has (the video is then complete).
+	//
+	// Corresponds with POST /api/v1/display/recordings/{id}/stop (the `StopRecording` operationId).
+	StopRecording(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRecordingTimeline A recording's timeline
+	//
+	// Every display action taken while it recorded: offset_ms from the start, time, action, args as sent, the element for element actions, ok and error.
+	//
+	// Corresponds with GET /api/v1/display/recordings/{id}/timeline (the `GetRecordingTimeline` operationId).
+	GetRecordingTimeline(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRecordingTimelineVTT A recording's timeline as WebVTT
+	//
+	// The timeline as subtitles to play beside the video: each action is a cue from its moment to the next.
+	//
+	// Corresponds with GET /api/v1/display/recordings/{id}/timeline.vtt (the `GetRecordingTimelineVTT` operationId).
+	GetRecordingTimelineVTT(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TakeScreenshot Screenshot of the screen or a region
 	//
 	// PNG (default) or JPEG bytes with their Content-Type. quality (1-100, default 80) applies to JPEG; PNG is always lossless. A region (x, y, width, height; x and y default to 0, width and height to the rest of the screen) must lie on the screen, else 400 OFF_SCREEN with the bounds. scale (0,1] shrinks with an area filter (coverage-weighted mean, alias-free). cursor=true draws the pointer in. Headers X-Image-Width and X-Image-Height give the size.
 	//
-	// Corresponds with GET /api/v1/display/screenshots (the `GetDisplayScreenshots` operationId).
-	GetDisplayScreenshots(ctx context.Context, params *GetDisplayScreenshotsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /api/v1/display/screenshots (the `TakeScreenshot` operationId).
+	TakeScreenshot(ctx context.Context, params *TakeScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TakeMarkedScreenshot Screenshot with numbered elements
+	//
+	// The whole screen as PNG (base64 in image) with a numbered box over every visible interactive element of the active window (scope=active, default) or of every application, and marks mapping each number to the element's id and bounds: a model that answers "click 7" is served by POST accessibility/{element_id}/click. Interactive: showing and visible, with bounds on the screen, and an action or a role people act on (button, text field, check box, menu item, link, slider ...).
+	//
+	// Corresponds with GET /api/v1/display/screenshots/marked (the `TakeMarkedScreenshot` operationId).
+	TakeMarkedScreenshot(ctx context.Context, params *TakeMarkedScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeAgent Resume the agent
+	//
+	// Ends the pause; while a person is still connected with control the agent's input stays refused.
+	//
+	// Corresponds with DELETE /api/v1/display/takeover (the `ResumeAgent` operationId).
+	ResumeAgent(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTakeover Who drives the desktop
+	//
+	// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. Whether the agent paused, and how many people drive or watch.
+	//
+	// Corresponds with GET /api/v1/display/takeover (the `GetTakeover` operationId).
+	GetTakeover(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseAgentWithBody Pause the agent for a person
+	//
+	// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. The agent asks a person to drive (reason says what for): its running input finishes, then its input routes answer 409 TAKEN_OVER until DELETE takeover.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/display/takeover (the `PauseAgent` operationId).
+	PauseAgentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseAgent Pause the agent for a person
+	//
+	// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. The agent asks a person to drive (reason says what for): its running input finishes, then its input routes answer 409 TAKEN_OVER until DELETE takeover.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/display/takeover (the `PauseAgent` operationId).
+	PauseAgent(ctx context.Context, body PauseAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OpenTakeoverView The takeover view
+	//
+	// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. Opens noVNC connected to vnc/websockify. mode=control (default) lets the person drive: the agent's running input finishes first, then every input route answers 409 TAKEN_OVER until they leave. mode=view only watches (x11vnc -viewonly).
+	//
+	// Corresponds with GET /api/v1/display/vnc/ (the `OpenTakeoverView` operationId).
+	OpenTakeoverView(ctx context.Context, params *OpenTakeoverViewParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConnectTakeover The takeover's VNC WebSocket
+	//
+	// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. RFB over a binary WebSocket between noVNC and x11vnc, in the mode asked.
+	//
+	// Corresponds with GET /api/v1/display/vnc/websockify (the `ConnectTakeover` operationId).
+	ConnectTakeover(ctx context.Context, params *ConnectTakeoverParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTakeoverAsset A file of the noVNC client
+	//
+	// The files of Debian's noVNC client that the takeover page loads.
+	//
+	// Corresponds with GET /api/v1/display/vnc/{file} (the `GetTakeoverAsset` operationId).
+	GetTakeoverAsset(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetActiveWindow The active window
 	//
@@ -1734,23 +2438,23 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/display/window/resize (the `PostDisplayWindowResize` operationId).
 	PostDisplayWindowResize(ctx context.Context, body PostDisplayWindowResizeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostDisplayWindowSearchWithBody Find windows
+	// SearchWindowsWithBody Find windows
 	//
 	// Windows whose title (name) and/or WM_CLASS (class) match Go regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /api/v1/display/window/search (the `PostDisplayWindowSearch` operationId).
-	PostDisplayWindowSearchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/display/window/search (the `SearchWindows` operationId).
+	SearchWindowsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostDisplayWindowSearch Find windows
+	// SearchWindows Find windows
 	//
 	// Windows whose title (name) and/or WM_CLASS (class) match Go regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /api/v1/display/window/search (the `PostDisplayWindowSearch` operationId).
-	PostDisplayWindowSearch(ctx context.Context, body PostDisplayWindowSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/display/window/search (the `SearchWindows` operationId).
+	SearchWindows(ctx context.Context, body SearchWindowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWindowGeometry A window's position and size
 	//
@@ -1813,13 +2517,157 @@ func (c *Client) DescribeDisplay(ctx context.Context, reqEditors ...RequestEdito
 	return c.Client.Do(req)
 }
 
-// GetDisplayClipboard Read the clipboard
+// GetAccessibilityTree Accessibility tree
 //
-// {"text"} from the CLIPBOARD selection (empty when nothing holds it). format=png (or image) answers the image bytes when the clipboard holds an image, else 404; the JSON answer adds has_image=true when it does, and targets=true lists the formats the owner offers.
+// The AT-SPI2 tree of the active window (scope=active, default) or of every application on the accessibility bus (scope=all). Each node has an id, role, name, description, value, states, actions, screen bounds and children. depth limits the levels; role keeps the nodes of that role and their ancestors. When the window's application exposes no tree (an xterm, a program without accessibility), nodes is empty and reason says so. 503 ACCESSIBILITY_UNAVAILABLE when the service has no accessibility bus.
 //
-// Corresponds with GET /api/v1/display/clipboard (the `GetDisplayClipboard` operationId).
-func (c *Client) GetDisplayClipboard(ctx context.Context, params *GetDisplayClipboardParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetDisplayClipboardRequest(c.Server, params)
+// Corresponds with GET /api/v1/display/accessibility (the `GetAccessibilityTree` operationId).
+func (c *Client) GetAccessibilityTree(ctx context.Context, params *GetAccessibilityTreeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAccessibilityTreeRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchAccessibility Find accessible elements
+//
+// The elements whose role is role (exactly) and whose name contains name (case-insensitive), each without children, from every application (scope=all, default) or the active window.
+//
+// Corresponds with GET /api/v1/display/accessibility/search (the `SearchAccessibility` operationId).
+func (c *Client) SearchAccessibility(ctx context.Context, params *SearchAccessibilityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchAccessibilityRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InvokeElementActionWithBody Invoke an element's action
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. name is one of the element's actions; another name is 400 listing them.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/action (the `InvokeElementAction` operationId).
+func (c *Client) InvokeElementActionWithBody(ctx context.Context, elementId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvokeElementActionRequestWithBody(c.Server, elementId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InvokeElementAction Invoke an element's action
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. name is one of the element's actions; another name is 400 listing them.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/action (the `InvokeElementAction` operationId).
+func (c *Client) InvokeElementAction(ctx context.Context, elementId string, body InvokeElementActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvokeElementActionRequest(c.Server, elementId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ClickElement Click an element
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which).
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/click (the `ClickElement` operationId).
+func (c *Client) ClickElement(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClickElementRequest(c.Server, elementId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FocusElement Focus an element
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404.
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/focus (the `FocusElement` operationId).
+func (c *Client) FocusElement(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFocusElementRequest(c.Server, elementId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetElementValueWithBody Set an element's value
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/set-value (the `SetElementValue` operationId).
+func (c *Client) SetElementValueWithBody(ctx context.Context, elementId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetElementValueRequestWithBody(c.Server, elementId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetElementValue Set an element's value
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/set-value (the `SetElementValue` operationId).
+func (c *Client) SetElementValue(ctx context.Context, elementId string, body SetElementValueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetElementValueRequest(c.Server, elementId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetClipboard Read the clipboard
+//
+// {"text"} from the CLIPBOARD selection (or PRIMARY with selection=primary; empty when nothing holds it); has_image=true when it holds an image, and targets=true lists the formats the owner offers. format=png (or image) answers 303 See Other to clipboard/image, which serves the image bytes.
+//
+// Corresponds with GET /api/v1/display/clipboard (the `GetClipboard` operationId).
+func (c *Client) GetClipboard(ctx context.Context, params *GetClipboardParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetClipboardRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1868,6 +2716,23 @@ func (c *Client) PostDisplayClipboard(ctx context.Context, body PostDisplayClipb
 	return c.Client.Do(req)
 }
 
+// GetClipboardImage The image on the clipboard
+//
+// The image bytes with their Content-Type when the selection holds an image, else 404.
+//
+// Corresponds with GET /api/v1/display/clipboard/image (the `GetClipboardImage` operationId).
+func (c *Client) GetClipboardImage(ctx context.Context, params *GetClipboardImageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetClipboardImageRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetScreenInfo Screen size and monitors
 //
 // width and height of the root window and each monitor (Xinerama heads, else RandR outputs, else the one screen).
@@ -1885,15 +2750,15 @@ func (c *Client) GetScreenInfo(ctx context.Context, reqEditors ...RequestEditorF
 	return c.Client.Do(req)
 }
 
-// PostDisplayInputActWithBody Run one action
+// ActOneWithBody Run one action
 //
 // One step in the batch format ({"action": ..., fields}): the action's name or alias and the fields of its own endpoint's body; a field the action does not take is 400. Answers the step result; a failing step is an error answer.
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /api/v1/display/input/act (the `PostDisplayInputAct` operationId).
-func (c *Client) PostDisplayInputActWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostDisplayInputActRequestWithBody(c.Server, contentType, body)
+// Corresponds with POST /api/v1/display/input/act (the `ActOne` operationId).
+func (c *Client) ActOneWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewActOneRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1904,15 +2769,15 @@ func (c *Client) PostDisplayInputActWithBody(ctx context.Context, contentType st
 	return c.Client.Do(req)
 }
 
-// PostDisplayInputAct Run one action
+// ActOne Run one action
 //
 // One step in the batch format ({"action": ..., fields}): the action's name or alias and the fields of its own endpoint's body; a field the action does not take is 400. Answers the step result; a failing step is an error answer.
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /api/v1/display/input/act (the `PostDisplayInputAct` operationId).
-func (c *Client) PostDisplayInputAct(ctx context.Context, body PostDisplayInputActJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostDisplayInputActRequest(c.Server, body)
+// Corresponds with POST /api/v1/display/input/act (the `ActOne` operationId).
+func (c *Client) ActOne(ctx context.Context, body ActOneJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewActOneRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1923,15 +2788,15 @@ func (c *Client) PostDisplayInputAct(ctx context.Context, body PostDisplayInputA
 	return c.Client.Do(req)
 }
 
-// PostDisplayInputBatchWithBody Run a list of actions
+// RunBatchWithBody Run a list of actions
 //
 // Each step is {"action": ..., fields} as for input/act. Every step is validated (fields, key names, screen bounds, regular expressions) before any step runs; an invalid batch is 400 naming steps[i].field. Steps then run in order and the batch stops at the first failure. A click followed by a key or type step waits (up to 500 ms) for the window manager to focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At most 1000 steps; input from other clients waits until it ends.
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /api/v1/display/input/batch (the `PostDisplayInputBatch` operationId).
-func (c *Client) PostDisplayInputBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostDisplayInputBatchRequestWithBody(c.Server, contentType, body)
+// Corresponds with POST /api/v1/display/input/batch (the `RunBatch` operationId).
+func (c *Client) RunBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunBatchRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1942,15 +2807,15 @@ func (c *Client) PostDisplayInputBatchWithBody(ctx context.Context, contentType 
 	return c.Client.Do(req)
 }
 
-// PostDisplayInputBatch Run a list of actions
+// RunBatch Run a list of actions
 //
 // Each step is {"action": ..., fields} as for input/act. Every step is validated (fields, key names, screen bounds, regular expressions) before any step runs; an invalid batch is 400 naming steps[i].field. Steps then run in order and the batch stops at the first failure. A click followed by a key or type step waits (up to 500 ms) for the window manager to focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At most 1000 steps; input from other clients waits until it ends.
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /api/v1/display/input/batch (the `PostDisplayInputBatch` operationId).
-func (c *Client) PostDisplayInputBatch(ctx context.Context, body PostDisplayInputBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostDisplayInputBatchRequest(c.Server, body)
+// Corresponds with POST /api/v1/display/input/batch (the `RunBatch` operationId).
+func (c *Client) RunBatch(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunBatchRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2648,13 +3513,293 @@ func (c *Client) PostDisplayMouseUp(ctx context.Context, body PostDisplayMouseUp
 	return c.Client.Do(req)
 }
 
-// GetDisplayScreenshots Screenshot of the screen or a region
+// ListRecordings List recordings
+//
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. Newest first.
+//
+// Corresponds with GET /api/v1/display/recordings (the `ListRecordings` operationId).
+func (c *Client) ListRecordings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRecordingsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartRecordingWithBody Start recording the screen
+//
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
+func (c *Client) StartRecordingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartRecordingRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartRecording Start recording the screen
+//
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
+func (c *Client) StartRecording(ctx context.Context, body StartRecordingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartRecordingRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteRecording Delete a recording
+//
+// Stops it if it records, then deletes its video and timeline.
+//
+// Corresponds with DELETE /api/v1/display/recordings/{id} (the `DeleteRecording` operationId).
+func (c *Client) DeleteRecording(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteRecordingRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRecordingVideo Download a recording
+//
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. The video of a stopped recording; 409 while it records.
+//
+// Corresponds with GET /api/v1/display/recordings/{id} (the `GetRecordingVideo` operationId).
+func (c *Client) GetRecordingVideo(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRecordingVideoRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StopRecording Stop a recording
+//
+// Asks ffmpeg to finish the file and answers once it has (the video is then complete).
+//
+// Corresponds with POST /api/v1/display/recordings/{id}/stop (the `StopRecording` operationId).
+func (c *Client) StopRecording(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopRecordingRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRecordingTimeline A recording's timeline
+//
+// Every display action taken while it recorded: offset_ms from the start, time, action, args as sent, the element for element actions, ok and error.
+//
+// Corresponds with GET /api/v1/display/recordings/{id}/timeline (the `GetRecordingTimeline` operationId).
+func (c *Client) GetRecordingTimeline(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRecordingTimelineRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRecordingTimelineVTT A recording's timeline as WebVTT
+//
+// The timeline as subtitles to play beside the video: each action is a cue from its moment to the next.
+//
+// Corresponds with GET /api/v1/display/recordings/{id}/timeline.vtt (the `GetRecordingTimelineVTT` operationId).
+func (c *Client) GetRecordingTimelineVTT(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRecordingTimelineVTTRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TakeScreenshot Screenshot of the screen or a region
 //
 // PNG (default) or JPEG bytes with their Content-Type. quality (1-100, default 80) applies to JPEG; PNG is always lossless. A region (x, y, width, height; x and y default to 0, width and height to the rest of the screen) must lie on the screen, else 400 OFF_SCREEN with the bounds. scale (0,1] shrinks with an area filter (coverage-weighted mean, alias-free). cursor=true draws the pointer in. Headers X-Image-Width and X-Image-Height give the size.
 //
-// Corresponds with GET /api/v1/display/screenshots (the `GetDisplayScreenshots` operationId).
-func (c *Client) GetDisplayScreenshots(ctx context.Context, params *GetDisplayScreenshotsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetDisplayScreenshotsRequest(c.Server, params)
+// Corresponds with GET /api/v1/display/screenshots (the `TakeScreenshot` operationId).
+func (c *Client) TakeScreenshot(ctx context.Context, params *TakeScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTakeScreenshotRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TakeMarkedScreenshot Screenshot with numbered elements
+//
+// The whole screen as PNG (base64 in image) with a numbered box over every visible interactive element of the active window (scope=active, default) or of every application, and marks mapping each number to the element's id and bounds: a model that answers "click 7" is served by POST accessibility/{element_id}/click. Interactive: showing and visible, with bounds on the screen, and an action or a role people act on (button, text field, check box, menu item, link, slider ...).
+//
+// Corresponds with GET /api/v1/display/screenshots/marked (the `TakeMarkedScreenshot` operationId).
+func (c *Client) TakeMarkedScreenshot(ctx context.Context, params *TakeMarkedScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTakeMarkedScreenshotRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeAgent Resume the agent
+//
+// Ends the pause; while a person is still connected with control the agent's input stays refused.
+//
+// Corresponds with DELETE /api/v1/display/takeover (the `ResumeAgent` operationId).
+func (c *Client) ResumeAgent(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeAgentRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTakeover Who drives the desktop
+//
+// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. Whether the agent paused, and how many people drive or watch.
+//
+// Corresponds with GET /api/v1/display/takeover (the `GetTakeover` operationId).
+func (c *Client) GetTakeover(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTakeoverRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseAgentWithBody Pause the agent for a person
+//
+// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. The agent asks a person to drive (reason says what for): its running input finishes, then its input routes answer 409 TAKEN_OVER until DELETE takeover.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/display/takeover (the `PauseAgent` operationId).
+func (c *Client) PauseAgentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseAgentRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseAgent Pause the agent for a person
+//
+// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. The agent asks a person to drive (reason says what for): its running input finishes, then its input routes answer 409 TAKEN_OVER until DELETE takeover.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/display/takeover (the `PauseAgent` operationId).
+func (c *Client) PauseAgent(ctx context.Context, body PauseAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseAgentRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OpenTakeoverView The takeover view
+//
+// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. Opens noVNC connected to vnc/websockify. mode=control (default) lets the person drive: the agent's running input finishes first, then every input route answers 409 TAKEN_OVER until they leave. mode=view only watches (x11vnc -viewonly).
+//
+// Corresponds with GET /api/v1/display/vnc/ (the `OpenTakeoverView` operationId).
+func (c *Client) OpenTakeoverView(ctx context.Context, params *OpenTakeoverViewParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOpenTakeoverViewRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConnectTakeover The takeover's VNC WebSocket
+//
+// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. RFB over a binary WebSocket between noVNC and x11vnc, in the mode asked.
+//
+// Corresponds with GET /api/v1/display/vnc/websockify (the `ConnectTakeover` operationId).
+func (c *Client) ConnectTakeover(ctx context.Context, params *ConnectTakeoverParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConnectTakeoverRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTakeoverAsset A file of the noVNC client
+//
+// The files of Debian's noVNC client that the takeover page loads.
+//
+// Corresponds with GET /api/v1/display/vnc/{file} (the `GetTakeoverAsset` operationId).
+func (c *Client) GetTakeoverAsset(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTakeoverAssetRequest(c.Server, file)
 	if err != nil {
 		return nil, err
 	}
@@ -2910,15 +4055,15 @@ func (c *Client) PostDisplayWindowResize(ctx context.Context, body PostDisplayWi
 	return c.Client.Do(req)
 }
 
-// PostDisplayWindowSearchWithBody Find windows
+// SearchWindowsWithBody Find windows
 //
 // Windows whose title (name) and/or WM_CLASS (class) match Go regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /api/v1/display/window/search (the `PostDisplayWindowSearch` operationId).
-func (c *Client) PostDisplayWindowSearchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostDisplayWindowSearchRequestWithBody(c.Server, contentType, body)
+// Corresponds with POST /api/v1/display/window/search (the `SearchWindows` operationId).
+func (c *Client) SearchWindowsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchWindowsRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2929,15 +4074,15 @@ func (c *Client) PostDisplayWindowSearchWithBody(ctx context.Context, contentTyp
 	return c.Client.Do(req)
 }
 
-// PostDisplayWindowSearch Find windows
+// SearchWindows Find windows
 //
 // Windows whose title (name) and/or WM_CLASS (class) match Go regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /api/v1/display/window/search (the `PostDisplayWindowSearch` operationId).
-func (c *Client) PostDisplayWindowSearch(ctx context.Context, body PostDisplayWindowSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostDisplayWindowSearchRequest(c.Server, body)
+// Corresponds with POST /api/v1/display/window/search (the `SearchWindows` operationId).
+func (c *Client) SearchWindows(ctx context.Context, body SearchWindowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchWindowsRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3088,8 +4233,326 @@ func NewDescribeDisplayRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
-// NewGetDisplayClipboardRequest constructs an http.Request for the GetDisplayClipboard method
-func NewGetDisplayClipboardRequest(server string, params *GetDisplayClipboardParams) (*http.Request, error) {
+// NewGetAccessibilityTreeRequest constructs an http.Request for the GetAccessibilityTree method
+func NewGetAccessibilityTreeRequest(server string, params *GetAccessibilityTreeParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Scope != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scope", *params.Scope, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Depth != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "depth", *params.Depth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Role != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "role", *params.Role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSearchAccessibilityRequest constructs an http.Request for the SearchAccessibility method
+func NewSearchAccessibilityRequest(server string, params *SearchAccessibilityParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility/search")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Role != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "role", *params.Role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Scope != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scope", *params.Scope, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInvokeElementActionRequest calls the generic InvokeElementAction builder with application/json body
+func NewInvokeElementActionRequest(server string, elementId string, body InvokeElementActionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInvokeElementActionRequestWithBody(server, elementId, "application/json", bodyReader)
+}
+
+// NewInvokeElementActionRequestWithBody constructs an http.Request for the InvokeElementAction method, with any body, and a specified content type
+func NewInvokeElementActionRequestWithBody(server string, elementId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "elementId", elementId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility/%s/action", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewClickElementRequest constructs an http.Request for the ClickElement method
+func NewClickElementRequest(server string, elementId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "elementId", elementId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility/%s/click", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFocusElementRequest constructs an http.Request for the FocusElement method
+func NewFocusElementRequest(server string, elementId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "elementId", elementId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility/%s/focus", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetElementValueRequest calls the generic SetElementValue builder with application/json body
+func NewSetElementValueRequest(server string, elementId string, body SetElementValueJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetElementValueRequestWithBody(server, elementId, "application/json", bodyReader)
+}
+
+// NewSetElementValueRequestWithBody constructs an http.Request for the SetElementValue method, with any body, and a specified content type
+func NewSetElementValueRequestWithBody(server string, elementId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "elementId", elementId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility/%s/set-value", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetClipboardRequest constructs an http.Request for the GetClipboard method
+func NewGetClipboardRequest(server string, params *GetClipboardParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3206,6 +4669,60 @@ func NewPostDisplayClipboardRequestWithBody(server string, contentType string, b
 	return req, nil
 }
 
+// NewGetClipboardImageRequest constructs an http.Request for the GetClipboardImage method
+func NewGetClipboardImageRequest(server string, params *GetClipboardImageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/clipboard/image")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Selection != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "selection", *params.Selection, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetScreenInfoRequest constructs an http.Request for the GetScreenInfo method
 func NewGetScreenInfoRequest(server string) (*http.Request, error) {
 	var err error
@@ -3233,19 +4750,19 @@ func NewGetScreenInfoRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
-// NewPostDisplayInputActRequest calls the generic PostDisplayInputAct builder with application/json body
-func NewPostDisplayInputActRequest(server string, body PostDisplayInputActJSONRequestBody) (*http.Request, error) {
+// NewActOneRequest calls the generic ActOne builder with application/json body
+func NewActOneRequest(server string, body ActOneJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostDisplayInputActRequestWithBody(server, "application/json", bodyReader)
+	return NewActOneRequestWithBody(server, "application/json", bodyReader)
 }
 
-// NewPostDisplayInputActRequestWithBody constructs an http.Request for the PostDisplayInputAct method, with any body, and a specified content type
-func NewPostDisplayInputActRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+// NewActOneRequestWithBody constructs an http.Request for the ActOne method, with any body, and a specified content type
+func NewActOneRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3273,19 +4790,19 @@ func NewPostDisplayInputActRequestWithBody(server string, contentType string, bo
 	return req, nil
 }
 
-// NewPostDisplayInputBatchRequest calls the generic PostDisplayInputBatch builder with application/json body
-func NewPostDisplayInputBatchRequest(server string, body PostDisplayInputBatchJSONRequestBody) (*http.Request, error) {
+// NewRunBatchRequest calls the generic RunBatch builder with application/json body
+func NewRunBatchRequest(server string, body RunBatchJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostDisplayInputBatchRequestWithBody(server, "application/json", bodyReader)
+	return NewRunBatchRequestWithBody(server, "application/json", bodyReader)
 }
 
-// NewPostDisplayInputBatchRequestWithBody constructs an http.Request for the PostDisplayInputBatch method, with any body, and a specified content type
-func NewPostDisplayInputBatchRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+// NewRunBatchRequestWithBody constructs an http.Request for the RunBatch method, with any body, and a specified content type
+func NewRunBatchRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4074,8 +5591,245 @@ func NewPostDisplayMouseUpRequestWithBody(server string, contentType string, bod
 	return req, nil
 }
 
-// NewGetDisplayScreenshotsRequest constructs an http.Request for the GetDisplayScreenshots method
-func NewGetDisplayScreenshotsRequest(server string, params *GetDisplayScreenshotsParams) (*http.Request, error) {
+// NewListRecordingsRequest constructs an http.Request for the ListRecordings method
+func NewListRecordingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/recordings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStartRecordingRequest calls the generic StartRecording builder with application/json body
+func NewStartRecordingRequest(server string, body StartRecordingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartRecordingRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewStartRecordingRequestWithBody constructs an http.Request for the StartRecording method, with any body, and a specified content type
+func NewStartRecordingRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/recordings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteRecordingRequest constructs an http.Request for the DeleteRecording method
+func NewDeleteRecordingRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/recordings/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRecordingVideoRequest constructs an http.Request for the GetRecordingVideo method
+func NewGetRecordingVideoRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/recordings/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStopRecordingRequest constructs an http.Request for the StopRecording method
+func NewStopRecordingRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/recordings/%s/stop", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRecordingTimelineRequest constructs an http.Request for the GetRecordingTimeline method
+func NewGetRecordingTimelineRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/recordings/%s/timeline", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRecordingTimelineVTTRequest constructs an http.Request for the GetRecordingTimelineVTT method
+func NewGetRecordingTimelineVTTRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/recordings/%s/timeline.vtt", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTakeScreenshotRequest constructs an http.Request for the TakeScreenshot method
+func NewTakeScreenshotRequest(server string, params *TakeScreenshotParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4202,6 +5956,296 @@ func NewGetDisplayScreenshotsRequest(server string, params *GetDisplayScreenshot
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTakeMarkedScreenshotRequest constructs an http.Request for the TakeMarkedScreenshot method
+func NewTakeMarkedScreenshotRequest(server string, params *TakeMarkedScreenshotParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/screenshots/marked")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Scope != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scope", *params.Scope, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResumeAgentRequest constructs an http.Request for the ResumeAgent method
+func NewResumeAgentRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/takeover")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTakeoverRequest constructs an http.Request for the GetTakeover method
+func NewGetTakeoverRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/takeover")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPauseAgentRequest calls the generic PauseAgent builder with application/json body
+func NewPauseAgentRequest(server string, body PauseAgentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPauseAgentRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPauseAgentRequestWithBody constructs an http.Request for the PauseAgent method, with any body, and a specified content type
+func NewPauseAgentRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/takeover")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewOpenTakeoverViewRequest constructs an http.Request for the OpenTakeoverView method
+func NewOpenTakeoverViewRequest(server string, params *OpenTakeoverViewParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/vnc/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Mode != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "mode", *params.Mode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewConnectTakeoverRequest constructs an http.Request for the ConnectTakeover method
+func NewConnectTakeoverRequest(server string, params *ConnectTakeoverParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/vnc/websockify")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Mode != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "mode", *params.Mode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTakeoverAssetRequest constructs an http.Request for the GetTakeoverAsset method
+func NewGetTakeoverAssetRequest(server string, file string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "file", file, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/vnc/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4479,19 +6523,19 @@ func NewPostDisplayWindowResizeRequestWithBody(server string, contentType string
 	return req, nil
 }
 
-// NewPostDisplayWindowSearchRequest calls the generic PostDisplayWindowSearch builder with application/json body
-func NewPostDisplayWindowSearchRequest(server string, body PostDisplayWindowSearchJSONRequestBody) (*http.Request, error) {
+// NewSearchWindowsRequest calls the generic SearchWindows builder with application/json body
+func NewSearchWindowsRequest(server string, body SearchWindowsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostDisplayWindowSearchRequestWithBody(server, "application/json", bodyReader)
+	return NewSearchWindowsRequestWithBody(server, "application/json", bodyReader)
 }
 
-// NewPostDisplayWindowSearchRequestWithBody constructs an http.Request for the PostDisplayWindowSearch method, with any body, and a specified content type
-func NewPostDisplayWindowSearchRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+// NewSearchWindowsRequestWithBody constructs an http.Request for the SearchWindows method, with any body, and a specified content type
+func NewSearchWindowsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4782,14 +6826,86 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/display/ (the `DescribeDisplay` operationId).
 	DescribeDisplayWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DescribeDisplayResponse, error)
 
-	// GetDisplayClipboardWithResponse Read the clipboard
+	// GetAccessibilityTreeWithResponse Accessibility tree
 	//
-	// {"text"} from the CLIPBOARD selection (empty when nothing holds it). format=png (or image) answers the image bytes when the clipboard holds an image, else 404; the JSON answer adds has_image=true when it does, and targets=true lists the formats the owner offers.
+	// The AT-SPI2 tree of the active window (scope=active, default) or of every application on the accessibility bus (scope=all). Each node has an id, role, name, description, value, states, actions, screen bounds and children. depth limits the levels; role keeps the nodes of that role and their ancestors. When the window's application exposes no tree (an xterm, a program without accessibility), nodes is empty and reason says so. 503 ACCESSIBILITY_UNAVAILABLE when the service has no accessibility bus.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /api/v1/display/clipboard (the `GetDisplayClipboard` operationId).
-	GetDisplayClipboardWithResponse(ctx context.Context, params *GetDisplayClipboardParams, reqEditors ...RequestEditorFn) (*GetDisplayClipboardResponse, error)
+	// Corresponds with GET /api/v1/display/accessibility (the `GetAccessibilityTree` operationId).
+	GetAccessibilityTreeWithResponse(ctx context.Context, params *GetAccessibilityTreeParams, reqEditors ...RequestEditorFn) (*GetAccessibilityTreeResponse, error)
+
+	// SearchAccessibilityWithResponse Find accessible elements
+	//
+	// The elements whose role is role (exactly) and whose name contains name (case-insensitive), each without children, from every application (scope=all, default) or the active window.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/accessibility/search (the `SearchAccessibility` operationId).
+	SearchAccessibilityWithResponse(ctx context.Context, params *SearchAccessibilityParams, reqEditors ...RequestEditorFn) (*SearchAccessibilityResponse, error)
+
+	// InvokeElementActionWithBodyWithResponse Invoke an element's action
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. name is one of the element's actions; another name is 400 listing them.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/action (the `InvokeElementAction` operationId).
+	InvokeElementActionWithBodyWithResponse(ctx context.Context, elementId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InvokeElementActionResponse, error)
+
+	// InvokeElementActionWithResponse Invoke an element's action
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. name is one of the element's actions; another name is 400 listing them.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/action (the `InvokeElementAction` operationId).
+	InvokeElementActionWithResponse(ctx context.Context, elementId string, body InvokeElementActionJSONRequestBody, reqEditors ...RequestEditorFn) (*InvokeElementActionResponse, error)
+
+	// ClickElementWithResponse Click an element
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/click (the `ClickElement` operationId).
+	ClickElementWithResponse(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*ClickElementResponse, error)
+
+	// FocusElementWithResponse Focus an element
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/focus (the `FocusElement` operationId).
+	FocusElementWithResponse(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*FocusElementResponse, error)
+
+	// SetElementValueWithBodyWithResponse Set an element's value
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/set-value (the `SetElementValue` operationId).
+	SetElementValueWithBodyWithResponse(ctx context.Context, elementId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetElementValueResponse, error)
+
+	// SetElementValueWithResponse Set an element's value
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/set-value (the `SetElementValue` operationId).
+	SetElementValueWithResponse(ctx context.Context, elementId string, body SetElementValueJSONRequestBody, reqEditors ...RequestEditorFn) (*SetElementValueResponse, error)
+
+	// GetClipboardWithResponse Read the clipboard
+	//
+	// {"text"} from the CLIPBOARD selection (or PRIMARY with selection=primary; empty when nothing holds it); has_image=true when it holds an image, and targets=true lists the formats the owner offers. format=png (or image) answers 303 See Other to clipboard/image, which serves the image bytes.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/clipboard (the `GetClipboard` operationId).
+	GetClipboardWithResponse(ctx context.Context, params *GetClipboardParams, reqEditors ...RequestEditorFn) (*GetClipboardResponse, error)
 
 	// PostDisplayClipboardWithBodyWithResponse Set the clipboard
 	//
@@ -4809,6 +6925,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/display/clipboard (the `PostDisplayClipboard` operationId).
 	PostDisplayClipboardWithResponse(ctx context.Context, body PostDisplayClipboardJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayClipboardResponse, error)
 
+	// GetClipboardImageWithResponse The image on the clipboard
+	//
+	// The image bytes with their Content-Type when the selection holds an image, else 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/clipboard/image (the `GetClipboardImage` operationId).
+	GetClipboardImageWithResponse(ctx context.Context, params *GetClipboardImageParams, reqEditors ...RequestEditorFn) (*GetClipboardImageResponse, error)
+
 	// GetScreenInfoWithResponse Screen size and monitors
 	//
 	// width and height of the root window and each monitor (Xinerama heads, else RandR outputs, else the one screen).
@@ -4818,41 +6943,41 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/display/info (the `GetScreenInfo` operationId).
 	GetScreenInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetScreenInfoResponse, error)
 
-	// PostDisplayInputActWithBodyWithResponse Run one action
+	// ActOneWithBodyWithResponse Run one action
 	//
 	// One step in the batch format ({"action": ..., fields}): the action's name or alias and the fields of its own endpoint's body; a field the action does not take is 400. Answers the step result; a failing step is an error answer.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/display/input/act (the `PostDisplayInputAct` operationId).
-	PostDisplayInputActWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostDisplayInputActResponse, error)
+	// Corresponds with POST /api/v1/display/input/act (the `ActOne` operationId).
+	ActOneWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ActOneResponse, error)
 
-	// PostDisplayInputActWithResponse Run one action
+	// ActOneWithResponse Run one action
 	//
 	// One step in the batch format ({"action": ..., fields}): the action's name or alias and the fields of its own endpoint's body; a field the action does not take is 400. Answers the step result; a failing step is an error answer.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/display/input/act (the `PostDisplayInputAct` operationId).
-	PostDisplayInputActWithResponse(ctx context.Context, body PostDisplayInputActJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayInputActResponse, error)
+	// Corresponds with POST /api/v1/display/input/act (the `ActOne` operationId).
+	ActOneWithResponse(ctx context.Context, body ActOneJSONRequestBody, reqEditors ...RequestEditorFn) (*ActOneResponse, error)
 
-	// PostDisplayInputBatchWithBodyWithResponse Run a list of actions
+	// RunBatchWithBodyWithResponse Run a list of actions
 	//
 	// Each step is {"action": ..., fields} as for input/act. Every step is validated (fields, key names, screen bounds, regular expressions) before any step runs; an invalid batch is 400 naming steps[i].field. Steps then run in order and the batch stops at the first failure. A click followed by a key or type step waits (up to 500 ms) for the window manager to focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At most 1000 steps; input from other clients waits until it ends.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/display/input/batch (the `PostDisplayInputBatch` operationId).
-	PostDisplayInputBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostDisplayInputBatchResponse, error)
+	// Corresponds with POST /api/v1/display/input/batch (the `RunBatch` operationId).
+	RunBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunBatchResponse, error)
 
-	// PostDisplayInputBatchWithResponse Run a list of actions
+	// RunBatchWithResponse Run a list of actions
 	//
 	// Each step is {"action": ..., fields} as for input/act. Every step is validated (fields, key names, screen bounds, regular expressions) before any step runs; an invalid batch is 400 naming steps[i].field. Steps then run in order and the batch stops at the first failure. A click followed by a key or type step waits (up to 500 ms) for the window manager to focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At most 1000 steps; input from other clients waits until it ends.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/display/input/batch (the `PostDisplayInputBatch` operationId).
-	PostDisplayInputBatchWithResponse(ctx context.Context, body PostDisplayInputBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayInputBatchResponse, error)
+	// Corresponds with POST /api/v1/display/input/batch (the `RunBatch` operationId).
+	RunBatchWithResponse(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*RunBatchResponse, error)
 
 	// PostDisplayInputClickAtWithBodyWithResponse Move and click
 	//
@@ -5177,14 +7302,158 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/display/mouse/up (the `PostDisplayMouseUp` operationId).
 	PostDisplayMouseUpWithResponse(ctx context.Context, body PostDisplayMouseUpJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayMouseUpResponse, error)
 
-	// GetDisplayScreenshotsWithResponse Screenshot of the screen or a region
+	// ListRecordingsWithResponse List recordings
+	//
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. Newest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/recordings (the `ListRecordings` operationId).
+	ListRecordingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRecordingsResponse, error)
+
+	// StartRecordingWithBodyWithResponse Start recording the screen
+	//
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
+	StartRecordingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartRecordingResponse, error)
+
+	// StartRecordingWithResponse Start recording the screen
+	//
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
+	StartRecordingWithResponse(ctx context.Context, body StartRecordingJSONRequestBody, reqEditors ...RequestEditorFn) (*StartRecordingResponse, error)
+
+	// DeleteRecordingWithResponse Delete a recording
+	//
+	// Stops it if it records, then deletes its video and timeline.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/display/recordings/{id} (the `DeleteRecording` operationId).
+	DeleteRecordingWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*DeleteRecordingResponse, error)
+
+	// GetRecordingVideoWithResponse Download a recording
+	//
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. The video of a stopped recording; 409 while it records.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/recordings/{id} (the `GetRecordingVideo` operationId).
+	GetRecordingVideoWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetRecordingVideoResponse, error)
+
+	// StopRecordingWithResponse Stop a recording
+	//
+	// Asks ffmpeg to finish the file and answers once it has (the video is then complete).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/recordings/{id}/stop (the `StopRecording` operationId).
+	StopRecordingWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*StopRecordingResponse, error)
+
+	// GetRecordingTimelineWithResponse A recording's timeline
+	//
+	// Every display action taken while it recorded: offset_ms from the start, time, action, args as sent, the element for element actions, ok and error.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/recordings/{id}/timeline (the `GetRecordingTimeline` operationId).
+	GetRecordingTimelineWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetRecordingTimelineResponse, error)
+
+	// GetRecordingTimelineVTTWithResponse A recording's timeline as WebVTT
+	//
+	// The timeline as subtitles to play beside the video: each action is a cue from its moment to the next.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/recordings/{id}/timeline.vtt (the `GetRecordingTimelineVTT` operationId).
+	GetRecordingTimelineVTTWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetRecordingTimelineVTTResponse, error)
+
+	// TakeScreenshotWithResponse Screenshot of the screen or a region
 	//
 	// PNG (default) or JPEG bytes with their Content-Type. quality (1-100, default 80) applies to JPEG; PNG is always lossless. A region (x, y, width, height; x and y default to 0, width and height to the rest of the screen) must lie on the screen, else 400 OFF_SCREEN with the bounds. scale (0,1] shrinks with an area filter (coverage-weighted mean, alias-free). cursor=true draws the pointer in. Headers X-Image-Width and X-Image-Height give the size.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /api/v1/display/screenshots (the `GetDisplayScreenshots` operationId).
-	GetDisplayScreenshotsWithResponse(ctx context.Context, params *GetDisplayScreenshotsParams, reqEditors ...RequestEditorFn) (*GetDisplayScreenshotsResponse, error)
+	// Corresponds with GET /api/v1/display/screenshots (the `TakeScreenshot` operationId).
+	TakeScreenshotWithResponse(ctx context.Context, params *TakeScreenshotParams, reqEditors ...RequestEditorFn) (*TakeScreenshotResponse, error)
+
+	// TakeMarkedScreenshotWithResponse Screenshot with numbered elements
+	//
+	// The whole screen as PNG (base64 in image) with a numbered box over every visible interactive element of the active window (scope=active, default) or of every application, and marks mapping each number to the element's id and bounds: a model that answers "click 7" is served by POST accessibility/{element_id}/click. Interactive: showing and visible, with bounds on the screen, and an action or a role people act on (button, text field, check box, menu item, link, slider ...).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/screenshots/marked (the `TakeMarkedScreenshot` operationId).
+	TakeMarkedScreenshotWithResponse(ctx context.Context, params *TakeMarkedScreenshotParams, reqEditors ...RequestEditorFn) (*TakeMarkedScreenshotResponse, error)
+
+	// ResumeAgentWithResponse Resume the agent
+	//
+	// Ends the pause; while a person is still connected with control the agent's input stays refused.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/display/takeover (the `ResumeAgent` operationId).
+	ResumeAgentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ResumeAgentResponse, error)
+
+	// GetTakeoverWithResponse Who drives the desktop
+	//
+	// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. Whether the agent paused, and how many people drive or watch.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/takeover (the `GetTakeover` operationId).
+	GetTakeoverWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTakeoverResponse, error)
+
+	// PauseAgentWithBodyWithResponse Pause the agent for a person
+	//
+	// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. The agent asks a person to drive (reason says what for): its running input finishes, then its input routes answer 409 TAKEN_OVER until DELETE takeover.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/takeover (the `PauseAgent` operationId).
+	PauseAgentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseAgentResponse, error)
+
+	// PauseAgentWithResponse Pause the agent for a person
+	//
+	// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. The agent asks a person to drive (reason says what for): its running input finishes, then its input routes answer 409 TAKEN_OVER until DELETE takeover.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/takeover (the `PauseAgent` operationId).
+	PauseAgentWithResponse(ctx context.Context, body PauseAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseAgentResponse, error)
+
+	// OpenTakeoverViewWithResponse The takeover view
+	//
+	// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. Opens noVNC connected to vnc/websockify. mode=control (default) lets the person drive: the agent's running input finishes first, then every input route answers 409 TAKEN_OVER until they leave. mode=view only watches (x11vnc -viewonly).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/vnc/ (the `OpenTakeoverView` operationId).
+	OpenTakeoverViewWithResponse(ctx context.Context, params *OpenTakeoverViewParams, reqEditors ...RequestEditorFn) (*OpenTakeoverViewResponse, error)
+
+	// ConnectTakeoverWithResponse The takeover's VNC WebSocket
+	//
+	// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. RFB over a binary WebSocket between noVNC and x11vnc, in the mode asked.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/vnc/websockify (the `ConnectTakeover` operationId).
+	ConnectTakeoverWithResponse(ctx context.Context, params *ConnectTakeoverParams, reqEditors ...RequestEditorFn) (*ConnectTakeoverResponse, error)
+
+	// GetTakeoverAssetWithResponse A file of the noVNC client
+	//
+	// The files of Debian's noVNC client that the takeover page loads.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/vnc/{file} (the `GetTakeoverAsset` operationId).
+	GetTakeoverAssetWithResponse(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*GetTakeoverAssetResponse, error)
 
 	// GetActiveWindowWithResponse The active window
 	//
@@ -5303,23 +7572,23 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/display/window/resize (the `PostDisplayWindowResize` operationId).
 	PostDisplayWindowResizeWithResponse(ctx context.Context, body PostDisplayWindowResizeJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayWindowResizeResponse, error)
 
-	// PostDisplayWindowSearchWithBodyWithResponse Find windows
+	// SearchWindowsWithBodyWithResponse Find windows
 	//
 	// Windows whose title (name) and/or WM_CLASS (class) match Go regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/display/window/search (the `PostDisplayWindowSearch` operationId).
-	PostDisplayWindowSearchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostDisplayWindowSearchResponse, error)
+	// Corresponds with POST /api/v1/display/window/search (the `SearchWindows` operationId).
+	SearchWindowsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchWindowsResponse, error)
 
-	// PostDisplayWindowSearchWithResponse Find windows
+	// SearchWindowsWithResponse Find windows
 	//
 	// Windows whose title (name) and/or WM_CLASS (class) match Go regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/display/window/search (the `PostDisplayWindowSearch` operationId).
-	PostDisplayWindowSearchWithResponse(ctx context.Context, body PostDisplayWindowSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayWindowSearchResponse, error)
+	// Corresponds with POST /api/v1/display/window/search (the `SearchWindows` operationId).
+	SearchWindowsWithResponse(ctx context.Context, body SearchWindowsJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchWindowsResponse, error)
 
 	// GetWindowGeometryWithResponse A window's position and size
 	//
@@ -5427,32 +7696,32 @@ func (r DescribeDisplayResponse) ContentType() string {
 	return ""
 }
 
-type GetDisplayClipboardResponse struct {
+type GetAccessibilityTreeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ClipboardView
+	JSON200 *AccessibilityTree
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetDisplayClipboardResponse) GetJSON200() *ClipboardView {
+func (r GetAccessibilityTreeResponse) GetJSON200() *AccessibilityTree {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetDisplayClipboardResponse) GetJSONDefault() *Error {
+func (r GetAccessibilityTreeResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r GetDisplayClipboardResponse) GetBody() []byte {
+func (r GetAccessibilityTreeResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r GetDisplayClipboardResponse) Status() string {
+func (r GetAccessibilityTreeResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -5460,7 +7729,7 @@ func (r GetDisplayClipboardResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r GetDisplayClipboardResponse) StatusCode() int {
+func (r GetAccessibilityTreeResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -5468,7 +7737,309 @@ func (r GetDisplayClipboardResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetDisplayClipboardResponse) ContentType() string {
+func (r GetAccessibilityTreeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SearchAccessibilityResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AccessibilityTree
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchAccessibilityResponse) GetJSON200() *AccessibilityTree {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SearchAccessibilityResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchAccessibilityResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchAccessibilityResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchAccessibilityResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchAccessibilityResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type InvokeElementActionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ElementResult
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InvokeElementActionResponse) GetJSON200() *ElementResult {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r InvokeElementActionResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r InvokeElementActionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InvokeElementActionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InvokeElementActionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InvokeElementActionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ClickElementResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ElementResult
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ClickElementResponse) GetJSON200() *ElementResult {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ClickElementResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ClickElementResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ClickElementResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ClickElementResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ClickElementResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FocusElementResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ElementResult
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FocusElementResponse) GetJSON200() *ElementResult {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FocusElementResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r FocusElementResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FocusElementResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FocusElementResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FocusElementResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SetElementValueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ElementResult
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetElementValueResponse) GetJSON200() *ElementResult {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SetElementValueResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetElementValueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetElementValueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetElementValueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetElementValueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetClipboardResponse200Headers the declared response headers of an HTTP 200 response for GetClipboard
+type GetClipboardResponse200Headers struct {
+	Location *string
+}
+
+// GetClipboardResponse303Headers the declared response headers of an HTTP 303 response for GetClipboard
+type GetClipboardResponse303Headers struct {
+	Location *string
+}
+
+type GetClipboardResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ClipboardView
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetClipboardResponse200Headers
+	// Headers303 the parsed response headers for an HTTP 303 response
+	Headers303 *GetClipboardResponse303Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetClipboardResponse) GetJSON200() *ClipboardView {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetClipboardResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetClipboardResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetClipboardResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetClipboardResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetClipboardResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5523,6 +8094,54 @@ func (r PostDisplayClipboardResponse) ContentType() string {
 	return ""
 }
 
+// GetClipboardImageResponse200Headers the declared response headers of an HTTP 200 response for GetClipboardImage
+type GetClipboardImageResponse200Headers struct {
+	CacheControl *string
+}
+
+type GetClipboardImageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetClipboardImageResponse200Headers
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetClipboardImageResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetClipboardImageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetClipboardImageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetClipboardImageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetClipboardImageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetScreenInfoResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5571,7 +8190,7 @@ func (r GetScreenInfoResponse) ContentType() string {
 	return ""
 }
 
-type PostDisplayInputActResponse struct {
+type ActOneResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -5581,22 +8200,22 @@ type PostDisplayInputActResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostDisplayInputActResponse) GetJSON200() *StepResult {
+func (r ActOneResponse) GetJSON200() *StepResult {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostDisplayInputActResponse) GetJSONDefault() *Error {
+func (r ActOneResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r PostDisplayInputActResponse) GetBody() []byte {
+func (r ActOneResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r PostDisplayInputActResponse) Status() string {
+func (r ActOneResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -5604,7 +8223,7 @@ func (r PostDisplayInputActResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r PostDisplayInputActResponse) StatusCode() int {
+func (r ActOneResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -5612,14 +8231,14 @@ func (r PostDisplayInputActResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r PostDisplayInputActResponse) ContentType() string {
+func (r ActOneResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-type PostDisplayInputBatchResponse struct {
+type RunBatchResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -5629,22 +8248,22 @@ type PostDisplayInputBatchResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostDisplayInputBatchResponse) GetJSON200() *BatchResult {
+func (r RunBatchResponse) GetJSON200() *BatchResult {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostDisplayInputBatchResponse) GetJSONDefault() *Error {
+func (r RunBatchResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r PostDisplayInputBatchResponse) GetBody() []byte {
+func (r RunBatchResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r PostDisplayInputBatchResponse) Status() string {
+func (r RunBatchResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -5652,7 +8271,7 @@ func (r PostDisplayInputBatchResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r PostDisplayInputBatchResponse) StatusCode() int {
+func (r RunBatchResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -5660,7 +8279,7 @@ func (r PostDisplayInputBatchResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r PostDisplayInputBatchResponse) ContentType() string {
+func (r RunBatchResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6627,25 +9246,32 @@ func (r PostDisplayMouseUpResponse) ContentType() string {
 	return ""
 }
 
-type GetDisplayScreenshotsResponse struct {
+type ListRecordingsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Recording
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
 }
 
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRecordingsResponse) GetJSON200() *[]Recording {
+	return r.JSON200
+}
+
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetDisplayScreenshotsResponse) GetJSONDefault() *Error {
+func (r ListRecordingsResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r GetDisplayScreenshotsResponse) GetBody() []byte {
+func (r ListRecordingsResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r GetDisplayScreenshotsResponse) Status() string {
+func (r ListRecordingsResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -6653,7 +9279,7 @@ func (r GetDisplayScreenshotsResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r GetDisplayScreenshotsResponse) StatusCode() int {
+func (r ListRecordingsResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -6661,7 +9287,660 @@ func (r GetDisplayScreenshotsResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetDisplayScreenshotsResponse) ContentType() string {
+func (r ListRecordingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type StartRecordingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Recording
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r StartRecordingResponse) GetJSON201() *Recording {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StartRecordingResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StartRecordingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartRecordingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartRecordingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartRecordingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteRecordingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteRecordingResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteRecordingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteRecordingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteRecordingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteRecordingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRecordingVideoResponse200Headers the declared response headers of an HTTP 200 response for GetRecordingVideo
+type GetRecordingVideoResponse200Headers struct {
+	ContentDisposition *string
+}
+
+type GetRecordingVideoResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetRecordingVideoResponse200Headers
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetRecordingVideoResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRecordingVideoResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRecordingVideoResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRecordingVideoResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRecordingVideoResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type StopRecordingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Recording
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StopRecordingResponse) GetJSON200() *Recording {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StopRecordingResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StopRecordingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StopRecordingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StopRecordingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StopRecordingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetRecordingTimelineResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Timeline
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRecordingTimelineResponse) GetJSON200() *Timeline {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetRecordingTimelineResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRecordingTimelineResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRecordingTimelineResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRecordingTimelineResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRecordingTimelineResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetRecordingTimelineVTTResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetRecordingTimelineVTTResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRecordingTimelineVTTResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRecordingTimelineVTTResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRecordingTimelineVTTResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRecordingTimelineVTTResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TakeScreenshotResponse200Headers the declared response headers of an HTTP 200 response for TakeScreenshot
+type TakeScreenshotResponse200Headers struct {
+	CacheControl *string
+	XImageHeight *int
+	XImageWidth  *int
+}
+
+type TakeScreenshotResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TakeScreenshotResponse200Headers
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TakeScreenshotResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r TakeScreenshotResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TakeScreenshotResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TakeScreenshotResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TakeScreenshotResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type TakeMarkedScreenshotResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MarkedScreenshot
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TakeMarkedScreenshotResponse) GetJSON200() *MarkedScreenshot {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TakeMarkedScreenshotResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r TakeMarkedScreenshotResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TakeMarkedScreenshotResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TakeMarkedScreenshotResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TakeMarkedScreenshotResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ResumeAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Takeover
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeAgentResponse) GetJSON200() *Takeover {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ResumeAgentResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetTakeoverResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Takeover
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTakeoverResponse) GetJSON200() *Takeover {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetTakeoverResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTakeoverResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTakeoverResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTakeoverResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTakeoverResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PauseAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Takeover
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseAgentResponse) GetJSON200() *Takeover {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PauseAgentResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// OpenTakeoverViewResponse200Headers the declared response headers of an HTTP 200 response for OpenTakeoverView
+type OpenTakeoverViewResponse200Headers struct {
+	CacheControl *string
+}
+
+type OpenTakeoverViewResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *OpenTakeoverViewResponse200Headers
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r OpenTakeoverViewResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r OpenTakeoverViewResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OpenTakeoverViewResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OpenTakeoverViewResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OpenTakeoverViewResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ConnectTakeoverResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ConnectTakeoverResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ConnectTakeoverResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConnectTakeoverResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConnectTakeoverResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConnectTakeoverResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTakeoverAssetResponse200Headers the declared response headers of an HTTP 200 response for GetTakeoverAsset
+type GetTakeoverAssetResponse200Headers struct {
+	CacheControl *string
+}
+
+type GetTakeoverAssetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetTakeoverAssetResponse200Headers
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetTakeoverAssetResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTakeoverAssetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTakeoverAssetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTakeoverAssetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTakeoverAssetResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7004,7 +10283,7 @@ func (r PostDisplayWindowResizeResponse) ContentType() string {
 	return ""
 }
 
-type PostDisplayWindowSearchResponse struct {
+type SearchWindowsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -7014,22 +10293,22 @@ type PostDisplayWindowSearchResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostDisplayWindowSearchResponse) GetJSON200() *[]Window {
+func (r SearchWindowsResponse) GetJSON200() *[]Window {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostDisplayWindowSearchResponse) GetJSONDefault() *Error {
+func (r SearchWindowsResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r PostDisplayWindowSearchResponse) GetBody() []byte {
+func (r SearchWindowsResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r PostDisplayWindowSearchResponse) Status() string {
+func (r SearchWindowsResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -7037,7 +10316,7 @@ func (r PostDisplayWindowSearchResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r PostDisplayWindowSearchResponse) StatusCode() int {
+func (r SearchWindowsResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -7045,7 +10324,7 @@ func (r PostDisplayWindowSearchResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r PostDisplayWindowSearchResponse) ContentType() string {
+func (r SearchWindowsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7403,19 +10682,139 @@ func (c *ClientWithResponses) DescribeDisplayWithResponse(ctx context.Context, r
 	return ParseDescribeDisplayResponse(rsp)
 }
 
-// GetDisplayClipboardWithResponse Read the clipboard
+// GetAccessibilityTreeWithResponse Accessibility tree
 //
-// {"text"} from the CLIPBOARD selection (empty when nothing holds it). format=png (or image) answers the image bytes when the clipboard holds an image, else 404; the JSON answer adds has_image=true when it does, and targets=true lists the formats the owner offers.
+// The AT-SPI2 tree of the active window (scope=active, default) or of every application on the accessibility bus (scope=all). Each node has an id, role, name, description, value, states, actions, screen bounds and children. depth limits the levels; role keeps the nodes of that role and their ancestors. When the window's application exposes no tree (an xterm, a program without accessibility), nodes is empty and reason says so. 503 ACCESSIBILITY_UNAVAILABLE when the service has no accessibility bus.
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /api/v1/display/clipboard (the `GetDisplayClipboard` operationId).
-func (c *ClientWithResponses) GetDisplayClipboardWithResponse(ctx context.Context, params *GetDisplayClipboardParams, reqEditors ...RequestEditorFn) (*GetDisplayClipboardResponse, error) {
-	rsp, err := c.GetDisplayClipboard(ctx, params, reqEditors...)
+// Corresponds with GET /api/v1/display/accessibility (the `GetAccessibilityTree` operationId).
+func (c *ClientWithResponses) GetAccessibilityTreeWithResponse(ctx context.Context, params *GetAccessibilityTreeParams, reqEditors ...RequestEditorFn) (*GetAccessibilityTreeResponse, error) {
+	rsp, err := c.GetAccessibilityTree(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseGetDisplayClipboardResponse(rsp)
+	return ParseGetAccessibilityTreeResponse(rsp)
+}
+
+// SearchAccessibilityWithResponse Find accessible elements
+//
+// The elements whose role is role (exactly) and whose name contains name (case-insensitive), each without children, from every application (scope=all, default) or the active window.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/accessibility/search (the `SearchAccessibility` operationId).
+func (c *ClientWithResponses) SearchAccessibilityWithResponse(ctx context.Context, params *SearchAccessibilityParams, reqEditors ...RequestEditorFn) (*SearchAccessibilityResponse, error) {
+	rsp, err := c.SearchAccessibility(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchAccessibilityResponse(rsp)
+}
+
+// InvokeElementActionWithBodyWithResponse Invoke an element's action
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. name is one of the element's actions; another name is 400 listing them.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/action (the `InvokeElementAction` operationId).
+func (c *ClientWithResponses) InvokeElementActionWithBodyWithResponse(ctx context.Context, elementId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InvokeElementActionResponse, error) {
+	rsp, err := c.InvokeElementActionWithBody(ctx, elementId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInvokeElementActionResponse(rsp)
+}
+
+// InvokeElementActionWithResponse Invoke an element's action
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. name is one of the element's actions; another name is 400 listing them.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/action (the `InvokeElementAction` operationId).
+func (c *ClientWithResponses) InvokeElementActionWithResponse(ctx context.Context, elementId string, body InvokeElementActionJSONRequestBody, reqEditors ...RequestEditorFn) (*InvokeElementActionResponse, error) {
+	rsp, err := c.InvokeElementAction(ctx, elementId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInvokeElementActionResponse(rsp)
+}
+
+// ClickElementWithResponse Click an element
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/click (the `ClickElement` operationId).
+func (c *ClientWithResponses) ClickElementWithResponse(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*ClickElementResponse, error) {
+	rsp, err := c.ClickElement(ctx, elementId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClickElementResponse(rsp)
+}
+
+// FocusElementWithResponse Focus an element
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/focus (the `FocusElement` operationId).
+func (c *ClientWithResponses) FocusElementWithResponse(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*FocusElementResponse, error) {
+	rsp, err := c.FocusElement(ctx, elementId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFocusElementResponse(rsp)
+}
+
+// SetElementValueWithBodyWithResponse Set an element's value
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/set-value (the `SetElementValue` operationId).
+func (c *ClientWithResponses) SetElementValueWithBodyWithResponse(ctx context.Context, elementId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetElementValueResponse, error) {
+	rsp, err := c.SetElementValueWithBody(ctx, elementId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetElementValueResponse(rsp)
+}
+
+// SetElementValueWithResponse Set an element's value
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/set-value (the `SetElementValue` operationId).
+func (c *ClientWithResponses) SetElementValueWithResponse(ctx context.Context, elementId string, body SetElementValueJSONRequestBody, reqEditors ...RequestEditorFn) (*SetElementValueResponse, error) {
+	rsp, err := c.SetElementValue(ctx, elementId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetElementValueResponse(rsp)
+}
+
+// GetClipboardWithResponse Read the clipboard
+//
+// {"text"} from the CLIPBOARD selection (or PRIMARY with selection=primary; empty when nothing holds it); has_image=true when it holds an image, and targets=true lists the formats the owner offers. format=png (or image) answers 303 See Other to clipboard/image, which serves the image bytes.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/clipboard (the `GetClipboard` operationId).
+func (c *ClientWithResponses) GetClipboardWithResponse(ctx context.Context, params *GetClipboardParams, reqEditors ...RequestEditorFn) (*GetClipboardResponse, error) {
+	rsp, err := c.GetClipboard(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetClipboardResponse(rsp)
 }
 
 // PostDisplayClipboardWithBodyWithResponse Set the clipboard
@@ -7448,6 +10847,21 @@ func (c *ClientWithResponses) PostDisplayClipboardWithResponse(ctx context.Conte
 	return ParsePostDisplayClipboardResponse(rsp)
 }
 
+// GetClipboardImageWithResponse The image on the clipboard
+//
+// The image bytes with their Content-Type when the selection holds an image, else 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/clipboard/image (the `GetClipboardImage` operationId).
+func (c *ClientWithResponses) GetClipboardImageWithResponse(ctx context.Context, params *GetClipboardImageParams, reqEditors ...RequestEditorFn) (*GetClipboardImageResponse, error) {
+	rsp, err := c.GetClipboardImage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetClipboardImageResponse(rsp)
+}
+
 // GetScreenInfoWithResponse Screen size and monitors
 //
 // width and height of the root window and each monitor (Xinerama heads, else RandR outputs, else the one screen).
@@ -7463,64 +10877,64 @@ func (c *ClientWithResponses) GetScreenInfoWithResponse(ctx context.Context, req
 	return ParseGetScreenInfoResponse(rsp)
 }
 
-// PostDisplayInputActWithBodyWithResponse Run one action
+// ActOneWithBodyWithResponse Run one action
 //
 // One step in the batch format ({"action": ..., fields}): the action's name or alias and the fields of its own endpoint's body; a field the action does not take is 400. Answers the step result; a failing step is an error answer.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/display/input/act (the `PostDisplayInputAct` operationId).
-func (c *ClientWithResponses) PostDisplayInputActWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostDisplayInputActResponse, error) {
-	rsp, err := c.PostDisplayInputActWithBody(ctx, contentType, body, reqEditors...)
+// Corresponds with POST /api/v1/display/input/act (the `ActOne` operationId).
+func (c *ClientWithResponses) ActOneWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ActOneResponse, error) {
+	rsp, err := c.ActOneWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostDisplayInputActResponse(rsp)
+	return ParseActOneResponse(rsp)
 }
 
-// PostDisplayInputActWithResponse Run one action
+// ActOneWithResponse Run one action
 //
 // One step in the batch format ({"action": ..., fields}): the action's name or alias and the fields of its own endpoint's body; a field the action does not take is 400. Answers the step result; a failing step is an error answer.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/display/input/act (the `PostDisplayInputAct` operationId).
-func (c *ClientWithResponses) PostDisplayInputActWithResponse(ctx context.Context, body PostDisplayInputActJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayInputActResponse, error) {
-	rsp, err := c.PostDisplayInputAct(ctx, body, reqEditors...)
+// Corresponds with POST /api/v1/display/input/act (the `ActOne` operationId).
+func (c *ClientWithResponses) ActOneWithResponse(ctx context.Context, body ActOneJSONRequestBody, reqEditors ...RequestEditorFn) (*ActOneResponse, error) {
+	rsp, err := c.ActOne(ctx, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostDisplayInputActResponse(rsp)
+	return ParseActOneResponse(rsp)
 }
 
-// PostDisplayInputBatchWithBodyWithResponse Run a list of actions
+// RunBatchWithBodyWithResponse Run a list of actions
 //
 // Each step is {"action": ..., fields} as for input/act. Every step is validated (fields, key names, screen bounds, regular expressions) before any step runs; an invalid batch is 400 naming steps[i].field. Steps then run in order and the batch stops at the first failure. A click followed by a key or type step waits (up to 500 ms) for the window manager to focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At most 1000 steps; input from other clients waits until it ends.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/display/input/batch (the `PostDisplayInputBatch` operationId).
-func (c *ClientWithResponses) PostDisplayInputBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostDisplayInputBatchResponse, error) {
-	rsp, err := c.PostDisplayInputBatchWithBody(ctx, contentType, body, reqEditors...)
+// Corresponds with POST /api/v1/display/input/batch (the `RunBatch` operationId).
+func (c *ClientWithResponses) RunBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunBatchResponse, error) {
+	rsp, err := c.RunBatchWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostDisplayInputBatchResponse(rsp)
+	return ParseRunBatchResponse(rsp)
 }
 
-// PostDisplayInputBatchWithResponse Run a list of actions
+// RunBatchWithResponse Run a list of actions
 //
 // Each step is {"action": ..., fields} as for input/act. Every step is validated (fields, key names, screen bounds, regular expressions) before any step runs; an invalid batch is 400 naming steps[i].field. Steps then run in order and the batch stops at the first failure. A click followed by a key or type step waits (up to 500 ms) for the window manager to focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At most 1000 steps; input from other clients waits until it ends.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/display/input/batch (the `PostDisplayInputBatch` operationId).
-func (c *ClientWithResponses) PostDisplayInputBatchWithResponse(ctx context.Context, body PostDisplayInputBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayInputBatchResponse, error) {
-	rsp, err := c.PostDisplayInputBatch(ctx, body, reqEditors...)
+// Corresponds with POST /api/v1/display/input/batch (the `RunBatch` operationId).
+func (c *ClientWithResponses) RunBatchWithResponse(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*RunBatchResponse, error) {
+	rsp, err := c.RunBatch(ctx, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostDisplayInputBatchResponse(rsp)
+	return ParseRunBatchResponse(rsp)
 }
 
 // PostDisplayInputClickAtWithBodyWithResponse Move and click
@@ -8068,19 +11482,259 @@ func (c *ClientWithResponses) PostDisplayMouseUpWithResponse(ctx context.Context
 	return ParsePostDisplayMouseUpResponse(rsp)
 }
 
-// GetDisplayScreenshotsWithResponse Screenshot of the screen or a region
+// ListRecordingsWithResponse List recordings
+//
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. Newest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/recordings (the `ListRecordings` operationId).
+func (c *ClientWithResponses) ListRecordingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRecordingsResponse, error) {
+	rsp, err := c.ListRecordings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRecordingsResponse(rsp)
+}
+
+// StartRecordingWithBodyWithResponse Start recording the screen
+//
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
+func (c *ClientWithResponses) StartRecordingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartRecordingResponse, error) {
+	rsp, err := c.StartRecordingWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartRecordingResponse(rsp)
+}
+
+// StartRecordingWithResponse Start recording the screen
+//
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
+func (c *ClientWithResponses) StartRecordingWithResponse(ctx context.Context, body StartRecordingJSONRequestBody, reqEditors ...RequestEditorFn) (*StartRecordingResponse, error) {
+	rsp, err := c.StartRecording(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartRecordingResponse(rsp)
+}
+
+// DeleteRecordingWithResponse Delete a recording
+//
+// Stops it if it records, then deletes its video and timeline.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/display/recordings/{id} (the `DeleteRecording` operationId).
+func (c *ClientWithResponses) DeleteRecordingWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*DeleteRecordingResponse, error) {
+	rsp, err := c.DeleteRecording(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteRecordingResponse(rsp)
+}
+
+// GetRecordingVideoWithResponse Download a recording
+//
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. The video of a stopped recording; 409 while it records.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/recordings/{id} (the `GetRecordingVideo` operationId).
+func (c *ClientWithResponses) GetRecordingVideoWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetRecordingVideoResponse, error) {
+	rsp, err := c.GetRecordingVideo(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRecordingVideoResponse(rsp)
+}
+
+// StopRecordingWithResponse Stop a recording
+//
+// Asks ffmpeg to finish the file and answers once it has (the video is then complete).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/recordings/{id}/stop (the `StopRecording` operationId).
+func (c *ClientWithResponses) StopRecordingWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*StopRecordingResponse, error) {
+	rsp, err := c.StopRecording(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopRecordingResponse(rsp)
+}
+
+// GetRecordingTimelineWithResponse A recording's timeline
+//
+// Every display action taken while it recorded: offset_ms from the start, time, action, args as sent, the element for element actions, ok and error.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/recordings/{id}/timeline (the `GetRecordingTimeline` operationId).
+func (c *ClientWithResponses) GetRecordingTimelineWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetRecordingTimelineResponse, error) {
+	rsp, err := c.GetRecordingTimeline(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRecordingTimelineResponse(rsp)
+}
+
+// GetRecordingTimelineVTTWithResponse A recording's timeline as WebVTT
+//
+// The timeline as subtitles to play beside the video: each action is a cue from its moment to the next.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/recordings/{id}/timeline.vtt (the `GetRecordingTimelineVTT` operationId).
+func (c *ClientWithResponses) GetRecordingTimelineVTTWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetRecordingTimelineVTTResponse, error) {
+	rsp, err := c.GetRecordingTimelineVTT(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRecordingTimelineVTTResponse(rsp)
+}
+
+// TakeScreenshotWithResponse Screenshot of the screen or a region
 //
 // PNG (default) or JPEG bytes with their Content-Type. quality (1-100, default 80) applies to JPEG; PNG is always lossless. A region (x, y, width, height; x and y default to 0, width and height to the rest of the screen) must lie on the screen, else 400 OFF_SCREEN with the bounds. scale (0,1] shrinks with an area filter (coverage-weighted mean, alias-free). cursor=true draws the pointer in. Headers X-Image-Width and X-Image-Height give the size.
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /api/v1/display/screenshots (the `GetDisplayScreenshots` operationId).
-func (c *ClientWithResponses) GetDisplayScreenshotsWithResponse(ctx context.Context, params *GetDisplayScreenshotsParams, reqEditors ...RequestEditorFn) (*GetDisplayScreenshotsResponse, error) {
-	rsp, err := c.GetDisplayScreenshots(ctx, params, reqEditors...)
+// Corresponds with GET /api/v1/display/screenshots (the `TakeScreenshot` operationId).
+func (c *ClientWithResponses) TakeScreenshotWithResponse(ctx context.Context, params *TakeScreenshotParams, reqEditors ...RequestEditorFn) (*TakeScreenshotResponse, error) {
+	rsp, err := c.TakeScreenshot(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseGetDisplayScreenshotsResponse(rsp)
+	return ParseTakeScreenshotResponse(rsp)
+}
+
+// TakeMarkedScreenshotWithResponse Screenshot with numbered elements
+//
+// The whole screen as PNG (base64 in image) with a numbered box over every visible interactive element of the active window (scope=active, default) or of every application, and marks mapping each number to the element's id and bounds: a model that answers "click 7" is served by POST accessibility/{element_id}/click. Interactive: showing and visible, with bounds on the screen, and an action or a role people act on (button, text field, check box, menu item, link, slider ...).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/screenshots/marked (the `TakeMarkedScreenshot` operationId).
+func (c *ClientWithResponses) TakeMarkedScreenshotWithResponse(ctx context.Context, params *TakeMarkedScreenshotParams, reqEditors ...RequestEditorFn) (*TakeMarkedScreenshotResponse, error) {
+	rsp, err := c.TakeMarkedScreenshot(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTakeMarkedScreenshotResponse(rsp)
+}
+
+// ResumeAgentWithResponse Resume the agent
+//
+// Ends the pause; while a person is still connected with control the agent's input stays refused.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/display/takeover (the `ResumeAgent` operationId).
+func (c *ClientWithResponses) ResumeAgentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ResumeAgentResponse, error) {
+	rsp, err := c.ResumeAgent(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeAgentResponse(rsp)
+}
+
+// GetTakeoverWithResponse Who drives the desktop
+//
+// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. Whether the agent paused, and how many people drive or watch.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/takeover (the `GetTakeover` operationId).
+func (c *ClientWithResponses) GetTakeoverWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTakeoverResponse, error) {
+	rsp, err := c.GetTakeover(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTakeoverResponse(rsp)
+}
+
+// PauseAgentWithBodyWithResponse Pause the agent for a person
+//
+// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. The agent asks a person to drive (reason says what for): its running input finishes, then its input routes answer 409 TAKEN_OVER until DELETE takeover.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/takeover (the `PauseAgent` operationId).
+func (c *ClientWithResponses) PauseAgentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseAgentResponse, error) {
+	rsp, err := c.PauseAgentWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseAgentResponse(rsp)
+}
+
+// PauseAgentWithResponse Pause the agent for a person
+//
+// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. The agent asks a person to drive (reason says what for): its running input finishes, then its input routes answer 409 TAKEN_OVER until DELETE takeover.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/takeover (the `PauseAgent` operationId).
+func (c *ClientWithResponses) PauseAgentWithResponse(ctx context.Context, body PauseAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseAgentResponse, error) {
+	rsp, err := c.PauseAgent(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseAgentResponse(rsp)
+}
+
+// OpenTakeoverViewWithResponse The takeover view
+//
+// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. Opens noVNC connected to vnc/websockify. mode=control (default) lets the person drive: the agent's running input finishes first, then every input route answers 409 TAKEN_OVER until they leave. mode=view only watches (x11vnc -viewonly).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/vnc/ (the `OpenTakeoverView` operationId).
+func (c *ClientWithResponses) OpenTakeoverViewWithResponse(ctx context.Context, params *OpenTakeoverViewParams, reqEditors ...RequestEditorFn) (*OpenTakeoverViewResponse, error) {
+	rsp, err := c.OpenTakeoverView(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOpenTakeoverViewResponse(rsp)
+}
+
+// ConnectTakeoverWithResponse The takeover's VNC WebSocket
+//
+// Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. RFB over a binary WebSocket between noVNC and x11vnc, in the mode asked.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/vnc/websockify (the `ConnectTakeover` operationId).
+func (c *ClientWithResponses) ConnectTakeoverWithResponse(ctx context.Context, params *ConnectTakeoverParams, reqEditors ...RequestEditorFn) (*ConnectTakeoverResponse, error) {
+	rsp, err := c.ConnectTakeover(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConnectTakeoverResponse(rsp)
+}
+
+// GetTakeoverAssetWithResponse A file of the noVNC client
+//
+// The files of Debian's noVNC client that the takeover page loads.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/vnc/{file} (the `GetTakeoverAsset` operationId).
+func (c *ClientWithResponses) GetTakeoverAssetWithResponse(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*GetTakeoverAssetResponse, error) {
+	rsp, err := c.GetTakeoverAsset(ctx, file, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTakeoverAssetResponse(rsp)
 }
 
 // GetActiveWindowWithResponse The active window
@@ -8278,34 +11932,34 @@ func (c *ClientWithResponses) PostDisplayWindowResizeWithResponse(ctx context.Co
 	return ParsePostDisplayWindowResizeResponse(rsp)
 }
 
-// PostDisplayWindowSearchWithBodyWithResponse Find windows
+// SearchWindowsWithBodyWithResponse Find windows
 //
 // Windows whose title (name) and/or WM_CLASS (class) match Go regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/display/window/search (the `PostDisplayWindowSearch` operationId).
-func (c *ClientWithResponses) PostDisplayWindowSearchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostDisplayWindowSearchResponse, error) {
-	rsp, err := c.PostDisplayWindowSearchWithBody(ctx, contentType, body, reqEditors...)
+// Corresponds with POST /api/v1/display/window/search (the `SearchWindows` operationId).
+func (c *ClientWithResponses) SearchWindowsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchWindowsResponse, error) {
+	rsp, err := c.SearchWindowsWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostDisplayWindowSearchResponse(rsp)
+	return ParseSearchWindowsResponse(rsp)
 }
 
-// PostDisplayWindowSearchWithResponse Find windows
+// SearchWindowsWithResponse Find windows
 //
 // Windows whose title (name) and/or WM_CLASS (class) match Go regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/display/window/search (the `PostDisplayWindowSearch` operationId).
-func (c *ClientWithResponses) PostDisplayWindowSearchWithResponse(ctx context.Context, body PostDisplayWindowSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayWindowSearchResponse, error) {
-	rsp, err := c.PostDisplayWindowSearch(ctx, body, reqEditors...)
+// Corresponds with POST /api/v1/display/window/search (the `SearchWindows` operationId).
+func (c *ClientWithResponses) SearchWindowsWithResponse(ctx context.Context, body SearchWindowsJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchWindowsResponse, error) {
+	rsp, err := c.SearchWindows(ctx, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostDisplayWindowSearchResponse(rsp)
+	return ParseSearchWindowsResponse(rsp)
 }
 
 // GetWindowGeometryWithResponse A window's position and size
@@ -8440,22 +12094,22 @@ func ParseDescribeDisplayResponse(rsp *http.Response) (*DescribeDisplayResponse,
 	return response, nil
 }
 
-// ParseGetDisplayClipboardResponse parses an HTTP response from a GetDisplayClipboardWithResponse call
-func ParseGetDisplayClipboardResponse(rsp *http.Response) (*GetDisplayClipboardResponse, error) {
+// ParseGetAccessibilityTreeResponse parses an HTTP response from a GetAccessibilityTreeWithResponse call
+func ParseGetAccessibilityTreeResponse(rsp *http.Response) (*GetAccessibilityTreeResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &GetDisplayClipboardResponse{
+	response := &GetAccessibilityTreeResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ClipboardView
+		var dest AccessibilityTree
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -8468,6 +12122,230 @@ func ParseGetDisplayClipboardResponse(rsp *http.Response) (*GetDisplayClipboardR
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseSearchAccessibilityResponse parses an HTTP response from a SearchAccessibilityWithResponse call
+func ParseSearchAccessibilityResponse(rsp *http.Response) (*SearchAccessibilityResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchAccessibilityResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AccessibilityTree
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseInvokeElementActionResponse parses an HTTP response from a InvokeElementActionWithResponse call
+func ParseInvokeElementActionResponse(rsp *http.Response) (*InvokeElementActionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InvokeElementActionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ElementResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseClickElementResponse parses an HTTP response from a ClickElementWithResponse call
+func ParseClickElementResponse(rsp *http.Response) (*ClickElementResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ClickElementResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ElementResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseFocusElementResponse parses an HTTP response from a FocusElementWithResponse call
+func ParseFocusElementResponse(rsp *http.Response) (*FocusElementResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FocusElementResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ElementResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSetElementValueResponse parses an HTTP response from a SetElementValueWithResponse call
+func ParseSetElementValueResponse(rsp *http.Response) (*SetElementValueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetElementValueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ElementResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetClipboardResponse parses an HTTP response from a GetClipboardWithResponse call
+func ParseGetClipboardResponse(rsp *http.Response) (*GetClipboardResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetClipboardResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ClipboardView
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 303:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetClipboardResponse200Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 303:
+		var headers GetClipboardResponse303Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers303 = &headers
 	}
 
 	return response, nil
@@ -8506,6 +12384,45 @@ func ParsePostDisplayClipboardResponse(rsp *http.Response) (*PostDisplayClipboar
 	return response, nil
 }
 
+// ParseGetClipboardImageResponse parses an HTTP response from a GetClipboardImageWithResponse call
+func ParseGetClipboardImageResponse(rsp *http.Response) (*GetClipboardImageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetClipboardImageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetClipboardImageResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetScreenInfoResponse parses an HTTP response from a GetScreenInfoWithResponse call
 func ParseGetScreenInfoResponse(rsp *http.Response) (*GetScreenInfoResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -8539,15 +12456,15 @@ func ParseGetScreenInfoResponse(rsp *http.Response) (*GetScreenInfoResponse, err
 	return response, nil
 }
 
-// ParsePostDisplayInputActResponse parses an HTTP response from a PostDisplayInputActWithResponse call
-func ParsePostDisplayInputActResponse(rsp *http.Response) (*PostDisplayInputActResponse, error) {
+// ParseActOneResponse parses an HTTP response from a ActOneWithResponse call
+func ParseActOneResponse(rsp *http.Response) (*ActOneResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &PostDisplayInputActResponse{
+	response := &ActOneResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -8572,15 +12489,15 @@ func ParsePostDisplayInputActResponse(rsp *http.Response) (*PostDisplayInputActR
 	return response, nil
 }
 
-// ParsePostDisplayInputBatchResponse parses an HTTP response from a PostDisplayInputBatchWithResponse call
-func ParsePostDisplayInputBatchResponse(rsp *http.Response) (*PostDisplayInputBatchResponse, error) {
+// ParseRunBatchResponse parses an HTTP response from a RunBatchWithResponse call
+func ParseRunBatchResponse(rsp *http.Response) (*RunBatchResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &PostDisplayInputBatchResponse{
+	response := &RunBatchResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -9265,15 +13182,110 @@ func ParsePostDisplayMouseUpResponse(rsp *http.Response) (*PostDisplayMouseUpRes
 	return response, nil
 }
 
-// ParseGetDisplayScreenshotsResponse parses an HTTP response from a GetDisplayScreenshotsWithResponse call
-func ParseGetDisplayScreenshotsResponse(rsp *http.Response) (*GetDisplayScreenshotsResponse, error) {
+// ParseListRecordingsResponse parses an HTTP response from a ListRecordingsWithResponse call
+func ParseListRecordingsResponse(rsp *http.Response) (*ListRecordingsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &GetDisplayScreenshotsResponse{
+	response := &ListRecordingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Recording
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStartRecordingResponse parses an HTTP response from a StartRecordingWithResponse call
+func ParseStartRecordingResponse(rsp *http.Response) (*StartRecordingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartRecordingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Recording
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteRecordingResponse parses an HTTP response from a DeleteRecordingWithResponse call
+func ParseDeleteRecordingResponse(rsp *http.Response) (*DeleteRecordingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteRecordingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetRecordingVideoResponse parses an HTTP response from a GetRecordingVideoWithResponse call
+func ParseGetRecordingVideoResponse(rsp *http.Response) (*GetRecordingVideoResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRecordingVideoResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -9286,6 +13298,403 @@ func ParseGetDisplayScreenshotsResponse(rsp *http.Response) (*GetDisplayScreensh
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetRecordingVideoResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStopRecordingResponse parses an HTTP response from a StopRecordingWithResponse call
+func ParseStopRecordingResponse(rsp *http.Response) (*StopRecordingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StopRecordingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Recording
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetRecordingTimelineResponse parses an HTTP response from a GetRecordingTimelineWithResponse call
+func ParseGetRecordingTimelineResponse(rsp *http.Response) (*GetRecordingTimelineResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRecordingTimelineResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Timeline
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetRecordingTimelineVTTResponse parses an HTTP response from a GetRecordingTimelineVTTWithResponse call
+func ParseGetRecordingTimelineVTTResponse(rsp *http.Response) (*GetRecordingTimelineVTTResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRecordingTimelineVTTResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseTakeScreenshotResponse parses an HTTP response from a TakeScreenshotWithResponse call
+func ParseTakeScreenshotResponse(rsp *http.Response) (*TakeScreenshotResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TakeScreenshotResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TakeScreenshotResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Image-Height"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Image-Height", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XImageHeight = &value
+		}
+		if values := rsp.Header.Values("X-Image-Width"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Image-Width", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XImageWidth = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTakeMarkedScreenshotResponse parses an HTTP response from a TakeMarkedScreenshotWithResponse call
+func ParseTakeMarkedScreenshotResponse(rsp *http.Response) (*TakeMarkedScreenshotResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TakeMarkedScreenshotResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MarkedScreenshot
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseResumeAgentResponse parses an HTTP response from a ResumeAgentWithResponse call
+func ParseResumeAgentResponse(rsp *http.Response) (*ResumeAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Takeover
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetTakeoverResponse parses an HTTP response from a GetTakeoverWithResponse call
+func ParseGetTakeoverResponse(rsp *http.Response) (*GetTakeoverResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTakeoverResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Takeover
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePauseAgentResponse parses an HTTP response from a PauseAgentWithResponse call
+func ParsePauseAgentResponse(rsp *http.Response) (*PauseAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Takeover
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseOpenTakeoverViewResponse parses an HTTP response from a OpenTakeoverViewWithResponse call
+func ParseOpenTakeoverViewResponse(rsp *http.Response) (*OpenTakeoverViewResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OpenTakeoverViewResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers OpenTakeoverViewResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConnectTakeoverResponse parses an HTTP response from a ConnectTakeoverWithResponse call
+func ParseConnectTakeoverResponse(rsp *http.Response) (*ConnectTakeoverResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConnectTakeoverResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 101:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetTakeoverAssetResponse parses an HTTP response from a GetTakeoverAssetWithResponse call
+func ParseGetTakeoverAssetResponse(rsp *http.Response) (*GetTakeoverAssetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTakeoverAssetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetTakeoverAssetResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil
@@ -9522,15 +13931,15 @@ func ParsePostDisplayWindowResizeResponse(rsp *http.Response) (*PostDisplayWindo
 	return response, nil
 }
 
-// ParsePostDisplayWindowSearchResponse parses an HTTP response from a PostDisplayWindowSearchWithResponse call
-func ParsePostDisplayWindowSearchResponse(rsp *http.Response) (*PostDisplayWindowSearchResponse, error) {
+// ParseSearchWindowsResponse parses an HTTP response from a SearchWindowsWithResponse call
+func ParseSearchWindowsResponse(rsp *http.Response) (*SearchWindowsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &PostDisplayWindowSearchResponse{
+	response := &SearchWindowsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,22 +23,22 @@ import (
 
 // Defines values for EntryType.
 const (
-	Dir     EntryType = "dir"
-	File    EntryType = "file"
-	Other   EntryType = "other"
-	Symlink EntryType = "symlink"
+	EntryTypeDir     EntryType = "dir"
+	EntryTypeFile    EntryType = "file"
+	EntryTypeOther   EntryType = "other"
+	EntryTypeSymlink EntryType = "symlink"
 )
 
 // Valid indicates whether the value is a known member of the EntryType enum.
 func (e EntryType) Valid() bool {
 	switch e {
-	case Dir:
+	case EntryTypeDir:
 		return true
-	case File:
+	case EntryTypeFile:
 		return true
-	case Other:
+	case EntryTypeOther:
 		return true
-	case Symlink:
+	case EntryTypeSymlink:
 		return true
 	default:
 		return false
@@ -56,6 +57,102 @@ func (e DownloadArchiveParamsFormat) Valid() bool {
 	case TarGz:
 		return true
 	case Zip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadFile200JSONResponseBody0Type.
+const (
+	UploadFile200JSONResponseBody0TypeDir     UploadFile200JSONResponseBody0Type = "dir"
+	UploadFile200JSONResponseBody0TypeFile    UploadFile200JSONResponseBody0Type = "file"
+	UploadFile200JSONResponseBody0TypeOther   UploadFile200JSONResponseBody0Type = "other"
+	UploadFile200JSONResponseBody0TypeSymlink UploadFile200JSONResponseBody0Type = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the UploadFile200JSONResponseBody0Type enum.
+func (e UploadFile200JSONResponseBody0Type) Valid() bool {
+	switch e {
+	case UploadFile200JSONResponseBody0TypeDir:
+		return true
+	case UploadFile200JSONResponseBody0TypeFile:
+		return true
+	case UploadFile200JSONResponseBody0TypeOther:
+		return true
+	case UploadFile200JSONResponseBody0TypeSymlink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadFile200JSONResponseBody1Type.
+const (
+	UploadFile200JSONResponseBody1TypeDir     UploadFile200JSONResponseBody1Type = "dir"
+	UploadFile200JSONResponseBody1TypeFile    UploadFile200JSONResponseBody1Type = "file"
+	UploadFile200JSONResponseBody1TypeOther   UploadFile200JSONResponseBody1Type = "other"
+	UploadFile200JSONResponseBody1TypeSymlink UploadFile200JSONResponseBody1Type = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the UploadFile200JSONResponseBody1Type enum.
+func (e UploadFile200JSONResponseBody1Type) Valid() bool {
+	switch e {
+	case UploadFile200JSONResponseBody1TypeDir:
+		return true
+	case UploadFile200JSONResponseBody1TypeFile:
+		return true
+	case UploadFile200JSONResponseBody1TypeOther:
+		return true
+	case UploadFile200JSONResponseBody1TypeSymlink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadFile201JSONResponseBody0Type.
+const (
+	UploadFile201JSONResponseBody0TypeDir     UploadFile201JSONResponseBody0Type = "dir"
+	UploadFile201JSONResponseBody0TypeFile    UploadFile201JSONResponseBody0Type = "file"
+	UploadFile201JSONResponseBody0TypeOther   UploadFile201JSONResponseBody0Type = "other"
+	UploadFile201JSONResponseBody0TypeSymlink UploadFile201JSONResponseBody0Type = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the UploadFile201JSONResponseBody0Type enum.
+func (e UploadFile201JSONResponseBody0Type) Valid() bool {
+	switch e {
+	case UploadFile201JSONResponseBody0TypeDir:
+		return true
+	case UploadFile201JSONResponseBody0TypeFile:
+		return true
+	case UploadFile201JSONResponseBody0TypeOther:
+		return true
+	case UploadFile201JSONResponseBody0TypeSymlink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UploadFile201JSONResponseBody1Type.
+const (
+	UploadFile201JSONResponseBody1TypeDir     UploadFile201JSONResponseBody1Type = "dir"
+	UploadFile201JSONResponseBody1TypeFile    UploadFile201JSONResponseBody1Type = "file"
+	UploadFile201JSONResponseBody1TypeOther   UploadFile201JSONResponseBody1Type = "other"
+	UploadFile201JSONResponseBody1TypeSymlink UploadFile201JSONResponseBody1Type = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the UploadFile201JSONResponseBody1Type enum.
+func (e UploadFile201JSONResponseBody1Type) Valid() bool {
+	switch e {
+	case UploadFile201JSONResponseBody1TypeDir:
+		return true
+	case UploadFile201JSONResponseBody1TypeFile:
+		return true
+	case UploadFile201JSONResponseBody1TypeOther:
+		return true
+	case UploadFile201JSONResponseBody1TypeSymlink:
 		return true
 	default:
 		return false
@@ -310,6 +407,15 @@ type DownloadFileParams struct {
 
 	// Attachment add Content-Disposition: attachment (true, false, 1 or 0)
 	Attachment *bool `form:"attachment,omitempty" json:"attachment,omitempty"`
+
+	// IfNoneMatch ETags the client holds: a match answers 304
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+
+	// Range one range: bytes=a-b, bytes=a- or bytes=-n (several ranges get the whole file)
+	Range *string `json:"Range,omitempty"`
+
+	// IfRange the ETag the range is for: another ETag gets the whole file
+	IfRange *string `json:"If-Range,omitempty"`
 }
 
 // UploadFileParams defines parameters for UploadFile.
@@ -325,6 +431,160 @@ type UploadFileParams struct {
 
 	// Mode octal permission bits of the written file
 	Mode *string `form:"mode,omitempty" json:"mode,omitempty"`
+
+	// IfMatch the file's ETag as last read: the write happens only if it still holds
+	IfMatch *string `json:"If-Match,omitempty"`
+
+	// IfNoneMatch *: refuse to replace an existing file
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+
+	// ContentType multipart/form-data writes each file part to path/<filename>
+	ContentType *string `json:"Content-Type,omitempty"`
+
+	// ContentLength a body declared over --files-max-upload is refused before it is read
+	ContentLength *int `json:"Content-Length,omitempty"`
+}
+
+// UploadFile200JSONResponseBody0 defines parameters for UploadFile.
+type UploadFile200JSONResponseBody0 struct {
+	// Etag for regular files: the value If-Match and If-None-Match compare
+	Etag *string `json:"etag,omitempty"`
+	Gid  int     `json:"gid"`
+
+	// Group group name, or the gid when it has none
+	Group string `json:"group"`
+
+	// Mode permission bits in octal, e.g. 0644 (setuid, setgid and sticky included as 4000, 2000, 1000)
+	Mode     string    `json:"mode"`
+	Modified time.Time `json:"modified"`
+	Name     string    `json:"name"`
+
+	// Owner user name, or the uid when it has none
+	Owner string `json:"owner"`
+
+	// Path absolute within the root
+	Path string `json:"path"`
+
+	// Permissions ls -l style, e.g. -rw-r--r--
+	Permissions string `json:"permissions"`
+	Size        int    `json:"size"`
+
+	// SymlinkTarget where a symbolic link points, as stored in the link
+	SymlinkTarget *string                            `json:"symlink_target,omitempty"`
+	Type          UploadFile200JSONResponseBody0Type `json:"type"`
+	Uid           int                                `json:"uid"`
+}
+
+// UploadFile200JSONResponseBody0Type defines parameters for UploadFile.
+type UploadFile200JSONResponseBody0Type string
+
+// UploadFile200JSONResponseBody1 defines parameters for UploadFile.
+type UploadFile200JSONResponseBody1 = []struct {
+	// Etag for regular files: the value If-Match and If-None-Match compare
+	Etag *string `json:"etag,omitempty"`
+	Gid  int     `json:"gid"`
+
+	// Group group name, or the gid when it has none
+	Group string `json:"group"`
+
+	// Mode permission bits in octal, e.g. 0644 (setuid, setgid and sticky included as 4000, 2000, 1000)
+	Mode     string    `json:"mode"`
+	Modified time.Time `json:"modified"`
+	Name     string    `json:"name"`
+
+	// Owner user name, or the uid when it has none
+	Owner string `json:"owner"`
+
+	// Path absolute within the root
+	Path string `json:"path"`
+
+	// Permissions ls -l style, e.g. -rw-r--r--
+	Permissions string `json:"permissions"`
+	Size        int    `json:"size"`
+
+	// SymlinkTarget where a symbolic link points, as stored in the link
+	SymlinkTarget *string                            `json:"symlink_target,omitempty"`
+	Type          UploadFile200JSONResponseBody1Type `json:"type"`
+	Uid           int                                `json:"uid"`
+}
+
+// UploadFile200JSONResponseBody1Type defines parameters for UploadFile.
+type UploadFile200JSONResponseBody1Type string
+
+// UploadFile200JSONResponseBody defines parameters for UploadFile.
+type UploadFile200JSONResponseBody struct {
+	union json.RawMessage
+}
+
+// UploadFile201JSONResponseBody0 defines parameters for UploadFile.
+type UploadFile201JSONResponseBody0 struct {
+	// Etag for regular files: the value If-Match and If-None-Match compare
+	Etag *string `json:"etag,omitempty"`
+	Gid  int     `json:"gid"`
+
+	// Group group name, or the gid when it has none
+	Group string `json:"group"`
+
+	// Mode permission bits in octal, e.g. 0644 (setuid, setgid and sticky included as 4000, 2000, 1000)
+	Mode     string    `json:"mode"`
+	Modified time.Time `json:"modified"`
+	Name     string    `json:"name"`
+
+	// Owner user name, or the uid when it has none
+	Owner string `json:"owner"`
+
+	// Path absolute within the root
+	Path string `json:"path"`
+
+	// Permissions ls -l style, e.g. -rw-r--r--
+	Permissions string `json:"permissions"`
+	Size        int    `json:"size"`
+
+	// SymlinkTarget where a symbolic link points, as stored in the link
+	SymlinkTarget *string                            `json:"symlink_target,omitempty"`
+	Type          UploadFile201JSONResponseBody0Type `json:"type"`
+	Uid           int                                `json:"uid"`
+}
+
+// UploadFile201JSONResponseBody0Type defines parameters for UploadFile.
+type UploadFile201JSONResponseBody0Type string
+
+// UploadFile201JSONResponseBody1 defines parameters for UploadFile.
+type UploadFile201JSONResponseBody1 = []struct {
+	// Etag for regular files: the value If-Match and If-None-Match compare
+	Etag *string `json:"etag,omitempty"`
+	Gid  int     `json:"gid"`
+
+	// Group group name, or the gid when it has none
+	Group string `json:"group"`
+
+	// Mode permission bits in octal, e.g. 0644 (setuid, setgid and sticky included as 4000, 2000, 1000)
+	Mode     string    `json:"mode"`
+	Modified time.Time `json:"modified"`
+	Name     string    `json:"name"`
+
+	// Owner user name, or the uid when it has none
+	Owner string `json:"owner"`
+
+	// Path absolute within the root
+	Path string `json:"path"`
+
+	// Permissions ls -l style, e.g. -rw-r--r--
+	Permissions string `json:"permissions"`
+	Size        int    `json:"size"`
+
+	// SymlinkTarget where a symbolic link points, as stored in the link
+	SymlinkTarget *string                            `json:"symlink_target,omitempty"`
+	Type          UploadFile201JSONResponseBody1Type `json:"type"`
+	Uid           int                                `json:"uid"`
+}
+
+// UploadFile201JSONResponseBody1Type defines parameters for UploadFile.
+type UploadFile201JSONResponseBody1Type string
+
+// UploadFile201JSONResponseBody defines parameters for UploadFile.
+type UploadFile201JSONResponseBody struct {
+	union json.RawMessage
 }
 
 // SearchFilesParams defines parameters for SearchFiles.
@@ -367,6 +627,12 @@ type UploadTarParams struct {
 
 	// Gzip the body is gzip-compressed (true, false, 1 or 0)
 	Gzip *bool `form:"gzip,omitempty" json:"gzip,omitempty"`
+
+	// ContentEncoding gzip: the body is gzip-compressed
+	ContentEncoding *string `json:"Content-Encoding,omitempty"`
+
+	// ContentLength a body declared over --files-max-upload is refused before it is read
+	ContentLength *int `json:"Content-Length,omitempty"`
 }
 
 // AppendUploadParams defines parameters for AppendUpload.
@@ -385,6 +651,213 @@ type WatchFilesParams struct {
 
 	// Since replay events after this seq first
 	Since *int `form:"since,omitempty" json:"since,omitempty"`
+
+	// LastEventID the last seq received: resume after it (EventSource sends it on reconnect)
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
+// DavDeleteParams defines parameters for DavDelete.
+type DavDeleteParams struct {
+	// Depth PROPFIND: 0 or 1 on a collection (infinity, or none, is 403); COPY, LOCK: 0 or infinity
+	Depth *string `json:"Depth,omitempty"`
+
+	// Destination COPY, MOVE: the target's URL on this server
+	Destination *string `json:"Destination,omitempty"`
+
+	// Overwrite COPY, MOVE: F refuses to replace an existing target
+	Overwrite *string `json:"Overwrite,omitempty"`
+
+	// If lock tokens and entity tags the request is conditional on (RFC 4918 10.4)
+	If *string `json:"If,omitempty"`
+
+	// LockToken UNLOCK: the lock, as <token>
+	LockToken *string `json:"Lock-Token,omitempty"`
+
+	// Timeout LOCK: Second-N or Infinite; at most Second-3600 is granted
+	Timeout *string `json:"Timeout,omitempty"`
+
+	// IfMatch the resource's ETag as last read
+	IfMatch *string `json:"If-Match,omitempty"`
+
+	// IfNoneMatch GET: ETags the client holds (304); PUT: * refuses to replace
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+
+	// Range GET of a file: one range, as the REST download takes it
+	Range *string `json:"Range,omitempty"`
+
+	// IfRange GET of a file: the ETag the range is for
+	IfRange *string `json:"If-Range,omitempty"`
+
+	// Accept application/json first: errors as the service's JSON error instead of DAV:error
+	Accept *string `json:"Accept,omitempty"`
+
+	// ContentLength a PUT over --files-max-upload is refused before its body is read
+	ContentLength *int `json:"Content-Length,omitempty"`
+
+	// OCChecksum PUT: SHA1:<hex> or MD5:<hex> the content must have (ownCloud's header)
+	OCChecksum *string `json:"OC-Checksum,omitempty"`
+
+	// XOCMtime PUT: the file's modification time, seconds since 1970 (ownCloud's header)
+	XOCMtime *string `json:"X-OC-Mtime,omitempty"`
+
+	// XForwardedPrefix set by the agent's gateway: the prefix hrefs and Destination carry
+	XForwardedPrefix *string `json:"X-Forwarded-Prefix,omitempty"`
+
+	// XForwardedHost set by the agent's gateway: the host Destination names
+	XForwardedHost *string `json:"X-Forwarded-Host,omitempty"`
+}
+
+// DavGetParams defines parameters for DavGet.
+type DavGetParams struct {
+	// Depth PROPFIND: 0 or 1 on a collection (infinity, or none, is 403); COPY, LOCK: 0 or infinity
+	Depth *string `json:"Depth,omitempty"`
+
+	// Destination COPY, MOVE: the target's URL on this server
+	Destination *string `json:"Destination,omitempty"`
+
+	// Overwrite COPY, MOVE: F refuses to replace an existing target
+	Overwrite *string `json:"Overwrite,omitempty"`
+
+	// If lock tokens and entity tags the request is conditional on (RFC 4918 10.4)
+	If *string `json:"If,omitempty"`
+
+	// LockToken UNLOCK: the lock, as <token>
+	LockToken *string `json:"Lock-Token,omitempty"`
+
+	// Timeout LOCK: Second-N or Infinite; at most Second-3600 is granted
+	Timeout *string `json:"Timeout,omitempty"`
+
+	// IfMatch the resource's ETag as last read
+	IfMatch *string `json:"If-Match,omitempty"`
+
+	// IfNoneMatch GET: ETags the client holds (304); PUT: * refuses to replace
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+
+	// Range GET of a file: one range, as the REST download takes it
+	Range *string `json:"Range,omitempty"`
+
+	// IfRange GET of a file: the ETag the range is for
+	IfRange *string `json:"If-Range,omitempty"`
+
+	// Accept application/json first: errors as the service's JSON error instead of DAV:error
+	Accept *string `json:"Accept,omitempty"`
+
+	// ContentLength a PUT over --files-max-upload is refused before its body is read
+	ContentLength *int `json:"Content-Length,omitempty"`
+
+	// OCChecksum PUT: SHA1:<hex> or MD5:<hex> the content must have (ownCloud's header)
+	OCChecksum *string `json:"OC-Checksum,omitempty"`
+
+	// XOCMtime PUT: the file's modification time, seconds since 1970 (ownCloud's header)
+	XOCMtime *string `json:"X-OC-Mtime,omitempty"`
+
+	// XForwardedPrefix set by the agent's gateway: the prefix hrefs and Destination carry
+	XForwardedPrefix *string `json:"X-Forwarded-Prefix,omitempty"`
+
+	// XForwardedHost set by the agent's gateway: the host Destination names
+	XForwardedHost *string `json:"X-Forwarded-Host,omitempty"`
+}
+
+// DavOptionsParams defines parameters for DavOptions.
+type DavOptionsParams struct {
+	// Depth PROPFIND: 0 or 1 on a collection (infinity, or none, is 403); COPY, LOCK: 0 or infinity
+	Depth *string `json:"Depth,omitempty"`
+
+	// Destination COPY, MOVE: the target's URL on this server
+	Destination *string `json:"Destination,omitempty"`
+
+	// Overwrite COPY, MOVE: F refuses to replace an existing target
+	Overwrite *string `json:"Overwrite,omitempty"`
+
+	// If lock tokens and entity tags the request is conditional on (RFC 4918 10.4)
+	If *string `json:"If,omitempty"`
+
+	// LockToken UNLOCK: the lock, as <token>
+	LockToken *string `json:"Lock-Token,omitempty"`
+
+	// Timeout LOCK: Second-N or Infinite; at most Second-3600 is granted
+	Timeout *string `json:"Timeout,omitempty"`
+
+	// IfMatch the resource's ETag as last read
+	IfMatch *string `json:"If-Match,omitempty"`
+
+	// IfNoneMatch GET: ETags the client holds (304); PUT: * refuses to replace
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+
+	// Range GET of a file: one range, as the REST download takes it
+	Range *string `json:"Range,omitempty"`
+
+	// IfRange GET of a file: the ETag the range is for
+	IfRange *string `json:"If-Range,omitempty"`
+
+	// Accept application/json first: errors as the service's JSON error instead of DAV:error
+	Accept *string `json:"Accept,omitempty"`
+
+	// ContentLength a PUT over --files-max-upload is refused before its body is read
+	ContentLength *int `json:"Content-Length,omitempty"`
+
+	// OCChecksum PUT: SHA1:<hex> or MD5:<hex> the content must have (ownCloud's header)
+	OCChecksum *string `json:"OC-Checksum,omitempty"`
+
+	// XOCMtime PUT: the file's modification time, seconds since 1970 (ownCloud's header)
+	XOCMtime *string `json:"X-OC-Mtime,omitempty"`
+
+	// XForwardedPrefix set by the agent's gateway: the prefix hrefs and Destination carry
+	XForwardedPrefix *string `json:"X-Forwarded-Prefix,omitempty"`
+
+	// XForwardedHost set by the agent's gateway: the host Destination names
+	XForwardedHost *string `json:"X-Forwarded-Host,omitempty"`
+}
+
+// DavPutParams defines parameters for DavPut.
+type DavPutParams struct {
+	// Depth PROPFIND: 0 or 1 on a collection (infinity, or none, is 403); COPY, LOCK: 0 or infinity
+	Depth *string `json:"Depth,omitempty"`
+
+	// Destination COPY, MOVE: the target's URL on this server
+	Destination *string `json:"Destination,omitempty"`
+
+	// Overwrite COPY, MOVE: F refuses to replace an existing target
+	Overwrite *string `json:"Overwrite,omitempty"`
+
+	// If lock tokens and entity tags the request is conditional on (RFC 4918 10.4)
+	If *string `json:"If,omitempty"`
+
+	// LockToken UNLOCK: the lock, as <token>
+	LockToken *string `json:"Lock-Token,omitempty"`
+
+	// Timeout LOCK: Second-N or Infinite; at most Second-3600 is granted
+	Timeout *string `json:"Timeout,omitempty"`
+
+	// IfMatch the resource's ETag as last read
+	IfMatch *string `json:"If-Match,omitempty"`
+
+	// IfNoneMatch GET: ETags the client holds (304); PUT: * refuses to replace
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+
+	// Range GET of a file: one range, as the REST download takes it
+	Range *string `json:"Range,omitempty"`
+
+	// IfRange GET of a file: the ETag the range is for
+	IfRange *string `json:"If-Range,omitempty"`
+
+	// Accept application/json first: errors as the service's JSON error instead of DAV:error
+	Accept *string `json:"Accept,omitempty"`
+
+	// ContentLength a PUT over --files-max-upload is refused before its body is read
+	ContentLength *int `json:"Content-Length,omitempty"`
+
+	// OCChecksum PUT: SHA1:<hex> or MD5:<hex> the content must have (ownCloud's header)
+	OCChecksum *string `json:"OC-Checksum,omitempty"`
+
+	// XOCMtime PUT: the file's modification time, seconds since 1970 (ownCloud's header)
+	XOCMtime *string `json:"X-OC-Mtime,omitempty"`
+
+	// XForwardedPrefix set by the agent's gateway: the prefix hrefs and Destination carry
+	XForwardedPrefix *string `json:"X-Forwarded-Prefix,omitempty"`
+
+	// XForwardedHost set by the agent's gateway: the host Destination names
+	XForwardedHost *string `json:"X-Forwarded-Host,omitempty"`
 }
 
 // ChmodFileJSONRequestBody defines body for ChmodFile for application/json ContentType.
@@ -404,6 +877,130 @@ type MoveFileJSONRequestBody = MoveRequest
 
 // StartUploadJSONRequestBody defines body for StartUpload for application/json ContentType.
 type StartUploadJSONRequestBody = UploadRequest
+
+// AsUploadFile200JSONResponseBody0 returns the union data inside the UploadFile200JSONResponseBody as a UploadFile200JSONResponseBody0
+func (t UploadFile200JSONResponseBody) AsUploadFile200JSONResponseBody0() (UploadFile200JSONResponseBody0, error) {
+	var body UploadFile200JSONResponseBody0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUploadFile200JSONResponseBody0 overwrites any union data inside the UploadFile200JSONResponseBody as the provided UploadFile200JSONResponseBody0
+func (t *UploadFile200JSONResponseBody) FromUploadFile200JSONResponseBody0(v UploadFile200JSONResponseBody0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUploadFile200JSONResponseBody0 performs a merge with any union data inside the UploadFile200JSONResponseBody, using the provided UploadFile200JSONResponseBody0
+func (t *UploadFile200JSONResponseBody) MergeUploadFile200JSONResponseBody0(v UploadFile200JSONResponseBody0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUploadFile200JSONResponseBody1 returns the union data inside the UploadFile200JSONResponseBody as a UploadFile200JSONResponseBody1
+func (t UploadFile200JSONResponseBody) AsUploadFile200JSONResponseBody1() (UploadFile200JSONResponseBody1, error) {
+	var body UploadFile200JSONResponseBody1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUploadFile200JSONResponseBody1 overwrites any union data inside the UploadFile200JSONResponseBody as the provided UploadFile200JSONResponseBody1
+func (t *UploadFile200JSONResponseBody) FromUploadFile200JSONResponseBody1(v UploadFile200JSONResponseBody1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUploadFile200JSONResponseBody1 performs a merge with any union data inside the UploadFile200JSONResponseBody, using the provided UploadFile200JSONResponseBody1
+func (t *UploadFile200JSONResponseBody) MergeUploadFile200JSONResponseBody1(v UploadFile200JSONResponseBody1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t UploadFile200JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *UploadFile200JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsUploadFile201JSONResponseBody0 returns the union data inside the UploadFile201JSONResponseBody as a UploadFile201JSONResponseBody0
+func (t UploadFile201JSONResponseBody) AsUploadFile201JSONResponseBody0() (UploadFile201JSONResponseBody0, error) {
+	var body UploadFile201JSONResponseBody0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUploadFile201JSONResponseBody0 overwrites any union data inside the UploadFile201JSONResponseBody as the provided UploadFile201JSONResponseBody0
+func (t *UploadFile201JSONResponseBody) FromUploadFile201JSONResponseBody0(v UploadFile201JSONResponseBody0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUploadFile201JSONResponseBody0 performs a merge with any union data inside the UploadFile201JSONResponseBody, using the provided UploadFile201JSONResponseBody0
+func (t *UploadFile201JSONResponseBody) MergeUploadFile201JSONResponseBody0(v UploadFile201JSONResponseBody0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUploadFile201JSONResponseBody1 returns the union data inside the UploadFile201JSONResponseBody as a UploadFile201JSONResponseBody1
+func (t UploadFile201JSONResponseBody) AsUploadFile201JSONResponseBody1() (UploadFile201JSONResponseBody1, error) {
+	var body UploadFile201JSONResponseBody1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUploadFile201JSONResponseBody1 overwrites any union data inside the UploadFile201JSONResponseBody as the provided UploadFile201JSONResponseBody1
+func (t *UploadFile201JSONResponseBody) FromUploadFile201JSONResponseBody1(v UploadFile201JSONResponseBody1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUploadFile201JSONResponseBody1 performs a merge with any union data inside the UploadFile201JSONResponseBody, using the provided UploadFile201JSONResponseBody1
+func (t *UploadFile201JSONResponseBody) MergeUploadFile201JSONResponseBody1(v UploadFile201JSONResponseBody1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t UploadFile201JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *UploadFile201JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -550,12 +1147,14 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/files/content (the `DownloadFile` operationId).
 	DownloadFile(ctx context.Context, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UploadFile Upload a file (raw body or multipart form)
+	// UploadFileWithBody Upload a file (raw body or multipart form)
 	//
 	// A raw body becomes the file at path. A multipart/form-data body writes each file part to path/<part's filename> (path is then a directory) and answers the list of entries. The body is streamed to a temporary file beside the target, fsynced and renamed into place, so readers never see half a file and a failed upload leaves the old content; missing parents are created. If-Match with the file's ETag makes the write conditional (412 PRECONDITION_FAILED when the file changed; of two writers with the same ETag exactly one wins), If-None-Match: * refuses to replace. sha256 (hex) is checked before the rename (400 INVALID details sha256 on mismatch). A body over --files-max-upload answers 413. 201 for a new file, 200 when replaced; with overwrite=false an existing file answers 409 CONFLICT. mode defaults to the replaced file's, else 0644.
 	//
+	// Takes any type of body and a specified content type.
+	//
 	// Corresponds with PUT /api/v1/files/content (the `UploadFile` operationId).
-	UploadFile(ctx context.Context, params *UploadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadFileWithBody(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CopyFileWithBody Copy (directories recursively)
 	//
@@ -625,12 +1224,14 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/files/stat (the `StatFile` operationId).
 	StatFile(ctx context.Context, params *StatFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UploadTar Upload a directory as one tar stream
+	// UploadTarWithBody Upload a directory as one tar stream
 	//
 	// The body (tar, or tar.gz with gzip=true or Content-Encoding: gzip) is unpacked into path as it arrives; each file goes to a temporary name and is renamed, parents are created. Entries naming a path that climbs out (.., absolute) stop the upload with 403 OUTSIDE_ROOT; hard links, devices and fifos are skipped. Answers the number of files and bytes written.
 	//
+	// Takes any type of body and a specified content type.
+	//
 	// Corresponds with PUT /api/v1/files/tar (the `UploadTar` operationId).
-	UploadTar(ctx context.Context, params *UploadTarParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadTarWithBody(ctx context.Context, params *UploadTarParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartUploadWithBody Start a resumable upload
 	//
@@ -664,12 +1265,14 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/files/uploads/{id} (the `GetUpload` operationId).
 	GetUpload(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AppendUpload Append to a resumable upload
+	// AppendUploadWithBody Append to a resumable upload
 	//
 	// Upload-Offset (header) must equal the current offset, else 409 CONFLICT with the offset in details. The body is appended; a connection that breaks keeps what arrived. Bytes past the declared size answer 413. The answer carries the new offset and, when complete, the written entry.
 	//
+	// Takes any type of body and a specified content type.
+	//
 	// Corresponds with PATCH /api/v1/files/uploads/{id} (the `AppendUpload` operationId).
-	AppendUpload(ctx context.Context, id string, params *AppendUploadParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AppendUploadWithBody(ctx context.Context, id string, params *AppendUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WatchFiles Watch for changes (Server-Sent Events)
 	//
@@ -685,54 +1288,49 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/version (the `GetVersion` operationId).
 	GetVersion(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DavDelete WebDAV (class 1 and 2)
+	// DavDeleteWithBody Delete a resource
 	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	// A collection with everything in it; a link itself (dangling ones and ones leading out included), never what it points to.
+	//
+	// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	//
+	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with DELETE /dav/{path} (the `DavDelete` operationId).
-	DavDelete(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DavDeleteWithBody(ctx context.Context, path string, params *DavDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DavGet WebDAV (class 1 and 2)
+	// DavGetWithBody Download a file (a collection answers 405)
 	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	// Anything but a collection is the REST download (sendfile, ranges, ETag and If-None-Match, nosniff, the sandboxing Content-Security-Policy for types a browser could run). HEAD answers the same headers.
+	//
+	// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	//
+	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with GET /dav/{path} (the `DavGet` operationId).
-	DavGet(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DavGetWithBody(ctx context.Context, path string, params *DavGetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DavHead WebDAV (class 1 and 2)
+	// DavOptionsWithBody The methods a resource takes
 	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	// Allow lists them; DAV: 1, 2.
 	//
-	// Corresponds with HEAD /dav/{path} (the `DavHead` operationId).
-	DavHead(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// DavOptions WebDAV (class 1 and 2)
+	// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
 	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with OPTIONS /dav/{path} (the `DavOptions` operationId).
-	DavOptions(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DavOptionsWithBody(ctx context.Context, path string, params *DavOptionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DavPatch WebDAV (class 1 and 2)
+	// DavPutWithBody Write a file
 	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	// The body goes to a temporary file renamed into place (the old content stays when the upload fails). A new file gets 0666 less the agent's umask, a replaced one keeps its mode. OC-Checksum (SHA1:<hex> or MD5:<hex>, as rclone and the ownCloud clients send it) is checked before the rename: a mismatch is 400 INVALID with details OC-Checksum and leaves the old content. X-OC-Mtime (seconds) becomes the file's modification time, answered X-OC-Mtime: accepted.
 	//
-	// Corresponds with PATCH /dav/{path} (the `DavPatch` operationId).
-	DavPatch(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// DavPost WebDAV (class 1 and 2)
+	// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
 	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-	//
-	// Corresponds with POST /dav/{path} (the `DavPost` operationId).
-	DavPost(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// DavPut WebDAV (class 1 and 2)
-	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /dav/{path} (the `DavPut` operationId).
-	DavPut(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DavPutWithBody(ctx context.Context, path string, params *DavPutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealth Health record of this service
 	//
@@ -911,13 +1509,15 @@ func (c *Client) DownloadFile(ctx context.Context, params *DownloadFileParams, r
 	return c.Client.Do(req)
 }
 
-// UploadFile Upload a file (raw body or multipart form)
+// UploadFileWithBody Upload a file (raw body or multipart form)
 //
 // A raw body becomes the file at path. A multipart/form-data body writes each file part to path/<part's filename> (path is then a directory) and answers the list of entries. The body is streamed to a temporary file beside the target, fsynced and renamed into place, so readers never see half a file and a failed upload leaves the old content; missing parents are created. If-Match with the file's ETag makes the write conditional (412 PRECONDITION_FAILED when the file changed; of two writers with the same ETag exactly one wins), If-None-Match: * refuses to replace. sha256 (hex) is checked before the rename (400 INVALID details sha256 on mismatch). A body over --files-max-upload answers 413. 201 for a new file, 200 when replaced; with overwrite=false an existing file answers 409 CONFLICT. mode defaults to the replaced file's, else 0644.
 //
+// Takes any type of body and a specified content type.
+//
 // Corresponds with PUT /api/v1/files/content (the `UploadFile` operationId).
-func (c *Client) UploadFile(ctx context.Context, params *UploadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadFileRequest(c.Server, params)
+func (c *Client) UploadFileWithBody(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadFileRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1076,13 +1676,15 @@ func (c *Client) StatFile(ctx context.Context, params *StatFileParams, reqEditor
 	return c.Client.Do(req)
 }
 
-// UploadTar Upload a directory as one tar stream
+// UploadTarWithBody Upload a directory as one tar stream
 //
 // The body (tar, or tar.gz with gzip=true or Content-Encoding: gzip) is unpacked into path as it arrives; each file goes to a temporary name and is renamed, parents are created. Entries naming a path that climbs out (.., absolute) stop the upload with 403 OUTSIDE_ROOT; hard links, devices and fifos are skipped. Answers the number of files and bytes written.
 //
+// Takes any type of body and a specified content type.
+//
 // Corresponds with PUT /api/v1/files/tar (the `UploadTar` operationId).
-func (c *Client) UploadTar(ctx context.Context, params *UploadTarParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadTarRequest(c.Server, params)
+func (c *Client) UploadTarWithBody(ctx context.Context, params *UploadTarParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadTarRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1165,13 +1767,15 @@ func (c *Client) GetUpload(ctx context.Context, id string, reqEditors ...Request
 	return c.Client.Do(req)
 }
 
-// AppendUpload Append to a resumable upload
+// AppendUploadWithBody Append to a resumable upload
 //
 // Upload-Offset (header) must equal the current offset, else 409 CONFLICT with the offset in details. The body is appended; a connection that breaks keeps what arrived. Bytes past the declared size answer 413. The answer carries the new offset and, when complete, the written entry.
 //
+// Takes any type of body and a specified content type.
+//
 // Corresponds with PATCH /api/v1/files/uploads/{id} (the `AppendUpload` operationId).
-func (c *Client) AppendUpload(ctx context.Context, id string, params *AppendUploadParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAppendUploadRequest(c.Server, id, params)
+func (c *Client) AppendUploadWithBody(ctx context.Context, id string, params *AppendUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAppendUploadRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1216,13 +1820,17 @@ func (c *Client) GetVersion(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-// DavDelete WebDAV (class 1 and 2)
+// DavDeleteWithBody Delete a resource
 //
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+// A collection with everything in it; a link itself (dangling ones and ones leading out included), never what it points to.
+//
+// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+//
+// Takes any type of body and a specified content type.
 //
 // Corresponds with DELETE /dav/{path} (the `DavDelete` operationId).
-func (c *Client) DavDelete(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDavDeleteRequest(c.Server, path)
+func (c *Client) DavDeleteWithBody(ctx context.Context, path string, params *DavDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDavDeleteRequestWithBody(c.Server, path, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1233,13 +1841,17 @@ func (c *Client) DavDelete(ctx context.Context, path string, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-// DavGet WebDAV (class 1 and 2)
+// DavGetWithBody Download a file (a collection answers 405)
 //
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+// Anything but a collection is the REST download (sendfile, ranges, ETag and If-None-Match, nosniff, the sandboxing Content-Security-Policy for types a browser could run). HEAD answers the same headers.
+//
+// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+//
+// Takes any type of body and a specified content type.
 //
 // Corresponds with GET /dav/{path} (the `DavGet` operationId).
-func (c *Client) DavGet(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDavGetRequest(c.Server, path)
+func (c *Client) DavGetWithBody(ctx context.Context, path string, params *DavGetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDavGetRequestWithBody(c.Server, path, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1250,30 +1862,17 @@ func (c *Client) DavGet(ctx context.Context, path string, reqEditors ...RequestE
 	return c.Client.Do(req)
 }
 
-// DavHead WebDAV (class 1 and 2)
+// DavOptionsWithBody The methods a resource takes
 //
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+// Allow lists them; DAV: 1, 2.
 //
-// Corresponds with HEAD /dav/{path} (the `DavHead` operationId).
-func (c *Client) DavHead(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDavHeadRequest(c.Server, path)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// DavOptions WebDAV (class 1 and 2)
+// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
 //
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+// Takes any type of body and a specified content type.
 //
 // Corresponds with OPTIONS /dav/{path} (the `DavOptions` operationId).
-func (c *Client) DavOptions(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDavOptionsRequest(c.Server, path)
+func (c *Client) DavOptionsWithBody(ctx context.Context, path string, params *DavOptionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDavOptionsRequestWithBody(c.Server, path, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1284,47 +1883,17 @@ func (c *Client) DavOptions(ctx context.Context, path string, reqEditors ...Requ
 	return c.Client.Do(req)
 }
 
-// DavPatch WebDAV (class 1 and 2)
+// DavPutWithBody Write a file
 //
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+// The body goes to a temporary file renamed into place (the old content stays when the upload fails). A new file gets 0666 less the agent's umask, a replaced one keeps its mode. OC-Checksum (SHA1:<hex> or MD5:<hex>, as rclone and the ownCloud clients send it) is checked before the rename: a mismatch is 400 INVALID with details OC-Checksum and leaves the old content. X-OC-Mtime (seconds) becomes the file's modification time, answered X-OC-Mtime: accepted.
 //
-// Corresponds with PATCH /dav/{path} (the `DavPatch` operationId).
-func (c *Client) DavPatch(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDavPatchRequest(c.Server, path)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// DavPost WebDAV (class 1 and 2)
+// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
 //
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-//
-// Corresponds with POST /dav/{path} (the `DavPost` operationId).
-func (c *Client) DavPost(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDavPostRequest(c.Server, path)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// DavPut WebDAV (class 1 and 2)
-//
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+// Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /dav/{path} (the `DavPut` operationId).
-func (c *Client) DavPut(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDavPutRequest(c.Server, path)
+func (c *Client) DavPutWithBody(ctx context.Context, path string, params *DavPutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDavPutRequestWithBody(c.Server, path, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1779,11 +2348,48 @@ func NewDownloadFileRequest(server string, params *DownloadFileParams) (*http.Re
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.Range != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam1)
+		}
+
+		if params.IfRange != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "If-Range", *params.IfRange, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Range", headerParam2)
+		}
+
+	}
+
 	return req, nil
 }
 
-// NewUploadFileRequest constructs an http.Request for the UploadFile method
-func NewUploadFileRequest(server string, params *UploadFileParams) (*http.Request, error) {
+// NewUploadFileRequestWithBody constructs an http.Request for the UploadFile method, with any body, and a specified content type
+func NewUploadFileRequestWithBody(server string, params *UploadFileParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -1860,9 +2466,59 @@ func NewUploadFileRequest(server string, params *UploadFileParams) (*http.Reques
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
-	req, err := http.NewRequest(http.MethodPut, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
+		}
+
+		if params.ContentType != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Content-Type", *params.ContentType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Type", headerParam2)
+		}
+
+		if params.ContentLength != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "Content-Length", *params.ContentLength, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Length", headerParam3)
+		}
+
 	}
 
 	return req, nil
@@ -2172,8 +2828,8 @@ func NewStatFileRequest(server string, params *StatFileParams) (*http.Request, e
 	return req, nil
 }
 
-// NewUploadTarRequest constructs an http.Request for the UploadTar method
-func NewUploadTarRequest(server string, params *UploadTarParams) (*http.Request, error) {
+// NewUploadTarRequestWithBody constructs an http.Request for the UploadTar method, with any body, and a specified content type
+func NewUploadTarRequestWithBody(server string, params *UploadTarParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2226,9 +2882,37 @@ func NewUploadTarRequest(server string, params *UploadTarParams) (*http.Request,
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
-	req, err := http.NewRequest(http.MethodPut, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ContentEncoding != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Content-Encoding", *params.ContentEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Encoding", headerParam0)
+		}
+
+		if params.ContentLength != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Content-Length", *params.ContentLength, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Length", headerParam1)
+		}
+
 	}
 
 	return req, nil
@@ -2342,8 +3026,8 @@ func NewGetUploadRequest(server string, id string) (*http.Request, error) {
 	return req, nil
 }
 
-// NewAppendUploadRequest constructs an http.Request for the AppendUpload method
-func NewAppendUploadRequest(server string, id string, params *AppendUploadParams) (*http.Request, error) {
+// NewAppendUploadRequestWithBody constructs an http.Request for the AppendUpload method, with any body, and a specified content type
+func NewAppendUploadRequestWithBody(server string, id string, params *AppendUploadParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2368,10 +3052,12 @@ func NewAppendUploadRequest(server string, id string, params *AppendUploadParams
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -2460,6 +3146,21 @@ func NewWatchFilesRequest(server string, params *WatchFilesParams) (*http.Reques
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -2490,8 +3191,8 @@ func NewGetVersionRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
-// NewDavDeleteRequest constructs an http.Request for the DavDelete method
-func NewDavDeleteRequest(server string, path string) (*http.Request, error) {
+// NewDavDeleteRequestWithBody constructs an http.Request for the DavDelete method, with any body, and a specified content type
+func NewDavDeleteRequestWithBody(server string, path string, params *DavDeleteParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2516,16 +3217,198 @@ func NewDavDeleteRequest(server string, path string) (*http.Request, error) {
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), body)
 	if err != nil {
 		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Depth != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Depth", *params.Depth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Depth", headerParam0)
+		}
+
+		if params.Destination != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Destination", *params.Destination, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Destination", headerParam1)
+		}
+
+		if params.Overwrite != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Overwrite", *params.Overwrite, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Overwrite", headerParam2)
+		}
+
+		if params.If != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "If", *params.If, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If", headerParam3)
+		}
+
+		if params.LockToken != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Lock-Token", *params.LockToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Lock-Token", headerParam4)
+		}
+
+		if params.Timeout != nil {
+			var headerParam5 string
+
+			headerParam5, err = runtime.StyleParamWithOptions("simple", false, "Timeout", *params.Timeout, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Timeout", headerParam5)
+		}
+
+		if params.IfMatch != nil {
+			var headerParam6 string
+
+			headerParam6, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam6)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam7 string
+
+			headerParam7, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam7)
+		}
+
+		if params.Range != nil {
+			var headerParam8 string
+
+			headerParam8, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam8)
+		}
+
+		if params.IfRange != nil {
+			var headerParam9 string
+
+			headerParam9, err = runtime.StyleParamWithOptions("simple", false, "If-Range", *params.IfRange, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Range", headerParam9)
+		}
+
+		if params.Accept != nil {
+			var headerParam10 string
+
+			headerParam10, err = runtime.StyleParamWithOptions("simple", false, "Accept", *params.Accept, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept", headerParam10)
+		}
+
+		if params.ContentLength != nil {
+			var headerParam11 string
+
+			headerParam11, err = runtime.StyleParamWithOptions("simple", false, "Content-Length", *params.ContentLength, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Length", headerParam11)
+		}
+
+		if params.OCChecksum != nil {
+			var headerParam12 string
+
+			headerParam12, err = runtime.StyleParamWithOptions("simple", false, "OC-Checksum", *params.OCChecksum, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("OC-Checksum", headerParam12)
+		}
+
+		if params.XOCMtime != nil {
+			var headerParam13 string
+
+			headerParam13, err = runtime.StyleParamWithOptions("simple", false, "X-OC-Mtime", *params.XOCMtime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-OC-Mtime", headerParam13)
+		}
+
+		if params.XForwardedPrefix != nil {
+			var headerParam14 string
+
+			headerParam14, err = runtime.StyleParamWithOptions("simple", false, "X-Forwarded-Prefix", *params.XForwardedPrefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Forwarded-Prefix", headerParam14)
+		}
+
+		if params.XForwardedHost != nil {
+			var headerParam15 string
+
+			headerParam15, err = runtime.StyleParamWithOptions("simple", false, "X-Forwarded-Host", *params.XForwardedHost, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Forwarded-Host", headerParam15)
+		}
+
 	}
 
 	return req, nil
 }
 
-// NewDavGetRequest constructs an http.Request for the DavGet method
-func NewDavGetRequest(server string, path string) (*http.Request, error) {
+// NewDavGetRequestWithBody constructs an http.Request for the DavGet method, with any body, and a specified content type
+func NewDavGetRequestWithBody(server string, path string, params *DavGetParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2550,16 +3433,198 @@ func NewDavGetRequest(server string, path string) (*http.Request, error) {
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), body)
 	if err != nil {
 		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Depth != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Depth", *params.Depth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Depth", headerParam0)
+		}
+
+		if params.Destination != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Destination", *params.Destination, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Destination", headerParam1)
+		}
+
+		if params.Overwrite != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Overwrite", *params.Overwrite, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Overwrite", headerParam2)
+		}
+
+		if params.If != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "If", *params.If, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If", headerParam3)
+		}
+
+		if params.LockToken != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Lock-Token", *params.LockToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Lock-Token", headerParam4)
+		}
+
+		if params.Timeout != nil {
+			var headerParam5 string
+
+			headerParam5, err = runtime.StyleParamWithOptions("simple", false, "Timeout", *params.Timeout, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Timeout", headerParam5)
+		}
+
+		if params.IfMatch != nil {
+			var headerParam6 string
+
+			headerParam6, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam6)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam7 string
+
+			headerParam7, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam7)
+		}
+
+		if params.Range != nil {
+			var headerParam8 string
+
+			headerParam8, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam8)
+		}
+
+		if params.IfRange != nil {
+			var headerParam9 string
+
+			headerParam9, err = runtime.StyleParamWithOptions("simple", false, "If-Range", *params.IfRange, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Range", headerParam9)
+		}
+
+		if params.Accept != nil {
+			var headerParam10 string
+
+			headerParam10, err = runtime.StyleParamWithOptions("simple", false, "Accept", *params.Accept, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept", headerParam10)
+		}
+
+		if params.ContentLength != nil {
+			var headerParam11 string
+
+			headerParam11, err = runtime.StyleParamWithOptions("simple", false, "Content-Length", *params.ContentLength, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Length", headerParam11)
+		}
+
+		if params.OCChecksum != nil {
+			var headerParam12 string
+
+			headerParam12, err = runtime.StyleParamWithOptions("simple", false, "OC-Checksum", *params.OCChecksum, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("OC-Checksum", headerParam12)
+		}
+
+		if params.XOCMtime != nil {
+			var headerParam13 string
+
+			headerParam13, err = runtime.StyleParamWithOptions("simple", false, "X-OC-Mtime", *params.XOCMtime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-OC-Mtime", headerParam13)
+		}
+
+		if params.XForwardedPrefix != nil {
+			var headerParam14 string
+
+			headerParam14, err = runtime.StyleParamWithOptions("simple", false, "X-Forwarded-Prefix", *params.XForwardedPrefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Forwarded-Prefix", headerParam14)
+		}
+
+		if params.XForwardedHost != nil {
+			var headerParam15 string
+
+			headerParam15, err = runtime.StyleParamWithOptions("simple", false, "X-Forwarded-Host", *params.XForwardedHost, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Forwarded-Host", headerParam15)
+		}
+
 	}
 
 	return req, nil
 }
 
-// NewDavHeadRequest constructs an http.Request for the DavHead method
-func NewDavHeadRequest(server string, path string) (*http.Request, error) {
+// NewDavOptionsRequestWithBody constructs an http.Request for the DavOptions method, with any body, and a specified content type
+func NewDavOptionsRequestWithBody(server string, path string, params *DavOptionsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2584,16 +3649,198 @@ func NewDavHeadRequest(server string, path string) (*http.Request, error) {
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), body)
 	if err != nil {
 		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Depth != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Depth", *params.Depth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Depth", headerParam0)
+		}
+
+		if params.Destination != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Destination", *params.Destination, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Destination", headerParam1)
+		}
+
+		if params.Overwrite != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Overwrite", *params.Overwrite, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Overwrite", headerParam2)
+		}
+
+		if params.If != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "If", *params.If, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If", headerParam3)
+		}
+
+		if params.LockToken != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Lock-Token", *params.LockToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Lock-Token", headerParam4)
+		}
+
+		if params.Timeout != nil {
+			var headerParam5 string
+
+			headerParam5, err = runtime.StyleParamWithOptions("simple", false, "Timeout", *params.Timeout, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Timeout", headerParam5)
+		}
+
+		if params.IfMatch != nil {
+			var headerParam6 string
+
+			headerParam6, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam6)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam7 string
+
+			headerParam7, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam7)
+		}
+
+		if params.Range != nil {
+			var headerParam8 string
+
+			headerParam8, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam8)
+		}
+
+		if params.IfRange != nil {
+			var headerParam9 string
+
+			headerParam9, err = runtime.StyleParamWithOptions("simple", false, "If-Range", *params.IfRange, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Range", headerParam9)
+		}
+
+		if params.Accept != nil {
+			var headerParam10 string
+
+			headerParam10, err = runtime.StyleParamWithOptions("simple", false, "Accept", *params.Accept, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept", headerParam10)
+		}
+
+		if params.ContentLength != nil {
+			var headerParam11 string
+
+			headerParam11, err = runtime.StyleParamWithOptions("simple", false, "Content-Length", *params.ContentLength, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Length", headerParam11)
+		}
+
+		if params.OCChecksum != nil {
+			var headerParam12 string
+
+			headerParam12, err = runtime.StyleParamWithOptions("simple", false, "OC-Checksum", *params.OCChecksum, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("OC-Checksum", headerParam12)
+		}
+
+		if params.XOCMtime != nil {
+			var headerParam13 string
+
+			headerParam13, err = runtime.StyleParamWithOptions("simple", false, "X-OC-Mtime", *params.XOCMtime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-OC-Mtime", headerParam13)
+		}
+
+		if params.XForwardedPrefix != nil {
+			var headerParam14 string
+
+			headerParam14, err = runtime.StyleParamWithOptions("simple", false, "X-Forwarded-Prefix", *params.XForwardedPrefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Forwarded-Prefix", headerParam14)
+		}
+
+		if params.XForwardedHost != nil {
+			var headerParam15 string
+
+			headerParam15, err = runtime.StyleParamWithOptions("simple", false, "X-Forwarded-Host", *params.XForwardedHost, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Forwarded-Host", headerParam15)
+		}
+
 	}
 
 	return req, nil
 }
 
-// NewDavOptionsRequest constructs an http.Request for the DavOptions method
-func NewDavOptionsRequest(server string, path string) (*http.Request, error) {
+// NewDavPutRequestWithBody constructs an http.Request for the DavPut method, with any body, and a specified content type
+func NewDavPutRequestWithBody(server string, path string, params *DavPutParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2618,111 +3865,191 @@ func NewDavOptionsRequest(server string, path string) (*http.Request, error) {
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
 
-	return req, nil
-}
+	req.Header.Add("Content-Type", contentType)
 
-// NewDavPatchRequest constructs an http.Request for the DavPatch method
-func NewDavPatchRequest(server string, path string) (*http.Request, error) {
-	var err error
+	if params != nil {
 
-	var pathParam0 string
+		if params.Depth != nil {
+			var headerParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
-	if err != nil {
-		return nil, err
-	}
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Depth", *params.Depth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
 
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
+			req.Header.Set("Depth", headerParam0)
+		}
 
-	operationPath := fmt.Sprintf("/dav/%s", pathParam0)
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
+		if params.Destination != nil {
+			var headerParam1 string
 
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Destination", *params.Destination, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
 
-	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
+			req.Header.Set("Destination", headerParam1)
+		}
 
-	return req, nil
-}
+		if params.Overwrite != nil {
+			var headerParam2 string
 
-// NewDavPostRequest constructs an http.Request for the DavPost method
-func NewDavPostRequest(server string, path string) (*http.Request, error) {
-	var err error
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Overwrite", *params.Overwrite, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
 
-	var pathParam0 string
+			req.Header.Set("Overwrite", headerParam2)
+		}
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
-	if err != nil {
-		return nil, err
-	}
+		if params.If != nil {
+			var headerParam3 string
 
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "If", *params.If, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
 
-	operationPath := fmt.Sprintf("/dav/%s", pathParam0)
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
+			req.Header.Set("If", headerParam3)
+		}
 
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
+		if params.LockToken != nil {
+			var headerParam4 string
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
-	}
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Lock-Token", *params.LockToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
 
-	return req, nil
-}
+			req.Header.Set("Lock-Token", headerParam4)
+		}
 
-// NewDavPutRequest constructs an http.Request for the DavPut method
-func NewDavPutRequest(server string, path string) (*http.Request, error) {
-	var err error
+		if params.Timeout != nil {
+			var headerParam5 string
 
-	var pathParam0 string
+			headerParam5, err = runtime.StyleParamWithOptions("simple", false, "Timeout", *params.Timeout, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
-	if err != nil {
-		return nil, err
-	}
+			req.Header.Set("Timeout", headerParam5)
+		}
 
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
+		if params.IfMatch != nil {
+			var headerParam6 string
 
-	operationPath := fmt.Sprintf("/dav/%s", pathParam0)
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
+			headerParam6, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
 
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
+			req.Header.Set("If-Match", headerParam6)
+		}
 
-	req, err := http.NewRequest(http.MethodPut, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
+		if params.IfNoneMatch != nil {
+			var headerParam7 string
+
+			headerParam7, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam7)
+		}
+
+		if params.Range != nil {
+			var headerParam8 string
+
+			headerParam8, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam8)
+		}
+
+		if params.IfRange != nil {
+			var headerParam9 string
+
+			headerParam9, err = runtime.StyleParamWithOptions("simple", false, "If-Range", *params.IfRange, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Range", headerParam9)
+		}
+
+		if params.Accept != nil {
+			var headerParam10 string
+
+			headerParam10, err = runtime.StyleParamWithOptions("simple", false, "Accept", *params.Accept, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept", headerParam10)
+		}
+
+		if params.ContentLength != nil {
+			var headerParam11 string
+
+			headerParam11, err = runtime.StyleParamWithOptions("simple", false, "Content-Length", *params.ContentLength, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Length", headerParam11)
+		}
+
+		if params.OCChecksum != nil {
+			var headerParam12 string
+
+			headerParam12, err = runtime.StyleParamWithOptions("simple", false, "OC-Checksum", *params.OCChecksum, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("OC-Checksum", headerParam12)
+		}
+
+		if params.XOCMtime != nil {
+			var headerParam13 string
+
+			headerParam13, err = runtime.StyleParamWithOptions("simple", false, "X-OC-Mtime", *params.XOCMtime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-OC-Mtime", headerParam13)
+		}
+
+		if params.XForwardedPrefix != nil {
+			var headerParam14 string
+
+			headerParam14, err = runtime.StyleParamWithOptions("simple", false, "X-Forwarded-Prefix", *params.XForwardedPrefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Forwarded-Prefix", headerParam14)
+		}
+
+		if params.XForwardedHost != nil {
+			var headerParam15 string
+
+			headerParam15, err = runtime.StyleParamWithOptions("simple", false, "X-Forwarded-Host", *params.XForwardedHost, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Forwarded-Host", headerParam15)
+		}
+
 	}
 
 	return req, nil
@@ -2934,14 +4261,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/files/content (the `DownloadFile` operationId).
 	DownloadFileWithResponse(ctx context.Context, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*DownloadFileResponse, error)
 
-	// UploadFileWithResponse Upload a file (raw body or multipart form)
+	// UploadFileWithBodyWithResponse Upload a file (raw body or multipart form)
 	//
 	// A raw body becomes the file at path. A multipart/form-data body writes each file part to path/<part's filename> (path is then a directory) and answers the list of entries. The body is streamed to a temporary file beside the target, fsynced and renamed into place, so readers never see half a file and a failed upload leaves the old content; missing parents are created. If-Match with the file's ETag makes the write conditional (412 PRECONDITION_FAILED when the file changed; of two writers with the same ETag exactly one wins), If-None-Match: * refuses to replace. sha256 (hex) is checked before the rename (400 INVALID details sha256 on mismatch). A body over --files-max-upload answers 413. 201 for a new file, 200 when replaced; with overwrite=false an existing file answers 409 CONFLICT. mode defaults to the replaced file's, else 0644.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/v1/files/content (the `UploadFile` operationId).
-	UploadFileWithResponse(ctx context.Context, params *UploadFileParams, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
+	UploadFileWithBodyWithResponse(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
 
 	// CopyFileWithBodyWithResponse Copy (directories recursively)
 	//
@@ -3015,14 +4342,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/files/stat (the `StatFile` operationId).
 	StatFileWithResponse(ctx context.Context, params *StatFileParams, reqEditors ...RequestEditorFn) (*StatFileResponse, error)
 
-	// UploadTarWithResponse Upload a directory as one tar stream
+	// UploadTarWithBodyWithResponse Upload a directory as one tar stream
 	//
 	// The body (tar, or tar.gz with gzip=true or Content-Encoding: gzip) is unpacked into path as it arrives; each file goes to a temporary name and is renamed, parents are created. Entries naming a path that climbs out (.., absolute) stop the upload with 403 OUTSIDE_ROOT; hard links, devices and fifos are skipped. Answers the number of files and bytes written.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/v1/files/tar (the `UploadTar` operationId).
-	UploadTarWithResponse(ctx context.Context, params *UploadTarParams, reqEditors ...RequestEditorFn) (*UploadTarResponse, error)
+	UploadTarWithBodyWithResponse(ctx context.Context, params *UploadTarParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadTarResponse, error)
 
 	// StartUploadWithBodyWithResponse Start a resumable upload
 	//
@@ -3060,14 +4387,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/files/uploads/{id} (the `GetUpload` operationId).
 	GetUploadWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetUploadResponse, error)
 
-	// AppendUploadWithResponse Append to a resumable upload
+	// AppendUploadWithBodyWithResponse Append to a resumable upload
 	//
 	// Upload-Offset (header) must equal the current offset, else 409 CONFLICT with the offset in details. The body is appended; a connection that breaks keeps what arrived. Bytes past the declared size answer 413. The answer carries the new offset and, when complete, the written entry.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/v1/files/uploads/{id} (the `AppendUpload` operationId).
-	AppendUploadWithResponse(ctx context.Context, id string, params *AppendUploadParams, reqEditors ...RequestEditorFn) (*AppendUploadResponse, error)
+	AppendUploadWithBodyWithResponse(ctx context.Context, id string, params *AppendUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AppendUploadResponse, error)
 
 	// WatchFilesWithResponse Watch for changes (Server-Sent Events)
 	//
@@ -3087,68 +4414,49 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/version (the `GetVersion` operationId).
 	GetVersionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetVersionResponse, error)
 
-	// DavDeleteWithResponse WebDAV (class 1 and 2)
+	// DavDeleteWithBodyWithResponse Delete a resource
 	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	// A collection with everything in it; a link itself (dangling ones and ones leading out included), never what it points to.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /dav/{path} (the `DavDelete` operationId).
-	DavDeleteWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavDeleteResponse, error)
+	DavDeleteWithBodyWithResponse(ctx context.Context, path string, params *DavDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DavDeleteResponse, error)
 
-	// DavGetWithResponse WebDAV (class 1 and 2)
+	// DavGetWithBodyWithResponse Download a file (a collection answers 405)
 	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	// Anything but a collection is the REST download (sendfile, ranges, ETag and If-None-Match, nosniff, the sandboxing Content-Security-Policy for types a browser could run). HEAD answers the same headers.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /dav/{path} (the `DavGet` operationId).
-	DavGetWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavGetResponse, error)
+	DavGetWithBodyWithResponse(ctx context.Context, path string, params *DavGetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DavGetResponse, error)
 
-	// DavHeadWithResponse WebDAV (class 1 and 2)
+	// DavOptionsWithBodyWithResponse The methods a resource takes
 	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	// Allow lists them; DAV: 1, 2.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
 	//
-	// Corresponds with HEAD /dav/{path} (the `DavHead` operationId).
-	DavHeadWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavHeadResponse, error)
-
-	// DavOptionsWithResponse WebDAV (class 1 and 2)
-	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with OPTIONS /dav/{path} (the `DavOptions` operationId).
-	DavOptionsWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavOptionsResponse, error)
+	DavOptionsWithBodyWithResponse(ctx context.Context, path string, params *DavOptionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DavOptionsResponse, error)
 
-	// DavPatchWithResponse WebDAV (class 1 and 2)
+	// DavPutWithBodyWithResponse Write a file
 	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+	// The body goes to a temporary file renamed into place (the old content stays when the upload fails). A new file gets 0666 less the agent's umask, a replaced one keeps its mode. OC-Checksum (SHA1:<hex> or MD5:<hex>, as rclone and the ownCloud clients send it) is checked before the rename: a mismatch is 400 INVALID with details OC-Checksum and leaves the old content. X-OC-Mtime (seconds) becomes the file's modification time, answered X-OC-Mtime: accepted.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
 	//
-	// Corresponds with PATCH /dav/{path} (the `DavPatch` operationId).
-	DavPatchWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavPatchResponse, error)
-
-	// DavPostWithResponse WebDAV (class 1 and 2)
-	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /dav/{path} (the `DavPost` operationId).
-	DavPostWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavPostResponse, error)
-
-	// DavPutWithResponse WebDAV (class 1 and 2)
-	//
-	// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /dav/{path} (the `DavPut` operationId).
-	DavPutWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavPutResponse, error)
+	DavPutWithBodyWithResponse(ctx context.Context, path string, params *DavPutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DavPutResponse, error)
 
 	// GetHealthWithResponse Health record of this service
 	//
@@ -3261,11 +4569,18 @@ func (r ListFilesResponse) ContentType() string {
 	return ""
 }
 
+// DownloadArchiveResponse200Headers the declared response headers of an HTTP 200 response for DownloadArchive
+type DownloadArchiveResponse200Headers struct {
+	ContentDisposition *string
+}
+
 type DownloadArchiveResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DownloadArchiveResponse200Headers
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -3446,11 +4761,53 @@ func (r ChownFileResponse) ContentType() string {
 	return ""
 }
 
+// DownloadFileResponse200Headers the declared response headers of an HTTP 200 response for DownloadFile
+type DownloadFileResponse200Headers struct {
+	AcceptRanges          *string
+	ContentDisposition    *string
+	ContentLength         *int
+	ContentRange          *string
+	ContentSecurityPolicy *string
+	ETag                  *string
+	LastModified          *string
+	XContentTypeOptions   *string
+}
+
+// DownloadFileResponse206Headers the declared response headers of an HTTP 206 response for DownloadFile
+type DownloadFileResponse206Headers struct {
+	AcceptRanges          *string
+	ContentDisposition    *string
+	ContentLength         *int
+	ContentRange          *string
+	ContentSecurityPolicy *string
+	ETag                  *string
+	LastModified          *string
+	XContentTypeOptions   *string
+}
+
+// DownloadFileResponse304Headers the declared response headers of an HTTP 304 response for DownloadFile
+type DownloadFileResponse304Headers struct {
+	AcceptRanges          *string
+	ContentDisposition    *string
+	ContentLength         *int
+	ContentRange          *string
+	ContentSecurityPolicy *string
+	ETag                  *string
+	LastModified          *string
+	XContentTypeOptions   *string
+}
+
 type DownloadFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DownloadFileResponse200Headers
+	// Headers206 the parsed response headers for an HTTP 206 response
+	Headers206 *DownloadFileResponse206Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DownloadFileResponse304Headers
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -3487,17 +4844,38 @@ func (r DownloadFileResponse) ContentType() string {
 	return ""
 }
 
+// UploadFileResponse200Headers the declared response headers of an HTTP 200 response for UploadFile
+type UploadFileResponse200Headers struct {
+	ETag *string
+}
+
+// UploadFileResponse201Headers the declared response headers of an HTTP 201 response for UploadFile
+type UploadFileResponse201Headers struct {
+	ETag *string
+}
+
 type UploadFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UploadFile200JSONResponseBody
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *Entry
+	JSON201 *UploadFile201JSONResponseBody
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UploadFileResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *UploadFileResponse201Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UploadFileResponse) GetJSON200() *UploadFile200JSONResponseBody {
+	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r UploadFileResponse) GetJSON201() *Entry {
+func (r UploadFileResponse) GetJSON201() *UploadFile201JSONResponseBody {
 	return r.JSON201
 }
 
@@ -3921,7 +5299,7 @@ func (r AbandonUploadResponse) ContentType() string {
 
 // GetUploadResponse200Headers the declared response headers of an HTTP 200 response for GetUpload
 type GetUploadResponse200Headers struct {
-	UploadOffset *string
+	UploadOffset *int
 }
 
 type GetUploadResponse struct {
@@ -3974,6 +5352,11 @@ func (r GetUploadResponse) ContentType() string {
 	return ""
 }
 
+// AppendUploadResponse200Headers the declared response headers of an HTTP 200 response for AppendUpload
+type AppendUploadResponse200Headers struct {
+	UploadOffset *int
+}
+
 type AppendUploadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3981,6 +5364,8 @@ type AppendUploadResponse struct {
 	JSON200 *Upload
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AppendUploadResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4022,11 +5407,19 @@ func (r AppendUploadResponse) ContentType() string {
 	return ""
 }
 
+// WatchFilesResponse200Headers the declared response headers of an HTTP 200 response for WatchFiles
+type WatchFilesResponse200Headers struct {
+	CacheControl    *string
+	XAccelBuffering *string
+}
+
 type WatchFilesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *WatchFilesResponse200Headers
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -4111,11 +5504,32 @@ func (r GetVersionResponse) ContentType() string {
 	return ""
 }
 
+// DavDeleteResponse204Headers the declared response headers of an HTTP 204 response for DavDelete
+type DavDeleteResponse204Headers struct {
+	AcceptRanges          *string
+	Allow                 *string
+	Connection            *string
+	ContentLength         *int
+	ContentRange          *string
+	ContentSecurityPolicy *string
+	DAV                   *string
+	ETag                  *string
+	LastModified          *string
+	LockToken             *string
+	MSAuthorVia           *string
+	RetryAfter            *string
+	Timeout               *string
+	XContentTypeOptions   *string
+	XOCMtime              *string
+}
+
 type DavDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DavDeleteResponse204Headers
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -4152,11 +5566,74 @@ func (r DavDeleteResponse) ContentType() string {
 	return ""
 }
 
+// DavGetResponse200Headers the declared response headers of an HTTP 200 response for DavGet
+type DavGetResponse200Headers struct {
+	AcceptRanges          *string
+	Allow                 *string
+	Connection            *string
+	ContentLength         *int
+	ContentRange          *string
+	ContentSecurityPolicy *string
+	DAV                   *string
+	ETag                  *string
+	LastModified          *string
+	LockToken             *string
+	MSAuthorVia           *string
+	RetryAfter            *string
+	Timeout               *string
+	XContentTypeOptions   *string
+	XOCMtime              *string
+}
+
+// DavGetResponse206Headers the declared response headers of an HTTP 206 response for DavGet
+type DavGetResponse206Headers struct {
+	AcceptRanges          *string
+	Allow                 *string
+	Connection            *string
+	ContentLength         *int
+	ContentRange          *string
+	ContentSecurityPolicy *string
+	DAV                   *string
+	ETag                  *string
+	LastModified          *string
+	LockToken             *string
+	MSAuthorVia           *string
+	RetryAfter            *string
+	Timeout               *string
+	XContentTypeOptions   *string
+	XOCMtime              *string
+}
+
+// DavGetResponse304Headers the declared response headers of an HTTP 304 response for DavGet
+type DavGetResponse304Headers struct {
+	AcceptRanges          *string
+	Allow                 *string
+	Connection            *string
+	ContentLength         *int
+	ContentRange          *string
+	ContentSecurityPolicy *string
+	DAV                   *string
+	ETag                  *string
+	LastModified          *string
+	LockToken             *string
+	MSAuthorVia           *string
+	RetryAfter            *string
+	Timeout               *string
+	XContentTypeOptions   *string
+	XOCMtime              *string
+}
+
 type DavGetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DavGetResponse200Headers
+	// Headers206 the parsed response headers for an HTTP 206 response
+	Headers206 *DavGetResponse206Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DavGetResponse304Headers
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -4193,52 +5670,39 @@ func (r DavGetResponse) ContentType() string {
 	return ""
 }
 
-type DavHeadResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DavHeadResponse) GetJSONDefault() *Error {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r DavHeadResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r DavHeadResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r DavHeadResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r DavHeadResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
+// DavOptionsResponse200Headers the declared response headers of an HTTP 200 response for DavOptions
+type DavOptionsResponse200Headers struct {
+	AcceptRanges          *string
+	Allow                 *string
+	Connection            *string
+	ContentLength         *int
+	ContentRange          *string
+	ContentSecurityPolicy *string
+	DAV                   *string
+	ETag                  *string
+	LastModified          *string
+	LockToken             *string
+	MSAuthorVia           *string
+	RetryAfter            *string
+	Timeout               *string
+	XContentTypeOptions   *string
+	XOCMtime              *string
 }
 
 type DavOptionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// XML200 the response for an HTTP 200 `application/xml` response
+	XML200 *openapi_types.File
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DavOptionsResponse200Headers
+}
+
+// GetXML200 returns the response for an HTTP 200 `application/xml` response
+func (r DavOptionsResponse) GetXML200() *openapi_types.File {
+	return r.XML200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -4275,93 +5739,39 @@ func (r DavOptionsResponse) ContentType() string {
 	return ""
 }
 
-type DavPatchResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DavPatchResponse) GetJSONDefault() *Error {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r DavPatchResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r DavPatchResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r DavPatchResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r DavPatchResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type DavPostResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DavPostResponse) GetJSONDefault() *Error {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r DavPostResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r DavPostResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r DavPostResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r DavPostResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
+// DavPutResponse201Headers the declared response headers of an HTTP 201 response for DavPut
+type DavPutResponse201Headers struct {
+	AcceptRanges          *string
+	Allow                 *string
+	Connection            *string
+	ContentLength         *int
+	ContentRange          *string
+	ContentSecurityPolicy *string
+	DAV                   *string
+	ETag                  *string
+	LastModified          *string
+	LockToken             *string
+	MSAuthorVia           *string
+	RetryAfter            *string
+	Timeout               *string
+	XContentTypeOptions   *string
+	XOCMtime              *string
 }
 
 type DavPutResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// XML201 the response for an HTTP 201 `application/xml` response
+	XML201 *openapi_types.File
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *DavPutResponse201Headers
+}
+
+// GetXML201 returns the response for an HTTP 201 `application/xml` response
+func (r DavPutResponse) GetXML201() *openapi_types.File {
+	return r.XML201
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -4677,15 +6087,15 @@ func (c *ClientWithResponses) DownloadFileWithResponse(ctx context.Context, para
 	return ParseDownloadFileResponse(rsp)
 }
 
-// UploadFileWithResponse Upload a file (raw body or multipart form)
+// UploadFileWithBodyWithResponse Upload a file (raw body or multipart form)
 //
 // A raw body becomes the file at path. A multipart/form-data body writes each file part to path/<part's filename> (path is then a directory) and answers the list of entries. The body is streamed to a temporary file beside the target, fsynced and renamed into place, so readers never see half a file and a failed upload leaves the old content; missing parents are created. If-Match with the file's ETag makes the write conditional (412 PRECONDITION_FAILED when the file changed; of two writers with the same ETag exactly one wins), If-None-Match: * refuses to replace. sha256 (hex) is checked before the rename (400 INVALID details sha256 on mismatch). A body over --files-max-upload answers 413. 201 for a new file, 200 when replaced; with overwrite=false an existing file answers 409 CONFLICT. mode defaults to the replaced file's, else 0644.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/v1/files/content (the `UploadFile` operationId).
-func (c *ClientWithResponses) UploadFileWithResponse(ctx context.Context, params *UploadFileParams, reqEditors ...RequestEditorFn) (*UploadFileResponse, error) {
-	rsp, err := c.UploadFile(ctx, params, reqEditors...)
+func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error) {
+	rsp, err := c.UploadFileWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4812,15 +6222,15 @@ func (c *ClientWithResponses) StatFileWithResponse(ctx context.Context, params *
 	return ParseStatFileResponse(rsp)
 }
 
-// UploadTarWithResponse Upload a directory as one tar stream
+// UploadTarWithBodyWithResponse Upload a directory as one tar stream
 //
 // The body (tar, or tar.gz with gzip=true or Content-Encoding: gzip) is unpacked into path as it arrives; each file goes to a temporary name and is renamed, parents are created. Entries naming a path that climbs out (.., absolute) stop the upload with 403 OUTSIDE_ROOT; hard links, devices and fifos are skipped. Answers the number of files and bytes written.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /api/v1/files/tar (the `UploadTar` operationId).
-func (c *ClientWithResponses) UploadTarWithResponse(ctx context.Context, params *UploadTarParams, reqEditors ...RequestEditorFn) (*UploadTarResponse, error) {
-	rsp, err := c.UploadTar(ctx, params, reqEditors...)
+func (c *ClientWithResponses) UploadTarWithBodyWithResponse(ctx context.Context, params *UploadTarParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadTarResponse, error) {
+	rsp, err := c.UploadTarWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4887,15 +6297,15 @@ func (c *ClientWithResponses) GetUploadWithResponse(ctx context.Context, id stri
 	return ParseGetUploadResponse(rsp)
 }
 
-// AppendUploadWithResponse Append to a resumable upload
+// AppendUploadWithBodyWithResponse Append to a resumable upload
 //
 // Upload-Offset (header) must equal the current offset, else 409 CONFLICT with the offset in details. The body is appended; a connection that breaks keeps what arrived. Bytes past the declared size answer 413. The answer carries the new offset and, when complete, the written entry.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/v1/files/uploads/{id} (the `AppendUpload` operationId).
-func (c *ClientWithResponses) AppendUploadWithResponse(ctx context.Context, id string, params *AppendUploadParams, reqEditors ...RequestEditorFn) (*AppendUploadResponse, error) {
-	rsp, err := c.AppendUpload(ctx, id, params, reqEditors...)
+func (c *ClientWithResponses) AppendUploadWithBodyWithResponse(ctx context.Context, id string, params *AppendUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AppendUploadResponse, error) {
+	rsp, err := c.AppendUploadWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4932,105 +6342,68 @@ func (c *ClientWithResponses) GetVersionWithResponse(ctx context.Context, reqEdi
 	return ParseGetVersionResponse(rsp)
 }
 
-// DavDeleteWithResponse WebDAV (class 1 and 2)
+// DavDeleteWithBodyWithResponse Delete a resource
 //
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+// A collection with everything in it; a link itself (dangling ones and ones leading out included), never what it points to.
 //
-// Returns a wrapper object for the known response body format(s).
+// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /dav/{path} (the `DavDelete` operationId).
-func (c *ClientWithResponses) DavDeleteWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavDeleteResponse, error) {
-	rsp, err := c.DavDelete(ctx, path, reqEditors...)
+func (c *ClientWithResponses) DavDeleteWithBodyWithResponse(ctx context.Context, path string, params *DavDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DavDeleteResponse, error) {
+	rsp, err := c.DavDeleteWithBody(ctx, path, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseDavDeleteResponse(rsp)
 }
 
-// DavGetWithResponse WebDAV (class 1 and 2)
+// DavGetWithBodyWithResponse Download a file (a collection answers 405)
 //
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+// Anything but a collection is the REST download (sendfile, ranges, ETag and If-None-Match, nosniff, the sandboxing Content-Security-Policy for types a browser could run). HEAD answers the same headers.
 //
-// Returns a wrapper object for the known response body format(s).
+// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /dav/{path} (the `DavGet` operationId).
-func (c *ClientWithResponses) DavGetWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavGetResponse, error) {
-	rsp, err := c.DavGet(ctx, path, reqEditors...)
+func (c *ClientWithResponses) DavGetWithBodyWithResponse(ctx context.Context, path string, params *DavGetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DavGetResponse, error) {
+	rsp, err := c.DavGetWithBody(ctx, path, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseDavGetResponse(rsp)
 }
 
-// DavHeadWithResponse WebDAV (class 1 and 2)
+// DavOptionsWithBodyWithResponse The methods a resource takes
 //
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+// Allow lists them; DAV: 1, 2.
 //
-// Returns a wrapper object for the known response body format(s).
+// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
 //
-// Corresponds with HEAD /dav/{path} (the `DavHead` operationId).
-func (c *ClientWithResponses) DavHeadWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavHeadResponse, error) {
-	rsp, err := c.DavHead(ctx, path, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseDavHeadResponse(rsp)
-}
-
-// DavOptionsWithResponse WebDAV (class 1 and 2)
-//
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-//
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with OPTIONS /dav/{path} (the `DavOptions` operationId).
-func (c *ClientWithResponses) DavOptionsWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavOptionsResponse, error) {
-	rsp, err := c.DavOptions(ctx, path, reqEditors...)
+func (c *ClientWithResponses) DavOptionsWithBodyWithResponse(ctx context.Context, path string, params *DavOptionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DavOptionsResponse, error) {
+	rsp, err := c.DavOptionsWithBody(ctx, path, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseDavOptionsResponse(rsp)
 }
 
-// DavPatchWithResponse WebDAV (class 1 and 2)
+// DavPutWithBodyWithResponse Write a file
 //
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+// The body goes to a temporary file renamed into place (the old content stays when the upload fails). A new file gets 0666 less the agent's umask, a replaced one keeps its mode. OC-Checksum (SHA1:<hex> or MD5:<hex>, as rclone and the ownCloud clients send it) is checked before the rename: a mismatch is 400 INVALID with details OC-Checksum and leaves the old content. X-OC-Mtime (seconds) becomes the file's modification time, answered X-OC-Mtime: accepted.
 //
-// Returns a wrapper object for the known response body format(s).
+// golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
 //
-// Corresponds with PATCH /dav/{path} (the `DavPatch` operationId).
-func (c *ClientWithResponses) DavPatchWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavPatchResponse, error) {
-	rsp, err := c.DavPatch(ctx, path, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseDavPatchResponse(rsp)
-}
-
-// DavPostWithResponse WebDAV (class 1 and 2)
-//
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /dav/{path} (the `DavPost` operationId).
-func (c *ClientWithResponses) DavPostWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavPostResponse, error) {
-	rsp, err := c.DavPost(ctx, path, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseDavPostResponse(rsp)
-}
-
-// DavPutWithResponse WebDAV (class 1 and 2)
-//
-// golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-//
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /dav/{path} (the `DavPut` operationId).
-func (c *ClientWithResponses) DavPutWithResponse(ctx context.Context, path string, reqEditors ...RequestEditorFn) (*DavPutResponse, error) {
-	rsp, err := c.DavPut(ctx, path, reqEditors...)
+func (c *ClientWithResponses) DavPutWithBodyWithResponse(ctx context.Context, path string, params *DavPutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DavPutResponse, error) {
+	rsp, err := c.DavPutWithBody(ctx, path, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5161,6 +6534,19 @@ func ParseDownloadArchiveResponse(rsp *http.Response) (*DownloadArchiveResponse,
 
 	}
 
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DownloadArchiveResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		response.Headers200 = &headers
+	}
+
 	return response, nil
 }
 
@@ -5277,6 +6663,9 @@ func ParseDownloadFileResponse(rsp *http.Response) (*DownloadFileResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5284,6 +6673,186 @@ func ParseDownloadFileResponse(rsp *http.Response) (*DownloadFileResponse, error
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DownloadFileResponse200Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
+		}
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 206:
+		var headers DownloadFileResponse206Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
+		}
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers206 = &headers
+	case rsp.StatusCode == 304:
+		var headers DownloadFileResponse304Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
+		}
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers304 = &headers
 	}
 
 	return response, nil
@@ -5303,8 +6872,15 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UploadFile200JSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest Entry
+		var dest UploadFile201JSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -5317,6 +6893,29 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UploadFileResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers UploadFileResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers201 = &headers
 	}
 
 	return response, nil
@@ -5629,8 +7228,8 @@ func ParseGetUploadResponse(rsp *http.Response) (*GetUploadResponse, error) {
 	case rsp.StatusCode == 200:
 		var headers GetUploadResponse200Headers
 		if values := rsp.Header.Values("Upload-Offset"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.UploadOffset = &value
@@ -5671,6 +7270,19 @@ func ParseAppendUploadResponse(rsp *http.Response) (*AppendUploadResponse, error
 
 	}
 
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AppendUploadResponse200Headers
+		if values := rsp.Header.Values("Upload-Offset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upload-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.UploadOffset = &value
+		}
+		response.Headers200 = &headers
+	}
+
 	return response, nil
 }
 
@@ -5695,6 +7307,26 @@ func ParseWatchFilesResponse(rsp *http.Response) (*WatchFilesResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers WatchFilesResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("X-Accel-Buffering"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Accel-Buffering", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAccelBuffering = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil
@@ -5747,7 +7379,7 @@ func ParseDavDeleteResponse(rsp *http.Response) (*DavDeleteResponse, error) {
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
+	case rsp.StatusCode == 204:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
@@ -5757,6 +7389,117 @@ func ParseDavDeleteResponse(rsp *http.Response) (*DavDeleteResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DavDeleteResponse204Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
+		}
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		if values := rsp.Header.Values("Connection"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Connection", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Connection = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("DAV"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "DAV", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.DAV = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LockToken = &value
+		}
+		if values := rsp.Header.Values("MS-Author-Via"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "MS-Author-Via", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.MSAuthorVia = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Timeout"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Timeout", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Timeout = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		if values := rsp.Header.Values("X-OC-Mtime"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-OC-Mtime", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XOCMtime = &value
+		}
+		response.Headers204 = &headers
 	}
 
 	return response, nil
@@ -5776,7 +7519,7 @@ func ParseDavGetResponse(rsp *http.Response) (*DavGetResponse, error) {
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
+	case rsp.StatusCode == 304:
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
@@ -5786,35 +7529,333 @@ func ParseDavGetResponse(rsp *http.Response) (*DavGetResponse, error) {
 		}
 		response.JSONDefault = &dest
 
-	}
-
-	return response, nil
-}
-
-// ParseDavHeadResponse parses an HTTP response from a DavHeadWithResponse call
-func ParseDavHeadResponse(rsp *http.Response) (*DavHeadResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &DavHeadResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
 	}
 
 	switch {
 	case rsp.StatusCode == 200:
-		break // No content-type
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
+		var headers DavGetResponse200Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
 		}
-		response.JSONDefault = &dest
-
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		if values := rsp.Header.Values("Connection"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Connection", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Connection = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("DAV"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "DAV", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.DAV = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LockToken = &value
+		}
+		if values := rsp.Header.Values("MS-Author-Via"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "MS-Author-Via", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.MSAuthorVia = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Timeout"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Timeout", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Timeout = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		if values := rsp.Header.Values("X-OC-Mtime"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-OC-Mtime", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XOCMtime = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 206:
+		var headers DavGetResponse206Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
+		}
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		if values := rsp.Header.Values("Connection"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Connection", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Connection = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("DAV"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "DAV", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.DAV = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LockToken = &value
+		}
+		if values := rsp.Header.Values("MS-Author-Via"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "MS-Author-Via", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.MSAuthorVia = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Timeout"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Timeout", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Timeout = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		if values := rsp.Header.Values("X-OC-Mtime"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-OC-Mtime", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XOCMtime = &value
+		}
+		response.Headers206 = &headers
+	case rsp.StatusCode == 304:
+		var headers DavGetResponse304Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
+		}
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		if values := rsp.Header.Values("Connection"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Connection", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Connection = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("DAV"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "DAV", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.DAV = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LockToken = &value
+		}
+		if values := rsp.Header.Values("MS-Author-Via"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "MS-Author-Via", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.MSAuthorVia = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Timeout"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Timeout", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Timeout = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		if values := rsp.Header.Values("X-OC-Mtime"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-OC-Mtime", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XOCMtime = &value
+		}
+		response.Headers304 = &headers
 	}
 
 	return response, nil
@@ -5834,8 +7875,12 @@ func ParseDavOptionsResponse(rsp *http.Response) (*DavOptionsResponse, error) {
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		break // No content-type
+	case strings.Contains(rsp.Header.Get("Content-Type"), "xml") && rsp.StatusCode == 200:
+		var dest openapi_types.File
+		if err := xml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.XML200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
@@ -5844,64 +7889,117 @@ func ParseDavOptionsResponse(rsp *http.Response) (*DavOptionsResponse, error) {
 		}
 		response.JSONDefault = &dest
 
-	}
-
-	return response, nil
-}
-
-// ParseDavPatchResponse parses an HTTP response from a DavPatchWithResponse call
-func ParseDavPatchResponse(rsp *http.Response) (*DavPatchResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &DavPatchResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
 	}
 
 	switch {
 	case rsp.StatusCode == 200:
-		break // No content-type
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
+		var headers DavOptionsResponse200Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
 		}
-		response.JSONDefault = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseDavPostResponse parses an HTTP response from a DavPostWithResponse call
-func ParseDavPostResponse(rsp *http.Response) (*DavPostResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &DavPostResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case rsp.StatusCode == 200:
-		break // No content-type
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
 		}
-		response.JSONDefault = &dest
-
+		if values := rsp.Header.Values("Connection"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Connection", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Connection = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("DAV"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "DAV", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.DAV = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LockToken = &value
+		}
+		if values := rsp.Header.Values("MS-Author-Via"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "MS-Author-Via", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.MSAuthorVia = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Timeout"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Timeout", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Timeout = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		if values := rsp.Header.Values("X-OC-Mtime"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-OC-Mtime", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XOCMtime = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil
@@ -5921,8 +8019,12 @@ func ParseDavPutResponse(rsp *http.Response) (*DavPutResponse, error) {
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		break // No content-type
+	case strings.Contains(rsp.Header.Get("Content-Type"), "xml") && rsp.StatusCode == 201:
+		var dest openapi_types.File
+		if err := xml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.XML201 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
@@ -5931,6 +8033,117 @@ func ParseDavPutResponse(rsp *http.Response) (*DavPutResponse, error) {
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers DavPutResponse201Headers
+		if values := rsp.Header.Values("Accept-Ranges"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Ranges", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptRanges = &value
+		}
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		if values := rsp.Header.Values("Connection"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Connection", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Connection = &value
+		}
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = &value
+		}
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("DAV"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "DAV", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.DAV = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = &value
+		}
+		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LockToken = &value
+		}
+		if values := rsp.Header.Values("MS-Author-Via"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "MS-Author-Via", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.MSAuthorVia = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Timeout"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Timeout", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Timeout = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		if values := rsp.Header.Values("X-OC-Mtime"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-OC-Mtime", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XOCMtime = &value
+		}
+		response.Headers201 = &headers
 	}
 
 	return response, nil

@@ -248,45 +248,27 @@ func (e StartInputStdinEncoding) Valid() bool {
 	}
 }
 
-// Defines values for StdinInputEncoding.
+// Defines values for ListProcessesParamsState.
 const (
-	StdinInputEncodingBase64 StdinInputEncoding = "base64"
-	StdinInputEncodingUtf8   StdinInputEncoding = "utf-8"
+	ListProcessesParamsStateExited        ListProcessesParamsState = "exited"
+	ListProcessesParamsStateFailedToStart ListProcessesParamsState = "failed_to_start"
+	ListProcessesParamsStateKilled        ListProcessesParamsState = "killed"
+	ListProcessesParamsStateRunning       ListProcessesParamsState = "running"
+	ListProcessesParamsStateTimedOut      ListProcessesParamsState = "timed_out"
 )
 
-// Valid indicates whether the value is a known member of the StdinInputEncoding enum.
-func (e StdinInputEncoding) Valid() bool {
+// Valid indicates whether the value is a known member of the ListProcessesParamsState enum.
+func (e ListProcessesParamsState) Valid() bool {
 	switch e {
-	case StdinInputEncodingBase64:
+	case ListProcessesParamsStateExited:
 		return true
-	case StdinInputEncodingUtf8:
+	case ListProcessesParamsStateFailedToStart:
 		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for GetProcessParamsState.
-const (
-	GetProcessParamsStateExited        GetProcessParamsState = "exited"
-	GetProcessParamsStateFailedToStart GetProcessParamsState = "failed_to_start"
-	GetProcessParamsStateKilled        GetProcessParamsState = "killed"
-	GetProcessParamsStateRunning       GetProcessParamsState = "running"
-	GetProcessParamsStateTimedOut      GetProcessParamsState = "timed_out"
-)
-
-// Valid indicates whether the value is a known member of the GetProcessParamsState enum.
-func (e GetProcessParamsState) Valid() bool {
-	switch e {
-	case GetProcessParamsStateExited:
+	case ListProcessesParamsStateKilled:
 		return true
-	case GetProcessParamsStateFailedToStart:
+	case ListProcessesParamsStateRunning:
 		return true
-	case GetProcessParamsStateKilled:
-		return true
-	case GetProcessParamsStateRunning:
-		return true
-	case GetProcessParamsStateTimedOut:
+	case ListProcessesParamsStateTimedOut:
 		return true
 	default:
 		return false
@@ -585,41 +567,31 @@ type StartInput struct {
 // StartInputStdinEncoding utf-8 (default) or base64
 type StartInputStdinEncoding string
 
-// StdinInput defines model for StdinInput.
-type StdinInput struct {
-	// Data the bytes (with encoding base64: their base64)
-	Data     *string             `json:"data,omitempty"`
-	Encoding *StdinInputEncoding `json:"encoding,omitempty"`
-}
-
-// StdinInputEncoding defines model for StdinInput.Encoding.
-type StdinInputEncoding string
-
 // StdinResult defines model for StdinResult.
 type StdinResult struct {
 	Written int `json:"written"`
 }
 
-// GetProcessParams defines parameters for GetProcess.
-type GetProcessParams struct {
+// ListProcessesParams defines parameters for ListProcesses.
+type ListProcessesParams struct {
 	// Tag only processes with this tag
 	Tag *string `form:"tag,omitempty" json:"tag,omitempty"`
 
 	// State only processes in this state
-	State *GetProcessParamsState `form:"state,omitempty" json:"state,omitempty"`
+	State *ListProcessesParamsState `form:"state,omitempty" json:"state,omitempty"`
 }
 
-// GetProcessParamsState defines parameters for GetProcess.
-type GetProcessParamsState string
+// ListProcessesParamsState defines parameters for ListProcesses.
+type ListProcessesParamsState string
 
-// DeleteProcessByIdParams defines parameters for DeleteProcessById.
-type DeleteProcessByIdParams struct {
+// KillProcessParams defines parameters for KillProcess.
+type KillProcessParams struct {
 	// GraceMs milliseconds between SIGTERM and SIGKILL (0 or absent: --process-kill-grace)
 	GraceMs *int `form:"grace_ms,omitempty" json:"grace_ms,omitempty"`
 }
 
-// GetProcessByIdOutputParams defines parameters for GetProcessByIdOutput.
-type GetProcessByIdOutputParams struct {
+// GetProcessOutputParams defines parameters for GetProcessOutput.
+type GetProcessOutputParams struct {
 	// Since offset to start at
 	Since *int `form:"since,omitempty" json:"since,omitempty"`
 
@@ -629,27 +601,30 @@ type GetProcessByIdOutputParams struct {
 	// Binary WebSocket: output as binary frames (true, false, 1 or 0)
 	Binary *bool `form:"binary,omitempty" json:"binary,omitempty"`
 
-	// MaxBytes without follow: at most this many bytes (default 1 MiB)
+	// MaxBytes without follow: at most this many bytes (default 1 MiB, at most 16 MiB)
 	MaxBytes *int `form:"max_bytes,omitempty" json:"max_bytes,omitempty"`
 
 	// LastEventID follow: resume at this offset (EventSource sends it on reconnect)
-	LastEventID *string `json:"Last-Event-ID,omitempty"`
+	LastEventID *int `json:"Last-Event-ID,omitempty"`
 }
 
-// PostProcessJSONRequestBody defines body for PostProcess for application/json ContentType.
-type PostProcessJSONRequestBody = StartInput
+// WriteProcessStdinParams defines parameters for WriteProcessStdin.
+type WriteProcessStdinParams struct {
+	// ContentType application/json: the body is {data, encoding}; any other type: the body is the bytes
+	ContentType *string `json:"Content-Type,omitempty"`
+}
 
-// PostProcessRunJSONRequestBody defines body for PostProcessRun for application/json ContentType.
-type PostProcessRunJSONRequestBody = RunInput
+// StartProcessJSONRequestBody defines body for StartProcess for application/json ContentType.
+type StartProcessJSONRequestBody = StartInput
 
-// PostProcessByIdResizeJSONRequestBody defines body for PostProcessByIdResize for application/json ContentType.
-type PostProcessByIdResizeJSONRequestBody = ResizeInput
+// RunProcessJSONRequestBody defines body for RunProcess for application/json ContentType.
+type RunProcessJSONRequestBody = RunInput
 
-// PostProcessByIdSignalJSONRequestBody defines body for PostProcessByIdSignal for application/json ContentType.
-type PostProcessByIdSignalJSONRequestBody = SignalInput
+// ResizeProcessJSONRequestBody defines body for ResizeProcess for application/json ContentType.
+type ResizeProcessJSONRequestBody = ResizeInput
 
-// PostProcessByIdStdinJSONRequestBody defines body for PostProcessByIdStdin for application/json ContentType.
-type PostProcessByIdStdinJSONRequestBody = StdinInput
+// SignalProcessJSONRequestBody defines body for SignalProcess for application/json ContentType.
+type SignalProcessJSONRequestBody = SignalInput
 
 // AsSignalInputSignal0 returns the union data inside the SignalInput_Signal as a SignalInputSignal0
 func (t SignalInput_Signal) AsSignalInputSignal0() (SignalInputSignal0, error) {
@@ -787,130 +762,121 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
-	// GetProcess List processes, oldest first
+	// ListProcesses List processes, oldest first
 	//
 	// Running processes and finished ones still kept (--process-retention, --process-max-finished).
 	//
-	// Corresponds with GET /api/v1/process (the `GetProcess` operationId).
-	GetProcess(ctx context.Context, params *GetProcessParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /api/v1/process (the `ListProcesses` operationId).
+	ListProcesses(ctx context.Context, params *ListProcessesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostProcessWithBody Start a command in the background
+	// StartProcessWithBody Start a command in the background
 	//
 	// Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /api/v1/process (the `PostProcess` operationId).
-	PostProcessWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/process (the `StartProcess` operationId).
+	StartProcessWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostProcess Start a command in the background
+	// StartProcess Start a command in the background
 	//
 	// Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /api/v1/process (the `PostProcess` operationId).
-	PostProcess(ctx context.Context, body PostProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/process (the `StartProcess` operationId).
+	StartProcess(ctx context.Context, body StartProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostProcessRunWithBody Run a command to its end
+	// RunProcessWithBody Run a command to its end
 	//
 	// Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /api/v1/process/run (the `PostProcessRun` operationId).
-	PostProcessRunWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/process/run (the `RunProcess` operationId).
+	RunProcessWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostProcessRun Run a command to its end
+	// RunProcess Run a command to its end
 	//
 	// Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /api/v1/process/run (the `PostProcessRun` operationId).
-	PostProcessRun(ctx context.Context, body PostProcessRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/process/run (the `RunProcess` operationId).
+	RunProcess(ctx context.Context, body RunProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DeleteProcessById Stop a process's whole tree
+	// KillProcess Stop a process's whole tree
 	//
 	// SIGTERM to its process group and every descendant (also those that left the group), SIGKILL to all of them after grace_ms (default --process-kill-grace); answers the final record (state killed, end_reason killed) once the main process has ended. A process already ended answers its record unchanged.
 	//
-	// Corresponds with DELETE /api/v1/process/{id} (the `DeleteProcessById` operationId).
-	DeleteProcessById(ctx context.Context, id string, params *DeleteProcessByIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with DELETE /api/v1/process/{id} (the `KillProcess` operationId).
+	KillProcess(ctx context.Context, id string, params *KillProcessParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetProcessById One process's record
+	// GetProcess One process's record
 	//
 	// State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.
 	//
-	// Corresponds with GET /api/v1/process/{id} (the `GetProcessById` operationId).
-	GetProcessById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /api/v1/process/{id} (the `GetProcess` operationId).
+	GetProcess(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetProcessByIdOutput Read or follow the output
+	// GetProcessOutput Read or follow the output
 	//
 	// Output from byte offset since, as chunks {type:output, stream (stdout or stderr), offset (of the chunk's first byte in the process's output: both streams, in the order read), data (UTF-8 text, or base64 with encoding base64)}, in order. Without follow: a JSON page (at most max_bytes) with next_offset to read on and done once the output is complete and read. follow=true: Server-Sent Events — event output (id: the offset after it, so Last-Event-ID resumes), gap {from, to} when bytes from since were no longer kept, and finally one event end {type:end, process: the final record}; a comment every 15 s keeps it alive. A WebSocket upgrade streams the same messages as text frames (follow is the default there; follow=false ends with a 1000 close once caught up), or with binary=true each output chunk as a binary frame: one byte stream (1 stdout, 2 stderr), eight bytes offset (big-endian), then the bytes; gap and end stay text. The client may send binary frames (written to standard input) and text frames {type:stdin_close}, {type:resize, rows, cols}, {type:signal, signal}; a refused one is answered {type:error, message}. The server pings every 15 s and drops a client silent for 37.5 s or that takes nothing for 60 s. A reconnect with its last offset gets everything after it while kept (see the bounds in the service description; a follower's place is held for --process-resume-grace after it drops). since past the end is 400.
 	//
-	// Corresponds with GET /api/v1/process/{id}/output (the `GetProcessByIdOutput` operationId).
-	GetProcessByIdOutput(ctx context.Context, id string, params *GetProcessByIdOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /api/v1/process/{id}/output (the `GetProcessOutput` operationId).
+	GetProcessOutput(ctx context.Context, id string, params *GetProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostProcessByIdResizeWithBody Resize the pty
+	// ResizeProcessWithBody Resize the pty
 	//
 	// Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /api/v1/process/{id}/resize (the `PostProcessByIdResize` operationId).
-	PostProcessByIdResizeWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/process/{id}/resize (the `ResizeProcess` operationId).
+	ResizeProcessWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostProcessByIdResize Resize the pty
+	// ResizeProcess Resize the pty
 	//
 	// Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /api/v1/process/{id}/resize (the `PostProcessByIdResize` operationId).
-	PostProcessByIdResize(ctx context.Context, id string, body PostProcessByIdResizeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/process/{id}/resize (the `ResizeProcess` operationId).
+	ResizeProcess(ctx context.Context, id string, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostProcessByIdSignalWithBody Signal the process group
+	// SignalProcessWithBody Signal the process group
 	//
 	// Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 INVALID naming signal for an unknown one, 409 once the process has ended.
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /api/v1/process/{id}/signal (the `PostProcessByIdSignal` operationId).
-	PostProcessByIdSignalWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/process/{id}/signal (the `SignalProcess` operationId).
+	SignalProcessWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostProcessByIdSignal Signal the process group
+	// SignalProcess Signal the process group
 	//
 	// Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 INVALID naming signal for an unknown one, 409 once the process has ended.
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /api/v1/process/{id}/signal (the `PostProcessByIdSignal` operationId).
-	PostProcessByIdSignal(ctx context.Context, id string, body PostProcessByIdSignalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/process/{id}/signal (the `SignalProcess` operationId).
+	SignalProcess(ctx context.Context, id string, body SignalProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostProcessByIdStdinWithBody Write to standard input
+	// WriteProcessStdinWithBody Write to standard input
 	//
-	// The request body is the bytes (any content type), or with Content-Type application/json {data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
+	// The request body is the bytes (any content type), or with Content-Type application/json {data (the bytes, or their base64), encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /api/v1/process/{id}/stdin (the `PostProcessByIdStdin` operationId).
-	PostProcessByIdStdinWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/process/{id}/stdin (the `WriteProcessStdin` operationId).
+	WriteProcessStdinWithBody(ctx context.Context, id string, params *WriteProcessStdinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PostProcessByIdStdin Write to standard input
-	//
-	// The request body is the bytes (any content type), or with Content-Type application/json {data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /api/v1/process/{id}/stdin (the `PostProcessByIdStdin` operationId).
-	PostProcessByIdStdin(ctx context.Context, id string, body PostProcessByIdStdinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// PostProcessByIdStdinClose Close standard input
+	// CloseProcessStdin Close standard input
 	//
 	// The process reads end of file. On a pty this types Ctrl-D (end of file for a program reading the terminal line by line) and input stays open.
 	//
-	// Corresponds with POST /api/v1/process/{id}/stdin/close (the `PostProcessByIdStdinClose` operationId).
-	PostProcessByIdStdinClose(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /api/v1/process/{id}/stdin/close (the `CloseProcessStdin` operationId).
+	CloseProcessStdin(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealth Health record of this service
 	//
@@ -928,13 +894,13 @@ type ClientInterface interface {
 	GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
-// GetProcess List processes, oldest first
+// ListProcesses List processes, oldest first
 //
 // Running processes and finished ones still kept (--process-retention, --process-max-finished).
 //
-// Corresponds with GET /api/v1/process (the `GetProcess` operationId).
-func (c *Client) GetProcess(ctx context.Context, params *GetProcessParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetProcessRequest(c.Server, params)
+// Corresponds with GET /api/v1/process (the `ListProcesses` operationId).
+func (c *Client) ListProcesses(ctx context.Context, params *ListProcessesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProcessesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -945,15 +911,15 @@ func (c *Client) GetProcess(ctx context.Context, params *GetProcessParams, reqEd
 	return c.Client.Do(req)
 }
 
-// PostProcessWithBody Start a command in the background
+// StartProcessWithBody Start a command in the background
 //
 // Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /api/v1/process (the `PostProcess` operationId).
-func (c *Client) PostProcessWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessRequestWithBody(c.Server, contentType, body)
+// Corresponds with POST /api/v1/process (the `StartProcess` operationId).
+func (c *Client) StartProcessWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartProcessRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -964,15 +930,15 @@ func (c *Client) PostProcessWithBody(ctx context.Context, contentType string, bo
 	return c.Client.Do(req)
 }
 
-// PostProcess Start a command in the background
+// StartProcess Start a command in the background
 //
 // Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /api/v1/process (the `PostProcess` operationId).
-func (c *Client) PostProcess(ctx context.Context, body PostProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessRequest(c.Server, body)
+// Corresponds with POST /api/v1/process (the `StartProcess` operationId).
+func (c *Client) StartProcess(ctx context.Context, body StartProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartProcessRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -983,15 +949,15 @@ func (c *Client) PostProcess(ctx context.Context, body PostProcessJSONRequestBod
 	return c.Client.Do(req)
 }
 
-// PostProcessRunWithBody Run a command to its end
+// RunProcessWithBody Run a command to its end
 //
 // Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /api/v1/process/run (the `PostProcessRun` operationId).
-func (c *Client) PostProcessRunWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessRunRequestWithBody(c.Server, contentType, body)
+// Corresponds with POST /api/v1/process/run (the `RunProcess` operationId).
+func (c *Client) RunProcessWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunProcessRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1002,15 +968,15 @@ func (c *Client) PostProcessRunWithBody(ctx context.Context, contentType string,
 	return c.Client.Do(req)
 }
 
-// PostProcessRun Run a command to its end
+// RunProcess Run a command to its end
 //
 // Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /api/v1/process/run (the `PostProcessRun` operationId).
-func (c *Client) PostProcessRun(ctx context.Context, body PostProcessRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessRunRequest(c.Server, body)
+// Corresponds with POST /api/v1/process/run (the `RunProcess` operationId).
+func (c *Client) RunProcess(ctx context.Context, body RunProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunProcessRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1021,13 +987,13 @@ func (c *Client) PostProcessRun(ctx context.Context, body PostProcessRunJSONRequ
 	return c.Client.Do(req)
 }
 
-// DeleteProcessById Stop a process's whole tree
+// KillProcess Stop a process's whole tree
 //
 // SIGTERM to its process group and every descendant (also those that left the group), SIGKILL to all of them after grace_ms (default --process-kill-grace); answers the final record (state killed, end_reason killed) once the main process has ended. A process already ended answers its record unchanged.
 //
-// Corresponds with DELETE /api/v1/process/{id} (the `DeleteProcessById` operationId).
-func (c *Client) DeleteProcessById(ctx context.Context, id string, params *DeleteProcessByIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteProcessByIdRequest(c.Server, id, params)
+// Corresponds with DELETE /api/v1/process/{id} (the `KillProcess` operationId).
+func (c *Client) KillProcess(ctx context.Context, id string, params *KillProcessParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKillProcessRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1038,13 +1004,13 @@ func (c *Client) DeleteProcessById(ctx context.Context, id string, params *Delet
 	return c.Client.Do(req)
 }
 
-// GetProcessById One process's record
+// GetProcess One process's record
 //
 // State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.
 //
-// Corresponds with GET /api/v1/process/{id} (the `GetProcessById` operationId).
-func (c *Client) GetProcessById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetProcessByIdRequest(c.Server, id)
+// Corresponds with GET /api/v1/process/{id} (the `GetProcess` operationId).
+func (c *Client) GetProcess(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProcessRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -1055,13 +1021,13 @@ func (c *Client) GetProcessById(ctx context.Context, id string, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
-// GetProcessByIdOutput Read or follow the output
+// GetProcessOutput Read or follow the output
 //
 // Output from byte offset since, as chunks {type:output, stream (stdout or stderr), offset (of the chunk's first byte in the process's output: both streams, in the order read), data (UTF-8 text, or base64 with encoding base64)}, in order. Without follow: a JSON page (at most max_bytes) with next_offset to read on and done once the output is complete and read. follow=true: Server-Sent Events — event output (id: the offset after it, so Last-Event-ID resumes), gap {from, to} when bytes from since were no longer kept, and finally one event end {type:end, process: the final record}; a comment every 15 s keeps it alive. A WebSocket upgrade streams the same messages as text frames (follow is the default there; follow=false ends with a 1000 close once caught up), or with binary=true each output chunk as a binary frame: one byte stream (1 stdout, 2 stderr), eight bytes offset (big-endian), then the bytes; gap and end stay text. The client may send binary frames (written to standard input) and text frames {type:stdin_close}, {type:resize, rows, cols}, {type:signal, signal}; a refused one is answered {type:error, message}. The server pings every 15 s and drops a client silent for 37.5 s or that takes nothing for 60 s. A reconnect with its last offset gets everything after it while kept (see the bounds in the service description; a follower's place is held for --process-resume-grace after it drops). since past the end is 400.
 //
-// Corresponds with GET /api/v1/process/{id}/output (the `GetProcessByIdOutput` operationId).
-func (c *Client) GetProcessByIdOutput(ctx context.Context, id string, params *GetProcessByIdOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetProcessByIdOutputRequest(c.Server, id, params)
+// Corresponds with GET /api/v1/process/{id}/output (the `GetProcessOutput` operationId).
+func (c *Client) GetProcessOutput(ctx context.Context, id string, params *GetProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProcessOutputRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1072,15 +1038,15 @@ func (c *Client) GetProcessByIdOutput(ctx context.Context, id string, params *Ge
 	return c.Client.Do(req)
 }
 
-// PostProcessByIdResizeWithBody Resize the pty
+// ResizeProcessWithBody Resize the pty
 //
 // Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /api/v1/process/{id}/resize (the `PostProcessByIdResize` operationId).
-func (c *Client) PostProcessByIdResizeWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessByIdResizeRequestWithBody(c.Server, id, contentType, body)
+// Corresponds with POST /api/v1/process/{id}/resize (the `ResizeProcess` operationId).
+func (c *Client) ResizeProcessWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResizeProcessRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1091,15 +1057,15 @@ func (c *Client) PostProcessByIdResizeWithBody(ctx context.Context, id string, c
 	return c.Client.Do(req)
 }
 
-// PostProcessByIdResize Resize the pty
+// ResizeProcess Resize the pty
 //
 // Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /api/v1/process/{id}/resize (the `PostProcessByIdResize` operationId).
-func (c *Client) PostProcessByIdResize(ctx context.Context, id string, body PostProcessByIdResizeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessByIdResizeRequest(c.Server, id, body)
+// Corresponds with POST /api/v1/process/{id}/resize (the `ResizeProcess` operationId).
+func (c *Client) ResizeProcess(ctx context.Context, id string, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResizeProcessRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1110,15 +1076,15 @@ func (c *Client) PostProcessByIdResize(ctx context.Context, id string, body Post
 	return c.Client.Do(req)
 }
 
-// PostProcessByIdSignalWithBody Signal the process group
+// SignalProcessWithBody Signal the process group
 //
 // Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 INVALID naming signal for an unknown one, 409 once the process has ended.
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /api/v1/process/{id}/signal (the `PostProcessByIdSignal` operationId).
-func (c *Client) PostProcessByIdSignalWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessByIdSignalRequestWithBody(c.Server, id, contentType, body)
+// Corresponds with POST /api/v1/process/{id}/signal (the `SignalProcess` operationId).
+func (c *Client) SignalProcessWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignalProcessRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1129,15 +1095,15 @@ func (c *Client) PostProcessByIdSignalWithBody(ctx context.Context, id string, c
 	return c.Client.Do(req)
 }
 
-// PostProcessByIdSignal Signal the process group
+// SignalProcess Signal the process group
 //
 // Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 INVALID naming signal for an unknown one, 409 once the process has ended.
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /api/v1/process/{id}/signal (the `PostProcessByIdSignal` operationId).
-func (c *Client) PostProcessByIdSignal(ctx context.Context, id string, body PostProcessByIdSignalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessByIdSignalRequest(c.Server, id, body)
+// Corresponds with POST /api/v1/process/{id}/signal (the `SignalProcess` operationId).
+func (c *Client) SignalProcess(ctx context.Context, id string, body SignalProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignalProcessRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1148,15 +1114,15 @@ func (c *Client) PostProcessByIdSignal(ctx context.Context, id string, body Post
 	return c.Client.Do(req)
 }
 
-// PostProcessByIdStdinWithBody Write to standard input
+// WriteProcessStdinWithBody Write to standard input
 //
-// The request body is the bytes (any content type), or with Content-Type application/json {data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
+// The request body is the bytes (any content type), or with Content-Type application/json {data (the bytes, or their base64), encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /api/v1/process/{id}/stdin (the `PostProcessByIdStdin` operationId).
-func (c *Client) PostProcessByIdStdinWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessByIdStdinRequestWithBody(c.Server, id, contentType, body)
+// Corresponds with POST /api/v1/process/{id}/stdin (the `WriteProcessStdin` operationId).
+func (c *Client) WriteProcessStdinWithBody(ctx context.Context, id string, params *WriteProcessStdinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWriteProcessStdinRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1167,32 +1133,13 @@ func (c *Client) PostProcessByIdStdinWithBody(ctx context.Context, id string, co
 	return c.Client.Do(req)
 }
 
-// PostProcessByIdStdin Write to standard input
-//
-// The request body is the bytes (any content type), or with Content-Type application/json {data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /api/v1/process/{id}/stdin (the `PostProcessByIdStdin` operationId).
-func (c *Client) PostProcessByIdStdin(ctx context.Context, id string, body PostProcessByIdStdinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessByIdStdinRequest(c.Server, id, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// PostProcessByIdStdinClose Close standard input
+// CloseProcessStdin Close standard input
 //
 // The process reads end of file. On a pty this types Ctrl-D (end of file for a program reading the terminal line by line) and input stays open.
 //
-// Corresponds with POST /api/v1/process/{id}/stdin/close (the `PostProcessByIdStdinClose` operationId).
-func (c *Client) PostProcessByIdStdinClose(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostProcessByIdStdinCloseRequest(c.Server, id)
+// Corresponds with POST /api/v1/process/{id}/stdin/close (the `CloseProcessStdin` operationId).
+func (c *Client) CloseProcessStdin(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCloseProcessStdinRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -1248,8 +1195,8 @@ func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditor
 	return c.Client.Do(req)
 }
 
-// NewGetProcessRequest constructs an http.Request for the GetProcess method
-func NewGetProcessRequest(server string, params *GetProcessParams) (*http.Request, error) {
+// NewListProcessesRequest constructs an http.Request for the ListProcesses method
+func NewListProcessesRequest(server string, params *ListProcessesParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -1314,19 +1261,19 @@ func NewGetProcessRequest(server string, params *GetProcessParams) (*http.Reques
 	return req, nil
 }
 
-// NewPostProcessRequest calls the generic PostProcess builder with application/json body
-func NewPostProcessRequest(server string, body PostProcessJSONRequestBody) (*http.Request, error) {
+// NewStartProcessRequest calls the generic StartProcess builder with application/json body
+func NewStartProcessRequest(server string, body StartProcessJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostProcessRequestWithBody(server, "application/json", bodyReader)
+	return NewStartProcessRequestWithBody(server, "application/json", bodyReader)
 }
 
-// NewPostProcessRequestWithBody constructs an http.Request for the PostProcess method, with any body, and a specified content type
-func NewPostProcessRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+// NewStartProcessRequestWithBody constructs an http.Request for the StartProcess method, with any body, and a specified content type
+func NewStartProcessRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -1354,19 +1301,19 @@ func NewPostProcessRequestWithBody(server string, contentType string, body io.Re
 	return req, nil
 }
 
-// NewPostProcessRunRequest calls the generic PostProcessRun builder with application/json body
-func NewPostProcessRunRequest(server string, body PostProcessRunJSONRequestBody) (*http.Request, error) {
+// NewRunProcessRequest calls the generic RunProcess builder with application/json body
+func NewRunProcessRequest(server string, body RunProcessJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostProcessRunRequestWithBody(server, "application/json", bodyReader)
+	return NewRunProcessRequestWithBody(server, "application/json", bodyReader)
 }
 
-// NewPostProcessRunRequestWithBody constructs an http.Request for the PostProcessRun method, with any body, and a specified content type
-func NewPostProcessRunRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+// NewRunProcessRequestWithBody constructs an http.Request for the RunProcess method, with any body, and a specified content type
+func NewRunProcessRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -1394,8 +1341,8 @@ func NewPostProcessRunRequestWithBody(server string, contentType string, body io
 	return req, nil
 }
 
-// NewDeleteProcessByIdRequest constructs an http.Request for the DeleteProcessById method
-func NewDeleteProcessByIdRequest(server string, id string, params *DeleteProcessByIdParams) (*http.Request, error) {
+// NewKillProcessRequest constructs an http.Request for the KillProcess method
+func NewKillProcessRequest(server string, id string, params *KillProcessParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1455,8 +1402,8 @@ func NewDeleteProcessByIdRequest(server string, id string, params *DeleteProcess
 	return req, nil
 }
 
-// NewGetProcessByIdRequest constructs an http.Request for the GetProcessById method
-func NewGetProcessByIdRequest(server string, id string) (*http.Request, error) {
+// NewGetProcessRequest constructs an http.Request for the GetProcess method
+func NewGetProcessRequest(server string, id string) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1489,8 +1436,8 @@ func NewGetProcessByIdRequest(server string, id string) (*http.Request, error) {
 	return req, nil
 }
 
-// NewGetProcessByIdOutputRequest constructs an http.Request for the GetProcessByIdOutput method
-func NewGetProcessByIdOutputRequest(server string, id string, params *GetProcessByIdOutputParams) (*http.Request, error) {
+// NewGetProcessOutputRequest constructs an http.Request for the GetProcessOutput method
+func NewGetProcessOutputRequest(server string, id string, params *GetProcessOutputParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1588,7 +1535,7 @@ func NewGetProcessByIdOutputRequest(server string, id string, params *GetProcess
 		if params.LastEventID != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: ""})
 			if err != nil {
 				return nil, err
 			}
@@ -1601,19 +1548,19 @@ func NewGetProcessByIdOutputRequest(server string, id string, params *GetProcess
 	return req, nil
 }
 
-// NewPostProcessByIdResizeRequest calls the generic PostProcessByIdResize builder with application/json body
-func NewPostProcessByIdResizeRequest(server string, id string, body PostProcessByIdResizeJSONRequestBody) (*http.Request, error) {
+// NewResizeProcessRequest calls the generic ResizeProcess builder with application/json body
+func NewResizeProcessRequest(server string, id string, body ResizeProcessJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostProcessByIdResizeRequestWithBody(server, id, "application/json", bodyReader)
+	return NewResizeProcessRequestWithBody(server, id, "application/json", bodyReader)
 }
 
-// NewPostProcessByIdResizeRequestWithBody constructs an http.Request for the PostProcessByIdResize method, with any body, and a specified content type
-func NewPostProcessByIdResizeRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+// NewResizeProcessRequestWithBody constructs an http.Request for the ResizeProcess method, with any body, and a specified content type
+func NewResizeProcessRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1648,19 +1595,19 @@ func NewPostProcessByIdResizeRequestWithBody(server string, id string, contentTy
 	return req, nil
 }
 
-// NewPostProcessByIdSignalRequest calls the generic PostProcessByIdSignal builder with application/json body
-func NewPostProcessByIdSignalRequest(server string, id string, body PostProcessByIdSignalJSONRequestBody) (*http.Request, error) {
+// NewSignalProcessRequest calls the generic SignalProcess builder with application/json body
+func NewSignalProcessRequest(server string, id string, body SignalProcessJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostProcessByIdSignalRequestWithBody(server, id, "application/json", bodyReader)
+	return NewSignalProcessRequestWithBody(server, id, "application/json", bodyReader)
 }
 
-// NewPostProcessByIdSignalRequestWithBody constructs an http.Request for the PostProcessByIdSignal method, with any body, and a specified content type
-func NewPostProcessByIdSignalRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+// NewSignalProcessRequestWithBody constructs an http.Request for the SignalProcess method, with any body, and a specified content type
+func NewSignalProcessRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1695,19 +1642,8 @@ func NewPostProcessByIdSignalRequestWithBody(server string, id string, contentTy
 	return req, nil
 }
 
-// NewPostProcessByIdStdinRequest calls the generic PostProcessByIdStdin builder with application/json body
-func NewPostProcessByIdStdinRequest(server string, id string, body PostProcessByIdStdinJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewPostProcessByIdStdinRequestWithBody(server, id, "application/json", bodyReader)
-}
-
-// NewPostProcessByIdStdinRequestWithBody constructs an http.Request for the PostProcessByIdStdin method, with any body, and a specified content type
-func NewPostProcessByIdStdinRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+// NewWriteProcessStdinRequestWithBody constructs an http.Request for the WriteProcessStdin method, with any body, and a specified content type
+func NewWriteProcessStdinRequestWithBody(server string, id string, params *WriteProcessStdinParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1739,11 +1675,26 @@ func NewPostProcessByIdStdinRequestWithBody(server string, id string, contentTyp
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.ContentType != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Content-Type", *params.ContentType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Type", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
-// NewPostProcessByIdStdinCloseRequest constructs an http.Request for the PostProcessByIdStdinClose method
-func NewPostProcessByIdStdinCloseRequest(server string, id string) (*http.Request, error) {
+// NewCloseProcessStdinRequest constructs an http.Request for the CloseProcessStdin method
+func NewCloseProcessStdinRequest(server string, id string) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1901,140 +1852,131 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
-	// GetProcessWithResponse List processes, oldest first
+	// ListProcessesWithResponse List processes, oldest first
 	//
 	// Running processes and finished ones still kept (--process-retention, --process-max-finished).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /api/v1/process (the `GetProcess` operationId).
-	GetProcessWithResponse(ctx context.Context, params *GetProcessParams, reqEditors ...RequestEditorFn) (*GetProcessResponse, error)
+	// Corresponds with GET /api/v1/process (the `ListProcesses` operationId).
+	ListProcessesWithResponse(ctx context.Context, params *ListProcessesParams, reqEditors ...RequestEditorFn) (*ListProcessesResponse, error)
 
-	// PostProcessWithBodyWithResponse Start a command in the background
+	// StartProcessWithBodyWithResponse Start a command in the background
 	//
 	// Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/process (the `PostProcess` operationId).
-	PostProcessWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostProcessResponse, error)
+	// Corresponds with POST /api/v1/process (the `StartProcess` operationId).
+	StartProcessWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartProcessResponse, error)
 
-	// PostProcessWithResponse Start a command in the background
+	// StartProcessWithResponse Start a command in the background
 	//
 	// Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/process (the `PostProcess` operationId).
-	PostProcessWithResponse(ctx context.Context, body PostProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*PostProcessResponse, error)
+	// Corresponds with POST /api/v1/process (the `StartProcess` operationId).
+	StartProcessWithResponse(ctx context.Context, body StartProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*StartProcessResponse, error)
 
-	// PostProcessRunWithBodyWithResponse Run a command to its end
+	// RunProcessWithBodyWithResponse Run a command to its end
 	//
 	// Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/process/run (the `PostProcessRun` operationId).
-	PostProcessRunWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostProcessRunResponse, error)
+	// Corresponds with POST /api/v1/process/run (the `RunProcess` operationId).
+	RunProcessWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunProcessResponse, error)
 
-	// PostProcessRunWithResponse Run a command to its end
+	// RunProcessWithResponse Run a command to its end
 	//
 	// Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/process/run (the `PostProcessRun` operationId).
-	PostProcessRunWithResponse(ctx context.Context, body PostProcessRunJSONRequestBody, reqEditors ...RequestEditorFn) (*PostProcessRunResponse, error)
+	// Corresponds with POST /api/v1/process/run (the `RunProcess` operationId).
+	RunProcessWithResponse(ctx context.Context, body RunProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*RunProcessResponse, error)
 
-	// DeleteProcessByIdWithResponse Stop a process's whole tree
+	// KillProcessWithResponse Stop a process's whole tree
 	//
 	// SIGTERM to its process group and every descendant (also those that left the group), SIGKILL to all of them after grace_ms (default --process-kill-grace); answers the final record (state killed, end_reason killed) once the main process has ended. A process already ended answers its record unchanged.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with DELETE /api/v1/process/{id} (the `DeleteProcessById` operationId).
-	DeleteProcessByIdWithResponse(ctx context.Context, id string, params *DeleteProcessByIdParams, reqEditors ...RequestEditorFn) (*DeleteProcessByIdResponse, error)
+	// Corresponds with DELETE /api/v1/process/{id} (the `KillProcess` operationId).
+	KillProcessWithResponse(ctx context.Context, id string, params *KillProcessParams, reqEditors ...RequestEditorFn) (*KillProcessResponse, error)
 
-	// GetProcessByIdWithResponse One process's record
+	// GetProcessWithResponse One process's record
 	//
 	// State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /api/v1/process/{id} (the `GetProcessById` operationId).
-	GetProcessByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetProcessByIdResponse, error)
+	// Corresponds with GET /api/v1/process/{id} (the `GetProcess` operationId).
+	GetProcessWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetProcessResponse, error)
 
-	// GetProcessByIdOutputWithResponse Read or follow the output
+	// GetProcessOutputWithResponse Read or follow the output
 	//
 	// Output from byte offset since, as chunks {type:output, stream (stdout or stderr), offset (of the chunk's first byte in the process's output: both streams, in the order read), data (UTF-8 text, or base64 with encoding base64)}, in order. Without follow: a JSON page (at most max_bytes) with next_offset to read on and done once the output is complete and read. follow=true: Server-Sent Events — event output (id: the offset after it, so Last-Event-ID resumes), gap {from, to} when bytes from since were no longer kept, and finally one event end {type:end, process: the final record}; a comment every 15 s keeps it alive. A WebSocket upgrade streams the same messages as text frames (follow is the default there; follow=false ends with a 1000 close once caught up), or with binary=true each output chunk as a binary frame: one byte stream (1 stdout, 2 stderr), eight bytes offset (big-endian), then the bytes; gap and end stay text. The client may send binary frames (written to standard input) and text frames {type:stdin_close}, {type:resize, rows, cols}, {type:signal, signal}; a refused one is answered {type:error, message}. The server pings every 15 s and drops a client silent for 37.5 s or that takes nothing for 60 s. A reconnect with its last offset gets everything after it while kept (see the bounds in the service description; a follower's place is held for --process-resume-grace after it drops). since past the end is 400.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /api/v1/process/{id}/output (the `GetProcessByIdOutput` operationId).
-	GetProcessByIdOutputWithResponse(ctx context.Context, id string, params *GetProcessByIdOutputParams, reqEditors ...RequestEditorFn) (*GetProcessByIdOutputResponse, error)
+	// Corresponds with GET /api/v1/process/{id}/output (the `GetProcessOutput` operationId).
+	GetProcessOutputWithResponse(ctx context.Context, id string, params *GetProcessOutputParams, reqEditors ...RequestEditorFn) (*GetProcessOutputResponse, error)
 
-	// PostProcessByIdResizeWithBodyWithResponse Resize the pty
+	// ResizeProcessWithBodyWithResponse Resize the pty
 	//
 	// Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/process/{id}/resize (the `PostProcessByIdResize` operationId).
-	PostProcessByIdResizeWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostProcessByIdResizeResponse, error)
+	// Corresponds with POST /api/v1/process/{id}/resize (the `ResizeProcess` operationId).
+	ResizeProcessWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error)
 
-	// PostProcessByIdResizeWithResponse Resize the pty
+	// ResizeProcessWithResponse Resize the pty
 	//
 	// Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/process/{id}/resize (the `PostProcessByIdResize` operationId).
-	PostProcessByIdResizeWithResponse(ctx context.Context, id string, body PostProcessByIdResizeJSONRequestBody, reqEditors ...RequestEditorFn) (*PostProcessByIdResizeResponse, error)
+	// Corresponds with POST /api/v1/process/{id}/resize (the `ResizeProcess` operationId).
+	ResizeProcessWithResponse(ctx context.Context, id string, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error)
 
-	// PostProcessByIdSignalWithBodyWithResponse Signal the process group
+	// SignalProcessWithBodyWithResponse Signal the process group
 	//
 	// Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 INVALID naming signal for an unknown one, 409 once the process has ended.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/process/{id}/signal (the `PostProcessByIdSignal` operationId).
-	PostProcessByIdSignalWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostProcessByIdSignalResponse, error)
+	// Corresponds with POST /api/v1/process/{id}/signal (the `SignalProcess` operationId).
+	SignalProcessWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignalProcessResponse, error)
 
-	// PostProcessByIdSignalWithResponse Signal the process group
+	// SignalProcessWithResponse Signal the process group
 	//
 	// Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 INVALID naming signal for an unknown one, 409 once the process has ended.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/process/{id}/signal (the `PostProcessByIdSignal` operationId).
-	PostProcessByIdSignalWithResponse(ctx context.Context, id string, body PostProcessByIdSignalJSONRequestBody, reqEditors ...RequestEditorFn) (*PostProcessByIdSignalResponse, error)
+	// Corresponds with POST /api/v1/process/{id}/signal (the `SignalProcess` operationId).
+	SignalProcessWithResponse(ctx context.Context, id string, body SignalProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*SignalProcessResponse, error)
 
-	// PostProcessByIdStdinWithBodyWithResponse Write to standard input
+	// WriteProcessStdinWithBodyWithResponse Write to standard input
 	//
-	// The request body is the bytes (any content type), or with Content-Type application/json {data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
+	// The request body is the bytes (any content type), or with Content-Type application/json {data (the bytes, or their base64), encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/process/{id}/stdin (the `PostProcessByIdStdin` operationId).
-	PostProcessByIdStdinWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostProcessByIdStdinResponse, error)
+	// Corresponds with POST /api/v1/process/{id}/stdin (the `WriteProcessStdin` operationId).
+	WriteProcessStdinWithBodyWithResponse(ctx context.Context, id string, params *WriteProcessStdinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteProcessStdinResponse, error)
 
-	// PostProcessByIdStdinWithResponse Write to standard input
-	//
-	// The request body is the bytes (any content type), or with Content-Type application/json {data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /api/v1/process/{id}/stdin (the `PostProcessByIdStdin` operationId).
-	PostProcessByIdStdinWithResponse(ctx context.Context, id string, body PostProcessByIdStdinJSONRequestBody, reqEditors ...RequestEditorFn) (*PostProcessByIdStdinResponse, error)
-
-	// PostProcessByIdStdinCloseWithResponse Close standard input
+	// CloseProcessStdinWithResponse Close standard input
 	//
 	// The process reads end of file. On a pty this types Ctrl-D (end of file for a program reading the terminal line by line) and input stays open.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /api/v1/process/{id}/stdin/close (the `PostProcessByIdStdinClose` operationId).
-	PostProcessByIdStdinCloseWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*PostProcessByIdStdinCloseResponse, error)
+	// Corresponds with POST /api/v1/process/{id}/stdin/close (the `CloseProcessStdin` operationId).
+	CloseProcessStdinWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CloseProcessStdinResponse, error)
 
 	// GetHealthWithResponse Health record of this service
 	//
@@ -2058,7 +2000,7 @@ type ClientWithResponsesInterface interface {
 	GetOpenAPIYAMLWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error)
 }
 
-type GetProcessResponse struct {
+type ListProcessesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -2068,7 +2010,206 @@ type GetProcessResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetProcessResponse) GetJSON200() *ProcessList {
+func (r ListProcessesResponse) GetJSON200() *ProcessList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListProcessesResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProcessesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProcessesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProcessesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProcessesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type StartProcessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Process
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Process
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartProcessResponse) GetJSON200() *Process {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r StartProcessResponse) GetJSON201() *Process {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StartProcessResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StartProcessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartProcessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartProcessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartProcessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RunProcessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunResult
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunProcessResponse) GetJSON200() *RunResult {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RunProcessResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RunProcessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunProcessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunProcessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunProcessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type KillProcessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Process
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r KillProcessResponse) GetJSON200() *Process {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r KillProcessResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r KillProcessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r KillProcessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r KillProcessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r KillProcessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetProcessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Process
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProcessResponse) GetJSON200() *Process {
 	return r.JSON200
 }
 
@@ -2106,199 +2247,7 @@ func (r GetProcessResponse) ContentType() string {
 	return ""
 }
 
-type PostProcessResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *Process
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-}
-
-// GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r PostProcessResponse) GetJSON201() *Process {
-	return r.JSON201
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostProcessResponse) GetJSONDefault() *Error {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r PostProcessResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r PostProcessResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r PostProcessResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r PostProcessResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type PostProcessRunResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *RunResult
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostProcessRunResponse) GetJSON200() *RunResult {
-	return r.JSON200
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostProcessRunResponse) GetJSONDefault() *Error {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r PostProcessRunResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r PostProcessRunResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r PostProcessRunResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r PostProcessRunResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type DeleteProcessByIdResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Process
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r DeleteProcessByIdResponse) GetJSON200() *Process {
-	return r.JSON200
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r DeleteProcessByIdResponse) GetJSONDefault() *Error {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r DeleteProcessByIdResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r DeleteProcessByIdResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r DeleteProcessByIdResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r DeleteProcessByIdResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type GetProcessByIdResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Process
-	// JSONDefault the response for an HTTP default `application/json` response
-	JSONDefault *Error
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetProcessByIdResponse) GetJSON200() *Process {
-	return r.JSON200
-}
-
-// GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetProcessByIdResponse) GetJSONDefault() *Error {
-	return r.JSONDefault
-}
-
-// GetBody returns the raw response body bytes
-func (r GetProcessByIdResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r GetProcessByIdResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r GetProcessByIdResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetProcessByIdResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type GetProcessByIdOutputResponse struct {
+type GetProcessOutputResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -2308,22 +2257,22 @@ type GetProcessByIdOutputResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetProcessByIdOutputResponse) GetJSON200() *OutputPage {
+func (r GetProcessOutputResponse) GetJSON200() *OutputPage {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r GetProcessByIdOutputResponse) GetJSONDefault() *Error {
+func (r GetProcessOutputResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r GetProcessByIdOutputResponse) GetBody() []byte {
+func (r GetProcessOutputResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r GetProcessByIdOutputResponse) Status() string {
+func (r GetProcessOutputResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -2331,7 +2280,7 @@ func (r GetProcessByIdOutputResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r GetProcessByIdOutputResponse) StatusCode() int {
+func (r GetProcessOutputResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -2339,14 +2288,14 @@ func (r GetProcessByIdOutputResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetProcessByIdOutputResponse) ContentType() string {
+func (r GetProcessOutputResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-type PostProcessByIdResizeResponse struct {
+type ResizeProcessResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -2356,22 +2305,22 @@ type PostProcessByIdResizeResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostProcessByIdResizeResponse) GetJSON200() *Process {
+func (r ResizeProcessResponse) GetJSON200() *Process {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostProcessByIdResizeResponse) GetJSONDefault() *Error {
+func (r ResizeProcessResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r PostProcessByIdResizeResponse) GetBody() []byte {
+func (r ResizeProcessResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r PostProcessByIdResizeResponse) Status() string {
+func (r ResizeProcessResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -2379,7 +2328,7 @@ func (r PostProcessByIdResizeResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r PostProcessByIdResizeResponse) StatusCode() int {
+func (r ResizeProcessResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -2387,14 +2336,14 @@ func (r PostProcessByIdResizeResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r PostProcessByIdResizeResponse) ContentType() string {
+func (r ResizeProcessResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-type PostProcessByIdSignalResponse struct {
+type SignalProcessResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -2404,22 +2353,22 @@ type PostProcessByIdSignalResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostProcessByIdSignalResponse) GetJSON200() *Process {
+func (r SignalProcessResponse) GetJSON200() *Process {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostProcessByIdSignalResponse) GetJSONDefault() *Error {
+func (r SignalProcessResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r PostProcessByIdSignalResponse) GetBody() []byte {
+func (r SignalProcessResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r PostProcessByIdSignalResponse) Status() string {
+func (r SignalProcessResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -2427,7 +2376,7 @@ func (r PostProcessByIdSignalResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r PostProcessByIdSignalResponse) StatusCode() int {
+func (r SignalProcessResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -2435,14 +2384,14 @@ func (r PostProcessByIdSignalResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r PostProcessByIdSignalResponse) ContentType() string {
+func (r SignalProcessResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-type PostProcessByIdStdinResponse struct {
+type WriteProcessStdinResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -2452,22 +2401,22 @@ type PostProcessByIdStdinResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostProcessByIdStdinResponse) GetJSON200() *StdinResult {
+func (r WriteProcessStdinResponse) GetJSON200() *StdinResult {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostProcessByIdStdinResponse) GetJSONDefault() *Error {
+func (r WriteProcessStdinResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r PostProcessByIdStdinResponse) GetBody() []byte {
+func (r WriteProcessStdinResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r PostProcessByIdStdinResponse) Status() string {
+func (r WriteProcessStdinResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -2475,7 +2424,7 @@ func (r PostProcessByIdStdinResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r PostProcessByIdStdinResponse) StatusCode() int {
+func (r WriteProcessStdinResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -2483,14 +2432,14 @@ func (r PostProcessByIdStdinResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r PostProcessByIdStdinResponse) ContentType() string {
+func (r WriteProcessStdinResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-type PostProcessByIdStdinCloseResponse struct {
+type CloseProcessStdinResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -2500,22 +2449,22 @@ type PostProcessByIdStdinCloseResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostProcessByIdStdinCloseResponse) GetJSON200() *Process {
+func (r CloseProcessStdinResponse) GetJSON200() *Process {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r PostProcessByIdStdinCloseResponse) GetJSONDefault() *Error {
+func (r CloseProcessStdinResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r PostProcessByIdStdinCloseResponse) GetBody() []byte {
+func (r CloseProcessStdinResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r PostProcessByIdStdinCloseResponse) Status() string {
+func (r CloseProcessStdinResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -2523,7 +2472,7 @@ func (r PostProcessByIdStdinCloseResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r PostProcessByIdStdinCloseResponse) StatusCode() int {
+func (r CloseProcessStdinResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -2531,7 +2480,7 @@ func (r PostProcessByIdStdinCloseResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r PostProcessByIdStdinCloseResponse) ContentType() string {
+func (r CloseProcessStdinResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2682,229 +2631,214 @@ func (r GetOpenAPIYAMLResponse) ContentType() string {
 	return ""
 }
 
-// GetProcessWithResponse List processes, oldest first
+// ListProcessesWithResponse List processes, oldest first
 //
 // Running processes and finished ones still kept (--process-retention, --process-max-finished).
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /api/v1/process (the `GetProcess` operationId).
-func (c *ClientWithResponses) GetProcessWithResponse(ctx context.Context, params *GetProcessParams, reqEditors ...RequestEditorFn) (*GetProcessResponse, error) {
-	rsp, err := c.GetProcess(ctx, params, reqEditors...)
+// Corresponds with GET /api/v1/process (the `ListProcesses` operationId).
+func (c *ClientWithResponses) ListProcessesWithResponse(ctx context.Context, params *ListProcessesParams, reqEditors ...RequestEditorFn) (*ListProcessesResponse, error) {
+	rsp, err := c.ListProcesses(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProcessesResponse(rsp)
+}
+
+// StartProcessWithBodyWithResponse Start a command in the background
+//
+// Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/process (the `StartProcess` operationId).
+func (c *ClientWithResponses) StartProcessWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartProcessResponse, error) {
+	rsp, err := c.StartProcessWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartProcessResponse(rsp)
+}
+
+// StartProcessWithResponse Start a command in the background
+//
+// Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/process (the `StartProcess` operationId).
+func (c *ClientWithResponses) StartProcessWithResponse(ctx context.Context, body StartProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*StartProcessResponse, error) {
+	rsp, err := c.StartProcess(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartProcessResponse(rsp)
+}
+
+// RunProcessWithBodyWithResponse Run a command to its end
+//
+// Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/process/run (the `RunProcess` operationId).
+func (c *ClientWithResponses) RunProcessWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunProcessResponse, error) {
+	rsp, err := c.RunProcessWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunProcessResponse(rsp)
+}
+
+// RunProcessWithResponse Run a command to its end
+//
+// Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/process/run (the `RunProcess` operationId).
+func (c *ClientWithResponses) RunProcessWithResponse(ctx context.Context, body RunProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*RunProcessResponse, error) {
+	rsp, err := c.RunProcess(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunProcessResponse(rsp)
+}
+
+// KillProcessWithResponse Stop a process's whole tree
+//
+// SIGTERM to its process group and every descendant (also those that left the group), SIGKILL to all of them after grace_ms (default --process-kill-grace); answers the final record (state killed, end_reason killed) once the main process has ended. A process already ended answers its record unchanged.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/process/{id} (the `KillProcess` operationId).
+func (c *ClientWithResponses) KillProcessWithResponse(ctx context.Context, id string, params *KillProcessParams, reqEditors ...RequestEditorFn) (*KillProcessResponse, error) {
+	rsp, err := c.KillProcess(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseKillProcessResponse(rsp)
+}
+
+// GetProcessWithResponse One process's record
+//
+// State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/process/{id} (the `GetProcess` operationId).
+func (c *ClientWithResponses) GetProcessWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetProcessResponse, error) {
+	rsp, err := c.GetProcess(ctx, id, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseGetProcessResponse(rsp)
 }
 
-// PostProcessWithBodyWithResponse Start a command in the background
-//
-// Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /api/v1/process (the `PostProcess` operationId).
-func (c *ClientWithResponses) PostProcessWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostProcessResponse, error) {
-	rsp, err := c.PostProcessWithBody(ctx, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParsePostProcessResponse(rsp)
-}
-
-// PostProcessWithResponse Start a command in the background
-//
-// Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /api/v1/process (the `PostProcess` operationId).
-func (c *ClientWithResponses) PostProcessWithResponse(ctx context.Context, body PostProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*PostProcessResponse, error) {
-	rsp, err := c.PostProcess(ctx, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParsePostProcessResponse(rsp)
-}
-
-// PostProcessRunWithBodyWithResponse Run a command to its end
-//
-// Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /api/v1/process/run (the `PostProcessRun` operationId).
-func (c *ClientWithResponses) PostProcessRunWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostProcessRunResponse, error) {
-	rsp, err := c.PostProcessRunWithBody(ctx, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParsePostProcessRunResponse(rsp)
-}
-
-// PostProcessRunWithResponse Run a command to its end
-//
-// Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /api/v1/process/run (the `PostProcessRun` operationId).
-func (c *ClientWithResponses) PostProcessRunWithResponse(ctx context.Context, body PostProcessRunJSONRequestBody, reqEditors ...RequestEditorFn) (*PostProcessRunResponse, error) {
-	rsp, err := c.PostProcessRun(ctx, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParsePostProcessRunResponse(rsp)
-}
-
-// DeleteProcessByIdWithResponse Stop a process's whole tree
-//
-// SIGTERM to its process group and every descendant (also those that left the group), SIGKILL to all of them after grace_ms (default --process-kill-grace); answers the final record (state killed, end_reason killed) once the main process has ended. A process already ended answers its record unchanged.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with DELETE /api/v1/process/{id} (the `DeleteProcessById` operationId).
-func (c *ClientWithResponses) DeleteProcessByIdWithResponse(ctx context.Context, id string, params *DeleteProcessByIdParams, reqEditors ...RequestEditorFn) (*DeleteProcessByIdResponse, error) {
-	rsp, err := c.DeleteProcessById(ctx, id, params, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseDeleteProcessByIdResponse(rsp)
-}
-
-// GetProcessByIdWithResponse One process's record
-//
-// State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with GET /api/v1/process/{id} (the `GetProcessById` operationId).
-func (c *ClientWithResponses) GetProcessByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetProcessByIdResponse, error) {
-	rsp, err := c.GetProcessById(ctx, id, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseGetProcessByIdResponse(rsp)
-}
-
-// GetProcessByIdOutputWithResponse Read or follow the output
+// GetProcessOutputWithResponse Read or follow the output
 //
 // Output from byte offset since, as chunks {type:output, stream (stdout or stderr), offset (of the chunk's first byte in the process's output: both streams, in the order read), data (UTF-8 text, or base64 with encoding base64)}, in order. Without follow: a JSON page (at most max_bytes) with next_offset to read on and done once the output is complete and read. follow=true: Server-Sent Events — event output (id: the offset after it, so Last-Event-ID resumes), gap {from, to} when bytes from since were no longer kept, and finally one event end {type:end, process: the final record}; a comment every 15 s keeps it alive. A WebSocket upgrade streams the same messages as text frames (follow is the default there; follow=false ends with a 1000 close once caught up), or with binary=true each output chunk as a binary frame: one byte stream (1 stdout, 2 stderr), eight bytes offset (big-endian), then the bytes; gap and end stay text. The client may send binary frames (written to standard input) and text frames {type:stdin_close}, {type:resize, rows, cols}, {type:signal, signal}; a refused one is answered {type:error, message}. The server pings every 15 s and drops a client silent for 37.5 s or that takes nothing for 60 s. A reconnect with its last offset gets everything after it while kept (see the bounds in the service description; a follower's place is held for --process-resume-grace after it drops). since past the end is 400.
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /api/v1/process/{id}/output (the `GetProcessByIdOutput` operationId).
-func (c *ClientWithResponses) GetProcessByIdOutputWithResponse(ctx context.Context, id string, params *GetProcessByIdOutputParams, reqEditors ...RequestEditorFn) (*GetProcessByIdOutputResponse, error) {
-	rsp, err := c.GetProcessByIdOutput(ctx, id, params, reqEditors...)
+// Corresponds with GET /api/v1/process/{id}/output (the `GetProcessOutput` operationId).
+func (c *ClientWithResponses) GetProcessOutputWithResponse(ctx context.Context, id string, params *GetProcessOutputParams, reqEditors ...RequestEditorFn) (*GetProcessOutputResponse, error) {
+	rsp, err := c.GetProcessOutput(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseGetProcessByIdOutputResponse(rsp)
+	return ParseGetProcessOutputResponse(rsp)
 }
 
-// PostProcessByIdResizeWithBodyWithResponse Resize the pty
+// ResizeProcessWithBodyWithResponse Resize the pty
 //
 // Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/process/{id}/resize (the `PostProcessByIdResize` operationId).
-func (c *ClientWithResponses) PostProcessByIdResizeWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostProcessByIdResizeResponse, error) {
-	rsp, err := c.PostProcessByIdResizeWithBody(ctx, id, contentType, body, reqEditors...)
+// Corresponds with POST /api/v1/process/{id}/resize (the `ResizeProcess` operationId).
+func (c *ClientWithResponses) ResizeProcessWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error) {
+	rsp, err := c.ResizeProcessWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostProcessByIdResizeResponse(rsp)
+	return ParseResizeProcessResponse(rsp)
 }
 
-// PostProcessByIdResizeWithResponse Resize the pty
+// ResizeProcessWithResponse Resize the pty
 //
 // Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/process/{id}/resize (the `PostProcessByIdResize` operationId).
-func (c *ClientWithResponses) PostProcessByIdResizeWithResponse(ctx context.Context, id string, body PostProcessByIdResizeJSONRequestBody, reqEditors ...RequestEditorFn) (*PostProcessByIdResizeResponse, error) {
-	rsp, err := c.PostProcessByIdResize(ctx, id, body, reqEditors...)
+// Corresponds with POST /api/v1/process/{id}/resize (the `ResizeProcess` operationId).
+func (c *ClientWithResponses) ResizeProcessWithResponse(ctx context.Context, id string, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error) {
+	rsp, err := c.ResizeProcess(ctx, id, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostProcessByIdResizeResponse(rsp)
+	return ParseResizeProcessResponse(rsp)
 }
 
-// PostProcessByIdSignalWithBodyWithResponse Signal the process group
+// SignalProcessWithBodyWithResponse Signal the process group
 //
 // Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 INVALID naming signal for an unknown one, 409 once the process has ended.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/process/{id}/signal (the `PostProcessByIdSignal` operationId).
-func (c *ClientWithResponses) PostProcessByIdSignalWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostProcessByIdSignalResponse, error) {
-	rsp, err := c.PostProcessByIdSignalWithBody(ctx, id, contentType, body, reqEditors...)
+// Corresponds with POST /api/v1/process/{id}/signal (the `SignalProcess` operationId).
+func (c *ClientWithResponses) SignalProcessWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignalProcessResponse, error) {
+	rsp, err := c.SignalProcessWithBody(ctx, id, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostProcessByIdSignalResponse(rsp)
+	return ParseSignalProcessResponse(rsp)
 }
 
-// PostProcessByIdSignalWithResponse Signal the process group
+// SignalProcessWithResponse Signal the process group
 //
 // Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 INVALID naming signal for an unknown one, 409 once the process has ended.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/process/{id}/signal (the `PostProcessByIdSignal` operationId).
-func (c *ClientWithResponses) PostProcessByIdSignalWithResponse(ctx context.Context, id string, body PostProcessByIdSignalJSONRequestBody, reqEditors ...RequestEditorFn) (*PostProcessByIdSignalResponse, error) {
-	rsp, err := c.PostProcessByIdSignal(ctx, id, body, reqEditors...)
+// Corresponds with POST /api/v1/process/{id}/signal (the `SignalProcess` operationId).
+func (c *ClientWithResponses) SignalProcessWithResponse(ctx context.Context, id string, body SignalProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*SignalProcessResponse, error) {
+	rsp, err := c.SignalProcess(ctx, id, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostProcessByIdSignalResponse(rsp)
+	return ParseSignalProcessResponse(rsp)
 }
 
-// PostProcessByIdStdinWithBodyWithResponse Write to standard input
+// WriteProcessStdinWithBodyWithResponse Write to standard input
 //
-// The request body is the bytes (any content type), or with Content-Type application/json {data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
+// The request body is the bytes (any content type), or with Content-Type application/json {data (the bytes, or their base64), encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/process/{id}/stdin (the `PostProcessByIdStdin` operationId).
-func (c *ClientWithResponses) PostProcessByIdStdinWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostProcessByIdStdinResponse, error) {
-	rsp, err := c.PostProcessByIdStdinWithBody(ctx, id, contentType, body, reqEditors...)
+// Corresponds with POST /api/v1/process/{id}/stdin (the `WriteProcessStdin` operationId).
+func (c *ClientWithResponses) WriteProcessStdinWithBodyWithResponse(ctx context.Context, id string, params *WriteProcessStdinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteProcessStdinResponse, error) {
+	rsp, err := c.WriteProcessStdinWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostProcessByIdStdinResponse(rsp)
+	return ParseWriteProcessStdinResponse(rsp)
 }
 
-// PostProcessByIdStdinWithResponse Write to standard input
-//
-// The request body is the bytes (any content type), or with Content-Type application/json {data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /api/v1/process/{id}/stdin (the `PostProcessByIdStdin` operationId).
-func (c *ClientWithResponses) PostProcessByIdStdinWithResponse(ctx context.Context, id string, body PostProcessByIdStdinJSONRequestBody, reqEditors ...RequestEditorFn) (*PostProcessByIdStdinResponse, error) {
-	rsp, err := c.PostProcessByIdStdin(ctx, id, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParsePostProcessByIdStdinResponse(rsp)
-}
-
-// PostProcessByIdStdinCloseWithResponse Close standard input
+// CloseProcessStdinWithResponse Close standard input
 //
 // The process reads end of file. On a pty this types Ctrl-D (end of file for a program reading the terminal line by line) and input stays open.
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /api/v1/process/{id}/stdin/close (the `PostProcessByIdStdinClose` operationId).
-func (c *ClientWithResponses) PostProcessByIdStdinCloseWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*PostProcessByIdStdinCloseResponse, error) {
-	rsp, err := c.PostProcessByIdStdinClose(ctx, id, reqEditors...)
+// Corresponds with POST /api/v1/process/{id}/stdin/close (the `CloseProcessStdin` operationId).
+func (c *ClientWithResponses) CloseProcessStdinWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CloseProcessStdinResponse, error) {
+	rsp, err := c.CloseProcessStdin(ctx, id, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParsePostProcessByIdStdinCloseResponse(rsp)
+	return ParseCloseProcessStdinResponse(rsp)
 }
 
 // GetHealthWithResponse Health record of this service
@@ -2946,15 +2880,15 @@ func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, re
 	return ParseGetOpenAPIYAMLResponse(rsp)
 }
 
-// ParseGetProcessResponse parses an HTTP response from a GetProcessWithResponse call
-func ParseGetProcessResponse(rsp *http.Response) (*GetProcessResponse, error) {
+// ParseListProcessesResponse parses an HTTP response from a ListProcessesWithResponse call
+func ParseListProcessesResponse(rsp *http.Response) (*ListProcessesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &GetProcessResponse{
+	response := &ListProcessesResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -2979,20 +2913,27 @@ func ParseGetProcessResponse(rsp *http.Response) (*GetProcessResponse, error) {
 	return response, nil
 }
 
-// ParsePostProcessResponse parses an HTTP response from a PostProcessWithResponse call
-func ParsePostProcessResponse(rsp *http.Response) (*PostProcessResponse, error) {
+// ParseStartProcessResponse parses an HTTP response from a StartProcessWithResponse call
+func ParseStartProcessResponse(rsp *http.Response) (*StartProcessResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &PostProcessResponse{
+	response := &StartProcessResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Process
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest Process
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3012,15 +2953,15 @@ func ParsePostProcessResponse(rsp *http.Response) (*PostProcessResponse, error) 
 	return response, nil
 }
 
-// ParsePostProcessRunResponse parses an HTTP response from a PostProcessRunWithResponse call
-func ParsePostProcessRunResponse(rsp *http.Response) (*PostProcessRunResponse, error) {
+// ParseRunProcessResponse parses an HTTP response from a RunProcessWithResponse call
+func ParseRunProcessResponse(rsp *http.Response) (*RunProcessResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &PostProcessRunResponse{
+	response := &RunProcessResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -3045,15 +2986,15 @@ func ParsePostProcessRunResponse(rsp *http.Response) (*PostProcessRunResponse, e
 	return response, nil
 }
 
-// ParseDeleteProcessByIdResponse parses an HTTP response from a DeleteProcessByIdWithResponse call
-func ParseDeleteProcessByIdResponse(rsp *http.Response) (*DeleteProcessByIdResponse, error) {
+// ParseKillProcessResponse parses an HTTP response from a KillProcessWithResponse call
+func ParseKillProcessResponse(rsp *http.Response) (*KillProcessResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &DeleteProcessByIdResponse{
+	response := &KillProcessResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -3078,15 +3019,15 @@ func ParseDeleteProcessByIdResponse(rsp *http.Response) (*DeleteProcessByIdRespo
 	return response, nil
 }
 
-// ParseGetProcessByIdResponse parses an HTTP response from a GetProcessByIdWithResponse call
-func ParseGetProcessByIdResponse(rsp *http.Response) (*GetProcessByIdResponse, error) {
+// ParseGetProcessResponse parses an HTTP response from a GetProcessWithResponse call
+func ParseGetProcessResponse(rsp *http.Response) (*GetProcessResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &GetProcessByIdResponse{
+	response := &GetProcessResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -3111,15 +3052,15 @@ func ParseGetProcessByIdResponse(rsp *http.Response) (*GetProcessByIdResponse, e
 	return response, nil
 }
 
-// ParseGetProcessByIdOutputResponse parses an HTTP response from a GetProcessByIdOutputWithResponse call
-func ParseGetProcessByIdOutputResponse(rsp *http.Response) (*GetProcessByIdOutputResponse, error) {
+// ParseGetProcessOutputResponse parses an HTTP response from a GetProcessOutputWithResponse call
+func ParseGetProcessOutputResponse(rsp *http.Response) (*GetProcessOutputResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &GetProcessByIdOutputResponse{
+	response := &GetProcessOutputResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -3144,15 +3085,15 @@ func ParseGetProcessByIdOutputResponse(rsp *http.Response) (*GetProcessByIdOutpu
 	return response, nil
 }
 
-// ParsePostProcessByIdResizeResponse parses an HTTP response from a PostProcessByIdResizeWithResponse call
-func ParsePostProcessByIdResizeResponse(rsp *http.Response) (*PostProcessByIdResizeResponse, error) {
+// ParseResizeProcessResponse parses an HTTP response from a ResizeProcessWithResponse call
+func ParseResizeProcessResponse(rsp *http.Response) (*ResizeProcessResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &PostProcessByIdResizeResponse{
+	response := &ResizeProcessResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -3177,15 +3118,15 @@ func ParsePostProcessByIdResizeResponse(rsp *http.Response) (*PostProcessByIdRes
 	return response, nil
 }
 
-// ParsePostProcessByIdSignalResponse parses an HTTP response from a PostProcessByIdSignalWithResponse call
-func ParsePostProcessByIdSignalResponse(rsp *http.Response) (*PostProcessByIdSignalResponse, error) {
+// ParseSignalProcessResponse parses an HTTP response from a SignalProcessWithResponse call
+func ParseSignalProcessResponse(rsp *http.Response) (*SignalProcessResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &PostProcessByIdSignalResponse{
+	response := &SignalProcessResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -3210,15 +3151,15 @@ func ParsePostProcessByIdSignalResponse(rsp *http.Response) (*PostProcessByIdSig
 	return response, nil
 }
 
-// ParsePostProcessByIdStdinResponse parses an HTTP response from a PostProcessByIdStdinWithResponse call
-func ParsePostProcessByIdStdinResponse(rsp *http.Response) (*PostProcessByIdStdinResponse, error) {
+// ParseWriteProcessStdinResponse parses an HTTP response from a WriteProcessStdinWithResponse call
+func ParseWriteProcessStdinResponse(rsp *http.Response) (*WriteProcessStdinResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &PostProcessByIdStdinResponse{
+	response := &WriteProcessStdinResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -3243,15 +3184,15 @@ func ParsePostProcessByIdStdinResponse(rsp *http.Response) (*PostProcessByIdStdi
 	return response, nil
 }
 
-// ParsePostProcessByIdStdinCloseResponse parses an HTTP response from a PostProcessByIdStdinCloseWithResponse call
-func ParsePostProcessByIdStdinCloseResponse(rsp *http.Response) (*PostProcessByIdStdinCloseResponse, error) {
+// ParseCloseProcessStdinResponse parses an HTTP response from a CloseProcessStdinWithResponse call
+func ParseCloseProcessStdinResponse(rsp *http.Response) (*CloseProcessStdinResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &PostProcessByIdStdinCloseResponse{
+	response := &CloseProcessStdinResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}

@@ -256,7 +256,7 @@ type ClientInterface interface {
 
 	// GetWebTerminal Web terminal
 	//
-	// xterm.js page: lists sessions, opens or creates one, follows the window size, reconnects after a drop. Works under a path prefix (the gateway's /_/terminal/).
+	// xterm.js page: lists sessions (with how many clients each has attached), opens or creates one, follows the window size, reconnects after a drop. The page remembers its session in the URL fragment and the tab's sessionStorage, so a reload (or the bare URL in the same tab) reattaches to it and the replay brings the screen back; "New terminal" starts another shell. Works under a path prefix (the gateway's /_/terminal/).
 	//
 	// Corresponds with GET / (the `GetWebTerminal` operationId).
 	GetWebTerminal(ctx context.Context, params *GetWebTerminalParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -349,7 +349,7 @@ type ClientInterface interface {
 
 // GetWebTerminal Web terminal
 //
-// xterm.js page: lists sessions, opens or creates one, follows the window size, reconnects after a drop. Works under a path prefix (the gateway's /_/terminal/).
+// xterm.js page: lists sessions (with how many clients each has attached), opens or creates one, follows the window size, reconnects after a drop. The page remembers its session in the URL fragment and the tab's sessionStorage, so a reload (or the bare URL in the same tab) reattaches to it and the replay brings the screen back; "New terminal" starts another shell. Works under a path prefix (the gateway's /_/terminal/).
 //
 // Corresponds with GET / (the `GetWebTerminal` operationId).
 func (c *Client) GetWebTerminal(ctx context.Context, params *GetWebTerminalParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1219,7 +1219,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetWebTerminalWithResponse Web terminal
 	//
-	// xterm.js page: lists sessions, opens or creates one, follows the window size, reconnects after a drop. Works under a path prefix (the gateway's /_/terminal/).
+	// xterm.js page: lists sessions (with how many clients each has attached), opens or creates one, follows the window size, reconnects after a drop. The page remembers its session in the URL fragment and the tab's sessionStorage, so a reload (or the bare URL in the same tab) reattaches to it and the replay brings the screen back; "New terminal" starts another shell. Works under a path prefix (the gateway's /_/terminal/).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1475,8 +1475,8 @@ func (r GetTerminalHistoryResponse) ContentType() string {
 
 // GetTerminalRawResponse200Headers the declared response headers of an HTTP 200 response for GetTerminalRaw
 type GetTerminalRawResponse200Headers struct {
-	XTerminalNext      *string
-	XTerminalOffset    *string
+	XTerminalNext      *int
+	XTerminalOffset    *int
 	XTerminalTruncated *string
 }
 
@@ -1952,7 +1952,7 @@ func (r GetOpenAPIYAMLResponse) ContentType() string {
 
 // GetWebTerminalWithResponse Web terminal
 //
-// xterm.js page: lists sessions, opens or creates one, follows the window size, reconnects after a drop. Works under a path prefix (the gateway's /_/terminal/).
+// xterm.js page: lists sessions (with how many clients each has attached), opens or creates one, follows the window size, reconnects after a drop. The page remembers its session in the URL fragment and the tab's sessionStorage, so a reload (or the bare URL in the same tab) reattaches to it and the replay brings the screen back; "New terminal" starts another shell. Works under a path prefix (the gateway's /_/terminal/).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2289,15 +2289,15 @@ func ParseGetTerminalRawResponse(rsp *http.Response) (*GetTerminalRawResponse, e
 	case rsp.StatusCode == 200:
 		var headers GetTerminalRawResponse200Headers
 		if values := rsp.Header.Values("X-Terminal-Next"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Terminal-Next", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Terminal-Next", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XTerminalNext = &value
 		}
 		if values := rsp.Header.Values("X-Terminal-Offset"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Terminal-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Terminal-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XTerminalOffset = &value

@@ -19,7 +19,7 @@ export interface paths {
          *
          *     Policy `admin`: a signed-in user with the admin role.
          */
-        post: operations["postAdminContainers"];
+        post: operations["adminCreateContainer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -107,7 +107,7 @@ export interface paths {
          *
          *     Policy `admin`: a signed-in user with the admin role.
          */
-        post: operations["postAdminProjects"];
+        post: operations["adminCreateProject"];
         delete?: never;
         options?: never;
         head?: never;
@@ -145,7 +145,7 @@ export interface paths {
          * List users, oldest first (admin role required)
          * @description Policy `admin`: a signed-in user with the admin role.
          */
-        get: operations["getAdminUsers"];
+        get: operations["adminListUsers"];
         put?: never;
         /**
          * Create a user (admin role required, else 403)
@@ -153,7 +153,7 @@ export interface paths {
          *
          *     Policy `admin`: a signed-in user with the admin role.
          */
-        post: operations["postAdminUsers"];
+        post: operations["adminCreateUser"];
         delete?: never;
         options?: never;
         head?: never;
@@ -171,7 +171,7 @@ export interface paths {
          * One user (admin role required)
          * @description Policy `admin`: a signed-in user with the admin role.
          */
-        get: operations["getAdminUsersById"];
+        get: operations["adminGetUser"];
         put?: never;
         post?: never;
         delete?: never;
@@ -183,7 +183,7 @@ export interface paths {
          *
          *     Policy `admin`: a signed-in user with the admin role.
          */
-        patch: operations["patchAdminUsersById"];
+        patch: operations["adminUpdateUser"];
         trace?: never;
     };
     "/api/v1/admin/wallet/credit": {
@@ -239,7 +239,7 @@ export interface paths {
          * Start OAuth login with the codehost provider
          * @description Answers 302 to the provider's authorize endpoint with its own PKCE challenge (S256) and a fresh `state`. The client's code_challenge is bound to the flow and checked when the completion code is exchanged. 400 for a bad challenge or redirect_uri; 503 when the provider is not configured. `intent=star_check` is carried to the completion URL.
          */
-        get: operations["getAuthCodehost"];
+        get: operations["startCodehostLogin"];
         put?: never;
         post?: never;
         delete?: never;
@@ -259,7 +259,7 @@ export interface paths {
          * OAuth redirect target of the codehost provider
          * @description Checks `state` (single use, 10 minutes, bound to the browser by an HttpOnly cookie set when the flow started), exchanges `code` with the provider using PKCE (S256), reads the provider's userinfo, finds the account linked to that provider identity (or the account with the same email, or creates one), and answers 302 to the frontend completion URL with `code` (a one-time code the frontend exchanges with its code_verifier at POST /api/v1/auth/intent/exchange, 5 minutes), `state_id` (launch flows) and `intent`. With two-factor on, the completion URL carries `requires_2fa=true` and `temp_token` instead. Provider errors and banned accounts come back as `error=<reason>`. For intent=star_check with a configured star-check URL, `starred=true|false` is added.
          */
-        get: operations["getAuthCodehostCallback"];
+        get: operations["codehostLoginCallback"];
         put?: never;
         post?: never;
         delete?: never;
@@ -281,7 +281,7 @@ export interface paths {
          * Mail a password reset link (token valid 1 hour)
          * @description Always answers 200 with the same message whether or not the address has an account.
          */
-        post: operations["postAuthForgotPassword"];
+        post: operations["forgotPassword"];
         delete?: never;
         options?: never;
         head?: never;
@@ -301,7 +301,7 @@ export interface paths {
          * Cancel an auth intent token, OAuth completion code or 2FA temp_token sent as Bearer
          * @description Idempotent: an unknown or already used token also answers 204. 401 without a Bearer credential.
          */
-        post: operations["postAuthIntentCancel"];
+        post: operations["cancelAuthIntent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -321,7 +321,7 @@ export interface paths {
          * Exchange an auth_intent_token (or an OAuth completion code) and its code_verifier for session tokens
          * @description Single use: a wrong verifier also consumes the token. Answers the login result.
          */
-        post: operations["postAuthIntentExchange"];
+        post: operations["exchangeAuthIntent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -341,7 +341,7 @@ export interface paths {
          * Issue a one-shot popup launch ticket bound to the request Origin
          * @description The `Origin` header is required and must be on an allowed redirect domain; the flow completes at <Origin>/auth/complete with `state_id` echoed. The ticket expires after 2 minutes.
          */
-        post: operations["postAuthLaunchInitiate"];
+        post: operations["initiateLaunch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -359,7 +359,7 @@ export interface paths {
          * Consume a launch ticket and redirect to the provider
          * @description Consumed atomically: of many concurrent requests exactly one gets the 302, the rest 410. Used, expired and unknown tickets answer 410. Sets `Referrer-Policy: no-referrer`. A request carrying an Origin other than the ticket's gets 403.
          */
-        get: operations["getAuthLaunchStart"];
+        get: operations["startLaunch"];
         put?: never;
         post?: never;
         delete?: never;
@@ -381,7 +381,7 @@ export interface paths {
          * Set a new password with a reset token
          * @description The new password follows the signup rule. Every session of the account ends; the address counts as verified.
          */
-        post: operations["postAuthResetPassword"];
+        post: operations["resetPassword"];
         delete?: never;
         options?: never;
         head?: never;
@@ -401,7 +401,7 @@ export interface paths {
          * Create an account (inactive until its email is verified)
          * @description Password rule: at least 12 characters with an uppercase letter, a lowercase letter, a digit and a special character. `region` defaults to the first available region. A verification mail with a link whose query carries `token=<token>` is sent; signing up again before verifying re-sends the link (the password of the signup whose link is used wins); an address with a verified account gets a notice mail instead, and the answer is the same, so signup never reveals whether an email exists. 403 when signups are disabled. `email` is kept in one canonical form, so two spellings are one account: Unicode NFC, lower case, the domain in its IDNA ASCII (punycode) form (`user@bücher.de` is `user@xn--bcher-kva.de`). 400 naming `email` for invalid UTF-8 or U+FFFD, invisible, control or format characters (zero-width, BOM, soft hyphen), bidirectional controls, and a local part or domain label that mixes scripts (UTS 39 highly restrictive: only Latin with Han and kana, Bopomofo or Hangul may mix).
          */
-        post: operations["postAuthSignup"];
+        post: operations["signup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -419,15 +419,15 @@ export interface paths {
          * List the caller's auth tokens (never the secret)
          * @description Policy `signed-in`: any signed-in caller.
          */
-        get: operations["getAuthTokens"];
+        get: operations["listAuthTokens"];
         put?: never;
         /**
          * Create an svc_ auth token (needs a session token; the secret is shown only here)
          * @description `alias`: 1-254 characters, letters, digits, spaces, `_` and `-`. `ip_whitelist`: IP addresses or CIDR ranges (empty: any address), matched against the client address (the peer, or under --trust-proxy-headers the right-most X-Forwarded-For hop when it is a bare IP; else the peer). `expires_at`: ISO 8601 time, Unix seconds, `today` (midnight UTC tonight) or `tomorrow` (in 24 hours); omit for never. With the 2FA token gate on, the header `X-2FA-Code` must carry a current TOTP or backup code.
          *
-         *     Policy `signed-in`: any signed-in caller.
+         *     Policy `credential.session`: any signed-in caller; a session token (an svc_ auth token gets 403).
          */
-        post: operations["postAuthTokens"];
+        post: operations["createAuthToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -445,14 +445,14 @@ export interface paths {
          * One auth token (never the secret)
          * @description Policy `signed-in`: any signed-in caller.
          */
-        get: operations["getAuthTokensById"];
+        get: operations["getAuthToken"];
         put?: never;
         post?: never;
         /**
          * Revoke an auth token permanently
          * @description Policy `signed-in`: any signed-in caller.
          */
-        delete: operations["deleteAuthTokensById"];
+        delete: operations["deleteAuthToken"];
         options?: never;
         head?: never;
         /**
@@ -461,7 +461,7 @@ export interface paths {
          *
          *     Policy `signed-in`: any signed-in caller.
          */
-        patch: operations["patchAuthTokensById"];
+        patch: operations["updateAuthToken"];
         trace?: never;
     };
     "/api/v1/auth/verify-email": {
@@ -474,7 +474,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Activate an account with the token from its verification mail (single use, valid 24 hours) */
-        post: operations["postAuthVerifyEmail"];
+        post: operations["verifyEmail"];
         delete?: never;
         options?: never;
         head?: never;
@@ -492,7 +492,7 @@ export interface paths {
          * Start OAuth login with the webid provider
          * @description Answers 302 to the provider's authorize endpoint with its own PKCE challenge (S256) and a fresh `state`. The client's code_challenge is bound to the flow and checked when the completion code is exchanged. 400 for a bad challenge or redirect_uri; 503 when the provider is not configured.
          */
-        get: operations["getAuthWebid"];
+        get: operations["startWebIDLogin"];
         put?: never;
         post?: never;
         delete?: never;
@@ -512,7 +512,7 @@ export interface paths {
          * OAuth redirect target of the webid provider
          * @description Checks `state` (single use, 10 minutes, bound to the browser by an HttpOnly cookie set when the flow started), exchanges `code` with the provider using PKCE (S256), reads the provider's userinfo, finds the account linked to that provider identity (or the account with the same email, or creates one), and answers 302 to the frontend completion URL with `code` (a one-time code the frontend exchanges with its code_verifier at POST /api/v1/auth/intent/exchange, 5 minutes), `state_id` (launch flows) and `intent`. With two-factor on, the completion URL carries `requires_2fa=true` and `temp_token` instead. Provider errors and banned accounts come back as `error=<reason>`. For intent=star_check with a configured star-check URL, `starred=true|false` is added.
          */
-        get: operations["getAuthWebidCallback"];
+        get: operations["webIDLoginCallback"];
         put?: never;
         post?: never;
         delete?: never;
@@ -538,14 +538,14 @@ export interface paths {
         put?: never;
         /**
          * Console login: POST /api/v1/users/auth/login whose session goes into cookies
-         * @description Takes the login body (`email` or `username`, `password`). Answers `requires_2fa` and a `temp_token` for /api/v1/console/session/2fa, or sets the session: `deckhand_session` (the access token, Path=/) and `deckhand_refresh` (the refresh token, Path=/api/v1/console/session), both HttpOnly and SameSite=Strict, Secure over https, and answers the user and the session's `csrf_token`, which every state-changing call authenticated by the cookie must send in X-CSRF-Token. A cookie credential counts only for same-origin requests (Sec-Fetch-Site and Origin). Refused (403) from another origin.
+         * @description Takes the login body (`email` or `username`, `password`). Answers `requires_2fa` and a `temp_token` for /api/v1/console/session/2fa (message `Two-factor code required`), or sets the session: `deckhand_session` (the access token, Path=/) and `deckhand_refresh` (the refresh token, Path=/api/v1/console/session), both HttpOnly and SameSite=Strict, Secure over https, and answers the user and the session's `csrf_token`, which every state-changing call authenticated by the cookie must send in X-CSRF-Token. A cookie credential counts only for same-origin requests (Sec-Fetch-Site and Origin). Refused (403) from another origin, before the body is read.
          */
-        post: operations["postConsoleSession"];
+        post: operations["consoleLogin"];
         /**
          * Console logout: ends the session and clears its cookies
          * @description Ends the session of a valid cookie (same origin, with its CSRF token); the cookies are cleared in any case.
          */
-        delete: operations["deleteConsoleSession"];
+        delete: operations["consoleLogout"];
         options?: never;
         head?: never;
         patch?: never;
@@ -561,7 +561,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Console login, two-factor step: a temp_token and a TOTP or backup code set the session cookies */
-        post: operations["postConsoleSession2fa"];
+        post: operations["consoleVerify2FA"];
         delete?: never;
         options?: never;
         head?: never;
@@ -577,8 +577,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rotate the console session's tokens from its refresh cookie (same origin only) */
-        post: operations["postConsoleSessionRefresh"];
+        /**
+         * Rotate the console session's tokens from its refresh cookie (same origin only)
+         * @description A refused refresh token (401) clears both cookies.
+         */
+        post: operations["refreshConsoleSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -598,7 +601,7 @@ export interface paths {
          *
          *     Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
          */
-        get: operations["getContainersById"];
+        get: operations["getContainer"];
         put?: never;
         post?: never;
         delete?: never;
@@ -620,7 +623,7 @@ export interface paths {
          *
          *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
          */
-        get: operations["getContainersByIdAgentTokens"];
+        get: operations["listAgentTokens"];
         put?: never;
         /**
          * Mint an agent token for the container (the token is shown only here)
@@ -628,7 +631,7 @@ export interface paths {
          *
          *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
          */
-        post: operations["postContainersByIdAgentTokens"];
+        post: operations["createAgentToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -651,7 +654,7 @@ export interface paths {
          *
          *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
          */
-        delete: operations["deleteContainersByIdAgentTokensByTokenId"];
+        delete: operations["revokeAgentToken"];
         options?: never;
         head?: never;
         patch?: never;
@@ -672,7 +675,7 @@ export interface paths {
          *
          *     Policy `container.claim`: any signed-in caller; the container's own agent token (agt_), an admin, or the owner or a manager of the container's project; also the container's agent token (agt_).
          */
-        post: operations["postContainersByIdClaims"];
+        post: operations["mintContainerClaim"];
         delete?: never;
         options?: never;
         head?: never;
@@ -692,14 +695,14 @@ export interface paths {
          *
          *     Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project; also the container's agent token (agt_).
          */
-        get: operations["getContainersByIdNetwork"];
+        get: operations["getContainerNetwork"];
         /**
          * Configure the container's outbound network
          * @description `type` is socks5, http, https or block. `proxy` (required unless block: 400 `Proxy URL required for non-block type`) is `<type>://[user:pass@]host[:port]` whose scheme equals the type (socks5 also takes socks5h); userinfo credentials are stored apart, encrypted under the master key, and never echoed; a proxy without userinfo on the same scheme, host and port keeps the stored credentials, another endpoint drops them. `dns_servers`: up to 4 IP addresses, default 1.1.1.1 and 8.8.8.8. Extensions: `allow` and `deny` (up to 256 each) are domains (`example.com`), wildcards (`*.example.com`: the names below it; `*`: all), IP addresses or CIDRs; a deny entry always wins, and with an allow list whatever it does not name is refused. The agent matches them on the DNS questions its resolver answers, the TLS SNI and the HTTP Host; an address must be one its resolver gave for the name, so IP literals and fronted names are refused under an allow list. `block` with an allow list lets the allowed destinations out directly. Answers the configuration with status `configured` (a running network is reset to configured). 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before anything about the configuration is read, so others learn nothing of it).
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        put: operations["putContainersByIdNetwork"];
+        put: operations["putContainerNetwork"];
         post?: never;
         /**
          * Remove the network configuration and its credentials
@@ -707,7 +710,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        delete: operations["deleteContainersByIdNetwork"];
+        delete: operations["deleteContainerNetwork"];
         options?: never;
         head?: never;
         patch?: never;
@@ -726,7 +729,7 @@ export interface paths {
          *
          *     Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
          */
-        get: operations["getContainersByIdNetworkEffective"];
+        get: operations["getEffectiveContainerNetwork"];
         put?: never;
         post?: never;
         delete?: never;
@@ -750,7 +753,7 @@ export interface paths {
          *
          *     Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
          */
-        post: operations["postContainersByIdNetworkRemoteStatus"];
+        post: operations["reportContainerNetwork"];
         delete?: never;
         options?: never;
         head?: never;
@@ -772,7 +775,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        post: operations["postContainersByIdNetworkStart"];
+        post: operations["startContainerNetwork"];
         delete?: never;
         options?: never;
         head?: never;
@@ -794,7 +797,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        post: operations["postContainersByIdNetworkStop"];
+        post: operations["stopContainerNetwork"];
         delete?: never;
         options?: never;
         head?: never;
@@ -814,14 +817,14 @@ export interface paths {
          *
          *     Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
          */
-        get: operations["getContainersByIdProxyPermissions"];
+        get: operations["getContainerProxyPermissions"];
         /**
          * Replace the whole document
          * @description Body: `project` (must equal the owning project), `container` (must equal the path id; "*" for a project document), `groups`, `permissions` (group name → {program: access}), `default` (allow or deny, default deny), `enable_proxy` (default true), `hooks`. Writes proxy.permissions.group_added / group_updated / group_removed per changed group and default_changed when default or enable_proxy changes. Needs `If-Match: file:v<n>` (file:v0 when no document exists, which creates one with default deny and enable_proxy true): 428 without it, 400 when malformed, 412 when n is not the current file_version. The check and the write are one transaction, so of writers racing with the same version exactly one succeeds. Answers the whole updated document, masked (ETag header = etag). A group may carry `secret_configured`, `password_configured` or `value_configured` true instead of the secret: the stored secret of the group of that name and type is kept (400 naming the field when there is none), so a document read back PUTs unchanged. Writing a new secret (a token value, an HS256 secret, a password) needs the project's manager role or its ownership: an operator gets 403 for it, and may change everything else. Secrets are sealed under the master key at rest.
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        put: operations["putContainersByIdProxyPermissions"];
+        put: operations["replaceContainerProxyPermissions"];
         post?: never;
         /**
          * Delete the document
@@ -829,7 +832,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        delete: operations["deleteContainersByIdProxyPermissions"];
+        delete: operations["deleteContainerProxyPermissions"];
         options?: never;
         head?: never;
         patch?: never;
@@ -854,7 +857,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        patch: operations["patchContainersByIdProxyPermissionsDefault"];
+        patch: operations["setContainerProxyDefault"];
         trace?: never;
     };
     "/api/v1/containers/{id}/proxy/permissions/effective": {
@@ -870,7 +873,7 @@ export interface paths {
          *
          *     Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
          */
-        get: operations["getContainersByIdProxyPermissionsEffective"];
+        get: operations["getEffectiveProxyPermissions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -895,7 +898,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        delete: operations["deleteContainersByIdProxyPermissionsGroupsByGroupName"];
+        delete: operations["removeContainerProxyGroup"];
         options?: never;
         head?: never;
         patch?: never;
@@ -915,7 +918,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        put: operations["putContainersByIdProxyPermissionsGroupsByGroupNameIp"];
+        put: operations["putContainerProxyIpGroup"];
         post?: never;
         delete?: never;
         options?: never;
@@ -937,7 +940,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        put: operations["putContainersByIdProxyPermissionsGroupsByGroupNameJwt"];
+        put: operations["putContainerProxyJwtGroup"];
         post?: never;
         delete?: never;
         options?: never;
@@ -959,7 +962,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        put: operations["putContainersByIdProxyPermissionsGroupsByGroupNamePassword"];
+        put: operations["putContainerProxyPasswordGroup"];
         post?: never;
         delete?: never;
         options?: never;
@@ -981,7 +984,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        put: operations["putContainersByIdProxyPermissionsGroupsByGroupNameServiceIdentity"];
+        put: operations["putContainerProxyServiceIdentityGroup"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1003,7 +1006,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        put: operations["putContainersByIdProxyPermissionsGroupsByGroupNameToken"];
+        put: operations["putContainerProxyTokenGroup"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1025,7 +1028,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        put: operations["putContainersByIdProxyPermissionsPermissionsByGroupName"];
+        put: operations["setContainerProxyRule"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1052,7 +1055,7 @@ export interface paths {
          *
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
-        patch: operations["patchContainersByIdProxyPermissionsState"];
+        patch: operations["setContainerProxyState"];
         trace?: never;
     };
     "/api/v1/events": {
@@ -1444,7 +1447,7 @@ export interface paths {
          * Projects the caller owns or is permitted on, oldest first
          * @description Policy `signed-in`: any signed-in caller.
          */
-        get: operations["getProjects"];
+        get: operations["listProjects"];
         put?: never;
         /**
          * Create a project owned by the caller
@@ -1452,7 +1455,7 @@ export interface paths {
          *
          *     Policy `signed-in`: any signed-in caller.
          */
-        post: operations["postProjects"];
+        post: operations["createProject"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1472,14 +1475,14 @@ export interface paths {
          *
          *     Policy `project.member`: any signed-in caller; the project's owner or a user its permissions name.
          */
-        get: operations["getProjectsById"];
+        get: operations["getProject"];
         /**
          * Replace a project's name and description
          * @description `name` is required; an absent `description` becomes empty. Writes `project.updated`.
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        put: operations["putProjectsById"];
+        put: operations["replaceProject"];
         post?: never;
         /**
          * Delete a project (owner only)
@@ -1487,7 +1490,7 @@ export interface paths {
          *
          *     Policy `project.owner`: any signed-in caller; the project's owner.
          */
-        delete: operations["deleteProjectsById"];
+        delete: operations["deleteProject"];
         options?: never;
         head?: never;
         /**
@@ -1496,7 +1499,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        patch: operations["patchProjectsById"];
+        patch: operations["updateProject"];
         trace?: never;
     };
     "/api/v1/projects/{id}/containers": {
@@ -1512,7 +1515,7 @@ export interface paths {
          *
          *     Policy `project.member`: any signed-in caller; the project's owner or a user its permissions name.
          */
-        get: operations["getProjectsByIdContainers"];
+        get: operations["listProjectContainers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1534,7 +1537,7 @@ export interface paths {
          *
          *     Policy `project.member`: any signed-in caller; the project's owner or a user its permissions name.
          */
-        get: operations["getProjectsByIdPermissions"];
+        get: operations["listProjectPermissions"];
         put?: never;
         /**
          * Grant a user a role on the project
@@ -1542,7 +1545,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        post: operations["postProjectsByIdPermissions"];
+        post: operations["grantProjectPermission"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1563,7 +1566,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        put: operations["putProjectsByIdPermissionsByPermissionId"];
+        put: operations["setProjectPermissionRole"];
         post?: never;
         /**
          * Revoke a permission
@@ -1571,7 +1574,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        delete: operations["deleteProjectsByIdPermissionsByPermissionId"];
+        delete: operations["revokeProjectPermission"];
         options?: never;
         head?: never;
         /**
@@ -1580,7 +1583,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        patch: operations["patchProjectsByIdPermissionsByPermissionId"];
+        patch: operations["updateProjectPermission"];
         trace?: never;
     };
     "/api/v1/projects/{id}/proxy/permissions": {
@@ -1596,14 +1599,14 @@ export interface paths {
          *
          *     Policy `project.member`: any signed-in caller; the project's owner or a user its permissions name.
          */
-        get: operations["getProjectsByIdProxyPermissions"];
+        get: operations["getProjectProxyPermissions"];
         /**
          * Replace the whole document
          * @description Body: `project` (must equal the owning project), `container` (must equal the path id; "*" for a project document), `groups`, `permissions` (group name → {program: access}), `default` (allow or deny, default deny), `enable_proxy` (default true), `hooks`. Writes proxy.permissions.group_added / group_updated / group_removed per changed group and default_changed when default or enable_proxy changes. Needs `If-Match: file:v<n>` (file:v0 when no document exists, which creates one with default deny and enable_proxy true): 428 without it, 400 when malformed, 412 when n is not the current file_version. The check and the write are one transaction, so of writers racing with the same version exactly one succeeds. Answers the whole updated document, masked (ETag header = etag). A group may carry `secret_configured`, `password_configured` or `value_configured` true instead of the secret: the stored secret of the group of that name and type is kept (400 naming the field when there is none), so a document read back PUTs unchanged. Writing a new secret (a token value, an HS256 secret, a password) needs the project's manager role or its ownership: an operator gets 403 for it, and may change everything else. Secrets are sealed under the master key at rest.
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        put: operations["putProjectsByIdProxyPermissions"];
+        put: operations["replaceProjectProxyPermissions"];
         post?: never;
         /**
          * Delete the document
@@ -1611,7 +1614,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        delete: operations["deleteProjectsByIdProxyPermissions"];
+        delete: operations["deleteProjectProxyPermissions"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1636,7 +1639,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        patch: operations["patchProjectsByIdProxyPermissionsDefault"];
+        patch: operations["setProjectProxyDefault"];
         trace?: never;
     };
     "/api/v1/projects/{id}/proxy/permissions/groups/{groupName}": {
@@ -1655,7 +1658,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        delete: operations["deleteProjectsByIdProxyPermissionsGroupsByGroupName"];
+        delete: operations["removeProjectProxyGroup"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1675,7 +1678,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        put: operations["putProjectsByIdProxyPermissionsGroupsByGroupNameIp"];
+        put: operations["putProjectProxyIpGroup"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1697,7 +1700,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        put: operations["putProjectsByIdProxyPermissionsGroupsByGroupNameJwt"];
+        put: operations["putProjectProxyJwtGroup"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1719,7 +1722,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        put: operations["putProjectsByIdProxyPermissionsGroupsByGroupNamePassword"];
+        put: operations["putProjectProxyPasswordGroup"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1741,7 +1744,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        put: operations["putProjectsByIdProxyPermissionsGroupsByGroupNameServiceIdentity"];
+        put: operations["putProjectProxyServiceIdentityGroup"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1763,7 +1766,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        put: operations["putProjectsByIdProxyPermissionsGroupsByGroupNameToken"];
+        put: operations["putProjectProxyTokenGroup"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1785,7 +1788,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        put: operations["putProjectsByIdProxyPermissionsPermissionsByGroupName"];
+        put: operations["setProjectProxyRule"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1812,7 +1815,7 @@ export interface paths {
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
-        patch: operations["patchProjectsByIdProxyPermissionsState"];
+        patch: operations["setProjectProxyState"];
         trace?: never;
     };
     "/api/v1/projects/{id}/stats": {
@@ -1826,7 +1829,7 @@ export interface paths {
          * Counts of a project's containers, people and configuration
          * @description Policy `project.member`: any signed-in caller; the project's owner or a user its permissions name.
          */
-        get: operations["getProjectsByIdStats"];
+        get: operations["getProjectStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1933,9 +1936,11 @@ export interface paths {
         post?: never;
         /**
          * Turn two-factor off; needs a current TOTP or backup code in body `code` (session token required)
-         * @description Policy `signed-in`: any signed-in caller.
+         * @description A TOTP code whose step was already used answers 401 `TWO_FACTOR_CODE_USED`.
+         *
+         *     Policy `signed-in`: any signed-in caller.
          */
-        delete: operations["deleteUsersAuth2fa"];
+        delete: operations["disableTwoFactor"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1952,9 +1957,11 @@ export interface paths {
         put?: never;
         /**
          * Replace all backup codes (needs a current TOTP code in body `code`); the new ones are shown once
-         * @description Policy `signed-in`: any signed-in caller.
+         * @description A TOTP code whose step was already used answers 401 `TWO_FACTOR_CODE_USED`.
+         *
+         *     Policy `signed-in`: any signed-in caller.
          */
-        post: operations["postUsersAuth2faBackupCodesRegenerate"];
+        post: operations["regenerateBackupCodes"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1976,7 +1983,7 @@ export interface paths {
          *
          *     Policy `signed-in`: any signed-in caller.
          */
-        post: operations["postUsersAuth2faSetup"];
+        post: operations["startTwoFactorSetup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1994,7 +2001,7 @@ export interface paths {
          * Two-factor state of the caller
          * @description Policy `signed-in`: any signed-in caller.
          */
-        get: operations["getUsersAuth2faStatus"];
+        get: operations["getTwoFactorStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2017,7 +2024,7 @@ export interface paths {
          *
          *     Policy `signed-in`: any signed-in caller.
          */
-        put: operations["putUsersAuth2faTokenGate"];
+        put: operations["setTokenGate"];
         post?: never;
         delete?: never;
         options?: never;
@@ -2026,7 +2033,7 @@ export interface paths {
          * Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)
          * @description Policy `signed-in`: any signed-in caller.
          */
-        patch: operations["patchUsersAuth2faTokenGate"];
+        patch: operations["updateTokenGate"];
         trace?: never;
     };
     "/api/v1/users/auth/2fa/verify": {
@@ -2040,9 +2047,9 @@ export interface paths {
         put?: never;
         /**
          * Second login step: exchange the login's temp_token and a TOTP or backup code for the login result
-         * @description The temp_token goes in body `temp_token` or as `Authorization: Bearer`. A code is the 6-digit TOTP or an unused backup code (single use). Five wrong codes burn the temp_token. When the login asked for response_mode=intent, the answer is `auth_intent_token`.
+         * @description The temp_token goes in body `temp_token` or as `Authorization: Bearer`. A code is the 6-digit TOTP or an unused backup code (single use). Five wrong codes burn the temp_token. A TOTP code is good once: sending one whose 30-second step was already used answers 401 `TWO_FACTOR_CODE_USED` (wait for the next code). When the login asked for response_mode=intent, the answer is `auth_intent_token`.
          */
-        post: operations["postUsersAuth2faVerify"];
+        post: operations["verifyTwoFactorLogin"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2062,7 +2069,7 @@ export interface paths {
          * Confirm setup with a current code; turns two-factor on and answers the backup codes (shown once)
          * @description Policy `signed-in`: any signed-in caller.
          */
-        post: operations["postUsersAuth2faVerifySetup"];
+        post: operations["confirmTwoFactorSetup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2084,7 +2091,7 @@ export interface paths {
          *
          *     Policy `signed-in`: any signed-in caller.
          */
-        post: operations["postUsersAuthIdentityClaim"];
+        post: operations["mintIdentityClaim"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2102,9 +2109,9 @@ export interface paths {
         put?: never;
         /**
          * Log in with username or email and password
-         * @description Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
+         * @description Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
          */
-        post: operations["postUsersAuthLogin"];
+        post: operations["login"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2122,11 +2129,11 @@ export interface paths {
         put?: never;
         /**
          * End the current session: its access and refresh tokens stop working at once
-         * @description Needs a session token; auth tokens are revoked with DELETE /api/v1/auth/tokens/{id}.
+         * @description Needs a session token; auth tokens are revoked with DELETE /api/v1/auth/tokens/{id}. A body is ignored.
          *
          *     Policy `signed-in`: any signed-in caller.
          */
-        post: operations["postUsersAuthLogout"];
+        post: operations["logout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2144,7 +2151,7 @@ export interface paths {
          * The authenticated user's profile
          * @description Policy `signed-in`: any signed-in caller.
          */
-        get: operations["getUsersAuthMe"];
+        get: operations["getMe"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2166,7 +2173,7 @@ export interface paths {
          * Rotate the session's access and refresh tokens
          * @description The refresh token must be byte-identical in `Authorization: Bearer` and in body `refreshToken`, else 401 `Invalid refresh token`. Replaying a refresh token that was already rotated revokes the whole session, except within 10 seconds of its rotation (two tabs refreshing at once both get the current pair).
          */
-        post: operations["postUsersAuthRefresh"];
+        post: operations["refreshSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2464,7 +2471,7 @@ export interface paths {
          * The fee in force on transfers to AI credit (show it, then send it as expected_fee_bps)
          * @description Policy `signed-in`: any signed-in caller.
          */
-        get: operations["getWalletTransferFee"];
+        get: operations["getTransferFee"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2936,8 +2943,11 @@ export interface components {
             user_id?: string;
         };
         Invoice: {
-            /** @description a number with two decimals */
-            amount?: unknown;
+            /**
+             * @description amount of money: a number with at most two decimals
+             * @example 12.5
+             */
+            amount?: number;
             billing_details?: components["schemas"]["BillingDetails"] | null;
             /** Format: date-time */
             created_at?: string;
@@ -2962,10 +2972,10 @@ export interface components {
         };
         InvoiceItem: {
             /**
-             * @description amount of money: a decimal string with two decimals
-             * @example 12.50
+             * @description amount of money: a number with at most two decimals
+             * @example 12.5
              */
-            amount?: string;
+            amount?: number;
             description?: string;
             type?: string;
         };
@@ -3523,6 +3533,12 @@ export interface components {
             /** @description 1-128 characters with at least one non-space; the same key and amount replays the first receipt */
             idempotency_key?: string | null;
         };
+        TwoFactorInput: {
+            /** @description a current TOTP or backup code */
+            code: string;
+            /** @description the login answer's temp_token */
+            temp_token: string;
+        };
         TwoFactorSetup: {
             account?: string;
             algorithm?: string;
@@ -3578,7 +3594,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    postAdminContainers: {
+    adminCreateContainer: {
         parameters: {
             query?: never;
             header?: never;
@@ -3726,7 +3742,7 @@ export interface operations {
             };
         };
     };
-    postAdminProjects: {
+    adminCreateProject: {
         parameters: {
             query?: never;
             header?: never;
@@ -3800,7 +3816,7 @@ export interface operations {
             };
         };
     };
-    getAdminUsers: {
+    adminListUsers: {
         parameters: {
             query?: never;
             header?: never;
@@ -3833,7 +3849,7 @@ export interface operations {
             };
         };
     };
-    postAdminUsers: {
+    adminCreateUser: {
         parameters: {
             query?: never;
             header?: never;
@@ -3870,11 +3886,12 @@ export interface operations {
             };
         };
     };
-    getAdminUsersById: {
+    adminGetUser: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a user id */
                 id: string;
             };
             cookie?: never;
@@ -3905,11 +3922,12 @@ export interface operations {
             };
         };
     };
-    patchAdminUsersById: {
+    adminUpdateUser: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a user id */
                 id: string;
             };
             cookie?: never;
@@ -4014,15 +4032,17 @@ export interface operations {
             };
         };
     };
-    getAuthCodehost: {
+    startCodehostLogin: {
         parameters: {
             query: {
-                /** @description login (default) or star_check */
+                /** @description login (default) or star_check (codehost only) */
                 intent?: "login" | "star_check";
                 /** @description frontend completion URL on an allowed domain (default <public-url>/auth/complete) */
                 redirect_uri?: string;
                 /** @description base64url SHA-256 of the client's code_verifier (S256, 43-128 characters) */
                 code_challenge: string;
+                /** @description S256 (the only method; may be omitted) */
+                code_challenge_method?: "S256";
             };
             header?: never;
             path?: never;
@@ -4033,6 +4053,14 @@ export interface operations {
             /** @description Found */
             302: {
                 headers: {
+                    /** @description always no-store */
+                    "Cache-Control"?: "no-store";
+                    /** @description where the browser goes next */
+                    Location?: string;
+                    /** @description always no-referrer */
+                    "Referrer-Policy"?: "no-referrer";
+                    /** @description deckhand_oauth: binds the flow to this browser (HttpOnly, Path=/api/v1/auth); cleared when the flow completes */
+                    "Set-Cookie"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4059,23 +4087,36 @@ export interface operations {
             };
         };
     };
-    getAuthCodehostCallback: {
+    codehostLoginCallback: {
         parameters: {
-            query: {
-                /** @description provider authorization code */
-                code: string;
+            query?: {
                 /** @description the state this server sent (CSRF check) */
-                state: string;
+                state?: string;
+                /** @description provider authorization code */
+                code?: string;
+                /** @description the provider's refusal, when it refused */
+                error?: string;
             };
             header?: never;
             path?: never;
-            cookie?: never;
+            cookie?: {
+                /** @description binds the flow to the browser that started it (set when it started) */
+                deckhand_oauth?: string;
+            };
         };
         requestBody?: never;
         responses: {
             /** @description Found */
             302: {
                 headers: {
+                    /** @description always no-store */
+                    "Cache-Control"?: "no-store";
+                    /** @description where the browser goes next */
+                    Location?: string;
+                    /** @description always no-referrer */
+                    "Referrer-Policy"?: "no-referrer";
+                    /** @description deckhand_oauth: binds the flow to this browser (HttpOnly, Path=/api/v1/auth); cleared when the flow completes */
+                    "Set-Cookie"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4091,7 +4132,7 @@ export interface operations {
             };
         };
     };
-    postAuthForgotPassword: {
+    forgotPassword: {
         parameters: {
             query?: never;
             header?: never;
@@ -4111,7 +4152,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data?: unknown;
                         message: string;
                         statusCode: number;
                     };
@@ -4139,10 +4179,13 @@ export interface operations {
             };
         };
     };
-    postAuthIntentCancel: {
+    cancelAuthIntent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Bearer <token> */
+                Authorization?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4166,7 +4209,7 @@ export interface operations {
             };
         };
     };
-    postAuthIntentExchange: {
+    exchangeAuthIntent: {
         parameters: {
             query?: never;
             header?: never;
@@ -4214,10 +4257,13 @@ export interface operations {
             };
         };
     };
-    postAuthLaunchInitiate: {
+    initiateLaunch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the page's origin (scheme://host[:port]) on an allowed redirect domain */
+                Origin?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4262,12 +4308,16 @@ export interface operations {
             };
         };
     };
-    getAuthLaunchStart: {
+    startLaunch: {
         parameters: {
             query: {
+                /** @description the launch ticket from launch_url */
                 ticket: string;
             };
-            header?: never;
+            header?: {
+                /** @description the page's origin (scheme://host[:port]) on an allowed redirect domain */
+                Origin?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4276,6 +4326,14 @@ export interface operations {
             /** @description Found */
             302: {
                 headers: {
+                    /** @description always no-store */
+                    "Cache-Control"?: "no-store";
+                    /** @description where the browser goes next */
+                    Location?: string;
+                    /** @description always no-referrer */
+                    "Referrer-Policy"?: "no-referrer";
+                    /** @description deckhand_oauth: binds the flow to this browser (HttpOnly, Path=/api/v1/auth); cleared when the flow completes */
+                    "Set-Cookie"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4291,7 +4349,7 @@ export interface operations {
             };
         };
     };
-    postAuthResetPassword: {
+    resetPassword: {
         parameters: {
             query?: never;
             header?: never;
@@ -4311,7 +4369,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data?: unknown;
                         message: string;
                         statusCode: number;
                     };
@@ -4339,7 +4396,7 @@ export interface operations {
             };
         };
     };
-    postAuthSignup: {
+    signup: {
         parameters: {
             query?: never;
             header?: never;
@@ -4387,7 +4444,7 @@ export interface operations {
             };
         };
     };
-    getAuthTokens: {
+    listAuthTokens: {
         parameters: {
             query?: never;
             header?: never;
@@ -4420,10 +4477,13 @@ export interface operations {
             };
         };
     };
-    postAuthTokens: {
+    createAuthToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a current TOTP or backup code, when the caller's two-factor token gate is on */
+                "X-2FA-Code"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4457,11 +4517,12 @@ export interface operations {
             };
         };
     };
-    getAuthTokensById: {
+    getAuthToken: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description an auth token id */
                 id: string;
             };
             cookie?: never;
@@ -4492,11 +4553,12 @@ export interface operations {
             };
         };
     };
-    deleteAuthTokensById: {
+    deleteAuthToken: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description an auth token id */
                 id: string;
             };
             cookie?: never;
@@ -4510,7 +4572,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data?: unknown;
                         message: string;
                         statusCode: number;
                     };
@@ -4527,11 +4588,15 @@ export interface operations {
             };
         };
     };
-    patchAuthTokensById: {
+    updateAuthToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a current TOTP or backup code, when the caller's two-factor token gate is on */
+                "X-2FA-Code"?: string;
+            };
             path: {
+                /** @description an auth token id */
                 id: string;
             };
             cookie?: never;
@@ -4566,7 +4631,7 @@ export interface operations {
             };
         };
     };
-    postAuthVerifyEmail: {
+    verifyEmail: {
         parameters: {
             query?: never;
             header?: never;
@@ -4614,13 +4679,15 @@ export interface operations {
             };
         };
     };
-    getAuthWebid: {
+    startWebIDLogin: {
         parameters: {
             query: {
                 /** @description frontend completion URL on an allowed domain (default <public-url>/auth/complete) */
                 redirect_uri?: string;
                 /** @description base64url SHA-256 of the client's code_verifier (S256, 43-128 characters) */
                 code_challenge: string;
+                /** @description S256 (the only method; may be omitted) */
+                code_challenge_method?: "S256";
             };
             header?: never;
             path?: never;
@@ -4631,6 +4698,14 @@ export interface operations {
             /** @description Found */
             302: {
                 headers: {
+                    /** @description always no-store */
+                    "Cache-Control"?: "no-store";
+                    /** @description where the browser goes next */
+                    Location?: string;
+                    /** @description always no-referrer */
+                    "Referrer-Policy"?: "no-referrer";
+                    /** @description deckhand_oauth: binds the flow to this browser (HttpOnly, Path=/api/v1/auth); cleared when the flow completes */
+                    "Set-Cookie"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4657,23 +4732,36 @@ export interface operations {
             };
         };
     };
-    getAuthWebidCallback: {
+    webIDLoginCallback: {
         parameters: {
-            query: {
-                /** @description provider authorization code */
-                code: string;
+            query?: {
                 /** @description the state this server sent (CSRF check) */
-                state: string;
+                state?: string;
+                /** @description provider authorization code */
+                code?: string;
+                /** @description the provider's refusal, when it refused */
+                error?: string;
             };
             header?: never;
             path?: never;
-            cookie?: never;
+            cookie?: {
+                /** @description binds the flow to the browser that started it (set when it started) */
+                deckhand_oauth?: string;
+            };
         };
         requestBody?: never;
         responses: {
             /** @description Found */
             302: {
                 headers: {
+                    /** @description always no-store */
+                    "Cache-Control"?: "no-store";
+                    /** @description where the browser goes next */
+                    Location?: string;
+                    /** @description always no-referrer */
+                    "Referrer-Policy"?: "no-referrer";
+                    /** @description deckhand_oauth: binds the flow to this browser (HttpOnly, Path=/api/v1/auth); cleared when the flow completes */
+                    "Set-Cookie"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4692,9 +4780,15 @@ export interface operations {
     getConsoleSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Bearer <token>: a Bearer caller gets no CSRF token */
+                Authorization?: string;
+            };
             path?: never;
-            cookie?: never;
+            cookie?: {
+                /** @description the session cookie; the CSRF token is derived from it */
+                deckhand_session?: string;
+            };
         };
         requestBody?: never;
         responses: {
@@ -4722,10 +4816,15 @@ export interface operations {
             };
         };
     };
-    postConsoleSession: {
+    consoleLogin: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the browser's view of the caller: same-origin or none (typed in); any other value is refused */
+                "Sec-Fetch-Site"?: string;
+                /** @description when sent, this host's own origin (scheme://host[:port]) */
+                Origin?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4738,6 +4837,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the session's cookies: deckhand_session (the access token, Path=/) and deckhand_refresh (the refresh token, Path=/api/v1/console/session), HttpOnly, SameSite=Strict, Secure over https */
+                    "Set-Cookie"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4770,23 +4871,34 @@ export interface operations {
             };
         };
     };
-    deleteConsoleSession: {
+    consoleLogout: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the browser's view of the caller: same-origin or none (typed in); any other value is refused */
+                "Sec-Fetch-Site"?: string;
+                /** @description when sent, this host's own origin (scheme://host[:port]) */
+                Origin?: string;
+                /** @description the session's CSRF token (required with the cookie) */
+                "X-CSRF-Token"?: string;
+            };
             path?: never;
-            cookie?: never;
+            cookie?: {
+                /** @description the session cookie */
+                deckhand_session?: string;
+            };
         };
         requestBody?: never;
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description both session cookies, cleared */
+                    "Set-Cookie"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data?: unknown;
                         message: string;
                         statusCode: number;
                     };
@@ -4803,22 +4915,29 @@ export interface operations {
             };
         };
     };
-    postConsoleSession2fa: {
+    consoleVerify2FA: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the browser's view of the caller: same-origin or none (typed in); any other value is refused */
+                "Sec-Fetch-Site"?: string;
+                /** @description when sent, this host's own origin (scheme://host[:port]) */
+                Origin?: string;
+            };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Verify2FAInput"];
+                "application/json": components["schemas"]["TwoFactorInput"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the session's cookies: deckhand_session (the access token, Path=/) and deckhand_refresh (the refresh token, Path=/api/v1/console/session), HttpOnly, SameSite=Strict, Secure over https */
+                    "Set-Cookie"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4851,18 +4970,28 @@ export interface operations {
             };
         };
     };
-    postConsoleSessionRefresh: {
+    refreshConsoleSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the browser's view of the caller: same-origin or none (typed in); any other value is refused */
+                "Sec-Fetch-Site"?: string;
+                /** @description when sent, this host's own origin (scheme://host[:port]) */
+                Origin?: string;
+            };
             path?: never;
-            cookie?: never;
+            cookie?: {
+                /** @description the session's refresh cookie (Path=/api/v1/console/session) */
+                deckhand_refresh?: string;
+            };
         };
         requestBody?: never;
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the session's cookies: deckhand_session (the access token, Path=/) and deckhand_refresh (the refresh token, Path=/api/v1/console/session), HttpOnly, SameSite=Strict, Secure over https */
+                    "Set-Cookie"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4895,11 +5024,12 @@ export interface operations {
             };
         };
     };
-    getContainersById: {
+    getContainer: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -4930,11 +5060,12 @@ export interface operations {
             };
         };
     };
-    getContainersByIdAgentTokens: {
+    listAgentTokens: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -4965,16 +5096,21 @@ export interface operations {
             };
         };
     };
-    postContainersByIdAgentTokens: {
+    createAgentToken: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             /** @description Created */
             201: {
@@ -5000,12 +5136,14 @@ export interface operations {
             };
         };
     };
-    deleteContainersByIdAgentTokensByTokenId: {
+    revokeAgentToken: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
+                /** @description an agent token id: 1-40 lowercase letters or digits */
                 tokenId: string;
             };
             cookie?: never;
@@ -5019,7 +5157,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data?: unknown;
                         message: string;
                         statusCode: number;
                     };
@@ -5036,11 +5173,12 @@ export interface operations {
             };
         };
     };
-    postContainersByIdClaims: {
+    mintContainerClaim: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -5075,11 +5213,12 @@ export interface operations {
             };
         };
     };
-    getContainersByIdNetwork: {
+    getContainerNetwork: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -5110,11 +5249,12 @@ export interface operations {
             };
         };
     };
-    putContainersByIdNetwork: {
+    putContainerNetwork: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -5149,11 +5289,12 @@ export interface operations {
             };
         };
     };
-    deleteContainersByIdNetwork: {
+    deleteContainerNetwork: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -5167,7 +5308,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data?: unknown;
                         message: string;
                         statusCode: number;
                     };
@@ -5184,14 +5324,15 @@ export interface operations {
             };
         };
     };
-    getContainersByIdNetworkEffective: {
+    getEffectiveContainerNetwork: {
         parameters: {
             query?: never;
             header?: {
-                /** @description the ETag the agent holds; 304 when it is current */
+                /** @description the ETag the agent holds; 304 when it is still current */
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -5201,6 +5342,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description network:v<version>, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5211,6 +5354,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not Modified */
+            304: {
+                headers: {
+                    /** @description network:v<version>, quoted */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description error */
             default: {
                 headers: {
@@ -5222,11 +5374,12 @@ export interface operations {
             };
         };
     };
-    postContainersByIdNetworkRemoteStatus: {
+    reportContainerNetwork: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -5244,7 +5397,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data?: unknown;
                         message: string;
                         statusCode: number;
                     };
@@ -5261,11 +5413,12 @@ export interface operations {
             };
         };
     };
-    postContainersByIdNetworkStart: {
+    startContainerNetwork: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -5296,11 +5449,12 @@ export interface operations {
             };
         };
     };
-    postContainersByIdNetworkStop: {
+    stopContainerNetwork: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -5331,11 +5485,12 @@ export interface operations {
             };
         };
     };
-    getContainersByIdProxyPermissions: {
+    getContainerProxyPermissions: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description the container's or the project's id */
                 id: string;
             };
             cookie?: never;
@@ -5345,6 +5500,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5366,27 +5523,69 @@ export interface operations {
             };
         };
     };
-    putContainersByIdProxyPermissions: {
+    replaceContainerProxyPermissions: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ProxypermDocument"];
+                "application/json": {
+                    container?: string;
+                    default?: string;
+                    enable_proxy?: boolean | null;
+                    etag?: string;
+                    file_version?: number;
+                    groups?: {
+                        [key: string]: {
+                            algorithm?: string;
+                            claims?: {
+                                [key: string]: unknown;
+                            };
+                            containers?: string[];
+                            cookie?: string;
+                            header?: string;
+                            param?: string;
+                            password?: string;
+                            password_configured?: boolean;
+                            projects?: string[];
+                            range?: string;
+                            salt?: string;
+                            secret?: string;
+                            secret_configured?: boolean;
+                            sources?: string[];
+                            type?: string;
+                            username?: string;
+                            value?: string;
+                            value_configured?: boolean;
+                        };
+                    };
+                    hooks?: {
+                        [key: string]: unknown[];
+                    };
+                    permissions?: {
+                        [key: string]: {
+                            [key: string]: boolean | number | number[] | string;
+                        };
+                    };
+                    project?: string;
+                };
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5408,14 +5607,15 @@ export interface operations {
             };
         };
     };
-    deleteContainersByIdProxyPermissions: {
+    deleteContainerProxyPermissions: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
             };
             cookie?: never;
@@ -5429,7 +5629,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["ProxypermDocument"];
                         message: string;
                         statusCode: number;
                     };
@@ -5446,14 +5645,15 @@ export interface operations {
             };
         };
     };
-    patchContainersByIdProxyPermissionsDefault: {
+    setContainerProxyDefault: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
             };
             cookie?: never;
@@ -5467,6 +5667,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5488,14 +5690,15 @@ export interface operations {
             };
         };
     };
-    getContainersByIdProxyPermissionsEffective: {
+    getEffectiveProxyPermissions: {
         parameters: {
             query?: never;
             header?: {
-                /** @description the ETag of the document the agent holds; 304 when it is still the effective one */
+                /** @description the ETag the agent holds; 304 when it is still current */
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -5505,6 +5708,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description container:file:v<n> or project:file:v<n>, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5514,6 +5719,15 @@ export interface operations {
                         statusCode: number;
                     };
                 };
+            };
+            /** @description Not Modified */
+            304: {
+                headers: {
+                    /** @description container:file:v<n> or project:file:v<n>, quoted */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description error */
             default: {
@@ -5526,15 +5740,17 @@ export interface operations {
             };
         };
     };
-    deleteContainersByIdProxyPermissionsGroupsByGroupName: {
+    removeContainerProxyGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -5544,6 +5760,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5565,15 +5783,17 @@ export interface operations {
             };
         };
     };
-    putContainersByIdProxyPermissionsGroupsByGroupNameIp: {
+    putContainerProxyIpGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -5587,6 +5807,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5608,15 +5830,17 @@ export interface operations {
             };
         };
     };
-    putContainersByIdProxyPermissionsGroupsByGroupNameJwt: {
+    putContainerProxyJwtGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -5630,6 +5854,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5651,15 +5877,17 @@ export interface operations {
             };
         };
     };
-    putContainersByIdProxyPermissionsGroupsByGroupNamePassword: {
+    putContainerProxyPasswordGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -5673,6 +5901,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5694,15 +5924,17 @@ export interface operations {
             };
         };
     };
-    putContainersByIdProxyPermissionsGroupsByGroupNameServiceIdentity: {
+    putContainerProxyServiceIdentityGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -5716,6 +5948,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5737,15 +5971,17 @@ export interface operations {
             };
         };
     };
-    putContainersByIdProxyPermissionsGroupsByGroupNameToken: {
+    putContainerProxyTokenGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -5759,6 +5995,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5780,15 +6018,17 @@ export interface operations {
             };
         };
     };
-    putContainersByIdProxyPermissionsPermissionsByGroupName: {
+    setContainerProxyRule: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -5802,6 +6042,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5823,14 +6065,15 @@ export interface operations {
             };
         };
     };
-    patchContainersByIdProxyPermissionsState: {
+    setContainerProxyState: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
             };
             cookie?: never;
@@ -5844,6 +6087,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5874,7 +6119,7 @@ export interface operations {
                 /** @description event_type orders by kind, then by time */
                 sort_by?: "created_at" | "event_type";
                 sort_order?: "asc" | "desc";
-                /** @description one kind (interface.md Events) */
+                /** @description one kind (docs/spec/interface.md Events) */
                 event_type?: string;
                 /** @description one resource type */
                 resource_type?: string;
@@ -6640,7 +6885,7 @@ export interface operations {
             };
         };
     };
-    getProjects: {
+    listProjects: {
         parameters: {
             query?: {
                 /** @description page number, from 1 */
@@ -6678,7 +6923,7 @@ export interface operations {
             };
         };
     };
-    postProjects: {
+    createProject: {
         parameters: {
             query?: never;
             header?: never;
@@ -6715,11 +6960,12 @@ export interface operations {
             };
         };
     };
-    getProjectsById: {
+    getProject: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -6750,11 +6996,12 @@ export interface operations {
             };
         };
     };
-    putProjectsById: {
+    replaceProject: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -6789,11 +7036,12 @@ export interface operations {
             };
         };
     };
-    deleteProjectsById: {
+    deleteProject: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -6807,7 +7055,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data?: unknown;
                         message: string;
                         statusCode: number;
                     };
@@ -6824,11 +7071,12 @@ export interface operations {
             };
         };
     };
-    patchProjectsById: {
+    updateProject: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -6863,7 +7111,7 @@ export interface operations {
             };
         };
     };
-    getProjectsByIdContainers: {
+    listProjectContainers: {
         parameters: {
             query?: {
                 /** @description page number, from 1 */
@@ -6873,6 +7121,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -6903,11 +7152,12 @@ export interface operations {
             };
         };
     };
-    getProjectsByIdPermissions: {
+    listProjectPermissions: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -6938,11 +7188,12 @@ export interface operations {
             };
         };
     };
-    postProjectsByIdPermissions: {
+    grantProjectPermission: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -6977,12 +7228,14 @@ export interface operations {
             };
         };
     };
-    putProjectsByIdPermissionsByPermissionId: {
+    setProjectPermissionRole: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
+                /** @description a permission id: 1-40 lowercase letters or digits */
                 permissionId: string;
             };
             cookie?: never;
@@ -7017,12 +7270,14 @@ export interface operations {
             };
         };
     };
-    deleteProjectsByIdPermissionsByPermissionId: {
+    revokeProjectPermission: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
+                /** @description a permission id: 1-40 lowercase letters or digits */
                 permissionId: string;
             };
             cookie?: never;
@@ -7036,7 +7291,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data?: unknown;
                         message: string;
                         statusCode: number;
                     };
@@ -7053,12 +7307,14 @@ export interface operations {
             };
         };
     };
-    patchProjectsByIdPermissionsByPermissionId: {
+    updateProjectPermission: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
+                /** @description a permission id: 1-40 lowercase letters or digits */
                 permissionId: string;
             };
             cookie?: never;
@@ -7093,11 +7349,12 @@ export interface operations {
             };
         };
     };
-    getProjectsByIdProxyPermissions: {
+    getProjectProxyPermissions: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description the container's or the project's id */
                 id: string;
             };
             cookie?: never;
@@ -7107,6 +7364,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7128,27 +7387,69 @@ export interface operations {
             };
         };
     };
-    putProjectsByIdProxyPermissions: {
+    replaceProjectProxyPermissions: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ProxypermDocument"];
+                "application/json": {
+                    container?: string;
+                    default?: string;
+                    enable_proxy?: boolean | null;
+                    etag?: string;
+                    file_version?: number;
+                    groups?: {
+                        [key: string]: {
+                            algorithm?: string;
+                            claims?: {
+                                [key: string]: unknown;
+                            };
+                            containers?: string[];
+                            cookie?: string;
+                            header?: string;
+                            param?: string;
+                            password?: string;
+                            password_configured?: boolean;
+                            projects?: string[];
+                            range?: string;
+                            salt?: string;
+                            secret?: string;
+                            secret_configured?: boolean;
+                            sources?: string[];
+                            type?: string;
+                            username?: string;
+                            value?: string;
+                            value_configured?: boolean;
+                        };
+                    };
+                    hooks?: {
+                        [key: string]: unknown[];
+                    };
+                    permissions?: {
+                        [key: string]: {
+                            [key: string]: boolean | number | number[] | string;
+                        };
+                    };
+                    project?: string;
+                };
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7170,14 +7471,15 @@ export interface operations {
             };
         };
     };
-    deleteProjectsByIdProxyPermissions: {
+    deleteProjectProxyPermissions: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
             };
             cookie?: never;
@@ -7191,7 +7493,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["ProxypermDocument"];
                         message: string;
                         statusCode: number;
                     };
@@ -7208,14 +7509,15 @@ export interface operations {
             };
         };
     };
-    patchProjectsByIdProxyPermissionsDefault: {
+    setProjectProxyDefault: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
             };
             cookie?: never;
@@ -7229,6 +7531,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7250,15 +7554,17 @@ export interface operations {
             };
         };
     };
-    deleteProjectsByIdProxyPermissionsGroupsByGroupName: {
+    removeProjectProxyGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -7268,6 +7574,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7289,15 +7597,17 @@ export interface operations {
             };
         };
     };
-    putProjectsByIdProxyPermissionsGroupsByGroupNameIp: {
+    putProjectProxyIpGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -7311,6 +7621,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7332,15 +7644,17 @@ export interface operations {
             };
         };
     };
-    putProjectsByIdProxyPermissionsGroupsByGroupNameJwt: {
+    putProjectProxyJwtGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -7354,6 +7668,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7375,15 +7691,17 @@ export interface operations {
             };
         };
     };
-    putProjectsByIdProxyPermissionsGroupsByGroupNamePassword: {
+    putProjectProxyPasswordGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -7397,6 +7715,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7418,15 +7738,17 @@ export interface operations {
             };
         };
     };
-    putProjectsByIdProxyPermissionsGroupsByGroupNameServiceIdentity: {
+    putProjectProxyServiceIdentityGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -7440,6 +7762,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7461,15 +7785,17 @@ export interface operations {
             };
         };
     };
-    putProjectsByIdProxyPermissionsGroupsByGroupNameToken: {
+    putProjectProxyTokenGroup: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -7483,6 +7809,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7504,15 +7832,17 @@ export interface operations {
             };
         };
     };
-    putProjectsByIdProxyPermissionsPermissionsByGroupName: {
+    setProjectProxyRule: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
+                /** @description a group name: a letter or digit, then up to 63 letters, digits, '_', '.' or '-' */
                 groupName: string;
             };
             cookie?: never;
@@ -7526,6 +7856,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7547,14 +7879,15 @@ export interface operations {
             };
         };
     };
-    patchProjectsByIdProxyPermissionsState: {
+    setProjectProxyState: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412 */
-                "If-Match": string;
+                "If-Match"?: string;
             };
             path: {
+                /** @description the container's or the project's id */
                 id: string;
             };
             cookie?: never;
@@ -7568,6 +7901,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description the document's etag, quoted */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7589,11 +7924,12 @@ export interface operations {
             };
         };
     };
-    getProjectsByIdStats: {
+    getProjectStats: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
                 id: string;
             };
             cookie?: never;
@@ -7773,7 +8109,7 @@ export interface operations {
             };
         };
     };
-    deleteUsersAuth2fa: {
+    disableTwoFactor: {
         parameters: {
             query?: never;
             header?: never;
@@ -7821,7 +8157,7 @@ export interface operations {
             };
         };
     };
-    postUsersAuth2faBackupCodesRegenerate: {
+    regenerateBackupCodes: {
         parameters: {
             query?: never;
             header?: never;
@@ -7869,7 +8205,7 @@ export interface operations {
             };
         };
     };
-    postUsersAuth2faSetup: {
+    startTwoFactorSetup: {
         parameters: {
             query?: never;
             header?: never;
@@ -7902,7 +8238,7 @@ export interface operations {
             };
         };
     };
-    getUsersAuth2faStatus: {
+    getTwoFactorStatus: {
         parameters: {
             query?: never;
             header?: never;
@@ -7935,7 +8271,7 @@ export interface operations {
             };
         };
     };
-    putUsersAuth2faTokenGate: {
+    setTokenGate: {
         parameters: {
             query?: never;
             header?: never;
@@ -7972,7 +8308,7 @@ export interface operations {
             };
         };
     };
-    patchUsersAuth2faTokenGate: {
+    updateTokenGate: {
         parameters: {
             query?: never;
             header?: never;
@@ -8009,10 +8345,13 @@ export interface operations {
             };
         };
     };
-    postUsersAuth2faVerify: {
+    verifyTwoFactorLogin: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Bearer <token> */
+                Authorization?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8057,7 +8396,7 @@ export interface operations {
             };
         };
     };
-    postUsersAuth2faVerifySetup: {
+    confirmTwoFactorSetup: {
         parameters: {
             query?: never;
             header?: never;
@@ -8105,7 +8444,7 @@ export interface operations {
             };
         };
     };
-    postUsersAuthIdentityClaim: {
+    mintIdentityClaim: {
         parameters: {
             query?: never;
             header?: never;
@@ -8142,7 +8481,7 @@ export interface operations {
             };
         };
     };
-    postUsersAuthLogin: {
+    login: {
         parameters: {
             query?: never;
             header?: never;
@@ -8190,7 +8529,7 @@ export interface operations {
             };
         };
     };
-    postUsersAuthLogout: {
+    logout: {
         parameters: {
             query?: never;
             header?: never;
@@ -8206,7 +8545,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data?: unknown;
                         message: string;
                         statusCode: number;
                     };
@@ -8223,7 +8561,7 @@ export interface operations {
             };
         };
     };
-    getUsersAuthMe: {
+    getMe: {
         parameters: {
             query?: never;
             header?: never;
@@ -8256,10 +8594,13 @@ export interface operations {
             };
         };
     };
-    postUsersAuthRefresh: {
+    refreshSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Bearer <token> */
+                Authorization?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8850,7 +9191,7 @@ export interface operations {
             };
         };
     };
-    getWalletTransferFee: {
+    getTransferFee: {
         parameters: {
             query?: never;
             header?: never;

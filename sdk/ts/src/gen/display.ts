@@ -24,6 +24,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/display/accessibility": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Accessibility tree
+         * @description The AT-SPI2 tree of the active window (scope=active, default) or of every application on the accessibility bus (scope=all). Each node has an id, role, name, description, value, states, actions, screen bounds and children. depth limits the levels; role keeps the nodes of that role and their ancestors. When the window's application exposes no tree (an xterm, a program without accessibility), nodes is empty and reason says so. 503 ACCESSIBILITY_UNAVAILABLE when the service has no accessibility bus.
+         */
+        get: operations["getAccessibilityTree"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/accessibility/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find accessible elements
+         * @description The elements whose role is role (exactly) and whose name contains name (case-insensitive), each without children, from every application (scope=all, default) or the active window.
+         */
+        get: operations["searchAccessibility"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/accessibility/{elementId}/action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invoke an element's action
+         * @description Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. name is one of the element's actions; another name is 400 listing them.
+         */
+        post: operations["invokeElementAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/accessibility/{elementId}/click": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Click an element
+         * @description Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which).
+         */
+        post: operations["clickElement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/accessibility/{elementId}/focus": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Focus an element
+         * @description Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404.
+         */
+        post: operations["focusElement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/accessibility/{elementId}/set-value": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set an element's value
+         * @description Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
+         */
+        post: operations["setElementValue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/display/clipboard": {
         parameters: {
             query?: never;
@@ -33,15 +153,35 @@ export interface paths {
         };
         /**
          * Read the clipboard
-         * @description {"text"} from the CLIPBOARD selection (empty when nothing holds it). format=png (or image) answers the image bytes when the clipboard holds an image, else 404; the JSON answer adds has_image=true when it does, and targets=true lists the formats the owner offers.
+         * @description {"text"} from the CLIPBOARD selection (or PRIMARY with selection=primary; empty when nothing holds it); has_image=true when it holds an image, and targets=true lists the formats the owner offers. format=png (or image) answers 303 See Other to clipboard/image, which serves the image bytes.
          */
-        get: operations["getDisplayClipboard"];
+        get: operations["getClipboard"];
         put?: never;
         /**
          * Set the clipboard
          * @description Takes ownership of CLIPBOARD with text, or with an image (image_base64 and mime_type, image/png by default). The service keeps serving it until something else takes the clipboard. Answers {"text"} as GET would.
          */
         post: operations["postDisplayClipboard"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/clipboard/image": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The image on the clipboard
+         * @description The image bytes with their Content-Type when the selection holds an image, else 404.
+         */
+        get: operations["getClipboardImage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -81,7 +221,7 @@ export interface paths {
          * Run one action
          * @description One step in the batch format ({"action": ..., fields}): the action's name or alias and the fields of its own endpoint's body; a field the action does not take is 400. Answers the step result; a failing step is an error answer.
          */
-        post: operations["postDisplayInputAct"];
+        post: operations["actOne"];
         delete?: never;
         options?: never;
         head?: never;
@@ -101,7 +241,7 @@ export interface paths {
          * Run a list of actions
          * @description Each step is {"action": ..., fields} as for input/act. Every step is validated (fields, key names, screen bounds, regular expressions) before any step runs; an invalid batch is 400 naming steps[i].field. Steps then run in order and the batch stops at the first failure. A click followed by a key or type step waits (up to 500 ms) for the window manager to focus the clicked window. Answers per-step results; ok=false and failed_index when a step failed. At most 1000 steps; input from other clients waits until it ends.
          */
-        post: operations["postDisplayInputBatch"];
+        post: operations["runBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -499,6 +639,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/display/recordings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recordings
+         * @description Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. Newest first.
+         */
+        get: operations["listRecordings"];
+        put?: never;
+        /**
+         * Start recording the screen
+         * @description Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+         */
+        post: operations["startRecording"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/recordings/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a recording
+         * @description Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. The video of a stopped recording; 409 while it records.
+         */
+        get: operations["getRecordingVideo"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a recording
+         * @description Stops it if it records, then deletes its video and timeline.
+         */
+        delete: operations["deleteRecording"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/recordings/{id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a recording
+         * @description Asks ffmpeg to finish the file and answers once it has (the video is then complete).
+         */
+        post: operations["stopRecording"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/recordings/{id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A recording's timeline
+         * @description Every display action taken while it recorded: offset_ms from the start, time, action, args as sent, the element for element actions, ok and error.
+         */
+        get: operations["getRecordingTimeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/recordings/{id}/timeline.vtt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A recording's timeline as WebVTT
+         * @description The timeline as subtitles to play beside the video: each action is a cue from its moment to the next.
+         */
+        get: operations["getRecordingTimelineVTT"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/display/screenshots": {
         parameters: {
             query?: never;
@@ -510,7 +758,115 @@ export interface paths {
          * Screenshot of the screen or a region
          * @description PNG (default) or JPEG bytes with their Content-Type. quality (1-100, default 80) applies to JPEG; PNG is always lossless. A region (x, y, width, height; x and y default to 0, width and height to the rest of the screen) must lie on the screen, else 400 OFF_SCREEN with the bounds. scale (0,1] shrinks with an area filter (coverage-weighted mean, alias-free). cursor=true draws the pointer in. Headers X-Image-Width and X-Image-Height give the size.
          */
-        get: operations["getDisplayScreenshots"];
+        get: operations["takeScreenshot"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/screenshots/marked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Screenshot with numbered elements
+         * @description The whole screen as PNG (base64 in image) with a numbered box over every visible interactive element of the active window (scope=active, default) or of every application, and marks mapping each number to the element's id and bounds: a model that answers "click 7" is served by POST accessibility/{element_id}/click. Interactive: showing and visible, with bounds on the screen, and an action or a role people act on (button, text field, check box, menu item, link, slider ...).
+         */
+        get: operations["takeMarkedScreenshot"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/takeover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who drives the desktop
+         * @description Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. Whether the agent paused, and how many people drive or watch.
+         */
+        get: operations["getTakeover"];
+        put?: never;
+        /**
+         * Pause the agent for a person
+         * @description Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. The agent asks a person to drive (reason says what for): its running input finishes, then its input routes answer 409 TAKEN_OVER until DELETE takeover.
+         */
+        post: operations["pauseAgent"];
+        /**
+         * Resume the agent
+         * @description Ends the pause; while a person is still connected with control the agent's input stays refused.
+         */
+        delete: operations["resumeAgent"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/vnc/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The takeover view
+         * @description Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. Opens noVNC connected to vnc/websockify. mode=control (default) lets the person drive: the agent's running input finishes first, then every input route answers 409 TAKEN_OVER until they leave. mode=view only watches (x11vnc -viewonly).
+         */
+        get: operations["openTakeoverView"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/vnc/websockify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The takeover's VNC WebSocket
+         * @description Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix socket in a private directory, with no TCP port. RFB over a binary WebSocket between noVNC and x11vnc, in the mode asked.
+         */
+        get: operations["connectTakeover"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/vnc/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file of the noVNC client
+         * @description The files of Debian's noVNC client that the takeover page loads.
+         */
+        get: operations["getTakeoverAsset"];
         put?: never;
         post?: never;
         delete?: never;
@@ -672,7 +1028,7 @@ export interface paths {
          * Find windows
          * @description Windows whose title (name) and/or WM_CLASS (class) match Go regular expressions (use (?i) for case-insensitive) and/or whose pid is pid; at least one criterion.
          */
-        post: operations["postDisplayWindowSearch"];
+        post: operations["searchWindows"];
         delete?: never;
         options?: never;
         head?: never;
@@ -814,6 +1170,111 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AccessibilityTree: {
+            nodes: components["schemas"]["AccessibleNode"][];
+            /** @description why nodes is empty: the window's application exposes no tree */
+            reason?: string;
+        };
+        AccessibleNode: {
+            /** @description names of the actions POST .../action can invoke */
+            actions: string[];
+            /** @description screen coordinates; null for an element without a component */
+            bounds?: components["schemas"]["Rect"] | null;
+            children: components["schemas"]["AccessibleNode"][];
+            description: string;
+            /** @description stable while the element exists: the application's bus name and the element's object path */
+            id: string;
+            name: string;
+            /** @description the AT-SPI role name: push button, text, frame, check box ... */
+            role: string;
+            /** @description AT-SPI states: focused, enabled, sensitive, showing, visible, checked, editable ... */
+            states: string[];
+            /** @description a text element's text or a range's current value; empty otherwise */
+            value: string;
+        };
+        Batch: {
+            /** @description at most 1000 */
+            steps: {
+                /** @description move, move-relative, click, double-click, down, up, scroll, type, key, key-down, key-up, click-at, type-at, drag, select, wait, sleep, focus-window, raise-window, minimize-window, close-window, move-window, resize-window, clipboard, reset; aliases: mouse-move (move), move-to (move), left-click (click), doubleclick (double-click), mouse-down (down), mouse-up (up), type-text (type), press (key), focus (focus-window), raise (raise-window), minimize (minimize-window), close (close-window), clipboard-set (clipboard), set-clipboard (clipboard); underscores work too */
+                action: string;
+                /** @description for scroll: notches 1-100, default 1 */
+                amount?: number;
+                /**
+                 * @description for click, double-click, down, up, click-at, drag, select
+                 * @enum {string}
+                 */
+                button?: "left" | "right" | "middle";
+                /** @description for wait: regular expression on WM_CLASS (instance or class) */
+                class?: string;
+                /** @description for type-at: select all (ctrl+a) and delete before typing */
+                clear?: boolean;
+                /** @description for click, double-click: 1-3, default 1 (click only); click-at: 1-3, default 1 */
+                clicks?: number;
+                /** @description for type, type-at: 0-1000, default 0 */
+                delay_ms?: number;
+                /**
+                 * @description for scroll
+                 * @enum {string}
+                 */
+                direction?: "up" | "down" | "left" | "right";
+                /** @description for drag, select: 0-10000, default 100; sleep: 0-300000 */
+                duration_ms?: number | null;
+                /** @description for move-relative: dx or dy is required */
+                dx?: number | null;
+                /** @description for move-relative */
+                dy?: number | null;
+                /** @description for drag, select */
+                from?: {
+                    x: number;
+                    y: number;
+                } | null;
+                /** @description for resize-window */
+                height?: number | null;
+                /** @description for focus-window, raise-window, minimize-window, close-window, move-window, resize-window: X window id; default the active window */
+                id?: number | null;
+                /** @description for clipboard: base64 image bytes instead of text */
+                image_base64?: string;
+                /** @description for key, key-down, key-up */
+                key?: string;
+                /** @description for clipboard: the image's type, default image/png */
+                mime_type?: string;
+                /** @description for key: ctrl, shift, alt, super (cmd, win, meta) or any key name */
+                modifiers?: string[];
+                /** @description for wait: regular expression on the title */
+                name?: string;
+                /** @description for wait */
+                pid?: number;
+                /** @description for wait: region-change: default the whole screen */
+                region?: {
+                    height: number;
+                    width: number;
+                    x: number;
+                    y: number;
+                } | null;
+                /** @description for key: 1-100, default 1 */
+                repeat?: number;
+                /** @description for type, type-at, clipboard */
+                text?: string | null;
+                /** @description for wait: 1-300000, default 10000 */
+                timeout_ms?: number;
+                /** @description for drag, select */
+                to?: {
+                    x: number;
+                    y: number;
+                } | null;
+                /**
+                 * @description for wait
+                 * @enum {string}
+                 */
+                until?: "window" | "window-gone" | "region-change" | "timeout";
+                /** @description for resize-window */
+                width?: number | null;
+                /** @description for move, click, double-click, down, up, scroll, click-at, type-at, move-window */
+                x?: number | null;
+                /** @description for move, click, double-click, down, up, scroll, click-at, type-at, move-window */
+                y?: number | null;
+            }[];
+        };
         BatchResult: {
             /** @description steps that succeeded */
             completed: number;
@@ -863,6 +1324,16 @@ export interface components {
             /** @description select: the PRIMARY selection afterwards */
             text?: string | null;
             to: components["schemas"]["Point"];
+        };
+        ElementResult: {
+            /** @description the action invoked */
+            action?: string;
+            element: components["schemas"]["AccessibleNode"];
+            /**
+             * @description how it was done: the element's own action, a pointer click at its center, a focus grab or a value change
+             * @enum {string}
+             */
+            method: "action" | "pointer" | "focus" | "value";
         };
         Error: {
             code: string;
@@ -939,6 +1410,27 @@ export interface components {
             delay_ms?: number;
             text: string | null;
         };
+        Mark: {
+            /** @description the element's bounds on the screen, clipped to it */
+            bounds: components["schemas"]["Rect"];
+            element_id: string;
+            /** @description the number drawn on the image, from 1 */
+            n: number;
+            name: string;
+            role: string;
+        };
+        MarkedScreenshot: {
+            height: number;
+            /**
+             * Format: byte
+             * @description the screen as PNG with the boxes drawn, base64
+             */
+            image: string;
+            marks: components["schemas"]["Mark"][];
+            /** @description why there are no marks */
+            reason?: string;
+            width: number;
+        };
         Memory: {
             heap?: number;
             rss?: number;
@@ -974,9 +1466,46 @@ export interface components {
             x?: number | null;
             y?: number | null;
         };
+        PauseAgent: {
+            /** @description what the person should do (solve the captcha, log in ...) */
+            reason?: string;
+        };
         Point: {
             x: number;
             y: number;
+        };
+        Recording: {
+            /** @description the video's size so far */
+            bytes: number;
+            /** @description failed: what ffmpeg said */
+            error?: string;
+            /** @description actions in the timeline */
+            events: number;
+            /**
+             * @description mp4 (H.264) or webm (VP9)
+             * @enum {string}
+             */
+            format: "mp4" | "webm";
+            framerate: number;
+            height: number;
+            id: string;
+            max_bytes: number;
+            max_seconds: number;
+            /** Format: date-time */
+            started_at: string;
+            /** @enum {string} */
+            status: "recording" | "stopped" | "failed";
+            /**
+             * @description why it stopped
+             * @enum {string}
+             */
+            stop_reason?: "request" | "time_limit" | "size_limit" | "shutdown";
+            /**
+             * Format: date-time
+             * @description null while recording
+             */
+            stopped_at?: string | null;
+            width: number;
         };
         Rect: {
             height: number;
@@ -1010,6 +1539,19 @@ export interface components {
         Slept: {
             slept_ms: number;
         };
+        StartRecording: {
+            /**
+             * @description mp4 (H.264, default: the least CPU) or webm (VP9)
+             * @enum {string}
+             */
+            format?: "mp4" | "webm";
+            /** @description frames per second, default 10 */
+            framerate?: number;
+            /** @description the recording stops by itself at this size, default 500 MiB; ffmpeg then writes the frames in flight and the index, so the file can end up to a few hundred KiB larger */
+            max_bytes?: number;
+            /** @description the recording stops by itself after this, default 600 */
+            max_seconds?: number;
+        };
         StepError: {
             code: string;
             details?: string;
@@ -1022,6 +1564,48 @@ export interface components {
             index: number;
             ok: boolean;
             result?: unknown;
+        };
+        Takeover: {
+            /** @description people connected with control; while there is one the agent's input is refused */
+            drivers: number;
+            /** @description the agent asked to pause: its input is refused until DELETE takeover */
+            paused: boolean;
+            /** @description why the agent paused, for the person */
+            reason?: string;
+            /**
+             * Format: date-time
+             * @description when it paused
+             */
+            since?: string | null;
+            /** @description the takeover page (control), under the service's path */
+            url: string;
+            /** @description the view-only page */
+            view_url: string;
+            /** @description people connected view-only */
+            viewers: number;
+        };
+        Timeline: {
+            events: components["schemas"]["TimelineEvent"][];
+            recording_id: string;
+        };
+        TimelineEvent: {
+            /** @description the action's name (click, type, click-element ...) */
+            action: string;
+            /** @description the action's fields as sent */
+            args?: unknown;
+            /** @description the accessibility element acted on */
+            element?: components["schemas"]["TimelineTarget"] | null;
+            error?: string;
+            /** @description since the recording started */
+            offset_ms: number;
+            ok: boolean;
+            /** Format: date-time */
+            time: string;
+        };
+        TimelineTarget: {
+            id: string;
+            name: string;
+            role: string;
         };
         TypeAt: {
             /** @description select all (ctrl+a) and delete before typing */
@@ -1167,9 +1751,224 @@ export interface operations {
             };
         };
     };
-    getDisplayClipboard: {
+    getAccessibilityTree: {
         parameters: {
             query?: {
+                /** @description active: the active window's tree; all: every application's */
+                scope?: "active" | "all";
+                /** @description levels below each window (scope=active) or application (scope=all) to answer; 0 or absent: all */
+                depth?: number;
+                /** @description keep only nodes of this AT-SPI role and their ancestors */
+                role?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessibilityTree"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    searchAccessibility: {
+        parameters: {
+            query?: {
+                /** @description the AT-SPI role, exactly (push button) */
+                role?: string;
+                /** @description a case-insensitive substring of the element's name */
+                name?: string;
+                /** @description where to search: every application (default) or the active window */
+                scope?: "active" | "all";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessibilityTree"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    invokeElementAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id from the tree or a search */
+                elementId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description one of the element's actions */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ElementResult"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    clickElement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id from the tree or a search */
+                elementId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ElementResult"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    focusElement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id from the tree or a search */
+                elementId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ElementResult"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setElementValue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id from the tree or a search */
+                elementId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the text, or a number for a range (slider, spin button) */
+                    value: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ElementResult"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getClipboard: {
+        parameters: {
+            query?: {
+                /** @description png or image: see clipboard/image (303) */
                 format?: "text" | "png" | "image";
                 selection?: "clipboard" | "primary";
                 /** @description also list the offered formats (true, false, 1 or 0) */
@@ -1184,11 +1983,22 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description format=png or image: where the image is */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ClipboardView"];
                 };
+            };
+            /** @description See Other */
+            303: {
+                headers: {
+                    /** @description format=png or image: where the image is */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description error */
             default: {
@@ -1234,6 +2044,38 @@ export interface operations {
             };
         };
     };
+    getClipboardImage: {
+        parameters: {
+            query?: {
+                selection?: "clipboard" | "primary";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getScreenInfo: {
         parameters: {
             query?: never;
@@ -1263,7 +2105,7 @@ export interface operations {
             };
         };
     };
-    postDisplayInputAct: {
+    actOne: {
         parameters: {
             query?: never;
             header?: never;
@@ -1302,7 +2144,10 @@ export interface operations {
                     /** @description for move-relative */
                     dy?: number | null;
                     /** @description for drag, select */
-                    from?: components["schemas"]["Point"] | null;
+                    from?: {
+                        x: number;
+                        y: number;
+                    } | null;
                     /** @description for resize-window */
                     height?: number | null;
                     /** @description for focus-window, raise-window, minimize-window, close-window, move-window, resize-window: X window id; default the active window */
@@ -1320,7 +2165,12 @@ export interface operations {
                     /** @description for wait */
                     pid?: number;
                     /** @description for wait: region-change: default the whole screen */
-                    region?: components["schemas"]["Rect"] | null;
+                    region?: {
+                        height: number;
+                        width: number;
+                        x: number;
+                        y: number;
+                    } | null;
                     /** @description for key: 1-100, default 1 */
                     repeat?: number;
                     /** @description for type, type-at, clipboard */
@@ -1328,7 +2178,10 @@ export interface operations {
                     /** @description for wait: 1-300000, default 10000 */
                     timeout_ms?: number;
                     /** @description for drag, select */
-                    to?: components["schemas"]["Point"] | null;
+                    to?: {
+                        x: number;
+                        y: number;
+                    } | null;
                     /**
                      * @description for wait
                      * @enum {string}
@@ -1364,7 +2217,7 @@ export interface operations {
             };
         };
     };
-    postDisplayInputBatch: {
+    runBatch: {
         parameters: {
             query?: never;
             header?: never;
@@ -1373,78 +2226,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description at most 1000 */
-                    steps: {
-                        /** @description move, move-relative, click, double-click, down, up, scroll, type, key, key-down, key-up, click-at, type-at, drag, select, wait, sleep, focus-window, raise-window, minimize-window, close-window, move-window, resize-window, clipboard, reset; aliases: mouse-move (move), move-to (move), left-click (click), doubleclick (double-click), mouse-down (down), mouse-up (up), type-text (type), press (key), focus (focus-window), raise (raise-window), minimize (minimize-window), close (close-window), clipboard-set (clipboard), set-clipboard (clipboard); underscores work too */
-                        action: string;
-                        /** @description for scroll: notches 1-100, default 1 */
-                        amount?: number;
-                        /**
-                         * @description for click, double-click, down, up, click-at, drag, select
-                         * @enum {string}
-                         */
-                        button?: "left" | "right" | "middle";
-                        /** @description for wait: regular expression on WM_CLASS (instance or class) */
-                        class?: string;
-                        /** @description for type-at: select all (ctrl+a) and delete before typing */
-                        clear?: boolean;
-                        /** @description for click, double-click: 1-3, default 1 (click only); click-at: 1-3, default 1 */
-                        clicks?: number;
-                        /** @description for type, type-at: 0-1000, default 0 */
-                        delay_ms?: number;
-                        /**
-                         * @description for scroll
-                         * @enum {string}
-                         */
-                        direction?: "up" | "down" | "left" | "right";
-                        /** @description for drag, select: 0-10000, default 100; sleep: 0-300000 */
-                        duration_ms?: number | null;
-                        /** @description for move-relative: dx or dy is required */
-                        dx?: number | null;
-                        /** @description for move-relative */
-                        dy?: number | null;
-                        /** @description for drag, select */
-                        from?: components["schemas"]["Point"] | null;
-                        /** @description for resize-window */
-                        height?: number | null;
-                        /** @description for focus-window, raise-window, minimize-window, close-window, move-window, resize-window: X window id; default the active window */
-                        id?: number | null;
-                        /** @description for clipboard: base64 image bytes instead of text */
-                        image_base64?: string;
-                        /** @description for key, key-down, key-up */
-                        key?: string;
-                        /** @description for clipboard: the image's type, default image/png */
-                        mime_type?: string;
-                        /** @description for key: ctrl, shift, alt, super (cmd, win, meta) or any key name */
-                        modifiers?: string[];
-                        /** @description for wait: regular expression on the title */
-                        name?: string;
-                        /** @description for wait */
-                        pid?: number;
-                        /** @description for wait: region-change: default the whole screen */
-                        region?: components["schemas"]["Rect"] | null;
-                        /** @description for key: 1-100, default 1 */
-                        repeat?: number;
-                        /** @description for type, type-at, clipboard */
-                        text?: string | null;
-                        /** @description for wait: 1-300000, default 10000 */
-                        timeout_ms?: number;
-                        /** @description for drag, select */
-                        to?: components["schemas"]["Point"] | null;
-                        /**
-                         * @description for wait
-                         * @enum {string}
-                         */
-                        until?: "window" | "window-gone" | "region-change" | "timeout";
-                        /** @description for resize-window */
-                        width?: number | null;
-                        /** @description for move, click, double-click, down, up, scroll, click-at, type-at, move-window */
-                        x?: number | null;
-                        /** @description for move, click, double-click, down, up, scroll, click-at, type-at, move-window */
-                        y?: number | null;
-                    }[];
-                };
+                "application/json": components["schemas"]["Batch"];
             };
         };
         responses: {
@@ -2116,7 +2898,228 @@ export interface operations {
             };
         };
     };
-    getDisplayScreenshots: {
+    listRecordings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Recording"][];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startRecording: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartRecording"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Recording"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRecordingVideo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the recording's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteRecording: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the recording's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    stopRecording: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the recording's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Recording"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRecordingTimeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the recording's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Timeline"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRecordingTimelineVTT: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the recording's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/vtt": string;
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    takeScreenshot: {
         parameters: {
             query?: {
                 /** @description png (default), jpeg or jpg (the same) */
@@ -2145,10 +3148,234 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control"?: string;
+                    /** @description the image's height in pixels */
+                    "X-Image-Height"?: number;
+                    /** @description the image's width in pixels */
+                    "X-Image-Width"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "image/png": string;
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    takeMarkedScreenshot: {
+        parameters: {
+            query?: {
+                /** @description mark the active window's elements, or every application's */
+                scope?: "active" | "all";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarkedScreenshot"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTakeover: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Takeover"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pauseAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PauseAgent"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Takeover"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resumeAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Takeover"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openTakeoverView: {
+        parameters: {
+            query?: {
+                /** @description control: the person drives (the agent's input waits); view: watch only, enforced by the VNC server */
+                mode?: "control" | "view";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    connectTakeover: {
+        parameters: {
+            query?: {
+                /** @description control: the person drives (the agent's input waits); view: watch only, enforced by the VNC server */
+                mode?: "control" | "view";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTakeoverAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a path under the noVNC client */
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
                 };
             };
             /** @description error */
@@ -2389,7 +3616,7 @@ export interface operations {
             };
         };
     };
-    postDisplayWindowSearch: {
+    searchWindows: {
         parameters: {
             query?: never;
             header?: never;

@@ -348,40 +348,36 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * WebDAV (class 1 and 2)
-         * @description golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+         * Download a file (a collection answers 405)
+         * @description Anything but a collection is the REST download (sendfile, ranges, ETag and If-None-Match, nosniff, the sandboxing Content-Security-Policy for types a browser could run). HEAD answers the same headers.
+         *
+         *     golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
          */
         get: operations["davGet"];
         /**
-         * WebDAV (class 1 and 2)
-         * @description golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+         * Write a file
+         * @description The body goes to a temporary file renamed into place (the old content stays when the upload fails). A new file gets 0666 less the agent's umask, a replaced one keeps its mode. OC-Checksum (SHA1:<hex> or MD5:<hex>, as rclone and the ownCloud clients send it) is checked before the rename: a mismatch is 400 INVALID with details OC-Checksum and leaves the old content. X-OC-Mtime (seconds) becomes the file's modification time, answered X-OC-Mtime: accepted.
+         *
+         *     golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
          */
         put: operations["davPut"];
+        post?: never;
         /**
-         * WebDAV (class 1 and 2)
-         * @description golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-         */
-        post: operations["davPost"];
-        /**
-         * WebDAV (class 1 and 2)
-         * @description golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+         * Delete a resource
+         * @description A collection with everything in it; a link itself (dangling ones and ones leading out included), never what it points to.
+         *
+         *     golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
          */
         delete: operations["davDelete"];
         /**
-         * WebDAV (class 1 and 2)
-         * @description golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
+         * The methods a resource takes
+         * @description Allow lists them; DAV: 1, 2.
+         *
+         *     golang.org/x/net/webdav over the same root and confinement as the REST API, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). Mount with rclone, davfs2 or a desktop file manager at /dav/. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
          */
         options: operations["davOptions"];
-        /**
-         * WebDAV (class 1 and 2)
-         * @description golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-         */
-        head: operations["davHead"];
-        /**
-         * WebDAV (class 1 and 2)
-         * @description golang.org/x/net/webdav over the same root and confinement, with locks (in memory), dead properties kept in the service's store (moved and deleted with their resource), conditional PUT (If-Match, If-None-Match and the entity tags of an If header), atomic PUT (temporary file and rename) and the REST API's errors (403 OUTSIDE_ROOT, 403 with the OS reason, 507 disk full, 413 over --files-max-upload). GET of anything but a collection is the REST download (sendfile, ranges, nosniff, the sandboxing Content-Security-Policy for types a browser could run). Mount with rclone, davfs2 or a desktop file manager at /dav/. PROPFIND of a collection answers Depth 0 or 1 only: Depth: infinity, or no Depth header, is 403 with RFC 4918's <D:propfind-finite-depth/> (section 9.1); of a file it is the file alone. The multistatus is streamed as the directory is read. A link in a listing is described by its target when that lies in the root (left out otherwise), and no request walks through a link: COPY copies a link as a link (as POST /api/v1/files/copy does), MOVE moves the link, DELETE removes the link (dangling ones and ones leading out included), never what it points to. Fifos, sockets and devices are listed, refused by GET (409) and skipped by COPY. Locks last at most an hour: a Timeout of Infinite, none or more than Second-3600 gets Second-3600, said in the answer's Timeout header and lockdiscovery; refresh a lock to keep it. Errors: WebDAV clients get RFC 4918's DAV:error (application/xml) holding the precondition element where the RFC names one (propfind-finite-depth, no-conflicting-lock) and code, details and message elements in the namespace urn:deckhand:error (the same values as the JSON error); a request whose Accept prefers application/json gets the service's JSON error instead. Besides the REST codes: 423 LOCKED, 502 FOREIGN_DESTINATION (a Destination on another server).
-         */
-        patch: operations["davPatch"];
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/health": {
@@ -679,6 +675,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description attachment with the directory's name */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -802,7 +800,14 @@ export interface operations {
                 /** @description add Content-Disposition: attachment (true, false, 1 or 0) */
                 attachment?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description ETags the client holds: a match answers 304 */
+                "If-None-Match"?: string;
+                /** @description one range: bytes=a-b, bytes=a- or bytes=-n (several ranges get the whole file) */
+                Range?: string;
+                /** @description the ETag the range is for: another ETag gets the whole file */
+                "If-Range"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -811,11 +816,66 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Accept-Ranges"?: string;
+                    /** @description with attachment=true */
+                    "Content-Disposition"?: string;
+                    /** @description the body's size in bytes */
+                    "Content-Length"?: number;
+                    /** @description the range sent (206) */
+                    "Content-Range"?: string;
+                    /** @description the sandbox, for types a browser could run as a page */
+                    "Content-Security-Policy"?: string;
+                    ETag?: string;
+                    "Last-Modified"?: string;
+                    /** @description always nosniff */
+                    "X-Content-Type-Options"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/octet-stream": string;
                 };
+            };
+            /** @description Partial Content */
+            206: {
+                headers: {
+                    "Accept-Ranges"?: string;
+                    /** @description with attachment=true */
+                    "Content-Disposition"?: string;
+                    /** @description the body's size in bytes */
+                    "Content-Length"?: number;
+                    /** @description the range sent (206) */
+                    "Content-Range"?: string;
+                    /** @description the sandbox, for types a browser could run as a page */
+                    "Content-Security-Policy"?: string;
+                    ETag?: string;
+                    "Last-Modified"?: string;
+                    /** @description always nosniff */
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Not Modified */
+            304: {
+                headers: {
+                    "Accept-Ranges"?: string;
+                    /** @description with attachment=true */
+                    "Content-Disposition"?: string;
+                    /** @description the body's size in bytes */
+                    "Content-Length"?: number;
+                    /** @description the range sent (206) */
+                    "Content-Range"?: string;
+                    /** @description the sandbox, for types a browser could run as a page */
+                    "Content-Security-Policy"?: string;
+                    ETag?: string;
+                    "Last-Modified"?: string;
+                    /** @description always nosniff */
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description error */
             default: {
@@ -840,19 +900,137 @@ export interface operations {
                 /** @description octal permission bits of the written file */
                 mode?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the file's ETag as last read: the write happens only if it still holds */
+                "If-Match"?: string;
+                /** @description *: refuse to replace an existing file */
+                "If-None-Match"?: string;
+                /** @description multipart/form-data writes each file part to path/<filename> */
+                "Content-Type"?: string;
+                /** @description a body declared over --files-max-upload is refused before it is read */
+                "Content-Length"?: number;
+            };
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
         responses: {
-            /** @description Created */
-            201: {
+            /** @description OK */
+            200: {
                 headers: {
+                    /** @description the written file's ETag (raw body) */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Entry"];
+                    "application/json": {
+                        /** @description for regular files: the value If-Match and If-None-Match compare */
+                        etag?: string;
+                        gid: number;
+                        /** @description group name, or the gid when it has none */
+                        group: string;
+                        /** @description permission bits in octal, e.g. 0644 (setuid, setgid and sticky included as 4000, 2000, 1000) */
+                        mode: string;
+                        /** Format: date-time */
+                        modified: string;
+                        name: string;
+                        /** @description user name, or the uid when it has none */
+                        owner: string;
+                        /** @description absolute within the root */
+                        path: string;
+                        /** @description ls -l style, e.g. -rw-r--r-- */
+                        permissions: string;
+                        size: number;
+                        /** @description where a symbolic link points, as stored in the link */
+                        symlink_target?: string;
+                        /** @enum {string} */
+                        type: "file" | "dir" | "symlink" | "other";
+                        uid: number;
+                    } | {
+                        /** @description for regular files: the value If-Match and If-None-Match compare */
+                        etag?: string;
+                        gid: number;
+                        /** @description group name, or the gid when it has none */
+                        group: string;
+                        /** @description permission bits in octal, e.g. 0644 (setuid, setgid and sticky included as 4000, 2000, 1000) */
+                        mode: string;
+                        /** Format: date-time */
+                        modified: string;
+                        name: string;
+                        /** @description user name, or the uid when it has none */
+                        owner: string;
+                        /** @description absolute within the root */
+                        path: string;
+                        /** @description ls -l style, e.g. -rw-r--r-- */
+                        permissions: string;
+                        size: number;
+                        /** @description where a symbolic link points, as stored in the link */
+                        symlink_target?: string;
+                        /** @enum {string} */
+                        type: "file" | "dir" | "symlink" | "other";
+                        uid: number;
+                    }[];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    /** @description the written file's ETag (raw body) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description for regular files: the value If-Match and If-None-Match compare */
+                        etag?: string;
+                        gid: number;
+                        /** @description group name, or the gid when it has none */
+                        group: string;
+                        /** @description permission bits in octal, e.g. 0644 (setuid, setgid and sticky included as 4000, 2000, 1000) */
+                        mode: string;
+                        /** Format: date-time */
+                        modified: string;
+                        name: string;
+                        /** @description user name, or the uid when it has none */
+                        owner: string;
+                        /** @description absolute within the root */
+                        path: string;
+                        /** @description ls -l style, e.g. -rw-r--r-- */
+                        permissions: string;
+                        size: number;
+                        /** @description where a symbolic link points, as stored in the link */
+                        symlink_target?: string;
+                        /** @enum {string} */
+                        type: "file" | "dir" | "symlink" | "other";
+                        uid: number;
+                    } | {
+                        /** @description for regular files: the value If-Match and If-None-Match compare */
+                        etag?: string;
+                        gid: number;
+                        /** @description group name, or the gid when it has none */
+                        group: string;
+                        /** @description permission bits in octal, e.g. 0644 (setuid, setgid and sticky included as 4000, 2000, 1000) */
+                        mode: string;
+                        /** Format: date-time */
+                        modified: string;
+                        name: string;
+                        /** @description user name, or the uid when it has none */
+                        owner: string;
+                        /** @description absolute within the root */
+                        path: string;
+                        /** @description ls -l style, e.g. -rw-r--r-- */
+                        permissions: string;
+                        size: number;
+                        /** @description where a symbolic link points, as stored in the link */
+                        symlink_target?: string;
+                        /** @enum {string} */
+                        type: "file" | "dir" | "symlink" | "other";
+                        uid: number;
+                    }[];
                 };
             };
             /** @description error */
@@ -1051,11 +1229,20 @@ export interface operations {
                 /** @description the body is gzip-compressed (true, false, 1 or 0) */
                 gzip?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description gzip: the body is gzip-compressed */
+                "Content-Encoding"?: string;
+                /** @description a body declared over --files-max-upload is refused before it is read */
+                "Content-Length"?: number;
+            };
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/x-tar": string;
+            };
+        };
         responses: {
             /** @description OK */
             200: {
@@ -1128,7 +1315,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description bytes the service holds: continue from there */
-                    "Upload-Offset"?: string;
+                    "Upload-Offset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1184,15 +1371,22 @@ export interface operations {
                 "Upload-Offset": number;
             };
             path: {
+                /** @description the upload's id */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description bytes the service holds: continue from there */
+                    "Upload-Offset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1220,7 +1414,10 @@ export interface operations {
                 /** @description replay events after this seq first */
                 since?: number;
             };
-            header?: never;
+            header?: {
+                /** @description the last seq received: resume after it (EventSource sends it on reconnect) */
+                "Last-Event-ID"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1229,6 +1426,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control"?: string;
+                    /** @description no: a proxy in front must not buffer the stream */
+                    "X-Accel-Buffering"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1278,17 +1478,148 @@ export interface operations {
     davGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description PROPFIND: 0 or 1 on a collection (infinity, or none, is 403); COPY, LOCK: 0 or infinity */
+                Depth?: string;
+                /** @description COPY, MOVE: the target's URL on this server */
+                Destination?: string;
+                /** @description COPY, MOVE: F refuses to replace an existing target */
+                Overwrite?: string;
+                /** @description lock tokens and entity tags the request is conditional on (RFC 4918 10.4) */
+                If?: string;
+                /** @description UNLOCK: the lock, as <token> */
+                "Lock-Token"?: string;
+                /** @description LOCK: Second-N or Infinite; at most Second-3600 is granted */
+                Timeout?: string;
+                /** @description the resource's ETag as last read */
+                "If-Match"?: string;
+                /** @description GET: ETags the client holds (304); PUT: * refuses to replace */
+                "If-None-Match"?: string;
+                /** @description GET of a file: one range, as the REST download takes it */
+                Range?: string;
+                /** @description GET of a file: the ETag the range is for */
+                "If-Range"?: string;
+                /** @description application/json first: errors as the service's JSON error instead of DAV:error */
+                Accept?: string;
+                /** @description a PUT over --files-max-upload is refused before its body is read */
+                "Content-Length"?: number;
+                /** @description PUT: SHA1:<hex> or MD5:<hex> the content must have (ownCloud's header) */
+                "OC-Checksum"?: string;
+                /** @description PUT: the file's modification time, seconds since 1970 (ownCloud's header) */
+                "X-OC-Mtime"?: string;
+                /** @description set by the agent's gateway: the prefix hrefs and Destination carry */
+                "X-Forwarded-Prefix"?: string;
+                /** @description set by the agent's gateway: the host Destination names */
+                "X-Forwarded-Host"?: string;
+            };
             path: {
+                /** @description the resource below /dav/, percent-encoded as sent */
                 path: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    "Accept-Ranges"?: string;
+                    /** @description OPTIONS: the methods the resource takes */
+                    Allow?: string;
+                    /** @description close after an error answer to a request whose body was left unread */
+                    Connection?: string;
+                    /** @description the body's size in bytes */
+                    "Content-Length"?: number;
+                    "Content-Range"?: string;
+                    /** @description the sandbox, for files a browser could run as a page */
+                    "Content-Security-Policy"?: string;
+                    /** @description OPTIONS: the compliance classes (1, 2) */
+                    DAV?: string;
+                    ETag?: string;
+                    "Last-Modified"?: string;
+                    /** @description LOCK: the new lock's token */
+                    "Lock-Token"?: string;
+                    /** @description OPTIONS: DAV */
+                    "MS-Author-Via"?: string;
+                    /** @description with 503: seconds to wait before asking again */
+                    "Retry-After"?: string;
+                    /** @description LOCK: the lock's granted lifetime */
+                    Timeout?: string;
+                    "X-Content-Type-Options"?: string;
+                    /** @description PUT: accepted when X-OC-Mtime was applied */
+                    "X-OC-Mtime"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Partial Content */
+            206: {
+                headers: {
+                    "Accept-Ranges"?: string;
+                    /** @description OPTIONS: the methods the resource takes */
+                    Allow?: string;
+                    /** @description close after an error answer to a request whose body was left unread */
+                    Connection?: string;
+                    /** @description the body's size in bytes */
+                    "Content-Length"?: number;
+                    "Content-Range"?: string;
+                    /** @description the sandbox, for files a browser could run as a page */
+                    "Content-Security-Policy"?: string;
+                    /** @description OPTIONS: the compliance classes (1, 2) */
+                    DAV?: string;
+                    ETag?: string;
+                    "Last-Modified"?: string;
+                    /** @description LOCK: the new lock's token */
+                    "Lock-Token"?: string;
+                    /** @description OPTIONS: DAV */
+                    "MS-Author-Via"?: string;
+                    /** @description with 503: seconds to wait before asking again */
+                    "Retry-After"?: string;
+                    /** @description LOCK: the lock's granted lifetime */
+                    Timeout?: string;
+                    "X-Content-Type-Options"?: string;
+                    /** @description PUT: accepted when X-OC-Mtime was applied */
+                    "X-OC-Mtime"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Not Modified */
+            304: {
+                headers: {
+                    "Accept-Ranges"?: string;
+                    /** @description OPTIONS: the methods the resource takes */
+                    Allow?: string;
+                    /** @description close after an error answer to a request whose body was left unread */
+                    Connection?: string;
+                    /** @description the body's size in bytes */
+                    "Content-Length"?: number;
+                    "Content-Range"?: string;
+                    /** @description the sandbox, for files a browser could run as a page */
+                    "Content-Security-Policy"?: string;
+                    /** @description OPTIONS: the compliance classes (1, 2) */
+                    DAV?: string;
+                    ETag?: string;
+                    "Last-Modified"?: string;
+                    /** @description LOCK: the new lock's token */
+                    "Lock-Token"?: string;
+                    /** @description OPTIONS: DAV */
+                    "MS-Author-Via"?: string;
+                    /** @description with 503: seconds to wait before asking again */
+                    "Retry-After"?: string;
+                    /** @description LOCK: the lock's granted lifetime */
+                    Timeout?: string;
+                    "X-Content-Type-Options"?: string;
+                    /** @description PUT: accepted when X-OC-Mtime was applied */
+                    "X-OC-Mtime"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1307,49 +1638,85 @@ export interface operations {
     davPut: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description PROPFIND: 0 or 1 on a collection (infinity, or none, is 403); COPY, LOCK: 0 or infinity */
+                Depth?: string;
+                /** @description COPY, MOVE: the target's URL on this server */
+                Destination?: string;
+                /** @description COPY, MOVE: F refuses to replace an existing target */
+                Overwrite?: string;
+                /** @description lock tokens and entity tags the request is conditional on (RFC 4918 10.4) */
+                If?: string;
+                /** @description UNLOCK: the lock, as <token> */
+                "Lock-Token"?: string;
+                /** @description LOCK: Second-N or Infinite; at most Second-3600 is granted */
+                Timeout?: string;
+                /** @description the resource's ETag as last read */
+                "If-Match"?: string;
+                /** @description GET: ETags the client holds (304); PUT: * refuses to replace */
+                "If-None-Match"?: string;
+                /** @description GET of a file: one range, as the REST download takes it */
+                Range?: string;
+                /** @description GET of a file: the ETag the range is for */
+                "If-Range"?: string;
+                /** @description application/json first: errors as the service's JSON error instead of DAV:error */
+                Accept?: string;
+                /** @description a PUT over --files-max-upload is refused before its body is read */
+                "Content-Length"?: number;
+                /** @description PUT: SHA1:<hex> or MD5:<hex> the content must have (ownCloud's header) */
+                "OC-Checksum"?: string;
+                /** @description PUT: the file's modification time, seconds since 1970 (ownCloud's header) */
+                "X-OC-Mtime"?: string;
+                /** @description set by the agent's gateway: the prefix hrefs and Destination carry */
+                "X-Forwarded-Prefix"?: string;
+                /** @description set by the agent's gateway: the host Destination names */
+                "X-Forwarded-Host"?: string;
+            };
             path: {
+                /** @description the resource below /dav/, percent-encoded as sent */
                 path: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
             };
-            /** @description error */
-            default: {
+        };
+        responses: {
+            /** @description Created */
+            201: {
                 headers: {
+                    "Accept-Ranges"?: string;
+                    /** @description OPTIONS: the methods the resource takes */
+                    Allow?: string;
+                    /** @description close after an error answer to a request whose body was left unread */
+                    Connection?: string;
+                    /** @description the body's size in bytes */
+                    "Content-Length"?: number;
+                    "Content-Range"?: string;
+                    /** @description the sandbox, for files a browser could run as a page */
+                    "Content-Security-Policy"?: string;
+                    /** @description OPTIONS: the compliance classes (1, 2) */
+                    DAV?: string;
+                    ETag?: string;
+                    "Last-Modified"?: string;
+                    /** @description LOCK: the new lock's token */
+                    "Lock-Token"?: string;
+                    /** @description OPTIONS: DAV */
+                    "MS-Author-Via"?: string;
+                    /** @description with 503: seconds to wait before asking again */
+                    "Retry-After"?: string;
+                    /** @description LOCK: the lock's granted lifetime */
+                    Timeout?: string;
+                    "X-Content-Type-Options"?: string;
+                    /** @description PUT: accepted when X-OC-Mtime was applied */
+                    "X-OC-Mtime"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/xml": string;
                 };
-            };
-        };
-    };
-    davPost: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                path: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
             };
             /** @description error */
             default: {
@@ -1365,17 +1732,80 @@ export interface operations {
     davDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description PROPFIND: 0 or 1 on a collection (infinity, or none, is 403); COPY, LOCK: 0 or infinity */
+                Depth?: string;
+                /** @description COPY, MOVE: the target's URL on this server */
+                Destination?: string;
+                /** @description COPY, MOVE: F refuses to replace an existing target */
+                Overwrite?: string;
+                /** @description lock tokens and entity tags the request is conditional on (RFC 4918 10.4) */
+                If?: string;
+                /** @description UNLOCK: the lock, as <token> */
+                "Lock-Token"?: string;
+                /** @description LOCK: Second-N or Infinite; at most Second-3600 is granted */
+                Timeout?: string;
+                /** @description the resource's ETag as last read */
+                "If-Match"?: string;
+                /** @description GET: ETags the client holds (304); PUT: * refuses to replace */
+                "If-None-Match"?: string;
+                /** @description GET of a file: one range, as the REST download takes it */
+                Range?: string;
+                /** @description GET of a file: the ETag the range is for */
+                "If-Range"?: string;
+                /** @description application/json first: errors as the service's JSON error instead of DAV:error */
+                Accept?: string;
+                /** @description a PUT over --files-max-upload is refused before its body is read */
+                "Content-Length"?: number;
+                /** @description PUT: SHA1:<hex> or MD5:<hex> the content must have (ownCloud's header) */
+                "OC-Checksum"?: string;
+                /** @description PUT: the file's modification time, seconds since 1970 (ownCloud's header) */
+                "X-OC-Mtime"?: string;
+                /** @description set by the agent's gateway: the prefix hrefs and Destination carry */
+                "X-Forwarded-Prefix"?: string;
+                /** @description set by the agent's gateway: the host Destination names */
+                "X-Forwarded-Host"?: string;
+            };
             path: {
+                /** @description the resource below /dav/, percent-encoded as sent */
                 path: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
         responses: {
-            /** @description OK */
-            200: {
+            /** @description No Content */
+            204: {
                 headers: {
+                    "Accept-Ranges"?: string;
+                    /** @description OPTIONS: the methods the resource takes */
+                    Allow?: string;
+                    /** @description close after an error answer to a request whose body was left unread */
+                    Connection?: string;
+                    /** @description the body's size in bytes */
+                    "Content-Length"?: number;
+                    "Content-Range"?: string;
+                    /** @description the sandbox, for files a browser could run as a page */
+                    "Content-Security-Policy"?: string;
+                    /** @description OPTIONS: the compliance classes (1, 2) */
+                    DAV?: string;
+                    ETag?: string;
+                    "Last-Modified"?: string;
+                    /** @description LOCK: the new lock's token */
+                    "Lock-Token"?: string;
+                    /** @description OPTIONS: DAV */
+                    "MS-Author-Via"?: string;
+                    /** @description with 503: seconds to wait before asking again */
+                    "Retry-After"?: string;
+                    /** @description LOCK: the lock's granted lifetime */
+                    Timeout?: string;
+                    "X-Content-Type-Options"?: string;
+                    /** @description PUT: accepted when X-OC-Mtime was applied */
+                    "X-OC-Mtime"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1394,78 +1824,85 @@ export interface operations {
     davOptions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description PROPFIND: 0 or 1 on a collection (infinity, or none, is 403); COPY, LOCK: 0 or infinity */
+                Depth?: string;
+                /** @description COPY, MOVE: the target's URL on this server */
+                Destination?: string;
+                /** @description COPY, MOVE: F refuses to replace an existing target */
+                Overwrite?: string;
+                /** @description lock tokens and entity tags the request is conditional on (RFC 4918 10.4) */
+                If?: string;
+                /** @description UNLOCK: the lock, as <token> */
+                "Lock-Token"?: string;
+                /** @description LOCK: Second-N or Infinite; at most Second-3600 is granted */
+                Timeout?: string;
+                /** @description the resource's ETag as last read */
+                "If-Match"?: string;
+                /** @description GET: ETags the client holds (304); PUT: * refuses to replace */
+                "If-None-Match"?: string;
+                /** @description GET of a file: one range, as the REST download takes it */
+                Range?: string;
+                /** @description GET of a file: the ETag the range is for */
+                "If-Range"?: string;
+                /** @description application/json first: errors as the service's JSON error instead of DAV:error */
+                Accept?: string;
+                /** @description a PUT over --files-max-upload is refused before its body is read */
+                "Content-Length"?: number;
+                /** @description PUT: SHA1:<hex> or MD5:<hex> the content must have (ownCloud's header) */
+                "OC-Checksum"?: string;
+                /** @description PUT: the file's modification time, seconds since 1970 (ownCloud's header) */
+                "X-OC-Mtime"?: string;
+                /** @description set by the agent's gateway: the prefix hrefs and Destination carry */
+                "X-Forwarded-Prefix"?: string;
+                /** @description set by the agent's gateway: the host Destination names */
+                "X-Forwarded-Host"?: string;
+            };
             path: {
+                /** @description the resource below /dav/, percent-encoded as sent */
                 path: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
         responses: {
             /** @description OK */
             200: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description error */
-            default: {
-                headers: {
+                    "Accept-Ranges"?: string;
+                    /** @description OPTIONS: the methods the resource takes */
+                    Allow?: string;
+                    /** @description close after an error answer to a request whose body was left unread */
+                    Connection?: string;
+                    /** @description the body's size in bytes */
+                    "Content-Length"?: number;
+                    "Content-Range"?: string;
+                    /** @description the sandbox, for files a browser could run as a page */
+                    "Content-Security-Policy"?: string;
+                    /** @description OPTIONS: the compliance classes (1, 2) */
+                    DAV?: string;
+                    ETag?: string;
+                    "Last-Modified"?: string;
+                    /** @description LOCK: the new lock's token */
+                    "Lock-Token"?: string;
+                    /** @description OPTIONS: DAV */
+                    "MS-Author-Via"?: string;
+                    /** @description with 503: seconds to wait before asking again */
+                    "Retry-After"?: string;
+                    /** @description LOCK: the lock's granted lifetime */
+                    Timeout?: string;
+                    "X-Content-Type-Options"?: string;
+                    /** @description PUT: accepted when X-OC-Mtime was applied */
+                    "X-OC-Mtime"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/xml": string;
                 };
-            };
-        };
-    };
-    davHead: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                path: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description error */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    davPatch: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                path: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
             };
             /** @description error */
             default: {

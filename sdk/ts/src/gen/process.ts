@@ -15,13 +15,13 @@ export interface paths {
          * List processes, oldest first
          * @description Running processes and finished ones still kept (--process-retention, --process-max-finished).
          */
-        get: operations["getProcess"];
+        get: operations["listProcesses"];
         put?: never;
         /**
          * Start a command in the background
          * @description Answers the process's record at once (201; on the record's disk copy first). With client_token, a request that reuses a token answers the process that token started (200), so a client that lost the answer retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).
          */
-        post: operations["postProcess"];
+        post: operations["startProcess"];
         delete?: never;
         options?: never;
         head?: never;
@@ -41,7 +41,7 @@ export interface paths {
          * Run a command to its end
          * @description Starts the command as POST /api/v1/process does and answers once it has ended and its output has been read: stdout and stderr (the first max_output_bytes of each; truncated says more was written), exit_code, signal, state, end_reason and duration_ms. The bytes are text when both streams are UTF-8, else both are base64 with encoding base64. Standard input is stdin, then end of file. An unknown program is no error: state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is kept afterwards like any other; a client that goes away does not stop it.
          */
-        post: operations["postProcessRun"];
+        post: operations["runProcess"];
         delete?: never;
         options?: never;
         head?: never;
@@ -59,14 +59,14 @@ export interface paths {
          * One process's record
          * @description State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.
          */
-        get: operations["getProcessById"];
+        get: operations["getProcess"];
         put?: never;
         post?: never;
         /**
          * Stop a process's whole tree
          * @description SIGTERM to its process group and every descendant (also those that left the group), SIGKILL to all of them after grace_ms (default --process-kill-grace); answers the final record (state killed, end_reason killed) once the main process has ended. A process already ended answers its record unchanged.
          */
-        delete: operations["deleteProcessById"];
+        delete: operations["killProcess"];
         options?: never;
         head?: never;
         patch?: never;
@@ -83,7 +83,7 @@ export interface paths {
          * Read or follow the output
          * @description Output from byte offset since, as chunks {type:output, stream (stdout or stderr), offset (of the chunk's first byte in the process's output: both streams, in the order read), data (UTF-8 text, or base64 with encoding base64)}, in order. Without follow: a JSON page (at most max_bytes) with next_offset to read on and done once the output is complete and read. follow=true: Server-Sent Events — event output (id: the offset after it, so Last-Event-ID resumes), gap {from, to} when bytes from since were no longer kept, and finally one event end {type:end, process: the final record}; a comment every 15 s keeps it alive. A WebSocket upgrade streams the same messages as text frames (follow is the default there; follow=false ends with a 1000 close once caught up), or with binary=true each output chunk as a binary frame: one byte stream (1 stdout, 2 stderr), eight bytes offset (big-endian), then the bytes; gap and end stay text. The client may send binary frames (written to standard input) and text frames {type:stdin_close}, {type:resize, rows, cols}, {type:signal, signal}; a refused one is answered {type:error, message}. The server pings every 15 s and drops a client silent for 37.5 s or that takes nothing for 60 s. A reconnect with its last offset gets everything after it while kept (see the bounds in the service description; a follower's place is held for --process-resume-grace after it drops). since past the end is 400.
          */
-        get: operations["getProcessByIdOutput"];
+        get: operations["getProcessOutput"];
         put?: never;
         post?: never;
         delete?: never;
@@ -105,7 +105,7 @@ export interface paths {
          * Resize the pty
          * @description Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
          */
-        post: operations["postProcessByIdResize"];
+        post: operations["resizeProcess"];
         delete?: never;
         options?: never;
         head?: never;
@@ -125,7 +125,7 @@ export interface paths {
          * Signal the process group
          * @description Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 INVALID naming signal for an unknown one, 409 once the process has ended.
          */
-        post: operations["postProcessByIdSignal"];
+        post: operations["signalProcess"];
         delete?: never;
         options?: never;
         head?: never;
@@ -143,9 +143,9 @@ export interface paths {
         put?: never;
         /**
          * Write to standard input
-         * @description The request body is the bytes (any content type), or with Content-Type application/json {data, encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
+         * @description The request body is the bytes (any content type), or with Content-Type application/json {data (the bytes, or their base64), encoding (utf-8 or base64)}. Answers {written}. 409 when its input is closed or it has ended; 504 when it does not read them within 10 s (details written=N says how many were).
          */
-        post: operations["postProcessByIdStdin"];
+        post: operations["writeProcessStdin"];
         delete?: never;
         options?: never;
         head?: never;
@@ -165,7 +165,7 @@ export interface paths {
          * Close standard input
          * @description The process reads end of file. On a pty this types Ctrl-D (end of file for a program reading the terminal line by line) and input stays open.
          */
-        post: operations["postProcessByIdStdinClose"];
+        post: operations["closeProcessStdin"];
         delete?: never;
         options?: never;
         head?: never;
@@ -426,12 +426,6 @@ export interface components {
             /** @description run as this user (name or uid; the agent must run as root to switch); default the agent's user */
             user?: string;
         };
-        StdinInput: {
-            /** @description the bytes (with encoding base64: their base64) */
-            data?: string;
-            /** @enum {string} */
-            encoding?: "utf-8" | "base64";
-        };
         StdinResult: {
             written: number;
         };
@@ -444,7 +438,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    getProcess: {
+    listProcesses: {
         parameters: {
             query?: {
                 /** @description only processes with this tag */
@@ -478,7 +472,7 @@ export interface operations {
             };
         };
     };
-    postProcess: {
+    startProcess: {
         parameters: {
             query?: never;
             header?: never;
@@ -491,6 +485,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Process"];
+                };
+            };
             /** @description Created */
             201: {
                 headers: {
@@ -511,7 +514,7 @@ export interface operations {
             };
         };
     };
-    postProcessRun: {
+    runProcess: {
         parameters: {
             query?: never;
             header?: never;
@@ -544,11 +547,12 @@ export interface operations {
             };
         };
     };
-    getProcessById: {
+    getProcess: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description the process's id */
                 id: string;
             };
             cookie?: never;
@@ -575,7 +579,7 @@ export interface operations {
             };
         };
     };
-    deleteProcessById: {
+    killProcess: {
         parameters: {
             query?: {
                 /** @description milliseconds between SIGTERM and SIGKILL (0 or absent: --process-kill-grace) */
@@ -583,6 +587,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description the process's id */
                 id: string;
             };
             cookie?: never;
@@ -609,7 +614,7 @@ export interface operations {
             };
         };
     };
-    getProcessByIdOutput: {
+    getProcessOutput: {
         parameters: {
             query?: {
                 /** @description offset to start at */
@@ -618,12 +623,12 @@ export interface operations {
                 follow?: boolean;
                 /** @description WebSocket: output as binary frames (true, false, 1 or 0) */
                 binary?: boolean;
-                /** @description without follow: at most this many bytes (default 1 MiB) */
+                /** @description without follow: at most this many bytes (default 1 MiB, at most 16 MiB) */
                 max_bytes?: number;
             };
             header?: {
                 /** @description follow: resume at this offset (EventSource sends it on reconnect) */
-                "Last-Event-ID"?: string;
+                "Last-Event-ID"?: number;
             };
             path: {
                 id: string;
@@ -652,11 +657,12 @@ export interface operations {
             };
         };
     };
-    postProcessByIdResize: {
+    resizeProcess: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description the process's id */
                 id: string;
             };
             cookie?: never;
@@ -687,11 +693,12 @@ export interface operations {
             };
         };
     };
-    postProcessByIdSignal: {
+    signalProcess: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description the process's id */
                 id: string;
             };
             cookie?: never;
@@ -722,18 +729,22 @@ export interface operations {
             };
         };
     };
-    postProcessByIdStdin: {
+    writeProcessStdin: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description application/json: the body is {data, encoding}; any other type: the body is the bytes */
+                "Content-Type"?: string;
+            };
             path: {
+                /** @description the process's id */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["StdinInput"];
+                "application/octet-stream": string;
             };
         };
         responses: {
@@ -757,11 +768,12 @@ export interface operations {
             };
         };
     };
-    postProcessByIdStdinClose: {
+    closeProcessStdin: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description the process's id */
                 id: string;
             };
             cookie?: never;

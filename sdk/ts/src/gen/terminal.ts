@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Web terminal
-         * @description xterm.js page: lists sessions, opens or creates one, follows the window size, reconnects after a drop. Works under a path prefix (the gateway's /_/terminal/).
+         * @description xterm.js page: lists sessions (with how many clients each has attached), opens or creates one, follows the window size, reconnects after a drop. The page remembers its session in the URL fragment and the tab's sessionStorage, so a reload (or the bare URL in the same tab) reattaches to it and the replay brings the screen back; "New terminal" starts another shell. Works under a path prefix (the gateway's /_/terminal/).
          */
         get: operations["getWebTerminal"];
         put?: never;
@@ -449,9 +449,9 @@ export interface operations {
             200: {
                 headers: {
                     /** @description the offset to pass as since next time */
-                    "X-Terminal-Next"?: string;
+                    "X-Terminal-Next"?: number;
                     /** @description offset of the first byte returned */
-                    "X-Terminal-Offset"?: string;
+                    "X-Terminal-Offset"?: number;
                     /** @description true when the scrollback no longer holds since */
                     "X-Terminal-Truncated"?: string;
                     [name: string]: unknown;
@@ -646,7 +646,7 @@ export interface operations {
                 "Accept-Encoding"?: string;
             };
             path: {
-                /** @description app.js, style.css, xterm.js, xterm.css or addon-fit.js */
+                /** @description app.js, style.css, xterm.js, xterm.css, addon-fit.js or favicon.svg */
                 name: string;
             };
             cookie?: never;
