@@ -78,6 +78,10 @@ type Identity struct {
 	// request: the gateway consumes them, and no service (no tunnelled
 	// app) sees them.
 	Credentials []Credential
+	// Reach, for a target that acts for its caller on other services
+	// (platform.ActsFor), lists those of them the same decision admits;
+	// the gateway hands it on in platform.ReachHeader.
+	Reach []string
 }
 
 // Credential is one place a credential travels in a request.
@@ -120,7 +124,7 @@ type LoopbackOnly struct{}
 // loopback, nor does a local user the agent does not trust).
 func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *platform.Error) {
 	if r.Loopback() {
-		return Identity{Type: "loopback", Subject: r.Client().String()}, nil
+		return Identity{Type: "loopback", Subject: r.Client().String(), Reach: platform.ActsFor[t.Service]}, nil
 	}
 	return Identity{}, &platform.Error{Code: platform.CodeForbidden, Details: t.Service,
 		Message: "no proxy permissions document applies to this container: only loopback clients of trusted local users may pass the gateway"}
@@ -203,6 +207,9 @@ func setIdentity(h *fasthttp.RequestHeader, id Identity) {
 	h.Del(platform.AuthorizedPortHeader)
 	if id.Port > 0 {
 		h.Set(platform.AuthorizedPortHeader, strconv.Itoa(id.Port))
+	}
+	if id.Reach != nil {
+		h.Set(platform.ReachHeader, strings.Join(id.Reach, ","))
 	}
 	if id.Type == "" {
 		return
