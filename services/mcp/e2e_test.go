@@ -60,6 +60,12 @@ type agent struct {
 // permissions document above.
 func startAgent(t *testing.T, services string, extra ...string) *agent {
 	t.Helper()
+	return startAgentEnv(t, nil, services, extra...)
+}
+
+// startAgentEnv is startAgent with env added to the agent's environment.
+func startAgentEnv(t *testing.T, env []string, services string, extra ...string) *agent {
+	t.Helper()
 	perms := filepath.Join(t.TempDir(), "perms.json")
 	if err := os.WriteFile(perms, []byte(permsDoc), 0o600); err != nil {
 		t.Fatal(err)
@@ -71,10 +77,11 @@ func startAgent(t *testing.T, services string, extra ...string) *agent {
 	a := &agent{cmd: exec.Command(bin, args...), gw: "http://" + gw, base: base, out: &platformtest.SyncBuffer{}, done: make(chan struct{})}
 	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DECKHAND_") {
+		if !strings.HasPrefix(kv, "DECKHAND_") && !strings.HasPrefix(kv, "DISPLAY=") {
 			a.cmd.Env = append(a.cmd.Env, kv)
 		}
 	}
+	a.cmd.Env = append(a.cmd.Env, env...)
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -518,4 +525,132 @@ func decodePNG(t *testing.T, res *mcp.CallToolResult) int {
 	}
 	t.Fatalf("no image content: %s", text(res))
 	return 0
+}
+
+// startXvfb starts a virtual X server on a free display for the test
+// (skipping without Xvfb) and answers its name (":N").
+func startXvfb(t *testing.T) string {
+	t.Helper()
+	xvfb, err := exec.LookPath("Xvfb")
+	if err != nil {
+		t.Skip("Xvfb is not installed")
+	}
+	for n := 400 + os.Getpid()%300; n < 1100; n++ {
+		if _, err := os.Stat("/tmp/.X11-unix/X" + strconv.Itoa(n)); err == nil {
+			continue
+		}
+		x := exec.Command(xvfb, ":"+strconv.Itoa(n), "-screen", "0", "1600x900x24", "-nolisten", "tcp")
+		if err := x.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = x.Process.Kill(); _ = x.Wait() })
+		return ":" + strconv.Itoa(n)
+	}
+	t.Fatal("no free X display")
+	return ""
+}
+
+// clickWindow is a GTK window that is one button: a click prints
+// "clicked" and closes it.
+const clickWindow = `
+import gi, sys
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk
+w = Gtk.Window(title="mcp-click-test")
+w.set_default_size(300, 200)
+w.move(200, 150)
+b = Gtk.Button(label="Press me")
+def clicked(_):
+    print("clicked", flush=True)
+    Gtk.main_quit()
+b.connect("clicked", clicked)
+w.add(b)
+w.connect("destroy", Gtk.main_quit)
+w.show_all()
+print("shown", flush=True)
+Gtk.main()
+`
+
+// TestDisplayScreenshotAndClick: on a real Xvfb, the screenshot decodes
+// at the width asked for, and a click at a real window's button (found
+// with display_windows) presses it.
+func TestDisplayScreenshotAndClick(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
+		t.Skip("deckhand-display is not beside deckhand (make build; DECKHAND_BIN=$PWD/bin)")
+	}
+	if exec.Command("/usr/bin/python3", "-c", `import gi; gi.require_version("Gtk", "3.0"); from gi.repository import Gtk`).Run() != nil {
+		t.Skip("python3-gi with GTK 3 is not installed")
+	}
+	display := startXvfb(t)
+	// Programs the process service starts get the agent's DISPLAY.
+	a := startAgentEnv(t, []string{"DISPLAY=" + display}, "process,files,display,mcp", "--display", display)
+	s := connect(t, a.endpoint(), allKey, nil)
+
+	res := callTool(t, s, "display_screenshot", map[string]any{"max_width": 800})
+	if res.IsError {
+		t.Fatalf("display_screenshot: %s", text(res))
+	}
+	if w := decodePNG(t, res); w != 800 {
+		t.Fatalf("screenshot %d pixels wide, want 800 (scaled from 1600)", w)
+	}
+	if sh := structured[struct {
+		ScreenWidth int `json:"screen_width"`
+	}](t, res); sh.ScreenWidth != 1600 {
+		t.Fatalf("screen width %d", sh.ScreenWidth)
+	}
+
+	script := filepath.Join(t.TempDir(), "click.py")
+	if err := os.WriteFile(script, []byte(clickWindow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = callTool(t, s, "process_start", map[string]any{"cmd": []string{"/usr/bin/python3", script}})
+	id := structured[struct{ ID string }](t, res).ID
+	if res.IsError || id == "" {
+		t.Fatalf("process_start: %s", text(res))
+	}
+	type window struct {
+		Name                string
+		X, Y, Width, Height int
+	}
+	var win window
+	deadline := time.Now().Add(60 * time.Second)
+	for win.Width == 0 {
+		if time.Now().After(deadline) {
+			out := callTool(t, s, "process_output", map[string]any{"id": id})
+			t.Fatalf("the window did not appear; its output: %s", text(out))
+		}
+		res = callTool(t, s, "display_windows", map[string]any{})
+		for _, w := range structured[struct{ Windows []window }](t, res).Windows {
+			if w.Name == "mcp-click-test" && w.Width > 0 {
+				win = w
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The window is mapped before GTK draws the button; wait for its
+	// "shown" line so the click lands on a live button.
+	waitOutput(t, s, id, "shown")
+	res = callTool(t, s, "display_click", map[string]any{"x": win.X + win.Width/2, "y": win.Y + win.Height/2})
+	if res.IsError {
+		t.Fatalf("display_click: %s", text(res))
+	}
+	waitOutput(t, s, id, "clicked")
+}
+
+// waitOutput reads process id's output with process_output until it holds
+// want.
+func waitOutput(t *testing.T, s *mcp.ClientSession, id, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out := callTool(t, s, "process_output", map[string]any{"id": id})
+		if strings.Contains(text(out), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %s never wrote %q: %s", id, want, text(out))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
