@@ -17,11 +17,12 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
 # checkers (litmus, rclone, cadaver) for the file service; systemd-analyze
 # (systemd) verifies the units and umoci reads the OCI image (packaging/);
 # iproute2, dante-server, tinyproxy and stunnel4 build the egress tests' network
-# namespaces and real SOCKS5, HTTP CONNECT and TLS proxies.
+# namespaces and real SOCKS5, HTTP CONNECT and TLS proxies; python3-gi with GTK 3
+# opens the real window whose button the mcp tests click.
 TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps x11-utils x11-xserver-utils
   xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron litmus rclone cadaver poppler-utils
   git curl libnotify-bin dbus dbus-x11 openssh-server openssh-client prometheus systemd umoci
-  iproute2 dante-server tinyproxy stunnel4)
+  iproute2 dante-server tinyproxy stunnel4 python3-gi gir1.2-gtk-3.0)
 # Benchmarks compare against these peers.
 BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine nginx supervisor)
 

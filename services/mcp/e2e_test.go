@@ -654,3 +654,58 @@ func waitOutput(t *testing.T, s *mcp.ClientSession, id, want string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestNodeClient: the official TypeScript SDK's client (npm, lockfile in
+// testdata/node) lists the tools, runs a command, edits a file and reads
+// it back, and gets a subscribed file's update, through the gateway.
+func TestNodeClient(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	dir, _ := filepath.Abs("testdata/node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		t.Skip("the TypeScript SDK is not installed: run `npm ci --prefix services/mcp/testdata/node` (scripts/setup.sh does)")
+	}
+	a := startAgent(t, "process,files,mcp")
+	work := t.TempDir()
+	cmd := exec.Command(node, "client.mjs", a.endpoint(), allKey, work)
+	cmd.Dir = dir
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node client: %v %s", err, raw)
+	}
+	var got struct {
+		Session bool
+		Tools   []string
+		Run     struct {
+			Text, Stdout string
+			ExitCode     int `json:"exit_code"`
+		}
+		EditError bool `json:"edit_error"`
+		Read      string
+		Updated   string
+		Resource  string
+		Error     string
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(raw), &got); err != nil {
+		t.Fatalf("node client's answer %s: %v", raw, err)
+	}
+	if got.Error != "" {
+		t.Fatalf("node client: %s", got.Error)
+	}
+	path := filepath.Join(work, "node.txt")
+	switch {
+	case !got.Session:
+		t.Error("no session id")
+	case !slices.Contains(got.Tools, "process_run") || !slices.Contains(got.Tools, "files_read"):
+		t.Errorf("tools %v", got.Tools)
+	case got.Run.Text != "hello-node\n" || got.Run.Stdout != "hello-node\n" || got.Run.ExitCode != 0:
+		t.Errorf("process_run %+v", got.Run)
+	case got.EditError || got.Read != "one three\n":
+		t.Errorf("edit then read: %v %q", got.EditError, got.Read)
+	case got.Updated != "file://"+path || got.Resource != "four\n":
+		t.Errorf("subscription: updated %q, then %q", got.Updated, got.Resource)
+	}
+}
