@@ -119,27 +119,42 @@ func startAgentEnv(t *testing.T, env []string, services string, extra ...string)
 // endpoint is the MCP endpoint through the gateway.
 func (a *agent) endpoint() string { return a.gw + "/_/mcp/api/v1/mcp" }
 
-// keyed adds the X-Key header to every request.
+// keyed adds the X-Key header and header to every request.
 type keyed struct {
-	key  string
-	next http.RoundTripper
+	key    string
+	header http.Header
+	next   http.RoundTripper
 }
 
 func (k keyed) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("X-Key", k.key)
+	for name, v := range k.header {
+		r.Header[name] = v
+	}
 	return k.next.RoundTrip(r)
 }
 
 // connect opens an MCP session through endpoint with key.
-func connect(t *testing.T, endpoint, key string, opts *mcp.ClientOptions) *mcp.ClientSession {
+func connect(t testing.TB, endpoint, key string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectHeader(t, endpoint, key, nil, opts)
+}
+
+// dial opens an MCP session through endpoint with key and header.
+func dial(endpoint, key string, header http.Header, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "deckhand-test", Version: "1"}, opts)
 	tr := &mcp.StreamableClientTransport{Endpoint: endpoint,
-		HTTPClient: &http.Client{Transport: keyed{key: key, next: &http.Transport{Proxy: nil}}}}
+		HTTPClient: &http.Client{Transport: keyed{key: key, header: header, next: &http.Transport{Proxy: nil}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := c.Connect(ctx, tr, nil)
+	return c.Connect(ctx, tr, nil)
+}
+
+// connectHeader is connect with further headers.
+func connectHeader(t testing.TB, endpoint, key string, header http.Header, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	s, err := dial(endpoint, key, header, opts)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -314,7 +329,8 @@ func journalOnce(t *testing.T, a *agent, query string) string {
 func TestWithoutExecNoProcessTools(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t, "process,files,journal,mcp")
-	s := connect(t, a.endpoint(), noExecKey, nil)
+	// The reach header is the gateway's: a client's copy is dropped.
+	s := connectHeader(t, a.endpoint(), noExecKey, http.Header{"X-Deckhand-Identity-Reach": {"process,files"}}, nil)
 	names := toolNames(t, s)
 	for _, n := range names {
 		if strings.HasPrefix(n, "process_") {
@@ -707,5 +723,24 @@ func TestNodeClient(t *testing.T) {
 		t.Errorf("edit then read: %v %q", got.EditError, got.Read)
 	case got.Updated != "file://"+path || got.Resource != "four\n":
 		t.Errorf("subscription: updated %q, then %q", got.Updated, got.Resource)
+	}
+}
+
+// TestSessionsAreBounded: past --mcp-max-sessions a new session is
+// refused with 503, and one that ends makes room.
+func TestSessionsAreBounded(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "files,mcp", "--mcp-max-sessions", "2")
+	first := connect(t, a.endpoint(), allKey, nil)
+	connect(t, a.endpoint(), allKey, nil)
+	if _, err := dial(a.endpoint(), allKey, nil, nil); err == nil || !strings.Contains(err.Error(), "503") && !strings.Contains(err.Error(), "Service Unavailable") {
+		t.Fatalf("a third session: %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	third := connect(t, a.endpoint(), allKey, nil)
+	if res := callTool(t, third, "mcp_ping", map[string]any{}); text(res) != "pong" {
+		t.Fatalf("mcp_ping: %q", text(res))
 	}
 }

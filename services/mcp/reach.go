@@ -59,8 +59,11 @@ func callerOf(extra *mcp.RequestExtra) caller {
 	return c
 }
 
-// may reports whether the caller may reach service.
-func (c caller) may(service string) bool { return c.reach == nil || slices.Contains(c.reach, service) }
+// may reports whether the caller may reach service. This service's own
+// tools (mcp_*) need nothing beyond the gateway's admission to it.
+func (c caller) may(service string) bool {
+	return service == "mcp" || c.reach == nil || slices.Contains(c.reach, service)
+}
 
 // forward hands the gateway's identity headers on to a service.
 func (c caller) forward(h http.Header) {

@@ -83,6 +83,11 @@ func Defaults() *Settings {
 	return s
 }
 
+// Pong answers mcp_ping.
+type Pong struct {
+	Pong bool `json:"pong"`
+}
+
 // Service is the MCP service.
 type Service struct {
 	deps    platform.ServiceDeps
@@ -121,6 +126,12 @@ func New(deps platform.ServiceDeps, set *Settings) (*Service, error) {
 			KeepAlive:          30 * time.Second,
 			SubscribeHandler:   s.subs.subscribe,
 			UnsubscribeHandler: s.subs.unsubscribe,
+		})
+	mcp.AddTool(s.server, &mcp.Tool{Name: "mcp_ping", Title: "Check the connection",
+		Description: "Does nothing and answers pong: a check that this server answers.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, Pong, error) {
+			return textResult("pong"), Pong{Pong: true}, nil
 		})
 	s.addProcessTools()
 	s.addFilesTools()
