@@ -58,13 +58,13 @@ type agent struct {
 
 // startAgent runs the agent with the services the tools call and the
 // permissions document above.
-func startAgent(t *testing.T, services string, extra ...string) *agent {
+func startAgent(t testing.TB, services string, extra ...string) *agent {
 	t.Helper()
 	return startAgentEnv(t, nil, services, extra...)
 }
 
 // startAgentEnv is startAgent with env added to the agent's environment.
-func startAgentEnv(t *testing.T, env []string, services string, extra ...string) *agent {
+func startAgentEnv(t testing.TB, env []string, services string, extra ...string) *agent {
 	t.Helper()
 	perms := filepath.Join(t.TempDir(), "perms.json")
 	if err := os.WriteFile(perms, []byte(permsDoc), 0o600); err != nil {
