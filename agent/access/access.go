@@ -238,14 +238,14 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 // reach judges, for a service that acts for its caller on other services
 // (platform.ActsFor), each of those as if the caller had asked it
 // directly: the same document, credential and client, that service's
-// program and port. Those decisions are not journaled one by one: the
+// program and port. The acting service itself leads the list. Those decisions are not journaled one by one: the
 // acting service journals what it then does.
 func (a *Authorizer) reach(pol *proxyperm.Policy, f proxyperm.Facts, service string) []string {
 	targets, ok := platform.ActsFor[service]
 	if !ok {
 		return nil
 	}
-	out := []string{}
+	out := []string{service}
 	for _, s := range targets {
 		g := f
 		g.Port = a.cfg.Port(s)

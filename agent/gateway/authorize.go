@@ -79,8 +79,9 @@ type Identity struct {
 	// app) sees them.
 	Credentials []Credential
 	// Reach, for a target that acts for its caller on other services
-	// (platform.ActsFor), lists those of them the same decision admits;
-	// the gateway hands it on in platform.ReachHeader.
+	// (platform.ActsFor), lists the target and those of the others the
+	// same decision admits; the gateway hands it on in
+	// platform.ReachHeader.
 	Reach []string
 }
 
@@ -124,7 +125,11 @@ type LoopbackOnly struct{}
 // loopback, nor does a local user the agent does not trust).
 func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *platform.Error) {
 	if r.Loopback() {
-		return Identity{Type: "loopback", Subject: r.Client().String(), Reach: platform.ActsFor[t.Service]}, nil
+		id := Identity{Type: "loopback", Subject: r.Client().String()}
+		if acts, ok := platform.ActsFor[t.Service]; ok {
+			id.Reach = append([]string{t.Service}, acts...)
+		}
+		return id, nil
 	}
 	return Identity{}, &platform.Error{Code: platform.CodeForbidden, Details: t.Service,
 		Message: "no proxy permissions document applies to this container: only loopback clients of trusted local users may pass the gateway"}

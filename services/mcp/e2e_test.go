@@ -357,6 +357,14 @@ func TestWithoutExecNoProcessTools(t *testing.T) {
 		t.Fatalf("the refusal is not in the journal: %s", raw)
 	}
 
+	// A trusted local user on the service's own port (this test runs as
+	// root) did not come through the gateway, needs no credential and
+	// reaches every service.
+	direct := connect(t, "http://127.0.0.1:"+strconv.Itoa(a.base+16)+"/api/v1/mcp", "", nil)
+	if names := toolNames(t, direct); !slices.Contains(names, "process_run") {
+		t.Fatalf("a local caller on the service's port lacks process_run: %v", names)
+	}
+
 	// No credential: the gateway refuses before MCP.
 	req, _ := http.NewRequest("POST", a.endpoint(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	req.Header.Set("Content-Type", "application/json")

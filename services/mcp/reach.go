@@ -23,13 +23,15 @@ var identityHeaders = []string{"X-Deckhand-Identity-Group", "X-Deckhand-Identity
 // the gateway: a trusted local user on this service's own port.
 const allServices = "*"
 
-// markReach sets ReachHeader to what the caller may reach: the gateway's
-// word for a request it sent, everything for a trusted local caller on
-// the service's own port (the host refused any other local user). What
-// the SDK keeps of the request's header (RequestExtra.Header) then says
-// it for every message of the request.
+// markReach sets ReachHeader to what the caller may reach when the
+// gateway did not: the gateway sets it on every request it sends here,
+// so a request without it is a local caller on the service's own port,
+// whom the host let in only as a trusted local user (root, the agent's
+// own, --trusted-uids), and who reaches everything. What the SDK keeps of
+// the request's header (RequestExtra.Header) then says it for every
+// message of the request.
 func markReach(r *http.Request) {
-	if !platform.ViaGateway(r.Context()) {
+	if _, set := r.Header[http.CanonicalHeaderKey(platform.ReachHeader)]; !set || !platform.ViaGateway(r.Context()) {
 		r.Header.Set(platform.ReachHeader, allServices)
 	}
 }
