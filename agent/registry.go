@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"deckhand/display/api"
+	"deckhand/platform"
 	"deckhand/platform/contract"
 	"deckhand/services/cron"
 	"deckhand/services/curl"
@@ -18,6 +19,7 @@ import (
 	"deckhand/services/exec"
 	"deckhand/services/files"
 	"deckhand/services/journal"
+	"deckhand/services/mcp"
 	"deckhand/services/notes"
 	"deckhand/services/notifications"
 	"deckhand/services/process"
@@ -79,11 +81,7 @@ func NoErr[S, V any](newFn func(contract.ServiceDeps, S) V) func(contract.Servic
 // Offsets are the fixed port offsets of docs/spec/operations.md: service port is
 // --port-base + offset. Every name here is a known service; only those in
 // the registry below are built into this agent.
-var Offsets = map[string]int{
-	"cron": 1, "files": 2, "terminal": 3, "display": 4, "vault": 5, "tunnel": 6, "daemon": 7,
-	"exec": 8, "journal": 9, "workspace": 10, "notes": 11, "run": 12, "curl": 13, "notifications": 14,
-	"process": 15,
-}
+var Offsets = platform.PortOffsets
 
 // registry is every service built into this agent. Adding a service is one
 // line here (its offset already sits in Offsets); its flags then appear on
@@ -103,6 +101,7 @@ var registry = []Entry{
 	Service("curl", curl.New),
 	Service("notifications", notifications.New),
 	Service("process", process.New),
+	Service("mcp", mcp.New),
 	{Name: "display", Settings: func() contract.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) contract.ContainerService { return api.NewUnavailable(r) }},

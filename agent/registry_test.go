@@ -75,7 +75,7 @@ func TestSelectIsolated(t *testing.T) {
 func TestRegistryMatchesThePortTable(t *testing.T) {
 	t.Parallel()
 	want := map[string]int{"cron": 1, "files": 2, "terminal": 3, "display": 4, "vault": 5, "tunnel": 6, "daemon": 7,
-		"exec": 8, "journal": 9, "workspace": 10, "notes": 11, "run": 12, "curl": 13, "notifications": 14, "process": 15}
+		"exec": 8, "journal": 9, "workspace": 10, "notes": 11, "run": 12, "curl": 13, "notifications": 14, "process": 15, "mcp": 16}
 	if !reflect.DeepEqual(agent.Offsets, want) {
 		t.Fatalf("offsets %v differ from docs/spec/operations.md %v", agent.Offsets, want)
 	}

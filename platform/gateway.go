@@ -38,3 +38,20 @@ func ViaGateway(ctx context.Context) bool {
 	}
 	return v.dispatched || (v.trust != nil && v.trust.Own(v.conn))
 }
+
+// ReachHeader is set by the agent's gateway on every request to a
+// service that calls other services for its caller (ActsFor): a comma
+// list of that service itself and those of the others the same proxy
+// permissions decision, for the same credential and client, admits (each
+// judged as its own program and port). The gateway drops every copy a
+// client sends (it is an identity header), so such a service shows and
+// runs only what its caller could reach directly; a request without it
+// did not come through the gateway.
+const ReachHeader = "X-Deckhand-Identity-Reach"
+
+// ActsFor names, for each service that calls other services on its
+// caller's behalf, the services it calls: the gateway judges the caller
+// against each and tells the service the result in ReachHeader.
+var ActsFor = map[string][]string{
+	"mcp": {"process", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"},
+}

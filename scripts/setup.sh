@@ -23,7 +23,7 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
 # pytest and cryptography runs the Python SDK's tests (sdk/python).
 # at-spi2-core and a python3-gi GTK window give the display's accessibility
 # tests a real tree, ffmpeg records the screen, x11vnc and novnc serve the
-# takeover view.
+# takeover view; the mcp tests click a button of such a window.
 TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps x11-utils x11-xserver-utils
   xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron litmus rclone cadaver poppler-utils
   git curl libnotify-bin dbus dbus-x11 openssh-server openssh-client prometheus systemd umoci

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"deckhand/agent/gateway"
+	"deckhand/platform"
 	"deckhand/platform/clock"
 	"deckhand/platform/contract"
 	"deckhand/platform/fault"
@@ -229,12 +230,37 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 	if !d.Allowed() {
 		return gateway.Identity{}, d.Error(t.Service)
 	}
-	id := gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject}
+	id := gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject, Reach: a.reach(pol, f, t.Service)}
 	if pol != nil && pol.Enabled {
 		id.Port = port // a document judged the port (not a loopback pass)
 		id.Credentials = credentials(pol, d.Group)
 	}
 	return id, nil
+}
+
+// reach judges, for a service that acts for its caller on other services
+// (platform.ActsFor), each of those as if the caller had asked it
+// directly: the same document, credential and client, that service's
+// program and port. The acting service itself leads the list. Those decisions are not journaled one by one: the
+// acting service journals what it then does.
+func (a *Authorizer) reach(pol *proxyperm.Policy, f proxyperm.Facts, service string) []string {
+	targets, ok := platform.ActsFor[service]
+	if !ok {
+		return nil
+	}
+	out := []string{service}
+	for _, s := range targets {
+		g := f
+		g.Port = a.cfg.Port(s)
+		g.Program = proxyperm.ProgramFor(s, g.Port)
+		if s == tunnelService {
+			g.Program = proxyperm.ProgramServices // its own routes (bindings), not a tunnelled port
+		}
+		if pol.Evaluate(g, a.claims).Allowed() {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // credentials are where the named group's credential travels: the

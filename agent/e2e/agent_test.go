@@ -41,9 +41,9 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// freeBase finds a port base whose gateway port and all 14 service ports are
+// freeBase finds a port base whose gateway port and all 16 service ports are
 // free right now.
-func freeBase(t testing.TB) int { return platformtest.FreePortBase(t, 14) }
+func freeBase(t testing.TB) int { return platformtest.FreePortBase(t, 16) }
 
 type agentProc struct {
 	cmd  *exec.Cmd

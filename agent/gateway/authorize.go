@@ -80,6 +80,11 @@ type Identity struct {
 	// request: the gateway consumes them, and no service (no tunnelled
 	// app) sees them.
 	Credentials []Credential
+	// Reach, for a target that acts for its caller on other services
+	// (platform.ActsFor), lists the target and those of the others the
+	// same decision admits; the gateway hands it on in
+	// platform.ReachHeader.
+	Reach []string
 }
 
 // Credential is one place a credential travels in a request.
@@ -122,7 +127,11 @@ type LoopbackOnly struct{}
 // loopback, nor does a local user the agent does not trust).
 func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *fault.Error) {
 	if r.Loopback() {
-		return Identity{Type: "loopback", Subject: r.Client().String()}, nil
+		id := Identity{Type: "loopback", Subject: r.Client().String()}
+		if acts, ok := platform.ActsFor[t.Service]; ok {
+			id.Reach = append([]string{t.Service}, acts...)
+		}
+		return id, nil
 	}
 	return Identity{}, &fault.Error{Code: fault.CodeForbidden, Details: t.Service,
 		Message: "no proxy permissions document applies to this container: only loopback clients of trusted local users may pass the gateway"}
@@ -205,6 +214,9 @@ func setIdentity(h *fasthttp.RequestHeader, id Identity) {
 	h.Del(platform.AuthorizedPortHeader)
 	if id.Port > 0 {
 		h.Set(platform.AuthorizedPortHeader, strconv.Itoa(id.Port))
+	}
+	if id.Reach != nil {
+		h.Set(platform.ReachHeader, strings.Join(id.Reach, ","))
 	}
 	if id.Type == "" {
 		return

@@ -61,7 +61,7 @@ type Accessibility interface {
 	// that process), each tree to depth levels below the application
 	// (depth < 0: all).
 	Apps(ctx context.Context, pid, depth int) ([]AccessibleApp, error)
-	// Node reads one element without its children; platform.NotFound when
+	// Node reads one element without its children; fault.NotFound when
 	// it is gone.
 	Node(ctx context.Context, id string) (AccessibleNode, error)
 	// DoAction invokes the element's action called name.

@@ -170,7 +170,7 @@ type Driver interface {
 	ReleaseAll() (keys []Keysym, buttons []Button, err error)
 
 	Windows() ([]Window, error)
-	// Window answers platform.NotFound for an id that is not a window.
+	// Window answers fault.NotFound for an id that is not a window.
 	Window(id uint32) (Window, error)
 	ActiveWindow() (Window, error)
 	WindowProperties(id uint32) (WindowProperties, error)

@@ -18,7 +18,7 @@ const (
 func resolveShell(shell string) (string, error) { return shell, nil }
 
 func startShell(string, string, []string, int, int) (*os.File, *exec.Cmd, error) {
-	return nil, nil, platform.Errorf(fault.CodeUnavailable, "terminal sessions need Linux")
+	return nil, nil, fault.Errorf(fault.CodeUnavailable, "terminal sessions need Linux")
 }
 
 func setSize(*os.File, int, int) error { return nil }

@@ -112,6 +112,9 @@ func runCmd() *cobra.Command {
 			if err := tunnelPortBase(cmd, cfg.Settings, cfg.PortBase, agent.OwnPorts(cfg.PortBase, cfg.Listen, cfg.ControlURL)); err != nil {
 				return err
 			}
+			if err := mcpPortBase(cmd, cfg.Settings, cfg.PortBase, cfg.Bind); err != nil {
+				return err
+			}
 			if err := cfg.Settings.Validate(names); err != nil {
 				return err
 			}
@@ -167,6 +170,22 @@ func tunnelPortBase(cmd *cobra.Command, st *agent.Settings, base int, own string
 	return nil
 }
 
+// mcpPortBase tells the mcp service where the services its tools call
+// listen (the agent's port base and --bind) unless --mcp-port-base or
+// --mcp-service-host was given (an isolated child gets both from its
+// agent).
+func mcpPortBase(cmd *cobra.Command, st *agent.Settings, base int, bind string) error {
+	if f := cmd.Flags().Lookup("mcp-port-base"); f != nil && !f.Changed {
+		if err := st.Set("mcp-port-base", strconv.Itoa(base)); err != nil {
+			return err
+		}
+	}
+	if f := cmd.Flags().Lookup("mcp-service-host"); f != nil && !f.Changed {
+		return st.Set("mcp-service-host", bind)
+	}
+	return nil
+}
+
 func serviceCmd() *cobra.Command {
 	var (
 		cfg      agent.OneConfig
@@ -186,6 +205,9 @@ func serviceCmd() *cobra.Command {
 				cfg.Listen = agent.DefaultServiceAddr(bind, portBase, cfg.Name)
 			}
 			if err := tunnelPortBase(cmd, cfg.Settings, portBase, agent.OwnPorts(portBase, "", "")); err != nil {
+				return err
+			}
+			if err := mcpPortBase(cmd, cfg.Settings, portBase, bind); err != nil {
 				return err
 			}
 			cfg.Logger = config.Logger(os.Stderr, cfg.LogLevel)

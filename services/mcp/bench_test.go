@@ -1,0 +1,94 @@
+package mcp_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkToolRoundTrip measures, through the gateway and in one run,
+// a tool call's round trip for the no-op tool (mcp_ping) and for
+// process_run of /bin/true, against the process service's own REST call
+// (POST /_/process/api/v1/process/run) for the same command, and that
+// call straight to the process service's port (the hop a tool makes).
+// Each reports
+// p50-us and p99-us; added-p50-us (on process_run) is its p50 less the
+// REST call's, the cost the MCP layer adds (scripts/bench/mcp.sh).
+func BenchmarkToolRoundTrip(b *testing.B) {
+	a := startAgent(b, "process,mcp")
+	s := connect(b, a.endpoint(), allKey, nil)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
+	rest := func() error { return restRun(b, client, a.gw+"/_/process") }
+	direct := func() error { return restRun(b, client, "http://127.0.0.1:"+strconv.Itoa(a.base+15)) }
+	tool := func(name string, args any) func() error {
+		return func() error {
+			res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+			if err == nil && res.IsError {
+				b.Fatalf("%s: %s", name, text(res))
+			}
+			return err
+		}
+	}
+	var restP50 float64
+	for _, bc := range []struct {
+		name string
+		call func() error
+	}{
+		{"rest-process-run-true", rest},
+		{"direct-process-run-true", direct},
+		{"mcp-process_run-true", tool("process_run", map[string]any{"cmd": []string{"/bin/true"}})},
+		{"mcp-ping", tool("mcp_ping", map[string]any{})},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for range 20 { // warm connections and caches
+				if err := bc.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				if err := bc.call(); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			p50 := float64(lat[len(lat)/2].Microseconds())
+			b.ReportMetric(p50, "p50-us")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+			switch bc.name {
+			case "rest-process-run-true":
+				restP50 = p50
+			case "mcp-process_run-true":
+				b.ReportMetric(p50-restP50, "added-p50-us")
+			}
+		})
+	}
+}
+
+// restRun runs /bin/true with the process service's REST call at base.
+func restRun(b *testing.B, client *http.Client, base string) error {
+	req, _ := http.NewRequest("POST", base+"/api/v1/process/run", strings.NewReader(`{"cmd":["/bin/true"]}`))
+	req.Header.Set("X-Key", allKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b.Fatalf("REST run at %s: %d", base, resp.StatusCode)
+	}
+	return nil
+}

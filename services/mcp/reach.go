@@ -1,0 +1,259 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"deckhand/platform"
+	"deckhand/platform/contract"
+)
+
+// Identity headers the gateway sets (agent/gateway); they are handed on
+// to the services a tool calls, so their journals name the same caller.
+var identityHeaders = []string{"X-Deckhand-Identity-Group", "X-Deckhand-Identity-Type", "X-Deckhand-Identity-Subject"}
+
+// allServices marks, in ReachHeader, a caller that did not come through
+// the gateway: a trusted local user on this service's own port.
+const allServices = "*"
+
+// markReach sets ReachHeader to what the caller may reach when the
+// gateway did not: the gateway sets it on every request it sends here,
+// so a request without it is a local caller on the service's own port,
+// whom the host let in only as a trusted local user (root, the agent's
+// own, --trusted-uids), and who reaches everything. What the SDK keeps of
+// the request's header (RequestExtra.Header) then says it for every
+// message of the request.
+func markReach(r *http.Request) {
+	if _, set := r.Header[http.CanonicalHeaderKey(platform.ReachHeader)]; !set || !platform.ViaGateway(r.Context()) {
+		r.Header.Set(platform.ReachHeader, allServices)
+	}
+}
+
+// caller is who a message came from.
+type caller struct {
+	reach  []string // nil: everything
+	header http.Header
+}
+
+func callerOf(extra *mcp.RequestExtra) caller {
+	var h http.Header
+	if extra != nil {
+		h = extra.Header
+	}
+	c := caller{header: h, reach: []string{}}
+	v := strings.TrimSpace(h.Get(platform.ReachHeader))
+	if v == allServices {
+		c.reach = nil
+		return c
+	}
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.reach = append(c.reach, s)
+		}
+	}
+	return c
+}
+
+// may reports whether the caller may reach service. This service's own
+// tools (mcp_*) need nothing beyond the gateway's admission to it.
+func (c caller) may(service string) bool {
+	return service == "mcp" || c.reach == nil || slices.Contains(c.reach, service)
+}
+
+// forward hands the gateway's identity headers on to a service.
+func (c caller) forward(h http.Header) {
+	for _, k := range identityHeaders {
+		if v := c.header.Get(k); v != "" {
+			h.Set(k, v)
+		}
+	}
+}
+
+// who names the caller in the journal.
+func (c caller) who() map[string]any {
+	out := map[string]any{}
+	for _, k := range identityHeaders {
+		if v := c.header.Get(k); v != "" {
+			out[strings.ToLower(strings.TrimPrefix(k, "X-Deckhand-Identity-"))] = v
+		}
+	}
+	return out
+}
+
+// codeForbidden is the JSON-RPC error of a refused tool or resource (in
+// the range JSON-RPC leaves to servers).
+const codeForbidden = -32003
+
+func forbidden(service string) error {
+	return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
+		"FORBIDDEN: this credential may not reach the %s service (judged as program %s by the proxy permissions)",
+		service, contract.ServiceProgram(service))}
+}
+
+// guard applies the caller's reach to every message: tools/list and
+// resources/templates/list leave out what it may not reach, tools/call and
+// resource reads and subscriptions of it are refused; every tool call and
+// its outcome goes to the journal.
+func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		who := callerOf(req.GetExtra())
+		switch method {
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool { return !who.may(toolService(t.Name)) })
+			}
+			return res, err
+		case "tools/call":
+			p, _ := req.GetParams().(*mcp.CallToolParamsRaw)
+			if p == nil {
+				return next(ctx, method, req)
+			}
+			svc := toolService(p.Name)
+			start := time.Now()
+			if !who.may(svc) {
+				err := forbidden(svc)
+				s.journalCall(who, p, svc, "refused", err.Error(), start)
+				return nil, err
+			}
+			res, err := next(ctx, method, req)
+			outcome, detail := "ok", ""
+			if err != nil {
+				outcome, detail = "error", err.Error()
+			} else if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
+				outcome = "failed"
+				if len(r.Content) > 0 {
+					if t, ok := r.Content[0].(*mcp.TextContent); ok {
+						detail = t.Text
+					}
+				}
+			}
+			s.journalCall(who, p, svc, outcome, detail, start)
+			return res, err
+		case "resources/templates/list":
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcp.ListResourceTemplatesResult); ok && err == nil {
+				r.ResourceTemplates = slices.DeleteFunc(r.ResourceTemplates, func(t *mcp.ResourceTemplate) bool {
+					return !who.may(resourceService(t.URITemplate))
+				})
+			}
+			return res, err
+		case "resources/list":
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcp.ListResourcesResult); ok && err == nil {
+				r.Resources = slices.DeleteFunc(r.Resources, func(t *mcp.Resource) bool { return !who.may(resourceService(t.URI)) })
+			}
+			return res, err
+		case "resources/read", "resources/subscribe", "resources/unsubscribe":
+			var uri string
+			switch p := req.GetParams().(type) {
+			case *mcp.ReadResourceParams:
+				uri = p.URI
+			case *mcp.SubscribeParams:
+				uri = p.URI
+			case *mcp.UnsubscribeParams:
+				uri = p.URI
+			}
+			if svc := resourceService(uri); !who.may(svc) {
+				return nil, forbidden(svc)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// toolService is the service a tool calls: the part of its name before
+// the first underscore.
+func toolService(name string) string {
+	svc, _, _ := strings.Cut(name, "_")
+	return svc
+}
+
+// resourceService is the service a resource URI reads.
+func resourceService(uri string) string {
+	scheme, _, _ := strings.Cut(uri, ":")
+	switch scheme {
+	case "file":
+		return "files"
+	}
+	return scheme // process, journal
+}
+
+// secretKeys are argument names whose values never reach the journal:
+// only their length does.
+var secretKeys = map[string]bool{"content": true, "text": true, "stdin": true, "data": true, "value": true,
+	"old_string": true, "new_string": true, "env": true, "password": true, "token": true}
+
+// summarize keeps a tool call's arguments short for the journal: scalars
+// cut to 80 characters, lists to their first items, and the values of
+// secretKeys as their length.
+func summarize(raw json.RawMessage) map[string]any {
+	var args map[string]any
+	if json.Unmarshal(raw, &args) != nil {
+		return nil
+	}
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		if secretKeys[k] {
+			b, _ := json.Marshal(v)
+			out[k] = fmt.Sprintf("<%d bytes>", len(b))
+			continue
+		}
+		out[k] = short(v)
+	}
+	return out
+}
+
+func short(v any) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) > 80 {
+			return x[:80] + "…"
+		}
+		return x
+	case []any:
+		if len(x) > 8 {
+			x = append(x[:8:8], "…")
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = short(e)
+		}
+		return out
+	case map[string]any:
+		return fmt.Sprintf("<object of %d keys>", len(x))
+	}
+	return v
+}
+
+// journalCall records one tool call and its outcome.
+func (s *Service) journalCall(who caller, p *mcp.CallToolParamsRaw, svc, outcome, detail string, start time.Time) {
+	fields := who.who()
+	fields["tool"] = p.Name
+	fields["service"] = svc
+	fields["outcome"] = outcome
+	fields["duration_ms"] = time.Since(start).Milliseconds()
+	if a := summarize(p.Arguments); a != nil {
+		fields["arguments"] = a
+	}
+	if detail != "" {
+		if len(detail) > 300 {
+			detail = detail[:300] + "…"
+		}
+		fields["error"] = detail
+	}
+	level := "info"
+	if outcome != "ok" {
+		level = "warn"
+	}
+	s.deps.Journal.Record(contract.JournalEntry{Time: s.deps.Clock.Now(), Source: "mcp", Level: level,
+		Message: "tool " + p.Name + ": " + outcome, Fields: fields})
+}

@@ -1,0 +1,251 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"deckhand/platform/fault"
+	"deckhand/services/files"
+)
+
+func (s *Service) addResources() {
+	s.server.AddResourceTemplate(&mcp.ResourceTemplate{Name: "file", Title: "A file of the container",
+		URITemplate: "file:///{+path}", Description: "A file by its absolute path: text, or an image as a blob. Subscribe to " +
+			"get notifications/resources/updated when it is written, created, removed or renamed."}, s.readFileResource)
+	s.server.AddResourceTemplate(&mcp.ResourceTemplate{Name: "process-output", Title: "A process's output",
+		URITemplate: "process://{id}/output", MIMEType: "text/plain",
+		Description: "The output of a process started through process_run or process_start (both streams as written), " +
+			"the first --mcp-output-budget characters; process_output reads any part of it."}, s.readProcessResource)
+	s.server.AddResource(&mcp.Resource{Name: "journal", Title: "The agent's journal", URI: "journal://recent", MIMEType: "text/plain",
+		Description: "The newest 100 entries of the agent's journal in short text form."}, s.readJournalResource)
+}
+
+// filePath is the absolute path a file:// URI names.
+func filePath(uri string) (string, error) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !path.IsAbs(u.Path) {
+		return "", fault.Invalid("uri", "must be file:///ABSOLUTE/PATH")
+	}
+	return path.Clean(u.Path), nil
+}
+
+func (s *Service) readFileResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	p, err := filePath(req.Params.URI)
+	if err != nil {
+		return nil, err
+	}
+	raw, ct, _, err := s.readFile(ctx, callerOf(req.Extra), p)
+	if err != nil {
+		var pe *fault.Error
+		if asPlatform(err, &pe) && pe.Code == fault.CodeNotFound {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		return nil, toolErr(err)
+	}
+	c := &mcp.ResourceContents{URI: req.Params.URI, MIMEType: ct}
+	if utf8.Valid(raw) && !isImage(ct) {
+		c.Text = string(raw)
+	} else {
+		c.Blob = raw
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+}
+
+func (s *Service) readProcessResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	u, err := url.Parse(req.Params.URI)
+	if err != nil || u.Scheme != "process" || u.Host == "" || u.Path != "/output" {
+		return nil, fault.Invalid("uri", "must be process://ID/output")
+	}
+	creq := &mcp.CallToolRequest{Session: req.Session, Extra: req.Extra}
+	_, out, err := s.processOutput(ctx, creq, OutputArgs{ID: u.Host})
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: out.Text}}}, nil
+}
+
+func (s *Service) readJournalResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	text, err := s.journalText(ctx, callerOf(req.Extra), JournalArgs{Limit: 100})
+	if err != nil {
+		return nil, toolErr(err)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
+}
+
+// subscriptions feed resources/updated from the files service's watch:
+// one watch of a subscribed file's directory (not recursive), while any
+// session is subscribed to the file.
+type subscriptions struct {
+	s       *Service
+	mu      sync.Mutex
+	watches map[string]*watch // by URI
+	wg      sync.WaitGroup
+}
+
+type watch struct {
+	sessions map[string]bool
+	cancel   context.CancelFunc
+}
+
+func newSubscriptions(s *Service) *subscriptions {
+	return &subscriptions{s: s, watches: map[string]*watch{}}
+}
+
+// watchReady bounds how long a subscribe waits for its watch to start.
+const watchReady = 15 * time.Second
+
+func (u *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	p, err := filePath(req.Params.URI)
+	if err != nil {
+		return err
+	}
+	uri := req.Params.URI
+	u.mu.Lock()
+	if w, ok := u.watches[uri]; ok {
+		w.sessions[req.Session.ID()] = true
+		u.mu.Unlock()
+		return nil
+	}
+	wctx, cancel := context.WithCancel(u.s.ctx)
+	w := &watch{sessions: map[string]bool{req.Session.ID(): true}, cancel: cancel}
+	u.watches[uri] = w
+	u.mu.Unlock()
+	ready := make(chan error, 1)
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		u.follow(wctx, callerOf(req.Extra), uri, p, ready)
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			u.drop(uri, req.Session.ID())
+			return toolErr(err)
+		}
+		return nil
+	case <-ctx.Done():
+		u.drop(uri, req.Session.ID())
+		return ctx.Err()
+	case <-time.After(watchReady):
+		u.drop(uri, req.Session.ID())
+		return toolErr(&fault.Error{Code: fault.CodeTimeout, Message: "the files service's watch did not start"})
+	}
+}
+
+func (u *subscriptions) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	u.drop(req.Params.URI, req.Session.ID())
+	return nil
+}
+
+// drop ends a session's subscription, and the watch with its last one.
+func (u *subscriptions) drop(uri, session string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	w, ok := u.watches[uri]
+	if !ok {
+		return
+	}
+	delete(w.sessions, session)
+	if len(w.sessions) == 0 {
+		w.cancel()
+		delete(u.watches, uri)
+	}
+}
+
+func (u *subscriptions) close() {
+	u.mu.Lock()
+	for uri, w := range u.watches {
+		w.cancel()
+		delete(u.watches, uri)
+	}
+	u.mu.Unlock()
+	u.wg.Wait()
+}
+
+// follow reads the watch of p's directory until ctx ends, resuming after
+// the last event it saw when the stream drops, and tells subscribers of
+// uri about every event on p. ready gets nil once the first stream is
+// ready, or why it could not start.
+func (u *subscriptions) follow(ctx context.Context, who caller, uri, p string, ready chan<- error) {
+	var since uint64
+	started := false
+	for delay := 100 * time.Millisecond; ctx.Err() == nil; delay = min(2*delay, 5*time.Second) {
+		q := url.Values{"path": {path.Dir(p)}, "recursive": {"false"}}
+		if started {
+			q.Set("since", strconv.FormatUint(since, 10))
+		}
+		resp, err := u.s.be.do(ctx, who, call{method: http.MethodGet, service: "files", path: "/api/v1/files/watch", query: q,
+			header: http.Header{"Accept": {"text/event-stream"}}})
+		if err != nil {
+			if !started {
+				ready <- err
+				return
+			}
+		} else {
+			n := u.read(ctx, resp, uri, p, &since, func() {
+				if !started {
+					started = true
+					ready <- nil
+				}
+			})
+			resp.Body.Close()
+			if n > 0 {
+				delay = 100 * time.Millisecond
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+	}
+}
+
+// read parses one watch stream; it answers how many events it read.
+func (u *subscriptions) read(ctx context.Context, resp *http.Response, uri, p string, since *uint64, onReady func()) int {
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var event, data string
+	n := 0
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(line[len("event:"):])
+		case strings.HasPrefix(line, "data:"):
+			data = strings.TrimSpace(line[len("data:"):])
+		case line == "":
+			switch event {
+			case "ready":
+				var r struct {
+					Seq uint64 `json:"seq"`
+				}
+				if json.Unmarshal([]byte(data), &r) == nil && *since == 0 {
+					*since = r.Seq
+				}
+				onReady()
+			case "create", "write", "remove", "rename", "chmod":
+				var e files.Event
+				if json.Unmarshal([]byte(data), &e) == nil {
+					*since = max(*since, e.Seq)
+					n++
+					if path.Clean(e.Path) == p {
+						_ = u.s.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+					}
+				}
+			}
+			event, data = "", ""
+		}
+	}
+	return n
+}

@@ -1,0 +1,234 @@
+// Package mcp owns the agent's Model Context Protocol server (port +16):
+// Streamable HTTP at /api/v1/mcp (sessions, resumable SSE streams through
+// an event store) built on the official Go SDK. Every tool, and every
+// resource, is a thin call over HTTP into the loopback port of the service
+// that owns it (process, files, display, journal): nothing is implemented
+// twice, and the owning service's own checks, limits and journal apply.
+//
+// Who may use what: the gateway judges a request to this service as usual
+// and, because this service acts for its caller (platform.ActsFor), also
+// judges the caller against each service the tools call, each as its own
+// program and port, and says which passed in platform.ReachHeader. A tool
+// of a service outside that list is left out of tools/list and refused on
+// tools/call; so are file resources without files. A caller on this
+// service's own port that did not come through the gateway is a trusted
+// local user (the host refuses others) and reaches every service.
+//
+// One file per concern: backend.go (calls into the other services),
+// reach.go (who may call what, and the journal), tools_*.go (the tools),
+// resources.go (file, process and journal resources, file subscriptions),
+// trim.go (output budgets).
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/pflag"
+
+	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
+)
+
+// Path is where the service speaks MCP.
+const Path = "/api/v1/mcp"
+
+// Settings are the mcp service's flags.
+type Settings struct {
+	// PortBase and ServiceHost find the other services: host:base+offset.
+	PortBase    int
+	ServiceHost string
+	MaxSessions int
+	SessionIdle time.Duration
+	// OutputBudget is the default number of characters of text a tool
+	// answers before it trims (a caller may ask for another per call).
+	OutputBudget int
+}
+
+// Flags declares --mcp-*.
+func (s *Settings) Flags(fs *pflag.FlagSet) {
+	fs.IntVar(&s.PortBase, "mcp-port-base", 7700, "the agent's port base, to reach the services the tools call (set from --port-base)")
+	fs.StringVar(&s.ServiceHost, "mcp-service-host", "127.0.0.1", "the host the agent's services listen on (set from --bind; an unspecified address means 127.0.0.1)")
+	fs.IntVar(&s.MaxSessions, "mcp-max-sessions", 64, "MCP sessions open at once at most; a new one beyond is refused with 503 until one ends or idles out")
+	fs.DurationVar(&s.SessionIdle, "mcp-session-idle", 30*time.Minute, "close an MCP session that sent no request for this long")
+	fs.IntVar(&s.OutputBudget, "mcp-output-budget", 20000, "characters of text a tool answers by default before trimming (the rest is fetched with offset)")
+}
+
+// Validate checks the bounds.
+func (s *Settings) Validate() error {
+	switch {
+	case s.PortBase < 0 || s.PortBase > 65535-16:
+		return fault.Invalid("--mcp-port-base", "must be between 0 and %d", 65535-16)
+	case strings.TrimSpace(s.ServiceHost) == "":
+		return fault.Invalid("--mcp-service-host", "must not be empty")
+	case s.MaxSessions < 1:
+		return fault.Invalid("--mcp-max-sessions", "must be at least 1")
+	case s.SessionIdle < time.Second:
+		return fault.Invalid("--mcp-session-idle", "must be at least 1s")
+	case s.OutputBudget < 1000 || s.OutputBudget > maxBudget:
+		return fault.Invalid("--mcp-output-budget", "must be between 1000 and %d", maxBudget)
+	}
+	return nil
+}
+
+// Defaults are the flags' defaults.
+func Defaults() *Settings {
+	s := &Settings{}
+	fs := pflag.NewFlagSet("mcp", pflag.ContinueOnError)
+	s.Flags(fs)
+	return s
+}
+
+// Pong answers mcp_ping.
+type Pong struct {
+	Pong bool `json:"pong"`
+}
+
+// Service is the MCP service.
+type Service struct {
+	deps    contract.ServiceDeps
+	set     *Settings
+	log     *slog.Logger
+	be      *backend
+	server  *mcp.Server
+	handler http.Handler
+	subs    *subscriptions
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	sessions int // open sessions (counted by the server's hooks)
+}
+
+// New builds the MCP server with its tools and resources.
+func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
+	if set == nil {
+		set = Defaults()
+	}
+	if err := set.Validate(); err != nil {
+		return nil, err
+	}
+	deps = deps.WithDefaults()
+	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.subs = newSubscriptions(s)
+	s.server = mcp.NewServer(&mcp.Implementation{Name: "deckhand", Title: "deckhand container agent", Version: platform.Version},
+		&mcp.ServerOptions{
+			Instructions: "Tools to drive this container: run commands (process_*), read and change files (files_*), see and " +
+				"operate its X display (display_*) and read its journal (journal_query). Long text is trimmed to max_chars with " +
+				"a marker saying where it stopped; call again with offset to read on. Paths are absolute.",
+			Logger:             deps.Logger,
+			KeepAlive:          30 * time.Second,
+			SubscribeHandler:   s.subs.subscribe,
+			UnsubscribeHandler: s.subs.unsubscribe,
+		})
+	mcp.AddTool(s.server, &mcp.Tool{Name: "mcp_ping", Title: "Check the connection",
+		Description: "Does nothing and answers pong: a check that this server answers.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, Pong, error) {
+			return textResult("pong"), Pong{Pong: true}, nil
+		})
+	s.addProcessTools()
+	s.addFilesTools()
+	s.addDisplayTools()
+	s.addJournalTools()
+	s.addResources()
+	s.server.AddReceivingMiddleware(s.guard)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
+		EventStore:     mcp.NewMemoryEventStore(nil),
+		SessionTimeout: set.SessionIdle,
+		Logger:         deps.Logger,
+		// The host's request policy (Host 421, Origin 403, the local
+		// user's trust) judges every request before this handler, through
+		// the gateway and on the service's own port alike; the SDK's own
+		// loopback Host check would refuse the gateway's Host routing.
+		DisableLocalhostProtection: true,
+	})
+	s.handler = s.bound(h)
+	return s, nil
+}
+
+// Close ends every session and the file watches.
+func (s *Service) Close() error {
+	s.cancel()
+	for ss := range s.server.Sessions() {
+		_ = ss.Close()
+	}
+	s.subs.close()
+	s.be.close()
+	return nil
+}
+
+// bound refuses a new session past --mcp-max-sessions (503, so a client
+// retries later) and marks what the caller may reach before the SDK sees
+// the request.
+func (s *Service) bound(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		markReach(r)
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			n := 0
+			for range s.server.Sessions() {
+				n++
+			}
+			if n >= s.set.MaxSessions {
+				reqpolicy.WriteHTTPError(w, &fault.Error{Code: fault.CodeUnavailable, Details: "sessions",
+					Headers: map[string]string{"Retry-After": "5"},
+					Message: "too many MCP sessions are open (--mcp-max-sessions); retry once one ends or idles out"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Info titles the service's OpenAPI document.
+func (s *Service) Info() platform.Info {
+	return platform.Info{
+		Name:    "mcp",
+		Title:   "deckhand MCP server",
+		Version: platform.Version,
+		Description: "A Model Context Protocol server (Streamable HTTP, protocol revisions the official Go SDK speaks) for AI " +
+			"agents to drive this container through one endpoint, POST/GET/DELETE " + Path + " (through the gateway: /_/mcp" + Path +
+			"). Every tool is a call into the service that owns it over its loopback port: process_* into the process service, " +
+			"files_* into files, display_* into display, journal_query into journal. A tool is judged as the program of the " +
+			"service it calls (exec for process, files for files, services for display and journal), with the same proxy " +
+			"permissions document, groups and default as a direct request: a credential that could not reach that service does " +
+			"not see its tools in tools/list and is refused when it calls one. Text answers are trimmed to max_chars (default " +
+			"--mcp-output-budget) with a marker naming the offset to read on from; screenshots are scaled to max_width. Files " +
+			"are resources (file:///PATH) whose subscriptions are fed by the files service's watch; process output " +
+			"(process://ID/output) and the journal (journal://recent) are resources too. Sessions are bounded by " +
+			"--mcp-max-sessions (503 beyond) and closed after --mcp-session-idle without a request; a stream that drops is " +
+			"resumed with Last-Event-ID from the service's event store. Tool calls and their outcomes go to the journal " +
+			"(source mcp) with arguments summarized: contents and typed text are logged by length only.",
+	}
+}
+
+// Routes is the service's route table: the one MCP endpoint.
+func (s *Service) Routes() []platform.Route {
+	desc := "The MCP Streamable HTTP transport. POST a JSON-RPC message (initialize first: the answer's Mcp-Session-Id header " +
+		"names the session, sent on every later request with MCP-Protocol-Version); the answer is JSON or a text/event-stream " +
+		"whose events carry ids, so a client that lost the stream GETs it again with Last-Event-ID and gets what it missed. " +
+		"GET opens the session's stream of server notifications (resources/updated for subscribed files). DELETE ends the " +
+		"session. Accept must name application/json and text/event-stream. A new session past --mcp-max-sessions is 503 " +
+		"UNAVAILABLE. Cross-site Origins and foreign Host names are refused as on every route."
+	tags := []string{"mcp"}
+	return []platform.Route{
+		{Method: http.MethodPost, Path: Path, OperationID: "mcpPost", Summary: "Send an MCP message", Description: desc,
+			Tags: tags, RequestType: "application/json", ContentType: "text/event-stream", HTTP: s.handler},
+		{Method: http.MethodGet, Path: Path, OperationID: "mcpStream", Summary: "Open or resume an MCP session's stream",
+			Description: desc, Tags: tags, ContentType: "text/event-stream",
+			Query: []platform.Param{{Name: "Mcp-Session-Id", In: "header", Required: true, Description: "the session"},
+				{Name: "Last-Event-ID", In: "header", Description: "resume after this event"}}, HTTP: s.handler},
+		{Method: http.MethodDelete, Path: Path, OperationID: "mcpEnd", Summary: "End an MCP session", Description: desc,
+			Tags: tags, Query: []platform.Param{{Name: "Mcp-Session-Id", In: "header", Required: true, Description: "the session"}},
+			HTTP: s.handler},
+	}
+}
