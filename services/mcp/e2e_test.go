@@ -607,8 +607,11 @@ func TestDisplayScreenshotAndClick(t *testing.T) {
 		t.Skip("python3-gi with GTK 3 is not installed")
 	}
 	display := startXvfb(t)
-	// Programs the process service starts get the agent's DISPLAY.
-	a := startAgentEnv(t, []string{"DISPLAY=" + display}, "process,files,display,mcp", "--display", display)
+	// Programs the process service starts get the agent's DISPLAY, and a
+	// session bus of the test's own: GTK would otherwise autolaunch one
+	// that outlives the test.
+	env := append([]string{"DISPLAY=" + display}, platformtest.SessionBus(t)...)
+	a := startAgentEnv(t, env, "process,files,display,mcp", "--display", display)
 	s := connect(t, a.endpoint(), allKey, nil)
 
 	res := callTool(t, s, "display_screenshot", map[string]any{"max_width": 800})
