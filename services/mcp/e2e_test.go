@@ -752,3 +752,33 @@ func TestSessionsAreBounded(t *testing.T) {
 		t.Fatalf("mcp_ping: %q", text(res))
 	}
 }
+
+// TestVaultAndBindings: vault_put and vault_get go through the vault
+// service (the value never reaches the journal), and tunnel_bindings lists
+// the agent's own listening gateway port.
+func TestVaultAndBindings(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "journal,vault,tunnel,mcp")
+	s := connect(t, a.endpoint(), allKey, nil)
+	if res := callTool(t, s, "vault_put", map[string]any{"key": "api", "value": map[string]any{"token": "v4ult-s3cret"}}); res.IsError {
+		t.Fatalf("vault_put: %s", text(res))
+	}
+	res := callTool(t, s, "vault_get", map[string]any{"key": "api"})
+	got := structured[struct {
+		Value struct{ Token string }
+	}](t, res)
+	if res.IsError || got.Value.Token != "v4ult-s3cret" {
+		t.Fatalf("vault_get: %s", text(res))
+	}
+	if raw := journal(t, a, "source=mcp&limit=100", `"tool":"vault_get"`); strings.Contains(raw, "v4ult-s3cret") {
+		t.Fatalf("a vault value reached the journal: %s", raw)
+	}
+	res = callTool(t, s, "tunnel_bindings", map[string]any{})
+	found := false
+	for _, b := range structured[struct{ Bindings []struct{ Port int } }](t, res).Bindings {
+		found = found || b.Port == a.base
+	}
+	if res.IsError || !found {
+		t.Fatalf("tunnel_bindings lacks the gateway's port %d: %s", a.base, text(res))
+	}
+}
