@@ -782,3 +782,20 @@ func TestVaultAndBindings(t *testing.T) {
 		t.Fatalf("tunnel_bindings lacks the gateway's port %d: %s", a.base, text(res))
 	}
 }
+
+// TestIsolated: run as a child process of the agent (--isolate mcp), the
+// service gets its peers' addresses from the agent and the gateway's
+// judgement over the proxied connection.
+func TestIsolated(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "process,files,mcp", "--isolate", "mcp")
+	s := connect(t, a.endpoint(), noExecKey, nil)
+	if names := toolNames(t, s); slices.Contains(names, "process_run") || !slices.Contains(names, "files_list") {
+		t.Fatalf("isolated, a credential without exec is shown %v", names)
+	}
+	s = connect(t, a.endpoint(), allKey, nil)
+	res := callTool(t, s, "process_run", map[string]any{"cmd": []string{"echo", "isolated"}})
+	if got := structured[struct{ Stdout string }](t, res).Stdout; got != "isolated\n" {
+		t.Fatalf("process_run: %q %s", got, text(res))
+	}
+}
