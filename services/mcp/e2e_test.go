@@ -350,6 +350,10 @@ func TestWithoutExecNoProcessTools(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the refused command ran")
 	}
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "nosuch_tool", Arguments: map[string]any{}})
+	if (err == nil && !res.IsError) || (err != nil && strings.Contains(err.Error(), "FORBIDDEN")) {
+		t.Fatalf("an unknown tool: %v %v", res, err)
+	}
 	if res := callTool(t, s, "files_list", map[string]any{"path": "/"}); res.IsError {
 		t.Fatalf("files_list: %s", text(res))
 	}
