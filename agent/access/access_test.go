@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -251,6 +252,43 @@ func TestTunnelRulesJudgeTheTunnelledPort(t *testing.T) {
 		}
 		if perr == nil && id.Port != c.wantPort {
 			t.Errorf("%s: admitted port %d, want %d", c.name, id.Port, c.wantPort)
+		}
+	}
+}
+
+// TestReachOfAnActingService: for a service that calls others for its
+// caller (the mcp service), the decision also lists which of those the
+// same credential reaches, each judged as its own program; other
+// services get no list.
+func TestReachOfAnActingService(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "perm.json")
+	doc := `{"project":"p1","container":"c1","enable_proxy":true,"groups":{
+		"all":{"type":"token","header":"X-Key","value":"a"},
+		"files":{"type":"token","header":"X-Key","value":"f"}},
+		"permissions":{"all":{"exec":true,"files":true,"services":true},"files":{"files":true,"services":true}}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := access.New(access.Config{PermissionsFile: path, Journal: &journal{}, Logger: quietLog(),
+		Port: func(s string) int { return 7700 + platform.PortOffsets[s] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key, service string
+		want         []string
+	}{
+		{"a", "mcp", []string{"mcp", "process", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"}},
+		{"f", "mcp", []string{"mcp", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"}},
+		{"a", "files", nil},
+	} {
+		id, perr := a.Authorize(request("10.0.0.9", map[string]string{"X-Key": c.key}), gateway.Target{Service: c.service})
+		if perr != nil {
+			t.Fatalf("key %s to %s: %v", c.key, c.service, perr)
+		}
+		if !reflect.DeepEqual(id.Reach, c.want) {
+			t.Errorf("key %s to %s: reach %v, want %v", c.key, c.service, id.Reach, c.want)
 		}
 	}
 }

@@ -350,6 +350,10 @@ func TestWithoutExecNoProcessTools(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the refused command ran")
 	}
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "nosuch_tool", Arguments: map[string]any{}})
+	if (err == nil && !res.IsError) || (err != nil && strings.Contains(err.Error(), "FORBIDDEN")) {
+		t.Fatalf("an unknown tool: %v %v", res, err)
+	}
 	if res := callTool(t, s, "files_list", map[string]any{"path": "/"}); res.IsError {
 		t.Fatalf("files_list: %s", text(res))
 	}
@@ -753,5 +757,52 @@ func TestSessionsAreBounded(t *testing.T) {
 	third := connect(t, a.endpoint(), allKey, nil)
 	if res := callTool(t, third, "mcp_ping", map[string]any{}); text(res) != "pong" {
 		t.Fatalf("mcp_ping: %q", text(res))
+	}
+}
+
+// TestVaultAndBindings: vault_put and vault_get go through the vault
+// service (the value never reaches the journal), and tunnel_bindings lists
+// the agent's own listening gateway port.
+func TestVaultAndBindings(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "journal,vault,tunnel,mcp")
+	s := connect(t, a.endpoint(), allKey, nil)
+	if res := callTool(t, s, "vault_put", map[string]any{"key": "api", "value": map[string]any{"token": "v4ult-s3cret"}}); res.IsError {
+		t.Fatalf("vault_put: %s", text(res))
+	}
+	res := callTool(t, s, "vault_get", map[string]any{"key": "api"})
+	got := structured[struct {
+		Value struct{ Token string }
+	}](t, res)
+	if res.IsError || got.Value.Token != "v4ult-s3cret" {
+		t.Fatalf("vault_get: %s", text(res))
+	}
+	if raw := journal(t, a, "source=mcp&limit=100", `"tool":"vault_get"`); strings.Contains(raw, "v4ult-s3cret") {
+		t.Fatalf("a vault value reached the journal: %s", raw)
+	}
+	res = callTool(t, s, "tunnel_bindings", map[string]any{})
+	found := false
+	for _, b := range structured[struct{ Bindings []struct{ Port int } }](t, res).Bindings {
+		found = found || b.Port == a.base
+	}
+	if res.IsError || !found {
+		t.Fatalf("tunnel_bindings lacks the gateway's port %d: %s", a.base, text(res))
+	}
+}
+
+// TestIsolated: run as a child process of the agent (--isolate mcp), the
+// service gets its peers' addresses from the agent and the gateway's
+// judgement over the proxied connection.
+func TestIsolated(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "process,files,mcp", "--isolate", "mcp")
+	s := connect(t, a.endpoint(), noExecKey, nil)
+	if names := toolNames(t, s); slices.Contains(names, "process_run") || !slices.Contains(names, "files_list") {
+		t.Fatalf("isolated, a credential without exec is shown %v", names)
+	}
+	s = connect(t, a.endpoint(), allKey, nil)
+	res := callTool(t, s, "process_run", map[string]any{"cmd": []string{"echo", "isolated"}})
+	if got := structured[struct{ Stdout string }](t, res).Stdout; got != "isolated\n" {
+		t.Fatalf("process_run: %q %s", got, text(res))
 	}
 }

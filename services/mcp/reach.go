@@ -118,6 +118,9 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				return next(ctx, method, req)
 			}
 			svc := toolService(p.Name)
+			if svc != "mcp" && !slices.Contains(platform.ActsFor["mcp"], svc) {
+				return next(ctx, method, req) // no such tool: the SDK says so
+			}
 			start := time.Now()
 			if !who.may(svc) {
 				err := forbidden(svc)

@@ -120,12 +120,15 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.subs = newSubscriptions(s)
+	// The SDK logs every session's start and end at info; the journal has
+	// what matters (tool calls), so only its warnings reach the log.
+	sdkLog := slog.New(atLeast{deps.Logger.Handler(), slog.LevelWarn})
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "deckhand", Title: "deckhand container agent", Version: platform.Version},
 		&mcp.ServerOptions{
 			Instructions: "Tools to drive this container: run commands (process_*), read and change files (files_*), see and " +
 				"operate its X display (display_*) and read its journal (journal_query). Long text is trimmed to max_chars with " +
 				"a marker saying where it stopped; call again with offset to read on. Paths are absolute.",
-			Logger:             deps.Logger,
+			Logger:             sdkLog,
 			KeepAlive:          30 * time.Second,
 			SubscribeHandler:   s.subs.subscribe,
 			UnsubscribeHandler: s.subs.unsubscribe,
@@ -140,12 +143,13 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.addFilesTools()
 	s.addDisplayTools()
 	s.addJournalTools()
+	s.addOtherTools()
 	s.addResources()
 	s.server.AddReceivingMiddleware(s.guard)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
 		EventStore:     mcp.NewMemoryEventStore(nil),
 		SessionTimeout: set.SessionIdle,
-		Logger:         deps.Logger,
+		Logger:         sdkLog,
 		// The host's request policy (Host 421, Origin 403, the local
 		// user's trust) judges every request before this handler, through
 		// the gateway and on the service's own port alike; the SDK's own
@@ -231,4 +235,22 @@ func (s *Service) Routes() []platform.Route {
 			Tags: tags, Query: []platform.Param{{Name: "Mcp-Session-Id", In: "header", Required: true, Description: "the session"}},
 			HTTP: s.handler},
 	}
+}
+
+// atLeast drops records below a level.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (a atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= a.min && a.Handler.Enabled(ctx, l)
+}
+
+func (a atLeast) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return atLeast{a.Handler.WithAttrs(attrs), a.min}
+}
+
+func (a atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{a.Handler.WithGroup(name), a.min}
 }

@@ -42,3 +42,5 @@ try {
 }
 clearTimeout(timer);
 console.log(JSON.stringify(out));
+// An open stream would keep the event loop alive after a failure.
+process.exit(0);
