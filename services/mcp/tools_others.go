@@ -11,7 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 	"deckhand/services/tunnel"
 	"deckhand/services/vault"
 )
@@ -98,7 +98,7 @@ func (s *Service) vaultGet(ctx context.Context, req *mcp.CallToolRequest, in Vau
 func (s *Service) vaultPut(ctx context.Context, req *mcp.CallToolRequest, in VaultPutArgs) (*mcp.CallToolResult, VaultValue, error) {
 	raw, err := json.Marshal(in.Value)
 	if err != nil || in.Value == nil {
-		return nil, VaultValue{}, toolErr(platform.Invalid("value", "must be a JSON value"))
+		return nil, VaultValue{}, toolErr(fault.Invalid("value", "must be a JSON value"))
 	}
 	var r vault.Record
 	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPut, service: "vault", path: vaultPath(in.Key),
