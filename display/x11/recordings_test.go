@@ -75,6 +75,28 @@ func stopped(t *testing.T, id string) api.Recording {
 	}
 }
 
+// grown polls the recording until ffmpeg has written some of it (frames,
+// not only the container's header): a recording stopped before its first
+// frame is empty by design, and on a loaded machine ffmpeg may take
+// seconds to start.
+func grown(t *testing.T, id string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var list []api.Recording
+		call(t, "GET", "/api/v1/display/recordings", nil).decode(t, &list)
+		for _, r := range list {
+			if r.ID == id && r.Bytes > 4<<10 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recording %s wrote nothing: %+v", id, list)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // TestRecordingWithTimeline records 10 s while the test clicks and types:
 // ffprobe finds a 10 s video of the screen's size, and the timeline holds
 // each action, in order, as JSON and as WebVTT.
@@ -185,6 +207,7 @@ func TestRecordingLimitsAndStop(t *testing.T) {
 	}
 	a.decode(t, &rec)
 	t.Cleanup(func() { call(t, "DELETE", "/api/v1/display/recordings/"+rec.ID, nil) })
+	grown(t, rec.ID)
 	a = call(t, "POST", "/api/v1/display/recordings/"+rec.ID+"/stop", map[string]any{})
 	mustOK(t, a, "stop")
 	a.decode(t, &rec)
