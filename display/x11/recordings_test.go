@@ -59,20 +59,7 @@ func ffprobe(t *testing.T, video []byte) probe {
 // stopped polls the recording until ffmpeg has finished it.
 func stopped(t *testing.T, id string) api.Recording {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var list []api.Recording
-		call(t, "GET", "/api/v1/display/recordings", nil).decode(t, &list)
-		for _, r := range list {
-			if r.ID == id && r.Status != api.RecordingActive {
-				return r
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("recording %s still runs: %+v", id, list)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return waitFor(t, id, "still runs", func(r api.Recording) bool { return r.Status != api.RecordingActive })
 }
 
 // grown polls the recording until ffmpeg has written some of it (frames,
@@ -81,17 +68,23 @@ func stopped(t *testing.T, id string) api.Recording {
 // seconds to start.
 func grown(t *testing.T, id string) {
 	t.Helper()
+	waitFor(t, id, "wrote nothing", func(r api.Recording) bool { return r.Bytes > 4<<10 })
+}
+
+// waitFor polls the recordings list until recording id meets cond.
+func waitFor(t *testing.T, id, failure string, cond func(api.Recording) bool) api.Recording {
+	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var list []api.Recording
 		call(t, "GET", "/api/v1/display/recordings", nil).decode(t, &list)
 		for _, r := range list {
-			if r.ID == id && r.Bytes > 4<<10 {
-				return
+			if r.ID == id && cond(r) {
+				return r
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("recording %s wrote nothing: %+v", id, list)
+			t.Fatalf("recording %s %s: %+v", id, failure, list)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
