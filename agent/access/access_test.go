@@ -16,6 +16,7 @@ import (
 
 	"deckhand/agent/access"
 	"deckhand/agent/gateway"
+	"deckhand/platform"
 	"deckhand/platform/contract"
 )
 
