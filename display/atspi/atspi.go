@@ -35,12 +35,12 @@ const (
 // Bus is a connection to the accessibility bus.
 type Bus struct {
 	conn *dbus.Conn
-	// inflight bounds the elements whose calls are in flight at once, so a
-	// huge tree does not flood an application's main loop
-	inflight chan struct{}
 
 	mu    sync.Mutex
 	known map[ref]static
+	// roles are the role names of applications' role numbers (the cache
+	// says an element's role by number; GetRoleName by name)
+	roles map[string]map[uint32]string
 }
 
 // Address finds the accessibility bus: AT_SPI_BUS_ADDRESS, else what the
@@ -98,7 +98,29 @@ func Connect(ctx context.Context, addr string) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("accessibility bus %s: %w", addr, err)
 	}
-	return &Bus{conn: conn, inflight: make(chan struct{}, 64), known: map[ref]static{}}, nil
+	b := &Bus{conn: conn, known: map[ref]static{}, roles: map[string]map[uint32]string{}}
+	b.listen(ctx)
+	return b, nil
+}
+
+// listenEvent is the event the bus listens for: one GTK and the other ATK
+// toolkits never send, so it costs them nothing. What matters is that a
+// client listens at all: the ATK bridge (at-spi2-core's atk-adaptor) only
+// serves its Cache (read uses it) once a client has registered an event
+// listener with the registry, which it learns when it starts
+// (GetRegisteredEvents) or, when it runs already, from the registry's
+// EventListenerRegistered signal. The registry drops the listener when the
+// connection closes.
+const listenEvent = "window:desktop-create"
+
+// listen registers listenEvent with the registry. A registry that refuses
+// leaves the bus without caches: trees are then read element by element.
+func (b *Bus) listen(ctx context.Context) {
+	reg := b.conn.Object(registryName, "/org/a11y/atspi/registry")
+	if reg.CallWithContext(ctx, "org.a11y.atspi.Registry.RegisterEvent", 0, listenEvent, []string{}, "").Err != nil {
+		// older registries take the event alone
+		reg.CallWithContext(ctx, "org.a11y.atspi.Registry.RegisterEvent", 0, listenEvent)
+	}
 }
 
 // Done is closed when the connection is lost.
@@ -126,221 +148,14 @@ func parseRef(id string) (ref, error) {
 	return ref{Name: bus, Path: dbus.ObjectPath(path)}, nil
 }
 
-// call makes one method call, within the in-flight bound.
+// call makes one method call.
 func (b *Bus) call(ctx context.Context, r ref, method string, out []any, args ...any) error {
-	select {
-	case b.inflight <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-b.inflight }()
 	c := b.conn.Object(r.Name, r.Path).CallWithContext(ctx, method, 0, args...)
 	if c.Err != nil {
 		return c.Err
 	}
 	if len(out) > 0 {
 		return c.Store(out...)
-	}
-	return nil
-}
-
-// Apps lists the registered applications (those of pid when not 0) with
-// their trees to depth levels (< 0: all).
-func (b *Bus) Apps(ctx context.Context, pid, depth int) ([]api.AccessibleApp, error) {
-	var apps []ref
-	if err := b.call(ctx, ref{registryName, rootPath}, ifAccessible+".GetChildren", []any{&apps}); err != nil {
-		return nil, b.busErr(err)
-	}
-	b.forget(apps)
-	out := make([]api.AccessibleApp, len(apps))
-	keep := make([]bool, len(apps))
-	var wg sync.WaitGroup
-	for i, a := range apps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var p uint32
-			if err := b.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, a.Name).Store(&p); err == nil {
-				out[i].PID = int(p)
-			}
-			if pid != 0 && out[i].PID != pid {
-				return
-			}
-			n, err := b.read(ctx, a, depth)
-			if err != nil {
-				return // an application that quit while we read it is not listed
-			}
-			out[i].Root, keep[i] = n, true
-		}()
-	}
-	wg.Wait()
-	res := []api.AccessibleApp{}
-	for i := range out {
-		if keep[i] {
-			res = append(res, out[i])
-		}
-	}
-	return res, nil
-}
-
-// Node reads one element without its children.
-func (b *Bus) Node(ctx context.Context, id string) (api.AccessibleNode, error) {
-	r, err := parseRef(id)
-	if err != nil {
-		return api.AccessibleNode{}, err
-	}
-	n, err := b.read(ctx, r, 0)
-	if err != nil {
-		return api.AccessibleNode{}, elementErr(id, err)
-	}
-	if n.Has("defunct") {
-		return api.AccessibleNode{}, fault.NotFound("element", id)
-	}
-	return n, nil
-}
-
-// read reads r and its descendants to depth levels (< 0: all). An
-// element's calls are sent at once (two rounds: what it is, then what its
-// interfaces add and its children) and the children are read concurrently,
-// so the time is a few round trips per level, not per element; at most
-// cap(inflight) elements have calls in flight at once.
-func (b *Bus) read(ctx context.Context, r ref, depth int) (api.AccessibleNode, error) {
-	n := api.AccessibleNode{ID: r.id(), States: []string{}, Actions: []string{}, Children: []api.AccessibleNode{}}
-	select {
-	case b.inflight <- struct{}{}:
-	case <-ctx.Done():
-		return n, ctx.Err()
-	}
-	children, err := b.readOne(ctx, r, depth, &n)
-	<-b.inflight
-	if err != nil {
-		return n, err
-	}
-	kids := make([]api.AccessibleNode, len(children))
-	ok := make([]bool, len(children))
-	g := &group{}
-	for i, c := range children {
-		g.do(func() error {
-			k, err := b.read(ctx, c, depth-1)
-			if err == nil {
-				kids[i], ok[i] = k, true
-			} else if ctx.Err() != nil {
-				return err
-			}
-			return nil // a child that went away while we read is left out
-		})
-	}
-	if err := g.wait(); err != nil {
-		return n, err
-	}
-	for i := range kids {
-		if ok[i] {
-			n.Children = append(n.Children, kids[i])
-		}
-	}
-	return n, nil
-}
-
-// readOne fills n from r's own calls and answers r's children (when depth
-// asks for them).
-func (b *Bus) readOne(ctx context.Context, r ref, depth int, n *api.AccessibleNode) ([]ref, error) {
-	obj := b.conn.Object(r.Name, r.Path)
-	send := func(method string, args ...any) *dbus.Call {
-		return obj.GoWithContext(ctx, method, 0, make(chan *dbus.Call, 1), args...)
-	}
-	var (
-		props  map[string]dbus.Variant
-		states []uint32
-		ifaces []string
-	)
-	st, known := b.static(r)
-	calls := []pending{{send("org.freedesktop.DBus.Properties.GetAll", ifAccessible), []any{&props}},
-		{send(ifAccessible + ".GetState"), []any{&states}}}
-	if !known {
-		calls = append(calls, pending{send(ifAccessible + ".GetRoleName"), []any{&st.role}},
-			pending{send(ifAccessible + ".GetInterfaces"), []any{&ifaces}})
-	}
-	if err := awaitAll(ctx, calls); err != nil {
-		return nil, err
-	}
-	if !known {
-		st.has = map[string]bool{}
-		for _, i := range ifaces {
-			st.has[i] = true
-		}
-	}
-	n.Name, _ = props["Name"].Value().(string)
-	n.Description, _ = props["Description"].Value().(string)
-	count, _ := props["ChildCount"].Value().(int32)
-	n.States = stateNames(states)
-
-	var (
-		children []ref
-		acts     []struct{ Name, Description, Key string }
-		extents  struct{ X, Y, W, H int32 }
-		value    dbus.Variant
-	)
-	calls = calls[:0]
-	if depth != 0 && count > 0 {
-		calls = append(calls, pending{send(ifAccessible + ".GetChildren"), []any{&children}})
-	}
-	if st.has[ifAction] && !known {
-		calls = append(calls, pending{send(ifAction + ".GetActions"), []any{&acts}})
-	}
-	if st.has[ifComponent] {
-		calls = append(calls, pending{send(ifComponent+".GetExtents", coordScreen), []any{&extents}})
-	}
-	switch {
-	case st.has[ifText]:
-		calls = append(calls, pending{send(ifText+".GetText", int32(0), int32(-1)), []any{&n.Value}})
-	case st.has[ifValue]:
-		calls = append(calls, pending{send("org.freedesktop.DBus.Properties.Get", ifValue, "CurrentValue"), []any{&value}})
-	}
-	if err := awaitAll(ctx, calls); err != nil {
-		return nil, err
-	}
-	if st.has[ifComponent] {
-		n.Bounds = &api.Rect{X: int(extents.X), Y: int(extents.Y), Width: int(extents.W), Height: int(extents.H)}
-	}
-	if f, ok := value.Value().(float64); ok {
-		n.Value = strconv.FormatFloat(f, 'f', -1, 64)
-	}
-	if !known {
-		st.actions = []string{}
-		for _, a := range acts {
-			st.actions = append(st.actions, a.Name)
-		}
-		b.remember(r, st)
-	}
-	n.Role = st.role
-	if len(st.actions) > 0 {
-		n.Actions = st.actions
-	}
-	return children, nil
-}
-
-// pending is a call in flight and where its answer goes.
-type pending struct {
-	c   *dbus.Call
-	out []any
-}
-
-// awaitAll waits for every call and stores their answers; the first error
-// is the answer (the other calls' replies still arrive, into their own
-// buffered channels).
-func awaitAll(ctx context.Context, calls []pending) error {
-	for _, p := range calls {
-		select {
-		case <-p.c.Done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if p.c.Err != nil {
-			return p.c.Err
-		}
-		if err := p.c.Store(p.out...); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -389,32 +204,30 @@ func (b *Bus) forget(apps []ref) {
 			delete(b.known, r)
 		}
 	}
-}
-
-// group runs functions concurrently and keeps the first error.
-type group struct {
-	wg  sync.WaitGroup
-	mu  sync.Mutex
-	err error
-}
-
-func (g *group) do(fn func() error) {
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		if err := fn(); err != nil {
-			g.mu.Lock()
-			if g.err == nil {
-				g.err = err
-			}
-			g.mu.Unlock()
+	for app := range b.roles {
+		if !live[app] {
+			delete(b.roles, app)
 		}
-	}()
+	}
 }
 
-func (g *group) wait() error {
-	g.wg.Wait()
-	return g.err
+func (b *Bus) roleName(app string, role uint32) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	name, ok := b.roles[app][role]
+	return name, ok
+}
+
+func (b *Bus) rememberRole(app string, role uint32, name string) {
+	if name == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.roles[app] == nil {
+		b.roles[app] = map[uint32]string{}
+	}
+	b.roles[app][role] = name
 }
 
 // DoAction invokes the element's action called name.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 // reachable over its own session bus and accessibility bus.
 type a11yApp struct {
 	win   api.Window
+	addr  string // the accessibility bus
 	bus   *atspi.Bus
 	mu    sync.Mutex
 	lines []string
@@ -84,6 +86,7 @@ func startA11yApp(t testing.TB, title string, extra int) *a11yApp {
 	if err != nil {
 		t.Fatal(err)
 	}
+	app.addr = addr
 	if app.bus, err = atspi.Connect(ctx, addr); err != nil {
 		t.Fatal(err)
 	}
@@ -264,6 +267,40 @@ func TestAccessibilityTreeAndActions(t *testing.T) {
 	}
 	if len(m.Marks) < 2 || m.Marks[0].N != 1 {
 		t.Errorf("marks = %+v", m.Marks)
+	}
+}
+
+// The tree (read from the application's AT-SPI cache, with the calls the
+// cache lacks sent at once) says of every element what the element's own
+// calls say, read one by one on a connection of their own: role, name,
+// description, states, actions, value and screen bounds.
+func TestAccessibilityTreeMatchesElements(t *testing.T) {
+	needX(t)
+	app := startA11yApp(t, "A11y Match", 30)
+	app.focus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	own, err := atspi.Connect(ctx, app.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	tr := tree(t, "")
+	n := 0
+	walkNodes(tr.Nodes, func(want api.AccessibleNode) {
+		n++
+		got, err := own.Node(ctx, want.ID)
+		if err != nil {
+			t.Errorf("element %s: %v", want.ID, err)
+			return
+		}
+		want.Children = []api.AccessibleNode{}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("element %s:\n tree:    %+v\n element: %+v", want.ID, want, got)
+		}
+	})
+	if n < 30 || find(tr.Nodes, "push button", "b29") == nil || find(tr.Nodes, "label", "clicks: 0") == nil {
+		t.Fatalf("the tree has %d elements: %+v", n, tr.Nodes)
 	}
 }
 
