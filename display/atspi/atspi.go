@@ -354,3 +354,131 @@ var states = []string{"invalid", "active", "armed", "busy", "checked", "collapse
 	"single-line", "stale", "transient", "vertical", "visible", "manages-descendants", "indeterminate", "required",
 	"truncated", "animated", "invalid-entry", "supports-autocompletion", "selectable-text", "is-default", "visited",
 	"checkable", "has-popup", "read-only"}
+
+// scrollAnywhere is ATSPI_SCROLL_ANYWHERE: the least scrolling that shows
+// the element.
+const scrollAnywhere = uint32(6)
+
+// ScrollIntoView scrolls the element into view: the toolkit's own
+// Component.ScrollTo when it does it (GTK 4, Qt, browsers), else the
+// scroll bars of every scroll pane around the element (GTK 3's answer
+// false), each by the least that shows the element in the pane.
+func (b *Bus) ScrollIntoView(ctx context.Context, id string) error {
+	r, err := parseRef(id)
+	if err != nil {
+		return err
+	}
+	var done bool
+	if err := b.call(ctx, r, ifComponent+".ScrollTo", []any{&done}, scrollAnywhere); err == nil && done {
+		return nil
+	} else if err != nil && !unsupported(err) {
+		return elementErr(id, err)
+	}
+	panes := 0
+	at := r
+	for range 64 { // deeper is a cycle
+		var v dbus.Variant
+		if err := b.call(ctx, at, "org.freedesktop.DBus.Properties.Get", []any{&v}, ifAccessible, "Parent"); err != nil {
+			return elementErr(id, err)
+		}
+		var parent ref
+		if err := dbus.Store([]any{v.Value()}, &parent); err != nil || parent.Name != r.Name || parent.Path == rootPath {
+			break
+		}
+		at = parent
+		var role string
+		if err := b.call(ctx, at, ifAccessible+".GetRoleName", []any{&role}); err != nil {
+			return elementErr(id, err)
+		}
+		if role != "scroll pane" {
+			continue
+		}
+		panes++
+		if err := b.scrollPane(ctx, r, at); err != nil {
+			return elementErr(id, err)
+		}
+	}
+	if panes == 0 {
+		return fault.Errorf(fault.CodeConflict, "element %s cannot be scrolled: its toolkit does not scroll it "+
+			"(Component.ScrollTo) and no scroll pane holds it", id).WithDetails("elementId")
+	}
+	return nil
+}
+
+// unsupported reports whether err says the method is not there.
+func unsupported(err error) bool {
+	var de dbus.Error
+	return errors.As(err, &de) && (de.Name == "org.freedesktop.DBus.Error.UnknownMethod" ||
+		de.Name == "org.freedesktop.DBus.Error.UnknownInterface")
+}
+
+// scrollPane moves the scroll bars of pane so that el is inside the
+// pane's extents: on each axis by the least that shows it, its start
+// first when it is larger than the pane.
+func (b *Bus) scrollPane(ctx context.Context, el, pane ref) error {
+	type box struct{ X, Y, W, H int32 }
+	var e, p box
+	if err := b.call(ctx, el, ifComponent+".GetExtents", []any{&e}, coordScreen); err != nil {
+		return err
+	}
+	if err := b.call(ctx, pane, ifComponent+".GetExtents", []any{&p}, coordScreen); err != nil {
+		return err
+	}
+	var kids []ref
+	if err := b.call(ctx, pane, ifAccessible+".GetChildren", []any{&kids}); err != nil {
+		return err
+	}
+	for _, k := range kids {
+		var role string
+		var states []uint32
+		if b.call(ctx, k, ifAccessible+".GetRoleName", []any{&role}) != nil || role != "scroll bar" ||
+			b.call(ctx, k, ifAccessible+".GetState", []any{&states}) != nil {
+			continue
+		}
+		var delta int32
+		switch st := stateNames(states); {
+		case has(st, "vertical"):
+			delta = least(e.Y, e.H, p.Y, p.H)
+		case has(st, "horizontal"):
+			delta = least(e.X, e.W, p.X, p.W)
+		}
+		if delta == 0 {
+			continue
+		}
+		var vals map[string]dbus.Variant
+		if err := b.call(ctx, k, "org.freedesktop.DBus.Properties.GetAll", []any{&vals}, ifValue); err != nil {
+			return err
+		}
+		cur, _ := vals["CurrentValue"].Value().(float64)
+		lo, _ := vals["MinimumValue"].Value().(float64)
+		hi, _ := vals["MaximumValue"].Value().(float64)
+		to := min(max(cur+float64(delta), lo), hi)
+		if err := b.call(ctx, k, "org.freedesktop.DBus.Properties.Set", nil, ifValue, "CurrentValue", dbus.MakeVariant(to)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// least is how far to scroll (in pixels, + toward the end) so that the
+// span [at, at+size) is inside [view, view+vsize): 0 when it is, its
+// start at the view's when it comes before or is larger than the view,
+// else its end at the view's end.
+func least(at, size, view, vsize int32) int32 {
+	switch {
+	case at < view || size > vsize:
+		return at - view
+	case at+size > view+vsize:
+		return at + size - (view + vsize)
+	}
+	return 0
+}
+
+func has(states []string, s string) bool {
+	for _, x := range states {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
