@@ -67,6 +67,9 @@ type Accessibility interface {
 	// DoAction invokes the element's action called name.
 	DoAction(ctx context.Context, id, name string) error
 	GrabFocus(ctx context.Context, id string) error
+	// ScrollIntoView scrolls what holds the element until the element is
+	// in view.
+	ScrollIntoView(ctx context.Context, id string) error
 	// SetValue replaces an editable text's contents, or sets a range's
 	// value (value is then a number).
 	SetValue(ctx context.Context, id, value string) error
@@ -313,7 +316,7 @@ type ElementValue struct {
 // ElementResult answers an element action: the element afterwards.
 type ElementResult struct {
 	Element AccessibleNode `json:"element" required:"true"`
-	Method  string         `json:"method" required:"true" enum:"action,pointer,focus,value" doc:"how it was done: the element's own action, a pointer click at its center, a focus grab or a value change"`
+	Method  string         `json:"method" required:"true" enum:"action,pointer,focus,value,scroll" doc:"how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling"`
 	Action  string         `json:"action,omitempty" doc:"the action invoked"`
 }
 
@@ -351,6 +354,15 @@ func (s *Service) FocusElement(ctx context.Context, in ElementRef) (ElementResul
 		return ElementResult{}, err
 	}
 	return s.afterElement(ctx, a, n, "focus", "focus", "", nil, a.GrabFocus(ctx, in.ElementID))
+}
+
+// ScrollElementIntoView scrolls an element into view.
+func (s *Service) ScrollElementIntoView(ctx context.Context, in ElementRef) (ElementResult, error) {
+	a, n, err := s.element(ctx, in.ElementID)
+	if err != nil {
+		return ElementResult{}, err
+	}
+	return s.afterElement(ctx, a, n, "scroll-into-view", "scroll", "", nil, a.ScrollIntoView(ctx, in.ElementID))
 }
 
 // SetElementValue replaces an element's text or value.

@@ -90,6 +90,12 @@ func (s *Service) Routes() []platform.Route {
 			"other elements answer 409.", platform.Op(s.SetElementValue)),
 		op(http.MethodPost, "/accessibility/{elementId}/action", "invokeElementAction", "Invoke an element's action",
 			el+" name is one of the element's actions; another name is 400 listing them.", platform.Op(s.ElementDoAction)),
+		op(http.MethodPost, "/accessibility/{elementId}/scroll-into-view", "scrollElementIntoView", "Scroll an element into view",
+			el+" Asks the element's toolkit to scroll it into view by the least it can (AT-SPI Component.ScrollTo, "+
+				"ATSPI_SCROLL_ANYWHERE); where the toolkit does not (GTK 3), moves the scroll bars of each scroll pane "+
+				"around the element by the least that puts the element inside the pane. The element's bounds in the "+
+				"answer are where it is afterwards. 409 when the toolkit does not scroll it and no scroll pane holds it.",
+			platform.Op(s.ScrollElementIntoView)),
 	)
 	rec := "Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. "
 	start := op(http.MethodPost, "/recordings", "startRecording", "Start recording the screen", rec+

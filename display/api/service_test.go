@@ -27,8 +27,8 @@ var validBodies = map[string]string{
 	"/window/close": `{}`, "/window/move": `{"x":1,"y":1}`, "/window/resize": `{"width":1,"height":1}`,
 	"/clipboard": `{"text":"a"}`, "/input/reset": `{}`, "/accessibility/1.5~3/click": `{}`,
 	"/accessibility/1.5~3/focus": `{}`, "/accessibility/1.5~3/set-value": `{"value":"x"}`,
-	"/accessibility/1.5~3/action": `{"name":"Click"}`, "/recordings": `{"max_seconds":5}`,
-	"/recordings/" + rid + "/stop": `{}`, "/takeover": `{"reason":"x"}`,
+	"/accessibility/1.5~3/action": `{"name":"Click"}`, "/accessibility/1.5~3/scroll-into-view": `{}`,
+	"/recordings": `{"max_seconds":5}`, "/recordings/" + rid + "/stop": `{}`, "/takeover": `{"reason":"x"}`,
 }
 
 const rid = "0b7e3c55-4a5f-4d0e-9d51-2b8f1f0e7a11"

@@ -25,6 +25,7 @@ func (b *bus) Node(_ context.Context, id string) (AccessibleNode, error) {
 }
 func (b *bus) DoAction(context.Context, string, string) error { return nil }
 func (b *bus) GrabFocus(context.Context, string) error        { return nil }
+func (b *bus) ScrollIntoView(context.Context, string) error   { return nil }
 func (b *bus) SetValue(_ context.Context, id, v string) error {
 	b.values[id] = v
 	return nil

@@ -35,12 +35,12 @@ const (
 // Bus is a connection to the accessibility bus.
 type Bus struct {
 	conn *dbus.Conn
-	// inflight bounds the elements whose calls are in flight at once, so a
-	// huge tree does not flood an application's main loop
-	inflight chan struct{}
 
 	mu    sync.Mutex
 	known map[ref]static
+	// roles are the role names of applications' role numbers (the cache
+	// says an element's role by number; GetRoleName by name)
+	roles map[string]map[uint32]string
 }
 
 // Address finds the accessibility bus: AT_SPI_BUS_ADDRESS, else what the
@@ -98,7 +98,29 @@ func Connect(ctx context.Context, addr string) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("accessibility bus %s: %w", addr, err)
 	}
-	return &Bus{conn: conn, inflight: make(chan struct{}, 64), known: map[ref]static{}}, nil
+	b := &Bus{conn: conn, known: map[ref]static{}, roles: map[string]map[uint32]string{}}
+	b.listen(ctx)
+	return b, nil
+}
+
+// listenEvent is the event the bus listens for: one GTK and the other ATK
+// toolkits never send, so it costs them nothing. What matters is that a
+// client listens at all: the ATK bridge (at-spi2-core's atk-adaptor) only
+// serves its Cache (read uses it) once a client has registered an event
+// listener with the registry, which it learns when it starts
+// (GetRegisteredEvents) or, when it runs already, from the registry's
+// EventListenerRegistered signal. The registry drops the listener when the
+// connection closes.
+const listenEvent = "window:desktop-create"
+
+// listen registers listenEvent with the registry. A registry that refuses
+// leaves the bus without caches: trees are then read element by element.
+func (b *Bus) listen(ctx context.Context) {
+	reg := b.conn.Object(registryName, "/org/a11y/atspi/registry")
+	if reg.CallWithContext(ctx, "org.a11y.atspi.Registry.RegisterEvent", 0, listenEvent, []string{}, "").Err != nil {
+		// older registries take the event alone
+		reg.CallWithContext(ctx, "org.a11y.atspi.Registry.RegisterEvent", 0, listenEvent)
+	}
 }
 
 // Done is closed when the connection is lost.
@@ -126,221 +148,14 @@ func parseRef(id string) (ref, error) {
 	return ref{Name: bus, Path: dbus.ObjectPath(path)}, nil
 }
 
-// call makes one method call, within the in-flight bound.
+// call makes one method call.
 func (b *Bus) call(ctx context.Context, r ref, method string, out []any, args ...any) error {
-	select {
-	case b.inflight <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-b.inflight }()
 	c := b.conn.Object(r.Name, r.Path).CallWithContext(ctx, method, 0, args...)
 	if c.Err != nil {
 		return c.Err
 	}
 	if len(out) > 0 {
 		return c.Store(out...)
-	}
-	return nil
-}
-
-// Apps lists the registered applications (those of pid when not 0) with
-// their trees to depth levels (< 0: all).
-func (b *Bus) Apps(ctx context.Context, pid, depth int) ([]api.AccessibleApp, error) {
-	var apps []ref
-	if err := b.call(ctx, ref{registryName, rootPath}, ifAccessible+".GetChildren", []any{&apps}); err != nil {
-		return nil, b.busErr(err)
-	}
-	b.forget(apps)
-	out := make([]api.AccessibleApp, len(apps))
-	keep := make([]bool, len(apps))
-	var wg sync.WaitGroup
-	for i, a := range apps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var p uint32
-			if err := b.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, a.Name).Store(&p); err == nil {
-				out[i].PID = int(p)
-			}
-			if pid != 0 && out[i].PID != pid {
-				return
-			}
-			n, err := b.read(ctx, a, depth)
-			if err != nil {
-				return // an application that quit while we read it is not listed
-			}
-			out[i].Root, keep[i] = n, true
-		}()
-	}
-	wg.Wait()
-	res := []api.AccessibleApp{}
-	for i := range out {
-		if keep[i] {
-			res = append(res, out[i])
-		}
-	}
-	return res, nil
-}
-
-// Node reads one element without its children.
-func (b *Bus) Node(ctx context.Context, id string) (api.AccessibleNode, error) {
-	r, err := parseRef(id)
-	if err != nil {
-		return api.AccessibleNode{}, err
-	}
-	n, err := b.read(ctx, r, 0)
-	if err != nil {
-		return api.AccessibleNode{}, elementErr(id, err)
-	}
-	if n.Has("defunct") {
-		return api.AccessibleNode{}, fault.NotFound("element", id)
-	}
-	return n, nil
-}
-
-// read reads r and its descendants to depth levels (< 0: all). An
-// element's calls are sent at once (two rounds: what it is, then what its
-// interfaces add and its children) and the children are read concurrently,
-// so the time is a few round trips per level, not per element; at most
-// cap(inflight) elements have calls in flight at once.
-func (b *Bus) read(ctx context.Context, r ref, depth int) (api.AccessibleNode, error) {
-	n := api.AccessibleNode{ID: r.id(), States: []string{}, Actions: []string{}, Children: []api.AccessibleNode{}}
-	select {
-	case b.inflight <- struct{}{}:
-	case <-ctx.Done():
-		return n, ctx.Err()
-	}
-	children, err := b.readOne(ctx, r, depth, &n)
-	<-b.inflight
-	if err != nil {
-		return n, err
-	}
-	kids := make([]api.AccessibleNode, len(children))
-	ok := make([]bool, len(children))
-	g := &group{}
-	for i, c := range children {
-		g.do(func() error {
-			k, err := b.read(ctx, c, depth-1)
-			if err == nil {
-				kids[i], ok[i] = k, true
-			} else if ctx.Err() != nil {
-				return err
-			}
-			return nil // a child that went away while we read is left out
-		})
-	}
-	if err := g.wait(); err != nil {
-		return n, err
-	}
-	for i := range kids {
-		if ok[i] {
-			n.Children = append(n.Children, kids[i])
-		}
-	}
-	return n, nil
-}
-
-// readOne fills n from r's own calls and answers r's children (when depth
-// asks for them).
-func (b *Bus) readOne(ctx context.Context, r ref, depth int, n *api.AccessibleNode) ([]ref, error) {
-	obj := b.conn.Object(r.Name, r.Path)
-	send := func(method string, args ...any) *dbus.Call {
-		return obj.GoWithContext(ctx, method, 0, make(chan *dbus.Call, 1), args...)
-	}
-	var (
-		props  map[string]dbus.Variant
-		states []uint32
-		ifaces []string
-	)
-	st, known := b.static(r)
-	calls := []pending{{send("org.freedesktop.DBus.Properties.GetAll", ifAccessible), []any{&props}},
-		{send(ifAccessible + ".GetState"), []any{&states}}}
-	if !known {
-		calls = append(calls, pending{send(ifAccessible + ".GetRoleName"), []any{&st.role}},
-			pending{send(ifAccessible + ".GetInterfaces"), []any{&ifaces}})
-	}
-	if err := awaitAll(ctx, calls); err != nil {
-		return nil, err
-	}
-	if !known {
-		st.has = map[string]bool{}
-		for _, i := range ifaces {
-			st.has[i] = true
-		}
-	}
-	n.Name, _ = props["Name"].Value().(string)
-	n.Description, _ = props["Description"].Value().(string)
-	count, _ := props["ChildCount"].Value().(int32)
-	n.States = stateNames(states)
-
-	var (
-		children []ref
-		acts     []struct{ Name, Description, Key string }
-		extents  struct{ X, Y, W, H int32 }
-		value    dbus.Variant
-	)
-	calls = calls[:0]
-	if depth != 0 && count > 0 {
-		calls = append(calls, pending{send(ifAccessible + ".GetChildren"), []any{&children}})
-	}
-	if st.has[ifAction] && !known {
-		calls = append(calls, pending{send(ifAction + ".GetActions"), []any{&acts}})
-	}
-	if st.has[ifComponent] {
-		calls = append(calls, pending{send(ifComponent+".GetExtents", coordScreen), []any{&extents}})
-	}
-	switch {
-	case st.has[ifText]:
-		calls = append(calls, pending{send(ifText+".GetText", int32(0), int32(-1)), []any{&n.Value}})
-	case st.has[ifValue]:
-		calls = append(calls, pending{send("org.freedesktop.DBus.Properties.Get", ifValue, "CurrentValue"), []any{&value}})
-	}
-	if err := awaitAll(ctx, calls); err != nil {
-		return nil, err
-	}
-	if st.has[ifComponent] {
-		n.Bounds = &api.Rect{X: int(extents.X), Y: int(extents.Y), Width: int(extents.W), Height: int(extents.H)}
-	}
-	if f, ok := value.Value().(float64); ok {
-		n.Value = strconv.FormatFloat(f, 'f', -1, 64)
-	}
-	if !known {
-		st.actions = []string{}
-		for _, a := range acts {
-			st.actions = append(st.actions, a.Name)
-		}
-		b.remember(r, st)
-	}
-	n.Role = st.role
-	if len(st.actions) > 0 {
-		n.Actions = st.actions
-	}
-	return children, nil
-}
-
-// pending is a call in flight and where its answer goes.
-type pending struct {
-	c   *dbus.Call
-	out []any
-}
-
-// awaitAll waits for every call and stores their answers; the first error
-// is the answer (the other calls' replies still arrive, into their own
-// buffered channels).
-func awaitAll(ctx context.Context, calls []pending) error {
-	for _, p := range calls {
-		select {
-		case <-p.c.Done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if p.c.Err != nil {
-			return p.c.Err
-		}
-		if err := p.c.Store(p.out...); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -389,32 +204,30 @@ func (b *Bus) forget(apps []ref) {
 			delete(b.known, r)
 		}
 	}
-}
-
-// group runs functions concurrently and keeps the first error.
-type group struct {
-	wg  sync.WaitGroup
-	mu  sync.Mutex
-	err error
-}
-
-func (g *group) do(fn func() error) {
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		if err := fn(); err != nil {
-			g.mu.Lock()
-			if g.err == nil {
-				g.err = err
-			}
-			g.mu.Unlock()
+	for app := range b.roles {
+		if !live[app] {
+			delete(b.roles, app)
 		}
-	}()
+	}
 }
 
-func (g *group) wait() error {
-	g.wg.Wait()
-	return g.err
+func (b *Bus) roleName(app string, role uint32) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	name, ok := b.roles[app][role]
+	return name, ok
+}
+
+func (b *Bus) rememberRole(app string, role uint32, name string) {
+	if name == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.roles[app] == nil {
+		b.roles[app] = map[uint32]string{}
+	}
+	b.roles[app][role] = name
 }
 
 // DoAction invokes the element's action called name.
@@ -541,3 +354,131 @@ var states = []string{"invalid", "active", "armed", "busy", "checked", "collapse
 	"single-line", "stale", "transient", "vertical", "visible", "manages-descendants", "indeterminate", "required",
 	"truncated", "animated", "invalid-entry", "supports-autocompletion", "selectable-text", "is-default", "visited",
 	"checkable", "has-popup", "read-only"}
+
+// scrollAnywhere is ATSPI_SCROLL_ANYWHERE: the least scrolling that shows
+// the element.
+const scrollAnywhere = uint32(6)
+
+// ScrollIntoView scrolls the element into view: the toolkit's own
+// Component.ScrollTo when it does it (GTK 4, Qt, browsers), else the
+// scroll bars of every scroll pane around the element (GTK 3's answer
+// false), each by the least that shows the element in the pane.
+func (b *Bus) ScrollIntoView(ctx context.Context, id string) error {
+	r, err := parseRef(id)
+	if err != nil {
+		return err
+	}
+	var done bool
+	if err := b.call(ctx, r, ifComponent+".ScrollTo", []any{&done}, scrollAnywhere); err == nil && done {
+		return nil
+	} else if err != nil && !unsupported(err) {
+		return elementErr(id, err)
+	}
+	panes := 0
+	at := r
+	for range 64 { // deeper is a cycle
+		var v dbus.Variant
+		if err := b.call(ctx, at, "org.freedesktop.DBus.Properties.Get", []any{&v}, ifAccessible, "Parent"); err != nil {
+			return elementErr(id, err)
+		}
+		var parent ref
+		if err := dbus.Store([]any{v.Value()}, &parent); err != nil || parent.Name != r.Name || parent.Path == rootPath {
+			break
+		}
+		at = parent
+		var role string
+		if err := b.call(ctx, at, ifAccessible+".GetRoleName", []any{&role}); err != nil {
+			return elementErr(id, err)
+		}
+		if role != "scroll pane" {
+			continue
+		}
+		panes++
+		if err := b.scrollPane(ctx, r, at); err != nil {
+			return elementErr(id, err)
+		}
+	}
+	if panes == 0 {
+		return fault.Errorf(fault.CodeConflict, "element %s cannot be scrolled: its toolkit does not scroll it "+
+			"(Component.ScrollTo) and no scroll pane holds it", id).WithDetails("elementId")
+	}
+	return nil
+}
+
+// unsupported reports whether err says the method is not there.
+func unsupported(err error) bool {
+	var de dbus.Error
+	return errors.As(err, &de) && (de.Name == "org.freedesktop.DBus.Error.UnknownMethod" ||
+		de.Name == "org.freedesktop.DBus.Error.UnknownInterface")
+}
+
+// scrollPane moves the scroll bars of pane so that el is inside the
+// pane's extents: on each axis by the least that shows it, its start
+// first when it is larger than the pane.
+func (b *Bus) scrollPane(ctx context.Context, el, pane ref) error {
+	type box struct{ X, Y, W, H int32 }
+	var e, p box
+	if err := b.call(ctx, el, ifComponent+".GetExtents", []any{&e}, coordScreen); err != nil {
+		return err
+	}
+	if err := b.call(ctx, pane, ifComponent+".GetExtents", []any{&p}, coordScreen); err != nil {
+		return err
+	}
+	var kids []ref
+	if err := b.call(ctx, pane, ifAccessible+".GetChildren", []any{&kids}); err != nil {
+		return err
+	}
+	for _, k := range kids {
+		var role string
+		var states []uint32
+		if b.call(ctx, k, ifAccessible+".GetRoleName", []any{&role}) != nil || role != "scroll bar" ||
+			b.call(ctx, k, ifAccessible+".GetState", []any{&states}) != nil {
+			continue
+		}
+		var delta int32
+		switch st := stateNames(states); {
+		case has(st, "vertical"):
+			delta = least(e.Y, e.H, p.Y, p.H)
+		case has(st, "horizontal"):
+			delta = least(e.X, e.W, p.X, p.W)
+		}
+		if delta == 0 {
+			continue
+		}
+		var vals map[string]dbus.Variant
+		if err := b.call(ctx, k, "org.freedesktop.DBus.Properties.GetAll", []any{&vals}, ifValue); err != nil {
+			return err
+		}
+		cur, _ := vals["CurrentValue"].Value().(float64)
+		lo, _ := vals["MinimumValue"].Value().(float64)
+		hi, _ := vals["MaximumValue"].Value().(float64)
+		to := min(max(cur+float64(delta), lo), hi)
+		if err := b.call(ctx, k, "org.freedesktop.DBus.Properties.Set", nil, ifValue, "CurrentValue", dbus.MakeVariant(to)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// least is how far to scroll (in pixels, + toward the end) so that the
+// span [at, at+size) is inside [view, view+vsize): 0 when it is, its
+// start at the view's when it comes before or is larger than the view,
+// else its end at the view's end.
+func least(at, size, view, vsize int32) int32 {
+	switch {
+	case at < view || size > vsize:
+		return at - view
+	case at+size > view+vsize:
+		return at + size - (view + vsize)
+	}
+	return 0
+}
+
+func has(states []string, s string) bool {
+	for _, x := range states {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 // reachable over its own session bus and accessibility bus.
 type a11yApp struct {
 	win   api.Window
+	addr  string // the accessibility bus
 	bus   *atspi.Bus
 	mu    sync.Mutex
 	lines []string
@@ -33,16 +35,16 @@ type a11yApp struct {
 }
 
 // startA11yApp starts a private session bus, the GTK window titled title
-// (with extra more buttons) on it, and attaches the accessibility bus to
-// the test service.
-func startA11yApp(t testing.TB, title string, extra int) *a11yApp {
+// (with extra more buttons, and the arguments more) on it, and attaches
+// the accessibility bus to the test service.
+func startA11yApp(t testing.TB, title string, extra int, more ...string) *a11yApp {
 	t.Helper()
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk").Run(); err != nil {
 		t.Fatal("python3-gi with GTK 3 is missing (scripts/setup.sh installs python3-gi gir1.2-gtk-3.0 at-spi2-core)")
 	}
 	env := platformtest.SessionBus(t)
-	cmd := exec.Command(py, filepath.Join("testdata", "a11y_app.py"), title, fmt.Sprint(extra))
+	cmd := exec.Command(py, append([]string{filepath.Join("testdata", "a11y_app.py"), title, fmt.Sprint(extra)}, more...)...)
 	cmd.Env = append(append(os.Environ(), "DISPLAY="+display, "NO_AT_BRIDGE=0", "GTK_MODULES=", "LC_ALL=C.UTF-8"), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -84,6 +86,7 @@ func startA11yApp(t testing.TB, title string, extra int) *a11yApp {
 	if err != nil {
 		t.Fatal(err)
 	}
+	app.addr = addr
 	if app.bus, err = atspi.Connect(ctx, addr); err != nil {
 		t.Fatal(err)
 	}
@@ -264,6 +267,86 @@ func TestAccessibilityTreeAndActions(t *testing.T) {
 	}
 	if len(m.Marks) < 2 || m.Marks[0].N != 1 {
 		t.Errorf("marks = %+v", m.Marks)
+	}
+}
+
+// The tree (read from the application's AT-SPI cache, with the calls the
+// cache lacks sent at once) says of every element what the element's own
+// calls say, read one by one on a connection of their own: role, name,
+// description, states, actions, value and screen bounds.
+func TestAccessibilityTreeMatchesElements(t *testing.T) {
+	needX(t)
+	app := startA11yApp(t, "A11y Match", 30)
+	app.focus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	own, err := atspi.Connect(ctx, app.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	tr := tree(t, "")
+	n := 0
+	walkNodes(tr.Nodes, func(want api.AccessibleNode) {
+		n++
+		got, err := own.Node(ctx, want.ID)
+		if err != nil {
+			t.Errorf("element %s: %v", want.ID, err)
+			return
+		}
+		want.Children = []api.AccessibleNode{}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("element %s:\n tree:    %+v\n element: %+v", want.ID, want, got)
+		}
+	})
+	if n < 30 || find(tr.Nodes, "push button", "b29") == nil || find(tr.Nodes, "label", "clicks: 0") == nil {
+		t.Fatalf("the tree has %d elements: %+v", n, tr.Nodes)
+	}
+}
+
+// Scrolling into view brings a button that starts below a GTK scrolled
+// pane's viewport inside it; an element that nothing scrolls is 409.
+func TestAccessibilityScrollIntoView(t *testing.T) {
+	needX(t)
+	app := startA11yApp(t, "A11y Scroll", 0, "scroll")
+	app.focus(t)
+	tr := tree(t, "")
+	pane, far := find(tr.Nodes, "scroll pane", ""), find(tr.Nodes, "push button", "Far away")
+	if pane == nil || far == nil || pane.Bounds == nil || far.Bounds == nil {
+		t.Fatalf("the tree lacks the pane or its last button: %+v", tr.Nodes)
+	}
+	view := *pane.Bounds
+	inside := func(b api.Rect) bool {
+		return view.Contains(api.Point{X: b.X, Y: b.Y}) && view.Contains(api.Point{X: b.X + b.Width - 1, Y: b.Y + b.Height - 1})
+	}
+	if inside(*far.Bounds) {
+		t.Fatalf("the button %+v starts inside the pane %+v", *far.Bounds, view)
+	}
+	a := call(t, "POST", "/api/v1/display/accessibility/"+far.ID+"/scroll-into-view", map[string]any{})
+	mustOK(t, a, "scroll-into-view")
+	var res api.ElementResult
+	a.decode(t, &res)
+	if res.Method != "scroll" || res.Element.ID != far.ID {
+		t.Fatalf("scroll-into-view answered %s", a.body)
+	}
+	eventually(t, "the button inside the pane", func() bool {
+		b := find(tree(t, "").Nodes, "push button", "Far away")
+		return b != nil && b.Bounds != nil && inside(*b.Bounds)
+	})
+	// the pane did not move: what moved is its contents
+	if p := find(tree(t, "").Nodes, "scroll pane", ""); p == nil || *p.Bounds != view {
+		t.Errorf("the pane moved: %+v, was %+v", p, view)
+	}
+	// an independent click where the tree says the button is presses it
+	b := find(tree(t, "").Nodes, "push button", "Far away").Bounds
+	xtool(t, "xdotool", "mousemove", fmt.Sprint(b.X+b.Width/2), fmt.Sprint(b.Y+b.Height/2), "click", "1")
+	app.await(t, "far away clicked")
+
+	// the text field is in no scroll pane
+	entry := find(tree(t, "").Nodes, "text", "")
+	a = call(t, "POST", "/api/v1/display/accessibility/"+entry.ID+"/scroll-into-view", map[string]any{})
+	if e := a.errCode(t); a.status != 409 || e.Code != "CONFLICT" || !strings.Contains(e.Message, "no scroll pane") {
+		t.Errorf("scrolling the text field: %d %s", a.status, a.body)
 	}
 }
 

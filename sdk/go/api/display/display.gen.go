@@ -136,6 +136,7 @@ const (
 	Action  ElementResultMethod = "action"
 	Focus   ElementResultMethod = "focus"
 	Pointer ElementResultMethod = "pointer"
+	Scroll  ElementResultMethod = "scroll"
 	Value   ElementResultMethod = "value"
 )
 
@@ -147,6 +148,8 @@ func (e ElementResultMethod) Valid() bool {
 	case Focus:
 		return true
 	case Pointer:
+		return true
+	case Scroll:
 		return true
 	case Value:
 		return true
@@ -809,11 +812,11 @@ type ElementResult struct {
 	Action  *string        `json:"action,omitempty"`
 	Element AccessibleNode `json:"element"`
 
-	// Method how it was done: the element's own action, a pointer click at its center, a focus grab or a value change
+	// Method how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling
 	Method ElementResultMethod `json:"method"`
 }
 
-// ElementResultMethod how it was done: the element's own action, a pointer click at its center, a focus grab or a value change
+// ElementResultMethod how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling
 type ElementResultMethod string
 
 // Error defines model for Error.
@@ -1786,6 +1789,13 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/display/accessibility/{elementId}/focus (the `FocusElement` operationId).
 	FocusElement(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ScrollElementIntoView Scroll an element into view
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Asks the element's toolkit to scroll it into view by the least it can (AT-SPI Component.ScrollTo, ATSPI_SCROLL_ANYWHERE); where the toolkit does not (GTK 3), moves the scroll bars of each scroll pane around the element by the least that puts the element inside the pane. The element's bounds in the answer are where it is afterwards. 409 when the toolkit does not scroll it and no scroll pane holds it.
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/scroll-into-view (the `ScrollElementIntoView` operationId).
+	ScrollElementIntoView(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SetElementValueWithBody Set an element's value
 	//
 	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
@@ -2613,6 +2623,23 @@ func (c *Client) ClickElement(ctx context.Context, elementId string, reqEditors 
 // Corresponds with POST /api/v1/display/accessibility/{elementId}/focus (the `FocusElement` operationId).
 func (c *Client) FocusElement(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFocusElementRequest(c.Server, elementId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ScrollElementIntoView Scroll an element into view
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Asks the element's toolkit to scroll it into view by the least it can (AT-SPI Component.ScrollTo, ATSPI_SCROLL_ANYWHERE); where the toolkit does not (GTK 3), moves the scroll bars of each scroll pane around the element by the least that puts the element inside the pane. The element's bounds in the answer are where it is afterwards. 409 when the toolkit does not scroll it and no scroll pane holds it.
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/scroll-into-view (the `ScrollElementIntoView` operationId).
+func (c *Client) ScrollElementIntoView(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewScrollElementIntoViewRequest(c.Server, elementId)
 	if err != nil {
 		return nil, err
 	}
@@ -4487,6 +4514,40 @@ func NewFocusElementRequest(server string, elementId string) (*http.Request, err
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/display/accessibility/%s/focus", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewScrollElementIntoViewRequest constructs an http.Request for the ScrollElementIntoView method
+func NewScrollElementIntoViewRequest(server string, elementId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "elementId", elementId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility/%s/scroll-into-view", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -6880,6 +6941,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/display/accessibility/{elementId}/focus (the `FocusElement` operationId).
 	FocusElementWithResponse(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*FocusElementResponse, error)
 
+	// ScrollElementIntoViewWithResponse Scroll an element into view
+	//
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Asks the element's toolkit to scroll it into view by the least it can (AT-SPI Component.ScrollTo, ATSPI_SCROLL_ANYWHERE); where the toolkit does not (GTK 3), moves the scroll bars of each scroll pane around the element by the least that puts the element inside the pane. The element's bounds in the answer are where it is afterwards. 409 when the toolkit does not scroll it and no scroll pane holds it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/display/accessibility/{elementId}/scroll-into-view (the `ScrollElementIntoView` operationId).
+	ScrollElementIntoViewWithResponse(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*ScrollElementIntoViewResponse, error)
+
 	// SetElementValueWithBodyWithResponse Set an element's value
 	//
 	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
@@ -7930,6 +8000,54 @@ func (r FocusElementResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r FocusElementResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ScrollElementIntoViewResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ElementResult
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ScrollElementIntoViewResponse) GetJSON200() *ElementResult {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ScrollElementIntoViewResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ScrollElementIntoViewResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ScrollElementIntoViewResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ScrollElementIntoViewResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ScrollElementIntoViewResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10772,6 +10890,21 @@ func (c *ClientWithResponses) FocusElementWithResponse(ctx context.Context, elem
 	return ParseFocusElementResponse(rsp)
 }
 
+// ScrollElementIntoViewWithResponse Scroll an element into view
+//
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Asks the element's toolkit to scroll it into view by the least it can (AT-SPI Component.ScrollTo, ATSPI_SCROLL_ANYWHERE); where the toolkit does not (GTK 3), moves the scroll bars of each scroll pane around the element by the least that puts the element inside the pane. The element's bounds in the answer are where it is afterwards. 409 when the toolkit does not scroll it and no scroll pane holds it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/display/accessibility/{elementId}/scroll-into-view (the `ScrollElementIntoView` operationId).
+func (c *ClientWithResponses) ScrollElementIntoViewWithResponse(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*ScrollElementIntoViewResponse, error) {
+	rsp, err := c.ScrollElementIntoView(ctx, elementId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseScrollElementIntoViewResponse(rsp)
+}
+
 // SetElementValueWithBodyWithResponse Set an element's value
 //
 // Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; other elements answer 409.
@@ -12235,6 +12368,39 @@ func ParseFocusElementResponse(rsp *http.Response) (*FocusElementResponse, error
 	}
 
 	response := &FocusElementResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ElementResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseScrollElementIntoViewResponse parses an HTTP response from a ScrollElementIntoViewWithResponse call
+func ParseScrollElementIntoViewResponse(rsp *http.Response) (*ScrollElementIntoViewResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ScrollElementIntoViewResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}

@@ -124,6 +124,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/display/accessibility/{elementId}/scroll-into-view": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Scroll an element into view
+         * @description Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. Asks the element's toolkit to scroll it into view by the least it can (AT-SPI Component.ScrollTo, ATSPI_SCROLL_ANYWHERE); where the toolkit does not (GTK 3), moves the scroll bars of each scroll pane around the element by the least that puts the element inside the pane. The element's bounds in the answer are where it is afterwards. 409 when the toolkit does not scroll it and no scroll pane holds it.
+         */
+        post: operations["scrollElementIntoView"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/display/accessibility/{elementId}/set-value": {
         parameters: {
             query?: never;
@@ -1330,10 +1350,10 @@ export interface components {
             action?: string;
             element: components["schemas"]["AccessibleNode"];
             /**
-             * @description how it was done: the element's own action, a pointer click at its center, a focus grab or a value change
+             * @description how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling
              * @enum {string}
              */
-            method: "action" | "pointer" | "focus" | "value";
+            method: "action" | "pointer" | "focus" | "value" | "scroll";
         };
         Error: {
             code: string;
@@ -1895,6 +1915,38 @@ export interface operations {
         };
     };
     focusElement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id from the tree or a search */
+                elementId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ElementResult"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scrollElementIntoView: {
         parameters: {
             query?: never;
             header?: never;
