@@ -806,3 +806,127 @@ func TestIsolated(t *testing.T) {
 		t.Fatalf("process_run: %q %s", got, text(res))
 	}
 }
+
+// a11yWindow is a GTK window that is one button: a click prints "clicked"
+// and renames it "Done". It stays open: an application that quits inside
+// the click never answers the accessibility bus's DoAction.
+const a11yWindow = `
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk
+w = Gtk.Window(title="mcp-a11y-test")
+w.set_default_size(300, 200)
+w.move(200, 150)
+b = Gtk.Button(label="Press me")
+def clicked(_):
+    print("clicked", flush=True)
+    b.set_label("Done")
+b.connect("clicked", clicked)
+w.add(b)
+w.connect("destroy", Gtk.main_quit)
+w.show_all()
+print("shown", flush=True)
+Gtk.main()
+`
+
+// TestDisplayAccessibility: on a real Xvfb with a GTK window on a private
+// session bus, display_find finds its button, display_accessibility and
+// display_screenshot_marked list it, and display_element_click presses
+// it by id.
+func TestDisplayAccessibility(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
+		t.Skip("deckhand-display is not beside deckhand (make build; DECKHAND_BIN=$PWD/bin)")
+	}
+	if exec.Command("/usr/bin/python3", "-c", `import gi; gi.require_version("Gtk", "3.0"); from gi.repository import Gtk`).Run() != nil {
+		t.Skip("python3-gi with GTK 3 is not installed")
+	}
+	display := startXvfb(t)
+	env := append([]string{"DISPLAY=" + display}, platformtest.SessionBus(t)...)
+	a := startAgentEnv(t, env, "process,display,mcp", "--display", display)
+	s := connect(t, a.endpoint(), allKey, nil)
+	names := toolNames(t, s)
+	for _, want := range []string{"display_accessibility", "display_find", "display_element_click", "display_element_set_value", "display_screenshot_marked"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list lacks %s", want)
+		}
+	}
+
+	script := filepath.Join(t.TempDir(), "a11y.py")
+	if err := os.WriteFile(script, []byte(a11yWindow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := callTool(t, s, "process_start", map[string]any{"cmd": []string{"/usr/bin/python3", script}})
+	id := structured[struct{ ID string }](t, res).ID
+	if res.IsError || id == "" {
+		t.Fatalf("process_start: %s", text(res))
+	}
+	waitOutput(t, s, id, "shown")
+
+	type element struct {
+		ID, Role, Name string
+		Depth          int
+	}
+	var button element
+	deadline := time.Now().Add(60 * time.Second)
+	for button.ID == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("display_find never found the button: %s", text(res))
+		}
+		res = callTool(t, s, "display_find", map[string]any{"role": "push button", "name": "press me"})
+		if res.IsError {
+			t.Fatalf("display_find: %s", text(res))
+		}
+		for _, e := range structured[struct{ Elements []element }](t, res).Elements {
+			if e.Name == "Press me" {
+				button = e
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	res = callTool(t, s, "display_accessibility", map[string]any{"scope": "all", "role": "push button"})
+	if res.IsError || !strings.Contains(text(res), button.ID) {
+		t.Fatalf("display_accessibility lacks the button %s: %s", button.ID, text(res))
+	}
+	tree := structured[struct{ Elements []element }](t, res).Elements
+	if i := slices.IndexFunc(tree, func(e element) bool { return e.ID == button.ID }); i < 0 || tree[i].Depth == 0 {
+		t.Fatalf("the flattened tree lacks the button below its window: %+v", tree)
+	}
+
+	res = callTool(t, s, "display_screenshot_marked", map[string]any{"scope": "all"})
+	if res.IsError {
+		t.Fatalf("display_screenshot_marked: %s", text(res))
+	}
+	decodePNG(t, res)
+	marks := structured[struct {
+		Marks []struct {
+			N         int
+			ElementID string `json:"element_id"`
+		}
+	}](t, res).Marks
+	if !slices.ContainsFunc(marks, func(m struct {
+		N         int
+		ElementID string `json:"element_id"`
+	}) bool {
+		return m.ElementID == button.ID && m.N > 0
+	}) {
+		t.Fatalf("no mark for the button %s: %+v", button.ID, marks)
+	}
+
+	res = callTool(t, s, "display_element_set_value", map[string]any{"element_id": "not an id", "value": "x"})
+	if !res.IsError || !strings.Contains(text(res), "elementId") {
+		t.Fatalf("a bad element id: %v %s", res.IsError, text(res))
+	}
+
+	res = callTool(t, s, "display_element_click", map[string]any{"element_id": button.ID})
+	if res.IsError {
+		t.Fatalf("display_element_click: %s", text(res))
+	}
+	waitOutput(t, s, id, "clicked")
+	res = callTool(t, s, "display_find", map[string]any{"role": "push button", "name": "done"})
+	if got := structured[struct{ Elements []element }](t, res).Elements; len(got) != 1 || got[0].ID != button.ID {
+		t.Fatalf("after the click the button is not named Done: %s", text(res))
+	}
+	callTool(t, s, "process_signal", map[string]any{"id": id, "signal": "KILL"})
+}

@@ -142,6 +142,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.addProcessTools()
 	s.addFilesTools()
 	s.addDisplayTools()
+	s.addAccessibilityTools()
 	s.addJournalTools()
 	s.addOtherTools()
 	s.addResources()
