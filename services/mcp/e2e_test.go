@@ -930,3 +930,70 @@ func TestDisplayAccessibility(t *testing.T) {
 	}
 	callTool(t, s, "process_signal", map[string]any{"id": id, "signal": "KILL"})
 }
+
+// TestNotesAndMemory: through the gateway, notes_write creates a note that
+// notes_read answers, a stale version is refused, and the workspace_memory
+// tools write, list and read a block; a value over its limit is refused.
+func TestNotesAndMemory(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "files,notes,workspace,mcp")
+	s := connect(t, a.endpoint(), allKey, nil)
+	names := toolNames(t, s)
+	for _, want := range []string{"notes_read", "notes_write", "workspace_memory_list", "workspace_memory_read", "workspace_memory_write"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list lacks %s", want)
+		}
+	}
+
+	note := map[string]any{"notebook": "nb1", "node": "plan", "title": "Plan", "version": 0,
+		"blocks": []map[string]any{{"id": "h", "type": "heading", "level": 1, "text": "Steps"},
+			{"id": "l", "type": "list", "items": []string{"build", "test"}}}}
+	res := callTool(t, s, "notes_write", note)
+	if res.IsError {
+		t.Fatalf("notes_write: %s", text(res))
+	}
+	if v := structured[struct{ Version int64 }](t, res).Version; v != 1 {
+		t.Fatalf("a new note at version %d", v)
+	}
+	res = callTool(t, s, "notes_read", map[string]any{"notebook": "nb1", "node": "plan"})
+	if res.IsError || !strings.Contains(text(res), "- test") || !strings.Contains(text(res), "Steps") {
+		t.Fatalf("notes_read: %s", text(res))
+	}
+	if d := structured[struct {
+		Title  string
+		Blocks []struct{ ID string }
+	}](t, res); d.Title != "Plan" || len(d.Blocks) != 2 {
+		t.Fatalf("notes_read answered %+v", d)
+	}
+	res = callTool(t, s, "notes_write", note) // version 0 again: the note exists
+	if !res.IsError || !strings.Contains(text(res), "version") {
+		t.Fatalf("a stale version was not refused: %s", text(res))
+	}
+	res = callTool(t, s, "notes_read", map[string]any{"notebook": "nb1", "node": ""})
+	if !res.IsError || !strings.Contains(text(res), "node is required") {
+		t.Fatalf("an empty node: %s", text(res))
+	}
+
+	res = callTool(t, s, "workspace_memory_write", map[string]any{"workspace": "w1", "label": "persona", "value": "terse", "description": "how to talk"})
+	if res.IsError {
+		t.Fatalf("workspace_memory_write: %s", text(res))
+	}
+	res = callTool(t, s, "workspace_memory_list", map[string]any{"workspace": "w1"})
+	if bs := structured[MemoryBlocksView](t, res).Blocks; res.IsError || len(bs) != 1 || bs[0].Label != "persona" || bs[0].Value != "terse" {
+		t.Fatalf("workspace_memory_list: %s", text(res))
+	}
+	res = callTool(t, s, "workspace_memory_read", map[string]any{"workspace": "w1", "label": "persona"})
+	if res.IsError || text(res) != "terse" {
+		t.Fatalf("workspace_memory_read: %s", text(res))
+	}
+	res = callTool(t, s, "workspace_memory_write", map[string]any{"workspace": "w1", "label": "persona", "value": "way too long", "limit": 3})
+	if !res.IsError || !strings.Contains(text(res), "value") {
+		t.Fatalf("a value over its limit: %s", text(res))
+	}
+
+}
+
+// MemoryBlocksView is workspace_memory_list's structured content.
+type MemoryBlocksView struct {
+	Blocks []struct{ Label, Value string }
+}
