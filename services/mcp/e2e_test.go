@@ -807,9 +807,10 @@ func TestIsolated(t *testing.T) {
 	}
 }
 
-// a11yWindow is a GTK window that is one button: a click prints "clicked"
-// and renames it "Done". It stays open: an application that quits inside
-// the click never answers the accessibility bus's DoAction.
+// a11yWindow is a GTK window with a text field and a button: a click
+// prints "clicked" and the field's text, and renames the button "Done".
+// It stays open: an application that quits inside the click never
+// answers the accessibility bus's DoAction.
 const a11yWindow = `
 import gi
 gi.require_version("Gtk", "3.0")
@@ -817,12 +818,16 @@ from gi.repository import Gtk
 w = Gtk.Window(title="mcp-a11y-test")
 w.set_default_size(300, 200)
 w.move(200, 150)
+box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL)
+e = Gtk.Entry()
 b = Gtk.Button(label="Press me")
 def clicked(_):
-    print("clicked", flush=True)
+    print("clicked", e.get_text(), flush=True)
     b.set_label("Done")
 b.connect("clicked", clicked)
-w.add(b)
+box.pack_start(e, False, False, 0)
+box.pack_start(b, True, True, 0)
+w.add(box)
 w.connect("destroy", Gtk.main_quit)
 w.show_all()
 print("shown", flush=True)
@@ -831,8 +836,8 @@ Gtk.main()
 
 // TestDisplayAccessibility: on a real Xvfb with a GTK window on a private
 // session bus, display_find finds its button, display_accessibility and
-// display_screenshot_marked list it, and display_element_click presses
-// it by id.
+// display_screenshot_marked list it, display_element_set_value fills its
+// text field and display_element_click presses the button by id.
 func TestDisplayAccessibility(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
@@ -919,11 +924,21 @@ func TestDisplayAccessibility(t *testing.T) {
 		t.Fatalf("a bad element id: %v %s", res.IsError, text(res))
 	}
 
+	res = callTool(t, s, "display_find", map[string]any{"role": "text", "scope": "all"})
+	fields := structured[struct{ Elements []element }](t, res).Elements
+	if len(fields) != 1 {
+		t.Fatalf("display_find role=text: %s", text(res))
+	}
+	res = callTool(t, s, "display_element_set_value", map[string]any{"element_id": fields[0].ID, "value": "hello there"})
+	if res.IsError || structured[struct{ Element struct{ Value string } }](t, res).Element.Value != "hello there" {
+		t.Fatalf("display_element_set_value: %s", text(res))
+	}
+
 	res = callTool(t, s, "display_element_click", map[string]any{"element_id": button.ID})
 	if res.IsError {
 		t.Fatalf("display_element_click: %s", text(res))
 	}
-	waitOutput(t, s, id, "clicked")
+	waitOutput(t, s, id, "clicked hello there")
 	res = callTool(t, s, "display_find", map[string]any{"role": "push button", "name": "done"})
 	if got := structured[struct{ Elements []element }](t, res).Elements; len(got) != 1 || got[0].ID != button.ID {
 		t.Fatalf("after the click the button is not named Done: %s", text(res))
