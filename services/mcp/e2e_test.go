@@ -806,3 +806,209 @@ func TestIsolated(t *testing.T) {
 		t.Fatalf("process_run: %q %s", got, text(res))
 	}
 }
+
+// a11yWindow is a GTK window with a text field and a button: a click
+// prints "clicked" and the field's text, and renames the button "Done".
+// It stays open: an application that quits inside the click never
+// answers the accessibility bus's DoAction.
+const a11yWindow = `
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk
+w = Gtk.Window(title="mcp-a11y-test")
+w.set_default_size(300, 200)
+w.move(200, 150)
+box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL)
+e = Gtk.Entry()
+b = Gtk.Button(label="Press me")
+def clicked(_):
+    print("clicked", e.get_text(), flush=True)
+    b.set_label("Done")
+b.connect("clicked", clicked)
+box.pack_start(e, False, False, 0)
+box.pack_start(b, True, True, 0)
+w.add(box)
+w.connect("destroy", Gtk.main_quit)
+w.show_all()
+print("shown", flush=True)
+Gtk.main()
+`
+
+// TestDisplayAccessibility: on a real Xvfb with a GTK window on a private
+// session bus, display_find finds its button, display_accessibility and
+// display_screenshot_marked list it, display_element_set_value fills its
+// text field and display_element_click presses the button by id.
+func TestDisplayAccessibility(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
+		t.Skip("deckhand-display is not beside deckhand (make build; DECKHAND_BIN=$PWD/bin)")
+	}
+	if exec.Command("/usr/bin/python3", "-c", `import gi; gi.require_version("Gtk", "3.0"); from gi.repository import Gtk`).Run() != nil {
+		t.Skip("python3-gi with GTK 3 is not installed")
+	}
+	display := startXvfb(t)
+	env := append([]string{"DISPLAY=" + display}, platformtest.SessionBus(t)...)
+	a := startAgentEnv(t, env, "process,display,mcp", "--display", display)
+	s := connect(t, a.endpoint(), allKey, nil)
+	names := toolNames(t, s)
+	for _, want := range []string{"display_accessibility", "display_find", "display_element_click", "display_element_set_value", "display_screenshot_marked"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list lacks %s", want)
+		}
+	}
+
+	script := filepath.Join(t.TempDir(), "a11y.py")
+	if err := os.WriteFile(script, []byte(a11yWindow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := callTool(t, s, "process_start", map[string]any{"cmd": []string{"/usr/bin/python3", script}})
+	id := structured[struct{ ID string }](t, res).ID
+	if res.IsError || id == "" {
+		t.Fatalf("process_start: %s", text(res))
+	}
+	waitOutput(t, s, id, "shown")
+
+	type element struct {
+		ID, Role, Name string
+		Depth          int
+	}
+	var button element
+	deadline := time.Now().Add(60 * time.Second)
+	for button.ID == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("display_find never found the button: %s", text(res))
+		}
+		res = callTool(t, s, "display_find", map[string]any{"role": "push button", "name": "press me"})
+		if res.IsError {
+			t.Fatalf("display_find: %s", text(res))
+		}
+		for _, e := range structured[struct{ Elements []element }](t, res).Elements {
+			if e.Name == "Press me" {
+				button = e
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	res = callTool(t, s, "display_accessibility", map[string]any{"scope": "all", "role": "push button"})
+	if res.IsError || !strings.Contains(text(res), button.ID) {
+		t.Fatalf("display_accessibility lacks the button %s: %s", button.ID, text(res))
+	}
+	tree := structured[struct{ Elements []element }](t, res).Elements
+	if i := slices.IndexFunc(tree, func(e element) bool { return e.ID == button.ID }); i < 0 || tree[i].Depth == 0 {
+		t.Fatalf("the flattened tree lacks the button below its window: %+v", tree)
+	}
+
+	res = callTool(t, s, "display_screenshot_marked", map[string]any{"scope": "all"})
+	if res.IsError {
+		t.Fatalf("display_screenshot_marked: %s", text(res))
+	}
+	decodePNG(t, res)
+	marks := structured[struct {
+		Marks []struct {
+			N         int
+			ElementID string `json:"element_id"`
+		}
+	}](t, res).Marks
+	if !slices.ContainsFunc(marks, func(m struct {
+		N         int
+		ElementID string `json:"element_id"`
+	}) bool {
+		return m.ElementID == button.ID && m.N > 0
+	}) {
+		t.Fatalf("no mark for the button %s: %+v", button.ID, marks)
+	}
+
+	res = callTool(t, s, "display_element_set_value", map[string]any{"element_id": "not an id", "value": "x"})
+	if !res.IsError || !strings.Contains(text(res), "elementId") {
+		t.Fatalf("a bad element id: %v %s", res.IsError, text(res))
+	}
+
+	res = callTool(t, s, "display_find", map[string]any{"role": "text", "scope": "all"})
+	fields := structured[struct{ Elements []element }](t, res).Elements
+	if len(fields) != 1 {
+		t.Fatalf("display_find role=text: %s", text(res))
+	}
+	res = callTool(t, s, "display_element_set_value", map[string]any{"element_id": fields[0].ID, "value": "hello there"})
+	if res.IsError || structured[struct{ Element struct{ Value string } }](t, res).Element.Value != "hello there" {
+		t.Fatalf("display_element_set_value: %s", text(res))
+	}
+
+	res = callTool(t, s, "display_element_click", map[string]any{"element_id": button.ID})
+	if res.IsError {
+		t.Fatalf("display_element_click: %s", text(res))
+	}
+	waitOutput(t, s, id, "clicked hello there")
+	res = callTool(t, s, "display_find", map[string]any{"role": "push button", "name": "done"})
+	if got := structured[struct{ Elements []element }](t, res).Elements; len(got) != 1 || got[0].ID != button.ID {
+		t.Fatalf("after the click the button is not named Done: %s", text(res))
+	}
+	callTool(t, s, "process_signal", map[string]any{"id": id, "signal": "KILL"})
+}
+
+// TestNotesAndMemory: through the gateway, notes_write creates a note that
+// notes_read answers, a stale version is refused, and the workspace_memory
+// tools write, list and read a block; a value over its limit is refused.
+func TestNotesAndMemory(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "files,notes,workspace,mcp")
+	s := connect(t, a.endpoint(), allKey, nil)
+	names := toolNames(t, s)
+	for _, want := range []string{"notes_read", "notes_write", "workspace_memory_list", "workspace_memory_read", "workspace_memory_write"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list lacks %s", want)
+		}
+	}
+
+	note := map[string]any{"notebook": "nb1", "node": "plan", "title": "Plan", "version": 0,
+		"blocks": []map[string]any{{"id": "h", "type": "heading", "level": 1, "text": "Steps"},
+			{"id": "l", "type": "list", "items": []string{"build", "test"}}}}
+	res := callTool(t, s, "notes_write", note)
+	if res.IsError {
+		t.Fatalf("notes_write: %s", text(res))
+	}
+	if v := structured[struct{ Version int64 }](t, res).Version; v != 1 {
+		t.Fatalf("a new note at version %d", v)
+	}
+	res = callTool(t, s, "notes_read", map[string]any{"notebook": "nb1", "node": "plan"})
+	if res.IsError || !strings.Contains(text(res), "- test") || !strings.Contains(text(res), "Steps") {
+		t.Fatalf("notes_read: %s", text(res))
+	}
+	if d := structured[struct {
+		Title  string
+		Blocks []struct{ ID string }
+	}](t, res); d.Title != "Plan" || len(d.Blocks) != 2 {
+		t.Fatalf("notes_read answered %+v", d)
+	}
+	res = callTool(t, s, "notes_write", note) // version 0 again: the note exists
+	if !res.IsError || !strings.Contains(text(res), "version") {
+		t.Fatalf("a stale version was not refused: %s", text(res))
+	}
+	res = callTool(t, s, "notes_read", map[string]any{"notebook": "nb1", "node": ""})
+	if !res.IsError || !strings.Contains(text(res), "node is required") {
+		t.Fatalf("an empty node: %s", text(res))
+	}
+
+	res = callTool(t, s, "workspace_memory_write", map[string]any{"workspace": "w1", "label": "persona", "value": "terse", "description": "how to talk"})
+	if res.IsError {
+		t.Fatalf("workspace_memory_write: %s", text(res))
+	}
+	res = callTool(t, s, "workspace_memory_list", map[string]any{"workspace": "w1"})
+	if bs := structured[MemoryBlocksView](t, res).Blocks; res.IsError || len(bs) != 1 || bs[0].Label != "persona" || bs[0].Value != "terse" {
+		t.Fatalf("workspace_memory_list: %s", text(res))
+	}
+	res = callTool(t, s, "workspace_memory_read", map[string]any{"workspace": "w1", "label": "persona"})
+	if res.IsError || text(res) != "terse" {
+		t.Fatalf("workspace_memory_read: %s", text(res))
+	}
+	res = callTool(t, s, "workspace_memory_write", map[string]any{"workspace": "w1", "label": "persona", "value": "way too long", "limit": 3})
+	if !res.IsError || !strings.Contains(text(res), "value") {
+		t.Fatalf("a value over its limit: %s", text(res))
+	}
+
+}
+
+// MemoryBlocksView is workspace_memory_list's structured content.
+type MemoryBlocksView struct {
+	Blocks []struct{ Label, Value string }
+}

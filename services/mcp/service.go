@@ -126,7 +126,8 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "deckhand", Title: "deckhand container agent", Version: platform.Version},
 		&mcp.ServerOptions{
 			Instructions: "Tools to drive this container: run commands (process_*), read and change files (files_*), see and " +
-				"operate its X display (display_*) and read its journal (journal_query). Long text is trimmed to max_chars with " +
+				"operate its X display (display_*, display_find and display_element_* by accessibility), keep notes (notes_*) and " +
+				"workspace memory (workspace_memory_*) and read its journal (journal_query). Long text is trimmed to max_chars with " +
 				"a marker saying where it stopped; call again with offset to read on. Paths are absolute.",
 			Logger:             sdkLog,
 			KeepAlive:          30 * time.Second,
@@ -142,7 +143,9 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.addProcessTools()
 	s.addFilesTools()
 	s.addDisplayTools()
+	s.addAccessibilityTools()
 	s.addJournalTools()
+	s.addMemoryTools()
 	s.addOtherTools()
 	s.addResources()
 	s.server.AddReceivingMiddleware(s.guard)

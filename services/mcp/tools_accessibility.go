@@ -1,0 +1,225 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"deckhand/display/api"
+)
+
+// Element is one node of the accessibility tree, flattened: the tools
+// answer the tree in document order with each node's depth and parent,
+// since a recursive type has no JSON schema a client can use.
+type Element struct {
+	ID          string    `json:"id" jsonschema:"the element's id for display_element_click and display_element_set_value"`
+	Role        string    `json:"role" jsonschema:"the AT-SPI role name: push button, text, frame, check box ..."`
+	Name        string    `json:"name"`
+	Description string    `json:"description,omitempty"`
+	Value       string    `json:"value,omitempty" jsonschema:"a text element's text or a range's value"`
+	States      []string  `json:"states,omitempty" jsonschema:"focused, enabled, sensitive, showing, visible, checked, editable ..."`
+	Actions     []string  `json:"actions,omitempty"`
+	Bounds      *api.Rect `json:"bounds,omitempty" jsonschema:"screen pixels; absent for an element without a component"`
+	Depth       int       `json:"depth" jsonschema:"0 for a top node, its children 1 ..."`
+	Parent      string    `json:"parent,omitempty" jsonschema:"the parent element's id"`
+}
+
+// AccessibilityArgs are display_accessibility's arguments.
+type AccessibilityArgs struct {
+	Scope    string `json:"scope,omitempty" jsonschema:"active (default): the active window's tree; all: every application's"`
+	Depth    int    `json:"depth,omitempty" jsonschema:"levels below each window or application to answer, 1-64 (default all)"`
+	Role     string `json:"role,omitempty" jsonschema:"keep only nodes of this AT-SPI role and their ancestors"`
+	MaxChars int    `json:"max_chars,omitempty" jsonschema:"trim the text outline to this many characters"`
+}
+
+// FindArgs are display_find's arguments.
+type FindArgs struct {
+	Role  string `json:"role,omitempty" jsonschema:"the AT-SPI role, exactly (push button, text, check box)"`
+	Name  string `json:"name,omitempty" jsonschema:"a case-insensitive substring of the element's name"`
+	Scope string `json:"scope,omitempty" jsonschema:"all (default): every application; active: the active window"`
+}
+
+// ElementsResult answers display_accessibility and display_find.
+type ElementsResult struct {
+	Elements []Element `json:"elements"`
+	Reason   string    `json:"reason,omitempty" jsonschema:"why there are none: the window's application exposes no tree"`
+}
+
+// ElementArgs name an element.
+type ElementArgs struct {
+	ElementID string `json:"element_id" jsonschema:"an id from display_accessibility, display_find or display_screenshot_marked"`
+}
+
+// SetValueArgs are display_element_set_value's arguments.
+type SetValueArgs struct {
+	ElementID string `json:"element_id" jsonschema:"an id from display_accessibility, display_find or display_screenshot_marked"`
+	Value     string `json:"value" jsonschema:"the text, or a number for a range (slider, spin button)"`
+}
+
+// ElementActed answers an element action: how it was done and the
+// element afterwards.
+type ElementActed struct {
+	Element Element `json:"element"`
+	Method  string  `json:"method" jsonschema:"action, pointer, focus or value: the element's own action, a pointer click at its center, a focus grab or a value change"`
+	Action  string  `json:"action,omitempty" jsonschema:"the action invoked"`
+}
+
+// MarkedArgs are display_screenshot_marked's arguments.
+type MarkedArgs struct {
+	Scope string `json:"scope,omitempty" jsonschema:"active (default): mark the active window's elements; all: every application's"`
+}
+
+// MarkedResult answers display_screenshot_marked: the numbered boxes.
+type MarkedResult struct {
+	Width  int        `json:"width"`
+	Height int        `json:"height"`
+	Marks  []api.Mark `json:"marks" jsonschema:"box n on the image is element element_id"`
+	Reason string     `json:"reason,omitempty" jsonschema:"why there are no marks"`
+}
+
+func (s *Service) addAccessibilityTools() {
+	read := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
+	act := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}
+	mcp.AddTool(s.server, &mcp.Tool{Name: "display_accessibility", Title: "Accessibility tree",
+		Description: "The accessibility (AT-SPI) tree of the active window, or of every application with scope=all: each " +
+			"element's id, role, name, value, states, actions and screen bounds, in document order with its depth. Act " +
+			"on an element by id with display_element_click or display_element_set_value. An application without " +
+			"accessibility (an xterm) answers no elements and a reason.", Annotations: read}, s.displayAccessibility)
+	mcp.AddTool(s.server, &mcp.Tool{Name: "display_find", Title: "Find elements",
+		Description: "Find accessible elements by role (exact: push button, text) and/or name (a case-insensitive " +
+			"substring), in every application by default. Answers each match without its children.", Annotations: read},
+		s.displayFind)
+	mcp.AddTool(s.server, &mcp.Tool{Name: "display_element_click", Title: "Click an element",
+		Description: "Click an element by id: its own click-like action when it has one (works even when covered), " +
+			"else a pointer click at the center of its bounds.", Annotations: act},
+		func(ctx context.Context, req *mcp.CallToolRequest, in ElementArgs) (*mcp.CallToolResult, ElementActed, error) {
+			return s.elementAct(ctx, req, in.ElementID, "click", nil)
+		})
+	mcp.AddTool(s.server, &mcp.Tool{Name: "display_element_set_value", Title: "Set an element's value",
+		Description: "Replace an editable text's contents, or set a range's (slider, spin button) value, by element id.",
+		Annotations: act},
+		func(ctx context.Context, req *mcp.CallToolRequest, in SetValueArgs) (*mcp.CallToolResult, ElementActed, error) {
+			return s.elementAct(ctx, req, in.ElementID, "set-value", map[string]any{"value": in.Value})
+		})
+	mcp.AddTool(s.server, &mcp.Tool{Name: "display_screenshot_marked", Title: "Marked screenshot",
+		Description: "A screenshot with a numbered box on each interactive element of the active window (scope=all: of " +
+			"every application); the marks list says which element id each number is, for display_element_click.",
+		Annotations: read}, s.displayMarked)
+}
+
+// flatten lists nodes in document order.
+func flatten(nodes []api.AccessibleNode, depth int, parent string, out []Element) []Element {
+	for _, n := range nodes {
+		out = append(out, Element{ID: n.ID, Role: n.Role, Name: n.Name, Description: n.Description, Value: n.Value,
+			States: n.States, Actions: n.Actions, Bounds: n.Bounds, Depth: depth, Parent: parent})
+		out = flatten(n.Children, depth+1, n.ID, out)
+	}
+	return out
+}
+
+// outline is elements as indented lines, one an element.
+func outline(es []Element, reason string) string {
+	if len(es) == 0 {
+		if reason == "" {
+			reason = "nothing matched"
+		}
+		return "no elements: " + reason
+	}
+	var b strings.Builder
+	for _, e := range es {
+		fmt.Fprintf(&b, "%s[%s] %q id=%s", strings.Repeat("  ", e.Depth), e.Role, e.Name, e.ID)
+		if e.Value != "" {
+			fmt.Fprintf(&b, " value=%q", e.Value)
+		}
+		if e.Bounds != nil {
+			fmt.Fprintf(&b, " at %d,%d %dx%d", e.Bounds.X, e.Bounds.Y, e.Bounds.Width, e.Bounds.Height)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func (s *Service) displayAccessibility(ctx context.Context, req *mcp.CallToolRequest, in AccessibilityArgs) (*mcp.CallToolResult, ElementsResult, error) {
+	q := url.Values{}
+	if in.Scope != "" {
+		q.Set("scope", in.Scope)
+	}
+	if in.Depth != 0 {
+		q.Set("depth", strconv.Itoa(in.Depth))
+	}
+	if in.Role != "" {
+		q.Set("role", in.Role)
+	}
+	return s.elements(ctx, req, "/accessibility", q, in.MaxChars)
+}
+
+func (s *Service) displayFind(ctx context.Context, req *mcp.CallToolRequest, in FindArgs) (*mcp.CallToolResult, ElementsResult, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"role": in.Role, "name": in.Name, "scope": in.Scope} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return s.elements(ctx, req, "/accessibility/search", q, 0)
+}
+
+func (s *Service) elements(ctx context.Context, req *mcp.CallToolRequest, path string, q url.Values, maxChars int) (*mcp.CallToolResult, ElementsResult, error) {
+	var tree api.AccessibilityTree
+	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display", path: displayPrefix + path, query: q}, &tree); err != nil {
+		return nil, ElementsResult{}, toolErr(err)
+	}
+	es := flatten(tree.Nodes, 0, "", []Element{})
+	return textResult(trimText(outline(es, tree.Reason), 0, s.budget(maxChars)).Text), ElementsResult{Elements: es, Reason: tree.Reason}, nil
+}
+
+func (s *Service) elementAct(ctx context.Context, req *mcp.CallToolRequest, id, verb string, body map[string]any) (*mcp.CallToolResult, ElementActed, error) {
+	if id == "" {
+		return nil, ElementActed{}, fmt.Errorf("element_id is required: an id from display_accessibility or display_find")
+	}
+	if body == nil {
+		body = map[string]any{}
+	}
+	var r api.ElementResult
+	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPost, service: "display",
+		path: displayPrefix + "/accessibility/" + url.PathEscape(id) + "/" + verb, body: body}, &r); err != nil {
+		return nil, ElementActed{}, toolErr(err)
+	}
+	e := flatten([]api.AccessibleNode{r.Element}, 0, "", nil)[0]
+	msg := fmt.Sprintf("done by %s", r.Method)
+	if r.Action != "" {
+		msg += " " + r.Action
+	}
+	return textResult(msg + fmt.Sprintf("; the element is now [%s] %q", e.Role, e.Name)), ElementActed{Element: e, Method: r.Method, Action: r.Action}, nil
+}
+
+func (s *Service) displayMarked(ctx context.Context, req *mcp.CallToolRequest, in MarkedArgs) (*mcp.CallToolResult, MarkedResult, error) {
+	q := url.Values{}
+	if in.Scope != "" {
+		q.Set("scope", in.Scope)
+	}
+	var m api.MarkedScreenshot
+	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display", path: displayPrefix + "/screenshots/marked", query: q}, &m); err != nil {
+		return nil, MarkedResult{}, toolErr(err)
+	}
+	if m.Marks == nil {
+		m.Marks = []api.Mark{}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "screenshot %dx%d with %d marks", m.Width, m.Height, len(m.Marks))
+	if m.Reason != "" {
+		b.WriteString(" (" + m.Reason + ")")
+	}
+	b.WriteString("\n")
+	for _, k := range m.Marks {
+		fmt.Fprintf(&b, "%d: [%s] %q id=%s\n", k.N, k.Role, k.Name, k.ElementID)
+	}
+
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: m.Image, MIMEType: "image/png"},
+			&mcp.TextContent{Text: trimText(b.String(), 0, s.set.OutputBudget).Text}}},
+		MarkedResult{Width: m.Width, Height: m.Height, Marks: m.Marks, Reason: m.Reason}, nil
+}
