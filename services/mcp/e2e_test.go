@@ -851,7 +851,9 @@ func TestDisplayAccessibility(t *testing.T) {
 	a := startAgentEnv(t, env, "process,display,mcp", "--display", display)
 	s := connect(t, a.endpoint(), allKey, nil)
 	names := toolNames(t, s)
-	for _, want := range []string{"display_accessibility", "display_find", "display_element_click", "display_element_set_value", "display_screenshot_marked"} {
+	for _, want := range []string{"display_accessibility", "display_find", "display_element_click", "display_element_set_value",
+		"display_element_focus", "display_element_action", "display_element_scroll_into_view", "display_screenshot_marked",
+		"display_recording_start", "display_recording_stop", "display_recordings", "display_recording_timeline"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools/list lacks %s", want)
 		}
@@ -929,6 +931,16 @@ func TestDisplayAccessibility(t *testing.T) {
 	if len(fields) != 1 {
 		t.Fatalf("display_find role=text: %s", text(res))
 	}
+	// What follows is recorded: the timeline must hold the element actions.
+	res = callTool(t, s, "display_recording_start", map[string]any{"max_seconds": 120})
+	recID := structured[struct{ ID string }](t, res).ID
+	if res.IsError || recID == "" {
+		t.Fatalf("display_recording_start: %s", text(res))
+	}
+	res = callTool(t, s, "display_element_focus", map[string]any{"element_id": fields[0].ID})
+	if res.IsError || structured[struct{ Method string }](t, res).Method != "focus" {
+		t.Fatalf("display_element_focus: %s", text(res))
+	}
 	res = callTool(t, s, "display_element_set_value", map[string]any{"element_id": fields[0].ID, "value": "hello there"})
 	if res.IsError || structured[struct{ Element struct{ Value string } }](t, res).Element.Value != "hello there" {
 		t.Fatalf("display_element_set_value: %s", text(res))
@@ -939,6 +951,22 @@ func TestDisplayAccessibility(t *testing.T) {
 		t.Fatalf("display_element_click: %s", text(res))
 	}
 	waitOutput(t, s, id, "clicked hello there")
+	res = callTool(t, s, "display_recording_stop", map[string]any{"id": recID})
+	if res.IsError || structured[struct{ Status string }](t, res).Status != "stopped" {
+		t.Fatalf("display_recording_stop: %s", text(res))
+	}
+	res = callTool(t, s, "display_recording_timeline", map[string]any{"id": recID})
+	var actions []string
+	for _, st := range structured[struct{ Steps []struct{ Action string } }](t, res).Steps {
+		actions = append(actions, st.Action)
+	}
+	if res.IsError || len(actions) < 3 {
+		t.Fatalf("the timeline holds %v, want the focus, the value and the click: %s", actions, text(res))
+	}
+	res = callTool(t, s, "display_recordings", map[string]any{})
+	if res.IsError || !strings.Contains(text(res), recID) {
+		t.Fatalf("display_recordings lacks %s: %s", recID, text(res))
+	}
 	res = callTool(t, s, "display_find", map[string]any{"role": "push button", "name": "done"})
 	if got := structured[struct{ Elements []element }](t, res).Elements; len(got) != 1 || got[0].ID != button.ID {
 		t.Fatalf("after the click the button is not named Done: %s", text(res))

@@ -144,6 +144,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.addFilesTools()
 	s.addDisplayTools()
 	s.addAccessibilityTools()
+	s.addRecordingTools()
 	s.addJournalTools()
 	s.addMemoryTools()
 	s.addOtherTools()

@@ -61,6 +61,12 @@ type SetValueArgs struct {
 	Value     string `json:"value" jsonschema:"the text, or a number for a range (slider, spin button)"`
 }
 
+// ElementActionArgs are display_element_action's arguments.
+type ElementActionArgs struct {
+	ElementID string `json:"element_id" jsonschema:"an id from display_accessibility, display_find or display_screenshot_marked"`
+	Name      string `json:"name" jsonschema:"one of the element's actions"`
+}
+
 // ElementActed answers an element action: how it was done and the
 // element afterwards.
 type ElementActed struct {
@@ -105,6 +111,22 @@ func (s *Service) addAccessibilityTools() {
 		Annotations: act},
 		func(ctx context.Context, req *mcp.CallToolRequest, in SetValueArgs) (*mcp.CallToolResult, ElementActed, error) {
 			return s.elementAct(ctx, req, in.ElementID, "set-value", map[string]any{"value": in.Value})
+		})
+	for _, t := range []struct{ name, title, verb, doc string }{
+		{"display_element_focus", "Focus an element", "focus", "Give an element the keyboard focus, by element id."},
+		{"display_element_scroll_into_view", "Scroll an element into view", "scroll-into-view",
+			"Scroll the panes around an element until it shows, by element id."},
+	} {
+		mcp.AddTool(s.server, &mcp.Tool{Name: t.name, Title: t.title, Description: t.doc, Annotations: act},
+			func(ctx context.Context, req *mcp.CallToolRequest, in ElementArgs) (*mcp.CallToolResult, ElementActed, error) {
+				return s.elementAct(ctx, req, in.ElementID, t.verb, nil)
+			})
+	}
+	mcp.AddTool(s.server, &mcp.Tool{Name: "display_element_action", Title: "Invoke an element's action",
+		Description: "Invoke one of an element's named actions (its actions list: press, activate, toggle ...), by element id.",
+		Annotations: act},
+		func(ctx context.Context, req *mcp.CallToolRequest, in ElementActionArgs) (*mcp.CallToolResult, ElementActed, error) {
+			return s.elementAct(ctx, req, in.ElementID, "action", map[string]any{"name": in.Name})
 		})
 	mcp.AddTool(s.server, &mcp.Tool{Name: "display_screenshot_marked", Title: "Marked screenshot",
 		Description: "A screenshot with a numbered box on each interactive element of the active window (scope=all: of " +
