@@ -436,16 +436,24 @@ type matcher struct {
 	need        []int
 	scratch     []val // the row a candidate's conditions read (strings alias the transaction's pages)
 	visit       func(a *access, desc bool, fn func(key string, row []val, fromRow bool) (bool, error)) error
-	unavailable bool // the table has no records yet
+	unavailable bool         // the table has no records yet
+	prim        *bolt.Bucket // the records (nil when unavailable)
 }
 
-func (t *boltTx) matcher(p *Plan, need []int) (*matcher, error) {
+// matcher plans p (its access paths) and opens what they read. need is
+// the fields a candidate's row must supply beyond its conditions; when
+// needSort is set, p's sort fields are needed too unless the one path
+// taken already yields p's order.
+func (t *boltTx) matcher(p *Plan, need []int, needSort bool) (*matcher, error) {
 	// A read opens the buckets of the paths it takes, not every index's.
 	rows := t.tx.Bucket(rowBucket(p.Table))
 	if rows == nil {
 		return nil, fmt.Errorf("table %s: %w", p.Table.Name, errNotBuilt)
 	}
 	paths := choose(p)
+	if needSort && !paths[0].ordered {
+		need = append(need, p.Sort...)
+	}
 	idx := make([]*bolt.Bucket, len(p.Table.Indexes))
 	for _, a := range paths {
 		if a.index < 0 || idx[a.index] != nil {
@@ -456,7 +464,8 @@ func (t *boltTx) matcher(p *Plan, need []int) (*matcher, error) {
 		}
 	}
 	m := &matcher{p: p, rows: rows, idx: idx, paths: paths, need: need}
-	m.unavailable = t.tx.Bucket([]byte(p.Table.Name)) == nil
+	m.prim = t.tx.Bucket(p.Table.nameBkt)
+	m.unavailable = m.prim == nil
 	for i := range p.All {
 		c := &p.All[i]
 		if len(m.paths) == 1 && m.paths[0].covers(p.Table, c.Pos) {
@@ -532,16 +541,11 @@ func (m *matcher) each(fn func(key string, row []val) error) error {
 }
 
 func (t *boltTx) Page(p *Plan) (PageResult, error) {
-	a0 := choose(p)[0]
-	need := []int(nil)
-	if !a0.ordered {
-		need = p.Sort
-	}
-	m, err := t.matcher(p, need)
+	m, err := t.matcher(p, nil, true)
 	if err != nil || m.unavailable {
 		return PageResult{}, err
 	}
-	prim := t.tx.Bucket([]byte(p.Table.Name))
+	prim := m.prim
 	var res PageResult
 	take := func(key string) {
 		res.Items = append(res.Items, Item{Key: key, Value: prim.Get([]byte(key))})
@@ -624,7 +628,7 @@ func (t *boltTx) Page(p *Plan) (PageResult, error) {
 }
 
 func (t *boltTx) CountBy(p *Plan, field int) (map[string]int, error) {
-	m, err := t.matcher(p, []int{field})
+	m, err := t.matcher(p, []int{field}, false)
 	if err != nil || m.unavailable {
 		return map[string]int{}, err
 	}

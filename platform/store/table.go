@@ -153,8 +153,9 @@ type Table struct {
 	decode  func(raw []byte) ([]val, error)
 	idxName []string
 	// The bbolt buckets of the rows and of each index, named once.
-	rowBkt []byte
-	idxBkt [][]byte
+	rowBkt  []byte
+	idxBkt  [][]byte
+	nameBkt []byte // the bucket of the records themselves
 }
 
 // keyField is the pseudo-field naming the record key in filters and sorts.
@@ -198,6 +199,7 @@ func Declare[T any](name string, fields []Field[T], indexes ...Index) *Table {
 		t.idxBkt = append(t.idxBkt, []byte(internalPrefix+name+internalPrefix+"i"+internalPrefix+t.idxName[len(t.idxName)-1]))
 	}
 	t.rowBkt = []byte(internalPrefix + name + internalPrefix + "row")
+	t.nameBkt = []byte(name)
 	row := func(r *T) []val {
 		out := make([]val, len(fields))
 		for i, f := range fields {
