@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"deckhand/platform/fault"
-
-	"github.com/gofiber/fiber/v3"
 )
 
 // Validator is implemented by request structs; Validate returns an *Error
@@ -19,15 +17,12 @@ type Validator interface {
 	Validate() error
 }
 
-// Decode reads a JSON body into dst strictly: unknown fields, wrong types,
-// trailing data and malformed JSON are 400s that name the field. An empty
-// body decodes as {}. When dst implements Validator, Validate runs last, so
-// handlers see only valid requests.
-func Decode(c fiber.Ctx, dst any) error {
-	return DecodeBytes(c.Body(), dst)
-}
-
-// DecodeBytes is Decode for a body already in hand.
+// DecodeBytes reads a JSON body into dst strictly: unknown fields, wrong
+// types, trailing data and malformed JSON are 400s that name the field. An
+// empty body decodes as {}. When dst implements Validator, Validate runs
+// last, so a method sees only valid input. The binder decodes every typed
+// body this way; a handler calls it for a body it must look at first (a
+// batch whose items are typed by a discriminator).
 func DecodeBytes(body []byte, dst any) error {
 	if err := decodeStrict(body, dst); err != nil {
 		return err

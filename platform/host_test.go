@@ -37,7 +37,7 @@ func testRoutes() []platform.Route {
 		{Method: http.MethodPost, Path: "/api/v1/echo", Summary: "echo", Body: echoReq{}, Response: echoReq{},
 			Handler: func(c fiber.Ctx) error {
 				var req echoReq
-				if err := platform.Decode(c, &req); err != nil {
+				if err := platform.DecodeBytes(c.Body(), &req); err != nil {
 					return err
 				}
 				return platform.JSON(c, 200, req)

@@ -20,7 +20,7 @@ import (
 // calls the handler with the client's *fasthttp.RequestCtx, rewritten as
 // for the proxy, instead of a second parse on a loopback connection; a
 // request the service's own server might refuse for its size goes through
-// the proxy, so that server refuses it as before.
+// the proxy, so that server applies its own limits to it.
 type InProcess struct {
 	handler fasthttp.RequestHandler
 	// localIP is the address the service listens on: a proxied request
@@ -73,7 +73,7 @@ func NewInProcess(app *fiber.App, addr net.Addr) *InProcess {
 
 // forwardedSlack bounds what rewrite adds to a request's header block
 // (X-Forwarded-* and Host), so a request close to the service's header
-// limit takes the proxy, where that limit is applied as before.
+// limit takes the proxy, where the service's own server applies that limit.
 const forwardedSlack = 512
 
 // takes reports whether the request can skip the service's own server:

@@ -55,10 +55,10 @@
 // untouched. What the service's own server would refuse before its handler
 // (a header block over its read buffer, a body over its BodyLimit or
 // chunked for a service that reads bodies whole) goes through the proxy,
-// so that server refuses it as before; a body a handler leaves unread is
+// so that server applies its own limits; a body a handler leaves unread is
 // read away (up to 256 MiB in 5 s) or the connection closes, so leftover bytes are
 // never parsed as a request. A stopped service has no handler, and the
-// proxy answers 502 as before; a restarted one is called through its new
+// proxy answers 502; a restarted one is called through its new
 // host. Upgrades (WebSocket) keep the splice in upgrade.go: the gateway
 // cannot see when a connection hijacked by a service's handler ends, so
 // Shutdown, Close and Tunnels could no longer account for it, and an
@@ -150,7 +150,7 @@ type Target struct {
 
 // Timeouts of the client side. Reading a request's header must finish in
 // headerTimeout (slowloris); bodies, long polls, streams and WebSockets
-// have no deadline, as before.
+// have no deadline (they may rightly stay open for hours).
 const (
 	headerTimeout = 10 * time.Second
 	idleTimeout   = 120 * time.Second

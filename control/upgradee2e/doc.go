@@ -3,5 +3,5 @@
 // by testdata/make-fixture.sh with that commit's binary): on PostgreSQL
 // the kv rows as it left them, on bbolt the same buckets. The start
 // migrates them into the declared tables, and the data reads and changes
-// as before.
+// through the same API answers.
 package upgradee2e

@@ -12,7 +12,7 @@ import (
 )
 
 // Action bodies. Each decodes strictly (unknown fields are 400), checks the
-// rules that need no screen in Validate (platform.Decode calls it) and, when
+// rules that need no screen in Validate (the binder calls it) and, when
 // it holds positions, those that do in onScreen. Both keep what they parsed
 // in unexported fields for the action's run, so an endpoint and the same
 // action in a batch are checked and run by one piece of code. Field names in

@@ -24,8 +24,8 @@ import (
 // Fields are computed in Go from the record (a Put hands the value itself;
 // a PutRaw or a migration decodes the JSON), so a field may be anything a
 // function of the record yields: a nested value, a lower-cased text, an
-// amount in cents. The record itself stays the bucket's value, readable by
-// Get, Scan and the rest as before.
+// amount in cents. The record itself stays the bucket's value, so Get,
+// Scan and every other key-value read see it unchanged.
 //
 // On bbolt a table keeps, beside the bucket, one bucket of encoded rows
 // (key → field values) and one bucket per index (encoded values + key).

@@ -82,7 +82,7 @@ func tagRule(t string) bool {
 // EntryList is the answer of GET .../memory/journal.
 type EntryList struct {
 	Entries []Entry `json:"entries" required:"true" doc:"newest first"`
-	Next    string  `json:"next,omitempty" doc:"pass as before to read the next page"`
+	Next    string  `json:"next,omitempty" doc:"send it as before= to read the next page"`
 }
 
 // Count is the answer of GET .../memory/journal/count.

@@ -640,7 +640,7 @@ type EntryList struct {
 	// Entries newest first
 	Entries []Entry `json:"entries"`
 
-	// Next pass as before to read the next page
+	// Next send it as before= to read the next page
 	Next *string `json:"next,omitempty"`
 }
 

@@ -617,7 +617,7 @@ export interface components {
         EntryList: {
             /** @description newest first */
             entries: components["schemas"]["Entry"][];
-            /** @description pass as before to read the next page */
+            /** @description send it as before= to read the next page */
             next?: string;
         };
         Error: {
