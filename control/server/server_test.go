@@ -59,7 +59,7 @@ func (d *testDomain) Routes() []platform.Route {
 		{Method: http.MethodPost, Path: "/api/v1/test/greet", Policy: platform.Public, Summary: "greet", Body: greetReq{},
 			Handler: func(c fiber.Ctx) error {
 				var req greetReq
-				if err := platform.Decode(c, &req); err != nil {
+				if err := platform.DecodeBytes(c.Body(), &req); err != nil {
 					return err
 				}
 				return platform.Respond(c, http.StatusOK, "Hello "+req.Name, req)
