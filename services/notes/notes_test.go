@@ -340,3 +340,46 @@ func TestEveryBodyRefusesBadJSONNamingTheField(t *testing.T) {
 	}
 	f.want(400, "blocks.level", "PUT", doc, `{"blocks":[{"id":"a","type":"heading","level":"two"}]}`)
 }
+
+func TestListPagesNodesInOrderWithoutBlocks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	doc := `{"title":"T","blocks":[{"id":"a","type":"text","text":"x"},{"id":"b","type":"divider"}],"version":0}`
+	for _, ref := range []string{"nb2/z", "nb1/b", "nb1/a", "nb1/c"} {
+		f.want(201, "", "PUT", "/api/v1/notes/notebooks/"+strings.Replace(ref, "/", "/nodes/", 1)+"/document", doc)
+	}
+	ids := func(m map[string]any) []string {
+		var out []string
+		for _, n := range m["nodes"].([]any) {
+			n := n.(map[string]any)
+			if _, has := n["blocks"].(float64); !has || n["title"] != "T" || n["version"] != 1.0 {
+				t.Fatalf("node %v: want title, version and a block count", n)
+			}
+			out = append(out, n["notebook_id"].(string)+"/"+n["node_id"].(string))
+		}
+		return out
+	}
+	all := f.want(200, "", "GET", "/api/v1/notes", "")
+	if got := strings.Join(ids(all), ","); got != "nb1/a,nb1/b,nb1/c,nb2/z" || all["next"] != nil {
+		t.Fatalf("list: %s next %v", got, all["next"])
+	}
+	if n := all["nodes"].([]any)[0].(map[string]any)["blocks"]; n != 2.0 {
+		t.Fatalf("blocks = %v, want the count 2", n)
+	}
+	p1 := f.want(200, "", "GET", "/api/v1/notes?notebook=nb1&limit=2", "")
+	if got := strings.Join(ids(p1), ","); got != "nb1/a,nb1/b" || p1["next"] != "nb1/b" {
+		t.Fatalf("page 1: %s next %v", got, p1["next"])
+	}
+	p2 := f.want(200, "", "GET", "/api/v1/notes?notebook=nb1&limit=2&after=nb1/b", "")
+	if got := strings.Join(ids(p2), ","); got != "nb1/c" || p2["next"] != nil {
+		t.Fatalf("page 2: %s next %v", got, p2["next"])
+	}
+	if m := f.want(200, "", "GET", "/api/v1/notes?notebook=none", ""); len(m["nodes"].([]any)) != 0 {
+		t.Fatalf("unknown notebook: %v, want no nodes", m)
+	}
+	for _, tc := range []struct{ query, field string }{
+		{"notebook=../x", "notebook"}, {"after=nb1", "after"}, {"after=nb1/b/c", "after"}, {"limit=0", "limit"}, {"limit=1001", "limit"},
+	} {
+		f.want(400, tc.field, "GET", "/api/v1/notes?"+tc.query, "")
+	}
+}

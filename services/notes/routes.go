@@ -13,6 +13,12 @@ const node = "/api/v1/notes/notebooks/{notebookId}/nodes/{nodeId}"
 func (s *Service) Routes() []platform.Route {
 	tags := []string{"notes"}
 	return []platform.Route{
+		{Method: http.MethodGet, Path: "/api/v1/notes", OperationID: "listNodes", Tags: tags, Summary: "List the nodes that have a document",
+			Description: "A page of nodes in notebook, then node id order (byte order), each with its title, version, number of " +
+				"blocks and times, not the blocks (read one with GET .../document). notebook= keeps one notebook's nodes; " +
+				"limit (1-1000, default 100) bounds the page, and next, present when more follow, is passed as after= for the " +
+				"next one. A malformed notebook or after is 400 naming it.",
+			Op: platform.Op(s.List)},
 		{Method: http.MethodGet, Path: node + "/document", OperationID: "getDocument", Tags: tags, Summary: "Read a node's document",
 			Description: "With its version (also the ETag). 404 for an unknown node.", Op: platform.Op(s.Get)},
 		{Method: http.MethodPut, Path: node + "/document", OperationID: "putDocument", Tags: tags, Summary: "Create or replace a node's document",

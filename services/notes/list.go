@@ -1,0 +1,96 @@
+package notes
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"deckhand/platform/fault"
+	"deckhand/platform/store"
+)
+
+// ListQuery is the query of GET /api/v1/notes.
+type ListQuery struct {
+	Notebook string `query:"notebook" doc:"only this notebook's nodes; the id rule of notebookId (else 400)"`
+	After    string `query:"after" doc:"start after this node, \"notebookId/nodeId\" (the previous page's next; else 400)"`
+	Limit    int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"at most this many nodes"` // maximum: maxList
+}
+
+const maxList = 1000
+
+// Validate checks the filter and the cursor.
+func (q *ListQuery) Validate() error {
+	if q.Notebook != "" {
+		if err := checkID("notebook", q.Notebook); err != nil {
+			return err
+		}
+	}
+	if q.After != "" {
+		nb, node, ok := strings.Cut(q.After, "/")
+		if !ok || checkID("after", nb) != nil || checkID("after", node) != nil {
+			return fault.Invalid("after", "must be \"notebookId/nodeId\" (a page's next), got %q", q.After)
+		}
+	}
+	if q.Limit < 0 || q.Limit > maxList {
+		return fault.Invalid("limit", "must be 1-%d", maxList)
+	}
+	return nil
+}
+
+// NodeSummary is a node in a list: its document without the blocks.
+type NodeSummary struct {
+	NotebookID string    `json:"notebook_id" required:"true"`
+	NodeID     string    `json:"node_id" required:"true"`
+	Title      string    `json:"title" required:"true"`
+	Version    int64     `json:"version" required:"true"`
+	Blocks     int       `json:"blocks" required:"true" doc:"how many blocks the document has"`
+	CreatedAt  time.Time `json:"created_at" required:"true"`
+	UpdatedAt  time.Time `json:"updated_at" required:"true"`
+}
+
+// NodeList is a page of nodes in notebook, then node id order.
+type NodeList struct {
+	Nodes []NodeSummary `json:"nodes" required:"true"`
+	Next  string        `json:"next,omitempty" doc:"pass as after= for the next page; absent on the last page"`
+}
+
+// List answers a page of the nodes that have a document, without their
+// blocks (GET .../document reads one).
+func (s *Service) List(ctx context.Context, q ListQuery) (NodeList, error) {
+	limit := q.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	out := NodeList{Nodes: []NodeSummary{}}
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		o := store.ScanOptions{}
+		if q.Notebook != "" {
+			o.Prefix = q.Notebook + "/" // ids hold no "/"
+		}
+		if q.After != "" {
+			o.Start, o.Exclusive = q.After, true
+		}
+		return tx.Scan(bucketDocs, o, func(_ string, raw []byte) error {
+			var d struct {
+				Document
+				Blocks []json.RawMessage `json:"blocks"`
+			}
+			if err := json.Unmarshal(raw, &d); err != nil {
+				return err
+			}
+			if len(out.Nodes) == limit {
+				last := out.Nodes[len(out.Nodes)-1]
+				out.Next = docKey(last.NotebookID, last.NodeID)
+				return store.ErrStop
+			}
+			out.Nodes = append(out.Nodes, NodeSummary{NotebookID: d.NotebookID, NodeID: d.NodeID, Title: d.Title,
+				Version: d.Version, Blocks: len(d.Blocks), CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt})
+			return nil
+		})
+	})
+	if err != nil {
+		return NodeList{}, fault.Internal("list the notes", err)
+	}
+	return out, nil
+}
