@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/valyala/fasthttp"
 
 	"deckhand/agent/access"
 	"deckhand/agent/egress"
@@ -276,7 +277,16 @@ func (s *Supervisor) deps(name string) (contract.ServiceDeps, error) {
 	return contract.ServiceDeps{
 		Name: name, DataDir: dir, Store: db, Logger: s.log.With("service", name), Clock: clock.SystemClock{},
 		Journal: s.cfg.Journal, Notifier: s.cfg.Notifier, Common: s.cfg.Settings.Common,
+		InMemory: s.inMemory,
 	}, nil
+}
+
+// inMemory runs rc through the handler of a service served in this
+// process right now (gateway.InProcess.ServeInMemory); false for a child
+// (--isolate) or one not serving.
+func (s *Supervisor) inMemory(name string, rc *fasthttp.RequestCtx) bool {
+	d := s.inProcess(name)
+	return d != nil && d.ServeInMemory(rc)
 }
 
 // Run serves until ctx ends, then stops everything. It returns nil on a

@@ -807,6 +807,18 @@ func TestIsolated(t *testing.T) {
 	}
 }
 
+// TestIsolatedService: the mcp service in the agent's process calls a
+// service that runs as a child (--isolate) on its port.
+func TestIsolatedService(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "process,files,mcp", "--isolate", "process")
+	s := connect(t, a.endpoint(), allKey, nil)
+	res := callTool(t, s, "process_run", map[string]any{"cmd": []string{"echo", "child"}})
+	if got := structured[struct{ Stdout string }](t, res).Stdout; got != "child\n" {
+		t.Fatalf("process_run: %q %s", got, text(res))
+	}
+}
+
 // a11yWindow is a GTK window with a text field and a button: a click
 // prints "clicked" and the field's text, and renames the button "Done".
 // It stays open: an application that quits inside the click never
@@ -982,7 +994,7 @@ func TestNotesAndMemory(t *testing.T) {
 	a := startAgent(t, "files,notes,workspace,mcp")
 	s := connect(t, a.endpoint(), allKey, nil)
 	names := toolNames(t, s)
-	for _, want := range []string{"notes_read", "notes_write", "workspace_memory_list", "workspace_memory_read", "workspace_memory_write"} {
+	for _, want := range []string{"notes_read", "notes_write", "notes_list", "workspace_memory_list", "workspace_memory_read", "workspace_memory_write"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools/list lacks %s", want)
 		}
@@ -1011,6 +1023,23 @@ func TestNotesAndMemory(t *testing.T) {
 	res = callTool(t, s, "notes_write", note) // version 0 again: the note exists
 	if !res.IsError || !strings.Contains(text(res), "version") {
 		t.Fatalf("a stale version was not refused: %s", text(res))
+	}
+	res = callTool(t, s, "notes_list", map[string]any{"notebook": "nb1"})
+	if l := structured[struct {
+		Nodes []struct {
+			NotebookID string `json:"notebook_id"`
+			NodeID     string `json:"node_id"`
+			Title      string
+			Blocks     int
+		}
+		Next string
+	}](t, res); res.IsError || len(l.Nodes) != 1 || l.Nodes[0].NodeID != "plan" || l.Nodes[0].Blocks != 2 || l.Next != "" ||
+		!strings.Contains(text(res), "nb1/plan") {
+		t.Fatalf("notes_list: %s %+v", text(res), l)
+	}
+	res = callTool(t, s, "notes_list", map[string]any{"after": "no-slash"})
+	if !res.IsError || !strings.Contains(text(res), "after") {
+		t.Fatalf("notes_list with a bad after: %s", text(res))
 	}
 	res = callTool(t, s, "notes_read", map[string]any{"notebook": "nb1", "node": ""})
 	if !res.IsError || !strings.Contains(text(res), "node is required") {

@@ -117,7 +117,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, err
 	}
 	deps = deps.WithDefaults()
-	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase)}
+	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase, deps.InMemory)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.subs = newSubscriptions(s)
 	// The SDK logs every session's start and end at info; the journal has

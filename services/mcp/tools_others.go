@@ -64,6 +64,7 @@ func (s *Service) addOtherTools() {
 		Description: "Store a JSON value under a key in the container's vault, replacing any value; ttl_seconds makes it expire.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		InputSchema: mustSchema[VaultPutArgs](), OutputSchema: mustSchema[VaultValue]()}, s.vaultPut)
+	s.addNotesListTool()
 }
 
 func (s *Service) tunnelBindings(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, BindingsResult, error) {

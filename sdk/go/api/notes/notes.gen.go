@@ -186,6 +186,25 @@ type Memory struct {
 	Rss  *int `json:"rss,omitempty"`
 }
 
+// NodeList defines model for NodeList.
+type NodeList struct {
+	// Next pass as after= for the next page; absent on the last page
+	Next  *string       `json:"next,omitempty"`
+	Nodes []NodeSummary `json:"nodes"`
+}
+
+// NodeSummary defines model for NodeSummary.
+type NodeSummary struct {
+	// Blocks how many blocks the document has
+	Blocks     int       `json:"blocks"`
+	CreatedAt  time.Time `json:"created_at"`
+	NodeId     string    `json:"node_id"`
+	NotebookId string    `json:"notebook_id"`
+	Title      string    `json:"title"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Version    int       `json:"version"`
+}
+
 // Op defines model for Op.
 type Op struct {
 	// Block insert: the new block; update: the block's new content (its id stays)
@@ -221,6 +240,18 @@ type PutDocument struct {
 
 	// Version the version being replaced (or If-Match); 0 means the document must not exist yet
 	Version *int `json:"version,omitempty"`
+}
+
+// ListNodesParams defines parameters for ListNodes.
+type ListNodesParams struct {
+	// Notebook only this notebook's nodes; the id rule of notebookId (else 400)
+	Notebook *string `form:"notebook,omitempty" json:"notebook,omitempty"`
+
+	// After start after this node, "notebookId/nodeId" (the previous page's next; else 400)
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit at most this many nodes
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ExportNodeParams defines parameters for ExportNode.
@@ -336,6 +367,13 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListNodes List the nodes that have a document
+	//
+	// A page of nodes in notebook, then node id order (byte order), each with its title, version, number of blocks and times, not the blocks (read one with GET .../document). notebook= keeps one notebook's nodes; limit (1-1000, default 100) bounds the page, and next, present when more follow, is passed as after= for the next one. A malformed notebook or after is 400 naming it.
+	//
+	// Corresponds with GET /api/v1/notes (the `ListNodes` operationId).
+	ListNodes(ctx context.Context, params *ListNodesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ExportNode Download a node as Markdown with a ticket
 	//
 	// text/markdown as an attachment named <nodeId>.md. The first request uses the ticket up: a second, or one after it expired, is 410 GONE; an unknown ticket is 404. The ticket travels in the query, not the path, so access logs (which record paths) never hold a live ticket.
@@ -425,6 +463,23 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListNodes List the nodes that have a document
+//
+// A page of nodes in notebook, then node id order (byte order), each with its title, version, number of blocks and times, not the blocks (read one with GET .../document). notebook= keeps one notebook's nodes; limit (1-1000, default 100) bounds the page, and next, present when more follow, is passed as after= for the next one. A malformed notebook or after is 400 naming it.
+//
+// Corresponds with GET /api/v1/notes (the `ListNodes` operationId).
+func (c *Client) ListNodes(ctx context.Context, params *ListNodesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListNodesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ExportNode Download a node as Markdown with a ticket
@@ -635,6 +690,84 @@ func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditor
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListNodesRequest constructs an http.Request for the ListNodes method
+func NewListNodesRequest(server string, params *ListNodesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/notes")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Notebook != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "notebook", *params.Notebook, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewExportNodeRequest constructs an http.Request for the ExportNode method
@@ -1135,6 +1268,15 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListNodesWithResponse List the nodes that have a document
+	//
+	// A page of nodes in notebook, then node id order (byte order), each with its title, version, number of blocks and times, not the blocks (read one with GET .../document). notebook= keeps one notebook's nodes; limit (1-1000, default 100) bounds the page, and next, present when more follow, is passed as after= for the next one. A malformed notebook or after is 400 naming it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/notes (the `ListNodes` operationId).
+	ListNodesWithResponse(ctx context.Context, params *ListNodesParams, reqEditors ...RequestEditorFn) (*ListNodesResponse, error)
+
 	// ExportNodeWithResponse Download a node as Markdown with a ticket
 	//
 	// text/markdown as an attachment named <nodeId>.md. The first request uses the ticket up: a second, or one after it expired, is 410 GONE; an unknown ticket is 404. The ticket travels in the query, not the path, so access logs (which record paths) never hold a live ticket.
@@ -1236,6 +1378,54 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAMLWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error)
+}
+
+type ListNodesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NodeList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListNodesResponse) GetJSON200() *NodeList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListNodesResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListNodesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListNodesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListNodesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListNodesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ExportNodeResponse200Headers the declared response headers of an HTTP 200 response for ExportNode
@@ -1707,6 +1897,21 @@ func (r GetOpenAPIYAMLResponse) ContentType() string {
 	return ""
 }
 
+// ListNodesWithResponse List the nodes that have a document
+//
+// A page of nodes in notebook, then node id order (byte order), each with its title, version, number of blocks and times, not the blocks (read one with GET .../document). notebook= keeps one notebook's nodes; limit (1-1000, default 100) bounds the page, and next, present when more follow, is passed as after= for the next one. A malformed notebook or after is 400 naming it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/notes (the `ListNodes` operationId).
+func (c *ClientWithResponses) ListNodesWithResponse(ctx context.Context, params *ListNodesParams, reqEditors ...RequestEditorFn) (*ListNodesResponse, error) {
+	rsp, err := c.ListNodes(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListNodesResponse(rsp)
+}
+
 // ExportNodeWithResponse Download a node as Markdown with a ticket
 //
 // text/markdown as an attachment named <nodeId>.md. The first request uses the ticket up: a second, or one after it expired, is 410 GONE; an unknown ticket is 404. The ticket travels in the query, not the path, so access logs (which record paths) never hold a live ticket.
@@ -1879,6 +2084,39 @@ func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, re
 		return nil, err
 	}
 	return ParseGetOpenAPIYAMLResponse(rsp)
+}
+
+// ParseListNodesResponse parses an HTTP response from a ListNodesWithResponse call
+func ParseListNodesResponse(rsp *http.Response) (*ListNodesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListNodesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NodeList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
 }
 
 // ParseExportNodeResponse parses an HTTP response from a ExportNodeWithResponse call

@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/api/v1/notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the nodes that have a document
+         * @description A page of nodes in notebook, then node id order (byte order), each with its title, version, number of blocks and times, not the blocks (read one with GET .../document). notebook= keeps one notebook's nodes; limit (1-1000, default 100) bounds the page, and next, present when more follow, is passed as after= for the next one. A malformed notebook or after is 400 naming it.
+         */
+        get: operations["listNodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/notes/export": {
         parameters: {
             query?: never;
@@ -213,6 +233,23 @@ export interface components {
             heap?: number;
             rss?: number;
         };
+        NodeList: {
+            /** @description pass as after= for the next page; absent on the last page */
+            next?: string;
+            nodes: components["schemas"]["NodeSummary"][];
+        };
+        NodeSummary: {
+            /** @description how many blocks the document has */
+            blocks: number;
+            /** Format: date-time */
+            created_at: string;
+            node_id: string;
+            notebook_id: string;
+            title: string;
+            /** Format: date-time */
+            updated_at: string;
+            version: number;
+        };
         Op: {
             /** @description insert: the new block; update: the block's new content (its id stays) */
             block?: components["schemas"]["Block"] | null;
@@ -246,6 +283,42 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listNodes: {
+        parameters: {
+            query?: {
+                /** @description only this notebook's nodes; the id rule of notebookId (else 400) */
+                notebook?: string;
+                /** @description start after this node, "notebookId/nodeId" (the previous page's next; else 400) */
+                after?: string;
+                /** @description at most this many nodes */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeList"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     exportNode: {
         parameters: {
             query: {
