@@ -122,3 +122,42 @@ func isCode(err error, code string) bool {
 	var pe *fault.Error
 	return asPlatform(err, &pe) && pe.Code == code
 }
+
+// BenchmarkBackendCall: one tool's hop into a real notes service (GET
+// /api/v1/notes), in memory and by its loopback port, same run.
+func BenchmarkBackendCall(b *testing.B) {
+	deps := platformtest.ServiceDeps(b, "notes")
+	svc, err := notes.New(deps, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := contract.NewServiceHost(svc, deps)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u, err := url.Parse(platformtest.Serve(b, h))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := strconv.Atoi(u.Port())
+	d := gateway.NewInProcess(h.App(), &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p})
+	base := p - platform.PortOffsets["notes"]
+	for _, tc := range []struct {
+		name string
+		mem  func(string, *fasthttp.RequestCtx) bool
+	}{
+		{"in-memory", func(_ string, rc *fasthttp.RequestCtx) bool { return d.ServeInMemory(rc) }},
+		{"port", nil},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			be := newBackend("127.0.0.1", base, tc.mem)
+			defer be.close()
+			var l notes.NodeList
+			for b.Loop() {
+				if err := be.json(context.Background(), caller{}, listNotes, &l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
