@@ -141,6 +141,7 @@ func (b *backend) memory(ctx context.Context, service string, req *http.Request)
 	}
 	if body != nil {
 		r.SetBodyRaw(body)
+		r.Header.SetContentLength(len(body))
 	}
 	if !b.inMemory(service, rc) {
 		return nil, nil
