@@ -42,10 +42,13 @@ func Parse(s string) (Amount, error) {
 	if err != nil || w > int64(Max/100) {
 		return 0, fmt.Errorf("is too large")
 	}
-	for len(frac) < 2 {
-		frac += "0"
+	var f int64
+	for i := range 2 {
+		f *= 10
+		if i < len(frac) {
+			f += int64(frac[i] - '0')
+		}
 	}
-	f, _ := strconv.ParseInt(frac, 10, 64)
 	a := Amount(w*100 + f)
 	if a > Max {
 		return 0, fmt.Errorf("is too large")
@@ -102,12 +105,17 @@ func (a Amount) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a decimal string (as written by MarshalJSON; a
 // leading minus is accepted for stored negative amounts such as debits).
 func (a *Amount) UnmarshalJSON(b []byte) error {
-	var s string
 	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && !bytes.ContainsAny(b[1:n-1], `\"`) {
-		s = string(b[1 : n-1]) // no escapes: the literal is the string
-	} else if err := json.Unmarshal(b, &s); err != nil {
+		return a.parseSigned(string(b[1 : n-1])) // no escapes: the literal is the string
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
 		return ErrFormat
 	}
+	return a.parseSigned(s)
+}
+
+func (a *Amount) parseSigned(s string) error {
 	neg := strings.HasPrefix(s, "-")
 	v, err := Parse(strings.TrimPrefix(s, "-"))
 	if err != nil {
