@@ -463,9 +463,9 @@ type matcher struct {
 	needRow []bool
 
 	// Storage for the slices above on small tables and plans.
-	idxBuf  [4]*bolt.Bucket
+	idxBuf  [8]*bolt.Bucket
 	condBuf [4]*Cond
-	valBuf  [16]val
+	valBuf  [24]val
 	needBuf [2]bool
 }
 
