@@ -72,18 +72,22 @@ func eqValues(c *Cond) []val {
 // maxRanges bounds the ranges one path scans (combinations of in values).
 const maxRanges = 1024
 
+// fixedCols holds, by field position, the values eq and in conditions
+// fix a column to; nil where none does.
+type fixedCols [][]val
+
 // indexShape is how far the fixed columns reach into index i: k leading
 // fields, n prefixes to scan (the product of their value counts), and
 // whether the index's remaining fields give p's sort order (one prefix
 // only). choose compares every index by its shape and builds the prefixes
 // of the one it takes.
-func indexShape(p *Plan, i int, fixed map[int][]val) (k, n int, ordered bool) {
+func indexShape(p *Plan, i int, fixed fixedCols) (k, n int, ordered bool) {
 	t := p.Table
 	ix := t.Indexes[i]
 	n = 1
 	for _, f := range ix.Fields {
-		vs, ok := fixed[t.pos[f]]
-		if !ok || n*len(vs) > maxRanges {
+		vs := fixed[t.pos[f]]
+		if vs == nil || n*len(vs) > maxRanges {
 			break
 		}
 		n *= len(vs)
@@ -101,7 +105,7 @@ func indexShape(p *Plan, i int, fixed map[int][]val) (k, n int, ordered bool) {
 }
 
 // indexPath is the best path over index i given fixed columns, or nil.
-func indexPath(p *Plan, i int, fixed map[int][]val) *access {
+func indexPath(p *Plan, i int, fixed fixedCols) *access {
 	k, n, ordered := indexShape(p, i, fixed)
 	if k == 0 {
 		return nil
@@ -139,7 +143,13 @@ func indexPath(p *Plan, i int, fixed map[int][]val) *access {
 // choose picks the access paths of p (several: a union).
 func choose(p *Plan) []*access {
 	t := p.Table
-	fixed := map[int][]val{}
+	var buf [16][]val
+	fixed := fixedCols(buf[:0])
+	if n := len(t.Fields); n <= len(buf) {
+		fixed = buf[:n]
+	} else {
+		fixed = make(fixedCols, n)
+	}
 	var keys []string
 	for i := range p.All {
 		c := &p.All[i]
@@ -168,7 +178,7 @@ func choose(p *Plan) []*access {
 			sort.Strings(keys)
 			continue
 		}
-		if _, dup := fixed[c.Pos]; !dup || len(vs) < len(fixed[c.Pos]) {
+		if cur := fixed[c.Pos]; cur == nil || len(vs) < len(cur) {
 			fixed[c.Pos] = vs
 		}
 	}
@@ -183,7 +193,7 @@ func choose(p *Plan) []*access {
 		}
 		kf := 0
 		for _, f := range t.Indexes[i].Fields {
-			if _, ok := fixed[t.pos[f]]; ok {
+			if fixed[t.pos[f]] != nil {
 				kf++
 			} else {
 				break
@@ -218,8 +228,10 @@ func choose(p *Plan) []*access {
 				continue
 			}
 			var found *access
+			one := make(fixedCols, len(t.Fields))
+			one[c.Pos] = vs
 			for i := range t.Indexes {
-				if a := indexPath(p, i, map[int][]val{c.Pos: vs}); a != nil {
+				if a := indexPath(p, i, one); a != nil {
 					found = a
 					break
 				}
