@@ -131,7 +131,7 @@ func (d *Document) Proxy() bool { return d.EnableProxy == nil || *d.EnableProxy 
 type wireDocument struct {
 	Project     string                                `json:"project"`
 	Container   string                                `json:"container"`
-	Groups      map[string]Group                      `json:"groups"`
+	Groups      map[string]json.RawMessage            `json:"groups"`
 	Permissions map[string]map[string]json.RawMessage `json:"permissions"`
 	Default     string                                `json:"default"`
 	EnableProxy *bool                                 `json:"enable_proxy"`
@@ -148,8 +148,18 @@ func Decode(raw []byte) (*Document, error) {
 	if err := platform.DecodeBytes(raw, &w); err != nil {
 		return nil, err
 	}
-	d := Document{Project: w.Project, Container: w.Container, Groups: w.Groups, Default: w.Default,
+	d := Document{Project: w.Project, Container: w.Container, Default: w.Default,
 		EnableProxy: w.EnableProxy, Hooks: w.Hooks}
+	if w.Groups != nil {
+		d.Groups = make(map[string]Group, len(w.Groups))
+		for _, name := range sortedKeys(w.Groups) {
+			g, err := decodeGroup(name, w.Groups[name])
+			if err != nil {
+				return nil, err
+			}
+			d.Groups[name] = g
+		}
+	}
 	if w.Permissions != nil {
 		d.Permissions = make(map[string]Rules, len(w.Permissions))
 		for _, g := range sortedKeys(w.Permissions) {
@@ -168,6 +178,25 @@ func Decode(raw []byte) (*Document, error) {
 		return nil, err
 	}
 	return &d, nil
+}
+
+// decodeGroup reads one group strictly; a refusal names the field under
+// the group (groups.<name>.mcp_tools), which a decode of the whole
+// document cannot: encoding/json leaves map keys out of its paths.
+func decodeGroup(name string, raw json.RawMessage) (Group, error) {
+	var g Group
+	err := platform.DecodeBytes(raw, &g)
+	var pe *fault.Error
+	if err == nil || !errors.As(err, &pe) || pe.Code != fault.CodeInvalid {
+		return g, err
+	}
+	sub := pe.Details
+	rule := strings.TrimPrefix(pe.Message, sub+": ")
+	field := "groups." + name
+	if sub != "" && sub != "body" {
+		field += "." + sub
+	}
+	return g, fault.Invalid(field, "%s", rule)
 }
 
 // DecodeAccess is ParseAccess with a refusal as a 400 naming field.
