@@ -155,14 +155,14 @@ func forbidden(service string) error {
 // notAllowed is the refusal of a tool the caller's allow-list leaves out.
 func notAllowed(tool string) error {
 	return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
-		"FORBIDDEN: the tool %s is not allowed to this credential: the tool allow-list of the proxy permissions document (mcp_tools of the groups that admitted it) excludes it",
+		"FORBIDDEN: this credential may not use the tool %s: the tool allow-list of the proxy permissions document (mcp_tools of the groups that admitted it) excludes it",
 		tool)}
 }
 
-// guard applies the caller's reach and tool allow-list to every message: tools/list and
-// resources/templates/list leave out what it may not reach, tools/call and
-// resource reads and subscriptions of it are refused; every tool call and
-// its outcome goes to the journal.
+// guard applies the caller's reach and tool allow-list to every message:
+// tools/list and resources/templates/list leave out what it may not reach
+// or use, tools/call and resource reads and subscriptions of it are
+// refused; every tool call and its outcome goes to the journal.
 func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		who := callerOf(req.GetExtra())
