@@ -479,13 +479,15 @@ func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 			raw, given = strings.Clone(v), true
 		}
 	default:
-		args := c.RequestCtx().QueryArgs()
-		if args.Has(f.p.Name) {
-			vals := args.PeekMulti(f.p.Name)
-			if len(vals) > 1 {
+		n := 0
+		for k, v := range c.RequestCtx().QueryArgs().All() {
+			if string(k) != f.p.Name {
+				continue
+			}
+			if n++; n > 1 {
 				return queryErr(f.p, "must be given at most once")
 			}
-			raw, given = string(vals[0]), true
+			raw, given = string(v), true
 		}
 	}
 	if given && raw == "" && f.p.Type != "boolean" && !rest {

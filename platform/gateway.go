@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"net"
+	"strings"
 
 	"deckhand/platform/reqpolicy"
 )
@@ -54,4 +55,31 @@ const ReachHeader = "X-Deckhand-Identity-Reach"
 // against each and tells the service the result in ReachHeader.
 var ActsFor = map[string][]string{
 	"mcp": {"process", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"},
+}
+
+// ToolsHeader is set by the agent's gateway on a request to ToolsService
+// whose caller the proxy permissions document limits to a tool
+// allow-list (the mcp_tools extension of its groups): a comma list of
+// tool names and prefix patterns ending in '*' (ToolAllowed). Absent, the
+// caller's tools are limited by its reach only. Like ReachHeader it is an
+// identity header, so every copy a client sends is dropped.
+const ToolsHeader = "X-Deckhand-Identity-Tools"
+
+// ToolsService is the service whose tools ToolsHeader limits.
+const ToolsService = "mcp"
+
+// ToolAllowed reports whether tool is named by one of patterns: equal to
+// a name, or starting with the prefix of a pattern ending in '*' ("*"
+// alone names every tool).
+func ToolAllowed(patterns []string, tool string) bool {
+	for _, p := range patterns {
+		if prefix, glob := strings.CutSuffix(p, "*"); glob {
+			if strings.HasPrefix(tool, prefix) {
+				return true
+			}
+		} else if p == tool {
+			return true
+		}
+	}
+	return false
 }

@@ -219,6 +219,7 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 		Source:  src,
 		Header:  r.Header, Cookie: r.Cookie, Param: r.Query,
 		Now: a.cfg.Clock.Now(), Audience: a.cfg.ContainerID,
+		ToolList: t.Service == platform.ToolsService,
 	}
 	if pol == nil || !pol.Enabled {
 		// Only then does a loopback client pass without a credential;
@@ -230,7 +231,7 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 	if !d.Allowed() {
 		return gateway.Identity{}, d.Error(t.Service)
 	}
-	id := gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject, Reach: a.reach(pol, f, t.Service)}
+	id := gateway.Identity{Group: d.Group, Type: d.Type, Subject: d.Subject, Reach: a.reach(pol, f, t.Service), Tools: d.Tools}
 	if pol != nil && pol.Enabled {
 		id.Port = port // a document judged the port (not a loopback pass)
 		id.Credentials = credentials(pol, d.Group)
@@ -251,6 +252,7 @@ func (a *Authorizer) reach(pol *proxyperm.Policy, f proxyperm.Facts, service str
 	out := []string{service}
 	for _, s := range targets {
 		g := f
+		g.ToolList = false
 		g.Port = a.cfg.Port(s)
 		g.Program = proxyperm.ProgramFor(s, g.Port)
 		if s == tunnelService {
@@ -320,6 +322,9 @@ func (a *Authorizer) record(r gateway.Request, t gateway.Target, f proxyperm.Fac
 	}
 	if d.Subject != "" {
 		fields["subject"] = d.Subject
+	}
+	if d.Tools != nil {
+		fields["mcp_tools"] = d.Tools
 	}
 	a.cfg.Journal.Record(contract.JournalEntry{Time: f.Now, Source: "gateway", Level: level, Message: "proxy decision", Fields: fields})
 }

@@ -293,3 +293,43 @@ func TestReachOfAnActingService(t *testing.T) {
 		}
 	}
 }
+
+// TestToolListOfTheMCPService: a request to the mcp service carries the
+// caller's tool allow-list (mcp_tools of the groups that admit it); a
+// group without one, and a request to any other service, carry none.
+func TestToolListOfTheMCPService(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "perm.json")
+	doc := `{"project":"p1","container":"c1","enable_proxy":true,"groups":{
+		"all":{"type":"token","header":"X-Key","value":"a"},
+		"files":{"type":"token","header":"X-Key","value":"f","mcp_tools":["files_*","mcp_ping"]}},
+		"permissions":{"all":{"exec":true,"files":true,"services":true},"files":{"exec":true,"files":true,"services":true}}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j := &journal{}
+	a, err := access.New(access.Config{PermissionsFile: path, Journal: j, Logger: quietLog(),
+		Port: func(s string) int { return 7700 + platform.PortOffsets[s] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key, service string
+		want         []string
+	}{
+		{"f", "mcp", []string{"files_*", "mcp_ping"}},
+		{"a", "mcp", nil},
+		{"f", "files", nil},
+	} {
+		id, perr := a.Authorize(request("10.0.0.9", map[string]string{"X-Key": c.key}), gateway.Target{Service: c.service})
+		if perr != nil {
+			t.Fatalf("key %s to %s: %v", c.key, c.service, perr)
+		}
+		if !reflect.DeepEqual(id.Tools, c.want) {
+			t.Errorf("key %s to %s: tools %#v, want %#v", c.key, c.service, id.Tools, c.want)
+		}
+	}
+	if !strings.Contains(j.text(), "mcp_tools:[files_* mcp_ping]") {
+		t.Errorf("the decision's journal entry lacks the allow-list: %s", j.text())
+	}
+}

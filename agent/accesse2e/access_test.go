@@ -123,7 +123,7 @@ func startAgentProbe(t *testing.T, data string, probe []string, args ...string) 
 	t.Helper()
 attempts:
 	for attempt := 0; ; attempt++ {
-		base := platformtest.FreePortBase(t, 14)
+		base := platformtest.FreePortBase(t, 16) // up to the mcp service (+16)
 		a := &agentProc{gw: "127.0.0.1:" + strconv.Itoa(base), out: &platformtest.SyncBuffer{}, done: make(chan struct{})}
 		a.cmd = exec.Command(agentBin, append([]string{"run", "--data", data, "--listen", a.gw, "--port-base", strconv.Itoa(base),
 			"--services", "notes", "--log-level", "warn", "--trust-proxy-headers"}, args...)...)

@@ -85,6 +85,10 @@ type Identity struct {
 	// same decision admits; the gateway hands it on in
 	// platform.ReachHeader.
 	Reach []string
+	// Tools, for a request to platform.ToolsService, is the caller's tool
+	// allow-list (nil: no list); the gateway hands it on in
+	// platform.ToolsHeader.
+	Tools []string
 }
 
 // Credential is one place a credential travels in a request.
@@ -217,6 +221,9 @@ func setIdentity(h *fasthttp.RequestHeader, id Identity) {
 	}
 	if id.Reach != nil {
 		h.Set(platform.ReachHeader, strings.Join(id.Reach, ","))
+	}
+	if id.Tools != nil {
+		h.Set(platform.ToolsHeader, strings.Join(id.Tools, ","))
 	}
 	if id.Type == "" {
 		return

@@ -5,6 +5,7 @@
 package money
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,10 +42,13 @@ func Parse(s string) (Amount, error) {
 	if err != nil || w > int64(Max/100) {
 		return 0, fmt.Errorf("is too large")
 	}
-	for len(frac) < 2 {
-		frac += "0"
+	var f int64
+	for i := range 2 {
+		f *= 10
+		if i < len(frac) {
+			f += int64(frac[i] - '0')
+		}
 	}
-	f, _ := strconv.ParseInt(frac, 10, 64)
 	a := Amount(w*100 + f)
 	if a > Max {
 		return 0, fmt.Errorf("is too large")
@@ -63,12 +67,19 @@ func digits(s string) bool {
 
 // String renders the amount with two decimals ("12.50", "-3.00").
 func (a Amount) String() string {
-	sign := ""
-	u := int64(a)
-	if u < 0 {
-		sign, u = "-", -u
+	var buf [24]byte
+	return string(a.appendTo(buf[:0]))
+}
+
+// appendTo appends the amount's decimal string to b: amounts are written
+// for every record a list answers, so without fmt's allocations.
+func (a Amount) appendTo(b []byte) []byte {
+	u := uint64(a)
+	if a < 0 {
+		b, u = append(b, '-'), -u
 	}
-	return fmt.Sprintf("%s%d.%02d", sign, u/100, u%100)
+	b = strconv.AppendUint(b, u/100, 10)
+	return append(b, '.', byte('0'+u%100/10), byte('0'+u%10))
 }
 
 // Pattern is the form every Amount is written in: a decimal string with
@@ -86,15 +97,25 @@ func (Amount) JSONSchema() map[string]any {
 }
 
 // MarshalJSON writes the decimal string.
-func (a Amount) MarshalJSON() ([]byte, error) { return json.Marshal(a.String()) }
+func (a Amount) MarshalJSON() ([]byte, error) {
+	b := append(make([]byte, 0, 24), '"')
+	return append(a.appendTo(b), '"'), nil
+}
 
 // UnmarshalJSON reads a decimal string (as written by MarshalJSON; a
 // leading minus is accepted for stored negative amounts such as debits).
 func (a *Amount) UnmarshalJSON(b []byte) error {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && !bytes.ContainsAny(b[1:n-1], `\"`) {
+		return a.parseSigned(string(b[1 : n-1])) // no escapes: the literal is the string
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return ErrFormat
 	}
+	return a.parseSigned(s)
+}
+
+func (a *Amount) parseSigned(s string) error {
 	neg := strings.HasPrefix(s, "-")
 	v, err := Parse(strings.TrimPrefix(s, "-"))
 	if err != nil {

@@ -44,3 +44,37 @@ func TestJSONAndFee(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONForms: every amount round-trips through its decimal string, and
+// a string literal decodes the same whether or not JSON escapes spell it.
+func TestJSONForms(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		a    money.Amount
+		text string
+	}{{0, "0.00"}, {5, "0.05"}, {-1, "-0.01"}, {100, "1.00"}, {123456, "1234.56"}, {-305, "-3.05"}, {money.Max, "23058430092136939.51"}} {
+		if got := c.a.String(); got != c.text {
+			t.Errorf("String(%d) = %q, want %q", int64(c.a), got, c.text)
+		}
+		raw, err := json.Marshal(c.a)
+		if err != nil || string(raw) != `"`+c.text+`"` {
+			t.Errorf("Marshal(%d) = %s, %v", int64(c.a), raw, err)
+		}
+		var back money.Amount
+		if err := json.Unmarshal(raw, &back); err != nil || back != c.a {
+			t.Errorf("Unmarshal(%s) = %d, %v", raw, int64(back), err)
+		}
+	}
+	for in, want := range map[string]money.Amount{`"\u0031.00"`: 100, `"-\u0033.05"`: -305, `"12.5"`: 1250} {
+		var got money.Amount
+		if err := json.Unmarshal([]byte(in), &got); err != nil || got != want {
+			t.Errorf("Unmarshal(%s) = %d, %v; want %d", in, int64(got), err, int64(want))
+		}
+	}
+	for _, in := range []string{`null`, `12.5`, `""`, `"1.234"`, `"\"1\""`, `"1e3"`, `"--1"`} {
+		var got money.Amount
+		if err := json.Unmarshal([]byte(in), &got); err == nil {
+			t.Errorf("Unmarshal(%s) accepted: %d", in, int64(got))
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 type Number Amount
 
 // MarshalJSON writes the amount as a JSON number literal.
-func (n Number) MarshalJSON() ([]byte, error) { return []byte(Amount(n).String()), nil }
+func (n Number) MarshalJSON() ([]byte, error) { return Amount(n).appendTo(make([]byte, 0, 24)), nil }
 
 // UnmarshalJSON reads a number (or a decimal string) under Parse's rule;
 // a leading minus is accepted for amounts written by MarshalJSON.

@@ -242,6 +242,12 @@ func (s *Service) documentRoutes(sc docScope) []platform.Route {
 		proxyperm.TypeToken:           "Exactly one of `header`, `cookie` or `param` (the name), plus `value`.",
 		proxyperm.TypeServiceIdentity: "`containers` and/or `projects`: the ids whose control-plane-signed container claims belong to the group.",
 	}
+	toolsDesc := " Extension: any group may carry `mcp_tools`, the tool allow-list of the agent's mcp service: 1-256 tool names or " +
+		"prefixes ending in one '*' (files_*; '*' alone is every tool), each at most 128 letters, digits, '_', '.' or '-' (400 " +
+		"naming mcp_tools[i] otherwise; an empty array is refused: leave the field out for no list). A caller the agent's gateway " +
+		"admits to the mcp service through groups carrying a list may use only the union of their lists, and still only tools of the " +
+		"services its program rules reach; a caller admitted through groups without one keeps every tool. Names are not checked " +
+		"against the agent's tools: a name no tool has allows nothing."
 	groupOp := map[string]string{proxyperm.TypeJWT: "Jwt", proxyperm.TypePassword: "Password", proxyperm.TypeIP: "Ip",
 		proxyperm.TypeToken: "Token", proxyperm.TypeServiceIdentity: "ServiceIdentity"}
 	o := docOps{s: s, sc: sc}
@@ -255,7 +261,7 @@ func (s *Service) documentRoutes(sc docScope) []platform.Route {
 		r(http.MethodPut, "", "replaceProxyPermissions", "Replace the whole document",
 			"Body: `project` (must equal the owning project), `container` (must equal the path id; \"*\" for a project document), `groups`, "+
 				"`permissions` (group name → {program: access}), `default` (allow or deny, default deny), `enable_proxy` (default true), `hooks`. "+
-				"Writes proxy.permissions.group_added / group_updated / group_removed per changed group and default_changed when default or enable_proxy changes.",
+				"Writes proxy.permissions.group_added / group_updated / group_removed per changed group and default_changed when default or enable_proxy changes."+toolsDesc,
 			"Proxy permissions replaced", platform.Op(o.Replace)),
 		r(http.MethodDelete, "", "deleteProxyPermissions", "Delete the document",
 			"404 when none exists. Writes group_removed per group and default_changed (document deleted).",
@@ -276,7 +282,7 @@ func (s *Service) documentRoutes(sc docScope) []platform.Route {
 	}
 	for _, typ := range proxyperm.Types {
 		routes = append(routes, r(http.MethodPut, "/groups/{groupName}/"+typ, "putProxy"+groupOp[typ]+"Group", "Add or replace a "+typ+" group",
-			groupDesc[typ]+" The body is the group without `type` (or with the same type). Writes proxy.permissions.group_added or group_updated.",
+			groupDesc[typ]+" The body is the group without `type` (or with the same type). Writes proxy.permissions.group_added or group_updated."+toolsDesc,
 			"Group saved", platform.Op(groupOps{docOps: o, typ: typ}.Put)))
 	}
 	return routes

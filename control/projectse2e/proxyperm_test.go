@@ -303,3 +303,92 @@ func TestViewerReadsNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyPermissionsToolAllowList: a group's mcp_tools (the mcp
+// service's tool allow-list, an extension) is validated (400 naming
+// mcp_tools and the rule, nothing written), kept by every route that
+// writes a group (the per-type PUTs, the whole-document PUT, a masked
+// document written back), shown to people and given to the container's
+// agent in the effective document, on a container's and a project's
+// document.
+func TestProxyPermissionsToolAllowList(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.s
+	doc := "/api/v1/containers/" + f.cid + "/proxy/permissions"
+	im := func(n int) []string { return []string{"If-Match", ver(n)} }
+	tools := func(d map[string]any, group string) any {
+		return d["groups"].(map[string]any)[group].(map[string]any)["mcp_tools"]
+	}
+
+	d := data(s.must(200, "PUT", doc+"/groups/bot/token", map[string]any{"header": "X-Key", "value": "tok-1", "mcp_tools": []string{"files_*", "process_run"}}, f.alice, im(0)...))
+	if got := tools(d, "bot"); len(got.([]any)) != 2 || got.([]any)[0] != "files_*" {
+		t.Fatalf("mcp_tools not kept by the token PUT: %v", d)
+	}
+	d = data(s.must(200, "PUT", doc+"/groups/office/ip", map[string]any{"range": "10.0.0.0/8", "mcp_tools": []string{"journal_query"}}, f.alice, im(1)...))
+	d = data(s.must(200, "PUT", doc+"/groups/open/ip", map[string]any{"range": "192.168.0.0/16"}, f.alice, im(2)...))
+	if tools(d, "open") != nil || tools(d, "office").([]any)[0] != "journal_query" {
+		t.Fatalf("a group without a list: %v", d)
+	}
+
+	// Bad lists, on a group PUT and the whole-document PUT: 400 naming the
+	// field and the rule; the version does not move.
+	for _, c := range []struct {
+		path      string
+		body      any
+		field, in string
+	}{
+		{"/groups/bot/token", map[string]any{"header": "X-Key", "value": "v", "mcp_tools": []string{}}, "mcp_tools", "at least one tool"},
+		{"/groups/bot/token", map[string]any{"header": "X-Key", "value": "v", "mcp_tools": []string{""}}, "mcp_tools[0]", "must not be empty"},
+		{"/groups/bot/token", map[string]any{"header": "X-Key", "value": "v", "mcp_tools": []string{"files_*", "*_read"}}, "mcp_tools[1]", "'*' may only end"},
+		{"/groups/bot/token", map[string]any{"header": "X-Key", "value": "v", "mcp_tools": "files_*"}, "mcp_tools", "array"},
+		{"/groups/lan/ip", map[string]any{"range": "10.0.0.0/8", "mcp_tools": []any{3}}, "mcp_tools", "string"},
+		{"", map[string]any{"project": f.pid, "container": f.cid, "permissions": map[string]any{},
+			"groups": map[string]any{"bot": map[string]any{"type": "token", "header": "X-Key", "value": "v", "mcp_tools": []string{"files read"}}}},
+			"groups.bot.mcp_tools[0]", "tool name"},
+		{"", map[string]any{"project": f.pid, "container": f.cid, "permissions": map[string]any{},
+			"groups": map[string]any{"bot": map[string]any{"type": "token", "header": "X-Key", "value": "v", "mcp_tools": map[string]any{}}}},
+			"groups.bot.mcp_tools", "array"},
+	} {
+		r := s.must(400, "PUT", doc+c.path, c.body, f.alice, im(3)...)
+		if m := r.Body["message"].(string); !strings.HasPrefix(m, c.field+":") || !strings.Contains(m, c.in) {
+			t.Errorf("%s %v: %s", c.path, c.body, m)
+		}
+	}
+	if d := data(s.must(200, "GET", doc, nil, f.alice)); d["file_version"].(float64) != 3 || tools(d, "bot").([]any)[1] != "process_run" {
+		t.Fatalf("a refused write changed the document: %v", d)
+	}
+
+	// The masked document read back and PUT whole keeps the lists, and a
+	// list changed there is stored.
+	masked := data(s.must(200, "GET", doc, nil, f.alice))
+	delete(masked, "file_version")
+	delete(masked, "etag")
+	masked["groups"].(map[string]any)["open"].(map[string]any)["mcp_tools"] = []string{"vault_get"}
+	d = data(s.must(200, "PUT", doc, masked, f.alice, im(3)...))
+	if tools(d, "bot").([]any)[0] != "files_*" || tools(d, "office").([]any)[0] != "journal_query" || tools(d, "open").([]any)[0] != "vault_get" {
+		t.Fatalf("the whole-document PUT: %v", d)
+	}
+	// A group PUT without the field drops the list.
+	d = data(s.must(200, "PUT", doc+"/groups/open/ip", map[string]any{"range": "192.168.0.0/16"}, f.alice, im(4)...))
+	if tools(d, "open") != nil {
+		t.Fatalf("a group PUT without mcp_tools kept a list: %v", d)
+	}
+
+	// The container's agent reads the lists with the secrets.
+	tok := data(s.must(201, "POST", "/api/v1/containers/"+f.cid+"/agent-tokens", nil, f.alice))["token"].(string)
+	eff := data(s.must(200, "GET", doc+"/effective", nil, tok))
+	if tools(eff, "bot").([]any)[1] != "process_run" || eff["groups"].(map[string]any)["bot"].(map[string]any)["value"] != "tok-1" {
+		t.Fatalf("the effective document: %v", eff)
+	}
+
+	// A project's document takes the lists too.
+	pdoc := "/api/v1/projects/" + f.pid + "/proxy/permissions"
+	d = data(s.must(200, "PUT", pdoc+"/groups/sso/jwt", map[string]any{"algorithm": "HS256", "secret": "k", "sources": []string{"header:Authorization"},
+		"mcp_tools": []string{"display_*"}}, f.alice, im(0)...))
+	if tools(d, "sso").([]any)[0] != "display_*" {
+		t.Fatalf("project document: %v", d)
+	}
+	s.must(400, "PUT", pdoc+"/groups/sso/jwt", map[string]any{"algorithm": "HS256", "secret": "k", "sources": []string{"header:Authorization"},
+		"mcp_tools": []string{"display_**"}}, f.alice, im(1)...)
+}

@@ -115,6 +115,8 @@ type CompiledGroup struct {
 	Location, Name2, Value string
 	// service-identity
 	Containers, Projects []string
+	// Tools is the group's mcp_tools (nil: none).
+	Tools []string
 }
 
 // Source is where a JWT is read from.
@@ -137,7 +139,7 @@ func Compile(d *Document) (*Policy, error) {
 		if g.Masked() {
 			return nil, fmt.Errorf("group %s: holds a masked secret (<field>_configured), which cannot be enforced", name)
 		}
-		cg := CompiledGroup{Name: name, Type: g.Type}
+		cg := CompiledGroup{Name: name, Type: g.Type, Tools: g.MCPTools}
 		switch g.Type {
 		case TypeJWT:
 			cg.Algorithm, cg.Claims = g.Algorithm, g.Claims

@@ -28,5 +28,9 @@
 //   - service-identity groups name the allowed `containers` and/or `projects`
 //     (at least one entry);
 //   - group names are 1-64 of [A-Za-z0-9_.-] starting with a letter or digit;
-//     a document has at most MaxGroups groups.
+//     a document has at most MaxGroups groups;
+//   - an extension: any group may carry mcp_tools, the mcp service's tool
+//     allow-list (tool names and prefixes ending in '*', never empty); a
+//     decision asked for it (Facts.ToolList) answers the union of the
+//     lists of the groups admitting the request (Decision.Tools).
 package proxyperm

@@ -34,6 +34,7 @@ const (
 	MaxSources  = 16
 	MaxClaims   = 32
 	MaxIdents   = 256
+	MaxTools    = 256
 	maxValueLen = 8192
 )
 
@@ -75,6 +76,10 @@ type Group struct {
 	// service-identity
 	Containers []string `json:"containers,omitempty"`
 	Projects   []string `json:"projects,omitempty"`
+	// Every type: the tools of the mcp service this group's callers may
+	// use (nil: every tool their program reach allows). An extension of
+	// the spec's document; see ToolList.
+	MCPTools []string `json:"mcp_tools,omitempty" doc:"Extension (any group type): the tool allow-list of the agent's mcp service. Tool names or prefixes ending in one '*' (files_*), 1 to 256 entries; '*' alone allows every tool. A caller admitted to the mcp service by groups carrying a list may use only the union of their lists (still only tools of services its program reach allows); a caller admitted by groups without one keeps every tool. Absent means no list; an empty array is refused."`
 }
 
 // Rules maps a program name to its access.
@@ -126,7 +131,7 @@ func (d *Document) Proxy() bool { return d.EnableProxy == nil || *d.EnableProxy 
 type wireDocument struct {
 	Project     string                                `json:"project"`
 	Container   string                                `json:"container"`
-	Groups      map[string]Group                      `json:"groups"`
+	Groups      map[string]json.RawMessage            `json:"groups"`
 	Permissions map[string]map[string]json.RawMessage `json:"permissions"`
 	Default     string                                `json:"default"`
 	EnableProxy *bool                                 `json:"enable_proxy"`
@@ -143,8 +148,18 @@ func Decode(raw []byte) (*Document, error) {
 	if err := platform.DecodeBytes(raw, &w); err != nil {
 		return nil, err
 	}
-	d := Document{Project: w.Project, Container: w.Container, Groups: w.Groups, Default: w.Default,
+	d := Document{Project: w.Project, Container: w.Container, Default: w.Default,
 		EnableProxy: w.EnableProxy, Hooks: w.Hooks}
+	if w.Groups != nil {
+		d.Groups = make(map[string]Group, len(w.Groups))
+		for _, name := range sortedKeys(w.Groups) {
+			g, err := decodeGroup(name, w.Groups[name])
+			if err != nil {
+				return nil, err
+			}
+			d.Groups[name] = g
+		}
+	}
 	if w.Permissions != nil {
 		d.Permissions = make(map[string]Rules, len(w.Permissions))
 		for _, g := range sortedKeys(w.Permissions) {
@@ -165,6 +180,25 @@ func Decode(raw []byte) (*Document, error) {
 	return &d, nil
 }
 
+// decodeGroup reads one group strictly; a refusal names the field under
+// the group (groups.<name>.mcp_tools), which a decode of the whole
+// document cannot: encoding/json leaves map keys out of its paths.
+func decodeGroup(name string, raw json.RawMessage) (Group, error) {
+	var g Group
+	err := platform.DecodeBytes(raw, &g)
+	var pe *fault.Error
+	if err == nil || !errors.As(err, &pe) || pe.Code != fault.CodeInvalid {
+		return g, err
+	}
+	sub := pe.Details
+	rule := strings.TrimPrefix(pe.Message, sub+": ")
+	field := "groups." + name
+	if sub != "" && sub != "body" {
+		field += "." + sub
+	}
+	return g, fault.Invalid(field, "%s", rule)
+}
+
 // DecodeAccess is ParseAccess with a refusal as a 400 naming field.
 func DecodeAccess(field string, raw []byte) (Access, error) {
 	a, err := ParseAccess(raw)
@@ -183,6 +217,7 @@ var (
 	tokenRe = regexp.MustCompile(`^[!#$%&'*+.^_` + "`" + `|~0-9A-Za-z-]{1,128}$`) // RFC 9110 token: header, cookie and param names
 	hexSHA  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	identRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.*-]{0,127}$`)
+	toolRe  = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,128}$`)
 )
 
 const errEmpty = "is required"
@@ -326,6 +361,9 @@ func (g *Group) Validate(field string) error {
 			return fault.Invalid(f(m.name+"_configured"), "give either %s (a new one) or %s_configured true (keep the stored one), not both", m.name, m.name)
 		}
 	}
+	if err := validTools(f("mcp_tools"), g.MCPTools); err != nil {
+		return err
+	}
 	switch g.Type {
 	case TypeJWT:
 		return g.validJWT(f)
@@ -403,6 +441,44 @@ func (g *Group) Validate(field string) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// validTools checks a group's mcp_tools: absent, or 1 to MaxTools tool
+// names and prefix patterns (ValidToolPattern).
+func validTools(field string, list []string) error {
+	if list == nil {
+		return nil
+	}
+	if len(list) == 0 {
+		return fault.Invalid(field, "must name at least one tool (leave mcp_tools out to allow every tool)")
+	}
+	if len(list) > MaxTools {
+		return fault.Invalid(field, "at most %d entries", MaxTools)
+	}
+	for i, p := range list {
+		if err := ValidToolPattern(field+"["+strconv.Itoa(i)+"]", p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidToolPattern checks one entry of mcp_tools: a tool name (1-128
+// letters, digits, '_', '.', '-', the characters MCP tool names use), or a
+// prefix of one followed by a single '*' (files_*; '*' alone is every
+// tool).
+func ValidToolPattern(field, p string) error {
+	if p == "" {
+		return fault.Invalid(field, "must not be empty: a tool name or a prefix ending in '*' (files_*)")
+	}
+	name, glob := strings.CutSuffix(p, "*")
+	if strings.ContainsRune(name, '*') {
+		return fault.Invalid(field, "'*' may only end a pattern, once (files_*), got %q", clip(p))
+	}
+	if !toolRe.MatchString(name) || (!glob && name == "") {
+		return fault.Invalid(field, "must be a tool name of at most 128 letters, digits, '_', '.' or '-', optionally ending in '*', got %q", clip(p))
 	}
 	return nil
 }

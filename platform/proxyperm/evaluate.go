@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,6 +100,9 @@ type Facts struct {
 	Param    func(name string) string
 	// Now is the evaluation time (exp, nbf, claim iat).
 	Now time.Time
+	// ToolList asks an allowing decision for the caller's mcp tool
+	// allow-list (Decision.Tools): set for requests to the mcp service.
+	ToolList bool
 }
 
 func (f *Facts) header(n string) string {
@@ -145,6 +149,11 @@ type Decision struct {
 	// Matched lists every group whose credential matched (only filled when
 	// the request was refused or decided by the default).
 	Matched []string
+	// Tools, when Facts.ToolList asked for it and a group allowed the
+	// request, is the union of the mcp_tools of every group that admits
+	// it (credential matched, rules allow program and port), sorted; nil
+	// when none of them carries a list: no limit.
+	Tools []string
 }
 
 // Allowed reports whether the request passes.
@@ -256,8 +265,12 @@ func (p *Policy) Evaluate(f Facts, verify ClaimVerifier) Decision {
 		}
 		tried[i] = true
 		if m, subj := st.check(g); m == matched {
-			return Decision{Outcome: Allowed, Group: g.Name, Type: g.Type, Subject: subj,
+			d := Decision{Outcome: Allowed, Group: g.Name, Type: g.Type, Subject: subj,
 				Reason: "group " + g.Name + " allows " + f.Program}
+			if f.ToolList {
+				d.Tools = p.toolList(st, i)
+			}
+			return d
 		}
 	}
 	if p.DefaultAllow {
@@ -282,6 +295,37 @@ func (p *Policy) Evaluate(f Facts, verify ClaimVerifier) Decision {
 		d.Reason = "matched groups do not allow " + f.Program + "; default deny"
 	}
 	return d
+}
+
+// toolList is the union of the mcp_tools of the groups admitting the
+// request, the first of which is Groups[first]: the groups before it that
+// admit program and port were tried and did not match, so only the later
+// ones with a list are checked (the credential checks are memoized per
+// request). A group with no list adds nothing: a list limits its callers
+// whichever other groups they also match.
+func (p *Policy) toolList(st *evalState, first int) []string {
+	var out []string
+	for j := first; j < len(p.Groups); j++ {
+		g := &p.Groups[j]
+		if g.Tools == nil {
+			continue
+		}
+		if j != first {
+			a, ok := p.Rules[g.Name][st.f.Program]
+			if !ok || !a.Allows(st.f.Port) {
+				continue
+			}
+			if m, _ := st.check(g); m != matched {
+				continue
+			}
+		}
+		out = append(out, g.Tools...)
+	}
+	if out == nil {
+		return nil
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // check tests one group; subject names who matched (never a secret).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"deckhand/platform"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/signing"
 )
@@ -429,4 +430,63 @@ func FuzzEvaluate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestToolList: a decision asked for the mcp tool allow-list answers the
+// union of the mcp_tools of every group admitting the request; groups
+// without a list add nothing, groups whose rules do not admit the
+// program are not counted, and nil means no list.
+func TestToolList(t *testing.T) {
+	t.Parallel()
+	p := compileJSON(t, `{"project":"p1","container":"c1","default":"deny","groups":{
+		"admin":{"type":"token","header":"X-Admin","value":"a"},
+		"files":{"type":"token","header":"X-Key","value":"f","mcp_tools":["files_*"]},
+		"nomcp":{"type":"token","header":"X-Other","value":"o","mcp_tools":["vault_*"]},
+		"office":{"type":"ip","range":"10.0.0.0/8","mcp_tools":["process_run","files_read","files_*"]}},
+		"permissions":{"admin":{"services":true},"files":{"services":true,"files":true},"nomcp":{"files":true},"office":{"services":true}}}`)
+	for _, c := range []struct {
+		name    string
+		r       req
+		ask     bool
+		outcome proxyperm.Outcome
+		want    []string
+	}{
+		{"one listed group", req{program: "services", headers: map[string]string{"X-Key": "f"}}, true, proxyperm.Allowed, []string{"files_*"}},
+		{"not asked", req{program: "services", headers: map[string]string{"X-Key": "f"}}, false, proxyperm.Allowed, nil},
+		{"no list", req{program: "services", headers: map[string]string{"X-Admin": "a"}}, true, proxyperm.Allowed, nil},
+		{"a listed group limits a group without one", req{program: "services", src: "10.1.2.3", headers: map[string]string{"X-Admin": "a"}}, true,
+			proxyperm.Allowed, []string{"files_*", "files_read", "process_run"}},
+		{"union of two lists", req{program: "services", src: "10.1.2.3", headers: map[string]string{"X-Key": "f"}}, true,
+			proxyperm.Allowed, []string{"files_*", "files_read", "process_run"}},
+		{"a group not admitting the program adds nothing", req{program: "services", headers: map[string]string{"X-Key": "f", "X-Other": "o"}}, true,
+			proxyperm.Allowed, []string{"files_*"}},
+		{"a wrong credential of a listed group", req{program: "services", headers: map[string]string{"X-Admin": "a", "X-Key": "nope"}}, true,
+			proxyperm.Allowed, nil},
+		{"refused", req{program: "services", headers: map[string]string{"X-Other": "o"}}, true, proxyperm.Forbidden, nil},
+	} {
+		f := c.r.facts()
+		f.ToolList = c.ask
+		d := p.Evaluate(f, nil)
+		if d.Outcome != c.outcome || !slices.Equal(d.Tools, c.want) || (c.want == nil) != (d.Tools == nil) {
+			t.Errorf("%s: outcome %v tools %#v, want %v %#v", c.name, d.Outcome, d.Tools, c.outcome, c.want)
+		}
+	}
+	for _, c := range []struct {
+		patterns []string
+		tool     string
+		want     bool
+	}{
+		{[]string{"files_*"}, "files_read", true},
+		{[]string{"files_*"}, "files", false},
+		{[]string{"files_*"}, "process_run", false},
+		{[]string{"files_read"}, "files_read", true},
+		{[]string{"files_read"}, "files_readx", false},
+		{[]string{"*"}, "anything", true},
+		{[]string{"a", "process_*"}, "process_run", true},
+		{[]string{}, "files_read", false},
+	} {
+		if got := platform.ToolAllowed(c.patterns, c.tool); got != c.want {
+			t.Errorf("ToolAllowed(%v, %s) = %v, want %v", c.patterns, c.tool, got, c.want)
+		}
+	}
 }

@@ -93,6 +93,19 @@ func TestDocumentRejectsBadInputNamingFieldAndRule(t *testing.T) {
 		{"empty ports", `{}`, `{"g":{"http":[]}}`, "permissions.g.http", "at least one port"},
 		{"word access", `{}`, `{"g":{"http":"all"}}`, "permissions.g.http", "must be true, false"},
 		{"unknown program", `{}`, `{"g":{"ftp":true}}`, "permissions.g.ftp", "program must be one of"},
+		{"misspelt mcp_tools", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tool":["files_*"]}}`, `{}`, "groups.g.mcp_tool", "unknown field"},
+		{"mcp_tools a string", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":"files_*"}}`, `{}`, "groups.g.mcp_tools", "array"},
+		{"mcp_tools an object", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":{"files_*":true}}}`, `{}`, "groups.g.mcp_tools", "array"},
+		{"mcp_tools a number entry", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":["files_read",7]}}`, `{}`, "groups.g.mcp_tools", "string"},
+		{"mcp_tools empty", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":[]}}`, `{}`, "groups.g.mcp_tools", "at least one tool"},
+		{"mcp_tools empty name", `{"g":{"type":"token","header":"X-K","value":"v","mcp_tools":["files_read",""]}}`, `{}`, "groups.g.mcp_tools[1]", "must not be empty"},
+		{"mcp_tools leading glob", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":["*_read"]}}`, `{}`, "groups.g.mcp_tools[0]", "'*' may only end a pattern"},
+		{"mcp_tools double glob", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":["files**"]}}`, `{}`, "groups.g.mcp_tools[0]", "'*' may only end a pattern"},
+		{"mcp_tools inner glob", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":["files_*_x"]}}`, `{}`, "groups.g.mcp_tools[0]", "'*' may only end a pattern"},
+		{"mcp_tools space", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":["files read"]}}`, `{}`, "groups.g.mcp_tools[0]", "tool name"},
+		{"mcp_tools comma", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":["files_read,process_run"]}}`, `{}`, "groups.g.mcp_tools[0]", "tool name"},
+		{"mcp_tools too long", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":["` + strings.Repeat("a", 129) + `"]}}`, `{}`, "groups.g.mcp_tools[0]", "at most 128"},
+		{"mcp_tools too many", `{"g":{"type":"ip","range":"1.2.3.4/32","mcp_tools":[` + strings.Repeat(`"t",`, 256) + `"t"]}}`, `{}`, "groups.g.mcp_tools", "at most 256"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

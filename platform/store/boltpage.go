@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -28,11 +29,12 @@ import (
 // sorted by (sort values, key) in memory.
 
 type access struct {
-	index    int      // -1: rows (key order)
-	prefixes [][]byte // index ranges; nil with index -1
-	keys     []string // explicit keys (a key eq/in); nil otherwise
-	next     int      // the column after the prefix: a field position, -1 the key, -2 none
-	ordered  bool     // entries come in the query's order (before Desc)
+	index    int       // -1: rows (key order)
+	prefixes [][]byte  // index ranges; nil with index -1
+	keys     []string  // explicit keys (a key eq/in); nil otherwise
+	next     int       // the column after the prefix: a field position, -1 the key, -2 none
+	ordered  bool      // entries come in the query's order (before Desc)
+	one      [1][]byte // prefixes' storage when there is one range
 }
 
 // covered reports the positions whose values the path's entries carry.
@@ -70,18 +72,22 @@ func eqValues(c *Cond) []val {
 // maxRanges bounds the ranges one path scans (combinations of in values).
 const maxRanges = 1024
 
+// fixedCols holds, by field position, the values eq and in conditions
+// fix a column to; nil where none does.
+type fixedCols [][]val
+
 // indexShape is how far the fixed columns reach into index i: k leading
 // fields, n prefixes to scan (the product of their value counts), and
 // whether the index's remaining fields give p's sort order (one prefix
 // only). choose compares every index by its shape and builds the prefixes
 // of the one it takes.
-func indexShape(p *Plan, i int, fixed map[int][]val) (k, n int, ordered bool) {
+func indexShape(p *Plan, i int, fixed fixedCols) (k, n int, ordered bool) {
 	t := p.Table
 	ix := t.Indexes[i]
 	n = 1
 	for _, f := range ix.Fields {
-		vs, ok := fixed[t.pos[f]]
-		if !ok || n*len(vs) > maxRanges {
+		vs := fixed[t.pos[f]]
+		if vs == nil || n*len(vs) > maxRanges {
 			break
 		}
 		n *= len(vs)
@@ -99,25 +105,35 @@ func indexShape(p *Plan, i int, fixed map[int][]val) (k, n int, ordered bool) {
 }
 
 // indexPath is the best path over index i given fixed columns, or nil.
-func indexPath(p *Plan, i int, fixed map[int][]val) *access {
-	k, _, ordered := indexShape(p, i, fixed)
+func indexPath(p *Plan, i int, fixed fixedCols) *access {
+	k, n, ordered := indexShape(p, i, fixed)
 	if k == 0 {
 		return nil
 	}
 	t := p.Table
 	ix := t.Indexes[i]
-	prefixes := [][]byte{nil}
-	for _, f := range ix.Fields[:k] {
-		vs := fixed[t.pos[f]]
-		next := make([][]byte, 0, len(prefixes)*len(vs))
-		for _, pre := range prefixes {
-			for _, v := range vs {
-				next = append(next, appendVal(bytes.Clone(pre), t.Fields[t.pos[f]].Type, v))
-			}
+	a := &access{index: i, next: -1, ordered: ordered}
+	if n == 1 { // one range: its prefix is built in place
+		var pre []byte
+		for _, f := range ix.Fields[:k] {
+			pre = appendVal(pre, t.Fields[t.pos[f]].Type, fixed[t.pos[f]][0])
 		}
-		prefixes = next
+		a.one[0] = pre
+		a.prefixes = a.one[:]
+	} else {
+		prefixes := [][]byte{nil}
+		for _, f := range ix.Fields[:k] {
+			vs := fixed[t.pos[f]]
+			next := make([][]byte, 0, len(prefixes)*len(vs))
+			for _, pre := range prefixes {
+				for _, v := range vs {
+					next = append(next, appendVal(bytes.Clone(pre), t.Fields[t.pos[f]].Type, v))
+				}
+			}
+			prefixes = next
+		}
+		a.prefixes = prefixes
 	}
-	a := &access{index: i, prefixes: prefixes, next: -1, ordered: ordered}
 	if k < len(ix.Fields) {
 		a.next = t.pos[ix.Fields[k]]
 	}
@@ -127,7 +143,13 @@ func indexPath(p *Plan, i int, fixed map[int][]val) *access {
 // choose picks the access paths of p (several: a union).
 func choose(p *Plan) []*access {
 	t := p.Table
-	fixed := map[int][]val{}
+	var buf [16][]val
+	fixed := fixedCols(buf[:0])
+	if n := len(t.Fields); n <= len(buf) {
+		fixed = buf[:n]
+	} else {
+		fixed = make(fixedCols, n)
+	}
 	var keys []string
 	for i := range p.All {
 		c := &p.All[i]
@@ -156,7 +178,7 @@ func choose(p *Plan) []*access {
 			sort.Strings(keys)
 			continue
 		}
-		if _, dup := fixed[c.Pos]; !dup || len(vs) < len(fixed[c.Pos]) {
+		if cur := fixed[c.Pos]; cur == nil || len(vs) < len(cur) {
 			fixed[c.Pos] = vs
 		}
 	}
@@ -171,7 +193,7 @@ func choose(p *Plan) []*access {
 		}
 		kf := 0
 		for _, f := range t.Indexes[i].Fields {
-			if _, ok := fixed[t.pos[f]]; ok {
+			if fixed[t.pos[f]] != nil {
 				kf++
 			} else {
 				break
@@ -206,8 +228,10 @@ func choose(p *Plan) []*access {
 				continue
 			}
 			var found *access
+			one := make(fixedCols, len(t.Fields))
+			one[c.Pos] = vs
 			for i := range t.Indexes {
-				if a := indexPath(p, i, map[int][]val{c.Pos: vs}); a != nil {
+				if a := indexPath(p, i, one); a != nil {
 					found = a
 					break
 				}
@@ -300,11 +324,19 @@ func allHold(cs []*Cond, row []val, key string) bool {
 }
 
 // visit walks one access path in order (reversed with desc) and hands
-// fn each candidate's key and the row positions the entry carries.
-func (t *boltTx) visit(p *Plan, a *access, rows *bolt.Bucket, idx []*bolt.Bucket, desc bool,
-	fn func(key string, row []val, fromRow bool) (bool, error)) error {
-	tb := p.Table
-	row := make([]val, len(tb.Fields))
+// fn each candidate's key and the row positions the entry carries. The
+// key and the row's text alias the transaction's pages: fn copies what
+// it keeps beyond the transaction.
+func (m *matcher) visit(a *access, desc bool, fn func(key string, row []val, fromRow bool) (bool, error)) error {
+	p, tb := m.p, m.p.Table
+	row := m.row
+	var rows *bolt.Bucket
+	if a.index < 0 {
+		var err error
+		if rows, err = m.rowBucket(); err != nil {
+			return err
+		}
+	}
 	if a.keys != nil {
 		ks := a.keys
 		if desc {
@@ -332,7 +364,7 @@ func (t *boltTx) visit(p *Plan, a *access, rows *bolt.Bucket, idx []*bolt.Bucket
 	b, fromRow := rows, true
 	prefixes := [][]byte{nil}
 	if a.index >= 0 {
-		b, fromRow, prefixes = idx[a.index], false, a.prefixes
+		b, fromRow, prefixes = m.idx[a.index], false, a.prefixes
 	}
 	if desc {
 		prefixes = slices.Clone(prefixes)
@@ -368,13 +400,13 @@ func (t *boltTx) visit(p *Plan, a *access, rows *bolt.Bucket, idx []*bolt.Bucket
 		for ; k != nil && bytes.HasPrefix(k, pre); k, v = step(c, desc) {
 			var key string
 			if fromRow {
-				key = string(k)
+				key = unsafe.String(unsafe.SliceData(k), len(k))
 				if err := tb.decodeRowView(v, row); err != nil {
 					return err
 				}
 			} else {
 				var err error
-				if key, err = tb.decodeEntry(a.index, k, row); err != nil {
+				if key, err = tb.decodeEntryView(a.index, k, row); err != nil {
 					return err
 				}
 			}
@@ -428,16 +460,35 @@ func step(c *bolt.Cursor, desc bool) ([]byte, []byte) {
 // the row.
 type matcher struct {
 	p           *Plan
-	rows        *bolt.Bucket
+	tx          *bolt.Tx
+	rows        *bolt.Bucket // opened by the first candidate that needs a row
 	idx         []*bolt.Bucket
 	paths       []*access
 	onEntry     []*Cond
 	onRow       []*Cond
 	need        []int
-	scratch     []val // the row a candidate's conditions read (strings alias the transaction's pages)
-	visit       func(a *access, desc bool, fn func(key string, row []val, fromRow bool) (bool, error)) error
+	row         []val        // the values a path's entry carries
+	scratch     []val        // the row a candidate's conditions read (strings alias the transaction's pages)
 	unavailable bool         // the table has no records yet
 	prim        *bolt.Bucket // the records (nil when unavailable)
+	// needRow, per path: a candidate from the path's entries reads its row.
+	needRow []bool
+
+	// Storage for the slices above on small tables and plans.
+	idxBuf  [8]*bolt.Bucket
+	condBuf [4]*Cond
+	valBuf  [24]val
+	needBuf [2]bool
+}
+
+// rowBucket is the table's encoded rows.
+func (m *matcher) rowBucket() (*bolt.Bucket, error) {
+	if m.rows == nil {
+		if m.rows = m.tx.Bucket(rowBucket(m.p.Table)); m.rows == nil {
+			return nil, fmt.Errorf("table %s: %w", m.p.Table.Name, errNotBuilt)
+		}
+	}
+	return m.rows, nil
 }
 
 // matcher plans p (its access paths) and opens what they read. need is
@@ -445,53 +496,67 @@ type matcher struct {
 // needSort is set, p's sort fields are needed too unless the one path
 // taken already yields p's order.
 func (t *boltTx) matcher(p *Plan, need []int, needSort bool) (*matcher, error) {
-	// A read opens the buckets of the paths it takes, not every index's.
-	rows := t.tx.Bucket(rowBucket(p.Table))
-	if rows == nil {
-		return nil, fmt.Errorf("table %s: %w", p.Table.Name, errNotBuilt)
-	}
+	tb := p.Table
 	paths := choose(p)
 	if needSort && !paths[0].ordered {
 		need = append(need, p.Sort...)
 	}
-	idx := make([]*bolt.Bucket, len(p.Table.Indexes))
+	m := &matcher{p: p, tx: t.tx, paths: paths, need: need}
+	// A read opens the buckets of the paths it takes, not every index's,
+	// and the rows' only when a candidate needs its row.
+	m.idx = m.idxBuf[:0]
+	if len(tb.Indexes) > len(m.idxBuf) {
+		m.idx = make([]*bolt.Bucket, 0, len(tb.Indexes))
+	}
+	m.idx = m.idx[:len(tb.Indexes)]
 	for _, a := range paths {
-		if a.index < 0 || idx[a.index] != nil {
+		if a.index < 0 || m.idx[a.index] != nil {
 			continue
 		}
-		if idx[a.index] = t.tx.Bucket(indexBucket(p.Table, a.index)); idx[a.index] == nil {
-			return nil, fmt.Errorf("table %s: %w", p.Table.Name, errNotBuilt)
+		if m.idx[a.index] = t.tx.Bucket(indexBucket(tb, a.index)); m.idx[a.index] == nil {
+			return nil, fmt.Errorf("table %s: %w", tb.Name, errNotBuilt)
 		}
 	}
-	m := &matcher{p: p, rows: rows, idx: idx, paths: paths, need: need}
-	m.prim = t.tx.Bucket(p.Table.nameBkt)
+	m.prim = t.tx.Bucket(tb.nameBkt)
 	m.unavailable = m.prim == nil
+	if m.unavailable {
+		return m, nil
+	}
+	m.onEntry = m.condBuf[:0:len(m.condBuf)]
 	for i := range p.All {
 		c := &p.All[i]
-		if len(m.paths) == 1 && m.paths[0].covers(p.Table, c.Pos) {
+		if len(m.paths) == 1 && m.paths[0].covers(tb, c.Pos) {
 			m.onEntry = append(m.onEntry, c)
 		} else {
 			m.onRow = append(m.onRow, c)
 		}
 	}
-	m.visit = func(a *access, desc bool, fn func(string, []val, bool) (bool, error)) error {
-		return t.visit(p, a, rows, idx, desc, fn)
+	m.needRow = m.needBuf[:0]
+	for _, a := range paths {
+		m.needRow = append(m.needRow, len(m.onRow) > 0 || len(p.Any) > 0 ||
+			slices.ContainsFunc(m.need, func(pos int) bool { return !a.covers(tb, pos) }))
+	}
+	if n := len(tb.Fields); 2*n <= len(m.valBuf) {
+		m.row, m.scratch = m.valBuf[:n:n], m.valBuf[n:2*n:2*n]
+	} else {
+		vals := make([]val, 2*n)
+		m.row, m.scratch = vals[:n:n], vals[n:]
 	}
 	return m, nil
 }
 
-// match is the row of a candidate when it passes every condition.
-func (m *matcher) match(a *access, key string, row []val, fromRow bool) ([]val, bool, error) {
+// match is the row of a candidate (the i-th path's) when it passes every
+// condition.
+func (m *matcher) match(i int, key string, row []val, fromRow bool) ([]val, bool, error) {
 	tb := m.p.Table
-	needRow := len(m.onRow) > 0 || len(m.p.Any) > 0 ||
-		slices.ContainsFunc(m.need, func(pos int) bool { return !a.covers(tb, pos) })
-	if !fromRow && needRow {
-		raw := m.rows.Get([]byte(key))
+	if !fromRow && m.needRow[i] {
+		rows, err := m.rowBucket()
+		if err != nil {
+			return nil, false, err
+		}
+		raw := rows.Get([]byte(key))
 		if raw == nil {
 			return nil, false, nil
-		}
-		if m.scratch == nil {
-			m.scratch = make([]val, len(tb.Fields))
 		}
 		if err := tb.decodeRowView(raw, m.scratch); err != nil {
 			return nil, false, err
@@ -518,16 +583,19 @@ func (m *matcher) match(a *access, key string, row []val, fromRow bool) ([]val, 
 
 // each hands fn every match once, in no particular order.
 func (m *matcher) each(fn func(key string, row []val) error) error {
-	seen := map[string]bool{}
-	for _, a := range m.paths {
+	var seen map[string]bool
+	if len(m.paths) > 1 {
+		seen = map[string]bool{}
+	}
+	for i, a := range m.paths {
 		err := m.visit(a, false, func(key string, row []val, fromRow bool) (bool, error) {
-			if len(m.paths) > 1 {
+			if seen != nil {
 				if seen[key] {
 					return true, nil
 				}
 				seen[key] = true
 			}
-			r, ok, err := m.match(a, key, row, fromRow)
+			r, ok, err := m.match(i, key, row, fromRow)
 			if err != nil || !ok {
 				return true, err
 			}
@@ -545,22 +613,23 @@ func (t *boltTx) Page(p *Plan) (PageResult, error) {
 	if err != nil || m.unavailable {
 		return PageResult{}, err
 	}
-	prim := m.prim
 	var res PageResult
-	take := func(key string) {
-		res.Items = append(res.Items, Item{Key: key, Value: prim.Get([]byte(key))})
-	}
+	res.Items = make([]Item, 0, min(p.Limit, 8))
 	if len(m.paths) == 1 && m.paths[0].ordered {
 		a := m.paths[0]
 		// No conditions at all over every row: the count is the bucket's.
 		quick := len(p.All) == 0 && len(p.Any) == 0 && a.index < 0 && a.keys == nil && !p.SkipTotal
 		if quick {
-			res.Total = m.rows.Stats().KeyN
+			rows, err := m.rowBucket()
+			if err != nil {
+				return PageResult{}, err
+			}
+			res.Total = rows.Stats().KeyN
 		}
 		counting := !quick && !p.SkipTotal
 		skipped := 0
 		err := m.visit(a, p.Desc, func(key string, row []val, fromRow bool) (bool, error) {
-			r, ok, err := m.match(a, key, row, fromRow)
+			r, ok, err := m.match(0, key, row, fromRow)
 			if err != nil || !ok {
 				return true, err
 			}
@@ -575,7 +644,7 @@ func (t *boltTx) Page(p *Plan) (PageResult, error) {
 				return true, nil
 			}
 			if len(res.Items) < p.Limit {
-				take(key)
+				res.Items = m.take(res.Items, key)
 				return true, nil
 			}
 			res.More = true
@@ -622,9 +691,14 @@ func (t *boltTx) Page(p *Plan) (PageResult, error) {
 			res.More = true
 			break
 		}
-		take(h.key)
+		res.Items = m.take(res.Items, h.key)
 	}
 	return res, nil
+}
+
+// take appends the record of key (a key visit handed out: copied here).
+func (m *matcher) take(items []Item, key string) []Item {
+	return append(items, Item{Key: strings.Clone(key), Value: m.prim.Get([]byte(key))})
 }
 
 func (t *boltTx) CountBy(p *Plan, field int) (map[string]int, error) {

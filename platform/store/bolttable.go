@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -196,17 +197,18 @@ func (t *Table) entryPrefix(i int, row []val) []byte {
 	return b
 }
 
-// decodeEntry fills row's positions of index i from an entry and returns
-// the key.
-func (t *Table) decodeEntry(i int, e []byte, row []val) (string, error) {
+// decodeEntryView fills row's positions of index i from an entry and
+// returns the key, copying nothing: text and key alias e (see
+// decodeRowView).
+func (t *Table) decodeEntryView(i int, e []byte, row []val) (string, error) {
 	for _, f := range t.Indexes[i].Fields {
 		p := t.pos[f]
 		var err error
-		if row[p], e, err = readVal(e, t.Fields[p].Type); err != nil {
+		if row[p], e, err = readValView(e, t.Fields[p].Type); err != nil {
 			return "", err
 		}
 	}
-	return string(e), nil
+	return unsafe.String(unsafe.SliceData(e), len(e)), nil
 }
 
 func (t *boltTx) tableBuckets(tb *Table) (rows *bolt.Bucket, idx []*bolt.Bucket, err error) {

@@ -298,6 +298,10 @@ func compileCond(t *Table, f Filter) (Cond, error) {
 			return c, qerr(f.Field, "%s needs a value, not null", f.Op)
 		}
 		c.vals = []val{v}
+		if ty == TypeText && !v.null {
+			c.Values = []any{f.Value} // the string as given is its Go value
+			return c, nil
+		}
 	case Like:
 		if ty != TypeText {
 			return c, qerr(f.Field, "like applies to text fields; %s is %s", f.Field, ty)

@@ -376,6 +376,13 @@ var errEncoding = errors.New("malformed encoded value")
 
 // readVal decodes one value from b and returns the rest.
 func readVal(b []byte, ty Type) (val, []byte, error) {
+	v, rest, err := readValView(b, ty)
+	v.s = strings.Clone(v.s)
+	return v, rest, err
+}
+
+// readValView is readVal without copying text: it aliases b.
+func readValView(b []byte, ty Type) (val, []byte, error) {
 	if len(b) == 0 {
 		return val{}, nil, errEncoding
 	}
@@ -388,11 +395,11 @@ func readVal(b []byte, ty Type) (val, []byte, error) {
 	}
 	b = b[1:]
 	if ty == TypeText {
-		i := strings.IndexByte(string(b), 0)
+		i := bytes.IndexByte(b, 0)
 		if i < 0 {
 			return val{}, nil, errEncoding
 		}
-		return val{s: string(b[:i])}, b[i+1:], nil
+		return val{s: unsafe.String(unsafe.SliceData(b), i)}, b[i+1:], nil
 	}
 	if len(b) < 8 {
 		return val{}, nil, errEncoding

@@ -90,3 +90,72 @@ func TestBoltDeclarationChangesAcrossReopen(t *testing.T) {
 		t.Fatalf("writing an internal bucket: %v", err)
 	}
 }
+
+// TestPageKeysOutliveTheTransaction: the keys a page answers are the
+// caller's own, whichever path found them (an index's entries, the rows
+// in key order, matches sorted in memory): the file grows and is mapped
+// anew after the page's transaction, and every key still reads the same.
+func TestPageKeysOutliveTheTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tb := itemTable(store.Index{Fields: []string{"name", "n"}, Sort: true})
+	if err := db.Declare(ctx, tb); err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *store.Tx) error {
+		for i := range 40 {
+			if err := tx.Put("items", fmt.Sprintf("key-%02d", i), item{Name: fmt.Sprint("n", i%2), N: int64(i)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		q    store.Query
+		want string
+	}{
+		{"index entries", store.Query{Filters: []store.Filter{store.Where("name", store.Eq, "n1")}, Sort: []string{"n"}, Limit: 3},
+			"key-01,key-03,key-05"},
+		{"rows in key order", store.Query{Filters: []store.Filter{store.Where("n", store.Gte, 37)}}, "key-37,key-38,key-39"},
+		{"sorted in memory", store.Query{Filters: []store.Filter{store.Where("n", store.Lt, 3)}, Sort: []string{"name"}, Desc: true},
+			"key-01,key-02,key-00"},
+	}
+	pages := make([]store.RawPage, len(cases))
+	for i, c := range cases {
+		if pages[i], err = db.Page(ctx, tb, c.q); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	big := strings.Repeat("x", 64<<10)
+	for round := range 8 { // some MiB: the file is mapped anew as it grows
+		err := db.Update(func(tx *store.Tx) error {
+			for i := range 16 {
+				if err := tx.Put("blobs", fmt.Sprintf("%d-%02d", round, i), big); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range cases {
+		var keys []string
+		for _, it := range pages[i].Items {
+			keys = append(keys, it.Key)
+		}
+		if got := strings.Join(keys, ","); got != c.want {
+			t.Errorf("%s: keys %s after the file grew, want %s", c.name, got, c.want)
+		}
+	}
+}

@@ -66,8 +66,14 @@ func startAgent(t testing.TB, services string, extra ...string) *agent {
 // startAgentEnv is startAgent with env added to the agent's environment.
 func startAgentEnv(t testing.TB, env []string, services string, extra ...string) *agent {
 	t.Helper()
+	return startAgentDoc(t, permsDoc, env, services, extra...)
+}
+
+// startAgentDoc is startAgentEnv with another permissions document.
+func startAgentDoc(t testing.TB, doc string, env []string, services string, extra ...string) *agent {
+	t.Helper()
 	perms := filepath.Join(t.TempDir(), "perms.json")
-	if err := os.WriteFile(perms, []byte(permsDoc), 0o600); err != nil {
+	if err := os.WriteFile(perms, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	base := platformtest.FreePortBase(t, 16)

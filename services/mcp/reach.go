@@ -31,15 +31,20 @@ const allServices = "*"
 // own, --trusted-uids), and who reaches everything. What the SDK keeps of
 // the request's header (RequestExtra.Header) then says it for every
 // message of the request.
+//
+// Such a caller has no tool allow-list either: platform.ToolsHeader is
+// dropped.
 func markReach(r *http.Request) {
 	if _, set := r.Header[http.CanonicalHeaderKey(platform.ReachHeader)]; !set || !platform.ViaGateway(r.Context()) {
 		r.Header.Set(platform.ReachHeader, allServices)
+		r.Header.Del(platform.ToolsHeader)
 	}
 }
 
 // caller is who a message came from.
 type caller struct {
 	reach  []string // nil: everything
+	tools  []string // the allow-list of platform.ToolsHeader; nil: none
 	header http.Header
 }
 
@@ -49,23 +54,72 @@ func callerOf(extra *mcp.RequestExtra) caller {
 		h = extra.Header
 	}
 	c := caller{header: h, reach: []string{}}
+	if _, listed := h[http.CanonicalHeaderKey(platform.ToolsHeader)]; listed {
+		c.tools = commaList(h.Get(platform.ToolsHeader)) // an empty list allows nothing
+	}
 	v := strings.TrimSpace(h.Get(platform.ReachHeader))
 	if v == allServices {
 		c.reach = nil
 		return c
 	}
+	c.reach = commaList(v)
+	return c
+}
+
+// commaList splits a header's comma list, never nil.
+func commaList(v string) []string {
+	out := []string{}
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
-			c.reach = append(c.reach, s)
+			out = append(out, s)
 		}
 	}
-	return c
+	return out
 }
 
 // may reports whether the caller may reach service. This service's own
 // tools (mcp_*) need nothing beyond the gateway's admission to it.
 func (c caller) may(service string) bool {
 	return service == "mcp" || c.reach == nil || slices.Contains(c.reach, service)
+}
+
+// mayUse reports whether the caller's tool allow-list (if it has one)
+// names tool. It applies to every tool, this service's own included.
+func (c caller) mayUse(tool string) bool {
+	return c.tools == nil || platform.ToolAllowed(c.tools, tool)
+}
+
+// mayTool is may for the tool's service and mayUse.
+func (c caller) mayTool(tool string) bool {
+	return c.may(toolService(tool)) && c.mayUse(tool)
+}
+
+// mayResource is may for the service a resource URI reads and mayUse for
+// the tool that reads the same thing (resourceTool).
+func (c caller) mayResource(uri string) bool {
+	tool := resourceTool(uri)
+	return c.may(resourceService(uri)) && (tool == "" || c.mayUse(tool))
+}
+
+// resourceError is the refusal of a resource the caller may not read, or
+// nil when it may.
+func (c caller) resourceError(uri string) error {
+	if svc := resourceService(uri); !c.may(svc) {
+		return forbidden(svc)
+	}
+	if tool := resourceTool(uri); tool != "" && !c.mayUse(tool) {
+		return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
+			"FORBIDDEN: reading %s needs the tool %s, which the tool allow-list of the proxy permissions document (mcp_tools) excludes for this credential",
+			clipURI(uri), tool)}
+	}
+	return nil
+}
+
+func clipURI(uri string) string {
+	if len(uri) > 200 {
+		return uri[:200] + "…"
+	}
+	return uri
 }
 
 // forward hands the gateway's identity headers on to a service.
@@ -98,10 +152,17 @@ func forbidden(service string) error {
 		service, contract.ServiceProgram(service))}
 }
 
-// guard applies the caller's reach to every message: tools/list and
-// resources/templates/list leave out what it may not reach, tools/call and
-// resource reads and subscriptions of it are refused; every tool call and
-// its outcome goes to the journal.
+// notAllowed is the refusal of a tool the caller's allow-list leaves out.
+func notAllowed(tool string) error {
+	return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
+		"FORBIDDEN: this credential may not use the tool %s: the tool allow-list of the proxy permissions document (mcp_tools of the groups that admitted it) excludes it",
+		tool)}
+}
+
+// guard applies the caller's reach and tool allow-list to every message:
+// tools/list and resources/templates/list leave out what it may not reach
+// or use, tools/call and resource reads and subscriptions of it are
+// refused; every tool call and its outcome goes to the journal.
 func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		who := callerOf(req.GetExtra())
@@ -109,7 +170,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool { return !who.may(toolService(t.Name)) })
+				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool { return !who.mayTool(t.Name) })
 			}
 			return res, err
 		case "tools/call":
@@ -124,6 +185,11 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			start := time.Now()
 			if !who.may(svc) {
 				err := forbidden(svc)
+				s.journalCall(who, p, svc, "refused", err.Error(), start)
+				return nil, err
+			}
+			if !who.mayUse(p.Name) {
+				err := notAllowed(p.Name)
 				s.journalCall(who, p, svc, "refused", err.Error(), start)
 				return nil, err
 			}
@@ -145,14 +211,14 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListResourceTemplatesResult); ok && err == nil {
 				r.ResourceTemplates = slices.DeleteFunc(r.ResourceTemplates, func(t *mcp.ResourceTemplate) bool {
-					return !who.may(resourceService(t.URITemplate))
+					return !who.mayResource(t.URITemplate)
 				})
 			}
 			return res, err
 		case "resources/list":
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListResourcesResult); ok && err == nil {
-				r.Resources = slices.DeleteFunc(r.Resources, func(t *mcp.Resource) bool { return !who.may(resourceService(t.URI)) })
+				r.Resources = slices.DeleteFunc(r.Resources, func(t *mcp.Resource) bool { return !who.mayResource(t.URI) })
 			}
 			return res, err
 		case "resources/read", "resources/subscribe", "resources/unsubscribe":
@@ -165,8 +231,8 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			case *mcp.UnsubscribeParams:
 				uri = p.URI
 			}
-			if svc := resourceService(uri); !who.may(svc) {
-				return nil, forbidden(svc)
+			if err := who.resourceError(uri); err != nil {
+				return nil, err
 			}
 		}
 		return next(ctx, method, req)
@@ -188,6 +254,23 @@ func resourceService(uri string) string {
 		return "files"
 	}
 	return scheme // process, journal
+}
+
+// resourceTool is the tool that reads what a resource URI reads: a caller
+// whose allow-list leaves it out may not read, list or subscribe to the
+// resource either (file:// is files_read, process://ID/output
+// process_output, journal:// journal_query).
+func resourceTool(uri string) string {
+	scheme, _, _ := strings.Cut(uri, ":")
+	switch scheme {
+	case "file":
+		return "files_read"
+	case "process":
+		return "process_output"
+	case "journal":
+		return "journal_query"
+	}
+	return "" // no such resource: the SDK says so
 }
 
 // secretKeys are argument names whose values never reach the journal:

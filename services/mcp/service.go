@@ -10,7 +10,10 @@
 // judges the caller against each service the tools call, each as its own
 // program and port, and says which passed in platform.ReachHeader. A tool
 // of a service outside that list is left out of tools/list and refused on
-// tools/call; so are file resources without files. A caller on this
+// tools/call; so are file resources without files. When the caller's
+// groups carry a tool allow-list (mcp_tools), the gateway sends it in
+// platform.ToolsHeader and tools, and the resources read by the same
+// means (reach.go, resourceTool), outside it are left out and refused too. A caller on this
 // service's own port that did not come through the gateway is a trusted
 // local user (the host refuses others) and reaches every service.
 //
@@ -209,7 +212,12 @@ func (s *Service) Info() platform.Info {
 			"files_* into files, display_* into display, journal_query into journal. A tool is judged as the program of the " +
 			"service it calls (exec for process, files for files, services for display and journal), with the same proxy " +
 			"permissions document, groups and default as a direct request: a credential that could not reach that service does " +
-			"not see its tools in tools/list and is refused when it calls one. Text answers are trimmed to max_chars (default " +
+			"not see its tools in tools/list and is refused when it calls one. A group of the document may also carry " +
+			"`mcp_tools`, a tool allow-list (names and prefixes ending in '*', files_*; an extension of the document): a caller " +
+			"admitted through groups with lists sees and calls only the tools their union names (a call of another is a " +
+			"JSON-RPC error -32003 naming the tool and the allow-list, journaled as refused), and reads, lists and subscribes " +
+			"to file, process-output and journal resources only when the list names files_read, process_output and " +
+			"journal_query respectively. Text answers are trimmed to max_chars (default " +
 			"--mcp-output-budget) with a marker naming the offset to read on from; screenshots are scaled to max_width. Files " +
 			"are resources (file:///PATH) whose subscriptions are fed by the files service's watch; process output " +
 			"(process://ID/output) and the journal (journal://recent) are resources too. Sessions are bounded by " +

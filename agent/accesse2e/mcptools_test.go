@@ -1,0 +1,100 @@
+package accesse2e
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"deckhand/control/controltest"
+)
+
+// keyed adds X-Key to every request of an MCP client.
+type keyed struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (k keyed) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Key", k.key)
+	return k.next.RoundTrip(r)
+}
+
+// mcpTools lists the tools the agent's mcp service shows key through the
+// gateway.
+func mcpTools(t *testing.T, a *agentProc, key string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "accesse2e", Version: "1"}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + a.gw + "/_/mcp/api/v1/mcp",
+		HTTPClient: &http.Client{Transport: keyed{key: key, next: &http.Transport{Proxy: nil}}}}, nil)
+	if err != nil {
+		t.Fatalf("connect with %s: %v", key, err)
+	}
+	defer s.Close()
+	var names []string
+	for tool, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// onlyPrefix reports whether every name starts with prefix (and there is
+// at least one).
+func onlyPrefix(names []string, prefix string) bool {
+	return len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return !strings.HasPrefix(n, prefix) })
+}
+
+// TestSyncedToolAllowList: a group's mcp_tools written through the
+// control plane reaches the agent in the synced document and limits the
+// mcp service's tools for that group's credential; a group without one
+// sees every tool; a changed list applies to the next session.
+func TestSyncedToolAllowList(t *testing.T) {
+	if controltest.OnPostgres() {
+		t.Skip("the agent's side does not depend on the control plane's store; run once, on the embedded store")
+	}
+	s := controltest.Start(t)
+	admin := s.Admin()
+	_, alice := s.User(admin, "alice@example.com")
+	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, alice), 201))["id"].(string)
+	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
+	agt := controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, alice), 201))["token"].(string)
+	doc := "/api/v1/containers/c1/proxy/permissions"
+	all := map[string]any{"files": true, "services": true, "exec": true}
+	cur := controltest.Data(s.Must(s.Call("PUT", doc, map[string]any{"project": pid, "container": "c1",
+		"groups": map[string]any{
+			"files": map[string]any{"type": "token", "header": "X-Key", "value": "k-files", "mcp_tools": []string{"files_*"}},
+			"all":   map[string]any{"type": "token", "header": "X-Key", "value": "k-all"}},
+		"permissions": map[string]any{"files": all, "all": all}}, alice, "If-Match", "file:v0"), 200))["etag"].(string)
+
+	a := startAgentProbe(t, t.TempDir(), []string{"X-Key", "k-all"}, "--services", "notes,files,mcp",
+		"--control-url", s.URL, "--container-id", "c1", "--project-id", pid, "--token", agt)
+	a.within(t, 30*time.Second, 200, "/_/mcp/health", "127.0.0.1", "X-Key", "k-files")
+
+	if names := mcpTools(t, a, "k-files"); !onlyPrefix(names, "files_") || !slices.Contains(names, "files_read") {
+		t.Fatalf("the files_* group is shown %v", names)
+	}
+	if names := mcpTools(t, a, "k-all"); !slices.Contains(names, "process_run") || !slices.Contains(names, "files_read") || !slices.Contains(names, "notes_read") {
+		t.Fatalf("the group without a list is shown %v", names)
+	}
+
+	// A new list applies once the agent has synced it.
+	s.Must(s.Call("PUT", doc+"/groups/files/token", map[string]any{"header": "X-Key", "value_configured": true, "mcp_tools": []string{"notes_*"}},
+		alice, "If-Match", cur), 200)
+	deadline := time.Now().Add(30 * time.Second)
+	for names := mcpTools(t, a, "k-files"); !onlyPrefix(names, "notes_"); names = mcpTools(t, a, "k-files") {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the change the group is shown %v\nagent log:\n%s", names, a.out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
