@@ -20,6 +20,7 @@ func (s *Service) failStart(p *process, err error) {
 func (s *Service) ended(p *process) {
 	s.mu.Lock()
 	s.running--
+	s.queueFinished(p)
 	victims := s.overflow()
 	s.mu.Unlock()
 	for _, v := range victims {
@@ -30,24 +31,40 @@ func (s *Service) ended(p *process) {
 	}
 }
 
+// queueFinished counts p, registered and finished, among the finished
+// processes; the caller holds s.mu.
+func (s *Service) queueFinished(p *process) {
+	if s.procs[p.id] != p || p.queued {
+		return
+	}
+	p.queued = true
+	s.finished = append(s.finished, p)
+	s.nFinished++
+}
+
 // overflow unregisters the oldest finished processes beyond
 // --process-max-finished; the caller holds s.mu and removes them.
 func (s *Service) overflow() []*process {
-	var fin []*process
-	for _, p := range s.procs {
-		select {
-		case <-p.done:
-			fin = append(fin, p)
-		default:
+	var victims []*process
+	for s.nFinished > s.set.MaxFinished && len(s.finished) > 0 {
+		v := s.finished[0]
+		s.finished[0] = nil
+		s.finished = s.finished[1:]
+		if v.queued {
+			s.unregister(v)
+			victims = append(victims, v)
 		}
 	}
-	if len(fin) <= s.set.MaxFinished {
-		return nil
-	}
-	sort.Slice(fin, func(i, j int) bool { return endOf(fin[i]).Before(endOf(fin[j])) })
-	victims := fin[:len(fin)-s.set.MaxFinished]
-	for _, v := range victims {
-		s.unregister(v)
+	// Entries removed by retention or DELETE stay until reached; compact
+	// when they outnumber the live ones, so the queue stays bounded.
+	if stale := len(s.finished) - s.nFinished; stale > 64 && stale > s.nFinished {
+		live := make([]*process, 0, s.nFinished)
+		for _, p := range s.finished {
+			if p.queued {
+				live = append(live, p)
+			}
+		}
+		s.finished = live
 	}
 	return victims
 }
@@ -65,6 +82,10 @@ func endOf(p *process) time.Time {
 func (s *Service) unregister(p *process) {
 	if s.procs[p.id] == p {
 		delete(s.procs, p.id)
+	}
+	if p.queued {
+		p.queued = false
+		s.nFinished--
 	}
 	if t := p.spec.ClientToken; t != "" && s.tokens[t] == p {
 		delete(s.tokens, t)
@@ -132,6 +153,7 @@ func (s *Service) restore() error {
 			s.log.Warn("process: killed what was left of processes the previous run started", "processes", n)
 		}
 	}
+	var back []*process
 	for _, r := range recs {
 		rec := r.Process
 		if lost[rec.ID] {
@@ -156,6 +178,11 @@ func (s *Service) restore() error {
 		if rec.ClientToken != "" {
 			s.tokens[rec.ClientToken] = p
 		}
+		back = append(back, p)
+	}
+	sort.SliceStable(back, func(i, j int) bool { return endOf(back[i]).Before(endOf(back[j])) })
+	for _, p := range back {
+		s.queueFinished(p)
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ type process struct {
 	mu     sync.Mutex
 	rec    Process
 	exited bool     // the leader has exited: its group is no longer signalled
+	queued bool     // counted in svc.finished; guarded by svc.mu
 	stdin  *os.File // the pipe to its standard input; nil once closed
 	pty    *os.File // the pty's master; nil once the process is gone
 

@@ -399,6 +399,25 @@ func TestRetentionRemovesFinishedProcesses(t *testing.T) {
 	if len(l.Processes) != 2 || l.Processes[0].ID != ids[2] || l.Processes[1].ID != ids[3] {
 		t.Fatalf("%+v", l)
 	}
+	// Many ends keep exactly the newest, in order, while a background
+	// process that ends in between counts among them.
+	bg := f.start(t, map[string]any{"cmd": []string{"sleep", "30"}})
+	ids = ids[:0]
+	for i := 0; i < 20; i++ {
+		ids = append(ids, f.run(t, map[string]any{"cmd": []string{"true"}}).ID)
+		if i == 10 {
+			f.decode(t, "DELETE", "/api/v1/process/"+bg.ID+"?grace_ms=100", nil, 200, nil)
+			waitFor(t, "the kill", func() bool {
+				var r process.Process
+				f.decode(t, "GET", "/api/v1/process/"+bg.ID, nil, 200, &r)
+				return r.State != process.StateRunning
+			})
+		}
+	}
+	f.decode(t, "GET", "/api/v1/process", nil, 200, &l)
+	if len(l.Processes) != 2 || l.Processes[0].ID != ids[18] || l.Processes[1].ID != ids[19] {
+		t.Fatalf("want the last two of %v, got %+v", ids, l)
+	}
 }
 
 func TestJournal(t *testing.T) {

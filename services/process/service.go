@@ -108,6 +108,11 @@ type Service struct {
 	tokens  map[string]*process
 	running int // running or starting
 	closed  bool
+	// finished holds the finished processes in the order they ended, for
+	// --process-max-finished to drop the oldest without sorting them all
+	// at each end; entries unregistered since are skipped when reached.
+	finished  []*process
+	nFinished int // registered entries of finished
 
 	ctx    context.Context // cancelled by Close: running processes are stopped
 	cancel context.CancelFunc
