@@ -168,7 +168,10 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient // by service address
-	tunnels map[net.Conn]struct{}           // spliced upgrade connections, both ends
+	// tunnels: upgraded client connections, each with the gateway's
+	// connection to the service when spliced (nil: the service, in this
+	// process, took over the client's connection itself).
+	tunnels map[net.Conn]net.Conn
 	lns     []net.Listener
 	conns   map[net.Conn]struct{} // open client connections, for Close
 	closed  bool
@@ -193,7 +196,7 @@ func New(cfg Config) *Gateway {
 		cfg.Policy = p
 	}
 	g := &Gateway{cfg: cfg, known: append([]string(nil), cfg.Known...),
-		clients: map[string]*fasthttp.HostClient{}, tunnels: map[net.Conn]struct{}{},
+		clients: map[string]*fasthttp.HostClient{}, tunnels: map[net.Conn]net.Conn{},
 		conns: map[net.Conn]struct{}{}}
 	sort.Slice(g.known, func(i, j int) bool { return len(g.known[i]) > len(g.known[j]) })
 	if cfg.Status != nil {
@@ -234,7 +237,7 @@ func (g *Gateway) Serve(ln net.Listener) error {
 	}
 	g.lns = append(g.lns, ln)
 	g.mu.Unlock()
-	err := g.srv.Serve(ln)
+	err := g.srv.Serve(clientListener{Listener: ln, g: g})
 	g.mu.Lock()
 	closed := g.closed
 	g.mu.Unlock()
@@ -252,8 +255,18 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	for _, ln := range g.lns {
 		_ = ln.Close() // before fasthttp knows of it, Serve may not have started
 	}
-	for c := range g.tunnels {
-		_ = c.Close()
+	for c, up := range g.tunnels {
+		if up != nil {
+			_ = up.Close()
+		}
+		if cc, ok := c.(*clientConn); ok {
+			// The socket itself: clientConn.Close would take g.mu. The
+			// service's session ends on the error, and fasthttp's Close
+			// then untracks it.
+			_ = cc.Conn.Close()
+		} else {
+			_ = c.Close()
+		}
 	}
 	g.mu.Unlock()
 	err := g.srv.ShutdownWithContext(ctx)
@@ -361,13 +374,15 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	clientClose := ctx.Request.Header.ConnectionClose() || !ctx.Request.Header.IsHTTP11()
 	upgrade := isUpgrade(&ctx.Request.Header)
 	var direct *InProcess
-	if g.cfg.InProcess != nil && !upgrade {
-		if d := g.cfg.InProcess(t.Service); d != nil && d.takes(ctx) {
+	if g.cfg.InProcess != nil {
+		if d := g.cfg.InProcess(t.Service); d != nil && d.takes(ctx) && (!upgrade || ownConn(ctx) != nil) {
 			direct = d
 		}
 	}
 	g.rewrite(ctx, addr, t.Path, query, prefix)
 	switch {
+	case upgrade && direct != nil:
+		g.upgradeDirect(ctx, direct, t.Service)
 	case upgrade:
 		g.upgrade(ctx, addr, t.Service)
 	case direct != nil:
