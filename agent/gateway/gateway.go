@@ -59,19 +59,28 @@
 // read away (up to 256 MiB in 5 s) or the connection closes, so leftover bytes are
 // never parsed as a request. A stopped service has no handler, and the
 // proxy answers 502; a restarted one is called through its new
-// host. Upgrades (WebSocket) keep the splice in upgrade.go: the gateway
-// cannot see when a connection hijacked by a service's handler ends, so
-// Shutdown, Close and Tunnels could no longer account for it, and an
-// upgrade is one request per long-lived connection, where the extra hop
-// costs nothing measurable.
+// host. Upgrades (WebSocket) to an in-process service go the same way:
+// the service's handler answers the handshake and hijacks the client's own
+// connection, so its frames reach the client's socket with no loopback
+// connection and no splice between (a follower of a process's output costs
+// what it costs on the service's own port). The gateway wraps each
+// connection it accepts (conn.go) to see such a connection close: it is a
+// tunnel (Tunnels, closed by Shutdown and Close) from the handshake until
+// fasthttp closes it after the service's session; the wrapper passes the
+// socket's descriptor through (SyscallConn) only for a plain socket, so a
+// service's raw writes reach it and a TLS connection gets the portable
+// path. An upgrade the proxy would take anyway (a header block over the
+// service's buffer) and every upgrade to an isolated service, or on a
+// connection the gateway did not accept itself (Handler on another
+// server), keep the splice in upgrade.go.
 //
 // What ReverseProxy gave for free is kept by hand, here and tested: bodies
 // stream both ways without buffering (StreamRequestBody on the server,
 // StreamResponseBody on the clients, chunked responses such as server-sent
 // events written out chunk by chunk, never a multipart form spooled);
-// WebSocket and other Upgrade requests pass through by hijacking the client
-// connection on the service's 101 and splicing it to a connection of its
-// own to the service (upgrade.go); hop-by-hop headers are dropped
+// WebSocket and other Upgrade requests to a proxied service pass through
+// by hijacking the client connection on the service's 101 and splicing it
+// to a connection of its own to the service (upgrade.go); hop-by-hop headers are dropped
 // (proxy.go); the Authorizer sees request facts, not an HTTP stack
 // (authorize.go).
 package gateway
