@@ -611,3 +611,43 @@ func TestCloseEndsInProcessWebSocket(t *testing.T) {
 	}
 	waitTunnels(t, f.directGW, 0)
 }
+
+// TestCloseDuringInProcessHandshake: Close while a service's handler is
+// still answering a WebSocket handshake (the connection is a tunnel, not
+// yet hijacked) returns, ends the client's connection, and leaves no
+// tunnel once the handler gives up.
+func TestCloseDuringInProcessHandshake(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	app := fiber.New()
+	app.Get("/ws", func(c fiber.Ctx) error {
+		close(entered)
+		<-release
+		return c.SendStatus(http.StatusForbidden)
+	})
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	base, g := directGateway(t, "slow", gateway.NewInProcess(app, ln.Addr()), ln.Addr().String())
+	dialed := make(chan error, 1)
+	go func() {
+		_, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/ws", nil)
+		dialed <- err
+	}()
+	<-entered
+	if n := g.Tunnels(); n != 1 {
+		t.Fatalf("%d tunnels during the handshake, want 1", n)
+	}
+	closed := make(chan struct{})
+	go func() { _ = g.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(60 * time.Second): // hang guard
+		close(release)
+		t.Fatal("Close did not return while a handshake was in a service's handler")
+	}
+	close(release)
+	if err := <-dialed; err == nil {
+		t.Fatal("the handshake succeeded through a closed gateway")
+	}
+	waitTunnels(t, g, 0)
+}

@@ -293,11 +293,18 @@ func (g *Gateway) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = g.Shutdown(ctx)
+	// Closed outside g.mu: closing a connection whose WebSocket handshake
+	// is in flight (a tunnel, not yet hijacked) untracks it, which takes
+	// g.mu.
 	g.mu.Lock()
+	conns := make([]net.Conn, 0, len(g.conns))
 	for c := range g.conns {
-		_ = c.Close()
+		conns = append(conns, c)
 	}
 	g.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
 	return nil
 }
 
