@@ -15,8 +15,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/gorilla/websocket"
 	"github.com/valyala/fasthttp"
 
 	"deckhand/agent/gateway"
@@ -70,6 +72,28 @@ func factsService() []platform.Route {
 		{Method: "POST", Path: "/http", Summary: "facts through net/http", HTTP: http.HandlerFunc(httpFacts)},
 		{Method: "POST", Path: "/ignore", Summary: "answers without reading the body",
 			Handler: func(c fiber.Ctx) error { return c.SendString("ignored") }},
+		{Method: "GET", Path: "/ws", Summary: "echoes WebSocket messages", HTTP: http.HandlerFunc(echoWS)},
+		{Method: "GET", Path: "/ws-refused", Summary: "refuses the handshake",
+			Handler: func(c fiber.Ctx) error { return fault.Errorf(fault.CodeForbidden, "no upgrade here") }},
+	}
+}
+
+// echoWS answers each WebSocket message with itself, prefixed by what the
+// service saw of the handshake's Host and X-Forwarded-Host.
+func echoWS(w http.ResponseWriter, r *http.Request) {
+	c, err := (&websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}).Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	for {
+		typ, m, err := c.ReadMessage()
+		if err != nil {
+			return
+		}
+		if c.WriteMessage(typ, append([]byte(r.Header.Get("X-Forwarded-Host")+":"), m...)) != nil {
+			return
+		}
 	}
 }
 
@@ -493,4 +517,137 @@ func TestPanicInDispatchedHandler(t *testing.T) {
 	if st, _, raw := platformtest.Do(t, mustReq(t, "GET", base+"/ok", "")); st != 200 || raw != "ok" {
 		t.Fatalf("after the panic: %d %s", st, raw)
 	}
+}
+
+// waitTunnels waits until g has want tunnels open (a closed WebSocket's
+// end reaches the gateway after the client's close returns).
+func waitTunnels(t *testing.T, g *gateway.Gateway, want int) {
+	t.Helper()
+	for i := 0; g.Tunnels() != want; i++ {
+		if i == 2000 {
+			t.Fatalf("%d tunnels open, want %d", g.Tunnels(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestInProcessUpgradeTakesTheClientConnection: a WebSocket to a service
+// in the gateway's process is served on the client's own connection, with
+// no connection to the service's port, rewritten as for the proxy and
+// counted as a tunnel while open; a refused handshake is an ordinary
+// answer; the proxied path (a service in a process of its own, --isolate)
+// still reaches the port and works the same.
+func TestInProcessUpgradeTakesTheClientConnection(t *testing.T) {
+	t.Parallel()
+	f := newDispatchFixture(t, false, false)
+	for _, tc := range []struct {
+		name   string
+		base   string
+		gw     *gateway.Gateway
+		direct bool
+	}{
+		{"direct", f.direct, f.directGW, true},
+		{"proxied", f.proxy, f.proxyGW, false},
+	} {
+		before := f.svc.n.Load()
+		gln := strings.TrimPrefix(tc.base, "http://")
+		ws, _, err := websocket.DefaultDialer.Dial("ws://"+gln+"/_/facts/ws", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if n := tc.gw.Tunnels(); n != 1 {
+			t.Fatalf("%s: %d tunnels while a WebSocket is open, want 1", tc.name, n)
+		}
+		for _, m := range []string{"one", strings.Repeat("x", 1<<20)} {
+			if err := ws.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+				t.Fatal(err)
+			}
+			if _, got, err := ws.ReadMessage(); err != nil || string(got) != gln+":"+m {
+				t.Fatalf("%s: echo of %d bytes: %d bytes, %v", tc.name, len(m), len(got), err)
+			}
+		}
+		_ = ws.Close()
+		waitTunnels(t, tc.gw, 0)
+		opened := f.svc.n.Load() - before
+		if tc.direct && opened != 0 {
+			t.Fatalf("direct: the upgrade opened %d connections to the service's port", opened)
+		}
+		if !tc.direct && opened == 0 {
+			t.Fatal("proxied: no connection to the service's port: the counter is broken")
+		}
+		_, resp, err := websocket.DefaultDialer.Dial("ws://"+gln+"/_/facts/ws-refused", nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("%s: refused upgrade: %v %v", tc.name, resp, err)
+		}
+		var e struct {
+			Code string `json:"code"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code != fault.CodeForbidden {
+			t.Fatalf("%s: refusal body: %+v %v", tc.name, e, err)
+		}
+		resp.Body.Close()
+		waitTunnels(t, tc.gw, 0)
+	}
+}
+
+// TestCloseEndsInProcessWebSocket: closing the gateway ends a WebSocket a
+// service in its process serves on the client's connection, and a
+// handshake after Shutdown is refused.
+func TestCloseEndsInProcessWebSocket(t *testing.T) {
+	t.Parallel()
+	f := newDispatchFixture(t, false, false)
+	gln := strings.TrimPrefix(f.direct, "http://")
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+gln+"/_/facts/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	_ = f.directGW.Close()
+	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, _, err := ws.ReadMessage(); err == nil {
+		t.Fatal("the WebSocket outlived the gateway's Close")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the WebSocket stayed open after the gateway's Close")
+	}
+	waitTunnels(t, f.directGW, 0)
+}
+
+// TestCloseDuringInProcessHandshake: Close while a service's handler is
+// still answering a WebSocket handshake (the connection is a tunnel, not
+// yet hijacked) returns, ends the client's connection, and leaves no
+// tunnel once the handler gives up.
+func TestCloseDuringInProcessHandshake(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	app := fiber.New()
+	app.Get("/ws", func(c fiber.Ctx) error {
+		close(entered)
+		<-release
+		return c.SendStatus(http.StatusForbidden)
+	})
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	base, g := directGateway(t, "slow", gateway.NewInProcess(app, ln.Addr()), ln.Addr().String())
+	dialed := make(chan error, 1)
+	go func() {
+		_, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/ws", nil)
+		dialed <- err
+	}()
+	<-entered
+	if n := g.Tunnels(); n != 1 {
+		t.Fatalf("%d tunnels during the handshake, want 1", n)
+	}
+	closed := make(chan struct{})
+	go func() { _ = g.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(60 * time.Second): // hang guard
+		close(release)
+		t.Fatal("Close did not return while a handshake was in a service's handler")
+	}
+	close(release)
+	if err := <-dialed; err == nil {
+		t.Fatal("the handshake succeeded through a closed gateway")
+	}
+	waitTunnels(t, g, 0)
 }

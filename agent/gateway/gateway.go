@@ -59,19 +59,28 @@
 // read away (up to 256 MiB in 5 s) or the connection closes, so leftover bytes are
 // never parsed as a request. A stopped service has no handler, and the
 // proxy answers 502; a restarted one is called through its new
-// host. Upgrades (WebSocket) keep the splice in upgrade.go: the gateway
-// cannot see when a connection hijacked by a service's handler ends, so
-// Shutdown, Close and Tunnels could no longer account for it, and an
-// upgrade is one request per long-lived connection, where the extra hop
-// costs nothing measurable.
+// host. Upgrades (WebSocket) to an in-process service go the same way:
+// the service's handler answers the handshake and hijacks the client's own
+// connection, so its frames reach the client's socket with no loopback
+// connection and no splice between (a follower of a process's output costs
+// what it costs on the service's own port). The gateway wraps each
+// connection it accepts (conn.go) to see such a connection close: it is a
+// tunnel (Tunnels, closed by Shutdown and Close) from the handshake until
+// fasthttp closes it after the service's session; the wrapper passes the
+// socket's descriptor through (SyscallConn) only for a plain socket, so a
+// service's raw writes reach it and a TLS connection gets the portable
+// path. An upgrade the proxy would take anyway (a header block over the
+// service's buffer) and every upgrade to an isolated service, or on a
+// connection the gateway did not accept itself (Handler on another
+// server), keep the splice in upgrade.go.
 //
 // What ReverseProxy gave for free is kept by hand, here and tested: bodies
 // stream both ways without buffering (StreamRequestBody on the server,
 // StreamResponseBody on the clients, chunked responses such as server-sent
 // events written out chunk by chunk, never a multipart form spooled);
-// WebSocket and other Upgrade requests pass through by hijacking the client
-// connection on the service's 101 and splicing it to a connection of its
-// own to the service (upgrade.go); hop-by-hop headers are dropped
+// WebSocket and other Upgrade requests to a proxied service pass through
+// by hijacking the client connection on the service's 101 and splicing it
+// to a connection of its own to the service (upgrade.go); hop-by-hop headers are dropped
 // (proxy.go); the Authorizer sees request facts, not an HTTP stack
 // (authorize.go).
 package gateway
@@ -168,7 +177,10 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient // by service address
-	tunnels map[net.Conn]struct{}           // spliced upgrade connections, both ends
+	// tunnels: upgraded client connections, each with the gateway's
+	// connection to the service when spliced (nil: the service, in this
+	// process, took over the client's connection itself).
+	tunnels map[net.Conn]net.Conn
 	lns     []net.Listener
 	conns   map[net.Conn]struct{} // open client connections, for Close
 	closed  bool
@@ -193,7 +205,7 @@ func New(cfg Config) *Gateway {
 		cfg.Policy = p
 	}
 	g := &Gateway{cfg: cfg, known: append([]string(nil), cfg.Known...),
-		clients: map[string]*fasthttp.HostClient{}, tunnels: map[net.Conn]struct{}{},
+		clients: map[string]*fasthttp.HostClient{}, tunnels: map[net.Conn]net.Conn{},
 		conns: map[net.Conn]struct{}{}}
 	sort.Slice(g.known, func(i, j int) bool { return len(g.known[i]) > len(g.known[j]) })
 	if cfg.Status != nil {
@@ -234,7 +246,7 @@ func (g *Gateway) Serve(ln net.Listener) error {
 	}
 	g.lns = append(g.lns, ln)
 	g.mu.Unlock()
-	err := g.srv.Serve(ln)
+	err := g.srv.Serve(clientListener{Listener: ln, g: g})
 	g.mu.Lock()
 	closed := g.closed
 	g.mu.Unlock()
@@ -252,8 +264,18 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	for _, ln := range g.lns {
 		_ = ln.Close() // before fasthttp knows of it, Serve may not have started
 	}
-	for c := range g.tunnels {
-		_ = c.Close()
+	for c, up := range g.tunnels {
+		if up != nil {
+			_ = up.Close()
+		}
+		if cc, ok := c.(*clientConn); ok {
+			// The socket itself: clientConn.Close would take g.mu. The
+			// service's session ends on the error, and fasthttp's Close
+			// then untracks it.
+			_ = cc.Conn.Close()
+		} else {
+			_ = c.Close()
+		}
 	}
 	g.mu.Unlock()
 	err := g.srv.ShutdownWithContext(ctx)
@@ -271,11 +293,18 @@ func (g *Gateway) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = g.Shutdown(ctx)
+	// Closed outside g.mu: closing a connection whose WebSocket handshake
+	// is in flight (a tunnel, not yet hijacked) untracks it, which takes
+	// g.mu.
 	g.mu.Lock()
+	conns := make([]net.Conn, 0, len(g.conns))
 	for c := range g.conns {
-		_ = c.Close()
+		conns = append(conns, c)
 	}
 	g.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
 	return nil
 }
 
@@ -361,13 +390,15 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	clientClose := ctx.Request.Header.ConnectionClose() || !ctx.Request.Header.IsHTTP11()
 	upgrade := isUpgrade(&ctx.Request.Header)
 	var direct *InProcess
-	if g.cfg.InProcess != nil && !upgrade {
-		if d := g.cfg.InProcess(t.Service); d != nil && d.takes(ctx) {
+	if g.cfg.InProcess != nil {
+		if d := g.cfg.InProcess(t.Service); d != nil && d.takes(ctx) && (!upgrade || ownConn(ctx) != nil) {
 			direct = d
 		}
 	}
 	g.rewrite(ctx, addr, t.Path, query, prefix)
 	switch {
+	case upgrade && direct != nil:
+		g.upgradeDirect(ctx, direct, t.Service)
 	case upgrade:
 		g.upgrade(ctx, addr, t.Service)
 	case direct != nil:

@@ -11,6 +11,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 	"deckhand/platform/splice"
 )
 
@@ -63,7 +65,7 @@ func (g *Gateway) upgrade(ctx *fasthttp.RequestCtx, addr, service string) {
 			_ = up.Close()
 			return
 		}
-		defer g.untrack(c, up)
+		defer g.untrack(c)
 		if _, err := c.Write(head.Bytes()); err != nil {
 			_ = up.Close()
 			return
@@ -100,36 +102,24 @@ func spliceBoth(client, service net.Conn) {
 	<-done
 }
 
-// socketOf is the socket under fasthttp's hijacked connection.
-func socketOf(c net.Conn) net.Conn {
-	if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
-		if inner := u.UnsafeConn(); inner != nil {
-			return inner
-		}
-	}
-	return c
-}
-
-// track records a spliced pair so Shutdown can close it; false when the
-// gateway is already shutting down.
-func (g *Gateway) track(c ...net.Conn) bool {
+// track records an upgraded connection, and the gateway's own connection
+// to the service for a spliced one (nil for one a service in this process
+// took over), so Shutdown can close them; false when the gateway is
+// already shutting down.
+func (g *Gateway) track(client, service net.Conn) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
 		return false
 	}
-	for _, x := range c {
-		g.tunnels[x] = struct{}{}
-	}
+	g.tunnels[client] = service
 	return true
 }
 
-func (g *Gateway) untrack(c ...net.Conn) {
+func (g *Gateway) untrack(client net.Conn) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, x := range c {
-		delete(g.tunnels, x)
-	}
+	delete(g.tunnels, client)
 }
 
 // respond hands a response read from a connection of the gateway's own
@@ -170,5 +160,39 @@ func (c closeBoth) Close() error {
 func (g *Gateway) Tunnels() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.tunnels) / 2
+	return len(g.tunnels)
+}
+
+// ownConn is the request's connection when the gateway accepted it itself
+// (Serve), nil when the gateway's handler runs on another server: only on
+// its own connections does the gateway see a hijacked one close.
+func ownConn(ctx *fasthttp.RequestCtx) *clientConn {
+	cc, _ := ctx.Conn().(*clientConn)
+	return cc
+}
+
+// upgradeDirect passes an upgrade to a service in this process on the
+// client's own connection: the service's handler answers the handshake
+// and hijacks the connection, so its frames go to the client's socket
+// with no loopback connection and no splice between. The connection is a
+// tunnel from the call on (Tunnels, Shutdown) and until it closes, which
+// fasthttp does once the service's hijack handler returns; a handshake the
+// service refuses is an ordinary answer, after which the connection
+// closes, as on the proxied path.
+func (g *Gateway) upgradeDirect(ctx *fasthttp.RequestCtx, d *InProcess, service string) {
+	cc := ownConn(ctx)
+	if !g.track(cc, nil) {
+		reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeUnavailable,
+			Message: "the gateway is shutting down", Details: service})
+		ctx.SetConnectionClose()
+		return
+	}
+	cc.tunnel.Store(true)
+	// A WebSocket has no deadline (the proxied path clears it too); the
+	// header's read deadline must not end it.
+	_ = cc.SetDeadline(time.Time{})
+	g.dispatch(ctx, d, service, true)
+	if !ctx.Hijacked() && cc.tunnel.CompareAndSwap(true, false) {
+		g.untrack(cc)
+	}
 }

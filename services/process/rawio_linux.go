@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -67,13 +68,16 @@ func rawReader(f *os.File) func([]byte) (int, error) {
 }
 
 // rawWritev answers a writer of whole buffers to c with raw writev(2)
-// when c is a TCP socket, else nil.
+// when c gives its socket's descriptor (a TCP connection, or a wrapper of
+// one that passes SyscallConn through, as the agent's gateway does for the
+// connections it hands over), else nil: a TLS connection has no descriptor
+// to write plain bytes to.
 func rawWritev(c net.Conn) func(bufs [][]byte) error {
-	tc, ok := c.(*net.TCPConn)
+	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil
 	}
-	rc, err := tc.SyscallConn()
+	rc, err := sc.SyscallConn()
 	if err != nil {
 		return nil
 	}

@@ -2,9 +2,11 @@ package process
 
 import (
 	"bytes"
+	"crypto/tls"
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -106,5 +108,60 @@ func TestRawReaderEndAndDeadline(t *testing.T) {
 	}
 	if string(got) != "hello" {
 		t.Fatalf("read %q", got)
+	}
+}
+
+// passConn passes its socket's descriptor through, as the agent's gateway
+// does for a connection it hands to a service.
+type passConn struct{ net.Conn }
+
+func (c passConn) SyscallConn() (syscall.RawConn, error) {
+	return c.Conn.(syscall.Conn).SyscallConn()
+}
+
+// refuseConn is a wrapper over something that is not a plain socket.
+type refuseConn struct{ net.Conn }
+
+func (refuseConn) SyscallConn() (syscall.RawConn, error) { return nil, syscall.EOPNOTSUPP }
+
+// TestRawWritevFindsTheSocket: the raw writer is for a connection that
+// gives its socket's descriptor, itself or through a wrapper; a TLS
+// connection, or a wrapper that hides or refuses the descriptor, gets none
+// (the portable path writes through the connection).
+func TestRawWritevFindsTheSocket(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		name string
+		conn net.Conn
+		raw  bool
+	}{
+		{"tcp", c, true},
+		{"wrapper passing the descriptor", passConn{c}, true},
+		{"wrapper hiding it", struct{ net.Conn }{c}, false},
+		{"wrapper refusing it", refuseConn{c}, false},
+		{"tls", tls.Client(c, &tls.Config{InsecureSkipVerify: true}), false},
+	} {
+		if got := rawWritev(tc.conn) != nil; got != tc.raw {
+			t.Errorf("%s: raw writer %v, want %v", tc.name, got, tc.raw)
+		}
 	}
 }

@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"io"
+	"net"
+	"sync/atomic"
+	"syscall"
+)
+
+// clientConn is a connection the gateway accepted (Serve wraps its
+// listener). It exists so the gateway sees a hijacked connection end: a
+// WebSocket a service in this process took over on the client's own
+// connection (upgradeDirect) is a tunnel until fasthttp closes the
+// connection after the service's hijack handler returns, or until
+// Shutdown closes it.
+type clientConn struct {
+	net.Conn
+	g      *Gateway
+	tunnel atomic.Bool // counted in g.tunnels
+}
+
+// Close ends the connection and, for a tunnel, its entry in g.tunnels.
+func (c *clientConn) Close() error {
+	if c.tunnel.CompareAndSwap(true, false) {
+		c.g.untrack(c)
+	}
+	return c.Conn.Close()
+}
+
+// SyscallConn gives the socket's descriptor when the connection is a plain
+// socket, so a service writing to the hijacked connection (raw writev,
+// splice) reaches it; a TLS connection has none and gets the error, so
+// such a writer falls back to the connection's own Write.
+func (c *clientConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errNoSyscallConn
+}
+
+// ReadFrom keeps the socket's sendfile and splice for bodies the server
+// copies from a file or another socket.
+func (c *clientConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// errNoSyscallConn: the connection under a clientConn is not a socket
+// (TLS, or a conn made in memory).
+var errNoSyscallConn = &net.OpError{Op: "syscallconn", Net: "tcp", Err: syscall.EOPNOTSUPP}
+
+// clientListener wraps each accepted connection in a clientConn.
+type clientListener struct {
+	net.Listener
+	g *Gateway
+}
+
+func (l clientListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &clientConn{Conn: c, g: l.g}, nil
+}
+
+// socketOf is the connection to copy to and from directly: under
+// fasthttp's hijacked connection (which matters only for reading what it
+// buffered from the client) and under the gateway's own clientConn, as
+// long as that is a plain socket.
+func socketOf(c net.Conn) net.Conn {
+	if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+		if inner := u.UnsafeConn(); inner != nil {
+			c = inner
+		}
+	}
+	if cc, ok := c.(*clientConn); ok {
+		if _, plain := cc.Conn.(*net.TCPConn); plain {
+			return cc.Conn
+		}
+	}
+	return c
+}
