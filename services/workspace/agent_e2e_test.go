@@ -179,6 +179,10 @@ func TestEveryRouteAnswersThroughTheGateway(t *testing.T) {
 	n := "/api/v1/notes/notebooks/nb/nodes/n1"
 	g.call(N, "PUT", D+"/document", n+"/document", `{"title":"Arch","blocks":[{"id":"d","type":"diagram","text":"a -> b -> c"},{"id":"t","type":"text","text":"hello"}]}`, 201)
 	g.call(N, "GET", D+"/document", n+"/document", "", 200)
+	list, _, _ := g.call(N, "GET", "/api/v1/notes", "/api/v1/notes?notebook=nb", "", 200)
+	if nodes, _ := list["nodes"].([]any); len(nodes) != 1 {
+		t.Fatalf("notes list %v", list)
+	}
 	g.call(N, "PATCH", D+"/document", n+"/document", `{"title":"Architecture"}`, 200, "If-Match", `"1"`)
 	g.call(N, "PATCH", D+"/document", n+"/document", `{"title":"stale"}`, 409, "If-Match", `"1"`)
 	_, svg, hdr := g.call(N, "GET", D+"/blocks/{blockId}/svg", n+"/blocks/d/svg", "", 200)
