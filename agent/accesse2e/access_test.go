@@ -111,6 +111,37 @@ type agentProc struct {
 }
 
 // startAgent runs `deckhand run` (notes only: a services-program service) against the control plane.
+// control is a control plane with alice's project and its containers, for
+// agents to sync from.
+type control struct {
+	s          *controltest.Server
+	admin      string
+	alice, pid string
+}
+
+// newControl starts a control plane on the embedded store (the agent's
+// side does not depend on the control plane's engine: these tests run
+// once, not per engine) with containers ids in alice's project.
+func newControl(t *testing.T, ids ...string) *control {
+	t.Helper()
+	if controltest.OnPostgres() {
+		t.Skip("the agent's side does not depend on the control plane's store; run once, on the embedded store")
+	}
+	s := controltest.Start(t)
+	c := &control{s: s, admin: s.Admin()}
+	_, c.alice = s.User(c.admin, "alice@example.com")
+	c.pid = controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, c.alice), 201))["id"].(string)
+	for _, id := range ids {
+		s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": c.pid, "name": id, "id": id}, c.admin), 201)
+	}
+	return c
+}
+
+// agentToken mints an agt_ token for container id.
+func (c *control) agentToken(id string) string {
+	return controltest.Data(c.s.Must(c.s.Call("POST", "/api/v1/containers/"+id+"/agent-tokens", nil, c.alice), 201))["token"].(string)
+}
+
 func startAgent(t *testing.T, data string, args ...string) *agentProc {
 	t.Helper()
 	return startAgentProbe(t, data, nil, args...)
@@ -218,16 +249,9 @@ func (a *agentProc) stays(t *testing.T, d time.Duration, want int, path, from st
 }
 
 func TestGatewayEnforcesSyncedDocument(t *testing.T) {
-	if controltest.OnPostgres() {
-		t.Skip("the agent's side does not depend on the control plane's store; run once, on the embedded store")
-	}
-	s := controltest.Start(t)
-	admin := s.Admin()
-	aliceID, alice := s.User(admin, "alice@example.com")
-	_ = aliceID
-	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, alice), 201))["id"].(string)
-	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
-	agt := controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, alice), 201))["token"].(string)
+	c := newControl(t, "c1")
+	s, alice, pid := c.s, c.alice, c.pid
+	agt := c.agentToken("c1")
 	if !strings.HasPrefix(agt, "agt_") {
 		t.Fatalf("token %q", agt)
 	}
@@ -347,14 +371,8 @@ func TestGatewayEnforcesSyncedDocument(t *testing.T) {
 // document stays; the agent restarted with a new token (rotation) syncs
 // again.
 func TestRevokedAgentTokenStopsSync(t *testing.T) {
-	if controltest.OnPostgres() {
-		t.Skip("the agent's side does not depend on the control plane's store; run once, on the embedded store")
-	}
-	s := controltest.Start(t)
-	admin := s.Admin()
-	_, alice := s.User(admin, "alice@example.com")
-	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, alice), 201))["id"].(string)
-	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
+	c := newControl(t, "c1")
+	s, alice, pid := c.s, c.alice, c.pid
 	mint := func() (id, token string) {
 		d := controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, alice), 201))
 		return d["id"].(string), d["token"].(string)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"deckhand/agent/gateway"
-	"deckhand/control/controltest"
 	"deckhand/platform/proxyperm"
 )
 
@@ -39,19 +38,8 @@ func claimFrom(t *testing.T, a *agentProc, aud string) (int, string) {
 // service-identity group admits c1; claims for another audience, of
 // another container, tampered or under an unknown kid are refused.
 func TestContainerToContainerClaims(t *testing.T) {
-	if controltest.OnPostgres() {
-		t.Skip("the agent's side does not depend on the control plane's store; run once, on the embedded store")
-	}
-	s := controltest.Start(t)
-	admin := s.Admin()
-	_, alice := s.User(admin, "alice@example.com")
-	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, alice), 201))["id"].(string)
-	for _, id := range []string{"c1", "c2", "c3"} {
-		s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": id, "id": id}, admin), 201)
-	}
-	tok := func(c string) string {
-		return controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/"+c+"/agent-tokens", nil, alice), 201))["token"].(string)
-	}
+	ctl := newControl(t, "c1", "c2", "c3")
+	s, alice, pid, tok := ctl.s, ctl.alice, ctl.pid, ctl.agentToken
 
 	a1 := startAgent(t, t.TempDir(), "--control-url", s.URL, "--container-id", "c1", "--project-id", pid, "--token", tok("c1"))
 	a2 := startAgent(t, t.TempDir(), "--control-url", s.URL, "--container-id", "c2", "--project-id", pid, "--token", tok("c2"))

@@ -59,15 +59,9 @@ func onlyPrefix(names []string, prefix string) bool {
 // mcp service's tools for that group's credential; a group without one
 // sees every tool; a changed list applies to the next session.
 func TestSyncedToolAllowList(t *testing.T) {
-	if controltest.OnPostgres() {
-		t.Skip("the agent's side does not depend on the control plane's store; run once, on the embedded store")
-	}
-	s := controltest.Start(t)
-	admin := s.Admin()
-	_, alice := s.User(admin, "alice@example.com")
-	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, alice), 201))["id"].(string)
-	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
-	agt := controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, alice), 201))["token"].(string)
+	c := newControl(t, "c1")
+	s, alice, pid := c.s, c.alice, c.pid
+	agt := c.agentToken("c1")
 	doc := "/api/v1/containers/c1/proxy/permissions"
 	all := map[string]any{"files": true, "services": true, "exec": true}
 	cur := controltest.Data(s.Must(s.Call("PUT", doc, map[string]any{"project": pid, "container": "c1",

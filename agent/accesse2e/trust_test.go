@@ -88,15 +88,9 @@ func readOrEmpty(path string) string {
 // beside the control plane, then SIGHUP) is still followed, because the
 // old key signs the set announcing the new one.
 func TestForgedKeySetRefusedRotationFollowed(t *testing.T) {
-	if controltest.OnPostgres() {
-		t.Skip("the agent's side does not depend on the control plane's store; run once, on the embedded store")
-	}
-	s := controltest.Start(t)
-	admin := s.Admin()
-	_, alice := s.User(admin, "alice@example.com")
-	pid := controltest.Data(s.Must(s.Call("POST", "/api/v1/projects", map[string]any{"name": "P"}, alice), 201))["id"].(string)
-	s.Must(s.Call("POST", "/api/v1/admin/containers", map[string]any{"project_id": pid, "name": "one", "id": "c1"}, admin), 201)
-	agt := controltest.Data(s.Must(s.Call("POST", "/api/v1/containers/c1/agent-tokens", nil, alice), 201))["token"].(string)
+	c := newControl(t, "c1")
+	s, alice, pid := c.s, c.alice, c.pid
+	agt := c.agentToken("c1")
 	doc := "/api/v1/containers/c1/proxy/permissions"
 	cur := controltest.Data(s.Must(s.Call("PUT", doc, map[string]any{"project": pid, "container": "c1",
 		"groups":      map[string]any{"bots": map[string]any{"type": "token", "header": "X-Key", "value": "k-one"}},
