@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
 	"net"
 	"net/http"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/reqpolicy"
 )
 
 // ServeInMemory runs rc, a request another service of this process built
@@ -37,11 +37,7 @@ func (d *InProcess) ServeInMemory(rc *fasthttp.RequestCtx) (ok bool) {
 		// The service's Host recovers a panic in a route; one in Fiber
 		// itself must not take the caller's goroutine (and the agent) down.
 		if p := recover(); p != nil {
-			rc.Response.Reset()
-			rc.SetStatusCode(http.StatusBadGateway)
-			rc.SetContentType("application/json")
-			raw, _ := json.Marshal(&fault.Error{Code: fault.CodeBackend, Message: "the service failed on the request"})
-			rc.SetBody(raw)
+			reqpolicy.WriteFastError(rc, http.StatusBadGateway, &fault.Error{Code: fault.CodeBackend, Message: "the service failed on the request"})
 		}
 	}()
 	d.handler(rc)
