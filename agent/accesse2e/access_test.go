@@ -379,11 +379,15 @@ func TestRevokedAgentTokenStopsSync(t *testing.T) {
 	}
 	oldID, oldTok := mint()
 	doc := "/api/v1/containers/c1/proxy/permissions"
-	s.Must(s.Call("PUT", doc, map[string]any{"project": pid, "container": "c1", "groups": map[string]any{},
-		"permissions": map[string]any{}, "default": "allow"}, alice, "If-Match", "file:v0"), 200)
+	// The probe group lets the readiness probe through whichever default
+	// is in force when the agent first syncs.
+	probe := []string{"X-Probe", "p-one"}
+	s.Must(s.Call("PUT", doc, map[string]any{"project": pid, "container": "c1",
+		"groups":      map[string]any{"probe": map[string]any{"type": "token", "header": probe[0], "value": probe[1]}},
+		"permissions": map[string]any{"probe": map[string]any{"services": true}}, "default": "allow"}, alice, "If-Match", "file:v0"), 200)
 	tp := newTamper(t, s.URL)
 	data := t.TempDir()
-	a := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--token", oldTok)
+	a := startAgentProbe(t, data, probe, "--control-url", tp.srv.URL, "--container-id", "c1", "--token", oldTok)
 	const health, outside = "/_/notes/health", "203.0.113.5"
 	a.within(t, 10*time.Second, 200, health, outside)
 
@@ -403,7 +407,7 @@ func TestRevokedAgentTokenStopsSync(t *testing.T) {
 
 	a.stop()
 	_, newTok := mint()
-	b := startAgent(t, data, "--control-url", tp.srv.URL, "--container-id", "c1", "--token", newTok)
+	b := startAgentProbe(t, data, probe, "--control-url", tp.srv.URL, "--container-id", "c1", "--token", newTok)
 	b.within(t, 10*time.Second, 401, health, outside)
 	if strings.Contains(a.out.String()+b.out.String(), oldTok) || strings.Contains(b.out.String(), newTok) {
 		t.Fatal("an agent token reached the agent's log")
