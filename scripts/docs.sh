@@ -63,7 +63,14 @@ up "http://127.0.0.1:$base/_/cron/health" "$!" "$tmp/agent.log"
 rm -rf "$OUT"
 mkdir -p "$OUT/openapi"
 curl -fsS "http://$control/openapi.json" -o "$OUT/openapi/control.json"
-"$BIN/deckhand" status --listen "127.0.0.1:$base" -o json | jq -r '.services[] | "\(.name) \(.url)"' |
+# cron answering does not mean every service is up yet: status fails
+# while one is still starting, so ask again for up to 10 s.
+for i in $(seq 100); do
+  "$BIN/deckhand" status --listen "127.0.0.1:$base" -o json >"$tmp/status.json" 2>"$tmp/status.err" && break
+  [[ $i == 100 ]] && { echo "docs.sh: the agent's services did not all start:" >&2; cat "$tmp/status.err" >&2; tail -n 20 "$tmp/agent.log" >&2; exit 1; }
+  sleep 0.1
+done
+jq -r '.services[] | "\(.name) \(.url)"' "$tmp/status.json" |
   while read -r name url; do
     curl -fsS "$url/openapi.json" -o "$OUT/openapi/$name.json"
   done
