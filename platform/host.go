@@ -46,10 +46,11 @@ type HostConfig struct {
 	NamedLogger bool
 	// BodyLimit in bytes (default 4 MiB); larger bodies get 413.
 	BodyLimit int
-	// HeaderTimeout bounds reading a request's line and header block,
-	// from the connection's first byte (default 10 s): a client that
-	// trickles its headers (slowloris) is closed. ReadTimeout then applies
-	// to the body.
+	// HeaderTimeout bounds reading a request's line and header block
+	// (default 10 s), the first request's from the connection's opening: a
+	// client that trickles its headers (slowloris) is answered 408 and
+	// closed, one that sent nothing is closed without an answer.
+	// ReadTimeout then applies to the body.
 	HeaderTimeout time.Duration
 	ReadTimeout   time.Duration // default 60s
 	WriteTimeout  time.Duration // default 0: downloads may be long
@@ -174,6 +175,12 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		},
 	})
 	srv := h.app.Server()
+	routedErr := srv.ErrorHandler
+	srv.ErrorHandler = func(fctx *fasthttp.RequestCtx, err error) {
+		if !reqpolicy.CloseIfNothingRead(fctx, err) {
+			routedErr(fctx, err)
+		}
+	}
 	srv.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 		return fasthttp.RequestConfig{ReadTimeout: cfg.ReadTimeout}
 	}
@@ -522,6 +529,11 @@ func (h *Host) writeError(c fiber.Ctx, err error) {
 		c.Response().Header.Add(fiber.HeaderSetCookie, line)
 	}
 	status := e.Status()
+	if fe := (*fiber.Error)(nil); errors.As(err, &fe) && fe.Code == http.StatusRequestTimeout {
+		// The client was slow, not a service behind this one: 408, as
+		// the gateway answers, not TIMEOUT's 504.
+		status = http.StatusRequestTimeout
+	}
 	c.Status(status)
 	if h.cfg.Style == EnvelopeErrors {
 		_ = c.JSON(fault.ErrorEnvelope{StatusCode: status, Error: envelopeError(e.Code, status), Message: e.Message})

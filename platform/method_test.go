@@ -65,3 +65,40 @@ func TestUnknownMethodsInTheErrorBody(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderTimeout: a connection that sends nothing before the header
+// timeout is closed without an answer (a browser may use a connection it
+// opened ahead of need long after; an answer queued on it would be read
+// as the answer to its request), while one that began a request and
+// stalled is answered with the timeout error.
+func TestHeaderTimeout(t *testing.T) {
+	t.Parallel()
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "t"},
+		HeaderTimeout: 200 * time.Millisecond}, nil)
+	addr := strings.TrimPrefix(serve(t, h), "http://")
+	for _, tc := range []struct {
+		name, sent string
+		answered   bool
+	}{
+		{"nothing sent", "", false},
+		{"headers cut short", "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n", true},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(30 * time.Second)) // a hang guard
+		_, _ = io.WriteString(conn, tc.sent)
+		got, err := io.ReadAll(conn)
+		conn.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if answered := len(got) > 0; answered != tc.answered {
+			t.Errorf("%s: answered %v (%q), want %v", tc.name, answered, got, tc.answered)
+		}
+		if tc.answered && (!strings.HasPrefix(string(got), "HTTP/1.1 408 ") || !strings.Contains(string(got), `"TIMEOUT"`)) {
+			t.Errorf("%s: %q is not the timeout error", tc.name, got)
+		}
+	}
+}

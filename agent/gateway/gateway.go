@@ -547,6 +547,9 @@ func (g *Gateway) backendError(ctx *fasthttp.RequestCtx, service string, err err
 // that did not arrive in time) with the container error body; the status
 // is fasthttp's.
 func parseError(ctx *fasthttp.RequestCtx, err error) {
+	if reqpolicy.CloseIfNothingRead(ctx, err) {
+		return
+	}
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
 	switch {

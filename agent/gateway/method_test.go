@@ -81,3 +81,41 @@ func TestInProcessBodyKeepsTheReadTimeout(t *testing.T) {
 		t.Fatalf("%d %.300s", resp.StatusCode, raw)
 	}
 }
+
+// TestHeaderTimeoutThroughTheGateway: a connection that sends nothing for
+// the gateway's header timeout (10 s) is closed without an answer, since
+// a browser may use a connection it opened ahead of need long after and
+// would read a queued answer as its own; one that began a request and
+// stalled is answered 408 in the container error body.
+func TestHeaderTimeoutThroughTheGateway(t *testing.T) {
+	t.Parallel()
+	f := newDispatchFixture(t, false, false)
+	addr := strings.TrimPrefix(f.direct, "http://")
+	type result struct {
+		got []byte
+		err error
+	}
+	open := func(sent string) chan result {
+		ch := make(chan result, 1)
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(60 * time.Second)) // a hang guard
+			_, _ = io.WriteString(conn, sent)
+			got, err := io.ReadAll(conn)
+			ch <- result{got, err}
+		}()
+		return ch
+	}
+	silent := open("")
+	cut := open("GET /_/facts/facts/x HTTP/1.1\r\nHost: " + addr + "\r\n")
+	if r := <-silent; r.err != nil || len(r.got) != 0 {
+		t.Errorf("nothing sent: %q %v, want the connection closed without an answer", r.got, r.err)
+	}
+	if r := <-cut; r.err != nil || !strings.HasPrefix(string(r.got), "HTTP/1.1 408 ") || !strings.Contains(string(r.got), `"TIMEOUT"`) {
+		t.Errorf("headers cut short: %q %v, want 408 TIMEOUT", r.got, r.err)
+	}
+}
