@@ -172,7 +172,10 @@ func growPipe(f *os.File) {
 // growth of the previous one) in place, a new buffer once less than an
 // eighth of one is left.
 func (p *process) readLoop(f *os.File, stream byte, draining *atomic.Bool) {
-	buf := make([]byte, readMin)
+	// No read is larger than a chunk may be: the log's memory bound
+	// counts on it.
+	most := p.log.b.chunkMax
+	buf := make([]byte, min(readMin, most))
 	var rb *readBuf // the reader's own hold while bulk
 	used := 0       // bytes of rb handed to the log
 	defer func() { rb.release() }()
@@ -187,7 +190,7 @@ func (p *process) readLoop(f *os.File, stream byte, draining *atomic.Bool) {
 		}
 		into := buf
 		if rb != nil {
-			into = rb.b[used:]
+			into = rb.b[used:min(len(rb.b), used+most)]
 		}
 		n, err := read(into)
 		if n > 0 {

@@ -141,7 +141,11 @@ type budget struct {
 	memPer, memTotal   int64
 	diskPer, diskTotal int64
 	segSize            int64
-	holdLimit          int64
+	// chunkMax bounds one chunk (a read, or reads joined): memory never
+	// lets go of the newest chunk, so it must fit the memory bound with
+	// room to spare, however small the bound and however large a read.
+	chunkMax  int
+	holdLimit int64
 	// inFlight is how far before a follower's place bytes stay needed:
 	// what it was sent but had not received when its connection dropped
 	// (socket buffers on both ends, the gateway's) is asked for again.
@@ -159,7 +163,7 @@ type budget struct {
 func newBudget(set *Settings, log *slog.Logger) *budget {
 	seg := min(max(set.OutputDisk/8, 64<<10), 8<<20)
 	return &budget{memPer: set.OutputMemory, memTotal: set.OutputMemoryTotal, diskPer: set.OutputDisk,
-		diskTotal: set.OutputDiskTotal, segSize: seg, holdLimit: set.OutputDisk / 2, inFlight: set.OutputDisk / 4,
+		diskTotal: set.OutputDiskTotal, segSize: seg, chunkMax: int(min(readBufSize, set.OutputMemory/4)), holdLimit: set.OutputDisk / 2, inFlight: set.OutputDisk / 4,
 		grace: set.ResumeGrace, log: log}
 }
 
@@ -309,14 +313,15 @@ func (l *outlog) add(stream byte, p []byte, owned bool, rb *readBuf) {
 		rb.release()
 		return
 	}
-	if k := len(l.mem) - 1; rb != nil && k >= 0 && l.mem[k].buf == rb && l.mem[k].stream == stream && follows(l.mem[k].data, p) {
+	if k := len(l.mem) - 1; rb != nil && k >= 0 && l.mem[k].buf == rb && l.mem[k].stream == stream &&
+		len(l.mem[k].data)+len(p) <= l.b.chunkMax && follows(l.mem[k].data, p) {
 		last := &l.mem[k]
 		last.data = last.data[:len(last.data)+len(p)]
 		rb.release() // the chunk's hold covers it
-	} else if k >= 0 && l.mem[k].buf == nil && l.mem[k].stream == stream && len(l.mem[k].data)+len(p) <= coalesceMax {
+	} else if k >= 0 && l.mem[k].buf == nil && l.mem[k].stream == stream && len(l.mem[k].data)+len(p) <= l.coalesceMax() {
 		last := &l.mem[k]
 		if cap(last.data)-len(last.data) < len(p) {
-			grown := make([]byte, len(last.data), min(max(2*cap(last.data), len(last.data)+len(p)), coalesceMax))
+			grown := make([]byte, len(last.data), min(max(2*cap(last.data), len(last.data)+len(p)), l.coalesceMax()))
 			copy(grown, last.data)
 			last.data = grown
 		}
@@ -325,7 +330,7 @@ func (l *outlog) add(stream byte, p []byte, owned bool, rb *readBuf) {
 	} else {
 		data := p
 		if !owned {
-			data = make([]byte, len(p), max(len(p), min(4<<10, coalesceMax)))
+			data = make([]byte, len(p), max(len(p), min(4<<10, l.coalesceMax())))
 			copy(data, p)
 		}
 		l.mem = append(l.mem, chunk{off: l.total, stream: stream, data: data, buf: rb})
@@ -340,6 +345,9 @@ func (l *outlog) add(stream byte, p []byte, owned bool, rb *readBuf) {
 	close(wake)
 	l.shrink()
 }
+
+// coalesceMax is how far small reads of one stream may join one chunk.
+func (l *outlog) coalesceMax() int { return min(coalesceMax, l.b.chunkMax) }
 
 // follows reports whether p starts where a ends, in a's array.
 func follows(a, p []byte) bool {

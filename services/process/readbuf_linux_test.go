@@ -164,3 +164,50 @@ func TestFinishedOutputLeavesReadBuffers(t *testing.T) {
 		t.Fatalf("read %d bytes, want %d, or other bytes", len(got), len(want))
 	}
 }
+
+// TestSmallMemoryBoundHoldsForBulkReads: with a memory bound far below a
+// read buffer, bulk output nobody follows keeps memory within the bound
+// (the newest chunk, which memory never lets go of, included), and what
+// is kept when the output ends, before the disk catches up, is within the
+// disk and memory bounds together.
+func TestSmallMemoryBoundHoldsForBulkReads(t *testing.T) {
+	t.Parallel()
+	const memPer, diskPer, total = 64 << 10, 1 << 20, 6 << 20
+	b := testBudget(memPer, 2*memPer, diskPer, 2*diskPer)
+	l := newOutlog(b, filepath.Join(t.TempDir(), "p"))
+	t.Cleanup(func() { l.remove(); b.spillers.Wait() })
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	growPipe(w)
+	go func() {
+		defer w.Close()
+		buf := bytes.Repeat([]byte{'x'}, 1<<20)
+		for n := 0; n < total; n += len(buf) {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	var draining atomic.Bool
+	(&process{log: l}).readLoop(r, streamStdout, &draining)
+	_ = r.Close()
+	l.mu.Lock()
+	mem, kept, end := l.memBytes, l.keptFrom(), l.total
+	var largest int
+	for _, c := range l.mem {
+		largest = max(largest, len(c.data))
+	}
+	l.mu.Unlock()
+	l.close()
+	if end != total {
+		t.Fatalf("read %d of %d", end, total)
+	}
+	if mem > memPer || largest > memPer/4 {
+		t.Errorf("memory holds %d bytes (largest chunk %d), bound %d", mem, largest, memPer)
+	}
+	if end-kept > diskPer+memPer {
+		t.Errorf("%d bytes kept, bound %d on disk and %d in memory", end-kept, diskPer, memPer)
+	}
+}
