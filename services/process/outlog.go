@@ -29,12 +29,15 @@ import (
 //
 // Followers hold their place: while a follower is connected, or for the
 // resume grace after it disconnects, the reader of the process's pipes
-// stops taking output once it is holdLimit (half the disk bound) ahead of
-// the slowest follower, and bytes a follower has not read, or may not have
-// received (inFlight, a quarter of the disk bound, before its place), leave
-// memory only once they are on disk. Within the disk bound the oldest
-// segment goes, so holdLimit + inFlight + a segment fit it. The process then waits on its pipe (as it would writing to
-// a slow terminal) instead of a follower losing bytes.
+// stops taking output once it is too far ahead of the slowest follower
+// (lead: half of memory for a connected follower, which so reads from
+// memory, never from the disk; holdLimit, half the disk bound, for the
+// place of one that disconnected), and bytes a follower has not read, or
+// may not have received (inFlight, a quarter of the disk bound, before its
+// place), leave memory only once they are on disk. Within the disk bound
+// the oldest segment goes, so holdLimit + inFlight + a segment fit it. The
+// process then waits on its pipe (as it would writing to a slow terminal)
+// instead of a follower losing bytes.
 
 const (
 	streamStdout byte = 1
@@ -440,13 +443,13 @@ func (l *outlog) needed(off int64) bool {
 	return false
 }
 
-// waitHolds waits while taking n more bytes would put the output more
-// than holdLimit ahead of a follower's place. The caller holds wmu.
+// waitHolds waits while taking n more bytes would put the output further
+// ahead of a follower's place than its lead. The caller holds wmu.
 func (l *outlog) waitHolds(n int64) {
 	for {
 		l.mu.Lock()
 		now := time.Now()
-		low, any := int64(0), false
+		ahead := false
 		var next time.Time
 		for h := range l.holds {
 			if h.lingering && !now.Before(h.expires) {
@@ -456,11 +459,11 @@ func (l *outlog) waitHolds(n int64) {
 			if h.lingering && (next.IsZero() || h.expires.Before(next)) {
 				next = h.expires
 			}
-			if !any || h.pos < low {
-				low, any = h.pos, true
+			if h.pos < l.total && l.total+n-h.pos > l.lead(h) {
+				ahead = true
 			}
 		}
-		if !any || l.removed || low >= l.total || l.total+n-low <= l.b.holdLimit {
+		if !ahead || l.removed {
 			l.mu.Unlock()
 			return
 		}
@@ -489,6 +492,17 @@ func (l *outlog) waitHolds(n int64) {
 			return
 		}
 	}
+}
+
+// lead is how far the output may get ahead of a follower's place. A
+// connected follower is kept within what memory holds, where it reads
+// without touching the disk; the place of one that disconnected holds up
+// to holdLimit for its resume.
+func (l *outlog) lead(h *hold) int64 {
+	if h.lingering {
+		return l.b.holdLimit
+	}
+	return min(l.b.holdLimit, max(l.b.memPer/2, 2*int64(l.b.chunkMax)))
 }
 
 // wakeHolders wakes an append waiting on the holds; the caller holds mu.

@@ -184,3 +184,66 @@ func TestRecycledSegmentsReadBack(t *testing.T) {
 		t.Fatalf("read %d", c.pos)
 	}
 }
+
+// TestConnectedFollowerReadsFromMemory: the output gets no further ahead
+// of a connected follower than memory holds, so the follower reads what
+// it has not sent yet from memory, not back from the disk; the place of a
+// follower that disconnected lets the output go on up to holdLimit.
+func TestConnectedFollowerReadsFromMemory(t *testing.T) {
+	t.Parallel()
+	const memPer, chunk, total = 1 << 20, 64 << 10, 8 << 20
+	b := testBudget(memPer, 4*memPer, 64<<20, 64<<20) // holdLimit 32 MiB
+	l := newOutlog(b, filepath.Join(t.TempDir(), "p"))
+	t.Cleanup(func() { l.remove(); b.spillers.Wait() })
+	h := l.addHold(0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; n < total; n += chunk {
+			l.append(streamStdout, bytes.Repeat([]byte{byte(n / chunk)}, chunk), false)
+		}
+		l.close()
+	}()
+	// settled answers the output's length once it stopped growing.
+	settled := func() int64 {
+		last := int64(-1)
+		for {
+			time.Sleep(50 * time.Millisecond)
+			l.mu.Lock()
+			n := l.total
+			l.mu.Unlock()
+			if n == last {
+				return n
+			}
+			last = n
+		}
+	}
+	c := l.cursor(0)
+	defer c.close()
+	for pos := int64(0); pos < 2*memPer; {
+		ahead := settled() - pos
+		if ahead > memPer/2 {
+			t.Fatalf("the output got %d bytes ahead of a connected follower, lead %d", ahead, memPer/2)
+		}
+		l.mu.Lock()
+		inMemory := c.pos >= l.memStart()
+		l.mu.Unlock()
+		if !inMemory {
+			t.Fatalf("the follower's next byte, at %d, is no longer in memory", c.pos)
+		}
+		pieces, _, _, _ := c.next(1 << 20)
+		for _, p := range pieces {
+			pos = p.end()
+		}
+		l.moveHold(h, pos)
+	}
+	l.releaseHold(h) // disconnected: its place holds, the output goes on
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second): // hang guard
+		t.Fatal("the output stalled once the follower disconnected")
+	}
+	if got, gaps := readAll(t, l, 0); len(gaps) != 0 || len(got) != total {
+		t.Fatalf("%d gaps, %d of %d bytes", len(gaps), len(got), total)
+	}
+}
