@@ -44,23 +44,7 @@ func TestBulkReadsRecycleBuffers(t *testing.T) {
 		}
 		return true
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	growPipe(w)
-	go func() {
-		defer w.Close()
-		buf := make([]byte, 128<<10)
-		for off := int64(0); off < total; {
-			n := int(min(int64(len(buf)), total-off))
-			fill(off, buf[:n])
-			if _, err := w.Write(buf[:n]); err != nil {
-				return
-			}
-			off += int64(n)
-		}
-	}()
+	r := feedPipe(t, total, 128<<10, fill)
 	p := &process{log: l}
 	var draining atomic.Bool
 	read := make(chan struct{})
@@ -176,20 +160,7 @@ func TestSmallMemoryBoundHoldsForBulkReads(t *testing.T) {
 	b := testBudget(memPer, 2*memPer, diskPer, 2*diskPer)
 	l := newOutlog(b, filepath.Join(t.TempDir(), "p"))
 	t.Cleanup(func() { l.remove(); b.spillers.Wait() })
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	growPipe(w)
-	go func() {
-		defer w.Close()
-		buf := bytes.Repeat([]byte{'x'}, 1<<20)
-		for n := 0; n < total; n += len(buf) {
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-		}
-	}()
+	r := feedPipe(t, total, 1<<20, func(int64, []byte) {})
 	var draining atomic.Bool
 	(&process{log: l}).readLoop(r, streamStdout, &draining)
 	_ = r.Close()
@@ -210,4 +181,28 @@ func TestSmallMemoryBoundHoldsForBulkReads(t *testing.T) {
 	if end-kept > diskPer+memPer {
 		t.Errorf("%d bytes kept, bound %d on disk and %d in memory", end-kept, diskPer, memPer)
 	}
+}
+
+// feedPipe answers the read end of a grown pipe into which a goroutine
+// writes total bytes, size at a time, each filled by fill from its offset.
+func feedPipe(t *testing.T, total int64, size int, fill func(off int64, p []byte)) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	growPipe(w)
+	go func() {
+		defer w.Close()
+		buf := make([]byte, size)
+		for off := int64(0); off < total; {
+			n := int(min(int64(len(buf)), total-off))
+			fill(off, buf[:n])
+			if _, err := w.Write(buf[:n]); err != nil {
+				return
+			}
+			off += int64(n)
+		}
+	}()
+	return r
 }
