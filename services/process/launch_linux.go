@@ -280,8 +280,8 @@ func (s *Service) supervise(p *process, cmd *exec.Cmd, outs []*os.File, readers 
 	p.log.close()
 	p.closePTY()
 	p.save(p.snapshot())
+	s.ended(p) // before done: whoever waits on it sees the bounds applied
 	close(p.done)
-	s.ended(p)
 }
 
 // waitExited waits until pid has exited without reaping it (WNOWAIT):

@@ -11,8 +11,8 @@ func (s *Service) failStart(p *process, err error) {
 	p.finish(EndFailedToStart, 0, "", err.Error(), end)
 	p.log.close()
 	p.save(p.snapshot())
+	s.ended(p) // before done: whoever waits on it sees the bounds applied
 	close(p.done)
-	s.ended(p)
 	s.wg.Done()
 }
 
@@ -40,6 +40,17 @@ func (s *Service) queueFinished(p *process) {
 	p.queued = true
 	s.finished = append(s.finished, p)
 	s.nFinished++
+	// Ends are queued as they are reported, nearly always in the order
+	// they happened; one reported late moves back to its place, so the
+	// oldest still goes first.
+	end := endOf(p)
+	for i := len(s.finished) - 1; i > 0; i-- {
+		prev := s.finished[i-1]
+		if prev == nil || !endOf(prev).After(end) {
+			break
+		}
+		s.finished[i-1], s.finished[i] = p, prev
+	}
 }
 
 // overflow unregisters the oldest finished processes beyond
