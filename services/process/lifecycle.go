@@ -46,7 +46,7 @@ func (s *Service) queueFinished(p *process) {
 	end := endOf(p)
 	for i := len(s.finished) - 1; i > 0; i-- {
 		prev := s.finished[i-1]
-		if prev == nil || !endOf(prev).After(end) {
+		if !endOf(prev).After(end) {
 			break
 		}
 		s.finished[i-1], s.finished[i] = p, prev

@@ -147,7 +147,12 @@ type budget struct {
 	// chunkMax bounds one chunk (a read, or reads joined): memory never
 	// lets go of the newest chunk, so it must fit the memory bound with
 	// room to spare, however small the bound and however large a read.
-	chunkMax  int
+	chunkMax int
+	coalesce int // coalesceMax within chunkMax
+	// connLead is how far the output may get ahead of a connected
+	// follower: within what memory holds, where it reads without touching
+	// the disk. The place of one that disconnected holds holdLimit.
+	connLead  int64
 	holdLimit int64
 	// inFlight is how far before a follower's place bytes stay needed:
 	// what it was sent but had not received when its connection dropped
@@ -165,8 +170,10 @@ type budget struct {
 
 func newBudget(set *Settings, log *slog.Logger) *budget {
 	seg := min(max(set.OutputDisk/8, 64<<10), 8<<20)
+	chunkMax := int(min(readBufSize, set.OutputMemory/4))
 	return &budget{memPer: set.OutputMemory, memTotal: set.OutputMemoryTotal, diskPer: set.OutputDisk,
-		diskTotal: set.OutputDiskTotal, segSize: seg, chunkMax: int(min(readBufSize, set.OutputMemory/4)), holdLimit: set.OutputDisk / 2, inFlight: set.OutputDisk / 4,
+		diskTotal: set.OutputDiskTotal, segSize: seg, chunkMax: chunkMax, coalesce: min(coalesceMax, chunkMax),
+		connLead: min(set.OutputMemory/2, set.OutputDisk/2), holdLimit: set.OutputDisk / 2, inFlight: set.OutputDisk / 4,
 		grace: set.ResumeGrace, log: log}
 }
 
@@ -321,10 +328,10 @@ func (l *outlog) add(stream byte, p []byte, owned bool, rb *readBuf) {
 		last := &l.mem[k]
 		last.data = last.data[:len(last.data)+len(p)]
 		rb.release() // the chunk's hold covers it
-	} else if k >= 0 && l.mem[k].buf == nil && l.mem[k].stream == stream && len(l.mem[k].data)+len(p) <= l.coalesceMax() {
+	} else if k >= 0 && l.mem[k].buf == nil && l.mem[k].stream == stream && len(l.mem[k].data)+len(p) <= l.b.coalesce {
 		last := &l.mem[k]
 		if cap(last.data)-len(last.data) < len(p) {
-			grown := make([]byte, len(last.data), min(max(2*cap(last.data), len(last.data)+len(p)), l.coalesceMax()))
+			grown := make([]byte, len(last.data), min(max(2*cap(last.data), len(last.data)+len(p)), l.b.coalesce))
 			copy(grown, last.data)
 			last.data = grown
 		}
@@ -333,7 +340,7 @@ func (l *outlog) add(stream byte, p []byte, owned bool, rb *readBuf) {
 	} else {
 		data := p
 		if !owned {
-			data = make([]byte, len(p), max(len(p), min(4<<10, l.coalesceMax())))
+			data = make([]byte, len(p), max(len(p), min(4<<10, l.b.coalesce)))
 			copy(data, p)
 		}
 		l.mem = append(l.mem, chunk{off: l.total, stream: stream, data: data, buf: rb})
@@ -348,9 +355,6 @@ func (l *outlog) add(stream byte, p []byte, owned bool, rb *readBuf) {
 	close(wake)
 	l.shrink()
 }
-
-// coalesceMax is how far small reads of one stream may join one chunk.
-func (l *outlog) coalesceMax() int { return min(coalesceMax, l.b.chunkMax) }
 
 // follows reports whether p starts where a ends, in a's array.
 func follows(a, p []byte) bool {
@@ -494,15 +498,12 @@ func (l *outlog) waitHolds(n int64) {
 	}
 }
 
-// lead is how far the output may get ahead of a follower's place. A
-// connected follower is kept within what memory holds, where it reads
-// without touching the disk; the place of one that disconnected holds up
-// to holdLimit for its resume.
+// lead is how far the output may get ahead of a follower's place.
 func (l *outlog) lead(h *hold) int64 {
 	if h.lingering {
 		return l.b.holdLimit
 	}
-	return min(l.b.holdLimit, max(l.b.memPer/2, 2*int64(l.b.chunkMax)))
+	return l.b.connLead
 }
 
 // wakeHolders wakes an append waiting on the holds; the caller holds mu.
