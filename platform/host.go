@@ -20,6 +20,7 @@ import (
 
 	"deckhand/platform/clientip"
 	"deckhand/platform/fault"
+	"deckhand/platform/localtcp"
 	"deckhand/platform/ratelimit"
 	"deckhand/platform/reqpolicy"
 )
@@ -336,7 +337,7 @@ func (h *Host) Serve(ln net.Listener) error {
 		ip := tcp.IP.String()
 		h.boundIP.Store(&ip)
 	}
-	err := h.app.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
+	err := h.app.Listener(localtcp.Listener(ln), fiber.ListenConfig{DisableStartupMessage: true})
 	if errors.Is(err, net.ErrClosed) {
 		return nil
 	}

@@ -319,3 +319,12 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+func TestLocalConnectionsSendUnpaced(t *testing.T) {
+	t.Parallel()
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "test", Title: "Test", Version: "1"}}, testRoutes())
+	addr := strings.TrimPrefix(platformtest.Serve(t, h), "http://")
+	if got := platformtest.AcceptedCongestion(t, addr); got != "reno" {
+		t.Errorf("a connection from this host uses %q, want reno", got)
+	}
+}

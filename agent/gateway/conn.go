@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+
+	"deckhand/platform/localtcp"
 )
 
 // clientConn is a connection the gateway accepted (Serve wraps its
@@ -62,6 +64,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	localtcp.Tune(c)
 	return &clientConn{Conn: c, g: l.g}, nil
 }
 

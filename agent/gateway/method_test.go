@@ -119,3 +119,11 @@ func TestHeaderTimeoutThroughTheGateway(t *testing.T) {
 		t.Errorf("headers cut short: %q %v, want 408 TIMEOUT", r.got, r.err)
 	}
 }
+
+func TestLocalConnectionsSendUnpaced(t *testing.T) {
+	t.Parallel()
+	f := newDispatchFixture(t, false, false)
+	if got := platformtest.AcceptedCongestion(t, strings.TrimPrefix(f.direct, "http://")); got != "reno" {
+		t.Errorf("a connection from this host to the gateway uses %q, want reno", got)
+	}
+}
