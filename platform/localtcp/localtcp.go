@@ -9,7 +9,10 @@
 // choice.
 package localtcp
 
-import "net"
+import (
+	"context"
+	"net"
+)
 
 // Listener wraps ln so that every connection it accepts from this host is
 // tuned (Tune). The connection itself is answered, not a wrapper, so code
@@ -24,6 +27,18 @@ func (l listener) Accept() (net.Conn, error) {
 		Tune(c)
 	}
 	return c, err
+}
+
+// DialContext is d's DialContext with each connection to this host tuned
+// (Tune): for a client that sends bulk to a local agent (uploads).
+func DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			Tune(c)
+		}
+		return c, err
+	}
 }
 
 // Local reports whether a connection between local and remote stays on

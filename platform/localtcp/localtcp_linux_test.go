@@ -1,6 +1,7 @@
 package localtcp_test
 
 import (
+	"context"
 	"net"
 	"syscall"
 	"testing"
@@ -80,5 +81,23 @@ func TestAcceptedLocalConnectionIsUnpaced(t *testing.T) {
 	}
 	if got := congestion(t, tc); got != "reno" {
 		t.Errorf("a connection from this host uses %s, want reno (the listener's is %s)", got, inherited)
+	}
+}
+
+func TestDialedLocalConnectionIsUnpaced(t *testing.T) {
+	t.Parallel()
+	ln := pacedListener(t)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	c, err := localtcp.DialContext(&net.Dialer{})(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := congestion(t, c.(*net.TCPConn)); got != "reno" {
+		t.Errorf("a connection to this host uses %s, want reno", got)
 	}
 }

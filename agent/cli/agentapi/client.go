@@ -16,6 +16,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"deckhand/platform/localtcp"
 )
 
 // DefaultURL is the agent a client command talks to without --agent.
@@ -60,7 +62,7 @@ func New(agentURL, token string, hc *http.Client) (*Client, error) {
 		// run; connecting and waiting for an answer's head are bounded.
 		hc = &http.Client{Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:           localtcp.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}),
 			TLSHandshakeTimeout:   15 * time.Second,
 			ResponseHeaderTimeout: 2 * time.Minute,
 			MaxIdleConnsPerHost:   4,
