@@ -101,12 +101,17 @@ func TestRoutesDocumented(t *testing.T) {
 
 func TestBadPorts(t *testing.T) {
 	t.Parallel()
-	closed := platformtest.FreePortBase(t, 1)
+	// Every port the case names lies in one reserved free range, so no
+	// other test listens on one, and the closed port is outside the
+	// agent's own ports and the deny list.
+	base := platformtest.FreePortBase(t, 2501)
+	port := func(off int) string { return strconv.Itoa(base + off) }
+	closed := port(2501)
 	e := start(t, func(s *tunnel.Settings) {
-		s.PortBase = 20000
-		s.AllowPorts = "20002"
-		s.DenyPorts = "21000"
-		s.AgentPorts = "20100-20120,22500"
+		s.PortBase = base
+		s.AllowPorts = port(2)
+		s.DenyPorts = port(1000)
+		s.AgentPorts = port(100) + "-" + port(120) + "," + port(2500)
 	})
 	cases := []struct {
 		name   string
@@ -117,20 +122,20 @@ func TestBadPorts(t *testing.T) {
 		{"ws port 0", "/api/v1/tunnel/ws?port=0", 400, "INVALID"},
 		{"ws port 65536", "/api/v1/tunnel/ws?port=65536", 400, "INVALID"},
 		{"ws port missing", "/api/v1/tunnel/ws", 400, "INVALID"},
-		{"ws nothing listening", "/api/v1/tunnel/ws?port=" + strconv.Itoa(closed), 502, "UPSTREAM_UNREACHABLE"},
-		{"ws agent port", "/api/v1/tunnel/ws?port=20006", 403, "PORT_DENIED"},
-		{"ws gateway port", "/api/v1/tunnel/ws?port=20000", 403, "PORT_DENIED"},
-		{"ws deny list", "/api/v1/tunnel/ws?port=21000", 403, "PORT_DENIED"},
-		{"ws agent port +15", "/api/v1/tunnel/ws?port=20015", 403, "PORT_DENIED"},
-		{"ws agent port +16", "/api/v1/tunnel/ws?port=20016", 403, "PORT_DENIED"},
-		{"ws agent port list", "/api/v1/tunnel/ws?port=22500", 403, "PORT_DENIED"},
-		{"proxy agent port range", "/proxy/20117/", 403, "PORT_DENIED"},
-		{"ws allowed agent port, nothing there", "/api/v1/tunnel/ws?port=20002", 502, "UPSTREAM_UNREACHABLE"},
+		{"ws nothing listening", "/api/v1/tunnel/ws?port=" + closed, 502, "UPSTREAM_UNREACHABLE"},
+		{"ws agent port", "/api/v1/tunnel/ws?port=" + port(6), 403, "PORT_DENIED"},
+		{"ws gateway port", "/api/v1/tunnel/ws?port=" + port(0), 403, "PORT_DENIED"},
+		{"ws deny list", "/api/v1/tunnel/ws?port=" + port(1000), 403, "PORT_DENIED"},
+		{"ws agent port +15", "/api/v1/tunnel/ws?port=" + port(15), 403, "PORT_DENIED"},
+		{"ws agent port +16", "/api/v1/tunnel/ws?port=" + port(16), 403, "PORT_DENIED"},
+		{"ws agent port list", "/api/v1/tunnel/ws?port=" + port(2500), 403, "PORT_DENIED"},
+		{"proxy agent port range", "/proxy/" + port(117) + "/", 403, "PORT_DENIED"},
+		{"ws allowed agent port, nothing there", "/api/v1/tunnel/ws?port=" + port(2), 502, "UPSTREAM_UNREACHABLE"},
 		{"proxy port 0", "/proxy/0/", 400, "INVALID"},
 		{"proxy port 70000", "/proxy/70000/x", 400, "INVALID"},
 		{"proxy port word", "/proxy/abc/x", 400, "INVALID"},
-		{"proxy nothing listening", "/proxy/" + strconv.Itoa(closed) + "/x", 502, "UPSTREAM_UNREACHABLE"},
-		{"proxy agent port", "/proxy/20001/", 403, "PORT_DENIED"},
+		{"proxy nothing listening", "/proxy/" + closed + "/x", 502, "UPSTREAM_UNREACHABLE"},
+		{"proxy agent port", "/proxy/" + port(1) + "/", 403, "PORT_DENIED"},
 		{"unknown session", "/api/v1/tunnel/sessions/tun_nope", 404, "NOT_FOUND"},
 	}
 	for _, c := range cases {
