@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"deckhand/platform/platformtest"
 )
 
 // Figures, not assertions: run with
@@ -67,7 +69,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 				if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
 					b.Skip("deckhand-display is not beside deckhand")
 				}
-				m.args = []string{"--display", startXvfb(b)}
+				m.args = []string{"--display", platformtest.StartXvfb(b, "640x480x24")}
 			}
 			var mib []float64
 			for range b.N {

@@ -25,7 +25,7 @@ func TestProgramsGetTheDesktop(t *testing.T) {
 	if err := exec.Command("/usr/bin/python3", "-c", "import gi; gi.require_version('Gtk', '3.0')").Run(); err != nil {
 		t.Fatal("python3-gi with GTK 3 is missing (scripts/setup.sh installs python3-gi gir1.2-gtk-3.0 at-spi2-core)")
 	}
-	display := startXvfb(t)
+	display := platformtest.StartXvfb(t, "640x480x24")
 	env := platformtest.SessionBus(t)
 	a := startEnv(t, env, "--display", display, "--services", "display,process")
 	a.waitFor(t, "display and process running", allRunning)

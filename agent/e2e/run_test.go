@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -658,7 +657,7 @@ func TestDisplayRunsItsOwnBinary(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
 		t.Skip("deckhand-display is not beside deckhand (run through `make test`, or set DECKHAND_BIN to a directory holding both)")
 	}
-	display := startXvfb(t)
+	display := platformtest.StartXvfb(t, "640x480x24")
 	a := start(t, "--display", display, "--services", "cron,display")
 	st := a.waitFor(t, "display running", func(s *agent.Status) bool {
 		return s != nil && len(s.Services) == 2 && s.Services[1].State == agent.StateRunning
@@ -853,29 +852,6 @@ func TestAsPID1(t *testing.T) {
 	if a.err != nil {
 		t.Fatalf("exit %v:\n%s", a.err, a.out)
 	}
-}
-
-// startXvfb starts a virtual X server on a free display for the test's
-// lifetime (skipping without Xvfb) and returns its name (":N").
-func startXvfb(t testing.TB) string {
-	t.Helper()
-	xvfb, err := exec.LookPath("Xvfb")
-	if err != nil {
-		t.Skip("Xvfb is not installed")
-	}
-	n := 0
-	for try := 0; try < 100 && n == 0; try++ {
-		c := 300 + rand.IntN(600)
-		if _, err := os.Stat("/tmp/.X11-unix/X" + strconv.Itoa(c)); os.IsNotExist(err) {
-			n = c
-		}
-	}
-	x := exec.Command(xvfb, ":"+strconv.Itoa(n), "-screen", "0", "640x480x24", "-nolisten", "tcp")
-	if err := x.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = x.Process.Kill(); _ = x.Wait() })
-	return ":" + strconv.Itoa(n)
 }
 
 // TestStopKillsAChildThatIgnoresSIGTERM: a child that does not stop on

@@ -561,29 +561,6 @@ func decodePNG(t *testing.T, res *mcp.CallToolResult) int {
 	return 0
 }
 
-// startXvfb starts a virtual X server on a free display for the test
-// (skipping without Xvfb) and answers its name (":N").
-func startXvfb(t *testing.T) string {
-	t.Helper()
-	xvfb, err := exec.LookPath("Xvfb")
-	if err != nil {
-		t.Skip("Xvfb is not installed")
-	}
-	for n := 400 + os.Getpid()%300; n < 1100; n++ {
-		if _, err := os.Stat("/tmp/.X11-unix/X" + strconv.Itoa(n)); err == nil {
-			continue
-		}
-		x := exec.Command(xvfb, ":"+strconv.Itoa(n), "-screen", "0", "1600x900x24", "-nolisten", "tcp")
-		if err := x.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = x.Process.Kill(); _ = x.Wait() })
-		return ":" + strconv.Itoa(n)
-	}
-	t.Fatal("no free X display")
-	return ""
-}
-
 // clickWindow is a GTK window that is one button: a click prints
 // "clicked" and closes it.
 const clickWindow = `
@@ -616,7 +593,7 @@ func TestDisplayScreenshotAndClick(t *testing.T) {
 	if exec.Command("/usr/bin/python3", "-c", `import gi; gi.require_version("Gtk", "3.0"); from gi.repository import Gtk`).Run() != nil {
 		t.Skip("python3-gi with GTK 3 is not installed")
 	}
-	display := startXvfb(t)
+	display := platformtest.StartXvfb(t, "1600x900x24")
 	// Programs the process service starts get the agent's DISPLAY, and a
 	// session bus of the test's own: GTK would otherwise autolaunch one
 	// that outlives the test.
@@ -864,7 +841,7 @@ func TestDisplayAccessibility(t *testing.T) {
 	if exec.Command("/usr/bin/python3", "-c", `import gi; gi.require_version("Gtk", "3.0"); from gi.repository import Gtk`).Run() != nil {
 		t.Skip("python3-gi with GTK 3 is not installed")
 	}
-	display := startXvfb(t)
+	display := platformtest.StartXvfb(t, "1600x900x24")
 	env := append([]string{"DISPLAY=" + display}, platformtest.SessionBus(t)...)
 	a := startAgentEnv(t, env, "process,display,mcp", "--display", display)
 	s := connect(t, a.endpoint(), allKey, nil)
