@@ -27,8 +27,22 @@ func congestion(t *testing.T, c syscall.Conn) string {
 	return name
 }
 
-// pacedListener listens on loopback with a controller other than reno,
-// which the connections it accepts inherit, so the test sees Tune act.
+// setPaced sets a controller other than reno on the socket behind rc (the
+// connections a listener accepts inherit it), so a test sees Tune act; it
+// skips the test where the kernel lets this process choose none.
+func setPaced(t *testing.T, rc syscall.RawConn) {
+	t.Helper()
+	for _, cc := range []string{"bbr", "cubic"} {
+		var serr error
+		_ = rc.Control(func(fd uintptr) { serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc) })
+		if serr == nil {
+			return
+		}
+	}
+	t.Skip("this kernel lets this process choose no controller but reno (net.ipv4.tcp_allowed_congestion_control)")
+}
+
+// pacedListener listens on loopback with a controller other than reno.
 func pacedListener(t *testing.T) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -40,15 +54,8 @@ func pacedListener(t *testing.T) net.Listener {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cc := range []string{"bbr", "cubic"} {
-		var serr error
-		_ = rc.Control(func(fd uintptr) { serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc) })
-		if serr == nil {
-			return ln
-		}
-	}
-	t.Skip("this kernel lets this process choose no controller but reno (net.ipv4.tcp_allowed_congestion_control)")
-	return nil
+	setPaced(t, rc)
+	return ln
 }
 
 func accept(t *testing.T, ln net.Listener) net.Conn {
@@ -86,17 +93,26 @@ func TestAcceptedLocalConnectionIsUnpaced(t *testing.T) {
 
 func TestDialedLocalConnectionIsUnpaced(t *testing.T) {
 	t.Parallel()
-	ln := pacedListener(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
 	go func() {
-		if c, err := ln.Accept(); err == nil {
-			t.Cleanup(func() { c.Close() })
-		}
+		c, _ := ln.Accept()
+		accepted <- c
 	}()
-	c, err := localtcp.DialContext(&net.Dialer{})(context.Background(), "tcp", ln.Addr().String())
+	// The dialer's socket starts paced, so only Tune can make it reno.
+	d := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error { setPaced(t, rc); return nil }}
+	c, err := localtcp.DialContext(d)(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if s := <-accepted; s != nil {
+		defer s.Close()
+	}
 	if got := congestion(t, c.(*net.TCPConn)); got != "reno" {
 		t.Errorf("a connection to this host uses %s, want reno", got)
 	}

@@ -12,8 +12,8 @@ import (
 // AcceptedCongestion connects to addr (host:port on loopback) and answers
 // the congestion control of the server's end of that connection, as
 // ss(8) reports it: what the server's accept path chose. It waits up to
-// two seconds for the server to set something other than the host's
-// default, since the accept runs beside the dial.
+// two seconds for reno, since the accept runs beside the dial, and then
+// answers whatever the socket has.
 func AcceptedCongestion(t testing.TB, addr string) string {
 	t.Helper()
 	if _, err := exec.LookPath("ss"); err != nil {
