@@ -13,7 +13,7 @@ import (
 const TableName = "deckhand_egress"
 
 type ruleSpec struct {
-	mark             uint32
+	mark, uid        uint32
 	dnsPort, fwdPort uint16
 	redirectTCP, v6  bool
 	exempt           []netip.AddrPort
