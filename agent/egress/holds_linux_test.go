@@ -8,12 +8,10 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -82,56 +80,6 @@ func listenUDP(t *testing.T, l *netlab.Lab, ns, network, addr string) *udpLog {
 	return u
 }
 
-// asUser runs f on an OS thread of its own inside namespace ns as uid
-// and gid 65534 (nobody) with no capability but those in keep (effective
-// and permitted). The thread never goes back to the pool: it ends with
-// f's goroutine. Every call is a raw syscall, so only this thread
-// changes.
-func asUser(t *testing.T, l *netlab.Lab, ns string, keep []uintptr, f func()) {
-	t.Helper()
-	nsf := l.NSFile(ns)
-	defer nsf.Close()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked
-		if err := unix.Setns(int(nsf.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- err
-			return
-		}
-		if len(keep) > 0 {
-			if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 1, 0, 0, 0, 0); e != 0 {
-				done <- e
-				return
-			}
-		}
-		for _, c := range [][4]uintptr{
-			{unix.SYS_SETGROUPS, 0, 0},
-			{unix.SYS_SETRESGID, 65534, 65534, 65534},
-			{unix.SYS_SETRESUID, 65534, 65534, 65534},
-		} {
-			if _, _, e := unix.RawSyscall(c[0], c[1], c[2], c[3]); e != 0 {
-				done <- e
-				return
-			}
-		}
-		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-		var data [2]unix.CapUserData
-		for _, c := range keep {
-			data[c/32].Effective |= 1 << (c % 32)
-			data[c/32].Permitted |= 1 << (c % 32)
-		}
-		if _, _, e := unix.RawSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
-			done <- e
-			return
-		}
-		f()
-		done <- nil
-	}()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-}
-
 func sockaddr(ap netip.AddrPort) unix.Sockaddr {
 	if ap.Addr().Is4() {
 		return &unix.SockaddrInet4{Addr: ap.Addr().As4(), Port: int(ap.Port())}
@@ -197,7 +145,7 @@ func TestEngineRefusesRepliesOfConnectionsOpenedInsideInAnotherHostsName(t *test
 				t.Fatalf("a plain datagram under block: %v, want EPERM", err)
 			}
 			var sendErr error
-			asUser(t, l, l.Container, f.keep, func() {
+			l.AsUser(l.Container, f.keep, func() {
 				b, err := unix.Socket(f.af, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 				if err != nil {
 					sendErr = err
@@ -284,7 +232,7 @@ func waitSeen(u *udpLog, payload string) bool {
 func sendAsNobody(t *testing.T, l *netlab.Lab, family int, to netip.AddrPort, payload string) error {
 	t.Helper()
 	var sendErr error
-	asUser(t, l, l.Container, nil, func() {
+	l.AsUser(l.Container, nil, func() {
 		s, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			sendErr = err
@@ -307,7 +255,7 @@ func TestEngineMarkFromAnotherUserDoesNotPass(t *testing.T) {
 	e := startEngine(t, l, l.Container, nil)
 	e.apply(doc("block", "", true, 1))
 	var markErr, sendErr error
-	asUser(t, l, l.Container, []uintptr{unix.CAP_NET_RAW}, func() {
+	l.AsUser(l.Container, []uintptr{unix.CAP_NET_RAW}, func() {
 		s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			markErr = err
