@@ -122,6 +122,10 @@ func New(opt Options) *Engine {
 	return e
 }
 
+// Enforceable reports whether the agent can put rules in place here
+// (CAP_NET_ADMIN, nf_tables).
+func (e *Engine) Enforceable() bool { return notEnforceable() == "" }
+
 // ErrNotEnforceable is an Apply that cannot put rules in place; the
 // status says why.
 var ErrNotEnforceable = errors.New("egress: not enforceable")

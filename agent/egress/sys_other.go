@@ -31,3 +31,6 @@ func markControl(uint32) func(string, string, syscall.RawConn) error {
 func notEnforceable() string {
 	return "egress rules need Linux nftables; this agent runs on another system"
 }
+
+// DropRawNet has nothing to drop outside Linux.
+func DropRawNet() error { return nil }
