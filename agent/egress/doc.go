@@ -22,6 +22,10 @@
 //     socket also belongs to the agent's user; the connection is then
 //     marked in conntrack, which only CAP_NET_ADMIN can change.
 //
+// An agent that can enforce the rules gives up CAP_NET_RAW for itself and
+// every program it starts (DropRawNet): a packet socket gets around any
+// nftables rule.
+//
 // The forwarder caps its connections in total and per local user (the
 // client socket's owner), and every listener backs off when descriptors
 // run out (platform/connlimit) instead of stopping.
