@@ -79,8 +79,7 @@ type Engine struct {
 	// fwdLimit caps forwarded connections in total and per local user;
 	// dnsLimit the resolver's TCP connections.
 	fwdLimit, dnsLimit connlimit.Limit
-	warnMu             sync.Mutex
-	lastWarn           time.Time
+	warns              connlimit.Every
 
 	conns   sync.WaitGroup
 	connMu  sync.Mutex
@@ -367,14 +366,7 @@ func (e *Engine) setStatus(f func(*netconf.Status)) {
 
 // warnEvery journals msg at most every 10 s: a flood is one entry.
 func (e *Engine) warnEvery(msg string, fields map[string]any) {
-	e.warnMu.Lock()
-	now := e.opt.Clock.Now()
-	quiet := now.Sub(e.lastWarn) < 10*time.Second
-	if !quiet {
-		e.lastWarn = now
-	}
-	e.warnMu.Unlock()
-	if !quiet {
+	if e.warns.Allow(e.opt.Clock.Now()) {
 		e.journal("warn", msg, fields)
 	}
 }

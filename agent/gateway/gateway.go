@@ -190,23 +190,16 @@ type Gateway struct {
 	conns   map[net.Conn]struct{} // open client connections, for Close
 	closed  bool
 
-	limit    connlimit.Limit
-	warnMu   sync.Mutex
-	lastWarn time.Time
+	limit connlimit.Limit
+	warns connlimit.Every
 }
 
 // warnEvery logs msg at most every 10 s: a flood is one line, not one a
 // connection.
 func (g *Gateway) warnEvery(msg string, args ...any) {
-	g.warnMu.Lock()
-	now := time.Now()
-	if now.Sub(g.lastWarn) < 10*time.Second {
-		g.warnMu.Unlock()
-		return
+	if g.warns.Allow(time.Now()) {
+		g.cfg.Logger.Warn(msg, args...)
 	}
-	g.lastWarn = now
-	g.warnMu.Unlock()
-	g.cfg.Logger.Warn(msg, args...)
 }
 
 // New builds the gateway.

@@ -130,25 +130,31 @@ type listener struct {
 	net.Listener
 	limit *Limit
 	warn  func(string, error)
-
-	mu       sync.Mutex
-	lastWarn time.Time
+	every Every
 }
 
 func (l *listener) say(msg string, err error) {
-	if l.warn == nil {
-		return
-	}
-	l.mu.Lock()
-	now := time.Now()
-	quiet := now.Sub(l.lastWarn) < 10*time.Second
-	if !quiet {
-		l.lastWarn = now
-	}
-	l.mu.Unlock()
-	if !quiet {
+	if l.warn != nil && l.every.Allow(time.Now()) {
 		l.warn(msg, err)
 	}
+}
+
+// Every lets a warning through at most every 10 s, so a flood is one log
+// line, not one a connection.
+type Every struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// Allow reports whether a warning at now may be said.
+func (e *Every) Allow(now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.last.IsZero() && now.Sub(e.last) < 10*time.Second {
+		return false
+	}
+	e.last = now
+	return true
 }
 
 func (l *listener) Accept() (net.Conn, error) {
