@@ -87,6 +87,9 @@ type Authorizer struct {
 	claims   proxyperm.ClaimVerifier
 	ready    chan struct{}
 	lastKIDs atomic.Pointer[[]string] // kids last journaled as trusted
+	// highest is the highest document version seen per scope (scopeOf),
+	// kept with effective.json; only the sync loop touches it.
+	highest map[string]int64
 }
 
 // New loads what is in force at start: the last verified document (with a
@@ -110,7 +113,7 @@ func New(cfg Config) (*Authorizer, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	}
-	a := &Authorizer{cfg: cfg, ready: make(chan struct{})}
+	a := &Authorizer{cfg: cfg, ready: make(chan struct{}), highest: map[string]int64{}}
 	a.cur.Store(&state{})
 	switch {
 	case cfg.ControlURL != "":
@@ -138,7 +141,7 @@ func New(cfg Config) (*Authorizer, error) {
 			}
 		}
 		a.verifier = signing.NewVerifier(signing.VerifierOptions{Fetch: signing.HTTPKeySetFetcher(cfg.Client, a.cfg.ControlURL),
-			Pinned: pinned, Trusted: a.savedKeys(), TrustFirst: true, OnAccept: a.keysAccepted,
+			Pinned: pinned, Trusted: a.keptKeys(pinned), TrustFirst: true, OnAccept: a.keysAccepted,
 			Clock: cfg.Clock, MinRefetch: 10 * time.Second})
 		a.control = &Control{URL: a.cfg.ControlURL, ContainerID: cfg.ContainerID, Token: cfg.Token, Client: cfg.Client, Verifier: a.verifier}
 		a.claims = func(payload, sig, kid string) ([]byte, error) {

@@ -36,6 +36,10 @@ func signedPlane(t *testing.T, ks *signing.KeySet, clock clockpkg.Clock, doc str
 			return
 		}
 		w.Header().Set(signing.Header, signer.Sign(r.URL.Path, body))
+		if n := r.Header.Get(signing.NonceHeader); n != "" {
+			w.Header().Set(signing.BindingHeader, signer.SignBinding(signing.Binding{Status: 200, Method: r.Method,
+				Path: r.URL.EscapedPath(), Nonce: n, Body: body}))
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	}))

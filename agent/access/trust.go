@@ -22,7 +22,10 @@ import (
 
 // The agent trusts the control plane's signing keys as follows:
 //   - anchors: the keys of --control-key (pinned: kept whatever a set
-//     says) and the set it accepted last (<data>/proxyperm/control-keys.json);
+//     says) or, without pins, the set it accepted last
+//     (<data>/proxyperm/control-keys.json); with pins, a set is accepted
+//     only when a pinned key signed it, and kept keys that are not pinned
+//     are dropped at start (keptKeys);
 //   - with no anchor, the first key set is taken on its own signature, and
 //     only from an https control URL or one on loopback (a plain http URL
 //     elsewhere needs --insecure-control-url, and is refused at start
@@ -131,6 +134,33 @@ func (a *Authorizer) savedKeys() map[string]ed25519.PublicKey {
 		return nil
 	}
 	return keys
+}
+
+// keptKeys is what the agent trusts of the kept set at start: all of it
+// without pins; with pins, only the pinned keys. A kept key that no pin
+// endorses (taken on first use, perhaps from a man in the middle) is
+// dropped from trust and from the disk now, not when the next set comes;
+// the control plane's other keys come back with the next set a pinned
+// key signed.
+func (a *Authorizer) keptKeys(pinned map[string]ed25519.PublicKey) map[string]ed25519.PublicKey {
+	kept := a.savedKeys()
+	trusted := signing.PinnedOnly(kept, pinned)
+	if len(trusted) == len(kept) {
+		return trusted
+	}
+	var dropped []string
+	for kid := range kept {
+		if _, ok := trusted[kid]; !ok {
+			dropped = append(dropped, kid)
+		}
+	}
+	slices.Sort(dropped)
+	a.cfg.Journal.Record(contract.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "warn",
+		Message: "control plane signing keys no --control-key endorses dropped", Fields: map[string]any{"kids": dropped}})
+	if err := os.Remove(filepath.Join(a.cfg.Dir, controlKeysFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		a.cfg.Logger.Warn("drop the kept control-plane key set", "err", err)
+	}
+	return trusted
 }
 
 // keysAccepted keeps an accepted set on disk (0600, atomic) and journals

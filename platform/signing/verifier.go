@@ -43,7 +43,11 @@ type VerifierOptions struct {
 	// With nothing trusted yet, TrustFirst takes the first set on its own
 	// signature (FirstKeySet); without it, nothing is accepted.
 	Fetch func(ctx context.Context) (FetchedKeySet, error)
-	// Pinned keys stay trusted whatever a fetched set says.
+	// Pinned keys stay trusted whatever a fetched set says. With pins,
+	// a fetched set is accepted only when a pinned key signed it, and
+	// Trusted keys that are not pinned are dropped at start: a key taken
+	// on first use, or endorsed by such a key, could be a man in the
+	// middle's, and only a pin can say it is not.
 	Pinned map[string]ed25519.PublicKey
 	// Trusted are the keys a previous run accepted (kept on disk by the
 	// caller): trusted from the start, replaced by the next accepted set.
@@ -90,9 +94,27 @@ func NewVerifier(opt VerifierOptions) *Verifier {
 		opt.Tolerance = ReplayTolerance * time.Second
 	}
 	v := &Verifier{opt: opt, keys: map[string]ed25519.PublicKey{}}
-	maps.Copy(v.keys, opt.Trusted)
+	if len(opt.Pinned) == 0 {
+		maps.Copy(v.keys, opt.Trusted)
+	}
 	maps.Copy(v.keys, opt.Pinned)
 	return v
+}
+
+// PinnedOnly is what a verifier with pins keeps of trusted at start: the
+// keys that are pinned (the same kid, the same key). With no pins it is
+// trusted whole.
+func PinnedOnly(trusted, pinned map[string]ed25519.PublicKey) map[string]ed25519.PublicKey {
+	if len(pinned) == 0 {
+		return maps.Clone(trusted)
+	}
+	out := map[string]ed25519.PublicKey{}
+	for kid, k := range trusted {
+		if p, ok := pinned[kid]; ok && p.Equal(k) {
+			out[kid] = k
+		}
+	}
+	return out
 }
 
 // Keys is a copy of the keys the verifier trusts now.
@@ -206,6 +228,10 @@ func (v *Verifier) fetch(ctx context.Context) (map[string]ed25519.PublicKey, err
 		now := v.opt.Clock.Now()
 		var keys map[string]ed25519.PublicKey
 		switch {
+		case len(v.opt.Pinned) > 0:
+			// Only a pin endorses: a key accepted since, if it were not
+			// the control plane's, must not vouch for more keys.
+			keys, err = AcceptKeySet(v.opt.Pinned, f, now, v.opt.Tolerance)
 		case len(trusted) > 0:
 			keys, err = AcceptKeySet(trusted, f, now, v.opt.Tolerance)
 		case v.opt.TrustFirst:
