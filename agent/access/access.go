@@ -87,6 +87,7 @@ type Authorizer struct {
 	claims   proxyperm.ClaimVerifier
 	ready    chan struct{}
 	lastKIDs atomic.Pointer[[]string] // kids last journaled as trusted
+	pinned   map[string]ed25519.PublicKey // --control-key
 	// highest is the highest document version seen per scope (scopeOf),
 	// kept with effective.json; only the sync loop touches it.
 	highest map[string]int64
@@ -140,6 +141,7 @@ func New(cfg Config) (*Authorizer, error) {
 				return nil, err
 			}
 		}
+		a.pinned = pinned
 		a.verifier = signing.NewVerifier(signing.VerifierOptions{Fetch: signing.HTTPKeySetFetcher(cfg.Client, a.cfg.ControlURL),
 			Pinned: pinned, Trusted: a.keptKeys(pinned), TrustFirst: true, OnAccept: a.keysAccepted,
 			Clock: cfg.Clock, MinRefetch: 10 * time.Second})

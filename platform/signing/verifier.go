@@ -43,14 +43,14 @@ type VerifierOptions struct {
 	// With nothing trusted yet, TrustFirst takes the first set on its own
 	// signature (FirstKeySet); without it, nothing is accepted.
 	Fetch func(ctx context.Context) (FetchedKeySet, error)
-	// Pinned keys stay trusted whatever a fetched set says. With pins,
-	// a fetched set is accepted only when a pinned key signed it, and
-	// Trusted keys that are not pinned are dropped at start: a key taken
-	// on first use, or endorsed by such a key, could be a man in the
-	// middle's, and only a pin can say it is not.
+	// Pinned keys stay trusted whatever a fetched set says. With pins, a
+	// fetched set is accepted only when a pinned key signed it: a key
+	// taken on first use, or endorsed by such a key, could be a man in
+	// the middle's, and only a pin can say it is not.
 	Pinned map[string]ed25519.PublicKey
 	// Trusted are the keys a previous run accepted (kept on disk by the
 	// caller): trusted from the start, replaced by the next accepted set.
+	// With pins, the caller passes only keys a pin endorsed (PinnedOnly).
 	Trusted    map[string]ed25519.PublicKey
 	TrustFirst bool
 	// OnAccept is called with the keys of each set Fetch brought and the
@@ -94,16 +94,13 @@ func NewVerifier(opt VerifierOptions) *Verifier {
 		opt.Tolerance = ReplayTolerance * time.Second
 	}
 	v := &Verifier{opt: opt, keys: map[string]ed25519.PublicKey{}}
-	if len(opt.Pinned) == 0 {
-		maps.Copy(v.keys, opt.Trusted)
-	}
+	maps.Copy(v.keys, opt.Trusted)
 	maps.Copy(v.keys, opt.Pinned)
 	return v
 }
 
-// PinnedOnly is what a verifier with pins keeps of trusted at start: the
-// keys that are pinned (the same kid, the same key). With no pins it is
-// trusted whole.
+// PinnedOnly is the part of trusted that is pinned (the same kid, the
+// same key); with no pins, trusted whole.
 func PinnedOnly(trusted, pinned map[string]ed25519.PublicKey) map[string]ed25519.PublicKey {
 	if len(pinned) == 0 {
 		return maps.Clone(trusted)
