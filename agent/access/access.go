@@ -86,7 +86,7 @@ type Authorizer struct {
 	control  *Control
 	claims   proxyperm.ClaimVerifier
 	ready    chan struct{}
-	lastKIDs atomic.Pointer[[]string] // kids last journaled as trusted
+	lastKIDs atomic.Pointer[[]string]     // kids last journaled as trusted
 	pinned   map[string]ed25519.PublicKey // --control-key
 	// highest is the highest document version seen per scope (scopeOf),
 	// kept with effective.json; only the sync loop touches it.
