@@ -81,4 +81,21 @@ func TestReplayedAndRelabelledNetworkAnswersChangeNothing(t *testing.T) {
 	if e.tablePresent(t) {
 		t.Fatal("table present after stop")
 	}
+
+	// A configuration deleted and created again continues the count, so
+	// the agent, which refuses versions older than it saw, follows it.
+	s.Must(s.Call("DELETE", e.netURL, nil, e.alice), 200)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(func() string { b, _ := os.ReadFile(saved); return string(b) }(), `"none":true`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never applied the deletion:\n%s", a.Output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.Must(s.Call("PUT", e.netURL, body, e.alice), 200)
+	s.Must(s.Call("POST", e.netURL+"/start", nil, e.alice), 200)
+	e.remote(t, "the re-created configuration", func(rs map[string]any) bool { return rs["is_running"] == true && rs["in_sync"] == true })
+	if !e.tablePresent(t) {
+		t.Fatal("the re-created configuration put no rules in force")
+	}
 }
