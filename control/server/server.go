@@ -152,9 +152,7 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 		Info: platform.Info{Name: "control", Title: "deckhand control plane", Version: platform.Version,
 			Description: "Accounts, sessions, signing keys and the platform resources of deckhand. " +
 				"Every response carries X-Service-Signature (ED25519 over `<t>.<body>`, keys at " +
-				signing.PublicKeyPath + "); a request carrying " + signing.NonceHeader + " (16-128 characters of A-Z a-z 0-9 - _) " +
-				"gets " + signing.BindingHeader + " too, a signature by the same key over the status, method, path, ETag, that nonce " +
-				"and the body's SHA-256, binding the answer to the request; errors are `{statusCode, error, message}` envelopes, also for a request no route " +
+				signing.PublicKeyPath + "); errors are `{statusCode, error, message}` envelopes, also for a request no route " +
 				"can take: an unknown method is 501, a method that is not an HTTP token 400, a header block that does not " +
 				"arrive within --header-timeout closes the connection. The web console is served at / (its pages and files only; " +
 				"every other path is the API's); it signs in with cookies at " + console.SessionPath + "."},
