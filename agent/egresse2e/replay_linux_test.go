@@ -98,4 +98,21 @@ func TestReplayedAndRelabelledNetworkAnswersChangeNothing(t *testing.T) {
 	if !e.tablePresent(t) {
 		t.Fatal("the re-created configuration put no rules in force")
 	}
+
+	// The highest version seen outlives the agent: restarted on data that
+	// saw version 1000, it refuses the control plane's lower one.
+	a.Stop()
+	if err := os.WriteFile(saved, []byte(`{"etag":"none","none":true,"highest":1000}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := e.startAgentIn(t, a.data)
+	for deadline = time.Now().Add(30 * time.Second); !strings.Contains(b.Output(), "older than version 1000"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted agent did not refuse the older version:\n%s", b.Output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if e.tablePresent(t) {
+		t.Fatal("a version older than one seen was applied after a restart")
+	}
 }
