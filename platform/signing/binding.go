@@ -194,9 +194,6 @@ func (v *Verifier) VerifyBoundResponse(resp *http.Response, body []byte, nonce s
 	if _, err := v.VerifyResponse(resp, body); err != nil {
 		return err
 	}
-	if err := CheckEnvelopeStatus(resp.StatusCode, body); err != nil {
-		return err
-	}
 	b := Binding{Status: resp.StatusCode, ETag: resp.Header.Get("ETag"), Nonce: nonce, Body: body}
 	ctx := context.Background()
 	if r := resp.Request; r != nil {

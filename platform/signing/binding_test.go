@@ -143,6 +143,12 @@ func TestBindingTiesStatusETagPathAndNonce(t *testing.T) {
 		}
 	}
 
+	// A client that checks X-Service-Signature alone still catches an
+	// envelope relabelled.
+	if _, err := v.VerifyResponse(relabel(ok, 404), okBody); !errors.Is(err, signing.ErrStatusMismatch) {
+		t.Errorf("VerifyResponse, 200 envelope as 404: %v", err)
+	}
+
 	// The replay window holds for the binding too: 300 s, not more.
 	clock.Set(start.Add(300 * time.Second))
 	if err := v.VerifyBoundResponse(ok, okBody, nonce); err != nil {

@@ -286,7 +286,8 @@ func (v *Verifier) Verify(ctx context.Context, header, path string, body []byte)
 }
 
 // VerifyResponse verifies an *http.Response whose body the caller already
-// read into body.
+// read into body: its signature, and that an envelope body says the
+// status it came with (CheckEnvelopeStatus).
 func (v *Verifier) VerifyResponse(resp *http.Response, body []byte) (Signature, error) {
 	ctx := context.Background()
 	if resp.Request != nil {
@@ -299,7 +300,11 @@ func (v *Verifier) VerifyResponse(resp *http.Response, body []byte) (Signature, 
 			path = "/"
 		}
 	}
-	return v.Verify(ctx, resp.Header.Get(Header), path, body)
+	s, err := v.Verify(ctx, resp.Header.Get(Header), path, body)
+	if err != nil {
+		return s, err
+	}
+	return s, CheckEnvelopeStatus(resp.StatusCode, body)
 }
 
 // VerifyClaim checks a claim against the key named by its kid (or any
