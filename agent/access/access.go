@@ -4,12 +4,13 @@
 // Authorizer, evaluating every request with platform/proxyperm.
 //
 // What is in force, in order:
-//   - with --control-url: the last document whose X-Service-Signature
-//     verified under a key the agent trusts (trust.go: pinned with
-//     --control-key, or a set a trusted key signed; kept on disk in
-//     <data>/proxyperm/effective.json, read back at start); a response that
-//     fails verification, a malformed document or an unreachable control
-//     plane changes nothing;
+//   - with --control-url: the last document whose X-Service-Signature and
+//     binding to the request (control.go) verified under a key the agent
+//     trusts (trust.go: pinned with --control-key, or a set a trusted key
+//     signed; kept on disk in <data>/proxyperm/effective.json, read back at
+//     start), never older than a version seen before; a response that
+//     fails verification, an older version, a malformed document or an
+//     unreachable control plane changes nothing;
 //   - with --permissions-file: that file, re-read when it changes; a
 //     malformed version is refused whole and the previous one stays;
 //   - with neither, or while no document exists: loopback clients only.
