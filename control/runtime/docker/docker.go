@@ -562,6 +562,14 @@ func (d *Driver) Resume(ctx context.Context, id string) error {
 	return nil
 }
 
+// owns says whether labels are of this installation (and of container id,
+// when not empty). Engines filter lists by label, but Podman joins two
+// label filters of a volume list with "or", so every object is checked
+// again before a driver acts on it.
+func (d *Driver) owns(labels map[string]string, id string) bool {
+	return labels[runtime.LabelInstallation] == d.opts.Installation && (id == "" || labels[runtime.LabelContainer] == id)
+}
+
 func (d *Driver) filter(id string) client.Filters {
 	f := client.Filters{}.Add("label", runtime.LabelInstallation+"="+d.opts.Installation)
 	if id != "" {
@@ -582,6 +590,9 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 		return fail("list", err)
 	}
 	for _, c := range list.Items {
+		if !d.owns(c.Labels, id) {
+			continue
+		}
 		_, err := d.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			return fail("remove", err)
@@ -595,6 +606,9 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 		return fail("volume list", err)
 	}
 	for _, v := range vols.Items {
+		if !d.owns(v.Labels, id) {
+			continue
+		}
 		_, err := d.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			return fail("volume remove", err)
@@ -670,7 +684,7 @@ func (d *Driver) List(ctx context.Context) (map[string]runtime.Status, error) {
 	out := make(map[string]runtime.Status, len(list.Items))
 	for _, c := range list.Items {
 		id := c.Labels[runtime.LabelContainer]
-		if id == "" || c.Labels[runtime.LabelInstallation] != d.opts.Installation {
+		if id == "" || !d.owns(c.Labels, "") {
 			continue
 		}
 		st := runtime.Status{}
