@@ -62,7 +62,7 @@ func benchCreateReady(b *testing.B, host string) {
 		p := t0
 		spec := runtime.Spec{
 			ID: id, ProjectID: "bench", Image: image, Args: runtimetest.Args(),
-			Files:     []runtime.File{{Path: runtimetest.TokenPath, Content: []byte("agt_bench")}},
+			Files: []runtime.File{{Path: runtimetest.TokenPath, Content: []byte("agt_bench")}},
 		}
 		if err := d.Create(ctx, spec); err != nil {
 			b.Fatal(err)
