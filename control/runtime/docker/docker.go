@@ -702,11 +702,14 @@ func (d *Driver) List(ctx context.Context) (map[string]runtime.Status, error) {
 // installation, until ctx ends or the stream fails; then the channel
 // closes and the caller lists and watches again.
 func (d *Driver) Watch(ctx context.Context) (<-chan runtime.Event, error) {
+	// The event request answers its failure to connect only on its
+	// stream, after it returns: a ping first says the engine is there.
+	if _, err := d.cli.Ping(ctx, client.PingOptions{}); err != nil {
+		return nil, fail("events", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	f := d.filter("").Add("type", string(events.ContainerEventType))
 	res := d.cli.Events(ctx, client.EventsListOptions{Filters: f})
-	// The engine answers the request before any event; a failure to
-	// connect is already waiting.
 	select {
 	case err := <-res.Err:
 		cancel()
