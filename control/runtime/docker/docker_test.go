@@ -57,12 +57,43 @@ func TestDockerEngine(t *testing.T) {
 	host := runtimetest.DockerHost(t)
 	runtimetest.Run(t, target(t, host))
 	t.Run("EngineView", func(t *testing.T) { engineView(t, host) })
+	t.Run("NetworkRemoved", func(t *testing.T) { networkRemoved(t, host) })
 }
 
 func TestPodmanSocket(t *testing.T) {
 	host := runtimetest.Podman(t)
 	runtimetest.Run(t, target(t, host))
 	t.Run("EngineView", func(t *testing.T) { engineView(t, host) })
+	t.Run("NetworkRemoved", func(t *testing.T) { networkRemoved(t, host) })
+}
+
+// networkRemoved: the installation's network, removed behind the driver's
+// back after it made it, is made again by the next create.
+func networkRemoved(t *testing.T, host string) {
+	image := runtimetest.ImportImage(t, host)
+	inst := "rt-" + runtimetest.RandomName()
+	d := newDriver(t, host, inst)
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	spec := runtime.Spec{ID: "net-" + runtimetest.RandomName(), Image: image, Args: runtimetest.Args()}
+	if err := d.Create(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete(ctx, spec.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	cli := runtimetest.Client(t, host)
+	if _, err := cli.NetworkRemove(ctx, "deckhand-"+inst, client.NetworkRemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Create(ctx, spec); err != nil {
+		t.Fatalf("create after the network was removed: %v", err)
+	}
+	if err := d.Start(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	runtimetest.WaitHTTP(t, runtimetest.WaitState(t, d, spec.ID, runtime.StateRunning).Addr)
 }
 
 // engineView checks what the engine itself holds of a container: no
