@@ -273,13 +273,13 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 		if ok {
 			return d.copyFiles(ctx, c.ID, spec.Files)
 		}
+		// Leave nothing behind: the workspace made for this container goes
+		// with the failed create (a named workspace is not its alone).
+		if spec.Workspace == "" {
+			_, _ = d.cli.VolumeRemove(context.WithoutCancel(ctx), vol, client.VolumeRemoveOptions{})
+		}
 		if cerrdefs.IsNotFound(err) {
 			if exists, ierr := d.ImageExists(ctx, spec.Image); ierr == nil && !exists {
-				// Leave nothing behind: the workspace made for this
-				// container goes with the failed create.
-				if spec.Workspace == "" {
-					_, _ = d.cli.VolumeRemove(context.WithoutCancel(ctx), vol, client.VolumeRemoveOptions{})
-				}
 				return fmt.Errorf("docker create: image %q: %w", spec.Image, runtime.ErrImageMissing)
 			}
 		}

@@ -58,6 +58,28 @@ func TestDockerEngine(t *testing.T) {
 	runtimetest.Run(t, target(t, host))
 	t.Run("EngineView", func(t *testing.T) { engineView(t, host) })
 	t.Run("NetworkRemoved", func(t *testing.T) { networkRemoved(t, host) })
+	t.Run("RefusedCreate", func(t *testing.T) { refusedCreate(t, host) })
+}
+
+// refusedCreate: a create the engine refuses (more CPUs than the host has;
+// dockerd checks, Podman does not) answers the engine's words and leaves
+// no volume behind.
+func refusedCreate(t *testing.T, host string) {
+	image := runtimetest.ImportImage(t, host)
+	inst := "rt-" + runtimetest.RandomName()
+	d := newDriver(t, host, inst)
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	spec := runtime.Spec{ID: "big-" + runtimetest.RandomName(), Image: image, Args: runtimetest.Args(), Resources: runtime.Resources{CPUs: 4096}}
+	err := d.Create(ctx, spec)
+	if err == nil || !strings.Contains(err.Error(), "CPU") {
+		t.Fatalf("create with 4096 CPUs: %v, want the engine's refusal", err)
+	}
+	left, lerr := runtimetest.Leftovers(ctx, host, inst, "")
+	if lerr != nil || len(left) > 0 {
+		t.Fatalf("a refused create left %v (%v)", left, lerr)
+	}
 }
 
 func TestPodmanSocket(t *testing.T) {
