@@ -252,7 +252,7 @@ func (a *Authorizer) reach(pol *proxyperm.Policy, f proxyperm.Facts, service str
 	out := []string{service}
 	for _, s := range targets {
 		g := f
-		g.ToolList = false
+		g.ToolList, g.ActingFor = false, true
 		g.Port = a.cfg.Port(s)
 		g.Program = proxyperm.ProgramFor(s, g.Port)
 		if s == tunnelService {

@@ -18,6 +18,7 @@ import (
 	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // journal records entries.
@@ -296,7 +297,8 @@ func TestReachOfAnActingService(t *testing.T) {
 
 // TestToolListOfTheMCPService: a request to the mcp service carries the
 // caller's tool allow-list (mcp_tools of the groups that admit it); a
-// group without one, and a request to any other service, carry none.
+// group without one carries none, and a listed group reaches no other
+// service directly.
 func TestToolListOfTheMCPService(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "perm.json")
@@ -319,7 +321,7 @@ func TestToolListOfTheMCPService(t *testing.T) {
 	}{
 		{"f", "mcp", []string{"files_*", "mcp_ping"}},
 		{"a", "mcp", nil},
-		{"f", "files", nil},
+		{"a", "files", nil},
 	} {
 		id, perr := a.Authorize(request("10.0.0.9", map[string]string{"X-Key": c.key}), gateway.Target{Service: c.service})
 		if perr != nil {
@@ -327,6 +329,13 @@ func TestToolListOfTheMCPService(t *testing.T) {
 		}
 		if !reflect.DeepEqual(id.Tools, c.want) {
 			t.Errorf("key %s to %s: tools %#v, want %#v", c.key, c.service, id.Tools, c.want)
+		}
+	}
+	// The listed group admits the mcp service only: its files and exec
+	// grants act through the tools, never on a direct request.
+	for _, service := range []string{"files", "process", "notes"} {
+		if _, perr := a.Authorize(request("10.0.0.9", map[string]string{"X-Key": "f"}), gateway.Target{Service: service}); perr == nil || perr.Code != fault.CodeForbidden {
+			t.Errorf("the listed group straight to %s: %v, want FORBIDDEN", service, perr)
 		}
 	}
 	if !strings.Contains(j.text(), "mcp_tools:[files_* mcp_ping]") {
