@@ -260,15 +260,15 @@ func TestTunnelRulesJudgeTheTunnelledPort(t *testing.T) {
 
 // TestReachOfAnActingService: for a service that calls others for its
 // caller (the mcp service), the decision also lists which of those the
-// same credential reaches, each judged as its own program; other
-// services get no list.
+// same credential reaches, each judged as its own program (driving the
+// display, "desktop", as program desktop); other services get no list.
 func TestReachOfAnActingService(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "perm.json")
 	doc := `{"project":"p1","container":"c1","enable_proxy":true,"groups":{
 		"all":{"type":"token","header":"X-Key","value":"a"},
 		"files":{"type":"token","header":"X-Key","value":"f"}},
-		"permissions":{"all":{"exec":true,"files":true,"services":true},"files":{"files":true,"services":true}}}`
+		"permissions":{"all":{"exec":true,"files":true,"services":true,"desktop":true},"files":{"files":true,"services":true}}}`
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestReachOfAnActingService(t *testing.T) {
 		key, service string
 		want         []string
 	}{
-		{"a", "mcp", []string{"mcp", "process", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"}},
+		{"a", "mcp", []string{"mcp", "process", "files", "display", "desktop", "journal", "notes", "workspace", "tunnel", "vault"}},
 		{"f", "mcp", []string{"mcp", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"}},
 		{"a", "files", nil},
 	} {
@@ -340,5 +340,54 @@ func TestToolListOfTheMCPService(t *testing.T) {
 	}
 	if !strings.Contains(j.text(), "mcp_tools:[files_* mcp_ping]") {
 		t.Errorf("the decision's journal entry lacks the allow-list: %s", j.text())
+	}
+}
+
+// TestDisplayInputIsDesktop: a services grant reads the display (a
+// screenshot, the takeover view in mode view) but its input and the
+// takeover in mode control are refused; a desktop grant drives it.
+func TestDisplayInputIsDesktop(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "perm.json")
+	doc := `{"project":"p1","container":"c1","enable_proxy":true,"groups":{
+		"svc":{"type":"token","header":"X-Key","value":"s"},
+		"desk":{"type":"token","header":"X-Key","value":"d"}},
+		"permissions":{"svc":{"services":true},"desk":{"desktop":true}}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := access.New(access.Config{PermissionsFile: path, Journal: &journal{}, Logger: quietLog(),
+		Port: func(s string) int { return 7700 + platform.PortOffsets[s] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path, mode string
+		svc, desk          bool
+	}{
+		{"GET", "/api/v1/display/screenshots", "", true, false},
+		{"GET", "/api/v1/display/vnc/", "view", true, false},
+		{"GET", "/api/v1/display/vnc/websockify", "view", true, false},
+		{"GET", "/api/v1/display/vnc/", "", false, true},
+		{"GET", "/api/v1/display/vnc/websockify", "control", false, true},
+		{"POST", "/api/v1/display/keyboard/type", "", false, true},
+		{"POST", "/api/v1/display/mouse/click", "", false, true},
+		{"POST", "/api/v1/display/accessibility/e1/click", "", false, true},
+		{"POST", "/api/v1/display/input/batch", "", false, true},
+	} {
+		for key, want := range map[string]bool{"s": c.svc, "d": c.desk} {
+			r := request("10.0.0.9", map[string]string{"X-Key": key})
+			r.Method = c.method
+			r.Query = func(n string) string {
+				if n == "mode" {
+					return c.mode
+				}
+				return ""
+			}
+			_, perr := a.Authorize(r, gateway.Target{Service: "display", Path: c.path})
+			if (perr == nil) != want {
+				t.Errorf("key %s, %s %s mode %q: %v, want allowed %v", key, c.method, c.path, c.mode, perr, want)
+			}
+		}
 	}
 }

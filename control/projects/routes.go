@@ -278,7 +278,7 @@ func (s *Service) documentRoutes(sc docScope) []platform.Route {
 			"404 when no such group. Permission rules naming the group stay and match no identity. Writes proxy.permissions.group_removed.",
 			"Group removed", platform.Op(o.RemoveGroup)),
 		r(http.MethodPut, "/permissions/{groupName}", "setProxyRule", "Set one program rule of a group",
-			"Body `program` (http, terminal, ssh, files, exec, services, notifications) and `access`: true, false, a port 1-65535, an array of ports, "+
+			"Body `program` (http, terminal, ssh, files, exec, services, notifications, or the extension desktop: driving the agent's display) and `access`: true, false, a port 1-65535, an array of ports, "+
 				"a \"<from>-<to>\" range (from <= to) or \"*\". The group need not exist. Writes proxy.permissions.group_updated.",
 			"Permission set", platform.Op(o.SetRule)),
 	}

@@ -197,6 +197,7 @@ const (
 	ProgramExec          = contract.ProgramExec
 	ProgramServices      = contract.ProgramServices
 	ProgramNotifications = contract.ProgramNotifications
+	ProgramDesktop       = contract.ProgramDesktop
 )
 
 // ProgramFor maps a service reached through the gateway, and its port, to
