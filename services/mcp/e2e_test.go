@@ -805,6 +805,19 @@ func TestIsolated(t *testing.T) {
 func TestIsolatedService(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t, "process,files,mcp", "--isolate", "process")
+	// The isolated service is its own process, up on its own time.
+	health := "http://127.0.0.1:" + strconv.Itoa(a.base+15) + "/health"
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(health); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the isolated process service never answered: %s", a.out)
+		}
+	}
 	s := connect(t, a.endpoint(), allKey, nil)
 	res := callTool(t, s, "process_run", map[string]any{"cmd": []string{"echo", "child"}})
 	if got := structured[struct{ Stdout string }](t, res).Stdout; got != "child\n" {
