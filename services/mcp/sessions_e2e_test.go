@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	dmcp "deckhand/services/mcp"
 )
 
 // mcpPID is the pid of the mcp service, from its health record.
@@ -54,17 +55,6 @@ func procStat(t *testing.T, pid int) (fds int, rss uint64) {
 	return len(ents), rss
 }
 
-// noDelete fails the DELETE that ends a session, so the client vanishes
-// without ending it and only --mcp-session-idle does.
-type noDelete struct{ next http.RoundTripper }
-
-func (n noDelete) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodDelete {
-		return nil, errors.New("this client leaves without DELETE")
-	}
-	return n.next.RoundTrip(r)
-}
-
 // TestSubscriptionsEndWithTheirSession: sessions subscribe to files of
 // their own, each under three spellings (plain, ./, #fragment), up to the
 // per-session cap; one more is a JSON-RPC error naming the cap. Sessions
@@ -72,7 +62,8 @@ func (n noDelete) RoundTrip(r *http.Request) (*http.Response, error) {
 // process (--isolate mcp), so each watch it holds is a connection to the
 // files service, an fd counted exactly: one per file, however spelled,
 // while a session lasts, and after a first session (the baseline) three
-// more leave its fds as they were. A write is told under each spelling.
+// more leave its fds as they were and its RSS within 10 %. A write is told
+// under each spelling.
 func TestSubscriptionsEndWithTheirSession(t *testing.T) {
 	t.Parallel()
 	const files, perSession = 40, 120 // three spellings of each file
@@ -115,7 +106,7 @@ func TestSubscriptionsEndWithTheirSession(t *testing.T) {
 		tr := &http.Transport{Proxy: nil}
 		var rt http.RoundTripper = keyed{key: allKey, next: tr}
 		if round == 3 {
-			rt = noDelete{rt}
+			rt = dmcp.LeaveWithoutDelete{Next: rt}
 		}
 		s, err := mcp.NewClient(&mcp.Implementation{Name: "subscriber", Version: "1"}, opts).Connect(ctx,
 			&mcp.StreamableClientTransport{Endpoint: a.endpoint(), HTTPClient: &http.Client{Transport: rt}}, nil)

@@ -56,15 +56,15 @@ func withFiles(t *testing.T, set *Settings) (*Service, string) {
 	return svc, platformtest.Serve(t, h) + Path
 }
 
-// leaveWithoutDelete fails the DELETE that ends a session: the client
-// vanishes and only the idle timeout ends it.
-type leaveWithoutDelete struct{ next http.RoundTripper }
+// LeaveWithoutDelete fails the DELETE that ends a session: the client
+// vanishes and only the idle timeout ends it (the e2e tests use it too).
+type LeaveWithoutDelete struct{ Next http.RoundTripper }
 
-func (l leaveWithoutDelete) RoundTrip(r *http.Request) (*http.Response, error) {
+func (l LeaveWithoutDelete) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodDelete {
 		return nil, errors.New("this client leaves without DELETE")
 	}
-	return l.next.RoundTrip(r)
+	return l.Next.RoundTrip(r)
 }
 
 // TestSubscriptionsEndWithTheSession counts exactly: a file subscribed
@@ -124,7 +124,7 @@ func TestSubscriptionsEndWithTheSession(t *testing.T) {
 		tr := &http.Transport{Proxy: nil}
 		var rt http.RoundTripper = tr
 		if round == 2 {
-			rt = leaveWithoutDelete{tr}
+			rt = LeaveWithoutDelete{tr}
 		}
 		s := connect(rt)
 		for i := range nfiles {
