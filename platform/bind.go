@@ -475,8 +475,14 @@ func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 			raw, given = strings.Clone(h), true
 		}
 	case "cookie":
-		if v := c.Cookies(f.p.Name); v != "" {
-			raw, given = strings.Clone(v), true
+		// Twice is ambiguous (one may be planted from another port of
+		// the host), as a query parameter given twice is.
+		v, n := SoleCookie(c, f.p.Name)
+		if n > 1 {
+			return queryErr(f.p, "must be given at most once")
+		}
+		if v != "" {
+			raw, given = v, true
 		}
 	default:
 		n := 0

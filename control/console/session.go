@@ -164,6 +164,8 @@ var (
 	errCrossOrigin = fault.Errorf(fault.CodeForbidden, "the console session answers only its own origin")
 	errCSRF        = fault.Errorf(fault.CodeForbidden, "a state-changing call with the console session cookie needs its CSRF token in "+CSRFHeader)
 	errNoSession   = fault.Errorf(fault.CodeUnauthorized, "no console session: log in again")
+	errTwoSessions = fault.Errorf(fault.CodeUnauthorized, "the request carries more than one "+SessionCookie+
+		" cookie (a page on another port of this host can plant one), so none is used: clear this site's cookies and log in again")
 )
 
 // RequestOrigin is where a request to the session routes comes from:
@@ -207,10 +209,19 @@ func validCSRF(sent, tok string) bool {
 // Authenticator wraps the identity domain's authenticator: a request
 // without an Authorization header may use the session cookie, from this
 // origin only, and with the session's CSRF token unless its method is safe.
+// Cookies do not keep to a port, so a page on another port of the host can
+// plant a second session cookie (its own session, to have the user work in
+// it); a request with more than one is not signed in by any.
 func (s *Service) Authenticator(inner platform.Authenticator) platform.Authenticator {
 	return platform.AuthenticatorFunc(func(c fiber.Ctx) (*auth.Principal, error) {
-		tok := c.Cookies(SessionCookie)
-		if tok == "" || len(c.Request().Header.Peek(fiber.HeaderAuthorization)) > 0 {
+		tok, n := platform.SoleCookie(c, SessionCookie)
+		if n == 0 || len(c.Request().Header.Peek(fiber.HeaderAuthorization)) > 0 {
+			return inner.Authenticate(c)
+		}
+		if n > 1 {
+			return nil, errTwoSessions
+		}
+		if tok == "" {
 			return inner.Authenticate(c)
 		}
 		if strings.HasPrefix(tok, identity.TokenPrefix) {

@@ -249,3 +249,72 @@ func TestCookieSession(t *testing.T) {
 		t.Fatalf("bearer from any origin: %d %s", r.Status, r.Raw)
 	}
 }
+
+// TestPlantedSessionCookie: cookies do not keep to a port, so a page on
+// another port of the host can plant its own deckhand_session (and
+// deckhand_refresh) next to the user's, sent first. With two session
+// cookies the request is not signed in by either: reads and writes are
+// 401, nothing is written in either account, a refresh does not rotate
+// into the planted session and a logout ends neither; one cookie alone
+// still works.
+func TestPlantedSessionCookie(t *testing.T) {
+	s := controltest.Start(t)
+	admin := s.Admin()
+	s.User(admin, "planter@example.com")
+	login := func(email, pw string) (sess, ref *http.Cookie, csrf string) {
+		t.Helper()
+		resp, raw := hit(t, s, "POST", console.SessionPath, `{"email":"`+email+`","password":"`+pw+`"}`, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("login %s: %d %s", email, resp.StatusCode, raw)
+		}
+		return cookieNamed(resp, console.SessionCookie), cookieNamed(resp, console.RefreshCookie),
+			envelope(t, raw)["data"].(map[string]any)["csrf_token"].(string)
+	}
+	userSess, userRef, userCSRF := login(controltest.AdminEmail, controltest.AdminPass)
+	plantSess, plantRef, plantCSRF := login("planter@example.com", controltest.GoodPW)
+
+	for _, tc := range []struct {
+		name    string
+		cookies []*http.Cookie
+	}{
+		{"planted first", []*http.Cookie{plantSess, userSess}},
+		{"planted last", []*http.Cookie{userSess, plantSess}},
+	} {
+		resp, raw := hit(t, s, "GET", "/api/v1/users/auth/me", "", nil, tc.cookies...)
+		if resp.StatusCode != 401 || !strings.Contains(string(raw), "more than one "+console.SessionCookie) {
+			t.Fatalf("%s, read: %d %s", tc.name, resp.StatusCode, raw)
+		}
+		if resp, raw := hit(t, s, "GET", console.SessionPath, "", nil, tc.cookies...); resp.StatusCode != 401 || strings.Contains(string(raw), "csrf_token") {
+			t.Fatalf("%s, session read: %d %s", tc.name, resp.StatusCode, raw)
+		}
+		for _, csrf := range []string{plantCSRF, userCSRF} {
+			if resp, raw := hit(t, s, "POST", "/api/v1/auth/tokens", `{"alias":"planted"}`, map[string]string{console.CSRFHeader: csrf}, tc.cookies...); resp.StatusCode != 401 {
+				t.Fatalf("%s, write: %d %s", tc.name, resp.StatusCode, raw)
+			}
+		}
+		// Logout ends neither session.
+		if resp, raw := hit(t, s, "DELETE", console.SessionPath, "", map[string]string{console.CSRFHeader: plantCSRF}, tc.cookies...); resp.StatusCode != 400 ||
+			!strings.Contains(string(raw), console.SessionCookie) {
+			t.Fatalf("%s, logout: %d %s", tc.name, resp.StatusCode, raw)
+		}
+	}
+	// A refresh with two refresh cookies rotates into neither session.
+	resp, raw := hit(t, s, "POST", console.SessionPath+"/refresh", "", nil, plantRef, userRef)
+	if resp.StatusCode != 400 || !strings.Contains(string(raw), console.RefreshCookie) || len(resp.Cookies()) != 0 {
+		t.Fatalf("refresh with two refresh cookies: %d %v %s", resp.StatusCode, resp.Cookies(), raw)
+	}
+
+	// Nothing was written in either account, and each cookie alone still works.
+	for _, c := range []struct {
+		sess *http.Cookie
+		who  string
+	}{{userSess, controltest.AdminEmail}, {plantSess, "planter@example.com"}} {
+		resp, raw := hit(t, s, "GET", "/api/v1/users/auth/me", "", nil, c.sess)
+		if resp.StatusCode != 200 || !strings.Contains(string(raw), c.who) {
+			t.Fatalf("one cookie of %s: %d %s", c.who, resp.StatusCode, raw)
+		}
+		if resp, raw := hit(t, s, "GET", "/api/v1/auth/tokens", "", nil, c.sess); resp.StatusCode != 200 || strings.Contains(string(raw), "planted") {
+			t.Fatalf("tokens of %s: %d %s", c.who, resp.StatusCode, raw)
+		}
+	}
+}

@@ -118,12 +118,15 @@ func (s *Service) Routes() []platform.Route {
 			Description: "A TOTP code whose step was already used answers 401 `" + CodeTwoFactorCodeUsed + "`.",
 			Message:     "New backup codes: the old ones no longer work", Op: platform.Op(s.RegenerateBackupCodes)},
 		{Method: http.MethodPut, Path: "/api/v1/users/auth/2fa/token-gate", OperationID: "setTokenGate", Policy: platform.SignedIn, Tags: twoFactor,
-			Summary:     "Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code",
-			Description: "Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).",
-			Message:     "Token gate updated", Op: platform.Op(s.ReplaceTokenGate)},
+			Summary: "Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code",
+			Description: "Body `enabled` (required). Turning it on needs two-factor on (400 otherwise). Turning an active gate off needs a current " +
+				"TOTP or backup code in body `code`, as turning two-factor off does: 400 when it is missing, 401 when it is wrong, 401 `" +
+				CodeTwoFactorCodeUsed + "` when its step was already used; nothing changes then.",
+			Message: "Token gate updated", Op: platform.Op(s.ReplaceTokenGate)},
 		{Method: http.MethodPatch, Path: "/api/v1/users/auth/2fa/token-gate", OperationID: "updateTokenGate", Policy: platform.SignedIn, Tags: twoFactor,
-			Summary: "Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)",
-			Message: "Token gate updated", Op: platform.Op(s.SetTokenGate)},
+			Summary:     "Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)",
+			Description: "Turning an active gate off needs a current TOTP or backup code in body `code` (see PUT).",
+			Message:     "Token gate updated", Op: platform.Op(s.SetTokenGate)},
 
 		// OAuth and popup launch.
 		{Method: http.MethodGet, Path: "/api/v1/auth/codehost", OperationID: "startCodehostLogin", Policy: platform.Public, Limits: limits(r.verifyIP), Tags: oauth,

@@ -61,10 +61,13 @@ func checkCodeField(code string) error {
 }
 
 // TokenGateInput is the body of the token-gate routes; Replace (PUT)
-// makes `enabled` required.
+// makes `enabled` required. Turning an active gate off needs Code, a
+// current TOTP or backup code, as turning two-factor off does: otherwise a
+// stolen session alone could open the gate and mint svc_ tokens.
 type TokenGateInput struct {
-	Enabled *bool `json:"enabled"`
-	Replace bool  `json:"-"`
+	Enabled *bool  `json:"enabled"`
+	Code    string `json:"code,omitempty" doc:"a current TOTP or backup code; required to turn an active gate off"`
+	Replace bool   `json:"-"`
 }
 
 // TwoFactorSetup is data of 2FA setup.
@@ -397,19 +400,39 @@ func (s *Service) ReplaceTokenGate(ctx context.Context, in TokenGateInput) (*Two
 	return s.SetTokenGate(ctx, in)
 }
 
-// SetTokenGate sets whether the caller's token changes need a code.
+// SetTokenGate sets whether the caller's token changes need a code;
+// turning an active gate off needs a current code in `code`.
 func (s *Service) SetTokenGate(ctx context.Context, in TokenGateInput) (*TwoFactorStatus, error) {
-	if _, err := platform.Caller(ctx); err != nil {
+	p, err := platform.Caller(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if in.Replace && in.Enabled == nil {
 		return nil, fault.Invalid("enabled", "is required")
 	}
+	turnOff := in.Enabled != nil && !*in.Enabled
+	if turnOff && in.Code != "" {
+		// Charged before the write transaction: the limiter writes the store too.
+		if err := checkCodeField(in.Code); err != nil {
+			return nil, err
+		}
+		if err := s.gateCodeBudget(ctx, p.UserID); err != nil {
+			return nil, err
+		}
+	}
 	var out TwoFactorStatus
-	err := s.sessionUser(ctx, "set the token gate", func(tx *store.Tx, u *userRec) error {
+	err = s.sessionUser(ctx, "set the token gate", func(tx *store.Tx, u *userRec) error {
 		if in.Enabled != nil {
 			if *in.Enabled && u.TOTPSecret == "" {
 				return fault.Invalid("enabled", "the token gate needs two-factor enabled first")
+			}
+			if turnOff && gateOn(u) {
+				if in.Code == "" {
+					return fault.Invalid("code", "is required to turn the token gate off: a current TOTP or backup code")
+				}
+				if err := s.checkSecondFactor(u, in.Code, true); err != nil {
+					return err
+				}
 			}
 			if u.TokenGate != *in.Enabled {
 				u.TokenGate, u.UpdatedAt = *in.Enabled, s.now()
@@ -427,15 +450,25 @@ func (s *Service) SetTokenGate(ctx context.Context, in TokenGateInput) (*TwoFact
 	return &out, nil
 }
 
+// gateOn reports whether u's token changes need a code.
+func gateOn(u *userRec) bool { return u != nil && u.TokenGate && u.TOTPSecret != "" }
+
+// gateCodeBudget charges the two-factor budgets (per IP and per account)
+// for one code checked by the token gate; the gate's routes carry no route
+// limits because only a change that checks a code spends them.
+func (s *Service) gateCodeBudget(ctx context.Context, userID string) error {
+	gateIP := s.rules.twoFactorIP
+	gateIP.By = ratelimit.ByValue
+	return s.limiter.Allow(ctx, gateIP.On(auth.ClientIP(ctx)), s.rules.twoFactorAcct.On(userID))
+}
+
 // checkTokenGate demands a current code from a user whose token gate is
-// on; the code's checks draw on the two-factor budgets (per IP and per
-// account), applied here because only a gated change spends them.
+// on; the code's checks draw on the two-factor budgets.
 func (s *Service) checkTokenGate(ctx context.Context, userID, code string) error {
-	gated := func(u *userRec) bool { return u != nil && u.TokenGate && u.TOTPSecret != "" }
 	on := false
 	err := s.db.View(func(tx *store.Tx) error {
 		u, err := getUser(tx, userID)
-		on = gated(u)
+		on = gateOn(u)
 		return err
 	})
 	if err != nil || !on {
@@ -445,14 +478,12 @@ func (s *Service) checkTokenGate(ctx context.Context, userID, code string) error
 		return forbidden("the two-factor token gate is on: send a current code in the X-2FA-Code header")
 	}
 	// Counted outside the write transaction: the limiter writes the store too.
-	gateIP := s.rules.twoFactorIP
-	gateIP.By = ratelimit.ByValue
-	if err := s.limiter.Allow(ctx, gateIP.On(auth.ClientIP(ctx)), s.rules.twoFactorAcct.On(userID)); err != nil {
+	if err := s.gateCodeBudget(ctx, userID); err != nil {
 		return err
 	}
 	return fault.Wrap("check the token gate", s.update(func(tx *store.Tx) error {
 		u, err := getUser(tx, userID)
-		if err != nil || !gated(u) {
+		if err != nil || !gateOn(u) {
 			return err
 		}
 		switch err := s.checkSecondFactor(u, code, true); err {

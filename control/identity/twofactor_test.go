@@ -126,7 +126,12 @@ func TestTwoFactorWithOathtool(t *testing.T) {
 	e.must(e.call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "gated"}, access, "X-2FA-Code", "111111"), 403)
 	e.clock.Advance(30 * time.Second)
 	e.must(e.call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "gated"}, access, "X-2FA-Code", e.oathtool(secret)), 201)
-	e.must(e.call("PATCH", "/api/v1/users/auth/2fa/token-gate", map[string]any{"enabled": false}, access), 200)
+	// Turning the gate off needs a code, as turning two-factor off does.
+	e.must(e.call("PATCH", "/api/v1/users/auth/2fa/token-gate", map[string]any{"enabled": false}, access), 400)
+	e.must(e.call("PATCH", "/api/v1/users/auth/2fa/token-gate", map[string]any{"enabled": false, "code": "000000"}, access), 401)
+	e.must(e.call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "still gated"}, access), 403)
+	e.clock.Advance(30 * time.Second)
+	e.must(e.call("PATCH", "/api/v1/users/auth/2fa/token-gate", map[string]any{"enabled": false, "code": e.oathtool(secret)}, access), 200)
 	e.must(e.call("POST", "/api/v1/auth/tokens", map[string]any{"alias": "open"}, access), 201)
 
 	// Disable needs a code; then login gives tokens directly.

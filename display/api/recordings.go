@@ -234,6 +234,11 @@ func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recordin
 		return Recording{}, fault.Errorf(fault.CodeConflict, "recording %s is still running; stop it first", r.active.ID).
 			WithDetails("one recording at a time")
 	}
+	if kept, limit := r.kept(), s.recMax.Load(); kept+rec.MaxBytes > limit {
+		return Recording{}, fault.Errorf(fault.CodeConflict, "the kept recordings take %d bytes; with this one's max_bytes %d the "+
+			"total would pass --display-recordings-max-total (%d bytes): delete recordings or ask a smaller max_bytes",
+			kept, rec.MaxBytes, limit).WithDetails("--display-recordings-max-total")
+	}
 	rec.StartedAt = s.clock.Now().UTC()
 	if err := r.spawner.Start(cmd); err != nil {
 		return Recording{}, fault.Internal("start ffmpeg", err)
@@ -243,6 +248,25 @@ func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recordin
 	go r.supervise(s, rec)
 	return rec.Recording, nil
 }
+
+// kept is the bytes the recordings' videos take; r.mu is held. A running
+// one counts with its max_bytes, the most it may still take.
+func (r *recorder) kept() int64 {
+	var n int64
+	for _, rec := range r.recs {
+		if rec.Status == RecordingActive {
+			n += rec.MaxBytes
+		} else {
+			n += rec.Bytes
+		}
+	}
+	return n
+}
+
+// LimitRecordings sets the bytes all kept recordings may take together
+// (--display-recordings-max-total); a new recording whose max_bytes does
+// not fit beside them is refused.
+func (s *Service) LimitRecordings(total int64) { s.recMax.Store(total) }
 
 // supervise waits for ffmpeg and records how the recording ended.
 func (r *recorder) supervise(s *Service, rec *recording) {

@@ -100,7 +100,8 @@ func (s *Service) Routes() []platform.Route {
 	rec := "Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. "
 	start := op(http.MethodPost, "/recordings", "startRecording", "Start recording the screen", rec+
 		"It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action "+
-		"taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.",
+		"taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records, "+
+		"and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.",
 		platform.Op(s.StartRecording))
 	start.Status = http.StatusCreated
 	video := op(http.MethodGet, "/recordings/{id}", "getRecordingVideo", "Download a recording", rec+

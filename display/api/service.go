@@ -52,6 +52,7 @@ type Service struct {
 	dataDir string // the service's own directory ("" for none)
 	recOnce sync.Once
 	rec     atomic.Pointer[recorder]
+	recMax  atomic.Int64 // bytes all kept recordings may take (LimitRecordings)
 	take    takeover
 	reason  atomic.Pointer[string]
 
@@ -79,6 +80,7 @@ func New(deps contract.ServiceDeps, drv Driver) *Service {
 		s.clock = clockpkg.SystemClock{}
 	}
 	s.held = held{keys: map[Keysym]int{}, buttons: map[Button]bool{}}
+	s.recMax.Store(DefaultRecordingsMaxTotal)
 	reason := "no X display is configured (set --display or DISPLAY)"
 	s.reason.Store(&reason)
 	if drv != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 // Settings are the display service's flags, declared the same by the agent
@@ -14,11 +15,28 @@ type Settings struct {
 	// Display is the X display (:N); without one the service answers 503
 	// DISPLAY_UNAVAILABLE and reports "unavailable".
 	Display string
+	// RecordingsMaxTotal bounds the bytes all kept screen recordings may
+	// take together (Service.LimitRecordings).
+	RecordingsMaxTotal int64
 }
 
-// Flags declares --display (default $DISPLAY).
+// DefaultRecordingsMaxTotal is --display-recordings-max-total's default:
+// room for the largest single recording (max_bytes 4 GiB).
+const DefaultRecordingsMaxTotal = 4 << 30
+
+// Flags declares --display (default $DISPLAY) and the recordings' bound.
 func (s *Settings) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Display, "display", os.Getenv("DISPLAY"), "X display for the display service (default $DISPLAY)")
+	fs.Int64Var(&s.RecordingsMaxTotal, "display-recordings-max-total", DefaultRecordingsMaxTotal,
+		"bytes all kept screen recordings may take together: a new recording whose max_bytes would not fit beside the kept ones is refused (409) until some are deleted")
+}
+
+// Validate checks the bounds.
+func (s *Settings) Validate() error {
+	if s.RecordingsMaxTotal < 1<<20 {
+		return fault.Invalid("--display-recordings-max-total", "must be at least 1048576 (the smallest max_bytes of a recording)")
+	}
+	return nil
 }
 
 // Info titles the display service's OpenAPI document.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -275,4 +276,72 @@ func BenchmarkRecordingOverhead(b *testing.B) {
 			b.ReportMetric(quantile(times, 0.9), "p90-ms")
 		})
 	}
+}
+
+// Recordings are bounded in total (--display-recordings-max-total): a new
+// recording whose max_bytes does not fit beside the kept videos is refused
+// with 409 naming the flag, and nothing starts; one that fits exactly
+// starts, and deleting a recording makes room again.
+func TestRecordingsTotalBound(t *testing.T) {
+	needX(t)
+	startXterm(t, "rec-total")
+	var list []api.Recording
+	call(t, "GET", "/api/v1/display/recordings", nil).decode(t, &list)
+	var before int64
+	for _, r := range list {
+		before += r.Bytes
+	}
+	limit := before + 3<<19 // room for 1.5 MiB more
+	service.LimitRecordings(limit)
+	t.Cleanup(func() { service.LimitRecordings(api.DefaultRecordingsMaxTotal) })
+	start := func(maxBytes int64) answer {
+		t.Helper()
+		return call(t, "POST", "/api/v1/display/recordings", map[string]any{"max_bytes": maxBytes, "max_seconds": 600})
+	}
+	record := func(maxBytes int64) api.Recording {
+		t.Helper()
+		a := start(maxBytes)
+		if a.status != 201 {
+			t.Fatalf("start with max_bytes %d under %d: %d %s", maxBytes, limit, a.status, a.body)
+		}
+		var rec api.Recording
+		a.decode(t, &rec)
+		t.Cleanup(func() { call(t, "DELETE", "/api/v1/display/recordings/"+rec.ID, nil) })
+		// The screen changes so the encoder has frames to write out.
+		deadline := time.Now().Add(2 * time.Minute)
+		for i := 0; ; i++ {
+			var list []api.Recording
+			call(t, "GET", "/api/v1/display/recordings", nil).decode(t, &list)
+			if slices.ContainsFunc(list, func(r api.Recording) bool { return r.ID == rec.ID && r.Bytes > 4<<10 }) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("recording %s wrote nothing: %+v", rec.ID, list)
+			}
+			call(t, "POST", "/api/v1/display/keyboard/type", map[string]any{"text": fmt.Sprintf("line %d of changing text\n", i)})
+			time.Sleep(100 * time.Millisecond)
+		}
+		mustOK(t, call(t, "POST", "/api/v1/display/recordings/"+rec.ID+"/stop", map[string]any{}), "stop")
+		return stopped(t, rec.ID)
+	}
+	first := record(1 << 20)
+	if first.Bytes > 1<<19 {
+		t.Skipf("the first recording took %d bytes: too many for this test's arithmetic", first.Bytes)
+	}
+	room := limit - before - first.Bytes
+
+	kept := len(list) + 1
+	a := start(room + 1)
+	if a.status != 409 || !strings.Contains(string(a.body), "--display-recordings-max-total") {
+		t.Fatalf("a recording past the total: %d %s", a.status, a.body)
+	}
+	call(t, "GET", "/api/v1/display/recordings", nil).decode(t, &list)
+	if len(list) != kept {
+		t.Fatalf("the refused recording was kept: %+v", list)
+	}
+	second := record(room) // fits exactly
+	if a := call(t, "DELETE", "/api/v1/display/recordings/"+first.ID, nil); a.status != 204 {
+		t.Fatalf("delete: %d %s", a.status, a.body)
+	}
+	record(limit - before - second.Bytes) // the deleted one's room is free again
 }

@@ -172,6 +172,10 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		who := callerOf(req.GetExtra())
 		switch method {
+		case "initialize":
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				s.subs.opened(ss, who.header.Get(ownerHeader))
+			}
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {

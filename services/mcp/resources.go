@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"path"
@@ -13,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"deckhand/platform/fault"
@@ -84,61 +86,80 @@ func (s *Service) readJournalResource(ctx context.Context, req *mcp.ReadResource
 }
 
 // subscriptions feed resources/updated from the files service's watch:
-// one watch of a subscribed file's directory (not recursive), while any
-// session is subscribed to the file.
+// one watch of a subscribed file's directory (not recursive) per cleaned
+// path, while any session is subscribed to it under any spelling of its
+// URI (file:///a/./b and file:///a/b#x share the watch, and each spelling
+// is told). A session's subscriptions are capped (--mcp-max-subscriptions,
+// every spelling counts) and end with the session (sessions.go).
 type subscriptions struct {
 	s       *Service
+	max     int
 	mu      sync.Mutex
-	watches map[string]*watch // by URI
+	byID    map[string]*session // open sessions this service has seen
+	watches map[string]*watch   // by cleaned path
 	wg      sync.WaitGroup
 }
 
 type watch struct {
-	sessions map[string]bool
-	cancel   context.CancelFunc
+	uris   map[string]int // each spelling subscribed → how many sessions use it
+	cancel context.CancelFunc
 }
 
-func newSubscriptions(s *Service) *subscriptions {
-	return &subscriptions{s: s, watches: map[string]*watch{}}
+func newSubscriptions(s *Service, max int) *subscriptions {
+	return &subscriptions{s: s, max: max, byID: map[string]*session{}, watches: map[string]*watch{}}
 }
 
 // watchReady bounds how long a subscribe waits for its watch to start.
 const watchReady = 15 * time.Second
+
+// codeLimit is the JSON-RPC error code of a refusal past a limit.
+const codeLimit = -32004
 
 func (u *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	p, err := filePath(req.Params.URI)
 	if err != nil {
 		return err
 	}
-	uri := req.Params.URI
+	uri, id := req.Params.URI, req.Session.ID()
 	u.mu.Lock()
-	if w, ok := u.watches[uri]; ok {
-		w.sessions[req.Session.ID()] = true
+	sess := u.track(req.Session)
+	if _, dup := sess.uris[uri]; dup {
+		u.mu.Unlock()
+		return nil
+	}
+	if len(sess.uris) >= u.max {
+		u.mu.Unlock()
+		return &jsonrpc.Error{Code: codeLimit, Message: fmt.Sprintf("TOO_MANY_SUBSCRIPTIONS: this session already holds %d file "+
+			"subscriptions, the most --mcp-max-subscriptions allows (each URI spelling counts); unsubscribe one first", u.max)}
+	}
+	sess.uris[uri] = p
+	if w, ok := u.watches[p]; ok {
+		w.uris[uri]++
 		u.mu.Unlock()
 		return nil
 	}
 	wctx, cancel := context.WithCancel(u.s.ctx)
-	w := &watch{sessions: map[string]bool{req.Session.ID(): true}, cancel: cancel}
-	u.watches[uri] = w
+	w := &watch{uris: map[string]int{uri: 1}, cancel: cancel}
+	u.watches[p] = w
 	u.mu.Unlock()
 	ready := make(chan error, 1)
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
-		u.follow(wctx, callerOf(req.Extra), uri, p, ready)
+		u.follow(wctx, callerOf(req.Extra), w, p, ready)
 	}()
 	select {
 	case err := <-ready:
 		if err != nil {
-			u.drop(uri, req.Session.ID())
+			u.drop(uri, id)
 			return toolErr(err)
 		}
 		return nil
 	case <-ctx.Done():
-		u.drop(uri, req.Session.ID())
+		u.drop(uri, id)
 		return ctx.Err()
 	case <-time.After(watchReady):
-		u.drop(uri, req.Session.ID())
+		u.drop(uri, id)
 		return toolErr(&fault.Error{Code: fault.CodeTimeout, Message: "the files service's watch did not start"})
 	}
 }
@@ -148,36 +169,62 @@ func (u *subscriptions) unsubscribe(_ context.Context, req *mcp.UnsubscribeReque
 	return nil
 }
 
-// drop ends a session's subscription, and the watch with its last one.
-func (u *subscriptions) drop(uri, session string) {
+// drop ends a session's subscription to uri.
+func (u *subscriptions) drop(uri, id string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	w, ok := u.watches[uri]
+	sess, ok := u.byID[id]
 	if !ok {
 		return
 	}
-	delete(w.sessions, session)
-	if len(w.sessions) == 0 {
-		w.cancel()
-		delete(u.watches, uri)
+	if p, ok := sess.uris[uri]; ok {
+		delete(sess.uris, uri)
+		u.release(p, uri)
 	}
+}
+
+// release takes one session's use of uri off the watch of p, and ends the
+// watch with its last. u.mu is held.
+func (u *subscriptions) release(p, uri string) {
+	w, ok := u.watches[p]
+	if !ok {
+		return
+	}
+	if w.uris[uri]--; w.uris[uri] <= 0 {
+		delete(w.uris, uri)
+	}
+	if len(w.uris) == 0 {
+		w.cancel()
+		delete(u.watches, p)
+	}
+}
+
+// spellings are the URIs sessions subscribed to w under.
+func (u *subscriptions) spellings(w *watch) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]string, 0, len(w.uris))
+	for uri := range w.uris {
+		out = append(out, uri)
+	}
+	return out
 }
 
 func (u *subscriptions) close() {
 	u.mu.Lock()
-	for uri, w := range u.watches {
+	for p, w := range u.watches {
 		w.cancel()
-		delete(u.watches, uri)
+		delete(u.watches, p)
 	}
 	u.mu.Unlock()
 	u.wg.Wait()
 }
 
 // follow reads the watch of p's directory until ctx ends, resuming after
-// the last event it saw when the stream drops, and tells subscribers of
-// uri about every event on p. ready gets nil once the first stream is
-// ready, or why it could not start.
-func (u *subscriptions) follow(ctx context.Context, who caller, uri, p string, ready chan<- error) {
+// the last event it saw when the stream drops, and tells subscribers of w
+// about every event on p. ready gets nil once the first stream is ready,
+// or why it could not start.
+func (u *subscriptions) follow(ctx context.Context, who caller, w *watch, p string, ready chan<- error) {
 	var since uint64
 	started := false
 	for delay := 100 * time.Millisecond; ctx.Err() == nil; delay = min(2*delay, 5*time.Second) {
@@ -193,7 +240,7 @@ func (u *subscriptions) follow(ctx context.Context, who caller, uri, p string, r
 				return
 			}
 		} else {
-			n := u.read(ctx, resp, uri, p, &since, func() {
+			n := u.read(ctx, resp, w, p, &since, func() {
 				if !started {
 					started = true
 					ready <- nil
@@ -212,7 +259,7 @@ func (u *subscriptions) follow(ctx context.Context, who caller, uri, p string, r
 }
 
 // read parses one watch stream; it answers how many events it read.
-func (u *subscriptions) read(ctx context.Context, resp *http.Response, uri, p string, since *uint64, onReady func()) int {
+func (u *subscriptions) read(ctx context.Context, resp *http.Response, w *watch, p string, since *uint64, onReady func()) int {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var event, data string
@@ -240,7 +287,9 @@ func (u *subscriptions) read(ctx context.Context, resp *http.Response, uri, p st
 					*since = max(*since, e.Seq)
 					n++
 					if path.Clean(e.Path) == p {
-						_ = u.s.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+						for _, uri := range u.spellings(w) {
+							_ = u.s.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+						}
 					}
 				}
 			}

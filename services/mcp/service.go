@@ -50,6 +50,8 @@ type Settings struct {
 	ServiceHost string
 	MaxSessions int
 	SessionIdle time.Duration
+	// MaxSubscriptions bounds the file subscriptions of one session.
+	MaxSubscriptions int
 	// OutputBudget is the default number of characters of text a tool
 	// answers before it trims (a caller may ask for another per call).
 	OutputBudget int
@@ -61,6 +63,7 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.ServiceHost, "mcp-service-host", "127.0.0.1", "the host the agent's services listen on (set from --bind; an unspecified address means 127.0.0.1)")
 	fs.IntVar(&s.MaxSessions, "mcp-max-sessions", 64, "MCP sessions open at once at most; a new one beyond is refused with 503 until one ends or idles out")
 	fs.DurationVar(&s.SessionIdle, "mcp-session-idle", 30*time.Minute, "close an MCP session that sent no request for this long")
+	fs.IntVar(&s.MaxSubscriptions, "mcp-max-subscriptions", 100, "file subscriptions one MCP session holds at most (each URI spelling counts); one more is a JSON-RPC error naming this limit")
 	fs.IntVar(&s.OutputBudget, "mcp-output-budget", 20000, "characters of text a tool answers by default before trimming (the rest is fetched with offset)")
 }
 
@@ -75,6 +78,8 @@ func (s *Settings) Validate() error {
 		return fault.Invalid("--mcp-max-sessions", "must be at least 1")
 	case s.SessionIdle < time.Second:
 		return fault.Invalid("--mcp-session-idle", "must be at least 1s")
+	case s.MaxSubscriptions < 1 || s.MaxSubscriptions > 100000:
+		return fault.Invalid("--mcp-max-subscriptions", "must be between 1 and 100000")
 	case s.OutputBudget < 1000 || s.OutputBudget > maxBudget:
 		return fault.Invalid("--mcp-output-budget", "must be between 1000 and %d", maxBudget)
 	}
@@ -122,7 +127,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	deps = deps.WithDefaults()
 	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase, deps.InMemory)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.subs = newSubscriptions(s)
+	s.subs = newSubscriptions(s, set.MaxSubscriptions)
 	// The SDK logs every session's start and end at info; the journal has
 	// what matters (tool calls), so only its warnings reach the log.
 	sdkLog := slog.New(atLeast{deps.Logger.Handler(), slog.LevelWarn})
@@ -179,11 +184,18 @@ func (s *Service) Close() error {
 }
 
 // bound refuses a new session past --mcp-max-sessions (503, so a client
-// retries later) and marks what the caller may reach before the SDK sees
-// the request.
+// retries later), answers a session bound to another credential as one
+// that does not exist (404, as the SDK answers an unknown id), and marks
+// what the caller may reach and who it is before the SDK sees the request.
 func (s *Service) bound(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		markReach(r)
+		owner := ownerKey(r)
+		r.Header.Set(ownerHeader, owner)
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" && !s.subs.mayUse(id, owner) {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			n := 0
 			for range s.server.Sessions() {
@@ -222,7 +234,10 @@ func (s *Service) Info() platform.Info {
 			"are resources (file:///PATH) whose subscriptions are fed by the files service's watch; process output " +
 			"(process://ID/output) and the journal (journal://recent) are resources too. Sessions are bounded by " +
 			"--mcp-max-sessions (503 beyond) and closed after --mcp-session-idle without a request; a stream that drops is " +
-			"resumed with Last-Event-ID from the service's event store. Tool calls and their outcomes go to the journal " +
+			"resumed with Last-Event-ID from the service's event store. A session belongs to the credential that opened it: " +
+			"another credential's requests with its Mcp-Session-Id are answered 404, as for a session that does not exist. A " +
+			"session holds at most --mcp-max-subscriptions file subscriptions (a JSON-RPC error -32004 beyond), which end with " +
+			"it. Tool calls and their outcomes go to the journal " +
 			"(source mcp) with arguments summarized: contents and typed text are logged by length only.",
 	}
 }

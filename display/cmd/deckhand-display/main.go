@@ -86,8 +86,12 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		defer db.Close()
 		deps.DataDir, deps.Store = dir, db
 	}
+	if err := o.set.Validate(); err != nil {
+		return err
+	}
 	svc := api.New(deps, nil)
 	defer svc.Close()
+	svc.LimitRecordings(o.set.RecordingsMaxTotal)
 	host, err := contract.NewServiceHost(svc, deps)
 	if err != nil {
 		return err

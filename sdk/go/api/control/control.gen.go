@@ -1552,7 +1552,9 @@ type StatsResult struct {
 
 // TokenGateInput defines model for TokenGateInput.
 type TokenGateInput struct {
-	Enabled *bool `json:"enabled,omitempty"`
+	// Code a current TOTP or backup code; required to turn an active gate off
+	Code    *string `json:"code,omitempty"`
+	Enabled *bool   `json:"enabled,omitempty"`
 }
 
 // TokenInput defines model for TokenInput.
@@ -4500,6 +4502,8 @@ type ClientInterface interface {
 
 	// UpdateTokenGateWithBody Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)
 	//
+	// Turning an active gate off needs a current TOTP or backup code in body `code` (see PUT).
+	//
 	// Policy `signed-in`: any signed-in caller.
 	//
 	// Takes any type of body and a specified content type.
@@ -4508,6 +4512,8 @@ type ClientInterface interface {
 	UpdateTokenGateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateTokenGate Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)
+	//
+	// Turning an active gate off needs a current TOTP or backup code in body `code` (see PUT).
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -4518,7 +4524,7 @@ type ClientInterface interface {
 
 	// SetTokenGateWithBody Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code
 	//
-	// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).
+	// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise). Turning an active gate off needs a current TOTP or backup code in body `code`, as turning two-factor off does: 400 when it is missing, 401 when it is wrong, 401 `TWO_FACTOR_CODE_USED` when its step was already used; nothing changes then.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -4529,7 +4535,7 @@ type ClientInterface interface {
 
 	// SetTokenGate Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code
 	//
-	// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).
+	// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise). Turning an active gate off needs a current TOTP or backup code in body `code`, as turning two-factor off does: 400 when it is missing, 401 when it is wrong, 401 `TWO_FACTOR_CODE_USED` when its step was already used; nothing changes then.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -8078,6 +8084,8 @@ func (c *Client) GetTwoFactorStatus(ctx context.Context, reqEditors ...RequestEd
 
 // UpdateTokenGateWithBody Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)
 //
+// Turning an active gate off needs a current TOTP or backup code in body `code` (see PUT).
+//
 // Policy `signed-in`: any signed-in caller.
 //
 // Takes any type of body and a specified content type.
@@ -8096,6 +8104,8 @@ func (c *Client) UpdateTokenGateWithBody(ctx context.Context, contentType string
 }
 
 // UpdateTokenGate Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)
+//
+// Turning an active gate off needs a current TOTP or backup code in body `code` (see PUT).
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -8116,7 +8126,7 @@ func (c *Client) UpdateTokenGate(ctx context.Context, body UpdateTokenGateJSONRe
 
 // SetTokenGateWithBody Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code
 //
-// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).
+// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise). Turning an active gate off needs a current TOTP or backup code in body `code`, as turning two-factor off does: 400 when it is missing, 401 when it is wrong, 401 `TWO_FACTOR_CODE_USED` when its step was already used; nothing changes then.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -8137,7 +8147,7 @@ func (c *Client) SetTokenGateWithBody(ctx context.Context, contentType string, b
 
 // SetTokenGate Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code
 //
-// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).
+// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise). Turning an active gate off needs a current TOTP or backup code in body `code`, as turning two-factor off does: 400 when it is missing, 401 when it is wrong, 401 `TWO_FACTOR_CODE_USED` when its step was already used; nothing changes then.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -17468,6 +17478,8 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateTokenGateWithBodyWithResponse Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)
 	//
+	// Turning an active gate off needs a current TOTP or backup code in body `code` (see PUT).
+	//
 	// Policy `signed-in`: any signed-in caller.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17476,6 +17488,8 @@ type ClientWithResponsesInterface interface {
 	UpdateTokenGateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateTokenGateResponse, error)
 
 	// UpdateTokenGateWithResponse Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)
+	//
+	// Turning an active gate off needs a current TOTP or backup code in body `code` (see PUT).
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -17486,7 +17500,7 @@ type ClientWithResponsesInterface interface {
 
 	// SetTokenGateWithBodyWithResponse Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code
 	//
-	// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).
+	// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise). Turning an active gate off needs a current TOTP or backup code in body `code`, as turning two-factor off does: 400 when it is missing, 401 when it is wrong, 401 `TWO_FACTOR_CODE_USED` when its step was already used; nothing changes then.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -17497,7 +17511,7 @@ type ClientWithResponsesInterface interface {
 
 	// SetTokenGateWithResponse Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code
 	//
-	// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).
+	// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise). Turning an active gate off needs a current TOTP or backup code in body `code`, as turning two-factor off does: 400 when it is missing, 401 when it is wrong, 401 `TWO_FACTOR_CODE_USED` when its step was already used; nothing changes then.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -28798,6 +28812,8 @@ func (c *ClientWithResponses) GetTwoFactorStatusWithResponse(ctx context.Context
 
 // UpdateTokenGateWithBodyWithResponse Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)
 //
+// Turning an active gate off needs a current TOTP or backup code in body `code` (see PUT).
+//
 // Policy `signed-in`: any signed-in caller.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -28812,6 +28828,8 @@ func (c *ClientWithResponses) UpdateTokenGateWithBodyWithResponse(ctx context.Co
 }
 
 // UpdateTokenGateWithResponse Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)
+//
+// Turning an active gate off needs a current TOTP or backup code in body `code` (see PUT).
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -28828,7 +28846,7 @@ func (c *ClientWithResponses) UpdateTokenGateWithResponse(ctx context.Context, b
 
 // SetTokenGateWithBodyWithResponse Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code
 //
-// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).
+// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise). Turning an active gate off needs a current TOTP or backup code in body `code`, as turning two-factor off does: 400 when it is missing, 401 when it is wrong, 401 `TWO_FACTOR_CODE_USED` when its step was already used; nothing changes then.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -28845,7 +28863,7 @@ func (c *ClientWithResponses) SetTokenGateWithBodyWithResponse(ctx context.Conte
 
 // SetTokenGateWithResponse Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code
 //
-// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).
+// Body `enabled` (required). Turning it on needs two-factor on (400 otherwise). Turning an active gate off needs a current TOTP or backup code in body `code`, as turning two-factor off does: 400 when it is missing, 401 when it is wrong, 401 `TWO_FACTOR_CODE_USED` when its step was already used; nothing changes then.
 //
 // Policy `signed-in`: any signed-in caller.
 //

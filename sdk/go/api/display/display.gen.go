@@ -2215,7 +2215,7 @@ type ClientInterface interface {
 
 	// StartRecordingWithBody Start recording the screen
 	//
-	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records, and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2224,7 +2224,7 @@ type ClientInterface interface {
 
 	// StartRecording Start recording the screen
 	//
-	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records, and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3559,7 +3559,7 @@ func (c *Client) ListRecordings(ctx context.Context, reqEditors ...RequestEditor
 
 // StartRecordingWithBody Start recording the screen
 //
-// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records, and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3578,7 +3578,7 @@ func (c *Client) StartRecordingWithBody(ctx context.Context, contentType string,
 
 // StartRecording Start recording the screen
 //
-// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records, and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7383,7 +7383,7 @@ type ClientWithResponsesInterface interface {
 
 	// StartRecordingWithBodyWithResponse Start recording the screen
 	//
-	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records, and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7392,7 +7392,7 @@ type ClientWithResponsesInterface interface {
 
 	// StartRecordingWithResponse Start recording the screen
 	//
-	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+	// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records, and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11632,7 +11632,7 @@ func (c *ClientWithResponses) ListRecordingsWithResponse(ctx context.Context, re
 
 // StartRecordingWithBodyWithResponse Start recording the screen
 //
-// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records, and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11647,7 +11647,7 @@ func (c *ClientWithResponses) StartRecordingWithBodyWithResponse(ctx context.Con
 
 // StartRecordingWithResponse Start recording the screen
 //
-// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records.
+// Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records, and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -2020,7 +2020,7 @@ export interface paths {
         get?: never;
         /**
          * Set the token-gate preference: when on, creating an svc_ auth token or changing its ip_whitelist, expires_at or is_enabled needs a current code in header X-2FA-Code
-         * @description Body `enabled` (required). Turning it on needs two-factor on (400 otherwise).
+         * @description Body `enabled` (required). Turning it on needs two-factor on (400 otherwise). Turning an active gate off needs a current TOTP or backup code in body `code`, as turning two-factor off does: 400 when it is missing, 401 when it is wrong, 401 `TWO_FACTOR_CODE_USED` when its step was already used; nothing changes then.
          *
          *     Policy `signed-in`: any signed-in caller.
          */
@@ -2031,7 +2031,9 @@ export interface paths {
         head?: never;
         /**
          * Change the token-gate preference (same as PUT; `enabled` may be omitted for no change)
-         * @description Policy `signed-in`: any signed-in caller.
+         * @description Turning an active gate off needs a current TOTP or backup code in body `code` (see PUT).
+         *
+         *     Policy `signed-in`: any signed-in caller.
          */
         patch: operations["updateTokenGate"];
         trace?: never;
@@ -3482,6 +3484,8 @@ export interface components {
             total?: number;
         };
         TokenGateInput: {
+            /** @description a current TOTP or backup code; required to turn an active gate off */
+            code?: string;
             enabled?: boolean | null;
         };
         TokenInput: {

@@ -1,0 +1,157 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/valyala/fasthttp"
+
+	"deckhand/agent/gateway"
+	"deckhand/platform"
+	"deckhand/platform/contract"
+	"deckhand/platform/platformtest"
+	"deckhand/services/files"
+)
+
+// withFiles runs a real files service and this service in this process,
+// the files service reached in memory as the agent wires them, and
+// answers this service and its MCP endpoint on a loopback port.
+func withFiles(t *testing.T, set *Settings) (*Service, string) {
+	t.Helper()
+	fdeps := platformtest.ServiceDeps(t, "files")
+	fsvc, err := files.New(fdeps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fsvc.Close() })
+	fh, err := contract.NewServiceHost(fsvc, fdeps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := platformtest.FreePortBase(t, platform.PortOffsets["mcp"]+1)
+	d := gateway.NewInProcess(fh.App(), &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: base + platform.PortOffsets["files"]})
+	deps := platformtest.ServiceDeps(t, "mcp")
+	deps.InMemory = func(service string, rc *fasthttp.RequestCtx) bool { return service == "files" && d.ServeInMemory(rc) }
+	set.PortBase = base
+	svc, err := New(deps, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := contract.NewServiceHost(svc, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close() })
+	return svc, platformtest.Serve(t, h) + Path
+}
+
+// LeaveWithoutDelete fails the DELETE that ends a session: the client
+// vanishes and only the idle timeout ends it (the e2e tests use it too).
+type LeaveWithoutDelete struct{ Next http.RoundTripper }
+
+func (l LeaveWithoutDelete) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodDelete {
+		return nil, errors.New("this client leaves without DELETE")
+	}
+	return l.Next.RoundTrip(r)
+}
+
+// TestSubscriptionsEndWithTheSession counts exactly: a file subscribed
+// under three spellings (plain, ./, #fragment) is one watch; one more
+// subscription past the cap is a JSON-RPC error naming it; and when the
+// sessions end (DELETE, or the idle timeout for one that vanished) every
+// watch, session record and their goroutines are gone.
+func TestSubscriptionsEndWithTheSession(t *testing.T) {
+	// Not parallel: it counts this process's goroutines.
+	const nfiles = 10
+	set := Defaults()
+	set.MaxSubscriptions = 3 * nfiles
+	set.SessionIdle = 2 * time.Second
+	svc, endpoint := withFiles(t, set)
+	dir := t.TempDir()
+	for i := range 3 * nfiles {
+		if err := os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	connect := func(rt http.RoundTripper) *mcp.ClientSession {
+		t.Helper()
+		s, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: rt}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	idle := func() {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			sessions, watches, subs := svc.subs.counts()
+			if sessions == 0 && watches == 0 && subs == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after the sessions ended: %d sessions, %d watches, %d subscriptions kept", sessions, watches, subs)
+			}
+		}
+	}
+	// The baseline: after one session has come and gone.
+	tr := &http.Transport{Proxy: nil}
+	warm := connect(tr)
+	if err := warm.Subscribe(ctx, &mcp.SubscribeParams{URI: "file://" + filepath.Join(dir, "f0")}); err != nil {
+		t.Fatal(err)
+	}
+	_ = warm.Close()
+	idle()
+	tr.CloseIdleConnections()
+	time.Sleep(200 * time.Millisecond)
+	base := runtime.NumGoroutine()
+
+	for round := range 3 {
+		tr := &http.Transport{Proxy: nil}
+		var rt http.RoundTripper = tr
+		if round == 2 {
+			rt = LeaveWithoutDelete{tr}
+		}
+		s := connect(rt)
+		for i := range nfiles {
+			f := filepath.Join(dir, "f"+strconv.Itoa(round*nfiles+i))
+			for _, uri := range []string{"file://" + f, "file://" + filepath.Dir(f) + "/./" + filepath.Base(f), "file://" + f + "#" + strconv.Itoa(i)} {
+				if err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+					t.Fatalf("subscribe %s: %v", uri, err)
+				}
+			}
+		}
+		if sessions, watches, subs := svc.subs.counts(); sessions != 1 || watches != nfiles || subs != 3*nfiles {
+			t.Fatalf("round %d: %d sessions, %d watches, %d subscriptions; want 1, %d (one per file), %d", round, sessions, watches, subs, nfiles, 3*nfiles)
+		}
+		err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: "file://" + dir + "//f" + strconv.Itoa(round*nfiles)})
+		if err == nil || !strings.Contains(err.Error(), "--mcp-max-subscriptions") || !strings.Contains(err.Error(), fmt.Sprint(3*nfiles)) {
+			t.Fatalf("a subscription past the cap: %v", err)
+		}
+		_ = s.Close()
+		idle()
+		tr.CloseIdleConnections()
+	}
+	// The files service's end of a watch stream notices the reader gone at
+	// its next write, a keep-alive at the latest (15 s).
+	for deadline := time.Now().Add(40 * time.Second); runtime.NumGoroutine() > base+2; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines after the sessions, %d before:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+	}
+}
