@@ -229,19 +229,40 @@ func TestToolsThroughTheGateway(t *testing.T) {
 	a := startAgent(t, "process,files,journal,mcp")
 	s := connect(t, a.endpoint(), allKey, nil)
 	names := toolNames(t, s)
-	for _, want := range []string{"process_run", "files_read", "files_write", "files_list", "display_screenshot", "display_click", "display_type"} {
+	for _, want := range []string{"process_run", "files_read", "files_write", "files_list", "journal_query"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools/list lacks %s: %v", want, names)
 		}
 	}
+	// Only the tools of the services this agent runs are offered.
+	for _, n := range names {
+		if svc, _, _ := strings.Cut(n, "_"); !slices.Contains([]string{"process", "files", "journal", "mcp"}, svc) {
+			t.Errorf("tools/list offers %s, whose service does not run", n)
+		}
+	}
 
+	// A failing command is an error whose text says how it ended and
+	// what it wrote to stderr: a model reads the text.
 	res := callTool(t, s, "process_run", map[string]any{"cmd": []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
 	run := structured[struct {
 		Stdout, Stderr string
 		ExitCode       *int `json:"exit_code"`
 	}](t, res)
-	if res.IsError || run.Stdout != "out\n" || run.Stderr != "err\n" || run.ExitCode == nil || *run.ExitCode != 3 || text(res) != "out\n" {
-		t.Fatalf("process_run: %+v %q", run, text(res))
+	if !res.IsError || run.Stdout != "out\n" || run.Stderr != "err\n" || run.ExitCode == nil || *run.ExitCode != 3 ||
+		text(res) != "out\n[stderr]\nerr\n[exit code 3]" {
+		t.Fatalf("process_run of a failing command: isError %v %+v %q", res.IsError, run, text(res))
+	}
+	res = callTool(t, s, "process_run", map[string]any{"shell": "echo warning >&2; exit 0"})
+	if res.IsError || text(res) != "[stderr]\nwarning\n" {
+		t.Fatalf("process_run of a command that succeeds with stderr: isError %v %q", res.IsError, text(res))
+	}
+	res = callTool(t, s, "process_run", map[string]any{"cmd": []string{"sleep", "5"}, "timeout_ms": 100})
+	if !res.IsError || !strings.Contains(text(res), "[timed out and stopped, exit code ") {
+		t.Fatalf("process_run past its timeout: isError %v %q", res.IsError, text(res))
+	}
+	res = callTool(t, s, "process_run", map[string]any{"cmd": []string{"/nonexistent/program"}})
+	if !res.IsError || !strings.HasPrefix(text(res), "failed to start: ") {
+		t.Fatalf("process_run of a missing program: isError %v %q", res.IsError, text(res))
 	}
 	res = callTool(t, s, "process_run", map[string]any{"shell": "pwd", "cwd": "/tmp"})
 	if got := structured[struct{ Stdout string }](t, res).Stdout; got != "/tmp\n" {
@@ -327,6 +348,28 @@ func journalOnce(t *testing.T, a *agent, query string) string {
 		t.Fatalf("journal: %d %s", resp.StatusCode, raw)
 	}
 	return string(raw)
+}
+
+// TestNoDisplayNoDisplayTools: an agent whose display service runs without
+// a display (it answers unavailable) offers none of the display tools;
+// one called anyway says UNAVAILABLE.
+func TestNoDisplayNoDisplayTools(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "process,display,mcp")
+	s := connect(t, a.endpoint(), allKey, nil)
+	names := toolNames(t, s)
+	if !slices.Contains(names, "process_run") {
+		t.Errorf("tools/list lacks process_run: %v", names)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "display_") || strings.HasPrefix(n, "files_") {
+			t.Errorf("tools/list offers %s on an agent without a display or files", n)
+		}
+	}
+	res := callTool(t, s, "display_screenshot", map[string]any{})
+	if !res.IsError || !strings.Contains(text(res), "UNAVAILABLE") {
+		t.Fatalf("display_screenshot without a display: %q", text(res))
+	}
 }
 
 // TestWithoutExecNoProcessTools: a credential the proxy permissions do not
