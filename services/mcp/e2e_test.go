@@ -845,6 +845,71 @@ func TestIsolatedService(t *testing.T) {
 	}
 }
 
+// TestDisplayElementClickClosesDialog: display_element_click on the Yes of
+// a dialog that exits inside the click (as zenity's does) is a success
+// that says the target closed, and the dialog's program exits 0.
+func TestDisplayElementClickClosesDialog(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
+		t.Skip("deckhand-display is not beside deckhand (make build; DECKHAND_BIN=$PWD/bin)")
+	}
+	if exec.Command("/usr/bin/python3", "-c", `import gi; gi.require_version("Gtk", "3.0"); from gi.repository import Gtk`).Run() != nil {
+		t.Skip("python3-gi with GTK 3 is not installed")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "display", "x11", "testdata", "a11y_dialog.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	display := platformtest.StartXvfb(t, "1280x800x24")
+	env := append([]string{"DISPLAY=" + display}, platformtest.SessionBus(t)...)
+	a := startAgentEnv(t, env, "process,display,mcp", "--display", display)
+	s := connect(t, a.endpoint(), allKey, nil)
+	res := callTool(t, s, "process_start", map[string]any{"cmd": []string{"/usr/bin/python3", script, "mcp-dialog", "question"}})
+	id := structured[struct{ ID string }](t, res).ID
+	if res.IsError || id == "" {
+		t.Fatalf("process_start: %s", text(res))
+	}
+	waitOutput(t, s, id, "ready")
+	var yes string
+	deadline := time.Now().Add(60 * time.Second)
+	for yes == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("display_find never found Yes: %s", text(res))
+		}
+		res = callTool(t, s, "display_find", map[string]any{"role": "push button", "name": "yes"})
+		for _, e := range structured[struct{ Elements []struct{ ID, Name string } }](t, res).Elements {
+			if e.Name == "Yes" {
+				yes = e.ID
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res = callTool(t, s, "display_element_click", map[string]any{"element_id": yes})
+	if res.IsError || !structured[struct {
+		TargetClosed bool `json:"target_closed"`
+	}](t, res).TargetClosed || !strings.Contains(text(res), "closed") {
+		t.Fatalf("display_element_click on Yes: isError %v %s", res.IsError, text(res))
+	}
+	waitOutput(t, s, id, "response ok")
+	for {
+		res = callTool(t, s, "process_output", map[string]any{"id": id})
+		out := structured[struct {
+			State    string
+			ExitCode *int `json:"exit_code"`
+		}](t, res)
+		if out.State != "running" {
+			if out.State != "exited" || out.ExitCode == nil || *out.ExitCode != 0 {
+				t.Fatalf("the dialog ended %s %v, want exit 0", out.State, out.ExitCode)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the dialog never exited")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // a11yWindow is a GTK window with a text field and a button: a click
 // prints "clicked" and the field's text, and renames the button "Done".
 // It stays open: an application that quits inside the click never
