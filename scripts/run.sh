@@ -20,7 +20,9 @@
 # then a project, a container and the container's agent token (local.env,
 # both 0600), so the agent syncs its proxy permissions from the control plane.
 # Logs are appended to control.log and agent.log. An Xvfb is stopped on exit
-# only when this script started it.
+# only when this script started it. With a display and no session D-Bus, a
+# session bus (with the accessibility bus) is started for the agent, and
+# stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -71,12 +73,13 @@ exec 9>>"$DATA/run.lock"
 flock -n 9 || refuse
 echo $$ >"$DATA/run.pid"
 
-# The admin login is made once and kept (0600) so later runs reuse it.
-umask 077
+# The admin login is made once and kept (0600) so later runs reuse it. Only
+# the secrets' files are made under umask 077: the binaries keep the user's
+# umask, so what the agent writes for them is theirs as usual.
 login="$DATA/admin-login.txt"
 if [[ ! -s "$login" ]]; then
   pw="Dh-$(head -c 18 /dev/urandom | base64 | tr -d '/+=' | head -c 20)-9a"
-  printf 'email=admin@localhost\npassword=%s\n' "$pw" >"$login"
+  (umask 077 && printf 'email=admin@localhost\npassword=%s\n' "$pw" >"$login")
 fi
 ADMIN_EMAIL=$(sed -n 's/^email=//p' "$login")
 ADMIN_PASSWORD=$(sed -n 's/^password=//p' "$login")
@@ -84,10 +87,15 @@ ADMIN_PASSWORD=$(sed -n 's/^password=//p' "$login")
 pids=()
 xvfb_state="$DATA/xvfb"
 started_xvfb=""
+started_bus=""
 cleanup() {
   trap - INT TERM EXIT
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  if [[ -n "$started_bus" ]]; then
+    # The bus and what it started (the accessibility bus) are its group.
+    kill -TERM -- "-$started_bus" 2>/dev/null || true
+  fi
   if [[ -n "$started_xvfb" ]]; then
     XVFB_STATE="$xvfb_state" scripts/xvfb.sh stop "$started_xvfb" >/dev/null 2>&1 || true
   fi
@@ -114,6 +122,29 @@ if [[ -z "${DISPLAY:-}" ]] && command -v Xvfb >/dev/null; then
   elif [[ -n "$disp" ]] && out=$(XVFB_STATE="$xvfb_state" scripts/xvfb.sh start "$disp" 9>&- 2>/dev/null); then
     DISPLAY=$(sed -n 's/^DISPLAY=//p' <<<"$out" | tail -n1)
     [[ -n "$DISPLAY" ]] && export DISPLAY && started_xvfb=$DISPLAY
+  fi
+fi
+
+# The desktop's session D-Bus, so the accessibility tree and marked
+# screenshots work: with a display and no session bus, one is started for
+# it (stopped on exit), with the accessibility bus (at-spi) launched on it
+# at once. at-spi's launcher publishes the accessibility bus on the
+# display (AT_SPI_BUS); the agent and every program it starts get
+# DBUS_SESSION_BUS_ADDRESS and AT_SPI_BUS_ADDRESS.
+if [[ -n "${DISPLAY:-}" && -z "${DBUS_SESSION_BUS_ADDRESS:-}" ]] && command -v dbus-daemon >/dev/null; then
+  if [[ -z "${XDG_RUNTIME_DIR:-}" ]]; then
+    export XDG_RUNTIME_DIR="$(cd "$DATA" && pwd)/runtime"
+    mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+  fi
+  # --fork: the daemon leads its own session, so its group holds what it
+  # activates; it prints its address, then its pid.
+  if bus=$(dbus-daemon --session --fork --print-address=1 --print-pid=1 9>&- 2>/dev/null); then
+    export DBUS_SESSION_BUS_ADDRESS=$(sed -n 1p <<<"$bus")
+    started_bus=$(sed -n 2p <<<"$bus")
+    if command -v dbus-send >/dev/null; then
+      a11y=$(dbus-send --session --print-reply=literal --dest=org.a11y.Bus /org/a11y/bus org.a11y.Bus.GetAddress 2>/dev/null | tr -d ' ') || true
+      [[ -n "$a11y" ]] && export AT_SPI_BUS_ADDRESS=$a11y
+    fi
   fi
 fi
 
@@ -160,7 +191,7 @@ if [[ ! -s "$localenv" ]]; then
   container=$(api POST /api/v1/admin/containers "$(jq -nc --arg p "$project" '{project_id:$p,name:"local"}')" | jq -r .id)
   agent_token=$(api POST "/api/v1/containers/$container/agent-tokens" '{}' | jq -r .token)
   unset TOKEN
-  printf 'PROJECT_ID=%s\nCONTAINER_ID=%s\nAGENT_TOKEN=%s\n' "$project" "$container" "$agent_token" >"$localenv.tmp"
+  (umask 077 && printf 'PROJECT_ID=%s\nCONTAINER_ID=%s\nAGENT_TOKEN=%s\n' "$project" "$container" "$agent_token" >"$localenv.tmp")
   mv "$localenv.tmp" "$localenv"
 fi
 PROJECT_ID=$(sed -n 's/^PROJECT_ID=//p' "$localenv")
@@ -180,6 +211,7 @@ web console    $CONTROL_URL/
 agent gateway  $AGENT_URL/_/<service>/   (log: $DATA/agent.log)
 web terminal   $AGENT_URL/_/terminal/
 display        ${DISPLAY:-none (install xvfb for a virtual one)}
+session bus    ${DBUS_SESSION_BUS_ADDRESS:-none (install dbus for the accessibility tree)}
 container      $CONTAINER_ID in project $PROJECT_ID (agent token in $localenv)
 admin login    $ADMIN_EMAIL   (password in $login)
 INFO

@@ -70,7 +70,7 @@ func TestSyncedToolAllowList(t *testing.T) {
 			"all":   map[string]any{"type": "token", "header": "X-Key", "value": "k-all"}},
 		"permissions": map[string]any{"files": all, "all": all}}, alice, "If-Match", "file:v0"), 200))["etag"].(string)
 
-	a := startAgentProbe(t, t.TempDir(), []string{"X-Key", "k-all"}, "--services", "notes,files,mcp",
+	a := startAgentProbe(t, t.TempDir(), []string{"X-Key", "k-all"}, "--services", "notes,files,process,mcp",
 		"--control-url", s.URL, "--container-id", "c1", "--project-id", pid, "--token", agt)
 	a.within(t, 30*time.Second, 200, "/_/mcp/health", "127.0.0.1", "X-Key", "k-files")
 

@@ -275,3 +275,43 @@ func TestVaultSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("served a value under the wrong key: %s", raw)
 	}
 }
+
+// TestDebugEntriesOnlyAtDebugLevel: every request through the gateway is a
+// debug entry (its proxy decision); at the default level the journal holds
+// none of them, with --log-level debug it does.
+func TestDebugEntriesOnlyAtDebugLevel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		level string
+		want  bool
+	}{{"info", false}, {"debug", true}} {
+		t.Run(tc.level, func(t *testing.T) {
+			t.Parallel()
+			crontab := filepath.Join(t.TempDir(), "crontab")
+			a := startEnv(t, []string{"DECKHAND_CRONTAB=" + crontab, "DECKHAND_CRON_RUNNER=false"},
+				"--services", "cron,journal", "--log-level", tc.level)
+			a.ready(t)
+			cronURL := "http://" + a.gw + "/_/cron/api/v1/cron/entries"
+			status, created, raw := send(t, "POST", cronURL, `{"schedule":"0 3 * * *","command":"true"}`)
+			if status != 201 {
+				t.Fatalf("create entry: %d %s", status, raw)
+			}
+			if status, _, raw := send(t, "POST", cronURL+"/"+fmt.Sprint(created["id"])+"/run", ""); status != 202 {
+				t.Fatalf("run: %d %s", status, raw)
+			}
+			// The run's entry is recorded after the gateway passed the
+			// requests, through the same sink: once it is in the journal,
+			// so is any decision the sink kept.
+			waitJournal(t, a, "source=cron", "for the run", func(map[string]any) bool { return true })
+			var decisions int
+			for _, e := range journalLines(t, a.gw, "source=gateway&level=debug&limit=1000") {
+				if e["level"] == "debug" && e["message"] == "proxy decision" {
+					decisions++
+				}
+			}
+			if got := decisions > 0; got != tc.want {
+				t.Fatalf("--log-level %s: %d debug proxy decisions in the journal, want some: %v", tc.level, decisions, tc.want)
+			}
+		})
+	}
+}

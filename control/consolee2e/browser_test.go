@@ -168,6 +168,27 @@ func TestConsolePages(t *testing.T) {
 	t.Log(line(t, out, "SCREENSHOTS"))
 }
 
+// TestConsoleRoles: a plain user, a viewer of the project, is shown no
+// action the API would refuse it (the events' Delete, the project's
+// settings, grants and role changes) and a footer naming the signing key;
+// the admin is shown them and grants access by email, which the server
+// then holds.
+func TestConsoleRoles(t *testing.T) {
+	s := controltest.Start(t)
+	admin, project, _ := setup(t, s)
+	userEmail := "viewer@example.com"
+	uid, _ := s.User(admin, userEmail)
+	granted, _ := s.User(admin, "granted@example.com")
+	s.MustDo(201, "POST", "/api/v1/projects/"+project+"/permissions", map[string]any{"user_id": uid, "role": "viewer"}, admin)
+	runConsole(t, "roles", map[string]any{"url": s.URL, "project": project,
+		"adminEmail": controltest.AdminEmail, "adminPassword": controltest.AdminPass,
+		"userEmail": userEmail, "userPassword": controltest.GoodPW, "grantEmail": "granted@example.com"})
+	perms := s.MustDo(200, "GET", "/api/v1/projects/"+project+"/permissions", nil, admin)
+	if !strings.Contains(string(perms.Raw), `"user_id":"`+granted+`"`) {
+		t.Fatalf("the grant by email is not on the server: %s", perms.Raw)
+	}
+}
+
 // TestConsoleCrossOrigin: a page on another origin of the same site (the
 // session cookie, SameSite=Strict, still goes along) cannot make a token,
 // read the session's CSRF token, log the user out or frame the console.

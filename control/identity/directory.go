@@ -41,3 +41,22 @@ func (s *Service) contact(ctx context.Context, id string) (*domain.Contact, erro
 	})
 	return out, fault.Wrap("look up the user", err)
 }
+
+// idByEmail is what identity provides to domain.Accounts for a lookup by
+// address: the account's id, "" when none has the address (in any of its
+// spellings) or it is not an address at all.
+func (s *Service) idByEmail(ctx context.Context, email string) (string, error) {
+	e, err := normalizeEmail("email", email)
+	if err != nil {
+		return "", nil
+	}
+	var id string
+	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		u, err := userByIndex(tx, bucketEmails, e)
+		if u != nil {
+			id = u.ID
+		}
+		return err
+	})
+	return id, fault.Wrap("look up the user", err)
+}

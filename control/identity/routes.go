@@ -48,7 +48,7 @@ func (s *Service) Routes() []platform.Route {
 		{Method: http.MethodPost, Path: "/api/v1/users/auth/login", OperationID: "login", Policy: platform.Public, Tags: authTag,
 			Limits:  limits(r.loginIP, r.loginAccount),
 			Summary: "Log in with username or email and password",
-			Description: "Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. " +
+			Description: "`password` is required and checked only against the account: its shape is never validated here, so a wrong password of any length is 401. " +
 				"`email` is looked up in its canonical form (see signup): any spelling of the address finds the account. " +
 				"`response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). " +
 				"`response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, " +

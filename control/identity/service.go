@@ -56,6 +56,7 @@ func Open(env domain.Env[Config]) (*Service, error) {
 	}
 	if err == nil && env.Accounts != nil {
 		env.Accounts.Provide(svc.contact)
+		env.Accounts.ProvideByEmail(svc.idByEmail)
 	}
 	return svc, err
 }

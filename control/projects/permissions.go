@@ -28,14 +28,18 @@ func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 
 // GrantInput is the body of POST /api/v1/projects/{id}/permissions.
 type GrantInput struct {
-	UserID string `json:"user_id" required:"true"`
+	UserID string `json:"user_id,omitempty" doc:"the account's id; give user_id or email"`
+	Email  string `json:"email,omitempty" maxLength:"254" doc:"the account's email address (any spelling of it), instead of user_id"`
 	Role   string `json:"role" required:"true" enum:"viewer,operator,manager"`
 }
 
-// Validate checks user_id and role.
+// Validate checks user_id or email, and role.
 func (in *GrantInput) Validate() error {
-	if in.UserID == "" {
-		return fault.Invalid("user_id", "is required")
+	switch {
+	case in.UserID == "" && in.Email == "":
+		return fault.Invalid("user_id", "user_id or email is required")
+	case in.UserID != "" && in.Email != "":
+		return fault.Invalid("user_id", "send either user_id or email, not both")
 	}
 	if levelOf(in.Role) == roleNone {
 		return fault.Invalid("role", roleRule)
@@ -106,6 +110,16 @@ func (s *Service) Grant(ctx context.Context, req GrantRequest) (*Permission, err
 	}
 	if err := in.Validate(); err != nil {
 		return nil, err
+	}
+	if in.Email != "" {
+		uid, err := s.env.Accounts.IDByEmail(ctx, in.Email)
+		if err != nil {
+			return nil, err
+		}
+		if uid == "" {
+			return nil, fault.Invalid("email", "no account has this email address")
+		}
+		in.UserID = uid
 	}
 	if err := s.accountExists(ctx, "user_id", in.UserID); err != nil {
 		return nil, err

@@ -61,7 +61,8 @@ func (s *Service) Routes() []platform.Route {
 			Summary: "The project's permissions, oldest first", Description: roles, Message: "Permissions", Op: platform.Op(s.ListPermissions)},
 		{Method: http.MethodPost, Path: "/api/v1/projects/{id}/permissions", OperationID: "grantProjectPermission", Policy: manager, Tags: projects,
 			Status: http.StatusCreated, Summary: "Grant a user a role on the project",
-			Description: roles + " 400 when `user_id` names no account or the owner; " +
+			Description: roles + " The user is named by `user_id` or by `email` (one of them; any spelling of the address). " +
+				"400 when `user_id` or `email` names no account, or names the owner; " +
 				"409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.",
 			Message: "Permission granted", Op: platform.Op(s.Grant)},
 		{Method: http.MethodPut, Path: "/api/v1/projects/{id}/permissions/{permissionId}", OperationID: "setProjectPermissionRole", Policy: manager, Tags: projects,

@@ -129,3 +129,30 @@ func TestProjectsPermissionsAndStats(t *testing.T) {
 		}
 	}
 }
+
+// TestGrantByEmail: a project's manager names the user to let in by email
+// address (any spelling of it), as the console asks; an address without an
+// account, the owner's, and both or neither of user_id and email are 400
+// naming the field.
+func TestGrantByEmail(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	_, alice := s.user("alice")
+	bobID, _ := s.user("bob")
+	carolID, _ := s.user("carol2")
+	perms := "/api/v1/projects/" + data(s.must(201, "POST", "/api/v1/projects", map[string]any{"name": "P"}, alice))["id"].(string) + "/permissions"
+	if d := data(s.must(201, "POST", perms, map[string]any{"email": "Carol2@EXAMPLE.com", "role": "viewer"}, alice)); d["user_id"] != carolID {
+		t.Fatalf("granted by email: %v", d)
+	}
+	for _, bad := range []struct {
+		body  map[string]any
+		field string
+	}{{map[string]any{"email": "ghost@example.com", "role": "viewer"}, "email:"},
+		{map[string]any{"email": "alice@example.com", "role": "viewer"}, "user_id:"},
+		{map[string]any{"email": "bob@example.com", "user_id": bobID, "role": "viewer"}, "user_id:"},
+		{map[string]any{"role": "viewer"}, "user_id:"}} {
+		if m := s.must(400, "POST", perms, bad.body, alice).Body["message"].(string); !strings.HasPrefix(m, bad.field) {
+			t.Errorf("grant %v: %s", bad.body, m)
+		}
+	}
+}

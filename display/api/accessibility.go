@@ -315,10 +315,19 @@ type ElementValue struct {
 
 // ElementResult answers an element action: the element afterwards.
 type ElementResult struct {
-	Element AccessibleNode `json:"element" required:"true"`
+	Element AccessibleNode `json:"element" required:"true" doc:"the element afterwards; as it was before when target_closed"`
 	Method  string         `json:"method" required:"true" enum:"action,pointer,focus,value,scroll" doc:"how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling"`
 	Action  string         `json:"action,omitempty" doc:"the action invoked"`
+	// TargetClosed: the element took the action and went away with its
+	// window or application (the OK or Yes of a dialog that then exits),
+	// which is the action working.
+	TargetClosed bool `json:"target_closed,omitempty" doc:"true when the element, or its whole application, closed after taking the action (a dialog's OK, Yes or Submit): the action worked, and element is the element as it was before"`
 }
+
+// ErrTargetClosed is what an Accessibility answers when the element's
+// application left the bus while it acted (its reply never came): the
+// action was taken, the application is gone.
+var ErrTargetClosed = errors.New("the element's application closed while it acted")
 
 // clickActions are the action names that mean "click", in preference.
 var clickActions = []string{"click", "press", "activate", "toggle", "jump", "open"}
@@ -413,11 +422,20 @@ func (s *Service) element(ctx context.Context, id string) (Accessibility, Access
 // (as "element-"+op) and answers the element as it is afterwards (err: the
 // action's error).
 func (s *Service) afterElement(ctx context.Context, a Accessibility, before AccessibleNode, op, method, action string, args any, err error) (ElementResult, error) {
+	closed := ElementResult{Element: before, Method: method, Action: action, TargetClosed: true}
+	if errors.Is(err, ErrTargetClosed) {
+		err = nil
+	}
 	s.timeline("element-"+op, args, &TimelineTarget{ID: before.ID, Role: before.Role, Name: before.Name}, err)
 	if err != nil {
 		return ElementResult{}, err
 	}
 	n, err := a.Node(ctx, before.ID)
+	var pe *fault.Error
+	if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
+		// It was there just before the action: the action closed it.
+		return closed, nil
+	}
 	if err != nil {
 		return ElementResult{}, err
 	}

@@ -83,7 +83,8 @@ func (s *Service) Routes() []platform.Route {
 				"children, from every application (scope=all, default) or the active window.", platform.Op(s.SearchAccessibility)),
 		op(http.MethodPost, "/accessibility/{elementId}/click", "clickElement", "Click an element", el+" The element's "+
 			"own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at "+
-			"the center of its bounds (method says which).", platform.Op(s.ClickElement)),
+			"the center of its bounds (method says which). A click that closes the element's dialog or application (an OK "+
+			"or Yes that ends the program) is 200 with target_closed true and the element as it was.", platform.Op(s.ClickElement)),
 		op(http.MethodPost, "/accessibility/{elementId}/focus", "focusElement", "Focus an element", el, platform.Op(s.FocusElement)),
 		op(http.MethodPost, "/accessibility/{elementId}/set-value", "setElementValue", "Set an element's value", el+
 			" Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; "+

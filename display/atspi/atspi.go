@@ -244,6 +244,9 @@ func (b *Bus) DoAction(ctx context.Context, id, name string) error {
 		if a.Name == name {
 			var done bool
 			if err := b.call(ctx, r, ifAction+".DoAction", []any{&done}, int32(i)); err != nil {
+				if b.left(ctx, r, err) {
+					return api.ErrTargetClosed
+				}
 				return elementErr(id, err)
 			}
 			if !done {
@@ -324,6 +327,23 @@ func elementErr(id string, err error) error {
 		}
 	}
 	return fault.Errorf(fault.CodeBackend, "accessibility bus: %v", err).WithDetails("elementId")
+}
+
+// left reports whether err is the element's application leaving the bus
+// before it replied: an application that exits inside its action (a
+// dialog's OK), or while the element is read right after, never replies,
+// and the bus answers NoReply for it. A NoReply while the application is
+// still on the bus is a timeout, not this.
+func (b *Bus) left(ctx context.Context, r ref, err error) bool {
+	var de dbus.Error
+	if !errors.As(err, &de) || de.Name != "org.freedesktop.DBus.Error.NoReply" {
+		return false
+	}
+	var has bool
+	if b.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, r.Name).Store(&has) != nil {
+		return false
+	}
+	return !has
 }
 
 func (b *Bus) busErr(err error) error {

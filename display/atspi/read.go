@@ -140,6 +140,9 @@ func (b *Bus) Node(ctx context.Context, id string) (api.AccessibleNode, error) {
 		return api.AccessibleNode{}, err
 	}
 	n, err := b.read(ctx, r, 0, nil)
+	if err != nil && b.left(ctx, r, err) {
+		return api.AccessibleNode{}, fault.NotFound("element", id)
+	}
 	if err != nil {
 		return api.AccessibleNode{}, elementErr(id, err)
 	}

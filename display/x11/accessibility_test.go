@@ -26,6 +26,7 @@ import (
 // a11yApp is a GTK window (testdata/a11y_app.py) on the test display,
 // reachable over its own session bus and accessibility bus.
 type a11yApp struct {
+	cmd   *exec.Cmd
 	win   api.Window
 	addr  string // the accessibility bus
 	bus   *atspi.Bus
@@ -39,12 +40,19 @@ type a11yApp struct {
 // the accessibility bus to the test service.
 func startA11yApp(t testing.TB, title string, extra int, more ...string) *a11yApp {
 	t.Helper()
+	return startA11yScript(t, "a11y_app.py", title, append([]string{fmt.Sprint(extra)}, more...)...)
+}
+
+// startA11yScript is startA11yApp with another testdata script, which
+// takes the title and args and prints "ready" once its window shows.
+func startA11yScript(t testing.TB, script, title string, args ...string) *a11yApp {
+	t.Helper()
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk").Run(); err != nil {
 		t.Fatal("python3-gi with GTK 3 is missing (scripts/setup.sh installs python3-gi gir1.2-gtk-3.0 at-spi2-core)")
 	}
 	env := platformtest.SessionBus(t)
-	cmd := exec.Command(py, append([]string{filepath.Join("testdata", "a11y_app.py"), title, fmt.Sprint(extra)}, more...)...)
+	cmd := exec.Command(py, append([]string{filepath.Join("testdata", script), title}, args...)...)
 	cmd.Env = append(append(os.Environ(), "DISPLAY="+display, "NO_AT_BRIDGE=0", "GTK_MODULES=", "LC_ALL=C.UTF-8"), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -55,7 +63,7 @@ func startA11yApp(t testing.TB, title string, extra int, more ...string) *a11yAp
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	app := &a11yApp{}
+	app := &a11yApp{cmd: cmd}
 	app.cond = sync.NewCond(&app.mu)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -352,6 +360,38 @@ func TestAccessibilityScrollIntoView(t *testing.T) {
 
 // An application without an accessibility tree (xterm) is said to have
 // none, not given an empty or made-up one.
+// TestAccessibilityClickThatClosesTheDialog: Yes of a question and OK of
+// an entry dialog, clicked by id, end the dialog's program inside the
+// click (as zenity does). The click worked: 200 with target_closed and the
+// button as it was, and the program exits 0 having read the answer.
+func TestAccessibilityClickThatClosesTheDialog(t *testing.T) {
+	needX(t)
+	for _, tc := range []struct{ kind, button, said string }{
+		{"question", "Yes", "response ok"},
+		{"entry", "OK", "response ok typed"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			app := startA11yScript(t, "a11y_dialog.py", "A11y Dialog "+tc.kind, tc.kind)
+			var btn *api.AccessibleNode
+			eventually(t, "the dialog's "+tc.button+" button in the tree", func() bool {
+				btn = find(tree(t, "?scope=all").Nodes, "push button", tc.button)
+				return btn != nil
+			})
+			a := call(t, "POST", "/api/v1/display/accessibility/"+btn.ID+"/click", map[string]any{})
+			mustOK(t, a, "click "+tc.button)
+			var res api.ElementResult
+			a.decode(t, &res)
+			if !res.TargetClosed || res.Element.ID != btn.ID || res.Element.Name != tc.button || res.Method != "action" {
+				t.Fatalf("click %s answered %s", tc.button, a.body)
+			}
+			app.await(t, tc.said)
+			if err := app.cmd.Wait(); err != nil {
+				t.Fatalf("the dialog exited with %v, want 0", err)
+			}
+		})
+	}
+}
+
 func TestAccessibilityWindowWithoutTree(t *testing.T) {
 	needX(t)
 	startA11yApp(t, "A11y Other", 0)

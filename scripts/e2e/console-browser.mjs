@@ -21,6 +21,10 @@
 //             gate, backup codes regenerated and 2FA turned off (codes
 //             from oathtool); then the admin adds an image with an icon;
 //             axe-core on each page with its data in place
+//   roles     a plain user (a project's viewer) is shown no action the API
+//             would refuse (no event Delete, no project settings, grants or
+//             role changes); the admin is, and grants access by email; the
+//             footer names the signing key
 //   cross     a page on another origin tries to drive the console
 //   tamper    answers altered on the way (by the Go test's proxy) are refused
 // Each mode prints result lines ("TOKEN ...", "BALANCE ...") and a last
@@ -573,6 +577,40 @@ async function tour(chrome) {
   console.log(`SCREENSHOTS ${shots} in ${out} (axe: ${minor} minor or moderate findings)`);
 }
 
+async function roles(chrome) {
+  const page = await chrome.page();
+  const loaded = () => page.waitForFunction(() => document.querySelector("main h1") && !document.body.innerText.includes("Loading…"), null, { timeout: 45000 });
+  await login(page, args.userEmail, args.userPassword);
+  await page.goto(base + "/events");
+  await loaded();
+  await page.getByRole("heading", { name: "Log" }).waitFor();
+  check(!(await page.getByText("No events match.").count()), "the plain user's event log is empty: no row to show a Delete on");
+  check(!(await page.getByRole("button", { name: "Delete" }).count()), "a plain user is shown the events' Delete buttons");
+  await page.goto(base + `/projects/${args.project}`);
+  await loaded();
+  for (const name of ["Save project", "Grant access", "Remove", "Delete project"]) {
+    check(!(await page.getByRole("button", { name }).count()), `a project's viewer is shown ${name}`);
+  }
+  check(!(await page.getByRole("combobox", { name: /Role of/ }).count()), "a project's viewer is shown role changes");
+  const footer = (await page.getByTestId("signature-status").textContent()).replace(/\s+/g, " ").trim();
+  check(/Ed25519 key \S+: /.test(footer) && !/keyed25519/.test(footer), `the footer reads ${JSON.stringify(footer)}`);
+  console.log("FOOTER " + footer);
+  await page.getByRole("button", { name: "Log out" }).click();
+  await page.getByRole("heading", { name: "Log in" }).waitFor();
+
+  await login(page, args.adminEmail, args.adminPassword);
+  await page.goto(base + "/events");
+  await loaded();
+  await page.getByRole("button", { name: "Delete" }).first().waitFor();
+  await page.goto(base + `/projects/${args.project}`);
+  await loaded();
+  await page.getByLabel("User's email").fill(args.grantEmail);
+  await page.getByRole("button", { name: "Grant access" }).click();
+  await page.getByRole("status").filter({ hasText: "Permission granted." }).waitFor();
+  await page.getByRole("cell", { name: args.grantEmail }).or(page.getByRole("combobox", { name: /Role of/ }).nth(1)).first().waitFor();
+  console.log("GRANTED " + args.grantEmail);
+}
+
 async function cross(chrome) {
   const page = await chrome.page();
   await login(page, args.adminEmail, args.adminPassword);
@@ -623,7 +661,7 @@ async function tamper(chrome) {
   console.log("TAMPER refused: " + text.trim());
 }
 
-const modes = { story, conflict, tour, settings, cross, tamper };
+const modes = { story, conflict, tour, settings, roles, cross, tamper };
 const chrome = await launch();
 let failed = false;
 try {

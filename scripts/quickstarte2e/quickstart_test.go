@@ -433,3 +433,100 @@ func TestRunLeavesAnotherXvfbAlone(t *testing.T) {
 		t.Fatalf("run.sh stopped an X server it did not start: %v", err)
 	}
 }
+
+// TestRunGivesTheDesktopItsBusAndTheUserItsUmask: under a user's umask of
+// 002, run.sh's agent writes a file put over WebDAV as 0664 (the user's
+// umask, not the script's 077 for its secrets, which stay 0600), and with
+// the display it starts it gets a session D-Bus with the accessibility
+// bus: the tree of the xterm on that display is answered (an xterm
+// exposes none, and says so), not ACCESSIBILITY_UNAVAILABLE. Run.sh stops
+// the bus it started.
+func TestRunGivesTheDesktopItsBusAndTheUserItsUmask(t *testing.T) {
+	for _, tool := range []string{"Xvfb", "xterm", "dbus-daemon", "dbus-send"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (scripts/setup.sh installs it)", tool)
+		}
+	}
+	bin := binDir(t)
+	if _, err := os.Stat(filepath.Join(bin, "deckhand-display")); err != nil {
+		t.Skip("deckhand-display is not in $DECKHAND_BIN (make build)")
+	}
+	root := repoRoot(t)
+	data := filepath.Join(t.TempDir(), "data")
+	// No session bus of the caller's: run.sh starts one for its display.
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
+	t.Setenv("AT_SPI_BUS_ADDRESS", "")
+	// The user's shell umask is what run.sh inherits; this package's
+	// tests run one at a time, so setting the process's is safe.
+	old := syscall.Umask(0o002)
+	in := runScript(t, root, bin, data, platformtest.FreePortBase(t, span), "DISPLAY=")
+	syscall.Umask(old)
+	in.waitReady(t)
+
+	for _, f := range []string{"admin-login.txt", "local.env"} {
+		if fi, err := os.Stat(filepath.Join(data, f)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, want mode 0600", f, err)
+		}
+	}
+	dir := t.TempDir()
+	put, _ := http.NewRequest("PUT", "http://"+in.gateway+"/_/files/dav"+dir+"/put.txt", strings.NewReader("hello\n"))
+	resp, err := http.DefaultClient.Do(put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("WebDAV PUT: %d", resp.StatusCode)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "put.txt")); err != nil || fi.Mode().Perm() != 0o664 {
+		t.Fatalf("the file put over WebDAV: %v mode %v, want 0664 (the user's umask 002)", err, fi.Mode().Perm())
+	}
+
+	m := displayLine.FindStringSubmatch(in.out.String())
+	if m == nil {
+		t.Fatalf("run.sh started no display:\n%s", in.out.String())
+	}
+	if !regexp.MustCompile(`(?m)^\s*session bus\s+unix:`).MatchString(in.out.String()) {
+		t.Fatalf("run.sh started no session bus:\n%s", in.out.String())
+	}
+	// xvfb.sh starts an xterm on the display it starts; the tree of the
+	// active window (the xterm, once focused) or of every application is
+	// answered.
+	url := "http://" + in.gateway + "/_/display/api/v1/display/accessibility"
+	var body []byte
+	for deadline := time.Now().Add(time.Minute); ; {
+		resp, err := http.Get(url + "?scope=all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = make([]byte, 4096)
+		n, _ := resp.Body.Read(body)
+		body = body[:n]
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the accessibility tree under run.sh: %d %s\nagent.log:\n%s", resp.StatusCode, body, tail(filepath.Join(data, "agent.log")))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	resp, err = http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, 4096)
+	n, _ := resp.Body.Read(raw)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the active window's tree (the xterm) under run.sh: %d %s", resp.StatusCode, raw[:n])
+	}
+
+	// The bus run.sh started ends with it.
+	bus := regexp.MustCompile(`(?m)^\s*session bus\s+(unix:\S+)`).FindStringSubmatch(in.out.String())[1]
+	in.stop(t)
+	probe := exec.Command("dbus-send", "--bus="+bus, "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.GetId")
+	if out, err := probe.CombinedOutput(); err == nil {
+		t.Fatalf("the session bus run.sh started still answers after it stopped: %s", out)
+	}
+}

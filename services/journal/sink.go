@@ -31,7 +31,10 @@ type SinkConfig struct {
 	Capacity int
 	// Fallback takes what is still held when the sink closes (the log).
 	Fallback contract.Journal
-	Logger   *slog.Logger
+	// Logger is the process's log; its level also says whether debug
+	// entries are kept: only when it logs debug (--log-level debug), so
+	// per-request lines do not bury what a reader looks for.
+	Logger *slog.Logger
 }
 
 // Sink is the contract.Journal every service, program and the supervisor
@@ -56,6 +59,9 @@ type Sink struct {
 	dropped int64
 	dest    Destination
 
+	// debug: debug entries are kept (the logger logs debug).
+	debug bool
+
 	kick   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -73,7 +79,8 @@ func NewSink(cfg SinkConfig) *Sink {
 	if cfg.Fallback == nil {
 		cfg.Fallback = contract.LogJournal{Logger: cfg.Logger}
 	}
-	s := &Sink{cfg: cfg, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Sink{cfg: cfg, kick: make(chan struct{}, 1), done: make(chan struct{}),
+		debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Socket != "" {
 		s.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
@@ -88,8 +95,12 @@ func NewSink(cfg SinkConfig) *Sink {
 	return s
 }
 
-// Record takes one entry; it never waits for the journal.
+// Record takes one entry; it never waits for the journal. A debug entry
+// is dropped unless the logger logs debug.
 func (s *Sink) Record(e contract.JournalEntry) {
+	if !s.debug && levelOf(e.Level) == 0 {
+		return
+	}
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}

@@ -229,19 +229,40 @@ func TestToolsThroughTheGateway(t *testing.T) {
 	a := startAgent(t, "process,files,journal,mcp")
 	s := connect(t, a.endpoint(), allKey, nil)
 	names := toolNames(t, s)
-	for _, want := range []string{"process_run", "files_read", "files_write", "files_list", "display_screenshot", "display_click", "display_type"} {
+	for _, want := range []string{"process_run", "files_read", "files_write", "files_list", "journal_query"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools/list lacks %s: %v", want, names)
 		}
 	}
+	// Only the tools of the services this agent runs are offered.
+	for _, n := range names {
+		if svc, _, _ := strings.Cut(n, "_"); !slices.Contains([]string{"process", "files", "journal", "mcp"}, svc) {
+			t.Errorf("tools/list offers %s, whose service does not run", n)
+		}
+	}
 
+	// A failing command is an error whose text says how it ended and
+	// what it wrote to stderr: a model reads the text.
 	res := callTool(t, s, "process_run", map[string]any{"cmd": []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
 	run := structured[struct {
 		Stdout, Stderr string
 		ExitCode       *int `json:"exit_code"`
 	}](t, res)
-	if res.IsError || run.Stdout != "out\n" || run.Stderr != "err\n" || run.ExitCode == nil || *run.ExitCode != 3 || text(res) != "out\n" {
-		t.Fatalf("process_run: %+v %q", run, text(res))
+	if !res.IsError || run.Stdout != "out\n" || run.Stderr != "err\n" || run.ExitCode == nil || *run.ExitCode != 3 ||
+		text(res) != "out\n[stderr]\nerr\n[exit code 3]" {
+		t.Fatalf("process_run of a failing command: isError %v %+v %q", res.IsError, run, text(res))
+	}
+	res = callTool(t, s, "process_run", map[string]any{"shell": "echo warning >&2; exit 0"})
+	if res.IsError || text(res) != "[stderr]\nwarning\n" {
+		t.Fatalf("process_run of a command that succeeds with stderr: isError %v %q", res.IsError, text(res))
+	}
+	res = callTool(t, s, "process_run", map[string]any{"cmd": []string{"sleep", "5"}, "timeout_ms": 100})
+	if !res.IsError || !strings.Contains(text(res), "[timed out and stopped, exit code ") {
+		t.Fatalf("process_run past its timeout: isError %v %q", res.IsError, text(res))
+	}
+	res = callTool(t, s, "process_run", map[string]any{"cmd": []string{"/nonexistent/program"}})
+	if !res.IsError || !strings.HasPrefix(text(res), "failed to start: ") {
+		t.Fatalf("process_run of a missing program: isError %v %q", res.IsError, text(res))
 	}
 	res = callTool(t, s, "process_run", map[string]any{"shell": "pwd", "cwd": "/tmp"})
 	if got := structured[struct{ Stdout string }](t, res).Stdout; got != "/tmp\n" {
@@ -327,6 +348,28 @@ func journalOnce(t *testing.T, a *agent, query string) string {
 		t.Fatalf("journal: %d %s", resp.StatusCode, raw)
 	}
 	return string(raw)
+}
+
+// TestNoDisplayNoDisplayTools: an agent whose display service runs without
+// a display (it answers unavailable) offers none of the display tools;
+// one called anyway says UNAVAILABLE.
+func TestNoDisplayNoDisplayTools(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "process,display,mcp")
+	s := connect(t, a.endpoint(), allKey, nil)
+	names := toolNames(t, s)
+	if !slices.Contains(names, "process_run") {
+		t.Errorf("tools/list lacks process_run: %v", names)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "display_") || strings.HasPrefix(n, "files_") {
+			t.Errorf("tools/list offers %s on an agent without a display or files", n)
+		}
+	}
+	res := callTool(t, s, "display_screenshot", map[string]any{})
+	if !res.IsError || !strings.Contains(text(res), "UNAVAILABLE") {
+		t.Fatalf("display_screenshot without a display: %q", text(res))
+	}
 }
 
 // TestWithoutExecNoProcessTools: a credential the proxy permissions do not
@@ -822,6 +865,71 @@ func TestIsolatedService(t *testing.T) {
 	res := callTool(t, s, "process_run", map[string]any{"cmd": []string{"echo", "child"}})
 	if got := structured[struct{ Stdout string }](t, res).Stdout; got != "child\n" {
 		t.Fatalf("process_run: %q %s", got, text(res))
+	}
+}
+
+// TestDisplayElementClickClosesDialog: display_element_click on the Yes of
+// a dialog that exits inside the click (as zenity's does) is a success
+// that says the target closed, and the dialog's program exits 0.
+func TestDisplayElementClickClosesDialog(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
+		t.Skip("deckhand-display is not beside deckhand (make build; DECKHAND_BIN=$PWD/bin)")
+	}
+	if exec.Command("/usr/bin/python3", "-c", `import gi; gi.require_version("Gtk", "3.0"); from gi.repository import Gtk`).Run() != nil {
+		t.Skip("python3-gi with GTK 3 is not installed")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "display", "x11", "testdata", "a11y_dialog.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	display := platformtest.StartXvfb(t, "1280x800x24")
+	env := append([]string{"DISPLAY=" + display}, platformtest.SessionBus(t)...)
+	a := startAgentEnv(t, env, "process,display,mcp", "--display", display)
+	s := connect(t, a.endpoint(), allKey, nil)
+	res := callTool(t, s, "process_start", map[string]any{"cmd": []string{"/usr/bin/python3", script, "mcp-dialog", "question"}})
+	id := structured[struct{ ID string }](t, res).ID
+	if res.IsError || id == "" {
+		t.Fatalf("process_start: %s", text(res))
+	}
+	waitOutput(t, s, id, "ready")
+	var yes string
+	deadline := time.Now().Add(60 * time.Second)
+	for yes == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("display_find never found Yes: %s", text(res))
+		}
+		res = callTool(t, s, "display_find", map[string]any{"role": "push button", "name": "yes"})
+		for _, e := range structured[struct{ Elements []struct{ ID, Name string } }](t, res).Elements {
+			if e.Name == "Yes" {
+				yes = e.ID
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res = callTool(t, s, "display_element_click", map[string]any{"element_id": yes})
+	if res.IsError || !structured[struct {
+		TargetClosed bool `json:"target_closed"`
+	}](t, res).TargetClosed || !strings.Contains(text(res), "closed") {
+		t.Fatalf("display_element_click on Yes: isError %v %s", res.IsError, text(res))
+	}
+	waitOutput(t, s, id, "response ok")
+	for {
+		res = callTool(t, s, "process_output", map[string]any{"id": id})
+		out := structured[struct {
+			State    string
+			ExitCode *int `json:"exit_code"`
+		}](t, res)
+		if out.State != "running" {
+			if out.State != "exited" || out.ExitCode == nil || *out.ExitCode != 0 {
+				t.Fatalf("the dialog ended %s %v, want exit 0", out.State, out.ExitCode)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the dialog never exited")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

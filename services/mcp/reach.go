@@ -166,7 +166,7 @@ func notAllowed(tool string) error {
 
 // guard applies the caller's reach and tool allow-list to every message:
 // tools/list and resources/templates/list leave out what it may not reach
-// or use, tools/call and resource reads and subscriptions of it are
+// or use (tools/list also the tools of services that do not run, running.go), tools/call and resource reads and subscriptions of it are
 // refused; every tool call and its outcome goes to the journal.
 func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -179,7 +179,10 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool { return !who.mayTool(t.Name) })
+				runs := s.running.runs(ctx)
+				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool {
+					return !who.mayTool(t.Name) || !runs(toolService(t.Name))
+				})
 			}
 			return res, err
 		case "tools/call":

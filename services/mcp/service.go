@@ -55,6 +55,10 @@ type Settings struct {
 	// OutputBudget is the default number of characters of text a tool
 	// answers before it trims (a caller may ask for another per call).
 	OutputBudget int
+	// Services is the comma list of services the agent runs (set from
+	// --services): tools of others are not offered. "": not known, every
+	// service whose port answers counts.
+	Services string
 }
 
 // Flags declares --mcp-*.
@@ -65,6 +69,7 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.SessionIdle, "mcp-session-idle", 30*time.Minute, "close an MCP session that sent no request for this long")
 	fs.IntVar(&s.MaxSubscriptions, "mcp-max-subscriptions", 100, "file subscriptions one MCP session holds at most (each URI spelling counts); one more is a JSON-RPC error naming this limit")
 	fs.IntVar(&s.OutputBudget, "mcp-output-budget", 20000, "characters of text a tool answers by default before trimming (the rest is fetched with offset)")
+	fs.StringVar(&s.Services, "mcp-services", "", "comma list of the services this agent runs, whose tools tools/list offers (set from --services; empty: those whose port answers)")
 }
 
 // Validate checks the bounds.
@@ -108,6 +113,7 @@ type Service struct {
 	server  *mcp.Server
 	handler http.Handler
 	subs    *subscriptions
+	running *running
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -128,6 +134,11 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase, deps.InMemory)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.subs = newSubscriptions(s, set.MaxSubscriptions)
+	var listed []string
+	if strings.TrimSpace(set.Services) != "" {
+		listed = commaList(set.Services)
+	}
+	s.running = newRunning(s.be, listed)
 	// The SDK logs every session's start and end at info; the journal has
 	// what matters (tool calls), so only its warnings reach the log.
 	sdkLog := slog.New(atLeast{deps.Logger.Handler(), slog.LevelWarn})

@@ -73,6 +73,9 @@ type ElementActed struct {
 	Element Element `json:"element"`
 	Method  string  `json:"method" jsonschema:"action, pointer, focus or value: the element's own action, a pointer click at its center, a focus grab or a value change"`
 	Action  string  `json:"action,omitempty" jsonschema:"the action invoked"`
+	// TargetClosed: the element went away with its window or application
+	// after taking the action (a dialog's OK): that is success.
+	TargetClosed bool `json:"target_closed,omitempty" jsonschema:"true when the element, or its application, closed after taking the action (a dialog's OK, Yes or Submit): it worked, and element is as it was before"`
 }
 
 // MarkedArgs are display_screenshot_marked's arguments.
@@ -216,7 +219,11 @@ func (s *Service) elementAct(ctx context.Context, req *mcp.CallToolRequest, id, 
 	if r.Action != "" {
 		msg += " " + r.Action
 	}
-	return textResult(msg + fmt.Sprintf("; the element is now [%s] %q", e.Role, e.Name)), ElementActed{Element: e, Method: r.Method, Action: r.Action}, nil
+	out := ElementActed{Element: e, Method: r.Method, Action: r.Action, TargetClosed: r.TargetClosed}
+	if r.TargetClosed {
+		return textResult(msg + fmt.Sprintf("; [%s] %q then closed with its window or application (the action was taken)", e.Role, e.Name)), out, nil
+	}
+	return textResult(msg + fmt.Sprintf("; the element is now [%s] %q", e.Role, e.Name)), out, nil
 }
 
 func (s *Service) displayMarked(ctx context.Context, req *mcp.CallToolRequest, in MarkedArgs) (*mcp.CallToolResult, MarkedResult, error) {

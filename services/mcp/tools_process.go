@@ -131,8 +131,9 @@ func toolErr(err error) error { return errors.New(errorText(err)) }
 func (s *Service) addProcessTools() {
 	mcp.AddTool(s.server, &mcp.Tool{Name: "process_run", Title: "Run a command",
 		Description: "Run a command in the container to its end and answer its output and exit code. Give cmd (an argv array, " +
-			"no shell) or shell (a /bin/sh -c line). The text content is stdout; the structured content has stdout, stderr, " +
-			"exit_code and state. Output past max_chars is trimmed with a marker: read the rest with process_output and the " +
+			"no shell) or shell (a /bin/sh -c line). The text content is stdout, then stderr after a [stderr] line; " +
+			"when the command exits non-zero, times out, is killed or cannot start, the result is an error (isError) and " +
+			"the text ends with the exit code. The structured content has stdout, stderr, exit_code and state. Output past max_chars is trimmed with a marker: read the rest with process_output and the " +
 			"answer's id. For a long-running or interactive program use process_start instead.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}}, s.processRun)
 	mcp.AddTool(s.server, &mcp.Tool{Name: "process_start", Title: "Start a command in the background",
@@ -180,7 +181,44 @@ func (s *Service) processRun(ctx context.Context, req *mcp.CallToolRequest, in R
 	if r.State == process.StateFailedToStart {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "failed to start: " + r.Error}}}, o, nil
 	}
-	return textResult(text), o, nil
+	// A model reads the text, not the structured content: a failure says
+	// so there, with the exit code and what the command wrote to stderr.
+	if errp.Text != "" {
+		text = withNewline(text) + "[stderr]\n" + errp.Text
+	}
+	failed := r.State != process.StateExited || r.ExitCode == nil || *r.ExitCode != 0
+	if failed {
+		text = withNewline(text) + "[" + endOf(r.State, r.ExitCode) + "]"
+	}
+	res := textResult(text)
+	res.IsError = failed
+	return res, o, nil
+}
+
+// withNewline ends a non-empty text with a line break, so what follows
+// starts a line of its own.
+func withNewline(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
+}
+
+// endOf says how a run ended, for the text content.
+func endOf(state string, code *int) string {
+	c := "no exit code"
+	if code != nil {
+		c = "exit code " + strconv.Itoa(*code)
+	}
+	switch state {
+	case process.StateExited:
+		return c
+	case process.StateTimedOut:
+		return "timed out and stopped, " + c
+	case process.StateKilled:
+		return "killed by a signal, " + c
+	}
+	return state + ", " + c
 }
 
 func (s *Service) processStart(ctx context.Context, req *mcp.CallToolRequest, in StartArgs) (*mcp.CallToolResult, ProcessInfo, error) {

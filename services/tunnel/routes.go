@@ -67,7 +67,9 @@ func (s *Service) Routes() []platform.Route {
 				"X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the " +
 				"app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as " +
 				"they are. WebSocket " +
-				"upgrades pass through (dev-server hot reload); responses stream. Errors: 400 INVALID for a port outside " +
+				"upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) " +
+				"leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints " +
+				"that URL). Errors: 400 INVALID for a port outside " +
 				"1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy " +
 				"permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 " +
 				"UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an " +

@@ -52,8 +52,24 @@ func TestOutputAndCompletions(t *testing.T) {
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	_ = tun.Process.Signal(os.Interrupt)
 	_ = tun.Wait()
-	if err != nil || jq(t, `.remote`, line) != "22" || !strings.HasPrefix(jq(t, `.listen`, line), "127.0.0.1:") {
+	if err != nil || jq(t, `.remote`, line) != "22" || !strings.HasPrefix(jq(t, `.listen`, line), "127.0.0.1:") || jq(t, `.open // "none"`, line) != "none" {
 		t.Fatalf("tunnel -o json said %q (%v)", line, err)
+	}
+	// For a web app's port it says where a browser opens it: the root of
+	// the local address, where root-relative links resolve.
+	tun = exec.Command(bin, "tunnel", "--url", a.url+"/_/tunnel", "--local", "127.0.0.1:0", "--remote", "8000", "-o", "json")
+	tun.Env = u.env
+	if stdout, err = tun.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tun.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err = bufio.NewReader(stdout).ReadString('\n')
+	_ = tun.Process.Signal(os.Interrupt)
+	_ = tun.Wait()
+	if err != nil || jq(t, `.open`, line) != "http://"+jq(t, `.listen`, line)+"/" {
+		t.Fatalf("tunnel -o json for a web app's port said %q (%v)", line, err)
 	}
 
 	if bash := u.ok("", "completion", "bash"); !strings.Contains(bash, "__start_deckhand") {

@@ -115,6 +115,12 @@ func runCmd() *cobra.Command {
 			if err := mcpPortBase(cmd, cfg.Settings, cfg.PortBase, cfg.Bind); err != nil {
 				return err
 			}
+			// The mcp service offers the tools of the services run here.
+			if f := cmd.Flags().Lookup("mcp-services"); f != nil && !f.Changed {
+				if err := cfg.Settings.Set("mcp-services", strings.Join(names, ",")); err != nil {
+					return err
+				}
+			}
 			if err := cfg.Settings.Validate(names); err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,11 +49,20 @@ func tunnelCmd() *cobra.Command {
 			o.Listening = func(a net.Addr) {
 				// People read the line on stderr; a script gets -o json's
 				// record on stdout (where to connect) and nothing else there.
+				open := openURL(a, o.Remote)
 				if p.Structured() {
-					_ = p.Item(map[string]any{"listen": a.String(), "remote": o.Remote, "url": o.URL}, nil)
+					rec := map[string]any{"listen": a.String(), "remote": o.Remote, "url": o.URL}
+					if open != "" {
+						rec["open"] = open
+					}
+					_ = p.Item(rec, nil)
 					return
 				}
 				fmt.Fprintf(os.Stderr, "deckhand tunnel: listening on %s, forwarding to port %d\n", a, o.Remote)
+				if open != "" {
+					fmt.Fprintf(os.Stderr, "deckhand tunnel: a web app on port %d opens at %s (at the root of its own address, so its "+
+						"root-relative links work, unlike under the gateway's /_/tunnel/proxy/%d/)\n", o.Remote, open, o.Remote)
+				}
 			}
 			f, err := client.New(o)
 			if err != nil {
@@ -75,4 +85,19 @@ func tunnelCmd() *cobra.Command {
 	fl.DurationVar(&o.ConnectTimeout, "connect-timeout", 30*time.Second, "how long a local connection waits while the service is unreachable")
 	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
+}
+
+// openURL is where a browser opens a web app the tunnel forwards to: the
+// root of the local address, so the app's root-relative links (/style.css)
+// resolve, which they do not under a path prefix. None for ssh's port.
+func openURL(a net.Addr, remote int) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || remote == 22 {
+		return ""
+	}
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port)) + "/"
 }

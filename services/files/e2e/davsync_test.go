@@ -112,3 +112,52 @@ func TestRcloneChecksumsWithoutDownload(t *testing.T) {
 		})
 	}
 }
+
+// The rclone commands of docs/using/files.md, run as written from a
+// directory holding ./site, against a live agent: they name the agent's
+// gateway at its default address, which the test's agent has on another
+// port (7700 may be taken here), the one thing changed.
+func TestDocsRcloneCommandsRun(t *testing.T) {
+	need(t, "rclone")
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "using", "files.md"))
+	must(t, err)
+	const written = "http://127.0.0.1:7700/_/files/dav/"
+	var cmds []string
+	inCode := false
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		if inCode && strings.HasPrefix(line, "rclone ") {
+			if !strings.Contains(line, written) {
+				t.Fatalf("docs/using/files.md's rclone command does not name the agent's gateway (%s): %s", written, line)
+			}
+			cmds = append(cmds, line)
+		}
+	}
+	if len(cmds) < 2 {
+		t.Fatalf("docs/using/files.md has %d rclone commands, want sync and check", len(cmds))
+	}
+	root := t.TempDir()
+	gw := startAgent(t, root)
+	work := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(work, "site", "css"), 0o755))
+	must(t, os.WriteFile(filepath.Join(work, "site", "index.html"), []byte("<link href=/css/style.css>"), 0o644))
+	must(t, os.WriteFile(filepath.Join(work, "site", "css", "style.css"), []byte("body{}"), 0o644))
+	for _, c := range cmds {
+		cmd := exec.Command("sh", "-c", strings.ReplaceAll(c, written, gw+"/_/files/dav/"))
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c, err, out)
+		}
+		if strings.HasPrefix(c, "rclone check") && !strings.Contains(string(out), "0 differences found") {
+			t.Fatalf("%s:\n%s", c, out)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "site", "css", "style.css")); err != nil || string(b) != "body{}" {
+		t.Fatalf("the synced site: %q %v", b, err)
+	}
+}

@@ -780,8 +780,12 @@ type Generated struct {
 
 // GrantInput defines model for GrantInput.
 type GrantInput struct {
-	Role   GrantInputRole `json:"role"`
-	UserId string         `json:"user_id"`
+	// Email the account's email address (any spelling of it), instead of user_id
+	Email *string        `json:"email,omitempty"`
+	Role  GrantInputRole `json:"role"`
+
+	// UserId the account's id; give user_id or email
+	UserId *string `json:"user_id,omitempty"`
 }
 
 // GrantInputRole defines model for GrantInput.Role.
@@ -4101,7 +4105,7 @@ type ClientInterface interface {
 
 	// GrantProjectPermissionWithBody Grant a user a role on the project
 	//
-	// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. 400 when `user_id` names no account or the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
+	// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. The user is named by `user_id` or by `email` (one of them; any spelling of the address). 400 when `user_id` or `email` names no account, or names the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
 	//
 	// Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
 	//
@@ -4112,7 +4116,7 @@ type ClientInterface interface {
 
 	// GrantProjectPermission Grant a user a role on the project
 	//
-	// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. 400 when `user_id` names no account or the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
+	// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. The user is named by `user_id` or by `email` (one of them; any spelling of the address). 400 when `user_id` or `email` names no account, or names the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
 	//
 	// Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
 	//
@@ -4604,7 +4608,7 @@ type ClientInterface interface {
 
 	// LoginWithBody Log in with username or email and password
 	//
-	// Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
+	// `password` is required and checked only against the account: its shape is never validated here, so a wrong password of any length is 401. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4613,7 +4617,7 @@ type ClientInterface interface {
 
 	// Login Log in with username or email and password
 	//
-	// Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
+	// `password` is required and checked only against the account: its shape is never validated here, so a wrong password of any length is 401. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7293,7 +7297,7 @@ func (c *Client) ListProjectPermissions(ctx context.Context, id string, reqEdito
 
 // GrantProjectPermissionWithBody Grant a user a role on the project
 //
-// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. 400 when `user_id` names no account or the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
+// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. The user is named by `user_id` or by `email` (one of them; any spelling of the address). 400 when `user_id` or `email` names no account, or names the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
 //
 // Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
 //
@@ -7314,7 +7318,7 @@ func (c *Client) GrantProjectPermissionWithBody(ctx context.Context, id string, 
 
 // GrantProjectPermission Grant a user a role on the project
 //
-// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. 400 when `user_id` names no account or the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
+// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. The user is named by `user_id` or by `email` (one of them; any spelling of the address). 400 when `user_id` or `email` names no account, or names the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
 //
 // Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
 //
@@ -8286,7 +8290,7 @@ func (c *Client) MintIdentityClaim(ctx context.Context, body MintIdentityClaimJS
 
 // LoginWithBody Log in with username or email and password
 //
-// Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
+// `password` is required and checked only against the account: its shape is never validated here, so a wrong password of any length is 401. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8305,7 +8309,7 @@ func (c *Client) LoginWithBody(ctx context.Context, contentType string, body io.
 
 // Login Log in with username or email and password
 //
-// Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
+// `password` is required and checked only against the account: its shape is never validated here, so a wrong password of any length is 401. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -17055,7 +17059,7 @@ type ClientWithResponsesInterface interface {
 
 	// GrantProjectPermissionWithBodyWithResponse Grant a user a role on the project
 	//
-	// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. 400 when `user_id` names no account or the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
+	// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. The user is named by `user_id` or by `email` (one of them; any spelling of the address). 400 when `user_id` or `email` names no account, or names the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
 	//
 	// Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
 	//
@@ -17066,7 +17070,7 @@ type ClientWithResponsesInterface interface {
 
 	// GrantProjectPermissionWithResponse Grant a user a role on the project
 	//
-	// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. 400 when `user_id` names no account or the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
+	// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. The user is named by `user_id` or by `email` (one of them; any spelling of the address). 400 when `user_id` or `email` names no account, or names the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
 	//
 	// Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
 	//
@@ -17580,7 +17584,7 @@ type ClientWithResponsesInterface interface {
 
 	// LoginWithBodyWithResponse Log in with username or email and password
 	//
-	// Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
+	// `password` is required and checked only against the account: its shape is never validated here, so a wrong password of any length is 401. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17589,7 +17593,7 @@ type ClientWithResponsesInterface interface {
 
 	// LoginWithResponse Log in with username or email and password
 	//
-	// Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
+	// `password` is required and checked only against the account: its shape is never validated here, so a wrong password of any length is 401. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -28155,7 +28159,7 @@ func (c *ClientWithResponses) ListProjectPermissionsWithResponse(ctx context.Con
 
 // GrantProjectPermissionWithBodyWithResponse Grant a user a role on the project
 //
-// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. 400 when `user_id` names no account or the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
+// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. The user is named by `user_id` or by `email` (one of them; any spelling of the address). 400 when `user_id` or `email` names no account, or names the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
 //
 // Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
 //
@@ -28172,7 +28176,7 @@ func (c *ClientWithResponses) GrantProjectPermissionWithBodyWithResponse(ctx con
 
 // GrantProjectPermissionWithResponse Grant a user a role on the project
 //
-// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. 400 when `user_id` names no account or the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
+// Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. The user is named by `user_id` or by `email` (one of them; any spelling of the address). 400 when `user_id` or `email` names no account, or names the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
 //
 // Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
 //
@@ -28974,7 +28978,7 @@ func (c *ClientWithResponses) MintIdentityClaimWithResponse(ctx context.Context,
 
 // LoginWithBodyWithResponse Log in with username or email and password
 //
-// Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
+// `password` is required and checked only against the account: its shape is never validated here, so a wrong password of any length is 401. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28989,7 +28993,7 @@ func (c *ClientWithResponses) LoginWithBodyWithResponse(ctx context.Context, con
 
 // LoginWithResponse Log in with username or email and password
 //
-// Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
+// `password` is required and checked only against the account: its shape is never validated here, so a wrong password of any length is 401. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -809,11 +809,16 @@ type DragResult struct {
 // ElementResult defines model for ElementResult.
 type ElementResult struct {
 	// Action the action invoked
-	Action  *string        `json:"action,omitempty"`
+	Action *string `json:"action,omitempty"`
+
+	// Element the element afterwards; as it was before when target_closed
 	Element AccessibleNode `json:"element"`
 
 	// Method how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling
 	Method ElementResultMethod `json:"method"`
+
+	// TargetClosed true when the element, or its whole application, closed after taking the action (a dialog's OK, Yes or Submit): the action worked, and element is the element as it was before
+	TargetClosed *bool `json:"target_closed,omitempty"`
 }
 
 // ElementResultMethod how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling
@@ -1777,7 +1782,7 @@ type ClientInterface interface {
 
 	// ClickElement Click an element
 	//
-	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which).
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which). A click that closes the element's dialog or application (an OK or Yes that ends the program) is 200 with target_closed true and the element as it was.
 	//
 	// Corresponds with POST /api/v1/display/accessibility/{elementId}/click (the `ClickElement` operationId).
 	ClickElement(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2601,7 +2606,7 @@ func (c *Client) InvokeElementAction(ctx context.Context, elementId string, body
 
 // ClickElement Click an element
 //
-// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which).
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which). A click that closes the element's dialog or application (an OK or Yes that ends the program) is 200 with target_closed true and the element as it was.
 //
 // Corresponds with POST /api/v1/display/accessibility/{elementId}/click (the `ClickElement` operationId).
 func (c *Client) ClickElement(ctx context.Context, elementId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6925,7 +6930,7 @@ type ClientWithResponsesInterface interface {
 
 	// ClickElementWithResponse Click an element
 	//
-	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which).
+	// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which). A click that closes the element's dialog or application (an OK or Yes that ends the program) is 200 with target_closed true and the element as it was.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10862,7 +10867,7 @@ func (c *ClientWithResponses) InvokeElementActionWithResponse(ctx context.Contex
 
 // ClickElementWithResponse Click an element
 //
-// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which).
+// Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which). A click that closes the element's dialog or application (an OK or Yes that ends the program) is 200 with target_closed true and the element as it was.
 //
 // Returns a wrapper object for the known response body format(s).
 //

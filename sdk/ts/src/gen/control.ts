@@ -1541,7 +1541,7 @@ export interface paths {
         put?: never;
         /**
          * Grant a user a role on the project
-         * @description Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. 400 when `user_id` names no account or the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
+         * @description Roles: `viewer` reads the project, its containers and documents; `operator` also acts on its containers (network, proxy permissions); `manager` also changes the project, its permissions and its project-level document. The owner holds every right and cannot be named in a permission. The user is named by `user_id` or by `email` (one of them; any spelling of the address). 400 when `user_id` or `email` names no account, or names the owner; 409 when the user already has a permission (change it with PUT or PATCH). Writes `project.permission.granted`.
          *
          *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
          */
@@ -2111,7 +2111,7 @@ export interface paths {
         put?: never;
         /**
          * Log in with username or email and password
-         * @description Password rule: at least 8 characters with an uppercase letter, a lowercase letter and a digit. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
+         * @description `password` is required and checked only against the account: its shape is never validated here, so a wrong password of any length is 401. `email` is looked up in its canonical form (see signup): any spelling of the address finds the account. `response_mode=tokens` (default) answers the login result (access token 1 day, refresh token 7 days). `response_mode=intent` needs `code_challenge` (base64url SHA-256 of a 43-128 character `code_verifier`) and answers `auth_intent_token`, valid 5 minutes, exchanged once at POST /api/v1/auth/intent/exchange. When the account has two-factor on, the answer is `requires_2fa: true` and a `temp_token` (5 minutes) for POST /api/v1/users/auth/2fa/verify, with the message `Password accepted: two-factor code required; send it with the temp_token to POST /api/v1/users/auth/2fa/verify`. 401 for wrong credentials (the same whether or not the account exists); 403 for banned or unverified accounts.
          */
         post: operations["login"];
         delete?: never;
@@ -2835,9 +2835,12 @@ export interface components {
             invoice_number?: string;
         };
         GrantInput: {
+            /** @description the account's email address (any spelling of it), instead of user_id */
+            email?: string;
             /** @enum {string} */
             role: "viewer" | "operator" | "manager";
-            user_id: string;
+            /** @description the account's id; give user_id or email */
+            user_id?: string;
         };
         Group: {
             algorithm?: string;

@@ -95,7 +95,7 @@ export interface paths {
         put?: never;
         /**
          * Click an element
-         * @description Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which).
+         * @description Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and answers the element afterwards. An id whose element is gone answers 404. The element's own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at the center of its bounds (method says which). A click that closes the element's dialog or application (an OK or Yes that ends the program) is 200 with target_closed true and the element as it was.
          */
         post: operations["clickElement"];
         delete?: never;
@@ -1348,12 +1348,15 @@ export interface components {
         ElementResult: {
             /** @description the action invoked */
             action?: string;
+            /** @description the element afterwards; as it was before when target_closed */
             element: components["schemas"]["AccessibleNode"];
             /**
              * @description how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling
              * @enum {string}
              */
             method: "action" | "pointer" | "focus" | "value" | "scroll";
+            /** @description true when the element, or its whole application, closed after taking the action (a dialog's OK, Yes or Submit): the action worked, and element is the element as it was before */
+            target_closed?: boolean;
         };
         Error: {
             code: string;
