@@ -108,6 +108,13 @@ import (
 // StatusPath is where the gateway answers the agent's status (loopback only).
 const StatusPath = "/_agent/status"
 
+// HealthPath answers any client 200 {"status":"ok"} once the gateway
+// serves: the supervisor starts the gateway after every service is
+// healthy, so an answer means the agent is ready. It tells nothing else,
+// so it is open to the engine's network and to any Host (the control
+// plane checks a container's agent here before it calls it running).
+const HealthPath = "/_agent/health"
+
 // ClaimPath is where a program in the container gets the container's
 // claim for another container's gateway (loopback only):
 // GET /_agent/claim?aud=<container id>.
@@ -333,6 +340,18 @@ func (g *Gateway) Handler() fasthttp.RequestHandler { return g.handle }
 // and routes the rest; every answer to an allowed foreign origin, the
 // gateway's own errors included, gets the policy's CORS headers.
 func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
+	// Health is answered before the Host check: the control plane calls
+	// the gateway by its address on the engine's network, and the answer
+	// tells a rebinding page nothing.
+	if path, _ := splitRequestURI(ctx.Request.Header.RequestURI()); path == HealthPath {
+		if !ctx.IsGet() && !ctx.IsHead() {
+			reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeMethodNotAllowed, Message: "method not allowed on this route", Details: "health"})
+			return
+		}
+		ctx.SetContentType("application/json")
+		ctx.SetBodyString(`{"status":"ok"}`)
+		return
+	}
 	cors, perr := g.cfg.Policy.Decide(reqpolicy.FastRequest(ctx))
 	if perr != nil {
 		reqpolicy.WriteFastError(ctx, 0, perr)
