@@ -187,7 +187,7 @@ func (s *Server) buildDomains() error {
 	s.payments = &domain.Payments{}
 	issuers := map[string]domain.CredentialIssuer{}
 	base := domain.Env[domain.NoConfig]{Store: s.db, Clock: s.clock, Events: s.events, Authz: s.authz, Payments: s.payments,
-		Accounts: &domain.Accounts{}, Limiter: s.limiter}
+		Accounts: &domain.Accounts{}, Images: &domain.Images{}, Limiter: s.limiter}
 	for _, e := range append(append([]entry(nil), domains...), s.extra...) {
 		env := base
 		env.Name, env.Logger = e.name, s.log.With("domain", e.name)
