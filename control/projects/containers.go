@@ -22,11 +22,32 @@ type Container struct {
 	ProjectID string `json:"project_id"`
 	Name      string `json:"name"`
 	ServerID  string `json:"server_id,omitempty"`
-	// Status is a lifecycle state named by the event kinds: a container
-	// the admin API registers starts as "creating".
-	Status    string    `json:"status"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	// ImageID is the catalog image it runs; ImageName the engine's
+	// reference it resolved to at create.
+	ImageID   string            `json:"image_id,omitempty"`
+	ImageName string            `json:"image_name,omitempty"`
+	Resources Resources         `json:"resources"`
+	Autostart bool              `json:"autostart"`
+	Env       map[string]string `json:"env,omitempty"`
+	// Status is a lifecycle state named by the event kinds (creating,
+	// running, paused, stopped, failed, deleting); StatusReason says why
+	// a container is failed (or why a delete waits) in words a person
+	// can act on.
+	Status       string `json:"status"`
+	StatusReason string `json:"status_reason,omitempty"`
+	// AgentAddr is where the control plane reaches the container's agent
+	// (its gateway on the engine's network), while running.
+	AgentAddr string `json:"agent_addr,omitempty"`
+	// EnrolledAt is when the agent first authenticated with its token.
+	EnrolledAt *time.Time `json:"enrolled_at,omitempty"`
+	// KeepWorkspace is the delete's choice, kept while it is under way.
+	KeepWorkspace bool `json:"keep_workspace,omitempty"`
+	// Runtime (docker, none) and URLs (service → its URL) are filled in
+	// each answer, not stored.
+	Runtime   string            `json:"runtime,omitempty"`
+	URLs      map[string]string `json:"urls,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
 }
 
 // Stats is the answer of GET /api/v1/projects/{id}/stats.
@@ -133,7 +154,7 @@ func (s *Service) AdminCreateContainer(ctx context.Context, in AdminContainerInp
 	if err != nil {
 		return nil, storeErr("create the container", err)
 	}
-	return c, nil
+	return s.decorate(c), nil
 }
 
 // ContainerList is the answer of GET /api/v1/projects/{id}/containers.
@@ -164,6 +185,9 @@ func (s *Service) ListContainers(ctx context.Context, in ContainerListInput) (*C
 	if err != nil {
 		return nil, storeErr("list containers", err)
 	}
+	for i := range pg.Items {
+		pg.Items[i] = *s.decorate(&pg.Items[i])
+	}
 	return &ContainerList{Containers: pg.Items, Pagination: Pagination{Total: pg.Total, Page: page, Limit: limit,
 		TotalPages: (pg.Total + limit - 1) / limit}}, nil
 }
@@ -186,7 +210,7 @@ func (s *Service) GetContainer(ctx context.Context, ref ContainerRef) (*Containe
 	if err != nil {
 		return nil, storeErr("read the container", err)
 	}
-	return out, nil
+	return s.decorate(out), nil
 }
 
 // ProjectStats counts project id's containers, people and configuration.
