@@ -46,6 +46,10 @@ func Main(m *testing.M) { os.Exit(run(m, true)) }
 // (replicas of one PostgreSQL started with StartArgs): one run.
 func MainOnce(m *testing.M) { os.Exit(run(m, false)) }
 
+// Run is Main without the exit, for a TestMain that has more of its own
+// to clean up (another binary it built) before it exits.
+func Run(m *testing.M) int { return run(m, true) }
+
 // RunOnce is MainOnce without the exit, for a TestMain that has more of
 // its own to clean up (another binary it built) before it exits.
 func RunOnce(m *testing.M) int { return run(m, false) }

@@ -64,8 +64,9 @@ const (
 type Runtime struct {
 	// Driver is the engine; nil runs nothing (--runtime none).
 	Driver runtime.Driver
-	// AgentControlURL is the control-plane URL the agents are given.
-	AgentControlURL string
+	// AgentControlURL answers the control-plane URL the agents are given
+	// (the server may open a listener for them on first use).
+	AgentControlURL func(ctx context.Context) (string, error)
 	// EnrollTimeout bounds create → running: past it the container is
 	// failed, with the reason (default 60 s).
 	EnrollTimeout time.Duration
@@ -406,12 +407,12 @@ func (s *Service) mintAgentToken(tx *store.Tx, ctx context.Context, c *Container
 
 // agentArgs are the agent's arguments in container c (the image's
 // entrypoint is the agent).
-func (s *Service) agentArgs(c *Container) []string {
+func (s *Service) agentArgs(c *Container, controlURL string) []string {
 	args := []string{"run", "--listen", fmt.Sprintf("0.0.0.0:%d", AgentPort),
-		"--control-url", s.lc.rt.AgentControlURL, "--control-key", controlKeyPath,
+		"--control-url", controlURL, "--control-key", controlKeyPath,
 		"--container-id", c.ID, "--project-id", c.ProjectID, "--token-file", agentTokenPath,
 		"--domain", s.lc.rt.ContainerDomain}
-	if u, err := url.Parse(s.lc.rt.AgentControlURL); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+	if u, err := url.Parse(controlURL); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
 		// The engine's bridge is not loopback; the key is pinned, so
 		// nothing unsigned is applied.
 		args = append(args, "--insecure-control-url")

@@ -3,6 +3,7 @@ package projects
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -89,8 +90,13 @@ func (s *Service) provision(ctx context.Context, id string) {
 			return true
 		}
 		if st.State == runtime.StateMissing {
+			controlURL, err := s.agentURL(ctx)
+			if err != nil {
+				fail(engineReason(err, c.ImageName))
+				return true
+			}
 			var token string
-			err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+			err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 				cur, err := getContainer(tx, id)
 				if err != nil || cur == nil {
 					return err
@@ -103,7 +109,7 @@ func (s *Service) provision(ctx context.Context, id string) {
 				fail("the control plane could not mint the agent's token: " + err.Error())
 				return true
 			}
-			if err := drv.Create(ctx, s.spec(c, token)); err != nil {
+			if err := drv.Create(ctx, s.spec(c, token, controlURL)); err != nil {
 				fail(engineReason(err, c.ImageName))
 				return true
 			}
@@ -133,7 +139,7 @@ func (s *Service) provision(ctx context.Context, id string) {
 }
 
 // spec is the engine's description of container c with its agent token.
-func (s *Service) spec(c *Container, token string) runtime.Spec {
+func (s *Service) spec(c *Container, token, controlURL string) runtime.Spec {
 	files := []runtime.File{{Path: agentTokenPath, Content: []byte(token + "\n"), Mode: 0o400}}
 	if s.env.Config.Keys != nil {
 		if raw, err := json.Marshal(s.env.Config.Keys.PublicSet()); err == nil {
@@ -142,7 +148,7 @@ func (s *Service) spec(c *Container, token string) runtime.Spec {
 	}
 	return runtime.Spec{ID: c.ID, ProjectID: c.ProjectID, Name: c.Name, Image: c.ImageName,
 		Resources: runtime.Resources{CPUs: c.Resources.CPUs, MemoryMB: c.Resources.MemoryMB},
-		Autostart: c.Autostart, Env: c.Env, Files: files, Args: s.agentArgs(c)}
+		Autostart: c.Autostart, Env: c.Env, Files: files, Args: s.agentArgs(c, controlURL)}
 }
 
 // awaitAgent waits until container id's agent has enrolled (when
@@ -183,7 +189,7 @@ func (s *Service) awaitAgent(ctx context.Context, id string, deadline time.Time,
 			if !enrolled {
 				return "", fmt.Sprintf("the agent never enrolled within %s: it did not reach the control plane at %s with its token "+
 					"(check the image's entrypoint is the deckhand agent, that the URL is reachable from the engine's network, or set --agent-control-url)",
-					s.lc.rt.EnrollTimeout, s.lc.rt.AgentControlURL)
+					s.lc.rt.EnrollTimeout, s.agentURLWords())
 			}
 			return "", fmt.Sprintf("the agent enrolled but its gateway did not answer the health check within %s: %s", s.lc.rt.EnrollTimeout, lastErr)
 		}
@@ -253,6 +259,22 @@ func (s *Service) noteEnrolled(ctx context.Context, id, tokenID string) {
 var errRecordsOnly = &fault.Error{Code: fault.CodeConflict, Details: "runtime",
 	Message: "this control plane runs no containers (--runtime none): start and stop the container's agent yourself"}
 
+// errRegistered answers an engine action on a container an admin
+// registered (no image: its agent is run by hand).
+var errRegistered = &fault.Error{Code: fault.CodeConflict, Details: "image_id",
+	Message: "this container was registered without an image (its agent runs by hand): the control plane does not start or stop it"}
+
+// engineFor is the driver for acting on container c, or why not.
+func (s *Service) engineFor(c *Container) (runtime.Driver, error) {
+	if s.lc.rt.Driver == nil {
+		return nil, errRecordsOnly
+	}
+	if c.ImageName == "" {
+		return nil, errRegistered
+	}
+	return s.lc.rt.Driver, nil
+}
+
 // ContainerAction is POST /api/v1/containers/{id}/start|stop|restart.
 type ContainerAction struct {
 	ContainerRef
@@ -264,13 +286,14 @@ type ContainerAction struct {
 // object is gone (a create that failed, a removal behind the control
 // plane's back) is made again from its record: 200 in creating.
 func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Container, error) {
-	drv := s.lc.rt.Driver
-	if drv == nil {
-		return nil, errRecordsOnly
-	}
 	id := in.ID
 	unlock := s.lc.lock(id)
 	c, err := s.current(ctx, id)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	drv, err := s.engineFor(c)
 	if err != nil {
 		unlock()
 		return nil, err
@@ -332,10 +355,6 @@ func (s *Service) settle(ctx context.Context, id string) (*Container, error) {
 // StopContainer stops a container (its agent gets 10 s to stop); a
 // stopped one answers as it is.
 func (s *Service) StopContainer(ctx context.Context, in ContainerAction) (*Container, error) {
-	drv := s.lc.rt.Driver
-	if drv == nil {
-		return nil, errRecordsOnly
-	}
 	id := in.ID
 	unlock := s.lc.lock(id)
 	defer unlock()
@@ -343,10 +362,20 @@ func (s *Service) StopContainer(ctx context.Context, in ContainerAction) (*Conta
 	if err != nil {
 		return nil, err
 	}
+	drv, err := s.engineFor(c)
+	if err != nil {
+		return nil, err
+	}
 	if c.Status == StatusDeleting {
 		return nil, errDeleting(id)
 	}
-	if err := drv.Stop(ctx, id, stopGrace); err != nil {
+	if err := drv.Stop(ctx, id, stopGrace); errors.Is(err, runtime.ErrNotFound) {
+		c, err = s.move(ctx, id, nil, StatusFailed, removedReason, func(c *Container) { c.AgentAddr = "" })
+		if err != nil {
+			return nil, err
+		}
+		return s.decorate(c), nil
+	} else if err != nil {
 		return nil, engineErr("stop the container", err)
 	}
 	if c, err = s.move(ctx, id, nil, StatusStopped, "", func(c *Container) { c.AgentAddr = "" }); err != nil {
@@ -363,13 +392,14 @@ const stopGrace = 10 * time.Second
 // RestartContainer stops and starts a container and answers once its agent
 // is healthy again.
 func (s *Service) RestartContainer(ctx context.Context, in ContainerAction) (*Container, error) {
-	drv := s.lc.rt.Driver
-	if drv == nil {
-		return nil, errRecordsOnly
-	}
 	id := in.ID
 	unlock := s.lc.lock(id)
 	c, err := s.current(ctx, id)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	drv, err := s.engineFor(c)
 	if err != nil {
 		unlock()
 		return nil, err
@@ -426,7 +456,7 @@ func (s *Service) DeleteContainer(ctx context.Context, in ContainerDelete) error
 // finishDelete removes deleting container c's engine objects and then its
 // records (the caller holds its lock).
 func (s *Service) finishDelete(ctx context.Context, c *Container) error {
-	if drv := s.lc.rt.Driver; drv != nil {
+	if drv := s.lc.rt.Driver; drv != nil && c.ImageName != "" {
 		if err := drv.Delete(ctx, c.ID, c.KeepWorkspace); err != nil {
 			reason := "deleting: " + engineReason(err, c.ImageName)
 			if _, merr := s.move(ctx, c.ID, []string{StatusDeleting}, StatusDeleting, reason, nil); merr != nil {
@@ -469,4 +499,20 @@ func (s *Service) current(ctx context.Context, id string) (*Container, error) {
 		return nil, fault.NotFound("container", id)
 	}
 	return c, nil
+}
+
+// agentURL is the control-plane URL the agents are given.
+func (s *Service) agentURL(ctx context.Context) (string, error) {
+	if s.lc.rt.AgentControlURL == nil {
+		return "", fault.Errorf(fault.CodeInternal, "no control-plane URL for the agents")
+	}
+	return s.lc.rt.AgentControlURL(ctx)
+}
+
+// agentURLWords names the agents' URL in a reason.
+func (s *Service) agentURLWords() string {
+	if u, err := s.agentURL(s.lc.ctx); err == nil {
+		return u
+	}
+	return "its --agent-control-url"
 }

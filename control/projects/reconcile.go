@@ -73,6 +73,13 @@ func (s *Service) reconcileAll(ctx context.Context) {
 		s.log.Warn("container engine: listing containers failed", "err", err)
 		return
 	}
+	if len(engine) > 0 {
+		// Agents already running reach the control plane at the URL
+		// they were given: open its listener again.
+		if _, err := s.agentURL(ctx); err != nil {
+			s.log.Warn("container engine: the agents' control-plane URL", "err", err)
+		}
+	}
 	var ids []string
 	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return tx.ForEach(bucketContainers, func(key string, _ []byte) error {
@@ -138,6 +145,9 @@ func (s *Service) reconcileOne(ctx context.Context, id string, st *runtime.Statu
 			}
 		}
 		return
+	}
+	if c.ImageName == "" {
+		return // registered by an admin for an agent run by hand: no engine object is its
 	}
 	record := func(status, reason string, mutate func(*Container)) {
 		if _, err := s.move(ctx, id, []string{c.Status}, status, reason, mutate); err != nil {

@@ -157,13 +157,10 @@ func (s *Service) Bootstrap(ctx context.Context) error {
 }
 
 // Close stops the reconciler and the provisioning under way (the next
-// start resumes them) and closes the runtime driver.
+// start resumes them). The driver is the server's to close.
 func (s *Service) Close() error {
 	s.lc.stop()
 	s.lc.wg.Wait()
-	if s.lc.rt.Driver != nil {
-		return s.lc.rt.Driver.Close()
-	}
 	return nil
 }
 

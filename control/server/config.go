@@ -59,6 +59,14 @@ type Config struct {
 	LogLevel               string
 	EventRetentionDays     int // 0: keep every event
 	HeaderTimeout          time.Duration
+	// Containers that run (runtime.go).
+	Runtime                 string // docker, kubernetes or none
+	DockerHost              string // default $DOCKER_HOST, else the local socket
+	AgentControlURL         string // default: a listener on the engine's bridge
+	MaxContainersPerProject int
+	EnrollTimeout           time.Duration
+	ContainerDomain         string
+	ServerName              string
 
 	// Not flags: what the process hands in.
 	Logger *slog.Logger // default: JSON on stderr at LogLevel
@@ -69,14 +77,19 @@ type Config struct {
 // DefaultConfig is the configuration with every flag at its default.
 func DefaultConfig() Config {
 	return Config{
-		Listen:                 "127.0.0.1:8080",
-		Data:                   "./data",
-		Signups:                true,
-		Signing:                true,
-		TransferFeeBPS:         500,
-		AllowedRedirectDomains: []string{"localhost"},
-		LogLevel:               "info",
-		HeaderTimeout:          platform.DefaultHeaderTimeout,
+		Listen:                  "127.0.0.1:8080",
+		Data:                    "./data",
+		Signups:                 true,
+		Signing:                 true,
+		TransferFeeBPS:          500,
+		AllowedRedirectDomains:  []string{"localhost"},
+		LogLevel:                "info",
+		HeaderTimeout:           platform.DefaultHeaderTimeout,
+		Runtime:                 "docker",
+		MaxContainersPerProject: 20,
+		EnrollTimeout:           60 * time.Second,
+		ContainerDomain:         "localhost",
+		ServerName:              "local",
 	}
 }
 
@@ -118,6 +131,15 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout,
 		"how long a connection may take to send a request's line and headers before it is closed (100ms-10m)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.Runtime, "runtime", c.Runtime, "what runs containers: docker (the Docker Engine API, or Podman's compatible socket), "+
+		"kubernetes (not available yet) or none (records only: agents are run by hand)")
+	fs.StringVar(&c.DockerHost, "docker-host", c.DockerHost, "the engine's address, unix:///path or tcp://host:port (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
+	fs.StringVar(&c.AgentControlURL, "agent-control-url", c.AgentControlURL, "the control-plane URL given to the agents of the containers it runs "+
+		"(default: http://<the engine bridge's gateway>:<the --listen port>, where the control plane also listens, so the API stays off other interfaces)")
+	fs.IntVar(&c.MaxContainersPerProject, "max-containers-per-project", c.MaxContainersPerProject, "the most containers one project may hold (0: no limit)")
+	fs.DurationVar(&c.EnrollTimeout, "enroll-timeout", c.EnrollTimeout, "how long a new container's agent has to enrol and answer its health check before the container is failed (5s-30m)")
+	fs.StringVar(&c.ContainerDomain, "container-domain", c.ContainerDomain, "{container_domain} of the containers' service URLs (and the agents' --domain)")
+	fs.StringVar(&c.ServerName, "server-name", c.ServerName, "the server name in the service URLs of containers on this control plane's engine")
 }
 
 // Validate checks the flags and fills derived defaults (MailDir).
@@ -177,6 +199,9 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("--log-level: must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if err := c.validateRuntime(); err != nil {
+		return err
 	}
 	if c.MailDir == "" {
 		c.MailDir = filepath.Join(c.Data, "mail")

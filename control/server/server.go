@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"deckhand/control/console"
@@ -23,6 +24,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/control/identity"
 	"deckhand/control/meta"
+	"deckhand/control/runtime/docker"
 	"deckhand/platform"
 	"deckhand/platform/auth"
 	clockpkg "deckhand/platform/clock"
@@ -75,6 +77,12 @@ type Server struct {
 	ln           net.Listener
 	pages        fiber.Handler // the console's pages (console.Service.Pages)
 	stopWatch    func()        // ends the signing-key watch (storage.go)
+	// Containers that run (runtime.go).
+	installation string
+	driver       *docker.Driver // nil unless --runtime docker
+	agentMu      sync.Mutex
+	agentURL     string     // the agents' listener on the engine bridge, once opened
+	serving      *listeners // the API's listener and the agents'
 }
 
 // ErrDataInUse means another process serves the same --data directory.
@@ -124,6 +132,9 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 	s.events = events.NewLog(s.db, s.clock)
 	// Bind before building domains so PublicURL is final (also for :0).
 	if err = s.listen(); err != nil {
+		return nil, err
+	}
+	if err = s.openRuntime(); err != nil {
 		return nil, err
 	}
 
@@ -301,6 +312,7 @@ func (s *Server) listen() error {
 		return err
 	}
 	s.ln = ln
+	s.serving = newListeners(ln)
 	if s.cfg.PublicURL == "" {
 		s.cfg.PublicURL = "http://" + ln.Addr().String()
 	}
@@ -331,6 +343,13 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.log.Info("control plane listening", "addr", ln.Addr().String(), "data", s.cfg.Data, "store", s.db.Location(), "signing_kid", kid)
 	fmt.Fprintf(s.out, "deckhand-control: listening on http://%s (data %s, store %s, signing key %s)\n", ln.Addr(), s.cfg.Data, s.db.Location(), kid)
+	if s.driver != nil {
+		s.log.Info("containers run on the engine", "runtime", s.cfg.Runtime, "installation", s.installation)
+		fmt.Fprintf(s.out, "deckhand-control: containers run on docker (installation %s)\n", s.installation)
+	} else {
+		fmt.Fprintf(s.out, "deckhand-control: --runtime %s: container records only, nothing runs\n", s.cfg.Runtime)
+	}
+	ln = s.serving
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	go s.limiter.RunSweeper(sweepCtx, time.Minute, func(err error) { s.log.Warn("rate-limit sweep failed", "err", err) })
@@ -383,6 +402,13 @@ func (s *Server) Close() error {
 	if s.ln != nil {
 		_ = s.ln.Close() // already closed after a served Run
 		s.ln = nil
+	}
+	if s.serving != nil {
+		_ = s.serving.Close()
+	}
+	if s.driver != nil {
+		errs = append(errs, s.driver.Close())
+		s.driver = nil
 	}
 	if s.db != nil {
 		errs = append(errs, s.db.Close())
