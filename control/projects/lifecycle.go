@@ -177,7 +177,7 @@ type lifecycle struct {
 	inflight map[string]bool
 	// reconciling is set once the reconciler runs.
 	reconciling bool
-	enrolled sync.Map // agent token id → struct{}: its enrolment is stored
+	enrolled    sync.Map // agent token id → struct{}: its enrolment is stored
 }
 
 func newLifecycle(rt Runtime) *lifecycle {
