@@ -40,6 +40,11 @@ func TestMain(m *testing.M) {
 // (busybox for a userland, a user uid 1000 with its home at /home/user)
 // and removes it when the test ends. It answers the engine's reference.
 func agentImage(t *testing.T, host string) string {
+	return image(t, host, `["/usr/local/bin/deckhand"]`)
+}
+
+// image is agentImage with another entrypoint (a JSON array).
+func image(t *testing.T, host, entrypoint string) string {
 	t.Helper()
 	base, err := runtimetest.ImageTar()
 	if err != nil {
@@ -87,7 +92,7 @@ func agentImage(t *testing.T, host string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{
-		Changes: []string{`ENTRYPOINT ["/usr/local/bin/deckhand"]`, "ENV PATH=/usr/local/bin:/bin", "LABEL " + runtimetest.ImageLabel + "=1"},
+		Changes: []string{"ENTRYPOINT " + entrypoint, "ENV PATH=/usr/local/bin:/bin", "LABEL " + runtimetest.ImageLabel + "=1"},
 	})
 	if err != nil {
 		t.Fatalf("import the agent image: %v", err)
