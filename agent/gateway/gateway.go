@@ -102,8 +102,13 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/hostroute"
 	"deckhand/platform/reqpolicy"
 )
+
+// PortPreviewService is the service that serves a port preview host
+// (`<project>-<container>-p<port>-<n>...`): the tunnel's reverse proxy.
+const PortPreviewService = "tunnel"
 
 // StatusPath is where the gateway answers the agent's status (loopback only).
 const StatusPath = "/_agent/status"
@@ -494,14 +499,21 @@ func splitRequestURI(uri []byte) (path, query string) {
 // Resolve finds the service a request is for: by Host when the Host has the
 // container form, else by the /_/<service>/ prefix of the escaped path.
 func (g *Gateway) Resolve(host, path string) (Target, *fault.Error) {
-	if hr, ok := ParseHost(host, g.cfg.Domain, g.known); ok {
+	if hr, ok := hostroute.Parse(host, g.cfg.Domain, g.known); ok {
 		if !g.ownsPrefix(hr.Prefix) {
 			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "host",
-				Message: "host " + hostOnly(host) + " names another container; this agent serves " + g.identity()}
+				Message: "host " + hostroute.HostOnly(host) + " names another container; this agent serves " + g.identity()}
 		}
 		if hr.Instance != 1 {
 			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "instance",
 				Message: "instance " + strconv.Itoa(hr.Instance) + " of service " + hr.Service + " does not exist (1 is the only instance)"}
+		}
+		if hr.Port != 0 {
+			// A port preview is the tunnel's reverse proxy to that port,
+			// judged as a tunnelled port is; the page keeps its own root,
+			// so root-relative links resolve.
+			return Target{Service: PortPreviewService, Instance: 1, ByHost: true,
+				Path: "/preview/" + strconv.Itoa(hr.Port) + path}, nil
 		}
 		return Target{Service: hr.Service, Instance: hr.Instance, ByHost: true, Path: path}, nil
 	}
