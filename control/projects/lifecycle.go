@@ -77,6 +77,10 @@ type Runtime struct {
 	ContainerDomain, ServerName string
 	// Services are the agent's service names the URLs are made for.
 	Services []string
+	// URLScheme and URLPort are how the platform proxy is reached
+	// ("https" and none by default; "http" and its port for a plain
+	// proxy on loopback, as make run has).
+	URLScheme, URLPort string
 	// HealthClient reaches agents' gateways (default: 2 s timeout, no
 	// proxy).
 	HealthClient *http.Client
@@ -236,9 +240,22 @@ func (s *Service) decorate(rec *Container) *Container {
 	}
 	c.URLs = map[string]string{}
 	for _, svc := range s.lc.rt.Services {
-		c.URLs[svc] = fmt.Sprintf("https://%s-%s-%s-1.%s.%s", c.ProjectID, c.ID, svc, s.lc.rt.ServerName, s.lc.rt.ContainerDomain)
+		c.URLs[svc] = s.ServiceURL(&c, svc)
 	}
 	return &c
+}
+
+// ServiceURL is the URL of service svc of container c through the
+// platform proxy (a port preview's service is p<port>).
+func (s *Service) ServiceURL(c *Container, svc string) string {
+	scheme, port := s.lc.rt.URLScheme, ""
+	if scheme == "" {
+		scheme = "https"
+	}
+	if p := s.lc.rt.URLPort; p != "" && !(scheme == "https" && p == "443") && !(scheme == "http" && p == "80") {
+		port = ":" + p
+	}
+	return fmt.Sprintf("%s://%s-%s-%s-1.%s.%s%s", scheme, c.ProjectID, c.ID, svc, s.serverName(c), s.lc.rt.ContainerDomain, port)
 }
 
 // setStatus moves container c (read in tx) to status with reason and

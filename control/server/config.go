@@ -67,6 +67,17 @@ type Config struct {
 	EnrollTimeout           time.Duration
 	ContainerDomain         string
 	ServerName              string
+	// The platform proxy (proxy.go).
+	ProxyListen        string // empty: no proxy
+	ProxyWakeTimeout   time.Duration
+	ProxyTLS           bool
+	ProxyTLSCert       string
+	ProxyTLSKey        string
+	ProxyACMEDirectory string
+	ProxyACMEEmail     string
+	ProxyACMERoots     string
+	ProxyMaxConns      int
+	ProxyRatePerSecond int
 
 	// Not flags: what the process hands in.
 	Logger *slog.Logger // default: JSON on stderr at LogLevel
@@ -90,6 +101,8 @@ func DefaultConfig() Config {
 		EnrollTimeout:           60 * time.Second,
 		ContainerDomain:         "localhost",
 		ServerName:              "local",
+		ProxyWakeTimeout:        30 * time.Second,
+		ProxyMaxConns:           256,
 	}
 }
 
@@ -140,6 +153,17 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.EnrollTimeout, "enroll-timeout", c.EnrollTimeout, "how long a new container's agent has to enrol and answer its health check before the container is failed (5s-30m)")
 	fs.StringVar(&c.ContainerDomain, "container-domain", c.ContainerDomain, "{container_domain} of the containers' service URLs (and the agents' --domain)")
 	fs.StringVar(&c.ServerName, "server-name", c.ServerName, "the server name in the service URLs of containers on this control plane's engine")
+	fs.StringVar(&c.ProxyListen, "proxy-listen", c.ProxyListen, "the platform proxy's address: it serves every container's per-service URL and port previews "+
+		"(<project>-<container>-<service>-1.<server>.<container-domain>) to that container's agent (empty: no proxy)")
+	fs.DurationVar(&c.ProxyWakeTimeout, "proxy-wake-timeout", c.ProxyWakeTimeout, "how long a request to a stopped container with autostart waits for it to start (1s-10m)")
+	fs.BoolVar(&c.ProxyTLS, "proxy-tls", c.ProxyTLS, "serve the proxy over TLS: a certificate from --proxy-tls-cert/--proxy-tls-key, or issued on demand by --proxy-acme-directory for existing containers' names")
+	fs.StringVar(&c.ProxyTLSCert, "proxy-tls-cert", c.ProxyTLSCert, "PEM certificate (a wildcard for *.<server>.<container-domain>) for --proxy-tls")
+	fs.StringVar(&c.ProxyTLSKey, "proxy-tls-key", c.ProxyTLSKey, "PEM key of --proxy-tls-cert")
+	fs.StringVar(&c.ProxyACMEDirectory, "proxy-acme-directory", c.ProxyACMEDirectory, "ACME directory URL certificates are issued from on demand (certificates kept under <data>/certmagic)")
+	fs.StringVar(&c.ProxyACMEEmail, "proxy-acme-email", c.ProxyACMEEmail, "the ACME account's contact email")
+	fs.StringVar(&c.ProxyACMERoots, "proxy-acme-roots", c.ProxyACMERoots, "PEM roots trusted for the ACME server itself (a private CA; default the system's)")
+	fs.IntVar(&c.ProxyMaxConns, "proxy-max-conns-per-container", c.ProxyMaxConns, "the most connections the proxy holds open to one container's agent (1-65535)")
+	fs.IntVar(&c.ProxyRatePerSecond, "proxy-rate-per-container", c.ProxyRatePerSecond, "the most requests a second the proxy passes to one container (0: no bound); past it 429")
 }
 
 // Validate checks the flags and fills derived defaults (MailDir).
@@ -201,6 +225,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--log-level: must be debug, info, warn or error, got %q", c.LogLevel)
 	}
 	if err := c.validateRuntime(); err != nil {
+		return err
+	}
+	if err := c.validateProxy(); err != nil {
 		return err
 	}
 	if c.MailDir == "" {

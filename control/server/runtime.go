@@ -166,6 +166,7 @@ func (s *Server) runtimeConfig() projects.Runtime {
 	rt := projects.Runtime{AgentControlURL: s.agentControlURL, EnrollTimeout: s.cfg.EnrollTimeout,
 		MaxPerProject: s.cfg.MaxContainersPerProject, ContainerDomain: s.cfg.ContainerDomain, ServerName: s.cfg.ServerName,
 		Services: services}
+	rt.URLScheme, rt.URLPort = s.proxyURLParts()
 	if s.driver != nil {
 		rt.Driver = s.driver
 	}

@@ -77,6 +77,7 @@ type Server struct {
 	ln           net.Listener
 	pages        fiber.Handler // the console's pages (console.Service.Pages)
 	stopWatch    func()        // ends the signing-key watch (storage.go)
+	proxyLn      net.Listener  // --proxy-listen (proxy.go)
 	// Containers that run (runtime.go).
 	installation string
 	driver       *docker.Driver // nil unless --runtime docker
@@ -313,6 +314,10 @@ func (s *Server) listen() error {
 	}
 	s.ln = ln
 	s.serving = newListeners(ln)
+	if err := s.listenProxy(); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	if s.cfg.PublicURL == "" {
 		s.cfg.PublicURL = "http://" + ln.Addr().String()
 	}
@@ -353,6 +358,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	go s.limiter.RunSweeper(sweepCtx, time.Minute, func(err error) { s.log.Warn("rate-limit sweep failed", "err", err) })
+	stopProxy, err := s.serveProxy(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopProxy()
 	errc := make(chan error, 1)
 	go func() { errc <- s.host.Serve(ln) }()
 	select {
@@ -362,7 +372,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := s.host.Shutdown(sctx)
+	err = s.host.Shutdown(sctx)
 	// Shutdown only closes listeners the server has registered; closing ours
 	// too ends a Serve that had not got that far yet.
 	_ = ln.Close()
@@ -405,6 +415,10 @@ func (s *Server) Close() error {
 	}
 	if s.serving != nil {
 		_ = s.serving.Close()
+	}
+	if s.proxyLn != nil {
+		_ = s.proxyLn.Close()
+		s.proxyLn = nil
 	}
 	if s.driver != nil {
 		errs = append(errs, s.driver.Close())
