@@ -286,6 +286,7 @@ func (p *Proxy) upstream(c Container) *upstream {
 			pr.SetXForwarded()
 		},
 		Transport:     tr,
+		BufferPool:    bufferPool{},
 		FlushInterval: -1, // events and streams reach the client as they come
 		ErrorLog:      slog.NewLogLogger(p.cfg.Logger.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -302,6 +303,15 @@ func (p *Proxy) upstream(c Container) *upstream {
 	p.pool[c.ID] = u
 	return u
 }
+
+// bufferPool lends the copy buffers of bodies: 256 KiB, so a bulk
+// download costs a few large reads and writes instead of many 32 KiB ones.
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }
 
 // Forget drops a container's pooled connections (after it is deleted).
 func (p *Proxy) Forget(id string) {

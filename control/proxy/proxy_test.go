@@ -66,7 +66,7 @@ func (c *catalog) Wake(_ context.Context, id string) error {
 
 // agent runs the real agent with the container's ids and answers its
 // gateway's address.
-func agent(t *testing.T, project, container string) string {
+func agent(t testing.TB, project, container string) string {
 	t.Helper()
 	base := platformtest.FreePortBase(t, 17)
 	gw := "127.0.0.1:" + strconv.Itoa(base)
@@ -95,7 +95,7 @@ func agent(t *testing.T, project, container string) string {
 	}
 }
 
-func serve(t *testing.T, p *proxy.Proxy) string {
+func serve(t testing.TB, p *proxy.Proxy) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
