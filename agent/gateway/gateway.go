@@ -103,6 +103,7 @@ import (
 
 	"deckhand/platform/fault"
 	"deckhand/platform/hostroute"
+	"deckhand/platform/proxyperm"
 	"deckhand/platform/reqpolicy"
 )
 
@@ -399,7 +400,12 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
+	hadPreview := id.Type == proxyperm.TypePreview && ctx.QueryArgs().Has(proxyperm.PreviewParam)
 	query = withoutParams(query, id.Credentials)
+	if hadPreview && (ctx.IsGet() || ctx.IsHead()) {
+		previewCookie(ctx, path, query)
+		return
+	}
 	prefix := ""
 	if !t.ByHost {
 		prefix = "/_/" + t.Service
@@ -432,6 +438,33 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	default:
 		g.forward(ctx, addr, t.Service, clientClose)
 	}
+}
+
+// previewCookie moves a preview link's token from the query into a
+// cookie for this host alone and sends the browser back to the same page
+// without it, so the token leaves no trace in the address bar, history or
+// Referer, and the page's own requests carry it.
+func previewCookie(ctx *fasthttp.RequestCtx, path, query string) {
+	tok := ctx.QueryArgs().Peek(proxyperm.PreviewParam)
+	c := fasthttp.AcquireCookie()
+	defer fasthttp.ReleaseCookie(c)
+	c.SetKey(proxyperm.PreviewCookie)
+	c.SetValueBytes(tok)
+	c.SetPath("/")
+	c.SetHTTPOnly(true)
+	c.SetSameSite(fasthttp.CookieSameSiteLaxMode)
+	if ctx.IsTLS() || string(ctx.Request.Header.Peek("X-Forwarded-Proto")) == "https" {
+		c.SetSecure(true)
+	}
+	ctx.Response.Header.SetCookie(c)
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("Referrer-Policy", "no-referrer")
+	to := path
+	if query != "" {
+		to += "?" + query
+	}
+	ctx.Response.Header.Set("Location", to)
+	ctx.SetStatusCode(http.StatusSeeOther)
 }
 
 // serveLocal answers the agent's own routes (status, claim): loopback

@@ -114,6 +114,52 @@ func TestPlatformProxy(t *testing.T) {
 		t.Fatalf("a port the document does not open: %d", code)
 	}
 
+	// A signed preview link opens port 8080, and only it, with no
+	// credential of the document: once in the query, then by cookie.
+	f.must(400, "POST", "/api/v1/containers/"+id+"/previews", map[string]any{"port": 0}, f.alice)
+	f.must(400, "POST", "/api/v1/containers/"+id+"/previews", map[string]any{"port": 8080, "ttl_seconds": 10}, f.alice)
+	link := data(f.must(201, "POST", "/api/v1/containers/"+id+"/previews", map[string]any{"port": 8080}, f.alice))
+	lu, err := url.Parse(link["url"].(string))
+	if err != nil || lu.Host != strings.TrimPrefix(preview, "http://") {
+		t.Fatalf("preview link %v", link)
+	}
+	noFollow := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest("GET", "http://"+proxyAddr+lu.RequestURI(), nil)
+	req.Host = lu.Host
+	resp, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "deckhand_preview" {
+			cookie = c
+		}
+	}
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/" || cookie == nil || !cookie.HttpOnly {
+		t.Fatalf("preview link: %d Location %q cookies %v", resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
+	}
+	req, _ = http.NewRequest("GET", "http://"+proxyAddr+"/css/a.css", nil)
+	req.Host = lu.Host
+	req.AddCookie(cookie)
+	resp, err = noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "body{}\n" {
+		_, ps := through(t, proxyAddr, "POST", run, map[string]any{"shell": "ps; netstat -ltn"}, probeHeader, probeKey)
+		t.Fatalf("preview by cookie: %d %q\n%s", resp.StatusCode, body, ps)
+	}
+	if code, _ := through(t, proxyAddr, "GET", other+"/", nil, "Cookie", "deckhand_preview="+cookie.Value); code != 401 && code != 403 {
+		t.Fatalf("a preview token for 8080 opened 8081: %d", code)
+	}
+	if code, _ := through(t, proxyAddr, "GET", preview+"/?deckhand_preview="+url.QueryEscape(cookie.Value+"x"), nil); code != 401 && code != 403 {
+		t.Fatalf("a forged preview token: %d", code)
+	}
+
 	// A stopped container with autostart wakes for a request.
 	f.must(200, "POST", "/api/v1/containers/"+id+"/stop", nil, f.alice)
 	code, out = through(t, proxyAddr, "POST", run, map[string]any{"shell": "echo awake"}, probeHeader, probeKey)

@@ -232,6 +232,17 @@ func (s *Service) Routes() []platform.Route {
 				"default 300. 503 SIGNING_NOT_CONFIGURED without signing keys. 400 for a malformed id or body; 404 for an unknown " +
 				"container; 403 for another container's agent token, an operator or viewer, or anyone outside the project.",
 			Message: "Container claim", Op: platform.Op(s.MintContainerClaim)},
+
+		// Preview links.
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/previews", OperationID: "createPreview", Policy: manage,
+			Tags: []string{"containers"}, Summary: "Sign a preview link to a port of the container",
+			Description: "A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens " +
+				"that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the " +
+				"container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the " +
+				"agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token " +
+				"(`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: \"preview\", container, port, iat, exp}`). `ttl_seconds` " +
+				"60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.",
+			Status: http.StatusCreated, Message: "Preview link", Op: platform.Op(s.CreatePreview)},
 	}
 	for _, sc := range []docScope{{project: false}, {project: true}} {
 		routes = append(routes, s.documentRoutes(sc)...)
