@@ -31,7 +31,7 @@ import (
 // Commands are the client commands to add to the root command.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
-		loginCmd(), logoutCmd(), whoamiCmd(), tokensCmd(), walletCmd(), eventsCmd(), notificationsCmd(),
+		loginCmd(), logoutCmd(), whoamiCmd(), tokensCmd(), containersCmd(), walletCmd(), eventsCmd(), notificationsCmd(),
 		lsCmd(), cpCmd(), rmCmd(), mkdirCmd(), logsCmd(),
 	}
 }
