@@ -207,24 +207,13 @@ func (d *Driver) ImageExists(ctx context.Context, image string) (bool, error) {
 // runs as root with spec.Args, the workspace volume is the user's home,
 // and spec.Files are written before the container first starts. A create
 // of an existing container writes spec.Files again and succeeds.
+//
+// The common path is three engine calls (volume, container, files): the
+// engine's own answers say when the container exists already or the image
+// is missing.
 func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 	if err := checkSpec(spec); err != nil {
 		return err
-	}
-	c, ok, err := d.find(ctx, spec.ID)
-	if err != nil {
-		return err
-	}
-	if ok {
-		return d.copyFiles(ctx, c.ID, spec.Files)
-	}
-	// The image first, so a missing one leaves nothing behind.
-	exists, err := d.ImageExists(ctx, spec.Image)
-	if err != nil {
-		return err
-	}
-	if !exists {
-		return fmt.Errorf("docker create: image %q: %w", spec.Image, runtime.ErrImageMissing)
 	}
 	if err := d.ensureNetwork(ctx); err != nil {
 		return err
@@ -270,23 +259,27 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 	res, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: d.ContainerName(spec.ID), Config: cfg, HostConfig: host, NetworkingConfig: netcfg,
 	})
-	switch {
-	case cerrdefs.IsConflict(err):
-		// A concurrent create of the same id won the name.
+	if err != nil {
+		// Made already (a repeated create, or a concurrent one that won
+		// the name): write the files again, so a token minted for the
+		// retry reaches the agent.
 		c, ok, ferr := d.find(ctx, spec.ID)
 		if ferr != nil {
 			return ferr
 		}
-		if !ok {
-			return fail("create", err)
+		if ok {
+			return d.copyFiles(ctx, c.ID, spec.Files)
 		}
-		return d.copyFiles(ctx, c.ID, spec.Files)
-	case cerrdefs.IsNotFound(err):
-		if exists, ierr := d.ImageExists(ctx, spec.Image); ierr == nil && !exists {
-			return fmt.Errorf("docker create: image %q: %w", spec.Image, runtime.ErrImageMissing)
+		if cerrdefs.IsNotFound(err) {
+			if exists, ierr := d.ImageExists(ctx, spec.Image); ierr == nil && !exists {
+				// Leave nothing behind: the workspace made for this
+				// container goes with the failed create.
+				if spec.Workspace == "" {
+					_, _ = d.cli.VolumeRemove(context.WithoutCancel(ctx), vol, client.VolumeRemoveOptions{})
+				}
+				return fmt.Errorf("docker create: image %q: %w", spec.Image, runtime.ErrImageMissing)
+			}
 		}
-		return fail("create", err)
-	case err != nil:
 		return fail("create", err)
 	}
 	if err := d.copyFiles(ctx, res.ID, spec.Files); err != nil {
@@ -390,67 +383,45 @@ func (d *Driver) isPodman(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// ensureVolume makes the workspace volume; the engine answers an existing
+// one as made (Docker) or as a conflict (Podman).
 func (d *Driver) ensureVolume(ctx context.Context, name string, spec runtime.Spec) error {
-	_, err := d.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
-	if err == nil {
-		return nil
-	}
-	if !cerrdefs.IsNotFound(err) {
-		return fail("volume inspect", err)
-	}
-	_, err = d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: d.labels(spec.ID, spec.ProjectID)})
+	_, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: d.labels(spec.ID, spec.ProjectID)})
 	if err != nil && !cerrdefs.IsConflict(err) {
 		return fail("volume create", err)
 	}
 	return nil
 }
 
-// copyFiles writes files into the container's filesystem, owned by root.
-// Each lands through the engine's archive API at its deepest existing
-// ancestor, with the missing directories made root-only, so no existing
-// directory's owner or mode is changed.
+// copyFiles writes files into the container's filesystem in one archive,
+// owned by root. The engine makes missing parent directories (root's,
+// mode 0755) and leaves existing ones as they are, since the archive
+// holds no directory entries.
 func (d *Driver) copyFiles(ctx context.Context, cid string, files []runtime.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
 	for _, f := range files {
-		base := path.Dir(f.Path)
-		var missing []string
-		for {
-			_, err := d.cli.ContainerStatPath(ctx, cid, client.ContainerStatPathOptions{Path: base})
-			if err == nil {
-				break
-			}
-			if !cerrdefs.IsNotFound(err) {
-				return fail("stat "+base, err)
-			}
-			missing = append([]string{path.Base(base)}, missing...)
-			base = path.Dir(base)
-		}
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		now := time.Now()
-		dir := ""
-		for _, m := range missing {
-			dir = path.Join(dir, m)
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o700, ModTime: now}); err != nil {
-				return err
-			}
-		}
 		mode := int64(f.Mode & 0o7777)
 		if mode == 0 {
 			mode = 0o400
 		}
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: path.Join(dir, path.Base(f.Path)), Mode: mode, Size: int64(len(f.Content)), ModTime: now}
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: mode, Size: int64(len(f.Content)), ModTime: now, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
 		if _, err := tw.Write(f.Content); err != nil {
 			return err
 		}
-		if err := tw.Close(); err != nil {
-			return err
-		}
-		if _, err := d.cli.CopyToContainer(ctx, cid, client.CopyToContainerOptions{DestinationPath: base, Content: &buf}); err != nil {
-			return fail("copy "+f.Path, err)
-		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if _, err := d.cli.CopyToContainer(ctx, cid, client.CopyToContainerOptions{DestinationPath: "/", Content: &buf}); err != nil {
+		return fail("copy files", err)
 	}
 	return nil
 }
@@ -562,6 +533,14 @@ func (d *Driver) Resume(ctx context.Context, id string) error {
 	return nil
 }
 
+// owns says whether labels are of this installation (and of container id,
+// when not empty). Engines filter lists by label, but Podman joins two
+// label filters of a volume list with "or", so every object is checked
+// again before a driver acts on it.
+func (d *Driver) owns(labels map[string]string, id string) bool {
+	return labels[runtime.LabelInstallation] == d.opts.Installation && (id == "" || labels[runtime.LabelContainer] == id)
+}
+
 func (d *Driver) filter(id string) client.Filters {
 	f := client.Filters{}.Add("label", runtime.LabelInstallation+"="+d.opts.Installation)
 	if id != "" {
@@ -582,6 +561,9 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 		return fail("list", err)
 	}
 	for _, c := range list.Items {
+		if !d.owns(c.Labels, id) {
+			continue
+		}
 		_, err := d.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			return fail("remove", err)
@@ -595,6 +577,9 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 		return fail("volume list", err)
 	}
 	for _, v := range vols.Items {
+		if !d.owns(v.Labels, id) {
+			continue
+		}
 		_, err := d.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			return fail("volume remove", err)
@@ -670,7 +655,7 @@ func (d *Driver) List(ctx context.Context) (map[string]runtime.Status, error) {
 	out := make(map[string]runtime.Status, len(list.Items))
 	for _, c := range list.Items {
 		id := c.Labels[runtime.LabelContainer]
-		if id == "" || c.Labels[runtime.LabelInstallation] != d.opts.Installation {
+		if id == "" || !d.owns(c.Labels, "") {
 			continue
 		}
 		st := runtime.Status{}
