@@ -42,6 +42,9 @@ type Container struct {
 	EnrolledAt *time.Time `json:"enrolled_at,omitempty"`
 	// KeepWorkspace is the delete's choice, kept while it is under way.
 	KeepWorkspace bool `json:"keep_workspace,omitempty"`
+	// Recreate: limits or autostart changed while it was stopped; the
+	// next start makes the engine container again from the record.
+	Recreate bool `json:"recreate_on_start,omitempty"`
 	// Runtime (docker, none) and URLs (service → its URL) are filled in
 	// each answer, not stored.
 	Runtime   string            `json:"runtime,omitempty"`

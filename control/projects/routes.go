@@ -128,6 +128,16 @@ func (s *Service) Routes() []platform.Route {
 			Description: "Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with " +
 				"the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable." + actErrs,
 			Message: "Container restarted", Op: platform.Op(s.RestartContainer)},
+		{Method: http.MethodPatch, Path: "/api/v1/containers/{id}", OperationID: "updateContainer", Policy: manage, Tags: containers,
+			Summary: "Rename a container, change its limits or its autostart",
+			Description: "Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename " +
+				"changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy " +
+				"only to a container it makes, so a change of either makes the engine container again from the record, keeping the " +
+				"workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start " +
+				"when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or " +
+				"`container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller " +
+				"may not manage it, 409 while it is being deleted.",
+			Message: "Container updated", Op: platform.Op(s.UpdateContainer)},
 		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}", OperationID: "deleteContainer", Policy: manage, Tags: containers,
 			Summary: "Delete a container, its engine objects and its record",
 			Description: "Writes `container.deleting`, removes the engine container and its workspace volume (kept with " +
