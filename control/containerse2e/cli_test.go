@@ -53,6 +53,15 @@ func TestCLI(t *testing.T) {
 	if f.inst == "" {
 		f.inst = installationOf(t, f.host, id)
 	}
+	// The agent commands find the container's agent through the control
+	// plane.
+	f.openAgent(id, c)
+	if out := f.deckhand(home, "", "exec", "--container", id, "--token", cliKey, "--", "sh", "-c", "echo from-cli > /home/user/cli; id -u"); out != "0\n" {
+		t.Fatalf("exec --container: %q", out)
+	}
+	if out := f.deckhand(home, "", "ls", "--container", id, "--token", cliKey, ":/home/user"); !strings.Contains(out, "cli") {
+		t.Fatalf("ls --container:\n%s", out)
+	}
 	list := f.deckhandJSON(home, "containers", "ls", "--project", f.project)
 	if cs, _ := list["containers"].([]any); len(cs) != 1 || cs[0].(map[string]any)["id"] != id {
 		t.Fatalf("ls: %v", list)

@@ -137,6 +137,9 @@ type agent struct {
 
 const probeHeader, probeKey = "X-Probe", "probe-key-1"
 
+// cliKey is the token the CLI's group in the document takes.
+const cliKey = "cli-key-1"
+
 // openAgent writes a proxy permissions document letting the probe token
 // run processes, and waits until the agent enforces it.
 func (f *fixture) openAgent(id string, c map[string]any) *agent {
@@ -144,8 +147,10 @@ func (f *fixture) openAgent(id string, c map[string]any) *agent {
 	doc := "/api/v1/containers/" + id + "/proxy/permissions"
 	if f.s.Call("GET", doc, nil, f.alice).Status == 404 {
 		f.s.Must(f.s.Call("PUT", doc, map[string]any{"project": f.project, "container": id,
-			"groups":      map[string]any{"probe": map[string]any{"type": "token", "header": probeHeader, "value": probeKey}},
-			"permissions": map[string]any{"probe": map[string]any{"exec": true}}}, f.alice, "If-Match", "file:v0"), 200)
+			"groups": map[string]any{"probe": map[string]any{"type": "token", "header": probeHeader, "value": probeKey},
+				"cli": map[string]any{"type": "token", "header": "Authorization", "value": "Bearer " + cliKey}},
+			"permissions": map[string]any{"probe": map[string]any{"exec": true}, "cli": map[string]any{"exec": true, "files": true}}},
+			f.alice, "If-Match", "file:v0"), 200)
 	}
 	a := &agent{t: f.t, addr: c["agent_addr"].(string)}
 	deadline := time.Now().Add(20 * time.Second)
