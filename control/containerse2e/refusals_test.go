@@ -84,6 +84,11 @@ func TestCreateRefusals(t *testing.T) {
 	f.must(200, "POST", "/api/v1/containers/"+id+"/stop", nil, op)
 	f.must(403, "DELETE", "/api/v1/containers/"+id, nil, op)
 	f.must(200, "GET", "/api/v1/containers/"+id, nil, bob)
+	if l := data(f.must(200, "GET", "/api/v1/containers?project_id="+f.project, nil, bob)); l["pagination"].(map[string]any)["total"] != 1.0 {
+		t.Fatalf("a viewer's list: %v", l)
+	}
+	f.must(404, "GET", "/api/v1/containers?project_id="+f.project, nil, carol)
+	f.must(400, "GET", "/api/v1/containers", nil, carol)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	left, err := runtimetest.Leftovers(ctx, f.host, f.inst, "")
