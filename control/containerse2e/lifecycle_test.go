@@ -208,8 +208,10 @@ func (a *agent) run(user, shell string) (stdout, stderr string, code int) {
 // restart → delete leaves nothing in the engine, with every event.
 func TestContainerLifecycle(t *testing.T) {
 	f := newFixture(t)
+	start := time.Now()
 	id := f.create("box", map[string]any{"resources": map[string]any{"cpus": 0.5, "memory_mb": 256}, "env": map[string]any{"GREETING": "hi"}})
 	c := f.await(id, "running", 60*time.Second)
+	t.Logf("create → running (agent enrolled and healthy): %s", time.Since(start).Round(time.Millisecond))
 	if c["enrolled_at"] == nil || c["agent_addr"] == "" || c["status_reason"] != nil {
 		t.Fatalf("running container: %v", c)
 	}
