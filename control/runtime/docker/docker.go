@@ -564,9 +564,8 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 		if !d.owns(c.Labels, id) {
 			continue
 		}
-		_, err := d.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			return fail("remove", err)
+		if err := d.remove(ctx, c.ID); err != nil {
+			return err
 		}
 	}
 	if keepWorkspace {
@@ -586,6 +585,27 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 		}
 	}
 	return nil
+}
+
+// remove force-removes a container. Podman refuses one its restart policy
+// is between two runs of ("state improper"), so a refusal is tried again
+// a few times before it is the answer.
+func (d *Driver) remove(ctx context.Context, cid string) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		_, err = d.cli.ContainerRemove(ctx, cid, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if client.IsErrConnectionFailed(err) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+		}
+	}
+	return fail("remove", err)
 }
 
 // Inspect implements runtime.Driver.
@@ -618,32 +638,39 @@ func (d *Driver) addr(nets map[string]*network.EndpointSettings) string {
 	return net.JoinHostPort(ep.IPAddress.String(), strconv.Itoa(d.opts.GatewayPort))
 }
 
+// mapState maps the engine's state word. Podman's socket answers its own
+// words for some states: configured and initialized (made, never run),
+// stopped (exited, also between two runs of a restart policy), stopping.
 func mapState(s container.ContainerState, exit int, oom bool, engineErr string) (runtime.State, string) {
+	var st runtime.State
+	switch s {
+	case container.StateCreated, "configured", "initialized":
+		st = runtime.StateCreated
+	case container.StateRunning:
+		st = runtime.StateRunning
+	case container.StatePaused:
+		st = runtime.StatePaused
+	case container.StateExited, container.StateRemoving, container.StateRestarting, "stopped", "stopping":
+		// Restarting is between two runs of the restart policy: not
+		// serving, so exited until it runs again.
+		st = runtime.StateExited
+	default:
+		st = runtime.StateDead
+	}
 	var reason string
-	if s == container.StateExited || s == container.StateDead || s == container.StateRestarting {
+	if st == runtime.StateExited || st == runtime.StateDead {
 		reason = "exit code " + strconv.Itoa(exit)
 		if oom {
 			reason += ", killed for lack of memory"
+		}
+		if s == container.StateRestarting {
+			reason = "restarting after " + reason
 		}
 	}
 	if engineErr != "" {
 		reason = strings.TrimPrefix(reason+"; ", "; ") + engineErr
 	}
-	switch s {
-	case container.StateCreated:
-		return runtime.StateCreated, reason
-	case container.StateRunning:
-		return runtime.StateRunning, reason
-	case container.StatePaused:
-		return runtime.StatePaused, reason
-	case container.StateExited, container.StateRemoving:
-		return runtime.StateExited, reason
-	case container.StateRestarting:
-		// Between two runs of its restart policy: not serving.
-		return runtime.StateExited, "restarting after " + reason
-	default:
-		return runtime.StateDead, reason
-	}
+	return st, reason
 }
 
 // List implements runtime.Driver.
@@ -675,11 +702,14 @@ func (d *Driver) List(ctx context.Context) (map[string]runtime.Status, error) {
 // installation, until ctx ends or the stream fails; then the channel
 // closes and the caller lists and watches again.
 func (d *Driver) Watch(ctx context.Context) (<-chan runtime.Event, error) {
+	// The event request answers its failure to connect only on its
+	// stream, after it returns: a ping first says the engine is there.
+	if _, err := d.cli.Ping(ctx, client.PingOptions{}); err != nil {
+		return nil, fail("events", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	f := d.filter("").Add("type", string(events.ContainerEventType))
 	res := d.cli.Events(ctx, client.EventsListOptions{Filters: f})
-	// The engine answers the request before any event; a failure to
-	// connect is already waiting.
 	select {
 	case err := <-res.Err:
 		cancel()
