@@ -8,7 +8,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all setup setup-bench console build run docs quickstart test vet unit bench clean package image release packaging-tool sdk-test sdk-generate
+.PHONY: all setup setup-bench engine console build run docs quickstart test vet unit bench clean package image release packaging-tool sdk-test sdk-generate
 
 all: build
 
@@ -17,6 +17,13 @@ setup:
 
 setup-bench:
 	@bash scripts/setup.sh --bench
+
+# The local container engine (dockerd on /var/run/docker.sock), started
+# when none answers; left running (scripts/engine.sh stop stops one it
+# started). `make run` starts it through scripts/run.sh, which stops it on
+# exit only when it was the one that started it.
+engine: setup
+	@bash scripts/engine.sh start
 
 # The web console (control/console/web, Vite + Svelte) is built into
 # control/console/dist, which deckhand-control embeds; it is rebuilt only
@@ -72,7 +79,7 @@ vet:
 
 # Unit and end-to-end tests are Go tests; the e2e packages start the binaries
 # that `build` put in ./bin (DECKHAND_BIN), real Xvfb, Chromium and shells.
-test: setup build vet
+test: setup build vet engine
 	DECKHAND_BIN=$(CURDIR)/bin $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory sdk-test
 

@@ -30,10 +30,18 @@ TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps 
   iproute2 dante-server tinyproxy stunnel4
   jq python3 python3-pytest python3-cryptography
   at-spi2-core python3-gi gir1.2-gtk-3.0 ffmpeg x11vnc novnc)
+# Containers run on a real engine: Debian's Docker (docker.io; dockerd is
+# started by scripts/engine.sh, there is no systemd here) and Podman, whose
+# Docker-compatible socket the driver tests also use. mmdebstrap builds the
+# images' Debian root file systems from packages (no registry pull; make
+# image), busybox-static is the tests' smallest image, and etcd-server is
+# the store of the one-node Kubernetes cluster the kubernetes driver's tests
+# run (kube-apiserver keeps its state in etcd).
+ENGINE_PKGS=(docker.io podman busybox-static mmdebstrap etcd-server)
 # Benchmarks compare against these peers.
 BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine nginx supervisor)
 
-want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}")
+want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${ENGINE_PKGS[@]}")
 [[ "${1:-}" == "--bench" ]] && want+=("${BENCH_PKGS[@]}")
 
 missing=()
