@@ -37,8 +37,10 @@ func newFixture(t *testing.T, flags ...string) *fixture {
 	t.Helper()
 	host := runtimetest.DockerHost(t)
 	f := &fixture{t: t, host: host}
-	purgeLater(t, host, &f.inst)
+	// Cleanups run last first: the installation's containers go before
+	// the image they run.
 	f.ref = agentImage(t, host)
+	purgeLater(t, host, &f.inst)
 	f.s = controltest.Start(t, append([]string{"--docker-host", host, "--enroll-timeout", "40s"}, flags...)...)
 	f.admin = f.s.Admin()
 	_, f.alice = f.s.User(f.admin, "alice@example.com")

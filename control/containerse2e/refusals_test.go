@@ -138,8 +138,8 @@ func TestFailedWithReasons(t *testing.T) {
 func TestReconcile(t *testing.T) {
 	host := runtimetest.DockerHost(t)
 	f := &fixture{t: t, host: host}
-	purgeLater(t, host, &f.inst)
 	f.ref = agentImage(t, host)
+	purgeLater(t, host, &f.inst)
 	// A fixed port: the agents are given the control plane's URL, which
 	// must hold across its restart.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

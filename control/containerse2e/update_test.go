@@ -23,7 +23,7 @@ func (f *fixture) inspect(id, format string) string {
 func TestUpdate(t *testing.T) {
 	f := newFixture(t)
 	id := f.create("one", map[string]any{"resources": map[string]any{"memory_mb": 256}})
-	f.create("two", nil)
+	two := f.create("two", nil)
 	c := f.await(id, "running", 60*time.Second)
 	a := f.openAgent(id, c)
 	if _, _, code := a.run("", "echo stays > /home/user/keep"); code != 0 {
@@ -63,6 +63,11 @@ func TestUpdate(t *testing.T) {
 	f.await(id, "running", 60*time.Second)
 	if p := f.inspect(id, "{{.HostConfig.RestartPolicy.Name}}"); p != "unless-stopped" {
 		t.Fatalf("restart policy %q after autostart", p)
+	}
+	f.must(200, "DELETE", path, nil, f.alice)
+	f.must(200, "DELETE", "/api/v1/containers/"+two, nil, f.alice)
+	if got := engineObjects(t, f.host, id); len(got) != 0 {
+		t.Fatalf("after delete: %v", got)
 	}
 	kinds := strings.Join(f.events(id), ",")
 	for _, k := range []string{"container.renamed", "container.resource_updated", "container.autostart_enabled"} {
