@@ -69,8 +69,9 @@ type Driver struct {
 	cli  *client.Client
 	opts Options
 
-	netMu    sync.Mutex
-	netReady bool
+	// netMu keeps two creates of this driver from making the network
+	// twice.
+	netMu sync.Mutex
 }
 
 var _ runtime.Driver = (*Driver)(nil)
@@ -208,7 +209,8 @@ func (d *Driver) ImageExists(ctx context.Context, image string) (bool, error) {
 // and spec.Files are written before the container first starts. A create
 // of an existing container writes spec.Files again and succeeds.
 //
-// The common path is three engine calls (volume, container, files): the
+// The common path is four engine calls (network, volume, container,
+// files): the
 // engine's own answers say when the container exists already or the image
 // is missing.
 func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
@@ -256,9 +258,10 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 	netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 		d.opts.Network: {},
 	}}
-	res, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+	opts := client.ContainerCreateOptions{
 		Name: d.ContainerName(spec.ID), Config: cfg, HostConfig: host, NetworkingConfig: netcfg,
-	})
+	}
+	res, err := d.cli.ContainerCreate(ctx, opts)
 	if err != nil {
 		// Made already (a repeated create, or a concurrent one that won
 		// the name): write the files again, so a token minted for the
@@ -270,13 +273,13 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 		if ok {
 			return d.copyFiles(ctx, c.ID, spec.Files)
 		}
+		// Leave nothing behind: the workspace made for this container goes
+		// with the failed create (a named workspace is not its alone).
+		if spec.Workspace == "" {
+			_, _ = d.cli.VolumeRemove(context.WithoutCancel(ctx), vol, client.VolumeRemoveOptions{})
+		}
 		if cerrdefs.IsNotFound(err) {
 			if exists, ierr := d.ImageExists(ctx, spec.Image); ierr == nil && !exists {
-				// Leave nothing behind: the workspace made for this
-				// container goes with the failed create.
-				if spec.Workspace == "" {
-					_, _ = d.cli.VolumeRemove(context.WithoutCancel(ctx), vol, client.VolumeRemoveOptions{})
-				}
 				return fmt.Errorf("docker create: image %q: %w", spec.Image, runtime.ErrImageMissing)
 			}
 		}
@@ -329,21 +332,20 @@ func envList(env map[string]string) []string {
 	return out
 }
 
-// ensureNetwork makes the installation's bridge network once. Between the
-// containers on it, traffic is dropped on the Docker Engine (icc off): a
-// sandbox reaches the host and the world, never its neighbours.
+// ensureNetwork makes the installation's bridge network when the engine
+// lacks it; it looks each time (one cheap call), so a network removed
+// behind the driver's back (a prune, an engine reset) is made again.
+// Between the containers on it, traffic is dropped on the Docker Engine
+// (icc off): a sandbox reaches the host and the world, never its
+// neighbours.
 func (d *Driver) ensureNetwork(ctx context.Context) error {
 	d.netMu.Lock()
 	defer d.netMu.Unlock()
-	if d.netReady {
-		return nil
-	}
 	n, err := d.cli.NetworkInspect(ctx, d.opts.Network, client.NetworkInspectOptions{})
 	if err == nil {
 		if n.Network.Labels[runtime.LabelInstallation] != d.opts.Installation {
 			return fmt.Errorf("docker runtime: network %q exists and was not made by installation %q", d.opts.Network, d.opts.Installation)
 		}
-		d.netReady = true
 		return nil
 	}
 	if !cerrdefs.IsNotFound(err) {
@@ -366,7 +368,6 @@ func (d *Driver) ensureNetwork(ctx context.Context) error {
 	if err != nil && !cerrdefs.IsConflict(err) {
 		return fail("network create", err)
 	}
-	d.netReady = true
 	return nil
 }
 
