@@ -255,6 +255,24 @@ func TestBaseImage(t *testing.T) {
 	if r.ExitCode == 0 {
 		t.Fatalf("user lists the agent's data: %+v", r)
 	}
+
+	// A terminal's shell runs as user too, in its home.
+	code, body := call(t, name, "POST", "/_/terminal/api/v1/terminal/create", "{}")
+	var term struct {
+		ID  string
+		PID int
+	}
+	if code != 201 || json.Unmarshal([]byte(body), &term) != nil || term.PID <= 0 {
+		t.Fatalf("terminal create: %d %s", code, body)
+	}
+	pid := fmt.Sprint(term.PID)
+	r = run(t, name, map[string]any{"cmd": []string{"sh", "-c", "stat -c %U /proc/" + pid + "; readlink /proc/" + pid + "/cwd"}})
+	if r.ExitCode != 0 || r.Stdout != "user\n/home/user\n" {
+		t.Fatalf("the terminal's shell: %+v", r)
+	}
+	if code, body := call(t, name, "DELETE", "/_/terminal/api/v1/terminal/"+term.ID, ""); code >= 300 {
+		t.Fatalf("terminal delete: %d %s", code, body)
+	}
 }
 
 // The desktop image: the agent's daemon service keeps Xvfb, the session
