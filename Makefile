@@ -97,8 +97,7 @@ bench: setup-bench build
 	@for s in scripts/bench/*.sh; do [ -x "$$s" ] && "$$s"; done
 
 # Release artefacts (packaging/, docs/operating/operations.md). The packager is its own
-# Go module (packaging/build) so nfpm and go-containerregistry stay out of
-# the deckhand module.
+# Go module (packaging/build) so nfpm stays out of the deckhand module.
 DIST ?= dist
 packaging-tool:
 	@mkdir -p bin
@@ -108,9 +107,12 @@ packaging-tool:
 package: build packaging-tool
 	bin/deckhand-pkg deb --version '$(VERSION)' --arch $$($(GO) env GOARCH) --bin bin --packaging packaging --docs docs/operating/operations.md --out $(DIST)
 
-# The desktop container image as an OCI layout in $(DIST)/image (no Docker).
-image: build packaging-tool
-	bash scripts/image.sh '$(VERSION)' $(DIST)/image
+# deckhand/base:$(VERSION) and deckhand/desktop:$(VERSION) in the local
+# engine, from Debian packages (mmdebstrap | docker import, then docker
+# build); no registry pull. Root file systems are cached by package list
+# (docs/operating/operations.md, The container images).
+image: build engine
+	bash scripts/image.sh '$(VERSION)'
 
 # Cross-built binaries for amd64 and arm64, versions from git, SHA256SUMS.
 release:

@@ -15,7 +15,7 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
 # a browser, TOTP and signature verifiers, and PostgreSQL (the store's
 # second engine: tests initdb private servers from its binaries), and WebDAV
 # checkers (litmus, rclone, cadaver) for the file service; systemd-analyze
-# (systemd) verifies the units and umoci reads the OCI image (packaging/);
+# (systemd) verifies the units (packaging/);
 # iproute2, dante-server, tinyproxy and stunnel4 build the egress tests' network
 # namespaces and real SOCKS5, HTTP CONNECT and TLS proxies. `make run`
 # (scripts/run.sh) needs curl and jq; the README's quickstart, which
@@ -26,7 +26,7 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
 # takeover view; the mcp tests click a button of such a window.
 TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps x11-utils x11-xserver-utils
   xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron litmus rclone cadaver poppler-utils
-  git curl libnotify-bin dbus dbus-x11 openssh-server openssh-client prometheus systemd umoci
+  git curl libnotify-bin dbus dbus-x11 openssh-server openssh-client prometheus systemd
   iproute2 dante-server tinyproxy stunnel4
   jq python3 python3-pytest python3-cryptography
   at-spi2-core python3-gi gir1.2-gtk-3.0 ffmpeg x11vnc novnc)
