@@ -4,12 +4,13 @@
 // Authorizer, evaluating every request with platform/proxyperm.
 //
 // What is in force, in order:
-//   - with --control-url: the last document whose X-Service-Signature
-//     verified under a key the agent trusts (trust.go: pinned with
-//     --control-key, or a set a trusted key signed; kept on disk in
-//     <data>/proxyperm/effective.json, read back at start); a response that
-//     fails verification, a malformed document or an unreachable control
-//     plane changes nothing;
+//   - with --control-url: the last document whose X-Service-Signature and
+//     binding to the request (control.go) verified under a key the agent
+//     trusts (trust.go: pinned with --control-key, or a set a trusted key
+//     signed; kept on disk in <data>/proxyperm/effective.json, read back at
+//     start), never older than a version seen before; a response that
+//     fails verification, an older version, a malformed document or an
+//     unreachable control plane changes nothing;
 //   - with --permissions-file: that file, re-read when it changes; a
 //     malformed version is refused whole and the previous one stays;
 //   - with neither, or while no document exists: loopback clients only.
@@ -86,7 +87,11 @@ type Authorizer struct {
 	control  *Control
 	claims   proxyperm.ClaimVerifier
 	ready    chan struct{}
-	lastKIDs atomic.Pointer[[]string] // kids last journaled as trusted
+	lastKIDs atomic.Pointer[[]string]     // kids last journaled as trusted
+	pinned   map[string]ed25519.PublicKey // --control-key
+	// highest is the highest document version seen per scope (scopeOf),
+	// kept with effective.json; only the sync loop touches it.
+	highest map[string]int64
 }
 
 // New loads what is in force at start: the last verified document (with a
@@ -110,7 +115,7 @@ func New(cfg Config) (*Authorizer, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	}
-	a := &Authorizer{cfg: cfg, ready: make(chan struct{})}
+	a := &Authorizer{cfg: cfg, ready: make(chan struct{}), highest: map[string]int64{}}
 	a.cur.Store(&state{})
 	switch {
 	case cfg.ControlURL != "":
@@ -137,8 +142,9 @@ func New(cfg Config) (*Authorizer, error) {
 				return nil, err
 			}
 		}
+		a.pinned = pinned
 		a.verifier = signing.NewVerifier(signing.VerifierOptions{Fetch: signing.HTTPKeySetFetcher(cfg.Client, a.cfg.ControlURL),
-			Pinned: pinned, Trusted: a.savedKeys(), TrustFirst: true, OnAccept: a.keysAccepted,
+			Pinned: pinned, Trusted: a.keptKeys(pinned), TrustFirst: true, OnAccept: a.keysAccepted,
 			Clock: cfg.Clock, MinRefetch: 10 * time.Second})
 		a.control = &Control{URL: a.cfg.ControlURL, ContainerID: cfg.ContainerID, Token: cfg.Token, Client: cfg.Client, Verifier: a.verifier}
 		a.claims = func(payload, sig, kid string) ([]byte, error) {

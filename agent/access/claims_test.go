@@ -22,6 +22,12 @@ import (
 // plane, on the test's clock.
 func signedPlane(t *testing.T, ks *signing.KeySet, clock clockpkg.Clock, doc string) *httptest.Server {
 	t.Helper()
+	return signedPlaneOf(t, ks, clock, func() string { return doc })
+}
+
+// signedPlaneOf is signedPlane answering the document doc returns now.
+func signedPlaneOf(t *testing.T, ks *signing.KeySet, clock clockpkg.Clock, doc func() string) *httptest.Server {
+	t.Helper()
 	signer := signing.NewSigner(ks, clock)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body []byte
@@ -30,12 +36,16 @@ func signedPlane(t *testing.T, ks *signing.KeySet, clock clockpkg.Clock, doc str
 			raw, _ := json.Marshal(map[string]any{"data": ks.PublicSet()})
 			body = raw
 		case strings.HasSuffix(r.URL.Path, "/proxy/permissions/effective"):
-			body = []byte(`{"statusCode":200,"message":"ok","data":` + doc + `}`)
+			body = []byte(`{"statusCode":200,"message":"ok","data":` + doc() + `}`)
 		default:
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set(signing.Header, signer.Sign(r.URL.Path, body))
+		if n := r.Header.Get(signing.NonceHeader); n != "" {
+			w.Header().Set(signing.BindingHeader, signer.SignBinding(signing.Binding{Status: 200, Method: r.Method,
+				Path: r.URL.EscapedPath(), Nonce: n, Body: body}))
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	}))

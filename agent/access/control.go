@@ -3,6 +3,7 @@ package access
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,8 +33,8 @@ type Control struct {
 func (a *Authorizer) Control() *Control { return a.control }
 
 // Get asks path (If-None-Match etag when set) and returns the status and
-// body of an answer whose signature verified. A body over max bytes is
-// refused.
+// body of an answer whose signature and binding verified (verify). A body
+// over max bytes is refused.
 func (c *Control) Get(ctx context.Context, path, etag string, max int) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+path, nil)
 	if err != nil {
@@ -42,7 +43,13 @@ func (c *Control) Get(ctx context.Context, path, etag string, max int) (int, []b
 	if etag != "" {
 		req.Header.Set("If-None-Match", `"`+etag+`"`)
 	}
-	return c.do(req, max)
+	status, body, got, err := c.do(req, max)
+	// The binding signs the ETag a 304 carries: it must be the one asked
+	// about, so a 304 confirms exactly what is in force.
+	if err == nil && status == http.StatusNotModified && (etag == "" || got != `"`+etag+`"`) {
+		return 0, nil, fmt.Errorf("%w: a 304 confirming ETag %s, asked about %q", ErrUnverified, got, etag)
+	}
+	return status, body, err
 }
 
 // Post sends v as JSON to path and returns the verified answer.
@@ -56,27 +63,58 @@ func (c *Control) Post(ctx context.Context, path string, v any, max int) (int, [
 		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	return c.do(req, max)
+	status, body, _, err := c.do(req, max)
+	return status, body, err
 }
 
-func (c *Control) do(req *http.Request, max int) (int, []byte, error) {
+// do sends req with a fresh nonce and returns the answer (status, body,
+// ETag header) only when it is bound to that request (verify).
+func (c *Control) do(req *http.Request, max int) (int, []byte, string, error) {
 	req.Header.Set("Authorization", "Bearer "+c.Token)
+	nonce := rand.Text()
+	req.Header.Set(signing.NonceHeader, nonce)
 	resp, err := c.Client.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("control plane unreachable: %w", err)
+		return 0, nil, "", fmt.Errorf("control plane unreachable: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(max)+1))
 	if err != nil {
-		return 0, nil, fmt.Errorf("read the control plane's answer: %w", err)
+		return 0, nil, "", fmt.Errorf("read the control plane's answer: %w", err)
 	}
 	if len(body) > max {
-		return 0, nil, fmt.Errorf("control plane answer larger than %d bytes", max)
+		return 0, nil, "", fmt.Errorf("control plane answer larger than %d bytes", max)
 	}
-	if _, err := c.Verifier.VerifyResponse(resp, body); err != nil {
-		return 0, nil, fmt.Errorf("%w: %v", ErrUnverified, err)
+	if err := verify(c.Verifier, resp, body, nonce); err != nil {
+		return 0, nil, "", fmt.Errorf("%w: %v", ErrUnverified, err)
 	}
-	return resp.StatusCode, body, nil
+	return resp.StatusCode, body, resp.Header.Get("ETag"), nil
+}
+
+// verify accepts an answer only when it is bound to the request that
+// carried nonce: X-Service-Signature over the body, the binding over
+// status, method, path, ETag, nonce and body (a signed answer replayed,
+// or passed on under another status or for another path, fails), and a
+// body that says the status it came with: a 304 has none, anything else
+// is an envelope whose statusCode is the HTTP status (a 404 counts only
+// as a signed 404 body).
+func verify(v *signing.Verifier, resp *http.Response, body []byte, nonce string) error {
+	if err := v.VerifyBoundResponse(resp, body, nonce); err != nil {
+		return err
+	}
+	if resp.StatusCode == http.StatusNotModified {
+		if len(body) != 0 {
+			return errors.New("a 304 answer carries a body")
+		}
+		return nil
+	}
+	var env struct {
+		StatusCode *int `json:"statusCode"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.StatusCode == nil {
+		return fmt.Errorf("a %d answer whose body is not a control-plane envelope with a statusCode", resp.StatusCode)
+	}
+	return nil // CheckEnvelopeStatus (in VerifyBoundResponse) compared it
 }
 
 // VerifyClaim checks a claim against the control plane's keys and

@@ -27,7 +27,19 @@ type saved struct {
 	ETag     string              `json:"etag"`
 	None     bool                `json:"none,omitempty"` // verified 404: no document
 	Document *proxyperm.Document `json:"document,omitempty"`
-	SavedAt  time.Time           `json:"saved_at"`
+	// Highest is the highest file_version seen per scope ("container",
+	// "project"): a document older than it is refused, across restarts.
+	Highest map[string]int64 `json:"highest,omitempty"`
+	SavedAt time.Time        `json:"saved_at"`
+}
+
+// scopeOf names a document's version counter: a container's document and
+// its project's count separately (control/projects).
+func scopeOf(d *proxyperm.Document) string {
+	if d.Container == "*" {
+		return "project"
+	}
+	return "container"
 }
 
 func (a *Authorizer) savedPath() string { return filepath.Join(a.cfg.Dir, "effective.json") }
@@ -51,6 +63,14 @@ func (a *Authorizer) loadSaved() error {
 		a.cfg.Logger.Warn("last verified proxy permissions document unreadable; waiting for the control plane", "file", a.savedPath())
 		return nil
 	}
+	a.highest = s.Highest
+	if a.highest == nil {
+		a.highest = map[string]int64{}
+	}
+	if s.Document != nil {
+		sc := scopeOf(s.Document)
+		a.highest[sc] = max(a.highest[sc], s.Document.FileVersion)
+	}
 	if s.None {
 		a.apply(&state{etag: s.ETag}, "disk")
 		return nil
@@ -70,6 +90,7 @@ func (a *Authorizer) save(s saved) error {
 		return nil
 	}
 	s.SavedAt = a.cfg.Clock.Now()
+	s.Highest = a.highest
 	return SaveVerified(a.cfg.Dir, "effective.json", s)
 }
 
@@ -115,7 +136,12 @@ func (a *Authorizer) SyncOnce(ctx context.Context) error {
 		return nil
 	case http.StatusOK:
 	case http.StatusNotFound:
-		// A verified "no document": only loopback passes (closing, never opening).
+		// A "no document" bound to this request, status and path, with a
+		// signed 404 body (Control.Get): only loopback passes (closing,
+		// never opening).
+		if a.ETag() == "none" {
+			return nil
+		}
 		if err := a.save(saved{ETag: "none", None: true}); err != nil {
 			a.cfg.Logger.Warn("keep the proxy permissions state on disk", "err", err)
 		}
@@ -144,6 +170,13 @@ func (a *Authorizer) SyncOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("control plane sent a document that does not compile (refused whole): %w", err)
 	}
+	// Versions only move forward: an older document is an answer replayed
+	// or a control plane rolled back, and either way not applied.
+	sc := scopeOf(d)
+	if d.FileVersion < a.highest[sc] {
+		return fmt.Errorf("control plane sent %s document version %d, older than version %d already seen (refused)", sc, d.FileVersion, a.highest[sc])
+	}
+	a.highest[sc] = d.FileVersion
 	// The tag is rebuilt from the signed body, never taken from the
 	// (unsigned) ETag header.
 	scope := "container:"

@@ -22,7 +22,10 @@ import (
 
 // The agent trusts the control plane's signing keys as follows:
 //   - anchors: the keys of --control-key (pinned: kept whatever a set
-//     says) and the set it accepted last (<data>/proxyperm/control-keys.json);
+//     says) or, without pins, the set it accepted last
+//     (<data>/proxyperm/control-keys.json); with pins, a set is accepted
+//     only when a pinned key signed it, and kept keys that are not pinned
+//     are dropped at start (keptKeys);
 //   - with no anchor, the first key set is taken on its own signature, and
 //     only from an https control URL or one on loopback (a plain http URL
 //     elsewhere needs --insecure-control-url, and is refused at start
@@ -107,34 +110,79 @@ func hexKey(s string) (map[string]ed25519.PublicKey, bool) {
 	return map[string]ed25519.PublicKey{signing.KIDFor(pub): pub}, true
 }
 
+// keptSet is control-keys.json: the set accepted last and the pins in
+// force when it was (with pins, every accepted set was signed by one).
+type keptSet struct {
+	signing.PublicKeySet
+	PinnedBy []signing.PublicKey `json:"pinned_by,omitempty"`
+}
+
 // savedKeys is the set accepted last, nil when none is kept (or it does
-// not read: then the pins, or first use, decide again).
-func (a *Authorizer) savedKeys() map[string]ed25519.PublicKey {
+// not read: then the pins, or first use, decide again), and the pins it
+// was accepted under.
+func (a *Authorizer) savedKeys() (keys, pins map[string]ed25519.PublicKey) {
 	if a.cfg.Dir == "" {
-		return nil
+		return nil, nil
 	}
 	path := filepath.Join(a.cfg.Dir, controlKeysFile)
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
-	var set signing.PublicKeySet
+	var set keptSet
 	if err == nil {
 		err = json.Unmarshal(raw, &set)
 	}
-	var keys map[string]ed25519.PublicKey
 	if err == nil {
-		keys, err = signing.KeysOf(set)
+		keys, err = signing.KeysOf(set.PublicKeySet)
+	}
+	if err == nil && len(set.PinnedBy) > 0 {
+		pins, err = signing.KeysOf(signing.PublicKeySet{Keys: set.PinnedBy})
 	}
 	if err != nil {
 		a.cfg.Logger.Warn("kept control-plane key set unreadable; ignored", "file", path, "err", err)
-		return nil
+		return nil, nil
 	}
-	return keys
+	return keys, pins
 }
 
-// keysAccepted keeps an accepted set on disk (0600, atomic) and journals
-// a change of the trusted kids.
+// keptKeys is what the agent trusts of the kept set at start: all of it
+// without pins, or when it was accepted under pins that are all still
+// pinned; otherwise only the pinned keys. A kept key that no pin endorsed
+// (taken on first use, perhaps from a man in the middle) is dropped from
+// trust and from the disk now, with the document it let in
+// (effective.json: the gateway goes back to loopback only until a
+// verified answer comes); the control plane's other keys come back with
+// the next set a pinned key signed.
+func (a *Authorizer) keptKeys(pinned map[string]ed25519.PublicKey) map[string]ed25519.PublicKey {
+	kept, under := a.savedKeys()
+	if len(pinned) == 0 || (len(under) > 0 && len(signing.PinnedOnly(under, pinned)) == len(under)) {
+		return kept
+	}
+	trusted := signing.PinnedOnly(kept, pinned)
+	if len(trusted) == len(kept) {
+		return trusted
+	}
+	var dropped []string
+	for kid := range kept {
+		if _, ok := trusted[kid]; !ok {
+			dropped = append(dropped, kid)
+		}
+	}
+	slices.Sort(dropped)
+	a.cfg.Journal.Record(contract.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "warn",
+		Message: "control plane signing keys that no --control-key endorsed dropped, with the document they verified",
+		Fields:  map[string]any{"kids": dropped}})
+	for _, name := range []string{controlKeysFile, "effective.json"} {
+		if err := os.Remove(filepath.Join(a.cfg.Dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			a.cfg.Logger.Warn("drop state verified under unendorsed keys", "file", name, "err", err)
+		}
+	}
+	return trusted
+}
+
+// keysAccepted keeps an accepted set on disk (0600, atomic), with the
+// pins it was accepted under, and journals a change of the trusted kids.
 func (a *Authorizer) keysAccepted(keys map[string]ed25519.PublicKey) {
 	kids := slices.Sorted(maps.Keys(keys))
 	if a.lastKIDs.Load() != nil && slices.Equal(*a.lastKIDs.Load(), kids) {
@@ -146,7 +194,11 @@ func (a *Authorizer) keysAccepted(keys map[string]ed25519.PublicKey) {
 	if a.cfg.Dir == "" {
 		return
 	}
-	raw, err := json.Marshal(signing.KeySetOf(keys))
+	set := keptSet{PublicKeySet: signing.KeySetOf(keys)}
+	if len(a.pinned) > 0 {
+		set.PinnedBy = signing.KeySetOf(a.pinned).Keys
+	}
+	raw, err := json.Marshal(set)
 	if err == nil {
 		err = writeAtomic(a.cfg.Dir, controlKeysFile, raw)
 	}

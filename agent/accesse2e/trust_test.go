@@ -40,13 +40,19 @@ func newForger(t *testing.T, target, project string) *forger {
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 	f := &forger{kid: signing.KIDFor(pub), priv: priv}
 	rp := httputil.NewSingleHostReverseProxy(u)
-	send := func(w http.ResponseWriter, path string, status int, data any) {
+	// send signs as the control plane does, binding the answer to the
+	// request when it asks: the forger holds its key, so it can.
+	send := func(w http.ResponseWriter, r *http.Request, status int, data any) {
 		body, _ := json.Marshal(platform.Envelope{StatusCode: status, Message: "forged", Data: data})
 		t := time.Now().Unix()
-		sig := signing.FormatHeader(t, f.kid, path, ed25519.Sign(f.priv, signing.SignedData(t, body)))
+		sig := signing.FormatHeader(t, f.kid, r.URL.Path, ed25519.Sign(f.priv, signing.SignedData(t, body)))
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set(signing.Header, sig)
 		w.Header().Add(signing.EndorsementHeader, sig)
+		if n := r.Header.Get(signing.NonceHeader); n != "" {
+			b := signing.Binding{Status: status, Method: r.Method, Path: r.URL.EscapedPath(), Nonce: n, Body: body}
+			w.Header().Set(signing.BindingHeader, signing.FormatBinding(t, f.kid, status, ed25519.Sign(f.priv, signing.BindingData(t, b))))
+		}
 		w.WriteHeader(status)
 		_, _ = w.Write(body)
 	}
@@ -61,13 +67,13 @@ func newForger(t *testing.T, target, project string) *forger {
 			set.Keys = append(append([]signing.PublicKey(nil), set.Keys...), signing.PublicKeyOf(f.kid, priv.Public().(ed25519.PublicKey)))
 			set.ActiveKID = f.kid
 			f.sets.Add(1)
-			send(w, r.URL.Path, 200, set)
+			send(w, r, 200, set)
 		case strings.HasSuffix(r.URL.Path, "/effective"):
 			if f.sets.Load() > 0 {
 				f.docsAfterSet.Add(1)
 			}
 			f.docs.Add(1)
-			send(w, r.URL.Path, 200, map[string]any{"project": project, "container": "c1", "groups": map[string]any{},
+			send(w, r, 200, map[string]any{"project": project, "container": "c1", "groups": map[string]any{},
 				"permissions": map[string]any{}, "default": "allow", "enable_proxy": true, "file_version": 99, "etag": "file:v99"})
 		default:
 			rp.ServeHTTP(w, r)

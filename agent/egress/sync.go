@@ -62,6 +62,9 @@ type Sync struct {
 	etag    string
 	cur     *netconf.Document
 	lastErr string
+	// highest is the highest version seen (kept on disk): an older
+	// configuration is refused.
+	highest int64
 }
 
 // saved is the on-disk form of the last verified answer.
@@ -69,6 +72,7 @@ type saved struct {
 	ETag     string            `json:"etag"`
 	None     bool              `json:"none,omitempty"`
 	Document *netconf.Document `json:"document,omitempty"`
+	Highest  int64             `json:"highest,omitempty"`
 	SavedAt  time.Time         `json:"saved_at"`
 }
 
@@ -99,6 +103,12 @@ func NewSync(ctx context.Context, cfg SyncConfig) *Sync {
 	s := &Sync{cfg: cfg}
 	var sv saved
 	found, err := cfg.Load(cfg.Dir, savedName, &sv)
+	if err == nil && found {
+		s.highest = sv.Highest
+		if sv.Document != nil {
+			s.highest = max(s.highest, sv.Document.Version)
+		}
+	}
 	switch {
 	case err != nil:
 		s.journal("warn", "last verified network configuration unreadable; waiting for the control plane", map[string]any{"error": err.Error()})
@@ -174,11 +184,13 @@ func (s *Sync) SyncOnce(ctx context.Context) (changed bool, err error) {
 	case http.StatusNotModified:
 		return false, nil
 	case http.StatusNotFound:
+		// Only a 404 bound to this request and path, with a signed 404
+		// body (access.Control), says "no configuration".
 		if s.etag == "none" {
 			return false, nil
 		}
 		s.etag, s.cur = "none", nil
-		if err := s.cfg.Save(s.cfg.Dir, savedName, saved{ETag: "none", None: true, SavedAt: s.cfg.Clock.Now()}); err != nil {
+		if err := s.cfg.Save(s.cfg.Dir, savedName, saved{ETag: "none", None: true, Highest: s.highest, SavedAt: s.cfg.Clock.Now()}); err != nil {
 			s.journal("warn", "keep the network configuration on disk", map[string]any{"error": err.Error()})
 		}
 		_ = s.cfg.Engine.Apply(ctx, nil)
@@ -202,10 +214,16 @@ func (s *Sync) SyncOnce(ctx context.Context) (changed bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("control plane sent a network configuration that does not validate (refused whole): %w", err)
 	}
+	// Versions only move forward: an older configuration is an answer
+	// replayed or a control plane rolled back, and is not applied.
+	if d.Version < s.highest {
+		return false, fmt.Errorf("control plane sent network configuration version %d, older than version %d already seen (refused)", d.Version, s.highest)
+	}
+	s.highest = d.Version
 	// The tag is rebuilt from the signed body, never taken from the
-	// (unsigned) ETag header.
+	// ETag header.
 	etag := "network:v" + strconv.FormatInt(d.Version, 10)
-	if err := s.cfg.Save(s.cfg.Dir, savedName, saved{ETag: etag, Document: &d, SavedAt: s.cfg.Clock.Now()}); err != nil {
+	if err := s.cfg.Save(s.cfg.Dir, savedName, saved{ETag: etag, Document: &d, Highest: s.highest, SavedAt: s.cfg.Clock.Now()}); err != nil {
 		s.journal("warn", "keep the network configuration on disk", map[string]any{"error": err.Error()})
 	}
 	s.etag, s.cur = etag, &d

@@ -37,8 +37,10 @@ func newFixture(t *testing.T, flags ...string) *fixture {
 	t.Helper()
 	host := runtimetest.DockerHost(t)
 	f := &fixture{t: t, host: host}
-	purgeLater(t, host, &f.inst)
+	// Cleanups run last first: the installation's containers go before
+	// the image they run.
 	f.ref = agentImage(t, host)
+	purgeLater(t, host, &f.inst)
 	f.s = controltest.Start(t, append([]string{"--docker-host", host, "--enroll-timeout", "40s"}, flags...)...)
 	f.admin = f.s.Admin()
 	_, f.alice = f.s.User(f.admin, "alice@example.com")
@@ -137,6 +139,9 @@ type agent struct {
 
 const probeHeader, probeKey = "X-Probe", "probe-key-1"
 
+// cliKey is the token the CLI's group in the document takes.
+const cliKey = "cli-key-1"
+
 // openAgent writes a proxy permissions document letting the probe token
 // run processes, and waits until the agent enforces it.
 func (f *fixture) openAgent(id string, c map[string]any) *agent {
@@ -144,8 +149,10 @@ func (f *fixture) openAgent(id string, c map[string]any) *agent {
 	doc := "/api/v1/containers/" + id + "/proxy/permissions"
 	if f.s.Call("GET", doc, nil, f.alice).Status == 404 {
 		f.s.Must(f.s.Call("PUT", doc, map[string]any{"project": f.project, "container": id,
-			"groups":      map[string]any{"probe": map[string]any{"type": "token", "header": probeHeader, "value": probeKey}},
-			"permissions": map[string]any{"probe": map[string]any{"exec": true}}}, f.alice, "If-Match", "file:v0"), 200)
+			"groups": map[string]any{"probe": map[string]any{"type": "token", "header": probeHeader, "value": probeKey},
+				"cli": map[string]any{"type": "token", "header": "Authorization", "value": "Bearer " + cliKey}},
+			"permissions": map[string]any{"probe": map[string]any{"exec": true}, "cli": map[string]any{"exec": true, "files": true}}},
+			f.alice, "If-Match", "file:v0"), 200)
 	}
 	a := &agent{t: f.t, addr: c["agent_addr"].(string)}
 	deadline := time.Now().Add(20 * time.Second)
@@ -203,8 +210,10 @@ func (a *agent) run(user, shell string) (stdout, stderr string, code int) {
 // restart → delete leaves nothing in the engine, with every event.
 func TestContainerLifecycle(t *testing.T) {
 	f := newFixture(t)
+	start := time.Now()
 	id := f.create("box", map[string]any{"resources": map[string]any{"cpus": 0.5, "memory_mb": 256}, "env": map[string]any{"GREETING": "hi"}})
 	c := f.await(id, "running", 60*time.Second)
+	t.Logf("create → running (agent enrolled and healthy): %s", time.Since(start).Round(time.Millisecond))
 	if c["enrolled_at"] == nil || c["agent_addr"] == "" || c["status_reason"] != nil {
 		t.Fatalf("running container: %v", c)
 	}

@@ -151,7 +151,9 @@ func installationOf(t *testing.T, host, id string) string {
 }
 
 // purgeLater removes, when the test ends, everything the engine holds of
-// installation inst (the network the driver made included).
+// installation inst (the network the driver made included). Call it after
+// importing the images the installation runs: cleanups run last first,
+// and an image a container still uses is only untagged.
 func purgeLater(t *testing.T, host string, inst *string) {
 	t.Cleanup(func() {
 		if *inst == "" {

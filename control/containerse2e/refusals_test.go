@@ -84,6 +84,11 @@ func TestCreateRefusals(t *testing.T) {
 	f.must(200, "POST", "/api/v1/containers/"+id+"/stop", nil, op)
 	f.must(403, "DELETE", "/api/v1/containers/"+id, nil, op)
 	f.must(200, "GET", "/api/v1/containers/"+id, nil, bob)
+	if l := data(f.must(200, "GET", "/api/v1/containers?project_id="+f.project, nil, bob)); l["pagination"].(map[string]any)["total"] != 1.0 {
+		t.Fatalf("a viewer's list: %v", l)
+	}
+	f.must(404, "GET", "/api/v1/containers?project_id="+f.project, nil, carol)
+	f.must(400, "GET", "/api/v1/containers", nil, carol)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	left, err := runtimetest.Leftovers(ctx, f.host, f.inst, "")
@@ -133,8 +138,8 @@ func TestFailedWithReasons(t *testing.T) {
 func TestReconcile(t *testing.T) {
 	host := runtimetest.DockerHost(t)
 	f := &fixture{t: t, host: host}
-	purgeLater(t, host, &f.inst)
 	f.ref = agentImage(t, host)
+	purgeLater(t, host, &f.inst)
 	// A fixed port: the agents are given the control plane's URL, which
 	// must hold across its restart.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

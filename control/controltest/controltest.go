@@ -133,7 +133,10 @@ func StartArgs(t testing.TB, data string, args ...string) *Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + data}
+	// The built-in images stay out of the catalog unless a test asks for
+	// them (--builtin-images beats the variable): the catalog tests count
+	// exactly what they publish.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + data, "DECKHAND_BUILTIN_IMAGES=false"}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	stdout, err := cmd.StdoutPipe()

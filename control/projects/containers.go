@@ -3,6 +3,7 @@ package projects
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"time"
 
@@ -42,6 +43,9 @@ type Container struct {
 	EnrolledAt *time.Time `json:"enrolled_at,omitempty"`
 	// KeepWorkspace is the delete's choice, kept while it is under way.
 	KeepWorkspace bool `json:"keep_workspace,omitempty"`
+	// Recreate: limits or autostart changed while it was stopped; the
+	// next start makes the engine container again from the record.
+	Recreate bool `json:"recreate_on_start,omitempty"`
 	// Runtime (docker, none) and URLs (service → its URL) are filled in
 	// each answer, not stored.
 	Runtime   string            `json:"runtime,omitempty"`
@@ -271,4 +275,47 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 		return nil, storeErr("count the project", err)
 	}
 	return st, nil
+}
+
+// ContainerQuery is GET /api/v1/containers?project_id=.
+type ContainerQuery struct {
+	ProjectID string `query:"project_id" doc:"the project whose containers to list (required)"`
+	PageInput
+}
+
+// QueryContainers lists a project's containers for a member of it (an
+// admin: any project); a project the caller is no member of answers 404,
+// as an unknown one.
+func (s *Service) QueryContainers(ctx context.Context, in ContainerQuery) (*ContainerList, error) {
+	caller, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if in.ProjectID == "" {
+		return nil, fault.Invalid("project_id", "is required")
+	}
+	if err := validID("project_id", in.ProjectID); err != nil {
+		return nil, err
+	}
+	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		p, err := getProject(tx, in.ProjectID)
+		if err != nil {
+			return err
+		}
+		lv := roleNone
+		if p != nil && !caller.IsAdmin() {
+			if lv, err = callerLevel(tx, p, caller.UserID); err != nil {
+				return err
+			}
+		}
+		if p == nil || (!caller.IsAdmin() && lv == roleNone) {
+			return &fault.Error{Code: fault.CodeNotFound, Field: "project_id", Details: "project",
+				Message: fmt.Sprintf("project_id: project %q not found", in.ProjectID)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("read the project", err)
+	}
+	return s.ListContainers(ctx, ContainerListInput{ProjectRef: ProjectRef{ID: in.ProjectID}, PageInput: in.PageInput})
 }

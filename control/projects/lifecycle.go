@@ -55,6 +55,8 @@ const RuntimeNone = "none"
 const (
 	agentTokenPath = "/run/deckhand/agent-token"
 	controlKeyPath = "/run/deckhand/control-key.json"
+	// agentData is the agent's state directory in the images.
+	agentData = "/var/lib/deckhand"
 	// AgentPort is where the agent's gateway listens in a container; the
 	// driver reports it on the container's address.
 	AgentPort = 7700
@@ -425,7 +427,7 @@ func (s *Service) mintAgentToken(tx *store.Tx, ctx context.Context, c *Container
 // agentArgs are the agent's arguments in container c (the image's
 // entrypoint is the agent).
 func (s *Service) agentArgs(c *Container, controlURL string) []string {
-	args := []string{"run", "--listen", fmt.Sprintf("0.0.0.0:%d", AgentPort),
+	args := []string{"run", "--listen", fmt.Sprintf("0.0.0.0:%d", AgentPort), "--data", agentData,
 		"--control-url", controlURL, "--control-key", controlKeyPath,
 		"--container-id", c.ID, "--project-id", c.ProjectID, "--token-file", agentTokenPath,
 		"--domain", s.lc.rt.ContainerDomain}

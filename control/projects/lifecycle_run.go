@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
+	"deckhand/control/events"
 	"deckhand/control/runtime"
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
@@ -306,6 +308,15 @@ func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Cont
 		unlock()
 		return nil, errDeleting(id)
 	}
+	if c.Recreate {
+		// Limits or autostart changed while it was stopped.
+		defer unlock()
+		c, err = s.recreate(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return s.decorate(c), nil
+	}
 	st, err := drv.Inspect(ctx, id)
 	if err != nil {
 		unlock()
@@ -516,3 +527,134 @@ func (s *Service) agentURLWords() string {
 	}
 	return "its --agent-control-url"
 }
+
+// ContainerUpdate is PATCH /api/v1/containers/{id}.
+type ContainerUpdate struct {
+	ContainerRef
+	Body ContainerChanges
+}
+
+// ContainerChanges are the fields a PATCH may change; absent ones stay.
+type ContainerChanges struct {
+	Name      *string    `json:"name,omitempty" doc:"1-100 characters, unique in the project"`
+	Resources *Resources `json:"resources,omitempty" doc:"new limits (both fields are replaced; 0: the engine's default)"`
+	Autostart *bool      `json:"autostart,omitempty" doc:"start again with the engine"`
+}
+
+// Validate checks each field given.
+func (in *ContainerChanges) Validate() error {
+	if in.Name != nil {
+		n, err := cleanName("name", *in.Name)
+		if err != nil {
+			return err
+		}
+		in.Name = &n
+	}
+	if in.Name == nil && in.Resources == nil && in.Autostart == nil {
+		return fault.Invalid("body", "give name, resources or autostart")
+	}
+	return in.Resources.Validate()
+}
+
+// UpdateContainer renames a container, changes its limits or its
+// autostart. The engine applies limits and the restart policy only to a
+// container it makes, so a change of either makes the engine container
+// again from the record (the workspace volume is kept): at once when it
+// runs (it answers in creating, then running), at its next start when it
+// is stopped. Each change writes its event.
+func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Container, error) {
+	id, ch := in.ID, in.Body
+	unlock := s.lc.lock(id)
+	defer unlock()
+	var out *Container
+	var recreateNow bool
+	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		c, err := getContainer(tx, id)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return fault.NotFound("container", id)
+		}
+		if c.Status == StatusDeleting {
+			return errDeleting(id)
+		}
+		ev := func(kind string, payload map[string]any) error {
+			return s.event(tx, ctx, events.Event{EventType: kind, ResourceType: "container", ResourceID: id,
+				ProjectID: c.ProjectID, ContainerID: id, Payload: events.Payload(payload)})
+		}
+		if ch.Name != nil && *ch.Name != c.Name {
+			cs, err := projectContainers(tx, c.ProjectID, 0)
+			if err != nil {
+				return err
+			}
+			for _, o := range cs {
+				if o.ID != id && strings.EqualFold(o.Name, *ch.Name) {
+					return &fault.Error{Code: fault.CodeConflict, Field: "name", Details: "name",
+						Message: fmt.Sprintf("name: the project already has a container named %q (names are unique in a project, ignoring case)", *ch.Name)}
+				}
+			}
+			if err := ev("container.renamed", map[string]any{"from": c.Name, "to": *ch.Name}); err != nil {
+				return err
+			}
+			c.Name = *ch.Name
+		}
+		engine := false
+		if ch.Resources != nil && *ch.Resources != c.Resources {
+			if err := ev("container.resource_updated", map[string]any{"cpus": ch.Resources.CPUs, "memory_mb": ch.Resources.MemoryMB}); err != nil {
+				return err
+			}
+			c.Resources, engine = *ch.Resources, true
+		}
+		if ch.Autostart != nil && *ch.Autostart != c.Autostart {
+			kind := "container.autostart_disabled"
+			if *ch.Autostart {
+				kind = "container.autostart_enabled"
+			}
+			if err := ev(kind, map[string]any{"autostart": *ch.Autostart}); err != nil {
+				return err
+			}
+			c.Autostart, engine = *ch.Autostart, true
+		}
+		if engine && c.ImageName != "" && s.lc.rt.Driver != nil {
+			switch c.Status {
+			case StatusRunning, StatusPaused:
+				recreateNow = true
+			case StatusStopped, StatusFailed:
+				c.Recreate = true
+			}
+		}
+		c.UpdatedAt = s.now()
+		out = c
+		return tx.Put(bucketContainers, id, c)
+	})
+	if err != nil {
+		return nil, storeErr("update the container", err)
+	}
+	if recreateNow {
+		if out, err = s.recreate(ctx, out); err != nil {
+			return nil, err
+		}
+	}
+	return s.decorate(out), nil
+}
+
+// recreate removes container c's engine container (keeping its
+// workspace) and provisions it again from the record (the caller holds
+// its lock).
+func (s *Service) recreate(ctx context.Context, c *Container) (*Container, error) {
+	if err := s.lc.rt.Driver.Delete(ctx, c.ID, true); err != nil {
+		return nil, engineErr("make the engine container again", err)
+	}
+	c, err := s.move(ctx, c.ID, nil, StatusCreating, "", func(c *Container) { c.Recreate, c.AgentAddr = false, "" })
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, errGone
+	}
+	s.provisionAsync(c.ID)
+	return c, nil
+}
+
+var errGone = fault.Errorf(fault.CodeNotFound, "the container was deleted meanwhile")

@@ -371,6 +371,14 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 			Comment: in.Comment, DNSServers: in.DNSServers, Allow: in.Allow, Deny: in.Deny, Status: netConfigured, ConfiguredAt: now, Version: 1}
 		if old != nil {
 			r.LastCheck, r.Version, r.Report, r.ReportedAt = old.LastCheck, old.Version+1, old.Report, old.ReportedAt
+		} else {
+			// A re-created configuration continues the count of a deleted
+			// one: the agent refuses a version lower than one it saw.
+			var last int64
+			if _, err := tx.Get(bucketNetVersion, id, &last); err != nil {
+				return err
+			}
+			r.Version = last + 1
 		}
 		hasCreds := false
 		switch {
@@ -444,8 +452,15 @@ func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*
 func (s *Service) DeleteNetwork(ctx context.Context, ref ContainerRef) error {
 	id := ref.ID
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		if tx.GetRaw(bucketNetwork, id) == nil {
+		r, err := s.netForContainer(tx, id)
+		if err != nil {
+			return err
+		}
+		if r == nil {
 			return fault.NotFound("network configuration of container", id)
+		}
+		if err := tx.Put(bucketNetVersion, id, r.Version); err != nil {
+			return err
 		}
 		if err := tx.Delete(bucketNetCreds, id); err != nil {
 			return err

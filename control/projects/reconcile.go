@@ -126,6 +126,9 @@ func (s *Service) reconcileOne(ctx context.Context, id string, st *runtime.Statu
 		s.log.Warn("container reconcile: reading the record failed", "container", id, "err", err)
 		return
 	}
+	if c != nil && c.ImageName == "" {
+		return // registered by an admin for an agent run by hand: no engine object is its
+	}
 	// Inspect under the lock: a state listed before an action took the
 	// lock is stale.
 	cur, err := drv.Inspect(ctx, id)
@@ -145,9 +148,6 @@ func (s *Service) reconcileOne(ctx context.Context, id string, st *runtime.Statu
 			}
 		}
 		return
-	}
-	if c.ImageName == "" {
-		return // registered by an admin for an agent run by hand: no engine object is its
 	}
 	record := func(status, reason string, mutate func(*Container)) {
 		if _, err := s.move(ctx, id, []string{c.Status}, status, reason, mutate); err != nil {

@@ -96,6 +96,12 @@ func (s *Service) Routes() []platform.Route {
 				"`agent_addr` (where the control plane reaches the agent's gateway while running) and `enrolled_at`. " +
 				"400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.",
 			Message: "Container", Op: platform.Op(s.GetContainer)},
+		{Method: http.MethodGet, Path: "/api/v1/containers", OperationID: "listContainers", Policy: platform.SignedIn, Tags: containers,
+			Summary: "A project's containers, oldest first (`?project_id=`)",
+			Description: "The same list as GET /api/v1/projects/{id}/containers, for a member of the project (an admin: any project). " +
+				"400 without `project_id` or with a malformed one; 404 for a project the caller is no member of, as for an unknown one. " +
+				"`page` from 1, `limit` 1-100 (default 20).",
+			Message: "Containers", Op: platform.Op(s.QueryContainers)},
 		{Method: http.MethodPost, Path: "/api/v1/containers", OperationID: "createContainer", Policy: platform.SignedIn, Tags: containers,
 			Status: http.StatusCreated, Summary: "Create a container that runs (project owner or manager; an admin in any project)",
 			Description: "Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand " +
@@ -128,6 +134,16 @@ func (s *Service) Routes() []platform.Route {
 			Description: "Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with " +
 				"the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable." + actErrs,
 			Message: "Container restarted", Op: platform.Op(s.RestartContainer)},
+		{Method: http.MethodPatch, Path: "/api/v1/containers/{id}", OperationID: "updateContainer", Policy: manage, Tags: containers,
+			Summary: "Rename a container, change its limits or its autostart",
+			Description: "Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename " +
+				"changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy " +
+				"only to a container it makes, so a change of either makes the engine container again from the record, keeping the " +
+				"workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start " +
+				"when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or " +
+				"`container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller " +
+				"may not manage it, 409 while it is being deleted.",
+			Message: "Container updated", Op: platform.Op(s.UpdateContainer)},
 		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}", OperationID: "deleteContainer", Policy: manage, Tags: containers,
 			Summary: "Delete a container, its engine objects and its record",
 			Description: "Writes `container.deleting`, removes the engine container and its workspace volume (kept with " +
@@ -206,7 +222,7 @@ func (s *Service) Routes() []platform.Route {
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/agent-tokens", OperationID: "createAgentToken", Policy: manage, Tags: tokens,
 			Status: http.StatusCreated, Summary: "Mint an agent token for the container (the token is shown only here)",
 			Description: "Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. " +
-				"The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective " +
+				"The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective " +
 				"proxy permissions document and the network configuration); every other route answers it 401, another container's " +
 				"403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. " +
 				"The body is empty (or `{}`). Writes `container.agent_token.created`." + tokenErrs,

@@ -89,6 +89,7 @@ const (
 	bucketNetCreds   = "projects_network_creds" // container → sealed userinfo
 	bucketDocs       = "projects_proxyperm"     // c/<container> or p/<project> → document
 	bucketDocVersion = "projects_proxyperm_versions"
+	bucketNetVersion = "projects_network_versions" // container → last version of a deleted configuration
 )
 
 // Service is the projects domain.

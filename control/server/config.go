@@ -39,16 +39,19 @@ func (p OAuthProvider) Configured() bool {
 // read what they need from here; a new flag is a new field plus one line in
 // Bind.
 type Config struct {
-	Listen                 string
-	Data                   string
-	DatabaseURL            string
-	MasterKeyFile          string // default <data>/master.key
-	PublicURL              string // default http://<listen> (the bound address)
-	MailDir                string // default <data>/mail
-	SMTPURL                string
-	AdminEmail             string
-	AdminPassword          string // never logged
-	Signups                bool
+	Listen        string
+	Data          string
+	DatabaseURL   string
+	MasterKeyFile string // default <data>/master.key
+	PublicURL     string // default http://<listen> (the bound address)
+	MailDir       string // default <data>/mail
+	SMTPURL       string
+	AdminEmail    string
+	AdminPassword string // never logged
+	Signups       bool
+	// BuiltinImages registers deckhand/base and deckhand/desktop of this
+	// version in the image catalog at start (images.Builtin).
+	BuiltinImages          bool
 	Signing                bool
 	TransferFeeBPS         int
 	OAuthCodehost          OAuthProvider
@@ -91,6 +94,7 @@ func DefaultConfig() Config {
 		Listen:                  "127.0.0.1:8080",
 		Data:                    "./data",
 		Signups:                 true,
+		BuiltinImages:           true,
 		Signing:                 true,
 		TransferFeeBPS:          500,
 		AllowedRedirectDomains:  []string{"localhost"},
@@ -122,6 +126,8 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.AdminEmail, "admin-email", c.AdminEmail, "at start, create this verified admin user when absent")
 	fs.StringVar(&c.AdminPassword, "admin-password", c.AdminPassword, "password of the bootstrap admin (prefer DECKHAND_ADMIN_PASSWORD)")
 	fs.BoolVar(&c.Signups, "signups", c.Signups, "allow self-service signup (false answers 403)")
+	fs.BoolVar(&c.BuiltinImages, "builtin-images", c.BuiltinImages, "at start, register the images make image builds (deckhand/base:<version>, deckhand/desktop:<version>) "+
+		"in the catalog, free, when absent")
 	fs.BoolVar(&c.Signing, "signing", c.Signing, "sign every response with ED25519 (false: public-key answers 503 SIGNING_NOT_CONFIGURED)")
 	fs.IntVar(&c.TransferFeeBPS, "transfer-fee-bps", c.TransferFeeBPS, "platform fee on transfers to AI credit, in basis points (0-9999)")
 	for _, p := range []struct {

@@ -274,12 +274,24 @@ var refuseAll = platform.AuthenticatorFunc(func(fiber.Ctx) (*auth.Principal, err
 	return nil, fault.Errorf(fault.CodeUnauthorized, "Authentication required")
 })
 
-// Bootstrap runs each domain's Bootstrap and the admin bootstrap.
+// BuiltinRegistrar registers the images of a deckhand version in the
+// catalog when absent (the images domain), answering how many it added.
+type BuiltinRegistrar interface {
+	RegisterBuiltin(ctx context.Context, version string) (int, error)
+}
+
+// Bootstrap runs each domain's Bootstrap, registers the built-in images
+// (--builtin-images) and runs the admin bootstrap.
 func (s *Server) Bootstrap(ctx context.Context) error {
 	for _, d := range s.domains {
 		if b, ok := d.(domain.Bootstrapper); ok {
 			if err := b.Bootstrap(ctx); err != nil {
 				return err
+			}
+		}
+		if r, ok := d.(BuiltinRegistrar); ok && s.cfg.BuiltinImages {
+			if _, err := r.RegisterBuiltin(ctx, platform.Version); err != nil {
+				return fmt.Errorf("built-in images: %w", err)
 			}
 		}
 	}

@@ -2,13 +2,20 @@
 // set on disk (one file per key, rotation, one active key), the signer that
 // puts X-Service-Signature on every control-plane response, the verifier that
 // clients and the agent use (replay window, key cache that re-fetches on an
-// unknown kid, path binding), and signed identity and container claims.
+// unknown kid, path binding, envelope status), the binding of an answer to
+// the request that asked for it (binding.go), and signed identity and
+// container claims.
 //
 // Wire formats (docs/spec/interface.md, Authentication 6):
 //
 //	X-Service-Signature: t=<unix_ts>,kid=<key_id>,path=<url_path>,sig=<128 hex>
 //	signed data:         <t>.<response body bytes>
 //	claim:               {"payload_b64": base64url(JSON), "signature_hex": hex(sig over payload_b64)}
+//
+// and, only for a request that sent X-Service-Nonce (an extension):
+//
+//	X-Service-Binding:   t=<unix_ts>,kid=<key_id>,status=<status>,sig=<128 hex>
+//	signed data:         deckhand-binding-v1 \n t \n status \n method \n path \n ETag \n nonce \n hex(sha256(body))
 package signing
 
 import (

@@ -60,5 +60,13 @@ func (s *Signer) Finalize(c fiber.Ctx) {
 	if c.Response().IsBodyStream() {
 		return
 	}
-	c.Set(Header, s.Sign(c.Path(), c.Response().Body()))
+	body := c.Response().Body()
+	c.Set(Header, s.Sign(c.Path(), body))
+	// A client that sent a nonce gets the answer bound to its request
+	// (binding.go); one whose nonce is malformed gets no binding, which
+	// its own check then refuses.
+	if n := c.Get(NonceHeader); n != "" && ValidNonce(n) {
+		c.Set(BindingHeader, s.SignBinding(Binding{Status: c.Response().StatusCode(), Method: c.Method(), Path: c.Path(),
+			ETag: string(c.Response().Header.Peek("ETag")), Nonce: n, Body: body}))
+	}
 }

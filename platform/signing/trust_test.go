@@ -192,6 +192,35 @@ func TestPinningVerifier(t *testing.T) {
 	}
 }
 
+// With pins, only a pinned key endorses: a set signed by a key accepted
+// since (k2, endorsed by the pin) but not by the pin is refused, though
+// the same set is accepted by a verifier without pins that trusts k2.
+func TestPinsAloneEndorse(t *testing.T) {
+	t.Parallel()
+	k1, k2, k3 := key("k1"), key("k2"), key("k3")
+	clock := clockpkg.NewFakeClock(trustNow)
+	serve := answer(trustNow.Unix(), signing.PublicKeyPath, []signer{k1, k2, k3}, k2, k3)
+	fetch := func(context.Context) (signing.FetchedKeySet, error) { return serve, nil }
+	sign := func(s signer, body string) string {
+		return signing.FormatHeader(clock.Now().Unix(), s.kid, "/p", ed25519.Sign(s.priv, signing.SignedData(clock.Now().Unix(), []byte(body))))
+	}
+	ctx := context.Background()
+	pinned := signing.NewVerifier(signing.VerifierOptions{Clock: clock, Fetch: fetch, Pinned: trustOf(k1), Trusted: trustOf(k2)})
+	if _, err := pinned.Verify(ctx, sign(k3, "a"), "/p", []byte("a")); !errors.Is(err, signing.ErrKeySetUnendorsed) {
+		t.Fatalf("pinned: a set only k2 and k3 signed: %v", err)
+	}
+	unpinned := signing.NewVerifier(signing.VerifierOptions{Clock: clock, Fetch: fetch, Trusted: trustOf(k2)})
+	if _, err := unpinned.Verify(ctx, sign(k3, "a"), "/p", []byte("a")); err != nil {
+		t.Fatalf("unpinned, trusting k2: %v", err)
+	}
+	if got := signing.PinnedOnly(trustOf(k1, k2), trustOf(k1)); len(got) != 1 || got[k1.kid] == nil {
+		t.Fatalf("PinnedOnly: %v", got)
+	}
+	if got := signing.PinnedOnly(trustOf(signer{k1.kid, k2.priv}), trustOf(k1)); len(got) != 0 {
+		t.Fatalf("PinnedOnly kept a pinned kid with another key: %v", got)
+	}
+}
+
 // FuzzAcceptKeySet: whatever the body and signature headers, AcceptKeySet
 // never panics, and a set it accepts (a) carries a signature that verifies
 // under the trusted key of its kid over exactly the body, for the key-set

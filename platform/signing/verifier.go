@@ -43,10 +43,14 @@ type VerifierOptions struct {
 	// With nothing trusted yet, TrustFirst takes the first set on its own
 	// signature (FirstKeySet); without it, nothing is accepted.
 	Fetch func(ctx context.Context) (FetchedKeySet, error)
-	// Pinned keys stay trusted whatever a fetched set says.
+	// Pinned keys stay trusted whatever a fetched set says. With pins, a
+	// fetched set is accepted only when a pinned key signed it: a key
+	// taken on first use, or endorsed by such a key, could be a man in
+	// the middle's, and only a pin can say it is not.
 	Pinned map[string]ed25519.PublicKey
 	// Trusted are the keys a previous run accepted (kept on disk by the
 	// caller): trusted from the start, replaced by the next accepted set.
+	// With pins, the caller passes only keys a pin endorsed (PinnedOnly).
 	Trusted    map[string]ed25519.PublicKey
 	TrustFirst bool
 	// OnAccept is called with the keys of each set Fetch brought and the
@@ -93,6 +97,21 @@ func NewVerifier(opt VerifierOptions) *Verifier {
 	maps.Copy(v.keys, opt.Trusted)
 	maps.Copy(v.keys, opt.Pinned)
 	return v
+}
+
+// PinnedOnly is the part of trusted that is pinned (the same kid, the
+// same key); with no pins, trusted whole.
+func PinnedOnly(trusted, pinned map[string]ed25519.PublicKey) map[string]ed25519.PublicKey {
+	if len(pinned) == 0 {
+		return maps.Clone(trusted)
+	}
+	out := map[string]ed25519.PublicKey{}
+	for kid, k := range trusted {
+		if p, ok := pinned[kid]; ok && p.Equal(k) {
+			out[kid] = k
+		}
+	}
+	return out
 }
 
 // Keys is a copy of the keys the verifier trusts now.
@@ -206,6 +225,10 @@ func (v *Verifier) fetch(ctx context.Context) (map[string]ed25519.PublicKey, err
 		now := v.opt.Clock.Now()
 		var keys map[string]ed25519.PublicKey
 		switch {
+		case len(v.opt.Pinned) > 0:
+			// Only a pin endorses: a key accepted since, if it were not
+			// the control plane's, must not vouch for more keys.
+			keys, err = AcceptKeySet(v.opt.Pinned, f, now, v.opt.Tolerance)
 		case len(trusted) > 0:
 			keys, err = AcceptKeySet(trusted, f, now, v.opt.Tolerance)
 		case v.opt.TrustFirst:
@@ -263,7 +286,8 @@ func (v *Verifier) Verify(ctx context.Context, header, path string, body []byte)
 }
 
 // VerifyResponse verifies an *http.Response whose body the caller already
-// read into body.
+// read into body: its signature, and that an envelope body says the
+// status it came with (CheckEnvelopeStatus).
 func (v *Verifier) VerifyResponse(resp *http.Response, body []byte) (Signature, error) {
 	ctx := context.Background()
 	if resp.Request != nil {
@@ -276,7 +300,11 @@ func (v *Verifier) VerifyResponse(resp *http.Response, body []byte) (Signature, 
 			path = "/"
 		}
 	}
-	return v.Verify(ctx, resp.Header.Get(Header), path, body)
+	s, err := v.Verify(ctx, resp.Header.Get(Header), path, body)
+	if err != nil {
+		return s, err
+	}
+	return s, CheckEnvelopeStatus(resp.StatusCode, body)
 }
 
 // VerifyClaim checks a claim against the key named by its kid (or any

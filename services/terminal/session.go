@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/hinshun/vt10x"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/proc"
 )
 
 // Size limits of a terminal.
@@ -157,13 +159,21 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The shell runs as --run-as when the agent has one (its HOME, USER
+	// and LOGNAME with it), else as the service's own user.
+	cred, userEnv, err := proc.Credential(svc.deps.Common.RunAs)
+	if err != nil {
+		return nil, fault.Errorf(fault.CodeUnavailable, "terminal: %v", err)
+	}
 	cwd := req.Cwd
 	if cwd == "" {
-		if h, err := os.UserHomeDir(); err == nil {
-			cwd = h
-		} else {
-			cwd = "/"
+		home := userEnv
+		if home == nil {
+			if h, err := os.UserHomeDir(); err == nil {
+				home = []string{"HOME=" + h}
+			}
 		}
+		cwd = proc.WorkDir("", home)
 	}
 	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
 		return nil, fault.Invalid("cwd", "%s is not an existing directory", cwd)
@@ -184,7 +194,7 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 	svc.mu.Unlock()
 	release := func() { svc.mu.Lock(); svc.starting--; svc.mu.Unlock() }
 
-	ptmx, cmd, err := startShell(resolved, cwd, shellEnv(req.Env), cols, rows)
+	ptmx, cmd, err := startShell(resolved, cwd, shellEnv(userEnv, req.Env), cred, cols, rows)
 	if err != nil {
 		release()
 		return nil, err
@@ -215,15 +225,19 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 }
 
 // shellEnv is the service's environment without the agent's own settings
-// (which may hold its token), plus what a terminal needs, plus the caller's.
-func shellEnv(extra map[string]string) []string {
-	env := make([]string, 0, len(os.Environ())+len(extra)+2)
-	for _, kv := range os.Environ() {
+// (which may hold its token), plus the user's HOME, USER and LOGNAME (from
+// proc.Credential), what a terminal needs, and the caller's.
+func shellEnv(userEnv []string, extra map[string]string) []string {
+	env := make([]string, 0, len(os.Environ())+len(userEnv)+len(extra)+2)
+	for _, kv := range append(os.Environ(), userEnv...) {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "DECKHAND_") || k == "TERM" || k == "COLORTERM" {
 			continue
 		}
 		if _, override := extra[k]; override {
+			continue
+		}
+		if userEnv != nil && !slices.Contains(userEnv, kv) && (k == "HOME" || k == "USER" || k == "LOGNAME") {
 			continue
 		}
 		env = append(env, kv)

@@ -172,7 +172,8 @@ func runCmd() *cobra.Command {
 	f.StringVar(&services, "services", "all", "comma list of services to run (available: "+strings.Join(agent.Registered(), ",")+")")
 	f.StringVar(&cfg.ControlURL, "control-url", "", "control plane to sync proxy permissions from (none: standalone)")
 	f.StringVar(&cfg.ControlKey, "control-key", "", "pin the control plane's signing key: a public key in hex, or a file holding one or its key set "+
-		"(GET /api/v1/meta/public-key); without it the first key set is taken from an https or loopback --control-url")
+		"(GET /api/v1/meta/public-key); with it only key sets a pinned key signed are trusted, and keys kept from an unpinned start are dropped; "+
+		"without it the first key set is taken from an https or loopback --control-url")
 	f.BoolVar(&cfg.InsecureControlURL, "insecure-control-url", false, "allow a plain http --control-url that is not on loopback (anyone on the path could withhold updates)")
 	f.StringVar(&cfg.ContainerID, "container-id", "", "this container's id")
 	f.StringVar(&cfg.ProjectID, "project-id", "", "this container's project id")

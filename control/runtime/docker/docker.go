@@ -69,8 +69,9 @@ type Driver struct {
 	cli  *client.Client
 	opts Options
 
-	netMu    sync.Mutex
-	netReady bool
+	// netMu keeps two creates of this driver from making the network
+	// twice.
+	netMu sync.Mutex
 }
 
 var _ runtime.Driver = (*Driver)(nil)
@@ -207,24 +208,14 @@ func (d *Driver) ImageExists(ctx context.Context, image string) (bool, error) {
 // runs as root with spec.Args, the workspace volume is the user's home,
 // and spec.Files are written before the container first starts. A create
 // of an existing container writes spec.Files again and succeeds.
+//
+// The common path is four engine calls (network, volume, container,
+// files): the
+// engine's own answers say when the container exists already or the image
+// is missing.
 func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 	if err := checkSpec(spec); err != nil {
 		return err
-	}
-	c, ok, err := d.find(ctx, spec.ID)
-	if err != nil {
-		return err
-	}
-	if ok {
-		return d.copyFiles(ctx, c.ID, spec.Files)
-	}
-	// The image first, so a missing one leaves nothing behind.
-	exists, err := d.ImageExists(ctx, spec.Image)
-	if err != nil {
-		return err
-	}
-	if !exists {
-		return fmt.Errorf("docker create: image %q: %w", spec.Image, runtime.ErrImageMissing)
 	}
 	if err := d.ensureNetwork(ctx); err != nil {
 		return err
@@ -267,26 +258,31 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 	netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 		d.opts.Network: {},
 	}}
-	res, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+	opts := client.ContainerCreateOptions{
 		Name: d.ContainerName(spec.ID), Config: cfg, HostConfig: host, NetworkingConfig: netcfg,
-	})
-	switch {
-	case cerrdefs.IsConflict(err):
-		// A concurrent create of the same id won the name.
+	}
+	res, err := d.cli.ContainerCreate(ctx, opts)
+	if err != nil {
+		// Made already (a repeated create, or a concurrent one that won
+		// the name): write the files again, so a token minted for the
+		// retry reaches the agent.
 		c, ok, ferr := d.find(ctx, spec.ID)
 		if ferr != nil {
 			return ferr
 		}
-		if !ok {
-			return fail("create", err)
+		if ok {
+			return d.copyFiles(ctx, c.ID, spec.Files)
 		}
-		return d.copyFiles(ctx, c.ID, spec.Files)
-	case cerrdefs.IsNotFound(err):
-		if exists, ierr := d.ImageExists(ctx, spec.Image); ierr == nil && !exists {
-			return fmt.Errorf("docker create: image %q: %w", spec.Image, runtime.ErrImageMissing)
+		// Leave nothing behind: the workspace made for this container goes
+		// with the failed create (a named workspace is not its alone).
+		if spec.Workspace == "" {
+			_, _ = d.cli.VolumeRemove(context.WithoutCancel(ctx), vol, client.VolumeRemoveOptions{})
 		}
-		return fail("create", err)
-	case err != nil:
+		if cerrdefs.IsNotFound(err) {
+			if exists, ierr := d.ImageExists(ctx, spec.Image); ierr == nil && !exists {
+				return fmt.Errorf("docker create: image %q: %w", spec.Image, runtime.ErrImageMissing)
+			}
+		}
 		return fail("create", err)
 	}
 	if err := d.copyFiles(ctx, res.ID, spec.Files); err != nil {
@@ -336,21 +332,20 @@ func envList(env map[string]string) []string {
 	return out
 }
 
-// ensureNetwork makes the installation's bridge network once. Between the
-// containers on it, traffic is dropped on the Docker Engine (icc off): a
-// sandbox reaches the host and the world, never its neighbours.
+// ensureNetwork makes the installation's bridge network when the engine
+// lacks it; it looks each time (one cheap call), so a network removed
+// behind the driver's back (a prune, an engine reset) is made again.
+// Between the containers on it, traffic is dropped on the Docker Engine
+// (icc off): a sandbox reaches the host and the world, never its
+// neighbours.
 func (d *Driver) ensureNetwork(ctx context.Context) error {
 	d.netMu.Lock()
 	defer d.netMu.Unlock()
-	if d.netReady {
-		return nil
-	}
 	n, err := d.cli.NetworkInspect(ctx, d.opts.Network, client.NetworkInspectOptions{})
 	if err == nil {
 		if n.Network.Labels[runtime.LabelInstallation] != d.opts.Installation {
 			return fmt.Errorf("docker runtime: network %q exists and was not made by installation %q", d.opts.Network, d.opts.Installation)
 		}
-		d.netReady = true
 		return nil
 	}
 	if !cerrdefs.IsNotFound(err) {
@@ -373,7 +368,6 @@ func (d *Driver) ensureNetwork(ctx context.Context) error {
 	if err != nil && !cerrdefs.IsConflict(err) {
 		return fail("network create", err)
 	}
-	d.netReady = true
 	return nil
 }
 
@@ -390,67 +384,45 @@ func (d *Driver) isPodman(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// ensureVolume makes the workspace volume; the engine answers an existing
+// one as made (Docker) or as a conflict (Podman).
 func (d *Driver) ensureVolume(ctx context.Context, name string, spec runtime.Spec) error {
-	_, err := d.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
-	if err == nil {
-		return nil
-	}
-	if !cerrdefs.IsNotFound(err) {
-		return fail("volume inspect", err)
-	}
-	_, err = d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: d.labels(spec.ID, spec.ProjectID)})
+	_, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: d.labels(spec.ID, spec.ProjectID)})
 	if err != nil && !cerrdefs.IsConflict(err) {
 		return fail("volume create", err)
 	}
 	return nil
 }
 
-// copyFiles writes files into the container's filesystem, owned by root.
-// Each lands through the engine's archive API at its deepest existing
-// ancestor, with the missing directories made root-only, so no existing
-// directory's owner or mode is changed.
+// copyFiles writes files into the container's filesystem in one archive,
+// owned by root. The engine makes missing parent directories (root's,
+// mode 0755) and leaves existing ones as they are, since the archive
+// holds no directory entries.
 func (d *Driver) copyFiles(ctx context.Context, cid string, files []runtime.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
 	for _, f := range files {
-		base := path.Dir(f.Path)
-		var missing []string
-		for {
-			_, err := d.cli.ContainerStatPath(ctx, cid, client.ContainerStatPathOptions{Path: base})
-			if err == nil {
-				break
-			}
-			if !cerrdefs.IsNotFound(err) {
-				return fail("stat "+base, err)
-			}
-			missing = append([]string{path.Base(base)}, missing...)
-			base = path.Dir(base)
-		}
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		now := time.Now()
-		dir := ""
-		for _, m := range missing {
-			dir = path.Join(dir, m)
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o700, ModTime: now}); err != nil {
-				return err
-			}
-		}
 		mode := int64(f.Mode & 0o7777)
 		if mode == 0 {
 			mode = 0o400
 		}
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: path.Join(dir, path.Base(f.Path)), Mode: mode, Size: int64(len(f.Content)), ModTime: now}
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: mode, Size: int64(len(f.Content)), ModTime: now, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
 		if _, err := tw.Write(f.Content); err != nil {
 			return err
 		}
-		if err := tw.Close(); err != nil {
-			return err
-		}
-		if _, err := d.cli.CopyToContainer(ctx, cid, client.CopyToContainerOptions{DestinationPath: base, Content: &buf}); err != nil {
-			return fail("copy "+f.Path, err)
-		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if _, err := d.cli.CopyToContainer(ctx, cid, client.CopyToContainerOptions{DestinationPath: "/", Content: &buf}); err != nil {
+		return fail("copy files", err)
 	}
 	return nil
 }
@@ -562,6 +534,14 @@ func (d *Driver) Resume(ctx context.Context, id string) error {
 	return nil
 }
 
+// owns says whether labels are of this installation (and of container id,
+// when not empty). Engines filter lists by label, but Podman joins two
+// label filters of a volume list with "or", so every object is checked
+// again before a driver acts on it.
+func (d *Driver) owns(labels map[string]string, id string) bool {
+	return labels[runtime.LabelInstallation] == d.opts.Installation && (id == "" || labels[runtime.LabelContainer] == id)
+}
+
 func (d *Driver) filter(id string) client.Filters {
 	f := client.Filters{}.Add("label", runtime.LabelInstallation+"="+d.opts.Installation)
 	if id != "" {
@@ -582,9 +562,11 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 		return fail("list", err)
 	}
 	for _, c := range list.Items {
-		_, err := d.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			return fail("remove", err)
+		if !d.owns(c.Labels, id) {
+			continue
+		}
+		if err := d.remove(ctx, c.ID); err != nil {
+			return err
 		}
 	}
 	if keepWorkspace {
@@ -595,12 +577,36 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 		return fail("volume list", err)
 	}
 	for _, v := range vols.Items {
+		if !d.owns(v.Labels, id) {
+			continue
+		}
 		_, err := d.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			return fail("volume remove", err)
 		}
 	}
 	return nil
+}
+
+// remove force-removes a container. Podman refuses one its restart policy
+// is between two runs of ("state improper"), so a refusal is tried again
+// a few times before it is the answer.
+func (d *Driver) remove(ctx context.Context, cid string) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		_, err = d.cli.ContainerRemove(ctx, cid, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if client.IsErrConnectionFailed(err) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+		}
+	}
+	return fail("remove", err)
 }
 
 // Inspect implements runtime.Driver.
@@ -633,32 +639,39 @@ func (d *Driver) addr(nets map[string]*network.EndpointSettings) string {
 	return net.JoinHostPort(ep.IPAddress.String(), strconv.Itoa(d.opts.GatewayPort))
 }
 
+// mapState maps the engine's state word. Podman's socket answers its own
+// words for some states: configured and initialized (made, never run),
+// stopped (exited, also between two runs of a restart policy), stopping.
 func mapState(s container.ContainerState, exit int, oom bool, engineErr string) (runtime.State, string) {
+	var st runtime.State
+	switch s {
+	case container.StateCreated, "configured", "initialized":
+		st = runtime.StateCreated
+	case container.StateRunning:
+		st = runtime.StateRunning
+	case container.StatePaused:
+		st = runtime.StatePaused
+	case container.StateExited, container.StateRemoving, container.StateRestarting, "stopped", "stopping":
+		// Restarting is between two runs of the restart policy: not
+		// serving, so exited until it runs again.
+		st = runtime.StateExited
+	default:
+		st = runtime.StateDead
+	}
 	var reason string
-	if s == container.StateExited || s == container.StateDead || s == container.StateRestarting {
+	if st == runtime.StateExited || st == runtime.StateDead {
 		reason = "exit code " + strconv.Itoa(exit)
 		if oom {
 			reason += ", killed for lack of memory"
+		}
+		if s == container.StateRestarting {
+			reason = "restarting after " + reason
 		}
 	}
 	if engineErr != "" {
 		reason = strings.TrimPrefix(reason+"; ", "; ") + engineErr
 	}
-	switch s {
-	case container.StateCreated:
-		return runtime.StateCreated, reason
-	case container.StateRunning:
-		return runtime.StateRunning, reason
-	case container.StatePaused:
-		return runtime.StatePaused, reason
-	case container.StateExited, container.StateRemoving:
-		return runtime.StateExited, reason
-	case container.StateRestarting:
-		// Between two runs of its restart policy: not serving.
-		return runtime.StateExited, "restarting after " + reason
-	default:
-		return runtime.StateDead, reason
-	}
+	return st, reason
 }
 
 // List implements runtime.Driver.
@@ -670,7 +683,7 @@ func (d *Driver) List(ctx context.Context) (map[string]runtime.Status, error) {
 	out := make(map[string]runtime.Status, len(list.Items))
 	for _, c := range list.Items {
 		id := c.Labels[runtime.LabelContainer]
-		if id == "" || c.Labels[runtime.LabelInstallation] != d.opts.Installation {
+		if id == "" || !d.owns(c.Labels, "") {
 			continue
 		}
 		st := runtime.Status{}
@@ -690,11 +703,14 @@ func (d *Driver) List(ctx context.Context) (map[string]runtime.Status, error) {
 // installation, until ctx ends or the stream fails; then the channel
 // closes and the caller lists and watches again.
 func (d *Driver) Watch(ctx context.Context) (<-chan runtime.Event, error) {
+	// The event request answers its failure to connect only on its
+	// stream, after it returns: a ping first says the engine is there.
+	if _, err := d.cli.Ping(ctx, client.PingOptions{}); err != nil {
+		return nil, fail("events", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	f := d.filter("").Add("type", string(events.ContainerEventType))
 	res := d.cli.Events(ctx, client.EventsListOptions{Filters: f})
-	// The engine answers the request before any event; a failure to
-	// connect is already waiting.
 	select {
 	case err := <-res.Err:
 		cancel()

@@ -57,12 +57,65 @@ func TestDockerEngine(t *testing.T) {
 	host := runtimetest.DockerHost(t)
 	runtimetest.Run(t, target(t, host))
 	t.Run("EngineView", func(t *testing.T) { engineView(t, host) })
+	t.Run("NetworkRemoved", func(t *testing.T) { networkRemoved(t, host) })
+	t.Run("RefusedCreate", func(t *testing.T) { refusedCreate(t, host) })
+}
+
+// refusedCreate: a create the engine refuses (more CPUs than the host has;
+// dockerd checks, Podman does not) answers the engine's words and leaves
+// no volume behind.
+func refusedCreate(t *testing.T, host string) {
+	image := runtimetest.ImportImage(t, host)
+	inst := "rt-" + runtimetest.RandomName()
+	d := newDriver(t, host, inst)
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	spec := runtime.Spec{ID: "big-" + runtimetest.RandomName(), Image: image, Args: runtimetest.Args(), Resources: runtime.Resources{CPUs: 4096}}
+	err := d.Create(ctx, spec)
+	if err == nil || !strings.Contains(err.Error(), "CPU") {
+		t.Fatalf("create with 4096 CPUs: %v, want the engine's refusal", err)
+	}
+	left, lerr := runtimetest.Leftovers(ctx, host, inst, "")
+	if lerr != nil || len(left) > 0 {
+		t.Fatalf("a refused create left %v (%v)", left, lerr)
+	}
 }
 
 func TestPodmanSocket(t *testing.T) {
 	host := runtimetest.Podman(t)
 	runtimetest.Run(t, target(t, host))
 	t.Run("EngineView", func(t *testing.T) { engineView(t, host) })
+	t.Run("NetworkRemoved", func(t *testing.T) { networkRemoved(t, host) })
+}
+
+// networkRemoved: the installation's network, removed behind the driver's
+// back after it made it, is made again by the next create.
+func networkRemoved(t *testing.T, host string) {
+	image := runtimetest.ImportImage(t, host)
+	inst := "rt-" + runtimetest.RandomName()
+	d := newDriver(t, host, inst)
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	spec := runtime.Spec{ID: "net-" + runtimetest.RandomName(), Image: image, Args: runtimetest.Args()}
+	if err := d.Create(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete(ctx, spec.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	cli := runtimetest.Client(t, host)
+	if _, err := cli.NetworkRemove(ctx, "deckhand-"+inst, client.NetworkRemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Create(ctx, spec); err != nil {
+		t.Fatalf("create after the network was removed: %v", err)
+	}
+	if err := d.Start(ctx, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	runtimetest.WaitHTTP(t, runtimetest.WaitState(t, d, spec.ID, runtime.StateRunning).Addr)
 }
 
 // engineView checks what the engine itself holds of a container: no

@@ -171,18 +171,27 @@ func Purge(ctx context.Context, host, installation string) error {
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	errs = append(errs, err)
 	for _, c := range cs.Items {
+		if c.Labels[runtime.LabelInstallation] != installation {
+			continue
+		}
 		_, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		errs = append(errs, err)
 	}
 	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
 	errs = append(errs, err)
 	for _, v := range vs.Items {
+		if v.Labels[runtime.LabelInstallation] != installation {
+			continue
+		}
 		_, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
 		errs = append(errs, err)
 	}
 	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
 	errs = append(errs, err)
 	for _, n := range ns.Items {
+		if n.Labels[runtime.LabelInstallation] != installation {
+			continue
+		}
 		_, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
 		errs = append(errs, err)
 	}
@@ -207,7 +216,14 @@ func Leftovers(ctx context.Context, host, installation, id string) ([]string, er
 	if err != nil {
 		return nil, err
 	}
+	// Podman joins label filters of volumes with "or": check each.
+	match := func(l map[string]string) bool {
+		return l[runtime.LabelInstallation] == installation && (id == "" || l[runtime.LabelContainer] == id)
+	}
 	for _, c := range cs.Items {
+		if !match(c.Labels) {
+			continue
+		}
 		out = append(out, fmt.Sprintf("container %s %v", c.ID[:12], c.Names))
 	}
 	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
@@ -215,6 +231,9 @@ func Leftovers(ctx context.Context, host, installation, id string) ([]string, er
 		return nil, err
 	}
 	for _, v := range vs.Items {
+		if !match(v.Labels) {
+			continue
+		}
 		out = append(out, "volume "+v.Name)
 	}
 	sort.Strings(out)

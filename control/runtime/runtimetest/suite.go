@@ -44,6 +44,7 @@ func Run(t *testing.T, target Target) {
 	t.Run("Lifecycle", s.lifecycle)
 	t.Run("Idempotent", s.idempotent)
 	t.Run("SecretFile", s.secretFile)
+	t.Run("Exit", s.exit)
 	t.Run("Watch", s.watch)
 	t.Run("MissingImage", s.missingImage)
 	t.Run("Unreachable", s.unreachable)
@@ -443,6 +444,48 @@ func (s *suite) watch(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the event channel stayed open after its context ended")
 	}
+}
+
+// exit: an agent that ends is reported exited with its exit code, with or
+// without a restart policy (autostart), for the record's status_reason.
+func (s *suite) exit(t *testing.T) {
+	d, inst := s.driver(t)
+	ctx := ctxT(t)
+	for _, autostart := range []bool{false, true} {
+		id := "exit-" + RandomName()
+		spec := s.spec(id)
+		spec.Autostart = autostart
+		// httpd refuses a port it cannot parse and exits 1.
+		spec.Args = []string{"-p", "not-a-port"}
+		if err := d.Create(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Start(ctx, id); err != nil && !autostart {
+			t.Fatalf("start: %v", err)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		var st runtime.Status
+		for time.Now().Before(deadline) {
+			var err error
+			if st, err = d.Inspect(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			if st.State == runtime.StateExited {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if st.State != runtime.StateExited || !strings.Contains(st.Reason, "exit code 1") || st.Addr != "" {
+			t.Errorf("autostart %v: an agent that exits 1: %+v, want exited with its exit code", autostart, st)
+		}
+		if list, err := d.List(ctx); err != nil || list[id].State != runtime.StateExited {
+			t.Errorf("autostart %v: list: %+v, %v", autostart, list[id], err)
+		}
+		if err := d.Delete(ctx, id, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.noLeftovers(t, inst, "")
 }
 
 func (s *suite) missingImage(t *testing.T) {
