@@ -8,7 +8,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all setup setup-bench console build run docs quickstart test vet unit bench clean package image release packaging-tool sdk-test sdk-generate
+.PHONY: all setup setup-bench engine console build run docs quickstart test vet unit bench clean package image release packaging-tool sdk-test sdk-generate
 
 all: build
 
@@ -17,6 +17,13 @@ setup:
 
 setup-bench:
 	@bash scripts/setup.sh --bench
+
+# The local container engine (dockerd on /var/run/docker.sock), started
+# when none answers; left running (scripts/engine.sh stop stops one it
+# started). `make run` starts it through scripts/run.sh, which stops it on
+# exit only when it was the one that started it.
+engine: setup
+	@bash scripts/engine.sh start
 
 # The web console (control/console/web, Vite + Svelte) is built into
 # control/console/dist, which deckhand-control embeds; it is rebuilt only
@@ -72,7 +79,7 @@ vet:
 
 # Unit and end-to-end tests are Go tests; the e2e packages start the binaries
 # that `build` put in ./bin (DECKHAND_BIN), real Xvfb, Chromium and shells.
-test: setup build vet
+test: setup build vet engine
 	DECKHAND_BIN=$(CURDIR)/bin $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory sdk-test
 
@@ -90,8 +97,7 @@ bench: setup-bench build
 	@for s in scripts/bench/*.sh; do [ -x "$$s" ] && "$$s"; done
 
 # Release artefacts (packaging/, docs/operating/operations.md). The packager is its own
-# Go module (packaging/build) so nfpm and go-containerregistry stay out of
-# the deckhand module.
+# Go module (packaging/build) so nfpm stays out of the deckhand module.
 DIST ?= dist
 packaging-tool:
 	@mkdir -p bin
@@ -101,9 +107,12 @@ packaging-tool:
 package: build packaging-tool
 	bin/deckhand-pkg deb --version '$(VERSION)' --arch $$($(GO) env GOARCH) --bin bin --packaging packaging --docs docs/operating/operations.md --out $(DIST)
 
-# The desktop container image as an OCI layout in $(DIST)/image (no Docker).
-image: build packaging-tool
-	bash scripts/image.sh '$(VERSION)' $(DIST)/image
+# deckhand/base:$(VERSION) and deckhand/desktop:$(VERSION) in the local
+# engine, from Debian packages (mmdebstrap | docker import, then docker
+# build); no registry pull. Root file systems are cached by package list
+# (docs/operating/operations.md, The container images).
+image: build engine
+	bash scripts/image.sh '$(VERSION)'
 
 # Cross-built binaries for amd64 and arm64, versions from git, SHA256SUMS.
 release:

@@ -1,67 +1,116 @@
 #!/usr/bin/env bash
-# Builds the desktop container image as an OCI layout, without Docker:
-# a root file system assembled from this Debian machine's installed files
-# (Xvfb, xkbcomp and the XKB data, the openbox window manager with its
-# fonts and theme, a shell and a few core tools, each binary with the
-# shared libraries ldd finds), the agent binaries from bin/, and daemon
-# program files that start Xvfb and openbox under the agent. The agent is
-# PID 1 (its init reaps orphans). bin/deckhand-pkg then writes it as one
-# layer with go-containerregistry.
-#   scripts/image.sh VERSION OUT
+# Builds the container images deckhand/base:VERSION and
+# deckhand/desktop:VERSION into the local engine, with no registry pull:
+#
+#  1. a root file system per image, made by mmdebstrap (--variant=minbase,
+#     Debian bookworm from this machine's apt sources) from the packages
+#     in packaging/image/*.packages and imported with `docker import` as
+#     deckhand/rootfs:<image>-<hash of its package list>. An imported one
+#     is kept and reused until its list changes; downloaded .deb files are
+#     kept in the cache dir, so base and desktop share them.
+#  2. `docker build` of packaging/image/<image>.Dockerfile FROM that
+#     rootfs: the agent (bin/deckhand, PID 1), the user `user` (uid 1000,
+#     home /home/user), and for desktop deckhand-display, the daemon
+#     program files and the session bus policy (packaging/image/desktop).
+#     The engine's build cache keeps the steps that did not change.
+#
+#   scripts/image.sh [VERSION] [base|desktop ...]   (default: both)
+#
+# Environment (defaults in brackets):
+#   BIN                      where deckhand and deckhand-display are [bin]
+#   DECKHAND_IMAGE_CACHE     .deb cache and lock [/var/cache/deckhand-image]
+#   DECKHAND_IMAGE_SOURCES   apt sources for mmdebstrap [/etc/apt/sources.list.d/debian.sources]
+#   DOCKER_HOST              the engine [unix:///var/run/docker.sock]
+# It prints each image's reference and how long each step took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${1:-dev}
-OUT=${2:-dist/image}
-ROOT=$(mktemp -d)
-trap 'rm -rf "$ROOT"' EXIT
-
-for p in xvfb x11-xkb-utils xkb-data openbox fonts-dejavu-core bash coreutils; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || { echo "image: needs the Debian package $p (scripts/setup.sh)"; exit 1; }
-done
-
-BINS=(/usr/bin/Xvfb /usr/bin/xkbcomp /usr/bin/openbox /usr/bin/bash /usr/bin/dash /usr/bin/ls /usr/bin/cat /usr/bin/sleep
-  /usr/bin/env /usr/bin/test /usr/bin/ps /usr/bin/id /usr/bin/mkdir /usr/bin/rm)
-copy() { # copy a path into the root, keeping symlinks and their targets
-  local src=$1
-  [[ -e "$src" || -L "$src" ]] || return 0
-  mkdir -p "$ROOT$(dirname "$src")"
-  cp -a --no-preserve=ownership "$src" "$ROOT$src" 2>/dev/null || true
-  if [[ -L "$src" ]]; then copy "$(readlink -f "$src")"; fi
-}
-mkdir -p "$ROOT"/{usr/bin,usr/lib,usr/lib64,etc,tmp,root,var/lib/deckhand/daemon/programs,proc,sys,dev,run}
-chmod 1777 "$ROOT/tmp"
-ln -s usr/bin "$ROOT/bin"; ln -s usr/bin "$ROOT/sbin"; ln -s usr/lib "$ROOT/lib"; ln -s usr/lib64 "$ROOT/lib64"
-for b in "${BINS[@]}"; do
-  copy "$b"
-  ldd "$b" 2>/dev/null | awk '/=>/ {print $3} /^\t\// {print $1}' | while read -r lib; do [[ -n "$lib" ]] && copy "$lib"; done
-done
-# openbox loads pango, fontconfig and image libraries through its own
-# shared libraries; ldd above lists them. Data it reads at run time:
-for d in /usr/share/X11/xkb /etc/X11/xkb /etc/xdg/openbox /usr/share/themes/Clearlooks /usr/share/themes/Mikachu \
-  /etc/fonts /usr/share/fonts/truetype/dejavu /usr/share/fontconfig /usr/lib/x86_64-linux-gnu/gdk-pixbuf-2.0 /usr/share/X11/locale; do
-  copy "$d"
-done
-ln -sf dash "$ROOT/usr/bin/sh"
+shift || true
+IMAGES=("$@")
+((${#IMAGES[@]})) || IMAGES=(base desktop)
 BIN=${BIN:-bin}
-PKG=${PKG:-bin/deckhand-pkg}
-install -m 0755 "$BIN/deckhand" "$ROOT/usr/bin/deckhand"
-[[ -x "$BIN/deckhand-display" ]] && { install -m 0755 "$BIN/deckhand-display" "$ROOT/usr/bin/deckhand-display"
-  ldd "$BIN/deckhand-display" | awk '/=>/ {print $3} /^\t\// {print $1}' | while read -r lib; do [[ -n "$lib" ]] && copy "$lib"; done; }
-cat > "$ROOT/etc/passwd" <<'P'
-root:x:0:0:root:/root:/bin/bash
-nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
-P
-cat > "$ROOT/etc/group" <<'G'
-root:x:0:
-nogroup:x:65534:
-G
-# The desktop, started and kept running by the agent's daemon service.
-cat > "$ROOT/var/lib/deckhand/daemon/programs/xvfb.json" <<'J'
-{"command": "/usr/bin/Xvfb", "args": [":99", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], "restart": "always",
- "readiness": {"command": ["/usr/bin/test", "-S", "/tmp/.X11-unix/X99"], "timeout": 30}}
-J
-cat > "$ROOT/var/lib/deckhand/daemon/programs/openbox.json" <<'J'
-{"command": "/usr/bin/openbox", "env": {"DISPLAY": ":99"}, "restart": "always", "depends_on": ["xvfb"]}
-J
-chmod -R go-rwx "$ROOT/var/lib/deckhand"
-"$PKG" image --version "$VERSION" --rootfs "$ROOT" --out "$OUT"
+CACHE=${DECKHAND_IMAGE_CACHE:-/var/cache/deckhand-image}
+SOURCES=${DECKHAND_IMAGE_SOURCES:-/etc/apt/sources.list.d/debian.sources}
+SUITE=bookworm
+SRC=packaging/image
+# The classic builder: it never pulls an image that is already local, and
+# needs no buildx plugin.
+export DOCKER_BUILDKIT=0
+
+SUDO=""
+[[ $(id -u) -ne 0 ]] && SUDO="sudo"
+
+[[ "$VERSION" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || { echo "image: VERSION $VERSION is not a valid tag" >&2; exit 2; }
+for c in docker mmdebstrap; do
+  command -v "$c" >/dev/null || { echo "image: $c is missing; run scripts/setup.sh" >&2; exit 1; }
+done
+[[ -x "$BIN/deckhand" ]] || { echo "image: $BIN/deckhand is missing; run make build" >&2; exit 1; }
+[[ -r "$SOURCES" ]] || { echo "image: no apt sources at $SOURCES (DECKHAND_IMAGE_SOURCES)" >&2; exit 1; }
+docker version >/dev/null 2>&1 || { echo "image: no engine answers (scripts/engine.sh start)" >&2; exit 1; }
+
+packages() { # image -> its packages, one a line, sorted
+  { sed 's/#.*//' "$SRC/base.packages"; [[ "$1" == desktop ]] && sed 's/#.*//' "$SRC/desktop.packages"; } |
+    tr -s ' \t' '\n' | sed '/^$/d' | sort -u
+}
+
+elapsed() { echo "$(($(date +%s%N) / 1000000 - $1))ms"; }
+now() { echo $(($(date +%s%N) / 1000000)); }
+
+# rootfs image -> the reference of its imported root file system, built
+# when missing.
+rootfs() {
+  local img=$1 list hash ref t
+  list=$(packages "$img")
+  hash=$(printf '%s\n%s\n%s\n' "$SUITE" minbase "$list" | sha256sum | cut -c1-16)
+  ref="deckhand/rootfs:$img-$hash"
+  if docker image inspect "$ref" >/dev/null 2>&1; then
+    echo "$ref"
+    return
+  fi
+  $SUDO mkdir -p "$CACHE/debs"
+  # One build of a root file system at a time per machine (tests and make
+  # image may start together); the second finds the first's import.
+  exec 7>>"$CACHE/lock"
+  flock -w 1800 7 || { echo "image: $CACHE/lock is held" >&2; exit 1; }
+  if ! docker image inspect "$ref" >/dev/null 2>&1; then
+    t=$(now)
+    echo "image: building the $img root file system ($ref) with mmdebstrap" >&2
+    $SUDO mmdebstrap --quiet --variant=minbase --include="$(paste -sd, <<<"$list")" --format=tar \
+      --skip=download/empty --skip=essential/unlink \
+      --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
+      --setup-hook="sync-in $CACHE/debs /var/cache/apt/archives/" \
+      --customize-hook="sync-out /var/cache/apt/archives $CACHE/debs" \
+      "$SUITE" - "$SOURCES" |
+      docker import --change 'LABEL deckhand.image=rootfs' --message "mmdebstrap minbase $SUITE: $(paste -sd' ' <<<"$list")" - "$ref" >/dev/null
+    echo "image: $ref built in $(elapsed "$t")" >&2
+  fi
+  exec 7>&-
+  echo "$ref"
+}
+
+for img in "${IMAGES[@]}"; do
+  case "$img" in base | desktop) ;; *) echo "image: unknown image $img (base or desktop)" >&2; exit 2 ;; esac
+  t0=$(now)
+  from=$(rootfs "$img")
+  ctx=$(mktemp -d)
+  trap 'rm -rf "$ctx"' EXIT
+  install -D -m 0755 "$BIN/deckhand" "$ctx/root/usr/bin/deckhand"
+  if [[ "$img" == desktop ]]; then
+    [[ -x "$BIN/deckhand-display" ]] || { echo "image: $BIN/deckhand-display is missing; run make build" >&2; exit 1; }
+    install -D -m 0755 "$BIN/deckhand-display" "$ctx/root/usr/bin/deckhand-display"
+    cp -a "$SRC/desktop/." "$ctx/root/"
+    chmod -R go-rwx "$ctx/root/var/lib/deckhand"
+  fi
+  cp "$SRC/$img.Dockerfile" "$ctx/Dockerfile"
+  t1=$(now)
+  # The classic builder's deprecation notice is noise here; its errors are
+  # shown.
+  if ! out=$(docker build --quiet --build-arg ROOTFS="$from" --build-arg VERSION="$VERSION" -t "deckhand/$img:$VERSION" "$ctx" 2>&1); then
+    echo "$out" >&2
+    echo "image: docker build of deckhand/$img:$VERSION failed" >&2
+    exit 1
+  fi
+  rm -rf "$ctx"
+  trap - EXIT
+  echo "deckhand/$img:$VERSION (from $from; rootfs $(($t1 - $t0))ms, build $(elapsed "$t1"))"
+done

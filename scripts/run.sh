@@ -19,10 +19,10 @@
 # At first start on a data dir it makes the admin login (admin-login.txt),
 # then a project, a container and the container's agent token (local.env,
 # both 0600), so the agent syncs its proxy permissions from the control plane.
-# Logs are appended to control.log and agent.log. An Xvfb is stopped on exit
-# only when this script started it. With a display and no session D-Bus, a
-# session bus (with the accessibility bus) is started for the agent, and
-# stopped on exit.
+# Logs are appended to control.log and agent.log. An Xvfb, and the local
+# container engine (scripts/engine.sh), are stopped on exit only when this
+# script started them. With a display and no session D-Bus, a session bus
+# (with the accessibility bus) is started for the agent, and stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -88,6 +88,7 @@ pids=()
 xvfb_state="$DATA/xvfb"
 started_xvfb=""
 started_bus=""
+started_engine=""
 cleanup() {
   trap - INT TERM EXIT
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -99,9 +100,18 @@ cleanup() {
   if [[ -n "$started_xvfb" ]]; then
     XVFB_STATE="$xvfb_state" scripts/xvfb.sh stop "$started_xvfb" >/dev/null 2>&1 || true
   fi
+  if [[ -n "$started_engine" ]]; then
+    scripts/engine.sh stop || true
+  fi
   rm -f "$DATA/run.info" "$DATA/run.pid"
 }
 trap cleanup INT TERM EXIT
+
+# The container engine: started when none answers, and then (only then)
+# stopped again on exit.
+engine_out=$(scripts/engine.sh start 9>&-) || exit 1
+echo "$engine_out"
+[[ "$engine_out" == "engine: started "* ]] && started_engine=1
 
 # A virtual display for the display service, when Xvfb is available and no
 # display is set: on a display number no X server holds (its lock file

@@ -15,7 +15,7 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
 # a browser, TOTP and signature verifiers, and PostgreSQL (the store's
 # second engine: tests initdb private servers from its binaries), and WebDAV
 # checkers (litmus, rclone, cadaver) for the file service; systemd-analyze
-# (systemd) verifies the units and umoci reads the OCI image (packaging/);
+# (systemd) verifies the units (packaging/);
 # iproute2, dante-server, tinyproxy and stunnel4 build the egress tests' network
 # namespaces and real SOCKS5, HTTP CONNECT and TLS proxies. `make run`
 # (scripts/run.sh) needs curl and jq; the README's quickstart, which
@@ -26,14 +26,22 @@ BUILD_PKGS=(gcc make pkg-config libc6-dev libx11-dev libxtst-dev libxkbcommon-de
 # takeover view; the mcp tests click a button of such a window.
 TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps x11-utils x11-xserver-utils
   xdotool xclip xsel imagemagick scrot chromium fonts-dejavu-core nodejs postgresql cron litmus rclone cadaver poppler-utils
-  git curl libnotify-bin dbus dbus-x11 openssh-server openssh-client prometheus systemd umoci
+  git curl libnotify-bin dbus dbus-x11 openssh-server openssh-client prometheus systemd
   iproute2 dante-server tinyproxy stunnel4
   jq python3 python3-pytest python3-cryptography
   at-spi2-core python3-gi gir1.2-gtk-3.0 ffmpeg x11vnc novnc)
+# Containers run on a real engine: Debian's Docker (docker.io; dockerd is
+# started by scripts/engine.sh, there is no systemd here) and Podman, whose
+# Docker-compatible socket the driver tests also use. mmdebstrap builds the
+# images' Debian root file systems from packages (no registry pull; make
+# image), busybox-static is the tests' smallest image, and etcd-server is
+# the store of the one-node Kubernetes cluster the kubernetes driver's tests
+# run (kube-apiserver keeps its state in etcd).
+ENGINE_PKGS=(docker.io podman busybox-static mmdebstrap etcd-server)
 # Benchmarks compare against these peers.
 BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine nginx supervisor)
 
-want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}")
+want=("${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${ENGINE_PKGS[@]}")
 [[ "${1:-}" == "--bench" ]] && want+=("${BENCH_PKGS[@]}")
 
 missing=()

@@ -245,6 +245,12 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 	if pol != nil && pol.Enabled {
 		id.Port = port // a document judged the port (not a loopback pass)
 		id.Credentials = credentials(pol, d.Group)
+		if d.Type == proxyperm.TypePreview {
+			// The token opens the port for the link's holder; the app
+			// behind it never sees it.
+			id.Credentials = []gateway.Credential{{In: gateway.CredentialQuery, Name: proxyperm.PreviewParam},
+				{In: gateway.CredentialCookie, Name: proxyperm.PreviewCookie}}
+		}
 	}
 	return id, nil
 }

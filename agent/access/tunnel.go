@@ -32,14 +32,16 @@ func tunnelledPort(path string, query func(string) string) (int, bool) {
 			return 0, false
 		}
 		return canonicalPort(query("port"))
-	case strings.HasPrefix(route, "/proxy/"):
+	case strings.HasPrefix(route, "/proxy/"), strings.HasPrefix(route, "/preview/"):
 		u, err := url.ParseRequestURI(path)
 		if err != nil {
 			return 0, false
 		}
 		rest, ok := strings.CutPrefix(u.Path, "/proxy/")
 		if !ok {
-			return 0, false
+			if rest, ok = strings.CutPrefix(u.Path, "/preview/"); !ok {
+				return 0, false
+			}
 		}
 		seg, _, _ := strings.Cut(rest, "/")
 		return canonicalPort(seg)

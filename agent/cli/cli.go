@@ -11,9 +11,12 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -31,7 +34,7 @@ import (
 // Commands are the client commands to add to the root command.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
-		loginCmd(), logoutCmd(), whoamiCmd(), tokensCmd(), walletCmd(), eventsCmd(), notificationsCmd(),
+		loginCmd(), logoutCmd(), whoamiCmd(), tokensCmd(), containersCmd(), walletCmd(), eventsCmd(), notificationsCmd(),
 		lsCmd(), cpCmd(), rmCmd(), mkdirCmd(), logsCmd(),
 	}
 }
@@ -68,6 +71,10 @@ const AgentEnv = "DECKHAND_AGENT_URL"
 type AgentFlags struct {
 	URL   string
 	Token string
+	// Container, when set, names a container whose agent the control
+	// plane (the logged-in one) locates; it wins over URL.
+	Container string
+	cmd       *cobra.Command
 }
 
 // AddAgentFlags declares --agent and --token on cmd.
@@ -79,13 +86,56 @@ func AddAgentFlags(cmd *cobra.Command) *AgentFlags {
 	}
 	cmd.Flags().StringVar(&a.URL, "agent", def, "the container's agent (gateway) URL; env "+AgentEnv)
 	cmd.Flags().StringVar(&a.Token, "token", "", "token for the gateway's proxy permissions (prefer DECKHAND_TOKEN: flags show in ps)")
+	AddContainerFlag(cmd, &a.Container)
+	a.cmd = cmd
 	cmd.GroupID = GroupAgent
 	return a
 }
 
+// AddContainerFlag declares --container on an agent command.
+func AddContainerFlag(cmd *cobra.Command, into *string) {
+	cmd.Flags().StringVar(into, "container", "", "a container's id: its agent is found through the control plane you are logged in to (instead of --agent)")
+}
+
 // Client is the agent client the flags describe.
 func (a *AgentFlags) Client() (*agentapi.Client, error) {
-	return agentapi.New(a.URL, a.Token, nil)
+	u := a.URL
+	if a.Container != "" {
+		var err error
+		if u, err = AgentURLOf(a.cmd, a.Container); err != nil {
+			return nil, err
+		}
+	}
+	return agentapi.New(u, a.Token, nil)
+}
+
+// AgentURLOf is the gateway URL of container id's agent, as the control
+// plane reaches it (its agent_addr while it runs).
+func AgentURLOf(cmd *cobra.Command, id string) (string, error) {
+	c, err := loadControl(true)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/containers/" + url.PathEscape(id)})
+	if err != nil {
+		return "", err
+	}
+	var ct struct {
+		Status       string `json:"status"`
+		StatusReason string `json:"status_reason"`
+		AgentAddr    string `json:"agent_addr"`
+	}
+	if err := json.Unmarshal(resp.Data, &ct); err != nil {
+		return "", fmt.Errorf("container %s: %w", id, err)
+	}
+	if ct.AgentAddr == "" {
+		why := ""
+		if ct.StatusReason != "" {
+			why = ": " + ct.StatusReason
+		}
+		return "", fmt.Errorf("container %s is %s, its agent cannot be reached (start it: deckhand containers start %s)%s", id, ct.Status, id, why)
+	}
+	return "http://" + ct.AgentAddr, nil
 }
 
 // control is a logged-in control-plane client and where its config lives.

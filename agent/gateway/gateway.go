@@ -103,11 +103,24 @@ import (
 
 	"deckhand/platform/connlimit"
 	"deckhand/platform/fault"
+	"deckhand/platform/hostroute"
+	"deckhand/platform/proxyperm"
 	"deckhand/platform/reqpolicy"
 )
 
+// PortPreviewService is the service that serves a port preview host
+// (`<project>-<container>-p<port>-<n>...`): the tunnel's reverse proxy.
+const PortPreviewService = "tunnel"
+
 // StatusPath is where the gateway answers the agent's status (loopback only).
 const StatusPath = "/_agent/status"
+
+// HealthPath answers any client 200 {"status":"ok"} once the gateway
+// serves: the supervisor starts the gateway after every service is
+// healthy, so an answer means the agent is ready. It tells nothing else,
+// so it is open to the engine's network and to any Host (the control
+// plane checks a container's agent here before it calls it running).
+const HealthPath = "/_agent/health"
 
 // ClaimPath is where a program in the container gets the container's
 // claim for another container's gateway (loopback only):
@@ -353,6 +366,18 @@ func (g *Gateway) Handler() fasthttp.RequestHandler { return g.handle }
 // and routes the rest; every answer to an allowed foreign origin, the
 // gateway's own errors included, gets the policy's CORS headers.
 func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
+	// Health is answered before the Host check: the control plane calls
+	// the gateway by its address on the engine's network, and the answer
+	// tells a rebinding page nothing.
+	if path, _ := splitRequestURI(ctx.Request.Header.RequestURI()); path == HealthPath {
+		if !ctx.IsGet() && !ctx.IsHead() {
+			reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeMethodNotAllowed, Message: "method not allowed on this route", Details: "health"})
+			return
+		}
+		ctx.SetContentType("application/json")
+		ctx.SetBodyString(`{"status":"ok"}`)
+		return
+	}
 	cors, perr := g.cfg.Policy.Decide(reqpolicy.FastRequest(ctx))
 	if perr != nil {
 		reqpolicy.WriteFastError(ctx, 0, perr)
@@ -395,7 +420,12 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
+	hadPreview := id.Type == proxyperm.TypePreview && ctx.QueryArgs().Has(proxyperm.PreviewParam)
 	query = withoutParams(query, id.Credentials)
+	if hadPreview && (ctx.IsGet() || ctx.IsHead()) {
+		previewCookie(ctx, path, query)
+		return
+	}
 	prefix := ""
 	if !t.ByHost {
 		prefix = "/_/" + t.Service
@@ -428,6 +458,33 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	default:
 		g.forward(ctx, addr, t.Service, clientClose)
 	}
+}
+
+// previewCookie moves a preview link's token from the query into a
+// cookie for this host alone and sends the browser back to the same page
+// without it, so the token leaves no trace in the address bar, history or
+// Referer, and the page's own requests carry it.
+func previewCookie(ctx *fasthttp.RequestCtx, path, query string) {
+	tok := ctx.QueryArgs().Peek(proxyperm.PreviewParam)
+	c := fasthttp.AcquireCookie()
+	defer fasthttp.ReleaseCookie(c)
+	c.SetKey(proxyperm.PreviewCookie)
+	c.SetValueBytes(tok)
+	c.SetPath("/")
+	c.SetHTTPOnly(true)
+	c.SetSameSite(fasthttp.CookieSameSiteLaxMode)
+	if ctx.IsTLS() || string(ctx.Request.Header.Peek("X-Forwarded-Proto")) == "https" {
+		c.SetSecure(true)
+	}
+	ctx.Response.Header.SetCookie(c)
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("Referrer-Policy", "no-referrer")
+	to := path
+	if query != "" {
+		to += "?" + query
+	}
+	ctx.Response.Header.Set("Location", to)
+	ctx.SetStatusCode(http.StatusSeeOther)
 }
 
 // serveLocal answers the agent's own routes (status, claim): loopback
@@ -495,14 +552,21 @@ func splitRequestURI(uri []byte) (path, query string) {
 // Resolve finds the service a request is for: by Host when the Host has the
 // container form, else by the /_/<service>/ prefix of the escaped path.
 func (g *Gateway) Resolve(host, path string) (Target, *fault.Error) {
-	if hr, ok := ParseHost(host, g.cfg.Domain, g.known); ok {
+	if hr, ok := hostroute.Parse(host, g.cfg.Domain, g.known); ok {
 		if !g.ownsPrefix(hr.Prefix) {
 			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "host",
-				Message: "host " + hostOnly(host) + " names another container; this agent serves " + g.identity()}
+				Message: "host " + hostroute.HostOnly(host) + " names another container; this agent serves " + g.identity()}
 		}
 		if hr.Instance != 1 {
 			return Target{}, &fault.Error{Code: fault.CodeNotFound, Details: "instance",
 				Message: "instance " + strconv.Itoa(hr.Instance) + " of service " + hr.Service + " does not exist (1 is the only instance)"}
+		}
+		if hr.Port != 0 {
+			// A port preview is the tunnel's reverse proxy to that port,
+			// judged as a tunnelled port is; the page keeps its own root,
+			// so root-relative links resolve.
+			return Target{Service: PortPreviewService, Instance: 1, ByHost: true,
+				Path: "/preview/" + strconv.Itoa(hr.Port) + path}, nil
 		}
 		return Target{Service: hr.Service, Instance: hr.Instance, ByHost: true, Path: path}, nil
 	}

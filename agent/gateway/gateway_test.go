@@ -359,3 +359,29 @@ func TestUntrustedLocalUserIsNotLoopback(t *testing.T) {
 		t.Fatalf("trusted uid %d: %d %s", platformtest.Nobody, status, body)
 	}
 }
+
+// The health path answers clients off loopback (the control plane checks
+// a container's agent over the engine's network) and says nothing more.
+func TestHealthAnswersAnyClient(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "")
+	remote := &net.TCPAddr{IP: net.ParseIP("172.17.0.1"), Port: 5555}
+	for _, tc := range []struct {
+		method string
+		status int
+	}{{"GET", 200}, {"HEAD", 200}, {"POST", 405}} {
+		var req fasthttp.Request
+		req.SetRequestURI(gateway.HealthPath)
+		req.Header.SetMethod(tc.method)
+		req.Header.SetHost("172.17.0.2:7700")
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, remote, nil)
+		f.gw.Handler()(&ctx)
+		if ctx.Response.StatusCode() != tc.status {
+			t.Fatalf("%s %s from 172.17.0.1: %d %s", tc.method, gateway.HealthPath, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		if tc.method == "GET" && string(ctx.Response.Body()) != `{"status":"ok"}` {
+			t.Fatalf("health body %s", ctx.Response.Body())
+		}
+	}
+}

@@ -46,6 +46,10 @@ func Main(m *testing.M) { os.Exit(run(m, true)) }
 // (replicas of one PostgreSQL started with StartArgs): one run.
 func MainOnce(m *testing.M) { os.Exit(run(m, false)) }
 
+// Run is Main without the exit, for a TestMain that has more of its own
+// to clean up (another binary it built) before it exits.
+func Run(m *testing.M) int { return run(m, true) }
+
 // RunOnce is MainOnce without the exit, for a TestMain that has more of
 // its own to clean up (another binary it built) before it exits.
 func RunOnce(m *testing.M) int { return run(m, false) }
@@ -129,7 +133,10 @@ func StartArgs(t testing.TB, data string, args ...string) *Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + data}
+	// The built-in images stay out of the catalog unless a test asks for
+	// them (--builtin-images beats the variable): the catalog tests count
+	// exactly what they publish.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + data, "DECKHAND_BUILTIN_IMAGES=false"}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	stdout, err := cmd.StdoutPipe()

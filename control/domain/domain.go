@@ -45,6 +45,9 @@ type Env[C any] struct {
 	// Accounts is where identity answers account contacts (usernames and
 	// addresses) to other domains.
 	Accounts *Accounts
+	// Images is where the images domain resolves a catalog image to the
+	// engine's reference for other domains.
+	Images *Images
 	// Limiter counts rate limits: the host applies a route's IP, account
 	// and credential limits; a domain applies its ByValue limits through
 	// this same limiter.
@@ -59,7 +62,7 @@ type NoConfig = struct{}
 // domain's Env from one base).
 func WithConfig[C, D any](env Env[D], c C) Env[C] {
 	return Env[C]{Name: env.Name, Store: env.Store, Clock: env.Clock, Logger: env.Logger, Events: env.Events,
-		Authz: env.Authz, Payments: env.Payments, Accounts: env.Accounts, Limiter: env.Limiter, Config: c}
+		Authz: env.Authz, Payments: env.Payments, Accounts: env.Accounts, Images: env.Images, Limiter: env.Limiter, Config: c}
 }
 
 // CredentialIssuer is implemented by a domain that issues Bearer

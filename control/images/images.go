@@ -45,7 +45,11 @@ func New(env domain.Env[domain.NoConfig]) (*Service, error) {
 	if err := env.Store.DeclareReplacing(context.Background(), Tables, legacyBuckets...); err != nil {
 		return nil, fmt.Errorf("images: %w", err)
 	}
-	return &Service{env: env}, nil
+	s := &Service{env: env}
+	if env.Images != nil {
+		env.Images.Provide(s.resolve)
+	}
+	return s, nil
 }
 
 // Fields are what every image record shows (docs/spec/interface.md, Image record).

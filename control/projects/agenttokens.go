@@ -221,6 +221,9 @@ func (s *Service) ResolveCredential(ctx context.Context, token string) (*auth.Pr
 	if err != nil {
 		return nil, storeErr("check the agent token", err)
 	}
+	// The token's first use is its agent's enrolment: the lifecycle
+	// waits for it before it calls the container running.
+	s.noteEnrolled(ctx, rec.ContainerID, rec.ID)
 	return &auth.Principal{Kind: auth.KindAgent, TokenID: rec.ID, ContainerID: rec.ContainerID}, nil
 }
 
@@ -267,6 +270,18 @@ func (s *Service) checkAgent(ctx context.Context, param func(string) string) err
 // checkManage admits an admin, or a manager or the owner of the project of
 // the container of path id.
 func (s *Service) checkManage(ctx context.Context, param func(string) string) error {
+	return s.checkAdminOr(roleManager)(ctx, param)
+}
+
+// checkAdminOr admits an admin, or a caller with at least need on the
+// project of the container of path id.
+func (s *Service) checkAdminOr(need level) platform.Check {
+	return func(ctx context.Context, param func(string) string) error {
+		return s.adminOr(ctx, param, need)
+	}
+}
+
+func (s *Service) adminOr(ctx context.Context, param func(string) string, need level) error {
 	if p, ok := auth.FromContext(ctx); ok && p.IsAdmin() {
 		if err := validID("id", param("id")); err != nil {
 			return err
@@ -279,5 +294,5 @@ func (s *Service) checkManage(ctx context.Context, param func(string) string) er
 			return err
 		}))
 	}
-	return s.checkContainer(roleManager)(ctx, param)
+	return s.checkContainer(need)(ctx, param)
 }

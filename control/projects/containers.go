@@ -3,6 +3,7 @@ package projects
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"time"
 
@@ -22,11 +23,35 @@ type Container struct {
 	ProjectID string `json:"project_id"`
 	Name      string `json:"name"`
 	ServerID  string `json:"server_id,omitempty"`
-	// Status is a lifecycle state named by the event kinds: a container
-	// the admin API registers starts as "creating".
-	Status    string    `json:"status"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	// ImageID is the catalog image it runs; ImageName the engine's
+	// reference it resolved to at create.
+	ImageID   string            `json:"image_id,omitempty"`
+	ImageName string            `json:"image_name,omitempty"`
+	Resources Resources         `json:"resources"`
+	Autostart bool              `json:"autostart"`
+	Env       map[string]string `json:"env,omitempty"`
+	// Status is a lifecycle state named by the event kinds (creating,
+	// running, paused, stopped, failed, deleting); StatusReason says why
+	// a container is failed (or why a delete waits) in words a person
+	// can act on.
+	Status       string `json:"status"`
+	StatusReason string `json:"status_reason,omitempty"`
+	// AgentAddr is where the control plane reaches the container's agent
+	// (its gateway on the engine's network), while running.
+	AgentAddr string `json:"agent_addr,omitempty"`
+	// EnrolledAt is when the agent first authenticated with its token.
+	EnrolledAt *time.Time `json:"enrolled_at,omitempty"`
+	// KeepWorkspace is the delete's choice, kept while it is under way.
+	KeepWorkspace bool `json:"keep_workspace,omitempty"`
+	// Recreate: limits or autostart changed while it was stopped; the
+	// next start makes the engine container again from the record.
+	Recreate bool `json:"recreate_on_start,omitempty"`
+	// Runtime (docker, none) and URLs (service → its URL) are filled in
+	// each answer, not stored.
+	Runtime   string            `json:"runtime,omitempty"`
+	URLs      map[string]string `json:"urls,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
 }
 
 // Stats is the answer of GET /api/v1/projects/{id}/stats.
@@ -133,7 +158,7 @@ func (s *Service) AdminCreateContainer(ctx context.Context, in AdminContainerInp
 	if err != nil {
 		return nil, storeErr("create the container", err)
 	}
-	return c, nil
+	return s.decorate(c), nil
 }
 
 // ContainerList is the answer of GET /api/v1/projects/{id}/containers.
@@ -164,6 +189,9 @@ func (s *Service) ListContainers(ctx context.Context, in ContainerListInput) (*C
 	if err != nil {
 		return nil, storeErr("list containers", err)
 	}
+	for i := range pg.Items {
+		pg.Items[i] = *s.decorate(&pg.Items[i])
+	}
 	return &ContainerList{Containers: pg.Items, Pagination: Pagination{Total: pg.Total, Page: page, Limit: limit,
 		TotalPages: (pg.Total + limit - 1) / limit}}, nil
 }
@@ -186,7 +214,7 @@ func (s *Service) GetContainer(ctx context.Context, ref ContainerRef) (*Containe
 	if err != nil {
 		return nil, storeErr("read the container", err)
 	}
-	return out, nil
+	return s.decorate(out), nil
 }
 
 // ProjectStats counts project id's containers, people and configuration.
@@ -247,4 +275,47 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 		return nil, storeErr("count the project", err)
 	}
 	return st, nil
+}
+
+// ContainerQuery is GET /api/v1/containers?project_id=.
+type ContainerQuery struct {
+	ProjectID string `query:"project_id" doc:"the project whose containers to list (required)"`
+	PageInput
+}
+
+// QueryContainers lists a project's containers for a member of it (an
+// admin: any project); a project the caller is no member of answers 404,
+// as an unknown one.
+func (s *Service) QueryContainers(ctx context.Context, in ContainerQuery) (*ContainerList, error) {
+	caller, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if in.ProjectID == "" {
+		return nil, fault.Invalid("project_id", "is required")
+	}
+	if err := validID("project_id", in.ProjectID); err != nil {
+		return nil, err
+	}
+	err = s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		p, err := getProject(tx, in.ProjectID)
+		if err != nil {
+			return err
+		}
+		lv := roleNone
+		if p != nil && !caller.IsAdmin() {
+			if lv, err = callerLevel(tx, p, caller.UserID); err != nil {
+				return err
+			}
+		}
+		if p == nil || (!caller.IsAdmin() && lv == roleNone) {
+			return &fault.Error{Code: fault.CodeNotFound, Field: "project_id", Details: "project",
+				Message: fmt.Sprintf("project_id: project %q not found", in.ProjectID)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("read the project", err)
+	}
+	return s.ListContainers(ctx, ContainerListInput{ProjectRef: ProjectRef{ID: in.ProjectID}, PageInput: in.PageInput})
 }

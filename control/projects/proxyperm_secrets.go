@@ -128,10 +128,10 @@ func (s *Service) putDoc(tx *store.Tx, key string, d *proxyperm.Document) error 
 	return tx.Put(bucketDocs, key, sd)
 }
 
-// Bootstrap seals the secrets of documents stored before they were sealed
+// sealLegacy seals the secrets of documents stored before they were sealed
 // (one transaction per document; a replica starting at the same time finds
 // them sealed and leaves them).
-func (s *Service) Bootstrap(ctx context.Context) error {
+func (s *Service) sealLegacy(ctx context.Context) error {
 	var legacy []string
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		return tx.ForEach(bucketDocs, func(key string, raw []byte) error {

@@ -18,6 +18,7 @@ func (s *Service) Routes() []platform.Route {
 	manage := s.env.Authz.Policy(CheckContainerManage, "an admin, or the owner or a manager of the container's project")
 	claim := agentOnly(s.env.Authz.Policy(CheckContainerClaim, "the container's own agent token (agt_), an admin, or the owner or a manager "+
 		"of the container's project"))
+	operate := s.env.Authz.Policy(CheckContainerOperate, "an admin, or the owner, an operator or a manager of the container's project")
 	agent := s.agentPolicy()
 	projects, admin, containers := []string{"projects"}, []string{"admin"}, []string{"containers"}
 	network, tokens := []string{"container network"}, []string{"container agent tokens"}
@@ -26,6 +27,7 @@ func (s *Service) Routes() []platform.Route {
 		"The owner holds every right and cannot be named in a permission."
 	netErrs := " 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before " +
 		"anything about the configuration is read, so others learn nothing of it)."
+	actErrs := " 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer)."
 	tokenErrs := " 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it."
 	routes := []platform.Route{
 		// Projects.
@@ -89,9 +91,67 @@ func (s *Service) Routes() []platform.Route {
 				"`page` from 1, `limit` 1-100 (default 20; larger is refused with 400).",
 			Message: "Containers", Op: platform.Op(s.ListContainers)},
 		{Method: http.MethodGet, Path: "/api/v1/containers/{id}", OperationID: "getContainer", Policy: read, Tags: containers,
-			Summary:     "One container",
-			Description: "400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.",
-			Message:     "Container", Op: platform.Op(s.GetContainer)},
+			Summary: "One container",
+			Description: "The record with `status` and `status_reason`, `runtime` (the engine that runs it: docker, or none when this control " +
+				"plane keeps records only), `urls` (service → `https://<project>-<container>-<service>-1.<server_name>.<container_domain>`), " +
+				"`agent_addr` (where the control plane reaches the agent's gateway while running) and `enrolled_at`. " +
+				"400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.",
+			Message: "Container", Op: platform.Op(s.GetContainer)},
+		{Method: http.MethodGet, Path: "/api/v1/containers", OperationID: "listContainers", Policy: platform.SignedIn, Tags: containers,
+			Summary: "A project's containers, oldest first (`?project_id=`)",
+			Description: "The same list as GET /api/v1/projects/{id}/containers, for a member of the project (an admin: any project). " +
+				"400 without `project_id` or with a malformed one; 404 for a project the caller is no member of, as for an unknown one. " +
+				"`page` from 1, `limit` 1-100 (default 20).",
+			Message: "Containers", Op: platform.Op(s.QueryContainers)},
+		{Method: http.MethodPost, Path: "/api/v1/containers", OperationID: "createContainer", Policy: platform.SignedIn, Tags: containers,
+			Status: http.StatusCreated, Summary: "Create a container that runs (project owner or manager; an admin in any project)",
+			Description: "Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand " +
+				"agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent " +
+				"a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent " +
+				"has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` " +
+				"(the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). " +
+				"Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the " +
+				"caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, " +
+				"400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is " +
+				"no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the " +
+				"project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. " +
+				"Writes `container.creating`, then `container.running` or `container.failed`.",
+			Message: "Container created", Op: platform.Op(s.CreateContainer)},
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/start", OperationID: "startContainer", Policy: operate, Tags: containers,
+			Summary: "Start a container",
+			Description: "Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` " +
+				"with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed " +
+				"outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in " +
+				"`creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. " +
+				"Writes `container.running` or `container.failed`." + actErrs,
+			Message: "Container started", Op: platform.Op(s.StartContainer)},
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/stop", OperationID: "stopContainer", Policy: operate, Tags: containers,
+			Summary: "Stop a container",
+			Description: "The agent gets 10 s to stop, then is killed; the workspace volume stays. A stopped container answers as it is. " +
+				"409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.stopped`." + actErrs,
+			Message: "Container stopped", Op: platform.Op(s.StopContainer)},
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/restart", OperationID: "restartContainer", Policy: operate, Tags: containers,
+			Summary: "Restart a container",
+			Description: "Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with " +
+				"the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable." + actErrs,
+			Message: "Container restarted", Op: platform.Op(s.RestartContainer)},
+		{Method: http.MethodPatch, Path: "/api/v1/containers/{id}", OperationID: "updateContainer", Policy: manage, Tags: containers,
+			Summary: "Rename a container, change its limits or its autostart",
+			Description: "Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename " +
+				"changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy " +
+				"only to a container it makes, so a change of either makes the engine container again from the record, keeping the " +
+				"workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start " +
+				"when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or " +
+				"`container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller " +
+				"may not manage it, 409 while it is being deleted.",
+			Message: "Container updated", Op: platform.Op(s.UpdateContainer)},
+		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}", OperationID: "deleteContainer", Policy: manage, Tags: containers,
+			Summary: "Delete a container, its engine objects and its record",
+			Description: "Writes `container.deleting`, removes the engine container and its workspace volume (kept with " +
+				"`?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions " +
+				"document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler " +
+				"finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.",
+			Message: "Container deleted", Op: platform.CommandOp(s.DeleteContainer)},
 
 		// Network.
 		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/network", OperationID: "getContainerNetwork", Policy: agentOnly(read), Tags: network,
@@ -163,7 +223,7 @@ func (s *Service) Routes() []platform.Route {
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/agent-tokens", OperationID: "createAgentToken", Policy: manage, Tags: tokens,
 			Status: http.StatusCreated, Summary: "Mint an agent token for the container (the token is shown only here)",
 			Description: "Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. " +
-				"The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective " +
+				"The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective " +
 				"proxy permissions document and the network configuration); every other route answers it 401, another container's " +
 				"403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. " +
 				"The body is empty (or `{}`). Writes `container.agent_token.created`." + tokenErrs,
@@ -189,6 +249,17 @@ func (s *Service) Routes() []platform.Route {
 				"default 300. 503 SIGNING_NOT_CONFIGURED without signing keys. 400 for a malformed id or body; 404 for an unknown " +
 				"container; 403 for another container's agent token, an operator or viewer, or anyone outside the project.",
 			Message: "Container claim", Op: platform.Op(s.MintContainerClaim)},
+
+		// Preview links.
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/previews", OperationID: "createPreview", Policy: manage,
+			Tags: []string{"containers"}, Summary: "Sign a preview link to a port of the container",
+			Description: "A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens " +
+				"that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the " +
+				"container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the " +
+				"agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token " +
+				"(`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: \"preview\", container, port, iat, exp}`). `ttl_seconds` " +
+				"60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.",
+			Status: http.StatusCreated, Message: "Preview link", Op: platform.Op(s.CreatePreview)},
 	}
 	for _, sc := range []docScope{{project: false}, {project: true}} {
 		routes = append(routes, s.documentRoutes(sc)...)

@@ -16,8 +16,11 @@
 //   - container.access: the owner, an operator or a manager of the
 //     container's project — act on the container (network, proxy
 //     permissions);
-//   - container.manage: an admin, the owner or a manager — mint and revoke
-//     the container's agent tokens;
+//   - container.operate: an admin, the owner, an operator or a manager —
+//     start, stop and restart the container;
+//   - container.manage: an admin, the owner or a manager — delete the
+//     container, mint and revoke its agent tokens (creating one in a
+//     project takes the same roles, checked on the body's project_id);
 //   - container.agent: the container's own agent token (agt_) — the
 //     effective document and the effective network configuration with
 //     their secrets, the agent's network report. An agent token also
@@ -60,6 +63,8 @@ type Config struct {
 	Sealer *secrets.Sealer
 	// Keys sign container claims (nil: --signing=false, no claims).
 	Keys *signing.KeySet
+	// Runtime runs the containers (zero: records only, --runtime none).
+	Runtime Runtime
 }
 
 // Resource checks this package provides.
@@ -69,6 +74,9 @@ const (
 	CheckProjectOwner    = "project.owner"
 	CheckContainerRead   = "container.read"
 	CheckContainerAccess = "container.access"
+	// CheckContainerOperate admits an admin, or the owner, a manager or
+	// an operator of the container's project: start, stop, restart.
+	CheckContainerOperate = "container.operate"
 )
 
 // Buckets this package owns.
@@ -91,6 +99,7 @@ type Service struct {
 	log        *slog.Logger
 	sealer     *secrets.Sealer
 	userExists platform.Check
+	lc         *lifecycle
 }
 
 // New builds the domain and provides its resource checks.
@@ -101,7 +110,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if err := env.Store.DeclareReplacing(context.Background(), Tables, legacyBuckets...); err != nil {
 		return nil, fmt.Errorf("projects: %w", err)
 	}
-	s := &Service{env: env, db: env.Store, log: env.Logger, sealer: env.Config.Sealer}
+	s := &Service{env: env, db: env.Store, log: env.Logger, sealer: env.Config.Sealer, lc: newLifecycle(env.Config.Runtime)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -112,6 +121,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 	env.Authz.Provide(CheckContainerRead, s.checkContainer(roleViewer))
 	env.Authz.Provide(CheckContainerAccess, s.checkContainer(roleOperator))
 	env.Authz.Provide(CheckContainerManage, s.checkManage)
+	env.Authz.Provide(CheckContainerOperate, s.checkAdminOr(roleOperator))
 	env.Authz.Provide(CheckContainerAgent, s.checkAgent)
 	env.Authz.Provide(CheckContainerClaim, s.checkClaim)
 	return s, nil
@@ -122,6 +132,38 @@ type sealerMissing struct{}
 func (sealerMissing) Error() string { return "projects: a Sealer (master key) is required" }
 
 var errNoSealer error = sealerMissing{}
+
+// Bootstrap seals legacy documents' secrets, then starts the reconciler,
+// which first takes every record to the engine's state (a create
+// interrupted by a crash resumes).
+func (s *Service) Bootstrap(ctx context.Context) error {
+	if err := s.sealLegacy(ctx); err != nil {
+		return err
+	}
+	if s.lc.rt.Driver == nil {
+		return nil
+	}
+	s.lc.mu.Lock()
+	started := s.lc.reconciling
+	s.lc.reconciling = true
+	s.lc.mu.Unlock()
+	if !started {
+		s.lc.wg.Add(1)
+		go func() {
+			defer s.lc.wg.Done()
+			s.runReconciler()
+		}()
+	}
+	return nil
+}
+
+// Close stops the reconciler and the provisioning under way (the next
+// start resumes them). The driver is the server's to close.
+func (s *Service) Close() error {
+	s.lc.stop()
+	s.lc.wg.Wait()
+	return nil
+}
 
 // Ids of projects, containers and permissions: lowercase letters and
 // digits only, because a container service's host name joins project and

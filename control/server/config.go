@@ -39,16 +39,19 @@ func (p OAuthProvider) Configured() bool {
 // read what they need from here; a new flag is a new field plus one line in
 // Bind.
 type Config struct {
-	Listen                 string
-	Data                   string
-	DatabaseURL            string
-	MasterKeyFile          string // default <data>/master.key
-	PublicURL              string // default http://<listen> (the bound address)
-	MailDir                string // default <data>/mail
-	SMTPURL                string
-	AdminEmail             string
-	AdminPassword          string // never logged
-	Signups                bool
+	Listen        string
+	Data          string
+	DatabaseURL   string
+	MasterKeyFile string // default <data>/master.key
+	PublicURL     string // default http://<listen> (the bound address)
+	MailDir       string // default <data>/mail
+	SMTPURL       string
+	AdminEmail    string
+	AdminPassword string // never logged
+	Signups       bool
+	// BuiltinImages registers deckhand/base and deckhand/desktop of this
+	// version in the image catalog at start (images.Builtin).
+	BuiltinImages          bool
 	Signing                bool
 	TransferFeeBPS         int
 	OAuthCodehost          OAuthProvider
@@ -59,6 +62,25 @@ type Config struct {
 	LogLevel               string
 	EventRetentionDays     int // 0: keep every event
 	HeaderTimeout          time.Duration
+	// Containers that run (runtime.go).
+	Runtime                 string // docker, kubernetes or none
+	DockerHost              string // default $DOCKER_HOST, else the local socket
+	AgentControlURL         string // default: a listener on the engine's bridge
+	MaxContainersPerProject int
+	EnrollTimeout           time.Duration
+	ContainerDomain         string
+	ServerName              string
+	// The platform proxy (proxy.go).
+	ProxyListen        string // empty: no proxy
+	ProxyWakeTimeout   time.Duration
+	ProxyTLS           bool
+	ProxyTLSCert       string
+	ProxyTLSKey        string
+	ProxyACMEDirectory string
+	ProxyACMEEmail     string
+	ProxyACMERoots     string
+	ProxyMaxConns      int
+	ProxyRatePerSecond int
 
 	// Not flags: what the process hands in.
 	Logger *slog.Logger // default: JSON on stderr at LogLevel
@@ -69,14 +91,22 @@ type Config struct {
 // DefaultConfig is the configuration with every flag at its default.
 func DefaultConfig() Config {
 	return Config{
-		Listen:                 "127.0.0.1:8080",
-		Data:                   "./data",
-		Signups:                true,
-		Signing:                true,
-		TransferFeeBPS:         500,
-		AllowedRedirectDomains: []string{"localhost"},
-		LogLevel:               "info",
-		HeaderTimeout:          platform.DefaultHeaderTimeout,
+		Listen:                  "127.0.0.1:8080",
+		Data:                    "./data",
+		Signups:                 true,
+		BuiltinImages:           true,
+		Signing:                 true,
+		TransferFeeBPS:          500,
+		AllowedRedirectDomains:  []string{"localhost"},
+		LogLevel:                "info",
+		HeaderTimeout:           platform.DefaultHeaderTimeout,
+		Runtime:                 "docker",
+		MaxContainersPerProject: 20,
+		EnrollTimeout:           60 * time.Second,
+		ContainerDomain:         "localhost",
+		ServerName:              "local",
+		ProxyWakeTimeout:        30 * time.Second,
+		ProxyMaxConns:           256,
 	}
 }
 
@@ -96,6 +126,8 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.AdminEmail, "admin-email", c.AdminEmail, "at start, create this verified admin user when absent")
 	fs.StringVar(&c.AdminPassword, "admin-password", c.AdminPassword, "password of the bootstrap admin (prefer DECKHAND_ADMIN_PASSWORD)")
 	fs.BoolVar(&c.Signups, "signups", c.Signups, "allow self-service signup (false answers 403)")
+	fs.BoolVar(&c.BuiltinImages, "builtin-images", c.BuiltinImages, "at start, register the images make image builds (deckhand/base:<version>, deckhand/desktop:<version>) "+
+		"in the catalog, free, when absent")
 	fs.BoolVar(&c.Signing, "signing", c.Signing, "sign every response with ED25519 (false: public-key answers 503 SIGNING_NOT_CONFIGURED)")
 	fs.IntVar(&c.TransferFeeBPS, "transfer-fee-bps", c.TransferFeeBPS, "platform fee on transfers to AI credit, in basis points (0-9999)")
 	for _, p := range []struct {
@@ -118,6 +150,26 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout,
 		"how long a connection may take to send a request's line and headers before it is closed (100ms-10m)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.Runtime, "runtime", c.Runtime, "what runs containers: docker (the Docker Engine API, or Podman's compatible socket), "+
+		"kubernetes (not available yet) or none (records only: agents are run by hand)")
+	fs.StringVar(&c.DockerHost, "docker-host", c.DockerHost, "the engine's address, unix:///path or tcp://host:port (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
+	fs.StringVar(&c.AgentControlURL, "agent-control-url", c.AgentControlURL, "the control-plane URL given to the agents of the containers it runs "+
+		"(default: http://<the engine bridge's gateway>:<the --listen port>, where the control plane also listens, so the API stays off other interfaces)")
+	fs.IntVar(&c.MaxContainersPerProject, "max-containers-per-project", c.MaxContainersPerProject, "the most containers one project may hold (0: no limit)")
+	fs.DurationVar(&c.EnrollTimeout, "enroll-timeout", c.EnrollTimeout, "how long a new container's agent has to enrol and answer its health check before the container is failed (5s-30m)")
+	fs.StringVar(&c.ContainerDomain, "container-domain", c.ContainerDomain, "{container_domain} of the containers' service URLs (and the agents' --domain)")
+	fs.StringVar(&c.ServerName, "server-name", c.ServerName, "the server name in the service URLs of containers on this control plane's engine")
+	fs.StringVar(&c.ProxyListen, "proxy-listen", c.ProxyListen, "the platform proxy's address: it serves every container's per-service URL and port previews "+
+		"(<project>-<container>-<service>-1.<server>.<container-domain>) to that container's agent (empty: no proxy)")
+	fs.DurationVar(&c.ProxyWakeTimeout, "proxy-wake-timeout", c.ProxyWakeTimeout, "how long a request to a stopped container with autostart waits for it to start (1s-10m)")
+	fs.BoolVar(&c.ProxyTLS, "proxy-tls", c.ProxyTLS, "serve the proxy over TLS: a certificate from --proxy-tls-cert/--proxy-tls-key, or issued on demand by --proxy-acme-directory for existing containers' names")
+	fs.StringVar(&c.ProxyTLSCert, "proxy-tls-cert", c.ProxyTLSCert, "PEM certificate (a wildcard for *.<server>.<container-domain>) for --proxy-tls")
+	fs.StringVar(&c.ProxyTLSKey, "proxy-tls-key", c.ProxyTLSKey, "PEM key of --proxy-tls-cert")
+	fs.StringVar(&c.ProxyACMEDirectory, "proxy-acme-directory", c.ProxyACMEDirectory, "ACME directory URL certificates are issued from on demand (certificates kept under <data>/certmagic)")
+	fs.StringVar(&c.ProxyACMEEmail, "proxy-acme-email", c.ProxyACMEEmail, "the ACME account's contact email")
+	fs.StringVar(&c.ProxyACMERoots, "proxy-acme-roots", c.ProxyACMERoots, "PEM roots trusted for the ACME server itself (a private CA; default the system's)")
+	fs.IntVar(&c.ProxyMaxConns, "proxy-max-conns-per-container", c.ProxyMaxConns, "the most connections the proxy holds open to one container's agent (1-65535)")
+	fs.IntVar(&c.ProxyRatePerSecond, "proxy-rate-per-container", c.ProxyRatePerSecond, "the most requests a second the proxy passes to one container (0: no bound); past it 429")
 }
 
 // Validate checks the flags and fills derived defaults (MailDir).
@@ -177,6 +229,12 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("--log-level: must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if err := c.validateRuntime(); err != nil {
+		return err
+	}
+	if err := c.validateProxy(); err != nil {
+		return err
 	}
 	if c.MailDir == "" {
 		c.MailDir = filepath.Join(c.Data, "mail")

@@ -82,7 +82,7 @@ func (s *Server) walletConfig() (wallet.Config, error) {
 }
 
 func (s *Server) projectsConfig() (projects.Config, error) {
-	return projects.Config{Sealer: s.sealer, Keys: s.keys}, nil
+	return projects.Config{Sealer: s.sealer, Keys: s.keys, Runtime: s.runtimeConfig()}, nil
 }
 
 // consoleConfig hands the console the identity domain built before it.

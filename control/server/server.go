@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"deckhand/control/console"
@@ -23,6 +24,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/control/identity"
 	"deckhand/control/meta"
+	"deckhand/control/runtime/docker"
 	"deckhand/platform"
 	"deckhand/platform/auth"
 	clockpkg "deckhand/platform/clock"
@@ -75,6 +77,13 @@ type Server struct {
 	ln           net.Listener
 	pages        fiber.Handler // the console's pages (console.Service.Pages)
 	stopWatch    func()        // ends the signing-key watch (storage.go)
+	proxyLn      net.Listener  // --proxy-listen (proxy.go)
+	// Containers that run (runtime.go).
+	installation string
+	driver       *docker.Driver // nil unless --runtime docker
+	agentMu      sync.Mutex
+	agentURL     string     // the agents' listener on the engine bridge, once opened
+	serving      *listeners // the API's listener and the agents'
 }
 
 // ErrDataInUse means another process serves the same --data directory.
@@ -124,6 +133,9 @@ func New(cfg Config, opts ...Option) (_ *Server, err error) {
 	s.events = events.NewLog(s.db, s.clock)
 	// Bind before building domains so PublicURL is final (also for :0).
 	if err = s.listen(); err != nil {
+		return nil, err
+	}
+	if err = s.openRuntime(); err != nil {
 		return nil, err
 	}
 
@@ -187,7 +199,7 @@ func (s *Server) buildDomains() error {
 	s.payments = &domain.Payments{}
 	issuers := map[string]domain.CredentialIssuer{}
 	base := domain.Env[domain.NoConfig]{Store: s.db, Clock: s.clock, Events: s.events, Authz: s.authz, Payments: s.payments,
-		Accounts: &domain.Accounts{}, Limiter: s.limiter}
+		Accounts: &domain.Accounts{}, Images: &domain.Images{}, Limiter: s.limiter}
 	for _, e := range append(append([]entry(nil), domains...), s.extra...) {
 		env := base
 		env.Name, env.Logger = e.name, s.log.With("domain", e.name)
@@ -262,12 +274,24 @@ var refuseAll = platform.AuthenticatorFunc(func(fiber.Ctx) (*auth.Principal, err
 	return nil, fault.Errorf(fault.CodeUnauthorized, "Authentication required")
 })
 
-// Bootstrap runs each domain's Bootstrap and the admin bootstrap.
+// BuiltinRegistrar registers the images of a deckhand version in the
+// catalog when absent (the images domain), answering how many it added.
+type BuiltinRegistrar interface {
+	RegisterBuiltin(ctx context.Context, version string) (int, error)
+}
+
+// Bootstrap runs each domain's Bootstrap, registers the built-in images
+// (--builtin-images) and runs the admin bootstrap.
 func (s *Server) Bootstrap(ctx context.Context) error {
 	for _, d := range s.domains {
 		if b, ok := d.(domain.Bootstrapper); ok {
 			if err := b.Bootstrap(ctx); err != nil {
 				return err
+			}
+		}
+		if r, ok := d.(BuiltinRegistrar); ok && s.cfg.BuiltinImages {
+			if _, err := r.RegisterBuiltin(ctx, platform.Version); err != nil {
+				return fmt.Errorf("built-in images: %w", err)
 			}
 		}
 	}
@@ -301,6 +325,11 @@ func (s *Server) listen() error {
 		return err
 	}
 	s.ln = ln
+	s.serving = newListeners(ln)
+	if err := s.listenProxy(); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	if s.cfg.PublicURL == "" {
 		s.cfg.PublicURL = "http://" + ln.Addr().String()
 	}
@@ -331,9 +360,21 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.log.Info("control plane listening", "addr", ln.Addr().String(), "data", s.cfg.Data, "store", s.db.Location(), "signing_kid", kid)
 	fmt.Fprintf(s.out, "deckhand-control: listening on http://%s (data %s, store %s, signing key %s)\n", ln.Addr(), s.cfg.Data, s.db.Location(), kid)
+	if s.driver != nil {
+		s.log.Info("containers run on the engine", "runtime", s.cfg.Runtime, "installation", s.installation)
+		fmt.Fprintf(s.out, "deckhand-control: containers run on docker (installation %s)\n", s.installation)
+	} else {
+		fmt.Fprintf(s.out, "deckhand-control: --runtime %s: container records only, nothing runs\n", s.cfg.Runtime)
+	}
+	ln = s.serving
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	go s.limiter.RunSweeper(sweepCtx, time.Minute, func(err error) { s.log.Warn("rate-limit sweep failed", "err", err) })
+	stopProxy, err := s.serveProxy(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopProxy()
 	errc := make(chan error, 1)
 	go func() { errc <- s.host.Serve(ln) }()
 	select {
@@ -343,7 +384,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := s.host.Shutdown(sctx)
+	err = s.host.Shutdown(sctx)
 	// Shutdown only closes listeners the server has registered; closing ours
 	// too ends a Serve that had not got that far yet.
 	_ = ln.Close()
@@ -383,6 +424,17 @@ func (s *Server) Close() error {
 	if s.ln != nil {
 		_ = s.ln.Close() // already closed after a served Run
 		s.ln = nil
+	}
+	if s.serving != nil {
+		_ = s.serving.Close()
+	}
+	if s.proxyLn != nil {
+		_ = s.proxyLn.Close()
+		s.proxyLn = nil
+	}
+	if s.driver != nil {
+		errs = append(errs, s.driver.Close())
+		s.driver = nil
 	}
 	if s.db != nil {
 		errs = append(errs, s.db.Close())

@@ -1,10 +1,8 @@
-// Command build makes deckhand's release artefacts without Docker: Debian
-// packages of both binaries (nfpm as a library) and the desktop container
-// image as an OCI layout (go-containerregistry). It is its own module so the
-// packagers' dependencies stay out of the deckhand module.
+// Command build makes deckhand's Debian packages of both binaries (nfpm as
+// a library). It is its own module so the packager's dependencies stay out
+// of the deckhand module. The container images are scripts/image.sh's.
 //
-//	build deb   --version V --arch amd64 --bin DIR --out DIR
-//	build image --version V --bin DIR --rootfs DIR --out DIR
+//	build deb --version V --arch amd64 --bin DIR --out DIR
 package main
 
 import (
@@ -15,17 +13,15 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: build deb|image [flags]")
+		fmt.Fprintln(os.Stderr, "usage: build deb [flags]")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "deb":
 		err = runDeb(os.Args[2:])
-	case "image":
-		err = runImage(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (deb or image)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (deb)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build:", err)

@@ -10,6 +10,7 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/clock"
+	"deckhand/platform/proc"
 	"deckhand/platform/reqpolicy"
 	"deckhand/platform/store"
 )
@@ -121,6 +122,11 @@ type CommonSettings struct {
 	// TrustedUIDs is a comma list of local users treated as loopback (the
 	// agent's own) besides root and the agent's user (LocalTrust).
 	TrustedUIDs string
+	// RunAs is the user (name or uid) that commands, terminals, exec
+	// schedules and daemon programs run as when a request names none; ""
+	// is the agent's own user. A container's agent keeps root (egress
+	// needs it) while what its users start does not.
+	RunAs string
 }
 
 // Flags declares --domain, --allowed-origins and --trust-proxy-headers.
@@ -129,6 +135,16 @@ func (c *CommonSettings) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma list of browser origins (https://app.example.com) that may call services besides each one's own and those under --domain")
 	fs.BoolVar(&c.TrustProxyHeaders, "trust-proxy-headers", false, "take the client address from X-Forwarded-For (only behind the platform proxy)")
 	fs.StringVar(&c.TrustedUIDs, "trusted-uids", "", "comma list of local uids whose connections count as loopback besides root and the agent's own; every other local user needs a credential, as an outside client does")
+	fs.StringVar(&c.RunAs, "run-as", "", "user (name or uid) that processes, terminals, exec schedules and daemon programs run as when a request names none (another user needs the agent to run as root); default the agent's own user")
+}
+
+// User is the user a command runs as: the one its request names, else
+// --run-as ("" for both: the agent's own user).
+func (c CommonSettings) User(requested string) string {
+	if requested != "" {
+		return requested
+	}
+	return c.RunAs
 }
 
 // LocalTrust is the trust these settings give local users: root, the
@@ -155,14 +171,21 @@ func (c CommonSettings) Policy() (*reqpolicy.RequestPolicy, error) {
 	return reqpolicy.NewRequestPolicy(d, c.Origins())
 }
 
-// Validate checks --allowed-origins and --trusted-uids before anything
-// starts.
+// Validate checks --allowed-origins, --trusted-uids and --run-as (the
+// user exists, and the agent may switch to it) before anything starts.
 func (c CommonSettings) Validate() error {
 	if _, err := c.Policy(); err != nil {
 		return err
 	}
-	_, err := c.LocalTrust()
-	return err
+	if _, err := c.LocalTrust(); err != nil {
+		return err
+	}
+	if c.RunAs != "" {
+		if _, _, err := proc.Credential(c.RunAs); err != nil {
+			return fmt.Errorf("--run-as: %w", err)
+		}
+	}
+	return nil
 }
 
 // Service is what every container service and control-plane domain exposes.

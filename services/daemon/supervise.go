@@ -412,7 +412,7 @@ type pipes struct{ child, parent []*os.File }
 // waiting for the leader never waits on a grandchild holding them).
 func (p *program) command(def *Program) (*exec.Cmd, pipes, error) {
 	var ps pipes
-	attr, userEnv, err := proc.Attr(def.User)
+	attr, userEnv, err := proc.Attr(p.svc.deps.Common.User(def.User))
 	if err != nil {
 		return nil, ps, err
 	}
@@ -510,7 +510,7 @@ func (p *program) probeOnce(ctx context.Context, def *Program) error {
 		}
 		return nil
 	default:
-		attr, userEnv, err := proc.Attr(def.User)
+		attr, userEnv, err := proc.Attr(p.svc.deps.Common.User(def.User))
 		if err != nil {
 			return err
 		}

@@ -92,7 +92,7 @@ func (s *Service) journalRun(def *Schedule, r Run) {
 // the exit code (128+N for signal N) and the status; err is set when the
 // command could not start.
 func (s *Service) runCommand(def *Schedule, stdout, stderr io.Writer) (int, string, error) {
-	attr, userEnv, err := proc.Attr(def.User)
+	attr, userEnv, err := proc.Attr(s.deps.Common.User(def.User))
 	if err != nil {
 		return 0, StatusFailed, err
 	}

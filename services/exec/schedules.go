@@ -36,7 +36,7 @@ type Schedule struct {
 	Command  string            `json:"command" yaml:"command" required:"true" doc:"run with /bin/sh -c"`
 	Timeout  string            `json:"timeout" yaml:"timeout" doc:"Go duration (90s, 5m, 1h30m); a run still going then is killed with its process group and recorded timed_out; default 1h"`
 	Overlap  string            `json:"overlap" yaml:"overlap" enum:"skip,queue,allow" doc:"default skip"`
-	User     string            `json:"user,omitempty" yaml:"user" doc:"run as this user (the agent must be root to switch)"`
+	User     string            `json:"user,omitempty" yaml:"user" doc:"run as this user (the agent must be root to switch); default the agent's --run-as user, else its own"`
 	Cwd      string            `json:"cwd,omitempty" yaml:"cwd" doc:"absolute working directory (default the user's home, else /)"`
 	Env      map[string]string `json:"env,omitempty" yaml:"env" doc:"added to the agent's environment less its own settings (DECKHAND_* are never passed on)"`
 

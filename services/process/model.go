@@ -74,7 +74,7 @@ type Spec struct {
 	Shell string            `json:"shell,omitempty" doc:"a command line, run by /bin/sh -c"`
 	Cwd   string            `json:"cwd,omitempty" doc:"absolute working directory; default the user's home, else /"`
 	Env   map[string]string `json:"env,omitempty" doc:"variables added to the agent's environment (DECKHAND_* variables are never passed on; DECKHAND_PROCESS_ID is set to the process's id)"`
-	User  string            `json:"user,omitempty" doc:"run as this user (name or uid; the agent must run as root to switch); default the agent's user"`
+	User  string            `json:"user,omitempty" doc:"run as this user (name or uid; the agent must run as root to switch); default the agent's --run-as user, else its own"`
 	// TimeoutMS stops the whole tree when it passes.
 	TimeoutMS int64  `json:"timeout_ms,omitempty" doc:"stop the whole process tree after this many milliseconds (SIGTERM, SIGKILL after the kill grace); 0 or absent: no limit"`
 	Stdin     string `json:"stdin,omitempty" doc:"bytes written to standard input first (with stdin_encoding base64: their base64)"`

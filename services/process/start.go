@@ -31,6 +31,7 @@ func (s *Service) Start(ctx context.Context, in StartInput) (StartResult, error)
 // and the running limit, and launches. extra is what else the request
 // said that a client_token replay must match.
 func (s *Service) start(spec Spec, keepStdin bool, captureMax int, extra any, holdOutput bool) (*process, bool, error) {
+	spec.User = s.deps.Common.User(spec.User)
 	attr, userEnv, err := proc.Attr(spec.User)
 	if err != nil {
 		return nil, false, fault.Invalid("user", "%v", err)

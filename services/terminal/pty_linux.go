@@ -41,8 +41,8 @@ func resolveShell(shell string) (string, error) {
 }
 
 // startShell runs shell as a session leader on a new PTY (proc.OpenPTY:
-// a non-blocking master).
-func startShell(shell, cwd string, env []string, cols, rows int) (*os.File, *exec.Cmd, error) {
+// a non-blocking master), as cred's user (nil: the service's own).
+func startShell(shell, cwd string, env []string, cred *syscall.Credential, cols, rows int) (*os.File, *exec.Cmd, error) {
 	ptmx, tty, err := proc.OpenPTY(cols, rows)
 	if err != nil {
 		return nil, nil, fault.Internal("open a pseudo-terminal", err)
@@ -57,8 +57,9 @@ func startShell(shell, cwd string, env []string, cols, rows int) (*os.File, *exe
 		Stdout: tty,
 		Stderr: tty,
 		SysProcAttr: &syscall.SysProcAttr{
-			Setsid:  true,
-			Setctty: true,
+			Setsid:     true,
+			Setctty:    true,
+			Credential: cred,
 		},
 	}
 	if err := cmd.Start(); err != nil {

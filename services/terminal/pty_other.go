@@ -17,7 +17,7 @@ const (
 
 func resolveShell(shell string) (string, error) { return shell, nil }
 
-func startShell(string, string, []string, int, int) (*os.File, *exec.Cmd, error) {
+func startShell(string, string, []string, *syscall.Credential, int, int) (*os.File, *exec.Cmd, error) {
 	return nil, nil, fault.Errorf(fault.CodeUnavailable, "terminal sessions need Linux")
 }
 

@@ -158,13 +158,21 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The shell runs as --run-as when the agent has one (its HOME, USER
+	// and LOGNAME with it), else as the service's own user.
+	cred, userEnv, err := proc.Credential(svc.deps.Common.RunAs)
+	if err != nil {
+		return nil, fault.Errorf(fault.CodeUnavailable, "terminal: %v", err)
+	}
 	cwd := req.Cwd
 	if cwd == "" {
-		if h, err := os.UserHomeDir(); err == nil {
-			cwd = h
-		} else {
-			cwd = "/"
+		home := userEnv
+		if home == nil {
+			if h, err := os.UserHomeDir(); err == nil {
+				home = []string{"HOME=" + h}
+			}
 		}
+		cwd = proc.WorkDir("", home)
 	}
 	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
 		return nil, fault.Invalid("cwd", "%s is not an existing directory", cwd)
@@ -185,7 +193,7 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 	svc.mu.Unlock()
 	release := func() { svc.mu.Lock(); svc.starting--; svc.mu.Unlock() }
 
-	ptmx, cmd, err := startShell(resolved, cwd, shellEnv(req.Env), cols, rows)
+	ptmx, cmd, err := startShell(resolved, cwd, shellEnv(userEnv, req.Env), cred, cols, rows)
 	if err != nil {
 		release()
 		return nil, err
@@ -216,10 +224,11 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 }
 
 // shellEnv is a shell's environment (proc.Env): the service's without
-// what is the agent's own (which may hold its token), plus what a terminal
-// needs, plus the caller's.
-func shellEnv(extra map[string]string) []string {
-	return proc.Env([]string{"TERM=xterm-256color", "COLORTERM=truecolor"}, proc.Vars(extra))
+// what is the agent's own (which may hold its token), the user's HOME,
+// USER and LOGNAME (from proc.Credential), what a terminal needs, and the
+// caller's.
+func shellEnv(userEnv []string, extra map[string]string) []string {
+	return proc.Env(userEnv, []string{"TERM=xterm-256color", "COLORTERM=truecolor"}, proc.Vars(extra))
 }
 
 // readLoop copies PTY output to the ring and every client. It starts with a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -252,7 +253,7 @@ func (sc *scanner) count() int {
 // target is the address to dial for port: the loopback address of the
 // family it listens on, or the one address it is bound to; 127.0.0.1 when
 // the port is not (yet) seen listening, so the dial itself answers.
-func (sc *scanner) target(port int) string {
+func (sc *scanner) target(port int) []string {
 	sc.mu.Lock()
 	b := sc.ports[port]
 	var addrs []string
@@ -264,7 +265,14 @@ func (sc *scanner) target(port int) string {
 	if !ok {
 		host = "127.0.0.1"
 	}
-	return net.JoinHostPort(host, strconv.Itoa(port))
+	out := []string{net.JoinHostPort(host, strconv.Itoa(port))}
+	if host == "::1" && slices.ContainsFunc(addrs, func(a string) bool { return net.ParseIP(a).Equal(net.IPv6unspecified) }) {
+		// A server on :: takes IPv4 too unless it is IPv6-only, and a
+		// container may have no IPv6 loopback at all (Docker's default):
+		// ::1 first, then 127.0.0.1.
+		out = append(out, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	}
+	return out
 }
 
 // dialAddress picks the host to reach a port listening on addrs.

@@ -22,10 +22,17 @@ func (s *Service) dial(ctx context.Context, port int) (net.Conn, string, error) 
 	if err := s.checkPort(port); err != nil {
 		return nil, "", err
 	}
-	target := s.scanner.target(port)
+	targets := s.scanner.target(port)
 	d := net.Dialer{Timeout: s.set.DialTimeout}
 	start := time.Now()
-	conn, err := d.DialContext(ctx, "tcp", target)
+	var conn net.Conn
+	var err error
+	var target string
+	for _, target = range targets {
+		if conn, err = d.DialContext(ctx, "tcp", target); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	s.metrics.dialSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		reason := "other"

@@ -126,11 +126,23 @@ func (s *Service) serveProxyRoot(w http.ResponseWriter, r *http.Request, in Prox
 
 // serveProxy strips /proxy/{port} and hands the request to the reverse proxy.
 func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request, in ProxyRequest) {
+	s.forwardTo(w, r, in, "/proxy/", true)
+}
+
+// servePreview strips /preview/{port}: the app is at the root of the
+// client's host, so no prefix is added for it.
+func (s *Service) servePreview(w http.ResponseWriter, r *http.Request, in ProxyRequest) {
+	s.forwardTo(w, r, in, "/preview/", false)
+}
+
+// forwardTo takes route and the port off the path and hands the request to
+// the reverse proxy; addPrefix says whether the app learns what was taken.
+func (s *Service) forwardTo(w http.ResponseWriter, r *http.Request, in ProxyRequest, route string, addPrefix bool) {
 	portStr := in.Port
 	port, _ := proxyPort(portStr) // checked by ValidateParams
 	// The path as it came (not in.Path, which the router unescaped): the
 	// app gets the request's own bytes.
-	rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
+	rest, ok := strings.CutPrefix(r.URL.Path, route)
 	if !ok {
 		reqpolicy.WriteHTTPError(w, fault.NotFound("route", r.URL.Path))
 		return
@@ -144,7 +156,7 @@ func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request, in ProxyReq
 		reqpolicy.WriteHTTPError(w, err)
 		return
 	}
-	prefix := "/proxy/" + portStr
+	prefix := route + portStr
 	pq := &proxyReq{port: port, client: s.clientAddr(r), viaGateway: platform.ViaGateway(r.Context())}
 	// A context of our own, not the request's: the host's request context
 	// is recycled once an upgrade hijacks the connection, while the proxy
@@ -161,7 +173,9 @@ func (s *Service) serveProxy(w http.ResponseWriter, r *http.Request, in ProxyReq
 			}
 		}
 	}
-	out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(r.Header.Get("X-Forwarded-Prefix"), "/")+prefix)
+	if addPrefix {
+		out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(r.Header.Get("X-Forwarded-Prefix"), "/")+prefix)
+	}
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
 	s.proxy.ServeHTTP(rec, out)

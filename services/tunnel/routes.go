@@ -76,5 +76,12 @@ func (s *Service) Routes() []platform.Route {
 				"invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's " +
 				"answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).",
 			Frameable: true, Op: platform.StreamOp(s.serveProxy)},
+		{Method: platform.MethodAny, Path: "/preview/{port}/{path...}", OperationID: "preview", Tags: tags,
+			Summary: "HTTP reverse proxy to a port at the root of its own host",
+			Description: "What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: " +
+				"the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the " +
+				"client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's " +
+				"root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.",
+			Frameable: true, Op: platform.StreamOp(s.servePreview)},
 	}
 }

@@ -34,6 +34,7 @@ const (
 func execCmd() *cobra.Command {
 	var (
 		agentURL, token, cwd, user, tag string
+		container                       string
 		env                             []string
 		timeout, reconnect              time.Duration
 		stdin                           bool
@@ -70,6 +71,13 @@ func execCmd() *cobra.Command {
 			if err := in.Validate(); err != nil {
 				return &cli.ExitError{Code: exitFailure, Message: err.Error()}
 			}
+			if container != "" {
+				u, err := cli.AgentURLOf(cmd, container)
+				if err != nil {
+					return &cli.ExitError{Code: exitFailure, Message: err.Error()}
+				}
+				agentURL = u
+			}
 			c := &client.Client{URL: strings.TrimSuffix(agentURL, "/") + "/_/process", Token: token, ReconnectFor: reconnect}
 			code, err := runExec(c, in, jsonLines, stdin)
 			if err != nil {
@@ -85,6 +93,7 @@ func execCmd() *cobra.Command {
 	f.SetInterspersed(false) // flags after the command belong to it
 	f.StringVar(&agentURL, "agent", envOr("DECKHAND_AGENT_URL", "http://127.0.0.1:7700"), "the agent's gateway (env DECKHAND_AGENT_URL)")
 	f.StringVar(&token, "token", "", "token for the gateway's proxy permissions (prefer DECKHAND_TOKEN: flags show in ps)")
+	cli.AddContainerFlag(cmd, &container)
 	f.StringVar(&tag, "tag", "", "tag the process (GET /api/v1/process?tag=)")
 	f.DurationVar(&timeout, "timeout", 0, "stop the command's whole tree after this long (0: no limit)")
 	f.StringVar(&cwd, "cwd", "", "working directory (absolute; default the user's home)")

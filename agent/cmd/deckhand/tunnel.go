@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"deckhand/agent/cli"
 	"deckhand/agent/cli/output"
 	"deckhand/platform/config"
 	"deckhand/services/tunnel/client"
@@ -21,9 +22,10 @@ import (
 // like ssh -L.
 func tunnelCmd() *cobra.Command {
 	var (
-		o        client.Options
-		headers  []string
-		logLevel string
+		o         client.Options
+		headers   []string
+		logLevel  string
+		container string
 	)
 	cmd := &cobra.Command{
 		Use:   "tunnel",
@@ -43,6 +45,13 @@ func tunnelCmd() *cobra.Command {
 					return fmt.Errorf("--header: must be \"Name: value\", got %q", h)
 				}
 				o.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+			}
+			if container != "" {
+				u, err := cli.AgentURLOf(cmd, container)
+				if err != nil {
+					return err
+				}
+				o.URL = u + "/_/tunnel"
 			}
 			o.Logger = config.Logger(os.Stderr, logLevel)
 			p := output.New(cmd)
@@ -75,6 +84,7 @@ func tunnelCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.URL, "url", "", "the tunnel service's URL (http://127.0.0.1:7706, or https://HOST/_/tunnel through the gateway)")
+	cli.AddContainerFlag(cmd, &container)
 	fl.StringVar(&o.Local, "local", "127.0.0.1:0", "local address to listen on")
 	fl.IntVar(&o.Remote, "remote", 0, "port inside the container")
 	fl.StringVar(&o.Token, "token", "", "token for the gateway (prefer DECKHAND_TOKEN: flags show in ps)")

@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"deckhand/agent/cli/controlapi"
+	"deckhand/agent/cli/output"
+)
+
+var containerCols = output.Cols("ID=id", "NAME=name", "PROJECT=project_id", "IMAGE=image_id", "STATUS=status", "REASON=status_reason",
+	"RUNTIME=runtime", "AGENT=agent_addr", "CREATED=created_at")
+
+var containerListCols = output.Cols("ID=id", "NAME=name", "STATUS=status", "IMAGE=image_id", "AGENT=agent_addr", "CREATED=created_at")
+
+func containersCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "containers",
+		Aliases: []string{"container"},
+		Short:   "Create, list, start, stop, restart and delete containers that run",
+		Long: "Containers run on the control plane's engine with the deckhand agent as their entrypoint. A new container is " +
+			"`creating` until its agent has enrolled and answers, then `running`; `failed` says why in REASON.",
+		GroupID: GroupControl,
+	}
+	cmd.AddCommand(containerCreateCmd(), containerListCmd(), containerGetCmd(),
+		containerActionCmd("start", "Start a stopped or failed container (waits until its agent answers)"),
+		containerActionCmd("stop", "Stop a container (its workspace stays)"),
+		containerActionCmd("restart", "Restart a container (waits until its agent answers again)"),
+		containerRemoveCmd())
+	return cmd
+}
+
+func printContainer(cmd *cobra.Command, resp *controlapi.Response) error {
+	return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+		t.Object(d, containerCols)
+		if urls, ok := output.Field(d, "urls").(map[string]any); ok {
+			for _, svc := range []string{"terminal", "files", "process"} {
+				if u, ok := urls[svc].(string); ok {
+					t.Row("URL "+strings.ToUpper(svc), u)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func containerCreateCmd() *cobra.Command {
+	var (
+		project, image string
+		cpus           float64
+		memory         int64
+		autostart      bool
+		env            []string
+		wait           time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a container in a project from a catalog image",
+		Long: "Creates a container (project owner or manager). It answers at once in `creating`; with --wait it polls until the " +
+			"container is running (or failed, which exits non-zero with the reason).",
+		Example: "  deckhand containers create box --project p1 --image img_0123456789abcdef01234567 --wait 60s\n" +
+			"  deckhand containers create box --project p1 --image img_... --cpus 1 --memory-mb 1024 --env LANG=C.UTF-8 -o json",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := loadControl(true)
+			if err != nil {
+				return err
+			}
+			body := map[string]any{"project_id": project, "name": args[0], "image_id": image}
+			if cpus != 0 || memory != 0 {
+				res := map[string]any{}
+				if cpus != 0 {
+					res["cpus"] = cpus
+				}
+				if memory != 0 {
+					res["memory_mb"] = memory
+				}
+				body["resources"] = res
+			}
+			if autostart {
+				body["autostart"] = true
+			}
+			if len(env) > 0 {
+				vars := map[string]string{}
+				for _, kv := range env {
+					k, v, ok := strings.Cut(kv, "=")
+					if !ok {
+						return fmt.Errorf("--env %q: want NAME=VALUE", kv)
+					}
+					vars[k] = v
+				}
+				body["env"] = vars
+			}
+			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/containers", Body: body})
+			if err != nil {
+				return err
+			}
+			if wait > 0 {
+				d, err := output.Decode(resp.Data)
+				if err != nil {
+					return err
+				}
+				id, _ := output.Field(d, "id").(string)
+				if resp, err = waitRunning(cmd, c, id, wait); err != nil {
+					return err
+				}
+			}
+			return printContainer(cmd, resp)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&project, "project", "", "the project's id (required)")
+	f.StringVar(&image, "image", "", "the catalog image's id, img_... (required; the catalog: GET /api/v1/images)")
+	f.Float64Var(&cpus, "cpus", 0, "CPU cores, 0.1-64 (default: the engine's)")
+	f.Int64Var(&memory, "memory-mb", 0, "memory limit in MiB, 128-262144 (default: the engine's)")
+	f.BoolVar(&autostart, "autostart", false, "start again with the engine")
+	f.StringArrayVar(&env, "env", nil, "NAME=VALUE for the container's programs (repeatable)")
+	f.DurationVar(&wait, "wait", 0, "wait this long for running (0: answer at once)")
+	_ = cmd.MarkFlagRequired("project")
+	_ = cmd.MarkFlagRequired("image")
+	return cmd
+}
+
+// waitRunning polls container id until it is running, failed, or wait
+// passes.
+func waitRunning(cmd *cobra.Command, c *control, id string, wait time.Duration) (*controlapi.Response, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/containers/" + url.PathEscape(id)})
+		if err != nil {
+			return nil, err
+		}
+		d, err := output.Decode(resp.Data)
+		if err != nil {
+			return nil, err
+		}
+		switch output.Field(d, "status") {
+		case "running":
+			return resp, nil
+		case "failed":
+			return nil, fmt.Errorf("container %s failed: %v", id, output.Field(d, "status_reason"))
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("container %s is still %v after %s", id, output.Field(d, "status"), wait)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func containerListCmd() *cobra.Command {
+	var project string
+	var page, limit int
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List a project's containers, oldest first",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadControl(true)
+			if err != nil {
+				return err
+			}
+			q := url.Values{"page": {fmt.Sprint(page)}, "limit": {fmt.Sprint(limit)}}
+			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet,
+				Path: "/api/v1/projects/" + url.PathEscape(project) + "/containers?" + q.Encode()})
+			if err != nil {
+				return err
+			}
+			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+				t.Objects(output.Field(d, "containers"), containerListCols)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&project, "project", "", "the project's id (required)")
+	cmd.Flags().IntVar(&page, "page", 1, "page, from 1")
+	cmd.Flags().IntVar(&limit, "limit", 20, "page size, 1-100")
+	_ = cmd.MarkFlagRequired("project")
+	return cmd
+}
+
+func containerGetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one container: status, reason, agent address and service URLs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := loadControl(true)
+			if err != nil {
+				return err
+			}
+			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/containers/" + url.PathEscape(args[0])})
+			if err != nil {
+				return err
+			}
+			return printContainer(cmd, resp)
+		},
+	}
+}
+
+func containerActionCmd(action, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   action + " ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := loadControl(true)
+			if err != nil {
+				return err
+			}
+			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/containers/" + url.PathEscape(args[0]) + "/" + action})
+			if err != nil {
+				return err
+			}
+			return printContainer(cmd, resp)
+		},
+	}
+}
+
+func containerRemoveCmd() *cobra.Command {
+	var keep bool
+	cmd := &cobra.Command{
+		Use:     "rm ID",
+		Aliases: []string{"delete"},
+		Short:   "Delete a container: its engine container, its workspace volume and its record",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := loadControl(true)
+			if err != nil {
+				return err
+			}
+			path := "/api/v1/containers/" + url.PathEscape(args[0])
+			if keep {
+				path += "?keep_workspace=true"
+			}
+			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodDelete, Path: path})
+			if err != nil {
+				return err
+			}
+			out := map[string]any{"id": args[0], "deleted": true, "message": resp.Message}
+			return output.New(cmd).Print(out, func(t *output.TableWriter) error {
+				t.Line("%s: %s.", resp.Message, args[0])
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&keep, "keep-workspace", false, "keep the workspace volume in the engine")
+	return cmd
+}

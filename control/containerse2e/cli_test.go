@@ -1,0 +1,83 @@
+package containerse2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"deckhand/control/controltest"
+)
+
+// deckhand runs the CLI as alice (her own config) and answers stdout.
+func (f *fixture) deckhand(home, stdin string, args ...string) string {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, agentBin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "DECKHAND_CONFIG=" + filepath.Join(home, "cfg", "config.json")}
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		f.t.Fatalf("deckhand %v: %v\n%s%s", args, err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func (f *fixture) deckhandJSON(home string, args ...string) map[string]any {
+	f.t.Helper()
+	out := f.deckhand(home, "", append(args, "-o", "json")...)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		f.t.Fatalf("deckhand %v -o json: %v\n%s", args, err, out)
+	}
+	return m
+}
+
+// TestCLI: `deckhand containers` creates (waiting for running), lists,
+// shows, stops, starts, restarts and removes a container.
+func TestCLI(t *testing.T) {
+	f := newFixture(t)
+	home := t.TempDir()
+	f.deckhand(home, controltest.GoodPW+"\n", "login", f.s.URL, "--email", "alice@example.com", "--password-stdin")
+	c := f.deckhandJSON(home, "containers", "create", "box", "--project", f.project, "--image", f.image, "--memory-mb", "256", "--wait", "60s")
+	id, _ := c["id"].(string)
+	if c["status"] != "running" || id == "" || c["agent_addr"] == "" {
+		t.Fatalf("create --wait: %v", c)
+	}
+	if f.inst == "" {
+		f.inst = installationOf(t, f.host, id)
+	}
+	// The agent commands find the container's agent through the control
+	// plane.
+	f.openAgent(id, c)
+	if out := f.deckhand(home, "", "exec", "--container", id, "--token", cliKey, "--", "sh", "-c", "echo from-cli > /home/user/cli; id -u"); out != "0\n" {
+		t.Fatalf("exec --container: %q", out)
+	}
+	if out := f.deckhand(home, "", "ls", "--container", id, "--token", cliKey, ":/home/user"); !strings.Contains(out, "cli") {
+		t.Fatalf("ls --container:\n%s", out)
+	}
+	list := f.deckhandJSON(home, "containers", "ls", "--project", f.project)
+	if cs, _ := list["containers"].([]any); len(cs) != 1 || cs[0].(map[string]any)["id"] != id {
+		t.Fatalf("ls: %v", list)
+	}
+	if out := f.deckhand(home, "", "containers", "get", id); !strings.Contains(out, "running") || !strings.Contains(out, "URL TERMINAL") {
+		t.Fatalf("get (table):\n%s", out)
+	}
+	for _, step := range []struct{ action, want string }{{"stop", "stopped"}, {"start", "running"}, {"restart", "running"}} {
+		if c := f.deckhandJSON(home, "containers", step.action, id); c["status"] != step.want {
+			t.Fatalf("%s: %v", step.action, c)
+		}
+	}
+	if out := f.deckhandJSON(home, "containers", "rm", id); out["deleted"] != true {
+		t.Fatalf("rm: %v", out)
+	}
+	if got := engineObjects(t, f.host, id); len(got) != 0 {
+		t.Fatalf("after rm: %v", got)
+	}
+}

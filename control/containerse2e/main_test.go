@@ -1,0 +1,168 @@
+package containerse2e_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"deckhand/control/controltest"
+	"deckhand/control/runtime"
+	"deckhand/control/runtime/runtimetest"
+	"deckhand/platform/platformtest"
+)
+
+var agentBin string
+
+// TestMain finds (or builds, static) the agent the image carries, then
+// runs every test on both store engines.
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		bin, cleanup, err := platformtest.Binary("deckhand", "deckhand/agent/cmd/deckhand")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cleanup()
+		agentBin = bin
+		return controltest.Run(m)
+	}())
+}
+
+// agentImage imports an image whose entrypoint is the deckhand agent
+// (busybox for a userland, a user uid 1000 with its home at /home/user)
+// and removes it when the test ends. It answers the engine's reference.
+func agentImage(t *testing.T, host string) string {
+	return image(t, host, `["/usr/local/bin/deckhand"]`)
+}
+
+// image is agentImage with another entrypoint (a JSON array).
+func image(t *testing.T, host, entrypoint string) string {
+	t.Helper()
+	base, err := runtimetest.ImageTar()
+	if err != nil {
+		t.Skip(err)
+	}
+	agent, err := os.ReadFile(agentBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tr := tar.NewReader(bytes.NewReader(base))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	for _, d := range []string{"usr/", "usr/local/", "usr/local/bin/"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "usr/local/bin/deckhand", Mode: 0o755, Size: int64(len(agent)), ModTime: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(agent); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cli := runtimetest.Client(t, host)
+	ref := "deckhand-containerse2e/agent:" + runtimetest.RandomName()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{
+		Changes: []string{"ENTRYPOINT " + entrypoint, "ENV PATH=/usr/local/bin:/bin", "LABEL " + runtimetest.ImageLabel + "=1"},
+	})
+	if err != nil {
+		t.Fatalf("import the agent image: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, rc)
+	_ = rc.Close()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true}); err != nil {
+			t.Errorf("remove image %s: %v", ref, err)
+		}
+	})
+	return ref
+}
+
+// engineObjects names what the engine holds for container id (any
+// installation): containers and volumes by the container label.
+func engineObjects(t *testing.T, host, id string) []string {
+	t.Helper()
+	cli := runtimetest.Client(t, host)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := client.Filters{}.Add("label", runtime.LabelContainer+"="+id)
+	var out []string
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Items {
+		out = append(out, "container "+strings.Join(c.Names, ","))
+	}
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs.Items {
+		out = append(out, "volume "+v.Name)
+	}
+	return out
+}
+
+// installationOf is the installation label of container id's engine
+// container ("" when there is none).
+func installationOf(t *testing.T, host, id string) string {
+	t.Helper()
+	cli := runtimetest.Client(t, host)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+		Filters: client.Filters{}.Add("label", runtime.LabelContainer+"="+id)})
+	if err != nil || len(cs.Items) == 0 {
+		return ""
+	}
+	return cs.Items[0].Labels[runtime.LabelInstallation]
+}
+
+// purgeLater removes, when the test ends, everything the engine holds of
+// installation inst (the network the driver made included). Call it after
+// importing the images the installation runs: cleanups run last first,
+// and an image a container still uses is only untagged.
+func purgeLater(t *testing.T, host string, inst *string) {
+	t.Cleanup(func() {
+		if *inst == "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := runtimetest.Purge(ctx, host, *inst); err != nil {
+			t.Errorf("purge installation %s: %v", *inst, err)
+		}
+	})
+}

@@ -1,0 +1,49 @@
+package images
+
+import (
+	"context"
+
+	"deckhand/control/catalog"
+	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/store"
+)
+
+// resolve is the engine reference of image id for the caller of ctx, the
+// rule containers are made by: a free image is anyone's to run; a priced
+// one only its buyers' (it is in their library) and admins'. Errors name
+// image_id: 400 for a malformed or unknown id, 403 for a priced image the
+// caller has not bought, 400 for a record without an engine reference.
+func (s *Service) resolve(ctx context.Context, id string) (string, error) {
+	p, err := platform.Caller(ctx)
+	if err != nil {
+		return "", err
+	}
+	if catalog.CheckID("image", idPrefix, id) != nil {
+		return "", fault.Invalid("image_id", "must be an image id: %s followed by 24 lower-case hex digits", idPrefix)
+	}
+	var name string
+	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+		var r imageRec
+		ok, err := tx.Get(bucketImages, id, &r)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fault.Invalid("image_id", "no image of the catalog has id %s", id)
+		}
+		if r.Price > 0 && !p.IsAdmin() && tx.GetRaw(bucketOwned, ownedKey(p.UserID, id)) == nil {
+			return &fault.Error{Code: fault.CodeForbidden, Field: "image_id", Details: "image_id",
+				Message: "image_id: image " + id + " is priced and not in your library: purchase it first (POST /api/v1/images/purchase/" + id + ")"}
+		}
+		if r.ImageName == "" {
+			return fault.Invalid("image_id", "image %s has no image_name the engine could run", id)
+		}
+		name = r.ImageName
+		return nil
+	})
+	if err != nil {
+		return "", fault.Wrap("resolve the image", err)
+	}
+	return name, nil
+}

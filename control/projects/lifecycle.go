@@ -1,0 +1,494 @@
+package projects
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"deckhand/control/events"
+	"deckhand/control/runtime"
+	"deckhand/platform"
+	"deckhand/platform/auth"
+	"deckhand/platform/fault"
+	"deckhand/platform/store"
+)
+
+// The lifecycle of a container that runs. The store holds what a user
+// asked (the record, its status and reason); the engine holds what runs;
+// this file moves the record by what the runtime driver reports:
+//
+//	creating --agent enrolled and healthy--> running
+//	creating --image missing, engine unreachable, no enrolment--> failed
+//	running  --stop--> stopped --start--> running (after a health check)
+//	any      --DELETE--> deleting --engine objects gone--> (no record)
+//
+// Every change of status writes its event (container.<status>) in the
+// transaction that writes the status. A container is enrolled when its
+// agent first authenticates with the agt_ token minted for it; it is
+// running once the control plane has also reached the agent's gateway
+// (GET /_agent/health at the address the driver reports).
+
+// Container statuses (the interface's lifecycle event kinds name them).
+const (
+	StatusCreating = "creating"
+	StatusRunning  = "running"
+	StatusPaused   = "paused"
+	StatusStopped  = "stopped"
+	StatusFailed   = "failed"
+	StatusDeleting = "deleting"
+)
+
+// RuntimeNone is the runtime of a control plane that runs no containers:
+// records only, agents run by hand.
+const RuntimeNone = "none"
+
+// Paths inside a container the runtime writes before it starts.
+const (
+	agentTokenPath = "/run/deckhand/agent-token"
+	controlKeyPath = "/run/deckhand/control-key.json"
+	// agentData is the agent's state directory in the images.
+	agentData = "/var/lib/deckhand"
+	// AgentPort is where the agent's gateway listens in a container; the
+	// driver reports it on the container's address.
+	AgentPort = 7700
+)
+
+// Runtime is how the projects domain runs containers (Config.Runtime).
+type Runtime struct {
+	// Driver is the engine; nil runs nothing (--runtime none).
+	Driver runtime.Driver
+	// AgentControlURL answers the control-plane URL the agents are given
+	// (the server may open a listener for them on first use).
+	AgentControlURL func(ctx context.Context) (string, error)
+	// EnrollTimeout bounds create → running: past it the container is
+	// failed, with the reason (default 60 s).
+	EnrollTimeout time.Duration
+	// MaxPerProject caps a project's containers (0: no cap).
+	MaxPerProject int
+	// ContainerDomain and ServerName make the services' URLs:
+	// https://<project>-<container>-<service>-1.<server>.<domain>.
+	ContainerDomain, ServerName string
+	// Services are the agent's service names the URLs are made for.
+	Services []string
+	// URLScheme and URLPort are how the platform proxy is reached
+	// ("https" and none by default; "http" and its port for a plain
+	// proxy on loopback, as make run has).
+	URLScheme, URLPort string
+	// HealthClient reaches agents' gateways (default: 2 s timeout, no
+	// proxy).
+	HealthClient *http.Client
+	// ReconcileEvery is the period of the full reconcile beside the
+	// engine's event stream (default 30 s).
+	ReconcileEvery time.Duration
+}
+
+// Resources are a container's limits (0: the engine's default).
+type Resources struct {
+	CPUs     float64 `json:"cpus,omitempty" doc:"CPU cores, 0.1-64 in steps of 0.01"`
+	MemoryMB int64   `json:"memory_mb,omitempty" doc:"memory limit in MiB, 128-262144"`
+}
+
+// Limits of a create.
+const (
+	minCPUs, maxCPUs   = 0.1, 64
+	minMemMB, maxMemMB = 128, 262144
+	maxEnv             = 64
+	maxEnvValue        = 4096
+)
+
+var envKeyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// Validate checks each limit's range.
+func (r *Resources) Validate() error {
+	if r == nil {
+		return nil
+	}
+	if r.CPUs != 0 && (r.CPUs < minCPUs || r.CPUs > maxCPUs || math.Abs(r.CPUs*100-math.Round(r.CPUs*100)) > 1e-6) {
+		return fault.Invalid("resources.cpus", "must be between %g and %g cores in steps of 0.01, got %g", minCPUs, float64(maxCPUs), r.CPUs)
+	}
+	if r.MemoryMB != 0 && (r.MemoryMB < minMemMB || r.MemoryMB > maxMemMB) {
+		return fault.Invalid("resources.memory_mb", "must be between %d and %d MiB, got %d", minMemMB, maxMemMB, r.MemoryMB)
+	}
+	return nil
+}
+
+// ContainerCreate is the body of POST /api/v1/containers.
+type ContainerCreate struct {
+	ProjectID string            `json:"project_id" required:"true" doc:"the project: its owner, a manager or an admin may create"`
+	Name      string            `json:"name" required:"true" doc:"1-100 characters, unique in the project"`
+	ImageID   string            `json:"image_id" required:"true" doc:"a catalog image (img_...): free, or priced and in the caller's library"`
+	Resources *Resources        `json:"resources,omitempty" doc:"CPU and memory limits; absent: the engine's defaults"`
+	Autostart bool              `json:"autostart,omitempty" doc:"start again with the engine (and after it exits on its own)"`
+	Env       map[string]string `json:"env,omitempty" doc:"environment of the container's programs: at most 64 names (letters, digits, '_', not starting with a digit or DECKHAND_), values up to 4096 bytes"`
+}
+
+// Validate checks every field but the image (the catalog's) and the
+// project (the store's).
+func (in *ContainerCreate) Validate() error {
+	if err := validID("project_id", in.ProjectID); err != nil {
+		return err
+	}
+	n, err := cleanName("name", in.Name)
+	if err != nil {
+		return err
+	}
+	in.Name = n
+	if in.ImageID == "" {
+		return fault.Invalid("image_id", "is required")
+	}
+	if err := in.Resources.Validate(); err != nil {
+		return err
+	}
+	return validEnv(in.Env)
+}
+
+func validEnv(env map[string]string) error {
+	if len(env) > maxEnv {
+		return fault.Invalid("env", "at most %d variables, got %d", maxEnv, len(env))
+	}
+	for k, v := range env {
+		if !envKeyRe.MatchString(k) {
+			return fault.Invalid("env", "%q is not a variable name: letters, digits and '_', not starting with a digit, at most 128", k)
+		}
+		// The agent reads DECKHAND_<FLAG> as its flags: a user's variable
+		// must not reconfigure it.
+		if strings.HasPrefix(strings.ToUpper(k), "DECKHAND_") {
+			return fault.Invalid("env", "%s: names starting with DECKHAND_ are the agent's own", k)
+		}
+		if len(v) > maxEnvValue || strings.IndexByte(v, 0) >= 0 {
+			return fault.Invalid("env", "%s: a value is at most %d bytes without NUL", k, maxEnvValue)
+		}
+	}
+	return nil
+}
+
+// lifecycle is the runtime side of the domain: the per-container locks,
+// the provisioning in flight and the enrolments seen.
+type lifecycle struct {
+	rt       Runtime
+	ctx      context.Context // ends at Close: provisioning and the reconciler stop
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	locks    map[string]*sync.Mutex
+	inflight map[string]bool
+	// reconciling is set once the reconciler runs.
+	reconciling bool
+	enrolled    sync.Map // agent token id → struct{}: its enrolment is stored
+}
+
+func newLifecycle(rt Runtime) *lifecycle {
+	if rt.EnrollTimeout <= 0 {
+		rt.EnrollTimeout = 60 * time.Second
+	}
+	if rt.ReconcileEvery <= 0 {
+		rt.ReconcileEvery = 30 * time.Second
+	}
+	if rt.ServerName == "" {
+		rt.ServerName = "local"
+	}
+	if rt.ContainerDomain == "" {
+		rt.ContainerDomain = "localhost"
+	}
+	if rt.HealthClient == nil {
+		rt.HealthClient = defaultHealthClient()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &lifecycle{rt: rt, ctx: ctx, stop: stop, locks: map[string]*sync.Mutex{}, inflight: map[string]bool{}}
+}
+
+// lock serializes what acts on one container (API actions, provisioning
+// steps, the reconciler).
+func (l *lifecycle) lock(id string) func() {
+	l.mu.Lock()
+	m := l.locks[id]
+	if m == nil {
+		m = &sync.Mutex{}
+		l.locks[id] = m
+	}
+	l.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// runtimeName is the answer's `runtime`.
+func (s *Service) runtimeName() string {
+	if s.lc.rt.Driver == nil {
+		return RuntimeNone
+	}
+	return s.lc.rt.Driver.Capabilities().Name
+}
+
+const recordsOnly = "records only: this control plane runs no containers (--runtime none); run the container's agent yourself " +
+	"with an agent token (POST /api/v1/containers/{id}/agent-tokens)"
+
+// decorate fills what an answer shows beside the record: the runtime, the
+// services' URLs and, under --runtime none, the reason nothing runs.
+// It answers a copy: the record stays as stored.
+func (s *Service) decorate(rec *Container) *Container {
+	c := *rec
+	c.Runtime = s.runtimeName()
+	if c.Runtime == RuntimeNone && c.StatusReason == "" {
+		c.StatusReason = recordsOnly
+	}
+	c.URLs = map[string]string{}
+	for _, svc := range s.lc.rt.Services {
+		c.URLs[svc] = s.ServiceURL(&c, svc)
+	}
+	return &c
+}
+
+// ServiceURL is the URL of service svc of container c through the
+// platform proxy (a port preview's service is p<port>).
+func (s *Service) ServiceURL(c *Container, svc string) string {
+	scheme, port := s.lc.rt.URLScheme, ""
+	if scheme == "" {
+		scheme = "https"
+	}
+	if p := s.lc.rt.URLPort; p != "" && !(scheme == "https" && p == "443") && !(scheme == "http" && p == "80") {
+		port = ":" + p
+	}
+	return fmt.Sprintf("%s://%s-%s-%s-1.%s.%s%s", scheme, c.ProjectID, c.ID, svc, s.serverName(c), s.lc.rt.ContainerDomain, port)
+}
+
+// setStatus moves container c (read in tx) to status with reason and
+// writes its event when the status changes; mutate, when given, changes
+// the record too.
+func (s *Service) setStatus(tx *store.Tx, ctx context.Context, c *Container, status, reason string) error {
+	changed := c.Status != status
+	c.Status, c.StatusReason, c.UpdatedAt = status, reason, s.now()
+	if err := tx.Put(bucketContainers, c.ID, c); err != nil {
+		return err
+	}
+	if !changed {
+		return nil
+	}
+	payload := map[string]any{"name": c.Name}
+	if reason != "" {
+		payload["reason"] = reason
+	}
+	return s.event(tx, ctx, events.Event{EventType: "container." + status, ResourceType: "container", ResourceID: c.ID,
+		ProjectID: c.ProjectID, ContainerID: c.ID, Payload: events.Payload(payload)})
+}
+
+// move loads container id and, when its status is one of from (any when
+// from is empty), sets status and reason in one transaction. It answers
+// the record as written, or nil when the record is gone or in another
+// status.
+func (s *Service) move(ctx context.Context, id string, from []string, status, reason string, mutate func(*Container)) (*Container, error) {
+	var out *Container
+	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		c, err := getContainer(tx, id)
+		if err != nil || c == nil {
+			return err
+		}
+		if len(from) > 0 && !contains(from, c.Status) {
+			return nil
+		}
+		if mutate != nil {
+			mutate(c)
+		}
+		out = c
+		return s.setStatus(tx, ctx, c, status, reason)
+	})
+	if err != nil {
+		return nil, storeErr("record the container's status", err)
+	}
+	return out, nil
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// CreateContainer makes a container in a project the caller owns or
+// manages (admins: any project) and starts provisioning it: 201 in
+// creating. Every refusal (unknown or unusable image, a limit out of
+// range, the quota, a name taken) comes before anything is written or
+// asked of the engine.
+func (s *Service) CreateContainer(ctx context.Context, in ContainerCreate) (*Container, error) {
+	caller, err := platform.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The project before the image: a caller learns nothing of a project
+	// it may not see from the image's answer.
+	if err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		_, err := s.creatableProject(tx, in.ProjectID, caller)
+		return err
+	}); err != nil {
+		return nil, storeErr("read the project", err)
+	}
+	imageName, err := s.env.Images.Resolve(ctx, in.ImageID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	c := &Container{ID: newID(), ProjectID: in.ProjectID, Name: in.Name, ImageID: in.ImageID, ImageName: imageName,
+		Autostart: in.Autostart, Env: in.Env, Status: StatusCreating, CreatedAt: now, UpdatedAt: now}
+	if in.Resources != nil {
+		c.Resources = *in.Resources
+	}
+	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		if _, err := s.creatableProject(tx, in.ProjectID, caller); err != nil {
+			return err
+		}
+		cs, err := projectContainers(tx, in.ProjectID, 0)
+		if err != nil {
+			return err
+		}
+		if max := s.lc.rt.MaxPerProject; max > 0 && len(cs) >= max {
+			return &fault.Error{Code: fault.CodeConflict, Field: "project_id", Details: "project_id",
+				Message: fmt.Sprintf("project_id: the project has %d containers, the most this control plane allows (--max-containers-per-project %d); delete one first", len(cs), max)}
+		}
+		for _, o := range cs {
+			if strings.EqualFold(o.Name, c.Name) {
+				return &fault.Error{Code: fault.CodeConflict, Field: "name", Details: "name",
+					Message: fmt.Sprintf("name: the project already has a container named %q (names are unique in a project, ignoring case)", c.Name)}
+			}
+		}
+		if err := tx.Put(bucketContainers, c.ID, c); err != nil {
+			return err
+		}
+		return s.event(tx, ctx, events.Event{EventType: "container.creating", ResourceType: "container", ResourceID: c.ID,
+			ProjectID: c.ProjectID, ContainerID: c.ID, Payload: events.Payload(map[string]any{"name": c.Name, "image_id": c.ImageID})})
+	})
+	if err != nil {
+		return nil, storeErr("create the container", err)
+	}
+	s.provisionAsync(c.ID)
+	return s.decorate(c), nil
+}
+
+// creatableProject is project id if the caller may create containers in
+// it: an admin, its owner or a manager. A project the caller is no member
+// of answers 404, as an unknown one: its existence is not the caller's to
+// learn from a body field.
+func (s *Service) creatableProject(tx *store.Tx, id string, caller *auth.Principal) (*Project, error) {
+	p, err := getProject(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	notFound := &fault.Error{Code: fault.CodeNotFound, Field: "project_id", Details: "project",
+		Message: fmt.Sprintf("project_id: project %q not found", id)}
+	if p == nil {
+		return nil, notFound
+	}
+	if caller.IsAdmin() {
+		return p, nil
+	}
+	lv, err := callerLevel(tx, p, caller.UserID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case lv == roleNone:
+		return nil, notFound
+	case lv < roleManager:
+		return nil, &fault.Error{Code: fault.CodeForbidden, Field: "project_id", Details: "project_id",
+			Message: "project_id: creating containers needs the project's owner or manager role (yours: " + roleName(lv) + ")"}
+	}
+	return p, nil
+}
+
+// mintAgentToken replaces container id's agent tokens with a new one (in
+// tx), for the agent the runtime is about to start: the token goes to the
+// engine as a root-only file and is never shown. Enrolment starts over.
+func (s *Service) mintAgentToken(tx *store.Tx, ctx context.Context, c *Container) (string, error) {
+	if err := dropAgentTokens(tx, c.ID); err != nil {
+		return "", err
+	}
+	token := AgentTokenPrefix + rand.Text()
+	rec := agentTokenRec{ID: newID(), ContainerID: c.ID, Hash: agentTokenHash(token), CreatedAt: s.now(), CreatedBy: "runtime"}
+	if err := tx.Put(bucketAgentTokens, c.ID+"/"+rec.ID, rec); err != nil {
+		return "", err
+	}
+	if err := tx.PutRaw(bucketAgentHash, rec.Hash, []byte(c.ID+"/"+rec.ID)); err != nil {
+		return "", err
+	}
+	c.EnrolledAt = nil
+	return token, tx.Put(bucketContainers, c.ID, c)
+}
+
+// agentArgs are the agent's arguments in container c (the image's
+// entrypoint is the agent).
+func (s *Service) agentArgs(c *Container, controlURL string) []string {
+	args := []string{"run", "--listen", fmt.Sprintf("0.0.0.0:%d", AgentPort), "--data", agentData,
+		"--control-url", controlURL, "--control-key", controlKeyPath,
+		"--container-id", c.ID, "--project-id", c.ProjectID, "--token-file", agentTokenPath,
+		"--domain", s.lc.rt.ContainerDomain}
+	if u, err := url.Parse(controlURL); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		// The engine's bridge is not loopback; the key is pinned, so
+		// nothing unsigned is applied.
+		args = append(args, "--insecure-control-url")
+	}
+	return args
+}
+
+func loopbackHost(h string) bool {
+	return h == "localhost" || strings.HasPrefix(h, "127.") || h == "::1"
+}
+
+// engineReason turns a driver error into a status_reason a person can act
+// on.
+func engineReason(err error, image string) string {
+	switch {
+	case errors.Is(err, runtime.ErrImageMissing):
+		return imageMissing(image)
+	case errors.Is(err, runtime.ErrUnavailable):
+		return "the container engine is unreachable (check that dockerd runs and --docker-host points at it): " + err.Error()
+	}
+	return "the container engine refused: " + err.Error()
+}
+
+func imageMissing(image string) string {
+	return fmt.Sprintf("image %s is not in the container engine: build it (make image) or load it, then start the container again", image)
+}
+
+// engineErr is an API answer for a driver error.
+func engineErr(op string, err error) error {
+	if errors.Is(err, runtime.ErrUnavailable) {
+		return &fault.Error{Code: fault.CodeUnavailable, Message: "the container engine is unreachable while trying to " + op +
+			": check that dockerd runs and --docker-host points at it", Headers: map[string]string{"Retry-After": "5"}, Cause: err}
+	}
+	return fault.Internal(op, err)
+}
+
+// dropAgentTokens deletes every agent token of container id (in tx); the
+// keys are gathered first, as deleting under a scan may skip entries.
+func dropAgentTokens(tx *store.Tx, id string) error {
+	var recs []agentTokenRec
+	if err := tx.ForEachPrefix(bucketAgentTokens, id+"/", func(_ string, raw []byte) error {
+		var r agentTokenRec
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		recs = append(recs, r)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := tx.Delete(bucketAgentHash, r.Hash); err != nil {
+			return err
+		}
+		if err := tx.Delete(bucketAgentTokens, id+"/"+r.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}

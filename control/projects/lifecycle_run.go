@@ -1,0 +1,660 @@
+package projects
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"deckhand/control/events"
+	"deckhand/control/runtime"
+	"deckhand/platform/fault"
+	"deckhand/platform/store"
+)
+
+func defaultHealthClient() *http.Client {
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+}
+
+// provisionAsync provisions container id in the background unless work
+// on it is already under way.
+func (s *Service) provisionAsync(id string) {
+	s.background(id, func(ctx context.Context) { s.provision(ctx, id) })
+}
+
+// background runs fn for container id in its own goroutine, once at a
+// time per container; the reconciler leaves a container alone meanwhile.
+func (s *Service) background(id string, fn func(ctx context.Context)) {
+	if s.lc.rt.Driver == nil {
+		return
+	}
+	s.lc.mu.Lock()
+	if s.lc.inflight[id] || s.lc.ctx.Err() != nil {
+		s.lc.mu.Unlock()
+		return
+	}
+	s.lc.inflight[id] = true
+	s.lc.wg.Add(1)
+	s.lc.mu.Unlock()
+	go func() {
+		defer s.lc.wg.Done()
+		defer func() {
+			s.lc.mu.Lock()
+			delete(s.lc.inflight, id)
+			s.lc.mu.Unlock()
+		}()
+		fn(s.lc.ctx)
+	}()
+}
+
+func (s *Service) isInflight(id string) bool {
+	s.lc.mu.Lock()
+	defer s.lc.mu.Unlock()
+	return s.lc.inflight[id]
+}
+
+// provision takes a creating container to running or failed: the image
+// checked, the engine container made (with a fresh agent token) unless it
+// exists, started, then the agent's enrolment and health awaited. Each
+// step is idempotent, so a control plane killed mid-way repeats it on
+// start.
+func (s *Service) provision(ctx context.Context, id string) {
+	drv := s.lc.rt.Driver
+	deadline := time.Now().Add(s.lc.rt.EnrollTimeout)
+	fail := func(reason string) {
+		if _, err := s.move(ctx, id, []string{StatusCreating}, StatusFailed, reason, nil); err != nil {
+			s.log.Warn("container: recording failed", "container", id, "err", err)
+		}
+	}
+	step := func() (done bool) {
+		unlock := s.lc.lock(id)
+		defer unlock()
+		c, err := s.loadContainer(ctx, id)
+		if err != nil || c == nil || c.Status != StatusCreating {
+			return true
+		}
+		ok, err := drv.ImageExists(ctx, c.ImageName)
+		if err != nil {
+			fail(engineReason(err, c.ImageName))
+			return true
+		}
+		if !ok {
+			fail(imageMissing(c.ImageName))
+			return true
+		}
+		st, err := drv.Inspect(ctx, id)
+		if err != nil {
+			fail(engineReason(err, c.ImageName))
+			return true
+		}
+		if st.State == runtime.StateMissing {
+			controlURL, err := s.agentURL(ctx)
+			if err != nil {
+				fail(engineReason(err, c.ImageName))
+				return true
+			}
+			var token string
+			err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+				cur, err := getContainer(tx, id)
+				if err != nil || cur == nil {
+					return err
+				}
+				c = cur
+				token, err = s.mintAgentToken(tx, ctx, c)
+				return err
+			})
+			if err != nil {
+				fail("the control plane could not mint the agent's token: " + err.Error())
+				return true
+			}
+			if err := drv.Create(ctx, s.spec(c, token, controlURL)); err != nil {
+				fail(engineReason(err, c.ImageName))
+				return true
+			}
+		}
+		if err := drv.Start(ctx, id); err != nil {
+			fail(engineReason(err, c.ImageName))
+			return true
+		}
+		return false
+	}
+	if step() {
+		return
+	}
+	addr, reason := s.awaitAgent(ctx, id, deadline, true)
+	unlock := s.lc.lock(id)
+	defer unlock()
+	if ctx.Err() != nil {
+		return // closing: the next start reconciles
+	}
+	if reason != "" {
+		fail(reason)
+		return
+	}
+	if _, err := s.move(ctx, id, []string{StatusCreating}, StatusRunning, "", func(c *Container) { c.AgentAddr = addr }); err != nil {
+		s.log.Warn("container: recording running", "container", id, "err", err)
+	}
+}
+
+// spec is the engine's description of container c with its agent token.
+func (s *Service) spec(c *Container, token, controlURL string) runtime.Spec {
+	files := []runtime.File{{Path: agentTokenPath, Content: []byte(token + "\n"), Mode: 0o400}}
+	if s.env.Config.Keys != nil {
+		if raw, err := json.Marshal(s.env.Config.Keys.PublicSet()); err == nil {
+			files = append(files, runtime.File{Path: controlKeyPath, Content: raw, Mode: 0o444})
+		}
+	}
+	return runtime.Spec{ID: c.ID, ProjectID: c.ProjectID, Name: c.Name, Image: c.ImageName,
+		Resources: runtime.Resources{CPUs: c.Resources.CPUs, MemoryMB: c.Resources.MemoryMB},
+		Autostart: c.Autostart, Env: c.Env, Files: files, Args: s.agentArgs(c, controlURL)}
+}
+
+// awaitAgent waits until container id's agent has enrolled (when
+// enrol) and its gateway answers the health check, or deadline: the
+// agent's address, or the reason it is not running.
+func (s *Service) awaitAgent(ctx context.Context, id string, deadline time.Time, enrol bool) (addr, reason string) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	enrolled, lastErr := !enrol, ""
+	for {
+		if !enrolled {
+			c, err := s.loadContainer(ctx, id)
+			if err != nil || c == nil {
+				return "", "the container's record is gone"
+			}
+			enrolled = c.EnrolledAt != nil
+		}
+		st, err := s.lc.rt.Driver.Inspect(ctx, id)
+		switch {
+		case err != nil:
+			lastErr = engineReason(err, "")
+		case st.State == runtime.StateMissing:
+			return "", "the engine holds no container for it any more (removed outside the control plane)"
+		case st.State == runtime.StateExited || st.State == runtime.StateDead:
+			why := st.Reason
+			if why == "" {
+				why = string(st.State)
+			}
+			return "", "the container's agent exited before it was running (" + why + "): the image's entrypoint must be the deckhand agent; see the engine's logs of the container"
+		case enrolled && st.Addr != "":
+			if herr := s.checkHealth(ctx, st.Addr); herr == nil {
+				return st.Addr, ""
+			} else {
+				lastErr = herr.Error()
+			}
+		}
+		if time.Now().After(deadline) {
+			if !enrolled {
+				return "", fmt.Sprintf("the agent never enrolled within %s: it did not reach the control plane at %s with its token "+
+					"(check the image's entrypoint is the deckhand agent, that the URL is reachable from the engine's network, or set --agent-control-url)",
+					s.lc.rt.EnrollTimeout, s.agentURLWords())
+			}
+			return "", fmt.Sprintf("the agent enrolled but its gateway did not answer the health check within %s: %s", s.lc.rt.EnrollTimeout, lastErr)
+		}
+		select {
+		case <-ctx.Done():
+			return "", "the control plane stopped"
+		case <-tick.C:
+		}
+	}
+}
+
+// checkHealth GETs the agent's health at addr (its gateway on the
+// engine's network).
+func (s *Service) checkHealth(ctx context.Context, addr string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+healthPath, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := s.lc.rt.HealthClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s%s answered %d", addr, healthPath, resp.StatusCode)
+	}
+	return nil
+}
+
+// healthPath is the agent gateway's health (agent/gateway.HealthPath).
+const healthPath = "/_agent/health"
+
+func (s *Service) loadContainer(ctx context.Context, id string) (*Container, error) {
+	var c *Container
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		var err error
+		c, err = getContainer(tx, id)
+		return err
+	})
+	return c, err
+}
+
+// noteEnrolled records that the agent of token tokenID (of container id)
+// has authenticated: once per token and process, one write.
+func (s *Service) noteEnrolled(ctx context.Context, id, tokenID string) {
+	if _, seen := s.lc.enrolled.Load(tokenID); seen {
+		return
+	}
+	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		c, err := getContainer(tx, id)
+		if err != nil || c == nil || c.EnrolledAt != nil {
+			return err
+		}
+		now := s.now()
+		c.EnrolledAt = &now
+		return tx.Put(bucketContainers, id, c)
+	})
+	if err != nil {
+		s.log.Warn("container: recording the agent's enrolment", "container", id, "err", err)
+		return
+	}
+	s.lc.enrolled.Store(tokenID, struct{}{})
+}
+
+// errRecordsOnly answers an engine action under --runtime none.
+var errRecordsOnly = &fault.Error{Code: fault.CodeConflict, Details: "runtime",
+	Message: "this control plane runs no containers (--runtime none): start and stop the container's agent yourself"}
+
+// errRegistered answers an engine action on a container an admin
+// registered (no image: its agent is run by hand).
+var errRegistered = &fault.Error{Code: fault.CodeConflict, Details: "image_id",
+	Message: "this container was registered without an image (its agent runs by hand): the control plane does not start or stop it"}
+
+// engineFor is the driver for acting on container c, or why not.
+func (s *Service) engineFor(c *Container) (runtime.Driver, error) {
+	if s.lc.rt.Driver == nil {
+		return nil, errRecordsOnly
+	}
+	if c.ImageName == "" {
+		return nil, errRegistered
+	}
+	return s.lc.rt.Driver, nil
+}
+
+// ContainerAction is POST /api/v1/containers/{id}/start|stop|restart.
+type ContainerAction struct {
+	ContainerRef
+	Body *struct{}
+}
+
+// StartContainer starts a stopped or failed container and answers once its
+// agent is healthy (running) or why not (failed). A container whose engine
+// object is gone (a create that failed, a removal behind the control
+// plane's back) is made again from its record: 200 in creating.
+func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Container, error) {
+	id := in.ID
+	unlock := s.lc.lock(id)
+	c, err := s.current(ctx, id)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	drv, err := s.engineFor(c)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	switch c.Status {
+	case StatusRunning, StatusCreating:
+		unlock()
+		return s.decorate(c), nil
+	case StatusDeleting:
+		unlock()
+		return nil, errDeleting(id)
+	}
+	if c.Recreate {
+		// Limits or autostart changed while it was stopped.
+		defer unlock()
+		c, err = s.recreate(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return s.decorate(c), nil
+	}
+	st, err := drv.Inspect(ctx, id)
+	if err != nil {
+		unlock()
+		return nil, engineErr("start the container", err)
+	}
+	if st.State == runtime.StateMissing {
+		c, err = s.move(ctx, id, nil, StatusCreating, "", nil)
+		unlock()
+		if err != nil {
+			return nil, err
+		}
+		s.provisionAsync(id)
+		return s.decorate(c), nil
+	}
+	defer unlock()
+	if st.State == runtime.StatePaused {
+		err = drv.Resume(ctx, id)
+	} else {
+		err = drv.Start(ctx, id)
+	}
+	if err != nil {
+		return nil, engineErr("start the container", err)
+	}
+	return s.settle(ctx, id)
+}
+
+// settle waits (up to the enrolment timeout) for container id's agent to
+// answer, and records running or failed.
+func (s *Service) settle(ctx context.Context, id string) (*Container, error) {
+	addr, reason := s.awaitAgent(ctx, id, time.Now().Add(s.lc.rt.EnrollTimeout), false)
+	var c *Container
+	var err error
+	if reason != "" {
+		c, err = s.move(ctx, id, nil, StatusFailed, reason, nil)
+	} else {
+		c, err = s.move(ctx, id, nil, StatusRunning, "", func(c *Container) { c.AgentAddr = addr })
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fault.NotFound("container", id)
+	}
+	return s.decorate(c), nil
+}
+
+// StopContainer stops a container (its agent gets 10 s to stop); a
+// stopped one answers as it is.
+func (s *Service) StopContainer(ctx context.Context, in ContainerAction) (*Container, error) {
+	id := in.ID
+	unlock := s.lc.lock(id)
+	defer unlock()
+	c, err := s.current(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	drv, err := s.engineFor(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Status == StatusDeleting {
+		return nil, errDeleting(id)
+	}
+	if err := drv.Stop(ctx, id, stopGrace); errors.Is(err, runtime.ErrNotFound) {
+		c, err = s.move(ctx, id, nil, StatusFailed, removedReason, func(c *Container) { c.AgentAddr = "" })
+		if err != nil {
+			return nil, err
+		}
+		return s.decorate(c), nil
+	} else if err != nil {
+		return nil, engineErr("stop the container", err)
+	}
+	if c, err = s.move(ctx, id, nil, StatusStopped, "", func(c *Container) { c.AgentAddr = "" }); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fault.NotFound("container", id)
+	}
+	return s.decorate(c), nil
+}
+
+const stopGrace = 10 * time.Second
+
+// RestartContainer stops and starts a container and answers once its agent
+// is healthy again.
+func (s *Service) RestartContainer(ctx context.Context, in ContainerAction) (*Container, error) {
+	id := in.ID
+	unlock := s.lc.lock(id)
+	c, err := s.current(ctx, id)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	drv, err := s.engineFor(c)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	if c.Status == StatusDeleting {
+		unlock()
+		return nil, errDeleting(id)
+	}
+	if c.Status == StatusCreating {
+		unlock()
+		return s.decorate(c), nil
+	}
+	st, err := drv.Inspect(ctx, id)
+	if err != nil {
+		unlock()
+		return nil, engineErr("restart the container", err)
+	}
+	if st.State == runtime.StateMissing {
+		unlock()
+		return s.StartContainer(ctx, in)
+	}
+	defer unlock()
+	if err := drv.Restart(ctx, id, stopGrace); err != nil {
+		return nil, engineErr("restart the container", err)
+	}
+	return s.settle(ctx, id)
+}
+
+// ContainerDelete is DELETE /api/v1/containers/{id}.
+type ContainerDelete struct {
+	ContainerRef
+	KeepWorkspace bool `query:"keep_workspace" doc:"keep the workspace volume in the engine (the container and its record go)"`
+}
+
+// DeleteContainer removes the container from the engine (its workspace
+// volume too, unless keep_workspace) and then its record, agent tokens,
+// network configuration and proxy permissions document. When the engine
+// cannot be reached the record stays in deleting, with the reason, and the
+// reconciler finishes the delete once it can.
+func (s *Service) DeleteContainer(ctx context.Context, in ContainerDelete) error {
+	id := in.ID
+	unlock := s.lc.lock(id)
+	defer unlock()
+	c, err := s.move(ctx, id, nil, StatusDeleting, "", func(c *Container) { c.KeepWorkspace = in.KeepWorkspace })
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return fault.NotFound("container", id)
+	}
+	return s.finishDelete(ctx, c)
+}
+
+// finishDelete removes deleting container c's engine objects and then its
+// records (the caller holds its lock).
+func (s *Service) finishDelete(ctx context.Context, c *Container) error {
+	if drv := s.lc.rt.Driver; drv != nil && c.ImageName != "" {
+		if err := drv.Delete(ctx, c.ID, c.KeepWorkspace); err != nil {
+			reason := "deleting: " + engineReason(err, c.ImageName)
+			if _, merr := s.move(ctx, c.ID, []string{StatusDeleting}, StatusDeleting, reason, nil); merr != nil {
+				s.log.Warn("container: recording the delete's reason", "container", c.ID, "err", merr)
+			}
+			return engineErr("delete the container", err)
+		}
+	}
+	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		return s.dropContainer(tx, c.ID)
+	})
+	return storeErr("delete the container", err)
+}
+
+// dropContainer deletes container id's record and everything keyed by it.
+func (s *Service) dropContainer(tx *store.Tx, id string) error {
+	if err := dropAgentTokens(tx, id); err != nil {
+		return err
+	}
+	for _, d := range []struct{ bucket, key string }{{bucketNetwork, id}, {bucketNetCreds, id}, {bucketDocs, containerDocKey(id)},
+		{bucketDocVersion, containerDocKey(id)}, {bucketContainers, id}} {
+		if err := tx.Delete(d.bucket, d.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func errDeleting(id string) error {
+	return fault.Errorf(fault.CodeConflict, "container %s is being deleted", id)
+}
+
+// current is container id, 404 when gone.
+func (s *Service) current(ctx context.Context, id string) (*Container, error) {
+	c, err := s.loadContainer(ctx, id)
+	if err != nil {
+		return nil, storeErr("read the container", err)
+	}
+	if c == nil {
+		return nil, fault.NotFound("container", id)
+	}
+	return c, nil
+}
+
+// agentURL is the control-plane URL the agents are given.
+func (s *Service) agentURL(ctx context.Context) (string, error) {
+	if s.lc.rt.AgentControlURL == nil {
+		return "", fault.Errorf(fault.CodeInternal, "no control-plane URL for the agents")
+	}
+	return s.lc.rt.AgentControlURL(ctx)
+}
+
+// agentURLWords names the agents' URL in a reason.
+func (s *Service) agentURLWords() string {
+	if u, err := s.agentURL(s.lc.ctx); err == nil {
+		return u
+	}
+	return "its --agent-control-url"
+}
+
+// ContainerUpdate is PATCH /api/v1/containers/{id}.
+type ContainerUpdate struct {
+	ContainerRef
+	Body ContainerChanges
+}
+
+// ContainerChanges are the fields a PATCH may change; absent ones stay.
+type ContainerChanges struct {
+	Name      *string    `json:"name,omitempty" doc:"1-100 characters, unique in the project"`
+	Resources *Resources `json:"resources,omitempty" doc:"new limits (both fields are replaced; 0: the engine's default)"`
+	Autostart *bool      `json:"autostart,omitempty" doc:"start again with the engine"`
+}
+
+// Validate checks each field given.
+func (in *ContainerChanges) Validate() error {
+	if in.Name != nil {
+		n, err := cleanName("name", *in.Name)
+		if err != nil {
+			return err
+		}
+		in.Name = &n
+	}
+	if in.Name == nil && in.Resources == nil && in.Autostart == nil {
+		return fault.Invalid("body", "give name, resources or autostart")
+	}
+	return in.Resources.Validate()
+}
+
+// UpdateContainer renames a container, changes its limits or its
+// autostart. The engine applies limits and the restart policy only to a
+// container it makes, so a change of either makes the engine container
+// again from the record (the workspace volume is kept): at once when it
+// runs (it answers in creating, then running), at its next start when it
+// is stopped. Each change writes its event.
+func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Container, error) {
+	id, ch := in.ID, in.Body
+	unlock := s.lc.lock(id)
+	defer unlock()
+	var out *Container
+	var recreateNow bool
+	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		c, err := getContainer(tx, id)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return fault.NotFound("container", id)
+		}
+		if c.Status == StatusDeleting {
+			return errDeleting(id)
+		}
+		ev := func(kind string, payload map[string]any) error {
+			return s.event(tx, ctx, events.Event{EventType: kind, ResourceType: "container", ResourceID: id,
+				ProjectID: c.ProjectID, ContainerID: id, Payload: events.Payload(payload)})
+		}
+		if ch.Name != nil && *ch.Name != c.Name {
+			cs, err := projectContainers(tx, c.ProjectID, 0)
+			if err != nil {
+				return err
+			}
+			for _, o := range cs {
+				if o.ID != id && strings.EqualFold(o.Name, *ch.Name) {
+					return &fault.Error{Code: fault.CodeConflict, Field: "name", Details: "name",
+						Message: fmt.Sprintf("name: the project already has a container named %q (names are unique in a project, ignoring case)", *ch.Name)}
+				}
+			}
+			if err := ev("container.renamed", map[string]any{"from": c.Name, "to": *ch.Name}); err != nil {
+				return err
+			}
+			c.Name = *ch.Name
+		}
+		engine := false
+		if ch.Resources != nil && *ch.Resources != c.Resources {
+			if err := ev("container.resource_updated", map[string]any{"cpus": ch.Resources.CPUs, "memory_mb": ch.Resources.MemoryMB}); err != nil {
+				return err
+			}
+			c.Resources, engine = *ch.Resources, true
+		}
+		if ch.Autostart != nil && *ch.Autostart != c.Autostart {
+			kind := "container.autostart_disabled"
+			if *ch.Autostart {
+				kind = "container.autostart_enabled"
+			}
+			if err := ev(kind, map[string]any{"autostart": *ch.Autostart}); err != nil {
+				return err
+			}
+			c.Autostart, engine = *ch.Autostart, true
+		}
+		if engine && c.ImageName != "" && s.lc.rt.Driver != nil {
+			switch c.Status {
+			case StatusRunning, StatusPaused:
+				recreateNow = true
+			case StatusStopped, StatusFailed:
+				c.Recreate = true
+			}
+		}
+		c.UpdatedAt = s.now()
+		out = c
+		return tx.Put(bucketContainers, id, c)
+	})
+	if err != nil {
+		return nil, storeErr("update the container", err)
+	}
+	if recreateNow {
+		if out, err = s.recreate(ctx, out); err != nil {
+			return nil, err
+		}
+	}
+	return s.decorate(out), nil
+}
+
+// recreate removes container c's engine container (keeping its
+// workspace) and provisions it again from the record (the caller holds
+// its lock).
+func (s *Service) recreate(ctx context.Context, c *Container) (*Container, error) {
+	if err := s.lc.rt.Driver.Delete(ctx, c.ID, true); err != nil {
+		return nil, engineErr("make the engine container again", err)
+	}
+	c, err := s.move(ctx, c.ID, nil, StatusCreating, "", func(c *Container) { c.Recreate, c.AgentAddr = false, "" })
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, errGone
+	}
+	s.provisionAsync(c.ID)
+	return c, nil
+}
+
+var errGone = fault.Errorf(fault.CodeNotFound, "the container was deleted meanwhile")

@@ -1,0 +1,71 @@
+package projects
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"deckhand/platform/fault"
+	"deckhand/platform/store"
+)
+
+// ContainerByHost finds the container a per-service Host names: prefix is
+// `<project_id>-<container_id>` and server the server name. Ids may hold
+// hyphens, so each split is tried; only a container of that project whose
+// server is server matches. Unknown and deleted containers are NotFound.
+func (s *Service) ContainerByHost(ctx context.Context, prefix, server string) (*Container, error) {
+	var out *Container
+	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		for i := strings.IndexByte(prefix, '-'); i > 0 && i < len(prefix)-1; {
+			c, err := getContainer(tx, prefix[i+1:])
+			if err != nil {
+				return err
+			}
+			if c != nil && c.ProjectID == prefix[:i] && s.serverName(c) == server {
+				out = c
+				return nil
+			}
+			j := strings.IndexByte(prefix[i+1:], '-')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("find the container", err)
+	}
+	if out == nil {
+		return nil, fault.NotFound("container", prefix)
+	}
+	return s.decorate(out), nil
+}
+
+// serverName is the server name in c's service URLs.
+func (s *Service) serverName(c *Container) string {
+	if c.ServerID != "" {
+		return c.ServerID
+	}
+	return s.lc.rt.ServerName
+}
+
+// WakeContainer starts a stopped (or resumes a paused) container for a
+// request that reached it through the platform proxy: it needs no caller,
+// since the container's autostart is the owner's consent, and it returns
+// at once; the start goes on in the background.
+func (s *Service) WakeContainer(ctx context.Context, id string) error {
+	c, err := s.current(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !c.Autostart {
+		return fault.Errorf(fault.CodeConflict, "container %s has autostart off: start it yourself", id)
+	}
+	s.background(id, func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, s.lc.rt.EnrollTimeout+30*time.Second)
+		defer cancel()
+		_, _ = s.StartContainer(ctx, ContainerAction{ContainerRef: ContainerRef{ID: id}})
+	})
+	return nil
+}

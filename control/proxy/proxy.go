@@ -1,0 +1,362 @@
+// Package proxy is the platform proxy: it serves every container's
+// per-service URL, `<project_id>-<container_id>-<service>-<n>.<server_name>.<domain>`,
+// and its port previews (service `p<port>`), by handing the request to that
+// container's agent gateway over the runtime's network with the Host kept,
+// so the agent's own routing and proxy permissions judge it. It reads the
+// Host with the same parser the agent uses (platform/hostroute), wakes a
+// stopped container whose autostart is on, and bounds what one container
+// or one client can hold.
+//
+// It is a plain net/http server around httputil.ReverseProxy: WebSockets,
+// server-sent events, streamed bodies and Range pass through unbuffered,
+// hop-by-hop headers are dropped and X-Forwarded-For/Host/Proto set.
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/hostroute"
+)
+
+// Container is what the proxy needs to know of a container.
+type Container struct {
+	ID        string
+	ProjectID string
+	// Status is the record's lifecycle state (running, stopped, paused,
+	// creating, failed, deleting).
+	Status string
+	Reason string
+	// Autostart lets a request wake the container when it is stopped
+	// or paused.
+	Autostart bool
+	// Addr is where the agent's gateway answers (host:port) while it runs.
+	Addr string
+}
+
+// Catalog is the proxy's view of the containers.
+type Catalog interface {
+	// Find answers the container a Host prefix `<project_id>-<container_id>`
+	// names on server, or a fault.NotFound.
+	Find(ctx context.Context, prefix, server string) (Container, error)
+	// Wake starts (or resumes) the container and returns once it asked
+	// the engine; Find then shows it running when its agent answers.
+	Wake(ctx context.Context, id string) error
+}
+
+// Config is the proxy's settings.
+type Config struct {
+	// Domain is --container-domain.
+	Domain string
+	// WakeTimeout bounds how long a request waits for a woken container.
+	WakeTimeout time.Duration
+	// MaxConnsPerContainer bounds the connections to one container's
+	// agent at once (0: 256); requests past it wait, then get 503.
+	MaxConnsPerContainer int
+	// MaxRequestsPerSecond bounds the requests per second to one
+	// container (0: no bound); past it, 429 with Retry-After.
+	MaxRequestsPerSecond int
+	// HeaderTimeout and IdleTimeout of the client side.
+	HeaderTimeout time.Duration
+	IdleTimeout   time.Duration
+	Logger        *slog.Logger
+}
+
+// Proxy serves the container hosts.
+type Proxy struct {
+	cfg   Config
+	cat   Catalog
+	known []string
+
+	mu   sync.Mutex
+	pool map[string]*upstream // container id → its transport
+}
+
+// upstream is one container's pooled transport and its limits.
+type upstream struct {
+	addr  string
+	tr    *http.Transport
+	rp    *httputil.ReverseProxy
+	limit *rateWindow
+}
+
+// New makes a proxy over cat.
+func New(cfg Config, cat Catalog) *Proxy {
+	if cfg.WakeTimeout <= 0 {
+		cfg.WakeTimeout = 30 * time.Second
+	}
+	if cfg.MaxConnsPerContainer <= 0 {
+		cfg.MaxConnsPerContainer = 256
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = platform.DefaultHeaderTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 120 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	known := make([]string, 0, len(platform.PortOffsets))
+	for name := range platform.PortOffsets {
+		known = append(known, name)
+	}
+	// Longest first, so a service whose name ends another's wins.
+	for i := range known {
+		for j := i + 1; j < len(known); j++ {
+			if len(known[j]) > len(known[i]) {
+				known[i], known[j] = known[j], known[i]
+			}
+		}
+	}
+	return &Proxy{cfg: cfg, cat: cat, known: known, pool: map[string]*upstream{}}
+}
+
+// Server is an http.Server for the proxy with its timeouts; the caller
+// serves it on its own listener.
+func (p *Proxy) Server() *http.Server {
+	return &http.Server{Handler: p, ReadHeaderTimeout: p.cfg.HeaderTimeout, IdleTimeout: p.cfg.IdleTimeout,
+		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(p.cfg.Logger.Handler(), slog.LevelDebug)}
+}
+
+// ServeHTTP routes one request by its Host.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hr, ok := hostroute.Parse(r.Host, p.cfg.Domain, p.known)
+	if !ok {
+		writeError(w, http.StatusNotFound, "no container answers at "+strconv.Quote(hostroute.HostOnly(r.Host))+
+			": use <project_id>-<container_id>-<service>-1.<server_name>."+p.cfg.Domain)
+		return
+	}
+	if hr.Instance != 1 {
+		writeError(w, http.StatusNotFound, "instance "+strconv.Itoa(hr.Instance)+" of service "+hr.Service+
+			" does not exist (1 is the only instance)")
+		return
+	}
+	ctx := r.Context()
+	c, err := p.cat.Find(ctx, hr.Prefix, hr.Server)
+	if err != nil {
+		p.writeFault(w, err)
+		return
+	}
+	switch c.Status {
+	case "running":
+	case "stopped", "paused", "creating":
+		if c.Status != "creating" && !c.Autostart {
+			writeError(w, http.StatusServiceUnavailable, "container "+c.ID+" is "+c.Status+
+				" and autostart is off: start it (deckhand containers start "+c.ID+")")
+			return
+		}
+		if c, ok = p.wake(w, r, c, hr.Server); !ok {
+			return
+		}
+	case "failed":
+		reason := c.Reason
+		if reason == "" {
+			reason = "no reason recorded"
+		}
+		writeError(w, http.StatusBadGateway, "container "+c.ID+" failed: "+reason)
+		return
+	default:
+		writeError(w, http.StatusNotFound, "container "+c.ID+" is "+c.Status)
+		return
+	}
+	if c.Addr == "" {
+		writeError(w, http.StatusBadGateway, "container "+c.ID+" is running but the engine gives no address for its agent")
+		return
+	}
+	u := p.upstream(c)
+	if u.limit != nil && !u.limit.allow(time.Now()) {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "container "+c.ID+" takes at most "+
+			strconv.Itoa(p.cfg.MaxRequestsPerSecond)+" requests a second through the proxy")
+		return
+	}
+	u.rp.ServeHTTP(w, r)
+}
+
+// wake starts a stopped container and waits for it, bounded. A browser
+// navigation gets a page that retries instead of a held request.
+func (p *Proxy) wake(w http.ResponseWriter, r *http.Request, c Container, server string) (Container, bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.WakeTimeout)
+	defer cancel()
+	if c.Status != "creating" {
+		if err := p.cat.Wake(ctx, c.ID); err != nil {
+			p.writeFault(w, err)
+			return c, false
+		}
+	}
+	if navigation(r) {
+		// The page itself is the wait: it reloads until the agent answers.
+		waitingPage(w, c.ID)
+		return c, false
+	}
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got, err := p.cat.Find(ctx, c.ProjectID+"-"+c.ID, server)
+		if err == nil {
+			switch got.Status {
+			case "running":
+				return got, true
+			case "failed":
+				writeError(w, http.StatusBadGateway, "container "+c.ID+" failed while starting: "+got.Reason)
+				return c, false
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if r.Context().Err() != nil {
+				return c, false // the client went away
+			}
+			w.Header().Set("Retry-After", "2")
+			writeError(w, http.StatusServiceUnavailable, "container "+c.ID+" did not start within "+
+				p.cfg.WakeTimeout.String()+"; retry")
+			return c, false
+		case <-tick.C:
+		}
+	}
+}
+
+// navigation says whether r is a browser loading a page.
+func navigation(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	if m := r.Header.Get("Sec-Fetch-Mode"); m != "" {
+		return m == "navigate"
+	}
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+func waitingPage(w http.ResponseWriter, id string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Retry-After", "1")
+	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write([]byte(`<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="1">` +
+		`<title>Starting…</title><p>Container ` + htmlEscape(id) + ` is starting; this page reloads by itself.</p>`))
+}
+
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
+
+func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
+
+// upstream is c's transport, made on first use and replaced when its
+// agent's address changes (a restart on another address).
+func (p *Proxy) upstream(c Container) *upstream {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if u := p.pool[c.ID]; u != nil && u.addr == c.Addr {
+		return u
+	} else if u != nil {
+		u.tr.CloseIdleConnections()
+	}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   64,
+		MaxConnsPerHost:       p.cfg.MaxConnsPerContainer,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 0, // long polls and streams answer when they answer
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+	}
+	addr := c.Addr
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = addr
+			// The Host names the container and service: the agent routes
+			// and judges by it.
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+		},
+		Transport:     tr,
+		BufferPool:    bufferPool{},
+		FlushInterval: -1, // events and streams reach the client as they come
+		ErrorLog:      slog.NewLogLogger(p.cfg.Logger.Handler(), slog.LevelDebug),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			writeError(w, http.StatusBadGateway, "the agent of container "+c.ID+" did not answer; retry, or see its status")
+		},
+	}
+	u := &upstream{addr: addr, tr: tr, rp: rp}
+	if p.cfg.MaxRequestsPerSecond > 0 {
+		u.limit = &rateWindow{max: p.cfg.MaxRequestsPerSecond}
+	}
+	p.pool[c.ID] = u
+	return u
+}
+
+// bufferPool lends the copy buffers of bodies: 256 KiB, so a bulk
+// download costs a few large reads and writes instead of many 32 KiB ones.
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }
+
+// Forget drops a container's pooled connections (after it is deleted).
+func (p *Proxy) Forget(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if u := p.pool[id]; u != nil {
+		u.tr.CloseIdleConnections()
+		delete(p.pool, id)
+	}
+}
+
+// rateWindow counts requests in the current second.
+type rateWindow struct {
+	mu    sync.Mutex
+	max   int
+	sec   int64
+	count int
+}
+
+func (l *rateWindow) allow(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := now.Unix(); s != l.sec {
+		l.sec, l.count = s, 0
+	}
+	if l.count >= l.max {
+		return false
+	}
+	l.count++
+	return true
+}
+
+func (p *Proxy) writeFault(w http.ResponseWriter, err error) {
+	e := fault.AsError(err)
+	if e.Code == fault.CodeInternal || e.Status() >= 500 && e.Status() != http.StatusServiceUnavailable {
+		p.cfg.Logger.Error("platform proxy", "err", err)
+	}
+	writeError(w, e.Status(), e.Message)
+}
+
+// writeError answers the control plane's error envelope.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(fault.ErrorEnvelope{StatusCode: status, Error: http.StatusText(status), Message: msg})
+}

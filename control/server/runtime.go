@@ -1,0 +1,267 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"deckhand/control/projects"
+	"deckhand/control/runtime"
+	"deckhand/control/runtime/docker"
+	"deckhand/platform"
+	"deckhand/platform/store"
+)
+
+// Containers that run: --runtime picks the engine, which the projects
+// domain drives through the runtime seam. The engine's objects carry this
+// control plane's installation id (made once, kept in the store), so two
+// control planes on one engine never touch each other's.
+//
+// The agents reach the control plane at --agent-control-url; by default
+// the control plane also listens on the engine bridge's gateway address
+// (the host's side of the installation's network) at the --listen port,
+// so containers reach it and the API stays off every other interface.
+
+var (
+	labelRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	// Buckets of the server itself.
+	bucketServer = "server_meta"
+)
+
+const installationKey = "installation_id"
+
+func (c *Config) validateRuntime() error {
+	switch c.Runtime {
+	case "docker", projects.RuntimeNone:
+	case "kubernetes":
+		return errors.New("--runtime kubernetes: not available yet; use docker (the Docker Engine or Podman's socket) or none")
+	default:
+		return fmt.Errorf("--runtime: must be docker, kubernetes or none, got %q", c.Runtime)
+	}
+	if c.AgentControlURL != "" {
+		u, err := url.Parse(c.AgentControlURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("--agent-control-url: must be an http(s) URL with no path, got %q", c.AgentControlURL)
+		}
+		c.AgentControlURL = strings.TrimRight(c.AgentControlURL, "/")
+	}
+	if c.MaxContainersPerProject < 0 {
+		return fmt.Errorf("--max-containers-per-project: must be 0 (no limit) or more, got %d", c.MaxContainersPerProject)
+	}
+	if c.EnrollTimeout == 0 {
+		c.EnrollTimeout = 60 * time.Second
+	}
+	if c.EnrollTimeout < time.Second || c.EnrollTimeout > 30*time.Minute {
+		return fmt.Errorf("--enroll-timeout: must be between 1s and 30m, got %s", c.EnrollTimeout)
+	}
+	if c.ServerName == "" {
+		c.ServerName = "local"
+	}
+	if !labelRe.MatchString(c.ServerName) {
+		return fmt.Errorf("--server-name: must be one DNS label (lowercase letters, digits, '-'), got %q", c.ServerName)
+	}
+	if c.ContainerDomain == "" {
+		c.ContainerDomain = "localhost"
+	}
+	for _, l := range strings.Split(c.ContainerDomain, ".") {
+		if !labelRe.MatchString(l) {
+			return fmt.Errorf("--container-domain: must be a DNS name of lowercase labels, got %q", c.ContainerDomain)
+		}
+	}
+	return nil
+}
+
+// installationID is this control plane's id on engines: made at first
+// start, kept in the store (replicas of one database share it).
+func installationID(db *store.DB) (string, error) {
+	var id string
+	err := db.Update(func(tx *store.Tx) error {
+		if raw := tx.GetRaw(bucketServer, installationKey); raw != nil {
+			id = string(raw)
+			return nil
+		}
+		id = "i" + strings.ToLower(rand.Text()[:15])
+		return tx.PutRaw(bucketServer, installationKey, []byte(id))
+	})
+	return id, err
+}
+
+// Installation is this control plane's installation id.
+func (s *Server) Installation() string { return s.installation }
+
+// openRuntime builds the driver of --runtime. It makes nothing in the
+// engine: the agents' listener (and the network it is on) come with the
+// first container (agentControlURL).
+func (s *Server) openRuntime() error {
+	var err error
+	if s.installation, err = installationID(s.db); err != nil {
+		return fmt.Errorf("installation id: %w", err)
+	}
+	if s.cfg.Runtime != "docker" {
+		return nil
+	}
+	drv, err := docker.New(context.Background(), docker.Options{Host: s.cfg.DockerHost, Installation: s.installation, GatewayPort: projects.AgentPort})
+	if err != nil {
+		return err
+	}
+	s.driver = drv
+	return nil
+}
+
+// agentControlURL is the URL the agents are given: --agent-control-url,
+// or a listener on the engine bridge's gateway at the --listen port,
+// opened on first use and served like the API.
+func (s *Server) agentControlURL(ctx context.Context) (string, error) {
+	if s.cfg.AgentControlURL != "" {
+		return s.cfg.AgentControlURL, nil
+	}
+	s.agentMu.Lock()
+	defer s.agentMu.Unlock()
+	if s.agentURL != "" {
+		return s.agentURL, nil
+	}
+	gw, err := s.driver.HostAddr(ctx)
+	if err != nil {
+		if errors.Is(err, runtime.ErrUnavailable) {
+			return "", err
+		}
+		return "", fmt.Errorf("the engine's network for the agents: %w", err)
+	}
+	_, port, err := net.SplitHostPort(s.ln.Addr().String())
+	if err != nil {
+		return "", err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(gw, port))
+	if err != nil {
+		return "", fmt.Errorf("listen for the agents on the engine bridge %s (or set --agent-control-url): %w", gw, err)
+	}
+	s.serving.add(ln)
+	s.agentURL = "http://" + ln.Addr().String()
+	s.log.Info("agents reach the control plane on the engine bridge", "agent_control_url", s.agentURL)
+	return s.agentURL, nil
+}
+
+func (s *Server) dockerHost() string {
+	if s.cfg.DockerHost != "" {
+		return s.cfg.DockerHost
+	}
+	return "$DOCKER_HOST or " + docker.DefaultHost
+}
+
+// runtimeConfig is the projects domain's Runtime section.
+func (s *Server) runtimeConfig() projects.Runtime {
+	services := make([]string, 0, len(platform.PortOffsets))
+	for name := range platform.PortOffsets {
+		services = append(services, name)
+	}
+	sort.Strings(services)
+	rt := projects.Runtime{AgentControlURL: s.agentControlURL, EnrollTimeout: s.cfg.EnrollTimeout,
+		MaxPerProject: s.cfg.MaxContainersPerProject, ContainerDomain: s.cfg.ContainerDomain, ServerName: s.cfg.ServerName,
+		Services: services}
+	rt.URLScheme, rt.URLPort = s.proxyURLParts()
+	if s.driver != nil {
+		rt.Driver = s.driver
+	}
+	return rt
+}
+
+// listeners accepts the connections of every listener added to it (the
+// API's, then the agents' once opened), so the host serves them as one.
+// Its Addr is the first's; Close closes them all.
+type listeners struct {
+	mu    sync.Mutex
+	lns   []net.Listener
+	conns chan acceptResult
+	done  chan struct{}
+	once  sync.Once
+}
+
+type acceptResult struct {
+	c   net.Conn
+	err error
+}
+
+func newListeners(first net.Listener) *listeners {
+	j := &listeners{conns: make(chan acceptResult), done: make(chan struct{})}
+	j.add(first)
+	return j
+}
+
+// add serves ln too; after Close it closes ln.
+func (j *listeners) add(ln net.Listener) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	select {
+	case <-j.done:
+		_ = ln.Close()
+		return
+	default:
+	}
+	j.lns = append(j.lns, ln)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil && isTemporary(err) {
+				continue
+			}
+			select {
+			case j.conns <- acceptResult{c, err}:
+			case <-j.done:
+				if c != nil {
+					_ = c.Close()
+				}
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+}
+
+func (j *listeners) Accept() (net.Conn, error) {
+	select {
+	case r := <-j.conns:
+		if r.err != nil {
+			_ = j.Close()
+			return nil, net.ErrClosed
+		}
+		return r.c, nil
+	case <-j.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (j *listeners) Close() error {
+	var errs []error
+	j.once.Do(func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		close(j.done)
+		for _, ln := range j.lns {
+			if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+				errs = append(errs, err)
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (j *listeners) Addr() net.Addr {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.lns[0].Addr()
+}
+
+func isTemporary(err error) bool {
+	var ne interface{ Temporary() bool }
+	return errors.As(err, &ne) && ne.Temporary()
+}
