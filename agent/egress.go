@@ -16,7 +16,15 @@ func newEgress(cfg Config) *egress.Engine {
 	if u, err := url.Parse(cfg.ControlURL); err == nil && u.Hostname() != "" {
 		opt.ExemptNames = []string{u.Hostname()}
 	}
-	return egress.New(opt)
+	e := egress.New(opt)
+	// Where the agent can enforce the rules, nothing it starts may get
+	// around them with CAP_NET_RAW.
+	if e.Enforceable() {
+		if err := egress.DropRawNet(); err != nil {
+			cfg.Logger.Warn("CAP_NET_RAW stays with the programs the agent starts: they can get around the egress rules", "err", err)
+		}
+	}
+	return e
 }
 
 // egressSync polls the network configuration through the same verified

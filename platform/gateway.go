@@ -57,6 +57,15 @@ var ActsFor = map[string][]string{
 	"mcp": {"process", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"},
 }
 
+// DesktopService is the service whose input proxy permissions judge as
+// program desktop (contract.RouteProgram); DesktopReach names, in
+// ReachHeader, a caller who may drive it (program desktop on its port),
+// beside "display" for one who may read it (program services).
+const (
+	DesktopService = "display"
+	DesktopReach   = "desktop"
+)
+
 // ToolsHeader is set by the agent's gateway on a request to ToolsService
 // whose caller the proxy permissions document limits to a tool
 // allow-list (the mcp_tools extension of its groups): a comma list of

@@ -258,6 +258,13 @@ func (h *Host) register(r Route) {
 		handler = h.httpHandler(r.HTTP)
 	}
 	handler = h.guard(r, withQuery(r, handler))
+	if r.Frameable {
+		inner := handler
+		handler = func(c fiber.Ctx) error {
+			c.Locals(frameableKey{}, true)
+			return inner(c)
+		}
+	}
 	if len(r.Headers) > 0 {
 		inner := handler
 		handler = func(c fiber.Ctx) error {
@@ -347,6 +354,9 @@ func (h *Host) Serve(ln net.Listener) error {
 // Shutdown stops accepting, lets in-flight requests finish until ctx ends.
 func (h *Host) Shutdown(ctx context.Context) error { return h.app.ShutdownWithContext(ctx) }
 
+// frameableKey marks, in a request's locals, a Frameable route's answer.
+type frameableKey struct{}
+
 // kernel is the outermost middleware: request id, panic recovery, error
 // rendering, access log and Finalize, in one frame so every response —
 // including 404s for unknown routes — passes through all of them.
@@ -373,6 +383,10 @@ func (h *Host) kernel(c fiber.Ctx) (err error) {
 		}
 		if !c.RequestCtx().Hijacked() {
 			cors.Apply(&c.Response().Header) // errors too: the page reads why
+			if c.Locals(frameableKey{}) == nil {
+				// No page of a service or of the console may be framed.
+				reqpolicy.NoFraming(&c.Response().Header)
+			}
 		}
 		h.finalize(c)
 		h.log.Info("request",

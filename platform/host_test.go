@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -326,5 +327,46 @@ func TestLocalConnectionsSendUnpaced(t *testing.T) {
 	addr := strings.TrimPrefix(platformtest.Serve(t, h), "http://")
 	if got := platformtest.AcceptedCongestion(t, addr); got != "reno" {
 		t.Errorf("a connection from this host uses %q, want reno", got)
+	}
+}
+
+// TestNoAnswerCanBeFramed: every answer of a host (pages, errors, a
+// net/http handler's, one that sets its own Content-Security-Policy)
+// says no page may frame it; a Frameable route's answer (another
+// program's page) is left alone.
+func TestNoAnswerCanBeFramed(t *testing.T) {
+	t.Parallel()
+	routes := append(testRoutes(),
+		platform.Route{Method: http.MethodGet, Path: "/page", Summary: "a page with its own policy",
+			Handler: func(c fiber.Ctx) error {
+				c.Set("Content-Security-Policy", "default-src 'self'")
+				c.Set("Content-Type", "text/html")
+				return c.SendString("<p>hi</p>")
+			}},
+		platform.Route{Method: http.MethodGet, Path: "/app", Summary: "another program's page", Frameable: true,
+			HTTP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "app") })})
+	h := platform.NewHost(platform.HostConfig{Logger: quiet, Info: platform.Info{Name: "test"}}, routes)
+	base := serve(t, h)
+	for _, path := range []string{"/page", "/api/v1/net", "/api/v1/things/7", "/nope", "/health"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		csp := resp.Header.Values("Content-Security-Policy")
+		if resp.Header.Get("X-Frame-Options") != "DENY" || !slices.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("%s: X-Frame-Options %q, Content-Security-Policy %q", path, resp.Header.Get("X-Frame-Options"), csp)
+		}
+		if path == "/page" && !slices.Contains(csp, "default-src 'self'") {
+			t.Errorf("the page's own policy was lost: %q", csp)
+		}
+	}
+	resp, err := http.Get(base + "/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("X-Frame-Options") != "" || len(resp.Header.Values("Content-Security-Policy")) != 0 {
+		t.Errorf("a Frameable route got framing headers: %v", resp.Header)
 	}
 }

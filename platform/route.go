@@ -90,6 +90,10 @@ type Route struct {
 	// (Referrer-Policy on a URL that carries a one-time token, which an
 	// error page would leak as well as a redirect).
 	Headers map[string]string
+	// Frameable marks a route whose answers are another program's own
+	// pages (the tunnel's reverse proxy to an app): the host leaves
+	// framing to that program instead of sending reqpolicy.NoFraming.
+	Frameable bool
 	// Exactly one of Op (a typed domain method, op.go), Handler (Fiber) or
 	// HTTP (net/http, for hijacking, WebDAV and streaming) is set. With Op,
 	// the parameters, body and answer are documented from its types, so

@@ -209,6 +209,10 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 	src = src.Unmap()
 	port := a.cfg.Port(t.Service)
 	program := proxyperm.ProgramFor(t.Service, port)
+	if program == proxyperm.ProgramServices {
+		// The display's input is desktop, its reading services.
+		program = contract.RouteProgram(t.Service, r.Method, t.Path, r.Query)
+	}
 	if t.Service == tunnelService {
 		// The tunnel reaches other ports: the rules judge the port it
 		// reaches (ssh for 22, http for the rest); its own routes are
@@ -258,7 +262,7 @@ func (a *Authorizer) reach(pol *proxyperm.Policy, f proxyperm.Facts, service str
 	out := []string{service}
 	for _, s := range targets {
 		g := f
-		g.ToolList = false
+		g.ToolList, g.ActingFor = false, true
 		g.Port = a.cfg.Port(s)
 		g.Program = proxyperm.ProgramFor(s, g.Port)
 		if s == tunnelService {
@@ -266,6 +270,14 @@ func (a *Authorizer) reach(pol *proxyperm.Policy, f proxyperm.Facts, service str
 		}
 		if pol.Evaluate(g, a.claims).Allowed() {
 			out = append(out, s)
+		}
+		if s == platform.DesktopService {
+			// Driving the display is its own program (the display's
+			// reading tools need only services).
+			g.Program = proxyperm.ProgramDesktop
+			if pol.Evaluate(g, a.claims).Allowed() {
+				out = append(out, platform.DesktopReach)
+			}
 		}
 	}
 	return out

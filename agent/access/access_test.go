@@ -18,6 +18,7 @@ import (
 	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/contract"
+	"deckhand/platform/fault"
 )
 
 // journal records entries.
@@ -259,15 +260,15 @@ func TestTunnelRulesJudgeTheTunnelledPort(t *testing.T) {
 
 // TestReachOfAnActingService: for a service that calls others for its
 // caller (the mcp service), the decision also lists which of those the
-// same credential reaches, each judged as its own program; other
-// services get no list.
+// same credential reaches, each judged as its own program (driving the
+// display, "desktop", as program desktop); other services get no list.
 func TestReachOfAnActingService(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "perm.json")
 	doc := `{"project":"p1","container":"c1","enable_proxy":true,"groups":{
 		"all":{"type":"token","header":"X-Key","value":"a"},
 		"files":{"type":"token","header":"X-Key","value":"f"}},
-		"permissions":{"all":{"exec":true,"files":true,"services":true},"files":{"files":true,"services":true}}}`
+		"permissions":{"all":{"exec":true,"files":true,"services":true,"desktop":true},"files":{"files":true,"services":true}}}`
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,7 @@ func TestReachOfAnActingService(t *testing.T) {
 		key, service string
 		want         []string
 	}{
-		{"a", "mcp", []string{"mcp", "process", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"}},
+		{"a", "mcp", []string{"mcp", "process", "files", "display", "desktop", "journal", "notes", "workspace", "tunnel", "vault"}},
 		{"f", "mcp", []string{"mcp", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"}},
 		{"a", "files", nil},
 	} {
@@ -296,7 +297,8 @@ func TestReachOfAnActingService(t *testing.T) {
 
 // TestToolListOfTheMCPService: a request to the mcp service carries the
 // caller's tool allow-list (mcp_tools of the groups that admit it); a
-// group without one, and a request to any other service, carry none.
+// group without one carries none, and a listed group reaches no other
+// service directly.
 func TestToolListOfTheMCPService(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "perm.json")
@@ -319,7 +321,7 @@ func TestToolListOfTheMCPService(t *testing.T) {
 	}{
 		{"f", "mcp", []string{"files_*", "mcp_ping"}},
 		{"a", "mcp", nil},
-		{"f", "files", nil},
+		{"a", "files", nil},
 	} {
 		id, perr := a.Authorize(request("10.0.0.9", map[string]string{"X-Key": c.key}), gateway.Target{Service: c.service})
 		if perr != nil {
@@ -329,7 +331,63 @@ func TestToolListOfTheMCPService(t *testing.T) {
 			t.Errorf("key %s to %s: tools %#v, want %#v", c.key, c.service, id.Tools, c.want)
 		}
 	}
+	// The listed group admits the mcp service only: its files and exec
+	// grants act through the tools, never on a direct request.
+	for _, service := range []string{"files", "process", "notes"} {
+		if _, perr := a.Authorize(request("10.0.0.9", map[string]string{"X-Key": "f"}), gateway.Target{Service: service}); perr == nil || perr.Code != fault.CodeForbidden {
+			t.Errorf("the listed group straight to %s: %v, want FORBIDDEN", service, perr)
+		}
+	}
 	if !strings.Contains(j.text(), "mcp_tools:[files_* mcp_ping]") {
 		t.Errorf("the decision's journal entry lacks the allow-list: %s", j.text())
+	}
+}
+
+// TestDisplayInputIsDesktop: a services grant reads the display (a
+// screenshot, the takeover view in mode view) but its input and the
+// takeover in mode control are refused; a desktop grant drives it.
+func TestDisplayInputIsDesktop(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "perm.json")
+	doc := `{"project":"p1","container":"c1","enable_proxy":true,"groups":{
+		"svc":{"type":"token","header":"X-Key","value":"s"},
+		"desk":{"type":"token","header":"X-Key","value":"d"}},
+		"permissions":{"svc":{"services":true},"desk":{"desktop":true}}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := access.New(access.Config{PermissionsFile: path, Journal: &journal{}, Logger: quietLog(),
+		Port: func(s string) int { return 7700 + platform.PortOffsets[s] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path, mode string
+		svc, desk          bool
+	}{
+		{"GET", "/api/v1/display/screenshots", "", true, false},
+		{"GET", "/api/v1/display/vnc/", "view", true, false},
+		{"GET", "/api/v1/display/vnc/websockify", "view", true, false},
+		{"GET", "/api/v1/display/vnc/", "", false, true},
+		{"GET", "/api/v1/display/vnc/websockify", "control", false, true},
+		{"POST", "/api/v1/display/keyboard/type", "", false, true},
+		{"POST", "/api/v1/display/mouse/click", "", false, true},
+		{"POST", "/api/v1/display/accessibility/e1/click", "", false, true},
+		{"POST", "/api/v1/display/input/batch", "", false, true},
+	} {
+		for key, want := range map[string]bool{"s": c.svc, "d": c.desk} {
+			r := request("10.0.0.9", map[string]string{"X-Key": key})
+			r.Method = c.method
+			r.Query = func(n string) string {
+				if n == "mode" {
+					return c.mode
+				}
+				return ""
+			}
+			_, perr := a.Authorize(r, gateway.Target{Service: "display", Path: c.path})
+			if (perr == nil) != want {
+				t.Errorf("key %s, %s %s mode %q: %v, want allowed %v", key, c.method, c.path, c.mode, perr, want)
+			}
+		}
 	}
 }

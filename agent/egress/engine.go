@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"deckhand/platform/clock"
+	"deckhand/platform/connlimit"
 	"deckhand/platform/contract"
 	"deckhand/platform/netconf"
 )
@@ -56,7 +58,8 @@ type active struct {
 
 // Engine enforces one container network configuration in the network
 // namespace it runs in: nftables rules, the forwarder and the resolver.
-// Apply changes what is in force; Close removes every rule.
+// Apply changes what is in force (and alone removes the rules); Close
+// stops serving and leaves them.
 type Engine struct {
 	opt   Options
 	base  *net.Dialer // marked
@@ -72,6 +75,11 @@ type Engine struct {
 	dnsPort   uint16
 	v6        bool
 	installed bool
+
+	// fwdLimit caps forwarded connections in total and per local user;
+	// dnsLimit the resolver's TCP connections.
+	fwdLimit, dnsLimit connlimit.Limit
+	warns              connlimit.Every
 
 	conns   sync.WaitGroup
 	connMu  sync.Mutex
@@ -102,10 +110,20 @@ func New(opt Options) *Engine {
 		opt.SniffWait = SniffWait
 	}
 	e := &Engine{opt: opt, names: newNames(), open: map[net.Conn]struct{}{}, stopped: make(chan struct{})}
+	// Each forwarded connection holds two sockets and, while spliced,
+	// two pipes: a quarter of the descriptors at most, half of that for
+	// one user.
+	e.fwdLimit.Total = connlimit.Share(4, 6, 32)
+	e.fwdLimit.PerKey = max(e.fwdLimit.Total/2, 16)
+	e.dnsLimit.Total = connlimit.Share(16, 2, 32)
 	e.base = &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second, Control: markControl(opt.Mark)}
 	e.st.Enforceable = true
 	return e
 }
+
+// Enforceable reports whether the agent can put rules in place here
+// (CAP_NET_ADMIN, nf_tables).
+func (e *Engine) Enforceable() bool { return notEnforceable() == "" }
 
 // ErrNotEnforceable is an Apply that cannot put rules in place; the
 // status says why.
@@ -178,7 +196,7 @@ func (e *Engine) Apply(ctx context.Context, c *netconf.Compiled) error {
 }
 
 func (e *Engine) spec(a *active) ruleSpec {
-	return ruleSpec{mark: e.opt.Mark, dnsPort: e.dnsPort, fwdPort: e.fwdPort, redirectTCP: a.up != nil, v6: e.v6, exempt: e.opt.Exempt}
+	return ruleSpec{mark: e.opt.Mark, uid: uint32(os.Geteuid()), dnsPort: e.dnsPort, fwdPort: e.fwdPort, redirectTCP: a.up != nil, v6: e.v6, exempt: e.opt.Exempt}
 }
 
 // SetExempt changes the destinations reached directly (the control
@@ -249,8 +267,12 @@ func (e *Engine) start() error {
 	return nil
 }
 
-// Close removes the rules and stops the forwarder and resolver, closing
-// what they still carry.
+// Close stops the forwarder and resolver, closing what they still carry.
+// The rules stay: with the agent gone, egress stays closed (redirected
+// TCP and DNS find nothing listening) until an agent puts its
+// configuration in force again or a stopped or deleted configuration
+// takes them out (Apply). Whatever ends the agent (an error, a signal,
+// a flood that exhausts its descriptors) can therefore never open egress.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -258,7 +280,10 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	err := e.remove()
+	e.cur.Store(nil)
+	if e.installed {
+		e.journal("info", "egress rules left in force while the agent is stopped", nil)
+	}
 	close(e.stopped)
 	for _, l := range e.fwd {
 		l.Close()
@@ -273,7 +298,7 @@ func (e *Engine) Close() error {
 	e.connMu.Unlock()
 	e.mu.Unlock()
 	e.conns.Wait()
-	return err
+	return nil
 }
 
 // Check verifies what runs: the rules are in the kernel and the proxy
@@ -337,6 +362,13 @@ func (e *Engine) setStatus(f func(*netconf.Status)) {
 	e.stMu.Lock()
 	defer e.stMu.Unlock()
 	f(&e.st)
+}
+
+// warnEvery journals msg at most every 10 s: a flood is one entry.
+func (e *Engine) warnEvery(msg string, fields map[string]any) {
+	if e.warns.Allow(e.opt.Clock.Now()) {
+		e.journal("warn", msg, fields)
+	}
 }
 
 func (e *Engine) journal(level, msg string, fields map[string]any) {

@@ -5,16 +5,19 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
+	"deckhand/platform/connlimit"
 	"deckhand/platform/netconf"
+	"deckhand/platform/procnet"
 	"deckhand/platform/splice"
 )
 
 func (e *Engine) acceptLoop(l net.Listener) {
 	defer e.conns.Done()
-	var delay time.Duration
+	var b connlimit.Backoff
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -26,16 +29,14 @@ func (e *Engine) acceptLoop(l net.Listener) {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			// Out of fds and the like: back off, as net/http does.
-			if delay == 0 {
-				delay = 5 * time.Millisecond
-			} else if delay *= 2; delay > time.Second {
-				delay = time.Second
+			// Out of fds and the like: back off, never stop serving.
+			e.warnEvery("egress forwarder accept failing; retrying", map[string]any{"error": err.Error()})
+			if !b.Wait(e.stopped) {
+				return
 			}
-			time.Sleep(delay)
 			continue
 		}
-		delay = 0
+		b.Reset()
 		if !e.track(c) {
 			c.Close()
 			return
@@ -71,6 +72,20 @@ func (e *Engine) forward(c *net.TCPConn, self net.Addr) {
 		reset(c)
 		return
 	}
+	// The local user who connected (the client socket's owner, read
+	// from the kernel's socket table): one user cannot take every
+	// descriptor the agent has, nor every slot.
+	key := ""
+	if uid, ok, err := procnet.Owner(c.RemoteAddr().(*net.TCPAddr).AddrPort(), dst); err == nil && ok {
+		key = strconv.FormatUint(uint64(uid), 10)
+	}
+	if !e.fwdLimit.Acquire(key) {
+		e.warnEvery("egress connection cap reached; new connections are reset", map[string]any{
+			"uid": key, "cap": e.fwdLimit.Total, "cap_per_user": e.fwdLimit.PerKey})
+		reset(c)
+		return
+	}
+	defer e.fwdLimit.Release(key)
 	d := netconf.Decision{Protocol: "tcp", Destination: dst.String(), Via: a.up.Via()}
 	now := e.opt.Clock.Now()
 	resolved := e.names.lookup(now, dst.Addr())
@@ -85,6 +100,11 @@ func (e *Engine) forward(c *net.TCPConn, self net.Addr) {
 			d.Name = h.Name
 		}
 		v := a.c.Lists.Decide(dst.Addr(), h.Name, resolved)
+		if h.Unreadable {
+			// What a server would read there is unknown: never fall
+			// back to the address.
+			v = netconf.Verdict{Allowed: false, Reason: h.Kind + " start whose name cannot be read"}
+		}
 		if !v.Allowed {
 			d.Outcome, d.Reason = netconf.OutcomeDenied, v.Reason
 			e.decide(d)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/miekg/dns"
 
+	"deckhand/platform/connlimit"
+
 	"deckhand/platform/netconf"
 )
 
@@ -67,6 +69,9 @@ func (e *Engine) listenDNS(pc net.PacketConn, addrs []string, port int) ([]io.Cl
 		if err != nil {
 			return fail(err)
 		}
+		ln = connlimit.Listener(ln, &e.dnsLimit, func(msg string, err error) {
+			e.journal("warn", "egress resolver (TCP): "+msg, map[string]any{"error": errString(err), "cap": e.dnsLimit.Total})
+		})
 		u := &dns.Server{PacketConn: pc, Handler: h}
 		t := &dns.Server{Listener: ln, Handler: h}
 		servers = append(servers, shutdown{u}, shutdown{t})

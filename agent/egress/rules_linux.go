@@ -19,7 +19,9 @@ const TableName = "deckhand_egress"
 
 // ruleSpec is what one installation of the table says.
 type ruleSpec struct {
-	mark uint32
+	// mark and uid: a packet of the agent's own sockets carries the mark
+	// and is owned by the agent's user (see agentSocket).
+	mark, uid uint32
 	// dnsPort, fwdPort: the resolver's and forwarder's loopback ports.
 	dnsPort, fwdPort uint16
 	// redirectTCP sends outbound TCP to the forwarder (proxy types, and
@@ -38,6 +40,23 @@ const ctDirReply = 1
 // ipsDstNAT is IPS_DST_NAT: the connection's destination was rewritten
 // (by the redirect).
 const ipsDstNAT = 1 << 5
+
+// Bits of the conntrack mark (ct mark) the table keeps on a connection.
+// Only a process with CAP_NET_ADMIN can set a connection's mark (through
+// nftables or ctnetlink); a socket option cannot.
+const (
+	// ctInbound: a packet of the connection's original direction came in
+	// on an interface other than loopback, so the connection was opened
+	// from outside and the container may answer it. A connection a local
+	// socket opened with another host's address as its source (a
+	// non-local bind: IP_FREEBIND, IPV6_FREEBIND) never gets it, so its
+	// "replies" stay in.
+	ctInbound = 1 << 30
+	// ctAgent: the connection is the agent's own (its first packet
+	// passed agentSocket); every later packet of it passes, whatever
+	// socket sends it (a TCP time-wait answer has no owner).
+	ctAgent = 1 << 29
+)
 
 var table = &nftables.Table{Name: TableName, Family: nftables.TableFamilyINet}
 
@@ -64,15 +83,23 @@ func installRules(s ruleSpec) error {
 		}
 		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: all})
 	}
+	in := c.AddChain(&nftables.Chain{Name: "mark_in", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityMangle})
 	accept := []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}}
+
+	// mark_in: a connection whose original direction arrives from
+	// outside (not through loopback) is one others opened to the
+	// container. Marked on any such packet, not only the first, so a
+	// connection opened before the table came keeps its answers.
+	add(in, ifname(expr.MetaKeyIIFNAME, "lo", expr.CmpOpNeq), ctDirection(0), ctMarkHas(ctInbound, false), ctMarkOr(ctInbound))
 
 	// nat: the agent's own sockets pass untouched; DNS to any server,
 	// loopback ones included (a stub resolver, Docker's 127.0.0.11),
 	// goes to the resolver; then loopback and the control plane pass;
 	// the rest of TCP goes to the forwarder.
-	for _, ch := range []*nftables.Chain{nat, filter} {
-		add(ch, markIs(s.mark), accept)
-	}
+	add(nat, agentSocket(s.mark, s.uid), accept)
+	add(filter, ctMarkHas(ctAgent, true), accept)
+	add(filter, agentSocket(s.mark, s.uid), ctMarkOr(ctAgent), accept)
 	fams := []byte{unix.NFPROTO_IPV4}
 	if s.v6 {
 		fams = append(fams, unix.NFPROTO_IPV6)
@@ -95,7 +122,9 @@ func installRules(s ruleSpec) error {
 	}
 
 	// filter: what nat sent to loopback passes; replies of connections
-	// others opened to the container pass; the control plane passes;
+	// others opened to the container from outside pass (not replies of
+	// a connection a local socket opened to the container in another
+	// host's name); the control plane passes;
 	// IPv6 neighbour discovery passes; everything else is refused and
 	// counted.
 	// The hook's output device stays the one routed before nat, so what
@@ -104,8 +133,7 @@ func installRules(s ruleSpec) error {
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
 			Mask: binaryutil.NativeEndian.PutUint32(ipsDstNAT), Xor: binaryutil.NativeEndian.PutUint32(0)},
 		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)}}, accept)
-	add(filter, []expr.Any{&expr.Ct{Register: 1, Key: expr.CtKeyDIRECTION},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{ctDirReply}}}, accept)
+	add(filter, ctDirection(ctDirReply), ctMarkHas(ctInbound, true), accept)
 	for _, ap := range s.exempt {
 		add(filter, daddrPort(ap), accept)
 	}
@@ -175,16 +203,50 @@ func probeNetlink() error {
 	return err
 }
 
-func markIs(mark uint32) []expr.Any {
+// agentSocket matches a packet of the agent's own sockets: the socket
+// carries the agent's mark and belongs to the agent's user. The mark
+// alone is not enough: since Linux 5.17 CAP_NET_RAW suffices to set
+// SO_MARK, and a program given that capability (a ping with file
+// capabilities runs as its caller) must not pass for the agent.
+func agentSocket(mark, uid uint32) []expr.Any {
 	return []expr.Any{&expr.Meta{Key: expr.MetaKeyMARK, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(mark)}}
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(mark)},
+		&expr.Meta{Key: expr.MetaKeySKUID, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(uid)}}
 }
 
-func oifLoopback() []expr.Any {
-	name := make([]byte, 16)
-	copy(name, "lo")
-	return []expr.Any{&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: name}}
+func oifLoopback() []expr.Any { return ifname(expr.MetaKeyOIFNAME, "lo", expr.CmpOpEq) }
+
+func ifname(key expr.MetaKey, name string, op expr.CmpOp) []expr.Any {
+	b := make([]byte, 16)
+	copy(b, name)
+	return []expr.Any{&expr.Meta{Key: key, Register: 1}, &expr.Cmp{Op: op, Register: 1, Data: b}}
+}
+
+func ctDirection(dir byte) []expr.Any {
+	return []expr.Any{&expr.Ct{Register: 1, Key: expr.CtKeyDIRECTION},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{dir}}}
+}
+
+// ctMarkHas matches a connection whose ct mark has (or, set false,
+// lacks) bit.
+func ctMarkHas(bit uint32, set bool) []expr.Any {
+	op := expr.CmpOpEq
+	if set {
+		op = expr.CmpOpNeq
+	}
+	return []expr.Any{&expr.Ct{Register: 1, Key: expr.CtKeyMARK},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(bit), Xor: binaryutil.NativeEndian.PutUint32(0)},
+		&expr.Cmp{Op: op, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)}}
+}
+
+// ctMarkOr sets bit in the connection's ct mark, keeping the others.
+func ctMarkOr(bit uint32) []expr.Any {
+	return []expr.Any{&expr.Ct{Register: 1, Key: expr.CtKeyMARK},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(^bit), Xor: binaryutil.NativeEndian.PutUint32(bit)},
+		&expr.Ct{Register: 1, Key: expr.CtKeyMARK, SourceRegister: true}}
 }
 
 func nfproto(fam byte) []expr.Any {

@@ -1,6 +1,7 @@
 package egress_test
 
 import (
+	"bytes"
 	"crypto/tls"
 	"net"
 	"testing"
@@ -11,6 +12,11 @@ import (
 
 // sniffOf runs client against one end of a TCP pair and sniffs the other.
 func sniffOf(t *testing.T, client func(c net.Conn)) egress.Hello {
+	t.Helper()
+	return sniffOfWait(t, 5*time.Second, client)
+}
+
+func sniffOfWait(t *testing.T, wait time.Duration, client func(c net.Conn)) egress.Hello {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -24,14 +30,14 @@ func sniffOf(t *testing.T, client func(c net.Conn)) egress.Hello {
 		}
 		defer c.Close()
 		client(c)
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(wait + 50*time.Millisecond)
 	}()
 	s, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	return egress.Sniff(s, 5*time.Second)
+	return egress.Sniff(s, wait)
 }
 
 func TestSniffFindsTheName(t *testing.T) {
@@ -55,6 +61,13 @@ func TestSniffFindsTheName(t *testing.T) {
 			_, _ = c.Write([]byte("st: a.example\r\n\r\n"))
 		}},
 		{"other protocol", "", "", func(c net.Conn) { _, _ = c.Write([]byte{0x00, 0x01, 0x02}) }},
+		{"client-first text protocol", "", "", func(c net.Conn) { _, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.2\r\n")) }},
+		{"TLS SNI with a trailing dot", "tls", "evil.test", func(c net.Conn) {
+			_, _ = c.Write(clientHello(t, "evil.test."))
+		}},
+		{"HTTP Host with a trailing dot", "http", "evil.test", func(c net.Conn) {
+			_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: evil.test.\r\n\r\n"))
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -76,5 +89,92 @@ func TestSniffFindsTheName(t *testing.T) {
 	h := sniffOf(t, func(c net.Conn) { time.Sleep(300 * time.Millisecond) })
 	if h.Kind != "" || h.Name != "" {
 		t.Fatalf("%+v", h)
+	}
+}
+
+// clientHello is a ClientHello as crypto/tls writes it, its SNI then
+// replaced by name (same length budget: the lengths are rewritten).
+func clientHello(t *testing.T, name string) []byte {
+	t.Helper()
+	const stand = "sni-placeholder-for-the-test.example"
+	var out []byte
+	a, b := net.Pipe()
+	go func() {
+		_ = tls.Client(a, &tls.Config{ServerName: stand, InsecureSkipVerify: true}).Handshake()
+	}()
+	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64<<10)
+	n, err := b.Read(buf)
+	a.Close()
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = buf[:n]
+	i := bytes.Index(out, []byte(stand))
+	if i < 0 {
+		t.Fatal("no SNI in the hello")
+	}
+	d := len(name) - len(stand)
+	out = append(append(append([]byte(nil), out[:i]...), name...), out[i+len(stand):]...)
+	// Lengths that enclose the name: record, handshake, extensions,
+	// server_name extension, its list, the host name.
+	add := func(at, size int) {
+		v := 0
+		for k := 0; k < size; k++ {
+			v = v<<8 | int(out[at+k])
+		}
+		v += d
+		for k := size - 1; k >= 0; k-- {
+			out[at+k] = byte(v)
+			v >>= 8
+		}
+	}
+	add(3, 2)
+	add(6, 3)
+	add(i-2, 2) // host name
+	add(i-5, 2) // server name list
+	add(i-7, 2) // extension data
+	// The extensions block's length follows the compression methods.
+	p := 5 + 4 + 2 + 32
+	p += 1 + int(out[p])
+	p += 2 + (int(out[p])<<8 | int(out[p+1]))
+	p += 1 + int(out[p])
+	add(p, 2)
+	return out
+}
+
+func TestSniffRefusesWhatCannotBeRead(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, kind string
+		client     func(net.Conn)
+	}{
+		{"TLS hello cut short", "tls", func(c net.Conn) {
+			h := clientHello(t, "allowed.test")
+			_, _ = c.Write(h[:len(h)/2])
+		}},
+		{"TLS SNI that is no host name", "tls", func(c net.Conn) { _, _ = c.Write(clientHello(t, "evil test")) }},
+		{"two Host headers", "http", func(c net.Conn) {
+			_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: evil.test\r\nHost: allowed.test\r\n\r\n"))
+		}},
+		{"absolute target and another Host", "http", func(c net.Conn) {
+			_, _ = c.Write([]byte("GET http://evil.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n"))
+		}},
+		{"HTTP/1.1 without Host", "http", func(c net.Conn) { _, _ = c.Write([]byte("GET / HTTP/1.1\r\n\r\n")) }},
+		{"Host that is no host name", "http", func(c net.Conn) {
+			_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: evil/test\r\n\r\n"))
+		}},
+		{"request head cut short", "http", func(c net.Conn) { _, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: evi")) }},
+		{"request line cut short", "http", func(c net.Conn) { _, _ = c.Write([]byte("GET /ind")) }},
+		{"HTTP/2 prior knowledge", "http", func(c net.Conn) { _, _ = c.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := sniffOfWait(t, 300*time.Millisecond, c.client)
+			if !h.Unreadable || h.Kind != c.kind || h.Name != "" {
+				t.Fatalf("%+v, want an unreadable %s start", h, c.kind)
+			}
+		})
 	}
 }

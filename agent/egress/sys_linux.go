@@ -92,3 +92,38 @@ func notEnforceable() string {
 	}
 	return ""
 }
+
+// DropRawNet takes CAP_NET_RAW from the agent for good: out of every
+// thread's bounding, ambient, inheritable, permitted and effective sets,
+// so no program the agent starts, root's included, can get it back (not
+// through file capabilities either). A holder of CAP_NET_RAW gets around
+// any nftables egress rule: a packet socket (AF_PACKET) sends frames
+// below the IP layer where the rules apply, and it may set the mark of
+// the agent's sockets. The agent needs it for nothing (CAP_NET_ADMIN sets
+// its mark).
+func DropRawNet() error {
+	const capNetRaw = unix.CAP_NET_RAW
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, capNetRaw, 0); e != 0 {
+		if e == unix.EINVAL {
+			return nil // the kernel knows no such capability
+		}
+		return fmt.Errorf("drop CAP_NET_RAW from the bounding set: %w", e)
+	}
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_LOWER, capNetRaw); e != 0 && e != unix.EINVAL {
+		return fmt.Errorf("drop CAP_NET_RAW from the ambient set: %w", e)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	bit := uint32(1) << (capNetRaw % 32)
+	d := &data[capNetRaw/32]
+	d.Effective &^= bit
+	d.Permitted &^= bit
+	d.Inheritable &^= bit
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("drop CAP_NET_RAW: %w", e)
+	}
+	return nil
+}

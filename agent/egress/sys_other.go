@@ -13,7 +13,7 @@ import (
 const TableName = "deckhand_egress"
 
 type ruleSpec struct {
-	mark             uint32
+	mark, uid        uint32
 	dnsPort, fwdPort uint16
 	redirectTCP, v6  bool
 	exempt           []netip.AddrPort
@@ -31,3 +31,6 @@ func markControl(uint32) func(string, string, syscall.RawConn) error {
 func notEnforceable() string {
 	return "egress rules need Linux nftables; this agent runs on another system"
 }
+
+// DropRawNet has nothing to drop outside Linux.
+func DropRawNet() error { return nil }

@@ -134,6 +134,9 @@ func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *fault.Error) {
 		id := Identity{Type: "loopback", Subject: r.Client().String()}
 		if acts, ok := platform.ActsFor[t.Service]; ok {
 			id.Reach = append([]string{t.Service}, acts...)
+			if slices.Contains(acts, platform.DesktopService) {
+				id.Reach = append(id.Reach, platform.DesktopReach)
+			}
 		}
 		return id, nil
 	}

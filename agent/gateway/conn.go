@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"deckhand/platform/connlimit"
 	"deckhand/platform/localtcp"
 )
 
@@ -19,12 +20,17 @@ type clientConn struct {
 	net.Conn
 	g      *Gateway
 	tunnel atomic.Bool // counted in g.tunnels
+	// slot: the connection holds one of g.limit's (given back once).
+	slot atomic.Bool
 }
 
 // Close ends the connection and, for a tunnel, its entry in g.tunnels.
 func (c *clientConn) Close() error {
 	if c.tunnel.CompareAndSwap(true, false) {
 		c.g.untrack(c)
+	}
+	if c.slot.CompareAndSwap(true, false) {
+		c.g.limit.Release("")
 	}
 	return c.Conn.Close()
 }
@@ -53,19 +59,40 @@ func (c *clientConn) ReadFrom(r io.Reader) (int64, error) {
 // (TLS, or a conn made in memory).
 var errNoSyscallConn = &net.OpError{Op: "syscallconn", Net: "tcp", Err: syscall.EOPNOTSUPP}
 
-// clientListener wraps each accepted connection in a clientConn.
+// clientListener wraps each accepted connection in a clientConn. It
+// never hands fasthttp an error but the listener's close: out of
+// descriptors (EMFILE, ENFILE) it waits and accepts again, where fasthttp
+// would stop serving and the agent with it. Above the gateway's cap a
+// connection is closed as soon as it is accepted (a reset), so a flood of
+// idle connections cannot take every descriptor the agent has.
 type clientListener struct {
 	net.Listener
 	g *Gateway
 }
 
 func (l clientListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	var b connlimit.Backoff
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			if connlimit.Fatal(err) {
+				return nil, err
+			}
+			l.g.warnEvery("gateway accept failing; retrying", "err", err)
+			b.Wait(nil)
+			continue
+		}
+		b.Reset()
+		if !l.g.limit.Acquire("") {
+			l.g.warnEvery("gateway connection cap reached; new connections are closed at once", "cap", l.g.limit.Total)
+			connlimit.Refuse(c)
+			continue
+		}
+		localtcp.Tune(c)
+		cc := &clientConn{Conn: c, g: l.g}
+		cc.slot.Store(true)
+		return cc, nil
 	}
-	localtcp.Tune(c)
-	return &clientConn{Conn: c, g: l.g}, nil
 }
 
 // socketOf is the connection to copy to and from directly: under

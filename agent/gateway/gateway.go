@@ -101,6 +101,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"deckhand/platform/connlimit"
 	"deckhand/platform/fault"
 	"deckhand/platform/reqpolicy"
 )
@@ -146,6 +147,10 @@ type Config struct {
 	// count as loopback clients.
 	LocalTrust *reqpolicy.LocalTrust
 	Logger     *slog.Logger
+	// MaxConns caps the client connections open at once (0: a quarter
+	// of the process's descriptor limit, at least 64); one above it is
+	// closed as soon as it is accepted.
+	MaxConns int
 }
 
 // Target is where a request is going.
@@ -184,6 +189,17 @@ type Gateway struct {
 	lns     []net.Listener
 	conns   map[net.Conn]struct{} // open client connections, for Close
 	closed  bool
+
+	limit connlimit.Limit
+	warns connlimit.Every
+}
+
+// warnEvery logs msg at most every 10 s: a flood is one line, not one a
+// connection.
+func (g *Gateway) warnEvery(msg string, args ...any) {
+	if g.warns.Allow(time.Now()) {
+		g.cfg.Logger.Warn(msg, args...)
+	}
 }
 
 // New builds the gateway.
@@ -208,6 +224,10 @@ func New(cfg Config) *Gateway {
 		clients: map[string]*fasthttp.HostClient{}, tunnels: map[net.Conn]net.Conn{},
 		conns: map[net.Conn]struct{}{}}
 	sort.Slice(g.known, func(i, j int) bool { return len(g.known[i]) > len(g.known[j]) })
+	g.limit.Total = cfg.MaxConns
+	if g.limit.Total <= 0 {
+		g.limit.Total = connlimit.Share(4, 1, 64)
+	}
 	if cfg.Status != nil {
 		g.status = fasthttpadaptor.NewFastHTTPHandler(cfg.Status)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/gofiber/fiber/v3"
@@ -46,6 +47,7 @@ func host(t *testing.T) *platform.Host {
 
 // TestPages: the console answers its own pages (as its router lists them)
 // for GET and HEAD, with its CSP; anything else goes on to the routes.
+// No answer may be framed.
 func TestPages(t *testing.T) {
 	t.Parallel()
 	h := host(t)
@@ -80,6 +82,9 @@ func TestPages(t *testing.T) {
 		}
 		if c.method == "HEAD" && len(body) != 0 {
 			t.Fatalf("HEAD answered a body")
+		}
+		if resp.Header.Get("X-Frame-Options") != "DENY" || !slices.Contains(resp.Header.Values("Content-Security-Policy"), "frame-ancestors 'none'") {
+			t.Fatalf("%s %s may be framed: %v", c.method, c.path, resp.Header)
 		}
 	}
 }

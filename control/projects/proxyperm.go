@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"reflect"
+	"strings"
 
 	"deckhand/control/events"
 	"deckhand/platform/fault"
@@ -93,7 +94,7 @@ func (in *PermissionInput) Validate() error {
 		return fault.Invalid("program", "is required")
 	}
 	if !proxyperm.IsProgram(in.Program) {
-		return fault.Invalid("program", "must be one of http, terminal, ssh, files, exec, services, notifications")
+		return fault.Invalid("program", "must be one of %s", strings.Join(proxyperm.Programs, ", "))
 	}
 	a, err := proxyperm.DecodeAccess("access", in.Access)
 	if err != nil {

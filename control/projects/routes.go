@@ -246,7 +246,9 @@ func (s *Service) documentRoutes(sc docScope) []platform.Route {
 		"prefixes ending in one '*' (files_*; '*' alone is every tool), each at most 128 letters, digits, '_', '.' or '-' (400 " +
 		"naming mcp_tools[i] otherwise; an empty array is refused: leave the field out for no list). A caller the agent's gateway " +
 		"admits to the mcp service through groups carrying a list may use only the union of their lists, and still only tools of the " +
-		"services its program rules reach; a caller admitted through groups without one keeps every tool. Names are not checked " +
+		"services its program rules reach; a caller admitted through groups without one keeps every tool. A group carrying a list " +
+		"admits its holder to the mcp service only: its other program rules act through the tools, never on a request sent " +
+		"straight to another service (403). Names are not checked " +
 		"against the agent's tools: a name no tool has allows nothing."
 	groupOp := map[string]string{proxyperm.TypeJWT: "Jwt", proxyperm.TypePassword: "Password", proxyperm.TypeIP: "Ip",
 		proxyperm.TypeToken: "Token", proxyperm.TypeServiceIdentity: "ServiceIdentity"}
@@ -276,7 +278,7 @@ func (s *Service) documentRoutes(sc docScope) []platform.Route {
 			"404 when no such group. Permission rules naming the group stay and match no identity. Writes proxy.permissions.group_removed.",
 			"Group removed", platform.Op(o.RemoveGroup)),
 		r(http.MethodPut, "/permissions/{groupName}", "setProxyRule", "Set one program rule of a group",
-			"Body `program` (http, terminal, ssh, files, exec, services, notifications) and `access`: true, false, a port 1-65535, an array of ports, "+
+			"Body `program` (http, terminal, ssh, files, exec, services, notifications, or the extension desktop: driving the agent's display) and `access`: true, false, a port 1-65535, an array of ports, "+
 				"a \"<from>-<to>\" range (from <= to) or \"*\". The group need not exist. Writes proxy.permissions.group_updated.",
 			"Permission set", platform.Op(o.SetRule)),
 	}

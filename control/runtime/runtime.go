@@ -137,6 +137,9 @@ var (
 	ErrUnavailable = errors.New("runtime: engine unreachable")
 	// ErrImageMissing: the engine has no such image.
 	ErrImageMissing = errors.New("runtime: image not found in the engine")
+	// ErrNotFound: the engine holds no container of the id (Start, Stop,
+	// Restart, Pause and Resume; Delete of a missing one succeeds).
+	ErrNotFound = errors.New("runtime: no such container in the engine")
 	// ErrNotSupported: the driver cannot do this (see Capabilities).
 	ErrNotSupported = errors.New("runtime: not supported by this driver")
 )

@@ -225,7 +225,7 @@ func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recordin
 	if err != nil {
 		return Recording{}, fault.Internal("prepare ffmpeg", err)
 	}
-	cmd.SysProcAttr = attr
+	cmd.SysProcAttr, cmd.Env = attr, proc.Env()
 	cmd.Stderr = rec.stderr
 
 	r.mu.Lock()

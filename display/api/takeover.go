@@ -335,7 +335,7 @@ func startVNC(spawner *proc.Spawner, display, sock string, viewOnly bool) (*vncS
 	if err != nil {
 		return nil, fault.Internal("prepare x11vnc", err)
 	}
-	cmd.SysProcAttr = attr
+	cmd.SysProcAttr, cmd.Env = attr, proc.Env()
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := spawner.Start(cmd); err != nil {
 		return nil, fault.Internal("start x11vnc", err)

@@ -1,6 +1,7 @@
 // Package proc holds what every service that runs commands (daemon, exec,
 // process, terminal) needs: a process group of its own, running as another
-// user, signals by name, killing a whole process tree, pseudo-terminals,
+// user, the one environment builder that keeps the agent's own settings
+// and credentials from every program it starts (Env), signals by name, killing a whole process tree, pseudo-terminals,
 // and reading a program's output line by line or keeping a bounded part
 // of it.
 //

@@ -6,17 +6,61 @@ import (
 	"strings"
 )
 
-// Env is a command's environment: the agent's, then the user's HOME, USER
-// and LOGNAME (from Attr), then extra in name order.
-func Env(userEnv []string, extra map[string]string) []string {
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
+// AgentOnly reports whether an environment variable of the agent's belongs
+// to the agent and never to a program it starts: its own settings
+// (DECKHAND_*, among them its agt_ token and the gateway token of the
+// CLI), and what the agent's own supervisor handed only to it (systemd's
+// notify socket, watchdog and socket activation).
+func AgentOnly(name string) bool {
+	switch {
+	case strings.HasPrefix(name, "DECKHAND_"), strings.HasPrefix(name, "WATCHDOG_"), strings.HasPrefix(name, "LISTEN_"):
+		return true
+	}
+	return name == "NOTIFY_SOCKET"
+}
+
+// Env is the environment of a program the agent starts, the one builder
+// every service that runs a program uses: the agent's own environment
+// without what is AgentOnly, then each layer in order (the user's HOME,
+// USER and LOGNAME from Attr, the service's own variables, the caller's
+// from Vars). A later entry replaces an earlier one of the same name, so
+// each name appears once; layers are passed on as given (what a caller
+// sets for its own program is its to set).
+func Env(layers ...[]string) []string {
+	env := make([]string, 0, 64)
+	at := map[string]int{}
+	put := func(kv string) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := at[k]; ok {
+			env[i] = kv
+			return
+		}
+		at[k] = len(env)
+		env = append(env, kv)
+	}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !AgentOnly(k) {
+			put(kv)
+		}
+	}
+	for _, layer := range layers {
+		for _, kv := range layer {
+			put(kv)
+		}
+	}
+	return env
+}
+
+// Vars is m as NAME=value entries in name order, a layer for Env.
+func Vars(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	out := append(os.Environ(), userEnv...)
+	out := make([]string, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, k+"="+extra[k])
+		out = append(out, k+"="+m[k])
 	}
 	return out
 }

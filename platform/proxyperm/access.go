@@ -8,8 +8,10 @@ import (
 	"strings"
 )
 
-// Programs are the program names a permission rule may name.
-var Programs = []string{"http", "terminal", "ssh", "files", "exec", "services", "notifications"}
+// Programs are the program names a permission rule may name: the spec's,
+// and desktop (an extension: driving the display, which a services grant
+// never does).
+var Programs = []string{"http", "terminal", "ssh", "files", "exec", "services", "notifications", "desktop"}
 
 // IsProgram reports whether name is one of Programs.
 func IsProgram(name string) bool {

@@ -32,5 +32,8 @@
 //   - an extension: any group may carry mcp_tools, the mcp service's tool
 //     allow-list (tool names and prefixes ending in '*', never empty); a
 //     decision asked for it (Facts.ToolList) answers the union of the
-//     lists of the groups admitting the request (Decision.Tools).
+//     lists of the groups admitting the request (Decision.Tools). A
+//     listed group is a boundary: it admits a request to the mcp service
+//     (Facts.ToolList) or one that service makes for its caller
+//     (Facts.ActingFor), never one sent straight to another service.
 package proxyperm

@@ -79,7 +79,7 @@ type Group struct {
 	// Every type: the tools of the mcp service this group's callers may
 	// use (nil: every tool their program reach allows). An extension of
 	// the spec's document; see ToolList.
-	MCPTools []string `json:"mcp_tools,omitempty" doc:"Extension (any group type): the tool allow-list of the agent's mcp service. Tool names or prefixes ending in one '*' (files_*), 1 to 256 entries; '*' alone allows every tool. A caller admitted to the mcp service by groups carrying a list may use only the union of their lists (still only tools of services its program reach allows); a caller admitted by groups without one keeps every tool. Absent means no list; an empty array is refused."`
+	MCPTools []string `json:"mcp_tools,omitempty" doc:"Extension (any group type): the tool allow-list of the agent's mcp service. Tool names or prefixes ending in one '*' (files_*), 1 to 256 entries; '*' alone allows every tool. A caller admitted to the mcp service by groups carrying a list may use only the union of their lists (still only tools of services its program reach allows); a caller admitted by groups without one keeps every tool. A group carrying a list admits its holder to the mcp service only: its other programs act through the tools, never on a request sent straight to another service. Absent means no list; an empty array is refused."`
 }
 
 // Rules maps a program name to its access.

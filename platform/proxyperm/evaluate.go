@@ -103,6 +103,18 @@ type Facts struct {
 	// ToolList asks an allowing decision for the caller's mcp tool
 	// allow-list (Decision.Tools): set for requests to the mcp service.
 	ToolList bool
+	// ActingFor: the request is one the mcp service makes for its caller
+	// (judged for its reach), not one the caller sent to the service.
+	ActingFor bool
+}
+
+// admitsDirectly reports whether group g may admit the request by its
+// rules: a group carrying mcp_tools is a boundary that admits its holder
+// to the mcp service only (ToolList); its other programs act only through
+// that service's tools (ActingFor), never for a request sent straight to
+// another service.
+func (f *Facts) admitsDirectly(g *CompiledGroup) bool {
+	return g.Tools == nil || f.ToolList || f.ActingFor
 }
 
 func (f *Facts) header(n string) string {
@@ -185,6 +197,7 @@ const (
 	ProgramExec          = contract.ProgramExec
 	ProgramServices      = contract.ProgramServices
 	ProgramNotifications = contract.ProgramNotifications
+	ProgramDesktop       = contract.ProgramDesktop
 )
 
 // ProgramFor maps a service reached through the gateway, and its port, to
@@ -260,7 +273,7 @@ func (p *Policy) Evaluate(f Facts, verify ClaimVerifier) Decision {
 	for i := range p.Groups {
 		g := &p.Groups[i]
 		a, ok := p.Rules[g.Name][f.Program]
-		if !ok || !a.Allows(f.Port) {
+		if !ok || !a.Allows(f.Port) || !f.admitsDirectly(g) {
 			continue
 		}
 		tried[i] = true
@@ -293,8 +306,24 @@ func (p *Policy) Evaluate(f Facts, verify ClaimVerifier) Decision {
 		d.Outcome = Forbidden
 		d.Group = d.Matched[0]
 		d.Reason = "matched groups do not allow " + f.Program + "; default deny"
+		for _, name := range d.Matched {
+			if g := p.group(name); g != nil && !f.admitsDirectly(g) {
+				d.Reason = "matched groups do not allow " + f.Program + " (group " + name +
+					" carries mcp_tools: it admits the mcp service only); default deny"
+				break
+			}
+		}
 	}
 	return d
+}
+
+func (p *Policy) group(name string) *CompiledGroup {
+	for i := range p.Groups {
+		if p.Groups[i].Name == name {
+			return &p.Groups[i]
+		}
+	}
+	return nil
 }
 
 // toolList is the union of the mcp_tools of the groups admitting the

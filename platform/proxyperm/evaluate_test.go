@@ -435,7 +435,8 @@ func FuzzEvaluate(f *testing.F) {
 // TestToolList: a decision asked for the mcp tool allow-list answers the
 // union of the mcp_tools of every group admitting the request; groups
 // without a list add nothing, groups whose rules do not admit the
-// program are not counted, and nil means no list.
+// program are not counted, and nil means no list. A group carrying a
+// list admits no request but one to the mcp service.
 func TestToolList(t *testing.T) {
 	t.Parallel()
 	p := compileJSON(t, `{"project":"p1","container":"c1","default":"deny","groups":{
@@ -452,7 +453,9 @@ func TestToolList(t *testing.T) {
 		want    []string
 	}{
 		{"one listed group", req{program: "services", headers: map[string]string{"X-Key": "f"}}, true, proxyperm.Allowed, []string{"files_*"}},
-		{"not asked", req{program: "services", headers: map[string]string{"X-Key": "f"}}, false, proxyperm.Allowed, nil},
+		{"a listed group admits nothing but the mcp service", req{program: "services", headers: map[string]string{"X-Key": "f"}}, false,
+			proxyperm.Forbidden, nil},
+		{"nor any other program of its rules", req{program: "files", headers: map[string]string{"X-Key": "f"}}, false, proxyperm.Forbidden, nil},
 		{"no list", req{program: "services", headers: map[string]string{"X-Admin": "a"}}, true, proxyperm.Allowed, nil},
 		{"a listed group limits a group without one", req{program: "services", src: "10.1.2.3", headers: map[string]string{"X-Admin": "a"}}, true,
 			proxyperm.Allowed, []string{"files_*", "files_read", "process_run"}},

@@ -33,8 +33,11 @@ import (
 //     listed in AllowedOrigins. "null" is never allowed.
 //  3. Sec-Fetch-Site. Without Origin, a browser's cross-site or same-site
 //     request (an <img>, <script> or form GET) is refused too, except a
-//     top-level navigation (Sec-Fetch-Mode: navigate, GET or HEAD), so a
-//     link to a service's page still opens it.
+//     top-level navigation (Sec-Fetch-Mode: navigate, Sec-Fetch-Dest:
+//     document, GET or HEAD), so a link to a service's page still opens
+//     it. A navigation of a frame (iframe, frame, embed, object) is
+//     refused: another site must not put a shell or a desktop under its
+//     own clicks (every answer of a Host also says so itself: NoFraming).
 //  4. CORS (cors.go). An origin listed in AllowedOrigins gets the CORS
 //     response headers naming it, so the browser lets the page read the
 //     answer; a CORS preflight from it (or from the request's own origin)
@@ -115,6 +118,7 @@ type Request struct {
 	HasOrigin      bool
 	SecFetchSite   string
 	SecFetchMode   string
+	SecFetchDest   string
 	SecFetchHasAny bool
 	// The CORS preflight's Access-Control-Request-* headers (read only for
 	// an OPTIONS request carrying Origin).
@@ -159,6 +163,11 @@ func (p *RequestPolicy) Decide(r Request) (CORS, *fault.Error) {
 		if !nav {
 			return CORS{}, &fault.Error{Code: fault.CodeForbidden, Details: "sec-fetch-site",
 				Message: "a " + site + " browser request without an allowed Origin may not call this service"}
+		}
+		if !strings.EqualFold(r.SecFetchDest, "document") {
+			return CORS{}, &fault.Error{Code: fault.CodeForbidden, Details: "sec-fetch-dest",
+				Message: "a " + site + " page may not open this service inside a frame (Sec-Fetch-Dest " + quoteShort(r.SecFetchDest) +
+					"); only a top-level navigation may"}
 		}
 	}
 	return CORS{}, nil
@@ -287,7 +296,8 @@ func FastRequest(rc *fasthttp.RequestCtx) Request {
 	origin := h.Peek(fiber.HeaderOrigin)
 	r := Request{Method: string(h.Method()), Host: string(h.Host()), LocalIP: local,
 		HasOrigin: origin != nil, Origin: string(origin),
-		SecFetchSite: string(h.Peek("Sec-Fetch-Site")), SecFetchMode: string(h.Peek("Sec-Fetch-Mode"))}
+		SecFetchSite: string(h.Peek("Sec-Fetch-Site")), SecFetchMode: string(h.Peek("Sec-Fetch-Mode")),
+		SecFetchDest: string(h.Peek("Sec-Fetch-Dest"))}
 	if origin != nil && h.IsOptions() {
 		r.PreflightMethod = string(h.Peek(fiber.HeaderAccessControlRequestMethod))
 		r.PreflightHeaders = string(h.Peek(fiber.HeaderAccessControlRequestHeaders))
@@ -367,6 +377,8 @@ func WriteHTTPErrorStatus(w http.ResponseWriter, status int, err error) {
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8") // as the Fiber host writes it
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Frame-Options", "DENY") // NoFraming: an error of the agent's own
+	w.Header().Set("Content-Security-Policy", FrameAncestorsNone)
 	w.WriteHeader(status)
 	_, _ = w.Write(containerErrorBody(e))
 }
@@ -387,6 +399,7 @@ func WriteFastError(rc *fasthttp.RequestCtx, status int, err error) {
 	}
 	rc.Response.Header.SetContentType("application/json")
 	rc.Response.Header.Set("X-Content-Type-Options", "nosniff")
+	NoFraming(&rc.Response.Header)
 	rc.SetStatusCode(status)
 	rc.SetBody(containerErrorBody(e))
 }

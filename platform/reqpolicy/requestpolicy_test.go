@@ -56,7 +56,15 @@ func TestRequestPolicyCheck(t *testing.T) {
 		{"forwarded host must pass the host check", p, h("host", "127.0.0.1:7703", "fwd", "evil.example:7700", "origin", "http://evil.example:7700"), fault.CodeMisdirected},
 		{"cross-site without origin", p, h("method", "GET", "site", "cross-site", "mode", "no-cors"), fault.CodeForbidden},
 		{"same-site without origin", p, h("method", "GET", "site", "same-site", "mode", "cors"), fault.CodeForbidden},
-		{"cross-site navigation", p, h("method", "GET", "site", "cross-site", "mode", "navigate"), ""},
+		{"cross-site navigation", p, h("method", "GET", "site", "cross-site", "mode", "navigate", "dest", "document"), ""},
+		{"cross-site navigation, HEAD", p, h("method", "HEAD", "site", "cross-site", "mode", "navigate", "dest", "document"), ""},
+		{"cross-site iframe", p, h("method", "GET", "site", "cross-site", "mode", "navigate", "dest", "iframe"), fault.CodeForbidden},
+		{"cross-site frame", p, h("method", "GET", "site", "cross-site", "mode", "navigate", "dest", "frame"), fault.CodeForbidden},
+		{"cross-site embed", p, h("method", "GET", "site", "cross-site", "mode", "navigate", "dest", "embed"), fault.CodeForbidden},
+		{"cross-site object", p, h("method", "GET", "site", "cross-site", "mode", "navigate", "dest", "object"), fault.CodeForbidden},
+		{"same-site iframe", p, h("method", "GET", "site", "same-site", "mode", "navigate", "dest", "iframe"), fault.CodeForbidden},
+		{"cross-site navigation without a destination", p, h("method", "GET", "site", "cross-site", "mode", "navigate"), fault.CodeForbidden},
+		{"same-origin iframe", p, h("method", "GET", "site", "same-origin", "mode", "navigate", "dest", "iframe"), ""},
 		{"cross-site form POST navigation", p, h("site", "cross-site", "mode", "navigate"), fault.CodeForbidden},
 		{"same-origin fetch", p, h("site", "same-origin", "origin", "http://127.0.0.1:7700"), ""},
 		{"cross-site with an allowed origin", p, h("site", "cross-site", "origin", "https://app.example.com"), ""},
@@ -98,6 +106,8 @@ func policyRequest(kv ...string) reqpolicy.Request {
 			r.SecFetchSite = v
 		case "mode":
 			r.SecFetchMode = v
+		case "dest":
+			r.SecFetchDest = v
 		case "acrm":
 			r.PreflightMethod = v
 		case "acrh":

@@ -27,7 +27,7 @@ type Program struct {
 	Command   string            `json:"command" required:"true" doc:"executable: a path, or a name looked up in PATH (no shell; use command \"/bin/sh\" and args [\"-c\", ...] for one)"`
 	Args      []string          `json:"args,omitempty"`
 	Cwd       string            `json:"cwd,omitempty" doc:"working directory, absolute (default: the user's home, else /)"`
-	Env       map[string]string `json:"env,omitempty" doc:"added to the agent's environment"`
+	Env       map[string]string `json:"env,omitempty" doc:"added to the agent's environment less its own settings (DECKHAND_* are never passed on)"`
 	User      string            `json:"user,omitempty" doc:"run as this user (the agent must be root to switch); default the agent's --run-as user, else its own"`
 	Autostart *bool             `json:"autostart,omitempty" doc:"start when the daemon service starts and when created (default true); enable and disable set it"`
 	Restart   string            `json:"restart,omitempty" enum:"always,on-failure,never" doc:"default on-failure"`

@@ -175,7 +175,7 @@ func (s *Service) Info() platform.Info {
 			"(default <data>/daemon/programs; the body of PUT /api/v1/daemon/programs/{id} is the same JSON, and PUT writes the " +
 			"file atomically), read when the service starts and by POST /api/v1/daemon/reload (all or nothing). At start a file that does not parse, or depends on a missing program or " +
 			"on a cycle, is skipped, logged, written to the journal and listed in skipped_files of GET /api/v1/daemon/programs. A program runs its command (no shell) with " +
-			"args, cwd, env added to the agent's environment, as user (the agent must be root to switch), in a process group " +
+			"args, cwd, env added to the agent's environment less its DECKHAND_* settings, as user (the agent must be root to switch), in a process group " +
 			"of its own, killed when the agent dies. States: stopped, starting (waiting for depends_on, or launched and not yet " +
 			"started), running (up start_seconds, or its readiness probe passed), backoff (a start failed; the delay doubles " +
 			"from backoff.initial up to backoff.max), exited (ended, not restarted by its policy), fatal (start_retries failed " +

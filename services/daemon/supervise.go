@@ -421,7 +421,7 @@ func (p *program) command(def *Program) (*exec.Cmd, pipes, error) {
 		return nil, ps, cmd.Err
 	}
 	cmd.SysProcAttr = attr
-	cmd.Env = proc.Env(userEnv, def.Env)
+	cmd.Env = proc.Env(userEnv, proc.Vars(def.Env))
 	cmd.Dir = proc.WorkDir(def.Cwd, userEnv)
 	for i := 0; i < 2; i++ {
 		r, w, err := os.Pipe()
@@ -516,7 +516,7 @@ func (p *program) probeOnce(ctx context.Context, def *Program) error {
 		}
 		cmd := exec.CommandContext(ctx, pr.Command[0], pr.Command[1:]...)
 		cmd.SysProcAttr = attr
-		cmd.Env = proc.Env(userEnv, def.Env)
+		cmd.Env = proc.Env(userEnv, proc.Vars(def.Env))
 		cmd.Dir = proc.WorkDir(def.Cwd, userEnv)
 		cmd.Cancel = func() error { return proc.KillGroup(cmd.Process.Pid, syscall.SIGKILL) }
 		cmd.WaitDelay = time.Second

@@ -98,7 +98,7 @@ func (s *Service) runCommand(def *Schedule, stdout, stderr io.Writer) (int, stri
 	}
 	cmd := osexec.Command("/bin/sh", "-c", def.Command)
 	cmd.SysProcAttr = attr
-	cmd.Env = proc.Env(userEnv, def.Env)
+	cmd.Env = proc.Env(userEnv, proc.Vars(def.Env))
 	cmd.Dir = proc.WorkDir(def.Cwd, userEnv)
 	var parents, children []*os.File
 	for i := 0; i < 2; i++ {

@@ -38,7 +38,7 @@ type Schedule struct {
 	Overlap  string            `json:"overlap" yaml:"overlap" enum:"skip,queue,allow" doc:"default skip"`
 	User     string            `json:"user,omitempty" yaml:"user" doc:"run as this user (the agent must be root to switch); default the agent's --run-as user, else its own"`
 	Cwd      string            `json:"cwd,omitempty" yaml:"cwd" doc:"absolute working directory (default the user's home, else /)"`
-	Env      map[string]string `json:"env,omitempty" yaml:"env" doc:"added to the agent's environment"`
+	Env      map[string]string `json:"env,omitempty" yaml:"env" doc:"added to the agent's environment less its own settings (DECKHAND_* are never passed on)"`
 
 	sched   robfig.Schedule
 	timeout time.Duration

@@ -140,7 +140,7 @@ func (s *Service) Info() platform.Info {
 			"user, cwd, env}. schedule is a robfig/cron expression: five fields (minute hour day-of-month month " +
 			"day-of-week), or six with seconds first, or @hourly, @daily, @weekly, @monthly, @yearly, @every 90s; read in " +
 			"timezone (default UTC). command runs with /bin/sh -c in its own process group, as user (the agent must be root " +
-			"to switch), in cwd (default the user's home, else /), with env added to the agent's environment. timeout " +
+			"to switch), in cwd (default the user's home, else /), with env added to the agent's environment less its DECKHAND_* settings. timeout " +
 			"(default 1h): a run still going is sent SIGTERM with its whole process tree, SIGKILL 2 s later, and recorded " +
 			"timed_out with the output it had written. overlap (default skip, as a systemd timer never starts a unit twice): " +
 			"skip records a skipped run, queue runs it after the current one (at most 10 waiting), allow runs it beside. " +

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,5 +100,80 @@ func TestToolAllowList(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("process_run did not run: %v", err)
+	}
+}
+
+// TestToolAllowListIsABoundary: a group carrying mcp_tools admits its
+// holder to the mcp service only. The documented CI token (files tools,
+// with exec and files in its rules) runs no command through /_/process/
+// and reads no file through /_/files/, while its files tools still work
+// through MCP; a list-only token (files_list) reads no file directly
+// either. A group without a list keeps its direct access.
+func TestToolAllowListIsABoundary(t *testing.T) {
+	t.Parallel()
+	const doc = `{"project":"p","container":"c","enable_proxy":true,"default":"deny","groups":{
+		"ci":{"type":"token","header":"X-Key","value":"ci-key","mcp_tools":["files_*","journal_query"]},
+		"lister":{"type":"token","header":"X-Key","value":"list-key","mcp_tools":["files_list"]},
+		"ops":{"type":"token","header":"X-Key","value":"ops-key"}},
+		"permissions":{"ci":{"exec":true,"files":true,"services":true},"lister":{"files":true,"services":true},
+		"ops":{"exec":true,"files":true,"services":true}}}`
+	a := startAgentDoc(t, doc, nil, "process,files,journal,mcp")
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.txt")
+	if err := os.WriteFile(secret, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "ran")
+	direct := func(key, method, path, body string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, a.gw+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	run := `{"cmd":["touch","` + marker + `"]}`
+	read := "/_/files/api/v1/files/content?path=" + url.QueryEscape(secret)
+	for _, key := range []string{"ci-key", "list-key"} {
+		if st := direct(key, "POST", "/_/process/api/v1/process/run", run); st != http.StatusForbidden {
+			t.Errorf("%s straight to the process service: %d, want 403", key, st)
+		}
+		if st := direct(key, "GET", read, ""); st != http.StatusForbidden {
+			t.Errorf("%s straight to the files service: %d, want 403", key, st)
+		}
+		if st := direct(key, "GET", "/_/journal/health", ""); st != http.StatusForbidden {
+			t.Errorf("%s straight to the journal service: %d, want 403", key, st)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a listed group ran a command through the process service")
+	}
+
+	// Its tools act with the group's programs.
+	ci := connectHeader(t, a.endpoint(), "ci-key", nil, nil)
+	if res := callTool(t, ci, "files_read", map[string]any{"path": secret}); res.IsError || text(res) != "hello" {
+		t.Fatalf("files_read through MCP: %q", text(res))
+	}
+	lister := connectHeader(t, a.endpoint(), "list-key", nil, nil)
+	if res := callTool(t, lister, "files_list", map[string]any{"path": dir}); res.IsError || !strings.Contains(text(res), "secret.txt") {
+		t.Fatalf("files_list through MCP: %q", text(res))
+	}
+
+	// A group without a list is not narrowed.
+	if st := direct("ops-key", "GET", read, ""); st != http.StatusOK {
+		t.Errorf("ops straight to the files service: %d, want 200", st)
+	}
+	if st := direct("ops-key", "POST", "/_/process/api/v1/process/run", run); st != http.StatusOK {
+		t.Errorf("ops straight to the process service: %d, want 200", st)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("ops's command did not run: %v", err)
 	}
 }

@@ -44,7 +44,7 @@ const (
 	permsDoc  = `{"project":"p","container":"c","enable_proxy":true,"groups":{
 		"all":{"type":"token","header":"X-Key","value":"all-key"},
 		"noexec":{"type":"token","header":"X-Key","value":"no-exec-key"}},
-		"permissions":{"all":{"exec":true,"files":true,"services":true},"noexec":{"files":true,"services":true}}}`
+		"permissions":{"all":{"exec":true,"files":true,"services":true,"desktop":true},"noexec":{"files":true,"services":true}}}`
 )
 
 // agent is a running `deckhand run`.
@@ -331,7 +331,8 @@ func journalOnce(t *testing.T, a *agent, query string) string {
 
 // TestWithoutExecNoProcessTools: a credential the proxy permissions do not
 // allow exec sees no process tool and is refused when it calls one; its
-// files tools work.
+// files tools work. Without desktop it sees the display's reading tools
+// only, and display_type is refused naming program desktop.
 func TestWithoutExecNoProcessTools(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t, "process,files,journal,mcp")
@@ -346,6 +347,11 @@ func TestWithoutExecNoProcessTools(t *testing.T) {
 	if !slices.Contains(names, "files_read") {
 		t.Errorf("files tools missing: %v", names)
 	}
+	// Its services grant reads the screen but does not drive it.
+	if !slices.Contains(names, "display_screenshot") || slices.Contains(names, "display_type") || slices.Contains(names, "display_click") ||
+		slices.Contains(names, "display_element_click") {
+		t.Errorf("a services grant's display tools: %v", names)
+	}
 	marker := filepath.Join(t.TempDir(), "ran")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -355,6 +361,10 @@ func TestWithoutExecNoProcessTools(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the refused command ran")
+	}
+	if _, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "display_type", Arguments: map[string]any{"text": "id\n"}}); err == nil ||
+		!strings.Contains(err.Error(), "FORBIDDEN") || !strings.Contains(err.Error(), "program desktop") {
+		t.Fatalf("display_type with a services grant: %v", err)
 	}
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "nosuch_tool", Arguments: map[string]any{}})
 	if (err == nil && !res.IsError) || (err != nil && strings.Contains(err.Error(), "FORBIDDEN")) {

@@ -89,9 +89,9 @@ func (c caller) mayUse(tool string) bool {
 	return c.tools == nil || platform.ToolAllowed(c.tools, tool)
 }
 
-// mayTool is may for the tool's service and mayUse.
+// mayTool is may for what the tool reaches (toolReach) and mayUse.
 func (c caller) mayTool(tool string) bool {
-	return c.may(toolService(tool)) && c.mayUse(tool)
+	return c.may(toolReach(tool)) && c.mayUse(tool)
 }
 
 // mayResource is may for the service a resource URI reads and mayUse for
@@ -147,6 +147,11 @@ func (c caller) who() map[string]any {
 const codeForbidden = -32003
 
 func forbidden(service string) error {
+	if service == platform.DesktopReach {
+		return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
+			"FORBIDDEN: this credential may not drive the %s service (its input is judged as program %s by the proxy permissions; %s only reads the screen)",
+			platform.DesktopService, contract.ProgramDesktop, contract.ProgramServices)}
+	}
 	return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
 		"FORBIDDEN: this credential may not reach the %s service (judged as program %s by the proxy permissions)",
 		service, contract.ServiceProgram(service))}
@@ -183,8 +188,8 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				return next(ctx, method, req) // no such tool: the SDK says so
 			}
 			start := time.Now()
-			if !who.may(svc) {
-				err := forbidden(svc)
+			if reach := toolReach(p.Name); !who.may(reach) {
+				err := forbidden(reach)
 				s.journalCall(who, p, svc, "refused", err.Error(), start)
 				return nil, err
 			}
@@ -237,6 +242,26 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// displayReadTools are the display's tools that only read the screen
+// (program services); every other display tool drives it (toolReach).
+var displayReadTools = map[string]bool{
+	"display_screenshot": true, "display_screenshot_marked": true, "display_windows": true,
+	"display_accessibility": true, "display_find": true,
+	"display_recording_start": true, "display_recording_stop": true, "display_recordings": true,
+	"display_recording_timeline": true,
+}
+
+// toolReach is what a tool needs in the caller's reach: its service, or
+// platform.DesktopReach for a display tool that types, clicks or acts on
+// an element (one not listed as a read is taken to act).
+func toolReach(name string) string {
+	svc := toolService(name)
+	if svc == platform.DesktopService && !displayReadTools[name] {
+		return platform.DesktopReach
+	}
+	return svc
 }
 
 // toolService is the service a tool calls: the part of its name before

@@ -7,13 +7,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/proc"
 )
 
 // process is one process the service started (or, after a restart, the
@@ -211,30 +210,15 @@ func specHash(spec Spec, extra any) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// buildEnv is a process's environment: the agent's without DECKHAND_*,
-// the user's HOME, USER and LOGNAME, TERM on a pty, extra in name order,
-// then DECKHAND_PROCESS_ID (os/exec keeps the last of a name).
+// buildEnv is a process's environment (proc.Env): the agent's without
+// what is the agent's own, the user's HOME, USER and LOGNAME, TERM on a
+// pty, extra, then DECKHAND_PROCESS_ID.
 func buildEnv(userEnv []string, extra map[string]string, id string, pty bool) []string {
-	env := make([]string, 0, 64)
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "DECKHAND_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, userEnv...)
+	var term []string
 	if pty {
-		env = append(env, "TERM="+defaultTermEnvVar)
+		term = []string{"TERM=" + defaultTermEnvVar}
 	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+extra[k])
-	}
-	return append(env, idEnv+"="+id)
+	return proc.Env(userEnv, term, proc.Vars(extra), []string{idEnv + "=" + id})
 }
 
 // get finds a process.

@@ -28,7 +28,7 @@ type Profile struct {
 	Name        string            `json:"name" required:"true"`
 	Description string            `json:"description"`
 	Shell       string            `json:"shell" doc:"absolute path of the shell commands run with"`
-	Env         map[string]string `json:"env" doc:"variables added to the agent's environment"`
+	Env         map[string]string `json:"env" doc:"variables added to the agent's environment less its own settings (DECKHAND_* are never passed on)"`
 	Cwd         string            `json:"cwd" doc:"absolute working directory"`
 	Path        []string          `json:"path" doc:"directories put before $PATH, in order"`
 	Active      bool              `json:"active" required:"true"`

@@ -14,6 +14,7 @@ import (
 	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/contract"
 	"deckhand/platform/fault"
+	"deckhand/platform/proc"
 	"deckhand/platform/store"
 )
 
@@ -182,8 +183,8 @@ func gitPinned(ctx context.Context, dir string, opts, env []string, args ...stri
 	full := append(append([]string{"-c", "protocol.ext.allow=never", "-c", "advice.detachedHead=false"}, opts...), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false",
-		"GIT_SSH_COMMAND=ssh -o BatchMode=yes"), env...)
+	cmd.Env = proc.Env([]string{"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false",
+		"GIT_SSH_COMMAND=ssh -o BatchMode=yes"}, env)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second

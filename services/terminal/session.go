@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -224,42 +223,11 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 	return s, nil
 }
 
-// shellEnv is the service's environment without the agent's own settings
-// (which may hold its token), plus the user's HOME, USER and LOGNAME (from
-// proc.Credential), what a terminal needs, and the caller's.
+// shellEnv is a shell's environment (proc.Env): the service's without
+// what is the agent's own (which may hold its token), plus the --run-as
+// user's HOME, USER and LOGNAME, what a terminal needs, and the caller's.
 func shellEnv(userEnv []string, extra map[string]string) []string {
-	env := make([]string, 0, len(os.Environ())+len(userEnv)+len(extra)+2)
-	for _, kv := range append(os.Environ(), userEnv...) {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "DECKHAND_") || k == "TERM" || k == "COLORTERM" {
-			continue
-		}
-		if _, override := extra[k]; override {
-			continue
-		}
-		if userEnv != nil && !slices.Contains(userEnv, kv) && (k == "HOME" || k == "USER" || k == "LOGNAME") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, "TERM=xterm-256color", "COLORTERM=truecolor")
-	for k, v := range extra {
-		if k == "TERM" || k == "COLORTERM" {
-			env = dropVar(env, k)
-		}
-		env = append(env, k+"="+v)
-	}
-	return env
-}
-
-func dropVar(env []string, k string) []string {
-	out := env[:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, k+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
+	return proc.Env(userEnv, []string{"TERM=xterm-256color", "COLORTERM=truecolor"}, proc.Vars(extra))
 }
 
 // readLoop copies PTY output to the ring and every client. It starts with a

@@ -71,7 +71,8 @@ func (s *Service) Routes() []platform.Route {
 				"1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy " +
 				"permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 " +
 				"UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an " +
-				"invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).",
-			Op: platform.StreamOp(s.serveProxy)},
+				"invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's " +
+				"answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).",
+			Frameable: true, Op: platform.StreamOp(s.serveProxy)},
 	}
 }

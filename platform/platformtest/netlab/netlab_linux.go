@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
@@ -260,6 +261,56 @@ func inNS(ns string, f func()) error {
 		done <- nil
 	}()
 	return <-done
+}
+
+// AsUser runs f on an OS thread of its own inside namespace ns as uid
+// and gid 65534 (nobody), with no capability but those in keep (effective
+// and permitted). Sockets f opens belong to nobody and stay in ns. Every
+// change is a raw syscall on that thread alone, and the thread never
+// goes back to the pool: it ends with f's goroutine.
+func (l *Lab) AsUser(ns string, keep []uintptr, f func()) {
+	l.t.Helper()
+	nsf := l.NSFile(ns)
+	defer nsf.Close()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked
+		if err := unix.Setns(int(nsf.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- err
+			return
+		}
+		if len(keep) > 0 {
+			if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 1, 0, 0, 0, 0); e != 0 {
+				done <- e
+				return
+			}
+		}
+		for _, c := range [][4]uintptr{
+			{unix.SYS_SETGROUPS, 0, 0},
+			{unix.SYS_SETRESGID, 65534, 65534, 65534},
+			{unix.SYS_SETRESUID, 65534, 65534, 65534},
+		} {
+			if _, _, e := unix.RawSyscall(c[0], c[1], c[2], c[3]); e != 0 {
+				done <- e
+				return
+			}
+		}
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		for _, c := range keep {
+			data[c/32].Effective |= 1 << (c % 32)
+			data[c/32].Permitted |= 1 << (c % 32)
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+			done <- e
+			return
+		}
+		f()
+		done <- nil
+	}()
+	if err := <-done; err != nil {
+		l.t.Fatalf("netlab: run as nobody in %s: %v", ns, err)
+	}
 }
 
 // DialContext connects from inside namespace ns.

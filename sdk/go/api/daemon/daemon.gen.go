@@ -205,7 +205,7 @@ type Program struct {
 	// DependsOn programs that must be running (ready), or have exited 0, before this one starts; starting this starts them
 	DependsOn *[]string `json:"depends_on,omitempty"`
 
-	// Env added to the agent's environment
+	// Env added to the agent's environment less its own settings (DECKHAND_* are never passed on)
 	Env *map[string]string `json:"env,omitempty"`
 
 	// Id the program's id (from the path; in a body it must equal it)
@@ -302,7 +302,7 @@ type View struct {
 	// DependsOn programs that must be running (ready), or have exited 0, before this one starts; starting this starts them
 	DependsOn *[]string `json:"depends_on,omitempty"`
 
-	// Env added to the agent's environment
+	// Env added to the agent's environment less its own settings (DECKHAND_* are never passed on)
 	Env *map[string]string `json:"env,omitempty"`
 
 	// Id the program's id (from the path; in a body it must equal it)

@@ -229,7 +229,7 @@ type View struct {
 	// Cwd absolute working directory (default the user's home, else /)
 	Cwd *string `json:"cwd,omitempty"`
 
-	// Env added to the agent's environment
+	// Env added to the agent's environment less its own settings (DECKHAND_* are never passed on)
 	Env *map[string]string `json:"env,omitempty"`
 
 	// LastRun the newest run record, null before any

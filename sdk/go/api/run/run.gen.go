@@ -177,7 +177,7 @@ type Profile struct {
 	Cwd         *string `json:"cwd,omitempty"`
 	Description *string `json:"description,omitempty"`
 
-	// Env variables added to the agent's environment
+	// Env variables added to the agent's environment less its own settings (DECKHAND_* are never passed on)
 	Env  *map[string]string `json:"env,omitempty"`
 	Name string             `json:"name"`
 

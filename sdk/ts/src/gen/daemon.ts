@@ -295,7 +295,7 @@ export interface components {
             cwd?: string;
             /** @description programs that must be running (ready), or have exited 0, before this one starts; starting this starts them */
             depends_on?: string[];
-            /** @description added to the agent's environment */
+            /** @description added to the agent's environment less its own settings (DECKHAND_* are never passed on) */
             env?: {
                 [key: string]: string;
             };
@@ -364,7 +364,7 @@ export interface components {
             cwd?: string;
             /** @description programs that must be running (ready), or have exited 0, before this one starts; starting this starts them */
             depends_on?: string[];
-            /** @description added to the agent's environment */
+            /** @description added to the agent's environment less its own settings (DECKHAND_* are never passed on) */
             env?: {
                 [key: string]: string;
             };

@@ -210,7 +210,7 @@ export interface components {
             command: string;
             /** @description absolute working directory (default the user's home, else /) */
             cwd?: string;
-            /** @description added to the agent's environment */
+            /** @description added to the agent's environment less its own settings (DECKHAND_* are never passed on) */
             env?: {
                 [key: string]: string;
             };

@@ -303,7 +303,7 @@ export interface components {
             /** @description absolute working directory */
             cwd?: string;
             description?: string;
-            /** @description variables added to the agent's environment */
+            /** @description variables added to the agent's environment less its own settings (DECKHAND_* are never passed on) */
             env?: {
                 [key: string]: string;
             };
