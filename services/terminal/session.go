@@ -224,9 +224,8 @@ func (svc *Service) create(req CreateRequest) (*Session, error) {
 }
 
 // shellEnv is a shell's environment (proc.Env): the service's without
-// what is the agent's own (which may hold its token), the user's HOME,
-// USER and LOGNAME (from proc.Credential), what a terminal needs, and the
-// caller's.
+// what is the agent's own (which may hold its token), plus the --run-as
+// user's HOME, USER and LOGNAME, what a terminal needs, and the caller's.
 func shellEnv(userEnv []string, extra map[string]string) []string {
 	return proc.Env(userEnv, []string{"TERM=xterm-256color", "COLORTERM=truecolor"}, proc.Vars(extra))
 }

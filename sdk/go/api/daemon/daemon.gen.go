@@ -227,7 +227,7 @@ type Program struct {
 	// StopTimeout seconds to wait after stop_signal before SIGKILL to the whole group; default 10, up to 3600
 	StopTimeout *float32 `json:"stop_timeout,omitempty"`
 
-	// User run as this user (the agent must be root to switch); default the agent's user
+	// User run as this user (the agent must be root to switch); default the agent's --run-as user, else its own
 	User *string `json:"user,omitempty"`
 }
 
@@ -325,7 +325,7 @@ type View struct {
 	// StopTimeout seconds to wait after stop_signal before SIGKILL to the whole group; default 10, up to 3600
 	StopTimeout *float32 `json:"stop_timeout,omitempty"`
 
-	// User run as this user (the agent must be root to switch); default the agent's user
+	// User run as this user (the agent must be root to switch); default the agent's --run-as user, else its own
 	User *string `json:"user,omitempty"`
 }
 

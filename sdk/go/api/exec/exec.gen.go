@@ -253,7 +253,7 @@ type View struct {
 	// Timezone IANA zone the fields are read in (default UTC)
 	Timezone *string `json:"timezone,omitempty"`
 
-	// User run as this user (the agent must be root to switch)
+	// User run as this user (the agent must be root to switch); default the agent's --run-as user, else its own
 	User *string `json:"user,omitempty"`
 }
 

@@ -464,7 +464,7 @@ type RunInput struct {
 	// TimeoutMs stop the whole process tree after this many milliseconds (SIGTERM, SIGKILL after the kill grace); 0 or absent: no limit
 	TimeoutMs *int `json:"timeout_ms,omitempty"`
 
-	// User run as this user (name or uid; the agent must run as root to switch); default the agent's user
+	// User run as this user (name or uid; the agent must run as root to switch); default the agent's --run-as user, else its own
 	User *string `json:"user,omitempty"`
 }
 
@@ -560,7 +560,7 @@ type StartInput struct {
 	// TimeoutMs stop the whole process tree after this many milliseconds (SIGTERM, SIGKILL after the kill grace); 0 or absent: no limit
 	TimeoutMs *int `json:"timeout_ms,omitempty"`
 
-	// User run as this user (name or uid; the agent must run as root to switch); default the agent's user
+	// User run as this user (name or uid; the agent must run as root to switch); default the agent's --run-as user, else its own
 	User *string `json:"user,omitempty"`
 }
 

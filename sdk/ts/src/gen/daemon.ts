@@ -315,7 +315,7 @@ export interface components {
             stop_signal?: string;
             /** @description seconds to wait after stop_signal before SIGKILL to the whole group; default 10, up to 3600 */
             stop_timeout?: number;
-            /** @description run as this user (the agent must be root to switch); default the agent's user */
+            /** @description run as this user (the agent must be root to switch); default the agent's --run-as user, else its own */
             user?: string;
         };
         Reloaded: {
@@ -385,7 +385,7 @@ export interface components {
             stop_signal?: string;
             /** @description seconds to wait after stop_signal before SIGKILL to the whole group; default 10, up to 3600 */
             stop_timeout?: number;
-            /** @description run as this user (the agent must be root to switch); default the agent's user */
+            /** @description run as this user (the agent must be root to switch); default the agent's --run-as user, else its own */
             user?: string;
         };
     };

@@ -235,7 +235,7 @@ export interface components {
             timeout?: string;
             /** @description IANA zone the fields are read in (default UTC) */
             timezone?: string;
-            /** @description run as this user (the agent must be root to switch) */
+            /** @description run as this user (the agent must be root to switch); default the agent's --run-as user, else its own */
             user?: string;
         };
     };

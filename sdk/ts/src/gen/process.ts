@@ -363,7 +363,7 @@ export interface components {
             tag?: string;
             /** @description stop the whole process tree after this many milliseconds (SIGTERM, SIGKILL after the kill grace); 0 or absent: no limit */
             timeout_ms?: number;
-            /** @description run as this user (name or uid; the agent must run as root to switch); default the agent's user */
+            /** @description run as this user (name or uid; the agent must run as root to switch); default the agent's --run-as user, else its own */
             user?: string;
         };
         RunResult: {
@@ -423,7 +423,7 @@ export interface components {
             tag?: string;
             /** @description stop the whole process tree after this many milliseconds (SIGTERM, SIGKILL after the kill grace); 0 or absent: no limit */
             timeout_ms?: number;
-            /** @description run as this user (name or uid; the agent must run as root to switch); default the agent's user */
+            /** @description run as this user (name or uid; the agent must run as root to switch); default the agent's --run-as user, else its own */
             user?: string;
         };
         StdinResult: {
