@@ -584,13 +584,37 @@ type CodeInput struct {
 
 // Container defines model for Container.
 type Container struct {
-	CreatedAt *time.Time `json:"created_at,omitempty"`
-	Id        *string    `json:"id,omitempty"`
-	Name      *string    `json:"name,omitempty"`
-	ProjectId *string    `json:"project_id,omitempty"`
-	ServerId  *string    `json:"server_id,omitempty"`
-	Status    *string    `json:"status,omitempty"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	AgentAddr       *string            `json:"agent_addr,omitempty"`
+	Autostart       *bool              `json:"autostart,omitempty"`
+	CreatedAt       *time.Time         `json:"created_at,omitempty"`
+	EnrolledAt      *time.Time         `json:"enrolled_at,omitempty"`
+	Env             *map[string]string `json:"env,omitempty"`
+	Id              *string            `json:"id,omitempty"`
+	ImageId         *string            `json:"image_id,omitempty"`
+	ImageName       *string            `json:"image_name,omitempty"`
+	KeepWorkspace   *bool              `json:"keep_workspace,omitempty"`
+	Name            *string            `json:"name,omitempty"`
+	ProjectId       *string            `json:"project_id,omitempty"`
+	RecreateOnStart *bool              `json:"recreate_on_start,omitempty"`
+	Resources       *Resources         `json:"resources,omitempty"`
+	Runtime         *string            `json:"runtime,omitempty"`
+	ServerId        *string            `json:"server_id,omitempty"`
+	Status          *string            `json:"status,omitempty"`
+	StatusReason    *string            `json:"status_reason,omitempty"`
+	UpdatedAt       *time.Time         `json:"updated_at,omitempty"`
+	Urls            *map[string]string `json:"urls,omitempty"`
+}
+
+// ContainerChanges defines model for ContainerChanges.
+type ContainerChanges struct {
+	// Autostart start again with the engine
+	Autostart *bool `json:"autostart,omitempty"`
+
+	// Name 1-100 characters, unique in the project
+	Name *string `json:"name,omitempty"`
+
+	// Resources new limits (both fields are replaced; 0: the engine's default)
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // ContainerClaimInput defines model for ContainerClaimInput.
@@ -600,6 +624,27 @@ type ContainerClaimInput struct {
 
 	// TtlSeconds lifetime in seconds: 30-3600, default 300
 	TtlSeconds *int `json:"ttl_seconds,omitempty"`
+}
+
+// ContainerCreate defines model for ContainerCreate.
+type ContainerCreate struct {
+	// Autostart start again with the engine (and after it exits on its own)
+	Autostart *bool `json:"autostart,omitempty"`
+
+	// Env environment of the container's programs: at most 64 names (letters, digits, '_', not starting with a digit or DECKHAND_), values up to 4096 bytes
+	Env *map[string]string `json:"env,omitempty"`
+
+	// ImageId a catalog image (img_...): free, or priced and in the caller's library
+	ImageId string `json:"image_id"`
+
+	// Name 1-100 characters, unique in the project
+	Name string `json:"name"`
+
+	// ProjectId the project: its owner, a manager or an admin may create
+	ProjectId string `json:"project_id"`
+
+	// Resources CPU and memory limits; absent: the engine's defaults
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // ContainerList defines model for ContainerList.
@@ -1231,6 +1276,24 @@ type PermissionInput struct {
 	Program string      `json:"program"`
 }
 
+// Preview defines model for Preview.
+type Preview struct {
+	ContainerId *string    `json:"container_id,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	Port        *int       `json:"port,omitempty"`
+	Token       *string    `json:"token,omitempty"`
+	Url         *string    `json:"url,omitempty"`
+}
+
+// PreviewInput defines model for PreviewInput.
+type PreviewInput struct {
+	// Port the TCP port inside the container, 1-65535
+	Port int `json:"port"`
+
+	// TtlSeconds how long the link opens the port: 60-604800 seconds, default 3600
+	TtlSeconds *int `json:"ttl_seconds,omitempty"`
+}
+
 // Project defines model for Project.
 type Project struct {
 	CreatedAt   *time.Time `json:"created_at,omitempty"`
@@ -1455,6 +1518,15 @@ type RentResult struct {
 type ResetInput struct {
 	Password string `json:"password"`
 	Token    string `json:"token"`
+}
+
+// Resources defines model for Resources.
+type Resources struct {
+	// Cpus CPU cores, 0.1-64 in steps of 0.01
+	Cpus *float32 `json:"cpus,omitempty"`
+
+	// MemoryMb memory limit in MiB, 128-262144
+	MemoryMb *int `json:"memory_mb,omitempty"`
 }
 
 // RoleInput defines model for RoleInput.
@@ -1841,6 +1913,24 @@ type RefreshConsoleSessionParams struct {
 	DeckhandRefresh *string `form:"deckhand_refresh,omitempty" json:"deckhand_refresh,omitempty"`
 }
 
+// ListContainersParams defines parameters for ListContainers.
+type ListContainersParams struct {
+	// ProjectId the project whose containers to list (required)
+	ProjectId *string `form:"project_id,omitempty" json:"project_id,omitempty"`
+
+	// Page page number, from 1
+	Page *int `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit page size, 1-100 (default 20); a larger value is refused with 400, not clamped
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// DeleteContainerParams defines parameters for DeleteContainer.
+type DeleteContainerParams struct {
+	// KeepWorkspace keep the workspace volume in the engine (the container and its record go) (true, false, 1 or 0)
+	KeepWorkspace *bool `form:"keep_workspace,omitempty" json:"keep_workspace,omitempty"`
+}
+
 // CreateAgentTokenJSONBody defines parameters for CreateAgentToken.
 type CreateAgentTokenJSONBody = map[string]interface{}
 
@@ -1973,6 +2063,15 @@ type SetContainerProxyStateParams struct {
 	// IfMatch file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412
 	IfMatch *string `json:"If-Match,omitempty"`
 }
+
+// RestartContainerJSONBody defines parameters for RestartContainer.
+type RestartContainerJSONBody = map[string]interface{}
+
+// StartContainerJSONBody defines parameters for StartContainer.
+type StartContainerJSONBody = map[string]interface{}
+
+// StopContainerJSONBody defines parameters for StopContainer.
+type StopContainerJSONBody = map[string]interface{}
 
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
@@ -2356,6 +2455,12 @@ type ConsoleLoginJSONRequestBody = LoginInput
 // ConsoleVerify2FAJSONRequestBody defines body for ConsoleVerify2FA for application/json ContentType.
 type ConsoleVerify2FAJSONRequestBody = TwoFactorInput
 
+// CreateContainerJSONRequestBody defines body for CreateContainer for application/json ContentType.
+type CreateContainerJSONRequestBody = ContainerCreate
+
+// UpdateContainerJSONRequestBody defines body for UpdateContainer for application/json ContentType.
+type UpdateContainerJSONRequestBody = ContainerChanges
+
 // CreateAgentTokenJSONRequestBody defines body for CreateAgentToken for application/json ContentType.
 type CreateAgentTokenJSONRequestBody = CreateAgentTokenJSONBody
 
@@ -2367,6 +2472,9 @@ type PutContainerNetworkJSONRequestBody = NetworkInput
 
 // ReportContainerNetworkJSONRequestBody defines body for ReportContainerNetwork for application/json ContentType.
 type ReportContainerNetworkJSONRequestBody = NetworkReport
+
+// CreatePreviewJSONRequestBody defines body for CreatePreview for application/json ContentType.
+type CreatePreviewJSONRequestBody = PreviewInput
 
 // ReplaceContainerProxyPermissionsJSONRequestBody defines body for ReplaceContainerProxyPermissions for application/json ContentType.
 type ReplaceContainerProxyPermissionsJSONRequestBody ReplaceContainerProxyPermissionsJSONBody
@@ -2394,6 +2502,15 @@ type SetContainerProxyRuleJSONRequestBody = PermissionInput
 
 // SetContainerProxyStateJSONRequestBody defines body for SetContainerProxyState for application/json ContentType.
 type SetContainerProxyStateJSONRequestBody = StateInput
+
+// RestartContainerJSONRequestBody defines body for RestartContainer for application/json ContentType.
+type RestartContainerJSONRequestBody = RestartContainerJSONBody
+
+// StartContainerJSONRequestBody defines body for StartContainer for application/json ContentType.
+type StartContainerJSONRequestBody = StartContainerJSONBody
+
+// StopContainerJSONRequestBody defines body for StopContainer for application/json ContentType.
+type StopContainerJSONRequestBody = StopContainerJSONBody
 
 // DeleteEventsJSONRequestBody defines body for DeleteEvents for application/json ContentType.
 type DeleteEventsJSONRequestBody = DeleteInput
@@ -3385,14 +3502,76 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/console/session/refresh (the `RefreshConsoleSession` operationId).
 	RefreshConsoleSession(ctx context.Context, params *RefreshConsoleSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListContainers A project's containers, oldest first (`?project_id=`)
+	//
+	// The same list as GET /api/v1/projects/{id}/containers, for a member of the project (an admin: any project). 400 without `project_id` or with a malformed one; 404 for a project the caller is no member of, as for an unknown one. `page` from 1, `limit` 1-100 (default 20).
+	//
+	// Policy `signed-in`: any signed-in caller.
+	//
+	// Corresponds with GET /api/v1/containers (the `ListContainers` operationId).
+	ListContainers(ctx context.Context, params *ListContainersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateContainerWithBody Create a container that runs (project owner or manager; an admin in any project)
+	//
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+	//
+	// Policy `signed-in`: any signed-in caller.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers (the `CreateContainer` operationId).
+	CreateContainerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateContainer Create a container that runs (project owner or manager; an admin in any project)
+	//
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+	//
+	// Policy `signed-in`: any signed-in caller.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers (the `CreateContainer` operationId).
+	CreateContainer(ctx context.Context, body CreateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteContainer Delete a container, its engine objects and its record
+	//
+	// Writes `container.deleting`, removes the engine container and its workspace volume (kept with `?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Corresponds with DELETE /api/v1/containers/{id} (the `DeleteContainer` operationId).
+	DeleteContainer(ctx context.Context, id string, params *DeleteContainerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetContainer One container
 	//
-	// 400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.
+	// The record with `status` and `status_reason`, `runtime` (the engine that runs it: docker, or none when this control plane keeps records only), `urls` (service → `https://<project>-<container>-<service>-1.<server_name>.<container_domain>`), `agent_addr` (where the control plane reaches the agent's gateway while running) and `enrolled_at`. 400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.
 	//
 	// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
 	//
 	// Corresponds with GET /api/v1/containers/{id} (the `GetContainer` operationId).
 	GetContainer(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateContainerWithBody Rename a container, change its limits or its autostart
+	//
+	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
+	UpdateContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateContainer Rename a container, change its limits or its autostart
+	//
+	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
+	UpdateContainer(ctx context.Context, id string, body UpdateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAgentTokens The container's agent tokens (never their secrets), oldest first
 	//
@@ -3405,7 +3584,7 @@ type ClientInterface interface {
 
 	// CreateAgentTokenWithBody Mint an agent token for the container (the token is shown only here)
 	//
-	// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
+	// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
 	//
 	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 	//
@@ -3416,7 +3595,7 @@ type ClientInterface interface {
 
 	// CreateAgentToken Mint an agent token for the container (the token is shown only here)
 	//
-	// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
+	// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
 	//
 	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 	//
@@ -3544,6 +3723,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/network/stop (the `StopContainerNetwork` operationId).
 	StopContainerNetwork(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePreviewWithBody Sign a preview link to a port of the container
+	//
+	// A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token (`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "preview", container, port, iat, exp}`). `ttl_seconds` 60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/previews (the `CreatePreview` operationId).
+	CreatePreviewWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePreview Sign a preview link to a port of the container
+	//
+	// A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token (`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "preview", container, port, iat, exp}`). `ttl_seconds` 60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/previews (the `CreatePreview` operationId).
+	CreatePreview(ctx context.Context, id string, body CreatePreviewJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteContainerProxyPermissions Delete the document
 	//
@@ -3778,6 +3979,72 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/containers/{id}/proxy/permissions/state (the `SetContainerProxyState` operationId).
 	SetContainerProxyState(ctx context.Context, id string, params *SetContainerProxyStateParams, body SetContainerProxyStateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RestartContainerWithBody Restart a container
+	//
+	// Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
+	RestartContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RestartContainer Restart a container
+	//
+	// Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
+	RestartContainer(ctx context.Context, id string, body RestartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartContainerWithBody Start a container
+	//
+	// Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in `creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running` or `container.failed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/start (the `StartContainer` operationId).
+	StartContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartContainer Start a container
+	//
+	// Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in `creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running` or `container.failed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/start (the `StartContainer` operationId).
+	StartContainer(ctx context.Context, id string, body StartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StopContainerWithBody Stop a container
+	//
+	// The agent gets 10 s to stop, then is killed; the workspace volume stays. A stopped container answers as it is. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.stopped`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/stop (the `StopContainer` operationId).
+	StopContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StopContainer Stop a container
+	//
+	// The agent gets 10 s to stop, then is killed; the workspace volume stays. A stopped container answers as it is. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.stopped`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/stop (the `StopContainer` operationId).
+	StopContainer(ctx context.Context, id string, body StopContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteEventsWithBody Delete events by filter
 	//
@@ -5857,15 +6124,137 @@ func (c *Client) RefreshConsoleSession(ctx context.Context, params *RefreshConso
 	return c.Client.Do(req)
 }
 
+// ListContainers A project's containers, oldest first (`?project_id=`)
+//
+// The same list as GET /api/v1/projects/{id}/containers, for a member of the project (an admin: any project). 400 without `project_id` or with a malformed one; 404 for a project the caller is no member of, as for an unknown one. `page` from 1, `limit` 1-100 (default 20).
+//
+// Policy `signed-in`: any signed-in caller.
+//
+// Corresponds with GET /api/v1/containers (the `ListContainers` operationId).
+func (c *Client) ListContainers(ctx context.Context, params *ListContainersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListContainersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateContainerWithBody Create a container that runs (project owner or manager; an admin in any project)
+//
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+//
+// Policy `signed-in`: any signed-in caller.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers (the `CreateContainer` operationId).
+func (c *Client) CreateContainerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateContainerRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateContainer Create a container that runs (project owner or manager; an admin in any project)
+//
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+//
+// Policy `signed-in`: any signed-in caller.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers (the `CreateContainer` operationId).
+func (c *Client) CreateContainer(ctx context.Context, body CreateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateContainerRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteContainer Delete a container, its engine objects and its record
+//
+// Writes `container.deleting`, removes the engine container and its workspace volume (kept with `?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Corresponds with DELETE /api/v1/containers/{id} (the `DeleteContainer` operationId).
+func (c *Client) DeleteContainer(ctx context.Context, id string, params *DeleteContainerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteContainerRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetContainer One container
 //
-// 400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.
+// The record with `status` and `status_reason`, `runtime` (the engine that runs it: docker, or none when this control plane keeps records only), `urls` (service → `https://<project>-<container>-<service>-1.<server_name>.<container_domain>`), `agent_addr` (where the control plane reaches the agent's gateway while running) and `enrolled_at`. 400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.
 //
 // Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
 //
 // Corresponds with GET /api/v1/containers/{id} (the `GetContainer` operationId).
 func (c *Client) GetContainer(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetContainerRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateContainerWithBody Rename a container, change its limits or its autostart
+//
+// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
+func (c *Client) UpdateContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateContainerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateContainer Rename a container, change its limits or its autostart
+//
+// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
+func (c *Client) UpdateContainer(ctx context.Context, id string, body UpdateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateContainerRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5897,7 +6286,7 @@ func (c *Client) ListAgentTokens(ctx context.Context, id string, reqEditors ...R
 
 // CreateAgentTokenWithBody Mint an agent token for the container (the token is shown only here)
 //
-// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
+// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
 //
 // Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 //
@@ -5918,7 +6307,7 @@ func (c *Client) CreateAgentTokenWithBody(ctx context.Context, id string, conten
 
 // CreateAgentToken Mint an agent token for the container (the token is shown only here)
 //
-// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
+// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
 //
 // Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 //
@@ -6167,6 +6556,48 @@ func (c *Client) StartContainerNetwork(ctx context.Context, id string, reqEditor
 // Corresponds with POST /api/v1/containers/{id}/network/stop (the `StopContainerNetwork` operationId).
 func (c *Client) StopContainerNetwork(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStopContainerNetworkRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePreviewWithBody Sign a preview link to a port of the container
+//
+// A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token (`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "preview", container, port, iat, exp}`). `ttl_seconds` 60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/previews (the `CreatePreview` operationId).
+func (c *Client) CreatePreviewWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePreviewRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePreview Sign a preview link to a port of the container
+//
+// A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token (`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "preview", container, port, iat, exp}`). `ttl_seconds` 60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/previews (the `CreatePreview` operationId).
+func (c *Client) CreatePreview(ctx context.Context, id string, body CreatePreviewJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePreviewRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6621,6 +7052,132 @@ func (c *Client) SetContainerProxyStateWithBody(ctx context.Context, id string, 
 // Corresponds with PATCH /api/v1/containers/{id}/proxy/permissions/state (the `SetContainerProxyState` operationId).
 func (c *Client) SetContainerProxyState(ctx context.Context, id string, params *SetContainerProxyStateParams, body SetContainerProxyStateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetContainerProxyStateRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RestartContainerWithBody Restart a container
+//
+// Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
+func (c *Client) RestartContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestartContainerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RestartContainer Restart a container
+//
+// Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
+func (c *Client) RestartContainer(ctx context.Context, id string, body RestartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestartContainerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartContainerWithBody Start a container
+//
+// Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in `creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running` or `container.failed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/start (the `StartContainer` operationId).
+func (c *Client) StartContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartContainerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartContainer Start a container
+//
+// Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in `creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running` or `container.failed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/start (the `StartContainer` operationId).
+func (c *Client) StartContainer(ctx context.Context, id string, body StartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartContainerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StopContainerWithBody Stop a container
+//
+// The agent gets 10 s to stop, then is killed; the workspace volume stays. A stopped container answers as it is. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.stopped`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/stop (the `StopContainer` operationId).
+func (c *Client) StopContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopContainerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StopContainer Stop a container
+//
+// The agent gets 10 s to stop, then is killed; the workspace volume stays. A stopped container answers as it is. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.stopped`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/stop (the `StopContainer` operationId).
+func (c *Client) StopContainer(ctx context.Context, id string, body StopContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStopContainerRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10538,6 +11095,185 @@ func NewRefreshConsoleSessionRequest(server string, params *RefreshConsoleSessio
 	return req, nil
 }
 
+// NewListContainersRequest constructs an http.Request for the ListContainers method
+func NewListContainersRequest(server string, params *ListContainersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ProjectId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project_id", *params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateContainerRequest calls the generic CreateContainer builder with application/json body
+func NewCreateContainerRequest(server string, body CreateContainerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateContainerRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateContainerRequestWithBody constructs an http.Request for the CreateContainer method, with any body, and a specified content type
+func NewCreateContainerRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteContainerRequest constructs an http.Request for the DeleteContainer method
+func NewDeleteContainerRequest(server string, id string, params *DeleteContainerParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.KeepWorkspace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keep_workspace", *params.KeepWorkspace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetContainerRequest constructs an http.Request for the GetContainer method
 func NewGetContainerRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -10568,6 +11304,53 @@ func NewGetContainerRequest(server string, id string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewUpdateContainerRequest calls the generic UpdateContainer builder with application/json body
+func NewUpdateContainerRequest(server string, id string, body UpdateContainerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateContainerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateContainerRequestWithBody constructs an http.Request for the UpdateContainer method, with any body, and a specified content type
+func NewUpdateContainerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -11016,6 +11799,53 @@ func NewStopContainerNetworkRequest(server string, id string) (*http.Request, er
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewCreatePreviewRequest calls the generic CreatePreview builder with application/json body
+func NewCreatePreviewRequest(server string, id string, body CreatePreviewJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePreviewRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreatePreviewRequestWithBody constructs an http.Request for the CreatePreview method, with any body, and a specified content type
+func NewCreatePreviewRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/previews", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -11804,6 +12634,147 @@ func NewSetContainerProxyStateRequestWithBody(server string, id string, params *
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewRestartContainerRequest calls the generic RestartContainer builder with application/json body
+func NewRestartContainerRequest(server string, id string, body RestartContainerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRestartContainerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewRestartContainerRequestWithBody constructs an http.Request for the RestartContainer method, with any body, and a specified content type
+func NewRestartContainerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/restart", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewStartContainerRequest calls the generic StartContainer builder with application/json body
+func NewStartContainerRequest(server string, id string, body StartContainerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartContainerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewStartContainerRequestWithBody constructs an http.Request for the StartContainer method, with any body, and a specified content type
+func NewStartContainerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/start", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewStopContainerRequest calls the generic StopContainer builder with application/json body
+func NewStopContainerRequest(server string, id string, body StopContainerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStopContainerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewStopContainerRequestWithBody constructs an http.Request for the StopContainer method, with any body, and a specified content type
+func NewStopContainerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/stop", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -16275,9 +17246,53 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/console/session/refresh (the `RefreshConsoleSession` operationId).
 	RefreshConsoleSessionWithResponse(ctx context.Context, params *RefreshConsoleSessionParams, reqEditors ...RequestEditorFn) (*RefreshConsoleSessionResponse, error)
 
+	// ListContainersWithResponse A project's containers, oldest first (`?project_id=`)
+	//
+	// The same list as GET /api/v1/projects/{id}/containers, for a member of the project (an admin: any project). 400 without `project_id` or with a malformed one; 404 for a project the caller is no member of, as for an unknown one. `page` from 1, `limit` 1-100 (default 20).
+	//
+	// Policy `signed-in`: any signed-in caller.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/containers (the `ListContainers` operationId).
+	ListContainersWithResponse(ctx context.Context, params *ListContainersParams, reqEditors ...RequestEditorFn) (*ListContainersResponse, error)
+
+	// CreateContainerWithBodyWithResponse Create a container that runs (project owner or manager; an admin in any project)
+	//
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+	//
+	// Policy `signed-in`: any signed-in caller.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers (the `CreateContainer` operationId).
+	CreateContainerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateContainerResponse, error)
+
+	// CreateContainerWithResponse Create a container that runs (project owner or manager; an admin in any project)
+	//
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+	//
+	// Policy `signed-in`: any signed-in caller.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers (the `CreateContainer` operationId).
+	CreateContainerWithResponse(ctx context.Context, body CreateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateContainerResponse, error)
+
+	// DeleteContainerWithResponse Delete a container, its engine objects and its record
+	//
+	// Writes `container.deleting`, removes the engine container and its workspace volume (kept with `?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/containers/{id} (the `DeleteContainer` operationId).
+	DeleteContainerWithResponse(ctx context.Context, id string, params *DeleteContainerParams, reqEditors ...RequestEditorFn) (*DeleteContainerResponse, error)
+
 	// GetContainerWithResponse One container
 	//
-	// 400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.
+	// The record with `status` and `status_reason`, `runtime` (the engine that runs it: docker, or none when this control plane keeps records only), `urls` (service → `https://<project>-<container>-<service>-1.<server_name>.<container_domain>`), `agent_addr` (where the control plane reaches the agent's gateway while running) and `enrolled_at`. 400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.
 	//
 	// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
 	//
@@ -16285,6 +17300,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/containers/{id} (the `GetContainer` operationId).
 	GetContainerWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetContainerResponse, error)
+
+	// UpdateContainerWithBodyWithResponse Rename a container, change its limits or its autostart
+	//
+	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
+	UpdateContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateContainerResponse, error)
+
+	// UpdateContainerWithResponse Rename a container, change its limits or its autostart
+	//
+	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
+	UpdateContainerWithResponse(ctx context.Context, id string, body UpdateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateContainerResponse, error)
 
 	// ListAgentTokensWithResponse The container's agent tokens (never their secrets), oldest first
 	//
@@ -16299,7 +17336,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateAgentTokenWithBodyWithResponse Mint an agent token for the container (the token is shown only here)
 	//
-	// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
+	// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
 	//
 	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 	//
@@ -16310,7 +17347,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateAgentTokenWithResponse Mint an agent token for the container (the token is shown only here)
 	//
-	// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
+	// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
 	//
 	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 	//
@@ -16450,6 +17487,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/network/stop (the `StopContainerNetwork` operationId).
 	StopContainerNetworkWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*StopContainerNetworkResponse, error)
+
+	// CreatePreviewWithBodyWithResponse Sign a preview link to a port of the container
+	//
+	// A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token (`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "preview", container, port, iat, exp}`). `ttl_seconds` 60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/previews (the `CreatePreview` operationId).
+	CreatePreviewWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePreviewResponse, error)
+
+	// CreatePreviewWithResponse Sign a preview link to a port of the container
+	//
+	// A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token (`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "preview", container, port, iat, exp}`). `ttl_seconds` 60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/previews (the `CreatePreview` operationId).
+	CreatePreviewWithResponse(ctx context.Context, id string, body CreatePreviewJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePreviewResponse, error)
 
 	// DeleteContainerProxyPermissionsWithResponse Delete the document
 	//
@@ -16692,6 +17751,72 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/containers/{id}/proxy/permissions/state (the `SetContainerProxyState` operationId).
 	SetContainerProxyStateWithResponse(ctx context.Context, id string, params *SetContainerProxyStateParams, body SetContainerProxyStateJSONRequestBody, reqEditors ...RequestEditorFn) (*SetContainerProxyStateResponse, error)
+
+	// RestartContainerWithBodyWithResponse Restart a container
+	//
+	// Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
+	RestartContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestartContainerResponse, error)
+
+	// RestartContainerWithResponse Restart a container
+	//
+	// Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
+	RestartContainerWithResponse(ctx context.Context, id string, body RestartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*RestartContainerResponse, error)
+
+	// StartContainerWithBodyWithResponse Start a container
+	//
+	// Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in `creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running` or `container.failed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/start (the `StartContainer` operationId).
+	StartContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartContainerResponse, error)
+
+	// StartContainerWithResponse Start a container
+	//
+	// Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in `creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running` or `container.failed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/start (the `StartContainer` operationId).
+	StartContainerWithResponse(ctx context.Context, id string, body StartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*StartContainerResponse, error)
+
+	// StopContainerWithBodyWithResponse Stop a container
+	//
+	// The agent gets 10 s to stop, then is killed; the workspace volume stays. A stopped container answers as it is. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.stopped`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/stop (the `StopContainer` operationId).
+	StopContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StopContainerResponse, error)
+
+	// StopContainerWithResponse Stop a container
+	//
+	// The agent gets 10 s to stop, then is killed; the workspace volume stays. A stopped container answers as it is. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.stopped`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/stop (the `StopContainer` operationId).
+	StopContainerWithResponse(ctx context.Context, id string, body StopContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*StopContainerResponse, error)
 
 	// DeleteEventsWithBodyWithResponse Delete events by filter
 	//
@@ -19898,6 +21023,172 @@ func (r RefreshConsoleSessionResponse) ContentType() string {
 	return ""
 }
 
+type ListContainersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       ContainerList `json:"data"`
+		Message    string        `json:"message"`
+		StatusCode int           `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListContainersResponse) GetJSON200() *struct {
+	Data       ContainerList `json:"data"`
+	Message    string        `json:"message"`
+	StatusCode int           `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListContainersResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListContainersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListContainersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListContainersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListContainersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateContainerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data       Container `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateContainerResponse) GetJSON201() *struct {
+	Data       Container `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateContainerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateContainerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateContainerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateContainerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteContainerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteContainerResponse) GetJSON200() *struct {
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteContainerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteContainerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteContainerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteContainerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetContainerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19948,6 +21239,62 @@ func (r GetContainerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UpdateContainerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Container `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateContainerResponse) GetJSON200() *struct {
+	Data       Container `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UpdateContainerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateContainerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateContainerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateContainerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateContainerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20572,6 +21919,62 @@ func (r StopContainerNetworkResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StopContainerNetworkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreatePreviewResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data       Preview `json:"data"`
+		Message    string  `json:"message"`
+		StatusCode int     `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreatePreviewResponse) GetJSON201() *struct {
+	Data       Preview `json:"data"`
+	Message    string  `json:"message"`
+	StatusCode int     `json:"statusCode"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreatePreviewResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePreviewResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePreviewResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePreviewResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePreviewResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21389,6 +22792,174 @@ func (r SetContainerProxyStateResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SetContainerProxyStateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RestartContainerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Container `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RestartContainerResponse) GetJSON200() *struct {
+	Data       Container `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RestartContainerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RestartContainerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RestartContainerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RestartContainerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RestartContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type StartContainerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Container `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartContainerResponse) GetJSON200() *struct {
+	Data       Container `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StartContainerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StartContainerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartContainerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartContainerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type StopContainerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Container `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StopContainerResponse) GetJSON200() *struct {
+	Data       Container `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r StopContainerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StopContainerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StopContainerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StopContainerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StopContainerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -26943,9 +28514,77 @@ func (c *ClientWithResponses) RefreshConsoleSessionWithResponse(ctx context.Cont
 	return ParseRefreshConsoleSessionResponse(rsp)
 }
 
+// ListContainersWithResponse A project's containers, oldest first (`?project_id=`)
+//
+// The same list as GET /api/v1/projects/{id}/containers, for a member of the project (an admin: any project). 400 without `project_id` or with a malformed one; 404 for a project the caller is no member of, as for an unknown one. `page` from 1, `limit` 1-100 (default 20).
+//
+// Policy `signed-in`: any signed-in caller.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/containers (the `ListContainers` operationId).
+func (c *ClientWithResponses) ListContainersWithResponse(ctx context.Context, params *ListContainersParams, reqEditors ...RequestEditorFn) (*ListContainersResponse, error) {
+	rsp, err := c.ListContainers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListContainersResponse(rsp)
+}
+
+// CreateContainerWithBodyWithResponse Create a container that runs (project owner or manager; an admin in any project)
+//
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+//
+// Policy `signed-in`: any signed-in caller.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers (the `CreateContainer` operationId).
+func (c *ClientWithResponses) CreateContainerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateContainerResponse, error) {
+	rsp, err := c.CreateContainerWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateContainerResponse(rsp)
+}
+
+// CreateContainerWithResponse Create a container that runs (project owner or manager; an admin in any project)
+//
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+//
+// Policy `signed-in`: any signed-in caller.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers (the `CreateContainer` operationId).
+func (c *ClientWithResponses) CreateContainerWithResponse(ctx context.Context, body CreateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateContainerResponse, error) {
+	rsp, err := c.CreateContainer(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateContainerResponse(rsp)
+}
+
+// DeleteContainerWithResponse Delete a container, its engine objects and its record
+//
+// Writes `container.deleting`, removes the engine container and its workspace volume (kept with `?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/containers/{id} (the `DeleteContainer` operationId).
+func (c *ClientWithResponses) DeleteContainerWithResponse(ctx context.Context, id string, params *DeleteContainerParams, reqEditors ...RequestEditorFn) (*DeleteContainerResponse, error) {
+	rsp, err := c.DeleteContainer(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteContainerResponse(rsp)
+}
+
 // GetContainerWithResponse One container
 //
-// 400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.
+// The record with `status` and `status_reason`, `runtime` (the engine that runs it: docker, or none when this control plane keeps records only), `urls` (service → `https://<project>-<container>-<service>-1.<server_name>.<container_domain>`), `agent_addr` (where the control plane reaches the agent's gateway while running) and `enrolled_at`. 400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.
 //
 // Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
 //
@@ -26958,6 +28597,40 @@ func (c *ClientWithResponses) GetContainerWithResponse(ctx context.Context, id s
 		return nil, err
 	}
 	return ParseGetContainerResponse(rsp)
+}
+
+// UpdateContainerWithBodyWithResponse Rename a container, change its limits or its autostart
+//
+// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
+func (c *ClientWithResponses) UpdateContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateContainerResponse, error) {
+	rsp, err := c.UpdateContainerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateContainerResponse(rsp)
+}
+
+// UpdateContainerWithResponse Rename a container, change its limits or its autostart
+//
+// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
+func (c *ClientWithResponses) UpdateContainerWithResponse(ctx context.Context, id string, body UpdateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateContainerResponse, error) {
+	rsp, err := c.UpdateContainer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateContainerResponse(rsp)
 }
 
 // ListAgentTokensWithResponse The container's agent tokens (never their secrets), oldest first
@@ -26979,7 +28652,7 @@ func (c *ClientWithResponses) ListAgentTokensWithResponse(ctx context.Context, i
 
 // CreateAgentTokenWithBodyWithResponse Mint an agent token for the container (the token is shown only here)
 //
-// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
+// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
 //
 // Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 //
@@ -26996,7 +28669,7 @@ func (c *ClientWithResponses) CreateAgentTokenWithBodyWithResponse(ctx context.C
 
 // CreateAgentTokenWithResponse Mint an agent token for the container (the token is shown only here)
 //
-// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
+// Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
 //
 // Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 //
@@ -27213,6 +28886,40 @@ func (c *ClientWithResponses) StopContainerNetworkWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseStopContainerNetworkResponse(rsp)
+}
+
+// CreatePreviewWithBodyWithResponse Sign a preview link to a port of the container
+//
+// A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token (`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "preview", container, port, iat, exp}`). `ttl_seconds` 60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/previews (the `CreatePreview` operationId).
+func (c *ClientWithResponses) CreatePreviewWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePreviewResponse, error) {
+	rsp, err := c.CreatePreviewWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePreviewResponse(rsp)
+}
+
+// CreatePreviewWithResponse Sign a preview link to a port of the container
+//
+// A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token (`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "preview", container, port, iat, exp}`). `ttl_seconds` 60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/previews (the `CreatePreview` operationId).
+func (c *ClientWithResponses) CreatePreviewWithResponse(ctx context.Context, id string, body CreatePreviewJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePreviewResponse, error) {
+	rsp, err := c.CreatePreview(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePreviewResponse(rsp)
 }
 
 // DeleteContainerProxyPermissionsWithResponse Delete the document
@@ -27587,6 +29294,108 @@ func (c *ClientWithResponses) SetContainerProxyStateWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseSetContainerProxyStateResponse(rsp)
+}
+
+// RestartContainerWithBodyWithResponse Restart a container
+//
+// Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
+func (c *ClientWithResponses) RestartContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestartContainerResponse, error) {
+	rsp, err := c.RestartContainerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRestartContainerResponse(rsp)
+}
+
+// RestartContainerWithResponse Restart a container
+//
+// Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
+func (c *ClientWithResponses) RestartContainerWithResponse(ctx context.Context, id string, body RestartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*RestartContainerResponse, error) {
+	rsp, err := c.RestartContainer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRestartContainerResponse(rsp)
+}
+
+// StartContainerWithBodyWithResponse Start a container
+//
+// Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in `creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running` or `container.failed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/start (the `StartContainer` operationId).
+func (c *ClientWithResponses) StartContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartContainerResponse, error) {
+	rsp, err := c.StartContainerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartContainerResponse(rsp)
+}
+
+// StartContainerWithResponse Start a container
+//
+// Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in `creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running` or `container.failed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/start (the `StartContainer` operationId).
+func (c *ClientWithResponses) StartContainerWithResponse(ctx context.Context, id string, body StartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*StartContainerResponse, error) {
+	rsp, err := c.StartContainer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartContainerResponse(rsp)
+}
+
+// StopContainerWithBodyWithResponse Stop a container
+//
+// The agent gets 10 s to stop, then is killed; the workspace volume stays. A stopped container answers as it is. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.stopped`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/stop (the `StopContainer` operationId).
+func (c *ClientWithResponses) StopContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StopContainerResponse, error) {
+	rsp, err := c.StopContainerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopContainerResponse(rsp)
+}
+
+// StopContainerWithResponse Stop a container
+//
+// The agent gets 10 s to stop, then is killed; the workspace volume stays. A stopped container answers as it is. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.stopped`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/stop (the `StopContainer` operationId).
+func (c *ClientWithResponses) StopContainerWithResponse(ctx context.Context, id string, body StopContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*StopContainerResponse, error) {
+	rsp, err := c.StopContainer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStopContainerResponse(rsp)
 }
 
 // DeleteEventsWithBodyWithResponse Delete events by filter
@@ -31060,6 +32869,116 @@ func ParseRefreshConsoleSessionResponse(rsp *http.Response) (*RefreshConsoleSess
 	return response, nil
 }
 
+// ParseListContainersResponse parses an HTTP response from a ListContainersWithResponse call
+func ParseListContainersResponse(rsp *http.Response) (*ListContainersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListContainersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       ContainerList `json:"data"`
+			Message    string        `json:"message"`
+			StatusCode int           `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateContainerResponse parses an HTTP response from a CreateContainerWithResponse call
+func ParseCreateContainerResponse(rsp *http.Response) (*CreateContainerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data       Container `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteContainerResponse parses an HTTP response from a DeleteContainerWithResponse call
+func ParseDeleteContainerResponse(rsp *http.Response) (*DeleteContainerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetContainerResponse parses an HTTP response from a GetContainerWithResponse call
 func ParseGetContainerResponse(rsp *http.Response) (*GetContainerResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -31069,6 +32988,43 @@ func ParseGetContainerResponse(rsp *http.Response) (*GetContainerResponse, error
 	}
 
 	response := &GetContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Container `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateContainerResponse parses an HTTP response from a UpdateContainerWithResponse call
+func ParseUpdateContainerResponse(rsp *http.Response) (*UpdateContainerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateContainerResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -31514,6 +33470,43 @@ func ParseStopContainerNetworkResponse(rsp *http.Response) (*StopContainerNetwor
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreatePreviewResponse parses an HTTP response from a CreatePreviewWithResponse call
+func ParseCreatePreviewResponse(rsp *http.Response) (*CreatePreviewResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePreviewResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data       Preview `json:"data"`
+			Message    string  `json:"message"`
+			StatusCode int     `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
@@ -32171,6 +34164,117 @@ func ParseSetContainerProxyStateResponse(rsp *http.Response) (*SetContainerProxy
 			headers.ETag = &value
 		}
 		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRestartContainerResponse parses an HTTP response from a RestartContainerWithResponse call
+func ParseRestartContainerResponse(rsp *http.Response) (*RestartContainerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RestartContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Container `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStartContainerResponse parses an HTTP response from a StartContainerWithResponse call
+func ParseStartContainerResponse(rsp *http.Response) (*StartContainerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Container `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStopContainerResponse parses an HTTP response from a StopContainerWithResponse call
+func ParseStopContainerResponse(rsp *http.Response) (*StopContainerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StopContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Container `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil

@@ -273,6 +273,55 @@ type ClientInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PreviewDelete HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Corresponds with DELETE /preview/{port}/{path} (the `PreviewDelete` operationId).
+	PreviewDelete(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreviewGet HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Corresponds with GET /preview/{port}/{path} (the `PreviewGet` operationId).
+	PreviewGet(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreviewHead HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Corresponds with HEAD /preview/{port}/{path} (the `PreviewHead` operationId).
+	PreviewHead(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreviewOptions HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Corresponds with OPTIONS /preview/{port}/{path} (the `PreviewOptions` operationId).
+	PreviewOptions(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreviewPatch HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Corresponds with PATCH /preview/{port}/{path} (the `PreviewPatch` operationId).
+	PreviewPatch(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreviewPost HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Corresponds with POST /preview/{port}/{path} (the `PreviewPost` operationId).
+	PreviewPost(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PreviewPut HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Corresponds with PUT /preview/{port}/{path} (the `PreviewPut` operationId).
+	PreviewPut(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ProxyRootDelete Redirect to /proxy/{port}/
 	//
 	// 308 to the same path with a trailing slash (after any X-Forwarded-Prefix), query kept, so an app's relative links resolve under its prefix.
@@ -324,49 +373,49 @@ type ClientInterface interface {
 
 	// ProxyDelete HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Corresponds with DELETE /proxy/{port}/{path} (the `ProxyDelete` operationId).
 	ProxyDelete(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ProxyGet HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Corresponds with GET /proxy/{port}/{path} (the `ProxyGet` operationId).
 	ProxyGet(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ProxyHead HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Corresponds with HEAD /proxy/{port}/{path} (the `ProxyHead` operationId).
 	ProxyHead(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ProxyOptions HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Corresponds with OPTIONS /proxy/{port}/{path} (the `ProxyOptions` operationId).
 	ProxyOptions(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ProxyPatch HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Corresponds with PATCH /proxy/{port}/{path} (the `ProxyPatch` operationId).
 	ProxyPatch(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ProxyPost HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Corresponds with POST /proxy/{port}/{path} (the `ProxyPost` operationId).
 	ProxyPost(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ProxyPut HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Corresponds with PUT /proxy/{port}/{path} (the `ProxyPut` operationId).
 	ProxyPut(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -519,6 +568,125 @@ func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditor
 	return c.Client.Do(req)
 }
 
+// PreviewDelete HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Corresponds with DELETE /preview/{port}/{path} (the `PreviewDelete` operationId).
+func (c *Client) PreviewDelete(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewDeleteRequest(c.Server, port, path)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreviewGet HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Corresponds with GET /preview/{port}/{path} (the `PreviewGet` operationId).
+func (c *Client) PreviewGet(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewGetRequest(c.Server, port, path)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreviewHead HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Corresponds with HEAD /preview/{port}/{path} (the `PreviewHead` operationId).
+func (c *Client) PreviewHead(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewHeadRequest(c.Server, port, path)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreviewOptions HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Corresponds with OPTIONS /preview/{port}/{path} (the `PreviewOptions` operationId).
+func (c *Client) PreviewOptions(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewOptionsRequest(c.Server, port, path)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreviewPatch HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Corresponds with PATCH /preview/{port}/{path} (the `PreviewPatch` operationId).
+func (c *Client) PreviewPatch(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewPatchRequest(c.Server, port, path)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreviewPost HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Corresponds with POST /preview/{port}/{path} (the `PreviewPost` operationId).
+func (c *Client) PreviewPost(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewPostRequest(c.Server, port, path)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PreviewPut HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Corresponds with PUT /preview/{port}/{path} (the `PreviewPut` operationId).
+func (c *Client) PreviewPut(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPreviewPutRequest(c.Server, port, path)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ProxyRootDelete Redirect to /proxy/{port}/
 //
 // 308 to the same path with a trailing slash (after any X-Forwarded-Prefix), query kept, so an app's relative links resolve under its prefix.
@@ -640,7 +808,7 @@ func (c *Client) ProxyRootPut(ctx context.Context, port string, reqEditors ...Re
 
 // ProxyDelete HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Corresponds with DELETE /proxy/{port}/{path} (the `ProxyDelete` operationId).
 func (c *Client) ProxyDelete(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -657,7 +825,7 @@ func (c *Client) ProxyDelete(ctx context.Context, port string, path string, reqE
 
 // ProxyGet HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Corresponds with GET /proxy/{port}/{path} (the `ProxyGet` operationId).
 func (c *Client) ProxyGet(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -674,7 +842,7 @@ func (c *Client) ProxyGet(ctx context.Context, port string, path string, reqEdit
 
 // ProxyHead HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Corresponds with HEAD /proxy/{port}/{path} (the `ProxyHead` operationId).
 func (c *Client) ProxyHead(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -691,7 +859,7 @@ func (c *Client) ProxyHead(ctx context.Context, port string, path string, reqEdi
 
 // ProxyOptions HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Corresponds with OPTIONS /proxy/{port}/{path} (the `ProxyOptions` operationId).
 func (c *Client) ProxyOptions(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -708,7 +876,7 @@ func (c *Client) ProxyOptions(ctx context.Context, port string, path string, req
 
 // ProxyPatch HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Corresponds with PATCH /proxy/{port}/{path} (the `ProxyPatch` operationId).
 func (c *Client) ProxyPatch(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -725,7 +893,7 @@ func (c *Client) ProxyPatch(ctx context.Context, port string, path string, reqEd
 
 // ProxyPost HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Corresponds with POST /proxy/{port}/{path} (the `ProxyPost` operationId).
 func (c *Client) ProxyPost(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -742,7 +910,7 @@ func (c *Client) ProxyPost(ctx context.Context, port string, path string, reqEdi
 
 // ProxyPut HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Corresponds with PUT /proxy/{port}/{path} (the `ProxyPut` operationId).
 func (c *Client) ProxyPut(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1023,6 +1191,293 @@ func NewGetOpenAPIYAMLRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreviewDeleteRequest constructs an http.Request for the PreviewDelete method
+func NewPreviewDeleteRequest(server string, port string, path string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "port", port, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/preview/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreviewGetRequest constructs an http.Request for the PreviewGet method
+func NewPreviewGetRequest(server string, port string, path string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "port", port, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/preview/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreviewHeadRequest constructs an http.Request for the PreviewHead method
+func NewPreviewHeadRequest(server string, port string, path string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "port", port, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/preview/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreviewOptionsRequest constructs an http.Request for the PreviewOptions method
+func NewPreviewOptionsRequest(server string, port string, path string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "port", port, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/preview/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodOptions, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreviewPatchRequest constructs an http.Request for the PreviewPatch method
+func NewPreviewPatchRequest(server string, port string, path string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "port", port, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/preview/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreviewPostRequest constructs an http.Request for the PreviewPost method
+func NewPreviewPostRequest(server string, port string, path string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "port", port, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/preview/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPreviewPutRequest constructs an http.Request for the PreviewPut method
+func NewPreviewPutRequest(server string, port string, path string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "port", port, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "path", path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/preview/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -1674,6 +2129,69 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAMLWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error)
 
+	// PreviewDeleteWithResponse HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /preview/{port}/{path} (the `PreviewDelete` operationId).
+	PreviewDeleteWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewDeleteResponse, error)
+
+	// PreviewGetWithResponse HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /preview/{port}/{path} (the `PreviewGet` operationId).
+	PreviewGetWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewGetResponse, error)
+
+	// PreviewHeadWithResponse HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /preview/{port}/{path} (the `PreviewHead` operationId).
+	PreviewHeadWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewHeadResponse, error)
+
+	// PreviewOptionsWithResponse HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with OPTIONS /preview/{port}/{path} (the `PreviewOptions` operationId).
+	PreviewOptionsWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewOptionsResponse, error)
+
+	// PreviewPatchWithResponse HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /preview/{port}/{path} (the `PreviewPatch` operationId).
+	PreviewPatchWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewPatchResponse, error)
+
+	// PreviewPostWithResponse HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /preview/{port}/{path} (the `PreviewPost` operationId).
+	PreviewPostWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewPostResponse, error)
+
+	// PreviewPutWithResponse HTTP reverse proxy to a port at the root of its own host
+	//
+	// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /preview/{port}/{path} (the `PreviewPut` operationId).
+	PreviewPutWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewPutResponse, error)
+
 	// ProxyRootDeleteWithResponse Redirect to /proxy/{port}/
 	//
 	// 308 to the same path with a trailing slash (after any X-Forwarded-Prefix), query kept, so an app's relative links resolve under its prefix.
@@ -1739,7 +2257,7 @@ type ClientWithResponsesInterface interface {
 
 	// ProxyDeleteWithResponse HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1748,7 +2266,7 @@ type ClientWithResponsesInterface interface {
 
 	// ProxyGetWithResponse HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1757,7 +2275,7 @@ type ClientWithResponsesInterface interface {
 
 	// ProxyHeadWithResponse HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1766,7 +2284,7 @@ type ClientWithResponsesInterface interface {
 
 	// ProxyOptionsWithResponse HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1775,7 +2293,7 @@ type ClientWithResponsesInterface interface {
 
 	// ProxyPatchWithResponse HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1784,7 +2302,7 @@ type ClientWithResponsesInterface interface {
 
 	// ProxyPostWithResponse HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1793,7 +2311,7 @@ type ClientWithResponsesInterface interface {
 
 	// ProxyPutWithResponse HTTP reverse proxy to a port
 	//
-	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+	// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2213,6 +2731,293 @@ func (r GetOpenAPIYAMLResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOpenAPIYAMLResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PreviewDeleteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PreviewDeleteResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewDeleteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewDeleteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewDeleteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewDeleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PreviewGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PreviewGetResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PreviewHeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PreviewHeadResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewHeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewHeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewHeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewHeadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PreviewOptionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PreviewOptionsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewOptionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewOptionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewOptionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewOptionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PreviewPatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PreviewPatchResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewPatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewPatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewPatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewPatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PreviewPostResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PreviewPostResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewPostResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewPostResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewPostResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewPostResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PreviewPutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PreviewPutResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PreviewPutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PreviewPutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PreviewPutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PreviewPutResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2922,6 +3727,111 @@ func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, re
 	return ParseGetOpenAPIYAMLResponse(rsp)
 }
 
+// PreviewDeleteWithResponse HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /preview/{port}/{path} (the `PreviewDelete` operationId).
+func (c *ClientWithResponses) PreviewDeleteWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewDeleteResponse, error) {
+	rsp, err := c.PreviewDelete(ctx, port, path, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewDeleteResponse(rsp)
+}
+
+// PreviewGetWithResponse HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /preview/{port}/{path} (the `PreviewGet` operationId).
+func (c *ClientWithResponses) PreviewGetWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewGetResponse, error) {
+	rsp, err := c.PreviewGet(ctx, port, path, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewGetResponse(rsp)
+}
+
+// PreviewHeadWithResponse HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /preview/{port}/{path} (the `PreviewHead` operationId).
+func (c *ClientWithResponses) PreviewHeadWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewHeadResponse, error) {
+	rsp, err := c.PreviewHead(ctx, port, path, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewHeadResponse(rsp)
+}
+
+// PreviewOptionsWithResponse HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with OPTIONS /preview/{port}/{path} (the `PreviewOptions` operationId).
+func (c *ClientWithResponses) PreviewOptionsWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewOptionsResponse, error) {
+	rsp, err := c.PreviewOptions(ctx, port, path, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewOptionsResponse(rsp)
+}
+
+// PreviewPatchWithResponse HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /preview/{port}/{path} (the `PreviewPatch` operationId).
+func (c *ClientWithResponses) PreviewPatchWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewPatchResponse, error) {
+	rsp, err := c.PreviewPatch(ctx, port, path, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewPatchResponse(rsp)
+}
+
+// PreviewPostWithResponse HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /preview/{port}/{path} (the `PreviewPost` operationId).
+func (c *ClientWithResponses) PreviewPostWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewPostResponse, error) {
+	rsp, err := c.PreviewPost(ctx, port, path, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewPostResponse(rsp)
+}
+
+// PreviewPutWithResponse HTTP reverse proxy to a port at the root of its own host
+//
+// What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /preview/{port}/{path} (the `PreviewPut` operationId).
+func (c *ClientWithResponses) PreviewPutWithResponse(ctx context.Context, port string, path string, reqEditors ...RequestEditorFn) (*PreviewPutResponse, error) {
+	rsp, err := c.PreviewPut(ctx, port, path, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePreviewPutResponse(rsp)
+}
+
 // ProxyRootDeleteWithResponse Redirect to /proxy/{port}/
 //
 // 308 to the same path with a trailing slash (after any X-Forwarded-Prefix), query kept, so an app's relative links resolve under its prefix.
@@ -3029,7 +3939,7 @@ func (c *ClientWithResponses) ProxyRootPutWithResponse(ctx context.Context, port
 
 // ProxyDeleteWithResponse HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3044,7 +3954,7 @@ func (c *ClientWithResponses) ProxyDeleteWithResponse(ctx context.Context, port 
 
 // ProxyGetWithResponse HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3059,7 +3969,7 @@ func (c *ClientWithResponses) ProxyGetWithResponse(ctx context.Context, port str
 
 // ProxyHeadWithResponse HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3074,7 +3984,7 @@ func (c *ClientWithResponses) ProxyHeadWithResponse(ctx context.Context, port st
 
 // ProxyOptionsWithResponse HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3089,7 +3999,7 @@ func (c *ClientWithResponses) ProxyOptionsWithResponse(ctx context.Context, port
 
 // ProxyPatchWithResponse HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3104,7 +4014,7 @@ func (c *ClientWithResponses) ProxyPatchWithResponse(ctx context.Context, port s
 
 // ProxyPostWithResponse HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3119,7 +4029,7 @@ func (c *ClientWithResponses) ProxyPostWithResponse(ctx context.Context, port st
 
 // ProxyPutWithResponse HTTP reverse proxy to a port
 //
-// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+// Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3405,6 +4315,209 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 			return nil, err
 		}
 		response.YAML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePreviewDeleteResponse parses an HTTP response from a PreviewDeleteWithResponse call
+func ParsePreviewDeleteResponse(rsp *http.Response) (*PreviewDeleteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewDeleteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePreviewGetResponse parses an HTTP response from a PreviewGetWithResponse call
+func ParsePreviewGetResponse(rsp *http.Response) (*PreviewGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePreviewHeadResponse parses an HTTP response from a PreviewHeadWithResponse call
+func ParsePreviewHeadResponse(rsp *http.Response) (*PreviewHeadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewHeadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePreviewOptionsResponse parses an HTTP response from a PreviewOptionsWithResponse call
+func ParsePreviewOptionsResponse(rsp *http.Response) (*PreviewOptionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewOptionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePreviewPatchResponse parses an HTTP response from a PreviewPatchWithResponse call
+func ParsePreviewPatchResponse(rsp *http.Response) (*PreviewPatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewPatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePreviewPostResponse parses an HTTP response from a PreviewPostWithResponse call
+func ParsePreviewPostResponse(rsp *http.Response) (*PreviewPostResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewPostResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePreviewPutResponse parses an HTTP response from a PreviewPutWithResponse call
+func ParsePreviewPutResponse(rsp *http.Response) (*PreviewPutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PreviewPutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

@@ -588,6 +588,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/containers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A project's containers, oldest first (`?project_id=`)
+         * @description The same list as GET /api/v1/projects/{id}/containers, for a member of the project (an admin: any project). 400 without `project_id` or with a malformed one; 404 for a project the caller is no member of, as for an unknown one. `page` from 1, `limit` 1-100 (default 20).
+         *
+         *     Policy `signed-in`: any signed-in caller.
+         */
+        get: operations["listContainers"];
+        put?: never;
+        /**
+         * Create a container that runs (project owner or manager; an admin in any project)
+         * @description Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+         *
+         *     Policy `signed-in`: any signed-in caller.
+         */
+        post: operations["createContainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/containers/{id}": {
         parameters: {
             query?: never;
@@ -597,17 +625,29 @@ export interface paths {
         };
         /**
          * One container
-         * @description 400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.
+         * @description The record with `status` and `status_reason`, `runtime` (the engine that runs it: docker, or none when this control plane keeps records only), `urls` (service → `https://<project>-<container>-<service>-1.<server_name>.<container_domain>`), `agent_addr` (where the control plane reaches the agent's gateway while running) and `enrolled_at`. 400 for a malformed id, 404 for an unknown container, 403 when the caller is no member of its project.
          *
          *     Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
          */
         get: operations["getContainer"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a container, its engine objects and its record
+         * @description Writes `container.deleting`, removes the engine container and its workspace volume (kept with `?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
+         *
+         *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+         */
+        delete: operations["deleteContainer"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename a container, change its limits or its autostart
+         * @description Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+         *
+         *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+         */
+        patch: operations["updateContainer"];
         trace?: never;
     };
     "/api/v1/containers/{id}/agent-tokens": {
@@ -627,7 +667,7 @@ export interface paths {
         put?: never;
         /**
          * Mint an agent token for the container (the token is shown only here)
-         * @description Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token`. It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
+         * @description Answers 201 `{id, token, container_id, created_at}`; `token` starts with `agt_` and is not shown again. The container's agent takes it with `--token` or `--token-file` (the runtime mints one for each container it makes). It is good only for that container's agent routes (the effective proxy permissions document and the network configuration); every other route answers it 401, another container's 403. Stored as its SHA-256 only. Rotation: mint a new token, restart the agent with it, revoke the old one. The body is empty (or `{}`). Writes `container.agent_token.created`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
          *
          *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
          */
@@ -798,6 +838,28 @@ export interface paths {
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
         post: operations["stopContainerNetwork"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/previews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign a preview link to a port of the container
+         * @description A link to the port preview `<project_id>-<container_id>-p<port>-1.<server_name>.<container_domain>` that opens that port of this container (program http), and nothing else, to whoever holds it until `expires_at`, with no group of the container's proxy permissions document: `url` carries the token once in the `deckhand_preview` query parameter and the agent moves it into a cookie for that host (303 to the same page without it). `token` is the bare token (`<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "preview", container, port, iat, exp}`). `ttl_seconds` 60-604800, default 3600. 400 naming the field; 404 for an unknown container; 503 SIGNING_NOT_CONFIGURED without signing keys.
+         *
+         *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+         */
+        post: operations["createPreview"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1056,6 +1118,72 @@ export interface paths {
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
         patch: operations["setContainerProxyState"];
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restart a container
+         * @description Stops (10 s grace) and starts the container and answers once its agent answers again: `running`, or `failed` with the reason. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+         *
+         *     Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+         */
+        post: operations["restartContainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a container
+         * @description Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in `creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running` or `container.failed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+         *
+         *     Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+         */
+        post: operations["startContainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a container
+         * @description The agent gets 10 s to stop, then is killed; the workspace volume stays. A stopped container answers as it is. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.stopped`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+         *
+         *     Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+         */
+        post: operations["stopContainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/events": {
@@ -2678,21 +2806,62 @@ export interface components {
             code: string;
         };
         Container: {
+            agent_addr?: string;
+            autostart?: boolean;
             /** Format: date-time */
             created_at?: string;
+            /** Format: date-time */
+            enrolled_at?: string | null;
+            env?: {
+                [key: string]: string;
+            };
             id?: string;
+            image_id?: string;
+            image_name?: string;
+            keep_workspace?: boolean;
             name?: string;
             project_id?: string;
+            recreate_on_start?: boolean;
+            resources?: components["schemas"]["Resources"];
+            runtime?: string;
             server_id?: string;
             status?: string;
+            status_reason?: string;
             /** Format: date-time */
             updated_at?: string;
+            urls?: {
+                [key: string]: string;
+            };
+        };
+        ContainerChanges: {
+            /** @description start again with the engine */
+            autostart?: boolean | null;
+            /** @description 1-100 characters, unique in the project */
+            name?: string | null;
+            /** @description new limits (both fields are replaced; 0: the engine's default) */
+            resources?: components["schemas"]["Resources"] | null;
         };
         ContainerClaimInput: {
             /** @description the id of the container whose gateway the claim is for */
             aud: string;
             /** @description lifetime in seconds: 30-3600, default 300 */
             ttl_seconds?: number;
+        };
+        ContainerCreate: {
+            /** @description start again with the engine (and after it exits on its own) */
+            autostart?: boolean;
+            /** @description environment of the container's programs: at most 64 names (letters, digits, '_', not starting with a digit or DECKHAND_), values up to 4096 bytes */
+            env?: {
+                [key: string]: string;
+            };
+            /** @description a catalog image (img_...): free, or priced and in the caller's library */
+            image_id: string;
+            /** @description 1-100 characters, unique in the project */
+            name: string;
+            /** @description the project: its owner, a manager or an admin may create */
+            project_id: string;
+            /** @description CPU and memory limits; absent: the engine's defaults */
+            resources?: components["schemas"]["Resources"] | null;
         };
         ContainerList: {
             containers?: components["schemas"]["Container"][];
@@ -3224,6 +3393,20 @@ export interface components {
             access: unknown;
             program: string;
         };
+        Preview: {
+            container_id?: string;
+            /** Format: date-time */
+            expires_at?: string;
+            port?: number;
+            token?: string;
+            url?: string;
+        };
+        PreviewInput: {
+            /** @description the TCP port inside the container, 1-65535 */
+            port: number;
+            /** @description how long the link opens the port: 60-604800 seconds, default 3600 */
+            ttl_seconds?: number;
+        };
         Project: {
             /** Format: date-time */
             created_at?: string;
@@ -3404,6 +3587,12 @@ export interface components {
         ResetInput: {
             password: string;
             token: string;
+        };
+        Resources: {
+            /** @description CPU cores, 0.1-64 in steps of 0.01 */
+            cpus?: number;
+            /** @description memory limit in MiB, 128-262144 */
+            memory_mb?: number;
         };
         RoleInput: {
             /** @enum {string} */
@@ -5033,6 +5222,83 @@ export interface operations {
             };
         };
     };
+    listContainers: {
+        parameters: {
+            query?: {
+                /** @description the project whose containers to list (required) */
+                project_id?: string;
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1-100 (default 20); a larger value is refused with 400, not clamped */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContainerList"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createContainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContainerCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getContainer: {
         parameters: {
             query?: never;
@@ -5044,6 +5310,84 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteContainer: {
+        parameters: {
+            query?: {
+                /** @description keep the workspace volume in the engine (the container and its record go) (true, false, 1 or 0) */
+                keep_workspace?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateContainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContainerChanges"];
+            };
+        };
         responses: {
             /** @description OK */
             200: {
@@ -5478,6 +5822,46 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["NetworkState"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Preview"];
                         message: string;
                         statusCode: number;
                     };
@@ -6105,6 +6489,126 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["ProxypermDocument"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    restartContainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startContainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    stopContainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Container"];
                         message: string;
                         statusCode: number;
                     };

@@ -175,6 +175,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/preview/{port}/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * HTTP reverse proxy to a port at the root of its own host
+         * @description What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+         */
+        get: operations["previewGet"];
+        /**
+         * HTTP reverse proxy to a port at the root of its own host
+         * @description What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+         */
+        put: operations["previewPut"];
+        /**
+         * HTTP reverse proxy to a port at the root of its own host
+         * @description What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+         */
+        post: operations["previewPost"];
+        /**
+         * HTTP reverse proxy to a port at the root of its own host
+         * @description What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+         */
+        delete: operations["previewDelete"];
+        /**
+         * HTTP reverse proxy to a port at the root of its own host
+         * @description What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+         */
+        options: operations["previewOptions"];
+        /**
+         * HTTP reverse proxy to a port at the root of its own host
+         * @description What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+         */
+        head: operations["previewHead"];
+        /**
+         * HTTP reverse proxy to a port at the root of its own host
+         * @description What a port preview host (`<project_id>-<container_id>-p<port>-1.<server_name>.<domain>`) reaches: the same reverse proxy as /proxy/{port}/, judged the same way, except that the app is at the root of the client's host, so X-Forwarded-Prefix is passed on as it came (none through a preview host) and the app's root-relative links resolve. The app's answers are its own: they do not get the agent's anti-framing headers.
+         */
+        patch: operations["previewPatch"];
+        trace?: never;
+    };
     "/proxy/{port}": {
         parameters: {
             query?: never;
@@ -228,37 +272,37 @@ export interface paths {
         };
         /**
          * HTTP reverse proxy to a port
-         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
          */
         get: operations["proxyGet"];
         /**
          * HTTP reverse proxy to a port
-         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
          */
         put: operations["proxyPut"];
         /**
          * HTTP reverse proxy to a port
-         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
          */
         post: operations["proxyPost"];
         /**
          * HTTP reverse proxy to a port
-         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
          */
         delete: operations["proxyDelete"];
         /**
          * HTTP reverse proxy to a port
-         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
          */
         options: operations["proxyOptions"];
         /**
          * HTTP reverse proxy to a port
-         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
          */
         head: operations["proxyHead"];
         /**
          * HTTP reverse proxy to a port
-         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request).
+         * @description Forwards the request to the port with /proxy/{port} taken off the path (X-Forwarded-Prefix names it, after any prefix the gateway took). Host is the app's own address, localhost:{port}; the client's host and scheme are in X-Forwarded-Host and X-Forwarded-Proto (through the gateway, its account of the client), X-Forwarded-For names the client. The credential the gateway's proxy permissions consumed never reaches the app. Nothing else is rewritten: the query, body, response headers (Location, cookies) and bodies pass as they are. WebSocket upgrades pass through (dev-server hot reload); responses stream. An app's root-relative links (/style.css) leave the prefix and miss: a web app is previewed at the root of its own address (deckhand tunnel prints that URL). Errors: 400 INVALID for a port outside 1-65535, 403 PORT_DENIED (the agent's own ports, the deny list, a port other than the one the gateway's proxy permissions admitted: they judge {port}, program ssh for 22 and http for any other), 502 UPSTREAM_UNREACHABLE when nothing listens, 502 BACKEND_ERROR for an invalid upstream answer. Each upstream connection is a session of kind proxy (one per request). The app's answers are its own: they do not get the agent's anti-framing headers (X-Frame-Options, frame-ancestors).
          */
         patch: operations["proxyPatch"];
         trace?: never;
@@ -608,6 +652,230 @@ export interface operations {
                 content: {
                     "application/yaml": string;
                 };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the TCP port inside the container, 1-65535 in decimal */
+                port: string;
+                /** @description the path on the app (after /proxy/{port}/) */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the TCP port inside the container, 1-65535 in decimal */
+                port: string;
+                /** @description the path on the app (after /proxy/{port}/) */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the TCP port inside the container, 1-65535 in decimal */
+                port: string;
+                /** @description the path on the app (after /proxy/{port}/) */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the TCP port inside the container, 1-65535 in decimal */
+                port: string;
+                /** @description the path on the app (after /proxy/{port}/) */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the TCP port inside the container, 1-65535 in decimal */
+                port: string;
+                /** @description the path on the app (after /proxy/{port}/) */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewHead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the TCP port inside the container, 1-65535 in decimal */
+                port: string;
+                /** @description the path on the app (after /proxy/{port}/) */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewPatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the TCP port inside the container, 1-65535 in decimal */
+                port: string;
+                /** @description the path on the app (after /proxy/{port}/) */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description error */
             default: {
