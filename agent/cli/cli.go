@@ -34,7 +34,7 @@ import (
 // Commands are the client commands to add to the root command.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
-		loginCmd(), logoutCmd(), whoamiCmd(), tokensCmd(), containersCmd(), walletCmd(), eventsCmd(), notificationsCmd(),
+		loginCmd(), logoutCmd(), whoamiCmd(), tokensCmd(), containersCmd(), previewCmd(), walletCmd(), eventsCmd(), notificationsCmd(),
 		lsCmd(), cpCmd(), rmCmd(), mkdirCmd(), logsCmd(),
 	}
 }

@@ -69,6 +69,10 @@ func TestCLI(t *testing.T) {
 	if out := f.deckhand(home, "", "containers", "get", id); !strings.Contains(out, "running") || !strings.Contains(out, "URL TERMINAL") {
 		t.Fatalf("get (table):\n%s", out)
 	}
+	pv := f.deckhandJSON(home, "preview", "8080", "--container", id, "--ttl", "2h")
+	if u, _ := pv["url"].(string); !strings.Contains(u, "-"+id+"-p8080-1.local.localhost") || !strings.Contains(u, "deckhand_preview=") || pv["port"] != float64(8080) {
+		t.Fatalf("preview: %v", pv)
+	}
 	for _, step := range []struct{ action, want string }{{"stop", "stopped"}, {"start", "running"}, {"restart", "running"}} {
 		if c := f.deckhandJSON(home, "containers", step.action, id); c["status"] != step.want {
 			t.Fatalf("%s: %v", step.action, c)
