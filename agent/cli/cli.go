@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -109,6 +110,29 @@ func (a *AgentFlags) Client() (*agentapi.Client, error) {
 	return agentapi.New(u, a.Token, nil)
 }
 
+// containerWhere is what a container answer says of where it is.
+type containerWhere struct {
+	Status       string            `json:"status"`
+	StatusReason string            `json:"status_reason"`
+	AgentAddr    string            `json:"agent_addr"`
+	URLs         map[string]string `json:"urls"`
+}
+
+// lastContainer is the container AgentURLOf last read (one command reads
+// one container).
+var lastContainer containerWhere
+
+// PreviewURLOf is the platform proxy's port preview URL of port in the
+// container AgentURLOf last found ("" when none is known): its tunnel
+// service URL with the service named p<port>.
+func PreviewURLOf(port int) string {
+	u := lastContainer.URLs["tunnel"]
+	if u == "" {
+		return ""
+	}
+	return strings.Replace(u, "-tunnel-1.", "-p"+strconv.Itoa(port)+"-1.", 1) + "/"
+}
+
 // AgentURLOf is the gateway URL of container id's agent, as the control
 // plane reaches it (its agent_addr while it runs).
 func AgentURLOf(cmd *cobra.Command, id string) (string, error) {
@@ -120,14 +144,11 @@ func AgentURLOf(cmd *cobra.Command, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var ct struct {
-		Status       string `json:"status"`
-		StatusReason string `json:"status_reason"`
-		AgentAddr    string `json:"agent_addr"`
-	}
+	var ct containerWhere
 	if err := json.Unmarshal(resp.Data, &ct); err != nil {
 		return "", fmt.Errorf("container %s: %w", id, err)
 	}
+	lastContainer = ct
 	if ct.AgentAddr == "" {
 		why := ""
 		if ct.StatusReason != "" {

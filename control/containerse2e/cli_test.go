@@ -73,6 +73,24 @@ func TestCLI(t *testing.T) {
 	if u, _ := pv["url"].(string); !strings.Contains(u, "-"+id+"-p8080-1.local.localhost") || !strings.Contains(u, "deckhand_preview=") || pv["port"] != float64(8080) {
 		t.Fatalf("preview: %v", pv)
 	}
+	// The tunnel to a container names the platform proxy's preview of
+	// the port too.
+	tctx, stopTunnel := context.WithTimeout(context.Background(), time.Minute)
+	tun := exec.CommandContext(tctx, agentBin, "tunnel", "--container", id, "--token", cliKey, "--remote", "8080", "-o", "json")
+	tun.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "DECKHAND_CONFIG=" + filepath.Join(home, "cfg", "config.json")}
+	stdout, _ := tun.StdoutPipe()
+	if err := tun.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.NewDecoder(stdout).Decode(&rec); err != nil {
+		t.Fatalf("tunnel -o json: %v", err)
+	}
+	stopTunnel()
+	_ = tun.Wait()
+	if p, _ := rec["preview"].(string); !strings.Contains(p, "-"+id+"-p8080-1.local.localhost") {
+		t.Fatalf("tunnel --container -o json: %v", rec)
+	}
 	for _, step := range []struct{ action, want string }{{"stop", "stopped"}, {"start", "running"}, {"restart", "running"}} {
 		if c := f.deckhandJSON(home, "containers", step.action, id); c["status"] != step.want {
 			t.Fatalf("%s: %v", step.action, c)

@@ -59,10 +59,17 @@ func tunnelCmd() *cobra.Command {
 				// People read the line on stderr; a script gets -o json's
 				// record on stdout (where to connect) and nothing else there.
 				open := openURL(a, o.Remote)
+				preview := ""
+				if container != "" && open != "" {
+					preview = cli.PreviewURLOf(o.Remote)
+				}
 				if p.Structured() {
 					rec := map[string]any{"listen": a.String(), "remote": o.Remote, "url": o.URL}
 					if open != "" {
 						rec["open"] = open
+					}
+					if preview != "" {
+						rec["preview"] = preview
 					}
 					_ = p.Item(rec, nil)
 					return
@@ -71,6 +78,10 @@ func tunnelCmd() *cobra.Command {
 				if open != "" {
 					fmt.Fprintf(os.Stderr, "deckhand tunnel: a web app on port %d opens at %s (at the root of its own address, so its "+
 						"root-relative links work, unlike under the gateway's /_/tunnel/proxy/%d/)\n", o.Remote, open, o.Remote)
+				}
+				if preview != "" {
+					fmt.Fprintf(os.Stderr, "deckhand tunnel: through the platform proxy it is %s (with a credential the container's "+
+						"permissions admit; deckhand preview %d --container %s prints a link for anyone)\n", preview, o.Remote, container)
 				}
 			}
 			f, err := client.New(o)
