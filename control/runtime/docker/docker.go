@@ -428,18 +428,25 @@ func (d *Driver) copyFiles(ctx context.Context, cid string, files []runtime.File
 }
 
 // errMissing answers for a call on a container the engine does not hold.
+// existing is container id, or runtime.ErrNotFound when the engine holds
+// none of this installation's.
+func (d *Driver) existing(ctx context.Context, id string) (container.InspectResponse, error) {
+	c, ok, err := d.find(ctx, id)
+	if err == nil && !ok {
+		err = errMissing(id)
+	}
+	return c, err
+}
+
 func errMissing(id string) error {
 	return fmt.Errorf("docker runtime: container %q: %w", id, runtime.ErrNotFound)
 }
 
 // Start implements runtime.Driver; starting a running container succeeds.
 func (d *Driver) Start(ctx context.Context, id string) error {
-	c, ok, err := d.find(ctx, id)
+	c, err := d.existing(ctx, id)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return errMissing(id)
 	}
 	if c.State != nil && c.State.Paused {
 		return d.Resume(ctx, id)
@@ -460,12 +467,9 @@ func seconds(timeout time.Duration) *int {
 
 // Stop implements runtime.Driver; stopping a stopped container succeeds.
 func (d *Driver) Stop(ctx context.Context, id string, timeout time.Duration) error {
-	c, ok, err := d.find(ctx, id)
+	c, err := d.existing(ctx, id)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return errMissing(id)
 	}
 	if _, err := d.cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: seconds(timeout)}); err != nil {
 		return fail("stop", err)
@@ -475,12 +479,9 @@ func (d *Driver) Stop(ctx context.Context, id string, timeout time.Duration) err
 
 // Restart implements runtime.Driver: a stopped container starts.
 func (d *Driver) Restart(ctx context.Context, id string, timeout time.Duration) error {
-	c, ok, err := d.find(ctx, id)
+	c, err := d.existing(ctx, id)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return errMissing(id)
 	}
 	if _, err := d.cli.ContainerRestart(ctx, c.ID, client.ContainerRestartOptions{Timeout: seconds(timeout)}); err != nil {
 		return fail("restart", err)
@@ -491,12 +492,9 @@ func (d *Driver) Restart(ctx context.Context, id string, timeout time.Duration) 
 // Pause implements runtime.Driver (the cgroup freezer); pausing a paused
 // container succeeds.
 func (d *Driver) Pause(ctx context.Context, id string) error {
-	c, ok, err := d.find(ctx, id)
+	c, err := d.existing(ctx, id)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return errMissing(id)
 	}
 	if c.State != nil && c.State.Paused {
 		return nil
@@ -512,12 +510,9 @@ func (d *Driver) Pause(ctx context.Context, id string) error {
 
 // Resume implements runtime.Driver; resuming a running container succeeds.
 func (d *Driver) Resume(ctx context.Context, id string) error {
-	c, ok, err := d.find(ctx, id)
+	c, err := d.existing(ctx, id)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return errMissing(id)
 	}
 	if c.State == nil || !c.State.Paused {
 		if c.State != nil && c.State.Running {
