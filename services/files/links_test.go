@@ -111,7 +111,7 @@ func TestDownloadsOfActiveContentAreSandboxed(t *testing.T) {
 				status, h, _ := call(t, "GET", base+u, nil, "Range", rng)
 				csp := h.Get("Content-Security-Policy")
 				if status/100 != 2 || h.Get("X-Content-Type-Options") != "nosniff" ||
-					(tc.sandbox && csp != platform.SandboxCSP) || (!tc.sandbox && csp != "") {
+					(tc.sandbox && csp != platform.SandboxCSP) || (!tc.sandbox && csp != "frame-ancestors 'none'") {
 					t.Errorf("%s (Range %q): %d %s, CSP %q, nosniff %q", u, rng, status, h.Get("Content-Type"), csp, h.Get("X-Content-Type-Options"))
 				}
 			}

@@ -378,7 +378,9 @@ func TestNoDisplayNoDisplayTools(t *testing.T) {
 // only, and display_type is refused naming program desktop.
 func TestWithoutExecNoProcessTools(t *testing.T) {
 	t.Parallel()
-	a := startAgent(t, "process,files,journal,mcp")
+	// A display that runs, so its tools are listed at all.
+	display := platformtest.StartXvfb(t, "1024x768x24")
+	a := startAgentEnv(t, []string{"DISPLAY=" + display}, "process,files,journal,display,mcp", "--display", display)
 	// The reach header is the gateway's: a client's copy is dropped.
 	s := connectHeader(t, a.endpoint(), noExecKey, http.Header{"X-Deckhand-Identity-Reach": {"process,files"}}, nil)
 	names := toolNames(t, s)
