@@ -283,21 +283,29 @@ type ContainerAction struct {
 	Body *struct{}
 }
 
+// locked takes container id's lock and answers its record and engine; on
+// an error the lock is already let go.
+func (s *Service) locked(ctx context.Context, id string) (*Container, runtime.Driver, func(), error) {
+	unlock := s.lc.lock(id)
+	c, err := s.current(ctx, id)
+	if err == nil {
+		var drv runtime.Driver
+		if drv, err = s.engineFor(c); err == nil {
+			return c, drv, unlock, nil
+		}
+	}
+	unlock()
+	return nil, nil, nil, err
+}
+
 // StartContainer starts a stopped or failed container and answers once its
 // agent is healthy (running) or why not (failed). A container whose engine
 // object is gone (a create that failed, a removal behind the control
 // plane's back) is made again from its record: 200 in creating.
 func (s *Service) StartContainer(ctx context.Context, in ContainerAction) (*Container, error) {
 	id := in.ID
-	unlock := s.lc.lock(id)
-	c, err := s.current(ctx, id)
+	c, drv, unlock, err := s.locked(ctx, id)
 	if err != nil {
-		unlock()
-		return nil, err
-	}
-	drv, err := s.engineFor(c)
-	if err != nil {
-		unlock()
 		return nil, err
 	}
 	switch c.Status {
@@ -367,16 +375,11 @@ func (s *Service) settle(ctx context.Context, id string) (*Container, error) {
 // stopped one answers as it is.
 func (s *Service) StopContainer(ctx context.Context, in ContainerAction) (*Container, error) {
 	id := in.ID
-	unlock := s.lc.lock(id)
+	c, drv, unlock, err := s.locked(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	defer unlock()
-	c, err := s.current(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	drv, err := s.engineFor(c)
-	if err != nil {
-		return nil, err
-	}
 	if c.Status == StatusDeleting {
 		return nil, errDeleting(id)
 	}
@@ -404,15 +407,8 @@ const stopGrace = 10 * time.Second
 // is healthy again.
 func (s *Service) RestartContainer(ctx context.Context, in ContainerAction) (*Container, error) {
 	id := in.ID
-	unlock := s.lc.lock(id)
-	c, err := s.current(ctx, id)
+	c, drv, unlock, err := s.locked(ctx, id)
 	if err != nil {
-		unlock()
-		return nil, err
-	}
-	drv, err := s.engineFor(c)
-	if err != nil {
-		unlock()
 		return nil, err
 	}
 	if c.Status == StatusDeleting {
