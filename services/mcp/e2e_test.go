@@ -589,7 +589,11 @@ func TestResumeADroppedStream(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	s := connect(t, "http://"+ln.Addr().String()+"/_/mcp/api/v1/mcp", allKey, nil)
-	res := callTool(t, s, "process_run", map[string]any{"shell": "sleep 1; echo after-the-cut"})
+	// The call's answer comes after the cut and well before the client's
+	// first reconnect (at least a second later): a resume while the server
+	// still holds the cut stream open is refused with 409 by the SDK, so the
+	// call ends first and its answer is replayed from the event store.
+	res := callTool(t, s, "process_run", map[string]any{"shell": "sleep 0.2; echo after-the-cut"})
 	if got := structured[struct{ Stdout string }](t, res).Stdout; got != "after-the-cut\n" {
 		t.Fatalf("result after the cut: %q (%s)", got, text(res))
 	}
