@@ -1,8 +1,8 @@
+//go:build tools
+
 // Package kube pins the Kubernetes release whose binaries (API server,
 // controller manager, scheduler, kubelet) the cluster tests build and run
 // (control/runtime/kubernetes/kubetest builds them into a cache).
-//go:build tools
-
 package kube
 
 import (
