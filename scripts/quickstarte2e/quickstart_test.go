@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"deckhand/platform/platformtest"
+	"deckhand/platform/proc"
 )
 
 // repoRoot is the repository's root: this package is scripts/quickstarte2e.
@@ -132,7 +133,7 @@ func (in *instance) stop(t *testing.T) {
 	case err := <-in.done:
 		in.done <- err
 	case <-time.After(time.Minute):
-		_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+		_ = proc.KillGroup(in.cmd.Process.Pid, syscall.SIGKILL)
 		<-in.done
 		t.Errorf("scripts/run.sh did not stop on SIGTERM within a minute:\n%s", in.out.String())
 	}
@@ -205,7 +206,7 @@ func TestReadmeQuickstartRuns(t *testing.T) {
 	var out bytes.Buffer
 	sh.Stdout, sh.Stderr = &out, &out
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
+	sh.Cancel = func() error { return proc.KillGroup(sh.Process.Pid, syscall.SIGKILL) }
 	if err := sh.Run(); err != nil {
 		t.Fatalf("the quickstart failed: %v\n%s\nagent.log:\n%s", err, out.String(), tail(filepath.Join(in.data, "agent.log")))
 	}
