@@ -9,7 +9,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all setup setup-bench engine console build run docs docs-flags quickstart test vet unit bench clean package image release packaging-tool sdk-test sdk-generate
+.PHONY: test-kube all setup setup-bench engine console build run docs docs-flags quickstart test vet unit bench clean package image release packaging-tool sdk-test sdk-generate
 
 all: build
 
@@ -90,6 +90,13 @@ vet:
 test: setup build vet engine
 	DECKHAND_BIN=$(CURDIR)/bin $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory sdk-test
+
+# The Kubernetes driver on a real one-node cluster (etcd, the API server,
+# controller manager, scheduler and kubelet from tools/kube, containerd).
+# The test builds those binaries once into ~/.cache/deckhand/kube/<version>
+# (about 23 CPU-minutes), then the suite takes a few minutes.
+test-kube: setup engine
+	$(GO) test -tags kube -race -count=1 -timeout 40m ./control/runtime/kubernetes/...
 
 # The SDKs (sdk/go is its own module; its tests start the binaries and also
 # run the Python and TypeScript SDKs' tests against them).

@@ -34,10 +34,11 @@ TEST_PKGS=(openssl oathtool procps util-linux xvfb xauth openbox xterm x11-apps 
 # started by scripts/engine.sh, there is no systemd here) and Podman, whose
 # Docker-compatible socket the driver tests also use. mmdebstrap builds the
 # images' Debian root file systems from packages (no registry pull; make
-# image), busybox-static is the tests' smallest image, and etcd-server is
-# the store of the one-node Kubernetes cluster the kubernetes driver's tests
-# run (kube-apiserver keeps its state in etcd).
-ENGINE_PKGS=(docker.io podman busybox-static mmdebstrap etcd-server)
+# image), busybox-static is the tests' smallest image; etcd-server,
+# containerd and containernetworking-plugins are the store, the node's
+# runtime and the Pod network of the one-node Kubernetes cluster the
+# kubernetes driver's tests run (make test-kube).
+ENGINE_PKGS=(docker.io podman busybox-static mmdebstrap etcd-server containerd containernetworking-plugins)
 # Benchmarks compare against these peers.
 BENCH_PKGS=(openssh-server openssh-client wrk hey hyperfine nginx supervisor)
 

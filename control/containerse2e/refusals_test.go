@@ -223,7 +223,11 @@ func TestRecordsOnly(t *testing.T) {
 	}
 	s.Must(s.Call("DELETE", "/api/v1/containers/"+id, nil, alice), 200)
 
-	if out, err := controltest.Out("serve", "--runtime", "kubernetes", "--data", t.TempDir()); err == nil || !strings.Contains(out, "not available yet") {
-		t.Fatalf("--runtime kubernetes: %v %s", err, out)
+	if out, err := controltest.Out("serve", "--runtime", "kubernetes", "--data", t.TempDir()); err == nil || !strings.Contains(out, "needs --agent-control-url") {
+		t.Fatalf("--runtime kubernetes without --agent-control-url: %v %s", err, out)
+	}
+	if out, err := controltest.Out("serve", "--runtime", "kubernetes", "--agent-control-url", "http://10.0.0.1:7000",
+		"--kube-pull-policy", "Sometimes", "--data", t.TempDir()); err == nil || !strings.Contains(out, "--kube-pull-policy") {
+		t.Fatalf("--kube-pull-policy Sometimes: %v %s", err, out)
 	}
 }

@@ -65,6 +65,11 @@ type Config struct {
 	// Containers that run (runtime.go).
 	Runtime                 string // docker, kubernetes or none
 	DockerHost              string // default $DOCKER_HOST, else the local socket
+	Kubeconfig              string // --runtime kubernetes: empty is in-cluster
+	KubeContext             string
+	KubeNamespace           string
+	KubeStorageClass        string
+	KubePullPolicy          string
 	AgentControlURL         string // default: a listener on the engine's bridge
 	MaxContainersPerProject int
 	EnrollTimeout           time.Duration
@@ -151,8 +156,13 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 		"how long a connection may take to send a request's line and headers before it is closed (100ms-10m)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.Runtime, "runtime", c.Runtime, "what runs containers: docker (the Docker Engine API, or Podman's compatible socket), "+
-		"kubernetes (not available yet) or none (records only: agents are run by hand)")
+		"kubernetes (a Pod per container, on the cluster --kubeconfig names) or none (records only: agents are run by hand)")
 	fs.StringVar(&c.DockerHost, "docker-host", c.DockerHost, "the engine's address, unix:///path or tcp://host:port (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "--runtime kubernetes: the kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)")
+	fs.StringVar(&c.KubeContext, "kube-context", c.KubeContext, "--runtime kubernetes: the kubeconfig context (default: its current one)")
+	fs.StringVar(&c.KubeNamespace, "kube-namespace", c.KubeNamespace, "--runtime kubernetes: the namespace holding every container's Pod, workspace claim, Service and Secret (default deckhand)")
+	fs.StringVar(&c.KubeStorageClass, "kube-storage-class", c.KubeStorageClass, "--runtime kubernetes: the storage class of workspace claims (default: the cluster's default class)")
+	fs.StringVar(&c.KubePullPolicy, "kube-pull-policy", c.KubePullPolicy, "--runtime kubernetes: the Pods' image pull policy, Always, IfNotPresent or Never (default IfNotPresent; with Never an image on no node is refused at create)")
 	fs.StringVar(&c.AgentControlURL, "agent-control-url", c.AgentControlURL, "the control-plane URL given to the agents of the containers it runs "+
 		"(default: http://<the engine bridge's gateway>:<the --listen port>, where the control plane also listens, so the API stays off other interfaces)")
 	fs.IntVar(&c.MaxContainersPerProject, "max-containers-per-project", c.MaxContainersPerProject, "the most containers one project may hold (0: no limit)")

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+
 	"crypto/rand"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"net"
 	"net/url"
 	"regexp"
@@ -16,6 +18,7 @@ import (
 	"deckhand/control/projects"
 	"deckhand/control/runtime"
 	"deckhand/control/runtime/docker"
+	"deckhand/control/runtime/kubernetes"
 	"deckhand/platform"
 	"deckhand/platform/store"
 )
@@ -42,7 +45,16 @@ func (c *Config) validateRuntime() error {
 	switch c.Runtime {
 	case "docker", projects.RuntimeNone:
 	case "kubernetes":
-		return errors.New("--runtime kubernetes: not available yet; use docker (the Docker Engine or Podman's socket) or none")
+		// Pods reach the control plane through the cluster's network, which
+		// only the operator knows.
+		if c.AgentControlURL == "" {
+			return errors.New("--runtime kubernetes needs --agent-control-url: the URL the Pods reach the control plane at (its Service, or an address on the node network)")
+		}
+		switch c.KubePullPolicy {
+		case "", "Always", "IfNotPresent", "Never":
+		default:
+			return fmt.Errorf("--kube-pull-policy: must be Always, IfNotPresent or Never, got %q", c.KubePullPolicy)
+		}
 	default:
 		return fmt.Errorf("--runtime: must be docker, kubernetes or none, got %q", c.Runtime)
 	}
@@ -105,15 +117,38 @@ func (s *Server) openRuntime() error {
 	if s.installation, err = installationID(s.db); err != nil {
 		return fmt.Errorf("installation id: %w", err)
 	}
-	if s.cfg.Runtime != "docker" {
-		return nil
+	switch s.cfg.Runtime {
+	case "docker":
+		drv, err := docker.New(context.Background(), docker.Options{Host: s.cfg.DockerHost, Installation: s.installation, GatewayPort: projects.AgentPort})
+		if err != nil {
+			return err
+		}
+		s.driver = drv
+	case "kubernetes":
+		drv, err := kubernetes.New(kubernetes.Options{Kubeconfig: s.cfg.Kubeconfig, Context: s.cfg.KubeContext,
+			Namespace: s.cfg.KubeNamespace, Installation: s.installation, GatewayPort: projects.AgentPort,
+			StorageClass: s.cfg.KubeStorageClass, PullPolicy: corev1.PullPolicy(s.cfg.KubePullPolicy)})
+		if err != nil {
+			return err
+		}
+		s.driver = kubeEngine{drv}
 	}
-	drv, err := docker.New(context.Background(), docker.Options{Host: s.cfg.DockerHost, Installation: s.installation, GatewayPort: projects.AgentPort})
-	if err != nil {
-		return err
-	}
-	s.driver = drv
 	return nil
+}
+
+// engine is a driver the server runs containers on: the runtime seam,
+// and where the engine's containers reach the host.
+type engine interface {
+	runtime.Driver
+	HostAddr(ctx context.Context) (string, error)
+}
+
+// kubeEngine has no host address: validateRuntime insists on
+// --agent-control-url.
+type kubeEngine struct{ *kubernetes.Driver }
+
+func (kubeEngine) HostAddr(context.Context) (string, error) {
+	return "", errors.New("set --agent-control-url: Pods reach the control plane through the cluster's network")
 }
 
 // agentControlURL is the URL the agents are given: --agent-control-url,

@@ -24,7 +24,6 @@ import (
 	"deckhand/control/events"
 	"deckhand/control/identity"
 	"deckhand/control/meta"
-	"deckhand/control/runtime/docker"
 	"deckhand/platform"
 	"deckhand/platform/auth"
 	clockpkg "deckhand/platform/clock"
@@ -80,7 +79,7 @@ type Server struct {
 	proxyLn      net.Listener  // --proxy-listen (proxy.go)
 	// Containers that run (runtime.go).
 	installation string
-	driver       *docker.Driver // nil unless --runtime docker
+	driver       engine // nil with --runtime none
 	agentMu      sync.Mutex
 	agentURL     string     // the agents' listener on the engine bridge, once opened
 	serving      *listeners // the API's listener and the agents'
@@ -362,7 +361,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	fmt.Fprintf(s.out, "deckhand-control: listening on http://%s (data %s, store %s, signing key %s)\n", ln.Addr(), s.cfg.Data, s.db.Location(), kid)
 	if s.driver != nil {
 		s.log.Info("containers run on the engine", "runtime", s.cfg.Runtime, "installation", s.installation)
-		fmt.Fprintf(s.out, "deckhand-control: containers run on docker (installation %s)\n", s.installation)
+		fmt.Fprintf(s.out, "deckhand-control: containers run on %s (installation %s)\n", s.cfg.Runtime, s.installation)
 	} else {
 		fmt.Fprintf(s.out, "deckhand-control: --runtime %s: container records only, nothing runs\n", s.cfg.Runtime)
 	}
