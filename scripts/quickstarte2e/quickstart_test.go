@@ -27,6 +27,7 @@ import (
 	"deckhand/control/runtime"
 	"deckhand/control/runtime/runtimetest"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/proc"
 )
 
 // repoRoot is the repository's root: this package is scripts/quickstarte2e.
@@ -139,7 +140,7 @@ func (in *instance) stop(t *testing.T) {
 	case err := <-in.done:
 		in.done <- err
 	case <-time.After(time.Minute):
-		_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+		_ = proc.KillGroup(in.cmd.Process.Pid, syscall.SIGKILL)
 		<-in.done
 		t.Errorf("scripts/run.sh did not stop on SIGTERM within a minute:\n%s", in.out.String())
 	}
@@ -247,7 +248,7 @@ func quickstartShell(t *testing.T, dir, script string, in *instance) string {
 	var out bytes.Buffer
 	sh.Stdout, sh.Stderr = &out, &out
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
+	sh.Cancel = func() error { return proc.KillGroup(sh.Process.Pid, syscall.SIGKILL) }
 	if err := sh.Run(); err != nil {
 		t.Fatalf("the commands failed: %v\n%s\ncontrol.log:\n%s", err, out.String(), tail(filepath.Join(in.data, "control.log")))
 	}
