@@ -164,7 +164,7 @@ func (s *Service) AddSSHKey(ctx context.Context, req SSHKeyCreate) (*SSHKey, err
 			ResourceID: id, ProjectID: c.ProjectID, ContainerID: id})
 	})
 	if err != nil {
-		return nil, storeErr("add the SSH key", err)
+		return nil, fault.Wrap("add the SSH key", err)
 	}
 	return &rec, nil
 }
@@ -178,7 +178,7 @@ func (s *Service) ListSSHKeys(ctx context.Context, ref ContainerRef) (*SSHKeyLis
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("list the SSH keys", err)
+		return nil, fault.Wrap("list the SSH keys", err)
 	}
 	return out, nil
 }
@@ -209,7 +209,7 @@ func (s *Service) RemoveSSHKey(ctx context.Context, ref SSHKeyRef) error {
 		}
 		return s.event(tx, ctx, ev)
 	})
-	return storeErr("remove the SSH key", err)
+	return fault.Wrap("remove the SSH key", err)
 }
 
 // dropSSHKeys deletes every key of container id (in tx).
@@ -252,7 +252,7 @@ func (s *Service) PollSSHKeys(ctx context.Context, in Poll) (*EffectiveSSHKeysAn
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("read the SSH keys", err)
+		return nil, fault.Wrap("read the SSH keys", err)
 	}
 	sum := sha256.Sum256([]byte(strings.Join(d.Keys, "\n")))
 	d.Version = hex.EncodeToString(sum[:8])
