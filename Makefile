@@ -1,5 +1,6 @@
 # deckhand: two commands on a fresh Debian machine.
-#   make run   installs what is missing, builds, starts control plane + agent
+#   make run   installs what is missing, builds, starts the control plane and a container
+#              on the local engine (RUNTIME=none: the agent on this machine instead)
 #   make test  installs what is missing, builds, vets, runs every test
 SHELL := /bin/bash
 GO ?= go
@@ -54,7 +55,8 @@ build: console
 	fi
 
 # A second `make run` on the same data dir stops before building: the
-# binaries, logs and display of the running instance stay as they are.
+# binaries, logs and container of the running instance stay as they are.
+# scripts/run.sh builds the deckhand/base image once (scripts/image.sh).
 run:
 	@bash scripts/run.sh --check
 	@$(MAKE) --no-print-directory setup build
