@@ -2,11 +2,9 @@ package server
 
 import (
 	"context"
-
 	"crypto/rand"
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"net"
 	"net/url"
 	"regexp"
@@ -15,11 +13,13 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"deckhand/control/projects"
+	"deckhand/control/proxy"
 	"deckhand/control/runtime"
 	"deckhand/control/runtime/docker"
 	"deckhand/control/runtime/kubernetes"
-	"deckhand/platform"
 	"deckhand/platform/store"
 )
 
@@ -193,10 +193,7 @@ func (s *Server) dockerHost() string {
 
 // runtimeConfig is the projects domain's Runtime section.
 func (s *Server) runtimeConfig() projects.Runtime {
-	services := make([]string, 0, len(platform.PortOffsets))
-	for name := range platform.PortOffsets {
-		services = append(services, name)
-	}
+	services := append([]string(nil), proxy.Services...)
 	sort.Strings(services)
 	rt := projects.Runtime{AgentControlURL: s.agentControlURL, EnrollTimeout: s.cfg.EnrollTimeout,
 		MaxPerProject: s.cfg.MaxContainersPerProject, ContainerDomain: s.cfg.ContainerDomain, ServerName: s.cfg.ServerName,
