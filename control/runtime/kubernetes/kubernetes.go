@@ -179,10 +179,11 @@ func (d *Driver) Name(id string) string {
 	return "dh-" + readable + "-" + hex.EncodeToString(sum[:6])
 }
 
+// claimName is the workspace claim's name: the container's own, or that
+// of the container whose workspace was kept for this one.
 func (d *Driver) claimName(spec stored) string {
 	if spec.Workspace != "" {
-		sum := sha256.Sum256([]byte(d.opts.Installation + "/ws/" + spec.Workspace))
-		return "dh-ws-" + hex.EncodeToString(sum[:8])
+		return d.Name(spec.Workspace) + "-home"
 	}
 	return d.Name(spec.ID) + "-home"
 }
@@ -334,7 +335,7 @@ func (d *Driver) ensureClaim(ctx context.Context, st stored) error {
 	}
 	lbl := d.labels(st.ID, st.ProjectID)
 	if st.Workspace != "" {
-		lbl = map[string]string{runtime.LabelInstallation: d.opts.Installation, "deckhand.workspace": st.Workspace}
+		lbl = d.labels(st.Workspace, st.ProjectID)
 	}
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl},
