@@ -264,6 +264,7 @@ func (s *Service) Routes() []platform.Route {
 	for _, sc := range []docScope{{project: false}, {project: true}} {
 		routes = append(routes, s.documentRoutes(sc)...)
 	}
+	routes = append(routes, s.stateRoutes(operate, manage, read, actErrs)...)
 	return routes
 }
 
