@@ -116,4 +116,3 @@ func (s *Service) stateRoutes(operate, manage, read platform.Policy, actErrs str
 			Message: "Container resumed", Op: platform.Op(s.ResumeContainer)},
 	}, s.snapshotRoutes(operate, manage, read, actErrs)...)
 }
-
