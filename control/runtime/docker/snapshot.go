@@ -71,7 +71,7 @@ func (d *Driver) Snapshot(ctx context.Context, id, snap string) (runtime.Snapsho
 	// label: the reconciler and List must not take it for the container.
 	labels := map[string]string{runtime.LabelInstallation: d.opts.Installation, runtime.LabelSnapshot: snap}
 	tmp, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: d.ContainerName(id) + "-snap-" + snap,
-		Config: &container.Config{Image: base.ID, Labels: labels},
+		Config:     &container.Config{Image: base.ID, Labels: labels},
 		HostConfig: &container.HostConfig{NetworkMode: "none"}})
 	if err != nil {
 		return runtime.Snapshot{}, fail("snapshot: create the staging container", err)
