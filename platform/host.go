@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -301,7 +302,10 @@ func (h *Host) httpHandler(hh http.Handler) fiber.Handler {
 func checkOp(r Route) {
 	o := r.Op.operation()
 	where := "platform: route " + r.Method + " " + r.Path + ": "
-	if len(r.Query) > 0 || r.Body != nil || (r.Response != nil && !o.stream) {
+	// An answer of more than one shape (a Body of interface type) names
+	// its usual one in Response.
+	anyBody := o.out != nil && o.out.bodyTyp != nil && o.out.bodyTyp.Kind() == reflect.Interface
+	if len(r.Query) > 0 || r.Body != nil || (r.Response != nil && !o.stream && !anyBody) {
 		panic(where + "an Op's parameters, body and answer come from its types; leave Query, Body and Response empty")
 	}
 	bound := map[string]bool{}

@@ -53,10 +53,13 @@ func (d *Driver) Snapshot(ctx context.Context, id, snap string) (runtime.Snapsho
 	// (Podman wants a config in every commit); the staging container is
 	// made with the first commit's, so the second has it too.
 	cfg := *c.Config
-	cfg.Labels = map[string]string{runtime.LabelSnapshot: snap}
+	cfg.Labels = map[string]string{}
 	for k, v := range c.Config.Labels {
 		cfg.Labels[k] = v
 	}
+	// A fork's container carries its image's snapshot label: this
+	// snapshot's own replaces it.
+	cfg.Labels[runtime.LabelSnapshot] = snap
 	base, err := d.cli.ContainerCommit(ctx, c.ID, client.ContainerCommitOptions{NoPause: true, Config: &cfg,
 		Comment: "deckhand snapshot " + snap + " (filesystem)"})
 	if err != nil {

@@ -191,11 +191,13 @@ func Purge(ctx context.Context, host, installation string) error {
 	// Snapshot images, after the containers that may run them.
 	is, err := cli.ImageList(ctx, client.ImageListOptions{Filters: f})
 	errs = append(errs, err)
+	// Newest first: a snapshot of a fork is a child of the fork's.
+	sort.Slice(is.Items, func(a, b int) bool { return is.Items[a].Created > is.Items[b].Created })
 	for _, i := range is.Items {
 		if i.Labels[runtime.LabelInstallation] != installation {
 			continue
 		}
-		_, err := cli.ImageRemove(ctx, i.ID, client.ImageRemoveOptions{Force: true})
+		_, err := cli.ImageRemove(ctx, i.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
 		}
