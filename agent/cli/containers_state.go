@@ -23,7 +23,9 @@ func containerStateCmds() []*cobra.Command {
 	}
 }
 
-func snapshotsPath(id string) string { return "/api/v1/containers/" + url.PathEscape(id) + "/snapshots" }
+func snapshotsPath(id string) string {
+	return "/api/v1/containers/" + url.PathEscape(id) + "/snapshots"
+}
 
 func snapshotCreateCmd() *cobra.Command {
 	return &cobra.Command{
