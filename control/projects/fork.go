@@ -113,7 +113,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 		snap = sn
 		return nil
 	}); err != nil {
-		return nil, storeErr("read the project", err)
+		return nil, fault.Wrap("read the project", err)
 	}
 	imageID, imageName := in.ImageID, ""
 	if snap != nil {
@@ -199,7 +199,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("create the container", err)
+		return nil, fault.Wrap("create the container", err)
 	}
 	for i, c := range out {
 		s.provisionAsync(c.ID)

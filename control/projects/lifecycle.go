@@ -306,7 +306,7 @@ func (s *Service) move(ctx context.Context, id string, from []string, status, re
 		return s.setStatus(tx, ctx, c, status, reason)
 	})
 	if err != nil {
-		return nil, storeErr("record the container's status", err)
+		return nil, fault.Wrap("record the container's status", err)
 	}
 	return out, nil
 }

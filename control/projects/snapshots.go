@@ -198,7 +198,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, in SnapshotCreate) (*Snaps
 	// The quota and the name before the engine works, and again in the
 	// write (another container of the project may take one meanwhile).
 	if err := s.db.ViewContext(ctx, func(tx *store.Tx) error { return s.snapshotAllowed(tx, c, in.Body.Name) }); err != nil {
-		return nil, storeErr("read the snapshots", err)
+		return nil, fault.Wrap("read the snapshots", err)
 	}
 	sn := &Snapshot{ID: newID(), Name: in.Body.Name, ContainerID: id, ProjectID: c.ProjectID, ImageID: c.ImageID}
 	img, err := drv.Snapshot(ctx, id, sn.ID)
@@ -223,7 +223,7 @@ func (s *Service) CreateSnapshot(ctx context.Context, in SnapshotCreate) (*Snaps
 		if derr := drv.DeleteSnapshot(context.WithoutCancel(ctx), sn.ID); derr != nil {
 			s.log.Warn("snapshot: removing the image of a snapshot not recorded", "snapshot", sn.ID, "err", derr)
 		}
-		return nil, storeErr("record the snapshot", err)
+		return nil, fault.Wrap("record the snapshot", err)
 	}
 	return sn, nil
 }
@@ -246,7 +246,7 @@ func (s *Service) ListSnapshots(ctx context.Context, in ContainerRef) (*Snapshot
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("list the snapshots", err)
+		return nil, fault.Wrap("list the snapshots", err)
 	}
 	return out, nil
 }
@@ -288,7 +288,7 @@ func (s *Service) RenameSnapshot(ctx context.Context, in SnapshotRename) (*Snaps
 		return s.snapshotEvent(tx, ctx, events.SnapshotRenamed, sn, map[string]any{"from": from, "to": sn.Name})
 	})
 	if err != nil {
-		return nil, storeErr("rename the snapshot", err)
+		return nil, fault.Wrap("rename the snapshot", err)
 	}
 	return out, nil
 }
@@ -313,7 +313,7 @@ func (s *Service) DeleteSnapshot(ctx context.Context, in SnapshotRef) error {
 		return s.snapshotEvent(tx, ctx, events.SnapshotDeleted, sn, nil)
 	})
 	if err != nil {
-		return storeErr("delete the snapshot", err)
+		return fault.Wrap("delete the snapshot", err)
 	}
 	s.releaseSnapshots(ctx, drv, c.ProjectID, []string{sn.ID}, "")
 	return nil
@@ -398,7 +398,7 @@ func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Contain
 		sn, err = snapshotOf(tx, id, in.SnapshotID)
 		return err
 	}); err != nil {
-		return nil, storeErr("read the snapshot", err)
+		return nil, fault.Wrap("read the snapshot", err)
 	}
 	if ok, err := drv.ImageExists(ctx, sn.ImageName); err != nil {
 		return nil, engineErr("restore the snapshot", err)
@@ -430,7 +430,7 @@ func (s *Service) RestoreSnapshot(ctx context.Context, in SnapshotRef) (*Contain
 		return s.setStatus(tx, ctx, cur, StatusCreating, "")
 	})
 	if err != nil {
-		return nil, storeErr("record the restore", err)
+		return nil, fault.Wrap("record the restore", err)
 	}
 	if out == nil {
 		return nil, errGone

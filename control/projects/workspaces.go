@@ -126,7 +126,7 @@ func (s *Service) ListWorkspaces(ctx context.Context, in ProjectRef) (*Workspace
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("list the workspaces", err)
+		return nil, fault.Wrap("list the workspaces", err)
 	}
 	return out, nil
 }
@@ -164,7 +164,7 @@ func (s *Service) DeleteWorkspace(ctx context.Context, in WorkspaceRef) error {
 		return nil
 	}
 	if err := s.db.ViewContext(ctx, check); err != nil {
-		return storeErr("read the workspace", err)
+		return fault.Wrap("read the workspace", err)
 	}
 	if drv := s.lc.rt.Driver; drv != nil {
 		if err := drv.Delete(ctx, in.WorkspaceID, false); err != nil {
@@ -177,7 +177,7 @@ func (s *Service) DeleteWorkspace(ctx context.Context, in WorkspaceRef) error {
 		}
 		return tx.Delete(bucketWorkspaces, in.WorkspaceID)
 	})
-	return storeErr("delete the workspace", err)
+	return fault.Wrap("delete the workspace", err)
 }
 
 func (s *Service) workspaceRoutes(member, manager platform.Policy) []platform.Route {
