@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deckhand-dev/deckhand/sdk/go/api/files"
@@ -17,14 +19,27 @@ import (
 	"github.com/deckhand-dev/deckhand/sdk/go/api/terminal"
 )
 
-// Container is the client of one container's agent, through its gateway
-// (<gateway URL>/_/<service>/...). The token (an agent token agt_... or an
-// auth token) goes as Authorization: Bearer on every request. Safe for
+// Container is one container: its agent's services (Process, Files,
+// Terminal, URL) and, for a handle from Client.Containers, its record and
+// lifecycle. The agent is reached through the control plane's platform
+// proxy (the per-service URLs of the record), at the agent address the
+// record carries, or, for NewContainer, at a gateway URL. The token goes as
+// Authorization: Bearer on every request to the agent. Safe for
 // concurrent use.
 type Container struct {
-	base  string
-	token string
-	hc    *http.Client
+	token     string
+	hc        *http.Client
+	proxyAddr string
+	route     Route
+	client    *Client
+
+	mu   sync.RWMutex
+	base string // the gateway (<base>/_/<service>), when reached at one address
+	info ContainerInfo
+
+	// Process runs commands; Files reads and writes files.
+	Process Processes
+	Files   Files
 }
 
 // NewContainer builds a client of the agent gateway at gatewayURL (e.g.
@@ -34,22 +49,152 @@ func NewContainer(gatewayURL string, o Options) (*Container, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
 		return nil, fmt.Errorf("deckhand: gateway URL %q: must be http:// or https:// with a host", gatewayURL)
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		// No overall timeout: transfers and follows run as long as they
-		// run; connecting and the answer's head are bounded.
-		hc = &http.Client{Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			ResponseHeaderTimeout: 2 * time.Minute,
-			MaxIdleConnsPerHost:   8,
-		}}
+	tok := o.AgentToken
+	if tok == "" {
+		tok = o.Token
 	}
-	return &Container{base: strings.TrimRight(u.String(), "/"), token: o.Token, hc: hc}, nil
+	c := &Container{base: strings.TrimRight(u.String(), "/"), token: tok, hc: agentHTTP(o)}
+	c.Process, c.Files = Processes{c}, Files{c}
+	return c, nil
 }
 
-// ServiceURL is the base URL of one service through the gateway.
-func (c *Container) ServiceURL(service string) string { return c.base + "/_/" + service }
+// agentHTTP is the HTTP client of container traffic: no overall timeout
+// (transfers and follows run as long as they run; connecting and the
+// answer's head are bounded), every connection to ProxyAddr when set.
+func agentHTTP(o Options) *http.Client {
+	if o.HTTPClient != nil {
+		return o.HTTPClient
+	}
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	dial := d.DialContext
+	if o.ProxyAddr != "" {
+		dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, o.ProxyAddr)
+		}
+	}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dial,
+		ResponseHeaderTimeout: 2 * time.Minute,
+		MaxIdleConnsPerHost:   8,
+	}}
+}
+
+// container is the handle of a container whose record is info.
+func (cl *Client) container(info ContainerInfo) *Container {
+	tok := cl.opt.AgentToken
+	if tok == "" {
+		tok = cl.Token()
+	}
+	route := cl.opt.AgentRoute
+	if route == "" {
+		route = RouteProxy
+	}
+	cl.mu.Lock()
+	if cl.agentHC == nil {
+		cl.agentHC = agentHTTP(Options{HTTPClient: nil, ProxyAddr: cl.opt.ProxyAddr})
+	}
+	hc := cl.agentHC
+	cl.mu.Unlock()
+	c := &Container{token: tok, hc: hc, proxyAddr: cl.opt.ProxyAddr, route: route, client: cl, info: info}
+	c.Process, c.Files = Processes{c}, Files{c}
+	return c
+}
+
+// WithToken is a copy of the handle sending token to the agent instead.
+func (c *Container) WithToken(token string) *Container {
+	c.mu.RLock()
+	n := &Container{token: token, hc: c.hc, proxyAddr: c.proxyAddr, route: c.route, client: c.client, base: c.base, info: c.info}
+	c.mu.RUnlock()
+	n.Process, n.Files = Processes{n}, Files{n}
+	return n
+}
+
+// ID is the container's id ("" for a NewContainer handle).
+func (c *Container) ID() string { return c.Info().ID }
+
+// Info is the container's record as last fetched.
+func (c *Container) Info() ContainerInfo {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.info
+}
+
+func (c *Container) setInfo(i ContainerInfo) {
+	c.mu.Lock()
+	c.info = i
+	c.mu.Unlock()
+}
+
+var errNoRecord = errors.New("deckhand: this handle was made from a gateway URL (NewContainer): it has no control-plane record; use Client.Containers")
+
+// Refresh fetches the container's record again.
+func (c *Container) Refresh(ctx context.Context) (ContainerInfo, error) {
+	if c.client == nil {
+		return ContainerInfo{}, errNoRecord
+	}
+	w, err := c.client.Containers.get(ctx, c.ID())
+	if err != nil {
+		return ContainerInfo{}, err
+	}
+	c.setInfo(w.info())
+	return w.info(), nil
+}
+
+// WaitRunning waits until the container runs (Containers.WaitRunning) and
+// keeps its record, whose agent address and URLs the services then use.
+func (c *Container) WaitRunning(ctx context.Context) (ContainerInfo, error) {
+	if c.client == nil {
+		return ContainerInfo{}, errNoRecord
+	}
+	i, err := c.client.Containers.WaitRunning(ctx, c.ID())
+	if i.ID != "" {
+		c.setInfo(i)
+	}
+	return i, err
+}
+
+// Delete removes the container (Containers.Delete).
+func (c *Container) Delete(ctx context.Context) error {
+	if c.client == nil {
+		return errNoRecord
+	}
+	return c.client.Containers.Delete(ctx, c.ID())
+}
+
+// URL is the URL of one of the container's services (process, files,
+// terminal ...), or of a port preview as "p<port>" (p8080), through the
+// platform proxy; for a NewContainer handle, through its gateway.
+func (c *Container) URL(service string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.base != "" {
+		return c.base + "/_/" + service
+	}
+	if u, ok := c.info.URLs[service]; ok {
+		return u
+	}
+	// Every service's host differs from another's in the service name only.
+	for svc, u := range c.info.URLs {
+		marker := "-" + svc + "-1."
+		if i := strings.Index(u, marker); i >= 0 {
+			return u[:i] + "-" + service + "-1." + u[i+len(marker):]
+		}
+	}
+	return ""
+}
+
+// ServiceURL is where the SDK sends a service's requests: URL, or the
+// agent's gateway at the record's agent address with RouteAgentAddr.
+func (c *Container) ServiceURL(service string) string {
+	c.mu.RLock()
+	route, addr, base := c.route, c.info.AgentAddr, c.base
+	c.mu.RUnlock()
+	if base == "" && route == RouteAgentAddr && addr != "" {
+		return "http://" + addr + "/_/" + service
+	}
+	return c.URL(service)
+}
 
 // Do sends req with the token set (an HttpRequestDoer for the generated
 // clients).
@@ -60,26 +205,30 @@ func (c *Container) Do(req *http.Request) (*http.Response, error) {
 	return c.hc.Do(req)
 }
 
-// Process is the process service's generated client.
-func (c *Container) Process() *process.ClientWithResponses {
+// ProcessAPI is the process service's generated client.
+func (c *Container) ProcessAPI() *process.ClientWithResponses {
 	cl, _ := process.NewClientWithResponses(c.ServiceURL("process"), process.WithHTTPClient(c))
 	return cl
 }
 
-// Files is the files service's generated client.
-func (c *Container) Files() *files.ClientWithResponses {
+// FilesAPI is the files service's generated client.
+func (c *Container) FilesAPI() *files.ClientWithResponses {
 	cl, _ := files.NewClientWithResponses(c.ServiceURL("files"), files.WithHTTPClient(c))
 	return cl
 }
 
-// Terminal is the terminal service's generated client.
-func (c *Container) Terminal() *terminal.ClientWithResponses {
+// TerminalAPI is the terminal service's generated client.
+func (c *Container) TerminalAPI() *terminal.ClientWithResponses {
 	cl, _ := terminal.NewClientWithResponses(c.ServiceURL("terminal"), terminal.WithHTTPClient(c))
 	return cl
 }
 
 func (c *Container) request(ctx context.Context, method, service, path string, q url.Values, body io.Reader) (*http.Request, error) {
-	u := c.ServiceURL(service) + path
+	base := c.ServiceURL(service)
+	if base == "" {
+		return nil, fmt.Errorf("deckhand: container %s: no address for its %s service yet (WaitRunning first)", c.ID(), service)
+	}
+	u := base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -35,6 +36,11 @@ type Terminal struct {
 	exitCode *int
 	readErr  error
 	closeCtx context.CancelFunc
+}
+
+// Terminal opens a terminal session (Attach).
+func (c *Container) Terminal(ctx context.Context, o TerminalOptions) (*Terminal, error) {
+	return c.Attach(ctx, o)
 }
 
 // Attach opens a terminal session over the terminal service's WebSocket.
@@ -63,6 +69,12 @@ func (c *Container) Attach(ctx context.Context, o TerminalOptions) (*Terminal, e
 		h.Set("Authorization", "Bearer "+c.token)
 	}
 	d := websocket.Dialer{Proxy: http.ProxyFromEnvironment}
+	if c.proxyAddr != "" && c.base == "" && c.route != RouteAgentAddr {
+		nd := &net.Dialer{Timeout: 30 * time.Second}
+		d.NetDialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return nd.DialContext(ctx, network, c.proxyAddr)
+		}
+	}
 	conn, resp, err := d.DialContext(ctx, u, h)
 	if err != nil {
 		if resp != nil {
