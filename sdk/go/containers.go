@@ -172,7 +172,7 @@ func (cs Containers) imageID(ctx context.Context, image string) (string, error) 
 	for im, err := range Pages[struct {
 		ID    string `json:"id"`
 		Alias string `json:"alias"`
-	}](ctx, cs.c, "/api/v1/images", nil, "images", 0) {
+	}](ctx, cs.c, "/api/v1/images/public", nil, "images", 0) {
 		if err != nil {
 			return "", err
 		}
