@@ -18,25 +18,44 @@ import (
 	"github.com/deckhand-dev/deckhand/sdk/go/internal/harness"
 )
 
-// sandboxes starts a control plane that runs containers on the local
-// engine (skipping when there is none) with the agent image in its
-// catalog.
-func sandboxes(t *testing.T, email string) *harness.Sandboxes {
+// sandboxes is the package's control plane that runs containers on the
+// local engine (skipping when there is none), started at first use and
+// stopped by TestMain.
+func sandboxes(t *testing.T) *harness.Sandboxes {
 	t.Helper()
 	if _, err := harness.DockerEngine(); err != nil {
 		t.Skipf("no container engine: %v", err)
 	}
-	sb, err := harness.StartSandboxes(bin, filepath.Join(t.TempDir(), "control"), email)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane output:\n%s", sb.Output())
+	sandboxOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "deckhand-sdk-sandboxes-")
+		if err != nil {
+			sandboxErr = err
+			return
 		}
-		sb.Stop()
+		sandboxDir = dir
+		sandbox, sandboxErr = harness.StartSandboxes(bin, filepath.Join(dir, "control"))
 	})
-	return sb
+	if sandboxErr != nil {
+		t.Fatal(sandboxErr)
+	}
+	return sandbox
+}
+
+var (
+	sandboxOnce sync.Once
+	sandbox     *harness.Sandboxes
+	sandboxErr  error
+	sandboxDir  string
+)
+
+// stopSandboxes undoes sandboxes (TestMain).
+func stopSandboxes() {
+	if sandbox != nil {
+		sandbox.Stop()
+	}
+	if sandboxDir != "" {
+		os.RemoveAll(sandboxDir)
+	}
 }
 
 func randomToken() string {
@@ -51,7 +70,17 @@ func randomToken() string {
 // disconnect, and delete it. The agent is reached through the platform
 // proxy's per-service URLs the container's record carries.
 func TestE2BStyleProgram(t *testing.T) {
-	sb := sandboxes(t, "e2b@example.com")
+	sb := sandboxes(t)
+	const email = "e2b@example.com"
+	project, err := sb.AddUser(email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control plane output:\n%s", sb.Output())
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -61,7 +90,7 @@ func TestE2BStyleProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.Login(ctx, sb.Email, harness.UserPass); err != nil {
+	if _, err := client.Login(ctx, email, harness.UserPass); err != nil {
 		t.Fatal(err)
 	}
 
@@ -74,7 +103,7 @@ func TestE2BStyleProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.ProjectID != sb.Project || info.ImageID != sb.ImageID || info.AgentAddr == "" {
+	if info.ProjectID != project || info.ImageID != sb.ImageID || info.AgentAddr == "" {
 		t.Fatalf("the running record: %+v", info)
 	}
 	if got, want := box.URL("process"), info.URLs["process"]; got != want || !strings.Contains(got, "-"+box.ID()+"-process-1.") {
@@ -92,7 +121,7 @@ func TestE2BStyleProgram(t *testing.T) {
 	// bearer token for this program.
 	session := client.Token()
 	tok := randomToken()
-	if err := sb.OpenAgent(session, box.ID(), tok); err != nil {
+	if err := sb.OpenAgent(session, project, box.ID(), tok); err != nil {
 		t.Fatal(err)
 	}
 	box = box.WithToken(tok)

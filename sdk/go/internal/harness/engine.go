@@ -210,15 +210,13 @@ type Sandboxes struct {
 	ImageRef  string // the engine's reference
 	ImageID   string // the catalog's id
 	Alias     string // the catalog's alias
-	Email     string
-	Project   string
 
 	mu    sync.Mutex
 	insts []string
 }
 
 // StartSandboxes starts it all on data; Stop undoes it.
-func StartSandboxes(bin, data, email string) (*Sandboxes, error) {
+func StartSandboxes(bin, data string) (*Sandboxes, error) {
 	e, err := DockerEngine()
 	if err != nil {
 		return nil, err
@@ -227,7 +225,7 @@ func StartSandboxes(bin, data, email string) (*Sandboxes, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandboxes{Engine: e, ImageRef: ref, Email: email}
+	s := &Sandboxes{Engine: e, ImageRef: ref}
 	fail := func(err error) (*Sandboxes, error) { s.Stop(); return nil, err }
 	s.ProxyAddr = "127.0.0.1:" + strconv.Itoa(freeBase(1))
 	if s.Control, err = StartControl(bin, data, "--docker-host", e.Host, "--enroll-timeout", "60s",
@@ -245,19 +243,25 @@ func StartSandboxes(bin, data, email string) (*Sandboxes, error) {
 		return fail(err)
 	}
 	s.ImageID, _ = img["id"].(string)
+	return s, nil
+}
+
+// AddUser makes a user (password UserPass) with credit and one project,
+// and answers the project's id.
+func (s *Sandboxes) AddUser(email string) (string, error) {
 	if _, err := s.User(email, "10.00"); err != nil {
-		return fail(err)
+		return "", err
 	}
 	tok, err := s.Login(email, UserPass)
 	if err != nil {
-		return fail(err)
+		return "", err
 	}
 	p, err := call("POST", s.URL+"/api/v1/projects", tok, map[string]any{"name": "sdk"})
 	if err != nil {
-		return fail(err)
+		return "", err
 	}
-	s.Project, _ = p["id"].(string)
-	return s, nil
+	id, _ := p["id"].(string)
+	return id, nil
 }
 
 // Track records the installation of container id's engine container,
@@ -329,9 +333,9 @@ func (c *Control) adminToken() (string, error) {
 // token (sent as Authorization: Bearer) may run programs, use files and
 // terminals, and answers once the agent admits it. userToken is a
 // session of a manager of the container's project.
-func (s *Sandboxes) OpenAgent(userToken, id, token string) error {
+func (s *Sandboxes) OpenAgent(userToken, project, id, token string) error {
 	doc := s.URL + "/api/v1/containers/" + id + "/proxy/permissions"
-	body := map[string]any{"project": s.Project, "container": id,
+	body := map[string]any{"project": project, "container": id,
 		"groups":      map[string]any{"sdk": map[string]any{"type": "token", "header": "Authorization", "value": "Bearer " + token}},
 		"permissions": map[string]any{"sdk": map[string]any{"exec": true, "files": true, "terminal": true}}}
 	if _, err := callWith("PUT", doc, userToken, body, "If-Match", "file:v0"); err != nil {
