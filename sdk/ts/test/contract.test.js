@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { DeckhandClient, Container, DeckhandError, SignatureError, API_VERSION } from "../dist/index.js";
 import { Proxy } from "./proxy.js";
+import { Middle } from "./middle.js";
 
 const CONTROL = process.env.DECKHAND_CONTROL_URL;
 const GATEWAY = process.env.DECKHAND_GATEWAY_URL;
@@ -84,6 +85,23 @@ test("a tampered answer is refused", async (t) => {
   await assert.rejects(c.me(), (e) => e instanceof SignatureError && /does not verify/.test(e.reason));
   p.rewrite = (b) => Buffer.from(b.toString("latin1").replace(/X-Service-Signature:/i, "X-Service-Signaturf:"), "latin1");
   await assert.rejects(c.me(), (e) => e instanceof SignatureError && /missing/.test(e.reason));
+});
+
+test("a replayed or relabelled answer is refused by its binding", async (t) => {
+  const good = await newUser();
+  const m = await new Middle(CONTROL, "/users/auth/me").listen();
+  t.after(() => m.close());
+  const c = new DeckhandClient(m.url, { token: good.token });
+  assert.equal((await c.me()).email, good.email);
+  // A genuine answer to an earlier request to the same path: its
+  // X-Service-Signature holds; only the binding to this nonce does not.
+  m.replay = true;
+  await assert.rejects(c.me(), (e) => e instanceof SignatureError && /binding/.test(e.reason));
+  // A genuine 404 passed on as 200.
+  m.replay = false;
+  m.relabel = 200;
+  await assert.rejects(c.request("GET", "/api/v1/nothing-here/users/auth/me"), (e) => e instanceof SignatureError && /status/.test(e.reason));
+  assert.equal(m.tampered, 2);
 });
 
 test("an answer outside the replay window is refused", async () => {
