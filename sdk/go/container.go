@@ -3,6 +3,8 @@ package deckhand
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +29,7 @@ import (
 // Authorization: Bearer on every request to the agent. Safe for
 // concurrent use.
 type Container struct {
+	tokenMu   sync.RWMutex
 	token     string
 	hc        *http.Client
 	proxyAddr string
@@ -199,10 +202,77 @@ func (c *Container) ServiceURL(service string) string {
 // Do sends req with the token set (an HttpRequestDoer for the generated
 // clients).
 func (c *Container) Do(req *http.Request) (*http.Response, error) {
-	if c.token != "" && req.Header.Get("Authorization") == "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if tok := c.agentToken(); tok != "" && req.Header.Get("Authorization") == "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	return c.hc.Do(req)
+}
+
+func (c *Container) agentToken() string {
+	c.tokenMu.RLock()
+	defer c.tokenMu.RUnlock()
+	return c.token
+}
+
+// GrantWait bounds how long Grant waits for the agent to enforce the
+// document it wrote (the agent polls it).
+const GrantWait = 60 * time.Second
+
+// Grant gives this program access to the container's agent: it writes
+// the container's proxy permissions document with a bearer token of its
+// own (random, kept in this handle only) that may run programs, use files
+// and open terminals, and waits until the agent enforces it. It is for a
+// container that has no document yet (a fresh one): when it has one, the
+// answer is an *Error with status 412, and the token to use is one that
+// document admits (WithToken).
+func (c *Container) Grant(ctx context.Context) error {
+	if c.client == nil {
+		return errNoRecord
+	}
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	tok := "sdk_" + base64.RawURLEncoding.EncodeToString(b)
+	info := c.Info()
+	doc := map[string]any{"project": info.ProjectID, "container": info.ID,
+		"groups":      map[string]any{"sdk": map[string]any{"type": "token", "header": "Authorization", "value": "Bearer " + tok}},
+		"permissions": map[string]any{"sdk": map[string]any{"exec": true, "files": true, "terminal": true}}}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	path := "/api/v1/containers/" + url.PathEscape(info.ID) + "/proxy/permissions"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.client.base+path, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("If-Match", "file:v0") // only where no document is yet
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return errorOf(http.MethodPut, path, resp.StatusCode, body)
+	}
+	c.tokenMu.Lock()
+	c.token = tok
+	c.tokenMu.Unlock()
+	// The agent polls its document: wait until it admits the token.
+	deadline := time.Now().Add(GrantWait)
+	for n := 1; ; n++ {
+		err := c.Call(ctx, http.MethodGet, "process", "/api/v1/process", nil, nil, nil)
+		var e *Error
+		if err == nil || !errors.As(err, &e) || (e.Status != http.StatusUnauthorized && e.Status != http.StatusForbidden) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("deckhand: the agent of %s did not admit the granted token within %s: %w", info.ID, GrantWait, err)
+		}
+		if err := sleepCtx(ctx, min(time.Duration(n)*100*time.Millisecond, time.Second)); err != nil {
+			return err
+		}
+	}
 }
 
 // ProcessAPI is the process service's generated client.

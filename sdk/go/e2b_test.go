@@ -2,8 +2,6 @@ package deckhand_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,12 +54,6 @@ func stopSandboxes() {
 	if sandboxDir != "" {
 		os.RemoveAll(sandboxDir)
 	}
-}
-
-func randomToken() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return "sdk-" + hex.EncodeToString(b)
 }
 
 // TestE2BStyleProgram is what a user's program does with the SDK alone:
@@ -117,23 +109,18 @@ func TestE2BStyleProgram(t *testing.T) {
 		t.Fatalf("List: %v %+v", err, list)
 	}
 
-	// The agent admits what its proxy permissions document grants: a
-	// bearer token for this program.
-	session := client.Token()
-	tok := randomToken()
-	if err := sb.OpenAgent(session, project, box.ID(), tok); err != nil {
+	// The program grants itself a token the agent admits.
+	if err := box.Grant(ctx); err != nil {
 		t.Fatal(err)
 	}
-	box = box.WithToken(tok)
-	var r deckhand.Result
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if r, err = box.Process.Run(ctx, "echo", "hello", "from", "deckhand"); err == nil {
-			break
-		}
-		var de *deckhand.Error
-		if !errors.As(err, &de) || (de.Status != http.StatusUnauthorized && de.Status != http.StatusForbidden) || time.Now().After(deadline) {
-			t.Fatalf("run: %v", err)
-		}
+	r, err := box.Process.Run(ctx, "echo", "hello", "from", "deckhand")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A container with a document keeps it: a second grant is refused.
+	var pre *deckhand.Error
+	if err := box.Grant(ctx); !errors.As(err, &pre) || pre.Status != http.StatusPreconditionFailed {
+		t.Fatalf("a second grant: %v", err)
 	}
 	if r.Stdout != "hello from deckhand\n" || r.ExitCode != 0 || r.State != "exited" {
 		t.Fatalf("run: %+v", r)

@@ -65,8 +65,8 @@ func (c *Container) Attach(ctx context.Context, o TerminalOptions) (*Terminal, e
 		u += "?" + q.Encode()
 	}
 	h := http.Header{}
-	if c.token != "" {
-		h.Set("Authorization", "Bearer "+c.token)
+	if tok := c.agentToken(); tok != "" {
+		h.Set("Authorization", "Bearer "+tok)
 	}
 	d := websocket.Dialer{Proxy: http.ProxyFromEnvironment}
 	if c.proxyAddr != "" && c.base == "" && c.route != RouteAgentAddr {

@@ -96,6 +96,9 @@ class AsyncContainer:
     async def wait_running(self, timeout=300):
         return await _run(self.sync.wait_running, timeout)
 
+    async def grant(self):
+        return await _run(self.sync.grant)
+
     async def refresh(self):
         return await _run(self.sync.refresh)
 

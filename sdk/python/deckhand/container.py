@@ -20,6 +20,7 @@ from .errors import DeckhandError
 
 UPLOAD_CHUNK = 8 << 20
 MAX_RECONNECTS = 8
+GRANT_WAIT = 60  # seconds grant() waits for the agent to enforce the document it wrote
 
 
 @dataclass
@@ -116,6 +117,34 @@ class Container:
         if self._lifecycle is None:
             raise DeckhandError(0, "", "this handle has no control-plane record (use Client.containers)")
         return self._lifecycle
+
+    def grant(self):
+        """Gives this program access to the container's agent: writes the
+        container's proxy permissions document with a bearer token of its
+        own (random, kept in this handle only) that may run programs, use
+        files and open terminals, and waits until the agent enforces it. For
+        a container with no document yet: when it has one, DeckhandError
+        with status 412."""
+        lc = self._need_record()
+        token = "sdk_" + base64.urlsafe_b64encode(os.urandom(24)).decode()
+        lc.put_document(self.id, {
+            "project": self.info.project_id, "container": self.id,
+            "groups": {"sdk": {"type": "token", "header": "Authorization", "value": "Bearer " + token}},
+            "permissions": {"sdk": {"exec": True, "files": True, "terminal": True}}}, "file:v0")
+        self.token = token
+        deadline = time.monotonic() + GRANT_WAIT
+        n = 0
+        while True:
+            n += 1
+            try:
+                self.request("GET", "process", "/api/v1/process")
+                return
+            except DeckhandError as e:
+                if e.status not in (401, 403):
+                    raise
+                if time.monotonic() > deadline:
+                    raise DeckhandError(e.status, e.code, f"the agent of {self.id} did not admit the granted token within {GRANT_WAIT} s")
+            time.sleep(min(n * 0.1, 1.0))
 
     def wait_running(self, timeout=300):
         """Waits until the container runs and keeps its record (agent address, URLs)."""

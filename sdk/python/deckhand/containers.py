@@ -6,6 +6,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from .container import Container
+from .errors import DeckhandError
 
 
 @dataclass
@@ -99,6 +100,13 @@ class Containers:
             if im.get("alias") == image:
                 return im["id"]
         raise ValueError(f"deckhand: image {image!r}: no catalog image has this alias")
+
+    def put_document(self, id, doc, if_match):
+        """Writes container id's proxy permissions document (If-Match if_match)."""
+        path = f"/api/v1/containers/{_q(id)}/proxy/permissions"
+        status, _, raw = self._c.raw("PUT", path, body=doc, headers={"If-Match": if_match})
+        if status >= 300:
+            raise DeckhandError.from_body("PUT", path, status, raw)
 
     def get(self, id):
         """Container id's handle with its record as it is now."""

@@ -5,8 +5,6 @@ these tests skip."""
 
 import asyncio
 import os
-import secrets
-import time
 
 import pytest
 
@@ -33,29 +31,6 @@ def session_token():
     return _session[0]
 
 
-def open_agent(client, box):
-    """Grants a bearer token of this program's in the container's proxy
-    permissions document; answers the handle sending it."""
-    token = "sdk-" + secrets.token_hex(16)
-    status, _, raw = client.raw("PUT", f"/api/v1/containers/{box.id}/proxy/permissions", body={
-        "project": box.info.project_id, "container": box.id,
-        "groups": {"sdk": {"type": "token", "header": "Authorization", "value": "Bearer " + token}},
-        "permissions": {"sdk": {"exec": True, "files": True, "terminal": True}}}, headers={"If-Match": "file:v0"})
-    assert status == 200, raw
-    return box.with_token(token)
-
-
-def first_run(box, cmd):
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return box.process.run(cmd)
-        except deckhand.DeckhandError as e:
-            if e.status not in (401, 403) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
 def test_create_run_write_read_stream_across_a_disconnect_delete():
     # Through the platform proxy, by the per-service URLs of the record,
     # behind a link the test can cut.
@@ -68,10 +43,13 @@ def test_create_run_write_read_stream_across_a_disconnect_delete():
             assert box.url("process") == info.urls["process"]
             assert f"-{box.id}-p8080-1." in box.url("p8080")
             assert [c.id for c in client.containers.list()] == [box.id]
-            agent = open_agent(client, box)
-
-            r = first_run(agent, ["echo", "hello", "from", "deckhand"])
+            box.grant()
+            agent = box
+            r = agent.process.run(["echo", "hello", "from", "deckhand"])
             assert (r.stdout, r.exit_code, r.state) == ("hello from deckhand\n", 0, "exited")
+            with pytest.raises(deckhand.DeckhandError) as e:
+                box.grant()  # a container that has a document keeps it
+            assert e.value.status == 412
             r = agent.process.run("echo oops >&2; exit 3")
             assert (r.exit_code, r.stderr) == (3, "oops\n")
 
@@ -108,8 +86,8 @@ def test_the_async_client_has_the_same_verbs():
         async with deckhand.AsyncClient(URL, token=session_token(), agent_route="agent_addr") as client:
             async with await client.containers.create(IMAGE) as box:
                 await box.wait_running()
-                agent = deckhand.AsyncContainer(open_agent(client.sync, box.sync))
-                await asyncio.to_thread(first_run, agent.sync, ["true"])
+                await box.grant()
+                agent = box
                 r, _ = await asyncio.gather(agent.process.run(["echo", "async"]), agent.files.write("/tmp/a.txt", "a\n"))
                 assert r.stdout == "async\n"
                 assert await agent.files.read("/tmp/a.txt") == b"a\n"

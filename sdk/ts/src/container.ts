@@ -6,6 +6,8 @@ import { Terminal, type TerminalOptions } from "./terminal.js";
 
 export const UPLOAD_CHUNK = 8 << 20;
 export const MAX_RECONNECTS = 8;
+/** How long grant() waits for the agent to enforce the document it wrote. */
+export const GRANT_WAIT_MS = 60_000;
 
 export type Process = P["schemas"]["Process"];
 export type RunResult = P["schemas"]["RunResult"];
@@ -287,10 +289,16 @@ export class Container {
   private readonly send: typeof fetch;
   private readonly route: Route;
   /** Set by client.containers: the control plane's container API. */
-  lifecycle: { get(id: string): Promise<ContainerInfo>; waitRunning(id: string): Promise<ContainerInfo>; delete(id: string): Promise<void> } | null = null;
+  lifecycle: {
+    get(id: string): Promise<ContainerInfo>;
+    waitRunning(id: string): Promise<ContainerInfo>;
+    delete(id: string): Promise<void>;
+    putDocument(id: string, doc: unknown, ifMatch: string): Promise<void>;
+  } | null = null;
 
   /** A handle of the agent gateway at gatewayUrl ("" for a handle from client.containers). */
   constructor(gatewayUrl: string, private readonly o: ContainerOptions = {}) {
+    this.o = { ...o };
     if (gatewayUrl) {
       const u = new URL(gatewayUrl);
       this.baseUrl = u.origin + u.pathname.replace(/\/+$/, "");
@@ -309,12 +317,46 @@ export class Container {
     return this.info?.id ?? "";
   }
 
+  /** The credential sent to the agent. */
+  get token(): string | undefined {
+    return this.o.token;
+  }
+
   /** The same container, sending another token to its agent. */
   withToken(token: string): Container {
     const c = new Container(this.baseUrl, { ...this.o, token });
     c.info = this.info;
     c.lifecycle = this.lifecycle;
     return c;
+  }
+
+  /**
+   * Gives this program access to the container's agent: writes the
+   * container's proxy permissions document with a bearer token of its own
+   * (random, kept in this handle only) that may run programs, use files and
+   * open terminals, and waits until the agent enforces it. For a container
+   * with no document yet: when it has one, a DeckhandError with status 412.
+   */
+  async grant(): Promise<void> {
+    if (!this.lifecycle || !this.info) throw new Error("deckhand: this handle has no control-plane record (use client.containers)");
+    const token = "sdk_" + btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(24)))).replace(/\+/g, "-").replace(/\//g, "_");
+    await this.lifecycle.putDocument(this.id, {
+      project: this.info.projectId, container: this.id,
+      groups: { sdk: { type: "token", header: "Authorization", value: `Bearer ${token}` } },
+      permissions: { sdk: { exec: true, files: true, terminal: true } },
+    }, "file:v0");
+    this.o.token = token;
+    const deadline = Date.now() + GRANT_WAIT_MS;
+    for (let n = 1; ; n++) {
+      try {
+        await this.request("GET", "process", "/api/v1/process");
+        return;
+      } catch (e) {
+        if (!(e instanceof DeckhandError) || ![401, 403].includes(e.status)) throw e;
+        if (Date.now() > deadline) throw new Error(`deckhand: the agent of ${this.id} did not admit the granted token within ${GRANT_WAIT_MS} ms: ${e.message}`);
+      }
+      await sleep(Math.min(n * 100, 1000));
+    }
   }
 
   /** Waits until the container runs and keeps its record (agent address, URLs). */

@@ -328,18 +328,3 @@ func (c *Control) adminToken() (string, error) {
 	}
 	return c.admin, nil
 }
-
-// OpenAgent writes container id's proxy permissions document so that
-// token (sent as Authorization: Bearer) may run programs, use files and
-// terminals, and answers once the agent admits it. userToken is a
-// session of a manager of the container's project.
-func (s *Sandboxes) OpenAgent(userToken, project, id, token string) error {
-	doc := s.URL + "/api/v1/containers/" + id + "/proxy/permissions"
-	body := map[string]any{"project": project, "container": id,
-		"groups":      map[string]any{"sdk": map[string]any{"type": "token", "header": "Authorization", "value": "Bearer " + token}},
-		"permissions": map[string]any{"sdk": map[string]any{"exec": true, "files": true, "terminal": true}}}
-	if _, err := callWith("PUT", doc, userToken, body, "If-Match", "file:v0"); err != nil {
-		return err
-	}
-	return nil
-}
