@@ -113,3 +113,111 @@ func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
 	}
 	noContainersLeft(t, sb, "readme-go@example.com")
 }
+
+// copyTree copies src to dst, leaving out the names in skip.
+func copyTree(t *testing.T, src, dst string, skip ...string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		for _, s := range skip {
+			if d.Name() == s {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTypeScriptPackageInstallsFromItsTarball packs the SDK from a fresh
+// copy of sdk/ts with the README's commands, installs the tarball in an
+// empty project, runs the README's quickstart against a real container,
+// and checks that CommonJS require and the shipped types work.
+func TestTypeScriptPackageInstallsFromItsTarball(t *testing.T) {
+	t.Parallel()
+	root := harness.RepoRoot()
+	if root == "" {
+		t.Skip("not inside the deckhand repository")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed (scripts/setup.sh installs nodejs)")
+	}
+	readme := filepath.Join(root, "sdk", "ts", "README.md")
+	install := strings.Split(strings.TrimSpace(readmeBlock(t, readme, "Install", "sh")), "\n")
+	program := readmeBlock(t, readme, "Quickstart", "js")
+	if len(install) != 2 {
+		t.Fatalf("the README's install is %d lines, the test knows 2: pack, then install", len(install))
+	}
+	sb, qenv := quickstartEnv(t, "readme-ts@example.com")
+
+	// A checkout of its own, so the pack runs as on a fresh clone.
+	checkout := t.TempDir()
+	copyTree(t, filepath.Join(root, "sdk", "ts"), filepath.Join(checkout, "sdk", "ts"), "node_modules", "dist")
+	env := append(os.Environ(), "DECKHAND="+checkout, "npm_config_audit=false", "npm_config_fund=false", "npm_config_update_notifier=false")
+	runIn(t, checkout, env, "sh", "-c", install[0])
+
+	project := t.TempDir()
+	runIn(t, project, env, "npm", "init", "-y")
+	runIn(t, project, env, "sh", "-c", install[1])
+	if err := os.WriteFile(filepath.Join(project, "quickstart.mjs"), []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := runIn(t, project, append(os.Environ(), qenv...), node, "quickstart.mjs")
+	for _, want := range []string{`stdout "hello\n", exit 0`, `read back "kept\n"`, "process URL: http://"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the quickstart's output lacks %q:\n%s", want, out)
+		}
+	}
+	noContainersLeft(t, sb, "readme-ts@example.com")
+
+	out = runIn(t, project, env, node, "-e", `const d = require("@deckhand-dev/sdk"); console.log(typeof d.DeckhandClient, typeof d.Container, d.API_VERSION)`)
+	if strings.TrimSpace(out) != "function function v1" {
+		t.Fatalf("require: %s", out)
+	}
+	check := `import { DeckhandClient, type Result, type ContainerInfo } from "@deckhand-dev/sdk";
+const c = new DeckhandClient("http://127.0.0.1:1");
+export async function f(): Promise<[number, string]> {
+	const box = await c.containers.create("base");
+	const info: ContainerInfo = await box.waitRunning();
+	const r: Result = await box.process.run(["true"]);
+	return [r.exitCode, info.agentAddr];
+}
+`
+	if err := os.WriteFile(filepath.Join(project, "check.ts"), []byte(check), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"compilerOptions": {"strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext",
+	"target": "es2022", "lib": ["es2022", "dom"], "types": []}, "files": ["check.ts"]}`
+	if err := os.WriteFile(filepath.Join(project, "tsconfig.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tsc := filepath.Join(checkout, "sdk", "ts", "node_modules", ".bin", "tsc")
+	runIn(t, project, env, tsc, "-p", "tsconfig.json")
+	// A type error is reported: the types are the package's, not any.
+	bad := strings.Replace(check, "const r: Result", "const r: number", 1)
+	if err := os.WriteFile(filepath.Join(project, "check.ts"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tsc, "-p", "tsconfig.json")
+	cmd.Dir = project
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "Result") {
+		t.Fatalf("a wrong type passed the check: %v\n%s", err, out)
+	}
+}
