@@ -221,3 +221,47 @@ export async function f(): Promise<[number, string]> {
 		t.Fatalf("a wrong type passed the check: %v\n%s", err, out)
 	}
 }
+
+// TestPythonWheelInstallsOffline builds the wheel from a fresh copy of
+// sdk/python with the README's commands (no index: setuptools, wheel and
+// cryptography come from the system), installs it in a new virtual
+// environment and runs the README's quickstart there against a real
+// container.
+func TestPythonWheelInstallsOffline(t *testing.T) {
+	t.Parallel()
+	root := harness.RepoRoot()
+	if root == "" {
+		t.Skip("not inside the deckhand repository")
+	}
+	py := python(t)
+	readme := filepath.Join(root, "sdk", "python", "README.md")
+	install := strings.Split(strings.TrimSpace(readmeBlock(t, readme, "Install", "sh")), "\n")
+	program := readmeBlock(t, readme, "Quickstart", "python")
+	sb, qenv := quickstartEnv(t, "readme-py@example.com")
+
+	checkout := t.TempDir()
+	copyTree(t, filepath.Join(root, "sdk", "python"), filepath.Join(checkout, "sdk", "python"), "__pycache__", "build", ".pytest_cache")
+	project := t.TempDir()
+	// The README's python3 is the one with setuptools and wheel.
+	env := append(os.Environ(), "DECKHAND="+checkout, "PATH="+filepath.Dir(py)+":"+os.Getenv("PATH"),
+		"PIP_NO_INDEX=1", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PYTHONDONTWRITEBYTECODE=1")
+	for _, line := range install {
+		runIn(t, project, env, "sh", "-c", line)
+	}
+	if err := os.WriteFile(filepath.Join(project, "quickstart.py"), []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	venvPy := filepath.Join(project, ".venv", "bin", "python")
+	// The package comes from the wheel, not the checkout.
+	where := runIn(t, project, env, venvPy, "-c", "import deckhand, os; print(os.path.dirname(deckhand.__file__))")
+	if !strings.HasPrefix(strings.TrimSpace(where), filepath.Join(project, ".venv")) {
+		t.Fatalf("deckhand imported from %s, not the virtual environment", where)
+	}
+	out := runIn(t, project, append(env, qenv...), venvPy, "quickstart.py")
+	for _, want := range []string{`stdout 'hello\n', exit 0`, `read back 'kept\n'`, "process URL: http://"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the quickstart's output lacks %q:\n%s", want, out)
+		}
+	}
+	noContainersLeft(t, sb, "readme-py@example.com")
+}
