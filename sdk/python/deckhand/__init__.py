@@ -12,9 +12,9 @@ the ED25519 signatures.
 
 from .errors import DeckhandError, SignatureError
 from .client import Client, API_VERSION
-from .container import Container, Output, Result, Running, FileInfo
-from .containers import ContainerInfo, StateError
+from .container import Container, Files, FileInfo, Output, Processes, Result, Running
+from .containers import ContainerInfo, Containers, StateError
 from .aio import AsyncClient, AsyncContainer
 
-__all__ = ["Client", "AsyncClient", "Container", "AsyncContainer", "ContainerInfo", "Output", "Result", "Running",
-           "FileInfo", "DeckhandError", "SignatureError", "StateError", "API_VERSION"]
+__all__ = ["Client", "AsyncClient", "Container", "AsyncContainer", "Containers", "ContainerInfo", "Processes", "Files",
+           "Output", "Result", "Running", "FileInfo", "DeckhandError", "SignatureError", "StateError", "API_VERSION"]

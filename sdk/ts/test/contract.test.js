@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { createHash, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
-import { DeckhandClient, Container, DeckhandError, SignatureError, API_VERSION } from "../dist/index.js";
+import { DeckhandClient, Container, Containers, Processes, Running, Files, DeckhandError, SignatureError, API_VERSION } from "../dist/index.js";
 import { Proxy } from "./proxy.js";
 import { Middle } from "./middle.js";
 
@@ -178,7 +178,7 @@ test("a terminal reads and writes until the shell ends", async () => {
 test("coverage entries name methods that exist", () => {
   const cov = JSON.parse(readFileSync(new URL("../../coverage.json", import.meta.url)));
   assert.equal(cov.api_version, API_VERSION);
-  const classes = { DeckhandClient, Container };
+  const classes = { DeckhandClient, Container, Containers, Processes, Running, Files };
   for (const [doc, ops] of Object.entries(cov.documents)) {
     for (const [op, e] of Object.entries(ops)) {
       if (e.ts === "generated") continue;
