@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -161,6 +162,20 @@ func TestE2BStyleProgram(t *testing.T) {
 	down, err := box.Files.Download(ctx, "/tmp/up.bin", back)
 	if err != nil || down.SHA256 != up.SHA256 {
 		t.Fatalf("download: %v %+v, uploaded %+v", err, down, up)
+	}
+
+	// A terminal, through the proxy too.
+	term, err := box.Terminal(ctx, deckhand.TerminalOptions{Shell: "/bin/sh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := term.Write([]byte("echo term-$((6*7)); exit 5\n")); err != nil {
+		t.Fatal(err)
+	}
+	screen, err := io.ReadAll(term)
+	term.Close()
+	if err != nil || !strings.Contains(string(screen), "term-42") || term.ExitCode() == nil || *term.ExitCode() != 5 {
+		t.Fatalf("terminal: %v %q exit %v", err, screen, term.ExitCode())
 	}
 
 	// A long command's output, streamed across a forced disconnect: every
