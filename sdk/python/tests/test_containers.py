@@ -57,6 +57,16 @@ def test_create_run_write_read_stream_across_a_disconnect_delete():
             assert agent.files.read_text("/tmp/hello.txt") == "written by the sdk\n"
             assert any(e.name == "hello.txt" and e.size == 19 and e.type == "file" for e in agent.files.list("/tmp"))
 
+            with agent.terminal(shell="/bin/sh") as term:  # through the proxy too
+                term.write(b"echo term-$((6*7)); exit 5\n")
+                screen = b""
+                while True:
+                    chunk = term.read()
+                    if not chunk:
+                        break
+                    screen += chunk
+            assert b"term-42" in screen and term.exit_code == 5
+
             lines = 60
             run = agent.process.start(f"i=1; while [ $i -le {lines} ]; do echo line-$i; i=$((i+1)); sleep 0.05; done")
             out, cut = [], []

@@ -234,3 +234,19 @@ def test_the_quickstart_example_runs():
     r = subprocess.run([sys.executable, ex], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "invoice PDF" in r.stdout and "downloaded" in r.stdout
+
+
+def test_from_login_uses_the_clis_saved_login(tmp_path, monkeypatch):
+    good = new_user()
+    tok = good.create_token("from login")["token"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"control_url": CONTROL, "credential": {"kind": "token", "token": tok}}))
+    path.chmod(0o600)
+    monkeypatch.setenv("DECKHAND_CONFIG", str(path))
+    assert deckhand.Client.from_login().me()["email"] == good.email
+    path.chmod(0o644)
+    with pytest.raises(deckhand.DeckhandError, match="chmod 600"):
+        deckhand.Client.from_login()
+    monkeypatch.setenv("DECKHAND_CONFIG", str(tmp_path / "none.json"))
+    with pytest.raises(deckhand.DeckhandError, match="deckhand login"):
+        deckhand.Client.from_login()

@@ -53,8 +53,11 @@ export class DeckhandClient {
     const path: string = env.DECKHAND_CONFIG || `${env.XDG_CONFIG_HOME || `${os.homedir()}/.config`}/deckhand/config.json`;
     let raw: string;
     try {
+      const st = await fs.promises.stat(path);
+      if (st.mode & 0o077) throw Object.assign(new Error(`deckhand: ${path} is readable by others: it holds a secret; chmod 600 it`), { mode: true });
       raw = await fs.promises.readFile(path, "utf8");
-    } catch {
+    } catch (e) {
+      if ((e as { mode?: boolean }).mode) throw e;
       throw new Error(`deckhand: no login at ${path}: run \`deckhand login\` first, or pass a URL and a token`);
     }
     const cfg = JSON.parse(raw);

@@ -4,7 +4,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { DeckhandClient, Container, Containers, Processes, Running, Files, DeckhandError, SignatureError, API_VERSION } from "../dist/index.js";
 import { Proxy } from "./proxy.js";
@@ -102,6 +104,23 @@ test("a replayed or relabelled answer is refused by its binding", async (t) => {
   m.relabel = 200;
   await assert.rejects(c.request("GET", "/api/v1/nothing-here/users/auth/me"), (e) => e instanceof SignatureError && /status/.test(e.reason));
   assert.equal(m.tampered, 2);
+});
+
+test("fromLogin uses the CLI's saved login", async (t) => {
+  const good = await newUser();
+  const { token } = await good.createToken("from login");
+  const dir = mkdtempSync(join(tmpdir(), "deckhand-login-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, "config.json");
+  writeFileSync(path, JSON.stringify({ control_url: CONTROL, credential: { kind: "token", token } }), { mode: 0o600 });
+  const before = process.env.DECKHAND_CONFIG;
+  process.env.DECKHAND_CONFIG = path;
+  t.after(() => (before === undefined ? delete process.env.DECKHAND_CONFIG : (process.env.DECKHAND_CONFIG = before)));
+  assert.equal((await (await DeckhandClient.fromLogin()).me()).email, good.email);
+  chmodSync(path, 0o644);
+  await assert.rejects(DeckhandClient.fromLogin(), /chmod 600/);
+  process.env.DECKHAND_CONFIG = join(dir, "none.json");
+  await assert.rejects(DeckhandClient.fromLogin(), /deckhand login/);
 });
 
 test("an answer outside the replay window is refused", async () => {
