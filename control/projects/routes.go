@@ -250,6 +250,19 @@ func (s *Service) Routes() []platform.Route {
 				"container; 403 for another container's agent token, an operator or viewer, or anyone outside the project.",
 			Message: "Container claim", Op: platform.Op(s.MintContainerClaim)},
 
+		// Access tokens.
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/access-tokens", OperationID: "createAccessToken", Policy: operate,
+			Tags: []string{"containers"}, Status: http.StatusCreated, Summary: "Sign a short-lived token that opens the container's agent to the caller",
+			Description: "A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as " +
+				"`Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names " +
+				"(a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of " +
+				"the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and " +
+				"the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: \"access\", container, " +
+				"sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep " +
+				"`ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for " +
+				"an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.",
+			Message: "Access token", Op: platform.Op(s.CreateAccessToken)},
+
 		// Preview links.
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/previews", OperationID: "createPreview", Policy: manage,
 			Tags: []string{"containers"}, Summary: "Sign a preview link to a port of the container",

@@ -471,6 +471,26 @@ type AIFee struct {
 	UserId        *string         `json:"user_id,omitempty"`
 }
 
+// AccessToken defines model for AccessToken.
+type AccessToken struct {
+	AgentUrl    *string            `json:"agent_url,omitempty"`
+	ContainerId *string            `json:"container_id,omitempty"`
+	ExpiresAt   *time.Time         `json:"expires_at,omitempty"`
+	IssuedAt    *time.Time         `json:"issued_at,omitempty"`
+	Services    *[]string          `json:"services,omitempty"`
+	Token       *string            `json:"token,omitempty"`
+	Urls        *map[string]string `json:"urls,omitempty"`
+}
+
+// AccessTokenInput defines model for AccessTokenInput.
+type AccessTokenInput struct {
+	// Services the agent's services the token opens (e.g. mcp, or process and files); absent or empty: every service
+	Services *[]string `json:"services,omitempty"`
+
+	// TtlSeconds how long the token lasts: 60-86400 seconds, default 3600
+	TtlSeconds *int `json:"ttl_seconds,omitempty"`
+}
+
 // AdminContainerInput defines model for AdminContainerInput.
 type AdminContainerInput struct {
 	Id        *string `json:"id,omitempty"`
@@ -2461,6 +2481,9 @@ type CreateContainerJSONRequestBody = ContainerCreate
 // UpdateContainerJSONRequestBody defines body for UpdateContainer for application/json ContentType.
 type UpdateContainerJSONRequestBody = ContainerChanges
 
+// CreateAccessTokenJSONRequestBody defines body for CreateAccessToken for application/json ContentType.
+type CreateAccessTokenJSONRequestBody = AccessTokenInput
+
 // CreateAgentTokenJSONRequestBody defines body for CreateAgentToken for application/json ContentType.
 type CreateAgentTokenJSONRequestBody = CreateAgentTokenJSONBody
 
@@ -3572,6 +3595,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
 	UpdateContainer(ctx context.Context, id string, body UpdateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAccessTokenWithBody Sign a short-lived token that opens the container's agent to the caller
+	//
+	// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+	CreateAccessTokenWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAccessToken Sign a short-lived token that opens the container's agent to the caller
+	//
+	// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+	CreateAccessToken(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAgentTokens The container's agent tokens (never their secrets), oldest first
 	//
@@ -6255,6 +6300,48 @@ func (c *Client) UpdateContainerWithBody(ctx context.Context, id string, content
 // Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
 func (c *Client) UpdateContainer(ctx context.Context, id string, body UpdateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateContainerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAccessTokenWithBody Sign a short-lived token that opens the container's agent to the caller
+//
+// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+func (c *Client) CreateAccessTokenWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAccessTokenRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAccessToken Sign a short-lived token that opens the container's agent to the caller
+//
+// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+func (c *Client) CreateAccessToken(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAccessTokenRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -11346,6 +11433,53 @@ func NewUpdateContainerRequestWithBody(server string, id string, contentType str
 	}
 
 	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateAccessTokenRequest calls the generic CreateAccessToken builder with application/json body
+func NewCreateAccessTokenRequest(server string, id string, body CreateAccessTokenJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAccessTokenRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateAccessTokenRequestWithBody constructs an http.Request for the CreateAccessToken method, with any body, and a specified content type
+func NewCreateAccessTokenRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/access-tokens", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -17323,6 +17457,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
 	UpdateContainerWithResponse(ctx context.Context, id string, body UpdateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateContainerResponse, error)
 
+	// CreateAccessTokenWithBodyWithResponse Sign a short-lived token that opens the container's agent to the caller
+	//
+	// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+	CreateAccessTokenWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccessTokenResponse, error)
+
+	// CreateAccessTokenWithResponse Sign a short-lived token that opens the container's agent to the caller
+	//
+	// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+	CreateAccessTokenWithResponse(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccessTokenResponse, error)
+
 	// ListAgentTokensWithResponse The container's agent tokens (never their secrets), oldest first
 	//
 	// Each `{id, container_id, created_at, created_by}`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
@@ -21295,6 +21451,62 @@ func (r UpdateContainerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateAccessTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data       AccessToken `json:"data"`
+		Message    string      `json:"message"`
+		StatusCode int         `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAccessTokenResponse) GetJSON201() *struct {
+	Data       AccessToken `json:"data"`
+	Message    string      `json:"message"`
+	StatusCode int         `json:"statusCode"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateAccessTokenResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAccessTokenResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAccessTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAccessTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAccessTokenResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -28633,6 +28845,40 @@ func (c *ClientWithResponses) UpdateContainerWithResponse(ctx context.Context, i
 	return ParseUpdateContainerResponse(rsp)
 }
 
+// CreateAccessTokenWithBodyWithResponse Sign a short-lived token that opens the container's agent to the caller
+//
+// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+func (c *ClientWithResponses) CreateAccessTokenWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccessTokenResponse, error) {
+	rsp, err := c.CreateAccessTokenWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAccessTokenResponse(rsp)
+}
+
+// CreateAccessTokenWithResponse Sign a short-lived token that opens the container's agent to the caller
+//
+// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+func (c *ClientWithResponses) CreateAccessTokenWithResponse(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccessTokenResponse, error) {
+	rsp, err := c.CreateAccessToken(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAccessTokenResponse(rsp)
+}
+
 // ListAgentTokensWithResponse The container's agent tokens (never their secrets), oldest first
 //
 // Each `{id, container_id, created_at, created_by}`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
@@ -33040,6 +33286,43 @@ func ParseUpdateContainerResponse(rsp *http.Response) (*UpdateContainerResponse,
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateAccessTokenResponse parses an HTTP response from a CreateAccessTokenWithResponse call
+func ParseCreateAccessTokenResponse(rsp *http.Response) (*CreateAccessTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAccessTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data       AccessToken `json:"data"`
+			Message    string      `json:"message"`
+			StatusCode int         `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

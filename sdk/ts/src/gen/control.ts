@@ -650,6 +650,28 @@ export interface paths {
         patch: operations["updateContainer"];
         trace?: never;
     };
+    "/api/v1/containers/{id}/access-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign a short-lived token that opens the container's agent to the caller
+         * @description A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+         *
+         *     Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+         */
+        post: operations["createAccessToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/containers/{id}/agent-tokens": {
         parameters: {
             query?: never;
@@ -2716,6 +2738,25 @@ export interface components {
             transaction?: components["schemas"]["FeeTransaction"];
             transaction_id?: string;
             user_id?: string;
+        };
+        AccessToken: {
+            agent_url?: string;
+            container_id?: string;
+            /** Format: date-time */
+            expires_at?: string;
+            /** Format: date-time */
+            issued_at?: string;
+            services?: string[];
+            token?: string;
+            urls?: {
+                [key: string]: string;
+            };
+        };
+        AccessTokenInput: {
+            /** @description the agent's services the token opens (e.g. mcp, or process and files); absent or empty: every service */
+            services?: string[];
+            /** @description how long the token lasts: 60-86400 seconds, default 3600 */
+            ttl_seconds?: number;
         };
         AdminContainerInput: {
             id?: string;
@@ -5397,6 +5438,46 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createAccessToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccessTokenInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AccessToken"];
                         message: string;
                         statusCode: number;
                     };
