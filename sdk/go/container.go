@@ -3,8 +3,6 @@ package deckhand
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +29,8 @@ import (
 type Container struct {
 	tokenMu   sync.RWMutex
 	token     string
+	tokenExp  time.Time // of a minted access token
+	explicit  bool      // token was given (not minted)
 	hc        *http.Client
 	proxyAddr string
 	route     Route
@@ -56,7 +56,7 @@ func NewContainer(gatewayURL string, o Options) (*Container, error) {
 	if tok == "" {
 		tok = o.Token
 	}
-	c := &Container{base: strings.TrimRight(u.String(), "/"), token: tok, hc: agentHTTP(o)}
+	c := &Container{base: strings.TrimRight(u.String(), "/"), token: tok, explicit: true, hc: agentHTTP(o)}
 	c.Process, c.Files = Processes{c}, Files{c}
 	return c, nil
 }
@@ -85,10 +85,6 @@ func agentHTTP(o Options) *http.Client {
 
 // container is the handle of a container whose record is info.
 func (cl *Client) container(info ContainerInfo) *Container {
-	tok := cl.opt.AgentToken
-	if tok == "" {
-		tok = cl.Token()
-	}
 	route := cl.opt.AgentRoute
 	if route == "" {
 		route = RouteProxy
@@ -99,7 +95,8 @@ func (cl *Client) container(info ContainerInfo) *Container {
 	}
 	hc := cl.agentHC
 	cl.mu.Unlock()
-	c := &Container{token: tok, hc: hc, proxyAddr: cl.opt.ProxyAddr, route: route, client: cl, info: info}
+	c := &Container{token: cl.opt.AgentToken, explicit: cl.opt.AgentToken != "", hc: hc, proxyAddr: cl.opt.ProxyAddr,
+		route: route, client: cl, info: info}
 	c.Process, c.Files = Processes{c}, Files{c}
 	return c
 }
@@ -107,7 +104,7 @@ func (cl *Client) container(info ContainerInfo) *Container {
 // WithToken is a copy of the handle sending token to the agent instead.
 func (c *Container) WithToken(token string) *Container {
 	c.mu.RLock()
-	n := &Container{token: token, hc: c.hc, proxyAddr: c.proxyAddr, route: c.route, client: c.client, base: c.base, info: c.info}
+	n := &Container{token: token, explicit: true, hc: c.hc, proxyAddr: c.proxyAddr, route: c.route, client: c.client, base: c.base, info: c.info}
 	c.mu.RUnlock()
 	n.Process, n.Files = Processes{n}, Files{n}
 	return n
@@ -202,77 +199,68 @@ func (c *Container) ServiceURL(service string) string {
 // Do sends req with the token set (an HttpRequestDoer for the generated
 // clients).
 func (c *Container) Do(req *http.Request) (*http.Response, error) {
-	if tok := c.agentToken(); tok != "" && req.Header.Get("Authorization") == "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+	if req.Header.Get("Authorization") == "" {
+		tok, err := c.agentToken(req.Context())
+		if err != nil {
+			return nil, err
+		}
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
 	}
 	return c.hc.Do(req)
 }
 
-func (c *Container) agentToken() string {
+// AccessTokenTTL is how long the access tokens a handle mints last; a
+// handle mints a new one when less than AccessTokenRenew is left.
+const (
+	AccessTokenTTL   = time.Hour
+	AccessTokenRenew = 5 * time.Minute
+)
+
+// agentToken is the bearer for the agent: the handle's explicit token, or
+// (a handle from Client.Containers without one) an access token minted
+// from the control plane and renewed before it expires.
+func (c *Container) agentToken(ctx context.Context) (string, error) {
+	c.tokenMu.RLock()
+	tok, exp, explicit := c.token, c.tokenExp, c.explicit
+	c.tokenMu.RUnlock()
+	if explicit || c.client == nil || (tok != "" && time.Until(exp) > AccessTokenRenew) {
+		return tok, nil
+	}
+	if err := c.Grant(ctx); err != nil {
+		return "", err
+	}
 	c.tokenMu.RLock()
 	defer c.tokenMu.RUnlock()
-	return c.token
+	return c.token, nil
 }
 
-// GrantWait bounds how long Grant waits for the agent to enforce the
-// document it wrote (the agent polls it).
-const GrantWait = 60 * time.Second
-
-// Grant gives this program access to the container's agent: it writes
-// the container's proxy permissions document with a bearer token of its
-// own (random, kept in this handle only) that may run programs, use files
-// and open terminals, and waits until the agent enforces it. It is for a
-// container that has no document yet (a fresh one): when it has one, the
-// answer is an *Error with status 412, and the token to use is one that
-// document admits (WithToken).
+// Grant mints an access token for the container's agent
+// (POST /api/v1/containers/{id}/access-tokens: signed by the control
+// plane, good for every service for AccessTokenTTL) and uses it from now
+// on. A handle from Client.Containers without an explicit token does this
+// by itself on its first call to the agent, and again before the token
+// expires; Grant makes it happen now, so a refusal surfaces here.
 func (c *Container) Grant(ctx context.Context) error {
 	if c.client == nil {
 		return errNoRecord
 	}
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	tok := "sdk_" + base64.RawURLEncoding.EncodeToString(b)
-	info := c.Info()
-	doc := map[string]any{"project": info.ProjectID, "container": info.ID,
-		"groups":      map[string]any{"sdk": map[string]any{"type": "token", "header": "Authorization", "value": "Bearer " + tok}},
-		"permissions": map[string]any{"sdk": map[string]any{"exec": true, "files": true, "terminal": true}}}
-	raw, err := json.Marshal(doc)
-	if err != nil {
+	var at struct {
+		Token     string    `json:"token"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	path := "/api/v1/containers/" + url.PathEscape(c.ID()) + "/access-tokens"
+	if err := c.client.Call(ctx, http.MethodPost, path, nil, map[string]any{"ttl_seconds": int(AccessTokenTTL.Seconds())}, &at); err != nil {
 		return err
 	}
-	path := "/api/v1/containers/" + url.PathEscape(info.ID) + "/proxy/permissions"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.client.base+path, bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("If-Match", "file:v0") // only where no document is yet
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return err
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return errorOf(http.MethodPut, path, resp.StatusCode, body)
+	if at.Token == "" {
+		return fmt.Errorf("deckhand: %s answered no token", path)
 	}
 	c.tokenMu.Lock()
-	c.token = tok
+	c.token, c.tokenExp, c.explicit = at.Token, at.ExpiresAt, false
 	c.tokenMu.Unlock()
-	// The agent polls its document: wait until it admits the token.
-	deadline := time.Now().Add(GrantWait)
-	for n := 1; ; n++ {
-		err := c.Call(ctx, http.MethodGet, "process", "/api/v1/process", nil, nil, nil)
-		var e *Error
-		if err == nil || !errors.As(err, &e) || (e.Status != http.StatusUnauthorized && e.Status != http.StatusForbidden) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("deckhand: the agent of %s did not admit the granted token within %s: %w", info.ID, GrantWait, err)
-		}
-		if err := sleepCtx(ctx, min(time.Duration(n)*100*time.Millisecond, time.Second)); err != nil {
-			return err
-		}
-	}
+	return nil
 }
 
 // ProcessAPI is the process service's generated client.

@@ -65,7 +65,11 @@ func (c *Container) Attach(ctx context.Context, o TerminalOptions) (*Terminal, e
 		u += "?" + q.Encode()
 	}
 	h := http.Header{}
-	if tok := c.agentToken(); tok != "" {
+	tok, err := c.agentToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tok != "" {
 		h.Set("Authorization", "Bearer "+tok)
 	}
 	d := websocket.Dialer{Proxy: http.ProxyFromEnvironment}

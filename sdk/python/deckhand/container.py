@@ -20,7 +20,8 @@ from .errors import DeckhandError
 
 UPLOAD_CHUNK = 8 << 20
 MAX_RECONNECTS = 8
-GRANT_WAIT = 60  # seconds grant() waits for the agent to enforce the document it wrote
+ACCESS_TOKEN_TTL = 3600  # seconds the access tokens a handle mints last
+ACCESS_TOKEN_RENEW = 300  # a handle mints a new one when less than this is left
 
 
 @dataclass
@@ -50,6 +51,8 @@ class Container:
             raise ValueError(f"deckhand: route {route!r}: must be 'proxy' or 'agent_addr'")
         self.base_url = Transport(gateway_url).base if gateway_url else None
         self.token = token
+        self._explicit = bool(token)
+        self._token_exp = 0.0
         self.info = info
         self._timeout = timeout
         self._route = route
@@ -119,32 +122,20 @@ class Container:
         return self._lifecycle
 
     def grant(self):
-        """Gives this program access to the container's agent: writes the
-        container's proxy permissions document with a bearer token of its
-        own (random, kept in this handle only) that may run programs, use
-        files and open terminals, and waits until the agent enforces it. For
-        a container with no document yet: when it has one, DeckhandError
-        with status 412."""
-        lc = self._need_record()
-        token = "sdk_" + base64.urlsafe_b64encode(os.urandom(24)).decode()
-        lc.put_document(self.id, {
-            "project": self.info.project_id, "container": self.id,
-            "groups": {"sdk": {"type": "token", "header": "Authorization", "value": "Bearer " + token}},
-            "permissions": {"sdk": {"exec": True, "files": True, "terminal": True}}}, "file:v0")
-        self.token = token
-        deadline = time.monotonic() + GRANT_WAIT
-        n = 0
-        while True:
-            n += 1
-            try:
-                self.request("GET", "process", "/api/v1/process")
-                return
-            except DeckhandError as e:
-                if e.status not in (401, 403):
-                    raise
-                if time.monotonic() > deadline:
-                    raise DeckhandError(e.status, e.code, f"the agent of {self.id} did not admit the granted token within {GRANT_WAIT} s")
-            time.sleep(min(n * 0.1, 1.0))
+        """Mints an access token for the container's agent (POST
+        /api/v1/containers/{id}/access-tokens: signed by the control plane,
+        every service, ACCESS_TOKEN_TTL seconds) and uses it from now on. A
+        handle from Client.containers without an explicit token does this by
+        itself on its first call to the agent and again before it expires."""
+        at = self._need_record().mint(self.id, ACCESS_TOKEN_TTL)
+        self.token, self._explicit = at["token"], False
+        self._token_exp = time.time() + ACCESS_TOKEN_TTL
+
+    def _bearer(self):
+        if self._explicit or self._lifecycle is None or (self.token and self._token_exp - time.time() > ACCESS_TOKEN_RENEW):
+            return self.token
+        self.grant()
+        return self.token
 
     def wait_running(self, timeout=300):
         """Waits until the container runs and keeps its record (agent address, URLs)."""
@@ -170,8 +161,9 @@ class Container:
 
     def _headers(self, extra=None):
         h = {}
-        if self.token:
-            h["Authorization"] = "Bearer " + self.token
+        token = self._bearer()
+        if token:
+            h["Authorization"] = "Bearer " + token
         h.update(extra or {})
         return h
 

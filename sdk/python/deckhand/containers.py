@@ -6,7 +6,6 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from .container import Container
-from .errors import DeckhandError
 
 
 @dataclass
@@ -62,7 +61,7 @@ class Containers:
         self._proxy_addr = proxy_addr
 
     def _handle(self, info):
-        return Container(token=self._agent_token or self._c.token, info=info, route=self._route,
+        return Container(token=self._agent_token, info=info, route=self._route,
                          proxy_addr=self._proxy_addr, lifecycle=self)
 
     def create(self, image, project=None, name=None, autostart=False, cpus=None, memory_mb=None, env=None):
@@ -101,12 +100,9 @@ class Containers:
                 return im["id"]
         raise ValueError(f"deckhand: image {image!r}: no catalog image has this alias")
 
-    def put_document(self, id, doc, if_match):
-        """Writes container id's proxy permissions document (If-Match if_match)."""
-        path = f"/api/v1/containers/{_q(id)}/proxy/permissions"
-        status, _, raw = self._c.raw("PUT", path, body=doc, headers={"If-Match": if_match})
-        if status >= 300:
-            raise DeckhandError.from_body("PUT", path, status, raw)
+    def mint(self, id, ttl_seconds):
+        """An access token for container id's agent: {token, expires_at, ...}."""
+        return self._c.request("POST", f"/api/v1/containers/{_q(id)}/access-tokens", body={"ttl_seconds": ttl_seconds})
 
     def get(self, id):
         """Container id's handle with its record as it is now."""

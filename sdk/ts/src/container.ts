@@ -6,8 +6,10 @@ import { Terminal, type TerminalOptions } from "./terminal.js";
 
 export const UPLOAD_CHUNK = 8 << 20;
 export const MAX_RECONNECTS = 8;
-/** How long grant() waits for the agent to enforce the document it wrote. */
-export const GRANT_WAIT_MS = 60_000;
+/** How long the access tokens a handle mints last. */
+export const ACCESS_TOKEN_TTL_S = 3600;
+/** A handle mints a new access token when less than this is left. */
+export const ACCESS_TOKEN_RENEW_MS = 300_000;
 
 export type Process = P["schemas"]["Process"];
 export type RunResult = P["schemas"]["RunResult"];
@@ -286,6 +288,8 @@ export class Container {
   readonly process: Processes;
   readonly files: Files;
   info: ContainerInfo | null = null;
+  private explicit: boolean;
+  private tokenExp = 0;
   private readonly send: typeof fetch;
   private readonly route: Route;
   /** Set by client.containers: the control plane's container API. */
@@ -293,12 +297,13 @@ export class Container {
     get(id: string): Promise<ContainerInfo>;
     waitRunning(id: string): Promise<ContainerInfo>;
     delete(id: string): Promise<void>;
-    putDocument(id: string, doc: unknown, ifMatch: string): Promise<void>;
+    mint(id: string, ttlSeconds: number): Promise<{ token: string; expires_at: string }>;
   } | null = null;
 
   /** A handle of the agent gateway at gatewayUrl ("" for a handle from client.containers). */
   constructor(gatewayUrl: string, private readonly o: ContainerOptions = {}) {
     this.o = { ...o };
+    this.explicit = !!o.token;
     if (gatewayUrl) {
       const u = new URL(gatewayUrl);
       this.baseUrl = u.origin + u.pathname.replace(/\/+$/, "");
@@ -331,32 +336,25 @@ export class Container {
   }
 
   /**
-   * Gives this program access to the container's agent: writes the
-   * container's proxy permissions document with a bearer token of its own
-   * (random, kept in this handle only) that may run programs, use files and
-   * open terminals, and waits until the agent enforces it. For a container
-   * with no document yet: when it has one, a DeckhandError with status 412.
+   * Mints an access token for the container's agent (POST
+   * /api/v1/containers/{id}/access-tokens: signed by the control plane,
+   * every service, ACCESS_TOKEN_TTL_S) and uses it from now on. A handle
+   * from client.containers without an explicit token does this by itself on
+   * its first call to the agent and again before the token expires.
    */
   async grant(): Promise<void> {
-    if (!this.lifecycle || !this.info) throw new Error("deckhand: this handle has no control-plane record (use client.containers)");
-    const token = "sdk_" + btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(24)))).replace(/\+/g, "-").replace(/\//g, "_");
-    await this.lifecycle.putDocument(this.id, {
-      project: this.info.projectId, container: this.id,
-      groups: { sdk: { type: "token", header: "Authorization", value: `Bearer ${token}` } },
-      permissions: { sdk: { exec: true, files: true, terminal: true } },
-    }, "file:v0");
-    this.o.token = token;
-    const deadline = Date.now() + GRANT_WAIT_MS;
-    for (let n = 1; ; n++) {
-      try {
-        await this.request("GET", "process", "/api/v1/process");
-        return;
-      } catch (e) {
-        if (!(e instanceof DeckhandError) || ![401, 403].includes(e.status)) throw e;
-        if (Date.now() > deadline) throw new Error(`deckhand: the agent of ${this.id} did not admit the granted token within ${GRANT_WAIT_MS} ms: ${e.message}`);
-      }
-      await sleep(Math.min(n * 100, 1000));
-    }
+    if (!this.lifecycle) throw new Error("deckhand: this handle has no control-plane record (use client.containers)");
+    const at = await this.lifecycle.mint(this.id, ACCESS_TOKEN_TTL_S);
+    this.o.token = at.token;
+    this.tokenExp = Date.parse(at.expires_at);
+    this.explicit = false;
+  }
+
+  /** The bearer for the agent: the explicit token, or a minted access token renewed before it expires. */
+  private async bearer(): Promise<string | undefined> {
+    if (this.explicit || !this.lifecycle || (this.o.token && this.tokenExp - Date.now() > ACCESS_TOKEN_RENEW_MS)) return this.o.token;
+    await this.grant();
+    return this.o.token;
   }
 
   /** Waits until the container runs and keeps its record (agent address, URLs). */
@@ -412,8 +410,11 @@ export class Container {
     } });
   }
 
-  fetch(req: Request): Promise<Response> {
-    if (this.o.token && !req.headers.has("Authorization")) req.headers.set("Authorization", `Bearer ${this.o.token}`);
+  async fetch(req: Request): Promise<Response> {
+    if (!req.headers.has("Authorization")) {
+      const tok = await this.bearer();
+      if (tok) req.headers.set("Authorization", `Bearer ${tok}`);
+    }
     return this.send(req);
   }
 
@@ -650,7 +651,7 @@ export class Container {
     for (const [k, v] of Object.entries(o)) if (v !== undefined) q[k] = v;
     const u = this.url_("terminal", "/api/v1/terminal/ws", q);
     u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
-    return Terminal.open(u.toString(), this.o.token);
+    return this.bearer().then((tok) => Terminal.open(u.toString(), tok));
   }
 
   /** A PNG of the container's display (DeckhandError when it has none). */

@@ -1,6 +1,5 @@
 import type { DeckhandClient } from "./client.js";
 import { Container, type ContainerInfo, type Route } from "./container.js";
-import { DeckhandError } from "./errors.js";
 
 /** What containers.create takes besides the image. */
 export interface CreateOptions {
@@ -40,19 +39,13 @@ export class Containers {
 
   /** A handle of a container whose record is info. */
   handle(info: ContainerInfo): Container {
-    const box = new Container("", { token: this.agent.token ?? this.c.token, route: this.agent.route, fetch: this.agent.fetch });
+    const box = new Container("", { token: this.agent.token, route: this.agent.route, fetch: this.agent.fetch });
     box.info = info;
     box.lifecycle = {
       get: (id) => this.get(id).then((b) => b.info!),
       waitRunning: (id) => this.waitRunning(id),
       delete: (id) => this.delete(id),
-      putDocument: async (id, doc, ifMatch) => {
-        const path = `/api/v1/containers/${encodeURIComponent(id)}/proxy/permissions`;
-        const resp = await this.c.fetch(new Request(this.c.baseUrl + path, {
-          method: "PUT", headers: { "Content-Type": "application/json", "If-Match": ifMatch }, body: JSON.stringify(doc),
-        }));
-        if (resp.status >= 300) throw DeckhandError.fromBody("PUT", path, resp.status, new Uint8Array(await resp.arrayBuffer()));
-      },
+      mint: (id, ttlSeconds) => this.c.request("POST", `/api/v1/containers/${encodeURIComponent(id)}/access-tokens`, undefined, { ttl_seconds: ttlSeconds }),
     };
     return box;
   }
