@@ -490,6 +490,9 @@ func (s *Service) dropContainer(tx *store.Tx, id string) error {
 	if err := s.dropStateRecords(tx, id); err != nil {
 		return err
 	}
+	if err := dropSSHKeys(tx, id); err != nil {
+		return err
+	}
 	for _, d := range []struct{ bucket, key string }{{bucketNetwork, id}, {bucketNetCreds, id}, {bucketDocs, containerDocKey(id)},
 		{bucketDocVersion, containerDocKey(id)}, {bucketContainers, id}} {
 		if err := tx.Delete(d.bucket, d.key); err != nil {

@@ -112,7 +112,15 @@ func runScript(t *testing.T, root, bin, data string, base int, extra ...string) 
 // waitReady waits for the script's "deckhand is running." or its end.
 func (in *instance) waitReady(t *testing.T) {
 	t.Helper()
-	deadline := time.After(3 * time.Minute)
+	in.waitReadyWithin(t, 3*time.Minute)
+}
+
+// waitReadyWithin is waitReady with its own bound: a first start with the
+// docker runtime may build the image's root file system (minutes, once
+// per engine; scripts/image.sh keeps it).
+func (in *instance) waitReadyWithin(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
 	for !strings.Contains(in.out.String(), "Ctrl-C stops everything.") {
 		select {
 		case err := <-in.done:
@@ -120,7 +128,7 @@ func (in *instance) waitReady(t *testing.T) {
 			t.Fatalf("scripts/run.sh ended (%v) before it was ready:\n%s\ncontrol.log:\n%s\nagent.log:\n%s",
 				err, in.out.String(), tail(filepath.Join(in.data, "control.log")), tail(filepath.Join(in.data, "agent.log")))
 		case <-deadline:
-			t.Fatalf("scripts/run.sh is not ready after 3 minutes:\n%s", in.out.String())
+			t.Fatalf("scripts/run.sh is not ready after %s:\n%s", within, in.out.String())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -177,7 +185,7 @@ func TestReadmeQuickstartRuns(t *testing.T) {
 	base := platformtest.FreePortBase(t, span)
 	in := runScript(t, root, bin, data, base)
 	purgeInstallation(t, host, data)
-	in.waitReady(t)
+	in.waitReadyWithin(t, 15*time.Minute)
 	first := containerLine.FindString(in.out.String())
 	if first == "" {
 		t.Fatalf("run.sh names no running container:\n%s", in.out.String())

@@ -765,6 +765,12 @@ type Document struct {
 	Version      *int       `json:"version,omitempty"`
 }
 
+// EffectiveSSHKeys defines model for EffectiveSSHKeys.
+type EffectiveSSHKeys struct {
+	Keys    *[]string `json:"keys,omitempty"`
+	Version *string   `json:"version,omitempty"`
+}
+
 // EmailInput defines model for EmailInput.
 type EmailInput struct {
 	Email string `json:"email"`
@@ -1568,6 +1574,20 @@ type RoleInput struct {
 // RoleInputRole defines model for RoleInput.Role.
 type RoleInputRole string
 
+// SSHKeyInput defines model for SSHKeyInput.
+type SSHKeyInput struct {
+	// Name a label for the key: 1-64 characters, no control characters
+	Name string `json:"name"`
+
+	// PublicKey one public key in authorized_keys form (ssh-ed25519 AAAA... comment); options before the type are refused
+	PublicKey string `json:"public_key"`
+}
+
+// SSHKeyList defines model for SSHKeyList.
+type SSHKeyList struct {
+	Keys *[]SshKeyRec `json:"keys,omitempty"`
+}
+
 // Server defines model for Server.
 type Server struct {
 	CreatedAt *string `json:"created_at,omitempty"`
@@ -1826,6 +1846,17 @@ type Workspace struct {
 // WorkspaceList defines model for WorkspaceList.
 type WorkspaceList struct {
 	Workspaces *[]Workspace `json:"workspaces,omitempty"`
+}
+
+// SshKeyRec defines model for sshKeyRec.
+type SshKeyRec struct {
+	ContainerId *string    `json:"container_id,omitempty"`
+	CreatedAt   *time.Time `json:"created_at,omitempty"`
+	CreatedBy   *string    `json:"created_by,omitempty"`
+	Fingerprint *string    `json:"fingerprint,omitempty"`
+	Id          *string    `json:"id,omitempty"`
+	Name        *string    `json:"name,omitempty"`
+	PublicKey   *string    `json:"public_key,omitempty"`
 }
 
 // StartCodehostLoginParams defines parameters for StartCodehostLogin.
@@ -2140,6 +2171,12 @@ type RestartContainerJSONBody = map[string]interface{}
 
 // ResumeContainerJSONBody defines parameters for ResumeContainer.
 type ResumeContainerJSONBody = map[string]interface{}
+
+// GetEffectiveContainerSSHKeysParams defines parameters for GetEffectiveContainerSSHKeys.
+type GetEffectiveContainerSSHKeysParams struct {
+	// IfNoneMatch the ETag the agent holds; 304 when it is still current
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+}
 
 // StartContainerJSONBody defines parameters for StartContainer.
 type StartContainerJSONBody = map[string]interface{}
@@ -2594,6 +2631,9 @@ type CreateSnapshotJSONRequestBody = SnapshotName
 
 // RenameSnapshotJSONRequestBody defines body for RenameSnapshot for application/json ContentType.
 type RenameSnapshotJSONRequestBody = SnapshotName
+
+// AddContainerSSHKeyJSONRequestBody defines body for AddContainerSSHKey for application/json ContentType.
+type AddContainerSSHKeyJSONRequestBody = SSHKeyInput
 
 // StartContainerJSONRequestBody defines body for StartContainer for application/json ContentType.
 type StartContainerJSONRequestBody = StartContainerJSONBody
@@ -4227,6 +4267,53 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/snapshots/{sid}/restore (the `RestoreSnapshot` operationId).
 	RestoreSnapshot(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListContainerSSHKeys The container's SSH public keys, oldest first
+	//
+	// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+	//
+	// Corresponds with GET /api/v1/containers/{id}/ssh-keys (the `ListContainerSSHKeys` operationId).
+	ListContainerSSHKeys(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddContainerSSHKeyWithBody Add an SSH public key to the container
+	//
+	// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+	AddContainerSSHKeyWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddContainerSSHKey Add an SSH public key to the container
+	//
+	// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+	AddContainerSSHKey(ctx context.Context, id string, body AddContainerSSHKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEffectiveContainerSSHKeys The SSH keys the container's agent writes
+	//
+	// `keys` (authorized_keys lines, oldest first) and `version`. The agent polls it with `If-None-Match` set to the ETag (`ssh-keys:<version>`) it applied: 304 when unchanged. Every answer carries X-Service-Signature. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before anything about the configuration is read, so others learn nothing of it).
+	//
+	// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+	//
+	// Corresponds with GET /api/v1/containers/{id}/ssh-keys/effective (the `GetEffectiveContainerSSHKeys` operationId).
+	GetEffectiveContainerSSHKeys(ctx context.Context, id string, params *GetEffectiveContainerSSHKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveContainerSSHKey Remove an SSH public key from the container
+	//
+	// The agent drops it from the authorized keys within seconds. 404 when the container has no such key. Writes `container.ssh_key.removed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Corresponds with DELETE /api/v1/containers/{id}/ssh-keys/{keyId} (the `RemoveContainerSSHKey` operationId).
+	RemoveContainerSSHKey(ctx context.Context, id string, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartContainerWithBody Start a container
 	//
@@ -7605,6 +7692,103 @@ func (c *Client) RenameSnapshot(ctx context.Context, id string, sid string, body
 // Corresponds with POST /api/v1/containers/{id}/snapshots/{sid}/restore (the `RestoreSnapshot` operationId).
 func (c *Client) RestoreSnapshot(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRestoreSnapshotRequest(c.Server, id, sid)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListContainerSSHKeys The container's SSH public keys, oldest first
+//
+// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+//
+// Corresponds with GET /api/v1/containers/{id}/ssh-keys (the `ListContainerSSHKeys` operationId).
+func (c *Client) ListContainerSSHKeys(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListContainerSSHKeysRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddContainerSSHKeyWithBody Add an SSH public key to the container
+//
+// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+func (c *Client) AddContainerSSHKeyWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddContainerSSHKeyRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddContainerSSHKey Add an SSH public key to the container
+//
+// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+func (c *Client) AddContainerSSHKey(ctx context.Context, id string, body AddContainerSSHKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddContainerSSHKeyRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEffectiveContainerSSHKeys The SSH keys the container's agent writes
+//
+// `keys` (authorized_keys lines, oldest first) and `version`. The agent polls it with `If-None-Match` set to the ETag (`ssh-keys:<version>`) it applied: 304 when unchanged. Every answer carries X-Service-Signature. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before anything about the configuration is read, so others learn nothing of it).
+//
+// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+//
+// Corresponds with GET /api/v1/containers/{id}/ssh-keys/effective (the `GetEffectiveContainerSSHKeys` operationId).
+func (c *Client) GetEffectiveContainerSSHKeys(ctx context.Context, id string, params *GetEffectiveContainerSSHKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEffectiveContainerSSHKeysRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveContainerSSHKey Remove an SSH public key from the container
+//
+// The agent drops it from the authorized keys within seconds. 404 when the container has no such key. Writes `container.ssh_key.removed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Corresponds with DELETE /api/v1/containers/{id}/ssh-keys/{keyId} (the `RemoveContainerSSHKey` operationId).
+func (c *Client) RemoveContainerSSHKey(ctx context.Context, id string, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveContainerSSHKeyRequest(c.Server, id, keyId)
 	if err != nil {
 		return nil, err
 	}
@@ -13592,6 +13776,177 @@ func NewRestoreSnapshotRequest(server string, id string, sid string) (*http.Requ
 	return req, nil
 }
 
+// NewListContainerSSHKeysRequest constructs an http.Request for the ListContainerSSHKeys method
+func NewListContainerSSHKeysRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/ssh-keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddContainerSSHKeyRequest calls the generic AddContainerSSHKey builder with application/json body
+func NewAddContainerSSHKeyRequest(server string, id string, body AddContainerSSHKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddContainerSSHKeyRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewAddContainerSSHKeyRequestWithBody constructs an http.Request for the AddContainerSSHKey method, with any body, and a specified content type
+func NewAddContainerSSHKeyRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/ssh-keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetEffectiveContainerSSHKeysRequest constructs an http.Request for the GetEffectiveContainerSSHKeys method
+func NewGetEffectiveContainerSSHKeysRequest(server string, id string, params *GetEffectiveContainerSSHKeysParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/ssh-keys/effective", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRemoveContainerSSHKeyRequest constructs an http.Request for the RemoveContainerSSHKey method
+func NewRemoveContainerSSHKeyRequest(server string, id string, keyId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "keyId", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/ssh-keys/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewStartContainerRequest calls the generic StartContainer builder with application/json body
 func NewStartContainerRequest(server string, id string, body StartContainerJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -18898,6 +19253,59 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/snapshots/{sid}/restore (the `RestoreSnapshot` operationId).
 	RestoreSnapshotWithResponse(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*RestoreSnapshotResponse, error)
+
+	// ListContainerSSHKeysWithResponse The container's SSH public keys, oldest first
+	//
+	// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/containers/{id}/ssh-keys (the `ListContainerSSHKeys` operationId).
+	ListContainerSSHKeysWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListContainerSSHKeysResponse, error)
+
+	// AddContainerSSHKeyWithBodyWithResponse Add an SSH public key to the container
+	//
+	// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+	AddContainerSSHKeyWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContainerSSHKeyResponse, error)
+
+	// AddContainerSSHKeyWithResponse Add an SSH public key to the container
+	//
+	// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+	AddContainerSSHKeyWithResponse(ctx context.Context, id string, body AddContainerSSHKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContainerSSHKeyResponse, error)
+
+	// GetEffectiveContainerSSHKeysWithResponse The SSH keys the container's agent writes
+	//
+	// `keys` (authorized_keys lines, oldest first) and `version`. The agent polls it with `If-None-Match` set to the ETag (`ssh-keys:<version>`) it applied: 304 when unchanged. Every answer carries X-Service-Signature. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before anything about the configuration is read, so others learn nothing of it).
+	//
+	// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/containers/{id}/ssh-keys/effective (the `GetEffectiveContainerSSHKeys` operationId).
+	GetEffectiveContainerSSHKeysWithResponse(ctx context.Context, id string, params *GetEffectiveContainerSSHKeysParams, reqEditors ...RequestEditorFn) (*GetEffectiveContainerSSHKeysResponse, error)
+
+	// RemoveContainerSSHKeyWithResponse Remove an SSH public key from the container
+	//
+	// The agent drops it from the authorized keys within seconds. 404 when the container has no such key. Writes `container.ssh_key.removed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/containers/{id}/ssh-keys/{keyId} (the `RemoveContainerSSHKey` operationId).
+	RemoveContainerSSHKeyWithResponse(ctx context.Context, id string, keyId string, reqEditors ...RequestEditorFn) (*RemoveContainerSSHKeyResponse, error)
 
 	// StartContainerWithBodyWithResponse Start a container
 	//
@@ -24441,6 +24849,242 @@ func (r RestoreSnapshotResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RestoreSnapshotResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListContainerSSHKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       SSHKeyList `json:"data"`
+		Message    string     `json:"message"`
+		StatusCode int        `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListContainerSSHKeysResponse) GetJSON200() *struct {
+	Data       SSHKeyList `json:"data"`
+	Message    string     `json:"message"`
+	StatusCode int        `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListContainerSSHKeysResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListContainerSSHKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListContainerSSHKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListContainerSSHKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListContainerSSHKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AddContainerSSHKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data       SshKeyRec `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AddContainerSSHKeyResponse) GetJSON201() *struct {
+	Data       SshKeyRec `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r AddContainerSSHKeyResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AddContainerSSHKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddContainerSSHKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddContainerSSHKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddContainerSSHKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetEffectiveContainerSSHKeysResponse200Headers the declared response headers of an HTTP 200 response for GetEffectiveContainerSSHKeys
+type GetEffectiveContainerSSHKeysResponse200Headers struct {
+	ETag *string
+}
+
+// GetEffectiveContainerSSHKeysResponse304Headers the declared response headers of an HTTP 304 response for GetEffectiveContainerSSHKeys
+type GetEffectiveContainerSSHKeysResponse304Headers struct {
+	ETag *string
+}
+
+type GetEffectiveContainerSSHKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       EffectiveSSHKeys `json:"data"`
+		Message    string           `json:"message"`
+		StatusCode int              `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetEffectiveContainerSSHKeysResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetEffectiveContainerSSHKeysResponse304Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEffectiveContainerSSHKeysResponse) GetJSON200() *struct {
+	Data       EffectiveSSHKeys `json:"data"`
+	Message    string           `json:"message"`
+	StatusCode int              `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetEffectiveContainerSSHKeysResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEffectiveContainerSSHKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEffectiveContainerSSHKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEffectiveContainerSSHKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEffectiveContainerSSHKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RemoveContainerSSHKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveContainerSSHKeyResponse) GetJSON200() *struct {
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RemoveContainerSSHKeyResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveContainerSSHKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveContainerSSHKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveContainerSSHKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveContainerSSHKeyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -31254,6 +31898,89 @@ func (c *ClientWithResponses) RestoreSnapshotWithResponse(ctx context.Context, i
 	return ParseRestoreSnapshotResponse(rsp)
 }
 
+// ListContainerSSHKeysWithResponse The container's SSH public keys, oldest first
+//
+// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/containers/{id}/ssh-keys (the `ListContainerSSHKeys` operationId).
+func (c *ClientWithResponses) ListContainerSSHKeysWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListContainerSSHKeysResponse, error) {
+	rsp, err := c.ListContainerSSHKeys(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListContainerSSHKeysResponse(rsp)
+}
+
+// AddContainerSSHKeyWithBodyWithResponse Add an SSH public key to the container
+//
+// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+func (c *ClientWithResponses) AddContainerSSHKeyWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContainerSSHKeyResponse, error) {
+	rsp, err := c.AddContainerSSHKeyWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddContainerSSHKeyResponse(rsp)
+}
+
+// AddContainerSSHKeyWithResponse Add an SSH public key to the container
+//
+// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+func (c *ClientWithResponses) AddContainerSSHKeyWithResponse(ctx context.Context, id string, body AddContainerSSHKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContainerSSHKeyResponse, error) {
+	rsp, err := c.AddContainerSSHKey(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddContainerSSHKeyResponse(rsp)
+}
+
+// GetEffectiveContainerSSHKeysWithResponse The SSH keys the container's agent writes
+//
+// `keys` (authorized_keys lines, oldest first) and `version`. The agent polls it with `If-None-Match` set to the ETag (`ssh-keys:<version>`) it applied: 304 when unchanged. Every answer carries X-Service-Signature. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before anything about the configuration is read, so others learn nothing of it).
+//
+// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/containers/{id}/ssh-keys/effective (the `GetEffectiveContainerSSHKeys` operationId).
+func (c *ClientWithResponses) GetEffectiveContainerSSHKeysWithResponse(ctx context.Context, id string, params *GetEffectiveContainerSSHKeysParams, reqEditors ...RequestEditorFn) (*GetEffectiveContainerSSHKeysResponse, error) {
+	rsp, err := c.GetEffectiveContainerSSHKeys(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEffectiveContainerSSHKeysResponse(rsp)
+}
+
+// RemoveContainerSSHKeyWithResponse Remove an SSH public key from the container
+//
+// The agent drops it from the authorized keys within seconds. 404 when the container has no such key. Writes `container.ssh_key.removed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/containers/{id}/ssh-keys/{keyId} (the `RemoveContainerSSHKey` operationId).
+func (c *ClientWithResponses) RemoveContainerSSHKeyWithResponse(ctx context.Context, id string, keyId string, reqEditors ...RequestEditorFn) (*RemoveContainerSSHKeyResponse, error) {
+	rsp, err := c.RemoveContainerSSHKey(ctx, id, keyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveContainerSSHKeyResponse(rsp)
+}
+
 // StartContainerWithBodyWithResponse Start a container
 //
 // Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` with the reason. A running or creating container answers as it is. A container whose engine object is gone (removed outside the control plane, or a create that failed before the engine made it) is made again from its record: 200 in `creating`. 409 while it is being deleted; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running` or `container.failed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
@@ -36441,6 +37168,179 @@ func ParseRestoreSnapshotResponse(rsp *http.Response) (*RestoreSnapshotResponse,
 			Data       Container `json:"data"`
 			Message    string    `json:"message"`
 			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListContainerSSHKeysResponse parses an HTTP response from a ListContainerSSHKeysWithResponse call
+func ParseListContainerSSHKeysResponse(rsp *http.Response) (*ListContainerSSHKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListContainerSSHKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       SSHKeyList `json:"data"`
+			Message    string     `json:"message"`
+			StatusCode int        `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAddContainerSSHKeyResponse parses an HTTP response from a AddContainerSSHKeyWithResponse call
+func ParseAddContainerSSHKeyResponse(rsp *http.Response) (*AddContainerSSHKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddContainerSSHKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data       SshKeyRec `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetEffectiveContainerSSHKeysResponse parses an HTTP response from a GetEffectiveContainerSSHKeysWithResponse call
+func ParseGetEffectiveContainerSSHKeysResponse(rsp *http.Response) (*GetEffectiveContainerSSHKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEffectiveContainerSSHKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       EffectiveSSHKeys `json:"data"`
+			Message    string           `json:"message"`
+			StatusCode int              `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetEffectiveContainerSSHKeysResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetEffectiveContainerSSHKeysResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveContainerSSHKeyResponse parses an HTTP response from a RemoveContainerSSHKeyWithResponse call
+func ParseRemoveContainerSSHKeyResponse(rsp *http.Response) (*RemoveContainerSSHKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveContainerSSHKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
