@@ -36,6 +36,17 @@ type Tool struct {
 	// with the same arguments does nothing more. OpenWorld: it reaches
 	// beyond the container's own state (a command may do anything).
 	ReadOnly, Destructive, Idempotent, OpenWorld bool
+	// Args names parameters otherwise for a model (workspaceID:
+	// workspace): parameter name to argument name.
+	Args map[string]string
+}
+
+// arg is the argument a parameter is in the tool's arguments.
+func (t *Tool) arg(param string) string {
+	if a, ok := t.Args[param]; ok {
+		return a
+	}
+	return param
 }
 
 // ToolExtension is the OpenAPI extension an operation carries its tool
@@ -55,16 +66,25 @@ func toolDoc(r Route) map[string]any {
 	}
 	o := r.Op.operation()
 	doc := map[string]any{"name": t.Name, "description": t.Description, "annotations": ann,
-		"inputSchema": toolInputSchema(o.in), "outputSchema": toolOutputSchema(o.out)}
+		"inputSchema": toolInputSchema(t, o.in), "outputSchema": toolOutputSchema(o.out)}
 	if t.Title != "" {
 		doc["title"] = t.Title
+	}
+	if len(t.Args) > 0 {
+		// A caller that sends the route's request needs the parameters'
+		// own names: argument name to parameter name.
+		names := map[string]string{}
+		for p, a := range t.Args {
+			names[a] = p
+		}
+		doc["x-parameters"] = names
 	}
 	return doc
 }
 
 // toolInputSchema is one object of the input's parameters (by name) and
 // its JSON body's members.
-func toolInputSchema(in *inputPlan) map[string]any {
+func toolInputSchema(t *Tool, in *inputPlan) map[string]any {
 	props := map[string]any{}
 	required := []string{}
 	if in != nil {
@@ -74,9 +94,9 @@ func toolInputSchema(in *inputPlan) map[string]any {
 			if d, ok := pd["description"].(string); ok {
 				s["description"] = d
 			}
-			props[p.p.Name] = s
+			props[t.arg(p.p.Name)] = s
 			if p.p.Required {
-				required = append(required, p.p.Name)
+				required = append(required, t.arg(p.p.Name))
 			}
 		}
 		if in.body != nil {
@@ -133,7 +153,7 @@ func (h *Host) checkTool(r Route) {
 		}
 		members, _ := (*docBuilder)(nil).schemaOf(o.in.body.typ)["properties"].(map[string]any)
 		for _, p := range o.in.params {
-			if _, twice := members[p.p.Name]; twice {
+			if _, twice := members[r.Tool.arg(p.p.Name)]; twice {
 				panic(where + "parameter " + p.p.Name + " is also a member of its body")
 			}
 		}
@@ -201,15 +221,19 @@ func (p *inputPlan) bindArgs(r Route, args map[string]json.RawMessage, dst any) 
 	for i := range p.params {
 		f := &p.params[i]
 		raw, given := "", false
-		if a, ok := args[f.p.Name]; ok {
-			delete(args, f.p.Name)
+		name := r.Tool.arg(f.p.Name)
+		if a, ok := args[name]; ok {
+			delete(args, name)
 			s, err := argText(a)
 			if err != nil {
-				return fault.Invalid(f.p.Name, "must be a %s", cmpOr(f.p.Type, "string"))
+				return fault.Invalid(name, "must be a %s", cmpOr(f.p.Type, "string"))
 			}
 			raw, given = s, a != nil && !bytes.Equal(a, []byte("null"))
 		}
-		if err := f.apply(v, raw, given, false); err != nil {
+		// The binder's errors name the argument as the caller sent it.
+		g := *f
+		g.p.Name, g.p.In = name, "argument"
+		if err := g.apply(v, raw, given, false); err != nil {
 			return err
 		}
 	}

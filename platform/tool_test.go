@@ -39,7 +39,8 @@ func toolHostPoked(t *testing.T, poked *bool) *platform.Host {
 	}
 	return platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "things"}}, []platform.Route{
 		{Method: http.MethodPut, Path: "/shelves/{shelf}/things/{id}", Op: platform.Op(put),
-			Tool: &platform.Tool{Name: "thing_put", Title: "Put a thing", Description: "Puts a thing on a shelf.", Destructive: true}},
+			Tool: &platform.Tool{Name: "thing_put", Title: "Put a thing", Description: "Puts a thing on a shelf.", Destructive: true,
+				Args: map[string]string{"shelf": "rack"}}},
 		{Method: http.MethodPost, Path: "/poke", Op: platform.CommandOp(func(context.Context, struct{}) error { *poked = true; return nil }),
 			Tool: &platform.Tool{Name: "thing_poke", Description: "Pokes."}},
 		{Method: http.MethodGet, Path: "/count", Op: platform.ReadOp(func(context.Context) (struct {
@@ -59,7 +60,7 @@ func toolHostPoked(t *testing.T, poked *bool) *platform.Host {
 func TestCallTool(t *testing.T) {
 	h := toolHost(t)
 	out, err := h.CallTool(context.Background(), "thing_put",
-		json.RawMessage(`{"shelf":"top","id":7,"dry_run":true,"limit":"40","title":"abc","items":[{"name":"ok"}],"score":0.5}`))
+		json.RawMessage(`{"rack":"top","id":7,"dry_run":true,"limit":"40","title":"abc","items":[{"name":"ok"}],"score":0.5}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +68,15 @@ func TestCallTool(t *testing.T) {
 		t.Fatalf("answer %+v, want %+v", got, want)
 	}
 	for _, c := range []struct{ args, field, msg string }{
-		{`{"shelf":"middle","id":7,"items":[]}`, "shelf", "must be one of"},
-		{`{"shelf":"top","items":[{"name":"ok"}]}`, "id", "is required"},
-		{`{"shelf":"top","id":13,"items":[{"name":"ok"}]}`, "id", "unlucky"},
-		{`{"shelf":"top","id":7,"limit":501,"items":[{"name":"ok"}]}`, "limit", "500"},
-		{`{"shelf":"top","id":7,"items":[{"name":"x"}]}`, "items[0].name", "2 to 8 characters"},
-		{`{"shelf":"top","id":7,"items":[{"name":"ok"}],"title":"forbidden"}`, "title", "forbidden"},
-		{`{"shelf":"top","id":7,"items":[{"name":"ok"}],"colour":"red"}`, "colour", ""},
-		{`{"shelf":{"a":1},"id":7}`, "shelf", "must be a string"},
+		{`{"rack":"middle","id":7,"items":[]}`, "argument rack", "must be one of"},
+		{`{"id":7,"items":[{"name":"ok"}]}`, "rack", "is required"},
+		{`{"rack":"top","items":[{"name":"ok"}]}`, "id", "is required"},
+		{`{"rack":"top","id":13,"items":[{"name":"ok"}]}`, "id", "unlucky"},
+		{`{"rack":"top","id":7,"limit":501,"items":[{"name":"ok"}]}`, "limit", "500"},
+		{`{"rack":"top","id":7,"items":[{"name":"x"}]}`, "items[0].name", "2 to 8 characters"},
+		{`{"rack":"top","id":7,"items":[{"name":"ok"}],"title":"forbidden"}`, "title", "forbidden"},
+		{`{"rack":"top","id":7,"items":[{"name":"ok"}],"colour":"red"}`, "colour", ""},
+		{`{"rack":{"a":1},"id":7}`, "rack", "must be a string"},
 		{`[1]`, "arguments", "JSON object"},
 	} {
 		_, err := h.CallTool(context.Background(), "thing_put", json.RawMessage(c.args))
@@ -123,16 +125,19 @@ func TestToolInOpenAPI(t *testing.T) {
 	}
 	in := tool["inputSchema"].(map[string]any)
 	props := in["properties"].(map[string]any)
-	for _, name := range []string{"shelf", "id", "If-Match", "dry_run", "limit", "title", "items", "score"} {
+	for _, name := range []string{"rack", "id", "If-Match", "dry_run", "limit", "title", "items", "score"} {
 		if props[name] == nil {
 			t.Errorf("input schema lacks %s: %v", name, props)
 		}
 	}
-	if req := in["required"].([]any); len(req) != 3 || req[0] != "id" || req[1] != "items" || req[2] != "shelf" {
+	if req := in["required"].([]any); len(req) != 3 || req[0] != "id" || req[1] != "items" || req[2] != "rack" {
 		t.Errorf("required: %v", req)
 	}
-	if props["shelf"].(map[string]any)["description"] != "the shelf" {
-		t.Errorf("a parameter's doc: %v", props["shelf"])
+	if props["rack"].(map[string]any)["description"] != "the shelf" || props["shelf"] != nil {
+		t.Errorf("a renamed parameter: %v", props)
+	}
+	if names, _ := tool["x-parameters"].(map[string]any); names["rack"] != "shelf" {
+		t.Errorf("x-parameters: %v", tool["x-parameters"])
 	}
 	out := tool["outputSchema"].(map[string]any)["properties"].(map[string]any)
 	if out["dry_run"] == nil || out["items"] == nil {

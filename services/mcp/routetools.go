@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
@@ -9,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,10 +31,14 @@ import (
 type routeTool struct {
 	service      string
 	method, path string
-	params       map[string]string // parameter name: path, query or header
-	body         bool              // the operation reads a JSON body
+	params       map[string]param // by argument name
+	body         bool             // the operation reads a JSON body
 	tool         *mcp.Tool
 }
+
+// param is a parameter of a route tool's request: its name there and
+// where it goes (path, query or header).
+type param struct{ name, in string }
 
 // view is how a route tool's answer reads for a model. A tool without
 // one answers its structured content as JSON text.
@@ -93,8 +97,6 @@ func argString(args map[string]json.RawMessage, name string) string {
 type catalog struct {
 	mu     sync.Mutex
 	loaded map[string]bool
-	failed map[string]time.Time // the last failed load, retried after healthTTL
-	errs   map[string]error     // why it failed
 	tools  map[string]*routeTool
 }
 
@@ -109,13 +111,9 @@ func (s *Service) loadTools(ctx context.Context, services []string) error {
 		if c.loaded[svc] {
 			continue
 		}
-		if time.Since(c.failed[svc]) < healthTTL {
-			last = c.errs[svc]
-			continue
-		}
 		tools, err := s.readTools(ctx, svc)
 		if err != nil {
-			c.failed[svc], c.errs[svc], last = time.Now(), err, err
+			last = err
 			continue
 		}
 		for _, rt := range tools {
@@ -162,21 +160,30 @@ func (s *Service) readTools(ctx context.Context, service string) ([]*routeTool, 
 			var op struct {
 				Parameters []struct{ Name, In string } `json:"parameters"`
 				Body       json.RawMessage             `json:"requestBody"`
-				Tool       *mcp.Tool                   `json:"x-mcp-tool"`
+				Tool       json.RawMessage             `json:"x-mcp-tool"`
 			}
-			if json.Unmarshal(rawOp, &op) != nil || op.Tool == nil {
+			var tool mcp.Tool
+			var names struct {
+				Params map[string]string `json:"x-parameters"` // argument name: parameter name
+			}
+			if json.Unmarshal(rawOp, &op) != nil || op.Tool == nil || json.Unmarshal(op.Tool, &tool) != nil ||
+				json.Unmarshal(op.Tool, &names) != nil {
 				continue
 			}
-			if toolService(op.Tool.Name) != service {
-				s.log.Warn("a tool's name does not start with its service's", "tool", op.Tool.Name, "service", service)
+			if toolService(tool.Name) != service {
+				s.log.Warn("a tool's name does not start with its service's", "tool", tool.Name, "service", service)
 				continue
 			}
-			rt := &routeTool{service: service, method: strings.ToUpper(method), path: path, params: map[string]string{},
-				body: op.Body != nil, tool: op.Tool}
+			rt := &routeTool{service: service, method: strings.ToUpper(method), path: path, params: map[string]param{},
+				body: op.Body != nil, tool: &tool}
+			args := map[string]string{} // parameter name: argument name
+			for a, p := range names.Params {
+				args[p] = a
+			}
 			for _, p := range op.Parameters {
-				rt.params[p.Name] = p.In
+				rt.params[cmp.Or(args[p.Name], p.Name)] = param{name: p.Name, in: p.In}
 			}
-			if views[op.Tool.Name].budget {
+			if views[tool.Name].budget {
 				in, _ := rt.tool.InputSchema.(map[string]any)
 				props, _ := in["properties"].(map[string]any)
 				props = maps.Clone(props)
@@ -268,8 +275,8 @@ func (s *Service) callRoute(ctx context.Context, who caller, rt *routeTool, args
 	c := call{method: rt.method, service: rt.service, path: rt.path, query: url.Values{}, header: http.Header{}}
 	body := map[string]json.RawMessage{}
 	for _, name := range slices.Sorted(maps.Keys(args)) {
-		in, param := rt.params[name]
-		if !param {
+		p, isParam := rt.params[name]
+		if !isParam {
 			if !rt.body {
 				return nil, fault.Invalid(name, "is not an argument of this tool")
 			}
@@ -280,13 +287,13 @@ func (s *Service) callRoute(ctx context.Context, who caller, rt *routeTool, args
 		if err != nil {
 			return nil, fault.Invalid(name, "must be a string, a number or a boolean")
 		}
-		switch in {
+		switch p.in {
 		case "path":
-			c.path = strings.Replace(c.path, "{"+name+"}", url.PathEscape(v), 1)
+			c.path = strings.Replace(c.path, "{"+p.name+"}", url.PathEscape(v), 1)
 		case "header":
-			c.header.Set(name, v)
+			c.header.Set(p.name, v)
 		default:
-			c.query.Set(name, v)
+			c.query.Set(p.name, v)
 		}
 	}
 	if i := strings.IndexByte(c.path, '{'); i >= 0 {

@@ -84,12 +84,12 @@ func TestRouteToolsListed(t *testing.T) {
 			if isolate != "" {
 				extra = []string{"--isolate", isolate}
 			}
-			a := startAgent(t, "process,files,mcp", extra...)
+			a := startAgent(t, "process,files,vault,notes,tunnel,workspace,mcp", extra...)
 			waitService(t, a, 15)
 			s := connect(t, a.endpoint(), allKey, nil)
 			listed := listedTools(t, s)
 			n := 0
-			for _, svc := range []string{"process", "files"} {
+			for _, svc := range []string{"process", "files", "vault", "notes", "tunnel", "workspace"} {
 				for name, want := range routeTools(t, a, svc) {
 					n++
 					got, ok := listed[name]
@@ -119,8 +119,8 @@ func TestRouteToolsListed(t *testing.T) {
 					}
 				}
 			}
-			if n < 8 {
-				t.Fatalf("only %d route tools declared by process and files", n)
+			if n < 15 {
+				t.Fatalf("only %d route tools declared by process, files, vault, notes, tunnel and workspace", n)
 			}
 
 			// The route tools run, in memory or over the port.

@@ -32,6 +32,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -139,7 +140,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	deps = deps.WithDefaults()
 	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase, deps.InMemory)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.catalog = catalog{loaded: map[string]bool{}, failed: map[string]time.Time{}, errs: map[string]error{}, tools: map[string]*routeTool{}}
+	s.catalog = catalog{loaded: map[string]bool{}, tools: map[string]*routeTool{}}
 	s.subs = newSubscriptions(s, set.MaxSubscriptions)
 	var listed []string
 	if strings.TrimSpace(set.Services) != "" {
@@ -173,7 +174,6 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.addRecordingTools()
 	s.addJournalTools()
 	s.addMemoryTools()
-	s.addOtherTools()
 	s.addResources()
 	s.server.AddReceivingMiddleware(s.guard)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
@@ -187,7 +187,26 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		DisableLocalhostProtection: true,
 	})
 	s.handler = s.bound(h)
+	go s.preload(listed)
 	return s, nil
+}
+
+// preload loads the route tools of the services the agent runs as soon as
+// they answer, so that a session's first call does not wait for it (nor
+// see the tool list change under it). Without --mcp-services it gives up
+// after a minute: tools/list and tools/call load what answers later.
+func (s *Service) preload(listed []string) {
+	want := platform.ActsFor["mcp"]
+	if listed != nil {
+		want = slices.DeleteFunc(slices.Clone(want), func(svc string) bool { return !slices.Contains(listed, svc) })
+	}
+	for start := time.Now(); s.loadTools(s.ctx, want) != nil && (listed != nil || time.Since(start) < time.Minute); {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(healthTTL):
+		}
+	}
 }
 
 // Close ends every session and the file watches.
