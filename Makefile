@@ -1,5 +1,6 @@
 # deckhand: two commands on a fresh Debian machine.
-#   make run   installs what is missing, builds, starts control plane + agent
+#   make run   installs what is missing, builds, starts the control plane and a container
+#              on the local engine (RUNTIME=none: the agent on this machine instead)
 #   make test  installs what is missing, builds, vets, runs every test
 SHELL := /bin/bash
 GO ?= go
@@ -8,7 +9,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all setup setup-bench engine console build run docs quickstart test vet unit bench clean package image release packaging-tool sdk-test sdk-generate
+.PHONY: all setup setup-bench engine console build run docs docs-flags quickstart test vet unit bench clean package image release packaging-tool sdk-test sdk-generate
 
 all: build
 
@@ -54,7 +55,8 @@ build: console
 	fi
 
 # A second `make run` on the same data dir stops before building: the
-# binaries, logs and display of the running instance stay as they are.
+# binaries, logs and container of the running instance stay as they are.
+# scripts/run.sh builds the deckhand/base image once (scripts/image.sh).
 run:
 	@bash scripts/run.sh --check
 	@$(MAKE) --no-print-directory setup build
@@ -65,6 +67,12 @@ run:
 # docs/reference/html (index.html links them).
 docs: setup build
 	@bash scripts/docs.sh docs/reference/html
+
+# The command-line reference (docs/reference/cli), generated from each
+# binary's flags; each binary's TestFlagReferenceIsCurrent fails while it
+# says something else.
+docs-flags:
+	DECKHAND_DOCS_REGENERATE=1 $(GO) test -count=1 -run TestFlagReferenceIsCurrent ./agent/cmd/deckhand ./control/cmd/deckhand-control ./display/cmd/deckhand-display
 
 # README.md's quickstart, run as written against a fresh scripts/run.sh on
 # a temporary data dir and free ports (also part of `make test`).

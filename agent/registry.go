@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"deckhand/display/api"
-	"deckhand/platform"
 	"deckhand/platform/contract"
 	"deckhand/services/cron"
 	"deckhand/services/curl"
@@ -37,6 +36,9 @@ type Constructor func(contract.ServiceDeps, contract.Settings) (contract.Contain
 // Entry is one service the agent can run.
 type Entry struct {
 	Name string
+	// Offset is the service's port offset (docs/spec/operations.md): it
+	// listens on --port-base plus it.
+	Offset int
 	// Settings makes the service's settings, whose Flags the agent declares
 	// on `deckhand run` and `deckhand service NAME`.
 	Settings func() contract.Settings
@@ -54,14 +56,15 @@ type Entry struct {
 	Unavailable  func(reason string) contract.ContainerService
 }
 
-// Service makes the registry entry of a service package: its typed
-// settings (S, declared by *S's Flags) and its New.
+// Service makes the registry entry of a service package: its port offset,
+// its typed settings (S, declared by *S's Flags) and its New.
 func Service[S any, PS interface {
 	*S
 	contract.Settings
-}, V contract.ContainerService](name string, newFn func(contract.ServiceDeps, PS) (V, error)) Entry {
+}, V contract.ContainerService](name string, offset int, newFn func(contract.ServiceDeps, PS) (V, error)) Entry {
 	return Entry{
 		Name:     name,
+		Offset:   offset,
 		Settings: func() contract.Settings { return PS(new(S)) },
 		New: func(d contract.ServiceDeps, s contract.Settings) (contract.ContainerService, error) {
 			ps, ok := s.(PS)
@@ -78,34 +81,40 @@ func NoErr[S, V any](newFn func(contract.ServiceDeps, S) V) func(contract.Servic
 	return func(d contract.ServiceDeps, s S) (V, error) { return newFn(d, s), nil }
 }
 
-// Offsets are the fixed port offsets of docs/spec/operations.md: service port is
-// --port-base + offset. Every name here is a known service; only those in
-// the registry below are built into this agent.
-var Offsets = platform.PortOffsets
-
-// registry is every service built into this agent. Adding a service is one
-// line here (its offset already sits in Offsets); its flags then appear on
-// `deckhand run --help` and reach it the same in-process and isolated.
+// registry is every service built into this agent, each with its fixed
+// port offset of docs/spec/operations.md. Adding a service is one line
+// here; its flags then appear on `deckhand run --help` and reach it the
+// same in-process and isolated.
 var registry = []Entry{
-	Service("cron", cron.New),
-	Service("files", files.New),
-	Service("terminal", NoErr(terminal.New)),
-	Service("tunnel", tunnel.New),
-	Service("daemon", daemon.New),
-	Service("exec", exec.New),
-	Service("vault", vault.New),
-	Service("journal", journal.New),
-	Service("workspace", workspace.New),
-	Service("notes", notes.New),
-	Service("run", run.New),
-	Service("curl", curl.New),
-	Service("notifications", notifications.New),
-	Service("process", process.New),
-	Service("mcp", mcp.New),
-	{Name: "display", Settings: func() contract.Settings { return new(api.Settings) },
+	Service("cron", 1, cron.New),
+	Service("files", 2, files.New),
+	Service("terminal", 3, NoErr(terminal.New)),
+	{Name: "display", Offset: 4, Settings: func() contract.Settings { return new(api.Settings) },
 		Binary: "deckhand-display", NeedsDisplay: true,
 		Unavailable: func(r string) contract.ContainerService { return api.NewUnavailable(r) }},
+	Service("vault", 5, vault.New),
+	Service("tunnel", 6, tunnel.New),
+	Service("daemon", 7, daemon.New),
+	Service("exec", 8, exec.New),
+	Service("journal", 9, journal.New),
+	Service("workspace", 10, workspace.New),
+	Service("notes", 11, notes.New),
+	Service("run", 12, run.New),
+	Service("curl", 13, curl.New),
+	Service("notifications", 14, notifications.New),
+	Service("process", 15, process.New),
+	Service("mcp", 16, mcp.New),
 }
+
+// Offsets are the registry's port offsets by service name: a service's
+// port is --port-base plus its offset.
+var Offsets = func() map[string]int {
+	m := make(map[string]int, len(registry))
+	for _, e := range registry {
+		m[e.Name] = e.Offset
+	}
+	return m
+}()
 
 // Lookup finds a registered service.
 func Lookup(name string) (Entry, bool) {

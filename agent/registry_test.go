@@ -2,10 +2,13 @@ package agent_test
 
 import (
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
 	"deckhand/agent"
+	"deckhand/control/proxy"
+	"deckhand/platform"
 	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 )
@@ -98,6 +101,18 @@ func TestRegistryMatchesThePortTable(t *testing.T) {
 	}
 	if !reflect.DeepEqual(agent.Registered(), agent.Known()) {
 		t.Fatalf("every service of docs/spec/operations.md is built in: registered %v, known %v", agent.Registered(), agent.Known())
+	}
+	// The copies others read: the control plane's names of a container's
+	// services, and the offsets the mcp service's tools call ports by.
+	names := append([]string(nil), proxy.Services...)
+	sort.Strings(names)
+	reg := agent.Registered()
+	sort.Strings(reg)
+	if !reflect.DeepEqual(names, reg) {
+		t.Fatalf("the control plane knows the services %v, the agent registers %v", names, reg)
+	}
+	if !reflect.DeepEqual(platform.PortOffsets, agent.Offsets) {
+		t.Fatalf("platform.PortOffsets %v differ from the registry's %v", platform.PortOffsets, agent.Offsets)
 	}
 }
 

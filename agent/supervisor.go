@@ -324,6 +324,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); sync.Run(runCtx) }()
 	}
+	if keys := s.newSSHKeySync(); keys != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); keys.run(runCtx) }()
+	}
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- s.gw.Serve(s.gwLn) }()
 

@@ -21,6 +21,7 @@ import (
 	"deckhand/agent/gateway"
 	"deckhand/platform"
 	"deckhand/platform/contract"
+	"deckhand/platform/proc"
 	"deckhand/services/journal"
 )
 
@@ -242,21 +243,17 @@ func (u *unit) runChild(ctx context.Context) error {
 	select {
 	case err := <-done:
 		// Whatever the child left in its group goes with it.
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = proc.KillGroup(pid, syscall.SIGKILL)
 		if err == nil {
 			err = errors.New("exited")
 		}
 		return fmt.Errorf("child %d: %w", pid, err)
 	case <-ctx.Done():
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(serviceGrace):
-			u.log.Warn("child ignored SIGTERM; killing", "pid", pid)
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			<-done
+		began := time.Now()
+		proc.StopTree(pid, syscall.SIGTERM, serviceGrace, done)
+		if time.Since(began) >= serviceGrace {
+			u.log.Warn("child ignored SIGTERM; killed", "pid", pid)
 		}
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		return nil
 	}
 }

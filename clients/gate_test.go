@@ -24,6 +24,7 @@ import (
 	"deckhand/agent"
 	"deckhand/control/controltest"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/proc"
 )
 
 func TestMain(m *testing.M) { controltest.MainOnce(m) }
@@ -637,7 +638,7 @@ func startAgent(t *testing.T, root string) int {
 			select {
 			case <-done:
 			case <-time.After(15 * time.Second):
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				_ = proc.KillGroup(cmd.Process.Pid, syscall.SIGKILL)
 				<-done
 			}
 			if t.Failed() {

@@ -230,6 +230,7 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 		Header:  r.Header, Cookie: r.Cookie, Param: r.Query,
 		Now: a.cfg.Clock.Now(), Audience: a.cfg.ContainerID,
 		ToolList: t.Service == platform.ToolsService,
+		Service:  t.Service,
 	}
 	if pol == nil || !pol.Enabled {
 		// Only then does a loopback client pass without a credential;
@@ -252,6 +253,14 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 				{In: gateway.CredentialCookie, Name: proxyperm.PreviewCookie}}
 		}
 	}
+	if d.Type == proxyperm.TypeAccess {
+		// The person's token opens the agent; no service, and no app
+		// behind a tunnelled port, sees it. The tunnel dials only the
+		// port judged here.
+		id.Port = port
+		id.Credentials = []gateway.Credential{{In: gateway.CredentialHeader, Name: "Authorization"},
+			{In: gateway.CredentialCookie, Name: proxyperm.AccessCookie}}
+	}
 	return id, nil
 }
 
@@ -269,6 +278,7 @@ func (a *Authorizer) reach(pol *proxyperm.Policy, f proxyperm.Facts, service str
 	for _, s := range targets {
 		g := f
 		g.ToolList, g.ActingFor = false, true
+		g.Service, g.Via = s, service
 		g.Port = a.cfg.Port(s)
 		g.Program = proxyperm.ProgramFor(s, g.Port)
 		if s == tunnelService {

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"deckhand/agent"
 	"deckhand/agent/access"
 	"deckhand/agent/gateway"
-	"deckhand/platform"
 	"deckhand/platform/contract"
 	"deckhand/platform/fault"
 )
@@ -273,7 +273,7 @@ func TestReachOfAnActingService(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, err := access.New(access.Config{PermissionsFile: path, Journal: &journal{}, Logger: quietLog(),
-		Port: func(s string) int { return 7700 + platform.PortOffsets[s] }})
+		Port: func(s string) int { return agent.Port(7700, s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestToolListOfTheMCPService(t *testing.T) {
 	}
 	j := &journal{}
 	a, err := access.New(access.Config{PermissionsFile: path, Journal: j, Logger: quietLog(),
-		Port: func(s string) int { return 7700 + platform.PortOffsets[s] }})
+		Port: func(s string) int { return agent.Port(7700, s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestDisplayInputIsDesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, err := access.New(access.Config{PermissionsFile: path, Journal: &journal{}, Logger: quietLog(),
-		Port: func(s string) int { return 7700 + platform.PortOffsets[s] }})
+		Port: func(s string) int { return agent.Port(7700, s) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -35,7 +36,7 @@ import (
 // Commands are the client commands to add to the root command.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
-		loginCmd(), logoutCmd(), whoamiCmd(), tokensCmd(), containersCmd(), previewCmd(), walletCmd(), eventsCmd(), notificationsCmd(),
+		loginCmd(), logoutCmd(), whoamiCmd(), tokensCmd(), projectsCmd(), containersCmd(), previewCmd(), walletCmd(), eventsCmd(), notificationsCmd(),
 		lsCmd(), cpCmd(), rmCmd(), mkdirCmd(), logsCmd(),
 	}
 }
@@ -100,14 +101,66 @@ func AddContainerFlag(cmd *cobra.Command, into *string) {
 
 // Client is the agent client the flags describe.
 func (a *AgentFlags) Client() (*agentapi.Client, error) {
-	u := a.URL
+	u, tok := a.URL, a.Token
 	if a.Container != "" {
 		var err error
-		if u, err = AgentURLOf(a.cmd, a.Container); err != nil {
+		if u, tok, err = AgentOf(a.cmd, a.Container, tok, AccessTTL); err != nil {
 			return nil, err
 		}
 	}
-	return agentapi.New(u, a.Token, nil)
+	return agentapi.New(u, tok, nil)
+}
+
+// AccessTTL is the lifetime of the access token an agent command asks
+// for when it reaches a container by --container with no --token; a
+// tunnel, which lives longer, asks for the most (MaxAccessTTL).
+const (
+	AccessTTL    = time.Hour
+	MaxAccessTTL = 24 * time.Hour
+)
+
+// AgentOf is where container id's agent is (AgentURLOf) and the token
+// to present there: token when one was given (--token, DECKHAND_TOKEN),
+// else an access token the control plane signs for the logged-in user
+// (POST /api/v1/containers/{id}/access-tokens), lasting ttl. The agent
+// admits no one by their address alone, so a user's own login is what
+// opens their container.
+func AgentOf(cmd *cobra.Command, id, token string, ttl time.Duration) (agentURL, tok string, err error) {
+	if agentURL, err = AgentURLOf(cmd, id); err != nil || token != "" {
+		return agentURL, token, err
+	}
+	_, at, err := MintAccess(cmd, id, nil, ttl)
+	if err != nil {
+		return "", "", fmt.Errorf("container %s: an access token for its agent: %w (or give one with --token)", id, err)
+	}
+	return agentURL, at.Token, nil
+}
+
+// accessToken is the part of POST .../access-tokens' answer a command reads.
+type accessToken struct {
+	Token string `json:"token"`
+}
+
+// MintAccess asks the logged-in control plane for an access token to
+// container id's agent, for services (nil: all), lasting ttl.
+func MintAccess(cmd *cobra.Command, id string, services []string, ttl time.Duration) (*controlapi.Response, *accessToken, error) {
+	c, err := loadControl(true)
+	if err != nil {
+		return nil, nil, err
+	}
+	body := map[string]any{"ttl_seconds": int(ttl / time.Second)}
+	if len(services) > 0 {
+		body["services"] = services
+	}
+	resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/containers/" + url.PathEscape(id) + "/access-tokens", Body: body})
+	if err != nil {
+		return nil, nil, err
+	}
+	var at accessToken
+	if err := json.Unmarshal(resp.Data, &at); err != nil || at.Token == "" {
+		return nil, nil, fmt.Errorf("container %s: the control plane answered no access token", id)
+	}
+	return resp, &at, nil
 }
 
 // containerWhere is what a container answer says of where it is.

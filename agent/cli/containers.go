@@ -31,9 +31,47 @@ func containersCmd() *cobra.Command {
 		containerActionCmd("start", "Start a stopped or failed container (waits until its agent answers)"),
 		containerActionCmd("stop", "Stop a container (its workspace stays)"),
 		containerActionCmd("restart", "Restart a container (waits until its agent answers again)"),
-		containerRemoveCmd())
+		containerRemoveCmd(), containerTokenCmd())
 	return cmd
 }
+
+func containerTokenCmd() *cobra.Command {
+	var (
+		services []string
+		ttl      time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "token ID",
+		Short: "Print a short-lived token that opens the container's agent to you",
+		Long: "Asks the control plane for an access token to the container's agent (project owner, manager or operator; an admin " +
+			"for any container). The agent's gateway admits it as `Authorization: Bearer TOKEN` (or the deckhand_token cookie), " +
+			"directly at the agent's address or through the platform proxy's service URLs, until it expires. With --for it opens " +
+			"only the services named (a token for mcp also reaches what the mcp tools call). The agent commands (exec, ls, cp, " +
+			"tunnel, ...) with --container get one by themselves; this is for other clients: curl, an MCP client, a browser.",
+		Example: "  deckhand containers token c0123 --ttl 10m\n" +
+			"  TOKEN=$(deckhand containers token c0123 --for mcp -o json | jq -r .token)\n" +
+			"  curl -H \"Authorization: Bearer $TOKEN\" \"$(deckhand containers get c0123 -o json | jq -r .urls.mcp)/mcp\"",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ttl%time.Second != 0 || ttl < time.Minute || ttl > MaxAccessTTL {
+				return fmt.Errorf("--ttl %s: must be whole seconds from 1m to 24h", ttl)
+			}
+			resp, _, err := MintAccess(cmd, args[0], services, ttl)
+			if err != nil {
+				return err
+			}
+			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+				t.Object(d, accessTokenCols)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringSliceVar(&services, "for", nil, "only these services of the agent (comma list or repeated: mcp, process, files, terminal, ...; default all)")
+	cmd.Flags().DurationVar(&ttl, "ttl", AccessTTL, "how long the token lasts, 1m-24h")
+	return cmd
+}
+
+var accessTokenCols = output.Cols("TOKEN=token", "CONTAINER=container_id", "SERVICES=services", "EXPIRES=expires_at", "AGENT=agent_url")
 
 func printContainer(cmd *cobra.Command, resp *controlapi.Response) error {
 	return printData(cmd, resp, func(t *output.TableWriter, d any) error {
@@ -63,7 +101,8 @@ func containerCreateCmd() *cobra.Command {
 		Short: "Create a container in a project from a catalog image",
 		Long: "Creates a container (project owner or manager). It answers at once in `creating`; with --wait it polls until the " +
 			"container is running (or failed, which exits non-zero with the reason).",
-		Example: "  deckhand containers create box --project p1 --image img_0123456789abcdef01234567 --wait 60s\n" +
+		Example: "  deckhand containers create box --project p1 --image deckhand/base --wait 2m\n" +
+			"  deckhand containers create box --project p1 --image img_0123456789abcdef01234567 --wait 60s\n" +
 			"  deckhand containers create box --project p1 --image img_... --cpus 1 --memory-mb 1024 --env LANG=C.UTF-8 -o json",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,7 +110,11 @@ func containerCreateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body := map[string]any{"project_id": project, "name": args[0], "image_id": image}
+			imageID, err := resolveImage(cmd, c, image)
+			if err != nil {
+				return err
+			}
+			body := map[string]any{"project_id": project, "name": args[0], "image_id": imageID}
 			if cpus != 0 || memory != 0 {
 				res := map[string]any{}
 				if cpus != 0 {
@@ -115,7 +158,8 @@ func containerCreateCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&project, "project", "", "the project's id (required)")
-	f.StringVar(&image, "image", "", "the catalog image's id, img_... (required; the catalog: GET /api/v1/images)")
+	f.StringVar(&image, "image", "", "the catalog image: its id (img_...), or its alias or engine name (deckhand/base:VERSION; "+
+		"without a tag, the newest entry of that name), required; the catalog: GET /api/v1/images/public")
 	f.Float64Var(&cpus, "cpus", 0, "CPU cores, 0.1-64 (default: the engine's)")
 	f.Int64Var(&memory, "memory-mb", 0, "memory limit in MiB, 128-262144 (default: the engine's)")
 	f.BoolVar(&autostart, "autostart", false, "start again with the engine")
@@ -251,4 +295,41 @@ func containerRemoveCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&keep, "keep-workspace", false, "keep the workspace volume in the engine")
 	return cmd
+}
+
+// resolveImage is the catalog id of image: an img_ id as it is, else the
+// public catalog's entry whose alias or engine name (image_name) is image,
+// or, for a name without a tag, the newest whose name is image:<tag>.
+func resolveImage(cmd *cobra.Command, c *control, image string) (string, error) {
+	if strings.HasPrefix(image, "img_") {
+		return image, nil
+	}
+	q := url.Values{"search": {image}, "sort_by": {"added_date"}, "sort_order": {"desc"}, "limit": {"100"}}
+	resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/images/public?" + q.Encode()})
+	if err != nil {
+		return "", err
+	}
+	d, err := output.Decode(resp.Data)
+	if err != nil {
+		return "", err
+	}
+	list, _ := output.Field(d, "images").([]any)
+	tagless := ""
+	for _, it := range list {
+		id, _ := output.Field(it, "id").(string)
+		for _, k := range []string{"alias", "image_name"} {
+			name, _ := output.Field(it, k).(string)
+			if name == image {
+				return id, nil
+			}
+			if tagless == "" && !strings.Contains(image[strings.LastIndex(image, "/")+1:], ":") && strings.HasPrefix(name, image+":") {
+				tagless = id
+			}
+		}
+	}
+	if tagless != "" {
+		return tagless, nil
+	}
+	return "", fmt.Errorf("--image %s: no catalog image has that id, alias or engine name (deckhand images are registered "+
+		"by the control plane from make image)", image)
 }

@@ -20,6 +20,7 @@ import (
 
 	"deckhand/agent"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/proc"
 )
 
 var (
@@ -134,7 +135,7 @@ func (a *agentProc) stop(t testing.TB) {
 	select {
 	case <-a.done:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+		_ = proc.KillGroup(a.cmd.Process.Pid, syscall.SIGKILL)
 		_ = a.cmd.Process.Kill()
 		<-a.done
 		t.Errorf("agent ignored SIGTERM for 10s; output:\n%s", a.out)

@@ -19,8 +19,27 @@ import (
 // server applies to a request before the handler sees it. The gateway
 // calls the handler with the client's *fasthttp.RequestCtx, rewritten as
 // for the proxy, instead of a second parse on a loopback connection; a
-// request the service's own server might refuse for its size goes through
-// the proxy, so that server applies its own limits to it.
+// request the service's own server might refuse for its size (a header
+// block over its read buffer, a body over its BodyLimit, or chunked for a
+// service that reads bodies whole) goes through the proxy, so that server
+// applies its own limits to it.
+//
+// The service's Host trusts the gateway's decision:
+// reqpolicy.MarkGatewayDispatch marks the request (nothing a client sends
+// can set that mark), and the Host judges neither the peer nor Host and
+// Origin a second time on facts the rewrite changed (a client addressing
+// the agent by IP would otherwise be refused 421 there). On a proxied
+// connection the Host checks the gateway's X-Forwarded-Host again, taking
+// any address of the machine for an IP literal (the gateway took it as the
+// address the client connected to). One fact differs by design: the
+// connection's peer is the client, so platform.ClientIP is the gateway's
+// view of the client (the X-Forwarded-For it sets) with or without
+// --trust-proxy-headers, where a proxied service without the flag sees the
+// gateway, 127.0.0.1. The service's own port, and its policy there, are
+// untouched. A body a handler leaves unread is read away (up to 256 MiB in
+// 5 s) or the connection closes, so leftover bytes are never parsed as a
+// request. A stopped service has no handler, and the proxy answers 502; a
+// restarted one is called through its new InProcess.
 type InProcess struct {
 	handler fasthttp.RequestHandler
 	// localIP is the address the service listens on: a proxied request

@@ -15,74 +15,26 @@
 // never reach a service, and Connection cannot make an end-to-end header
 // (Origin, Cookie ...) hop-by-hop.
 //
-// Why fasthttp: the gateway is in front of every request from the platform,
-// and it was the slowest hop. Measured side by side with nginx
-// (scripts/bench/gateway.sh, figures in BENCHMARKS.md), the earlier net/http
-// server with httputil.ReverseProxy did a quarter to a third of nginx's
-// requests per second and spent about five times nginx's CPU per proxied
-// request (about 95 us against 20 us). Its profile was spread over the
-// net/http server (a goroutine, header map and context per request) as
-// much as the Transport, so a tuned Transport (option a) could fix only the
-// smaller half; it was not built. A fasthttp server with one
-// fasthttp.HostClient per service (pooled keep-alive connections, reused
-// request and response objects, the request target passed on verbatim
-// without URL parsing) spends 1.0-1.25 times nginx's CPU per request, does
-// about 0.7 of nginx's requests per second at 32 connections (3.5 times the
-// old gateway) and more than nginx at one; what it does per request is
-// mostly fasthttp and four loopback syscalls, as in nginx.
-// The services already run on fasthttp (Fiber), so nothing new comes in.
+// A request past those checks reaches its service one of two ways. A
+// service the agent runs in its own process (not --isolate) is called in
+// place: its Fiber handler gets the client's own *fasthttp.RequestCtx,
+// rewritten as for the proxy (dispatch.go, InProcess; ServeInMemory is the
+// same call for a request another service builds in memory). An isolated
+// service, and a request the service's own server would refuse before its
+// handler, go through the proxy: one fasthttp.HostClient per service,
+// pooled keep-alive connections, the request target passed on verbatim
+// (proxy.go). An Upgrade (WebSocket) to an in-process service is answered
+// on the client's own connection, which the gateway wraps (conn.go) to
+// count it as a tunnel until it closes; any other is spliced to a
+// connection of its own to the service (upgrade.go).
 //
-// Direct dispatch (dispatch.go): a service the agent runs in its own
-// process (not --isolate) is not proxied at all. With the request past the
-// gateway's policy and Authorizer and rewritten exactly as for the proxy
-// (path, Host = the service's address, the gateway's X-Forwarded-*), the
-// gateway calls the service's Fiber handler with the client's own
-// *fasthttp.RequestCtx: no loopback connection, no second parse. That
-// second hop was the remaining gap to nginx (0.70 of its req/s at 32
-// connections); without it the gateway passes nginx (BENCHMARKS.md). The
-// service's Host trusts the gateway's decision: reqpolicy.MarkGatewayDispatch
-// marks the request (nothing a client sends can set that mark), and the
-// Host judges neither the peer nor Host and Origin a second time on facts
-// the rewrite changed (a client addressing the agent by IP would otherwise
-// be refused 421 there). On a proxied connection the Host checks the
-// gateway's X-Forwarded-Host again, taking any address of the machine for
-// an IP literal (the gateway took it as the address the client connected
-// to). One fact changes by design: the
-// connection's peer is the client, so platform.ClientIP is the gateway's
-// view of the client (the X-Forwarded-For it sets) with or without
-// --trust-proxy-headers, where a proxied service without the flag sees the
-// gateway, 127.0.0.1. The service's own port, and its policy there, are
-// untouched. What the service's own server would refuse before its handler
-// (a header block over its read buffer, a body over its BodyLimit or
-// chunked for a service that reads bodies whole) goes through the proxy,
-// so that server applies its own limits; a body a handler leaves unread is
-// read away (up to 256 MiB in 5 s) or the connection closes, so leftover bytes are
-// never parsed as a request. A stopped service has no handler, and the
-// proxy answers 502; a restarted one is called through its new
-// host. Upgrades (WebSocket) to an in-process service go the same way:
-// the service's handler answers the handshake and hijacks the client's own
-// connection, so its frames reach the client's socket with no loopback
-// connection and no splice between (a follower of a process's output costs
-// what it costs on the service's own port). The gateway wraps each
-// connection it accepts (conn.go) to see such a connection close: it is a
-// tunnel (Tunnels, closed by Shutdown and Close) from the handshake until
-// fasthttp closes it after the service's session; the wrapper passes the
-// socket's descriptor through (SyscallConn) only for a plain socket, so a
-// service's raw writes reach it and a TLS connection gets the portable
-// path. An upgrade the proxy would take anyway (a header block over the
-// service's buffer) and every upgrade to an isolated service, or on a
-// connection the gateway did not accept itself (Handler on another
-// server), keep the splice in upgrade.go.
-//
-// What ReverseProxy gave for free is kept by hand, here and tested: bodies
-// stream both ways without buffering (StreamRequestBody on the server,
-// StreamResponseBody on the clients, chunked responses such as server-sent
-// events written out chunk by chunk, never a multipart form spooled);
-// WebSocket and other Upgrade requests to a proxied service pass through
-// by hijacking the client connection on the service's 101 and splicing it
-// to a connection of its own to the service (upgrade.go); hop-by-hop headers are dropped
-// (proxy.go); the Authorizer sees request facts, not an HTTP stack
-// (authorize.go).
+// What a reverse proxy library would give is kept by hand, here and tested:
+// bodies stream both ways without buffering (StreamRequestBody on the
+// server, StreamResponseBody on the clients, chunked responses such as
+// server-sent events written out chunk by chunk, never a multipart form
+// spooled); hop-by-hop headers are dropped (proxy.go); the Authorizer sees
+// request facts, not an HTTP stack (authorize.go). Why fasthttp and
+// dispatch in place, with the figures against nginx: BENCHMARKS.md.
 package gateway
 
 import (

@@ -43,8 +43,9 @@ func agentImage(t *testing.T, host string) string {
 	return image(t, host, `["/usr/local/bin/deckhand"]`)
 }
 
-// image is agentImage with another entrypoint (a JSON array).
-func image(t *testing.T, host, entrypoint string) string {
+// image is agentImage with another entrypoint (a JSON array), and more
+// Dockerfile changes (ENV NAME=VALUE) when given.
+func image(t *testing.T, host, entrypoint string, changes ...string) string {
 	t.Helper()
 	base, err := runtimetest.ImageTar()
 	if err != nil {
@@ -92,7 +93,7 @@ func image(t *testing.T, host, entrypoint string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{
-		Changes: []string{"ENTRYPOINT " + entrypoint, "ENV PATH=/usr/local/bin:/bin", "LABEL " + runtimetest.ImageLabel + "=1"},
+		Changes: append([]string{"ENTRYPOINT " + entrypoint, "ENV PATH=/usr/local/bin:/bin", "LABEL " + runtimetest.ImageLabel + "=1"}, changes...),
 	})
 	if err != nil {
 		t.Fatalf("import the agent image: %v", err)

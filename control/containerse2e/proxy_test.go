@@ -73,6 +73,14 @@ func TestPlatformProxy(t *testing.T) {
 	if code, out := through(t, proxyAddr, "POST", run, map[string]any{"shell": "true"}); code != 401 && code != 403 {
 		t.Fatalf("process run without a credential through the proxy: %d %s", code, out)
 	}
+	// An access token alice asked for opens it too, beside the document.
+	tok := data(f.must(201, "POST", "/api/v1/containers/"+id+"/access-tokens", map[string]any{"services": []string{"process"}}, f.alice))
+	if tok["urls"].(map[string]any)["process"] != want {
+		t.Fatalf("access token urls: %v", tok)
+	}
+	if code, out := through(t, proxyAddr, "POST", run, map[string]any{"shell": "echo by-token"}, "Authorization", "Bearer "+tok["token"].(string)); code != 200 || !strings.Contains(out, "by-token") {
+		t.Fatalf("process run with an access token through the proxy: %d %s", code, out)
+	}
 
 	// A web server in the container, reached as a port preview at the
 	// root of its own host.

@@ -2,6 +2,7 @@ package identity_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -271,6 +272,45 @@ func TestInputsValidate(t *testing.T) {
 		}
 		if pe := fault.AsError(err); err == nil || pe.Code != fault.CodeInvalid || pe.Field != tc.field {
 			t.Errorf("%s: %v, want INVALID on %s", tc.name, err, tc.field)
+		}
+	}
+}
+
+// TestListTokensIsTheCallersInCreationOrder: a user's token list holds
+// that user's tokens only, oldest first, however the other users' tokens
+// interleave with them.
+func TestListTokensIsTheCallersInCreationOrder(t *testing.T) {
+	t.Parallel()
+	e := newDomainEnv(t, nil)
+	session := map[string]string{}
+	for _, email := range []string{"ada@example.com", "bob@example.com"} {
+		e.signedUp(email)
+		res, err := e.svc.Login(e.from(""), identity.LoginInput{Email: email, Password: goodPassword})
+		if err != nil {
+			t.Fatal(err)
+		}
+		session[email] = res.Body.Token
+	}
+	want := map[string][]string{}
+	for i, who := range []string{"bob@example.com", "ada@example.com", "bob@example.com", "ada@example.com", "ada@example.com"} {
+		alias := fmt.Sprintf("t%d", i)
+		if _, err := e.svc.CreateToken(e.from(session[who]), identity.CreateTokenRequest{Body: identity.CreateTokenInput{Alias: alias}}); err != nil {
+			t.Fatal(err)
+		}
+		want[who] = append(want[who], alias)
+		e.clock.Advance(time.Second)
+	}
+	for who, aliases := range want {
+		list, err := e.svc.ListTokens(e.from(session[who]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tok := range list {
+			got = append(got, tok.Alias)
+		}
+		if strings.Join(got, ",") != strings.Join(aliases, ",") {
+			t.Errorf("%s lists %v, want %v", who, got, aliases)
 		}
 	}
 }

@@ -19,5 +19,13 @@ var usersTable = store.Declare(bucketUsers, []store.Field[userRec]{
 	store.Time("created_at", func(u *userRec) time.Time { return u.CreatedAt }),
 }, store.Index{Fields: []string{"created_at"}, Sort: true})
 
+// tokensTable declares the auth tokens' bucket as a table: a user's list
+// is one page of the index over user_id and created_at, not a pass over
+// every user's tokens.
+var tokensTable = store.Declare(bucketTokens, []store.Field[tokenRec]{
+	store.Text("user_id", func(t *tokenRec) string { return t.UserID }),
+	store.Time("created_at", func(t *tokenRec) time.Time { return t.CreatedAt }),
+}, store.Index{Fields: []string{"user_id", "created_at"}, Sort: true})
+
 // Tables are the tables this package declares.
-var Tables = []*store.Table{usersTable}
+var Tables = []*store.Table{usersTable, tokensTable}

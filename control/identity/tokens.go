@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/netip"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -329,23 +328,20 @@ func (s *Service) ListTokens(ctx context.Context) ([]AuthToken, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []AuthToken{}
+	var recs []tokenRec
 	err = s.db.View(func(tx *store.Tx) error {
-		return tx.ForEach(bucketTokens, func(_ string, raw []byte) error {
-			var t tokenRec
-			if err := json.Unmarshal(raw, &t); err != nil {
-				return err
-			}
-			if t.UserID == p.UserID {
-				out = append(out, s.tokenView(&t))
-			}
-			return nil
-		})
+		var err error
+		recs, _, err = store.All[tokenRec](tx, tokensTable, store.Query{
+			Filters: []store.Filter{store.Where("user_id", store.Eq, p.UserID)}, Sort: []string{"created_at"}})
+		return err
 	})
 	if err != nil {
 		return nil, fault.Internal("list auth tokens", err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	out := make([]AuthToken, 0, len(recs))
+	for i := range recs {
+		out = append(out, s.tokenView(&recs[i]))
+	}
 	return out, nil
 }
 

@@ -125,7 +125,7 @@ func (s *Service) CreateAgentToken(ctx context.Context, ref AgentTokenCreate) (*
 			ResourceID: rec.ID, ProjectID: c.ProjectID, ContainerID: id})
 	})
 	if err != nil {
-		return nil, storeErr("create the agent token", err)
+		return nil, fault.Wrap("create the agent token", err)
 	}
 	return &NewAgentToken{ID: rec.ID, Token: token, ContainerID: id, CreatedAt: rec.CreatedAt}, nil
 }
@@ -145,7 +145,7 @@ func (s *Service) ListAgentTokens(ctx context.Context, ref ContainerRef) (*Agent
 		})
 	})
 	if err != nil {
-		return nil, storeErr("list the agent tokens", err)
+		return nil, fault.Wrap("list the agent tokens", err)
 	}
 	slices.SortFunc(out.Tokens, func(a, b AgentToken) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
@@ -187,7 +187,7 @@ func (s *Service) RevokeAgentToken(ctx context.Context, ref AgentTokenRef) error
 		}
 		return s.event(tx, ctx, ev)
 	})
-	return storeErr("revoke the agent token", err)
+	return fault.Wrap("revoke the agent token", err)
 }
 
 var errBadAgentToken = &fault.Error{Code: fault.CodeUnauthorized, Message: "invalid or revoked agent token"}
@@ -219,7 +219,7 @@ func (s *Service) ResolveCredential(ctx context.Context, token string) (*auth.Pr
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("check the agent token", err)
+		return nil, fault.Wrap("check the agent token", err)
 	}
 	// The token's first use is its agent's enrolment: the lifecycle
 	// waits for it before it calls the container running.
@@ -256,7 +256,7 @@ func (s *Service) checkAgent(ctx context.Context, param func(string) string) err
 		return nil
 	})
 	if err != nil {
-		return storeErr("check access", err)
+		return fault.Wrap("check access", err)
 	}
 	if caller.Kind != auth.KindAgent {
 		return errAgentRoute
@@ -286,7 +286,7 @@ func (s *Service) adminOr(ctx context.Context, param func(string) string, need l
 		if err := validID("id", param("id")); err != nil {
 			return err
 		}
-		return storeErr("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		return fault.Wrap("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
 			c, err := getContainer(tx, param("id"))
 			if err == nil && c == nil {
 				err = fault.NotFound("container", param("id"))

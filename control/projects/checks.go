@@ -173,7 +173,7 @@ func (s *Service) check(need level, denied *fault.Error, projectOf func(tx *stor
 		if err != nil {
 			return err
 		}
-		return storeErr("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		return fault.Wrap("check access", s.db.ViewContext(ctx, func(tx *store.Tx) error {
 			p, err := projectOf(tx, id)
 			if err != nil {
 				return err

@@ -71,7 +71,7 @@ func (s *Service) MintContainerClaim(ctx context.Context, req ContainerClaimRequ
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the container", err)
+		return nil, fault.Wrap("read the container", err)
 	}
 	ttl, _ := signing.ClaimTTL(in.TTLSeconds)
 	iat := s.now()

@@ -156,7 +156,7 @@ func (s *Service) AdminCreateContainer(ctx context.Context, in AdminContainerInp
 			ProjectID: in.ProjectID, ContainerID: id, Payload: events.Payload(map[string]any{"name": c.Name, "server_id": c.ServerID})})
 	})
 	if err != nil {
-		return nil, storeErr("create the container", err)
+		return nil, fault.Wrap("create the container", err)
 	}
 	return s.decorate(c), nil
 }
@@ -187,7 +187,7 @@ func (s *Service) ListContainers(ctx context.Context, in ContainerListInput) (*C
 		return err
 	})
 	if err != nil {
-		return nil, storeErr("list containers", err)
+		return nil, fault.Wrap("list containers", err)
 	}
 	for i := range pg.Items {
 		pg.Items[i] = *s.decorate(&pg.Items[i])
@@ -212,7 +212,7 @@ func (s *Service) GetContainer(ctx context.Context, ref ContainerRef) (*Containe
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the container", err)
+		return nil, fault.Wrap("read the container", err)
 	}
 	return s.decorate(out), nil
 }
@@ -272,7 +272,7 @@ func (s *Service) ProjectStats(ctx context.Context, ref ProjectRef) (*Stats, err
 		})
 	})
 	if err != nil {
-		return nil, storeErr("count the project", err)
+		return nil, fault.Wrap("count the project", err)
 	}
 	return st, nil
 }
@@ -315,7 +315,7 @@ func (s *Service) QueryContainers(ctx context.Context, in ContainerQuery) (*Cont
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the project", err)
+		return nil, fault.Wrap("read the project", err)
 	}
 	return s.ListContainers(ctx, ContainerListInput{ProjectRef: ProjectRef{ID: in.ProjectID}, PageInput: in.PageInput})
 }

@@ -301,7 +301,7 @@ func (s *Service) move(ctx context.Context, id string, from []string, status, re
 		return s.setStatus(tx, ctx, c, status, reason)
 	})
 	if err != nil {
-		return nil, storeErr("record the container's status", err)
+		return nil, fault.Wrap("record the container's status", err)
 	}
 	return out, nil
 }
@@ -331,7 +331,7 @@ func (s *Service) CreateContainer(ctx context.Context, in ContainerCreate) (*Con
 		_, err := s.creatableProject(tx, in.ProjectID, caller)
 		return err
 	}); err != nil {
-		return nil, storeErr("read the project", err)
+		return nil, fault.Wrap("read the project", err)
 	}
 	imageName, err := s.env.Images.Resolve(ctx, in.ImageID)
 	if err != nil {
@@ -368,7 +368,7 @@ func (s *Service) CreateContainer(ctx context.Context, in ContainerCreate) (*Con
 			ProjectID: c.ProjectID, ContainerID: c.ID, Payload: events.Payload(map[string]any{"name": c.Name, "image_id": c.ImageID})})
 	})
 	if err != nil {
-		return nil, storeErr("create the container", err)
+		return nil, fault.Wrap("create the container", err)
 	}
 	s.provisionAsync(c.ID)
 	return s.decorate(c), nil

@@ -475,12 +475,15 @@ func (s *Service) finishDelete(ctx context.Context, c *Container) error {
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		return s.dropContainer(tx, c.ID)
 	})
-	return storeErr("delete the container", err)
+	return fault.Wrap("delete the container", err)
 }
 
 // dropContainer deletes container id's record and everything keyed by it.
 func (s *Service) dropContainer(tx *store.Tx, id string) error {
 	if err := dropAgentTokens(tx, id); err != nil {
+		return err
+	}
+	if err := dropSSHKeys(tx, id); err != nil {
 		return err
 	}
 	for _, d := range []struct{ bucket, key string }{{bucketNetwork, id}, {bucketNetCreds, id}, {bucketDocs, containerDocKey(id)},
@@ -500,7 +503,7 @@ func errDeleting(id string) error {
 func (s *Service) current(ctx context.Context, id string) (*Container, error) {
 	c, err := s.loadContainer(ctx, id)
 	if err != nil {
-		return nil, storeErr("read the container", err)
+		return nil, fault.Wrap("read the container", err)
 	}
 	if c == nil {
 		return nil, fault.NotFound("container", id)
@@ -625,7 +628,7 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 		return tx.Put(bucketContainers, id, c)
 	})
 	if err != nil {
-		return nil, storeErr("update the container", err)
+		return nil, fault.Wrap("update the container", err)
 	}
 	if recreateNow {
 		if out, err = s.recreate(ctx, out); err != nil {

@@ -328,7 +328,7 @@ func (s *Service) GetNetwork(ctx context.Context, ref ContainerRef) (*Network, e
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the network configuration", err)
+		return nil, fault.Wrap("read the network configuration", err)
 	}
 	return out, nil
 }
@@ -401,7 +401,7 @@ func (s *Service) PutNetwork(ctx context.Context, req NetworkPut) (*Network, err
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("store the network configuration", err)
+		return nil, fault.Wrap("store the network configuration", err)
 	}
 	return out, nil
 }
@@ -443,7 +443,7 @@ func (s *Service) SetNetworkRunning(ctx context.Context, id string, run bool) (*
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("change the network state", err)
+		return nil, fault.Wrap("change the network state", err)
 	}
 	return &out, nil
 }
@@ -467,7 +467,7 @@ func (s *Service) DeleteNetwork(ctx context.Context, ref ContainerRef) error {
 		}
 		return tx.Delete(bucketNetwork, id)
 	})
-	return storeErr("delete the network configuration", err)
+	return fault.Wrap("delete the network configuration", err)
 }
 
 // ProxyCredentials opens container id's stored proxy credentials (for the
@@ -518,7 +518,7 @@ func (s *Service) EffectiveNetwork(ctx context.Context, id string) (*netconf.Doc
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the network configuration", err)
+		return nil, fault.Wrap("read the network configuration", err)
 	}
 	d := &netconf.Document{Container: id, Type: rec.Type, Proxy: rec.Proxy, DNSServers: rec.DNSServers, Running: rec.Status == netRunning,
 		Allow: rec.Allow, Deny: rec.Deny, Version: rec.Version, ConfiguredAt: rec.ConfiguredAt}
@@ -622,5 +622,5 @@ func (s *Service) ReportNetwork(ctx context.Context, req NetworkReportInput) err
 		r.Report, r.ReportedAt = &rep, &now
 		return tx.Put(bucketNetwork, id, r)
 	})
-	return storeErr("store the network report", err)
+	return fault.Wrap("store the network report", err)
 }

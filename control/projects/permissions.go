@@ -96,7 +96,7 @@ func (s *Service) ListPermissions(ctx context.Context, ref ProjectRef) ([]Permis
 		})
 	})
 	if err != nil {
-		return nil, storeErr("list permissions", err)
+		return nil, fault.Wrap("list permissions", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
@@ -150,7 +150,7 @@ func (s *Service) Grant(ctx context.Context, req GrantRequest) (*Permission, err
 			Payload: events.Payload(map[string]any{"permission_id": perm.ID, "user_id": in.UserID, "role": in.Role})})
 	})
 	if err != nil {
-		return nil, storeErr("grant the permission", err)
+		return nil, fault.Wrap("grant the permission", err)
 	}
 	return perm, nil
 }
@@ -195,7 +195,7 @@ func (s *Service) SetRole(ctx context.Context, req RoleChange) (*Permission, err
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("update the permission", err)
+		return nil, fault.Wrap("update the permission", err)
 	}
 	return &out, nil
 }
@@ -220,5 +220,5 @@ func (s *Service) Revoke(ctx context.Context, ref PermissionRef) error {
 		return s.event(tx, ctx, events.Event{EventType: "project.permission.revoked", ResourceType: "project", ResourceID: id, ProjectID: id,
 			Payload: events.Payload(map[string]any{"permission_id": p.ID, "user_id": p.UserID, "role": p.Role})})
 	})
-	return storeErr("revoke the permission", err)
+	return fault.Wrap("revoke the permission", err)
 }

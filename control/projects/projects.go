@@ -181,7 +181,7 @@ func (s *Service) createProject(ctx context.Context, ownerID, name, desc string)
 			ProjectID: p.ID, Payload: events.Payload(map[string]any{"name": p.Name, "owner_id": ownerID})})
 	})
 	if err != nil {
-		return nil, storeErr("create the project", err)
+		return nil, fault.Wrap("create the project", err)
 	}
 	return p, nil
 }
@@ -284,7 +284,7 @@ func (s *Service) ListProjects(ctx context.Context, in PageInput) (*ProjectList,
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("list projects", err)
+		return nil, fault.Wrap("list projects", err)
 	}
 	return out, nil
 }
@@ -318,7 +318,7 @@ func (s *Service) GetProject(ctx context.Context, ref ProjectRef) (*ProjectView,
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the project", err)
+		return nil, fault.Wrap("read the project", err)
 	}
 	return &out, nil
 }
@@ -390,7 +390,7 @@ func (s *Service) updateProject(ctx context.Context, id string, in ProjectPatch,
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("update the project", err)
+		return nil, fault.Wrap("update the project", err)
 	}
 	return &out, nil
 }
@@ -448,5 +448,5 @@ func (s *Service) DeleteProject(ctx context.Context, ref ProjectRef) error {
 		return s.event(tx, ctx, events.Event{EventType: "project.deleted", ResourceType: "project", ResourceID: id, ProjectID: id,
 			Payload: events.Payload(map[string]any{"name": p.Name})})
 	})
-	return storeErr("delete the project", err)
+	return fault.Wrap("delete the project", err)
 }

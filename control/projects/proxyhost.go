@@ -34,7 +34,7 @@ func (s *Service) ContainerByHost(ctx context.Context, prefix, server string) (*
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("find the container", err)
+		return nil, fault.Wrap("find the container", err)
 	}
 	if out == nil {
 		return nil, fault.NotFound("container", prefix)

@@ -190,7 +190,7 @@ func (s *Service) writeDoc(ctx context.Context, sc docScope, id string, want int
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("write the proxy permissions document", err)
+		return nil, fault.Wrap("write the proxy permissions document", err)
 	}
 	return out, nil
 }
@@ -231,7 +231,7 @@ func (s *Service) document(ctx context.Context, sc docScope, id string) (*proxyp
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the proxy permissions document", err)
+		return nil, fault.Wrap("read the proxy permissions document", err)
 	}
 	return out, nil
 }

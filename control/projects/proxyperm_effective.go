@@ -55,7 +55,7 @@ func (s *Service) GetEffective(ctx context.Context, id string) (*proxyperm.Docum
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("read the effective proxy permissions document", err)
+		return nil, fault.Wrap("read the effective proxy permissions document", err)
 	}
 	return out, nil
 }

@@ -250,6 +250,41 @@ func (s *Service) Routes() []platform.Route {
 				"container; 403 for another container's agent token, an operator or viewer, or anyone outside the project.",
 			Message: "Container claim", Op: platform.Op(s.MintContainerClaim)},
 
+		// SSH keys.
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/ssh-keys", OperationID: "addContainerSSHKey", Policy: manage, Tags: containers,
+			Status: http.StatusCreated, Summary: "Add an SSH public key to the container",
+			Description: "Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least " +
+				"2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent " +
+				"writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's " +
+				"--run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the " +
+				"tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` " +
+				"when the container has the key or already holds 32. Writes `container.ssh_key.added`." + actErrs,
+			Message: "SSH key added", Op: platform.Op(s.AddSSHKey)},
+		{Method: http.MethodGet, Path: "/api/v1/containers/{id}/ssh-keys", OperationID: "listContainerSSHKeys", Policy: read, Tags: containers,
+			Summary: "The container's SSH public keys, oldest first", Message: "SSH keys", Op: platform.Op(s.ListSSHKeys)},
+		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}/ssh-keys/{keyId}", OperationID: "removeContainerSSHKey", Policy: manage, Tags: containers,
+			Summary:     "Remove an SSH public key from the container",
+			Description: "The agent drops it from the authorized keys within seconds. 404 when the container has no such key. Writes `container.ssh_key.removed`." + actErrs,
+			Message:     "SSH key removed", Op: platform.CommandOp(s.RemoveSSHKey)},
+		{Method: http.MethodGet, Path: SSHKeysEffectivePath, OperationID: "getEffectiveContainerSSHKeys", Policy: agent, Tags: containers,
+			Statuses: []int{http.StatusNotModified}, Summary: "The SSH keys the container's agent writes",
+			Description: "`keys` (authorized_keys lines, oldest first) and `version`. The agent polls it with `If-None-Match` set to the " +
+				"ETag (`ssh-keys:<version>`) it applied: 304 when unchanged. Every answer carries X-Service-Signature." + netErrs,
+			Message: "Effective SSH keys", Op: platform.Op(s.PollSSHKeys)},
+
+		// Access tokens.
+		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/access-tokens", OperationID: "createAccessToken", Policy: operate,
+			Tags: []string{"containers"}, Status: http.StatusCreated, Summary: "Sign a short-lived token that opens the container's agent to the caller",
+			Description: "A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as " +
+				"`Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names " +
+				"(a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of " +
+				"the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and " +
+				"the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: \"access\", container, " +
+				"sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep " +
+				"`ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for " +
+				"an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.",
+			Message: "Access token", Op: platform.Op(s.CreateAccessToken)},
+
 		// Preview links.
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/previews", OperationID: "createPreview", Policy: manage,
 			Tags: []string{"containers"}, Summary: "Sign a preview link to a port of the container",

@@ -43,7 +43,6 @@ package projects
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -182,17 +181,6 @@ func validID(field, id string) error {
 // newID is 20 random characters of [a-z2-7] (100 bits, unbiased: base32
 // of crypto/rand).
 func newID() string { return strings.ToLower(rand.Text()[:20]) }
-
-func storeErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *fault.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return fault.Internal(op, err)
-}
 
 // ProjectRef names a project by its path id (the route's policy checked
 // its format and the caller's access first).

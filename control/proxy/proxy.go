@@ -108,10 +108,7 @@ func New(cfg Config, cat Catalog) *Proxy {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	known := make([]string, 0, len(platform.PortOffsets))
-	for name := range platform.PortOffsets {
-		known = append(known, name)
-	}
+	known := append([]string(nil), Services...)
 	// Longest first, so a service whose name ends another's wins.
 	for i := range known {
 		for j := i + 1; j < len(known); j++ {

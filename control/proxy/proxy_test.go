@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -23,6 +24,9 @@ import (
 var deckhand string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(wsAppEnv) != "" {
+		runWSApp()
+	}
 	platformtest.Main(m, &deckhand, "deckhand", "deckhand/agent/cmd/deckhand")
 }
 

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"deckhand/control/projects"
+	"deckhand/control/proxy"
 	"deckhand/control/runtime"
 	"deckhand/control/runtime/docker"
-	"deckhand/platform"
 	"deckhand/platform/store"
 )
 
@@ -158,10 +158,7 @@ func (s *Server) dockerHost() string {
 
 // runtimeConfig is the projects domain's Runtime section.
 func (s *Server) runtimeConfig() projects.Runtime {
-	services := make([]string, 0, len(platform.PortOffsets))
-	for name := range platform.PortOffsets {
-		services = append(services, name)
-	}
+	services := append([]string(nil), proxy.Services...)
 	sort.Strings(services)
 	rt := projects.Runtime{AgentControlURL: s.agentControlURL, EnrollTimeout: s.cfg.EnrollTimeout,
 		MaxPerProject: s.cfg.MaxContainersPerProject, ContainerDomain: s.cfg.ContainerDomain, ServerName: s.cfg.ServerName,

@@ -368,13 +368,7 @@ func (r *recorder) stop(rec *recording, why string) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	_ = syscall.Kill(-rec.cmd.Process.Pid, syscall.SIGINT)
-	select {
-	case <-rec.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-rec.cmd.Process.Pid, syscall.SIGKILL)
-		<-rec.done
-	}
+	proc.StopTree(rec.cmd.Process.Pid, syscall.SIGINT, 10*time.Second, rec.done)
 }
 
 func (r *recorder) get(id string) (*recording, error) {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"deckhand/platform"
+	"deckhand/platform/config"
 	"deckhand/platform/fault"
 )
 
@@ -27,6 +28,7 @@ const DefaultRecordingsMaxTotal = 4 << 30
 // Flags declares --display (default $DISPLAY) and the recordings' bound.
 func (s *Settings) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Display, "display", os.Getenv("DISPLAY"), "X display for the display service (default $DISPLAY)")
+	config.DocDefault(fs, "display", "`$DISPLAY`")
 	fs.Int64Var(&s.RecordingsMaxTotal, "display-recordings-max-total", DefaultRecordingsMaxTotal,
 		"bytes all kept screen recordings may take together: a new recording whose max_bytes would not fit beside the kept ones is refused (409) until some are deleted")
 }

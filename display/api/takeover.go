@@ -308,7 +308,7 @@ func (s *Service) vncServer(display, mode string) (*vncServer, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.servers == nil { // the service closed meanwhile
-		_ = syscall.Kill(-srv.cmd.Process.Pid, syscall.SIGKILL)
+		_ = proc.KillGroup(srv.cmd.Process.Pid, syscall.SIGKILL)
 		return nil, fault.Errorf(fault.CodeUnavailable, "the display service is stopping")
 	}
 	t.servers[mode] = srv
@@ -354,8 +354,7 @@ func startVNC(spawner *proc.Spawner, display, sock string, viewOnly bool) (*vncS
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-srv.done
+			proc.StopTree(cmd.Process.Pid, syscall.SIGKILL, 5*time.Second, srv.done)
 			return nil, fault.Errorf(fault.CodeUnavailable, "x11vnc did not open its socket within 15 s")
 		}
 	}
@@ -371,13 +370,7 @@ func (s *Service) closeTakeover() {
 	t.dir = ""
 	t.mu.Unlock()
 	for _, srv := range servers {
-		_ = syscall.Kill(-srv.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-srv.done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-srv.cmd.Process.Pid, syscall.SIGKILL)
-			<-srv.done
-		}
+		proc.StopTree(srv.cmd.Process.Pid, syscall.SIGTERM, 5*time.Second, srv.done)
 	}
 	if spawner != nil {
 		spawner.Close()

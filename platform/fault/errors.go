@@ -212,3 +212,18 @@ func isUnavailable(err error) bool {
 	var u interface{ Unavailable() bool }
 	return errors.As(err, &u) && u.Unavailable()
 }
+
+// Text is err as the owner of a file the agent reads is told why it did
+// not load: an *Error's message, with its cause when it has one (a read
+// refused, a disk error: the answer for whoever owns the file, who sees
+// the agent's logs anyway), or any other error's own text.
+func Text(err error) string {
+	var pe *Error
+	if errors.As(err, &pe) {
+		if pe.Cause != nil {
+			return pe.Message + ": " + pe.Cause.Error()
+		}
+		return pe.Message
+	}
+	return err.Error()
+}

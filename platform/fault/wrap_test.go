@@ -58,3 +58,22 @@ func TestStoreRefusals(t *testing.T) {
 		t.Errorf("duplicate: %+v", pe)
 	}
 }
+
+func TestText(t *testing.T) {
+	t.Parallel()
+	disk := errors.New("permission denied")
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{fault.Invalid("name", "required"), "name: required"},
+		{&fault.Error{Code: fault.CodeBackend, Message: "read the schedules file", Cause: disk}, "read the schedules file: permission denied"},
+		{fmt.Errorf("load: %w", fault.Invalid("id", "bad")), "id: bad"},
+		{disk, "permission denied"},
+	}
+	for _, c := range cases {
+		if got := fault.Text(c.err); got != c.want {
+			t.Errorf("Text(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"deckhand/platform/proc"
 )
 
 // SessionBus starts a private D-Bus session bus for the test, with
@@ -36,7 +38,7 @@ func SessionBus(t testing.TB) []string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = proc.KillGroup(cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatalf("dbus-daemon printed no address: %v", err)

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"deckhand/platform/proc"
 )
 
 // Postgres returns the URL of a fresh, empty database on this test
@@ -279,7 +281,7 @@ func (s *PGServer) Start() error {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = proc.KillGroup(cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 			return fmt.Errorf("postgres did not accept connections in 30s: %v\n%s", err, s.log.String())
 		}
@@ -298,11 +300,11 @@ func (s *PGServer) Stop() {
 	select {
 	case <-s.exited:
 	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		_ = proc.KillGroup(s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.exited
 	}
 	// Backends leave with the postmaster; reap any straggler of the group.
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	_ = proc.KillGroup(s.cmd.Process.Pid, syscall.SIGKILL)
 	s.cmd = nil
 }
 

@@ -106,6 +106,10 @@ type Facts struct {
 	// ActingFor: the request is one the mcp service makes for its caller
 	// (judged for its reach), not one the caller sent to the service.
 	ActingFor bool
+	// Service is the service the request reaches, as the gateway routed
+	// it, and Via the one acting for the caller when ActingFor: an access
+	// token limited to some services is judged by them.
+	Service, Via string
 }
 
 // admitsDirectly reports whether group g may admit the request by its
@@ -251,12 +255,16 @@ type evalState struct {
 // loopback source passes (docs/spec/operations.md). verify may be nil.
 func (p *Policy) Evaluate(f Facts, verify ClaimVerifier) Decision {
 	if p == nil || p.Enabled {
-		// A preview token needs no document: the control plane's
-		// signature is the grant.
+		// A preview token and an access token need no document: the
+		// control plane's signature is the grant.
 		if f.Now.IsZero() {
 			f.Now = time.Now()
 		}
-		if d, ok := (&evalState{f: &f, verify: verify}).preview(); ok {
+		st := &evalState{f: &f, verify: verify}
+		if d, ok := st.preview(); ok {
+			return d
+		}
+		if d, ok := st.access(); ok {
 			return d
 		}
 	}

@@ -1,7 +1,9 @@
 // Package quickstarte2e runs README.md's quickstart, exactly as written,
-// against a fresh start of scripts/run.sh (what `make run` starts), and
-// checks that a second start on the same data dir refuses and leaves the
-// first one serving.
+// against a fresh start of scripts/run.sh (what `make run` starts: a
+// container on the local engine), starts it again on the same data dir,
+// and checks that a second start while one runs refuses and leaves the
+// first one serving (with RUNTIME=none, the agent on this machine, as the
+// other tests here run it).
 package quickstarte2e_test
 
 import (
@@ -20,7 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
+	"deckhand/control/runtime"
+	"deckhand/control/runtime/runtimetest"
 	"deckhand/platform/platformtest"
+	"deckhand/platform/proc"
 )
 
 // repoRoot is the repository's root: this package is scripts/quickstarte2e.
@@ -75,8 +82,9 @@ type instance struct {
 }
 
 // ports: the gateway at base, its services at base+1..16, the control plane
-// at base+17, two more for the quickstart's tunnel at base+18 and base+19.
-const span = 19
+// at base+17, two more for the quickstart's tunnel at base+18 and base+19,
+// the platform proxy at base+20.
+const span = 21
 
 // runScript starts scripts/run.sh on data with the given addresses, and
 // stops it (SIGTERM, as Ctrl-C) at the test's end.
@@ -87,7 +95,7 @@ func runScript(t *testing.T, root, bin, data string, base int, extra ...string) 
 		controlAddr: "127.0.0.1:" + strconv.Itoa(base+17), gateway: "127.0.0.1:" + strconv.Itoa(base),
 	}
 	in.env = append(os.Environ(), "DECKHAND_RUN_DATA="+data, "DECKHAND_BIN="+bin,
-		"CONTROL_LISTEN="+in.controlAddr, "AGENT_LISTEN="+in.gateway)
+		"CONTROL_LISTEN="+in.controlAddr, "AGENT_LISTEN="+in.gateway, "PROXY_LISTEN=127.0.0.1:"+strconv.Itoa(base+20))
 	in.env = append(in.env, extra...)
 	in.cmd = exec.Command("bash", filepath.Join(root, "scripts", "run.sh"))
 	in.cmd.Env = in.env
@@ -104,7 +112,15 @@ func runScript(t *testing.T, root, bin, data string, base int, extra ...string) 
 // waitReady waits for the script's "deckhand is running." or its end.
 func (in *instance) waitReady(t *testing.T) {
 	t.Helper()
-	deadline := time.After(3 * time.Minute)
+	in.waitReadyWithin(t, 3*time.Minute)
+}
+
+// waitReadyWithin is waitReady with its own bound: a first start with the
+// docker runtime may build the image's root file system (minutes, once
+// per engine; scripts/image.sh keeps it).
+func (in *instance) waitReadyWithin(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
 	for !strings.Contains(in.out.String(), "Ctrl-C stops everything.") {
 		select {
 		case err := <-in.done:
@@ -112,7 +128,7 @@ func (in *instance) waitReady(t *testing.T) {
 			t.Fatalf("scripts/run.sh ended (%v) before it was ready:\n%s\ncontrol.log:\n%s\nagent.log:\n%s",
 				err, in.out.String(), tail(filepath.Join(in.data, "control.log")), tail(filepath.Join(in.data, "agent.log")))
 		case <-deadline:
-			t.Fatalf("scripts/run.sh is not ready after 3 minutes:\n%s", in.out.String())
+			t.Fatalf("scripts/run.sh is not ready after %s:\n%s", within, in.out.String())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -132,7 +148,7 @@ func (in *instance) stop(t *testing.T) {
 	case err := <-in.done:
 		in.done <- err
 	case <-time.After(time.Minute):
-		_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+		_ = proc.KillGroup(in.cmd.Process.Pid, syscall.SIGKILL)
 		<-in.done
 		t.Errorf("scripts/run.sh did not stop on SIGTERM within a minute:\n%s", in.out.String())
 	}
@@ -161,18 +177,25 @@ func TestReadmeQuickstartRuns(t *testing.T) {
 	}
 	block := string(m[0][1])
 
+	host := runtimetest.DockerHost(t)
 	bin := binDir(t)
+	forgetImage(t, host, bin)
 	work := t.TempDir()
+	data := filepath.Join(work, "data")
 	base := platformtest.FreePortBase(t, span)
-	in := runScript(t, root, bin, filepath.Join(work, "data"), base)
-	in.waitReady(t)
+	in := runScript(t, root, bin, data, base)
+	purgeInstallation(t, host, data)
+	in.waitReadyWithin(t, 15*time.Minute)
+	first := containerLine.FindString(in.out.String())
+	if first == "" {
+		t.Fatalf("run.sh names no running container:\n%s", in.out.String())
+	}
 
 	// The block is written for the default addresses; this run uses free
 	// ones. Each replaced text must be in the block, so an edit of the
 	// README that drops one fails here instead of testing something else.
 	for _, r := range []struct{ from, to string }{
 		{"127.0.0.1:8080", in.controlAddr},
-		{"127.0.0.1:7700", in.gateway},
 		{"http.server 8000", "http.server " + strconv.Itoa(base+18)},
 		{"--remote 8000", "--remote " + strconv.Itoa(base+18)},
 		{"127.0.0.1:8001", "127.0.0.1:" + strconv.Itoa(base+19)},
@@ -182,12 +205,6 @@ func TestReadmeQuickstartRuns(t *testing.T) {
 		}
 		block = strings.ReplaceAll(block, r.from, r.to)
 	}
-	// The container here is this machine: the quickstart's files in /tmp
-	// get a name of this run's own.
-	tag := filepath.Base(work)
-	block = strings.ReplaceAll(block, ":/tmp/hello.txt", ":/tmp/"+tag+"-hello.txt")
-	block = strings.ReplaceAll(block, "/tmp/site", "/tmp/"+tag+"-site")
-	t.Cleanup(func() { os.Remove("/tmp/" + tag + "-hello.txt"); os.RemoveAll("/tmp/" + tag + "-site") })
 
 	// The block runs in one shell, as pasted into a terminal at the
 	// repository's root (bin/ and data/ are this run's), stopping at the
@@ -195,26 +212,108 @@ func TestReadmeQuickstartRuns(t *testing.T) {
 	if err := os.Symlink(bin, filepath.Join(work, "bin")); err != nil {
 		t.Fatal(err)
 	}
-	script := "set -euxo pipefail\n" + block
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	out := quickstartShell(t, work, "set -euxo pipefail\n"+block, in)
+	// What the block's commands show, besides their exit status: the
+	// container's kernel, the file copied, the proxy's answer run as the
+	// image's user, the page through the tunnel.
+	for _, want := range []string{"me@example.com", "Linux", "hello.txt", "through the proxy as user", "served in the container"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the quickstart's output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Stopped and started again on the same data dir, it runs the same
+	// container (stopped with it, started again with its workspace), and
+	// the first commands it prints work as printed.
+	in.stop(t)
+	again := runScript(t, root, bin, data, platformtest.FreePortBase(t, span))
+	again.waitReady(t)
+	if got := containerLine.FindString(again.out.String()); got != first {
+		t.Fatalf("the second start runs %q, the first ran %q:\n%s", got, first, again.out.String())
+	}
+	fc := regexp.MustCompile(`(?s)First commands[^\n]*\n(.*?)Ctrl-C stops everything`).FindStringSubmatch(again.out.String())
+	if fc == nil || !strings.Contains(fc[1], "deckhand exec --container") || !strings.Contains(fc[1], "deckhand login") {
+		t.Fatalf("run.sh prints no first commands with exec and login:\n%s", again.out.String())
+	}
+	if out := quickstartShell(t, t.TempDir(), "set -euxo pipefail\n"+fc[1], again); !strings.Contains(out, "Linux") || !strings.Contains(out, "TOKEN") {
+		t.Fatalf("run.sh's first commands:\n%s", out)
+	}
+}
+
+// containerLine is the line run.sh prints of its container.
+var containerLine = regexp.MustCompile(`(?m)^\s*container\s+\S+ in project \S+, running`)
+
+// quickstartShell runs script with bash in dir, with a config of its own
+// and no agent address or token from the caller, and answers its output.
+func quickstartShell(t *testing.T, dir, script string, in *instance) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", "-c", script)
-	sh.Dir = work
-	sh.Env = append(os.Environ(), "DECKHAND_CONFIG="+filepath.Join(work, "config", "config.json"),
+	sh.Dir = dir
+	sh.Env = append(os.Environ(), "DECKHAND_CONFIG="+filepath.Join(dir, "config", "config.json"),
 		"DECKHAND_AGENT_URL=", "DECKHAND_TOKEN=")
 	var out bytes.Buffer
 	sh.Stdout, sh.Stderr = &out, &out
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
+	sh.Cancel = func() error { return proc.KillGroup(sh.Process.Pid, syscall.SIGKILL) }
 	if err := sh.Run(); err != nil {
-		t.Fatalf("the quickstart failed: %v\n%s\nagent.log:\n%s", err, out.String(), tail(filepath.Join(in.data, "agent.log")))
+		t.Fatalf("the commands failed: %v\n%s\ncontrol.log:\n%s", err, out.String(), tail(filepath.Join(in.data, "control.log")))
 	}
-	// What the block's commands show, besides their exit status.
-	for _, want := range []string{"me@example.com", "served in the container", "-hello.txt"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the quickstart's output lacks %q:\n%s", want, out.String())
+	return out.String()
+}
+
+// forgetImage removes, when the test ends, the deckhand/base image of
+// bin's version when run.sh is the one that builds it (its root file
+// system stays cached in the engine, as scripts/image.sh keeps it).
+func forgetImage(t *testing.T, host, bin string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(bin, "deckhand-control"), "version").Output()
+	f := strings.Fields(string(out))
+	if err != nil || len(f) < 2 {
+		t.Fatalf("deckhand-control version: %v %q", err, out)
+	}
+	ref := "deckhand/base:" + f[1]
+	cli := runtimetest.Client(t, host)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cli.ImageInspect(ctx, ref); err == nil {
+		return
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{})
+	})
+}
+
+// purgeInstallation removes, when the test ends (after run.sh stopped:
+// cleanups run last first), every engine object of the control plane
+// run.sh ran on data: its installation is the label of the container it
+// made (container.env).
+func purgeInstallation(t *testing.T, host, data string) {
+	t.Cleanup(func() {
+		env, err := os.ReadFile(filepath.Join(data, "container.env"))
+		if err != nil {
+			return
 		}
-	}
+		id := regexp.MustCompile(`(?m)^CONTAINER_ID=(\S+)$`).FindSubmatch(env)
+		if id == nil {
+			return
+		}
+		cli := runtimetest.Client(t, host)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+			Filters: client.Filters{}.Add("label", runtime.LabelContainer+"="+string(id[1]))})
+		if err != nil || len(cs.Items) == 0 {
+			t.Errorf("run.sh's container %s is not in the engine: %v", id[1], err)
+			return
+		}
+		if err := runtimetest.Purge(ctx, host, cs.Items[0].Labels[runtime.LabelInstallation]); err != nil {
+			t.Errorf("purge run.sh's installation: %v", err)
+		}
+	})
 }
 
 func controlAnswers(t *testing.T, addr string) {
@@ -245,7 +344,7 @@ func TestSecondStartRefusesAndLeavesTheFirstServing(t *testing.T) {
 	root := repoRoot(t)
 	bin := binDir(t)
 	data := filepath.Join(t.TempDir(), "data")
-	first := runScript(t, root, bin, data, platformtest.FreePortBase(t, span))
+	first := runScript(t, root, bin, data, platformtest.FreePortBase(t, span), "RUNTIME=none")
 	first.waitReady(t)
 
 	disp := ""
@@ -334,7 +433,7 @@ func TestSecondStartRefusesAndLeavesTheFirstServing(t *testing.T) {
 	if out, err := check().CombinedOutput(); err != nil {
 		t.Errorf("run.sh --check fails after the instance stopped: %v\n%s", err, out)
 	}
-	again := runScript(t, root, bin, data, platformtest.FreePortBase(t, span))
+	again := runScript(t, root, bin, data, platformtest.FreePortBase(t, span), "RUNTIME=none")
 	again.waitReady(t)
 	b, err := os.ReadFile(filepath.Join(data, "control.log"))
 	if err != nil {
@@ -349,12 +448,12 @@ func TestSecondStartRefusesAndLeavesTheFirstServing(t *testing.T) {
 	}
 }
 
-// The agent run.sh starts syncs the container's proxy permissions from the
+// With RUNTIME=none, the agent run.sh starts syncs the container's proxy permissions from the
 // control plane with its agent token: the verified answer is kept on disk.
 func TestAgentIsConnectedToTheControlPlane(t *testing.T) {
 	root := repoRoot(t)
 	data := filepath.Join(t.TempDir(), "data")
-	in := runScript(t, root, binDir(t), data, platformtest.FreePortBase(t, span))
+	in := runScript(t, root, binDir(t), data, platformtest.FreePortBase(t, span), "RUNTIME=none")
 	in.waitReady(t)
 	env, err := os.ReadFile(filepath.Join(data, "local.env"))
 	if err != nil {
@@ -423,7 +522,7 @@ func TestRunLeavesAnotherXvfbAlone(t *testing.T) {
 	t.Cleanup(func() { _ = xvfb("stop", disp) })
 
 	in := runScript(t, root, binDir(t), filepath.Join(t.TempDir(), "data"), platformtest.FreePortBase(t, span),
-		"DISPLAY=", "DECKHAND_RUN_DISPLAY="+disp)
+		"DISPLAY=", "DECKHAND_RUN_DISPLAY="+disp, "RUNTIME=none")
 	in.waitReady(t)
 	if m := displayLine.FindStringSubmatch(in.out.String()); m == nil || m[1] != disp {
 		t.Fatalf("run.sh does not use the display it was given (%s):\n%s", disp, in.out.String())
@@ -459,7 +558,7 @@ func TestRunGivesTheDesktopItsBusAndTheUserItsUmask(t *testing.T) {
 	// The user's shell umask is what run.sh inherits; this package's
 	// tests run one at a time, so setting the process's is safe.
 	old := syscall.Umask(0o002)
-	in := runScript(t, root, bin, data, platformtest.FreePortBase(t, span), "DISPLAY=")
+	in := runScript(t, root, bin, data, platformtest.FreePortBase(t, span), "DISPLAY=", "RUNTIME=none")
 	syscall.Umask(old)
 	in.waitReady(t)
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"deckhand/platform/platformtest"
+	"deckhand/platform/proc"
 	"deckhand/services/cron"
 )
 
@@ -104,7 +105,7 @@ func TestDebianCronAcceptsWhatTheAPIWrites(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- d.Wait() }()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-d.Process.Pid, syscall.SIGKILL)
+		_ = proc.KillGroup(d.Process.Pid, syscall.SIGKILL)
 		<-exited
 	})
 	deadline := time.After(30 * time.Second) // hang guard

@@ -17,6 +17,6 @@ func asUser(cmd *exec.Cmd, u *user.User) error {
 		return err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = func() error { return proc.KillGroup(cmd.Process.Pid, syscall.SIGKILL) }
 	return nil
 }

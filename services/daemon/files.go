@@ -69,20 +69,12 @@ type fileProblem struct {
 func (p fileProblem) String() string { return p.path + ": " + p.err }
 
 func problemOf(path string, err error) fileProblem {
-	fp := fileProblem{path: path, err: errText(err)}
+	fp := fileProblem{path: path, err: fault.Text(err)}
 	var pe *fault.Error
 	if errors.As(err, &pe) {
 		fp.field = pe.Details
 	}
 	return fp
-}
-
-func errText(err error) string {
-	var pe *fault.Error
-	if errors.As(err, &pe) {
-		return pe.Message
-	}
-	return err.Error()
 }
 
 // programFile decodes a file strictly but without Program.Validate.

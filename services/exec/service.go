@@ -9,7 +9,6 @@ package exec
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -83,7 +82,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	}
 	defs, err := loadFile(path)
 	if err != nil {
-		s.loadError = errText(err)
+		s.loadError = fault.Text(err)
 		s.log.Error("exec: schedules file not loaded", "err", s.loadError)
 		deps.Journal.Record(contract.JournalEntry{Time: deps.Clock.Now(), Source: "exec", Level: "error",
 			Message: "schedules file not loaded: " + s.loadError})
@@ -93,17 +92,6 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.mu.Unlock()
 	go s.loop()
 	return s, nil
-}
-
-func errText(err error) string {
-	var pe *fault.Error
-	if errors.As(err, &pe) {
-		if pe.Cause != nil {
-			return pe.Message + ": " + pe.Cause.Error()
-		}
-		return pe.Message
-	}
-	return err.Error()
 }
 
 // Close stops the scheduler, stops runs in progress (recorded

@@ -1,10 +1,14 @@
 package process
 
-import "testing"
+import (
+	"testing"
+
+	"deckhand/services/process/outlog"
+)
 
 func TestEncodeChunksLeavesAPartialCharacter(t *testing.T) {
 	t.Parallel()
-	pieces := []chunk{{off: 0, stream: streamStdout, data: []byte("ab\xe2\x82")}}
+	pieces := []outlog.Chunk{{Off: 0, Stream: outlog.Stdout, Data: []byte("ab\xe2\x82")}}
 	out, used := encodeChunks(pieces, false)
 	if used != 2 || len(out) != 1 || out[0].Data != "ab" || out[0].end != 2 {
 		t.Fatalf("%+v %d", out, used)

@@ -15,16 +15,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"deckhand/platform/proc"
+	"deckhand/services/process/outlog"
 )
 
 const (
 	// pipeSize is asked for each output pipe (F_SETPIPE_SZ): bulk output
 	// then moves 1 MiB (a recycled read buffer) per read instead of 64 KiB.
-	pipeSize = readBufSize
-	// readMin is a reader's first buffer; reads go to recycled pipeSize
-	// buffers once one fills it, so a quiet process holds 64 KiB per
-	// stream, not 1 MiB.
-	readMin = 64 << 10
+	pipeSize = outlog.ReadBufSize
 	// drainWait: once the main process has exited and its group is
 	// killed, output still arriving is read until it pauses this long (a
 	// process that left the group may hold the pipe open).
@@ -140,7 +137,7 @@ func (s *Service) launch(p *process, attr *syscall.SysProcAttr, env []string) {
 
 	var readers sync.WaitGroup
 	var draining atomic.Bool
-	streams := []byte{streamStdout, streamStderr}
+	streams := []byte{outlog.Stdout, outlog.Stderr}
 	for i, f := range outs {
 		readers.Add(1)
 		go func() {
@@ -166,52 +163,13 @@ func growPipe(f *os.File) {
 }
 
 // readLoop reads one output file into the log (and run's capture) until
-// end of file (EIO on a pty whose last holder closed it). Reads go to a
-// small buffer, copied out, until one fills it; from then on (bulk output)
-// into recycled pipe-sized buffers, each read's bytes a chunk (or the
-// growth of the previous one) in place, a new buffer once less than an
-// eighth of one is left.
+// end of file (EIO on a pty whose last holder closed it).
 func (p *process) readLoop(f *os.File, stream byte, draining *atomic.Bool) {
-	// No read is larger than a chunk may be: the log's memory bound
-	// counts on it.
-	most := p.log.b.chunkMax
-	buf := make([]byte, min(readMin, most))
-	var rb *readBuf // the reader's own hold while bulk
-	used := 0       // bytes of rb handed to the log
-	defer func() { rb.release() }()
-	read := rawReader(f)
-	for {
-		if draining.Load() {
-			_ = f.SetReadDeadline(time.Now().Add(drainWait))
-		}
-		if rb != nil && len(rb.b)-used < len(rb.b)/8 {
-			rb.release()
-			rb, used = getReadBuf(), 0
-		}
-		into := buf
-		if rb != nil {
-			into = rb.b[used:min(len(rb.b), used+most)]
-		}
-		n, err := read(into)
-		if n > 0 {
-			if p.capture != nil {
-				p.capture.add(stream, into[:n])
-			}
-			switch {
-			case rb != nil:
-				p.log.appendBuf(stream, rb, used, used+n)
-				used += n
-			case n == len(buf):
-				p.log.append(stream, buf, true)
-				rb, used = getReadBuf(), 0
-			default:
-				p.log.append(stream, buf[:n], false)
-			}
-		}
-		if err != nil {
-			return
-		}
+	var tee func(byte, []byte)
+	if p.capture != nil {
+		tee = p.capture.add
 	}
+	p.log.Fill(f, rawReader(f), stream, draining, drainWait, tee)
 }
 
 // writeInitialStdin writes the start's stdin, then closes the pipe unless
@@ -277,7 +235,7 @@ func (s *Service) supervise(p *process, cmd *exec.Cmd, outs []*os.File, readers 
 	p.closeStdin()
 	p.finish(reason, code, sig, "", end)
 	readers.Wait()
-	p.log.close()
+	p.log.Close()
 	p.closePTY()
 	p.save(p.snapshot())
 	s.ended(p) // before done: whoever waits on it sees the bounds applied

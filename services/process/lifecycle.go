@@ -3,13 +3,15 @@ package process
 import (
 	"sort"
 	"time"
+
+	"deckhand/services/process/outlog"
 )
 
 // failStart records a process that could not be executed.
 func (s *Service) failStart(p *process, err error) {
 	end := s.deps.Clock.Now()
 	p.finish(EndFailedToStart, 0, "", err.Error(), end)
-	p.log.close()
+	p.log.Close()
 	p.save(p.snapshot())
 	s.ended(p) // before done: whoever waits on it sees the bounds applied
 	close(p.done)
@@ -108,7 +110,7 @@ func (s *Service) remove(p *process) {
 	s.mu.Lock()
 	s.unregister(p)
 	s.mu.Unlock()
-	p.log.remove()
+	p.log.Remove()
 	s.store.del(p.id)
 }
 
@@ -178,7 +180,7 @@ func (s *Service) restore() error {
 				map[string]any{"id": rec.ID, "state": rec.State, "end_reason": rec.EndReason})
 		}
 		rec.OutputKeptFrom, rec.OutputComplete = rec.OutputBytes, true
-		p := &process{svc: s, id: rec.ID, hash: r.SpecHash, rec: rec, log: restored(s.budget, &rec),
+		p := &process{svc: s, id: rec.ID, hash: r.SpecHash, rec: rec, log: outlog.Restored(s.budget, rec.StdoutBytes, rec.StderrBytes, rec.OutputBytes),
 			kill: make(chan time.Duration, 1), started: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{})}
 		p.spec.ClientToken, p.spec.Tag = rec.ClientToken, rec.Tag
 		p.exited = true

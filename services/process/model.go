@@ -11,6 +11,7 @@ import (
 
 	"deckhand/platform/fault"
 	"deckhand/platform/proc"
+	"deckhand/services/process/outlog"
 )
 
 // States of a process.
@@ -45,8 +46,6 @@ const (
 	maxGraceMS        = 10 * 60 * 1000
 	encodingBase64    = "base64"
 	encodingUTF8      = "utf-8"
-	streamNameStdout  = "stdout"
-	streamNameStderr  = "stderr"
 	shellPath         = "/bin/sh"
 	idEnv             = "DECKHAND_PROCESS_ID"
 	defaultTermEnvVar = "xterm-256color"
@@ -397,6 +396,14 @@ type Gap struct {
 	Type string `json:"type" required:"true" enum:"gap"`
 	From int64  `json:"from" required:"true"`
 	To   int64  `json:"to" required:"true"`
+}
+
+// gapOf is the log's gap as a client reads it (nil: none).
+func gapOf(g *outlog.Gap) *Gap {
+	if g == nil {
+		return nil
+	}
+	return &Gap{Type: "gap", From: g.From, To: g.To}
 }
 
 // End is the last message of a stream: how the process ended.

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"deckhand/platform/fault"
+	"deckhand/services/process/outlog"
 )
 
 const (
@@ -26,8 +27,8 @@ func (s *Service) Output(ctx context.Context, in OutputInput) (OutputPage, error
 	if max <= 0 {
 		max = defaultPageBytes
 	}
-	c := p.log.cursor(in.Since)
-	defer c.close()
+	c := p.log.Cursor(in.Since)
+	defer c.Close()
 	page := OutputPage{Chunks: []Chunk{}}
 	for got := int64(0); got < int64(max); {
 		chunks, gap, done, _, held := readText(c, max-int(got))
@@ -44,9 +45,9 @@ func (s *Service) Output(ctx context.Context, in OutputInput) (OutputPage, error
 			break // the next page starts with the incomplete character
 		}
 	}
-	page.NextOffset = c.pos
+	page.NextOffset = c.Pos
 	page.Process = p.snapshot()
-	if page.Process.OutputComplete && c.pos >= page.Process.OutputBytes {
+	if page.Process.OutputComplete && c.Pos >= page.Process.OutputBytes {
 		page.Done = true
 	}
 	return page, nil
@@ -54,16 +55,16 @@ func (s *Service) Output(ctx context.Context, in OutputInput) (OutputPage, error
 
 // checkSince refuses an offset past the end of the output.
 func checkSince(p *process, since int64) error {
-	if _, _, total, _, _ := p.log.stats(); since > total {
+	if _, _, total, _, _ := p.log.Stats(); since > total {
 		return fault.Invalid("since", "is past the end of the output (%d bytes so far)", total)
 	}
 	return nil
 }
 
-func sum(pieces []chunk) int64 {
+func sum(pieces []outlog.Chunk) int64 {
 	n := int64(0)
 	for _, p := range pieces {
-		n += int64(len(p.data))
+		n += int64(len(p.Data))
 	}
 	return n
 }
@@ -72,35 +73,36 @@ func sum(pieces []chunk) int64 {
 // The start of a character whose rest has not been written yet stays
 // unread (held says how many bytes) unless the output is complete; one
 // whose rest lies past a segment's end is joined with it.
-func readText(c *cursor, max int) (chunks []Chunk, gap *Gap, done bool, wait <-chan struct{}, held int64) {
-	pieces, gap, done, wait := c.next(max)
+func readText(c *outlog.Cursor, max int) (chunks []Chunk, gap *Gap, done bool, wait <-chan struct{}, held int64) {
+	pieces, g, done, wait := c.Next(max)
+	gap = gapOf(g)
 	for len(pieces) > 0 {
-		out, used := encodeChunks(pieces, c.atEnd())
+		out, used := encodeChunks(pieces, c.AtEnd())
 		if used > 0 {
 			held = sum(pieces) - used
-			c.pos -= held
+			c.Pos -= held
 			return out, gap, false, nil, held
 		}
 		// Nothing but the start of a character: take what follows too.
-		carry := chunk{off: pieces[0].off, stream: pieces[0].stream}
+		carry := outlog.Chunk{Off: pieces[0].Off, Stream: pieces[0].Stream}
 		for _, p := range pieces {
-			carry.data = append(carry.data, p.data...)
+			carry.Data = append(carry.Data, p.Data...)
 		}
-		end := c.pos
-		more, g2, _, _ := c.next(max)
+		end := c.Pos
+		more, g2, _, _ := c.Next(max)
 		switch {
 		case g2 != nil:
 			// Its rest is no longer kept: the start goes as it is, and
 			// the next read reports the gap.
-			c.pos = end
-			out, _ := encodeChunks([]chunk{carry}, true)
+			c.Pos = end
+			out, _ := encodeChunks([]outlog.Chunk{carry}, true)
 			return out, gap, false, nil, 0
 		case len(more) == 0:
-			held = int64(len(carry.data))
-			c.pos = end - held
+			held = int64(len(carry.Data))
+			c.Pos = end - held
 			return nil, gap, false, nil, held
 		}
-		pieces = append([]chunk{carry}, more...)
+		pieces = append([]outlog.Chunk{carry}, more...)
 	}
 	return nil, gap, done, wait, 0
 }
@@ -109,20 +111,20 @@ func readText(c *cursor, max int) (chunks []Chunk, gap *Gap, done bool, wait <-c
 // UTF-8 text when the bytes are, else base64. Unless final, an incomplete
 // character at the very end is left out (used says how many bytes were
 // taken), so text cut between two reads still arrives as text.
-func encodeChunks(pieces []chunk, final bool) (out []Chunk, used int64) {
+func encodeChunks(pieces []outlog.Chunk, final bool) (out []Chunk, used int64) {
 	for i := 0; i < len(pieces); {
 		j := i + 1
-		for j < len(pieces) && pieces[j].stream == pieces[i].stream {
+		for j < len(pieces) && pieces[j].Stream == pieces[i].Stream {
 			j++
 		}
-		data := pieces[i].data
+		data := pieces[i].Data
 		if j-i > 1 {
 			data = make([]byte, 0, sum(pieces[i:j]))
 			for _, p := range pieces[i:j] {
-				data = append(data, p.data...)
+				data = append(data, p.Data...)
 			}
 		}
-		c := Chunk{Type: "output", Stream: streamName(pieces[i].stream), Offset: pieces[i].off}
+		c := Chunk{Type: "output", Stream: outlog.StreamName(pieces[i].Stream), Offset: pieces[i].Off}
 		switch {
 		case utf8.Valid(data):
 			c.Data = string(data)

@@ -13,6 +13,7 @@ import (
 
 	"deckhand/platform/fault"
 	"deckhand/platform/proc"
+	"deckhand/services/process/outlog"
 )
 
 // process is one process the service started (or, after a restart, the
@@ -23,7 +24,7 @@ type process struct {
 	spec      Spec
 	hash      string
 	keepStdin bool
-	log       *outlog
+	log       *outlog.Log
 	capture   *capture // run's first bytes of each stream; nil for start
 
 	mu     sync.Mutex
@@ -50,7 +51,7 @@ func newID() string {
 func (s *Service) newProcess(spec Spec, cwd, hash string, keepStdin bool, captureMax int) *process {
 	id := newID()
 	p := &process{svc: s, id: id, spec: spec, hash: hash, keepStdin: keepStdin,
-		log:  newOutlog(s.budget, filepath.Join(s.outDir, id)),
+		log:  outlog.New(s.budget, filepath.Join(s.outDir, id)),
 		kill: make(chan time.Duration, 1), started: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{})}
 	if captureMax > 0 {
 		p.capture = &capture{max: captureMax}
@@ -74,7 +75,7 @@ func (p *process) snapshot() Process {
 	}
 	p.mu.Unlock()
 	var closed bool
-	r.StdoutBytes, r.StderrBytes, r.OutputBytes, r.OutputKeptFrom, closed = p.log.stats()
+	r.StdoutBytes, r.StderrBytes, r.OutputBytes, r.OutputKeptFrom, closed = p.log.Stats()
 	r.OutputComplete = closed && r.ended()
 	if !r.ended() {
 		r.DurationMS = ms(p.svc.deps.Clock.Now().Sub(r.StartedAt))
@@ -188,7 +189,7 @@ func (c *capture) add(stream byte, p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	buf := &c.out
-	if stream == streamStderr {
+	if stream == outlog.Stderr {
 		buf = &c.err
 	}
 	if room := c.max - len(*buf); len(p) > room {

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"deckhand/platform/fault"
+	"deckhand/services/process/outlog"
 )
 
 // Run runs a process to its end and answers its output and how it ended.
@@ -61,19 +62,19 @@ func trimPartialRune(b []byte) []byte {
 // head is the first max bytes of each stream the log still holds;
 // truncated when bytes before or beyond them are missing.
 func (p *process) head(max int) (out, errOut []byte, truncated bool) {
-	c := p.log.cursor(0)
-	defer c.close()
+	c := p.log.Cursor(0)
+	defer c.Close()
 	for {
-		pieces, gap, done, _ := c.next(1 << 20)
+		pieces, gap, done, _ := c.Next(1 << 20)
 		if gap != nil {
 			truncated = true
 		}
 		for _, pc := range pieces {
 			buf := &out
-			if pc.stream == streamStderr {
+			if pc.Stream == outlog.Stderr {
 				buf = &errOut
 			}
-			d := pc.data
+			d := pc.Data
 			if room := max - len(*buf); len(d) > room {
 				truncated = true
 				d = d[:room]

@@ -22,6 +22,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"deckhand/platform/contract"
 	"deckhand/platform/fault"
 	"deckhand/platform/proc"
+	"deckhand/services/process/outlog"
 )
 
 // Settings are the process service's flags.
@@ -60,6 +62,12 @@ func (s *Settings) Flags(fs *pflag.FlagSet) {
 }
 
 // Validate checks the bounds.
+// outputLimits are the output log's bounds.
+func (s *Settings) outputLimits() outlog.Limits {
+	return outlog.Limits{Memory: s.OutputMemory, MemoryTotal: s.OutputMemoryTotal, Disk: s.OutputDisk,
+		DiskTotal: s.OutputDiskTotal, ResumeGrace: s.ResumeGrace}
+}
+
 func (s *Settings) Validate() error {
 	switch {
 	case s.MaxRunning < 1:
@@ -99,7 +107,7 @@ type Service struct {
 	set     *Settings
 	log     *slog.Logger
 	spawner *proc.Spawner
-	budget  *budget
+	budget  *outlog.Budget
 	outDir  string
 	store   *recorder
 
@@ -130,8 +138,8 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{deps: deps, set: set, log: deps.Logger, spawner: proc.NewSpawner(),
-		procs: map[string]*process{}, tokens: map[string]*process{}, outDir: outputDir(deps.DataDir)}
-	s.budget = newBudget(set, deps.Logger)
+		procs: map[string]*process{}, tokens: map[string]*process{}, outDir: filepath.Join(deps.DataDir, "output")}
+	s.budget = outlog.NewBudget(set.outputLimits(), deps.Logger)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Output of a previous run is not kept across restarts.
 	if err := os.RemoveAll(s.outDir); err != nil {
@@ -169,14 +177,14 @@ func (s *Service) Close() error {
 	}
 	s.mu.Unlock()
 	for _, p := range all {
-		p.log.abortAll()
+		p.log.AbortAll()
 	}
 	s.cancel()
 	s.wg.Wait()
 	for _, p := range all {
-		p.log.abortAll() // and the spillers of those that ended meanwhile
+		p.log.AbortAll() // and the spillers of those that ended meanwhile
 	}
-	s.budget.spillers.Wait()
+	s.budget.Wait()
 	s.spawner.Close()
 	s.store.close()
 	return nil

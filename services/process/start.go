@@ -73,7 +73,7 @@ func (s *Service) start(spec Spec, keepStdin bool, captureMax int, extra any, ho
 	}
 	p := s.newProcess(spec, cwd, hash, keepStdin, captureMax)
 	if holdOutput {
-		p.log.releaseHold(p.log.addHold(0))
+		p.log.ReleaseHold(p.log.AddHold(0))
 	}
 	s.procs[p.id] = p
 	if spec.ClientToken != "" {

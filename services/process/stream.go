@@ -20,6 +20,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"deckhand/platform/fault"
+	"deckhand/services/process/outlog"
 )
 
 const (
@@ -41,22 +42,22 @@ const (
 // follower reads a process's output for one stream, holding its place.
 type follower struct {
 	p    *process
-	c    *cursor
-	h    *hold
+	c    *outlog.Cursor
+	h    *outlog.Hold
 	held int64 // bytes at the cursor left for later (an incomplete character)
 }
 
 func (s *Service) follow(p *process, since int64) *follower {
-	return &follower{p: p, c: p.log.cursor(since), h: p.log.addHold(since)}
+	return &follower{p: p, c: p.log.Cursor(since), h: p.log.AddHold(since)}
 }
 
 func (f *follower) close() {
-	f.p.log.releaseHold(f.h)
-	f.c.close()
+	f.p.log.ReleaseHold(f.h)
+	f.c.Close()
 }
 
 // sent moves the follower's place past what it has written out.
-func (f *follower) sent() { f.p.log.moveHold(f.h, f.c.pos) }
+func (f *follower) sent() { f.p.log.MoveHold(f.h, f.c.Pos) }
 
 // step kinds.
 const (
@@ -68,11 +69,11 @@ const (
 
 // step waits for output (as pieces, or with text as chunks), the end, a
 // tick or stop.
-func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time, text bool) (kind int, pieces []chunk, chunks []Chunk, gap *Gap) {
+func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time, text bool) (kind int, pieces []outlog.Chunk, chunks []Chunk, gap *Gap) {
 	for {
 		if f.held > 0 {
 			// An incomplete character waits for its rest.
-			if more := f.c.waitMore(f.c.pos + f.held); more != nil {
+			if more := f.c.WaitMore(f.c.Pos + f.held); more != nil {
 				select {
 				case <-more:
 				case <-tick:
@@ -95,7 +96,9 @@ func (f *follower) step(stop <-chan struct{}, tick <-chan time.Time, text bool) 
 				continue
 			}
 		} else {
-			pieces, gap, done, wait = f.c.next(followRead)
+			var g *outlog.Gap
+			pieces, g, done, wait = f.c.Next(followRead)
+			gap = gapOf(g)
 			if len(pieces) > 0 || gap != nil {
 				return stepData, pieces, nil, gap
 			}
@@ -333,9 +336,9 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 					if err != nil {
 						break
 					}
-					prefix[0] = pc.stream
-					binary.BigEndian.PutUint64(prefix[1:], uint64(pc.off))
-					err = w.write(ws.OpBinary, prefix[:], pc.data)
+					prefix[0] = pc.Stream
+					binary.BigEndian.PutUint64(prefix[1:], uint64(pc.Off))
+					err = w.write(ws.OpBinary, prefix[:], pc.Data)
 				}
 			} else {
 				for _, ch := range chunks {
@@ -346,7 +349,7 @@ func (s *Service) wsSession(raw net.Conn, p *process, since int64, binaryFrames,
 				}
 			}
 			if err == nil && !follow {
-				if f.c.caughtUp() {
+				if f.c.CaughtUp() {
 					// Caught up and not following: done.
 					f.sent()
 					w.closeWith(ws.StatusNormalClosure, "")

@@ -91,9 +91,11 @@ func shellStartError(shell string, err error) error {
 func setSize(f *os.File, cols, rows int) error { return proc.SetWinsize(f, cols, rows) }
 
 // signalGroup signals the shell's process group (it is a session leader, so
-// its group id is its pid) and the shell itself.
+// its group id is its pid) and the shell itself. Not proc.StopTree: as
+// when a terminal closes, a job the user moved out of the session's reach
+// (nohup, disown) outlives it.
 func signalGroup(pid int, sig syscall.Signal) {
-	_ = syscall.Kill(-pid, sig)
+	_ = proc.KillGroup(pid, sig)
 	_ = syscall.Kill(pid, sig)
 }
 

@@ -72,11 +72,11 @@ func execCmd() *cobra.Command {
 				return &cli.ExitError{Code: exitFailure, Message: err.Error()}
 			}
 			if container != "" {
-				u, err := cli.AgentURLOf(cmd, container)
+				u, tok, err := cli.AgentOf(cmd, container, token, cli.AccessTTL)
 				if err != nil {
 					return &cli.ExitError{Code: exitFailure, Message: err.Error()}
 				}
-				agentURL = u
+				agentURL, token = u, tok
 			}
 			c := &client.Client{URL: strings.TrimSuffix(agentURL, "/") + "/_/process", Token: token, ReconnectFor: reconnect}
 			code, err := runExec(c, in, jsonLines, stdin)

@@ -73,6 +73,9 @@ func root() *cobra.Command {
 	return cmd
 }
 
+// dataDefaultDoc is how the reference states defaultData.
+const dataDefaultDoc = "`/var/lib/deckhand` as root, else `$XDG_DATA_HOME/deckhand` (`~/.local/share/deckhand`)"
+
 // defaultData is /var/lib/deckhand as root, else $XDG_DATA_HOME/deckhand.
 func defaultData() string {
 	if os.Geteuid() == 0 {
@@ -172,6 +175,7 @@ func runCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Data, "data", defaultData(), "all state: bbolt files, scrollback, journal")
+	config.DocDefault(f, "data", dataDefaultDoc)
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:7700", "gateway address")
 	f.StringVar(&cfg.Bind, "bind", "127.0.0.1", "host the services listen on")
 	f.IntVar(&cfg.PortBase, "port-base", 7700, "service ports are base + their offset")
@@ -256,6 +260,7 @@ func serviceCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Data, "data", defaultData(), "all state: bbolt files, scrollback, journal")
+	config.DocDefault(f, "data", dataDefaultDoc)
 	f.StringVar(&cfg.Listen, "listen", "", "this service's address (default --bind and --port-base + its offset)")
 	f.StringVar(&bind, "bind", "127.0.0.1", "host the service listens on when --listen is not given")
 	f.IntVar(&portBase, "port-base", 7700, "port base when --listen is not given")

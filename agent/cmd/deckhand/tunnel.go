@@ -47,11 +47,13 @@ func tunnelCmd() *cobra.Command {
 				o.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 			}
 			if container != "" {
-				u, err := cli.AgentURLOf(cmd, container)
+				// The tunnel outlives a command: its token lasts the most an
+				// access token may.
+				u, tok, err := cli.AgentOf(cmd, container, o.Token, cli.MaxAccessTTL)
 				if err != nil {
 					return err
 				}
-				o.URL = u + "/_/tunnel"
+				o.URL, o.Token = u+"/_/tunnel", tok
 			}
 			o.Logger = config.Logger(os.Stderr, logLevel)
 			p := output.New(cmd)

@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"deckhand/control/runtime"
+	"deckhand/platform/proc"
 )
 
 // DockerSocket is where setup's dockerd answers.
@@ -107,7 +108,7 @@ func Podman(t testing.TB) string {
 		select {
 		case <-done:
 		case <-time.After(15 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = proc.KillGroup(cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
 		_ = logf.Close()

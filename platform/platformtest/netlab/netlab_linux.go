@@ -46,6 +46,8 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
+
+	"deckhand/platform/proc"
 )
 
 // Addresses of the lab.
@@ -419,19 +421,13 @@ func (p *Proc) Stop() {
 		<-p.done
 		return
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
+	proc.StopTree(p.cmd.Process.Pid, syscall.SIGTERM, 5*time.Second, p.done)
 }
 
 // Kill ends the process at once (a crash) and waits.
 func (p *Proc) Kill() {
 	p.stopped.Store(true)
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = proc.KillGroup(p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.done
 }
 

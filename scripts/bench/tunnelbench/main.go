@@ -26,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"deckhand/platform/proc"
 )
 
 var (
@@ -51,7 +53,7 @@ func main() {
 		// Kill everything first, then reap: sshd's session processes
 		// (their own session) outlive sshd until their ssh client goes.
 		for _, p := range procs {
-			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+			_ = proc.KillGroup(p.Process.Pid, syscall.SIGKILL)
 		}
 		for _, p := range procs {
 			_ = p.Wait()

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"deckhand/platform/platformtest"
+	"deckhand/platform/proc"
 )
 
 var deckhand string
@@ -90,7 +91,7 @@ SetEnv HOME=%s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = proc.KillGroup(cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	})
 	waitPort(t, port, func() string { return logs.String() })

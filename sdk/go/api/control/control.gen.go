@@ -471,6 +471,26 @@ type AIFee struct {
 	UserId        *string         `json:"user_id,omitempty"`
 }
 
+// AccessToken defines model for AccessToken.
+type AccessToken struct {
+	AgentUrl    *string            `json:"agent_url,omitempty"`
+	ContainerId *string            `json:"container_id,omitempty"`
+	ExpiresAt   *time.Time         `json:"expires_at,omitempty"`
+	IssuedAt    *time.Time         `json:"issued_at,omitempty"`
+	Services    *[]string          `json:"services,omitempty"`
+	Token       *string            `json:"token,omitempty"`
+	Urls        *map[string]string `json:"urls,omitempty"`
+}
+
+// AccessTokenInput defines model for AccessTokenInput.
+type AccessTokenInput struct {
+	// Services the agent's services the token opens (e.g. mcp, or process and files); absent or empty: every service
+	Services *[]string `json:"services,omitempty"`
+
+	// TtlSeconds how long the token lasts: 60-86400 seconds, default 3600
+	TtlSeconds *int `json:"ttl_seconds,omitempty"`
+}
+
 // AdminContainerInput defines model for AdminContainerInput.
 type AdminContainerInput struct {
 	Id        *string `json:"id,omitempty"`
@@ -732,6 +752,12 @@ type Document struct {
 	Running      *bool      `json:"running,omitempty"`
 	Type         *string    `json:"type,omitempty"`
 	Version      *int       `json:"version,omitempty"`
+}
+
+// EffectiveSSHKeys defines model for EffectiveSSHKeys.
+type EffectiveSSHKeys struct {
+	Keys    *[]string `json:"keys,omitempty"`
+	Version *string   `json:"version,omitempty"`
 }
 
 // EmailInput defines model for EmailInput.
@@ -1537,6 +1563,20 @@ type RoleInput struct {
 // RoleInputRole defines model for RoleInput.Role.
 type RoleInputRole string
 
+// SSHKeyInput defines model for SSHKeyInput.
+type SSHKeyInput struct {
+	// Name a label for the key: 1-64 characters, no control characters
+	Name string `json:"name"`
+
+	// PublicKey one public key in authorized_keys form (ssh-ed25519 AAAA... comment); options before the type are refused
+	PublicKey string `json:"public_key"`
+}
+
+// SSHKeyList defines model for SSHKeyList.
+type SSHKeyList struct {
+	Keys *[]SshKeyRec `json:"keys,omitempty"`
+}
+
 // Server defines model for Server.
 type Server struct {
 	CreatedAt *string `json:"created_at,omitempty"`
@@ -1758,6 +1798,17 @@ type UserList struct {
 type Verify2FAInput struct {
 	Code      string  `json:"code"`
 	TempToken *string `json:"temp_token,omitempty"`
+}
+
+// SshKeyRec defines model for sshKeyRec.
+type SshKeyRec struct {
+	ContainerId *string    `json:"container_id,omitempty"`
+	CreatedAt   *time.Time `json:"created_at,omitempty"`
+	CreatedBy   *string    `json:"created_by,omitempty"`
+	Fingerprint *string    `json:"fingerprint,omitempty"`
+	Id          *string    `json:"id,omitempty"`
+	Name        *string    `json:"name,omitempty"`
+	PublicKey   *string    `json:"public_key,omitempty"`
 }
 
 // StartCodehostLoginParams defines parameters for StartCodehostLogin.
@@ -2066,6 +2117,12 @@ type SetContainerProxyStateParams struct {
 
 // RestartContainerJSONBody defines parameters for RestartContainer.
 type RestartContainerJSONBody = map[string]interface{}
+
+// GetEffectiveContainerSSHKeysParams defines parameters for GetEffectiveContainerSSHKeys.
+type GetEffectiveContainerSSHKeysParams struct {
+	// IfNoneMatch the ETag the agent holds; 304 when it is still current
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+}
 
 // StartContainerJSONBody defines parameters for StartContainer.
 type StartContainerJSONBody = map[string]interface{}
@@ -2461,6 +2518,9 @@ type CreateContainerJSONRequestBody = ContainerCreate
 // UpdateContainerJSONRequestBody defines body for UpdateContainer for application/json ContentType.
 type UpdateContainerJSONRequestBody = ContainerChanges
 
+// CreateAccessTokenJSONRequestBody defines body for CreateAccessToken for application/json ContentType.
+type CreateAccessTokenJSONRequestBody = AccessTokenInput
+
 // CreateAgentTokenJSONRequestBody defines body for CreateAgentToken for application/json ContentType.
 type CreateAgentTokenJSONRequestBody = CreateAgentTokenJSONBody
 
@@ -2505,6 +2565,9 @@ type SetContainerProxyStateJSONRequestBody = StateInput
 
 // RestartContainerJSONRequestBody defines body for RestartContainer for application/json ContentType.
 type RestartContainerJSONRequestBody = RestartContainerJSONBody
+
+// AddContainerSSHKeyJSONRequestBody defines body for AddContainerSSHKey for application/json ContentType.
+type AddContainerSSHKeyJSONRequestBody = SSHKeyInput
 
 // StartContainerJSONRequestBody defines body for StartContainer for application/json ContentType.
 type StartContainerJSONRequestBody = StartContainerJSONBody
@@ -3573,6 +3636,28 @@ type ClientInterface interface {
 	// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
 	UpdateContainer(ctx context.Context, id string, body UpdateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateAccessTokenWithBody Sign a short-lived token that opens the container's agent to the caller
+	//
+	// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+	CreateAccessTokenWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAccessToken Sign a short-lived token that opens the container's agent to the caller
+	//
+	// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+	CreateAccessToken(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListAgentTokens The container's agent tokens (never their secrets), oldest first
 	//
 	// Each `{id, container_id, created_at, created_by}`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
@@ -4001,6 +4086,53 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
 	RestartContainer(ctx context.Context, id string, body RestartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListContainerSSHKeys The container's SSH public keys, oldest first
+	//
+	// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+	//
+	// Corresponds with GET /api/v1/containers/{id}/ssh-keys (the `ListContainerSSHKeys` operationId).
+	ListContainerSSHKeys(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddContainerSSHKeyWithBody Add an SSH public key to the container
+	//
+	// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+	AddContainerSSHKeyWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddContainerSSHKey Add an SSH public key to the container
+	//
+	// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+	AddContainerSSHKey(ctx context.Context, id string, body AddContainerSSHKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEffectiveContainerSSHKeys The SSH keys the container's agent writes
+	//
+	// `keys` (authorized_keys lines, oldest first) and `version`. The agent polls it with `If-None-Match` set to the ETag (`ssh-keys:<version>`) it applied: 304 when unchanged. Every answer carries X-Service-Signature. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before anything about the configuration is read, so others learn nothing of it).
+	//
+	// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+	//
+	// Corresponds with GET /api/v1/containers/{id}/ssh-keys/effective (the `GetEffectiveContainerSSHKeys` operationId).
+	GetEffectiveContainerSSHKeys(ctx context.Context, id string, params *GetEffectiveContainerSSHKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveContainerSSHKey Remove an SSH public key from the container
+	//
+	// The agent drops it from the authorized keys within seconds. 404 when the container has no such key. Writes `container.ssh_key.removed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Corresponds with DELETE /api/v1/containers/{id}/ssh-keys/{keyId} (the `RemoveContainerSSHKey` operationId).
+	RemoveContainerSSHKey(ctx context.Context, id string, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartContainerWithBody Start a container
 	//
@@ -6265,6 +6397,48 @@ func (c *Client) UpdateContainer(ctx context.Context, id string, body UpdateCont
 	return c.Client.Do(req)
 }
 
+// CreateAccessTokenWithBody Sign a short-lived token that opens the container's agent to the caller
+//
+// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+func (c *Client) CreateAccessTokenWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAccessTokenRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAccessToken Sign a short-lived token that opens the container's agent to the caller
+//
+// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+func (c *Client) CreateAccessToken(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAccessTokenRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListAgentTokens The container's agent tokens (never their secrets), oldest first
 //
 // Each `{id, container_id, created_at, created_by}`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
@@ -7094,6 +7268,103 @@ func (c *Client) RestartContainerWithBody(ctx context.Context, id string, conten
 // Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
 func (c *Client) RestartContainer(ctx context.Context, id string, body RestartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRestartContainerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListContainerSSHKeys The container's SSH public keys, oldest first
+//
+// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+//
+// Corresponds with GET /api/v1/containers/{id}/ssh-keys (the `ListContainerSSHKeys` operationId).
+func (c *Client) ListContainerSSHKeys(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListContainerSSHKeysRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddContainerSSHKeyWithBody Add an SSH public key to the container
+//
+// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+func (c *Client) AddContainerSSHKeyWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddContainerSSHKeyRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddContainerSSHKey Add an SSH public key to the container
+//
+// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+func (c *Client) AddContainerSSHKey(ctx context.Context, id string, body AddContainerSSHKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddContainerSSHKeyRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEffectiveContainerSSHKeys The SSH keys the container's agent writes
+//
+// `keys` (authorized_keys lines, oldest first) and `version`. The agent polls it with `If-None-Match` set to the ETag (`ssh-keys:<version>`) it applied: 304 when unchanged. Every answer carries X-Service-Signature. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before anything about the configuration is read, so others learn nothing of it).
+//
+// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+//
+// Corresponds with GET /api/v1/containers/{id}/ssh-keys/effective (the `GetEffectiveContainerSSHKeys` operationId).
+func (c *Client) GetEffectiveContainerSSHKeys(ctx context.Context, id string, params *GetEffectiveContainerSSHKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEffectiveContainerSSHKeysRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveContainerSSHKey Remove an SSH public key from the container
+//
+// The agent drops it from the authorized keys within seconds. 404 when the container has no such key. Writes `container.ssh_key.removed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Corresponds with DELETE /api/v1/containers/{id}/ssh-keys/{keyId} (the `RemoveContainerSSHKey` operationId).
+func (c *Client) RemoveContainerSSHKey(ctx context.Context, id string, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveContainerSSHKeyRequest(c.Server, id, keyId)
 	if err != nil {
 		return nil, err
 	}
@@ -11355,6 +11626,53 @@ func NewUpdateContainerRequestWithBody(server string, id string, contentType str
 	return req, nil
 }
 
+// NewCreateAccessTokenRequest calls the generic CreateAccessToken builder with application/json body
+func NewCreateAccessTokenRequest(server string, id string, body CreateAccessTokenJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAccessTokenRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateAccessTokenRequestWithBody constructs an http.Request for the CreateAccessToken method, with any body, and a specified content type
+func NewCreateAccessTokenRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/access-tokens", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListAgentTokensRequest constructs an http.Request for the ListAgentTokens method
 func NewListAgentTokensRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -12681,6 +12999,177 @@ func NewRestartContainerRequestWithBody(server string, id string, contentType st
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListContainerSSHKeysRequest constructs an http.Request for the ListContainerSSHKeys method
+func NewListContainerSSHKeysRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/ssh-keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddContainerSSHKeyRequest calls the generic AddContainerSSHKey builder with application/json body
+func NewAddContainerSSHKeyRequest(server string, id string, body AddContainerSSHKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddContainerSSHKeyRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewAddContainerSSHKeyRequestWithBody constructs an http.Request for the AddContainerSSHKey method, with any body, and a specified content type
+func NewAddContainerSSHKeyRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/ssh-keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetEffectiveContainerSSHKeysRequest constructs an http.Request for the GetEffectiveContainerSSHKeys method
+func NewGetEffectiveContainerSSHKeysRequest(server string, id string, params *GetEffectiveContainerSSHKeysParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/ssh-keys/effective", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRemoveContainerSSHKeyRequest constructs an http.Request for the RemoveContainerSSHKey method
+func NewRemoveContainerSSHKeyRequest(server string, id string, keyId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "keyId", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/ssh-keys/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -17323,6 +17812,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /api/v1/containers/{id} (the `UpdateContainer` operationId).
 	UpdateContainerWithResponse(ctx context.Context, id string, body UpdateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateContainerResponse, error)
 
+	// CreateAccessTokenWithBodyWithResponse Sign a short-lived token that opens the container's agent to the caller
+	//
+	// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+	CreateAccessTokenWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccessTokenResponse, error)
+
+	// CreateAccessTokenWithResponse Sign a short-lived token that opens the container's agent to the caller
+	//
+	// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+	CreateAccessTokenWithResponse(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccessTokenResponse, error)
+
 	// ListAgentTokensWithResponse The container's agent tokens (never their secrets), oldest first
 	//
 	// Each `{id, container_id, created_at, created_by}`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
@@ -17773,6 +18284,59 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
 	RestartContainerWithResponse(ctx context.Context, id string, body RestartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*RestartContainerResponse, error)
+
+	// ListContainerSSHKeysWithResponse The container's SSH public keys, oldest first
+	//
+	// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/containers/{id}/ssh-keys (the `ListContainerSSHKeys` operationId).
+	ListContainerSSHKeysWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListContainerSSHKeysResponse, error)
+
+	// AddContainerSSHKeyWithBodyWithResponse Add an SSH public key to the container
+	//
+	// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+	AddContainerSSHKeyWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContainerSSHKeyResponse, error)
+
+	// AddContainerSSHKeyWithResponse Add an SSH public key to the container
+	//
+	// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+	AddContainerSSHKeyWithResponse(ctx context.Context, id string, body AddContainerSSHKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContainerSSHKeyResponse, error)
+
+	// GetEffectiveContainerSSHKeysWithResponse The SSH keys the container's agent writes
+	//
+	// `keys` (authorized_keys lines, oldest first) and `version`. The agent polls it with `If-None-Match` set to the ETag (`ssh-keys:<version>`) it applied: 304 when unchanged. Every answer carries X-Service-Signature. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before anything about the configuration is read, so others learn nothing of it).
+	//
+	// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/containers/{id}/ssh-keys/effective (the `GetEffectiveContainerSSHKeys` operationId).
+	GetEffectiveContainerSSHKeysWithResponse(ctx context.Context, id string, params *GetEffectiveContainerSSHKeysParams, reqEditors ...RequestEditorFn) (*GetEffectiveContainerSSHKeysResponse, error)
+
+	// RemoveContainerSSHKeyWithResponse Remove an SSH public key from the container
+	//
+	// The agent drops it from the authorized keys within seconds. 404 when the container has no such key. Writes `container.ssh_key.removed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/containers/{id}/ssh-keys/{keyId} (the `RemoveContainerSSHKey` operationId).
+	RemoveContainerSSHKeyWithResponse(ctx context.Context, id string, keyId string, reqEditors ...RequestEditorFn) (*RemoveContainerSSHKeyResponse, error)
 
 	// StartContainerWithBodyWithResponse Start a container
 	//
@@ -21301,6 +21865,62 @@ func (r UpdateContainerResponse) ContentType() string {
 	return ""
 }
 
+type CreateAccessTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data       AccessToken `json:"data"`
+		Message    string      `json:"message"`
+		StatusCode int         `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAccessTokenResponse) GetJSON201() *struct {
+	Data       AccessToken `json:"data"`
+	Message    string      `json:"message"`
+	StatusCode int         `json:"statusCode"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateAccessTokenResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAccessTokenResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAccessTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAccessTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAccessTokenResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListAgentTokensResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -22848,6 +23468,242 @@ func (r RestartContainerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RestartContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListContainerSSHKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       SSHKeyList `json:"data"`
+		Message    string     `json:"message"`
+		StatusCode int        `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListContainerSSHKeysResponse) GetJSON200() *struct {
+	Data       SSHKeyList `json:"data"`
+	Message    string     `json:"message"`
+	StatusCode int        `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListContainerSSHKeysResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListContainerSSHKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListContainerSSHKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListContainerSSHKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListContainerSSHKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AddContainerSSHKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data       SshKeyRec `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AddContainerSSHKeyResponse) GetJSON201() *struct {
+	Data       SshKeyRec `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r AddContainerSSHKeyResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AddContainerSSHKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddContainerSSHKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddContainerSSHKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddContainerSSHKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetEffectiveContainerSSHKeysResponse200Headers the declared response headers of an HTTP 200 response for GetEffectiveContainerSSHKeys
+type GetEffectiveContainerSSHKeysResponse200Headers struct {
+	ETag *string
+}
+
+// GetEffectiveContainerSSHKeysResponse304Headers the declared response headers of an HTTP 304 response for GetEffectiveContainerSSHKeys
+type GetEffectiveContainerSSHKeysResponse304Headers struct {
+	ETag *string
+}
+
+type GetEffectiveContainerSSHKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       EffectiveSSHKeys `json:"data"`
+		Message    string           `json:"message"`
+		StatusCode int              `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetEffectiveContainerSSHKeysResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetEffectiveContainerSSHKeysResponse304Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEffectiveContainerSSHKeysResponse) GetJSON200() *struct {
+	Data       EffectiveSSHKeys `json:"data"`
+	Message    string           `json:"message"`
+	StatusCode int              `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetEffectiveContainerSSHKeysResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEffectiveContainerSSHKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEffectiveContainerSSHKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEffectiveContainerSSHKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEffectiveContainerSSHKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RemoveContainerSSHKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveContainerSSHKeyResponse) GetJSON200() *struct {
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RemoveContainerSSHKeyResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveContainerSSHKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveContainerSSHKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveContainerSSHKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveContainerSSHKeyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -28633,6 +29489,40 @@ func (c *ClientWithResponses) UpdateContainerWithResponse(ctx context.Context, i
 	return ParseUpdateContainerResponse(rsp)
 }
 
+// CreateAccessTokenWithBodyWithResponse Sign a short-lived token that opens the container's agent to the caller
+//
+// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+func (c *ClientWithResponses) CreateAccessTokenWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAccessTokenResponse, error) {
+	rsp, err := c.CreateAccessTokenWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAccessTokenResponse(rsp)
+}
+
+// CreateAccessTokenWithResponse Sign a short-lived token that opens the container's agent to the caller
+//
+// A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
+func (c *ClientWithResponses) CreateAccessTokenWithResponse(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccessTokenResponse, error) {
+	rsp, err := c.CreateAccessToken(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAccessTokenResponse(rsp)
+}
+
 // ListAgentTokensWithResponse The container's agent tokens (never their secrets), oldest first
 //
 // Each `{id, container_id, created_at, created_by}`. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not manage it.
@@ -29328,6 +30218,89 @@ func (c *ClientWithResponses) RestartContainerWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseRestartContainerResponse(rsp)
+}
+
+// ListContainerSSHKeysWithResponse The container's SSH public keys, oldest first
+//
+// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/containers/{id}/ssh-keys (the `ListContainerSSHKeys` operationId).
+func (c *ClientWithResponses) ListContainerSSHKeysWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListContainerSSHKeysResponse, error) {
+	rsp, err := c.ListContainerSSHKeys(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListContainerSSHKeysResponse(rsp)
+}
+
+// AddContainerSSHKeyWithBodyWithResponse Add an SSH public key to the container
+//
+// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+func (c *ClientWithResponses) AddContainerSSHKeyWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContainerSSHKeyResponse, error) {
+	rsp, err := c.AddContainerSSHKeyWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddContainerSSHKeyResponse(rsp)
+}
+
+// AddContainerSSHKeyWithResponse Add an SSH public key to the container
+//
+// Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/ssh-keys (the `AddContainerSSHKey` operationId).
+func (c *ClientWithResponses) AddContainerSSHKeyWithResponse(ctx context.Context, id string, body AddContainerSSHKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContainerSSHKeyResponse, error) {
+	rsp, err := c.AddContainerSSHKey(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddContainerSSHKeyResponse(rsp)
+}
+
+// GetEffectiveContainerSSHKeysWithResponse The SSH keys the container's agent writes
+//
+// `keys` (authorized_keys lines, oldest first) and `version`. The agent polls it with `If-None-Match` set to the ETag (`ssh-keys:<version>`) it applied: 304 when unchanged. Every answer carries X-Service-Signature. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before anything about the configuration is read, so others learn nothing of it).
+//
+// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/containers/{id}/ssh-keys/effective (the `GetEffectiveContainerSSHKeys` operationId).
+func (c *ClientWithResponses) GetEffectiveContainerSSHKeysWithResponse(ctx context.Context, id string, params *GetEffectiveContainerSSHKeysParams, reqEditors ...RequestEditorFn) (*GetEffectiveContainerSSHKeysResponse, error) {
+	rsp, err := c.GetEffectiveContainerSSHKeys(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEffectiveContainerSSHKeysResponse(rsp)
+}
+
+// RemoveContainerSSHKeyWithResponse Remove an SSH public key from the container
+//
+// The agent drops it from the authorized keys within seconds. 404 when the container has no such key. Writes `container.ssh_key.removed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/containers/{id}/ssh-keys/{keyId} (the `RemoveContainerSSHKey` operationId).
+func (c *ClientWithResponses) RemoveContainerSSHKeyWithResponse(ctx context.Context, id string, keyId string, reqEditors ...RequestEditorFn) (*RemoveContainerSSHKeyResponse, error) {
+	rsp, err := c.RemoveContainerSSHKey(ctx, id, keyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveContainerSSHKeyResponse(rsp)
 }
 
 // StartContainerWithBodyWithResponse Start a container
@@ -33053,6 +34026,43 @@ func ParseUpdateContainerResponse(rsp *http.Response) (*UpdateContainerResponse,
 	return response, nil
 }
 
+// ParseCreateAccessTokenResponse parses an HTTP response from a CreateAccessTokenWithResponse call
+func ParseCreateAccessTokenResponse(rsp *http.Response) (*CreateAccessTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAccessTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data       AccessToken `json:"data"`
+			Message    string      `json:"message"`
+			StatusCode int         `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListAgentTokensResponse parses an HTTP response from a ListAgentTokensWithResponse call
 func ParseListAgentTokensResponse(rsp *http.Response) (*ListAgentTokensResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -34188,6 +35198,179 @@ func ParseRestartContainerResponse(rsp *http.Response) (*RestartContainerRespons
 			Data       Container `json:"data"`
 			Message    string    `json:"message"`
 			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListContainerSSHKeysResponse parses an HTTP response from a ListContainerSSHKeysWithResponse call
+func ParseListContainerSSHKeysResponse(rsp *http.Response) (*ListContainerSSHKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListContainerSSHKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       SSHKeyList `json:"data"`
+			Message    string     `json:"message"`
+			StatusCode int        `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAddContainerSSHKeyResponse parses an HTTP response from a AddContainerSSHKeyWithResponse call
+func ParseAddContainerSSHKeyResponse(rsp *http.Response) (*AddContainerSSHKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddContainerSSHKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data       SshKeyRec `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetEffectiveContainerSSHKeysResponse parses an HTTP response from a GetEffectiveContainerSSHKeysWithResponse call
+func ParseGetEffectiveContainerSSHKeysResponse(rsp *http.Response) (*GetEffectiveContainerSSHKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEffectiveContainerSSHKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       EffectiveSSHKeys `json:"data"`
+			Message    string           `json:"message"`
+			StatusCode int              `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetEffectiveContainerSSHKeysResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetEffectiveContainerSSHKeysResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveContainerSSHKeyResponse parses an HTTP response from a RemoveContainerSSHKeyWithResponse call
+func ParseRemoveContainerSSHKeyResponse(rsp *http.Response) (*RemoveContainerSSHKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveContainerSSHKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

@@ -650,6 +650,28 @@ export interface paths {
         patch: operations["updateContainer"];
         trace?: never;
     };
+    "/api/v1/containers/{id}/access-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign a short-lived token that opens the container's agent to the caller
+         * @description A token the container's agent gateway admits, directly (`agent_url`) or through the platform proxy (`urls`), as `Authorization: Bearer <token>` or in the `deckhand_token` cookie, to every service or only to those `services` names (a token naming `mcp` also reaches what the mcp tools call for its holder), until `expires_at`, beside the groups of the container's proxy permissions document (a disabled proxy refuses it too). It is what `deckhand exec --container` and the other agent commands use. `token` is `<payload_b64>.<signature_hex>.<kid>`, payload `{typ: "access", container, sub, services, iat, exp}` signed with the key set's active key; nothing is stored, so it cannot be revoked: keep `ttl_seconds` short (60-86400, default 3600). 400 naming the field (`services[i]` not a service of the agent); 404 for an unknown container; 403 for a viewer or anyone outside the project; 503 SIGNING_NOT_CONFIGURED without signing keys.
+         *
+         *     Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+         */
+        post: operations["createAccessToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/containers/{id}/agent-tokens": {
         parameters: {
             query?: never;
@@ -1137,6 +1159,76 @@ export interface paths {
          */
         post: operations["restartContainer"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/ssh-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The container's SSH public keys, oldest first
+         * @description Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+         */
+        get: operations["listContainerSSHKeys"];
+        put?: never;
+        /**
+         * Add an SSH public key to the container
+         * @description Body `name` (1-64 characters) and `public_key` (one key in authorized_keys form, no options; RSA of at least 2048 bits). Answers `{id, container_id, name, public_key, fingerprint, created_at, created_by}`. The container's agent writes the container's keys into its block of the authorized_keys of its user (`~/.ssh/authorized_keys` of the agent's --run-as user: `user` in the deckhand images) within seconds, for an ssh server in the container reached through the tunnel (program ssh); lines outside that block are the user's own and stay. 400 naming the field; 409 `public_key` when the container has the key or already holds 32. Writes `container.ssh_key.added`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+         *
+         *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+         */
+        post: operations["addContainerSSHKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/ssh-keys/effective": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The SSH keys the container's agent writes
+         * @description `keys` (authorized_keys lines, oldest first) and `version`. The agent polls it with `If-None-Match` set to the ETag (`ssh-keys:<version>`) it applied: 304 when unchanged. Every answer carries X-Service-Signature. 400 for a malformed container id; 404 for an unknown container; 403 when the caller may not act on it (checked before anything about the configuration is read, so others learn nothing of it).
+         *
+         *     Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+         */
+        get: operations["getEffectiveContainerSSHKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/ssh-keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove an SSH public key from the container
+         * @description The agent drops it from the authorized keys within seconds. 404 when the container has no such key. Writes `container.ssh_key.removed`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+         *
+         *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+         */
+        delete: operations["removeContainerSSHKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2717,6 +2809,25 @@ export interface components {
             transaction_id?: string;
             user_id?: string;
         };
+        AccessToken: {
+            agent_url?: string;
+            container_id?: string;
+            /** Format: date-time */
+            expires_at?: string;
+            /** Format: date-time */
+            issued_at?: string;
+            services?: string[];
+            token?: string;
+            urls?: {
+                [key: string]: string;
+            };
+        };
+        AccessTokenInput: {
+            /** @description the agent's services the token opens (e.g. mcp, or process and files); absent or empty: every service */
+            services?: string[];
+            /** @description how long the token lasts: 60-86400 seconds, default 3600 */
+            ttl_seconds?: number;
+        };
         AdminContainerInput: {
             id?: string;
             name: string;
@@ -2929,6 +3040,10 @@ export interface components {
             running?: boolean;
             type?: string;
             version?: number;
+        };
+        EffectiveSSHKeys: {
+            keys?: string[];
+            version?: string;
         };
         EmailInput: {
             email: string;
@@ -3598,6 +3713,15 @@ export interface components {
             /** @enum {string} */
             role: "viewer" | "operator" | "manager";
         };
+        SSHKeyInput: {
+            /** @description a label for the key: 1-64 characters, no control characters */
+            name: string;
+            /** @description one public key in authorized_keys form (ssh-ed25519 AAAA... comment); options before the type are refused */
+            public_key: string;
+        };
+        SSHKeyList: {
+            keys?: components["schemas"]["sshKeyRec"][];
+        };
         Server: {
             created_at?: string;
             id?: string;
@@ -3782,6 +3906,16 @@ export interface components {
         Verify2FAInput: {
             code: string;
             temp_token?: string;
+        };
+        sshKeyRec: {
+            container_id?: string;
+            /** Format: date-time */
+            created_at?: string;
+            created_by?: string;
+            fingerprint?: string;
+            id?: string;
+            name?: string;
+            public_key?: string;
         };
     };
     responses: never;
@@ -5413,6 +5547,46 @@ export interface operations {
             };
         };
     };
+    createAccessToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccessTokenInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AccessToken"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listAgentTokens: {
         parameters: {
             query?: never;
@@ -6529,6 +6703,169 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listContainerSSHKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SSHKeyList"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    addContainerSSHKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SSHKeyInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["sshKeyRec"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEffectiveContainerSSHKeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the ETag the agent holds; 304 when it is still current */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description ssh-keys:<version>, quoted */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["EffectiveSSHKeys"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description Not Modified */
+            304: {
+                headers: {
+                    /** @description ssh-keys:<version>, quoted */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeContainerSSHKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+                /** @description an SSH key id: 1-40 lowercase letters or digits */
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
                         message: string;
                         statusCode: number;
                     };

@@ -1,27 +1,11 @@
-package process
-
-import (
-	"bufio"
-	"bytes"
-	"encoding/binary"
-	"errors"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
-)
-
-// Output is kept per process as one ordered sequence of bytes from both
+// Package outlog owns a process's output log, the engine the process
+// service keeps output in. Output is kept per process as one ordered sequence of bytes from both
 // streams, in the order the service read them; a byte's offset is its
 // position in it. The newest bytes are chunks in memory. A spiller
 // goroutine per process writes them, oldest first, to segment files on
 // disk once memory is half full, at the disk's pace, never in the way of
 // reading the process's pipes. What is kept is bounded per process and in
-// total, in memory and on disk (budget); beyond the bounds the oldest bytes
+// total, in memory and on disk (Budget); beyond the bounds the oldest bytes
 // go first, and a reader that asks for them is told what it missed (Gap).
 // When output comes faster than the disk takes it, memory's oldest chunks
 // go unwritten (the disk then starts over from what memory holds), unless a
@@ -38,13 +22,29 @@ import (
 // the oldest segment goes, so holdLimit + inFlight + a segment fit it. The
 // process then waits on its pipe (as it would writing to a slow terminal)
 // instead of a follower losing bytes.
+package outlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
 const (
-	streamStdout byte = 1
-	streamStderr byte = 2
+	// Stdout and Stderr are a chunk's stream.
+	Stdout byte = 1
+	Stderr byte = 2
 
-	// coalesceMax: small reads of one stream join the previous chunk up to
-	// this size, so line-by-line output does not cost a chunk per line.
+	// coalesceMax: small reads of one stream join the previous Chunk up to
+	// this size, so line-by-line output does not cost a Chunk per line.
 	coalesceMax = 64 << 10
 	// indexEvery: a segment remembers where a frame starts at least every
 	// this many bytes of file, so a reader seeks to an offset reading at
@@ -59,25 +59,29 @@ const (
 	spillBatch = 4 << 20
 )
 
-func streamName(s byte) string {
-	if s == streamStderr {
-		return streamNameStderr
+// StreamName is a stream's name in the API: stdout or stderr.
+func StreamName(s byte) string {
+	if s == Stderr {
+		return "stderr"
 	}
-	return streamNameStdout
+	return "stdout"
 }
 
-// chunk is bytes of one stream from offset off. Its bytes never change
-// while anyone holds them: appends only ever add past a slice's length,
-// and a recycled read buffer (buf) is reused only once every holder let
-// go of it.
-type chunk struct {
-	off    int64
-	stream byte
-	data   []byte
+// Gap is output a reader asked for that is no longer kept: [From, To).
+type Gap struct{ From, To int64 }
+
+// Chunk is bytes of one stream (Stdout or Stderr) from offset Off. Its
+// bytes never change while anyone holds them: appends only ever add past a
+// slice's length, and a recycled read buffer (buf) is reused only once
+// every holder let go of it.
+type Chunk struct {
+	Off    int64
+	Stream byte
+	Data   []byte
 	buf    *readBuf // nil: an ordinary slice, left to the GC
 }
 
-// readBuf is a bulk read buffer of a process's pipe that became a chunk.
+// readBuf is a bulk read buffer of a process's pipe that became a Chunk.
 // Its holders are the log's memory, the spiller writing it and cursors
 // that answered pieces of it; the last to let go puts it back in
 // readBufs. Reusing them spares a pipe at full speed a fresh megabyte
@@ -87,10 +91,10 @@ type readBuf struct {
 	refs atomic.Int32
 }
 
-// readBufSize is the size of a recycled read buffer.
-const readBufSize = 1 << 20
+// ReadBufSize is the size of a recycled read buffer.
+const ReadBufSize = 1 << 20
 
-var readBufs = sync.Pool{New: func() any { return &readBuf{b: make([]byte, readBufSize)} }}
+var readBufs = sync.Pool{New: func() any { return &readBuf{b: make([]byte, ReadBufSize)} }}
 
 // getReadBuf answers a buffer with one holder: the caller.
 func getReadBuf() *readBuf {
@@ -118,17 +122,17 @@ func (rb *readBuf) release() {
 }
 
 // releaseChunks lets go of the log's hold on chunks leaving memory.
-func releaseChunks(cs []chunk) {
+func releaseChunks(cs []Chunk) {
 	for _, c := range cs {
 		c.buf.release()
 	}
 }
 
-func (c chunk) end() int64 { return c.off + int64(len(c.data)) }
+func (c Chunk) end() int64 { return c.Off + int64(len(c.Data)) }
 
 // segment is a file of frames holding offsets [start, end).
 type segment struct {
-	log        *outlog
+	log        *Log
 	path       string
 	start, end int64 // under log.mu
 	size       int64 // bytes written and flushed, under log.mu
@@ -137,15 +141,15 @@ type segment struct {
 	dropped    atomic.Bool
 }
 
-type segIndex struct{ off, pos int64 }
+type segIndex struct{ Off, Pos int64 }
 
-// budget is the service-wide bound on kept output.
-type budget struct {
+// Budget is the service-wide bound on kept output.
+type Budget struct {
 	memPer, memTotal   int64
 	diskPer, diskTotal int64
 	segSize            int64
-	// chunkMax bounds one chunk (a read, or reads joined): memory never
-	// lets go of the newest chunk, so it must fit the memory bound with
+	// chunkMax bounds one Chunk (a read, or reads joined): memory never
+	// lets go of the newest Chunk, so it must fit the memory bound with
 	// room to spare, however small the bound and however large a read.
 	chunkMax int
 	coalesce int // coalesceMax within chunkMax
@@ -168,16 +172,31 @@ type budget struct {
 	fifo []*segment // every segment on disk, oldest first
 }
 
-func newBudget(set *Settings, log *slog.Logger) *budget {
-	seg := min(max(set.OutputDisk/8, 64<<10), 8<<20)
-	chunkMax := int(min(readBufSize, set.OutputMemory/4))
-	return &budget{memPer: set.OutputMemory, memTotal: set.OutputMemoryTotal, diskPer: set.OutputDisk,
-		diskTotal: set.OutputDiskTotal, segSize: seg, chunkMax: chunkMax, coalesce: min(coalesceMax, chunkMax),
-		connLead: min(set.OutputMemory/2, set.OutputDisk/2), holdLimit: set.OutputDisk / 2, inFlight: set.OutputDisk / 4,
+// Limits are the bounds on kept output: per process and for all together,
+// in memory and on disk, and how long a follower that disconnected keeps
+// its place.
+type Limits struct {
+	Memory, MemoryTotal int64
+	Disk, DiskTotal     int64
+	ResumeGrace         time.Duration
+}
+
+// NewBudget is the service-wide bound for set; log is told when output
+// cannot go to disk.
+func NewBudget(set Limits, log *slog.Logger) *Budget {
+	seg := min(max(set.Disk/8, 64<<10), 8<<20)
+	chunkMax := int(min(ReadBufSize, set.Memory/4))
+	return &Budget{memPer: set.Memory, memTotal: set.MemoryTotal, diskPer: set.Disk,
+		diskTotal: set.DiskTotal, segSize: seg, chunkMax: chunkMax, coalesce: min(coalesceMax, chunkMax),
+		connLead: min(set.Memory/2, set.Disk/2), holdLimit: set.Disk / 2, inFlight: set.Disk / 4,
 		grace: set.ResumeGrace, log: log}
 }
 
-func (b *budget) add(s *segment) {
+// Wait returns once every log's spiller has ended (each log closed or
+// aborted).
+func (b *Budget) Wait() { b.spillers.Wait() }
+
+func (b *Budget) add(s *segment) {
 	b.mu.Lock()
 	b.fifo = append(b.fifo, s)
 	b.mu.Unlock()
@@ -185,7 +204,7 @@ func (b *budget) add(s *segment) {
 
 // reclaim drops the oldest sealed segments, whoever's, while the disk in
 // total is over its bound.
-func (b *budget) reclaim() {
+func (b *Budget) reclaim() {
 	for b.disk.Load() > b.diskTotal {
 		b.mu.Lock()
 		var victim *segment
@@ -209,20 +228,20 @@ func (b *budget) reclaim() {
 	}
 }
 
-// hold is a follower's place.
-type hold struct {
-	pos       int64
+// Hold is a follower's place.
+type Hold struct {
+	Pos       int64
 	lingering bool
 	expires   time.Time
 }
 
-// outlog is one process's output.
-type outlog struct {
-	b      *budget
+// Log is one process's output.
+type Log struct {
+	b      *Budget
 	prefix string // segment files are prefix.N
 
 	mu        sync.Mutex
-	mem       []chunk // [memStart, total)
+	mem       []Chunk // [memStart, total)
 	memBytes  int64
 	segs      []*segment // [segs[0].start, diskEnd), contiguous; diskEnd >= memStart while any
 	diskBytes int64
@@ -243,7 +262,7 @@ type outlog struct {
 	wake      chan struct{} // closed at every append and at close
 	spilled   chan struct{} // closed when diskEnd moves or spilling fails
 	kick      chan struct{} // wakes the spiller
-	holds     map[*hold]struct{}
+	holds     map[*Hold]struct{}
 	holdWake  chan struct{}
 
 	wmu sync.Mutex // appends, one at a time
@@ -258,36 +277,37 @@ type outlog struct {
 	abortOne sync.Once
 }
 
-func newOutlog(b *budget, prefix string) *outlog {
-	return &outlog{b: b, prefix: prefix, wake: make(chan struct{}), spilled: make(chan struct{}), kick: make(chan struct{}, 1),
-		holds: map[*hold]struct{}{}, abort: make(chan struct{})}
+// New is an empty log whose segment files are prefix.N.
+func New(b *Budget, prefix string) *Log {
+	return &Log{b: b, prefix: prefix, wake: make(chan struct{}), spilled: make(chan struct{}), kick: make(chan struct{}, 1),
+		holds: map[*Hold]struct{}{}, abort: make(chan struct{})}
 }
 
-// restored is the log of a process from before a restart: its output is
-// gone, its counts are what the record says.
-func restored(b *budget, rec *Process) *outlog {
-	l := newOutlog(b, "")
-	l.diskEnd, l.total, l.closed = rec.OutputBytes, rec.OutputBytes, true
-	l.counts[streamStdout], l.counts[streamStderr] = rec.StdoutBytes, rec.StderrBytes
+// Restored is the log of a process from before a restart: its output is
+// gone, its counts are what its record says.
+func Restored(b *Budget, stdout, stderr, total int64) *Log {
+	l := New(b, "")
+	l.diskEnd, l.total, l.closed = total, total, true
+	l.counts[Stdout], l.counts[Stderr] = stdout, stderr
 	return l
 }
 
-// stats are the record's output fields.
-func (l *outlog) stats() (stdout, stderr, total, keptFrom int64, closed bool) {
+// Stats are the record's output fields.
+func (l *Log) Stats() (stdout, stderr, total, keptFrom int64, closed bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.counts[streamStdout], l.counts[streamStderr], l.total, l.keptFrom(), l.closed
+	return l.counts[Stdout], l.counts[Stderr], l.total, l.keptFrom(), l.closed
 }
 
-func (l *outlog) memStart() int64 {
+func (l *Log) memStart() int64 {
 	if len(l.mem) == 0 {
 		return l.total
 	}
-	return l.mem[0].off
+	return l.mem[0].Off
 }
 
 // keptFrom is the oldest offset kept; the caller holds mu.
-func (l *outlog) keptFrom() int64 {
+func (l *Log) keptFrom() int64 {
 	ms := l.memStart()
 	if len(l.segs) > 0 && l.segs[0].start < ms {
 		return l.segs[0].start
@@ -295,20 +315,20 @@ func (l *outlog) keptFrom() int64 {
 	return ms
 }
 
-// append adds p to stream's output. With owned, p is the caller's to give
-// away (a read buffer it will not reuse) and becomes a chunk as it is.
-func (l *outlog) append(stream byte, p []byte, owned bool) { l.add(stream, p, owned, nil) }
+// Append adds p to stream's output. With owned, p is the caller's to give
+// away (a read buffer it will not reuse) and becomes a Chunk as it is.
+func (l *Log) Append(stream byte, p []byte, owned bool) { l.add(stream, p, owned, nil) }
 
 // appendBuf adds rb's bytes [from, to) to stream's output; the log takes
-// a hold of its own on rb. Bytes that follow the newest chunk in the same
-// buffer, of the same stream, extend it. A chunk of a read buffer is never
+// a hold of its own on rb. Bytes that follow the newest Chunk in the same
+// buffer, of the same stream, extend it. A Chunk of a read buffer is never
 // appended to by copying: the space past it is where the next read goes.
-func (l *outlog) appendBuf(stream byte, rb *readBuf, from, to int) {
+func (l *Log) appendBuf(stream byte, rb *readBuf, from, to int) {
 	rb.hold()
 	l.add(stream, rb.b[from:to], true, rb)
 }
 
-func (l *outlog) add(stream byte, p []byte, owned bool, rb *readBuf) {
+func (l *Log) add(stream byte, p []byte, owned bool, rb *readBuf) {
 	if len(p) == 0 {
 		rb.release()
 		return
@@ -323,19 +343,19 @@ func (l *outlog) add(stream byte, p []byte, owned bool, rb *readBuf) {
 		rb.release()
 		return
 	}
-	if k := len(l.mem) - 1; rb != nil && k >= 0 && l.mem[k].buf == rb && l.mem[k].stream == stream &&
-		len(l.mem[k].data)+len(p) <= l.b.chunkMax && follows(l.mem[k].data, p) {
+	if k := len(l.mem) - 1; rb != nil && k >= 0 && l.mem[k].buf == rb && l.mem[k].Stream == stream &&
+		len(l.mem[k].Data)+len(p) <= l.b.chunkMax && follows(l.mem[k].Data, p) {
 		last := &l.mem[k]
-		last.data = last.data[:len(last.data)+len(p)]
-		rb.release() // the chunk's hold covers it
-	} else if k >= 0 && l.mem[k].buf == nil && l.mem[k].stream == stream && len(l.mem[k].data)+len(p) <= l.b.coalesce {
+		last.Data = last.Data[:len(last.Data)+len(p)]
+		rb.release() // the Chunk's hold covers it
+	} else if k >= 0 && l.mem[k].buf == nil && l.mem[k].Stream == stream && len(l.mem[k].Data)+len(p) <= l.b.coalesce {
 		last := &l.mem[k]
-		if cap(last.data)-len(last.data) < len(p) {
-			grown := make([]byte, len(last.data), min(max(2*cap(last.data), len(last.data)+len(p)), l.b.coalesce))
-			copy(grown, last.data)
-			last.data = grown
+		if cap(last.Data)-len(last.Data) < len(p) {
+			grown := make([]byte, len(last.Data), min(max(2*cap(last.Data), len(last.Data)+len(p)), l.b.coalesce))
+			copy(grown, last.Data)
+			last.Data = grown
 		}
-		last.data = append(last.data, p...)
+		last.Data = append(last.Data, p...)
 		rb.release() // copied
 	} else {
 		data := p
@@ -343,7 +363,7 @@ func (l *outlog) add(stream byte, p []byte, owned bool, rb *readBuf) {
 			data = make([]byte, len(p), max(len(p), min(4<<10, l.b.coalesce)))
 			copy(data, p)
 		}
-		l.mem = append(l.mem, chunk{off: l.total, stream: stream, data: data, buf: rb})
+		l.mem = append(l.mem, Chunk{Off: l.total, Stream: stream, Data: data, buf: rb})
 	}
 	l.total += n
 	l.counts[stream] += n
@@ -366,7 +386,7 @@ func follows(a, p []byte) bool {
 // disk, or unwritten when no follower needs them; one a follower needs is
 // waited for. The spiller starts once memory is half full. The caller
 // holds wmu.
-func (l *outlog) shrink() {
+func (l *Log) shrink() {
 	for {
 		l.mu.Lock()
 		if l.removed {
@@ -401,7 +421,7 @@ func (l *outlog) shrink() {
 // newest (the end of the output always stays readable); it answers a
 // channel to wait on when the oldest is not on disk yet and a follower
 // needs it. The caller holds mu.
-func (l *outlog) evict(target int64) <-chan struct{} {
+func (l *Log) evict(target int64) <-chan struct{} {
 	var freed int64
 	i := 0
 	for ; i < len(l.mem)-1 && l.memBytes-freed > target; i++ {
@@ -409,7 +429,7 @@ func (l *outlog) evict(target int64) <-chan struct{} {
 		if c.end() > l.diskEnd && !l.spillErr && l.needed(c.end()) {
 			break
 		}
-		freed += int64(len(c.data))
+		freed += int64(len(c.Data))
 	}
 	if i > 0 {
 		releaseChunks(l.mem[:i])
@@ -434,13 +454,13 @@ func (l *outlog) evict(target int64) <-chan struct{} {
 // needed reports whether a follower may still need bytes before off: its
 // place, less what may have been in flight, is before off. The caller
 // holds mu.
-func (l *outlog) needed(off int64) bool {
+func (l *Log) needed(off int64) bool {
 	now := time.Now()
 	for h := range l.holds {
 		if h.lingering && !now.Before(h.expires) {
 			continue
 		}
-		if h.pos-l.b.inFlight < off {
+		if h.Pos-l.b.inFlight < off {
 			return true
 		}
 	}
@@ -449,7 +469,7 @@ func (l *outlog) needed(off int64) bool {
 
 // waitHolds waits while taking n more bytes would put the output further
 // ahead of a follower's place than its lead. The caller holds wmu.
-func (l *outlog) waitHolds(n int64) {
+func (l *Log) waitHolds(n int64) {
 	for {
 		l.mu.Lock()
 		now := time.Now()
@@ -463,7 +483,7 @@ func (l *outlog) waitHolds(n int64) {
 			if h.lingering && (next.IsZero() || h.expires.Before(next)) {
 				next = h.expires
 			}
-			if h.pos < l.total && l.total+n-h.pos > l.lead(h) {
+			if h.Pos < l.total && l.total+n-h.Pos > l.lead(h) {
 				ahead = true
 			}
 		}
@@ -499,7 +519,7 @@ func (l *outlog) waitHolds(n int64) {
 }
 
 // lead is how far the output may get ahead of a follower's place.
-func (l *outlog) lead(h *hold) int64 {
+func (l *Log) lead(h *Hold) int64 {
 	if h.lingering {
 		return l.b.holdLimit
 	}
@@ -507,7 +527,7 @@ func (l *outlog) lead(h *hold) int64 {
 }
 
 // wakeHolders wakes an append waiting on the holds; the caller holds mu.
-func (l *outlog) wakeHolders() {
+func (l *Log) wakeHolders() {
 	if l.holdWake != nil {
 		close(l.holdWake)
 		l.holdWake = nil
@@ -516,13 +536,13 @@ func (l *outlog) wakeHolders() {
 }
 
 // spilledMoved wakes appends waiting on the spiller; the caller holds mu.
-func (l *outlog) spilledMoved() {
+func (l *Log) spilledMoved() {
 	close(l.spilled)
 	l.spilled = make(chan struct{})
 }
 
 // startSpiller runs the spiller unless it runs; the caller holds mu.
-func (l *outlog) startSpiller() {
+func (l *Log) startSpiller() {
 	if l.spilling || l.removed || l.spillErr {
 		select {
 		case l.kick <- struct{}{}:
@@ -541,7 +561,7 @@ func (l *outlog) startSpiller() {
 // spill writes memory to disk, oldest first, while memory is more than
 // half full (at the end: more than a finished process keeps), then, once
 // the output is complete and written, lets memory go down to that.
-func (l *outlog) spill() {
+func (l *Log) spill() {
 	defer func() {
 		l.seal()
 		l.mu.Lock()
@@ -570,18 +590,18 @@ func (l *outlog) spill() {
 		if l.closed {
 			limit = finishedMemory
 		}
-		var batch []chunk
+		var batch []Chunk
 		if l.memBytes > limit || l.starved {
 			n := 0
 			i := sort.Search(len(l.mem), func(i int) bool { return l.mem[i].end() > l.diskEnd })
 			for ; i < len(l.mem) && n < spillBatch; i++ {
 				c := l.mem[i]
-				if c.off < l.diskEnd {
-					c = chunk{off: l.diskEnd, stream: c.stream, data: c.data[l.diskEnd-c.off:]}
+				if c.Off < l.diskEnd {
+					c = Chunk{Off: l.diskEnd, Stream: c.Stream, Data: c.Data[l.diskEnd-c.Off:]}
 				}
 				c.buf.hold() // written outside the lock, while memory may let it go
 				batch = append(batch, c)
-				n += len(c.data)
+				n += len(c.Data)
 			}
 		}
 		if len(batch) == 0 {
@@ -622,11 +642,11 @@ func (l *outlog) spill() {
 
 // settle lets a finished process's memory go down to finishedMemory: what
 // leaves is on disk. The caller holds mu.
-func (l *outlog) settle() {
+func (l *Log) settle() {
 	var freed int64
 	i := 0
 	for ; i < len(l.mem)-1 && l.memBytes-freed > finishedMemory && l.mem[i].end() <= l.diskEnd; i++ {
-		freed += int64(len(l.mem[i].data))
+		freed += int64(len(l.mem[i].Data))
 	}
 	releaseChunks(l.mem[:i])
 	l.mem = append(l.mem[:0], l.mem[i:]...)
@@ -642,7 +662,7 @@ var errStale = errors.New("the disk was dropped meanwhile")
 // so that a cut falls between characters of UTF-8 text, and commits each
 // segment's new end once its frames are flushed. The chunks stay in memory
 // meanwhile, where readers find them. Only the spiller calls it.
-func (l *outlog) writeFrames(batch []chunk, gen int) error {
+func (l *Log) writeFrames(batch []Chunk, gen int) error {
 	var hdr [frameHeader]byte
 	var pend struct {
 		size, end int64
@@ -675,10 +695,10 @@ func (l *outlog) writeFrames(batch []chunk, gen int) error {
 	}
 	lastIdx := int64(-indexEvery)
 	if l.cur != nil && len(l.cur.index) > 0 {
-		lastIdx = l.cur.index[len(l.cur.index)-1].pos
+		lastIdx = l.cur.index[len(l.cur.index)-1].Pos
 	}
 	for _, c := range batch {
-		off, data := c.off, c.data
+		off, data := c.Off, c.Data
 		for len(data) > 0 {
 			if l.cur == nil || l.cur.dropped.Load() || l.cur.size+pend.size+frameHeader >= l.b.segSize {
 				if err := commit(); err != nil {
@@ -695,10 +715,10 @@ func (l *outlog) writeFrames(batch []chunk, gen int) error {
 				n = runeCut(data, n)
 			}
 			if pos-lastIdx >= indexEvery {
-				pend.index = append(pend.index, segIndex{off: off, pos: pos})
+				pend.index = append(pend.index, segIndex{Off: off, Pos: pos})
 				lastIdx = pos
 			}
-			hdr[0] = c.stream
+			hdr[0] = c.Stream
 			binary.LittleEndian.PutUint32(hdr[1:], uint32(n))
 			if _, err := l.bw.Write(hdr[:]); err != nil {
 				return err
@@ -729,7 +749,7 @@ func runeCut(b []byte, n int) int {
 
 // rotate seals the current segment and opens the next, starting at off.
 // Only the spiller calls it.
-func (l *outlog) rotate(off int64, gen int) error {
+func (l *Log) rotate(off int64, gen int) error {
 	l.seal()
 	l.mu.Lock()
 	path, reused := l.spare, l.spare != ""
@@ -769,7 +789,7 @@ func (l *outlog) rotate(off int64, gen int) error {
 }
 
 // seal closes the segment being written. Only the spiller calls it.
-func (l *outlog) seal() {
+func (l *Log) seal() {
 	if l.cur == nil {
 		return
 	}
@@ -780,13 +800,13 @@ func (l *outlog) seal() {
 }
 
 // dropOldest removes the oldest segment; the caller holds mu.
-func (l *outlog) dropOldest() {
+func (l *Log) dropOldest() {
 	s := l.segs[0]
 	l.segs = l.segs[1:]
 	l.forget(s)
 }
 
-func (l *outlog) forget(s *segment) {
+func (l *Log) forget(s *segment) {
 	if s.dropped.Swap(true) {
 		return
 	}
@@ -797,7 +817,7 @@ func (l *outlog) forget(s *segment) {
 
 // recycle drops the oldest segment for the disk bound, keeping its file
 // as the spare; the caller (the spiller) holds mu.
-func (l *outlog) recycle() {
+func (l *Log) recycle() {
 	s := l.segs[0]
 	if l.spare != "" || l.closed || l.removed || s.sealed.Load() == false || s.dropped.Load() {
 		l.dropOldest()
@@ -810,7 +830,7 @@ func (l *outlog) recycle() {
 }
 
 // dropSpare removes the spare file; the caller holds mu.
-func (l *outlog) dropSpare() {
+func (l *Log) dropSpare() {
 	if l.spare != "" {
 		_ = os.Remove(l.spare)
 		l.b.disk.Add(-l.spareSize)
@@ -818,7 +838,7 @@ func (l *outlog) dropSpare() {
 	}
 }
 
-func (l *outlog) dropAllSegments() {
+func (l *Log) dropAllSegments() {
 	for _, s := range l.segs {
 		l.forget(s)
 	}
@@ -827,7 +847,7 @@ func (l *outlog) dropAllSegments() {
 
 // dropSegment removes s when it is still this log's oldest (the global
 // bound's reclaim).
-func (l *outlog) dropSegment(s *segment) {
+func (l *Log) dropSegment(s *segment) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.segs) > 0 && l.segs[0] == s {
@@ -835,9 +855,9 @@ func (l *outlog) dropSegment(s *segment) {
 	}
 }
 
-// close marks the output complete: wakes followers, and has the spiller
+// Close marks the output complete: wakes followers, and has the spiller
 // write what a finished process may not keep in memory.
-func (l *outlog) close() {
+func (l *Log) Close() {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.mu.Lock()
@@ -851,7 +871,7 @@ func (l *outlog) close() {
 	// little of one they use) to slices of their own size.
 	for i := range l.mem {
 		if c := &l.mem[i]; c.buf != nil {
-			c.data = bytes.Clone(c.data)
+			c.Data = bytes.Clone(c.Data)
 			c.buf.release()
 			c.buf = nil
 		}
@@ -865,9 +885,9 @@ func (l *outlog) close() {
 	close(wake)
 }
 
-// remove deletes everything kept (retention) and ends every follower.
-func (l *outlog) remove() {
-	l.abortAll()
+// Remove deletes everything kept (retention) and ends every follower.
+func (l *Log) Remove() {
+	l.AbortAll()
 	l.mu.Lock()
 	l.removed = true
 	l.dropAllSegments()
@@ -885,43 +905,43 @@ func (l *outlog) remove() {
 	close(wake)
 }
 
-// abortAll stops waiting on holds and the spiller (the service is
+// AbortAll stops waiting on holds and the spiller (the service is
 // stopping, or the log goes).
-func (l *outlog) abortAll() { l.abortOne.Do(func() { close(l.abort) }) }
+func (l *Log) AbortAll() { l.abortOne.Do(func() { close(l.abort) }) }
 
-// addHold registers a follower's place at pos. A hold a follower left when
+// AddHold registers a follower's place at pos. A hold a follower left when
 // it disconnected, at or past pos, is taken over: that is most likely the
 // same client resuming.
-func (l *outlog) addHold(pos int64) *hold {
+func (l *Log) AddHold(pos int64) *Hold {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var prev *hold
+	var prev *Hold
 	for h := range l.holds {
-		if h.lingering && h.pos >= pos && (prev == nil || h.pos < prev.pos) {
+		if h.lingering && h.Pos >= pos && (prev == nil || h.Pos < prev.Pos) {
 			prev = h
 		}
 	}
 	if prev != nil {
 		delete(l.holds, prev)
 	}
-	h := &hold{pos: pos}
+	h := &Hold{Pos: pos}
 	l.holds[h] = struct{}{}
 	l.wakeHolders()
 	return h
 }
 
-// moveHold records that a follower has sent everything before pos.
-func (l *outlog) moveHold(h *hold, pos int64) {
+// MoveHold records that a follower has sent everything before pos.
+func (l *Log) MoveHold(h *Hold, pos int64) {
 	l.mu.Lock()
-	if pos > h.pos {
-		h.pos = pos
+	if pos > h.Pos {
+		h.Pos = pos
 		l.wakeHolders()
 	}
 	l.mu.Unlock()
 }
 
-// releaseHold keeps a disconnected follower's place for the resume grace.
-func (l *outlog) releaseHold(h *hold) {
+// ReleaseHold keeps a disconnected follower's place for the resume grace.
+func (l *Log) ReleaseHold(h *Hold) {
 	l.mu.Lock()
 	if _, ok := l.holds[h]; ok {
 		if l.closed || l.b.grace <= 0 {
@@ -935,12 +955,10 @@ func (l *outlog) releaseHold(h *hold) {
 }
 
 // outputDir is where a service's segment files live.
-func outputDir(dataDir string) string { return filepath.Join(dataDir, "output") }
-
-// cursor is a reader's position in a log.
-type cursor struct {
-	l    *outlog
-	pos  int64
+// Cursor is a reader's position in a log: Pos is the next offset it reads.
+type Cursor struct {
+	l    *Log
+	Pos  int64
 	f    *os.File
 	fseg *segment
 	buf  []byte
@@ -948,7 +966,7 @@ type cursor struct {
 }
 
 // letGo releases the read buffers under the pieces last answered.
-func (c *cursor) letGo() {
+func (c *Cursor) letGo() {
 	for i, rb := range c.held {
 		rb.release()
 		c.held[i] = nil
@@ -956,26 +974,27 @@ func (c *cursor) letGo() {
 	c.held = c.held[:0]
 }
 
-func (l *outlog) cursor(pos int64) *cursor { return &cursor{l: l, pos: pos} }
+// Cursor is a new reader at pos.
+func (l *Log) Cursor(pos int64) *Cursor { return &Cursor{l: l, Pos: pos} }
 
-// atEnd reports whether the cursor has read all of a complete output.
-func (c *cursor) atEnd() bool {
+// AtEnd reports whether the cursor has read all of a complete output.
+func (c *Cursor) AtEnd() bool {
 	c.l.mu.Lock()
 	defer c.l.mu.Unlock()
-	return c.l.closed && c.pos >= c.l.total
+	return c.l.closed && c.Pos >= c.l.total
 }
 
-// caughtUp reports whether the cursor has read everything so far of an
+// CaughtUp reports whether the cursor has read everything so far of an
 // output still growing.
-func (c *cursor) caughtUp() bool {
+func (c *Cursor) CaughtUp() bool {
 	c.l.mu.Lock()
 	defer c.l.mu.Unlock()
-	return !c.l.closed && c.pos >= c.l.total
+	return !c.l.closed && c.Pos >= c.l.total
 }
 
-// waitMore answers a channel closed at the next change, or nil when the
+// WaitMore answers a channel closed at the next change, or nil when the
 // output already goes past upto or is complete.
-func (c *cursor) waitMore(upto int64) <-chan struct{} {
+func (c *Cursor) WaitMore(upto int64) <-chan struct{} {
 	c.l.mu.Lock()
 	defer c.l.mu.Unlock()
 	if c.l.closed || c.l.removed || c.l.total > upto {
@@ -984,7 +1003,9 @@ func (c *cursor) waitMore(upto int64) <-chan struct{} {
 	return c.l.wake
 }
 
-func (c *cursor) close() {
+// Close lets go of what the cursor holds: the pieces last answered, an
+// open segment file.
+func (c *Cursor) Close() {
 	c.letGo()
 	if c.f != nil {
 		_ = c.f.Close()
@@ -992,24 +1013,24 @@ func (c *cursor) close() {
 	}
 }
 
-// next answers up to max bytes at the cursor (pieces valid until the next
+// Next answers up to max bytes at the cursor (pieces valid until the next
 // call or close), a gap when the cursor was before the oldest kept byte,
 // and else done (the output is complete and all read) or a channel closed
 // when there is more.
-func (c *cursor) next(max int) (pieces []chunk, gap *Gap, done bool, wait <-chan struct{}) {
+func (c *Cursor) Next(max int) (pieces []Chunk, gap *Gap, done bool, wait <-chan struct{}) {
 	l := c.l
 	c.letGo()
 	for {
 		l.mu.Lock()
-		if start := l.keptFrom(); c.pos < start {
-			gap = &Gap{Type: "gap", From: c.pos, To: start}
-			c.pos = start
+		if start := l.keptFrom(); c.Pos < start {
+			gap = &Gap{From: c.Pos, To: start}
+			c.Pos = start
 		}
 		ms := l.memStart()
 		switch {
-		case c.pos < ms:
-			i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].end > c.pos })
-			if i == len(l.segs) || l.segs[i].start > c.pos {
+		case c.Pos < ms:
+			i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].end > c.Pos })
+			if i == len(l.segs) || l.segs[i].start > c.Pos {
 				// Segments are contiguous up to memory; never here, but
 				// a reader must not spin if they were not.
 				to := ms
@@ -1017,13 +1038,13 @@ func (c *cursor) next(max int) (pieces []chunk, gap *Gap, done bool, wait <-chan
 					to = l.segs[i].start
 				}
 				l.mu.Unlock()
-				gap = &Gap{Type: "gap", From: c.pos, To: to}
-				c.pos = to
+				gap = &Gap{From: c.Pos, To: to}
+				c.Pos = to
 				return nil, gap, false, nil
 			}
 			s := l.segs[i]
-			ix := sort.Search(len(s.index), func(j int) bool { return s.index[j].off > c.pos }) - 1
-			from := segIndex{off: s.start}
+			ix := sort.Search(len(s.index), func(j int) bool { return s.index[j].Off > c.Pos }) - 1
+			from := segIndex{Off: s.start}
 			if ix >= 0 {
 				from = s.index[ix]
 			}
@@ -1031,22 +1052,22 @@ func (c *cursor) next(max int) (pieces []chunk, gap *Gap, done bool, wait <-chan
 			l.mu.Unlock()
 			p, err := c.readDisk(s, from, end, size, max)
 			if err != nil {
-				c.close()
+				c.Close()
 				if s.dropped.Load() {
 					continue // dropped meanwhile: the next look reports the gap
 				}
 				// Damaged or unreadable: skip what it held.
-				gap = &Gap{Type: "gap", From: c.pos, To: end}
-				c.pos = end
+				gap = &Gap{From: c.Pos, To: end}
+				c.Pos = end
 				return nil, gap, false, nil
 			}
 			return p, gap, false, nil
-		case c.pos < l.total:
-			i := sort.Search(len(l.mem), func(i int) bool { return l.mem[i].end() > c.pos })
+		case c.Pos < l.total:
+			i := sort.Search(len(l.mem), func(i int) bool { return l.mem[i].end() > c.Pos })
 			n := 0
 			for ; i < len(l.mem) && n < max; i++ {
 				ch := l.mem[i]
-				d := ch.data[c.pos-ch.off:]
+				d := ch.Data[c.Pos-ch.Off:]
 				if n+len(d) > max {
 					d = d[:max-n]
 				}
@@ -1054,8 +1075,8 @@ func (c *cursor) next(max int) (pieces []chunk, gap *Gap, done bool, wait <-chan
 					ch.buf.hold()
 					c.held = append(c.held, ch.buf)
 				}
-				pieces = append(pieces, chunk{off: c.pos, stream: ch.stream, data: d})
-				c.pos += int64(len(d))
+				pieces = append(pieces, Chunk{Off: c.Pos, Stream: ch.Stream, Data: d})
+				c.Pos += int64(len(d))
 				n += len(d)
 			}
 			l.mu.Unlock()
@@ -1074,23 +1095,23 @@ var errSegment = errors.New("process: segment file is damaged")
 
 // readDisk reads frames of s from the indexed frame at from up to end,
 // answering the bytes from the cursor on, at most max of them.
-func (c *cursor) readDisk(s *segment, from segIndex, end, size int64, max int) ([]chunk, error) {
+func (c *Cursor) readDisk(s *segment, from segIndex, end, size int64, max int) ([]Chunk, error) {
 	if c.fseg != s {
-		c.close()
+		c.Close()
 		f, err := os.Open(s.path)
 		if err != nil {
 			return nil, err
 		}
 		c.f, c.fseg = f, s
 	}
-	want := int(min(int64(max), end-c.pos))
-	need := int(min(c.pos-from.off+int64(want)+frameHeader*16+indexEvery, size-from.pos))
+	want := int(min(int64(max), end-c.Pos))
+	need := int(min(c.Pos-from.Off+int64(want)+frameHeader*16+indexEvery, size-from.Pos))
 	for {
 		if cap(c.buf) < need {
 			c.buf = make([]byte, need)
 		}
 		buf := c.buf[:need]
-		n, err := c.f.ReadAt(buf, from.pos)
+		n, err := c.f.ReadAt(buf, from.Pos)
 		if n < need && err != nil {
 			return nil, err
 		}
@@ -1099,25 +1120,25 @@ func (c *cursor) readDisk(s *segment, from segIndex, end, size int64, max int) (
 			// what was read may not be this segment's.
 			return nil, errSegment
 		}
-		var out []chunk
-		off, p, got := from.off, 0, 0
+		var out []Chunk
+		off, p, got := from.Off, 0, 0
 		for p+frameHeader <= n && got < want {
 			st := buf[p]
 			ln := int(binary.LittleEndian.Uint32(buf[p+1:]))
-			if st != streamStdout && st != streamStderr {
+			if st != Stdout && st != Stderr {
 				return nil, errSegment
 			}
 			if p+frameHeader+ln > n {
 				break
 			}
 			fend := off + int64(ln)
-			if fend > c.pos {
-				d := buf[p+frameHeader+int(c.pos-off) : p+frameHeader+ln]
+			if fend > c.Pos {
+				d := buf[p+frameHeader+int(c.Pos-off) : p+frameHeader+ln]
 				if got+len(d) > want {
 					d = d[:want-got]
 				}
-				out = append(out, chunk{off: c.pos, stream: st, data: d})
-				c.pos += int64(len(d))
+				out = append(out, Chunk{Off: c.Pos, Stream: st, Data: d})
+				c.Pos += int64(len(d))
 				got += len(d)
 			}
 			off = fend
@@ -1126,9 +1147,9 @@ func (c *cursor) readDisk(s *segment, from segIndex, end, size int64, max int) (
 		if len(out) > 0 {
 			return out, nil
 		}
-		if int64(need) >= size-from.pos {
+		if int64(need) >= size-from.Pos {
 			return nil, errSegment
 		}
-		need = int(min(int64(need)*2, size-from.pos))
+		need = int(min(int64(need)*2, size-from.Pos))
 	}
 }

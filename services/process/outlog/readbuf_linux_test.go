@@ -1,4 +1,4 @@
-package process
+package outlog
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestBulkReadsRecycleBuffers: a process's bulk output is read into
@@ -18,8 +21,8 @@ import (
 func TestBulkReadsRecycleBuffers(t *testing.T) {
 	const total = 48 << 20
 	b := testBudget(2<<20, 2<<20, 8<<20, 8<<20)
-	l := newOutlog(b, filepath.Join(t.TempDir(), "p"))
-	t.Cleanup(func() { l.remove(); b.spillers.Wait() })
+	l := New(b, filepath.Join(t.TempDir(), "p"))
+	t.Cleanup(func() { l.Remove(); b.Wait() })
 	block := make([]byte, 1<<20+7) // not a divisor of the buffers' size
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range block {
@@ -45,37 +48,36 @@ func TestBulkReadsRecycleBuffers(t *testing.T) {
 		return true
 	}
 	r := feedPipe(t, total, 128<<10, fill)
-	p := &process{log: l}
 	var draining atomic.Bool
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		p.readLoop(r, streamStdout, &draining)
+		l.Fill(r, r.Read, Stdout, &draining, time.Second, nil)
 		_ = r.Close()
-		l.close()
+		l.Close()
 	}()
-	h := l.addHold(0)
-	c := l.cursor(0)
-	defer c.close()
+	h := l.AddHold(0)
+	c := l.Cursor(0)
+	defer c.Close()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for {
-		pieces, gap, end, wait := c.next(256 << 10)
+		pieces, gap, end, wait := c.Next(256 << 10)
 		if gap != nil {
 			t.Fatalf("gap %+v for a held follower", gap)
 		}
 		for _, pc := range pieces {
-			if !same(pc.off, pc.data) {
-				t.Fatalf("bytes at %d differ", pc.off)
+			if !same(pc.Off, pc.Data) {
+				t.Fatalf("bytes at %d differ", pc.Off)
 			}
 		}
 		// Let the pipe's reader go on (it waits on this place) while the
 		// pieces are still held: their bytes must not change.
-		l.moveHold(h, c.pos)
+		l.MoveHold(h, c.Pos)
 		runtime.Gosched()
 		for _, pc := range pieces {
-			if !same(pc.off, pc.data) {
-				t.Fatalf("bytes at %d changed while held", pc.off)
+			if !same(pc.Off, pc.Data) {
+				t.Fatalf("bytes at %d changed while held", pc.Off)
 			}
 		}
 		if end {
@@ -87,8 +89,8 @@ func TestBulkReadsRecycleBuffers(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	<-read
-	if c.pos != total {
-		t.Fatalf("read %d of %d", c.pos, total)
+	if c.Pos != total {
+		t.Fatalf("read %d of %d", c.Pos, total)
 	}
 	// Each read taking a fresh buffer allocates all of it (and more); with
 	// recycling, what the pool misses (the race detector has it drop a
@@ -109,8 +111,8 @@ func TestBulkReadsRecycleBuffers(t *testing.T) {
 func TestFinishedOutputLeavesReadBuffers(t *testing.T) {
 	t.Parallel()
 	b := testBudget(8<<20, 8<<20, 8<<20, 8<<20)
-	l := newOutlog(b, filepath.Join(t.TempDir(), "p"))
-	t.Cleanup(func() { l.remove(); b.spillers.Wait() })
+	l := New(b, filepath.Join(t.TempDir(), "p"))
+	t.Cleanup(func() { l.Remove(); b.Wait() })
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +124,7 @@ func TestFinishedOutputLeavesReadBuffers(t *testing.T) {
 		_, _ = w.Write(want[readMin:])
 	}()
 	var draining atomic.Bool
-	(&process{log: l}).readLoop(r, streamStdout, &draining)
+	l.Fill(r, r.Read, Stdout, &draining, time.Second, nil)
 	_ = r.Close()
 	l.mu.Lock()
 	pooled := 0
@@ -135,11 +137,11 @@ func TestFinishedOutputLeavesReadBuffers(t *testing.T) {
 	if pooled == 0 {
 		t.Fatal("the output never reached a read buffer: the test proves nothing")
 	}
-	l.close()
+	l.Close()
 	l.mu.Lock()
 	for _, c := range l.mem {
 		if c.buf != nil {
-			t.Errorf("chunk at %d (%d bytes) still in a read buffer after the end", c.off, len(c.data))
+			t.Errorf("Chunk at %d (%d bytes) still in a read buffer after the end", c.Off, len(c.Data))
 		}
 	}
 	l.mu.Unlock()
@@ -151,32 +153,32 @@ func TestFinishedOutputLeavesReadBuffers(t *testing.T) {
 
 // TestSmallMemoryBoundHoldsForBulkReads: with a memory bound far below a
 // read buffer, bulk output nobody follows keeps memory within the bound
-// (the newest chunk, which memory never lets go of, included), and what
+// (the newest Chunk, which memory never lets go of, included), and what
 // is kept when the output ends, before the disk catches up, is within the
 // disk and memory bounds together.
 func TestSmallMemoryBoundHoldsForBulkReads(t *testing.T) {
 	t.Parallel()
 	const memPer, diskPer, total = 64 << 10, 1 << 20, 6 << 20
 	b := testBudget(memPer, 2*memPer, diskPer, 2*diskPer)
-	l := newOutlog(b, filepath.Join(t.TempDir(), "p"))
-	t.Cleanup(func() { l.remove(); b.spillers.Wait() })
+	l := New(b, filepath.Join(t.TempDir(), "p"))
+	t.Cleanup(func() { l.Remove(); b.Wait() })
 	r := feedPipe(t, total, 1<<20, func(int64, []byte) {})
 	var draining atomic.Bool
-	(&process{log: l}).readLoop(r, streamStdout, &draining)
+	l.Fill(r, r.Read, Stdout, &draining, time.Second, nil)
 	_ = r.Close()
 	l.mu.Lock()
 	mem, kept, end := l.memBytes, l.keptFrom(), l.total
 	var largest int
 	for _, c := range l.mem {
-		largest = max(largest, len(c.data))
+		largest = max(largest, len(c.Data))
 	}
 	l.mu.Unlock()
-	l.close()
+	l.Close()
 	if end != total {
 		t.Fatalf("read %d of %d", end, total)
 	}
 	if mem > memPer || largest > memPer/4 {
-		t.Errorf("memory holds %d bytes (largest chunk %d), bound %d", mem, largest, memPer)
+		t.Errorf("memory holds %d bytes (largest Chunk %d), bound %d", mem, largest, memPer)
 	}
 	if end-kept > diskPer+memPer {
 		t.Errorf("%d bytes kept, bound %d on disk and %d in memory", end-kept, diskPer, memPer)
@@ -191,7 +193,11 @@ func feedPipe(t *testing.T, total int64, size int, fill func(off int64, p []byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	growPipe(w)
+	// a pipe as the process service grows its output pipes: a read
+	// fills a whole recycled buffer
+	if rc, err := w.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, ReadBufSize) })
+	}
 	go func() {
 		defer w.Close()
 		buf := make([]byte, size)

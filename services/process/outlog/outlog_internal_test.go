@@ -1,4 +1,4 @@
-package process
+package outlog
 
 import (
 	"bytes"
@@ -9,25 +9,25 @@ import (
 	"time"
 )
 
-func testBudget(memPer, memTotal, diskPer, diskTotal int64) *budget {
-	return newBudget(&Settings{OutputMemory: memPer, OutputMemoryTotal: memTotal, OutputDisk: diskPer,
-		OutputDiskTotal: diskTotal, ResumeGrace: time.Hour}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+func testBudget(memPer, memTotal, diskPer, diskTotal int64) *Budget {
+	return NewBudget(Limits{Memory: memPer, MemoryTotal: memTotal, Disk: diskPer,
+		DiskTotal: diskTotal, ResumeGrace: time.Hour}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 // readAll reads a log from off to its end.
-func readAll(t *testing.T, l *outlog, off int64) ([]byte, []*Gap) {
+func readAll(t *testing.T, l *Log, off int64) ([]byte, []*Gap) {
 	t.Helper()
-	c := l.cursor(off)
-	defer c.close()
+	c := l.Cursor(off)
+	defer c.Close()
 	var out []byte
 	var gaps []*Gap
 	for {
-		pieces, gap, done, wait := c.next(1 << 20)
+		pieces, gap, done, wait := c.Next(1 << 20)
 		if gap != nil {
 			gaps = append(gaps, gap)
 		}
 		for _, p := range pieces {
-			out = append(out, p.data...)
+			out = append(out, p.Data...)
 		}
 		if done {
 			return out, gaps
@@ -44,9 +44,9 @@ func readAll(t *testing.T, l *outlog, off int64) ([]byte, []*Gap) {
 func TestHeldBytesGoToDiskNotAway(t *testing.T) {
 	t.Parallel()
 	b := testBudget(64<<10, 64<<10, 8<<20, 8<<20)
-	l := newOutlog(b, filepath.Join(t.TempDir(), "p"))
-	t.Cleanup(func() { l.remove(); b.spillers.Wait() })
-	l.releaseHold(l.addHold(0)) // as hold_output does
+	l := New(b, filepath.Join(t.TempDir(), "p"))
+	t.Cleanup(func() { l.Remove(); b.Wait() })
+	l.ReleaseHold(l.AddHold(0)) // as hold_output does
 	var want bytes.Buffer
 	done := make(chan struct{})
 	go func() {
@@ -54,9 +54,9 @@ func TestHeldBytesGoToDiskNotAway(t *testing.T) {
 		for i := 0; i < 400; i++ {
 			p := bytes.Repeat([]byte{byte(i)}, 8<<10+i)
 			want.Write(p)
-			l.append(streamStdout+byte(i%2), p, false)
+			l.Append(Stdout+byte(i%2), p, false)
 		}
-		l.close()
+		l.Close()
 	}()
 	select {
 	case <-done:
@@ -71,17 +71,17 @@ func TestHeldBytesGoToDiskNotAway(t *testing.T) {
 
 // TestUnheldOutputKeepsItsEnd: without followers and with a disk that
 // cannot keep up (none at all here: spilling fails), memory still keeps
-// the newest chunk, and a read from 0 is told what went.
+// the newest Chunk, and a read from 0 is told what went.
 func TestUnheldOutputKeepsItsEnd(t *testing.T) {
 	t.Parallel()
 	b := testBudget(64<<10, 64<<10, 1<<20, 1<<20)
-	l := newOutlog(b, filepath.Join(t.TempDir(), "missing-dir", "p"))
-	t.Cleanup(func() { l.remove(); b.spillers.Wait() })
+	l := New(b, filepath.Join(t.TempDir(), "missing-dir", "p"))
+	t.Cleanup(func() { l.Remove(); b.Wait() })
 	for i := 0; i < 100; i++ {
-		l.append(streamStdout, bytes.Repeat([]byte{'x'}, 10<<10), false)
+		l.Append(Stdout, bytes.Repeat([]byte{'x'}, 10<<10), false)
 	}
-	l.append(streamStderr, []byte("the end"), false)
-	l.close()
+	l.Append(Stderr, []byte("the end"), false)
+	l.Close()
 	got, gaps := readAll(t, l, 0)
 	if len(gaps) != 1 || gaps[0].From != 0 || !bytes.HasSuffix(got, []byte("the end")) || int64(len(got)) != l.total-gaps[0].To {
 		t.Fatalf("%v %q", gaps, got[max(0, len(got)-20):])
@@ -102,13 +102,13 @@ func TestHeldBytesWhenOthersHoldTheMemory(t *testing.T) {
 	t.Parallel()
 	b := testBudget(8<<20, 8<<20, 16<<20, 32<<20)
 	dir := t.TempDir()
-	other := newOutlog(b, filepath.Join(dir, "other"))
-	l := newOutlog(b, filepath.Join(dir, "p"))
-	t.Cleanup(func() { other.remove(); l.remove(); b.spillers.Wait() })
+	other := New(b, filepath.Join(dir, "other"))
+	l := New(b, filepath.Join(dir, "p"))
+	t.Cleanup(func() { other.Remove(); l.Remove(); b.Wait() })
 	for i := 0; i < 8; i++ {
-		other.append(streamStdout, bytes.Repeat([]byte{'o'}, 1<<20), false)
+		other.Append(Stdout, bytes.Repeat([]byte{'o'}, 1<<20), false)
 	}
-	l.releaseHold(l.addHold(0))
+	l.ReleaseHold(l.AddHold(0))
 	var want bytes.Buffer
 	done := make(chan struct{})
 	go func() {
@@ -116,9 +116,9 @@ func TestHeldBytesWhenOthersHoldTheMemory(t *testing.T) {
 		for i := 0; i < 64; i++ {
 			p := bytes.Repeat([]byte{byte(i)}, 32<<10)
 			want.Write(p)
-			l.append(streamStdout, p, false)
+			l.Append(Stdout, p, false)
 		}
-		l.close()
+		l.Close()
 	}()
 	select {
 	case <-done:
@@ -136,13 +136,13 @@ func TestHeldBytesWhenOthersHoldTheMemory(t *testing.T) {
 func TestRecycledSegmentsReadBack(t *testing.T) {
 	t.Parallel()
 	b := testBudget(64<<10, 64<<10, 1<<20, 4<<20)
-	l := newOutlog(b, filepath.Join(t.TempDir(), "p"))
-	t.Cleanup(func() { l.remove(); b.spillers.Wait() })
-	l.releaseHold(l.addHold(0)) // every byte goes through the disk
-	h := l.addHold(0)
+	l := New(b, filepath.Join(t.TempDir(), "p"))
+	t.Cleanup(func() { l.Remove(); b.Wait() })
+	l.ReleaseHold(l.AddHold(0)) // every byte goes through the disk
+	h := l.AddHold(0)
 	pattern := func(off int64) byte { return byte(off/997) ^ byte(off) }
-	c := l.cursor(0)
-	defer c.close()
+	c := l.Cursor(0)
+	defer c.Close()
 	const total = 6 << 20
 	done := make(chan struct{})
 	go func() {
@@ -153,25 +153,25 @@ func TestRecycledSegmentsReadBack(t *testing.T) {
 			for i := range p {
 				p[i] = pattern(off + int64(i))
 			}
-			l.append(streamStdout, p, true)
+			l.Append(Stdout, p, true)
 			off += int64(len(p))
 		}
-		l.close()
+		l.Close()
 	}()
 	// Read as a follower does, moving its place; every byte is checked.
 	for {
-		pieces, gap, end, wait := c.next(256 << 10)
+		pieces, gap, end, wait := c.Next(256 << 10)
 		if gap != nil {
 			t.Fatalf("gap %+v for a held follower", gap)
 		}
 		for _, p := range pieces {
-			for i, x := range p.data {
-				if want := pattern(p.off + int64(i)); x != want {
-					t.Fatalf("offset %d: %d, want %d", p.off+int64(i), x, want)
+			for i, x := range p.Data {
+				if want := pattern(p.Off + int64(i)); x != want {
+					t.Fatalf("offset %d: %d, want %d", p.Off+int64(i), x, want)
 				}
 			}
 		}
-		l.moveHold(h, c.pos)
+		l.MoveHold(h, c.Pos)
 		if end {
 			break
 		}
@@ -180,8 +180,8 @@ func TestRecycledSegmentsReadBack(t *testing.T) {
 		}
 	}
 	<-done
-	if c.pos < total {
-		t.Fatalf("read %d", c.pos)
+	if c.Pos < total {
+		t.Fatalf("read %d", c.Pos)
 	}
 }
 
@@ -191,18 +191,18 @@ func TestRecycledSegmentsReadBack(t *testing.T) {
 // follower that disconnected lets the output go on up to holdLimit.
 func TestConnectedFollowerReadsFromMemory(t *testing.T) {
 	t.Parallel()
-	const memPer, chunk, total = 1 << 20, 64 << 10, 8 << 20
+	const memPer, Chunk, total = 1 << 20, 64 << 10, 8 << 20
 	b := testBudget(memPer, 4*memPer, 64<<20, 64<<20) // holdLimit 32 MiB
-	l := newOutlog(b, filepath.Join(t.TempDir(), "p"))
-	t.Cleanup(func() { l.remove(); b.spillers.Wait() })
-	h := l.addHold(0)
+	l := New(b, filepath.Join(t.TempDir(), "p"))
+	t.Cleanup(func() { l.Remove(); b.Wait() })
+	h := l.AddHold(0)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for n := 0; n < total; n += chunk {
-			l.append(streamStdout, bytes.Repeat([]byte{byte(n / chunk)}, chunk), false)
+		for n := 0; n < total; n += Chunk {
+			l.Append(Stdout, bytes.Repeat([]byte{byte(n / Chunk)}, Chunk), false)
 		}
-		l.close()
+		l.Close()
 	}()
 	// settled answers the output's length once it stopped growing.
 	settled := func() int64 {
@@ -218,26 +218,26 @@ func TestConnectedFollowerReadsFromMemory(t *testing.T) {
 			last = n
 		}
 	}
-	c := l.cursor(0)
-	defer c.close()
+	c := l.Cursor(0)
+	defer c.Close()
 	for pos := int64(0); pos < 2*memPer; {
 		ahead := settled() - pos
 		if ahead > memPer/2 {
 			t.Fatalf("the output got %d bytes ahead of a connected follower, lead %d", ahead, memPer/2)
 		}
 		l.mu.Lock()
-		inMemory := c.pos >= l.memStart()
+		inMemory := c.Pos >= l.memStart()
 		l.mu.Unlock()
 		if !inMemory {
-			t.Fatalf("the follower's next byte, at %d, is no longer in memory", c.pos)
+			t.Fatalf("the follower's next byte, at %d, is no longer in memory", c.Pos)
 		}
-		pieces, _, _, _ := c.next(1 << 20)
+		pieces, _, _, _ := c.Next(1 << 20)
 		for _, p := range pieces {
 			pos = p.end()
 		}
-		l.moveHold(h, pos)
+		l.MoveHold(h, pos)
 	}
-	l.releaseHold(h) // disconnected: its place holds, the output goes on
+	l.ReleaseHold(h) // disconnected: its place holds, the output goes on
 	select {
 	case <-done:
 	case <-time.After(60 * time.Second): // hang guard
