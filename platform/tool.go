@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"sort"
 	"strconv"
@@ -185,7 +186,15 @@ func derefKind(t reflect.Type) reflect.Kind {
 // method runs with ctx, and its answer is returned as the method gave it
 // (a wrapper's Body; nil for a CommandOp). A broken rule is the same
 // *fault.Error an HTTP request gets; an unknown tool is NOT_FOUND.
-func (h *Host) CallTool(ctx context.Context, name string, args json.RawMessage) (any, error) {
+func (h *Host) CallTool(ctx context.Context, name string, args json.RawMessage) (out any, err error) {
+	defer func() {
+		// As the host's kernel does for a request: a panic in the method
+		// is an internal error, logged, not the caller's crash.
+		if p := recover(); p != nil {
+			h.log.Error("panic in tool", "tool", name, "panic", p)
+			out, err = nil, fault.Internal("run the tool", errors.New("panic"))
+		}
+	}()
 	r, ok := h.tools[name]
 	if !ok {
 		return nil, &fault.Error{Code: fault.CodeNotFound, Details: "tool", Message: "no tool " + strconv.Quote(name) + " on this service"}

@@ -43,6 +43,8 @@ func toolHostPoked(t *testing.T, poked *bool) *platform.Host {
 				Args: map[string]string{"shelf": "rack"}}},
 		{Method: http.MethodPost, Path: "/poke", Op: platform.CommandOp(func(context.Context, struct{}) error { *poked = true; return nil }),
 			Tool: &platform.Tool{Name: "thing_poke", Description: "Pokes."}},
+		{Method: http.MethodPost, Path: "/panic", Op: platform.CommandOp(func(context.Context, struct{}) error { panic("boom") }),
+			Tool: &platform.Tool{Name: "thing_panic", Description: "Panics."}},
 		{Method: http.MethodGet, Path: "/count", Op: platform.ReadOp(func(context.Context) (struct {
 			N int `json:"n"`
 		}, error) {
@@ -95,10 +97,13 @@ func TestCallTool(t *testing.T) {
 	if _, err := h.CallTool(context.Background(), "thing_count", json.RawMessage(`{"x":1}`)); err == nil {
 		t.Fatal("a read given an argument it has not: no error")
 	}
+	if _, err := h.CallTool(context.Background(), "thing_panic", nil); fault.AsError(err).Code != fault.CodeInternal {
+		t.Fatalf("a method that panics: %v", err)
+	}
 	if _, err := h.CallTool(context.Background(), "nosuch", nil); fault.AsError(err).Code != fault.CodeNotFound {
 		t.Fatalf("an unknown tool: %v", err)
 	}
-	if got := h.Tools(); !reflect.DeepEqual(got, []string{"thing_count", "thing_poke", "thing_put"}) {
+	if got := h.Tools(); !reflect.DeepEqual(got, []string{"thing_count", "thing_panic", "thing_poke", "thing_put"}) {
 		t.Fatalf("Tools: %v", got)
 	}
 }
