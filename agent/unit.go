@@ -249,11 +249,9 @@ func (u *unit) runChild(ctx context.Context) error {
 		}
 		return fmt.Errorf("child %d: %w", pid, err)
 	case <-ctx.Done():
-		began := time.Now()
+		warn := time.AfterFunc(serviceGrace, func() { u.log.Warn("child ignored SIGTERM; killing", "pid", pid) })
 		proc.StopTree(pid, syscall.SIGTERM, serviceGrace, done)
-		if time.Since(began) >= serviceGrace {
-			u.log.Warn("child ignored SIGTERM; killed", "pid", pid)
-		}
+		warn.Stop()
 		return nil
 	}
 }
