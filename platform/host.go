@@ -102,6 +102,7 @@ type Host struct {
 	log      *slog.Logger    // cfg.Logger with "service"
 	app      *fiber.App
 	routes   []Route
+	tools    map[string]Route // by tool name
 	docJSON  []byte
 	docYAML  []byte
 	docErr   error
@@ -140,7 +141,7 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		cfg.LocalTrust = reqpolicy.NewLocalTrust(nil)
 	}
 	methods := append(append([]string(nil), fiber.DefaultMethods...), WebDAVMethods...)
-	h := &Host{cfg: cfg, log: cfg.Logger, methods: map[string]bool{}}
+	h := &Host{cfg: cfg, log: cfg.Logger, methods: map[string]bool{}, tools: map[string]Route{}}
 	for _, m := range methods {
 		h.methods[m] = true
 	}
@@ -257,6 +258,9 @@ func (h *Host) register(r Route) {
 		handler = r.Handler
 	default:
 		handler = h.httpHandler(r.HTTP)
+	}
+	if r.Tool != nil {
+		h.checkTool(r)
 	}
 	handler = h.guard(r, withQuery(r, handler))
 	if r.Frameable {

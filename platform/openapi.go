@@ -308,6 +308,9 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 	if r.WebSocket {
 		op["x-websocket"] = true
 	}
+	if t := toolDoc(r); t != nil {
+		op[ToolExtension] = t
+	}
 	var o *operation
 	if r.Op != nil {
 		o = r.Op.operation()
