@@ -9,7 +9,7 @@ BUILT := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X deckhand/platform.Version=$(VERSION) -X deckhand/platform.BuildTime=$(BUILT)
 TEST_TIMEOUT ?= 25m
 
-.PHONY: test-kube all setup setup-bench engine console build run docs docs-flags quickstart test vet unit bench clean package image release packaging-tool sdk-test sdk-generate
+.PHONY: test-kube all setup setup-bench engine console build run docs docs-flags quickstart test vet unit bench clean package image release packaging-tool sdk sdk-test sdk-generate
 
 all: build
 
@@ -97,6 +97,21 @@ test: setup build vet engine
 # (about 23 CPU-minutes), then the suite takes a few minutes.
 test-kube: setup engine
 	$(GO) test -tags kube -race -count=1 -timeout 40m ./control/runtime/kubernetes/...
+
+# The SDKs' installable artifacts in sdk/dist: the Go module's source
+# (for a replace), the npm tarball (built dist inside) and the Python
+# wheel, each made offline from what scripts/setup.sh installed.
+SDK_DIST := sdk/dist
+SDK_PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+sdk:
+	@mkdir -p $(SDK_DIST)
+	cd sdk/go && GOWORK=off $(GO) build ./...
+	tar -C sdk/go --exclude='*_test.go' --exclude=./internal -czf $(SDK_DIST)/deckhand-sdk-go.tar.gz .
+	cd sdk/ts && { cmp -s package-lock.json node_modules/.deckhand-lock || \
+		{ npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.deckhand-lock; }; } && \
+		npm pack --pack-destination ../dist --loglevel=error
+	cd sdk/python && $(SDK_PYTHON) -m pip wheel --no-deps --no-build-isolation --no-index -w ../dist . && rm -rf build *.egg-info
+	@ls -l $(SDK_DIST)
 
 # The SDKs (sdk/go is its own module; its tests start the binaries and also
 # run the Python and TypeScript SDKs' tests against them).

@@ -277,8 +277,19 @@ func (s *Supervisor) deps(name string) (contract.ServiceDeps, error) {
 	return contract.ServiceDeps{
 		Name: name, DataDir: dir, Store: db, Logger: s.log.With("service", name), Clock: clock.SystemClock{},
 		Journal: s.cfg.Journal, Notifier: s.cfg.Notifier, Common: s.cfg.Settings.Common,
-		InMemory: s.inMemory,
+		InMemory: s.inMemory, Peer: s.peer,
 	}, nil
+}
+
+// peer is the host of a service served in this process right now; nil
+// for a child (--isolate) or one not serving.
+func (s *Supervisor) peer(name string) *platform.Host {
+	for _, u := range s.units {
+		if u.name == name {
+			return u.host.Load()
+		}
+	}
+	return nil
 }
 
 // inMemory runs rc through the handler of a service served in this

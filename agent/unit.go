@@ -69,6 +69,9 @@ type unit struct {
 	// direct is the handler of the serving in-process host, for the
 	// gateway's direct dispatch (nil while none serves, and for a child).
 	direct atomic.Pointer[gateway.InProcess]
+	// host is the serving in-process host, for another service's calls
+	// of its tools (contract.ServiceDeps.Peer); nil as direct is.
+	host atomic.Pointer[platform.Host]
 }
 
 func (u *unit) setState(state string) {
@@ -190,7 +193,9 @@ func (u *unit) runInProcess(ctx context.Context, svc contract.ContainerService) 
 	// it stops (a crash, the agent stopping) the gateway falls back to the
 	// proxy, which answers 502 until the next run serves again.
 	u.direct.Store(gateway.NewInProcess(host.App(), ln.Addr()))
+	u.host.Store(host)
 	defer u.direct.Store(nil)
+	defer u.host.Store(nil)
 	go u.watchHealth(ctx, gen)
 	return svc, platform.ServeUntil(ctx, host, ln, serviceGrace)
 }
@@ -244,11 +249,9 @@ func (u *unit) runChild(ctx context.Context) error {
 		}
 		return fmt.Errorf("child %d: %w", pid, err)
 	case <-ctx.Done():
-		began := time.Now()
+		warn := time.AfterFunc(serviceGrace, func() { u.log.Warn("child ignored SIGTERM; killing", "pid", pid) })
 		proc.StopTree(pid, syscall.SIGTERM, serviceGrace, done)
-		if time.Since(began) >= serviceGrace {
-			u.log.Warn("child ignored SIGTERM; killed", "pid", pid)
-		}
+		warn.Stop()
 		return nil
 	}
 }

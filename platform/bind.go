@@ -496,6 +496,13 @@ func (f *paramField) bind(c fiber.Ctx, v reflect.Value, wild string) error {
 			raw, given = string(v), true
 		}
 	}
+	return f.apply(v, raw, given, rest)
+}
+
+// apply stores raw, the parameter's text (given: the request named it;
+// rest: it is a trailing {name...}, which may be empty), into its field
+// of v, or the default when it is not given.
+func (f *paramField) apply(v reflect.Value, raw string, given, rest bool) error {
 	if given && raw == "" && f.p.Type != "boolean" && !rest {
 		given = false
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,6 +102,7 @@ type Host struct {
 	log      *slog.Logger    // cfg.Logger with "service"
 	app      *fiber.App
 	routes   []Route
+	tools    map[string]Route // by tool name
 	docJSON  []byte
 	docYAML  []byte
 	docErr   error
@@ -139,7 +141,7 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		cfg.LocalTrust = reqpolicy.NewLocalTrust(nil)
 	}
 	methods := append(append([]string(nil), fiber.DefaultMethods...), WebDAVMethods...)
-	h := &Host{cfg: cfg, log: cfg.Logger, methods: map[string]bool{}}
+	h := &Host{cfg: cfg, log: cfg.Logger, methods: map[string]bool{}, tools: map[string]Route{}}
 	for _, m := range methods {
 		h.methods[m] = true
 	}
@@ -257,6 +259,9 @@ func (h *Host) register(r Route) {
 	default:
 		handler = h.httpHandler(r.HTTP)
 	}
+	if r.Tool != nil {
+		h.checkTool(r)
+	}
 	handler = h.guard(r, withQuery(r, handler))
 	if r.Frameable {
 		inner := handler
@@ -301,7 +306,10 @@ func (h *Host) httpHandler(hh http.Handler) fiber.Handler {
 func checkOp(r Route) {
 	o := r.Op.operation()
 	where := "platform: route " + r.Method + " " + r.Path + ": "
-	if len(r.Query) > 0 || r.Body != nil || (r.Response != nil && !o.stream) {
+	// An answer of more than one shape (a Body of interface type) names
+	// its usual one in Response.
+	anyBody := o.out != nil && o.out.bodyTyp != nil && o.out.bodyTyp.Kind() == reflect.Interface
+	if len(r.Query) > 0 || r.Body != nil || (r.Response != nil && !o.stream && !anyBody) {
 		panic(where + "an Op's parameters, body and answer come from its types; leave Query, Body and Response empty")
 	}
 	bound := map[string]bool{}

@@ -3,6 +3,7 @@ package platform
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"reflect"
@@ -62,6 +63,9 @@ type operation struct {
 	out    *outputPlan // nil: no answer beyond the status (and message)
 	stream bool        // a net/http handler writes the answer
 	serve  func(h *Host, r Route) fiber.Handler
+	// call runs the method with a tool's arguments (tool.go); nil for an
+	// operation that writes its own answer.
+	call func(ctx context.Context, r Route, args map[string]json.RawMessage) (any, error)
 }
 
 func (o *operation) operation() *operation { return o }
@@ -83,6 +87,17 @@ func Op[In, Out any](fn func(context.Context, In) (Out, error)) Operation {
 			}
 			return write(c, out)
 		})
+	}
+	o.call = func(ctx context.Context, r Route, args map[string]json.RawMessage) (any, error) {
+		var in In
+		if err := o.in.bindArgs(r, args, &in); err != nil {
+			return nil, err
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return o.out.toolAnswer(out), nil
 	}
 	return o
 }
@@ -115,6 +130,16 @@ func ReadOp[Out any](fn func(context.Context) (Out, error)) Operation {
 			return write(c, out)
 		}
 	}
+	o.call = func(ctx context.Context, _ Route, args map[string]json.RawMessage) (any, error) {
+		for name := range args {
+			return nil, fault.Invalid(name, "is not an argument of this tool")
+		}
+		out, err := fn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return o.out.toolAnswer(out), nil
+	}
 	return o
 }
 
@@ -135,6 +160,13 @@ func CommandOp[In any](fn func(context.Context, In) error) Operation {
 			}
 			return write(c, nil)
 		})
+	}
+	o.call = func(ctx context.Context, r Route, args map[string]json.RawMessage) (any, error) {
+		var in In
+		if err := o.in.bindArgs(r, args, &in); err != nil {
+			return nil, err
+		}
+		return nil, fn(ctx, in)
 	}
 	return o
 }

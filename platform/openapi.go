@@ -308,6 +308,9 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 	if r.WebSocket {
 		op["x-websocket"] = true
 	}
+	if t := toolDoc(r); t != nil {
+		op[ToolExtension] = t
+	}
 	var o *operation
 	if r.Op != nil {
 		o = r.Op.operation()
@@ -383,6 +386,11 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 			}
 			if out.bodyTyp != nil && !raw {
 				data = d.schemaOf(out.bodyTyp)
+				if out.bodyTyp.Kind() == reflect.Interface && r.Response != nil {
+					// An answer of more than one shape documents its
+					// usual one; the description names the others.
+					data = d.schemaOf(reflect.TypeOf(r.Response))
+				}
 			}
 		}
 	case r.Response != nil:

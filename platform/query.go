@@ -207,6 +207,8 @@ func paramPlace(in string) string {
 		return "header "
 	case "cookie":
 		return "cookie "
+	case "argument":
+		return "argument " // a tool's (tool.go)
 	}
 	return "query parameter "
 }

@@ -102,6 +102,10 @@ type Route struct {
 	Op      Operation
 	Handler fiber.Handler
 	HTTP    http.Handler
+	// Tool, when set, makes the route an MCP tool too (tool.go): its
+	// name, its description for a model and its hints. Its schemas are
+	// the Op's.
+	Tool *Tool
 
 	// bare: the JSON answer is not wrapped in the control plane's envelope
 	// (the host's own /health).

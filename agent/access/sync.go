@@ -31,6 +31,18 @@ type saved struct {
 	// "project"): a document older than it is refused, across restarts.
 	Highest map[string]int64 `json:"highest,omitempty"`
 	SavedAt time.Time        `json:"saved_at"`
+	// Container is the container it was saved for: a copy of the agent's
+	// files in another container (a fork of a snapshot) is not its own.
+	Container string `json:"container_id,omitempty"`
+}
+
+// ownedBy says whether saved state s is container id's: its own mark,
+// or (saved before the mark) its document's.
+func (s *saved) ownedBy(id string) bool {
+	if s.Container != "" || s.Document == nil || s.Document.Container == "*" {
+		return s.Container == "" || s.Container == id
+	}
+	return s.Document.Container == id
 }
 
 // scopeOf names a document's version counter: a container's document and
@@ -63,6 +75,10 @@ func (a *Authorizer) loadSaved() error {
 		a.cfg.Logger.Warn("last verified proxy permissions document unreadable; waiting for the control plane", "file", a.savedPath())
 		return nil
 	}
+	if !s.ownedBy(a.cfg.ContainerID) {
+		a.cfg.Logger.Info("the saved proxy permissions document is another container's (a copy of its files); waiting for the control plane", "file", a.savedPath())
+		return nil
+	}
 	a.highest = s.Highest
 	if a.highest == nil {
 		a.highest = map[string]int64{}
@@ -91,6 +107,7 @@ func (a *Authorizer) save(s saved) error {
 	}
 	s.SavedAt = a.cfg.Clock.Now()
 	s.Highest = a.highest
+	s.Container = a.cfg.ContainerID
 	return SaveVerified(a.cfg.Dir, "effective.json", s)
 }
 

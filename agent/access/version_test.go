@@ -74,3 +74,38 @@ func TestOlderDocumentVersionRefused(t *testing.T) {
 		t.Fatalf("v6: %v %s", err, a.ETag())
 	}
 }
+
+// A copy of another container's agent files (a fork of a snapshot) puts
+// nothing of that container's in force: not its document, not its
+// version counts. The fork's own document, at a lower version, applies.
+func TestAnotherContainersSavedDocumentIgnored(t *testing.T) {
+	t.Parallel()
+	ks := newKeySet(t)
+	clock := clockpkg.NewFakeClock(time.Now().UTC().Truncate(time.Second))
+	var doc atomic.Value
+	serve := func(container, def string, v int) {
+		doc.Store(fmt.Sprintf(`{"project":"p1","container":%q,"groups":{},"permissions":{},"default":%q,"file_version":%d}`, container, def, v))
+	}
+	cp := signedPlaneOf(t, ks, clock, func() string { return doc.Load().(string) })
+	dir := t.TempDir()
+	start := func(id string) *access.Authorizer {
+		a, err := access.New(access.Config{ControlURL: cp.URL, ContainerID: id, Token: "agt_test", Journal: &journal{}, Clock: clock, Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	ctx := context.Background()
+	serve("src", "allow", 5)
+	if a := start("src"); a.SyncOnce(ctx) != nil || a.ETag() != "container:file:v5" {
+		t.Fatalf("the source's document: %s", a.ETag())
+	}
+	fork := start("fork")
+	if got := fork.ETag(); got != "" {
+		t.Fatalf("a fork put the source's saved document in force: %q", got)
+	}
+	serve("fork", "deny", 1)
+	if err := fork.SyncOnce(ctx); err != nil || fork.ETag() != "container:file:v1" {
+		t.Fatalf("the fork's own document at version 1: %v, in force %q", err, fork.ETag())
+	}
+}

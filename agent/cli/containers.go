@@ -32,6 +32,7 @@ func containersCmd() *cobra.Command {
 		containerActionCmd("stop", "Stop a container (its workspace stays)"),
 		containerActionCmd("restart", "Restart a container (waits until its agent answers again)"),
 		containerRemoveCmd(), containerTokenCmd())
+	cmd.AddCommand(containerStateCmds()...)
 	return cmd
 }
 

@@ -74,6 +74,18 @@ type saved struct {
 	Document *netconf.Document `json:"document,omitempty"`
 	Highest  int64             `json:"highest,omitempty"`
 	SavedAt  time.Time         `json:"saved_at"`
+	// Container is the container it was saved for: a copy of the agent's
+	// files in another container (a fork of a snapshot) is not its own.
+	Container string `json:"container_id,omitempty"`
+}
+
+// ownedBy says whether saved state s is container id's: its own mark,
+// or (saved before the mark) its document's.
+func (s *saved) ownedBy(id string) bool {
+	if s.Container != "" || s.Document == nil {
+		return s.Container == "" || s.Container == id
+	}
+	return s.Document.Container == id
 }
 
 const savedName = "network.json"
@@ -103,6 +115,9 @@ func NewSync(ctx context.Context, cfg SyncConfig) *Sync {
 	s := &Sync{cfg: cfg}
 	var sv saved
 	found, err := cfg.Load(cfg.Dir, savedName, &sv)
+	if err == nil && found && !sv.ownedBy(cfg.ContainerID) {
+		found = false // another container's: wait for the control plane
+	}
 	if err == nil && found {
 		s.highest = sv.Highest
 		if sv.Document != nil {
@@ -190,7 +205,7 @@ func (s *Sync) SyncOnce(ctx context.Context) (changed bool, err error) {
 			return false, nil
 		}
 		s.etag, s.cur = "none", nil
-		if err := s.cfg.Save(s.cfg.Dir, savedName, saved{ETag: "none", None: true, Highest: s.highest, SavedAt: s.cfg.Clock.Now()}); err != nil {
+		if err := s.cfg.Save(s.cfg.Dir, savedName, saved{ETag: "none", None: true, Highest: s.highest, SavedAt: s.cfg.Clock.Now(), Container: s.cfg.ContainerID}); err != nil {
 			s.journal("warn", "keep the network configuration on disk", map[string]any{"error": err.Error()})
 		}
 		_ = s.cfg.Engine.Apply(ctx, nil)
@@ -223,7 +238,7 @@ func (s *Sync) SyncOnce(ctx context.Context) (changed bool, err error) {
 	// The tag is rebuilt from the signed body, never taken from the
 	// ETag header.
 	etag := "network:v" + strconv.FormatInt(d.Version, 10)
-	if err := s.cfg.Save(s.cfg.Dir, savedName, saved{ETag: etag, Document: &d, Highest: s.highest, SavedAt: s.cfg.Clock.Now()}); err != nil {
+	if err := s.cfg.Save(s.cfg.Dir, savedName, saved{ETag: etag, Document: &d, Highest: s.highest, SavedAt: s.cfg.Clock.Now(), Container: s.cfg.ContainerID}); err != nil {
 		s.journal("warn", "keep the network configuration on disk", map[string]any{"error": err.Error()})
 	}
 	s.etag, s.cur = etag, &d

@@ -41,6 +41,11 @@ type Container struct {
 	AgentAddr string `json:"agent_addr,omitempty"`
 	// EnrolledAt is when the agent first authenticated with its token.
 	EnrolledAt *time.Time `json:"enrolled_at,omitempty"`
+	// SnapshotID is the snapshot it was made or last restored from.
+	SnapshotID string `json:"snapshot_id,omitempty"`
+	// WorkspaceID is the kept workspace mounted as its home (empty: its
+	// own).
+	WorkspaceID string `json:"workspace_id,omitempty"`
 	// KeepWorkspace is the delete's choice, kept while it is under way.
 	KeepWorkspace bool `json:"keep_workspace,omitempty"`
 	// Recreate: limits or autostart changed while it was stopped; the

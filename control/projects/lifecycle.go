@@ -16,7 +16,6 @@ import (
 
 	"deckhand/control/events"
 	"deckhand/control/runtime"
-	"deckhand/platform"
 	"deckhand/platform/auth"
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
@@ -74,6 +73,8 @@ type Runtime struct {
 	EnrollTimeout time.Duration
 	// MaxPerProject caps a project's containers (0: no cap).
 	MaxPerProject int
+	// MaxSnapshots caps a project's snapshots (0: no cap).
+	MaxSnapshots int
 	// ContainerDomain and ServerName make the services' URLs:
 	// https://<project>-<container>-<service>-1.<server>.<domain>.
 	ContainerDomain, ServerName string
@@ -125,10 +126,14 @@ func (r *Resources) Validate() error {
 type ContainerCreate struct {
 	ProjectID string            `json:"project_id" required:"true" doc:"the project: its owner, a manager or an admin may create"`
 	Name      string            `json:"name" required:"true" doc:"1-100 characters, unique in the project"`
-	ImageID   string            `json:"image_id" required:"true" doc:"a catalog image (img_...): free, or priced and in the caller's library"`
+	ImageID   string            `json:"image_id,omitempty" doc:"a catalog image (img_...): free, or priced and in the caller's library; required unless snapshot_id is given"`
 	Resources *Resources        `json:"resources,omitempty" doc:"CPU and memory limits; absent: the engine's defaults"`
 	Autostart bool              `json:"autostart,omitempty" doc:"start again with the engine (and after it exits on its own)"`
 	Env       map[string]string `json:"env,omitempty" doc:"environment of the container's programs: at most 64 names (letters, digits, '_', not starting with a digit or DECKHAND_), values up to 4096 bytes"`
+	// SnapshotID, Count and WorkspaceID: see fork.go.
+	SnapshotID  string `json:"snapshot_id,omitempty" doc:"make the container from this snapshot of a container of the project (its files, packages and workspace as they were); image_id may then be left out"`
+	Count       *int   `json:"count,omitempty" doc:"make this many containers, 1-10, named <name>-1 ... <name>-<count>; the answer is then an array of them"`
+	WorkspaceID string `json:"workspace_id,omitempty" doc:"mount this kept workspace of the project as the home (GET /api/v1/projects/{id}/workspaces); not with count above 1"`
 }
 
 // Validate checks every field but the image (the catalog's) and the
@@ -142,8 +147,8 @@ func (in *ContainerCreate) Validate() error {
 		return err
 	}
 	in.Name = n
-	if in.ImageID == "" {
-		return fault.Invalid("image_id", "is required")
+	if err := in.validateFork(); err != nil {
+		return err
 	}
 	if err := in.Resources.Validate(); err != nil {
 		return err
@@ -319,59 +324,13 @@ func contains(list []string, v string) bool {
 // manages (admins: any project) and starts provisioning it: 201 in
 // creating. Every refusal (unknown or unusable image, a limit out of
 // range, the quota, a name taken) comes before anything is written or
-// asked of the engine.
+// asked of the engine. With count it makes that many (fork.go).
 func (s *Service) CreateContainer(ctx context.Context, in ContainerCreate) (*Container, error) {
-	caller, err := platform.Caller(ctx)
+	cs, err := s.createContainers(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	// The project before the image: a caller learns nothing of a project
-	// it may not see from the image's answer.
-	if err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		_, err := s.creatableProject(tx, in.ProjectID, caller)
-		return err
-	}); err != nil {
-		return nil, fault.Wrap("read the project", err)
-	}
-	imageName, err := s.env.Images.Resolve(ctx, in.ImageID)
-	if err != nil {
-		return nil, err
-	}
-	now := s.now()
-	c := &Container{ID: newID(), ProjectID: in.ProjectID, Name: in.Name, ImageID: in.ImageID, ImageName: imageName,
-		Autostart: in.Autostart, Env: in.Env, Status: StatusCreating, CreatedAt: now, UpdatedAt: now}
-	if in.Resources != nil {
-		c.Resources = *in.Resources
-	}
-	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		if _, err := s.creatableProject(tx, in.ProjectID, caller); err != nil {
-			return err
-		}
-		cs, err := projectContainers(tx, in.ProjectID, 0)
-		if err != nil {
-			return err
-		}
-		if max := s.lc.rt.MaxPerProject; max > 0 && len(cs) >= max {
-			return &fault.Error{Code: fault.CodeConflict, Field: "project_id", Details: "project_id",
-				Message: fmt.Sprintf("project_id: the project has %d containers, the most this control plane allows (--max-containers-per-project %d); delete one first", len(cs), max)}
-		}
-		for _, o := range cs {
-			if strings.EqualFold(o.Name, c.Name) {
-				return &fault.Error{Code: fault.CodeConflict, Field: "name", Details: "name",
-					Message: fmt.Sprintf("name: the project already has a container named %q (names are unique in a project, ignoring case)", c.Name)}
-			}
-		}
-		if err := tx.Put(bucketContainers, c.ID, c); err != nil {
-			return err
-		}
-		return s.event(tx, ctx, events.Event{EventType: "container.creating", ResourceType: "container", ResourceID: c.ID,
-			ProjectID: c.ProjectID, ContainerID: c.ID, Payload: events.Payload(map[string]any{"name": c.Name, "image_id": c.ImageID})})
-	})
-	if err != nil {
-		return nil, fault.Wrap("create the container", err)
-	}
-	s.provisionAsync(c.ID)
-	return s.decorate(c), nil
+	return cs[0], nil
 }
 
 // creatableProject is project id if the caller may create containers in

@@ -150,7 +150,7 @@ func (s *Service) spec(c *Container, token, controlURL string) runtime.Spec {
 	}
 	return runtime.Spec{ID: c.ID, ProjectID: c.ProjectID, Name: c.Name, Image: c.ImageName,
 		Resources: runtime.Resources{CPUs: c.Resources.CPUs, MemoryMB: c.Resources.MemoryMB},
-		Autostart: c.Autostart, Env: c.Env, Files: files, Args: s.agentArgs(c, controlURL)}
+		Autostart: c.Autostart, Env: c.Env, Files: files, Args: s.agentArgs(c, controlURL), Workspace: c.WorkspaceID}
 }
 
 // awaitAgent waits until container id's agent has enrolled (when
@@ -472,15 +472,22 @@ func (s *Service) finishDelete(ctx context.Context, c *Container) error {
 			return engineErr("delete the container", err)
 		}
 	}
+	held := s.heldSnapshots(ctx, c)
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		return s.dropContainer(tx, c.ID)
 	})
+	if err == nil && c.ImageName != "" {
+		s.releaseSnapshots(ctx, s.lc.rt.Driver, c.ProjectID, held, c.ID)
+	}
 	return fault.Wrap("delete the container", err)
 }
 
 // dropContainer deletes container id's record and everything keyed by it.
 func (s *Service) dropContainer(tx *store.Tx, id string) error {
 	if err := dropAgentTokens(tx, id); err != nil {
+		return err
+	}
+	if err := s.dropStateRecords(tx, id); err != nil {
 		return err
 	}
 	if err := dropSSHKeys(tx, id); err != nil {

@@ -420,6 +420,9 @@ func (s *Service) DeleteProject(ctx context.Context, ref ProjectRef) error {
 			}
 			return fault.Errorf(fault.CodeConflict, "the project still has containers")
 		}
+		if err := projectHasWorkspaces(tx, id); err != nil {
+			return err
+		}
 		var perms []Permission
 		if err := tx.ForEachPrefix(bucketPerms, id+"/", func(_ string, raw []byte) error {
 			var pm Permission

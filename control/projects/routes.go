@@ -115,8 +115,8 @@ func (s *Service) Routes() []platform.Route {
 				"400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is " +
 				"no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the " +
 				"project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. " +
-				"Writes `container.creating`, then `container.running` or `container.failed`.",
-			Message: "Container created", Op: platform.Op(s.CreateContainer)},
+				"Writes `container.creating`, then `container.running` or `container.failed`." + forkDesc,
+			Message: "Container created", Response: Container{}, Op: platform.Op(s.CreateContainers)},
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/start", OperationID: "startContainer", Policy: operate, Tags: containers,
 			Summary: "Start a container",
 			Description: "Starts a stopped or failed container and answers once its agent answers the health check: `running`, or `failed` " +
@@ -147,8 +147,9 @@ func (s *Service) Routes() []platform.Route {
 			Message: "Container updated", Op: platform.Op(s.UpdateContainer)},
 		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}", OperationID: "deleteContainer", Policy: manage, Tags: containers,
 			Summary: "Delete a container, its engine objects and its record",
-			Description: "Writes `container.deleting`, removes the engine container and its workspace volume (kept with " +
-				"`?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions " +
+			Description: "Writes `container.deleting`, removes the engine container, its snapshots and its workspace volume (kept " +
+				"with `?keep_workspace=true`: it is then listed at GET /api/v1/projects/{id}/workspaces, and a kept workspace the " +
+				"container mounted stays either way), then the record, its agent tokens, its network configuration and its proxy permissions " +
 				"document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler " +
 				"finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.",
 			Message: "Container deleted", Op: platform.CommandOp(s.DeleteContainer)},
@@ -299,6 +300,8 @@ func (s *Service) Routes() []platform.Route {
 	for _, sc := range []docScope{{project: false}, {project: true}} {
 		routes = append(routes, s.documentRoutes(sc)...)
 	}
+	routes = append(routes, s.stateRoutes(operate, manage, read, actErrs)...)
+	routes = append(routes, s.workspaceRoutes(member, manager)...)
 	return routes
 }
 

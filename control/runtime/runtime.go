@@ -22,6 +22,8 @@ const (
 	LabelContainer    = "deckhand.container"
 	LabelProject      = "deckhand.project"
 	LabelInstallation = "deckhand.installation"
+	// LabelSnapshot is on a snapshot's image: the snapshot's id.
+	LabelSnapshot = "deckhand.snapshot"
 )
 
 // State is what the engine says of a container.
@@ -64,8 +66,11 @@ type Spec struct {
 	// Args are the agent's command-line arguments (the image's entrypoint
 	// is the agent).
 	Args []string
-	// Workspace names the volume mounted as the user's home; empty: one
-	// named after the container.
+	// Workspace is the id of the workspace mounted as the user's home: a
+	// workspace kept when its container was deleted (it keeps that
+	// container's id); empty: the container's own. A workspace volume
+	// made empty for a spec whose Image holds files at the home (a
+	// snapshot's) starts with them.
 	Workspace string
 }
 
@@ -94,6 +99,14 @@ type Event struct {
 	ContainerID string
 	State       State
 	Reason      string
+}
+
+// Snapshot is a snapshot's image in the engine.
+type Snapshot struct {
+	// Image is the engine's reference of the snapshot's image.
+	Image string
+	// SizeBytes is the image's size.
+	SizeBytes int64
 }
 
 // Capabilities say what a driver can do, so the API refuses early.
@@ -128,6 +141,15 @@ type Driver interface {
 	Watch(ctx context.Context) (<-chan Event, error)
 	// ImageExists says whether the engine holds the image reference.
 	ImageExists(ctx context.Context, image string) (bool, error)
+	// Snapshot commits container id's filesystem and its workspace into
+	// an image labelled with snap (the snapshot's id); the container is
+	// frozen meanwhile, so both are of one moment, and goes on as it was.
+	// A Spec whose Image is the answer's Image makes a container of that
+	// state (its workspace from the snapshot when the volume is new).
+	Snapshot(ctx context.Context, id, snap string) (Snapshot, error)
+	// DeleteSnapshot removes snapshot snap's image; a missing one
+	// succeeds.
+	DeleteSnapshot(ctx context.Context, snap string) error
 	Close() error
 }
 
@@ -140,6 +162,8 @@ var (
 	// ErrNotFound: the engine holds no container of the id (Start, Stop,
 	// Restart, Pause and Resume; Delete of a missing one succeeds).
 	ErrNotFound = errors.New("runtime: no such container in the engine")
+	// ErrInUse: a snapshot's image is what a container runs.
+	ErrInUse = errors.New("runtime: the image is in use by a container")
 	// ErrNotSupported: the driver cannot do this (see Capabilities).
 	ErrNotSupported = errors.New("runtime: not supported by this driver")
 )

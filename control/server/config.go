@@ -72,9 +72,11 @@ type Config struct {
 	KubePullPolicy          string
 	AgentControlURL         string // default: a listener on the engine's bridge
 	MaxContainersPerProject int
-	EnrollTimeout           time.Duration
-	ContainerDomain         string
-	ServerName              string
+	// MaxSnapshotsPerProject caps a project's snapshots (0: no cap).
+	MaxSnapshotsPerProject int
+	EnrollTimeout          time.Duration
+	ContainerDomain        string
+	ServerName             string
 	// The platform proxy (proxy.go).
 	ProxyListen        string // empty: no proxy
 	ProxyWakeTimeout   time.Duration
@@ -107,6 +109,7 @@ func DefaultConfig() Config {
 		HeaderTimeout:           platform.DefaultHeaderTimeout,
 		Runtime:                 "docker",
 		MaxContainersPerProject: 20,
+		MaxSnapshotsPerProject:  20,
 		EnrollTimeout:           60 * time.Second,
 		ContainerDomain:         "localhost",
 		ServerName:              "local",
@@ -166,6 +169,7 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.AgentControlURL, "agent-control-url", c.AgentControlURL, "the control-plane URL given to the agents of the containers it runs "+
 		"(default: http://<the engine bridge's gateway>:<the --listen port>, where the control plane also listens, so the API stays off other interfaces)")
 	fs.IntVar(&c.MaxContainersPerProject, "max-containers-per-project", c.MaxContainersPerProject, "the most containers one project may hold (0: no limit)")
+	fs.IntVar(&c.MaxSnapshotsPerProject, "max-snapshots-per-project", c.MaxSnapshotsPerProject, "the most container snapshots one project may hold (0: no limit)")
 	fs.DurationVar(&c.EnrollTimeout, "enroll-timeout", c.EnrollTimeout, "how long a new container's agent has to enrol and answer its health check before the container is failed (5s-30m)")
 	fs.StringVar(&c.ContainerDomain, "container-domain", c.ContainerDomain, "{container_domain} of the containers' service URLs (and the agents' --domain)")
 	fs.StringVar(&c.ServerName, "server-name", c.ServerName, "the server name in the service URLs of containers on this control plane's engine")

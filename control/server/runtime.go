@@ -65,6 +65,9 @@ func (c *Config) validateRuntime() error {
 		}
 		c.AgentControlURL = strings.TrimRight(c.AgentControlURL, "/")
 	}
+	if c.MaxSnapshotsPerProject < 0 {
+		return fmt.Errorf("--max-snapshots-per-project: must be 0 (no limit) or more, got %d", c.MaxSnapshotsPerProject)
+	}
 	if c.MaxContainersPerProject < 0 {
 		return fmt.Errorf("--max-containers-per-project: must be 0 (no limit) or more, got %d", c.MaxContainersPerProject)
 	}
@@ -196,7 +199,7 @@ func (s *Server) runtimeConfig() projects.Runtime {
 	services := append([]string(nil), proxy.Services...)
 	sort.Strings(services)
 	rt := projects.Runtime{AgentControlURL: s.agentControlURL, EnrollTimeout: s.cfg.EnrollTimeout,
-		MaxPerProject: s.cfg.MaxContainersPerProject, ContainerDomain: s.cfg.ContainerDomain, ServerName: s.cfg.ServerName,
+		MaxPerProject: s.cfg.MaxContainersPerProject, MaxSnapshots: s.cfg.MaxSnapshotsPerProject, ContainerDomain: s.cfg.ContainerDomain, ServerName: s.cfg.ServerName,
 		Services: services}
 	rt.URLScheme, rt.URLPort = s.proxyURLParts()
 	if s.driver != nil {

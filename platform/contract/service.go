@@ -48,6 +48,11 @@ type ServiceDeps struct {
 	// not at all, or a body over its limit: call its port then. The caller
 	// reads rc.Response and then calls rc.ResetUserValues.
 	InMemory func(service string, rc *fasthttp.RequestCtx) bool
+	// Peer, set by the agent for a service it runs in its own process, is
+	// the host of another service this process serves right now (nil for
+	// one that runs as a child or not at all): the MCP service calls that
+	// service's tools through it in memory (platform.Host.CallTool).
+	Peer func(service string) *platform.Host
 }
 
 // WithDefaults is d with what a test or a stand-alone caller left out

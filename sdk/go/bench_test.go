@@ -3,6 +3,9 @@ package deckhand_test
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -21,9 +24,10 @@ import (
 
 // BenchmarkMe is the per-call cost of a signed GET /api/v1/users/auth/me:
 // raw net/http (one kept-alive connection, body read, no check), raw with
-// the user decoded and the signature checked by hand (what a careful raw
-// client does), and the SDK's Client.Me (verify + decode). Same server,
-// same run, sub-benchmarks in turn.
+// the user decoded and the answer checked by hand as the SDK checks it
+// (the signature, the binding to a fresh nonce, the envelope's status:
+// what a careful raw client does), and the SDK's Client.Me (check +
+// decode). Same server, same run, sub-benchmarks in turn.
 func BenchmarkMe(b *testing.B) {
 	c := signedIn(b, strconv.FormatInt(time.Now().UnixNano(), 36)+"-bench-go@example.com", "")
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
@@ -33,6 +37,13 @@ func BenchmarkMe(b *testing.B) {
 		for b.Loop() {
 			req, _ := http.NewRequest("GET", u, nil)
 			req.Header.Set("Authorization", "Bearer "+c.Token())
+			nonce := ""
+			if check {
+				n := make([]byte, 18)
+				_, _ = rand.Read(n)
+				nonce = base64.RawURLEncoding.EncodeToString(n)
+				req.Header.Set("X-Service-Nonce", nonce)
+			}
 			resp, err := hc.Do(req)
 			if err != nil {
 				b.Fatal(err)
@@ -44,12 +55,13 @@ func BenchmarkMe(b *testing.B) {
 			}
 			if check {
 				var env struct {
-					Data struct {
+					StatusCode int `json:"statusCode"`
+					Data       struct {
 						ID string `json:"id"`
 					} `json:"data"`
 				}
-				if err := json.Unmarshal(body, &env); err != nil {
-					b.Fatal(err)
+				if err := json.Unmarshal(body, &env); err != nil || env.StatusCode != resp.StatusCode {
+					b.Fatal(err, env.StatusCode)
 				}
 				h := resp.Header.Get("X-Service-Signature")
 				i := strings.LastIndex(h, ",sig=")
@@ -57,6 +69,14 @@ func BenchmarkMe(b *testing.B) {
 				sig, _ := hex.DecodeString(h[i+5:])
 				if !ed25519.Verify(pub, append([]byte(t+"."), body...), sig) {
 					b.Fatal("bad signature")
+				}
+				bh := strings.Split(resp.Header.Get("X-Service-Binding"), ",")
+				sum := sha256.Sum256(body)
+				data := strings.Join([]string{"deckhand-binding-v1", bh[0][2:], "200", "GET", "/api/v1/users/auth/me", "", nonce,
+					hex.EncodeToString(sum[:])}, "\n")
+				bsig, _ := hex.DecodeString(bh[3][4:])
+				if !ed25519.Verify(pub, []byte(data), bsig) {
+					b.Fatal("bad binding")
 				}
 			}
 		}

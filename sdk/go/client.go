@@ -32,7 +32,29 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock the replay window is judged by (nil: time.Now).
 	Now func() time.Time
+
+	// AgentToken is the credential a Client's container handles send to
+	// their agents (empty: Token).
+	AgentToken string
+	// AgentRoute is how a Client's container handles reach their agents:
+	// RouteProxy (the default) through the platform proxy's per-service
+	// URLs, RouteAgentAddr straight to the agent address the container's
+	// record carries (reachable where the control plane runs).
+	AgentRoute Route
+	// ProxyAddr (host:port), when set, is where every per-service URL is
+	// connected to, for a platform proxy whose names DNS does not resolve
+	// (*.localhost on a development machine).
+	ProxyAddr string
 }
+
+// Route is how container handles reach their agents.
+type Route string
+
+// The routes to a container's agent.
+const (
+	RouteProxy     Route = "proxy"
+	RouteAgentAddr Route = "agent_addr"
+)
 
 // Client is the control plane's client. Every answer, errors included,
 // must carry a valid X-Service-Signature before anything of it is read;
@@ -42,9 +64,14 @@ type Client struct {
 	hc   *http.Client
 	v    *verifier
 
-	mu    sync.RWMutex
-	token string
-	api   *control.ClientWithResponses
+	mu      sync.RWMutex
+	token   string
+	api     *control.ClientWithResponses
+	opt     Options
+	agentHC *http.Client // the container handles' (made once)
+
+	// Containers creates, finds and drives containers.
+	Containers Containers
 }
 
 // New builds a client of the control plane at baseURL (scheme and host,
@@ -63,7 +90,13 @@ func New(baseURL string, o Options) (*Client, error) {
 	if now == nil {
 		now = time.Now
 	}
-	c := &Client{base: base, hc: hc, token: o.Token, v: &verifier{base: base, hc: hc, now: now}}
+	switch o.AgentRoute {
+	case "", RouteProxy, RouteAgentAddr:
+	default:
+		return nil, fmt.Errorf("deckhand: Options.AgentRoute %q: must be %q or %q", o.AgentRoute, RouteProxy, RouteAgentAddr)
+	}
+	c := &Client{base: base, hc: hc, token: o.Token, v: &verifier{base: base, hc: hc, now: now}, opt: o}
+	c.Containers = Containers{c}
 	c.api, err = control.NewClientWithResponses(base, control.WithHTTPClient(c))
 	if err != nil {
 		return nil, err
@@ -93,9 +126,11 @@ func (c *Client) Token() string {
 	return c.token
 }
 
-// Do sends req with the token (unless req has an Authorization header),
-// reads the whole answer and verifies its signature; the answer's body is
-// the verified bytes. It makes Client an HttpRequestDoer of the generated
+// Do sends req with the token (unless req has an Authorization header)
+// and a fresh X-Service-Nonce, reads the whole answer and verifies it:
+// its X-Service-Signature, its X-Service-Binding to this request (status,
+// method, path, ETag, nonce, body) and that an envelope's statusCode is
+// the status it came with. The answer's body is the verified bytes. It makes Client an HttpRequestDoer of the generated
 // clients.
 func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	if req.Header.Get("Authorization") == "" {
@@ -103,6 +138,8 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 	}
+	nonce := newNonce()
+	req.Header.Set(NonceHeader, nonce)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err
@@ -115,8 +152,20 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	if len(raw) > MaxAnswer {
 		return nil, fmt.Errorf("deckhand: the answer to %s %s is over %d bytes", req.Method, req.URL.Path, MaxAnswer)
 	}
-	if err := c.v.verify(req.Context(), resp.Header.Get(SignatureHeader), req.URL.EscapedPath(), raw); err != nil {
-		return nil, &SignatureError{Method: req.Method, Path: req.URL.EscapedPath(), Err: err}
+	path := req.URL.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	err = c.v.verify(req.Context(), resp.Header.Get(SignatureHeader), path, raw)
+	if err == nil {
+		err = c.v.verifyBinding(req.Context(), resp.Header.Get(BindingHeader), binding{status: resp.StatusCode,
+			method: req.Method, path: path, etag: resp.Header.Get("ETag"), nonce: nonce, body: raw})
+	}
+	if err == nil {
+		err = checkEnvelopeStatus(resp.StatusCode, raw)
+	}
+	if err != nil {
+		return nil, &SignatureError{Method: req.Method, Path: path, Err: err}
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(raw))
 	resp.ContentLength = int64(len(raw))

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deckhand-dev/deckhand/sdk/go/api/files"
@@ -17,14 +19,30 @@ import (
 	"github.com/deckhand-dev/deckhand/sdk/go/api/terminal"
 )
 
-// Container is the client of one container's agent, through its gateway
-// (<gateway URL>/_/<service>/...). The token (an agent token agt_... or an
-// auth token) goes as Authorization: Bearer on every request. Safe for
+// Container is one container: its agent's services (Process, Files,
+// Terminal, URL) and, for a handle from Client.Containers, its record and
+// lifecycle. The agent is reached through the control plane's platform
+// proxy (the per-service URLs of the record), at the agent address the
+// record carries, or, for NewContainer, at a gateway URL. The token goes as
+// Authorization: Bearer on every request to the agent. Safe for
 // concurrent use.
 type Container struct {
-	base  string
-	token string
-	hc    *http.Client
+	tokenMu   sync.RWMutex
+	token     string
+	tokenExp  time.Time // of a minted access token
+	explicit  bool      // token was given (not minted)
+	hc        *http.Client
+	proxyAddr string
+	route     Route
+	client    *Client
+
+	mu   sync.RWMutex
+	base string // the gateway (<base>/_/<service>), when reached at one address
+	info ContainerInfo
+
+	// Process runs commands; Files reads and writes files.
+	Process Processes
+	Files   Files
 }
 
 // NewContainer builds a client of the agent gateway at gatewayURL (e.g.
@@ -34,52 +52,241 @@ func NewContainer(gatewayURL string, o Options) (*Container, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
 		return nil, fmt.Errorf("deckhand: gateway URL %q: must be http:// or https:// with a host", gatewayURL)
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		// No overall timeout: transfers and follows run as long as they
-		// run; connecting and the answer's head are bounded.
-		hc = &http.Client{Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			ResponseHeaderTimeout: 2 * time.Minute,
-			MaxIdleConnsPerHost:   8,
-		}}
+	tok := o.AgentToken
+	if tok == "" {
+		tok = o.Token
 	}
-	return &Container{base: strings.TrimRight(u.String(), "/"), token: o.Token, hc: hc}, nil
+	c := &Container{base: strings.TrimRight(u.String(), "/"), token: tok, explicit: true, hc: agentHTTP(o)}
+	c.Process, c.Files = Processes{c}, Files{c}
+	return c, nil
 }
 
-// ServiceURL is the base URL of one service through the gateway.
-func (c *Container) ServiceURL(service string) string { return c.base + "/_/" + service }
+// agentHTTP is the HTTP client of container traffic: no overall timeout
+// (transfers and follows run as long as they run; connecting and the
+// answer's head are bounded), every connection to ProxyAddr when set.
+func agentHTTP(o Options) *http.Client {
+	if o.HTTPClient != nil {
+		return o.HTTPClient
+	}
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	dial := d.DialContext
+	if o.ProxyAddr != "" {
+		dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, o.ProxyAddr)
+		}
+	}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dial,
+		ResponseHeaderTimeout: 2 * time.Minute,
+		MaxIdleConnsPerHost:   8,
+	}}
+}
+
+// container is the handle of a container whose record is info.
+func (cl *Client) container(info ContainerInfo) *Container {
+	route := cl.opt.AgentRoute
+	if route == "" {
+		route = RouteProxy
+	}
+	cl.mu.Lock()
+	if cl.agentHC == nil {
+		cl.agentHC = agentHTTP(Options{HTTPClient: nil, ProxyAddr: cl.opt.ProxyAddr})
+	}
+	hc := cl.agentHC
+	cl.mu.Unlock()
+	c := &Container{token: cl.opt.AgentToken, explicit: cl.opt.AgentToken != "", hc: hc, proxyAddr: cl.opt.ProxyAddr,
+		route: route, client: cl, info: info}
+	c.Process, c.Files = Processes{c}, Files{c}
+	return c
+}
+
+// WithToken is a copy of the handle sending token to the agent instead.
+func (c *Container) WithToken(token string) *Container {
+	c.mu.RLock()
+	n := &Container{token: token, explicit: true, hc: c.hc, proxyAddr: c.proxyAddr, route: c.route, client: c.client, base: c.base, info: c.info}
+	c.mu.RUnlock()
+	n.Process, n.Files = Processes{n}, Files{n}
+	return n
+}
+
+// ID is the container's id ("" for a NewContainer handle).
+func (c *Container) ID() string { return c.Info().ID }
+
+// Info is the container's record as last fetched.
+func (c *Container) Info() ContainerInfo {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.info
+}
+
+func (c *Container) setInfo(i ContainerInfo) {
+	c.mu.Lock()
+	c.info = i
+	c.mu.Unlock()
+}
+
+var errNoRecord = errors.New("deckhand: this handle was made from a gateway URL (NewContainer): it has no control-plane record; use Client.Containers")
+
+// Refresh fetches the container's record again.
+func (c *Container) Refresh(ctx context.Context) (ContainerInfo, error) {
+	if c.client == nil {
+		return ContainerInfo{}, errNoRecord
+	}
+	w, err := c.client.Containers.get(ctx, c.ID())
+	if err != nil {
+		return ContainerInfo{}, err
+	}
+	c.setInfo(w.info())
+	return w.info(), nil
+}
+
+// WaitRunning waits until the container runs (Containers.WaitRunning) and
+// keeps its record, whose agent address and URLs the services then use.
+func (c *Container) WaitRunning(ctx context.Context) (ContainerInfo, error) {
+	if c.client == nil {
+		return ContainerInfo{}, errNoRecord
+	}
+	i, err := c.client.Containers.WaitRunning(ctx, c.ID())
+	if i.ID != "" {
+		c.setInfo(i)
+	}
+	return i, err
+}
+
+// Delete removes the container (Containers.Delete).
+func (c *Container) Delete(ctx context.Context) error {
+	if c.client == nil {
+		return errNoRecord
+	}
+	return c.client.Containers.Delete(ctx, c.ID())
+}
+
+// URL is the URL of one of the container's services (process, files,
+// terminal ...), or of a port preview as "p<port>" (p8080), through the
+// platform proxy; for a NewContainer handle, through its gateway.
+func (c *Container) URL(service string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.base != "" {
+		return c.base + "/_/" + service
+	}
+	if u, ok := c.info.URLs[service]; ok {
+		return u
+	}
+	// Every service's host differs from another's in the service name only.
+	for svc, u := range c.info.URLs {
+		marker := "-" + svc + "-1."
+		if i := strings.Index(u, marker); i >= 0 {
+			return u[:i] + "-" + service + "-1." + u[i+len(marker):]
+		}
+	}
+	return ""
+}
+
+// ServiceURL is where the SDK sends a service's requests: URL, or the
+// agent's gateway at the record's agent address with RouteAgentAddr.
+func (c *Container) ServiceURL(service string) string {
+	c.mu.RLock()
+	route, addr, base := c.route, c.info.AgentAddr, c.base
+	c.mu.RUnlock()
+	if base == "" && route == RouteAgentAddr && addr != "" {
+		return "http://" + addr + "/_/" + service
+	}
+	return c.URL(service)
+}
 
 // Do sends req with the token set (an HttpRequestDoer for the generated
 // clients).
 func (c *Container) Do(req *http.Request) (*http.Response, error) {
-	if c.token != "" && req.Header.Get("Authorization") == "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if req.Header.Get("Authorization") == "" {
+		tok, err := c.agentToken(req.Context())
+		if err != nil {
+			return nil, err
+		}
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
 	}
 	return c.hc.Do(req)
 }
 
-// Process is the process service's generated client.
-func (c *Container) Process() *process.ClientWithResponses {
+// AccessTokenTTL is how long the access tokens a handle mints last; a
+// handle mints a new one when less than AccessTokenRenew is left.
+const (
+	AccessTokenTTL   = time.Hour
+	AccessTokenRenew = 5 * time.Minute
+)
+
+// agentToken is the bearer for the agent: the handle's explicit token, or
+// (a handle from Client.Containers without one) an access token minted
+// from the control plane and renewed before it expires.
+func (c *Container) agentToken(ctx context.Context) (string, error) {
+	c.tokenMu.RLock()
+	tok, exp, explicit := c.token, c.tokenExp, c.explicit
+	c.tokenMu.RUnlock()
+	if explicit || c.client == nil || (tok != "" && time.Until(exp) > AccessTokenRenew) {
+		return tok, nil
+	}
+	if err := c.Grant(ctx); err != nil {
+		return "", err
+	}
+	c.tokenMu.RLock()
+	defer c.tokenMu.RUnlock()
+	return c.token, nil
+}
+
+// Grant mints an access token for the container's agent
+// (POST /api/v1/containers/{id}/access-tokens: signed by the control
+// plane, good for every service for AccessTokenTTL) and uses it from now
+// on. A handle from Client.Containers without an explicit token does this
+// by itself on its first call to the agent, and again before the token
+// expires; Grant makes it happen now, so a refusal surfaces here.
+func (c *Container) Grant(ctx context.Context) error {
+	if c.client == nil {
+		return errNoRecord
+	}
+	var at struct {
+		Token     string    `json:"token"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	path := "/api/v1/containers/" + url.PathEscape(c.ID()) + "/access-tokens"
+	if err := c.client.Call(ctx, http.MethodPost, path, nil, map[string]any{"ttl_seconds": int(AccessTokenTTL.Seconds())}, &at); err != nil {
+		return err
+	}
+	if at.Token == "" {
+		return fmt.Errorf("deckhand: %s answered no token", path)
+	}
+	c.tokenMu.Lock()
+	c.token, c.tokenExp, c.explicit = at.Token, at.ExpiresAt, false
+	c.tokenMu.Unlock()
+	return nil
+}
+
+// ProcessAPI is the process service's generated client.
+func (c *Container) ProcessAPI() *process.ClientWithResponses {
 	cl, _ := process.NewClientWithResponses(c.ServiceURL("process"), process.WithHTTPClient(c))
 	return cl
 }
 
-// Files is the files service's generated client.
-func (c *Container) Files() *files.ClientWithResponses {
+// FilesAPI is the files service's generated client.
+func (c *Container) FilesAPI() *files.ClientWithResponses {
 	cl, _ := files.NewClientWithResponses(c.ServiceURL("files"), files.WithHTTPClient(c))
 	return cl
 }
 
-// Terminal is the terminal service's generated client.
-func (c *Container) Terminal() *terminal.ClientWithResponses {
+// TerminalAPI is the terminal service's generated client.
+func (c *Container) TerminalAPI() *terminal.ClientWithResponses {
 	cl, _ := terminal.NewClientWithResponses(c.ServiceURL("terminal"), terminal.WithHTTPClient(c))
 	return cl
 }
 
 func (c *Container) request(ctx context.Context, method, service, path string, q url.Values, body io.Reader) (*http.Request, error) {
-	u := c.ServiceURL(service) + path
+	base := c.ServiceURL(service)
+	if base == "" {
+		return nil, fmt.Errorf("deckhand: container %s: no address for its %s service yet (WaitRunning first)", c.ID(), service)
+	}
+	u := base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}

@@ -24,9 +24,28 @@ func sdkEnv(t *testing.T, email string) []string {
 	if _, err := cp.User(email, "10.00"); err != nil {
 		t.Fatal(err)
 	}
-	return append(os.Environ(), "DECKHAND_CONTROL_URL="+cp.URL, "DECKHAND_GATEWAY_URL="+agent.URL,
+	env := append(os.Environ(), "DECKHAND_CONTROL_URL="+cp.URL, "DECKHAND_GATEWAY_URL="+agent.URL,
 		"DECKHAND_ADMIN_EMAIL="+harness.AdminEmail, "DECKHAND_ADMIN_PASSWORD="+harness.AdminPass,
 		"DECKHAND_EMAIL="+email, "DECKHAND_PASSWORD="+harness.UserPass)
+	return append(env, sandboxEnv(t, "sandbox-"+email)...)
+}
+
+// sandboxEnv is what the languages' container programs read: the control
+// plane that runs containers, its proxy, the agent image's alias and a
+// user with one project. Nothing when there is no engine (those tests
+// then skip).
+func sandboxEnv(t *testing.T, email string) []string {
+	t.Helper()
+	if _, err := harness.DockerEngine(); err != nil {
+		return nil
+	}
+	sb := sandboxes(t)
+	project, err := sb.AddUser(email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"DECKHAND_SANDBOX_URL=" + sb.URL, "DECKHAND_SANDBOX_PROXY=" + sb.ProxyAddr,
+		"DECKHAND_SANDBOX_IMAGE=" + sb.Alias, "DECKHAND_SANDBOX_EMAIL=" + email, "DECKHAND_SANDBOX_PROJECT=" + project}
 }
 
 // python is Debian's python3 (where python3-pytest and python3-cryptography

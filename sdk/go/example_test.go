@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"fmt"
 	"log"
 	"os"
 	"strings"
 
 	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
-	"github.com/deckhand-dev/deckhand/sdk/go/api/process"
 )
 
 // The examples read where to connect from the environment, as a program
@@ -68,28 +66,28 @@ func ExampleClient() {
 	// transactions: 2
 }
 
-// Run a command, stream another's output, and upload and download a file.
+// Run a command, stream another's output, and write and read a file, on
+// an agent at a gateway URL.
 func ExampleContainer() {
 	ctx := context.Background()
 	box, err := deckhand.NewContainer(os.Getenv("DECKHAND_GATEWAY_URL"), deckhand.Options{Token: os.Getenv("DECKHAND_AGENT_TOKEN")})
 	if err != nil {
 		log.Fatal(err)
 	}
-	r, err := box.Run(ctx, process.RunInput{Cmd: &[]string{"echo", "hello"}})
+	r, err := box.Process.Run(ctx, "echo", "hello")
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("run: %q exit %d\n", r.Stdout, *r.ExitCode)
+	fmt.Printf("run: %q exit %d\n", r.Stdout, r.ExitCode)
 
-	shell := "for i in 1 2 3; do echo tick $i; done"
-	p, err := box.Start(ctx, process.StartInput{Shell: &shell})
+	p, err := box.Process.StartCommand(ctx, deckhand.Command{Shell: "for i in 1 2 3; do echo tick $i; done"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	// StreamTo follows the output to its end (Stream gives each piece
-	// with its stream and offset), resuming after a dropped connection.
+	// Wait follows the output to its end (Stream gives each piece with
+	// its stream and offset), resuming after a dropped connection.
 	var stdout strings.Builder
-	end, err := box.StreamTo(ctx, p.Id, &stdout, os.Stderr)
+	end, err := p.Wait(ctx, &stdout, os.Stderr)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -98,23 +96,21 @@ func ExampleContainer() {
 
 	data := make([]byte, 3<<20)
 	_, _ = rand.Read(data)
-	if _, err := box.Upload(ctx, "/example.bin", bytes.NewReader(data), int64(len(data)), deckhand.UploadOptions{}); err != nil {
+	if err := box.Files.Write(ctx, "/example.bin", data); err != nil {
 		log.Fatal(err)
 	}
-	var back bytes.Buffer
-	t, err := box.Download(ctx, "/example.bin", &back)
+	back, err := box.Files.Read(ctx, "/example.bin")
 	if err != nil {
 		log.Fatal(err)
 	}
-	sum := sha256.Sum256(data)
-	fmt.Println("round trip:", bytes.Equal(back.Bytes(), data), t.SHA256 == fmt.Sprintf("%x", sum))
+	fmt.Println("round trip:", bytes.Equal(back, data))
 	// Output:
 	// run: "hello\n" exit 0
 	// tick 1
 	// tick 2
 	// tick 3
 	// state: exited
-	// round trip: true true
+	// round trip: true
 }
 
 // Take a screenshot of the container's display. (TestScreenshot runs this

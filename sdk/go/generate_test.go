@@ -279,8 +279,12 @@ func goMethodExists(name string) bool {
 		return false
 	}
 	types := map[string]reflect.Type{
-		"Client":    reflect.TypeOf(&deckhand.Client{}),
-		"Container": reflect.TypeOf(&deckhand.Container{}),
+		"Client":     reflect.TypeOf(&deckhand.Client{}),
+		"Container":  reflect.TypeOf(&deckhand.Container{}),
+		"Containers": reflect.TypeOf(deckhand.Containers{}),
+		"Processes":  reflect.TypeOf(deckhand.Processes{}),
+		"Running":    reflect.TypeOf(deckhand.Running{}),
+		"Files":      reflect.TypeOf(deckhand.Files{}),
 	}
 	rt, ok := types[typ]
 	if !ok {

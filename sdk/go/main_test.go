@@ -65,6 +65,7 @@ func run(m *testing.M) int {
 		os.Setenv(k, v)
 	}
 	code := m.Run()
+	stopSandboxes()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "control plane output:\n%s\nagent output:\n%s\n", control.Output(), agent.Output())
 	}

@@ -3,6 +3,9 @@ package deckhand
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -48,7 +51,135 @@ var (
 	ErrReplayWindow       = errors.New("signature timestamp outside the replay window")
 	ErrPathMismatch       = errors.New("signed path differs from the requested path")
 	ErrBadSignature       = errors.New("signature does not verify")
+	ErrBindingMissing     = errors.New("no " + BindingHeader + " header on an answer that was asked for one")
+	ErrBindingMalformed   = errors.New("malformed " + BindingHeader + " header")
+	ErrStatusMismatch     = errors.New("the answer's status is not the one signed")
 )
+
+// NonceHeader asks the control plane to bind its answer to this request:
+// the answer then carries BindingHeader, a second signature over the
+// status, method, path, ETag, this nonce and the body's SHA-256. The
+// client sends a fresh nonce with every request, so an answer signed for
+// another request (or relabelled with another status) is refused.
+const NonceHeader = "X-Service-Nonce"
+
+// BindingHeader carries the binding signature:
+//
+//	X-Service-Binding: t=<unix_ts>,kid=<key_id>,status=<http status>,sig=<128 hex>
+const BindingHeader = "X-Service-Binding"
+
+// newNonce is 24 characters of base64url from 18 random bytes.
+func newNonce() string {
+	b := make([]byte, 18)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// binding is what a binding signature covers.
+type binding struct {
+	status       int
+	method, path string
+	etag, nonce  string
+	body         []byte
+}
+
+// bindingData is the signed data, one field a line:
+// deckhand-binding-v1, t, status, method, path, etag, nonce, hex sha256(body).
+func bindingData(t int64, b binding) []byte {
+	sum := sha256.Sum256(b.body)
+	out := []byte("deckhand-binding-v1\n")
+	out = strconv.AppendInt(out, t, 10)
+	out = append(out, '\n')
+	out = strconv.AppendInt(out, int64(b.status), 10)
+	for _, f := range []string{b.method, b.path, b.etag, b.nonce} {
+		out = append(out, '\n')
+		out = append(out, f...)
+	}
+	out = append(out, '\n')
+	return hex.AppendEncode(out, sum[:])
+}
+
+type bindingSig struct {
+	t      int64
+	kid    string
+	status int
+	sig    []byte
+}
+
+func parseBinding(v string) (bindingSig, error) {
+	var b bindingSig
+	if v == "" {
+		return b, ErrBindingMissing
+	}
+	bad := func(why string) error { return fmt.Errorf("%w: %s", ErrBindingMalformed, why) }
+	parts := strings.Split(v, ",")
+	if len(parts) != 4 {
+		return b, bad("want t=,kid=,status=,sig=")
+	}
+	ts, ok1 := strings.CutPrefix(parts[0], "t=")
+	kid, ok2 := strings.CutPrefix(parts[1], "kid=")
+	st, ok3 := strings.CutPrefix(parts[2], "status=")
+	sh, ok4 := strings.CutPrefix(parts[3], "sig=")
+	if !ok1 || !ok2 || !ok3 || !ok4 || kid == "" {
+		return b, bad("want t=,kid=,status=,sig=")
+	}
+	t, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || t <= 0 {
+		return b, bad("t is not a unix timestamp")
+	}
+	code, err := strconv.Atoi(st)
+	if err != nil || len(st) != 3 || code < 100 || code > 599 {
+		return b, bad("status is not a 3-digit HTTP status")
+	}
+	sig, err := hex.DecodeString(sh)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return b, bad("sig is not 128 hex characters")
+	}
+	return bindingSig{t: t, kid: kid, status: code, sig: sig}, nil
+}
+
+// verifyBinding checks header against the request sent and the answer
+// received: the status first (so a relabelled answer says so), the
+// replay window, then the signature.
+func (v *verifier) verifyBinding(ctx context.Context, header string, b binding) error {
+	s, err := parseBinding(header)
+	if err != nil {
+		return err
+	}
+	if s.status != b.status {
+		return fmt.Errorf("%w: signed %d, received %d", ErrStatusMismatch, s.status, b.status)
+	}
+	skew := v.now().Sub(time.Unix(s.t, 0))
+	if skew > ReplayTolerance || skew < -ReplayTolerance {
+		return fmt.Errorf("%w: binding t=%d is %s from now", ErrReplayWindow, s.t, skew.Round(time.Second))
+	}
+	pub, err := v.key(ctx, s.kid)
+	if err != nil {
+		return err
+	}
+	if !ed25519.Verify(pub, bindingData(s.t, b), s.sig) {
+		return fmt.Errorf("%w: the binding (status, method, path, ETag, nonce or body) differs from what was signed", ErrBadSignature)
+	}
+	return nil
+}
+
+// checkEnvelopeStatus refuses a control-plane envelope whose statusCode
+// is not the status it came with.
+func checkEnvelopeStatus(status int, body []byte) error {
+	if len(body) == 0 || body[0] != '{' {
+		return nil
+	}
+	var env struct {
+		StatusCode *int `json:"statusCode"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.StatusCode == nil {
+		return nil
+	}
+	if *env.StatusCode != status {
+		return fmt.Errorf("%w: the signed body says %d, the answer came as %d", ErrStatusMismatch, *env.StatusCode, status)
+	}
+	return nil
+}
 
 // verifier checks answers against the control plane's key set, fetched
 // lazily, kept KeyCacheTTL, and fetched again when an answer names a kid

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -37,6 +38,11 @@ type Terminal struct {
 	closeCtx context.CancelFunc
 }
 
+// Terminal opens a terminal session (Attach).
+func (c *Container) Terminal(ctx context.Context, o TerminalOptions) (*Terminal, error) {
+	return c.Attach(ctx, o)
+}
+
 // Attach opens a terminal session over the terminal service's WebSocket.
 // ctx bounds the handshake and, once cancelled, closes the terminal.
 func (c *Container) Attach(ctx context.Context, o TerminalOptions) (*Terminal, error) {
@@ -59,10 +65,20 @@ func (c *Container) Attach(ctx context.Context, o TerminalOptions) (*Terminal, e
 		u += "?" + q.Encode()
 	}
 	h := http.Header{}
-	if c.token != "" {
-		h.Set("Authorization", "Bearer "+c.token)
+	tok, err := c.agentToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tok != "" {
+		h.Set("Authorization", "Bearer "+tok)
 	}
 	d := websocket.Dialer{Proxy: http.ProxyFromEnvironment}
+	if c.proxyAddr != "" && c.base == "" && c.route != RouteAgentAddr {
+		nd := &net.Dialer{Timeout: 30 * time.Second}
+		d.NetDialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return nd.DialContext(ctx, network, c.proxyAddr)
+		}
+	}
 	conn, resp, err := d.DialContext(ctx, u, h)
 	if err != nil {
 		if resp != nil {

@@ -1,12 +1,14 @@
 """Per-call cost of a signed GET /api/v1/users/auth/me: raw http.client
 (one kept-alive connection, body read and decoded, no signature check),
-raw with the signature checked by hand, and the SDK's Client.me, interleaved in rounds so
+raw with the answer checked by hand, and the SDK's Client.me, interleaved in rounds so
 both see the same server and load. Prints the median µs per call of each.
 
 Run by `go test -run '^$' -bench MePython` in sdk/go, which starts the
 binaries and passes DECKHAND_CONTROL_URL, DECKHAND_EMAIL, DECKHAND_PASSWORD.
 """
 
+import base64
+import hashlib
 import http.client
 import json
 import os
@@ -42,14 +44,22 @@ key = Ed25519PublicKey.from_public_bytes(bytes.fromhex(json.loads(conn.getrespon
 
 
 def raw_verify():
-    """What a careful raw client does: the signature checked by hand."""
-    conn.request("GET", "/api/v1/users/auth/me", headers=hdrs)
+    """What a careful raw client does: the answer checked by hand as the SDK
+    checks it (signature, binding to a fresh nonce, envelope status)."""
+    nonce = base64.urlsafe_b64encode(os.urandom(18)).decode()
+    conn.request("GET", "/api/v1/users/auth/me", headers=dict(hdrs, **{"X-Service-Nonce": nonce}))
     r = conn.getresponse()
     body = r.read()
     h = r.headers["X-Service-Signature"]
     t = h[2:h.index(",")]
     key.verify(bytes.fromhex(h[h.rindex(",sig=") + 5:]), t.encode() + b"." + body)
-    return json.loads(body)["data"]
+    bt, _, _, bsig = r.headers["X-Service-Binding"].split(",")
+    data = "\n".join(["deckhand-binding-v1", bt[2:], "200", "GET", "/api/v1/users/auth/me", "", nonce,
+                      hashlib.sha256(body).hexdigest()])
+    key.verify(bytes.fromhex(bsig[4:]), data.encode())
+    env = json.loads(body)
+    assert env["statusCode"] == r.status
+    return env["data"]
 
 
 def sdk():

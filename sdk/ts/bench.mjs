@@ -1,6 +1,6 @@
 // Per-call cost of a signed GET /api/v1/users/auth/me: raw fetch (body
-// read and decoded, no signature check), raw with the signature checked
-// by hand (WebCrypto), and the SDK's DeckhandClient.me, interleaved in rounds so
+// read and decoded, no signature check), raw with the answer checked
+// by hand as the SDK checks it (WebCrypto), and the SDK's DeckhandClient.me, interleaved in rounds so
 // both see the same server and load. Prints the median µs per call of each.
 //
 // Run by `go test -run '^$' -bench MeTypeScript` in sdk/go, which starts
@@ -24,9 +24,11 @@ const set = await (await fetch(`${base}/api/v1/meta/public-key`)).json();
 const hexb = (s) => Uint8Array.from(s.match(/../g), (x) => parseInt(x, 16));
 const key = await crypto.subtle.importKey("raw", hexb(set.data.keys[0].public_key_hex), { name: "Ed25519" }, false, ["verify"]);
 
-// What a careful raw client does: the signature checked by hand.
+// What a careful raw client does: the answer checked by hand as the SDK
+// checks it (signature, binding to a fresh nonce, envelope status).
 async function rawVerify() {
-  const r = await fetch(`${base}/api/v1/users/auth/me`, { headers });
+  const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(18)))).replace(/\+/g, "-").replace(/\//g, "_");
+  const r = await fetch(`${base}/api/v1/users/auth/me`, { headers: { ...headers, "X-Service-Nonce": nonce } });
   const body = new Uint8Array(await r.arrayBuffer());
   const h = r.headers.get("X-Service-Signature");
   const t = h.slice(2, h.indexOf(","));
@@ -35,7 +37,13 @@ async function rawVerify() {
   data.set(prefix);
   data.set(body, prefix.length);
   if (!(await crypto.subtle.verify({ name: "Ed25519" }, key, hexb(h.slice(h.lastIndexOf(",sig=") + 5)), data))) throw new Error("bad signature");
-  return JSON.parse(new TextDecoder().decode(body)).data;
+  const [bt, , , bsig] = r.headers.get("X-Service-Binding").split(",");
+  const sum = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", body)), (x) => x.toString(16).padStart(2, "0")).join("");
+  const bdata = new TextEncoder().encode(["deckhand-binding-v1", bt.slice(2), "200", "GET", "/api/v1/users/auth/me", "", nonce, sum].join("\n"));
+  if (!(await crypto.subtle.verify({ name: "Ed25519" }, key, hexb(bsig.slice(4)), bdata))) throw new Error("bad binding");
+  const env = JSON.parse(new TextDecoder().decode(body));
+  if (env.statusCode !== r.status) throw new Error("status");
+  return env.data;
 }
 const sdk = () => c.me();
 

@@ -23,10 +23,16 @@ func (s *Service) Routes() []platform.Route {
 		{Method: "DELETE", Path: "/api/v1/files", OperationID: "deleteFile", Tags: tags, Summary: "Delete a file, link or directory",
 			Description: "A link is removed, not its target. A directory that is not empty answers 409 CONFLICT unless " +
 				"recursive=true. The root itself cannot be deleted. 204 on success.",
-			Status: 204, Op: platform.CommandOp(s.Remove)},
+			Status: 204, Op: platform.CommandOp(s.Remove),
+			Tool: &platform.Tool{Name: "files_delete", Title: "Delete",
+				Description: "Delete a file, link or directory (a non-empty directory only with recursive).",
+				Destructive: true, Idempotent: true}},
 		{Method: "GET", Path: "/api/v1/files/stat", OperationID: "statFile", Tags: tags, Summary: "Describe one path",
 			Description: "Like one listing entry; a final symbolic link is described itself (lstat), with its target.",
-			Op:          platform.Op(s.StatPath)},
+			Op:          platform.Op(s.StatPath),
+			Tool: &platform.Tool{Name: "files_stat", Title: "Describe a path",
+				Description: "Type, size, mode, owner and modification time of one path (a link is described itself).",
+				ReadOnly:    true, Idempotent: true}},
 		{Method: "GET", Path: "/api/v1/files/content", OperationID: "downloadFile", Tags: tags, Summary: "Download a file",
 			Description: "Streams the file (sendfile on TCP). Content-Type by extension, else sniffed from the first 512 " +
 				"bytes. ETag and Last-Modified are set; If-None-Match answers 304. One Range (bytes=a-b, a-, -n) answers 206 " +
@@ -59,7 +65,10 @@ func (s *Service) Routes() []platform.Route {
 		{Method: "POST", Path: "/api/v1/files/move", OperationID: "moveFile", Tags: tags, Summary: "Move or rename",
 			Description: "rename(2) within the root: atomic on one file system, 409 across file systems. Parents of to are " +
 				"created. An existing destination answers 409 unless overwrite=true. A directory cannot move into itself.",
-			Op: platform.Op(s.MoveEntry)},
+			Op: platform.Op(s.MoveEntry),
+			Tool: &platform.Tool{Name: "files_move", Title: "Move or rename",
+				Description: "Move or rename a file or directory. An existing destination is an error unless overwrite.",
+				Destructive: true}},
 		{Method: "POST", Path: "/api/v1/files/copy", OperationID: "copyFile", Tags: tags, Summary: "Copy (directories recursively)",
 			Description: "Files keep their mode (copy_file_range where the kernel can), directories are copied with " +
 				"everything in them, symbolic links are copied as links, never followed; sockets, fifos and devices are " +
@@ -78,7 +87,11 @@ func (s *Service) Routes() []platform.Route {
 				"binary (a NUL in the first 8 KiB) or are larger than max_file_size are skipped. gitignore=true honours " +
 				".gitignore files on the way (and skips .git). The search stops at max_results matches or max_files " +
 				"files visited, with truncated=true.",
-			Op: platform.Op(s.Search)},
+			Op: platform.Op(s.Search),
+			Tool: &platform.Tool{Name: "files_search", Title: "Find files and grep",
+				Description: "Find files under path by name glob and/or grep their contents with a regular expression; answers " +
+					"the matching paths (with line number and line for content matches).",
+				ReadOnly: true, Idempotent: true}},
 		{Method: "GET", Path: "/api/v1/files/archive", OperationID: "downloadArchive", Tags: tags, Summary: "Download a directory as zip or tar.gz",
 			Description: "Streamed as it is built (no temporary file, no Content-Length). Links are stored as links, " +
 				"hidden files included; files that cannot be read are skipped.",

@@ -177,9 +177,10 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				s.subs.opened(ss, who.header.Get(ownerHeader))
 			}
 		case "tools/list":
+			runs := s.running.runs(ctx)
+			_ = s.loadTools(ctx, slices.DeleteFunc(slices.Clone(platform.ActsFor["mcp"]), func(svc string) bool { return !runs(svc) }))
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				runs := s.running.runs(ctx)
 				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool {
 					return !who.mayTool(t.Name) || !runs(toolService(t.Name))
 				})
@@ -204,6 +205,13 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				err := notAllowed(p.Name)
 				s.journalCall(who, p, svc, "refused", err.Error(), start)
 				return nil, err
+			}
+			if svc != "mcp" {
+				if err := s.loadTools(ctx, []string{svc}); err != nil && !s.catalog.has(p.Name) {
+					// Its service's tools are not known: it does not answer.
+					s.journalCall(who, p, svc, "failed", errorText(err), start)
+					return failed(err), nil
+				}
 			}
 			res, err := next(ctx, method, req)
 			outcome, detail := "ok", ""

@@ -1,9 +1,13 @@
 // Package mcp owns the agent's Model Context Protocol server (port +16):
 // Streamable HTTP at /api/v1/mcp (sessions, resumable SSE streams through
-// an event store) built on the official Go SDK. Every tool, and every
-// resource, is a thin call over HTTP into the loopback port of the service
-// that owns it (process, files, display, journal): nothing is implemented
-// twice, and the owning service's own checks, limits and journal apply.
+// an event store) built on the official Go SDK. A tool that is one
+// operation of another service is that service's route (platform.Tool):
+// listed from the route's own description and schemas and called through
+// the service's host in memory, or on its port when it runs as a child
+// (routetools.go); this service adds only how the answer reads for a model.
+// The other tools (compositions such as files_edit) and the resources call
+// the services that own what they touch over HTTP (backend.go). Nothing is
+// implemented twice, and the owning service's own checks and limits apply.
 //
 // Who may use what: the gateway judges a request to this service as usual
 // and, because this service acts for its caller (platform.ActsFor), also
@@ -17,7 +21,8 @@
 // service's own port that did not come through the gateway is a trusted
 // local user (the host refuses others) and reaches every service.
 //
-// One file per concern: backend.go (calls into the other services),
+// One file per concern: routetools.go (tools that are routes),
+// backend.go (calls into the other services),
 // reach.go (who may call what, and the journal), tools_*.go (the tools),
 // resources.go (file, process and journal resources, file subscriptions),
 // trim.go (output budgets).
@@ -27,6 +32,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -114,6 +120,7 @@ type Service struct {
 	handler http.Handler
 	subs    *subscriptions
 	running *running
+	catalog catalog
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -133,6 +140,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	deps = deps.WithDefaults()
 	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase, deps.InMemory)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.catalog = catalog{loaded: map[string]bool{}, tools: map[string]*routeTool{}}
 	s.subs = newSubscriptions(s, set.MaxSubscriptions)
 	var listed []string
 	if strings.TrimSpace(set.Services) != "" {
@@ -166,7 +174,6 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.addRecordingTools()
 	s.addJournalTools()
 	s.addMemoryTools()
-	s.addOtherTools()
 	s.addResources()
 	s.server.AddReceivingMiddleware(s.guard)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
@@ -180,7 +187,26 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		DisableLocalhostProtection: true,
 	})
 	s.handler = s.bound(h)
+	go s.preload(listed)
 	return s, nil
+}
+
+// preload loads the route tools of the services the agent runs as soon as
+// they answer, so that a session's first call does not wait for it (nor
+// see the tool list change under it). Without --mcp-services it gives up
+// after a minute: tools/list and tools/call load what answers later.
+func (s *Service) preload(listed []string) {
+	want := platform.ActsFor["mcp"]
+	if listed != nil {
+		want = slices.DeleteFunc(slices.Clone(want), func(svc string) bool { return !slices.Contains(listed, svc) })
+	}
+	for start := time.Now(); s.loadTools(s.ctx, want) != nil && (listed != nil || time.Since(start) < time.Minute); {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(healthTTL):
+		}
+	}
 }
 
 // Close ends every session and the file watches.
@@ -231,8 +257,9 @@ func (s *Service) Info() platform.Info {
 		Version: platform.Version,
 		Description: "A Model Context Protocol server (Streamable HTTP, protocol revisions the official Go SDK speaks) for AI " +
 			"agents to drive this container through one endpoint, POST/GET/DELETE " + Path + " (through the gateway: /_/mcp" + Path +
-			"). Every tool is a call into the service that owns it over its loopback port: process_* into the process service, " +
-			"files_* into files, display_* into display, journal_query into journal. A tool is judged as the program of the " +
+			"). Every tool is a call into the service that owns it: process_* into the process service, " +
+			"files_* into files, display_* into display, journal_query into journal; a tool that is one of that service's " +
+			"operations is listed with its description and schemas (its x-mcp-tool) and runs it as a direct request would. A tool is judged as the program of the " +
 			"service it calls (exec for process, files for files, services for display and journal), with the same proxy " +
 			"permissions document, groups and default as a direct request: a credential that could not reach that service does " +
 			"not see its tools in tools/list and is refused when it calls one. A group of the document may also carry " +

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -85,45 +86,6 @@ type ListFilesResult struct {
 	Truncated bool        `json:"truncated"`
 }
 
-// PathArgs name one path.
-type PathArgs struct {
-	Path string `json:"path" jsonschema:"absolute path"`
-}
-
-// SearchArgs are files_search's arguments.
-type SearchArgs struct {
-	Path       string `json:"path" jsonschema:"absolute directory to search under"`
-	Name       string `json:"name,omitempty" jsonschema:"glob on file names, e.g. *.go"`
-	Content    string `json:"content,omitempty" jsonschema:"regular expression searched in file contents (grep)"`
-	Hidden     bool   `json:"hidden,omitempty" jsonschema:"descend into names starting with a dot"`
-	GitIgnore  bool   `json:"gitignore,omitempty" jsonschema:"skip what .gitignore files exclude"`
-	MaxResults int    `json:"max_results,omitempty" jsonschema:"stop after this many matches (default 200)"`
-}
-
-// SearchResult answers files_search.
-type SearchResult struct {
-	Matches   []files.Match `json:"matches"`
-	Truncated bool          `json:"truncated"`
-}
-
-// MoveArgs are files_move's arguments.
-type MoveArgs struct {
-	From      string `json:"from" jsonschema:"absolute path to move"`
-	To        string `json:"to" jsonschema:"absolute destination path"`
-	Overwrite bool   `json:"overwrite,omitempty" jsonschema:"replace an existing destination"`
-}
-
-// DeleteArgs are files_delete's arguments.
-type DeleteArgs struct {
-	Path      string `json:"path" jsonschema:"absolute path to delete"`
-	Recursive bool   `json:"recursive,omitempty" jsonschema:"delete a directory with everything in it"`
-}
-
-// Deleted answers files_delete.
-type Deleted struct {
-	Deleted string `json:"deleted"`
-}
-
 func (s *Service) addFilesTools() {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
 	mcp.AddTool(s.server, &mcp.Tool{Name: "files_read", Title: "Read a file",
@@ -141,17 +103,6 @@ func (s *Service) addFilesTools() {
 	mcp.AddTool(s.server, &mcp.Tool{Name: "files_list", Title: "List a directory",
 		Description: "List a directory's entries (name, type, size, mode, modified), sorted; depth > 1 descends.",
 		Annotations: ro}, s.filesList)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "files_stat", Title: "Describe a path",
-		Description: "Type, size, mode and modification time of one path (a link is described itself).", Annotations: ro}, s.filesStat)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "files_search", Title: "Find files and grep",
-		Description: "Find files under path by name glob and/or grep their contents with a regular expression; answers " +
-			"the matching paths (with line number and line for content matches).", Annotations: ro}, s.filesSearch)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "files_move", Title: "Move or rename",
-		Description: "Move or rename a file or directory. An existing destination is an error unless overwrite.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.filesMove)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "files_delete", Title: "Delete",
-		Description: "Delete a file, link or directory (a non-empty directory only with recursive).",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.filesDelete)
 }
 
 func pathQuery(path string) url.Values { return url.Values{"path": {path}} }
@@ -267,60 +218,30 @@ func (s *Service) filesList(ctx context.Context, req *mcp.CallToolRequest, in Li
 	return textResult(trimText(b.String(), 0, s.set.OutputBudget).Text), out, nil
 }
 
-func (s *Service) filesStat(ctx context.Context, req *mcp.CallToolRequest, in PathArgs) (*mcp.CallToolResult, FileEntry, error) {
-	var e files.Entry
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "files", path: "/api/v1/files/stat", query: pathQuery(in.Path)}, &e); err != nil {
-		return nil, FileEntry{}, toolErr(err)
-	}
-	return textResult(fmt.Sprintf("%s: %s, %d bytes, mode %s", e.Path, e.Type, e.Size, e.Mode)), entry(e), nil
-}
-
-func (s *Service) filesSearch(ctx context.Context, req *mcp.CallToolRequest, in SearchArgs) (*mcp.CallToolResult, SearchResult, error) {
-	q := pathQuery(in.Path)
-	for k, v := range map[string]string{"name": in.Name, "content": in.Content} {
-		if v != "" {
-			q.Set(k, v)
+// The files routes that are tools (files_stat, files_search, files_move,
+// files_delete) read for a model as follows.
+func init() {
+	views["files_stat"] = view{answer: answerAs(func(_ *Service, _ map[string]json.RawMessage, e files.Entry, _ int) *mcp.CallToolResult {
+		return structuredResult(fmt.Sprintf("%s: %s, %d bytes, mode %s", e.Path, e.Type, e.Size, e.Mode), e)
+	})}
+	views["files_move"] = view{answer: answerAs(func(_ *Service, args map[string]json.RawMessage, e files.Entry, _ int) *mcp.CallToolResult {
+		return structuredResult("moved "+argString(args, "from")+" to "+e.Path, e)
+	})}
+	views["files_delete"] = view{answer: func(_ *Service, args map[string]json.RawMessage, _ any, _ int) (*mcp.CallToolResult, error) {
+		return structuredResult("deleted "+argString(args, "path"), struct{}{}), nil
+	}}
+	views["files_search"] = view{answer: answerAs(func(s *Service, _ map[string]json.RawMessage, r files.SearchResult, _ int) *mcp.CallToolResult {
+		var b strings.Builder
+		for _, m := range r.Matches {
+			if m.Line > 0 {
+				fmt.Fprintf(&b, "%s:%d: %s\n", m.Path, m.Line, m.Text)
+			} else {
+				fmt.Fprintln(&b, m.Path)
+			}
 		}
-	}
-	q.Set("hidden", strconv.FormatBool(in.Hidden))
-	q.Set("gitignore", strconv.FormatBool(in.GitIgnore))
-	max := in.MaxResults
-	if max <= 0 {
-		max = 200
-	}
-	q.Set("max_results", strconv.Itoa(max))
-	var r files.SearchResult
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "files", path: "/api/v1/files/search", query: q}, &r); err != nil {
-		return nil, SearchResult{}, toolErr(err)
-	}
-	var b strings.Builder
-	for _, m := range r.Matches {
-		if m.Line > 0 {
-			fmt.Fprintf(&b, "%s:%d: %s\n", m.Path, m.Line, m.Text)
-		} else {
-			fmt.Fprintln(&b, m.Path)
+		if r.Matches == nil {
+			r.Matches = []files.Match{}
 		}
-	}
-	if r.Matches == nil {
-		r.Matches = []files.Match{}
-	}
-	return textResult(trimText(b.String(), 0, s.set.OutputBudget).Text), SearchResult{Matches: r.Matches, Truncated: r.Truncated}, nil
-}
-
-func (s *Service) filesMove(ctx context.Context, req *mcp.CallToolRequest, in MoveArgs) (*mcp.CallToolResult, FileEntry, error) {
-	var e files.Entry
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPost, service: "files", path: "/api/v1/files/move",
-		body: files.MoveRequest{From: in.From, To: in.To, Overwrite: in.Overwrite}}, &e); err != nil {
-		return nil, FileEntry{}, toolErr(err)
-	}
-	return textResult("moved " + in.From + " to " + e.Path), entry(e), nil
-}
-
-func (s *Service) filesDelete(ctx context.Context, req *mcp.CallToolRequest, in DeleteArgs) (*mcp.CallToolResult, Deleted, error) {
-	q := pathQuery(in.Path)
-	q.Set("recursive", strconv.FormatBool(in.Recursive))
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodDelete, service: "files", path: "/api/v1/files", query: q}, nil); err != nil {
-		return nil, Deleted{}, toolErr(err)
-	}
-	return textResult("deleted " + in.Path), Deleted{Deleted: in.Path}, nil
+		return structuredResult(trimText(b.String(), 0, s.set.OutputBudget).Text, r)
+	})}
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -45,31 +46,6 @@ type NoteWriteArgs struct {
 	Version *int64      `json:"version,omitempty" jsonschema:"the version being replaced, from notes_read; 0 creates only; required to replace an existing note"`
 }
 
-// MemoryArgs name a workspace.
-type MemoryArgs struct {
-	Workspace string `json:"workspace" jsonschema:"the workspace's id: 1-128 of A-Z a-z 0-9 . _ -"`
-}
-
-// MemoryBlockArgs name a memory block.
-type MemoryBlockArgs struct {
-	Workspace string `json:"workspace" jsonschema:"the workspace's id"`
-	Label     string `json:"label" jsonschema:"the block's label: 1-64 of A-Z a-z 0-9 . _ -"`
-}
-
-// MemoryWriteArgs are workspace_memory_write's arguments.
-type MemoryWriteArgs struct {
-	Workspace   string `json:"workspace" jsonschema:"the workspace's id"`
-	Label       string `json:"label" jsonschema:"the block's label: 1-64 of A-Z a-z 0-9 . _ -"`
-	Value       string `json:"value" jsonschema:"the block's whole new value, within its limit of characters"`
-	Description string `json:"description,omitempty" jsonschema:"what the block is for"`
-	Limit       *int   `json:"limit,omitempty" jsonschema:"the most characters value may hold (default: the workspace's default_block_limit)"`
-}
-
-// MemoryBlocks answers workspace_memory_list.
-type MemoryBlocks struct {
-	Blocks []workspace.Block `json:"blocks"`
-}
-
 func (s *Service) addMemoryTools() {
 	read := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
 	write := &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}
@@ -79,14 +55,6 @@ func (s *Service) addMemoryTools() {
 	mcp.AddTool(s.server, &mcp.Tool{Name: "notes_write", Title: "Write a note",
 		Description: "Create or replace a note's whole document. Replacing needs the version notes_read answered (a " +
 			"stale one is refused: read again and redo the change); version 0 creates only.", Annotations: write}, s.notesWrite)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "workspace_memory_list", Title: "List memory blocks",
-		Description: "The workspace's memory blocks by label: each one's value, description, limit and version.",
-		Annotations: read}, s.memoryList)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "workspace_memory_read", Title: "Read a memory block",
-		Description: "Read one memory block of the workspace by label.", Annotations: read}, s.memoryRead)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "workspace_memory_write", Title: "Write a memory block",
-		Description: "Create or replace a memory block: its whole value (within its limit of characters) and, optionally, " +
-			"description and limit. The previous value stays in the memory history.", Annotations: write}, s.memoryWrite)
 }
 
 // required refuses an empty path argument before it reaches a route.
@@ -159,52 +127,25 @@ func (s *Service) notesWrite(ctx context.Context, req *mcp.CallToolRequest, in N
 	return textResult(fmt.Sprintf("wrote %s/%s: %d blocks, version %d", d.NotebookID, d.NodeID, len(d.Blocks), d.Version)), d, nil
 }
 
-func blocksPath(ws string) string {
-	return "/api/v1/workspaces/" + url.PathEscape(ws) + "/memory/blocks"
-}
-
-func (s *Service) memoryList(ctx context.Context, req *mcp.CallToolRequest, in MemoryArgs) (*mcp.CallToolResult, MemoryBlocks, error) {
-	if err := required("workspace", in.Workspace); err != nil {
-		return nil, MemoryBlocks{}, err
-	}
-	var l workspace.BlockList
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "workspace", path: blocksPath(in.Workspace)}, &l); err != nil {
-		return nil, MemoryBlocks{}, toolErr(err)
-	}
-	if l.Blocks == nil {
-		l.Blocks = []workspace.Block{}
-	}
-	var b strings.Builder
-	for _, bl := range l.Blocks {
-		fmt.Fprintf(&b, "%s (%d/%d characters, version %d): %s\n", bl.Label, len([]rune(bl.Value)), bl.Limit, bl.Version, bl.Description)
-	}
-	if len(l.Blocks) == 0 {
-		b.WriteString("no memory blocks")
-	}
-	return textResult(trimText(b.String(), 0, s.set.OutputBudget).Text), MemoryBlocks{Blocks: l.Blocks}, nil
-}
-
-func (s *Service) memoryRead(ctx context.Context, req *mcp.CallToolRequest, in MemoryBlockArgs) (*mcp.CallToolResult, workspace.Block, error) {
-	if err := required("workspace", in.Workspace, "label", in.Label); err != nil {
-		return nil, workspace.Block{}, err
-	}
-	var bl workspace.Block
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "workspace",
-		path: blocksPath(in.Workspace) + "/" + url.PathEscape(in.Label)}, &bl); err != nil {
-		return nil, workspace.Block{}, toolErr(err)
-	}
-	return textResult(trimText(bl.Value, 0, s.set.OutputBudget).Text), bl, nil
-}
-
-func (s *Service) memoryWrite(ctx context.Context, req *mcp.CallToolRequest, in MemoryWriteArgs) (*mcp.CallToolResult, workspace.Block, error) {
-	if err := required("workspace", in.Workspace, "label", in.Label); err != nil {
-		return nil, workspace.Block{}, err
-	}
-	var bl workspace.Block
-	body := workspace.PutBlock{Value: in.Value, Description: in.Description, Limit: in.Limit}
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPut, service: "workspace",
-		path: blocksPath(in.Workspace) + "/" + url.PathEscape(in.Label), body: body}, &bl); err != nil {
-		return nil, workspace.Block{}, toolErr(err)
-	}
-	return textResult(fmt.Sprintf("wrote %s: version %d", bl.Label, bl.Version)), bl, nil
+// The workspace's memory routes that are tools (workspace_memory_list,
+// workspace_memory_read, workspace_memory_write) read for a model as
+// follows.
+func init() {
+	views["workspace_memory_list"] = view{answer: answerAs(func(s *Service, _ map[string]json.RawMessage, l workspace.BlockList, _ int) *mcp.CallToolResult {
+		var b strings.Builder
+		for _, bl := range l.Blocks {
+			fmt.Fprintf(&b, "%s (%d/%d characters, version %d): %s\n", bl.Label, len([]rune(bl.Value)), bl.Limit, bl.Version, bl.Description)
+		}
+		if len(l.Blocks) == 0 {
+			b.WriteString("no memory blocks")
+			l.Blocks = []workspace.Block{}
+		}
+		return structuredResult(trimText(b.String(), 0, s.set.OutputBudget).Text, l)
+	})}
+	views["workspace_memory_read"] = view{answer: answerAs(func(s *Service, _ map[string]json.RawMessage, bl workspace.Block, _ int) *mcp.CallToolResult {
+		return structuredResult(trimText(bl.Value, 0, s.set.OutputBudget).Text, bl)
+	})}
+	views["workspace_memory_write"] = view{answer: answerAs(func(_ *Service, _ map[string]json.RawMessage, bl workspace.Block, _ int) *mcp.CallToolResult {
+		return structuredResult(fmt.Sprintf("wrote %s: version %d", bl.Label, bl.Version), bl)
+	})}
 }

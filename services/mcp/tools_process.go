@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,55 +15,6 @@ import (
 	"deckhand/platform/fault"
 	"deckhand/services/process"
 )
-
-// RunArgs are process_run's arguments.
-type RunArgs struct {
-	Cmd       []string `json:"cmd,omitempty" jsonschema:"argv: the program (looked up in PATH) and its arguments; give cmd or shell"`
-	Shell     string   `json:"shell,omitempty" jsonschema:"a shell command line run by /bin/sh -c (pipes, redirections); give cmd or shell"`
-	Cwd       string   `json:"cwd,omitempty" jsonschema:"absolute working directory (default: the user's home)"`
-	TimeoutMS int64    `json:"timeout_ms,omitempty" jsonschema:"stop the command's whole process tree after this many milliseconds (default: no limit)"`
-	Stdin     string   `json:"stdin,omitempty" jsonschema:"text written to the command's standard input, then end of file"`
-	MaxChars  int      `json:"max_chars,omitempty" jsonschema:"characters of stdout (and of stderr) to answer at most (default: the server's budget); the rest is read with process_output"`
-}
-
-// RunOutput is process_run's structured answer.
-type RunOutput struct {
-	ID         string `json:"id" jsonschema:"the process's id: its whole output stays readable with process_output"`
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	ExitCode   *int   `json:"exit_code" jsonschema:"null when it could not start; 128+N when signal N ended it"`
-	State      string `json:"state" jsonschema:"exited, killed, timed_out or failed_to_start"`
-	Error      string `json:"error,omitempty" jsonschema:"why it could not start"`
-	DurationMS int64  `json:"duration_ms"`
-	Trimmed    bool   `json:"trimmed" jsonschema:"stdout or stderr was cut to max_chars"`
-}
-
-// StartArgs are process_start's arguments.
-type StartArgs struct {
-	Cmd           []string `json:"cmd,omitempty" jsonschema:"argv: the program and its arguments; give cmd or shell"`
-	Shell         string   `json:"shell,omitempty" jsonschema:"a shell command line run by /bin/sh -c; give cmd or shell"`
-	Cwd           string   `json:"cwd,omitempty" jsonschema:"absolute working directory"`
-	TimeoutMS     int64    `json:"timeout_ms,omitempty" jsonschema:"stop it after this many milliseconds (default: no limit)"`
-	Tag           string   `json:"tag,omitempty" jsonschema:"a label to find it again with process_list"`
-	KeepStdinOpen bool     `json:"keep_stdin_open,omitempty" jsonschema:"keep standard input open for process_stdin (default: closed, the program reads end of file)"`
-}
-
-// ProcessInfo is one process as the tools answer it.
-type ProcessInfo struct {
-	ID          string   `json:"id"`
-	Tag         string   `json:"tag,omitempty"`
-	Cmd         []string `json:"cmd"`
-	State       string   `json:"state" jsonschema:"running, exited, killed, timed_out or failed_to_start"`
-	ExitCode    *int     `json:"exit_code"`
-	PID         int      `json:"pid,omitempty"`
-	OutputBytes int64    `json:"output_bytes" jsonschema:"the offset the next output byte will have"`
-	DurationMS  int64    `json:"duration_ms"`
-}
-
-func info(p process.Process) ProcessInfo {
-	return ProcessInfo{ID: p.ID, Tag: p.Tag, Cmd: p.Cmd, State: p.State, ExitCode: p.ExitCode, PID: p.PID,
-		OutputBytes: p.OutputBytes, DurationMS: p.DurationMS}
-}
 
 // OutputArgs are process_output's arguments.
 type OutputArgs struct {
@@ -81,33 +33,11 @@ type OutputResult struct {
 	Skipped    int64  `json:"skipped,omitempty" jsonschema:"bytes before the answer's text that were no longer kept"`
 }
 
-// IDArgs name one process.
-type IDArgs struct {
-	ID string `json:"id" jsonschema:"the process's id"`
-}
-
 // StdinArgs are process_stdin's arguments.
 type StdinArgs struct {
 	ID    string `json:"id" jsonschema:"the process's id (started with keep_stdin_open)"`
 	Text  string `json:"text" jsonschema:"text written to its standard input (add \\n for a line)"`
 	Close bool   `json:"close,omitempty" jsonschema:"close its standard input afterwards (end of file)"`
-}
-
-// SignalArgs are process_signal's arguments.
-type SignalArgs struct {
-	ID     string `json:"id" jsonschema:"the process's id"`
-	Signal string `json:"signal" jsonschema:"signal name or number: INT, TERM, KILL, HUP, STOP, CONT ..."`
-}
-
-// ListArgs are process_list's arguments.
-type ListArgs struct {
-	Tag   string `json:"tag,omitempty" jsonschema:"only processes with this tag"`
-	State string `json:"state,omitempty" jsonschema:"only processes in this state (running, exited, killed, timed_out, failed_to_start)"`
-}
-
-// ListResult is process_list's answer.
-type ListResult struct {
-	Processes []ProcessInfo `json:"processes"`
 }
 
 // Written answers process_stdin.
@@ -129,17 +59,6 @@ func textResult(text string) *mcp.CallToolResult {
 func toolErr(err error) error { return errors.New(errorText(err)) }
 
 func (s *Service) addProcessTools() {
-	mcp.AddTool(s.server, &mcp.Tool{Name: "process_run", Title: "Run a command",
-		Description: "Run a command in the container to its end and answer its output and exit code. Give cmd (an argv array, " +
-			"no shell) or shell (a /bin/sh -c line). The text content is stdout, then stderr after a [stderr] line; " +
-			"when the command exits non-zero, times out, is killed or cannot start, the result is an error (isError) and " +
-			"the text ends with the exit code. The structured content has stdout, stderr, exit_code and state. Output past max_chars is trimmed with a marker: read the rest with process_output and the " +
-			"answer's id. For a long-running or interactive program use process_start instead.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}}, s.processRun)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "process_start", Title: "Start a command in the background",
-		Description: "Start a command and answer at once with its id; read its output with process_output, write to it with " +
-			"process_stdin, stop it with process_signal. For a command you only need the result of, process_run is simpler.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}}, s.processStart)
 	mcp.AddTool(s.server, &mcp.Tool{Name: "process_output", Title: "Read a process's output",
 		Description: "Read a process's output (stdout and stderr interleaved as written) from a byte offset, at most max_chars; " +
 			"next_offset is where to read on, done says it has ended and everything was read. Does not wait for new output.",
@@ -147,39 +66,58 @@ func (s *Service) addProcessTools() {
 	mcp.AddTool(s.server, &mcp.Tool{Name: "process_stdin", Title: "Write to a process's input",
 		Description: "Write text to the standard input of a process started with keep_stdin_open; close=true sends end of file.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.processStdin)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "process_signal", Title: "Signal a process",
-		Description: "Send a signal (TERM, INT, KILL, HUP ...) to a process's whole process group. Answers its record.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.processSignal)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "process_list", Title: "List processes",
-		Description: "List the processes started through the process service (running, and finished ones still kept), oldest first.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}}, s.processList)
 }
 
-func spec(cmd []string, shell, cwd string, timeout int64) process.Spec {
-	return process.Spec{Cmd: cmd, Shell: shell, Cwd: cwd, TimeoutMS: timeout}
+// The process routes that are tools (process_run, process_start,
+// process_list, process_signal) read for a model as follows.
+func init() {
+	views["process_run"] = view{budget: true, args: func(args map[string]json.RawMessage, max int) {
+		// max_chars characters are at most 4 bytes each.
+		if _, set := args["max_output_bytes"]; !set {
+			args["max_output_bytes"] = json.RawMessage(strconv.Itoa(min(4*max, 16<<20)))
+		}
+	}, answer: answerAs(processRun)}
+	views["process_start"] = view{answer: answerAs(func(_ *Service, _ map[string]json.RawMessage, p process.Process, _ int) *mcp.CallToolResult {
+		return structuredResult("started process "+p.ID+" ("+p.State+")", p)
+	})}
+	views["process_signal"] = view{answer: answerAs(func(_ *Service, args map[string]json.RawMessage, p process.Process, _ int) *mcp.CallToolResult {
+		return structuredResult("sent "+argString(args, "signal")+" to process "+p.ID, p)
+	})}
+	views["process_list"] = view{answer: answerAs(func(s *Service, _ map[string]json.RawMessage, l process.ProcessList, _ int) *mcp.CallToolResult {
+		var b strings.Builder
+		for _, p := range l.Processes {
+			fmt.Fprintf(&b, "%s %s %s\n", p.ID, p.State, strings.Join(p.Cmd, " "))
+		}
+		if l.Processes == nil {
+			l.Processes = []process.Process{}
+		}
+		return structuredResult(trimText(b.String(), 0, s.set.OutputBudget).Text, l)
+	})}
 }
 
-func (s *Service) processRun(ctx context.Context, req *mcp.CallToolRequest, in RunArgs) (*mcp.CallToolResult, RunOutput, error) {
-	who := callerOf(req.Extra)
-	body := process.RunInput{Spec: spec(in.Cmd, in.Shell, in.Cwd, in.TimeoutMS)}
-	body.Stdin = in.Stdin
-	var r process.RunResult
-	if err := s.be.json(ctx, who, call{method: http.MethodPost, service: "process", path: "/api/v1/process/run", body: body}, &r); err != nil {
-		return nil, RunOutput{}, toolErr(err)
-	}
+// structuredResult is a tool answer with text and structured content.
+func structuredResult(text string, structured any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured}
+}
+
+// processRun reads a run's answer: stdout and stderr trimmed to max
+// characters (in the structured content too), a failure as an error whose
+// text says how the command ended.
+func processRun(_ *Service, _ map[string]json.RawMessage, r process.RunResult, max int) *mcp.CallToolResult {
 	if r.Encoding == "base64" {
 		r.Stdout, r.Stderr = "<binary output, base64 in process_output>", ""
 	}
-	max := s.budget(in.MaxChars)
 	out, errp := trimText(r.Stdout, 0, max), trimText(r.Stderr, 0, max)
-	o := RunOutput{ID: r.ID, Stdout: out.Text, Stderr: errp.Text, ExitCode: r.ExitCode, State: r.State, Error: r.Error,
-		DurationMS: r.DurationMS, Trimmed: out.Next > 0 || errp.Next > 0 || r.Truncated}
+	r.Stdout, r.Stderr = out.Text, errp.Text
+	r.Truncated = r.Truncated || out.Next > 0 || errp.Next > 0
 	text := out.Text
-	if o.Trimmed {
+	if r.Truncated {
 		text += fmt.Sprintf("\n[the whole output: process_output with id=%s and offset=0]", r.ID)
 	}
 	if r.State == process.StateFailedToStart {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "failed to start: " + r.Error}}}, o, nil
+		res := structuredResult("failed to start: "+r.Error, r)
+		res.IsError = true
+		return res
 	}
 	// A model reads the text, not the structured content: a failure says
 	// so there, with the exit code and what the command wrote to stderr.
@@ -190,9 +128,9 @@ func (s *Service) processRun(ctx context.Context, req *mcp.CallToolRequest, in R
 	if failed {
 		text = withNewline(text) + "[" + endOf(r.State, r.ExitCode) + "]"
 	}
-	res := textResult(text)
+	res := structuredResult(text, r)
 	res.IsError = failed
-	return res, o, nil
+	return res
 }
 
 // withNewline ends a non-empty text with a line break, so what follows
@@ -219,16 +157,6 @@ func endOf(state string, code *int) string {
 		return "killed by a signal, " + c
 	}
 	return state + ", " + c
-}
-
-func (s *Service) processStart(ctx context.Context, req *mcp.CallToolRequest, in StartArgs) (*mcp.CallToolResult, ProcessInfo, error) {
-	body := process.StartInput{Spec: spec(in.Cmd, in.Shell, in.Cwd, in.TimeoutMS), KeepStdinOpen: in.KeepStdinOpen}
-	body.Tag = in.Tag
-	var p process.Process
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPost, service: "process", path: "/api/v1/process", body: body}, &p); err != nil {
-		return nil, ProcessInfo{}, toolErr(err)
-	}
-	return textResult("started process " + p.ID + " (" + p.State + ")"), info(p), nil
 }
 
 func (s *Service) processOutput(ctx context.Context, req *mcp.CallToolRequest, in OutputArgs) (*mcp.CallToolResult, OutputResult, error) {
@@ -286,34 +214,4 @@ func (s *Service) processStdin(ctx context.Context, req *mcp.CallToolRequest, in
 		}
 	}
 	return textResult(fmt.Sprintf("wrote %d bytes", w.Written)), Written{Written: w.Written, Closed: in.Close}, nil
-}
-
-func (s *Service) processSignal(ctx context.Context, req *mcp.CallToolRequest, in SignalArgs) (*mcp.CallToolResult, ProcessInfo, error) {
-	var p process.Process
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPost, service: "process",
-		path: "/api/v1/process/" + url.PathEscape(in.ID) + "/signal", body: map[string]string{"signal": in.Signal}}, &p); err != nil {
-		return nil, ProcessInfo{}, toolErr(err)
-	}
-	return textResult("sent " + in.Signal + " to process " + in.ID), info(p), nil
-}
-
-func (s *Service) processList(ctx context.Context, req *mcp.CallToolRequest, in ListArgs) (*mcp.CallToolResult, ListResult, error) {
-	q := url.Values{}
-	if in.Tag != "" {
-		q.Set("tag", in.Tag)
-	}
-	if in.State != "" {
-		q.Set("state", in.State)
-	}
-	var l process.ProcessList
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "process", path: "/api/v1/process", query: q}, &l); err != nil {
-		return nil, ListResult{}, toolErr(err)
-	}
-	out := ListResult{Processes: []ProcessInfo{}}
-	var b strings.Builder
-	for _, p := range l.Processes {
-		out.Processes = append(out.Processes, info(p))
-		fmt.Fprintf(&b, "%s %s %s\n", p.ID, p.State, strings.Join(p.Cmd, " "))
-	}
-	return textResult(trimText(b.String(), 0, s.set.OutputBudget).Text), out, nil
 }

@@ -18,7 +18,12 @@ func (s *Service) Routes() []platform.Route {
 				"blocks and times, not the blocks (read one with GET .../document). notebook= keeps one notebook's nodes; " +
 				"limit (1-1000, default 100) bounds the page, and next, present when more follow, is passed as after= for the " +
 				"next one. A malformed notebook or after is 400 naming it.",
-			Op: platform.Op(s.List)},
+			Op: platform.Op(s.List),
+			Tool: &platform.Tool{Name: "notes_list", Title: "List notes",
+				Description: "List the notes (notebook nodes with a document) in notebook, then node order: each one's notebook, " +
+					"node, title, version and number of blocks, not the content (notes_read reads one). Give notebook to list one " +
+					"notebook. When next is set, more follow: call again with after set to it.",
+				ReadOnly: true, Idempotent: true}},
 		{Method: http.MethodGet, Path: node + "/document", OperationID: "getDocument", Tags: tags, Summary: "Read a node's document",
 			Description: "With its version (also the ETag). 404 for an unknown node.", Op: platform.Op(s.Get)},
 		{Method: http.MethodPut, Path: node + "/document", OperationID: "putDocument", Tags: tags, Summary: "Create or replace a node's document",

@@ -23,16 +23,33 @@ func (s *Service) Routes() []platform.Route {
 				"state failed_to_start with the OS's reason in error. A bad user or cwd is 400 INVALID naming the field; too " +
 				"many running processes 429. The process is an ordinary one meanwhile (listed, signalled, followed) and is " +
 				"kept afterwards like any other; a client that goes away does not stop it.",
-			Op: platform.Op(s.Run)},
+			Op: platform.Op(s.Run),
+			Tool: &platform.Tool{Name: "process_run", Title: "Run a command",
+				Description: "Run a command in the container to its end and answer its output and exit code. Give cmd (an argv array, " +
+					"no shell) or shell (a /bin/sh -c line). The text content is stdout, then stderr after a [stderr] line; " +
+					"when the command exits non-zero, times out, is killed or cannot start, the result is an error (isError) and " +
+					"the text ends with the exit code. The structured content has stdout, stderr, exit_code and state. Output past " +
+					"max_chars is trimmed with a marker: read the rest with process_output and the answer's id. For a long-running " +
+					"or interactive program use process_start instead.",
+				Destructive: true, OpenWorld: true}},
 		{Method: http.MethodPost, Path: base, OperationID: "startProcess", Tags: tags, Summary: "Start a command in the background",
 			Description: "Answers the process's record at once (201; on the record's disk copy first). With client_token, a " +
 				"request that reuses a token answers the process that token started (200), so a client that lost the answer " +
 				"retries safely; 50 at once still start one process. keep_stdin_open leaves standard input open for " +
 				"POST .../stdin; pty runs it on a pseudo-terminal of that size (one output stream, stdout).",
-			Status: http.StatusCreated, Statuses: []int{http.StatusOK}, Op: platform.Op(s.startOp)},
+			Status: http.StatusCreated, Statuses: []int{http.StatusOK}, Op: platform.Op(s.startOp),
+			Tool: &platform.Tool{Name: "process_start", Title: "Start a command in the background",
+				Description: "Start a command and answer at once with its id; read its output with process_output, write to it with " +
+					"process_stdin (start it with keep_stdin_open), stop it with process_signal. For a command you only need the " +
+					"result of, process_run is simpler.",
+				Destructive: true, OpenWorld: true}},
 		{Method: http.MethodGet, Path: base, OperationID: "listProcesses", Tags: tags, Summary: "List processes, oldest first",
 			Description: "Running processes and finished ones still kept (--process-retention, --process-max-finished).",
-			Op:          platform.Op(s.List)},
+			Op:          platform.Op(s.List),
+			Tool: &platform.Tool{Name: "process_list", Title: "List processes",
+				Description: "List the processes started through the process service (running, and finished ones still kept), " +
+					"oldest first; tag or state keep those with it.",
+				ReadOnly: true, Idempotent: true}},
 		{Method: http.MethodGet, Path: base + "/{id}", OperationID: "getProcess", Tags: tags, Summary: "One process's record",
 			Description: "State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the " +
 				"next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.",
@@ -73,7 +90,10 @@ func (s *Service) Routes() []platform.Route {
 		{Method: http.MethodPost, Path: base + "/{id}/signal", OperationID: "signalProcess", Tags: tags, Summary: "Signal the process group",
 			Description: "Sends signal (a name: TERM, SIGHUP, usr1; or a number 1-64) to the whole process group; 400 " +
 				"INVALID naming signal for an unknown one, 409 once the process has ended.",
-			Op: platform.Op(withID(s.Signal))},
+			Op: platform.Op(withID(s.Signal)),
+			Tool: &platform.Tool{Name: "process_signal", Title: "Signal a process",
+				Description: "Send a signal (TERM, INT, KILL, HUP ...) to a process's whole process group. Answers its record.",
+				Destructive: true}},
 	}
 }
 

@@ -20,7 +20,11 @@ func (s *Service) Routes() []platform.Route {
 				"this service may see it, and whether the tunnel and the proxy forward to it (exposed; reason when not: " +
 				"deny list, one of the agent's own ports, bound to an unreachable address). Ports on --tunnel-ignore-ports " +
 				"are left out. Opened and closed ports are sent to the notifier as port.opened / port.closed events.",
-			Op: platform.ReadOp(s.ListBindings)},
+			Op: platform.ReadOp(s.ListBindings),
+			Tool: &platform.Tool{Name: "tunnel_bindings", Title: "Listening ports",
+				Description: "The TCP ports listening in the container: addresses, the listening program when visible, and whether " +
+					"the agent's tunnel and proxy forward to it (a web app started with process_start shows here once it listens).",
+				ReadOnly: true, Idempotent: true}},
 		{Method: http.MethodGet, Path: "/api/v1/tunnel/ws", OperationID: "openTunnel", Tags: tags, WebSocket: true, Status: http.StatusSwitchingProtocols,
 			Summary: "Tunnel one TCP connection to a port over WebSocket",
 			Description: "Connects to the port first (so a refusal is an HTTP answer: 400 INVALID for a port outside " +

@@ -119,7 +119,7 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 
 // Capabilities implements runtime.Driver.
 func (d *Driver) Capabilities() runtime.Capabilities {
-	return runtime.Capabilities{Name: "docker", Pause: true}
+	return runtime.Capabilities{Name: "docker", Pause: true, Snapshots: true}
 }
 
 // Close implements runtime.Driver.
@@ -130,12 +130,21 @@ func (d *Driver) ContainerName(id string) string {
 	return "deckhand-" + d.opts.Installation + "-" + id
 }
 
-// volumeName is the engine's name of a workspace volume.
+// volumeName is the engine's name of a workspace volume: its
+// workspace's (the id of the container that made it), else the
+// container's own.
 func (d *Driver) volumeName(spec runtime.Spec) string {
+	return d.ContainerName(workspaceOf(spec)) + "-home"
+}
+
+// workspaceOf is the id a workspace volume of spec is labelled with, so
+// that a delete of the container removes its own workspace and never one
+// kept from another container.
+func workspaceOf(spec runtime.Spec) string {
 	if spec.Workspace != "" {
-		return "deckhand-" + d.opts.Installation + "-ws-" + spec.Workspace
+		return spec.Workspace
 	}
-	return d.ContainerName(spec.ID) + "-home"
+	return spec.ID
 }
 
 func (d *Driver) labels(id, project string) map[string]string {
@@ -387,7 +396,7 @@ func (d *Driver) isPodman(ctx context.Context) (bool, error) {
 // ensureVolume makes the workspace volume; the engine answers an existing
 // one as made (Docker) or as a conflict (Podman).
 func (d *Driver) ensureVolume(ctx context.Context, name string, spec runtime.Spec) error {
-	_, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: d.labels(spec.ID, spec.ProjectID)})
+	_, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: d.labels(workspaceOf(spec), spec.ProjectID)})
 	if err != nil && !cerrdefs.IsConflict(err) {
 		return fail("volume create", err)
 	}

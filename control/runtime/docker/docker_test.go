@@ -84,7 +84,9 @@ func refusedCreate(t *testing.T, host string) {
 
 func TestPodmanSocket(t *testing.T) {
 	host := runtimetest.Podman(t)
-	runtimetest.Run(t, target(t, host))
+	tg := target(t, host)
+	tg.ArchiveDropsOwners = true
+	runtimetest.Run(t, tg)
 	t.Run("EngineView", func(t *testing.T) { engineView(t, host) })
 	t.Run("NetworkRemoved", func(t *testing.T) { networkRemoved(t, host) })
 }

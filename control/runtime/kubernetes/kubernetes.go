@@ -854,3 +854,13 @@ func (d *Driver) ImageExists(ctx context.Context, image string) (bool, error) {
 	}
 	return d.opts.PullPolicy != corev1.PullNever, nil
 }
+
+// Snapshot implements runtime.Driver: not offered yet on Kubernetes
+// (Capabilities say so); volume snapshots need a CSI driver the cluster
+// may not have, and an image commit needs the node's runtime.
+func (d *Driver) Snapshot(context.Context, string, string) (runtime.Snapshot, error) {
+	return runtime.Snapshot{}, fmt.Errorf("%w: snapshots on Kubernetes", runtime.ErrNotSupported)
+}
+
+// DeleteSnapshot implements runtime.Driver: there are none to delete.
+func (d *Driver) DeleteSnapshot(context.Context, string) error { return nil }

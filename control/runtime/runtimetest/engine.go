@@ -9,10 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"deckhand/control/runtime"
@@ -187,6 +189,20 @@ func Purge(ctx context.Context, host, installation string) error {
 		_, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
 		errs = append(errs, err)
 	}
+	// Snapshot images, after the containers that may run them.
+	is, err := cli.ImageList(ctx, client.ImageListOptions{Filters: f})
+	errs = append(errs, err)
+	// Newest first: a snapshot of a fork is a child of the fork's.
+	sort.Slice(is.Items, func(a, b int) bool { return is.Items[a].Created > is.Items[b].Created })
+	for _, i := range is.Items {
+		if i.Labels[runtime.LabelInstallation] != installation {
+			continue
+		}
+		_, err := cli.ImageRemove(ctx, i.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
 	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
 	errs = append(errs, err)
 	for _, n := range ns.Items {
@@ -236,6 +252,16 @@ func Leftovers(ctx context.Context, host, installation, id string) ([]string, er
 			continue
 		}
 		out = append(out, "volume "+v.Name)
+	}
+	is, err := cli.ImageList(ctx, client.ImageListOptions{Filters: f})
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range is.Items {
+		if !match(i.Labels) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("image %s %v", strings.TrimPrefix(i.ID, "sha256:")[:12], i.RepoTags))
 	}
 	sort.Strings(out)
 	return out, nil

@@ -33,6 +33,10 @@ type Target struct {
 	// Leftovers names the engine objects (containers, volumes) of the
 	// installation, and of container id when it is not empty.
 	Leftovers func(ctx context.Context, installation, id string) ([]string, error)
+	// ArchiveDropsOwners: the engine's archive of a container's files
+	// names root as every file's owner (Podman's socket), so a
+	// snapshot's workspace files are root's.
+	ArchiveDropsOwners bool
 }
 
 // TokenPath is where the suite's containers get their secret file.
@@ -49,6 +53,8 @@ func Run(t *testing.T, target Target) {
 	t.Run("MissingImage", s.missingImage)
 	t.Run("Unreachable", s.unreachable)
 	t.Run("Installations", s.installations)
+	t.Run("Snapshot", s.snapshot)
+	t.Run("Workspace", s.workspace)
 }
 
 type suite struct{ target Target }

@@ -7,7 +7,10 @@ import urllib.parse
 
 
 class Transport:
-    def __init__(self, base_url, timeout=60):
+    def __init__(self, base_url, timeout=60, connect_to=None):
+        """connect_to (host:port), when set, is where connections go, with
+        the URL's host in the Host header: a platform proxy whose names DNS
+        does not resolve."""
         u = urllib.parse.urlsplit(base_url.strip())
         if u.scheme not in ("http", "https") or not u.hostname or u.query:
             raise ValueError(f"deckhand: URL {base_url!r}: must be http:// or https:// with a host")
@@ -15,6 +18,7 @@ class Transport:
         self.prefix = u.path.rstrip("/")
         self._scheme, self._netloc = u.scheme, u.netloc
         self.timeout = timeout
+        self.connect_to = connect_to
         self._local = threading.local()
 
     def _conn(self, fresh=False):
@@ -23,7 +27,7 @@ class Transport:
             if c is not None:
                 c.close()
             cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
-            c = cls(self._netloc, timeout=self.timeout)
+            c = cls(self.connect_to or self._netloc, timeout=self.timeout)
             self._local.conn = c
         return c
 
@@ -34,6 +38,8 @@ class Transport:
         if query:
             target += "?" + urllib.parse.urlencode(query, doseq=True)
         hdrs = dict(headers or {})
+        if self.connect_to:
+            hdrs.setdefault("Host", self._netloc)
         for attempt in (0, 1):
             conn = self._conn(fresh=attempt == 1)
             reused = getattr(conn, "deckhand_used", False)

@@ -8,7 +8,10 @@ when an answer names a kid it lacks (at most once per 5 s for unknown
 kids), and t must be within 300 s of this machine's clock.
 """
 
+import base64
+import hashlib
 import json
+import os
 import threading
 import time
 
@@ -16,6 +19,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 HEADER = "X-Service-Signature"
+NONCE_HEADER = "X-Service-Nonce"
+BINDING_HEADER = "X-Service-Binding"
 PUBLIC_KEY_PATH = "/api/v1/meta/public-key"
 KEY_CACHE_TTL = 24 * 3600
 REPLAY_TOLERANCE = 300
@@ -24,6 +29,50 @@ MIN_REFETCH = 5
 
 class VerifyError(Exception):
     pass
+
+
+def new_nonce():
+    """24 characters of base64url from 18 random bytes, fresh per request."""
+    return base64.urlsafe_b64encode(os.urandom(18)).decode()
+
+
+def binding_data(t, status, method, path, etag, nonce, body):
+    """The signed data of a binding, one field a line: deckhand-binding-v1,
+    t, status, method, path, ETag, nonce, hex SHA-256 of the body."""
+    fields = ["deckhand-binding-v1", str(t), str(status), method, path, etag, nonce, hashlib.sha256(body).hexdigest()]
+    return "\n".join(fields).encode()
+
+
+def parse_binding(value):
+    if not value:
+        raise VerifyError("missing " + BINDING_HEADER + " header on an answer that was asked for one")
+    parts = value.split(",")
+    names = ("t=", "kid=", "status=", "sig=")
+    if len(parts) != 4 or not all(p.startswith(n) for p, n in zip(parts, names)):
+        raise VerifyError("malformed " + BINDING_HEADER + " header")
+    ts, kid, status, sig_hex = (p.split("=", 1)[1] for p in parts)
+    if not ts.isdigit() or not kid or len(status) != 3 or not status.isdigit():
+        raise VerifyError("malformed " + BINDING_HEADER + " header")
+    try:
+        sig = bytes.fromhex(sig_hex)
+    except ValueError:
+        raise VerifyError("malformed " + BINDING_HEADER + " header: sig is not hex")
+    if len(sig) != 64:
+        raise VerifyError("malformed " + BINDING_HEADER + " header: sig is not 64 bytes")
+    return int(ts), kid, int(status), sig
+
+
+def check_envelope_status(status, body):
+    """Refuses a control-plane envelope whose statusCode is not the status
+    it came with."""
+    if not body or body[:1] != b"{":
+        return
+    try:
+        code = json.loads(body).get("statusCode")
+    except (ValueError, AttributeError):
+        return
+    if isinstance(code, int) and code != status:
+        raise VerifyError(f"the answer's status is not the one signed: the signed body says {code}, the answer came as {status}")
 
 
 def parse(value):
@@ -72,6 +121,20 @@ class Verifier:
             key.verify(sig, str(t).encode() + b"." + body)
         except InvalidSignature:
             raise VerifyError("signature does not verify")
+
+    def verify_binding(self, header, status, method, path, etag, nonce, body):
+        """Checks an answer's X-Service-Binding against the request that asked
+        for it: the status first, the replay window, then the signature."""
+        t, kid, signed_status, sig = parse_binding(header)
+        if signed_status != status:
+            raise VerifyError(f"the answer's status is not the one signed: signed {signed_status}, received {status}")
+        if abs(self._now() - t) > REPLAY_TOLERANCE:
+            raise VerifyError(f"binding timestamp t={t} outside the replay window")
+        key = self._key(kid)
+        try:
+            key.verify(sig, binding_data(t, status, method, path, etag, nonce, body))
+        except InvalidSignature:
+            raise VerifyError("the binding (status, method, path, ETag, nonce or body) differs from what was signed")
 
     def _key(self, kid):
         with self._lock:

@@ -20,10 +20,14 @@ class Terminal:
     scrollback first) and b"" once the shell has ended (exit_code then says
     how) or the connection closed; write() types into it."""
 
-    def __init__(self, url, headers, timeout=60):
+    def __init__(self, url, headers, timeout=60, connect_to=None):
         u = urllib.parse.urlsplit(url)
         port = u.port or (443 if u.scheme == "https" else 80)
-        sock = socket.create_connection((u.hostname, port), timeout=timeout)
+        addr = (u.hostname, port)
+        if connect_to:
+            host, _, p = connect_to.rpartition(":")
+            addr = (host, int(p))
+        sock = socket.create_connection(addr, timeout=timeout)
         if u.scheme == "https":
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=u.hostname)
         self._sock = sock

@@ -1,12 +1,16 @@
 """The control plane's client: every answer is verified before it is read."""
 
 import json
+import os
+import stat
 import time
 import urllib.parse
 
 from . import _openapi
 from ._http import Transport
-from ._signature import HEADER, PUBLIC_KEY_PATH, Verifier, VerifyError
+from ._signature import (BINDING_HEADER, HEADER, NONCE_HEADER, PUBLIC_KEY_PATH, Verifier, VerifyError,
+                         check_envelope_status, new_nonce)
+from .containers import Containers
 from .errors import DeckhandError, SignatureError
 
 API_VERSION = "v1"
@@ -18,14 +22,43 @@ class Client:
     """Client of the control plane at base_url.
 
     token is a session token (login sets it) or an auth token (svc_...).
-    now is the clock the replay window is judged by.
+    now is the clock the replay window is judged by. containers creates,
+    finds and drives containers; their handles send agent_token (default:
+    token) to their agents, reached by agent_route: "proxy" (the platform
+    proxy's per-service URLs, all connected to proxy_addr when given) or
+    "agent_addr" (the record's agent address).
     """
 
-    def __init__(self, base_url, token=None, timeout=60, now=time.time):
+    def __init__(self, base_url, token=None, timeout=60, now=time.time, agent_token=None, agent_route="proxy",
+                 proxy_addr=None):
+        if agent_route not in ("proxy", "agent_addr"):
+            raise ValueError(f"deckhand: agent_route {agent_route!r}: must be 'proxy' or 'agent_addr'")
         self._http = Transport(base_url, timeout)
         self.base_url = self._http.base
         self.token = token
         self._verifier = Verifier(lambda: self._http.request("GET", PUBLIC_KEY_PATH), now)
+        self.containers = Containers(self, agent_token, agent_route, proxy_addr)
+
+    @classmethod
+    def from_login(cls, **kw):
+        """A client from the CLI's login file: $DECKHAND_CONFIG, else
+        $XDG_CONFIG_HOME/deckhand/config.json, else ~/.config/deckhand/config.json."""
+        path = os.environ.get("DECKHAND_CONFIG") or os.path.join(
+            os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config"), "deckhand", "config.json")
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise DeckhandError(0, "", f"no login at {path}: run `deckhand login` first, or pass a URL and a token") from None
+        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise DeckhandError(0, "", f"{path} is readable by others: it holds a secret; chmod 600 it")
+        with open(path) as f:
+            cfg = json.load(f)
+        if not cfg.get("control_url"):
+            raise DeckhandError(0, "", f"{path}: control_url: missing; run `deckhand login`")
+        token = kw.pop("token", None) or (cfg.get("credential") or {}).get("token")
+        if not token:
+            raise DeckhandError(0, "", f"{path}: credential: missing; run `deckhand login`")
+        return cls(cfg["control_url"], token=token, **kw)
 
     def close(self):
         self._http.close()
@@ -41,8 +74,12 @@ class Client:
         return self._verifier.fetches
 
     def raw(self, method, path, query=None, body=None, headers=None):
-        """Sends one request and verifies the answer: (status, headers, body)."""
-        hdrs = {"Accept": "application/json"}
+        """Sends one request and verifies the answer: its signature, its
+        binding to this request (status, method, path, ETag, nonce, body) and
+        that an envelope's statusCode is its status. Answers (status,
+        headers, body)."""
+        nonce = new_nonce()
+        hdrs = {"Accept": "application/json", NONCE_HEADER: nonce}
         if self.token:
             hdrs["Authorization"] = "Bearer " + self.token
         data = None
@@ -56,6 +93,8 @@ class Client:
         signed_path = urllib.parse.quote(self._http.prefix + path, safe="/%:@!$&'()*+,;=-._~")
         try:
             self._verifier.verify(rh.get(HEADER, ""), signed_path, raw)
+            self._verifier.verify_binding(rh.get(BINDING_HEADER, ""), status, method, signed_path, rh.get("ETag", ""), nonce, raw)
+            check_envelope_status(status, raw)
         except VerifyError as e:
             raise SignatureError(method, path, str(e)) from None
         return status, rh, raw

@@ -138,3 +138,56 @@ def proxy_to():
     yield make
     for p in made:
         p.close()
+
+
+class Middle:
+    """A man in the middle at the HTTP level: keeps the last genuine answer
+    to a path ending in suffix and, once told (replay = True), serves it
+    again in place of asking."""
+
+    def __init__(self, target_url, suffix):
+        import http.client
+        import http.server
+
+        middle = self
+        self.replay, self.last, self.tampered = False, None, 0
+        host, port = target_url.split("://", 1)[1].split(":")
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def _any(self):
+                watched = self.path.split("?")[0].endswith(suffix)
+                if watched and middle.replay and middle.last:
+                    middle.tampered += 1
+                    status, headers, body = middle.last
+                else:
+                    n = int(self.headers.get("Content-Length") or 0)
+                    data = self.rfile.read(n) if n else None
+                    up = http.client.HTTPConnection(host, int(port), timeout=30)
+                    up.request(self.command, self.path, body=data, headers={k: v for k, v in self.headers.items()})
+                    r = up.getresponse()
+                    status, headers, body = r.status, [(k, v) for k, v in r.getheaders() if k.lower() != "transfer-encoding"], r.read()
+                    up.close()
+                    if watched:
+                        middle.last = (status, headers, body)
+                self.send_response_only(status)
+                for k, v in headers:
+                    if k.lower() != "content-length":
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _any
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

@@ -69,6 +69,29 @@ def test_a_tampered_answer_is_refused(proxy_to):
         c.me()
 
 
+def test_a_replayed_or_relabelled_answer_is_refused_by_its_binding(proxy_to):
+    from conftest import Middle
+    good = new_user()
+    m = Middle(CONTROL, "/users/auth/me")
+    try:
+        c = deckhand.Client(m.url, token=good.token)
+        assert c.me()["email"] == good.email
+        # A genuine answer to an earlier request to the same path: its
+        # X-Service-Signature holds; only the binding to this nonce does not.
+        m.replay = True
+        with pytest.raises(deckhand.SignatureError, match="binding"):
+            c.me()
+        assert m.tampered == 1
+    finally:
+        m.close()
+    # A genuine 404 passed on as 200.
+    p = proxy_to(CONTROL)
+    c = deckhand.Client(p.url, token=good.token)
+    p.rewrite = lambda b: b.replace(b"HTTP/1.1 404 Not Found", b"HTTP/1.1 200 OK", 1)
+    with pytest.raises(deckhand.SignatureError, match="status"):
+        c.request("GET", "/api/v1/nothing-here")
+
+
 @pytest.mark.parametrize("skew", [-301, 301])
 def test_an_answer_outside_the_replay_window_is_refused(skew):
     good = new_user()
@@ -211,3 +234,19 @@ def test_the_quickstart_example_runs():
     r = subprocess.run([sys.executable, ex], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "invoice PDF" in r.stdout and "downloaded" in r.stdout
+
+
+def test_from_login_uses_the_clis_saved_login(tmp_path, monkeypatch):
+    good = new_user()
+    tok = good.create_token("from login")["token"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"control_url": CONTROL, "credential": {"kind": "token", "token": tok}}))
+    path.chmod(0o600)
+    monkeypatch.setenv("DECKHAND_CONFIG", str(path))
+    assert deckhand.Client.from_login().me()["email"] == good.email
+    path.chmod(0o644)
+    with pytest.raises(deckhand.DeckhandError, match="chmod 600"):
+        deckhand.Client.from_login()
+    monkeypatch.setenv("DECKHAND_CONFIG", str(tmp_path / "none.json"))
+    with pytest.raises(deckhand.DeckhandError, match="deckhand login"):
+        deckhand.Client.from_login()

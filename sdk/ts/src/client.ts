@@ -1,9 +1,15 @@
 import createClient, { type Client } from "openapi-fetch";
 import type { components, paths } from "./gen/control.js";
 import { DeckhandError, SignatureError } from "./errors.js";
-import { SIGNATURE_HEADER, Verifier, VerifyError } from "./signature.js";
+import { Containers } from "./containers.js";
+import type { Route } from "./container.js";
+import { BINDING_HEADER, NONCE_HEADER, SIGNATURE_HEADER, Verifier, VerifyError, checkEnvelopeStatus, newNonce } from "./signature.js";
 
 export const API_VERSION = "v1";
+
+// Variables, so that bundlers for browsers leave them alone.
+const nodeFs = "node:fs";
+const nodeOs = "node:os";
 export const DEFAULT_PAGE_SIZE = 100;
 
 export type Schemas = components["schemas"];
@@ -15,6 +21,10 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** The clock the replay window is judged by, in ms (default Date.now). */
   now?: () => number;
+  /** The credential container handles send to their agents (default: token). */
+  agentToken?: string;
+  /** How container handles reach their agents: proxy (default, the per-service URLs) or agent_addr. */
+  agentRoute?: Route;
 }
 
 /**
@@ -27,8 +37,35 @@ export class DeckhandClient {
   readonly baseUrl: string;
   readonly api: Client<paths>;
   token?: string;
+  /** Creates, finds and drives containers. */
+  readonly containers: Containers;
   private readonly verifier: Verifier;
   private readonly send: typeof fetch;
+
+  /**
+   * A client from the CLI's login file (Node): $DECKHAND_CONFIG, else
+   * $XDG_CONFIG_HOME/deckhand/config.json, else ~/.config/deckhand/config.json.
+   */
+  static async fromLogin(o: ClientOptions = {}): Promise<DeckhandClient> {
+    const fs = await import(nodeFs);
+    const os = await import(nodeOs);
+    const env = (globalThis as any).process?.env ?? {};
+    const path: string = env.DECKHAND_CONFIG || `${env.XDG_CONFIG_HOME || `${os.homedir()}/.config`}/deckhand/config.json`;
+    let raw: string;
+    try {
+      const st = await fs.promises.stat(path);
+      if (st.mode & 0o077) throw Object.assign(new Error(`deckhand: ${path} is readable by others: it holds a secret; chmod 600 it`), { mode: true });
+      raw = await fs.promises.readFile(path, "utf8");
+    } catch (e) {
+      if ((e as { mode?: boolean }).mode) throw e;
+      throw new Error(`deckhand: no login at ${path}: run \`deckhand login\` first, or pass a URL and a token`);
+    }
+    const cfg = JSON.parse(raw);
+    if (!cfg.control_url) throw new Error(`deckhand: ${path}: control_url: missing; run \`deckhand login\``);
+    const token = o.token ?? cfg.credential?.token;
+    if (!token) throw new Error(`deckhand: ${path}: credential: missing; run \`deckhand login\``);
+    return new DeckhandClient(cfg.control_url, { ...o, token });
+  }
 
   constructor(baseUrl: string, o: ClientOptions = {}) {
     const u = new URL(baseUrl);
@@ -40,6 +77,7 @@ export class DeckhandClient {
     this.send = o.fetch ?? globalThis.fetch.bind(globalThis);
     this.verifier = new Verifier(this.baseUrl, (url) => this.send(url), o.now);
     this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: (r) => this.fetch(r) });
+    this.containers = new Containers(this, { token: o.agentToken, route: o.agentRoute, fetch: o.fetch });
   }
 
   /** Key-set fetches made so far. */
@@ -53,7 +91,9 @@ export class DeckhandClient {
    */
   async fetch(req: Request): Promise<Response> {
     if (this.token && !req.headers.has("Authorization")) req.headers.set("Authorization", `Bearer ${this.token}`);
-    const v = await this.verified(req.method, new URL(req.url).pathname, this.send(req));
+    const nonce = newNonce();
+    req.headers.set(NONCE_HEADER, nonce);
+    const v = await this.verified(req.method, new URL(req.url).pathname, nonce, this.send(req));
     return new Response(v.status === 204 || v.status === 304 ? null : (v.body as BodyInit), {
       status: v.status,
       statusText: v.statusText,
@@ -61,12 +101,20 @@ export class DeckhandClient {
     });
   }
 
-  /** Reads an answer whole and checks its signature against path. */
-  private async verified(method: string, path: string, pending: Promise<Response>) {
+  /**
+   * Reads an answer whole and checks it: its signature against path, its
+   * binding to this request (status, method, path, ETag, nonce, body) and
+   * that an envelope's statusCode is the status it came with.
+   */
+  private async verified(method: string, path: string, nonce: string, pending: Promise<Response>) {
     const resp = await pending;
     const body = new Uint8Array(await resp.arrayBuffer());
     try {
       await this.verifier.verify(resp.headers.get(SIGNATURE_HEADER), path, body);
+      await this.verifier.verifyBinding(resp.headers.get(BINDING_HEADER), {
+        status: resp.status, method, path, etag: resp.headers.get("ETag") ?? "", nonce, body,
+      });
+      checkEnvelopeStatus(resp.status, body);
     } catch (e) {
       if (e instanceof VerifyError) throw new SignatureError(method, path, e.message);
       throw e;
@@ -78,11 +126,12 @@ export class DeckhandClient {
   async request<T = unknown>(method: string, path: string, query?: Record<string, string | number>, body?: unknown): Promise<T> {
     let url = this.baseUrl + path;
     if (query && Object.keys(query).length) url += "?" + new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
-    const headers: Record<string, string> = { Accept: "application/json" };
+    const nonce = newNonce();
+    const headers: Record<string, string> = { Accept: "application/json", [NONCE_HEADER]: nonce };
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const signedPath = new URL(url).pathname;
-    const v = await this.verified(method, signedPath, this.send(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
+    const v = await this.verified(method, signedPath, nonce, this.send(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
     if (v.status >= 400) throw DeckhandError.fromBody(method, path, v.status, v.body);
     if (v.body.length === 0) return undefined as T;
     return JSON.parse(new TextDecoder().decode(v.body)).data as T;
@@ -141,8 +190,9 @@ export class DeckhandClient {
   /** The invoice's PDF bytes (verified). */
   async invoicePDF(invoiceId: string): Promise<Uint8Array> {
     const path = `/api/v1/wallet/invoices/${encodeURIComponent(invoiceId)}/pdf`;
-    const headers: Record<string, string> = this.token ? { Authorization: `Bearer ${this.token}` } : {};
-    const v = await this.verified("GET", path, this.send(this.baseUrl + path, { headers }));
+    const nonce = newNonce();
+    const headers: Record<string, string> = { [NONCE_HEADER]: nonce, ...(this.token ? { Authorization: `Bearer ${this.token}` } : {}) };
+    const v = await this.verified("GET", path, nonce, this.send(this.baseUrl + path, { headers }));
     if (v.status >= 400) throw DeckhandError.fromBody("GET", path, v.status, v.body);
     return v.body;
   }

@@ -6,10 +6,15 @@
  * binaries serve (src/gen); calls go through openapi-fetch.
  */
 export { DeckhandClient, API_VERSION, DEFAULT_PAGE_SIZE, type ClientOptions, type Schemas } from "./client.js";
-export { Container, UPLOAD_CHUNK, MAX_RECONNECTS, type Output, type Transfer, type Process, type RunResult, type RunInput, type StartInput } from "./container.js";
+export {
+  Container, Processes, Files, Running, UPLOAD_CHUNK, MAX_RECONNECTS,
+  type Output, type Transfer, type Process, type RunResult, type RunInput, type StartInput,
+  type ContainerInfo, type ContainerOptions, type Route, type Result, type Command, type FileInfo,
+} from "./container.js";
+export { Containers, StateError, type CreateOptions } from "./containers.js";
 export { DeckhandError, SignatureError } from "./errors.js";
 export { Terminal, type TerminalOptions } from "./terminal.js";
-export { SIGNATURE_HEADER, PUBLIC_KEY_PATH, KEY_CACHE_TTL_MS, REPLAY_TOLERANCE_S } from "./signature.js";
+export { SIGNATURE_HEADER, NONCE_HEADER, BINDING_HEADER, PUBLIC_KEY_PATH, KEY_CACHE_TTL_MS, REPLAY_TOLERANCE_S } from "./signature.js";
 export type * as control from "./gen/control.js";
 export type * as process from "./gen/process.js";
 export type * as files from "./gen/files.js";

@@ -15,7 +15,63 @@ export const KEY_CACHE_TTL_MS = 24 * 3600 * 1000;
 export const REPLAY_TOLERANCE_S = 300;
 const MIN_REFETCH_MS = 5000;
 
+export const NONCE_HEADER = "X-Service-Nonce";
+export const BINDING_HEADER = "X-Service-Binding";
+
 export class VerifyError extends Error {}
+
+/** A fresh nonce: 24 characters of base64url from 18 random bytes. */
+export function newNonce(): string {
+  const b = crypto.getRandomValues(new Uint8Array(18));
+  return btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_");
+}
+
+/** What a binding signature covers: the request sent and the answer received. */
+export interface Binding {
+  status: number;
+  method: string;
+  path: string;
+  etag: string;
+  nonce: string;
+  body: Uint8Array;
+}
+
+function toHex(b: Uint8Array): string {
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * The signed data of a binding, one field a line: deckhand-binding-v1, t,
+ * status, method, path, ETag, nonce, hex SHA-256 of the body.
+ */
+async function bindingData(t: number, b: Binding): Promise<Uint8Array> {
+  const sum = new Uint8Array(await crypto.subtle.digest("SHA-256", b.body as BufferSource));
+  return encoder.encode(["deckhand-binding-v1", String(t), String(b.status), b.method, b.path, b.etag, b.nonce, toHex(sum)].join("\n"));
+}
+
+function parseBinding(v: string | null): { t: number; kid: string; status: number; sig: Uint8Array } {
+  if (!v) throw new VerifyError(`missing ${BINDING_HEADER} header on an answer that was asked for one`);
+  const parts = v.split(",");
+  const m = parts.length === 4 ? parts.map((p, i) => p.startsWith(["t=", "kid=", "status=", "sig="][i]) ? p.slice(p.indexOf("=") + 1) : null) : null;
+  if (!m || m.includes(null) || !/^\d+$/.test(m[0]!) || !m[1] || !/^\d{3}$/.test(m[2]!)) throw new VerifyError(`malformed ${BINDING_HEADER} header`);
+  const sig = hex(m[3]!);
+  if (!sig || sig.length !== 64) throw new VerifyError(`malformed ${BINDING_HEADER} header: sig is not 64 bytes of hex`);
+  return { t: Number(m[0]), kid: m[1]!, status: Number(m[2]), sig };
+}
+
+/** Refuses a control-plane envelope whose statusCode is not the status it came with. */
+export function checkEnvelopeStatus(status: number, body: Uint8Array): void {
+  if (body.length === 0 || body[0] !== 0x7b) return;
+  let code: unknown;
+  try {
+    code = JSON.parse(new TextDecoder().decode(body))?.statusCode;
+  } catch {
+    return;
+  }
+  if (typeof code === "number" && code !== status) {
+    throw new VerifyError(`the answer's status is not the one signed: the signed body says ${code}, the answer came as ${status}`);
+  }
+}
 
 interface Parsed {
   t: number;
@@ -84,6 +140,21 @@ export class Verifier {
     const key = await this.key(s.kid);
     const ok = await crypto.subtle.verify({ name: "Ed25519" }, key, s.sig as BufferSource, signedData(s.t, body) as BufferSource);
     if (!ok) throw new VerifyError("signature does not verify");
+  }
+
+  /**
+   * Checks an answer's X-Service-Binding against the request that asked
+   * for it: the status first, the replay window, then the signature.
+   */
+  async verifyBinding(header: string | null, b: Binding): Promise<void> {
+    const s = parseBinding(header);
+    if (s.status !== b.status) throw new VerifyError(`the answer's status is not the one signed: signed ${s.status}, received ${b.status}`);
+    if (Math.abs(this.now() / 1000 - s.t) > REPLAY_TOLERANCE_S) {
+      throw new VerifyError(`binding timestamp t=${s.t} outside the replay window`);
+    }
+    const key = await this.key(s.kid);
+    const ok = await crypto.subtle.verify({ name: "Ed25519" }, key, s.sig as BufferSource, (await bindingData(s.t, b)) as BufferSource);
+    if (!ok) throw new VerifyError("the binding (status, method, path, ETag, nonce or body) differs from what was signed");
   }
 
   private async key(kid: string): Promise<CryptoKey> {

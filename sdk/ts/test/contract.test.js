@@ -4,10 +4,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { DeckhandClient, Container, DeckhandError, SignatureError, API_VERSION } from "../dist/index.js";
+import { DeckhandClient, Container, Containers, Processes, Running, Files, DeckhandError, SignatureError, API_VERSION } from "../dist/index.js";
 import { Proxy } from "./proxy.js";
+import { Middle } from "./middle.js";
 
 const CONTROL = process.env.DECKHAND_CONTROL_URL;
 const GATEWAY = process.env.DECKHAND_GATEWAY_URL;
@@ -86,6 +89,40 @@ test("a tampered answer is refused", async (t) => {
   await assert.rejects(c.me(), (e) => e instanceof SignatureError && /missing/.test(e.reason));
 });
 
+test("a replayed or relabelled answer is refused by its binding", async (t) => {
+  const good = await newUser();
+  const m = await new Middle(CONTROL, "/users/auth/me").listen();
+  t.after(() => m.close());
+  const c = new DeckhandClient(m.url, { token: good.token });
+  assert.equal((await c.me()).email, good.email);
+  // A genuine answer to an earlier request to the same path: its
+  // X-Service-Signature holds; only the binding to this nonce does not.
+  m.replay = true;
+  await assert.rejects(c.me(), (e) => e instanceof SignatureError && /binding/.test(e.reason));
+  // A genuine 404 passed on as 200.
+  m.replay = false;
+  m.relabel = 200;
+  await assert.rejects(c.request("GET", "/api/v1/nothing-here/users/auth/me"), (e) => e instanceof SignatureError && /status/.test(e.reason));
+  assert.equal(m.tampered, 2);
+});
+
+test("fromLogin uses the CLI's saved login", async (t) => {
+  const good = await newUser();
+  const { token } = await good.createToken("from login");
+  const dir = mkdtempSync(join(tmpdir(), "deckhand-login-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, "config.json");
+  writeFileSync(path, JSON.stringify({ control_url: CONTROL, credential: { kind: "token", token } }), { mode: 0o600 });
+  const before = process.env.DECKHAND_CONFIG;
+  process.env.DECKHAND_CONFIG = path;
+  t.after(() => (before === undefined ? delete process.env.DECKHAND_CONFIG : (process.env.DECKHAND_CONFIG = before)));
+  assert.equal((await (await DeckhandClient.fromLogin()).me()).email, good.email);
+  chmodSync(path, 0o644);
+  await assert.rejects(DeckhandClient.fromLogin(), /chmod 600/);
+  process.env.DECKHAND_CONFIG = join(dir, "none.json");
+  await assert.rejects(DeckhandClient.fromLogin(), /deckhand login/);
+});
+
 test("an answer outside the replay window is refused", async () => {
   const good = await newUser();
   for (const skew of [-301_000, 301_000]) {
@@ -160,7 +197,7 @@ test("a terminal reads and writes until the shell ends", async () => {
 test("coverage entries name methods that exist", () => {
   const cov = JSON.parse(readFileSync(new URL("../../coverage.json", import.meta.url)));
   assert.equal(cov.api_version, API_VERSION);
-  const classes = { DeckhandClient, Container };
+  const classes = { DeckhandClient, Container, Containers, Processes, Running, Files };
   for (const [doc, ops] of Object.entries(cov.documents)) {
     for (const [op, e] of Object.entries(ops)) {
       if (e.ts === "generated") continue;

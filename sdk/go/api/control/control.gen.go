@@ -619,10 +619,12 @@ type Container struct {
 	Resources       *Resources         `json:"resources,omitempty"`
 	Runtime         *string            `json:"runtime,omitempty"`
 	ServerId        *string            `json:"server_id,omitempty"`
+	SnapshotId      *string            `json:"snapshot_id,omitempty"`
 	Status          *string            `json:"status,omitempty"`
 	StatusReason    *string            `json:"status_reason,omitempty"`
 	UpdatedAt       *time.Time         `json:"updated_at,omitempty"`
 	Urls            *map[string]string `json:"urls,omitempty"`
+	WorkspaceId     *string            `json:"workspace_id,omitempty"`
 }
 
 // ContainerChanges defines model for ContainerChanges.
@@ -651,11 +653,14 @@ type ContainerCreate struct {
 	// Autostart start again with the engine (and after it exits on its own)
 	Autostart *bool `json:"autostart,omitempty"`
 
+	// Count make this many containers, 1-10, named <name>-1 ... <name>-<count>; the answer is then an array of them
+	Count *int `json:"count,omitempty"`
+
 	// Env environment of the container's programs: at most 64 names (letters, digits, '_', not starting with a digit or DECKHAND_), values up to 4096 bytes
 	Env *map[string]string `json:"env,omitempty"`
 
-	// ImageId a catalog image (img_...): free, or priced and in the caller's library
-	ImageId string `json:"image_id"`
+	// ImageId a catalog image (img_...): free, or priced and in the caller's library; required unless snapshot_id is given
+	ImageId *string `json:"image_id,omitempty"`
 
 	// Name 1-100 characters, unique in the project
 	Name string `json:"name"`
@@ -665,6 +670,12 @@ type ContainerCreate struct {
 
 	// Resources CPU and memory limits; absent: the engine's defaults
 	Resources *Resources `json:"resources,omitempty"`
+
+	// SnapshotId make the container from this snapshot of a container of the project (its files, packages and workspace as they were); image_id may then be left out
+	SnapshotId *string `json:"snapshot_id,omitempty"`
+
+	// WorkspaceId mount this kept workspace of the project as the home (GET /api/v1/projects/{id}/workspaces); not with count above 1
+	WorkspaceId *string `json:"workspace_id,omitempty"`
 }
 
 // ContainerList defines model for ContainerList.
@@ -1640,6 +1651,29 @@ type SignupResult struct {
 	Email *string `json:"email,omitempty"`
 }
 
+// Snapshot defines model for Snapshot.
+type Snapshot struct {
+	ContainerId *string    `json:"container_id,omitempty"`
+	CreatedAt   *time.Time `json:"created_at,omitempty"`
+	Id          *string    `json:"id,omitempty"`
+	ImageId     *string    `json:"image_id,omitempty"`
+	ImageName   *string    `json:"image_name,omitempty"`
+	Name        *string    `json:"name,omitempty"`
+	ProjectId   *string    `json:"project_id,omitempty"`
+	SizeBytes   *int       `json:"size_bytes,omitempty"`
+}
+
+// SnapshotList defines model for SnapshotList.
+type SnapshotList struct {
+	Snapshots *[]Snapshot `json:"snapshots,omitempty"`
+}
+
+// SnapshotName defines model for SnapshotName.
+type SnapshotName struct {
+	// Name 1-100 characters, unique among the container's snapshots (ignoring case)
+	Name string `json:"name"`
+}
+
 // StateInput defines model for StateInput.
 type StateInput struct {
 	EnableProxy *bool `json:"enable_proxy"`
@@ -1798,6 +1832,20 @@ type UserList struct {
 type Verify2FAInput struct {
 	Code      string  `json:"code"`
 	TempToken *string `json:"temp_token,omitempty"`
+}
+
+// Workspace defines model for Workspace.
+type Workspace struct {
+	ContainerId *string    `json:"container_id,omitempty"`
+	CreatedAt   *time.Time `json:"created_at,omitempty"`
+	Id          *string    `json:"id,omitempty"`
+	Name        *string    `json:"name,omitempty"`
+	ProjectId   *string    `json:"project_id,omitempty"`
+}
+
+// WorkspaceList defines model for WorkspaceList.
+type WorkspaceList struct {
+	Workspaces *[]Workspace `json:"workspaces,omitempty"`
 }
 
 // SshKeyRec defines model for sshKeyRec.
@@ -1991,6 +2039,9 @@ type GetEffectiveContainerNetworkParams struct {
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
+// PauseContainerJSONBody defines parameters for PauseContainer.
+type PauseContainerJSONBody = map[string]interface{}
+
 // DeleteContainerProxyPermissionsParams defines parameters for DeleteContainerProxyPermissions.
 type DeleteContainerProxyPermissionsParams struct {
 	// IfMatch file:v<n>, the document's current file_version (file:v0 when no document exists); absent: 428; stale: 412
@@ -2117,6 +2168,9 @@ type SetContainerProxyStateParams struct {
 
 // RestartContainerJSONBody defines parameters for RestartContainer.
 type RestartContainerJSONBody = map[string]interface{}
+
+// ResumeContainerJSONBody defines parameters for ResumeContainer.
+type ResumeContainerJSONBody = map[string]interface{}
 
 // GetEffectiveContainerSSHKeysParams defines parameters for GetEffectiveContainerSSHKeys.
 type GetEffectiveContainerSSHKeysParams struct {
@@ -2533,6 +2587,9 @@ type PutContainerNetworkJSONRequestBody = NetworkInput
 // ReportContainerNetworkJSONRequestBody defines body for ReportContainerNetwork for application/json ContentType.
 type ReportContainerNetworkJSONRequestBody = NetworkReport
 
+// PauseContainerJSONRequestBody defines body for PauseContainer for application/json ContentType.
+type PauseContainerJSONRequestBody = PauseContainerJSONBody
+
 // CreatePreviewJSONRequestBody defines body for CreatePreview for application/json ContentType.
 type CreatePreviewJSONRequestBody = PreviewInput
 
@@ -2565,6 +2622,15 @@ type SetContainerProxyStateJSONRequestBody = StateInput
 
 // RestartContainerJSONRequestBody defines body for RestartContainer for application/json ContentType.
 type RestartContainerJSONRequestBody = RestartContainerJSONBody
+
+// ResumeContainerJSONRequestBody defines body for ResumeContainer for application/json ContentType.
+type ResumeContainerJSONRequestBody = ResumeContainerJSONBody
+
+// CreateSnapshotJSONRequestBody defines body for CreateSnapshot for application/json ContentType.
+type CreateSnapshotJSONRequestBody = SnapshotName
+
+// RenameSnapshotJSONRequestBody defines body for RenameSnapshot for application/json ContentType.
+type RenameSnapshotJSONRequestBody = SnapshotName
 
 // AddContainerSSHKeyJSONRequestBody defines body for AddContainerSSHKey for application/json ContentType.
 type AddContainerSSHKeyJSONRequestBody = SSHKeyInput
@@ -3576,7 +3642,7 @@ type ClientInterface interface {
 
 	// CreateContainerWithBody Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -3587,7 +3653,7 @@ type ClientInterface interface {
 
 	// CreateContainer Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -3598,7 +3664,7 @@ type ClientInterface interface {
 
 	// DeleteContainer Delete a container, its engine objects and its record
 	//
-	// Writes `container.deleting`, removes the engine container and its workspace volume (kept with `?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
+	// Writes `container.deleting`, removes the engine container, its snapshots and its workspace volume (kept with `?keep_workspace=true`: it is then listed at GET /api/v1/projects/{id}/workspaces, and a kept workspace the container mounted stays either way), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
 	//
 	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 	//
@@ -3808,6 +3874,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/network/stop (the `StopContainerNetwork` operationId).
 	StopContainerNetwork(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseContainerWithBody Pause a running container (the engine's freezer)
+	//
+	// Freezes every process of the container: memory, open connections and the offsets of the processes' output stay as they were, and nothing runs until a resume (or a request through the platform proxy to a container with autostart, which resumes it). A paused container answers as it is. 409 when it is not running (status names it); 409 with --runtime none; 503 when the engine is unreachable. Writes `container.paused`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/pause (the `PauseContainer` operationId).
+	PauseContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseContainer Pause a running container (the engine's freezer)
+	//
+	// Freezes every process of the container: memory, open connections and the offsets of the processes' output stay as they were, and nothing runs until a resume (or a request through the platform proxy to a container with autostart, which resumes it). A paused container answers as it is. 409 when it is not running (status names it); 409 with --runtime none; 503 when the engine is unreachable. Writes `container.paused`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/pause (the `PauseContainer` operationId).
+	PauseContainer(ctx context.Context, id string, body PauseContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePreviewWithBody Sign a preview link to a port of the container
 	//
@@ -4086,6 +4174,99 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
 	RestartContainer(ctx context.Context, id string, body RestartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeContainerWithBody Resume a paused container
+	//
+	// Thaws the container's processes and answers once its agent answers the health check (`running`); a follower of a process's output goes on from where it was, losing and repeating nothing. A running container answers as it is. 409 when it is not paused; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/resume (the `ResumeContainer` operationId).
+	ResumeContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeContainer Resume a paused container
+	//
+	// Thaws the container's processes and answers once its agent answers the health check (`running`); a follower of a process's output goes on from where it was, losing and repeating nothing. A running container answers as it is. 409 when it is not paused; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/resume (the `ResumeContainer` operationId).
+	ResumeContainer(ctx context.Context, id string, body ResumeContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSnapshots A container's snapshots, oldest first
+	//
+	// 400 for a malformed id; 404 for an unknown container; 403 when the caller is no member of its project.
+	//
+	// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+	//
+	// Corresponds with GET /api/v1/containers/{id}/snapshots (the `ListSnapshots` operationId).
+	ListSnapshots(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSnapshotWithBody Snapshot a container: its files and its workspace
+	//
+	// Commits the container's filesystem and its workspace volume into an image in the engine and answers 201 `{id, name, container_id, project_id, size_bytes, image_name, created_at}`. The container is frozen for the commit and goes on as it was. Installed packages, files anywhere and the workspace are kept; memory and running processes are not. 400 `name` (1-100 characters); 409 `name` when the container has a snapshot of that name (ignoring case); 409 when the project holds --max-snapshots-per-project snapshots; 409 when the container is creating, failed or being deleted, or with --runtime none; 503 when the engine is unreachable. Writes `container.snapshot.created`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/snapshots (the `CreateSnapshot` operationId).
+	CreateSnapshotWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSnapshot Snapshot a container: its files and its workspace
+	//
+	// Commits the container's filesystem and its workspace volume into an image in the engine and answers 201 `{id, name, container_id, project_id, size_bytes, image_name, created_at}`. The container is frozen for the commit and goes on as it was. Installed packages, files anywhere and the workspace are kept; memory and running processes are not. 400 `name` (1-100 characters); 409 `name` when the container has a snapshot of that name (ignoring case); 409 when the project holds --max-snapshots-per-project snapshots; 409 when the container is creating, failed or being deleted, or with --runtime none; 503 when the engine is unreachable. Writes `container.snapshot.created`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/snapshots (the `CreateSnapshot` operationId).
+	CreateSnapshot(ctx context.Context, id string, body CreateSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSnapshot Delete a snapshot and its image
+	//
+	// The record goes at once; the image stays in the engine while a container runs from it (a fork, or a container restored from it) and goes with the last of them. A container's snapshots go with the container the same way. Writes `container.snapshot.deleted`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Corresponds with DELETE /api/v1/containers/{id}/snapshots/{sid} (the `DeleteSnapshot` operationId).
+	DeleteSnapshot(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenameSnapshotWithBody Rename a snapshot
+	//
+	// Body `name`: 1-100 characters, unique among the container's snapshots (409 `name`). Writes `container.snapshot.renamed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/containers/{id}/snapshots/{sid} (the `RenameSnapshot` operationId).
+	RenameSnapshotWithBody(ctx context.Context, id string, sid string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenameSnapshot Rename a snapshot
+	//
+	// Body `name`: 1-100 characters, unique among the container's snapshots (409 `name`). Writes `container.snapshot.renamed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/containers/{id}/snapshots/{sid} (the `RenameSnapshot` operationId).
+	RenameSnapshot(ctx context.Context, id string, sid string, body RenameSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RestoreSnapshot Put a container back to a snapshot
+	//
+	// Stops the container and makes it again from the snapshot: its files and its workspace are as they were when the snapshot was taken (what changed since is lost), with a new agent token. Answers 200 in `creating`; the container is `running` once its agent answers. 409 while it is creating or being deleted. Writes `container.snapshot.restored` and `container.creating`, then `container.running` or `container.failed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/snapshots/{sid}/restore (the `RestoreSnapshot` operationId).
+	RestoreSnapshot(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListContainerSSHKeys The container's SSH public keys, oldest first
 	//
@@ -4808,6 +4989,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/projects/{id}/stats (the `GetProjectStats` operationId).
 	GetProjectStats(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWorkspaces The project's kept workspaces, oldest first
+	//
+	// A container deleted with `?keep_workspace=true` leaves its workspace (the volume mounted as its home) here: `{id, project_id, name, container_id, created_at}`; `id` is the deleted container's id and `name` its name, `container_id` the container that mounts it now (absent: none). Create a container with `workspace_id` to mount one. 400 for a malformed id, 404 for an unknown project, 403 when the caller is no member.
+	//
+	// Policy `project.member`: any signed-in caller; the project's owner or a user its permissions name.
+	//
+	// Corresponds with GET /api/v1/projects/{id}/workspaces (the `ListWorkspaces` operationId).
+	ListWorkspaces(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteWorkspace Delete a kept workspace and its volume
+	//
+	// 409 `workspaceId` while a container mounts it (delete that container first: the workspace stays). 400 for a malformed id; 404 for an unknown project or a workspace it does not have; 403 when the caller may not manage the project; 503 when the engine is unreachable.
+	//
+	// Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
+	//
+	// Corresponds with DELETE /api/v1/projects/{id}/workspaces/{workspaceId} (the `DeleteWorkspace` operationId).
+	DeleteWorkspace(ctx context.Context, id string, workspaceId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListMyServers The caller's rented servers (rentals that have not ended)
 	//
@@ -6277,7 +6476,7 @@ func (c *Client) ListContainers(ctx context.Context, params *ListContainersParam
 
 // CreateContainerWithBody Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -6298,7 +6497,7 @@ func (c *Client) CreateContainerWithBody(ctx context.Context, contentType string
 
 // CreateContainer Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -6319,7 +6518,7 @@ func (c *Client) CreateContainer(ctx context.Context, body CreateContainerJSONRe
 
 // DeleteContainer Delete a container, its engine objects and its record
 //
-// Writes `container.deleting`, removes the engine container and its workspace volume (kept with `?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
+// Writes `container.deleting`, removes the engine container, its snapshots and its workspace volume (kept with `?keep_workspace=true`: it is then listed at GET /api/v1/projects/{id}/workspaces, and a kept workspace the container mounted stays either way), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
 //
 // Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 //
@@ -6730,6 +6929,48 @@ func (c *Client) StartContainerNetwork(ctx context.Context, id string, reqEditor
 // Corresponds with POST /api/v1/containers/{id}/network/stop (the `StopContainerNetwork` operationId).
 func (c *Client) StopContainerNetwork(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStopContainerNetworkRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseContainerWithBody Pause a running container (the engine's freezer)
+//
+// Freezes every process of the container: memory, open connections and the offsets of the processes' output stay as they were, and nothing runs until a resume (or a request through the platform proxy to a container with autostart, which resumes it). A paused container answers as it is. 409 when it is not running (status names it); 409 with --runtime none; 503 when the engine is unreachable. Writes `container.paused`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/pause (the `PauseContainer` operationId).
+func (c *Client) PauseContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseContainerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseContainer Pause a running container (the engine's freezer)
+//
+// Freezes every process of the container: memory, open connections and the offsets of the processes' output stay as they were, and nothing runs until a resume (or a request through the platform proxy to a container with autostart, which resumes it). A paused container answers as it is. 409 when it is not running (status names it); 409 with --runtime none; 503 when the engine is unreachable. Writes `container.paused`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/pause (the `PauseContainer` operationId).
+func (c *Client) PauseContainer(ctx context.Context, id string, body PauseContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseContainerRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7268,6 +7509,189 @@ func (c *Client) RestartContainerWithBody(ctx context.Context, id string, conten
 // Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
 func (c *Client) RestartContainer(ctx context.Context, id string, body RestartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRestartContainerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeContainerWithBody Resume a paused container
+//
+// Thaws the container's processes and answers once its agent answers the health check (`running`); a follower of a process's output goes on from where it was, losing and repeating nothing. A running container answers as it is. 409 when it is not paused; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/resume (the `ResumeContainer` operationId).
+func (c *Client) ResumeContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeContainerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeContainer Resume a paused container
+//
+// Thaws the container's processes and answers once its agent answers the health check (`running`); a follower of a process's output goes on from where it was, losing and repeating nothing. A running container answers as it is. 409 when it is not paused; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/resume (the `ResumeContainer` operationId).
+func (c *Client) ResumeContainer(ctx context.Context, id string, body ResumeContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeContainerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSnapshots A container's snapshots, oldest first
+//
+// 400 for a malformed id; 404 for an unknown container; 403 when the caller is no member of its project.
+//
+// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+//
+// Corresponds with GET /api/v1/containers/{id}/snapshots (the `ListSnapshots` operationId).
+func (c *Client) ListSnapshots(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSnapshotsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSnapshotWithBody Snapshot a container: its files and its workspace
+//
+// Commits the container's filesystem and its workspace volume into an image in the engine and answers 201 `{id, name, container_id, project_id, size_bytes, image_name, created_at}`. The container is frozen for the commit and goes on as it was. Installed packages, files anywhere and the workspace are kept; memory and running processes are not. 400 `name` (1-100 characters); 409 `name` when the container has a snapshot of that name (ignoring case); 409 when the project holds --max-snapshots-per-project snapshots; 409 when the container is creating, failed or being deleted, or with --runtime none; 503 when the engine is unreachable. Writes `container.snapshot.created`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/snapshots (the `CreateSnapshot` operationId).
+func (c *Client) CreateSnapshotWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSnapshotRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSnapshot Snapshot a container: its files and its workspace
+//
+// Commits the container's filesystem and its workspace volume into an image in the engine and answers 201 `{id, name, container_id, project_id, size_bytes, image_name, created_at}`. The container is frozen for the commit and goes on as it was. Installed packages, files anywhere and the workspace are kept; memory and running processes are not. 400 `name` (1-100 characters); 409 `name` when the container has a snapshot of that name (ignoring case); 409 when the project holds --max-snapshots-per-project snapshots; 409 when the container is creating, failed or being deleted, or with --runtime none; 503 when the engine is unreachable. Writes `container.snapshot.created`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/snapshots (the `CreateSnapshot` operationId).
+func (c *Client) CreateSnapshot(ctx context.Context, id string, body CreateSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSnapshotRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSnapshot Delete a snapshot and its image
+//
+// The record goes at once; the image stays in the engine while a container runs from it (a fork, or a container restored from it) and goes with the last of them. A container's snapshots go with the container the same way. Writes `container.snapshot.deleted`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Corresponds with DELETE /api/v1/containers/{id}/snapshots/{sid} (the `DeleteSnapshot` operationId).
+func (c *Client) DeleteSnapshot(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSnapshotRequest(c.Server, id, sid)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenameSnapshotWithBody Rename a snapshot
+//
+// Body `name`: 1-100 characters, unique among the container's snapshots (409 `name`). Writes `container.snapshot.renamed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/containers/{id}/snapshots/{sid} (the `RenameSnapshot` operationId).
+func (c *Client) RenameSnapshotWithBody(ctx context.Context, id string, sid string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenameSnapshotRequestWithBody(c.Server, id, sid, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenameSnapshot Rename a snapshot
+//
+// Body `name`: 1-100 characters, unique among the container's snapshots (409 `name`). Writes `container.snapshot.renamed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/containers/{id}/snapshots/{sid} (the `RenameSnapshot` operationId).
+func (c *Client) RenameSnapshot(ctx context.Context, id string, sid string, body RenameSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenameSnapshotRequest(c.Server, id, sid, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RestoreSnapshot Put a container back to a snapshot
+//
+// Stops the container and makes it again from the snapshot: its files and its workspace are as they were when the snapshot was taken (what changed since is lost), with a new agent token. Answers 200 in `creating`; the container is `running` once its agent answers. 409 while it is creating or being deleted. Writes `container.snapshot.restored` and `container.creating`, then `container.running` or `container.failed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Corresponds with POST /api/v1/containers/{id}/snapshots/{sid}/restore (the `RestoreSnapshot` operationId).
+func (c *Client) RestoreSnapshot(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestoreSnapshotRequest(c.Server, id, sid)
 	if err != nil {
 		return nil, err
 	}
@@ -8710,6 +9134,44 @@ func (c *Client) SetProjectProxyState(ctx context.Context, id string, params *Se
 // Corresponds with GET /api/v1/projects/{id}/stats (the `GetProjectStats` operationId).
 func (c *Client) GetProjectStats(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetProjectStatsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWorkspaces The project's kept workspaces, oldest first
+//
+// A container deleted with `?keep_workspace=true` leaves its workspace (the volume mounted as its home) here: `{id, project_id, name, container_id, created_at}`; `id` is the deleted container's id and `name` its name, `container_id` the container that mounts it now (absent: none). Create a container with `workspace_id` to mount one. 400 for a malformed id, 404 for an unknown project, 403 when the caller is no member.
+//
+// Policy `project.member`: any signed-in caller; the project's owner or a user its permissions name.
+//
+// Corresponds with GET /api/v1/projects/{id}/workspaces (the `ListWorkspaces` operationId).
+func (c *Client) ListWorkspaces(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWorkspacesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteWorkspace Delete a kept workspace and its volume
+//
+// 409 `workspaceId` while a container mounts it (delete that container first: the workspace stays). 400 for a malformed id; 404 for an unknown project or a workspace it does not have; 403 when the caller may not manage the project; 503 when the engine is unreachable.
+//
+// Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
+//
+// Corresponds with DELETE /api/v1/projects/{id}/workspaces/{workspaceId} (the `DeleteWorkspace` operationId).
+func (c *Client) DeleteWorkspace(ctx context.Context, id string, workspaceId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWorkspaceRequest(c.Server, id, workspaceId)
 	if err != nil {
 		return nil, err
 	}
@@ -12121,6 +12583,53 @@ func NewStopContainerNetworkRequest(server string, id string) (*http.Request, er
 	return req, nil
 }
 
+// NewPauseContainerRequest calls the generic PauseContainer builder with application/json body
+func NewPauseContainerRequest(server string, id string, body PauseContainerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPauseContainerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPauseContainerRequestWithBody constructs an http.Request for the PauseContainer method, with any body, and a specified content type
+func NewPauseContainerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCreatePreviewRequest calls the generic CreatePreview builder with application/json body
 func NewCreatePreviewRequest(server string, id string, body CreatePreviewJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -12999,6 +13508,270 @@ func NewRestartContainerRequestWithBody(server string, id string, contentType st
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewResumeContainerRequest calls the generic ResumeContainer builder with application/json body
+func NewResumeContainerRequest(server string, id string, body ResumeContainerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResumeContainerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewResumeContainerRequestWithBody constructs an http.Request for the ResumeContainer method, with any body, and a specified content type
+func NewResumeContainerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/resume", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListSnapshotsRequest constructs an http.Request for the ListSnapshots method
+func NewListSnapshotsRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/snapshots", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSnapshotRequest calls the generic CreateSnapshot builder with application/json body
+func NewCreateSnapshotRequest(server string, id string, body CreateSnapshotJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSnapshotRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateSnapshotRequestWithBody constructs an http.Request for the CreateSnapshot method, with any body, and a specified content type
+func NewCreateSnapshotRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/snapshots", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteSnapshotRequest constructs an http.Request for the DeleteSnapshot method
+func NewDeleteSnapshotRequest(server string, id string, sid string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "sid", sid, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/snapshots/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRenameSnapshotRequest calls the generic RenameSnapshot builder with application/json body
+func NewRenameSnapshotRequest(server string, id string, sid string, body RenameSnapshotJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRenameSnapshotRequestWithBody(server, id, sid, "application/json", bodyReader)
+}
+
+// NewRenameSnapshotRequestWithBody constructs an http.Request for the RenameSnapshot method, with any body, and a specified content type
+func NewRenameSnapshotRequestWithBody(server string, id string, sid string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "sid", sid, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/snapshots/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRestoreSnapshotRequest constructs an http.Request for the RestoreSnapshot method
+func NewRestoreSnapshotRequest(server string, id string, sid string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "sid", sid, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/snapshots/%s/restore", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -15731,6 +16504,81 @@ func NewGetProjectStatsRequest(server string, id string) (*http.Request, error) 
 	return req, nil
 }
 
+// NewListWorkspacesRequest constructs an http.Request for the ListWorkspaces method
+func NewListWorkspacesRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/projects/%s/workspaces", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteWorkspaceRequest constructs an http.Request for the DeleteWorkspace method
+func NewDeleteWorkspaceRequest(server string, id string, workspaceId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "workspaceId", workspaceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/projects/%s/workspaces/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListMyServersRequest constructs an http.Request for the ListMyServers method
 func NewListMyServersRequest(server string) (*http.Request, error) {
 	var err error
@@ -17748,7 +18596,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateContainerWithBodyWithResponse Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -17759,7 +18607,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateContainerWithResponse Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -17770,7 +18618,7 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteContainerWithResponse Delete a container, its engine objects and its record
 	//
-	// Writes `container.deleting`, removes the engine container and its workspace volume (kept with `?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
+	// Writes `container.deleting`, removes the engine container, its snapshots and its workspace volume (kept with `?keep_workspace=true`: it is then listed at GET /api/v1/projects/{id}/workspaces, and a kept workspace the container mounted stays either way), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
 	//
 	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 	//
@@ -17998,6 +18846,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/network/stop (the `StopContainerNetwork` operationId).
 	StopContainerNetworkWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*StopContainerNetworkResponse, error)
+
+	// PauseContainerWithBodyWithResponse Pause a running container (the engine's freezer)
+	//
+	// Freezes every process of the container: memory, open connections and the offsets of the processes' output stay as they were, and nothing runs until a resume (or a request through the platform proxy to a container with autostart, which resumes it). A paused container answers as it is. 409 when it is not running (status names it); 409 with --runtime none; 503 when the engine is unreachable. Writes `container.paused`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/pause (the `PauseContainer` operationId).
+	PauseContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseContainerResponse, error)
+
+	// PauseContainerWithResponse Pause a running container (the engine's freezer)
+	//
+	// Freezes every process of the container: memory, open connections and the offsets of the processes' output stay as they were, and nothing runs until a resume (or a request through the platform proxy to a container with autostart, which resumes it). A paused container answers as it is. 409 when it is not running (status names it); 409 with --runtime none; 503 when the engine is unreachable. Writes `container.paused`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/pause (the `PauseContainer` operationId).
+	PauseContainerWithResponse(ctx context.Context, id string, body PauseContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseContainerResponse, error)
 
 	// CreatePreviewWithBodyWithResponse Sign a preview link to a port of the container
 	//
@@ -18284,6 +19154,105 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/restart (the `RestartContainer` operationId).
 	RestartContainerWithResponse(ctx context.Context, id string, body RestartContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*RestartContainerResponse, error)
+
+	// ResumeContainerWithBodyWithResponse Resume a paused container
+	//
+	// Thaws the container's processes and answers once its agent answers the health check (`running`); a follower of a process's output goes on from where it was, losing and repeating nothing. A running container answers as it is. 409 when it is not paused; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/resume (the `ResumeContainer` operationId).
+	ResumeContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeContainerResponse, error)
+
+	// ResumeContainerWithResponse Resume a paused container
+	//
+	// Thaws the container's processes and answers once its agent answers the health check (`running`); a follower of a process's output goes on from where it was, losing and repeating nothing. A running container answers as it is. 409 when it is not paused; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/resume (the `ResumeContainer` operationId).
+	ResumeContainerWithResponse(ctx context.Context, id string, body ResumeContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeContainerResponse, error)
+
+	// ListSnapshotsWithResponse A container's snapshots, oldest first
+	//
+	// 400 for a malformed id; 404 for an unknown container; 403 when the caller is no member of its project.
+	//
+	// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/containers/{id}/snapshots (the `ListSnapshots` operationId).
+	ListSnapshotsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListSnapshotsResponse, error)
+
+	// CreateSnapshotWithBodyWithResponse Snapshot a container: its files and its workspace
+	//
+	// Commits the container's filesystem and its workspace volume into an image in the engine and answers 201 `{id, name, container_id, project_id, size_bytes, image_name, created_at}`. The container is frozen for the commit and goes on as it was. Installed packages, files anywhere and the workspace are kept; memory and running processes are not. 400 `name` (1-100 characters); 409 `name` when the container has a snapshot of that name (ignoring case); 409 when the project holds --max-snapshots-per-project snapshots; 409 when the container is creating, failed or being deleted, or with --runtime none; 503 when the engine is unreachable. Writes `container.snapshot.created`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/snapshots (the `CreateSnapshot` operationId).
+	CreateSnapshotWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSnapshotResponse, error)
+
+	// CreateSnapshotWithResponse Snapshot a container: its files and its workspace
+	//
+	// Commits the container's filesystem and its workspace volume into an image in the engine and answers 201 `{id, name, container_id, project_id, size_bytes, image_name, created_at}`. The container is frozen for the commit and goes on as it was. Installed packages, files anywhere and the workspace are kept; memory and running processes are not. 400 `name` (1-100 characters); 409 `name` when the container has a snapshot of that name (ignoring case); 409 when the project holds --max-snapshots-per-project snapshots; 409 when the container is creating, failed or being deleted, or with --runtime none; 503 when the engine is unreachable. Writes `container.snapshot.created`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/snapshots (the `CreateSnapshot` operationId).
+	CreateSnapshotWithResponse(ctx context.Context, id string, body CreateSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSnapshotResponse, error)
+
+	// DeleteSnapshotWithResponse Delete a snapshot and its image
+	//
+	// The record goes at once; the image stays in the engine while a container runs from it (a fork, or a container restored from it) and goes with the last of them. A container's snapshots go with the container the same way. Writes `container.snapshot.deleted`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/containers/{id}/snapshots/{sid} (the `DeleteSnapshot` operationId).
+	DeleteSnapshotWithResponse(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*DeleteSnapshotResponse, error)
+
+	// RenameSnapshotWithBodyWithResponse Rename a snapshot
+	//
+	// Body `name`: 1-100 characters, unique among the container's snapshots (409 `name`). Writes `container.snapshot.renamed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/containers/{id}/snapshots/{sid} (the `RenameSnapshot` operationId).
+	RenameSnapshotWithBodyWithResponse(ctx context.Context, id string, sid string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenameSnapshotResponse, error)
+
+	// RenameSnapshotWithResponse Rename a snapshot
+	//
+	// Body `name`: 1-100 characters, unique among the container's snapshots (409 `name`). Writes `container.snapshot.renamed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/containers/{id}/snapshots/{sid} (the `RenameSnapshot` operationId).
+	RenameSnapshotWithResponse(ctx context.Context, id string, sid string, body RenameSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*RenameSnapshotResponse, error)
+
+	// RestoreSnapshotWithResponse Put a container back to a snapshot
+	//
+	// Stops the container and makes it again from the snapshot: its files and its workspace are as they were when the snapshot was taken (what changed since is lost), with a new agent token. Answers 200 in `creating`; the container is `running` once its agent answers. 409 while it is creating or being deleted. Writes `container.snapshot.restored` and `container.creating`, then `container.running` or `container.failed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+	//
+	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/snapshots/{sid}/restore (the `RestoreSnapshot` operationId).
+	RestoreSnapshotWithResponse(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*RestoreSnapshotResponse, error)
 
 	// ListContainerSSHKeysWithResponse The container's SSH public keys, oldest first
 	//
@@ -19062,6 +20031,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/projects/{id}/stats (the `GetProjectStats` operationId).
 	GetProjectStatsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetProjectStatsResponse, error)
+
+	// ListWorkspacesWithResponse The project's kept workspaces, oldest first
+	//
+	// A container deleted with `?keep_workspace=true` leaves its workspace (the volume mounted as its home) here: `{id, project_id, name, container_id, created_at}`; `id` is the deleted container's id and `name` its name, `container_id` the container that mounts it now (absent: none). Create a container with `workspace_id` to mount one. 400 for a malformed id, 404 for an unknown project, 403 when the caller is no member.
+	//
+	// Policy `project.member`: any signed-in caller; the project's owner or a user its permissions name.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/projects/{id}/workspaces (the `ListWorkspaces` operationId).
+	ListWorkspacesWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListWorkspacesResponse, error)
+
+	// DeleteWorkspaceWithResponse Delete a kept workspace and its volume
+	//
+	// 409 `workspaceId` while a container mounts it (delete that container first: the workspace stays). 400 for a malformed id; 404 for an unknown project or a workspace it does not have; 403 when the caller may not manage the project; 503 when the engine is unreachable.
+	//
+	// Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/projects/{id}/workspaces/{workspaceId} (the `DeleteWorkspace` operationId).
+	DeleteWorkspaceWithResponse(ctx context.Context, id string, workspaceId string, reqEditors ...RequestEditorFn) (*DeleteWorkspaceResponse, error)
 
 	// ListMyServersWithResponse The caller's rented servers (rentals that have not ended)
 	//
@@ -22545,6 +23536,62 @@ func (r StopContainerNetworkResponse) ContentType() string {
 	return ""
 }
 
+type PauseContainerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Container `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseContainerResponse) GetJSON200() *struct {
+	Data       Container `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PauseContainerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseContainerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseContainerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseContainerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type CreatePreviewResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -23468,6 +24515,340 @@ func (r RestartContainerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RestartContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ResumeContainerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Container `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeContainerResponse) GetJSON200() *struct {
+	Data       Container `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ResumeContainerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeContainerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeContainerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeContainerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListSnapshotsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       SnapshotList `json:"data"`
+		Message    string       `json:"message"`
+		StatusCode int          `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSnapshotsResponse) GetJSON200() *struct {
+	Data       SnapshotList `json:"data"`
+	Message    string       `json:"message"`
+	StatusCode int          `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListSnapshotsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSnapshotsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSnapshotsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSnapshotsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSnapshotsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateSnapshotResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		Data       Snapshot `json:"data"`
+		Message    string   `json:"message"`
+		StatusCode int      `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateSnapshotResponse) GetJSON201() *struct {
+	Data       Snapshot `json:"data"`
+	Message    string   `json:"message"`
+	StatusCode int      `json:"statusCode"`
+} {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CreateSnapshotResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateSnapshotResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSnapshotResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSnapshotResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateSnapshotResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteSnapshotResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteSnapshotResponse) GetJSON200() *struct {
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteSnapshotResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSnapshotResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSnapshotResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSnapshotResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSnapshotResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RenameSnapshotResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Snapshot `json:"data"`
+		Message    string   `json:"message"`
+		StatusCode int      `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RenameSnapshotResponse) GetJSON200() *struct {
+	Data       Snapshot `json:"data"`
+	Message    string   `json:"message"`
+	StatusCode int      `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RenameSnapshotResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RenameSnapshotResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RenameSnapshotResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RenameSnapshotResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RenameSnapshotResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RestoreSnapshotResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Container `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RestoreSnapshotResponse) GetJSON200() *struct {
+	Data       Container `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RestoreSnapshotResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RestoreSnapshotResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RestoreSnapshotResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RestoreSnapshotResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RestoreSnapshotResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -26399,6 +27780,116 @@ func (r GetProjectStatsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetProjectStatsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListWorkspacesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       WorkspaceList `json:"data"`
+		Message    string        `json:"message"`
+		StatusCode int           `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWorkspacesResponse) GetJSON200() *struct {
+	Data       WorkspaceList `json:"data"`
+	Message    string        `json:"message"`
+	StatusCode int           `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListWorkspacesResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWorkspacesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWorkspacesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWorkspacesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWorkspacesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteWorkspaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteWorkspaceResponse) GetJSON200() *struct {
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DeleteWorkspaceResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteWorkspaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteWorkspaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteWorkspaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteWorkspaceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -29389,7 +30880,7 @@ func (c *ClientWithResponses) ListContainersWithResponse(ctx context.Context, pa
 
 // CreateContainerWithBodyWithResponse Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -29406,7 +30897,7 @@ func (c *ClientWithResponses) CreateContainerWithBodyWithResponse(ctx context.Co
 
 // CreateContainerWithResponse Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -29423,7 +30914,7 @@ func (c *ClientWithResponses) CreateContainerWithResponse(ctx context.Context, b
 
 // DeleteContainerWithResponse Delete a container, its engine objects and its record
 //
-// Writes `container.deleting`, removes the engine container and its workspace volume (kept with `?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
+// Writes `container.deleting`, removes the engine container, its snapshots and its workspace volume (kept with `?keep_workspace=true`: it is then listed at GET /api/v1/projects/{id}/workspaces, and a kept workspace the container mounted stays either way), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
 //
 // Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 //
@@ -29776,6 +31267,40 @@ func (c *ClientWithResponses) StopContainerNetworkWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseStopContainerNetworkResponse(rsp)
+}
+
+// PauseContainerWithBodyWithResponse Pause a running container (the engine's freezer)
+//
+// Freezes every process of the container: memory, open connections and the offsets of the processes' output stay as they were, and nothing runs until a resume (or a request through the platform proxy to a container with autostart, which resumes it). A paused container answers as it is. 409 when it is not running (status names it); 409 with --runtime none; 503 when the engine is unreachable. Writes `container.paused`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/pause (the `PauseContainer` operationId).
+func (c *ClientWithResponses) PauseContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseContainerResponse, error) {
+	rsp, err := c.PauseContainerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseContainerResponse(rsp)
+}
+
+// PauseContainerWithResponse Pause a running container (the engine's freezer)
+//
+// Freezes every process of the container: memory, open connections and the offsets of the processes' output stay as they were, and nothing runs until a resume (or a request through the platform proxy to a container with autostart, which resumes it). A paused container answers as it is. 409 when it is not running (status names it); 409 with --runtime none; 503 when the engine is unreachable. Writes `container.paused`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/pause (the `PauseContainer` operationId).
+func (c *ClientWithResponses) PauseContainerWithResponse(ctx context.Context, id string, body PauseContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseContainerResponse, error) {
+	rsp, err := c.PauseContainer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseContainerResponse(rsp)
 }
 
 // CreatePreviewWithBodyWithResponse Sign a preview link to a port of the container
@@ -30218,6 +31743,159 @@ func (c *ClientWithResponses) RestartContainerWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseRestartContainerResponse(rsp)
+}
+
+// ResumeContainerWithBodyWithResponse Resume a paused container
+//
+// Thaws the container's processes and answers once its agent answers the health check (`running`); a follower of a process's output goes on from where it was, losing and repeating nothing. A running container answers as it is. 409 when it is not paused; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/resume (the `ResumeContainer` operationId).
+func (c *ClientWithResponses) ResumeContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeContainerResponse, error) {
+	rsp, err := c.ResumeContainerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeContainerResponse(rsp)
+}
+
+// ResumeContainerWithResponse Resume a paused container
+//
+// Thaws the container's processes and answers once its agent answers the health check (`running`); a follower of a process's output goes on from where it was, losing and repeating nothing. A running container answers as it is. 409 when it is not paused; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/resume (the `ResumeContainer` operationId).
+func (c *ClientWithResponses) ResumeContainerWithResponse(ctx context.Context, id string, body ResumeContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeContainerResponse, error) {
+	rsp, err := c.ResumeContainer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeContainerResponse(rsp)
+}
+
+// ListSnapshotsWithResponse A container's snapshots, oldest first
+//
+// 400 for a malformed id; 404 for an unknown container; 403 when the caller is no member of its project.
+//
+// Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/containers/{id}/snapshots (the `ListSnapshots` operationId).
+func (c *ClientWithResponses) ListSnapshotsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListSnapshotsResponse, error) {
+	rsp, err := c.ListSnapshots(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSnapshotsResponse(rsp)
+}
+
+// CreateSnapshotWithBodyWithResponse Snapshot a container: its files and its workspace
+//
+// Commits the container's filesystem and its workspace volume into an image in the engine and answers 201 `{id, name, container_id, project_id, size_bytes, image_name, created_at}`. The container is frozen for the commit and goes on as it was. Installed packages, files anywhere and the workspace are kept; memory and running processes are not. 400 `name` (1-100 characters); 409 `name` when the container has a snapshot of that name (ignoring case); 409 when the project holds --max-snapshots-per-project snapshots; 409 when the container is creating, failed or being deleted, or with --runtime none; 503 when the engine is unreachable. Writes `container.snapshot.created`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/snapshots (the `CreateSnapshot` operationId).
+func (c *ClientWithResponses) CreateSnapshotWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSnapshotResponse, error) {
+	rsp, err := c.CreateSnapshotWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSnapshotResponse(rsp)
+}
+
+// CreateSnapshotWithResponse Snapshot a container: its files and its workspace
+//
+// Commits the container's filesystem and its workspace volume into an image in the engine and answers 201 `{id, name, container_id, project_id, size_bytes, image_name, created_at}`. The container is frozen for the commit and goes on as it was. Installed packages, files anywhere and the workspace are kept; memory and running processes are not. 400 `name` (1-100 characters); 409 `name` when the container has a snapshot of that name (ignoring case); 409 when the project holds --max-snapshots-per-project snapshots; 409 when the container is creating, failed or being deleted, or with --runtime none; 503 when the engine is unreachable. Writes `container.snapshot.created`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/snapshots (the `CreateSnapshot` operationId).
+func (c *ClientWithResponses) CreateSnapshotWithResponse(ctx context.Context, id string, body CreateSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSnapshotResponse, error) {
+	rsp, err := c.CreateSnapshot(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSnapshotResponse(rsp)
+}
+
+// DeleteSnapshotWithResponse Delete a snapshot and its image
+//
+// The record goes at once; the image stays in the engine while a container runs from it (a fork, or a container restored from it) and goes with the last of them. A container's snapshots go with the container the same way. Writes `container.snapshot.deleted`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/containers/{id}/snapshots/{sid} (the `DeleteSnapshot` operationId).
+func (c *ClientWithResponses) DeleteSnapshotWithResponse(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*DeleteSnapshotResponse, error) {
+	rsp, err := c.DeleteSnapshot(ctx, id, sid, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSnapshotResponse(rsp)
+}
+
+// RenameSnapshotWithBodyWithResponse Rename a snapshot
+//
+// Body `name`: 1-100 characters, unique among the container's snapshots (409 `name`). Writes `container.snapshot.renamed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/containers/{id}/snapshots/{sid} (the `RenameSnapshot` operationId).
+func (c *ClientWithResponses) RenameSnapshotWithBodyWithResponse(ctx context.Context, id string, sid string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenameSnapshotResponse, error) {
+	rsp, err := c.RenameSnapshotWithBody(ctx, id, sid, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenameSnapshotResponse(rsp)
+}
+
+// RenameSnapshotWithResponse Rename a snapshot
+//
+// Body `name`: 1-100 characters, unique among the container's snapshots (409 `name`). Writes `container.snapshot.renamed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/containers/{id}/snapshots/{sid} (the `RenameSnapshot` operationId).
+func (c *ClientWithResponses) RenameSnapshotWithResponse(ctx context.Context, id string, sid string, body RenameSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*RenameSnapshotResponse, error) {
+	rsp, err := c.RenameSnapshot(ctx, id, sid, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenameSnapshotResponse(rsp)
+}
+
+// RestoreSnapshotWithResponse Put a container back to a snapshot
+//
+// Stops the container and makes it again from the snapshot: its files and its workspace are as they were when the snapshot was taken (what changed since is lost), with a new agent token. Answers 200 in `creating`; the container is `running` once its agent answers. 409 while it is creating or being deleted. Writes `container.snapshot.restored` and `container.creating`, then `container.running` or `container.failed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+//
+// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/snapshots/{sid}/restore (the `RestoreSnapshot` operationId).
+func (c *ClientWithResponses) RestoreSnapshotWithResponse(ctx context.Context, id string, sid string, reqEditors ...RequestEditorFn) (*RestoreSnapshotResponse, error) {
+	rsp, err := c.RestoreSnapshot(ctx, id, sid, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRestoreSnapshotResponse(rsp)
 }
 
 // ListContainerSSHKeysWithResponse The container's SSH public keys, oldest first
@@ -31428,6 +33106,40 @@ func (c *ClientWithResponses) GetProjectStatsWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseGetProjectStatsResponse(rsp)
+}
+
+// ListWorkspacesWithResponse The project's kept workspaces, oldest first
+//
+// A container deleted with `?keep_workspace=true` leaves its workspace (the volume mounted as its home) here: `{id, project_id, name, container_id, created_at}`; `id` is the deleted container's id and `name` its name, `container_id` the container that mounts it now (absent: none). Create a container with `workspace_id` to mount one. 400 for a malformed id, 404 for an unknown project, 403 when the caller is no member.
+//
+// Policy `project.member`: any signed-in caller; the project's owner or a user its permissions name.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/projects/{id}/workspaces (the `ListWorkspaces` operationId).
+func (c *ClientWithResponses) ListWorkspacesWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListWorkspacesResponse, error) {
+	rsp, err := c.ListWorkspaces(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWorkspacesResponse(rsp)
+}
+
+// DeleteWorkspaceWithResponse Delete a kept workspace and its volume
+//
+// 409 `workspaceId` while a container mounts it (delete that container first: the workspace stays). 400 for a malformed id; 404 for an unknown project or a workspace it does not have; 403 when the caller may not manage the project; 503 when the engine is unreachable.
+//
+// Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/projects/{id}/workspaces/{workspaceId} (the `DeleteWorkspace` operationId).
+func (c *ClientWithResponses) DeleteWorkspaceWithResponse(ctx context.Context, id string, workspaceId string, reqEditors ...RequestEditorFn) (*DeleteWorkspaceResponse, error) {
+	rsp, err := c.DeleteWorkspace(ctx, id, workspaceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteWorkspaceResponse(rsp)
 }
 
 // ListMyServersWithResponse The caller's rented servers (rentals that have not ended)
@@ -34493,6 +36205,43 @@ func ParseStopContainerNetworkResponse(rsp *http.Response) (*StopContainerNetwor
 	return response, nil
 }
 
+// ParsePauseContainerResponse parses an HTTP response from a PauseContainerWithResponse call
+func ParsePauseContainerResponse(rsp *http.Response) (*PauseContainerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Container `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseCreatePreviewResponse parses an HTTP response from a CreatePreviewWithResponse call
 func ParseCreatePreviewResponse(rsp *http.Response) (*CreatePreviewResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -35188,6 +36937,227 @@ func ParseRestartContainerResponse(rsp *http.Response) (*RestartContainerRespons
 	}
 
 	response := &RestartContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Container `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseResumeContainerResponse parses an HTTP response from a ResumeContainerWithResponse call
+func ParseResumeContainerResponse(rsp *http.Response) (*ResumeContainerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Container `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListSnapshotsResponse parses an HTTP response from a ListSnapshotsWithResponse call
+func ParseListSnapshotsResponse(rsp *http.Response) (*ListSnapshotsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSnapshotsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       SnapshotList `json:"data"`
+			Message    string       `json:"message"`
+			StatusCode int          `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateSnapshotResponse parses an HTTP response from a CreateSnapshotWithResponse call
+func ParseCreateSnapshotResponse(rsp *http.Response) (*CreateSnapshotResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSnapshotResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data       Snapshot `json:"data"`
+			Message    string   `json:"message"`
+			StatusCode int      `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSnapshotResponse parses an HTTP response from a DeleteSnapshotWithResponse call
+func ParseDeleteSnapshotResponse(rsp *http.Response) (*DeleteSnapshotResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSnapshotResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRenameSnapshotResponse parses an HTTP response from a RenameSnapshotWithResponse call
+func ParseRenameSnapshotResponse(rsp *http.Response) (*RenameSnapshotResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RenameSnapshotResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Snapshot `json:"data"`
+			Message    string   `json:"message"`
+			StatusCode int      `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRestoreSnapshotResponse parses an HTTP response from a RestoreSnapshotWithResponse call
+func ParseRestoreSnapshotResponse(rsp *http.Response) (*RestoreSnapshotResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RestoreSnapshotResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -37293,6 +39263,79 @@ func ParseGetProjectStatsResponse(rsp *http.Response) (*GetProjectStatsResponse,
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
 			Data       Stats  `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListWorkspacesResponse parses an HTTP response from a ListWorkspacesWithResponse call
+func ParseListWorkspacesResponse(rsp *http.Response) (*ListWorkspacesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWorkspacesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       WorkspaceList `json:"data"`
+			Message    string        `json:"message"`
+			StatusCode int           `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteWorkspaceResponse parses an HTTP response from a DeleteWorkspaceWithResponse call
+func ParseDeleteWorkspaceResponse(rsp *http.Response) (*DeleteWorkspaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteWorkspaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
 			Message    string `json:"message"`
 			StatusCode int    `json:"statusCode"`
 		}

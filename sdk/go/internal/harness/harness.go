@@ -141,10 +141,11 @@ type Control struct {
 }
 
 // StartControl runs `deckhand-control serve` on data with the bootstrap
-// admin and waits until it says where it listens.
-func StartControl(bin, data string) (*Control, error) {
+// admin (and flags) and waits until it says where it listens.
+func StartControl(bin, data string, flags ...string) (*Control, error) {
 	p, stdout, err := start(filepath.Join(bin, "deckhand-control"), []string{"PATH=" + os.Getenv("PATH"), "HOME=" + data},
-		"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-email", AdminEmail, "--admin-password", AdminPass, "--log-level", "warn")
+		append([]string{"serve", "--listen", "127.0.0.1:0", "--data", data, "--admin-email", AdminEmail, "--admin-password", AdminPass,
+			"--log-level", "warn"}, flags...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +177,11 @@ func StartControl(bin, data string) (*Control, error) {
 
 // call is one unsigned-checked JSON call of the harness's own setup.
 func call(method, u, token string, body any) (map[string]any, error) {
+	return callWith(method, u, token, body)
+}
+
+// callWith is call with extra headers (name, value pairs).
+func callWith(method, u, token string, body any, hdr ...string) (map[string]any, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -188,6 +194,9 @@ func call(method, u, token string, body any) (map[string]any, error) {
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -605,7 +605,7 @@ export interface paths {
         put?: never;
         /**
          * Create a container that runs (project owner or manager; an admin in any project)
-         * @description Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`.
+         * @description Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
          *
          *     Policy `signed-in`: any signed-in caller.
          */
@@ -634,7 +634,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a container, its engine objects and its record
-         * @description Writes `container.deleting`, removes the engine container and its workspace volume (kept with `?keep_workspace=true`), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
+         * @description Writes `container.deleting`, removes the engine container, its snapshots and its workspace volume (kept with `?keep_workspace=true`: it is then listed at GET /api/v1/projects/{id}/workspaces, and a kept workspace the container mounted stays either way), then the record, its agent tokens, its network configuration and its proxy permissions document. When the engine is unreachable: 503, and the record stays `deleting` with the reason until the reconciler finishes the delete. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not manage it.
          *
          *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
          */
@@ -860,6 +860,28 @@ export interface paths {
          *     Policy `container.access`: any signed-in caller; the owner, an operator or a manager of the container's project.
          */
         post: operations["stopContainerNetwork"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a running container (the engine's freezer)
+         * @description Freezes every process of the container: memory, open connections and the offsets of the processes' output stay as they were, and nothing runs until a resume (or a request through the platform proxy to a container with autostart, which resumes it). A paused container answers as it is. 409 when it is not running (status names it); 409 with --runtime none; 503 when the engine is unreachable. Writes `container.paused`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+         *
+         *     Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+         */
+        post: operations["pauseContainer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1158,6 +1180,106 @@ export interface paths {
          *     Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
          */
         post: operations["restartContainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused container
+         * @description Thaws the container's processes and answers once its agent answers the health check (`running`); a follower of a process's output goes on from where it was, losing and repeating nothing. A running container answers as it is. 409 when it is not paused; 409 with --runtime none; 503 when the engine is unreachable. Writes `container.running`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+         *
+         *     Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
+         */
+        post: operations["resumeContainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A container's snapshots, oldest first
+         * @description 400 for a malformed id; 404 for an unknown container; 403 when the caller is no member of its project.
+         *
+         *     Policy `container.read`: any signed-in caller; a member (owner or any permission) of the container's project.
+         */
+        get: operations["listSnapshots"];
+        put?: never;
+        /**
+         * Snapshot a container: its files and its workspace
+         * @description Commits the container's filesystem and its workspace volume into an image in the engine and answers 201 `{id, name, container_id, project_id, size_bytes, image_name, created_at}`. The container is frozen for the commit and goes on as it was. Installed packages, files anywhere and the workspace are kept; memory and running processes are not. 400 `name` (1-100 characters); 409 `name` when the container has a snapshot of that name (ignoring case); 409 when the project holds --max-snapshots-per-project snapshots; 409 when the container is creating, failed or being deleted, or with --runtime none; 503 when the engine is unreachable. Writes `container.snapshot.created`. 400 for a malformed id, 404 for an unknown container, 403 when the caller may not act on it (a viewer).
+         *
+         *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+         */
+        post: operations["createSnapshot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/snapshots/{sid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a snapshot and its image
+         * @description The record goes at once; the image stays in the engine while a container runs from it (a fork, or a container restored from it) and goes with the last of them. A container's snapshots go with the container the same way. Writes `container.snapshot.deleted`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+         *
+         *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+         */
+        delete: operations["deleteSnapshot"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a snapshot
+         * @description Body `name`: 1-100 characters, unique among the container's snapshots (409 `name`). Writes `container.snapshot.renamed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+         *
+         *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+         */
+        patch: operations["renameSnapshot"];
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/snapshots/{sid}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put a container back to a snapshot
+         * @description Stops the container and makes it again from the snapshot: its files and its workspace are as they were when the snapshot was taken (what changed since is lost), with a new agent token. Answers 200 in `creating`; the container is `running` once its agent answers. 409 while it is creating or being deleted. Writes `container.snapshot.restored` and `container.creating`, then `container.running` or `container.failed`. 400 for a malformed id or sid; 404 for an unknown container, or a snapshot it does not have (sid); 403 when the caller may not act on it.
+         *
+         *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
+         */
+        post: operations["restoreSnapshot"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2058,6 +2180,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{id}/workspaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's kept workspaces, oldest first
+         * @description A container deleted with `?keep_workspace=true` leaves its workspace (the volume mounted as its home) here: `{id, project_id, name, container_id, created_at}`; `id` is the deleted container's id and `name` its name, `container_id` the container that mounts it now (absent: none). Create a container with `workspace_id` to mount one. 400 for a malformed id, 404 for an unknown project, 403 when the caller is no member.
+         *
+         *     Policy `project.member`: any signed-in caller; the project's owner or a user its permissions name.
+         */
+        get: operations["listWorkspaces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{id}/workspaces/{workspaceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a kept workspace and its volume
+         * @description 409 `workspaceId` while a container mounts it (delete that container first: the workspace stays). 400 for a malformed id; 404 for an unknown project or a workspace it does not have; 403 when the caller may not manage the project; 503 when the engine is unreachable.
+         *
+         *     Policy `project.manager`: any signed-in caller; the project's owner or a user with role manager on it.
+         */
+        delete: operations["deleteWorkspace"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/servers": {
         parameters: {
             query?: never;
@@ -2936,6 +3102,7 @@ export interface components {
             resources?: components["schemas"]["Resources"];
             runtime?: string;
             server_id?: string;
+            snapshot_id?: string;
             status?: string;
             status_reason?: string;
             /** Format: date-time */
@@ -2943,6 +3110,7 @@ export interface components {
             urls?: {
                 [key: string]: string;
             };
+            workspace_id?: string;
         };
         ContainerChanges: {
             /** @description start again with the engine */
@@ -2961,18 +3129,24 @@ export interface components {
         ContainerCreate: {
             /** @description start again with the engine (and after it exits on its own) */
             autostart?: boolean;
+            /** @description make this many containers, 1-10, named <name>-1 ... <name>-<count>; the answer is then an array of them */
+            count?: number | null;
             /** @description environment of the container's programs: at most 64 names (letters, digits, '_', not starting with a digit or DECKHAND_), values up to 4096 bytes */
             env?: {
                 [key: string]: string;
             };
-            /** @description a catalog image (img_...): free, or priced and in the caller's library */
-            image_id: string;
+            /** @description a catalog image (img_...): free, or priced and in the caller's library; required unless snapshot_id is given */
+            image_id?: string;
             /** @description 1-100 characters, unique in the project */
             name: string;
             /** @description the project: its owner, a manager or an admin may create */
             project_id: string;
             /** @description CPU and memory limits; absent: the engine's defaults */
             resources?: components["schemas"]["Resources"] | null;
+            /** @description make the container from this snapshot of a container of the project (its files, packages and workspace as they were); image_id may then be left out */
+            snapshot_id?: string;
+            /** @description mount this kept workspace of the project as the home (GET /api/v1/projects/{id}/workspaces); not with count above 1 */
+            workspace_id?: string;
         };
         ContainerList: {
             containers?: components["schemas"]["Container"][];
@@ -3769,6 +3943,24 @@ export interface components {
         SignupResult: {
             email?: string;
         };
+        Snapshot: {
+            container_id?: string;
+            /** Format: date-time */
+            created_at?: string;
+            id?: string;
+            image_id?: string;
+            image_name?: string;
+            name?: string;
+            project_id?: string;
+            size_bytes?: number;
+        };
+        SnapshotList: {
+            snapshots?: components["schemas"]["Snapshot"][];
+        };
+        SnapshotName: {
+            /** @description 1-100 characters, unique among the container's snapshots (ignoring case) */
+            name: string;
+        };
         StateInput: {
             enable_proxy: boolean | null;
         };
@@ -3906,6 +4098,17 @@ export interface components {
         Verify2FAInput: {
             code: string;
             temp_token?: string;
+        };
+        Workspace: {
+            container_id?: string;
+            /** Format: date-time */
+            created_at?: string;
+            id?: string;
+            name?: string;
+            project_id?: string;
+        };
+        WorkspaceList: {
+            workspaces?: components["schemas"]["Workspace"][];
         };
         sshKeyRec: {
             container_id?: string;
@@ -6012,6 +6215,46 @@ export interface operations {
             };
         };
     };
+    pauseContainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createPreview: {
         parameters: {
             query?: never;
@@ -6694,6 +6937,239 @@ export interface operations {
                 "application/json": Record<string, never>;
             };
         };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resumeContainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listSnapshots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SnapshotList"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SnapshotName"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Snapshot"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+                /** @description a snapshot id: 1-40 lowercase letters or digits */
+                sid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    renameSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+                /** @description a snapshot id: 1-40 lowercase letters or digits */
+                sid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SnapshotName"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Snapshot"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    restoreSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+                /** @description a snapshot id: 1-40 lowercase letters or digits */
+                sid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
         responses: {
             /** @description OK */
             200: {
@@ -8798,6 +9274,79 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Stats"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWorkspaces: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkspaceList"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a project id: 1-40 lowercase letters or digits */
+                id: string;
+                /** @description a workspace id: 1-40 lowercase letters or digits */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
                         message: string;
                         statusCode: number;
                     };

@@ -1,0 +1,318 @@
+package platform
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sort"
+	"strconv"
+
+	"deckhand/platform/fault"
+)
+
+// Tool is a route's face as a Model Context Protocol tool: the name a
+// model calls it by, a title and a description written for a model, and
+// the hints MCP's tool annotations carry. The tool is the operation
+// itself: its arguments are the route's input as one JSON object (its
+// parameters by name beside its JSON body's members) and its structured
+// answer is the route's answer, both with the schemas of the same typed
+// structs the OpenAPI document shows (where the operation carries them
+// as x-mcp-tool). The MCP service lists every service's tools from there
+// and calls one with Host.CallTool when the service runs in its process
+// (the binder's rules, in memory, nothing rebuilt as HTTP), else with the
+// route over HTTP.
+//
+// Only an Op, ReadOp or CommandOp route can be a tool, with a JSON body or
+// none and a JSON object for an answer, on a host with nothing to enforce
+// per request (no Authenticator, no policy check, no rate limit): the MCP
+// service judged the caller before the call.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	// ReadOnly: the tool changes nothing. Destructive: it may destroy or
+	// replace what is there (not only add). Idempotent: calling it twice
+	// with the same arguments does nothing more. OpenWorld: it reaches
+	// beyond the container's own state (a command may do anything).
+	ReadOnly, Destructive, Idempotent, OpenWorld bool
+	// Args names parameters otherwise for a model (workspaceID:
+	// workspace): parameter name to argument name.
+	Args map[string]string
+}
+
+// arg is the argument a parameter is in the tool's arguments.
+func (t *Tool) arg(param string) string {
+	if a, ok := t.Args[param]; ok {
+		return a
+	}
+	return param
+}
+
+// ToolExtension is the OpenAPI extension an operation carries its tool
+// in: {name, title, description, annotations, inputSchema, outputSchema},
+// as MCP's tools/list shows a tool.
+const ToolExtension = "x-mcp-tool"
+
+// toolDoc is r's tool as tools/list shows it (nil when r is no tool).
+func toolDoc(r Route) map[string]any {
+	if r.Tool == nil {
+		return nil
+	}
+	t := r.Tool
+	ann := map[string]any{"readOnlyHint": t.ReadOnly, "idempotentHint": t.Idempotent, "openWorldHint": t.OpenWorld}
+	if !t.ReadOnly {
+		ann["destructiveHint"] = t.Destructive
+	}
+	o := r.Op.operation()
+	doc := map[string]any{"name": t.Name, "description": t.Description, "annotations": ann,
+		"inputSchema": toolInputSchema(t, o.in), "outputSchema": toolOutputSchema(o.out)}
+	if t.Title != "" {
+		doc["title"] = t.Title
+	}
+	if len(t.Args) > 0 {
+		// A caller that sends the route's request needs the parameters'
+		// own names: argument name to parameter name.
+		names := map[string]string{}
+		for p, a := range t.Args {
+			names[a] = p
+		}
+		doc["x-parameters"] = names
+	}
+	return doc
+}
+
+// toolInputSchema is one object of the input's parameters (by name) and
+// its JSON body's members.
+func toolInputSchema(t *Tool, in *inputPlan) map[string]any {
+	props := map[string]any{}
+	required := []string{}
+	if in != nil {
+		for _, p := range in.params {
+			pd := paramDoc(p.p)
+			s := pd["schema"].(map[string]any)
+			if d, ok := pd["description"].(string); ok {
+				s["description"] = d
+			}
+			props[t.arg(p.p.Name)] = s
+			if p.p.Required {
+				required = append(required, t.arg(p.p.Name))
+			}
+		}
+		if in.body != nil {
+			body := (*docBuilder)(nil).schemaOf(in.body.typ)
+			bp, _ := body["properties"].(map[string]any)
+			for name, s := range bp {
+				props[name] = s
+			}
+			if in.body.typ.Kind() != reflect.Pointer {
+				switch req := body["required"].(type) {
+				case []string:
+					required = append(required, req...)
+				case []any:
+					for _, n := range req {
+						required = append(required, n.(string))
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(required)
+	s := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+// toolOutputSchema is the answer's schema (an object without members for
+// an operation that answers nothing but success).
+func toolOutputSchema(out *outputPlan) map[string]any {
+	if out == nil || out.bodyTyp == nil {
+		return map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	return (*docBuilder)(nil).schemaOf(out.bodyTyp)
+}
+
+// checkTool panics on a route that cannot be the tool it says it is.
+func (h *Host) checkTool(r Route) {
+	where := "platform: route " + r.Method + " " + r.Path + " as tool " + r.Tool.Name + ": "
+	if r.Tool.Name == "" || r.Tool.Description == "" {
+		panic(where + "a tool needs a name and a description")
+	}
+	if r.Op == nil || r.Op.operation().call == nil {
+		panic(where + "only an Op, ReadOp or CommandOp route can be a tool")
+	}
+	o := r.Op.operation()
+	if o.in.binary() {
+		panic(where + "its body is bytes, not a JSON object")
+	}
+	if o.in != nil && o.in.body != nil {
+		if k := derefKind(o.in.body.typ); k != reflect.Struct {
+			panic(where + "its body is not a JSON object")
+		}
+		members, _ := (*docBuilder)(nil).schemaOf(o.in.body.typ)["properties"].(map[string]any)
+		for _, p := range o.in.params {
+			if _, twice := members[r.Tool.arg(p.p.Name)]; twice {
+				panic(where + "parameter " + p.p.Name + " is also a member of its body")
+			}
+		}
+	}
+	if o.out != nil && (o.out.binary() || (o.out.bodyTyp != nil && derefKind(o.out.bodyTyp) != reflect.Struct)) {
+		panic(where + "its answer is not a JSON object")
+	}
+	pol := r.Policy
+	if h.cfg.Auth != nil || pol.Check != nil || (pol.Access != AccessDefault && pol.Access != AccessPublic) || len(r.Limits) > 0 {
+		panic(where + "a tool's caller is judged by the MCP service, not per request: the host must have nothing to enforce")
+	}
+	if _, twice := h.tools[r.Tool.Name]; twice {
+		panic(where + "two routes are this tool")
+	}
+	h.tools[r.Tool.Name] = r
+}
+
+func derefKind(t reflect.Type) reflect.Kind {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind()
+}
+
+// CallTool runs the operation of the route that is tool name with args
+// (a JSON object, as tools/call carries them), in memory: the arguments
+// are bound and checked by the binder's rules (a parameter's grammar and
+// bounds, the body's strict decoding, tags and Validate), the domain
+// method runs with ctx, and its answer is returned as the method gave it
+// (a wrapper's Body; nil for a CommandOp). A broken rule is the same
+// *fault.Error an HTTP request gets; an unknown tool is NOT_FOUND.
+func (h *Host) CallTool(ctx context.Context, name string, args json.RawMessage) (out any, err error) {
+	defer func() {
+		// As the host's kernel does for a request: a panic in the method
+		// is an internal error, logged, not the caller's crash.
+		if p := recover(); p != nil {
+			h.log.Error("panic in tool", "tool", name, "panic", p)
+			out, err = nil, fault.Internal("run the tool", errors.New("panic"))
+		}
+	}()
+	r, ok := h.tools[name]
+	if !ok {
+		return nil, &fault.Error{Code: fault.CodeNotFound, Details: "tool", Message: "no tool " + strconv.Quote(name) + " on this service"}
+	}
+	var m map[string]json.RawMessage
+	if len(bytes.TrimSpace(args)) > 0 && !bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, fault.Invalid("arguments", "must be a JSON object")
+		}
+	}
+	return r.Op.operation().call(ctx, r, m)
+}
+
+// Tools are the names of the host's tools.
+func (h *Host) Tools() []string {
+	out := make([]string, 0, len(h.tools))
+	for name := range h.tools {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// bindArgs fills dst (a pointer to the plan's type) from a tool's
+// arguments: each parameter from the member of its name (a string, or a
+// number or boolean for one of those types), the body from the members
+// left. It takes the members it uses out of args.
+func (p *inputPlan) bindArgs(r Route, args map[string]json.RawMessage, dst any) error {
+	var v reflect.Value
+	if len(p.params) > 0 || len(p.targets) > 0 || (p.body != nil && p.body.index != nil) {
+		v = reflect.ValueOf(dst).Elem()
+	}
+	for i := range p.params {
+		f := &p.params[i]
+		raw, given := "", false
+		name := r.Tool.arg(f.p.Name)
+		if a, ok := args[name]; ok {
+			delete(args, name)
+			s, err := argText(a)
+			if err != nil {
+				return fault.Invalid(name, "must be a %s", cmpOr(f.p.Type, "string"))
+			}
+			raw, given = s, a != nil && !bytes.Equal(a, []byte("null"))
+		}
+		// The binder's errors name the argument as the caller sent it.
+		g := *f
+		g.p.Name, g.p.In = name, "argument"
+		if err := g.apply(v, raw, given, false); err != nil {
+			return err
+		}
+	}
+	for _, idx := range p.targets {
+		v.FieldByIndex(idx).Set(reflect.ValueOf(Target{Method: r.Method, Scheme: "http"}))
+	}
+	if p.validateParams {
+		if err := dst.(ParamsValidator).ValidateParams(); err != nil {
+			return err
+		}
+	}
+	if b := p.body; b != nil {
+		target := dst
+		if b.index != nil {
+			target = v.FieldByIndex(b.index).Addr().Interface()
+		}
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return err
+		}
+		if len(args) == 0 {
+			raw = []byte("{}")
+		}
+		if err := b.decode(raw, target); err != nil {
+			return err
+		}
+	} else {
+		for name := range args {
+			return fault.Invalid(name, "is not an argument of this tool")
+		}
+	}
+	if p.validate {
+		return dst.(Validator).Validate()
+	}
+	return nil
+}
+
+// argText is a JSON scalar as a parameter's text: a string's value, a
+// number's or a boolean's literal.
+func argText(a json.RawMessage) (string, error) {
+	a = bytes.TrimSpace(a)
+	if len(a) == 0 || bytes.Equal(a, []byte("null")) {
+		return "", nil
+	}
+	switch a[0] {
+	case '"':
+		var s string
+		err := json.Unmarshal(a, &s)
+		return s, err
+	case '{', '[':
+		return "", fault.Invalid("arguments", "not a scalar")
+	}
+	return string(a), nil
+}
+
+// toolAnswer is what a tool answers of an operation's output: a
+// wrapper's Body, else the output itself.
+func (p *outputPlan) toolAnswer(out any) any {
+	if p == nil || !p.wrapper {
+		return out
+	}
+	v := reflect.ValueOf(out)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
+	if p.body == nil {
+		return nil
+	}
+	return v.FieldByIndex(p.body).Interface()
+}

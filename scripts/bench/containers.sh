@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Containers that run, on the local engine, in one run:
+#  1. create → running → first command: POST /api/v1/containers until the
+#     container is running (its agent enrolled and answered the health
+#     check), an access token minted and `process run` of `true` answered
+#     200 at the agent; beside a bare `docker run -d` of the same image
+#     (deckhand/base, its own entrypoint: the agent without a control
+#     plane) until its gateway answers HTTP. RUNS each, alternating;
+#     medians, p95 and the ratio.
+#  2. CONCURRENT containers created at once: the time until all run, the
+#     idle RSS of each container's processes (the agent; `docker top`),
+#     and no engine object left once they are deleted.
+# Usage: scripts/bench/containers.sh [runs=10] [concurrent=20]
+# Needs: a built tree (make build), an engine (scripts/engine.sh start),
+# curl and jq. It builds deckhand/base:<version> when absent.
+set -euo pipefail
+RUNS=${1:-10}
+CONC=${2:-20}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+BIN=${DECKHAND_BIN:-$ROOT/bin}
+WORK=$(mktemp -d)
+PORT=${PORT:-27600}
+CONTROL=http://127.0.0.1:$PORT
+PID=""
+BARE=()
+cleanup() {
+  ((${#BARE[@]})) && docker rm -f "${BARE[@]}" >/dev/null 2>&1
+  [[ -n "$PID" ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+  if [[ -s "$WORK/inst" ]]; then
+    inst=$(cat "$WORK/inst")
+    docker ps -aq --filter "label=deckhand.installation=$inst" | xargs -r docker rm -f >/dev/null
+    docker volume ls -q --filter "label=deckhand.installation=$inst" | xargs -r docker volume rm >/dev/null
+    docker network ls -q --filter "label=deckhand.installation=$inst" | xargs -r docker network rm >/dev/null
+  fi
+  rm -rf "$WORK"
+  [[ -n "${BUILT:-}" ]] && docker rmi "$BUILT" >/dev/null 2>&1
+  true
+}
+trap cleanup EXIT
+
+VERSION=$("$BIN/deckhand-control" version | awk '{print $2}')
+IMAGE=deckhand/base:$VERSION
+BUILT=""
+if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
+  BIN="$BIN" scripts/image.sh "$VERSION" base
+  BUILT=$IMAGE
+fi
+echo "== $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, image $IMAGE"
+
+PW="Bench-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')-9a"
+DECKHAND_ADMIN_PASSWORD=$PW "$BIN/deckhand-control" serve --data "$WORK/data" --listen 127.0.0.1:$PORT \
+  --admin-email admin@localhost --runtime docker --max-containers-per-project 0 --enroll-timeout 5m --log-level error >"$WORK/control.log" 2>&1 &
+PID=$!
+for _ in $(seq 300); do curl -fsS -o /dev/null $CONTROL/api/v1/meta/public-key 2>/dev/null && break; sleep 0.1; done
+api() { # method path [json] -> data
+  curl -fsS -X "$1" "$CONTROL$2" -H 'Content-Type: application/json' ${TOKEN:+-H "Authorization: Bearer $TOKEN"} ${3:+--data "$3"} | jq -c .data
+}
+TOKEN=""
+TOKEN=$(api POST /api/v1/users/auth/login "$(jq -nc --arg p "$PW" '{email:"admin@localhost",password:$p}')" | jq -r .token)
+PROJECT=$(api POST /api/v1/projects '{"name":"bench"}' | jq -r .id)
+IMG=$(api GET "/api/v1/images/public?search=$(jq -rn --arg s "$IMAGE" '$s|@uri')" | jq -r --arg n "$IMAGE" '[.images[]|select(.image_name==$n)][0].id')
+
+ms() { echo $(($(date +%s%N) / 1000000)); }
+# deckhand: create → running → a token → process run answered.
+deckhand_once() { # name -> ms
+  local t0 id c addr tok
+  t0=$(ms)
+  id=$(api POST /api/v1/containers "$(jq -nc --arg p "$PROJECT" --arg i "$IMG" --arg n "$1" '{project_id:$p,image_id:$i,name:$n}')" | jq -r .id)
+  for _ in $(seq 3000); do
+    c=$(api GET "/api/v1/containers/$id")
+    case $(jq -r .status <<<"$c") in running) break ;; failed) echo "failed: $c" >&2; return 1 ;; esac
+    sleep 0.02
+  done
+  addr=$(jq -r .agent_addr <<<"$c")
+  tok=$(api POST "/api/v1/containers/$id/access-tokens" '{"ttl_seconds":300}' | jq -r .token)
+  curl -fsS -o /dev/null "http://$addr/_/process/api/v1/process/run" -H "Authorization: Bearer $tok" \
+    -H 'Content-Type: application/json' -d '{"shell":"true"}'
+  echo $(($(ms) - t0))
+  [[ -s "$WORK/inst" ]] || docker inspect -f '{{index .Config.Labels "deckhand.installation"}}' "$(docker ps -q --filter "label=deckhand.container=$id")" >"$WORK/inst"
+  api DELETE "/api/v1/containers/$id" >/dev/null
+}
+# bare: docker run -d of the same image → its gateway answers HTTP.
+bare_once() { # -> ms
+  local t0 name ip
+  name=deckhand-bench-bare-$RANDOM$RANDOM
+  t0=$(ms)
+  docker run -d --name "$name" --label deckhand.bench=1 "$IMAGE" >/dev/null
+  BARE+=("$name")
+  ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$name")
+  until curl -sS -o /dev/null --max-time 1 "http://$ip:7700/_/process/health" 2>/dev/null; do sleep 0.02; done
+  echo $(($(ms) - t0))
+  docker rm -f "$name" >/dev/null
+  BARE=()
+}
+stats() { # values... -> "median p95"
+  printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; p=v[int(NR*0.95+0.999)]; printf "%d %d", m, p}'
+}
+dh=() bare=()
+for i in $(seq "$RUNS"); do
+  dh+=("$(deckhand_once "b$i")")
+  bare+=("$(bare_once)")
+done
+if ((RUNS > 0)); then
+  read -r dm dp <<<"$(stats "${dh[@]}")"
+  read -r bm bp <<<"$(stats "${bare[@]}")"
+  echo "== create → running → first process run, $RUNS runs (ms): ${dh[*]}"
+  echo "   deckhand: median $dm ms, p95 $dp ms"
+  echo "== bare docker run -d → gateway answers HTTP, $RUNS runs (ms): ${bare[*]}"
+  echo "   bare:     median $bm ms, p95 $bp ms"
+  echo "   overhead: median $((dm - bm)) ms, ratio $(awk -v a="$dm" -v b="$bm" 'BEGIN{printf "%.2f", a/b}')"
+fi
+
+# Concurrent creates.
+t0=$(ms)
+ids=()
+jobs=()
+for i in $(seq "$CONC"); do
+  api POST /api/v1/containers "$(jq -nc --arg p "$PROJECT" --arg i "$IMG" --arg n "c$i" '{project_id:$p,image_id:$i,name:$n}')" | jq -r .id >"$WORK/c$i" &
+  jobs+=($!)
+done
+wait "${jobs[@]}"
+for i in $(seq "$CONC"); do ids+=("$(cat "$WORK/c$i")"); done
+[[ -s "$WORK/inst" ]] || docker inspect -f '{{index .Config.Labels "deckhand.installation"}}' "$(docker ps -aq --filter "label=deckhand.container=${ids[0]}" | head -n1)" >"$WORK/inst"
+for _ in $(seq 6000); do
+  n=$(api GET "/api/v1/containers?project_id=$PROJECT&limit=100" | jq '[.containers[]|select(.status=="running")]|length')
+  ((n == CONC)) && break
+  failed=$(api GET "/api/v1/containers?project_id=$PROJECT&limit=100" | jq -c '[.containers[]|select(.status=="failed")|.status_reason]')
+  [[ "$failed" == "[]" ]] || { echo "concurrent creates failed: $failed" >&2; exit 1; }
+  sleep 0.1
+done
+echo "== $CONC concurrent creates: all running after $(($(ms) - t0)) ms ($n running)"
+sleep 10 # idle
+rss=()
+for id in "${ids[@]}"; do
+  c=$(docker ps -q --filter "label=deckhand.container=$id")
+  rss+=("$(docker top "$c" -o pid,rss | awk 'NR>1 {s+=$2} END {print int(s/1024)}')")
+done
+read -r rm rp <<<"$(stats "${rss[@]}")"
+echo "   idle RSS of each container's processes after 10 s (MiB): median $rm, p95 $rp, all: ${rss[*]}"
+jobs=()
+for id in "${ids[@]}"; do
+  api DELETE "/api/v1/containers/$id" >/dev/null &
+  jobs+=($!)
+done
+wait "${jobs[@]}"
+inst=$(cat "$WORK/inst")
+left=$(( $(docker ps -aq --filter "label=deckhand.installation=$inst" --filter "label=deckhand.container" | wc -l) +
+  $(docker volume ls -q --filter "label=deckhand.installation=$inst" | wc -l) ))
+echo "   after deleting them: $left engine containers and volumes of this installation left"

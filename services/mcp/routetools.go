@@ -1,0 +1,328 @@
+package mcp
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"deckhand/platform"
+	"deckhand/platform/fault"
+)
+
+// A route that is a tool (platform.Tool) is listed and called from here:
+// its name, description, hints and schemas are the x-mcp-tool of its
+// operation in the service's OpenAPI document, read from the service's
+// host when it runs in this process and from its port otherwise. A call
+// runs the operation through that host in memory (Host.CallTool: the
+// binder's rules, the domain method, its typed answer) or, for a service
+// in another process, as the route's HTTP request. What this service adds
+// is only how an answer reads for a model (views): its text, whether it
+// is a failure, and the trimming to max_chars.
+
+// routeTool is one operation of another service offered as a tool.
+type routeTool struct {
+	service      string
+	method, path string
+	params       map[string]param // by argument name
+	body         bool             // the operation reads a JSON body
+	tool         *mcp.Tool
+}
+
+// param is a parameter of a route tool's request: its name there and
+// where it goes (path, query or header).
+type param struct{ name, in string }
+
+// view is how a route tool's answer reads for a model. A tool without
+// one answers its structured content as JSON text.
+type view struct {
+	// budget: the tool takes max_chars (default the server's budget),
+	// which answer applies; it is not an argument of the operation.
+	budget bool
+	// args adapts the operation's arguments to the budget max.
+	args func(args map[string]json.RawMessage, max int)
+	// answer is the result of out, the operation's answer (typed in
+	// memory, JSON over HTTP: decode it with as).
+	answer func(s *Service, args map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error)
+}
+
+// views are the route tools' views by tool name (tools_*.go fill it).
+var views = map[string]view{}
+
+// answerAs is a view's answer taking the operation's answer as a T.
+func answerAs[T any](fn func(s *Service, args map[string]json.RawMessage, out T, max int) *mcp.CallToolResult) func(*Service, map[string]json.RawMessage, any, int) (*mcp.CallToolResult, error) {
+	return func(s *Service, args map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error) {
+		v, err := as[T](out)
+		if err != nil {
+			return nil, err
+		}
+		return fn(s, args, v, max), nil
+	}
+}
+
+// as is an operation's answer as a T: itself when the host answered it in
+// memory, else decoded from the service's JSON.
+func as[T any](out any) (T, error) {
+	switch v := out.(type) {
+	case T:
+		return v, nil
+	case *T:
+		if v != nil {
+			return *v, nil
+		}
+	}
+	var v T
+	raw, err := json.Marshal(out)
+	if err == nil {
+		err = json.Unmarshal(raw, &v)
+	}
+	return v, err
+}
+
+// argString is a string argument ("" when absent or not a string).
+func argString(args map[string]json.RawMessage, name string) string {
+	var s string
+	_ = json.Unmarshal(args[name], &s)
+	return s
+}
+
+// catalog is the route tools loaded so far, by service.
+type catalog struct {
+	mu     sync.Mutex
+	loaded map[string]bool
+	tools  map[string]*routeTool
+}
+
+// loadTools registers the route tools of those of services not loaded
+// yet, and answers the error of the last that could not be.
+func (s *Service) loadTools(ctx context.Context, services []string) error {
+	c := &s.catalog
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var last error
+	for _, svc := range services {
+		if c.loaded[svc] {
+			continue
+		}
+		tools, err := s.readTools(ctx, svc)
+		if err != nil {
+			last = err
+			continue
+		}
+		for _, rt := range tools {
+			c.tools[rt.tool.Name] = rt
+			s.server.AddTool(rt.tool, s.routeHandler(rt))
+		}
+		c.loaded[svc] = true
+	}
+	return last
+}
+
+// has reports whether tool is a route tool loaded.
+func (c *catalog) has(tool string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tools[tool] != nil
+}
+
+// readTools reads service's route tools from its OpenAPI document. A tool
+// whose name does not start with its service's (process_run of process)
+// is left out: reach and the allow-list judge a tool by that prefix.
+func (s *Service) readTools(ctx context.Context, service string) ([]*routeTool, error) {
+	var raw []byte
+	if h := s.peer(service); h != nil {
+		var err error
+		if raw, err = h.OpenAPIJSON(); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if raw, _, err = s.be.bytes(ctx, caller{}, call{method: http.MethodGet, service: service, path: "/openapi.json"}, maxRead); err != nil {
+			return nil, err
+		}
+	}
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	var out []*routeTool
+	for path, item := range doc.Paths {
+		for method, rawOp := range item {
+			var op struct {
+				Parameters []struct{ Name, In string } `json:"parameters"`
+				Body       json.RawMessage             `json:"requestBody"`
+				Tool       json.RawMessage             `json:"x-mcp-tool"`
+			}
+			var tool mcp.Tool
+			var names struct {
+				Params map[string]string `json:"x-parameters"` // argument name: parameter name
+			}
+			if json.Unmarshal(rawOp, &op) != nil || op.Tool == nil || json.Unmarshal(op.Tool, &tool) != nil ||
+				json.Unmarshal(op.Tool, &names) != nil {
+				continue
+			}
+			if toolService(tool.Name) != service {
+				s.log.Warn("a tool's name does not start with its service's", "tool", tool.Name, "service", service)
+				continue
+			}
+			rt := &routeTool{service: service, method: strings.ToUpper(method), path: path, params: map[string]param{},
+				body: op.Body != nil, tool: &tool}
+			args := map[string]string{} // parameter name: argument name
+			for a, p := range names.Params {
+				args[p] = a
+			}
+			for _, p := range op.Parameters {
+				rt.params[cmp.Or(args[p.Name], p.Name)] = param{name: p.Name, in: p.In}
+			}
+			if views[tool.Name].budget {
+				in, _ := rt.tool.InputSchema.(map[string]any)
+				props, _ := in["properties"].(map[string]any)
+				props = maps.Clone(props)
+				props["max_chars"] = map[string]any{"type": "integer", "minimum": 0,
+					"description": "characters of text to answer at most (default: the server's budget)"}
+				in = maps.Clone(in)
+				in["properties"] = props
+				rt.tool.InputSchema = in
+			}
+			out = append(out, rt)
+		}
+	}
+	return out, nil
+}
+
+// peer is the host of service when this process serves it.
+func (s *Service) peer(service string) *platform.Host {
+	if s.deps.Peer == nil {
+		return nil
+	}
+	return s.deps.Peer(service)
+}
+
+// routeHandler calls rt for a tools/call and answers its view.
+func (s *Service) routeHandler(rt *routeTool) mcp.ToolHandler {
+	v := views[rt.tool.Name]
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := map[string]json.RawMessage{}
+		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &args); err != nil {
+				return failed(fault.Invalid("arguments", "must be a JSON object")), nil
+			}
+		}
+		max := s.set.OutputBudget
+		if v.budget {
+			if raw, ok := args["max_chars"]; ok {
+				var n int
+				if json.Unmarshal(raw, &n) != nil || n < 0 {
+					return failed(fault.Invalid("max_chars", "must be a non-negative integer")), nil
+				}
+				max = s.budget(n)
+				delete(args, "max_chars")
+			}
+		}
+		if v.args != nil {
+			v.args(args, max)
+		}
+		out, err := s.callRoute(ctx, callerOf(req.Extra), rt, args)
+		if err != nil {
+			return failed(err), nil
+		}
+		if v.answer != nil {
+			res, err := v.answer(s, args, out, max)
+			if err != nil {
+				return failed(err), nil
+			}
+			return res, nil
+		}
+		raw, err := json.Marshal(out)
+		if err != nil {
+			return failed(err), nil
+		}
+		if string(raw) == "null" {
+			raw = []byte("{}")
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(raw)}}, StructuredContent: json.RawMessage(raw)}, nil
+	}
+}
+
+// failed is a tool's failure as the model sees it: the service's code and
+// message.
+func failed(err error) *mcp.CallToolResult {
+	var res mcp.CallToolResult
+	res.SetError(toolErr(err))
+	return &res
+}
+
+// callRoute runs rt's operation for who: through the service's host in
+// memory when this process serves it, else as the route's request on its
+// port (the service binds and checks the arguments either way).
+func (s *Service) callRoute(ctx context.Context, who caller, rt *routeTool, args map[string]json.RawMessage) (any, error) {
+	if h := s.peer(rt.service); h != nil {
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return nil, err
+		}
+		return h.CallTool(ctx, rt.tool.Name, raw)
+	}
+	c := call{method: rt.method, service: rt.service, path: rt.path, query: url.Values{}, header: http.Header{}}
+	body := map[string]json.RawMessage{}
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		p, isParam := rt.params[name]
+		if !isParam {
+			if !rt.body {
+				return nil, fault.Invalid(name, "is not an argument of this tool")
+			}
+			body[name] = args[name]
+			continue
+		}
+		v, err := paramText(args[name])
+		if err != nil {
+			return nil, fault.Invalid(name, "must be a string, a number or a boolean")
+		}
+		switch p.in {
+		case "path":
+			c.path = strings.Replace(c.path, "{"+p.name+"}", url.PathEscape(v), 1)
+		case "header":
+			c.header.Set(p.name, v)
+		default:
+			c.query.Set(p.name, v)
+		}
+	}
+	if i := strings.IndexByte(c.path, '{'); i >= 0 {
+		name, _, _ := strings.Cut(c.path[i+1:], "}")
+		return nil, fault.Invalid(name, "is required")
+	}
+	if rt.body {
+		c.body = body
+	}
+	var out json.RawMessage
+	if err := s.be.json(ctx, who, c, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// paramText is a JSON scalar as a parameter's text.
+func paramText(raw json.RawMessage) (string, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case nil:
+		return "", nil
+	case bool, float64:
+		return strings.TrimSpace(string(raw)), nil
+	}
+	return "", fault.Invalid("argument", "not a scalar")
+}
