@@ -437,10 +437,12 @@ func (d *Driver) Start(ctx context.Context, id string) error {
 	if err := d.deletePods(ctx, finished, 0); err != nil {
 		return err
 	}
-	if err := d.mark(ctx, sec, map[string]string{annStarted: "true", annStopped: ""}); err != nil {
+	// The Pod first: the anchor marked started with no Pod yet would read
+	// as stopped in between.
+	if err := d.makePod(ctx, st); err != nil {
 		return err
 	}
-	return d.makePod(ctx, st)
+	return d.mark(ctx, sec, map[string]string{annStarted: "true", annStopped: ""})
 }
 
 // mark sets (or, with "", removes) annotations on the anchor.
@@ -680,7 +682,9 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 	if err := d.cli.CoreV1().Services(d.opts.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return apiErr("delete the container's service", err)
 	}
-	if !keepWorkspace {
+	// A kept workspace mounted here is its own: it goes with a delete of
+	// the container it was kept from.
+	if !keepWorkspace && (st.Workspace == "" || st.Workspace == id) {
 		claims := d.cli.CoreV1().PersistentVolumeClaims(d.opts.Namespace)
 		claim := d.claimName(st)
 		if err := claims.Delete(ctx, claim, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

@@ -127,7 +127,7 @@ func Build(repo string) error {
 // Start starts a cluster in a new directory. subnet is the third octet
 // of the Pod network 10.244.<subnet>.0/24, so two clusters never share
 // one.
-func Start(ctx context.Context, subnet int) (c *Cluster, err error) {
+func Start(ctx context.Context, subnet int) (_ *Cluster, err error) {
 	for _, b := range binaries {
 		if _, err := os.Stat(filepath.Join(BinDir(), b)); err != nil {
 			return nil, fmt.Errorf("kubetest: %s not built (make kube builds it into %s): %w", b, BinDir(), err)
@@ -143,7 +143,7 @@ func Start(ctx context.Context, subnet int) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: dir, PodCIDR: fmt.Sprintf("10.244.%d.0/24", subnet), Bridge: fmt.Sprintf("dhk%d", subnet),
+	c := &Cluster{Dir: dir, PodCIDR: fmt.Sprintf("10.244.%d.0/24", subnet), Bridge: fmt.Sprintf("dhk%d", subnet),
 		containerdSock: filepath.Join(dir, "containerd.sock")}
 	defer func() {
 		if err != nil {
@@ -203,7 +203,7 @@ func Start(ctx context.Context, subnet int) (c *Cluster, err error) {
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(kcmPort),
 		"--service-account-private-key-file", pki.file("sa.key"), "--root-ca-file", pki.file("ca.crt"),
 		"--use-service-account-credentials=false", "--enable-hostpath-provisioner=true",
-		"--controllers", "*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route"); err != nil {
+		"--controllers", "*,-node-ipam-controller"); err != nil {
 		return nil, err
 	}
 	if err := c.start(ctx, "kube-scheduler", filepath.Join(BinDir(), "kube-scheduler"),
