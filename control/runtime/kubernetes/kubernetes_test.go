@@ -44,7 +44,10 @@ func TestMain(m *testing.M) {
 }
 
 // image imports the suite's image into the node and removes it after.
-func image(t *testing.T) string {
+func image(t *testing.T) string { return imageB(t) }
+
+// imageB is image for a test or a benchmark.
+func imageB(t testing.TB) string {
 	t.Helper()
 	rootfs, err := runtimetest.ImageTar()
 	if err != nil {
