@@ -35,6 +35,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 )
 
 // Version is the Kubernetes release the binaries are built from; it must
@@ -133,7 +137,7 @@ func Start(ctx context.Context, subnet int) (_ *Cluster, err error) {
 			return nil, fmt.Errorf("kubetest: %s not built (make kube builds it into %s): %w", b, BinDir(), err)
 		}
 	}
-	for _, b := range []string{"etcd", "containerd", "ctr", "/usr/lib/cni/bridge"} {
+	for _, b := range []string{"etcd", "containerd", "/usr/lib/cni/bridge"} {
 		if _, err := exec.LookPath(b); err != nil {
 			return nil, fmt.Errorf("kubetest: %s missing (scripts/setup.sh installs etcd-server, containerd and containernetworking-plugins): %w", b, err)
 		}
@@ -220,7 +224,13 @@ func Start(ctx context.Context, subnet int) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if err := c.waitFor(ctx, "containerd", func(ctx context.Context) error {
-		return exec.CommandContext(ctx, "ctr", "-a", c.containerdSock, "version").Run()
+		cli, err := c.containerd()
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		_, err = cli.Version(ctx)
+		return err
 	}); err != nil {
 		return nil, err
 	}
@@ -432,19 +442,40 @@ func (c *Cluster) ImportImage(ctx context.Context, ref string, rootfs []byte, en
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "ctr", "-a", c.containerdSock, "-n", "k8s.io", "images", "import", "-")
-	cmd.Stdin = bytes.NewReader(archive)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("kubetest: import %s: %v: %s", ref, err, out)
+	cli, err := c.containerd()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx = namespaces.WithNamespace(ctx, "k8s.io")
+	imgs, err := cli.Import(ctx, bytes.NewReader(archive))
+	if err != nil {
+		return fmt.Errorf("kubetest: import %s: %w", ref, err)
+	}
+	// The kubelet runs what is unpacked into the CRI's snapshotter.
+	for _, img := range imgs {
+		if err := containerd.NewImage(cli, img).Unpack(ctx, "overlayfs"); err != nil {
+			return fmt.Errorf("kubetest: unpack %s: %w", img.Name, err)
+		}
 	}
 	return nil
 }
 
+// containerd is a client of the node's containerd.
+func (c *Cluster) containerd() (*containerd.Client, error) {
+	return containerd.New(c.containerdSock)
+}
+
 // RemoveImage removes an image ImportImage made.
 func (c *Cluster) RemoveImage(ctx context.Context, ref string) error {
-	out, err := exec.CommandContext(ctx, "ctr", "-a", c.containerdSock, "-n", "k8s.io", "images", "rm", "docker.io/"+ref).CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "not found") {
-		return fmt.Errorf("kubetest: remove %s: %v: %s", ref, err, out)
+	cli, err := c.containerd()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	err = cli.ImageService().Delete(namespaces.WithNamespace(ctx, "k8s.io"), "docker.io/"+ref)
+	if err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("kubetest: remove %s: %w", ref, err)
 	}
 	return nil
 }
@@ -534,26 +565,23 @@ func (c *Cluster) kill(name string) {
 // removeContainers kills and removes every container and sandbox the
 // node's containerd still holds.
 func (c *Cluster) removeContainers(ctx context.Context) {
-	ctr := func(args ...string) string {
-		out, _ := exec.CommandContext(ctx, "ctr", append([]string{"-a", c.containerdSock, "-n", "k8s.io"}, args...)...).Output()
-		return string(out)
+	cli, err := c.containerd()
+	if err != nil {
+		return
 	}
-	for _, id := range fields(ctr("tasks", "ls", "-q")) {
-		ctr("tasks", "kill", "-s", "SIGKILL", id)
+	defer cli.Close()
+	ctx = namespaces.WithNamespace(ctx, "k8s.io")
+	ctrs, err := cli.Containers(ctx)
+	if err != nil {
+		return
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) && len(fields(ctr("tasks", "ls", "-q"))) > 0 {
-		for _, id := range fields(ctr("tasks", "ls", "-q")) {
-			ctr("tasks", "rm", "-f", id)
+	for _, ct := range ctrs {
+		if task, err := ct.Task(ctx, nil); err == nil {
+			_, _ = task.Delete(ctx, containerd.WithProcessKill)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	for _, id := range fields(ctr("containers", "ls", "-q")) {
-		ctr("containers", "rm", id)
+		_ = ct.Delete(ctx)
 	}
 }
-
-func fields(s string) []string { return strings.Fields(s) }
 
 // killShims ends the runc shims this cluster's containerd started (they
 // outlive containerd by design).
