@@ -147,6 +147,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 		unlock := s.lc.lock("workspace/" + in.WorkspaceID)
 		defer unlock()
 	}
+	pin := s.pinFor(ctx, in, snap)
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		if _, err := s.creatableProject(tx, in.ProjectID, caller); err != nil {
 			return err
@@ -179,6 +180,9 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 			if err := attachWorkspace(tx, in.ProjectID, in.WorkspaceID, out[0].ID); err != nil {
 				return err
 			}
+		}
+		if err := s.placeContainers(tx, in.ProjectID, out, pin); err != nil {
+			return err
 		}
 		for _, c := range out {
 			if err := tx.Put(bucketContainers, c.ID, c); err != nil {

@@ -65,6 +65,9 @@ const (
 type Runtime struct {
 	// Driver is the engine; nil runs nothing (--runtime none).
 	Driver runtime.Driver
+	// Servers, when set, places containers on servers with endpoints;
+	// Driver then routes to them (servers.go).
+	Servers Servers
 	// AgentControlURL answers the control-plane URL the agents are given
 	// (the server may open a listener for them on first use).
 	AgentControlURL func(ctx context.Context) (string, error)

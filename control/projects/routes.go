@@ -302,6 +302,7 @@ func (s *Service) Routes() []platform.Route {
 	}
 	routes = append(routes, s.stateRoutes(operate, manage, read, actErrs)...)
 	routes = append(routes, s.workspaceRoutes(member, manager)...)
+	routes = append(routes, s.serverRoutes()...)
 	return routes
 }
 

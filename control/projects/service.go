@@ -113,6 +113,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.bindServers()
 	s.userExists = env.Authz.Policy("user.exists", "the named account exists").Check
 	env.Authz.Provide(CheckProjectMember, s.checkProject(roleViewer))
 	env.Authz.Provide(CheckProjectManager, s.checkProject(roleManager))

@@ -13,10 +13,12 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"path"
 	"regexp"
@@ -58,6 +60,9 @@ type Options struct {
 	GatewayPort int
 	// Home is where the workspace volume is mounted: the image user's home.
 	Home string
+	// TLS, when set, is the client's TLS configuration for a tcp:// Host
+	// (the engine's CA and this client's certificate).
+	TLS *tls.Config
 }
 
 // namePattern is what the engine accepts in an object name; ids and the
@@ -110,7 +115,13 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	}
 	// The client negotiates the API version on its first request, so one
 	// client speaks to Debian's dockerd (1.41) and Podman's socket alike.
-	cli, err := client.New(client.WithHost(opts.Host))
+	copts := []client.Opt{client.WithHost(opts.Host)}
+	if opts.TLS != nil {
+		// The transport carries the TLS configuration; the host's
+		// settings go on top of it.
+		copts = append([]client.Opt{client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: opts.TLS}})}, copts...)
+	}
+	cli, err := client.New(copts...)
 	if err != nil {
 		return nil, fmt.Errorf("docker runtime: host %q: %w", opts.Host, err)
 	}
