@@ -188,7 +188,9 @@ func (f *Fleet) server(ctx context.Context, id string) (runtime.Driver, error) {
 
 // Server is the driver of server id ("": the local engine), for callers
 // that act on one server (a move).
-func (f *Fleet) Server(ctx context.Context, id string) (runtime.Driver, error) { return f.server(ctx, id) }
+func (f *Fleet) Server(ctx context.Context, id string) (runtime.Driver, error) {
+	return f.server(ctx, id)
+}
 
 // all is every driver: the local engine's first, then the servers' by id.
 func (f *Fleet) all(ctx context.Context) ([]runtime.Driver, error) {
