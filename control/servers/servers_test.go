@@ -32,6 +32,7 @@ type env struct {
 	db     *store.DB
 	clock  *clockpkg.FakeClock
 	wallet *wallet.Service
+	sealer *secrets.Sealer
 }
 
 func newEnv(t *testing.T) *env {
@@ -46,7 +47,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{svc: svc, db: db, clock: clock, wallet: w}
+	return &env{svc: svc, db: db, clock: clock, wallet: w, sealer: sealer}
 }
 
 var admin = catalogtest.Admin("admin-1")
