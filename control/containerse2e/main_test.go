@@ -47,6 +47,13 @@ func agentImage(t *testing.T, host string) string {
 // Dockerfile changes (ENV NAME=VALUE) when given.
 func image(t *testing.T, host, entrypoint string, changes ...string) string {
 	t.Helper()
+	return imageAs(t, host, "deckhand-containerse2e/agent:"+runtimetest.RandomName(), entrypoint, changes...)
+}
+
+// imageAs is image under the reference ref (one reference on several
+// engines).
+func imageAs(t *testing.T, host, ref, entrypoint string, changes ...string) string {
+	t.Helper()
 	base, err := runtimetest.ImageTar()
 	if err != nil {
 		t.Skip(err)
@@ -89,7 +96,6 @@ func image(t *testing.T, host, entrypoint string, changes ...string) string {
 		t.Fatal(err)
 	}
 	cli := runtimetest.Client(t, host)
-	ref := "deckhand-containerse2e/agent:" + runtimetest.RandomName()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{

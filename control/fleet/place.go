@@ -119,10 +119,10 @@ func (f *Fleet) CheckMove(tx *store.Tx, from, to string, usage map[string]int) e
 	f.noteNames(rs)
 	var src, dst *servers.Runner
 	for i := range rs {
-		switch rs[i].ID {
-		case from:
+		if rs[i].ID == from {
 			src = &rs[i]
-		case to:
+		}
+		if rs[i].ID == to {
 			dst = &rs[i]
 		}
 	}
