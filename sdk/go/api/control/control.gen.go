@@ -776,6 +776,36 @@ type EmailInput struct {
 	Email string `json:"email"`
 }
 
+// EndpointBody defines model for EndpointBody.
+type EndpointBody struct {
+	// Capacity how many containers the server holds, 1-100000: every container placed on it counts, whatever its status, until it is deleted or moved
+	Capacity int `json:"capacity"`
+
+	// DockerHost docker: unix:///absolute/path of the engine's socket, or tcp://host:port (then tls_ca, tls_cert and tls_key are required)
+	DockerHost *string `json:"docker_host,omitempty"`
+
+	// Driver docker or kubernetes
+	Driver string `json:"driver"`
+
+	// KubeContext kubernetes: the kubeconfig's context; absent: its current context
+	KubeContext *string `json:"kube_context,omitempty"`
+
+	// Kubeconfig kubernetes: a kubeconfig document (YAML or JSON), at most 256 KiB; never answered
+	Kubeconfig *string `json:"kubeconfig,omitempty"`
+
+	// Namespace kubernetes: the namespace every object goes in (a DNS label)
+	Namespace *string `json:"namespace,omitempty"`
+
+	// TlsCa docker over tcp: the engine's CA certificate (PEM), at most 64 KiB
+	TlsCa *string `json:"tls_ca,omitempty"`
+
+	// TlsCert docker over tcp: the control plane's client certificate (PEM), at most 64 KiB
+	TlsCert *string `json:"tls_cert,omitempty"`
+
+	// TlsKey docker over tcp: the client certificate's private key (PEM), at most 64 KiB; never answered
+	TlsKey *string `json:"tls_key,omitempty"`
+}
+
 // Entry defines model for Entry.
 type Entry struct {
 	// Account external, general, ai_limit, fees or sales
@@ -1590,9 +1620,17 @@ type SSHKeyList struct {
 
 // Server defines model for Server.
 type Server struct {
+	// Capacity admins only: how many containers it holds
+	Capacity  *int    `json:"capacity,omitempty"`
 	CreatedAt *string `json:"created_at,omitempty"`
-	Id        *string `json:"id,omitempty"`
-	Name      *string `json:"name,omitempty"`
+
+	// Draining admins only: true while it takes no new containers
+	Draining *bool `json:"draining,omitempty"`
+
+	// Driver admins only: docker or kubernetes when the server runs containers
+	Driver *string `json:"driver,omitempty"`
+	Id     *string `json:"id,omitempty"`
+	Name   *string `json:"name,omitempty"`
 
 	// Price amount of money: a number with at most two decimals
 	//
@@ -1858,6 +1896,18 @@ type SshKeyRec struct {
 	Name        *string    `json:"name,omitempty"`
 	PublicKey   *string    `json:"public_key,omitempty"`
 }
+
+// MoveContainerJSONBody defines parameters for MoveContainer.
+type MoveContainerJSONBody struct {
+	// ServerId the server to move to: one with an endpoint of the same driver, not draining, with room
+	ServerId string `json:"server_id"`
+}
+
+// DrainServerJSONBody defines parameters for DrainServer.
+type DrainServerJSONBody = map[string]interface{}
+
+// UndrainServerJSONBody defines parameters for UndrainServer.
+type UndrainServerJSONBody = map[string]interface{}
 
 // StartCodehostLoginParams defines parameters for StartCodehostLogin.
 type StartCodehostLoginParams struct {
@@ -2512,6 +2562,9 @@ type ListTransactionsParamsSortBy string
 // AdminCreateContainerJSONRequestBody defines body for AdminCreateContainer for application/json ContentType.
 type AdminCreateContainerJSONRequestBody = AdminContainerInput
 
+// MoveContainerJSONRequestBody defines body for MoveContainer for application/json ContentType.
+type MoveContainerJSONRequestBody MoveContainerJSONBody
+
 // ReportEventJSONRequestBody defines body for ReportEvent for application/json ContentType.
 type ReportEventJSONRequestBody = IngestInput
 
@@ -2526,6 +2579,15 @@ type AdminCreateProjectJSONRequestBody = AdminProjectInput
 
 // CreateServerJSONRequestBody defines body for CreateServer for application/json ContentType.
 type CreateServerJSONRequestBody = ServersCreateInput
+
+// DrainServerJSONRequestBody defines body for DrainServer for application/json ContentType.
+type DrainServerJSONRequestBody = DrainServerJSONBody
+
+// SetServerEndpointJSONRequestBody defines body for SetServerEndpoint for application/json ContentType.
+type SetServerEndpointJSONRequestBody = EndpointBody
+
+// UndrainServerJSONRequestBody defines body for UndrainServer for application/json ContentType.
+type UndrainServerJSONRequestBody = UndrainServerJSONBody
 
 // AdminCreateUserJSONRequestBody defines body for AdminCreateUser for application/json ContentType.
 type AdminCreateUserJSONRequestBody = AdminCreateInput
@@ -3172,6 +3234,28 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/admin/containers (the `AdminCreateContainer` operationId).
 	AdminCreateContainer(ctx context.Context, body AdminCreateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// MoveContainerWithBody Move a stopped container to another server (admin)
+	//
+	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+	MoveContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MoveContainer Move a stopped container to another server (admin)
+	//
+	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+	MoveContainer(ctx context.Context, id string, body MoveContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReportEventWithBody Report an event (admin)
 	//
 	// The ingestible kinds, reported by an admin on a producer's behalf; user_id names the owner who sees it.
@@ -3277,6 +3361,68 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/admin/servers (the `CreateServer` operationId).
 	CreateServer(ctx context.Context, body CreateServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DrainServerWithBody Drain a server (admin)
+	//
+	// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+	DrainServerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DrainServer Drain a server (admin)
+	//
+	// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+	DrainServer(ctx context.Context, id string, body DrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetServerEndpointWithBody Make a server a runtime endpoint (admin)
+	//
+	// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+	SetServerEndpointWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetServerEndpoint Make a server a runtime endpoint (admin)
+	//
+	// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+	SetServerEndpoint(ctx context.Context, id string, body SetServerEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UndrainServerWithBody Let placement choose a drained server again (admin)
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+	UndrainServerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UndrainServer Let placement choose a drained server again (admin)
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+	UndrainServer(ctx context.Context, id string, body UndrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminListUsers List users, oldest first (admin role required)
 	//
@@ -5486,6 +5632,48 @@ func (c *Client) AdminCreateContainer(ctx context.Context, body AdminCreateConta
 	return c.Client.Do(req)
 }
 
+// MoveContainerWithBody Move a stopped container to another server (admin)
+//
+// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+func (c *Client) MoveContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMoveContainerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MoveContainer Move a stopped container to another server (admin)
+//
+// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+func (c *Client) MoveContainer(ctx context.Context, id string, body MoveContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMoveContainerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ReportEventWithBody Report an event (admin)
 //
 // The ingestible kinds, reported by an admin on a producer's behalf; user_id names the owner who sees it.
@@ -5682,6 +5870,128 @@ func (c *Client) CreateServerWithBody(ctx context.Context, contentType string, b
 // Corresponds with POST /api/v1/admin/servers (the `CreateServer` operationId).
 func (c *Client) CreateServer(ctx context.Context, body CreateServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateServerRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DrainServerWithBody Drain a server (admin)
+//
+// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+func (c *Client) DrainServerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDrainServerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DrainServer Drain a server (admin)
+//
+// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+func (c *Client) DrainServer(ctx context.Context, id string, body DrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDrainServerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetServerEndpointWithBody Make a server a runtime endpoint (admin)
+//
+// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+func (c *Client) SetServerEndpointWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetServerEndpointRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetServerEndpoint Make a server a runtime endpoint (admin)
+//
+// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+func (c *Client) SetServerEndpoint(ctx context.Context, id string, body SetServerEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetServerEndpointRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UndrainServerWithBody Let placement choose a drained server again (admin)
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+func (c *Client) UndrainServerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUndrainServerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UndrainServer Let placement choose a drained server again (admin)
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+func (c *Client) UndrainServer(ctx context.Context, id string, body UndrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUndrainServerRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10147,6 +10457,53 @@ func NewAdminCreateContainerRequestWithBody(server string, contentType string, b
 	return req, nil
 }
 
+// NewMoveContainerRequest calls the generic MoveContainer builder with application/json body
+func NewMoveContainerRequest(server string, id string, body MoveContainerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMoveContainerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewMoveContainerRequestWithBody constructs an http.Request for the MoveContainer method, with any body, and a specified content type
+func NewMoveContainerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/containers/%s/move", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewReportEventRequest calls the generic ReportEvent builder with application/json body
 func NewReportEventRequest(server string, body ReportEventJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -10328,6 +10685,147 @@ func NewCreateServerRequestWithBody(server string, contentType string, body io.R
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/admin/servers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDrainServerRequest calls the generic DrainServer builder with application/json body
+func NewDrainServerRequest(server string, id string, body DrainServerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDrainServerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewDrainServerRequestWithBody constructs an http.Request for the DrainServer method, with any body, and a specified content type
+func NewDrainServerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/servers/%s/drain", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSetServerEndpointRequest calls the generic SetServerEndpoint builder with application/json body
+func NewSetServerEndpointRequest(server string, id string, body SetServerEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetServerEndpointRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSetServerEndpointRequestWithBody constructs an http.Request for the SetServerEndpoint method, with any body, and a specified content type
+func NewSetServerEndpointRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/servers/%s/endpoint", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUndrainServerRequest calls the generic UndrainServer builder with application/json body
+func NewUndrainServerRequest(server string, id string, body UndrainServerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUndrainServerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUndrainServerRequestWithBody constructs an http.Request for the UndrainServer method, with any body, and a specified content type
+func NewUndrainServerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/servers/%s/undrain", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -18094,6 +18592,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/admin/containers (the `AdminCreateContainer` operationId).
 	AdminCreateContainerWithResponse(ctx context.Context, body AdminCreateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminCreateContainerResponse, error)
 
+	// MoveContainerWithBodyWithResponse Move a stopped container to another server (admin)
+	//
+	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+	MoveContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MoveContainerResponse, error)
+
+	// MoveContainerWithResponse Move a stopped container to another server (admin)
+	//
+	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+	MoveContainerWithResponse(ctx context.Context, id string, body MoveContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*MoveContainerResponse, error)
+
 	// ReportEventWithBodyWithResponse Report an event (admin)
 	//
 	// The ingestible kinds, reported by an admin on a producer's behalf; user_id names the owner who sees it.
@@ -18199,6 +18719,68 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/admin/servers (the `CreateServer` operationId).
 	CreateServerWithResponse(ctx context.Context, body CreateServerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateServerResponse, error)
+
+	// DrainServerWithBodyWithResponse Drain a server (admin)
+	//
+	// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+	DrainServerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DrainServerResponse, error)
+
+	// DrainServerWithResponse Drain a server (admin)
+	//
+	// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+	DrainServerWithResponse(ctx context.Context, id string, body DrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*DrainServerResponse, error)
+
+	// SetServerEndpointWithBodyWithResponse Make a server a runtime endpoint (admin)
+	//
+	// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+	SetServerEndpointWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetServerEndpointResponse, error)
+
+	// SetServerEndpointWithResponse Make a server a runtime endpoint (admin)
+	//
+	// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+	SetServerEndpointWithResponse(ctx context.Context, id string, body SetServerEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*SetServerEndpointResponse, error)
+
+	// UndrainServerWithBodyWithResponse Let placement choose a drained server again (admin)
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+	UndrainServerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UndrainServerResponse, error)
+
+	// UndrainServerWithResponse Let placement choose a drained server again (admin)
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+	UndrainServerWithResponse(ctx context.Context, id string, body UndrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*UndrainServerResponse, error)
 
 	// AdminListUsersWithResponse List users, oldest first (admin role required)
 	//
@@ -20596,6 +21178,62 @@ func (r AdminCreateContainerResponse) ContentType() string {
 	return ""
 }
 
+type MoveContainerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Container `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MoveContainerResponse) GetJSON200() *struct {
+	Data       Container `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r MoveContainerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r MoveContainerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MoveContainerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MoveContainerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MoveContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ReportEventResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -20870,6 +21508,174 @@ func (r CreateServerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateServerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DrainServerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Server `json:"data"`
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DrainServerResponse) GetJSON200() *struct {
+	Data       Server `json:"data"`
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DrainServerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DrainServerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DrainServerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DrainServerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DrainServerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SetServerEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Server `json:"data"`
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetServerEndpointResponse) GetJSON200() *struct {
+	Data       Server `json:"data"`
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SetServerEndpointResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetServerEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetServerEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetServerEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetServerEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UndrainServerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Server `json:"data"`
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UndrainServerResponse) GetJSON200() *struct {
+	Data       Server `json:"data"`
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UndrainServerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UndrainServerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UndrainServerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UndrainServerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UndrainServerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -30066,6 +30872,40 @@ func (c *ClientWithResponses) AdminCreateContainerWithResponse(ctx context.Conte
 	return ParseAdminCreateContainerResponse(rsp)
 }
 
+// MoveContainerWithBodyWithResponse Move a stopped container to another server (admin)
+//
+// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+func (c *ClientWithResponses) MoveContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MoveContainerResponse, error) {
+	rsp, err := c.MoveContainerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMoveContainerResponse(rsp)
+}
+
+// MoveContainerWithResponse Move a stopped container to another server (admin)
+//
+// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+func (c *ClientWithResponses) MoveContainerWithResponse(ctx context.Context, id string, body MoveContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*MoveContainerResponse, error) {
+	rsp, err := c.MoveContainer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMoveContainerResponse(rsp)
+}
+
 // ReportEventWithBodyWithResponse Report an event (admin)
 //
 // The ingestible kinds, reported by an admin on a producer's behalf; user_id names the owner who sees it.
@@ -30230,6 +31070,104 @@ func (c *ClientWithResponses) CreateServerWithResponse(ctx context.Context, body
 		return nil, err
 	}
 	return ParseCreateServerResponse(rsp)
+}
+
+// DrainServerWithBodyWithResponse Drain a server (admin)
+//
+// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+func (c *ClientWithResponses) DrainServerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DrainServerResponse, error) {
+	rsp, err := c.DrainServerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDrainServerResponse(rsp)
+}
+
+// DrainServerWithResponse Drain a server (admin)
+//
+// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+func (c *ClientWithResponses) DrainServerWithResponse(ctx context.Context, id string, body DrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*DrainServerResponse, error) {
+	rsp, err := c.DrainServer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDrainServerResponse(rsp)
+}
+
+// SetServerEndpointWithBodyWithResponse Make a server a runtime endpoint (admin)
+//
+// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+func (c *ClientWithResponses) SetServerEndpointWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetServerEndpointResponse, error) {
+	rsp, err := c.SetServerEndpointWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetServerEndpointResponse(rsp)
+}
+
+// SetServerEndpointWithResponse Make a server a runtime endpoint (admin)
+//
+// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+func (c *ClientWithResponses) SetServerEndpointWithResponse(ctx context.Context, id string, body SetServerEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*SetServerEndpointResponse, error) {
+	rsp, err := c.SetServerEndpoint(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetServerEndpointResponse(rsp)
+}
+
+// UndrainServerWithBodyWithResponse Let placement choose a drained server again (admin)
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+func (c *ClientWithResponses) UndrainServerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UndrainServerResponse, error) {
+	rsp, err := c.UndrainServerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUndrainServerResponse(rsp)
+}
+
+// UndrainServerWithResponse Let placement choose a drained server again (admin)
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+func (c *ClientWithResponses) UndrainServerWithResponse(ctx context.Context, id string, body UndrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*UndrainServerResponse, error) {
+	rsp, err := c.UndrainServer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUndrainServerResponse(rsp)
 }
 
 // AdminListUsersWithResponse List users, oldest first (admin role required)
@@ -33958,6 +34896,43 @@ func ParseAdminCreateContainerResponse(rsp *http.Response) (*AdminCreateContaine
 	return response, nil
 }
 
+// ParseMoveContainerResponse parses an HTTP response from a MoveContainerWithResponse call
+func ParseMoveContainerResponse(rsp *http.Response) (*MoveContainerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MoveContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Container `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseReportEventResponse parses an HTTP response from a ReportEventWithResponse call
 func ParseReportEventResponse(rsp *http.Response) (*ReportEventResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -34130,6 +35105,117 @@ func ParseCreateServerResponse(rsp *http.Response) (*CreateServerResponse, error
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDrainServerResponse parses an HTTP response from a DrainServerWithResponse call
+func ParseDrainServerResponse(rsp *http.Response) (*DrainServerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DrainServerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Server `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSetServerEndpointResponse parses an HTTP response from a SetServerEndpointWithResponse call
+func ParseSetServerEndpointResponse(rsp *http.Response) (*SetServerEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetServerEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Server `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUndrainServerResponse parses an HTTP response from a UndrainServerWithResponse call
+func ParseUndrainServerResponse(rsp *http.Response) (*UndrainServerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UndrainServerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Server `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

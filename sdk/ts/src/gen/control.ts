@@ -26,6 +26,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/containers/{id}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a stopped container to another server (admin)
+         * @description Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+         *
+         *     Policy `admin`: a signed-in user with the admin role.
+         */
+        post: operations["moveContainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/events": {
         parameters: {
             query?: never;
@@ -128,6 +150,70 @@ export interface paths {
          * @description Policy `admin`: a signed-in user with the admin role.
          */
         post: operations["createServer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/servers/{id}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drain a server (admin)
+         * @description Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+         *
+         *     Policy `admin`: a signed-in user with the admin role.
+         */
+        post: operations["drainServer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/servers/{id}/endpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Make a server a runtime endpoint (admin)
+         * @description Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+         *
+         *     Policy `admin`: a signed-in user with the admin role.
+         */
+        put: operations["setServerEndpoint"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/servers/{id}/undrain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Let placement choose a drained server again (admin)
+         * @description Policy `admin`: a signed-in user with the admin role.
+         */
+        post: operations["undrainServer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3222,6 +3308,26 @@ export interface components {
         EmailInput: {
             email: string;
         };
+        EndpointBody: {
+            /** @description how many containers the server holds, 1-100000: every container placed on it counts, whatever its status, until it is deleted or moved */
+            capacity: number;
+            /** @description docker: unix:///absolute/path of the engine's socket, or tcp://host:port (then tls_ca, tls_cert and tls_key are required) */
+            docker_host?: string;
+            /** @description docker or kubernetes */
+            driver: string;
+            /** @description kubernetes: the kubeconfig's context; absent: its current context */
+            kube_context?: string;
+            /** @description kubernetes: a kubeconfig document (YAML or JSON), at most 256 KiB; never answered */
+            kubeconfig?: string;
+            /** @description kubernetes: the namespace every object goes in (a DNS label) */
+            namespace?: string;
+            /** @description docker over tcp: the engine's CA certificate (PEM), at most 64 KiB */
+            tls_ca?: string;
+            /** @description docker over tcp: the control plane's client certificate (PEM), at most 64 KiB */
+            tls_cert?: string;
+            /** @description docker over tcp: the client certificate's private key (PEM), at most 64 KiB; never answered */
+            tls_key?: string;
+        };
         Entry: {
             /** @description external, general, ai_limit, fees or sales */
             account?: string;
@@ -3897,7 +4003,13 @@ export interface components {
             keys?: components["schemas"]["sshKeyRec"][];
         };
         Server: {
+            /** @description admins only: how many containers it holds */
+            capacity?: number;
             created_at?: string;
+            /** @description admins only: true while it takes no new containers */
+            draining?: boolean | null;
+            /** @description admins only: docker or kubernetes when the server runs containers */
+            driver?: string;
             id?: string;
             name?: string;
             /**
@@ -4166,6 +4278,49 @@ export interface operations {
             };
         };
     };
+    moveContainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the server to move to: one with an endpoint of the same driver, not draining, with room */
+                    server_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     reportEvent: {
         parameters: {
             query?: never;
@@ -4329,6 +4484,126 @@ export interface operations {
         responses: {
             /** @description Created */
             201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Server"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    drainServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a server id (srv_...) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Server"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setServerEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a server id (srv_...) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Server"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    undrainServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a server id (srv_...) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
