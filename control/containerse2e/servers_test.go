@@ -115,6 +115,8 @@ func TestServersRunContainers(t *testing.T) {
 	if !strings.Contains(url1, ".beta.localhost") || installationOf(t, hostB, c1) != inst {
 		t.Fatalf("after the move: %s on beta %q", url1, installationOf(t, hostB, c1))
 	}
+	// The agent on beta admits the probe once it has the document.
+	f.openAgent(c1, r1)
 	run = url1 + "/api/v1/process/run"
 	if code, out := through(t, proxyAddr, "POST", run, map[string]any{"shell": "cat /home/user/marker"}, probeHeader, probeKey); code != 200 || !strings.Contains(out, "moved-with-me") {
 		t.Fatalf("the marker on beta: %d %s", code, out)
