@@ -13,7 +13,7 @@ import (
 
 	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 
-	"deckhand/platform/secrets"
+	"deckhand/platform/platformtest"
 	"deckhand/platform/signing"
 )
 
@@ -21,14 +21,7 @@ import (
 // the real one, with one session whose access token has expired.
 func fakeControl(t *testing.T) *httptest.Server {
 	t.Helper()
-	sealer, err := secrets.New(secrets.NewKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := signing.Open(t.TempDir(), sealer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := platformtest.SigningKeys(t)
 	reply := func(w http.ResponseWriter, r *http.Request, status int, env map[string]any) {
 		env["statusCode"] = status
 		body, _ := json.Marshal(env)
