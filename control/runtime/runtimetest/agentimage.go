@@ -1,7 +1,6 @@
 package runtimetest
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"io"
@@ -21,52 +20,18 @@ import (
 // test without busybox-static.
 func AgentImage(t testing.TB, host, prefix, agentBin, entrypoint string, changes ...string) string {
 	t.Helper()
-	base, err := ImageTar()
+	if _, err := os.Stat(Busybox); err != nil {
+		t.Skipf("the agent image needs busybox-static (%s): %v", Busybox, err)
+	}
+	raw, err := AgentImageTar(agentBin)
 	if err != nil {
-		t.Skip(err)
-	}
-	agent, err := os.ReadFile(agentBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tr := tar.NewReader(bytes.NewReader(base))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	now := time.Now()
-	for _, d := range []string{"usr/", "usr/local/", "usr/local/bin/"} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "usr/local/bin/deckhand", Mode: 0o755, Size: int64(len(agent)), ModTime: now}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write(agent); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	cli := Client(t, host)
 	ref := prefix + ":" + RandomName()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(raw), SourceName: "-"}, ref, client.ImageImportOptions{
 		Changes: append([]string{"ENTRYPOINT " + entrypoint, "ENV PATH=/usr/local/bin:/bin", "LABEL " + ImageLabel + "=1"}, changes...),
 	})
 	if err != nil {
