@@ -49,7 +49,8 @@ func TestConsoleContainer(t *testing.T) {
 
 	inst := watchInstallation(t, host, project)
 	out := runConsole(t, "container", map[string]any{"url": s.URL, "project": project, "imageAlias": alias,
-		"managerEmail": "manager@example.com", "viewerEmail": "viewer@example.com", "password": controltest.GoodPW})
+		"managerEmail": "manager@example.com", "viewerEmail": "viewer@example.com", "password": controltest.GoodPW,
+		"outDir": artifacts(t, "container")})
 	id, fork := line(t, out, "CONTAINER"), line(t, out, "FORK")
 	for _, l := range []string{"RUNNING", "TERMINAL", "URLS", "SNAPSHOT", "REFUSED", "VIEWER"} {
 		t.Log(l, line(t, out, l))

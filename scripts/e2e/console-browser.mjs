@@ -685,6 +685,7 @@ async function container(chrome) {
   const cells = await row.getByRole("cell").allTextContents();
   check(/\d/.test(cells[1]) && cells[1] !== "0 bytes", `snapshot size ${cells[1]}`);
   console.log(`SNAPSHOT ${cells.slice(0, 3).join(" | ")}`);
+  await page.screenshot({ path: join(args.outDir, "container-manager.png"), fullPage: true });
   await snaps.getByLabel("Snapshot name").fill("BEFORE");
   await snaps.getByRole("button", { name: "Take snapshot" }).click();
   const refusal = await snaps.getByRole("alert").textContent();
@@ -705,6 +706,7 @@ async function container(chrome) {
   check(actions.length === 0, `a viewer is shown actions: ${actions.join(", ")}`);
   check(!(await page.getByLabel("Snapshot name").count()), "a viewer is shown the snapshot form");
   console.log(`VIEWER sees ${buttons.length} buttons, none an action`);
+  await page.screenshot({ path: join(args.outDir, "container-viewer.png"), fullPage: true });
   await page.getByRole("button", { name: "Log out" }).click();
   await login(page, args.managerEmail, args.password);
   await page.goto(base + `/containers/${id}`);

@@ -27,15 +27,22 @@ func AgentImage(t testing.TB, host, prefix, agentBin, entrypoint string, changes
 	if err != nil {
 		t.Fatal(err)
 	}
+	return importTar(t, host, raw, prefix+":"+RandomName(), append([]string{"ENTRYPOINT " + entrypoint, "ENV PATH=/usr/local/bin:/bin"}, changes...)...)
+}
+
+// importTar imports the root file system data into the engine at host as
+// image ref with the Dockerfile changes (and the suite's image label), and
+// removes it when the test ends. It answers ref.
+func importTar(t testing.TB, host string, data []byte, ref string, changes ...string) string {
+	t.Helper()
 	cli := Client(t, host)
-	ref := prefix + ":" + RandomName()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(raw), SourceName: "-"}, ref, client.ImageImportOptions{
-		Changes: append([]string{"ENTRYPOINT " + entrypoint, "ENV PATH=/usr/local/bin:/bin", "LABEL " + ImageLabel + "=1"}, changes...),
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(data), SourceName: "-"}, ref, client.ImageImportOptions{
+		Changes: append(changes, "LABEL "+ImageLabel+"=1"),
 	})
 	if err != nil {
-		t.Fatalf("import the agent image: %v", err)
+		t.Fatalf("import image %s into %s: %v", ref, host, err)
 	}
 	_, _ = io.Copy(io.Discard, rc)
 	_ = rc.Close()
