@@ -123,7 +123,7 @@ func New(cfg Config, cat Catalog) *Proxy {
 // Server is an http.Server for the proxy with its timeouts; the caller
 // serves it on its own listener.
 func (p *Proxy) Server() *http.Server {
-	return &http.Server{Handler: p, ReadHeaderTimeout: p.cfg.HeaderTimeout, IdleTimeout: p.cfg.IdleTimeout,
+	return &http.Server{Handler: p, ConnContext: withConn, ReadHeaderTimeout: p.cfg.HeaderTimeout, IdleTimeout: p.cfg.IdleTimeout,
 		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(p.cfg.Logger.Handler(), slog.LevelDebug)}
 }
 

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"deckhand/platform/splice"
 )
 
 // agentTransport is the proxy's HTTP/1.1 client of one container's agent:
@@ -267,7 +269,8 @@ func (t *agentTransport) exchange(c *agentConn, req *http.Request) (*http.Respon
 		return resp, nil
 	}
 	if w, ok := req.Context().Value(writerKey{}).(http.ResponseWriter); ok && spliceable(req, resp) {
-		resp.Body = &spliceBody{w: w, c: c, left: resp.ContentLength, end: done}
+		client, _ := req.Context().Value(connKey{}).(*net.TCPConn)
+		resp.Body = &spliceBody{w: w, client: client, c: c, left: resp.ContentLength, end: done}
 		return resp, nil
 	}
 	resp.Body = &agentBody{rc: resp.Body, end: done}
@@ -358,17 +361,33 @@ func (b *agentBody) Close() error {
 }
 
 // spliceBody is a large plain body sent straight from the agent's
-// connection to the client's: its first Read writes the whole body into
-// the client's ResponseWriter, whose ReadFrom hands the agent's TCP
-// connection to the client's, and the kernel splices between them; then it
-// answers io.EOF. The ReverseProxy has written the head by then, and
-// flushes nothing meanwhile (the body has a known length).
+// connection to the client's: its first Read sends the whole body, then
+// answers io.EOF. The ReverseProxy has written the head into the
+// ResponseWriter by then, and flushes nothing meanwhile (the body has a
+// known length). With the client's TCP connection at hand (Server's
+// ConnContext), the head is flushed and the body spliced between the two
+// sockets by platform/splice, whose non-blocking calls keep the runtime
+// from handing the goroutine's thread on at every megabyte; the server
+// then closes that client connection after the answer (it did not count
+// the body's bytes). Without it, the ResponseWriter's own ReadFrom splices.
 type spliceBody struct {
-	w    http.ResponseWriter
-	c    *agentConn
-	left int64
-	end  *exchangeEnd
-	done bool
+	w      http.ResponseWriter
+	client *net.TCPConn
+	c      *agentConn
+	left   int64
+	end    *exchangeEnd
+	done   bool
+}
+
+// connKey carries the client's connection in a request's context.
+type connKey struct{}
+
+// withConn is the Server's ConnContext.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*net.TCPConn); ok {
+		return context.WithValue(ctx, connKey{}, tc)
+	}
+	return ctx
 }
 
 func (b *spliceBody) Read([]byte) (int, error) {
@@ -389,7 +408,15 @@ func (b *spliceBody) Read([]byte) (int, error) {
 		_, _ = b.c.br.Discard(n)
 		b.left -= int64(n)
 	}
-	n, err := io.Copy(b.w, &io.LimitedReader{R: b.c.conn, N: b.left})
+	var n int64
+	var err error
+	if agent, ok := b.c.conn.(*net.TCPConn); ok && b.client != nil {
+		if err = http.NewResponseController(b.w).Flush(); err == nil {
+			n, err = splice.CopyN(b.client, agent, b.left)
+		}
+	} else {
+		n, err = io.Copy(b.w, &io.LimitedReader{R: b.c.conn, N: b.left})
+	}
 	b.left -= n
 	if err == nil && b.left > 0 {
 		err = io.ErrUnexpectedEOF
