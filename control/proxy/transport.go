@@ -40,16 +40,20 @@ type agentTransport struct {
 // errBusy: every connection to the container is taken.
 var errBusy = errors.New("every connection to the container's agent is in use")
 
-// connWait is how long a request waits for a connection to a container
-// whose connections are all taken, before a 503.
-var connWait = 10 * time.Second
+var (
+	// connWait is how long a request waits for a connection to a
+	// container whose connections are all taken, before a 503.
+	connWait = 10 * time.Second
+	// idleTTL is how long an idle connection is kept: well under the
+	// agent's own idle timeout (120 s), so a kept one has not been closed
+	// by it, and a request whose body cannot be sent twice does not meet
+	// the agent closing it.
+	idleTTL = 30 * time.Second
+)
 
 const (
 	// maxIdle is the most idle connections kept per container.
 	maxIdle = 64
-	// idleTTL is how long an idle connection is kept: well under the
-	// agent's own idle timeout, so a kept one has not been closed by it.
-	idleTTL = 30 * time.Second
 	// spliceMin is the smallest body spliced; smaller ones cost less
 	// copied than the pipe's setup.
 	spliceMin = 1 << 20
@@ -187,10 +191,12 @@ func (t *agentTransport) put(c *agentConn) {
 	c.used = time.Now()
 	t.mu.Lock()
 	if len(t.waiters) > 0 {
+		// Sent under the lock (w has room for one): a waiter that gives
+		// up takes itself off the list under it, then looks in w once.
 		w := t.waiters[0]
 		t.waiters = t.waiters[1:]
-		t.mu.Unlock()
 		w <- c
+		t.mu.Unlock()
 		return
 	}
 	if t.closed || len(t.idle) >= maxIdle {
@@ -317,12 +323,13 @@ func (e *exchangeEnd) finish(clean bool) {
 		if !e.stop() {
 			clean = false // the client left: the deadline is set
 		}
+		writing := false
 		if e.werr != nil {
 			select {
 			case err := <-e.werr:
 				clean = clean && err == nil
 			default:
-				clean = false // the body is still being sent
+				clean, writing = false, true // the body is still being sent
 			}
 		}
 		if clean && e.keep {
@@ -330,8 +337,8 @@ func (e *exchangeEnd) finish(clean bool) {
 			return
 		}
 		e.c.release()
-		if e.werr != nil {
-			<-e.werr
+		if writing {
+			<-e.werr // the closed connection ends the write
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -184,5 +185,67 @@ func TestAgentConnections(t *testing.T) {
 	code, b := do("GET", "/", "")
 	if code != 503 || !strings.Contains(b, "connections open") || time.Since(start) < 900*time.Millisecond {
 		t.Fatalf("past the connection bound: %d %q after %s", code, b, time.Since(start))
+	}
+}
+
+// TestAgentConnectionsUnderChurn sends many requests at once, GETs and
+// POSTs with bodies, through the proxy to an agent that closes idle
+// connections (later than the proxy drops them, as the real agent's 120 s
+// against the proxy's 30 s) and answers some requests with Connection:
+// close, while requests wait for the container's few connections; every
+// request gets its own answer whole.
+func TestAgentConnectionsUnderChurn(t *testing.T) {
+	app := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Query().Get("close") != "" {
+			w.Header().Set("Connection", "close")
+		}
+		io.WriteString(w, r.Method+" "+r.URL.Path+" "+string(body))
+	}))
+	app.Config.IdleTimeout = 300 * time.Millisecond
+	app.Start()
+	defer proxy.SetIdleTTL(20 * time.Millisecond)()
+	defer app.Close()
+	cat := &catalog{byID: map[string]*proxy.Container{"ctr1": {ID: "ctr1", ProjectID: "proj", Status: "running",
+		Addr: app.Listener.Addr().String()}}}
+	px := serve(t, proxy.New(proxy.Config{Domain: "deckhand.test", MaxConnsPerContainer: 4}, cat))
+	const clients, each = 8, 60
+	errs := make(chan error, clients)
+	for g := 0; g < clients; g++ {
+		go func() {
+			cl := &http.Client{Timeout: 30 * time.Second}
+			for i := 0; i < each; i++ {
+				method, body, path := "GET", "", "/"+strconv.Itoa(g)+"-"+strconv.Itoa(i)
+				if i%2 == 1 {
+					method, body = "POST", strings.Repeat("x", i*100)
+				}
+				q := ""
+				if i%7 == 0 {
+					q = "?close=1"
+				}
+				req, _ := http.NewRequest(method, "http://"+px+path+q, strings.NewReader(body))
+				req.Host = "proj-ctr1-files-1.local.deckhand.test"
+				resp, err := cl.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if want := method + " " + path + " " + body; err != nil || resp.StatusCode != 200 || string(b) != want {
+					errs <- fmt.Errorf("%s %s: %d %q %v", method, path, resp.StatusCode, b, err)
+					return
+				}
+				if i%5 == 0 {
+					time.Sleep(30 * time.Millisecond) // past the agent's idle timeout
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < clients; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
