@@ -99,6 +99,7 @@ type Service struct {
 	sealer     *secrets.Sealer
 	userExists platform.Check
 	lc         *lifecycle
+	pool       poolState
 }
 
 // New builds the domain and provides its resource checks.
@@ -152,6 +153,7 @@ func (s *Service) Bootstrap(ctx context.Context) error {
 			defer s.lc.wg.Done()
 			s.runReconciler()
 		}()
+		s.startPool()
 	}
 	return nil
 }
