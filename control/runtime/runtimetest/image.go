@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"testing"
@@ -146,4 +147,52 @@ func RandomName() string {
 	b := make([]byte, 5)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// AgentImageTar is ImageTar with the deckhand agent at
+// /usr/local/bin/deckhand (agentBin must be static: the image has no C
+// library), the root file system of an image whose entrypoint is the agent.
+func AgentImageTar(agentBin string) ([]byte, error) {
+	base, err := ImageTar()
+	if err != nil {
+		return nil, err
+	}
+	agent, err := os.ReadFile(agentBin)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tr := tar.NewReader(bytes.NewReader(base))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now()
+	for _, d := range []string{"usr/", "usr/local/", "usr/local/bin/"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now}); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "usr/local/bin/deckhand", Mode: 0o755, Size: int64(len(agent)), ModTime: now}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(agent); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
