@@ -25,15 +25,16 @@ import (
 	"deckhand/control/runtime/runtimetest"
 )
 
-// poolFixture is a control plane on a fixed address (the agents keep its
-// URL across a restart) with a prespawn image in the catalog.
-type poolFixture struct {
+// restartable is a fixture whose control plane listens on a fixed
+// address: the agents are given its URL, which must hold across a
+// restart.
+type restartable struct {
 	*fixture
-	dir, prespawn string
-	flags         []string
+	dir   string
+	flags []string
 }
 
-func newPoolFixture(t *testing.T) *poolFixture {
+func newRestartable(t *testing.T) *restartable {
 	t.Helper()
 	host := runtimetest.DockerHost(t)
 	f := &fixture{t: t, host: host}
@@ -45,14 +46,36 @@ func newPoolFixture(t *testing.T) *poolFixture {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	p := &poolFixture{fixture: f, dir: t.TempDir(), flags: []string{"--listen", addr, "--docker-host", host, "--enroll-timeout", "40s"}}
-	f.s = controltest.StartIn(t, p.dir, p.flags...)
+	r := &restartable{fixture: f, dir: t.TempDir(), flags: []string{"--listen", addr, "--docker-host", host, "--enroll-timeout", "40s"}}
+	f.s = controltest.StartIn(t, r.dir, r.flags...)
 	f.admin = f.s.Admin()
 	_, f.alice = f.s.User(f.admin, "alice@example.com")
 	f.project = data(f.must(201, "POST", "/api/v1/projects", map[string]any{"name": "p"}, f.alice))["id"].(string)
 	f.image = f.publish(f.ref, "0")
-	p.prespawn = data(f.must(201, "POST", "/api/v1/admin/images", map[string]any{"alias": "pooled-" + runtimetest.RandomName(), "image_name": f.ref,
-		"architecture": "amd64", "os": "busybox", "price": 0, "prespawn": true}, f.admin))["id"].(string)
+	return r
+}
+
+// restart kills the control plane (a crash) and starts it again on its
+// data.
+func (r *restartable) restart() {
+	r.t.Helper()
+	r.s.Kill()
+	r.s = controltest.StartIn(r.t, r.dir, r.flags...)
+	r.admin, r.alice = r.s.Admin(), r.s.Login("alice@example.com", controltest.GoodPW)
+}
+
+// poolFixture is a restartable fixture with a prespawn image in the
+// catalog.
+type poolFixture struct {
+	*restartable
+	prespawn string
+}
+
+func newPoolFixture(t *testing.T) *poolFixture {
+	t.Helper()
+	p := &poolFixture{restartable: newRestartable(t)}
+	p.prespawn = data(p.must(201, "POST", "/api/v1/admin/images", map[string]any{"alias": "pooled-" + runtimetest.RandomName(), "image_name": p.ref,
+		"architecture": "amd64", "os": "busybox", "price": 0, "prespawn": true}, p.admin))["id"].(string)
 	return p
 }
 
@@ -63,13 +86,6 @@ func (p *poolFixture) projectDoc() {
 	p.s.Must(p.s.Call("PUT", "/api/v1/projects/"+p.project+"/proxy/permissions", map[string]any{"project": p.project, "container": "*",
 		"groups":      map[string]any{"probe": map[string]any{"type": "token", "header": probeHeader, "value": probeKey}},
 		"permissions": map[string]any{"probe": map[string]any{"exec": true}}}, p.alice, "If-Match", "file:v0"), 200)
-}
-
-// restart kills the control plane and starts it again on its data.
-func (p *poolFixture) restart() {
-	p.s.Kill()
-	p.s = controltest.StartIn(p.t, p.dir, p.flags...)
-	p.admin, p.alice = p.s.Admin(), p.s.Login("alice@example.com", controltest.GoodPW)
 }
 
 // members are the engine containers of image's pool (claimed ones
