@@ -361,6 +361,7 @@ func (p *poolFixture) poolRun(name string) (time.Duration, string) {
 	if c["status"] != "running" {
 		p.t.Fatalf("not claimed from the pool: %v", c)
 	}
+	p.t.Logf("create answered after %v", time.Since(start))
 	addr := c["agent_addr"].(string)
 	body, _ := json.Marshal(map[string]any{"shell": "echo ok"})
 	cl := &http.Client{Timeout: 10 * time.Second}
