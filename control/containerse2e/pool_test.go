@@ -116,24 +116,15 @@ func (p *poolFixture) awaitPool(image string, ready int, claimed map[string]bool
 	deadline := time.Now().Add(120 * time.Second)
 	for {
 		pool := data(p.must(200, "GET", "/api/v1/admin/images/"+image+"/pool", nil, p.admin))
-		free := map[string]bool{}
+		free, paused := map[string]bool{}, true
 		for id, state := range p.members(image) {
 			if !claimed[id] {
-				free[id] = state == "paused"
-				if state != "paused" {
-					delete(free, id)
-					free[id+"!"+state] = true
-				}
+				free[id] = true
+				paused = paused && state == "paused"
 			}
 		}
-		if pool["ready"] == float64(ready) && pool["filling"] == float64(0) && len(free) == ready {
-			ok := true
-			for id := range free {
-				ok = ok && !strings.Contains(id, "!")
-			}
-			if ok {
-				return free
-			}
+		if pool["ready"] == float64(ready) && pool["filling"] == float64(0) && len(free) == ready && paused {
+			return free
 		}
 		if time.Now().After(deadline) {
 			p.t.Fatalf("the pool is %v, the engine holds %v unclaimed; want %d ready and paused", pool, free, ready)
