@@ -143,6 +143,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 			out[i].Resources = *in.Resources
 		}
 	}
+	claim := s.newPoolClaim(&in, imageName, out)
 	if in.WorkspaceID != "" {
 		unlock := s.lc.lock("workspace/" + in.WorkspaceID)
 		defer unlock()
@@ -180,6 +181,9 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 				return err
 			}
 		}
+		if err := claim.take(tx, ctx); err != nil {
+			return err
+		}
 		for _, c := range out {
 			if err := tx.Put(bucketContainers, c.ID, c); err != nil {
 				return err
@@ -202,8 +206,11 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 		return nil, fault.Wrap("create the container", err)
 	}
 	for i, c := range out {
-		s.provisionAsync(c.ID)
+		if !claim.started(ctx, c) {
+			s.provisionAsync(c.ID)
+		}
 		out[i] = s.decorate(c)
 	}
+	claim.refill()
 	return out, nil
 }
