@@ -1,10 +1,8 @@
 package containerse2e_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -46,37 +44,7 @@ func agentImage(t *testing.T, host string) string {
 // Dockerfile changes (ENV NAME=VALUE) when given.
 func image(t *testing.T, host, entrypoint string, changes ...string) string {
 	t.Helper()
-	return imageAs(t, host, "deckhand-containerse2e/agent:"+runtimetest.RandomName(), entrypoint, changes...)
-}
-
-// imageAs is image under the reference ref (one reference on several
-// engines).
-func imageAs(t *testing.T, host, ref, entrypoint string, changes ...string) string {
-	t.Helper()
-	raw, err := runtimetest.AgentImageTar(agentBin)
-	if err != nil {
-		t.Skip(err)
-	}
-	buf := bytes.NewReader(raw)
-	cli := runtimetest.Client(t, host)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: buf, SourceName: "-"}, ref, client.ImageImportOptions{
-		Changes: append([]string{"ENTRYPOINT " + entrypoint, "ENV PATH=/usr/local/bin:/bin", "LABEL " + runtimetest.ImageLabel + "=1"}, changes...),
-	})
-	if err != nil {
-		t.Fatalf("import the agent image: %v", err)
-	}
-	_, _ = io.Copy(io.Discard, rc)
-	_ = rc.Close()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true}); err != nil {
-			t.Errorf("remove image %s: %v", ref, err)
-		}
-	})
-	return ref
+	return runtimetest.AgentImage(t, host, "deckhand-containerse2e/agent", agentBin, entrypoint, changes...)
 }
 
 // engineObjects names what the engine holds for container id (any

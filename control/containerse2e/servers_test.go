@@ -22,7 +22,7 @@ func TestServersRunContainers(t *testing.T) {
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(platformtest.FreePortBase(t, 1))
 	f := newFixture(t, "--proxy-listen", proxyAddr, "--proxy-wake-timeout", "60s")
 	for _, h := range []string{hostA, hostB} {
-		imageAs(t, h, f.ref, `["/usr/local/bin/deckhand"]`)
+		runtimetest.AgentImageAs(t, h, f.ref, agentBin, `["/usr/local/bin/deckhand"]`)
 	}
 	srv := func(name, host string, capacity int) string {
 		id := data(f.must(201, "POST", "/api/v1/admin/servers", map[string]any{"name": name, "region": "eu", "price": "0"}, f.admin))["id"].(string)

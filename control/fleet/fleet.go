@@ -69,7 +69,10 @@ type member struct {
 	drv    runtime.Driver
 }
 
-var _ runtime.Driver = (*Fleet)(nil)
+var (
+	_ runtime.Driver     = (*Fleet)(nil)
+	_ runtime.FileWriter = (*Fleet)(nil)
+)
 
 // New makes a Fleet; it reaches no engine until a call needs one.
 func New(o Options) *Fleet {
@@ -472,6 +475,19 @@ func (f *Fleet) ImageExists(ctx context.Context, image string) (bool, error) {
 		errs = append(errs, err)
 	}
 	return false, errors.Join(errs...)
+}
+
+// WriteFiles implements runtime.FileWriter on the container's server.
+func (f *Fleet) WriteFiles(ctx context.Context, id string, files []runtime.File) error {
+	d, _, err := f.of(ctx, id)
+	if err != nil {
+		return err
+	}
+	w, ok := d.(runtime.FileWriter)
+	if !ok {
+		return fmt.Errorf("fleet: writing files into container %s: %w", id, runtime.ErrNotSupported)
+	}
+	return w.WriteFiles(ctx, id, files)
 }
 
 // Snapshot implements runtime.Driver on the container's server.

@@ -143,6 +143,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 			out[i].Resources = *in.Resources
 		}
 	}
+	claim := s.newPoolClaim(&in, imageName, out)
 	if in.WorkspaceID != "" {
 		unlock := s.lc.lock("workspace/" + in.WorkspaceID)
 		defer unlock()
@@ -181,7 +182,10 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 				return err
 			}
 		}
-		if err := s.placeContainers(tx, in.ProjectID, out, pin); err != nil {
+		if err := claim.take(tx, ctx); err != nil {
+			return err
+		}
+		if err := s.placeContainers(tx, in.ProjectID, claim.unclaimed(out), pin); err != nil {
 			return err
 		}
 		for _, c := range out {
@@ -206,8 +210,11 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 		return nil, fault.Wrap("create the container", err)
 	}
 	for i, c := range out {
-		s.provisionAsync(c.ID)
+		if !claim.started(ctx, c) {
+			s.provisionAsync(c.ID)
+		}
 		out[i] = s.decorate(c)
 	}
+	claim.refill()
 	return out, nil
 }

@@ -140,6 +140,22 @@ func (s *Service) placeContainers(tx *store.Tx, projectID string, out []*Contain
 	return nil
 }
 
+// unclaimed are the containers of out the warm pool gave no engine
+// container: the pool is kept on the local engine, so a claimed one runs
+// there and is not placed.
+func (c *poolClaim) unclaimed(out []*Container) []*Container {
+	if c == nil {
+		return out
+	}
+	var rest []*Container
+	for _, o := range out {
+		if _, ok := c.taken[o.ID]; !ok {
+			rest = append(rest, o)
+		}
+	}
+	return rest
+}
+
 // ContainerMove is POST /api/v1/admin/containers/{id}/move.
 type ContainerMove struct {
 	ContainerRef

@@ -173,6 +173,18 @@ func (d *Driver) labels(id, project string) map[string]string {
 	return l
 }
 
+var _ runtime.FileWriter = (*Driver)(nil)
+
+// WriteFiles implements runtime.FileWriter: the engine copies into a
+// paused container too (its filesystem, not its processes).
+func (d *Driver) WriteFiles(ctx context.Context, id string, files []runtime.File) error {
+	c, err := d.existing(ctx, id)
+	if err != nil {
+		return err
+	}
+	return d.copyFiles(ctx, c.ID, files)
+}
+
 // fail maps an engine error to the seam's errors, keeping the engine's
 // words for the operator.
 func fail(op string, err error) error {
@@ -249,6 +261,9 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 		return err
 	}
 	labels := d.labels(spec.ID, spec.ProjectID)
+	if spec.Pool != "" {
+		labels[runtime.LabelPool] = spec.Pool
+	}
 	policy := container.RestartPolicy{Name: container.RestartPolicyDisabled}
 	if spec.Autostart {
 		policy.Name = container.RestartPolicyUnlessStopped

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -280,5 +279,3 @@ func Leftovers(ctx context.Context, host, installation, id string) ([]string, er
 	sort.Strings(out)
 	return out, nil
 }
-
-func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }

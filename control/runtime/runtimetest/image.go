@@ -3,7 +3,6 @@ package runtimetest
 import (
 	"archive/tar"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/moby/moby/client"
 )
 
 // GatewayPort is where the suite's image serves HTTP, standing in for the
@@ -116,29 +113,7 @@ func ImportImage(t testing.TB, host string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli := Client(t, host)
-	ref := "deckhand-runtimetest/busybox:" + RandomName()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(data), SourceName: "-"}, ref, client.ImageImportOptions{
-		Changes: []string{
-			`ENTRYPOINT ["/bin/busybox", "httpd", "-f"]`,
-			"LABEL " + ImageLabel + "=1",
-		},
-	})
-	if err != nil {
-		t.Fatalf("import the suite's image into %s: %v", host, err)
-	}
-	_, _ = readAll(rc)
-	_ = rc.Close()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true}); err != nil {
-			t.Errorf("remove image %s: %v", ref, err)
-		}
-	})
-	return ref
+	return importTar(t, host, data, "deckhand-runtimetest/busybox:"+RandomName(), `ENTRYPOINT ["/bin/busybox", "httpd", "-f"]`)
 }
 
 // RandomName answers a short random name part, so objects of concurrent

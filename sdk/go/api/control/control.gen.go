@@ -1343,6 +1343,20 @@ type PermissionInput struct {
 	Program string      `json:"program"`
 }
 
+// Pool defines model for Pool.
+type Pool struct {
+	Filling *int    `json:"filling,omitempty"`
+	ImageId *string `json:"image_id,omitempty"`
+	Ready   *int    `json:"ready,omitempty"`
+	Size    *int    `json:"size,omitempty"`
+}
+
+// PoolSizeBody defines model for PoolSizeBody.
+type PoolSizeBody struct {
+	// Size containers to keep, 0-20; 0 drains the pool
+	Size *int `json:"size"`
+}
+
 // Preview defines model for Preview.
 type Preview struct {
 	ContainerId *string    `json:"container_id,omitempty"`
@@ -2571,6 +2585,9 @@ type ReportEventJSONRequestBody = IngestInput
 // CreateImageJSONRequestBody defines body for CreateImage for application/json ContentType.
 type CreateImageJSONRequestBody = ImagesCreateInput
 
+// SetImagePoolJSONRequestBody defines body for SetImagePool for application/json ContentType.
+type SetImagePoolJSONRequestBody = PoolSizeBody
+
 // CreateNotificationJSONRequestBody defines body for CreateNotification for application/json ContentType.
 type CreateNotificationJSONRequestBody = CreateInput
 
@@ -3300,6 +3317,37 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/admin/images (the `CreateImage` operationId).
 	CreateImage(ctx context.Context, body CreateImageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetImagePool The warm pool of an image (admin role required)
+	//
+	// `size` is the number of containers the pool keeps, `ready` those a create may claim now, `filling` those being made. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Corresponds with GET /api/v1/admin/images/{id}/pool (the `GetImagePool` operationId).
+	GetImagePool(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetImagePoolWithBody Set the warm pool size of a prespawn image (admin role required)
+	//
+	// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+	SetImagePoolWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetImagePool Set the warm pool size of a prespawn image (admin role required)
+	//
+	// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+	SetImagePool(ctx context.Context, id string, body SetImagePoolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateNotificationWithBody Create a notification (admin)
 	//
 	// user_id absent = global. level: info (default), success, warning, error, maintenance.
@@ -3788,7 +3836,7 @@ type ClientInterface interface {
 
 	// CreateContainerWithBody Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -3799,7 +3847,7 @@ type ClientInterface interface {
 
 	// CreateContainer Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -5758,6 +5806,67 @@ func (c *Client) CreateImage(ctx context.Context, body CreateImageJSONRequestBod
 	return c.Client.Do(req)
 }
 
+// GetImagePool The warm pool of an image (admin role required)
+//
+// `size` is the number of containers the pool keeps, `ready` those a create may claim now, `filling` those being made. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Corresponds with GET /api/v1/admin/images/{id}/pool (the `GetImagePool` operationId).
+func (c *Client) GetImagePool(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetImagePoolRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetImagePoolWithBody Set the warm pool size of a prespawn image (admin role required)
+//
+// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+func (c *Client) SetImagePoolWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetImagePoolRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetImagePool Set the warm pool size of a prespawn image (admin role required)
+//
+// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+func (c *Client) SetImagePool(ctx context.Context, id string, body SetImagePoolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetImagePoolRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateNotificationWithBody Create a notification (admin)
 //
 // user_id absent = global. level: info (default), success, warning, error, maintenance.
@@ -6786,7 +6895,7 @@ func (c *Client) ListContainers(ctx context.Context, params *ListContainersParam
 
 // CreateContainerWithBody Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -6807,7 +6916,7 @@ func (c *Client) CreateContainerWithBody(ctx context.Context, contentType string
 
 // CreateContainer Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -10575,6 +10684,87 @@ func NewCreateImageRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetImagePoolRequest constructs an http.Request for the GetImagePool method
+func NewGetImagePoolRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/images/%s/pool", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetImagePoolRequest calls the generic SetImagePool builder with application/json body
+func NewSetImagePoolRequest(server string, id string, body SetImagePoolJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetImagePoolRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSetImagePoolRequestWithBody constructs an http.Request for the SetImagePool method, with any body, and a specified content type
+func NewSetImagePoolRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/images/%s/pool", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -18658,6 +18848,39 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/admin/images (the `CreateImage` operationId).
 	CreateImageWithResponse(ctx context.Context, body CreateImageJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateImageResponse, error)
 
+	// GetImagePoolWithResponse The warm pool of an image (admin role required)
+	//
+	// `size` is the number of containers the pool keeps, `ready` those a create may claim now, `filling` those being made. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/admin/images/{id}/pool (the `GetImagePool` operationId).
+	GetImagePoolWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetImagePoolResponse, error)
+
+	// SetImagePoolWithBodyWithResponse Set the warm pool size of a prespawn image (admin role required)
+	//
+	// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+	SetImagePoolWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetImagePoolResponse, error)
+
+	// SetImagePoolWithResponse Set the warm pool size of a prespawn image (admin role required)
+	//
+	// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+	SetImagePoolWithResponse(ctx context.Context, id string, body SetImagePoolJSONRequestBody, reqEditors ...RequestEditorFn) (*SetImagePoolResponse, error)
+
 	// CreateNotificationWithBodyWithResponse Create a notification (admin)
 	//
 	// user_id absent = global. level: info (default), success, warning, error, maintenance.
@@ -19178,7 +19401,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateContainerWithBodyWithResponse Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -19189,7 +19412,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateContainerWithResponse Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -21340,6 +21563,118 @@ func (r CreateImageResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateImageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetImagePoolResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Pool   `json:"data"`
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetImagePoolResponse) GetJSON200() *struct {
+	Data       Pool   `json:"data"`
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetImagePoolResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetImagePoolResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetImagePoolResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetImagePoolResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetImagePoolResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SetImagePoolResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Pool   `json:"data"`
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetImagePoolResponse) GetJSON200() *struct {
+	Data       Pool   `json:"data"`
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SetImagePoolResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetImagePoolResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetImagePoolResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetImagePoolResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetImagePoolResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -30974,6 +31309,57 @@ func (c *ClientWithResponses) CreateImageWithResponse(ctx context.Context, body 
 	return ParseCreateImageResponse(rsp)
 }
 
+// GetImagePoolWithResponse The warm pool of an image (admin role required)
+//
+// `size` is the number of containers the pool keeps, `ready` those a create may claim now, `filling` those being made. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/admin/images/{id}/pool (the `GetImagePool` operationId).
+func (c *ClientWithResponses) GetImagePoolWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetImagePoolResponse, error) {
+	rsp, err := c.GetImagePool(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetImagePoolResponse(rsp)
+}
+
+// SetImagePoolWithBodyWithResponse Set the warm pool size of a prespawn image (admin role required)
+//
+// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+func (c *ClientWithResponses) SetImagePoolWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetImagePoolResponse, error) {
+	rsp, err := c.SetImagePoolWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetImagePoolResponse(rsp)
+}
+
+// SetImagePoolWithResponse Set the warm pool size of a prespawn image (admin role required)
+//
+// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+func (c *ClientWithResponses) SetImagePoolWithResponse(ctx context.Context, id string, body SetImagePoolJSONRequestBody, reqEditors ...RequestEditorFn) (*SetImagePoolResponse, error) {
+	rsp, err := c.SetImagePool(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetImagePoolResponse(rsp)
+}
+
 // CreateNotificationWithBodyWithResponse Create a notification (admin)
 //
 // user_id absent = global. level: info (default), success, warning, error, maintenance.
@@ -31818,7 +32204,7 @@ func (c *ClientWithResponses) ListContainersWithResponse(ctx context.Context, pa
 
 // CreateContainerWithBodyWithResponse Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -31835,7 +32221,7 @@ func (c *ClientWithResponses) CreateContainerWithBodyWithResponse(ctx context.Co
 
 // CreateContainerWithResponse Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -34994,6 +35380,80 @@ func ParseCreateImageResponse(rsp *http.Response) (*CreateImageResponse, error) 
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetImagePoolResponse parses an HTTP response from a GetImagePoolWithResponse call
+func ParseGetImagePoolResponse(rsp *http.Response) (*GetImagePoolResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetImagePoolResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Pool   `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSetImagePoolResponse parses an HTTP response from a SetImagePoolWithResponse call
+func ParseSetImagePoolResponse(rsp *http.Response) (*SetImagePoolResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetImagePoolResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Pool   `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

@@ -92,6 +92,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/images/{id}/pool": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The warm pool of an image (admin role required)
+         * @description `size` is the number of containers the pool keeps, `ready` those a create may claim now, `filling` those being made. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+         *
+         *     Policy `admin`: a signed-in user with the admin role.
+         */
+        get: operations["getImagePool"];
+        /**
+         * Set the warm pool size of a prespawn image (admin role required)
+         * @description The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+         *
+         *     Policy `admin`: a signed-in user with the admin role.
+         */
+        put: operations["setImagePool"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/notifications": {
         parameters: {
             query?: never;
@@ -691,7 +719,7 @@ export interface paths {
         put?: never;
         /**
          * Create a container that runs (project owner or manager; an admin in any project)
-         * @description Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too).
+         * @description Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
          *
          *     Policy `signed-in`: any signed-in caller.
          */
@@ -3788,6 +3816,16 @@ export interface components {
             access: unknown;
             program: string;
         };
+        Pool: {
+            filling?: number;
+            image_id?: string;
+            ready?: number;
+            size?: number;
+        };
+        PoolSizeBody: {
+            /** @description containers to keep, 0-20; 0 drains the pool */
+            size: number | null;
+        };
         Preview: {
             container_id?: string;
             /** Format: date-time */
@@ -4379,6 +4417,82 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Image"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getImagePool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a catalog image id: img_ followed by 24 lower-case hex digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pool"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setImagePool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a catalog image id: img_ followed by 24 lower-case hex digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PoolSizeBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pool"];
                         message: string;
                         statusCode: number;
                     };
