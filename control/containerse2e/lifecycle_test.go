@@ -35,7 +35,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, flags ...string) *fixture {
 	t.Helper()
-	host := runtimetest.DockerHost(t)
+	return newFixtureOn(t, runtimetest.DockerHost(t), flags...)
+}
+
+// newFixtureOn is newFixture on the engine at host.
+func newFixtureOn(t *testing.T, host string, flags ...string) *fixture {
+	t.Helper()
 	f := &fixture{t: t, host: host}
 	// Cleanups run last first: the installation's containers go before
 	// the image they run.

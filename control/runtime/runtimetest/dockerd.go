@@ -18,6 +18,15 @@ import (
 // in it and its directories go when the test ends.
 func Dockerd(t testing.TB) string {
 	t.Helper()
+	host, _ := DockerdRestartable(t)
+	return host
+}
+
+// DockerdRestartable is Dockerd with a restart: the engine stops (SIGTERM:
+// it stops its containers, as on a host's shutdown) and starts again on
+// the same state, where containers with a restart policy start again.
+func DockerdRestartable(t testing.TB) (host string, restart func()) {
+	t.Helper()
 	bin, err := exec.LookPath("dockerd")
 	if err != nil {
 		t.Skip("dockerd is not installed (scripts/setup.sh installs docker.io)")
@@ -32,13 +41,14 @@ func Dockerd(t testing.TB) string {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "d.sock")
-	host := "unix://" + sock
+	host = "unix://" + sock
 	pool := fmt.Sprintf("base=10.%d.%d.0/24,size=28", 100+rand.IntN(100), rand.IntN(250))
 	cmd := exec.Command(bin, "--host", host, "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "x"),
 		"--pidfile", filepath.Join(dir, "dockerd.pid"), "--bridge=none", "--iptables=false", "--ip6tables=false",
 		"--default-address-pool", pool)
 	// A daemon killed mid-way may leave its mounts: detached before the
 	// directory goes.
-	return serveEngine(t, "dockerd", cmd, host, dir, "dockerd.log", 30*time.Second, 60*time.Second,
+	restart = serveEngine(t, "dockerd", cmd, host, dir, "dockerd.log", 30*time.Second, 60*time.Second,
 		filepath.Join(dir, "data", "overlay2"), filepath.Join(dir, "x"), filepath.Join(dir, "data"))
+	return host, restart
 }

@@ -89,8 +89,9 @@ func Podman(t testing.TB) string {
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
 	// Containers first, then the service: their conmon processes outlive
 	// it.
-	return serveEngine(t, "podman system service", cmd, host, dir, "service.log", 15*time.Second, 30*time.Second,
+	serveEngine(t, "podman system service", cmd, host, dir, "service.log", 15*time.Second, 30*time.Second,
 		filepath.Join(root, "overlay"))
+	return host
 }
 
 // serveEngine starts cmd, an engine that serves host and keeps its state
@@ -98,24 +99,28 @@ func Podman(t testing.TB) string {
 // its output in dir/logName, and waits (up to wait) until it answers.
 // When the test ends every container in it is removed, it gets SIGTERM
 // and grace before its group is killed, mounts are detached and dir goes.
-func serveEngine(t testing.TB, what string, cmd *exec.Cmd, host, dir, logName string, grace, wait time.Duration, mounts ...string) string {
+// It answers a restart: the engine stops as on a host's shutdown and a
+// copy of cmd starts again on the same state.
+func serveEngine(t testing.TB, what string, cmd *exec.Cmd, host, dir, logName string, grace, wait time.Duration, mounts ...string) (restart func()) {
 	t.Helper()
 	logPath := filepath.Join(dir, logName)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", what, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		if err := purgeAll(host); err != nil {
-			t.Errorf("%s cleanup: %v", what, err)
+	var done chan struct{}
+	start := func(c *exec.Cmd) {
+		c.Stdout, c.Stderr = logf, logf
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatalf("start %s: %v", what, err)
 		}
+		d := make(chan struct{})
+		go func() { _ = c.Wait(); close(d) }()
+		cmd, done = c, d
+		awaitEngine(t, what, host, logPath, d, wait)
+	}
+	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
@@ -123,6 +128,13 @@ func serveEngine(t testing.TB, what string, cmd *exec.Cmd, host, dir, logName st
 			_ = proc.KillGroup(cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
+	}
+	orig := cmd
+	t.Cleanup(func() {
+		if err := purgeAll(host); err != nil {
+			t.Errorf("%s cleanup: %v", what, err)
+		}
+		stop()
 		_ = logf.Close()
 		for _, m := range mounts {
 			_ = syscall.Unmount(m, syscall.MNT_DETACH)
@@ -131,6 +143,20 @@ func serveEngine(t testing.TB, what string, cmd *exec.Cmd, host, dir, logName st
 			t.Errorf("remove the directory of %s: %v", what, err)
 		}
 	})
+	start(cmd)
+	return func() {
+		t.Helper()
+		stop()
+		c := exec.Command(orig.Path, orig.Args[1:]...)
+		c.Env = orig.Env
+		start(c)
+	}
+}
+
+// awaitEngine waits (up to wait) until the engine at host answers, failing
+// the test with its log when it ends (done closes) or never answers.
+func awaitEngine(t testing.TB, what, host, logPath string, done <-chan struct{}, wait time.Duration) {
+	t.Helper()
 	cli := Client(t, host)
 	deadline := time.Now().Add(wait)
 	for {
@@ -138,7 +164,7 @@ func serveEngine(t testing.TB, what string, cmd *exec.Cmd, host, dir, logName st
 		_, err := cli.Ping(ctx, client.PingOptions{})
 		cancel()
 		if err == nil {
-			return host
+			return
 		}
 		select {
 		case <-done:
