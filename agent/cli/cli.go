@@ -37,7 +37,7 @@ import (
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
 		loginCmd(), logoutCmd(), whoamiCmd(), tokensCmd(), projectsCmd(), containersCmd(), previewCmd(), walletCmd(), eventsCmd(), notificationsCmd(),
-		lsCmd(), cpCmd(), rmCmd(), mkdirCmd(), logsCmd(),
+		lsCmd(), cpCmd(), rmCmd(), mkdirCmd(), logsCmd(), keepaliveCmd(),
 	}
 }
 

@@ -74,9 +74,13 @@ func New(agentURL, token string, hc *http.Client) (*Client, error) {
 // BaseURL is the agent's URL.
 func (c *Client) BaseURL() string { return c.base }
 
-// URL is the address of path on service through the gateway.
+// URL is the address of path on service through the gateway; service
+// "" is the agent's own route (path as it is, e.g. /api/v1/agent/leases).
 func (c *Client) URL(service, path string, q url.Values) string {
-	u := c.base + "/_/" + service + path
+	u := c.base + path
+	if service != "" {
+		u = c.base + "/_/" + service + path
+	}
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
