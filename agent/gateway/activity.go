@@ -57,8 +57,9 @@ func isLeases(path string) bool {
 
 // serveLeases authorizes a lease request (a trusted loopback client, or
 // one the proxy permissions admit to LeaseService) and hands it to the
-// agent's handler.
-func (g *Gateway) serveLeases(ctx *fasthttp.RequestCtx, host, path string) {
+// agent's handler with its path as LeasesPath[/id] (a client that names
+// a service by path, /_/<service>/api/v1/agent/leases, reaches it too).
+func (g *Gateway) serveLeases(ctx *fasthttp.RequestCtx, host, path, leases string) {
 	if g.cfg.Leases == nil {
 		reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeNotFound, Message: "this agent takes no keep-alive leases", Details: "leases"})
 		return
@@ -67,5 +68,6 @@ func (g *Gateway) serveLeases(ctx *fasthttp.RequestCtx, host, path string) {
 		return
 	}
 	defer g.act.begin()()
+	ctx.URI().SetPath(leases)
 	g.cfg.Leases(ctx)
 }

@@ -44,6 +44,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -363,12 +364,16 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	}
 	host := string(ctx.Request.Header.Host())
 	if isLeases(path) {
-		g.serveLeases(ctx, host, path)
+		g.serveLeases(ctx, host, path, path)
 		return
 	}
 	t, perr := g.Resolve(host, path)
 	if perr != nil {
 		reqpolicy.WriteFastError(ctx, 0, perr)
+		return
+	}
+	if lp, err := url.PathUnescape(t.Path); err == nil && isLeases(lp) {
+		g.serveLeases(ctx, host, path, lp)
 		return
 	}
 	addr, ok := g.cfg.Backend(t.Service)
