@@ -94,9 +94,10 @@ test: setup build vet engine
 # The Kubernetes driver on a real one-node cluster (etcd, the API server,
 # controller manager, scheduler and kubelet from tools/kube, containerd).
 # The test builds those binaries once into ~/.cache/deckhand/kube/<version>
-# (about 23 CPU-minutes), then the suite takes a few minutes.
-test-kube: setup engine
-	$(GO) test -tags kube -race -count=1 -timeout 40m ./control/runtime/kubernetes/...
+# (about 23 CPU-minutes), then the suite takes a few minutes, a control
+# plane on --runtime kubernetes from ./bin included.
+test-kube: setup engine build
+	DECKHAND_BIN=$(CURDIR)/bin $(GO) test -tags kube -race -count=1 -timeout 40m ./control/runtime/kubernetes/...
 
 # The SDKs' installable artifacts in sdk/dist: the Go module's source
 # (for a replace), the npm tarball (built dist inside) and the Python

@@ -47,6 +47,9 @@ type Config struct {
 	Notifier contract.Notifier
 
 	ControlURL, ContainerID, ProjectID, Token string
+	// TokenFile is the file Token was read from (--token-file), read
+	// again when the control plane refuses Token (agent/access).
+	TokenFile string
 	// ControlKey pins the control plane's key (--control-key: a public key
 	// in hex or a key-set file); InsecureControlURL allows plain http to a
 	// control plane that is not on loopback (agent/access).
@@ -172,7 +175,7 @@ func New(cfg Config) (*Supervisor, error) {
 	s.wireNotifier()
 	if cfg.Authorizer == nil {
 		s.access, err = access.New(access.Config{ControlURL: cfg.ControlURL, ContainerID: cfg.ContainerID, ProjectID: cfg.ProjectID,
-			Token: cfg.Token, ControlKey: cfg.ControlKey, InsecureControlURL: cfg.InsecureControlURL,
+			Token: cfg.Token, TokenFile: cfg.TokenFile, ControlKey: cfg.ControlKey, InsecureControlURL: cfg.InsecureControlURL,
 			PermissionsFile: cfg.PermissionsFile, Dir: filepath.Join(cfg.Data, "proxyperm"),
 			Port: func(name string) int { return Port(cfg.PortBase, name) }, Journal: cfg.Journal, Logger: cfg.Logger})
 		if err != nil {

@@ -52,6 +52,9 @@ type Config struct {
 	// plane. ProjectID is informational (the control plane knows the
 	// container's project).
 	ControlURL, ContainerID, ProjectID, Token string
+	// TokenFile (--token-file) is where Token was read: read again when
+	// the control plane refuses it (token.go).
+	TokenFile string
 	// ControlKey (--control-key) pins the control plane's key: a public
 	// key in hex or a file with one or a key set. InsecureControlURL
 	// (--insecure-control-url) allows plain http to a host not on loopback.
@@ -146,7 +149,8 @@ func New(cfg Config) (*Authorizer, error) {
 		a.verifier = signing.NewVerifier(signing.VerifierOptions{Fetch: signing.HTTPKeySetFetcher(cfg.Client, a.cfg.ControlURL),
 			Pinned: pinned, Trusted: a.keptKeys(pinned), TrustFirst: true, OnAccept: a.keysAccepted,
 			Clock: cfg.Clock, MinRefetch: 10 * time.Second})
-		a.control = &Control{URL: a.cfg.ControlURL, ContainerID: cfg.ContainerID, Token: cfg.Token, Client: cfg.Client, Verifier: a.verifier}
+		a.control = &Control{URL: a.cfg.ControlURL, ContainerID: cfg.ContainerID, Token: cfg.Token, TokenFile: cfg.TokenFile,
+			Client: cfg.Client, Verifier: a.verifier}
 		a.claims = func(payload, sig, kid string) ([]byte, error) {
 			var raw json.RawMessage
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

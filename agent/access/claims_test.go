@@ -12,8 +12,8 @@ import (
 
 	"deckhand/agent/access"
 	clockpkg "deckhand/platform/clock"
+	"deckhand/platform/platformtest"
 	"deckhand/platform/proxyperm"
-	"deckhand/platform/secrets"
 	"deckhand/platform/signing"
 )
 
@@ -53,18 +53,7 @@ func signedPlaneOf(t *testing.T, ks *signing.KeySet, clock clockpkg.Clock, doc f
 	return srv
 }
 
-func newKeySet(t *testing.T) *signing.KeySet {
-	t.Helper()
-	sealer, err := secrets.New(secrets.NewKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := signing.Open(t.TempDir(), sealer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ks
-}
+func newKeySet(t *testing.T) *signing.KeySet { return platformtest.SigningKeys(t) }
 
 // TestContainerClaimsAtTheGateway: the gateway of c2 admits c1's claim
 // for c2 while it lasts, and refuses an expired claim, one for another

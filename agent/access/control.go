@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"deckhand/platform/signing"
@@ -24,8 +25,14 @@ import (
 // rule: nothing whose signature fails is returned.
 type Control struct {
 	URL, ContainerID, Token string
-	Client                  *http.Client
-	Verifier                *signing.Verifier
+	// TokenFile is where Token came from (--token-file): read again when
+	// the control plane refuses Token (token.go).
+	TokenFile string
+	Client    *http.Client
+	Verifier  *signing.Verifier
+
+	credOnce sync.Once
+	cred     *credential
 }
 
 // Control is the channel the authorizer syncs through; nil without
@@ -70,7 +77,28 @@ func (c *Control) Post(ctx context.Context, path string, v any, max int) (int, [
 // do sends req with a fresh nonce and returns the answer (status, body,
 // ETag header) only when it is bound to that request (verify).
 func (c *Control) do(req *http.Request, max int) (int, []byte, string, error) {
-	req.Header.Set("Authorization", "Bearer "+c.Token)
+	c.credOnce.Do(func() { c.cred = &credential{token: c.Token, file: c.TokenFile} })
+	used := c.cred.get()
+	status, body, etag, err := c.send(req, used, max)
+	if err != nil || status != http.StatusUnauthorized {
+		return status, body, etag, err
+	}
+	fresh := c.cred.renew(used)
+	if fresh == "" {
+		return status, body, etag, err
+	}
+	retry := req.Clone(req.Context())
+	if req.GetBody != nil {
+		if retry.Body, err = req.GetBody(); err != nil {
+			return 0, nil, "", err
+		}
+	}
+	return c.send(retry, fresh, max)
+}
+
+// send sends req with token and a fresh nonce (do).
+func (c *Control) send(req *http.Request, token string, max int) (int, []byte, string, error) {
+	req.Header.Set("Authorization", "Bearer "+token)
 	nonce := rand.Text()
 	req.Header.Set(signing.NonceHeader, nonce)
 	resp, err := c.Client.Do(req)

@@ -115,6 +115,7 @@ func (a *Authorizer) save(s saved) error {
 func (a *Authorizer) syncLoop(ctx context.Context) {
 	var lastErr string
 	for {
+		began := a.cfg.Clock.Now()
 		err := a.SyncOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			if msg := err.Error(); msg != lastErr {
@@ -128,10 +129,17 @@ func (a *Authorizer) syncLoop(ctx context.Context) {
 			a.cfg.Journal.Record(contract.JournalEntry{Time: a.cfg.Clock.Now(), Source: "gateway", Level: "info",
 				Message: "proxy permissions sync recovered", Fields: map[string]any{"etag": a.ETag()}})
 		}
+		wait := a.cfg.Poll
+		if a.cfg.Clock.Now().Sub(began) > 2*a.cfg.Poll && err == nil {
+			// The answer spanned a freeze (a warm-pool container paused
+			// mid-sync, then claimed): it may be stale, and the token it
+			// was asked with may be refused now, so ask again at once.
+			wait = 0
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(a.cfg.Poll):
+		case <-time.After(wait):
 		}
 	}
 }

@@ -1,8 +1,9 @@
 // Package cli owns the client commands of the deckhand binary (one binary
 // is both the in-container agent and its client): login, logout, whoami,
-// tokens, wallet, events and notifications talk to the control plane
-// through controlapi, which verifies every answer's signature; ls, cp, rm,
-// mkdir and logs talk to a container's agent through agentapi. Every
+// tokens, wallet, events and notifications talk to the control plane,
+// and ls, cp, rm, mkdir and logs to a container's agent, through the Go
+// SDK (sdk/go), which verifies every control-plane answer's signature and
+// owns the resumable, checksummed transfers. Every
 // command prints through package output (-o table|json|yaml), writes
 // prompts, progress and diagnostics to stderr, and fails with a non-zero
 // exit and the server's own message.
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,13 +26,13 @@ import (
 	"syscall"
 	"time"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"deckhand/agent/cli/agentapi"
-	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
+	"deckhand/platform/localtcp"
 )
 
 // Commands are the client commands to add to the root command.
@@ -77,12 +79,16 @@ type AgentFlags struct {
 	// plane (the logged-in one) locates; it wins over URL.
 	Container string
 	cmd       *cobra.Command
+	base      string // the agent's URL Client found
 }
 
-// AddAgentFlags declares --agent and --token on cmd.
+// DefaultAgentURL is the agent a client command talks to without --agent.
+const DefaultAgentURL = "http://127.0.0.1:7700"
+
+// AddAgentFlags declares --agent, --token and --container on cmd.
 func AddAgentFlags(cmd *cobra.Command) *AgentFlags {
 	a := &AgentFlags{}
-	def := agentapi.DefaultURL
+	def := DefaultAgentURL
 	if v := os.Getenv(AgentEnv); v != "" {
 		def = v
 	}
@@ -99,8 +105,12 @@ func AddContainerFlag(cmd *cobra.Command, into *string) {
 	cmd.Flags().StringVar(into, "container", "", "a container's id: its agent is found through the control plane you are logged in to (instead of --agent)")
 }
 
-// Client is the agent client the flags describe.
-func (a *AgentFlags) Client() (*agentapi.Client, error) {
+// TokenCookie is the cookie the agent's token also goes in, as the tunnel
+// client sends it, for proxy-permission groups that read a cookie.
+const TokenCookie = "deckhand_token"
+
+// Client is the SDK's handle of the agent the flags name.
+func (a *AgentFlags) Client() (*deckhand.Container, error) {
 	u, tok := a.URL, a.Token
 	if a.Container != "" {
 		var err error
@@ -108,7 +118,29 @@ func (a *AgentFlags) Client() (*agentapi.Client, error) {
 			return nil, err
 		}
 	}
-	return agentapi.New(u, tok, nil)
+	box, err := deckhand.NewContainer(u, deckhand.Options{Token: tok, AgentTokenCookie: TokenCookie, HTTPClient: agentHTTP()})
+	if err != nil {
+		return nil, fmt.Errorf("agent URL %q: must be http:// or https:// with a host, e.g. %s", u, DefaultAgentURL)
+	}
+	a.base = strings.TrimRight(u, "/")
+	return box, nil
+}
+
+// explain words an error of the agent's handle for the command line.
+func (a *AgentFlags) explain(err error) error { return explainAgent(a.base, err) }
+
+// agentHTTP is the HTTP client of agent traffic: no overall timeout
+// (transfers and follows run as long as they run; connecting and waiting
+// for an answer's head are bounded), connections to this host tuned for
+// bulk (localtcp).
+func agentHTTP() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           localtcp.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}),
+		TLSHandshakeTimeout:   15 * time.Second,
+		ResponseHeaderTimeout: 2 * time.Minute,
+		MaxIdleConnsPerHost:   4,
+	}}
 }
 
 // AccessTTL is the lifetime of the access token an agent command asks
@@ -143,7 +175,7 @@ type accessToken struct {
 
 // MintAccess asks the logged-in control plane for an access token to
 // container id's agent, for services (nil: all), lasting ttl.
-func MintAccess(cmd *cobra.Command, id string, services []string, ttl time.Duration) (*controlapi.Response, *accessToken, error) {
+func MintAccess(cmd *cobra.Command, id string, services []string, ttl time.Duration) (*deckhand.Answer, *accessToken, error) {
 	c, err := loadControl(true)
 	if err != nil {
 		return nil, nil, err
@@ -152,7 +184,7 @@ func MintAccess(cmd *cobra.Command, id string, services []string, ttl time.Durat
 	if len(services) > 0 {
 		body["services"] = services
 	}
-	resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/containers/" + url.PathEscape(id) + "/access-tokens", Body: body})
+	resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/containers/" + url.PathEscape(id) + "/access-tokens", Body: body})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,27 +195,20 @@ func MintAccess(cmd *cobra.Command, id string, services []string, ttl time.Durat
 	return resp, &at, nil
 }
 
-// containerWhere is what a container answer says of where it is.
-type containerWhere struct {
-	Status       string            `json:"status"`
-	StatusReason string            `json:"status_reason"`
-	AgentAddr    string            `json:"agent_addr"`
-	URLs         map[string]string `json:"urls"`
-}
-
 // lastContainer is the container AgentURLOf last read (one command reads
 // one container).
-var lastContainer containerWhere
+var lastContainer *deckhand.Container
 
 // PreviewURLOf is the platform proxy's port preview URL of port in the
-// container AgentURLOf last found ("" when none is known): its tunnel
-// service URL with the service named p<port>.
+// container AgentURLOf last found ("" when none is known).
 func PreviewURLOf(port int) string {
-	u := lastContainer.URLs["tunnel"]
-	if u == "" {
+	if lastContainer == nil {
 		return ""
 	}
-	return strings.Replace(u, "-tunnel-1.", "-p"+strconv.Itoa(port)+"-1.", 1) + "/"
+	if u := lastContainer.URL("p" + strconv.Itoa(port)); u != "" {
+		return u + "/"
+	}
+	return ""
 }
 
 // AgentURLOf is the gateway URL of container id's agent, as the control
@@ -193,15 +218,14 @@ func AgentURLOf(cmd *cobra.Command, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/containers/" + url.PathEscape(id)})
-	if err != nil {
+	ctx, stop := Context(cmd)
+	defer stop()
+	var box *deckhand.Container
+	if err := c.do(ctx, func() (err error) { box, err = c.client.Containers.Get(ctx, id); return err }); err != nil {
 		return "", err
 	}
-	var ct containerWhere
-	if err := json.Unmarshal(resp.Data, &ct); err != nil {
-		return "", fmt.Errorf("container %s: %w", id, err)
-	}
-	lastContainer = ct
+	lastContainer = box
+	ct := box.Info()
 	if ct.AgentAddr == "" {
 		why := ""
 		if ct.StatusReason != "" {
@@ -212,44 +236,8 @@ func AgentURLOf(cmd *cobra.Command, id string) (string, error) {
 	return "http://" + ct.AgentAddr, nil
 }
 
-// control is a logged-in control-plane client and where its config lives.
-type control struct {
-	path   string
-	cfg    *controlapi.Config
-	client *controlapi.Client
-}
-
-// loadControl reads the config; with needLogin it insists on a credential.
-func loadControl(needLogin bool) (*control, error) {
-	path, err := controlapi.ConfigPath()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := controlapi.LoadConfig(path)
-	if err != nil {
-		return nil, err
-	}
-	if needLogin && (cfg.ControlURL == "" || cfg.Credential == nil) {
-		return nil, controlapi.ErrNotLoggedIn
-	}
-	c := &control{path: path, cfg: cfg}
-	if cfg.ControlURL != "" {
-		if c.client, err = controlapi.New(controlapi.Options{ControlURL: cfg.ControlURL, ConfigPath: path, Config: cfg}); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
-}
-
-// call sends one request with the logged-in credential.
-func (c *control) call(cmd *cobra.Command, r controlapi.Request) (*controlapi.Response, error) {
-	ctx, stop := Context(cmd)
-	defer stop()
-	return c.client.Do(ctx, r)
-}
-
 // printData prints an answer's data in the command's format.
-func printData(cmd *cobra.Command, resp *controlapi.Response, table func(t *output.TableWriter, data any) error) error {
+func printData(cmd *cobra.Command, resp *deckhand.Answer, table func(t *output.TableWriter, data any) error) error {
 	p := output.New(cmd)
 	var data any
 	if p.Format == output.Table && len(resp.Data) > 0 {
@@ -312,14 +300,15 @@ func (t *terminal) secret(prompt string) (string, error) {
 
 // progress is a progress bar on stderr when stderr is a terminal, else nil
 // (a pipe or a log gets no bar).
-func progress() agentapi.Progress {
+func progress() *bar {
 	if !term.IsTerminal(int(os.Stderr.Fd())) {
 		return nil
 	}
 	return &bar{w: os.Stderr}
 }
 
-// bar adapts schollz/progressbar to agentapi.Progress.
+// bar shows a transfer's progress with schollz/progressbar; a nil *bar
+// shows nothing.
 type bar struct {
 	w     io.Writer
 	b     *progressbar.ProgressBar
@@ -328,6 +317,9 @@ type bar struct {
 }
 
 func (b *bar) Start(label string, total, done int64) {
+	if b == nil {
+		return
+	}
 	b.total, b.cur = total, done
 	b.b = progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(b.w),
@@ -343,11 +335,17 @@ func (b *bar) Start(label string, total, done int64) {
 }
 
 func (b *bar) Set(done int64) {
+	if b == nil {
+		return
+	}
 	b.cur = done
 	_ = b.b.Set64(done)
 }
 
 func (b *bar) Finish() {
+	if b == nil {
+		return
+	}
 	if b.cur >= b.total {
 		_ = b.b.Finish()
 		return

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
 
-	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
 )
 
@@ -74,7 +74,7 @@ func containerTokenCmd() *cobra.Command {
 
 var accessTokenCols = output.Cols("TOKEN=token", "CONTAINER=container_id", "SERVICES=services", "EXPIRES=expires_at", "AGENT=agent_url")
 
-func printContainer(cmd *cobra.Command, resp *controlapi.Response) error {
+func printContainer(cmd *cobra.Command, resp *deckhand.Answer) error {
 	return printData(cmd, resp, func(t *output.TableWriter, d any) error {
 		t.Object(d, containerCols)
 		if urls, ok := output.Field(d, "urls").(map[string]any); ok {
@@ -140,7 +140,7 @@ func containerCreateCmd() *cobra.Command {
 				}
 				body["env"] = vars
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/containers", Body: body})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/containers", Body: body})
 			if err != nil {
 				return err
 			}
@@ -173,10 +173,10 @@ func containerCreateCmd() *cobra.Command {
 
 // waitRunning polls container id until it is running, failed, or wait
 // passes.
-func waitRunning(cmd *cobra.Command, c *control, id string, wait time.Duration) (*controlapi.Response, error) {
+func waitRunning(cmd *cobra.Command, c *control, id string, wait time.Duration) (*deckhand.Answer, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/containers/" + url.PathEscape(id)})
+		resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/containers/" + url.PathEscape(id)})
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +211,7 @@ func containerListCmd() *cobra.Command {
 				return err
 			}
 			q := url.Values{"page": {fmt.Sprint(page)}, "limit": {fmt.Sprint(limit)}}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet,
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet,
 				Path: "/api/v1/projects/" + url.PathEscape(project) + "/containers?" + q.Encode()})
 			if err != nil {
 				return err
@@ -239,7 +239,7 @@ func containerGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/containers/" + url.PathEscape(args[0])})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/containers/" + url.PathEscape(args[0])})
 			if err != nil {
 				return err
 			}
@@ -258,7 +258,7 @@ func containerActionCmd(action, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/containers/" + url.PathEscape(args[0]) + "/" + action})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/containers/" + url.PathEscape(args[0]) + "/" + action})
 			if err != nil {
 				return err
 			}
@@ -283,7 +283,7 @@ func containerRemoveCmd() *cobra.Command {
 			if keep {
 				path += "?keep_workspace=true"
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodDelete, Path: path})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodDelete, Path: path})
 			if err != nil {
 				return err
 			}
@@ -306,7 +306,7 @@ func resolveImage(cmd *cobra.Command, c *control, image string) (string, error) 
 		return image, nil
 	}
 	q := url.Values{"search": {image}, "sort_by": {"added_date"}, "sort_order": {"desc"}, "limit": {"100"}}
-	resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/images/public?" + q.Encode()})
+	resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/images/public?" + q.Encode()})
 	if err != nil {
 		return "", err
 	}

@@ -5,9 +5,9 @@ import (
 	"net/url"
 	"time"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
 
-	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
 )
 
@@ -37,7 +37,7 @@ func snapshotCreateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: snapshotsPath(args[0]), Body: map[string]any{"name": args[1]}})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: snapshotsPath(args[0]), Body: map[string]any{"name": args[1]}})
 			if err != nil {
 				return err
 			}
@@ -59,7 +59,7 @@ func snapshotListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: snapshotsPath(args[0])})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: snapshotsPath(args[0])})
 			if err != nil {
 				return err
 			}
@@ -82,7 +82,7 @@ func snapshotRestoreCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: snapshotsPath(args[0]) + "/" + url.PathEscape(args[1]) + "/restore"})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: snapshotsPath(args[0]) + "/" + url.PathEscape(args[1]) + "/restore"})
 			if err != nil {
 				return err
 			}
@@ -108,7 +108,7 @@ func snapshotRemoveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodDelete, Path: snapshotsPath(args[0]) + "/" + url.PathEscape(args[1])})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodDelete, Path: snapshotsPath(args[0]) + "/" + url.PathEscape(args[1])})
 			if err != nil {
 				return err
 			}
@@ -140,7 +140,7 @@ func forkCmd() *cobra.Command {
 				return err
 			}
 			body := map[string]any{"project_id": project, "name": args[0], "snapshot_id": snapshot, "count": count}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/containers", Body: body})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/containers", Body: body})
 			if err != nil {
 				return err
 			}
@@ -194,7 +194,7 @@ func workspacesCmd() *cobra.Command {
 			}
 			path := "/api/v1/projects/" + url.PathEscape(project) + "/workspaces"
 			if remove != "" {
-				resp, err := c.call(cmd, controlapi.Request{Method: http.MethodDelete, Path: path + "/" + url.PathEscape(remove)})
+				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodDelete, Path: path + "/" + url.PathEscape(remove)})
 				if err != nil {
 					return err
 				}
@@ -204,7 +204,7 @@ func workspacesCmd() *cobra.Command {
 					return nil
 				})
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: path})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: path})
 			if err != nil {
 				return err
 			}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
 
-	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
 )
 
@@ -78,7 +78,7 @@ func eventsCmd() *cobra.Command {
 			if sortOrder != "" {
 				q.Set("sort_order", sortOrder)
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/events", Query: q})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/events", Query: q})
 			if err != nil {
 				return err
 			}
@@ -145,7 +145,7 @@ func followEvents(cmd *cobra.Command, c *control, q url.Values, interval time.Du
 	seen := map[string]bool{}
 	header := true
 	for {
-		resp, err := c.client.Do(ctx, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/events", Query: q})
+		resp, err := c.send(ctx, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/events", Query: q})
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -222,7 +222,7 @@ func notificationsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/notifications/"})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/notifications/"})
 			if err != nil {
 				return err
 			}
@@ -282,7 +282,7 @@ func notificationsReadCmd() *cobra.Command {
 				return err
 			}
 			if all {
-				resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPut, Path: "/api/v1/notifications/read-all"})
+				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPut, Path: "/api/v1/notifications/read-all"})
 				if err != nil {
 					return err
 				}
@@ -293,7 +293,7 @@ func notificationsReadCmd() *cobra.Command {
 			}
 			var done []json.RawMessage
 			for _, id := range args {
-				resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPut, Path: "/api/v1/notifications/" + url.PathEscape(id) + "/read"})
+				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPut, Path: "/api/v1/notifications/" + url.PathEscape(id) + "/read"})
 				if err != nil {
 					return fmt.Errorf("%s: %w", id, err)
 				}

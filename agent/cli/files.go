@@ -9,10 +9,9 @@ import (
 	"path"
 	"strings"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
 
-	"deckhand/agent/cli/agentapi"
-	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
 )
 
@@ -57,27 +56,23 @@ func lsCmd() *cobra.Command {
 		if len(args) == 1 {
 			p, _ = remotePath(args[0], false)
 		}
-		client, err := ag.Client()
+		box, err := ag.Client()
 		if err != nil {
 			return err
 		}
 		ctx, stop := Context(cmd)
 		defer stop()
-		e, err := client.Stat(ctx, p)
-		if err != nil {
-			return err
+		// The service's own answers, which -o json prints as they are.
+		var one, raw json.RawMessage
+		if err := box.Call(ctx, http.MethodGet, "files", "/api/v1/files/stat", url.Values{"path": {p}}, nil, &one); err != nil {
+			return ag.explain(err)
 		}
-		var raw json.RawMessage
-		if e.Type == "dir" {
+		if output.Field(mustDecode(one), "type") == "dir" {
 			q := url.Values{"path": {p}, "depth": {fmt.Sprint(depth)}, "hidden": {fmt.Sprint(hidden)}}
-			if err := client.JSON(ctx, http.MethodGet, "files", "/api/v1/files", q, nil, &raw); err != nil {
-				return err
+			if err := box.Call(ctx, http.MethodGet, "files", "/api/v1/files", q, nil, &raw); err != nil {
+				return ag.explain(err)
 			}
 		} else {
-			var one json.RawMessage
-			if err := client.JSON(ctx, http.MethodGet, "files", "/api/v1/files/stat", url.Values{"path": {p}}, nil, &one); err != nil {
-				return err
-			}
 			raw, _ = json.Marshal(map[string]any{"path": p, "entries": []json.RawMessage{one}, "truncated": false})
 		}
 		d, err := output.Decode(raw)
@@ -100,7 +95,7 @@ func lsCmd() *cobra.Command {
 }
 
 func cpCmd() *cobra.Command {
-	var o agentapi.Options
+	var o copyOptions
 	cmd := &cobra.Command{
 		Use:   "cp SOURCE DEST",
 		Short: "Copy a file to or from the container (:PATH is in the container)",
@@ -118,45 +113,46 @@ func cpCmd() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		src, srcRemote := remotePath(args[0], true)
 		dst, dstRemote := remotePath(args[1], true)
-		client, err := ag.Client()
+		if !srcRemote && !dstRemote {
+			return errors.New("neither side is in the container: write the container's side as :PATH (cp ./a :/tmp/a)")
+		}
+		box, err := ag.Client()
 		if err != nil {
 			return err
 		}
 		ctx, stop := Context(cmd)
 		defer stop()
-		if path, err := controlapi.ConfigPath(); err == nil {
-			o.Resumes = &agentapi.Resumes{Path: controlapi.StatePath(path)}
+		if path, err := ConfigPath(); err == nil {
+			o.Resumes = &resumes{Path: StatePath(path)}
 		}
 		o.Progress = progress()
 		var res any
 		switch {
 		case srcRemote && dstRemote:
-			if dst, err = client.Target(ctx, dst, path.Base(src)); err != nil {
-				return err
+			if dst, err = target(ctx, box, dst, path.Base(src)); err != nil {
+				return ag.explain(err)
 			}
 			var e json.RawMessage
 			body := map[string]any{"from": src, "to": dst, "overwrite": !o.NoClobber}
-			if err := client.JSON(ctx, http.MethodPost, "files", "/api/v1/files/copy", nil, body, &e); err != nil {
-				return err
+			if err := box.Call(ctx, http.MethodPost, "files", "/api/v1/files/copy", nil, body, &e); err != nil {
+				return ag.explain(err)
 			}
 			res = e
 		case dstRemote:
-			r, err := client.Upload(ctx, args[0], dst, o)
+			r, err := upload(ctx, box, ag.base, args[0], dst, o)
 			if err != nil {
-				return err
-			}
-			res = r
-		case srcRemote:
-			r, err := client.Download(ctx, src, args[1], o)
-			if err != nil {
-				return err
+				return ag.explain(err)
 			}
 			res = r
 		default:
-			return errors.New("neither side is in the container: write the container's side as :PATH (cp ./a :/tmp/a)")
+			r, err := download(ctx, box, ag.base, src, args[1], o)
+			if err != nil {
+				return ag.explain(err)
+			}
+			res = r
 		}
 		return output.New(cmd).Print(res, func(t *output.TableWriter) error {
-			if r, ok := res.(*agentapi.Result); ok {
+			if r, ok := res.(*copyResult); ok {
 				resumed := ""
 				if r.ResumedFrom > 0 {
 					resumed = fmt.Sprintf(", resumed at byte %d", r.ResumedFrom)
@@ -184,7 +180,7 @@ func rmCmd() *cobra.Command {
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "delete directories with everything in them")
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "a path that does not exist is not an error")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		client, err := ag.Client()
+		box, err := ag.Client()
 		if err != nil {
 			return err
 		}
@@ -200,9 +196,9 @@ func rmCmd() *cobra.Command {
 			if p == "/" {
 				return errors.New("refusing to delete the files root")
 			}
-			err := client.JSON(ctx, http.MethodDelete, "files", "/api/v1/files", url.Values{"path": {p}, "recursive": {fmt.Sprint(recursive)}}, nil, nil)
-			if err != nil && !(force && agentapi.IsNotFound(err)) {
-				return err // the service's message names the path
+			err := box.Files.Remove(ctx, p, recursive)
+			if err != nil && !(force && deckhand.IsNotFound(err)) {
+				return ag.explain(err) // the service's message names the path
 			}
 			out = append(out, removed{Path: p, Removed: err == nil})
 		}
@@ -231,7 +227,7 @@ func mkdirCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&mode, "mode", "m", "", "octal permission bits (default 0755, before the umask)")
 	cmd.Flags().BoolVar(&noParents, "no-parents", false, "fail when a parent is missing or the directory exists")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		client, err := ag.Client()
+		box, err := ag.Client()
 		if err != nil {
 			return err
 		}
@@ -245,8 +241,8 @@ func mkdirCmd() *cobra.Command {
 				body["mode"] = mode
 			}
 			var e json.RawMessage
-			if err := client.JSON(ctx, http.MethodPost, "files", "/api/v1/files/mkdir", nil, body, &e); err != nil {
-				return err
+			if err := box.Call(ctx, http.MethodPost, "files", "/api/v1/files/mkdir", nil, body, &e); err != nil {
+				return ag.explain(err)
 			}
 			made = append(made, e)
 		}
@@ -263,4 +259,10 @@ func mkdirCmd() *cobra.Command {
 		})
 	}
 	return cmd
+}
+
+// mustDecode is raw as output.Decode reads it (nil when it is not JSON).
+func mustDecode(raw json.RawMessage) any {
+	d, _ := output.Decode(raw)
+	return d
 }

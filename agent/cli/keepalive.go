@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,11 +40,12 @@ func keepaliveCmd() *cobra.Command {
 		}
 		ctx, stop := Context(cmd)
 		defer stop()
-		var raw json.RawMessage
-		body := map[string]any{"duration_seconds": int(d / time.Second)}
-		if err := client.JSON(ctx, http.MethodPost, "", "/api/v1/agent/leases", nil, body, &raw); err != nil {
+		l, err := client.Keepalive(ctx, d)
+		if err != nil {
 			return err
 		}
+		raw, _ := json.Marshal(map[string]any{"id": l.ID, "duration_seconds": int(l.Duration / time.Second),
+			"created_at": l.CreatedAt, "expires_at": l.ExpiresAt})
 		v, err := output.Decode(raw)
 		if err != nil {
 			return err

@@ -10,9 +10,9 @@ import (
 	"os"
 	"strings"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
 
-	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
 	"deckhand/platform/config"
 )
@@ -29,7 +29,7 @@ func loginCmd() *cobra.Command {
 			"With --email, the password is read from stdin (--password-stdin) or asked on the terminal; when the\n" +
 			"account has two-factor authentication on, the code is asked on the terminal or taken from --totp-code\n" +
 			"(a backup code works too). With --token svc_... (or DECKHAND_TOKEN) an auth token is kept instead, for\n" +
-			"automation. The credential is kept 0600 in $" + controlapi.ConfigEnv + ", else\n" +
+			"automation. The credential is kept 0600 in $" + ConfigEnv + ", else\n" +
 			"$XDG_CONFIG_HOME/deckhand/config.json. Before anything is sent the control plane's key set is fetched\n" +
 			"(and cached 24 h beside the config); every answer must carry its valid signature.",
 		Example: "  deckhand login http://127.0.0.1:8080 --email me@example.com\n" +
@@ -57,42 +57,43 @@ func loginCmd() *cobra.Command {
 			if email != "" && token != "" {
 				return errors.New("give --email or --token, not both")
 			}
-			cfg := &controlapi.Config{}
-			client, err := controlapi.New(controlapi.Options{ControlURL: url, ConfigPath: c.path, Config: cfg})
+			cfg := &Config{}
+			client, err := newControl(url, c.path, cfg)
 			if err != nil {
 				return err
 			}
 			ctx, stop := Context(cmd)
 			defer stop()
-			if err := client.FetchKeys(ctx); err != nil {
+			if err := client.do(ctx, func() error { return client.client.FetchKeys(ctx) }); err != nil {
 				return err
 			}
-			var user controlapi.User
+			var user loginUser
 			var userRaw json.RawMessage
 			switch {
 			case token != "":
 				if !strings.HasPrefix(token, "svc_") {
 					return errors.New("--token: must be an auth token (svc_...) made with `deckhand tokens create`")
 				}
-				cfg.Credential = &controlapi.Credential{Kind: controlapi.KindToken, Token: token}
-				resp, err := client.Do(ctx, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/users/auth/me"})
+				client.client.SetToken(token)
+				resp, err := client.send(ctx, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/users/auth/me"})
 				if err != nil {
 					return err
 				}
+				cfg.Credential = &Credential{Kind: KindToken, Token: token}
 				userRaw = resp.Data
 			default:
 				lr, err := passwordLogin(cmd, client, email, passwordStdin, code)
 				if err != nil {
 					return err
 				}
-				cfg.Credential = &controlapi.Credential{Kind: controlapi.KindSession, Token: lr.Token,
+				cfg.Credential = &Credential{Kind: KindSession, Token: lr.Token,
 					RefreshToken: lr.RefreshToken, ExpiresAt: lr.ExpiresAt}
 				userRaw = lr.User
 			}
 			if err := json.Unmarshal(userRaw, &user); err != nil || user.ID == "" {
-				return fmt.Errorf("control plane %s: the answer names no user", client.BaseURL())
+				return fmt.Errorf("control plane %s: the answer names no user", client.baseURL())
 			}
-			cfg.ControlURL = client.BaseURL()
+			cfg.ControlURL = client.baseURL()
 			cfg.Credential.UserID, cfg.Credential.Email = user.ID, user.Email
 			if err := cfg.Save(c.path); err != nil {
 				return err
@@ -112,7 +113,14 @@ func loginCmd() *cobra.Command {
 	return cmd
 }
 
-func nameOf(u controlapi.User) string {
+// loginUser is the part of the profile the CLI keeps.
+type loginUser struct {
+	ID       string `json:"id"`
+	Email    string `json:"email"`
+	Username string `json:"username"`
+}
+
+func nameOf(u loginUser) string {
 	if u.Email != "" {
 		return u.Email
 	}
@@ -121,7 +129,7 @@ func nameOf(u controlapi.User) string {
 
 // passwordLogin runs login and, when the account asks for it, the
 // two-factor step.
-func passwordLogin(cmd *cobra.Command, client *controlapi.Client, email string, fromStdin bool, code string) (*controlapi.LoginResult, error) {
+func passwordLogin(cmd *cobra.Command, client *control, email string, fromStdin bool, code string) (*loginResult, error) {
 	var tty *terminal
 	closeTTY := func() {}
 	defer func() { closeTTY() }()
@@ -171,17 +179,17 @@ func passwordLogin(cmd *cobra.Command, client *controlapi.Client, email string, 
 	}
 	ctx, stop := Context(cmd)
 	defer stop()
-	resp, err := client.Do(ctx, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/users/auth/login", Body: body, Anonymous: true})
+	resp, err := client.send(ctx, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/users/auth/login", Body: body})
 	if err != nil {
 		return nil, err
 	}
-	var lr controlapi.LoginResult
+	var lr loginResult
 	if err := json.Unmarshal(resp.Data, &lr); err != nil {
-		return nil, fmt.Errorf("control plane %s: unreadable login answer: %w", client.BaseURL(), err)
+		return nil, fmt.Errorf("control plane %s: unreadable login answer: %w", client.baseURL(), err)
 	}
 	if !lr.Requires2FA {
 		if lr.Token == "" {
-			return nil, fmt.Errorf("control plane %s: the login answer holds no token", client.BaseURL())
+			return nil, fmt.Errorf("control plane %s: the login answer holds no token", client.baseURL())
 		}
 		return &lr, nil
 	}
@@ -194,14 +202,14 @@ func passwordLogin(cmd *cobra.Command, client *controlapi.Client, email string, 
 			return nil, errors.New("no two-factor code given")
 		}
 	}
-	resp, err = client.Do(ctx, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/verify",
-		Body: map[string]string{"temp_token": lr.TempToken, "code": strings.TrimSpace(code)}, Anonymous: true})
+	resp, err = client.send(ctx, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/users/auth/2fa/verify",
+		Body: map[string]string{"temp_token": lr.TempToken, "code": strings.TrimSpace(code)}})
 	if err != nil {
 		return nil, err
 	}
-	lr = controlapi.LoginResult{}
+	lr = loginResult{}
 	if err := json.Unmarshal(resp.Data, &lr); err != nil || lr.Token == "" {
-		return nil, fmt.Errorf("control plane %s: the two-factor answer holds no token", client.BaseURL())
+		return nil, fmt.Errorf("control plane %s: the two-factor answer holds no token", client.baseURL())
 	}
 	return &lr, nil
 }
@@ -230,9 +238,9 @@ func logoutCmd() *cobra.Command {
 			}
 			kind := c.cfg.Credential.Kind
 			ended := false
-			if kind == controlapi.KindSession {
-				_, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/users/auth/logout"})
-				var apiErr *controlapi.APIError
+			if kind == KindSession {
+				_, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/users/auth/logout"})
+				var apiErr *deckhand.Error
 				switch {
 				case err == nil:
 					ended = true
@@ -266,7 +274,7 @@ func whoamiCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/users/auth/me"})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/users/auth/me"})
 			if err != nil {
 				return err
 			}

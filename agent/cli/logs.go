@@ -1,20 +1,14 @@
 package cli
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
-	"strconv"
 	"time"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
 
-	"deckhand/agent/cli/agentapi"
 	"deckhand/agent/cli/output"
 )
 
@@ -46,16 +40,11 @@ func logsCmd() *cobra.Command {
 	f.StringVar(&regex, "regex", "", "only messages matching this RE2 expression")
 	f.IntVarP(&lines, "lines", "n", 100, "how many of the newest entries to start with (1-10000)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		client, err := ag.Client()
+		box, err := ag.Client()
 		if err != nil {
 			return err
 		}
-		q := url.Values{"format": {"json"}, "limit": {strconv.Itoa(lines)}}
-		for k, v := range map[string]string{"source": source, "level": level, "since": since, "until": until, "text": grep, "regex": regex} {
-			if v != "" {
-				q.Set(k, v)
-			}
-		}
+		q := deckhand.JournalQuery{Source: source, Level: level, Since: since, Until: until, Text: grep, Regex: regex, Limit: lines}
 		ctx, stop := Context(cmd)
 		defer stop()
 		p := output.New(cmd)
@@ -75,103 +64,16 @@ func logsCmd() *cobra.Command {
 			})
 		}
 		if !follow {
-			req, err := client.NewRequest(ctx, http.MethodGet, "journal", "/api/v1/journal", q, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := client.Send(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return agentapi.ErrorOf(resp)
-			}
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 64<<10), 4<<20)
-			for sc.Scan() {
-				if len(sc.Bytes()) == 0 {
-					continue
-				}
-				if err := print(sc.Bytes()); err != nil {
-					return err
-				}
-			}
-			return sc.Err()
+			return ag.explain(box.Journal(ctx, q, print))
 		}
-		return followJournal(ctx, client, q, print)
+		return ag.explain(box.FollowJournal(ctx, q, deckhand.JournalFollow{
+			OnGap: func() {
+				fmt.Fprintln(os.Stderr, "deckhand logs: entries were removed by retention before they could be read; continuing at the oldest kept")
+			},
+			OnReconnect: func(err error) {
+				fmt.Fprintf(os.Stderr, "deckhand logs: stream ended (%v); reconnecting\n", explainAgent(ag.base, err))
+			},
+		}, print))
 	}
 	return cmd
-}
-
-// followJournal streams the journal and, when the stream ends, connects
-// again after the last entry seen (Last-Event-ID), until ctx ends. A
-// failure to print (stdout closed) ends it at once.
-func followJournal(ctx context.Context, client *agentapi.Client, q url.Values, print func([]byte) error) error {
-	q.Set("follow", "true")
-	lastID := ""
-	fails := 0
-	for {
-		req, err := client.NewRequest(ctx, http.MethodGet, "journal", "/api/v1/journal", q, nil)
-		if err != nil {
-			return err
-		}
-		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		resp, err := client.Send(req)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = agentapi.ErrorOf(resp)
-			resp.Body.Close()
-			var ae *agentapi.Error
-			if errors.As(err, &ae) && ae.Status < 500 {
-				return err
-			}
-		} else if err == nil {
-			fails = 0
-			err = agentapi.ReadEvents(resp.Body, func(ev agentapi.Event) error {
-				if ev.ID != "" {
-					lastID = ev.ID
-				}
-				switch {
-				case ev.Event == "gap":
-					fmt.Fprintln(os.Stderr, "deckhand logs: entries were removed by retention before they could be read; continuing at the oldest kept")
-				case ev.Event == "entry" && ev.HasData:
-					if err := print([]byte(ev.Data)); err != nil {
-						return printErr{err}
-					}
-				}
-				return nil
-			})
-			resp.Body.Close()
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		var pe printErr
-		if errors.As(err, &pe) {
-			return pe.err
-		}
-		if fails++; fails > 10 {
-			return fmt.Errorf("the journal stream keeps failing: %v", err)
-		}
-		fmt.Fprintf(os.Stderr, "deckhand logs: stream ended (%v); reconnecting\n", errOrEOF(err))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Duration(fails) * 500 * time.Millisecond):
-		}
-	}
-}
-
-type printErr struct{ err error }
-
-func (p printErr) Error() string { return p.err.Error() }
-
-func errOrEOF(err error) error {
-	if err == nil {
-		return errors.New("closed by the agent")
-	}
-	return err
 }

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
 
-	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
 )
 
@@ -49,7 +49,7 @@ func previewCmd() *cobra.Command {
 			if ttl != 0 {
 				body["ttl_seconds"] = int(ttl / time.Second)
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/containers/" + url.PathEscape(container) + "/previews", Body: body})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/containers/" + url.PathEscape(container) + "/previews", Body: body})
 			if err != nil {
 				return err
 			}

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"net/url"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
 
-	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
 )
 
@@ -30,7 +30,7 @@ func projectsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/projects", Body: map[string]any{"name": args[0]}})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/projects", Body: map[string]any{"name": args[0]}})
 			if err != nil {
 				return err
 			}
@@ -52,7 +52,7 @@ func projectsCmd() *cobra.Command {
 				return err
 			}
 			q := url.Values{"page": {fmt.Sprint(page)}, "limit": {fmt.Sprint(limit)}}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/projects?" + q.Encode()})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/projects?" + q.Encode()})
 			if err != nil {
 				return err
 			}

@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"net/url"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
 
-	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
 )
 
@@ -59,7 +59,7 @@ func tokenCreateCmd() *cobra.Command {
 			if expires != "" {
 				body["expires_at"] = expires
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/auth/tokens", Body: body, Header: codeHeader(code)})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/auth/tokens", Body: body, Header: codeHeader(code)})
 			if err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ func tokenListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/auth/tokens"})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/auth/tokens"})
 			if err != nil {
 				return err
 			}
@@ -109,7 +109,7 @@ func tokenGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0])})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0])})
 			if err != nil {
 				return err
 			}
@@ -132,7 +132,7 @@ func tokenPatchCmd(use, short string, enabled bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPatch, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0]),
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPatch, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0]),
 				Body: map[string]any{"is_enabled": enabled}, Header: codeHeader(code)})
 			if err != nil {
 				return err
@@ -158,7 +158,7 @@ func tokenRevokeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodDelete, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0])})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodDelete, Path: "/api/v1/auth/tokens/" + url.PathEscape(args[0])})
 			if err != nil {
 				return err
 			}

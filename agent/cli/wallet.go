@@ -10,9 +10,9 @@ import (
 	"net/url"
 	"strconv"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
 
-	"deckhand/agent/cli/controlapi"
 	"deckhand/agent/cli/output"
 	"deckhand/platform/atomicfile"
 )
@@ -38,7 +38,7 @@ func walletBalanceCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/wallet/balances"})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/balances"})
 			if err != nil {
 				return err
 			}
@@ -79,9 +79,9 @@ func walletTransferCmd() *cobra.Command {
 			if cmd.Flags().Changed("expected-fee-bps") {
 				body["expected_fee_bps"] = feeBPS
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/wallet/transfer-to-ai", Body: body})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/wallet/transfer-to-ai", Body: body})
 			if err != nil {
-				var apiErr *controlapi.APIError
+				var apiErr *deckhand.Error
 				if !errors.As(err, &apiErr) {
 					return fmt.Errorf("%w\nthe transfer may or may not have happened: run again with --idempotency-key %s to find out without moving money twice", err, key)
 				}
@@ -163,7 +163,7 @@ func walletTransactionsCmd() *cobra.Command {
 			cols := output.Cols("ID=id", "TYPE=transaction_type", "STATUS=status", "AMOUNT=amount", "FEE=fee", "CURRENCY=currency",
 				"BALANCE AFTER=general_balance_after", "CREATED=created_at")
 			if len(args) == 1 {
-				resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/wallet/transactions/" + url.PathEscape(args[0])})
+				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/transactions/" + url.PathEscape(args[0])})
 				if err != nil {
 					return err
 				}
@@ -172,7 +172,7 @@ func walletTransactionsCmd() *cobra.Command {
 					return nil
 				})
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/wallet/transactions", Query: pf.query()})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/transactions", Query: pf.query()})
 			if err != nil {
 				return err
 			}
@@ -214,7 +214,7 @@ func walletInvoicesCmd() *cobra.Command {
 				if id != "" {
 					return errors.New("give an invoice ID or --transaction, not both")
 				}
-				resp, err := c.call(cmd, controlapi.Request{Method: http.MethodPost, Path: "/api/v1/wallet/invoices/generate/" + url.PathEscape(txn)})
+				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodPost, Path: "/api/v1/wallet/invoices/generate/" + url.PathEscape(txn)})
 				if err != nil {
 					return err
 				}
@@ -234,7 +234,7 @@ func walletInvoicesCmd() *cobra.Command {
 				if filter != "" {
 					q.Set("filter", filter)
 				}
-				resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/wallet/invoices", Query: q})
+				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/invoices", Query: q})
 				if err != nil {
 					return err
 				}
@@ -246,7 +246,7 @@ func walletInvoicesCmd() *cobra.Command {
 				})
 			}
 			if pdf != "" {
-				resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/" + url.PathEscape(id) + "/pdf"})
+				resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/" + url.PathEscape(id) + "/pdf"})
 				if err != nil {
 					return err
 				}
@@ -266,7 +266,7 @@ func walletInvoicesCmd() *cobra.Command {
 					return nil
 				})
 			}
-			resp, err := c.call(cmd, controlapi.Request{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/" + url.PathEscape(id)})
+			resp, err := c.call(cmd, deckhand.Request{Method: http.MethodGet, Path: "/api/v1/wallet/invoices/" + url.PathEscape(id)})
 			if err != nil {
 				return err
 			}

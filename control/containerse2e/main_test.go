@@ -1,11 +1,8 @@
 package containerse2e_test
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -47,67 +44,7 @@ func agentImage(t *testing.T, host string) string {
 // Dockerfile changes (ENV NAME=VALUE) when given.
 func image(t *testing.T, host, entrypoint string, changes ...string) string {
 	t.Helper()
-	base, err := runtimetest.ImageTar()
-	if err != nil {
-		t.Skip(err)
-	}
-	agent, err := os.ReadFile(agentBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tr := tar.NewReader(bytes.NewReader(base))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	now := time.Now()
-	for _, d := range []string{"usr/", "usr/local/", "usr/local/bin/"} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "usr/local/bin/deckhand", Mode: 0o755, Size: int64(len(agent)), ModTime: now}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write(agent); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	cli := runtimetest.Client(t, host)
-	ref := "deckhand-containerse2e/agent:" + runtimetest.RandomName()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{
-		Changes: append([]string{"ENTRYPOINT " + entrypoint, "ENV PATH=/usr/local/bin:/bin", "LABEL " + runtimetest.ImageLabel + "=1"}, changes...),
-	})
-	if err != nil {
-		t.Fatalf("import the agent image: %v", err)
-	}
-	_, _ = io.Copy(io.Discard, rc)
-	_ = rc.Close()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true}); err != nil {
-			t.Errorf("remove image %s: %v", ref, err)
-		}
-	})
-	return ref
+	return runtimetest.AgentImage(t, host, "deckhand-containerse2e/agent", agentBin, entrypoint, changes...)
 }
 
 // engineObjects names what the engine holds for container id (any

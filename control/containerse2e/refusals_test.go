@@ -2,7 +2,6 @@ package containerse2e_test
 
 import (
 	"context"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -136,30 +135,11 @@ func TestFailedWithReasons(t *testing.T) {
 // it starts again; a container killed or removed behind its back is
 // recorded as the engine says, with the events.
 func TestReconcile(t *testing.T) {
-	host := runtimetest.DockerHost(t)
-	f := &fixture{t: t, host: host}
-	f.ref = agentImage(t, host)
-	purgeLater(t, host, &f.inst)
-	// A fixed port: the agents are given the control plane's URL, which
-	// must hold across its restart.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	dir := t.TempDir()
-	flags := []string{"--listen", addr, "--docker-host", host, "--enroll-timeout", "40s"}
-	f.s = controltest.StartIn(t, dir, flags...)
-	f.admin = f.s.Admin()
-	_, f.alice = f.s.User(f.admin, "alice@example.com")
-	f.project = data(f.must(201, "POST", "/api/v1/projects", map[string]any{"name": "p"}, f.alice))["id"].(string)
-	f.image = f.publish(f.ref, "0")
+	r := newRestartable(t)
+	f, host := r.fixture, r.host
 
 	id := f.create("crash", nil)
-	f.s.Kill()
-	f.s = controltest.StartIn(t, dir, flags...)
-	f.admin, f.alice = f.s.Admin(), f.s.Login("alice@example.com", controltest.GoodPW)
+	r.restart()
 	f.await(id, "running", 60*time.Second)
 	if got := engineObjects(t, host, id); len(got) != 2 {
 		t.Fatalf("after the restart the engine holds %v, want one container and its volume", got)

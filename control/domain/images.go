@@ -13,6 +13,7 @@ import (
 type Images struct {
 	mu      sync.RWMutex
 	resolve func(ctx context.Context, imageID string) (string, error)
+	info    func(ctx context.Context, imageID string) (ImageInfo, bool, error)
 }
 
 // Provide registers the catalog's resolver: the engine reference
@@ -40,4 +41,37 @@ func (i *Images) Resolve(ctx context.Context, imageID string) (string, error) {
 		return "", fault.Invalid("image_id", "this control plane has no image catalog")
 	}
 	return resolve(ctx, imageID)
+}
+
+// ImageInfo is what the warm pool of containers needs of a catalog
+// image, whoever asks: its engine reference and whether it is marked
+// prespawn.
+type ImageInfo struct {
+	Name     string
+	Prespawn bool
+}
+
+// ProvideInfo registers the catalog's lookup of ImageInfo: ok false when
+// no image has the id.
+func (i *Images) ProvideInfo(info func(ctx context.Context, imageID string) (ImageInfo, bool, error)) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.info != nil {
+		panic("domain: image info provided twice")
+	}
+	i.info = info
+}
+
+// Info is imageID's ImageInfo (ok false: no such image, or no catalog).
+func (i *Images) Info(ctx context.Context, imageID string) (ImageInfo, bool, error) {
+	var info func(context.Context, string) (ImageInfo, bool, error)
+	if i != nil {
+		i.mu.RLock()
+		info = i.info
+		i.mu.RUnlock()
+	}
+	if info == nil {
+		return ImageInfo{}, false, nil
+	}
+	return info(ctx, imageID)
 }

@@ -48,6 +48,7 @@ func New(env domain.Env[domain.NoConfig]) (*Service, error) {
 	s := &Service{env: env}
 	if env.Images != nil {
 		env.Images.Provide(s.resolve)
+		env.Images.ProvideInfo(s.info)
 	}
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"deckhand/control/catalog"
+	"deckhand/control/domain"
 	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
@@ -46,4 +47,25 @@ func (s *Service) resolve(ctx context.Context, id string) (string, error) {
 		return "", fault.Wrap("resolve the image", err)
 	}
 	return name, nil
+}
+
+// info is what the warm pool of containers needs of image id, for no
+// caller in particular (the pool fills in the background; the admin route
+// that sizes it checked the admin): its engine reference and its
+// prespawn mark. ok is false when no image has the id.
+func (s *Service) info(ctx context.Context, id string) (domain.ImageInfo, bool, error) {
+	if catalog.CheckID("image", idPrefix, id) != nil {
+		return domain.ImageInfo{}, false, nil
+	}
+	var r imageRec
+	var ok bool
+	err := s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
+		var err error
+		ok, err = tx.Get(bucketImages, id, &r)
+		return err
+	})
+	if err != nil || !ok {
+		return domain.ImageInfo{}, false, err
+	}
+	return domain.ImageInfo{Name: r.ImageName, Prespawn: r.Prespawn}, true, nil
 }

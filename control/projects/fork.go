@@ -144,10 +144,12 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 			out[i].Resources = *in.Resources
 		}
 	}
+	claim := s.newPoolClaim(&in, imageName, out)
 	if in.WorkspaceID != "" {
 		unlock := s.lc.lock("workspace/" + in.WorkspaceID)
 		defer unlock()
 	}
+	pin := s.pinFor(ctx, in, snap)
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		if _, err := s.creatableProject(tx, in.ProjectID, caller); err != nil {
 			return err
@@ -181,6 +183,12 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 				return err
 			}
 		}
+		if err := claim.take(tx, ctx); err != nil {
+			return err
+		}
+		if err := s.placeContainers(tx, in.ProjectID, claim.unclaimed(out), pin); err != nil {
+			return err
+		}
 		for _, c := range out {
 			if err := tx.Put(bucketContainers, c.ID, c); err != nil {
 				return err
@@ -203,8 +211,11 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 		return nil, fault.Wrap("create the container", err)
 	}
 	for i, c := range out {
-		s.provisionAsync(c.ID)
+		if !claim.started(ctx, c) {
+			s.provisionAsync(c.ID)
+		}
 		out[i] = s.decorate(c)
 	}
+	claim.refill()
 	return out, nil
 }

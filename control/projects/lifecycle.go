@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,6 +64,9 @@ const (
 type Runtime struct {
 	// Driver is the engine; nil runs nothing (--runtime none).
 	Driver runtime.Driver
+	// Servers, when set, places containers on servers with endpoints;
+	// Driver then routes to them (servers.go).
+	Servers Servers
 	// AgentControlURL answers the control-plane URL the agents are given
 	// (the server may open a listener for them on first use).
 	AgentControlURL func(ctx context.Context) (string, error)
@@ -376,15 +378,8 @@ func (s *Service) creatableProject(tx *store.Tx, id string, caller *auth.Princip
 // tx), for the agent the runtime is about to start: the token goes to the
 // engine as a root-only file and is never shown. Enrolment starts over.
 func (s *Service) mintAgentToken(tx *store.Tx, ctx context.Context, c *Container) (string, error) {
-	if err := dropAgentTokens(tx, c.ID); err != nil {
-		return "", err
-	}
-	token := AgentTokenPrefix + rand.Text()
-	rec := agentTokenRec{ID: newID(), ContainerID: c.ID, Hash: agentTokenHash(token), CreatedAt: s.now(), CreatedBy: "runtime"}
-	if err := tx.Put(bucketAgentTokens, c.ID+"/"+rec.ID, rec); err != nil {
-		return "", err
-	}
-	if err := tx.PutRaw(bucketAgentHash, rec.Hash, []byte(c.ID+"/"+rec.ID)); err != nil {
+	token, err := s.putAgentToken(tx, c.ID, "runtime")
+	if err != nil {
 		return "", err
 	}
 	c.EnrolledAt = nil

@@ -243,7 +243,10 @@ func (s *Service) noteEnrolled(ctx context.Context, id, tokenID string) {
 	}
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		c, err := getContainer(tx, id)
-		if err != nil || c == nil || c.EnrolledAt != nil {
+		if err == nil && c == nil {
+			return s.poolEnrolled(tx, id)
+		}
+		if err != nil || c.EnrolledAt != nil {
 			return err
 		}
 		now := s.now()

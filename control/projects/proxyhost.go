@@ -14,16 +14,17 @@ import (
 // hyphens, so each split is tried; only a container of that project whose
 // server is server matches. Unknown and deleted containers are NotFound.
 func (s *Service) ContainerByHost(ctx context.Context, prefix, server string) (*Container, error) {
-	var out *Container
+	var found []*Container
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		found = found[:0]
 		for i := strings.IndexByte(prefix, '-'); i > 0 && i < len(prefix)-1; {
 			c, err := getContainer(tx, prefix[i+1:])
 			if err != nil {
 				return err
 			}
-			if c != nil && c.ProjectID == prefix[:i] && s.serverName(c) == server {
-				out = c
-				return nil
+			// The server's name is looked up after the read.
+			if c != nil && c.ProjectID == prefix[:i] {
+				found = append(found, c)
 			}
 			j := strings.IndexByte(prefix[i+1:], '-')
 			if j < 0 {
@@ -36,18 +37,17 @@ func (s *Service) ContainerByHost(ctx context.Context, prefix, server string) (*
 	if err != nil {
 		return nil, fault.Wrap("find the container", err)
 	}
+	var out *Container
+	for _, c := range found {
+		if s.serverName(c) == server {
+			out = c
+			break
+		}
+	}
 	if out == nil {
 		return nil, fault.NotFound("container", prefix)
 	}
 	return s.decorate(out), nil
-}
-
-// serverName is the server name in c's service URLs.
-func (s *Service) serverName(c *Container) string {
-	if c.ServerID != "" {
-		return c.ServerID
-	}
-	return s.lc.rt.ServerName
 }
 
 // WakeContainer starts a stopped (or resumes a paused) container for a

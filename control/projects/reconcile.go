@@ -138,7 +138,7 @@ func (s *Service) reconcileOne(ctx context.Context, id string, st *runtime.Statu
 	}
 	st = &cur
 	if c == nil {
-		if st.State != runtime.StateMissing {
+		if st.State != runtime.StateMissing && !s.isPoolMember(ctx, id) {
 			// Made by this installation (the driver lists no other) for a
 			// record that is gone: a delete whose engine step failed.
 			if err := drv.Delete(ctx, id, false); err != nil {

@@ -115,7 +115,7 @@ func (s *Service) Routes() []platform.Route {
 				"400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is " +
 				"no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the " +
 				"project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. " +
-				"Writes `container.creating`, then `container.running` or `container.failed`." + forkDesc + idleDesc,
+				"Writes `container.creating`, then `container.running` or `container.failed`." + forkDesc + poolDesc + idleDesc,
 			Message: "Container created", Response: Container{}, Op: platform.Op(s.CreateContainers)},
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/start", OperationID: "startContainer", Policy: operate, Tags: containers,
 			Summary: "Start a container",
@@ -303,6 +303,8 @@ func (s *Service) Routes() []platform.Route {
 	routes = append(routes, s.stateRoutes(operate, manage, read, actErrs)...)
 	routes = append(routes, s.idleRoutes(agent)...)
 	routes = append(routes, s.workspaceRoutes(member, manager)...)
+	routes = append(routes, s.serverRoutes()...)
+	routes = append(routes, s.poolRoutes()...)
 	return routes
 }
 

@@ -2,7 +2,9 @@
 // registered in them, each container's outbound network configuration and
 // the proxy permissions documents of containers and projects
 // (docs/spec/interface.md 4.8, 4.9, 4.12 Projects; docs/spec/operations.md admin API, the
-// container ownership rule and project-level proxy permissions).
+// container ownership rule and project-level proxy permissions), and the
+// warm pool of paused containers a create of a prespawn image claims
+// (pool.go).
 //
 // Who may do what is declared on the routes as resource checks this
 // package provides to every domain (Authz):
@@ -99,6 +101,7 @@ type Service struct {
 	sealer     *secrets.Sealer
 	userExists platform.Check
 	lc         *lifecycle
+	pool       poolState
 }
 
 // New builds the domain and provides its resource checks.
@@ -113,6 +116,7 @@ func New(env domain.Env[Config]) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.bindServers()
 	s.userExists = env.Authz.Policy("user.exists", "the named account exists").Check
 	env.Authz.Provide(CheckProjectMember, s.checkProject(roleViewer))
 	env.Authz.Provide(CheckProjectManager, s.checkProject(roleManager))
@@ -152,6 +156,7 @@ func (s *Service) Bootstrap(ctx context.Context) error {
 			defer s.lc.wg.Done()
 			s.runReconciler()
 		}()
+		s.startPool()
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ var (
 )
 
 // Tables are the tables this package declares.
-var Tables = []*store.Table{projectTable, containerTable, snapshotTable, workspaceTable}
+var Tables = []*store.Table{projectTable, containerTable, snapshotTable, workspaceTable, poolTable}
 
 // legacyBuckets held hand-built indexes the tables replace (a project's
 // owner, a container's project); New drops them.

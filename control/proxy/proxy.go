@@ -17,7 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
+
 	"net/http"
 	"net/http/httputil"
 	"strconv"
@@ -86,7 +86,7 @@ type Proxy struct {
 // upstream is one container's pooled transport and its limits.
 type upstream struct {
 	addr  string
-	tr    *http.Transport
+	tr    *agentTransport
 	rp    *httputil.ReverseProxy
 	limit *rateWindow
 }
@@ -123,7 +123,7 @@ func New(cfg Config, cat Catalog) *Proxy {
 // Server is an http.Server for the proxy with its timeouts; the caller
 // serves it on its own listener.
 func (p *Proxy) Server() *http.Server {
-	return &http.Server{Handler: p, ReadHeaderTimeout: p.cfg.HeaderTimeout, IdleTimeout: p.cfg.IdleTimeout,
+	return &http.Server{Handler: p, ConnContext: withConn, ReadHeaderTimeout: p.cfg.HeaderTimeout, IdleTimeout: p.cfg.IdleTimeout,
 		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(p.cfg.Logger.Handler(), slog.LevelDebug)}
 }
 
@@ -179,7 +179,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			strconv.Itoa(p.cfg.MaxRequestsPerSecond)+" requests a second through the proxy")
 		return
 	}
-	u.rp.ServeHTTP(w, r)
+	u.rp.ServeHTTP(w, withWriter(w, r))
 }
 
 // wake starts a stopped container and waits for it, bounded. A browser
@@ -260,18 +260,9 @@ func (p *Proxy) upstream(c Container) *upstream {
 	if u := p.pool[c.ID]; u != nil && u.addr == c.Addr {
 		return u
 	} else if u != nil {
-		u.tr.CloseIdleConnections()
+		u.tr.close()
 	}
-	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConnsPerHost:   64,
-		MaxConnsPerHost:       p.cfg.MaxConnsPerContainer,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: 0, // long polls and streams answer when they answer
-		DisableCompression:    true,
-		ForceAttemptHTTP2:     false,
-	}
+	tr := newAgentTransport(c.Addr, p.cfg.MaxConnsPerContainer, connWait)
 	addr := c.Addr
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -282,12 +273,21 @@ func (p *Proxy) upstream(c Container) *upstream {
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
 		},
-		Transport:     tr,
-		BufferPool:    bufferPool{},
-		FlushInterval: -1, // events and streams reach the client as they come
+		Transport:  tr,
+		BufferPool: bufferPool{},
+		// Event streams and bodies of unknown length reach the client as
+		// they come (ReverseProxy flushes those at once); a body of known
+		// length goes out in full writes, or spliced when large.
+		FlushInterval: 0,
 		ErrorLog:      slog.NewLogLogger(p.cfg.Logger.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
+				return
+			}
+			if errors.Is(err, errBusy) {
+				w.Header().Set("Retry-After", "1")
+				writeError(w, http.StatusServiceUnavailable, "container "+c.ID+" has "+strconv.Itoa(p.cfg.MaxConnsPerContainer)+
+					" connections open through the proxy, the most it may; retry")
 				return
 			}
 			writeError(w, http.StatusBadGateway, "the agent of container "+c.ID+" did not answer; retry, or see its status")
@@ -315,7 +315,7 @@ func (p *Proxy) Forget(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if u := p.pool[id]; u != nil {
-		u.tr.CloseIdleConnections()
+		u.tr.close()
 		delete(p.pool, id)
 	}
 }

@@ -24,6 +24,10 @@ const (
 	LabelInstallation = "deckhand.installation"
 	// LabelSnapshot is on a snapshot's image: the snapshot's id.
 	LabelSnapshot = "deckhand.snapshot"
+	// LabelPool is on a container made for the warm pool of a catalog
+	// image (the image's id); it stays after the container is claimed,
+	// since an engine's labels are fixed when it makes the object.
+	LabelPool = "deckhand.pool"
 )
 
 // State is what the engine says of a container.
@@ -66,6 +70,9 @@ type Spec struct {
 	// Args are the agent's command-line arguments (the image's entrypoint
 	// is the agent).
 	Args []string
+	// Pool is the catalog image whose warm pool the container is made
+	// for (LabelPool); empty for a container made for a project.
+	Pool string
 	// Workspace is the id of the workspace mounted as the user's home: a
 	// workspace kept when its container was deleted (it keeps that
 	// container's id); empty: the container's own. A workspace volume
@@ -151,6 +158,13 @@ type Driver interface {
 	// succeeds.
 	DeleteSnapshot(ctx context.Context, snap string) error
 	Close() error
+}
+
+// FileWriter is a driver that writes files into a container it made,
+// running or paused, as Create wrote Spec.Files: the warm pool's claim
+// gives a pooled container its own agent token this way.
+type FileWriter interface {
+	WriteFiles(ctx context.Context, id string, files []File) error
 }
 
 // Errors a driver answers, so callers map them once.

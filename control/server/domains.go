@@ -29,7 +29,7 @@ var domains = []entry{
 	add("events", (*Server).eventlogConfig, eventlog.New),
 	add("notifications", noConfig, notifications.New),
 	add("images", noConfig, images.New),
-	add("servers", noConfig, servers.New),
+	add("servers", (*Server).serversConfig, servers.New),
 	add("console", (*Server).consoleConfig, console.New),
 }
 
@@ -83,6 +83,10 @@ func (s *Server) walletConfig() (wallet.Config, error) {
 
 func (s *Server) projectsConfig() (projects.Config, error) {
 	return projects.Config{Sealer: s.sealer, Keys: s.keys, Runtime: s.runtimeConfig()}, nil
+}
+
+func (s *Server) serversConfig() (servers.Config, error) {
+	return servers.Config{Sealer: s.sealer, LocalName: s.cfg.ServerName}, nil
 }
 
 // consoleConfig hands the console the identity domain built before it.

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"deckhand/control/fleet"
 	"deckhand/control/projects"
 	"deckhand/control/proxy"
 	"deckhand/control/runtime"
@@ -136,6 +137,12 @@ func (s *Server) openRuntime() error {
 		}
 		s.driver = kubeEngine{drv}
 	}
+	if s.driver != nil {
+		// Servers with endpoints run containers too: the fleet routes each
+		// container to its server's engine, the local one by default.
+		s.driver = fleet.New(fleet.Options{DB: s.db, Sealer: s.sealer, Local: s.driver, Installation: s.installation,
+			GatewayPort: projects.AgentPort, KubePullPolicy: corev1.PullPolicy(s.cfg.KubePullPolicy), KubeStorageClass: s.cfg.KubeStorageClass, Log: s.log})
+	}
 	return nil
 }
 
@@ -204,6 +211,9 @@ func (s *Server) runtimeConfig() projects.Runtime {
 	rt.URLScheme, rt.URLPort = s.proxyURLParts()
 	if s.driver != nil {
 		rt.Driver = s.driver
+	}
+	if fl, ok := s.driver.(*fleet.Fleet); ok {
+		rt.Servers = fl
 	}
 	return rt
 }

@@ -31,5 +31,20 @@ func (s *Service) Routes() []platform.Route {
 			Message:     "Server", Op: platform.Op(s.Get)},
 		{Method: http.MethodPost, Path: "/api/v1/admin/servers", OperationID: "createServer", Policy: platform.Admin, Tags: tag, Status: http.StatusCreated,
 			Summary: "Offer a server (admin)", Message: "Server created", Op: platform.Op(s.Create)},
+		{Method: http.MethodPut, Path: "/api/v1/admin/servers/{id}/endpoint", OperationID: "setServerEndpoint", Policy: platform.Admin, Tags: tag,
+			Summary: "Make a server a runtime endpoint (admin)",
+			Description: "Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or " +
+				"tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, " +
+				"`kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, " +
+				"`capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one " +
+				"DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. " +
+				"400 names the field and rule of bad input.",
+			Message: "Server endpoint set", Op: platform.Op(s.SetEndpoint)},
+		{Method: http.MethodPost, Path: "/api/v1/admin/servers/{id}/drain", OperationID: "drainServer", Policy: platform.Admin, Tags: tag,
+			Summary:     "Drain a server (admin)",
+			Description: "Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.",
+			Message:     "Server draining", Op: platform.Op(s.Drain)},
+		{Method: http.MethodPost, Path: "/api/v1/admin/servers/{id}/undrain", OperationID: "undrainServer", Policy: platform.Admin, Tags: tag,
+			Summary: "Let placement choose a drained server again (admin)", Message: "Server accepting containers", Op: platform.Op(s.Undrain)},
 	}
 }

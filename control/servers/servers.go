@@ -25,6 +25,7 @@ import (
 	"deckhand/platform"
 	"deckhand/platform/auth"
 	"deckhand/platform/fault"
+	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
 
@@ -53,12 +54,14 @@ const legacyRentals = "server_rentals"
 
 // Service is the servers domain.
 type Service struct {
-	env domain.Env[domain.NoConfig]
+	env    domain.Env[Config]
+	cfg    Config
+	sealer *secrets.Sealer
 }
 
 // New builds the domain; rentals of priced servers charge the wallet, so
 // it requires the Payments seam.
-func New(env domain.Env[domain.NoConfig]) (*Service, error) {
+func New(env domain.Env[Config]) (*Service, error) {
 	env.Payments.Require()
 	ctx := context.Background()
 	if err := env.Store.Declare(ctx, Tables...); err != nil {
@@ -67,7 +70,7 @@ func New(env domain.Env[domain.NoConfig]) (*Service, error) {
 	if err := env.Store.UpdateContext(ctx, func(tx *store.Tx) error { return tx.DropBucket(legacyRentals) }); err != nil {
 		return nil, fmt.Errorf("servers: drop the earlier rentals index: %w", err)
 	}
-	return &Service{env: env}, nil
+	return &Service{env: env, cfg: env.Config, sealer: env.Config.Sealer}, nil
 }
 
 // Server is a server record. Rental fields are shown to the renter and
@@ -83,6 +86,11 @@ type Server struct {
 	RentedAt    string          `json:"rented_at,omitempty"`
 	RentedUntil string          `json:"rented_until,omitempty"`
 	CreatedAt   string          `json:"created_at"`
+	// Driver, Capacity and Draining are shown to admins only, for a
+	// server with an endpoint; the endpoint itself is never answered.
+	Driver   string `json:"driver,omitempty" doc:"admins only: docker or kubernetes when the server runs containers"`
+	Capacity int    `json:"capacity,omitempty" doc:"admins only: how many containers it holds"`
+	Draining *bool  `json:"draining,omitempty" doc:"admins only: true while it takes no new containers"`
 }
 
 // serverRec is the stored server.
@@ -96,6 +104,12 @@ type serverRec struct {
 	RenterID    string          `json:"renter_id,omitempty"`
 	RentedAt    time.Time       `json:"rented_at,omitempty"`
 	RentedUntil time.Time       `json:"rented_until,omitempty"`
+	// Driver, the sealed Endpoint, Capacity and Draining make it a
+	// runtime endpoint (endpoint.go).
+	Driver   string `json:"driver,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Capacity int    `json:"capacity,omitempty"`
+	Draining bool   `json:"draining,omitempty"`
 }
 
 const stamp = "2006-01-02T15:04:05.000Z"
@@ -111,6 +125,10 @@ func (r *serverRec) view(now time.Time, p *auth.Principal) Server {
 		if p.UserID == r.RenterID || p.IsAdmin() {
 			v.RenterID, v.RentedAt, v.RentedUntil = r.RenterID, r.RentedAt.Format(stamp), r.RentedUntil.Format(stamp)
 		}
+	}
+	if p.IsAdmin() && r.Driver != "" {
+		draining := r.Draining
+		v.Driver, v.Capacity, v.Draining = r.Driver, r.Capacity, &draining
 	}
 	return v
 }

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"deckhand/control/catalogtest"
+	"deckhand/control/domain"
 	"deckhand/control/events"
 	"deckhand/control/money"
 	"deckhand/control/servers"
 	"deckhand/control/wallet"
 	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/fault"
+	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 	"deckhand/platform/store/storetest"
 )
@@ -30,17 +32,22 @@ type env struct {
 	db     *store.DB
 	clock  *clockpkg.FakeClock
 	wallet *wallet.Service
+	sealer *secrets.Sealer
 }
 
 func newEnv(t *testing.T) *env {
 	db, _ := engine.Open(t)
 	clock := clockpkg.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	denv, w := catalogtest.Env(t, "servers", db, clock)
-	svc, err := servers.New(denv)
+	sealer, err := secrets.New(secrets.NewKey())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{svc: svc, db: db, clock: clock, wallet: w}
+	svc, err := servers.New(domain.WithConfig(denv, servers.Config{Sealer: sealer, LocalName: "local"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{svc: svc, db: db, clock: clock, wallet: w, sealer: sealer}
 }
 
 var admin = catalogtest.Admin("admin-1")

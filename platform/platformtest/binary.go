@@ -66,7 +66,7 @@ func Main(m *testing.M, path *string, name, pkg string, check ...func(path strin
 }
 
 // listening matches the line a deckhand binary prints once it serves.
-var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+var listening = regexp.MustCompile(`listening on (http://[0-9.:\[\]]+)`)
 
 // WatchListening reads a child's output r line by line, copying each line
 // to tee when it is not nil, and returns a channel that receives the first

@@ -24,3 +24,12 @@ func bufCopy(dst, src net.Conn) (int64, error) {
 	defer bufs.Put(b)
 	return io.CopyBuffer(dst, src, *b)
 }
+
+// bufCopyN copies n bytes through a pooled buffer; fewer end at src's end
+// with a nil error (CopyN says io.EOF).
+func bufCopyN(dst, src net.Conn, n int64) (int64, error) {
+	b := bufs.Get().(*[]byte)
+	defer bufs.Put(b)
+	w, err := io.CopyBuffer(dst, io.LimitReader(src, n), *b)
+	return w, err
+}

@@ -118,3 +118,49 @@ func TestCopyWriteFails(t *testing.T) {
 	}
 	_ = in.Close()
 }
+
+// TestCopyN moves exactly n bytes and leaves the rest readable from the
+// source (a kept-alive connection's next answer); a source that ends
+// first is io.EOF.
+func TestCopyN(t *testing.T) {
+	t.Parallel()
+	for _, tcp := range []bool{true, false} {
+		var in, src, dst, out net.Conn
+		if tcp {
+			in, src = tcpPair(t)
+			dst, out = tcpPair(t)
+		} else {
+			in, src = net.Pipe()
+			dst, out = net.Pipe()
+			t.Cleanup(func() { in.Close(); src.Close(); dst.Close(); out.Close() })
+		}
+		const n = 3<<20 + 5
+		data := make([]byte, n+100)
+		rng := rand.New(rand.NewPCG(n, 9))
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		go func() { _, _ = in.Write(data) }()
+		got := make(chan []byte, 1)
+		go func() { b, _ := io.ReadAll(out); got <- b }()
+		w, err := splice.CopyN(dst, src, n)
+		_ = dst.Close()
+		if err != nil || w != n {
+			t.Fatalf("tcp %v: CopyN: %d, %v", tcp, w, err)
+		}
+		if b := <-got; !bytes.Equal(b, data[:n]) {
+			t.Fatalf("tcp %v: %d bytes arrived, not the first %d", tcp, len(b), n)
+		}
+		rest := make([]byte, 100)
+		if _, err := io.ReadFull(src, rest); err != nil || !bytes.Equal(rest, data[n:]) {
+			t.Fatalf("tcp %v: the rest of the source: %v", tcp, err)
+		}
+		// The source ends before n.
+		d2, o2 := tcpPair(t)
+		go func() { _, _ = io.Copy(io.Discard, o2) }()
+		go func() { _, _ = in.Write([]byte("short")); _ = in.Close() }()
+		if w, err := splice.CopyN(d2, src, 10); err != io.EOF || w != 5 {
+			t.Fatalf("tcp %v: CopyN past the source's end: %d, %v", tcp, w, err)
+		}
+	}
+}

@@ -8,7 +8,8 @@
 #     plane) until its gateway answers HTTP. RUNS each, alternating;
 #     medians, p95 and the ratio.
 #  2. CONCURRENT containers created at once: the time until all run, the
-#     idle RSS of each container's processes (the agent; `docker top`),
+#     idle memory of each container's processes (the agent and its init;
+#     `docker top`): RSS summed, PSS and its anonymous part,
 #     and no engine object left once they are deleted.
 # Usage: scripts/bench/containers.sh [runs=10] [concurrent=20]
 # Needs: a built tree (make build), an engine (scripts/engine.sh start),
@@ -131,13 +132,23 @@ for _ in $(seq 6000); do
 done
 echo "== $CONC concurrent creates: all running after $(($(ms) - t0)) ms ($n running)"
 sleep 10 # idle
-rss=()
+rss=() pss=() anon=()
 for id in "${ids[@]}"; do
   c=$(docker ps -q --filter "label=deckhand.container=$id")
+  pids=$(docker top "$c" -o pid | awk 'NR>1 {print $1}')
   rss+=("$(docker top "$c" -o pid,rss | awk 'NR>1 {s+=$2} END {print int(s/1024)}')")
+  # PSS splits a page among the processes that map it (the agent's binary
+  # is mapped by its init and by every container of the image); its
+  # anonymous part is what the container alone holds.
+  read -r p a <<<"$(for pid in $pids; do cat "/proc/$pid/smaps_rollup" 2>/dev/null; done |
+    awk '$1=="Pss:" {p+=$2} $1=="Pss_Anon:" {a+=$2} END {print int(p/1024), int(a/1024)}')"
+  pss+=("$p") anon+=("$a")
 done
 read -r rm rp <<<"$(stats "${rss[@]}")"
-echo "   idle RSS of each container's processes after 10 s (MiB): median $rm, p95 $rp, all: ${rss[*]}"
+read -r pm pp <<<"$(stats "${pss[@]}")"
+read -r am ap <<<"$(stats "${anon[@]}")"
+echo "   idle memory of each container's processes after 10 s (MiB): RSS summed median $rm, p95 $rp (all: ${rss[*]});"
+echo "   PSS median $pm, p95 $pp; anonymous (the container's own) median $am, p95 $ap"
 jobs=()
 for id in "${ids[@]}"; do
   api DELETE "/api/v1/containers/$id" >/dev/null &

@@ -25,6 +25,13 @@
 //             would refuse (no event Delete, no project settings, grants or
 //             role changes); the admin is, and grants access by email; the
 //             footer names the signing key
+//   container a project's manager runs a container on the real engine from
+//             the console: creates it on the project page, sees it
+//             running, its service URLs (copied) and terminal link, signs
+//             a preview link, stops and starts, pauses and resumes it,
+//             takes a snapshot (a taken name refused with the way
+//             forward), forks it, deletes the snapshot, the fork and the
+//             container; meanwhile a viewer sees the page and no action
 //   cross     a page on another origin tries to drive the console
 //   tamper    answers altered on the way (by the Go test's proxy) are refused
 // Each mode prints result lines ("TOKEN ...", "BALANCE ...") and a last
@@ -611,6 +618,127 @@ async function roles(chrome) {
   console.log("GRANTED " + args.grantEmail);
 }
 
+async function container(chrome) {
+  const page = await chrome.page();
+  page.setDefaultTimeout(90000); // a container enrolls on a busy 2-core machine
+  const done = await watch(page, "container page");
+  page.on("dialog", (d) => d.accept());
+  await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin });
+  await login(page, args.managerEmail, args.password);
+
+  // Create on the project page; the container's page follows its start.
+  await page.goto(base + `/projects/${args.project}`);
+  const create = page.getByRole("region", { name: "New container" });
+  await create.getByLabel("Container name").fill("web");
+  await create.getByLabel("Image").selectOption({ label: args.imageAlias });
+  const t0 = Date.now();
+  await create.getByRole("button", { name: "Create container" }).click();
+  await page.waitForURL(/\/containers\/[a-z0-9]+$/);
+  const id = new URL(page.url()).pathname.split("/").pop();
+  console.log("CONTAINER " + id);
+  const status = page.getByTestId("container-status");
+  await status.getByText("running", { exact: true }).waitFor();
+  console.log("RUNNING after " + ((Date.now() - t0) / 1000).toFixed(1) + " s");
+
+  // What the page shows is the container's answer: each service's URL,
+  // the terminal link through the proxy's URL of the terminal service.
+  const answer = await page.evaluate(async (id) => (await (await fetch(`/api/v1/containers/${id}`)).json()).data, id);
+  check(answer.urls?.terminal, `the container's answer has no terminal URL: ${JSON.stringify(answer)}`);
+  const term = await page.getByTestId("terminal-link").getAttribute("href");
+  check(term === answer.urls.terminal + "/", `terminal link ${term}, want ${answer.urls.terminal}/`);
+  console.log("TERMINAL " + term);
+  const urls = page.getByTestId("service-urls");
+  for (const [svc, url] of Object.entries(answer.urls)) {
+    const shown = await urls.getByLabel(`URL of ${svc}`, { exact: true }).inputValue();
+    check(shown === url, `service ${svc} shows ${shown}, want ${url}`);
+  }
+  await urls.getByRole("button", { name: "Copy URL of files" }).click();
+  await urls.getByRole("status").getByText("Copied.").waitFor();
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  check(copied === answer.urls.files, `copied ${copied}, want ${answer.urls.files}`);
+  console.log(`URLS ${Object.keys(answer.urls).length} shown, files copied`);
+  await page.getByLabel("Port", { exact: true }).fill("8080");
+  await page.getByRole("button", { name: "Sign preview link" }).click();
+  const preview = await page.getByTestId("preview-link").getByRole("textbox").inputValue();
+  check(preview.includes(`-${id}-p8080-1.`) && preview.includes("deckhand_preview="), `preview link ${preview}`);
+  console.log("PREVIEW " + preview.replace(/deckhand_preview=[^&]+/, "deckhand_preview=…"));
+  await audit(page, "container running");
+
+  // Stop and start, pause and resume, each settled on the engine.
+  const state = page.getByRole("region", { name: "State" });
+  for (const [verb, settled, said] of [["Stop", "stopped", "stopped"], ["Start", "running", "started"], ["Pause", "paused", "paused"],
+    ["Resume", "running", "resumed"]]) {
+    await state.getByRole("button", { name: verb, exact: true }).click();
+    await status.getByText(settled, { exact: true }).waitFor();
+    await state.getByRole("status").getByText(`Container ${said}.`).waitFor();
+    console.log(`${verb.toUpperCase()} ${settled}`);
+  }
+
+  // A snapshot, listed with its size; the same name again is refused
+  // with what to do.
+  const snaps = page.getByRole("region", { name: "Snapshots" });
+  await snaps.getByLabel("Snapshot name").fill("before");
+  await snaps.getByRole("button", { name: "Take snapshot" }).click();
+  await snaps.getByRole("status").getByText(/Snapshot before taken/).waitFor();
+  const row = snaps.getByTestId("snapshots").getByRole("row").filter({ hasText: "before" });
+  await row.waitFor();
+  const cells = await row.getByRole("cell").allTextContents();
+  check(/\d/.test(cells[1]) && cells[1] !== "0 bytes", `snapshot size ${cells[1]}`);
+  console.log(`SNAPSHOT ${cells.slice(0, 3).join(" | ")}`);
+  await page.screenshot({ path: join(args.outDir, "container-manager.png"), fullPage: true });
+  await snaps.getByLabel("Snapshot name").fill("BEFORE");
+  await snaps.getByRole("button", { name: "Take snapshot" }).click();
+  const refusal = await snaps.getByRole("alert").textContent();
+  check(/already has a snapshot/.test(refusal) && /Change name and try again/.test(refusal), `a taken name: ${refusal}`);
+  console.log("REFUSED " + refusal.trim());
+
+  // A viewer of the project sees all this and no action (the same
+  // browser, logged out and in: a second Chromium costs more than the
+  // whole step on a busy machine).
+  await page.getByRole("button", { name: "Log out" }).click();
+  await login(page, args.viewerEmail, args.password);
+  await page.goto(base + `/containers/${id}`);
+  await status.getByText("running", { exact: true }).waitFor();
+  await page.getByTestId("snapshots").getByRole("cell", { name: "before", exact: true }).waitFor();
+  await page.getByTestId("terminal-link").waitFor();
+  const buttons = await page.locator("main").getByRole("button").evaluateAll((bs) => bs.map((b) => b.getAttribute("aria-label") || b.textContent.trim()));
+  const actions = buttons.filter((b) => !b.startsWith("Copy ") && b !== "Refresh agent report" && b !== "Reload");
+  check(actions.length === 0, `a viewer is shown actions: ${actions.join(", ")}`);
+  check(!(await page.getByLabel("Snapshot name").count()), "a viewer is shown the snapshot form");
+  console.log(`VIEWER sees ${buttons.length} buttons, none an action`);
+  await page.screenshot({ path: join(args.outDir, "container-viewer.png"), fullPage: true });
+  await page.getByRole("button", { name: "Log out" }).click();
+  await login(page, args.managerEmail, args.password);
+  await page.goto(base + `/containers/${id}`);
+
+  // Fork the snapshot, then delete the snapshot: the fork runs on.
+  await row.getByRole("button", { name: "Fork before" }).click();
+  await snaps.getByLabel("New container name").fill("web-fork");
+  await snaps.getByLabel("Copies").fill("1");
+  await snaps.getByRole("button", { name: "Create containers" }).click();
+  await snaps.getByRole("status").getByText("1 container created from snapshot before").waitFor();
+  const forkLink = snaps.getByRole("list", { name: "New containers" }).getByRole("link", { name: "web-fork-1" });
+  const forkID = (await forkLink.getAttribute("href")).split("/").pop();
+  console.log("FORK " + forkID);
+  await row.getByRole("button", { name: "Delete before" }).click();
+  await snaps.getByRole("status").getByText("Snapshot before deleted.").waitFor();
+  await snaps.getByRole("cell", { name: "No snapshots." }).waitFor();
+
+  await forkLink.click();
+  await page.getByRole("heading", { name: "Container web-fork-1" }).waitFor();
+  await status.getByText("running", { exact: true }).waitFor();
+  console.log("FORK running");
+  for (const name of ["web-fork-1", "web"]) {
+    if (name === "web") await page.goto(base + `/containers/${id}`);
+    await page.getByRole("heading", { name: `Container ${name}`, exact: true }).waitFor();
+    await page.getByRole("button", { name: "Delete container" }).click();
+    await page.getByRole("heading", { name: /^Project / }).waitFor();
+    console.log("DELETED " + name);
+  }
+  await page.getByRole("region", { name: "Containers" }).getByText("No containers.").waitFor();
+  await done();
+}
+
 async function cross(chrome) {
   const page = await chrome.page();
   await login(page, args.adminEmail, args.adminPassword);
@@ -661,7 +789,7 @@ async function tamper(chrome) {
   console.log("TAMPER refused: " + text.trim());
 }
 
-const modes = { story, conflict, tour, settings, roles, cross, tamper };
+const modes = { story, conflict, tour, settings, roles, container, cross, tamper };
 const chrome = await launch();
 let failed = false;
 try {

@@ -10,7 +10,9 @@
 // marker typed before is on the screen again, the sessions list counts the
 // page (1 attached), "New terminal" starts another shell, and once the page
 // is closed the service counts 0 attached. The favicon loads and no request
-// of the page fails. Exit status 0 means every check passed.
+// of the page fails. With DECKHAND_TOKEN set (an access token), the page
+// sends it as the deckhand_token cookie of URL's host, as a browser behind
+// the platform proxy does. Exit status 0 means every check passed.
 import { createInterface } from "node:readline";
 import { launch } from "./chromium.mjs";
 
@@ -104,6 +106,9 @@ async function reload(page) {
 }
 
 const chrome = await launch({ viewport: { width: 1000, height: 600 } });
+if (process.env.DECKHAND_TOKEN) {
+  await chrome.browser.addCookies([{ name: "deckhand_token", value: process.env.DECKHAND_TOKEN, url, httpOnly: true, sameSite: "Lax" }]);
+}
 let failed = false;
 try {
   const page = await chrome.page();
@@ -122,7 +127,9 @@ process.exit(failed ? 1 : 0);
 
 async function steady(page) {
   await page.goto(url);
+  console.log("page loaded");
   await page.waitForFunction(() => document.querySelector("#status")?.textContent.startsWith("connected"), null, { timeout: 20000 });
+  console.log("connected");
 
   // The answer line is exactly the marker; the typed command line also holds "echo".
   const typeAndRead = async (marker) => {

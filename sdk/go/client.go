@@ -32,10 +32,16 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock the replay window is judged by (nil: time.Now).
 	Now func() time.Time
+	// KeyCache, when set, keeps the control plane's key set between
+	// processes.
+	KeyCache KeyCache
 
 	// AgentToken is the credential a Client's container handles send to
 	// their agents (empty: Token).
 	AgentToken string
+	// AgentTokenCookie, when set, names a cookie the agent's credential
+	// also goes in, for proxy-permission groups that read a cookie.
+	AgentTokenCookie string
 	// AgentRoute is how a Client's container handles reach their agents:
 	// RouteProxy (the default) through the platform proxy's per-service
 	// URLs, RouteAgentAddr straight to the agent address the container's
@@ -95,7 +101,7 @@ func New(baseURL string, o Options) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("deckhand: Options.AgentRoute %q: must be %q or %q", o.AgentRoute, RouteProxy, RouteAgentAddr)
 	}
-	c := &Client{base: base, hc: hc, token: o.Token, v: &verifier{base: base, hc: hc, now: now}, opt: o}
+	c := &Client{base: base, hc: hc, token: o.Token, v: &verifier{base: base, hc: hc, now: now, cache: o.KeyCache}, opt: o}
 	c.Containers = Containers{c}
 	c.api, err = control.NewClientWithResponses(base, control.WithHTTPClient(c))
 	if err != nil {
@@ -180,45 +186,15 @@ func (c *Client) Call(ctx context.Context, method, path string, query url.Values
 	return err
 }
 
-func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(raw)
+func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) (*Answer, error) {
+	a, err := c.Send(ctx, Request{Method: method, Path: path, Query: query, Body: body})
+	if err != nil || out == nil || len(a.Data) == 0 {
+		return a, err
 	}
-	u := c.base + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
+	if err := json.Unmarshal(a.Data, out); err != nil {
+		return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope with the data expected: %w", method, path, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 400 {
-		return resp, errorOf(method, path, resp.StatusCode, raw)
-	}
-	if out != nil {
-		// One pass: the envelope's data decodes straight into out.
-		env := struct {
-			Data any `json:"data"`
-		}{Data: out}
-		if err := json.Unmarshal(raw, &env); err != nil {
-			return resp, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope with the data expected: %w", method, path, err)
-		}
-	}
-	return resp, nil
+	return a, nil
 }
 
 // ErrSecondFactor is returned by Login for an account with two-factor

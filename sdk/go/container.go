@@ -35,6 +35,7 @@ type Container struct {
 	proxyAddr string
 	route     Route
 	client    *Client
+	cookie    string // Options.AgentTokenCookie
 
 	mu   sync.RWMutex
 	base string // the gateway (<base>/_/<service>), when reached at one address
@@ -56,7 +57,7 @@ func NewContainer(gatewayURL string, o Options) (*Container, error) {
 	if tok == "" {
 		tok = o.Token
 	}
-	c := &Container{base: strings.TrimRight(u.String(), "/"), token: tok, explicit: true, hc: agentHTTP(o)}
+	c := &Container{base: strings.TrimRight(u.String(), "/"), token: tok, explicit: true, hc: agentHTTP(o), cookie: o.AgentTokenCookie}
 	c.Process, c.Files = Processes{c}, Files{c}
 	return c, nil
 }
@@ -96,7 +97,7 @@ func (cl *Client) container(info ContainerInfo) *Container {
 	hc := cl.agentHC
 	cl.mu.Unlock()
 	c := &Container{token: cl.opt.AgentToken, explicit: cl.opt.AgentToken != "", hc: hc, proxyAddr: cl.opt.ProxyAddr,
-		route: route, client: cl, info: info}
+		route: route, client: cl, info: info, cookie: cl.opt.AgentTokenCookie}
 	c.Process, c.Files = Processes{c}, Files{c}
 	return c
 }
@@ -104,7 +105,8 @@ func (cl *Client) container(info ContainerInfo) *Container {
 // WithToken is a copy of the handle sending token to the agent instead.
 func (c *Container) WithToken(token string) *Container {
 	c.mu.RLock()
-	n := &Container{token: token, explicit: true, hc: c.hc, proxyAddr: c.proxyAddr, route: c.route, client: c.client, base: c.base, info: c.info}
+	n := &Container{token: token, explicit: true, hc: c.hc, proxyAddr: c.proxyAddr, route: c.route, client: c.client, base: c.base,
+		info: c.info, cookie: c.cookie}
 	c.mu.RUnlock()
 	n.Process, n.Files = Processes{n}, Files{n}
 	return n
@@ -206,6 +208,9 @@ func (c *Container) Do(req *http.Request) (*http.Response, error) {
 		}
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
+			if c.cookie != "" {
+				req.AddCookie(&http.Cookie{Name: c.cookie, Value: tok})
+			}
 		}
 	}
 	return c.hc.Do(req)

@@ -207,6 +207,7 @@ type FileInfo struct {
 	Mode     string // octal permission bits, e.g. 0644
 	Modified time.Time
 	Owner    string
+	ETag     string // of a regular file's content
 }
 
 // Files reads and writes files in a container: Container.Files.

@@ -1,7 +1,6 @@
 package deckhand
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/deckhand-dev/deckhand/sdk/go/api/process"
 )
@@ -146,37 +144,33 @@ func (c *Container) follow(ctx context.Context, id string, off *int64, allowGaps
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return nil, errorOf(http.MethodGet, path, resp.StatusCode, raw)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	var event, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if data == "" {
-				event = ""
-				continue
-			}
-			end, err := deliver(event, data, off, allowGaps, fn)
-			if err != nil || end != nil {
-				return end, err
-			}
-			event, data = "", ""
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(line[len("event:"):])
-		case strings.HasPrefix(line, "data:"):
-			data += strings.TrimPrefix(line[len("data:"):], " ")
+	var end *process.Process
+	err = readEvents(resp.Body, func(ev event) error {
+		if !ev.HasData {
+			return nil
 		}
-	}
-	if err := sc.Err(); err != nil {
+		var err error
+		end, err = deliver(ev.Event, ev.Data, off, allowGaps, fn)
+		if err == nil && end != nil {
+			return errEnded
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, errEnded):
+		return end, nil
+	case err != nil:
 		return nil, err
 	}
 	return nil, io.ErrUnexpectedEOF
 }
 
+// errEnded stops reading a stream at its end event.
+var errEnded = errors.New("end")
+
 func deliver(event, data string, off *int64, allowGaps bool, fn func(Output) error) (*process.Process, error) {
 	switch event {
-	case "output", "":
+	case "output", "message":
 		var ch process.Chunk
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
 			return nil, fmt.Errorf("deckhand: unreadable output event: %w", err)

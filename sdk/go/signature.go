@@ -50,7 +50,7 @@ var (
 	ErrUnknownKey         = errors.New("signed with an unknown key")
 	ErrReplayWindow       = errors.New("signature timestamp outside the replay window")
 	ErrPathMismatch       = errors.New("signed path differs from the requested path")
-	ErrBadSignature       = errors.New("signature does not verify")
+	ErrBadSignature       = errors.New("signature: does not verify")
 	ErrBindingMissing     = errors.New("no " + BindingHeader + " header on an answer that was asked for one")
 	ErrBindingMalformed   = errors.New("malformed " + BindingHeader + " header")
 	ErrStatusMismatch     = errors.New("the answer's status is not the one signed")
@@ -185,9 +185,10 @@ func checkEnvelopeStatus(status int, body []byte) error {
 // lazily, kept KeyCacheTTL, and fetched again when an answer names a kid
 // the set lacks.
 type verifier struct {
-	base string
-	hc   *http.Client
-	now  func() time.Time
+	base  string
+	hc    *http.Client
+	now   func() time.Time
+	cache KeyCache // nil: none
 
 	mu        sync.Mutex
 	keys      map[string]ed25519.PublicKey
@@ -270,6 +271,15 @@ func (v *verifier) verify(ctx context.Context, header, path string, body []byte)
 func (v *verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, error) {
 	now := v.now()
 	v.mu.Lock()
+	if v.keys == nil && v.cache != nil && v.fetches == 0 {
+		// The first look of a process may take the cached set; a kid it
+		// lacks (a rotated key) then fetches at once.
+		if set, at, ok := v.cache.LoadKeys(v.base); ok && now.Sub(at) < KeyCacheTTL {
+			if keys, err := set.keys(); err == nil && len(keys) > 0 {
+				v.keys, v.fetchedAt = keys, at
+			}
+		}
+	}
 	k, ok := v.keys[kid]
 	fresh := !v.fetchedAt.IsZero() && now.Sub(v.fetchedAt) < KeyCacheTTL
 	held := !ok && !v.unknownAt.IsZero() && now.Sub(v.unknownAt) < minRefetch
@@ -307,7 +317,7 @@ func (v *verifier) refresh(ctx context.Context, gen int, unknown bool) error {
 	if done {
 		return nil
 	}
-	keys, err := v.fetch(ctx)
+	keys, set, err := v.fetch(ctx)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.fetches++
@@ -319,6 +329,9 @@ func (v *verifier) refresh(ctx context.Context, gen int, unknown bool) error {
 		return err
 	}
 	v.keys, v.fetchedAt = keys, now
+	if v.cache != nil {
+		v.cache.StoreKeys(v.base, set, now)
+	}
 	return nil
 }
 
@@ -332,46 +345,68 @@ type KeySet struct {
 	ActiveKID string `json:"active_kid"`
 }
 
-func (v *verifier) fetch(ctx context.Context) (map[string]ed25519.PublicKey, error) {
+// KeyCache keeps the control plane's key set between processes, so a
+// short-lived program (the CLI) need not fetch it on every start: a set
+// younger than KeyCacheTTL is used as fetched, and a kid it lacks fetches
+// the set again at once. Options.KeyCache sets one.
+type KeyCache interface {
+	// LoadKeys answers the set last stored for the control plane at base
+	// and when it was fetched.
+	LoadKeys(base string) (set KeySet, fetchedAt time.Time, ok bool)
+	// StoreKeys keeps a set just fetched (and verified); a cache that
+	// cannot keep it costs a fetch next time, nothing more.
+	StoreKeys(base string, set KeySet, fetchedAt time.Time)
+}
+
+// keys decodes the set's keys.
+func (ks KeySet) keys() (map[string]ed25519.PublicKey, error) {
+	keys := map[string]ed25519.PublicKey{}
+	for _, k := range ks.Keys {
+		b, err := hex.DecodeString(k.Hex)
+		if k.Algorithm != "ed25519" || err != nil || len(b) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("key %q is not a 32-byte ed25519 key", k.KID)
+		}
+		keys[k.KID] = ed25519.PublicKey(b)
+	}
+	return keys, nil
+}
+
+func (v *verifier) fetch(ctx context.Context) (map[string]ed25519.PublicKey, KeySet, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.base+PublicKeyPath, nil)
 	if err != nil {
-		return nil, err
+		return nil, KeySet{}, err
 	}
 	resp, err := v.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("fetch the key set: %w", err)
+		return nil, KeySet{}, fmt.Errorf("fetch the key set: %w", err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetch the key set: status %d %v", resp.StatusCode, err)
+		return nil, KeySet{}, fmt.Errorf("fetch the key set: status %d %v", resp.StatusCode, err)
 	}
 	var env struct {
 		Data KeySet `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return nil, fmt.Errorf("fetch the key set: %w", err)
+		return nil, KeySet{}, fmt.Errorf("fetch the key set: %w", err)
 	}
-	keys := map[string]ed25519.PublicKey{}
-	for _, k := range env.Data.Keys {
-		b, err := hex.DecodeString(k.Hex)
-		if k.Algorithm != "ed25519" || err != nil || len(b) != ed25519.PublicKeySize {
-			return nil, fmt.Errorf("fetch the key set: key %q is not a 32-byte ed25519 key", k.KID)
-		}
-		keys[k.KID] = ed25519.PublicKey(b)
+	keys, err := env.Data.keys()
+	if err != nil {
+		return nil, KeySet{}, fmt.Errorf("fetch the key set: %w", err)
 	}
 	// The set is itself a signed answer: it must verify with a key it
 	// holds, so an altered set is refused like any altered answer.
 	s, err := parseSignature(resp.Header.Get(SignatureHeader))
 	if err != nil {
-		return nil, fmt.Errorf("fetch the key set: %w", err)
+		return nil, KeySet{}, fmt.Errorf("fetch the key set: %w", err)
 	}
 	pub, ok := keys[s.kid]
 	msg := append(strconv.AppendInt(nil, s.t, 10), '.')
 	if !ok || !ed25519.Verify(pub, append(msg, raw...), s.sig) {
-		return nil, fmt.Errorf("fetch the key set: %w", ErrBadSignature)
+		return nil, KeySet{}, fmt.Errorf("fetch the key set: it is not signed by its own key %q: %w", s.kid, ErrBadSignature)
 	}
-	return keys, nil
+	return keys, env.Data, nil
 }
 
 // fetchCount is how many key-set fetches were made (tests).

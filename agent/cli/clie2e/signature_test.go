@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"deckhand/agent/cli/controlapi"
+	"deckhand/agent/cli"
 	"deckhand/control/controltest"
 	"deckhand/platform/signing"
 )
@@ -58,7 +58,7 @@ func TestKeySetCachedAndRefetchedOnUnknownKid(t *testing.T) {
 	p := newProxy(t, s.URL)
 	u := newUser(t)
 	u.login(p.URL(), email, controltest.GoodPW)
-	cache := controlapi.KeyCachePath(u.configPath())
+	cache := cli.KeyCachePath(u.configPath())
 	if fi, err := os.Stat(cache); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key cache: %v %v", fi, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"deckhand/agent"
+	"deckhand/agent/access"
 	"deckhand/agent/cli"
 	"deckhand/agent/cli/output"
 	"deckhand/platform"
@@ -94,27 +95,6 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 }
 
-// readTokenFile reads the agent token from path: one line, refused when
-// other users may read or write the file (it is a credential).
-func readTokenFile(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("--token-file %s is open to other users (mode %#o): it holds a credential; chmod 600 it", path, fi.Mode().Perm())
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
-	}
-	tok := strings.TrimSpace(string(raw))
-	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
-		return "", fmt.Errorf("--token-file %s: must hold one token on one line", path)
-	}
-	return tok, nil
-}
-
 func runCmd() *cobra.Command {
 	var (
 		cfg                          agent.Config
@@ -137,9 +117,10 @@ func runCmd() *cobra.Command {
 				if cfg.Token != "" {
 					return errors.New("--token and --token-file: give one")
 				}
-				if cfg.Token, err = readTokenFile(tokenFile); err != nil {
+				if cfg.Token, err = access.ReadTokenFile(tokenFile); err != nil {
 					return err
 				}
+				cfg.TokenFile = tokenFile
 			}
 			if err := tunnelPortBase(cmd, cfg.Settings, cfg.PortBase, agent.OwnPorts(cfg.PortBase, cfg.Listen, cfg.ControlURL)); err != nil {
 				return err
@@ -189,7 +170,7 @@ func runCmd() *cobra.Command {
 	f.StringVar(&cfg.ProjectID, "project-id", "", "this container's project id")
 	f.StringVar(&cfg.Token, "token", "", "the container's agent token (agt_...) for the control plane; prefer DECKHAND_TOKEN, flags show in ps")
 	f.StringVar(&tokenFile, "token-file", "", "a file holding the container's agent token (the control plane's runtime writes one only root reads); "+
-		"refused when other users may read it")
+		"refused when other users may read it; read again when the control plane refuses the token (a warm-pool container's claim replaces it)")
 	f.StringVar(&cfg.PermissionsFile, "permissions-file", "", "a local proxy permissions document, reloaded on change (when no control plane is used)")
 	f.StringVar(&isolate, "isolate", "display", "comma list of services to run as child processes (none: all in-process)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")

@@ -614,7 +614,8 @@ func waitGone(ctx context.Context, what string, get func(context.Context) error)
 }
 
 // Stop implements runtime.Driver: the Pod goes (the agent gets SIGTERM,
-// then SIGKILL after timeout); the claim and the anchor stay.
+// then SIGKILL after timeout) and Stop returns once the API holds it no
+// more; the claim and the anchor stay.
 func (d *Driver) Stop(ctx context.Context, id string, timeout time.Duration) error {
 	sec, _, err := d.anchor(ctx, id)
 	if err != nil {
@@ -630,7 +631,25 @@ func (d *Driver) Stop(ctx context.Context, id string, timeout time.Duration) err
 	if err := d.mark(ctx, sec, map[string]string{annStopped: "true"}); err != nil {
 		return err
 	}
-	return d.deletePods(ctx, pods, timeout)
+	if err := d.deletePods(ctx, pods, timeout); err != nil {
+		return err
+	}
+	// Stopped means no process of the container runs, as on an engine:
+	// wait until the kubelet has ended the Pods (their grace, then a
+	// margin for the kubelet to report), so a start right after never
+	// runs a second Pod beside a terminating one on the same claim.
+	wctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
+	defer cancel()
+	api := d.cli.CoreV1().Pods(d.opts.Namespace)
+	for _, p := range pods {
+		if err := waitGone(wctx, "pod "+p.Name, func(ctx context.Context) error {
+			_, err := api.Get(ctx, p.Name, metav1.GetOptions{})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Restart implements runtime.Driver.

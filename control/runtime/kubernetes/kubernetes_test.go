@@ -15,13 +15,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"deckhand/control/controltest"
 	"deckhand/control/runtime"
 	"deckhand/control/runtime/kubernetes"
 	"deckhand/control/runtime/kubernetes/kubetest"
 	"deckhand/control/runtime/runtimetest"
+	"deckhand/platform/platformtest"
 )
 
-var cluster *kubetest.Cluster
+var (
+	cluster  *kubetest.Cluster
+	agentBin string // the static deckhand agent the control plane's image carries
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
@@ -30,6 +35,13 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		bin, cleanup, err := platformtest.Binary("deckhand", "deckhand/agent/cmd/deckhand")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cleanup()
+		agentBin = bin
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		c, err := kubetest.Start(ctx, 71)
@@ -39,7 +51,9 @@ func TestMain(m *testing.M) {
 		}
 		defer c.Stop()
 		cluster = c
-		return m.Run()
+		// One run: the control plane's domains are tested on both store
+		// engines elsewhere; here the runtime is what is under test.
+		return controltest.RunOnce(m)
 	}())
 }
 
@@ -60,7 +74,15 @@ func imageB(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cluster.RemoveImage(context.Background(), ref) })
-	// The node reports its images in its status, which the driver reads.
+	return nodeHas(t, ref)
+}
+
+// nodeHas waits until the node reports image ref in its status, which the
+// driver reads, and answers ref.
+func nodeHas(t testing.TB, ref string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	d := newDriver(t, "img-probe")
 	deadline := time.Now().Add(time.Minute)
 	for {

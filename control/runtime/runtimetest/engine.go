@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,42 +84,55 @@ func Podman(t testing.TB) string {
 	}
 	sock := filepath.Join(dir, "podman.sock")
 	host := "unix://" + sock
-	logf, err := os.Create(filepath.Join(dir, "service.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(bin, "--root", root, "--runroot", run, "--tmpdir", tmp,
 		"system", "service", "--time=0", host)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+	// Containers first, then the service: their conmon processes outlive
+	// it.
+	return serveEngine(t, "podman system service", cmd, host, dir, "service.log", 15*time.Second, 30*time.Second,
+		filepath.Join(root, "overlay"))
+}
+
+// serveEngine starts cmd, an engine that serves host and keeps its state
+// in dir, in its own process group (the helpers it starts end with it),
+// its output in dir/logName, and waits (up to wait) until it answers.
+// When the test ends every container in it is removed, it gets SIGTERM
+// and grace before its group is killed, mounts are detached and dir goes.
+func serveEngine(t testing.TB, what string, cmd *exec.Cmd, host, dir, logName string, grace, wait time.Duration, mounts ...string) string {
+	t.Helper()
+	logPath := filepath.Join(dir, logName)
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own process group, so the end of the service takes conmon's
-	// helpers it started with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start podman system service: %v", err)
+		t.Fatalf("start %s: %v", what, err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		// Containers first: their conmon processes outlive the service.
 		if err := purgeAll(host); err != nil {
-			t.Errorf("podman cleanup: %v", err)
+			t.Errorf("%s cleanup: %v", what, err)
 		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
-		case <-time.After(15 * time.Second):
+		case <-time.After(grace):
 			_ = proc.KillGroup(cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
 		_ = logf.Close()
-		_ = syscall.Unmount(filepath.Join(root, "overlay"), syscall.MNT_DETACH)
+		for _, m := range mounts {
+			_ = syscall.Unmount(m, syscall.MNT_DETACH)
+		}
 		if err := os.RemoveAll(dir); err != nil {
-			t.Errorf("remove the podman service's directory: %v", err)
+			t.Errorf("remove the directory of %s: %v", what, err)
 		}
 	})
 	cli := Client(t, host)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(wait)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := cli.Ping(ctx, client.PingOptions{})
@@ -130,12 +142,13 @@ func Podman(t testing.TB) string {
 		}
 		select {
 		case <-done:
-			log, _ := os.ReadFile(filepath.Join(dir, "service.log"))
-			t.Fatalf("podman system service ended: %s", log)
+			log, _ := os.ReadFile(logPath)
+			t.Fatalf("%s ended: %s", what, log)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("podman system service never answered at %s: %v", host, err)
+			log, _ := os.ReadFile(logPath)
+			t.Fatalf("%s never answered at %s: %v\n%s", what, host, err, log)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -266,5 +279,3 @@ func Leftovers(ctx context.Context, host, installation, id string) ([]string, er
 	sort.Strings(out)
 	return out, nil
 }
-
-func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }

@@ -3,16 +3,14 @@ package runtimetest
 import (
 	"archive/tar"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/moby/moby/client"
 )
 
 // GatewayPort is where the suite's image serves HTTP, standing in for the
@@ -115,29 +113,7 @@ func ImportImage(t testing.TB, host string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli := Client(t, host)
-	ref := "deckhand-runtimetest/busybox:" + RandomName()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(data), SourceName: "-"}, ref, client.ImageImportOptions{
-		Changes: []string{
-			`ENTRYPOINT ["/bin/busybox", "httpd", "-f"]`,
-			"LABEL " + ImageLabel + "=1",
-		},
-	})
-	if err != nil {
-		t.Fatalf("import the suite's image into %s: %v", host, err)
-	}
-	_, _ = readAll(rc)
-	_ = rc.Close()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true}); err != nil {
-			t.Errorf("remove image %s: %v", ref, err)
-		}
-	})
-	return ref
+	return importTar(t, host, data, "deckhand-runtimetest/busybox:"+RandomName(), `ENTRYPOINT ["/bin/busybox", "httpd", "-f"]`)
 }
 
 // RandomName answers a short random name part, so objects of concurrent
@@ -146,4 +122,52 @@ func RandomName() string {
 	b := make([]byte, 5)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// AgentImageTar is ImageTar with the deckhand agent at
+// /usr/local/bin/deckhand (agentBin must be static: the image has no C
+// library), the root file system of an image whose entrypoint is the agent.
+func AgentImageTar(agentBin string) ([]byte, error) {
+	base, err := ImageTar()
+	if err != nil {
+		return nil, err
+	}
+	agent, err := os.ReadFile(agentBin)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tr := tar.NewReader(bytes.NewReader(base))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now()
+	for _, d := range []string{"usr/", "usr/local/", "usr/local/bin/"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: now}); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "usr/local/bin/deckhand", Mode: 0o755, Size: int64(len(agent)), ModTime: now}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(agent); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -818,6 +818,36 @@ type EmailInput struct {
 	Email string `json:"email"`
 }
 
+// EndpointBody defines model for EndpointBody.
+type EndpointBody struct {
+	// Capacity how many containers the server holds, 1-100000: every container placed on it counts, whatever its status, until it is deleted or moved
+	Capacity int `json:"capacity"`
+
+	// DockerHost docker: unix:///absolute/path of the engine's socket, or tcp://host:port (then tls_ca, tls_cert and tls_key are required)
+	DockerHost *string `json:"docker_host,omitempty"`
+
+	// Driver docker or kubernetes
+	Driver string `json:"driver"`
+
+	// KubeContext kubernetes: the kubeconfig's context; absent: its current context
+	KubeContext *string `json:"kube_context,omitempty"`
+
+	// Kubeconfig kubernetes: a kubeconfig document (YAML or JSON), at most 256 KiB; never answered
+	Kubeconfig *string `json:"kubeconfig,omitempty"`
+
+	// Namespace kubernetes: the namespace every object goes in (a DNS label)
+	Namespace *string `json:"namespace,omitempty"`
+
+	// TlsCa docker over tcp: the engine's CA certificate (PEM), at most 64 KiB
+	TlsCa *string `json:"tls_ca,omitempty"`
+
+	// TlsCert docker over tcp: the control plane's client certificate (PEM), at most 64 KiB
+	TlsCert *string `json:"tls_cert,omitempty"`
+
+	// TlsKey docker over tcp: the client certificate's private key (PEM), at most 64 KiB; never answered
+	TlsKey *string `json:"tls_key,omitempty"`
+}
+
 // Entry defines model for Entry.
 type Entry struct {
 	// Account external, general, ai_limit, fees or sales
@@ -1355,6 +1385,20 @@ type PermissionInput struct {
 	Program string      `json:"program"`
 }
 
+// Pool defines model for Pool.
+type Pool struct {
+	Filling *int    `json:"filling,omitempty"`
+	ImageId *string `json:"image_id,omitempty"`
+	Ready   *int    `json:"ready,omitempty"`
+	Size    *int    `json:"size,omitempty"`
+}
+
+// PoolSizeBody defines model for PoolSizeBody.
+type PoolSizeBody struct {
+	// Size containers to keep, 0-20; 0 drains the pool
+	Size *int `json:"size"`
+}
+
 // Preview defines model for Preview.
 type Preview struct {
 	ContainerId *string    `json:"container_id,omitempty"`
@@ -1632,9 +1676,17 @@ type SSHKeyList struct {
 
 // Server defines model for Server.
 type Server struct {
+	// Capacity admins only: how many containers it holds
+	Capacity  *int    `json:"capacity,omitempty"`
 	CreatedAt *string `json:"created_at,omitempty"`
-	Id        *string `json:"id,omitempty"`
-	Name      *string `json:"name,omitempty"`
+
+	// Draining admins only: true while it takes no new containers
+	Draining *bool `json:"draining,omitempty"`
+
+	// Driver admins only: docker or kubernetes when the server runs containers
+	Driver *string `json:"driver,omitempty"`
+	Id     *string `json:"id,omitempty"`
+	Name   *string `json:"name,omitempty"`
 
 	// Price amount of money: a number with at most two decimals
 	//
@@ -1900,6 +1952,18 @@ type SshKeyRec struct {
 	Name        *string    `json:"name,omitempty"`
 	PublicKey   *string    `json:"public_key,omitempty"`
 }
+
+// MoveContainerJSONBody defines parameters for MoveContainer.
+type MoveContainerJSONBody struct {
+	// ServerId the server to move to: one with an endpoint of the same driver, not draining, with room
+	ServerId string `json:"server_id"`
+}
+
+// DrainServerJSONBody defines parameters for DrainServer.
+type DrainServerJSONBody = map[string]interface{}
+
+// UndrainServerJSONBody defines parameters for UndrainServer.
+type UndrainServerJSONBody = map[string]interface{}
 
 // StartCodehostLoginParams defines parameters for StartCodehostLogin.
 type StartCodehostLoginParams struct {
@@ -2554,11 +2618,17 @@ type ListTransactionsParamsSortBy string
 // AdminCreateContainerJSONRequestBody defines body for AdminCreateContainer for application/json ContentType.
 type AdminCreateContainerJSONRequestBody = AdminContainerInput
 
+// MoveContainerJSONRequestBody defines body for MoveContainer for application/json ContentType.
+type MoveContainerJSONRequestBody MoveContainerJSONBody
+
 // ReportEventJSONRequestBody defines body for ReportEvent for application/json ContentType.
 type ReportEventJSONRequestBody = IngestInput
 
 // CreateImageJSONRequestBody defines body for CreateImage for application/json ContentType.
 type CreateImageJSONRequestBody = ImagesCreateInput
+
+// SetImagePoolJSONRequestBody defines body for SetImagePool for application/json ContentType.
+type SetImagePoolJSONRequestBody = PoolSizeBody
 
 // CreateNotificationJSONRequestBody defines body for CreateNotification for application/json ContentType.
 type CreateNotificationJSONRequestBody = CreateInput
@@ -2568,6 +2638,15 @@ type AdminCreateProjectJSONRequestBody = AdminProjectInput
 
 // CreateServerJSONRequestBody defines body for CreateServer for application/json ContentType.
 type CreateServerJSONRequestBody = ServersCreateInput
+
+// DrainServerJSONRequestBody defines body for DrainServer for application/json ContentType.
+type DrainServerJSONRequestBody = DrainServerJSONBody
+
+// SetServerEndpointJSONRequestBody defines body for SetServerEndpoint for application/json ContentType.
+type SetServerEndpointJSONRequestBody = EndpointBody
+
+// UndrainServerJSONRequestBody defines body for UndrainServer for application/json ContentType.
+type UndrainServerJSONRequestBody = UndrainServerJSONBody
 
 // AdminCreateUserJSONRequestBody defines body for AdminCreateUser for application/json ContentType.
 type AdminCreateUserJSONRequestBody = AdminCreateInput
@@ -3217,6 +3296,28 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/admin/containers (the `AdminCreateContainer` operationId).
 	AdminCreateContainer(ctx context.Context, body AdminCreateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// MoveContainerWithBody Move a stopped container to another server (admin)
+	//
+	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+	MoveContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MoveContainer Move a stopped container to another server (admin)
+	//
+	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+	MoveContainer(ctx context.Context, id string, body MoveContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReportEventWithBody Report an event (admin)
 	//
 	// The ingestible kinds, reported by an admin on a producer's behalf; user_id names the owner who sees it.
@@ -3260,6 +3361,37 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/admin/images (the `CreateImage` operationId).
 	CreateImage(ctx context.Context, body CreateImageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetImagePool The warm pool of an image (admin role required)
+	//
+	// `size` is the number of containers the pool keeps, `ready` those a create may claim now, `filling` those being made. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Corresponds with GET /api/v1/admin/images/{id}/pool (the `GetImagePool` operationId).
+	GetImagePool(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetImagePoolWithBody Set the warm pool size of a prespawn image (admin role required)
+	//
+	// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+	SetImagePoolWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetImagePool Set the warm pool size of a prespawn image (admin role required)
+	//
+	// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+	SetImagePool(ctx context.Context, id string, body SetImagePoolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateNotificationWithBody Create a notification (admin)
 	//
@@ -3322,6 +3454,68 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/admin/servers (the `CreateServer` operationId).
 	CreateServer(ctx context.Context, body CreateServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DrainServerWithBody Drain a server (admin)
+	//
+	// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+	DrainServerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DrainServer Drain a server (admin)
+	//
+	// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+	DrainServer(ctx context.Context, id string, body DrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetServerEndpointWithBody Make a server a runtime endpoint (admin)
+	//
+	// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+	SetServerEndpointWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetServerEndpoint Make a server a runtime endpoint (admin)
+	//
+	// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+	SetServerEndpoint(ctx context.Context, id string, body SetServerEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UndrainServerWithBody Let placement choose a drained server again (admin)
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+	UndrainServerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UndrainServer Let placement choose a drained server again (admin)
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+	UndrainServer(ctx context.Context, id string, body UndrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminListUsers List users, oldest first (admin role required)
 	//
@@ -3687,7 +3881,7 @@ type ClientInterface interface {
 
 	// CreateContainerWithBody Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -3698,7 +3892,7 @@ type ClientInterface interface {
 
 	// CreateContainer Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -5553,6 +5747,48 @@ func (c *Client) AdminCreateContainer(ctx context.Context, body AdminCreateConta
 	return c.Client.Do(req)
 }
 
+// MoveContainerWithBody Move a stopped container to another server (admin)
+//
+// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+func (c *Client) MoveContainerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMoveContainerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MoveContainer Move a stopped container to another server (admin)
+//
+// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+func (c *Client) MoveContainer(ctx context.Context, id string, body MoveContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMoveContainerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ReportEventWithBody Report an event (admin)
 //
 // The ingestible kinds, reported by an admin on a producer's behalf; user_id names the owner who sees it.
@@ -5627,6 +5863,67 @@ func (c *Client) CreateImageWithBody(ctx context.Context, contentType string, bo
 // Corresponds with POST /api/v1/admin/images (the `CreateImage` operationId).
 func (c *Client) CreateImage(ctx context.Context, body CreateImageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateImageRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetImagePool The warm pool of an image (admin role required)
+//
+// `size` is the number of containers the pool keeps, `ready` those a create may claim now, `filling` those being made. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Corresponds with GET /api/v1/admin/images/{id}/pool (the `GetImagePool` operationId).
+func (c *Client) GetImagePool(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetImagePoolRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetImagePoolWithBody Set the warm pool size of a prespawn image (admin role required)
+//
+// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+func (c *Client) SetImagePoolWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetImagePoolRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetImagePool Set the warm pool size of a prespawn image (admin role required)
+//
+// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+func (c *Client) SetImagePool(ctx context.Context, id string, body SetImagePoolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetImagePoolRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5749,6 +6046,128 @@ func (c *Client) CreateServerWithBody(ctx context.Context, contentType string, b
 // Corresponds with POST /api/v1/admin/servers (the `CreateServer` operationId).
 func (c *Client) CreateServer(ctx context.Context, body CreateServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateServerRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DrainServerWithBody Drain a server (admin)
+//
+// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+func (c *Client) DrainServerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDrainServerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DrainServer Drain a server (admin)
+//
+// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+func (c *Client) DrainServer(ctx context.Context, id string, body DrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDrainServerRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetServerEndpointWithBody Make a server a runtime endpoint (admin)
+//
+// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+func (c *Client) SetServerEndpointWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetServerEndpointRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetServerEndpoint Make a server a runtime endpoint (admin)
+//
+// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+func (c *Client) SetServerEndpoint(ctx context.Context, id string, body SetServerEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetServerEndpointRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UndrainServerWithBody Let placement choose a drained server again (admin)
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+func (c *Client) UndrainServerWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUndrainServerRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UndrainServer Let placement choose a drained server again (admin)
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+func (c *Client) UndrainServer(ctx context.Context, id string, body UndrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUndrainServerRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6543,7 +6962,7 @@ func (c *Client) ListContainers(ctx context.Context, params *ListContainersParam
 
 // CreateContainerWithBody Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -6564,7 +6983,7 @@ func (c *Client) CreateContainerWithBody(ctx context.Context, contentType string
 
 // CreateContainer Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -10256,6 +10675,53 @@ func NewAdminCreateContainerRequestWithBody(server string, contentType string, b
 	return req, nil
 }
 
+// NewMoveContainerRequest calls the generic MoveContainer builder with application/json body
+func NewMoveContainerRequest(server string, id string, body MoveContainerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMoveContainerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewMoveContainerRequestWithBody constructs an http.Request for the MoveContainer method, with any body, and a specified content type
+func NewMoveContainerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/containers/%s/move", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewReportEventRequest calls the generic ReportEvent builder with application/json body
 func NewReportEventRequest(server string, body ReportEventJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -10327,6 +10793,87 @@ func NewCreateImageRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetImagePoolRequest constructs an http.Request for the GetImagePool method
+func NewGetImagePoolRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/images/%s/pool", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetImagePoolRequest calls the generic SetImagePool builder with application/json body
+func NewSetImagePoolRequest(server string, id string, body SetImagePoolJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetImagePoolRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSetImagePoolRequestWithBody constructs an http.Request for the SetImagePool method, with any body, and a specified content type
+func NewSetImagePoolRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/images/%s/pool", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -10437,6 +10984,147 @@ func NewCreateServerRequestWithBody(server string, contentType string, body io.R
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/admin/servers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDrainServerRequest calls the generic DrainServer builder with application/json body
+func NewDrainServerRequest(server string, id string, body DrainServerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDrainServerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewDrainServerRequestWithBody constructs an http.Request for the DrainServer method, with any body, and a specified content type
+func NewDrainServerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/servers/%s/drain", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSetServerEndpointRequest calls the generic SetServerEndpoint builder with application/json body
+func NewSetServerEndpointRequest(server string, id string, body SetServerEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetServerEndpointRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSetServerEndpointRequestWithBody constructs an http.Request for the SetServerEndpoint method, with any body, and a specified content type
+func NewSetServerEndpointRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/servers/%s/endpoint", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUndrainServerRequest calls the generic UndrainServer builder with application/json body
+func NewUndrainServerRequest(server string, id string, body UndrainServerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUndrainServerRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUndrainServerRequestWithBody constructs an http.Request for the UndrainServer method, with any body, and a specified content type
+func NewUndrainServerRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/admin/servers/%s/undrain", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -18250,6 +18938,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/admin/containers (the `AdminCreateContainer` operationId).
 	AdminCreateContainerWithResponse(ctx context.Context, body AdminCreateContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminCreateContainerResponse, error)
 
+	// MoveContainerWithBodyWithResponse Move a stopped container to another server (admin)
+	//
+	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+	MoveContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MoveContainerResponse, error)
+
+	// MoveContainerWithResponse Move a stopped container to another server (admin)
+	//
+	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+	MoveContainerWithResponse(ctx context.Context, id string, body MoveContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*MoveContainerResponse, error)
+
 	// ReportEventWithBodyWithResponse Report an event (admin)
 	//
 	// The ingestible kinds, reported by an admin on a producer's behalf; user_id names the owner who sees it.
@@ -18293,6 +19003,39 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/admin/images (the `CreateImage` operationId).
 	CreateImageWithResponse(ctx context.Context, body CreateImageJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateImageResponse, error)
+
+	// GetImagePoolWithResponse The warm pool of an image (admin role required)
+	//
+	// `size` is the number of containers the pool keeps, `ready` those a create may claim now, `filling` those being made. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/admin/images/{id}/pool (the `GetImagePool` operationId).
+	GetImagePoolWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetImagePoolResponse, error)
+
+	// SetImagePoolWithBodyWithResponse Set the warm pool size of a prespawn image (admin role required)
+	//
+	// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+	SetImagePoolWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetImagePoolResponse, error)
+
+	// SetImagePoolWithResponse Set the warm pool size of a prespawn image (admin role required)
+	//
+	// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+	SetImagePoolWithResponse(ctx context.Context, id string, body SetImagePoolJSONRequestBody, reqEditors ...RequestEditorFn) (*SetImagePoolResponse, error)
 
 	// CreateNotificationWithBodyWithResponse Create a notification (admin)
 	//
@@ -18355,6 +19098,68 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/admin/servers (the `CreateServer` operationId).
 	CreateServerWithResponse(ctx context.Context, body CreateServerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateServerResponse, error)
+
+	// DrainServerWithBodyWithResponse Drain a server (admin)
+	//
+	// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+	DrainServerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DrainServerResponse, error)
+
+	// DrainServerWithResponse Drain a server (admin)
+	//
+	// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+	DrainServerWithResponse(ctx context.Context, id string, body DrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*DrainServerResponse, error)
+
+	// SetServerEndpointWithBodyWithResponse Make a server a runtime endpoint (admin)
+	//
+	// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+	SetServerEndpointWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetServerEndpointResponse, error)
+
+	// SetServerEndpointWithResponse Make a server a runtime endpoint (admin)
+	//
+	// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+	SetServerEndpointWithResponse(ctx context.Context, id string, body SetServerEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*SetServerEndpointResponse, error)
+
+	// UndrainServerWithBodyWithResponse Let placement choose a drained server again (admin)
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+	UndrainServerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UndrainServerResponse, error)
+
+	// UndrainServerWithResponse Let placement choose a drained server again (admin)
+	//
+	// Policy `admin`: a signed-in user with the admin role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+	UndrainServerWithResponse(ctx context.Context, id string, body UndrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*UndrainServerResponse, error)
 
 	// AdminListUsersWithResponse List users, oldest first (admin role required)
 	//
@@ -18752,7 +19557,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateContainerWithBodyWithResponse Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -18763,7 +19568,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateContainerWithResponse Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -20774,6 +21579,62 @@ func (r AdminCreateContainerResponse) ContentType() string {
 	return ""
 }
 
+type MoveContainerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Container `json:"data"`
+		Message    string    `json:"message"`
+		StatusCode int       `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MoveContainerResponse) GetJSON200() *struct {
+	Data       Container `json:"data"`
+	Message    string    `json:"message"`
+	StatusCode int       `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r MoveContainerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r MoveContainerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MoveContainerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MoveContainerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MoveContainerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ReportEventResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -20880,6 +21741,118 @@ func (r CreateImageResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateImageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetImagePoolResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Pool   `json:"data"`
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetImagePoolResponse) GetJSON200() *struct {
+	Data       Pool   `json:"data"`
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetImagePoolResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetImagePoolResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetImagePoolResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetImagePoolResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetImagePoolResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SetImagePoolResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Pool   `json:"data"`
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetImagePoolResponse) GetJSON200() *struct {
+	Data       Pool   `json:"data"`
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SetImagePoolResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetImagePoolResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetImagePoolResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetImagePoolResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetImagePoolResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21048,6 +22021,174 @@ func (r CreateServerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateServerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DrainServerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Server `json:"data"`
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DrainServerResponse) GetJSON200() *struct {
+	Data       Server `json:"data"`
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DrainServerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DrainServerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DrainServerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DrainServerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DrainServerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SetServerEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Server `json:"data"`
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetServerEndpointResponse) GetJSON200() *struct {
+	Data       Server `json:"data"`
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SetServerEndpointResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetServerEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetServerEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetServerEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetServerEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UndrainServerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       Server `json:"data"`
+		Message    string `json:"message"`
+		StatusCode int    `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UndrainServerResponse) GetJSON200() *struct {
+	Data       Server `json:"data"`
+	Message    string `json:"message"`
+	StatusCode int    `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UndrainServerResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UndrainServerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UndrainServerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UndrainServerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UndrainServerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -30300,6 +31441,40 @@ func (c *ClientWithResponses) AdminCreateContainerWithResponse(ctx context.Conte
 	return ParseAdminCreateContainerResponse(rsp)
 }
 
+// MoveContainerWithBodyWithResponse Move a stopped container to another server (admin)
+//
+// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+func (c *ClientWithResponses) MoveContainerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MoveContainerResponse, error) {
+	rsp, err := c.MoveContainerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMoveContainerResponse(rsp)
+}
+
+// MoveContainerWithResponse Move a stopped container to another server (admin)
+//
+// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/containers/{id}/move (the `MoveContainer` operationId).
+func (c *ClientWithResponses) MoveContainerWithResponse(ctx context.Context, id string, body MoveContainerJSONRequestBody, reqEditors ...RequestEditorFn) (*MoveContainerResponse, error) {
+	rsp, err := c.MoveContainer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMoveContainerResponse(rsp)
+}
+
 // ReportEventWithBodyWithResponse Report an event (admin)
 //
 // The ingestible kinds, reported by an admin on a producer's behalf; user_id names the owner who sees it.
@@ -30366,6 +31541,57 @@ func (c *ClientWithResponses) CreateImageWithResponse(ctx context.Context, body 
 		return nil, err
 	}
 	return ParseCreateImageResponse(rsp)
+}
+
+// GetImagePoolWithResponse The warm pool of an image (admin role required)
+//
+// `size` is the number of containers the pool keeps, `ready` those a create may claim now, `filling` those being made. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/admin/images/{id}/pool (the `GetImagePool` operationId).
+func (c *ClientWithResponses) GetImagePoolWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetImagePoolResponse, error) {
+	rsp, err := c.GetImagePool(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetImagePoolResponse(rsp)
+}
+
+// SetImagePoolWithBodyWithResponse Set the warm pool size of a prespawn image (admin role required)
+//
+// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+func (c *ClientWithResponses) SetImagePoolWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetImagePoolResponse, error) {
+	rsp, err := c.SetImagePoolWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetImagePoolResponse(rsp)
+}
+
+// SetImagePoolWithResponse Set the warm pool size of a prespawn image (admin role required)
+//
+// The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/admin/images/{id}/pool (the `SetImagePool` operationId).
+func (c *ClientWithResponses) SetImagePoolWithResponse(ctx context.Context, id string, body SetImagePoolJSONRequestBody, reqEditors ...RequestEditorFn) (*SetImagePoolResponse, error) {
+	rsp, err := c.SetImagePool(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetImagePoolResponse(rsp)
 }
 
 // CreateNotificationWithBodyWithResponse Create a notification (admin)
@@ -30464,6 +31690,104 @@ func (c *ClientWithResponses) CreateServerWithResponse(ctx context.Context, body
 		return nil, err
 	}
 	return ParseCreateServerResponse(rsp)
+}
+
+// DrainServerWithBodyWithResponse Drain a server (admin)
+//
+// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+func (c *ClientWithResponses) DrainServerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DrainServerResponse, error) {
+	rsp, err := c.DrainServerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDrainServerResponse(rsp)
+}
+
+// DrainServerWithResponse Drain a server (admin)
+//
+// Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/drain (the `DrainServer` operationId).
+func (c *ClientWithResponses) DrainServerWithResponse(ctx context.Context, id string, body DrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*DrainServerResponse, error) {
+	rsp, err := c.DrainServer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDrainServerResponse(rsp)
+}
+
+// SetServerEndpointWithBodyWithResponse Make a server a runtime endpoint (admin)
+//
+// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+func (c *ClientWithResponses) SetServerEndpointWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetServerEndpointResponse, error) {
+	rsp, err := c.SetServerEndpointWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetServerEndpointResponse(rsp)
+}
+
+// SetServerEndpointWithResponse Make a server a runtime endpoint (admin)
+//
+// Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/admin/servers/{id}/endpoint (the `SetServerEndpoint` operationId).
+func (c *ClientWithResponses) SetServerEndpointWithResponse(ctx context.Context, id string, body SetServerEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*SetServerEndpointResponse, error) {
+	rsp, err := c.SetServerEndpoint(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetServerEndpointResponse(rsp)
+}
+
+// UndrainServerWithBodyWithResponse Let placement choose a drained server again (admin)
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+func (c *ClientWithResponses) UndrainServerWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UndrainServerResponse, error) {
+	rsp, err := c.UndrainServerWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUndrainServerResponse(rsp)
+}
+
+// UndrainServerWithResponse Let placement choose a drained server again (admin)
+//
+// Policy `admin`: a signed-in user with the admin role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/admin/servers/{id}/undrain (the `UndrainServer` operationId).
+func (c *ClientWithResponses) UndrainServerWithResponse(ctx context.Context, id string, body UndrainServerJSONRequestBody, reqEditors ...RequestEditorFn) (*UndrainServerResponse, error) {
+	rsp, err := c.UndrainServer(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUndrainServerResponse(rsp)
 }
 
 // AdminListUsersWithResponse List users, oldest first (admin role required)
@@ -31114,7 +32438,7 @@ func (c *ClientWithResponses) ListContainersWithResponse(ctx context.Context, pa
 
 // CreateContainerWithBodyWithResponse Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -31131,7 +32455,7 @@ func (c *ClientWithResponses) CreateContainerWithBodyWithResponse(ctx context.Co
 
 // CreateContainerWithResponse Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -34226,6 +35550,43 @@ func ParseAdminCreateContainerResponse(rsp *http.Response) (*AdminCreateContaine
 	return response, nil
 }
 
+// ParseMoveContainerResponse parses an HTTP response from a MoveContainerWithResponse call
+func ParseMoveContainerResponse(rsp *http.Response) (*MoveContainerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MoveContainerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Container `json:"data"`
+			Message    string    `json:"message"`
+			StatusCode int       `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseReportEventResponse parses an HTTP response from a ReportEventWithResponse call
 func ParseReportEventResponse(rsp *http.Response) (*ReportEventResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -34287,6 +35648,80 @@ func ParseCreateImageResponse(rsp *http.Response) (*CreateImageResponse, error) 
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetImagePoolResponse parses an HTTP response from a GetImagePoolWithResponse call
+func ParseGetImagePoolResponse(rsp *http.Response) (*GetImagePoolResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetImagePoolResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Pool   `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSetImagePoolResponse parses an HTTP response from a SetImagePoolWithResponse call
+func ParseSetImagePoolResponse(rsp *http.Response) (*SetImagePoolResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetImagePoolResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Pool   `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
@@ -34398,6 +35833,117 @@ func ParseCreateServerResponse(rsp *http.Response) (*CreateServerResponse, error
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDrainServerResponse parses an HTTP response from a DrainServerWithResponse call
+func ParseDrainServerResponse(rsp *http.Response) (*DrainServerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DrainServerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Server `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSetServerEndpointResponse parses an HTTP response from a SetServerEndpointWithResponse call
+func ParseSetServerEndpointResponse(rsp *http.Response) (*SetServerEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetServerEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Server `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUndrainServerResponse parses an HTTP response from a UndrainServerWithResponse call
+func ParseUndrainServerResponse(rsp *http.Response) (*UndrainServerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UndrainServerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       Server `json:"data"`
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

@@ -26,6 +26,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/containers/{id}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a stopped container to another server (admin)
+         * @description Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+         *
+         *     Policy `admin`: a signed-in user with the admin role.
+         */
+        post: operations["moveContainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/events": {
         parameters: {
             query?: never;
@@ -64,6 +86,34 @@ export interface paths {
          *     Policy `admin`: a signed-in user with the admin role.
          */
         post: operations["createImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/images/{id}/pool": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The warm pool of an image (admin role required)
+         * @description `size` is the number of containers the pool keeps, `ready` those a create may claim now, `filling` those being made. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+         *
+         *     Policy `admin`: a signed-in user with the admin role.
+         */
+        get: operations["getImagePool"];
+        /**
+         * Set the warm pool size of a prespawn image (admin role required)
+         * @description The control plane keeps `size` containers of the image made, their agents enrolled and healthy, and paused, belonging to no project: no list, route or event of a project shows them. A create of the image (POST /api/v1/containers without snapshot_id, workspace_id, resources, env or autostart) claims the oldest ready one: it answers 201 already `running`, with the container's own fresh agent token (the pool's is refused from then on), and the pool fills again in the background. A claimed container is never returned to the pool. A larger size fills in the background; a smaller one (0 drains the pool) removes the surplus before it answers. 400 `size` when absent, negative or above 20; 409 `size` when the image is not marked prespawn or the runtime cannot pause containers (--runtime none, kubernetes). Writes `image.pool_resized`. 400 `id` for a malformed image id; 404 for an unknown image; 403 for a caller who is not an admin.
+         *
+         *     Policy `admin`: a signed-in user with the admin role.
+         */
+        put: operations["setImagePool"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -128,6 +178,70 @@ export interface paths {
          * @description Policy `admin`: a signed-in user with the admin role.
          */
         post: operations["createServer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/servers/{id}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drain a server (admin)
+         * @description Placement gives the server no new containers; those on it keep running. 409 for a server without an endpoint.
+         *
+         *     Policy `admin`: a signed-in user with the admin role.
+         */
+        post: operations["drainServer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/servers/{id}/endpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Make a server a runtime endpoint (admin)
+         * @description Sets the engine the server runs containers on and how many it holds: a Docker engine (`docker_host` unix:///path, or tcp://host:port with `tls_ca`, `tls_cert` and `tls_key`) or a Kubernetes cluster (`kubeconfig` with inline credentials, `kube_context`, `namespace`). The endpoint is sealed under the master key and never answered; admins see `driver`, `capacity` and `draining`. The server's name is the server_name of its containers' URLs: 409 `name` when it is not one DNS label, is the control plane's own server name, or another endpoint's; 409 `driver` when it would change the driver. 400 names the field and rule of bad input.
+         *
+         *     Policy `admin`: a signed-in user with the admin role.
+         */
+        put: operations["setServerEndpoint"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/servers/{id}/undrain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Let placement choose a drained server again (admin)
+         * @description Policy `admin`: a signed-in user with the admin role.
+         */
+        post: operations["undrainServer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -605,7 +719,7 @@ export interface paths {
         put?: never;
         /**
          * Create a container that runs (project owner or manager; an admin in any project)
-         * @description Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
+         * @description Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
          *
          *     Policy `signed-in`: any signed-in caller.
          */
@@ -3276,6 +3390,26 @@ export interface components {
         EmailInput: {
             email: string;
         };
+        EndpointBody: {
+            /** @description how many containers the server holds, 1-100000: every container placed on it counts, whatever its status, until it is deleted or moved */
+            capacity: number;
+            /** @description docker: unix:///absolute/path of the engine's socket, or tcp://host:port (then tls_ca, tls_cert and tls_key are required) */
+            docker_host?: string;
+            /** @description docker or kubernetes */
+            driver: string;
+            /** @description kubernetes: the kubeconfig's context; absent: its current context */
+            kube_context?: string;
+            /** @description kubernetes: a kubeconfig document (YAML or JSON), at most 256 KiB; never answered */
+            kubeconfig?: string;
+            /** @description kubernetes: the namespace every object goes in (a DNS label) */
+            namespace?: string;
+            /** @description docker over tcp: the engine's CA certificate (PEM), at most 64 KiB */
+            tls_ca?: string;
+            /** @description docker over tcp: the control plane's client certificate (PEM), at most 64 KiB */
+            tls_cert?: string;
+            /** @description docker over tcp: the client certificate's private key (PEM), at most 64 KiB; never answered */
+            tls_key?: string;
+        };
         Entry: {
             /** @description external, general, ai_limit, fees or sales */
             account?: string;
@@ -3736,6 +3870,16 @@ export interface components {
             access: unknown;
             program: string;
         };
+        Pool: {
+            filling?: number;
+            image_id?: string;
+            ready?: number;
+            size?: number;
+        };
+        PoolSizeBody: {
+            /** @description containers to keep, 0-20; 0 drains the pool */
+            size: number | null;
+        };
         Preview: {
             container_id?: string;
             /** Format: date-time */
@@ -3951,7 +4095,13 @@ export interface components {
             keys?: components["schemas"]["sshKeyRec"][];
         };
         Server: {
+            /** @description admins only: how many containers it holds */
+            capacity?: number;
             created_at?: string;
+            /** @description admins only: true while it takes no new containers */
+            draining?: boolean | null;
+            /** @description admins only: docker or kubernetes when the server runs containers */
+            driver?: string;
             id?: string;
             name?: string;
             /**
@@ -4220,6 +4370,49 @@ export interface operations {
             };
         };
     };
+    moveContainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the server to move to: one with an endpoint of the same driver, not draining, with room */
+                    server_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Container"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     reportEvent: {
         parameters: {
             query?: never;
@@ -4278,6 +4471,82 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Image"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getImagePool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a catalog image id: img_ followed by 24 lower-case hex digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pool"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setImagePool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a catalog image id: img_ followed by 24 lower-case hex digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PoolSizeBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pool"];
                         message: string;
                         statusCode: number;
                     };
@@ -4383,6 +4652,126 @@ export interface operations {
         responses: {
             /** @description Created */
             201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Server"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    drainServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a server id (srv_...) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Server"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setServerEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a server id (srv_...) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Server"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    undrainServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a server id (srv_...) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };

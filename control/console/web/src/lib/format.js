@@ -31,3 +31,36 @@ export function fee(amountCents, bps) {
 export function errorText(e) {
   return e?.message || String(e);
 }
+
+// size shows a byte count in binary units.
+export function size(n) {
+  if (n === undefined || n === null || isNaN(n)) return "—";
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  let v = Number(n);
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${v} bytes` : `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+// nextStep is an API error's message with what the user can do about
+// it: the server's message names the field (as "field: rule") or the
+// state, the console adds the way forward by the answer's status.
+export function nextStep(e) {
+  const msg = errorText(e).replace(/[.\s]+$/, "");
+  const field = /^([a-z_][a-z0-9_.[\]]*): /.exec(msg)?.[1];
+  if (field && (e?.status === 400 || e?.status === 409)) return `${msg}. Change ${field} and try again.`;
+  switch (e?.status) {
+    case 400: return `${msg}. Correct the form and try again.`;
+    case 401: return `${msg}. Log in again and retry.`;
+    case 403: return `${msg}. Your role on this project does not allow it: ask the project's owner or a manager.`;
+    case 404: return `${msg}. It may have been deleted meanwhile: reload the page.`;
+    case 409: return `${msg}. Reload the page to see the current state, then retry.`;
+    case 502:
+    case 503:
+    case 504: return `${msg}. The container engine or the agent did not answer: retry in a minute; if it persists, ask the operator to check the engine.`;
+    default: return msg;
+  }
+}

@@ -1,13 +1,11 @@
-package agentapi_test
+package deckhand
 
 import (
 	"strings"
 	"testing"
-
-	"deckhand/agent/cli/agentapi"
 )
 
-// The journal's stream: entries with ids, an id-only position move,
+// A journal stream: entries with ids, an id-only position move,
 // keep-alive comments, multi-line data.
 func TestReadEvents(t *testing.T) {
 	t.Parallel()
@@ -16,15 +14,14 @@ func TestReadEvents(t *testing.T) {
 		"id: c2\n\n" +
 		"event: gap\ndata: line one\ndata: line two\n\n" +
 		"id: c3\nevent: entry\ndata:{\"b\":2}\n\n"
-	var got []agentapi.Event
-	err := agentapi.ReadEvents(strings.NewReader(stream), func(e agentapi.Event) error {
+	var got []event
+	if err := readEvents(strings.NewReader(stream), func(e event) error {
 		got = append(got, e)
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		t.Fatal(err)
 	}
-	want := []agentapi.Event{
+	want := []event{
 		{ID: "c1", Event: "entry", Data: `{"a":1}`, HasData: true},
 		{ID: "c2", Event: "message"},
 		{ID: "c2", Event: "gap", Data: "line one\nline two", HasData: true},

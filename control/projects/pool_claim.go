@@ -1,0 +1,183 @@
+package projects
+
+import (
+	"context"
+	"time"
+
+	"deckhand/control/runtime"
+	"deckhand/platform/store"
+)
+
+// poolClaim is a create's use of the warm pool (pool.go): which of its
+// containers took a pooled one, and their new tokens.
+type poolClaim struct {
+	s     *Service
+	image string
+	name  string // the engine reference the create resolved
+	out   []*Container
+	fresh []string          // the ids the create made, before any claim
+	taken map[string]string // claimed id → its new agent token
+}
+
+// poolEligible says whether a create may take a pooled container: one
+// made from the image alone, as the pool makes them (limits, environment
+// and restart policy are the engine's at create; a snapshot or a kept
+// workspace are other files).
+func (in *ContainerCreate) poolEligible() bool {
+	return in.SnapshotID == "" && in.WorkspaceID == "" && in.ImageID != "" && len(in.Env) == 0 && !in.Autostart &&
+		(in.Resources == nil || *in.Resources == Resources{})
+}
+
+// newPoolClaim prepares the claims of a create of out (nil when it cannot
+// claim).
+func (s *Service) newPoolClaim(in *ContainerCreate, imageName string, out []*Container) *poolClaim {
+	if !in.poolEligible() || s.poolCapable() != nil {
+		return nil
+	}
+	c := &poolClaim{s: s, image: in.ImageID, name: imageName, out: out}
+	for _, o := range out {
+		c.fresh = append(c.fresh, o.ID)
+	}
+	return c
+}
+
+// take, in the create's transaction, gives each container it can a ready
+// member of the image: the member's record and its token go, the
+// container takes its id and a token minted now. Two creates that read
+// the same member cannot both commit: bbolt has one writer, and on
+// PostgreSQL the second delete of the row fails the serializable
+// transaction, which runs again and takes another member (or none). The
+// transaction may run again, so it starts from the create's own ids.
+func (c *poolClaim) take(tx *store.Tx, ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
+	c.taken = map[string]string{}
+	for i, o := range c.out {
+		o.ID = c.fresh[i]
+	}
+	ms, err := imageMembers(tx, c.image)
+	if err != nil {
+		return err
+	}
+	k := 0
+	for _, o := range c.out {
+		for k < len(ms) && (ms[k].Status != poolReady || ms[k].ImageName != c.name) {
+			k++
+		}
+		if k == len(ms) {
+			return nil
+		}
+		m := ms[k]
+		k++
+		if err := tx.Delete(bucketPool, m.ID); err != nil {
+			return err
+		}
+		o.ID = m.ID
+		token, err := c.s.mintAgentToken(tx, ctx, o)
+		if err != nil {
+			return err
+		}
+		c.taken[o.ID] = token
+	}
+	return nil
+}
+
+// started starts container o when it was claimed and answers true (o is
+// then as recorded: running, or creating when the claim fell back to a
+// cold create); false leaves o to the usual provisioning.
+func (c *poolClaim) started(ctx context.Context, o *Container) bool {
+	if c == nil {
+		return false
+	}
+	token, ok := c.taken[o.ID]
+	if !ok {
+		return false
+	}
+	if rec := c.s.startClaimed(context.WithoutCancel(ctx), o.ID, token); rec != nil {
+		*o = *rec
+	}
+	return true
+}
+
+// refill fills the pool again when the create took from it.
+func (c *poolClaim) refill() {
+	if c != nil && len(c.taken) > 0 {
+		c.s.poolKick(c.image)
+	}
+}
+
+// startClaimed writes claimed container id's new token over its token
+// file, thaws it and waits for its agent to enrol with that token: the
+// record running. When any step fails the engine container goes and the
+// container is made again from its record, as any create.
+func (s *Service) startClaimed(ctx context.Context, id, token string) *Container {
+	s.lc.mu.Lock()
+	mine := !s.lc.inflight[id]
+	if mine {
+		s.lc.inflight[id] = true
+	}
+	s.lc.mu.Unlock()
+	release := func() {
+		if mine {
+			s.lc.mu.Lock()
+			delete(s.lc.inflight, id)
+			s.lc.mu.Unlock()
+		}
+	}
+	drv := s.lc.rt.Driver
+	unlock := s.lc.lock(id)
+	err := drv.(runtime.FileWriter).WriteFiles(ctx, id, []runtime.File{{Path: agentTokenPath, Content: []byte(token + "\n"), Mode: 0o400}})
+	if err == nil {
+		err = drv.Resume(ctx, id)
+	}
+	var addr, reason string
+	if err == nil {
+		addr, reason = s.awaitClaimed(ctx, id, time.Now().Add(claimTimeout))
+	}
+	if err == nil && reason == "" {
+		rec, err := s.move(ctx, id, []string{StatusCreating}, StatusRunning, "", func(c *Container) { c.AgentAddr = addr })
+		unlock()
+		release()
+		if err != nil {
+			s.log.Warn("warm pool: recording a claimed container running failed", "container", id, "err", err)
+		}
+		return rec
+	}
+	if reason == "" {
+		reason = err.Error()
+	}
+	s.log.Warn("warm pool: a claimed container did not come up; making it again", "container", id, "reason", reason)
+	if err := drv.Delete(ctx, id, false); err != nil {
+		s.log.Warn("warm pool: removing a claimed container failed", "container", id, "err", err)
+	}
+	unlock()
+	release()
+	s.provisionAsync(id)
+	rec, _ := s.loadContainer(ctx, id)
+	return rec
+}
+
+// awaitClaimed waits until claimed container id's agent has authenticated
+// with its new token and its gateway answers: its address, or why not.
+// It looks often: a thawed agent answers within milliseconds.
+func (s *Service) awaitClaimed(ctx context.Context, id string, deadline time.Time) (string, string) {
+	for {
+		c, err := s.loadContainer(ctx, id)
+		if err != nil || c == nil {
+			return "", "the container's record is gone"
+		}
+		if c.EnrolledAt != nil {
+			st, err := s.lc.rt.Driver.Inspect(ctx, id)
+			if err == nil && st.Addr != "" && s.checkHealth(ctx, st.Addr) == nil {
+				return st.Addr, ""
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", "its agent did not enrol with its new token within " + claimTimeout.String()
+		}
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return "", "the control plane stopped"
+		}
+	}
+}

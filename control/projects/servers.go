@@ -1,0 +1,259 @@
+package projects
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"deckhand/control/events"
+	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/store"
+)
+
+// Servers that run containers. With Runtime.Servers set, the runtime's
+// Driver routes each call to the server a container's record names, a
+// new container is placed on a server when it is created (its record
+// keeps the server's id in server_id, and its URLs carry that server's
+// name), and an admin may move a stopped container's workspace to
+// another server of the same driver. Without it, every container runs on
+// the local engine as before.
+
+// Servers is the fleet of servers with endpoints (control/fleet).
+type Servers interface {
+	// Bind tells the fleet how to find a container's server.
+	Bind(locate func(ctx context.Context, id string) (server string, found bool, err error))
+	// Place picks the servers of n new containers (in tx); "" is the
+	// local engine. pinned: they must go to pin.
+	Place(tx *store.Tx, now time.Time, owner string, usage map[string]int, n int, pin string, pinned bool) ([]string, error)
+	// Holder is the server holding workspace ws, or image.
+	Holder(ctx context.Context, ws, image string) (server string, found bool)
+	// Name is a server's name in URLs; false when it has no endpoint.
+	Name(ctx context.Context, server string) (string, bool)
+	// CheckMove refuses a move the target cannot take (in tx).
+	CheckMove(tx *store.Tx, from, to string, usage map[string]int) error
+	// MoveWorkspace copies a workspace from one server to another.
+	MoveWorkspace(ctx context.Context, ws, project, image, from, to string) error
+	// Remove deletes what a server holds of a container.
+	Remove(ctx context.Context, server, id string) error
+}
+
+// bindServers hands the fleet the records' servers.
+func (s *Service) bindServers() {
+	if s.lc.rt.Servers != nil {
+		s.lc.rt.Servers.Bind(s.locate)
+	}
+}
+
+// locate is the server container id's record names.
+func (s *Service) locate(ctx context.Context, id string) (string, bool, error) {
+	c, err := s.loadContainer(ctx, id)
+	if err != nil || c == nil {
+		return "", false, err
+	}
+	return c.ServerID, true, nil
+}
+
+// serverName is the server name in c's service URLs: its server's name,
+// else (a registered container's opaque server id) the id as recorded,
+// else the local engine's.
+func (s *Service) serverName(c *Container) string {
+	if c.ServerID == "" {
+		return s.lc.rt.ServerName
+	}
+	if fl := s.lc.rt.Servers; fl != nil {
+		if n, ok := fl.Name(s.lc.ctx, c.ServerID); ok {
+			return n
+		}
+	}
+	return c.ServerID
+}
+
+// serverUsage counts the containers each server holds (in tx).
+func serverUsage(tx *store.Tx) (map[string]int, error) {
+	usage := map[string]int{}
+	err := tx.ForEach(bucketContainers, func(_ string, raw []byte) error {
+		var c struct {
+			ServerID string `json:"server_id"`
+		}
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return err
+		}
+		if c.ServerID != "" {
+			usage[c.ServerID]++
+		}
+		return nil
+	})
+	return usage, err
+}
+
+// placePin is the server a create must go to, found before its
+// transaction: the one holding the kept workspace or the snapshot's image
+// it is made from.
+type placePin struct {
+	server string
+	pinned bool
+}
+
+func (s *Service) pinFor(ctx context.Context, in ContainerCreate, snap *Snapshot) placePin {
+	fl := s.lc.rt.Servers
+	if fl == nil {
+		return placePin{}
+	}
+	switch {
+	case in.WorkspaceID != "":
+		srv, ok := fl.Holder(ctx, in.WorkspaceID, "")
+		return placePin{srv, ok}
+	case snap != nil:
+		if c, err := s.loadContainer(ctx, snap.ContainerID); err == nil && c != nil {
+			return placePin{c.ServerID, true}
+		}
+		srv, ok := fl.Holder(ctx, "", snap.ImageName)
+		return placePin{srv, ok}
+	}
+	return placePin{}
+}
+
+// placeContainers sets the server of each new container of project (in
+// the create's transaction, so two creates never fill one place).
+func (s *Service) placeContainers(tx *store.Tx, projectID string, out []*Container, pin placePin) error {
+	fl := s.lc.rt.Servers
+	if fl == nil {
+		return nil
+	}
+	p, err := getProject(tx, projectID)
+	if err != nil || p == nil {
+		return err
+	}
+	usage, err := serverUsage(tx)
+	if err != nil {
+		return err
+	}
+	ids, err := fl.Place(tx, s.now(), p.OwnerID, usage, len(out), pin.server, pin.pinned)
+	if err != nil {
+		return err
+	}
+	for i, c := range out {
+		c.ServerID = ids[i]
+	}
+	return nil
+}
+
+// unclaimed are the containers of out the warm pool gave no engine
+// container: the pool is kept on the local engine, so a claimed one runs
+// there and is not placed.
+func (c *poolClaim) unclaimed(out []*Container) []*Container {
+	if c == nil {
+		return out
+	}
+	var rest []*Container
+	for _, o := range out {
+		if _, ok := c.taken[o.ID]; !ok {
+			rest = append(rest, o)
+		}
+	}
+	return rest
+}
+
+// ContainerMove is POST /api/v1/admin/containers/{id}/move.
+type ContainerMove struct {
+	ContainerRef
+	Body struct {
+		ServerID string `json:"server_id" required:"true" doc:"the server to move to: one with an endpoint of the same driver, not draining, with room"`
+	}
+}
+
+// MoveContainer moves a stopped container to another server (admin
+// only): its workspace is copied through the two engines' APIs, the
+// record names the new server, and what the old server held of it is
+// removed. Its next start makes its engine container on the new server.
+func (s *Service) MoveContainer(ctx context.Context, in ContainerMove) (*Container, error) {
+	p, err := platform.AdminCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	to := in.Body.ServerID
+	if to == "" {
+		return nil, fault.Invalid("server_id", "is required")
+	}
+	if !serverIDRe.MatchString(to) {
+		return nil, fault.Invalid("server_id", "must be 1-64 letters, digits, '_' or '-'")
+	}
+	fl := s.lc.rt.Servers
+	if fl == nil || s.lc.rt.Driver == nil {
+		return nil, errRecordsOnly
+	}
+	c, _, unlock, err := s.locked(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if c.Status != StatusStopped && c.Status != StatusFailed {
+		return nil, &fault.Error{Code: fault.CodeConflict, Details: "status",
+			Message: "container " + c.ID + " is " + c.Status + ": stop it before moving it"}
+	}
+	from := c.ServerID
+	if err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
+		usage, err := serverUsage(tx)
+		if err != nil {
+			return err
+		}
+		return fl.CheckMove(tx, from, to, usage)
+	}); err != nil {
+		return nil, fault.Wrap("check the move", err)
+	}
+	ws := c.WorkspaceID
+	if ws == "" {
+		ws = c.ID
+	}
+	// The stopped engine container stays until the record names the
+	// target: the copy is of a workspace no program writes to.
+	if err := fl.MoveWorkspace(ctx, ws, c.ProjectID, c.ImageName, from, to); err != nil {
+		return nil, engineErr("copy the workspace", err)
+	}
+	var out *Container
+	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+		cur, err := getContainer(tx, c.ID)
+		if err != nil {
+			return err
+		}
+		if cur == nil {
+			return fault.NotFound("container", c.ID)
+		}
+		cur.ServerID, cur.AgentAddr, cur.Recreate, cur.UpdatedAt = to, "", false, s.now()
+		if err := tx.Put(bucketContainers, cur.ID, cur); err != nil {
+			return err
+		}
+		out = cur
+		return s.event(tx, ctx, events.Event{EventType: "container.moved", ResourceType: "container", ResourceID: cur.ID, ActorID: p.UserID,
+			ProjectID: cur.ProjectID, ContainerID: cur.ID, Payload: events.Payload(map[string]any{"from": from, "to": to})})
+	})
+	if err != nil {
+		return nil, fault.Wrap("record the move", err)
+	}
+	// What the old server held goes once the record names the new one:
+	// a failure here leaves labelled objects, never a lost workspace.
+	if err := fl.Remove(ctx, from, c.ID); err != nil {
+		s.log.Warn("container move: removing it from the old server", "container", c.ID, "server", from, "err", err)
+	}
+	if c.WorkspaceID != "" {
+		if err := fl.Remove(ctx, from, c.WorkspaceID); err != nil {
+			s.log.Warn("container move: removing the workspace from the old server", "container", c.ID, "server", from, "err", err)
+		}
+	}
+	return s.decorate(out), nil
+}
+
+// serverRoutes are the routes of servers that run containers.
+func (s *Service) serverRoutes() []platform.Route {
+	return []platform.Route{
+		{Method: http.MethodPost, Path: "/api/v1/admin/containers/{id}/move", OperationID: "moveContainer", Policy: platform.Admin, Tags: []string{"admin"},
+			Summary: "Move a stopped container to another server (admin)",
+			Description: "Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same " +
+				"driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next " +
+				"start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and " +
+				"for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.",
+			Message: "Container moved", Op: platform.Op(s.MoveContainer)},
+	}
+}

@@ -1,0 +1,93 @@
+package deckhand
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Request is one control-plane call for Client.Send: what Call takes and
+// the headers it does not (a two-factor code, another bearer).
+type Request struct {
+	Method string
+	Path   string // /api/v1/...
+	Query  url.Values
+	Body   any // marshalled to JSON; nil sends none
+	// Header is added to the request; an Authorization header here wins
+	// over the client's token.
+	Header http.Header
+}
+
+// Answer is a verified control-plane answer: its exact body and, for the
+// JSON envelope, its message and data as sent.
+type Answer struct {
+	Status  int
+	Header  http.Header
+	Body    []byte
+	Message string
+	Data    json.RawMessage
+}
+
+// Send sends r and answers the verified answer (Do's checks). A status of
+// 400 or more is an *Error with the server's code and message, returned
+// with the answer.
+func (c *Client) Send(ctx context.Context, r Request) (*Answer, error) {
+	var rd io.Reader
+	if r.Body != nil {
+		raw, err := json.Marshal(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(raw)
+	}
+	u := c.base + r.Path
+	if len(r.Query) > 0 {
+		u += "?" + r.Query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range r.Header {
+		req.Header[http.CanonicalHeaderKey(k)] = vs
+	}
+	if r.Body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	a := &Answer{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+	path := req.URL.Path
+	if resp.StatusCode >= 400 {
+		return a, errorOf(r.Method, path, resp.StatusCode, raw)
+	}
+	ct := resp.Header.Get("Content-Type")
+	if len(raw) > 0 && (strings.HasPrefix(ct, "application/json") || strings.Contains(ct, "+json") || (ct == "" && raw[0] == '{')) {
+		var env struct {
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(raw, &env); err != nil {
+			return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope: %w", r.Method, path, err)
+		}
+		a.Message, a.Data = env.Message, env.Data
+	}
+	return a, nil
+}
+
+// FetchKeys makes sure the control plane's key set is held (fetched, or
+// from Options.KeyCache), so a program can fail early against a server
+// that does not sign or whose key set was altered on the way.
+func (c *Client) FetchKeys(ctx context.Context) error {
+	_, err := c.Send(ctx, Request{Method: http.MethodGet, Path: PublicKeyPath})
+	return err
+}
