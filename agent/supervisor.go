@@ -97,6 +97,8 @@ type Supervisor struct {
 	probe   *http.Client
 	// sink is the journal sink the agent made (nil when the caller gave one).
 	sink *journal.Sink
+	// idle is the agent's activity and keep-alive leases (idle.go).
+	idle *idleState
 }
 
 // ErrAgentRunning is returned when another agent holds the data directory.
@@ -188,11 +190,12 @@ func New(cfg Config) (*Supervisor, error) {
 	if s.gwLn, err = platform.Listen("--listen", cfg.Listen); err != nil {
 		return nil, err
 	}
+	s.idle = newIdleState(func() (int, int, time.Time) { return s.gw.Activity() }, s.activityReporters)
 	s.gw = gateway.New(gateway.Config{
 		Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 		Known: Known(), Backend: s.backend, InProcess: s.inProcess, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
 		Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
-		LocalTrust: trust, Claim: s.claimHandler(),
+		LocalTrust: trust, Claim: s.claimHandler(), Leases: s.idle.serveLeases,
 	})
 	ok = true
 	return s, nil
@@ -326,6 +329,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		sync := egress.NewSync(runCtx, s.egressSync())
 		wg.Add(1)
 		go func() { defer wg.Done(); sync.Run(runCtx) }()
+	}
+	if s.access != nil && s.access.Control() != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.reportActivity(runCtx, s.access.Control()) }()
 	}
 	if keys := s.newSSHKeySync(); keys != nil {
 		wg.Add(1)

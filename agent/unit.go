@@ -72,6 +72,9 @@ type unit struct {
 	// host is the serving in-process host, for another service's calls
 	// of its tools (contract.ServiceDeps.Peer); nil as direct is.
 	host atomic.Pointer[platform.Host]
+	// activity is the serving in-process service when it reports its
+	// activity (idle.go); nil otherwise.
+	activity atomic.Pointer[contract.ActivityReporter]
 }
 
 func (u *unit) setState(state string) {
@@ -194,6 +197,10 @@ func (u *unit) runInProcess(ctx context.Context, svc contract.ContainerService) 
 	// proxy, which answers 502 until the next run serves again.
 	u.direct.Store(gateway.NewInProcess(host.App(), ln.Addr()))
 	u.host.Store(host)
+	if ar, ok := svc.(contract.ActivityReporter); ok {
+		u.activity.Store(&ar)
+		defer u.activity.Store(nil)
+	}
 	defer u.direct.Store(nil)
 	defer u.host.Store(nil)
 	go u.watchHealth(ctx, gen)

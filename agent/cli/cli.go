@@ -39,7 +39,7 @@ import (
 func Commands() []*cobra.Command {
 	return []*cobra.Command{
 		loginCmd(), logoutCmd(), whoamiCmd(), tokensCmd(), projectsCmd(), containersCmd(), previewCmd(), walletCmd(), eventsCmd(), notificationsCmd(),
-		lsCmd(), cpCmd(), rmCmd(), mkdirCmd(), logsCmd(),
+		lsCmd(), cpCmd(), rmCmd(), mkdirCmd(), logsCmd(), keepaliveCmd(),
 	}
 }
 

@@ -44,6 +44,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,6 +98,9 @@ type Config struct {
 	Status http.Handler
 	// Claim answers ClaimPath (nil: 404, the agent has no control plane).
 	Claim http.Handler
+	// Leases answers LeasesPath once the request is authorized (nil:
+	// 404).
+	Leases fasthttp.RequestHandler
 	// Authorizer decides who may pass; default LoopbackOnly.
 	Authorizer Authorizer
 	// Policy is the request policy (Host, Origin, Sec-Fetch-Site) checked
@@ -157,6 +161,7 @@ type Gateway struct {
 
 	limit connlimit.Limit
 	warns connlimit.Every
+	act   activity
 }
 
 // warnEvery logs msg at most every 10 s: a flood is one line, not one a
@@ -358,9 +363,17 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	host := string(ctx.Request.Header.Host())
+	if isLeases(path) {
+		g.serveLeases(ctx, host, path, path)
+		return
+	}
 	t, perr := g.Resolve(host, path)
 	if perr != nil {
 		reqpolicy.WriteFastError(ctx, 0, perr)
+		return
+	}
+	if lp, err := url.PathUnescape(t.Path); err == nil && isLeases(lp) {
+		g.serveLeases(ctx, host, path, lp)
 		return
 	}
 	addr, ok := g.cfg.Backend(t.Service)
@@ -372,6 +385,7 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
+	defer g.act.begin()()
 	hadPreview := id.Type == proxyperm.TypePreview && ctx.QueryArgs().Has(proxyperm.PreviewParam)
 	query = withoutParams(query, id.Credentials)
 	if hadPreview && (ctx.IsGet() || ctx.IsHead()) {

@@ -117,6 +117,7 @@ func (g *Gateway) track(client, service net.Conn) bool {
 }
 
 func (g *Gateway) untrack(client net.Conn) {
+	g.act.touch()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.tunnels, client)

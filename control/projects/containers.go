@@ -46,6 +46,13 @@ type Container struct {
 	// WorkspaceID is the kept workspace mounted as its home (empty: its
 	// own).
 	WorkspaceID string `json:"workspace_id,omitempty"`
+	// IdleTimeoutSeconds and IdleAction: see idle.go (0: never idle-stopped).
+	IdleTimeoutSeconds int    `json:"idle_timeout_seconds,omitempty"`
+	IdleAction         string `json:"idle_action,omitempty"`
+	// RunningSince is when it last became running: idleness counts from
+	// it at the latest, so a resume is never taken for the idle time
+	// before it.
+	RunningSince *time.Time `json:"running_since,omitempty"`
 	// KeepWorkspace is the delete's choice, kept while it is under way.
 	KeepWorkspace bool `json:"keep_workspace,omitempty"`
 	// Recreate: limits or autostart changed while it was stopped; the

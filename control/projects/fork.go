@@ -138,7 +138,8 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 	out := make([]*Container, n)
 	for i := range out {
 		out[i] = &Container{ID: newID(), ProjectID: in.ProjectID, Name: names[i], ImageID: imageID, ImageName: imageName, SnapshotID: in.SnapshotID,
-			Autostart: in.Autostart, Env: in.Env, WorkspaceID: in.WorkspaceID, Status: StatusCreating, CreatedAt: now, UpdatedAt: now}
+			Autostart: in.Autostart, Env: in.Env, WorkspaceID: in.WorkspaceID, Status: StatusCreating, CreatedAt: now, UpdatedAt: now,
+			IdleTimeoutSeconds: in.IdleTimeoutSeconds, IdleAction: in.idleAction()}
 		if in.Resources != nil {
 			out[i].Resources = *in.Resources
 		}

@@ -136,6 +136,7 @@ type ContainerCreate struct {
 	SnapshotID  string `json:"snapshot_id,omitempty" doc:"make the container from this snapshot of a container of the project (its files, packages and workspace as they were); image_id may then be left out"`
 	Count       *int   `json:"count,omitempty" doc:"make this many containers, 1-10, named <name>-1 ... <name>-<count>; the answer is then an array of them"`
 	WorkspaceID string `json:"workspace_id,omitempty" doc:"mount this kept workspace of the project as the home (GET /api/v1/projects/{id}/workspaces); not with count above 1"`
+	IdleSettings
 }
 
 // Validate checks every field but the image (the catalog's) and the
@@ -153,6 +154,9 @@ func (in *ContainerCreate) Validate() error {
 		return err
 	}
 	if err := in.Resources.Validate(); err != nil {
+		return err
+	}
+	if err := in.IdleSettings.Validate(); err != nil {
 		return err
 	}
 	return validEnv(in.Env)
@@ -273,6 +277,10 @@ func (s *Service) ServiceURL(c *Container, svc string) string {
 func (s *Service) setStatus(tx *store.Tx, ctx context.Context, c *Container, status, reason string) error {
 	changed := c.Status != status
 	c.Status, c.StatusReason, c.UpdatedAt = status, reason, s.now()
+	if changed && status == StatusRunning {
+		since := c.UpdatedAt
+		c.RunningSince = &since
+	}
 	if err := tx.Put(bucketContainers, c.ID, c); err != nil {
 		return err
 	}

@@ -548,6 +548,9 @@ type ContainerChanges struct {
 	Name      *string    `json:"name,omitempty" doc:"1-100 characters, unique in the project"`
 	Resources *Resources `json:"resources,omitempty" doc:"new limits (both fields are replaced; 0: the engine's default)"`
 	Autostart *bool      `json:"autostart,omitempty" doc:"start again with the engine"`
+	// The idle settings: see idle.go.
+	IdleTimeoutSeconds *int    `json:"idle_timeout_seconds,omitempty" doc:"idle timeout in seconds: 0 turns it off, else 5-604800 (see the create)"`
+	IdleAction         *string `json:"idle_action,omitempty" doc:"stop or pause"`
 }
 
 // Validate checks each field given.
@@ -559,8 +562,11 @@ func (in *ContainerChanges) Validate() error {
 		}
 		in.Name = &n
 	}
-	if in.Name == nil && in.Resources == nil && in.Autostart == nil {
-		return fault.Invalid("body", "give name, resources or autostart")
+	if in.Name == nil && in.Resources == nil && in.Autostart == nil && in.IdleTimeoutSeconds == nil && in.IdleAction == nil {
+		return fault.Invalid("body", "give name, resources, autostart, idle_timeout_seconds or idle_action")
+	}
+	if err := validIdleChanges(in.IdleTimeoutSeconds, in.IdleAction); err != nil {
+		return err
 	}
 	return in.Resources.Validate()
 }
@@ -607,6 +613,9 @@ func (s *Service) UpdateContainer(ctx context.Context, in ContainerUpdate) (*Con
 				return err
 			}
 			c.Name = *ch.Name
+		}
+		if err := applyIdle(ev, c, ch.IdleTimeoutSeconds, ch.IdleAction); err != nil {
+			return err
 		}
 		engine := false
 		if ch.Resources != nil && *ch.Resources != c.Resources {

@@ -115,7 +115,7 @@ func (s *Service) Routes() []platform.Route {
 				"400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is " +
 				"no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the " +
 				"project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. " +
-				"Writes `container.creating`, then `container.running` or `container.failed`." + forkDesc + poolDesc,
+				"Writes `container.creating`, then `container.running` or `container.failed`." + forkDesc + poolDesc + idleDesc,
 			Message: "Container created", Response: Container{}, Op: platform.Op(s.CreateContainers)},
 		{Method: http.MethodPost, Path: "/api/v1/containers/{id}/start", OperationID: "startContainer", Policy: operate, Tags: containers,
 			Summary: "Start a container",
@@ -143,7 +143,7 @@ func (s *Service) Routes() []platform.Route {
 				"workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start " +
 				"when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or " +
 				"`container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller " +
-				"may not manage it, 409 while it is being deleted.",
+				"may not manage it, 409 while it is being deleted." + idleDesc,
 			Message: "Container updated", Op: platform.Op(s.UpdateContainer)},
 		{Method: http.MethodDelete, Path: "/api/v1/containers/{id}", OperationID: "deleteContainer", Policy: manage, Tags: containers,
 			Summary: "Delete a container, its engine objects and its record",
@@ -301,6 +301,7 @@ func (s *Service) Routes() []platform.Route {
 		routes = append(routes, s.documentRoutes(sc)...)
 	}
 	routes = append(routes, s.stateRoutes(operate, manage, read, actErrs)...)
+	routes = append(routes, s.idleRoutes(agent)...)
 	routes = append(routes, s.workspaceRoutes(member, manager)...)
 	routes = append(routes, s.serverRoutes()...)
 	routes = append(routes, s.poolRoutes()...)

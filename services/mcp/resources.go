@@ -92,12 +92,14 @@ func (s *Service) readJournalResource(ctx context.Context, req *mcp.ReadResource
 // is told). A session's subscriptions are capped (--mcp-max-subscriptions,
 // every spelling counts) and end with the session (sessions.go).
 type subscriptions struct {
-	s       *Service
-	max     int
-	mu      sync.Mutex
-	byID    map[string]*session // open sessions this service has seen
-	watches map[string]*watch   // by cleaned path
-	wg      sync.WaitGroup
+	s   *Service
+	max int
+	mu  sync.Mutex
+	// lastEnded is when the last session ended (Activity).
+	lastEnded time.Time
+	byID      map[string]*session // open sessions this service has seen
+	watches   map[string]*watch   // by cleaned path
+	wg        sync.WaitGroup
 }
 
 type watch struct {

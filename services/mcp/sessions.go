@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -80,6 +81,7 @@ func (u *subscriptions) end(id string) {
 		return
 	}
 	delete(u.byID, id)
+	u.lastEnded = time.Now()
 	for uri, p := range sess.uris {
 		u.release(p, uri)
 	}

@@ -22,6 +22,7 @@ func (s *Service) failStart(p *process, err error) {
 func (s *Service) ended(p *process) {
 	s.mu.Lock()
 	s.running--
+	s.lastEnded = s.deps.Clock.Now()
 	s.queueFinished(p)
 	victims := s.overflow()
 	s.mu.Unlock()

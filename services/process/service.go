@@ -115,7 +115,9 @@ type Service struct {
 	procs   map[string]*process
 	tokens  map[string]*process
 	running int // running or starting
-	closed  bool
+	// lastEnded is when the last process ended (Activity).
+	lastEnded time.Time
+	closed    bool
 	// finished holds the finished processes in the order they ended, for
 	// --process-max-finished to drop the oldest without sorting them all
 	// at each end; entries unregistered since are skipped when reached.

@@ -14,7 +14,8 @@ from .errors import DeckhandError, SignatureError
 from .client import Client, API_VERSION
 from .container import Container, Files, FileInfo, Output, Processes, Result, Running
 from .containers import ContainerInfo, Containers, StateError
+from .state import Lease, Snapshot, Workspace
 from .aio import AsyncClient, AsyncContainer
 
-__all__ = ["Client", "AsyncClient", "Container", "AsyncContainer", "Containers", "ContainerInfo", "Processes", "Files",
+__all__ = ["Lease", "Snapshot", "Workspace", "Client", "AsyncClient", "Container", "AsyncContainer", "Containers", "ContainerInfo", "Processes", "Files",
            "Output", "Result", "Running", "FileInfo", "DeckhandError", "SignatureError", "StateError", "API_VERSION"]

@@ -14,6 +14,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from . import _openapi
+from .state import ContainerState
 from ._http import Transport
 from ._terminal import Terminal
 from .errors import DeckhandError
@@ -35,7 +36,7 @@ def _backoff(n):
     return min(n * n * 0.1, 5.0)
 
 
-class Container:
+class Container(ContainerState):
     """A container's agent. Container(gateway_url, token) reaches it at a
     gateway URL; Client.containers answers handles reaching it through the
     control plane (route "proxy": the per-service URLs, optionally all

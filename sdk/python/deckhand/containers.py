@@ -6,6 +6,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from .container import Container
+from .state import StateVerbs
 
 
 @dataclass
@@ -53,7 +54,7 @@ def _q(s):
     return urllib.parse.quote(s, safe="")
 
 
-class Containers:
+class Containers(StateVerbs):
     def __init__(self, client, agent_token=None, route="proxy", proxy_addr=None):
         self._c = client
         self._agent_token = agent_token

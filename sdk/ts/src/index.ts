@@ -12,6 +12,8 @@ export {
   type ContainerInfo, type ContainerOptions, type Route, type Result, type Command, type FileInfo,
 } from "./container.js";
 export { Containers, StateError, type CreateOptions } from "./containers.js";
+export { type Snapshot, type Workspace, type Lease, type ForkOptions } from "./state.js";
+import "./state.js";
 export { DeckhandError, SignatureError } from "./errors.js";
 export { Terminal, type TerminalOptions } from "./terminal.js";
 export { SIGNATURE_HEADER, NONCE_HEADER, BINDING_HEADER, PUBLIC_KEY_PATH, KEY_CACHE_TTL_MS, REPLAY_TOLERANCE_S } from "./signature.js";

@@ -61,3 +61,52 @@ test("create, run, write and read, stream across a disconnect, delete", { skip: 
   await box.delete();
   await assert.rejects(client.containers.get(box.id), (e) => e instanceof DeckhandError && e.status === 404);
 });
+
+// The state verbs (src/state.ts), after the program above in this file so
+// the sandbox user's project holds one test's containers at a time.
+test("pause, resume, snapshots, fork, restore, keepalive, kept workspaces", { skip: !URL_ && "no container engine" }, async (t) => {
+  const client = new DeckhandClient(URL_, { agentRoute: "agent_addr" });
+  await client.login(process.env.DECKHAND_SANDBOX_EMAIL, process.env.DECKHAND_PASSWORD);
+  const cs = client.containers;
+  const project = process.env.DECKHAND_SANDBOX_PROJECT;
+  const box = await cs.create(process.env.DECKHAND_SANDBOX_IMAGE, { name: "state" });
+  const made = [box.id];
+  t.after(() => Promise.all(made.map((id) => cs.delete(id).catch(() => {}))));
+  await box.waitRunning();
+  assert.equal((await cs.pause(box.id)).status, "paused");
+  assert.equal((await cs.resume(box.id)).status, "running");
+
+  const lease = await box.keepalive(60);
+  assert.match(lease.id, /^lse_/);
+  assert.equal(lease.durationSeconds, 60);
+  await assert.rejects(box.keepalive(0), /seconds/);
+
+  await box.files.write("/home/user/state.txt", "at the snapshot\n");
+  const snap = await cs.snapshot(box.id, "first");
+  assert.deepEqual([snap.name, snap.containerId, snap.projectId], ["first", box.id, project]);
+  assert.equal((await cs.renameSnapshot(box.id, snap.id, "renamed")).name, "renamed");
+  const listed = await cs.snapshots(box.id);
+  assert.deepEqual(listed.map((s) => [s.id, s.name]), [[snap.id, "renamed"]]);
+  assert.ok(listed[0].sizeBytes > 0);
+
+  const [fork, ...more] = await cs.fork(snap.id, { name: "copy", count: 1 });
+  assert.equal(more.length, 0);
+  made.push(fork.id);
+  await fork.waitRunning();
+  assert.equal(fork.info.name, "copy-1");
+  assert.equal(await fork.files.readText("/home/user/state.txt"), "at the snapshot\n");
+
+  await box.files.write("/home/user/state.txt", "changed\n");
+  assert.equal((await cs.restore(box.id, snap.id)).id, box.id);
+  await box.waitRunning();
+  assert.equal(await box.files.readText("/home/user/state.txt"), "at the snapshot\n");
+  await cs.deleteSnapshot(box.id, snap.id);
+  assert.deepEqual(await cs.snapshots(box.id), []);
+
+  await cs.deleteKeepingWorkspace(fork.id);
+  made.pop();
+  const ws = await cs.workspaces();
+  assert.deepEqual(ws.map((w) => [w.id, w.projectId, w.name]), [[fork.id, project, "copy-1"]]);
+  await cs.deleteWorkspace(project, fork.id);
+  assert.deepEqual(await cs.workspaces(project), []);
+});

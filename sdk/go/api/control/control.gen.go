@@ -491,6 +491,33 @@ type AccessTokenInput struct {
 	TtlSeconds *int `json:"ttl_seconds,omitempty"`
 }
 
+// ActivityAnswer defines model for ActivityAnswer.
+type ActivityAnswer struct {
+	// Acting the report completed the idle timeout: the container is being stopped or paused
+	Acting *bool `json:"acting,omitempty"`
+
+	// IdleAction stop or pause
+	IdleAction *string `json:"idle_action,omitempty"`
+
+	// IdleTimeoutSeconds the container's idle timeout (0: off)
+	IdleTimeoutSeconds *int `json:"idle_timeout_seconds,omitempty"`
+
+	// ReportInSeconds when to report again: the moment its idle time would reach the timeout, at most 30 s
+	ReportInSeconds *float32 `json:"report_in_seconds,omitempty"`
+}
+
+// ActivityReport defines model for ActivityReport.
+type ActivityReport struct {
+	// Activity what keeps it busy, by kind (process, terminal, mcp_session, request, websocket, lease ...) with a count
+	Activity *map[string]int `json:"activity,omitempty"`
+
+	// Busy something is going on now: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease
+	Busy *bool `json:"busy,omitempty"`
+
+	// IdleSeconds seconds since the last activity ended (0 while busy)
+	IdleSeconds *float32 `json:"idle_seconds,omitempty"`
+}
+
 // AdminContainerInput defines model for AdminContainerInput.
 type AdminContainerInput struct {
 	Id        *string `json:"id,omitempty"`
@@ -604,33 +631,42 @@ type CodeInput struct {
 
 // Container defines model for Container.
 type Container struct {
-	AgentAddr       *string            `json:"agent_addr,omitempty"`
-	Autostart       *bool              `json:"autostart,omitempty"`
-	CreatedAt       *time.Time         `json:"created_at,omitempty"`
-	EnrolledAt      *time.Time         `json:"enrolled_at,omitempty"`
-	Env             *map[string]string `json:"env,omitempty"`
-	Id              *string            `json:"id,omitempty"`
-	ImageId         *string            `json:"image_id,omitempty"`
-	ImageName       *string            `json:"image_name,omitempty"`
-	KeepWorkspace   *bool              `json:"keep_workspace,omitempty"`
-	Name            *string            `json:"name,omitempty"`
-	ProjectId       *string            `json:"project_id,omitempty"`
-	RecreateOnStart *bool              `json:"recreate_on_start,omitempty"`
-	Resources       *Resources         `json:"resources,omitempty"`
-	Runtime         *string            `json:"runtime,omitempty"`
-	ServerId        *string            `json:"server_id,omitempty"`
-	SnapshotId      *string            `json:"snapshot_id,omitempty"`
-	Status          *string            `json:"status,omitempty"`
-	StatusReason    *string            `json:"status_reason,omitempty"`
-	UpdatedAt       *time.Time         `json:"updated_at,omitempty"`
-	Urls            *map[string]string `json:"urls,omitempty"`
-	WorkspaceId     *string            `json:"workspace_id,omitempty"`
+	AgentAddr          *string            `json:"agent_addr,omitempty"`
+	Autostart          *bool              `json:"autostart,omitempty"`
+	CreatedAt          *time.Time         `json:"created_at,omitempty"`
+	EnrolledAt         *time.Time         `json:"enrolled_at,omitempty"`
+	Env                *map[string]string `json:"env,omitempty"`
+	Id                 *string            `json:"id,omitempty"`
+	IdleAction         *string            `json:"idle_action,omitempty"`
+	IdleTimeoutSeconds *int               `json:"idle_timeout_seconds,omitempty"`
+	ImageId            *string            `json:"image_id,omitempty"`
+	ImageName          *string            `json:"image_name,omitempty"`
+	KeepWorkspace      *bool              `json:"keep_workspace,omitempty"`
+	Name               *string            `json:"name,omitempty"`
+	ProjectId          *string            `json:"project_id,omitempty"`
+	RecreateOnStart    *bool              `json:"recreate_on_start,omitempty"`
+	Resources          *Resources         `json:"resources,omitempty"`
+	RunningSince       *time.Time         `json:"running_since,omitempty"`
+	Runtime            *string            `json:"runtime,omitempty"`
+	ServerId           *string            `json:"server_id,omitempty"`
+	SnapshotId         *string            `json:"snapshot_id,omitempty"`
+	Status             *string            `json:"status,omitempty"`
+	StatusReason       *string            `json:"status_reason,omitempty"`
+	UpdatedAt          *time.Time         `json:"updated_at,omitempty"`
+	Urls               *map[string]string `json:"urls,omitempty"`
+	WorkspaceId        *string            `json:"workspace_id,omitempty"`
 }
 
 // ContainerChanges defines model for ContainerChanges.
 type ContainerChanges struct {
 	// Autostart start again with the engine
 	Autostart *bool `json:"autostart,omitempty"`
+
+	// IdleAction stop or pause
+	IdleAction *string `json:"idle_action,omitempty"`
+
+	// IdleTimeoutSeconds idle timeout in seconds: 0 turns it off, else 5-604800 (see the create)
+	IdleTimeoutSeconds *int `json:"idle_timeout_seconds,omitempty"`
 
 	// Name 1-100 characters, unique in the project
 	Name *string `json:"name,omitempty"`
@@ -658,6 +694,12 @@ type ContainerCreate struct {
 
 	// Env environment of the container's programs: at most 64 names (letters, digits, '_', not starting with a digit or DECKHAND_), values up to 4096 bytes
 	Env *map[string]string `json:"env,omitempty"`
+
+	// IdleAction what an idle timeout does: stop (default) or pause
+	IdleAction *string `json:"idle_action,omitempty"`
+
+	// IdleTimeoutSeconds stop (or pause, idle_action) the container once its agent reports it idle for this many seconds: no running process, terminal, MCP session, WebSocket, request through its gateway or keep-alive lease in that time; 0 or absent: never, else 5-604800
+	IdleTimeoutSeconds *int `json:"idle_timeout_seconds,omitempty"`
 
 	// ImageId a catalog image (img_...): free, or priced and in the caller's library; required unless snapshot_id is given
 	ImageId *string `json:"image_id,omitempty"`
@@ -2654,6 +2696,9 @@ type UpdateContainerJSONRequestBody = ContainerChanges
 // CreateAccessTokenJSONRequestBody defines body for CreateAccessToken for application/json ContentType.
 type CreateAccessTokenJSONRequestBody = AccessTokenInput
 
+// ReportContainerActivityJSONRequestBody defines body for ReportContainerActivity for application/json ContentType.
+type ReportContainerActivityJSONRequestBody = ActivityReport
+
 // CreateAgentTokenJSONRequestBody defines body for CreateAgentToken for application/json ContentType.
 type CreateAgentTokenJSONRequestBody = CreateAgentTokenJSONBody
 
@@ -3836,7 +3881,7 @@ type ClientInterface interface {
 
 	// CreateContainerWithBody Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -3847,7 +3892,7 @@ type ClientInterface interface {
 
 	// CreateContainer Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -3876,7 +3921,7 @@ type ClientInterface interface {
 
 	// UpdateContainerWithBody Rename a container, change its limits or its autostart
 	//
-	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 	//
@@ -3887,7 +3932,7 @@ type ClientInterface interface {
 
 	// UpdateContainer Rename a container, change its limits or its autostart
 	//
-	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 	//
@@ -3917,6 +3962,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
 	CreateAccessToken(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReportContainerActivityWithBody The agent reports its activity (idle stop)
+	//
+	// The container's agent reports whether anything is going on (`busy`: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease) and for how long nothing has been (`idle_seconds`). When the container runs with `idle_timeout_seconds` and the report says it was idle for the whole timeout (counted from its last start or resume at the latest), the control plane stops or pauses it (`idle_action`) and writes `container.stopped` or `container.paused` with a reason that says it was idle; `acting` is then true. The answer tells the agent when to report next (`report_in_seconds`): the moment its idle time would reach the timeout, at most 30 s, so a change of the settings reaches it within that time. 400 for a malformed report; 404 for an unknown container; 403 for anyone but the container's own agent token.
+	//
+	// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/activity (the `ReportContainerActivity` operationId).
+	ReportContainerActivityWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReportContainerActivity The agent reports its activity (idle stop)
+	//
+	// The container's agent reports whether anything is going on (`busy`: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease) and for how long nothing has been (`idle_seconds`). When the container runs with `idle_timeout_seconds` and the report says it was idle for the whole timeout (counted from its last start or resume at the latest), the control plane stops or pauses it (`idle_action`) and writes `container.stopped` or `container.paused` with a reason that says it was idle; `acting` is then true. The answer tells the agent when to report next (`report_in_seconds`): the moment its idle time would reach the timeout, at most 30 s, so a change of the settings reaches it within that time. 400 for a malformed report; 404 for an unknown container; 403 for anyone but the container's own agent token.
+	//
+	// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/containers/{id}/activity (the `ReportContainerActivity` operationId).
+	ReportContainerActivity(ctx context.Context, id string, body ReportContainerActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAgentTokens The container's agent tokens (never their secrets), oldest first
 	//
@@ -6895,7 +6962,7 @@ func (c *Client) ListContainers(ctx context.Context, params *ListContainersParam
 
 // CreateContainerWithBody Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -6916,7 +6983,7 @@ func (c *Client) CreateContainerWithBody(ctx context.Context, contentType string
 
 // CreateContainer Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -6975,7 +7042,7 @@ func (c *Client) GetContainer(ctx context.Context, id string, reqEditors ...Requ
 
 // UpdateContainerWithBody Rename a container, change its limits or its autostart
 //
-// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 //
@@ -6996,7 +7063,7 @@ func (c *Client) UpdateContainerWithBody(ctx context.Context, id string, content
 
 // UpdateContainer Rename a container, change its limits or its autostart
 //
-// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 //
@@ -7047,6 +7114,48 @@ func (c *Client) CreateAccessTokenWithBody(ctx context.Context, id string, conte
 // Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
 func (c *Client) CreateAccessToken(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateAccessTokenRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReportContainerActivityWithBody The agent reports its activity (idle stop)
+//
+// The container's agent reports whether anything is going on (`busy`: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease) and for how long nothing has been (`idle_seconds`). When the container runs with `idle_timeout_seconds` and the report says it was idle for the whole timeout (counted from its last start or resume at the latest), the control plane stops or pauses it (`idle_action`) and writes `container.stopped` or `container.paused` with a reason that says it was idle; `acting` is then true. The answer tells the agent when to report next (`report_in_seconds`): the moment its idle time would reach the timeout, at most 30 s, so a change of the settings reaches it within that time. 400 for a malformed report; 404 for an unknown container; 403 for anyone but the container's own agent token.
+//
+// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/activity (the `ReportContainerActivity` operationId).
+func (c *Client) ReportContainerActivityWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReportContainerActivityRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReportContainerActivity The agent reports its activity (idle stop)
+//
+// The container's agent reports whether anything is going on (`busy`: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease) and for how long nothing has been (`idle_seconds`). When the container runs with `idle_timeout_seconds` and the report says it was idle for the whole timeout (counted from its last start or resume at the latest), the control plane stops or pauses it (`idle_action`) and writes `container.stopped` or `container.paused` with a reason that says it was idle; `acting` is then true. The answer tells the agent when to report next (`report_in_seconds`): the moment its idle time would reach the timeout, at most 30 s, so a change of the settings reaches it within that time. 400 for a malformed report; 404 for an unknown container; 403 for anyone but the container's own agent token.
+//
+// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/containers/{id}/activity (the `ReportContainerActivity` operationId).
+func (c *Client) ReportContainerActivity(ctx context.Context, id string, body ReportContainerActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReportContainerActivityRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -12804,6 +12913,53 @@ func NewCreateAccessTokenRequestWithBody(server string, id string, contentType s
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/containers/%s/access-tokens", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReportContainerActivityRequest calls the generic ReportContainerActivity builder with application/json body
+func NewReportContainerActivityRequest(server string, id string, body ReportContainerActivityJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReportContainerActivityRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewReportContainerActivityRequestWithBody constructs an http.Request for the ReportContainerActivity method, with any body, and a specified content type
+func NewReportContainerActivityRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/containers/%s/activity", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -19401,7 +19557,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateContainerWithBodyWithResponse Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -19412,7 +19568,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateContainerWithResponse Create a container that runs (project owner or manager; an admin in any project)
 	//
-	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
+	// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `signed-in`: any signed-in caller.
 	//
@@ -19445,7 +19601,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateContainerWithBodyWithResponse Rename a container, change its limits or its autostart
 	//
-	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 	//
@@ -19456,7 +19612,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateContainerWithResponse Rename a container, change its limits or its autostart
 	//
-	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+	// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 	//
 	// Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 	//
@@ -19486,6 +19642,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/containers/{id}/access-tokens (the `CreateAccessToken` operationId).
 	CreateAccessTokenWithResponse(ctx context.Context, id string, body CreateAccessTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAccessTokenResponse, error)
+
+	// ReportContainerActivityWithBodyWithResponse The agent reports its activity (idle stop)
+	//
+	// The container's agent reports whether anything is going on (`busy`: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease) and for how long nothing has been (`idle_seconds`). When the container runs with `idle_timeout_seconds` and the report says it was idle for the whole timeout (counted from its last start or resume at the latest), the control plane stops or pauses it (`idle_action`) and writes `container.stopped` or `container.paused` with a reason that says it was idle; `acting` is then true. The answer tells the agent when to report next (`report_in_seconds`): the moment its idle time would reach the timeout, at most 30 s, so a change of the settings reaches it within that time. 400 for a malformed report; 404 for an unknown container; 403 for anyone but the container's own agent token.
+	//
+	// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/activity (the `ReportContainerActivity` operationId).
+	ReportContainerActivityWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReportContainerActivityResponse, error)
+
+	// ReportContainerActivityWithResponse The agent reports its activity (idle stop)
+	//
+	// The container's agent reports whether anything is going on (`busy`: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease) and for how long nothing has been (`idle_seconds`). When the container runs with `idle_timeout_seconds` and the report says it was idle for the whole timeout (counted from its last start or resume at the latest), the control plane stops or pauses it (`idle_action`) and writes `container.stopped` or `container.paused` with a reason that says it was idle; `acting` is then true. The answer tells the agent when to report next (`report_in_seconds`): the moment its idle time would reach the timeout, at most 30 s, so a change of the settings reaches it within that time. 400 for a malformed report; 404 for an unknown container; 403 for anyone but the container's own agent token.
+	//
+	// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/containers/{id}/activity (the `ReportContainerActivity` operationId).
+	ReportContainerActivityWithResponse(ctx context.Context, id string, body ReportContainerActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportContainerActivityResponse, error)
 
 	// ListAgentTokensWithResponse The container's agent tokens (never their secrets), oldest first
 	//
@@ -24047,6 +24225,62 @@ func (r CreateAccessTokenResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateAccessTokenResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReportContainerActivityResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data       ActivityAnswer `json:"data"`
+		Message    string         `json:"message"`
+		StatusCode int            `json:"statusCode"`
+	}
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReportContainerActivityResponse) GetJSON200() *struct {
+	Data       ActivityAnswer `json:"data"`
+	Message    string         `json:"message"`
+	StatusCode int            `json:"statusCode"`
+} {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ReportContainerActivityResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReportContainerActivityResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReportContainerActivityResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReportContainerActivityResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReportContainerActivityResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -32204,7 +32438,7 @@ func (c *ClientWithResponses) ListContainersWithResponse(ctx context.Context, pa
 
 // CreateContainerWithBodyWithResponse Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -32221,7 +32455,7 @@ func (c *ClientWithResponses) CreateContainerWithBodyWithResponse(ctx context.Co
 
 // CreateContainerWithResponse Create a container that runs (project owner or manager; an admin in any project)
 //
-// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
+// Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `signed-in`: any signed-in caller.
 //
@@ -32272,7 +32506,7 @@ func (c *ClientWithResponses) GetContainerWithResponse(ctx context.Context, id s
 
 // UpdateContainerWithBodyWithResponse Rename a container, change its limits or its autostart
 //
-// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 //
@@ -32289,7 +32523,7 @@ func (c *ClientWithResponses) UpdateContainerWithBodyWithResponse(ctx context.Co
 
 // UpdateContainerWithResponse Rename a container, change its limits or its autostart
 //
-// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+// Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
 //
 // Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
 //
@@ -32336,6 +32570,40 @@ func (c *ClientWithResponses) CreateAccessTokenWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseCreateAccessTokenResponse(rsp)
+}
+
+// ReportContainerActivityWithBodyWithResponse The agent reports its activity (idle stop)
+//
+// The container's agent reports whether anything is going on (`busy`: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease) and for how long nothing has been (`idle_seconds`). When the container runs with `idle_timeout_seconds` and the report says it was idle for the whole timeout (counted from its last start or resume at the latest), the control plane stops or pauses it (`idle_action`) and writes `container.stopped` or `container.paused` with a reason that says it was idle; `acting` is then true. The answer tells the agent when to report next (`report_in_seconds`): the moment its idle time would reach the timeout, at most 30 s, so a change of the settings reaches it within that time. 400 for a malformed report; 404 for an unknown container; 403 for anyone but the container's own agent token.
+//
+// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/activity (the `ReportContainerActivity` operationId).
+func (c *ClientWithResponses) ReportContainerActivityWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReportContainerActivityResponse, error) {
+	rsp, err := c.ReportContainerActivityWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReportContainerActivityResponse(rsp)
+}
+
+// ReportContainerActivityWithResponse The agent reports its activity (idle stop)
+//
+// The container's agent reports whether anything is going on (`busy`: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease) and for how long nothing has been (`idle_seconds`). When the container runs with `idle_timeout_seconds` and the report says it was idle for the whole timeout (counted from its last start or resume at the latest), the control plane stops or pauses it (`idle_action`) and writes `container.stopped` or `container.paused` with a reason that says it was idle; `acting` is then true. The answer tells the agent when to report next (`report_in_seconds`): the moment its idle time would reach the timeout, at most 30 s, so a change of the settings reaches it within that time. 400 for a malformed report; 404 for an unknown container; 403 for anyone but the container's own agent token.
+//
+// Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/containers/{id}/activity (the `ReportContainerActivity` operationId).
+func (c *ClientWithResponses) ReportContainerActivityWithResponse(ctx context.Context, id string, body ReportContainerActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportContainerActivityResponse, error) {
+	rsp, err := c.ReportContainerActivity(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReportContainerActivityResponse(rsp)
 }
 
 // ListAgentTokensWithResponse The container's agent tokens (never their secrets), oldest first
@@ -37308,6 +37576,43 @@ func ParseCreateAccessTokenResponse(rsp *http.Response) (*CreateAccessTokenRespo
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReportContainerActivityResponse parses an HTTP response from a ReportContainerActivityWithResponse call
+func ParseReportContainerActivityResponse(rsp *http.Response) (*ReportContainerActivityResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReportContainerActivityResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data       ActivityAnswer `json:"data"`
+			Message    string         `json:"message"`
+			StatusCode int            `json:"statusCode"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

@@ -719,7 +719,7 @@ export interface paths {
         put?: never;
         /**
          * Create a container that runs (project owner or manager; an admin in any project)
-         * @description Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above.
+         * @description Answers 201 in `creating`. The control plane makes the engine container from the catalog image with the deckhand agent as its entrypoint, a named workspace volume, the limits and the restart policy of `autostart`, and gives the agent a freshly minted agent token in a file only root in the container reads. The container becomes `running` once its agent has enrolled (authenticated with that token) and its gateway answers the health check, or `failed` with a `status_reason` (the image is not in the engine, the engine is unreachable, the agent did not enrol within the deadline). Refused before anything is written or asked of the engine: 400 `image_id` unknown, 403 `image_id` priced and not in the caller's library, 400 `resources.cpus` outside 0.1-64 (steps of 0.01) or `resources.memory_mb` outside 128-262144, 400 `env` (at most 64 names; names starting with DECKHAND_ are the agent's), 404 `project_id` for a project the caller is no member of, 403 for a viewer or operator, 409 `name` taken in the project (ignoring case), 409 `project_id` when the project holds --max-containers-per-project containers. With --runtime none the record is kept and nothing runs. Writes `container.creating`, then `container.running` or `container.failed`. `snapshot_id` makes the container from a snapshot of a container of the project (POST /api/v1/containers/{id}/snapshots): its files, installed packages and workspace as they were, with its own identity and agent token; `image_id` may then be left out (400 when it names another image than the snapshot's). `count` 1-10 makes that many, named `<name>-1` ... `<name>-<count>`, and the answer's `data` is then an array of them (400 `count` for 0 or above 10; the containers quota counts them all). `workspace_id` mounts a kept workspace of the project (GET /api/v1/projects/{id}/workspaces) as the home: 409 while another container mounts it, 400 with `count` above 1. 404 `snapshot_id` or `workspace_id` for one the project does not have (another project's too). A create of an image with a warm pool (PUT /api/v1/admin/images/{id}/pool), without `snapshot_id`, `workspace_id`, `resources`, `env` or `autostart`, claims one of its ready containers: it answers 201 already `running` (`container.creating` then `container.running` are written as for any create), with an agent token minted for it at the claim; when the pool has none ready the container is made as above. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
          *
          *     Policy `signed-in`: any signed-in caller.
          */
@@ -757,7 +757,7 @@ export interface paths {
         head?: never;
         /**
          * Rename a container, change its limits or its autostart
-         * @description Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted.
+         * @description Give `name`, `resources {cpus, memory_mb}` (both replaced; same ranges as create) or `autostart`. A rename changes the record only (409 `name` when the project has the name). The engine applies limits and the restart policy only to a container it makes, so a change of either makes the engine container again from the record, keeping the workspace volume: at once when it runs (the answer is in `creating`, then it is `running` again), at its next start when it is stopped. Writes `container.renamed`, `container.resource_updated`, `container.autostart_enabled` or `container.autostart_disabled`. 400 for a malformed id or body, 404 for an unknown container, 403 when the caller may not manage it, 409 while it is being deleted. `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease (`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or `container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and reaches the agent within 30 s.
          *
          *     Policy `container.manage`: any signed-in caller; an admin, or the owner or a manager of the container's project.
          */
@@ -780,6 +780,28 @@ export interface paths {
          *     Policy `container.operate`: any signed-in caller; an admin, or the owner, an operator or a manager of the container's project.
          */
         post: operations["createAccessToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/containers/{id}/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The agent reports its activity (idle stop)
+         * @description The container's agent reports whether anything is going on (`busy`: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease) and for how long nothing has been (`idle_seconds`). When the container runs with `idle_timeout_seconds` and the report says it was idle for the whole timeout (counted from its last start or resume at the latest), the control plane stops or pauses it (`idle_action`) and writes `container.stopped` or `container.paused` with a reason that says it was idle; `acting` is then true. The answer tells the agent when to report next (`report_in_seconds`): the moment its idle time would reach the timeout, at most 30 s, so a change of the settings reaches it within that time. 400 for a malformed report; 404 for an unknown container; 403 for anyone but the container's own agent token.
+         *
+         *     Policy `container.agent`: any signed-in caller; the container's own agent token (agt_) only: people and svc_ tokens get 403, another container's agent token 403; also the container's agent token (agt_).
+         */
+        post: operations["reportContainerActivity"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3108,6 +3130,26 @@ export interface components {
             /** @description how long the token lasts: 60-86400 seconds, default 3600 */
             ttl_seconds?: number;
         };
+        ActivityAnswer: {
+            /** @description the report completed the idle timeout: the container is being stopped or paused */
+            acting?: boolean;
+            /** @description stop or pause */
+            idle_action?: string;
+            /** @description the container's idle timeout (0: off) */
+            idle_timeout_seconds?: number;
+            /** @description when to report again: the moment its idle time would reach the timeout, at most 30 s */
+            report_in_seconds?: number;
+        };
+        ActivityReport: {
+            /** @description what keeps it busy, by kind (process, terminal, mcp_session, request, websocket, lease ...) with a count */
+            activity?: {
+                [key: string]: number;
+            };
+            /** @description something is going on now: a running process, an open terminal, MCP session or WebSocket, a request in flight, a keep-alive lease */
+            busy?: boolean;
+            /** @description seconds since the last activity ended (0 while busy) */
+            idle_seconds?: number;
+        };
         AdminContainerInput: {
             id?: string;
             name: string;
@@ -3207,6 +3249,8 @@ export interface components {
                 [key: string]: string;
             };
             id?: string;
+            idle_action?: string;
+            idle_timeout_seconds?: number;
             image_id?: string;
             image_name?: string;
             keep_workspace?: boolean;
@@ -3214,6 +3258,8 @@ export interface components {
             project_id?: string;
             recreate_on_start?: boolean;
             resources?: components["schemas"]["Resources"];
+            /** Format: date-time */
+            running_since?: string | null;
             runtime?: string;
             server_id?: string;
             snapshot_id?: string;
@@ -3229,6 +3275,10 @@ export interface components {
         ContainerChanges: {
             /** @description start again with the engine */
             autostart?: boolean | null;
+            /** @description stop or pause */
+            idle_action?: string | null;
+            /** @description idle timeout in seconds: 0 turns it off, else 5-604800 (see the create) */
+            idle_timeout_seconds?: number | null;
             /** @description 1-100 characters, unique in the project */
             name?: string | null;
             /** @description new limits (both fields are replaced; 0: the engine's default) */
@@ -3249,6 +3299,10 @@ export interface components {
             env?: {
                 [key: string]: string;
             };
+            /** @description what an idle timeout does: stop (default) or pause */
+            idle_action?: string;
+            /** @description stop (or pause, idle_action) the container once its agent reports it idle for this many seconds: no running process, terminal, MCP session, WebSocket, request through its gateway or keep-alive lease in that time; 0 or absent: never, else 5-604800 */
+            idle_timeout_seconds?: number;
             /** @description a catalog image (img_...): free, or priced and in the caller's library; required unless snapshot_id is given */
             image_id?: string;
             /** @description 1-100 characters, unique in the project */
@@ -6163,6 +6217,46 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["AccessToken"];
+                        message: string;
+                        statusCode: number;
+                    };
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reportContainerActivity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a container id: 1-40 lowercase letters or digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ActivityReport"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ActivityAnswer"];
                         message: string;
                         statusCode: number;
                     };
