@@ -237,7 +237,7 @@ func (s *Service) idleAct(ctx context.Context, id, action string, idle time.Dura
 const idleDesc = " `idle_timeout_seconds` (0: off, else 5-604800; 400 `idle_timeout_seconds` outside) and `idle_action` (`stop`, the " +
 	"default, or `pause`; 400 `idle_action` otherwise): the container is stopped or paused once its agent has reported it idle " +
 	"for the whole timeout, counted from its last start or resume at the latest. Idle means no running process (process service, " +
-	"exec, a cron job), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease " +
+	"a scheduled exec or cron run), no open terminal, MCP session or WebSocket, no request through its gateway and no keep-alive lease " +
 	"(`POST /api/v1/agent/leases` on the agent, `deckhand keepalive`). The action writes `container.stopped` or " +
 	"`container.paused` with a `reason` that says it was idle; a change of the settings writes `container.resource_updated` and " +
 	"reaches the agent within 30 s."

@@ -63,6 +63,8 @@ type runner struct {
 	etag    string
 	active  map[string]int
 	waiting map[string][]queued
+	// lastEnded is when the last run ended (Activity).
+	lastEnded time.Time
 
 	stampSeen  string
 	readAt     time.Time
@@ -365,6 +367,7 @@ func (r *runner) execute(f fire, run Run) {
 		r.mu.Lock()
 		q := r.waiting[f.job.id]
 		if len(q) == 0 || r.ctx.Err() != nil {
+			r.lastEnded = r.now()
 			r.active[f.job.id]--
 			if r.active[f.job.id] == 0 {
 				delete(r.active, f.job.id)

@@ -107,6 +107,7 @@ func (s *Service) launch(e *entry, def *Schedule, r Run) {
 		// counts it, so a trigger after reading it is never skipped.
 		s.mu.Lock()
 		e.active--
+		s.lastEnded = s.deps.Clock.Now()
 		s.saveRun(r)
 		if len(e.queue) > 0 && s.ctx.Err() == nil {
 			next := e.queue[0]

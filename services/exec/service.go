@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -50,7 +51,8 @@ type Service struct {
 
 	mu        sync.Mutex
 	entries   map[string]*entry
-	loadError string // why the file did not load at start ("" when it did)
+	lastEnded time.Time // when the last run ended (Activity)
+	loadError string    // why the file did not load at start ("" when it did)
 	reloadMu  sync.Mutex
 
 	ctx    context.Context // cancelled by Close: runs in progress are stopped
