@@ -116,18 +116,7 @@ func TestControlPlaneOnKubernetes(t *testing.T) {
 		u := tok["urls"].(map[string]any)["process"].(string)
 		host := strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://")
 		host, _, _ = strings.Cut(host, "/")
-		raw, _ := json.Marshal(map[string]any{"shell": shell})
-		req, _ := http.NewRequest("POST", "http://127.0.0.1:"+strconv.Itoa(proxyPort)+"/api/v1/process/run", bytes.NewReader(raw))
-		req.Host = host
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tok["token"].(string))
-		resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-		if err != nil {
-			t.Fatalf("process run through the proxy: %v", err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(out)
+		return runThrough(t, "127.0.0.1:"+strconv.Itoa(proxyPort), host, tok["token"].(string), shell)
 	}
 	// The access token is in force once the agent has the control plane's
 	// keys; retry briefly.
@@ -207,4 +196,23 @@ func objects(t *testing.T, inst, id string) string {
 		t.Fatal(err)
 	}
 	return strings.Join(left, ", ")
+}
+
+// runThrough runs shell with the process service of the container whose
+// per-service Host is host, through the platform proxy at proxy, with
+// bearer, and answers the status and body.
+func runThrough(t *testing.T, proxy, host, bearer, shell string) (int, string) {
+	t.Helper()
+	raw, _ := json.Marshal(map[string]any{"shell": shell})
+	req, _ := http.NewRequest("POST", "http://"+proxy+"/api/v1/process/run", bytes.NewReader(raw))
+	req.Host = host
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("process run through the proxy: %v", err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
 }
