@@ -80,7 +80,7 @@ func TestAgentTokens(t *testing.T) {
 	agentRoutes := s.everyRouteWith(tok, f.cid, "c2")
 	if want := []string{"GET /api/v1/containers/{id}/network", "GET /api/v1/containers/{id}/network/effective",
 		"GET /api/v1/containers/{id}/proxy/permissions/effective", "GET /api/v1/containers/{id}/ssh-keys/effective",
-		"POST /api/v1/containers/{id}/claims",
+		"POST /api/v1/containers/{id}/activity", "POST /api/v1/containers/{id}/claims",
 		"POST /api/v1/containers/{id}/network/remote-status"}; strings.Join(agentRoutes, ",") != strings.Join(want, ",") {
 		t.Fatalf("routes taking agent tokens: %v, want %v", agentRoutes, want)
 	}
