@@ -47,28 +47,9 @@ func agentImage(t *testing.T) string {
 // (a new Pod on the same claim), and a delete leaves nothing in the API.
 func TestControlPlaneOnKubernetes(t *testing.T) {
 	ref := agentImage(t)
-	ports := platformtest.FreePortBase(t, 2)
-	apiPort, proxyPort := ports, ports+1
-	// The Pods reach the control plane on the bridge's host address; it
-	// exists once the first Pod is on the network, so the API listens on
-	// every address of the host at a port chosen now.
-	host := strings.TrimSuffix(cluster.PodCIDR, "0/24") + "1"
-	s := controltest.Start(t, "--listen", "0.0.0.0:"+strconv.Itoa(apiPort),
-		"--runtime", "kubernetes", "--kubeconfig", cluster.Kubeconfig, "--kube-namespace", kubetest.Namespace,
-		"--kube-storage-class", kubetest.StorageClass, "--kube-pull-policy", "Never",
-		"--agent-control-url", "http://"+host+":"+strconv.Itoa(apiPort),
-		"--proxy-listen", "127.0.0.1:"+strconv.Itoa(proxyPort), "--container-domain", "localhost",
-		"--enroll-timeout", "120s")
+	s, proxyPort, must := startControl(t, "--runtime", "kubernetes", "--kubeconfig", cluster.Kubeconfig, "--kube-namespace", kubetest.Namespace)
 	admin := s.Admin()
 	_, alice := s.User(admin, "alice@example.com")
-	must := func(status int, method, path string, body any, bearer string) map[string]any {
-		t.Helper()
-		r := s.Call(method, path, body, bearer)
-		if r.Status != status {
-			t.Fatalf("%s %s: %d, want %d: %s", method, path, r.Status, status, r.Raw)
-		}
-		return controltest.Data(r)
-	}
 	project := must(201, "POST", "/api/v1/projects", map[string]any{"name": "p"}, alice)["id"].(string)
 	image := must(201, "POST", "/api/v1/admin/images", map[string]any{"alias": "agent-" + runtimetest.RandomName(), "image_name": ref,
 		"architecture": "amd64", "os": "busybox", "price": json.Number("0")}, admin)["id"].(string)
@@ -215,4 +196,31 @@ func runThrough(t *testing.T, proxy, host, bearer, shell string) (int, string) {
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(out)
+}
+
+// startControl starts deckhand-control with flags for containers on the
+// test cluster (its workspace class, no pulls) and answers it, its proxy's
+// port and a call that fails the test on another status. The Pods reach
+// the control plane on the bridge's host address; that address exists
+// once the first Pod is on the network, so the API listens on every
+// address of the host at a port chosen now.
+func startControl(t *testing.T, flags ...string) (*controltest.Server, int, func(status int, method, path string, body any, bearer string) map[string]any) {
+	t.Helper()
+	ports := platformtest.FreePortBase(t, 2)
+	apiPort, proxyPort := ports, ports+1
+	host := strings.TrimSuffix(cluster.PodCIDR, "0/24") + "1"
+	s := controltest.Start(t, append([]string{"--listen", "0.0.0.0:" + strconv.Itoa(apiPort),
+		"--kube-storage-class", kubetest.StorageClass, "--kube-pull-policy", "Never",
+		"--agent-control-url", "http://" + host + ":" + strconv.Itoa(apiPort),
+		"--proxy-listen", "127.0.0.1:" + strconv.Itoa(proxyPort), "--container-domain", "localhost",
+		"--enroll-timeout", "120s"}, flags...)...)
+	must := func(status int, method, path string, body any, bearer string) map[string]any {
+		t.Helper()
+		r := s.Call(method, path, body, bearer)
+		if r.Status != status {
+			t.Fatalf("%s %s: %d, want %d: %s", method, path, r.Status, status, r.Raw)
+		}
+		return controltest.Data(r)
+	}
+	return s, proxyPort, must
 }

@@ -12,10 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/control/controltest"
 	"deckhand/control/runtime/kubernetes/kubetest"
 	"deckhand/control/runtime/runtimetest"
-	"deckhand/platform/platformtest"
 )
 
 // inlineKubeconfig is the test cluster's admin kubeconfig with its
@@ -45,25 +43,9 @@ func inlineKubeconfig(t *testing.T) string {
 // nothing in the cluster.
 func TestKubernetesServer(t *testing.T) {
 	ref := agentImage(t)
-	ports := platformtest.FreePortBase(t, 2)
-	apiPort, proxyPort := ports, ports+1
-	host := strings.TrimSuffix(cluster.PodCIDR, "0/24") + "1"
-	s := controltest.Start(t, "--listen", "0.0.0.0:"+strconv.Itoa(apiPort),
-		"--docker-host", runtimetest.DockerHost(t),
-		"--kube-storage-class", kubetest.StorageClass, "--kube-pull-policy", "Never",
-		"--agent-control-url", "http://"+host+":"+strconv.Itoa(apiPort),
-		"--proxy-listen", "127.0.0.1:"+strconv.Itoa(proxyPort), "--container-domain", "localhost",
-		"--enroll-timeout", "120s")
+	s, proxyPort, must := startControl(t, "--docker-host", runtimetest.DockerHost(t))
 	admin := s.Admin()
 	_, alice := s.User(admin, "alice@example.com")
-	must := func(status int, method, path string, body any, bearer string) map[string]any {
-		t.Helper()
-		r := s.Call(method, path, body, bearer)
-		if r.Status != status {
-			t.Fatalf("%s %s: %d, want %d: %s", method, path, r.Status, status, r.Raw)
-		}
-		return controltest.Data(r)
-	}
 	srv := must(201, "POST", "/api/v1/admin/servers", map[string]any{"name": "kube1", "region": "eu", "price": "0"}, admin)["id"].(string)
 	must(200, "PUT", "/api/v1/admin/servers/"+srv+"/endpoint", map[string]any{"driver": "kubernetes",
 		"kubeconfig": inlineKubeconfig(t), "namespace": kubetest.Namespace, "capacity": 5}, admin)
