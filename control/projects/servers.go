@@ -18,7 +18,8 @@ import (
 // keeps the server's id in server_id, and its URLs carry that server's
 // name), and an admin may move a stopped container's workspace to
 // another server of the same driver. Without it, every container runs on
-// the local engine as before.
+// the local engine (--runtime), so a single machine needs no server
+// records.
 
 // Servers is the fleet of servers with endpoints (control/fleet).
 type Servers interface {

@@ -40,6 +40,23 @@ func sandboxes(t *testing.T) *harness.Sandboxes {
 	return sandbox
 }
 
+// sandboxUser is sandboxes with a user email of its own, whose project it
+// answers; a failed test shows the control plane's output.
+func sandboxUser(t *testing.T, email string) (*harness.Sandboxes, string) {
+	t.Helper()
+	sb := sandboxes(t)
+	project, err := sb.AddUser(email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control plane output:\n%s", sb.Output())
+		}
+	})
+	return sb, project
+}
+
 var (
 	sandboxOnce sync.Once
 	sandbox     *harness.Sandboxes
@@ -63,17 +80,8 @@ func stopSandboxes() {
 // disconnect, and delete it. The agent is reached through the platform
 // proxy's per-service URLs the container's record carries.
 func TestE2BStyleProgram(t *testing.T) {
-	sb := sandboxes(t)
 	const email = "e2b@example.com"
-	project, err := sb.AddUser(email)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane output:\n%s", sb.Output())
-		}
-	})
+	sb, project := sandboxUser(t, email)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 

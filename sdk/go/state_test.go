@@ -16,17 +16,8 @@ import (
 // deleted, a keep-alive lease, and a workspace kept on delete, listed and
 // removed.
 func TestStateVerbs(t *testing.T) {
-	sb := sandboxes(t)
 	const email = "state@example.com"
-	project, err := sb.AddUser(email)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane output:\n%s", sb.Output())
-		}
-	})
+	sb, project := sandboxUser(t, email)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	client, err := deckhand.New(sb.URL, deckhand.Options{ProxyAddr: sb.ProxyAddr})
