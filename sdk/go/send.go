@@ -60,24 +60,37 @@ func (c *Client) Send(ctx context.Context, r Request) (*Answer, error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.Do(req)
+	resp, raw, err := c.exchange(req)
 	if err != nil {
 		return nil, err
 	}
-	raw, _ := io.ReadAll(resp.Body)
 	a := &Answer{Status: resp.StatusCode, Header: resp.Header, Body: raw}
 	path := req.URL.Path
+	// One pass reads the envelope: its statusCode (which must be the
+	// status the answer came with, as Do checks), message and data.
+	var env struct {
+		StatusCode *int            `json:"statusCode"`
+		Message    string          `json:"message"`
+		Data       json.RawMessage `json:"data"`
+	}
+	var envErr error
+	if len(raw) > 0 && raw[0] == '{' {
+		if envErr = json.Unmarshal(raw, &env); envErr == nil {
+			if err := envelopeStatus(resp.StatusCode, env.StatusCode); err != nil {
+				return nil, &SignatureError{Method: r.Method, Path: req.URL.EscapedPath(), Err: err}
+			}
+		}
+	}
 	if resp.StatusCode >= 400 {
 		return a, errorOf(r.Method, path, resp.StatusCode, raw)
 	}
 	ct := resp.Header.Get("Content-Type")
 	if len(raw) > 0 && (strings.HasPrefix(ct, "application/json") || strings.Contains(ct, "+json") || (ct == "" && raw[0] == '{')) {
-		var env struct {
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data"`
+		if raw[0] != '{' {
+			envErr = json.Unmarshal(raw, &env)
 		}
-		if err := json.Unmarshal(raw, &env); err != nil {
-			return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope: %w", r.Method, path, err)
+		if envErr != nil {
+			return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope: %w", r.Method, path, envErr)
 		}
 		a.Message, a.Data = env.Message, env.Data
 	}

@@ -1,4 +1,4 @@
-package wire_test
+package tunnelwire_test
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gorilla/websocket"
 
-	"deckhand/services/tunnel/wire"
+	wire "github.com/deckhand-dev/deckhand/sdk/go/tunnelwire"
 )
 
 // opaque hides *net.TCPConn, so the bridge copies instead of splicing.

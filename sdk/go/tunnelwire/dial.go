@@ -1,4 +1,4 @@
-package wire
+package tunnelwire
 
 import (
 	"bufio"
@@ -27,6 +27,9 @@ type Dialer struct {
 	Proxy func(*http.Request) (*url.URL, error)
 	// TLSConfig is for wss:// (nil: system roots).
 	TLSConfig *tls.Config
+	// NetDial, when set, makes every connection instead of Proxy (the
+	// SDK's route through the platform proxy's own address).
+	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // HandshakeError is the service's answer when it did not switch protocols
@@ -54,14 +57,17 @@ func (d Dialer) Dial(ctx context.Context, rawURL string) (*Conn, error) {
 	if proxy == nil {
 		proxy = http.ProxyFromEnvironment
 	}
+	if d.NetDial == nil {
+		d.NetDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dialVia(ctx, proxy, u, addr)
+		}
+	}
 	var refused *HandshakeError
 	wd := ws.Dialer{
 		Timeout:   timeout,
 		Header:    ws.HandshakeHeaderHTTP(d.Header),
 		TLSConfig: d.TLSConfig,
-		NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return dialVia(ctx, proxy, u, addr)
-		},
+		NetDial:   d.NetDial,
 		OnStatusError: func(status int, _ []byte, resp io.Reader) {
 			refused = &HandshakeError{Status: status}
 			if r, err := http.ReadResponse(bufio.NewReader(resp), nil); err == nil {

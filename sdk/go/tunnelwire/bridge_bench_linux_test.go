@@ -1,4 +1,4 @@
-package wire_test
+package tunnelwire_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"deckhand/services/tunnel/wire"
+	wire "github.com/deckhand-dev/deckhand/sdk/go/tunnelwire"
 )
 
 // BenchmarkBridge moves 1 MiB chunks through the whole data path: a TCP

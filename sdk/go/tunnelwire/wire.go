@@ -1,4 +1,4 @@
-// Package wire is the tunnel's WebSocket protocol, shared by the service
+// Package tunnelwire is the tunnel's WebSocket protocol, shared by the service
 // (bridging to a port in the container) and the `deckhand tunnel` client
 // (bridging a connection accepted on the user's machine):
 //
@@ -23,7 +23,7 @@
 // space on both ends, since every byte is XORed with the frame's mask
 // (RFC 6455 5.3 requires clients to mask, to protect intermediaries from
 // script-chosen bytes).
-package wire
+package tunnelwire
 
 import (
 	"bufio"
