@@ -212,14 +212,7 @@ func (c *Client) Call(ctx context.Context, method, path string, query url.Values
 }
 
 func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) (*Answer, error) {
-	a, err := c.Send(ctx, Request{Method: method, Path: path, Query: query, Body: body})
-	if err != nil || out == nil || len(a.Data) == 0 {
-		return a, err
-	}
-	if err := json.Unmarshal(a.Data, out); err != nil {
-		return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope with the data expected: %w", method, path, err)
-	}
-	return a, nil
+	return c.send(ctx, Request{Method: method, Path: path, Query: query, Body: body}, out)
 }
 
 // ErrSecondFactor is returned by Login for an account with two-factor

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,6 +38,13 @@ type Answer struct {
 // 400 or more is an *Error with the server's code and message, returned
 // with the answer.
 func (c *Client) Send(ctx context.Context, r Request) (*Answer, error) {
+	return c.send(ctx, r, nil)
+}
+
+// send is Send decoding a 2xx envelope's data into out as well (when not
+// nil), in the one pass that reads the envelope; the Answer's Data is then
+// left empty.
+func (c *Client) send(ctx context.Context, r Request, out any) (*Answer, error) {
 	var rd io.Reader
 	if r.Body != nil {
 		raw, err := json.Marshal(r.Body)
@@ -69,13 +77,21 @@ func (c *Client) Send(ctx context.Context, r Request) (*Answer, error) {
 	// One pass reads the envelope: its statusCode (which must be the
 	// status the answer came with, as Do checks), message and data.
 	var env struct {
-		StatusCode *int            `json:"statusCode"`
-		Message    string          `json:"message"`
-		Data       json.RawMessage `json:"data"`
+		StatusCode *int   `json:"statusCode"`
+		Message    string `json:"message"`
+		Data       any    `json:"data"` // a pointer: decoded into
+	}
+	var data json.RawMessage
+	env.Data = &data
+	if out != nil && resp.StatusCode < 300 {
+		env.Data = out
 	}
 	var envErr error
 	if len(raw) > 0 && raw[0] == '{' {
-		if envErr = json.Unmarshal(raw, &env); envErr == nil {
+		envErr = json.Unmarshal(raw, &env)
+		// A data that does not fit out still leaves statusCode read.
+		var typeErr *json.UnmarshalTypeError
+		if envErr == nil || errors.As(envErr, &typeErr) {
 			if err := envelopeStatus(resp.StatusCode, env.StatusCode); err != nil {
 				return nil, &SignatureError{Method: r.Method, Path: req.URL.EscapedPath(), Err: err}
 			}
@@ -90,9 +106,12 @@ func (c *Client) Send(ctx context.Context, r Request) (*Answer, error) {
 			envErr = json.Unmarshal(raw, &env)
 		}
 		if envErr != nil {
+			if out != nil {
+				return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope with the data expected: %w", r.Method, path, envErr)
+			}
 			return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope: %w", r.Method, path, envErr)
 		}
-		a.Message, a.Data = env.Message, env.Data
+		a.Message, a.Data = env.Message, data
 	}
 	return a, nil
 }
