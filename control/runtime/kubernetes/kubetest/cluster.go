@@ -181,6 +181,8 @@ func Start(ctx context.Context, subnet int) (_ *Cluster, err error) {
 		"--service-cluster-ip-range", "10.96.0.0/16",
 		"--tls-cert-file", pki.file("apiserver.crt"), "--tls-private-key-file", pki.file("apiserver.key"),
 		"--client-ca-file", pki.file("ca.crt"),
+		// exec (a workspace copy) reaches the kubelet as the admin.
+		"--kubelet-client-certificate", pki.file("admin.crt"), "--kubelet-client-key", pki.file("admin.key"),
 		"--service-account-key-file", pki.file("sa.key"), "--service-account-signing-key-file", pki.file("sa.key"),
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--authorization-mode", "RBAC", "--allow-privileged=false", "--profiling=false",
@@ -242,7 +244,7 @@ func Start(ctx context.Context, subnet int) (_ *Cluster, err error) {
 		return nil, err
 	}
 	node := "dhk-" + strconv.Itoa(subnet)
-	if err := c.writeKubelet(kubeletPort); err != nil {
+	if err := c.writeKubelet(kubeletPort, pki.file("ca.crt")); err != nil {
 		return nil, err
 	}
 	if err := c.start(ctx, "kubelet", filepath.Join(BinDir(), "kubelet"),
@@ -406,7 +408,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	return os.WriteFile(filepath.Join(c.Dir, "containerd.toml"), []byte(toml), 0o644)
 }
 
-func (c *Cluster) writeKubelet(port int) error {
+func (c *Cluster) writeKubelet(port int, clientCA string) error {
 	y := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 127.0.0.1
@@ -416,6 +418,7 @@ healthzPort: 0
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: false}
+  x509: {clientCAFile: %q}
 authorization: {mode: AlwaysAllow}
 cgroupDriver: cgroupfs
 failCgroupV1: false
@@ -429,7 +432,7 @@ nodeStatusUpdateFrequency: 2s
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {"memory.available": "1Mi", "nodefs.available": "1%%", "imagefs.available": "1%%", "nodefs.inodesFree": "1%%"}
-`, port, c.containerdSock)
+`, port, clientCA, c.containerdSock)
 	return os.WriteFile(filepath.Join(c.Dir, "kubelet.yaml"), []byte(y), 0o644)
 }
 
