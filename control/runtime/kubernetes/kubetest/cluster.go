@@ -181,8 +181,10 @@ func Start(ctx context.Context, subnet int) (_ *Cluster, err error) {
 		"--service-cluster-ip-range", "10.96.0.0/16",
 		"--tls-cert-file", pki.file("apiserver.crt"), "--tls-private-key-file", pki.file("apiserver.key"),
 		"--client-ca-file", pki.file("ca.crt"),
-		// exec (a workspace copy) reaches the kubelet as the admin.
+		// exec (a workspace copy) reaches the kubelet as the admin, at
+		// the node's IP (its name resolves nowhere).
 		"--kubelet-client-certificate", pki.file("admin.crt"), "--kubelet-client-key", pki.file("admin.key"),
+		"--kubelet-preferred-address-types", "InternalIP",
 		"--service-account-key-file", pki.file("sa.key"), "--service-account-signing-key-file", pki.file("sa.key"),
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--authorization-mode", "RBAC", "--allow-privileged=false", "--profiling=false",
@@ -244,13 +246,22 @@ func Start(ctx context.Context, subnet int) (_ *Cluster, err error) {
 		return nil, err
 	}
 	node := "dhk-" + strconv.Itoa(subnet)
-	if err := c.writeKubelet(kubeletPort, pki.file("ca.crt")); err != nil {
+	// The node's IP is the Pod bridge's gateway, made before the kubelet
+	// so it has an address that is not loopback (the kubelet sets no
+	// node address otherwise, and the API server then reaches no
+	// kubelet for exec); the bridge plugin takes the bridge as it finds
+	// it, and Stop deletes it.
+	nodeIP := strings.TrimSuffix(c.PodCIDR, "0/24") + "1"
+	if err := c.bridgeUp(nodeIP); err != nil {
+		return nil, err
+	}
+	if err := c.writeKubelet(nodeIP, kubeletPort, pki.file("ca.crt")); err != nil {
 		return nil, err
 	}
 	if err := c.start(ctx, "kubelet", filepath.Join(BinDir(), "kubelet"),
 		"--config", filepath.Join(dir, "kubelet.yaml"), "--kubeconfig", c.Kubeconfig,
 		"--root-dir", filepath.Join(dir, "kubelet"), "--cert-dir", filepath.Join(dir, "kubelet-pki"),
-		"--hostname-override", node, "--node-ip", "127.0.0.1", "--v", "0"); err != nil {
+		"--hostname-override", node, "--node-ip", nodeIP, "--v", "0"); err != nil {
 		return nil, err
 	}
 	if err := c.waitFor(ctx, "the node to be ready", func(ctx context.Context) error {
@@ -408,10 +419,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	return os.WriteFile(filepath.Join(c.Dir, "containerd.toml"), []byte(toml), 0o644)
 }
 
-func (c *Cluster) writeKubelet(port int, clientCA string) error {
+// bridgeUp makes the Pod bridge with the gateway address gw (a bridge
+// a killed run left is taken as it is).
+func (c *Cluster) bridgeUp(gw string) error {
+	if exec.Command("ip", "link", "show", c.Bridge).Run() != nil {
+		if out, err := exec.Command("ip", "link", "add", "name", c.Bridge, "type", "bridge").CombinedOutput(); err != nil {
+			return fmt.Errorf("kubetest: bridge %s: %v: %s", c.Bridge, err, out)
+		}
+	}
+	for _, args := range [][]string{{"addr", "replace", gw + "/24", "dev", c.Bridge}, {"link", "set", c.Bridge, "up"}} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("kubetest: bridge %s: ip %v: %v: %s", c.Bridge, args, err, out)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) writeKubelet(address string, port int, clientCA string) error {
 	y := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: %s
 port: %d
 readOnlyPort: 0
 healthzPort: 0
@@ -432,7 +459,7 @@ nodeStatusUpdateFrequency: 2s
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {"memory.available": "1Mi", "nodefs.available": "1%%", "imagefs.available": "1%%", "nodefs.inodesFree": "1%%"}
-`, port, clientCA, c.containerdSock)
+`, address, port, clientCA, c.containerdSock)
 	return os.WriteFile(filepath.Join(c.Dir, "kubelet.yaml"), []byte(y), 0o644)
 }
 
