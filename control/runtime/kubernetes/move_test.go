@@ -22,10 +22,11 @@ import (
 // servers: two namespaces of the test cluster and the Docker engine. A
 // container placed on the first namespace answers the Kubernetes
 // driver's capabilities (pause is 409 by its rule), moves stopped to the
-// second namespace (claim to claim) and then to the Docker server (claim
-// to volume), its workspace's files, owners and modes kept each time and
-// nothing left on the server it left; on Docker it pauses. Bad moves are
-// refused naming the rule.
+// second namespace (claim to claim), then to the Docker server (claim to
+// volume), where it pauses, and back to the first namespace (volume to
+// claim), its workspace's files, owners and modes kept each time and
+// nothing left on the server it left. Bad moves are refused naming the
+// rule.
 func TestServersMove(t *testing.T) {
 	ref := agentImage(t)
 	host := runtimetest.DockerHost(t)
@@ -206,6 +207,23 @@ func TestServersMove(t *testing.T) {
 		t.Fatalf("pause on a Docker server: %v", c)
 	}
 	must(200, "POST", "/api/v1/containers/"+id+"/resume", nil, alice)
+
+	// Volume to claim: back to the first namespace; the Docker engine
+	// keeps nothing of it.
+	must(200, "POST", "/api/v1/containers/"+id+"/stop", nil, alice)
+	if moved = must(200, "POST", move, map[string]any{"server_id": kube1}, admin); moved["server_id"] != kube1 {
+		t.Fatalf("moved: %v", moved)
+	}
+	if left, err := runtimetest.Leftovers(ctx, host, inst, id); err != nil || len(left) != 0 {
+		t.Fatalf("dock1 after the move holds %v (%v)", left, err)
+	}
+	must(200, "POST", "/api/v1/containers/"+id+"/start", nil, alice)
+	if c = await("running"); c["runtime"] != "kubernetes" {
+		t.Fatalf("back on kube1: runtime %v", c["runtime"])
+	}
+	if got := files("kube1"); got != before {
+		t.Fatalf("the workspace back on kube1: %s, want %s", got, before)
+	}
 
 	must(200, "DELETE", "/api/v1/containers/"+id, nil, alice)
 	deadline = time.Now().Add(2 * time.Minute)
