@@ -68,7 +68,6 @@ type Cluster struct {
 
 	containerdSock string
 	procs          []*proc
-	podsGone       error
 	stopOnce       sync.Once
 }
 
@@ -519,7 +518,6 @@ func (c *Cluster) Stop() {
 func (c *Cluster) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c.podsGone = errors.New("the kubelet never ran")
 	if c.Client != nil && c.running("kubelet") {
 		// The kubelet stops each Pod's sandbox (its network torn down)
 		// when the Pod goes.
@@ -530,7 +528,7 @@ func (c *Cluster) stop() {
 				_ = c.Client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 			}
 		}
-		c.podsGone = c.waitFor(ctx, "every Pod to go", func(ctx context.Context) error {
+		_ = c.waitFor(ctx, "every Pod to go", func(ctx context.Context) error {
 			pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return err
@@ -552,10 +550,10 @@ func (c *Cluster) stop() {
 	}
 	c.killShims()
 	unmountUnder(c.Dir)
-	if c.podsGone != nil {
-		// The kubelet did not stop every sandbox: their namespaces stay.
-		removeNetns()
-	}
+	// The kubelet did not stop every sandbox (it was stopped first, or a
+	// Pod deleted with no grace left the API before its sandbox's network
+	// was torn down): their namespaces stay.
+	c.removeNetns()
 	if c.Bridge != "" {
 		_ = exec.Command("ip", "link", "del", c.Bridge).Run()
 	}
@@ -653,12 +651,18 @@ func unmountUnder(dir string) {
 	}
 }
 
-// removeNetns removes the network namespaces containerd's CRI made
-// (/var/run/netns/cni-*) that no process uses any more.
-func removeNetns() {
+// removeNetns removes the network namespaces containerd's CRI made for
+// this cluster's Pods (/var/run/netns/cni-* with an address in the Pod
+// network), once nothing of the cluster runs; another engine's are left
+// alone.
+func (c *Cluster) removeNetns() {
+	ours := "inet " + strings.TrimSuffix(c.PodCIDR, "0/24")
 	ents, _ := os.ReadDir("/var/run/netns")
 	for _, e := range ents {
 		if !strings.HasPrefix(e.Name(), "cni-") {
+			continue
+		}
+		if out, err := exec.Command("ip", "-n", e.Name(), "-4", "-o", "addr", "show").Output(); err != nil || !strings.Contains(string(out), ours) {
 			continue
 		}
 		p := filepath.Join("/var/run/netns", e.Name())
