@@ -32,8 +32,10 @@ type action struct {
 	// typing presses keys where the focus is: after a click step a batch
 	// first lets the window manager focus the clicked window
 	typing bool
-	body   func() any // a new, empty body
-	run    func(e env, body any) (any, error)
+	// tool, when set, makes the action's endpoint an MCP tool too
+	tool *platform.Tool
+	body func() any // a new, empty body
+	run  func(e env, body any) (any, error)
 	// op is the action's own endpoint on s: its body type bound by the
 	// platform, its result type the answer.
 	op func(s *Service) platform.Operation
@@ -72,7 +74,9 @@ const windowBody = "id selects the window (default: the active one)."
 // schema's documentation.
 var actions = []*action{
 	entry(action{name: "move", aliases: []string{"mouse-move", "move-to"}, path: "/mouse/move",
-		summary: "Move the pointer", description: "Off-screen coordinates are 400 OFF_SCREEN with the bounds."},
+		summary: "Move the pointer", description: "Off-screen coordinates are 400 OFF_SCREEN with the bounds.",
+		tool: &platform.Tool{Name: "display_move", Title: "Move the pointer",
+			Description: "Move the pointer to x,y (screen pixels) without clicking (hover).", Destructive: true}},
 		func(e env, b *MouseMove) (Point, error) {
 			if err := e.d.MoveTo(*b.at); err != nil {
 				return Point{}, err
@@ -97,10 +101,14 @@ var actions = []*action{
 		}),
 	entry(action{name: "click", aliases: []string{"left-click"}, path: "/mouse/click", summary: "Click",
 		description: "Moves to x,y when given (both or neither), then clicks button (left, right, middle; " +
-			"default left) clicks times (1-3). Answers the pointer position."},
+			"default left) clicks times (1-3). Answers the pointer position.",
+		tool: &platform.Tool{Name: "display_click", Title: "Click",
+			Description: "Move the pointer to x,y (screen pixels) and click a button (left by default); without x,y click where the pointer is.", Destructive: true}},
 		func(e env, b *MouseClick) (Point, error) { return e.s.click(e.d, b.at, b.button, b.clicks) }),
 	entry(action{name: "double-click", aliases: []string{"doubleclick"}, path: "/mouse/double-click",
-		summary: "Double-click", description: "As click, twice."},
+		summary: "Double-click", description: "As click, twice.",
+		tool: &platform.Tool{Name: "display_double_click", Title: "Double-click",
+			Description: "Move the pointer to x,y (screen pixels) and double-click.", Destructive: true}},
 		func(e env, b *MouseClick) (Point, error) { return e.s.click(e.d, b.at, b.button, 2) }),
 	entry(action{name: "down", aliases: []string{"mouse-down"}, path: "/mouse/down",
 		summary: "Press a button and keep it down", description: "Moves to x,y first when given. Held until " +
@@ -110,12 +118,16 @@ var actions = []*action{
 		func(e env, b *MouseButton) (Point, error) { return e.s.press(e.d, b.at, b.button, false) }),
 	entry(action{name: "scroll", path: "/mouse/scroll", summary: "Scroll the wheel",
 		description: "direction up, down (default), left or right, amount notches (1-100, default 1), at x,y " +
-			"when given."},
+			"when given.",
+		tool: &platform.Tool{Name: "display_scroll", Title: "Scroll",
+			Description: "Turn the mouse wheel amount notches in a direction, at x,y when given.", Destructive: true}},
 		func(e env, b *MouseScroll) (Point, error) { return e.s.click(e.d, b.at, b.wheel, b.amount) }),
 	entry(action{name: "type", aliases: []string{"type-text"}, path: "/keyboard/type", summary: "Type text",
 		description: "Types Unicode text as key presses (characters the keymap lacks are bound to a spare " +
 			"keycode for the moment). delay_ms (0-1000, default 0) waits between characters. At most 20000 " +
-			"characters.", typing: true},
+			"characters.", typing: true,
+		tool: &platform.Tool{Name: "display_type", Title: "Type text",
+			Description: "Type text into the focused window as key presses (any Unicode). Click the field first to focus it.", Destructive: true}},
 		func(e env, b *KeyboardType) (Typed, error) {
 			n, err := e.s.typeText(e.ctx, e.d, b.text, b.delay)
 			return Typed{Typed: n}, err
@@ -123,7 +135,9 @@ var actions = []*action{
 	entry(action{name: "key", aliases: []string{"press"}, path: "/keyboard/key", summary: "Press a key or chord",
 		description: "key is an X keysym name (Return, Page_Up, F5), an alias (enter, esc, ctrl, cmd, ArrowUp) " +
 			"or one character; \"ctrl+shift+t\" chords work too. modifiers are held around it. repeat presses " +
-			"it 1-100 times. An unknown name is 400 listing close matches.", typing: true},
+			"it 1-100 times. An unknown name is 400 listing close matches.", typing: true,
+		tool: &platform.Tool{Name: "display_key", Title: "Press a key",
+			Description: "Press a key or chord in the focused window: Return, Escape, Tab, ctrl+c, alt+F4, ctrl+shift+t.", Destructive: true}},
 		func(e env, b *KeyboardKey) (KeyResult, error) {
 			res := KeyResult{Key: KeyName(b.sym)}
 			for _, m := range b.mods {
@@ -148,7 +162,9 @@ var actions = []*action{
 		func(e env, b *TypeAt) (Typed, error) { return e.s.typeAt(e.ctx, e.d, *b.at, b.Clear, b.typing) }),
 	entry(action{name: "drag", path: "/input/drag", summary: "Drag from one point to another",
 		description: "Presses button (default left) at from, moves to to in steps over duration_ms (0-10000, " +
-			"default 100), releases."},
+			"default 100), releases.",
+		tool: &platform.Tool{Name: "display_drag", Title: "Drag",
+			Description: "Press a button at from (screen pixels), move to to and release it.", Destructive: true}},
 		func(e env, b *Drag) (DragResult, error) {
 			return e.s.drag(e.ctx, e.d, *b.From, *b.To, b.button, b.duration, false)
 		}),
@@ -279,7 +295,7 @@ func (s *Service) actionRoutes() []platform.Route {
 	out := make([]platform.Route, 0, len(actions))
 	for _, a := range actions {
 		out = append(out, platform.Route{Method: http.MethodPost, Path: prefix + a.path, Summary: a.summary,
-			Description: a.description, Tags: []string{"display"}, Op: a.op(s)})
+			Description: a.description, Tags: []string{"display"}, Op: a.op(s), Tool: a.tool})
 	}
 	return out
 }

@@ -81,22 +81,32 @@ func (s *Service) Routes() []platform.Route {
 		op(http.MethodGet, "/accessibility/search", "searchAccessibility", "Find accessible elements",
 			"The elements whose role is role (exactly) and whose name contains name (case-insensitive), each without "+
 				"children, from every application (scope=all, default) or the active window.", platform.Op(s.SearchAccessibility)),
-		op(http.MethodPost, "/accessibility/{elementId}/click", "clickElement", "Click an element", el+" The element's "+
+		elementTool(op(http.MethodPost, "/accessibility/{elementId}/click", "clickElement", "Click an element", el+" The element's "+
 			"own click-like action (click, press, activate, toggle, jump, open) when it has one, else a pointer click at "+
 			"the center of its bounds (method says which). A click that closes the element's dialog or application (an OK "+
 			"or Yes that ends the program) is 200 with target_closed true and the element as it was.", platform.Op(s.ClickElement)),
-		op(http.MethodPost, "/accessibility/{elementId}/focus", "focusElement", "Focus an element", el, platform.Op(s.FocusElement)),
-		op(http.MethodPost, "/accessibility/{elementId}/set-value", "setElementValue", "Set an element's value", el+
+			"display_element_click", "Click an element", "Click an element by id: its own click-like action when it has one "+
+				"(works even when covered), else a pointer click at the center of its bounds. A click that closes its dialog "+
+				"or application answers target_closed true: the click worked."),
+		elementTool(op(http.MethodPost, "/accessibility/{elementId}/focus", "focusElement", "Focus an element", el, platform.Op(s.FocusElement)),
+			"display_element_focus", "Focus an element", "Give an element the keyboard focus, by element id."),
+		elementTool(op(http.MethodPost, "/accessibility/{elementId}/set-value", "setElementValue", "Set an element's value", el+
 			" Replaces an editable text's contents, or sets a range's (slider, spin button) value from a number; "+
 			"other elements answer 409.", platform.Op(s.SetElementValue)),
-		op(http.MethodPost, "/accessibility/{elementId}/action", "invokeElementAction", "Invoke an element's action",
+			"display_element_set_value", "Set an element's value",
+			"Replace an editable text's contents, or set a range's (slider, spin button) value, by element id."),
+		elementTool(op(http.MethodPost, "/accessibility/{elementId}/action", "invokeElementAction", "Invoke an element's action",
 			el+" name is one of the element's actions; another name is 400 listing them.", platform.Op(s.ElementDoAction)),
-		op(http.MethodPost, "/accessibility/{elementId}/scroll-into-view", "scrollElementIntoView", "Scroll an element into view",
+			"display_element_action", "Invoke an element's action",
+			"Invoke one of an element's named actions (its actions list: press, activate, toggle ...), by element id."),
+		elementTool(op(http.MethodPost, "/accessibility/{elementId}/scroll-into-view", "scrollElementIntoView", "Scroll an element into view",
 			el+" Asks the element's toolkit to scroll it into view by the least it can (AT-SPI Component.ScrollTo, "+
 				"ATSPI_SCROLL_ANYWHERE); where the toolkit does not (GTK 3), moves the scroll bars of each scroll pane "+
 				"around the element by the least that puts the element inside the pane. The element's bounds in the "+
 				"answer are where it is afterwards. 409 when the toolkit does not scroll it and no scroll pane holds it.",
 			platform.Op(s.ScrollElementIntoView)),
+			"display_element_scroll_into_view", "Scroll an element into view",
+			"Scroll the panes around an element until it shows, by element id."),
 	)
 	rec := "Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. "
 	start := op(http.MethodPost, "/recordings", "startRecording", "Start recording the screen", rec+
@@ -105,6 +115,13 @@ func (s *Service) Routes() []platform.Route {
 		"and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.",
 		platform.Op(s.StartRecording))
 	start.Status = http.StatusCreated
+	start.Tool = &platform.Tool{Name: "display_recording_start", Title: "Start recording the screen",
+		Description: "Start recording the screen (one recording at a time). Every display action taken while it runs " +
+			"goes to its timeline. Stop it with display_recording_stop; it also stops by itself at max_seconds."}
+	stop := op(http.MethodPost, "/recordings/{id}/stop", "stopRecording", "Stop a recording",
+		"Asks ffmpeg to finish the file and answers once it has (the video is then complete).", platform.Op(s.StopRecording))
+	stop.Tool = &platform.Tool{Name: "display_recording_stop", Title: "Stop a recording",
+		Description: "Stop a recording by id (from display_recording_start or display_recordings); it answers once the video is finished."}
 	video := op(http.MethodGet, "/recordings/{id}", "getRecordingVideo", "Download a recording", rec+
 		"The video of a stopped recording; 409 while it records.", platform.Op(s.RecordingVideo))
 	video.ContentType = "video/mp4"
@@ -117,8 +134,7 @@ func (s *Service) Routes() []platform.Route {
 	del.Status = http.StatusNoContent
 	routes = append(routes, start,
 		op(http.MethodGet, "/recordings", "listRecordings", "List recordings", rec+"Newest first.", platform.ReadOp(s.Recordings)),
-		op(http.MethodPost, "/recordings/{id}/stop", "stopRecording", "Stop a recording",
-			"Asks ffmpeg to finish the file and answers once it has (the video is then complete).", platform.Op(s.StopRecording)),
+		stop,
 		video,
 		op(http.MethodGet, "/recordings/{id}/timeline", "getRecordingTimeline", "A recording's timeline",
 			"Every display action taken while it recorded: offset_ms from the start, time, action, args as sent, the "+
@@ -149,4 +165,12 @@ func (s *Service) Routes() []platform.Route {
 	)
 	// every action's own endpoint, from the action table
 	return append(routes, s.actionRoutes()...)
+}
+
+// elementTool makes an element action's route the MCP tool name: a model
+// names the element element_id, as the reading tools answer it.
+func elementTool(r platform.Route, name, title, desc string) platform.Route {
+	r.Tool = &platform.Tool{Name: name, Title: title, Description: desc, Destructive: true,
+		Args: map[string]string{"elementId": "element_id"}}
+	return r
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,14 +13,6 @@ import (
 
 	"deckhand/display/api"
 )
-
-// RecordingStartArgs are display_recording_start's arguments (the display
-// service's defaults apply to what is left out).
-type RecordingStartArgs struct {
-	Format     string `json:"format,omitempty" jsonschema:"mp4 (H.264, default) or webm (VP9)"`
-	MaxSeconds int    `json:"max_seconds,omitempty" jsonschema:"stop by itself after this many seconds, 1-3600 (default 600)"`
-	Framerate  int    `json:"framerate,omitempty" jsonschema:"frames per second, 1-30 (default 10)"`
-}
 
 // RecordingArgs name a recording.
 type RecordingArgs struct {
@@ -49,32 +42,18 @@ type TimelineResult struct {
 // addRecordingTools exposes the display's recordings: a model can record
 // what it does so a person can watch it step by step afterwards (the video
 // itself is downloaded over HTTP: GET /_/display/api/v1/display/recordings/{id}).
+// Starting and stopping are the display's routes (their views are here);
+// the list and the timeline are answered as objects shaped for a model.
 func (s *Service) addRecordingTools() {
 	read := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
-	act := &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
-	mcp.AddTool(s.server, &mcp.Tool{Name: "display_recording_start", Title: "Start recording the screen",
-		Description: "Start recording the screen (one recording at a time). Every display action taken while it runs " +
-			"goes to its timeline. Stop it with display_recording_stop; it also stops by itself at max_seconds.",
-		Annotations: act},
-		func(ctx context.Context, req *mcp.CallToolRequest, in RecordingStartArgs) (*mcp.CallToolResult, api.Recording, error) {
-			var r api.Recording
-			body := api.StartRecording{Format: in.Format, MaxSeconds: in.MaxSeconds, Framerate: in.Framerate}
-			if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPost, service: "display",
-				path: displayPrefix + "/recordings", body: body}, &r); err != nil {
-				return nil, api.Recording{}, toolErr(err)
-			}
-			return textResult(fmt.Sprintf("recording %s started (%s, %d fps, at most %d s)", r.ID, r.Format, r.Framerate, r.MaxSeconds)), r, nil
-		})
-	mcp.AddTool(s.server, &mcp.Tool{Name: "display_recording_stop", Title: "Stop a recording",
-		Description: "Stop a recording; it answers once the video is finished.", Annotations: act},
-		func(ctx context.Context, req *mcp.CallToolRequest, in RecordingArgs) (*mcp.CallToolResult, api.Recording, error) {
-			var r api.Recording
-			if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPost, service: "display",
-				path: displayPrefix + "/recordings/" + url.PathEscape(in.ID) + "/stop", body: map[string]any{}}, &r); err != nil {
-				return nil, api.Recording{}, toolErr(err)
-			}
-			return textResult(fmt.Sprintf("recording %s %s (%s), %d bytes, %d actions", r.ID, r.Status, r.StopReason, r.Bytes, r.Events)), r, nil
-		})
+	views["display_recording_start"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
+		r, err := as[api.Recording](out)
+		return structuredResult(fmt.Sprintf("recording %s started (%s, %d fps, at most %d s)", r.ID, r.Format, r.Framerate, r.MaxSeconds), out), err
+	}}
+	views["display_recording_stop"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
+		r, err := as[api.Recording](out)
+		return structuredResult(fmt.Sprintf("recording %s %s (%s), %d bytes, %d actions", r.ID, r.Status, r.StopReason, r.Bytes, r.Events), out), err
+	}}
 	mcp.AddTool(s.server, &mcp.Tool{Name: "display_recordings", Title: "List recordings",
 		Description: "The screen recordings, newest first: status, size, how many actions each timeline holds.",
 		Annotations: read},
