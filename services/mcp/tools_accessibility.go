@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"deckhand/display/api"
 )
 
 // The element actions (display_element_click, _focus, _set_value,
@@ -23,16 +21,42 @@ import (
 // answer the tree in document order with each node's depth and parent,
 // since a recursive type has no JSON schema a client can use.
 type Element struct {
-	ID          string    `json:"id" jsonschema:"the element's id for display_element_click and display_element_set_value"`
-	Role        string    `json:"role" jsonschema:"the AT-SPI role name: push button, text, frame, check box ..."`
-	Name        string    `json:"name"`
-	Description string    `json:"description,omitempty"`
-	Value       string    `json:"value,omitempty" jsonschema:"a text element's text or a range's value"`
-	States      []string  `json:"states,omitempty" jsonschema:"focused, enabled, sensitive, showing, visible, checked, editable ..."`
-	Actions     []string  `json:"actions,omitempty"`
-	Bounds      *api.Rect `json:"bounds,omitempty" jsonschema:"screen pixels; absent for an element without a component"`
-	Depth       int       `json:"depth" jsonschema:"0 for a top node, its children 1 ..."`
-	Parent      string    `json:"parent,omitempty" jsonschema:"the parent element's id"`
+	ID          string   `json:"id" jsonschema:"the element's id for display_element_click and display_element_set_value"`
+	Role        string   `json:"role" jsonschema:"the AT-SPI role name: push button, text, frame, check box ..."`
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Value       string   `json:"value,omitempty" jsonschema:"a text element's text or a range's value"`
+	States      []string `json:"states,omitempty" jsonschema:"focused, enabled, sensitive, showing, visible, checked, editable ..."`
+	Actions     []string `json:"actions,omitempty"`
+	Bounds      *Rect    `json:"bounds,omitempty" jsonschema:"screen pixels; absent for an element without a component"`
+	Depth       int      `json:"depth" jsonschema:"0 for a top node, its children 1 ..."`
+	Parent      string   `json:"parent,omitempty" jsonschema:"the parent element's id"`
+}
+
+// Rect is a region of the screen in pixels.
+type Rect struct {
+	X      int `json:"x"`
+	Y      int `json:"y"`
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// Mark is one numbered box of a marked screenshot.
+type Mark struct {
+	N         int    `json:"n" jsonschema:"the number drawn on the image, from 1"`
+	ElementID string `json:"element_id"`
+	Role      string `json:"role"`
+	Name      string `json:"name"`
+	Bounds    Rect   `json:"bounds" jsonschema:"the element's bounds on the screen, clipped to it"`
+}
+
+// node is an element of the display's accessibility tree as its routes
+// answer it.
+type node struct {
+	ID, Role, Name, Description, Value string
+	States, Actions                    []string
+	Bounds                             *Rect
+	Children                           []node
 }
 
 // AccessibilityArgs are display_accessibility's arguments.
@@ -63,10 +87,10 @@ type MarkedArgs struct {
 
 // MarkedResult answers display_screenshot_marked: the numbered boxes.
 type MarkedResult struct {
-	Width  int        `json:"width"`
-	Height int        `json:"height"`
-	Marks  []api.Mark `json:"marks" jsonschema:"box n on the image is element element_id"`
-	Reason string     `json:"reason,omitempty" jsonschema:"why there are no marks"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Marks  []Mark `json:"marks" jsonschema:"box n on the image is element element_id"`
+	Reason string `json:"reason,omitempty" jsonschema:"why there are no marks"`
 }
 
 func (s *Service) addAccessibilityTools() {
@@ -91,7 +115,7 @@ func (s *Service) addAccessibilityTools() {
 }
 
 // flatten lists nodes in document order.
-func flatten(nodes []api.AccessibleNode, depth int, parent string, out []Element) []Element {
+func flatten(nodes []node, depth int, parent string, out []Element) []Element {
 	for _, n := range nodes {
 		out = append(out, Element{ID: n.ID, Role: n.Role, Name: n.Name, Description: n.Description, Value: n.Value,
 			States: n.States, Actions: n.Actions, Bounds: n.Bounds, Depth: depth, Parent: parent})
@@ -147,7 +171,10 @@ func (s *Service) displayFind(ctx context.Context, req *mcp.CallToolRequest, in 
 }
 
 func (s *Service) elements(ctx context.Context, req *mcp.CallToolRequest, path string, q url.Values, maxChars int) (*mcp.CallToolResult, ElementsResult, error) {
-	var tree api.AccessibilityTree
+	var tree struct {
+		Nodes  []node
+		Reason string
+	}
 	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display", path: displayPrefix + path, query: q}, &tree); err != nil {
 		return nil, ElementsResult{}, toolErr(err)
 	}
@@ -180,12 +207,17 @@ func (s *Service) displayMarked(ctx context.Context, req *mcp.CallToolRequest, i
 	if in.Scope != "" {
 		q.Set("scope", in.Scope)
 	}
-	var m api.MarkedScreenshot
+	var m struct {
+		Image         []byte
+		Width, Height int
+		Marks         []Mark
+		Reason        string
+	}
 	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display", path: displayPrefix + "/screenshots/marked", query: q}, &m); err != nil {
 		return nil, MarkedResult{}, toolErr(err)
 	}
 	if m.Marks == nil {
-		m.Marks = []api.Mark{}
+		m.Marks = []Mark{}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "screenshot %dx%d with %d marks", m.Width, m.Height, len(m.Marks))

@@ -12,8 +12,6 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"deckhand/display/api"
 )
 
 // The display's input tools (display_click, display_double_click,
@@ -43,7 +41,19 @@ type ScreenshotResult struct {
 
 // WindowsResult answers display_windows.
 type WindowsResult struct {
-	Windows []api.Window `json:"windows"`
+	Windows []Window `json:"windows"`
+}
+
+// Window is a top-level window as the display's GET windows answers it.
+type Window struct {
+	ID     uint32 `json:"id" jsonschema:"the X11 window id"`
+	Name   string `json:"name" jsonschema:"its title"`
+	PID    int    `json:"pid" jsonschema:"its process (_NET_WM_PID), 0 when it does not say"`
+	X      int    `json:"x" jsonschema:"the left edge of its client area in screen pixels"`
+	Y      int    `json:"y" jsonschema:"the top edge of its client area in screen pixels"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Active bool   `json:"active"`
 }
 
 func (s *Service) addDisplayTools() {
@@ -82,7 +92,7 @@ func (s *Service) displayScreenshot(ctx context.Context, req *mcp.CallToolReques
 	if maxW <= 0 {
 		maxW = 1280
 	}
-	var screen api.Info
+	var screen struct{ Width, Height int }
 	if err := s.be.json(ctx, who, call{method: http.MethodGet, service: "display", path: displayPrefix + "/info"}, &screen); err != nil {
 		return nil, ScreenshotResult{}, toolErr(err)
 	}
@@ -106,12 +116,12 @@ func (s *Service) displayScreenshot(ctx context.Context, req *mcp.CallToolReques
 }
 
 func (s *Service) displayWindows(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, WindowsResult, error) {
-	var ws []api.Window
+	var ws []Window
 	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display", path: displayPrefix + "/windows"}, &ws); err != nil {
 		return nil, WindowsResult{}, toolErr(err)
 	}
 	if ws == nil {
-		ws = []api.Window{}
+		ws = []Window{}
 	}
 	var b bytes.Buffer
 	for _, w := range ws {

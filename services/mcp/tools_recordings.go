@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"deckhand/display/api"
 )
 
 // RecordingArgs name a recording.
@@ -21,7 +19,25 @@ type RecordingArgs struct {
 
 // RecordingsResult answers display_recordings.
 type RecordingsResult struct {
-	Recordings []api.Recording `json:"recordings"`
+	Recordings []Recording `json:"recordings"`
+}
+
+// Recording is one screen recording as the display's routes answer it.
+type Recording struct {
+	ID         string     `json:"id"`
+	Status     string     `json:"status" jsonschema:"recording, stopped or failed"`
+	Format     string     `json:"format" jsonschema:"mp4 (H.264) or webm (VP9)"`
+	Framerate  int        `json:"framerate"`
+	Width      int        `json:"width"`
+	Height     int        `json:"height"`
+	MaxSeconds int        `json:"max_seconds"`
+	MaxBytes   int64      `json:"max_bytes"`
+	StartedAt  time.Time  `json:"started_at"`
+	StoppedAt  *time.Time `json:"stopped_at"`
+	StopReason string     `json:"stop_reason,omitempty" jsonschema:"request, time_limit, size_limit or shutdown"`
+	Error      string     `json:"error,omitempty"`
+	Bytes      int64      `json:"bytes" jsonschema:"the video's size so far"`
+	Events     int        `json:"events" jsonschema:"actions in the timeline"`
 }
 
 // TimelineStep is one display action taken while a recording ran.
@@ -47,18 +63,18 @@ type TimelineResult struct {
 func (s *Service) addRecordingTools() {
 	read := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
 	views["display_recording_start"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		r, err := as[api.Recording](out)
+		r, err := as[Recording](out)
 		return structuredResult(fmt.Sprintf("recording %s started (%s, %d fps, at most %d s)", r.ID, r.Format, r.Framerate, r.MaxSeconds), out), err
 	}}
 	views["display_recording_stop"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		r, err := as[api.Recording](out)
+		r, err := as[Recording](out)
 		return structuredResult(fmt.Sprintf("recording %s %s (%s), %d bytes, %d actions", r.ID, r.Status, r.StopReason, r.Bytes, r.Events), out), err
 	}}
 	mcp.AddTool(s.server, &mcp.Tool{Name: "display_recordings", Title: "List recordings",
 		Description: "The screen recordings, newest first: status, size, how many actions each timeline holds.",
 		Annotations: read},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, RecordingsResult, error) {
-			out := RecordingsResult{Recordings: []api.Recording{}}
+			out := RecordingsResult{Recordings: []Recording{}}
 			if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display",
 				path: displayPrefix + "/recordings"}, &out.Recordings); err != nil {
 				return nil, RecordingsResult{}, toolErr(err)
@@ -73,7 +89,16 @@ func (s *Service) addRecordingTools() {
 		Description: "The display actions taken while a recording ran, in order, with their offset into the video.",
 		Annotations: read},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RecordingArgs) (*mcp.CallToolResult, TimelineResult, error) {
-			var tl api.Timeline
+			var tl struct {
+				RecordingID string `json:"recording_id"`
+				Events      []struct {
+					OffsetMS int64 `json:"offset_ms"`
+					Action   string
+					Element  *struct{ Role, Name string }
+					OK       bool
+					Error    string
+				}
+			}
 			if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display",
 				path: displayPrefix + "/recordings/" + url.PathEscape(in.ID) + "/timeline"}, &tl); err != nil {
 				return nil, TimelineResult{}, toolErr(err)
