@@ -1,6 +1,6 @@
 // Package atspi owns the display service's connection to the AT-SPI2
 // accessibility bus: it reads applications' accessibility trees and acts
-// on their elements over D-Bus (godbus), for display/api's Accessibility.
+// on their elements over D-Bus (godbus), for display/desktop's Accessibility.
 // It is pure Go; at-spi2-core (the bus launcher and registry) and the
 // toolkits' bridges (GTK's atk-bridge, Qt, Chromium) do the rest.
 package atspi
