@@ -15,12 +15,12 @@ import (
 
 // ownership is one image in one user's library.
 type ownership struct {
-	ImageID    string       `json:"image_id"`
-	UserID     string       `json:"user_id"`
-	Acquired   string       `json:"acquired"` // import or purchase
-	PricePaid  money.Amount `json:"price_paid"`
-	CreatedNs  int64        `json:"created_ns"`
-	CreatedAt  string       `json:"created_at"`
+	ImageID   string       `json:"image_id"`
+	UserID    string       `json:"user_id"`
+	Acquired  string       `json:"acquired"` // import or purchase
+	PricePaid money.Amount `json:"price_paid"`
+	CreatedNs int64        `json:"created_ns"`
+	CreatedAt string       `json:"created_at"`
 }
 
 func ownedKey(user, image string) string { return user + "/" + image }
