@@ -75,15 +75,22 @@ func (s *Service) List(ctx context.Context, q ListQuery) (NodeList, error) {
 		if err != nil {
 			return err
 		}
+		out.Nodes = make([]NodeSummary, 0, len(pg.Items))
 		for _, it := range pg.Items {
+			// The ids are the key's halves; the blocks are only counted
+			// (a struct{} per block: nothing of them is kept).
 			var d struct {
-				Document
-				Blocks []json.RawMessage `json:"blocks"`
+				Title     string     `json:"title"`
+				Version   int64      `json:"version"`
+				Blocks    []struct{} `json:"blocks"`
+				CreatedAt time.Time  `json:"created_at"`
+				UpdatedAt time.Time  `json:"updated_at"`
 			}
 			if err := json.Unmarshal(it.Value, &d); err != nil {
 				return err
 			}
-			out.Nodes = append(out.Nodes, NodeSummary{NotebookID: d.NotebookID, NodeID: d.NodeID, Title: d.Title,
+			nb, node, _ := strings.Cut(it.Key, "/")
+			out.Nodes = append(out.Nodes, NodeSummary{NotebookID: nb, NodeID: node, Title: d.Title,
 				Version: d.Version, Blocks: len(d.Blocks), CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt})
 		}
 		if pg.Next != "" {

@@ -349,14 +349,21 @@ func (s *Service) ListKeys(ctx context.Context, prefix, after string, limit int)
 		if after != "" {
 			fs = append(fs, store.Where("key", store.Gt, after))
 		}
-		pg, err := store.PageOf[stored](tx, keyTable, store.Query{Filters: fs, Limit: limit, SkipTotal: true})
-		for _, st := range pg.Items {
-			out.Keys = append(out.Keys, st.Meta)
+		pg, err := tx.Page(keyTable, store.Query{Filters: fs, Limit: limit, SkipTotal: true})
+		if err != nil {
+			return err
+		}
+		out.Keys = make([]Meta, len(pg.Items))
+		for i, it := range pg.Items {
+			// Meta alone: the sealed value is skipped, never copied.
+			if err := json.Unmarshal(it.Value, &out.Keys[i]); err != nil {
+				return err
+			}
 		}
 		if pg.Next != "" {
 			out.Next = out.Keys[len(out.Keys)-1].Key
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return List{}, fault.Internal("list the vault", err)
