@@ -405,11 +405,28 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 			return err
 		}
 		st.Expiring = expiring.Total
-		newest, err := store.PageOf[stored](tx, keyTable, store.Query{Filters: []store.Filter{live(now)},
-			Sort: []string{"updated_at"}, Desc: true, Limit: 1, SkipTotal: true})
-		if len(newest.Items) > 0 {
-			u := newest.Items[0].UpdatedAt
-			st.LastUpdate = &u
+		// The newest update time to the microsecond (the field's
+		// precision), then the records of that microsecond for the exact one.
+		times, err := tx.CountBy(keyTable, []store.Filter{live(now)}, "updated_at")
+		if err != nil || len(times) == 0 {
+			return err
+		}
+		var at time.Time
+		for k := range times {
+			t, err := time.Parse(time.RFC3339Nano, k)
+			if err != nil {
+				return err
+			}
+			if t.After(at) {
+				at = t
+			}
+		}
+		recs, _, err := store.All[stored](tx, keyTable, store.Query{Filters: []store.Filter{live(now), store.Where("updated_at", store.Eq, at)}})
+		for _, r := range recs {
+			if st.LastUpdate == nil || r.UpdatedAt.After(*st.LastUpdate) {
+				u := r.UpdatedAt
+				st.LastUpdate = &u
+			}
 		}
 		return err
 	})
@@ -466,7 +483,9 @@ func (s *Service) deleteWhere(ctx context.Context, where func(now time.Time) []s
 
 // keyTable holds the records by key (key order is the list's order), with
 // what the list, the counts and the expiry sweep select by derived: the
-// expiry (NULL: none), the update time and the value's size.
+// expiry (NULL: none), the update time and the value's size. No index:
+// those queries read the compact rows, and a put writes no more than the
+// record and its row.
 var keyTable = store.Declare(bucketKeys, []store.Field[stored]{
 	store.Time("expires_at", func(r *stored) time.Time {
 		if r.ExpiresAt == nil {
@@ -476,7 +495,7 @@ var keyTable = store.Declare(bucketKeys, []store.Field[stored]{
 	}),
 	store.Time("updated_at", func(r *stored) time.Time { return r.UpdatedAt }),
 	store.Int("size", func(r *stored) int64 { return int64(r.Size) }),
-}, store.Index{Fields: []string{"expires_at"}}, store.Index{Fields: []string{"updated_at"}, Sort: true})
+})
 
 // live holds for the keys not expired at now.
 func live(now time.Time) store.Filter {
