@@ -195,6 +195,7 @@ type lifecycle struct {
 	// reconciling is set once the reconciler runs.
 	reconciling bool
 	enrolled    sync.Map // agent token id → struct{}: its enrolment is stored
+	signals     signals  // wake the waits on a container (lifecycle_wait.go)
 }
 
 func newLifecycle(rt Runtime) *lifecycle {
@@ -318,6 +319,7 @@ func (s *Service) move(ctx context.Context, id string, from []string, status, re
 	if err != nil {
 		return nil, fault.Wrap("record the container's status", err)
 	}
+	s.lc.signals.fire(id)
 	return out, nil
 }
 
