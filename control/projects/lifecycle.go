@@ -194,8 +194,9 @@ type lifecycle struct {
 	inflight map[string]bool
 	// reconciling is set once the reconciler runs.
 	reconciling bool
-	enrolled    sync.Map // agent token id → struct{}: its enrolment is stored
-	signals     signals  // wake the waits on a container (lifecycle_wait.go)
+	enrolled    sync.Map          // agent token id → struct{}: its enrolment is stored
+	signals     signals           // wake the waits on a container (lifecycle_wait.go)
+	minted      map[string]string // container id → the agent token its create minted, for provision
 }
 
 func newLifecycle(rt Runtime) *lifecycle {

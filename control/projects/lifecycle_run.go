@@ -86,13 +86,16 @@ func (s *Service) provision(ctx context.Context, id string) {
 			return true
 		}
 		// The engine container is made only after the record has an agent
-		// token: a record without one (a create just accepted) has no
-		// engine container, so the token is minted at once and the
-		// engine asked once. One with a token may have its engine
-		// container already (a control plane stopped mid-way): the
-		// engine is asked first, and a token minted only for a container
-		// made now.
-		token, minted, err := s.mintFirstToken(ctx, id)
+		// token. A create's transaction mints it (takeMinted); a record
+		// without one has no engine container either, so its token is
+		// minted at once and the engine asked once. One with a token may
+		// have its engine container already (a control plane stopped
+		// mid-way): the engine is asked first, and a token minted only
+		// for a container made now.
+		token, minted, err := s.takeMinted(id), c, error(nil)
+		if token == "" {
+			token, minted, err = s.mintFirstToken(ctx, id)
+		}
 		if err != nil {
 			fail("the control plane could not mint the agent's token: " + err.Error())
 			return true

@@ -221,3 +221,49 @@ func (s *Service) mintFirstToken(ctx context.Context, id string) (string, *Conta
 	})
 	return token, out, err
 }
+
+// mintCreated mints, in a create's transaction, the agent token of each
+// container of cs the runtime will make (one write less on the way to
+// running); provision takes them from pending. The transaction may run
+// again: each run mints anew.
+func (s *Service) mintCreated(tx *store.Tx, ctx context.Context, cs []*Container) (map[string]string, error) {
+	if s.lc.rt.Driver == nil {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, c := range cs {
+		if c.ImageName == "" {
+			continue
+		}
+		token, err := s.mintAgentToken(tx, ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		out[c.ID] = token
+	}
+	return out, nil
+}
+
+// provisionMinted provisions container id, made by a create that minted
+// its agent token (empty: none).
+func (s *Service) provisionMinted(id, token string) {
+	if token != "" {
+		s.lc.mu.Lock()
+		if s.lc.minted == nil {
+			s.lc.minted = map[string]string{}
+		}
+		s.lc.minted[id] = token
+		s.lc.mu.Unlock()
+	}
+	s.provisionAsync(id)
+}
+
+// takeMinted is the token a create minted for container id and has not
+// given to the engine yet.
+func (s *Service) takeMinted(id string) string {
+	s.lc.mu.Lock()
+	defer s.lc.mu.Unlock()
+	t := s.lc.minted[id]
+	delete(s.lc.minted, id)
+	return t
+}
