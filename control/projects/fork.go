@@ -150,6 +150,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 		defer unlock()
 	}
 	pin := s.pinFor(ctx, in, snap)
+	var tokens map[string]string
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		if _, err := s.creatableProject(tx, in.ProjectID, caller); err != nil {
 			return err
@@ -189,6 +190,9 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 		if err := s.placeContainers(tx, in.ProjectID, claim.unclaimed(out), pin); err != nil {
 			return err
 		}
+		if tokens, err = s.mintCreated(tx, ctx, claim.unclaimed(out)); err != nil {
+			return err
+		}
 		for _, c := range out {
 			if err := tx.Put(bucketContainers, c.ID, c); err != nil {
 				return err
@@ -212,7 +216,7 @@ func (s *Service) createContainers(ctx context.Context, in ContainerCreate) ([]*
 	}
 	for i, c := range out {
 		if !claim.started(ctx, c) {
-			s.provisionAsync(c.ID)
+			s.provisionMinted(c.ID, tokens[c.ID])
 		}
 		out[i] = s.decorate(c)
 	}

@@ -194,7 +194,9 @@ type lifecycle struct {
 	inflight map[string]bool
 	// reconciling is set once the reconciler runs.
 	reconciling bool
-	enrolled    sync.Map // agent token id → struct{}: its enrolment is stored
+	enrolled    sync.Map          // agent token id → struct{}: its enrolment is stored
+	signals     signals           // wake the waits on a container (lifecycle_wait.go)
+	minted      map[string]string // container id → the agent token its create minted, for provision
 }
 
 func newLifecycle(rt Runtime) *lifecycle {
@@ -319,6 +321,7 @@ func (s *Service) move(ctx context.Context, id string, from []string, status, re
 	if err != nil {
 		return nil, fault.Wrap("record the container's status", err)
 	}
+	s.lc.signals.fire(id)
 	return out, nil
 }
 

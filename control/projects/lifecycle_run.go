@@ -65,6 +65,7 @@ func (s *Service) isInflight(id string) bool {
 func (s *Service) provision(ctx context.Context, id string) {
 	drv := s.lc.rt.Driver
 	deadline := time.Now().Add(s.lc.rt.EnrollTimeout)
+	var ph *phases
 	fail := func(reason string) {
 		if _, err := s.move(ctx, id, []string{StatusCreating}, StatusFailed, reason, nil); err != nil {
 			s.log.Warn("container: recording failed", "container", id, "err", err)
@@ -77,55 +78,73 @@ func (s *Service) provision(ctx context.Context, id string) {
 		if err != nil || c == nil || c.Status != StatusCreating {
 			return true
 		}
-		ok, err := drv.ImageExists(ctx, c.ImageName)
+		ph = newPhases(c.CreatedAt)
+		ph.mark("begun")
+		controlURL, err := s.agentURL(ctx)
 		if err != nil {
 			fail(engineReason(err, c.ImageName))
 			return true
 		}
-		if !ok {
-			fail(imageMissing(c.ImageName))
-			return true
+		// The engine container is made only after the record has an agent
+		// token. A create's transaction mints it (takeMinted); a record
+		// without one has no engine container either, so its token is
+		// minted at once and the engine asked once. One with a token may
+		// have its engine container already (a control plane stopped
+		// mid-way): the engine is asked first, and a token minted only
+		// for a container made now.
+		token, minted, err := s.takeMinted(id), c, error(nil)
+		if token == "" {
+			token, minted, err = s.mintFirstToken(ctx, id)
 		}
-		st, err := drv.Inspect(ctx, id)
 		if err != nil {
-			fail(engineReason(err, c.ImageName))
+			fail("the control plane could not mint the agent's token: " + err.Error())
 			return true
 		}
-		if st.State == runtime.StateMissing {
-			controlURL, err := s.agentURL(ctx)
+		if minted == nil {
+			st, err := drv.Inspect(ctx, id)
 			if err != nil {
 				fail(engineReason(err, c.ImageName))
 				return true
 			}
-			var token string
-			err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-				cur, err := getContainer(tx, id)
-				if err != nil || cur == nil {
+			ph.mark("inspected")
+			if st.State == runtime.StateMissing {
+				err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
+					cur, err := getContainer(tx, id)
+					if err != nil || cur == nil {
+						return err
+					}
+					minted = cur
+					token, err = s.mintAgentToken(tx, ctx, cur)
 					return err
+				})
+				if err != nil {
+					fail("the control plane could not mint the agent's token: " + err.Error())
+					return true
 				}
-				c = cur
-				token, err = s.mintAgentToken(tx, ctx, c)
-				return err
-			})
-			if err != nil {
-				fail("the control plane could not mint the agent's token: " + err.Error())
-				return true
 			}
+		}
+		if minted != nil {
+			c = minted
+			ph.mark("token")
+			// The engine's refusal names a missing image
+			// (runtime.ErrImageMissing).
 			if err := drv.Create(ctx, s.spec(c, token, controlURL)); err != nil {
 				fail(engineReason(err, c.ImageName))
 				return true
 			}
+			ph.mark("engine_create")
 		}
 		if err := drv.Start(ctx, id); err != nil {
 			fail(engineReason(err, c.ImageName))
 			return true
 		}
+		ph.mark("engine_start")
 		return false
 	}
 	if step() {
 		return
 	}
-	addr, reason := s.awaitAgent(ctx, id, deadline, true)
+	addr, reason := s.awaitAgentPhases(ctx, id, deadline, true, ph)
 	unlock := s.lc.lock(id)
 	defer unlock()
 	if ctx.Err() != nil {
@@ -138,6 +157,8 @@ func (s *Service) provision(ctx context.Context, id string) {
 	if _, err := s.move(ctx, id, []string{StatusCreating}, StatusRunning, "", func(c *Container) { c.AgentAddr = addr }); err != nil {
 		s.log.Warn("container: recording running", "container", id, "err", err)
 	}
+	ph.mark("running")
+	ph.log(s.log, "container: provisioned", id)
 }
 
 // spec is the engine's description of container c with its agent token.
@@ -151,56 +172,6 @@ func (s *Service) spec(c *Container, token, controlURL string) runtime.Spec {
 	return runtime.Spec{ID: c.ID, ProjectID: c.ProjectID, Name: c.Name, Image: c.ImageName,
 		Resources: runtime.Resources{CPUs: c.Resources.CPUs, MemoryMB: c.Resources.MemoryMB},
 		Autostart: c.Autostart, Env: c.Env, Files: files, Args: s.agentArgs(c, controlURL), Workspace: c.WorkspaceID}
-}
-
-// awaitAgent waits until container id's agent has enrolled (when
-// enrol) and its gateway answers the health check, or deadline: the
-// agent's address, or the reason it is not running.
-func (s *Service) awaitAgent(ctx context.Context, id string, deadline time.Time, enrol bool) (addr, reason string) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	enrolled, lastErr := !enrol, ""
-	for {
-		if !enrolled {
-			c, err := s.loadContainer(ctx, id)
-			if err != nil || c == nil {
-				return "", "the container's record is gone"
-			}
-			enrolled = c.EnrolledAt != nil
-		}
-		st, err := s.lc.rt.Driver.Inspect(ctx, id)
-		switch {
-		case err != nil:
-			lastErr = engineReason(err, "")
-		case st.State == runtime.StateMissing:
-			return "", "the engine holds no container for it any more (removed outside the control plane)"
-		case st.State == runtime.StateExited || st.State == runtime.StateDead:
-			why := st.Reason
-			if why == "" {
-				why = string(st.State)
-			}
-			return "", "the container's agent exited before it was running (" + why + "): the image's entrypoint must be the deckhand agent; see the engine's logs of the container"
-		case enrolled && st.Addr != "":
-			if herr := s.checkHealth(ctx, st.Addr); herr == nil {
-				return st.Addr, ""
-			} else {
-				lastErr = herr.Error()
-			}
-		}
-		if time.Now().After(deadline) {
-			if !enrolled {
-				return "", fmt.Sprintf("the agent never enrolled within %s: it did not reach the control plane at %s with its token "+
-					"(check the image's entrypoint is the deckhand agent, that the URL is reachable from the engine's network, or set --agent-control-url)",
-					s.lc.rt.EnrollTimeout, s.agentURLWords())
-			}
-			return "", fmt.Sprintf("the agent enrolled but its gateway did not answer the health check within %s: %s", s.lc.rt.EnrollTimeout, lastErr)
-		}
-		select {
-		case <-ctx.Done():
-			return "", "the control plane stopped"
-		case <-tick.C:
-		}
-	}
 }
 
 // checkHealth GETs the agent's health at addr (its gateway on the
@@ -258,6 +229,7 @@ func (s *Service) noteEnrolled(ctx context.Context, id, tokenID string) {
 		return
 	}
 	s.lc.enrolled.Store(tokenID, struct{}{})
+	s.lc.signals.fire(id)
 }
 
 // errRecordsOnly answers an engine action under --runtime none.

@@ -94,7 +94,7 @@ func (c *poolClaim) started(ctx context.Context, o *Container) bool {
 	if !ok {
 		return false
 	}
-	if rec := c.s.startClaimed(context.WithoutCancel(ctx), o.ID, token); rec != nil {
+	if rec := c.s.startClaimed(context.WithoutCancel(ctx), o.ID, token, o.CreatedAt); rec != nil {
 		*o = *rec
 	}
 	return true
@@ -111,7 +111,7 @@ func (c *poolClaim) refill() {
 // file, thaws it and waits for its agent to enrol with that token: the
 // record running. When any step fails the engine container goes and the
 // container is made again from its record, as any create.
-func (s *Service) startClaimed(ctx context.Context, id, token string) *Container {
+func (s *Service) startClaimed(ctx context.Context, id, token string, created time.Time) *Container {
 	s.lc.mu.Lock()
 	mine := !s.lc.inflight[id]
 	if mine {
@@ -127,13 +127,23 @@ func (s *Service) startClaimed(ctx context.Context, id, token string) *Container
 	}
 	drv := s.lc.rt.Driver
 	unlock := s.lc.lock(id)
+	ph := newPhases(created)
+	ph.mark("claimed")
 	err := drv.(runtime.FileWriter).WriteFiles(ctx, id, []runtime.File{{Path: agentTokenPath, Content: []byte(token + "\n"), Mode: 0o400}})
 	if err == nil {
+		ph.mark("token_written")
 		err = drv.Resume(ctx, id)
 	}
 	var addr, reason string
 	if err == nil {
-		addr, reason = s.awaitClaimed(ctx, id, time.Now().Add(claimTimeout))
+		ph.mark("resumed")
+		// A thawed agent answers at once; it enrols with its new token
+		// on its next request to the control plane, which the pool's
+		// token no longer opens.
+		addr, reason = s.awaitAgentPhases(ctx, id, time.Now().Add(claimTimeout), true, ph)
+		if reason != "" {
+			reason = "its agent did not come up with its new token within " + claimTimeout.String() + ": " + reason
+		}
 	}
 	if err == nil && reason == "" {
 		rec, err := s.move(ctx, id, []string{StatusCreating}, StatusRunning, "", func(c *Container) { c.AgentAddr = addr })
@@ -142,6 +152,8 @@ func (s *Service) startClaimed(ctx context.Context, id, token string) *Container
 		if err != nil {
 			s.log.Warn("warm pool: recording a claimed container running failed", "container", id, "err", err)
 		}
+		ph.mark("running")
+		ph.log(s.log, "container: claimed", id)
 		return rec
 	}
 	if reason == "" {
@@ -156,28 +168,4 @@ func (s *Service) startClaimed(ctx context.Context, id, token string) *Container
 	s.provisionAsync(id)
 	rec, _ := s.loadContainer(ctx, id)
 	return rec
-}
-
-// awaitClaimed waits until claimed container id's agent has authenticated
-// with its new token and its gateway answers: its address, or why not.
-// It looks often: a thawed agent answers within milliseconds.
-func (s *Service) awaitClaimed(ctx context.Context, id string, deadline time.Time) (string, string) {
-	for {
-		c, err := s.loadContainer(ctx, id)
-		if err != nil || c == nil {
-			return "", "the container's record is gone"
-		}
-		if c.EnrolledAt != nil {
-			st, err := s.lc.rt.Driver.Inspect(ctx, id)
-			if err == nil && st.Addr != "" && s.checkHealth(ctx, st.Addr) == nil {
-				return st.Addr, ""
-			}
-		}
-		if time.Now().After(deadline) {
-			return "", "its agent did not enrol with its new token within " + claimTimeout.String()
-		}
-		if !sleepCtx(ctx, 5*time.Millisecond) {
-			return "", "the control plane stopped"
-		}
-	}
 }

@@ -55,6 +55,21 @@ type Catalog interface {
 	Wake(ctx context.Context, id string) error
 }
 
+// Changes is what a Catalog may add: a channel that receives when
+// container id's record changes in this process, and its release. A
+// woken container's wait then reads the record when it changes, and only
+// now and then otherwise (for a change another replica makes).
+type Changes interface {
+	Changed(id string) (<-chan struct{}, func())
+}
+
+// Schedules of a wake's wait: without Changes the record is read every
+// wakePoll, with them every wakeRecheck.
+const (
+	wakePoll    = 25 * time.Millisecond
+	wakeRecheck = 250 * time.Millisecond
+)
+
 // Config is the proxy's settings.
 type Config struct {
 	// Domain is --container-domain.
@@ -187,6 +202,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) wake(w http.ResponseWriter, r *http.Request, c Container, server string) (Container, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.WakeTimeout)
 	defer cancel()
+	var changed <-chan struct{}
+	every := wakePoll
+	if ch, ok := p.cat.(Changes); ok && !navigation(r) {
+		var release func()
+		changed, release = ch.Changed(c.ID)
+		defer release()
+		every = wakeRecheck
+	}
 	if c.Status != "creating" {
 		if err := p.cat.Wake(ctx, c.ID); err != nil {
 			p.writeFault(w, err)
@@ -198,7 +221,7 @@ func (p *Proxy) wake(w http.ResponseWriter, r *http.Request, c Container, server
 		waitingPage(w, c.ID)
 		return c, false
 	}
-	tick := time.NewTicker(25 * time.Millisecond)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		got, err := p.cat.Find(ctx, c.ProjectID+"-"+c.ID, server)
@@ -220,6 +243,7 @@ func (p *Proxy) wake(w http.ResponseWriter, r *http.Request, c Container, server
 			writeError(w, http.StatusServiceUnavailable, "container "+c.ID+" did not start within "+
 				p.cfg.WakeTimeout.String()+"; retry")
 			return c, false
+		case <-changed:
 		case <-tick.C:
 		}
 	}

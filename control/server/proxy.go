@@ -62,6 +62,8 @@ func (c proxyCatalog) Find(ctx context.Context, prefix, server string) (proxy.Co
 
 func (c proxyCatalog) Wake(ctx context.Context, id string) error { return c.svc.WakeContainer(ctx, id) }
 
+func (c proxyCatalog) Changed(id string) (<-chan struct{}, func()) { return c.svc.Changed(id) }
+
 func (s *Server) projectsService() *projects.Service {
 	for _, d := range s.domains {
 		if p, ok := d.(*projects.Service); ok {

@@ -6,7 +6,10 @@
 #     200 at the agent; beside a bare `docker run -d` of the same image
 #     (deckhand/base, its own entrypoint: the agent without a control
 #     plane) until its gateway answers HTTP. RUNS each, alternating;
-#     medians, p95 and the ratio.
+#     medians, p95 and the ratio; and where the deckhand runs' time went:
+#     the median of each step of the control plane's way to running, in ms
+#     since the create was accepted (its debug log, "container:
+#     provisioned").
 #  2. CONCURRENT containers created at once: the time until all run, the
 #     idle memory of each container's processes (the agent and its init;
 #     `docker top`): RSS summed, PSS and its anonymous part,
@@ -51,7 +54,7 @@ echo "== $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $(np
 
 PW="Bench-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')-9a"
 DECKHAND_ADMIN_PASSWORD=$PW "$BIN/deckhand-control" serve --data "$WORK/data" --listen 127.0.0.1:$PORT \
-  --admin-email admin@localhost --runtime docker --max-containers-per-project 0 --enroll-timeout 5m --log-level error >"$WORK/control.log" 2>&1 &
+  --admin-email admin@localhost --runtime docker --max-containers-per-project 0 --enroll-timeout 5m --log-level debug >"$WORK/control.log" 2>&1 &
 PID=$!
 for _ in $(seq 300); do curl -fsS -o /dev/null $CONTROL/api/v1/meta/public-key 2>/dev/null && break; sleep 0.1; done
 api() { # method path [json] -> data
@@ -110,9 +113,21 @@ if ((RUNS > 0)); then
   echo "== bare docker run -d → gateway answers HTTP, $RUNS runs (ms): ${bare[*]}"
   echo "   bare:     median $bm ms, p95 $bp ms"
   echo "   overhead: median $((dm - bm)) ms, ratio $(awk -v a="$dm" -v b="$bm" 'BEGIN{printf "%.2f", a/b}')"
+  # The steps, in the order they ended (a step missing from a run, such
+  # as a retry's, is left out of its median).
+  jq -rR 'fromjson? | select(.msg=="container: provisioned") | .ms' "$WORK/control.log" | head -n "$RUNS" |
+    awk '{for (i = 1; i <= NF; i++) {split($i, kv, "="); if (!(kv[1] in n)) order[++k] = kv[1]; v[kv[1], ++n[kv[1]]] = kv[2]}}
+      END {printf "   steps (median ms since the create was accepted):"
+        for (j = 1; j <= k; j++) {s = order[j]; c = n[s]; m = 0
+          for (a = 1; a <= c; a++) x[a] = v[s, a]
+          for (a = 1; a <= c; a++) for (b = a + 1; b <= c; b++) if (x[b] < x[a]) {t = x[a]; x[a] = x[b]; x[b] = t}
+          m = (c % 2) ? x[(c + 1) / 2] : (x[c / 2] + x[c / 2 + 1]) / 2
+          printf " %s %d", s, m}
+        print ""}'
 fi
 
-# Concurrent creates.
+# Concurrent creates (none asked: done).
+((CONC > 0)) || exit 0
 t0=$(ms)
 ids=()
 jobs=()

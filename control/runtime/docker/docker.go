@@ -4,9 +4,10 @@
 // workspace volumes and the installation's bridge network, all labelled,
 // so that a driver never touches what another installation made.
 //
-// The driver keeps no state between calls: every object's name follows
-// from the installation and the container id, and every call finds what
-// an earlier (perhaps crashed) call made.
+// The driver keeps no state between calls that it needs: every object's
+// name follows from the installation and the container id, and every call
+// finds what an earlier (perhaps crashed) call made. It remembers only the
+// engine's ids of containers it has checked, to skip a lookup (known.go).
 package docker
 
 import (
@@ -81,6 +82,14 @@ type Driver struct {
 
 	// podman caches which engine answers (1 Docker, 2 Podman), once known.
 	podman atomic.Int32
+
+	// known maps a container id to its engine container's id, checked to
+	// be this installation's (known.go).
+	known sync.Map
+
+	// netOK is set once the network is known to exist; a create that the
+	// engine refuses looks again (ensureNetwork).
+	netOK atomic.Bool
 }
 
 var _ runtime.Driver = (*Driver)(nil)
@@ -178,6 +187,9 @@ var _ runtime.FileWriter = (*Driver)(nil)
 // WriteFiles implements runtime.FileWriter: the engine copies into a
 // paused container too (its filesystem, not its processes).
 func (d *Driver) WriteFiles(ctx context.Context, id string, files []runtime.File) error {
+	if d.writeKnown(ctx, id, files) {
+		return nil
+	}
 	c, err := d.existing(ctx, id)
 	if err != nil {
 		return err
@@ -213,6 +225,7 @@ func (d *Driver) find(ctx context.Context, id string) (container.InspectResponse
 	}
 	res, err := d.cli.ContainerInspect(ctx, d.ContainerName(id), client.ContainerInspectOptions{})
 	if cerrdefs.IsNotFound(err) {
+		d.forget(id)
 		return container.InspectResponse{}, false, nil
 	}
 	if err != nil {
@@ -220,8 +233,10 @@ func (d *Driver) find(ctx context.Context, id string) (container.InspectResponse
 	}
 	c := res.Container
 	if c.Config == nil || c.Config.Labels[runtime.LabelInstallation] != d.opts.Installation || c.Config.Labels[runtime.LabelContainer] != id {
+		d.forget(id)
 		return container.InspectResponse{}, false, fmt.Errorf("docker runtime: the engine's container %q was not made by installation %q", d.ContainerName(id), d.opts.Installation)
 	}
+	d.remember(id, c.ID)
 	return c, true, nil
 }
 
@@ -245,20 +260,31 @@ func (d *Driver) ImageExists(ctx context.Context, image string) (bool, error) {
 // and spec.Files are written before the container first starts. A create
 // of an existing container writes spec.Files again and succeeds.
 //
-// The common path is four engine calls (network, volume, container,
-// files): the
+// The common path is two engine calls (container, files): the network is
+// looked at once per driver and again when the engine refuses a create,
+// Docker makes the workspace volume (labelled) with the container, and the
 // engine's own answers say when the container exists already or the image
 // is missing.
 func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 	if err := checkSpec(spec); err != nil {
 		return err
 	}
-	if err := d.ensureNetwork(ctx); err != nil {
+	netChecked := !d.netOK.Load()
+	if netChecked {
+		if err := d.ensureNetwork(ctx); err != nil {
+			return err
+		}
+	}
+	podman, err := d.isPodman(ctx)
+	if err != nil {
 		return err
 	}
 	vol := d.volumeName(spec)
-	if err := d.ensureVolume(ctx, vol, spec); err != nil {
-		return err
+	if podman {
+		// Podman's API may not label a volume it makes for a mount.
+		if err := d.ensureVolume(ctx, vol, spec); err != nil {
+			return err
+		}
 	}
 	labels := d.labels(spec.ID, spec.ProjectID)
 	if spec.Pool != "" {
@@ -287,16 +313,15 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 			Type:   mount.TypeVolume,
 			Source: vol,
 			Target: d.opts.Home,
+			// Docker makes a missing volume with these labels, and
+			// leaves an existing one as it is.
+			VolumeOptions: &mount.VolumeOptions{Labels: d.labels(workspaceOf(spec), spec.ProjectID)},
 		}},
 		NetworkMode: container.NetworkMode(d.opts.Network),
 		Resources: container.Resources{
 			NanoCPUs: int64(math.Round(spec.Resources.CPUs * 1e9)),
 			Memory:   spec.Resources.MemoryMB << 20,
 		},
-	}
-	podman, err := d.isPodman(ctx)
-	if err != nil {
-		return err
 	}
 	if !podman {
 		// Docker's own init (tini, docker-init) is PID 1 and reaps the
@@ -313,6 +338,15 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 		Name: d.ContainerName(spec.ID), Config: cfg, HostConfig: host, NetworkingConfig: netcfg,
 	}
 	res, err := d.cli.ContainerCreate(ctx, opts)
+	if err != nil && !netChecked && cerrdefs.IsNotFound(err) {
+		// The network may have gone behind the driver's back (a prune,
+		// an engine reset): look, and ask once more.
+		d.netOK.Store(false)
+		if nerr := d.ensureNetwork(ctx); nerr != nil {
+			return nerr
+		}
+		res, err = d.cli.ContainerCreate(ctx, opts)
+	}
 	if err != nil {
 		// Made already (a repeated create, or a concurrent one that won
 		// the name): write the files again, so a token minted for the
@@ -342,6 +376,7 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 		_, _ = d.cli.ContainerRemove(context.WithoutCancel(ctx), res.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		return err
 	}
+	d.remember(spec.ID, res.ID)
 	return nil
 }
 
@@ -397,6 +432,7 @@ func (d *Driver) ensureNetwork(ctx context.Context) error {
 		if n.Network.Labels[runtime.LabelInstallation] != d.opts.Installation {
 			return fmt.Errorf("docker runtime: network %q exists and was not made by installation %q", d.opts.Network, d.opts.Installation)
 		}
+		d.netOK.Store(true)
 		return nil
 	}
 	if !cerrdefs.IsNotFound(err) {
@@ -418,6 +454,9 @@ func (d *Driver) ensureNetwork(ctx context.Context) error {
 	_, err = d.cli.NetworkCreate(ctx, d.opts.Network, opts)
 	if err != nil && !cerrdefs.IsConflict(err) {
 		return fail("network create", err)
+	}
+	if err == nil {
+		d.netOK.Store(true)
 	}
 	return nil
 }
@@ -506,6 +545,9 @@ func errMissing(id string) error {
 
 // Start implements runtime.Driver; starting a running container succeeds.
 func (d *Driver) Start(ctx context.Context, id string) error {
+	if d.startKnown(ctx, id) {
+		return nil
+	}
 	c, err := d.existing(ctx, id)
 	if err != nil {
 		return err
@@ -554,6 +596,9 @@ func (d *Driver) Restart(ctx context.Context, id string, timeout time.Duration) 
 // Pause implements runtime.Driver (the cgroup freezer); pausing a paused
 // container succeeds.
 func (d *Driver) Pause(ctx context.Context, id string) error {
+	if d.pauseKnown(ctx, id) {
+		return nil
+	}
 	c, err := d.existing(ctx, id)
 	if err != nil {
 		return err
@@ -572,6 +617,9 @@ func (d *Driver) Pause(ctx context.Context, id string) error {
 
 // Resume implements runtime.Driver; resuming a running container succeeds.
 func (d *Driver) Resume(ctx context.Context, id string) error {
+	if d.resumeKnown(ctx, id) {
+		return nil
+	}
 	c, err := d.existing(ctx, id)
 	if err != nil {
 		return err
@@ -614,6 +662,7 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 	if err := checkID(id); err != nil {
 		return err
 	}
+	d.forget(id)
 	list, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: d.filter(id)})
 	if err != nil {
 		return fail("list", err)
