@@ -101,8 +101,12 @@ type Config struct {
 	// Leases answers LeasesPath once the request is authorized (nil:
 	// 404).
 	Leases fasthttp.RequestHandler
-	// Authorizer decides who may pass; default LoopbackOnly.
+	// Authorizer decides who may pass; default LoopbackOnly with ActsFor.
 	Authorizer Authorizer
+	// ActsFor are, by service, the services it calls for its caller (the
+	// agent's registry): the default Authorizer lets a loopback client
+	// reach them all.
+	ActsFor map[string][]string
 	// Policy is the request policy (Host, Origin, Sec-Fetch-Site) checked
 	// before anything else; default: Domain and no extra origins.
 	Policy *reqpolicy.RequestPolicy
@@ -175,7 +179,7 @@ func (g *Gateway) warnEvery(msg string, args ...any) {
 // New builds the gateway.
 func New(cfg Config) *Gateway {
 	if cfg.Authorizer == nil {
-		cfg.Authorizer = LoopbackOnly{}
+		cfg.Authorizer = LoopbackOnly{ActsFor: cfg.ActsFor}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -53,6 +53,11 @@ type ServiceDeps struct {
 	// one that runs as a child or not at all): the MCP service calls that
 	// service's tools through it in memory (platform.Host.CallTool).
 	Peer func(service string) *platform.Host
+	// Offsets are the port offsets of the agent's registry by service
+	// name: a service that calls another on its port (the mcp service's
+	// tools, for a service in a child process) adds one to the agent's
+	// port base.
+	Offsets map[string]int
 }
 
 // WithDefaults is d with what a test or a stand-alone caller left out

@@ -16,7 +16,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"deckhand/platform"
 	"deckhand/platform/fault"
 )
 
@@ -24,27 +23,28 @@ import (
 // service's own handler, when the agent runs it in this process
 // (contract.ServiceDeps.InMemory), else on its loopback port.
 type backend struct {
-	host   string
-	base   int
+	host    string
+	base    int
+	offsets map[string]int // contract.ServiceDeps.Offsets
 	client *http.Client
 	// inMemory is nil when this service runs as a child (--isolate).
 	inMemory func(service string, rc *fasthttp.RequestCtx) bool
 }
 
-func newBackend(host string, base int, inMemory func(string, *fasthttp.RequestCtx) bool) *backend {
+func newBackend(host string, base int, offsets map[string]int, inMemory func(string, *fasthttp.RequestCtx) bool) *backend {
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
 	tr := &http.Transport{Proxy: nil, MaxIdleConns: 64, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second,
 		DisableCompression: true}
-	return &backend{host: host, base: base, client: &http.Client{Transport: tr}, inMemory: inMemory}
+	return &backend{host: host, base: base, offsets: offsets, client: &http.Client{Transport: tr}, inMemory: inMemory}
 }
 
 func (b *backend) close() { b.client.CloseIdleConnections() }
 
 // url is the address of path on service, with query q.
 func (b *backend) url(service, path string, q url.Values) string {
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(b.host, strconv.Itoa(b.base+platform.PortOffsets[service])), Path: path}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(b.host, strconv.Itoa(b.base+b.offsets[service])), Path: path}
 	if len(q) > 0 {
 		u.RawQuery = q.Encode()
 	}

@@ -19,6 +19,10 @@ import (
 	"deckhand/services/notes"
 )
 
+// offsets are the port offsets of the services these tests run, as the
+// agent's registry declares them (contract.ServiceDeps.Offsets).
+var offsets = map[string]int{"files": 2, "notes": 11, "mcp": 16}
+
 // notesInProcess builds a real notes service and its host, prepared for
 // in-memory calls as the agent prepares an in-process service.
 func notesInProcess(t *testing.T) (*platform.Host, *gateway.InProcess, int) {
@@ -32,8 +36,8 @@ func notesInProcess(t *testing.T) (*platform.Host, *gateway.InProcess, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := platformtest.FreePortBase(t, platform.PortOffsets["notes"]+1)
-	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: base + platform.PortOffsets["notes"]}
+	base := platformtest.FreePortBase(t, offsets["notes"]+1)
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: base + offsets["notes"]}
 	return h, gateway.NewInProcess(h.App(), addr), base
 }
 
@@ -49,7 +53,7 @@ func TestInMemoryCallNeedsNoSocket(t *testing.T) {
 	t.Parallel()
 	_, d, base := notesInProcess(t)
 	var calls atomic.Int64
-	be := newBackend("127.0.0.1", base, func(service string, rc *fasthttp.RequestCtx) bool {
+	be := newBackend("127.0.0.1", base, offsets, func(service string, rc *fasthttp.RequestCtx) bool {
 		calls.Add(1)
 		return service == "notes" && d.ServeInMemory(rc)
 	})
@@ -70,7 +74,7 @@ func TestInMemoryCallNeedsNoSocket(t *testing.T) {
 	if err := be.json(ctx, caller{}, putPlan, nil); !isCode(err, notes.CodeVersionConflict) {
 		t.Fatalf("a stale write in memory: %v, want VERSION_CONFLICT", err)
 	}
-	port := newBackend("127.0.0.1", base, nil)
+	port := newBackend("127.0.0.1", base, offsets, nil)
 	defer port.close()
 	if err := port.json(ctx, caller{}, listNotes, &l); !isCode(err, fault.CodeUnavailable) {
 		t.Fatalf("by the closed port: %v, want UNAVAILABLE", err)
@@ -83,7 +87,7 @@ func TestInMemoryCallNeedsNoSocket(t *testing.T) {
 func TestInMemoryCallIsJudgedByTheServicePolicy(t *testing.T) {
 	t.Parallel()
 	_, d, base := notesInProcess(t)
-	be := newBackend("rebind.example", base, func(_ string, rc *fasthttp.RequestCtx) bool { return d.ServeInMemory(rc) })
+	be := newBackend("rebind.example", base, offsets, func(_ string, rc *fasthttp.RequestCtx) bool { return d.ServeInMemory(rc) })
 	defer be.close()
 	var l notes.NodeList
 	err := be.json(context.Background(), caller{}, listNotes, &l)
@@ -104,7 +108,7 @@ func TestPortCallWhenNotInProcess(t *testing.T) {
 	}
 	p, _ := strconv.Atoi(u.Port())
 	var asked atomic.Int64
-	be := newBackend("127.0.0.1", p-platform.PortOffsets["notes"], func(string, *fasthttp.RequestCtx) bool {
+	be := newBackend("127.0.0.1", p-offsets["notes"], offsets, func(string, *fasthttp.RequestCtx) bool {
 		asked.Add(1)
 		return false // not in this process
 	})
@@ -141,7 +145,7 @@ func BenchmarkBackendCall(b *testing.B) {
 	}
 	p, _ := strconv.Atoi(u.Port())
 	d := gateway.NewInProcess(h.App(), &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p})
-	base := p - platform.PortOffsets["notes"]
+	base := p - offsets["notes"]
 	for _, tc := range []struct {
 		name string
 		mem  func(string, *fasthttp.RequestCtx) bool
@@ -150,7 +154,7 @@ func BenchmarkBackendCall(b *testing.B) {
 		{"port", nil},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			be := newBackend("127.0.0.1", base, tc.mem)
+			be := newBackend("127.0.0.1", base, offsets, tc.mem)
 			defer be.close()
 			var l notes.NodeList
 			for b.Loop() {

@@ -18,7 +18,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"deckhand/agent/gateway"
-	"deckhand/platform"
 	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/files"
@@ -39,9 +38,10 @@ func withFiles(t *testing.T, set *Settings) (*Service, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := platformtest.FreePortBase(t, platform.PortOffsets["mcp"]+1)
-	d := gateway.NewInProcess(fh.App(), &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: base + platform.PortOffsets["files"]})
+	base := platformtest.FreePortBase(t, offsets["mcp"]+1)
+	d := gateway.NewInProcess(fh.App(), &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: base + offsets["files"]})
 	deps := platformtest.ServiceDeps(t, "mcp")
+	deps.Offsets = offsets
 	deps.InMemory = func(service string, rc *fasthttp.RequestCtx) bool { return service == "files" && d.ServeInMemory(rc) }
 	set.PortBase = base
 	svc, err := New(deps, set)
