@@ -26,7 +26,7 @@ type backend struct {
 	host    string
 	base    int
 	offsets map[string]int // contract.ServiceDeps.Offsets
-	client *http.Client
+	client  *http.Client
 	// inMemory is nil when this service runs as a child (--isolate).
 	inMemory func(service string, rc *fasthttp.RequestCtx) bool
 }
