@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
-	"github.com/valyala/fasthttp"
 
 	"deckhand/agent/access"
 	"deckhand/agent/egress"
@@ -284,7 +283,7 @@ func (s *Supervisor) deps(name string) (contract.ServiceDeps, error) {
 	return contract.ServiceDeps{
 		Name: name, DataDir: dir, Store: db, Logger: s.log.With("service", name), Clock: clock.SystemClock{},
 		Journal: s.cfg.Journal, Notifier: s.cfg.Notifier, Common: s.cfg.Settings.Common,
-		InMemory: s.inMemory, Peer: s.peer, Offsets: Offsets,
+		Peer: s.peer, Offsets: Offsets,
 	}, nil
 }
 
@@ -297,14 +296,6 @@ func (s *Supervisor) peer(name string) *platform.Host {
 		}
 	}
 	return nil
-}
-
-// inMemory runs rc through the handler of a service served in this
-// process right now (gateway.InProcess.ServeInMemory); false for a child
-// (--isolate) or one not serving.
-func (s *Supervisor) inMemory(name string, rc *fasthttp.RequestCtx) bool {
-	d := s.inProcess(name)
-	return d != nil && d.ServeInMemory(rc)
 }
 
 // Run serves until ctx ends, then stops everything. It returns nil on a

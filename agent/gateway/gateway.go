@@ -18,8 +18,7 @@
 // A request past those checks reaches its service one of two ways. A
 // service the agent runs in its own process (not --isolate) is called in
 // place: its Fiber handler gets the client's own *fasthttp.RequestCtx,
-// rewritten as for the proxy (dispatch.go, InProcess; ServeInMemory is the
-// same call for a request another service builds in memory). An isolated
+// rewritten as for the proxy (dispatch.go, InProcess). An isolated
 // service, and a request the service's own server would refuse before its
 // handler, go through the proxy: one fasthttp.HostClient per service,
 // pooled keep-alive connections, the request target passed on verbatim

@@ -143,7 +143,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, err
 	}
 	deps = deps.WithDefaults()
-	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase, deps.Offsets, deps.InMemory)}
+	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase, deps.Offsets)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.catalog = catalog{loaded: map[string]bool{}, tools: map[string]*routeTool{}}
 	s.subs = newSubscriptions(s, set.MaxSubscriptions)
@@ -178,7 +178,6 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.addAccessibilityTools()
 	s.addRecordingTools()
 	s.addJournalTools()
-	s.addMemoryTools()
 	s.addResources()
 	s.server.AddReceivingMiddleware(s.guard)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
