@@ -29,7 +29,6 @@ const (
 	bucketIcons   = "image_icons"
 	bucketAliases = "image_aliases" // lower-case alias → id
 	bucketOwned   = "image_owned"   // user/image → ownership
-	bucketLibrary = "image_library" // user/acquired-at/image → image id
 	bucketRatings = "image_ratings" // image/user → rating (hundredths)
 )
 

@@ -2,8 +2,6 @@ package images
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math"
 
 	"deckhand/control/catalog"
@@ -17,13 +15,12 @@ import (
 
 // ownership is one image in one user's library.
 type ownership struct {
-	ImageID    string       `json:"image_id"`
-	UserID     string       `json:"user_id"`
-	Acquired   string       `json:"acquired"` // import or purchase
-	PricePaid  money.Amount `json:"price_paid"`
-	CreatedNs  int64        `json:"created_ns"`
-	CreatedAt  string       `json:"created_at"`
-	LibraryKey string       `json:"library_key"`
+	ImageID   string       `json:"image_id"`
+	UserID    string       `json:"user_id"`
+	Acquired  string       `json:"acquired"` // import or purchase
+	PricePaid money.Amount `json:"price_paid"`
+	CreatedNs int64        `json:"created_ns"`
+	CreatedAt string       `json:"created_at"`
 }
 
 func ownedKey(user, image string) string { return user + "/" + image }
@@ -43,11 +40,7 @@ func (s *Service) own(tx *store.Tx, user string, r *imageRec, how string, paid m
 	now := s.env.Clock.Now().UTC()
 	o = ownership{ImageID: r.ID, UserID: user, Acquired: how, PricePaid: paid, CreatedNs: now.UnixNano(),
 		CreatedAt: now.Format("2006-01-02T15:04:05.000Z")}
-	o.LibraryKey = fmt.Sprintf("%s/%020d/%s", user, o.CreatedNs, r.ID)
-	if err := tx.Put(bucketOwned, ownedKey(user, r.ID), o); err != nil {
-		return err
-	}
-	return tx.Put(bucketLibrary, o.LibraryKey, r.ID)
+	return tx.Put(bucketOwned, ownedKey(user, r.ID), o)
 }
 
 // Import adds a free image to the caller's library, once.
@@ -219,35 +212,22 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 	}
 	out := &UserList{Images: []LibraryImage{}}
 	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		prefix := p.UserID + "/"
-		total := tx.CountPrefix(bucketLibrary, prefix)
-		out.Pagination = in.Paginate(total)
-		offset, seen := in.Offset(), 0
-		var ids []string
-		err := tx.Scan(bucketLibrary, store.ScanOptions{Prefix: prefix, Reverse: in.SortOrder == "desc", Limit: offset + in.Limit},
-			func(_ string, raw []byte) error {
-				if seen++; seen > offset {
-					var id string
-					if err := json.Unmarshal(raw, &id); err != nil {
-						return err
-					}
-					ids = append(ids, id)
-				}
-				return nil
-			})
+		pg, err := store.PageOf[ownership](tx, ownedTable, store.Query{Filters: []store.Filter{store.Where("user_id", store.Eq, p.UserID)},
+			Sort: []string{"created_ns"}, Desc: in.SortOrder == "desc", Offset: in.Offset(), Limit: in.Limit})
 		if err != nil {
 			return err
 		}
-		// The page's records, ownerships and ratings: one multi-get each.
-		owned, rated := make([]string, len(ids)), make([]string, len(ids))
-		for i, id := range ids {
-			owned[i], rated[i] = ownedKey(p.UserID, id), ratingKey(id, p.UserID)
+		out.Pagination = in.Paginate(pg.Total)
+		// The page's records and ratings: one multi-get each.
+		owns := pg.Items
+		ids, rated := make([]string, len(owns)), make([]string, len(owns))
+		for i, o := range owns {
+			ids[i], rated[i] = o.ImageID, ratingKey(o.ImageID, p.UserID)
+		}
+		if len(ids) == 0 {
+			return nil
 		}
 		recs, err := store.GetMany[imageRec](tx, bucketImages, ids)
-		if err != nil {
-			return err
-		}
-		owns, err := store.GetMany[ownership](tx, bucketOwned, owned)
 		if err != nil {
 			return err
 		}
@@ -257,7 +237,7 @@ func (s *Service) Library(ctx context.Context, in LibraryInput) (*UserList, erro
 		}
 		for i, id := range ids {
 			r, o := recs[i], owns[i]
-			if r == nil || o == nil {
+			if r == nil {
 				// A library entry without its records is never written so:
 				// an internal error rather than a silently short page.
 				return errIndex(id)

@@ -30,12 +30,20 @@ var imageTable = store.Declare(bucketImages, []store.Field[imageRec]{
 	store.Index{Fields: []string{"architecture"}},
 )
 
-// Tables are the tables this package declares.
-var Tables = []*store.Table{imageTable}
+// ownedTable is the users' libraries: an ownership per user and image,
+// listed by user in the order the images entered the library.
+var ownedTable = store.Declare(bucketOwned, []store.Field[ownership]{
+	store.Text("user_id", func(o *ownership) string { return o.UserID }),
+	store.Int("created_ns", func(o *ownership) int64 { return o.CreatedNs }),
+}, store.Index{Fields: []string{"user_id", "created_ns"}, Sort: true})
 
-// legacyBuckets held the hand-built list index of an earlier layout
-// (entries, catalog version, change log); New drops them.
-var legacyBuckets = []string{"image_index", "image_meta", "image_changes"}
+// Tables are the tables this package declares.
+var Tables = []*store.Table{imageTable, ownedTable}
+
+// legacyBuckets held the hand-built indexes of an earlier layout (the
+// list's entries, catalog version and change log; the library's entries
+// by user and time); New drops them.
+var legacyBuckets = []string{"image_index", "image_meta", "image_changes", "image_library"}
 
 // searchText is what search matches: alias, image name, description and
 // tags, lower-cased, separated by a byte no query contains (NUL, which no

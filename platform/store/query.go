@@ -56,6 +56,32 @@ type Filter struct {
 // Where is the condition field op value.
 func Where(field string, op Op, value any) Filter { return Filter{Field: field, Op: op, Value: value} }
 
+// KeyPrefix is the conditions on the key that select the keys starting
+// with p (none for an empty p): a range, so an engine seeks to it.
+func KeyPrefix(p string) []Filter {
+	if p == "" {
+		return nil
+	}
+	fs := []Filter{Where(keyField, Gte, p)}
+	// The least string above every one starting with p: p with its last
+	// rune raised by one (UTF-8's byte order is code point order); a rune
+	// that cannot be raised is dropped and the one before it raised.
+	for end := p; end != ""; {
+		r, n := utf8.DecodeLastRuneInString(end)
+		end = end[:len(end)-n]
+		switch {
+		case r == utf8.MaxRune:
+			continue
+		case r == 0xD7FF: // the next code point is past the surrogates
+			r = 0xE000
+		default:
+			r++
+		}
+		return append(fs, Where(keyField, Lt, end+string(r)))
+	}
+	return fs
+}
+
 // AnyOf holds when one of fs holds.
 func AnyOf(fs ...Filter) Filter { return Filter{Any: fs} }
 

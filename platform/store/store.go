@@ -674,6 +674,30 @@ func All[T any](tx *Tx, table *Table, q Query) ([]T, []string, error) {
 	}
 }
 
+// Keys are the keys of every record q selects, in its order, read in
+// pages of q.Limit (default 1000) by cursor: what a deletion of the
+// matches collects before it deletes them.
+func Keys(tx *Tx, table *Table, q Query) ([]string, error) {
+	var keys []string
+	q.Offset, q.Cursor, q.SkipTotal = 0, "", true
+	if q.Limit == 0 {
+		q.Limit = 1000
+	}
+	for {
+		pg, err := tx.Page(table, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range pg.Items {
+			keys = append(keys, it.Key)
+		}
+		if pg.Next == "" {
+			return keys, nil
+		}
+		q.Cursor = pg.Next
+	}
+}
+
 // PageOf is Tx.Page with the records decoded as T.
 func PageOf[T any](tx *Tx, table *Table, q Query) (Page[T], error) {
 	rp, err := tx.Page(table, q)

@@ -139,6 +139,22 @@ func (c *Client) Token() string {
 // the status it came with. The answer's body is the verified bytes. It makes Client an HttpRequestDoer of the generated
 // clients.
 func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	resp, raw, err := c.exchange(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkEnvelopeStatus(resp.StatusCode, raw); err != nil {
+		return nil, &SignatureError{Method: req.Method, Path: req.URL.EscapedPath(), Err: err}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
+	resp.ContentLength = int64(len(raw))
+	return resp, nil
+}
+
+// exchange is Do but for the envelope's status, which Send checks in the
+// one pass that also reads the envelope: it sends req, reads the whole
+// answer and verifies its signature and binding.
+func (c *Client) exchange(req *http.Request) (*http.Response, []byte, error) {
 	if req.Header.Get("Authorization") == "" {
 		if tok := c.Token(); tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
@@ -148,15 +164,11 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	req.Header.Set(NonceHeader, nonce)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
-	resp.Body.Close()
+	raw, err := readAnswer(resp)
 	if err != nil {
-		return nil, fmt.Errorf("deckhand: reading the answer to %s %s: %w", req.Method, req.URL.Path, err)
-	}
-	if len(raw) > MaxAnswer {
-		return nil, fmt.Errorf("deckhand: the answer to %s %s is over %d bytes", req.Method, req.URL.Path, MaxAnswer)
+		return nil, nil, fmt.Errorf("deckhand: reading the answer to %s %s: %w", req.Method, req.URL.Path, err)
 	}
 	path := req.URL.EscapedPath()
 	if path == "" {
@@ -167,15 +179,28 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 		err = c.v.verifyBinding(req.Context(), resp.Header.Get(BindingHeader), binding{status: resp.StatusCode,
 			method: req.Method, path: path, etag: resp.Header.Get("ETag"), nonce: nonce, body: raw})
 	}
-	if err == nil {
-		err = checkEnvelopeStatus(resp.StatusCode, raw)
-	}
 	if err != nil {
-		return nil, &SignatureError{Method: req.Method, Path: path, Err: err}
+		return nil, nil, &SignatureError{Method: req.Method, Path: path, Err: err}
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(raw))
-	resp.ContentLength = int64(len(raw))
-	return resp, nil
+	return resp, raw, nil
+}
+
+// readAnswer reads a whole answer of at most MaxAnswer bytes, into one
+// buffer of its length when the server says it.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	if n := resp.ContentLength; n >= 0 && n <= MaxAnswer {
+		raw := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, raw); err != nil {
+			return nil, err
+		}
+		return raw, nil
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
+	if err == nil && len(raw) > MaxAnswer {
+		err = fmt.Errorf("the answer is over %d bytes", MaxAnswer)
+	}
+	return raw, err
 }
 
 // Call sends a JSON request to path (/api/v1/...) and decodes the
@@ -187,14 +212,7 @@ func (c *Client) Call(ctx context.Context, method, path string, query url.Values
 }
 
 func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) (*Answer, error) {
-	a, err := c.Send(ctx, Request{Method: method, Path: path, Query: query, Body: body})
-	if err != nil || out == nil || len(a.Data) == 0 {
-		return a, err
-	}
-	if err := json.Unmarshal(a.Data, out); err != nil {
-		return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope with the data expected: %w", method, path, err)
-	}
-	return a, nil
+	return c.send(ctx, Request{Method: method, Path: path, Query: query, Body: body}, out)
 }
 
 // ErrSecondFactor is returned by Login for an account with two-factor

@@ -39,6 +39,8 @@ type Container struct {
 
 	mu   sync.RWMutex
 	base string // the gateway (<base>/_/<service>), when reached at one address
+	// own are services reached at their own address (NewService).
+	own  map[string]string
 	info ContainerInfo
 
 	// Process runs commands; Files reads and writes files.
@@ -106,7 +108,7 @@ func (cl *Client) container(info ContainerInfo) *Container {
 func (c *Container) WithToken(token string) *Container {
 	c.mu.RLock()
 	n := &Container{token: token, explicit: true, hc: c.hc, proxyAddr: c.proxyAddr, route: c.route, client: c.client, base: c.base,
-		info: c.info, cookie: c.cookie}
+		info: c.info, cookie: c.cookie, own: c.own}
 	c.mu.RUnlock()
 	n.Process, n.Files = Processes{n}, Files{n}
 	return n
@@ -190,8 +192,11 @@ func (c *Container) URL(service string) string {
 // agent's gateway at the record's agent address with RouteAgentAddr.
 func (c *Container) ServiceURL(service string) string {
 	c.mu.RLock()
-	route, addr, base := c.route, c.info.AgentAddr, c.base
+	route, addr, base, own := c.route, c.info.AgentAddr, c.base, c.own[service]
 	c.mu.RUnlock()
+	if own != "" {
+		return own
+	}
 	if base == "" && route == RouteAgentAddr && addr != "" {
 		return "http://" + addr + "/_/" + service
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/deckhand-dev/deckhand/sdk/go/api/process"
 )
@@ -67,6 +68,19 @@ type StreamOptions struct {
 	// AllowGaps goes on after a gap (output no longer kept) instead of
 	// ending with ErrOutputGap.
 	AllowGaps bool
+	// OnGap, when set, is told of each gap (bytes from to to were no
+	// longer kept) and the stream goes on past it, as with AllowGaps.
+	OnGap func(from, to int64)
+	// Binary follows over the route's WebSocket with binary frames, the
+	// fast path for bulk output, instead of Server-Sent Events of JSON
+	// text. A piece may then end inside a UTF-8 character, and its Data
+	// is valid only until fn returns.
+	Binary bool
+	// ReconnectFor, when set, bounds reconnecting by time instead of by
+	// MaxReconnects: dropped connections are retried (every 50 ms to 1 s)
+	// until the service has been unreachable this long without any
+	// output between.
+	ReconnectFor time.Duration
 }
 
 // Stream follows a process's output until it ends, calling fn with each
@@ -77,9 +91,14 @@ type StreamOptions struct {
 func (c *Container) Stream(ctx context.Context, id string, o StreamOptions, fn func(Output) error) (*process.Process, error) {
 	off := o.Since
 	fails := 0
+	var down time.Time
 	for {
 		start := off
-		end, err := c.follow(ctx, id, &off, o.AllowGaps, fn)
+		follow := c.follow
+		if o.Binary {
+			follow = c.followWS
+		}
+		end, err := follow(ctx, id, &off, o, fn)
 		if err == nil {
 			return end, nil
 		}
@@ -94,12 +113,22 @@ func (c *Container) Stream(ctx context.Context, id string, o StreamOptions, fn f
 			return nil, err
 		}
 		if off > start {
-			fails = 0
+			fails, down = 0, time.Time{}
 		}
-		if fails++; fails > MaxReconnects {
+		fails++
+		wait := backoff(fails)
+		if o.ReconnectFor > 0 {
+			if down.IsZero() {
+				down = time.Now()
+			}
+			if time.Since(down) > o.ReconnectFor {
+				return nil, fmt.Errorf("deckhand: output of %s: connection lost for %s: %w", id, o.ReconnectFor, err)
+			}
+			wait = reconnectWait(fails)
+		} else if fails > MaxReconnects {
 			return nil, fmt.Errorf("deckhand: output of %s: %d reconnects without progress: %w", id, fails-1, err)
 		}
-		if err := sleepCtx(ctx, backoff(fails)); err != nil {
+		if err := sleepCtx(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
@@ -127,7 +156,7 @@ func (e callbackError) Error() string { return e.err.Error() }
 
 // follow reads one Server-Sent Events connection, moving *off past each
 // piece delivered; it answers the final record at the end event.
-func (c *Container) follow(ctx context.Context, id string, off *int64, allowGaps bool, fn func(Output) error) (*process.Process, error) {
+func (c *Container) follow(ctx context.Context, id string, off *int64, o StreamOptions, fn func(Output) error) (*process.Process, error) {
 	path := "/api/v1/process/" + url.PathEscape(id) + "/output"
 	req, err := c.request(ctx, http.MethodGet, "process", path,
 		url.Values{"follow": {"true"}, "since": {strconv.FormatInt(*off, 10)}}, nil)
@@ -150,7 +179,7 @@ func (c *Container) follow(ctx context.Context, id string, off *int64, allowGaps
 			return nil
 		}
 		var err error
-		end, err = deliver(ev.Event, ev.Data, off, allowGaps, fn)
+		end, err = deliver(ev.Event, ev.Data, off, o, fn)
 		if err == nil && end != nil {
 			return errEnded
 		}
@@ -168,35 +197,24 @@ func (c *Container) follow(ctx context.Context, id string, off *int64, allowGaps
 // errEnded stops reading a stream at its end event.
 var errEnded = errors.New("end")
 
-func deliver(event, data string, off *int64, allowGaps bool, fn func(Output) error) (*process.Process, error) {
+func deliver(event, data string, off *int64, o StreamOptions, fn func(Output) error) (*process.Process, error) {
 	switch event {
 	case "output", "message":
 		var ch process.Chunk
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
 			return nil, fmt.Errorf("deckhand: unreadable output event: %w", err)
 		}
-		b := []byte(ch.Data)
-		if ch.Encoding != nil && *ch.Encoding == "base64" {
-			var err error
-			if b, err = base64.StdEncoding.DecodeString(ch.Data); err != nil {
-				return nil, fmt.Errorf("deckhand: output event: bad base64: %w", err)
-			}
+		b, err := decodeChunk(ch)
+		if err != nil {
+			return nil, err
 		}
-		next := int64(ch.Offset) + int64(len(b))
-		if next <= *off { // already delivered before a reconnect
-			return nil, nil
-		}
-		if skip := *off - int64(ch.Offset); skip > 0 {
-			b, ch.Offset = b[skip:], int(*off)
-		}
-		if err := fn(Output{Stream: string(ch.Stream), Offset: int64(ch.Offset), Data: b}); err != nil {
-			return nil, callbackError{err}
-		}
-		*off = next
+		return nil, deliverPiece(Output{Stream: string(ch.Stream), Offset: int64(ch.Offset), Data: b}, off, fn)
 	case "gap":
 		var g process.Gap
 		_ = json.Unmarshal([]byte(data), &g)
-		if !allowGaps {
+		if o.OnGap != nil {
+			o.OnGap(int64(g.From), int64(g.To))
+		} else if !o.AllowGaps {
 			return nil, fmt.Errorf("%w: bytes %d to %d", ErrOutputGap, g.From, g.To)
 		}
 		*off = max(*off, int64(g.To))

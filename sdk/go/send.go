@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,6 +38,13 @@ type Answer struct {
 // 400 or more is an *Error with the server's code and message, returned
 // with the answer.
 func (c *Client) Send(ctx context.Context, r Request) (*Answer, error) {
+	return c.send(ctx, r, nil)
+}
+
+// send is Send decoding a 2xx envelope's data into out as well (when not
+// nil), in the one pass that reads the envelope; the Answer's Data is then
+// left empty.
+func (c *Client) send(ctx context.Context, r Request, out any) (*Answer, error) {
 	var rd io.Reader
 	if r.Body != nil {
 		raw, err := json.Marshal(r.Body)
@@ -60,26 +68,50 @@ func (c *Client) Send(ctx context.Context, r Request) (*Answer, error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.Do(req)
+	resp, raw, err := c.exchange(req)
 	if err != nil {
 		return nil, err
 	}
-	raw, _ := io.ReadAll(resp.Body)
 	a := &Answer{Status: resp.StatusCode, Header: resp.Header, Body: raw}
 	path := req.URL.Path
+	// One pass reads the envelope: its statusCode (which must be the
+	// status the answer came with, as Do checks), message and data.
+	var env struct {
+		StatusCode *int   `json:"statusCode"`
+		Message    string `json:"message"`
+		Data       any    `json:"data"` // a pointer: decoded into
+	}
+	var data json.RawMessage
+	env.Data = &data
+	if out != nil && resp.StatusCode < 300 {
+		env.Data = out
+	}
+	var envErr error
+	if len(raw) > 0 && raw[0] == '{' {
+		envErr = json.Unmarshal(raw, &env)
+		// A data that does not fit out still leaves statusCode read.
+		var typeErr *json.UnmarshalTypeError
+		if envErr == nil || errors.As(envErr, &typeErr) {
+			if err := envelopeStatus(resp.StatusCode, env.StatusCode); err != nil {
+				return nil, &SignatureError{Method: r.Method, Path: req.URL.EscapedPath(), Err: err}
+			}
+		}
+	}
 	if resp.StatusCode >= 400 {
 		return a, errorOf(r.Method, path, resp.StatusCode, raw)
 	}
 	ct := resp.Header.Get("Content-Type")
 	if len(raw) > 0 && (strings.HasPrefix(ct, "application/json") || strings.Contains(ct, "+json") || (ct == "" && raw[0] == '{')) {
-		var env struct {
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data"`
+		if raw[0] != '{' {
+			envErr = json.Unmarshal(raw, &env)
 		}
-		if err := json.Unmarshal(raw, &env); err != nil {
-			return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope: %w", r.Method, path, err)
+		if envErr != nil {
+			if out != nil {
+				return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope with the data expected: %w", r.Method, path, envErr)
+			}
+			return a, fmt.Errorf("deckhand: %s %s: the answer is not the JSON envelope: %w", r.Method, path, envErr)
 		}
-		a.Message, a.Data = env.Message, env.Data
+		a.Message, a.Data = env.Message, data
 	}
 	return a, nil
 }

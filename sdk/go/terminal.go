@@ -6,12 +6,9 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -60,32 +57,8 @@ func (c *Container) Attach(ctx context.Context, o TerminalOptions) (*Terminal, e
 	if o.Cwd != "" {
 		q.Set("cwd", o.Cwd)
 	}
-	u := "ws" + strings.TrimPrefix(c.ServiceURL("terminal"), "http") + "/api/v1/terminal/ws"
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	h := http.Header{}
-	tok, err := c.agentToken(ctx)
+	conn, err := c.dialWS(ctx, "terminal", "/api/v1/terminal/ws", q, 0)
 	if err != nil {
-		return nil, err
-	}
-	if tok != "" {
-		h.Set("Authorization", "Bearer "+tok)
-	}
-	d := websocket.Dialer{Proxy: http.ProxyFromEnvironment}
-	if c.proxyAddr != "" && c.base == "" && c.route != RouteAgentAddr {
-		nd := &net.Dialer{Timeout: 30 * time.Second}
-		d.NetDialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return nd.DialContext(ctx, network, c.proxyAddr)
-		}
-	}
-	conn, resp, err := d.DialContext(ctx, u, h)
-	if err != nil {
-		if resp != nil {
-			raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			resp.Body.Close()
-			return nil, errorOf(http.MethodGet, "/api/v1/terminal/ws", resp.StatusCode, raw)
-		}
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.Background())

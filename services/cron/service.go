@@ -90,6 +90,9 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if deps.DataDir == "" {
 		return nil, fmt.Errorf("cron: no data directory")
 	}
+	if err := deps.Store.Declare(context.Background(), policyTable, runTable); err != nil {
+		return nil, fmt.Errorf("cron: %w", err)
+	}
 	s := &Service{deps: deps, set: *set, log: deps.Logger}
 	s.backend, s.system = pickBackend(*set, deps.DataDir)
 	s.run = newRunner(s)

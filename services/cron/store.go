@@ -2,7 +2,6 @@ package cron
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"deckhand/platform/fault"
@@ -46,16 +45,25 @@ func (p Policy) catchup() string {
 
 func (p Policy) isDefault() bool { return p.overlap() == "allow" && p.catchup() == "none" }
 
+// The declared tables: policies by entry id (listed whole), and run
+// records by sequence number (key order is start order) with the entry
+// and status indexed for the list and the restart's sweep.
+var (
+	policyTable = store.Declare(bucketPolicies, []store.Field[Policy]{})
+	runTable    = store.Declare(bucketRuns, []store.Field[Run]{
+		store.Text("entry_id", func(r *Run) string { return r.EntryID }),
+		store.Text("status", func(r *Run) string { return r.Status }),
+	}, store.Index{Fields: []string{"entry_id"}}, store.Index{Fields: []string{"status"}})
+)
+
 func (s *Service) policies() (map[string]Policy, error) {
 	out := map[string]Policy{}
 	err := s.deps.Store.View(func(tx *store.Tx) error {
-		return tx.ForEach(bucketPolicies, func(k string, raw []byte) error {
-			var p Policy
-			if json.Unmarshal(raw, &p) == nil {
-				out[k] = p
-			}
-			return nil
-		})
+		pols, ids, err := store.All[Policy](tx, policyTable, store.Query{})
+		for i, id := range ids {
+			out[id] = pols[i]
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fault.Internal("read the entries' policies", err)
@@ -186,18 +194,12 @@ func (s *Service) saveRun(r *Run) error {
 			}
 			r.ID = store.SeqKey(n)
 			if over := tx.Count(bucketRuns) + 1 - maxRuns; over > 0 {
-				var old []string
-				if err := tx.ForEach(bucketRuns, func(k string, _ []byte) error {
-					if len(old) == over {
-						return store.ErrStop
-					}
-					old = append(old, k)
-					return nil
-				}); err != nil {
+				old, err := tx.Page(runTable, store.Query{Limit: over, SkipTotal: true})
+				if err != nil {
 					return err
 				}
-				for _, k := range old {
-					if err := tx.Delete(bucketRuns, k); err != nil {
+				for _, it := range old.Items {
+					if err := tx.Delete(bucketRuns, it.Key); err != nil {
 						return err
 					}
 				}
@@ -215,24 +217,18 @@ type RunFilter struct {
 
 // Runs lists run records newest first, of one entry when f.Entry is set.
 func (s *Service) Runs(_ context.Context, f RunFilter) (RunList, error) {
-	entry, limit := f.Entry, f.Limit
 	out := RunList{Runs: []Run{}}
+	if f.Limit <= 0 {
+		return out, nil
+	}
+	var fs []store.Filter
+	if f.Entry != "" {
+		fs = append(fs, store.Where("entry_id", store.Eq, f.Entry))
+	}
 	err := s.deps.Store.View(func(tx *store.Tx) error {
-		return tx.Scan(bucketRuns, store.ScanOptions{Reverse: true}, func(_ string, raw []byte) error {
-			var r Run
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
-			if entry != "" && r.EntryID != entry {
-				return nil
-			}
-			if len(out.Runs) == limit {
-				out.Truncated = true
-				return store.ErrStop
-			}
-			out.Runs = append(out.Runs, r)
-			return nil
-		})
+		pg, err := store.PageOf[Run](tx, runTable, store.Query{Filters: fs, Desc: true, Limit: f.Limit, SkipTotal: true})
+		out.Runs, out.Truncated = pg.Items, pg.Next != ""
+		return err
 	})
 	if err != nil {
 		return RunList{}, fault.Internal("read the runs", err)
@@ -244,14 +240,9 @@ func (s *Service) Runs(_ context.Context, f RunFilter) (RunList, error) {
 // running (it stopped or was killed during them).
 func (s *Service) markInterrupted(now time.Time) error {
 	return s.deps.Store.Update(func(tx *store.Tx) error {
-		var open []Run
-		if err := tx.ForEach(bucketRuns, func(_ string, raw []byte) error {
-			var r Run
-			if json.Unmarshal(raw, &r) == nil && (r.Status == "running" || r.Status == "queued") {
-				open = append(open, r)
-			}
-			return nil
-		}); err != nil {
+		open, _, err := store.All[Run](tx, runTable, store.Query{
+			Filters: []store.Filter{store.Where("status", store.In, []string{"running", "queued"})}})
+		if err != nil {
 			return err
 		}
 		for _, r := range open {

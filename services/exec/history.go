@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -45,6 +44,15 @@ const (
 	maxRuns = 1000
 )
 
+// runTable is the history: records keyed by their sequence number (so key
+// order is start order), listed by schedule and status through their
+// indexes.
+var runTable = store.Declare(bucketRuns, []store.Field[Run]{
+	store.Text("schedule", func(r *Run) string { return r.Schedule }),
+	store.Text("status", func(r *Run) string { return r.Status }),
+	store.Time("started_at", func(r *Run) time.Time { return r.StartedAt }),
+}, store.Index{Fields: []string{"schedule"}}, store.Index{Fields: []string{"status"}})
+
 // runKey orders records by their sequence number.
 func runKey(seq uint64) string { return fmt.Sprintf("%016x", seq) }
 
@@ -61,13 +69,12 @@ func (s *Service) newRun(r Run) (Run, error) {
 		}
 		// Drop the oldest beyond maxRuns.
 		if n := tx.Count(bucketRuns); n > maxRuns {
-			var old []string
-			_ = tx.Scan(bucketRuns, store.ScanOptions{Limit: n - maxRuns}, func(k string, _ []byte) error {
-				old = append(old, k)
-				return nil
-			})
-			for _, k := range old {
-				if err := tx.Delete(bucketRuns, k); err != nil {
+			old, err := tx.Page(runTable, store.Query{Limit: n - maxRuns, SkipTotal: true})
+			if err != nil {
+				return err
+			}
+			for _, it := range old.Items {
+				if err := tx.Delete(bucketRuns, it.Key); err != nil {
 					return err
 				}
 			}
@@ -97,14 +104,8 @@ func (s *Service) saveRun(r Run) {
 // queued: it stopped during them.
 func (s *Service) interruptLeftovers() error {
 	return s.deps.Store.Update(func(tx *store.Tx) error {
-		var fix []Run
-		err := tx.ForEach(bucketRuns, func(_ string, raw []byte) error {
-			var r Run
-			if json.Unmarshal(raw, &r) == nil && (r.Status == StatusRunning || r.Status == StatusQueued) {
-				fix = append(fix, r)
-			}
-			return nil
-		})
+		fix, _, err := store.All[Run](tx, runTable, store.Query{
+			Filters: []store.Filter{store.Where("status", store.In, []string{StatusRunning, StatusQueued})}})
 		if err != nil {
 			return err
 		}
@@ -134,31 +135,32 @@ func (s *Service) History(_ context.Context, f HistoryFilter) (HistoryList, erro
 }
 
 func (s *Service) runs(f HistoryFilter) ([]Run, error) {
-	out := []Run{}
+	if f.Limit <= 0 {
+		return []Run{}, nil
+	}
+	var fs []store.Filter
+	if f.Schedule != "" {
+		fs = append(fs, store.Where("schedule", store.Eq, f.Schedule))
+	}
+	if f.Status != "" {
+		fs = append(fs, store.Where("status", store.Eq, f.Status))
+	}
+	if !f.Since.IsZero() {
+		fs = append(fs, store.Where("started_at", store.Gte, f.Since))
+	}
+	if !f.Until.IsZero() {
+		fs = append(fs, store.Where("started_at", store.Lt, f.Until))
+	}
+	var pg store.Page[Run]
 	err := s.deps.Store.View(func(tx *store.Tx) error {
-		return tx.Scan(bucketRuns, store.ScanOptions{Reverse: true}, func(_ string, raw []byte) error {
-			if len(out) >= f.Limit {
-				return store.ErrStop
-			}
-			var r Run
-			if json.Unmarshal(raw, &r) != nil {
-				return nil
-			}
-			switch {
-			case f.Schedule != "" && r.Schedule != f.Schedule,
-				f.Status != "" && r.Status != f.Status,
-				!f.Since.IsZero() && r.StartedAt.Before(f.Since),
-				!f.Until.IsZero() && !r.StartedAt.Before(f.Until):
-				return nil
-			}
-			out = append(out, r)
-			return nil
-		})
+		var err error
+		pg, err = store.PageOf[Run](tx, runTable, store.Query{Filters: fs, Desc: true, Limit: f.Limit, SkipTotal: true})
+		return err
 	})
 	if err != nil {
 		return nil, fault.Internal("read the history", err)
 	}
-	return out, nil
+	return pg.Items, nil
 }
 
 // lastRun is the newest finished-or-running record of a schedule.

@@ -79,6 +79,9 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s := &Service{deps: deps, log: deps.Logger, path: path, spawner: proc.NewSpawner(), entries: map[string]*entry{},
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := deps.Store.Declare(s.ctx, runTable); err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
 	if err := s.interruptLeftovers(); err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}

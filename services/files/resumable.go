@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -296,6 +295,12 @@ func (s *Service) AbandonUpload(_ context.Context, in UploadRef) error {
 	return nil
 }
 
+// uploadTable is the resumable uploads by id, with the time each was
+// last touched indexed for the sweep of abandoned ones.
+var uploadTable = store.Declare(uploadBucket, []store.Field[storedUpload]{
+	store.Time("touched", func(u *storedUpload) time.Time { return u.Touched }),
+}, store.Index{Fields: []string{"touched"}})
+
 // sweepUploads drops resumable uploads untouched for longer than age (and
 // their partial files) when the service starts, so abandoned uploads do
 // not fill the disk.
@@ -303,16 +308,12 @@ func (s *Service) sweepUploads(age time.Duration) {
 	if s.deps.Store == nil {
 		return
 	}
-	now := s.deps.Clock.Now()
 	var stale []storedUpload
 	_ = s.deps.Store.View(func(tx *store.Tx) error {
-		return tx.ForEach(uploadBucket, func(_ string, raw []byte) error {
-			var u storedUpload
-			if json.Unmarshal(raw, &u) == nil && now.Sub(u.Touched) > age {
-				stale = append(stale, u)
-			}
-			return nil
-		})
+		var err error
+		stale, _, err = store.All[storedUpload](tx, uploadTable, store.Query{
+			Filters: []store.Filter{store.Where("touched", store.Lt, s.deps.Clock.Now().Add(-age))}})
+		return err
 	})
 	for _, u := range stale {
 		_ = s.id.run(func() error { return s.root.Remove(u.TempName) })

@@ -7,6 +7,7 @@
 package files
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -119,6 +120,11 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, fmt.Errorf("--files-root %s: %w", set.Root, err)
 	}
 	deps = deps.WithDefaults()
+	if deps.Store != nil {
+		if err := deps.Store.Declare(context.Background(), uploadTable); err != nil {
+			return nil, fmt.Errorf("files: %w", err)
+		}
+	}
 	s := &Service{deps: deps, root: root, rootDir: root.Name(), id: id, maxUpload: max, umask: processUmask(),
 		sums: newSumCache(4096)}
 	s.locks.m = map[string]*pathLock{}

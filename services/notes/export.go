@@ -87,19 +87,13 @@ func (s *Service) issueTicket(ctx context.Context, notebook, node string, in Exp
 		}
 		// Forget tickets that ended more than an hour ago (a used or
 		// expired ticket is remembered that long to answer 410, not 404).
-		var stale []string
-		err := tx.ForEach(bucketTickets, func(k string, v []byte) error {
-			var old ticket
-			if unmarshalJSON(v, &old) == nil && now.Sub(old.ExpiresAt) > time.Hour {
-				stale = append(stale, k)
-			}
-			return nil
-		})
+		stale, err := tx.Page(ticketTable, store.Query{
+			Filters: []store.Filter{store.Where("expires_at", store.Lt, now.Add(-time.Hour))}, SkipTotal: true})
 		if err != nil {
 			return err
 		}
-		for _, k := range stale {
-			if err := tx.Delete(bucketTickets, k); err != nil {
+		for _, it := range stale.Items {
+			if err := tx.Delete(bucketTickets, it.Key); err != nil {
 				return err
 			}
 		}

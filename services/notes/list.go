@@ -62,32 +62,41 @@ func (s *Service) List(ctx context.Context, q ListQuery) (NodeList, error) {
 	if limit == 0 {
 		limit = 100
 	}
+	var fs []store.Filter
+	if q.Notebook != "" {
+		fs = append(fs, store.Where("notebook_id", store.Eq, q.Notebook))
+	}
+	if q.After != "" {
+		fs = append(fs, store.Where("key", store.Gt, q.After))
+	}
 	out := NodeList{Nodes: []NodeSummary{}}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		o := store.ScanOptions{}
-		if q.Notebook != "" {
-			o.Prefix = q.Notebook + "/" // ids hold no "/"
+		pg, err := tx.Page(docTable, store.Query{Filters: fs, Limit: limit, SkipTotal: true})
+		if err != nil {
+			return err
 		}
-		if q.After != "" {
-			o.Start, o.Exclusive = q.After, true
-		}
-		return tx.Scan(bucketDocs, o, func(_ string, raw []byte) error {
+		out.Nodes = make([]NodeSummary, 0, len(pg.Items))
+		for _, it := range pg.Items {
+			// The ids are the key's halves; the blocks are only counted
+			// (a struct{} per block: nothing of them is kept).
 			var d struct {
-				Document
-				Blocks []json.RawMessage `json:"blocks"`
+				Title     string     `json:"title"`
+				Version   int64      `json:"version"`
+				Blocks    []struct{} `json:"blocks"`
+				CreatedAt time.Time  `json:"created_at"`
+				UpdatedAt time.Time  `json:"updated_at"`
 			}
-			if err := json.Unmarshal(raw, &d); err != nil {
+			if err := json.Unmarshal(it.Value, &d); err != nil {
 				return err
 			}
-			if len(out.Nodes) == limit {
-				last := out.Nodes[len(out.Nodes)-1]
-				out.Next = docKey(last.NotebookID, last.NodeID)
-				return store.ErrStop
-			}
-			out.Nodes = append(out.Nodes, NodeSummary{NotebookID: d.NotebookID, NodeID: d.NodeID, Title: d.Title,
+			nb, node, _ := strings.Cut(it.Key, "/")
+			out.Nodes = append(out.Nodes, NodeSummary{NotebookID: nb, NodeID: node, Title: d.Title,
 				Version: d.Version, Blocks: len(d.Blocks), CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt})
-			return nil
-		})
+		}
+		if pg.Next != "" {
+			out.Next = pg.Items[len(pg.Items)-1].Key
+		}
+		return nil
 	})
 	if err != nil {
 		return NodeList{}, fault.Internal("list the notes", err)

@@ -6,7 +6,9 @@
 package notes
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -42,8 +44,23 @@ func New(deps contract.ServiceDeps, _ *contract.NoSettings) (*Service, error) {
 		return nil, errors.New("notes: no store")
 	}
 	deps = deps.WithDefaults()
+	if err := deps.Store.Declare(context.Background(), docTable, ticketTable); err != nil {
+		return nil, fmt.Errorf("notes: %w", err)
+	}
 	return &Service{db: deps.Store, log: deps.Logger, clock: deps.Clock, ticketTTL: 5 * time.Minute}, nil
 }
+
+// The declared tables: documents keyed "notebook/node" (key order is the
+// list's order) with the notebook indexed, and export tickets with their
+// expiry indexed for the sweep of stale ones.
+var (
+	docTable = store.Declare(bucketDocs, []store.Field[Document]{
+		store.Text("notebook_id", func(d *Document) string { return d.NotebookID }),
+	}, store.Index{Fields: []string{"notebook_id"}})
+	ticketTable = store.Declare(bucketTickets, []store.Field[ticket]{
+		store.Time("expires_at", func(t *ticket) time.Time { return t.ExpiresAt }),
+	}, store.Index{Fields: []string{"expires_at"}})
+)
 
 // Info titles the service's OpenAPI document.
 func (s *Service) Info() platform.Info {

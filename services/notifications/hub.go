@@ -1,7 +1,7 @@
 package notifications
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -98,21 +98,23 @@ type hub struct {
 	closed   bool
 }
 
+// messageTable is the messages by sequence number (key order is their
+// order); a start reads the newest keep.
+var messageTable = store.Declare(bucketMessages, []store.Field[Message]{})
+
 func key(seq uint64) string { return fmt.Sprintf("%020d", seq) }
 
 func newHub(db *store.DB, clock clockpkg.Clock, keep int) (*hub, error) {
 	h := &hub{db: db, clock: clock, keep: keep, current: map[string]*Notification{}, byDBus: map[uint32]string{},
 		subs: map[*subscriber]bool{}, timers: map[string]*time.Timer{}}
-	err := db.View(func(tx *store.Tx) error {
-		return tx.Scan(bucketMessages, store.ScanOptions{Reverse: true, Limit: keep}, func(_ string, raw []byte) error {
-			var m Message
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return err
-			}
-			h.msgs = append(h.msgs, m)
-			return nil
+	err := db.Declare(context.Background(), messageTable)
+	if err == nil {
+		err = db.View(func(tx *store.Tx) error {
+			pg, err := store.PageOf[Message](tx, messageTable, store.Query{Desc: true, Limit: keep, SkipTotal: true})
+			h.msgs = pg.Items
+			return err
 		})
-	})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("notifications: load: %w", err)
 	}

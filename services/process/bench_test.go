@@ -2,13 +2,15 @@ package process_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
+
 	"deckhand/services/process"
-	"deckhand/services/process/client"
 )
 
 // BenchmarkFollow follows `cat` of 256 MiB (PROCESS_BENCH_MIB) over the
@@ -39,12 +41,14 @@ func BenchmarkFollow(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		ctx := context.Background()
-		p, err := e.Start(ctx, process.StartInput{Spec: process.Spec{Cmd: []string{"cat", path}}, HoldOutput: true})
+		p, err := sdkCall[process.Process](ctx, e, http.MethodPost, "/api/v1/process",
+			process.StartInput{Spec: process.Spec{Cmd: []string{"cat", path}}, HoldOutput: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		var n int64
-		if _, err := e.Follow(ctx, p.ID, 0, client.FollowOptions{}, func(o client.Output) error { n += int64(len(o.Data)); return nil }); err != nil || n != size {
+		count := func(o deckhand.Output) error { n += int64(len(o.Data)); return nil }
+		if _, err := e.Stream(ctx, p.ID, deckhand.StreamOptions{Binary: true}, count); err != nil || n != size {
 			b.Fatal(err, n)
 		}
 	}

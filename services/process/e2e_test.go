@@ -19,9 +19,10 @@ import (
 	"testing"
 	"time"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
+
 	"deckhand/platform/platformtest"
 	"deckhand/services/process"
-	"deckhand/services/process/client"
 )
 
 // bin is the deckhand binary the end-to-end tests drive.
@@ -120,9 +121,7 @@ func cleanEnv() []string {
 	return out
 }
 
-func (a *agent) client() *client.Client {
-	return &client.Client{URL: a.url, ReconnectFor: 5 * time.Second}
-}
+func (a *agent) client(t *testing.T) *deckhand.Container { return sdkOf(t, a.url) }
 
 func getJSON(t *testing.T, url string, v any) int {
 	t.Helper()
@@ -145,9 +144,10 @@ func TestRecordsSurviveTheAgent(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
 	a := startService(t, data)
-	c := a.client()
+	c := a.client(t)
 	ctx := t.Context()
-	p, err := c.Start(ctx, process.StartInput{Spec: process.Spec{Shell: "sleep 300 & echo $!; wait", Tag: "restart", ClientToken: "restart-1"}})
+	p, err := sdkCall[process.Process](ctx, c, http.MethodPost, "/api/v1/process",
+		process.StartInput{Spec: process.Spec{Shell: "sleep 300 & echo $!; wait", Tag: "restart", ClientToken: "restart-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestRecordsSurviveTheAgent(t *testing.T) {
 	}
 
 	b := startService(t, data)
-	got, err := b.client().Get(ctx, p.ID)
+	got, err := sdkCall[process.Process](ctx, b.client(t), http.MethodGet, "/api/v1/process/"+p.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,12 +177,14 @@ func TestRecordsSurviveTheAgent(t *testing.T) {
 	}
 	waitFor(t, "the grandchild to be killed at the restart", func() bool { return gone(kid) })
 	// The token still answers the same process.
-	again, err := b.client().Start(ctx, process.StartInput{Spec: process.Spec{Shell: "sleep 300 & echo $!; wait", Tag: "restart", ClientToken: "restart-1"}})
+	again, err := sdkCall[process.Process](ctx, b.client(t), http.MethodPost, "/api/v1/process",
+		process.StartInput{Spec: process.Spec{Shell: "sleep 300 & echo $!; wait", Tag: "restart", ClientToken: "restart-1"}})
 	if err != nil || again.ID != p.ID {
 		t.Fatalf("%+v %v", again, err)
 	}
 
-	q, err := b.client().Start(ctx, process.StartInput{Spec: process.Spec{Cmd: []string{"sleep", "300"}}})
+	q, err := sdkCall[process.Process](ctx, b.client(t), http.MethodPost, "/api/v1/process",
+		process.StartInput{Spec: process.Spec{Cmd: []string{"sleep", "300"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +192,8 @@ func TestRecordsSurviveTheAgent(t *testing.T) {
 	if !gone(q.PID) {
 		t.Fatalf("process %d outlived the agent's clean stop", q.PID)
 	}
-	c2 := startService(t, data).client()
-	if got, err := c2.Get(ctx, q.ID); err != nil || got.State != "killed" || got.EndReason != "agent_stopped" || got.Signal != "TERM" {
+	c2 := startService(t, data).client(t)
+	if got, err := sdkCall[process.Process](ctx, c2, http.MethodGet, "/api/v1/process/"+q.ID, nil); err != nil || got.State != "killed" || got.EndReason != "agent_stopped" || got.Signal != "TERM" {
 		t.Fatalf("%+v %v", got, err)
 	}
 }
@@ -270,7 +272,7 @@ func TestNoZombiesAsPID1(t *testing.T) {
 		t.Fatal("not in a namespace of its own")
 	}
 	a.init = init
-	checkNoZombies(t, a.client(), func() []int { return zombiesIn(ns) })
+	checkNoZombies(t, a.client(t), func() []int { return zombiesIn(ns) })
 }
 
 // TestNoZombieChildren: the same without a namespace: the service's own
@@ -278,7 +280,7 @@ func TestNoZombiesAsPID1(t *testing.T) {
 func TestNoZombieChildren(t *testing.T) {
 	t.Parallel()
 	a := startService(t, t.TempDir())
-	checkNoZombies(t, a.client(), func() []int {
+	checkNoZombies(t, a.client(t), func() []int {
 		var z []int
 		for _, k := range childrenOf(a.cmd.Process.Pid) {
 			if procState(k) == "Z" {
@@ -289,7 +291,7 @@ func TestNoZombieChildren(t *testing.T) {
 	})
 }
 
-func checkNoZombies(t *testing.T, c *client.Client, zombies func() []int) {
+func checkNoZombies(t *testing.T, c *deckhand.Container, zombies func() []int) {
 	t.Helper()
 	ctx := t.Context()
 	for round := 0; round < 3; round++ {
@@ -304,7 +306,7 @@ func checkNoZombies(t *testing.T, c *client.Client, zombies func() []int) {
 					t.Error(err)
 					return
 				}
-				if _, err := c.Run(ctx, in); err != nil {
+				if _, err := sdkCall[process.RunResult](ctx, c, http.MethodPost, "/api/v1/process/run", in); err != nil {
 					t.Error(err)
 				}
 			}()

@@ -2,6 +2,7 @@ package process_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
+
 	"deckhand/platform/platformtest"
 	"deckhand/services/process"
-	"deckhand/services/process/client"
 )
 
 // env is a process service on a loopback port.
@@ -22,12 +24,11 @@ type env struct {
 	svc   *process.Service
 	url   string
 	seams *platformtest.Seams
-	c     *client.Client
 	data  string
 }
 
-// newBenchEnv is a client of a service with default settings.
-func newBenchEnv(b *testing.B) *client.Client {
+// newBenchEnv is the Go SDK's handle of a service with default settings.
+func newBenchEnv(b *testing.B) *deckhand.Container {
 	deps := platformtest.ServiceDeps(b, "process")
 	svc, err := process.New(deps, nil)
 	if err != nil {
@@ -35,7 +36,24 @@ func newBenchEnv(b *testing.B) *client.Client {
 	}
 	url := platformtest.Serve(b, platformtest.ServiceHost(b, svc))
 	b.Cleanup(func() { _ = svc.Close() })
-	return &client.Client{URL: url}
+	return sdkOf(b, url)
+}
+
+// sdkOf is the Go SDK's handle of the process service at url.
+func sdkOf(tb testing.TB, url string) *deckhand.Container {
+	c, err := deckhand.NewService("process", url, deckhand.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// sdkCall sends in to the service's path through the SDK and decodes the
+// answer into the service's own model.
+func sdkCall[T any](ctx context.Context, c *deckhand.Container, method, path string, in any) (T, error) {
+	var out T
+	err := c.Call(ctx, method, "process", path, nil, in, &out)
+	return out, err
 }
 
 func newEnv(t *testing.T, tune ...func(*process.Settings)) *env {
@@ -56,7 +74,7 @@ func newEnv(t *testing.T, tune ...func(*process.Settings)) *env {
 	// Cleanups run last first: the service stops (ending its streams)
 	// before the host.
 	t.Cleanup(func() { _ = svc.Close() })
-	return &env{svc: svc, url: url, seams: seams, c: &client.Client{URL: url}, data: deps.DataDir}
+	return &env{svc: svc, url: url, seams: seams, data: deps.DataDir}
 }
 
 // call sends a JSON request and answers the status and body.

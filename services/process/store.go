@@ -1,7 +1,7 @@
 package process
 
 import (
-	"encoding/json"
+	"context"
 	"log/slog"
 	"sync"
 
@@ -114,17 +114,24 @@ func (r *recorder) close() {
 	r.flush() // anything queued after the loop's last flush
 }
 
-// load reads every record.
+// processTable is the records by process id, read whole at a start.
+var processTable = store.Declare(bucketProcesses, []store.Field[stored]{})
+
+// load declares the table (the recorder's writes come after it) and
+// reads every record.
 func (r *recorder) load() ([]stored, error) {
+	if err := r.db.Declare(context.Background(), processTable); err != nil {
+		return nil, err
+	}
 	var out []stored
 	err := r.db.View(func(tx *store.Tx) error {
-		return tx.ForEach(bucketProcesses, func(_ string, raw []byte) error {
-			var rec stored
-			if json.Unmarshal(raw, &rec) == nil && rec.ID != "" {
+		recs, _, err := store.All[stored](tx, processTable, store.Query{})
+		for _, rec := range recs {
+			if rec.ID != "" {
 				out = append(out, rec)
 			}
-			return nil
-		})
+		}
+		return err
 	})
 	return out, err
 }

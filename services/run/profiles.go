@@ -3,7 +3,6 @@ package run
 import (
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -162,17 +161,13 @@ func (s *Service) Profiles() (ProfileList, error) {
 	out := ProfileList{Profiles: []Profile{}}
 	err := s.deps.Store.View(func(tx *store.Tx) error {
 		out.Active = s.active(tx)
-		return tx.ForEach(bucketProfiles, func(_ string, raw []byte) error {
-			var p Profile
-			if err := jsonUnmarshal(raw, &p); err != nil {
-				return err
-			}
+		ps, _, err := store.All[Profile](tx, profileTable, store.Query{})
+		for _, p := range ps {
 			p.Active = p.Name == out.Active
 			out.Profiles = append(out.Profiles, p)
-			return nil
-		})
+		}
+		return err
 	})
-	sort.Slice(out.Profiles, func(i, j int) bool { return out.Profiles[i].Name < out.Profiles[j].Name })
 	return out, err
 }
 

@@ -7,6 +7,7 @@
 package run
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -105,6 +106,9 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	eg, err := newEgress(set.AllowHosts)
 	if err != nil {
 		return nil, err
+	}
+	if err := deps.Store.Declare(context.Background(), profileTable, sourceTable); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
 	}
 	return &Service{deps: deps, log: deps.Logger, workspace: ws, timeout: timeout, maxBytes: maxBytes, sealer: sealer,
 		egress: eg, client: eg.httpClient(), syncing: map[string]bool{}}, nil

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -231,16 +230,12 @@ func (s *Service) withPath(src Source) Source {
 func (s *Service) Sources() (SourceList, error) {
 	out := SourceList{Workspace: s.workspace, Sources: []Source{}}
 	err := s.deps.Store.View(func(tx *store.Tx) error {
-		return tx.ForEach(bucketSources, func(_ string, raw []byte) error {
-			var src Source
-			if err := jsonUnmarshal(raw, &src); err != nil {
-				return err
-			}
-			out.Sources = append(out.Sources, s.view(src))
-			return nil
-		})
+		srcs, _, err := store.All[storedSource](tx, sourceTable, store.Query{Sort: []string{"name"}})
+		for _, src := range srcs {
+			out.Sources = append(out.Sources, s.view(src.Source))
+		}
+		return err
 	})
-	sort.Slice(out.Sources, func(i, j int) bool { return out.Sources[i].Name < out.Sources[j].Name })
 	return out, err
 }
 
@@ -327,27 +322,39 @@ func (s *Service) source(id string) (Source, error) {
 	return s.withPath(src), err
 }
 
-// checkUnique refuses a name or dir another source has (409).
+// checkUnique refuses a name or dir another source has (409): a dir
+// overlaps another when one is the other or lies under it.
 func checkUnique(tx *store.Tx, self Source) error {
+	other := store.Where("key", store.Ne, self.ID)
+	named, err := store.PageOf[storedSource](tx, sourceTable, store.Query{
+		Filters: []store.Filter{store.Where("name", store.Eq, self.Name), other}, Limit: 1, SkipTotal: true})
+	if err != nil {
+		return err
+	}
+	if len(named.Items) > 0 {
+		return &fault.Error{Code: fault.CodeConflict, Details: "name", Message: "name: source " + strconv.Quote(self.Name) + " already exists"}
+	}
 	clean := filepath.Clean(self.Dir)
-	return tx.ForEach(bucketSources, func(_ string, raw []byte) error {
-		var o Source
-		if err := jsonUnmarshal(raw, &o); err != nil {
+	selfAndAbove := []string{clean}
+	for i := 1; i < len(clean); i++ {
+		if clean[i] == '/' {
+			selfAndAbove = append(selfAndAbove, clean[:i])
+		}
+	}
+	for _, fs := range [][]store.Filter{
+		{store.Where("dir", store.In, selfAndAbove), other},
+		{store.Where("dir", store.Gte, clean+"/"), store.Where("dir", store.Lt, clean+"0"), other}, // "0" follows "/"
+	} {
+		pg, err := store.PageOf[storedSource](tx, sourceTable, store.Query{Filters: fs, Limit: 1, SkipTotal: true})
+		if err != nil {
 			return err
 		}
-		if o.ID == self.ID {
-			return nil
-		}
-		if o.Name == self.Name {
-			return &fault.Error{Code: fault.CodeConflict, Details: "name", Message: "name: source " + strconv.Quote(o.Name) + " already exists"}
-		}
-		oc := filepath.Clean(o.Dir)
-		if oc == clean || strings.HasPrefix(clean+"/", oc+"/") || strings.HasPrefix(oc+"/", clean+"/") {
+		if len(pg.Items) > 0 {
 			return &fault.Error{Code: fault.CodeConflict, Details: "dir",
-				Message: "dir: " + strconv.Quote(self.Dir) + " overlaps the dir of source " + strconv.Quote(o.Name)}
+				Message: "dir: " + strconv.Quote(self.Dir) + " overlaps the dir of source " + strconv.Quote(pg.Items[0].Name)}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // CreateSource adds a source (not synced yet).

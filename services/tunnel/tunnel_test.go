@@ -20,7 +20,7 @@ import (
 	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/tunnel"
-	"deckhand/services/tunnel/wire"
+	wire "github.com/deckhand-dev/deckhand/sdk/go/tunnelwire"
 )
 
 // env is a tunnel service served on a loopback port.

@@ -10,7 +10,7 @@ import (
 	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/platform/reqpolicy"
-	"deckhand/services/tunnel/wire"
+	wire "github.com/deckhand-dev/deckhand/sdk/go/tunnelwire"
 )
 
 // upgrader does the handshake only (with the platform's error envelope);

@@ -66,3 +66,45 @@ func BenchmarkVault(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkVaultList measures a page of the listing (100 keys, no values)
+// out of 1000, within a prefix and after a cursor, and the counts of
+// stats, which visit every key.
+func BenchmarkVaultList(b *testing.B) {
+	f := newVault(b, nil)
+	value := json.RawMessage(`{"user":"app","password":"` + strings.Repeat("s", 64) + `"}`)
+	for i := range 1000 {
+		ttl := int64(3600)
+		w := vault.Write{Value: value}
+		if i%4 == 0 {
+			w.TTLSeconds = &ttl
+		}
+		if _, _, err := f.svc.Put(b.Context(), fmt.Sprintf("%s.key%04d", []string{"app", "db"}[i%2], i), w, vault.Precondition{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("page100", func(b *testing.B) {
+		for b.Loop() {
+			l, err := f.svc.ListKeys(b.Context(), "", "app.key0500", 100)
+			if err != nil || len(l.Keys) != 100 {
+				b.Fatal(len(l.Keys), err)
+			}
+		}
+	})
+	b.Run("prefix100", func(b *testing.B) {
+		for b.Loop() {
+			l, err := f.svc.ListKeys(b.Context(), "db.", "", 100)
+			if err != nil || len(l.Keys) != 100 {
+				b.Fatal(len(l.Keys), err)
+			}
+		}
+	})
+	b.Run("stats", func(b *testing.B) {
+		for b.Loop() {
+			st, err := f.svc.Stats(b.Context())
+			if err != nil || st.Keys != 1000 {
+				b.Fatal(st.Keys, err)
+			}
+		}
+	})
+}

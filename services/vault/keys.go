@@ -340,28 +340,30 @@ func (s *Service) ListKeys(ctx context.Context, prefix, after string, limit int)
 	if err := validBound("after", after); err != nil {
 		return List{}, err
 	}
+	if limit <= 0 {
+		return List{Keys: []Meta{}}, nil
+	}
 	out := List{Keys: []Meta{}}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		now := s.clock.Now()
-		o := store.ScanOptions{Prefix: prefix}
+		fs := append(store.KeyPrefix(prefix), live(s.clock.Now()))
 		if after != "" {
-			o.Start, o.Exclusive = after, true
+			fs = append(fs, store.Where("key", store.Gt, after))
 		}
-		return tx.Scan(bucketKeys, o, func(k string, raw []byte) error {
-			var st stored
-			if err := json.Unmarshal(raw, &st); err != nil {
+		pg, err := tx.Page(keyTable, store.Query{Filters: fs, Limit: limit, SkipTotal: true})
+		if err != nil {
+			return err
+		}
+		out.Keys = make([]Meta, len(pg.Items))
+		for i, it := range pg.Items {
+			// Meta alone: the sealed value is skipped, never copied.
+			if err := json.Unmarshal(it.Value, &out.Keys[i]); err != nil {
 				return err
 			}
-			if st.ExpiresAt != nil && !now.Before(*st.ExpiresAt) {
-				return nil
-			}
-			if len(out.Keys) == limit {
-				out.Next = out.Keys[len(out.Keys)-1].Key
-				return store.ErrStop
-			}
-			out.Keys = append(out.Keys, st.Meta)
-			return nil
-		})
+		}
+		if pg.Next != "" {
+			out.Next = out.Keys[len(out.Keys)-1].Key
+		}
+		return nil
 	})
 	if err != nil {
 		return List{}, fault.Internal("list the vault", err)
@@ -386,25 +388,47 @@ func (s *Service) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{MaxValueBytes: MaxValueBytes, MaxKeyLength: MaxKeyLen, KeyID: s.sealer.KeyID(), Encryption: "AES-256-GCM"}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
 		now := s.clock.Now()
-		return tx.ForEach(bucketKeys, func(_ string, raw []byte) error {
-			var r stored
-			if err := json.Unmarshal(raw, &r); err != nil {
+		sizes, err := tx.CountBy(keyTable, []store.Filter{live(now)}, "size")
+		if err != nil {
+			return err
+		}
+		for size, n := range sizes {
+			b, err := strconv.ParseInt(size, 10, 64)
+			if err != nil {
 				return err
 			}
-			if r.ExpiresAt != nil {
-				if !now.Before(*r.ExpiresAt) {
-					return nil
-				}
-				st.Expiring++
+			st.Keys += n
+			st.ValueBytes += b * int64(n)
+		}
+		expiring, err := tx.Page(keyTable, store.Query{Filters: []store.Filter{store.Where("expires_at", store.Gt, now)}, Limit: 1})
+		if err != nil {
+			return err
+		}
+		st.Expiring = expiring.Total
+		// The newest update time to the microsecond (the field's
+		// precision), then the records of that microsecond for the exact one.
+		times, err := tx.CountBy(keyTable, []store.Filter{live(now)}, "updated_at")
+		if err != nil || len(times) == 0 {
+			return err
+		}
+		var at time.Time
+		for k := range times {
+			t, err := time.Parse(time.RFC3339Nano, k)
+			if err != nil {
+				return err
 			}
-			st.Keys++
-			st.ValueBytes += int64(r.Size)
+			if t.After(at) {
+				at = t
+			}
+		}
+		recs, _, err := store.All[stored](tx, keyTable, store.Query{Filters: []store.Filter{live(now), store.Where("updated_at", store.Eq, at)}})
+		for _, r := range recs {
 			if st.LastUpdate == nil || r.UpdatedAt.After(*st.LastUpdate) {
 				u := r.UpdatedAt
 				st.LastUpdate = &u
 			}
-			return nil
-		})
+		}
+		return err
 	})
 	if err != nil {
 		return Stats{}, fault.Internal("count the vault", err)
@@ -419,7 +443,7 @@ type Wiped struct {
 
 // Wipe removes every key in one transaction.
 func (s *Service) Wipe(ctx context.Context) (Wiped, error) {
-	n, err := s.deleteWhere(ctx, func(*stored, time.Time) bool { return true })
+	n, err := s.deleteWhere(ctx, func(time.Time) []store.Filter { return nil })
 	if err != nil {
 		return Wiped{}, fault.Internal("wipe the vault", err)
 	}
@@ -428,8 +452,8 @@ func (s *Service) Wipe(ctx context.Context) (Wiped, error) {
 
 // Purge removes expired keys and answers how many.
 func (s *Service) Purge(ctx context.Context) (int, error) {
-	n, err := s.deleteWhere(ctx, func(r *stored, now time.Time) bool {
-		return r != nil && r.ExpiresAt != nil && !now.Before(*r.ExpiresAt)
+	n, err := s.deleteWhere(ctx, func(now time.Time) []store.Filter {
+		return []store.Filter{store.Where("expires_at", store.Lte, now)}
 	})
 	if errors.Is(err, context.Canceled) {
 		return 0, nil
@@ -437,23 +461,12 @@ func (s *Service) Purge(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// deleteWhere removes, in one transaction, the keys whose record (nil
-// when unreadable) drop selects, and answers how many.
-func (s *Service) deleteWhere(ctx context.Context, drop func(r *stored, now time.Time) bool) (int, error) {
+// deleteWhere removes, in one transaction, the keys that pass the filters
+// where answers for the transaction's time, and answers how many.
+func (s *Service) deleteWhere(ctx context.Context, where func(now time.Time) []store.Filter) (int, error) {
 	var n int
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
-		now := s.clock.Now()
-		var keys []string
-		err := tx.ForEach(bucketKeys, func(k string, raw []byte) error {
-			r := &stored{}
-			if json.Unmarshal(raw, r) != nil {
-				r = nil // unreadable: only a wipe removes it
-			}
-			if drop(r, now) {
-				keys = append(keys, k)
-			}
-			return nil
-		})
+		keys, err := store.Keys(tx, keyTable, store.Query{Filters: where(s.clock.Now())})
 		if err != nil {
 			return err
 		}
@@ -466,4 +479,25 @@ func (s *Service) deleteWhere(ctx context.Context, drop func(r *stored, now time
 		return nil
 	})
 	return n, err
+}
+
+// keyTable holds the records by key (key order is the list's order), with
+// what the list, the counts and the expiry sweep select by derived: the
+// expiry (NULL: none), the update time and the value's size. No index:
+// those queries read the compact rows, and a put writes no more than the
+// record and its row.
+var keyTable = store.Declare(bucketKeys, []store.Field[stored]{
+	store.Time("expires_at", func(r *stored) time.Time {
+		if r.ExpiresAt == nil {
+			return time.Time{}
+		}
+		return *r.ExpiresAt
+	}),
+	store.Time("updated_at", func(r *stored) time.Time { return r.UpdatedAt }),
+	store.Int("size", func(r *stored) int64 { return int64(r.Size) }),
+})
+
+// live holds for the keys not expired at now.
+func live(now time.Time) store.Filter {
+	return store.AnyOf(store.Where("expires_at", store.Eq, nil), store.Where("expires_at", store.Gt, now))
 }

@@ -82,6 +82,9 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if clock == nil {
 		clock = clockpkg.SystemClock{}
 	}
+	if err := deps.Store.Declare(context.Background(), keyTable); err != nil {
+		return nil, fmt.Errorf("vault: %w", err)
+	}
 	s := &Service{db: deps.Store, sealer: sealer, clock: clock}
 	if err := s.checkKey(path); err != nil {
 		return nil, err

@@ -109,9 +109,11 @@ func (s *Service) Blocks(ctx context.Context, ref WorkspaceRef) (BlockList, erro
 }
 
 func (s *Service) blocks(ctx context.Context, ws string) ([]Block, error) {
-	out := []Block{}
+	var out []Block
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		return scanJSON(tx, bucketBlocks, store.ScanOptions{Prefix: prefix(ws)}, func(b Block) { out = append(out, b) })
+		var err error
+		out, err = listOf[Block](tx, blockTable, ws, false)
+		return err
 	})
 	return out, fault.Wrap("list memory blocks", err)
 }
@@ -288,22 +290,20 @@ func (s *Service) History(ctx context.Context, q HistoryQuery) (HistoryList, err
 }
 
 func (s *Service) history(ctx context.Context, ws string, f HistoryFilter) ([]Change, error) {
+	fs := store.KeyPrefix(prefix(ws))
+	if f.Label != "" {
+		fs = append(fs, store.Where("label", store.Eq, f.Label))
+	}
 	out := []Change{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		return tx.Scan(bucketHistory, store.ScanOptions{Prefix: prefix(ws), Reverse: true}, func(_ string, raw []byte) error {
-			var ch Change
-			if err := unmarshal(raw, &ch); err != nil {
-				return err
-			}
-			if f.Label != "" && ch.Label != f.Label {
-				return nil
-			}
-			out = append(out, ch)
-			if f.Limit > 0 && len(out) >= f.Limit {
-				return store.ErrStop
-			}
-			return nil
-		})
+		if f.Limit <= 0 {
+			var err error
+			out, err = listOf[Change](tx, historyTable, ws, true, fs...)
+			return err
+		}
+		pg, err := store.PageOf[Change](tx, historyTable, store.Query{Filters: fs, Desc: true, Limit: f.Limit, SkipTotal: true})
+		out = append(out, pg.Items...)
+		return err
 	})
 	return out, fault.Wrap("list the memory history", err)
 }

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"sort"
@@ -18,19 +17,18 @@ import (
 	"deckhand/platform/store"
 )
 
-// The journal's inverted index lives in three buckets beside the entries:
+// The journal's inverted index is the postings table (tables.go) beside
+// the entries, and one record of totals per workspace:
 //
-//	postings  ws/term/seq → term frequency (uint32, big endian)
-//	doclen    ws/seq      → the entry's length in terms (uint32)
-//	jstats    ws          → {"docs": N, "terms": total length}
+//	terms   ws/term/seq → [term frequency, the entry's length in terms]
+//	jstats  ws          → {"docs": N, "terms": total length}
 //
 // A search reads, per query term, the postings under ws/term/ (document
 // frequency = how many), and scores each entry with BM25.
 const (
-	bucketJournal  = "journal"
-	bucketPostings = "postings"
-	bucketDocLen   = "doclen"
-	bucketJStats   = "jstats"
+	bucketJournal = "journal"
+	bucketTerms   = "terms"
+	bucketJStats  = "jstats"
 )
 
 // maxTermBytes bounds an indexed term (longer tokens are cut).
@@ -146,8 +144,6 @@ func tokenize(s string) []string {
 	return words
 }
 
-func u32(n int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(n)) }
-
 func entryID(seq uint64) string { return "j_" + strconv.FormatUint(seq, 10) }
 
 func parseEntryID(id string) (uint64, bool) {
@@ -187,9 +183,26 @@ func (s *Service) Append(ctx context.Context, req EntryAppend) (e Entry, err err
 	return e, fault.Wrap("append to the memory journal", err)
 }
 
-// index adds (dir +1) or removes (dir -1) an entry's postings.
+// index adds (dir +1) or removes (dir -1) an entry's postings and its
+// share of the workspace's totals.
 func (s *Service) index(tx *store.Tx, ws, key string, e Entry, dir int) error {
-	terms := tokenize(e.Content + " " + strings.Join(e.Tags, " "))
+	if err := putPostings(tx, ws, key, e, dir); err != nil {
+		return err
+	}
+	var st jstats
+	if _, err := tx.Get(bucketJStats, ws, &st); err != nil {
+		return err
+	}
+	st.Docs += int64(dir)
+	st.Terms += int64(dir * len(entryTerms(e)))
+	return tx.Put(bucketJStats, ws, st)
+}
+
+func entryTerms(e Entry) []string { return tokenize(e.Content + " " + strings.Join(e.Tags, " ")) }
+
+// putPostings writes (dir +1) or deletes (dir -1) an entry's postings.
+func putPostings(tx *store.Tx, ws, key string, e Entry, dir int) error {
+	terms := entryTerms(e)
 	tf := map[string]int{}
 	for _, t := range terms {
 		tf[t]++
@@ -198,28 +211,15 @@ func (s *Service) index(tx *store.Tx, ws, key string, e Entry, dir int) error {
 		k := prefix(ws) + t + "/" + key
 		var err error
 		if dir > 0 {
-			err = tx.PutRaw(bucketPostings, k, u32(n))
+			err = tx.Put(bucketTerms, k, posting{uint32(n), uint32(len(terms))})
 		} else {
-			err = tx.Delete(bucketPostings, k)
+			err = tx.Delete(bucketTerms, k)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	var st jstats
-	if _, err := tx.Get(bucketJStats, ws, &st); err != nil {
-		return err
-	}
-	st.Docs += int64(dir)
-	st.Terms += int64(dir * len(terms))
-	if dir > 0 {
-		if err := tx.PutRaw(bucketDocLen, prefix(ws)+key, u32(len(terms))); err != nil {
-			return err
-		}
-	} else if err := tx.Delete(bucketDocLen, prefix(ws)+key); err != nil {
-		return err
-	}
-	return tx.Put(bucketJStats, ws, st)
+	return nil
 }
 
 // JournalFilter pages through the journal.
@@ -233,30 +233,38 @@ type JournalFilter struct {
 func (s *Service) Journal(ctx context.Context, q JournalQuery) (EntryList, error) {
 	ws, f := q.Workspace, q.JournalFilter
 	out := EntryList{Entries: []Entry{}}
-	o := store.ScanOptions{Prefix: prefix(ws), Reverse: true}
+	pq := store.Query{Filters: store.KeyPrefix(prefix(ws)), Desc: true, Limit: 1000, SkipTotal: true}
 	if f.Before != "" {
 		n, ok := parseEntryID(f.Before)
 		if !ok {
 			return out, fault.Invalid("before", "must be a journal entry id (j_N), got %q", f.Before)
 		}
-		o.Start, o.Exclusive = prefix(ws)+store.SeqKey(n), true
+		pq.Filters = append(pq.Filters, store.Where("key", store.Lt, prefix(ws)+store.SeqKey(n)))
+	}
+	if f.Tag == "" && f.Limit > 0 {
+		pq.Limit = f.Limit + 1 // one more tells whether a next page follows
 	}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		return tx.Scan(bucketJournal, o, func(_ string, raw []byte) error {
-			var e Entry
-			if err := unmarshal(raw, &e); err != nil {
+		for {
+			pg, err := store.PageOf[Entry](tx, journalTable, pq)
+			if err != nil {
 				return err
 			}
-			if f.Tag != "" && !hasTag(e, f.Tag) {
+			for _, e := range pg.Items {
+				if f.Tag != "" && !hasTag(e, f.Tag) {
+					continue
+				}
+				if f.Limit > 0 && len(out.Entries) == f.Limit {
+					out.Next = out.Entries[len(out.Entries)-1].ID
+					return nil
+				}
+				out.Entries = append(out.Entries, e)
+			}
+			if pg.Next == "" {
 				return nil
 			}
-			if f.Limit > 0 && len(out.Entries) == f.Limit {
-				out.Next = out.Entries[len(out.Entries)-1].ID
-				return store.ErrStop
-			}
-			out.Entries = append(out.Entries, e)
-			return nil
-		})
+			pq.Cursor = pg.Next
+		}
 	})
 	return out, fault.Wrap("list the memory journal", err)
 }
@@ -355,20 +363,18 @@ func (s *Service) Search(ctx context.Context, req SearchInput) (SearchResult, er
 		scores := map[string]float64{}
 		for _, t := range terms {
 			p := prefix(ws) + t + "/"
-			df := tx.CountPrefix(bucketPostings, p)
+			ps, keys, err := store.All[posting](tx, postingTable, store.Query{Filters: store.KeyPrefix(p)})
+			if err != nil {
+				return err
+			}
+			df := len(ps)
 			if df == 0 {
 				continue
 			}
 			idf := math.Log(1 + (float64(st.Docs)-float64(df)+0.5)/(float64(df)+0.5))
-			err := tx.Scan(bucketPostings, store.ScanOptions{Prefix: p}, func(k string, raw []byte) error {
-				doc := k[len(p):]
-				tf := float64(binary.BigEndian.Uint32(raw))
-				dl := float64(binary.BigEndian.Uint32(tx.GetRaw(bucketDocLen, prefix(ws)+doc)))
-				scores[doc] += idf * tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avg))
-				return nil
-			})
-			if err != nil {
-				return err
+			for i, k := range keys {
+				tf, dl := float64(ps[i][0]), float64(ps[i][1])
+				scores[k[len(p):]] += idf * tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avg))
 			}
 		}
 		docs := make([]string, 0, len(scores))
@@ -412,15 +418,3 @@ func unique(ts []string) []string {
 }
 
 func unmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
-
-// scanJSON decodes every value of a scan into T.
-func scanJSON[T any](tx *store.Tx, bucket string, o store.ScanOptions, fn func(T)) error {
-	return tx.Scan(bucket, o, func(_ string, raw []byte) error {
-		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
-		fn(v)
-		return nil
-	})
-}

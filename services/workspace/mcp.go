@@ -114,7 +114,11 @@ func (s *Service) MCPServers(ctx context.Context, ref WorkspaceRef) (MCPList, er
 func (s *Service) mcpServers(ctx context.Context, ws string) ([]MCPServer, error) {
 	out := []MCPServer{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		return scanJSON(tx, bucketMCP, store.ScanOptions{Prefix: prefix(ws)}, func(r mcpRecord) { out = append(out, r.MCPServer) })
+		recs, err := listOf[mcpRecord](tx, mcpTable, ws, false)
+		for _, r := range recs {
+			out = append(out, r.MCPServer)
+		}
+		return err
 	})
 	return out, fault.Wrap("list MCP servers", err)
 }

@@ -84,11 +84,13 @@ func (s *Service) Questions(ctx context.Context, q QuestionQuery) (QuestionList,
 func (s *Service) questions(ctx context.Context, ws, status string) ([]Question, error) {
 	out := []Question{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		return scanJSON(tx, bucketQuestions, store.ScanOptions{Prefix: prefix(ws)}, func(q Question) {
-			if status == "" || q.Status == status {
-				out = append(out, q)
-			}
-		})
+		var fs []store.Filter
+		if status != "" {
+			fs = append(fs, store.Where("status", store.Eq, status))
+		}
+		var err error
+		out, err = listOf[Question](tx, questionTable, ws, false, fs...)
+		return err
 	})
 	return out, fault.Wrap("list questions", err)
 }
@@ -183,7 +185,11 @@ func (s *Service) Tools(ctx context.Context, ref WorkspaceRef) (ToolList, error)
 		if cfg, err = s.loadConfig(tx, ws); err != nil {
 			return err
 		}
-		return scanJSON(tx, bucketMCP, store.ScanOptions{Prefix: prefix(ws)}, func(r mcpRecord) { servers = append(servers, r.MCPServer) })
+		recs, err := listOf[mcpRecord](tx, mcpTable, ws, false)
+		for _, r := range recs {
+			servers = append(servers, r.MCPServer)
+		}
+		return err
 	})
 	if err != nil {
 		return ToolList{}, fault.Wrap("list tools", err)

@@ -8,6 +8,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -47,6 +48,9 @@ func New(deps contract.ServiceDeps, _ *contract.NoSettings) (*Service, error) {
 	}
 	sealer, err := secrets.New(key)
 	if err != nil {
+		return nil, err
+	}
+	if err := declareTables(context.Background(), deps.Store); err != nil {
 		return nil, err
 	}
 	return &Service{db: deps.Store, log: deps.Logger, clock: deps.Clock, sealer: sealer, env: os.Getenv}, nil

@@ -85,7 +85,9 @@ func (s *Service) Skills(ctx context.Context, ref WorkspaceRef) (SkillList, erro
 func (s *Service) skills(ctx context.Context, ws string) ([]Skill, error) {
 	out := []Skill{}
 	err := s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		return scanJSON(tx, bucketSkills, store.ScanOptions{Prefix: prefix(ws)}, func(k Skill) { out = append(out, k) })
+		var err error
+		out, err = listOf[Skill](tx, skillTable, ws, false)
+		return err
 	})
 	return out, fault.Wrap("list skills", err)
 }

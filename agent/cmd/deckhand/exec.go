@@ -16,11 +16,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
+	api "github.com/deckhand-dev/deckhand/sdk/go/api/process"
 	"github.com/spf13/cobra"
 
 	"deckhand/agent/cli"
 	"deckhand/services/process"
-	"deckhand/services/process/client"
 )
 
 // Exit statuses of `deckhand exec` beyond the command's own.
@@ -78,8 +79,11 @@ func execCmd() *cobra.Command {
 				}
 				agentURL, token = u, tok
 			}
-			c := &client.Client{URL: strings.TrimSuffix(agentURL, "/") + "/_/process", Token: token, ReconnectFor: reconnect}
-			code, err := runExec(c, in, jsonLines, stdin)
+			box, err := deckhand.NewContainer(agentURL, deckhand.Options{Token: token})
+			if err != nil {
+				return &cli.ExitError{Code: exitFailure, Message: fmt.Sprintf("--agent: must be the agent's http(s):// URL, got %q", agentURL)}
+			}
+			code, err := runExec(box, in, jsonLines, stdin, reconnect)
 			if err != nil {
 				return &cli.ExitError{Code: exitFailure, Message: err.Error()}
 			}
@@ -119,10 +123,14 @@ func randomToken() string {
 
 // runExec starts the command, streams its output and answers the exit
 // status it should end with.
-func runExec(c *client.Client, in process.StartInput, asJSON, forwardStdin bool) (int, error) {
+func runExec(box *deckhand.Container, in process.StartInput, asJSON, forwardStdin bool, reconnect time.Duration) (int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := c.Start(ctx, in)
+	var start api.StartInput
+	if err := convert(in, &start); err != nil {
+		return 0, err
+	}
+	p, err := box.StartRetrying(ctx, start, reconnect)
 	if err != nil {
 		return 0, err
 	}
@@ -132,15 +140,15 @@ func runExec(c *client.Client, in process.StartInput, asJSON, forwardStdin bool)
 	go func() {
 		names := map[os.Signal]string{syscall.SIGINT: "INT", syscall.SIGTERM: "TERM", syscall.SIGHUP: "HUP"}
 		for sig := range sigs {
-			_ = c.Signal(ctx, p.ID, names[sig])
+			_ = deckhand.Retry(ctx, reconnect, func() error { return box.Signal(ctx, p.Id, names[sig]) })
 		}
 	}()
 	if forwardStdin {
-		go pumpStdin(ctx, c, p.ID)
+		go pumpStdin(ctx, box, p.Id, reconnect)
 	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetEscapeHTML(false)
-	out := func(o client.Output) error {
+	out := func(o deckhand.Output) error {
 		if asJSON {
 			ch := process.Chunk{Type: "output", Stream: o.Stream, Offset: o.Offset, Data: string(o.Data)}
 			if !utf8.Valid(o.Data) {
@@ -155,11 +163,17 @@ func runExec(c *client.Client, in process.StartInput, asJSON, forwardStdin bool)
 		_, err := w.Write(o.Data)
 		return err
 	}
-	opts := client.FollowOptions{Text: asJSON, OnGap: func(from, to int64) {
+	// The terminal's streams take bytes as they come, over the fast
+	// binary frames; JSON lines want chunks cut at character boundaries.
+	opts := deckhand.StreamOptions{Binary: !asJSON, ReconnectFor: reconnect, OnGap: func(from, to int64) {
 		fmt.Fprintf(os.Stderr, "deckhand exec: output bytes %d to %d were no longer kept\n", from, to)
 	}}
-	end, err := c.Follow(ctx, p.ID, 0, opts, out)
+	ended, err := box.Stream(ctx, p.Id, opts, out)
 	if err != nil {
+		return 0, err
+	}
+	var end process.Process
+	if err := convert(ended, &end); err != nil {
 		return 0, err
 	}
 	if asJSON {
@@ -182,20 +196,30 @@ func runExec(c *client.Client, in process.StartInput, asJSON, forwardStdin bool)
 }
 
 // pumpStdin passes standard input on, then closes the command's.
-func pumpStdin(ctx context.Context, c *client.Client, id string) {
+func pumpStdin(ctx context.Context, box *deckhand.Container, id string, reconnect time.Duration) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := os.Stdin.Read(buf)
 		if n > 0 {
-			if c.WriteStdin(ctx, id, buf[:n]) != nil {
+			if deckhand.Retry(ctx, reconnect, func() error { return box.WriteStdin(ctx, id, buf[:n]) }) != nil {
 				return
 			}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				_ = c.CloseStdin(ctx, id)
+				_ = deckhand.Retry(ctx, reconnect, func() error { return box.CloseStdin(ctx, id) })
 			}
 			return
 		}
 	}
+}
+
+// convert moves a record between the service's model (whose checks and
+// JSON the command keeps) and the SDK's generated type of the same schema.
+func convert(from, to any) error {
+	raw, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, to)
 }

@@ -39,9 +39,10 @@ import (
 	"syscall"
 	"time"
 
+	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
+	api "github.com/deckhand-dev/deckhand/sdk/go/api/process"
+
 	"deckhand/scripts/bench/benchssh"
-	"deckhand/services/process"
-	"deckhand/services/process/client"
 )
 
 func main() {
@@ -73,8 +74,8 @@ func main() {
 	file := filepath.Join(dir, "data")
 	size := int64(*sizeMiB) << 20
 	sum := writeRandom(file, size)
-	c := &client.Client{URL: "http://" + gw.addr + "/_/process"}
-	direct := &client.Client{URL: "http://" + gw.service}
+	c := gateway("http://" + gw.addr)
+	direct := service("http://" + gw.service)
 	var old *agentProc
 	if *before != "" {
 		old = startAgent(*before, filepath.Join(dir, "before"))
@@ -125,9 +126,9 @@ func main() {
 		}
 		if old != nil {
 			measure(paths[5], func() time.Duration {
-				return follow(&client.Client{URL: "http://" + old.addr + "/_/process"}, file, size)
+				return follow(gateway("http://"+old.addr), file, size)
 			})
-			measure(paths[6], func() time.Duration { return follow(&client.Client{URL: "http://" + old.service}, file, size) })
+			measure(paths[6], func() time.Duration { return follow(service("http://"+old.service), file, size) })
 		}
 	}
 	fmt.Println("| what | MB/s | agent CPU s/GiB | client CPU s/GiB | other CPU s/GiB |\n|---|---|---|---|---|")
@@ -248,16 +249,31 @@ func runTrue(c *http.Client, gw string) error {
 	return nil
 }
 
-func follow(c *client.Client, file string, size int64) time.Duration {
+// gateway and service are the Go SDK's handles of the agent's gateway
+// and of its process service straight.
+func gateway(u string) *deckhand.Container {
+	c, err := deckhand.NewContainer(u, deckhand.Options{})
+	check(err)
+	return c
+}
+
+func service(u string) *deckhand.Container {
+	c, err := deckhand.NewService("process", u, deckhand.Options{})
+	check(err)
+	return c
+}
+
+func follow(c *deckhand.Container, file string, size int64) time.Duration {
 	ctx := context.Background()
 	start := time.Now()
-	p, err := c.Start(ctx, process.StartInput{Spec: process.Spec{Cmd: []string{"cat", file}}, HoldOutput: true})
+	hold := true
+	p, err := c.Start(ctx, api.StartInput{Cmd: &[]string{"cat", file}, HoldOutput: &hold})
 	check(err)
 	var n int64
-	end, err := c.Follow(ctx, p.ID, 0, client.FollowOptions{}, func(o client.Output) error { n += int64(len(o.Data)); return nil })
+	end, err := c.Stream(ctx, p.Id, deckhand.StreamOptions{Binary: true}, func(o deckhand.Output) error { n += int64(len(o.Data)); return nil })
 	check(err)
 	took := time.Since(start)
-	if n != size || end.State != process.StateExited {
+	if n != size || end.State != api.ProcessStateExited {
 		fail(fmt.Sprintf("followed %d of %d bytes, %s", n, size, end.State))
 	}
 	return took

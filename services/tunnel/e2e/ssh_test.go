@@ -163,8 +163,14 @@ var clientListening = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
 // client runs `deckhand tunnel` and returns the local address it forwards.
 func client(t *testing.T, args ...string) string {
 	t.Helper()
+	return clientEnv(t, nil, args...)
+}
+
+// clientEnv is client with env added to the command's environment.
+func clientEnv(t *testing.T, env []string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(deckhand, append([]string{"tunnel", "--local", "127.0.0.1:0", "--ping-interval", "2s"}, args...)...)
-	cmd.Env = append(os.Environ(), "DECKHAND_TOKEN=s3cret-token")
+	cmd.Env = append(append(os.Environ(), "DECKHAND_TOKEN=s3cret-token"), env...)
 	out, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -457,16 +463,27 @@ func TestThroughTheGateway(t *testing.T) {
 		t.Fatalf("proxy through the gateway: %q, want %q", body, want)
 	}
 
-	local := client(t, "--url", "http://"+gw+"/_/tunnel/", "--remote", strconv.Itoa(appPort))
-	c, err := net.Dial("tcp", local)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "GET /raw HTTP/1.0\r\nHost: x\r\n\r\n")
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	all, err := io.ReadAll(c)
-	if err != nil || !strings.HasSuffix(string(all), "app /raw prefix=") {
-		t.Fatalf("HTTP/1.0 through the tunnel: %v %q", err, all)
+	// The gateway named by --url's service path, by --agent, and by
+	// DECKHAND_AGENT_URL alone, as every agent command takes it.
+	for _, via := range []struct {
+		env  []string
+		args []string
+	}{
+		{nil, []string{"--url", "http://" + gw + "/_/tunnel/"}},
+		{nil, []string{"--agent", "http://" + gw}},
+		{[]string{"DECKHAND_AGENT_URL=http://" + gw}, nil},
+	} {
+		local := clientEnv(t, via.env, append(via.args, "--remote", strconv.Itoa(appPort))...)
+		c, err := net.Dial("tcp", local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "GET /raw HTTP/1.0\r\nHost: x\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		all, err := io.ReadAll(c)
+		c.Close()
+		if err != nil || !strings.HasSuffix(string(all), "app /raw prefix=") {
+			t.Fatalf("HTTP/1.0 through the tunnel (%v %v): %v %q", via.env, via.args, err, all)
+		}
 	}
 }
