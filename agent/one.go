@@ -86,7 +86,7 @@ func ServeOne(ctx context.Context, cfg OneConfig) error {
 		cfg.Notifier = childNotifier(log, cfg.Data, cfg.Name)
 	}
 	deps := contract.ServiceDeps{Name: cfg.Name, DataDir: dir, Store: db, Logger: log, Clock: clock.SystemClock{},
-		Journal: cfg.Journal, Notifier: cfg.Notifier, Common: cfg.Settings.Common}
+		Journal: cfg.Journal, Notifier: cfg.Notifier, Common: cfg.Settings.Common, Offsets: Offsets}
 	svc, err := entry.constructor(reason)(deps, cfg.Settings.Of(cfg.Name))
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Name, err)

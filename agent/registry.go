@@ -54,6 +54,19 @@ type Entry struct {
 	Binary       string
 	NeedsDisplay bool
 	Unavailable  func(reason string) contract.ContainerService
+	// ActsFor lists the services this one calls on its caller's behalf:
+	// the gateway judges the caller against each and tells the service
+	// which passed (contract.ReachHeader). ToolList: a proxy permissions
+	// document's tool allow-list (mcp_tools) limits this service's callers
+	// (contract.ToolsHeader).
+	ActsFor  []string
+	ToolList bool
+}
+
+// acting is e calling the services for its caller, with a tool allow-list.
+func (e Entry) acting(services []string) Entry {
+	e.ActsFor, e.ToolList = services, true
+	return e
 }
 
 // Service makes the registry entry of a service package: its port offset,
@@ -103,7 +116,7 @@ var registry = []Entry{
 	Service("curl", 13, curl.New),
 	Service("notifications", 14, notifications.New),
 	Service("process", 15, process.New),
-	Service("mcp", 16, mcp.New),
+	Service("mcp", 16, mcp.New).acting(mcp.ActsFor),
 }
 
 // Offsets are the registry's port offsets by service name: a service's
@@ -115,6 +128,24 @@ var Offsets = func() map[string]int {
 	}
 	return m
 }()
+
+// ActsFor are the registry's ActsFor by the name of each service that
+// acts for its caller.
+func ActsFor() map[string][]string {
+	m := map[string][]string{}
+	for _, e := range registry {
+		if e.ActsFor != nil {
+			m[e.Name] = e.ActsFor
+		}
+	}
+	return m
+}
+
+// ToolList reports whether a tool allow-list limits service's callers.
+func ToolList(service string) bool {
+	e, ok := Lookup(service)
+	return ok && e.ToolList
+}
 
 // Lookup finds a registered service.
 func Lookup(name string) (Entry, bool) {

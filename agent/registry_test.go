@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"deckhand/agent"
-	"deckhand/control/proxy"
-	"deckhand/platform"
+	"deckhand/control/agentservices"
 	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 )
@@ -104,15 +103,12 @@ func TestRegistryMatchesThePortTable(t *testing.T) {
 	}
 	// The copies others read: the control plane's names of a container's
 	// services, and the offsets the mcp service's tools call ports by.
-	names := append([]string(nil), proxy.Services...)
+	names := append([]string(nil), agentservices.Names...)
 	sort.Strings(names)
 	reg := agent.Registered()
 	sort.Strings(reg)
 	if !reflect.DeepEqual(names, reg) {
 		t.Fatalf("the control plane knows the services %v, the agent registers %v", names, reg)
-	}
-	if !reflect.DeepEqual(platform.PortOffsets, agent.Offsets) {
-		t.Fatalf("platform.PortOffsets %v differ from the registry's %v", platform.PortOffsets, agent.Offsets)
 	}
 }
 

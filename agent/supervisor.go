@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
-	"github.com/valyala/fasthttp"
 
 	"deckhand/agent/access"
 	"deckhand/agent/egress"
@@ -177,7 +176,8 @@ func New(cfg Config) (*Supervisor, error) {
 		s.access, err = access.New(access.Config{ControlURL: cfg.ControlURL, ContainerID: cfg.ContainerID, ProjectID: cfg.ProjectID,
 			Token: cfg.Token, TokenFile: cfg.TokenFile, ControlKey: cfg.ControlKey, InsecureControlURL: cfg.InsecureControlURL,
 			PermissionsFile: cfg.PermissionsFile, Dir: filepath.Join(cfg.Data, "proxyperm"),
-			Port: func(name string) int { return Port(cfg.PortBase, name) }, Journal: cfg.Journal, Logger: cfg.Logger})
+			Port: func(name string) int { return Port(cfg.PortBase, name) }, ActsFor: ActsFor(), ToolList: ToolList,
+			Journal: cfg.Journal, Logger: cfg.Logger})
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +194,7 @@ func New(cfg Config) (*Supervisor, error) {
 	s.gw = gateway.New(gateway.Config{
 		Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 		Known: Known(), Backend: s.backend, InProcess: s.inProcess, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
-		Authorizer: cfg.Authorizer, Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
+		Authorizer: cfg.Authorizer, ActsFor: ActsFor(), Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
 		LocalTrust: trust, Claim: s.claimHandler(), Leases: s.idle.serveLeases,
 	})
 	ok = true
@@ -283,7 +283,7 @@ func (s *Supervisor) deps(name string) (contract.ServiceDeps, error) {
 	return contract.ServiceDeps{
 		Name: name, DataDir: dir, Store: db, Logger: s.log.With("service", name), Clock: clock.SystemClock{},
 		Journal: s.cfg.Journal, Notifier: s.cfg.Notifier, Common: s.cfg.Settings.Common,
-		InMemory: s.inMemory, Peer: s.peer,
+		Peer: s.peer, Offsets: Offsets,
 	}, nil
 }
 
@@ -296,14 +296,6 @@ func (s *Supervisor) peer(name string) *platform.Host {
 		}
 	}
 	return nil
-}
-
-// inMemory runs rc through the handler of a service served in this
-// process right now (gateway.InProcess.ServeInMemory); false for a child
-// (--isolate) or one not serving.
-func (s *Supervisor) inMemory(name string, rc *fasthttp.RequestCtx) bool {
-	d := s.inProcess(name)
-	return d != nil && d.ServeInMemory(rc)
 }
 
 // Run serves until ctx ends, then stops everything. It returns nil on a

@@ -40,43 +40,6 @@ func ViaGateway(ctx context.Context) bool {
 	return v.dispatched || (v.trust != nil && v.trust.Own(v.conn))
 }
 
-// ReachHeader is set by the agent's gateway on every request to a
-// service that calls other services for its caller (ActsFor): a comma
-// list of that service itself and those of the others the same proxy
-// permissions decision, for the same credential and client, admits (each
-// judged as its own program and port). The gateway drops every copy a
-// client sends (it is an identity header), so such a service shows and
-// runs only what its caller could reach directly; a request without it
-// did not come through the gateway.
-const ReachHeader = "X-Deckhand-Identity-Reach"
-
-// ActsFor names, for each service that calls other services on its
-// caller's behalf, the services it calls: the gateway judges the caller
-// against each and tells the service the result in ReachHeader.
-var ActsFor = map[string][]string{
-	"mcp": {"process", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"},
-}
-
-// DesktopService is the service whose input proxy permissions judge as
-// program desktop (contract.RouteProgram); DesktopReach names, in
-// ReachHeader, a caller who may drive it (program desktop on its port),
-// beside "display" for one who may read it (program services).
-const (
-	DesktopService = "display"
-	DesktopReach   = "desktop"
-)
-
-// ToolsHeader is set by the agent's gateway on a request to ToolsService
-// whose caller the proxy permissions document limits to a tool
-// allow-list (the mcp_tools extension of its groups): a comma list of
-// tool names and prefix patterns ending in '*' (ToolAllowed). Absent, the
-// caller's tools are limited by its reach only. Like ReachHeader it is an
-// identity header, so every copy a client sends is dropped.
-const ToolsHeader = "X-Deckhand-Identity-Tools"
-
-// ToolsService is the service whose tools ToolsHeader limits.
-const ToolsService = "mcp"
-
 // ToolAllowed reports whether tool is named by one of patterns: equal to
 // a name, or starting with the prefix of a pattern ending in '*' ("*"
 // alone names every tool).

@@ -38,7 +38,9 @@ type Tool struct {
 	// beyond the container's own state (a command may do anything).
 	ReadOnly, Destructive, Idempotent, OpenWorld bool
 	// Args names parameters otherwise for a model (workspaceID:
-	// workspace): parameter name to argument name.
+	// workspace): parameter name to argument name. A parameter named "-"
+	// is no argument of the tool (a header a model has no use for): it is
+	// bound as not given.
 	Args map[string]string
 }
 
@@ -76,7 +78,9 @@ func toolDoc(r Route) map[string]any {
 		// own names: argument name to parameter name.
 		names := map[string]string{}
 		for p, a := range t.Args {
-			names[a] = p
+			if a != "-" {
+				names[a] = p
+			}
 		}
 		doc["x-parameters"] = names
 	}
@@ -90,6 +94,9 @@ func toolInputSchema(t *Tool, in *inputPlan) map[string]any {
 	required := []string{}
 	if in != nil {
 		for _, p := range in.params {
+			if t.arg(p.p.Name) == "-" {
+				continue
+			}
 			pd := paramDoc(p.p)
 			s := pd["schema"].(map[string]any)
 			if d, ok := pd["description"].(string); ok {
@@ -231,7 +238,7 @@ func (p *inputPlan) bindArgs(r Route, args map[string]json.RawMessage, dst any) 
 		f := &p.params[i]
 		raw, given := "", false
 		name := r.Tool.arg(f.p.Name)
-		if a, ok := args[name]; ok {
+		if a, ok := args[name]; ok && name != "-" {
 			delete(args, name)
 			s, err := argText(a)
 			if err != nil {

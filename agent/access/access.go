@@ -34,7 +34,6 @@ import (
 	"time"
 
 	"deckhand/agent/gateway"
-	"deckhand/platform"
 	"deckhand/platform/clock"
 	"deckhand/platform/contract"
 	"deckhand/platform/fault"
@@ -67,6 +66,12 @@ type Config struct {
 	// Port gives the port of a service the gateway routes to; the program
 	// rules match it (ProgramFor).
 	Port func(service string) int
+	// ActsFor are, by service, the services it calls for its caller (the
+	// agent's registry): reach judges the caller against each. ToolList
+	// reports whether a document's tool allow-list limits a service's
+	// callers.
+	ActsFor  map[string][]string
+	ToolList func(service string) bool
 	// Poll is how often the control plane or the file is checked
 	// (default 2 s: a change applies within 5 s).
 	Poll    time.Duration
@@ -233,7 +238,7 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 		Source:  src,
 		Header:  r.Header, Cookie: r.Cookie, Param: r.Query,
 		Now: a.cfg.Clock.Now(), Audience: a.cfg.ContainerID,
-		ToolList: t.Service == platform.ToolsService,
+		ToolList: a.cfg.ToolList != nil && a.cfg.ToolList(t.Service),
 		Service:  t.Service,
 	}
 	if pol == nil || !pol.Enabled {
@@ -269,12 +274,12 @@ func (a *Authorizer) Authorize(r gateway.Request, t gateway.Target) (gateway.Ide
 }
 
 // reach judges, for a service that acts for its caller on other services
-// (platform.ActsFor), each of those as if the caller had asked it
+// (Config.ActsFor), each of those as if the caller had asked it
 // directly: the same document, credential and client, that service's
 // program and port. The acting service itself leads the list. Those decisions are not journaled one by one: the
 // acting service journals what it then does.
 func (a *Authorizer) reach(pol *proxyperm.Policy, f proxyperm.Facts, service string) []string {
-	targets, ok := platform.ActsFor[service]
+	targets, ok := a.cfg.ActsFor[service]
 	if !ok {
 		return nil
 	}
@@ -291,12 +296,12 @@ func (a *Authorizer) reach(pol *proxyperm.Policy, f proxyperm.Facts, service str
 		if pol.Evaluate(g, a.claims).Allowed() {
 			out = append(out, s)
 		}
-		if s == platform.DesktopService {
+		if contract.HasDesktopInput(s) {
 			// Driving the display is its own program (the display's
 			// reading tools need only services).
 			g.Program = proxyperm.ProgramDesktop
 			if pol.Evaluate(g, a.claims).Allowed() {
-				out = append(out, platform.DesktopReach)
+				out = append(out, contract.DesktopReach)
 			}
 		}
 	}

@@ -273,7 +273,7 @@ func TestReachOfAnActingService(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, err := access.New(access.Config{PermissionsFile: path, Journal: &journal{}, Logger: quietLog(),
-		Port: func(s string) int { return agent.Port(7700, s) }})
+		Port: func(s string) int { return agent.Port(7700, s) }, ActsFor: agent.ActsFor(), ToolList: agent.ToolList})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestToolListOfTheMCPService(t *testing.T) {
 	}
 	j := &journal{}
 	a, err := access.New(access.Config{PermissionsFile: path, Journal: j, Logger: quietLog(),
-		Port: func(s string) int { return agent.Port(7700, s) }})
+		Port: func(s string) int { return agent.Port(7700, s) }, ActsFor: agent.ActsFor(), ToolList: agent.ToolList})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestDisplayInputIsDesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, err := access.New(access.Config{PermissionsFile: path, Journal: &journal{}, Logger: quietLog(),
-		Port: func(s string) int { return agent.Port(7700, s) }})
+		Port: func(s string) int { return agent.Port(7700, s) }, ActsFor: agent.ActsFor(), ToolList: agent.ToolList})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/fault"
 	"deckhand/platform/reqpolicy"
 )
@@ -81,13 +82,13 @@ type Identity struct {
 	// app) sees them.
 	Credentials []Credential
 	// Reach, for a target that acts for its caller on other services
-	// (platform.ActsFor), lists the target and those of the others the
+	// (Config.ActsFor), lists the target and those of the others the
 	// same decision admits; the gateway hands it on in
-	// platform.ReachHeader.
+	// contract.ReachHeader.
 	Reach []string
-	// Tools, for a request to platform.ToolsService, is the caller's tool
-	// allow-list (nil: no list); the gateway hands it on in
-	// platform.ToolsHeader.
+	// Tools, for a request to a service with a tool allow-list, is the
+	// caller's tool allow-list (nil: no list); the gateway hands it on in
+	// contract.ToolsHeader.
 	Tools []string
 }
 
@@ -124,18 +125,22 @@ type Authorizer interface {
 
 // LoopbackOnly is the rule of docs/spec/operations.md for a container without a
 // proxy permissions document: nothing passes except from loopback.
-type LoopbackOnly struct{}
+type LoopbackOnly struct {
+	// ActsFor are the services each acting service calls for its caller
+	// (Config.ActsFor): a loopback client reaches all of them.
+	ActsFor map[string][]string
+}
 
 // Authorize lets trusted loopback clients through (Request.Loopback: a
 // private peer's forged X-Forwarded-For: 127.0.0.1 does not make it
 // loopback, nor does a local user the agent does not trust).
-func (LoopbackOnly) Authorize(r Request, t Target) (Identity, *fault.Error) {
+func (l LoopbackOnly) Authorize(r Request, t Target) (Identity, *fault.Error) {
 	if r.Loopback() {
 		id := Identity{Type: "loopback", Subject: r.Client().String()}
-		if acts, ok := platform.ActsFor[t.Service]; ok {
+		if acts, ok := l.ActsFor[t.Service]; ok {
 			id.Reach = append([]string{t.Service}, acts...)
-			if slices.Contains(acts, platform.DesktopService) {
-				id.Reach = append(id.Reach, platform.DesktopReach)
+			if slices.ContainsFunc(acts, contract.HasDesktopInput) {
+				id.Reach = append(id.Reach, contract.DesktopReach)
 			}
 		}
 		return id, nil
@@ -223,10 +228,10 @@ func setIdentity(h *fasthttp.RequestHeader, id Identity) {
 		h.Set(platform.AuthorizedPortHeader, strconv.Itoa(id.Port))
 	}
 	if id.Reach != nil {
-		h.Set(platform.ReachHeader, strings.Join(id.Reach, ","))
+		h.Set(contract.ReachHeader, strings.Join(id.Reach, ","))
 	}
 	if id.Tools != nil {
-		h.Set(platform.ToolsHeader, strings.Join(id.Tools, ","))
+		h.Set(contract.ToolsHeader, strings.Join(id.Tools, ","))
 	}
 	if id.Type == "" {
 		return

@@ -45,9 +45,6 @@ type InProcess struct {
 	// localIP is the address the service listens on: a proxied request
 	// arrives there, and the service's request policy judges by it.
 	localIP net.IP
-	// addr is that listener's address: the local end a request made in
-	// memory (ServeInMemory) shows the service's policy.
-	addr net.Addr
 	// streams: the service's server streams request bodies
 	// (contract.BodyStreamer); else it reads a body whole, up to bodyLimit.
 	streams     bool
@@ -83,9 +80,6 @@ func NewInProcess(app *fiber.App, addr net.Addr) *InProcess {
 		readTimeout: bodyTimeout(srv), headerLimit: cfg.ReadBufferSize}
 	if a, ok := addr.(*net.TCPAddr); ok {
 		d.localIP = a.IP
-		d.addr = a
-	} else {
-		d.addr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}
 	}
 	if d.bodyLimit <= 0 {
 		d.bodyLimit = fasthttp.DefaultMaxRequestBodySize

@@ -18,8 +18,7 @@
 // A request past those checks reaches its service one of two ways. A
 // service the agent runs in its own process (not --isolate) is called in
 // place: its Fiber handler gets the client's own *fasthttp.RequestCtx,
-// rewritten as for the proxy (dispatch.go, InProcess; ServeInMemory is the
-// same call for a request another service builds in memory). An isolated
+// rewritten as for the proxy (dispatch.go, InProcess). An isolated
 // service, and a request the service's own server would refuse before its
 // handler, go through the proxy: one fasthttp.HostClient per service,
 // pooled keep-alive connections, the request target passed on verbatim
@@ -101,8 +100,12 @@ type Config struct {
 	// Leases answers LeasesPath once the request is authorized (nil:
 	// 404).
 	Leases fasthttp.RequestHandler
-	// Authorizer decides who may pass; default LoopbackOnly.
+	// Authorizer decides who may pass; default LoopbackOnly with ActsFor.
 	Authorizer Authorizer
+	// ActsFor are, by service, the services it calls for its caller (the
+	// agent's registry): the default Authorizer lets a loopback client
+	// reach them all.
+	ActsFor map[string][]string
 	// Policy is the request policy (Host, Origin, Sec-Fetch-Site) checked
 	// before anything else; default: Domain and no extra origins.
 	Policy *reqpolicy.RequestPolicy
@@ -175,7 +178,7 @@ func (g *Gateway) warnEvery(msg string, args ...any) {
 // New builds the gateway.
 func New(cfg Config) *Gateway {
 	if cfg.Authorizer == nil {
-		cfg.Authorizer = LoopbackOnly{}
+		cfg.Authorizer = LoopbackOnly{ActsFor: cfg.ActsFor}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

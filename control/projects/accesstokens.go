@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"deckhand/platform"
+	"deckhand/control/agentservices"
 	"deckhand/platform/auth"
 	"deckhand/platform/fault"
 	"deckhand/platform/proxyperm"
@@ -40,7 +40,7 @@ func (in *AccessTokenInput) Validate() error {
 		return fault.Invalid("services", "at most %d services", maxAccessServices)
 	}
 	for i, svc := range in.Services {
-		if _, ok := platform.PortOffsets[svc]; !ok {
+		if !slices.Contains(agentservices.Names, svc) {
 			return fault.Invalid(fmt.Sprintf("services[%d]", i), "%q is not a service of the agent (one of %s)", svc, strings.Join(agentServices(), ", "))
 		}
 	}
@@ -58,10 +58,7 @@ func (in *AccessTokenInput) Validate() error {
 
 // agentServices are the service names a token may name, sorted.
 func agentServices() []string {
-	out := make([]string, 0, len(platform.PortOffsets))
-	for svc := range platform.PortOffsets {
-		out = append(out, svc)
-	}
+	out := slices.Clone(agentservices.Names)
 	sort.Strings(out)
 	return out
 }

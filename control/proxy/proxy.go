@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"deckhand/control/agentservices"
 	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/platform/hostroute"
@@ -123,7 +124,7 @@ func New(cfg Config, cat Catalog) *Proxy {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	known := append([]string(nil), Services...)
+	known := append([]string(nil), agentservices.Names...)
 	// Longest first, so a service whose name ends another's wins.
 	for i := range known {
 		for j := i + 1; j < len(known); j++ {

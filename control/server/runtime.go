@@ -15,9 +15,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"deckhand/control/agentservices"
 	"deckhand/control/fleet"
 	"deckhand/control/projects"
-	"deckhand/control/proxy"
 	"deckhand/control/runtime"
 	"deckhand/control/runtime/docker"
 	"deckhand/control/runtime/kubernetes"
@@ -203,7 +203,7 @@ func (s *Server) dockerHost() string {
 
 // runtimeConfig is the projects domain's Runtime section.
 func (s *Server) runtimeConfig() projects.Runtime {
-	services := append([]string(nil), proxy.Services...)
+	services := append([]string(nil), agentservices.Names...)
 	sort.Strings(services)
 	rt := projects.Runtime{AgentControlURL: s.agentControlURL, EnrollTimeout: s.cfg.EnrollTimeout,
 		MaxPerProject: s.cfg.MaxContainersPerProject, MaxSnapshots: s.cfg.MaxSnapshotsPerProject, ContainerDomain: s.cfg.ContainerDomain, ServerName: s.cfg.ServerName,

@@ -144,3 +144,31 @@ func matchSegments(pattern, p string) bool {
 	}
 	return true
 }
+
+// Headers the agent's gateway sets on a request to a service that acts
+// for its caller on other services (the registry entry's ActsFor, such as
+// the mcp service's tools). Both are identity headers: the gateway drops
+// every copy a client sends, so the service may rely on them, and a
+// request without ReachHeader did not come through the gateway.
+const (
+	// ReachHeader is a comma list of the acting service itself and those
+	// of the others the same proxy permissions decision, for the same
+	// credential and client, admits (each judged as its own program and
+	// port): the service shows and runs only what its caller could reach
+	// directly.
+	ReachHeader = "X-Deckhand-Identity-Reach"
+	// ToolsHeader is set for a service whose callers a document's tool
+	// allow-list limits (the entry's ToolList; the mcp_tools extension of
+	// its groups): a comma list of tool names and prefix patterns ending
+	// in '*' (platform.ToolAllowed). Absent, the caller's tools are
+	// limited by its reach only.
+	ToolsHeader = "X-Deckhand-Identity-Tools"
+	// DesktopReach names, in ReachHeader, a caller who may drive a
+	// service whose input is judged as program desktop (HasDesktopInput),
+	// beside that service's own name for one who may only read it.
+	DesktopReach = ProgramDesktop
+)
+
+// HasDesktopInput reports whether proxy permissions judge service's input
+// as program desktop (RouteProgram) and its reading routes as services.
+func HasDesktopInput(service string) bool { return service == displayService }

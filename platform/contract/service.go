@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"github.com/valyala/fasthttp"
 
 	"deckhand/platform"
 	"deckhand/platform/clock"
@@ -40,19 +39,16 @@ type ServiceDeps struct {
 	Notifier Notifier
 	// Common are the settings every service shares (origins, proxy headers).
 	Common CommonSettings
-	// InMemory, set by the agent for a service it runs in its own process,
-	// runs a request (rc.Request filled in) through the handler of another
-	// service this process serves right now, with no socket, judged by that
-	// service's request policy as a call on its port. It answers false,
-	// running nothing, for a service that runs as a child (--isolate) or
-	// not at all, or a body over its limit: call its port then. The caller
-	// reads rc.Response and then calls rc.ResetUserValues.
-	InMemory func(service string, rc *fasthttp.RequestCtx) bool
 	// Peer, set by the agent for a service it runs in its own process, is
 	// the host of another service this process serves right now (nil for
 	// one that runs as a child or not at all): the MCP service calls that
 	// service's tools through it in memory (platform.Host.CallTool).
 	Peer func(service string) *platform.Host
+	// Offsets are the port offsets of the agent's registry by service
+	// name: a service that calls another on its port (the mcp service's
+	// tools, for a service in a child process) adds one to the agent's
+	// port base.
+	Offsets map[string]int
 }
 
 // WithDefaults is d with what a test or a stand-alone caller left out

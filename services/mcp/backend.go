@@ -11,40 +11,36 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
-	"deckhand/platform"
 	"deckhand/platform/fault"
 )
 
-// backend calls the agent's other services: in memory, through the
-// service's own handler, when the agent runs it in this process
-// (contract.ServiceDeps.InMemory), else on its loopback port.
+// backend calls an operation of the agent's other services that is no
+// tool (a file's bytes, a stream, a process's output) on its loopback
+// port, where the service's own server judges and limits it as any
+// local caller's; a route tool runs in memory instead (routetools.go).
 type backend struct {
-	host   string
-	base   int
-	client *http.Client
-	// inMemory is nil when this service runs as a child (--isolate).
-	inMemory func(service string, rc *fasthttp.RequestCtx) bool
+	host    string
+	base    int
+	offsets map[string]int // contract.ServiceDeps.Offsets
+	client  *http.Client
 }
 
-func newBackend(host string, base int, inMemory func(string, *fasthttp.RequestCtx) bool) *backend {
+func newBackend(host string, base int, offsets map[string]int) *backend {
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
 	tr := &http.Transport{Proxy: nil, MaxIdleConns: 64, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second,
 		DisableCompression: true}
-	return &backend{host: host, base: base, client: &http.Client{Transport: tr}, inMemory: inMemory}
+	return &backend{host: host, base: base, offsets: offsets, client: &http.Client{Transport: tr}}
 }
 
 func (b *backend) close() { b.client.CloseIdleConnections() }
 
 // url is the address of path on service, with query q.
 func (b *backend) url(service, path string, q url.Values) string {
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(b.host, strconv.Itoa(b.base+platform.PortOffsets[service])), Path: path}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(b.host, strconv.Itoa(b.base+b.offsets[service])), Path: path}
 	if len(q) > 0 {
 		u.RawQuery = q.Encode()
 	}
@@ -87,10 +83,7 @@ func (b *backend) do(ctx context.Context, who caller, c call) (*http.Response, e
 		req.Header.Set("Content-Type", "application/json")
 	}
 	who.forward(req.Header)
-	resp, err := b.memory(ctx, c.service, req)
-	if resp == nil && err == nil {
-		resp, err = b.client.Do(req)
-	}
+	resp, err := b.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -103,105 +96,6 @@ func (b *backend) do(ctx context.Context, who caller, c call) (*http.Response, e
 		return nil, serviceError(c.service, resp)
 	}
 	return resp, nil
-}
-
-// memory runs req through the handler of c.service when this process
-// serves it (backend.inMemory), as a request on its port: the same URL,
-// Host and headers, so the service's request policy judges it as it
-// judges one that arrived on its socket. Nil, nil when the service is not
-// in this process, or req's body is not in memory or over the service's
-// limit: the port takes it then.
-func (b *backend) memory(ctx context.Context, service string, req *http.Request) (*http.Response, error) {
-	if b.inMemory == nil {
-		return nil, nil
-	}
-	var body []byte
-	if req.Body != nil {
-		// Only a body already in memory: http.NewRequest keeps its length.
-		if req.GetBody == nil || req.ContentLength < 0 {
-			return nil, nil
-		}
-		rd, err := req.GetBody()
-		if err != nil {
-			return nil, err
-		}
-		if body, err = io.ReadAll(rd); err != nil {
-			return nil, err
-		}
-	}
-	rc := &fasthttp.RequestCtx{}
-	r := &rc.Request
-	r.Header.SetMethod(req.Method)
-	r.SetRequestURI(req.URL.RequestURI())
-	r.Header.SetHost(req.URL.Host)
-	for k, vs := range req.Header {
-		for _, v := range vs {
-			r.Header.Add(k, v)
-		}
-	}
-	if body != nil {
-		r.SetBodyRaw(body)
-		r.Header.SetContentLength(len(body))
-	}
-	if !b.inMemory(service, rc) {
-		return nil, nil
-	}
-	if err := ctx.Err(); err != nil {
-		closeMemory(rc)
-		return nil, err
-	}
-	resp := &http.Response{StatusCode: rc.Response.StatusCode(), Header: http.Header{}, Request: req,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, ContentLength: -1}
-	for k, v := range rc.Response.Header.All() {
-		resp.Header.Add(string(k), string(v))
-	}
-	if rc.Response.IsBodyStream() {
-		// A streamed answer (a follow, SSE) is read as the service writes it.
-		mb := &memoryBody{Reader: rc.Response.BodyStream(), rc: rc}
-		// Cancelling the call ends the stream, as it closes a connection.
-		mb.stop = context.AfterFunc(ctx, func() { mb.end() })
-		resp.Body = mb
-	} else {
-		raw := bytes.Clone(rc.Response.Body())
-		resp.ContentLength = int64(len(raw))
-		closeMemory(rc)
-		resp.Body = io.NopCloser(bytes.NewReader(raw))
-	}
-	resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
-	return resp, nil
-}
-
-// memoryBody is a streamed answer of a request made in memory; closing it
-// ends the stream (the service's writer then fails, as on a closed
-// connection) and releases the request.
-type memoryBody struct {
-	io.Reader
-	rc   *fasthttp.RequestCtx
-	stop func() bool
-	once sync.Once
-}
-
-// end closes the stream, which unblocks a read waiting on it.
-func (m *memoryBody) end() {
-	m.once.Do(func() {
-		if c, ok := m.Reader.(io.Closer); ok {
-			_ = c.Close()
-		}
-	})
-}
-
-func (m *memoryBody) Close() error {
-	m.stop()
-	m.end()
-	closeMemory(m.rc)
-	return nil
-}
-
-// closeMemory ends a request made in memory as a server ends one: its
-// body stream closed, its user values released.
-func closeMemory(rc *fasthttp.RequestCtx) {
-	_ = rc.Response.CloseBodyStream()
-	rc.ResetUserValues()
 }
 
 // json sends c and decodes a JSON answer into out (nil: drop it).

@@ -1162,7 +1162,7 @@ func TestNotesAndMemory(t *testing.T) {
 		t.Fatalf("notes_list with a bad after: %s", text(res))
 	}
 	res = callTool(t, s, "notes_read", map[string]any{"notebook": "nb1", "node": ""})
-	if !res.IsError || !strings.Contains(text(res), "node is required") {
+	if !res.IsError || !strings.Contains(text(res), "INVALID: argument node: is required") {
 		t.Fatalf("an empty node: %s", text(res))
 	}
 

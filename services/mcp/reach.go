@@ -32,19 +32,19 @@ const allServices = "*"
 // the request's header (RequestExtra.Header) then says it for every
 // message of the request.
 //
-// Such a caller has no tool allow-list either: platform.ToolsHeader is
+// Such a caller has no tool allow-list either: contract.ToolsHeader is
 // dropped.
 func markReach(r *http.Request) {
-	if _, set := r.Header[http.CanonicalHeaderKey(platform.ReachHeader)]; !set || !platform.ViaGateway(r.Context()) {
-		r.Header.Set(platform.ReachHeader, allServices)
-		r.Header.Del(platform.ToolsHeader)
+	if _, set := r.Header[http.CanonicalHeaderKey(contract.ReachHeader)]; !set || !platform.ViaGateway(r.Context()) {
+		r.Header.Set(contract.ReachHeader, allServices)
+		r.Header.Del(contract.ToolsHeader)
 	}
 }
 
 // caller is who a message came from.
 type caller struct {
 	reach  []string // nil: everything
-	tools  []string // the allow-list of platform.ToolsHeader; nil: none
+	tools  []string // the allow-list of contract.ToolsHeader; nil: none
 	header http.Header
 }
 
@@ -54,10 +54,10 @@ func callerOf(extra *mcp.RequestExtra) caller {
 		h = extra.Header
 	}
 	c := caller{header: h, reach: []string{}}
-	if _, listed := h[http.CanonicalHeaderKey(platform.ToolsHeader)]; listed {
-		c.tools = commaList(h.Get(platform.ToolsHeader)) // an empty list allows nothing
+	if _, listed := h[http.CanonicalHeaderKey(contract.ToolsHeader)]; listed {
+		c.tools = commaList(h.Get(contract.ToolsHeader)) // an empty list allows nothing
 	}
-	v := strings.TrimSpace(h.Get(platform.ReachHeader))
+	v := strings.TrimSpace(h.Get(contract.ReachHeader))
 	if v == allServices {
 		c.reach = nil
 		return c
@@ -147,10 +147,10 @@ func (c caller) who() map[string]any {
 const codeForbidden = -32003
 
 func forbidden(service string) error {
-	if service == platform.DesktopReach {
+	if service == contract.DesktopReach {
 		return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
 			"FORBIDDEN: this credential may not drive the %s service (its input is judged as program %s by the proxy permissions; %s only reads the screen)",
-			platform.DesktopService, contract.ProgramDesktop, contract.ProgramServices)}
+			"display", contract.ProgramDesktop, contract.ProgramServices)}
 	}
 	return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
 		"FORBIDDEN: this credential may not reach the %s service (judged as program %s by the proxy permissions)",
@@ -178,7 +178,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		case "tools/list":
 			runs := s.running.runs(ctx)
-			_ = s.loadTools(ctx, slices.DeleteFunc(slices.Clone(platform.ActsFor["mcp"]), func(svc string) bool { return !runs(svc) }))
+			_ = s.loadTools(ctx, slices.DeleteFunc(slices.Clone(ActsFor), func(svc string) bool { return !runs(svc) }))
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool {
@@ -192,7 +192,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				return next(ctx, method, req)
 			}
 			svc := toolService(p.Name)
-			if svc != "mcp" && !slices.Contains(platform.ActsFor["mcp"], svc) {
+			if svc != "mcp" && !slices.Contains(ActsFor, svc) {
 				return next(ctx, method, req) // no such tool: the SDK says so
 			}
 			start := time.Now()
@@ -269,12 +269,12 @@ var displayReadTools = map[string]bool{
 }
 
 // toolReach is what a tool needs in the caller's reach: its service, or
-// platform.DesktopReach for a display tool that types, clicks or acts on
+// contract.DesktopReach for a display tool that types, clicks or acts on
 // an element (one not listed as a read is taken to act).
 func toolReach(name string) string {
 	svc := toolService(name)
-	if svc == platform.DesktopService && !displayReadTools[name] {
-		return platform.DesktopReach
+	if contract.HasDesktopInput(svc) && !displayReadTools[name] {
+		return contract.DesktopReach
 	}
 	return svc
 }

@@ -67,7 +67,7 @@ func (r *running) probe(ctx context.Context) map[string]bool {
 		mu   sync.Mutex
 		down = map[string]bool{}
 	)
-	for _, svc := range platform.ActsFor["mcp"] {
+	for _, svc := range ActsFor {
 		if r.listed != nil && !slices.Contains(r.listed, svc) {
 			continue
 		}

@@ -10,13 +10,13 @@
 // implemented twice, and the owning service's own checks and limits apply.
 //
 // Who may use what: the gateway judges a request to this service as usual
-// and, because this service acts for its caller (platform.ActsFor), also
+// and, because this service acts for its caller (ActsFor), also
 // judges the caller against each service the tools call, each as its own
-// program and port, and says which passed in platform.ReachHeader. A tool
+// program and port, and says which passed in contract.ReachHeader. A tool
 // of a service outside that list is left out of tools/list and refused on
 // tools/call; so are file resources without files. When the caller's
 // groups carry a tool allow-list (mcp_tools), the gateway sends it in
-// platform.ToolsHeader and tools, and the resources read by the same
+// contract.ToolsHeader and tools, and the resources read by the same
 // means (reach.go, resourceTool), outside it are left out and refused too. A caller on this
 // service's own port that did not come through the gateway is a trusted
 // local user (the host refuses others) and reaches every service.
@@ -45,6 +45,11 @@ import (
 	"deckhand/platform/fault"
 	"deckhand/platform/reqpolicy"
 )
+
+// ActsFor are the services the tools call for their caller: the agent's
+// registry declares them, and the gateway judges the caller against each
+// (contract.ReachHeader).
+var ActsFor = []string{"process", "files", "display", "journal", "notes", "workspace", "tunnel", "vault"}
 
 // Path is where the service speaks MCP.
 const Path = "/api/v1/mcp"
@@ -138,7 +143,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, err
 	}
 	deps = deps.WithDefaults()
-	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase, deps.InMemory)}
+	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase, deps.Offsets)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.catalog = catalog{loaded: map[string]bool{}, tools: map[string]*routeTool{}}
 	s.subs = newSubscriptions(s, set.MaxSubscriptions)
@@ -173,7 +178,6 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.addAccessibilityTools()
 	s.addRecordingTools()
 	s.addJournalTools()
-	s.addMemoryTools()
 	s.addResources()
 	s.server.AddReceivingMiddleware(s.guard)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
@@ -196,7 +200,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 // see the tool list change under it). Without --mcp-services it gives up
 // after a minute: tools/list and tools/call load what answers later.
 func (s *Service) preload(listed []string) {
-	want := platform.ActsFor["mcp"]
+	want := ActsFor
 	if listed != nil {
 		want = slices.DeleteFunc(slices.Clone(want), func(svc string) bool { return !slices.Contains(listed, svc) })
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,18 +15,15 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/valyala/fasthttp"
 
-	"deckhand/agent/gateway"
-	"deckhand/platform"
 	"deckhand/platform/contract"
 	"deckhand/platform/platformtest"
 	"deckhand/services/files"
 )
 
-// withFiles runs a real files service and this service in this process,
-// the files service reached in memory as the agent wires them, and
-// answers this service and its MCP endpoint on a loopback port.
+// withFiles runs a real files service on a loopback port and this
+// service, which reaches it there, and answers this service and its MCP
+// endpoint on a loopback port.
 func withFiles(t *testing.T, set *Settings) (*Service, string) {
 	t.Helper()
 	fdeps := platformtest.ServiceDeps(t, "files")
@@ -39,11 +36,14 @@ func withFiles(t *testing.T, set *Settings) (*Service, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := platformtest.FreePortBase(t, platform.PortOffsets["mcp"]+1)
-	d := gateway.NewInProcess(fh.App(), &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: base + platform.PortOffsets["files"]})
+	u, err := url.Parse(platformtest.Serve(t, fh))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(u.Port())
 	deps := platformtest.ServiceDeps(t, "mcp")
-	deps.InMemory = func(service string, rc *fasthttp.RequestCtx) bool { return service == "files" && d.ServeInMemory(rc) }
-	set.PortBase = base
+	deps.Offsets = offsets
+	set.PortBase = p - offsets["files"]
 	svc, err := New(deps, set)
 	if err != nil {
 		t.Fatal(err)
@@ -146,9 +146,10 @@ func TestSubscriptionsEndWithTheSession(t *testing.T) {
 		idle()
 		tr.CloseIdleConnections()
 	}
-	// The files service's end of a watch stream notices the reader gone at
-	// its next write, a keep-alive at the latest (15 s).
-	for deadline := time.Now().Add(40 * time.Second); runtime.NumGoroutine() > base+2; time.Sleep(100 * time.Millisecond) {
+	// The files service's end of a watch stream notices the reader gone
+	// when a write fails: the first keep-alive (15 s) after the connection
+	// closed, or the one after; its server's idle workers go 10 s later.
+	for deadline := time.Now().Add(75 * time.Second); runtime.NumGoroutine() > base+2; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
 			t.Fatalf("%d goroutines after the sessions, %d before:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])

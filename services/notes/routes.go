@@ -9,6 +9,10 @@ import (
 
 const node = "/api/v1/notes/notebooks/{notebookId}/nodes/{nodeId}"
 
+// noteArgs name a document route's parameters for a model: the node by
+// notebook and node, the version in the body rather than If-Match.
+var noteArgs = map[string]string{"notebookId": "notebook", "nodeId": "node", "If-Match": "-"}
+
 // Routes is the service's route table.
 func (s *Service) Routes() []platform.Route {
 	tags := []string{"notes"}
@@ -25,13 +29,21 @@ func (s *Service) Routes() []platform.Route {
 					"notebook. When next is set, more follow: call again with after set to it.",
 				ReadOnly: true, Idempotent: true}},
 		{Method: http.MethodGet, Path: node + "/document", OperationID: "getDocument", Tags: tags, Summary: "Read a node's document",
-			Description: "With its version (also the ETag). 404 for an unknown node.", Op: platform.Op(s.Get)},
+			Description: "With its version (also the ETag). 404 for an unknown node.", Op: platform.Op(s.Get),
+			Tool: &platform.Tool{Name: "notes_read", Title: "Read a note",
+				Description: "Read a note (a notebook node's document): its title, version and typed blocks, with a text rendering.",
+				ReadOnly:    true, Idempotent: true, Args: noteArgs}},
 		{Method: http.MethodPut, Path: node + "/document", OperationID: "putDocument", Tags: tags, Summary: "Create or replace a node's document",
 			Description: "201 when created, 200 when replaced. Replacing needs the current version, as If-Match \"N\" or version " +
 				"in the body (428 PRECONDITION_REQUIRED without; 409 VERSION_CONFLICT when it is not current). version 0 (or " +
 				"If-Match \"0\") creates only. Every block is checked (ids unique, heading level 1-6, diagram statements parse); " +
 				"a broken rule is 400 naming the field (blocks[3].level) and nothing is written.",
-			Status: http.StatusCreated, Statuses: []int{http.StatusOK}, Op: platform.Op(s.Put)},
+			Status: http.StatusCreated, Statuses: []int{http.StatusOK}, Op: platform.Op(s.Put),
+			Tool: &platform.Tool{Name: "notes_write", Title: "Write a note",
+				Description: "Create or replace a note's whole document: title and typed blocks (text, heading with level, list " +
+					"with items, quote, code with language, math, diagram, divider), each with a unique id. Replacing needs the " +
+					"version notes_read answered (a stale one is refused: read again and redo the change); version 0 creates only.",
+				Destructive: true, Idempotent: true, Args: noteArgs}},
 		{Method: http.MethodPatch, Path: node + "/document", OperationID: "patchDocument", Tags: tags, Summary: "Edit a node's document",
 			Description: "Sets the title and applies ops in order: insert (block, at index, default the end), update (id, block: " +
 				"the new content, the id stays), delete (id), move (id to index). All or none: an op naming a block that is not " +
