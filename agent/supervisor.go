@@ -55,6 +55,9 @@ type Config struct {
 	// control plane that is not on loopback (agent/access).
 	ControlKey         string
 	InsecureControlURL bool
+	// SSHD is the OpenSSH server to keep running as root on the
+	// container's loopback port 22 (sshd_linux.go); empty: none.
+	SSHD string
 	// PermissionsFile is a local proxy permissions document, used when
 	// there is no control plane (reloaded on change).
 	PermissionsFile string
@@ -337,6 +340,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if keys := s.newSSHKeySync(); keys != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); keys.run(runCtx) }()
+	}
+	if srv := s.newSSHD(); srv != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); srv.run(runCtx) }()
 	}
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- s.gw.Serve(s.gwLn) }()
