@@ -22,8 +22,10 @@ import (
 // writes them into the user's authorized_keys). Loopback only: the
 // container's network address is reachable by its neighbours on the
 // engine's bridge, the tunnel is what the platform authorises. Its host key
-// is made on its first start in the agent's data directory, so every
-// container has its own and keeps it across a stop and start.
+// is made on its first start at OpenSSH's usual place (/etc/ssh, the
+// public half readable by every user, as ssh-keygen -A leaves it), so
+// every container has its own (the image carries none) and keeps it
+// across a stop and start.
 
 // sshdPort is where the server listens.
 const sshdPort = 22
@@ -31,7 +33,7 @@ const sshdPort = 22
 // sshd supervises one OpenSSH server.
 type sshd struct {
 	bin     string
-	dir     string // the host key's directory (root's, 0700)
+	dir     string // the host key's directory
 	journal contract.Journal
 	backoff Backoff
 }
@@ -48,7 +50,7 @@ func (s *Supervisor) newSSHD() *sshd {
 		s.log.Warn("no SSH server: --sshd is not an executable", "sshd", bin, "err", err)
 		return nil
 	}
-	return &sshd{bin: bin, dir: filepath.Join(s.cfg.Data, "sshd"), journal: s.cfg.Journal, backoff: DefaultBackoff()}
+	return &sshd{bin: bin, dir: "/etc/ssh", journal: s.cfg.Journal, backoff: DefaultBackoff()}
 }
 
 func (d *sshd) record(level, msg string, fields map[string]any) {
@@ -126,7 +128,7 @@ func (d *sshd) hostKey(ctx context.Context) (string, error) {
 	if _, err := os.Stat(key); err == nil {
 		return key, nil
 	}
-	if err := os.MkdirAll(d.dir, 0o700); err != nil {
+	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return "", err
 	}
 	tmp := key + ".new"
