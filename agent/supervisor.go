@@ -345,6 +345,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); srv.run(runCtx) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.releaseIdleMemory(runCtx) }()
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- s.gw.Serve(s.gwLn) }()
 

@@ -127,6 +127,10 @@ type Service struct {
 
 	mu       sync.Mutex
 	sessions int // open sessions (counted by the server's hooks)
+
+	// preloading starts preload on the first request.
+	preloading sync.Once
+	listed     []string
 }
 
 // New builds the MCP server with its tools and resources.
@@ -187,14 +191,18 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		DisableLocalhostProtection: true,
 	})
 	s.handler = s.bound(h)
-	go s.preload(listed)
+	s.listed = listed
 	return s, nil
 }
 
 // preload loads the route tools of the services the agent runs as soon as
-// they answer, so that a session's first call does not wait for it (nor
-// see the tool list change under it). Without --mcp-services it gives up
-// after a minute: tools/list and tools/call load what answers later.
+// the first request comes (a session's initialize) and they answer, so
+// that the session's first call does not wait for it (nor see the tool
+// list change under it). Not at start: reading every service's OpenAPI
+// document costs each agent megabytes of heap, kept for as long as it
+// runs, and the start's CPU, for a service most containers never use.
+// Without --mcp-services it gives up after a minute: tools/list and
+// tools/call load what answers later.
 func (s *Service) preload(listed []string) {
 	want := platform.ActsFor["mcp"]
 	if listed != nil {
@@ -226,6 +234,7 @@ func (s *Service) Close() error {
 // what the caller may reach and who it is before the SDK sees the request.
 func (s *Service) bound(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.preloading.Do(func() { go s.preload(s.listed) })
 		markReach(r)
 		owner := ownerKey(r)
 		r.Header.Set(ownerHeader, owner)
