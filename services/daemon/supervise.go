@@ -57,6 +57,7 @@ type program struct {
 	waiting    []string
 	stop       chan struct{} // closed to end the current loop
 	done       chan struct{} // closed when the current loop has returned
+	ended      time.Time     // when the last loop returned (Activity)
 }
 
 func newProgram(svc *Service, def *Program) *program {
@@ -117,6 +118,9 @@ func (p *program) start() {
 		defer p.svc.wg.Done()
 		defer close(done)
 		p.loop(def, stop)
+		p.mu.Lock()
+		p.ended = p.svc.deps.Clock.Now()
+		p.mu.Unlock()
 	}()
 }
 
