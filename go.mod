@@ -53,7 +53,9 @@ require (
 
 require (
 	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
+	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/oapi-codegen/runtime v1.9.0 // indirect
+	k8s.io/streaming v0.37.2 // indirect
 )
 
 require (

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/display/api"
+	"deckhand/display/accessibility"
 	"deckhand/platform/platformtest"
 )
 
@@ -50,7 +50,7 @@ func TestProgramsGetTheDesktop(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		status, _, raw := get(t, base+"display/api/v1/display/accessibility?scope=all&depth=1")
-		var tr api.AccessibilityTree
+		var tr accessibility.AccessibilityTree
 		_ = json.Unmarshal(raw, &tr)
 		found := false
 		for _, app := range tr.Nodes {

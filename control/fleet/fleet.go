@@ -252,12 +252,27 @@ func (f *Fleet) Name(ctx context.Context, id string) (string, bool) {
 }
 
 // Capabilities implements runtime.Driver: the local engine's (a Docker
-// driver's when there is none).
+// driver's when there is none). A container on a server has its server's
+// engine's: CapabilitiesOf.
 func (f *Fleet) Capabilities() runtime.Capabilities {
 	if f.o.Local != nil {
 		return f.o.Local.Capabilities()
 	}
 	return runtime.Capabilities{Name: "docker", Pause: true, Snapshots: true}
+}
+
+// CapabilitiesOf is what the engine of server id ("": the local engine)
+// can do, so a call the engine that runs a container cannot make is
+// refused by its rule, whatever the local engine can.
+func (f *Fleet) CapabilitiesOf(ctx context.Context, id string) (runtime.Capabilities, error) {
+	if id == "" {
+		return f.Capabilities(), nil
+	}
+	d, err := f.server(ctx, id)
+	if err != nil {
+		return runtime.Capabilities{}, err
+	}
+	return d.Capabilities(), nil
 }
 
 // Create implements runtime.Driver on the container's server.

@@ -10,6 +10,7 @@ import (
 
 	"deckhand/control/runtime"
 	"deckhand/control/runtime/docker"
+	"deckhand/control/runtime/kubernetes"
 	"deckhand/control/servers"
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
@@ -108,9 +109,19 @@ func (f *Fleet) noteNames(rs []servers.Runner) {
 	}
 }
 
+// movers are the server drivers that stream workspaces in and out
+// (runtime.WorkspaceMover): a workspace moves between any two of them.
+var movers = map[string]bool{servers.DriverDocker: true, servers.DriverKubernetes: true}
+
+var (
+	_ runtime.WorkspaceMover = (*docker.Driver)(nil)
+	_ runtime.WorkspaceMover = (*kubernetes.Driver)(nil)
+)
+
 // CheckMove says whether a container may move from server from to server
-// to (in tx): to has an endpoint of from's driver, is not draining and
-// has room. "" is the local engine, which may be a source only.
+// to (in tx): both hold workspaces a mover streams (a Docker engine or a
+// Kubernetes cluster, in any pair), to has an endpoint, is not draining
+// and has room. "" is the local engine, which may be a source only.
 func (f *Fleet) CheckMove(tx *store.Tx, from, to string, usage map[string]int) error {
 	rs, err := servers.Runners(tx)
 	if err != nil {
@@ -126,56 +137,62 @@ func (f *Fleet) CheckMove(tx *store.Tx, from, to string, usage map[string]int) e
 			dst = &rs[i]
 		}
 	}
+	refuse := func(msg string, args ...any) error {
+		return &fault.Error{Code: fault.CodeConflict, Field: "server_id", Details: "server_id", Message: "server_id: " + fmt.Sprintf(msg, args...)}
+	}
 	if dst == nil {
 		return &fault.Error{Code: fault.CodeNotFound, Field: "server_id", Details: "server_id",
 			Message: fmt.Sprintf("server_id: no server %q with an endpoint", to)}
 	}
-	srcDriver := ""
-	if src != nil {
-		srcDriver = src.Driver
-	} else if from == "" && f.o.Local != nil {
-		srcDriver = f.o.Local.Capabilities().Name
-	}
 	switch {
 	case from == to:
-		return &fault.Error{Code: fault.CodeConflict, Field: "server_id", Details: "server_id", Message: "server_id: the container is on that server already"}
-	case srcDriver != dst.Driver:
-		return &fault.Error{Code: fault.CodeConflict, Field: "server_id", Details: "server_id",
-			Message: fmt.Sprintf("server_id: server %s runs %s and the container's server %q: a workspace moves between servers of one driver", dst.Name, dst.Driver, srcDriver)}
-	case dst.Driver != servers.DriverDocker:
-		return &fault.Error{Code: fault.CodeConflict, Field: "server_id", Details: "server_id",
-			Message: "server_id: workspaces move between docker servers only"}
+		return refuse("the container is on that server already")
+	case from == "" && f.o.Local == nil:
+		return refuse("the container is on the local engine and this control plane has none (--runtime none)")
+	case from == "":
+		if _, ok := f.o.Local.(runtime.WorkspaceMover); !ok {
+			return refuse("the local engine's %s runtime cannot move workspaces", f.o.Local.Capabilities().Name)
+		}
+	case src == nil:
+		return refuse("the container's server %q has no endpoint any more, so its workspace cannot be read", from)
+	case !movers[src.Driver]:
+		return refuse("the container's server %s runs %s, which cannot move workspaces", src.Name, src.Driver)
+	}
+	switch {
+	case !movers[dst.Driver]:
+		return refuse("server %s runs %s, which cannot move workspaces", dst.Name, dst.Driver)
 	case dst.Draining:
-		return &fault.Error{Code: fault.CodeConflict, Field: "server_id", Details: "server_id", Message: fmt.Sprintf("server_id: server %s is draining", dst.Name)}
+		return refuse("server %s is draining", dst.Name)
 	case dst.Capacity-usage[dst.ID] < 1:
-		return &fault.Error{Code: fault.CodeConflict, Field: "server_id", Details: "server_id", Message: fmt.Sprintf("server_id: server %s is full (%d containers)", dst.Name, dst.Capacity)}
+		return refuse("server %s is full (%d containers)", dst.Name, dst.Capacity)
 	}
 	return nil
 }
 
-// workspaces is a server's Docker driver, which copies workspaces.
-func (f *Fleet) workspaces(ctx context.Context, server string) (*docker.Driver, error) {
+// mover is a server's driver as a runtime.WorkspaceMover.
+func (f *Fleet) mover(ctx context.Context, server string) (runtime.Driver, runtime.WorkspaceMover, error) {
 	d, err := f.server(ctx, server)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	dd, ok := d.(*docker.Driver)
+	m, ok := d.(runtime.WorkspaceMover)
 	if !ok {
-		return nil, fmt.Errorf("server %q: %w: workspaces move between docker servers only", server, runtime.ErrNotSupported)
+		return nil, nil, fmt.Errorf("server %q: the %s runtime cannot move workspaces: %w", server, d.Capabilities().Name, runtime.ErrNotSupported)
 	}
-	return dd, nil
+	return d, m, nil
 }
 
 // MoveWorkspace copies workspace ws (of project, its container made of
-// image) from server from to server to through the two engines' APIs.
-// The source keeps its copy: the caller removes it once the record names
-// the target.
+// image) from server from to server to as a tar stream, out of the
+// source's engine and into the target's, whatever their drivers. The
+// source keeps its copy: the caller removes it once the record names the
+// target.
 func (f *Fleet) MoveWorkspace(ctx context.Context, ws, project, image, from, to string) error {
-	src, err := f.workspaces(ctx, from)
+	_, src, err := f.mover(ctx, from)
 	if err != nil {
 		return err
 	}
-	dst, err := f.workspaces(ctx, to)
+	dd, dst, err := f.mover(ctx, to)
 	if err != nil {
 		return err
 	}
@@ -192,11 +209,11 @@ func (f *Fleet) MoveWorkspace(ctx context.Context, ws, project, image, from, to 
 	cerr := r.Close()
 	if ierr != nil {
 		// Leave no half copy on the target.
-		_ = dst.Delete(context.WithoutCancel(ctx), ws, false)
+		_ = dd.Delete(context.WithoutCancel(ctx), ws, false)
 		return ierr
 	}
 	if cerr != nil {
-		_ = dst.Delete(context.WithoutCancel(ctx), ws, false)
+		_ = dd.Delete(context.WithoutCancel(ctx), ws, false)
 		return fmt.Errorf("export the workspace: %w", cerr)
 	}
 	return nil
@@ -230,8 +247,8 @@ func (f *Fleet) Holder(ctx context.Context, ws, image string) (server string, fo
 			continue
 		}
 		if ws != "" {
-			if dd, ok := d.(*docker.Driver); ok {
-				if has, err := dd.HasWorkspace(ctx, ws); err == nil && has {
+			if m, ok := d.(runtime.WorkspaceMover); ok {
+				if has, err := m.HasWorkspace(ctx, ws); err == nil && has {
 					return ids[i], true
 				}
 			}

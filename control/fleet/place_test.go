@@ -25,10 +25,11 @@ var engine storetest.Engine
 func TestMain(m *testing.M) { os.Exit(catalogtest.EachEngine(m, &engine)) }
 
 type env struct {
-	db    *store.DB
-	svc   *servers.Service
-	fleet *fleet.Fleet
-	now   time.Time
+	db     *store.DB
+	svc    *servers.Service
+	fleet  *fleet.Fleet
+	sealer *secrets.Sealer
+	now    time.Time
 }
 
 func newEnv(t *testing.T) *env {
@@ -45,7 +46,7 @@ func newEnv(t *testing.T) *env {
 	}
 	f := fleet.New(fleet.Options{DB: db, Sealer: sealer, Installation: "itest"})
 	t.Cleanup(func() { _ = f.Close() })
-	return &env{db: db, svc: svc, fleet: f, now: now}
+	return &env{db: db, svc: svc, fleet: f, sealer: sealer, now: now}
 }
 
 var admin = catalogtest.Admin("admin-1")

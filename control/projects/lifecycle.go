@@ -231,12 +231,13 @@ func (l *lifecycle) lock(id string) func() {
 	return m.Unlock
 }
 
-// runtimeName is the answer's `runtime`.
-func (s *Service) runtimeName() string {
+// runtimeName is the answer's `runtime`: that of the engine of c's
+// server.
+func (s *Service) runtimeName(c *Container) string {
 	if s.lc.rt.Driver == nil {
 		return RuntimeNone
 	}
-	return s.lc.rt.Driver.Capabilities().Name
+	return s.serverEngine(c).Capabilities().Name
 }
 
 const recordsOnly = "records only: this control plane runs no containers (--runtime none); run the container's agent yourself " +
@@ -247,7 +248,7 @@ const recordsOnly = "records only: this control plane runs no containers (--runt
 // It answers a copy: the record stays as stored.
 func (s *Service) decorate(rec *Container) *Container {
 	c := *rec
-	c.Runtime = s.runtimeName()
+	c.Runtime = s.runtimeName(&c)
 	if c.Runtime == RuntimeNone && c.StatusReason == "" {
 		c.StatusReason = recordsOnly
 	}

@@ -277,7 +277,7 @@ func (s *Service) engineFor(c *Container) (runtime.Driver, error) {
 	if c.ImageName == "" {
 		return nil, errRegistered
 	}
-	return s.lc.rt.Driver, nil
+	return s.serverEngine(c), nil
 }
 
 // ContainerAction is POST /api/v1/containers/{id}/start|stop|restart.

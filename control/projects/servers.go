@@ -3,10 +3,12 @@ package projects
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
 	"deckhand/control/events"
+	"deckhand/control/runtime"
 	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
@@ -17,7 +19,7 @@ import (
 // new container is placed on a server when it is created (its record
 // keeps the server's id in server_id, and its URLs carry that server's
 // name), and an admin may move a stopped container's workspace to
-// another server of the same driver. Without it, every container runs on
+// another server, of either driver. Without it, every container runs on
 // the local engine (--runtime), so a single machine needs no server
 // records.
 
@@ -38,6 +40,36 @@ type Servers interface {
 	MoveWorkspace(ctx context.Context, ws, project, image, from, to string) error
 	// Remove deletes what a server holds of a container.
 	Remove(ctx context.Context, server, id string) error
+	// CapabilitiesOf is what a server's engine can do ("": the local
+	// engine's).
+	CapabilitiesOf(ctx context.Context, server string) (runtime.Capabilities, error)
+}
+
+// onServer is the runtime for a container on a server: the fleet's
+// calls, with the capabilities of that server's engine, so a pause of a
+// container on a Kubernetes server is refused by Kubernetes' rule though
+// the local engine pauses. Only the Driver's methods pass (callers that
+// look for an optional interface ask s.lc.rt.Driver).
+type onServer struct {
+	runtime.Driver
+	caps runtime.Capabilities
+}
+
+func (o onServer) Capabilities() runtime.Capabilities { return o.caps }
+
+// serverEngine is the runtime for container c: the fleet answering the
+// capabilities of c's server. A server the fleet cannot find (no endpoint
+// any more) leaves the fleet's own, and its calls answer why.
+func (s *Service) serverEngine(c *Container) runtime.Driver {
+	drv, fl := s.lc.rt.Driver, s.lc.rt.Servers
+	if fl == nil || c.ServerID == "" {
+		return drv
+	}
+	caps, err := fl.CapabilitiesOf(s.lc.ctx, c.ServerID)
+	if err != nil {
+		return drv
+	}
+	return onServer{Driver: drv, caps: caps}
 }
 
 // bindServers hands the fleet the records' servers.
@@ -161,7 +193,7 @@ func (c *poolClaim) unclaimed(out []*Container) []*Container {
 type ContainerMove struct {
 	ContainerRef
 	Body struct {
-		ServerID string `json:"server_id" required:"true" doc:"the server to move to: one with an endpoint of the same driver, not draining, with room"`
+		ServerID string `json:"server_id" required:"true" doc:"the server to move to: one with an endpoint (Docker or Kubernetes, whatever the container's server runs), not draining, with room"`
 	}
 }
 
@@ -190,6 +222,9 @@ func (s *Service) MoveContainer(ctx context.Context, in ContainerMove) (*Contain
 		return nil, err
 	}
 	defer unlock()
+	if c.ImageName == "" {
+		return nil, errRegistered
+	}
 	if c.Status != StatusStopped && c.Status != StatusFailed {
 		return nil, &fault.Error{Code: fault.CodeConflict, Details: "status",
 			Message: "container " + c.ID + " is " + c.Status + ": stop it before moving it"}
@@ -211,7 +246,7 @@ func (s *Service) MoveContainer(ctx context.Context, in ContainerMove) (*Contain
 	// The stopped engine container stays until the record names the
 	// target: the copy is of a workspace no program writes to.
 	if err := fl.MoveWorkspace(ctx, ws, c.ProjectID, c.ImageName, from, to); err != nil {
-		return nil, engineErr("copy the workspace", err)
+		return nil, moveErr(err, c.ImageName)
 	}
 	var out *Container
 	err = s.db.UpdateContext(ctx, func(tx *store.Tx) error {
@@ -246,15 +281,31 @@ func (s *Service) MoveContainer(ctx context.Context, in ContainerMove) (*Contain
 	return s.decorate(out), nil
 }
 
+// moveErr answers a failed copy: an engine without the container's image
+// (which the copy's helpers are made of) or one that cannot copy is the
+// caller's to fix (409); the rest is the engine's.
+func moveErr(err error, image string) error {
+	switch {
+	case errors.Is(err, runtime.ErrImageMissing):
+		return &fault.Error{Code: fault.CodeConflict, Field: "server_id", Details: "image",
+			Message: "server_id: an engine of the move does not hold the container's image " + image + ", which the copy and the container need: load it there first"}
+	case errors.Is(err, runtime.ErrNotSupported):
+		return &fault.Error{Code: fault.CodeConflict, Field: "server_id", Details: "server_id", Message: "server_id: " + err.Error()}
+	}
+	return engineErr("copy the workspace", err)
+}
+
 // serverRoutes are the routes of servers that run containers.
 func (s *Service) serverRoutes() []platform.Route {
 	return []platform.Route{
 		{Method: http.MethodPost, Path: "/api/v1/admin/containers/{id}/move", OperationID: "moveContainer", Policy: platform.Admin, Tags: []string{"admin"},
 			Summary: "Move a stopped container to another server (admin)",
-			Description: "Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same " +
-				"driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next " +
-				"start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and " +
-				"for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.",
+			Description: "Copies the container's workspace as a tar stream through the engines' APIs to `server_id` (a server with an " +
+				"endpoint, not draining, with room; Docker volumes and Kubernetes claims move in any pair), records the new server and " +
+				"removes what the old one held (engine container or Pod, Service, Secret, volume or claim). The next start makes the " +
+				"container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, for a container " +
+				"registered without an image, for a target that is draining, full or the container's own server, for a source server " +
+				"without an endpoint, and when an engine lacks the container's image; 404 `server_id` for a server without an endpoint.",
 			Message: "Container moved", Op: platform.Op(s.MoveContainer)},
 	}
 }

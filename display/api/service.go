@@ -1,10 +1,12 @@
-// Package api owns the display service's HTTP surface: its one route table,
-// request validation, the input engine (the action table in actions.go,
-// whose entries are at once endpoints and act/batch steps) and the "no
-// display" variant. It talks to the desktop only through Driver, so it
-// builds without cgo: the agent links it to answer 503 DISPLAY_UNAVAILABLE on
-// headless containers, and the deckhand-display binary (display/cmd) links it
-// together with the X11 driver (display/x11).
+// Package api is the display service as the agent and deckhand-display
+// run it: one route table made of its concerns' (display/input, capture,
+// accessibility, recordings, takeover, all over one display/core desk),
+// its index, its flags and the "no display" variant. It talks to the
+// desktop only through display/desktop's seam, so it builds without cgo:
+// the agent links it to answer 503 DISPLAY_UNAVAILABLE on headless
+// containers, and the deckhand-display binary (display/cmd) links it
+// together with the X11 driver (display/x11) and the AT-SPI bus
+// (display/atspi).
 //
 // Every route checks a request in one order: its own rules first
 // (parameters and body, bound by the platform: 400 naming the field), then
@@ -15,74 +17,35 @@
 package api
 
 import (
-	"log/slog"
-	"net/http"
-	"sync"
-	"sync/atomic"
-
-	clockpkg "deckhand/platform/clock"
+	"deckhand/display/accessibility"
+	"deckhand/display/capture"
+	"deckhand/display/core"
+	"deckhand/display/desktop"
+	"deckhand/display/input"
+	"deckhand/display/recordings"
+	"deckhand/display/takeover"
 	"deckhand/platform/contract"
-	"deckhand/platform/fault"
 )
-
-// Codes this service adds to the platform's.
-const (
-	CodeDisplayUnavailable = "DISPLAY_UNAVAILABLE"
-	CodeOffScreen          = "OFF_SCREEN"
-	CodeWaitTimeout        = "WAIT_TIMEOUT"
-)
-
-func init() {
-	fault.RegisterCode(CodeDisplayUnavailable, http.StatusServiceUnavailable)
-	fault.RegisterCode(CodeOffScreen, http.StatusBadRequest)
-	fault.RegisterCode(CodeWaitTimeout, http.StatusRequestTimeout)
-}
-
-const prefix = "/api/v1/display"
 
 // Service is the display service. Its driver can come and go (the X server
 // starts after the service, or restarts): without one every display path
 // answers 503 DISPLAY_UNAVAILABLE and HealthStatus says unavailable.
 type Service struct {
-	log   *slog.Logger
-	clock clockpkg.Clock
-	drv   atomic.Pointer[driverBox]
-	a11y  atomic.Pointer[a11yBox]
+	desk *core.Desk
 
-	dataDir string // the service's own directory ("" for none)
-	recOnce sync.Once
-	rec     atomic.Pointer[recorder]
-	recMax  atomic.Int64 // bytes all kept recordings may take (LimitRecordings)
-	take    takeover
-	reason  atomic.Pointer[string]
-
-	// input serialises everything that presses, moves or types, so one
-	// client's batch is never interleaved with another's clicks; held is
-	// what this service pressed and has not released (for reset).
-	input sync.Mutex
-	held  held
-}
-
-type driverBox struct{ d Driver }
-
-type held struct {
-	keys    map[Keysym]int
-	buttons map[Button]bool
+	Capture       *capture.Service
+	Input         *input.Service
+	Accessibility *accessibility.Service
+	Recordings    *recordings.Service
+	Takeover      *takeover.Service
 }
 
 // New builds the service over drv (nil: unavailable until SetDriver).
-func New(deps contract.ServiceDeps, drv Driver) *Service {
-	s := &Service{log: deps.Logger, clock: deps.Clock, dataDir: deps.DataDir}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	if s.clock == nil {
-		s.clock = clockpkg.SystemClock{}
-	}
-	s.held = held{keys: map[Keysym]int{}, buttons: map[Button]bool{}}
-	s.recMax.Store(DefaultRecordingsMaxTotal)
-	reason := "no X display is configured (set --display or DISPLAY)"
-	s.reason.Store(&reason)
+func New(deps contract.ServiceDeps, drv desktop.Driver) *Service {
+	desk := core.NewDesk(deps.Logger, deps.Clock)
+	in := input.New(desk)
+	s := &Service{desk: desk, Capture: capture.New(desk), Input: in, Accessibility: accessibility.New(desk, in),
+		Recordings: recordings.New(desk, deps.DataDir), Takeover: takeover.New(desk)}
 	if drv != nil {
 		s.SetDriver(drv)
 	}
@@ -98,52 +61,38 @@ func NewUnavailable(reason string) *Service {
 }
 
 // SetDriver makes the display available through d.
-func (s *Service) SetDriver(d Driver) {
-	s.drv.Store(&driverBox{d: d})
-}
+func (s *Service) SetDriver(d desktop.Driver) { s.desk.SetDriver(d) }
 
 // SetUnavailable drops the driver (the caller closes it) and records why.
-func (s *Service) SetUnavailable(reason string) {
-	s.reason.Store(&reason)
-	s.drv.Store(nil)
-}
+func (s *Service) SetUnavailable(reason string) { s.desk.SetUnavailable(reason) }
+
+// SetAccessibility attaches the accessibility bus (nil: none).
+func (s *Service) SetAccessibility(a desktop.Accessibility) { s.Accessibility.SetAccessibility(a) }
+
+// LimitRecordings sets the bytes all kept recordings may take together
+// (--display-recordings-max-total).
+func (s *Service) LimitRecordings(total int64) { s.Recordings.LimitRecordings(total) }
 
 // Driver returns the current driver, or nil.
-func (s *Service) Driver() Driver {
-	if b := s.drv.Load(); b != nil {
-		return b.d
-	}
-	return nil
-}
+func (s *Service) Driver() desktop.Driver { return s.desk.Driver() }
 
 // HealthStatus is for platform.HostConfig.HealthStatus.
 func (s *Service) HealthStatus() (string, string) {
-	if s.Driver() != nil {
+	if s.desk.Driver() != nil {
 		return "ok", ""
 	}
-	return "unavailable", *s.reason.Load()
+	return "unavailable", s.desk.Reason()
 }
 
 // Close stops a running recording and the takeover's VNC servers and
 // closes the driver and the accessibility bus.
 func (s *Service) Close() error {
-	s.closeRecordings()
-	s.closeTakeover()
-	if b := s.a11y.Swap(nil); b != nil && b.a != nil {
-		_ = b.a.Close()
-	}
-	if d := s.Driver(); d != nil {
-		s.drv.Store(nil)
+	s.Recordings.Close()
+	s.Takeover.Close()
+	_ = s.Accessibility.Close()
+	if d := s.desk.Driver(); d != nil {
+		s.desk.SetUnavailable("the display service closed")
 		return d.Close()
 	}
 	return nil
-}
-
-func (s *Service) driver() (Driver, error) {
-	if d := s.Driver(); d != nil {
-		return d, nil
-	}
-	return nil, &fault.Error{Code: CodeDisplayUnavailable,
-		Message: "the display service has no X display: " + *s.reason.Load(),
-		Details: "start an X server (for example scripts/xvfb.sh) and give the agent --display :N"}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"deckhand/display/recordings"
 	"deckhand/platform"
 	"deckhand/platform/config"
 	"deckhand/platform/fault"
@@ -21,9 +22,8 @@ type Settings struct {
 	RecordingsMaxTotal int64
 }
 
-// DefaultRecordingsMaxTotal is --display-recordings-max-total's default:
-// room for the largest single recording (max_bytes 4 GiB).
-const DefaultRecordingsMaxTotal = 4 << 30
+// DefaultRecordingsMaxTotal is --display-recordings-max-total's default.
+const DefaultRecordingsMaxTotal = recordings.DefaultMaxTotal
 
 // Flags declares --display (default $DISPLAY) and the recordings' bound.
 func (s *Settings) Flags(fs *pflag.FlagSet) {

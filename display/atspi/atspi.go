@@ -1,6 +1,6 @@
 // Package atspi owns the display service's connection to the AT-SPI2
 // accessibility bus: it reads applications' accessibility trees and acts
-// on their elements over D-Bus (godbus), for display/api's Accessibility.
+// on their elements over D-Bus (godbus), for display/desktop's Accessibility.
 // It is pure Go; at-spi2-core (the bus launcher and registry) and the
 // toolkits' bridges (GTK's atk-bridge, Qt, Chromium) do the rest.
 package atspi
@@ -16,7 +16,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"deckhand/display/api"
+	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
 
@@ -135,10 +135,10 @@ type ref struct {
 	Path dbus.ObjectPath
 }
 
-func (r ref) id() string { return api.ElementID(r.Name, string(r.Path)) }
+func (r ref) id() string { return desktop.ElementID(r.Name, string(r.Path)) }
 
 func parseRef(id string) (ref, error) {
-	bus, path, err := api.ParseElementID(id)
+	bus, path, err := desktop.ParseElementID(id)
 	if err != nil {
 		return ref{}, err
 	}
@@ -245,7 +245,7 @@ func (b *Bus) DoAction(ctx context.Context, id, name string) error {
 			var done bool
 			if err := b.call(ctx, r, ifAction+".DoAction", []any{&done}, int32(i)); err != nil {
 				if b.left(ctx, r, err) {
-					return api.ErrTargetClosed
+					return desktop.ErrTargetClosed
 				}
 				return elementErr(id, err)
 			}
@@ -347,7 +347,7 @@ func (b *Bus) left(ctx context.Context, r ref, err error) bool {
 }
 
 func (b *Bus) busErr(err error) error {
-	return &fault.Error{Code: api.CodeNoAccessibility, Message: "the accessibility registry does not answer: " + err.Error(),
+	return &fault.Error{Code: desktop.CodeNoAccessibility, Message: "the accessibility registry does not answer: " + err.Error(),
 		Details: "at-spi2-registryd runs on the accessibility bus"}
 }
 

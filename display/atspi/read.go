@@ -8,7 +8,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"deckhand/display/api"
+	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
 
@@ -92,13 +92,13 @@ func (b *Bus) cache(ctx context.Context, app string) *appCache {
 
 // Apps lists the registered applications (those of pid when not 0) with
 // their trees to depth levels (< 0: all).
-func (b *Bus) Apps(ctx context.Context, pid, depth int) ([]api.AccessibleApp, error) {
+func (b *Bus) Apps(ctx context.Context, pid, depth int) ([]desktop.AccessibleApp, error) {
 	var apps []ref
 	if err := b.call(ctx, ref{registryName, rootPath}, ifAccessible+".GetChildren", []any{&apps}); err != nil {
 		return nil, b.busErr(err)
 	}
 	b.forget(apps)
-	out := make([]api.AccessibleApp, len(apps))
+	out := make([]desktop.AccessibleApp, len(apps))
 	keep := make([]bool, len(apps))
 	var wg sync.WaitGroup
 	for i, a := range apps {
@@ -124,7 +124,7 @@ func (b *Bus) Apps(ctx context.Context, pid, depth int) ([]api.AccessibleApp, er
 		}()
 	}
 	wg.Wait()
-	res := []api.AccessibleApp{}
+	res := []desktop.AccessibleApp{}
 	for i := range out {
 		if keep[i] {
 			res = append(res, out[i])
@@ -134,20 +134,20 @@ func (b *Bus) Apps(ctx context.Context, pid, depth int) ([]api.AccessibleApp, er
 }
 
 // Node reads one element without its children.
-func (b *Bus) Node(ctx context.Context, id string) (api.AccessibleNode, error) {
+func (b *Bus) Node(ctx context.Context, id string) (desktop.AccessibleNode, error) {
 	r, err := parseRef(id)
 	if err != nil {
-		return api.AccessibleNode{}, err
+		return desktop.AccessibleNode{}, err
 	}
 	n, err := b.read(ctx, r, 0, nil)
 	if err != nil && b.left(ctx, r, err) {
-		return api.AccessibleNode{}, fault.NotFound("element", id)
+		return desktop.AccessibleNode{}, fault.NotFound("element", id)
 	}
 	if err != nil {
-		return api.AccessibleNode{}, elementErr(id, err)
+		return desktop.AccessibleNode{}, elementErr(id, err)
 	}
 	if n.Has("defunct") {
-		return api.AccessibleNode{}, fault.NotFound("element", id)
+		return desktop.AccessibleNode{}, fault.NotFound("element", id)
 	}
 	return n, nil
 }
@@ -156,7 +156,7 @@ func (b *Bus) Node(ctx context.Context, id string) (api.AccessibleNode, error) {
 type elem struct {
 	r     ref
 	depth int // levels below it still to read (< 0: all)
-	n     api.AccessibleNode
+	n     desktop.AccessibleNode
 	st    static
 	known bool // st came from what the bus remembers
 	role  uint32
@@ -189,7 +189,7 @@ type request struct {
 // children); then, in one batch for the whole tree, what every element
 // adds (bounds, text, value, action names). A descendant that fails is
 // left out; r failing is the error.
-func (b *Bus) read(ctx context.Context, r ref, depth int, c *appCache) (api.AccessibleNode, error) {
+func (b *Bus) read(ctx context.Context, r ref, depth int, c *appCache) (desktop.AccessibleNode, error) {
 	root := &elem{r: r, depth: depth}
 	var all []*elem
 	level := []*elem{root}
@@ -200,7 +200,7 @@ func (b *Bus) read(ctx context.Context, r ref, depth int, c *appCache) (api.Acce
 			reqs = b.describe(e, c, reqs)
 		}
 		if err := b.pipeline(ctx, reqs); err != nil {
-			return api.AccessibleNode{}, err
+			return desktop.AccessibleNode{}, err
 		}
 		var next []*elem
 		for _, e := range level {
@@ -243,7 +243,7 @@ func (b *Bus) read(ctx context.Context, r ref, depth int, c *appCache) (api.Acce
 		}
 	}
 	if err := b.pipeline(ctx, reqs); err != nil {
-		return api.AccessibleNode{}, err
+		return desktop.AccessibleNode{}, err
 	}
 	for num, e := range names {
 		if e.err == nil {
@@ -258,7 +258,7 @@ func (b *Bus) read(ctx context.Context, r ref, depth int, c *appCache) (api.Acce
 			e.st.role, _ = b.roleName(r.Name, e.role)
 		}
 		if e.st.has[ifComponent] {
-			e.n.Bounds = &api.Rect{X: int(e.extents.X), Y: int(e.extents.Y), Width: int(e.extents.W), Height: int(e.extents.H)}
+			e.n.Bounds = &desktop.Rect{X: int(e.extents.X), Y: int(e.extents.Y), Width: int(e.extents.W), Height: int(e.extents.H)}
 		}
 		if f, ok := e.value.Value().(float64); ok {
 			e.n.Value = strconv.FormatFloat(f, 'f', -1, 64)
@@ -274,7 +274,7 @@ func (b *Bus) read(ctx context.Context, r ref, depth int, c *appCache) (api.Acce
 		}
 	}
 	if root.err != nil {
-		return api.AccessibleNode{}, root.err
+		return desktop.AccessibleNode{}, root.err
 	}
 	return root.build(), nil
 }
@@ -282,7 +282,7 @@ func (b *Bus) read(ctx context.Context, r ref, depth int, c *appCache) (api.Acce
 // describe fills what the cache c says of e, and adds to reqs the calls
 // for what it does not.
 func (b *Bus) describe(e *elem, c *appCache, reqs []request) []request {
-	e.n = api.AccessibleNode{ID: e.r.id(), States: []string{}, Actions: []string{}, Children: []api.AccessibleNode{}}
+	e.n = desktop.AccessibleNode{ID: e.r.id(), States: []string{}, Actions: []string{}, Children: []desktop.AccessibleNode{}}
 	e.st, e.known = b.static(e.r)
 	var it *cacheItem
 	if c != nil && e.r.Name == c.app {
@@ -337,7 +337,7 @@ func interfaceSet(ifaces []string) map[string]bool {
 }
 
 // build is the node of e and its descendants that were read.
-func (e *elem) build() api.AccessibleNode {
+func (e *elem) build() desktop.AccessibleNode {
 	n := e.n
 	n.Role = e.st.role
 	if len(e.st.actions) > 0 {

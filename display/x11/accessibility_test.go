@@ -18,8 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"deckhand/display/api"
+	"deckhand/display/accessibility"
 	"deckhand/display/atspi"
+	"deckhand/display/desktop"
+	"deckhand/display/input"
 	"deckhand/platform/platformtest"
 )
 
@@ -27,7 +29,7 @@ import (
 // reachable over its own session bus and accessibility bus.
 type a11yApp struct {
 	cmd   *exec.Cmd
-	win   api.Window
+	win   desktop.Window
 	addr  string // the accessibility bus
 	bus   *atspi.Bus
 	mu    sync.Mutex
@@ -76,7 +78,7 @@ func startA11yScript(t testing.TB, script, title string, args ...string) *a11yAp
 	}()
 	app.await(t, "ready")
 	a := call(t, "POST", "/api/v1/display/input/wait", map[string]any{"until": "window", "name": "^" + title + "$", "timeout_ms": 20000})
-	var w api.WaitResult
+	var w input.WaitResult
 	a.decode(t, &w)
 	if !w.Met || w.Window == nil {
 		t.Fatalf("window %q did not appear: %s", title, a.body)
@@ -129,7 +131,7 @@ func (a *a11yApp) focus(t testing.TB) {
 	t.Helper()
 	mustOK(t, call(t, "POST", "/api/v1/display/window/focus", map[string]any{"id": a.win.ID}), "focus")
 	eventually(t, "the app's window active", func() bool {
-		var w api.Window
+		var w desktop.Window
 		r := call(t, "GET", "/api/v1/display/window/active", nil)
 		return r.status == 200 && decodes(r, &w) && w.ID == a.win.ID
 	})
@@ -137,7 +139,7 @@ func (a *a11yApp) focus(t testing.TB) {
 
 func decodes(a answer, v any) bool { return json.Unmarshal(a.body, v) == nil }
 
-func find(nodes []api.AccessibleNode, role, name string) *api.AccessibleNode {
+func find(nodes []desktop.AccessibleNode, role, name string) *desktop.AccessibleNode {
 	for i := range nodes {
 		if nodes[i].Role == role && (name == "" || nodes[i].Name == name) {
 			return &nodes[i]
@@ -149,11 +151,11 @@ func find(nodes []api.AccessibleNode, role, name string) *api.AccessibleNode {
 	return nil
 }
 
-func tree(t *testing.T, query string) api.AccessibilityTree {
+func tree(t *testing.T, query string) accessibility.AccessibilityTree {
 	t.Helper()
 	a := call(t, "GET", "/api/v1/display/accessibility"+query, nil)
 	mustOK(t, a, "accessibility "+query)
-	var tr api.AccessibilityTree
+	var tr accessibility.AccessibilityTree
 	a.decode(t, &tr)
 	return tr
 }
@@ -177,10 +179,10 @@ func TestAccessibilityTreeAndActions(t *testing.T) {
 	if btn == nil || entry == nil || btn.Bounds == nil || entry.Bounds == nil {
 		t.Fatalf("tree lacks the button or the text field: %+v", tr.Nodes)
 	}
-	win := api.Rect{X: app.win.X, Y: app.win.Y, Width: app.win.Width, Height: app.win.Height}
+	win := desktop.Rect{X: app.win.X, Y: app.win.Y, Width: app.win.Width, Height: app.win.Height}
 	b := *btn.Bounds
-	if b.Width < 20 || b.Height < 10 || !win.Contains(api.Point{X: b.X, Y: b.Y}) ||
-		!win.Contains(api.Point{X: b.X + b.Width - 1, Y: b.Y + b.Height - 1}) {
+	if b.Width < 20 || b.Height < 10 || !win.Contains(desktop.Point{X: b.X, Y: b.Y}) ||
+		!win.Contains(desktop.Point{X: b.X + b.Width - 1, Y: b.Y + b.Height - 1}) {
 		t.Fatalf("button bounds %+v are not inside the window %+v", b, win)
 	}
 	// the bounds are where the button is: an independent click there presses it
@@ -190,7 +192,7 @@ func TestAccessibilityTreeAndActions(t *testing.T) {
 	// click by element id
 	a := call(t, "POST", "/api/v1/display/accessibility/"+btn.ID+"/click", map[string]any{})
 	mustOK(t, a, "click element")
-	var res api.ElementResult
+	var res accessibility.ElementResult
 	a.decode(t, &res)
 	if res.Method != "action" || res.Action != "Click" || res.Element.ID != btn.ID {
 		t.Fatalf("click answered %+v", res)
@@ -226,7 +228,7 @@ func TestAccessibilityTreeAndActions(t *testing.T) {
 	// search, filters, bad and vanished ids
 	a = call(t, "GET", "/api/v1/display/accessibility/search?role=push+button&name=press", nil)
 	mustOK(t, a, "search")
-	var found api.AccessibilityTree
+	var found accessibility.AccessibilityTree
 	a.decode(t, &found)
 	if len(found.Nodes) != 1 || found.Nodes[0].ID != btn.ID {
 		t.Errorf("search = %s", a.body)
@@ -247,10 +249,10 @@ func TestAccessibilityTreeAndActions(t *testing.T) {
 	// marked screenshot: a box per interactive element, at the tree's bounds
 	a = call(t, "GET", "/api/v1/display/screenshots/marked", nil)
 	mustOK(t, a, "marked screenshot")
-	var m api.MarkedScreenshot
+	var m accessibility.MarkedScreenshot
 	a.decode(t, &m)
 	tr = tree(t, "")
-	byID := map[string]api.Mark{}
+	byID := map[string]accessibility.Mark{}
 	for _, mk := range m.Marks {
 		byID[mk.ElementID] = mk
 	}
@@ -258,14 +260,14 @@ func TestAccessibilityTreeAndActions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []*api.AccessibleNode{find(tr.Nodes, "push button", "Press me"), find(tr.Nodes, "text", "")} {
+	for _, want := range []*desktop.AccessibleNode{find(tr.Nodes, "push button", "Press me"), find(tr.Nodes, "text", "")} {
 		mk, ok := byID[want.ID]
 		if !ok || mk.Bounds != *want.Bounds {
 			t.Errorf("mark of %s %q = %+v, want bounds %+v", want.Role, want.Name, mk, *want.Bounds)
 			continue
 		}
 		// the box's edges are drawn where the bounds are
-		for _, p := range []api.Point{{X: mk.Bounds.X + mk.Bounds.Width/2, Y: mk.Bounds.Y + mk.Bounds.Height - 1},
+		for _, p := range []desktop.Point{{X: mk.Bounds.X + mk.Bounds.Width/2, Y: mk.Bounds.Y + mk.Bounds.Height - 1},
 			{X: mk.Bounds.X + mk.Bounds.Width - 1, Y: mk.Bounds.Y + mk.Bounds.Height/2}} {
 			r, g, bl, _ := img.At(p.X, p.Y).RGBA()
 			if r>>8 != 0xe0 || g>>8 != 0x10 || bl>>8 != 0xa0 {
@@ -295,14 +297,14 @@ func TestAccessibilityTreeMatchesElements(t *testing.T) {
 	defer own.Close()
 	tr := tree(t, "")
 	n := 0
-	walkNodes(tr.Nodes, func(want api.AccessibleNode) {
+	walkNodes(tr.Nodes, func(want desktop.AccessibleNode) {
 		n++
 		got, err := own.Node(ctx, want.ID)
 		if err != nil {
 			t.Errorf("element %s: %v", want.ID, err)
 			return
 		}
-		want.Children = []api.AccessibleNode{}
+		want.Children = []desktop.AccessibleNode{}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("element %s:\n tree:    %+v\n element: %+v", want.ID, want, got)
 		}
@@ -324,15 +326,15 @@ func TestAccessibilityScrollIntoView(t *testing.T) {
 		t.Fatalf("the tree lacks the pane or its last button: %+v", tr.Nodes)
 	}
 	view := *pane.Bounds
-	inside := func(b api.Rect) bool {
-		return view.Contains(api.Point{X: b.X, Y: b.Y}) && view.Contains(api.Point{X: b.X + b.Width - 1, Y: b.Y + b.Height - 1})
+	inside := func(b desktop.Rect) bool {
+		return view.Contains(desktop.Point{X: b.X, Y: b.Y}) && view.Contains(desktop.Point{X: b.X + b.Width - 1, Y: b.Y + b.Height - 1})
 	}
 	if inside(*far.Bounds) {
 		t.Fatalf("the button %+v starts inside the pane %+v", *far.Bounds, view)
 	}
 	a := call(t, "POST", "/api/v1/display/accessibility/"+far.ID+"/scroll-into-view", map[string]any{})
 	mustOK(t, a, "scroll-into-view")
-	var res api.ElementResult
+	var res accessibility.ElementResult
 	a.decode(t, &res)
 	if res.Method != "scroll" || res.Element.ID != far.ID {
 		t.Fatalf("scroll-into-view answered %s", a.body)
@@ -372,14 +374,14 @@ func TestAccessibilityClickThatClosesTheDialog(t *testing.T) {
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			app := startA11yScript(t, "a11y_dialog.py", "A11y Dialog "+tc.kind, tc.kind)
-			var btn *api.AccessibleNode
+			var btn *desktop.AccessibleNode
 			eventually(t, "the dialog's "+tc.button+" button in the tree", func() bool {
 				btn = find(tree(t, "?scope=all").Nodes, "push button", tc.button)
 				return btn != nil
 			})
 			a := call(t, "POST", "/api/v1/display/accessibility/"+btn.ID+"/click", map[string]any{})
 			mustOK(t, a, "click "+tc.button)
-			var res api.ElementResult
+			var res accessibility.ElementResult
 			a.decode(t, &res)
 			if !res.TargetClosed || res.Element.ID != btn.ID || res.Element.Name != tc.button || res.Method != "action" {
 				t.Fatalf("click %s answered %s", tc.button, a.body)
@@ -398,7 +400,7 @@ func TestAccessibilityWindowWithoutTree(t *testing.T) {
 	w, _ := startXterm(t, "no-tree-xterm")
 	mustOK(t, call(t, "POST", "/api/v1/display/window/focus", map[string]any{"id": w.ID}), "focus xterm")
 	eventually(t, "xterm active", func() bool {
-		var aw api.Window
+		var aw desktop.Window
 		r := call(t, "GET", "/api/v1/display/window/active", nil)
 		return r.status == 200 && decodes(r, &aw) && aw.ID == w.ID
 	})
@@ -421,10 +423,10 @@ func BenchmarkAccessibilityTree(b *testing.B) {
 	}
 	app := startA11yApp(b, "A11y Bench", 200)
 	app.focus(b)
-	var tr api.AccessibilityTree
+	var tr accessibility.AccessibilityTree
 	call(b, "GET", "/api/v1/display/accessibility", nil).decode(b, &tr)
 	n := 0
-	walkNodes(tr.Nodes, func(api.AccessibleNode) { n++ })
+	walkNodes(tr.Nodes, func(desktop.AccessibleNode) { n++ })
 	if n < 200 {
 		b.Fatalf("the tree has %d elements, want 200 or more", n)
 	}
@@ -444,7 +446,7 @@ func BenchmarkAccessibilityTree(b *testing.B) {
 	b.ReportMetric(quantile(times, 0.9), "p90-ms")
 }
 
-func walkNodes(nodes []api.AccessibleNode, fn func(api.AccessibleNode)) {
+func walkNodes(nodes []desktop.AccessibleNode, fn func(desktop.AccessibleNode)) {
 	for _, n := range nodes {
 		fn(n)
 		walkNodes(n.Children, fn)

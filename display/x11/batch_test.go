@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"deckhand/display/api"
+	"deckhand/display/input"
 )
 
 func TestBatchRejectsBeforeRunning(t *testing.T) {
@@ -65,7 +65,7 @@ func TestBatchRunsInOrderAndStopsAtFirstFailure(t *testing.T) {
 		{"action": "move", "x": 99, "y": 99},
 	}})
 	mustOK(t, a, "batch")
-	var r api.BatchResult
+	var r input.BatchResult
 	a.decode(t, &r)
 	if r.OK || r.Total != 9 || r.Completed != 7 || r.FailedIndex == nil || *r.FailedIndex != 7 || len(r.Results) != 8 {
 		t.Fatalf("batch result %s", a.body)
@@ -83,7 +83,7 @@ func TestBatchRunsInOrderAndStopsAtFirstFailure(t *testing.T) {
 
 	a = call(t, "POST", "/api/v1/display/input/act", map[string]any{"action": "move", "x": 5, "y": 6})
 	mustOK(t, a, "act")
-	var sr api.StepResult
+	var sr input.StepResult
 	a.decode(t, &sr)
 	if !sr.OK || sr.Action != "move" || mouseAt(t) != "x:5 y:6" {
 		t.Fatalf("act = %s", a.body)
@@ -114,7 +114,7 @@ func TestSelectAnswersTheSelection(t *testing.T) {
 	a := call(t, "POST", "/api/v1/display/input/select", map[string]any{
 		"from": map[string]int{"x": g.X + 2, "y": g.Y + 6}, "to": map[string]int{"x": g.X + 6*16 - 2, "y": g.Y + 6}})
 	mustOK(t, a, "select")
-	var r api.DragResult
+	var r input.DragResult
 	a.decode(t, &r)
 	if r.Text == nil || !strings.HasPrefix(*r.Text, "select-me") {
 		t.Fatalf("select = %s", a.body)

@@ -19,7 +19,8 @@ import (
 
 	"github.com/kbinani/screenshot"
 
-	"deckhand/display/api"
+	"deckhand/display/desktop"
+	"deckhand/display/input"
 )
 
 // BenchmarkDisplayReport measures, side by side in one run on the test
@@ -47,7 +48,7 @@ func BenchmarkDisplayReport(b *testing.B) {
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	time.Sleep(1500 * time.Millisecond)
 	os.Setenv("DISPLAY", display) // kbinani/screenshot reads $DISPLAY
-	full := api.Rect{Width: 1920, Height: 1080}
+	full := desktop.Rect{Width: 1920, Height: 1080}
 	ctx := context.Background()
 	tmp := b.TempDir()
 
@@ -58,7 +59,7 @@ func BenchmarkDisplayReport(b *testing.B) {
 	}
 	shot := func(format string, q int) func() (int, error) {
 		return func() (int, error) {
-			out, err := driver.Screenshot(ctx, api.ScreenshotOptions{Format: format, Quality: q, Region: full, Scale: 1})
+			out, err := driver.Screenshot(ctx, desktop.ScreenshotOptions{Format: format, Quality: q, Region: full, Scale: 1})
 			return len(out), err
 		}
 	}
@@ -154,7 +155,7 @@ func BenchmarkDisplayReport(b *testing.B) {
 	// pointer: move, then read back where the server put it
 	var rt []time.Duration
 	for i := 0; i < 2000; i++ {
-		p := api.Point{X: 100 + i%1000, Y: 100 + i%700}
+		p := desktop.Point{X: 100 + i%1000, Y: 100 + i%700}
 		start := time.Now()
 		if err := driver.MoveTo(p); err != nil {
 			b.Fatal(err)
@@ -192,23 +193,23 @@ func BenchmarkDisplayReport(b *testing.B) {
 	fmt.Fprintf(&report, "%-48s %10.3f median %8.3f p99 ms (n=%d)\n", "HTTP POST mouse/move + GET mouse/location", quantile(rtHTTP, 0.5), quantile(rtHTTP, 0.99), len(rtHTTP))
 
 	// 100-step batch: moves, clicks and key presses on the desktop
-	steps := make([]api.Step, 0, 100)
+	steps := make([]input.Step, 0, 100)
 	for i := 0; i < 100; i++ {
 		x, y := 1600+i%300, 950+i%120 // the bare desktop, clear of the xterms
 		switch i % 4 {
 		case 0, 1:
-			steps = append(steps, api.Step(fmt.Sprintf(`{"action":"move","x":%d,"y":%d}`, x, y)))
+			steps = append(steps, input.Step(fmt.Sprintf(`{"action":"move","x":%d,"y":%d}`, x, y)))
 		case 2:
-			steps = append(steps, api.Step(fmt.Sprintf(`{"action":"click","x":%d,"y":%d}`, x, y)))
+			steps = append(steps, input.Step(fmt.Sprintf(`{"action":"click","x":%d,"y":%d}`, x, y)))
 		case 3:
-			steps = append(steps, api.Step(`{"action":"key","key":"shift"}`))
+			steps = append(steps, input.Step(`{"action":"key","key":"shift"}`))
 		}
 	}
 	var bt, btHTTP []time.Duration
 	body := map[string]any{"steps": steps}
 	for r := 0; r < 20; r++ {
 		start := time.Now()
-		res, err := service.RunBatch(ctx, api.Batch{Steps: steps})
+		res, err := service.Input.RunBatch(ctx, input.Batch{Steps: steps})
 		if err != nil || !res.OK || res.Completed != 100 {
 			b.Fatalf("batch %+v %v", res, err)
 		}

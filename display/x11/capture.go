@@ -12,7 +12,7 @@ import (
 	"github.com/jezek/xgb/xfixes"
 	"github.com/jezek/xgb/xproto"
 
-	"deckhand/display/api"
+	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
 
@@ -135,7 +135,7 @@ func (c *capturer) put(s *segment) {
 }
 
 // grab captures r of the root window as BGRX.
-func (d *Driver) grab(r api.Rect) (*frame, error) {
+func (d *Driver) grab(r desktop.Rect) (*frame, error) {
 	c := &d.cap
 	if !c.bpp32 {
 		return nil, &fault.Error{Code: fault.CodeBackend,
@@ -204,7 +204,7 @@ func (d *Driver) drawCursor(f *frame, ox, oy int) {
 }
 
 // Screenshot captures and encodes.
-func (d *Driver) Screenshot(ctx context.Context, o api.ScreenshotOptions) ([]byte, error) {
+func (d *Driver) Screenshot(ctx context.Context, o desktop.ScreenshotOptions) ([]byte, error) {
 	f, err := d.grab(o.Region)
 	if err != nil {
 		return nil, err
@@ -235,7 +235,7 @@ func (d *Driver) Screenshot(ctx context.Context, o api.ScreenshotOptions) ([]byt
 var checksumSeed = maphash.MakeSeed()
 
 // Checksum fingerprints the pixels of r.
-func (d *Driver) Checksum(r api.Rect) (uint64, error) {
+func (d *Driver) Checksum(r desktop.Rect) (uint64, error) {
 	f, err := d.grab(r)
 	if err != nil {
 		return 0, err

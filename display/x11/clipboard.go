@@ -14,7 +14,7 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 
-	"deckhand/display/api"
+	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
 
@@ -30,7 +30,7 @@ type clipboard struct {
 	*atomCache
 
 	mu   sync.Mutex // guards data and out
-	data map[xproto.Atom]api.Clipboard
+	data map[xproto.Atom]desktop.Clipboard
 	out  map[incrKey]*incrOut
 
 	readMu  sync.Mutex // one read at a time
@@ -58,7 +58,7 @@ func newClipboard(display string, log *slog.Logger) (*clipboard, error) {
 		return nil, err
 	}
 	c := &clipboard{log: log, conn: conn, atomCache: newAtomCache(conn),
-		data: map[xproto.Atom]api.Clipboard{}, out: map[incrKey]*incrOut{},
+		data: map[xproto.Atom]desktop.Clipboard{}, out: map[incrKey]*incrOut{},
 		notify: make(chan xproto.SelectionNotifyEvent, 1), propNew: make(chan struct{}, 64), done: make(chan struct{})}
 	setup := xproto.Setup(conn)
 	screen := setup.DefaultScreen(conn)
@@ -225,7 +225,7 @@ func contains(list []string, s string) bool {
 }
 
 // set takes ownership of CLIPBOARD.
-func (c *clipboard) set(clip api.Clipboard) error {
+func (c *clipboard) set(clip desktop.Clipboard) error {
 	sel := c.atom("CLIPBOARD")
 	c.mu.Lock()
 	c.data[sel] = clip
@@ -244,12 +244,12 @@ func (c *clipboard) set(clip api.Clipboard) error {
 }
 
 // get reads a selection: its targets, then an image or text.
-func (c *clipboard) get(ctx context.Context, name string) (api.Clipboard, error) {
+func (c *clipboard) get(ctx context.Context, name string) (desktop.Clipboard, error) {
 	sel := c.atom(name)
 	if r, err := xproto.GetSelectionOwner(c.conn, sel).Reply(); err != nil {
-		return api.Clipboard{}, err
+		return desktop.Clipboard{}, err
 	} else if r.Owner == 0 {
-		return api.Clipboard{}, nil // nobody holds it: empty
+		return desktop.Clipboard{}, nil // nobody holds it: empty
 	} else if r.Owner == c.win {
 		c.mu.Lock()
 		clip := c.data[sel]
@@ -264,7 +264,7 @@ func (c *clipboard) get(ctx context.Context, name string) (api.Clipboard, error)
 	}
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
-	out := api.Clipboard{}
+	out := desktop.Clipboard{}
 	typ, raw, err := c.convert(ctx, sel, "TARGETS")
 	if err != nil {
 		return out, err
@@ -358,7 +358,7 @@ var (
 )
 
 // Selection reads CLIPBOARD or PRIMARY.
-func (d *Driver) Selection(ctx context.Context, name string) (api.Clipboard, error) {
+func (d *Driver) Selection(ctx context.Context, name string) (desktop.Clipboard, error) {
 	clip, err := d.clip.get(ctx, strings.ToUpper(name))
 	if errors.Is(err, errClipTimeout) {
 		return clip, &fault.Error{Code: fault.CodeTimeout, Message: "the clipboard owner did not answer in time", Cause: err}
@@ -370,7 +370,7 @@ func (d *Driver) Selection(ctx context.Context, name string) (api.Clipboard, err
 }
 
 // SetClipboard takes the clipboard.
-func (d *Driver) SetClipboard(clip api.Clipboard) error {
+func (d *Driver) SetClipboard(clip desktop.Clipboard) error {
 	if err := d.clip.set(clip); err != nil {
 		return d.xerr("take the clipboard", err)
 	}

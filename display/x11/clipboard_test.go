@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"deckhand/display/api"
+	"deckhand/display/input"
 )
 
 func xpipe(t *testing.T, stdin []byte, name string, args ...string) []byte {
@@ -44,7 +44,7 @@ func TestClipboardText(t *testing.T) {
 		other := "from-xsel " + text
 		xpipe(t, []byte(other), "xsel", "--clipboard", "--input")
 		// xsel's daemon takes the selection just after its parent exits
-		var v api.ClipboardView
+		var v input.ClipboardView
 		eventually(t, "service reads what xsel holds", func() bool {
 			a = call(t, "GET", "/api/v1/display/clipboard", nil)
 			mustOK(t, a, "get")
@@ -75,7 +75,7 @@ func TestClipboardImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var v api.ClipboardView
+	var v input.ClipboardView
 	eventually(t, "xclip owns the clipboard", func() bool {
 		a := call(t, "GET", "/api/v1/display/clipboard", nil)
 		a.decode(t, &v)

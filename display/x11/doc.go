@@ -9,12 +9,12 @@
 // nothing.
 package x11
 
-import "deckhand/display/api"
+import "deckhand/display/desktop"
 
 // Display is an open X display: the service's driver, and a signal for
 // when the connection drops (the caller then reconnects).
 type Display interface {
-	api.Driver
+	desktop.Driver
 	// Done is closed when the X connection is lost.
 	Done() <-chan struct{}
 }

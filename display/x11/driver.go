@@ -17,11 +17,11 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
-	"deckhand/display/api"
+	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
 
-// Driver implements api.Driver on one X display.
+// Driver implements desktop.Driver on one X display.
 type Driver struct {
 	display string
 	log     *slog.Logger
@@ -153,18 +153,18 @@ func (d *Driver) xerr(op string, err error) error {
 	}
 	select {
 	case <-d.done:
-		return &fault.Error{Code: api.CodeDisplayUnavailable, Message: "the X display " + d.display + " went away", Cause: err}
+		return &fault.Error{Code: desktop.CodeDisplayUnavailable, Message: "the X display " + d.display + " went away", Cause: err}
 	default:
 	}
 	if strings.Contains(err.Error(), "connection") || strings.Contains(err.Error(), "EOF") {
-		return &fault.Error{Code: api.CodeDisplayUnavailable, Message: "lost the X display " + d.display, Cause: err}
+		return &fault.Error{Code: desktop.CodeDisplayUnavailable, Message: "lost the X display " + d.display, Cause: err}
 	}
 	return &fault.Error{Code: fault.CodeBackend, Message: "the X server refused to " + op, Cause: err}
 }
 
 // Info reports the root window and its monitors.
-func (d *Driver) Info() (api.Info, error) {
-	info := api.Info{Width: int(d.screen.WidthInPixels), Height: int(d.screen.HeightInPixels)}
+func (d *Driver) Info() (desktop.Info, error) {
+	info := desktop.Info{Width: int(d.screen.WidthInPixels), Height: int(d.screen.HeightInPixels)}
 	// the root may have been resized (RandR); ask for its real size
 	if g, err := xproto.GetGeometry(d.conn, xproto.Drawable(d.root)).Reply(); err == nil {
 		info.Width, info.Height = int(g.Width), int(g.Height)
@@ -174,7 +174,7 @@ func (d *Driver) Info() (api.Info, error) {
 	if d.xinerama {
 		if r, err := xinerama.QueryScreens(d.conn).Reply(); err == nil && len(r.ScreenInfo) > 0 {
 			for _, s := range r.ScreenInfo {
-				info.Displays = append(info.Displays, api.Screen{X: int(s.XOrg), Y: int(s.YOrg),
+				info.Displays = append(info.Displays, desktop.Screen{X: int(s.XOrg), Y: int(s.YOrg),
 					Width: int(s.Width), Height: int(s.Height)})
 			}
 			// heads come in the server's creation order; number them left to
@@ -192,18 +192,18 @@ func (d *Driver) Info() (api.Info, error) {
 			return info, nil
 		}
 	}
-	info.Displays = []api.Screen{{Index: 0, Width: info.Width, Height: info.Height}}
+	info.Displays = []desktop.Screen{{Index: 0, Width: info.Width, Height: info.Height}}
 	return info, nil
 }
 
 // Pointer is where the pointer is.
-func (d *Driver) Pointer() (api.Point, error) {
+func (d *Driver) Pointer() (desktop.Point, error) {
 	d.unsynced.Store(false)
 	r, err := xproto.QueryPointer(d.conn, d.root).Reply()
 	if err != nil {
-		return api.Point{}, d.xerr("read the pointer", err)
+		return desktop.Point{}, d.xerr("read the pointer", err)
 	}
-	return api.Point{X: int(r.RootX), Y: int(r.RootY)}, nil
+	return desktop.Point{X: int(r.RootX), Y: int(r.RootY)}, nil
 }
 
 // UnderPointer is the root's child under the pointer.
@@ -219,14 +219,14 @@ func (d *Driver) UnderPointer() (uint32, error) {
 // MoveTo moves the pointer. Input requests are sent without waiting for
 // the server (one connection keeps them in order, so a following Pointer
 // sees the new place); Sync waits for all of them at the end of an action.
-func (d *Driver) MoveTo(p api.Point) error {
+func (d *Driver) MoveTo(p desktop.Point) error {
 	d.unsynced.Store(true)
 	xtest.FakeInput(d.conn, xproto.MotionNotify, 0, 0, d.root, int16(p.X), int16(p.Y), 0)
 	return d.alive()
 }
 
 // Button presses or releases a pointer button.
-func (d *Driver) Button(b api.Button, down bool) error {
+func (d *Driver) Button(b desktop.Button, down bool) error {
 	return d.fakePress(xproto.ButtonPress, xproto.ButtonRelease, byte(b), down)
 }
 
@@ -255,7 +255,7 @@ func (d *Driver) Sync() error {
 func (d *Driver) alive() error {
 	select {
 	case <-d.done:
-		return &fault.Error{Code: api.CodeDisplayUnavailable, Message: "the X display " + d.display + " went away"}
+		return &fault.Error{Code: desktop.CodeDisplayUnavailable, Message: "the X display " + d.display + " went away"}
 	default:
 		return nil
 	}
@@ -265,7 +265,7 @@ func (d *Driver) alive() error {
 // window manager's synchronous button grab (click to focus) freezes event
 // processing until it answers, so a release sent just before can still be
 // queued: give the server a moment to catch up before releasing again.
-func (d *Driver) ReleaseAll() ([]api.Keysym, []api.Button, error) {
+func (d *Driver) ReleaseAll() ([]desktop.Keysym, []desktop.Button, error) {
 	var km *xproto.QueryKeymapReply
 	var ptr *xproto.QueryPointerReply
 	deadline := time.Now().Add(300 * time.Millisecond)
@@ -286,7 +286,7 @@ func (d *Driver) ReleaseAll() ([]api.Keysym, []api.Button, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	var keys []api.Keysym
+	var keys []desktop.Keysym
 	for i, bits := range km.Keys {
 		for j := 0; j < 8; j++ {
 			if bits&(1<<j) == 0 {
@@ -299,8 +299,8 @@ func (d *Driver) ReleaseAll() ([]api.Keysym, []api.Button, error) {
 			keys = append(keys, d.kb.symOf(kc))
 		}
 	}
-	var buttons []api.Button
-	for b := api.Button(1); b <= 5; b++ {
+	var buttons []desktop.Button
+	for b := desktop.Button(1); b <= 5; b++ {
 		if ptr.Mask&(1<<(7+uint(b))) != 0 {
 			if err := xtest.FakeInputChecked(d.conn, xproto.ButtonRelease, byte(b), 0, 0, 0, 0, 0).Check(); err != nil {
 				return keys, buttons, d.xerr("release a button", err)

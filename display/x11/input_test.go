@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"deckhand/display/api"
+	"deckhand/display/desktop"
+	"deckhand/display/input"
 )
 
 func mouseAt(t *testing.T) string {
@@ -24,7 +26,7 @@ func TestInfoAndGeometry(t *testing.T) {
 	needX(t)
 	a := call(t, "GET", "/api/v1/display/info", nil)
 	mustOK(t, a, "info")
-	var info api.Info
+	var info desktop.Info
 	a.decode(t, &info)
 	if info.Width != 1920 || info.Height != 1080 || len(info.Displays) != 1 || info.Displays[0].Width != 1920 {
 		t.Fatalf("info = %+v", info)
@@ -34,7 +36,7 @@ func TestInfoAndGeometry(t *testing.T) {
 	}
 	a = call(t, "GET", "/api/v1/display/input/display-geometry", nil)
 	mustOK(t, a, "display-geometry")
-	var g api.Geometry
+	var g input.Geometry
 	a.decode(t, &g)
 	if g.Width != 1920 || g.Height != 1080 {
 		t.Fatalf("display-geometry = %+v", g)
@@ -58,7 +60,7 @@ func TestMouseMoveAndLocation(t *testing.T) {
 			t.Fatalf("after move to %v xdotool says %q", c, got)
 		}
 		a = call(t, "GET", "/api/v1/display/mouse/location", nil)
-		var p api.Point
+		var p desktop.Point
 		a.decode(t, &p)
 		if p.X != c.x || p.Y != c.y {
 			t.Fatalf("location = %+v, want %v", p, c)
@@ -106,11 +108,11 @@ func TestClickActivatesWindow(t *testing.T) {
 	mustOK(t, call(t, "POST", "/api/v1/display/window/move", map[string]any{"id": w1.ID, "x": 100, "y": 600}), "move w1")
 	w2, _ := startXterm(t, "click-two")
 	mustOK(t, call(t, "POST", "/api/v1/display/window/move", map[string]any{"id": w2.ID, "x": 1000, "y": 600}), "move w2")
-	for _, w := range []api.Window{w1, w2, w1} {
+	for _, w := range []desktop.Window{w1, w2, w1} {
 		g := geometryOf(t, w.ID)
 		a := call(t, "POST", "/api/v1/display/mouse/click", map[string]any{"x": g.X + 50, "y": g.Y + 50})
 		mustOK(t, a, "click")
-		var p api.Point
+		var p desktop.Point
 		a.decode(t, &p)
 		if p.X != g.X+50 || p.Y != g.Y+50 {
 			t.Fatalf("click answered %+v", p)
@@ -144,7 +146,7 @@ func TestTypeIntoXterm(t *testing.T) {
 		text := fmt.Sprintf("cat > %s <<'EOF'\n%s\nEOF\n", file, c.text)
 		a := call(t, "POST", "/api/v1/display/keyboard/type", map[string]any{"text": text, "delay_ms": c.delay})
 		mustOK(t, a, "type "+c.name)
-		var typed api.Typed
+		var typed input.Typed
 		a.decode(t, &typed)
 		if typed.Typed != len([]rune(text)) {
 			t.Fatalf("typed %d of %d", typed.Typed, len([]rune(text)))
@@ -156,7 +158,7 @@ func TestTypeIntoXterm(t *testing.T) {
 	}
 	// type-at clicks into the window first (focus follows the click)
 	a := call(t, "POST", "/api/v1/display/window/search", map[string]any{"name": "^deckhand-xterm$"})
-	var others []api.Window
+	var others []desktop.Window
 	a.decode(t, &others)
 	if len(others) != 1 {
 		t.Fatalf("search deckhand-xterm: %s", a.body)
@@ -198,7 +200,7 @@ func TestTypeIntoXterm(t *testing.T) {
 	mustOK(t, call(t, "POST", "/api/v1/display/keyboard/key", map[string]any{"key": "a"}), "a")
 	a = call(t, "POST", "/api/v1/display/input/reset", nil)
 	mustOK(t, a, "reset")
-	var rr api.ResetResult
+	var rr input.ResetResult
 	a.decode(t, &rr)
 	if len(rr.ReleasedKeys) == 0 || rr.ReleasedKeys[0] != "Shift_L" {
 		t.Fatalf("reset released %+v", rr)
@@ -245,7 +247,7 @@ func TestScrollAndButtons(t *testing.T) {
 	mustOK(t, call(t, "POST", "/api/v1/display/mouse/down", map[string]any{"button": "right"}), "down")
 	a = call(t, "POST", "/api/v1/display/input/reset", nil)
 	mustOK(t, a, "reset")
-	var rr api.ResetResult
+	var rr input.ResetResult
 	a.decode(t, &rr)
 	if len(rr.ReleasedButtons) != 1 || rr.ReleasedButtons[0] != "right" {
 		t.Fatalf("reset = %s", a.body)
@@ -272,7 +274,7 @@ func TestWaitTimesOutAndSees(t *testing.T) {
 	start := time.Now()
 	a := call(t, "POST", "/api/v1/display/input/wait", map[string]any{"until": "window", "name": "^never-such-window$", "timeout_ms": 200})
 	mustOK(t, a, "wait")
-	var w api.WaitResult
+	var w input.WaitResult
 	a.decode(t, &w)
 	if w.Met || w.ElapsedMS < 200 || time.Since(start) > 5*time.Second {
 		t.Fatalf("wait = %s", a.body)

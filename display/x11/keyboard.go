@@ -8,7 +8,7 @@ import (
 
 	"github.com/jezek/xgb/xproto"
 
-	"deckhand/display/api"
+	"deckhand/display/desktop"
 )
 
 // keyboard maps keysyms to keycodes. Keysyms the keymap lacks (most of
@@ -23,10 +23,10 @@ type keyboard struct {
 	max     xproto.Keycode
 	per     int
 	syms    []xproto.Keysym // (keycode-min)*per + level
-	where   map[api.Keysym]keyPos
+	where   map[desktop.Keysym]keyPos
 	shift   xproto.Keycode
 	spares  []spare
-	pressed map[api.Keysym]keyPos // held by Key(down), to release the same way
+	pressed map[desktop.Keysym]keyPos // held by Key(down), to release the same way
 }
 
 type keyPos struct {
@@ -36,7 +36,7 @@ type keyPos struct {
 
 type spare struct {
 	code xproto.Keycode
-	sym  api.Keysym
+	sym  desktop.Keysym
 	used time.Time
 }
 
@@ -45,7 +45,7 @@ const rebindGap = 60 * time.Millisecond
 func (k *keyboard) init(d *Driver) error {
 	setup := xproto.Setup(d.conn)
 	k.min, k.max = setup.MinKeycode, setup.MaxKeycode
-	k.pressed = map[api.Keysym]keyPos{}
+	k.pressed = map[desktop.Keysym]keyPos{}
 	return k.load(d)
 }
 
@@ -56,7 +56,7 @@ func (k *keyboard) load(d *Driver) error {
 	}
 	k.per = int(r.KeysymsPerKeycode)
 	k.syms = r.Keysyms
-	k.where = map[api.Keysym]keyPos{}
+	k.where = map[desktop.Keysym]keyPos{}
 	k.spares = k.spares[:0]
 	for kc := int(k.min); kc <= int(k.max); kc++ {
 		row := k.syms[(kc-int(k.min))*k.per : (kc-int(k.min)+1)*k.per]
@@ -68,7 +68,7 @@ func (k *keyboard) load(d *Driver) error {
 			if level > 1 || s == 0 {
 				continue
 			}
-			sym := api.Keysym(s)
+			sym := desktop.Keysym(s)
 			if _, seen := k.where[sym]; !seen || (level == 0 && k.where[sym].shift) {
 				k.where[sym] = keyPos{code: xproto.Keycode(kc), shift: level == 1}
 			}
@@ -86,17 +86,17 @@ func (k *keyboard) load(d *Driver) error {
 }
 
 // symOf is the level-0 keysym of kc.
-func (k *keyboard) symOf(kc xproto.Keycode) api.Keysym {
+func (k *keyboard) symOf(kc xproto.Keycode) desktop.Keysym {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if kc < k.min || kc > k.max || k.per == 0 {
 		return 0
 	}
-	return api.Keysym(k.syms[(int(kc)-int(k.min))*k.per])
+	return desktop.Keysym(k.syms[(int(kc)-int(k.min))*k.per])
 }
 
 // resolve finds or binds a keycode for sym. Callers hold k.mu.
-func (k *keyboard) resolve(d *Driver, sym api.Keysym) (keyPos, error) {
+func (k *keyboard) resolve(d *Driver, sym desktop.Keysym) (keyPos, error) {
 	if p, ok := k.where[sym]; ok {
 		return p, nil
 	}
@@ -152,7 +152,7 @@ func (d *Driver) fakeKey(code xproto.Keycode, down bool) error {
 
 // Key presses or releases the key producing sym; a symbol on the shifted
 // level is pressed with Shift (released with it too).
-func (d *Driver) Key(sym api.Keysym, down bool) error {
+func (d *Driver) Key(sym desktop.Keysym, down bool) error {
 	k := &d.kb
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -188,7 +188,7 @@ func (d *Driver) Key(sym api.Keysym, down bool) error {
 
 // TypeRune taps what produces r.
 func (d *Driver) TypeRune(r rune) error {
-	sym := api.RuneKeysym(r)
+	sym := desktop.RuneKeysym(r)
 	if err := d.Key(sym, true); err != nil {
 		return err
 	}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"deckhand/display/api"
+	"deckhand/display/desktop"
+	"deckhand/display/input"
 	"deckhand/display/x11"
 	"deckhand/platform"
 	"deckhand/platform/contract"
@@ -221,7 +223,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 
 // startClient runs an X client (an xterm with a unique title) on the test
 // display and returns its window.
-func startXterm(t *testing.T, title string, extra ...string) (api.Window, *exec.Cmd) {
+func startXterm(t *testing.T, title string, extra ...string) (desktop.Window, *exec.Cmd) {
 	t.Helper()
 	args := append([]string{"-title", title, "-geometry", "80x24+300+300"}, extra...)
 	cmd := exec.Command("xterm", args...)
@@ -235,7 +237,7 @@ func startXterm(t *testing.T, title string, extra ...string) (api.Window, *exec.
 	})
 	a := call(t, "POST", "/api/v1/display/input/wait", map[string]any{"until": "window", "name": "^" + title + "$", "timeout_ms": 10000})
 	mustOK(t, a, "wait for xterm")
-	var w api.WaitResult
+	var w input.WaitResult
 	a.decode(t, &w)
 	if !w.Met || w.Window == nil {
 		t.Fatalf("xterm %q did not appear: %s", title, a.body)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"deckhand/display/api"
+	"deckhand/display/recordings"
 )
 
 // probe is what ffprobe says of a video.
@@ -58,9 +59,9 @@ func ffprobe(t *testing.T, video []byte) probe {
 }
 
 // stopped polls the recording until ffmpeg has finished it.
-func stopped(t *testing.T, id string) api.Recording {
+func stopped(t *testing.T, id string) recordings.Recording {
 	t.Helper()
-	return waitFor(t, id, "still runs", func(r api.Recording) bool { return r.Status != api.RecordingActive })
+	return waitFor(t, id, "still runs", func(r recordings.Recording) bool { return r.Status != recordings.RecordingActive })
 }
 
 // grown polls the recording until ffmpeg has written some of it (frames,
@@ -69,15 +70,15 @@ func stopped(t *testing.T, id string) api.Recording {
 // seconds to start.
 func grown(t *testing.T, id string) {
 	t.Helper()
-	waitFor(t, id, "wrote nothing", func(r api.Recording) bool { return r.Bytes > 4<<10 })
+	waitFor(t, id, "wrote nothing", func(r recordings.Recording) bool { return r.Bytes > 4<<10 })
 }
 
 // waitFor polls the recordings list until recording id meets cond.
-func waitFor(t *testing.T, id, failure string, cond func(api.Recording) bool) api.Recording {
+func waitFor(t *testing.T, id, failure string, cond func(recordings.Recording) bool) recordings.Recording {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		var list []api.Recording
+		var list []recordings.Recording
 		call(t, "GET", "/api/v1/display/recordings", nil).decode(t, &list)
 		for _, r := range list {
 			if r.ID == id && cond(r) {
@@ -101,9 +102,9 @@ func TestRecordingWithTimeline(t *testing.T) {
 	if a.status != 201 {
 		t.Fatalf("start: %d %s", a.status, a.body)
 	}
-	var rec api.Recording
+	var rec recordings.Recording
 	a.decode(t, &rec)
-	if rec.Status != api.RecordingActive || rec.Format != "mp4" || rec.MaxSeconds != 10 {
+	if rec.Status != recordings.RecordingActive || rec.Format != "mp4" || rec.MaxSeconds != 10 {
 		t.Fatalf("started %+v", rec)
 	}
 	t.Cleanup(func() { call(t, "DELETE", "/api/v1/display/recordings/"+rec.ID, nil) })
@@ -121,7 +122,7 @@ func TestRecordingWithTimeline(t *testing.T) {
 		map[string]any{"action": "move", "x": 10, "y": 10}, map[string]any{"action": "click", "x": cx, "y": cy}}}), "batch")
 
 	rec = stopped(t, rec.ID)
-	if rec.Status != api.RecordingStopped || rec.StopReason != api.StoppedByTimeLimit || rec.Events != 5 {
+	if rec.Status != recordings.RecordingStopped || rec.StopReason != recordings.StoppedByTimeLimit || rec.Events != 5 {
 		t.Fatalf("after 10 s: %+v", rec)
 	}
 	a = call(t, "GET", "/api/v1/display/recordings/"+rec.ID, nil)
@@ -135,7 +136,7 @@ func TestRecordingWithTimeline(t *testing.T) {
 		t.Errorf("ffprobe: %+v; recording %+v; %d bytes served", p, rec, len(a.body))
 	}
 
-	var tl api.Timeline
+	var tl recordings.Timeline
 	call(t, "GET", "/api/v1/display/recordings/"+rec.ID+"/timeline", nil).decode(t, &tl)
 	want := []string{"click", "type", "key", "move", "click"}
 	if len(tl.Events) != len(want) {
@@ -175,7 +176,7 @@ func TestRecordingLimitsAndStop(t *testing.T) {
 	if a.status != 201 {
 		t.Fatalf("start: %d %s", a.status, a.body)
 	}
-	var rec api.Recording
+	var rec recordings.Recording
 	a.decode(t, &rec)
 	t.Cleanup(func() { call(t, "DELETE", "/api/v1/display/recordings/"+rec.ID, nil) })
 	// the screen must change for the encoder to have something to say
@@ -186,7 +187,7 @@ func TestRecordingLimitsAndStop(t *testing.T) {
 		call(t, "POST", "/api/v1/display/keyboard/type", map[string]any{"text": fmt.Sprintf("line %d of changing text\n", i)})
 	}
 	rec = stopped(t, rec.ID)
-	if rec.StopReason != api.StoppedBySizeLimit || rec.Bytes < 1<<20 || rec.Bytes > 1<<20+512<<10 {
+	if rec.StopReason != recordings.StoppedBySizeLimit || rec.Bytes < 1<<20 || rec.Bytes > 1<<20+512<<10 {
 		t.Fatalf("size limit: %+v", rec)
 	}
 	a = call(t, "GET", "/api/v1/display/recordings/"+rec.ID, nil)
@@ -205,7 +206,7 @@ func TestRecordingLimitsAndStop(t *testing.T) {
 	a = call(t, "POST", "/api/v1/display/recordings/"+rec.ID+"/stop", map[string]any{})
 	mustOK(t, a, "stop")
 	a.decode(t, &rec)
-	if rec.Status != api.RecordingStopped || rec.StopReason != api.StoppedByRequest || rec.StoppedAt == nil {
+	if rec.Status != recordings.RecordingStopped || rec.StopReason != recordings.StoppedByRequest || rec.StoppedAt == nil {
 		t.Fatalf("stopped: %+v", rec)
 	}
 	a = call(t, "GET", "/api/v1/display/recordings/"+rec.ID, nil)
@@ -216,11 +217,11 @@ func TestRecordingLimitsAndStop(t *testing.T) {
 }
 
 func stoppedNow(t *testing.T, id string) bool {
-	var list []api.Recording
+	var list []recordings.Recording
 	call(t, "GET", "/api/v1/display/recordings", nil).decode(t, &list)
 	for _, r := range list {
 		if r.ID == id {
-			return r.Status != api.RecordingActive
+			return r.Status != recordings.RecordingActive
 		}
 	}
 	return true
@@ -249,7 +250,7 @@ func BenchmarkRecordingOverhead(b *testing.B) {
 				if a.status != 201 {
 					b.Fatalf("start: %d %s", a.status, a.body)
 				}
-				var rec api.Recording
+				var rec recordings.Recording
 				a.decode(b, &rec)
 				id = rec.ID
 			}
@@ -285,7 +286,7 @@ func BenchmarkRecordingOverhead(b *testing.B) {
 func TestRecordingsTotalBound(t *testing.T) {
 	needX(t)
 	startXterm(t, "rec-total")
-	var list []api.Recording
+	var list []recordings.Recording
 	call(t, "GET", "/api/v1/display/recordings", nil).decode(t, &list)
 	var before int64
 	for _, r := range list {
@@ -298,21 +299,21 @@ func TestRecordingsTotalBound(t *testing.T) {
 		t.Helper()
 		return call(t, "POST", "/api/v1/display/recordings", map[string]any{"max_bytes": maxBytes, "max_seconds": 600})
 	}
-	record := func(maxBytes int64) api.Recording {
+	record := func(maxBytes int64) recordings.Recording {
 		t.Helper()
 		a := start(maxBytes)
 		if a.status != 201 {
 			t.Fatalf("start with max_bytes %d under %d: %d %s", maxBytes, limit, a.status, a.body)
 		}
-		var rec api.Recording
+		var rec recordings.Recording
 		a.decode(t, &rec)
 		t.Cleanup(func() { call(t, "DELETE", "/api/v1/display/recordings/"+rec.ID, nil) })
 		// The screen changes so the encoder has frames to write out.
 		deadline := time.Now().Add(2 * time.Minute)
 		for i := 0; ; i++ {
-			var list []api.Recording
+			var list []recordings.Recording
 			call(t, "GET", "/api/v1/display/recordings", nil).decode(t, &list)
-			if slices.ContainsFunc(list, func(r api.Recording) bool { return r.ID == rec.ID && r.Bytes > 4<<10 }) {
+			if slices.ContainsFunc(list, func(r recordings.Recording) bool { return r.ID == rec.ID && r.Bytes > 4<<10 }) {
 				break
 			}
 			if time.Now().After(deadline) {

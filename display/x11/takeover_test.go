@@ -20,7 +20,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"deckhand/display/api"
+	"deckhand/display/takeover"
 	"deckhand/platform/platformtest"
 )
 
@@ -122,7 +122,7 @@ func TestTakeover(t *testing.T) {
 	if view.width != 1920 || view.height != 1080 {
 		t.Fatalf("view session's screen %dx%d", view.width, view.height)
 	}
-	var st api.Takeover
+	var st takeover.Takeover
 	call(t, "GET", "/api/v1/display/takeover", nil).decode(t, &st)
 	if st.Viewers != 1 || st.Drivers != 0 {
 		t.Fatalf("takeover with a viewer: %+v", st)
@@ -134,7 +134,7 @@ func TestTakeover(t *testing.T) {
 		t.Fatalf("control session's screen %dx%d", ctl.width, ctl.height)
 	}
 	a := call(t, "POST", "/api/v1/display/mouse/move", map[string]any{"x": 5, "y": 5})
-	if e := a.errCode(t); a.status != 409 || e.Code != api.CodeTakenOver {
+	if e := a.errCode(t); a.status != 409 || e.Code != takeover.CodeTakenOver {
 		t.Fatalf("agent input while a person drives: %d %s", a.status, a.body)
 	}
 	for _, r := range "hello" {
@@ -157,7 +157,7 @@ func TestTakeover(t *testing.T) {
 		t.Fatalf("paused: %+v", st)
 	}
 	a = call(t, "POST", "/api/v1/display/input/batch", map[string]any{"steps": []any{map[string]any{"action": "move", "x": 1, "y": 1}}})
-	if e := a.errCode(t); a.status != 409 || e.Code != api.CodeTakenOver || !strings.Contains(e.Message, "solve the captcha") {
+	if e := a.errCode(t); a.status != 409 || e.Code != takeover.CodeTakenOver || !strings.Contains(e.Message, "solve the captcha") {
 		t.Fatalf("batch while paused: %d %s", a.status, a.body)
 	}
 	mustOK(t, call(t, "DELETE", "/api/v1/display/takeover", nil), "resume")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jezek/xgb/xproto"
 
-	"deckhand/display/api"
+	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
 
@@ -108,33 +108,33 @@ func isBadWindow(err error) bool {
 }
 
 // window reads one window; active is the active window's id.
-func (d *Driver) window(id uint32, active xproto.Window) (api.Window, error) {
+func (d *Driver) window(id uint32, active xproto.Window) (desktop.Window, error) {
 	w := xproto.Window(id)
 	g, err := xproto.GetGeometry(d.conn, xproto.Drawable(w)).Reply()
 	if err != nil {
 		if isBadWindow(err) {
-			return api.Window{}, notFound(id)
+			return desktop.Window{}, notFound(id)
 		}
-		return api.Window{}, d.xerr("read a window", err)
+		return desktop.Window{}, d.xerr("read a window", err)
 	}
 	t, err := xproto.TranslateCoordinates(d.conn, w, d.root, 0, 0).Reply()
 	if err != nil {
 		if isBadWindow(err) {
-			return api.Window{}, notFound(id)
+			return desktop.Window{}, notFound(id)
 		}
-		return api.Window{}, d.xerr("read a window", err)
+		return desktop.Window{}, d.xerr("read a window", err)
 	}
 	pid, _ := d.propCard(w, "_NET_WM_PID")
-	return api.Window{ID: id, Name: d.name(w), PID: int(pid), X: int(t.DstX), Y: int(t.DstY),
+	return desktop.Window{ID: id, Name: d.name(w), PID: int(pid), X: int(t.DstX), Y: int(t.DstY),
 		Width: int(g.Width), Height: int(g.Height), Active: active != 0 && w == active}, nil
 }
 
 // Window reads one window.
-func (d *Driver) Window(id uint32) (api.Window, error) { return d.window(id, d.activeID()) }
+func (d *Driver) Window(id uint32) (desktop.Window, error) { return d.window(id, d.activeID()) }
 
 // Windows lists the managed top-level windows in stacking order when the
 // window manager publishes it.
-func (d *Driver) Windows() ([]api.Window, error) {
+func (d *Driver) Windows() ([]desktop.Window, error) {
 	ids := d.propWindows(d.root, "_NET_CLIENT_LIST")
 	if ids == nil && !d.hasWM() {
 		tree, err := xproto.QueryTree(d.conn, d.root).Reply()
@@ -150,7 +150,7 @@ func (d *Driver) Windows() ([]api.Window, error) {
 		}
 	}
 	active := d.activeID()
-	out := make([]api.Window, 0, len(ids))
+	out := make([]desktop.Window, 0, len(ids))
 	for _, id := range ids {
 		w, err := d.window(uint32(id), active)
 		if err != nil {
@@ -162,22 +162,22 @@ func (d *Driver) Windows() ([]api.Window, error) {
 }
 
 // ActiveWindow is the active window, 404 when none.
-func (d *Driver) ActiveWindow() (api.Window, error) {
+func (d *Driver) ActiveWindow() (desktop.Window, error) {
 	a := d.activeID()
 	if a == 0 {
-		return api.Window{}, &fault.Error{Code: fault.CodeNotFound, Message: "no window is active", Details: "window"}
+		return desktop.Window{}, &fault.Error{Code: fault.CodeNotFound, Message: "no window is active", Details: "window"}
 	}
 	return d.window(uint32(a), a)
 }
 
 // WindowProperties reads everything the service reports about a window.
-func (d *Driver) WindowProperties(id uint32) (api.WindowProperties, error) {
+func (d *Driver) WindowProperties(id uint32) (desktop.WindowProperties, error) {
 	win, err := d.Window(id)
 	if err != nil {
-		return api.WindowProperties{}, err
+		return desktop.WindowProperties{}, err
 	}
 	w := xproto.Window(id)
-	p := api.WindowProperties{Window: win, Desktop: -1, States: []string{}, Types: []string{}}
+	p := desktop.WindowProperties{Window: win, Desktop: -1, States: []string{}, Types: []string{}}
 	if cls := strings.Split(d.propString(w, "WM_CLASS"), "\x00"); len(cls) >= 2 {
 		p.Instance, p.Class = cls[0], cls[1]
 	}
@@ -207,7 +207,7 @@ func (d *Driver) WindowProperties(id uint32) (api.WindowProperties, error) {
 		p.Desktop = int(desk)
 	}
 	if e := d.propCards(w, "_NET_FRAME_EXTENTS"); len(e) == 4 {
-		p.FrameExtents = api.Extents{Left: int(e[0]), Right: int(e[1]), Top: int(e[2]), Bottom: int(e[3])}
+		p.FrameExtents = desktop.Extents{Left: int(e[0]), Right: int(e[1]), Top: int(e[2]), Bottom: int(e[3])}
 	}
 	if t := d.propWindows(w, "WM_TRANSIENT_FOR"); len(t) > 0 {
 		p.Transient = uint32(t[0])
@@ -239,7 +239,7 @@ func (d *Driver) clientMessage(dest, w xproto.Window, typ string, data ...uint32
 
 // settle polls until ok holds for the window or the time is up; window
 // managers act on requests asynchronously.
-func (d *Driver) settle(id uint32, limit time.Duration, ok func(api.Window) bool) (api.Window, error) {
+func (d *Driver) settle(id uint32, limit time.Duration, ok func(desktop.Window) bool) (desktop.Window, error) {
 	deadline := time.Now().Add(limit)
 	for {
 		w, err := d.Window(id)
@@ -262,7 +262,7 @@ func (d *Driver) Focus(id uint32) error {
 		if err := d.clientMessage(d.root, w, "_NET_ACTIVE_WINDOW", sourcePager, 0, 0); err != nil {
 			return err
 		}
-		_, err := d.settle(id, time.Second, func(x api.Window) bool { return x.Active })
+		_, err := d.settle(id, time.Second, func(x desktop.Window) bool { return x.Active })
 		return err
 	}
 	_ = xproto.ConfigureWindowChecked(d.conn, w, xproto.ConfigWindowStackMode, []uint32{xproto.StackModeAbove}).Check()
@@ -362,7 +362,7 @@ func (d *Driver) moveResize(id uint32, x, y, w, h *int) error {
 }
 
 // Move places the client area at p and answers the window once moved.
-func (d *Driver) Move(id uint32, p api.Point) (api.Window, error) {
+func (d *Driver) Move(id uint32, p desktop.Point) (desktop.Window, error) {
 	before, err := d.Window(id)
 	if err != nil {
 		return before, err
@@ -370,7 +370,7 @@ func (d *Driver) Move(id uint32, p api.Point) (api.Window, error) {
 	if err := d.moveResize(id, &p.X, &p.Y, nil, nil); err != nil {
 		return before, err
 	}
-	w, err := d.settle(id, time.Second, func(w api.Window) bool { return w.X == p.X && w.Y == p.Y })
+	w, err := d.settle(id, time.Second, func(w desktop.Window) bool { return w.X == p.X && w.Y == p.Y })
 	if err == nil && (w.X != p.X || w.Y != p.Y) && d.hasWM() {
 		// a window manager that ignores the gravity placed the frame; shift
 		// by the difference once
@@ -378,14 +378,14 @@ func (d *Driver) Move(id uint32, p api.Point) (api.Window, error) {
 		if err := d.moveResize(id, &x, &y, nil, nil); err != nil {
 			return w, err
 		}
-		w, err = d.settle(id, time.Second, func(w api.Window) bool { return w.X == p.X && w.Y == p.Y })
+		w, err = d.settle(id, time.Second, func(w desktop.Window) bool { return w.X == p.X && w.Y == p.Y })
 	}
 	return w, err
 }
 
 // Resize sets the client area's size (clients with size increments, such
 // as terminals, round it to their grid) and answers the window once resized.
-func (d *Driver) Resize(id uint32, width, height int) (api.Window, error) {
+func (d *Driver) Resize(id uint32, width, height int) (desktop.Window, error) {
 	before, err := d.Window(id)
 	if err != nil {
 		return before, err
@@ -393,7 +393,7 @@ func (d *Driver) Resize(id uint32, width, height int) (api.Window, error) {
 	if err := d.moveResize(id, nil, nil, &width, &height); err != nil {
 		return before, err
 	}
-	return d.settle(id, time.Second, func(w api.Window) bool {
+	return d.settle(id, time.Second, func(w desktop.Window) bool {
 		return (w.Width == width && w.Height == height) ||
 			((w.Width != before.Width || w.Height != before.Height) && abs(w.Width-width) < 40 && abs(w.Height-height) < 40)
 	})

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"deckhand/display/api"
+	"deckhand/display/desktop"
+	"deckhand/display/input"
 )
 
 // geometryOf reads a window's client area with xwininfo (absolute position)
 // and xdotool (size). xdotool's own Position adds the window's offset in its
 // frame a second time, so the position comes from xwininfo.
-func geometryOf(t *testing.T, id uint32) api.Geometry {
+func geometryOf(t *testing.T, id uint32) input.Geometry {
 	t.Helper()
 	info := xtool(t, "xwininfo", "-id", fmt.Sprint(id))
 	num := func(label string) int {
@@ -26,7 +27,7 @@ func geometryOf(t *testing.T, id uint32) api.Geometry {
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}
-	g := api.Geometry{ID: id, X: num("Absolute upper-left X"), Y: num("Absolute upper-left Y")}
+	g := input.Geometry{ID: id, X: num("Absolute upper-left X"), Y: num("Absolute upper-left Y")}
 	out := xtool(t, "xdotool", "getwindowgeometry", fmt.Sprint(id))
 	m := regexp.MustCompile(`Geometry: (\d+)x(\d+)`).FindStringSubmatch(out)
 	if m == nil {
@@ -42,9 +43,9 @@ func TestWindowsListAndProperties(t *testing.T) {
 	w, cmd := startXterm(t, "props-window")
 	a := call(t, "GET", "/api/v1/display/windows", nil)
 	mustOK(t, a, "windows")
-	var list []api.Window
+	var list []desktop.Window
 	a.decode(t, &list)
-	var got *api.Window
+	var got *desktop.Window
 	for i := range list {
 		if list[i].ID == w.ID {
 			got = &list[i]
@@ -65,21 +66,21 @@ func TestWindowsListAndProperties(t *testing.T) {
 	id := fmt.Sprint(w.ID)
 	a = call(t, "GET", "/api/v1/display/window/"+id+"/properties", nil)
 	mustOK(t, a, "properties")
-	var p api.WindowProperties
+	var p desktop.WindowProperties
 	a.decode(t, &p)
 	if p.Class != "XTerm" || p.Instance != "xterm" || p.ProcessName != "xterm" || !p.Mapped || p.PID != cmd.Process.Pid {
 		t.Fatalf("properties = %s", a.body)
 	}
 	a = call(t, "GET", fmt.Sprintf("/api/v1/display/window/0x%x/name", w.ID), nil)
 	mustOK(t, a, "name (hex id)")
-	var n api.WindowName
+	var n input.WindowName
 	a.decode(t, &n)
 	if n.Name != "props-window" || n.ID != w.ID {
 		t.Fatalf("name = %s", a.body)
 	}
 	a = call(t, "GET", "/api/v1/display/window/"+id+"/geometry", nil)
 	mustOK(t, a, "geometry")
-	var gg api.Geometry
+	var gg input.Geometry
 	a.decode(t, &gg)
 	if gg != g {
 		t.Fatalf("geometry %+v, xwininfo %+v", gg, g)
@@ -110,7 +111,7 @@ func TestWindowActions(t *testing.T) {
 
 	a := call(t, "POST", "/api/v1/display/window/move", map[string]any{"id": id, "x": 345, "y": 234})
 	mustOK(t, a, "move")
-	var moved api.Window
+	var moved desktop.Window
 	a.decode(t, &moved)
 	if g := geometryOf(t, id); g.X != 345 || g.Y != 234 || moved.X != 345 || moved.Y != 234 {
 		t.Fatalf("moved to %+v, answered %+v", g, moved)
@@ -118,7 +119,7 @@ func TestWindowActions(t *testing.T) {
 
 	a = call(t, "POST", "/api/v1/display/window/resize", map[string]any{"id": id, "width": 700, "height": 420})
 	mustOK(t, a, "resize")
-	var resized api.Window
+	var resized desktop.Window
 	a.decode(t, &resized)
 	g := geometryOf(t, id)
 	// xterm rounds to its character cell; the answer must be the real size
@@ -133,7 +134,7 @@ func TestWindowActions(t *testing.T) {
 	}
 	a = call(t, "GET", "/api/v1/display/window/active", nil)
 	mustOK(t, a, "active")
-	var act api.Window
+	var act desktop.Window
 	a.decode(t, &act)
 	if act.ID != id || !act.Active {
 		t.Fatalf("active = %s", a.body)
@@ -145,7 +146,7 @@ func TestWindowActions(t *testing.T) {
 		return strings.Contains(xtool(t, "xprop", "-id", fmt.Sprint(id), "WM_STATE"), "Iconic")
 	})
 	a = call(t, "GET", fmt.Sprintf("/api/v1/display/window/%d/properties", id), nil)
-	var p api.WindowProperties
+	var p desktop.WindowProperties
 	a.decode(t, &p)
 	if !p.Minimized {
 		t.Fatalf("properties after minimize: %s", a.body)
@@ -157,7 +158,7 @@ func TestWindowActions(t *testing.T) {
 
 	a = call(t, "POST", "/api/v1/display/window/close", map[string]any{"id": id})
 	mustOK(t, a, "close")
-	var c api.Closed
+	var c input.Closed
 	a.decode(t, &c)
 	if !c.Closed {
 		t.Fatalf("close = %s", a.body)
@@ -167,7 +168,7 @@ func TestWindowActions(t *testing.T) {
 	<-done // the xterm process ended because its window was closed
 	a = call(t, "POST", "/api/v1/display/input/wait", map[string]any{"until": "window-gone", "name": "^action-window$", "timeout_ms": 3000})
 	mustOK(t, a, "wait gone")
-	var wr api.WaitResult
+	var wr input.WaitResult
 	a.decode(t, &wr)
 	if !wr.Met {
 		t.Fatalf("window-gone = %s", a.body)

@@ -194,7 +194,7 @@ func TestRouteToolsListed(t *testing.T) {
 
 // waitService waits until the service at offset answers its health on its
 // own port (an isolated one starts on its own time).
-func waitService(t *testing.T, a *agent, offset int) {
+func waitService(t testing.TB, a *agent, offset int) {
 	t.Helper()
 	health := "http://127.0.0.1:" + strconv.Itoa(a.base+offset) + "/health"
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,24 +10,53 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"deckhand/display/api"
 )
+
+// The element actions (display_element_click, _focus, _set_value,
+// _action, _scroll_into_view) are the display's routes; here are their
+// view and the tools that answer the tree flattened for a model, and the
+// marked screenshot as image content.
 
 // Element is one node of the accessibility tree, flattened: the tools
 // answer the tree in document order with each node's depth and parent,
 // since a recursive type has no JSON schema a client can use.
 type Element struct {
-	ID          string    `json:"id" jsonschema:"the element's id for display_element_click and display_element_set_value"`
-	Role        string    `json:"role" jsonschema:"the AT-SPI role name: push button, text, frame, check box ..."`
-	Name        string    `json:"name"`
-	Description string    `json:"description,omitempty"`
-	Value       string    `json:"value,omitempty" jsonschema:"a text element's text or a range's value"`
-	States      []string  `json:"states,omitempty" jsonschema:"focused, enabled, sensitive, showing, visible, checked, editable ..."`
-	Actions     []string  `json:"actions,omitempty"`
-	Bounds      *api.Rect `json:"bounds,omitempty" jsonschema:"screen pixels; absent for an element without a component"`
-	Depth       int       `json:"depth" jsonschema:"0 for a top node, its children 1 ..."`
-	Parent      string    `json:"parent,omitempty" jsonschema:"the parent element's id"`
+	ID          string   `json:"id" jsonschema:"the element's id for display_element_click and display_element_set_value"`
+	Role        string   `json:"role" jsonschema:"the AT-SPI role name: push button, text, frame, check box ..."`
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Value       string   `json:"value,omitempty" jsonschema:"a text element's text or a range's value"`
+	States      []string `json:"states,omitempty" jsonschema:"focused, enabled, sensitive, showing, visible, checked, editable ..."`
+	Actions     []string `json:"actions,omitempty"`
+	Bounds      *Rect    `json:"bounds,omitempty" jsonschema:"screen pixels; absent for an element without a component"`
+	Depth       int      `json:"depth" jsonschema:"0 for a top node, its children 1 ..."`
+	Parent      string   `json:"parent,omitempty" jsonschema:"the parent element's id"`
+}
+
+// Rect is a region of the screen in pixels.
+type Rect struct {
+	X      int `json:"x"`
+	Y      int `json:"y"`
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// Mark is one numbered box of a marked screenshot.
+type Mark struct {
+	N         int    `json:"n" jsonschema:"the number drawn on the image, from 1"`
+	ElementID string `json:"element_id"`
+	Role      string `json:"role"`
+	Name      string `json:"name"`
+	Bounds    Rect   `json:"bounds" jsonschema:"the element's bounds on the screen, clipped to it"`
+}
+
+// node is an element of the display's accessibility tree as its routes
+// answer it.
+type node struct {
+	ID, Role, Name, Description, Value string
+	States, Actions                    []string
+	Bounds                             *Rect
+	Children                           []node
 }
 
 // AccessibilityArgs are display_accessibility's arguments.
@@ -50,34 +80,6 @@ type ElementsResult struct {
 	Reason   string    `json:"reason,omitempty" jsonschema:"why there are none: the window's application exposes no tree"`
 }
 
-// ElementArgs name an element.
-type ElementArgs struct {
-	ElementID string `json:"element_id" jsonschema:"an id from display_accessibility, display_find or display_screenshot_marked"`
-}
-
-// SetValueArgs are display_element_set_value's arguments.
-type SetValueArgs struct {
-	ElementID string `json:"element_id" jsonschema:"an id from display_accessibility, display_find or display_screenshot_marked"`
-	Value     string `json:"value" jsonschema:"the text, or a number for a range (slider, spin button)"`
-}
-
-// ElementActionArgs are display_element_action's arguments.
-type ElementActionArgs struct {
-	ElementID string `json:"element_id" jsonschema:"an id from display_accessibility, display_find or display_screenshot_marked"`
-	Name      string `json:"name" jsonschema:"one of the element's actions"`
-}
-
-// ElementActed answers an element action: how it was done and the
-// element afterwards.
-type ElementActed struct {
-	Element Element `json:"element"`
-	Method  string  `json:"method" jsonschema:"action, pointer, focus or value: the element's own action, a pointer click at its center, a focus grab or a value change"`
-	Action  string  `json:"action,omitempty" jsonschema:"the action invoked"`
-	// TargetClosed: the element went away with its window or application
-	// after taking the action (a dialog's OK): that is success.
-	TargetClosed bool `json:"target_closed,omitempty" jsonschema:"true when the element, or its application, closed after taking the action (a dialog's OK, Yes or Submit): it worked, and element is as it was before"`
-}
-
 // MarkedArgs are display_screenshot_marked's arguments.
 type MarkedArgs struct {
 	Scope string `json:"scope,omitempty" jsonschema:"active (default): mark the active window's elements; all: every application's"`
@@ -85,15 +87,14 @@ type MarkedArgs struct {
 
 // MarkedResult answers display_screenshot_marked: the numbered boxes.
 type MarkedResult struct {
-	Width  int        `json:"width"`
-	Height int        `json:"height"`
-	Marks  []api.Mark `json:"marks" jsonschema:"box n on the image is element element_id"`
-	Reason string     `json:"reason,omitempty" jsonschema:"why there are no marks"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Marks  []Mark `json:"marks" jsonschema:"box n on the image is element element_id"`
+	Reason string `json:"reason,omitempty" jsonschema:"why there are no marks"`
 }
 
 func (s *Service) addAccessibilityTools() {
 	read := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
-	act := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}
 	mcp.AddTool(s.server, &mcp.Tool{Name: "display_accessibility", Title: "Accessibility tree",
 		Description: "The accessibility (AT-SPI) tree of the active window, or of every application with scope=all: each " +
 			"element's id, role, name, value, states, actions and screen bounds, in document order with its depth. Act " +
@@ -103,42 +104,18 @@ func (s *Service) addAccessibilityTools() {
 		Description: "Find accessible elements by role (exact: push button, text) and/or name (a case-insensitive " +
 			"substring), in every application by default. Answers each match without its children.", Annotations: read},
 		s.displayFind)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "display_element_click", Title: "Click an element",
-		Description: "Click an element by id: its own click-like action when it has one (works even when covered), " +
-			"else a pointer click at the center of its bounds.", Annotations: act},
-		func(ctx context.Context, req *mcp.CallToolRequest, in ElementArgs) (*mcp.CallToolResult, ElementActed, error) {
-			return s.elementAct(ctx, req, in.ElementID, "click", nil)
-		})
-	mcp.AddTool(s.server, &mcp.Tool{Name: "display_element_set_value", Title: "Set an element's value",
-		Description: "Replace an editable text's contents, or set a range's (slider, spin button) value, by element id.",
-		Annotations: act},
-		func(ctx context.Context, req *mcp.CallToolRequest, in SetValueArgs) (*mcp.CallToolResult, ElementActed, error) {
-			return s.elementAct(ctx, req, in.ElementID, "set-value", map[string]any{"value": in.Value})
-		})
-	for _, t := range []struct{ name, title, verb, doc string }{
-		{"display_element_focus", "Focus an element", "focus", "Give an element the keyboard focus, by element id."},
-		{"display_element_scroll_into_view", "Scroll an element into view", "scroll-into-view",
-			"Scroll the panes around an element until it shows, by element id."},
-	} {
-		mcp.AddTool(s.server, &mcp.Tool{Name: t.name, Title: t.title, Description: t.doc, Annotations: act},
-			func(ctx context.Context, req *mcp.CallToolRequest, in ElementArgs) (*mcp.CallToolResult, ElementActed, error) {
-				return s.elementAct(ctx, req, in.ElementID, t.verb, nil)
-			})
-	}
-	mcp.AddTool(s.server, &mcp.Tool{Name: "display_element_action", Title: "Invoke an element's action",
-		Description: "Invoke one of an element's named actions (its actions list: press, activate, toggle ...), by element id.",
-		Annotations: act},
-		func(ctx context.Context, req *mcp.CallToolRequest, in ElementActionArgs) (*mcp.CallToolResult, ElementActed, error) {
-			return s.elementAct(ctx, req, in.ElementID, "action", map[string]any{"name": in.Name})
-		})
 	mcp.AddTool(s.server, &mcp.Tool{Name: "display_screenshot_marked", Title: "Marked screenshot",
 		Description: "A screenshot with a numbered box on each interactive element of the active window (scope=all: of " +
 			"every application); the marks list says which element id each number is, for display_element_click.",
 		Annotations: read}, s.displayMarked)
+	for _, name := range []string{"display_element_click", "display_element_focus", "display_element_set_value",
+		"display_element_action", "display_element_scroll_into_view"} {
+		views[name] = view{answer: elementActed}
+	}
 }
 
 // flatten lists nodes in document order.
-func flatten(nodes []api.AccessibleNode, depth int, parent string, out []Element) []Element {
+func flatten(nodes []node, depth int, parent string, out []Element) []Element {
 	for _, n := range nodes {
 		out = append(out, Element{ID: n.ID, Role: n.Role, Name: n.Name, Description: n.Description, Value: n.Value,
 			States: n.States, Actions: n.Actions, Bounds: n.Bounds, Depth: depth, Parent: parent})
@@ -194,7 +171,10 @@ func (s *Service) displayFind(ctx context.Context, req *mcp.CallToolRequest, in 
 }
 
 func (s *Service) elements(ctx context.Context, req *mcp.CallToolRequest, path string, q url.Values, maxChars int) (*mcp.CallToolResult, ElementsResult, error) {
-	var tree api.AccessibilityTree
+	var tree struct {
+		Nodes  []node
+		Reason string
+	}
 	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display", path: displayPrefix + path, query: q}, &tree); err != nil {
 		return nil, ElementsResult{}, toolErr(err)
 	}
@@ -202,28 +182,24 @@ func (s *Service) elements(ctx context.Context, req *mcp.CallToolRequest, path s
 	return textResult(trimText(outline(es, tree.Reason), 0, s.budget(maxChars)).Text), ElementsResult{Elements: es, Reason: tree.Reason}, nil
 }
 
-func (s *Service) elementAct(ctx context.Context, req *mcp.CallToolRequest, id, verb string, body map[string]any) (*mcp.CallToolResult, ElementActed, error) {
-	if id == "" {
-		return nil, ElementActed{}, fmt.Errorf("element_id is required: an id from display_accessibility or display_find")
-	}
-	if body == nil {
-		body = map[string]any{}
-	}
-	var r api.ElementResult
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPost, service: "display",
-		path: displayPrefix + "/accessibility/" + url.PathEscape(id) + "/" + verb, body: body}, &r); err != nil {
-		return nil, ElementActed{}, toolErr(err)
-	}
-	e := flatten([]api.AccessibleNode{r.Element}, 0, "", nil)[0]
-	msg := fmt.Sprintf("done by %s", r.Method)
+// elementActed reads an element action's answer (the display's
+// ElementResult): how it was done and what the element is now.
+func elementActed(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
+	r, err := as[struct {
+		Element      struct{ Role, Name string }
+		Method       string
+		Action       string
+		TargetClosed bool `json:"target_closed"`
+	}](out)
+	msg := "done by " + r.Method
 	if r.Action != "" {
 		msg += " " + r.Action
 	}
-	out := ElementActed{Element: e, Method: r.Method, Action: r.Action, TargetClosed: r.TargetClosed}
 	if r.TargetClosed {
-		return textResult(msg + fmt.Sprintf("; [%s] %q then closed with its window or application (the action was taken)", e.Role, e.Name)), out, nil
+		return structuredResult(msg+fmt.Sprintf("; [%s] %q then closed with its window or application (the action was taken)",
+			r.Element.Role, r.Element.Name), out), err
 	}
-	return textResult(msg + fmt.Sprintf("; the element is now [%s] %q", e.Role, e.Name)), out, nil
+	return structuredResult(msg+fmt.Sprintf("; the element is now [%s] %q", r.Element.Role, r.Element.Name), out), err
 }
 
 func (s *Service) displayMarked(ctx context.Context, req *mcp.CallToolRequest, in MarkedArgs) (*mcp.CallToolResult, MarkedResult, error) {
@@ -231,12 +207,17 @@ func (s *Service) displayMarked(ctx context.Context, req *mcp.CallToolRequest, i
 	if in.Scope != "" {
 		q.Set("scope", in.Scope)
 	}
-	var m api.MarkedScreenshot
+	var m struct {
+		Image         []byte
+		Width, Height int
+		Marks         []Mark
+		Reason        string
+	}
 	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display", path: displayPrefix + "/screenshots/marked", query: q}, &m); err != nil {
 		return nil, MarkedResult{}, toolErr(err)
 	}
 	if m.Marks == nil {
-		m.Marks = []api.Mark{}
+		m.Marks = []Mark{}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "screenshot %dx%d with %d marks", m.Width, m.Height, len(m.Marks))

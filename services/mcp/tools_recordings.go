@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,17 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"deckhand/display/api"
 )
-
-// RecordingStartArgs are display_recording_start's arguments (the display
-// service's defaults apply to what is left out).
-type RecordingStartArgs struct {
-	Format     string `json:"format,omitempty" jsonschema:"mp4 (H.264, default) or webm (VP9)"`
-	MaxSeconds int    `json:"max_seconds,omitempty" jsonschema:"stop by itself after this many seconds, 1-3600 (default 600)"`
-	Framerate  int    `json:"framerate,omitempty" jsonschema:"frames per second, 1-30 (default 10)"`
-}
 
 // RecordingArgs name a recording.
 type RecordingArgs struct {
@@ -28,7 +19,25 @@ type RecordingArgs struct {
 
 // RecordingsResult answers display_recordings.
 type RecordingsResult struct {
-	Recordings []api.Recording `json:"recordings"`
+	Recordings []Recording `json:"recordings"`
+}
+
+// Recording is one screen recording as the display's routes answer it.
+type Recording struct {
+	ID         string     `json:"id"`
+	Status     string     `json:"status" jsonschema:"recording, stopped or failed"`
+	Format     string     `json:"format" jsonschema:"mp4 (H.264) or webm (VP9)"`
+	Framerate  int        `json:"framerate"`
+	Width      int        `json:"width"`
+	Height     int        `json:"height"`
+	MaxSeconds int        `json:"max_seconds"`
+	MaxBytes   int64      `json:"max_bytes"`
+	StartedAt  time.Time  `json:"started_at"`
+	StoppedAt  *time.Time `json:"stopped_at"`
+	StopReason string     `json:"stop_reason,omitempty" jsonschema:"request, time_limit, size_limit or shutdown"`
+	Error      string     `json:"error,omitempty"`
+	Bytes      int64      `json:"bytes" jsonschema:"the video's size so far"`
+	Events     int        `json:"events" jsonschema:"actions in the timeline"`
 }
 
 // TimelineStep is one display action taken while a recording ran.
@@ -49,37 +58,23 @@ type TimelineResult struct {
 // addRecordingTools exposes the display's recordings: a model can record
 // what it does so a person can watch it step by step afterwards (the video
 // itself is downloaded over HTTP: GET /_/display/api/v1/display/recordings/{id}).
+// Starting and stopping are the display's routes (their views are here);
+// the list and the timeline are answered as objects shaped for a model.
 func (s *Service) addRecordingTools() {
 	read := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
-	act := &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
-	mcp.AddTool(s.server, &mcp.Tool{Name: "display_recording_start", Title: "Start recording the screen",
-		Description: "Start recording the screen (one recording at a time). Every display action taken while it runs " +
-			"goes to its timeline. Stop it with display_recording_stop; it also stops by itself at max_seconds.",
-		Annotations: act},
-		func(ctx context.Context, req *mcp.CallToolRequest, in RecordingStartArgs) (*mcp.CallToolResult, api.Recording, error) {
-			var r api.Recording
-			body := api.StartRecording{Format: in.Format, MaxSeconds: in.MaxSeconds, Framerate: in.Framerate}
-			if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPost, service: "display",
-				path: displayPrefix + "/recordings", body: body}, &r); err != nil {
-				return nil, api.Recording{}, toolErr(err)
-			}
-			return textResult(fmt.Sprintf("recording %s started (%s, %d fps, at most %d s)", r.ID, r.Format, r.Framerate, r.MaxSeconds)), r, nil
-		})
-	mcp.AddTool(s.server, &mcp.Tool{Name: "display_recording_stop", Title: "Stop a recording",
-		Description: "Stop a recording; it answers once the video is finished.", Annotations: act},
-		func(ctx context.Context, req *mcp.CallToolRequest, in RecordingArgs) (*mcp.CallToolResult, api.Recording, error) {
-			var r api.Recording
-			if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodPost, service: "display",
-				path: displayPrefix + "/recordings/" + url.PathEscape(in.ID) + "/stop", body: map[string]any{}}, &r); err != nil {
-				return nil, api.Recording{}, toolErr(err)
-			}
-			return textResult(fmt.Sprintf("recording %s %s (%s), %d bytes, %d actions", r.ID, r.Status, r.StopReason, r.Bytes, r.Events)), r, nil
-		})
+	views["display_recording_start"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
+		r, err := as[Recording](out)
+		return structuredResult(fmt.Sprintf("recording %s started (%s, %d fps, at most %d s)", r.ID, r.Format, r.Framerate, r.MaxSeconds), out), err
+	}}
+	views["display_recording_stop"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
+		r, err := as[Recording](out)
+		return structuredResult(fmt.Sprintf("recording %s %s (%s), %d bytes, %d actions", r.ID, r.Status, r.StopReason, r.Bytes, r.Events), out), err
+	}}
 	mcp.AddTool(s.server, &mcp.Tool{Name: "display_recordings", Title: "List recordings",
 		Description: "The screen recordings, newest first: status, size, how many actions each timeline holds.",
 		Annotations: read},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, RecordingsResult, error) {
-			out := RecordingsResult{Recordings: []api.Recording{}}
+			out := RecordingsResult{Recordings: []Recording{}}
 			if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display",
 				path: displayPrefix + "/recordings"}, &out.Recordings); err != nil {
 				return nil, RecordingsResult{}, toolErr(err)
@@ -94,7 +89,16 @@ func (s *Service) addRecordingTools() {
 		Description: "The display actions taken while a recording ran, in order, with their offset into the video.",
 		Annotations: read},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RecordingArgs) (*mcp.CallToolResult, TimelineResult, error) {
-			var tl api.Timeline
+			var tl struct {
+				RecordingID string `json:"recording_id"`
+				Events      []struct {
+					OffsetMS int64 `json:"offset_ms"`
+					Action   string
+					Element  *struct{ Role, Name string }
+					OK       bool
+					Error    string
+				}
+			}
 			if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "display",
 				path: displayPrefix + "/recordings/" + url.PathEscape(in.ID) + "/timeline"}, &tl); err != nil {
 				return nil, TimelineResult{}, toolErr(err)

@@ -19,13 +19,12 @@ import (
 // workspace volume, the source's archive endpoint streams the volume's
 // files and the target's extracts them. A made container's volumes are
 // reachable through the archive endpoint, so nothing runs and no network
-// is needed. Helpers carry the installation's label and a helper label,
-// never a container's label, so the reconciler's list skips them, and
-// they are removed before the call returns.
+// is needed. Helpers carry the installation's label and
+// runtime.LabelWorkspaceCopy, never a container's label, so the
+// reconciler's list skips them, and they are removed before the call
+// returns.
 
-// LabelHelper marks a helper container of a workspace copy: the id of
-// the workspace it mounts.
-const LabelHelper = "deckhand.workspace-copy"
+var _ runtime.WorkspaceMover = (*Driver)(nil)
 
 // helperMount is where a helper mounts the workspace volume.
 const helperMount = "/workspace"
@@ -39,7 +38,7 @@ func (d *Driver) WorkspaceVolume(ws string) string {
 // helper makes a stopped helper container of image that mounts volume
 // vol; remove takes it away.
 func (d *Driver) helper(ctx context.Context, ws, image, vol string) (id string, remove func(), err error) {
-	l := map[string]string{runtime.LabelInstallation: d.opts.Installation, LabelHelper: ws}
+	l := map[string]string{runtime.LabelInstallation: d.opts.Installation, runtime.LabelWorkspaceCopy: ws}
 	res, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{Image: image, Labels: l, User: "0:0", Entrypoint: []string{"/nonexistent-helper-never-started"}},
 		HostConfig: &container.HostConfig{NetworkMode: "none",

@@ -87,6 +87,7 @@ var labelValue = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9
 // Driver is the Kubernetes driver. It is safe for concurrent use.
 type Driver struct {
 	cli  kubernetes.Interface
+	cfg  *rest.Config
 	opts Options
 	size resource.Quantity
 }
@@ -149,7 +150,7 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes runtime: %w", err)
 	}
-	return &Driver{cli: cli, opts: opts, size: size}, nil
+	return &Driver{cli: cli, cfg: cfg, opts: opts, size: size}, nil
 }
 
 // Capabilities implements runtime.Driver.

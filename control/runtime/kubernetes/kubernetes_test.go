@@ -116,6 +116,11 @@ func newDriver(t testing.TB, inst string) *kubernetes.Driver {
 // leftovers names the objects of an installation (and of container id
 // when it is not empty) the API still holds.
 func leftovers(ctx context.Context, inst, id string) ([]string, error) {
+	return leftoversIn(ctx, kubetest.Namespace, inst, id)
+}
+
+// leftoversIn is leftovers in namespace ns.
+func leftoversIn(ctx context.Context, ns, inst, id string) ([]string, error) {
 	sel := runtime.LabelInstallation + "=" + inst
 	if id != "" {
 		sel += "," + runtime.LabelContainer + "=" + id
@@ -123,28 +128,28 @@ func leftovers(ctx context.Context, inst, id string) ([]string, error) {
 	opts := metav1.ListOptions{LabelSelector: sel}
 	api := cluster.Client.CoreV1()
 	var out []string
-	pods, err := api.Pods(kubetest.Namespace).List(ctx, opts)
+	pods, err := api.Pods(ns).List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range pods.Items {
 		out = append(out, "pod "+p.Name)
 	}
-	svcs, err := api.Services(kubetest.Namespace).List(ctx, opts)
+	svcs, err := api.Services(ns).List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range svcs.Items {
 		out = append(out, "service "+s.Name)
 	}
-	secs, err := api.Secrets(kubetest.Namespace).List(ctx, opts)
+	secs, err := api.Secrets(ns).List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range secs.Items {
 		out = append(out, "secret "+s.Name)
 	}
-	pvcs, err := api.PersistentVolumeClaims(kubetest.Namespace).List(ctx, opts)
+	pvcs, err := api.PersistentVolumeClaims(ns).List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -156,26 +161,31 @@ func leftovers(ctx context.Context, inst, id string) ([]string, error) {
 
 // purge deletes every object of an installation.
 func purge(ctx context.Context, inst string) error {
+	return purgeIn(ctx, kubetest.Namespace, inst)
+}
+
+// purgeIn is purge in namespace ns.
+func purgeIn(ctx context.Context, ns, inst string) error {
 	opts := metav1.ListOptions{LabelSelector: runtime.LabelInstallation + "=" + inst}
 	api := cluster.Client.CoreV1()
 	zero := int64(0)
 	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}
-	if err := api.Pods(kubetest.Namespace).DeleteCollection(ctx, del, opts); err != nil {
+	if err := api.Pods(ns).DeleteCollection(ctx, del, opts); err != nil {
 		return err
 	}
-	svcs, err := api.Services(kubetest.Namespace).List(ctx, opts)
+	svcs, err := api.Services(ns).List(ctx, opts)
 	if err != nil {
 		return err
 	}
 	for _, s := range svcs.Items {
-		if err := api.Services(kubetest.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+		if err := api.Services(ns).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
 			return err
 		}
 	}
-	if err := api.Secrets(kubetest.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, opts); err != nil {
+	if err := api.Secrets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts); err != nil {
 		return err
 	}
-	return api.PersistentVolumeClaims(kubetest.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, opts)
+	return api.PersistentVolumeClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts)
 }
 
 func TestKubernetes(t *testing.T) {

@@ -130,6 +130,15 @@ func TestManifestsAndTheRole(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no event after stop")
 	}
+	// A workspace move's exec into its helper Pod is within the Role.
+	r, err := d.ExportWorkspace(ctx, id, img)
+	if err != nil {
+		t.Fatalf("export the workspace as the service account: %v", err)
+	}
+	n, rerr := io.Copy(io.Discard, r)
+	if cerr := r.Close(); rerr != nil || cerr != nil || n == 0 {
+		t.Fatalf("export the workspace as the service account: %d bytes, %v, %v", n, rerr, cerr)
+	}
 	if err := d.Delete(ctx, id, false); err != nil {
 		t.Fatalf("delete as the service account: %v", err)
 	}

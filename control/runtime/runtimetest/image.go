@@ -43,7 +43,8 @@ exec /bin/sh 2>&1
 `
 
 // applets get links in /bin, so scripts name them plainly.
-var applets = []string{"sh", "cat", "echo", "grep", "id", "ls", "mkdir", "su", "stat", "sleep", "test", "[", "touch", "rm", "head", "sed", "awk", "tr", "wc", "printf", "env"}
+var applets = []string{"sh", "cat", "echo", "grep", "id", "ls", "mkdir", "su", "stat", "sleep", "test", "[", "touch", "rm", "head", "sed", "awk", "tr", "wc", "printf", "env",
+	"ln", "chown", "chmod", "readlink", "tar"}
 
 // ImageTar answers the root filesystem of the suite's image as a tar
 // stream for an engine's import: busybox, the CGI script, and a user

@@ -55,6 +55,7 @@ func Run(t *testing.T, target Target) {
 	t.Run("Installations", s.installations)
 	t.Run("Snapshot", s.snapshot)
 	t.Run("Workspace", s.workspace)
+	t.Run("Move", s.move)
 }
 
 type suite struct{ target Target }

@@ -68,7 +68,6 @@ type Cluster struct {
 
 	containerdSock string
 	procs          []*proc
-	podsGone       error
 	stopOnce       sync.Once
 }
 
@@ -181,6 +180,10 @@ func Start(ctx context.Context, subnet int) (_ *Cluster, err error) {
 		"--service-cluster-ip-range", "10.96.0.0/16",
 		"--tls-cert-file", pki.file("apiserver.crt"), "--tls-private-key-file", pki.file("apiserver.key"),
 		"--client-ca-file", pki.file("ca.crt"),
+		// exec (a workspace copy) reaches the kubelet as the admin, at
+		// the node's IP (its name resolves nowhere).
+		"--kubelet-client-certificate", pki.file("admin.crt"), "--kubelet-client-key", pki.file("admin.key"),
+		"--kubelet-preferred-address-types", "InternalIP",
 		"--service-account-key-file", pki.file("sa.key"), "--service-account-signing-key-file", pki.file("sa.key"),
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--authorization-mode", "RBAC", "--allow-privileged=false", "--profiling=false",
@@ -242,13 +245,22 @@ func Start(ctx context.Context, subnet int) (_ *Cluster, err error) {
 		return nil, err
 	}
 	node := "dhk-" + strconv.Itoa(subnet)
-	if err := c.writeKubelet(kubeletPort); err != nil {
+	// The node's IP is the Pod bridge's gateway, made before the kubelet
+	// so it has an address that is not loopback (the kubelet sets no
+	// node address otherwise, and the API server then reaches no
+	// kubelet for exec); the bridge plugin takes the bridge as it finds
+	// it, and Stop deletes it.
+	nodeIP := strings.TrimSuffix(c.PodCIDR, "0/24") + "1"
+	if err := c.bridgeUp(nodeIP); err != nil {
+		return nil, err
+	}
+	if err := c.writeKubelet(nodeIP, kubeletPort, pki.file("ca.crt")); err != nil {
 		return nil, err
 	}
 	if err := c.start(ctx, "kubelet", filepath.Join(BinDir(), "kubelet"),
 		"--config", filepath.Join(dir, "kubelet.yaml"), "--kubeconfig", c.Kubeconfig,
 		"--root-dir", filepath.Join(dir, "kubelet"), "--cert-dir", filepath.Join(dir, "kubelet-pki"),
-		"--hostname-override", node, "--node-ip", "127.0.0.1", "--v", "0"); err != nil {
+		"--hostname-override", node, "--node-ip", nodeIP, "--v", "0"); err != nil {
 		return nil, err
 	}
 	if err := c.waitFor(ctx, "the node to be ready", func(ctx context.Context) error {
@@ -406,16 +418,33 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	return os.WriteFile(filepath.Join(c.Dir, "containerd.toml"), []byte(toml), 0o644)
 }
 
-func (c *Cluster) writeKubelet(port int) error {
+// bridgeUp makes the Pod bridge with the gateway address gw (a bridge
+// a killed run left is taken as it is).
+func (c *Cluster) bridgeUp(gw string) error {
+	if exec.Command("ip", "link", "show", c.Bridge).Run() != nil {
+		if out, err := exec.Command("ip", "link", "add", "name", c.Bridge, "type", "bridge").CombinedOutput(); err != nil {
+			return fmt.Errorf("kubetest: bridge %s: %v: %s", c.Bridge, err, out)
+		}
+	}
+	for _, args := range [][]string{{"addr", "replace", gw + "/24", "dev", c.Bridge}, {"link", "set", c.Bridge, "up"}} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("kubetest: bridge %s: ip %v: %v: %s", c.Bridge, args, err, out)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) writeKubelet(address string, port int, clientCA string) error {
 	y := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: %s
 port: %d
 readOnlyPort: 0
 healthzPort: 0
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: false}
+  x509: {clientCAFile: %q}
 authorization: {mode: AlwaysAllow}
 cgroupDriver: cgroupfs
 failCgroupV1: false
@@ -429,7 +458,7 @@ nodeStatusUpdateFrequency: 2s
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {"memory.available": "1Mi", "nodefs.available": "1%%", "imagefs.available": "1%%", "nodefs.inodesFree": "1%%"}
-`, port, c.containerdSock)
+`, address, port, clientCA, c.containerdSock)
 	return os.WriteFile(filepath.Join(c.Dir, "kubelet.yaml"), []byte(y), 0o644)
 }
 
@@ -489,7 +518,6 @@ func (c *Cluster) Stop() {
 func (c *Cluster) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c.podsGone = errors.New("the kubelet never ran")
 	if c.Client != nil && c.running("kubelet") {
 		// The kubelet stops each Pod's sandbox (its network torn down)
 		// when the Pod goes.
@@ -500,7 +528,7 @@ func (c *Cluster) stop() {
 				_ = c.Client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 			}
 		}
-		c.podsGone = c.waitFor(ctx, "every Pod to go", func(ctx context.Context) error {
+		_ = c.waitFor(ctx, "every Pod to go", func(ctx context.Context) error {
 			pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return err
@@ -522,10 +550,10 @@ func (c *Cluster) stop() {
 	}
 	c.killShims()
 	unmountUnder(c.Dir)
-	if c.podsGone != nil {
-		// The kubelet did not stop every sandbox: their namespaces stay.
-		removeNetns()
-	}
+	// The kubelet did not stop every sandbox (it was stopped first, or a
+	// Pod deleted with no grace left the API before its sandbox's network
+	// was torn down): their namespaces stay.
+	c.removeNetns()
 	if c.Bridge != "" {
 		_ = exec.Command("ip", "link", "del", c.Bridge).Run()
 	}
@@ -623,12 +651,18 @@ func unmountUnder(dir string) {
 	}
 }
 
-// removeNetns removes the network namespaces containerd's CRI made
-// (/var/run/netns/cni-*) that no process uses any more.
-func removeNetns() {
+// removeNetns removes the network namespaces containerd's CRI made for
+// this cluster's Pods (/var/run/netns/cni-* with an address in the Pod
+// network), once nothing of the cluster runs; another engine's are left
+// alone.
+func (c *Cluster) removeNetns() {
+	ours := "inet " + strings.TrimSuffix(c.PodCIDR, "0/24")
 	ents, _ := os.ReadDir("/var/run/netns")
 	for _, e := range ents {
 		if !strings.HasPrefix(e.Name(), "cni-") {
+			continue
+		}
+		if out, err := exec.Command("ip", "-n", e.Name(), "-4", "-o", "addr", "show").Output(); err != nil || !strings.Contains(string(out), ours) {
 			continue
 		}
 		p := filepath.Join("/var/run/netns", e.Name())

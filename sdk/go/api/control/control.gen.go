@@ -1955,7 +1955,7 @@ type SshKeyRec struct {
 
 // MoveContainerJSONBody defines parameters for MoveContainer.
 type MoveContainerJSONBody struct {
-	// ServerId the server to move to: one with an endpoint of the same driver, not draining, with room
+	// ServerId the server to move to: one with an endpoint (Docker or Kubernetes, whatever the container's server runs), not draining, with room
 	ServerId string `json:"server_id"`
 }
 
@@ -3298,7 +3298,7 @@ type ClientInterface interface {
 
 	// MoveContainerWithBody Move a stopped container to another server (admin)
 	//
-	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	// Copies the container's workspace as a tar stream through the engines' APIs to `server_id` (a server with an endpoint, not draining, with room; Docker volumes and Kubernetes claims move in any pair), records the new server and removes what the old one held (engine container or Pod, Service, Secret, volume or claim). The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, for a container registered without an image, for a target that is draining, full or the container's own server, for a source server without an endpoint, and when an engine lacks the container's image; 404 `server_id` for a server without an endpoint.
 	//
 	// Policy `admin`: a signed-in user with the admin role.
 	//
@@ -3309,7 +3309,7 @@ type ClientInterface interface {
 
 	// MoveContainer Move a stopped container to another server (admin)
 	//
-	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	// Copies the container's workspace as a tar stream through the engines' APIs to `server_id` (a server with an endpoint, not draining, with room; Docker volumes and Kubernetes claims move in any pair), records the new server and removes what the old one held (engine container or Pod, Service, Secret, volume or claim). The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, for a container registered without an image, for a target that is draining, full or the container's own server, for a source server without an endpoint, and when an engine lacks the container's image; 404 `server_id` for a server without an endpoint.
 	//
 	// Policy `admin`: a signed-in user with the admin role.
 	//
@@ -5749,7 +5749,7 @@ func (c *Client) AdminCreateContainer(ctx context.Context, body AdminCreateConta
 
 // MoveContainerWithBody Move a stopped container to another server (admin)
 //
-// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+// Copies the container's workspace as a tar stream through the engines' APIs to `server_id` (a server with an endpoint, not draining, with room; Docker volumes and Kubernetes claims move in any pair), records the new server and removes what the old one held (engine container or Pod, Service, Secret, volume or claim). The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, for a container registered without an image, for a target that is draining, full or the container's own server, for a source server without an endpoint, and when an engine lacks the container's image; 404 `server_id` for a server without an endpoint.
 //
 // Policy `admin`: a signed-in user with the admin role.
 //
@@ -5770,7 +5770,7 @@ func (c *Client) MoveContainerWithBody(ctx context.Context, id string, contentTy
 
 // MoveContainer Move a stopped container to another server (admin)
 //
-// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+// Copies the container's workspace as a tar stream through the engines' APIs to `server_id` (a server with an endpoint, not draining, with room; Docker volumes and Kubernetes claims move in any pair), records the new server and removes what the old one held (engine container or Pod, Service, Secret, volume or claim). The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, for a container registered without an image, for a target that is draining, full or the container's own server, for a source server without an endpoint, and when an engine lacks the container's image; 404 `server_id` for a server without an endpoint.
 //
 // Policy `admin`: a signed-in user with the admin role.
 //
@@ -18940,7 +18940,7 @@ type ClientWithResponsesInterface interface {
 
 	// MoveContainerWithBodyWithResponse Move a stopped container to another server (admin)
 	//
-	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	// Copies the container's workspace as a tar stream through the engines' APIs to `server_id` (a server with an endpoint, not draining, with room; Docker volumes and Kubernetes claims move in any pair), records the new server and removes what the old one held (engine container or Pod, Service, Secret, volume or claim). The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, for a container registered without an image, for a target that is draining, full or the container's own server, for a source server without an endpoint, and when an engine lacks the container's image; 404 `server_id` for a server without an endpoint.
 	//
 	// Policy `admin`: a signed-in user with the admin role.
 	//
@@ -18951,7 +18951,7 @@ type ClientWithResponsesInterface interface {
 
 	// MoveContainerWithResponse Move a stopped container to another server (admin)
 	//
-	// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+	// Copies the container's workspace as a tar stream through the engines' APIs to `server_id` (a server with an endpoint, not draining, with room; Docker volumes and Kubernetes claims move in any pair), records the new server and removes what the old one held (engine container or Pod, Service, Secret, volume or claim). The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, for a container registered without an image, for a target that is draining, full or the container's own server, for a source server without an endpoint, and when an engine lacks the container's image; 404 `server_id` for a server without an endpoint.
 	//
 	// Policy `admin`: a signed-in user with the admin role.
 	//
@@ -31443,7 +31443,7 @@ func (c *ClientWithResponses) AdminCreateContainerWithResponse(ctx context.Conte
 
 // MoveContainerWithBodyWithResponse Move a stopped container to another server (admin)
 //
-// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+// Copies the container's workspace as a tar stream through the engines' APIs to `server_id` (a server with an endpoint, not draining, with room; Docker volumes and Kubernetes claims move in any pair), records the new server and removes what the old one held (engine container or Pod, Service, Secret, volume or claim). The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, for a container registered without an image, for a target that is draining, full or the container's own server, for a source server without an endpoint, and when an engine lacks the container's image; 404 `server_id` for a server without an endpoint.
 //
 // Policy `admin`: a signed-in user with the admin role.
 //
@@ -31460,7 +31460,7 @@ func (c *ClientWithResponses) MoveContainerWithBodyWithResponse(ctx context.Cont
 
 // MoveContainerWithResponse Move a stopped container to another server (admin)
 //
-// Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+// Copies the container's workspace as a tar stream through the engines' APIs to `server_id` (a server with an endpoint, not draining, with room; Docker volumes and Kubernetes claims move in any pair), records the new server and removes what the old one held (engine container or Pod, Service, Secret, volume or claim). The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, for a container registered without an image, for a target that is draining, full or the container's own server, for a source server without an endpoint, and when an engine lacks the container's image; 404 `server_id` for a server without an endpoint.
 //
 // Policy `admin`: a signed-in user with the admin role.
 //

@@ -37,7 +37,7 @@ export interface paths {
         put?: never;
         /**
          * Move a stopped container to another server (admin)
-         * @description Copies the container's workspace through the engines' APIs to `server_id` (a server with an endpoint of the same driver, docker only today, not draining, with room), records the new server and removes what the old one held. The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, and for a target that is draining, full or of another driver; 404 `server_id` for a server without an endpoint.
+         * @description Copies the container's workspace as a tar stream through the engines' APIs to `server_id` (a server with an endpoint, not draining, with room; Docker volumes and Kubernetes claims move in any pair), records the new server and removes what the old one held (engine container or Pod, Service, Secret, volume or claim). The next start makes the container there; its URLs then carry the new server's name. 409 while it is not stopped or failed, for a container registered without an image, for a target that is draining, full or the container's own server, for a source server without an endpoint, and when an engine lacks the container's image; 404 `server_id` for a server without an endpoint.
          *
          *     Policy `admin`: a signed-in user with the admin role.
          */
@@ -4383,7 +4383,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description the server to move to: one with an endpoint of the same driver, not draining, with room */
+                    /** @description the server to move to: one with an endpoint (Docker or Kubernetes, whatever the container's server runs), not draining, with room */
                     server_id: string;
                 };
             };

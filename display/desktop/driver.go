@@ -1,12 +1,22 @@
-package api
+package desktop
 
 import (
 	"context"
 	"fmt"
+	"net/http"
+
+	"deckhand/platform/fault"
 )
 
+// CodeDisplayUnavailable: there is no X display to drive.
+const CodeDisplayUnavailable = "DISPLAY_UNAVAILABLE"
+
+func init() {
+	fault.RegisterCode(CodeDisplayUnavailable, http.StatusServiceUnavailable)
+}
+
 // Keysym is an X11 keysym value. The key table in keys.go resolves client key
-// names to keysyms here, without the driver, so a batch can be validated
+// names to keysyms without the driver, so a batch can be validated
 // entirely before any step runs.
 type Keysym uint32
 

@@ -1,83 +1,24 @@
-package api
+package accessibility
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
+	"deckhand/display/core"
+	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
 
-// CodeNoAccessibility: the accessibility bus cannot be reached.
-const CodeNoAccessibility = "ACCESSIBILITY_UNAVAILABLE"
-
-func init() {
-	fault.RegisterCode(CodeNoAccessibility, http.StatusServiceUnavailable)
-}
-
-// AccessibleNode is one element of an application's accessibility tree
-// (AT-SPI2).
-type AccessibleNode struct {
-	ID          string           `json:"id" required:"true" doc:"stable while the element exists: the application's bus name and the element's object path"`
-	Role        string           `json:"role" required:"true" doc:"the AT-SPI role name: push button, text, frame, check box ..."`
-	Name        string           `json:"name" required:"true"`
-	Description string           `json:"description" required:"true"`
-	Value       string           `json:"value" required:"true" doc:"a text element's text or a range's current value; empty otherwise"`
-	States      []string         `json:"states" required:"true" doc:"AT-SPI states: focused, enabled, sensitive, showing, visible, checked, editable ..."`
-	Actions     []string         `json:"actions" required:"true" doc:"names of the actions POST .../action can invoke"`
-	Bounds      *Rect            `json:"bounds" doc:"screen coordinates; null for an element without a component"`
-	Children    []AccessibleNode `json:"children" required:"true"`
-}
-
-// Has reports whether the node holds state.
-func (n AccessibleNode) Has(state string) bool {
-	for _, s := range n.States {
-		if s == state {
-			return true
-		}
-	}
-	return false
-}
-
 // AccessibilityTree answers GET .../accessibility.
 type AccessibilityTree struct {
-	Nodes  []AccessibleNode `json:"nodes" required:"true"`
-	Reason string           `json:"reason,omitempty" doc:"why nodes is empty: the window's application exposes no tree"`
-}
-
-// AccessibleApp is an application registered on the accessibility bus.
-type AccessibleApp struct {
-	Root AccessibleNode // the application node (role "application"), its children the windows
-	PID  int            // 0 when the bus does not say
-}
-
-// Accessibility is the accessibility bus behind the service. display/atspi
-// implements it over D-Bus.
-type Accessibility interface {
-	// Apps lists the registered applications (pid 0: all, else those of
-	// that process), each tree to depth levels below the application
-	// (depth < 0: all).
-	Apps(ctx context.Context, pid, depth int) ([]AccessibleApp, error)
-	// Node reads one element without its children; fault.NotFound when
-	// it is gone.
-	Node(ctx context.Context, id string) (AccessibleNode, error)
-	// DoAction invokes the element's action called name.
-	DoAction(ctx context.Context, id, name string) error
-	GrabFocus(ctx context.Context, id string) error
-	// ScrollIntoView scrolls what holds the element until the element is
-	// in view.
-	ScrollIntoView(ctx context.Context, id string) error
-	// SetValue replaces an editable text's contents, or sets a range's
-	// value (value is then a number).
-	SetValue(ctx context.Context, id, value string) error
-	Close() error
+	Nodes  []desktop.AccessibleNode `json:"nodes" required:"true"`
+	Reason string                   `json:"reason,omitempty" doc:"why nodes is empty: the window's application exposes no tree"`
 }
 
 // SetAccessibility attaches the accessibility bus (nil: none).
-func (s *Service) SetAccessibility(a Accessibility) {
+func (s *Service) SetAccessibility(a desktop.Accessibility) {
 	if a == nil {
 		s.a11y.Store(nil)
 		return
@@ -85,13 +26,13 @@ func (s *Service) SetAccessibility(a Accessibility) {
 	s.a11y.Store(&a11yBox{a: a})
 }
 
-type a11yBox struct{ a Accessibility }
+type a11yBox struct{ a desktop.Accessibility }
 
-func (s *Service) accessibility() (Accessibility, error) {
+func (s *Service) accessibility() (desktop.Accessibility, error) {
 	if b := s.a11y.Load(); b != nil && b.a != nil {
 		return b.a, nil
 	}
-	return nil, &fault.Error{Code: CodeNoAccessibility, Message: "the display service has no accessibility bus",
+	return nil, &fault.Error{Code: desktop.CodeNoAccessibility, Message: "the display service has no accessibility bus",
 		Details: "it needs the session D-Bus (DBUS_SESSION_BUS_ADDRESS) with at-spi2-core, or AT_SPI_BUS_ADDRESS"}
 }
 
@@ -116,8 +57,8 @@ func (s *Service) AccessibilityTree(ctx context.Context, q AccessibilityQuery) (
 }
 
 // tree is the scope's nodes, or why there are none.
-func (s *Service) tree(ctx context.Context, scope string, depth int) ([]AccessibleNode, string, error) {
-	d, err := s.driver()
+func (s *Service) tree(ctx context.Context, scope string, depth int) ([]desktop.AccessibleNode, string, error) {
+	d, err := s.desk.Current()
 	if err != nil {
 		return nil, "", err
 	}
@@ -134,7 +75,7 @@ func (s *Service) tree(ctx context.Context, scope string, depth int) ([]Accessib
 		if err != nil {
 			return nil, "", err
 		}
-		nodes := []AccessibleNode{}
+		nodes := []desktop.AccessibleNode{}
 		for _, app := range apps {
 			nodes = append(nodes, app.Root)
 		}
@@ -147,12 +88,12 @@ func (s *Service) tree(ctx context.Context, scope string, depth int) ([]Accessib
 	if err != nil {
 		var pe *fault.Error
 		if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
-			return []AccessibleNode{}, "no window is active", nil
+			return []desktop.AccessibleNode{}, "no window is active", nil
 		}
 		return nil, "", err
 	}
 	if w.PID == 0 {
-		return []AccessibleNode{}, fmt.Sprintf("the active window %q does not say its process (_NET_WM_PID), so its "+
+		return []desktop.AccessibleNode{}, fmt.Sprintf("the active window %q does not say its process (_NET_WM_PID), so its "+
 			"application cannot be found on the accessibility bus", w.Name), nil
 	}
 	if levels > 0 {
@@ -163,16 +104,16 @@ func (s *Service) tree(ctx context.Context, scope string, depth int) ([]Accessib
 		return nil, "", err
 	}
 	if frame, ok := activeFrame(apps, w); ok {
-		return []AccessibleNode{frame}, "", nil
+		return []desktop.AccessibleNode{frame}, "", nil
 	}
-	return []AccessibleNode{}, fmt.Sprintf("the active window %q (pid %d) exposes no accessibility tree", w.Name, w.PID), nil
+	return []desktop.AccessibleNode{}, fmt.Sprintf("the active window %q (pid %d) exposes no accessibility tree", w.Name, w.PID), nil
 }
 
 // activeFrame picks the window of the application's tree that is the X
 // window: the one AT-SPI calls active, else the one with its title, else
 // the one at its place.
-func activeFrame(apps []AccessibleApp, w Window) (AccessibleNode, bool) {
-	var frames []AccessibleNode
+func activeFrame(apps []desktop.AccessibleApp, w desktop.Window) (desktop.AccessibleNode, bool) {
+	var frames []desktop.AccessibleNode
 	for _, app := range apps {
 		frames = append(frames, app.Root.Children...)
 	}
@@ -187,16 +128,16 @@ func activeFrame(apps []AccessibleApp, w Window) (AccessibleNode, bool) {
 		}
 	}
 	for _, f := range frames {
-		if f.Bounds != nil && (Rect{X: w.X, Y: w.Y, Width: w.Width, Height: w.Height}).Contains(Point{f.Bounds.X + f.Bounds.Width/2, f.Bounds.Y + f.Bounds.Height/2}) {
+		if f.Bounds != nil && (desktop.Rect{X: w.X, Y: w.Y, Width: w.Width, Height: w.Height}).Contains(desktop.Point{X: f.Bounds.X + f.Bounds.Width/2, Y: f.Bounds.Y + f.Bounds.Height/2}) {
 			return f, true
 		}
 	}
-	return AccessibleNode{}, false
+	return desktop.AccessibleNode{}, false
 }
 
 // pruneToRole keeps the nodes of role and their ancestors.
-func pruneToRole(nodes []AccessibleNode, role string) []AccessibleNode {
-	out := []AccessibleNode{}
+func pruneToRole(nodes []desktop.AccessibleNode, role string) []desktop.AccessibleNode {
+	out := []desktop.AccessibleNode{}
 	for _, n := range nodes {
 		kids := pruneToRole(n.Children, role)
 		if n.Role == role || len(kids) > 0 {
@@ -230,17 +171,17 @@ func (s *Service) SearchAccessibility(ctx context.Context, q AccessibilitySearch
 		return AccessibilityTree{}, err
 	}
 	name := strings.ToLower(q.Name)
-	out := []AccessibleNode{}
-	walk(nodes, func(n AccessibleNode) {
+	out := []desktop.AccessibleNode{}
+	walk(nodes, func(n desktop.AccessibleNode) {
 		if (q.Role == "" || n.Role == q.Role) && (name == "" || strings.Contains(strings.ToLower(n.Name), name)) {
-			n.Children = []AccessibleNode{}
+			n.Children = []desktop.AccessibleNode{}
 			out = append(out, n)
 		}
 	})
 	return AccessibilityTree{Nodes: out, Reason: reason}, nil
 }
 
-func walk(nodes []AccessibleNode, fn func(AccessibleNode)) {
+func walk(nodes []desktop.AccessibleNode, fn func(desktop.AccessibleNode)) {
 	for _, n := range nodes {
 		fn(n)
 		walk(n.Children, fn)
@@ -254,47 +195,8 @@ type ElementRef struct {
 
 // ValidateParams checks the id's syntax.
 func (r ElementRef) ValidateParams() error {
-	_, _, err := ParseElementID(r.ElementID)
+	_, _, err := desktop.ParseElementID(r.ElementID)
 	return err
-}
-
-// accessiblePrefix is where toolkits put their elements' object paths.
-const accessiblePrefix = "/org/a11y/atspi/accessible/"
-
-// ElementID names the element at path of the application with the unique
-// bus name bus (":1.42"): "1.42~12" for the common object paths
-// (/org/a11y/atspi/accessible/12), "1.42~_" and the path in unpadded
-// base64url for any other.
-func ElementID(bus, path string) string {
-	b := strings.TrimPrefix(bus, ":")
-	if rest, ok := strings.CutPrefix(path, accessiblePrefix); ok && rest != "" && !strings.ContainsAny(rest, "/_~") {
-		return b + "~" + rest
-	}
-	return b + "~_" + base64.RawURLEncoding.EncodeToString([]byte(path))
-}
-
-// ParseElementID is ElementID's inverse.
-func ParseElementID(id string) (bus, path string, err error) {
-	b, rest, ok := strings.Cut(id, "~")
-	bad := func() (string, string, error) {
-		return "", "", fault.Invalid("elementId", "must be an element id from the tree (like 1.42~12), got %q", id)
-	}
-	if !ok || b == "" || rest == "" || strings.Trim(b, "0123456789.") != "" {
-		return bad()
-	}
-	if enc, ok := strings.CutPrefix(rest, "_"); ok {
-		p, err := base64.RawURLEncoding.DecodeString(enc)
-		if err != nil || len(p) == 0 || p[0] != '/' {
-			return bad()
-		}
-		return ":" + b, string(p), nil
-	}
-	for _, r := range rest {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-') {
-			return bad()
-		}
-	}
-	return ":" + b, accessiblePrefix + rest, nil
 }
 
 // ElementAction invokes a named action.
@@ -315,19 +217,14 @@ type ElementValue struct {
 
 // ElementResult answers an element action: the element afterwards.
 type ElementResult struct {
-	Element AccessibleNode `json:"element" required:"true" doc:"the element afterwards; as it was before when target_closed"`
-	Method  string         `json:"method" required:"true" enum:"action,pointer,focus,value,scroll" doc:"how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling"`
-	Action  string         `json:"action,omitempty" doc:"the action invoked"`
+	Element desktop.AccessibleNode `json:"element" required:"true" doc:"the element afterwards; as it was before when target_closed"`
+	Method  string                 `json:"method" required:"true" enum:"action,pointer,focus,value,scroll" doc:"how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling"`
+	Action  string                 `json:"action,omitempty" doc:"the action invoked"`
 	// TargetClosed: the element took the action and went away with its
 	// window or application (the OK or Yes of a dialog that then exits),
 	// which is the action working.
 	TargetClosed bool `json:"target_closed,omitempty" doc:"true when the element, or its whole application, closed after taking the action (a dialog's OK, Yes or Submit): the action worked, and element is the element as it was before"`
 }
-
-// ErrTargetClosed is what an Accessibility answers when the element's
-// application left the bus while it acted (its reply never came): the
-// action was taken, the application is gone.
-var ErrTargetClosed = errors.New("the element's application closed while it acted")
 
 // clickActions are the action names that mean "click", in preference.
 var clickActions = []string{"click", "press", "activate", "toggle", "jump", "open"}
@@ -351,8 +248,8 @@ func (s *Service) ClickElement(ctx context.Context, in ElementRef) (ElementResul
 		return ElementResult{}, fault.Errorf(fault.CodeConflict,
 			"element %s has no click action and no bounds to click at", in.ElementID).WithDetails("elementId")
 	}
-	at := Point{n.Bounds.X + n.Bounds.Width/2, n.Bounds.Y + n.Bounds.Height/2}
-	_, err = s.runOne(ctx, plan{action: lookup("click"), body: &MouseClick{clicking: clicking{spot: spot{at: &at}, button: ButtonLeft, clicks: 1}}}, false)
+	at := desktop.Point{X: n.Bounds.X + n.Bounds.Width/2, Y: n.Bounds.Y + n.Bounds.Height/2}
+	err = s.input.Click(ctx, at)
 	return s.afterElement(ctx, a, n, "click", "pointer", "", at, err)
 }
 
@@ -403,16 +300,16 @@ func (s *Service) ElementDoAction(ctx context.Context, in ElementAction) (Elemen
 		WithDetails("actions: %s", strings.Join(n.Actions, ", "))
 }
 
-func (s *Service) element(ctx context.Context, id string) (Accessibility, AccessibleNode, error) {
-	if _, err := s.driver(); err != nil {
-		return nil, AccessibleNode{}, err
+func (s *Service) element(ctx context.Context, id string) (desktop.Accessibility, desktop.AccessibleNode, error) {
+	if _, err := s.desk.Current(); err != nil {
+		return nil, desktop.AccessibleNode{}, err
 	}
-	if err := s.takenOver(); err != nil {
-		return nil, AccessibleNode{}, err
+	if err := s.desk.Gate(); err != nil {
+		return nil, desktop.AccessibleNode{}, err
 	}
 	a, err := s.accessibility()
 	if err != nil {
-		return nil, AccessibleNode{}, err
+		return nil, desktop.AccessibleNode{}, err
 	}
 	n, err := a.Node(ctx, id)
 	return a, n, err
@@ -421,12 +318,12 @@ func (s *Service) element(ctx context.Context, id string) (Accessibility, Access
 // afterElement puts the element action op on the recording's timeline
 // (as "element-"+op) and answers the element as it is afterwards (err: the
 // action's error).
-func (s *Service) afterElement(ctx context.Context, a Accessibility, before AccessibleNode, op, method, action string, args any, err error) (ElementResult, error) {
+func (s *Service) afterElement(ctx context.Context, a desktop.Accessibility, before desktop.AccessibleNode, op, method, action string, args any, err error) (ElementResult, error) {
 	closed := ElementResult{Element: before, Method: method, Action: action, TargetClosed: true}
-	if errors.Is(err, ErrTargetClosed) {
+	if errors.Is(err, desktop.ErrTargetClosed) {
 		err = nil
 	}
-	s.timeline("element-"+op, args, &TimelineTarget{ID: before.ID, Role: before.Role, Name: before.Name}, err)
+	s.desk.Timeline("element-"+op, args, &core.TimelineTarget{ID: before.ID, Role: before.Role, Name: before.Name}, err)
 	if err != nil {
 		return ElementResult{}, err
 	}

@@ -1,4 +1,4 @@
-package api
+package input
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"deckhand/display/core"
+	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
 
@@ -52,15 +54,6 @@ type Batch struct {
 	plans []plan
 }
 
-// bounds is the root window as a rectangle.
-func bounds(d Driver) (Rect, error) {
-	info, err := d.Info()
-	if err != nil {
-		return Rect{}, err
-	}
-	return Rect{Width: info.Width, Height: info.Height}, nil
-}
-
 // Act runs one step in the batch format and answers its result.
 func (s *Service) Act(ctx context.Context, in Act) (StepResult, error) {
 	res, err := s.runOne(ctx, in.plan, true)
@@ -75,11 +68,11 @@ func (s *Service) Act(ctx context.Context, in Act) (StepResult, error) {
 // nothing. step says it runs as a step (input/act, which answers a
 // StepResult whose duration is the run's, not the wait for the lock).
 func (s *Service) runOne(ctx context.Context, p plan, step bool) (any, error) {
-	d, err := s.driver()
+	d, err := s.desk.Current()
 	if err != nil {
 		return nil, err
 	}
-	screen, err := bounds(d)
+	screen, err := core.Bounds(d)
 	if err != nil {
 		return nil, err
 	}
@@ -89,15 +82,15 @@ func (s *Service) runOne(ctx context.Context, p plan, step bool) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, maxRequest)
 	defer cancel()
 	if !p.unlocked {
-		s.input.Lock()
-		defer s.input.Unlock()
-		if err := s.takenOver(); err != nil {
+		s.desk.Lock()
+		defer s.desk.Unlock()
+		if err := s.desk.Gate(); err != nil {
 			return nil, err
 		}
 	}
 	start := time.Now()
 	res, err := p.exec(env{ctx: ctx, s: s, d: d, step: step})
-	s.timeline(p.name, p.body, nil, err)
+	s.desk.Timeline(p.name, p.body, nil, err)
 	if err != nil || !step {
 		return res, err
 	}
@@ -147,11 +140,11 @@ func (s *Service) RunBatch(ctx context.Context, in Batch) (BatchResult, error) {
 			return BatchResult{}, err
 		}
 	}
-	d, err := s.driver()
+	d, err := s.desk.Current()
 	if err != nil {
 		return BatchResult{}, err
 	}
-	b, err := bounds(d)
+	b, err := core.Bounds(d)
 	if err != nil {
 		return BatchResult{}, err
 	}
@@ -162,29 +155,29 @@ func (s *Service) RunBatch(ctx context.Context, in Batch) (BatchResult, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, maxRequest)
 	defer cancel()
-	s.input.Lock()
-	defer s.input.Unlock()
-	if err := s.takenOver(); err != nil {
+	s.desk.Lock()
+	defer s.desk.Unlock()
+	if err := s.desk.Gate(); err != nil {
 		return BatchResult{}, err
 	}
 	return s.runBatch(ctx, d, in.plans), nil
 }
 
 // clicker is a body that clicks somewhere (see clicking).
-type clicker interface{ clicked() *Point }
+type clicker interface{ clicked() *desktop.Point }
 
-func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchResult {
+func (s *Service) runBatch(ctx context.Context, d desktop.Driver, plans []plan) BatchResult {
 	start := time.Now()
 	out := BatchResult{OK: true, Total: len(plans), Results: make([]StepResult, 0, len(plans))}
 	for i, p := range plans {
 		t := time.Now()
 		res, err := p.exec(env{ctx: ctx, s: s, d: d, step: true})
-		s.timeline(p.name, p.body, nil, err)
+		s.desk.Timeline(p.name, p.body, nil, err)
 		r := StepResult{Index: i, Action: p.name, OK: err == nil, Result: res, DurationMS: ms(time.Since(t))}
 		if err != nil {
 			e := fault.AsError(inStep(fmt.Sprintf("steps[%d].", i), err))
 			if e.Code == fault.CodeInternal || e.Code == fault.CodeBackend {
-				s.log.Error("display batch step failed", "index", i, "action", p.name, "err", err)
+				s.desk.Log.Error("display batch step failed", "index", i, "action", p.name, "err", err)
 			}
 			r.Error = &StepError{Code: e.Code, Message: e.Message, Details: e.Details}
 			if e.Code != CodeWaitTimeout {
@@ -207,29 +200,29 @@ func (s *Service) runBatch(ctx context.Context, d Driver, plans []plan) BatchRes
 }
 
 // click moves to pt when given and clicks b n times.
-func (s *Service) click(d Driver, pt *Point, b Button, n int) (Point, error) {
+func (s *Service) click(d desktop.Driver, pt *desktop.Point, b desktop.Button, n int) (desktop.Point, error) {
 	if pt != nil {
 		if err := d.MoveTo(*pt); err != nil {
-			return Point{}, err
+			return desktop.Point{}, err
 		}
 	}
 	for i := 0; i < n; i++ {
 		if err := s.button(d, b, true); err != nil {
-			return Point{}, err
+			return desktop.Point{}, err
 		}
 		if err := s.button(d, b, false); err != nil {
-			return Point{}, err
+			return desktop.Point{}, err
 		}
 	}
 	return d.Pointer()
 }
 
 // button presses or releases b and keeps account of what is held.
-func (s *Service) button(d Driver, b Button, down bool) error {
+func (s *Service) button(d desktop.Driver, b desktop.Button, down bool) error {
 	if err := d.Button(b, down); err != nil {
 		return err
 	}
-	if b <= ButtonRight {
+	if b <= desktop.ButtonRight {
 		if down {
 			s.held.buttons[b] = true
 		} else {
@@ -239,7 +232,7 @@ func (s *Service) button(d Driver, b Button, down bool) error {
 	return nil
 }
 
-func (s *Service) key(d Driver, sym Keysym, down bool) error {
+func (s *Service) key(d desktop.Driver, sym desktop.Keysym, down bool) error {
 	if err := d.Key(sym, down); err != nil {
 		return err
 	}
@@ -253,7 +246,7 @@ func (s *Service) key(d Driver, sym Keysym, down bool) error {
 
 // chord holds mods, taps sym repeat times, and releases the mods in
 // reverse order, also when a press fails.
-func (s *Service) chord(d Driver, sym Keysym, mods []Keysym, repeat int) (err error) {
+func (s *Service) chord(d desktop.Driver, sym desktop.Keysym, mods []desktop.Keysym, repeat int) (err error) {
 	pressed := 0
 	defer func() {
 		for i := pressed - 1; i >= 0; i-- {
@@ -282,14 +275,14 @@ func (s *Service) chord(d Driver, sym Keysym, mods []Keysym, repeat int) (err er
 // awaitFocusAt gives the window manager a moment (up to 500 ms) to
 // activate the window under p after a click, so that typing which follows
 // reaches it and not the window focused before.
-func (s *Service) awaitFocusAt(ctx context.Context, d Driver, p Point) {
+func (s *Service) awaitFocusAt(ctx context.Context, d desktop.Driver, p desktop.Point) {
 	if top, err := d.UnderPointer(); err != nil || top == 0 {
 		return // the bare desktop: nothing to focus
 	}
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		if w, err := d.ActiveWindow(); err == nil &&
-			(Rect{X: w.X, Y: w.Y, Width: w.Width, Height: w.Height}).Contains(p) {
+			(desktop.Rect{X: w.X, Y: w.Y, Width: w.Width, Height: w.Height}).Contains(p) {
 			return
 		}
 		if sleep(ctx, 10*time.Millisecond) != nil {
@@ -299,7 +292,7 @@ func (s *Service) awaitFocusAt(ctx context.Context, d Driver, p Point) {
 }
 
 // typeText types t rune by rune, waiting delay between runes.
-func (s *Service) typeText(ctx context.Context, d Driver, t string, delay time.Duration) (int, error) {
+func (s *Service) typeText(ctx context.Context, d desktop.Driver, t string, delay time.Duration) (int, error) {
 	n := 0
 	for _, r := range t {
 		if r == '\r' {
@@ -333,7 +326,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // drag presses at from, moves to to in steps over dur, releases; select
 // answers the PRIMARY selection afterwards.
-func (s *Service) drag(ctx context.Context, d Driver, from, to Point, b Button, dur time.Duration, sel bool) (DragResult, error) {
+func (s *Service) drag(ctx context.Context, d desktop.Driver, from, to desktop.Point, b desktop.Button, dur time.Duration, sel bool) (DragResult, error) {
 	res := DragResult{From: from, To: to}
 	var before string
 	if sel {
@@ -355,7 +348,7 @@ func (s *Service) drag(ctx context.Context, d Driver, from, to Point, b Button, 
 	pause := dur / time.Duration(steps)
 	var err error
 	for i := 1; i <= steps && err == nil; i++ {
-		p := Point{from.X + (to.X-from.X)*i/steps, from.Y + (to.Y-from.Y)*i/steps}
+		p := desktop.Point{X: from.X + (to.X-from.X)*i/steps, Y: from.Y + (to.Y-from.Y)*i/steps}
 		if err = d.MoveTo(p); err == nil && pause > 0 {
 			err = sleep(ctx, pause)
 		}
@@ -388,17 +381,17 @@ func (s *Service) drag(ctx context.Context, d Driver, from, to Point, b Button, 
 
 // releaseAll releases what this service pressed and what the server
 // reports down.
-func (s *Service) releaseAll(d Driver) (ResetResult, error) {
+func (s *Service) releaseAll(d desktop.Driver) (ResetResult, error) {
 	res := ResetResult{ReleasedKeys: []string{}, ReleasedButtons: []string{}}
-	seenK := map[Keysym]bool{}
-	seenB := map[Button]bool{}
+	seenK := map[desktop.Keysym]bool{}
+	seenB := map[desktop.Button]bool{}
 	var firstErr error
 	for sym := range s.held.keys {
 		if err := d.Key(sym, false); err != nil && firstErr == nil {
 			firstErr = err
 		}
 		seenK[sym] = true
-		res.ReleasedKeys = append(res.ReleasedKeys, KeyName(sym))
+		res.ReleasedKeys = append(res.ReleasedKeys, desktop.KeyName(sym))
 	}
 	for b := range s.held.buttons {
 		if err := d.Button(b, false); err != nil && firstErr == nil {
@@ -407,8 +400,8 @@ func (s *Service) releaseAll(d Driver) (ResetResult, error) {
 		seenB[b] = true
 		res.ReleasedButtons = append(res.ReleasedButtons, b.String())
 	}
-	s.held.keys = map[Keysym]int{}
-	s.held.buttons = map[Button]bool{}
+	s.held.keys = map[desktop.Keysym]int{}
+	s.held.buttons = map[desktop.Button]bool{}
 	if err := d.Sync(); err != nil && firstErr == nil {
 		firstErr = err
 	}
@@ -418,7 +411,7 @@ func (s *Service) releaseAll(d Driver) (ResetResult, error) {
 	}
 	for _, k := range keys {
 		if !seenK[k] {
-			res.ReleasedKeys = append(res.ReleasedKeys, KeyName(k))
+			res.ReleasedKeys = append(res.ReleasedKeys, desktop.KeyName(k))
 		}
 	}
 	for _, b := range buttons {
@@ -430,22 +423,22 @@ func (s *Service) releaseAll(d Driver) (ResetResult, error) {
 }
 
 // press moves to pt when given, then presses or releases b.
-func (s *Service) press(d Driver, pt *Point, b Button, down bool) (Point, error) {
+func (s *Service) press(d desktop.Driver, pt *desktop.Point, b desktop.Button, down bool) (desktop.Point, error) {
 	if pt != nil {
 		if err := d.MoveTo(*pt); err != nil {
-			return Point{}, err
+			return desktop.Point{}, err
 		}
 	}
 	if err := s.button(d, b, down); err != nil {
-		return Point{}, err
+		return desktop.Point{}, err
 	}
 	return d.Pointer()
 }
 
 // typeAt clicks pt, lets the window manager focus what was clicked,
 // optionally clears the field, and types.
-func (s *Service) typeAt(ctx context.Context, d Driver, pt Point, clear bool, t typing) (Typed, error) {
-	if _, err := s.click(d, &pt, ButtonLeft, 1); err != nil {
+func (s *Service) typeAt(ctx context.Context, d desktop.Driver, pt desktop.Point, clear bool, t typing) (Typed, error) {
+	if _, err := s.click(d, &pt, desktop.ButtonLeft, 1); err != nil {
 		return Typed{}, err
 	}
 	if err := d.Sync(); err != nil {
@@ -453,10 +446,10 @@ func (s *Service) typeAt(ctx context.Context, d Driver, pt Point, clear bool, t 
 	}
 	s.awaitFocusAt(ctx, d, pt)
 	if clear {
-		if err := s.chord(d, RuneKeysym('a'), []Keysym{keyNames["Control_L"]}, 1); err != nil {
+		if err := s.chord(d, desktop.RuneKeysym('a'), []desktop.Keysym{desktop.KeyControlL}, 1); err != nil {
 			return Typed{}, err
 		}
-		if err := s.chord(d, keyNames["Delete"], nil, 1); err != nil {
+		if err := s.chord(d, desktop.KeyDelete, nil, 1); err != nil {
 			return Typed{}, err
 		}
 	}
@@ -465,7 +458,7 @@ func (s *Service) typeAt(ctx context.Context, d Driver, pt Point, clear bool, t 
 }
 
 // wait polls the condition every 50 ms until it holds or the time is up.
-func (s *Service) wait(ctx context.Context, d Driver, w *Wait) (WaitResult, error) {
+func (s *Service) wait(ctx context.Context, d desktop.Driver, w *Wait) (WaitResult, error) {
 	start := time.Now()
 	res := WaitResult{Until: w.until}
 	deadline := start.Add(w.timeout)
@@ -483,7 +476,7 @@ func (s *Service) wait(ctx context.Context, d Driver, w *Wait) (WaitResult, erro
 			if err != nil {
 				return res, err
 			}
-			var hit *Window
+			var hit *desktop.Window
 			for i := range wins {
 				if w.match.matches(d, wins[i]) {
 					hit = &wins[i]
@@ -520,7 +513,7 @@ func (s *Service) wait(ctx context.Context, d Driver, w *Wait) (WaitResult, erro
 }
 
 // resolveWindow is id, or the active window when id is nil.
-func (s *Service) resolveWindow(d Driver, id *uint32) (uint32, error) {
+func (s *Service) resolveWindow(d desktop.Driver, id *uint32) (uint32, error) {
 	if id != nil {
 		return *id, nil
 	}
@@ -533,7 +526,7 @@ func (s *Service) resolveWindow(d Driver, id *uint32) (uint32, error) {
 
 // closeWindow asks the window to close and waits (2 s at most) for it to
 // be gone.
-func (s *Service) closeWindow(ctx context.Context, d Driver, wid uint32) (Closed, error) {
+func (s *Service) closeWindow(ctx context.Context, d desktop.Driver, wid uint32) (Closed, error) {
 	if err := d.CloseWindow(wid); err != nil {
 		return Closed{}, err
 	}

@@ -1,23 +1,8 @@
-package api
+package input
 
-// Index is GET /api/v1/display/.
-type Index struct {
-	Service   string          `json:"service" required:"true"`
-	Display   string          `json:"display" required:"true" doc:"the X display driven, \"\" when none"`
-	Available bool            `json:"available" required:"true"`
-	Reason    string          `json:"reason,omitempty" doc:"why the display is unavailable"`
-	Width     int             `json:"width"`
-	Height    int             `json:"height"`
-	Screens   int             `json:"screens"`
-	Endpoints []IndexEndpoint `json:"endpoints" required:"true"`
-}
-
-// IndexEndpoint is one row of the index.
-type IndexEndpoint struct {
-	Method  string `json:"method"`
-	Path    string `json:"path"`
-	Summary string `json:"summary"`
-}
+import (
+	"deckhand/display/desktop"
+)
 
 // Geometry is a window's or the root's position and size.
 type Geometry struct {
@@ -62,17 +47,17 @@ type KeyResult struct {
 
 // DragResult answers drag and select.
 type DragResult struct {
-	From Point   `json:"from" required:"true"`
-	To   Point   `json:"to" required:"true"`
-	Text *string `json:"text,omitempty" doc:"select: the PRIMARY selection afterwards"`
+	From desktop.Point `json:"from" required:"true"`
+	To   desktop.Point `json:"to" required:"true"`
+	Text *string       `json:"text,omitempty" doc:"select: the PRIMARY selection afterwards"`
 }
 
 // WaitResult answers wait.
 type WaitResult struct {
-	Met       bool    `json:"met" required:"true"`
-	Until     string  `json:"until" required:"true"`
-	ElapsedMS int64   `json:"elapsed_ms" required:"true"`
-	Window    *Window `json:"window,omitempty" doc:"until=window: the first matching window"`
+	Met       bool            `json:"met" required:"true"`
+	Until     string          `json:"until" required:"true"`
+	ElapsedMS int64           `json:"elapsed_ms" required:"true"`
+	Window    *desktop.Window `json:"window,omitempty" doc:"until=window: the first matching window"`
 }
 
 // Slept answers sleep.

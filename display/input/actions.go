@@ -1,4 +1,4 @@
-package api
+package input
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"deckhand/display/core"
+	"deckhand/display/desktop"
 	"deckhand/platform"
 	"deckhand/platform/fault"
 )
@@ -32,8 +34,10 @@ type action struct {
 	// typing presses keys where the focus is: after a click step a batch
 	// first lets the window manager focus the clicked window
 	typing bool
-	body   func() any // a new, empty body
-	run    func(e env, body any) (any, error)
+	// tool, when set, makes the action's endpoint an MCP tool too
+	tool *platform.Tool
+	body func() any // a new, empty body
+	run  func(e env, body any) (any, error)
 	// op is the action's own endpoint on s: its body type bound by the
 	// platform, its result type the answer.
 	op func(s *Service) platform.Operation
@@ -43,7 +47,7 @@ type action struct {
 type env struct {
 	ctx context.Context
 	s   *Service
-	d   Driver
+	d   desktop.Driver
 	// step is true in input/act and input/batch, where a wait that runs
 	// out fails the step; its endpoint answers met=false instead
 	step bool
@@ -72,50 +76,60 @@ const windowBody = "id selects the window (default: the active one)."
 // schema's documentation.
 var actions = []*action{
 	entry(action{name: "move", aliases: []string{"mouse-move", "move-to"}, path: "/mouse/move",
-		summary: "Move the pointer", description: "Off-screen coordinates are 400 OFF_SCREEN with the bounds."},
-		func(e env, b *MouseMove) (Point, error) {
+		summary: "Move the pointer", description: "Off-screen coordinates are 400 OFF_SCREEN with the bounds.",
+		tool: &platform.Tool{Name: "display_move", Title: "Move the pointer",
+			Description: "Move the pointer to x,y (screen pixels) without clicking (hover).", Destructive: true}},
+		func(e env, b *MouseMove) (desktop.Point, error) {
 			if err := e.d.MoveTo(*b.at); err != nil {
-				return Point{}, err
+				return desktop.Point{}, err
 			}
 			return e.d.Pointer() // where the server put it (a grab may confine it)
 		}),
 	entry(action{name: "move-relative", path: "/mouse/move-relative", summary: "Move the pointer by dx,dy",
 		description: "The destination must be on screen."},
-		func(e env, b *MouseMoveRelative) (Point, error) {
+		func(e env, b *MouseMoveRelative) (desktop.Point, error) {
 			cur, err := e.d.Pointer()
 			if err != nil {
-				return Point{}, err
+				return desktop.Point{}, err
 			}
-			to := Point{cur.X + b.dx, cur.Y + b.dy}
-			if err := onScreen("dx", "dy", to, b.screen); err != nil {
-				return Point{}, err
+			to := desktop.Point{X: cur.X + b.dx, Y: cur.Y + b.dy}
+			if err := core.OnScreen("dx", "dy", to, b.screen); err != nil {
+				return desktop.Point{}, err
 			}
 			if err := e.d.MoveTo(to); err != nil {
-				return Point{}, err
+				return desktop.Point{}, err
 			}
 			return e.d.Pointer()
 		}),
 	entry(action{name: "click", aliases: []string{"left-click"}, path: "/mouse/click", summary: "Click",
 		description: "Moves to x,y when given (both or neither), then clicks button (left, right, middle; " +
-			"default left) clicks times (1-3). Answers the pointer position."},
-		func(e env, b *MouseClick) (Point, error) { return e.s.click(e.d, b.at, b.button, b.clicks) }),
+			"default left) clicks times (1-3). Answers the pointer position.",
+		tool: &platform.Tool{Name: "display_click", Title: "Click",
+			Description: "Move the pointer to x,y (screen pixels) and click a button (left by default); without x,y click where the pointer is.", Destructive: true}},
+		func(e env, b *MouseClick) (desktop.Point, error) { return e.s.click(e.d, b.at, b.button, b.clicks) }),
 	entry(action{name: "double-click", aliases: []string{"doubleclick"}, path: "/mouse/double-click",
-		summary: "Double-click", description: "As click, twice."},
-		func(e env, b *MouseClick) (Point, error) { return e.s.click(e.d, b.at, b.button, 2) }),
+		summary: "Double-click", description: "As click, twice.",
+		tool: &platform.Tool{Name: "display_double_click", Title: "Double-click",
+			Description: "Move the pointer to x,y (screen pixels) and double-click.", Destructive: true}},
+		func(e env, b *MouseClick) (desktop.Point, error) { return e.s.click(e.d, b.at, b.button, 2) }),
 	entry(action{name: "down", aliases: []string{"mouse-down"}, path: "/mouse/down",
 		summary: "Press a button and keep it down", description: "Moves to x,y first when given. Held until " +
 			"mouse/up or input/reset."},
-		func(e env, b *MouseButton) (Point, error) { return e.s.press(e.d, b.at, b.button, true) }),
+		func(e env, b *MouseButton) (desktop.Point, error) { return e.s.press(e.d, b.at, b.button, true) }),
 	entry(action{name: "up", aliases: []string{"mouse-up"}, path: "/mouse/up", summary: "Release a button"},
-		func(e env, b *MouseButton) (Point, error) { return e.s.press(e.d, b.at, b.button, false) }),
+		func(e env, b *MouseButton) (desktop.Point, error) { return e.s.press(e.d, b.at, b.button, false) }),
 	entry(action{name: "scroll", path: "/mouse/scroll", summary: "Scroll the wheel",
 		description: "direction up, down (default), left or right, amount notches (1-100, default 1), at x,y " +
-			"when given."},
-		func(e env, b *MouseScroll) (Point, error) { return e.s.click(e.d, b.at, b.wheel, b.amount) }),
+			"when given.",
+		tool: &platform.Tool{Name: "display_scroll", Title: "Scroll",
+			Description: "Turn the mouse wheel amount notches in a direction, at x,y when given.", Destructive: true}},
+		func(e env, b *MouseScroll) (desktop.Point, error) { return e.s.click(e.d, b.at, b.wheel, b.amount) }),
 	entry(action{name: "type", aliases: []string{"type-text"}, path: "/keyboard/type", summary: "Type text",
 		description: "Types Unicode text as key presses (characters the keymap lacks are bound to a spare " +
 			"keycode for the moment). delay_ms (0-1000, default 0) waits between characters. At most 20000 " +
-			"characters.", typing: true},
+			"characters.", typing: true,
+		tool: &platform.Tool{Name: "display_type", Title: "Type text",
+			Description: "Type text into the focused window as key presses (any Unicode). Click the field first to focus it.", Destructive: true}},
 		func(e env, b *KeyboardType) (Typed, error) {
 			n, err := e.s.typeText(e.ctx, e.d, b.text, b.delay)
 			return Typed{Typed: n}, err
@@ -123,32 +137,36 @@ var actions = []*action{
 	entry(action{name: "key", aliases: []string{"press"}, path: "/keyboard/key", summary: "Press a key or chord",
 		description: "key is an X keysym name (Return, Page_Up, F5), an alias (enter, esc, ctrl, cmd, ArrowUp) " +
 			"or one character; \"ctrl+shift+t\" chords work too. modifiers are held around it. repeat presses " +
-			"it 1-100 times. An unknown name is 400 listing close matches.", typing: true},
+			"it 1-100 times. An unknown name is 400 listing close matches.", typing: true,
+		tool: &platform.Tool{Name: "display_key", Title: "Press a key",
+			Description: "Press a key or chord in the focused window: Return, Escape, Tab, ctrl+c, alt+F4, ctrl+shift+t.", Destructive: true}},
 		func(e env, b *KeyboardKey) (KeyResult, error) {
-			res := KeyResult{Key: KeyName(b.sym)}
+			res := KeyResult{Key: desktop.KeyName(b.sym)}
 			for _, m := range b.mods {
-				res.Modifiers = append(res.Modifiers, KeyName(m))
+				res.Modifiers = append(res.Modifiers, desktop.KeyName(m))
 			}
 			return res, e.s.chord(e.d, b.sym, b.mods, b.repeat)
 		}),
 	entry(action{name: "key-down", path: "/keyboard/key-down", summary: "Press a key and keep it down",
 		description: "Held until key-up or input/reset.", typing: true},
 		func(e env, b *KeyboardKeyOnly) (KeyResult, error) {
-			return KeyResult{Key: KeyName(b.sym)}, e.s.key(e.d, b.sym, true)
+			return KeyResult{Key: desktop.KeyName(b.sym)}, e.s.key(e.d, b.sym, true)
 		}),
 	entry(action{name: "key-up", path: "/keyboard/key-up", summary: "Release a key"},
 		func(e env, b *KeyboardKeyOnly) (KeyResult, error) {
-			return KeyResult{Key: KeyName(b.sym)}, e.s.key(e.d, b.sym, false)
+			return KeyResult{Key: desktop.KeyName(b.sym)}, e.s.key(e.d, b.sym, false)
 		}),
 	entry(action{name: "click-at", path: "/input/click-at", summary: "Move and click",
 		description: "x and y are required."},
-		func(e env, b *ClickAt) (Point, error) { return e.s.click(e.d, b.at, b.button, b.clicks) }),
+		func(e env, b *ClickAt) (desktop.Point, error) { return e.s.click(e.d, b.at, b.button, b.clicks) }),
 	entry(action{name: "type-at", path: "/input/type-at", summary: "Click a spot, then type",
 		description: "Clicks x,y, optionally clears the field (ctrl+a, Delete) and types text."},
 		func(e env, b *TypeAt) (Typed, error) { return e.s.typeAt(e.ctx, e.d, *b.at, b.Clear, b.typing) }),
 	entry(action{name: "drag", path: "/input/drag", summary: "Drag from one point to another",
 		description: "Presses button (default left) at from, moves to to in steps over duration_ms (0-10000, " +
-			"default 100), releases."},
+			"default 100), releases.",
+		tool: &platform.Tool{Name: "display_drag", Title: "Drag",
+			Description: "Press a button at from (screen pixels), move to to and release it.", Destructive: true}},
 		func(e env, b *Drag) (DragResult, error) {
 			return e.s.drag(e.ctx, e.d, *b.From, *b.To, b.button, b.duration, false)
 		}),
@@ -156,7 +174,7 @@ var actions = []*action{
 		description: "A left-button drag from from to to; answers the PRIMARY selection's text afterwards " +
 			"(what the application selected)."},
 		func(e env, b *Select) (DragResult, error) {
-			return e.s.drag(e.ctx, e.d, *b.From, *b.To, ButtonLeft, b.duration, true)
+			return e.s.drag(e.ctx, e.d, *b.From, *b.To, desktop.ButtonLeft, b.duration, true)
 		}),
 	entry(action{name: "wait", path: "/input/wait", summary: "Wait for a window, a screen change or a time",
 		description: "until: window (a window matching name/class/pid appears), window-gone (none is left), " +
@@ -183,13 +201,13 @@ var actions = []*action{
 	entry(action{name: "focus-window", aliases: []string{"focus"}, path: "/window/focus",
 		summary: "Focus (activate) a window", description: "Raises, de-iconifies and activates it through the " +
 			"window manager. " + windowBody},
-		thenWindow(Driver.Focus)),
+		thenWindow(desktop.Driver.Focus)),
 	entry(action{name: "raise-window", aliases: []string{"raise"}, path: "/window/raise", summary: "Raise a window",
 		description: "Puts it on top of the stack without focusing it. " + windowBody},
-		thenWindow(Driver.Raise)),
+		thenWindow(desktop.Driver.Raise)),
 	entry(action{name: "minimize-window", aliases: []string{"minimize"}, path: "/window/minimize",
 		summary: "Minimize (iconify) a window", description: windowBody},
-		thenWindow(Driver.Minimize)),
+		thenWindow(desktop.Driver.Minimize)),
 	entry(action{name: "close-window", aliases: []string{"close"}, path: "/window/close", summary: "Close a window",
 		description: "Asks politely (_NET_CLOSE_WINDOW / WM_DELETE_WINDOW) and answers closed=true once it is " +
 			"gone, closed=false when it is still there after 2 s. " + windowBody},
@@ -197,10 +215,14 @@ var actions = []*action{
 	entry(action{name: "move-window", path: "/window/move", summary: "Move a window",
 		description: "Places the window's client area at x,y (root coordinates) and answers its geometry once " +
 			"the window manager has moved it. " + windowBody},
-		onWindow(func(e env, wid uint32, b *WindowMove) (Window, error) { return e.d.Move(wid, Point{*b.X, *b.Y}) })),
+		onWindow(func(e env, wid uint32, b *WindowMove) (desktop.Window, error) {
+			return e.d.Move(wid, desktop.Point{X: *b.X, Y: *b.Y})
+		})),
 	entry(action{name: "resize-window", path: "/window/resize", summary: "Resize a window",
 		description: "Sets the client area's size (1-16384). " + windowBody},
-		onWindow(func(e env, wid uint32, b *WindowResize) (Window, error) { return e.d.Resize(wid, *b.Width, *b.Height) })),
+		onWindow(func(e env, wid uint32, b *WindowResize) (desktop.Window, error) {
+			return e.d.Resize(wid, *b.Width, *b.Height)
+		})),
 	entry(action{name: "clipboard", aliases: []string{"clipboard-set", "set-clipboard"}, path: "/clipboard",
 		summary: "Set the clipboard", description: "Takes ownership of CLIPBOARD with text, or with an image " +
 			"(image_base64 and mime_type, image/png by default). The service keeps serving it until something " +
@@ -237,10 +259,10 @@ func onWindow[B, R any, P interface {
 
 // thenWindow runs do on the body's window and answers the window
 // afterwards.
-func thenWindow(do func(d Driver, id uint32) error) func(env, *WindowRef) (Window, error) {
-	return onWindow(func(e env, wid uint32, _ *WindowRef) (Window, error) {
+func thenWindow(do func(d desktop.Driver, id uint32) error) func(env, *WindowRef) (desktop.Window, error) {
+	return onWindow(func(e env, wid uint32, _ *WindowRef) (desktop.Window, error) {
 		if err := do(e.d, wid); err != nil {
-			return Window{}, err
+			return desktop.Window{}, err
 		}
 		return e.d.Window(wid)
 	})
@@ -274,12 +296,12 @@ func actionNames() string {
 	return strings.Join(names, ", ") + "; aliases: " + strings.Join(aliases, ", ") + "; underscores work too"
 }
 
-// routes are the actions' endpoints.
-func (s *Service) actionRoutes() []platform.Route {
+// Actions are the action table's endpoints.
+func (s *Service) Actions() []platform.Route {
 	out := make([]platform.Route, 0, len(actions))
 	for _, a := range actions {
-		out = append(out, platform.Route{Method: http.MethodPost, Path: prefix + a.path, Summary: a.summary,
-			Description: a.description, Tags: []string{"display"}, Op: a.op(s)})
+		out = append(out, platform.Route{Method: http.MethodPost, Path: core.Prefix + a.path, Summary: a.summary,
+			Description: a.description, Tags: []string{"display"}, Op: a.op(s), Tool: a.tool})
 	}
 	return out
 }
@@ -302,7 +324,7 @@ func (a *action) decodeBody(raw []byte) (plan, error) {
 }
 
 // onScreen checks the positions the step holds against the screen.
-func (p plan) onScreen(screen Rect) error {
+func (p plan) onScreen(screen desktop.Rect) error {
 	if b, ok := p.body.(screenBound); ok {
 		return b.onScreen(screen)
 	}

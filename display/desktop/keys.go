@@ -1,4 +1,4 @@
-package api
+package desktop
 
 import (
 	"sort"
@@ -8,6 +8,12 @@ import (
 	"unicode/utf8"
 
 	"deckhand/platform/fault"
+)
+
+// Keysyms the service presses of its own accord (clearing a field).
+const (
+	KeyControlL Keysym = 0xffe3
+	KeyDelete   Keysym = 0xffff
 )
 
 // keyNames maps canonical X keysym names to their values. Lookups are

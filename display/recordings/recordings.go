@@ -1,4 +1,4 @@
-package api
+package recordings
 
 import (
 	"cmp"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"deckhand/display/core"
 	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
@@ -54,20 +55,13 @@ type Recording struct {
 
 // TimelineEvent is one display action taken while recording.
 type TimelineEvent struct {
-	OffsetMS int64           `json:"offset_ms" required:"true" doc:"since the recording started"`
-	Time     time.Time       `json:"time" required:"true"`
-	Action   string          `json:"action" required:"true" doc:"the action's name (click, type, click-element ...)"`
-	Args     json.RawMessage `json:"args,omitempty" doc:"the action's fields as sent"`
-	Element  *TimelineTarget `json:"element,omitempty" doc:"the accessibility element acted on"`
-	OK       bool            `json:"ok" required:"true"`
-	Error    string          `json:"error,omitempty"`
-}
-
-// TimelineTarget is the element of an element action.
-type TimelineTarget struct {
-	ID   string `json:"id" required:"true"`
-	Role string `json:"role" required:"true"`
-	Name string `json:"name" required:"true"`
+	OffsetMS int64                `json:"offset_ms" required:"true" doc:"since the recording started"`
+	Time     time.Time            `json:"time" required:"true"`
+	Action   string               `json:"action" required:"true" doc:"the action's name (click, type, click-element ...)"`
+	Args     json.RawMessage      `json:"args,omitempty" doc:"the action's fields as sent"`
+	Element  *core.TimelineTarget `json:"element,omitempty" doc:"the accessibility element acted on"`
+	OK       bool                 `json:"ok" required:"true"`
+	Error    string               `json:"error,omitempty"`
 }
 
 // Timeline answers GET .../recordings/{id}/timeline.
@@ -191,7 +185,7 @@ func (r *recorder) load() {
 
 // StartRecording starts recording the screen.
 func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recording, error) {
-	d, err := s.driver()
+	d, err := s.desk.Current()
 	if err != nil {
 		return Recording{}, err
 	}
@@ -199,7 +193,7 @@ func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recordin
 		return Recording{}, fault.Errorf(fault.CodeUnavailable, "ffmpeg is not installed").
 			WithDetails("recordings need Debian's ffmpeg (scripts/setup.sh)")
 	}
-	screen, err := bounds(d)
+	screen, err := core.Bounds(d)
 	if err != nil {
 		return Recording{}, err
 	}
@@ -239,7 +233,7 @@ func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recordin
 			"total would pass --display-recordings-max-total (%d bytes): delete recordings or ask a smaller max_bytes",
 			kept, rec.MaxBytes, limit).WithDetails("--display-recordings-max-total")
 	}
-	rec.StartedAt = s.clock.Now().UTC()
+	rec.StartedAt = s.desk.Clock.Now().UTC()
 	if err := r.spawner.Start(cmd); err != nil {
 		return Recording{}, fault.Internal("start ffmpeg", err)
 	}
@@ -274,7 +268,7 @@ func (r *recorder) supervise(s *Service, rec *recording) {
 	st, _ := os.Stat(rec.path)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := s.clock.Now().UTC()
+	now := s.desk.Clock.Now().UTC()
 	rec.StoppedAt = &now
 	if st != nil {
 		rec.Bytes = st.Size()
@@ -303,7 +297,7 @@ func (r *recorder) supervise(s *Service, rec *recording) {
 	r.save(rec)
 	close(rec.done)
 	if rec.Status == RecordingFailed {
-		s.log.Error("display recording failed", "id", rec.ID, "err", rec.Error)
+		s.desk.Log.Error("display recording failed", "id", rec.ID, "err", rec.Error)
 	}
 }
 
@@ -522,7 +516,7 @@ func (s *Service) DeleteRecording(_ context.Context, in RecordingRef) error {
 }
 
 // timeline adds an event to the running recording's timeline, if any.
-func (s *Service) timeline(action string, args any, el *TimelineTarget, err error) {
+func (s *Service) timeline(action string, args any, el *core.TimelineTarget, err error) {
 	r := s.rec.Load()
 	if r == nil {
 		return
@@ -533,7 +527,7 @@ func (s *Service) timeline(action string, args any, el *TimelineTarget, err erro
 	if rec == nil {
 		return
 	}
-	now := s.clock.Now().UTC()
+	now := s.desk.Clock.Now().UTC()
 	e := TimelineEvent{OffsetMS: now.Sub(rec.StartedAt).Milliseconds(), Time: now, Action: action, Element: el, OK: err == nil}
 	if args != nil {
 		if b, mErr := json.Marshal(args); mErr == nil {
@@ -546,8 +540,8 @@ func (s *Service) timeline(action string, args any, el *TimelineTarget, err erro
 	rec.events = append(rec.events, e)
 }
 
-// closeRecordings stops what records and ends the spawner.
-func (s *Service) closeRecordings() {
+// Close stops what records and ends the spawner.
+func (s *Service) Close() {
 	r := s.rec.Load()
 	if r == nil {
 		return

@@ -1,15 +1,17 @@
-package api
+package input
 
 import (
 	"encoding/json"
 	"io"
 	"log/slog"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
+	"deckhand/display/core"
+	"deckhand/display/desktop"
 	"deckhand/platform"
-	"deckhand/platform/contract"
 	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 )
@@ -47,16 +49,19 @@ var examples = map[string]string{
 // screenOnly is the X server as far as validation sees it: the screen's
 // size. Anything that would run an action panics (a 500), so a test that
 // gets a 400 knows nothing ran.
-type screenOnly struct{ Driver }
+type screenOnly struct{ desktop.Driver }
 
-func (screenOnly) Info() (Info, error) { return Info{Width: 1920, Height: 1080}, nil }
-func (screenOnly) Display() string     { return ":test" }
+func (screenOnly) Info() (desktop.Info, error) { return desktop.Info{Width: 1920, Height: 1080}, nil }
+func (screenOnly) Display() string             { return ":test" }
 
 func newTestHost(t *testing.T) (*Service, *platform.Host) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := New(contract.ServiceDeps{Logger: quiet}, screenOnly{})
-	return svc, platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "display"}, Logger: quiet}, svc.Routes())
+	desk := core.NewDesk(quiet, nil)
+	desk.SetDriver(screenOnly{})
+	svc := New(desk)
+	return svc, platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "display"}, Logger: quiet},
+		append(svc.Routes(), svc.Actions()...))
 }
 
 // withAction is body with "action" set to name.
@@ -138,8 +143,8 @@ func TestEveryActionIsRoutedDocumentedAndBatchable(t *testing.T) {
 			item[m] = o
 		}
 	}
-	stepProps := doc.Paths[prefix+"/input/act"]["post"].RequestBody.Content["application/json"].Schema.Properties
-	batchItem := doc.Paths[prefix+"/input/batch"]["post"].RequestBody.Content["application/json"].Schema.Properties["steps"]
+	stepProps := doc.Paths[core.Prefix+"/input/act"]["post"].RequestBody.Content["application/json"].Schema.Properties
+	batchItem := doc.Paths[core.Prefix+"/input/batch"]["post"].RequestBody.Content["application/json"].Schema.Properties["steps"]
 	if _, ok := stepProps["action"]; !ok || !strings.Contains(string(batchItem), `"action"`) {
 		t.Fatalf("act and batch step schemas lack action: %v / %s", stepProps, batchItem)
 	}
@@ -152,7 +157,7 @@ func TestEveryActionIsRoutedDocumentedAndBatchable(t *testing.T) {
 			continue
 		}
 		// the route and its OpenAPI entry
-		o, ok := doc.Paths[prefix+a.path]["post"]
+		o, ok := doc.Paths[core.Prefix+a.path]["post"]
 		if !ok || o.Summary != a.summary {
 			t.Errorf("%s: no POST %s in the OpenAPI document (or another summary)", a.name, a.path)
 		}
@@ -175,7 +180,7 @@ func TestEveryActionIsRoutedDocumentedAndBatchable(t *testing.T) {
 			}
 		}
 		// its endpoint body and the same step, by name, alias and with underscores
-		if p, err := a.decodeBody([]byte(ex)); err != nil || p.onScreen(Rect{Width: 1920, Height: 1080}) != nil {
+		if p, err := a.decodeBody([]byte(ex)); err != nil || p.onScreen(desktop.Rect{Width: 1920, Height: 1080}) != nil {
 			t.Errorf("%s: endpoint rejects its example %s: %v", a.name, ex, err)
 		}
 		for _, name := range append([]string{a.name, strings.ReplaceAll(strings.ToUpper(a.name), "-", "_")}, a.aliases...) {
@@ -189,8 +194,8 @@ func TestEveryActionIsRoutedDocumentedAndBatchable(t *testing.T) {
 	// 400 naming the last step shows every step before it was accepted, and
 	// that nothing ran (running would reach screenOnly's missing methods)
 	steps = append(steps, map[string]any{"action": "fly"})
-	status, e := post(t, h, prefix+"/input/batch", map[string]any{"steps": steps})
-	last := "steps[" + itoa(len(steps)-1) + "].action"
+	status, e := post(t, h, core.Prefix+"/input/batch", map[string]any{"steps": steps})
+	last := "steps[" + strconv.Itoa(len(steps)-1) + "].action"
 	if status != 400 || e.Code != fault.CodeInvalid || !strings.HasPrefix(e.Message, last+": unknown action \"fly\"") ||
 		!strings.Contains(e.Details, "move-relative") {
 		t.Fatalf("batch of every action: %d %+v, want 400 naming %s", status, e, last)
@@ -220,20 +225,20 @@ func TestBatchNamesTheStepAndField(t *testing.T) {
 		{"nested wrong type", map[string]any{"action": "drag", "from": map[string]any{"x": "a"}, "to": pt}, "steps[1].from.x", fault.CodeInvalid},
 		{"rule", map[string]any{"action": "scroll", "amount": 101}, "steps[1].amount", fault.CodeInvalid},
 		{"modifier", map[string]any{"action": "key", "key": "a", "modifiers": []string{"ctrl", "shfit"}}, "steps[1].modifiers[1]", fault.CodeInvalid},
-		{"off screen", map[string]any{"action": "drag", "from": pt, "to": map[string]int{"x": 1, "y": 5000}}, "steps[1].to.y", CodeOffScreen},
+		{"off screen", map[string]any{"action": "drag", "from": pt, "to": map[string]int{"x": 1, "y": 5000}}, "steps[1].to.y", core.CodeOffScreen},
 		{"region", map[string]any{"action": "wait", "until": "region-change", "region": map[string]int{"x": 0, "y": 0, "width": 0, "height": 1}}, "steps[1].region.width", fault.CodeInvalid},
 		{"select button", map[string]any{"action": "select", "from": pt, "to": pt, "button": "right"}, "steps[1].button", fault.CodeInvalid},
 	} {
-		status, e := post(t, h, prefix+"/input/batch", map[string]any{"steps": []any{ok, c.step}})
+		status, e := post(t, h, core.Prefix+"/input/batch", map[string]any{"steps": []any{ok, c.step}})
 		if status != 400 || e.Code != c.code || !strings.HasPrefix(e.Message, c.field+":") {
 			t.Errorf("%s: %d %+v, want %s naming %s", c.name, status, e, c.code, c.field)
 		}
 	}
 	// input/act and the endpoints name the field alone
-	if status, e := post(t, h, prefix+"/input/act", map[string]any{"action": "fly"}); status != 400 || !strings.HasPrefix(e.Message, "action: unknown action") {
+	if status, e := post(t, h, core.Prefix+"/input/act", map[string]any{"action": "fly"}); status != 400 || !strings.HasPrefix(e.Message, "action: unknown action") {
 		t.Errorf("act: %d %+v", status, e)
 	}
-	if status, e := post(t, h, prefix+"/mouse/move", map[string]any{"x": 1, "y": 1, "text": "a"}); status != 400 || !strings.HasPrefix(e.Message, "text: unknown field") {
+	if status, e := post(t, h, core.Prefix+"/mouse/move", map[string]any{"x": 1, "y": 1, "text": "a"}); status != 400 || !strings.HasPrefix(e.Message, "text: unknown field") {
 		t.Errorf("mouse/move: %d %+v", status, e)
 	}
 }

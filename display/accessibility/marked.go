@@ -1,4 +1,4 @@
-package api
+package accessibility
 
 import (
 	"bytes"
@@ -14,16 +14,18 @@ import (
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
 
+	"deckhand/display/core"
+	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
 
 // Mark is one numbered box of a marked screenshot.
 type Mark struct {
-	N         int    `json:"n" required:"true" doc:"the number drawn on the image, from 1"`
-	ElementID string `json:"element_id" required:"true"`
-	Role      string `json:"role" required:"true"`
-	Name      string `json:"name" required:"true"`
-	Bounds    Rect   `json:"bounds" required:"true" doc:"the element's bounds on the screen, clipped to it"`
+	N         int          `json:"n" required:"true" doc:"the number drawn on the image, from 1"`
+	ElementID string       `json:"element_id" required:"true"`
+	Role      string       `json:"role" required:"true"`
+	Name      string       `json:"name" required:"true"`
+	Bounds    desktop.Rect `json:"bounds" required:"true" doc:"the element's bounds on the screen, clipped to it"`
 }
 
 // MarkedScreenshot answers GET .../screenshots/marked.
@@ -50,7 +52,7 @@ var interactiveRoles = map[string]bool{
 }
 
 // interactive: a node a person could act on, visible on the screen.
-func interactive(n AccessibleNode) bool {
+func interactive(n desktop.AccessibleNode) bool {
 	if n.Bounds == nil || n.Bounds.Width <= 0 || n.Bounds.Height <= 0 || !n.Has("showing") || !n.Has("visible") {
 		return false
 	}
@@ -62,9 +64,9 @@ func interactive(n AccessibleNode) bool {
 
 // Marks numbers the interactive elements of nodes, in tree order, with
 // their bounds clipped to screen.
-func Marks(nodes []AccessibleNode, screen Rect) []Mark {
+func Marks(nodes []desktop.AccessibleNode, screen desktop.Rect) []Mark {
 	marks := []Mark{}
-	walk(nodes, func(n AccessibleNode) {
+	walk(nodes, func(n desktop.AccessibleNode) {
 		if !interactive(n) {
 			return
 		}
@@ -77,10 +79,10 @@ func Marks(nodes []AccessibleNode, screen Rect) []Mark {
 	return marks
 }
 
-func clip(r, to Rect) Rect {
+func clip(r, to desktop.Rect) desktop.Rect {
 	x0, y0 := max(r.X, to.X), max(r.Y, to.Y)
 	x1, y1 := min(r.X+r.Width, to.X+to.Width), min(r.Y+r.Height, to.Y+to.Height)
-	return Rect{X: x0, Y: y0, Width: x1 - x0, Height: y1 - y0}
+	return desktop.Rect{X: x0, Y: y0, Width: x1 - x0, Height: y1 - y0}
 }
 
 // MarkedScreenshot answers the screen with a numbered box over every
@@ -91,11 +93,11 @@ func (s *Service) MarkedScreenshot(ctx context.Context, q MarkedQuery) (MarkedSc
 	if err != nil {
 		return MarkedScreenshot{}, err
 	}
-	d, err := s.driver()
+	d, err := s.desk.Current()
 	if err != nil {
 		return MarkedScreenshot{}, err
 	}
-	screen, err := bounds(d)
+	screen, err := core.Bounds(d)
 	if err != nil {
 		return MarkedScreenshot{}, err
 	}
@@ -105,7 +107,7 @@ func (s *Service) MarkedScreenshot(ctx context.Context, q MarkedQuery) (MarkedSc
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	raw, err := d.Screenshot(sctx, ScreenshotOptions{Format: "png", Quality: 80, Region: screen, Scale: 1})
+	raw, err := d.Screenshot(sctx, desktop.ScreenshotOptions{Format: "png", Quality: 80, Region: screen, Scale: 1})
 	if err != nil {
 		return MarkedScreenshot{}, err
 	}

@@ -1,4 +1,4 @@
-package api
+package takeover
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"deckhand/display/core"
 	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 	"deckhand/platform/reqpolicy"
@@ -92,7 +93,7 @@ func (s *Service) TakeoverState(context.Context) (Takeover, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := Takeover{Paused: t.paused, Reason: t.reason, Drivers: t.drivers, Viewers: t.viewers,
-		URL: prefix + "/vnc/", ViewURL: prefix + "/vnc/?mode=view"}
+		URL: core.Prefix + "/vnc/", ViewURL: core.Prefix + "/vnc/?mode=view"}
 	if t.paused {
 		since := t.since
 		out.Since = &since
@@ -104,15 +105,15 @@ func (s *Service) TakeoverState(context.Context) (Takeover, error) {
 // ResumeAgent every input route answers 409 TAKEN_OVER.
 func (s *Service) PauseAgent(ctx context.Context, in PauseAgent) (Takeover, error) {
 	t := &s.take
-	s.input.Lock() // what runs finishes first
+	s.desk.Lock() // what runs finishes first
 	t.mu.Lock()
 	if !t.paused {
-		t.paused, t.since = true, s.clock.Now().UTC()
+		t.paused, t.since = true, s.desk.Clock.Now().UTC()
 	}
 	t.reason = in.Reason
 	t.mu.Unlock()
-	s.input.Unlock()
-	s.timeline("pause", in, nil, nil)
+	s.desk.Unlock()
+	s.desk.Timeline("pause", in, nil, nil)
 	return s.TakeoverState(ctx)
 }
 
@@ -122,7 +123,7 @@ func (s *Service) ResumeAgent(ctx context.Context) (Takeover, error) {
 	t.mu.Lock()
 	t.paused, t.reason = false, ""
 	t.mu.Unlock()
-	s.timeline("resume", nil, nil, nil)
+	s.desk.Timeline("resume", nil, nil, nil)
 	return s.TakeoverState(ctx)
 }
 
@@ -141,7 +142,7 @@ type Page struct {
 // VNCPage answers the takeover page: it opens noVNC connected to this
 // service's WebSocket, in the mode asked.
 func (s *Service) VNCPage(_ context.Context, in VNCMode) (Page, error) {
-	if _, err := s.driver(); err != nil {
+	if _, err := s.desk.Current(); err != nil {
 		return Page{}, err
 	}
 	if _, err := os.Stat(filepath.Join(NoVNCDir, "vnc.html")); err != nil {
@@ -203,7 +204,7 @@ var vncUpgrader = websocket.Upgrader{
 // x11vnc. A control connection first waits for the agent's running input
 // to finish, then refuses the agent's input until it closes.
 func (s *Service) ServeVNC(w http.ResponseWriter, r *http.Request, in VNCMode) {
-	d, err := s.driver()
+	d, err := s.desk.Current()
 	if err != nil {
 		reqpolicy.WriteHTTPError(w, err)
 		return
@@ -226,17 +227,17 @@ func (s *Service) ServeVNC(w http.ResponseWriter, r *http.Request, in VNCMode) {
 	defer conn.Close()
 	t := &s.take
 	if in.Mode == "control" {
-		s.input.Lock() // the agent's running input ends before the person's begins
+		s.desk.Lock() // the agent's running input ends before the person's begins
 		t.mu.Lock()
 		t.drivers++
 		t.mu.Unlock()
-		s.input.Unlock()
-		s.timeline("takeover", map[string]string{"mode": in.Mode}, nil, nil)
+		s.desk.Unlock()
+		s.desk.Timeline("takeover", map[string]string{"mode": in.Mode}, nil, nil)
 		defer func() {
 			t.mu.Lock()
 			t.drivers--
 			t.mu.Unlock()
-			s.timeline("takeover-end", map[string]string{"mode": in.Mode}, nil, nil)
+			s.desk.Timeline("takeover-end", map[string]string{"mode": in.Mode}, nil, nil)
 		}()
 	} else {
 		t.mu.Lock()
@@ -360,8 +361,8 @@ func startVNC(spawner *proc.Spawner, display, sock string, viewOnly bool) (*vncS
 	}
 }
 
-// closeTakeover stops the VNC servers.
-func (s *Service) closeTakeover() {
+// Close stops the VNC servers.
+func (s *Service) Close() {
 	t := &s.take
 	t.mu.Lock()
 	servers := t.servers

@@ -1,13 +1,14 @@
-package api
+package input
 
 import (
 	"encoding/base64"
-	"fmt"
 	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"deckhand/display/core"
+	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
 
@@ -24,7 +25,9 @@ const (
 )
 
 // screenBound is a body with positions that must lie on the screen.
-type screenBound interface{ onScreen(screen Rect) error }
+type screenBound interface {
+	onScreen(screen desktop.Rect) error
+}
 
 // MouseMove moves the pointer.
 type MouseMove struct {
@@ -39,7 +42,7 @@ type MouseMoveRelative struct {
 	DY *int `json:"dy"`
 
 	dx, dy int
-	screen Rect
+	screen desktop.Rect
 }
 
 // MouseClick clicks, optionally somewhere first.
@@ -66,7 +69,7 @@ type MouseButton struct {
 	Y      *int   `json:"y"`
 	Button string `json:"button,omitempty" enum:"left,right,middle"`
 	spot
-	button Button
+	button desktop.Button
 }
 
 // MouseScroll turns the wheel.
@@ -76,7 +79,7 @@ type MouseScroll struct {
 	Direction string `json:"direction,omitempty" enum:"up,down,left,right"`
 	Amount    int    `json:"amount,omitempty" doc:"notches 1-100, default 1"`
 	spot
-	wheel  Button
+	wheel  desktop.Button
 	amount int
 }
 
@@ -104,25 +107,25 @@ type KeyboardKey struct {
 	Modifiers []string `json:"modifiers,omitempty" doc:"ctrl, shift, alt, super (cmd, win, meta) or any key name"`
 	Repeat    int      `json:"repeat,omitempty" doc:"1-100, default 1"`
 
-	sym    Keysym
-	mods   []Keysym
+	sym    desktop.Keysym
+	mods   []desktop.Keysym
 	repeat int
 }
 
 // KeyboardKeyOnly names one key.
 type KeyboardKeyOnly struct {
 	Key string `json:"key" required:"true"`
-	sym Keysym
+	sym desktop.Keysym
 }
 
 // Drag drags from one point to another.
 type Drag struct {
-	From       *Point `json:"from" required:"true"`
-	To         *Point `json:"to" required:"true"`
-	Button     string `json:"button,omitempty" enum:"left,right,middle"`
-	DurationMS *int   `json:"duration_ms,omitempty" doc:"0-10000, default 100"`
+	From       *desktop.Point `json:"from" required:"true"`
+	To         *desktop.Point `json:"to" required:"true"`
+	Button     string         `json:"button,omitempty" enum:"left,right,middle"`
+	DurationMS *int           `json:"duration_ms,omitempty" doc:"0-10000, default 100"`
 
-	button   Button
+	button   desktop.Button
 	duration time.Duration
 }
 
@@ -131,16 +134,16 @@ type Select struct{ Drag }
 
 // Wait waits for a condition.
 type Wait struct {
-	Until     string `json:"until" required:"true" enum:"window,window-gone,region-change,timeout"`
-	Name      string `json:"name,omitempty" doc:"regular expression on the title"`
-	Class     string `json:"class,omitempty" doc:"regular expression on WM_CLASS (instance or class)"`
-	PID       int    `json:"pid,omitempty"`
-	Region    *Rect  `json:"region,omitempty" doc:"region-change: default the whole screen"`
-	TimeoutMS int    `json:"timeout_ms,omitempty" doc:"1-300000, default 10000"`
+	Until     string        `json:"until" required:"true" enum:"window,window-gone,region-change,timeout"`
+	Name      string        `json:"name,omitempty" doc:"regular expression on the title"`
+	Class     string        `json:"class,omitempty" doc:"regular expression on WM_CLASS (instance or class)"`
+	PID       int           `json:"pid,omitempty"`
+	Region    *desktop.Rect `json:"region,omitempty" doc:"region-change: default the whole screen"`
+	TimeoutMS int           `json:"timeout_ms,omitempty" doc:"1-300000, default 10000"`
 
 	until   string
 	match   windowMatch
-	region  Rect
+	region  desktop.Rect
 	timeout time.Duration
 }
 
@@ -173,7 +176,7 @@ type ClipboardSet struct {
 	Text        *string `json:"text"`
 	ImageBase64 string  `json:"image_base64,omitempty" doc:"base64 image bytes instead of text"`
 	MIMEType    string  `json:"mime_type,omitempty" doc:"the image's type, default image/png"`
-	clip        Clipboard
+	clip        desktop.Clipboard
 }
 
 // noBody is the body of an action that takes no fields.
@@ -188,13 +191,13 @@ type WindowSearch struct {
 }
 
 // spot is a validated position (nil: where the pointer is).
-type spot struct{ at *Point }
+type spot struct{ at *desktop.Point }
 
-func (p *spot) onScreen(screen Rect) error {
+func (p *spot) onScreen(screen desktop.Rect) error {
 	if p.at == nil {
 		return nil
 	}
-	return onScreen("x", "y", *p.at, screen)
+	return core.OnScreen("x", "y", *p.at, screen)
 }
 
 // place reads x and y into the spot: both or neither, both when required.
@@ -210,14 +213,14 @@ func (p *spot) place(x, y *int, required bool) error {
 	case y == nil:
 		return fault.Invalid("y", "is required when x is given")
 	}
-	p.at = &Point{*x, *y}
+	p.at = &desktop.Point{X: *x, Y: *y}
 	return nil
 }
 
 // clicking is a validated click: where, which button, how often.
 type clicking struct {
 	spot
-	button Button
+	button desktop.Button
 	clicks int
 }
 
@@ -234,7 +237,7 @@ func (k *clicking) read(x, y *int, required bool, button string, clicks int) (er
 
 // clicked is where the click lands (nil: where the pointer is); a typing
 // step after it in a batch waits for the window manager to focus there.
-func (k *clicking) clicked() *Point { return k.at }
+func (k *clicking) clicked() *desktop.Point { return k.at }
 
 // typing is validated text to type.
 type typing struct {
@@ -268,14 +271,14 @@ func (t *typing) read(text *string, delayMS int) error {
 	return nil
 }
 
-func parseButton(v string) (Button, error) {
+func parseButton(v string) (desktop.Button, error) {
 	switch strings.ToLower(v) {
 	case "", "left", "1":
-		return ButtonLeft, nil
+		return desktop.ButtonLeft, nil
 	case "middle", "2":
-		return ButtonMiddle, nil
+		return desktop.ButtonMiddle, nil
 	case "right", "3":
-		return ButtonRight, nil
+		return desktop.ButtonRight, nil
 	}
 	return 0, fault.Invalid("button", "must be left, right or middle, got %q", v)
 }
@@ -325,7 +328,7 @@ func (r *MouseMoveRelative) Validate() error {
 
 // onScreen keeps the screen: the destination depends on where the pointer
 // is when the step runs.
-func (r *MouseMoveRelative) onScreen(screen Rect) error {
+func (r *MouseMoveRelative) onScreen(screen desktop.Rect) error {
 	r.screen = screen
 	return nil
 }
@@ -352,13 +355,13 @@ func (r *MouseScroll) Validate() (err error) {
 	}
 	switch strings.ToLower(r.Direction) {
 	case "", "down":
-		r.wheel = ButtonWheelDown
+		r.wheel = desktop.ButtonWheelDown
 	case "up":
-		r.wheel = ButtonWheelUp
+		r.wheel = desktop.ButtonWheelUp
 	case "left":
-		r.wheel = ButtonWheelLeft
+		r.wheel = desktop.ButtonWheelLeft
 	case "right":
-		r.wheel = ButtonWheelRight
+		r.wheel = desktop.ButtonWheelRight
 	default:
 		return fault.Invalid("direction", "must be up, down, left or right, got %q", r.Direction)
 	}
@@ -379,7 +382,7 @@ func (r *TypeAt) Validate() error {
 
 // Validate resolves the key, modifiers and count.
 func (r *KeyboardKey) Validate() (err error) {
-	if r.sym, r.mods, err = ParseChord("key", r.Key, r.Modifiers); err != nil {
+	if r.sym, r.mods, err = desktop.ParseChord("key", r.Key, r.Modifiers); err != nil {
 		return err
 	}
 	r.repeat, err = times("repeat", r.Repeat, 100)
@@ -388,7 +391,7 @@ func (r *KeyboardKey) Validate() (err error) {
 
 // Validate resolves the key.
 func (r *KeyboardKeyOnly) Validate() (err error) {
-	r.sym, err = ParseKey("key", r.Key)
+	r.sym, err = desktop.ParseKey("key", r.Key)
 	return err
 }
 
@@ -414,11 +417,11 @@ func (r *Drag) Validate() (err error) {
 	return nil
 }
 
-func (r *Drag) onScreen(screen Rect) error {
-	if err := onScreen("from.x", "from.y", *r.From, screen); err != nil {
+func (r *Drag) onScreen(screen desktop.Rect) error {
+	if err := core.OnScreen("from.x", "from.y", *r.From, screen); err != nil {
 		return err
 	}
-	return onScreen("to.x", "to.y", *r.To, screen)
+	return core.OnScreen("to.x", "to.y", *r.To, screen)
 }
 
 // Validate is Drag's, with the left button only.
@@ -426,7 +429,7 @@ func (r *Select) Validate() error {
 	if err := r.Drag.Validate(); err != nil {
 		return err
 	}
-	if r.Button != "" && r.button != ButtonLeft {
+	if r.Button != "" && r.button != desktop.ButtonLeft {
 		return fault.Invalid("button", "select always uses the left button")
 	}
 	return nil
@@ -463,12 +466,12 @@ func (r *Wait) Validate() (err error) {
 }
 
 // onScreen checks the region (default: the whole screen).
-func (r *Wait) onScreen(screen Rect) error {
+func (r *Wait) onScreen(screen desktop.Rect) error {
 	r.region = screen
 	if r.until != "region-change" || r.Region == nil {
 		return nil
 	}
-	if err := regionOnScreen("region.", *r.Region, screen); err != nil {
+	if err := core.RegionOnScreen("region.", *r.Region, screen); err != nil {
 		return err
 	}
 	r.region = *r.Region
@@ -505,7 +508,7 @@ func (r *ClipboardSet) Validate() error {
 		return fault.Invalid("mime_type", "must be an image/* type")
 	}
 	if r.Text != nil {
-		r.clip = Clipboard{Text: *r.Text}
+		r.clip = desktop.Clipboard{Text: *r.Text}
 		return nil
 	}
 	img, err := base64.StdEncoding.DecodeString(r.ImageBase64)
@@ -515,7 +518,7 @@ func (r *ClipboardSet) Validate() error {
 	if len(img) > maxClipboard {
 		return fault.Invalid("image_base64", "must decode to at most %d bytes", maxClipboard)
 	}
-	r.clip = Clipboard{Image: img, MIME: r.MIMEType}
+	r.clip = desktop.Clipboard{Image: img, MIME: r.MIMEType}
 	if r.clip.MIME == "" {
 		r.clip.MIME = "image/png"
 	}
@@ -556,7 +559,7 @@ func compileMatch(name, class string, pid int) (windowMatch, error) {
 	return m, nil
 }
 
-func (m windowMatch) matches(d Driver, win Window) bool {
+func (m windowMatch) matches(d desktop.Driver, win desktop.Window) bool {
 	if m.pid != 0 && win.PID != m.pid {
 		return false
 	}
@@ -581,36 +584,4 @@ func deref(p *int) int {
 		return 0
 	}
 	return *p
-}
-
-// onScreen is the off-screen rule: 400 OFF_SCREEN naming the field and the
-// bounds.
-func onScreen(xf, yf string, p Point, b Rect) error {
-	field := ""
-	switch {
-	case p.X < b.X || p.X >= b.X+b.Width:
-		field = xf
-	case p.Y < b.Y || p.Y >= b.Y+b.Height:
-		field = yf
-	default:
-		return nil
-	}
-	return &fault.Error{Code: CodeOffScreen, Field: field,
-		Message: fmt.Sprintf("%s: (%d,%d) is off screen; the screen is %dx%d, x %d..%d, y %d..%d",
-			field, p.X, p.Y, b.Width, b.Height, b.X, b.X+b.Width-1, b.Y, b.Y+b.Height-1),
-		Details: fmt.Sprintf("bounds: x %d..%d, y %d..%d", b.X, b.X+b.Width-1, b.Y, b.Y+b.Height-1)}
-}
-
-// regionOnScreen checks a region lies within the screen.
-func regionOnScreen(at string, r Rect, b Rect) error {
-	if r.Width < 1 {
-		return fault.Invalid(at+"width", "must be at least 1")
-	}
-	if r.Height < 1 {
-		return fault.Invalid(at+"height", "must be at least 1")
-	}
-	if err := onScreen(at+"x", at+"y", Point{r.X, r.Y}, b); err != nil {
-		return err
-	}
-	return onScreen(at+"width", at+"height", Point{r.X + r.Width - 1, r.Y + r.Height - 1}, b)
 }

@@ -1,0 +1,73 @@
+// Package recordings records the screen (an ffmpeg x11grab child, at most
+// one at a time) with a timeline of every display action taken while it
+// runs: it is the desk's timeline.
+package recordings
+
+import (
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"deckhand/display/core"
+	"deckhand/platform"
+)
+
+// DefaultMaxTotal is the bytes all kept recordings may take unless
+// LimitRecordings says otherwise: room for the largest single recording
+// (max_bytes 4 GiB).
+const DefaultMaxTotal = 4 << 30
+
+// Service keeps the recordings of a desk.
+type Service struct {
+	desk    *core.Desk
+	dataDir string // the service's own directory ("" for none)
+	recOnce sync.Once
+	rec     atomic.Pointer[recorder]
+	recMax  atomic.Int64 // bytes all kept recordings may take (LimitRecordings)
+}
+
+// New keeps recordings of desk in dataDir/recordings (a temporary
+// directory when dataDir is ""); it becomes the desk's timeline.
+func New(desk *core.Desk, dataDir string) *Service {
+	s := &Service{desk: desk, dataDir: dataDir}
+	s.recMax.Store(DefaultMaxTotal)
+	desk.SetTimeline(s.timeline)
+	return s
+}
+
+// Routes are the recordings' routes; start and stop are MCP tools too.
+func (s *Service) Routes() []platform.Route {
+	op := core.Route
+	rec := "Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. "
+	start := op(http.MethodPost, "/recordings", "startRecording", "Start recording the screen", rec+
+		"It stops by itself at max_seconds or max_bytes (stop_reason time_limit or size_limit). Every display action "+
+		"taken while it records (input, batch steps, element actions) goes on its timeline. 409 while another records, "+
+		"and 409 naming --display-recordings-max-total when the kept videos and this one's max_bytes together would pass it.",
+		platform.Op(s.StartRecording))
+	start.Status = http.StatusCreated
+	start.Tool = &platform.Tool{Name: "display_recording_start", Title: "Start recording the screen",
+		Description: "Start recording the screen (one recording at a time). Every display action taken while it runs " +
+			"goes to its timeline. Stop it with display_recording_stop; it also stops by itself at max_seconds."}
+	stop := op(http.MethodPost, "/recordings/{id}/stop", "stopRecording", "Stop a recording",
+		"Asks ffmpeg to finish the file and answers once it has (the video is then complete).", platform.Op(s.StopRecording))
+	stop.Tool = &platform.Tool{Name: "display_recording_stop", Title: "Stop a recording",
+		Description: "Stop a recording by id (from display_recording_start or display_recordings); it answers once the video is finished."}
+	video := op(http.MethodGet, "/recordings/{id}", "getRecordingVideo", "Download a recording", rec+
+		"The video of a stopped recording; 409 while it records.", platform.Op(s.RecordingVideo))
+	video.ContentType = "video/mp4"
+	vtt := op(http.MethodGet, "/recordings/{id}/timeline.vtt", "getRecordingTimelineVTT", "A recording's timeline as WebVTT",
+		"The timeline as subtitles to play beside the video: each action is a cue from its moment to the next.",
+		platform.Op(s.RecordingVTT))
+	vtt.ContentType = "text/vtt"
+	del := op(http.MethodDelete, "/recordings/{id}", "deleteRecording", "Delete a recording",
+		"Stops it if it records, then deletes its video and timeline.", platform.CommandOp(s.DeleteRecording))
+	del.Status = http.StatusNoContent
+	return []platform.Route{start,
+		op(http.MethodGet, "/recordings", "listRecordings", "List recordings", rec+"Newest first.", platform.ReadOp(s.Recordings)),
+		stop,
+		video,
+		op(http.MethodGet, "/recordings/{id}/timeline", "getRecordingTimeline", "A recording's timeline",
+			"Every display action taken while it recorded: offset_ms from the start, time, action, args as sent, the "+
+				"element for element actions, ok and error.", platform.Op(s.RecordingTimeline)),
+		vtt, del}
+}

@@ -1,0 +1,87 @@
+package mcp_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"deckhand/platform/platformtest"
+)
+
+// BenchmarkDisplayToolRoundTrip measures, through the gateway and in one
+// run on Xvfb, display_move's round trip as a tool against the display's
+// own REST call for the same move (POST .../mouse/move). Each reports
+// p50-us and p99-us; added-p50-us (on the tool) is its p50 less the REST
+// call's, the cost the MCP layer adds.
+func BenchmarkDisplayToolRoundTrip(b *testing.B) {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "deckhand-display")); err != nil {
+		b.Skip("deckhand-display is not beside deckhand (make build; DECKHAND_BIN=$PWD/bin)")
+	}
+	display := platformtest.StartXvfb(b, "1024x768x24")
+	a := startAgentEnv(b, []string{"DISPLAY=" + display}, "display,mcp", "--display", display)
+	waitService(b, a, 4)
+	s := connect(b, a.endpoint(), allKey, nil)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
+	rest := func() error {
+		req, _ := http.NewRequest("POST", a.gw+"/_/display/api/v1/display/mouse/move", strings.NewReader(`{"x":10,"y":20}`))
+		req.Header.Set("X-Key", allKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("REST mouse/move: %d", resp.StatusCode)
+		}
+		return nil
+	}
+	tool := func() error {
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "display_move", Arguments: map[string]any{"x": 10, "y": 20}})
+		if err == nil && res.IsError {
+			b.Fatalf("display_move: %s", text(res))
+		}
+		return err
+	}
+	var restP50 float64
+	for _, bc := range []struct {
+		name string
+		call func() error
+	}{{"rest-mouse-move", rest}, {"mcp-display_move", tool}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for range 20 { // warm connections and caches
+				if err := bc.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				if err := bc.call(); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			p50 := float64(lat[len(lat)/2].Microseconds())
+			b.ReportMetric(p50, "p50-us")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+			if bc.name == "rest-mouse-move" {
+				restP50 = p50
+			} else {
+				b.ReportMetric(p50-restP50, "added-p50-us")
+			}
+		})
+	}
+}
