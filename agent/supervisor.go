@@ -54,6 +54,9 @@ type Config struct {
 	// control plane that is not on loopback (agent/access).
 	ControlKey         string
 	InsecureControlURL bool
+	// SSHD is the OpenSSH server to keep running as root on the
+	// container's loopback port 22 (sshd_linux.go); empty: none.
+	SSHD string
 	// PermissionsFile is a local proxy permissions document, used when
 	// there is no control plane (reloaded on change).
 	PermissionsFile string
@@ -330,6 +333,12 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); keys.run(runCtx) }()
 	}
+	if srv := s.newSSHD(); srv != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); srv.run(runCtx) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.releaseIdleMemory(runCtx) }()
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- s.gw.Serve(s.gwLn) }()
 

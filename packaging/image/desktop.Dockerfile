@@ -8,11 +8,13 @@ ARG ROOTFS
 FROM ${ROOTFS}
 RUN groupadd --gid 1000 user \
  && useradd --uid 1000 --gid 1000 --home-dir /home/user --create-home --shell /bin/bash user \
+ && usermod -p '*' user \
+ && rm -f /etc/ssh/ssh_host_* \
  && install -d -m 0700 /var/lib/deckhand \
  && install -d -m 0700 -o user -g user /run/user/1000 \
  && install -d -m 1777 /tmp/.X11-unix
 COPY root/ /
-ENV LANG=C.UTF-8 SHELL=/bin/bash DECKHAND_RUN_AS=user DISPLAY=:99 XDG_RUNTIME_DIR=/run/user/1000 \
+ENV LANG=C.UTF-8 SHELL=/bin/bash DECKHAND_RUN_AS=user DECKHAND_SSHD=/usr/sbin/sshd DISPLAY=:99 XDG_RUNTIME_DIR=/run/user/1000 \
     DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus
 WORKDIR /home/user
 EXPOSE 7700

@@ -11,9 +11,10 @@
 #     since the create was accepted (its debug log, "container:
 #     provisioned").
 #  2. CONCURRENT containers created at once: the time until all run, the
-#     idle memory of each container's processes (the agent and its init;
-#     `docker top`): RSS summed, PSS and its anonymous part,
-#     and no engine object left once they are deleted.
+#     idle memory of each container's processes (the agent, its init and
+#     the ssh server; `docker top`): RSS summed, PSS and its anonymous
+#     part, then the agent and the ssh server each alone, and no engine
+#     object left once they are deleted.
 # Usage: scripts/bench/containers.sh [runs=10] [concurrent=20]
 # Needs: a built tree (make build), an engine (scripts/engine.sh start),
 # curl and jq. It builds deckhand/base:<version> when absent.
@@ -158,12 +159,22 @@ for id in "${ids[@]}"; do
   read -r p a <<<"$(for pid in $pids; do cat "/proc/$pid/smaps_rollup" 2>/dev/null; done |
     awk '$1=="Pss:" {p+=$2} $1=="Pss_Anon:" {a+=$2} END {print int(p/1024), int(a/1024)}')"
   pss+=("$p") anon+=("$a")
+  # The agent alone, and the ssh server it keeps, each on its own.
+  for prog in agent sshd; do
+    pid=$(docker top "$c" -o pid,args | awk -v p="$prog" 'NR>1 && ((p=="agent" && $2=="/usr/bin/deckhand") || (p=="sshd" && $2=="sshd:")) {print $1; exit}')
+    [[ -n "$pid" ]] && awk -v p="$prog" '$1=="Rss:" {r=$2} $1=="Pss:" {s=$2} $1=="Pss_Anon:" {a=$2} END {printf "%s %d %d %d\n", p, r/1024, s/1024, a/1024}' "/proc/$pid/smaps_rollup" 2>/dev/null
+  done >>"$WORK/procs"
 done
 read -r rm rp <<<"$(stats "${rss[@]}")"
 read -r pm pp <<<"$(stats "${pss[@]}")"
 read -r am ap <<<"$(stats "${anon[@]}")"
 echo "   idle memory of each container's processes after 10 s (MiB): RSS summed median $rm, p95 $rp (all: ${rss[*]});"
 echo "   PSS median $pm, p95 $pp; anonymous (the container's own) median $am, p95 $ap"
+for prog in agent sshd; do
+  col() { awk -v p="$prog" -v c="$1" '$1==p {print $c}' "$WORK/procs"; }
+  [[ -n "$(col 2)" ]] || continue
+  echo "   $prog process alone, median (MiB): RSS $(stats $(col 2) | cut -d' ' -f1), PSS $(stats $(col 3) | cut -d' ' -f1), anonymous $(stats $(col 4) | cut -d' ' -f1)"
+done
 jobs=()
 for id in "${ids[@]}"; do
   api DELETE "/api/v1/containers/$id" >/dev/null &

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"net/url"
@@ -103,6 +104,9 @@ type catalog struct {
 // loadTools registers the route tools of those of services not loaded
 // yet, and answers the error of the last that could not be.
 func (s *Service) loadTools(ctx context.Context, services []string) error {
+	if s.build(); s.server == nil {
+		return errors.New("the MCP service is closed")
+	}
 	c := &s.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -132,6 +132,11 @@ type Service struct {
 
 	mu       sync.Mutex
 	sessions int // open sessions (counted by the server's hooks)
+
+	// built makes server, its tools and inner (the SDK's handler) on the
+	// first request (build).
+	built sync.Once
+	inner http.Handler
 }
 
 // New builds the MCP server with its tools and resources.
@@ -152,52 +157,21 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		listed = commaList(set.Services)
 	}
 	s.running = newRunning(s.be, listed)
-	// The SDK logs every session's start and end at info; the journal has
-	// what matters (tool calls), so only its warnings reach the log.
-	sdkLog := slog.New(atLeast{deps.Logger.Handler(), slog.LevelWarn})
-	s.server = mcp.NewServer(&mcp.Implementation{Name: "deckhand", Title: "deckhand container agent", Version: platform.Version},
-		&mcp.ServerOptions{
-			Instructions: "Tools to drive this container: run commands (process_*), read and change files (files_*), see and " +
-				"operate its X display (display_*, display_find and display_element_* by accessibility), keep notes (notes_*) and " +
-				"workspace memory (workspace_memory_*) and read its journal (journal_query). Long text is trimmed to max_chars with " +
-				"a marker saying where it stopped; call again with offset to read on. Paths are absolute.",
-			Logger:             sdkLog,
-			KeepAlive:          30 * time.Second,
-			SubscribeHandler:   s.subs.subscribe,
-			UnsubscribeHandler: s.subs.unsubscribe,
-		})
-	mcp.AddTool(s.server, &mcp.Tool{Name: "mcp_ping", Title: "Check the connection",
-		Description: "Does nothing and answers pong: a check that this server answers.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
-		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, Pong, error) {
-			return textResult("pong"), Pong{Pong: true}, nil
-		})
-	s.addProcessTools()
-	s.addFilesTools()
-	s.addDisplayTools()
-	s.addAccessibilityTools()
-	s.addRecordingTools()
-	s.addJournalTools()
-	s.addResources()
-	s.server.AddReceivingMiddleware(s.guard)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
-		EventStore:     mcp.NewMemoryEventStore(nil),
-		SessionTimeout: set.SessionIdle,
-		Logger:         sdkLog,
-		// The host's request policy (Host 421, Origin 403, the local
-		// user's trust) judges every request before this handler, through
-		// the gateway and on the service's own port alike; the SDK's own
-		// loopback Host check would refuse the gateway's Host routing.
-		DisableLocalhostProtection: true,
+	// The MCP server (its tools' schemas) is built on the first request,
+	// which also starts reading the route tools from the services' OpenAPI
+	// documents in the background, not at start: most containers never
+	// open a session, and both cost every agent's start CPU and megabytes
+	// of heap kept for as long as it runs.
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.build()
+		s.inner.ServeHTTP(w, r)
 	})
-	s.handler = s.bound(h)
-	go s.preload(listed)
 	return s, nil
 }
 
-// preload loads the route tools of the services the agent runs as soon as
-// they answer, so that a session's first call does not wait for it (nor
-// see the tool list change under it). Without --mcp-services it gives up
+// preload loads the route tools of the services the agent runs, from the
+// first MCP request (a session's initialize) on, so that the session's
+// first call does not wait for it (nor see the tool list change under it). Without --mcp-services it gives up
 // after a minute: tools/list and tools/call load what answers later.
 func (s *Service) preload(listed []string) {
 	want := ActsFor
@@ -213,11 +187,61 @@ func (s *Service) preload(listed []string) {
 	}
 }
 
+// build makes the MCP server with its tools and resources, once.
+func (s *Service) build() {
+	s.built.Do(func() {
+		// The SDK logs every session's start and end at info; the journal has
+		// what matters (tool calls), so only its warnings reach the log.
+		sdkLog := slog.New(atLeast{s.deps.Logger.Handler(), slog.LevelWarn})
+		s.server = mcp.NewServer(&mcp.Implementation{Name: "deckhand", Title: "deckhand container agent", Version: platform.Version},
+			&mcp.ServerOptions{
+				Instructions: "Tools to drive this container: run commands (process_*), read and change files (files_*), see and " +
+					"operate its X display (display_*, display_find and display_element_* by accessibility), keep notes (notes_*) and " +
+					"workspace memory (workspace_memory_*) and read its journal (journal_query). Long text is trimmed to max_chars with " +
+					"a marker saying where it stopped; call again with offset to read on. Paths are absolute.",
+				Logger:             sdkLog,
+				KeepAlive:          30 * time.Second,
+				SubscribeHandler:   s.subs.subscribe,
+				UnsubscribeHandler: s.subs.unsubscribe,
+			})
+		mcp.AddTool(s.server, &mcp.Tool{Name: "mcp_ping", Title: "Check the connection",
+			Description: "Does nothing and answers pong: a check that this server answers.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, Pong, error) {
+				return textResult("pong"), Pong{Pong: true}, nil
+			})
+		s.addProcessTools()
+		s.addFilesTools()
+		s.addDisplayTools()
+		s.addAccessibilityTools()
+		s.addRecordingTools()
+		s.addJournalTools()
+		s.addResources()
+		s.server.AddReceivingMiddleware(s.guard)
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
+			EventStore:     mcp.NewMemoryEventStore(nil),
+			SessionTimeout: s.set.SessionIdle,
+			Logger:         sdkLog,
+			// The host's request policy (Host 421, Origin 403, the local
+			// user's trust) judges every request before this handler, through
+			// the gateway and on the service's own port alike; the SDK's own
+			// loopback Host check would refuse the gateway's Host routing.
+			DisableLocalhostProtection: true,
+		})
+		s.inner = s.bound(h)
+		go s.preload(s.running.listed)
+	})
+}
+
 // Close ends every session and the file watches.
 func (s *Service) Close() error {
 	s.cancel()
-	for ss := range s.server.Sessions() {
-		_ = ss.Close()
+	// No server is built once closing; one being built is waited for.
+	s.built.Do(func() {})
+	if s.server != nil {
+		for ss := range s.server.Sessions() {
+			_ = ss.Close()
+		}
 	}
 	s.subs.close()
 	s.be.close()

@@ -172,6 +172,8 @@ func runCmd() *cobra.Command {
 	f.StringVar(&tokenFile, "token-file", "", "a file holding the container's agent token (the control plane's runtime writes one only root reads); "+
 		"refused when other users may read it; read again when the control plane refuses the token (a warm-pool container's claim replaces it)")
 	f.StringVar(&cfg.PermissionsFile, "permissions-file", "", "a local proxy permissions document, reloaded on change (when no control plane is used)")
+	f.StringVar(&cfg.SSHD, "sshd", "", "an OpenSSH sshd the agent keeps running as root on 127.0.0.1:22 for ssh through the tunnel, with a host key of "+
+		"its own made on the first start; only as root with --run-as (deckhand/base sets /usr/sbin/sshd; empty: none)")
 	f.StringVar(&isolate, "isolate", "display", "comma list of services to run as child processes (none: all in-process)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	cfg.Settings = agent.DeclareSettings(f)
