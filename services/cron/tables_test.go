@@ -25,18 +25,13 @@ func TestTablesKeepTheStoreContract(t *testing.T) {
 	for i := range 9 {
 		pols[fmt.Sprintf("e%d", i)] = Policy{Overlap: []string{"", "skip", "queue"}[i%3], Catchup: []string{"none", "all"}[i%2]}
 	}
-	for _, e := range storetest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunTables(t, e.Open, []storetest.TableCase{
-				{Table: policyTable, Records: pols, Queries: []store.Query{{}}},
-				{Table: runTable, Records: runs, Queries: []store.Query{
-					{Desc: true, Limit: 50, SkipTotal: true},
-					{Filters: []store.Filter{store.Where("entry_id", store.Eq, "e2")}, Desc: true, Limit: 4, SkipTotal: true},
-					{Filters: []store.Filter{store.Where("status", store.In, []string{"running", "queued"})}},
-					{Limit: 3, SkipTotal: true},
-				}},
-			})
-		})
-	}
+	storetest.RunTablesOnEngines(t, []storetest.TableCase{
+		{Table: policyTable, Records: pols, Queries: []store.Query{{}}},
+		{Table: runTable, Records: runs, Queries: []store.Query{
+			{Desc: true, Limit: 50, SkipTotal: true},
+			{Filters: []store.Filter{store.Where("entry_id", store.Eq, "e2")}, Desc: true, Limit: 4, SkipTotal: true},
+			{Filters: []store.Filter{store.Where("status", store.In, []string{"running", "queued"})}},
+			{Limit: 3, SkipTotal: true},
+		}},
+	})
 }

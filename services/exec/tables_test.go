@@ -28,10 +28,5 @@ func TestTablesKeepTheStoreContract(t *testing.T) {
 		{Filters: []store.Filter{store.Where("status", store.In, []string{StatusRunning, StatusQueued})}},
 		{Limit: 4, SkipTotal: true},
 	}
-	for _, e := range storetest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunTables(t, e.Open, []storetest.TableCase{{Table: runTable, Records: recs, Queries: queries}})
-		})
-	}
+	storetest.RunTablesOnEngines(t, []storetest.TableCase{{Table: runTable, Records: recs, Queries: queries}})
 }

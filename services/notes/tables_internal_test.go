@@ -21,20 +21,15 @@ func TestTablesKeepTheStoreContract(t *testing.T) {
 			Blocks: []Block{{ID: "b1", Type: "text", Text: "x"}}, CreatedAt: t0, UpdatedAt: t0}
 		tickets[ticketKey(fmt.Sprintf("tok%d", i))] = ticket{Notebook: nb, Node: node, ExpiresAt: t0.Add(time.Duration(i) * time.Minute)}
 	}
-	for _, e := range storetest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunTables(t, e.Open, []storetest.TableCase{
-				{Table: docTable, Records: docs, Queries: []store.Query{
-					{Limit: 7, SkipTotal: true},
-					{Filters: []store.Filter{store.Where("notebook_id", store.Eq, "nb1")}, Limit: 4, SkipTotal: true},
-					{Filters: []store.Filter{store.Where("notebook_id", store.Eq, "nb2"), store.Where("key", store.Gt, "nb2/n08")}, Limit: 3},
-					{Filters: []store.Filter{store.Where("key", store.Gt, "nb0/n27")}, Limit: 5},
-				}},
-				{Table: ticketTable, Records: tickets, Queries: []store.Query{
-					{Filters: []store.Filter{store.Where("expires_at", store.Lt, t0.Add(12*time.Minute))}, SkipTotal: true},
-				}},
-			})
-		})
-	}
+	storetest.RunTablesOnEngines(t, []storetest.TableCase{
+		{Table: docTable, Records: docs, Queries: []store.Query{
+			{Limit: 7, SkipTotal: true},
+			{Filters: []store.Filter{store.Where("notebook_id", store.Eq, "nb1")}, Limit: 4, SkipTotal: true},
+			{Filters: []store.Filter{store.Where("notebook_id", store.Eq, "nb2"), store.Where("key", store.Gt, "nb2/n08")}, Limit: 3},
+			{Filters: []store.Filter{store.Where("key", store.Gt, "nb0/n27")}, Limit: 5},
+		}},
+		{Table: ticketTable, Records: tickets, Queries: []store.Query{
+			{Filters: []store.Filter{store.Where("expires_at", store.Lt, t0.Add(12*time.Minute))}, SkipTotal: true},
+		}},
+	})
 }

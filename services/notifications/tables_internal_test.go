@@ -18,12 +18,7 @@ func TestTablesKeepTheStoreContract(t *testing.T) {
 		recs[key(seq)] = Message{Type: "notification", Seq: seq, Time: t0.Add(time.Duration(i) * time.Second),
 			Notification: Notification{ID: key(seq)}}
 	}
-	for _, e := range storetest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunTables(t, e.Open, []storetest.TableCase{{Table: messageTable, Records: recs, Queries: []store.Query{
-				{Desc: true, Limit: 6, SkipTotal: true}, {Desc: true},
-			}}})
-		})
-	}
+	storetest.RunTablesOnEngines(t, []storetest.TableCase{{Table: messageTable, Records: recs, Queries: []store.Query{
+		{Desc: true, Limit: 6, SkipTotal: true}, {Desc: true},
+	}}})
 }

@@ -16,10 +16,5 @@ func TestTablesKeepTheStoreContract(t *testing.T) {
 		id := fmt.Sprintf("p_%02d", (i*5)%12)
 		recs[id] = stored{Process: Process{ID: id, Cmd: []string{"sleep", "1"}}, SpecHash: fmt.Sprint(i)}
 	}
-	for _, e := range storetest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunTables(t, e.Open, []storetest.TableCase{{Table: processTable, Records: recs, Queries: []store.Query{{}, {Limit: 5}}}})
-		})
-	}
+	storetest.RunTablesOnEngines(t, []storetest.TableCase{{Table: processTable, Records: recs, Queries: []store.Query{{}, {Limit: 5}}}})
 }

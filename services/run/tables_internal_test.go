@@ -20,18 +20,13 @@ func TestTablesKeepTheStoreContract(t *testing.T) {
 		id := fmt.Sprintf("src_%02d", i)
 		sources[id] = storedSource{Source: Source{ID: id, Name: fmt.Sprintf("s%02d", (i*5)%21), Type: "git", Dir: dirs[i%len(dirs)] + "/" + []string{"", "./"}[i%2] + fmt.Sprint(i/len(dirs))}}
 	}
-	for _, e := range storetest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunTables(t, e.Open, []storetest.TableCase{
-				{Table: profileTable, Records: profiles, Queries: []store.Query{{}}},
-				{Table: sourceTable, Records: sources, Queries: []store.Query{
-					{Sort: []string{"name"}},
-					{Filters: []store.Filter{store.Where("name", store.Eq, "s10"), store.Where("key", store.Ne, "src_02")}, Limit: 1, SkipTotal: true},
-					{Filters: []store.Filter{store.Where("dir", store.In, []string{"app/web/1", "app/web", "app"}), store.Where("key", store.Ne, "src_00")}},
-					{Filters: []store.Filter{store.Where("dir", store.Gte, "app/"), store.Where("dir", store.Lt, "app0")}},
-				}},
-			})
-		})
-	}
+	storetest.RunTablesOnEngines(t, []storetest.TableCase{
+		{Table: profileTable, Records: profiles, Queries: []store.Query{{}}},
+		{Table: sourceTable, Records: sources, Queries: []store.Query{
+			{Sort: []string{"name"}},
+			{Filters: []store.Filter{store.Where("name", store.Eq, "s10"), store.Where("key", store.Ne, "src_02")}, Limit: 1, SkipTotal: true},
+			{Filters: []store.Filter{store.Where("dir", store.In, []string{"app/web/1", "app/web", "app"}), store.Where("key", store.Ne, "src_00")}},
+			{Filters: []store.Filter{store.Where("dir", store.Gte, "app/"), store.Where("dir", store.Lt, "app0")}},
+		}},
+	})
 }

@@ -32,10 +32,5 @@ func TestTablesKeepTheStoreContract(t *testing.T) {
 		{Filters: []store.Filter{store.Where("expires_at", store.Lte, now)}},
 		{},
 	}
-	for _, e := range storetest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunTables(t, e.Open, []storetest.TableCase{{Table: keyTable, Records: recs, Queries: queries}})
-		})
-	}
+	storetest.RunTablesOnEngines(t, []storetest.TableCase{{Table: keyTable, Records: recs, Queries: queries}})
 }

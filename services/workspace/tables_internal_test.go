@@ -44,10 +44,5 @@ func TestTablesKeepTheStoreContract(t *testing.T) {
 		{Table: mcpTable, Records: mcps, Queries: []store.Query{{Filters: store.KeyPrefix(prefix("w-3"))}}},
 		{Table: questionTable, Records: questions, Queries: []store.Query{{Filters: append(inW, store.Where("status", store.Eq, "open"))}}},
 	}
-	for _, e := range storetest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunTables(t, e.Open, cases)
-		})
-	}
+	storetest.RunTablesOnEngines(t, cases)
 }

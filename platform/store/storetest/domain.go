@@ -295,3 +295,14 @@ func domainCompare(a, b any) int {
 	}
 	panic(fmt.Sprintf("field value %T", a))
 }
+
+// RunTablesOnEngines runs RunTables on every engine (Engines), in
+// parallel subtests named after them.
+func RunTablesOnEngines(t *testing.T, cases []TableCase) {
+	for _, e := range Engines() {
+		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
+			RunTables(t, e.Open, cases)
+		})
+	}
+}

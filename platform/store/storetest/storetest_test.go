@@ -38,10 +38,5 @@ func TestRunTables(t *testing.T) {
 		{Filters: append(store.KeyPrefix("k001"), store.Where("key", store.Ne, "k0012"))},
 		{Sort: []string{"at"}, Offset: 5, Limit: 10},
 	}
-	for _, e := range storetest.Engines() {
-		t.Run(e.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunTables(t, e.Open, []storetest.TableCase{{Table: storetest.ContractTable("domain"), Records: recs, Queries: queries}})
-		})
-	}
+	storetest.RunTablesOnEngines(t, []storetest.TableCase{{Table: storetest.ContractTable("domain"), Records: recs, Queries: queries}})
 }
