@@ -10,7 +10,9 @@
 #     the median of each step of the control plane's way to running, in ms
 #     since the create was accepted (its debug log, "container:
 #     provisioned").
-#  2. CONCURRENT containers created at once: the time until all run, the
+#  2. restart → first command: one container restarted RUNS times, until
+#     a `process run` with its access token answers again; median, p95.
+#  3. CONCURRENT containers created at once: the time until all run, the
 #     idle memory of each container's processes (the agent, its init and
 #     the ssh server; `docker top`): RSS summed, PSS and its anonymous
 #     part, then the agent and the ssh server each alone, and no engine
@@ -125,6 +127,33 @@ if ((RUNS > 0)); then
           m = (c % 2) ? x[(c + 1) / 2] : (x[c / 2] + x[c / 2 + 1]) / 2
           printf " %s %d", s, m}
         print ""}'
+fi
+
+# restart → first command: one container restarted RUNS times; the
+# restart answers once its agent is healthy again, then a `process run`
+# with the same access token.
+if ((RUNS > 0)); then
+  rid=$(api POST /api/v1/containers "$(jq -nc --arg p "$PROJECT" --arg i "$IMG" '{project_id:$p,image_id:$i,name:"restarted"}')" | jq -r .id)
+  for _ in $(seq 3000); do
+    c=$(api GET "/api/v1/containers/$rid")
+    [[ $(jq -r .status <<<"$c") == running ]] && break
+    sleep 0.02
+  done
+  raddr=$(jq -r .agent_addr <<<"$c")
+  rtok=$(api POST "/api/v1/containers/$rid/access-tokens" '{"ttl_seconds":600}' | jq -r .token)
+  rs=()
+  for _ in $(seq "$RUNS"); do
+    t0=$(ms)
+    api POST "/api/v1/containers/$rid/restart" >/dev/null
+    raddr=$(api GET "/api/v1/containers/$rid" | jq -r .agent_addr)
+    until curl -fsS -o /dev/null "http://$raddr/_/process/api/v1/process/run" -H "Authorization: Bearer $rtok" \
+      -H 'Content-Type: application/json' -d '{"shell":"true"}' 2>/dev/null; do sleep 0.02; done
+    rs+=($(($(ms) - t0)))
+  done
+  read -r rsm rsp <<<"$(stats "${rs[@]}")"
+  echo "== restart → first process run, $RUNS runs (ms): ${rs[*]}"
+  echo "   restart: median $rsm ms, p95 $rsp ms"
+  api DELETE "/api/v1/containers/$rid" >/dev/null
 fi
 
 # Concurrent creates (none asked: done).
