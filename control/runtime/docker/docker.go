@@ -86,10 +86,6 @@ type Driver struct {
 	// known maps a container id to its engine container's id, checked to
 	// be this installation's (known.go).
 	known sync.Map
-
-	// netOK is set once the network is known to exist; a create that the
-	// engine refuses looks again (ensureNetwork).
-	netOK atomic.Bool
 }
 
 var _ runtime.Driver = (*Driver)(nil)
@@ -260,8 +256,9 @@ func (d *Driver) ImageExists(ctx context.Context, image string) (bool, error) {
 // and spec.Files are written before the container first starts. A create
 // of an existing container writes spec.Files again and succeeds.
 //
-// The common path is two engine calls (container, files): the network is
-// looked at once per driver and again when the engine refuses a create,
+// The common path is three engine calls (network, container, files): the
+// network is looked at on every create, because Docker accepts a create on
+// a network removed behind the driver's back and fails only at the start;
 // Docker makes the workspace volume (labelled) with the container, and the
 // engine's own answers say when the container exists already or the image
 // is missing.
@@ -269,11 +266,8 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 	if err := checkSpec(spec); err != nil {
 		return err
 	}
-	netChecked := !d.netOK.Load()
-	if netChecked {
-		if err := d.ensureNetwork(ctx); err != nil {
-			return err
-		}
+	if err := d.ensureNetwork(ctx); err != nil {
+		return err
 	}
 	podman, err := d.isPodman(ctx)
 	if err != nil {
@@ -338,15 +332,6 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 		Name: d.ContainerName(spec.ID), Config: cfg, HostConfig: host, NetworkingConfig: netcfg,
 	}
 	res, err := d.cli.ContainerCreate(ctx, opts)
-	if err != nil && !netChecked && cerrdefs.IsNotFound(err) {
-		// The network may have gone behind the driver's back (a prune,
-		// an engine reset): look, and ask once more.
-		d.netOK.Store(false)
-		if nerr := d.ensureNetwork(ctx); nerr != nil {
-			return nerr
-		}
-		res, err = d.cli.ContainerCreate(ctx, opts)
-	}
 	if err != nil {
 		// Made already (a repeated create, or a concurrent one that won
 		// the name): write the files again, so a token minted for the
@@ -432,7 +417,6 @@ func (d *Driver) ensureNetwork(ctx context.Context) error {
 		if n.Network.Labels[runtime.LabelInstallation] != d.opts.Installation {
 			return fmt.Errorf("docker runtime: network %q exists and was not made by installation %q", d.opts.Network, d.opts.Installation)
 		}
-		d.netOK.Store(true)
 		return nil
 	}
 	if !cerrdefs.IsNotFound(err) {
@@ -454,9 +438,6 @@ func (d *Driver) ensureNetwork(ctx context.Context) error {
 	_, err = d.cli.NetworkCreate(ctx, d.opts.Network, opts)
 	if err != nil && !cerrdefs.IsConflict(err) {
 		return fail("network create", err)
-	}
-	if err == nil {
-		d.netOK.Store(true)
 	}
 	return nil
 }
