@@ -13,12 +13,12 @@ import (
 	"deckhand/services/workspace"
 )
 
-// TestOpensAStoreOfTheHandBuiltIndex opens a store in the layout of the
-// version that kept the journal's index in hand-built buckets (postings:
-// ws/term/seq → frequency, doclen: ws/seq → length, both raw big-endian
-// integers): the entries, blocks and questions it holds list as before,
-// a search ranks and scores them as a store written by this version
-// does, and the old buckets are gone.
+// TestOpensAStoreOfTheHandBuiltIndex opens a store whose journal index is
+// in hand-built buckets (postings: ws/term/seq → frequency, doclen:
+// ws/seq → length, both raw big-endian integers), as agents' existing data
+// may be, since an upgrade must keep it: the entries, blocks and questions
+// it holds still list, a search ranks and scores them as a freshly written
+// store does, and the hand-built buckets are gone.
 func TestOpensAStoreOfTheHandBuiltIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
