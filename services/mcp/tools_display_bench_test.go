@@ -6,10 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -52,36 +50,5 @@ func BenchmarkDisplayToolRoundTrip(b *testing.B) {
 		}
 		return err
 	}
-	var restP50 float64
-	for _, bc := range []struct {
-		name string
-		call func() error
-	}{{"rest-mouse-move", rest}, {"mcp-display_move", tool}} {
-		b.Run(bc.name, func(b *testing.B) {
-			for range 20 { // warm connections and caches
-				if err := bc.call(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				start := time.Now()
-				if err := bc.call(); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(start))
-			}
-			b.StopTimer()
-			slices.Sort(lat)
-			p50 := float64(lat[len(lat)/2].Microseconds())
-			b.ReportMetric(p50, "p50-us")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
-			if bc.name == "rest-mouse-move" {
-				restP50 = p50
-			} else {
-				b.ReportMetric(p50-restP50, "added-p50-us")
-			}
-		})
-	}
+	benchLatencies(b, "rest-mouse-move", []string{"mcp-display_move"}, []latencyCase{{"rest-mouse-move", rest}, {"mcp-display_move", tool}})
 }
