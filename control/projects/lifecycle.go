@@ -195,6 +195,7 @@ type lifecycle struct {
 	// reconciling is set once the reconciler runs.
 	reconciling bool
 	enrolled    sync.Map          // agent token id → struct{}: its enrolment is stored
+	enrolling   sync.Map          // container id → time.Time: its agent's latest enrolment this process saw
 	signals     signals           // wake the waits on a container (lifecycle_wait.go)
 	minted      map[string]string // container id → the agent token its create minted, for provision
 }
@@ -387,6 +388,8 @@ func (s *Service) mintAgentToken(tx *store.Tx, ctx context.Context, c *Container
 		return "", err
 	}
 	c.EnrolledAt = nil
+	// An enrolment seen before this token is an earlier agent's.
+	s.lc.enrolling.Delete(c.ID)
 	return token, tx.Put(bucketContainers, c.ID, c)
 }
 

@@ -128,7 +128,7 @@ func (s *Service) provision(ctx context.Context, id string) {
 			ph.mark("token")
 			// The engine's refusal names a missing image
 			// (runtime.ErrImageMissing).
-			if err := drv.Create(ctx, s.spec(c, token, controlURL)); err != nil {
+			if err := drv.Create(runtime.WithMarks(ctx, ph.mark), s.spec(c, token, controlURL)); err != nil {
 				fail(engineReason(err, c.ImageName))
 				return true
 			}
@@ -154,7 +154,10 @@ func (s *Service) provision(ctx context.Context, id string) {
 		fail(reason)
 		return
 	}
-	if _, err := s.move(ctx, id, []string{StatusCreating}, StatusRunning, "", func(c *Container) { c.AgentAddr = addr }); err != nil {
+	if _, err := s.move(ctx, id, []string{StatusCreating}, StatusRunning, "", func(c *Container) {
+		c.AgentAddr = addr
+		s.keepEnrolment(c, ph.origin)
+	}); err != nil {
 		s.log.Warn("container: recording running", "container", id, "err", err)
 	}
 	ph.mark("running")
@@ -212,9 +215,15 @@ func (s *Service) noteEnrolled(ctx context.Context, id, tokenID string) {
 	if _, seen := s.lc.enrolled.Load(tokenID); seen {
 		return
 	}
+	// A wait of this process goes on at once (its running write records
+	// the enrolment too), rather than after this write.
+	s.lc.enrolling.Store(id, s.now())
+	s.lc.signals.fire(id)
+	record := true
 	err := s.db.UpdateContext(ctx, func(tx *store.Tx) error {
 		c, err := getContainer(tx, id)
 		if err == nil && c == nil {
+			record = false
 			return s.poolEnrolled(tx, id)
 		}
 		if err != nil || c.EnrolledAt != nil {
@@ -224,12 +233,38 @@ func (s *Service) noteEnrolled(ctx context.Context, id, tokenID string) {
 		c.EnrolledAt = &now
 		return tx.Put(bucketContainers, id, c)
 	})
+	if !record {
+		// A pool member's: no container's wait reads it.
+		s.lc.enrolling.Delete(id)
+	}
 	if err != nil {
 		s.log.Warn("container: recording the agent's enrolment", "container", id, "err", err)
 		return
 	}
 	s.lc.enrolled.Store(tokenID, struct{}{})
 	s.lc.signals.fire(id)
+}
+
+// enrolledSince answers when this process saw container id's agent
+// enrol (its first authenticated request) at or after since.
+func (s *Service) enrolledSince(id string, since time.Time) (time.Time, bool) {
+	v, ok := s.lc.enrolling.Load(id)
+	if !ok {
+		return time.Time{}, false
+	}
+	t := v.(time.Time)
+	return t, !t.Before(since)
+}
+
+// keepEnrolment writes into c the enrolment this process saw since a
+// wait began, when its own write has not landed yet.
+func (s *Service) keepEnrolment(c *Container, since time.Time) {
+	if c.EnrolledAt != nil {
+		return
+	}
+	if t, ok := s.enrolledSince(c.ID, since); ok {
+		c.EnrolledAt = &t
+	}
 }
 
 // errRecordsOnly answers an engine action under --runtime none.
@@ -459,6 +494,7 @@ func (s *Service) finishDelete(ctx context.Context, c *Container) error {
 
 // dropContainer deletes container id's record and everything keyed by it.
 func (s *Service) dropContainer(tx *store.Tx, id string) error {
+	s.lc.enrolling.Delete(id)
 	if err := dropAgentTokens(tx, id); err != nil {
 		return err
 	}

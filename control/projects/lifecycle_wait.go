@@ -101,11 +101,14 @@ func newPhases(origin time.Time) *phases {
 }
 
 // mark records that step ended now.
-func (p *phases) mark(step string) {
+func (p *phases) mark(step string) { p.markAt(step, time.Now()) }
+
+// markAt records that step ended at t (a time another party reports).
+func (p *phases) markAt(step string, t time.Time) {
 	if p == nil {
 		return
 	}
-	p.marks = append(p.marks, fmt.Sprintf("%s=%d", step, time.Since(p.origin).Milliseconds()))
+	p.marks = append(p.marks, fmt.Sprintf("%s=%d", step, t.Sub(p.origin).Milliseconds()))
 }
 
 // log writes the steps (milliseconds since the origin) at debug level.
@@ -129,8 +132,20 @@ func (s *Service) awaitAgentPhases(ctx context.Context, id string, deadline time
 	enrolled, healthy, lastErr := !enrol, false, ""
 	var lastStore, lastInspect time.Time
 	every := healthFirst
+	// An enrolment this process sees from now on counts at once (its
+	// signal); the store says what another replica saw.
+	since := time.Now()
+	if ph != nil {
+		since = ph.origin
+	}
 	for {
 		now := time.Now()
+		if !enrolled {
+			if t, ok := s.enrolledSince(id, since); ok {
+				enrolled = true
+				ph.markAt("enrolled", t)
+			}
+		}
 		if !enrolled && now.Sub(lastStore) >= storeEvery {
 			c, err := s.loadContainer(ctx, id)
 			if err != nil || c == nil {
@@ -157,6 +172,10 @@ func (s *Service) awaitAgentPhases(ctx context.Context, id string, deadline time
 				return "", "the container's agent exited before it was running (" + why + "): the image's entrypoint must be the deckhand agent; see the engine's logs of the container"
 			case st.Addr != "" && st.Addr != addr:
 				addr, healthy = st.Addr, false
+				if !st.StartedAt.IsZero() {
+					// The engine's word for when the agent's process began.
+					ph.markAt("process_started", st.StartedAt)
+				}
 				ph.mark("addr")
 			}
 		}

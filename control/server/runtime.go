@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -123,7 +125,8 @@ func (s *Server) openRuntime() error {
 	}
 	switch s.cfg.Runtime {
 	case "docker":
-		drv, err := docker.New(context.Background(), docker.Options{Host: s.cfg.DockerHost, Installation: s.installation, GatewayPort: projects.AgentPort})
+		drv, err := docker.New(context.Background(), docker.Options{Host: s.cfg.DockerHost, Installation: s.installation, GatewayPort: projects.AgentPort,
+			FilesDir: s.engineFilesDir()})
 		if err != nil {
 			return err
 		}
@@ -309,4 +312,23 @@ func (j *listeners) Addr() net.Addr {
 func isTemporary(err error) bool {
 	var ne interface{ Temporary() bool }
 	return errors.As(err, &ne) && ne.Temporary()
+}
+
+// engineFilesDir is where the Docker driver keeps containers' files for
+// the engine to bind-mount, when the engine is on this host (a unix
+// socket): below the data directory. Empty for a remote engine, which
+// gets them through its archive API.
+func (s *Server) engineFilesDir() string {
+	host := s.cfg.DockerHost
+	if host == "" {
+		host = os.Getenv("DOCKER_HOST")
+	}
+	if host != "" && !strings.HasPrefix(host, "unix://") {
+		return ""
+	}
+	dir, err := filepath.Abs(filepath.Join(s.cfg.Data, "engine-files"))
+	if err != nil {
+		return ""
+	}
+	return dir
 }

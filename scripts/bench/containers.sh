@@ -69,21 +69,18 @@ PROJECT=$(api POST /api/v1/projects '{"name":"bench"}' | jq -r .id)
 IMG=$(api GET "/api/v1/images/public?search=$(jq -rn --arg s "$IMAGE" '$s|@uri')" | jq -r --arg n "$IMAGE" '[.images[]|select(.image_name==$n)][0].id')
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
-# deckhand: create → running → a token → process run answered.
-deckhand_once() { # name -> ms
-  local t0 id c addr tok
-  t0=$(ms)
-  id=$(api POST /api/v1/containers "$(jq -nc --arg p "$PROJECT" --arg i "$IMG" --arg n "$1" '{project_id:$p,image_id:$i,name:$n}')" | jq -r .id)
-  for _ in $(seq 3000); do
-    c=$(api GET "/api/v1/containers/$id")
-    case $(jq -r .status <<<"$c") in running) break ;; failed) echo "failed: $c" >&2; return 1 ;; esac
-    sleep 0.02
-  done
-  addr=$(jq -r .agent_addr <<<"$c")
-  tok=$(api POST "/api/v1/containers/$id/access-tokens" '{"ttl_seconds":300}' | jq -r .token)
-  curl -fsS -o /dev/null "http://$addr/_/process/api/v1/process/run" -H "Authorization: Bearer $tok" \
-    -H 'Content-Type: application/json' -d '{"shell":"true"}'
-  echo $(($(ms) - t0))
+# deckhand: create → running → a token → process run answered, by one
+# keep-alive Go client (scripts/bench/containers) that polls every 5 ms:
+# curl and jq processes per poll would add their own start to the figure.
+CB=$WORK/containers-bench
+CGO_ENABLED=0 go build -o "$CB" ./scripts/bench/containers
+cb() { "$CB" -control "$CONTROL" -token "$TOKEN" "$@"; }
+deckhand_once() { # name -> ms (and the client's phases to $WORK/client)
+  local out id
+  out=$(cb create "$PROJECT" "$IMG" "$1") || return 1
+  read -r id total accepted running minted ran <<<"$out"
+  echo "accepted=$accepted running=$running token=$minted process_run=$ran" >>"$WORK/client"
+  echo "$total"
   [[ -s "$WORK/inst" ]] || docker inspect -f '{{index .Config.Labels "deckhand.installation"}}' "$(docker ps -q --filter "label=deckhand.container=$id")" >"$WORK/inst"
   api DELETE "/api/v1/containers/$id" >/dev/null
 }
@@ -117,16 +114,21 @@ if ((RUNS > 0)); then
   echo "   bare:     median $bm ms, p95 $bp ms"
   echo "   overhead: median $((dm - bm)) ms, ratio $(awk -v a="$dm" -v b="$bm" 'BEGIN{printf "%.2f", a/b}')"
   # The steps, in the order they ended (a step missing from a run, such
-  # as a retry's, is left out of its median).
-  jq -rR 'fromjson? | select(.msg=="container: provisioned") | .ms' "$WORK/control.log" | head -n "$RUNS" |
-    awk '{for (i = 1; i <= NF; i++) {split($i, kv, "="); if (!(kv[1] in n)) order[++k] = kv[1]; v[kv[1], ++n[kv[1]]] = kv[2]}}
-      END {printf "   steps (median ms since the create was accepted):"
+  # as a retry's, is left out of its median): the control plane's, then
+  # the client's.
+  steps() { # title < lines of step=ms ...
+    awk -v title="$1" '{for (i = 1; i <= NF; i++) {split($i, kv, "="); if (!(kv[1] in n)) order[++k] = kv[1]; v[kv[1], ++n[kv[1]]] = kv[2]}}
+      END {printf "   %s:", title
         for (j = 1; j <= k; j++) {s = order[j]; c = n[s]; m = 0
           for (a = 1; a <= c; a++) x[a] = v[s, a]
           for (a = 1; a <= c; a++) for (b = a + 1; b <= c; b++) if (x[b] < x[a]) {t = x[a]; x[a] = x[b]; x[b] = t}
           m = (c % 2) ? x[(c + 1) / 2] : (x[c / 2] + x[c / 2 + 1]) / 2
           printf " %s %d", s, m}
         print ""}'
+  }
+  jq -rR 'fromjson? | select(.msg=="container: provisioned") | .ms' "$WORK/control.log" | head -n "$RUNS" |
+    steps "control plane's steps (median ms since the create was accepted)"
+  steps "client's steps (median ms since the POST was sent)" <"$WORK/client"
 fi
 
 # restart → first command: one container restarted RUNS times; the
@@ -139,20 +141,20 @@ if ((RUNS > 0)); then
     [[ $(jq -r .status <<<"$c") == running ]] && break
     sleep 0.02
   done
-  raddr=$(jq -r .agent_addr <<<"$c")
-  rtok=$(api POST "/api/v1/containers/$rid/access-tokens" '{"ttl_seconds":600}' | jq -r .token)
-  rs=()
-  for _ in $(seq "$RUNS"); do
-    t0=$(ms)
-    api POST "/api/v1/containers/$rid/restart" >/dev/null
-    raddr=$(api GET "/api/v1/containers/$rid" | jq -r .agent_addr)
-    until curl -fsS -o /dev/null "http://$raddr/_/process/api/v1/process/run" -H "Authorization: Bearer $rtok" \
-      -H 'Content-Type: application/json' -d '{"shell":"true"}' 2>/dev/null; do sleep 0.02; done
-    rs+=($(($(ms) - t0)))
-  done
+  # The engine's own account of each restart: kill (the stop's signal),
+  # die (PID 1 gone), stop (its teardown done), start.
+  docker events --filter "label=deckhand.container=$rid" --filter type=container --format '{{.TimeNano}} {{.Action}}' >"$WORK/events" &
+  EV=$!
+  sleep 0.2
+  read -r -a rs <<<"$(cb restart "$rid" "$RUNS")"
+  sleep 0.2
+  kill "$EV" 2>/dev/null; wait "$EV" 2>/dev/null || true
   read -r rsm rsp <<<"$(stats "${rs[@]}")"
   echo "== restart → first process run, $RUNS runs (ms): ${rs[*]}"
   echo "   restart: median $rsm ms, p95 $rsp ms"
+  awk '$2=="kill" && !k {k=$1} $2=="die" && k && !d {d=$1} $2=="stop" && d && !s {s=$1} $2=="start" && s {
+      printf "kill→die=%d die→stop=%d stop→start=%d\n", (d-k)/1e6, (s-d)/1e6, ($1-s)/1e6; k=d=s=0}' "$WORK/events" |
+    steps "the engine's restart (median ms between its events)"
   api DELETE "/api/v1/containers/$rid" >/dev/null
 fi
 

@@ -65,6 +65,11 @@ type Options struct {
 	// TLS, when set, is the client's TLS configuration for a tcp:// Host
 	// (the engine's CA and this client's certificate).
 	TLS *tls.Config
+	// FilesDir, when set, is an absolute directory of the host the
+	// engine runs on, where the driver keeps each container's files
+	// (root-only) for the engine to bind-mount (files.go); empty: the
+	// files are copied into each container through the engine.
+	FilesDir string
 }
 
 // namePattern is what the engine accepts in an object name; ids and the
@@ -86,6 +91,10 @@ type Driver struct {
 	// known maps a container id to its engine container's id, checked to
 	// be this installation's (known.go).
 	known sync.Map
+
+	// noBind is set once the engine refused a bind of FilesDir: it does
+	// not see this host's filesystem (files.go).
+	noBind atomic.Bool
 }
 
 var _ runtime.Driver = (*Driver)(nil)
@@ -118,6 +127,9 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	}
 	if opts.Home == "" {
 		opts.Home = DefaultHome
+	}
+	if opts.FilesDir != "" && !path.IsAbs(opts.FilesDir) {
+		return nil, fmt.Errorf("docker runtime: files directory %q: must be absolute", opts.FilesDir)
 	}
 	if !path.IsAbs(opts.Home) || path.Clean(opts.Home) == "/" {
 		return nil, fmt.Errorf("docker runtime: home %q: must be an absolute path below /", opts.Home)
@@ -190,7 +202,7 @@ func (d *Driver) WriteFiles(ctx context.Context, id string, files []runtime.File
 	if err != nil {
 		return err
 	}
-	return d.copyFiles(ctx, c.ID, files)
+	return d.writeFiles(ctx, id, c.ID, files)
 }
 
 // fail maps an engine error to the seam's errors, keeping the engine's
@@ -269,6 +281,7 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 	if err := d.ensureNetwork(ctx); err != nil {
 		return err
 	}
+	runtime.Mark(ctx, "engine_network")
 	podman, err := d.isPodman(ctx)
 	if err != nil {
 		return err
@@ -279,6 +292,7 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 		if err := d.ensureVolume(ctx, vol, spec); err != nil {
 			return err
 		}
+		runtime.Mark(ctx, "engine_volume")
 	}
 	labels := d.labels(spec.ID, spec.ProjectID)
 	if spec.Pool != "" {
@@ -328,10 +342,28 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 	netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 		d.opts.Network: {},
 	}}
+	var bound []mount.Mount
+	if dir := d.filesDir(spec.ID, podman); dir != "" && len(spec.Files) > 0 {
+		if bound, err = writeHostFiles(dir, spec.Files); err != nil {
+			_ = d.removeHostFiles(spec.ID)
+			return err
+		}
+		host.Mounts = append(host.Mounts, bound...)
+	}
 	opts := client.ContainerCreateOptions{
 		Name: d.ContainerName(spec.ID), Config: cfg, HostConfig: host, NetworkingConfig: netcfg,
 	}
+	if beforeCreate != nil {
+		beforeCreate()
+	}
 	res, err := d.cli.ContainerCreate(ctx, opts)
+	if bound != nil && bindRefused(err) {
+		// The engine does not see this host's files: copy from now on.
+		d.noBind.Store(true)
+		_ = d.removeHostFiles(spec.ID)
+		host.Mounts, bound = host.Mounts[:len(host.Mounts)-len(bound)], nil
+		res, err = d.cli.ContainerCreate(ctx, opts)
+	}
 	if err != nil {
 		// Made already (a repeated create, or a concurrent one that won
 		// the name): write the files again, so a token minted for the
@@ -341,8 +373,15 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 			return ferr
 		}
 		if ok {
+			if bound != nil && bindsFrom(c, d.filesDir(spec.ID, podman)) {
+				return nil // written above, over the files it binds
+			}
+			if rerr := d.removeHostFiles(spec.ID); rerr != nil {
+				return rerr
+			}
 			return d.copyFiles(ctx, c.ID, spec.Files)
 		}
+		_ = d.removeHostFiles(spec.ID)
 		// Leave nothing behind: the workspace made for this container goes
 		// with the failed create (a named workspace is not its alone).
 		if spec.Workspace == "" {
@@ -354,6 +393,11 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 			}
 		}
 		return fail("create", err)
+	}
+	runtime.Mark(ctx, "engine_container")
+	if bound != nil {
+		d.remember(spec.ID, res.ID)
+		return nil
 	}
 	if err := d.copyFiles(ctx, res.ID, spec.Files); err != nil {
 		// A container without its token would start an agent that cannot
@@ -655,6 +699,9 @@ func (d *Driver) Delete(ctx context.Context, id string, keepWorkspace bool) erro
 		if err := d.remove(ctx, c.ID); err != nil {
 			return err
 		}
+	}
+	if err := d.removeHostFiles(id); err != nil {
+		return err
 	}
 	if keepWorkspace {
 		return nil

@@ -39,7 +39,15 @@ func target(t *testing.T, host string) runtimetest.Target {
 
 func newDriver(t testing.TB, host, inst string) *docker.Driver {
 	t.Helper()
-	d, err := docker.New(context.Background(), docker.Options{Host: host, Installation: inst})
+	return newDriverOpts(t, docker.Options{Host: host, Installation: inst})
+}
+
+// newDriverOpts is newDriver with more options; its installation's engine
+// objects are purged at the test's end.
+func newDriverOpts(t testing.TB, opts docker.Options) *docker.Driver {
+	t.Helper()
+	host, inst := opts.Host, opts.Installation
+	d, err := docker.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

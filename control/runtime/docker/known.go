@@ -82,5 +82,5 @@ func (d *Driver) pauseKnown(ctx context.Context, id string) bool {
 
 // writeKnown copies files into id's known container.
 func (d *Driver) writeKnown(ctx context.Context, id string, files []runtime.File) bool {
-	return d.fast(id, func(eid string) error { return d.copyFiles(ctx, eid, files) })
+	return d.fast(id, func(eid string) error { return d.writeFiles(ctx, id, eid, files) })
 }

@@ -1,0 +1,175 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+
+	"deckhand/control/runtime"
+)
+
+// A container's files (its agent token, the control plane's key) reach it
+// in one of two ways. With Options.FilesDir, on Docker, the driver writes
+// them into a root-only directory of the host, one per container, and the
+// engine bind-mounts each file read-only at its path: the engine's inspect
+// shows the host path, never the content, and in the container the file
+// keeps the host's owner and mode (root, 0400). Otherwise they are copied
+// into the container's filesystem by the engine's archive API, which
+// mounts the container's root filesystem and its volumes and unpacks in a
+// process of its own: on these machines the largest part of a create
+// after the engine's start. A rewrite (a warm-pool claim's new token)
+// writes the host file in place, so the bind mount, which holds the file's
+// inode, sees it.
+//
+// The bind needs the control plane and the engine on one host and one
+// view of its filesystem. When the engine cannot find the directory (a
+// control plane in a container of its own, say) the create is refused
+// with "bind source path does not exist"; the driver then copies through
+// the archive API from then on.
+
+// filesDir is container id's directory of files on the host; empty when
+// the driver does not bind files (no FilesDir, Podman, or a bind the
+// engine refused).
+func (d *Driver) filesDir(id string, podman bool) string {
+	if d.opts.FilesDir == "" || podman || d.noBind.Load() {
+		return ""
+	}
+	return filepath.Join(d.opts.FilesDir, d.ContainerName(id))
+}
+
+// hostName is the name of file f in its container's directory.
+func hostName(i int, f runtime.File) string {
+	return strconv.Itoa(i) + "-" + strings.ReplaceAll(strings.TrimPrefix(f.Path, "/"), "/", "_")
+}
+
+// writeHostFiles writes files into dir (made root-only) and answers their
+// bind mounts. Each file is written in place: a running container's bind
+// mount holds the inode.
+func writeHostFiles(dir string, files []runtime.File) ([]mount.Mount, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("docker runtime: files directory: %w", err)
+	}
+	mounts := make([]mount.Mount, 0, len(files))
+	for i, f := range files {
+		mode := os.FileMode(f.Mode & 0o7777)
+		if mode == 0 {
+			mode = 0o400
+		}
+		p := filepath.Join(dir, hostName(i, f))
+		if err := writeInPlace(p, f.Content, mode); err != nil {
+			return nil, fmt.Errorf("docker runtime: file %q: %w", f.Path, err)
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p, Target: f.Path, ReadOnly: true})
+	}
+	return mounts, nil
+}
+
+func writeInPlace(p string, content []byte, mode os.FileMode) error {
+	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, mode)
+	if err != nil {
+		return err
+	}
+	if err := fh.Chmod(mode); err != nil {
+		fh.Close()
+		return err
+	}
+	if _, err := fh.Write(content); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Truncate(int64(len(content))); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+// rewriteHostFiles writes files over a container's bound ones, when every
+// one of them is bound from dir; false: the caller copies them instead.
+func rewriteHostFiles(dir string, files []runtime.File) (bool, error) {
+	if dir == "" || len(files) == 0 {
+		return false, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, nil
+	}
+	have := map[string]bool{}
+	for _, e := range entries {
+		have[e.Name()] = true
+	}
+	// Bound files are named by their index in the create's list; a
+	// rewrite names them by path.
+	byPath := map[string]string{}
+	for name := range have {
+		if _, rest, ok := strings.Cut(name, "-"); ok {
+			byPath[rest] = name
+		}
+	}
+	for _, f := range files {
+		name, ok := byPath[strings.ReplaceAll(strings.TrimPrefix(f.Path, "/"), "/", "_")]
+		if !ok {
+			return false, nil
+		}
+		mode := os.FileMode(f.Mode & 0o7777)
+		if mode == 0 {
+			mode = 0o400
+		}
+		if err := writeInPlace(filepath.Join(dir, name), f.Content, mode); err != nil {
+			return true, fmt.Errorf("docker runtime: file %q: %w", f.Path, err)
+		}
+	}
+	return true, nil
+}
+
+// removeHostFiles removes container id's files from the host.
+func (d *Driver) removeHostFiles(id string) error {
+	if d.opts.FilesDir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(filepath.Join(d.opts.FilesDir, d.ContainerName(id))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("docker runtime: remove the container's files: %w", err)
+	}
+	return nil
+}
+
+// bindRefused says whether the engine refused a create for a bind source
+// it cannot see.
+func bindRefused(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "bind source path does not exist")
+}
+
+// writeFiles writes files into container id (engine id cid): over its
+// bound files when it has them, else through the archive API.
+func (d *Driver) writeFiles(ctx context.Context, id, cid string, files []runtime.File) error {
+	if d.opts.FilesDir != "" {
+		if done, err := rewriteHostFiles(filepath.Join(d.opts.FilesDir, d.ContainerName(id)), files); done {
+			return err
+		}
+	}
+	return d.copyFiles(ctx, cid, files)
+}
+
+// bindsFrom says whether container c binds a file of dir.
+func bindsFrom(c container.InspectResponse, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	for _, m := range c.Mounts {
+		if m.Type == mount.TypeBind && filepath.Dir(m.Source) == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// beforeCreate, when set (by a test), runs just before the engine's
+// create of a container.
+var beforeCreate func()
