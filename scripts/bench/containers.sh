@@ -78,8 +78,8 @@ cb() { "$CB" -control "$CONTROL" -token "$TOKEN" "$@"; }
 deckhand_once() { # name -> ms (and the client's phases to $WORK/client)
   local out id
   out=$(cb create "$PROJECT" "$IMG" "$1") || return 1
-  read -r id total accepted running minted ran <<<"$out"
-  echo "accepted=$accepted running=$running token=$minted process_run=$ran" >>"$WORK/client"
+  read -r id total accepted running minted ran again <<<"$out"
+  echo "accepted=$accepted running=$running token=$minted process_run=$ran second_run_took=$again" >>"$WORK/client"
   echo "$total"
   [[ -s "$WORK/inst" ]] || docker inspect -f '{{index .Config.Labels "deckhand.installation"}}' "$(docker ps -q --filter "label=deckhand.container=$id")" >"$WORK/inst"
   api DELETE "/api/v1/containers/$id" >/dev/null
