@@ -5,13 +5,21 @@
 #     check), an access token minted and `process run` of `true` answered
 #     200 at the agent; beside a bare `docker run -d` of the same image
 #     (deckhand/base, its own entrypoint: the agent without a control
-#     plane) until its gateway answers HTTP. RUNS each, alternating;
-#     medians, p95 and the ratio; and where the deckhand runs' time went:
-#     the median of each step of the control plane's way to running, in ms
-#     since the create was accepted (its debug log, "container:
-#     provisioned").
+#     plane) until its gateway answers HTTP, and beside the same bare run
+#     with deckhand's engine settings (its network, init, capabilities
+#     and a volume). RUNS each, alternating; medians, p95 and the ratio;
+#     and where the deckhand runs' time went: the median of each step of
+#     the control plane's way to running, in ms since the create was
+#     accepted (its debug log, "container: provisioned": the engine's
+#     network look, container create, start, the agent's process start
+#     by the engine's clock, its address, health, enrolment, the running
+#     write), and of the client's (a keep-alive Go client polling every
+#     5 ms: accepted, running seen, access token, first process run).
 #  2. restart → first command: one container restarted RUNS times, until
-#     a `process run` with its access token answers again; median, p95.
+#     a `process run` with its access token answers again; median, p95;
+#     and the engine's own events of each restart (kill → die: the
+#     agent's shutdown under docker-init; die → stop: the engine's
+#     teardown; stop → start: its start again).
 #  3. CONCURRENT containers created at once: the time until all run, the
 #     idle memory of each container's processes (the agent, its init and
 #     the ssh server; `docker top`): RSS summed, PSS and its anonymous
@@ -32,7 +40,7 @@ CONTROL=http://127.0.0.1:$PORT
 PID=""
 BARE=()
 cleanup() {
-  ((${#BARE[@]})) && docker rm -f "${BARE[@]}" >/dev/null 2>&1
+  ((${#BARE[@]})) && docker rm -f -v "${BARE[@]}" >/dev/null 2>&1
   [[ -n "$PID" ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
   if [[ -s "$WORK/inst" ]]; then
     inst=$(cat "$WORK/inst")
@@ -97,13 +105,33 @@ bare_once() { # -> ms
   docker rm -f "$name" >/dev/null
   BARE=()
 }
+# bare with deckhand's engine settings: the installation's network (its
+# own bridge, containers kept apart, Docker's embedded DNS), docker-init,
+# the capabilities and a workspace volume; what the control plane adds is
+# the difference to the deckhand column, what the isolation costs the
+# difference to the bare one.
+bare_cfg_once() { # -> ms
+  local t0 name ip inst
+  inst=$(cat "$WORK/inst")
+  name=deckhand-bench-cfg-$RANDOM$RANDOM
+  t0=$(ms)
+  docker run -d --name "$name" --label deckhand.bench=1 --network "deckhand-$inst" --init --cap-add NET_ADMIN --cap-drop NET_RAW \
+    --mount "type=volume,target=/home/user,volume-label=deckhand.bench=1" "$IMAGE" >/dev/null
+  BARE+=("$name")
+  ip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"deckhand-$inst\").IPAddress}}" "$name")
+  until curl -sS -o /dev/null --max-time 1 "http://$ip:7700/_/process/health" 2>/dev/null; do sleep 0.02; done
+  echo $(($(ms) - t0))
+  docker rm -f -v "$name" >/dev/null
+  BARE=()
+}
 stats() { # values... -> "median p95"
   printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; p=v[int(NR*0.95+0.999)]; printf "%d %d", m, p}'
 }
-dh=() bare=()
+dh=() bare=() cfg=()
 for i in $(seq "$RUNS"); do
   dh+=("$(deckhand_once "b$i")")
   bare+=("$(bare_once)")
+  cfg+=("$(bare_cfg_once)")
 done
 if ((RUNS > 0)); then
   read -r dm dp <<<"$(stats "${dh[@]}")"
@@ -113,6 +141,9 @@ if ((RUNS > 0)); then
   echo "== bare docker run -d → gateway answers HTTP, $RUNS runs (ms): ${bare[*]}"
   echo "   bare:     median $bm ms, p95 $bp ms"
   echo "   overhead: median $((dm - bm)) ms, ratio $(awk -v a="$dm" -v b="$bm" 'BEGIN{printf "%.2f", a/b}')"
+  read -r cm cp <<<"$(stats "${cfg[@]}")"
+  echo "== bare docker run -d with deckhand's engine settings (network, init, capabilities, volume), $RUNS runs (ms): ${cfg[*]}"
+  echo "   settings: median $cm ms, p95 $cp ms (the settings' share $((cm - bm)) ms; the control plane's $((dm - cm)) ms)"
   # The steps, in the order they ended (a step missing from a run, such
   # as a retry's, is left out of its median): the control plane's, then
   # the client's.
