@@ -79,6 +79,7 @@ func (s *Service) provision(ctx context.Context, id string) {
 			return true
 		}
 		ph = newPhases(c.CreatedAt)
+		ph.writesEnrolment = true
 		ph.mark("begun")
 		controlURL, err := s.agentURL(ctx)
 		if err != nil {

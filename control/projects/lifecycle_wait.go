@@ -91,6 +91,10 @@ func (s *Service) Changed(id string) (<-chan struct{}, func()) {
 type phases struct {
 	origin time.Time
 	marks  []string
+	// writesEnrolment says the running write after this wait records an
+	// enrolment this process saw (keepEnrolment), so the wait need not
+	// read it from the store.
+	writesEnrolment bool
 }
 
 func newPhases(origin time.Time) *phases {
@@ -132,15 +136,16 @@ func (s *Service) awaitAgentPhases(ctx context.Context, id string, deadline time
 	enrolled, healthy, lastErr := !enrol, false, ""
 	var lastStore, lastInspect time.Time
 	every := healthFirst
-	// An enrolment this process sees from now on counts at once (its
-	// signal); the store says what another replica saw.
-	since := time.Now()
-	if ph != nil {
+	// An enrolment this process sees counts at once (its signal) when the
+	// running write records it; the store says what another replica saw.
+	early := ph != nil && ph.writesEnrolment
+	var since time.Time
+	if early {
 		since = ph.origin
 	}
 	for {
 		now := time.Now()
-		if !enrolled {
+		if !enrolled && early {
 			if t, ok := s.enrolledSince(id, since); ok {
 				enrolled = true
 				ph.markAt("enrolled", t)
