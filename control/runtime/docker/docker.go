@@ -95,6 +95,8 @@ type Driver struct {
 	// noBind is set once the engine refused a bind of FilesDir: it does
 	// not see this host's filesystem (files.go).
 	noBind atomic.Bool
+	// bindable caches canBind (1 yes, 2 no), once known.
+	bindable atomic.Int32
 }
 
 var _ runtime.Driver = (*Driver)(nil)
@@ -343,7 +345,7 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 		d.opts.Network: {},
 	}}
 	var bound []mount.Mount
-	if dir := d.filesDir(spec.ID, podman); dir != "" && len(spec.Files) > 0 {
+	if dir := d.filesDir(ctx, spec.ID, podman); dir != "" && len(spec.Files) > 0 {
 		if bound, err = writeHostFiles(dir, spec.Files); err != nil {
 			_ = d.removeHostFiles(spec.ID)
 			return err
@@ -373,7 +375,7 @@ func (d *Driver) Create(ctx context.Context, spec runtime.Spec) error {
 			return ferr
 		}
 		if ok {
-			if bound != nil && bindsFrom(c, d.filesDir(spec.ID, podman)) {
+			if bound != nil && bindsFrom(c, d.filesDir(ctx, spec.ID, podman)) {
 				return nil // written above, over the files it binds
 			}
 			if rerr := d.removeHostFiles(spec.ID); rerr != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
 
 	"deckhand/control/runtime"
 )
@@ -29,19 +30,49 @@ import (
 // inode, sees it.
 //
 // The bind needs the control plane and the engine on one host and one
-// view of its filesystem. When the engine cannot find the directory (a
+// view of its filesystem, a control plane running as root and an engine
+// without a user namespace (canBind). When the engine cannot find the directory (a
 // control plane in a container of its own, say) the create is refused
 // with "bind source path does not exist"; the driver then copies through
 // the archive API from then on.
 
 // filesDir is container id's directory of files on the host; empty when
-// the driver does not bind files (no FilesDir, Podman, or a bind the
-// engine refused).
-func (d *Driver) filesDir(id string, podman bool) string {
-	if d.opts.FilesDir == "" || podman || d.noBind.Load() {
+// the driver does not bind files (canBind).
+func (d *Driver) filesDir(ctx context.Context, id string, podman bool) string {
+	if d.opts.FilesDir == "" || podman || d.noBind.Load() || !d.canBind(ctx) {
 		return ""
 	}
 	return filepath.Join(d.opts.FilesDir, d.ContainerName(id))
+}
+
+// canBind says whether a bound file keeps the rules of a secret file: a
+// control plane running as root writes it, so in the container it is
+// root's and no uid of the image's users owns it; and the engine maps no
+// user namespace (userns-remap, rootless), where the container's root
+// could not read a file of the host's root. Asked of the engine once.
+func (d *Driver) canBind(ctx context.Context) bool {
+	switch d.bindable.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	if os.Geteuid() != 0 {
+		d.bindable.Store(2)
+		return false
+	}
+	info, err := d.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return false // asked again at the next create
+	}
+	for _, o := range info.Info.SecurityOptions {
+		if strings.Contains(o, "name=userns") || strings.Contains(o, "name=rootless") {
+			d.bindable.Store(2)
+			return false
+		}
+	}
+	d.bindable.Store(1)
+	return true
 }
 
 // hostName is the name of file f in its container's directory.
