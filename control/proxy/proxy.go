@@ -95,6 +95,8 @@ type Proxy struct {
 	cat   Catalog
 	known []string
 
+	found *foundCache // nil when the catalog signals no changes
+
 	mu   sync.Mutex
 	pool map[string]*upstream // container id → its transport
 }
@@ -133,7 +135,11 @@ func New(cfg Config, cat Catalog) *Proxy {
 			}
 		}
 	}
-	return &Proxy{cfg: cfg, cat: cat, known: known, pool: map[string]*upstream{}}
+	p := &Proxy{cfg: cfg, cat: cat, known: known, pool: map[string]*upstream{}}
+	if ch, ok := cat.(Changes); ok {
+		p.found = &foundCache{changes: ch, m: map[foundKey]*foundEntry{}}
+	}
+	return p
 }
 
 // Server is an http.Server for the proxy with its timeouts; the caller
@@ -157,7 +163,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	c, err := p.cat.Find(ctx, hr.Prefix, hr.Server)
+	c, err := p.found.find(ctx, p.cat, hr.Prefix, hr.Server)
 	if err != nil {
 		p.writeFault(w, err)
 		return
@@ -315,6 +321,9 @@ func (p *Proxy) upstream(c Container) *upstream {
 					" connections open through the proxy, the most it may; retry")
 				return
 			}
+			// The next request reads the record again: the container may
+			// have stopped or moved.
+			p.found.forget(c.ID)
 			writeError(w, http.StatusBadGateway, "the agent of container "+c.ID+" did not answer; retry, or see its status")
 		},
 	}
@@ -337,9 +346,21 @@ func (bufferPool) Put(b []byte) { buffers.Put(&b) }
 
 // Forget drops a container's pooled connections (after it is deleted).
 func (p *Proxy) Forget(id string) {
+	p.found.forget(id)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if u := p.pool[id]; u != nil {
+		u.tr.close()
+		delete(p.pool, id)
+	}
+}
+
+// Close drops every container's pooled connections and kept record.
+func (p *Proxy) Close() {
+	p.found.close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, u := range p.pool {
 		u.tr.close()
 		delete(p.pool, id)
 	}
