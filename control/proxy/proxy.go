@@ -207,6 +207,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // wake starts a stopped container and waits for it, bounded. A browser
 // navigation gets a page that retries instead of a held request.
 func (p *Proxy) wake(w http.ResponseWriter, r *http.Request, c Container, server string) (Container, bool) {
+	begin := time.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.WakeTimeout)
 	defer cancel()
 	var changed <-chan struct{}
@@ -218,11 +219,15 @@ func (p *Proxy) wake(w http.ResponseWriter, r *http.Request, c Container, server
 		every = wakeRecheck
 	}
 	if c.Status != "creating" {
+		// The connections kept to the agent before it stopped lead
+		// nowhere now: the first request after the wake dials.
+		p.Forget(c.ID)
 		if err := p.cat.Wake(ctx, c.ID); err != nil {
 			p.writeFault(w, err)
 			return c, false
 		}
 	}
+	asked := time.Since(begin)
 	if navigation(r) {
 		// The page itself is the wait: it reloads until the agent answers.
 		waitingPage(w, c.ID)
@@ -235,6 +240,9 @@ func (p *Proxy) wake(w http.ResponseWriter, r *http.Request, c Container, server
 		if err == nil {
 			switch got.Status {
 			case "running":
+				// Where a wake's time goes, for the debug log.
+				p.cfg.Logger.Debug("platform proxy: woke", "container", c.ID, "asked_ms", asked.Milliseconds(),
+					"running_ms", time.Since(begin).Milliseconds())
 				return got, true
 			case "failed":
 				writeError(w, http.StatusBadGateway, "container "+c.ID+" failed while starting: "+got.Reason)
