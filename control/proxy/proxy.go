@@ -179,6 +179,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if c, ok = p.wake(w, r, c, hr.Server); !ok {
 			return
 		}
+		defer func(woke time.Time) {
+			p.cfg.Logger.Debug("platform proxy: answered after the wake", "container", c.ID,
+				"ms", time.Since(woke).Milliseconds())
+		}(time.Now())
 	case "failed":
 		reason := c.Reason
 		if reason == "" {
