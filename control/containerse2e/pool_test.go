@@ -385,6 +385,9 @@ func TestPoolClaimLatency(t *testing.T) {
 		t.Skip("a measurement: DECKHAND_POOL_BENCH=<runs> (scripts/bench/pool.sh)")
 	}
 	p := newPoolFixture(t)
+	// The claim's phases are in the control plane's debug log.
+	p.flags = append(p.flags, "--log-level", "debug")
+	p.restart()
 	pool := "/api/v1/admin/images/" + p.prespawn + "/pool"
 	p.projectDoc()
 	p.must(200, "PUT", pool, map[string]any{"size": 2}, p.admin)
@@ -396,11 +399,26 @@ func TestPoolClaimLatency(t *testing.T) {
 		d, id := p.poolRun(fmt.Sprintf("b%d", i))
 		took = append(took, d)
 		claimed[id] = true
+		t.Logf("warm pool claim phases: %s", claimPhases(p.s.Stderr(), id))
 		p.must(200, "DELETE", "/api/v1/containers/"+id, nil, p.alice)
 	}
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	t.Logf("create from the warm pool → first process run answered: p50 %v (runs %v); load average %s", took[len(took)/2], took, loadavg())
 	p.must(200, "PUT", pool, map[string]any{"size": 0}, p.admin)
+}
+
+// claimPhases is the control plane's debug line of container id's claim
+// (its steps in milliseconds since the create began).
+func claimPhases(stderr, id string) string {
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, "container: claimed") && strings.Contains(line, id) {
+			if i := strings.Index(line, "ms="); i >= 0 {
+				return line[i:]
+			}
+			return line
+		}
+	}
+	return "(not logged)"
 }
 
 func loadavg() string {

@@ -12,4 +12,4 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 echo "== $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 DECKHAND_BIN=${DECKHAND_BIN:-$ROOT/bin} DECKHAND_POOL_BENCH=$RUNS \
-  go test -count=1 -timeout 30m -run '^TestPoolClaimLatency$' -v ./control/containerse2e/ | grep -E 'warm pool|^(ok|FAIL|---)'
+  go test -count=1 -timeout 30m -run '^TestPoolClaimLatency$' -v ./control/containerse2e/ | grep -E 'warm pool|create answered|^(ok|FAIL|---)'
