@@ -23,6 +23,7 @@ import (
 	"deckhand/control/controltest"
 	"deckhand/control/runtime"
 	"deckhand/control/runtime/runtimetest"
+	"deckhand/platform/tokenseal"
 )
 
 // restartable is a fixture whose control plane listens on a fixed
@@ -266,6 +267,11 @@ func TestWarmPool(t *testing.T) {
 			t.Fatalf("the new token of %s: %d, want 200", id, got)
 		}
 		c := p.await(id, "running", time.Second)
+		// It took its token over its gateway, once: another hand-over,
+		// sealed under the pool's token, is refused and changes nothing.
+		if code := handOver(t, c["agent_addr"].(string), poolTokens[id], id); code != 409 || p.tokenIn(id) != tok {
+			t.Fatalf("a second hand-over to claimed %s: %d", id, code)
+		}
 		a := p.openAgent(id, c)
 		if out, _, code := a.run("", "ls -A /home/user; touch /home/user/mine"); code != 0 || strings.Contains(out, "mine") {
 			t.Fatalf("the home of %s: %d %q", id, code, out)
@@ -275,7 +281,14 @@ func TestWarmPool(t *testing.T) {
 		}
 	}
 	for id := range ids {
-		p.await(id, "running", 90*time.Second)
+		c := p.await(id, "running", 90*time.Second)
+		if !claimed[id] {
+			// A container made cold has a project: its agent takes no
+			// hand-over.
+			if code := handOver(t, c["agent_addr"].(string), "agt_any", id); code != 404 {
+				t.Fatalf("a hand-over to cold-made %s: %d, want 404", id, code)
+			}
+		}
 	}
 
 	// Refilled with new containers; the claimed ones are not among them.
@@ -405,6 +418,23 @@ func TestPoolClaimLatency(t *testing.T) {
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	t.Logf("create from the warm pool → first process run answered: p50 %v (runs %v); load average %s", took[len(took)/2], took, loadavg())
 	p.must(200, "PUT", pool, map[string]any{"size": 0}, p.admin)
+}
+
+// handOver posts a token hand-over sealed under prev for container id to
+// the agent at addr and answers the status.
+func handOver(t *testing.T, addr, prev, id string) int {
+	t.Helper()
+	sealed, err := tokenseal.Seal(tokenseal.Hash(prev), id, "agt_chosen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(sealed)
+	resp, err := http.Post("http://"+addr+tokenseal.Path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // claimPhases is the control plane's debug line of container id's claim
