@@ -356,16 +356,25 @@ func (p *poolFixture) adminEvents(kind string) int {
 
 // poolRun is one timed create → first process run answered.
 func (p *poolFixture) poolRun(name string) (time.Duration, string) {
+	return p.timedRun(name, p.prespawn, true)
+}
+
+// timedRun is one timed create of image → first process run answered;
+// pooled says the create must claim from the pool (else it is made cold).
+func (p *poolFixture) timedRun(name, image string, pooled bool) (time.Duration, string) {
 	start := time.Now()
-	r := p.s.Call("POST", "/api/v1/containers", map[string]any{"project_id": p.project, "name": name, "image_id": p.prespawn}, p.alice)
+	r := p.s.Call("POST", "/api/v1/containers", map[string]any{"project_id": p.project, "name": name, "image_id": image}, p.alice)
 	if r.Status != 201 {
 		p.t.Fatalf("create: %d %s", r.Status, r.Raw)
 	}
 	c := data(r)
-	if c["status"] != "running" {
-		p.t.Fatalf("not claimed from the pool: %v", c)
+	if pooled != (c["status"] == "running") {
+		p.t.Fatalf("claimed from the pool: %v, want %v: %v", c["status"] == "running", pooled, c)
 	}
 	p.t.Logf("create answered after %v", time.Since(start))
+	if !pooled {
+		c = p.await(c["id"].(string), "running", 120*time.Second)
+	}
 	addr := c["agent_addr"].(string)
 	body, _ := json.Marshal(map[string]any{"shell": "echo ok"})
 	cl := &http.Client{Timeout: 10 * time.Second}
@@ -417,6 +426,15 @@ func TestPoolClaimLatency(t *testing.T) {
 	}
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	t.Logf("create from the warm pool → first process run answered: p50 %v (runs %v); load average %s", took[len(took)/2], took, loadavg())
+	// Beside it, in the same run: creates made cold (an image without a
+	// pool).
+	var cold []time.Duration
+	for i := range 2 {
+		d, id := p.timedRun(fmt.Sprintf("cold%d", i), p.image, false)
+		cold = append(cold, d)
+		p.must(200, "DELETE", "/api/v1/containers/"+id, nil, p.alice)
+	}
+	t.Logf("warm pool, beside it: a cold create → first process run answered: %v; load average %s", cold, loadavg())
 	p.must(200, "PUT", pool, map[string]any{"size": 0}, p.admin)
 }
 

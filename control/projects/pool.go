@@ -35,16 +35,12 @@ import (
 // The agent's token. A pooled container starts with a token minted for it
 // in the pool (a file only root reads, as every container's). The claim,
 // in the create's transaction, drops that token and mints the container's
-// own; it then writes the new token over the file through the engine
-// (runtime.FileWriter, as the create wrote the first) while the container
-// is still frozen, and thaws it. The agent reads its token file again when
-// the control plane answers 401 (agent/access), so from the claim on the
-// pool's token is refused, and the new one travels only the engine's API,
-// never the network between agent and control plane. Handing the new
-// token to the agent in a sync answer would put a credential on that
-// network (plain http on the engine's bridge by default); keeping the
-// pool's token would leave a credential minted before the container had
-// an owner.
+// own; it then thaws the container and hands the new token to its agent
+// over the agent's gateway, sealed under the pool token's hash
+// (pool_handoff.go), so from the claim on the pool's token is refused and
+// the new one crosses the network between agent and control plane only
+// sealed. Keeping the pool's token would leave a credential minted before
+// the container had an owner.
 
 // Pool limits.
 const (
