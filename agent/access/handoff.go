@@ -80,41 +80,52 @@ func (a *Authorizer) takeIdentity(ctx context.Context, body io.Reader) error {
 	if a.handoff.done {
 		return &fault.Error{Code: fault.CodeConflict, Message: "this agent has taken its identity already", Details: "identity"}
 	}
-	if err := a.control.adopt(s); err != nil {
+	tok, err := a.control.adopt(s)
+	if err != nil {
 		return err
 	}
 	a.handoff.done = true
+	// The file is written while the agent syncs (its fsyncs cost as much
+	// as the sync on a busy disk); the answer waits for both.
+	written := make(chan error, 1)
+	go func() { written <- a.control.writeToken(tok) }()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
 	defer cancel()
-	if err := a.SyncOnce(ctx); err != nil {
-		return &fault.Error{Code: fault.CodeBackend, Message: "the new token is in force, but the sync with it failed: " + err.Error(), Details: "identity"}
+	serr := a.SyncOnce(ctx)
+	if err := <-written; err != nil {
+		return &fault.Error{Code: fault.CodeInternal, Message: "the new token is in force, but writing the token file failed: " + err.Error(), Details: "identity"}
+	}
+	if serr != nil {
+		return &fault.Error{Code: fault.CodeBackend, Message: "the new token is in force, but the sync with it failed: " + serr.Error(), Details: "identity"}
 	}
 	return nil
 }
 
-// adopt opens s with the token in force, writes the new token over the
-// token file and puts it in force.
-func (c *Control) adopt(s tokenseal.Sealed) error {
+// adopt opens s with the token in force and puts the new token in force:
+// the new token.
+func (c *Control) adopt(s tokenseal.Sealed) (string, error) {
 	c.credOnce.Do(func() { c.cred = &credential{token: c.Token, file: c.TokenFile} })
 	c.cred.mu.Lock()
 	defer c.cred.mu.Unlock()
 	tok, err := tokenseal.Open(c.cred.token, c.ContainerID, s)
 	if errors.Is(err, tokenseal.ErrNotOpened) {
-		return &fault.Error{Code: fault.CodeForbidden, Message: err.Error(), Details: "identity"}
+		return "", &fault.Error{Code: fault.CodeForbidden, Message: err.Error(), Details: "identity"}
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !strings.HasPrefix(tok, AgentTokenPrefix) || strings.ContainsAny(tok, " \t\r\n") || len(tok) > 128 {
-		return fault.Invalid("sealed", "does not hold an agent token")
-	}
-	if c.TokenFile != "" {
-		// The file first: an agent restarted later reads the token in
-		// force.
-		if err := atomicfile.Write(c.TokenFile, []byte(tok+"\n"), 0o400); err != nil {
-			return &fault.Error{Code: fault.CodeInternal, Message: "write the token file: " + err.Error(), Details: "identity"}
-		}
+		return "", fault.Invalid("sealed", "does not hold an agent token")
 	}
 	c.cred.token = tok
-	return nil
+	return tok, nil
+}
+
+// writeToken writes tok over the token file (none without one), so an
+// agent restarted later reads the token in force.
+func (c *Control) writeToken(tok string) error {
+	if c.TokenFile == "" {
+		return nil
+	}
+	return atomicfile.Write(c.TokenFile, []byte(tok+"\n"), 0o400)
 }
