@@ -2,6 +2,7 @@ package projects
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"deckhand/control/runtime"
@@ -185,10 +186,12 @@ func (s *Service) takeToken(ctx context.Context, id, token string, via handoffTo
 			ph.mark("handed_over")
 			// The agent's answer is not signed: the record says whether
 			// the control plane saw the new token.
-			if c, lerr := s.loadContainer(ctx, id); lerr == nil && c != nil && c.EnrolledAt != nil {
+			c, lerr := s.loadContainer(ctx, id)
+			if lerr == nil && c != nil && c.EnrolledAt != nil {
 				ph.mark("enrolled")
 				return via.addr, ""
 			}
+			err = fmt.Errorf("the agent answered, but the control plane saw no enrolment with the new token (%v)", lerr)
 		}
 		s.log.Info("warm pool: the claimed agent did not take its token over its gateway; writing it through the engine", "container", id, "err", err)
 	}

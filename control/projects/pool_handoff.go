@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"deckhand/platform/store"
 	"deckhand/platform/tokenseal"
@@ -20,6 +21,10 @@ import (
 // container's filesystem (half a second and more on a busy engine). An
 // agent that does not take it (an older agent, a hand-over that failed)
 // gets the token through the engine as before.
+
+// handoffTimeout bounds a hand-over: the agent's sync with its new token
+// included (the agent gives that 5 s).
+const handoffTimeout = 8 * time.Second
 
 // poolTokenHash is the hash of pool member id's token in force (in tx),
 // the key its hand-over is sealed under; "" when it has none.
@@ -52,7 +57,10 @@ func (s *Service) handOver(ctx context.Context, addr, id, prevHash, token string
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.lc.rt.HealthClient.Do(req)
+	// The agent answers after a round trip to the control plane: more
+	// than a health check's time on a busy machine.
+	cl := &http.Client{Timeout: handoffTimeout, Transport: s.lc.rt.HealthClient.Transport}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return err
 	}
