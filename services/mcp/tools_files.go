@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -18,20 +17,6 @@ import (
 
 // maxRead bounds what files_read and file resources read of one file.
 const maxRead = 32 << 20
-
-// FileEntry is one file as the tools answer it.
-type FileEntry struct {
-	Path     string `json:"path"`
-	Type     string `json:"type" jsonschema:"file, dir, symlink or other"`
-	Size     int64  `json:"size"`
-	Mode     string `json:"mode" jsonschema:"permission bits in octal"`
-	Modified string `json:"modified" jsonschema:"RFC 3339 time"`
-	Target   string `json:"symlink_target,omitempty"`
-}
-
-func entry(e files.Entry) FileEntry {
-	return FileEntry{Path: e.Path, Type: e.Type, Size: e.Size, Mode: e.Mode, Modified: e.Modified.UTC().Format(time.RFC3339), Target: e.Target}
-}
 
 // EditArgs are files_edit's arguments.
 type EditArgs struct {
@@ -43,8 +28,8 @@ type EditArgs struct {
 
 // EditResult answers files_edit.
 type EditResult struct {
-	Entry        FileEntry `json:"entry"`
-	Replacements int       `json:"replacements"`
+	Entry        files.Entry `json:"entry"`
+	Replacements int         `json:"replacements"`
 }
 
 // ListFilesArgs are files_list's arguments.
@@ -52,13 +37,6 @@ type ListFilesArgs struct {
 	Path   string `json:"path" jsonschema:"absolute path of a directory"`
 	Depth  int    `json:"depth,omitempty" jsonschema:"levels to descend (default 1: the directory's own entries)"`
 	Hidden bool   `json:"hidden,omitempty" jsonschema:"include names starting with a dot"`
-}
-
-// ListFilesResult answers files_list.
-type ListFilesResult struct {
-	Path      string      `json:"path"`
-	Entries   []FileEntry `json:"entries"`
-	Truncated bool        `json:"truncated"`
 }
 
 func (s *Service) addFilesTools() {
@@ -99,7 +77,7 @@ func (s *Service) filesEdit(ctx context.Context, req *mcp.CallToolRequest, in Ed
 	if err != nil {
 		return nil, EditResult{}, toolErr(err)
 	}
-	return textResult(fmt.Sprintf("replaced %d occurrence(s) in %s", n, in.Path)), EditResult{Entry: entry(e), Replacements: n}, nil
+	return textResult(fmt.Sprintf("replaced %d occurrence(s) in %s", n, in.Path)), EditResult{Entry: e, Replacements: n}, nil
 }
 
 // notText is files_read's refusal of bytes that are neither text nor an
@@ -109,7 +87,7 @@ func notText(f files.Text) error {
 		Message: fmt.Sprintf("%s is %d bytes of binary data (%s), not text", f.Path, f.Size, f.MimeType)}
 }
 
-func (s *Service) filesList(ctx context.Context, req *mcp.CallToolRequest, in ListFilesArgs) (*mcp.CallToolResult, ListFilesResult, error) {
+func (s *Service) filesList(ctx context.Context, req *mcp.CallToolRequest, in ListFilesArgs) (*mcp.CallToolResult, files.Listing, error) {
 	q := url.Values{"path": {in.Path}}
 	if in.Depth > 0 {
 		q.Set("depth", strconv.Itoa(in.Depth))
@@ -119,19 +97,20 @@ func (s *Service) filesList(ctx context.Context, req *mcp.CallToolRequest, in Li
 	}
 	var l files.Listing
 	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "files", path: "/api/v1/files", query: q}, &l); err != nil {
-		return nil, ListFilesResult{}, toolErr(err)
+		return nil, files.Listing{}, toolErr(err)
 	}
-	out := ListFilesResult{Path: l.Path, Entries: []FileEntry{}, Truncated: l.Truncated}
 	var b strings.Builder
 	for _, e := range l.Entries {
-		out.Entries = append(out.Entries, entry(e))
 		name := e.Path
 		if e.Type == "dir" {
 			name += "/"
 		}
 		fmt.Fprintf(&b, "%s %s %d\n", e.Mode, name, e.Size)
 	}
-	return textResult(trimText(b.String(), 0, s.set.OutputBudget).Text), out, nil
+	if l.Entries == nil {
+		l.Entries = []files.Entry{}
+	}
+	return textResult(trimText(b.String(), 0, s.set.OutputBudget).Text), l, nil
 }
 
 // The files routes that are tools (files_read, files_write, files_stat,
