@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -299,8 +300,12 @@ func TestProxyWakeFirstByte(t *testing.T) {
 	if rounds <= 0 {
 		t.Skip("a benchmark: set DECKHAND_BENCH_WAKE=N to run it")
 	}
-	f, id, urls, _, v := proxied(t, "wake", map[string]any{"autostart": true}, "--proxy-wake-timeout", "120s")
-	var took []time.Duration
+	// The debug log has each wake's steps: the engine's start asked, the
+	// record running (the agent enrolled and healthy).
+	f, id, urls, _, v := proxied(t, "wake", map[string]any{"autostart": true}, "--proxy-wake-timeout", "120s", "--log-level", "debug")
+	var took, asked, running, after, second, exchange []time.Duration
+	answered := regexp.MustCompile(`platform proxy: answered after the wake.*?ms["=:]+(\d+)`)
+	step := regexp.MustCompile(`platform proxy: woke.*?asked_ms["=:]+(\d+).*?running_ms["=:]+(\d+)`)
 	for i := 0; i < rounds; i++ {
 		f.must(200, "POST", "/api/v1/containers/"+id+"/stop", nil, f.alice)
 		f.await(id, "stopped", 60*time.Second)
@@ -312,9 +317,37 @@ func TestProxyWakeFirstByte(t *testing.T) {
 		if resp.StatusCode != 200 || (err != nil && err != io.EOF) {
 			t.Fatalf("round %d: %d %v", i, resp.StatusCode, err)
 		}
+		// The same request once more: what a first request to a
+		// freshly started agent costs beyond any other.
+		again := time.Now()
+		resp = v.do("GET", urls["files"]+"/api/v1/files/stat?path=/", nil)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		second = append(second, time.Since(again))
+		if m := step.FindAllStringSubmatch(f.s.Stderr(), -1); len(m) == i+1 {
+			a, _ := strconv.Atoi(m[i][1])
+			r, _ := strconv.Atoi(m[i][2])
+			asked = append(asked, time.Duration(a)*time.Millisecond)
+			running = append(running, time.Duration(r)*time.Millisecond)
+			after = append(after, took[i]-running[len(running)-1])
+		}
+		if m := answered.FindAllStringSubmatch(f.s.Stderr(), -1); len(m) == i+1 {
+			a, _ := strconv.Atoi(m[i][1])
+			exchange = append(exchange, time.Duration(a)*time.Millisecond)
+		}
 	}
+	median := func(d []time.Duration) time.Duration {
+		if len(d) == 0 {
+			return 0
+		}
+		d = append([]time.Duration(nil), d...)
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return d[len(d)/2]
+	}
+	t.Logf("steps (median of %d): the engine's start asked %s, the record running %s, from running to the first byte %s, of which the proxy's exchange with the agent %s (the next request %s)",
+		len(running), median(asked), median(running), median(after).Round(time.Millisecond), median(exchange), median(second).Round(time.Microsecond))
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	t.Logf("wake to first byte over %d rounds: p50 %s, p95 %s, min %s, max %s", rounds,
+	t.Logf("wake to first byte over %d rounds: p50 %s, p95 %s, min %s, max %s; load %s", rounds,
 		took[len(took)/2].Round(time.Millisecond), took[len(took)*95/100].Round(time.Millisecond),
-		took[0].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+		took[0].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), loadAverage())
 }

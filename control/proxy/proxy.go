@@ -95,6 +95,8 @@ type Proxy struct {
 	cat   Catalog
 	known []string
 
+	found *foundCache // nil when the catalog signals no changes
+
 	mu   sync.Mutex
 	pool map[string]*upstream // container id → its transport
 }
@@ -133,7 +135,11 @@ func New(cfg Config, cat Catalog) *Proxy {
 			}
 		}
 	}
-	return &Proxy{cfg: cfg, cat: cat, known: known, pool: map[string]*upstream{}}
+	p := &Proxy{cfg: cfg, cat: cat, known: known, pool: map[string]*upstream{}}
+	if ch, ok := cat.(Changes); ok {
+		p.found = &foundCache{changes: ch, m: map[foundKey]*foundEntry{}}
+	}
+	return p
 }
 
 // Server is an http.Server for the proxy with its timeouts; the caller
@@ -157,7 +163,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	c, err := p.cat.Find(ctx, hr.Prefix, hr.Server)
+	c, err := p.found.find(ctx, p.cat, hr.Prefix, hr.Server)
 	if err != nil {
 		p.writeFault(w, err)
 		return
@@ -173,6 +179,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if c, ok = p.wake(w, r, c, hr.Server); !ok {
 			return
 		}
+		defer func(woke time.Time) {
+			p.cfg.Logger.Debug("platform proxy: answered after the wake", "container", c.ID,
+				"ms", time.Since(woke).Milliseconds())
+		}(time.Now())
 	case "failed":
 		reason := c.Reason
 		if reason == "" {
@@ -201,6 +211,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // wake starts a stopped container and waits for it, bounded. A browser
 // navigation gets a page that retries instead of a held request.
 func (p *Proxy) wake(w http.ResponseWriter, r *http.Request, c Container, server string) (Container, bool) {
+	begin := time.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.WakeTimeout)
 	defer cancel()
 	var changed <-chan struct{}
@@ -212,11 +223,15 @@ func (p *Proxy) wake(w http.ResponseWriter, r *http.Request, c Container, server
 		every = wakeRecheck
 	}
 	if c.Status != "creating" {
+		// The connections kept to the agent before it stopped lead
+		// nowhere now: the first request after the wake dials.
+		p.Forget(c.ID)
 		if err := p.cat.Wake(ctx, c.ID); err != nil {
 			p.writeFault(w, err)
 			return c, false
 		}
 	}
+	asked := time.Since(begin)
 	if navigation(r) {
 		// The page itself is the wait: it reloads until the agent answers.
 		waitingPage(w, c.ID)
@@ -229,6 +244,9 @@ func (p *Proxy) wake(w http.ResponseWriter, r *http.Request, c Container, server
 		if err == nil {
 			switch got.Status {
 			case "running":
+				// Where a wake's time goes, for the debug log.
+				p.cfg.Logger.Debug("platform proxy: woke", "container", c.ID, "asked_ms", asked.Milliseconds(),
+					"running_ms", time.Since(begin).Milliseconds())
 				return got, true
 			case "failed":
 				writeError(w, http.StatusBadGateway, "container "+c.ID+" failed while starting: "+got.Reason)
@@ -315,6 +333,9 @@ func (p *Proxy) upstream(c Container) *upstream {
 					" connections open through the proxy, the most it may; retry")
 				return
 			}
+			// The next request reads the record again: the container may
+			// have stopped or moved.
+			p.found.forget(c.ID)
 			writeError(w, http.StatusBadGateway, "the agent of container "+c.ID+" did not answer; retry, or see its status")
 		},
 	}
@@ -337,9 +358,21 @@ func (bufferPool) Put(b []byte) { buffers.Put(&b) }
 
 // Forget drops a container's pooled connections (after it is deleted).
 func (p *Proxy) Forget(id string) {
+	p.found.forget(id)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if u := p.pool[id]; u != nil {
+		u.tr.close()
+		delete(p.pool, id)
+	}
+}
+
+// Close drops every container's pooled connections and kept record.
+func (p *Proxy) Close() {
+	p.found.close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, u := range p.pool {
 		u.tr.close()
 		delete(p.pool, id)
 	}

@@ -132,6 +132,7 @@ func (s *Server) serveProxy(ctx context.Context) (stop func(), err error) {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 		_ = srv.Close()
+		p.Close()
 	}, nil
 }
 
