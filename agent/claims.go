@@ -101,6 +101,15 @@ func (c *claims) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // claimHandler is the gateway's ClaimPath (nil without a control plane).
+// identityHandler answers the control plane's hand-over of a claimed pool
+// container's token (agent/access: handoff.go); nil without one.
+func (s *Supervisor) identityHandler() http.Handler {
+	if s.access == nil {
+		return nil
+	}
+	return s.access.IdentityHandler()
+}
+
 func (s *Supervisor) claimHandler() http.Handler {
 	if s.access == nil || s.access.Control() == nil {
 		return nil

@@ -198,7 +198,7 @@ func New(cfg Config) (*Supervisor, error) {
 		Domain: cfg.Settings.Common.Domain, ProjectID: cfg.ProjectID, ContainerID: cfg.ContainerID,
 		Known: Known(), Backend: s.backend, InProcess: s.inProcess, Status: http.HandlerFunc(s.serveStatus), Logger: s.log,
 		Authorizer: cfg.Authorizer, ActsFor: ActsFor(), Policy: policy, TrustProxyHeaders: cfg.Settings.Common.TrustProxyHeaders,
-		LocalTrust: trust, Claim: s.claimHandler(), Leases: s.idle.serveLeases,
+		LocalTrust: trust, Claim: s.claimHandler(), Leases: s.idle.serveLeases, Identity: s.identityHandler(),
 	})
 	ok = true
 	return s, nil

@@ -11,11 +11,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"deckhand/platform/fault"
 
+	"deckhand/platform/openapi"
 	"github.com/gofiber/fiber/v3"
 )
+
+// timeType is a time.Time parameter or field's type.
+var timeType = reflect.TypeOf(time.Time{})
 
 // The binder. A route's input is one Go struct whose tags say where each
 // field comes from:
@@ -634,7 +639,7 @@ func compileChecks(t reflect.Type, seen map[reflect.Type]bool) checker {
 		walk = func(t reflect.Type, index []int) {
 			for i := 0; i < t.NumField(); i++ {
 				f := t.Field(i)
-				name, embedded := jsonName(f)
+				name, embedded := openapi.JSONName(f)
 				if name == "" && !embedded {
 					continue
 				}
@@ -669,33 +674,6 @@ func join(path, name string) string {
 		return name
 	}
 	return path + "." + name
-}
-
-// jsonName is the name a field has in JSON ("" when it has none there);
-// embedded says it is an untagged embedded struct whose fields JSON
-// flattens into its parent's.
-func jsonName(f reflect.StructField) (name string, embedded bool) {
-	tag := f.Tag.Get("json")
-	if tag == "-" {
-		return "", false
-	}
-	name, _, _ = strings.Cut(tag, ",")
-	if f.Anonymous && name == "" {
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if ft.Kind() == reflect.Struct && f.Type.Kind() != reflect.Pointer {
-			return "", true
-		}
-	}
-	if !f.IsExported() {
-		return "", false
-	}
-	if name == "" {
-		name = f.Name
-	}
-	return name, false
 }
 
 // fieldChecks is the checker of one body field's tags and of the rules

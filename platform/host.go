@@ -22,6 +22,7 @@ import (
 	"deckhand/platform/clientip"
 	"deckhand/platform/fault"
 	"deckhand/platform/localtcp"
+	"deckhand/platform/openapi"
 	"deckhand/platform/ratelimit"
 	"deckhand/platform/reqpolicy"
 )
@@ -229,7 +230,7 @@ func (h *Host) buildDoc() {
 		doc, err := openAPI(docConfig{info: info, authed: h.cfg.Auth != nil, envelope: h.cfg.Style == EnvelopeErrors,
 			servers: h.cfg.Servers}, h.routes)
 		if err == nil {
-			h.docJSON, h.docYAML, err = MarshalOpenAPI(doc)
+			h.docJSON, h.docYAML, err = openapi.Marshal(doc)
 		}
 		h.docErr = err
 		if err != nil {

@@ -1,12 +1,9 @@
 package platform
 
 import (
-	"encoding"
-	"encoding/json"
 	"math"
 	"net/http"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +12,7 @@ import (
 	"deckhand/platform/fault"
 	"deckhand/platform/ratelimit"
 
-	"gopkg.in/yaml.v3"
+	"deckhand/platform/openapi"
 )
 
 // Info is the title block of a service's OpenAPI document.
@@ -52,23 +49,11 @@ type docConfig struct {
 	servers  []Server
 }
 
-// docBuilder collects the named schemas of one document: each Go type
-// becomes one component (Receipt, Entry ...), referenced wherever it occurs.
-type docBuilder struct {
-	schemas map[string]any
-	names   map[reflect.Type]string
-	owner   map[string]reflect.Type
-}
-
-func newDocBuilder() *docBuilder {
-	return &docBuilder{schemas: map[string]any{}, names: map[reflect.Type]string{}, owner: map[string]reflect.Type{}}
-}
-
 func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 	secured := false
 	paths := map[string]any{}
 	seen := map[string]bool{}
-	d := newDocBuilder()
+	d := openapi.NewBuilder()
 	usedIDs := map[string]int{}
 	var tags []string
 	tagSeen := map[string]bool{}
@@ -98,7 +83,7 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 			methods = []string{"GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH"}
 		}
 		for _, m := range methods {
-			op := d.operationDoc(r, cfg)
+			op := operationDoc(d, r, cfg)
 			if _, ok := op["x-policy"]; ok && r.Policy.Access != AccessPublic {
 				secured = true
 			}
@@ -108,7 +93,7 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 				rm.Method = m
 				id = operationID(rm)
 				if r.OperationID != "" {
-					id = r.OperationID + upperFirst(strings.ToLower(m))
+					id = r.OperationID + openapi.UpperFirst(strings.ToLower(m))
 				}
 			}
 			if n := usedIDs[id]; n > 0 {
@@ -136,11 +121,11 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 			item[strings.ToLower(m)] = op
 		}
 	}
-	errSchema := Schema(fault.ContainerError{})
+	errSchema := openapi.Schema(fault.ContainerError{})
 	if cfg.envelope {
-		errSchema = Schema(fault.ErrorEnvelope{})
+		errSchema = openapi.Schema(fault.ErrorEnvelope{})
 	}
-	d.schemas["Error"] = errSchema
+	d.Schemas["Error"] = errSchema
 	tagList := make([]any, 0, len(tags))
 	for _, t := range tags {
 		tagList = append(tagList, map[string]any{"name": t})
@@ -159,7 +144,7 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 		"servers":    servers,
 		"tags":       tagList,
 		"paths":      paths,
-		"components": map[string]any{"schemas": d.schemas},
+		"components": map[string]any{"schemas": d.Schemas},
 	}
 	if secured {
 		doc["components"].(map[string]any)["securitySchemes"] = map[string]any{
@@ -298,7 +283,7 @@ func mediaType(ct string) string {
 	return strings.TrimSpace(mt)
 }
 
-func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
+func operationDoc(d *openapi.Builder, r Route, cfg docConfig) map[string]any {
 	op := map[string]any{"summary": r.Summary}
 	if r.Description != "" {
 		op["description"] = r.Description
@@ -338,10 +323,10 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 	case o != nil && o.in.hasBody():
 		// A pointer Body is optional: an absent body decodes as {}.
 		op["requestBody"] = map[string]any{"required": o.in.body.typ.Kind() != reflect.Pointer,
-			"content": map[string]any{"application/json": map[string]any{"schema": d.schemaOf(o.in.body.typ)}}}
+			"content": map[string]any{"application/json": map[string]any{"schema": d.SchemaOf(o.in.body.typ)}}}
 	case o == nil && r.Body != nil:
 		op["requestBody"] = map[string]any{"required": true,
-			"content": map[string]any{"application/json": map[string]any{"schema": d.schemaOf(reflect.TypeOf(r.Body))}}}
+			"content": map[string]any{"application/json": map[string]any{"schema": d.SchemaOf(reflect.TypeOf(r.Body))}}}
 	}
 	status := r.Status
 	if status == 0 {
@@ -385,16 +370,16 @@ func (d *docBuilder) operationDoc(r Route, cfg docConfig) map[string]any {
 				hs["Content-Length"] = map[string]any{"schema": map[string]any{"type": "integer"}, "description": "the body's size in bytes"}
 			}
 			if out.bodyTyp != nil && !raw {
-				data = d.schemaOf(out.bodyTyp)
+				data = d.SchemaOf(out.bodyTyp)
 				if out.bodyTyp.Kind() == reflect.Interface && r.Response != nil {
 					// An answer of more than one shape documents its
 					// usual one; the description names the others.
-					data = d.schemaOf(reflect.TypeOf(r.Response))
+					data = d.SchemaOf(reflect.TypeOf(r.Response))
 				}
 			}
 		}
 	case r.Response != nil:
-		data = d.schemaOf(reflect.TypeOf(r.Response))
+		data = d.SchemaOf(reflect.TypeOf(r.Response))
 	}
 	switch {
 	case noBody(status):
@@ -475,411 +460,8 @@ func operationID(r Route) string {
 			b.WriteString("By")
 		}
 		for _, part := range strings.FieldsFunc(seg, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) }) {
-			b.WriteString(upperFirst(part))
+			b.WriteString(openapi.UpperFirst(part))
 		}
 	}
 	return b.String()
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	r := []rune(s)
-	r[0] = unicode.ToUpper(r[0])
-	return string(r)
-}
-
-var (
-	timeType          = reflect.TypeOf(time.Time{})
-	rawMessageType    = reflect.TypeFor[json.RawMessage]()
-	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
-	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
-	schemaProvider    = reflect.TypeFor[SchemaProvider]()
-)
-
-// SchemaProvider is a type with its own JSON encoding (a value of several
-// forms, a decimal string) that states its schema instead of the one its
-// fields or kind would give.
-type SchemaProvider interface {
-	JSONSchema() map[string]any
-}
-
-// Schema derives a standalone JSON schema (no references) from a Go value
-// through its json tags. The tags the binder checks (bind.go) are shown:
-// `required:"true"` lists the field as required, `doc:"..."` describes it,
-// `enum:"a,b"`, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
-// minLength, maxLength, pattern, minItems, maxItems, format and default
-// restrict or describe it; a pointer field is nullable.
-func Schema(v any) map[string]any {
-	return (*docBuilder)(nil).schemaOf(reflect.TypeOf(v))
-}
-
-// schemaOf is t's schema; in a document (d not nil) a named struct type is
-// a reference to its component.
-func (d *docBuilder) schemaOf(t reflect.Type) map[string]any {
-	return d.schema(t, map[reflect.Type]bool{})
-}
-
-func (d *docBuilder) schema(t reflect.Type, seen map[reflect.Type]bool) map[string]any {
-	if t == nil {
-		return map[string]any{}
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == timeType {
-		return map[string]any{"type": "string", "format": "date-time"}
-	}
-	if reflect.PointerTo(t).Implements(schemaProvider) {
-		return reflect.New(t).Interface().(SchemaProvider).JSONSchema()
-	}
-	if t == rawMessageType {
-		return map[string]any{}
-	}
-	if t.Kind() != reflect.Struct {
-		if reflect.PointerTo(t).Implements(jsonMarshalerType) {
-			return map[string]any{}
-		}
-		if reflect.PointerTo(t).Implements(textMarshalerType) {
-			return map[string]any{"type": "string"}
-		}
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return map[string]any{"type": "boolean"}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return map[string]any{"type": "integer"}
-	case reflect.Float32, reflect.Float64:
-		return map[string]any{"type": "number"}
-	case reflect.String:
-		return map[string]any{"type": "string"}
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return map[string]any{"type": "string", "format": "byte"}
-		}
-		return map[string]any{"type": "array", "items": d.schema(t.Elem(), seen)}
-	case reflect.Map:
-		return map[string]any{"type": "object", "additionalProperties": d.schema(t.Elem(), seen)}
-	case reflect.Interface:
-		return map[string]any{}
-	case reflect.Struct:
-		if d != nil && t.Name() != "" {
-			return map[string]any{"$ref": "#/components/schemas/" + d.component(t)}
-		}
-		if seen[t] {
-			return map[string]any{"type": "object"}
-		}
-		seen[t] = true
-		defer delete(seen, t)
-		return d.structSchema(t, seen)
-	}
-	return map[string]any{}
-}
-
-// component is the name of t's component, built on first use.
-func (d *docBuilder) component(t reflect.Type) string {
-	if name, ok := d.names[t]; ok {
-		return name
-	}
-	name := componentName(t, false)
-	if other, taken := d.owner[name]; taken && other != t {
-		name = componentName(t, true)
-		for i := 2; d.owner[name] != nil; i++ {
-			name = componentName(t, true) + strconv.Itoa(i)
-		}
-	}
-	d.names[t], d.owner[name] = name, t
-	d.schemas[name] = map[string]any{"type": "object"} // a placeholder while its fields refer back to it
-	d.schemas[name] = d.structSchema(t, map[reflect.Type]bool{t: true})
-	return name
-}
-
-// componentName is a Go type's name as a component: Receipt, PageEntry for
-// Page[Entry]; qualified, with its package (WalletEntry), when two types
-// of one document share a name.
-func componentName(t reflect.Type, qualified bool) string {
-	name := t.Name()
-	var b strings.Builder
-	if qualified {
-		pkg := t.PkgPath()
-		b.WriteString(upperFirst(pkg[strings.LastIndexByte(pkg, '/')+1:]))
-	}
-	base, args, generic := strings.Cut(name, "[")
-	b.WriteString(base)
-	if generic {
-		for _, a := range strings.Split(strings.TrimSuffix(args, "]"), ",") {
-			a = a[strings.LastIndexAny(a, "./")+1:]
-			b.WriteString(upperFirst(a))
-		}
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' {
-			return r
-		}
-		return -1
-	}, b.String())
-}
-
-func (d *docBuilder) structSchema(t reflect.Type, seen map[reflect.Type]bool) map[string]any {
-	props := map[string]any{}
-	var required []string
-	d.addStructFields(t, props, &required, seen)
-	s := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		sort.Strings(required)
-		s["required"] = required
-	}
-	return s
-}
-
-func (d *docBuilder) addStructFields(t reflect.Type, props map[string]any, required *[]string, seen map[reflect.Type]bool) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, embedded := jsonName(f)
-		if embedded {
-			d.addStructFields(f.Type, props, required, seen)
-			continue
-		}
-		if name == "" {
-			continue
-		}
-		s := d.schema(f.Type, seen)
-		if ref, ok := s["$ref"]; ok {
-			s = map[string]any{"$ref": ref} // a copy: a reference stands alone
-		}
-		fieldTags(f, s)
-		props[name] = s
-		if f.Tag.Get("required") == "true" {
-			*required = append(*required, name)
-		}
-	}
-}
-
-// fieldTags shows a field's tags on its schema s. A reference cannot carry
-// siblings in OpenAPI 3.0, so a nullable or described reference becomes
-// allOf: [the reference].
-func fieldTags(f reflect.StructField, s map[string]any) {
-	if _, isRef := s["$ref"]; isRef {
-		nullable := f.Type.Kind() == reflect.Pointer
-		doc := f.Tag.Get("doc")
-		if !nullable && doc == "" {
-			return
-		}
-		s["allOf"] = []any{map[string]any{"$ref": s["$ref"]}}
-		delete(s, "$ref")
-		if nullable {
-			s["nullable"] = true
-		}
-		if doc != "" {
-			s["description"] = doc
-		}
-		return
-	}
-	if d := f.Tag.Get("doc"); d != "" {
-		s["description"] = d
-	}
-	if e := f.Tag.Get("enum"); e != "" {
-		s["enum"] = strings.Split(e, ",")
-	}
-	if f.Type.Kind() == reflect.Pointer {
-		s["nullable"] = true
-	}
-	for _, k := range []string{"format", "pattern"} {
-		if v := f.Tag.Get(k); v != "" {
-			s[k] = v
-		}
-	}
-	for _, k := range []string{"minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"} {
-		if v := f.Tag.Get(k); v != "" {
-			if x, err := strconv.ParseFloat(v, 64); err == nil {
-				s[k] = x
-			}
-		}
-	}
-	for _, k := range []string{"exclusiveMinimum", "exclusiveMaximum"} {
-		if v := f.Tag.Get(k); v != "" {
-			if x, err := strconv.ParseFloat(v, 64); err == nil {
-				s[strings.ToLower(k[9:10])+k[10:]] = x // minimum / maximum, OpenAPI 3.0's way
-				s[k] = true
-			}
-		}
-	}
-	if v := f.Tag.Get("default"); v != "" {
-		var x any
-		if json.Unmarshal([]byte(v), &x) != nil || s["type"] == "string" {
-			x = v
-		}
-		s["default"] = x
-	}
-}
-
-// MarshalOpenAPI renders a document as JSON and YAML. The YAML keeps keys in
-// the order people write them (openapi, info, paths, components; in an
-// operation summary, description, parameters, requestBody, responses), so
-// the document reads top-down; JSON stays sorted.
-func MarshalOpenAPI(doc map[string]any) (jsonDoc, yamlDoc []byte, err error) {
-	jsonDoc, err = json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return nil, nil, err
-	}
-	// Round-trip through JSON so YAML sees plain maps and slices only.
-	var plain any
-	if err = json.Unmarshal(jsonDoc, &plain); err != nil {
-		return nil, nil, err
-	}
-	node, err := yamlNode(plain, yamlDocument)
-	if err != nil {
-		return nil, nil, err
-	}
-	yamlDoc, err = yaml.Marshal(node)
-	return jsonDoc, yamlDoc, err
-}
-
-// yamlKind is where a value sits in an OpenAPI document; it decides the
-// order of a mapping's keys and what its children are.
-type yamlKind int
-
-const (
-	yamlOther yamlKind = iota
-	yamlDocument
-	yamlInfo
-	yamlPaths      // path -> path item
-	yamlPathItem   // method -> operation
-	yamlOperation  // summary, parameters, ...
-	yamlParameter  // one entry of parameters
-	yamlBody       // requestBody
-	yamlResponses  // status -> response
-	yamlResponse   // description, content
-	yamlContent    // media type -> {schema}
-	yamlMedia      // {schema}
-	yamlSchema     // type, properties, ...
-	yamlSchemaMap  // name -> schema (properties, components.schemas)
-	yamlComponents // schemas
-)
-
-// yamlOrder lists a kind's keys in writing order; keys not listed follow,
-// sorted.
-var yamlOrder = map[yamlKind][]string{
-	yamlDocument:  {"openapi", "info", "servers", "security", "tags", "paths", "components"},
-	yamlInfo:      {"title", "version", "description"},
-	yamlPathItem:  {"summary", "description", "parameters", "get", "put", "post", "patch", "delete", "head", "options", "trace"},
-	yamlOperation: {"tags", "summary", "description", "operationId", "parameters", "requestBody", "responses", "security"},
-	yamlParameter: {"name", "in", "description", "required", "schema"},
-	yamlBody:      {"description", "required", "content"},
-	yamlResponse:  {"description", "headers", "content"},
-	yamlMedia:     {"schema", "example"},
-	yamlSchema: {"$ref", "type", "format", "description", "enum", "nullable", "required", "properties",
-		"items", "additionalProperties"},
-}
-
-// yamlChild is the kind of the value under key in a mapping of kind k.
-func yamlChild(k yamlKind, key string) yamlKind {
-	switch k {
-	case yamlDocument:
-		switch key {
-		case "info":
-			return yamlInfo
-		case "paths":
-			return yamlPaths
-		case "components":
-			return yamlComponents
-		}
-	case yamlPaths:
-		return yamlPathItem
-	case yamlPathItem:
-		if key == "parameters" {
-			return yamlParameter
-		}
-		return yamlOperation
-	case yamlOperation:
-		switch key {
-		case "parameters":
-			return yamlParameter // applies to each element
-		case "requestBody":
-			return yamlBody
-		case "responses":
-			return yamlResponses
-		}
-	case yamlParameter, yamlMedia:
-		if key == "schema" {
-			return yamlSchema
-		}
-	case yamlBody, yamlResponse:
-		if key == "content" {
-			return yamlContent
-		}
-	case yamlResponses:
-		return yamlResponse
-	case yamlContent:
-		return yamlMedia
-	case yamlSchema:
-		switch key {
-		case "properties":
-			return yamlSchemaMap
-		case "items", "additionalProperties":
-			return yamlSchema
-		}
-	case yamlSchemaMap:
-		return yamlSchema
-	case yamlComponents:
-		if key == "schemas" {
-			return yamlSchemaMap
-		}
-	}
-	return yamlOther
-}
-
-// yamlNode turns a plain JSON value into a YAML node with its mappings'
-// keys in writing order.
-func yamlNode(v any, k yamlKind) (*yaml.Node, error) {
-	switch v := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for key := range v {
-			keys = append(keys, key)
-		}
-		rank := map[string]int{}
-		for i, key := range yamlOrder[k] {
-			rank[key] = i + 1
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			ri, rj := rank[keys[i]], rank[keys[j]]
-			switch {
-			case ri != 0 && rj != 0:
-				return ri < rj
-			case ri != 0 || rj != 0:
-				return ri != 0 // listed keys first
-			}
-			return keys[i] < keys[j]
-		})
-		n := &yaml.Node{Kind: yaml.MappingNode}
-		for _, key := range keys {
-			kn := &yaml.Node{}
-			if err := kn.Encode(key); err != nil {
-				return nil, err
-			}
-			vn, err := yamlNode(v[key], yamlChild(k, key))
-			if err != nil {
-				return nil, err
-			}
-			n.Content = append(n.Content, kn, vn)
-		}
-		return n, nil
-	case []any:
-		n := &yaml.Node{Kind: yaml.SequenceNode}
-		for _, e := range v {
-			en, err := yamlNode(e, k)
-			if err != nil {
-				return nil, err
-			}
-			n.Content = append(n.Content, en)
-		}
-		return n, nil
-	default:
-		n := &yaml.Node{}
-		err := n.Encode(v)
-		return n, err
-	}
 }

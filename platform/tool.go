@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/openapi"
 )
 
 // Tool is a route's face as a Model Context Protocol tool: the name a
@@ -108,7 +109,7 @@ func toolInputSchema(t *Tool, in *inputPlan) map[string]any {
 			}
 		}
 		if in.body != nil {
-			body := (*docBuilder)(nil).schemaOf(in.body.typ)
+			body := (*openapi.Builder)(nil).SchemaOf(in.body.typ)
 			bp, _ := body["properties"].(map[string]any)
 			for name, s := range bp {
 				props[name] = s
@@ -139,7 +140,7 @@ func toolOutputSchema(out *outputPlan) map[string]any {
 	if out == nil || out.bodyTyp == nil {
 		return map[string]any{"type": "object", "properties": map[string]any{}}
 	}
-	return (*docBuilder)(nil).schemaOf(out.bodyTyp)
+	return (*openapi.Builder)(nil).SchemaOf(out.bodyTyp)
 }
 
 // checkTool panics on a route that cannot be the tool it says it is.
@@ -159,7 +160,7 @@ func (h *Host) checkTool(r Route) {
 		if k := derefKind(o.in.body.typ); k != reflect.Struct {
 			panic(where + "its body is not a JSON object")
 		}
-		members, _ := (*docBuilder)(nil).schemaOf(o.in.body.typ)["properties"].(map[string]any)
+		members, _ := (*openapi.Builder)(nil).SchemaOf(o.in.body.typ)["properties"].(map[string]any)
 		for _, p := range o.in.params {
 			if _, twice := members[r.Tool.arg(p.p.Name)]; twice {
 				panic(where + "parameter " + p.p.Name + " is also a member of its body")

@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -98,8 +99,11 @@ type Authorizer struct {
 	lastKIDs atomic.Pointer[[]string]     // kids last journaled as trusted
 	pinned   map[string]ed25519.PublicKey // --control-key
 	// highest is the highest document version seen per scope (scopeOf),
-	// kept with effective.json; only the sync loop touches it.
+	// kept with effective.json; only SyncOnce touches it, under syncMu
+	// (the sync loop and a hand-over's sync, handoff.go).
 	highest map[string]int64
+	syncMu  sync.Mutex
+	handoff handoffState
 }
 
 // New loads what is in force at start: the last verified document (with a

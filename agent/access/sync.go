@@ -150,6 +150,8 @@ var ErrUnverified = errors.New("control plane answer failed signature verificati
 // SyncOnce asks the control plane once and applies a verified change.
 // Nothing unverified, malformed or unexpected changes what is in force.
 func (a *Authorizer) SyncOnce(ctx context.Context) error {
+	a.syncMu.Lock()
+	defer a.syncMu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
 	status, body, err := a.control.Get(ctx, effectivePath(a.cfg.ContainerID), a.ETag(), maxDocument)

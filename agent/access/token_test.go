@@ -57,33 +57,11 @@ func TestReadTokenFile(t *testing.T) {
 // document, and sends the old one no more.
 func TestTokenFileReadAgainOn401(t *testing.T) {
 	t.Parallel()
-	ks := newKeySet(t)
 	clock := clockpkg.NewFakeClock(time.Now().UTC().Truncate(time.Second))
-	signer := signing.NewSigner(ks, clock)
 	var valid atomic.Value
 	valid.Store("agt_pool")
 	var seen sync.Map // token → times sent
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		status, body := 200, []byte(`{"statusCode":200,"message":"ok","data":{"project":"p1","container":"c1","groups":{},"permissions":{},"default":"deny","file_version":1}}`)
-		switch {
-		case r.URL.Path == signing.PublicKeyPath:
-			body, _ = json.Marshal(map[string]any{"data": ks.PublicSet()})
-		default:
-			tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			n, _ := seen.LoadOrStore(tok, new(atomic.Int64))
-			n.(*atomic.Int64).Add(1)
-			if tok != valid.Load().(string) {
-				status, body = 401, []byte(`{"statusCode":401,"message":"invalid or revoked agent token"}`)
-			}
-		}
-		w.Header().Set(signing.Header, signer.Sign(r.URL.Path, body))
-		w.Header().Set(signing.BindingHeader, signer.SignBinding(signing.Binding{Status: status, Method: r.Method,
-			Path: r.URL.EscapedPath(), Nonce: r.Header.Get(signing.NonceHeader), Body: body}))
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write(body)
-	}))
-	t.Cleanup(srv.Close)
+	srv := tokenControl(t, clock, &valid, &seen)
 	file := filepath.Join(t.TempDir(), "agent-token")
 	if err := os.WriteFile(file, []byte("agt_pool\n"), 0o400); err != nil {
 		t.Fatal(err)
@@ -119,4 +97,35 @@ func TestTokenFileReadAgainOn401(t *testing.T) {
 	if err := a.SyncOnce(ctx); err == nil {
 		t.Fatal("a refused token with no new one in the file: no error")
 	}
+}
+
+// tokenControl is a control plane that answers container c1's document,
+// signed, to the token valid holds (401 to any other), counting in seen
+// the times each token was sent.
+func tokenControl(t *testing.T, clock clockpkg.Clock, valid *atomic.Value, seen *sync.Map) *httptest.Server {
+	t.Helper()
+	ks := newKeySet(t)
+	signer := signing.NewSigner(ks, clock)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, body := 200, []byte(`{"statusCode":200,"message":"ok","data":{"project":"p1","container":"c1","groups":{},"permissions":{},"default":"deny","file_version":1}}`)
+		switch {
+		case r.URL.Path == signing.PublicKeyPath:
+			body, _ = json.Marshal(map[string]any{"data": ks.PublicSet()})
+		default:
+			tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			n, _ := seen.LoadOrStore(tok, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+			if tok != valid.Load().(string) {
+				status, body = 401, []byte(`{"statusCode":401,"message":"invalid or revoked agent token"}`)
+			}
+		}
+		w.Header().Set(signing.Header, signer.Sign(r.URL.Path, body))
+		w.Header().Set(signing.BindingHeader, signer.SignBinding(signing.Binding{Status: status, Method: r.Method,
+			Path: r.URL.EscapedPath(), Nonce: r.Header.Get(signing.NonceHeader), Body: body}))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -58,6 +58,7 @@ import (
 	"deckhand/platform/hostroute"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/reqpolicy"
+	"deckhand/platform/tokenseal"
 )
 
 // PortPreviewService is the service that serves a port preview host
@@ -97,6 +98,12 @@ type Config struct {
 	Status http.Handler
 	// Claim answers ClaimPath (nil: 404, the agent has no control plane).
 	Claim http.Handler
+	// Identity answers tokenseal.Path, the control plane's hand-over of
+	// a claimed pool container's token (nil: 404). Like HealthPath it is
+	// answered before the Host check: the control plane calls the
+	// gateway by its address, and the handler admits only a hand-over
+	// sealed for this agent.
+	Identity http.Handler
 	// Leases answers LeasesPath once the request is authorized (nil:
 	// 404).
 	Leases fasthttp.RequestHandler
@@ -146,11 +153,12 @@ const (
 
 // Gateway is the agent's front door.
 type Gateway struct {
-	cfg    Config
-	known  []string // longest first, so "notifications" wins over a shorter suffix
-	srv    *fasthttp.Server
-	status fasthttp.RequestHandler
-	claim  fasthttp.RequestHandler
+	cfg     Config
+	known   []string // longest first, so "notifications" wins over a shorter suffix
+	srv     *fasthttp.Server
+	status  fasthttp.RequestHandler
+	claim   fasthttp.RequestHandler
+	handoff fasthttp.RequestHandler
 
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient // by service address
@@ -206,6 +214,9 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.Claim != nil {
 		g.claim = fasthttpadaptor.NewFastHTTPHandler(cfg.Claim)
+	}
+	if cfg.Identity != nil {
+		g.handoff = fasthttpadaptor.NewFastHTTPHandler(cfg.Identity)
 	}
 	g.srv = &fasthttp.Server{
 		Handler:                      g.handle,
@@ -336,6 +347,9 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 		}
 		ctx.SetContentType("application/json")
 		ctx.SetBodyString(`{"status":"ok"}`)
+		return
+	} else if path == tokenseal.Path && g.handoff != nil {
+		g.handoff(ctx)
 		return
 	}
 	cors, perr := g.cfg.Policy.Decide(reqpolicy.FastRequest(ctx))

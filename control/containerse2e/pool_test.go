@@ -23,6 +23,7 @@ import (
 	"deckhand/control/controltest"
 	"deckhand/control/runtime"
 	"deckhand/control/runtime/runtimetest"
+	"deckhand/platform/tokenseal"
 )
 
 // restartable is a fixture whose control plane listens on a fixed
@@ -266,6 +267,11 @@ func TestWarmPool(t *testing.T) {
 			t.Fatalf("the new token of %s: %d, want 200", id, got)
 		}
 		c := p.await(id, "running", time.Second)
+		// It took its token over its gateway, once: another hand-over,
+		// sealed under the pool's token, is refused and changes nothing.
+		if code := handOver(t, c["agent_addr"].(string), poolTokens[id], id); code != 409 || p.tokenIn(id) != tok {
+			t.Fatalf("a second hand-over to claimed %s: %d", id, code)
+		}
 		a := p.openAgent(id, c)
 		if out, _, code := a.run("", "ls -A /home/user; touch /home/user/mine"); code != 0 || strings.Contains(out, "mine") {
 			t.Fatalf("the home of %s: %d %q", id, code, out)
@@ -275,7 +281,14 @@ func TestWarmPool(t *testing.T) {
 		}
 	}
 	for id := range ids {
-		p.await(id, "running", 90*time.Second)
+		c := p.await(id, "running", 90*time.Second)
+		if !claimed[id] {
+			// A container made cold has a project: its agent takes no
+			// hand-over.
+			if code := handOver(t, c["agent_addr"].(string), "agt_any", id); code != 404 {
+				t.Fatalf("a hand-over to cold-made %s: %d, want 404", id, code)
+			}
+		}
 	}
 
 	// Refilled with new containers; the claimed ones are not among them.
@@ -343,16 +356,25 @@ func (p *poolFixture) adminEvents(kind string) int {
 
 // poolRun is one timed create → first process run answered.
 func (p *poolFixture) poolRun(name string) (time.Duration, string) {
+	return p.timedRun(name, p.prespawn, true)
+}
+
+// timedRun is one timed create of image → first process run answered;
+// pooled says the create must claim from the pool (else it is made cold).
+func (p *poolFixture) timedRun(name, image string, pooled bool) (time.Duration, string) {
 	start := time.Now()
-	r := p.s.Call("POST", "/api/v1/containers", map[string]any{"project_id": p.project, "name": name, "image_id": p.prespawn}, p.alice)
+	r := p.s.Call("POST", "/api/v1/containers", map[string]any{"project_id": p.project, "name": name, "image_id": image}, p.alice)
 	if r.Status != 201 {
 		p.t.Fatalf("create: %d %s", r.Status, r.Raw)
 	}
 	c := data(r)
-	if c["status"] != "running" {
-		p.t.Fatalf("not claimed from the pool: %v", c)
+	if pooled != (c["status"] == "running") {
+		p.t.Fatalf("claimed from the pool: %v, want %v: %v", c["status"] == "running", pooled, c)
 	}
 	p.t.Logf("create answered after %v", time.Since(start))
+	if !pooled {
+		c = p.await(c["id"].(string), "running", 120*time.Second)
+	}
 	addr := c["agent_addr"].(string)
 	body, _ := json.Marshal(map[string]any{"shell": "echo ok"})
 	cl := &http.Client{Timeout: 10 * time.Second}
@@ -385,6 +407,9 @@ func TestPoolClaimLatency(t *testing.T) {
 		t.Skip("a measurement: DECKHAND_POOL_BENCH=<runs> (scripts/bench/pool.sh)")
 	}
 	p := newPoolFixture(t)
+	// The claim's phases are in the control plane's debug log.
+	p.flags = append(p.flags, "--log-level", "debug")
+	p.restart()
 	pool := "/api/v1/admin/images/" + p.prespawn + "/pool"
 	p.projectDoc()
 	p.must(200, "PUT", pool, map[string]any{"size": 2}, p.admin)
@@ -396,11 +421,52 @@ func TestPoolClaimLatency(t *testing.T) {
 		d, id := p.poolRun(fmt.Sprintf("b%d", i))
 		took = append(took, d)
 		claimed[id] = true
+		t.Logf("warm pool claim phases: %s", claimPhases(p.s.Stderr(), id))
 		p.must(200, "DELETE", "/api/v1/containers/"+id, nil, p.alice)
 	}
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	t.Logf("create from the warm pool → first process run answered: p50 %v (runs %v); load average %s", took[len(took)/2], took, loadavg())
+	// Beside it, in the same run: creates made cold (an image without a
+	// pool).
+	var cold []time.Duration
+	for i := range 2 {
+		d, id := p.timedRun(fmt.Sprintf("cold%d", i), p.image, false)
+		cold = append(cold, d)
+		p.must(200, "DELETE", "/api/v1/containers/"+id, nil, p.alice)
+	}
+	t.Logf("warm pool, beside it: a cold create → first process run answered: %v; load average %s", cold, loadavg())
 	p.must(200, "PUT", pool, map[string]any{"size": 0}, p.admin)
+}
+
+// handOver posts a token hand-over sealed under prev for container id to
+// the agent at addr and answers the status.
+func handOver(t *testing.T, addr, prev, id string) int {
+	t.Helper()
+	sealed, err := tokenseal.Seal(tokenseal.Hash(prev), id, "agt_chosen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(sealed)
+	resp, err := http.Post("http://"+addr+tokenseal.Path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// claimPhases is the control plane's debug line of container id's claim
+// (its steps in milliseconds since the create began).
+func claimPhases(stderr, id string) string {
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, "container: claimed") && strings.Contains(line, id) {
+			if i := strings.Index(line, "ms="); i >= 0 {
+				return line[i:]
+			}
+			return line
+		}
+	}
+	return "(not logged)"
 }
 
 func loadavg() string {

@@ -35,16 +35,12 @@ import (
 // The agent's token. A pooled container starts with a token minted for it
 // in the pool (a file only root reads, as every container's). The claim,
 // in the create's transaction, drops that token and mints the container's
-// own; it then writes the new token over the file through the engine
-// (runtime.FileWriter, as the create wrote the first) while the container
-// is still frozen, and thaws it. The agent reads its token file again when
-// the control plane answers 401 (agent/access), so from the claim on the
-// pool's token is refused, and the new one travels only the engine's API,
-// never the network between agent and control plane. Handing the new
-// token to the agent in a sync answer would put a credential on that
-// network (plain http on the engine's bridge by default); keeping the
-// pool's token would leave a credential minted before the container had
-// an owner.
+// own; it then thaws the container and hands the new token to its agent
+// over the agent's gateway, sealed under the pool token's hash
+// (pool_handoff.go), so from the claim on the pool's token is refused and
+// the new one crosses the network between agent and control plane only
+// sealed. Keeping the pool's token would leave a credential minted before
+// the container had an owner.
 
 // Pool limits.
 const (
@@ -76,6 +72,9 @@ type poolMember struct {
 	ImageID   string `json:"image_id"`
 	ImageName string `json:"image_name"`
 	Status    string `json:"status"`
+	// Addr is its agent's address on the engine's network, as it was
+	// made (a claim hands the agent its token there).
+	Addr string `json:"addr,omitempty"`
 	// EnrolledAt is when its agent first authenticated with the pool's
 	// token.
 	EnrolledAt *time.Time `json:"enrolled_at,omitempty"`
@@ -449,7 +448,8 @@ func (s *Service) makeMember(ctx context.Context, image, name string) error {
 	if err != nil {
 		return fail(err)
 	}
-	if reason := s.awaitMember(ctx, m.ID, time.Now().Add(poolFillTimeout)); reason != "" {
+	addr, reason := s.awaitMember(ctx, m.ID, time.Now().Add(poolFillTimeout))
+	if reason != "" {
 		return fail(fmt.Errorf("%s", reason))
 	}
 	unlock = s.lc.lock(m.ID)
@@ -461,7 +461,7 @@ func (s *Service) makeMember(ctx context.Context, image, name string) error {
 			if kept = ok && err == nil; !kept {
 				return err // drained meanwhile
 			}
-			cur.Status = poolReady
+			cur.Status, cur.Addr = poolReady, addr
 			return tx.Put(bucketPool, m.ID, cur)
 		})
 	}
@@ -473,8 +473,8 @@ func (s *Service) makeMember(ctx context.Context, image, name string) error {
 }
 
 // awaitMember waits until pool member id's agent has enrolled and its
-// gateway answers: "" then, else the reason it did not.
-func (s *Service) awaitMember(ctx context.Context, id string, deadline time.Time) string {
+// gateway answers: its address then, else the reason it did not.
+func (s *Service) awaitMember(ctx context.Context, id string, deadline time.Time) (addr, reason string) {
 	for {
 		var m poolMember
 		var ok bool
@@ -483,21 +483,21 @@ func (s *Service) awaitMember(ctx context.Context, id string, deadline time.Time
 			ok, err = tx.Get(bucketPool, id, &m)
 			return err
 		}); err != nil || !ok {
-			return "the pool's record of it is gone"
+			return "", "the pool's record of it is gone"
 		}
 		st, err := s.lc.rt.Driver.Inspect(ctx, id)
 		switch {
 		case err != nil:
 		case st.State == runtime.StateMissing || st.State == runtime.StateExited || st.State == runtime.StateDead:
-			return "its agent is not running (" + string(st.State) + " " + st.Reason + ")"
+			return "", "its agent is not running (" + string(st.State) + " " + st.Reason + ")"
 		case m.EnrolledAt != nil && st.Addr != "" && s.checkHealth(ctx, st.Addr) == nil:
-			return ""
+			return st.Addr, ""
 		}
 		if time.Now().After(deadline) {
-			return "its agent did not enrol and answer within " + poolFillTimeout.String()
+			return "", "its agent did not enrol and answer within " + poolFillTimeout.String()
 		}
 		if !sleepCtx(ctx, 100*time.Millisecond) {
-			return "the control plane stopped"
+			return "", "the control plane stopped"
 		}
 	}
 }

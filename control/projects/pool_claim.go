@@ -2,6 +2,7 @@ package projects
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"deckhand/control/runtime"
@@ -17,6 +18,14 @@ type poolClaim struct {
 	out   []*Container
 	fresh []string          // the ids the create made, before any claim
 	taken map[string]string // claimed id → its new agent token
+	// via is where each claimed agent takes its token (pool_handoff.go).
+	via map[string]handoffTo
+}
+
+// handoffTo is a claimed agent's address and the hash of the pool's
+// token it holds.
+type handoffTo struct {
+	addr, prevHash string
 }
 
 // poolEligible says whether a create may take a pooled container: one
@@ -52,7 +61,7 @@ func (c *poolClaim) take(tx *store.Tx, ctx context.Context) error {
 	if c == nil {
 		return nil
 	}
-	c.taken = map[string]string{}
+	c.taken, c.via = map[string]string{}, map[string]handoffTo{}
 	for i, o := range c.out {
 		o.ID = c.fresh[i]
 	}
@@ -74,6 +83,11 @@ func (c *poolClaim) take(tx *store.Tx, ctx context.Context) error {
 			return err
 		}
 		o.ID = m.ID
+		prev, err := poolTokenHash(tx, m.ID)
+		if err != nil {
+			return err
+		}
+		c.via[m.ID] = handoffTo{addr: m.Addr, prevHash: prev}
 		token, err := c.s.mintAgentToken(tx, ctx, o)
 		if err != nil {
 			return err
@@ -94,7 +108,7 @@ func (c *poolClaim) started(ctx context.Context, o *Container) bool {
 	if !ok {
 		return false
 	}
-	if rec := c.s.startClaimed(context.WithoutCancel(ctx), o.ID, token, o.CreatedAt); rec != nil {
+	if rec := c.s.startClaimed(context.WithoutCancel(ctx), o.ID, token, c.via[o.ID], o.CreatedAt); rec != nil {
 		*o = *rec
 	}
 	return true
@@ -107,11 +121,14 @@ func (c *poolClaim) refill() {
 	}
 }
 
-// startClaimed writes claimed container id's new token over its token
-// file, thaws it and waits for its agent to enrol with that token: the
-// record running. When any step fails the engine container goes and the
-// container is made again from its record, as any create.
-func (s *Service) startClaimed(ctx context.Context, id, token string, created time.Time) *Container {
+// startClaimed thaws claimed container id and hands its agent the new
+// token over the agent's gateway (pool_handoff.go); the agent answers once
+// it has synced with it, so the record is running then. An agent that
+// does not take the hand-over gets the token written over its token file
+// through the engine, and the claim waits for its enrolment with it. When
+// any step fails the engine container goes and the container is made
+// again from its record, as any create.
+func (s *Service) startClaimed(ctx context.Context, id, token string, via handoffTo, created time.Time) *Container {
 	s.lc.mu.Lock()
 	mine := !s.lc.inflight[id]
 	if mine {
@@ -129,21 +146,11 @@ func (s *Service) startClaimed(ctx context.Context, id, token string, created ti
 	unlock := s.lc.lock(id)
 	ph := newPhases(created)
 	ph.mark("claimed")
-	err := drv.(runtime.FileWriter).WriteFiles(ctx, id, []runtime.File{{Path: agentTokenPath, Content: []byte(token + "\n"), Mode: 0o400}})
-	if err == nil {
-		ph.mark("token_written")
-		err = drv.Resume(ctx, id)
-	}
+	err := drv.Resume(ctx, id)
 	var addr, reason string
 	if err == nil {
 		ph.mark("resumed")
-		// A thawed agent answers at once; it enrols with its new token
-		// on its next request to the control plane, which the pool's
-		// token no longer opens.
-		addr, reason = s.awaitAgentPhases(ctx, id, time.Now().Add(claimTimeout), true, ph)
-		if reason != "" {
-			reason = "its agent did not come up with its new token within " + claimTimeout.String() + ": " + reason
-		}
+		addr, reason = s.takeToken(ctx, id, token, via, ph)
 	}
 	if err == nil && reason == "" {
 		rec, err := s.move(ctx, id, []string{StatusCreating}, StatusRunning, "", func(c *Container) { c.AgentAddr = addr })
@@ -168,4 +175,35 @@ func (s *Service) startClaimed(ctx context.Context, id, token string, created ti
 	s.provisionAsync(id)
 	rec, _ := s.loadContainer(ctx, id)
 	return rec
+}
+
+// takeToken gets thawed claimed container id's agent to enrol with token:
+// its address, or the reason it did not.
+func (s *Service) takeToken(ctx context.Context, id, token string, via handoffTo, ph *phases) (addr, reason string) {
+	if via.addr != "" && via.prevHash != "" {
+		err := s.handOver(ctx, via.addr, id, via.prevHash, token)
+		if err == nil {
+			ph.mark("handed_over")
+			// The agent's answer is not signed: the record says whether
+			// the control plane saw the new token.
+			c, lerr := s.loadContainer(ctx, id)
+			if lerr == nil && c != nil && c.EnrolledAt != nil {
+				ph.mark("enrolled")
+				return via.addr, ""
+			}
+			err = fmt.Errorf("the agent answered, but the control plane saw no enrolment with the new token (%v)", lerr)
+		}
+		s.log.Info("warm pool: the claimed agent did not take its token over its gateway; writing it through the engine", "container", id, "err", err)
+	}
+	// A thawed agent enrols with its new token on its next request to
+	// the control plane, which the pool's token no longer opens.
+	if err := s.lc.rt.Driver.(runtime.FileWriter).WriteFiles(ctx, id, []runtime.File{{Path: agentTokenPath, Content: []byte(token + "\n"), Mode: 0o400}}); err != nil {
+		return "", err.Error()
+	}
+	ph.mark("token_written")
+	addr, reason = s.awaitAgentPhases(ctx, id, time.Now().Add(claimTimeout), true, ph)
+	if reason != "" {
+		reason = "its agent did not come up with its new token within " + claimTimeout.String() + ": " + reason
+	}
+	return addr, reason
 }

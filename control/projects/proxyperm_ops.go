@@ -4,8 +4,8 @@ import (
 	"context"
 	"maps"
 
-	"deckhand/platform"
 	"deckhand/platform/fault"
+	"deckhand/platform/openapi"
 	"deckhand/platform/proxyperm"
 )
 
@@ -79,7 +79,7 @@ func (b *DocumentBody) UnmarshalJSON(raw []byte) error {
 }
 
 // JSONSchema is the document's.
-func (*DocumentBody) JSONSchema() map[string]any { return platform.Schema(proxyperm.Document{}) }
+func (*DocumentBody) JSONSchema() map[string]any { return openapi.Schema(proxyperm.Document{}) }
 
 // DocumentPut is the whole-document PUT.
 type DocumentPut struct {

@@ -15,6 +15,7 @@ import (
 	"deckhand/display/desktop"
 	"deckhand/platform"
 	"deckhand/platform/fault"
+	"deckhand/platform/openapi"
 )
 
 // action is one thing the input engine does: a step of input/act and
@@ -449,4 +450,4 @@ var stepDoc = sync.OnceValue(func() reflect.Type {
 })
 
 // JSONSchema documents a step: action and every field some action takes.
-func (Step) JSONSchema() map[string]any { return platform.Schema(reflect.Zero(stepDoc()).Interface()) }
+func (Step) JSONSchema() map[string]any { return openapi.Schema(reflect.Zero(stepDoc()).Interface()) }

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"deckhand/platform"
 	"deckhand/platform/fault"
+	"deckhand/platform/openapi"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/secrets"
 )
@@ -225,7 +225,7 @@ func TestETag(t *testing.T) {
 // the Go struct behind them.
 func TestAccessSchema(t *testing.T) {
 	t.Parallel()
-	s := platform.Schema(proxyperm.Document{})
+	s := openapi.Schema(proxyperm.Document{})
 	perms := s["properties"].(map[string]any)["permissions"].(map[string]any)
 	access := perms["additionalProperties"].(map[string]any)["additionalProperties"].(map[string]any)
 	if forms, ok := access["oneOf"].([]any); !ok || len(forms) != 4 {

@@ -33,6 +33,24 @@ func (s *Service) Routes() []platform.Route {
 			Tool: &platform.Tool{Name: "files_stat", Title: "Describe a path",
 				Description: "Type, size, mode, owner and modification time of one path (a link is described itself).",
 				ReadOnly:    true, Idempotent: true}},
+		{Method: "GET", Path: "/api/v1/files/text", OperationID: "readFileText", Tags: tags, Summary: "Read a file as text",
+			Description: "A whole file of at most 32 MiB as JSON: its text when it is UTF-8 and not an image, else its bytes " +
+				"(base64) as data, with its type, size and ETag. A larger file answers 413 (download it with GET " +
+				"/api/v1/files/content).",
+			Op: platform.Op(s.ReadText),
+			Tool: &platform.Tool{Name: "files_read", Title: "Read a file",
+				Description: "Read a file of the container. Text is answered from offset, at most max_chars characters, with a marker " +
+					"saying where to read on; an image (PNG, JPEG, GIF, WebP) is answered as image content.",
+				ReadOnly: true, Idempotent: true}},
+		{Method: "PUT", Path: "/api/v1/files/text", OperationID: "writeFileText", Tags: tags, Summary: "Write a file's text",
+			Description: "Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body " +
+				"(missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read " +
+				"answered (412 when the file changed). Answers the written entry.",
+			Op: platform.Op(s.WriteText),
+			Tool: &platform.Tool{Name: "files_write", Title: "Write a file",
+				Description: "Create or replace a whole file with content (text). Missing parent directories are created; readers " +
+					"never see half a file. To change part of a file use files_edit.",
+				Destructive: true, Idempotent: true}},
 		{Method: "GET", Path: "/api/v1/files/content", OperationID: "downloadFile", Tags: tags, Summary: "Download a file",
 			Description: "Streams the file (sendfile on TCP). Content-Type by extension, else sniffed from the first 512 " +
 				"bytes. ETag and Last-Modified are set; If-None-Match answers 304. One Range (bytes=a-b, a-, -n) answers 206 " +

@@ -17,8 +17,8 @@ import (
 	"path"
 	"strings"
 
-	"deckhand/platform"
 	"deckhand/platform/fault"
+	"deckhand/platform/openapi"
 )
 
 // WriteInput is one upload: the content comes from Body.
@@ -243,7 +243,7 @@ func (a UploadAnswer) MarshalJSON() ([]byte, error) {
 
 // JSONSchema is Entry, or an array of Entry for a multipart form.
 func (UploadAnswer) JSONSchema() map[string]any {
-	e := platform.Schema(Entry{})
+	e := openapi.Schema(Entry{})
 	return map[string]any{"oneOf": []any{e, map[string]any{"type": "array", "items": e}}}
 }
 

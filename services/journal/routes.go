@@ -18,6 +18,14 @@ func (s *Service) Routes() []platform.Route {
 				"resumes exactly after it. Comments keep the stream alive every 15 s; an `id:` without data moves the position " +
 				"past entries that did not match. A resume older than the oldest kept entry first sends an event `gap`.",
 			ContentType: "application/x-ndjson", Op: platform.StreamOp(s.serveRead)},
+		{Method: "GET", Path: "/api/v1/journal/text", OperationID: "readJournalText", Tags: tags, Summary: "The newest entries as text",
+			Description: "The newest `limit` matching entries (default 50), oldest first, in journalctl's short format as one " +
+				"JSON string: what a model reads.",
+			Op: platform.Op(s.ReadText),
+			Tool: &platform.Tool{Name: "journal_query", Title: "Read the journal",
+				Description: "Read the container agent's journal (its own events, the gateway's decisions, programs' output, " +
+					"this server's tool calls): the newest entries matching the filters, oldest first, as short text lines.",
+				ReadOnly: true}},
 		{Method: "POST", Path: "/api/v1/journal/flush", OperationID: "flushJournal", Tags: tags, Summary: "Write buffered entries to disk",
 			Description: "Delivers what this process's writers have buffered and commits everything the journal holds in memory " +
 				"(entries are otherwise committed every 100 ms); answers how many entries this flush wrote.",

@@ -12,13 +12,14 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"deckhand/platform/fault"
 	"deckhand/services/files"
+	"deckhand/services/journal"
+	"deckhand/services/process"
 )
 
 func (s *Service) addResources() {
@@ -47,7 +48,7 @@ func (s *Service) readFileResource(ctx context.Context, req *mcp.ReadResourceReq
 	if err != nil {
 		return nil, err
 	}
-	raw, ct, _, err := s.readFile(ctx, callerOf(req.Extra), p)
+	f, err := runTool[files.Text](ctx, s, callerOf(req.Extra), "files_read", map[string]any{"path": p})
 	if err != nil {
 		var pe *fault.Error
 		if asPlatform(err, &pe) && pe.Code == fault.CodeNotFound {
@@ -55,12 +56,7 @@ func (s *Service) readFileResource(ctx context.Context, req *mcp.ReadResourceReq
 		}
 		return nil, toolErr(err)
 	}
-	c := &mcp.ResourceContents{URI: req.Params.URI, MIMEType: ct}
-	if utf8.Valid(raw) && !isImage(ct) {
-		c.Text = string(raw)
-	} else {
-		c.Blob = raw
-	}
+	c := &mcp.ResourceContents{URI: req.Params.URI, MIMEType: f.MimeType, Text: f.Text, Blob: f.Data}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
 }
 
@@ -69,20 +65,20 @@ func (s *Service) readProcessResource(ctx context.Context, req *mcp.ReadResource
 	if err != nil || u.Scheme != "process" || u.Host == "" || u.Path != "/output" {
 		return nil, fault.Invalid("uri", "must be process://ID/output")
 	}
-	creq := &mcp.CallToolRequest{Session: req.Session, Extra: req.Extra}
-	_, out, err := s.processOutput(ctx, creq, OutputArgs{ID: u.Host})
+	out, err := runTool[process.OutputText](ctx, s, callerOf(req.Extra), "process_output",
+		map[string]any{"id": u.Host, "max_chars": s.set.OutputBudget})
 	if err != nil {
-		return nil, err
+		return nil, toolErr(err)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: out.Text}}}, nil
 }
 
 func (s *Service) readJournalResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	text, err := s.journalText(ctx, callerOf(req.Extra), JournalArgs{Limit: 100})
+	t, err := runTool[journal.ShortText](ctx, s, callerOf(req.Extra), "journal_query", map[string]any{"limit": 100})
 	if err != nil {
 		return nil, toolErr(err)
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: t.Text}}}, nil
 }
 
 // subscriptions feed resources/updated from the files service's watch:

@@ -47,6 +47,10 @@ type view struct {
 	// budget: the tool takes max_chars (default the server's budget),
 	// which answer applies; it is not an argument of the operation.
 	budget bool
+	// offset: the tool takes offset (a character to start at, from a
+	// trimmed answer's marker), which answer applies; it is not an
+	// argument of the operation.
+	offset bool
 	// args adapts the operation's arguments to the budget max.
 	args func(args map[string]json.RawMessage, max int)
 	// answer is the result of out, the operation's answer (typed in
@@ -92,6 +96,15 @@ func argString(args map[string]json.RawMessage, name string) string {
 	var s string
 	_ = json.Unmarshal(args[name], &s)
 	return s
+}
+
+// argInt is an integer argument (0 when absent, -1 when not an integer).
+func argInt(args map[string]json.RawMessage, name string) int {
+	n := 0
+	if raw, ok := args[name]; ok && json.Unmarshal(raw, &n) != nil {
+		return -1
+	}
+	return n
 }
 
 // catalog is the route tools loaded so far, by service.
@@ -191,8 +204,14 @@ func (s *Service) readTools(ctx context.Context, service string) ([]*routeTool, 
 				in, _ := rt.tool.InputSchema.(map[string]any)
 				props, _ := in["properties"].(map[string]any)
 				props = maps.Clone(props)
-				props["max_chars"] = map[string]any{"type": "integer", "minimum": 0,
-					"description": "characters of text to answer at most (default: the server's budget)"}
+				if props["max_chars"] == nil {
+					props["max_chars"] = map[string]any{"type": "integer", "minimum": 0,
+						"description": "characters of text to answer at most (default: the server's budget)"}
+				}
+				if views[tool.Name].offset {
+					props["offset"] = map[string]any{"type": "integer", "minimum": 0,
+						"description": "character to start at (from a trimmed answer's marker)"}
+				}
 				in = maps.Clone(in)
 				in["properties"] = props
 				rt.tool.InputSchema = in
@@ -232,12 +251,22 @@ func (s *Service) routeHandler(rt *routeTool) mcp.ToolHandler {
 				delete(args, "max_chars")
 			}
 		}
+		offset, hasOffset := args["offset"]
+		if v.offset && hasOffset {
+			if argInt(args, "offset") < 0 || json.Unmarshal(offset, new(int)) != nil {
+				return failed(fault.Invalid("offset", "must be a non-negative integer")), nil
+			}
+			delete(args, "offset")
+		}
 		if v.args != nil {
 			v.args(args, max)
 		}
 		out, err := s.callRoute(ctx, callerOf(req.Extra), rt, args)
 		if err != nil {
 			return failed(err), nil
+		}
+		if v.offset && hasOffset {
+			args["offset"] = offset
 		}
 		if v.answer != nil {
 			res, err := v.answer(s, args, out, max)
@@ -329,4 +358,31 @@ func paramText(raw json.RawMessage) (string, error) {
 		return strings.TrimSpace(string(raw)), nil
 	}
 	return "", fault.Invalid("argument", "not a scalar")
+}
+
+// runTool runs the route tool name for who with args, as tools/call
+// does without its view, and answers the operation's answer as a T (what
+// a resource reads through the same operation).
+func runTool[T any](ctx context.Context, s *Service, who caller, name string, args map[string]any) (T, error) {
+	var zero T
+	_ = s.loadTools(ctx, []string{toolService(name)})
+	s.catalog.mu.Lock()
+	rt := s.catalog.tools[name]
+	s.catalog.mu.Unlock()
+	if rt == nil {
+		return zero, &fault.Error{Code: fault.CodeUnavailable, Details: "tool", Message: "the " + toolService(name) + " service does not answer"}
+	}
+	raw := map[string]json.RawMessage{}
+	for k, v := range args {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return zero, err
+		}
+		raw[k] = b
+	}
+	out, err := s.callRoute(ctx, who, rt, raw)
+	if err != nil {
+		return zero, err
+	}
+	return as[T](out)
 }

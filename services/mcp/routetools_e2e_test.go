@@ -71,8 +71,8 @@ func listedTools(t *testing.T, s *mcp.ClientSession) map[string]map[string]any {
 // TestRouteToolsListed: every route a service marks as a tool is in
 // tools/list with the route's own description, hints and schemas (the
 // input's properties and required members, and the answer's schema);
-// the only argument the listing adds is max_chars, this service's output
-// budget, to the tools that trim text. Checked with the services in the
+// the only arguments the listing adds are max_chars, this service's output
+// budget, and offset, where to read on, to the tools that trim text. Checked with the services in the
 // agent's process (their hosts answer in memory) and with one isolated
 // (its document read from its port).
 func TestRouteToolsListed(t *testing.T) {
@@ -84,12 +84,12 @@ func TestRouteToolsListed(t *testing.T) {
 			if isolate != "" {
 				extra = []string{"--isolate", isolate}
 			}
-			a := startAgent(t, "process,files,vault,notes,tunnel,workspace,mcp", extra...)
+			a := startAgent(t, "process,files,vault,notes,tunnel,workspace,journal,mcp", extra...)
 			waitService(t, a, 15)
 			s := connect(t, a.endpoint(), allKey, nil)
 			listed := listedTools(t, s)
 			n := 0
-			for _, svc := range []string{"process", "files", "vault", "notes", "tunnel", "workspace"} {
+			for _, svc := range []string{"process", "files", "vault", "notes", "tunnel", "workspace", "journal"} {
 				for name, want := range routeTools(t, a, svc) {
 					n++
 					got, ok := listed[name]
@@ -113,14 +113,14 @@ func TestRouteToolsListed(t *testing.T) {
 						}
 					}
 					for k := range gp {
-						if _, ok := wp[k]; !ok && k != "max_chars" {
+						if _, ok := wp[k]; !ok && k != "max_chars" && k != "offset" {
 							t.Errorf("%s: argument %s is not the route's", name, k)
 						}
 					}
 				}
 			}
-			if n < 15 {
-				t.Fatalf("only %d route tools declared by process, files, vault, notes, tunnel and workspace", n)
+			if n < 20 {
+				t.Fatalf("only %d route tools declared by process, files, vault, notes, tunnel, workspace and journal", n)
 			}
 
 			// The route tools run, in memory or over the port.

@@ -210,12 +210,10 @@ func (s *Service) build() {
 			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, Pong, error) {
 				return textResult("pong"), Pong{Pong: true}, nil
 			})
-		s.addProcessTools()
 		s.addFilesTools()
 		s.addDisplayTools()
 		s.addAccessibilityTools()
 		s.addRecordingTools()
-		s.addJournalTools()
 		s.addResources()
 		s.server.AddReceivingMiddleware(s.guard)
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{

@@ -75,6 +75,22 @@ func (s *Service) Routes() []platform.Route {
 				"offset gets everything after it while kept (see the bounds in the service description; a follower's place " +
 				"is held for --process-resume-grace after it drops). since past the end is 400.",
 			Response: OutputPage{}, WebSocket: true, Op: platform.ConnOp(s.output)},
+		{Method: http.MethodGet, Path: base + "/{id}/output/text", OperationID: "getProcessOutputText", Tags: tags, Summary: "Read the output as one text",
+			Description: "The output from byte offset as one text of at most max_chars characters (stdout and stderr " +
+				"interleaved as written; binary output is named by its size), next_offset to read on, done once the " +
+				"process has ended and everything was read, its state and exit code. It does not wait for output.",
+			Op: platform.Op(s.ReadOutputText),
+			Tool: &platform.Tool{Name: "process_output", Title: "Read a process's output",
+				Description: "Read a process's output (stdout and stderr interleaved as written) from a byte offset, at most max_chars; " +
+					"next_offset is where to read on, done says it has ended and everything was read. Does not wait for new output.",
+				ReadOnly: true, Idempotent: true}},
+		{Method: http.MethodPost, Path: base + "/{id}/stdin/text", OperationID: "writeProcessStdinText", Tags: tags, Summary: "Write text to standard input",
+			Description: "Writes text to the process's standard input, then closes it with close=true. Answers {written, " +
+				"closed}; the refusals are those of POST .../stdin and .../stdin/close.",
+			Op: platform.Op(s.WriteStdinText),
+			Tool: &platform.Tool{Name: "process_stdin", Title: "Write to a process's input",
+				Description: "Write text to the standard input of a process started with keep_stdin_open; close=true sends end of file.",
+				Destructive: true}},
 		{Method: http.MethodPost, Path: base + "/{id}/stdin", OperationID: "writeProcessStdin", Tags: tags, Summary: "Write to standard input",
 			Description: "The request body is the bytes (any content type), or with Content-Type application/json " +
 				"{data (the bytes, or their base64), encoding (utf-8 or base64)}. Answers {written}. 409 when its input is " +

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"deckhand/platform"
 	"deckhand/platform/fault"
+	"deckhand/platform/openapi"
 )
 
 // WorkspaceRef names a workspace.
@@ -101,7 +101,7 @@ func (p *ConfigPatch) UnmarshalJSON(raw []byte) error {
 
 // JSONSchema is the configuration's shape: what the patch is merged into
 // and checked against.
-func (ConfigPatch) JSONSchema() map[string]any { return platform.Schema(Config{}) }
+func (ConfigPatch) JSONSchema() map[string]any { return openapi.Schema(Config{}) }
 
 // ConfigPatchInput is PATCH .../config.
 type ConfigPatchInput struct {
@@ -206,7 +206,7 @@ func createdStatus(created bool) int {
 // ConfigSchema is the JSON schema PATCH .../config checks the merged
 // document against.
 func (s *Service) ConfigSchema(_ context.Context, _ WorkspaceRef) (map[string]any, error) {
-	sch := platform.Schema(Config{})
+	sch := openapi.Schema(Config{})
 	sch["$schema"] = "https://spec.openapis.org/oas/3.0/schema/2021-09-28#/definitions/Schema"
 	sch["title"] = "deckhand workspace configuration"
 	return sch, nil

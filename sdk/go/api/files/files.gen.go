@@ -311,6 +311,37 @@ type TarResult struct {
 	Path  string `json:"path"`
 }
 
+// Text defines model for Text.
+type Text struct {
+	// Data the content (base64) when it is an image or not UTF-8 text
+	Data *[]byte `json:"data,omitempty"`
+
+	// Etag what if_match of PUT /api/v1/files/text compares
+	Etag string `json:"etag"`
+
+	// MimeType by extension, else sniffed from the first 512 bytes
+	MimeType string `json:"mime_type"`
+	Path     string `json:"path"`
+
+	// Size bytes
+	Size int `json:"size"`
+
+	// Text the content, when it is UTF-8 text
+	Text *string `json:"text,omitempty"`
+}
+
+// TextWrite defines model for TextWrite.
+type TextWrite struct {
+	// Content the whole new content (text)
+	Content *string `json:"content,omitempty"`
+
+	// IfMatch write only over the file with this ETag (412 PRECONDITION_FAILED when it changed)
+	IfMatch *string `json:"if_match,omitempty"`
+
+	// Path absolute path of the file; missing parent directories are created
+	Path string `json:"path"`
+}
+
 // Upload defines model for Upload.
 type Upload struct {
 	Complete  bool      `json:"complete"`
@@ -635,6 +666,12 @@ type UploadTarParams struct {
 	ContentLength *int `json:"Content-Length,omitempty"`
 }
 
+// ReadFileTextParams defines parameters for ReadFileText.
+type ReadFileTextParams struct {
+	// Path absolute path of the file
+	Path string `form:"path" json:"path"`
+}
+
 // AppendUploadParams defines parameters for AppendUpload.
 type AppendUploadParams struct {
 	// UploadOffset the offset the body starts at
@@ -874,6 +911,9 @@ type MakeDirectoryJSONRequestBody = MkdirRequest
 
 // MoveFileJSONRequestBody defines body for MoveFile for application/json ContentType.
 type MoveFileJSONRequestBody = MoveRequest
+
+// WriteFileTextJSONRequestBody defines body for WriteFileText for application/json ContentType.
+type WriteFileTextJSONRequestBody = TextWrite
 
 // StartUploadJSONRequestBody defines body for StartUpload for application/json ContentType.
 type StartUploadJSONRequestBody = UploadRequest
@@ -1232,6 +1272,31 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /api/v1/files/tar (the `UploadTar` operationId).
 	UploadTarWithBody(ctx context.Context, params *UploadTarParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReadFileText Read a file as text
+	//
+	// A whole file of at most 32 MiB as JSON: its text when it is UTF-8 and not an image, else its bytes (base64) as data, with its type, size and ETag. A larger file answers 413 (download it with GET /api/v1/files/content).
+	//
+	// Corresponds with GET /api/v1/files/text (the `ReadFileText` operationId).
+	ReadFileText(ctx context.Context, params *ReadFileTextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WriteFileTextWithBody Write a file's text
+	//
+	// Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body (missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read answered (412 when the file changed). Answers the written entry.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/files/text (the `WriteFileText` operationId).
+	WriteFileTextWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WriteFileText Write a file's text
+	//
+	// Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body (missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read answered (412 when the file changed). Answers the written entry.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/files/text (the `WriteFileText` operationId).
+	WriteFileText(ctx context.Context, body WriteFileTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartUploadWithBody Start a resumable upload
 	//
@@ -1685,6 +1750,61 @@ func (c *Client) StatFile(ctx context.Context, params *StatFileParams, reqEditor
 // Corresponds with PUT /api/v1/files/tar (the `UploadTar` operationId).
 func (c *Client) UploadTarWithBody(ctx context.Context, params *UploadTarParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUploadTarRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReadFileText Read a file as text
+//
+// A whole file of at most 32 MiB as JSON: its text when it is UTF-8 and not an image, else its bytes (base64) as data, with its type, size and ETag. A larger file answers 413 (download it with GET /api/v1/files/content).
+//
+// Corresponds with GET /api/v1/files/text (the `ReadFileText` operationId).
+func (c *Client) ReadFileText(ctx context.Context, params *ReadFileTextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadFileTextRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WriteFileTextWithBody Write a file's text
+//
+// Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body (missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read answered (412 when the file changed). Answers the written entry.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/files/text (the `WriteFileText` operationId).
+func (c *Client) WriteFileTextWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWriteFileTextRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WriteFileText Write a file's text
+//
+// Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body (missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read answered (412 when the file changed). Answers the written entry.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/files/text (the `WriteFileText` operationId).
+func (c *Client) WriteFileText(ctx context.Context, body WriteFileTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWriteFileTextRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2914,6 +3034,96 @@ func NewUploadTarRequestWithBody(server string, params *UploadTarParams, content
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewReadFileTextRequest constructs an http.Request for the ReadFileText method
+func NewReadFileTextRequest(server string, params *ReadFileTextParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/files/text")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "path", params.Path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewWriteFileTextRequest calls the generic WriteFileText builder with application/json body
+func NewWriteFileTextRequest(server string, body WriteFileTextJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWriteFileTextRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewWriteFileTextRequestWithBody constructs an http.Request for the WriteFileText method, with any body, and a specified content type
+func NewWriteFileTextRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/files/text")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -4351,6 +4561,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/files/tar (the `UploadTar` operationId).
 	UploadTarWithBodyWithResponse(ctx context.Context, params *UploadTarParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadTarResponse, error)
 
+	// ReadFileTextWithResponse Read a file as text
+	//
+	// A whole file of at most 32 MiB as JSON: its text when it is UTF-8 and not an image, else its bytes (base64) as data, with its type, size and ETag. A larger file answers 413 (download it with GET /api/v1/files/content).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/files/text (the `ReadFileText` operationId).
+	ReadFileTextWithResponse(ctx context.Context, params *ReadFileTextParams, reqEditors ...RequestEditorFn) (*ReadFileTextResponse, error)
+
+	// WriteFileTextWithBodyWithResponse Write a file's text
+	//
+	// Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body (missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read answered (412 when the file changed). Answers the written entry.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/files/text (the `WriteFileText` operationId).
+	WriteFileTextWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteFileTextResponse, error)
+
+	// WriteFileTextWithResponse Write a file's text
+	//
+	// Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body (missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read answered (412 when the file changed). Answers the written entry.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/files/text (the `WriteFileText` operationId).
+	WriteFileTextWithResponse(ctx context.Context, body WriteFileTextJSONRequestBody, reqEditors ...RequestEditorFn) (*WriteFileTextResponse, error)
+
 	// StartUploadWithBodyWithResponse Start a resumable upload
 	//
 	// In the spirit of tus: declare path and size, then PATCH bytes at Upload-Offset. The partial file lives beside the target and the session in the service's store, so an upload resumes across connections and agent restarts. When the last byte arrives the optional sha256 is checked and the file renamed into place (if_match, when given, must still be the target's ETag). A link at path is treated as by PUT content: one inside the root is written through (the link stays), one leading out is 403 OUTSIDE_ROOT, when the upload starts and again when it completes.
@@ -5195,6 +5432,102 @@ func (r UploadTarResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UploadTarResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReadFileTextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Text
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReadFileTextResponse) GetJSON200() *Text {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ReadFileTextResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadFileTextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadFileTextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadFileTextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadFileTextResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type WriteFileTextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Entry
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WriteFileTextResponse) GetJSON200() *Entry {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WriteFileTextResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r WriteFileTextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WriteFileTextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WriteFileTextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WriteFileTextResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6237,6 +6570,51 @@ func (c *ClientWithResponses) UploadTarWithBodyWithResponse(ctx context.Context,
 	return ParseUploadTarResponse(rsp)
 }
 
+// ReadFileTextWithResponse Read a file as text
+//
+// A whole file of at most 32 MiB as JSON: its text when it is UTF-8 and not an image, else its bytes (base64) as data, with its type, size and ETag. A larger file answers 413 (download it with GET /api/v1/files/content).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/files/text (the `ReadFileText` operationId).
+func (c *ClientWithResponses) ReadFileTextWithResponse(ctx context.Context, params *ReadFileTextParams, reqEditors ...RequestEditorFn) (*ReadFileTextResponse, error) {
+	rsp, err := c.ReadFileText(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadFileTextResponse(rsp)
+}
+
+// WriteFileTextWithBodyWithResponse Write a file's text
+//
+// Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body (missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read answered (412 when the file changed). Answers the written entry.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/files/text (the `WriteFileText` operationId).
+func (c *ClientWithResponses) WriteFileTextWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteFileTextResponse, error) {
+	rsp, err := c.WriteFileTextWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWriteFileTextResponse(rsp)
+}
+
+// WriteFileTextWithResponse Write a file's text
+//
+// Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body (missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read answered (412 when the file changed). Answers the written entry.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/files/text (the `WriteFileText` operationId).
+func (c *ClientWithResponses) WriteFileTextWithResponse(ctx context.Context, body WriteFileTextJSONRequestBody, reqEditors ...RequestEditorFn) (*WriteFileTextResponse, error) {
+	rsp, err := c.WriteFileText(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWriteFileTextResponse(rsp)
+}
+
 // StartUploadWithBodyWithResponse Start a resumable upload
 //
 // In the spirit of tus: declare path and size, then PATCH bytes at Upload-Offset. The partial file lives beside the target and the session in the service's store, so an upload resumes across connections and agent restarts. When the last byte arrives the optional sha256 is checked and the file renamed into place (if_match, when given, must still be the target's ETag). A link at path is treated as by PUT content: one inside the root is written through (the link stays), one leading out is 403 OUTSIDE_ROOT, when the upload starts and again when it completes.
@@ -7102,6 +7480,72 @@ func ParseUploadTarResponse(rsp *http.Response) (*UploadTarResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest TarResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReadFileTextResponse parses an HTTP response from a ReadFileTextWithResponse call
+func ParseReadFileTextResponse(rsp *http.Response) (*ReadFileTextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadFileTextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Text
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseWriteFileTextResponse parses an HTTP response from a WriteFileTextWithResponse call
+func ParseWriteFileTextResponse(rsp *http.Response) (*WriteFileTextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WriteFileTextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Entry
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

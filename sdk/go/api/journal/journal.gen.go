@@ -61,6 +61,30 @@ func (e ReadJournalParamsFormat) Valid() bool {
 	}
 }
 
+// Defines values for ReadJournalTextParamsLevel.
+const (
+	ReadJournalTextParamsLevelDebug ReadJournalTextParamsLevel = "debug"
+	ReadJournalTextParamsLevelError ReadJournalTextParamsLevel = "error"
+	ReadJournalTextParamsLevelInfo  ReadJournalTextParamsLevel = "info"
+	ReadJournalTextParamsLevelWarn  ReadJournalTextParamsLevel = "warn"
+)
+
+// Valid indicates whether the value is a known member of the ReadJournalTextParamsLevel enum.
+func (e ReadJournalTextParamsLevel) Valid() bool {
+	switch e {
+	case ReadJournalTextParamsLevelDebug:
+		return true
+	case ReadJournalTextParamsLevelError:
+		return true
+	case ReadJournalTextParamsLevelInfo:
+		return true
+	case ReadJournalTextParamsLevelWarn:
+		return true
+	default:
+		return false
+	}
+}
+
 // Error defines model for Error.
 type Error struct {
 	Code    string `json:"code"`
@@ -96,6 +120,12 @@ type Health struct {
 type Memory struct {
 	Heap *int `json:"heap,omitempty"`
 	Rss  *int `json:"rss,omitempty"`
+}
+
+// ShortText defines model for ShortText.
+type ShortText struct {
+	// Text the entries in journalctl's short format, oldest first
+	Text string `json:"text"`
 }
 
 // Stats defines model for Stats.
@@ -175,6 +205,27 @@ type ReadJournalParamsLevel string
 
 // ReadJournalParamsFormat defines parameters for ReadJournal.
 type ReadJournalParamsFormat string
+
+// ReadJournalTextParams defines parameters for ReadJournalText.
+type ReadJournalTextParams struct {
+	// Source only entries of these sources (comma list: agent, gateway, process, mcp, cron ...)
+	Source *string `form:"source,omitempty" json:"source,omitempty"`
+
+	// Level only this level and more severe ones
+	Level *ReadJournalTextParamsLevel `form:"level,omitempty" json:"level,omitempty"`
+
+	// Since only entries at or after: RFC 3339 time or a duration back from now (-15m, 2h)
+	Since *string `form:"since,omitempty" json:"since,omitempty"`
+
+	// Text only messages containing this (case-insensitive)
+	Text *string `form:"text,omitempty" json:"text,omitempty"`
+
+	// Limit the newest this many entries (default 50, at most 1000)
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ReadJournalTextParamsLevel defines parameters for ReadJournalText.
+type ReadJournalTextParamsLevel string
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -271,6 +322,13 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/journal/stats (the `GetJournalStats` operationId).
 	GetJournalStats(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReadJournalText The newest entries as text
+	//
+	// The newest `limit` matching entries (default 50), oldest first, in journalctl's short format as one JSON string: what a model reads.
+	//
+	// Corresponds with GET /api/v1/journal/text (the `ReadJournalText` operationId).
+	ReadJournalText(ctx context.Context, params *ReadJournalTextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetHealth Health record of this service
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
@@ -328,6 +386,23 @@ func (c *Client) FlushJournal(ctx context.Context, reqEditors ...RequestEditorFn
 // Corresponds with GET /api/v1/journal/stats (the `GetJournalStats` operationId).
 func (c *Client) GetJournalStats(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetJournalStatsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReadJournalText The newest entries as text
+//
+// The newest `limit` matching entries (default 50), oldest first, in journalctl's short format as one JSON string: what a model reads.
+//
+// Corresponds with GET /api/v1/journal/text (the `ReadJournalText` operationId).
+func (c *Client) ReadJournalText(ctx context.Context, params *ReadJournalTextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadJournalTextRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -626,6 +701,108 @@ func NewGetJournalStatsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewReadJournalTextRequest constructs an http.Request for the ReadJournalText method
+func NewReadJournalTextRequest(server string, params *ReadJournalTextParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/journal/text")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Source != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", *params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Level != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "level", *params.Level, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Text != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "text", *params.Text, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetHealthRequest constructs an http.Request for the GetHealth method
 func NewGetHealthRequest(server string) (*http.Request, error) {
 	var err error
@@ -777,6 +954,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/journal/stats (the `GetJournalStats` operationId).
 	GetJournalStatsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetJournalStatsResponse, error)
+
+	// ReadJournalTextWithResponse The newest entries as text
+	//
+	// The newest `limit` matching entries (default 50), oldest first, in journalctl's short format as one JSON string: what a model reads.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/journal/text (the `ReadJournalText` operationId).
+	ReadJournalTextWithResponse(ctx context.Context, params *ReadJournalTextParams, reqEditors ...RequestEditorFn) (*ReadJournalTextResponse, error)
 
 	// GetHealthWithResponse Health record of this service
 	//
@@ -931,6 +1117,54 @@ func (r GetJournalStatsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetJournalStatsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReadJournalTextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ShortText
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReadJournalTextResponse) GetJSON200() *ShortText {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ReadJournalTextResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadJournalTextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadJournalTextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadJournalTextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadJournalTextResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -1126,6 +1360,21 @@ func (c *ClientWithResponses) GetJournalStatsWithResponse(ctx context.Context, r
 	return ParseGetJournalStatsResponse(rsp)
 }
 
+// ReadJournalTextWithResponse The newest entries as text
+//
+// The newest `limit` matching entries (default 50), oldest first, in journalctl's short format as one JSON string: what a model reads.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/journal/text (the `ReadJournalText` operationId).
+func (c *ClientWithResponses) ReadJournalTextWithResponse(ctx context.Context, params *ReadJournalTextParams, reqEditors ...RequestEditorFn) (*ReadJournalTextResponse, error) {
+	rsp, err := c.ReadJournalText(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadJournalTextResponse(rsp)
+}
+
 // GetHealthWithResponse Health record of this service
 //
 // Returns a wrapper object for the known response body format(s).
@@ -1240,6 +1489,39 @@ func ParseGetJournalStatsResponse(rsp *http.Response) (*GetJournalStatsResponse,
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest Stats
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReadJournalTextResponse parses an HTTP response from a ReadJournalTextWithResponse call
+func ParseReadJournalTextResponse(rsp *http.Response) (*ReadJournalTextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadJournalTextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ShortText
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -350,6 +350,23 @@ type OutputPage struct {
 	Process    Process `json:"process"`
 }
 
+// OutputText defines model for OutputText.
+type OutputText struct {
+	// Done the process has ended and all its output was read
+	Done     bool `json:"done"`
+	ExitCode *int `json:"exit_code,omitempty"`
+
+	// NextOffset pass as offset to read on
+	NextOffset int `json:"next_offset"`
+
+	// Skipped bytes before the answer's text that were no longer kept
+	Skipped *int   `json:"skipped,omitempty"`
+	State   string `json:"state"`
+
+	// Text the output from offset, stdout and stderr interleaved as written; binary output is named by its size
+	Text string `json:"text"`
+}
+
 // PTYSize defines model for PTYSize.
 type PTYSize struct {
 	// Cols 1-1000
@@ -572,6 +589,24 @@ type StdinResult struct {
 	Written int `json:"written"`
 }
 
+// StdinText defines model for StdinText.
+type StdinText struct {
+	// Close close its standard input afterwards (end of file)
+	Close *bool `json:"close,omitempty"`
+
+	// Text text written to its standard input (add \n for a line)
+	Text *string `json:"text,omitempty"`
+}
+
+// StdinWritten defines model for StdinWritten.
+type StdinWritten struct {
+	// Closed its standard input was closed afterwards
+	Closed bool `json:"closed"`
+
+	// Written bytes written
+	Written int `json:"written"`
+}
+
 // ListProcessesParams defines parameters for ListProcesses.
 type ListProcessesParams struct {
 	// Tag only processes with this tag
@@ -608,6 +643,15 @@ type GetProcessOutputParams struct {
 	LastEventID *int `json:"Last-Event-ID,omitempty"`
 }
 
+// GetProcessOutputTextParams defines parameters for GetProcessOutputText.
+type GetProcessOutputTextParams struct {
+	// Offset byte offset in the process's output (both streams, in order) to read from; pass next_offset of the previous answer
+	Offset *int `form:"offset,omitempty" json:"offset,omitempty"`
+
+	// MaxChars characters to answer at most (default 20000)
+	MaxChars *int `form:"max_chars,omitempty" json:"max_chars,omitempty"`
+}
+
 // WriteProcessStdinParams defines parameters for WriteProcessStdin.
 type WriteProcessStdinParams struct {
 	// ContentType application/json: the body is {data, encoding}; any other type: the body is the bytes
@@ -625,6 +669,9 @@ type ResizeProcessJSONRequestBody = ResizeInput
 
 // SignalProcessJSONRequestBody defines body for SignalProcess for application/json ContentType.
 type SignalProcessJSONRequestBody = SignalInput
+
+// WriteProcessStdinTextJSONRequestBody defines body for WriteProcessStdinText for application/json ContentType.
+type WriteProcessStdinTextJSONRequestBody = StdinText
 
 // AsSignalInputSignal0 returns the union data inside the SignalInput_Signal as a SignalInputSignal0
 func (t SignalInput_Signal) AsSignalInputSignal0() (SignalInputSignal0, error) {
@@ -826,6 +873,13 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/process/{id}/output (the `GetProcessOutput` operationId).
 	GetProcessOutput(ctx context.Context, id string, params *GetProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetProcessOutputText Read the output as one text
+	//
+	// The output from byte offset as one text of at most max_chars characters (stdout and stderr interleaved as written; binary output is named by its size), next_offset to read on, done once the process has ended and everything was read, its state and exit code. It does not wait for output.
+	//
+	// Corresponds with GET /api/v1/process/{id}/output/text (the `GetProcessOutputText` operationId).
+	GetProcessOutputText(ctx context.Context, id string, params *GetProcessOutputTextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ResizeProcessWithBody Resize the pty
 	//
 	// Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
@@ -877,6 +931,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/process/{id}/stdin/close (the `CloseProcessStdin` operationId).
 	CloseProcessStdin(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WriteProcessStdinTextWithBody Write text to standard input
+	//
+	// Writes text to the process's standard input, then closes it with close=true. Answers {written, closed}; the refusals are those of POST .../stdin and .../stdin/close.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/process/{id}/stdin/text (the `WriteProcessStdinText` operationId).
+	WriteProcessStdinTextWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WriteProcessStdinText Write text to standard input
+	//
+	// Writes text to the process's standard input, then closes it with close=true. Answers {written, closed}; the refusals are those of POST .../stdin and .../stdin/close.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/process/{id}/stdin/text (the `WriteProcessStdinText` operationId).
+	WriteProcessStdinText(ctx context.Context, id string, body WriteProcessStdinTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealth Health record of this service
 	//
@@ -1038,6 +1110,23 @@ func (c *Client) GetProcessOutput(ctx context.Context, id string, params *GetPro
 	return c.Client.Do(req)
 }
 
+// GetProcessOutputText Read the output as one text
+//
+// The output from byte offset as one text of at most max_chars characters (stdout and stderr interleaved as written; binary output is named by its size), next_offset to read on, done once the process has ended and everything was read, its state and exit code. It does not wait for output.
+//
+// Corresponds with GET /api/v1/process/{id}/output/text (the `GetProcessOutputText` operationId).
+func (c *Client) GetProcessOutputText(ctx context.Context, id string, params *GetProcessOutputTextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProcessOutputTextRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ResizeProcessWithBody Resize the pty
 //
 // Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
@@ -1140,6 +1229,44 @@ func (c *Client) WriteProcessStdinWithBody(ctx context.Context, id string, param
 // Corresponds with POST /api/v1/process/{id}/stdin/close (the `CloseProcessStdin` operationId).
 func (c *Client) CloseProcessStdin(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCloseProcessStdinRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WriteProcessStdinTextWithBody Write text to standard input
+//
+// Writes text to the process's standard input, then closes it with close=true. Answers {written, closed}; the refusals are those of POST .../stdin and .../stdin/close.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/process/{id}/stdin/text (the `WriteProcessStdinText` operationId).
+func (c *Client) WriteProcessStdinTextWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWriteProcessStdinTextRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WriteProcessStdinText Write text to standard input
+//
+// Writes text to the process's standard input, then closes it with close=true. Answers {written, closed}; the refusals are those of POST .../stdin and .../stdin/close.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/process/{id}/stdin/text (the `WriteProcessStdinText` operationId).
+func (c *Client) WriteProcessStdinText(ctx context.Context, id string, body WriteProcessStdinTextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWriteProcessStdinTextRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1548,6 +1675,79 @@ func NewGetProcessOutputRequest(server string, id string, params *GetProcessOutp
 	return req, nil
 }
 
+// NewGetProcessOutputTextRequest constructs an http.Request for the GetProcessOutputText method
+func NewGetProcessOutputTextRequest(server string, id string, params *GetProcessOutputTextParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/process/%s/output/text", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Offset != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "offset", *params.Offset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxChars != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_chars", *params.MaxChars, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewResizeProcessRequest calls the generic ResizeProcess builder with application/json body
 func NewResizeProcessRequest(server string, id string, body ResizeProcessJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -1723,6 +1923,53 @@ func NewCloseProcessStdinRequest(server string, id string) (*http.Request, error
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewWriteProcessStdinTextRequest calls the generic WriteProcessStdinText builder with application/json body
+func NewWriteProcessStdinTextRequest(server string, id string, body WriteProcessStdinTextJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWriteProcessStdinTextRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewWriteProcessStdinTextRequestWithBody constructs an http.Request for the WriteProcessStdinText method, with any body, and a specified content type
+func NewWriteProcessStdinTextRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/process/%s/stdin/text", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -1924,6 +2171,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/process/{id}/output (the `GetProcessOutput` operationId).
 	GetProcessOutputWithResponse(ctx context.Context, id string, params *GetProcessOutputParams, reqEditors ...RequestEditorFn) (*GetProcessOutputResponse, error)
 
+	// GetProcessOutputTextWithResponse Read the output as one text
+	//
+	// The output from byte offset as one text of at most max_chars characters (stdout and stderr interleaved as written; binary output is named by its size), next_offset to read on, done once the process has ended and everything was read, its state and exit code. It does not wait for output.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/process/{id}/output/text (the `GetProcessOutputText` operationId).
+	GetProcessOutputTextWithResponse(ctx context.Context, id string, params *GetProcessOutputTextParams, reqEditors ...RequestEditorFn) (*GetProcessOutputTextResponse, error)
+
 	// ResizeProcessWithBodyWithResponse Resize the pty
 	//
 	// Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
@@ -1977,6 +2233,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/process/{id}/stdin/close (the `CloseProcessStdin` operationId).
 	CloseProcessStdinWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CloseProcessStdinResponse, error)
+
+	// WriteProcessStdinTextWithBodyWithResponse Write text to standard input
+	//
+	// Writes text to the process's standard input, then closes it with close=true. Answers {written, closed}; the refusals are those of POST .../stdin and .../stdin/close.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/process/{id}/stdin/text (the `WriteProcessStdinText` operationId).
+	WriteProcessStdinTextWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteProcessStdinTextResponse, error)
+
+	// WriteProcessStdinTextWithResponse Write text to standard input
+	//
+	// Writes text to the process's standard input, then closes it with close=true. Answers {written, closed}; the refusals are those of POST .../stdin and .../stdin/close.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/process/{id}/stdin/text (the `WriteProcessStdinText` operationId).
+	WriteProcessStdinTextWithResponse(ctx context.Context, id string, body WriteProcessStdinTextJSONRequestBody, reqEditors ...RequestEditorFn) (*WriteProcessStdinTextResponse, error)
 
 	// GetHealthWithResponse Health record of this service
 	//
@@ -2295,6 +2569,54 @@ func (r GetProcessOutputResponse) ContentType() string {
 	return ""
 }
 
+type GetProcessOutputTextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OutputText
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProcessOutputTextResponse) GetJSON200() *OutputText {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetProcessOutputTextResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProcessOutputTextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProcessOutputTextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProcessOutputTextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProcessOutputTextResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ResizeProcessResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2481,6 +2803,54 @@ func (r CloseProcessStdinResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CloseProcessStdinResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type WriteProcessStdinTextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *StdinWritten
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WriteProcessStdinTextResponse) GetJSON200() *StdinWritten {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WriteProcessStdinTextResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r WriteProcessStdinTextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WriteProcessStdinTextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WriteProcessStdinTextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WriteProcessStdinTextResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2751,6 +3121,21 @@ func (c *ClientWithResponses) GetProcessOutputWithResponse(ctx context.Context, 
 	return ParseGetProcessOutputResponse(rsp)
 }
 
+// GetProcessOutputTextWithResponse Read the output as one text
+//
+// The output from byte offset as one text of at most max_chars characters (stdout and stderr interleaved as written; binary output is named by its size), next_offset to read on, done once the process has ended and everything was read, its state and exit code. It does not wait for output.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/process/{id}/output/text (the `GetProcessOutputText` operationId).
+func (c *ClientWithResponses) GetProcessOutputTextWithResponse(ctx context.Context, id string, params *GetProcessOutputTextParams, reqEditors ...RequestEditorFn) (*GetProcessOutputTextResponse, error) {
+	rsp, err := c.GetProcessOutputText(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProcessOutputTextResponse(rsp)
+}
+
 // ResizeProcessWithBodyWithResponse Resize the pty
 //
 // Sets rows and cols of the process's pseudo-terminal (SIGWINCH to its foreground group); 409 without a pty.
@@ -2839,6 +3224,36 @@ func (c *ClientWithResponses) CloseProcessStdinWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseCloseProcessStdinResponse(rsp)
+}
+
+// WriteProcessStdinTextWithBodyWithResponse Write text to standard input
+//
+// Writes text to the process's standard input, then closes it with close=true. Answers {written, closed}; the refusals are those of POST .../stdin and .../stdin/close.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/process/{id}/stdin/text (the `WriteProcessStdinText` operationId).
+func (c *ClientWithResponses) WriteProcessStdinTextWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteProcessStdinTextResponse, error) {
+	rsp, err := c.WriteProcessStdinTextWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWriteProcessStdinTextResponse(rsp)
+}
+
+// WriteProcessStdinTextWithResponse Write text to standard input
+//
+// Writes text to the process's standard input, then closes it with close=true. Answers {written, closed}; the refusals are those of POST .../stdin and .../stdin/close.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/process/{id}/stdin/text (the `WriteProcessStdinText` operationId).
+func (c *ClientWithResponses) WriteProcessStdinTextWithResponse(ctx context.Context, id string, body WriteProcessStdinTextJSONRequestBody, reqEditors ...RequestEditorFn) (*WriteProcessStdinTextResponse, error) {
+	rsp, err := c.WriteProcessStdinText(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWriteProcessStdinTextResponse(rsp)
 }
 
 // GetHealthWithResponse Health record of this service
@@ -3085,6 +3500,39 @@ func ParseGetProcessOutputResponse(rsp *http.Response) (*GetProcessOutputRespons
 	return response, nil
 }
 
+// ParseGetProcessOutputTextResponse parses an HTTP response from a GetProcessOutputTextWithResponse call
+func ParseGetProcessOutputTextResponse(rsp *http.Response) (*GetProcessOutputTextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProcessOutputTextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OutputText
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseResizeProcessResponse parses an HTTP response from a ResizeProcessWithResponse call
 func ParseResizeProcessResponse(rsp *http.Response) (*ResizeProcessResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -3200,6 +3648,39 @@ func ParseCloseProcessStdinResponse(rsp *http.Response) (*CloseProcessStdinRespo
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest Process
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseWriteProcessStdinTextResponse parses an HTTP response from a WriteProcessStdinTextWithResponse call
+func ParseWriteProcessStdinTextResponse(rsp *http.Response) (*WriteProcessStdinTextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WriteProcessStdinTextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest StdinWritten
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -252,6 +252,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/files/text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a file as text
+         * @description A whole file of at most 32 MiB as JSON: its text when it is UTF-8 and not an image, else its bytes (base64) as data, with its type, size and ETag. A larger file answers 413 (download it with GET /api/v1/files/content).
+         */
+        get: operations["readFileText"];
+        /**
+         * Write a file's text
+         * @description Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body (missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read answered (412 when the file changed). Answers the written entry.
+         */
+        put: operations["writeFileText"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/files/uploads": {
         parameters: {
             query?: never;
@@ -542,6 +566,30 @@ export interface components {
             files: number;
             /** @description symbolic links created */
             links: number;
+            path: string;
+        };
+        Text: {
+            /**
+             * Format: byte
+             * @description the content (base64) when it is an image or not UTF-8 text
+             */
+            data?: string;
+            /** @description what if_match of PUT /api/v1/files/text compares */
+            etag: string;
+            /** @description by extension, else sniffed from the first 512 bytes */
+            mime_type: string;
+            path: string;
+            /** @description bytes */
+            size: number;
+            /** @description the content, when it is UTF-8 text */
+            text?: string;
+        };
+        TextWrite: {
+            /** @description the whole new content (text) */
+            content?: string;
+            /** @description write only over the file with this ETag (412 PRECONDITION_FAILED when it changed) */
+            if_match?: string;
+            /** @description absolute path of the file; missing parent directories are created */
             path: string;
         };
         Upload: {
@@ -1251,6 +1299,71 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TarResult"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readFileText: {
+        parameters: {
+            query: {
+                /** @description absolute path of the file */
+                path: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Text"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    writeFileText: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TextWrite"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Entry"];
                 };
             };
             /** @description error */

@@ -64,6 +64,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/journal/text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The newest entries as text
+         * @description The newest `limit` matching entries (default 50), oldest first, in journalctl's short format as one JSON string: what a model reads.
+         */
+        get: operations["readJournalText"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -145,6 +165,10 @@ export interface components {
         Memory: {
             heap?: number;
             rss?: number;
+        };
+        ShortText: {
+            /** @description the entries in journalctl's short format, oldest first */
+            text: string;
         };
         Stats: {
             by_level: {
@@ -288,6 +312,46 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Stats"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readJournalText: {
+        parameters: {
+            query?: {
+                /** @description only entries of these sources (comma list: agent, gateway, process, mcp, cron ...) */
+                source?: string;
+                /** @description only this level and more severe ones */
+                level?: "debug" | "info" | "warn" | "error";
+                /** @description only entries at or after: RFC 3339 time or a duration back from now (-15m, 2h) */
+                since?: string;
+                /** @description only messages containing this (case-insensitive) */
+                text?: string;
+                /** @description the newest this many entries (default 50, at most 1000) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShortText"];
                 };
             };
             /** @description error */

@@ -92,6 +92,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/process/{id}/output/text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the output as one text
+         * @description The output from byte offset as one text of at most max_chars characters (stdout and stderr interleaved as written; binary output is named by its size), next_offset to read on, done once the process has ended and everything was read, its state and exit code. It does not wait for output.
+         */
+        get: operations["getProcessOutputText"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/process/{id}/resize": {
         parameters: {
             query?: never;
@@ -166,6 +186,26 @@ export interface paths {
          * @description The process reads end of file. On a pty this types Ctrl-D (end of file for a program reading the terminal line by line) and input stays open.
          */
         post: operations["closeProcessStdin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/process/{id}/stdin/text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write text to standard input
+         * @description Writes text to the process's standard input, then closes it with close=true. Answers {written, closed}; the refusals are those of POST .../stdin and .../stdin/close.
+         */
+        post: operations["writeProcessStdinText"];
         delete?: never;
         options?: never;
         head?: never;
@@ -276,6 +316,18 @@ export interface components {
             /** @description pass as since to read on */
             next_offset: number;
             process: components["schemas"]["Process"];
+        };
+        OutputText: {
+            /** @description the process has ended and all its output was read */
+            done: boolean;
+            exit_code?: number | null;
+            /** @description pass as offset to read on */
+            next_offset: number;
+            /** @description bytes before the answer's text that were no longer kept */
+            skipped?: number;
+            state: string;
+            /** @description the output from offset, stdout and stderr interleaved as written; binary output is named by its size */
+            text: string;
         };
         PTYSize: {
             /** @description 1-1000 */
@@ -427,6 +479,18 @@ export interface components {
             user?: string;
         };
         StdinResult: {
+            written: number;
+        };
+        StdinText: {
+            /** @description close its standard input afterwards (end of file) */
+            close?: boolean;
+            /** @description text written to its standard input (add \n for a line) */
+            text?: string;
+        };
+        StdinWritten: {
+            /** @description its standard input was closed afterwards */
+            closed: boolean;
+            /** @description bytes written */
             written: number;
         };
     };
@@ -657,6 +721,43 @@ export interface operations {
             };
         };
     };
+    getProcessOutputText: {
+        parameters: {
+            query?: {
+                /** @description byte offset in the process's output (both streams, in order) to read from; pass next_offset of the previous answer */
+                offset?: number;
+                /** @description characters to answer at most (default 20000) */
+                max_chars?: number;
+            };
+            header?: never;
+            path: {
+                /** @description the process's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutputText"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     resizeProcess: {
         parameters: {
             query?: never;
@@ -787,6 +888,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Process"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    writeProcessStdinText: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the process's id (started with keep_stdin_open) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StdinText"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StdinWritten"];
                 };
             };
             /** @description error */
