@@ -57,24 +57,51 @@ func (e *boltEngine) isTable(bucket string) bool {
 // its bucket, in batches; its catalog entry is written last, so a rebuild
 // cut short is done again at the next start.
 func (e *boltEngine) Declare(ctx context.Context, tables []*Table) error {
-	for _, t := range tables {
-		fp := t.Fingerprint()
-		current := false
-		err := e.db.View(func(tx *bolt.Tx) error {
-			if b := tx.Bucket([]byte(catalogBucket)); b != nil {
-				current = string(b.Get([]byte(t.Name))) == fp
+	var stale []*Table
+	err := e.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket([]byte(catalogBucket))
+		for _, t := range tables {
+			if c != nil && string(c.Get([]byte(t.Name))) == t.Fingerprint() {
+				e.markCataloged(t)
+				continue
 			}
-			return nil
-		})
-		if err != nil {
-			return err
+			stale = append(stale, t)
 		}
-		if current {
-			e.mu.Lock()
-			e.cataloged[t.Name] = true
-			e.mu.Unlock()
-			continue
+		return nil
+	})
+	if err != nil || len(stale) == 0 {
+		return err
+	}
+	// Tables with no records to move (a new file, a new table) are built
+	// together in one transaction: a fresh file's start pays one commit's
+	// syncs, not three per table.
+	var built, rest []*Table
+	err = e.db.Update(func(tx *bolt.Tx) error {
+		built, rest = nil, nil
+		for _, t := range stale {
+			if prim := tx.Bucket([]byte(t.Name)); prim != nil {
+				if k, _ := prim.Cursor().First(); k != nil {
+					rest = append(rest, t)
+					continue
+				}
+			}
+			if err := resetBuckets(tx, t); err != nil {
+				return err
+			}
+			if err := catalog(tx, t); err != nil {
+				return err
+			}
+			built = append(built, t)
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("declare tables: %w", err)
+	}
+	for _, t := range built {
+		e.markCataloged(t)
+	}
+	for _, t := range rest {
 		if err := e.rebuild(ctx, t); err != nil {
 			return fmt.Errorf("declare table %s: %w", t.Name, err)
 		}
@@ -82,40 +109,58 @@ func (e *boltEngine) Declare(ctx context.Context, tables []*Table) error {
 	return nil
 }
 
-func (e *boltEngine) rebuild(ctx context.Context, t *Table) error {
-	err := e.db.Update(func(tx *bolt.Tx) error {
-		if c := tx.Bucket([]byte(catalogBucket)); c != nil {
-			if err := c.Delete([]byte(t.Name)); err != nil {
-				return err
-			}
-		}
-		var drop [][]byte
-		own := []byte(internalPrefix + t.Name + internalPrefix)
-		err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-			if bytes.HasPrefix(name, own) {
-				drop = append(drop, bytes.Clone(name))
-			}
-			return nil
-		})
-		if err != nil {
+func (e *boltEngine) markCataloged(t *Table) {
+	e.mu.Lock()
+	e.cataloged[t.Name] = true
+	e.mu.Unlock()
+}
+
+// resetBuckets drops t's catalog entry and its own buckets and creates
+// them empty.
+func resetBuckets(tx *bolt.Tx, t *Table) error {
+	if c := tx.Bucket([]byte(catalogBucket)); c != nil {
+		if err := c.Delete([]byte(t.Name)); err != nil {
 			return err
 		}
-		for _, n := range drop {
-			if err := tx.DeleteBucket(n); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.CreateBucket(rowBucket(t)); err != nil {
-			return err
-		}
-		for i := range t.Indexes {
-			if _, err := tx.CreateBucket(indexBucket(t, i)); err != nil {
-				return err
-			}
+	}
+	var drop [][]byte
+	own := []byte(internalPrefix + t.Name + internalPrefix)
+	err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		if bytes.HasPrefix(name, own) {
+			drop = append(drop, bytes.Clone(name))
 		}
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	for _, n := range drop {
+		if err := tx.DeleteBucket(n); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.CreateBucket(rowBucket(t)); err != nil {
+		return err
+	}
+	for i := range t.Indexes {
+		if _, err := tx.CreateBucket(indexBucket(t, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// catalog records t's declaration as built.
+func catalog(tx *bolt.Tx, t *Table) error {
+	c, err := tx.CreateBucketIfNotExists([]byte(catalogBucket))
+	if err != nil {
+		return err
+	}
+	return c.Put([]byte(t.Name), []byte(t.Fingerprint()))
+}
+
+func (e *boltEngine) rebuild(ctx context.Context, t *Table) error {
+	if err := e.db.Update(func(tx *bolt.Tx) error { return resetBuckets(tx, t) }); err != nil {
 		return err
 	}
 	after := ""
@@ -167,17 +212,9 @@ func (e *boltEngine) rebuild(ctx context.Context, t *Table) error {
 			return err
 		}
 	}
-	err = e.db.Update(func(tx *bolt.Tx) error {
-		c, err := tx.CreateBucketIfNotExists([]byte(catalogBucket))
-		if err != nil {
-			return err
-		}
-		return c.Put([]byte(t.Name), []byte(t.Fingerprint()))
-	})
+	err := e.db.Update(func(tx *bolt.Tx) error { return catalog(tx, t) })
 	if err == nil {
-		e.mu.Lock()
-		e.cataloged[t.Name] = true
-		e.mu.Unlock()
+		e.markCataloged(t)
 	}
 	return err
 }
