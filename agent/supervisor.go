@@ -333,9 +333,22 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); keys.run(runCtx) }()
 	}
+	// servicesUp closes once every service has answered its first health
+	// check.
+	servicesUp := make(chan struct{})
 	if srv := s.newSSHD(); srv != nil {
+		// The SSH server (and its first start's host key) waits for the
+		// services: a new container's first request should not share
+		// its cores with ssh-keygen.
 		wg.Add(1)
-		go func() { defer wg.Done(); srv.run(runCtx) }()
+		go func() {
+			defer wg.Done()
+			select {
+			case <-servicesUp:
+				srv.run(runCtx)
+			case <-runCtx.Done():
+			}
+		}()
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); s.releaseIdleMemory(runCtx) }()
@@ -371,6 +384,7 @@ loop:
 		select {
 		case <-ready:
 			ready = nil
+			close(servicesUp)
 			_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
 			s.log.Info("all services healthy", "services", len(s.units), "startup_ms", time.Since(s.started).Milliseconds())
 			s.printSummary()
