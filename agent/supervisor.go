@@ -310,10 +310,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	defer cancel()
 
 	var wg sync.WaitGroup
-	for _, u := range s.units {
-		wg.Add(1)
-		go func() { defer wg.Done(); u.run(runCtx) }()
-	}
+	s.startUnits(runCtx, &wg)
 	if s.access != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.access.Run(runCtx) }()
@@ -412,6 +409,9 @@ loop:
 	gcancel()
 	cancel() // every unit stops its service (in parallel) and returns
 	wg.Wait()
+	// A unit stopped before its turn to start still holds the listener
+	// New made for it.
+	s.closeListeners()
 	if s.sink != nil {
 		_ = s.sink.Close()
 	}
