@@ -20,7 +20,7 @@ import (
 // where writing the file through the engine's archive API mounts the
 // container's filesystem (half a second and more on a busy engine). An
 // agent that does not take it (an older agent, a hand-over that failed)
-// gets the token through the engine as before.
+// gets the token written into its file through the engine instead.
 
 // handoffTimeout bounds a hand-over: the agent's sync with its new token
 // included (the agent gives that 5 s).
