@@ -75,9 +75,20 @@ func (d *Driver) canBind(ctx context.Context) bool {
 	return true
 }
 
-// hostName is the name of file f in its container's directory.
+// hostName is the name of file f in its container's directory: its index
+// in the create's list, then its path flattened (flatPath).
 func hostName(i int, f runtime.File) string {
-	return strconv.Itoa(i) + "-" + strings.ReplaceAll(strings.TrimPrefix(f.Path, "/"), "/", "_")
+	return strconv.Itoa(i) + "-" + flatPath(f.Path)
+}
+
+func flatPath(p string) string { return strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_") }
+
+// fileMode is f's mode on the host: its own, else root's read-only.
+func fileMode(f runtime.File) os.FileMode {
+	if mode := os.FileMode(f.Mode & 0o7777); mode != 0 {
+		return mode
+	}
+	return 0o400
 }
 
 // writeHostFiles writes files into dir (made root-only) and answers their
@@ -89,12 +100,8 @@ func writeHostFiles(dir string, files []runtime.File) ([]mount.Mount, error) {
 	}
 	mounts := make([]mount.Mount, 0, len(files))
 	for i, f := range files {
-		mode := os.FileMode(f.Mode & 0o7777)
-		if mode == 0 {
-			mode = 0o400
-		}
 		p := filepath.Join(dir, hostName(i, f))
-		if err := writeInPlace(p, f.Content, mode); err != nil {
+		if err := writeInPlace(p, f.Content, fileMode(f)); err != nil {
 			return nil, fmt.Errorf("docker runtime: file %q: %w", f.Path, err)
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p, Target: f.Path, ReadOnly: true})
@@ -132,28 +139,20 @@ func rewriteHostFiles(dir string, files []runtime.File) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	have := map[string]bool{}
-	for _, e := range entries {
-		have[e.Name()] = true
-	}
 	// Bound files are named by their index in the create's list; a
 	// rewrite names them by path.
 	byPath := map[string]string{}
-	for name := range have {
-		if _, rest, ok := strings.Cut(name, "-"); ok {
-			byPath[rest] = name
+	for _, e := range entries {
+		if _, rest, ok := strings.Cut(e.Name(), "-"); ok {
+			byPath[rest] = e.Name()
 		}
 	}
 	for _, f := range files {
-		name, ok := byPath[strings.ReplaceAll(strings.TrimPrefix(f.Path, "/"), "/", "_")]
+		name, ok := byPath[flatPath(f.Path)]
 		if !ok {
 			return false, nil
 		}
-		mode := os.FileMode(f.Mode & 0o7777)
-		if mode == 0 {
-			mode = 0o400
-		}
-		if err := writeInPlace(filepath.Join(dir, name), f.Content, mode); err != nil {
+		if err := writeInPlace(filepath.Join(dir, name), f.Content, fileMode(f)); err != nil {
 			return true, fmt.Errorf("docker runtime: file %q: %w", f.Path, err)
 		}
 	}
