@@ -77,8 +77,7 @@ func (c *Control) Post(ctx context.Context, path string, v any, max int) (int, [
 // do sends req with a fresh nonce and returns the answer (status, body,
 // ETag header) only when it is bound to that request (verify).
 func (c *Control) do(req *http.Request, max int) (int, []byte, string, error) {
-	c.credOnce.Do(func() { c.cred = &credential{token: c.Token, file: c.TokenFile} })
-	used := c.cred.get()
+	used := c.credential().get()
 	status, body, etag, err := c.send(req, used, max)
 	if err != nil || status != http.StatusUnauthorized {
 		return status, body, etag, err
@@ -94,6 +93,13 @@ func (c *Control) do(req *http.Request, max int) (int, []byte, string, error) {
 		}
 	}
 	return c.send(retry, fresh, max)
+}
+
+// credential is the token in force, made from Token and TokenFile the
+// first time.
+func (c *Control) credential() *credential {
+	c.credOnce.Do(func() { c.cred = &credential{token: c.Token, file: c.TokenFile} })
+	return c.cred
 }
 
 // send sends req with token and a fresh nonce (do).

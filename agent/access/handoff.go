@@ -104,8 +104,7 @@ func (a *Authorizer) takeIdentity(ctx context.Context, body io.Reader) error {
 // adopt opens s with the token in force and puts the new token in force:
 // the new token.
 func (c *Control) adopt(s tokenseal.Sealed) (string, error) {
-	c.credOnce.Do(func() { c.cred = &credential{token: c.Token, file: c.TokenFile} })
-	c.cred.mu.Lock()
+	c.credential().mu.Lock()
 	defer c.cred.mu.Unlock()
 	tok, err := tokenseal.Open(c.cred.token, c.ContainerID, s)
 	if errors.Is(err, tokenseal.ErrNotOpened) {
