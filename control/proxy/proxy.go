@@ -7,9 +7,13 @@
 // stopped container whose autostart is on, and bounds what one container
 // or one client can hold.
 //
-// It is a plain net/http server around httputil.ReverseProxy: WebSockets,
-// server-sent events, streamed bodies and Range pass through unbuffered,
-// hop-by-hop headers are dropped and X-Forwarded-For/Host/Proto set.
+// On plain HTTP a lean front (front.go) forwards the plain requests (a
+// GET or HEAD without a body to a running container) in the goroutine
+// that reads the client, and hands everything else, with the rest of its
+// connection, to a net/http server around httputil.ReverseProxy, which
+// also serves TLS. Either way WebSockets, server-sent events, streamed
+// bodies and Range pass through unbuffered, hop-by-hop headers are
+// dropped and X-Forwarded-For/Host/Proto set.
 package proxy
 
 import (
@@ -143,7 +147,8 @@ func New(cfg Config, cat Catalog) *Proxy {
 }
 
 // Server is an http.Server for the proxy with its timeouts; the caller
-// serves it on its own listener.
+// serves it on its own listener: plain HTTP through Serve, TLS with the
+// Server's own Serve.
 func (p *Proxy) Server() *http.Server {
 	return &http.Server{Handler: p, ConnContext: withConn, ReadHeaderTimeout: p.cfg.HeaderTimeout, IdleTimeout: p.cfg.IdleTimeout,
 		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(p.cfg.Logger.Handler(), slog.LevelDebug)}

@@ -106,7 +106,7 @@ func serve(t testing.TB, p *proxy.Proxy) string {
 		t.Fatal(err)
 	}
 	srv := p.Server()
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = p.Serve(srv, ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
 }

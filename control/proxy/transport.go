@@ -391,6 +391,9 @@ type connKey struct{}
 
 // withConn is the Server's ConnContext.
 func withConn(ctx context.Context, c net.Conn) context.Context {
+	if rc, ok := c.(*replayConn); ok {
+		c = rc.Conn // handed over by the front
+	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		return context.WithValue(ctx, connKey{}, tc)
 	}

@@ -121,7 +121,12 @@ func (s *Server) serveProxy(ctx context.Context) (stop func(), err error) {
 		scheme = "https"
 	}
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		serve := func() error { return p.Serve(srv, ln) }
+		if s.cfg.ProxyTLS {
+			// TLS stays with net/http: the front reads plain HTTP only.
+			serve = func() error { return srv.Serve(ln) }
+		}
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			s.log.Error("platform proxy stopped", "err", err)
 		}
 	}()
