@@ -340,9 +340,7 @@ func (fc *frontConn) forward(req *http.Request, n int) (keep, taken bool) {
 	keep = !req.Close
 	if u.limit != nil && !u.limit.allow(time.Now()) {
 		b := newBuffered()
-		b.Header().Set("Retry-After", "1")
-		writeError(b, http.StatusTooManyRequests, "container "+c.ID+" takes at most "+
-			strconv.Itoa(p.cfg.MaxRequestsPerSecond)+" requests a second through the proxy")
+		p.tooMany(b, c)
 		return fc.writeBuffered(b, keep), true
 	}
 	x := &exchange{fc: fc}
@@ -353,14 +351,7 @@ func (fc *frontConn) forward(req *http.Request, n int) (keep, taken bool) {
 			return false, true
 		}
 		b := newBuffered()
-		if errors.Is(err, errBusy) {
-			b.Header().Set("Retry-After", "1")
-			writeError(b, http.StatusServiceUnavailable, "container "+c.ID+" has "+strconv.Itoa(p.cfg.MaxConnsPerContainer)+
-				" connections open through the proxy, the most it may; retry")
-		} else {
-			p.found.forget(c.ID)
-			writeError(b, http.StatusBadGateway, "the agent of container "+c.ID+" did not answer; retry, or see its status")
-		}
+		p.agentFailed(b, c, err)
 		return fc.writeBuffered(b, keep), true
 	}
 	upKeep, err := x.relay(req, resp, ac, keep)

@@ -176,3 +176,43 @@ func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
 }
+
+// TestRateLimitHoldsOnBothPaths floods one container through the proxy
+// with plain GETs (the front's) and POSTs (the net/http server's): past
+// its requests a second, either gets 429 with Retry-After, and the two
+// paths count against the one bound.
+func TestRateLimitHoldsOnBothPaths(t *testing.T) {
+	a := agent(t, "proj", "ctr1")
+	cat := &catalog{byID: map[string]*proxy.Container{"ctr1": {ID: "ctr1", ProjectID: "proj", Status: "running", Addr: a}}}
+	px := serve(t, proxy.New(proxy.Config{Domain: "deckhand.test", MaxRequestsPerSecond: 5}, cat))
+	cl := &http.Client{Timeout: 10 * time.Second}
+	codes := map[string]map[int]int{"GET": {}, "POST": {}}
+	start := time.Now()
+	for i := range 40 {
+		method := "GET"
+		var body io.Reader
+		if i%2 == 1 {
+			method, body = "POST", strings.NewReader("{}")
+		}
+		req, _ := http.NewRequest(method, "http://"+px+"/api/v1/files/stat?path=/", body)
+		req.Host = "proj-ctr1-files-1.local.deckhand.test"
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		codes[method][resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests &&
+			(resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(b), "at most 5 requests a second")) {
+			t.Fatalf("%s 429: %v %q", method, resp.Header, b)
+		}
+	}
+	// 40 requests in under a second or two: at most 5 a started second
+	// pass the bound, whichever path.
+	seconds := int(time.Since(start)/time.Second) + 2
+	passed := 40 - codes["GET"][http.StatusTooManyRequests] - codes["POST"][http.StatusTooManyRequests]
+	if passed > 5*seconds || codes["GET"][http.StatusTooManyRequests] == 0 || codes["POST"][http.StatusTooManyRequests] == 0 {
+		t.Fatalf("over %d s: %v", seconds, codes)
+	}
+}

@@ -205,9 +205,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u := p.upstream(c)
 	if u.limit != nil && !u.limit.allow(time.Now()) {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "container "+c.ID+" takes at most "+
-			strconv.Itoa(p.cfg.MaxRequestsPerSecond)+" requests a second through the proxy")
+		p.tooMany(w, c)
 		return
 	}
 	u.rp.ServeHTTP(w, withWriter(w, r))
@@ -332,16 +330,7 @@ func (p *Proxy) upstream(c Container) *upstream {
 			if errors.Is(err, context.Canceled) {
 				return
 			}
-			if errors.Is(err, errBusy) {
-				w.Header().Set("Retry-After", "1")
-				writeError(w, http.StatusServiceUnavailable, "container "+c.ID+" has "+strconv.Itoa(p.cfg.MaxConnsPerContainer)+
-					" connections open through the proxy, the most it may; retry")
-				return
-			}
-			// The next request reads the record again: the container may
-			// have stopped or moved.
-			p.found.forget(c.ID)
-			writeError(w, http.StatusBadGateway, "the agent of container "+c.ID+" did not answer; retry, or see its status")
+			p.agentFailed(w, c, err)
 		},
 	}
 	u := &upstream{addr: addr, tr: tr, rp: rp}
@@ -350,6 +339,28 @@ func (p *Proxy) upstream(c Container) *upstream {
 	}
 	p.pool[c.ID] = u
 	return u
+}
+
+// tooMany answers 429: c is past its requests a second.
+func (p *Proxy) tooMany(w http.ResponseWriter, c Container) {
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusTooManyRequests, "container "+c.ID+" takes at most "+
+		strconv.Itoa(p.cfg.MaxRequestsPerSecond)+" requests a second through the proxy")
+}
+
+// agentFailed answers an exchange with c's agent that failed before its
+// answer: 503 when every connection is taken, else 502.
+func (p *Proxy) agentFailed(w http.ResponseWriter, c Container, err error) {
+	if errors.Is(err, errBusy) {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "container "+c.ID+" has "+strconv.Itoa(p.cfg.MaxConnsPerContainer)+
+			" connections open through the proxy, the most it may; retry")
+		return
+	}
+	// The next request reads the record again: the container may have
+	// stopped or moved.
+	p.found.forget(c.ID)
+	writeError(w, http.StatusBadGateway, "the agent of container "+c.ID+" did not answer; retry, or see its status")
 }
 
 // bufferPool lends the copy buffers of bodies: 256 KiB, so a bulk
