@@ -368,6 +368,42 @@ func (e GetAccessibilityTreeParamsScope) Valid() bool {
 	}
 }
 
+// Defines values for ListAccessibilityElementsParamsScope.
+const (
+	ListAccessibilityElementsParamsScopeActive ListAccessibilityElementsParamsScope = "active"
+	ListAccessibilityElementsParamsScopeAll    ListAccessibilityElementsParamsScope = "all"
+)
+
+// Valid indicates whether the value is a known member of the ListAccessibilityElementsParamsScope enum.
+func (e ListAccessibilityElementsParamsScope) Valid() bool {
+	switch e {
+	case ListAccessibilityElementsParamsScopeActive:
+		return true
+	case ListAccessibilityElementsParamsScopeAll:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SearchAccessibilityElementsParamsScope.
+const (
+	SearchAccessibilityElementsParamsScopeActive SearchAccessibilityElementsParamsScope = "active"
+	SearchAccessibilityElementsParamsScopeAll    SearchAccessibilityElementsParamsScope = "all"
+)
+
+// Valid indicates whether the value is a known member of the SearchAccessibilityElementsParamsScope enum.
+func (e SearchAccessibilityElementsParamsScope) Valid() bool {
+	switch e {
+	case SearchAccessibilityElementsParamsScopeActive:
+		return true
+	case SearchAccessibilityElementsParamsScopeAll:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SearchAccessibilityParamsScope.
 const (
 	SearchAccessibilityParamsScopeActive SearchAccessibilityParamsScope = "active"
@@ -806,6 +842,34 @@ type DragResult struct {
 	To   Point   `json:"to"`
 }
 
+// Element defines model for Element.
+type Element struct {
+	Actions *[]string `json:"actions,omitempty"`
+
+	// Bounds screen pixels; absent for an element without a component
+	Bounds *Rect `json:"bounds,omitempty"`
+
+	// Depth 0 for a top node, its children 1 ...
+	Depth       int     `json:"depth"`
+	Description *string `json:"description,omitempty"`
+
+	// Id the element's id for display_element_click and display_element_set_value
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// Parent the parent element's id
+	Parent *string `json:"parent,omitempty"`
+
+	// Role the AT-SPI role name: push button, text, frame, check box ...
+	Role string `json:"role"`
+
+	// States focused, enabled, sensitive, showing, visible, checked, editable ...
+	States *[]string `json:"states,omitempty"`
+
+	// Value a text element's text or a range's value
+	Value *string `json:"value,omitempty"`
+}
+
 // ElementResult defines model for ElementResult.
 type ElementResult struct {
 	// Action the action invoked
@@ -823,6 +887,14 @@ type ElementResult struct {
 
 // ElementResultMethod how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling
 type ElementResultMethod string
+
+// Elements defines model for Elements.
+type Elements struct {
+	Elements []Element `json:"elements"`
+
+	// Reason why there are none: the window's application exposes no tree
+	Reason *string `json:"reason,omitempty"`
+}
 
 // Error defines model for Error.
 type Error struct {
@@ -944,9 +1016,9 @@ type Mark struct {
 type MarkedScreenshot struct {
 	Height int `json:"height"`
 
-	// Image the screen as PNG with the boxes drawn, base64
-	Image []byte `json:"image"`
-	Marks []Mark `json:"marks"`
+	// Image the screen as PNG with the boxes drawn, base64 (the display_screenshot_marked tool answers it as image content instead)
+	Image *[]byte `json:"image,omitempty"`
+	Marks []Mark  `json:"marks"`
 
 	// Reason why there are no marks
 	Reason *string `json:"reason,omitempty"`
@@ -1057,6 +1129,11 @@ type RecordingStatus string
 // RecordingStopReason why it stopped
 type RecordingStopReason string
 
+// RecordingList defines model for RecordingList.
+type RecordingList struct {
+	Recordings []Recording `json:"recordings"`
+}
+
 // Rect defines model for Rect.
 type Rect struct {
 	Height int `json:"height"`
@@ -1069,6 +1146,25 @@ type Rect struct {
 type ResetResult struct {
 	ReleasedButtons []string `json:"released_buttons"`
 	ReleasedKeys    []string `json:"released_keys"`
+}
+
+// Scaled defines model for Scaled.
+type Scaled struct {
+	// Height the image's height in pixels
+	Height int `json:"height"`
+
+	// Image the PNG, base64 (the display_screenshot tool answers it as image content instead)
+	Image *[]byte `json:"image,omitempty"`
+
+	// Scale image pixels per screen pixel
+	Scale        float32 `json:"scale"`
+	ScreenHeight int     `json:"screen_height"`
+
+	// ScreenWidth the screen's width: click coordinates are screen pixels, so multiply image x by screen_width/width
+	ScreenWidth int `json:"screen_width"`
+
+	// Width the image's width in pixels
+	Width int `json:"width"`
 }
 
 // Screen defines model for Screen.
@@ -1258,6 +1354,11 @@ type Window struct {
 	Y     int `json:"y"`
 }
 
+// WindowList defines model for WindowList.
+type WindowList struct {
+	Windows []Window `json:"windows"`
+}
+
 // WindowMove defines model for WindowMove.
 type WindowMove struct {
 	// Id X window id; default the active window
@@ -1355,6 +1456,36 @@ type GetAccessibilityTreeParams struct {
 
 // GetAccessibilityTreeParamsScope defines parameters for GetAccessibilityTree.
 type GetAccessibilityTreeParamsScope string
+
+// ListAccessibilityElementsParams defines parameters for ListAccessibilityElements.
+type ListAccessibilityElementsParams struct {
+	// Scope active: the active window's tree; all: every application's
+	Scope *ListAccessibilityElementsParamsScope `form:"scope,omitempty" json:"scope,omitempty"`
+
+	// Depth levels below each window (scope=active) or application (scope=all) to answer; 0 or absent: all
+	Depth *int `form:"depth,omitempty" json:"depth,omitempty"`
+
+	// Role keep only nodes of this AT-SPI role and their ancestors
+	Role *string `form:"role,omitempty" json:"role,omitempty"`
+}
+
+// ListAccessibilityElementsParamsScope defines parameters for ListAccessibilityElements.
+type ListAccessibilityElementsParamsScope string
+
+// SearchAccessibilityElementsParams defines parameters for SearchAccessibilityElements.
+type SearchAccessibilityElementsParams struct {
+	// Role the AT-SPI role, exactly (push button)
+	Role *string `form:"role,omitempty" json:"role,omitempty"`
+
+	// Name a case-insensitive substring of the element's name
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// Scope where to search: every application (default) or the active window
+	Scope *SearchAccessibilityElementsParamsScope `form:"scope,omitempty" json:"scope,omitempty"`
+}
+
+// SearchAccessibilityElementsParamsScope defines parameters for SearchAccessibilityElements.
+type SearchAccessibilityElementsParamsScope string
 
 // SearchAccessibilityParams defines parameters for SearchAccessibility.
 type SearchAccessibilityParams struct {
@@ -1556,6 +1687,12 @@ type TakeMarkedScreenshotParams struct {
 // TakeMarkedScreenshotParamsScope defines parameters for TakeMarkedScreenshot.
 type TakeMarkedScreenshotParamsScope string
 
+// TakeScaledScreenshotParams defines parameters for TakeScaledScreenshot.
+type TakeScaledScreenshotParams struct {
+	// MaxWidth scale the image down to at most this many pixels wide (0: 1280; the screen's own width when smaller)
+	MaxWidth *int `form:"max_width,omitempty" json:"max_width,omitempty"`
+}
+
 // OpenTakeoverViewParams defines parameters for OpenTakeoverView.
 type OpenTakeoverViewParams struct {
 	// Mode control: the person drives (the agent's input waits); view: watch only, enforced by the VNC server
@@ -1754,6 +1891,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/display/accessibility (the `GetAccessibilityTree` operationId).
 	GetAccessibilityTree(ctx context.Context, params *GetAccessibilityTreeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAccessibilityElements Accessibility tree, flat
+	//
+	// The tree GET accessibility answers, flat: each element without children, in document order, with its depth and its parent's id.
+	//
+	// Corresponds with GET /api/v1/display/accessibility/elements (the `ListAccessibilityElements` operationId).
+	ListAccessibilityElements(ctx context.Context, params *ListAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchAccessibilityElements Find accessible elements, flat
+	//
+	// What GET accessibility/search answers, as elements.
+	//
+	// Corresponds with GET /api/v1/display/accessibility/elements/search (the `SearchAccessibilityElements` operationId).
+	SearchAccessibilityElements(ctx context.Context, params *SearchAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SearchAccessibility Find accessible elements
 	//
@@ -2236,6 +2387,13 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
 	StartRecording(ctx context.Context, body StartRecordingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListRecordingsObject List recordings as an object
+	//
+	// What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
+	//
+	// Corresponds with GET /api/v1/display/recordings/list (the `ListRecordingsObject` operationId).
+	ListRecordingsObject(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteRecording Delete a recording
 	//
 	// Stops it if it records, then deletes its video and timeline.
@@ -2284,6 +2442,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/display/screenshots/marked (the `TakeMarkedScreenshot` operationId).
 	TakeMarkedScreenshot(ctx context.Context, params *TakeMarkedScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TakeScaledScreenshot Screenshot scaled to a width, as JSON
+	//
+	// The whole screen as PNG (base64 in image), shrunk with the screenshot's area filter to at most max_width pixels wide, with the image's and the screen's sizes.
+	//
+	// Corresponds with GET /api/v1/display/screenshots/scaled (the `TakeScaledScreenshot` operationId).
+	TakeScaledScreenshot(ctx context.Context, params *TakeScaledScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeAgent Resume the agent
 	//
@@ -2380,6 +2545,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/display/window/focus (the `PostDisplayWindowFocus` operationId).
 	PostDisplayWindowFocus(ctx context.Context, body PostDisplayWindowFocusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWindowsObject List top-level windows as an object
+	//
+	// What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
+	//
+	// Corresponds with GET /api/v1/display/window/list (the `ListWindowsObject` operationId).
+	ListWindowsObject(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostDisplayWindowMinimizeWithBody Minimize (iconify) a window
 	//
@@ -2539,6 +2711,40 @@ func (c *Client) DescribeDisplay(ctx context.Context, reqEditors ...RequestEdito
 // Corresponds with GET /api/v1/display/accessibility (the `GetAccessibilityTree` operationId).
 func (c *Client) GetAccessibilityTree(ctx context.Context, params *GetAccessibilityTreeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAccessibilityTreeRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAccessibilityElements Accessibility tree, flat
+//
+// The tree GET accessibility answers, flat: each element without children, in document order, with its depth and its parent's id.
+//
+// Corresponds with GET /api/v1/display/accessibility/elements (the `ListAccessibilityElements` operationId).
+func (c *Client) ListAccessibilityElements(ctx context.Context, params *ListAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAccessibilityElementsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchAccessibilityElements Find accessible elements, flat
+//
+// What GET accessibility/search answers, as elements.
+//
+// Corresponds with GET /api/v1/display/accessibility/elements/search (the `SearchAccessibilityElements` operationId).
+func (c *Client) SearchAccessibilityElements(ctx context.Context, params *SearchAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchAccessibilityElementsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3600,6 +3806,23 @@ func (c *Client) StartRecording(ctx context.Context, body StartRecordingJSONRequ
 	return c.Client.Do(req)
 }
 
+// ListRecordingsObject List recordings as an object
+//
+// What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
+//
+// Corresponds with GET /api/v1/display/recordings/list (the `ListRecordingsObject` operationId).
+func (c *Client) ListRecordingsObject(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRecordingsObjectRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DeleteRecording Delete a recording
 //
 // Stops it if it records, then deletes its video and timeline.
@@ -3709,6 +3932,23 @@ func (c *Client) TakeScreenshot(ctx context.Context, params *TakeScreenshotParam
 // Corresponds with GET /api/v1/display/screenshots/marked (the `TakeMarkedScreenshot` operationId).
 func (c *Client) TakeMarkedScreenshot(ctx context.Context, params *TakeMarkedScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTakeMarkedScreenshotRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TakeScaledScreenshot Screenshot scaled to a width, as JSON
+//
+// The whole screen as PNG (base64 in image), shrunk with the screenshot's area filter to at most max_width pixels wide, with the image's and the screen's sizes.
+//
+// Corresponds with GET /api/v1/display/screenshots/scaled (the `TakeScaledScreenshot` operationId).
+func (c *Client) TakeScaledScreenshot(ctx context.Context, params *TakeScaledScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTakeScaledScreenshotRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3925,6 +4165,23 @@ func (c *Client) PostDisplayWindowFocusWithBody(ctx context.Context, contentType
 // Corresponds with POST /api/v1/display/window/focus (the `PostDisplayWindowFocus` operationId).
 func (c *Client) PostDisplayWindowFocus(ctx context.Context, body PostDisplayWindowFocusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostDisplayWindowFocusRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWindowsObject List top-level windows as an object
+//
+// What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
+//
+// Corresponds with GET /api/v1/display/window/list (the `ListWindowsObject` operationId).
+func (c *Client) ListWindowsObject(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWindowsObjectRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -4320,6 +4577,162 @@ func NewGetAccessibilityTreeRequest(server string, params *GetAccessibilityTreeP
 		if params.Role != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "role", *params.Role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAccessibilityElementsRequest constructs an http.Request for the ListAccessibilityElements method
+func NewListAccessibilityElementsRequest(server string, params *ListAccessibilityElementsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility/elements")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Scope != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scope", *params.Scope, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Depth != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "depth", *params.Depth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Role != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "role", *params.Role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSearchAccessibilityElementsRequest constructs an http.Request for the SearchAccessibilityElements method
+func NewSearchAccessibilityElementsRequest(server string, params *SearchAccessibilityElementsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility/elements/search")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Role != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "role", *params.Role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Scope != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scope", *params.Scope, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5724,6 +6137,33 @@ func NewStartRecordingRequestWithBody(server string, contentType string, body io
 	return req, nil
 }
 
+// NewListRecordingsObjectRequest constructs an http.Request for the ListRecordingsObject method
+func NewListRecordingsObjectRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/recordings/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDeleteRecordingRequest constructs an http.Request for the DeleteRecording method
 func NewDeleteRecordingRequest(server string, id openapi_types.UUID) (*http.Request, error) {
 	var err error
@@ -6086,6 +6526,60 @@ func NewTakeMarkedScreenshotRequest(server string, params *TakeMarkedScreenshotP
 	return req, nil
 }
 
+// NewTakeScaledScreenshotRequest constructs an http.Request for the TakeScaledScreenshot method
+func NewTakeScaledScreenshotRequest(server string, params *TakeScaledScreenshotParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/screenshots/scaled")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.MaxWidth != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_width", *params.MaxWidth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewResumeAgentRequest constructs an http.Request for the ResumeAgent method
 func NewResumeAgentRequest(server string) (*http.Request, error) {
 	var err error
@@ -6425,6 +6919,33 @@ func NewPostDisplayWindowFocusRequestWithBody(server string, contentType string,
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListWindowsObjectRequest constructs an http.Request for the ListWindowsObject method
+func NewListWindowsObjectRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/window/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -6900,6 +7421,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/display/accessibility (the `GetAccessibilityTree` operationId).
 	GetAccessibilityTreeWithResponse(ctx context.Context, params *GetAccessibilityTreeParams, reqEditors ...RequestEditorFn) (*GetAccessibilityTreeResponse, error)
+
+	// ListAccessibilityElementsWithResponse Accessibility tree, flat
+	//
+	// The tree GET accessibility answers, flat: each element without children, in document order, with its depth and its parent's id.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/accessibility/elements (the `ListAccessibilityElements` operationId).
+	ListAccessibilityElementsWithResponse(ctx context.Context, params *ListAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*ListAccessibilityElementsResponse, error)
+
+	// SearchAccessibilityElementsWithResponse Find accessible elements, flat
+	//
+	// What GET accessibility/search answers, as elements.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/accessibility/elements/search (the `SearchAccessibilityElements` operationId).
+	SearchAccessibilityElementsWithResponse(ctx context.Context, params *SearchAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*SearchAccessibilityElementsResponse, error)
 
 	// SearchAccessibilityWithResponse Find accessible elements
 	//
@@ -7404,6 +7943,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
 	StartRecordingWithResponse(ctx context.Context, body StartRecordingJSONRequestBody, reqEditors ...RequestEditorFn) (*StartRecordingResponse, error)
 
+	// ListRecordingsObjectWithResponse List recordings as an object
+	//
+	// What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/recordings/list (the `ListRecordingsObject` operationId).
+	ListRecordingsObjectWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRecordingsObjectResponse, error)
+
 	// DeleteRecordingWithResponse Delete a recording
 	//
 	// Stops it if it records, then deletes its video and timeline.
@@ -7466,6 +8014,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/display/screenshots/marked (the `TakeMarkedScreenshot` operationId).
 	TakeMarkedScreenshotWithResponse(ctx context.Context, params *TakeMarkedScreenshotParams, reqEditors ...RequestEditorFn) (*TakeMarkedScreenshotResponse, error)
+
+	// TakeScaledScreenshotWithResponse Screenshot scaled to a width, as JSON
+	//
+	// The whole screen as PNG (base64 in image), shrunk with the screenshot's area filter to at most max_width pixels wide, with the image's and the screen's sizes.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/screenshots/scaled (the `TakeScaledScreenshot` operationId).
+	TakeScaledScreenshotWithResponse(ctx context.Context, params *TakeScaledScreenshotParams, reqEditors ...RequestEditorFn) (*TakeScaledScreenshotResponse, error)
 
 	// ResumeAgentWithResponse Resume the agent
 	//
@@ -7574,6 +8131,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/display/window/focus (the `PostDisplayWindowFocus` operationId).
 	PostDisplayWindowFocusWithResponse(ctx context.Context, body PostDisplayWindowFocusJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayWindowFocusResponse, error)
+
+	// ListWindowsObjectWithResponse List top-level windows as an object
+	//
+	// What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/window/list (the `ListWindowsObject` operationId).
+	ListWindowsObjectWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListWindowsObjectResponse, error)
 
 	// PostDisplayWindowMinimizeWithBodyWithResponse Minimize (iconify) a window
 	//
@@ -7813,6 +8379,102 @@ func (r GetAccessibilityTreeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAccessibilityTreeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListAccessibilityElementsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Elements
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAccessibilityElementsResponse) GetJSON200() *Elements {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListAccessibilityElementsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAccessibilityElementsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAccessibilityElementsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAccessibilityElementsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAccessibilityElementsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SearchAccessibilityElementsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Elements
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchAccessibilityElementsResponse) GetJSON200() *Elements {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SearchAccessibilityElementsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchAccessibilityElementsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchAccessibilityElementsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchAccessibilityElementsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchAccessibilityElementsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9465,6 +10127,54 @@ func (r StartRecordingResponse) ContentType() string {
 	return ""
 }
 
+type ListRecordingsObjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecordingList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRecordingsObjectResponse) GetJSON200() *RecordingList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListRecordingsObjectResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRecordingsObjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRecordingsObjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRecordingsObjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRecordingsObjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type DeleteRecordingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9783,6 +10493,54 @@ func (r TakeMarkedScreenshotResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r TakeMarkedScreenshotResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type TakeScaledScreenshotResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Scaled
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TakeScaledScreenshotResponse) GetJSON200() *Scaled {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TakeScaledScreenshotResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r TakeScaledScreenshotResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TakeScaledScreenshotResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TakeScaledScreenshotResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TakeScaledScreenshotResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10208,6 +10966,54 @@ func (r PostDisplayWindowFocusResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostDisplayWindowFocusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListWindowsObjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WindowList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWindowsObjectResponse) GetJSON200() *WindowList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListWindowsObjectResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWindowsObjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWindowsObjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWindowsObjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWindowsObjectResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10818,6 +11624,36 @@ func (c *ClientWithResponses) GetAccessibilityTreeWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseGetAccessibilityTreeResponse(rsp)
+}
+
+// ListAccessibilityElementsWithResponse Accessibility tree, flat
+//
+// The tree GET accessibility answers, flat: each element without children, in document order, with its depth and its parent's id.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/accessibility/elements (the `ListAccessibilityElements` operationId).
+func (c *ClientWithResponses) ListAccessibilityElementsWithResponse(ctx context.Context, params *ListAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*ListAccessibilityElementsResponse, error) {
+	rsp, err := c.ListAccessibilityElements(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAccessibilityElementsResponse(rsp)
+}
+
+// SearchAccessibilityElementsWithResponse Find accessible elements, flat
+//
+// What GET accessibility/search answers, as elements.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/accessibility/elements/search (the `SearchAccessibilityElements` operationId).
+func (c *ClientWithResponses) SearchAccessibilityElementsWithResponse(ctx context.Context, params *SearchAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*SearchAccessibilityElementsResponse, error) {
+	rsp, err := c.SearchAccessibilityElements(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchAccessibilityElementsResponse(rsp)
 }
 
 // SearchAccessibilityWithResponse Find accessible elements
@@ -11665,6 +12501,21 @@ func (c *ClientWithResponses) StartRecordingWithResponse(ctx context.Context, bo
 	return ParseStartRecordingResponse(rsp)
 }
 
+// ListRecordingsObjectWithResponse List recordings as an object
+//
+// What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/recordings/list (the `ListRecordingsObject` operationId).
+func (c *ClientWithResponses) ListRecordingsObjectWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRecordingsObjectResponse, error) {
+	rsp, err := c.ListRecordingsObject(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRecordingsObjectResponse(rsp)
+}
+
 // DeleteRecordingWithResponse Delete a recording
 //
 // Stops it if it records, then deletes its video and timeline.
@@ -11768,6 +12619,21 @@ func (c *ClientWithResponses) TakeMarkedScreenshotWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseTakeMarkedScreenshotResponse(rsp)
+}
+
+// TakeScaledScreenshotWithResponse Screenshot scaled to a width, as JSON
+//
+// The whole screen as PNG (base64 in image), shrunk with the screenshot's area filter to at most max_width pixels wide, with the image's and the screen's sizes.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/screenshots/scaled (the `TakeScaledScreenshot` operationId).
+func (c *ClientWithResponses) TakeScaledScreenshotWithResponse(ctx context.Context, params *TakeScaledScreenshotParams, reqEditors ...RequestEditorFn) (*TakeScaledScreenshotResponse, error) {
+	rsp, err := c.TakeScaledScreenshot(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTakeScaledScreenshotResponse(rsp)
 }
 
 // ResumeAgentWithResponse Resume the agent
@@ -11948,6 +12814,21 @@ func (c *ClientWithResponses) PostDisplayWindowFocusWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParsePostDisplayWindowFocusResponse(rsp)
+}
+
+// ListWindowsObjectWithResponse List top-level windows as an object
+//
+// What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/window/list (the `ListWindowsObject` operationId).
+func (c *ClientWithResponses) ListWindowsObjectWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListWindowsObjectResponse, error) {
+	rsp, err := c.ListWindowsObject(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWindowsObjectResponse(rsp)
 }
 
 // PostDisplayWindowMinimizeWithBodyWithResponse Minimize (iconify) a window
@@ -12248,6 +13129,72 @@ func ParseGetAccessibilityTreeResponse(rsp *http.Response) (*GetAccessibilityTre
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest AccessibilityTree
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListAccessibilityElementsResponse parses an HTTP response from a ListAccessibilityElementsWithResponse call
+func ParseListAccessibilityElementsResponse(rsp *http.Response) (*ListAccessibilityElementsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAccessibilityElementsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Elements
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSearchAccessibilityElementsResponse parses an HTTP response from a SearchAccessibilityElementsWithResponse call
+func ParseSearchAccessibilityElementsResponse(rsp *http.Response) (*SearchAccessibilityElementsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchAccessibilityElementsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Elements
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -13419,6 +14366,39 @@ func ParseStartRecordingResponse(rsp *http.Response) (*StartRecordingResponse, e
 	return response, nil
 }
 
+// ParseListRecordingsObjectResponse parses an HTTP response from a ListRecordingsObjectWithResponse call
+func ParseListRecordingsObjectResponse(rsp *http.Response) (*ListRecordingsObjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRecordingsObjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecordingList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseDeleteRecordingResponse parses an HTTP response from a DeleteRecordingWithResponse call
 func ParseDeleteRecordingResponse(rsp *http.Response) (*DeleteRecordingResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13648,6 +14628,39 @@ func ParseTakeMarkedScreenshotResponse(rsp *http.Response) (*TakeMarkedScreensho
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest MarkedScreenshot
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseTakeScaledScreenshotResponse parses an HTTP response from a TakeScaledScreenshotWithResponse call
+func ParseTakeScaledScreenshotResponse(rsp *http.Response) (*TakeScaledScreenshotResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TakeScaledScreenshotResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Scaled
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -13953,6 +14966,39 @@ func ParsePostDisplayWindowFocusResponse(rsp *http.Response) (*PostDisplayWindow
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest Window
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListWindowsObjectResponse parses an HTTP response from a ListWindowsObjectWithResponse call
+func ParseListWindowsObjectResponse(rsp *http.Response) (*ListWindowsObjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWindowsObjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WindowList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
