@@ -16,7 +16,7 @@ type WindowList struct {
 
 // windowListRoute is GET .../window/list, the display_windows tool.
 func (s *Service) windowListRoute() platform.Route {
-	r := core.Route(http.MethodGet, "/window/list", "listWindowsObject", "List top-level windows as an object",
+	r := core.Route(http.MethodGet, "/window/list", "getWindowList", "List top-level windows as an object",
 		"What GET windows answers, as {\"windows\": [...]}: for a client that takes only an object (an MCP tool).",
 		platform.ReadOp(s.WindowList))
 	r.Tool = &platform.Tool{Name: "display_windows", Title: "List windows",

@@ -15,7 +15,7 @@ type RecordingList struct {
 
 // listRoute is GET .../recordings/list, the display_recordings tool.
 func (s *Service) listRoute() platform.Route {
-	r := core.Route(http.MethodGet, "/recordings/list", "listRecordingsObject", "List recordings as an object",
+	r := core.Route(http.MethodGet, "/recordings/list", "getRecordingList", "List recordings as an object",
 		"What GET recordings answers, newest first, as {\"recordings\": [...]}: for a client that takes only an object "+
 			"(an MCP tool).", platform.ReadOp(s.RecordingList))
 	r.Tool = &platform.Tool{Name: "display_recordings", Title: "List recordings",

@@ -2387,12 +2387,12 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
 	StartRecording(ctx context.Context, body StartRecordingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListRecordingsObject List recordings as an object
+	// GetRecordingList List recordings as an object
 	//
 	// What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
 	//
-	// Corresponds with GET /api/v1/display/recordings/list (the `ListRecordingsObject` operationId).
-	ListRecordingsObject(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /api/v1/display/recordings/list (the `GetRecordingList` operationId).
+	GetRecordingList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteRecording Delete a recording
 	//
@@ -2546,12 +2546,12 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/display/window/focus (the `PostDisplayWindowFocus` operationId).
 	PostDisplayWindowFocus(ctx context.Context, body PostDisplayWindowFocusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListWindowsObject List top-level windows as an object
+	// GetWindowList List top-level windows as an object
 	//
 	// What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
 	//
-	// Corresponds with GET /api/v1/display/window/list (the `ListWindowsObject` operationId).
-	ListWindowsObject(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /api/v1/display/window/list (the `GetWindowList` operationId).
+	GetWindowList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostDisplayWindowMinimizeWithBody Minimize (iconify) a window
 	//
@@ -3806,13 +3806,13 @@ func (c *Client) StartRecording(ctx context.Context, body StartRecordingJSONRequ
 	return c.Client.Do(req)
 }
 
-// ListRecordingsObject List recordings as an object
+// GetRecordingList List recordings as an object
 //
 // What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
 //
-// Corresponds with GET /api/v1/display/recordings/list (the `ListRecordingsObject` operationId).
-func (c *Client) ListRecordingsObject(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListRecordingsObjectRequest(c.Server)
+// Corresponds with GET /api/v1/display/recordings/list (the `GetRecordingList` operationId).
+func (c *Client) GetRecordingList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRecordingListRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -4175,13 +4175,13 @@ func (c *Client) PostDisplayWindowFocus(ctx context.Context, body PostDisplayWin
 	return c.Client.Do(req)
 }
 
-// ListWindowsObject List top-level windows as an object
+// GetWindowList List top-level windows as an object
 //
 // What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
 //
-// Corresponds with GET /api/v1/display/window/list (the `ListWindowsObject` operationId).
-func (c *Client) ListWindowsObject(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListWindowsObjectRequest(c.Server)
+// Corresponds with GET /api/v1/display/window/list (the `GetWindowList` operationId).
+func (c *Client) GetWindowList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWindowListRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -6137,8 +6137,8 @@ func NewStartRecordingRequestWithBody(server string, contentType string, body io
 	return req, nil
 }
 
-// NewListRecordingsObjectRequest constructs an http.Request for the ListRecordingsObject method
-func NewListRecordingsObjectRequest(server string) (*http.Request, error) {
+// NewGetRecordingListRequest constructs an http.Request for the GetRecordingList method
+func NewGetRecordingListRequest(server string) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6923,8 +6923,8 @@ func NewPostDisplayWindowFocusRequestWithBody(server string, contentType string,
 	return req, nil
 }
 
-// NewListWindowsObjectRequest constructs an http.Request for the ListWindowsObject method
-func NewListWindowsObjectRequest(server string) (*http.Request, error) {
+// NewGetWindowListRequest constructs an http.Request for the GetWindowList method
+func NewGetWindowListRequest(server string) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -7943,14 +7943,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
 	StartRecordingWithResponse(ctx context.Context, body StartRecordingJSONRequestBody, reqEditors ...RequestEditorFn) (*StartRecordingResponse, error)
 
-	// ListRecordingsObjectWithResponse List recordings as an object
+	// GetRecordingListWithResponse List recordings as an object
 	//
 	// What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /api/v1/display/recordings/list (the `ListRecordingsObject` operationId).
-	ListRecordingsObjectWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRecordingsObjectResponse, error)
+	// Corresponds with GET /api/v1/display/recordings/list (the `GetRecordingList` operationId).
+	GetRecordingListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetRecordingListResponse, error)
 
 	// DeleteRecordingWithResponse Delete a recording
 	//
@@ -8132,14 +8132,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/display/window/focus (the `PostDisplayWindowFocus` operationId).
 	PostDisplayWindowFocusWithResponse(ctx context.Context, body PostDisplayWindowFocusJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayWindowFocusResponse, error)
 
-	// ListWindowsObjectWithResponse List top-level windows as an object
+	// GetWindowListWithResponse List top-level windows as an object
 	//
 	// What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /api/v1/display/window/list (the `ListWindowsObject` operationId).
-	ListWindowsObjectWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListWindowsObjectResponse, error)
+	// Corresponds with GET /api/v1/display/window/list (the `GetWindowList` operationId).
+	GetWindowListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWindowListResponse, error)
 
 	// PostDisplayWindowMinimizeWithBodyWithResponse Minimize (iconify) a window
 	//
@@ -10127,7 +10127,7 @@ func (r StartRecordingResponse) ContentType() string {
 	return ""
 }
 
-type ListRecordingsObjectResponse struct {
+type GetRecordingListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -10137,22 +10137,22 @@ type ListRecordingsObjectResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListRecordingsObjectResponse) GetJSON200() *RecordingList {
+func (r GetRecordingListResponse) GetJSON200() *RecordingList {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r ListRecordingsObjectResponse) GetJSONDefault() *Error {
+func (r GetRecordingListResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r ListRecordingsObjectResponse) GetBody() []byte {
+func (r GetRecordingListResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r ListRecordingsObjectResponse) Status() string {
+func (r GetRecordingListResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -10160,7 +10160,7 @@ func (r ListRecordingsObjectResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r ListRecordingsObjectResponse) StatusCode() int {
+func (r GetRecordingListResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -10168,7 +10168,7 @@ func (r ListRecordingsObjectResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r ListRecordingsObjectResponse) ContentType() string {
+func (r GetRecordingListResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10972,7 +10972,7 @@ func (r PostDisplayWindowFocusResponse) ContentType() string {
 	return ""
 }
 
-type ListWindowsObjectResponse struct {
+type GetWindowListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -10982,22 +10982,22 @@ type ListWindowsObjectResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWindowsObjectResponse) GetJSON200() *WindowList {
+func (r GetWindowListResponse) GetJSON200() *WindowList {
 	return r.JSON200
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
-func (r ListWindowsObjectResponse) GetJSONDefault() *Error {
+func (r GetWindowListResponse) GetJSONDefault() *Error {
 	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
-func (r ListWindowsObjectResponse) GetBody() []byte {
+func (r GetWindowListResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r ListWindowsObjectResponse) Status() string {
+func (r GetWindowListResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -11005,7 +11005,7 @@ func (r ListWindowsObjectResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r ListWindowsObjectResponse) StatusCode() int {
+func (r GetWindowListResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -11013,7 +11013,7 @@ func (r ListWindowsObjectResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r ListWindowsObjectResponse) ContentType() string {
+func (r GetWindowListResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12501,19 +12501,19 @@ func (c *ClientWithResponses) StartRecordingWithResponse(ctx context.Context, bo
 	return ParseStartRecordingResponse(rsp)
 }
 
-// ListRecordingsObjectWithResponse List recordings as an object
+// GetRecordingListWithResponse List recordings as an object
 //
 // What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /api/v1/display/recordings/list (the `ListRecordingsObject` operationId).
-func (c *ClientWithResponses) ListRecordingsObjectWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRecordingsObjectResponse, error) {
-	rsp, err := c.ListRecordingsObject(ctx, reqEditors...)
+// Corresponds with GET /api/v1/display/recordings/list (the `GetRecordingList` operationId).
+func (c *ClientWithResponses) GetRecordingListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetRecordingListResponse, error) {
+	rsp, err := c.GetRecordingList(ctx, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseListRecordingsObjectResponse(rsp)
+	return ParseGetRecordingListResponse(rsp)
 }
 
 // DeleteRecordingWithResponse Delete a recording
@@ -12816,19 +12816,19 @@ func (c *ClientWithResponses) PostDisplayWindowFocusWithResponse(ctx context.Con
 	return ParsePostDisplayWindowFocusResponse(rsp)
 }
 
-// ListWindowsObjectWithResponse List top-level windows as an object
+// GetWindowListWithResponse List top-level windows as an object
 //
 // What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /api/v1/display/window/list (the `ListWindowsObject` operationId).
-func (c *ClientWithResponses) ListWindowsObjectWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListWindowsObjectResponse, error) {
-	rsp, err := c.ListWindowsObject(ctx, reqEditors...)
+// Corresponds with GET /api/v1/display/window/list (the `GetWindowList` operationId).
+func (c *ClientWithResponses) GetWindowListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWindowListResponse, error) {
+	rsp, err := c.GetWindowList(ctx, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseListWindowsObjectResponse(rsp)
+	return ParseGetWindowListResponse(rsp)
 }
 
 // PostDisplayWindowMinimizeWithBodyWithResponse Minimize (iconify) a window
@@ -14366,15 +14366,15 @@ func ParseStartRecordingResponse(rsp *http.Response) (*StartRecordingResponse, e
 	return response, nil
 }
 
-// ParseListRecordingsObjectResponse parses an HTTP response from a ListRecordingsObjectWithResponse call
-func ParseListRecordingsObjectResponse(rsp *http.Response) (*ListRecordingsObjectResponse, error) {
+// ParseGetRecordingListResponse parses an HTTP response from a GetRecordingListWithResponse call
+func ParseGetRecordingListResponse(rsp *http.Response) (*GetRecordingListResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &ListRecordingsObjectResponse{
+	response := &GetRecordingListResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -14983,15 +14983,15 @@ func ParsePostDisplayWindowFocusResponse(rsp *http.Response) (*PostDisplayWindow
 	return response, nil
 }
 
-// ParseListWindowsObjectResponse parses an HTTP response from a ListWindowsObjectWithResponse call
-func ParseListWindowsObjectResponse(rsp *http.Response) (*ListWindowsObjectResponse, error) {
+// ParseGetWindowListResponse parses an HTTP response from a GetWindowListWithResponse call
+func ParseGetWindowListResponse(rsp *http.Response) (*GetWindowListResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &ListWindowsObjectResponse{
+	response := &GetWindowListResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}

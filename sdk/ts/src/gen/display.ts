@@ -734,7 +734,7 @@ export interface paths {
          * List recordings as an object
          * @description What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
          */
-        get: operations["listRecordingsObject"];
+        get: operations["getRecordingList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1046,7 +1046,7 @@ export interface paths {
          * List top-level windows as an object
          * @description What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
          */
-        get: operations["listWindowsObject"];
+        get: operations["getWindowList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3233,7 +3233,7 @@ export interface operations {
             };
         };
     };
-    listRecordingsObject: {
+    getRecordingList: {
         parameters: {
             query?: never;
             header?: never;
@@ -3818,7 +3818,7 @@ export interface operations {
             };
         };
     };
-    listWindowsObject: {
+    getWindowList: {
         parameters: {
             query?: never;
             header?: never;
