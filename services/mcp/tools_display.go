@@ -135,7 +135,17 @@ type recording struct {
 // withImage answers out's image member (a PNG, base64) as image content
 // beside text of the rest read as a T; the rest is the structured content.
 func withImage[T any](out any, text func(T) string) (*mcp.CallToolResult, error) {
-	m, err := as[map[string]json.RawMessage](out)
+	// An image is large: the service's JSON is read once (as would
+	// encode it again first).
+	raw, isRaw := out.(json.RawMessage)
+	var err error
+	if !isRaw {
+		raw, err = json.Marshal(out)
+	}
+	var m map[string]json.RawMessage
+	if err == nil {
+		err = json.Unmarshal(raw, &m)
+	}
 	var img []byte
 	if err == nil {
 		err = json.Unmarshal(m["image"], &img)
