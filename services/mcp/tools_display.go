@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -148,7 +149,7 @@ func withImage[T any](out any, text func(T) string) (*mcp.CallToolResult, error)
 	}
 	var img []byte
 	if err == nil {
-		err = json.Unmarshal(m["image"], &img)
+		img, err = base64Member(m["image"])
 	}
 	delete(m, "image")
 	var v T
@@ -160,6 +161,22 @@ func withImage[T any](out any, text func(T) string) (*mcp.CallToolResult, error)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: img, MIMEType: "image/png"},
 		&mcp.TextContent{Text: text(v)}}, StructuredContent: m}, nil
+}
+
+// base64Member decodes a JSON string of base64 (a []byte's encoding)
+// straight from its bytes: base64 needs no JSON escapes, and the JSON
+// decoder would read an image twice more. A string with escapes is left
+// to it.
+func base64Member(raw json.RawMessage) ([]byte, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		out := make([]byte, base64.StdEncoding.DecodedLen(len(raw)-2))
+		if n, err := base64.StdEncoding.Decode(out, raw[1:len(raw)-1]); err == nil {
+			return out[:n], nil
+		}
+	}
+	var out []byte
+	err := json.Unmarshal(raw, &out)
+	return out, err
 }
 
 // elements reads a flat accessibility tree as indented lines, one an
