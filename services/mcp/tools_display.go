@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
@@ -143,12 +144,15 @@ func withImage[T any](out any, text func(T) string) (*mcp.CallToolResult, error)
 	if !isRaw {
 		raw, err = json.Marshal(out)
 	}
+	var img []byte
+	if err == nil {
+		img, raw = cutImage(raw)
+	}
 	var m map[string]json.RawMessage
 	if err == nil {
 		err = json.Unmarshal(raw, &m)
 	}
-	var img []byte
-	if err == nil {
+	if err == nil && img == nil {
 		img, err = base64Member(m["image"])
 	}
 	delete(m, "image")
@@ -161,6 +165,30 @@ func withImage[T any](out any, text func(T) string) (*mcp.CallToolResult, error)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: img, MIMEType: "image/png"},
 		&mcp.TextContent{Text: text(v)}}, StructuredContent: m}, nil
+}
+
+// imageFirst is how the display's screenshots answer: the image is
+// their first member.
+var imageFirst = []byte(`{"image":"`)
+
+// cutImage takes an answer's leading image member out without reading it
+// as JSON (the decoder's scanner is the slowest part of a screenshot's
+// trip): base64 has no quote and needs no escape, so the member ends at
+// the next quote. It answers the image and the rest of the object, or no
+// image and raw as it was when the answer does not start so.
+func cutImage(raw []byte) ([]byte, []byte) {
+	rest, ok := bytes.CutPrefix(raw, imageFirst)
+	end := bytes.IndexByte(rest, '"')
+	if !ok || end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return nil, raw
+	}
+	img := make([]byte, base64.StdEncoding.DecodedLen(end))
+	n, err := base64.StdEncoding.Decode(img, rest[:end])
+	if err != nil {
+		return nil, raw
+	}
+	rest = bytes.TrimPrefix(bytes.TrimLeft(rest[end+1:], " \t\r\n"), []byte(","))
+	return img[:n], append([]byte{'{'}, rest...)
 }
 
 // base64Member decodes a JSON string of base64 (a []byte's encoding)
