@@ -78,11 +78,6 @@ func (s *Service) Screenshot(ctx context.Context, q ScreenshotQuery) (Image, err
 	if err != nil {
 		return Image{}, err
 	}
-	return s.shoot(ctx, d, b, q)
-}
-
-// shoot takes the screenshot q asks of d, whose screen is b.
-func (s *Service) shoot(ctx context.Context, d desktop.Driver, b desktop.Rect, q ScreenshotQuery) (Image, error) {
 	o, err := q.Options(b)
 	if err != nil {
 		return Image{}, err

@@ -16,8 +16,7 @@ type Service struct{ desk *core.Desk }
 // New is the capture over desk.
 func New(desk *core.Desk) *Service { return &Service{desk: desk} }
 
-// Routes are the screen's info and screenshots; the scaled screenshot is
-// an MCP tool too.
+// Routes are the screen's info and screenshots.
 func (s *Service) Routes() []platform.Route {
 	shot := core.Route(http.MethodGet, "/screenshots", "takeScreenshot", "Screenshot of the screen or a region",
 		"PNG (default) or JPEG bytes with their Content-Type. quality (1-100, default 80) applies to JPEG; "+
@@ -30,6 +29,5 @@ func (s *Service) Routes() []platform.Route {
 		core.Route(http.MethodGet, "/info", "getScreenInfo", "Screen size and monitors", "width and height of the root window and each monitor "+
 			"(Xinerama heads, else RandR outputs, else the one screen).", platform.ReadOp(s.ScreenInfo)),
 		shot,
-		s.scaledRoute(),
 	}
 }

@@ -211,6 +211,7 @@ func (s *Service) build() {
 				return textResult("pong"), Pong{Pong: true}, nil
 			})
 		s.addFilesTools()
+		s.addDisplayTools()
 		s.addResources()
 		s.server.AddReceivingMiddleware(s.guard)
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{

@@ -3,28 +3,25 @@ package mcp
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	_ "image/png" // screenshot sizes
+	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Every display tool is a route of the display service; here is how each
-// answer reads for a model: a screenshot as image content, a list as
-// lines, an action as what it did.
+// Every display tool but display_screenshot is a route of the display
+// service; here is how each answer reads for a model: a marked screenshot
+// as image content, a list as lines, an action as what it did.
 func init() {
-	views["display_screenshot"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		return withImage(out, func(sz struct {
-			Width, Height int
-			ScreenWidth   int `json:"screen_width"`
-			ScreenHeight  int `json:"screen_height"`
-		}) string {
-			return fmt.Sprintf("screenshot %dx%d of a %dx%d screen", sz.Width, sz.Height, sz.ScreenWidth, sz.ScreenHeight)
-		})
-	}}
 	views["display_screenshot_marked"] = view{answer: func(s *Service, _ map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error) {
 		return withImage(out, func(m struct {
 			Width, Height int
@@ -126,6 +123,64 @@ func init() {
 	}}
 }
 
+// maxScreenshot bounds a screenshot's PNG.
+const maxScreenshot = 64 << 20
+
+// ScreenshotArgs are display_screenshot's arguments.
+type ScreenshotArgs struct {
+	MaxWidth int `json:"max_width,omitempty" jsonschema:"scale the image down to at most this many pixels wide (default 1280; the screen's own size when smaller)"`
+}
+
+// ScreenshotResult describes the image answered.
+type ScreenshotResult struct {
+	Width        int     `json:"width" jsonschema:"the image's width in pixels"`
+	Height       int     `json:"height"`
+	ScreenWidth  int     `json:"screen_width" jsonschema:"the screen's width: click coordinates are screen pixels, so multiply image x by screen_width/width"`
+	ScreenHeight int     `json:"screen_height"`
+	Scale        float64 `json:"scale" jsonschema:"image pixels per screen pixel"`
+}
+
+// addDisplayTools adds display_screenshot, which is two routes (the
+// screen's size, then its PNG scaled to it): an image travels as the
+// route's own bytes, not as base64 in a JSON answer a tool would need.
+func (s *Service) addDisplayTools() {
+	mcp.AddTool(s.server, &mcp.Tool{Name: "display_screenshot", Title: "Screenshot",
+		Description: "Take a screenshot of the container's X display, answered as a PNG image scaled to at most max_width " +
+			"pixels wide. Coordinates for display_click and the others are screen pixels: scale image positions by " +
+			"screen_width/width.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}}, s.displayScreenshot)
+}
+
+func (s *Service) displayScreenshot(ctx context.Context, req *mcp.CallToolRequest, in ScreenshotArgs) (*mcp.CallToolResult, ScreenshotResult, error) {
+	const prefix = "/api/v1/display"
+	who := callerOf(req.Extra)
+	maxW := in.MaxWidth
+	if maxW <= 0 {
+		maxW = 1280
+	}
+	var screen struct{ Width, Height int }
+	if err := s.be.json(ctx, who, call{method: http.MethodGet, service: "display", path: prefix + "/info"}, &screen); err != nil {
+		return nil, ScreenshotResult{}, toolErr(err)
+	}
+	q := url.Values{"format": {"png"}}
+	scale := 1.0
+	if screen.Width > maxW {
+		scale = float64(maxW) / float64(screen.Width)
+		q.Set("scale", strconv.FormatFloat(scale, 'f', 6, 64))
+	}
+	raw, _, err := s.be.bytes(ctx, who, call{method: http.MethodGet, service: "display", path: prefix + "/screenshots", query: q}, maxScreenshot)
+	if err != nil {
+		return nil, ScreenshotResult{}, toolErr(err)
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(raw))
+	if err != nil {
+		return nil, ScreenshotResult{}, toolErr(fmt.Errorf("the display service's screenshot did not decode: %w", err))
+	}
+	out := ScreenshotResult{Width: cfg.Width, Height: cfg.Height, ScreenWidth: screen.Width, ScreenHeight: screen.Height, Scale: scale}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: raw, MIMEType: "image/png"},
+		&mcp.TextContent{Text: fmt.Sprintf("screenshot %dx%d of a %dx%d screen", cfg.Width, cfg.Height, screen.Width, screen.Height)}}}, out, nil
+}
+
 // recording is what the recording views read of a recording.
 type recording struct {
 	ID, Status, Format, StopReason string
@@ -167,8 +222,8 @@ func withImage[T any](out any, text func(T) string) (*mcp.CallToolResult, error)
 		&mcp.TextContent{Text: text(v)}}, StructuredContent: m}, nil
 }
 
-// imageFirst is how the display's screenshots answer: the image is
-// their first member.
+// imageFirst is how the display's marked screenshot answers: the image
+// is its first member.
 var imageFirst = []byte(`{"image":"`)
 
 // cutImage takes an answer's leading image member out without reading it

@@ -11,8 +11,9 @@ import (
 	"deckhand/platform/platformtest"
 )
 
-// displayRouteTools are the display tools, each one route.
-var displayRouteTools = []string{"display_screenshot", "display_screenshot_marked", "display_windows", "display_click",
+// displayRouteTools are the display tools that are one route each: all
+// but display_screenshot.
+var displayRouteTools = []string{"display_screenshot_marked", "display_windows", "display_click",
 	"display_double_click", "display_move", "display_scroll", "display_drag", "display_type", "display_key",
 	"display_accessibility", "display_find", "display_element_click", "display_element_focus", "display_element_set_value",
 	"display_element_action", "display_element_scroll_into_view", "display_recording_start", "display_recording_stop",

@@ -867,26 +867,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/display/screenshots/scaled": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Screenshot scaled to a width, as JSON
-         * @description The whole screen as PNG (base64 in image), shrunk with the screenshot's area filter to at most max_width pixels wide, with the image's and the screen's sizes.
-         */
-        get: operations["takeScaledScreenshot"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/display/takeover": {
         parameters: {
             query?: never;
@@ -1666,22 +1646,6 @@ export interface components {
         ResetResult: {
             released_buttons: string[];
             released_keys: string[];
-        };
-        Scaled: {
-            /** @description the image's height in pixels */
-            height: number;
-            /**
-             * Format: byte
-             * @description the PNG, base64 (the display_screenshot tool answers it as image content instead)
-             */
-            image?: string;
-            /** @description image pixels per screen pixel */
-            scale: number;
-            screen_height: number;
-            /** @description the screen's width: click coordinates are screen pixels, so multiply image x by screen_width/width */
-            screen_width: number;
-            /** @description the image's width in pixels */
-            width: number;
         };
         Screen: {
             height: number;
@@ -3491,38 +3455,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MarkedScreenshot"];
-                };
-            };
-            /** @description error */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    takeScaledScreenshot: {
-        parameters: {
-            query?: {
-                /** @description scale the image down to at most this many pixels wide (0: 1280; the screen's own width when smaller) */
-                max_width?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Scaled"];
                 };
             };
             /** @description error */
