@@ -193,7 +193,7 @@ type recording struct {
 // beside text of the rest read as a T; the rest is the structured content.
 func withImage[T any](out any, text func(T) string) (*mcp.CallToolResult, error) {
 	// An image is large: the service's JSON is read once (as would
-	// encode it again first).
+	// encode it again first), and its image not as JSON at all.
 	raw, isRaw := out.(json.RawMessage)
 	var err error
 	if !isRaw {
@@ -208,7 +208,7 @@ func withImage[T any](out any, text func(T) string) (*mcp.CallToolResult, error)
 		err = json.Unmarshal(raw, &m)
 	}
 	if err == nil && img == nil {
-		img, err = base64Member(m["image"])
+		err = json.Unmarshal(m["image"], &img)
 	}
 	delete(m, "image")
 	var v T
@@ -244,22 +244,6 @@ func cutImage(raw []byte) ([]byte, []byte) {
 	}
 	rest = bytes.TrimPrefix(bytes.TrimLeft(rest[end+1:], " \t\r\n"), []byte(","))
 	return img[:n], append([]byte{'{'}, rest...)
-}
-
-// base64Member decodes a JSON string of base64 (a []byte's encoding)
-// straight from its bytes: base64 needs no JSON escapes, and the JSON
-// decoder would read an image twice more. A string with escapes is left
-// to it.
-func base64Member(raw json.RawMessage) ([]byte, error) {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		out := make([]byte, base64.StdEncoding.DecodedLen(len(raw)-2))
-		if n, err := base64.StdEncoding.Decode(out, raw[1:len(raw)-1]); err == nil {
-			return out[:n], nil
-		}
-	}
-	var out []byte
-	err := json.Unmarshal(raw, &out)
-	return out, err
 }
 
 // elements reads a flat accessibility tree as indented lines, one an
