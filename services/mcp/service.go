@@ -212,8 +212,6 @@ func (s *Service) build() {
 			})
 		s.addFilesTools()
 		s.addDisplayTools()
-		s.addAccessibilityTools()
-		s.addRecordingTools()
 		s.addResources()
 		s.server.AddReceivingMiddleware(s.guard)
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
