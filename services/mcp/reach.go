@@ -16,10 +16,6 @@ import (
 	"deckhand/platform/contract"
 )
 
-// Identity headers the gateway sets (agent/gateway); they are handed on
-// to the services a tool calls, so their journals name the same caller.
-var identityHeaders = []string{"X-Deckhand-Identity-Group", "X-Deckhand-Identity-Type", "X-Deckhand-Identity-Subject"}
-
 // allServices marks, in ReachHeader, a caller that did not come through
 // the gateway: a trusted local user on this service's own port.
 const allServices = "*"
@@ -122,21 +118,27 @@ func clipURI(uri string) string {
 	return uri
 }
 
-// forward hands the gateway's identity headers on to a service.
-func (c caller) forward(h http.Header) {
-	for _, k := range identityHeaders {
+// forward is h with the gateway's identity headers added, to hand them
+// on to a service.
+func (c caller) forward(h http.Header) http.Header {
+	h = h.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	for _, k := range contract.IdentityHeaders {
 		if v := c.header.Get(k); v != "" {
 			h.Set(k, v)
 		}
 	}
+	return h
 }
 
 // who names the caller in the journal.
 func (c caller) who() map[string]any {
 	out := map[string]any{}
-	for _, k := range identityHeaders {
+	for _, k := range contract.IdentityHeaders {
 		if v := c.header.Get(k); v != "" {
-			out[strings.ToLower(strings.TrimPrefix(k, "X-Deckhand-Identity-"))] = v
+			out[strings.ToLower(strings.TrimPrefix(k, contract.IdentityHeaderPrefix))] = v
 		}
 	}
 	return out
