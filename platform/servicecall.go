@@ -222,6 +222,11 @@ func (c *ServiceClient) CallTool(ctx context.Context, t *RouteTool, header http.
 	}
 	if i := strings.IndexByte(sc.Path, '{'); i >= 0 {
 		name, _, _ := strings.Cut(sc.Path[i+1:], "}")
+		for a, p := range t.params {
+			if p.in == "path" && p.name == name {
+				name = a // as the tool names it
+			}
+		}
 		return nil, fault.Invalid(name, "is required")
 	}
 	if t.body {

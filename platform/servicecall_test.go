@@ -3,6 +3,7 @@ package platform_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -62,6 +63,10 @@ func TestCallToolOverHTTP(t *testing.T) {
 			}
 		}
 	}
+	if _, err := c.CallTool(ctx, byName["thing_put"], nil, map[string]json.RawMessage{"id": json.RawMessage("7")}); err == nil ||
+		fault.AsError(err).Message != "rack: is required" {
+		t.Errorf("a path argument left out is named as the tool names it: %v", err)
+	}
 	if _, err := c.CallTool(ctx, byName["thing_count"], nil, map[string]json.RawMessage{"x": json.RawMessage("1")}); fault.AsError(err).Code != fault.CodeInvalid {
 		t.Errorf("an argument a read has not: %v", err)
 	}
@@ -69,5 +74,27 @@ func TestCallToolOverHTTP(t *testing.T) {
 	defer gone.Close()
 	if _, err := gone.CallTool(ctx, byName["thing_count"], nil, nil); fault.AsError(err).Code != fault.CodeUnavailable {
 		t.Errorf("a service that does not listen: %v", err)
+	}
+}
+
+// BenchmarkServiceCall: one call of a route tool on its service's
+// loopback port (the hop a tool of a service in another process makes).
+func BenchmarkServiceCall(b *testing.B) {
+	h := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "things"}}, []platform.Route{
+		{Method: http.MethodGet, Path: "/count", Op: platform.ReadOp(func(context.Context) (shelved, error) { return shelved{ID: 3}, nil }),
+			Tool: &platform.Tool{Name: "thing_count", Description: "Counts."}}})
+	doc, _ := h.OpenAPIJSON()
+	tools, err := platform.ReadTools("things", doc)
+	if err != nil || len(tools) != 1 {
+		b.Fatal(tools, err)
+	}
+	u, _ := url.Parse(platformtest.Serve(b, h))
+	port, _ := strconv.Atoi(u.Port())
+	c := platform.NewServiceClient("127.0.0.1", port, map[string]int{"things": 0})
+	defer c.Close()
+	for b.Loop() {
+		if _, err := c.CallTool(context.Background(), tools[0], nil, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
