@@ -91,19 +91,20 @@ func (c caller) mayTool(tool string) bool {
 }
 
 // mayResource is may for the service a resource URI reads and mayUse for
-// the tool that reads the same thing (resourceTool).
+// the tool that reads the same thing (resourceOf).
 func (c caller) mayResource(uri string) bool {
-	tool := resourceTool(uri)
-	return c.may(resourceService(uri)) && (tool == "" || c.mayUse(tool))
+	svc, tool := resourceOf(uri)
+	return c.may(svc) && (tool == "" || c.mayUse(tool))
 }
 
 // resourceError is the refusal of a resource the caller may not read, or
 // nil when it may.
 func (c caller) resourceError(uri string) error {
-	if svc := resourceService(uri); !c.may(svc) {
+	svc, tool := resourceOf(uri)
+	if !c.may(svc) {
 		return forbidden(svc)
 	}
-	if tool := resourceTool(uri); tool != "" && !c.mayUse(tool) {
+	if tool != "" && !c.mayUse(tool) {
 		return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
 			"FORBIDDEN: reading %s needs the tool %s, which the tool allow-list of the proxy permissions document (mcp_tools) excludes for this credential",
 			clipURI(uri), tool)}
@@ -209,7 +210,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			if svc != "mcp" {
-				if err := s.loadTools(ctx, []string{svc}); err != nil && !s.catalog.has(p.Name) {
+				if err := s.loadTools(ctx, []string{svc}); err != nil && s.catalog.tool(p.Name) == nil {
 					// Its service's tools are not known: it does not answer.
 					s.journalCall(who, p, svc, "failed", errorText(err), start)
 					return failed(err), nil
@@ -288,31 +289,22 @@ func toolService(name string) string {
 	return svc
 }
 
-// resourceService is the service a resource URI reads.
-func resourceService(uri string) string {
+// resourceOf is the service a resource URI reads and the tool that reads
+// the same thing: a caller whose allow-list leaves the tool out may not
+// read, list or subscribe to the resource either (file:// is files_read,
+// process://ID/output process_output, journal:// journal_query). An
+// unknown scheme has no tool: the SDK says there is no such resource.
+func resourceOf(uri string) (service, tool string) {
 	scheme, _, _ := strings.Cut(uri, ":")
 	switch scheme {
 	case "file":
-		return "files"
-	}
-	return scheme // process, journal
-}
-
-// resourceTool is the tool that reads what a resource URI reads: a caller
-// whose allow-list leaves it out may not read, list or subscribe to the
-// resource either (file:// is files_read, process://ID/output
-// process_output, journal:// journal_query).
-func resourceTool(uri string) string {
-	scheme, _, _ := strings.Cut(uri, ":")
-	switch scheme {
-	case "file":
-		return "files_read"
+		return "files", "files_read"
 	case "process":
-		return "process_output"
+		return "process", "process_output"
 	case "journal":
-		return "journal_query"
+		return "journal", "journal_query"
 	}
-	return "" // no such resource: the SDK says so
+	return scheme, ""
 }
 
 // secretKeys are argument names whose values never reach the journal:

@@ -131,11 +131,11 @@ func (s *Service) loadTools(ctx context.Context, services []string) error {
 	return last
 }
 
-// has reports whether tool is a route tool loaded.
-func (c *catalog) has(tool string) bool {
+// tool is the route tool of that name loaded, or nil.
+func (c *catalog) tool(name string) *routeTool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.tools[tool] != nil
+	return c.tools[name]
 }
 
 // readTools reads service's route tools from its OpenAPI document (its
@@ -281,9 +281,7 @@ func (s *Service) callRoute(ctx context.Context, who caller, rt *routeTool, args
 func runTool[T any](ctx context.Context, s *Service, who caller, name string, args map[string]any) (T, error) {
 	var zero T
 	_ = s.loadTools(ctx, []string{toolService(name)})
-	s.catalog.mu.Lock()
-	rt := s.catalog.tools[name]
-	s.catalog.mu.Unlock()
+	rt := s.catalog.tool(name)
 	if rt == nil {
 		return zero, &fault.Error{Code: fault.CodeUnavailable, Details: "tool", Message: "the " + toolService(name) + " service does not answer"}
 	}
