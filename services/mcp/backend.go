@@ -68,5 +68,3 @@ func errorText(err error) string {
 	}
 	return "ERROR: " + err.Error()
 }
-
-func asPlatform(err error, target **fault.Error) bool { return errors.As(err, target) }
