@@ -30,7 +30,7 @@ type Mark struct {
 
 // MarkedScreenshot answers GET .../screenshots/marked.
 type MarkedScreenshot struct {
-	Image  []byte `json:"image" required:"true" doc:"the screen as PNG with the boxes drawn, base64"`
+	Image  []byte `json:"image,omitempty" doc:"the screen as PNG with the boxes drawn, base64 (the display_screenshot_marked tool answers it as image content instead)"`
 	Width  int    `json:"width" required:"true"`
 	Height int    `json:"height" required:"true"`
 	Marks  []Mark `json:"marks" required:"true"`

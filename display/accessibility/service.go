@@ -36,24 +36,30 @@ func (s *Service) Close() error {
 }
 
 // Routes are the tree, the search, the marked screenshot and the element
-// actions; each element action is an MCP tool too.
+// actions; the tree and the search answered flat, the marked screenshot
+// and each element action are MCP tools too.
 func (s *Service) Routes() []platform.Route {
 	op := core.Route
 	el := "Acts on one element of the accessibility tree by its id (from GET accessibility or its search) and " +
 		"answers the element afterwards. An id whose element is gone answers 404."
-	return []platform.Route{
+	marked := op(http.MethodGet, "/screenshots/marked", "takeMarkedScreenshot", "Screenshot with numbered elements",
+		"The whole screen as PNG (base64 in image) with a numbered box over every visible interactive element of the "+
+			"active window (scope=active, default) or of every application, and marks mapping each number to the "+
+			"element's id and bounds: a model that answers \"click 7\" is served by POST accessibility/{element_id}/click. "+
+			"Interactive: showing and visible, with bounds on the screen, and an action or a role people act on "+
+			"(button, text field, check box, menu item, link, slider ...).", platform.Op(s.MarkedScreenshot))
+	marked.Tool = &platform.Tool{Name: "display_screenshot_marked", Title: "Marked screenshot",
+		Description: "A screenshot with a numbered box on each interactive element of the active window (scope=all: of " +
+			"every application); the marks list says which element id each number is, for display_element_click.",
+		ReadOnly: true, Idempotent: true}
+	return append([]platform.Route{
 		op(http.MethodGet, "/accessibility", "getAccessibilityTree", "Accessibility tree",
 			"The AT-SPI2 tree of the active window (scope=active, default) or of every application on the accessibility "+
 				"bus (scope=all). Each node has an id, role, name, description, value, states, actions, screen bounds and "+
 				"children. depth limits the levels; role keeps the nodes of that role and their ancestors. When the window's "+
 				"application exposes no tree (an xterm, a program without accessibility), nodes is empty and reason says "+
 				"so. 503 ACCESSIBILITY_UNAVAILABLE when the service has no accessibility bus.", platform.Op(s.AccessibilityTree)),
-		op(http.MethodGet, "/screenshots/marked", "takeMarkedScreenshot", "Screenshot with numbered elements",
-			"The whole screen as PNG (base64 in image) with a numbered box over every visible interactive element of the "+
-				"active window (scope=active, default) or of every application, and marks mapping each number to the "+
-				"element's id and bounds: a model that answers \"click 7\" is served by POST accessibility/{element_id}/click. "+
-				"Interactive: showing and visible, with bounds on the screen, and an action or a role people act on "+
-				"(button, text field, check box, menu item, link, slider ...).", platform.Op(s.MarkedScreenshot)),
+		marked,
 		op(http.MethodGet, "/accessibility/search", "searchAccessibility", "Find accessible elements",
 			"The elements whose role is role (exactly) and whose name contains name (case-insensitive), each without "+
 				"children, from every application (scope=all, default) or the active window.", platform.Op(s.SearchAccessibility)),
@@ -83,7 +89,7 @@ func (s *Service) Routes() []platform.Route {
 			platform.Op(s.ScrollElementIntoView)),
 			"display_element_scroll_into_view", "Scroll an element into view",
 			"Scroll the panes around an element until it shows, by element id."),
-	}
+	}, s.elementRoutes()...)
 }
 
 // elementTool makes an element action's route the MCP tool name: a model

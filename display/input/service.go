@@ -50,7 +50,8 @@ func (s *Service) Click(ctx context.Context, at desktop.Point) error {
 }
 
 // Routes are the windows', the clipboard's and the input engine's routes;
-// Actions are the action table's own endpoints.
+// Actions are the action table's own endpoints. The window list as an
+// object is an MCP tool too.
 func (s *Service) Routes() []platform.Route {
 	op := core.Route
 	winParam := "Window ids are X11 window ids, decimal or 0x-hex; an id that is not a window answers 404."
@@ -71,6 +72,7 @@ func (s *Service) Routes() []platform.Route {
 		clipGet,
 		clipImage,
 		winList,
+		s.windowListRoute(),
 		op(http.MethodGet, "/window/active", "getActiveWindow", "The active window", "The window manager's _NET_ACTIVE_WINDOW (else the input focus). "+
 			"404 when no window is active.", platform.ReadOp(s.ActiveWindow)),
 		op(http.MethodGet, "/window/{windowId}/properties", "getWindowProperties", "Everything known about a window", winParam, platform.Op(s.WindowProperties)),

@@ -35,7 +35,8 @@ func New(desk *core.Desk, dataDir string) *Service {
 	return s
 }
 
-// Routes are the recordings' routes; start and stop are MCP tools too.
+// Routes are the recordings' routes; start, stop, the list as an object
+// and the timeline are MCP tools too.
 func (s *Service) Routes() []platform.Route {
 	op := core.Route
 	rec := "Recordings: the screen as an ffmpeg x11grab child, mp4 (H.264) or webm (VP9), at most one at a time. "
@@ -62,12 +63,17 @@ func (s *Service) Routes() []platform.Route {
 	del := op(http.MethodDelete, "/recordings/{id}", "deleteRecording", "Delete a recording",
 		"Stops it if it records, then deletes its video and timeline.", platform.CommandOp(s.DeleteRecording))
 	del.Status = http.StatusNoContent
+	timeline := op(http.MethodGet, "/recordings/{id}/timeline", "getRecordingTimeline", "A recording's timeline",
+		"Every display action taken while it recorded: offset_ms from the start, time, action, args as sent, the "+
+			"element for element actions, ok and error.", platform.Op(s.RecordingTimeline))
+	timeline.Tool = &platform.Tool{Name: "display_recording_timeline", Title: "A recording's timeline",
+		Description: "The display actions taken while a recording ran, in order, with their offset into the video.",
+		ReadOnly:    true, Idempotent: true}
 	return []platform.Route{start,
 		op(http.MethodGet, "/recordings", "listRecordings", "List recordings", rec+"Newest first.", platform.ReadOp(s.Recordings)),
+		s.listRoute(),
 		stop,
 		video,
-		op(http.MethodGet, "/recordings/{id}/timeline", "getRecordingTimeline", "A recording's timeline",
-			"Every display action taken while it recorded: offset_ms from the start, time, action, args as sent, the "+
-				"element for element actions, ok and error.", platform.Op(s.RecordingTimeline)),
+		timeline,
 		vtt, del}
 }

@@ -1089,7 +1089,7 @@ func TestDisplayAccessibility(t *testing.T) {
 	}
 	res = callTool(t, s, "display_recording_timeline", map[string]any{"id": recID})
 	var actions []string
-	for _, st := range structured[struct{ Steps []struct{ Action string } }](t, res).Steps {
+	for _, st := range structured[struct{ Events []struct{ Action string } }](t, res).Events {
 		actions = append(actions, st.Action)
 	}
 	if res.IsError || len(actions) < 3 {

@@ -11,14 +11,18 @@ import (
 	"deckhand/platform/platformtest"
 )
 
-// displayRouteTools are the display tools that are one route each.
-var displayRouteTools = []string{"display_click", "display_double_click", "display_move", "display_scroll", "display_drag",
-	"display_type", "display_key", "display_element_click", "display_element_focus", "display_element_set_value",
-	"display_element_action", "display_element_scroll_into_view", "display_recording_start", "display_recording_stop"}
+// displayRouteTools are the display tools that are one route each: all
+// but display_screenshot.
+var displayRouteTools = []string{"display_screenshot_marked", "display_windows", "display_click",
+	"display_double_click", "display_move", "display_scroll", "display_drag", "display_type", "display_key",
+	"display_accessibility", "display_find", "display_element_click", "display_element_focus", "display_element_set_value",
+	"display_element_action", "display_element_scroll_into_view", "display_recording_start", "display_recording_stop",
+	"display_recordings", "display_recording_timeline"}
 
 // TestDisplayRouteTools: on a real Xvfb, the display's tools that are one
 // route each are declared by its OpenAPI document and listed with the
-// route's description, hints and schemas; they run with the route's
+// route's description, hints and schemas (display_accessibility with
+// max_chars besides); they run with the route's
 // rules (bad arguments refused naming the field) and answer its result
 // with a line for the model.
 func TestDisplayRouteTools(t *testing.T) {
@@ -39,6 +43,15 @@ func TestDisplayRouteTools(t *testing.T) {
 		if !ok {
 			t.Errorf("%s: the route's tool is not in tools/list", name)
 			continue
+		}
+		if name == "display_accessibility" {
+			// The one argument the listing adds: max_chars, this
+			// service's output budget for the outline.
+			props := got["inputSchema"].(map[string]any)["properties"].(map[string]any)
+			if props["max_chars"] == nil {
+				t.Errorf("%s: no max_chars argument", name)
+			}
+			delete(props, "max_chars")
 		}
 		for _, k := range []string{"description", "title", "annotations", "inputSchema", "outputSchema"} {
 			if !reflect.DeepEqual(got[k], want[k]) {

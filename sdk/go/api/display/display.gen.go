@@ -368,6 +368,42 @@ func (e GetAccessibilityTreeParamsScope) Valid() bool {
 	}
 }
 
+// Defines values for ListAccessibilityElementsParamsScope.
+const (
+	ListAccessibilityElementsParamsScopeActive ListAccessibilityElementsParamsScope = "active"
+	ListAccessibilityElementsParamsScopeAll    ListAccessibilityElementsParamsScope = "all"
+)
+
+// Valid indicates whether the value is a known member of the ListAccessibilityElementsParamsScope enum.
+func (e ListAccessibilityElementsParamsScope) Valid() bool {
+	switch e {
+	case ListAccessibilityElementsParamsScopeActive:
+		return true
+	case ListAccessibilityElementsParamsScopeAll:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SearchAccessibilityElementsParamsScope.
+const (
+	SearchAccessibilityElementsParamsScopeActive SearchAccessibilityElementsParamsScope = "active"
+	SearchAccessibilityElementsParamsScopeAll    SearchAccessibilityElementsParamsScope = "all"
+)
+
+// Valid indicates whether the value is a known member of the SearchAccessibilityElementsParamsScope enum.
+func (e SearchAccessibilityElementsParamsScope) Valid() bool {
+	switch e {
+	case SearchAccessibilityElementsParamsScopeActive:
+		return true
+	case SearchAccessibilityElementsParamsScopeAll:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SearchAccessibilityParamsScope.
 const (
 	SearchAccessibilityParamsScopeActive SearchAccessibilityParamsScope = "active"
@@ -806,6 +842,34 @@ type DragResult struct {
 	To   Point   `json:"to"`
 }
 
+// Element defines model for Element.
+type Element struct {
+	Actions *[]string `json:"actions,omitempty"`
+
+	// Bounds screen pixels; absent for an element without a component
+	Bounds *Rect `json:"bounds,omitempty"`
+
+	// Depth 0 for a top node, its children 1 ...
+	Depth       int     `json:"depth"`
+	Description *string `json:"description,omitempty"`
+
+	// Id the element's id for display_element_click and display_element_set_value
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// Parent the parent element's id
+	Parent *string `json:"parent,omitempty"`
+
+	// Role the AT-SPI role name: push button, text, frame, check box ...
+	Role string `json:"role"`
+
+	// States focused, enabled, sensitive, showing, visible, checked, editable ...
+	States *[]string `json:"states,omitempty"`
+
+	// Value a text element's text or a range's value
+	Value *string `json:"value,omitempty"`
+}
+
 // ElementResult defines model for ElementResult.
 type ElementResult struct {
 	// Action the action invoked
@@ -823,6 +887,14 @@ type ElementResult struct {
 
 // ElementResultMethod how it was done: the element's own action, a pointer click at its center, a focus grab, a value change or scrolling
 type ElementResultMethod string
+
+// Elements defines model for Elements.
+type Elements struct {
+	Elements []Element `json:"elements"`
+
+	// Reason why there are none: the window's application exposes no tree
+	Reason *string `json:"reason,omitempty"`
+}
 
 // Error defines model for Error.
 type Error struct {
@@ -944,9 +1016,9 @@ type Mark struct {
 type MarkedScreenshot struct {
 	Height int `json:"height"`
 
-	// Image the screen as PNG with the boxes drawn, base64
-	Image []byte `json:"image"`
-	Marks []Mark `json:"marks"`
+	// Image the screen as PNG with the boxes drawn, base64 (the display_screenshot_marked tool answers it as image content instead)
+	Image *[]byte `json:"image,omitempty"`
+	Marks []Mark  `json:"marks"`
 
 	// Reason why there are no marks
 	Reason *string `json:"reason,omitempty"`
@@ -1056,6 +1128,11 @@ type RecordingStatus string
 
 // RecordingStopReason why it stopped
 type RecordingStopReason string
+
+// RecordingList defines model for RecordingList.
+type RecordingList struct {
+	Recordings []Recording `json:"recordings"`
+}
 
 // Rect defines model for Rect.
 type Rect struct {
@@ -1258,6 +1335,11 @@ type Window struct {
 	Y     int `json:"y"`
 }
 
+// WindowList defines model for WindowList.
+type WindowList struct {
+	Windows []Window `json:"windows"`
+}
+
 // WindowMove defines model for WindowMove.
 type WindowMove struct {
 	// Id X window id; default the active window
@@ -1355,6 +1437,36 @@ type GetAccessibilityTreeParams struct {
 
 // GetAccessibilityTreeParamsScope defines parameters for GetAccessibilityTree.
 type GetAccessibilityTreeParamsScope string
+
+// ListAccessibilityElementsParams defines parameters for ListAccessibilityElements.
+type ListAccessibilityElementsParams struct {
+	// Scope active: the active window's tree; all: every application's
+	Scope *ListAccessibilityElementsParamsScope `form:"scope,omitempty" json:"scope,omitempty"`
+
+	// Depth levels below each window (scope=active) or application (scope=all) to answer; 0 or absent: all
+	Depth *int `form:"depth,omitempty" json:"depth,omitempty"`
+
+	// Role keep only nodes of this AT-SPI role and their ancestors
+	Role *string `form:"role,omitempty" json:"role,omitempty"`
+}
+
+// ListAccessibilityElementsParamsScope defines parameters for ListAccessibilityElements.
+type ListAccessibilityElementsParamsScope string
+
+// SearchAccessibilityElementsParams defines parameters for SearchAccessibilityElements.
+type SearchAccessibilityElementsParams struct {
+	// Role the AT-SPI role, exactly (push button)
+	Role *string `form:"role,omitempty" json:"role,omitempty"`
+
+	// Name a case-insensitive substring of the element's name
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// Scope where to search: every application (default) or the active window
+	Scope *SearchAccessibilityElementsParamsScope `form:"scope,omitempty" json:"scope,omitempty"`
+}
+
+// SearchAccessibilityElementsParamsScope defines parameters for SearchAccessibilityElements.
+type SearchAccessibilityElementsParamsScope string
 
 // SearchAccessibilityParams defines parameters for SearchAccessibility.
 type SearchAccessibilityParams struct {
@@ -1754,6 +1866,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/display/accessibility (the `GetAccessibilityTree` operationId).
 	GetAccessibilityTree(ctx context.Context, params *GetAccessibilityTreeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAccessibilityElements Accessibility tree, flat
+	//
+	// The tree GET accessibility answers, flat: each element without children, in document order, with its depth and its parent's id.
+	//
+	// Corresponds with GET /api/v1/display/accessibility/elements (the `ListAccessibilityElements` operationId).
+	ListAccessibilityElements(ctx context.Context, params *ListAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchAccessibilityElements Find accessible elements, flat
+	//
+	// What GET accessibility/search answers, as elements.
+	//
+	// Corresponds with GET /api/v1/display/accessibility/elements/search (the `SearchAccessibilityElements` operationId).
+	SearchAccessibilityElements(ctx context.Context, params *SearchAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SearchAccessibility Find accessible elements
 	//
@@ -2236,6 +2362,13 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
 	StartRecording(ctx context.Context, body StartRecordingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRecordingList List recordings as an object
+	//
+	// What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
+	//
+	// Corresponds with GET /api/v1/display/recordings/list (the `GetRecordingList` operationId).
+	GetRecordingList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteRecording Delete a recording
 	//
 	// Stops it if it records, then deletes its video and timeline.
@@ -2380,6 +2513,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/display/window/focus (the `PostDisplayWindowFocus` operationId).
 	PostDisplayWindowFocus(ctx context.Context, body PostDisplayWindowFocusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWindowList List top-level windows as an object
+	//
+	// What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
+	//
+	// Corresponds with GET /api/v1/display/window/list (the `GetWindowList` operationId).
+	GetWindowList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostDisplayWindowMinimizeWithBody Minimize (iconify) a window
 	//
@@ -2539,6 +2679,40 @@ func (c *Client) DescribeDisplay(ctx context.Context, reqEditors ...RequestEdito
 // Corresponds with GET /api/v1/display/accessibility (the `GetAccessibilityTree` operationId).
 func (c *Client) GetAccessibilityTree(ctx context.Context, params *GetAccessibilityTreeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAccessibilityTreeRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAccessibilityElements Accessibility tree, flat
+//
+// The tree GET accessibility answers, flat: each element without children, in document order, with its depth and its parent's id.
+//
+// Corresponds with GET /api/v1/display/accessibility/elements (the `ListAccessibilityElements` operationId).
+func (c *Client) ListAccessibilityElements(ctx context.Context, params *ListAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAccessibilityElementsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchAccessibilityElements Find accessible elements, flat
+//
+// What GET accessibility/search answers, as elements.
+//
+// Corresponds with GET /api/v1/display/accessibility/elements/search (the `SearchAccessibilityElements` operationId).
+func (c *Client) SearchAccessibilityElements(ctx context.Context, params *SearchAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchAccessibilityElementsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3600,6 +3774,23 @@ func (c *Client) StartRecording(ctx context.Context, body StartRecordingJSONRequ
 	return c.Client.Do(req)
 }
 
+// GetRecordingList List recordings as an object
+//
+// What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
+//
+// Corresponds with GET /api/v1/display/recordings/list (the `GetRecordingList` operationId).
+func (c *Client) GetRecordingList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRecordingListRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DeleteRecording Delete a recording
 //
 // Stops it if it records, then deletes its video and timeline.
@@ -3925,6 +4116,23 @@ func (c *Client) PostDisplayWindowFocusWithBody(ctx context.Context, contentType
 // Corresponds with POST /api/v1/display/window/focus (the `PostDisplayWindowFocus` operationId).
 func (c *Client) PostDisplayWindowFocus(ctx context.Context, body PostDisplayWindowFocusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostDisplayWindowFocusRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWindowList List top-level windows as an object
+//
+// What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
+//
+// Corresponds with GET /api/v1/display/window/list (the `GetWindowList` operationId).
+func (c *Client) GetWindowList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWindowListRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -4320,6 +4528,162 @@ func NewGetAccessibilityTreeRequest(server string, params *GetAccessibilityTreeP
 		if params.Role != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "role", *params.Role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAccessibilityElementsRequest constructs an http.Request for the ListAccessibilityElements method
+func NewListAccessibilityElementsRequest(server string, params *ListAccessibilityElementsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility/elements")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Scope != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scope", *params.Scope, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Depth != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "depth", *params.Depth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Role != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "role", *params.Role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSearchAccessibilityElementsRequest constructs an http.Request for the SearchAccessibilityElements method
+func NewSearchAccessibilityElementsRequest(server string, params *SearchAccessibilityElementsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/accessibility/elements/search")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Role != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "role", *params.Role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Scope != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scope", *params.Scope, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5724,6 +6088,33 @@ func NewStartRecordingRequestWithBody(server string, contentType string, body io
 	return req, nil
 }
 
+// NewGetRecordingListRequest constructs an http.Request for the GetRecordingList method
+func NewGetRecordingListRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/recordings/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDeleteRecordingRequest constructs an http.Request for the DeleteRecording method
 func NewDeleteRecordingRequest(server string, id openapi_types.UUID) (*http.Request, error) {
 	var err error
@@ -6429,6 +6820,33 @@ func NewPostDisplayWindowFocusRequestWithBody(server string, contentType string,
 	return req, nil
 }
 
+// NewGetWindowListRequest constructs an http.Request for the GetWindowList method
+func NewGetWindowListRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/window/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewPostDisplayWindowMinimizeRequest calls the generic PostDisplayWindowMinimize builder with application/json body
 func NewPostDisplayWindowMinimizeRequest(server string, body PostDisplayWindowMinimizeJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6900,6 +7318,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/display/accessibility (the `GetAccessibilityTree` operationId).
 	GetAccessibilityTreeWithResponse(ctx context.Context, params *GetAccessibilityTreeParams, reqEditors ...RequestEditorFn) (*GetAccessibilityTreeResponse, error)
+
+	// ListAccessibilityElementsWithResponse Accessibility tree, flat
+	//
+	// The tree GET accessibility answers, flat: each element without children, in document order, with its depth and its parent's id.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/accessibility/elements (the `ListAccessibilityElements` operationId).
+	ListAccessibilityElementsWithResponse(ctx context.Context, params *ListAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*ListAccessibilityElementsResponse, error)
+
+	// SearchAccessibilityElementsWithResponse Find accessible elements, flat
+	//
+	// What GET accessibility/search answers, as elements.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/accessibility/elements/search (the `SearchAccessibilityElements` operationId).
+	SearchAccessibilityElementsWithResponse(ctx context.Context, params *SearchAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*SearchAccessibilityElementsResponse, error)
 
 	// SearchAccessibilityWithResponse Find accessible elements
 	//
@@ -7404,6 +7840,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/display/recordings (the `StartRecording` operationId).
 	StartRecordingWithResponse(ctx context.Context, body StartRecordingJSONRequestBody, reqEditors ...RequestEditorFn) (*StartRecordingResponse, error)
 
+	// GetRecordingListWithResponse List recordings as an object
+	//
+	// What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/recordings/list (the `GetRecordingList` operationId).
+	GetRecordingListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetRecordingListResponse, error)
+
 	// DeleteRecordingWithResponse Delete a recording
 	//
 	// Stops it if it records, then deletes its video and timeline.
@@ -7574,6 +8019,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/display/window/focus (the `PostDisplayWindowFocus` operationId).
 	PostDisplayWindowFocusWithResponse(ctx context.Context, body PostDisplayWindowFocusJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDisplayWindowFocusResponse, error)
+
+	// GetWindowListWithResponse List top-level windows as an object
+	//
+	// What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/window/list (the `GetWindowList` operationId).
+	GetWindowListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWindowListResponse, error)
 
 	// PostDisplayWindowMinimizeWithBodyWithResponse Minimize (iconify) a window
 	//
@@ -7813,6 +8267,102 @@ func (r GetAccessibilityTreeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAccessibilityTreeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListAccessibilityElementsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Elements
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAccessibilityElementsResponse) GetJSON200() *Elements {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListAccessibilityElementsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAccessibilityElementsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAccessibilityElementsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAccessibilityElementsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAccessibilityElementsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SearchAccessibilityElementsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Elements
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchAccessibilityElementsResponse) GetJSON200() *Elements {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r SearchAccessibilityElementsResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchAccessibilityElementsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchAccessibilityElementsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchAccessibilityElementsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchAccessibilityElementsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9465,6 +10015,54 @@ func (r StartRecordingResponse) ContentType() string {
 	return ""
 }
 
+type GetRecordingListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecordingList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRecordingListResponse) GetJSON200() *RecordingList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetRecordingListResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRecordingListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRecordingListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRecordingListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRecordingListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type DeleteRecordingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10214,6 +10812,54 @@ func (r PostDisplayWindowFocusResponse) ContentType() string {
 	return ""
 }
 
+type GetWindowListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WindowList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWindowListResponse) GetJSON200() *WindowList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetWindowListResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWindowListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWindowListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWindowListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWindowListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type PostDisplayWindowMinimizeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10818,6 +11464,36 @@ func (c *ClientWithResponses) GetAccessibilityTreeWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseGetAccessibilityTreeResponse(rsp)
+}
+
+// ListAccessibilityElementsWithResponse Accessibility tree, flat
+//
+// The tree GET accessibility answers, flat: each element without children, in document order, with its depth and its parent's id.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/accessibility/elements (the `ListAccessibilityElements` operationId).
+func (c *ClientWithResponses) ListAccessibilityElementsWithResponse(ctx context.Context, params *ListAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*ListAccessibilityElementsResponse, error) {
+	rsp, err := c.ListAccessibilityElements(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAccessibilityElementsResponse(rsp)
+}
+
+// SearchAccessibilityElementsWithResponse Find accessible elements, flat
+//
+// What GET accessibility/search answers, as elements.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/accessibility/elements/search (the `SearchAccessibilityElements` operationId).
+func (c *ClientWithResponses) SearchAccessibilityElementsWithResponse(ctx context.Context, params *SearchAccessibilityElementsParams, reqEditors ...RequestEditorFn) (*SearchAccessibilityElementsResponse, error) {
+	rsp, err := c.SearchAccessibilityElements(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchAccessibilityElementsResponse(rsp)
 }
 
 // SearchAccessibilityWithResponse Find accessible elements
@@ -11665,6 +12341,21 @@ func (c *ClientWithResponses) StartRecordingWithResponse(ctx context.Context, bo
 	return ParseStartRecordingResponse(rsp)
 }
 
+// GetRecordingListWithResponse List recordings as an object
+//
+// What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/recordings/list (the `GetRecordingList` operationId).
+func (c *ClientWithResponses) GetRecordingListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetRecordingListResponse, error) {
+	rsp, err := c.GetRecordingList(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRecordingListResponse(rsp)
+}
+
 // DeleteRecordingWithResponse Delete a recording
 //
 // Stops it if it records, then deletes its video and timeline.
@@ -11948,6 +12639,21 @@ func (c *ClientWithResponses) PostDisplayWindowFocusWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParsePostDisplayWindowFocusResponse(rsp)
+}
+
+// GetWindowListWithResponse List top-level windows as an object
+//
+// What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/window/list (the `GetWindowList` operationId).
+func (c *ClientWithResponses) GetWindowListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWindowListResponse, error) {
+	rsp, err := c.GetWindowList(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWindowListResponse(rsp)
 }
 
 // PostDisplayWindowMinimizeWithBodyWithResponse Minimize (iconify) a window
@@ -12248,6 +12954,72 @@ func ParseGetAccessibilityTreeResponse(rsp *http.Response) (*GetAccessibilityTre
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest AccessibilityTree
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListAccessibilityElementsResponse parses an HTTP response from a ListAccessibilityElementsWithResponse call
+func ParseListAccessibilityElementsResponse(rsp *http.Response) (*ListAccessibilityElementsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAccessibilityElementsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Elements
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSearchAccessibilityElementsResponse parses an HTTP response from a SearchAccessibilityElementsWithResponse call
+func ParseSearchAccessibilityElementsResponse(rsp *http.Response) (*SearchAccessibilityElementsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchAccessibilityElementsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Elements
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -13419,6 +14191,39 @@ func ParseStartRecordingResponse(rsp *http.Response) (*StartRecordingResponse, e
 	return response, nil
 }
 
+// ParseGetRecordingListResponse parses an HTTP response from a GetRecordingListWithResponse call
+func ParseGetRecordingListResponse(rsp *http.Response) (*GetRecordingListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRecordingListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecordingList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseDeleteRecordingResponse parses an HTTP response from a DeleteRecordingWithResponse call
 func ParseDeleteRecordingResponse(rsp *http.Response) (*DeleteRecordingResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13953,6 +14758,39 @@ func ParsePostDisplayWindowFocusResponse(rsp *http.Response) (*PostDisplayWindow
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest Window
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetWindowListResponse parses an HTTP response from a GetWindowListWithResponse call
+func ParseGetWindowListResponse(rsp *http.Response) (*GetWindowListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWindowListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WindowList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

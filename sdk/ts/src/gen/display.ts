@@ -44,6 +44,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/display/accessibility/elements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Accessibility tree, flat
+         * @description The tree GET accessibility answers, flat: each element without children, in document order, with its depth and its parent's id.
+         */
+        get: operations["listAccessibilityElements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/accessibility/elements/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find accessible elements, flat
+         * @description What GET accessibility/search answers, as elements.
+         */
+        get: operations["searchAccessibilityElements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/display/accessibility/search": {
         parameters: {
             query?: never;
@@ -683,6 +723,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/display/recordings/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recordings as an object
+         * @description What GET recordings answers, newest first, as {"recordings": [...]}: for a client that takes only an object (an MCP tool).
+         */
+        get: operations["getRecordingList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/display/recordings/{id}": {
         parameters: {
             query?: never;
@@ -949,6 +1009,26 @@ export interface paths {
          * @description Raises, de-iconifies and activates it through the window manager. id selects the window (default: the active one).
          */
         post: operations["postDisplayWindowFocus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/display/window/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List top-level windows as an object
+         * @description What GET windows answers, as {"windows": [...]}: for a client that takes only an object (an MCP tool).
+         */
+        get: operations["getWindowList"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1345,6 +1425,25 @@ export interface components {
             text?: string | null;
             to: components["schemas"]["Point"];
         };
+        Element: {
+            actions?: string[];
+            /** @description screen pixels; absent for an element without a component */
+            bounds?: components["schemas"]["Rect"] | null;
+            /** @description 0 for a top node, its children 1 ... */
+            depth: number;
+            description?: string;
+            /** @description the element's id for display_element_click and display_element_set_value */
+            id: string;
+            name: string;
+            /** @description the parent element's id */
+            parent?: string;
+            /** @description the AT-SPI role name: push button, text, frame, check box ... */
+            role: string;
+            /** @description focused, enabled, sensitive, showing, visible, checked, editable ... */
+            states?: string[];
+            /** @description a text element's text or a range's value */
+            value?: string;
+        };
         ElementResult: {
             /** @description the action invoked */
             action?: string;
@@ -1357,6 +1456,11 @@ export interface components {
             method: "action" | "pointer" | "focus" | "value" | "scroll";
             /** @description true when the element, or its whole application, closed after taking the action (a dialog's OK, Yes or Submit): the action worked, and element is the element as it was before */
             target_closed?: boolean;
+        };
+        Elements: {
+            elements: components["schemas"]["Element"][];
+            /** @description why there are none: the window's application exposes no tree */
+            reason?: string;
         };
         Error: {
             code: string;
@@ -1446,9 +1550,9 @@ export interface components {
             height: number;
             /**
              * Format: byte
-             * @description the screen as PNG with the boxes drawn, base64
+             * @description the screen as PNG with the boxes drawn, base64 (the display_screenshot_marked tool answers it as image content instead)
              */
-            image: string;
+            image?: string;
             marks: components["schemas"]["Mark"][];
             /** @description why there are no marks */
             reason?: string;
@@ -1529,6 +1633,9 @@ export interface components {
              */
             stopped_at?: string | null;
             width: number;
+        };
+        RecordingList: {
+            recordings: components["schemas"]["Recording"][];
         };
         Rect: {
             height: number;
@@ -1676,6 +1783,9 @@ export interface components {
             x: number;
             y: number;
         };
+        WindowList: {
+            windows: components["schemas"]["Window"][];
+        };
         WindowMove: {
             /** @description X window id; default the active window */
             id?: number | null;
@@ -1797,6 +1907,78 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AccessibilityTree"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAccessibilityElements: {
+        parameters: {
+            query?: {
+                /** @description active: the active window's tree; all: every application's */
+                scope?: "active" | "all";
+                /** @description levels below each window (scope=active) or application (scope=all) to answer; 0 or absent: all */
+                depth?: number;
+                /** @description keep only nodes of this AT-SPI role and their ancestors */
+                role?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Elements"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    searchAccessibilityElements: {
+        parameters: {
+            query?: {
+                /** @description the AT-SPI role, exactly (push button) */
+                role?: string;
+                /** @description a case-insensitive substring of the element's name */
+                name?: string;
+                /** @description where to search: every application (default) or the active window */
+                scope?: "active" | "all";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Elements"];
                 };
             };
             /** @description error */
@@ -3015,6 +3197,35 @@ export interface operations {
             };
         };
     };
+    getRecordingList: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingList"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getRecordingVideo: {
         parameters: {
             query?: never;
@@ -3526,6 +3737,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Window"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWindowList: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WindowList"];
                 };
             };
             /** @description error */
