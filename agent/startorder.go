@@ -9,13 +9,37 @@ import (
 // The order services start in. A new container's first request is most
 // often a command or a file (the SDKs' create-then-run), and on a small
 // machine every service building its store and routes at once puts that
-// request behind all of them. So the services in startFirst start alone,
-// and the rest once those answer their first health check, or after
-// startFirstWait whatever they do: a service that cannot start never
-// holds the others back for long.
+// request behind all of them. So the services in startFirst start alone;
+// the rest start restDelay after those answer their first health check
+// (or after startFirstWait whatever they do: a service that cannot start
+// never holds the others back for long), or at once when the gateway is
+// asked for one of them: a request never waits for the delay, only for
+// its service's own start (its listener is bound from the beginning, so
+// the connection waits in its backlog).
 var startFirst = map[string]bool{"process": true, "files": true}
 
-const startFirstWait = time.Second
+const (
+	startFirstWait = time.Second
+	// restDelay is long enough for a client that saw the container
+	// running to have its first command answered on a quiet machine.
+	restDelay = 250 * time.Millisecond
+)
+
+// startOrder is when the services after startFirst may start.
+type startOrder struct {
+	delay  time.Duration // restDelay
+	once   sync.Once
+	wanted chan struct{} // closed when a request asks for one of them
+}
+
+func newStartOrder() *startOrder { return &startOrder{delay: restDelay, wanted: make(chan struct{})} }
+
+// want records that a request is for service name.
+func (o *startOrder) want(name string) {
+	if !startFirst[name] {
+		o.once.Do(func() { close(o.wanted) })
+	}
+}
 
 // startUnits runs every unit until ctx ends, each counted in wg.
 func (s *Supervisor) startUnits(ctx context.Context, wg *sync.WaitGroup) {
@@ -46,7 +70,15 @@ func (s *Supervisor) startUnits(ctx context.Context, wg *sync.WaitGroup) {
 			select {
 			case <-u.ready:
 			case <-wait.Done():
+			case <-s.order.wanted:
 			}
+		}
+		delay := time.NewTimer(s.order.delay)
+		defer delay.Stop()
+		select {
+		case <-delay.C:
+		case <-s.order.wanted:
+		case <-ctx.Done():
 		}
 		if ctx.Err() == nil {
 			start(rest)

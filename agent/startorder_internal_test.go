@@ -1,7 +1,14 @@
 package agent
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestCommandsAndFilesStartFirst: the process and files services begin
@@ -26,4 +33,53 @@ func TestCommandsAndFilesStartFirst(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestARequestStartsTheRestAtOnce: the services that do not start first
+// wait for their delay, and a request for one of them ends the wait: it
+// is answered by its service, not held until the delay is over.
+func TestARequestStartsTheRestAtOnce(t *testing.T) {
+	set := DefaultSettings()
+	if err := set.Set("files-root", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	base := freeBase(t)
+	sup, err := New(Config{Services: []string{"files", "process", "cron", "notes"}, Settings: set,
+		Data: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(base), Bind: "127.0.0.1", PortBase: base,
+		LogLevel: "error", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup.order.delay = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	units := map[string]*unit{}
+	for _, u := range sup.units {
+		units[u.name] = u
+	}
+	<-units["files"].ready
+	<-units["process"].ready
+	// The delay is an hour: nothing but a request can start cron.
+	select {
+	case <-units["cron"].ready:
+		t.Fatal("cron started before its delay or a request for it")
+	case <-time.After(300 * time.Millisecond):
+	}
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Get("http://" + sup.GatewayAddr() + "/_/cron/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"cron"`) {
+		t.Fatalf("cron's health through the gateway before its delay: %d %s", resp.StatusCode, body)
+	}
+	<-units["notes"].ready
 }

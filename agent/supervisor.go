@@ -101,6 +101,8 @@ type Supervisor struct {
 	sink *journal.Sink
 	// idle is the agent's activity and keep-alive leases (idle.go).
 	idle *idleState
+	// order is when the services that do not start first start.
+	order *startOrder
 }
 
 // ErrAgentRunning is returned when another agent holds the data directory.
@@ -148,7 +150,7 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), sink: sink}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), sink: sink, order: newStartOrder()}
 	db, err := store.Open(filepath.Join(cfg.Data, "agent.db"))
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("%w (--data %s: %s is locked)", ErrAgentRunning, cfg.Data, filepath.Join(cfg.Data, "agent.db"))
@@ -424,6 +426,7 @@ loop:
 
 // backend is the gateway's view of the running set.
 func (s *Supervisor) backend(name string) (string, bool) {
+	s.order.want(name)
 	for _, u := range s.units {
 		if u.name == name {
 			return u.addr, true

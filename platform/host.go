@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -158,6 +159,14 @@ func NewHost(cfg HostConfig, tables ...[]Route) *Host {
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		StreamRequestBody: cfg.StreamRequestBody,
+		// An answer that encodes itself (a listing of 100,000 entries) goes
+		// out as it encodes: encoding/json would scan and compact it again.
+		JSONEncoder: func(v any) ([]byte, error) {
+			if m, ok := v.(json.Marshaler); ok {
+				return m.MarshalJSON()
+			}
+			return json.Marshal(v)
+		},
 		// A streaming host's handlers read multipart bodies as streams;
 		// pre-parsing would spool every part to /tmp first.
 		DisablePreParseMultipartForm: cfg.StreamRequestBody,

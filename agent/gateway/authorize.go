@@ -105,15 +105,6 @@ const (
 	CredentialQuery  = "query"
 )
 
-// Identity headers the gateway sets itself. Every header a client sends
-// under IdentityHeaderPrefix is dropped first, so a service can trust them.
-const (
-	IdentityHeaderPrefix  = "X-Deckhand-Identity-"
-	IdentityGroupHeader   = IdentityHeaderPrefix + "Group"
-	IdentityTypeHeader    = IdentityHeaderPrefix + "Type"
-	IdentitySubjectHeader = IdentityHeaderPrefix + "Subject"
-)
-
 // Authorizer decides whether a request may reach its target. It returns
 // the caller's identity and nil to let it pass, or a *fault.Error
 // (UNAUTHORIZED, FORBIDDEN, PROXY_DISABLED) that the gateway renders as
@@ -209,7 +200,7 @@ func withoutParams(query string, creds []Credential) string {
 	return b.String()
 }
 
-var identityPrefix = []byte(IdentityHeaderPrefix)
+var identityPrefix = []byte(contract.IdentityHeaderPrefix)
 
 // setIdentity drops every client copy of the identity headers and of
 // AuthorizedPortHeader, then sets the decision's.
@@ -237,11 +228,11 @@ func setIdentity(h *fasthttp.RequestHeader, id Identity) {
 		return
 	}
 	if id.Group != "" {
-		h.Set(IdentityGroupHeader, headerSafe(id.Group))
+		h.Set(contract.IdentityGroupHeader, headerSafe(id.Group))
 	}
-	h.Set(IdentityTypeHeader, headerSafe(id.Type))
+	h.Set(contract.IdentityTypeHeader, headerSafe(id.Type))
 	if id.Subject != "" {
-		h.Set(IdentitySubjectHeader, headerSafe(id.Subject))
+		h.Set(contract.IdentitySubjectHeader, headerSafe(id.Subject))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"deckhand/agent/gateway"
 	"deckhand/platform"
+	"deckhand/platform/contract"
 	"deckhand/platform/fault"
 	"deckhand/platform/platformtest"
 )
@@ -67,7 +68,7 @@ func TestIdentityHeadersSetByTheGatewayOnly(t *testing.T) {
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]string{}
 		for k := range r.Header {
-			if strings.HasPrefix(k, gateway.IdentityHeaderPrefix) || k == "X-Evil" || k == platform.AuthorizedPortHeader {
+			if strings.HasPrefix(k, contract.IdentityHeaderPrefix) || k == "X-Evil" || k == platform.AuthorizedPortHeader {
 				out[k] = strings.Join(r.Header.Values(k), "|")
 			}
 		}

@@ -69,10 +69,11 @@ const PortPreviewService = "tunnel"
 const StatusPath = "/_agent/status"
 
 // HealthPath answers any client 200 {"status":"ok"} once the gateway
-// serves: the supervisor starts the gateway after every service is
-// healthy, so an answer means the agent is ready. It tells nothing else,
-// so it is open to the engine's network and to any Host (the control
-// plane checks a container's agent here before it calls it running).
+// serves, which is as soon as the agent starts: every service's port is
+// bound by then, so a request for a service still starting waits for it
+// rather than failing. It tells nothing else, so it is open to the
+// engine's network and to any Host (the control plane checks a
+// container's agent here before it calls it running).
 const HealthPath = "/_agent/health"
 
 // ClaimPath is where a program in the container gets the container's

@@ -156,13 +156,13 @@ const (
 	// credential and client, admits (each judged as its own program and
 	// port): the service shows and runs only what its caller could reach
 	// directly.
-	ReachHeader = "X-Deckhand-Identity-Reach"
+	ReachHeader = IdentityHeaderPrefix + "Reach"
 	// ToolsHeader is set for a service whose callers a document's tool
 	// allow-list limits (the entry's ToolList; the mcp_tools extension of
 	// its groups): a comma list of tool names and prefix patterns ending
 	// in '*' (platform.ToolAllowed). Absent, the caller's tools are
 	// limited by its reach only.
-	ToolsHeader = "X-Deckhand-Identity-Tools"
+	ToolsHeader = IdentityHeaderPrefix + "Tools"
 	// DesktopReach names, in ReachHeader, a caller who may drive a
 	// service whose input is judged as program desktop (HasDesktopInput),
 	// beside that service's own name for one who may only read it.
@@ -172,3 +172,18 @@ const (
 // HasDesktopInput reports whether proxy permissions judge service's input
 // as program desktop (RouteProgram) and its reading routes as services.
 func HasDesktopInput(service string) bool { return service == displayService }
+
+// The identity headers the agent's gateway sets on a request it admitted,
+// naming the credential its decision found. It drops every header a
+// client sends under IdentityHeaderPrefix first, so a service may rely on
+// them, and one that calls another for its caller hands them on.
+const (
+	IdentityHeaderPrefix  = "X-Deckhand-Identity-"
+	IdentityGroupHeader   = IdentityHeaderPrefix + "Group"
+	IdentityTypeHeader    = IdentityHeaderPrefix + "Type"
+	IdentitySubjectHeader = IdentityHeaderPrefix + "Subject"
+)
+
+// IdentityHeaders are the headers that name the caller (group, type,
+// subject).
+var IdentityHeaders = []string{IdentityGroupHeader, IdentityTypeHeader, IdentitySubjectHeader}

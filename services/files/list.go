@@ -3,13 +3,11 @@ package files
 import (
 	"context"
 	"io/fs"
-	"net/http"
 	"sort"
 	"strings"
 	"sync"
 
 	"deckhand/platform/fault"
-	"deckhand/platform/reqpolicy"
 )
 
 // Listing is a directory's entries.
@@ -157,19 +155,9 @@ type ListQuery struct {
 	Limit  int    `query:"limit" minimum:"1" maximum:"1000000" default:"10000" doc:"at most this many entries"`
 }
 
-// serveList writes a listing. The encoder's bytes go out as they are:
-// encoding/json would check and compact 30 MB of output from a
-// MarshalJSON again.
-func (s *Service) serveList(w http.ResponseWriter, r *http.Request, in ListQuery) {
-	out, err := s.List(r.Context(), ListInput(in))
-	if err != nil {
-		reqpolicy.WriteHTTPError(w, err)
-		return
-	}
-	raw, _ := out.MarshalJSON()
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(raw)
+// ListDir answers GET /api/v1/files (the files_list tool).
+func (s *Service) ListDir(ctx context.Context, in ListQuery) (Listing, error) {
+	return s.List(ctx, ListInput(in))
 }
 
 // Stat describes one path without following a final symbolic link.

@@ -19,7 +19,10 @@ func (s *Service) Routes() []platform.Route {
 				"(links are listed, never followed). depth 1 lists the directory's own entries; deeper levels follow each " +
 				"directory's entry. Names starting with a dot (and what is under them) are left out unless hidden=true. " +
 				"A listing stops at limit entries with truncated=true.",
-			Response: Listing{}, Op: platform.StreamOp(s.serveList)},
+			Op: platform.Op(s.ListDir),
+			Tool: &platform.Tool{Name: "files_list", Title: "List a directory",
+				Description: "List a directory's entries (name, type, size, mode, modified), sorted; depth > 1 descends.",
+				ReadOnly:    true, Idempotent: true}},
 		{Method: "DELETE", Path: "/api/v1/files", OperationID: "deleteFile", Tags: tags, Summary: "Delete a file, link or directory",
 			Description: "A link is removed, not its target. A directory that is not empty answers 409 CONFLICT unless " +
 				"recursive=true. The root itself cannot be deleted. 204 on success.",

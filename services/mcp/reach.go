@@ -16,10 +16,6 @@ import (
 	"deckhand/platform/contract"
 )
 
-// Identity headers the gateway sets (agent/gateway); they are handed on
-// to the services a tool calls, so their journals name the same caller.
-var identityHeaders = []string{"X-Deckhand-Identity-Group", "X-Deckhand-Identity-Type", "X-Deckhand-Identity-Subject"}
-
 // allServices marks, in ReachHeader, a caller that did not come through
 // the gateway: a trusted local user on this service's own port.
 const allServices = "*"
@@ -95,19 +91,20 @@ func (c caller) mayTool(tool string) bool {
 }
 
 // mayResource is may for the service a resource URI reads and mayUse for
-// the tool that reads the same thing (resourceTool).
+// the tool that reads the same thing (resourceOf).
 func (c caller) mayResource(uri string) bool {
-	tool := resourceTool(uri)
-	return c.may(resourceService(uri)) && (tool == "" || c.mayUse(tool))
+	svc, tool := resourceOf(uri)
+	return c.may(svc) && (tool == "" || c.mayUse(tool))
 }
 
 // resourceError is the refusal of a resource the caller may not read, or
 // nil when it may.
 func (c caller) resourceError(uri string) error {
-	if svc := resourceService(uri); !c.may(svc) {
+	svc, tool := resourceOf(uri)
+	if !c.may(svc) {
 		return forbidden(svc)
 	}
-	if tool := resourceTool(uri); tool != "" && !c.mayUse(tool) {
+	if tool != "" && !c.mayUse(tool) {
 		return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
 			"FORBIDDEN: reading %s needs the tool %s, which the tool allow-list of the proxy permissions document (mcp_tools) excludes for this credential",
 			clipURI(uri), tool)}
@@ -122,21 +119,27 @@ func clipURI(uri string) string {
 	return uri
 }
 
-// forward hands the gateway's identity headers on to a service.
-func (c caller) forward(h http.Header) {
-	for _, k := range identityHeaders {
+// forward is h with the gateway's identity headers added, to hand them
+// on to a service.
+func (c caller) forward(h http.Header) http.Header {
+	h = h.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	for _, k := range contract.IdentityHeaders {
 		if v := c.header.Get(k); v != "" {
 			h.Set(k, v)
 		}
 	}
+	return h
 }
 
 // who names the caller in the journal.
 func (c caller) who() map[string]any {
 	out := map[string]any{}
-	for _, k := range identityHeaders {
+	for _, k := range contract.IdentityHeaders {
 		if v := c.header.Get(k); v != "" {
-			out[strings.ToLower(strings.TrimPrefix(k, "X-Deckhand-Identity-"))] = v
+			out[strings.ToLower(strings.TrimPrefix(k, contract.IdentityHeaderPrefix))] = v
 		}
 	}
 	return out
@@ -207,7 +210,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			if svc != "mcp" {
-				if err := s.loadTools(ctx, []string{svc}); err != nil && !s.catalog.has(p.Name) {
+				if err := s.loadTools(ctx, []string{svc}); err != nil && s.catalog.tool(p.Name) == nil {
 					// Its service's tools are not known: it does not answer.
 					s.journalCall(who, p, svc, "failed", errorText(err), start)
 					return failed(err), nil
@@ -286,31 +289,22 @@ func toolService(name string) string {
 	return svc
 }
 
-// resourceService is the service a resource URI reads.
-func resourceService(uri string) string {
+// resourceOf is the service a resource URI reads and the tool that reads
+// the same thing: a caller whose allow-list leaves the tool out may not
+// read, list or subscribe to the resource either (file:// is files_read,
+// process://ID/output process_output, journal:// journal_query). An
+// unknown scheme has no tool: the SDK says there is no such resource.
+func resourceOf(uri string) (service, tool string) {
 	scheme, _, _ := strings.Cut(uri, ":")
 	switch scheme {
 	case "file":
-		return "files"
-	}
-	return scheme // process, journal
-}
-
-// resourceTool is the tool that reads what a resource URI reads: a caller
-// whose allow-list leaves it out may not read, list or subscribe to the
-// resource either (file:// is files_read, process://ID/output
-// process_output, journal:// journal_query).
-func resourceTool(uri string) string {
-	scheme, _, _ := strings.Cut(uri, ":")
-	switch scheme {
-	case "file":
-		return "files_read"
+		return "files", "files_read"
 	case "process":
-		return "process_output"
+		return "process", "process_output"
 	case "journal":
-		return "journal_query"
+		return "journal", "journal_query"
 	}
-	return "" // no such resource: the SDK says so
+	return scheme, ""
 }
 
 // secretKeys are argument names whose values never reach the journal:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -51,7 +52,7 @@ func (s *Service) readFileResource(ctx context.Context, req *mcp.ReadResourceReq
 	f, err := runTool[files.Text](ctx, s, callerOf(req.Extra), "files_read", map[string]any{"path": p})
 	if err != nil {
 		var pe *fault.Error
-		if asPlatform(err, &pe) && pe.Code == fault.CodeNotFound {
+		if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
 		return nil, toolErr(err)

@@ -1,15 +1,11 @@
 package mcp
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
-	"net/url"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,16 +26,9 @@ import (
 
 // routeTool is one operation of another service offered as a tool.
 type routeTool struct {
-	service      string
-	method, path string
-	params       map[string]param // by argument name
-	body         bool             // the operation reads a JSON body
-	tool         *mcp.Tool
+	route *platform.RouteTool
+	tool  *mcp.Tool
 }
-
-// param is a parameter of a route tool's request: its name there and
-// where it goes (path, query or header).
-type param struct{ name, in string }
 
 // view is how a route tool's answer reads for a model. A tool without
 // one answers its structured content as JSON text.
@@ -142,82 +131,60 @@ func (s *Service) loadTools(ctx context.Context, services []string) error {
 	return last
 }
 
-// has reports whether tool is a route tool loaded.
-func (c *catalog) has(tool string) bool {
+// tool is the route tool of that name loaded, or nil.
+func (c *catalog) tool(name string) *routeTool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.tools[tool] != nil
+	return c.tools[name]
 }
 
-// readTools reads service's route tools from its OpenAPI document. A tool
-// whose name does not start with its service's (process_run of process)
-// is left out: reach and the allow-list judge a tool by that prefix.
+// readTools reads service's route tools from its OpenAPI document (its
+// host's when this process serves it) and adds the view's arguments to
+// their schemas. A tool whose name does not start with its service's
+// (process_run of process) is left out: reach and the allow-list judge a
+// tool by that prefix.
 func (s *Service) readTools(ctx context.Context, service string) ([]*routeTool, error) {
 	var raw []byte
+	var err error
 	if h := s.peer(service); h != nil {
-		var err error
-		if raw, err = h.OpenAPIJSON(); err != nil {
-			return nil, err
-		}
+		raw, err = h.OpenAPIJSON()
 	} else {
-		var err error
-		if raw, _, err = s.be.bytes(ctx, caller{}, call{method: http.MethodGet, service: service, path: "/openapi.json"}, maxRead); err != nil {
-			return nil, err
-		}
+		raw, _, err = s.be.bytes(ctx, caller{}, call{method: http.MethodGet, service: service, path: "/openapi.json"}, maxRead)
 	}
-	var doc struct {
-		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
+	routes, err := platform.ReadTools(service, raw)
+	if err != nil {
 		return nil, err
 	}
 	var out []*routeTool
-	for path, item := range doc.Paths {
-		for method, rawOp := range item {
-			var op struct {
-				Parameters []struct{ Name, In string } `json:"parameters"`
-				Body       json.RawMessage             `json:"requestBody"`
-				Tool       json.RawMessage             `json:"x-mcp-tool"`
-			}
-			var tool mcp.Tool
-			var names struct {
-				Params map[string]string `json:"x-parameters"` // argument name: parameter name
-			}
-			if json.Unmarshal(rawOp, &op) != nil || op.Tool == nil || json.Unmarshal(op.Tool, &tool) != nil ||
-				json.Unmarshal(op.Tool, &names) != nil {
-				continue
-			}
-			if toolService(tool.Name) != service {
-				s.log.Warn("a tool's name does not start with its service's", "tool", tool.Name, "service", service)
-				continue
-			}
-			rt := &routeTool{service: service, method: strings.ToUpper(method), path: path, params: map[string]param{},
-				body: op.Body != nil, tool: &tool}
-			args := map[string]string{} // parameter name: argument name
-			for a, p := range names.Params {
-				args[p] = a
-			}
-			for _, p := range op.Parameters {
-				rt.params[cmp.Or(args[p.Name], p.Name)] = param{name: p.Name, in: p.In}
-			}
-			if views[tool.Name].budget {
-				in, _ := rt.tool.InputSchema.(map[string]any)
-				props, _ := in["properties"].(map[string]any)
-				props = maps.Clone(props)
-				if props["max_chars"] == nil {
-					props["max_chars"] = map[string]any{"type": "integer", "minimum": 0,
-						"description": "characters of text to answer at most (default: the server's budget)"}
-				}
-				if views[tool.Name].offset {
-					props["offset"] = map[string]any{"type": "integer", "minimum": 0,
-						"description": "character to start at (from a trimmed answer's marker)"}
-				}
-				in = maps.Clone(in)
-				in["properties"] = props
-				rt.tool.InputSchema = in
-			}
-			out = append(out, rt)
+	for _, r := range routes {
+		var tool mcp.Tool
+		if json.Unmarshal(r.Doc, &tool) != nil || toolService(tool.Name) != service {
+			s.log.Warn("a tool's name does not start with its service's", "tool", r.Name, "service", service)
+			continue
 		}
+		if v := views[tool.Name]; v.budget {
+			in, _ := tool.InputSchema.(map[string]any)
+			in = maps.Clone(in)
+			props, _ := in["properties"].(map[string]any)
+			props = maps.Clone(props)
+			if props == nil {
+				in, props = map[string]any{"type": "object"}, map[string]any{}
+			}
+			if props["max_chars"] == nil {
+				props["max_chars"] = map[string]any{"type": "integer", "minimum": 0,
+					"description": "characters of text to answer at most (default: the server's budget)"}
+			}
+			if v.offset {
+				props["offset"] = map[string]any{"type": "integer", "minimum": 0,
+					"description": "character to start at (from a trimmed answer's marker)"}
+			}
+			in["properties"] = props
+			tool.InputSchema = in
+		}
+		out = append(out, &routeTool{route: r, tool: &tool})
 	}
 	return out, nil
 }
@@ -298,66 +265,14 @@ func failed(err error) *mcp.CallToolResult {
 // memory when this process serves it, else as the route's request on its
 // port (the service binds and checks the arguments either way).
 func (s *Service) callRoute(ctx context.Context, who caller, rt *routeTool, args map[string]json.RawMessage) (any, error) {
-	if h := s.peer(rt.service); h != nil {
+	if h := s.peer(rt.route.Service); h != nil {
 		raw, err := json.Marshal(args)
 		if err != nil {
 			return nil, err
 		}
 		return h.CallTool(ctx, rt.tool.Name, raw)
 	}
-	c := call{method: rt.method, service: rt.service, path: rt.path, query: url.Values{}, header: http.Header{}}
-	body := map[string]json.RawMessage{}
-	for _, name := range slices.Sorted(maps.Keys(args)) {
-		p, isParam := rt.params[name]
-		if !isParam {
-			if !rt.body {
-				return nil, fault.Invalid(name, "is not an argument of this tool")
-			}
-			body[name] = args[name]
-			continue
-		}
-		v, err := paramText(args[name])
-		if err != nil {
-			return nil, fault.Invalid(name, "must be a string, a number or a boolean")
-		}
-		switch p.in {
-		case "path":
-			c.path = strings.Replace(c.path, "{"+p.name+"}", url.PathEscape(v), 1)
-		case "header":
-			c.header.Set(p.name, v)
-		default:
-			c.query.Set(p.name, v)
-		}
-	}
-	if i := strings.IndexByte(c.path, '{'); i >= 0 {
-		name, _, _ := strings.Cut(c.path[i+1:], "}")
-		return nil, fault.Invalid(name, "is required")
-	}
-	if rt.body {
-		c.body = body
-	}
-	var out json.RawMessage
-	if err := s.be.json(ctx, who, c, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// paramText is a JSON scalar as a parameter's text.
-func paramText(raw json.RawMessage) (string, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", err
-	}
-	switch x := v.(type) {
-	case string:
-		return x, nil
-	case nil:
-		return "", nil
-	case bool, float64:
-		return strings.TrimSpace(string(raw)), nil
-	}
-	return "", fault.Invalid("argument", "not a scalar")
+	return s.be.sc.CallTool(ctx, rt.route, who.forward(nil), args)
 }
 
 // runTool runs the route tool name for who with args, as tools/call
@@ -366,9 +281,7 @@ func paramText(raw json.RawMessage) (string, error) {
 func runTool[T any](ctx context.Context, s *Service, who caller, name string, args map[string]any) (T, error) {
 	var zero T
 	_ = s.loadTools(ctx, []string{toolService(name)})
-	s.catalog.mu.Lock()
-	rt := s.catalog.tools[name]
-	s.catalog.mu.Unlock()
+	rt := s.catalog.tool(name)
 	if rt == nil {
 		return zero, &fault.Error{Code: fault.CodeUnavailable, Details: "tool", Message: "the " + toolService(name) + " service does not answer"}
 	}

@@ -17,7 +17,7 @@
 // tools/call; so are file resources without files. When the caller's
 // groups carry a tool allow-list (mcp_tools), the gateway sends it in
 // contract.ToolsHeader and tools, and the resources read by the same
-// means (reach.go, resourceTool), outside it are left out and refused too. A caller on this
+// means (reach.go, resourceOf), outside it are left out and refused too. A caller on this
 // service's own port that did not come through the gateway is a trusted
 // local user (the host refuses others) and reaches every service.
 //

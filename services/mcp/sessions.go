@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"deckhand/platform"
+	"deckhand/platform/contract"
 )
 
 // What the service keeps per MCP session: the credential that opened it,
@@ -37,7 +38,7 @@ func ownerKey(r *http.Request) string {
 		return "local"
 	}
 	h := sha256.New()
-	for _, k := range identityHeaders {
+	for _, k := range contract.IdentityHeaders {
 		h.Write([]byte(r.Header.Get(k)))
 		h.Write([]byte{0})
 	}

@@ -21,6 +21,10 @@ import (
 	"deckhand/services/files"
 )
 
+// offsets are the port offsets of the services these tests run, as the
+// agent's registry declares them (contract.ServiceDeps.Offsets).
+var offsets = map[string]int{"files": 2, "mcp": 16}
+
 // withFiles runs a real files service on a loopback port and this
 // service, which reaches it there, and answers this service and its MCP
 // endpoint on a loopback port.

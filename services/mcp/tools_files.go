@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,22 +29,11 @@ type EditResult struct {
 	Replacements int         `json:"replacements"`
 }
 
-// ListFilesArgs are files_list's arguments.
-type ListFilesArgs struct {
-	Path   string `json:"path" jsonschema:"absolute path of a directory"`
-	Depth  int    `json:"depth,omitempty" jsonschema:"levels to descend (default 1: the directory's own entries)"`
-	Hidden bool   `json:"hidden,omitempty" jsonschema:"include names starting with a dot"`
-}
-
 func (s *Service) addFilesTools() {
-	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
 	mcp.AddTool(s.server, &mcp.Tool{Name: "files_edit", Title: "Edit a file by exact replacement",
 		Description: "Replace old_string with new_string in a file. old_string must match exactly (whitespace included) and " +
 			"occur once, unless replace_all. The write fails, changing nothing, if the file changed since it was read.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.filesEdit)
-	mcp.AddTool(s.server, &mcp.Tool{Name: "files_list", Title: "List a directory",
-		Description: "List a directory's entries (name, type, size, mode, modified), sorted; depth > 1 descends.",
-		Annotations: ro}, s.filesList)
 }
 
 func (s *Service) filesEdit(ctx context.Context, req *mcp.CallToolRequest, in EditArgs) (*mcp.CallToolResult, EditResult, error) {
@@ -87,35 +73,21 @@ func notText(f files.Text) error {
 		Message: fmt.Sprintf("%s is %d bytes of binary data (%s), not text", f.Path, f.Size, f.MimeType)}
 }
 
-func (s *Service) filesList(ctx context.Context, req *mcp.CallToolRequest, in ListFilesArgs) (*mcp.CallToolResult, files.Listing, error) {
-	q := url.Values{"path": {in.Path}}
-	if in.Depth > 0 {
-		q.Set("depth", strconv.Itoa(in.Depth))
-	}
-	if in.Hidden {
-		q.Set("hidden", "true")
-	}
-	var l files.Listing
-	if err := s.be.json(ctx, callerOf(req.Extra), call{method: http.MethodGet, service: "files", path: "/api/v1/files", query: q}, &l); err != nil {
-		return nil, files.Listing{}, toolErr(err)
-	}
-	var b strings.Builder
-	for _, e := range l.Entries {
-		name := e.Path
-		if e.Type == "dir" {
-			name += "/"
-		}
-		fmt.Fprintf(&b, "%s %s %d\n", e.Mode, name, e.Size)
-	}
-	if l.Entries == nil {
-		l.Entries = []files.Entry{}
-	}
-	return textResult(trimText(b.String(), 0, s.set.OutputBudget).Text), l, nil
-}
-
-// The files routes that are tools (files_read, files_write, files_stat,
-// files_search, files_move, files_delete) read for a model as follows.
+// The files routes that are tools (files_read, files_write, files_list,
+// files_stat, files_search, files_move, files_delete) read for a model as
+// follows.
 func init() {
+	views["files_list"] = view{answer: answerAs(func(s *Service, _ map[string]json.RawMessage, l files.Listing, _ int) *mcp.CallToolResult {
+		var b strings.Builder
+		for _, e := range l.Entries {
+			name := e.Path
+			if e.Type == "dir" {
+				name += "/"
+			}
+			fmt.Fprintf(&b, "%s %s %d\n", e.Mode, name, e.Size)
+		}
+		return structuredResult(trimText(b.String(), 0, s.set.OutputBudget).Text, l)
+	})}
 	views["files_read"] = view{budget: true, offset: true, answer: func(_ *Service, args map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error) {
 		f, err := as[files.Text](out)
 		switch {
