@@ -77,8 +77,11 @@ async function watch(page, label) {
     if (!["data:", "blob:"].includes(u.protocol) && u.origin !== origin) problems.push(`${label}: request to another origin ${r.url()}`);
   });
   page.on("pageerror", (e) => problems.push(`${label}: page error ${e.message}`));
+  // Chromium drops what is in flight with ERR_NETWORK_CHANGED when the
+  // host's interfaces change (other suites' containers come and go beside
+  // this one); the page's own retries and the checks below judge the app.
   page.on("console", (m) => {
-    if (m.type() === "error" && !/status of 4\d\d/.test(m.text())) problems.push(`${label}: console error ${m.text()}`);
+    if (m.type() === "error" && !/status of 4\d\d|net::ERR_NETWORK_CHANGED/.test(m.text())) problems.push(`${label}: console error ${m.text()}`);
   });
   return async () => {
     const csp = await page.evaluate(() => window.__csp || []).catch(() => []);
