@@ -1,11 +1,8 @@
 package agent
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,23 +40,8 @@ func TestARequestStartsTheRestAtOnce(t *testing.T) {
 	if err := set.Set("files-root", t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	base := freeBase(t)
-	sup, err := New(Config{Services: []string{"files", "process", "cron", "notes"}, Settings: set,
-		Data: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(base), Bind: "127.0.0.1", PortBase: base,
-		LogLevel: "error", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sup.order.delay = time.Hour
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	sup := startSupervisor(t, Config{Services: []string{"files", "process", "cron", "notes"}, Settings: set},
+		func(s *Supervisor) { s.order.delay = time.Hour })
 	units := map[string]*unit{}
 	for _, u := range sup.units {
 		units[u.name] = u

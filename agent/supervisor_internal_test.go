@@ -24,6 +24,18 @@ func freeBase(t *testing.T) int { return platformtest.FreePortBase(t, 14) }
 // started.
 func runSupervisor(t *testing.T, cfg Config) *Supervisor {
 	t.Helper()
+	sup := startSupervisor(t, cfg, nil)
+	for _, u := range sup.units {
+		<-u.ready
+	}
+	return sup
+}
+
+// startSupervisor makes a supervisor of cfg on free ports, lets prepare
+// (when given) change it, and runs it until the test ends, without
+// waiting for its services.
+func startSupervisor(t *testing.T, cfg Config, prepare func(*Supervisor)) *Supervisor {
+	t.Helper()
 	base := freeBase(t)
 	cfg.Data, cfg.Listen, cfg.Bind, cfg.PortBase = t.TempDir(), "127.0.0.1:"+strconv.Itoa(base), "127.0.0.1", base
 	cfg.LogLevel = "error"
@@ -31,6 +43,9 @@ func runSupervisor(t *testing.T, cfg Config) *Supervisor {
 	sup, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(sup)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -41,9 +56,6 @@ func runSupervisor(t *testing.T, cfg Config) *Supervisor {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	for _, u := range sup.units {
-		<-u.ready
-	}
 	return sup
 }
 
