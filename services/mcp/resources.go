@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"deckhand/platform"
 	"deckhand/platform/fault"
 	"deckhand/services/files"
 	"deckhand/services/journal"
@@ -231,8 +232,8 @@ func (u *subscriptions) follow(ctx context.Context, who caller, w *watch, p stri
 		if started {
 			q.Set("since", strconv.FormatUint(since, 10))
 		}
-		resp, err := u.s.be.do(ctx, who, call{method: http.MethodGet, service: "files", path: "/api/v1/files/watch", query: q,
-			header: http.Header{"Accept": {"text/event-stream"}}})
+		resp, err := u.s.be.Do(ctx, platform.ServiceCall{Method: http.MethodGet, Service: "files", Path: "/api/v1/files/watch", Query: q,
+			Header: who.forward(http.Header{"Accept": {"text/event-stream"}})})
 		if err != nil {
 			if !started {
 				ready <- err

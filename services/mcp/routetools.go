@@ -149,7 +149,7 @@ func (s *Service) readTools(ctx context.Context, service string) ([]*routeTool, 
 	if h := s.peer(service); h != nil {
 		raw, err = h.OpenAPIJSON()
 	} else {
-		raw, _, err = s.be.bytes(ctx, caller{}, call{method: http.MethodGet, service: service, path: "/openapi.json"}, maxRead)
+		raw, err = s.be.Bytes(ctx, platform.ServiceCall{Method: http.MethodGet, Service: service, Path: "/openapi.json"}, maxRead)
 	}
 	if err != nil {
 		return nil, err
@@ -272,7 +272,7 @@ func (s *Service) callRoute(ctx context.Context, who caller, rt *routeTool, args
 		}
 		return h.CallTool(ctx, rt.tool.Name, raw)
 	}
-	return s.be.sc.CallTool(ctx, rt.route, who.forward(nil), args)
+	return s.be.CallTool(ctx, rt.route, who.forward(nil), args)
 }
 
 // runTool runs the route tool name for who with args, as tools/call

@@ -21,7 +21,7 @@ const healthTTL = 2 * time.Second
 // tool of any other service is left out of tools/list; called anyway, it
 // answers the service's own UNAVAILABLE.
 type running struct {
-	be *backend
+	be *platform.ServiceClient
 	// listed is --mcp-services; nil: not given (`deckhand service mcp`
 	// alone), so a service is taken to run when its port answers.
 	listed []string
@@ -31,7 +31,7 @@ type running struct {
 	down    map[string]bool
 }
 
-func newRunning(be *backend, listed []string) *running {
+func newRunning(be *platform.ServiceClient, listed []string) *running {
 	return &running{be: be, listed: listed}
 }
 
@@ -75,7 +75,7 @@ func (r *running) probe(ctx context.Context) map[string]bool {
 		go func() {
 			defer wg.Done()
 			var h platform.Health
-			err := r.be.json(ctx, caller{}, call{method: http.MethodGet, service: svc, path: "/health"}, &h)
+			err := r.be.JSON(ctx, platform.ServiceCall{Method: http.MethodGet, Service: svc, Path: "/health"}, &h)
 			if (err != nil && r.listed == nil) || (err == nil && h.Status != "ok") {
 				mu.Lock()
 				down[svc] = true

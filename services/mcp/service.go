@@ -117,10 +117,14 @@ type Pong struct {
 
 // Service is the MCP service.
 type Service struct {
-	deps    contract.ServiceDeps
-	set     *Settings
-	log     *slog.Logger
-	be      *backend
+	deps contract.ServiceDeps
+	set  *Settings
+	log  *slog.Logger
+	// be calls what of the agent's other services is no tool (a file's
+	// bytes, a stream, a display's screenshot) on its loopback port, with
+	// the caller's identity headers (caller.forward); a route tool runs
+	// in memory when its service does (routetools.go).
+	be      *platform.ServiceClient
 	server  *mcp.Server
 	handler http.Handler
 	subs    *subscriptions
@@ -148,7 +152,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, err
 	}
 	deps = deps.WithDefaults()
-	s := &Service{deps: deps, set: set, log: deps.Logger, be: newBackend(set.ServiceHost, set.PortBase, deps.Offsets)}
+	s := &Service{deps: deps, set: set, log: deps.Logger, be: platform.NewServiceClient(set.ServiceHost, set.PortBase, deps.Offsets)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.catalog = catalog{loaded: map[string]bool{}, tools: map[string]*routeTool{}}
 	s.subs = newSubscriptions(s, set.MaxSubscriptions)
@@ -240,7 +244,7 @@ func (s *Service) Close() error {
 		}
 	}
 	s.subs.close()
-	s.be.close()
+	s.be.Close()
 	return nil
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"deckhand/platform"
 )
 
 // Every display tool but display_screenshot is a route of the display
@@ -159,7 +161,7 @@ func (s *Service) displayScreenshot(ctx context.Context, req *mcp.CallToolReques
 		maxW = 1280
 	}
 	var screen struct{ Width, Height int }
-	if err := s.be.json(ctx, who, call{method: http.MethodGet, service: "display", path: prefix + "/info"}, &screen); err != nil {
+	if err := s.be.JSON(ctx, platform.ServiceCall{Method: http.MethodGet, Service: "display", Path: prefix + "/info", Header: who.forward(nil)}, &screen); err != nil {
 		return nil, ScreenshotResult{}, toolErr(err)
 	}
 	q := url.Values{"format": {"png"}}
@@ -168,7 +170,8 @@ func (s *Service) displayScreenshot(ctx context.Context, req *mcp.CallToolReques
 		scale = float64(maxW) / float64(screen.Width)
 		q.Set("scale", strconv.FormatFloat(scale, 'f', 6, 64))
 	}
-	raw, _, err := s.be.bytes(ctx, who, call{method: http.MethodGet, service: "display", path: prefix + "/screenshots", query: q}, maxScreenshot)
+	raw, err := s.be.Bytes(ctx, platform.ServiceCall{Method: http.MethodGet, Service: "display", Path: prefix + "/screenshots", Query: q,
+		Header: who.forward(nil)}, maxScreenshot)
 	if err != nil {
 		return nil, ScreenshotResult{}, toolErr(err)
 	}
