@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"cmp"
 	"math"
 	"net/http"
 	"reflect"
@@ -64,7 +65,7 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 		}
 		seen[key] = true
 		if len(r.Tags) == 0 {
-			r.Tags = []string{cmpOr(cfg.info.Name, "default")}
+			r.Tags = []string{cmp.Or(cfg.info.Name, "default")}
 		}
 		for _, t := range r.Tags {
 			if !tagSeen[t] {
@@ -158,13 +159,6 @@ func openAPI(cfg docConfig, routes []Route) (map[string]any, error) {
 // standardMethods are those an OpenAPI 3.0 path item has a field for.
 var standardMethods = map[string]bool{"GET": true, "PUT": true, "POST": true, "DELETE": true, "OPTIONS": true,
 	"HEAD": true, "PATCH": true, "TRACE": true}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
 
 // policyDoc adds the route's policy (security, x-policy) and rate limits
 // (x-rate-limits, the 429 answer) to op. Routes of a host without an
@@ -319,7 +313,7 @@ func operationDoc(d *openapi.Builder, r Route, cfg docConfig) map[string]any {
 	switch {
 	case o != nil && o.in.binary():
 		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
-			cmpOr(r.RequestType, "application/octet-stream"): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}}
+			cmp.Or(r.RequestType, "application/octet-stream"): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}}
 	case o != nil && o.in.hasBody():
 		// A pointer Body is optional: an absent body decodes as {}.
 		op["requestBody"] = map[string]any{"required": o.in.body.typ.Kind() != reflect.Pointer,
@@ -384,7 +378,7 @@ func operationDoc(d *openapi.Builder, r Route, cfg docConfig) map[string]any {
 	switch {
 	case noBody(status):
 	case raw:
-		resp["content"] = map[string]any{cmpOr(mediaType(r.ContentType), "application/octet-stream"): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+		resp["content"] = map[string]any{cmp.Or(mediaType(r.ContentType), "application/octet-stream"): map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
 	case envelope && (o == nil || !o.stream):
 		resp["content"] = map[string]any{"application/json": map[string]any{"schema": envelopeSchema(data, o == nil && data == nil)}}
 	case data != nil:

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -180,7 +181,7 @@ func ReadTools(service string, openapiJSON []byte) ([]*RouteTool, error) {
 				args[p] = a
 			}
 			for _, p := range op.Parameters {
-				t.params[cmpOr(args[p.Name], p.Name)] = toolParam{name: p.Name, in: p.In}
+				t.params[cmp.Or(args[p.Name], p.Name)] = toolParam{name: p.Name, in: p.In}
 			}
 			out = append(out, t)
 		}

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,7 +244,7 @@ func (p *inputPlan) bindArgs(r Route, args map[string]json.RawMessage, dst any) 
 			delete(args, name)
 			s, err := argText(a)
 			if err != nil {
-				return fault.Invalid(name, "must be a %s", cmpOr(f.p.Type, "string"))
+				return fault.Invalid(name, "must be a %s", cmp.Or(f.p.Type, "string"))
 			}
 			raw, given = s, a != nil && !bytes.Equal(a, []byte("null"))
 		}
