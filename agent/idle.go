@@ -61,6 +61,9 @@ type idleState struct {
 
 	mu     sync.Mutex
 	leases map[string]Lease
+	// leaseEnd is when the last expired lease ended: its entry goes at
+	// the first report after, and idleness still counts from it.
+	leaseEnd time.Time
 }
 
 func newIdleState(gw func() (int, int, time.Time), svcs func() []contract.ActivityReporter) *idleState {
@@ -107,9 +110,12 @@ func (s *idleState) report(now time.Time) ActivityReport {
 			busy["lease"]++
 			continue
 		}
-		later(l.ExpiresAt)
+		if l.ExpiresAt.After(s.leaseEnd) {
+			s.leaseEnd = l.ExpiresAt
+		}
 		delete(s.leases, id)
 	}
+	later(s.leaseEnd)
 	s.mu.Unlock()
 	r := ActivityReport{Busy: len(busy) > 0}
 	if r.Busy {

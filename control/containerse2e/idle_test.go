@@ -2,6 +2,8 @@ package containerse2e_test
 
 import (
 	"encoding/json"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +44,22 @@ func recordTime(t *testing.T, c map[string]any, field string) time.Time {
 		t.Fatalf("%s of %v: %v", field, c, err)
 	}
 	return v
+}
+
+// reasonIdle reads how long the agent had been idle when the control
+// plane acted, from the record's status_reason ("... for 8.1s (...").
+func reasonIdle(t *testing.T, c map[string]any) time.Duration {
+	t.Helper()
+	reason, _ := c["status_reason"].(string)
+	m := regexp.MustCompile(` for ([0-9.]+)s \(`).FindStringSubmatch(reason)
+	if m == nil {
+		t.Fatalf("the reason does not say how long it was idle: %q", reason)
+	}
+	secs, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatalf("the idle time in %q: %v", reason, err)
+	}
+	return time.Duration(secs * float64(time.Second))
 }
 
 // stillRunning fails the test unless container id stays running for d.
@@ -163,7 +181,7 @@ func TestIdleStop(t *testing.T) {
 	}
 	ended := time.Now()
 	took, c = f.awaitIdle(id, "stopped", ended, 3*idleTimeout)
-	afterProcess := took
+	afterProcess := c
 	t.Logf("idle stop seen %s after the process ended", took)
 	if took < idleTimeout {
 		t.Fatalf("stopped %s after the process ended, before the timeout %s", took, idleTimeout)
@@ -184,22 +202,17 @@ func TestIdleStop(t *testing.T) {
 		t.Fatalf("deckhand keepalive -o json: %v", lease)
 	}
 	f.stillRunning(id, 2*idleTimeout-500*time.Millisecond, "under a keep-alive lease")
-	took, _ = f.awaitIdle(id, "stopped", leased, 2*idleTimeout+3*idleTimeout)
+	took, afterLease := f.awaitIdle(id, "stopped", leased, 2*idleTimeout+3*idleTimeout)
 	t.Logf("idle stop seen %s after a %s lease was taken", took, 2*idleTimeout)
 
-	// The stop itself (the agent's own shutdown) takes its time: a stop
-	// asked by hand is the same engine work, so the decision is what was
-	// seen less that.
-	f.must(200, "POST", base+"/start", nil, f.alice)
-	t0 := time.Now()
-	f.must(200, "POST", base+"/stop", nil, f.alice)
-	stopTime := time.Since(t0)
-	t.Logf("a stop by hand takes %s", stopTime)
-	if late := afterProcess - idleTimeout - stopTime; late > idleSlack {
-		t.Fatalf("the idle stop after the process ended came %s past the timeout and the engine's stop (%s)", late, stopTime)
-	}
-	if late := took - 3*idleTimeout - stopTime; late > idleSlack {
-		t.Fatalf("the idle stop after the lease came %s past its end, the timeout and the engine's stop (%s)", late, stopTime)
+	// The decision is the control plane's, at the agent's report: the
+	// reason says how long the agent had been idle then. What the poll
+	// saw adds the engine's stop (the agent's own shutdown), which a
+	// loaded machine stretches; the decision must still be on time.
+	for _, stopped := range []map[string]any{afterProcess, afterLease} {
+		if idle := reasonIdle(t, stopped); idle < idleTimeout || idle > idleTimeout+idleSlack {
+			t.Fatalf("the idle stop was decided after %s idle, want %s (within %s): %v", idle, idleTimeout, idleSlack, stopped["status_reason"])
+		}
 	}
 
 	// Resumed, the paused one counts afresh: not paused again at once.

@@ -200,7 +200,7 @@ func (s *Service) idleAct(ctx context.Context, id, action string, idle time.Dura
 		return
 	}
 	reason := fmt.Sprintf("idle: its agent reported no running process, terminal, MCP session, WebSocket, request or keep-alive lease "+
-		"for %ds (idle_timeout_seconds %d, idle_action %s)", int(idle.Seconds()), c.IdleTimeoutSeconds, action)
+		"for %.1fs (idle_timeout_seconds %d, idle_action %s)", idle.Seconds(), c.IdleTimeoutSeconds, action)
 	status := StatusStopped
 	if action == IdlePause && drv.Capabilities().Pause {
 		status = StatusPaused

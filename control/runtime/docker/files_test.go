@@ -53,10 +53,18 @@ func boundView(t *testing.T, host, files string) {
 	if err := d.Create(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
+	// A failure below must not leave the container or its host files.
+	deleted := false
+	defer func() {
+		if !deleted {
+			_ = d.Delete(context.Background(), id, false)
+		}
+	}()
 	if err := d.Start(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	addr := runtimetest.WaitState(t, d, id, runtime.StateRunning).Addr
+	runtimetest.WaitHTTP(t, addr)
 	res, err := runtimetest.Client(t, host).ContainerInspect(ctx, d.ContainerName(id), client.ContainerInspectOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +101,7 @@ func boundView(t *testing.T, host, files string) {
 	if err := d.Delete(ctx, id, false); err != nil {
 		t.Fatal(err)
 	}
+	deleted = true
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the container's files stay on the host after its delete: %v", err)
 	}
