@@ -6,13 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"deckhand/platform"
 	"deckhand/platform/fault"
+	"deckhand/platform/lazyre"
 	"deckhand/platform/secrets"
 )
 
@@ -213,11 +213,11 @@ func DecodeAccess(field string, raw []byte) (Access, error) {
 }
 
 var (
-	nameRe  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	tokenRe = regexp.MustCompile(`^[!#$%&'*+.^_` + "`" + `|~0-9A-Za-z-]{1,128}$`) // RFC 9110 token: header, cookie and param names
-	hexSHA  = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	identRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.*-]{0,127}$`)
-	toolRe  = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,128}$`)
+	nameRe  = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	tokenRe = lazyre.New(`^[!#$%&'*+.^_` + "`" + `|~0-9A-Za-z-]{1,128}$`) // RFC 9110 token: header, cookie and param names
+	hexSHA  = lazyre.New(`^[0-9a-f]{64}$`)
+	identRe = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.*-]{0,127}$`)
+	toolRe  = lazyre.New(`^[A-Za-z0-9_.-]{0,128}$`)
 )
 
 const errEmpty = "is required"

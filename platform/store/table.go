@@ -8,12 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"deckhand/platform/lazyre"
 )
 
 // A bucket may be declared as a table: its record type, the fields the
@@ -161,7 +162,7 @@ type Table struct {
 // keyField is the pseudo-field naming the record key in filters and sorts.
 const keyField = "key"
 
-var identRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
+var identRE = lazyre.New(`^[a-z][a-z0-9_]{0,47}$`)
 
 // reserved are names no table or field may take: the engines' own
 // tables, and the key and value columns of every table.

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/lazyre"
 	"deckhand/platform/proc"
 )
 
@@ -60,7 +60,7 @@ type Probe struct {
 	Timeout  float64  `json:"timeout,omitempty" doc:"seconds to become ready before the start counts as failed; default 60"`
 }
 
-var idRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var idRule = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // checkID names the rule an id breaks.
 func checkID(field, id string) error {

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/lazyre"
 	"deckhand/platform/proc"
 )
 
@@ -54,7 +55,7 @@ type file struct {
 var parser = robfig.NewParser(robfig.SecondOptional | robfig.Minute | robfig.Hour | robfig.Dom |
 	robfig.Month | robfig.Dow | robfig.Descriptor)
 
-var nameRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var nameRule = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // loadFile reads and checks the whole schedules file; any error names the
 // file and the field (schedules[2].timeout) and nothing of the file is used.

@@ -11,13 +11,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"time"
 
 	"deckhand/platform"
 	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/contract"
 	"deckhand/platform/fault"
+	"deckhand/platform/lazyre"
 	"deckhand/platform/store"
 )
 
@@ -84,7 +84,7 @@ func (s *Service) Info() platform.Info {
 	}
 }
 
-var idRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var idRule = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 func checkID(field, v string) error {
 	if !idRule.MatchString(v) {

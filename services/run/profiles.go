@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/lazyre"
 	"deckhand/platform/store"
 )
 
@@ -18,7 +19,7 @@ const (
 )
 
 var (
-	namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	namePattern = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 	envPattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 

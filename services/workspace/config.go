@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"maps"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/fault"
+	"deckhand/platform/lazyre"
 	"deckhand/platform/store"
 )
 
@@ -135,9 +135,9 @@ func (c *Config) defaults() {
 }
 
 var (
-	providerIDRule = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	toolRule       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:*-]{0,127}$`)
-	modelRule      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}$`)
+	providerIDRule = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	toolRule       = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.:*-]{0,127}$`)
+	modelRule      = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}$`)
 	providerTypes  = []string{"openai", "anthropic", "google", "mistral", "groq", "openrouter", "ollama", "openai-compatible"}
 	permissionVals = []string{"allow", "ask", "deny"}
 )

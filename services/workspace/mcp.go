@@ -3,21 +3,21 @@ package workspace
 import (
 	"context"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/lazyre"
 	"deckhand/platform/store"
 )
 
 const bucketMCP = "mcp" // ws/name → mcpRecord
 
 var (
-	mcpNameRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-	envNameRule = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-	hdrNameRule = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_|~-]{1,128}$`)
+	mcpNameRule = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	envNameRule = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	hdrNameRule = lazyre.New(`^[A-Za-z0-9!#$%&'*+.^_|~-]{1,128}$`)
 )
 
 // AddMCP is the body of POST .../mcp: a local server (a command the agent

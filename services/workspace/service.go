@@ -13,12 +13,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"deckhand/platform"
 	clockpkg "deckhand/platform/clock"
 	"deckhand/platform/contract"
 	"deckhand/platform/fault"
+	"deckhand/platform/lazyre"
 	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
@@ -82,8 +82,8 @@ func (s *Service) Info() platform.Info {
 }
 
 var (
-	idRule    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-	labelRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	idRule    = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	labelRule = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 )
 
 // checkWorkspace validates a workspaceID path parameter.

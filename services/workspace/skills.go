@@ -2,18 +2,18 @@ package workspace
 
 import (
 	"context"
-	"regexp"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/lazyre"
 	"deckhand/platform/store"
 )
 
 const bucketSkills = "skills" // ws/name → Skill
 
-var skillNameRule = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+var skillNameRule = lazyre.New(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 const maxSkillContent = 256 << 10
 
