@@ -21,6 +21,10 @@ var agentBin string
 // TestMain finds (or builds, static) the agent the image carries, then
 // runs every test on both store engines.
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(relayEnv); addr != "" {
+		serveRelay(addr) // the proxy benchmark's relay process
+		return
+	}
 	os.Exit(func() int {
 		bin, cleanup, err := platformtest.Binary("deckhand", "deckhand/agent/cmd/deckhand")
 		if err != nil {

@@ -1,12 +1,15 @@
 package containerse2e_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,9 +22,12 @@ import (
 // 1 GiB download (a sparse file in the container), straight to the
 // container's address on the engine's network and through
 // `deckhand-control serve --proxy-listen`, one after the other, which
-// goes first alternating. It logs the ratio of requests (bytes) per
-// second through the proxy to those straight and what the proxy adds to
-// the 50th and 99th percentiles:
+// goes first rotating; and, as the limit of any proxy on this machine,
+// through a bare TCP relay in a process of its own (the test binary run
+// again: a goroutine copying each way, spliced by the kernel) that parses
+// nothing. It logs the ratio of
+// requests (bytes) per second through the proxy and through the relay to
+// those straight, and what each adds to the 50th and 99th percentiles:
 //
 //	DECKHAND_BENCH_PROXY=2000 DECKHAND_BIN=$PWD/bin go test -run TestProxyThroughContainer -v ./control/containerse2e/
 //
@@ -57,7 +63,8 @@ func TestProxyThroughContainer(t *testing.T) {
 		t.Cleanup(tr.CloseIdleConnections)
 		return &http.Client{Transport: tr}
 	}
-	ways := [2]*http.Client{client(direct), client(proxyAddr)}
+	ways := [3]*http.Client{client(direct), client(proxyAddr), client(relay(t, direct))}
+	names := [3]string{"direct", "proxy", "relay"}
 	buf := make([]byte, 256<<10)
 	get := func(cl *http.Client, rawURL string) int64 {
 		req, _ := http.NewRequest(http.MethodGet, rawURL, nil)
@@ -74,14 +81,14 @@ func TestProxyThroughContainer(t *testing.T) {
 		return n
 	}
 	run := func(name, rawURL string, n int, size int64) {
-		var lat [2][]time.Duration
-		var total [2]time.Duration
+		var lat [3][]time.Duration
+		var total [3]time.Duration
 		for k := range ways { // warm both ways' connections
 			get(ways[k], rawURL)
 		}
 		for i := 0; i < n; i++ {
-			for j := 0; j < 2; j++ {
-				k := j ^ i&1
+			for j := range ways {
+				k := (j + i) % len(ways)
 				start := time.Now()
 				if got := get(ways[k], rawURL); size > 0 && got != size {
 					t.Fatalf("%s: %d bytes, want %d", name, got, size)
@@ -95,20 +102,74 @@ func TestProxyThroughContainer(t *testing.T) {
 			sort.Slice(lat[k], func(i, j int) bool { return lat[k][i] < lat[k][j] })
 		}
 		p := func(k int, q float64) time.Duration { return lat[k][int(float64(len(lat[k])-1)*q)] }
-		line := name + ": proxy/direct " + strconv.FormatFloat(float64(total[0])/float64(total[1]), 'f', 2, 64) +
-			"; p50 direct " + p(0, 0.5).String() + " proxy " + p(1, 0.5).String() + " (added " + (p(1, 0.5) - p(0, 0.5)).String() + ")" +
-			"; p99 direct " + p(0, 0.99).String() + " proxy " + p(1, 0.99).String() + " (added " + (p(1, 0.99) - p(0, 0.99)).String() + ")"
+		line := name + ":"
+		for k := 1; k < len(ways); k++ {
+			line += " " + names[k] + "/direct " + strconv.FormatFloat(float64(total[0])/float64(total[k]), 'f', 2, 64) +
+				" (p50 " + p(k, 0.5).String() + ", added " + (p(k, 0.5) - p(0, 0.5)).String() +
+				"; p99 " + p(k, 0.99).String() + ", added " + (p(k, 0.99) - p(0, 0.99)).String() + ");"
+		}
+		line += " direct p50 " + p(0, 0.5).String() + ", p99 " + p(0, 0.99).String()
 		if size > 0 {
-			mbps := func(k int) string {
-				return strconv.FormatFloat(float64(size)*float64(n)/total[k].Seconds()/1e6, 'f', 0, 64)
+			for k := range ways {
+				line += "; " + names[k] + " " + strconv.FormatFloat(float64(size)*float64(n)/total[k].Seconds()/1e6, 'f', 0, 64) + " MB/s"
 			}
-			line += "; direct " + mbps(0) + " MB/s, proxy " + mbps(1) + " MB/s"
 		}
 		t.Logf("%s; %d each way; load %s", line, n, loadAverage())
 	}
 	run("small GET", urls["files"]+"/api/v1/files/stat?path=/", rounds, 0)
 	if gibRounds > 0 {
 		run("1 GiB", urls["files"]+"/api/v1/files/content?path=/tmp/big", gibRounds, size)
+	}
+}
+
+// relayEnv names the address a relay process copies to (TestMain).
+const relayEnv = "DECKHAND_TEST_RELAY_TO"
+
+// relay starts a relay process to addr and answers its address.
+func relay(t *testing.T, addr string) string {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), relayEnv+"="+addr)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the relay process: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// serveRelay listens on loopback, prints its address and copies each
+// connection to and from addr, parsing nothing: the least any proxy must
+// do. It runs until killed.
+func serveRelay(addr string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(ln.Addr().String())
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		go func() {
+			defer c.Close()
+			up, err := net.Dial("tcp", addr)
+			if err != nil {
+				return
+			}
+			defer up.Close()
+			go func() { _, _ = io.Copy(up, c); _ = up.(*net.TCPConn).CloseWrite() }()
+			_, _ = io.Copy(c, up)
+		}()
 	}
 }
 
