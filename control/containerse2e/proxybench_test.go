@@ -20,14 +20,14 @@ import (
 // TestProxyThroughContainer sets the platform proxy beside a real
 // container's agent gateway in one run: the same small GET and the same
 // 1 GiB download (a sparse file in the container), straight to the
-// container's address on the engine's network and through
-// `deckhand-control serve --proxy-listen`, one after the other, which
-// goes first rotating; and, as the limit of any proxy on this machine,
-// through a bare TCP relay in a process of its own (the test binary run
-// again: a goroutine copying each way, spliced by the kernel) that parses
-// nothing. It logs the ratio of
-// requests (bytes) per second through the proxy and through the relay to
-// those straight, and what each adds to the 50th and 99th percentiles:
+// container's address on the engine's network, through
+// `deckhand-control serve --proxy-listen`, and, as the limit of any proxy
+// on this machine, through a bare TCP relay in a process of its own (the
+// test binary run again: a goroutine copying each way, spliced by the
+// kernel) that parses nothing; one after the other, which goes first
+// rotating. It logs the ratio of requests (bytes) per second through the
+// proxy and through the relay to those straight, and what each adds to
+// the 50th and 99th percentiles:
 //
 //	DECKHAND_BENCH_PROXY=2000 DECKHAND_BIN=$PWD/bin go test -run TestProxyThroughContainer -v ./control/containerse2e/
 //
