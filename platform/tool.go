@@ -44,6 +44,10 @@ type Tool struct {
 	// is no argument of the tool (a header a model has no use for): it is
 	// bound as not given.
 	Args map[string]string
+	// Text is how the answer reads for a model, the tool's text content:
+	// a template over the answer's JSON (ToolText). Empty: the answer's
+	// JSON itself. The MCP service trims it to its output budget.
+	Text string
 }
 
 // arg is the argument a parameter is in the tool's arguments.
@@ -56,7 +60,8 @@ func (t *Tool) arg(param string) string {
 
 // ToolExtension is the OpenAPI extension an operation carries its tool
 // in: {name, title, description, annotations, inputSchema, outputSchema},
-// as MCP's tools/list shows a tool.
+// as MCP's tools/list shows a tool, with x-text (Tool.Text) and
+// x-parameters (Tool.Args) beside them.
 const ToolExtension = "x-mcp-tool"
 
 // toolDoc is r's tool as tools/list shows it (nil when r is no tool).
@@ -74,6 +79,9 @@ func toolDoc(r Route) map[string]any {
 		"inputSchema": toolInputSchema(t, o.in), "outputSchema": toolOutputSchema(o.out)}
 	if t.Title != "" {
 		doc["title"] = t.Title
+	}
+	if t.Text != "" {
+		doc["x-text"] = t.Text
 	}
 	if len(t.Args) > 0 {
 		// A caller that sends the route's request needs the parameters'
@@ -149,6 +157,9 @@ func (h *Host) checkTool(r Route) {
 	where := "platform: route " + r.Method + " " + r.Path + " as tool " + r.Tool.Name + ": "
 	if r.Tool.Name == "" || r.Tool.Description == "" {
 		panic(where + "a tool needs a name and a description")
+	}
+	if _, err := ParseToolText(r.Tool.Name, r.Tool.Text); err != nil {
+		panic(where + "its Text: " + err.Error())
 	}
 	if r.Op == nil || r.Op.operation().call == nil {
 		panic(where + "only an Op, ReadOp or CommandOp route can be a tool")

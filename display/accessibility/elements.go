@@ -36,7 +36,7 @@ type Elements struct {
 // display_accessibility and display_find tools.
 func (s *Service) elementRoutes() []platform.Route {
 	read := func(r platform.Route, name, title, desc string) platform.Route {
-		r.Tool = &platform.Tool{Name: name, Title: title, Description: desc, ReadOnly: true, Idempotent: true}
+		r.Tool = &platform.Tool{Name: name, Title: title, Description: desc, Text: elementsText, ReadOnly: true, Idempotent: true}
 		return r
 	}
 	return []platform.Route{
@@ -55,6 +55,12 @@ func (s *Service) elementRoutes() []platform.Route {
 				"substring), in every application by default. Answers each match without its children."),
 	}
 }
+
+// elementsText is how a flat tree reads for a model: an indented line an
+// element.
+const elementsText = "{{range .elements}}{{indent .depth}}[{{.role}}] {{printf \"%q\" .name}} id={{.id}}" +
+	"{{with .value}} value={{printf \"%q\" .}}{{end}}{{with .bounds}} at {{.x}},{{.y}} {{.width}}x{{.height}}{{end}}\n" +
+	"{{else}}no elements: {{or .reason \"nothing matched\"}}{{end}}"
 
 // AccessibilityElements answers the tree of AccessibilityTree flat.
 func (s *Service) AccessibilityElements(ctx context.Context, q AccessibilityQuery) (Elements, error) {

@@ -96,6 +96,9 @@ func (s *Service) Routes() []platform.Route {
 // names the element element_id, as the reading tools answer it.
 func elementTool(r platform.Route, name, title, desc string) platform.Route {
 	r.Tool = &platform.Tool{Name: name, Title: title, Description: desc, Destructive: true,
-		Args: map[string]string{"elementId": "element_id"}}
+		Args: map[string]string{"elementId": "element_id"},
+		Text: "done by {{.method}}{{with .action}} {{.}}{{end}}; {{if .target_closed}}[{{.element.role}}] {{printf \"%q\" .element.name}} " +
+			"then closed with its window or application (the action was taken){{else}}the element is now [{{.element.role}}] " +
+			"{{printf \"%q\" .element.name}}{{end}}"}
 	return r
 }

@@ -73,13 +73,16 @@ func entry[B, R any](a action, run func(e env, b *B) (R, error)) *action {
 
 const windowBody = "id selects the window (default: the active one)."
 
+// pointerText is how a pointer action's answer reads for a model.
+const pointerText = "done; the pointer is at {{.x}},{{.y}}"
+
 // actions is the table. Order is the order of the index and of the step
 // schema's documentation.
 var actions = []*action{
 	entry(action{name: "move", aliases: []string{"mouse-move", "move-to"}, path: "/mouse/move",
 		summary: "Move the pointer", description: "Off-screen coordinates are 400 OFF_SCREEN with the bounds.",
 		tool: &platform.Tool{Name: "display_move", Title: "Move the pointer",
-			Description: "Move the pointer to x,y (screen pixels) without clicking (hover).", Destructive: true}},
+			Description: "Move the pointer to x,y (screen pixels) without clicking (hover).", Text: pointerText, Destructive: true}},
 		func(e env, b *MouseMove) (desktop.Point, error) {
 			if err := e.d.MoveTo(*b.at); err != nil {
 				return desktop.Point{}, err
@@ -106,12 +109,12 @@ var actions = []*action{
 		description: "Moves to x,y when given (both or neither), then clicks button (left, right, middle; " +
 			"default left) clicks times (1-3). Answers the pointer position.",
 		tool: &platform.Tool{Name: "display_click", Title: "Click",
-			Description: "Move the pointer to x,y (screen pixels) and click a button (left by default); without x,y click where the pointer is.", Destructive: true}},
+			Description: "Move the pointer to x,y (screen pixels) and click a button (left by default); without x,y click where the pointer is.", Text: pointerText, Destructive: true}},
 		func(e env, b *MouseClick) (desktop.Point, error) { return e.s.click(e.d, b.at, b.button, b.clicks) }),
 	entry(action{name: "double-click", aliases: []string{"doubleclick"}, path: "/mouse/double-click",
 		summary: "Double-click", description: "As click, twice.",
 		tool: &platform.Tool{Name: "display_double_click", Title: "Double-click",
-			Description: "Move the pointer to x,y (screen pixels) and double-click.", Destructive: true}},
+			Description: "Move the pointer to x,y (screen pixels) and double-click.", Text: pointerText, Destructive: true}},
 		func(e env, b *MouseClick) (desktop.Point, error) { return e.s.click(e.d, b.at, b.button, 2) }),
 	entry(action{name: "down", aliases: []string{"mouse-down"}, path: "/mouse/down",
 		summary: "Press a button and keep it down", description: "Moves to x,y first when given. Held until " +
@@ -123,14 +126,15 @@ var actions = []*action{
 		description: "direction up, down (default), left or right, amount notches (1-100, default 1), at x,y " +
 			"when given.",
 		tool: &platform.Tool{Name: "display_scroll", Title: "Scroll",
-			Description: "Turn the mouse wheel amount notches in a direction, at x,y when given.", Destructive: true}},
+			Description: "Turn the mouse wheel amount notches in a direction, at x,y when given.", Text: pointerText, Destructive: true}},
 		func(e env, b *MouseScroll) (desktop.Point, error) { return e.s.click(e.d, b.at, b.wheel, b.amount) }),
 	entry(action{name: "type", aliases: []string{"type-text"}, path: "/keyboard/type", summary: "Type text",
 		description: "Types Unicode text as key presses (characters the keymap lacks are bound to a spare " +
 			"keycode for the moment). delay_ms (0-1000, default 0) waits between characters. At most 20000 " +
 			"characters.", typing: true,
 		tool: &platform.Tool{Name: "display_type", Title: "Type text",
-			Description: "Type text into the focused window as key presses (any Unicode). Click the field first to focus it.", Destructive: true}},
+			Description: "Type text into the focused window as key presses (any Unicode). Click the field first to focus it.",
+			Text:        "typed {{.typed}} characters", Destructive: true}},
 		func(e env, b *KeyboardType) (Typed, error) {
 			n, err := e.s.typeText(e.ctx, e.d, b.text, b.delay)
 			return Typed{Typed: n}, err
@@ -140,7 +144,8 @@ var actions = []*action{
 			"or one character; \"ctrl+shift+t\" chords work too. modifiers are held around it. repeat presses " +
 			"it 1-100 times. An unknown name is 400 listing close matches.", typing: true,
 		tool: &platform.Tool{Name: "display_key", Title: "Press a key",
-			Description: "Press a key or chord in the focused window: Return, Escape, Tab, ctrl+c, alt+F4, ctrl+shift+t.", Destructive: true}},
+			Description: "Press a key or chord in the focused window: Return, Escape, Tab, ctrl+c, alt+F4, ctrl+shift+t.",
+			Text:        "pressed {{arg \"key\"}}", Destructive: true}},
 		func(e env, b *KeyboardKey) (KeyResult, error) {
 			res := KeyResult{Key: desktop.KeyName(b.sym)}
 			for _, m := range b.mods {
@@ -167,7 +172,8 @@ var actions = []*action{
 		description: "Presses button (default left) at from, moves to to in steps over duration_ms (0-10000, " +
 			"default 100), releases.",
 		tool: &platform.Tool{Name: "display_drag", Title: "Drag",
-			Description: "Press a button at from (screen pixels), move to to and release it.", Destructive: true}},
+			Description: "Press a button at from (screen pixels), move to to and release it.",
+			Text:        "done; the pointer is at {{.to.x}},{{.to.y}}", Destructive: true}},
 		func(e env, b *Drag) (DragResult, error) {
 			return e.s.drag(e.ctx, e.d, *b.From, *b.To, b.button, b.duration, false)
 		}),

@@ -21,6 +21,7 @@ func (s *Service) windowListRoute() platform.Route {
 		platform.ReadOp(s.WindowList))
 	r.Tool = &platform.Tool{Name: "display_windows", Title: "List windows",
 		Description: "The top-level windows: id, title, pid, position and size in screen pixels, and which is active.",
+		Text:        "{{range .windows}}{{.id}} {{printf \"%q\" .name}} at {{.x}},{{.y}} {{.width}}x{{.height}} active={{.active}}\n{{end}}",
 		ReadOnly:    true, Idempotent: true}
 	return r
 }

@@ -20,7 +20,9 @@ func (s *Service) listRoute() platform.Route {
 			"(an MCP tool).", platform.ReadOp(s.RecordingList))
 	r.Tool = &platform.Tool{Name: "display_recordings", Title: "List recordings",
 		Description: "The screen recordings, newest first: status, size, how many actions each timeline holds.",
-		ReadOnly:    true, Idempotent: true}
+		Text: "{{range .recordings}}{{.id}} {{.status}} {{.format}}, {{.bytes}} bytes, {{.events}} actions, " +
+			"started {{.started_at}}\n{{end}}",
+		ReadOnly: true, Idempotent: true}
 	return r
 }
 

@@ -48,11 +48,13 @@ func (s *Service) Routes() []platform.Route {
 	start.Status = http.StatusCreated
 	start.Tool = &platform.Tool{Name: "display_recording_start", Title: "Start recording the screen",
 		Description: "Start recording the screen (one recording at a time). Every display action taken while it runs " +
-			"goes to its timeline. Stop it with display_recording_stop; it also stops by itself at max_seconds."}
+			"goes to its timeline. Stop it with display_recording_stop; it also stops by itself at max_seconds.",
+		Text: "recording {{.id}} started ({{.format}}, {{.framerate}} fps, at most {{.max_seconds}} s)"}
 	stop := op(http.MethodPost, "/recordings/{id}/stop", "stopRecording", "Stop a recording",
 		"Asks ffmpeg to finish the file and answers once it has (the video is then complete).", platform.Op(s.StopRecording))
 	stop.Tool = &platform.Tool{Name: "display_recording_stop", Title: "Stop a recording",
-		Description: "Stop a recording by id (from display_recording_start or display_recordings); it answers once the video is finished."}
+		Description: "Stop a recording by id (from display_recording_start or display_recordings); it answers once the video is finished.",
+		Text:        "recording {{.id}} {{.status}} ({{with .stop_reason}}{{.}}{{end}}), {{.bytes}} bytes, {{.events}} actions"}
 	video := op(http.MethodGet, "/recordings/{id}", "getRecordingVideo", "Download a recording", rec+
 		"The video of a stopped recording; 409 while it records.", platform.Op(s.RecordingVideo))
 	video.ContentType = "video/mp4"
@@ -68,7 +70,9 @@ func (s *Service) Routes() []platform.Route {
 			"element for element actions, ok and error.", platform.Op(s.RecordingTimeline))
 	timeline.Tool = &platform.Tool{Name: "display_recording_timeline", Title: "A recording's timeline",
 		Description: "The display actions taken while a recording ran, in order, with their offset into the video.",
-		ReadOnly:    true, Idempotent: true}
+		Text: "{{range .events}}{{printf \"%7d\" .offset_ms}} ms {{.action}} {{with .element}}[{{.role}}] {{.name}}{{end}} " +
+			"ok={{.ok}}\n{{end}}",
+		ReadOnly: true, Idempotent: true}
 	return []platform.Route{start,
 		op(http.MethodGet, "/recordings", "listRecordings", "List recordings", rec+"Newest first.", platform.ReadOp(s.Recordings)),
 		s.listRoute(),

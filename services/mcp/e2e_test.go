@@ -176,6 +176,10 @@ func callTool(t *testing.T, s *mcp.ClientSession, name string, args any) *mcp.Ca
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
+	// A route's Text that names a member its answer lacks prints this.
+	if txt := text(res); strings.Contains(txt, "<no value>") {
+		t.Fatalf("%s: its text names a member the answer lacks: %s", name, txt)
+	}
 	return res
 }
 

@@ -20,14 +20,16 @@ import (
 // host when it runs in this process and from its port otherwise. A call
 // runs the operation through that host in memory (Host.CallTool: the
 // binder's rules, the domain method, its typed answer) or, for a service
-// in another process, as the route's HTTP request. What this service adds
-// is only how an answer reads for a model (views): its text, whether it
-// is a failure, and the trimming to max_chars.
+// in another process, as the route's HTTP request. How an answer reads for
+// a model is the route's too (its x-text, platform.ToolText); what this
+// service adds is the trimming to the budget, and views for the few
+// answers a template does not say well (views): a run's failure, an image.
 
 // routeTool is one operation of another service offered as a tool.
 type routeTool struct {
 	route *platform.RouteTool
 	tool  *mcp.Tool
+	text  *platform.ToolText // nil: the answer's JSON
 }
 
 // view is how a route tool's answer reads for a model. A tool without
@@ -161,9 +163,18 @@ func (s *Service) readTools(ctx context.Context, service string) ([]*routeTool, 
 	var out []*routeTool
 	for _, r := range routes {
 		var tool mcp.Tool
-		if json.Unmarshal(r.Doc, &tool) != nil || toolService(tool.Name) != service {
+		var face struct {
+			Text string `json:"x-text"`
+		}
+		if json.Unmarshal(r.Doc, &tool) != nil || json.Unmarshal(r.Doc, &face) != nil || toolService(tool.Name) != service {
 			s.log.Warn("a tool's name does not start with its service's", "tool", r.Name, "service", service)
 			continue
+		}
+		rt := &routeTool{route: r, tool: &tool}
+		if face.Text != "" {
+			if rt.text, err = platform.ParseToolText(tool.Name, face.Text); err != nil {
+				s.log.Warn("a tool's x-text does not parse: its answers read as JSON", "tool", tool.Name, "err", err)
+			}
 		}
 		if v := views[tool.Name]; v.budget {
 			in, _ := tool.InputSchema.(map[string]any)
@@ -184,7 +195,7 @@ func (s *Service) readTools(ctx context.Context, service string) ([]*routeTool, 
 			in["properties"] = props
 			tool.InputSchema = in
 		}
-		out = append(out, &routeTool{route: r, tool: &tool})
+		out = append(out, rt)
 	}
 	return out, nil
 }
@@ -242,14 +253,24 @@ func (s *Service) routeHandler(rt *routeTool) mcp.ToolHandler {
 			}
 			return res, nil
 		}
-		raw, err := json.Marshal(out)
-		if err != nil {
-			return failed(err), nil
+		raw, isRaw := out.(json.RawMessage)
+		if !isRaw {
+			if raw, err = json.Marshal(out); err != nil {
+				return failed(err), nil
+			}
 		}
 		if string(raw) == "null" {
 			raw = []byte("{}")
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(raw)}}, StructuredContent: json.RawMessage(raw)}, nil
+		text := string(raw)
+		if rt.text != nil {
+			if t, err := rt.text.Render(raw, args); err == nil {
+				text = trimText(t, 0, max).Text
+			} else {
+				s.log.Warn("a tool's x-text failed on its answer: it reads as JSON", "tool", rt.tool.Name, "err", err)
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: json.RawMessage(raw)}, nil
 	}
 }
 

@@ -2,12 +2,12 @@
 // Streamable HTTP at /api/v1/mcp (sessions, resumable SSE streams through
 // an event store) built on the official Go SDK. A tool that is one
 // operation of another service is that service's route (platform.Tool):
-// listed from the route's own description and schemas and called through
-// the service's host in memory, or on its port when it runs as a child
-// (routetools.go); this service adds only how the answer reads for a model.
-// The other tools (compositions such as files_edit) and the resources call
-// the services that own what they touch over HTTP (backend.go). Nothing is
-// implemented twice, and the owning service's own checks and limits apply.
+// listed from the route's own description and schemas, read for a model
+// by the route's Text, and called through the service's host in memory,
+// or on its port when it runs as a child (routetools.go). The other tools
+// (compositions such as files_edit) and the resources call the services
+// that own what they touch. Nothing is implemented twice, and the owning
+// service's own checks and limits apply.
 //
 // Who may use what: the gateway judges a request to this service as usual
 // and, because this service acts for its caller (ActsFor), also
@@ -21,11 +21,11 @@
 // service's own port that did not come through the gateway is a trusted
 // local user (the host refuses others) and reaches every service.
 //
-// One file per concern: routetools.go (tools that are routes),
-// backend.go (calls into the other services),
-// reach.go (who may call what, and the journal), tools_*.go (the tools),
-// resources.go (file, process and journal resources, file subscriptions),
-// trim.go (output budgets).
+// One file per concern: routetools.go (tools that are routes), reach.go
+// (who may call what, and the journal), tools_*.go (the compositions, and
+// the views of the answers a route's Text does not say well: a run's
+// failure, an image), resources.go (file, process and journal resources,
+// file subscriptions), trim.go (output budgets).
 package mcp
 
 import (

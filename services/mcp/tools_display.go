@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,8 +19,8 @@ import (
 )
 
 // Every display tool but display_screenshot is a route of the display
-// service; here is how each answer reads for a model: a marked screenshot
-// as image content, a list as lines, an action as what it did.
+// service, read for a model by its route's Text; a marked screenshot
+// answers its image as image content.
 func init() {
 	views["display_screenshot_marked"] = view{answer: func(s *Service, _ map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error) {
 		return withImage(out, func(m struct {
@@ -46,83 +44,9 @@ func init() {
 			return trimText(b.String(), 0, max).Text
 		})
 	}}
-	views["display_windows"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error) {
-		l, err := as[struct {
-			Windows []struct {
-				ID                  uint32
-				Name                string
-				X, Y, Width, Height int
-				Active              bool
-			}
-		}](out)
-		var b strings.Builder
-		for _, w := range l.Windows {
-			fmt.Fprintf(&b, "%d %q at %d,%d %dx%d active=%v\n", w.ID, w.Name, w.X, w.Y, w.Width, w.Height, w.Active)
-		}
-		return structuredResult(trimText(b.String(), 0, max).Text, out), err
-	}}
-
-	pointer := view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		p, err := as[struct{ X, Y int }](out)
-		return structuredResult(fmt.Sprintf("done; the pointer is at %d,%d", p.X, p.Y), out), err
-	}}
-	for _, name := range []string{"display_click", "display_double_click", "display_move", "display_scroll"} {
-		views[name] = pointer
-	}
-	views["display_drag"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		d, err := as[struct{ To struct{ X, Y int } }](out)
-		return structuredResult(fmt.Sprintf("done; the pointer is at %d,%d", d.To.X, d.To.Y), out), err
-	}}
-	views["display_type"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		t, err := as[struct{ Typed int }](out)
-		return structuredResult(fmt.Sprintf("typed %d characters", t.Typed), out), err
-	}}
-	views["display_key"] = view{answer: func(_ *Service, args map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		return structuredResult("pressed "+argString(args, "key"), out), nil
-	}}
-
-	views["display_accessibility"] = view{budget: true, answer: elements}
-	views["display_find"] = view{answer: elements}
-	for _, name := range []string{"display_element_click", "display_element_focus", "display_element_set_value",
-		"display_element_action", "display_element_scroll_into_view"} {
-		views[name] = view{answer: elementActed}
-	}
-
-	views["display_recording_start"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		r, err := as[recording](out)
-		return structuredResult(fmt.Sprintf("recording %s started (%s, %d fps, at most %d s)", r.ID, r.Format, r.Framerate, r.MaxSeconds), out), err
-	}}
-	views["display_recording_stop"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		r, err := as[recording](out)
-		return structuredResult(fmt.Sprintf("recording %s %s (%s), %d bytes, %d actions", r.ID, r.Status, r.StopReason, r.Bytes, r.Events), out), err
-	}}
-	views["display_recordings"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		l, err := as[struct{ Recordings []recording }](out)
-		var b strings.Builder
-		for _, r := range l.Recordings {
-			fmt.Fprintf(&b, "%s %s %s, %d bytes, %d actions, started %s\n", r.ID, r.Status, r.Format, r.Bytes, r.Events, r.StartedAt.Format(time.RFC3339))
-		}
-		return structuredResult(b.String(), out), err
-	}}
-	views["display_recording_timeline"] = view{answer: func(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-		tl, err := as[struct {
-			Events []struct {
-				OffsetMS int64 `json:"offset_ms"`
-				Action   string
-				Element  *struct{ Role, Name string }
-				OK       bool
-			}
-		}](out)
-		var b strings.Builder
-		for _, e := range tl.Events {
-			el := ""
-			if e.Element != nil {
-				el = fmt.Sprintf("[%s] %s", e.Element.Role, e.Element.Name)
-			}
-			fmt.Fprintf(&b, "%7d ms %s %s ok=%v\n", e.OffsetMS, e.Action, el, e.OK)
-		}
-		return structuredResult(b.String(), out), err
-	}}
+	// The tree takes max_chars; it reads by its route's Text, as do the
+	// other display tools.
+	views["display_accessibility"] = view{budget: true}
 }
 
 // maxScreenshot bounds a screenshot's PNG.
@@ -184,14 +108,6 @@ func (s *Service) displayScreenshot(ctx context.Context, req *mcp.CallToolReques
 		&mcp.TextContent{Text: fmt.Sprintf("screenshot %dx%d of a %dx%d screen", cfg.Width, cfg.Height, screen.Width, screen.Height)}}}, out, nil
 }
 
-// recording is what the recording views read of a recording.
-type recording struct {
-	ID, Status, Format, StopReason string
-	Framerate, MaxSeconds, Events  int
-	Bytes                          int64
-	StartedAt                      time.Time
-}
-
 // withImage answers out's image member (a PNG, base64) as image content
 // beside text of the rest read as a T; the rest is the structured content.
 func withImage[T any](out any, text func(T) string) (*mcp.CallToolResult, error) {
@@ -247,52 +163,4 @@ func cutImage(raw []byte) ([]byte, []byte) {
 	}
 	rest = bytes.TrimPrefix(bytes.TrimLeft(rest[end+1:], " \t\r\n"), []byte(","))
 	return img[:n], append([]byte{'{'}, rest...)
-}
-
-// elements reads a flat accessibility tree as indented lines, one an
-// element, at most max characters.
-func elements(_ *Service, _ map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error) {
-	t, err := as[struct {
-		Elements []struct {
-			ID, Role, Name, Value string
-			Depth                 int
-			Bounds                *struct{ X, Y, Width, Height int }
-		}
-		Reason string
-	}](out)
-	if len(t.Elements) == 0 {
-		return structuredResult("no elements: "+cmp.Or(t.Reason, "nothing matched"), out), err
-	}
-	var b strings.Builder
-	for _, e := range t.Elements {
-		fmt.Fprintf(&b, "%s[%s] %q id=%s", strings.Repeat("  ", e.Depth), e.Role, e.Name, e.ID)
-		if e.Value != "" {
-			fmt.Fprintf(&b, " value=%q", e.Value)
-		}
-		if e.Bounds != nil {
-			fmt.Fprintf(&b, " at %d,%d %dx%d", e.Bounds.X, e.Bounds.Y, e.Bounds.Width, e.Bounds.Height)
-		}
-		b.WriteByte('\n')
-	}
-	return structuredResult(trimText(b.String(), 0, max).Text, out), err
-}
-
-// elementActed reads an element action's answer (the display's
-// ElementResult): how it was done and what the element is now.
-func elementActed(_ *Service, _ map[string]json.RawMessage, out any, _ int) (*mcp.CallToolResult, error) {
-	r, err := as[struct {
-		Element      struct{ Role, Name string }
-		Method       string
-		Action       string
-		TargetClosed bool `json:"target_closed"`
-	}](out)
-	msg := "done by " + r.Method
-	if r.Action != "" {
-		msg += " " + r.Action
-	}
-	if r.TargetClosed {
-		return structuredResult(msg+fmt.Sprintf("; [%s] %q then closed with its window or application (the action was taken)",
-			r.Element.Role, r.Element.Name), out), err
-	}
-	return structuredResult(msg+fmt.Sprintf("; the element is now [%s] %q", r.Element.Role, r.Element.Name), out), err
 }

@@ -24,9 +24,8 @@ func textResult(text string) *mcp.CallToolResult {
 // as is_error with this text): the service's code and message.
 func toolErr(err error) error { return errors.New(errorText(err)) }
 
-// The process routes that are tools (process_run, process_start,
-// process_list, process_signal, process_output, process_stdin) read for a
-// model as follows.
+// process_run and process_output read for a model as follows (the other
+// process tools by their routes' Text).
 func init() {
 	views["process_run"] = view{budget: true, args: func(args map[string]json.RawMessage, max int) {
 		// max_chars characters are at most 4 bytes each.
@@ -34,12 +33,6 @@ func init() {
 			args["max_output_bytes"] = json.RawMessage(strconv.Itoa(min(4*max, 16<<20)))
 		}
 	}, answer: answerAs(processRun)}
-	views["process_start"] = view{answer: answerAs(func(_ *Service, _ map[string]json.RawMessage, p process.Process, _ int) *mcp.CallToolResult {
-		return structuredResult("started process "+p.ID+" ("+p.State+")", p)
-	})}
-	views["process_signal"] = view{answer: answerAs(func(_ *Service, args map[string]json.RawMessage, p process.Process, _ int) *mcp.CallToolResult {
-		return structuredResult("sent "+argString(args, "signal")+" to process "+p.ID, p)
-	})}
 	views["process_output"] = view{budget: true, args: func(args map[string]json.RawMessage, max int) {
 		args["max_chars"] = json.RawMessage(strconv.Itoa(max))
 	}, answer: answerAs(func(_ *Service, args map[string]json.RawMessage, o process.OutputText, _ int) *mcp.CallToolResult {
@@ -50,19 +43,6 @@ func init() {
 			text += fmt.Sprintf("\n[output continues: call process_output with offset=%d]", o.NextOffset)
 		}
 		return structuredResult(text, o)
-	})}
-	views["process_stdin"] = view{answer: answerAs(func(_ *Service, _ map[string]json.RawMessage, w process.StdinWritten, _ int) *mcp.CallToolResult {
-		return structuredResult(fmt.Sprintf("wrote %d bytes", w.Written), w)
-	})}
-	views["process_list"] = view{answer: answerAs(func(s *Service, _ map[string]json.RawMessage, l process.ProcessList, _ int) *mcp.CallToolResult {
-		var b strings.Builder
-		for _, p := range l.Processes {
-			fmt.Fprintf(&b, "%s %s %s\n", p.ID, p.State, strings.Join(p.Cmd, " "))
-		}
-		if l.Processes == nil {
-			l.Processes = []process.Process{}
-		}
-		return structuredResult(trimText(b.String(), 0, s.set.OutputBudget).Text, l)
 	})}
 }
 

@@ -27,6 +27,8 @@ func (s *Service) Routes() []platform.Route {
 				Description: "List the notes (notebook nodes with a document) in notebook, then node order: each one's notebook, " +
 					"node, title, version and number of blocks, not the content (notes_read reads one). Give notebook to list one " +
 					"notebook. When next is set, more follow: call again with after set to it.",
+				Text: "{{range .nodes}}{{.notebook_id}}/{{.node_id}} {{printf \"%q\" .title}} version {{.version}}, {{.blocks}} blocks\n" +
+					"{{else}}no notes\n{{end}}{{with .next}}more follow: call again with after={{.}}\n{{end}}",
 				ReadOnly: true, Idempotent: true}},
 		{Method: http.MethodGet, Path: node + "/document", OperationID: "getDocument", Tags: tags, Summary: "Read a node's document",
 			Description: "With its version (also the ETag). 404 for an unknown node.", Op: platform.Op(s.Get),
@@ -43,6 +45,7 @@ func (s *Service) Routes() []platform.Route {
 				Description: "Create or replace a note's whole document: title and typed blocks (text, heading with level, list " +
 					"with items, quote, code with language, math, diagram, divider), each with a unique id. Replacing needs the " +
 					"version notes_read answered (a stale one is refused: read again and redo the change); version 0 creates only.",
+				Text:        "wrote {{.notebook_id}}/{{.node_id}}: {{len .blocks}} blocks, version {{.version}}",
 				Destructive: true, Idempotent: true, Args: noteArgs}},
 		{Method: http.MethodPatch, Path: node + "/document", OperationID: "patchDocument", Tags: tags, Summary: "Edit a node's document",
 			Description: "Sets the title and applies ops in order: insert (block, at index, default the end), update (id, block: " +

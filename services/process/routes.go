@@ -42,14 +42,14 @@ func (s *Service) Routes() []platform.Route {
 				Description: "Start a command and answer at once with its id; read its output with process_output, write to it with " +
 					"process_stdin (start it with keep_stdin_open), stop it with process_signal. For a command you only need the " +
 					"result of, process_run is simpler.",
-				Destructive: true, OpenWorld: true}},
+				Text: "started process {{.id}} ({{.state}})", Destructive: true, OpenWorld: true}},
 		{Method: http.MethodGet, Path: base, OperationID: "listProcesses", Tags: tags, Summary: "List processes, oldest first",
 			Description: "Running processes and finished ones still kept (--process-retention, --process-max-finished).",
 			Op:          platform.Op(s.List),
 			Tool: &platform.Tool{Name: "process_list", Title: "List processes",
 				Description: "List the processes started through the process service (running, and finished ones still kept), " +
 					"oldest first; tag or state keep those with it.",
-				ReadOnly: true, Idempotent: true}},
+				Text: "{{range .processes}}{{.id}} {{.state}} {{join .cmd \" \"}}\n{{end}}", ReadOnly: true, Idempotent: true}},
 		{Method: http.MethodGet, Path: base + "/{id}", OperationID: "getProcess", Tags: tags, Summary: "One process's record",
 			Description: "State, exit code, signal, start and end times, output byte counts (output_bytes is the offset the " +
 				"next byte will have; output_kept_from the oldest one still readable). 404 for an unknown or removed id.",
@@ -90,7 +90,7 @@ func (s *Service) Routes() []platform.Route {
 			Op: platform.Op(s.WriteStdinText),
 			Tool: &platform.Tool{Name: "process_stdin", Title: "Write to a process's input",
 				Description: "Write text to the standard input of a process started with keep_stdin_open; close=true sends end of file.",
-				Destructive: true}},
+				Text:        "wrote {{.written}} bytes", Destructive: true}},
 		{Method: http.MethodPost, Path: base + "/{id}/stdin", OperationID: "writeProcessStdin", Tags: tags, Summary: "Write to standard input",
 			Description: "The request body is the bytes (any content type), or with Content-Type application/json " +
 				"{data (the bytes, or their base64), encoding (utf-8 or base64)}. Answers {written}. 409 when its input is " +
@@ -109,7 +109,7 @@ func (s *Service) Routes() []platform.Route {
 			Op: platform.Op(withID(s.Signal)),
 			Tool: &platform.Tool{Name: "process_signal", Title: "Signal a process",
 				Description: "Send a signal (TERM, INT, KILL, HUP ...) to a process's whole process group. Answers its record.",
-				Destructive: true}},
+				Text:        "sent {{arg \"signal\"}} to process {{.id}}", Destructive: true}},
 	}
 }
 

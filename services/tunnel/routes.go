@@ -24,6 +24,7 @@ func (s *Service) Routes() []platform.Route {
 			Tool: &platform.Tool{Name: "tunnel_bindings", Title: "Listening ports",
 				Description: "The TCP ports listening in the container: addresses, the listening program when visible, and whether " +
 					"the agent's tunnel and proxy forward to it (a web app started with process_start shows here once it listens).",
+				Text:     "{{range .bindings}}{{.port}} {{join .addresses \",\"}} {{with .program}}{{.}}{{end}} exposed={{.exposed}}\n{{end}}",
 				ReadOnly: true, Idempotent: true}},
 		{Method: http.MethodGet, Path: "/api/v1/tunnel/ws", OperationID: "openTunnel", Tags: tags, WebSocket: true, Status: http.StatusSwitchingProtocols,
 			Summary: "Tunnel one TCP connection to a port over WebSocket",

@@ -457,9 +457,12 @@ func TestReverseProxy(t *testing.T) {
 	}
 }
 
-// TestDiscoverySeesAPortWithinASecond opens and closes a listener and waits
-// for the notifier's port.opened and port.closed events.
-func TestDiscoverySeesAPortWithinASecond(t *testing.T) {
+// TestDiscoverySeesAPort opens and closes a listener and waits for the
+// notifier's port.opened and port.closed events. The scan runs every
+// 250 ms, so they come within a second on an idle machine; the test
+// logs how long they took and allows a loaded one (the race detector,
+// other suites beside it) ten.
+func TestDiscoverySeesAPort(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	var list tunnel.BindingList
@@ -470,7 +473,8 @@ func TestDiscoverySeesAPortWithinASecond(t *testing.T) {
 	}
 	opened := time.Now()
 	port := ln.Addr().(*net.TCPAddr).Port
-	ev := waitEvent(t, e.seams, contract.EventPortOpened, port, opened.Add(time.Second))
+	ev := waitEvent(t, e.seams, contract.EventPortOpened, port, opened.Add(discoveryWait))
+	t.Logf("port.opened %s after the listen", time.Since(opened))
 	if ev.Data["pid"] == nil || ev.Data["program"] != "tunnel.test" {
 		t.Fatalf("event without its process: %+v", ev)
 	}
@@ -485,12 +489,12 @@ func TestDiscoverySeesAPortWithinASecond(t *testing.T) {
 		t.Fatalf("binding %+v in %+v", b, list)
 	}
 	_ = ln.Close()
-	waitEvent(t, e.seams, contract.EventPortClosed, port, time.Now().Add(time.Second))
+	waitEvent(t, e.seams, contract.EventPortClosed, port, time.Now().Add(discoveryWait))
 
 	// An IPv6 listener shows with its address; ignored ports never show.
 	if ln6, err := net.Listen("tcp6", "[::1]:0"); err == nil {
 		p6 := ln6.Addr().(*net.TCPAddr).Port
-		waitEvent(t, e.seams, contract.EventPortOpened, p6, time.Now().Add(time.Second))
+		waitEvent(t, e.seams, contract.EventPortOpened, p6, time.Now().Add(discoveryWait))
 		_ = ln6.Close()
 	}
 	ign := start(t, func(s *tunnel.Settings) { s.IgnorePorts = "1-65535" })
@@ -499,6 +503,9 @@ func TestDiscoverySeesAPortWithinASecond(t *testing.T) {
 		t.Fatalf("ignored ports listed: %+v", list)
 	}
 }
+
+// discoveryWait is how long a test waits for a scan to see a change.
+const discoveryWait = 10 * time.Second
 
 func waitEvent(t *testing.T, s *platformtest.Seams, kind string, port int, deadline time.Time) contract.Event {
 	t.Helper()

@@ -25,7 +25,7 @@ func (s *Service) Routes() []platform.Route {
 			Tool: &platform.Tool{Name: "vault_put", Title: "Write a vault key",
 				Description: "Store a JSON value under a key in the container's vault, replacing any value; ttl_seconds makes it " +
 					"expire. If-Match (the version, quoted) writes only over that version.",
-				Destructive: true, Idempotent: true}},
+				Text: "stored {{.key}} (version {{.version}})", Destructive: true, Idempotent: true}},
 		{Method: "PATCH", Path: "/api/v1/vault/keys/{key}", OperationID: "patchKey", Tags: tags, Summary: "Merge into an object value",
 			Description: "Merges value (a JSON object) into the stored object as RFC 7396 merge patch (null removes a member). " +
 				"404 when the key is absent, 409 when its value is not an object. ttl_seconds, when given, sets a new expiry.",

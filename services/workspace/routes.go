@@ -19,11 +19,14 @@ func (s *Service) Routes() []platform.Route {
 			Op: platform.Op(s.Blocks),
 			Tool: &platform.Tool{Name: "workspace_memory_list", Title: "List memory blocks",
 				Description: "The workspace's memory blocks by label: each one's value, description, limit and version.",
-				ReadOnly:    true, Idempotent: true, Args: workspaceArg}},
+				Text: "{{range .blocks}}{{.label}} ({{runes .value}}/{{.limit}} characters, version {{.version}}): {{.description}}\n" +
+					"{{else}}no memory blocks{{end}}",
+				ReadOnly: true, Idempotent: true, Args: workspaceArg}},
 		{Method: http.MethodGet, Path: base + "/memory/blocks/{label}", OperationID: "getBlock", Tags: mem, Summary: "Read a memory block",
 			Description: "404 for an unknown label.", Op: platform.Op(s.Block),
 			Tool: &platform.Tool{Name: "workspace_memory_read", Title: "Read a memory block",
-				Description: "Read one memory block of the workspace by label.", ReadOnly: true, Idempotent: true, Args: workspaceArg}},
+				Description: "Read one memory block of the workspace by label.", Text: "{{.value}}",
+				ReadOnly: true, Idempotent: true, Args: workspaceArg}},
 		{Method: http.MethodPut, Path: base + "/memory/blocks/{label}", OperationID: "putBlock", Tags: mem, Summary: "Create or replace a memory block",
 			Description: "201 when created, 200 when replaced. label is 1-64 of A-Z a-z 0-9 . _ -. value must fit the block's limit " +
 				"(characters, i.e. Unicode code points; default the memory configuration's default_block_limit, at most its " +
@@ -32,7 +35,7 @@ func (s *Service) Routes() []platform.Route {
 			Tool: &platform.Tool{Name: "workspace_memory_write", Title: "Write a memory block",
 				Description: "Create or replace a memory block: its whole value (within its limit of characters) and, optionally, " +
 					"description and limit. The previous value stays in the memory history.",
-				Destructive: true, Idempotent: true, Args: workspaceArg}},
+				Text: "wrote {{.label}}: version {{.version}}", Destructive: true, Idempotent: true, Args: workspaceArg}},
 		{Method: http.MethodPatch, Path: base + "/memory/blocks/{label}", OperationID: "patchBlock", Tags: mem, Summary: "Change fields of a memory block",
 			Description: "Changes the fields given; append adds text at the end of value. With version, the change applies only to " +
 				"that version (409 CONFLICT otherwise). A value over the limit is 400 naming value (or append). Kept in the history.",

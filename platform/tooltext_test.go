@@ -1,0 +1,41 @@
+package platform
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestToolTextRenders(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, src, answer string
+		args              map[string]json.RawMessage
+		want              string
+	}{
+		{"whole numbers print whole", "{{.id}} {{.size}} {{printf \"%5d\" .n}}", `{"id":4194311,"size":1.5,"n":7}`, nil, "4194311 1.5     7"},
+		{"arg reads a string or JSON", `{{arg "key"}} {{arg "n"}} [{{arg "absent"}}]`, `{}`,
+			map[string]json.RawMessage{"key": json.RawMessage(`"Return"`), "n": json.RawMessage(`3`)}, "Return 3 []"},
+		{"join and indent", `{{indent .depth}}{{join .cmd " "}}`, `{"depth":2,"cmd":["sh","-c","true"]}`, nil, "    sh -c true"},
+		{"join of null is empty", `[{{join .cmd " "}}]`, `{"cmd":null}`, nil, "[]"},
+		{"runes count characters", `{{runes .v}}`, `{"v":"héllo"}`, nil, "5"},
+		{"an absent member is nothing to with, if and or", `{{with .x}}x{{end}}{{if .y}}y{{end}}{{or .z "none"}}`, `{}`, nil, "none"},
+		{"range with else", `{{range .l}}{{.}},{{else}}empty{{end}}`, `{"l":[]}`, nil, "empty"},
+	} {
+		x, err := ParseToolText(c.name, c.src)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got, err := x.Render([]byte(c.answer), c.args)
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
+		}
+	}
+	if _, err := ParseToolText("bad", "{{.x"); err == nil {
+		t.Error("a broken template parsed")
+	}
+	x, _ := ParseToolText("f", "{{printf \"%d\" .n}}")
+	if _, err := x.Render([]byte(`not json`), nil); err == nil || !strings.Contains(err.Error(), "invalid") {
+		t.Errorf("an answer that is no JSON: %v", err)
+	}
+}
