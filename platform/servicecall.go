@@ -49,6 +49,8 @@ func (c *ServiceClient) Close() { c.client.CloseIdleConnections() }
 // is an io.Reader (sent as is) or nil; Header carries the caller's
 // identity headers among others.
 type ServiceCall struct {
+	// Path is as on the wire: a part that is data (a route tool's path
+	// argument) is escaped in it (url.PathEscape), and travels so.
 	Method, Service, Path string
 	Query                 url.Values
 	Body                  any
@@ -70,8 +72,12 @@ func (c *ServiceClient) Do(ctx context.Context, sc ServiceCall) (*http.Response,
 		}
 		rd = bytes.NewReader(b)
 	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(c.host, strconv.Itoa(c.base+c.offsets[sc.Service])), Path: sc.Path,
-		RawQuery: sc.Query.Encode()}
+	path, err := url.PathUnescape(sc.Path)
+	if err != nil {
+		return nil, fault.Invalid("path", "%s", err.Error())
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(c.host, strconv.Itoa(c.base+c.offsets[sc.Service])), Path: path,
+		RawPath: sc.Path, RawQuery: sc.Query.Encode()}
 	req, err := http.NewRequestWithContext(ctx, sc.Method, u.String(), rd)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -74,6 +75,31 @@ func TestCallToolOverHTTP(t *testing.T) {
 	defer gone.Close()
 	if _, err := gone.CallTool(ctx, byName["thing_count"], nil, nil); fault.AsError(err).Code != fault.CodeUnavailable {
 		t.Errorf("a service that does not listen: %v", err)
+	}
+}
+
+// TestServiceCallPathEscapedOnce: a call's path is as on the wire (a
+// route tool's path argument escaped in it): it travels so, not escaped
+// again.
+func TestServiceCallPathEscapedOnce(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.EscapedPath() + " " + r.URL.Path
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	port, _ := strconv.Atoi(u.Port())
+	c := platform.NewServiceClient("127.0.0.1", port, map[string]int{"things": 0})
+	defer c.Close()
+	resp, err := c.Do(context.Background(), platform.ServiceCall{Method: http.MethodPost, Service: "things",
+		Path: "/api/v1/things/" + url.PathEscape("not an id/%") + "/click"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if p := <-got; p != "/api/v1/things/not%20an%20id%2F%25/click /api/v1/things/not an id/%/click" {
+		t.Errorf("the service got %q", p)
 	}
 }
 

@@ -1058,7 +1058,8 @@ func TestDisplayAccessibility(t *testing.T) {
 	}
 
 	res = callTool(t, s, "display_element_set_value", map[string]any{"element_id": "not an id", "value": "x"})
-	if !res.IsError || !strings.Contains(text(res), "elementId") {
+	// Over HTTP (the display runs as a child) the id is escaped once.
+	if !res.IsError || !strings.Contains(text(res), "elementId") || !strings.Contains(text(res), `got "not%20an%20id"`) {
 		t.Fatalf("a bad element id: %v %s", res.IsError, text(res))
 	}
 
