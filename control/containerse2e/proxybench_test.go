@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"deckhand/platform/platformtest"
 )
 
 // TestProxyThroughContainer sets the platform proxy beside a real
@@ -145,9 +147,8 @@ func relay(t *testing.T, addr string) string {
 	return strings.TrimSpace(line)
 }
 
-// serveRelay listens on loopback, prints its address and copies each
-// connection to and from addr, parsing nothing: the least any proxy must
-// do. It runs until killed.
+// serveRelay listens on loopback, prints its address and relays each
+// connection to addr (platformtest.Relay) until killed.
 func serveRelay(addr string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -155,22 +156,7 @@ func serveRelay(addr string) {
 		os.Exit(1)
 	}
 	fmt.Println(ln.Addr().String())
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			os.Exit(1)
-		}
-		go func() {
-			defer c.Close()
-			up, err := net.Dial("tcp", addr)
-			if err != nil {
-				return
-			}
-			defer up.Close()
-			go func() { _, _ = io.Copy(up, c); _ = up.(*net.TCPConn).CloseWrite() }()
-			_, _ = io.Copy(c, up)
-		}()
-	}
+	platformtest.Relay(ln, addr)
 }
 
 // onlyWriter hides its Writer's ReadFrom, so io.CopyBuffer uses the

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"deckhand/platform/platformtest"
 	"deckhand/platform/proc"
 )
 
@@ -164,31 +165,7 @@ func runRelay(spec string) {
 	listen, target, _ := strings.Cut(spec, "=")
 	ln, err := net.Listen("tcp", listen)
 	check(err)
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			d, err := net.Dial("tcp", target)
-			if err != nil {
-				return
-			}
-			defer d.Close()
-			c.(*net.TCPConn).SetNoDelay(true)
-			d.(*net.TCPConn).SetNoDelay(true)
-			done := make(chan struct{})
-			go func() {
-				_, _ = io.Copy(c, d)
-				_ = c.(*net.TCPConn).CloseWrite()
-				close(done)
-			}()
-			_, _ = io.Copy(d, c)
-			_ = d.(*net.TCPConn).CloseWrite()
-			<-done
-		}()
-	}
+	platformtest.Relay(ln, target)
 }
 
 // fatal ends the run after killing what it started.
