@@ -1,8 +1,8 @@
 // Package lazyre owns regular expressions compiled at their first use
 // instead of at program start. A counted repetition such as {0,127}
-// compiles into a program of that many steps; as package variables,
-// every start of the binary (the agent in a new container, each CLI
-// command) paid for every rule, most of which a run never checks.
+// compiles into a program of that many steps; compiled as package
+// variables, every rule would cost every start of the binary (the agent
+// in a new container, each CLI command), though most runs check few.
 package lazyre
 
 import (
