@@ -39,3 +39,36 @@ func TestToolTextRenders(t *testing.T) {
 		t.Errorf("an answer that is no JSON: %v", err)
 	}
 }
+
+// BenchmarkToolTextRender: what reading an answer through its Text costs
+// a tool call: a pointer action's answer, and a list of 20 processes as
+// process_list says it.
+//
+//	go test -run '^$' -bench ToolTextRender -benchmem ./platform/
+func BenchmarkToolTextRender(b *testing.B) {
+	var procs []map[string]any
+	for i := 0; i < 20; i++ {
+		procs = append(procs, map[string]any{"id": "00ef33efd01ccb46", "state": "running", "cmd": []string{"/bin/sh", "-c", "sleep 30"},
+			"cwd": "/home/user", "pid": 4242 + i, "started_at": "2026-11-30T03:15:11.628592546Z", "duration_ms": 1234})
+	}
+	list, _ := json.Marshal(map[string]any{"processes": procs})
+	for _, bc := range []struct {
+		name, src string
+		answer    []byte
+	}{
+		{"pointer", "done; the pointer is at {{.x}},{{.y}}", []byte(`{"x":350,"y":250}`)},
+		{"list20", "{{range .processes}}{{.id}} {{.state}} {{join .cmd \" \"}}\n{{end}}", list},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			x, err := ParseToolText(bc.name, bc.src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := x.Render(bc.answer, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
