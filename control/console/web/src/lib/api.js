@@ -44,6 +44,22 @@ async function refresh() {
   return refreshing;
 }
 
+// fetchOnce is fetch, with a GET or HEAD that failed in the network asked
+// again, twice at most: the browser drops requests in flight when the
+// machine's network interfaces change (a container engine adding a
+// bridge), and such a read changes nothing. An abort, and any other
+// method, is the caller's to see.
+async function fetchOnce(url, init) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fetch(url, init);
+    } catch (e) {
+      if (e?.name === "AbortError" || (init.method !== "GET" && init.method !== "HEAD") || attempt > 2) throw e;
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+    }
+  }
+}
+
 async function send(method, url, opts, retry) {
   const headers = { Accept: "application/json", ...(opts.headers || {}) };
   let body;
@@ -52,7 +68,7 @@ async function send(method, url, opts, retry) {
     body = JSON.stringify(opts.body);
   }
   if (method !== "GET" && method !== "HEAD" && csrf) headers["X-CSRF-Token"] = csrf;
-  const resp = await fetch(url, { method, headers, body, credentials: "same-origin", cache: "no-store", signal: opts.signal });
+  const resp = await fetchOnce(url, { method, headers, body, credentials: "same-origin", cache: "no-store", signal: opts.signal });
   const bytes = new Uint8Array(await resp.arrayBuffer());
   await verify(resp, bytes, pathOf(url));
   if (resp.status === 401 && retry && !url.startsWith(SESSION)) {
