@@ -22,6 +22,7 @@ func (s *Service) Routes() []platform.Route {
 			Op: platform.Op(s.ListDir),
 			Tool: &platform.Tool{Name: "files_list", Title: "List a directory",
 				Description: "List a directory's entries (name, type, size, mode, modified), sorted; depth > 1 descends.",
+				Text:        "{{range .entries}}{{.mode}} {{.path}}{{if eq .type \"dir\"}}/{{end}} {{.size}}\n{{end}}",
 				ReadOnly:    true, Idempotent: true}},
 		{Method: "DELETE", Path: "/api/v1/files", OperationID: "deleteFile", Tags: tags, Summary: "Delete a file, link or directory",
 			Description: "A link is removed, not its target. A directory that is not empty answers 409 CONFLICT unless " +
@@ -29,13 +30,13 @@ func (s *Service) Routes() []platform.Route {
 			Status: 204, Op: platform.CommandOp(s.Remove),
 			Tool: &platform.Tool{Name: "files_delete", Title: "Delete",
 				Description: "Delete a file, link or directory (a non-empty directory only with recursive).",
-				Destructive: true, Idempotent: true}},
+				Text:        "deleted {{arg \"path\"}}", Destructive: true, Idempotent: true}},
 		{Method: "GET", Path: "/api/v1/files/stat", OperationID: "statFile", Tags: tags, Summary: "Describe one path",
 			Description: "Like one listing entry; a final symbolic link is described itself (lstat), with its target.",
 			Op:          platform.Op(s.StatPath),
 			Tool: &platform.Tool{Name: "files_stat", Title: "Describe a path",
 				Description: "Type, size, mode, owner and modification time of one path (a link is described itself).",
-				ReadOnly:    true, Idempotent: true}},
+				Text:        "{{.path}}: {{.type}}, {{.size}} bytes, mode {{.mode}}", ReadOnly: true, Idempotent: true}},
 		{Method: "GET", Path: "/api/v1/files/text", OperationID: "readFileText", Tags: tags, Summary: "Read a file as text",
 			Description: "A whole file of at most 32 MiB as JSON: its text when it is UTF-8 and not an image, else its bytes " +
 				"(base64) as data, with its type, size and ETag. A larger file answers 413 (download it with GET " +
@@ -53,7 +54,7 @@ func (s *Service) Routes() []platform.Route {
 			Tool: &platform.Tool{Name: "files_write", Title: "Write a file",
 				Description: "Create or replace a whole file with content (text). Missing parent directories are created; readers " +
 					"never see half a file. To change part of a file use files_edit.",
-				Destructive: true, Idempotent: true}},
+				Text: "wrote {{.size}} bytes to {{.path}}", Destructive: true, Idempotent: true}},
 		{Method: "GET", Path: "/api/v1/files/content", OperationID: "downloadFile", Tags: tags, Summary: "Download a file",
 			Description: "Streams the file (sendfile on TCP). Content-Type by extension, else sniffed from the first 512 " +
 				"bytes. ETag and Last-Modified are set; If-None-Match answers 304. One Range (bytes=a-b, a-, -n) answers 206 " +
@@ -89,7 +90,7 @@ func (s *Service) Routes() []platform.Route {
 			Op: platform.Op(s.MoveEntry),
 			Tool: &platform.Tool{Name: "files_move", Title: "Move or rename",
 				Description: "Move or rename a file or directory. An existing destination is an error unless overwrite.",
-				Destructive: true}},
+				Text:        "moved {{arg \"from\"}} to {{.path}}", Destructive: true}},
 		{Method: "POST", Path: "/api/v1/files/copy", OperationID: "copyFile", Tags: tags, Summary: "Copy (directories recursively)",
 			Description: "Files keep their mode (copy_file_range where the kernel can), directories are copied with " +
 				"everything in them, symbolic links are copied as links, never followed; sockets, fifos and devices are " +
@@ -112,6 +113,7 @@ func (s *Service) Routes() []platform.Route {
 			Tool: &platform.Tool{Name: "files_search", Title: "Find files and grep",
 				Description: "Find files under path by name glob and/or grep their contents with a regular expression; answers " +
 					"the matching paths (with line number and line for content matches).",
+				Text:     "{{range .matches}}{{.path}}{{if .line}}:{{.line}}: {{.text}}{{end}}\n{{end}}",
 				ReadOnly: true, Idempotent: true}},
 		{Method: "GET", Path: "/api/v1/files/archive", OperationID: "downloadArchive", Tags: tags, Summary: "Download a directory as zip or tar.gz",
 			Description: "Streamed as it is built (no temporary file, no Content-Length). Links are stored as links, " +

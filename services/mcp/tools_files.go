@@ -73,21 +73,9 @@ func notText(f files.Text) error {
 		Message: fmt.Sprintf("%s is %d bytes of binary data (%s), not text", f.Path, f.Size, f.MimeType)}
 }
 
-// The files routes that are tools (files_read, files_write, files_list,
-// files_stat, files_search, files_move, files_delete) read for a model as
-// follows.
+// files_read reads for a model as its text from offset, trimmed, or as
+// image content; the other files tools by their routes' Text.
 func init() {
-	views["files_list"] = view{answer: answerAs(func(s *Service, _ map[string]json.RawMessage, l files.Listing, _ int) *mcp.CallToolResult {
-		var b strings.Builder
-		for _, e := range l.Entries {
-			name := e.Path
-			if e.Type == "dir" {
-				name += "/"
-			}
-			fmt.Fprintf(&b, "%s %s %d\n", e.Mode, name, e.Size)
-		}
-		return structuredResult(trimText(b.String(), 0, s.set.OutputBudget).Text, l)
-	})}
 	views["files_read"] = view{budget: true, offset: true, answer: func(_ *Service, args map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error) {
 		f, err := as[files.Text](out)
 		switch {
@@ -103,30 +91,4 @@ func init() {
 		return structuredResult(pg.Text, map[string]any{"path": f.Path, "text": pg.Text, "mime_type": f.MimeType,
 			"size": f.Size, "etag": f.ETag, "total_chars": pg.Total, "next_offset": pg.Next}), nil
 	}}
-	views["files_write"] = view{answer: answerAs(func(_ *Service, _ map[string]json.RawMessage, e files.Entry, _ int) *mcp.CallToolResult {
-		return structuredResult(fmt.Sprintf("wrote %d bytes to %s", e.Size, e.Path), e)
-	})}
-	views["files_stat"] = view{answer: answerAs(func(_ *Service, _ map[string]json.RawMessage, e files.Entry, _ int) *mcp.CallToolResult {
-		return structuredResult(fmt.Sprintf("%s: %s, %d bytes, mode %s", e.Path, e.Type, e.Size, e.Mode), e)
-	})}
-	views["files_move"] = view{answer: answerAs(func(_ *Service, args map[string]json.RawMessage, e files.Entry, _ int) *mcp.CallToolResult {
-		return structuredResult("moved "+argString(args, "from")+" to "+e.Path, e)
-	})}
-	views["files_delete"] = view{answer: func(_ *Service, args map[string]json.RawMessage, _ any, _ int) (*mcp.CallToolResult, error) {
-		return structuredResult("deleted "+argString(args, "path"), struct{}{}), nil
-	}}
-	views["files_search"] = view{answer: answerAs(func(s *Service, _ map[string]json.RawMessage, r files.SearchResult, _ int) *mcp.CallToolResult {
-		var b strings.Builder
-		for _, m := range r.Matches {
-			if m.Line > 0 {
-				fmt.Fprintf(&b, "%s:%d: %s\n", m.Path, m.Line, m.Text)
-			} else {
-				fmt.Fprintln(&b, m.Path)
-			}
-		}
-		if r.Matches == nil {
-			r.Matches = []files.Match{}
-		}
-		return structuredResult(trimText(b.String(), 0, s.set.OutputBudget).Text, r)
-	})}
 }
