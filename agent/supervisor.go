@@ -103,6 +103,9 @@ type Supervisor struct {
 	idle *idleState
 	// order is when the services that do not start first start.
 	order *startOrder
+	// peers are the hosts of the services serving in this process, for
+	// the calls of one service's tools by another.
+	peers *contract.Peers
 }
 
 // ErrAgentRunning is returned when another agent holds the data directory.
@@ -150,7 +153,7 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), sink: sink, order: newStartOrder()}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, probe: probeClient(), sink: sink, order: newStartOrder(), peers: &contract.Peers{}}
 	db, err := store.Open(filepath.Join(cfg.Data, "agent.db"))
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("%w (--data %s: %s is locked)", ErrAgentRunning, cfg.Data, filepath.Join(cfg.Data, "agent.db"))
@@ -288,19 +291,8 @@ func (s *Supervisor) deps(name string) (contract.ServiceDeps, error) {
 	return contract.ServiceDeps{
 		Name: name, DataDir: dir, Store: db, Logger: s.log.With("service", name), Clock: clock.SystemClock{},
 		Journal: s.cfg.Journal, Notifier: s.cfg.Notifier, Common: s.cfg.Settings.Common,
-		Peer: s.peer, Offsets: Offsets,
+		Peers: s.peers, Offsets: Offsets,
 	}, nil
-}
-
-// peer is the host of a service served in this process right now; nil
-// for a child (--isolate) or one not serving.
-func (s *Supervisor) peer(name string) *platform.Host {
-	for _, u := range s.units {
-		if u.name == name {
-			return u.host.Load()
-		}
-	}
-	return nil
 }
 
 // Run serves until ctx ends, then stops everything. It returns nil on a

@@ -121,7 +121,8 @@ func checkCrashReported(t *testing.T, rec *platformtest.Seams) {
 // TestGatewayDispatchFollowsTheServingHost: the gateway has an in-process
 // service's handler while its host serves (gateway tests show the call
 // needs no connection to the port), and after the host crashes and
-// restarts it has the new host's.
+// restarts it has the new host's; so do the peers another service's
+// tool calls look the host up in.
 func TestGatewayDispatchFollowsTheServingHost(t *testing.T) {
 	set := DefaultSettings()
 	if err := set.Set("files-root", t.TempDir()); err != nil {
@@ -142,6 +143,10 @@ func TestGatewayDispatchFollowsTheServingHost(t *testing.T) {
 	if first == nil {
 		t.Fatal("an in-process service is not dispatched directly")
 	}
+	firstHost := sup.peers.Host("files")
+	if firstHost == nil {
+		t.Fatal("an in-process service's host is not among the peers")
+	}
 	if st := get(); st != http.StatusOK {
 		t.Fatalf("through the gateway: %d", st)
 	}
@@ -155,6 +160,9 @@ func TestGatewayDispatchFollowsTheServingHost(t *testing.T) {
 		if cur := sup.inProcess("files"); cur != nil && cur != first {
 			if st := get(); st != http.StatusOK {
 				t.Fatalf("after the restart: %d", st)
+			}
+			if h := sup.peers.Host("files"); h == nil || h == firstHost {
+				t.Fatalf("after the restart the peers have %p, the crashed host %p", h, firstHost)
 			}
 			return
 		}

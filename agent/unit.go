@@ -69,9 +69,6 @@ type unit struct {
 	// direct is the handler of the serving in-process host, for the
 	// gateway's direct dispatch (nil while none serves, and for a child).
 	direct atomic.Pointer[gateway.InProcess]
-	// host is the serving in-process host, for another service's calls
-	// of its tools (contract.ServiceDeps.Peer); nil as direct is.
-	host atomic.Pointer[platform.Host]
 	// activity is the serving in-process service when it reports its
 	// activity (idle.go); nil otherwise.
 	activity atomic.Pointer[contract.ActivityReporter]
@@ -192,17 +189,18 @@ func (u *unit) runInProcess(ctx context.Context, svc contract.ContainerService) 
 	}
 	gen := u.begin(os.Getpid())
 	u.setListener(ln)
+	// Other services' tool calls reach this host in memory while it serves.
+	u.sup.peers.Serve(u.name, host)
+	defer u.sup.peers.Stop(u.name, host)
 	// The gateway calls this host's handler itself while it serves; when
 	// it stops (a crash, the agent stopping) the gateway falls back to the
 	// proxy, which answers 502 until the next run serves again.
 	u.direct.Store(gateway.NewInProcess(host.App(), ln.Addr()))
-	u.host.Store(host)
 	if ar, ok := svc.(contract.ActivityReporter); ok {
 		u.activity.Store(&ar)
 		defer u.activity.Store(nil)
 	}
 	defer u.direct.Store(nil)
-	defer u.host.Store(nil)
 	go u.watchHealth(ctx, gen)
 	return svc, platform.ServeUntil(ctx, host, ln, serviceGrace)
 }

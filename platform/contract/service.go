@@ -39,11 +39,11 @@ type ServiceDeps struct {
 	Notifier Notifier
 	// Common are the settings every service shares (origins, proxy headers).
 	Common CommonSettings
-	// Peer, set by the agent for a service it runs in its own process, is
-	// the host of another service this process serves right now (nil for
-	// one that runs as a child or not at all): the MCP service calls that
-	// service's tools through it in memory (platform.Host.CallTool).
-	Peer func(service string) *platform.Host
+	// Peers, set by the agent for a service it runs in its own process,
+	// are the hosts of the other services this process serves right now:
+	// the MCP service calls those services' tools through them in memory
+	// (platform.Host.CallTool). Nil: none.
+	Peers *Peers
 	// Offsets are the port offsets of the agent's registry by service
 	// name: a service that calls another on its port (the mcp service's
 	// tools, for a service in a child process) adds one to the agent's

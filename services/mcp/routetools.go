@@ -202,10 +202,7 @@ func (s *Service) readTools(ctx context.Context, service string) ([]*routeTool, 
 
 // peer is the host of service when this process serves it.
 func (s *Service) peer(service string) *platform.Host {
-	if s.deps.Peer == nil {
-		return nil
-	}
-	return s.deps.Peer(service)
+	return s.deps.Peers.Host(service)
 }
 
 // routeHandler calls rt for a tools/call and answers its view.
