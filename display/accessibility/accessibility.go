@@ -17,25 +17,6 @@ type AccessibilityTree struct {
 	Reason string                   `json:"reason,omitempty" doc:"why nodes is empty: the window's application exposes no tree"`
 }
 
-// SetAccessibility attaches the accessibility bus (nil: none).
-func (s *Service) SetAccessibility(a desktop.Accessibility) {
-	if a == nil {
-		s.a11y.Store(nil)
-		return
-	}
-	s.a11y.Store(&a11yBox{a: a})
-}
-
-type a11yBox struct{ a desktop.Accessibility }
-
-func (s *Service) accessibility() (desktop.Accessibility, error) {
-	if b := s.a11y.Load(); b != nil && b.a != nil {
-		return b.a, nil
-	}
-	return nil, &fault.Error{Code: desktop.CodeNoAccessibility, Message: "the display service has no accessibility bus",
-		Details: "it needs the session D-Bus (DBUS_SESSION_BUS_ADDRESS) with at-spi2-core, or AT_SPI_BUS_ADDRESS"}
-}
-
 // AccessibilityQuery selects a tree.
 type AccessibilityQuery struct {
 	Scope string `query:"scope" enum:"active,all" default:"active" doc:"active: the active window's tree; all: every application's"`

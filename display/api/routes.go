@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"deckhand/display/core"
@@ -21,4 +22,26 @@ func (s *Service) Routes() []platform.Route {
 	routes = append(routes, s.Takeover.Routes()...)
 	// every action's own endpoint, from the action table
 	return append(routes, s.Input.Actions()...)
+}
+
+// Describe answers the service's index: its display, whether it is
+// available, the screen size and every path it serves.
+func (s *Service) Describe(context.Context) (Index, error) {
+	idx := Index{Service: "display", Endpoints: []IndexEndpoint{}}
+	for _, r := range s.Routes() {
+		idx.Endpoints = append(idx.Endpoints, IndexEndpoint{Method: r.Method, Path: r.Path, Summary: r.Summary})
+	}
+	d := s.desk.Driver()
+	if d == nil {
+		idx.Reason = s.desk.Reason()
+		return idx, nil
+	}
+	idx.Display = d.Display()
+	info, err := d.Info()
+	if err != nil {
+		return Index{}, err
+	}
+	idx.Available = true
+	idx.Width, idx.Height, idx.Screens = info.Width, info.Height, len(info.Displays)
+	return idx, nil
 }

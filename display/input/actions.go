@@ -15,44 +15,7 @@ import (
 	"deckhand/display/desktop"
 	"deckhand/platform"
 	"deckhand/platform/fault"
-	"deckhand/platform/openapi"
 )
-
-// action is one thing the input engine does: a step of input/act and
-// input/batch, and its own POST endpoint. The table below is the only place
-// an action is named: its route, its OpenAPI entry, the batch step's schema
-// and the step's name and aliases all come from it.
-type action struct {
-	name        string   // what steps say and results report
-	aliases     []string // other names a step may use
-	path        string   // its endpoint, under /api/v1/display
-	summary     string
-	description string
-	// unlocked runs its endpoint without the input lock: it presses
-	// nothing, so other clients' input need not wait for it (in a batch
-	// every step holds the lock)
-	unlocked bool
-	// typing presses keys where the focus is: after a click step a batch
-	// first lets the window manager focus the clicked window
-	typing bool
-	// tool, when set, makes the action's endpoint an MCP tool too
-	tool *platform.Tool
-	body func() any // a new, empty body
-	run  func(e env, body any) (any, error)
-	// op is the action's own endpoint on s: its body type bound by the
-	// platform, its result type the answer.
-	op func(s *Service) platform.Operation
-}
-
-// env is where an action runs.
-type env struct {
-	ctx context.Context
-	s   *Service
-	d   desktop.Driver
-	// step is true in input/act and input/batch, where a wait that runs
-	// out fails the step; its endpoint answers met=false instead
-	step bool
-}
 
 // entry completes a table entry with the body, run and endpoint of run,
 // which takes the action's own body type B and answers R: B's fields are
@@ -313,29 +276,12 @@ func (s *Service) Actions() []platform.Route {
 	return out
 }
 
-// plan is a step whose body is decoded and checked, ready to run once it
-// is checked against the screen (onScreen).
-type plan struct {
-	*action
-	body any
-}
-
-// decodeBody decodes raw into a's body and checks its rules that need no
-// screen.
-func (a *action) decodeBody(raw []byte) (plan, error) {
-	body := a.body()
-	if err := platform.DecodeBytes(raw, body); err != nil {
-		return plan{}, err
-	}
-	return plan{action: a, body: body}, nil
-}
-
-// onScreen checks the positions the step holds against the screen.
-func (p plan) onScreen(screen desktop.Rect) error {
-	if b, ok := p.body.(screenBound); ok {
-		return b.onScreen(screen)
-	}
-	return nil
+// Click clicks the left button once at at, as the click action does: the
+// lock, the gate and the timeline included.
+func (s *Service) Click(ctx context.Context, at desktop.Point) error {
+	_, err := s.runOne(ctx, plan{action: lookup("click"), body: &MouseClick{clicking: clicking{spot: spot{at: &at},
+		button: desktop.ButtonLeft, clicks: 1}}}, false)
+	return err
 }
 
 // compile decodes and validates one step, {"action": name, ...that
@@ -454,6 +400,3 @@ var stepDoc = sync.OnceValue(func() reflect.Type {
 	}
 	return reflect.StructOf(fields)
 })
-
-// JSONSchema documents a step: action and every field some action takes.
-func (Step) JSONSchema() map[string]any { return openapi.Schema(reflect.Zero(stepDoc()).Interface()) }

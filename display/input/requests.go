@@ -171,6 +171,8 @@ type WindowResize struct {
 	Height *int    `json:"height" required:"true"`
 }
 
+const maxClipboard = 16 << 20
+
 // ClipboardSet is POST .../clipboard: text, or an image.
 type ClipboardSet struct {
 	Text        *string `json:"text"`

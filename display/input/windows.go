@@ -12,8 +12,6 @@ import (
 	"deckhand/platform/fault"
 )
 
-const maxClipboard = 16 << 20
-
 // WindowPath names a window in the path.
 type WindowPath struct {
 	WindowID string `path:"windowId" doc:"an X11 window id, decimal or 0x-hex"`

@@ -3,7 +3,6 @@ package recordings
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,9 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -22,108 +18,6 @@ import (
 	"deckhand/platform/fault"
 	"deckhand/platform/proc"
 )
-
-// Recording states and why a recording stopped.
-const (
-	RecordingActive  = "recording"
-	RecordingStopped = "stopped"
-	RecordingFailed  = "failed"
-
-	StoppedByRequest   = "request"
-	StoppedByTimeLimit = "time_limit"
-	StoppedBySizeLimit = "size_limit"
-	StoppedByShutdown  = "shutdown"
-)
-
-// Recording is one screen recording.
-type Recording struct {
-	ID         string     `json:"id" required:"true"`
-	Status     string     `json:"status" required:"true" enum:"recording,stopped,failed"`
-	Format     string     `json:"format" required:"true" enum:"mp4,webm" doc:"mp4 (H.264) or webm (VP9)"`
-	Framerate  int        `json:"framerate" required:"true"`
-	Width      int        `json:"width" required:"true"`
-	Height     int        `json:"height" required:"true"`
-	MaxSeconds int        `json:"max_seconds" required:"true"`
-	MaxBytes   int64      `json:"max_bytes" required:"true"`
-	StartedAt  time.Time  `json:"started_at" required:"true"`
-	StoppedAt  *time.Time `json:"stopped_at" doc:"null while recording"`
-	StopReason string     `json:"stop_reason,omitempty" enum:"request,time_limit,size_limit,shutdown" doc:"why it stopped"`
-	Error      string     `json:"error,omitempty" doc:"failed: what ffmpeg said"`
-	Bytes      int64      `json:"bytes" required:"true" doc:"the video's size so far"`
-	Events     int        `json:"events" required:"true" doc:"actions in the timeline"`
-}
-
-// TimelineEvent is one display action taken while recording.
-type TimelineEvent struct {
-	OffsetMS int64                `json:"offset_ms" required:"true" doc:"since the recording started"`
-	Time     time.Time            `json:"time" required:"true"`
-	Action   string               `json:"action" required:"true" doc:"the action's name (click, type, click-element ...)"`
-	Args     json.RawMessage      `json:"args,omitempty" doc:"the action's fields as sent"`
-	Element  *core.TimelineTarget `json:"element,omitempty" doc:"the accessibility element acted on"`
-	OK       bool                 `json:"ok" required:"true"`
-	Error    string               `json:"error,omitempty"`
-}
-
-// Timeline answers GET .../recordings/{id}/timeline.
-type Timeline struct {
-	RecordingID string          `json:"recording_id" required:"true"`
-	Events      []TimelineEvent `json:"events" required:"true"`
-}
-
-// StartRecording is POST .../recordings.
-type StartRecording struct {
-	Format     string `json:"format,omitempty" enum:"mp4,webm" doc:"mp4 (H.264, default: the least CPU) or webm (VP9)"`
-	Framerate  int    `json:"framerate,omitempty" minimum:"1" maximum:"30" doc:"frames per second, default 10"`
-	MaxSeconds int    `json:"max_seconds,omitempty" minimum:"1" maximum:"3600" doc:"the recording stops by itself after this, default 600"`
-	MaxBytes   int64  `json:"max_bytes,omitempty" minimum:"1048576" maximum:"4294967296" doc:"the recording stops by itself at this size, default 500 MiB; ffmpeg then writes the frames in flight and the index, so the file can end up to a few hundred KiB larger"`
-}
-
-// RecordingRef names a recording in the path.
-type RecordingRef struct {
-	ID string `path:"id" format:"uuid" doc:"the recording's id"`
-}
-
-// ValidateParams checks the id's syntax.
-func (r RecordingRef) ValidateParams() error {
-	if _, err := uuid.Parse(r.ID); err != nil {
-		return fault.Invalid("id", "must be a recording id (a UUID), got %q", r.ID)
-	}
-	return nil
-}
-
-// Video is a recording's video.
-type Video struct {
-	Body               []byte
-	ContentType        string `header:"Content-Type"`
-	ContentDisposition string `header:"Content-Disposition"`
-}
-
-// VTT is a timeline as WebVTT.
-type VTT struct {
-	Body        []byte
-	ContentType string `header:"Content-Type"`
-}
-
-// recorder keeps the recordings of one service: at most one records at a
-// time (an encoder takes a CPU core), each an ffmpeg child.
-type recorder struct {
-	mu      sync.Mutex
-	dir     string // where videos and timelines live
-	tempDir bool   // dir is the service's own temporary one
-	recs    map[string]*recording
-	active  *recording
-	spawner *proc.Spawner
-}
-
-type recording struct {
-	Recording
-	path   string
-	events []TimelineEvent
-	cmd    *exec.Cmd
-	done   chan struct{} // closed when ffmpeg has exited and the state is final
-	stderr *tail
-	why    string // the stop reason asked for
-}
 
 // recordings is the recorder: its files in <data>/display/recordings, or a temporary directory when
 // the service has no data directory.
@@ -156,31 +50,6 @@ func (s *Service) recorderOf(create bool) (*recorder, error) {
 		return nil, fault.Internal("prepare the recordings directory", errors.New("no directory"))
 	}
 	return r, nil
-}
-
-// load reads the recordings a previous run left.
-func (r *recorder) load() {
-	metas, _ := filepath.Glob(filepath.Join(r.dir, "*.json"))
-	for _, m := range metas {
-		b, err := os.ReadFile(m)
-		if err != nil {
-			continue
-		}
-		var saved struct {
-			Recording
-			Events []TimelineEvent `json:"timeline"`
-		}
-		if json.Unmarshal(b, &saved) != nil || saved.ID == "" {
-			continue
-		}
-		rec := &recording{Recording: saved.Recording, events: saved.Events, done: make(chan struct{})}
-		rec.path = filepath.Join(r.dir, rec.ID+"."+rec.Format)
-		if rec.Status == RecordingActive { // the service stopped while it recorded
-			rec.Status, rec.StopReason = RecordingStopped, StoppedByShutdown
-		}
-		close(rec.done)
-		r.recs[rec.ID] = rec
-	}
 }
 
 // StartRecording starts recording the screen.
@@ -243,20 +112,6 @@ func (s *Service) StartRecording(_ context.Context, in StartRecording) (Recordin
 	return rec.Recording, nil
 }
 
-// kept is the bytes the recordings' videos take; r.mu is held. A running
-// one counts with its max_bytes, the most it may still take.
-func (r *recorder) kept() int64 {
-	var n int64
-	for _, rec := range r.recs {
-		if rec.Status == RecordingActive {
-			n += rec.MaxBytes
-		} else {
-			n += rec.Bytes
-		}
-	}
-	return n
-}
-
 // LimitRecordings sets the bytes all kept recordings may take together
 // (--display-recordings-max-total); a new recording whose max_bytes does
 // not fit beside them is refused.
@@ -299,94 +154,6 @@ func (r *recorder) supervise(s *Service, rec *recording) {
 	if rec.Status == RecordingFailed {
 		s.desk.Log.Error("display recording failed", "id", rec.ID, "err", rec.Error)
 	}
-}
-
-// save writes the recording's state and timeline beside its video.
-func (r *recorder) save(rec *recording) {
-	b, err := json.Marshal(struct {
-		Recording
-		Events []TimelineEvent `json:"timeline"`
-	}{rec.Recording, rec.events})
-	if err != nil {
-		return
-	}
-	path := filepath.Join(r.dir, rec.ID+".json")
-	if os.WriteFile(path+".tmp", b, 0o600) == nil {
-		_ = os.Rename(path+".tmp", path)
-	}
-}
-
-// tail keeps the last 4 KiB written to it (ffmpeg's errors).
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 4096 {
-		t.buf = t.buf[len(t.buf)-4096:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
-
-// stop asks ffmpeg to finish the file (SIGINT) and waits for it; after
-// 10 s it is killed.
-func (r *recorder) stop(rec *recording, why string) {
-	r.mu.Lock()
-	running := rec.Status == RecordingActive && rec.cmd != nil
-	if running && rec.why == "" {
-		rec.why = why
-	}
-	r.mu.Unlock()
-	if !running {
-		return
-	}
-	// ffmpeg finishes the file on SIGINT once it has opened it; before,
-	// the signal would only kill it (no video at all)
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(rec.path); err == nil {
-			break
-		}
-		select {
-		case <-rec.done:
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	proc.StopTree(rec.cmd.Process.Pid, syscall.SIGINT, 10*time.Second, rec.done)
-}
-
-func (r *recorder) get(id string) (*recording, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec, ok := r.recs[id]
-	if !ok {
-		return nil, fault.NotFound("recording", id)
-	}
-	return rec, nil
-}
-
-// view is the recording as clients see it now.
-func (r *recorder) view(rec *recording) Recording {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	v := rec.Recording
-	v.Events = len(rec.events)
-	if v.Status == RecordingActive {
-		if st, err := os.Stat(rec.path); err == nil {
-			v.Bytes = st.Size()
-		}
-	}
-	return v
 }
 
 // StopRecording stops a recording and answers it, its video complete.
@@ -513,47 +280,4 @@ func (s *Service) DeleteRecording(_ context.Context, in RecordingRef) error {
 	_ = os.Remove(rec.path)
 	_ = os.Remove(filepath.Join(r.dir, rec.ID+".json"))
 	return nil
-}
-
-// timeline adds an event to the running recording's timeline, if any.
-func (s *Service) timeline(action string, args any, el *core.TimelineTarget, err error) {
-	r := s.rec.Load()
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec := r.active
-	if rec == nil {
-		return
-	}
-	now := s.desk.Clock.Now().UTC()
-	e := TimelineEvent{OffsetMS: now.Sub(rec.StartedAt).Milliseconds(), Time: now, Action: action, Element: el, OK: err == nil}
-	if args != nil {
-		if b, mErr := json.Marshal(args); mErr == nil {
-			e.Args = b
-		}
-	}
-	if err != nil {
-		e.Error = fault.AsError(err).Message
-	}
-	rec.events = append(rec.events, e)
-}
-
-// Close stops what records and ends the spawner.
-func (s *Service) Close() {
-	r := s.rec.Load()
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	active := r.active
-	r.mu.Unlock()
-	if active != nil {
-		r.stop(active, StoppedByShutdown)
-	}
-	r.spawner.Close()
-	if r.tempDir {
-		_ = os.RemoveAll(r.dir)
-	}
 }

@@ -6,10 +6,21 @@ package takeover
 
 import (
 	"net/http"
+	"os/exec"
+	"sync"
+	"time"
 
 	"deckhand/display/core"
-	"deckhand/platform"
+	"deckhand/platform/fault"
+	"deckhand/platform/proc"
 )
+
+// CodeTakenOver: a person drives the desktop, or the agent paused.
+const CodeTakenOver = "TAKEN_OVER"
+
+func init() {
+	fault.RegisterCode(CodeTakenOver, http.StatusConflict)
+}
 
 // Service is the takeover over a desk.
 type Service struct {
@@ -24,30 +35,40 @@ func New(desk *core.Desk) *Service {
 	return s
 }
 
-// Routes are the takeover view, its WebSocket and the pause.
-func (s *Service) Routes() []platform.Route {
-	op := core.Route
-	tk := "Human takeover: a person watches or drives the desktop in the browser (noVNC from Debian) through this " +
-		"service, under the same request policy and proxy permissions as every route; x11vnc serves it on a unix " +
-		"socket in a private directory, with no TCP port. "
-	page := op(http.MethodGet, "/vnc/", "openTakeoverView", "The takeover view", tk+"Opens noVNC connected to "+
-		"vnc/websockify. mode=control (default) lets the person drive: the agent's running input finishes first, then "+
-		"every input route answers 409 TAKEN_OVER until they leave. mode=view only watches (x11vnc -viewonly).",
-		platform.Op(s.VNCPage))
-	page.ContentType = "text/html"
-	ws := op(http.MethodGet, "/vnc/websockify", "connectTakeover", "The takeover's VNC WebSocket", tk+
-		"RFB over a binary WebSocket between noVNC and x11vnc, in the mode asked.", platform.StreamOp(s.ServeVNC))
-	ws.WebSocket, ws.Status = true, http.StatusSwitchingProtocols
-	asset := op(http.MethodGet, "/vnc/{file...}", "getTakeoverAsset", "A file of the noVNC client",
-		"The files of Debian's noVNC client that the takeover page loads.", platform.Op(s.VNCAsset))
-	asset.ContentType = "application/octet-stream"
-	return []platform.Route{page, ws, asset,
-		op(http.MethodGet, "/takeover", "getTakeover", "Who drives the desktop", tk+"Whether the agent paused, "+
-			"and how many people drive or watch.", platform.ReadOp(s.TakeoverState)),
-		op(http.MethodPost, "/takeover", "pauseAgent", "Pause the agent for a person", tk+"The agent asks a person "+
-			"to drive (reason says what for): its running input finishes, then its input routes answer 409 "+
-			"TAKEN_OVER until DELETE takeover.", platform.Op(s.PauseAgent)),
-		op(http.MethodDelete, "/takeover", "resumeAgent", "Resume the agent", "Ends the pause; while a person is "+
-			"still connected with control the agent's input stays refused.", platform.ReadOp(s.ResumeAgent)),
+// takeover holds the VNC servers (x11vnc children, one per mode, on unix
+// sockets in a private directory: no TCP port at all) and who drives.
+type takeover struct {
+	startMu sync.Mutex
+	mu      sync.Mutex
+	dir     string
+	servers map[string]*vncServer // by mode
+	spawner *proc.Spawner
+	paused  bool
+	reason  string
+	since   time.Time
+	drivers int
+	viewers int
+}
+
+type vncServer struct {
+	cmd  *exec.Cmd
+	sock string
+	done chan struct{}
+}
+
+// takenOver refuses the agent's input while a person drives or the agent
+// paused.
+func (s *Service) takenOver() error {
+	t := &s.take
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.drivers > 0:
+		return fault.Errorf(CodeTakenOver, "a person is driving the desktop through the takeover view; input waits until they leave").
+			WithDetails("GET /api/v1/display/takeover")
+	case t.paused:
+		return fault.Errorf(CodeTakenOver, "the agent paused for a person (%s); resume with DELETE /api/v1/display/takeover", t.reason).
+			WithDetails("GET /api/v1/display/takeover")
 	}
+	return nil
 }

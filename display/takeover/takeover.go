@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -22,13 +21,6 @@ import (
 	"deckhand/platform/proc"
 	"deckhand/platform/reqpolicy"
 )
-
-// CodeTakenOver: a person drives the desktop, or the agent paused.
-const CodeTakenOver = "TAKEN_OVER"
-
-func init() {
-	fault.RegisterCode(CodeTakenOver, http.StatusConflict)
-}
 
 // NoVNCDir is where Debian's novnc package puts the web client.
 var NoVNCDir = "/usr/share/novnc"
@@ -47,44 +39,6 @@ type Takeover struct {
 // PauseAgent is POST .../takeover.
 type PauseAgent struct {
 	Reason string `json:"reason,omitempty" maxLength:"1000" doc:"what the person should do (solve the captcha, log in ...)"`
-}
-
-// takeover holds the VNC servers (x11vnc children, one per mode, on unix
-// sockets in a private directory: no TCP port at all) and who drives.
-type takeover struct {
-	startMu sync.Mutex
-	mu      sync.Mutex
-	dir     string
-	servers map[string]*vncServer // by mode
-	spawner *proc.Spawner
-	paused  bool
-	reason  string
-	since   time.Time
-	drivers int
-	viewers int
-}
-
-type vncServer struct {
-	cmd  *exec.Cmd
-	sock string
-	done chan struct{}
-}
-
-// takenOver refuses the agent's input while a person drives or the agent
-// paused.
-func (s *Service) takenOver() error {
-	t := &s.take
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case t.drivers > 0:
-		return fault.Errorf(CodeTakenOver, "a person is driving the desktop through the takeover view; input waits until they leave").
-			WithDetails("GET /api/v1/display/takeover")
-	case t.paused:
-		return fault.Errorf(CodeTakenOver, "the agent paused for a person (%s); resume with DELETE /api/v1/display/takeover", t.reason).
-			WithDetails("GET /api/v1/display/takeover")
-	}
-	return nil
 }
 
 // TakeoverState answers who drives and where the takeover view is.

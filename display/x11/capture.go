@@ -5,7 +5,6 @@ package x11
 import (
 	"context"
 	"hash/maphash"
-	"sync"
 
 	"github.com/gen2brain/shm"
 	mshm "github.com/jezek/xgb/shm"
@@ -15,32 +14,6 @@ import (
 	"deckhand/display/desktop"
 	"deckhand/platform/fault"
 )
-
-// capturer grabs root-window pixels. With MIT-SHM the server writes the
-// pixels straight into a shared segment (no copy through the socket, no
-// per-pixel conversion); segments are kept and reused, one per concurrent
-// capture. Without it (a remote display) it falls back to GetImage.
-type capturer struct {
-	mu     sync.Mutex
-	useSHM bool
-	free   []*segment
-	all    []*segment
-	cursor bool // XFIXES present
-	bpp32  bool
-}
-
-type segment struct {
-	id   int
-	seg  mshm.Seg
-	data []byte
-}
-
-// frame is a captured BGRX image and how to give its buffer back.
-type frame struct {
-	pix          []byte
-	w, h, stride int
-	release      func()
-}
 
 func (c *capturer) init(d *Driver) {
 	for _, f := range xproto.Setup(d.conn).PixmapFormats {

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"deckhand/display/desktop"
-	"deckhand/platform/fault"
 )
 
 // clipboard owns and reads X selections through a connection and an
@@ -356,23 +354,3 @@ var (
 	errClipTimeout = errors.New("the selection owner did not answer in time")
 	errNoTarget    = errors.New("the selection owner cannot give that format")
 )
-
-// Selection reads CLIPBOARD or PRIMARY.
-func (d *Driver) Selection(ctx context.Context, name string) (desktop.Clipboard, error) {
-	clip, err := d.clip.get(ctx, strings.ToUpper(name))
-	if errors.Is(err, errClipTimeout) {
-		return clip, &fault.Error{Code: fault.CodeTimeout, Message: "the clipboard owner did not answer in time", Cause: err}
-	}
-	if err != nil {
-		return clip, d.xerr("read the clipboard", err)
-	}
-	return clip, nil
-}
-
-// SetClipboard takes the clipboard.
-func (d *Driver) SetClipboard(clip desktop.Clipboard) error {
-	if err := d.clip.set(clip); err != nil {
-		return d.xerr("take the clipboard", err)
-	}
-	return nil
-}

@@ -7,6 +7,12 @@
 // (--display :N) instead of reading one process-wide $DISPLAY, and answer
 // with real window geometry and protocol errors instead of silently doing
 // nothing.
+//
+// driver.go holds the Driver with the state of its parts (keyboard map,
+// capture segments) and what needs nothing else; keyboard.go, capture.go,
+// windows.go and selection.go act through it; open.go opens and closes it
+// with its parts. The clipboard's owner (clipboard.go), the image encoders
+// and the atom cache stand below all of them.
 package x11
 
 import "deckhand/display/desktop"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jezek/xgb"
+	mshm "github.com/jezek/xgb/shm"
 	"github.com/jezek/xgb/xinerama"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
@@ -44,59 +45,58 @@ type Driver struct {
 	closed   sync.Once
 }
 
+// keyboard maps keysyms to keycodes. Keysyms the keymap lacks (most of
+// Unicode) are bound, one at a time, to spare keycodes that carry no symbol,
+// the way xdotool does. Spares are reused least recently used first and a
+// spare is not rebound within rebindGap of its last use, because clients
+// re-read the keymap lazily after MappingNotify and would otherwise see the
+// next character's binding.
+type keyboard struct {
+	mu      sync.Mutex
+	min     xproto.Keycode
+	max     xproto.Keycode
+	per     int
+	syms    []xproto.Keysym // (keycode-min)*per + level
+	where   map[desktop.Keysym]keyPos
+	shift   xproto.Keycode
+	spares  []spare
+	pressed map[desktop.Keysym]keyPos // held by Key(down), to release the same way
+}
+
+type keyPos struct {
+	code  xproto.Keycode
+	shift bool
+}
+
+type spare struct {
+	code xproto.Keycode
+	sym  desktop.Keysym
+	used time.Time
+}
+
+// capturer grabs root-window pixels. With MIT-SHM the server writes the
+// pixels straight into a shared segment (no copy through the socket, no
+// per-pixel conversion); segments are kept and reused, one per concurrent
+// capture. Without it (a remote display) it falls back to GetImage.
+type capturer struct {
+	mu     sync.Mutex
+	useSHM bool
+	free   []*segment
+	all    []*segment
+	cursor bool // XFIXES present
+	bpp32  bool
+}
+
+type segment struct {
+	id   int
+	seg  mshm.Seg
+	data []byte
+}
+
 var (
 	_          Display = (*Driver)(nil)
 	xgbLogOnce sync.Once
 )
-
-// Open connects to display (":99"; "" means $DISPLAY).
-func Open(display string, log *slog.Logger) (Display, error) {
-	if log == nil {
-		log = slog.Default()
-	}
-	// xgb logs through a package-level logger (for example "no
-	// .Xauthority, trying without"): keep it at debug level
-	xgbLogOnce.Do(func() { xgb.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug) })
-	conn, err := xgb.NewConnDisplay(display)
-	if err != nil {
-		return nil, fmt.Errorf("connect to X display %q: %w", display, err)
-	}
-	if display == "" {
-		display = fmt.Sprintf(":%d", conn.DisplayNumber)
-	}
-	d := &Driver{
-		display:   display,
-		log:       log,
-		conn:      conn,
-		atomCache: newAtomCache(conn),
-		done:      make(chan struct{}),
-	}
-	setup := xproto.Setup(conn)
-	d.screen = setup.DefaultScreen(conn)
-	d.root = d.screen.Root
-	if err := xtest.Init(conn); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("X display %s lacks the XTEST extension: %w", display, err)
-	}
-	if xinerama.Init(conn) == nil {
-		if r, err := xinerama.IsActive(conn).Reply(); err == nil && r.State != 0 {
-			d.xinerama = true
-		}
-	}
-	if err := d.kb.init(d); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("read the keyboard map: %w", err)
-	}
-	d.cap.init(d)
-	go d.drain()
-	clip, err := newClipboard(display, log)
-	if err != nil {
-		d.Close()
-		return nil, fmt.Errorf("clipboard connection: %w", err)
-	}
-	d.clip = clip
-	return d, nil
-}
 
 // drain reads the main connection's events and asynchronous errors (it
 // selects none, but xgb blocks when its queue fills) and notices when the
@@ -119,19 +119,6 @@ func (d *Driver) Done() <-chan struct{} { return d.done }
 
 // Display names the display.
 func (d *Driver) Display() string { return d.display }
-
-// Close releases the capture segments, the clipboard and the connection.
-func (d *Driver) Close() error {
-	d.closed.Do(func() {
-		d.kb.restore(d)
-		d.cap.close(d)
-		if d.clip != nil {
-			d.clip.close()
-		}
-		d.conn.Close()
-	})
-	return nil
-}
 
 // atomName is a's name, "atomN" when the server cannot name it.
 func (d *Driver) atomName(a xproto.Atom) string {
@@ -259,56 +246,6 @@ func (d *Driver) alive() error {
 	default:
 		return nil
 	}
-}
-
-// ReleaseAll releases every key and button the server reports down. A
-// window manager's synchronous button grab (click to focus) freezes event
-// processing until it answers, so a release sent just before can still be
-// queued: give the server a moment to catch up before releasing again.
-func (d *Driver) ReleaseAll() ([]desktop.Keysym, []desktop.Button, error) {
-	var km *xproto.QueryKeymapReply
-	var ptr *xproto.QueryPointerReply
-	deadline := time.Now().Add(300 * time.Millisecond)
-	for {
-		var err error
-		if km, err = xproto.QueryKeymap(d.conn).Reply(); err != nil {
-			return nil, nil, d.xerr("read the key state", err)
-		}
-		if ptr, err = xproto.QueryPointer(d.conn, d.root).Reply(); err != nil {
-			return nil, nil, d.xerr("read the pointer", err)
-		}
-		down := ptr.Mask&(0x1f<<8) != 0
-		for _, b := range km.Keys {
-			down = down || b != 0
-		}
-		if !down || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	var keys []desktop.Keysym
-	for i, bits := range km.Keys {
-		for j := 0; j < 8; j++ {
-			if bits&(1<<j) == 0 {
-				continue
-			}
-			kc := xproto.Keycode(i*8 + j)
-			if err := xtest.FakeInputChecked(d.conn, xproto.KeyRelease, byte(kc), 0, 0, 0, 0, 0).Check(); err != nil {
-				return keys, nil, d.xerr("release a key", err)
-			}
-			keys = append(keys, d.kb.symOf(kc))
-		}
-	}
-	var buttons []desktop.Button
-	for b := desktop.Button(1); b <= 5; b++ {
-		if ptr.Mask&(1<<(7+uint(b))) != 0 {
-			if err := xtest.FakeInputChecked(d.conn, xproto.ButtonRelease, byte(b), 0, 0, 0, 0, 0).Check(); err != nil {
-				return keys, buttons, d.xerr("release a button", err)
-			}
-			buttons = append(buttons, b)
-		}
-	}
-	return keys, buttons, nil
 }
 
 // Available reports whether this build has the X11 driver.

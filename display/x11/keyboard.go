@@ -3,42 +3,13 @@
 package x11
 
 import (
-	"sync"
 	"time"
 
 	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
 
 	"deckhand/display/desktop"
 )
-
-// keyboard maps keysyms to keycodes. Keysyms the keymap lacks (most of
-// Unicode) are bound, one at a time, to spare keycodes that carry no symbol,
-// the way xdotool does. Spares are reused least recently used first and a
-// spare is not rebound within rebindGap of its last use, because clients
-// re-read the keymap lazily after MappingNotify and would otherwise see the
-// next character's binding.
-type keyboard struct {
-	mu      sync.Mutex
-	min     xproto.Keycode
-	max     xproto.Keycode
-	per     int
-	syms    []xproto.Keysym // (keycode-min)*per + level
-	where   map[desktop.Keysym]keyPos
-	shift   xproto.Keycode
-	spares  []spare
-	pressed map[desktop.Keysym]keyPos // held by Key(down), to release the same way
-}
-
-type keyPos struct {
-	code  xproto.Keycode
-	shift bool
-}
-
-type spare struct {
-	code xproto.Keycode
-	sym  desktop.Keysym
-	used time.Time
-}
 
 const rebindGap = 60 * time.Millisecond
 
@@ -193,6 +164,56 @@ func (d *Driver) TypeRune(r rune) error {
 		return err
 	}
 	return d.Key(sym, false)
+}
+
+// ReleaseAll releases every key and button the server reports down. A
+// window manager's synchronous button grab (click to focus) freezes event
+// processing until it answers, so a release sent just before can still be
+// queued: give the server a moment to catch up before releasing again.
+func (d *Driver) ReleaseAll() ([]desktop.Keysym, []desktop.Button, error) {
+	var km *xproto.QueryKeymapReply
+	var ptr *xproto.QueryPointerReply
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for {
+		var err error
+		if km, err = xproto.QueryKeymap(d.conn).Reply(); err != nil {
+			return nil, nil, d.xerr("read the key state", err)
+		}
+		if ptr, err = xproto.QueryPointer(d.conn, d.root).Reply(); err != nil {
+			return nil, nil, d.xerr("read the pointer", err)
+		}
+		down := ptr.Mask&(0x1f<<8) != 0
+		for _, b := range km.Keys {
+			down = down || b != 0
+		}
+		if !down || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var keys []desktop.Keysym
+	for i, bits := range km.Keys {
+		for j := 0; j < 8; j++ {
+			if bits&(1<<j) == 0 {
+				continue
+			}
+			kc := xproto.Keycode(i*8 + j)
+			if err := xtest.FakeInputChecked(d.conn, xproto.KeyRelease, byte(kc), 0, 0, 0, 0, 0).Check(); err != nil {
+				return keys, nil, d.xerr("release a key", err)
+			}
+			keys = append(keys, d.kb.symOf(kc))
+		}
+	}
+	var buttons []desktop.Button
+	for b := desktop.Button(1); b <= 5; b++ {
+		if ptr.Mask&(1<<(7+uint(b))) != 0 {
+			if err := xtest.FakeInputChecked(d.conn, xproto.ButtonRelease, byte(b), 0, 0, 0, 0, 0).Check(); err != nil {
+				return keys, buttons, d.xerr("release a button", err)
+			}
+			buttons = append(buttons, b)
+		}
+	}
+	return keys, buttons, nil
 }
 
 type xError string

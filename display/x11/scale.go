@@ -7,6 +7,13 @@ import (
 	"sync"
 )
 
+// frame is a captured BGRX image and how to give its buffer back.
+type frame struct {
+	pix          []byte
+	w, h, stride int
+	release      func()
+}
+
 // scaleBGRX shrinks a BGRX image by scale (0,1] with an area filter: each
 // output pixel is the exact coverage-weighted mean of the source pixels
 // under it (OpenCV's INTER_AREA, ffmpeg's "area"), the alias-free way to
