@@ -2,7 +2,6 @@ package platformtest
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -138,25 +137,6 @@ func FreePortBase(t testing.TB, span int) int {
 	}
 	t.Fatal("no free port range")
 	return 0
-}
-
-// SyncBuffer collects a child process's output for messages and assertions
-// while the child still writes it.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // BrowserTools finds node, Debian's Chromium and playwright-core under

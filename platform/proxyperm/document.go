@@ -220,8 +220,6 @@ var (
 	toolRe  = lazyre.New(`^[A-Za-z0-9_.-]{0,128}$`)
 )
 
-const errEmpty = "is required"
-
 // ValidGroupName checks a group name (path segment or map key).
 func ValidGroupName(field, name string) error {
 	if !nameRe.MatchString(name) {

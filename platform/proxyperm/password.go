@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"sync"
 
 	"deckhand/platform/secrets"
@@ -72,18 +71,4 @@ func (a *argonPassword) check(pw string) int {
 	verified.seen[k] = struct{}{}
 	verified.mu.Unlock()
 	return 1
-}
-
-// checkPassword is a password group's verdict on Basic credentials u, pw:
-// user and password compared in constant time. The argon2id check runs
-// only for the group's user name, so a request for another user costs no
-// KDF run (the user name is not a secret the timing protects).
-func (g *CompiledGroup) checkPassword(u, pw string) bool {
-	userOK := subtle.ConstantTimeCompare([]byte(u), []byte(g.Username))
-	if g.argon != nil {
-		return userOK == 1 && g.argon.check(pw) == 1
-	}
-	sum := sha256.Sum256([]byte(g.Salt + pw))
-	passOK := subtle.ConstantTimeCompare(sum[:], g.Hash)
-	return userOK&passOK == 1
 }

@@ -1,17 +1,14 @@
 package signing
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // X-Service-Signature covers "<t>.<body>": it proves the control plane
@@ -151,60 +148,6 @@ func ParseBinding(v string) (BindingSignature, error) {
 	}
 	b.T, b.Status, b.Sig = t, code, sig
 	return b, nil
-}
-
-// SignBinding returns the X-Service-Binding value for b, signed now with
-// the active key. Nothing is memoized: the nonce makes every one unique.
-func (s *Signer) SignBinding(b Binding) string {
-	t := s.clock.Now().Unix()
-	k := s.keys.Active()
-	return FormatBinding(t, k.ID, b.Status, ed25519.Sign(k.private, BindingData(t, b)))
-}
-
-// VerifyBinding checks a binding header against what the client sent and
-// received: the status first (so a relabelled answer says so), then the
-// replay window, then the signature over BindingData.
-func (v *Verifier) VerifyBinding(ctx context.Context, header string, b Binding) error {
-	s, err := ParseBinding(header)
-	if err != nil {
-		return err
-	}
-	if s.Status != b.Status {
-		return fmt.Errorf("%w: signed %d, received %d", ErrStatusMismatch, s.Status, b.Status)
-	}
-	skew := v.opt.Clock.Now().Sub(time.Unix(s.T, 0))
-	if skew > v.opt.Tolerance || skew < -v.opt.Tolerance {
-		return fmt.Errorf("%w: binding t=%d is %s from now", ErrReplayWindow, s.T, skew.Round(time.Second))
-	}
-	pub, err := v.key(ctx, s.KID)
-	if err != nil {
-		return err
-	}
-	if !ed25519.Verify(pub, BindingData(s.T, b), s.Sig) {
-		return fmt.Errorf("%w: the binding (status, method, path, ETag, nonce or body) differs from what was signed", ErrBadSignature)
-	}
-	return nil
-}
-
-// VerifyBoundResponse verifies an answer to a request that carried nonce
-// (NonceHeader): its X-Service-Signature, its binding, and, for a body
-// that is a control-plane envelope, that the envelope's statusCode is the
-// HTTP status. body is what the caller read.
-func (v *Verifier) VerifyBoundResponse(resp *http.Response, body []byte, nonce string) error {
-	if _, err := v.VerifyResponse(resp, body); err != nil {
-		return err
-	}
-	b := Binding{Status: resp.StatusCode, ETag: resp.Header.Get("ETag"), Nonce: nonce, Body: body}
-	ctx := context.Background()
-	if r := resp.Request; r != nil {
-		ctx, b.Method = r.Context(), r.Method
-		if r.URL != nil {
-			if b.Path = r.URL.EscapedPath(); b.Path == "" {
-				b.Path = "/"
-			}
-		}
-	}
-	return v.VerifyBinding(ctx, resp.Header.Get(BindingHeader), b)
 }
 
 // CheckEnvelopeStatus refuses a body whose envelope statusCode is not

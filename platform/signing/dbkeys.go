@@ -1,14 +1,11 @@
 package signing
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sort"
 	"time"
 
 	"deckhand/platform/secrets"
@@ -31,33 +28,6 @@ const (
 	// signs with a rotated-out key.
 	ReloadEvery = 2 * time.Second
 )
-
-// OpenDB loads the key set kept in db, making the first key (in the same
-// transaction that finds none, so replicas starting together agree on
-// one) when the database holds none.
-func OpenDB(ctx context.Context, db *store.DB, sealer *secrets.Sealer) (*KeySet, error) {
-	if sealer == nil {
-		return nil, errors.New("signing keys: a sealer (the master key) is required")
-	}
-	ks := &KeySet{db: db, sealer: sealer, dir: db.Location()}
-	err := db.UpdateContext(ctx, func(tx *store.Tx) error {
-		if tx.Count(bucketKeys) > 0 {
-			return nil
-		}
-		k, err := newKey()
-		if err != nil {
-			return err
-		}
-		return ks.putKey(tx, k)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("signing keys in %s: %w", db.Location(), err)
-	}
-	if err := ks.Reload(); err != nil {
-		return nil, err
-	}
-	return ks, nil
-}
 
 func newKey() (Key, error) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -160,53 +130,4 @@ func (ks *KeySet) reloadDB() error {
 	ks.keys, ks.active = keys, active
 	ks.mu.Unlock()
 	return nil
-}
-
-func sortKeys(keys []Key) {
-	sort.SliceStable(keys, func(i, j int) bool {
-		if !keys[i].CreatedAt.Equal(keys[j].CreatedAt) {
-			return keys[i].CreatedAt.Before(keys[j].CreatedAt)
-		}
-		return keys[i].ID < keys[j].ID
-	})
-}
-
-// Watch keeps a database-backed key set current until ctx ends: it reloads
-// when a rotation is announced on KeysChannel (from any replica), after a
-// notification gap, and every ReloadEvery in case a notification was
-// lost. A failed reload keeps the loaded set. It returns at once for a key
-// set kept in files (those reload on SIGHUP).
-func (ks *KeySet) Watch(ctx context.Context, log *slog.Logger) {
-	if ks.db == nil {
-		return
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	sub := ks.db.Subscribe(ctx, KeysChannel)
-	t := time.NewTicker(ReloadEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-sub:
-			if !ok {
-				if ctx.Err() != nil {
-					return
-				}
-				sub = nil // the store closed: keep the periodic reload only
-				continue
-			}
-		case <-t.C:
-		}
-		before := ks.Active().ID
-		if err := ks.Reload(); err != nil {
-			log.Warn("signing keys reload failed; keeping the loaded set", "err", err)
-			continue
-		}
-		if after := ks.Active().ID; after != before {
-			log.Info("signing key rotated", "active_kid", after, "keys", len(ks.Keys()))
-		}
-	}
 }

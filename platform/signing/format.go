@@ -10,6 +10,9 @@ import (
 	"strings"
 )
 
+// Algorithm is the only signature algorithm deckhand uses.
+const Algorithm = "ed25519"
+
 // Header is the response header carrying the signature.
 const Header = "X-Service-Signature"
 
@@ -28,6 +31,9 @@ var Format = SigningFormat{
 	ContainerClaimSignedData: "UTF-8 bytes of payload_b64, where payload_b64 = base64url(JSON container payload)",
 	ReplayToleranceSeconds:   ReplayTolerance,
 }
+
+// PublicKeyPath is where the control plane serves its key set.
+const PublicKeyPath = "/api/v1/meta/public-key"
 
 // PublicKeySet is the signing key set served at GET /api/v1/meta/public-key.
 type PublicKeySet struct {

@@ -70,3 +70,11 @@ func (s *Signer) Finalize(c fiber.Ctx) {
 			ETag: string(c.Response().Header.Peek("ETag")), Nonce: n, Body: body}))
 	}
 }
+
+// SignBinding returns the X-Service-Binding value for b, signed now with
+// the active key. Nothing is memoized: the nonce makes every one unique.
+func (s *Signer) SignBinding(b Binding) string {
+	t := s.clock.Now().Unix()
+	k := s.keys.Active()
+	return FormatBinding(t, k.ID, b.Status, ed25519.Sign(k.private, BindingData(t, b)))
+}

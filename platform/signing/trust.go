@@ -1,13 +1,11 @@
 package signing
 
 import (
-	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -180,27 +178,6 @@ func KeysOf(set PublicKeySet) (map[string]ed25519.PublicKey, error) {
 	}
 	_, keys, err := parseKeySet(body)
 	return keys, err
-}
-
-// HTTPKeySetFetcher fetches GET <baseURL>/api/v1/meta/public-key as it
-// arrives, for a verifier that judges it itself (VerifierOptions.Fetch).
-func HTTPKeySetFetcher(client *http.Client, baseURL string) func(ctx context.Context) (FetchedKeySet, error) {
-	if client == nil {
-		client = http.DefaultClient
-	}
-	url := strings.TrimRight(baseURL, "/") + PublicKeyPath
-	return func(ctx context.Context) (FetchedKeySet, error) {
-		raw, header, err := getKeySet(ctx, client, url)
-		if err != nil {
-			return FetchedKeySet{}, err
-		}
-		sigs := append([]string(nil), header.Values(Header)...)
-		sigs = append(sigs, header.Values(EndorsementHeader)...)
-		if len(sigs) > MaxKeys+1 {
-			sigs = sigs[:MaxKeys+1]
-		}
-		return FetchedKeySet{Body: raw, Signatures: sigs}, nil
-	}
 }
 
 func sortedKIDs(keys map[string]ed25519.PublicKey) []string {

@@ -3,13 +3,10 @@ package signing
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,9 +20,6 @@ var (
 	ErrPathMismatch = errors.New("signature: signed path differs from the requested path")
 	ErrBadSignature = errors.New("signature: does not verify")
 )
-
-// KeySource fetches the current public key set.
-type KeySource func(ctx context.Context) (PublicKeySet, error)
 
 // DefaultCacheTTL is how long a fetched key set is trusted before it is
 // fetched again (docs/spec/interface.md: cache at least 24 hours).
@@ -329,77 +323,48 @@ func (v *Verifier) VerifyClaim(ctx context.Context, c Claim, dst any) error {
 	return VerifyClaim(c, dst, pubs...)
 }
 
-// PublicKeyPath is where the control plane serves its key set.
-const PublicKeyPath = "/api/v1/meta/public-key"
-
-// HTTPKeySource fetches GET <baseURL>/api/v1/meta/public-key and unwraps
-// the control-plane envelope.
-func HTTPKeySource(client *http.Client, baseURL string) KeySource {
-	if client == nil {
-		client = http.DefaultClient
+// VerifyBinding checks a binding header against what the client sent and
+// received: the status first (so a relabelled answer says so), then the
+// replay window, then the signature over BindingData.
+func (v *Verifier) VerifyBinding(ctx context.Context, header string, b Binding) error {
+	s, err := ParseBinding(header)
+	if err != nil {
+		return err
 	}
-	url := strings.TrimRight(baseURL, "/") + PublicKeyPath
-	return func(ctx context.Context) (PublicKeySet, error) {
-		raw, header, err := getKeySet(ctx, client, url)
-		if err != nil {
-			return PublicKeySet{}, err
-		}
-		var env struct {
-			Data PublicKeySet `json:"data"`
-		}
-		if err := json.Unmarshal(raw, &env); err != nil {
-			return PublicKeySet{}, fmt.Errorf("%s: malformed key set: %w", url, err)
-		}
-		if len(env.Data.Keys) == 0 {
-			return PublicKeySet{}, fmt.Errorf("%s: key set has no keys", url)
-		}
-		// The set must carry a valid signature by one of its own keys: not
-		// a trust anchor (pin keys for that), but it rejects a set that was
-		// altered in transit or served by something that holds no key.
-		sig, err := ParseHeader(header.Get(Header))
-		if err != nil {
-			return PublicKeySet{}, fmt.Errorf("%s: %w", url, err)
-		}
-		for _, pk := range env.Data.Keys {
-			if pk.KID != sig.KID {
-				continue
-			}
-			pub, err := pk.Decode()
-			if err != nil {
-				return PublicKeySet{}, fmt.Errorf("%s: %w", url, err)
-			}
-			if sig.Path != PublicKeyPath || !ed25519.Verify(pub, SignedData(sig.T, raw), sig.Sig) {
-				return PublicKeySet{}, fmt.Errorf("%s: key set is not signed by its own key %q", url, sig.KID)
-			}
-			return env.Data, nil
-		}
-		return PublicKeySet{}, fmt.Errorf("%s: key set is signed by kid %q, which it does not contain", url, sig.KID)
+	if s.Status != b.Status {
+		return fmt.Errorf("%w: signed %d, received %d", ErrStatusMismatch, s.Status, b.Status)
 	}
+	skew := v.opt.Clock.Now().Sub(time.Unix(s.T, 0))
+	if skew > v.opt.Tolerance || skew < -v.opt.Tolerance {
+		return fmt.Errorf("%w: binding t=%d is %s from now", ErrReplayWindow, s.T, skew.Round(time.Second))
+	}
+	pub, err := v.key(ctx, s.KID)
+	if err != nil {
+		return err
+	}
+	if !ed25519.Verify(pub, BindingData(s.T, b), s.Sig) {
+		return fmt.Errorf("%w: the binding (status, method, path, ETag, nonce or body) differs from what was signed", ErrBadSignature)
+	}
+	return nil
 }
 
-// StaticKeySource serves a fixed set (tests, pinned deployments).
-func StaticKeySource(set PublicKeySet) KeySource {
-	return func(context.Context) (PublicKeySet, error) { return set, nil }
-}
-
-// getKeySet GETs a key set (at most 1 MiB) and answers its body and
-// headers; a status other than 200 is an error carrying the body.
-func getKeySet(ctx context.Context, client *http.Client, url string) ([]byte, http.Header, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, nil, err
+// VerifyBoundResponse verifies an answer to a request that carried nonce
+// (NonceHeader): its X-Service-Signature, its binding, and, for a body
+// that is a control-plane envelope, that the envelope's statusCode is the
+// HTTP status. body is what the caller read.
+func (v *Verifier) VerifyBoundResponse(resp *http.Response, body []byte, nonce string) error {
+	if _, err := v.VerifyResponse(resp, body); err != nil {
+		return err
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, nil, err
+	b := Binding{Status: resp.StatusCode, ETag: resp.Header.Get("ETag"), Nonce: nonce, Body: body}
+	ctx := context.Background()
+	if r := resp.Request; r != nil {
+		ctx, b.Method = r.Context(), r.Method
+		if r.URL != nil {
+			if b.Path = r.URL.EscapedPath(); b.Path == "" {
+				b.Path = "/"
+			}
+		}
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(raw)))
-	}
-	return raw, resp.Header, nil
+	return v.VerifyBinding(ctx, resp.Header.Get(BindingHeader), b)
 }

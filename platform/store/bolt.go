@@ -48,6 +48,30 @@ type boltEngine struct {
 	cataloged map[string]bool
 }
 
+// catalogBucket maps each declared table to the fingerprint of its
+// declaration (the layout of a table's buckets: bolttable.go).
+const catalogBucket = internalPrefix + "store_tables"
+
+// loadCatalog reads the names of the tables this file holds.
+func (e *boltEngine) loadCatalog() error {
+	return e.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(catalogBucket))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			e.cataloged[string(k)] = true
+			return nil
+		})
+	})
+}
+
+func (e *boltEngine) isTable(bucket string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cataloged[bucket]
+}
+
 func (e *boltEngine) Update(ctx context.Context, _ UpdateOptions, fn func(EngineTx) error) error {
 	var sent []note
 	err := e.db.Update(func(t *bolt.Tx) error {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
@@ -22,8 +21,6 @@ import (
 // answers the other fields. Declare rebuilds both whenever the
 // declaration's fingerprint differs from the catalog's.
 
-const catalogBucket = internalPrefix + "store_tables"
-
 func rowBucket(t *Table) []byte { return t.rowBkt }
 
 func indexBucket(t *Table, i int) []byte { return t.idxBkt[i] }
@@ -31,26 +28,6 @@ func indexBucket(t *Table, i int) []byte { return t.idxBkt[i] }
 // rebuildBatch is how many records one transaction of a rebuild moves:
 // a million-record table is rebuilt without holding all of it dirty.
 const rebuildBatch = 20_000
-
-// loadCatalog reads the names of the tables this file holds.
-func (e *boltEngine) loadCatalog() error {
-	return e.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(catalogBucket))
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, _ []byte) error {
-			e.cataloged[string(k)] = true
-			return nil
-		})
-	})
-}
-
-func (e *boltEngine) isTable(bucket string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.cataloged[bucket]
-}
 
 // Declare brings each table's rows and indexes to its declaration: a
 // table whose catalog fingerprint differs (or is missing) is rebuilt from
@@ -367,6 +344,3 @@ func (t *boltTx) DropBucket(bucket string) error {
 	t.writes++
 	return err
 }
-
-// isInternal reports an engine bucket (hidden from Buckets).
-func isInternal(name string) bool { return strings.HasPrefix(name, internalPrefix) }

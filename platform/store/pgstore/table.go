@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -33,23 +32,6 @@ import (
 // bucket's rows out of kv (a store written before the table existed),
 // all in one transaction.
 
-func (e *engine) isTable(bucket string) bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.cataloged[bucket]
-}
-
-func (e *engine) tableNames() []string {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	var out []string
-	for n := range e.cataloged {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // loadCatalog reads the names of the tables the database holds.
 func (e *engine) loadCatalog(ctx context.Context) error {
 	rows, err := e.pool.Query(ctx, "SELECT name FROM store_tables")
@@ -67,10 +49,6 @@ func (e *engine) loadCatalog(ctx context.Context) error {
 	}
 	return nil
 }
-
-func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
 
 func colType(t store.Type) string {
 	switch t {
@@ -382,12 +360,6 @@ func dupErr(t *store.Table, pg *pgconn.PgError) error {
 		}
 	}
 	return &store.DuplicateError{Table: t.Name, Index: pg.ConstraintName}
-}
-
-// tableSQL caches a table's upserts: of a JSON record (jsonb) and of
-// exact bytes (raw).
-type tableSQL struct {
-	upsertJSON, upsertRaw string
 }
 
 func (e *engine) sqlOf(t *store.Table) *tableSQL {

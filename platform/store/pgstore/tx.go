@@ -1,9 +1,7 @@
 package pgstore
 
 import (
-	"context"
 	"fmt"
-	"strings"
 
 	"deckhand/platform/store"
 
@@ -17,12 +15,6 @@ const pageSize = 256
 // notifyChannel is the one PostgreSQL channel every store channel travels
 // on, as "channel\npayload", so the listener LISTENs once.
 const notifyChannel = "deckhand_store"
-
-type pgTx struct {
-	ctx context.Context
-	p   *pipe
-	e   *engine
-}
 
 // src is where bucket's entries live: its table, or the kv rows of the
 // bucket (with the bucket as the first argument). Conditions follow as
@@ -38,9 +30,6 @@ func arg(args []any, v any) ([]any, string) {
 	args = append(args, v)
 	return args, fmt.Sprintf("$%d", len(args))
 }
-
-// value reads either column as bytes: jsonb as its text, raw as stored.
-const value = "COALESCE(raw, convert_to(value::text, 'UTF8'))"
 
 func (t *pgTx) Get(bucket, key string) ([]byte, error) { return t.get(bucket, key, "") }
 
@@ -118,27 +107,6 @@ func (t *pgTx) Put(bucket, key string, raw []byte, isJSON bool) error {
 			ON CONFLICT (bucket, key) DO UPDATE SET raw = excluded.raw, value = NULL`, bucket, key, raw)
 	}
 	return nil
-}
-
-// hasNULEscape reports a \u0000 escape, which jsonb refuses: such a value
-// is kept as exact bytes instead.
-func hasNULEscape(raw []byte) bool {
-	s := string(raw)
-	for i := strings.Index(s, `\u0000`); i >= 0; {
-		bs := 0 // an odd run of backslashes before "u0000" makes it an escape
-		for j := i; j >= 0 && s[j] == '\\'; j-- {
-			bs++
-		}
-		if bs%2 == 1 {
-			return true
-		}
-		next := strings.Index(s[i+1:], `\u0000`)
-		if next < 0 {
-			break
-		}
-		i += 1 + next
-	}
-	return false
 }
 
 func (t *pgTx) Delete(bucket, key string) error {
