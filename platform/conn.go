@@ -3,6 +3,10 @@ package platform
 import (
 	"context"
 	"net"
+	"net/http"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/middleware/adaptor"
 )
 
 // connKey carries the socket a request arrived on to net/http route
@@ -22,4 +26,17 @@ type connRef struct{ c net.Conn }
 func ConnFrom(ctx context.Context) net.Conn {
 	r, _ := ctx.Value(connKey{}).(connRef)
 	return r.c
+}
+
+// httpHandler mounts a net/http handler: it sees the caller (principal,
+// client IP) in its request's context and the socket (ConnFrom).
+func (h *Host) httpHandler(hh http.Handler) fiber.Handler {
+	if h.cfg.Auth != nil {
+		hh = withCallerContext(hh)
+	}
+	serve := adaptor.HTTPHandler(hh)
+	return func(c fiber.Ctx) error {
+		c.RequestCtx().SetUserValue(connKey{}, connRef{c.RequestCtx().Conn()})
+		return serve(c)
+	}
 }

@@ -1,14 +1,30 @@
 // Package platform is the host every container service and the control
 // plane run on: one Fiber host per service and its kernel (request ids, the
 // request policy's decision, rate limits, error bodies, the access line),
-// route tables that produce both the router and the OpenAPI document
-// (route.go, openapi.go), the binder that turns a request into a route's
-// typed input from its struct tags (bind.go), the operations that make a
-// domain method the handler (op.go: Op, ReadOp, CommandOp, StreamOp,
-// ConnOp), who may call a route (policy.go: Policy, Authenticator; the
-// caller travels in the request's context.Context, package auth), the query
-// grammar (query.go), serving until a context ends, and the process health
-// record (health.go).
+// route tables that produce both the router and the OpenAPI document, the
+// binder that turns a request into a route's typed input from its struct
+// tags, the operations that make a domain method the handler (Op, ReadOp,
+// CommandOp, StreamOp, ConnOp), who may call a route (Policy,
+// Authenticator; the caller travels in the request's context.Context,
+// package auth), the query grammar, serving until a context ends, and the
+// process health record.
+//
+// Its files form layers, each using only files listed before it:
+//   - query.go (Param, Range, Query and the query grammar), policy.go
+//     (Policy, Authenticator, Caller), route.go (MethodAny, the path
+//     syntax), health.go (the health record), decode.go, tooltext.go and
+//     the other small files with no reference to the rest.
+//   - bind.go: the binder. output.go: an operation's output type, planned.
+//   - types.go: Route, Operation, Tool, Host and HostConfig, which refer to
+//     one another.
+//   - conn.go: mounting a net/http route (the socket, the caller). tool.go:
+//     checking and calling a route's tool (Host.CallTool). servicecall.go:
+//     calling another process's services.
+//   - op.go: Op, ReadOp, CommandOp, StreamOp, ConnOp and writing their
+//     answers.
+//   - openapi.go: the document, a route's tool (x-mcp-tool) included.
+//   - host.go: NewHost, the kernel, registering and guarding each route,
+//     the built-in routes, ServeUntil.
 //
 // The concerns around the host are packages of their own, each importing
 // less than the one before it:

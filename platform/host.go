@@ -11,15 +11,14 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
-	"github.com/gofiber/fiber/v3/middleware/adaptor"
 	"github.com/valyala/fasthttp"
 
+	"deckhand/platform/auth"
 	"deckhand/platform/clientip"
 	"deckhand/platform/fault"
 	"deckhand/platform/localtcp"
@@ -27,92 +26,6 @@ import (
 	"deckhand/platform/ratelimit"
 	"deckhand/platform/reqpolicy"
 )
-
-// ErrorStyle selects the error body a host writes.
-type ErrorStyle int
-
-const (
-	// ContainerErrors writes {"code","details","message"} (container services).
-	ContainerErrors ErrorStyle = iota
-	// EnvelopeErrors writes {"statusCode","error","message"} (control plane).
-	EnvelopeErrors
-)
-
-// HostConfig configures one HTTP host.
-type HostConfig struct {
-	Info  Info
-	Style ErrorStyle
-	// Logger takes the host's lines; the host adds "service" (Info.Name)
-	// to each unless NamedLogger says the logger carries it already.
-	Logger *slog.Logger
-	// NamedLogger: Logger already carries "service" (a container service's
-	// logger from its ServiceDeps), so no line holds the key twice.
-	NamedLogger bool
-	// BodyLimit in bytes (default 4 MiB); larger bodies get 413.
-	BodyLimit int
-	// HeaderTimeout bounds reading a request's line and header block
-	// (default 10 s), the first request's from the connection's opening: a
-	// client that trickles its headers (slowloris) is answered 408 and
-	// closed, one that sent nothing is closed without an answer.
-	// ReadTimeout then applies to the body.
-	HeaderTimeout time.Duration
-	ReadTimeout   time.Duration // default 60s
-	WriteTimeout  time.Duration // default 0: downloads may be long
-	IdleTimeout   time.Duration // default 120s
-	// StreamRequestBody hands large bodies to handlers as a stream.
-	StreamRequestBody bool
-	// Middleware runs after the kernel's (request id, log, recovery) and
-	// before any route.
-	Middleware []fiber.Handler
-	// Auth resolves credentials for routes whose Policy needs one. With it
-	// set, a route without a policy needs a signed-in caller.
-	Auth Authenticator
-	// Limiter counts the routes' declared rate limits.
-	Limiter ratelimit.Limiter
-	// Finalize runs on every response, success or error, after its body is
-	// complete: the control plane signs responses here.
-	Finalize func(c fiber.Ctx)
-	// HealthStatus reports a non-ok status ("unavailable", reason).
-	HealthStatus func() (status, detail string)
-	// ProxyHeader, when set (X-Forwarded-For), is trusted for ClientIP
-	// under the rule of package clientip: only from a loopback, private or
-	// link-local peer, only its right-most element over all its lines, and
-	// only when that is a bare IP address; else the peer is the client.
-	ProxyHeader string
-	// Servers are the document's base URLs (default "/": where it was
-	// read).
-	Servers []Server
-	// Policy checks Host, Origin and Sec-Fetch-Site before any route (see
-	// RequestPolicy). A container service (ContainerErrors) without one
-	// gets the default: --domain localhost, no extra origins, so no host
-	// built for a container service is ever without it.
-	Policy *reqpolicy.RequestPolicy
-	// LocalTrust says who may call this host on its own port: a
-	// connection it accepted from anyone but a trusted local user (see
-	// LocalTrust) gets 401 before any route; a request the agent's
-	// gateway dispatched in-process was judged there. A container service
-	// without one trusts root and its own user, so none is ever open to
-	// every local user.
-	LocalTrust *reqpolicy.LocalTrust
-}
-
-// Host is one service's HTTP server: a Fiber app built from a route table
-// plus the kernel's /health and /openapi.{json,yaml}.
-type Host struct {
-	cfg      HostConfig
-	methods  map[string]bool // the request methods the router knows
-	log      *slog.Logger    // cfg.Logger with "service"
-	app      *fiber.App
-	routes   []Route
-	tools    map[string]Route // by tool name
-	docJSON  []byte
-	docYAML  []byte
-	docErr   error
-	docOnce  sync.Once
-	lastUA   atomic.Pointer[string]
-	boundIP  atomic.Pointer[string]
-	reqCount atomic.Uint64
-}
 
 const (
 	requestIDKey = "deckhand.request_id"
@@ -297,19 +210,6 @@ func (h *Host) register(r Route) {
 	h.app.Add([]string{r.Method}, path, handler)
 }
 
-// httpHandler mounts a net/http handler: it sees the caller (principal,
-// client IP) in its request's context and the socket (ConnFrom).
-func (h *Host) httpHandler(hh http.Handler) fiber.Handler {
-	if h.cfg.Auth != nil {
-		hh = withCallerContext(hh)
-	}
-	serve := adaptor.HTTPHandler(hh)
-	return func(c fiber.Ctx) error {
-		c.RequestCtx().SetUserValue(connKey{}, connRef{c.RequestCtx().Conn()})
-		return serve(c)
-	}
-}
-
 // checkOp panics on a route whose Op and table entry disagree: parameters
 // or a body declared beside the Op's types, or a path parameter no input
 // field binds.
@@ -341,6 +241,135 @@ func checkOp(r Route) {
 		if !want[name] {
 			panic(where + "input field path:\"" + name + "\" is not in the path")
 		}
+	}
+}
+
+// guard wraps a route's handler with its policy and rate limits. On a host
+// without an Authenticator only explicitly declared policies and limits
+// apply (container services), and declaring a credentialed policy there is
+// a programming error caught at start.
+func (h *Host) guard(r Route, next fiber.Handler) fiber.Handler {
+	pol := r.Policy
+	if pol.Access == AccessDefault {
+		pol.Access = AccessSignedIn
+		if h.cfg.Auth == nil {
+			pol.Access = AccessPublic
+		}
+	}
+	if h.cfg.Auth == nil && pol.Access == AccessPublic && pol.Check == nil && len(r.Limits) == 0 {
+		return next // container services: nothing to enforce, nothing to pay
+	}
+	if pol.Access != AccessPublic && h.cfg.Auth == nil {
+		panic("platform: route " + r.Method + " " + r.Path + " declares policy " + pol.Label() + " on a host without an Authenticator")
+	}
+	var hostLimits []ratelimit.RateLimit
+	for _, l := range r.Limits {
+		if l.N <= 0 || l.By == ratelimit.ByValue {
+			continue
+		}
+		if (l.By == ratelimit.ByAccount || l.By == ratelimit.ByCredential) && pol.Access == AccessPublic {
+			panic("platform: route " + r.Method + " " + r.Path + " limits by " + l.By.String() + " but is public")
+		}
+		hostLimits = append(hostLimits, l)
+	}
+	if len(r.Limits) > 0 && h.cfg.Limiter == nil {
+		panic("platform: route " + r.Method + " " + r.Path + " declares rate limits on a host without a Limiter")
+	}
+	return func(c fiber.Ctx) error {
+		ip := ClientIP(c)
+		ctx := auth.WithClientIP(c.Context(), ip)
+		var p *auth.Principal
+		if pol.Access != AccessPublic {
+			var err error
+			if p, err = h.cfg.Auth.Authenticate(c); err != nil {
+				return err
+			}
+			if p == nil {
+				return errNoCaller
+			}
+			if p.Kind == auth.KindAgent && !pol.Agents {
+				return errAgentOnly
+			}
+			ctx = auth.NewContext(ctx, p)
+			if pol.Access == AccessAdmin && !p.IsAdmin() {
+				return errAdminOnly
+			}
+		}
+		c.SetContext(ctx)
+		c.RequestCtx().SetUserValue(callerCtxKey{}, ctx)
+		if len(hostLimits) > 0 {
+			hits := make([]ratelimit.LimitHit, 0, len(hostLimits))
+			for _, l := range hostLimits {
+				key := ip
+				switch l.By {
+				case ratelimit.ByAccount:
+					key = p.UserID
+				case ratelimit.ByCredential:
+					key = p.CredentialID()
+				}
+				hits = append(hits, ratelimit.LimitHit{Limit: l, Key: key})
+			}
+			if err := h.cfg.Limiter.Allow(ctx, hits...); err != nil {
+				return err
+			}
+		}
+		if pol.Check != nil {
+			if err := pol.Check(ctx, func(n string) string { return c.Params(n) }); err != nil {
+				return err
+			}
+		}
+		return next(c)
+	}
+}
+
+// checkParams panics on a route table whose declared parameters cannot work
+// (an unknown type, a Default that breaks its own rules): a programming
+// error that must surface when the host is built, not on a request.
+func checkParams(r Route) {
+	for _, p := range queryParams(r.Query) {
+		switch p.Type {
+		case "", "string", "integer", "number", "boolean":
+		default:
+			panic("platform: " + r.Method + " " + r.Path + ": query parameter " + p.Name + " has unknown type " + p.Type)
+		}
+		if p.Range != nil && p.Type != "integer" && p.Type != "number" {
+			panic("platform: " + r.Method + " " + r.Path + ": query parameter " + p.Name + " has a Range but is not numeric")
+		}
+		if p.Pattern != "" {
+			if _, err := regexp.Compile(p.Pattern); err != nil {
+				panic("platform: " + r.Method + " " + r.Path + ": query parameter " + p.Name + ": pattern: " + err.Error())
+			}
+		}
+		if p.Default != "" {
+			if _, err := parseParam(p, p.Default); err != nil {
+				panic("platform: " + r.Method + " " + r.Path + ": default of " + err.Error())
+			}
+		}
+	}
+}
+
+// withQuery wraps a route's handler so its declared query parameters are
+// parsed and checked first. Routes without query parameters are untouched.
+func withQuery(r Route, next fiber.Handler) fiber.Handler {
+	params := queryParams(r.Query)
+	if len(params) == 0 {
+		return next
+	}
+	return func(c fiber.Ctx) error {
+		args := c.RequestCtx().QueryArgs()
+		q, err := ParseQuery(params, func(name string) []string {
+			raw := args.PeekMulti(name)
+			out := make([]string, len(raw))
+			for i, b := range raw {
+				out[i] = string(b)
+			}
+			return out
+		})
+		if err != nil {
+			return err
+		}
+		c.RequestCtx().SetUserValue(queryKey{}, q)
+		return next(c)
 	}
 }
 
@@ -615,23 +644,6 @@ func envelopeError(code string, status int) string {
 		return http.StatusText(status)
 	}
 	return code
-}
-
-// Envelope is the control plane's success body.
-type Envelope struct {
-	StatusCode int    `json:"statusCode"`
-	Message    string `json:"message"`
-	Data       any    `json:"data,omitempty"`
-}
-
-// Respond writes a control-plane success envelope.
-func Respond(c fiber.Ctx, status int, message string, data any) error {
-	return c.Status(status).JSON(Envelope{StatusCode: status, Message: message, Data: data})
-}
-
-// JSON writes a plain JSON resource (container services).
-func JSON(c fiber.Ctx, status int, v any) error {
-	return c.Status(status).JSON(v)
 }
 
 func (h *Host) builtinRoutes() []Route {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,21 +16,6 @@ import (
 
 	"deckhand/platform/openapi"
 )
-
-// Info is the title block of a service's OpenAPI document.
-type Info struct {
-	Name        string // service identifier, e.g. "cron"
-	Title       string
-	Version     string
-	Description string
-}
-
-// Server is one base URL of a document's servers list. A relative URL is
-// relative to where the document was read.
-type Server struct {
-	URL         string `json:"url"`
-	Description string `json:"description,omitempty"`
-}
 
 // OpenAPI builds an OpenAPI 3.0 document from a route table. It fails only
 // when the table itself is inconsistent (a duplicate method and path, or a
@@ -458,4 +444,98 @@ func operationID(r Route) string {
 		}
 	}
 	return b.String()
+}
+
+// ToolExtension is the OpenAPI extension an operation carries its tool
+// in: {name, title, description, annotations, inputSchema, outputSchema},
+// as MCP's tools/list shows a tool, with x-text (Tool.Text) and
+// x-parameters (Tool.Args) beside them.
+const ToolExtension = "x-mcp-tool"
+
+// toolDoc is r's tool as tools/list shows it (nil when r is no tool).
+func toolDoc(r Route) map[string]any {
+	if r.Tool == nil {
+		return nil
+	}
+	t := r.Tool
+	ann := map[string]any{"readOnlyHint": t.ReadOnly, "idempotentHint": t.Idempotent, "openWorldHint": t.OpenWorld}
+	if !t.ReadOnly {
+		ann["destructiveHint"] = t.Destructive
+	}
+	o := r.Op.operation()
+	doc := map[string]any{"name": t.Name, "description": t.Description, "annotations": ann,
+		"inputSchema": toolInputSchema(t, o.in), "outputSchema": toolOutputSchema(o.out)}
+	if t.Title != "" {
+		doc["title"] = t.Title
+	}
+	if t.Text != "" {
+		doc["x-text"] = t.Text
+	}
+	if len(t.Args) > 0 {
+		// A caller that sends the route's request needs the parameters'
+		// own names: argument name to parameter name.
+		names := map[string]string{}
+		for p, a := range t.Args {
+			if a != "-" {
+				names[a] = p
+			}
+		}
+		doc["x-parameters"] = names
+	}
+	return doc
+}
+
+// toolInputSchema is one object of the input's parameters (by name) and
+// its JSON body's members.
+func toolInputSchema(t *Tool, in *inputPlan) map[string]any {
+	props := map[string]any{}
+	required := []string{}
+	if in != nil {
+		for _, p := range in.params {
+			if t.arg(p.p.Name) == "-" {
+				continue
+			}
+			pd := paramDoc(p.p)
+			s := pd["schema"].(map[string]any)
+			if d, ok := pd["description"].(string); ok {
+				s["description"] = d
+			}
+			props[t.arg(p.p.Name)] = s
+			if p.p.Required {
+				required = append(required, t.arg(p.p.Name))
+			}
+		}
+		if in.body != nil {
+			body := (*openapi.Builder)(nil).SchemaOf(in.body.typ)
+			bp, _ := body["properties"].(map[string]any)
+			for name, s := range bp {
+				props[name] = s
+			}
+			if in.body.typ.Kind() != reflect.Pointer {
+				switch req := body["required"].(type) {
+				case []string:
+					required = append(required, req...)
+				case []any:
+					for _, n := range req {
+						required = append(required, n.(string))
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(required)
+	s := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+// toolOutputSchema is the answer's schema (an object without members for
+// an operation that answers nothing but success).
+func toolOutputSchema(out *outputPlan) map[string]any {
+	if out == nil || out.bodyTyp == nil {
+		return map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	return (*openapi.Builder)(nil).SchemaOf(out.bodyTyp)
 }

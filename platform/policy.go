@@ -9,7 +9,6 @@ import (
 
 	"deckhand/platform/auth"
 	"deckhand/platform/fault"
-	"deckhand/platform/ratelimit"
 )
 
 // Access is who may call a route before any resource check.
@@ -139,84 +138,6 @@ func AdminCaller(ctx context.Context) (*auth.Principal, error) {
 // callerCtxKey keeps the request's context.Context (principal and client
 // IP) as a fasthttp user value, so net/http routes see it too.
 type callerCtxKey struct{}
-
-// guard wraps a route's handler with its policy and rate limits. On a host
-// without an Authenticator only explicitly declared policies and limits
-// apply (container services), and declaring a credentialed policy there is
-// a programming error caught at start.
-func (h *Host) guard(r Route, next fiber.Handler) fiber.Handler {
-	pol := r.Policy
-	if pol.Access == AccessDefault {
-		pol.Access = AccessSignedIn
-		if h.cfg.Auth == nil {
-			pol.Access = AccessPublic
-		}
-	}
-	if h.cfg.Auth == nil && pol.Access == AccessPublic && pol.Check == nil && len(r.Limits) == 0 {
-		return next // container services: nothing to enforce, nothing to pay
-	}
-	if pol.Access != AccessPublic && h.cfg.Auth == nil {
-		panic("platform: route " + r.Method + " " + r.Path + " declares policy " + pol.Label() + " on a host without an Authenticator")
-	}
-	var hostLimits []ratelimit.RateLimit
-	for _, l := range r.Limits {
-		if l.N <= 0 || l.By == ratelimit.ByValue {
-			continue
-		}
-		if (l.By == ratelimit.ByAccount || l.By == ratelimit.ByCredential) && pol.Access == AccessPublic {
-			panic("platform: route " + r.Method + " " + r.Path + " limits by " + l.By.String() + " but is public")
-		}
-		hostLimits = append(hostLimits, l)
-	}
-	if len(r.Limits) > 0 && h.cfg.Limiter == nil {
-		panic("platform: route " + r.Method + " " + r.Path + " declares rate limits on a host without a Limiter")
-	}
-	return func(c fiber.Ctx) error {
-		ip := ClientIP(c)
-		ctx := auth.WithClientIP(c.Context(), ip)
-		var p *auth.Principal
-		if pol.Access != AccessPublic {
-			var err error
-			if p, err = h.cfg.Auth.Authenticate(c); err != nil {
-				return err
-			}
-			if p == nil {
-				return errNoCaller
-			}
-			if p.Kind == auth.KindAgent && !pol.Agents {
-				return errAgentOnly
-			}
-			ctx = auth.NewContext(ctx, p)
-			if pol.Access == AccessAdmin && !p.IsAdmin() {
-				return errAdminOnly
-			}
-		}
-		c.SetContext(ctx)
-		c.RequestCtx().SetUserValue(callerCtxKey{}, ctx)
-		if len(hostLimits) > 0 {
-			hits := make([]ratelimit.LimitHit, 0, len(hostLimits))
-			for _, l := range hostLimits {
-				key := ip
-				switch l.By {
-				case ratelimit.ByAccount:
-					key = p.UserID
-				case ratelimit.ByCredential:
-					key = p.CredentialID()
-				}
-				hits = append(hits, ratelimit.LimitHit{Limit: l, Key: key})
-			}
-			if err := h.cfg.Limiter.Allow(ctx, hits...); err != nil {
-				return err
-			}
-		}
-		if pol.Check != nil {
-			if err := pol.Check(ctx, func(n string) string { return c.Params(n) }); err != nil {
-				return err
-			}
-		}
-		return next(c)
-	}
-}
 
 // withCallerContext hands a net/http route the request's context.Context
 // the guard built (principal, client IP) on top of its own.

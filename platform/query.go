@@ -32,6 +32,26 @@ import (
 //   - Parameters a route does not declare are ignored (cache busters such as
 //     ?_=1700000000 pass).
 
+// Param documents a query, path or header parameter.
+type Param struct {
+	Name        string
+	In          string // "query" (default), "path", "header", "cookie"
+	Description string
+	Required    bool
+	Type        string // "string" (default), "integer", "number", "boolean"
+	Enum        []string
+	// Range bounds an integer or number (by the grammar below).
+	Range *Range
+	// Default is the value an absent parameter takes, in query syntax.
+	Default string
+	// MinLength, MaxLength (characters; 0: no bound) and Pattern (an RE2
+	// expression the whole value must match) restrict a string.
+	MinLength, MaxLength int
+	Pattern              string
+	// Format is the OpenAPI format shown for the value (uuid, date-time ...).
+	Format string
+}
+
 // Range bounds a numeric parameter. Min and Max are inclusive unless the
 // matching Exclusive flag is set (scale is Range{Min: 0, ExclusiveMin: true,
 // Max: 1}: 0 < scale <= 1). Use math.Inf for an open end.
@@ -255,54 +275,3 @@ func (r *Range) describe() string {
 }
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
-// checkParams panics on a route table whose declared parameters cannot work
-// (an unknown type, a Default that breaks its own rules): a programming
-// error that must surface when the host is built, not on a request.
-func checkParams(r Route) {
-	for _, p := range queryParams(r.Query) {
-		switch p.Type {
-		case "", "string", "integer", "number", "boolean":
-		default:
-			panic("platform: " + r.Method + " " + r.Path + ": query parameter " + p.Name + " has unknown type " + p.Type)
-		}
-		if p.Range != nil && p.Type != "integer" && p.Type != "number" {
-			panic("platform: " + r.Method + " " + r.Path + ": query parameter " + p.Name + " has a Range but is not numeric")
-		}
-		if p.Pattern != "" {
-			if _, err := regexp.Compile(p.Pattern); err != nil {
-				panic("platform: " + r.Method + " " + r.Path + ": query parameter " + p.Name + ": pattern: " + err.Error())
-			}
-		}
-		if p.Default != "" {
-			if _, err := parseParam(p, p.Default); err != nil {
-				panic("platform: " + r.Method + " " + r.Path + ": default of " + err.Error())
-			}
-		}
-	}
-}
-
-// withQuery wraps a route's handler so its declared query parameters are
-// parsed and checked first. Routes without query parameters are untouched.
-func withQuery(r Route, next fiber.Handler) fiber.Handler {
-	params := queryParams(r.Query)
-	if len(params) == 0 {
-		return next
-	}
-	return func(c fiber.Ctx) error {
-		args := c.RequestCtx().QueryArgs()
-		q, err := ParseQuery(params, func(name string) []string {
-			raw := args.PeekMulti(name)
-			out := make([]string, len(raw))
-			for i, b := range raw {
-				out[i] = string(b)
-			}
-			return out
-		})
-		if err != nil {
-			return err
-		}
-		c.RequestCtx().SetUserValue(queryKey{}, q)
-		return next(c)
-	}
-}
