@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/valyala/fasthttp"
+
 	"deckhand/platform/connlimit"
 	"deckhand/platform/localtcp"
 )
@@ -13,7 +15,7 @@ import (
 // clientConn is a connection the gateway accepted (Serve wraps its
 // listener). It exists so the gateway sees a hijacked connection end: a
 // WebSocket a service in this process took over on the client's own
-// connection (upgradeDirect) is a tunnel until fasthttp closes the
+// connection (direct.Upgrade) is a tunnel until fasthttp closes the
 // connection after the service's hijack handler returns, or until
 // Shutdown closes it.
 type clientConn struct {
@@ -111,4 +113,12 @@ func socketOf(c net.Conn) net.Conn {
 		}
 	}
 	return c
+}
+
+// ownConn is the request's connection when the gateway accepted it itself
+// (Serve), nil when the gateway's handler runs on another server: only on
+// its own connections does the gateway see a hijacked one close.
+func ownConn(ctx *fasthttp.RequestCtx) *clientConn {
+	cc, _ := ctx.Conn().(*clientConn)
+	return cc
 }

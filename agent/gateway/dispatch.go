@@ -128,10 +128,19 @@ const (
 	lingerTimeout = 5 * time.Second
 )
 
-// dispatch runs the request through the service's handler on the client's
+// direct is the transport to a service in this process: its handler runs
+// on the client's own *fasthttp.RequestCtx and connection.
+type direct struct {
+	g       *Gateway
+	service string
+	in      *InProcess
+}
+
+// Serve runs the request through the service's handler on the client's
 // own connection. The request is already past the gateway's policy and
 // authorizer, and rewritten (path, Host, X-Forwarded-*) as for the proxy.
-func (g *Gateway) dispatch(ctx *fasthttp.RequestCtx, d *InProcess, service string, clientClose bool) {
+func (t *direct) Serve(ctx *fasthttp.RequestCtx, clientClose bool) {
+	d := t.in
 	if hasBody(ctx) {
 		// The body gets the service server's read timeout, not the
 		// gateway's header timeout.
@@ -140,12 +149,12 @@ func (g *Gateway) dispatch(ctx *fasthttp.RequestCtx, d *InProcess, service strin
 			deadline = time.Now().Add(d.readTimeout)
 		}
 		_ = ctx.Conn().SetReadDeadline(deadline)
-		if !d.streams && !g.readBody(ctx, service) {
+		if !d.streams && !t.readBody(ctx) {
 			return
 		}
 	}
 	reqpolicy.MarkGatewayDispatch(ctx, d.localIP)
-	if !g.call(ctx, d, service) || ctx.Hijacked() {
+	if !t.call(ctx) || ctx.Hijacked() {
 		return // answered, or the handler owns the connection now
 	}
 	rh := &ctx.Response.Header
@@ -164,23 +173,51 @@ func (g *Gateway) dispatch(ctx *fasthttp.RequestCtx, d *InProcess, service strin
 // call runs the service's handler. The service's Host recovers a panic in
 // a route; one in Fiber itself would otherwise take the whole agent down
 // from the gateway's worker, so it becomes a 502 and a closed connection.
-func (g *Gateway) call(ctx *fasthttp.RequestCtx, d *InProcess, service string) (ok bool) {
+func (t *direct) call(ctx *fasthttp.RequestCtx) (ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			g.backendError(ctx, service, fmt.Errorf("panic: %v", p))
+			t.g.backendError(ctx, t.service, fmt.Errorf("panic: %v", p))
 			ctx.SetConnectionClose()
 			ok = false
 		}
 	}()
-	d.handler(ctx)
+	t.in.handler(ctx)
 	return true
+}
+
+// Upgrade passes an upgrade to the service on the client's own
+// connection: the service's handler answers the handshake and hijacks the
+// connection, so its frames go to the client's socket with no loopback
+// connection and no splice between. The connection is a tunnel from the
+// call on (Tunnels, Shutdown) and until it closes, which fasthttp does
+// once the service's hijack handler returns (clientConn.Close); a
+// handshake the service refuses is an ordinary answer, after which the
+// connection closes, as on the proxied path. choose gives this transport
+// an Upgrade only on a connection the gateway accepted (ownConn).
+func (t *direct) Upgrade(ctx *fasthttp.RequestCtx) {
+	g := t.g
+	cc := ownConn(ctx)
+	if !g.track(cc, nil) {
+		reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeUnavailable,
+			Message: "the gateway is shutting down", Details: t.service})
+		ctx.SetConnectionClose()
+		return
+	}
+	cc.tunnel.Store(true)
+	// A WebSocket has no deadline (the proxied path clears it too); the
+	// header's read deadline must not end it.
+	_ = cc.SetDeadline(time.Time{})
+	t.Serve(ctx, true)
+	if !ctx.Hijacked() && cc.tunnel.CompareAndSwap(true, false) {
+		g.untrack(cc)
+	}
 }
 
 // readBody reads a body of declared length (at most the service's limit,
 // see takes) into memory before the handler runs, as the service's own
 // server does; false when the client did not send it (the connection
 // closes with 400 or 408, as that server answers).
-func (g *Gateway) readBody(ctx *fasthttp.RequestCtx, service string) bool {
+func (t *direct) readBody(ctx *fasthttp.RequestCtx) bool {
 	want := ctx.Request.Header.ContentLength()
 	buf := make([]byte, want)
 	_, err := io.ReadFull(ctx.RequestBodyStream(), buf)
@@ -193,7 +230,7 @@ func (g *Gateway) readBody(ctx *fasthttp.RequestCtx, service string) bool {
 	if errors.As(err, &ne) && ne.Timeout() {
 		e = &fault.Error{Code: fault.CodeTimeout, Details: "body", Message: "the request body did not arrive in time"}
 	}
-	g.cfg.Logger.Debug("gateway: request body not read", "service", service, "err", err)
+	t.g.cfg.Logger.Debug("gateway: request body not read", "service", t.service, "err", err)
 	reqpolicy.WriteFastError(ctx, 0, e)
 	ctx.SetConnectionClose()
 	return false

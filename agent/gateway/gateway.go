@@ -15,17 +15,18 @@
 // never reach a service, and Connection cannot make an end-to-end header
 // (Origin, Cookie ...) hop-by-hop.
 //
-// A request past those checks reaches its service one of two ways. A
-// service the agent runs in its own process (not --isolate) is called in
-// place: its Fiber handler gets the client's own *fasthttp.RequestCtx,
-// rewritten as for the proxy (dispatch.go, InProcess). An isolated
-// service, and a request the service's own server would refuse before its
-// handler, go through the proxy: one fasthttp.HostClient per service,
-// pooled keep-alive connections, the request target passed on verbatim
-// (proxy.go). An Upgrade (WebSocket) to an in-process service is answered
-// on the client's own connection, which the gateway wraps (conn.go) to
-// count it as a tunnel until it closes; any other is spliced to a
-// connection of its own to the service (upgrade.go).
+// A request past those checks reaches its service by one of two
+// transports, chosen once per request (transport.go), each with Serve for
+// a plain request and Upgrade for a WebSocket (any Upgrade). A service
+// the agent runs in its own process (not --isolate) is called in place:
+// its Fiber handler gets the client's own *fasthttp.RequestCtx, rewritten
+// as for the proxy (dispatch.go, InProcess), and an Upgrade is answered on
+// the client's own connection, which the gateway wraps (conn.go) to count
+// it as a tunnel until it closes. An isolated service, and a request the
+// service's own server would refuse before its handler, go through the
+// proxy: one fasthttp.HostClient per service, pooled keep-alive
+// connections, the request target passed on verbatim (proxy.go), and an
+// Upgrade spliced to a connection of its own to the service (upgrade.go).
 //
 // What a reverse proxy library would give is kept by hand, here and tested:
 // bodies stream both ways without buffering (StreamRequestBody on the
@@ -48,6 +49,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -163,6 +165,9 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient // by service address
+	// lanes: each running service's transports, by service name
+	// (transport.go); read without g.mu, replaced whole under it.
+	lanes atomic.Pointer[map[string]*lane]
 	// tunnels: upgraded client connections, each with the gateway's
 	// connection to the service when spliced (nil: the service, in this
 	// process, took over the client's connection itself).
@@ -369,7 +374,11 @@ func (g *Gateway) handle(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// route sends a request the policy let in to its service.
+// route sends a request the policy let in to its service: the gateway's
+// own routes are answered here; any other request is resolved to its
+// service, authorized, given its transport (choose, the one place that
+// decides between the proxy and the call in place), rewritten and passed
+// on.
 func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	path, query := splitRequestURI(ctx.Request.Header.RequestURI())
 	switch path {
@@ -423,24 +432,12 @@ func (g *Gateway) route(ctx *fasthttp.RequestCtx) {
 	// Rewriting drops Connection; the client's wish to close is kept.
 	clientClose := ctx.Request.Header.ConnectionClose() || !ctx.Request.Header.IsHTTP11()
 	upgrade := isUpgrade(&ctx.Request.Header)
-	var direct *InProcess
-	if g.cfg.InProcess != nil {
-		if d := g.cfg.InProcess(t.Service); d != nil && d.takes(ctx) && (!upgrade || ownConn(ctx) != nil) {
-			direct = d
-		}
-	}
+	tr := g.choose(ctx, t.Service, addr, upgrade)
 	g.rewrite(ctx, addr, t.Path, query, prefix)
-	switch {
-	case upgrade && direct != nil:
-		g.upgradeDirect(ctx, direct, t.Service)
-	case upgrade:
-		g.upgrade(ctx, addr, t.Service)
-	case direct != nil:
-		g.dispatch(ctx, direct, t.Service, clientClose)
-	case ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() != 0:
-		g.forwardStreamed(ctx, addr, t.Service)
-	default:
-		g.forward(ctx, addr, t.Service, clientClose)
+	if upgrade {
+		tr.Upgrade(ctx)
+	} else {
+		tr.Serve(ctx, clientClose)
 	}
 }
 

@@ -73,12 +73,36 @@ func (g *Gateway) rewrite(ctx *fasthttp.RequestCtx, addr, path, query, prefix st
 	}
 }
 
+// proxy is the transport to a service's own server at addr: the path of
+// an isolated service, and of a request a service in this process would
+// not take in place (InProcess.takes). Serve is here, Upgrade in
+// upgrade.go.
+type proxy struct {
+	g       *Gateway
+	service string
+	addr    string
+	// hc is the keep-alive pool to addr, shared by every lane to it.
+	hc *fasthttp.HostClient
+}
+
+// Serve passes a plain request. A body still arriving from the client
+// goes on a connection of its own, so that an answer the service gives
+// before reading it reaches the client (forwardStreamed); any other
+// request takes the pool (forward).
+func (p *proxy) Serve(ctx *fasthttp.RequestCtx, clientClose bool) {
+	if ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() != 0 {
+		p.forwardStreamed(ctx)
+		return
+	}
+	p.forward(ctx, clientClose)
+}
+
 // forward sends the rewritten request to the service on a pooled
 // keep-alive connection and hands its response to the server, which
 // writes it out: small bodies from memory, larger and chunked ones streamed
 // from the service's connection as they come (the connection goes back to
 // the pool when the body has been copied).
-func (g *Gateway) forward(ctx *fasthttp.RequestCtx, addr, service string, clientClose bool) {
+func (p *proxy) forward(ctx *fasthttp.RequestCtx, clientClose bool) {
 	req := &ctx.Request
 	req.Header.ResetConnectionClose()
 	req.Header.SetProtocol("HTTP/1.1")
@@ -86,8 +110,8 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, addr, service string, client
 		// The header had headerTimeout; an upload takes as long as it takes.
 		_ = ctx.Conn().SetReadDeadline(time.Time{})
 	}
-	if err := g.client(addr).Do(req, &ctx.Response); err != nil {
-		g.backendError(ctx, service, err)
+	if err := p.hc.Do(req, &ctx.Response); err != nil {
+		p.g.backendError(ctx, p.service, err)
 		if clientClose {
 			ctx.SetConnectionClose()
 		}
@@ -117,8 +141,9 @@ const earlyAnswerLimit = 64 << 10
 // broken pipe's 502, is what the client gets. The rest of such a body is
 // read away (lingerLimit) or the client's connection closes after the
 // answer: leftover body bytes are never parsed as a request.
-func (g *Gateway) forwardStreamed(ctx *fasthttp.RequestCtx, addr, service string) {
-	up, err := net.DialTimeout("tcp", addr, 2*time.Second)
+func (p *proxy) forwardStreamed(ctx *fasthttp.RequestCtx) {
+	g, service := p.g, p.service
+	up, err := net.DialTimeout("tcp", p.addr, 2*time.Second)
 	if err != nil {
 		g.backendError(ctx, service, err)
 		ctx.SetConnectionClose()
@@ -253,10 +278,9 @@ func copyBody(w *bufio.Writer, body io.Reader, cl int) error {
 	return err
 }
 
-// client is the connection pool to one service address.
-func (g *Gateway) client(addr string) *fasthttp.HostClient {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// clientLocked is the connection pool to one service address; the
+// caller holds g.mu.
+func (g *Gateway) clientLocked(addr string) *fasthttp.HostClient {
 	if hc, ok := g.clients[addr]; ok {
 		return hc
 	}

@@ -11,18 +11,17 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"deckhand/platform/fault"
-	"deckhand/platform/reqpolicy"
 	"deckhand/platform/splice"
 )
 
-// upgrade passes a WebSocket (any Upgrade) through: the rewritten request
+// Upgrade passes a WebSocket (any Upgrade) through: the rewritten request
 // goes to the service on a connection of its own; when the service answers
 // 101, its response goes to the client verbatim and the two connections are
 // spliced until either side closes. Any other answer (a refusal, an error
 // body) goes back as an ordinary response.
-func (g *Gateway) upgrade(ctx *fasthttp.RequestCtx, addr, service string) {
-	up, err := net.DialTimeout("tcp", addr, 2*time.Second)
+func (p *proxy) Upgrade(ctx *fasthttp.RequestCtx) {
+	g, service := p.g, p.service
+	up, err := net.DialTimeout("tcp", p.addr, 2*time.Second)
 	if err != nil {
 		g.backendError(ctx, service, err)
 		return
@@ -162,38 +161,4 @@ func (g *Gateway) Tunnels() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.tunnels)
-}
-
-// ownConn is the request's connection when the gateway accepted it itself
-// (Serve), nil when the gateway's handler runs on another server: only on
-// its own connections does the gateway see a hijacked one close.
-func ownConn(ctx *fasthttp.RequestCtx) *clientConn {
-	cc, _ := ctx.Conn().(*clientConn)
-	return cc
-}
-
-// upgradeDirect passes an upgrade to a service in this process on the
-// client's own connection: the service's handler answers the handshake
-// and hijacks the connection, so its frames go to the client's socket
-// with no loopback connection and no splice between. The connection is a
-// tunnel from the call on (Tunnels, Shutdown) and until it closes, which
-// fasthttp does once the service's hijack handler returns; a handshake the
-// service refuses is an ordinary answer, after which the connection
-// closes, as on the proxied path.
-func (g *Gateway) upgradeDirect(ctx *fasthttp.RequestCtx, d *InProcess, service string) {
-	cc := ownConn(ctx)
-	if !g.track(cc, nil) {
-		reqpolicy.WriteFastError(ctx, 0, &fault.Error{Code: fault.CodeUnavailable,
-			Message: "the gateway is shutting down", Details: service})
-		ctx.SetConnectionClose()
-		return
-	}
-	cc.tunnel.Store(true)
-	// A WebSocket has no deadline (the proxied path clears it too); the
-	// header's read deadline must not end it.
-	_ = cc.SetDeadline(time.Time{})
-	g.dispatch(ctx, d, service, true)
-	if !ctx.Hijacked() && cc.tunnel.CompareAndSwap(true, false) {
-		g.untrack(cc)
-	}
 }
