@@ -157,6 +157,10 @@ type RouteTool struct {
 // where it goes (path, query or header).
 type toolParam struct{ name, in string }
 
+// Request is the method and path template of t's route, as its OpenAPI
+// document names them: what proxy permissions judge a call of it by.
+func (t *RouteTool) Request() (method, path string) { return t.method, t.path }
+
 // ReadTools reads the route tools of service from its OpenAPI document.
 func ReadTools(service string, openapiJSON []byte) ([]*RouteTool, error) {
 	var doc struct {

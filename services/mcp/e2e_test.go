@@ -396,10 +396,18 @@ func TestWithoutExecNoProcessTools(t *testing.T) {
 	if !slices.Contains(names, "files_read") {
 		t.Errorf("files tools missing: %v", names)
 	}
-	// Its services grant reads the screen but does not drive it.
-	if !slices.Contains(names, "display_screenshot") || slices.Contains(names, "display_type") || slices.Contains(names, "display_click") ||
-		slices.Contains(names, "display_element_click") {
-		t.Errorf("a services grant's display tools: %v", names)
+	// Its services grant reads the screen but does not drive it: the
+	// display's tools are judged by their routes' programs.
+	for _, read := range []string{"display_screenshot", "display_screenshot_marked", "display_windows", "display_find",
+		"display_accessibility", "display_recording_start", "display_recordings"} {
+		if !slices.Contains(names, read) {
+			t.Errorf("a services grant does not see %s: %v", read, names)
+		}
+	}
+	for _, act := range []string{"display_type", "display_click", "display_element_click", "display_key"} {
+		if slices.Contains(names, act) {
+			t.Errorf("a services grant sees %s: %v", act, names)
+		}
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -85,11 +85,6 @@ func (c caller) mayUse(tool string) bool {
 	return c.tools == nil || platform.ToolAllowed(c.tools, tool)
 }
 
-// mayTool is may for what the tool reaches (toolReach) and mayUse.
-func (c caller) mayTool(tool string) bool {
-	return c.may(toolReach(tool)) && c.mayUse(tool)
-}
-
 // mayResource is may for the service a resource URI reads and mayUse for
 // the tool that reads the same thing (resourceOf).
 func (c caller) mayResource(uri string) bool {
@@ -185,7 +180,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool {
-					return !who.mayTool(t.Name) || !runs(toolService(t.Name))
+					return !who.may(s.toolReach(t.Name)) || !who.mayUse(t.Name) || !runs(toolService(t.Name))
 				})
 			}
 			return res, err
@@ -199,7 +194,13 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				return next(ctx, method, req) // no such tool: the SDK says so
 			}
 			start := time.Now()
-			if reach := toolReach(p.Name); !who.may(reach) {
+			var loadErr error
+			if svc != "mcp" {
+				// What the tool reaches is its route's: its service's
+				// tools are loaded first.
+				loadErr = s.loadTools(ctx, []string{svc})
+			}
+			if reach := s.toolReach(p.Name); !who.may(reach) {
 				err := forbidden(reach)
 				s.journalCall(who, p, svc, "refused", err.Error(), start)
 				return nil, err
@@ -209,12 +210,10 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				s.journalCall(who, p, svc, "refused", err.Error(), start)
 				return nil, err
 			}
-			if svc != "mcp" {
-				if err := s.loadTools(ctx, []string{svc}); err != nil && s.catalog.tool(p.Name) == nil {
-					// Its service's tools are not known: it does not answer.
-					s.journalCall(who, p, svc, "failed", errorText(err), start)
-					return failed(err), nil
-				}
+			if loadErr != nil && s.catalog.tool(p.Name) == nil {
+				// Its service's tools are not known: it does not answer.
+				s.journalCall(who, p, svc, "failed", errorText(loadErr), start)
+				return failed(loadErr), nil
 			}
 			res, err := next(ctx, method, req)
 			outcome, detail := "ok", ""
@@ -262,24 +261,24 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// displayReadTools are the display's tools that only read the screen
-// (program services); every other display tool drives it (toolReach).
-var displayReadTools = map[string]bool{
-	"display_screenshot": true, "display_screenshot_marked": true, "display_windows": true,
-	"display_accessibility": true, "display_find": true,
-	"display_recording_start": true, "display_recording_stop": true, "display_recordings": true,
-	"display_recording_timeline": true,
-}
-
-// toolReach is what a tool needs in the caller's reach: its service, or
-// contract.DesktopReach for a display tool that types, clicks or acts on
-// an element (one not listed as a read is taken to act).
-func toolReach(name string) string {
+// toolReach is what a tool needs in the caller's reach: the program
+// proxy permissions judge its route as, where that is not its service's
+// (contract.RouteProgram: a display route that types, clicks or acts on an
+// element is contract.DesktopReach), else its service. A tool of such a
+// service that is no route known is taken to act, but for the screenshot
+// this service composes of the display's reads.
+func (s *Service) toolReach(name string) string {
 	svc := toolService(name)
-	if contract.HasDesktopInput(svc) && !displayReadTools[name] {
-		return contract.DesktopReach
+	if !contract.HasDesktopInput(svc) || name == "display_screenshot" {
+		return svc
 	}
-	return svc
+	if rt := s.catalog.tool(name); rt != nil {
+		method, path := rt.route.Request()
+		if contract.RouteProgram(svc, method, path, nil) != contract.ProgramDesktop {
+			return svc
+		}
+	}
+	return contract.DesktopReach
 }
 
 // toolService is the service a tool calls: the part of its name before
