@@ -1,5 +1,5 @@
-// Package structure_test holds the shape of the module to what
-// docs/design/README.md draws, as measures anyone can repeat: the rooms
+// Package structure_test holds the module to its shape
+// (docs/design/testing.md), as measures anyone can repeat: the rooms
 // (the top folders) import only rooms on a lower floor, and inside the
 // platform and display rooms no package's files refer to each other in a
 // circle, so each package reads from its bottom file (the types) up to
