@@ -39,6 +39,8 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
+
+	"deckhand/platform/proc"
 )
 
 // Version is the Kubernetes release the binaries are built from; it must
@@ -67,11 +69,12 @@ type Cluster struct {
 	Bridge  string
 
 	containerdSock string
-	procs          []*proc
+	procs          []*component
 	stopOnce       sync.Once
 }
 
-type proc struct {
+// component is one process of the cluster (etcd, the API server, the kubelet ...).
+type component struct {
 	name string
 	cmd  *exec.Cmd
 	log  *os.File
@@ -334,7 +337,7 @@ func (c *Cluster) start(_ context.Context, name, bin string, args ...string) err
 		f.Close()
 		return fmt.Errorf("kubetest: start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, log: f, done: make(chan struct{})}
+	p := &component{name: name, cmd: cmd, log: f, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	c.procs = append(c.procs, p)
 	return nil
@@ -579,13 +582,7 @@ func (c *Cluster) kill(name string) {
 		if p.name != name {
 			continue
 		}
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
+		proc.StopTree(p.cmd.Process.Pid, syscall.SIGTERM, 10*time.Second, p.done)
 		p.log.Close()
 	}
 }
