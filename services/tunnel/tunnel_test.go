@@ -590,3 +590,30 @@ func TestWireConstant(t *testing.T) {
 		t.Fatal(string(raw))
 	}
 }
+
+// TestHeadKeepsItsLength: a HEAD through /proxy/{port}/ answers the app's
+// Content-Length every time. The proxy streams (it flushes as soon as it
+// can), and a flush of a bodiless answer before the handler returns would
+// send its head without the length.
+func TestHeadKeepsItsLength(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(3<<20))
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(make([]byte, 3<<20))
+		}
+	}))
+	defer app.Close()
+	url := e.url + "/proxy/" + strconv.Itoa(app.Listener.Addr().(*net.TCPAddr).Port) + "/big"
+	for i := range 300 {
+		resp, err := http.Head(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.ContentLength != 3<<20 {
+			t.Fatalf("HEAD %d: %d, length %d, %v", i, resp.StatusCode, resp.ContentLength, resp.Header)
+		}
+	}
+}
