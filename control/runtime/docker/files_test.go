@@ -132,6 +132,13 @@ func TestBindRefusedWords(t *testing.T) {
 		t.Fatalf("a create whose bind the engine refuses: %v (want the archive's copy)", err)
 	}
 	docker.SetBeforeCreate(nil)
+	// A failure below must not leave the container.
+	deleted := false
+	defer func() {
+		if !deleted {
+			_ = d.Delete(context.Background(), id, false)
+		}
+	}()
 	if err := d.Start(ctx, id); err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +149,7 @@ func TestBindRefusedWords(t *testing.T) {
 	if err := d.Delete(ctx, id, false); err != nil {
 		t.Fatal(err)
 	}
+	deleted = true
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Errorf("files left at %s: %v", missing, err)
 	}

@@ -127,9 +127,11 @@ func WaitHTTP(t testing.TB, addr string) {
 }
 
 // Shell runs script inside the container through its CGI script and
-// answers what it printed.
+// answers what it printed. It waits for the container's HTTP server first:
+// the engine says running before the server listens.
 func Shell(t testing.TB, addr, script string) string {
 	t.Helper()
+	WaitHTTP(t, addr)
 	resp, err := httpClient.Post("http://"+addr+"/cgi-bin/sh", "text/plain", strings.NewReader(script+"\n"))
 	if err != nil {
 		t.Fatalf("shell in %s: %v", addr, err)
