@@ -34,9 +34,31 @@ func (h *Host) httpHandler(hh http.Handler) fiber.Handler {
 	if h.cfg.Auth != nil {
 		hh = withCallerContext(hh)
 	}
-	serve := adaptor.HTTPHandler(hh)
+	serve := adaptor.HTTPHandler(headWhole(hh))
 	return func(c fiber.Ctx) error {
 		c.RequestCtx().SetUserValue(connKey{}, connRef{c.RequestCtx().Conn()})
 		return serve(c)
 	}
 }
+
+// headWhole has a HEAD's answer sent whole when its handler returns. The
+// adaptor sends a flushed answer as a stream, and a HEAD's has no body to
+// give its length: flushed before the handler returned (a reverse proxy
+// flushes the head it got at once), it would lose the handler's
+// Content-Length.
+func headWhole(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			w = noFlush{w}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// noFlush is a ResponseWriter whose flushes (http.ResponseController's)
+// do nothing; Hijack and the rest reach the writer beneath.
+type noFlush struct{ http.ResponseWriter }
+
+func (noFlush) FlushError() error { return nil }
+
+func (n noFlush) Unwrap() http.ResponseWriter { return n.ResponseWriter }

@@ -177,7 +177,7 @@ func (s *Service) forwardTo(w http.ResponseWriter, r *http.Request, in ProxyRequ
 		out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(r.Header.Get("X-Forwarded-Prefix"), "/")+prefix)
 	}
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w, head: r.Method == http.MethodHead}
+	rec := &statusRecorder{ResponseWriter: w}
 	s.proxy.ServeHTTP(rec, out)
 	code := rec.status()
 	if pq.code == http.StatusSwitchingProtocols {
@@ -251,8 +251,6 @@ func (c *proxyConn) CloseWrite() error {
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
-	// head: the answer to a HEAD, which has no body to stream.
-	head bool
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -276,16 +274,5 @@ func (r *statusRecorder) status() int {
 	return r.code
 }
 
-// FlushError sends what is written so far, as the proxy asks as soon as it
-// has the app's head (it streams). A HEAD's answer is sent whole when the
-// handler returns instead: flushed before, its head would go out as a
-// stream's, without the app's Content-Length.
-func (r *statusRecorder) FlushError() error {
-	if r.head {
-		return nil
-	}
-	return http.NewResponseController(r.ResponseWriter).Flush()
-}
-
-// Unwrap lets http.ResponseController reach Hijack beneath.
+// Unwrap lets http.ResponseController reach Flush and Hijack beneath.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
