@@ -271,7 +271,7 @@ func TestLogLinesNameTheServiceOnce(t *testing.T) {
 	t.Parallel()
 	routes := []platform.Route{{Method: http.MethodGet, Path: "/api/v1/x", Summary: "x",
 		Handler: func(c fiber.Ctx) error { return fault.Internal("fail", fmt.Errorf("boom")) }}}
-	var named, plain lockedBuffer
+	var named, plain platformtest.SyncBuffer
 	svc := stubService{routes: routes}
 	hs, err := contract.NewServiceHost(svc, contract.ServiceDeps{Name: "cron",
 		Logger: slog.New(slog.NewJSONHandler(&named, nil)).With("service", "cron")})
@@ -281,7 +281,7 @@ func TestLogLinesNameTheServiceOnce(t *testing.T) {
 	hc := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "control"}, Logger: slog.New(slog.NewJSONHandler(&plain, nil))}, routes)
 	for _, c := range []struct {
 		h    *platform.Host
-		buf  *lockedBuffer
+		buf  *platformtest.SyncBuffer
 		name string
 	}{{hs, &named, "cron"}, {hc, &plain, "control"}} {
 		do(t, c.h, "GET", "/api/v1/x", "")
@@ -302,23 +302,6 @@ type stubService struct{ routes []platform.Route }
 func (s stubService) Routes() []platform.Route { return s.routes }
 func (s stubService) Info() platform.Info {
 	return platform.Info{Name: "stub", Title: "Stub", Version: "1"}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestLocalConnectionsSendUnpaced(t *testing.T) {

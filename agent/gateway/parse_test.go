@@ -2,44 +2,25 @@ package gateway_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"deckhand/agent/gateway"
+	"deckhand/platform/platformtest"
 )
-
-// syncBuffer is a log sink the gateway's goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestUnparsableRequests: a request the gateway cannot parse, or whose
 // header block is over its limit, is answered with the container error
 // body (400, 431), and the log line about it carries no credential.
 func TestUnparsableRequests(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs platformtest.SyncBuffer
 	f := newFixture(t, "", "", func(c *gateway.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	secrets := []string{"c2VjcmV0OnB3", "topsecret", "tok123"}
 	creds := "Authorization: Basic c2VjcmV0OnB3\r\nCookie: sess=topsecret\r\nX-Token: tok123\r\n"

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"maps"
+
 	"github.com/valyala/fasthttp"
 )
 
@@ -76,10 +78,7 @@ func (g *Gateway) lane(service, addr string, in *InProcess) *lane {
 		proxy:  proxy{g: g, service: service, addr: addr, hc: g.clientLocked(addr)},
 		direct: direct{g: g, service: service, in: in},
 	}
-	m := make(map[string]*lane, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
+	m := maps.Clone(old)
 	m[service] = l
 	g.lanes.Store(&m)
 	return l
