@@ -2,9 +2,11 @@ package platform
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -448,8 +450,9 @@ func operationID(r Route) string {
 
 // ToolExtension is the OpenAPI extension an operation carries its tool
 // in: {name, title, description, annotations, inputSchema, outputSchema},
-// as MCP's tools/list shows a tool, with x-text (Tool.Text) and
-// x-parameters (Tool.Args) beside them.
+// as MCP's tools/list shows a tool, with x-text (Tool.Text), x-budget
+// (Tool.Budget: "operation" when the operation takes max_chars itself,
+// else "tool"), x-pages, x-image and x-parameters (Tool.Args) beside them.
 const ToolExtension = "x-mcp-tool"
 
 // toolDoc is r's tool as tools/list shows it (nil when r is no tool).
@@ -464,12 +467,22 @@ func toolDoc(r Route) map[string]any {
 	}
 	o := r.Op.operation()
 	doc := map[string]any{"name": t.Name, "description": t.Description, "annotations": ann,
-		"inputSchema": toolInputSchema(t, o.in), "outputSchema": toolOutputSchema(o.out)}
+		"inputSchema": toolInputSchema(t, o.in), "outputSchema": toolOutputSchema(t, o.out)}
 	if t.Title != "" {
 		doc["title"] = t.Title
 	}
-	if t.Text != "" {
-		doc["x-text"] = t.Text
+	for k, v := range map[string]string{"x-text": t.Text, "x-pages": t.Pages, "x-image": t.Image} {
+		if v != "" {
+			doc[k] = v
+		}
+	}
+	if t.Budget {
+		// Who cuts the text: the operation, with a max_chars of its own,
+		// or the MCP service.
+		doc["x-budget"] = "tool"
+		if _, own := toolInputSchema(&Tool{Args: t.Args}, o.in)["properties"].(map[string]any)["max_chars"]; own {
+			doc["x-budget"] = "operation"
+		}
 	}
 	if len(t.Args) > 0 {
 		// A caller that sends the route's request needs the parameters'
@@ -523,6 +536,14 @@ func toolInputSchema(t *Tool, in *inputPlan) map[string]any {
 			}
 		}
 	}
+	if (t.Budget || t.Pages != "") && props["max_chars"] == nil {
+		props["max_chars"] = map[string]any{"type": "integer", "minimum": 0,
+			"description": "characters of text to answer at most (default: the server's output budget)"}
+	}
+	if t.Pages != "" {
+		props["offset"] = map[string]any{"type": "integer", "minimum": 0,
+			"description": "character to start at (from a cut answer's marker)"}
+	}
 	sort.Strings(required)
 	s := map[string]any{"type": "object", "properties": props}
 	if len(required) > 0 {
@@ -532,10 +553,27 @@ func toolInputSchema(t *Tool, in *inputPlan) map[string]any {
 }
 
 // toolOutputSchema is the answer's schema (an object without members for
-// an operation that answers nothing but success).
-func toolOutputSchema(out *outputPlan) map[string]any {
+// an operation that answers nothing but success) as the structured
+// content has it: a paged answer with its window's offsets, an image
+// answer without its image.
+func toolOutputSchema(t *Tool, out *outputPlan) map[string]any {
 	if out == nil || out.bodyTyp == nil {
 		return map[string]any{"type": "object", "properties": map[string]any{}}
 	}
-	return (*openapi.Builder)(nil).SchemaOf(out.bodyTyp)
+	s := (*openapi.Builder)(nil).SchemaOf(out.bodyTyp)
+	if t.Pages == "" && t.Image == "" {
+		return s
+	}
+	props := maps.Clone(s["properties"].(map[string]any))
+	if t.Pages != "" {
+		props["next_offset"] = map[string]any{"type": "integer", "description": "the character to read on from; 0: the window reaches the end"}
+		props["total_chars"] = map[string]any{"type": "integer", "description": "the characters of " + t.Pages + " in all"}
+	}
+	delete(props, t.Image)
+	s = maps.Clone(s)
+	s["properties"] = props
+	if req, ok := s["required"].([]string); ok {
+		s["required"] = slices.DeleteFunc(slices.Clone(req), func(n string) bool { return n == t.Image })
+	}
+	return s
 }

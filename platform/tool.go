@@ -44,6 +44,18 @@ func (h *Host) checkTool(r Route) {
 	if o.out != nil && (o.out.binary() || (o.out.bodyTyp != nil && derefKind(o.out.bodyTyp) != reflect.Struct)) {
 		panic(where + "its answer is not a JSON object")
 	}
+	for _, member := range []string{r.Tool.Pages, r.Tool.Image} {
+		if member == "" {
+			continue
+		}
+		var props map[string]any
+		if o.out != nil && o.out.bodyTyp != nil {
+			props, _ = (*openapi.Builder)(nil).SchemaOf(o.out.bodyTyp)["properties"].(map[string]any)
+		}
+		if m, _ := props[member].(map[string]any); m == nil || m["type"] != "string" {
+			panic(where + "its answer has no string member " + member)
+		}
+	}
 	pol := r.Policy
 	if h.cfg.Auth != nil || pol.Check != nil || (pol.Access != AccessDefault && pol.Access != AccessPublic) || len(r.Limits) > 0 {
 		panic(where + "a tool's caller is judged by the MCP service, not per request: the host must have nothing to enforce")

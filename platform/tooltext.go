@@ -19,6 +19,8 @@ import (
 //	join LIST SEP   a list's items joined with SEP
 //	indent N        N times two spaces
 //	runes S         the number of characters of S
+//	repeat S N      S N times
+//	add A B         the sum of two whole numbers
 //
 // A member a template names that the answer lacks (an empty omitempty
 // one) is nothing to with, if and range.
@@ -29,6 +31,22 @@ var toolTextFuncs = template.FuncMap{
 	"join":   joinItems,
 	"indent": func(n int64) string { return strings.Repeat("  ", int(max(n, 0))) },
 	"runes":  utf8.RuneCountInString,
+	"repeat": func(s string, n any) string { return strings.Repeat(s, max(whole(n), 0)) },
+	"add":    func(a, b any) int { return whole(a) + whole(b) },
+}
+
+// whole is a template's number (a JSON one, or a range's index) as an
+// int; anything else is 0.
+func whole(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
 }
 
 // ParseToolText parses a Tool's Text.

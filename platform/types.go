@@ -206,6 +206,20 @@ type Tool struct {
 	// a template over the answer's JSON (ToolText). Empty: the answer's
 	// JSON itself. The MCP service trims it to its output budget.
 	Text string
+	// Budget: the tool takes max_chars, the characters of text it answers
+	// at most (default: the MCP service's output budget), and the text is
+	// cut to them with a marker saying so. An operation with a max_chars
+	// parameter of its own is given the budget there.
+	Budget bool
+	// Pages names the answer's text member a model reads in pages: the
+	// tool takes max_chars and offset (a character to start at, from a cut
+	// answer's marker); the member is that window of itself, next_offset
+	// and total_chars are set beside it, and Text reads the window.
+	Pages string
+	// Image names the answer's member holding an image (base64, of the
+	// type the mime_type member names, else PNG): it is answered as image
+	// content beside the text, and left out of the structured content.
+	Image string
 }
 
 // arg is the argument a parameter is in the tool's arguments.

@@ -36,7 +36,7 @@ type Elements struct {
 // display_accessibility and display_find tools.
 func (s *Service) elementRoutes() []platform.Route {
 	read := func(r platform.Route, name, title, desc string) platform.Route {
-		r.Tool = &platform.Tool{Name: name, Title: title, Description: desc, Text: elementsText, ReadOnly: true, Idempotent: true}
+		r.Tool = &platform.Tool{Name: name, Title: title, Description: desc, Text: elementsText, Budget: true, ReadOnly: true, Idempotent: true}
 		return r
 	}
 	return []platform.Route{

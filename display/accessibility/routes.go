@@ -23,7 +23,9 @@ func (s *Service) Routes() []platform.Route {
 	marked.Tool = &platform.Tool{Name: "display_screenshot_marked", Title: "Marked screenshot",
 		Description: "A screenshot with a numbered box on each interactive element of the active window (scope=all: of " +
 			"every application); the marks list says which element id each number is, for display_element_click.",
-		ReadOnly: true, Idempotent: true}
+		Image: "image", ReadOnly: true, Idempotent: true,
+		Text: "screenshot {{.width}}x{{.height}} with {{len .marks}} marks{{with .reason}} ({{.}}){{end}}\n" +
+			"{{range .marks}}{{.n}}: [{{.role}}] {{printf \"%q\" .name}} id={{.element_id}}\n{{end}}"}
 	return append([]platform.Route{
 		op(http.MethodGet, "/accessibility", "getAccessibilityTree", "Accessibility tree",
 			"The AT-SPI2 tree of the active window (scope=active, default) or of every application on the accessibility "+

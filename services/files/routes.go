@@ -45,7 +45,7 @@ func (s *Service) Routes() []platform.Route {
 			Tool: &platform.Tool{Name: "files_read", Title: "Read a file",
 				Description: "Read a file of the container. Text is answered from offset, at most max_chars characters, with a marker " +
 					"saying where to read on; an image (PNG, JPEG, GIF, WebP) is answered as image content.",
-				ReadOnly: true, Idempotent: true}},
+				Pages: "text", Image: "data", ReadOnly: true, Idempotent: true}},
 		{Method: "PUT", Path: "/api/v1/files/text", OperationID: "writeFileText", Tags: tags, Summary: "Write a file's text",
 			Description: "Creates or replaces a whole file with content, as PUT /api/v1/files/content does with a raw body " +
 				"(missing parents created, readers never see half a file); if_match makes it conditional on the ETag a read " +

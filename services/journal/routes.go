@@ -25,7 +25,7 @@ func (s *Service) Routes() []platform.Route {
 			Tool: &platform.Tool{Name: "journal_query", Title: "Read the journal",
 				Description: "Read the container agent's journal (its own events, the gateway's decisions, programs' output, " +
 					"this server's tool calls): the newest entries matching the filters, oldest first, as short text lines.",
-				ReadOnly: true}},
+				Pages: "text", ReadOnly: true}},
 		{Method: "POST", Path: "/api/v1/journal/flush", OperationID: "flushJournal", Tags: tags, Summary: "Write buffered entries to disk",
 			Description: "Delivers what this process's writers have buffered and commits everything the journal holds in memory " +
 				"(entries are otherwise committed every 100 ms); answers how many entries this flush wrote.",

@@ -19,9 +19,6 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/fault"
-	"deckhand/services/files"
-	"deckhand/services/journal"
-	"deckhand/services/process"
 )
 
 func (s *Service) addResources() {
@@ -50,7 +47,7 @@ func (s *Service) readFileResource(ctx context.Context, req *mcp.ReadResourceReq
 	if err != nil {
 		return nil, err
 	}
-	f, err := runTool[files.Text](ctx, s, callerOf(req.Extra), "files_read", map[string]any{"path": p})
+	f, err := runTool[fileText](ctx, s, callerOf(req.Extra), "files_read", map[string]any{"path": p})
 	if err != nil {
 		var pe *fault.Error
 		if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
@@ -67,7 +64,7 @@ func (s *Service) readProcessResource(ctx context.Context, req *mcp.ReadResource
 	if err != nil || u.Scheme != "process" || u.Host == "" || u.Path != "/output" {
 		return nil, fault.Invalid("uri", "must be process://ID/output")
 	}
-	out, err := runTool[process.OutputText](ctx, s, callerOf(req.Extra), "process_output",
+	out, err := runTool[struct{ Text string }](ctx, s, callerOf(req.Extra), "process_output",
 		map[string]any{"id": u.Host, "max_chars": s.set.OutputBudget})
 	if err != nil {
 		return nil, toolErr(err)
@@ -76,7 +73,7 @@ func (s *Service) readProcessResource(ctx context.Context, req *mcp.ReadResource
 }
 
 func (s *Service) readJournalResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	t, err := runTool[journal.ShortText](ctx, s, callerOf(req.Extra), "journal_query", map[string]any{"limit": 100})
+	t, err := runTool[struct{ Text string }](ctx, s, callerOf(req.Extra), "journal_query", map[string]any{"limit": 100})
 	if err != nil {
 		return nil, toolErr(err)
 	}
@@ -282,7 +279,10 @@ func (u *subscriptions) read(ctx context.Context, resp *http.Response, w *watch,
 				}
 				onReady()
 			case "create", "write", "remove", "rename", "chmod":
-				var e files.Event
+				var e struct {
+					Seq  uint64
+					Path string
+				}
 				if json.Unmarshal([]byte(data), &e) == nil {
 					*since = max(*since, e.Seq)
 					n++

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,47 +21,36 @@ import (
 // runs the operation through that host in memory (Host.CallTool: the
 // binder's rules, the domain method, its typed answer) or, for a service
 // in another process, as the route's HTTP request. How an answer reads for
-// a model is the route's too (its x-text, platform.ToolText); what this
-// service adds is the trimming to the budget, and views for the few
-// answers a template does not say well (views): a run's failure, an image.
+// a model is the route's too: its text (x-text, platform.ToolText), its
+// budget, its pages and its image (answer.go). Only process_run has a view
+// of this service's own (tools_process.go).
 
 // routeTool is one operation of another service offered as a tool.
 type routeTool struct {
 	route *platform.RouteTool
 	tool  *mcp.Tool
-	text  *platform.ToolText // nil: the answer's JSON
+	face  face
 }
 
-// view is how a route tool's answer reads for a model. A tool without
-// one answers its structured content as JSON text.
+// face is how a route tool reads for a model, as its x-mcp-tool says.
+type face struct {
+	Text   string `json:"x-text"`
+	Budget string `json:"x-budget"` // "tool", "operation" or ""
+	Pages  string `json:"x-pages"`
+	Image  string `json:"x-image"`
+	text   *platform.ToolText // nil: the answer's JSON
+}
+
+// view is process_run's reading of its answer, beside its route's face:
+// args adapts the operation's arguments to the budget max, answer reads
+// out (the operation's answer: typed in memory, JSON over HTTP).
 type view struct {
-	// budget: the tool takes max_chars (default the server's budget),
-	// which answer applies; it is not an argument of the operation.
-	budget bool
-	// offset: the tool takes offset (a character to start at, from a
-	// trimmed answer's marker), which answer applies; it is not an
-	// argument of the operation.
-	offset bool
-	// args adapts the operation's arguments to the budget max.
-	args func(args map[string]json.RawMessage, max int)
-	// answer is the result of out, the operation's answer (typed in
-	// memory, JSON over HTTP: decode it with as).
-	answer func(s *Service, args map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error)
+	args   func(args map[string]json.RawMessage, max int)
+	answer func(out any, max int) (*mcp.CallToolResult, error)
 }
 
-// views are the route tools' views by tool name (tools_*.go fill it).
+// views are the route tools' own views by tool name.
 var views = map[string]view{}
-
-// answerAs is a view's answer taking the operation's answer as a T.
-func answerAs[T any](fn func(s *Service, args map[string]json.RawMessage, out T, max int) *mcp.CallToolResult) func(*Service, map[string]json.RawMessage, any, int) (*mcp.CallToolResult, error) {
-	return func(s *Service, args map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error) {
-		v, err := as[T](out)
-		if err != nil {
-			return nil, err
-		}
-		return fn(s, args, v, max), nil
-	}
-}
 
 // as is an operation's answer as a T: itself when the host answered it in
 // memory, else decoded from the service's JSON.
@@ -80,22 +69,6 @@ func as[T any](out any) (T, error) {
 		err = json.Unmarshal(raw, &v)
 	}
 	return v, err
-}
-
-// argString is a string argument ("" when absent or not a string).
-func argString(args map[string]json.RawMessage, name string) string {
-	var s string
-	_ = json.Unmarshal(args[name], &s)
-	return s
-}
-
-// argInt is an integer argument (0 when absent, -1 when not an integer).
-func argInt(args map[string]json.RawMessage, name string) int {
-	n := 0
-	if raw, ok := args[name]; ok && json.Unmarshal(raw, &n) != nil {
-		return -1
-	}
-	return n
 }
 
 // catalog is the route tools loaded so far, by service.
@@ -162,38 +135,15 @@ func (s *Service) readTools(ctx context.Context, service string) ([]*routeTool, 
 	}
 	var out []*routeTool
 	for _, r := range routes {
-		var tool mcp.Tool
-		var face struct {
-			Text string `json:"x-text"`
-		}
-		if json.Unmarshal(r.Doc, &tool) != nil || json.Unmarshal(r.Doc, &face) != nil || toolService(tool.Name) != service {
+		rt := &routeTool{route: r, tool: &mcp.Tool{}}
+		if json.Unmarshal(r.Doc, rt.tool) != nil || json.Unmarshal(r.Doc, &rt.face) != nil || toolService(rt.tool.Name) != service {
 			s.log.Warn("a tool's name does not start with its service's", "tool", r.Name, "service", service)
 			continue
 		}
-		rt := &routeTool{route: r, tool: &tool}
-		if face.Text != "" {
-			if rt.text, err = platform.ParseToolText(tool.Name, face.Text); err != nil {
-				s.log.Warn("a tool's x-text does not parse: its answers read as JSON", "tool", tool.Name, "err", err)
+		if rt.face.Text != "" {
+			if rt.face.text, err = platform.ParseToolText(rt.tool.Name, rt.face.Text); err != nil {
+				s.log.Warn("a tool's x-text does not parse: its answers read as JSON", "tool", rt.tool.Name, "err", err)
 			}
-		}
-		if v := views[tool.Name]; v.budget {
-			in, _ := tool.InputSchema.(map[string]any)
-			in = maps.Clone(in)
-			props, _ := in["properties"].(map[string]any)
-			props = maps.Clone(props)
-			if props == nil {
-				in, props = map[string]any{"type": "object"}, map[string]any{}
-			}
-			if props["max_chars"] == nil {
-				props["max_chars"] = map[string]any{"type": "integer", "minimum": 0,
-					"description": "characters of text to answer at most (default: the server's budget)"}
-			}
-			if v.offset {
-				props["offset"] = map[string]any{"type": "integer", "minimum": 0,
-					"description": "character to start at (from a trimmed answer's marker)"}
-			}
-			in["properties"] = props
-			tool.InputSchema = in
 		}
 		out = append(out, rt)
 	}
@@ -205,9 +155,10 @@ func (s *Service) peer(service string) *platform.Host {
 	return s.deps.Peers.Host(service)
 }
 
-// routeHandler calls rt for a tools/call and answers its view.
+// routeHandler calls rt for a tools/call and answers it as its face, or
+// its view, reads.
 func (s *Service) routeHandler(rt *routeTool) mcp.ToolHandler {
-	v := views[rt.tool.Name]
+	v, f := views[rt.tool.Name], rt.face
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := map[string]json.RawMessage{}
 		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
@@ -215,23 +166,23 @@ func (s *Service) routeHandler(rt *routeTool) mcp.ToolHandler {
 				return failed(fault.Invalid("arguments", "must be a JSON object")), nil
 			}
 		}
-		max := s.set.OutputBudget
-		if v.budget {
-			if raw, ok := args["max_chars"]; ok {
-				var n int
-				if json.Unmarshal(raw, &n) != nil || n < 0 {
-					return failed(fault.Invalid("max_chars", "must be a non-negative integer")), nil
-				}
+		max, offset := s.set.OutputBudget, 0
+		if f.Budget != "" || f.Pages != "" {
+			if n, ok, err := argCount(args, "max_chars"); err != nil {
+				return failed(err), nil
+			} else if ok {
 				max = s.budget(n)
-				delete(args, "max_chars")
+			}
+			if f.Budget == "operation" {
+				args["max_chars"] = json.RawMessage(strconv.Itoa(max))
 			}
 		}
-		offset, hasOffset := args["offset"]
-		if v.offset && hasOffset {
-			if argInt(args, "offset") < 0 || json.Unmarshal(offset, new(int)) != nil {
-				return failed(fault.Invalid("offset", "must be a non-negative integer")), nil
+		if f.Pages != "" {
+			n, _, err := argCount(args, "offset")
+			if err != nil {
+				return failed(err), nil
 			}
-			delete(args, "offset")
+			offset = n
 		}
 		if v.args != nil {
 			v.args(args, max)
@@ -240,35 +191,31 @@ func (s *Service) routeHandler(rt *routeTool) mcp.ToolHandler {
 		if err != nil {
 			return failed(err), nil
 		}
-		if v.offset && hasOffset {
-			args["offset"] = offset
-		}
+		var res *mcp.CallToolResult
 		if v.answer != nil {
-			res, err := v.answer(s, args, out, max)
-			if err != nil {
-				return failed(err), nil
-			}
-			return res, nil
+			res, err = v.answer(out, max)
+		} else {
+			res, err = s.answer(rt, args, out, max, offset)
 		}
-		raw, isRaw := out.(json.RawMessage)
-		if !isRaw {
-			if raw, err = json.Marshal(out); err != nil {
-				return failed(err), nil
-			}
+		if err != nil {
+			return failed(err), nil
 		}
-		if string(raw) == "null" {
-			raw = []byte("{}")
-		}
-		text := string(raw)
-		if rt.text != nil {
-			if t, err := rt.text.Render(raw, args); err == nil {
-				text = trimText(t, 0, max).Text
-			} else {
-				s.log.Warn("a tool's x-text failed on its answer: it reads as JSON", "tool", rt.tool.Name, "err", err)
-			}
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: json.RawMessage(raw)}, nil
+		return res, nil
 	}
+}
+
+// argCount takes the non-negative integer argument name out of args
+// (ok: it was given), for this service rather than the operation.
+func argCount(args map[string]json.RawMessage, name string) (n int, ok bool, err error) {
+	raw, ok := args[name]
+	if !ok {
+		return 0, false, nil
+	}
+	delete(args, name)
+	if json.Unmarshal(raw, &n) != nil || n < 0 {
+		return 0, false, fault.Invalid(name, "must be a non-negative integer")
+	}
+	return n, true, nil
 }
 
 // failed is a tool's failure as the model sees it: the service's code and

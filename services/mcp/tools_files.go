@@ -2,14 +2,12 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"deckhand/platform/fault"
-	"deckhand/services/files"
 )
 
 // maxRead bounds what files_read and file resources read of one file.
@@ -25,8 +23,18 @@ type EditArgs struct {
 
 // EditResult answers files_edit.
 type EditResult struct {
-	Entry        files.Entry `json:"entry"`
-	Replacements int         `json:"replacements"`
+	Entry        map[string]any `json:"entry" jsonschema:"the file's entry after the write, as files_stat answers it"`
+	Replacements int            `json:"replacements"`
+}
+
+// fileText is what files_read answers: a file's text, else its bytes.
+type fileText struct {
+	Path     string `json:"path"`
+	MimeType string `json:"mime_type"`
+	Size     int64  `json:"size"`
+	ETag     string `json:"etag"`
+	Text     string `json:"text"`
+	Data     []byte `json:"data"`
 }
 
 func (s *Service) addFilesTools() {
@@ -41,7 +49,7 @@ func (s *Service) filesEdit(ctx context.Context, req *mcp.CallToolRequest, in Ed
 		return nil, EditResult{}, toolErr(fault.Invalid("old_string", "must not be empty"))
 	}
 	who := callerOf(req.Extra)
-	f, err := runTool[files.Text](ctx, s, who, "files_read", map[string]any{"path": in.Path})
+	f, err := runTool[fileText](ctx, s, who, "files_read", map[string]any{"path": in.Path})
 	if err == nil && f.Data != nil {
 		err = notText(f)
 	}
@@ -59,7 +67,7 @@ func (s *Service) filesEdit(ctx context.Context, req *mcp.CallToolRequest, in Ed
 	default:
 		f.Text, n = strings.Replace(f.Text, in.OldString, in.NewString, 1), 1
 	}
-	e, err := runTool[files.Entry](ctx, s, who, "files_write", map[string]any{"path": in.Path, "content": f.Text, "if_match": f.ETag})
+	e, err := runTool[map[string]any](ctx, s, who, "files_write", map[string]any{"path": in.Path, "content": f.Text, "if_match": f.ETag})
 	if err != nil {
 		return nil, EditResult{}, toolErr(err)
 	}
@@ -68,27 +76,7 @@ func (s *Service) filesEdit(ctx context.Context, req *mcp.CallToolRequest, in Ed
 
 // notText is files_read's refusal of bytes that are neither text nor an
 // image.
-func notText(f files.Text) error {
+func notText(f fileText) error {
 	return &fault.Error{Code: fault.CodeUnsupportedMedia, Details: "path",
 		Message: fmt.Sprintf("%s is %d bytes of binary data (%s), not text", f.Path, f.Size, f.MimeType)}
-}
-
-// files_read reads for a model as its text from offset, trimmed, or as
-// image content; the other files tools by their routes' Text.
-func init() {
-	views["files_read"] = view{budget: true, offset: true, answer: func(_ *Service, args map[string]json.RawMessage, out any, max int) (*mcp.CallToolResult, error) {
-		f, err := as[files.Text](out)
-		switch {
-		case err != nil:
-			return nil, err
-		case f.Data != nil && files.IsImage(f.MimeType):
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: f.Data, MIMEType: f.MimeType}},
-				StructuredContent: map[string]any{"path": f.Path, "mime_type": f.MimeType, "size": f.Size, "etag": f.ETag}}, nil
-		case f.Data != nil:
-			return nil, notText(f)
-		}
-		pg := trimText(f.Text, argInt(args, "offset"), max)
-		return structuredResult(pg.Text, map[string]any{"path": f.Path, "text": pg.Text, "mime_type": f.MimeType,
-			"size": f.Size, "etag": f.ETag, "total_chars": pg.Total, "next_offset": pg.Next}), nil
-	}}
 }

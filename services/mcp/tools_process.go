@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"deckhand/services/process"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -24,64 +22,66 @@ func textResult(text string) *mcp.CallToolResult {
 // as is_error with this text): the service's code and message.
 func toolErr(err error) error { return errors.New(errorText(err)) }
 
-// process_run and process_output read for a model as follows (the other
-// process tools by their routes' Text).
+// process_run reads for a model as follows (the other process tools as
+// their routes' faces say).
 func init() {
-	views["process_run"] = view{budget: true, args: func(args map[string]json.RawMessage, max int) {
+	views["process_run"] = view{args: func(args map[string]json.RawMessage, max int) {
 		// max_chars characters are at most 4 bytes each.
 		if _, set := args["max_output_bytes"]; !set {
 			args["max_output_bytes"] = json.RawMessage(strconv.Itoa(min(4*max, 16<<20)))
 		}
-	}, answer: answerAs(processRun)}
-	views["process_output"] = view{budget: true, args: func(args map[string]json.RawMessage, max int) {
-		args["max_chars"] = json.RawMessage(strconv.Itoa(max))
-	}, answer: answerAs(func(_ *Service, args map[string]json.RawMessage, o process.OutputText, _ int) *mcp.CallToolResult {
-		text := o.Text
-		var offset int64
-		_ = json.Unmarshal(args["offset"], &offset)
-		if !o.Done && o.NextOffset != offset {
-			text += fmt.Sprintf("\n[output continues: call process_output with offset=%d]", o.NextOffset)
-		}
-		return structuredResult(text, o)
-	})}
-}
-
-// structuredResult is a tool answer with text and structured content.
-func structuredResult(text string, structured any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured}
+	}, answer: processRun}
 }
 
 // processRun reads a run's answer: stdout and stderr trimmed to max
 // characters (in the structured content too), a failure as an error whose
 // text says how the command ended.
-func processRun(_ *Service, _ map[string]json.RawMessage, r process.RunResult, max int) *mcp.CallToolResult {
+func processRun(out any, max int) (*mcp.CallToolResult, error) {
+	raw, isRaw := out.(json.RawMessage)
+	var err error
+	if !isRaw {
+		raw, err = json.Marshal(out)
+	}
+	var m map[string]json.RawMessage
+	var r struct {
+		ID, Stdout, Stderr, Encoding, State, Error string
+		ExitCode                                   *int `json:"exit_code"`
+		Truncated                                  bool
+	}
+	if err == nil {
+		err = errors.Join(json.Unmarshal(raw, &m), json.Unmarshal(raw, &r))
+	}
+	if err != nil {
+		return nil, err
+	}
 	if r.Encoding == "base64" {
 		r.Stdout, r.Stderr = "<binary output, base64 in process_output>", ""
 	}
-	out, errp := trimText(r.Stdout, 0, max), trimText(r.Stderr, 0, max)
-	r.Stdout, r.Stderr = out.Text, errp.Text
-	r.Truncated = r.Truncated || out.Next > 0 || errp.Next > 0
-	text := out.Text
+	stdout, stderr := trimText(r.Stdout, 0, max), trimText(r.Stderr, 0, max)
+	r.Truncated = r.Truncated || stdout.Next > 0 || stderr.Next > 0
+	m["stdout"], _ = json.Marshal(stdout.Text)
+	m["stderr"], _ = json.Marshal(stderr.Text)
+	m["truncated"], _ = json.Marshal(r.Truncated)
+	text := stdout.Text
 	if r.Truncated {
 		text += fmt.Sprintf("\n[the whole output: process_output with id=%s and offset=0]", r.ID)
 	}
-	if r.State == process.StateFailedToStart {
-		res := structuredResult("failed to start: "+r.Error, r)
-		res.IsError = true
-		return res
+	res := &mcp.CallToolResult{StructuredContent: m, IsError: true}
+	if r.State == "failed_to_start" {
+		res.Content = []mcp.Content{&mcp.TextContent{Text: "failed to start: " + r.Error}}
+		return res, nil
 	}
 	// A model reads the text, not the structured content: a failure says
 	// so there, with the exit code and what the command wrote to stderr.
-	if errp.Text != "" {
-		text = withNewline(text) + "[stderr]\n" + errp.Text
+	if stderr.Text != "" {
+		text = withNewline(text) + "[stderr]\n" + stderr.Text
 	}
-	failed := r.State != process.StateExited || r.ExitCode == nil || *r.ExitCode != 0
-	if failed {
+	res.IsError = r.State != "exited" || r.ExitCode == nil || *r.ExitCode != 0
+	if res.IsError {
 		text = withNewline(text) + "[" + endOf(r.State, r.ExitCode) + "]"
 	}
-	res := structuredResult(text, r)
-	res.IsError = failed
-	return res
+	res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
+	return res, nil
 }
 
 // withNewline ends a non-empty text with a line break, so what follows
@@ -100,11 +100,11 @@ func endOf(state string, code *int) string {
 		c = "exit code " + strconv.Itoa(*code)
 	}
 	switch state {
-	case process.StateExited:
+	case "exited":
 		return c
-	case process.StateTimedOut:
+	case "timed_out":
 		return "timed out and stopped, " + c
-	case process.StateKilled:
+	case "killed":
 		return "killed by a signal, " + c
 	}
 	return state + ", " + c

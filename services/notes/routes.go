@@ -13,6 +13,16 @@ const node = "/api/v1/notes/notebooks/{notebookId}/nodes/{nodeId}"
 // notebook and node, the version in the body rather than If-Match.
 var noteArgs = map[string]string{"notebookId": "notebook", "nodeId": "node", "If-Match": "-"}
 
+// documentText is how notes_read reads for a model: Markdown of the
+// blocks under the title, as the export writes it.
+const documentText = "# {{.title}} (version {{.version}})\n{{range .blocks}}\n" +
+	"{{if eq .type \"heading\"}}{{repeat \"#\" (add .level 1)}} {{.text}}\n" +
+	"{{else if eq .type \"list\"}}{{$ordered := .ordered}}{{range $i, $item := .items}}" +
+	"{{if $ordered}}{{add $i 1}}.{{else}}-{{end}} {{$item}}\n{{end}}" +
+	"{{else if eq .type \"code\"}}```{{with .language}}{{.}}{{end}}\n{{.text}}\n```\n" +
+	"{{else if eq .type \"divider\"}}---\n" +
+	"{{else}}{{.text}}\n{{end}}{{end}}"
+
 // Routes is the service's route table.
 func (s *Service) Routes() []platform.Route {
 	tags := []string{"notes"}
@@ -34,7 +44,7 @@ func (s *Service) Routes() []platform.Route {
 			Description: "With its version (also the ETag). 404 for an unknown node.", Op: platform.Op(s.Get),
 			Tool: &platform.Tool{Name: "notes_read", Title: "Read a note",
 				Description: "Read a note (a notebook node's document): its title, version and typed blocks, with a text rendering.",
-				ReadOnly:    true, Idempotent: true, Args: noteArgs}},
+				Text: documentText, Budget: true, ReadOnly: true, Idempotent: true, Args: noteArgs}},
 		{Method: http.MethodPut, Path: node + "/document", OperationID: "putDocument", Tags: tags, Summary: "Create or replace a node's document",
 			Description: "201 when created, 200 when replaced. Replacing needs the current version, as If-Match \"N\" or version " +
 				"in the body (428 PRECONDITION_REQUIRED without; 409 VERSION_CONFLICT when it is not current). version 0 (or " +

@@ -31,7 +31,7 @@ func (s *Service) Routes() []platform.Route {
 					"the text ends with the exit code. The structured content has stdout, stderr, exit_code and state. Output past " +
 					"max_chars is trimmed with a marker: read the rest with process_output and the answer's id. For a long-running " +
 					"or interactive program use process_start instead.",
-				Destructive: true, OpenWorld: true}},
+				Budget: true, Destructive: true, OpenWorld: true}},
 		{Method: http.MethodPost, Path: base, OperationID: "startProcess", Tags: tags, Summary: "Start a command in the background",
 			Description: "Answers the process's record at once (201; on the record's disk copy first). With client_token, a " +
 				"request that reuses a token answers the process that token started (200), so a client that lost the answer " +
@@ -83,7 +83,9 @@ func (s *Service) Routes() []platform.Route {
 			Tool: &platform.Tool{Name: "process_output", Title: "Read a process's output",
 				Description: "Read a process's output (stdout and stderr interleaved as written) from a byte offset, at most max_chars; " +
 					"next_offset is where to read on, done says it has ended and everything was read. Does not wait for new output.",
-				ReadOnly: true, Idempotent: true}},
+				Budget: true, ReadOnly: true, Idempotent: true,
+				Text: "{{.text}}{{if not .done}}{{if ne (printf \"%d\" .next_offset) (or (arg \"offset\") \"0\")}}" +
+					"\n[output continues: call process_output with offset={{.next_offset}}]{{end}}{{end}}"}},
 		{Method: http.MethodPost, Path: base + "/{id}/stdin/text", OperationID: "writeProcessStdinText", Tags: tags, Summary: "Write text to standard input",
 			Description: "Writes text to the process's standard input, then closes it with close=true. Answers {written, " +
 				"closed}; the refusals are those of POST .../stdin and .../stdin/close.",

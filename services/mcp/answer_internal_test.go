@@ -15,16 +15,16 @@ func TestCutImage(t *testing.T) {
 		Image []byte `json:"image"`
 		Width int    `json:"width"`
 	}{want, 7})
-	img, rest := cutImage(raw)
+	img, rest := cutImage(raw, "image")
 	if !bytes.Equal(img, want) || string(rest) != `{"width":7}` {
 		t.Errorf("%s: %v %s", raw, img, rest)
 	}
 	for _, in := range []string{`{"width":7,"image":"AAAA"}`, `{"image":"AA\/A"}`, `{"image":"not base64!"}`} {
-		if img, rest := cutImage([]byte(in)); img != nil || string(rest) != in {
+		if img, rest := cutImage([]byte(in), "image"); img != nil || string(rest) != in {
 			t.Errorf("%s: cut %v %s", in, img, rest)
 		}
 	}
-	if img, rest := cutImage([]byte(`{"image":"AAAA"}`)); len(img) != 3 || string(rest) != "{}" {
+	if img, rest := cutImage([]byte(`{"image":"AAAA"}`), "image"); len(img) != 3 || string(rest) != "{}" {
 		t.Errorf("an image alone: %v %s", img, rest)
 	}
 }
