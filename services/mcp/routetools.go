@@ -34,10 +34,10 @@ type routeTool struct {
 
 // face is how a route tool reads for a model, as its x-mcp-tool says.
 type face struct {
-	Text   string `json:"x-text"`
-	Budget string `json:"x-budget"` // "tool", "operation" or ""
-	Pages  string `json:"x-pages"`
-	Image  string `json:"x-image"`
+	Text   string             `json:"x-text"`
+	Budget string             `json:"x-budget"` // "tool", "operation" or ""
+	Pages  string             `json:"x-pages"`
+	Image  string             `json:"x-image"`
 	text   *platform.ToolText // nil: the answer's JSON
 }
 

@@ -44,7 +44,7 @@ func (s *Service) Routes() []platform.Route {
 			Description: "With its version (also the ETag). 404 for an unknown node.", Op: platform.Op(s.Get),
 			Tool: &platform.Tool{Name: "notes_read", Title: "Read a note",
 				Description: "Read a note (a notebook node's document): its title, version and typed blocks, with a text rendering.",
-				Text: documentText, Budget: true, ReadOnly: true, Idempotent: true, Args: noteArgs}},
+				Text:        documentText, Budget: true, ReadOnly: true, Idempotent: true, Args: noteArgs}},
 		{Method: http.MethodPut, Path: node + "/document", OperationID: "putDocument", Tags: tags, Summary: "Create or replace a node's document",
 			Description: "201 when created, 200 when replaced. Replacing needs the current version, as If-Match \"N\" or version " +
 				"in the body (428 PRECONDITION_REQUIRED without; 409 VERSION_CONFLICT when it is not current). version 0 (or " +
