@@ -41,6 +41,9 @@
 //     Settings declared as flags, ContainerService), where its data lives,
 //     how its host is built, the seams between services (Journal,
 //     Notifier) and the programs proxy permissions judge.
+//   - platform/mcptool: the route table's face as MCP tools (read from a
+//     service's OpenAPI document, a call's budget and page, the answer as a
+//     model reads it), which the MCP service lists and calls.
 //   - platform/proc, platform/atomicfile, platform/timeloop: running
 //     programs as another user in their own process group, replacing a file
 //     whole, and the loop of time-driven work, each written once.

@@ -14,6 +14,7 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/contract"
+	"deckhand/platform/mcptool"
 )
 
 // allServices marks, in ReachHeader, a caller that did not come through
@@ -212,7 +213,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			if loadErr != nil && s.catalog.tool(p.Name) == nil {
 				// Its service's tools are not known: it does not answer.
-				s.journalCall(who, p, svc, "failed", errorText(loadErr), start)
+				s.journalCall(who, p, svc, "failed", mcptool.ErrorText(loadErr), start)
 				return failed(loadErr), nil
 			}
 			res, err := next(ctx, method, req)
@@ -273,7 +274,7 @@ func (s *Service) toolReach(name string) string {
 		return svc
 	}
 	if rt := s.catalog.tool(name); rt != nil {
-		method, path := rt.route.Request()
+		method, path := rt.Route.Request()
 		if contract.RouteProgram(svc, method, path, nil) != contract.ProgramDesktop {
 			return svc
 		}

@@ -43,6 +43,7 @@ import (
 	"deckhand/platform"
 	"deckhand/platform/contract"
 	"deckhand/platform/fault"
+	"deckhand/platform/mcptool"
 	"deckhand/platform/reqpolicy"
 )
 
@@ -96,8 +97,8 @@ func (s *Settings) Validate() error {
 		return fault.Invalid("--mcp-session-idle", "must be at least 1s")
 	case s.MaxSubscriptions < 1 || s.MaxSubscriptions > 100000:
 		return fault.Invalid("--mcp-max-subscriptions", "must be between 1 and 100000")
-	case s.OutputBudget < 1000 || s.OutputBudget > maxBudget:
-		return fault.Invalid("--mcp-output-budget", "must be between 1000 and %d", maxBudget)
+	case s.OutputBudget < 1000 || s.OutputBudget > mcptool.MaxBudget:
+		return fault.Invalid("--mcp-output-budget", "must be between 1000 and %d", mcptool.MaxBudget)
 	}
 	return nil
 }
@@ -154,7 +155,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	deps = deps.WithDefaults()
 	s := &Service{deps: deps, set: set, log: deps.Logger, be: platform.NewServiceClient(set.ServiceHost, set.PortBase, deps.Offsets)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.catalog = catalog{loaded: map[string]bool{}, tools: map[string]*routeTool{}}
+	s.catalog = catalog{loaded: map[string]bool{}, tools: map[string]*mcptool.Tool{}}
 	s.subs = newSubscriptions(s, set.MaxSubscriptions)
 	var listed []string
 	if strings.TrimSpace(set.Services) != "" {

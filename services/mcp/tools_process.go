@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"deckhand/platform/mcptool"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -20,7 +22,7 @@ func textResult(text string) *mcp.CallToolResult {
 
 // toolErr is a tool's failure as the model sees it (the SDK answers it
 // as is_error with this text): the service's code and message.
-func toolErr(err error) error { return errors.New(errorText(err)) }
+func toolErr(err error) error { return errors.New(mcptool.ErrorText(err)) }
 
 // process_run reads for a model as follows (the other process tools as
 // their routes' faces say).
@@ -57,7 +59,7 @@ func processRun(out any, max int) (*mcp.CallToolResult, error) {
 	if r.Encoding == "base64" {
 		r.Stdout, r.Stderr = "<binary output, base64 in process_output>", ""
 	}
-	stdout, stderr := trimText(r.Stdout, 0, max), trimText(r.Stderr, 0, max)
+	stdout, stderr := mcptool.Trim(r.Stdout, 0, max), mcptool.Trim(r.Stderr, 0, max)
 	r.Truncated = r.Truncated || stdout.Next > 0 || stderr.Next > 0
 	m["stdout"], _ = json.Marshal(stdout.Text)
 	m["stderr"], _ = json.Marshal(stderr.Text)

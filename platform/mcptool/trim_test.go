@@ -1,9 +1,10 @@
-package mcp
+package mcptool_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
+
+	"deckhand/platform/mcptool"
 )
 
 func TestTrimText(t *testing.T) {
@@ -24,28 +25,14 @@ func TestTrimText(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := trimText(tc.s, tc.offset, tc.max)
+			p := mcptool.Trim(tc.s, tc.offset, tc.max)
 			body, marker, _ := strings.Cut(p.Text, "\n[trimmed")
 			if body != tc.text || p.Next != tc.next || p.Total != tc.total || (marker != "") != tc.wantsMarker {
-				t.Fatalf("trimText(%q, %d, %d) = %+v", tc.s, tc.offset, tc.max, p)
+				t.Fatalf("mcptool.Trim(%q, %d, %d) = %+v", tc.s, tc.offset, tc.max, p)
 			}
 			if tc.wantsMarker && !strings.Contains(p.Text, "offset=") {
 				t.Fatalf("the marker does not say where to read on: %q", p.Text)
 			}
 		})
-	}
-}
-
-func TestSummarizeKeepsNoContent(t *testing.T) {
-	t.Parallel()
-	raw, _ := json.Marshal(map[string]any{"path": "/etc/x", "content": "s3cret", "text": "typed s3cret",
-		"cmd": []string{"echo", "hi"}, "env": map[string]string{"TOKEN": "s3cret"}, "long": strings.Repeat("x", 200)})
-	got := summarize(raw)
-	b, _ := json.Marshal(got)
-	if strings.Contains(string(b), "s3cret") {
-		t.Fatalf("a secret reached the summary: %s", b)
-	}
-	if got["path"] != "/etc/x" || got["content"] != "<8 bytes>" || len(got["long"].(string)) > 90 {
-		t.Fatalf("summary %s", b)
 	}
 }

@@ -1,4 +1,4 @@
-package mcp
+package mcptool
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"deckhand/platform/fault"
 )
 
-// errorText is what a tool answers for err: the code and the message,
+// ErrorText is what a tool answers for err: the code and the message,
 // never a Go error's internals for an unknown error.
-func errorText(err error) string {
+func ErrorText(err error) string {
 	var pe *fault.Error
 	if errors.As(err, &pe) {
 		s := pe.Code + ": " + pe.Message

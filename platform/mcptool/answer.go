@@ -1,10 +1,11 @@
-package mcp
+package mcptool
 
 import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,14 +13,16 @@ import (
 	"deckhand/platform/fault"
 )
 
-// answer reads out, the answer of rt's operation, as rt's face says: its
-// image member as image content; its paged member as the window of at
-// most max characters from offset, with next_offset and total_chars; its
-// text (x-text over the answer, else the window, else the answer's JSON)
-// cut to max unless the operation applied the budget itself. The
-// structured content is the answer less its image.
-func (s *Service) answer(rt *routeTool, args map[string]json.RawMessage, out any, max, offset int) (*mcp.CallToolResult, error) {
-	f := rt.face
+// Answer reads out, the answer of t's operation to c, as t's face says:
+// its image member as image content; its paged member as the window of
+// at most c.Max characters from c.Offset, with next_offset and
+// total_chars; its text (x-text over the answer, else the window, else the
+// answer's JSON) cut to c.Max unless the operation applied the budget
+// itself. The structured content is the answer less its image. A text
+// template that fails on the answer is logged, and the answer reads as
+// JSON.
+func (t *Tool) Answer(out any, c Call, log *slog.Logger) (*mcp.CallToolResult, error) {
+	f := t.Face
 	raw, isRaw := out.(json.RawMessage)
 	var err error
 	if !isRaw {
@@ -31,7 +34,7 @@ func (s *Service) answer(rt *routeTool, args map[string]json.RawMessage, out any
 		raw = []byte("{}")
 	}
 	var content []mcp.Content
-	var window *page
+	var window *Page
 	if f.Image != "" || f.Pages != "" {
 		var img []byte
 		img, raw = cutImage(raw, f.Image)
@@ -57,7 +60,7 @@ func (s *Service) answer(rt *routeTool, args map[string]json.RawMessage, out any
 		if f.Pages != "" {
 			var text string
 			_ = json.Unmarshal(m[f.Pages], &text)
-			pg := trimText(text, offset, max)
+			pg := Trim(text, c.Offset, c.Max)
 			window = &pg
 			m[f.Pages], _ = json.Marshal(pg.Text)
 			m["next_offset"], m["total_chars"] = json.RawMessage(strconv.Itoa(pg.Next)), json.RawMessage(strconv.Itoa(pg.Total))
@@ -69,21 +72,40 @@ func (s *Service) answer(rt *routeTool, args map[string]json.RawMessage, out any
 	text := string(raw)
 	switch {
 	case f.text != nil:
-		if t, err := f.text.Render(raw, args); err == nil {
-			text = t
+		if rendered, err := f.text.Render(raw, c.Args); err == nil {
+			text = rendered
 		} else {
-			s.log.Warn("a tool's x-text failed on its answer: it reads as JSON", "tool", rt.tool.Name, "err", err)
+			log.Warn("a tool's x-text failed on its answer: it reads as JSON", "tool", t.MCP.Name, "err", err)
 		}
 	case window != nil:
 		text = window.Text
 	}
 	if f.Budget != "operation" && (f.text != nil || f.Budget == "tool") {
-		text = trimText(text, 0, max).Text
+		text = Trim(text, 0, c.Max).Text
 	}
 	if text != "" || len(content) == 0 {
 		content = append(content, &mcp.TextContent{Text: text})
 	}
 	return &mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(raw)}, nil
+}
+
+// As is an operation's answer as a T: itself when the host answered it in
+// memory, else decoded from its JSON.
+func As[T any](out any) (T, error) {
+	switch v := out.(type) {
+	case T:
+		return v, nil
+	case *T:
+		if v != nil {
+			return *v, nil
+		}
+	}
+	var v T
+	raw, err := json.Marshal(out)
+	if err == nil {
+		err = json.Unmarshal(raw, &v)
+	}
+	return v, err
 }
 
 // modelImage reports whether a type is an image a model can look at.
