@@ -8,5 +8,6 @@
 //
 // Files, bottom up: trim.go (pages of text), errtext.go (a failure as a
 // model reads it), tool.go (a route tool and its face), call.go (a call's
-// arguments), answer.go (the answer as a model reads it).
+// arguments), answer.go (the answer as a model reads it), summarize.go
+// (a call's arguments as the journal keeps them).
 package mcptool

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -307,53 +306,6 @@ func resourceOf(uri string) (service, tool string) {
 	return scheme, ""
 }
 
-// secretKeys are argument names whose values never reach the journal:
-// only their length does.
-var secretKeys = map[string]bool{"content": true, "text": true, "stdin": true, "data": true, "value": true,
-	"old_string": true, "new_string": true, "env": true, "password": true, "token": true}
-
-// summarize keeps a tool call's arguments short for the journal: scalars
-// cut to 80 characters, lists to their first items, and the values of
-// secretKeys as their length.
-func summarize(raw json.RawMessage) map[string]any {
-	var args map[string]any
-	if json.Unmarshal(raw, &args) != nil {
-		return nil
-	}
-	out := make(map[string]any, len(args))
-	for k, v := range args {
-		if secretKeys[k] {
-			b, _ := json.Marshal(v)
-			out[k] = fmt.Sprintf("<%d bytes>", len(b))
-			continue
-		}
-		out[k] = short(v)
-	}
-	return out
-}
-
-func short(v any) any {
-	switch x := v.(type) {
-	case string:
-		if len(x) > 80 {
-			return x[:80] + "…"
-		}
-		return x
-	case []any:
-		if len(x) > 8 {
-			x = append(x[:8:8], "…")
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = short(e)
-		}
-		return out
-	case map[string]any:
-		return fmt.Sprintf("<object of %d keys>", len(x))
-	}
-	return v
-}
-
 // journalCall records one tool call and its outcome.
 func (s *Service) journalCall(who caller, p *mcp.CallToolParamsRaw, svc, outcome, detail string, start time.Time) {
 	fields := who.who()
@@ -361,7 +313,7 @@ func (s *Service) journalCall(who caller, p *mcp.CallToolParamsRaw, svc, outcome
 	fields["service"] = svc
 	fields["outcome"] = outcome
 	fields["duration_ms"] = time.Since(start).Milliseconds()
-	if a := summarize(p.Arguments); a != nil {
+	if a := mcptool.Summarize(p.Arguments); a != nil {
 		fields["arguments"] = a
 	}
 	if detail != "" {
