@@ -11,85 +11,30 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"deckhand/platform"
 	"deckhand/platform/contract"
 	"deckhand/platform/mcptool"
 )
 
-// allServices marks, in ReachHeader, a caller that did not come through
-// the gateway: a trusted local user on this service's own port.
-const allServices = "*"
-
-// markReach sets ReachHeader to what the caller may reach when the
-// gateway did not: the gateway sets it on every request it sends here,
-// so a request without it is a local caller on the service's own port,
-// whom the host let in only as a trusted local user (root, the agent's
-// own, --trusted-uids), and who reaches everything. What the SDK keeps of
-// the request's header (RequestExtra.Header) then says it for every
-// message of the request.
-//
-// Such a caller has no tool allow-list either: contract.ToolsHeader is
-// dropped.
-func markReach(r *http.Request) {
-	if _, set := r.Header[http.CanonicalHeaderKey(contract.ReachHeader)]; !set || !platform.ViaGateway(r.Context()) {
-		r.Header.Set(contract.ReachHeader, allServices)
-		r.Header.Del(contract.ToolsHeader)
-	}
-}
-
 // caller is who a message came from.
-type caller struct {
-	reach  []string // nil: everything
-	tools  []string // the allow-list of contract.ToolsHeader; nil: none
-	header http.Header
-}
+type caller struct{ contract.Acting }
 
 func callerOf(extra *mcp.RequestExtra) caller {
 	var h http.Header
 	if extra != nil {
 		h = extra.Header
 	}
-	c := caller{header: h, reach: []string{}}
-	if _, listed := h[http.CanonicalHeaderKey(contract.ToolsHeader)]; listed {
-		c.tools = commaList(h.Get(contract.ToolsHeader)) // an empty list allows nothing
-	}
-	v := strings.TrimSpace(h.Get(contract.ReachHeader))
-	if v == allServices {
-		c.reach = nil
-		return c
-	}
-	c.reach = commaList(v)
-	return c
-}
-
-// commaList splits a header's comma list, never nil.
-func commaList(v string) []string {
-	out := []string{}
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
+	return caller{contract.ActingOf(h)}
 }
 
 // may reports whether the caller may reach service. This service's own
 // tools (mcp_*) need nothing beyond the gateway's admission to it.
-func (c caller) may(service string) bool {
-	return service == "mcp" || c.reach == nil || slices.Contains(c.reach, service)
-}
-
-// mayUse reports whether the caller's tool allow-list (if it has one)
-// names tool. It applies to every tool, this service's own included.
-func (c caller) mayUse(tool string) bool {
-	return c.tools == nil || platform.ToolAllowed(c.tools, tool)
-}
+func (c caller) may(service string) bool { return service == "mcp" || c.May(service) }
 
 // mayResource is may for the service a resource URI reads and mayUse for
 // the tool that reads the same thing (resourceOf).
 func (c caller) mayResource(uri string) bool {
 	svc, tool := resourceOf(uri)
-	return c.may(svc) && (tool == "" || c.mayUse(tool))
+	return c.may(svc) && (tool == "" || c.MayUse(tool))
 }
 
 // resourceError is the refusal of a resource the caller may not read, or
@@ -99,7 +44,7 @@ func (c caller) resourceError(uri string) error {
 	if !c.may(svc) {
 		return forbidden(svc)
 	}
-	if tool != "" && !c.mayUse(tool) {
+	if tool != "" && !c.MayUse(tool) {
 		return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
 			"FORBIDDEN: reading %s needs the tool %s, which the tool allow-list of the proxy permissions document (mcp_tools) excludes for this credential",
 			clipURI(uri), tool)}
@@ -112,32 +57,6 @@ func clipURI(uri string) string {
 		return uri[:200] + "…"
 	}
 	return uri
-}
-
-// forward is h with the gateway's identity headers added, to hand them
-// on to a service.
-func (c caller) forward(h http.Header) http.Header {
-	h = h.Clone()
-	if h == nil {
-		h = http.Header{}
-	}
-	for _, k := range contract.IdentityHeaders {
-		if v := c.header.Get(k); v != "" {
-			h.Set(k, v)
-		}
-	}
-	return h
-}
-
-// who names the caller in the journal.
-func (c caller) who() map[string]any {
-	out := map[string]any{}
-	for _, k := range contract.IdentityHeaders {
-		if v := c.header.Get(k); v != "" {
-			out[strings.ToLower(strings.TrimPrefix(k, contract.IdentityHeaderPrefix))] = v
-		}
-	}
-	return out
 }
 
 // codeForbidden is the JSON-RPC error of a refused tool or resource (in
@@ -172,7 +91,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "initialize":
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-				s.subs.opened(ss, who.header.Get(ownerHeader))
+				s.subs.opened(ss, who.Header.Get(ownerHeader))
 			}
 		case "tools/list":
 			runs := s.running.runs(ctx)
@@ -180,7 +99,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool {
-					return !who.may(s.toolReach(t.Name)) || !who.mayUse(t.Name) || !runs(toolService(t.Name))
+					return !who.may(s.toolReach(t.Name)) || !who.MayUse(t.Name) || !runs(toolService(t.Name))
 				})
 			}
 			return res, err
@@ -205,7 +124,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				s.journalCall(who, p, svc, "refused", err.Error(), start)
 				return nil, err
 			}
-			if !who.mayUse(p.Name) {
+			if !who.MayUse(p.Name) {
 				err := notAllowed(p.Name)
 				s.journalCall(who, p, svc, "refused", err.Error(), start)
 				return nil, err
@@ -308,7 +227,7 @@ func resourceOf(uri string) (service, tool string) {
 
 // journalCall records one tool call and its outcome.
 func (s *Service) journalCall(who caller, p *mcp.CallToolParamsRaw, svc, outcome, detail string, start time.Time) {
-	fields := who.who()
+	fields := who.Fields()
 	fields["tool"] = p.Name
 	fields["service"] = svc
 	fields["outcome"] = outcome

@@ -230,7 +230,7 @@ func (u *subscriptions) follow(ctx context.Context, who caller, w *watch, p stri
 			q.Set("since", strconv.FormatUint(since, 10))
 		}
 		resp, err := u.s.be.Do(ctx, platform.ServiceCall{Method: http.MethodGet, Service: "files", Path: "/api/v1/files/watch", Query: q,
-			Header: who.forward(http.Header{"Accept": {"text/event-stream"}})})
+			Header: who.Forward(http.Header{"Accept": {"text/event-stream"}})})
 		if err != nil {
 			if !started {
 				ready <- err

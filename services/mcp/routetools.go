@@ -160,7 +160,7 @@ func (s *Service) callRoute(ctx context.Context, who caller, rt *mcptool.Tool, a
 		}
 		return h.CallTool(ctx, rt.MCP.Name, raw)
 	}
-	return s.be.CallTool(ctx, rt.Route, who.forward(nil), args)
+	return s.be.CallTool(ctx, rt.Route, who.Forward(nil), args)
 }
 
 // runTool runs the route tool name for who with args, as tools/call

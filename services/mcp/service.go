@@ -30,6 +30,7 @@ package mcp
 
 import (
 	"context"
+	_ "embed"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -159,7 +160,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	s.subs = newSubscriptions(s, set.MaxSubscriptions)
 	var listed []string
 	if strings.TrimSpace(set.Services) != "" {
-		listed = commaList(set.Services)
+		listed = contract.CommaList(set.Services)
 	}
 	s.running = newRunning(s.be, listed)
 	// The MCP server (its tools' schemas) is built on the first request,
@@ -255,7 +256,7 @@ func (s *Service) Close() error {
 // what the caller may reach and who it is before the SDK sees the request.
 func (s *Service) bound(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		markReach(r)
+		contract.MarkLocal(r)
 		owner := ownerKey(r)
 		r.Header.Set(ownerHeader, owner)
 		if id := r.Header.Get("Mcp-Session-Id"); id != "" && !s.subs.mayUse(id, owner) {
@@ -278,34 +279,18 @@ func (s *Service) bound(next http.Handler) http.Handler {
 	})
 }
 
+// about describes the service in its OpenAPI document.
+//
+//go:embed about.md
+var about string
+
 // Info titles the service's OpenAPI document.
 func (s *Service) Info() platform.Info {
 	return platform.Info{
-		Name:    "mcp",
-		Title:   "deckhand MCP server",
-		Version: platform.Version,
-		Description: "A Model Context Protocol server (Streamable HTTP, protocol revisions the official Go SDK speaks) for AI " +
-			"agents to drive this container through one endpoint, POST/GET/DELETE " + Path + " (through the gateway: /_/mcp" + Path +
-			"). Every tool is a call into the service that owns it: process_* into the process service, " +
-			"files_* into files, display_* into display, journal_query into journal; a tool that is one of that service's " +
-			"operations is listed with its description and schemas (its x-mcp-tool) and runs it as a direct request would. A tool is judged as the program of the " +
-			"service it calls (exec for process, files for files, services for display and journal), with the same proxy " +
-			"permissions document, groups and default as a direct request: a credential that could not reach that service does " +
-			"not see its tools in tools/list and is refused when it calls one. A group of the document may also carry " +
-			"`mcp_tools`, a tool allow-list (names and prefixes ending in '*', files_*; an extension of the document): a caller " +
-			"admitted through groups with lists sees and calls only the tools their union names (a call of another is a " +
-			"JSON-RPC error -32003 naming the tool and the allow-list, journaled as refused), and reads, lists and subscribes " +
-			"to file, process-output and journal resources only when the list names files_read, process_output and " +
-			"journal_query respectively. Text answers are trimmed to max_chars (default " +
-			"--mcp-output-budget) with a marker naming the offset to read on from; screenshots are scaled to max_width. Files " +
-			"are resources (file:///PATH) whose subscriptions are fed by the files service's watch; process output " +
-			"(process://ID/output) and the journal (journal://recent) are resources too. Sessions are bounded by " +
-			"--mcp-max-sessions (503 beyond) and closed after --mcp-session-idle without a request; a stream that drops is " +
-			"resumed with Last-Event-ID from the service's event store. A session belongs to the credential that opened it: " +
-			"another credential's requests with its Mcp-Session-Id are answered 404, as for a session that does not exist. A " +
-			"session holds at most --mcp-max-subscriptions file subscriptions (a JSON-RPC error -32004 beyond), which end with " +
-			"it. Tool calls and their outcomes go to the journal " +
-			"(source mcp) with arguments summarized: contents and typed text are logged by length only.",
+		Name:        "mcp",
+		Title:       "deckhand MCP server",
+		Version:     platform.Version,
+		Description: strings.TrimSpace(about),
 	}
 }
 

@@ -51,7 +51,7 @@ func (s *Service) displayScreenshot(ctx context.Context, req *mcp.CallToolReques
 		maxW = 1280
 	}
 	var screen struct{ Width, Height int }
-	if err := s.be.JSON(ctx, platform.ServiceCall{Method: http.MethodGet, Service: "display", Path: prefix + "/info", Header: who.forward(nil)}, &screen); err != nil {
+	if err := s.be.JSON(ctx, platform.ServiceCall{Method: http.MethodGet, Service: "display", Path: prefix + "/info", Header: who.Forward(nil)}, &screen); err != nil {
 		return nil, ScreenshotResult{}, toolErr(err)
 	}
 	q := url.Values{"format": {"png"}}
@@ -61,7 +61,7 @@ func (s *Service) displayScreenshot(ctx context.Context, req *mcp.CallToolReques
 		q.Set("scale", strconv.FormatFloat(scale, 'f', 6, 64))
 	}
 	raw, err := s.be.Bytes(ctx, platform.ServiceCall{Method: http.MethodGet, Service: "display", Path: prefix + "/screenshots", Query: q,
-		Header: who.forward(nil)}, maxScreenshot)
+		Header: who.Forward(nil)}, maxScreenshot)
 	if err != nil {
 		return nil, ScreenshotResult{}, toolErr(err)
 	}
