@@ -110,8 +110,9 @@ func TestUnavailableAnswers503Everywhere(t *testing.T) {
 	}
 }
 
-// Every path of docs/spec/interface.md 4.12's Display row is in the route table (and
-// so in the OpenAPI document).
+// Every path of docs/spec/interface.md 4.12's Display row, and the
+// screenshots the MCP tools are, is in the route table (and so in the
+// OpenAPI document).
 func TestRouteTableCoversTheInterface(t *testing.T) {
 	t.Parallel()
 	want := []string{
@@ -124,7 +125,7 @@ func TestRouteTableCoversTheInterface(t *testing.T) {
 		"GET /window/active", "GET /window/{windowId}/geometry", "GET /window/{windowId}/name",
 		"POST /input/click-at", "POST /input/type-at", "POST /input/drag", "POST /input/select",
 		"POST /input/act", "POST /input/wait", "POST /input/batch", "POST /input/reset",
-		"GET /input/display-geometry",
+		"GET /input/display-geometry", "GET /screenshots/scaled", "GET /screenshots/marked",
 	}
 	svc := api.NewUnavailable("test")
 	have := map[string]bool{}
@@ -173,6 +174,9 @@ func TestQueryIsCheckedBeforeTheHandler(t *testing.T) {
 		{"/screenshots?scale=0", 400, "scale"},
 		{"/screenshots?width=5&width=6", 400, "width"},
 		{"/screenshots?format=jpg&quality=5&cursor=0&scale=0.5", 503, ""},
+		{"/screenshots/scaled?max_width=0", 400, "max_width"},
+		{"/screenshots/scaled?max_width=wide", 400, "max_width"},
+		{"/screenshots/scaled?max_width=800", 503, ""},
 	} {
 		resp, err := host.App().Test(platformtest.NewRequest("GET", "/api/v1/display"+tc.query, nil))
 		if err != nil {

@@ -70,14 +70,25 @@ type Image struct {
 
 // Screenshot answers the screen, or a region of it, as PNG or JPEG.
 func (s *Service) Screenshot(ctx context.Context, q ScreenshotQuery) (Image, error) {
+	d, b, err := s.screen()
+	if err != nil {
+		return Image{}, err
+	}
+	return shoot(ctx, d, b, q)
+}
+
+// screen is the display's driver and its root window.
+func (s *Service) screen() (desktop.Driver, desktop.Rect, error) {
 	d, err := s.desk.Current()
 	if err != nil {
-		return Image{}, err
+		return nil, desktop.Rect{}, err
 	}
 	b, err := core.Bounds(d)
-	if err != nil {
-		return Image{}, err
-	}
+	return d, b, err
+}
+
+// shoot takes q's screenshot on d, whose root window is b.
+func shoot(ctx context.Context, d desktop.Driver, b desktop.Rect, q ScreenshotQuery) (Image, error) {
 	o, err := q.Options(b)
 	if err != nil {
 		return Image{}, err

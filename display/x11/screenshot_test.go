@@ -192,3 +192,43 @@ func TestScreenshotBadQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestScaledScreenshot: screenshots/scaled is the whole screen at most
+// max_width wide, exactly that wide when the screen is wider (whatever
+// the quotient's rounding), with the sizes to map it back to the screen.
+func TestScaledScreenshot(t *testing.T) {
+	needX(t)
+	for _, tc := range []struct {
+		query         string
+		width, height int
+		scale         float64
+	}{
+		{"", 1280, 720, 1280.0 / 1920}, {"max_width=960", 960, 540, 0.5}, {"max_width=1366", 1366, 768, 1366.0 / 1920},
+		{"max_width=1919", 1919, 1079, 1919.0 / 1920}, {"max_width=1920", 1920, 1080, 1}, {"max_width=5000", 1920, 1080, 1},
+	} {
+		a := call(t, "GET", "/api/v1/display/screenshots/scaled?"+tc.query, nil)
+		mustOK(t, a, "scaled screenshot "+tc.query)
+		var s struct {
+			Image         []byte
+			Width, Height int
+			ScreenWidth   int `json:"screen_width"`
+			ScreenHeight  int `json:"screen_height"`
+			Scale         float64
+		}
+		a.decode(t, &s)
+		img, err := png.Decode(bytes.NewReader(s.Image))
+		if err != nil {
+			t.Fatalf("%s: the image: %v", tc.query, err)
+		}
+		if img.Bounds().Dx() != tc.width || img.Bounds().Dy() != tc.height || s.Width != tc.width || s.Height != tc.height ||
+			s.ScreenWidth != 1920 || s.ScreenHeight != 1080 || math.Abs(s.Scale-tc.scale) > 1e-9 {
+			t.Errorf("%s: image %v, answer %dx%d of %dx%d at %v", tc.query, img.Bounds(), s.Width, s.Height, s.ScreenWidth,
+				s.ScreenHeight, s.Scale)
+		}
+	}
+	// An image less than a pixel high is the caller's mistake, named.
+	if a := call(t, "GET", "/api/v1/display/screenshots/scaled?max_width=1", nil); a.status != 400 ||
+		!bytes.Contains(a.body, []byte("max_width")) {
+		t.Errorf("max_width=1: %d %s", a.status, a.body)
+	}
+}

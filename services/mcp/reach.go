@@ -184,11 +184,10 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 // proxy permissions judge its route as, where that is not its service's
 // (contract.RouteProgram: a display route that types, clicks or acts on an
 // element is contract.DesktopReach), else its service. A tool of such a
-// service that is no route known is taken to act, but for the screenshot
-// this service composes of the display's reads.
+// service that is no route known is taken to act.
 func (s *Service) toolReach(name string) string {
 	svc := toolService(name)
-	if !contract.HasDesktopInput(svc) || name == "display_screenshot" {
+	if !contract.HasDesktopInput(svc) {
 		return svc
 	}
 	if rt := s.catalog.tool(name); rt != nil {

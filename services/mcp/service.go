@@ -122,10 +122,10 @@ type Service struct {
 	deps contract.ServiceDeps
 	set  *Settings
 	log  *slog.Logger
-	// be calls what of the agent's other services is no tool (a file's
-	// bytes, a stream, a display's screenshot) on its loopback port, with
-	// the caller's identity headers (caller.forward); a route tool runs
-	// in memory when its service does (routetools.go).
+	// be calls what of the agent's other services is no tool (the files
+	// watch's stream) on its loopback port, with the caller's identity
+	// headers (caller.forward); a route tool runs in memory when its
+	// service does (routetools.go).
 	be      *platform.ServiceClient
 	server  *mcp.Server
 	handler http.Handler
@@ -217,7 +217,6 @@ func (s *Service) build() {
 				return textResult("pong"), Pong{Pong: true}, nil
 			})
 		s.addFilesTools()
-		s.addDisplayTools()
 		s.addResources()
 		s.server.AddReceivingMiddleware(s.guard)
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{

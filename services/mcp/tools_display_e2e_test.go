@@ -11,9 +11,8 @@ import (
 	"deckhand/platform/platformtest"
 )
 
-// displayRouteTools are the display tools that are one route each: all
-// but display_screenshot.
-var displayRouteTools = []string{"display_screenshot_marked", "display_windows", "display_click",
+// displayRouteTools are the display tools, each one route.
+var displayRouteTools = []string{"display_screenshot", "display_screenshot_marked", "display_windows", "display_click",
 	"display_double_click", "display_move", "display_scroll", "display_drag", "display_type", "display_key",
 	"display_accessibility", "display_find", "display_element_click", "display_element_focus", "display_element_set_value",
 	"display_element_action", "display_element_scroll_into_view", "display_recording_start", "display_recording_stop",
@@ -71,11 +70,19 @@ func TestDisplayRouteTools(t *testing.T) {
 			"done; the pointer is at 30,40"},
 		{"display_key", map[string]any{"key": "shift"}, "pressed shift"},
 		{"display_type", map[string]any{"text": ""}, "typed 0 characters"},
+		{"display_screenshot", map[string]any{"max_width": 800}, "screenshot 800x600 of a 1024x768 screen"},
 	} {
 		res := callTool(t, s, c.tool, c.args)
 		if res.IsError || text(res) != c.text {
 			t.Errorf("%s: %v %q, want %q", c.tool, res.IsError, text(res), c.text)
 		}
+	}
+	// The screenshot's PNG is image content, not a member of the
+	// structured content; unscaled when the screen is narrower.
+	res := callTool(t, s, "display_screenshot", map[string]any{"max_width": 2000})
+	shot := structured[map[string]any](t, res)
+	if w := decodePNG(t, res); w != 1024 || shot["image"] != nil || shot["width"] != 1024.0 || shot["scale"] != 1.0 {
+		t.Errorf("display_screenshot of a narrower screen: %d pixels wide, %v", w, shot)
 	}
 	if p := structured[struct{ X, Y int }](t, callTool(t, s, "display_click", map[string]any{})); p.X != 30 || p.Y != 40 {
 		t.Errorf("display_click without x,y clicked at %d,%d, not where the drag left the pointer (30,40)", p.X, p.Y)
@@ -90,6 +97,7 @@ func TestDisplayRouteTools(t *testing.T) {
 		{"display_type", map[string]any{"text": "a", "no_such": 1}, "no_such"},
 		{"display_element_click", map[string]any{"element_id": "not an id"}, "elementId"},
 		{"display_recording_stop", map[string]any{"id": "nope"}, "id"},
+		{"display_screenshot", map[string]any{"max_width": 0}, "max_width"},
 	} {
 		res := callTool(t, s, c.tool, c.args)
 		if !res.IsError || !strings.Contains(text(res), c.field) {

@@ -1148,6 +1148,27 @@ type ResetResult struct {
 	ReleasedKeys    []string `json:"released_keys"`
 }
 
+// ScaledScreenshot defines model for ScaledScreenshot.
+type ScaledScreenshot struct {
+	// Height the image's height in pixels
+	Height int `json:"height"`
+
+	// Image the screen as PNG, base64 (the display_screenshot tool answers it as image content instead)
+	Image []byte `json:"image"`
+
+	// Scale image pixels per screen pixel (1: unscaled)
+	Scale float32 `json:"scale"`
+
+	// ScreenHeight the screen's height in pixels: multiply image y by screen_height/height
+	ScreenHeight int `json:"screen_height"`
+
+	// ScreenWidth the screen's width in pixels: click coordinates are screen pixels, so multiply image x by screen_width/width
+	ScreenWidth int `json:"screen_width"`
+
+	// Width the image's width in pixels
+	Width int `json:"width"`
+}
+
 // Screen defines model for Screen.
 type Screen struct {
 	Height int `json:"height"`
@@ -1667,6 +1688,12 @@ type TakeMarkedScreenshotParams struct {
 
 // TakeMarkedScreenshotParamsScope defines parameters for TakeMarkedScreenshot.
 type TakeMarkedScreenshotParamsScope string
+
+// TakeScaledScreenshotParams defines parameters for TakeScaledScreenshot.
+type TakeScaledScreenshotParams struct {
+	// MaxWidth scale the image down to at most this many pixels wide (the screen's own size when narrower)
+	MaxWidth *int `form:"max_width,omitempty" json:"max_width,omitempty"`
+}
 
 // OpenTakeoverViewParams defines parameters for OpenTakeoverView.
 type OpenTakeoverViewParams struct {
@@ -2417,6 +2444,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/display/screenshots/marked (the `TakeMarkedScreenshot` operationId).
 	TakeMarkedScreenshot(ctx context.Context, params *TakeMarkedScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TakeScaledScreenshot Screenshot scaled to a width
+	//
+	// The whole screen as PNG (base64 in image), shrunk with the area filter of GET screenshots to at most max_width pixels wide (default 1280; unscaled when the screen is narrower), with the image's and the screen's sizes and scale, image pixels per screen pixel. Positions for the mouse and input routes are screen pixels: an image position times screen_width/width.
+	//
+	// Corresponds with GET /api/v1/display/screenshots/scaled (the `TakeScaledScreenshot` operationId).
+	TakeScaledScreenshot(ctx context.Context, params *TakeScaledScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeAgent Resume the agent
 	//
@@ -3900,6 +3934,23 @@ func (c *Client) TakeScreenshot(ctx context.Context, params *TakeScreenshotParam
 // Corresponds with GET /api/v1/display/screenshots/marked (the `TakeMarkedScreenshot` operationId).
 func (c *Client) TakeMarkedScreenshot(ctx context.Context, params *TakeMarkedScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTakeMarkedScreenshotRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TakeScaledScreenshot Screenshot scaled to a width
+//
+// The whole screen as PNG (base64 in image), shrunk with the area filter of GET screenshots to at most max_width pixels wide (default 1280; unscaled when the screen is narrower), with the image's and the screen's sizes and scale, image pixels per screen pixel. Positions for the mouse and input routes are screen pixels: an image position times screen_width/width.
+//
+// Corresponds with GET /api/v1/display/screenshots/scaled (the `TakeScaledScreenshot` operationId).
+func (c *Client) TakeScaledScreenshot(ctx context.Context, params *TakeScaledScreenshotParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTakeScaledScreenshotRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6477,6 +6528,60 @@ func NewTakeMarkedScreenshotRequest(server string, params *TakeMarkedScreenshotP
 	return req, nil
 }
 
+// NewTakeScaledScreenshotRequest constructs an http.Request for the TakeScaledScreenshot method
+func NewTakeScaledScreenshotRequest(server string, params *TakeScaledScreenshotParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/display/screenshots/scaled")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.MaxWidth != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_width", *params.MaxWidth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewResumeAgentRequest constructs an http.Request for the ResumeAgent method
 func NewResumeAgentRequest(server string) (*http.Request, error) {
 	var err error
@@ -7911,6 +8016,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/display/screenshots/marked (the `TakeMarkedScreenshot` operationId).
 	TakeMarkedScreenshotWithResponse(ctx context.Context, params *TakeMarkedScreenshotParams, reqEditors ...RequestEditorFn) (*TakeMarkedScreenshotResponse, error)
+
+	// TakeScaledScreenshotWithResponse Screenshot scaled to a width
+	//
+	// The whole screen as PNG (base64 in image), shrunk with the area filter of GET screenshots to at most max_width pixels wide (default 1280; unscaled when the screen is narrower), with the image's and the screen's sizes and scale, image pixels per screen pixel. Positions for the mouse and input routes are screen pixels: an image position times screen_width/width.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/display/screenshots/scaled (the `TakeScaledScreenshot` operationId).
+	TakeScaledScreenshotWithResponse(ctx context.Context, params *TakeScaledScreenshotParams, reqEditors ...RequestEditorFn) (*TakeScaledScreenshotResponse, error)
 
 	// ResumeAgentWithResponse Resume the agent
 	//
@@ -10387,6 +10501,54 @@ func (r TakeMarkedScreenshotResponse) ContentType() string {
 	return ""
 }
 
+type TakeScaledScreenshotResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ScaledScreenshot
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TakeScaledScreenshotResponse) GetJSON200() *ScaledScreenshot {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TakeScaledScreenshotResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r TakeScaledScreenshotResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TakeScaledScreenshotResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TakeScaledScreenshotResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TakeScaledScreenshotResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ResumeAgentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12461,6 +12623,21 @@ func (c *ClientWithResponses) TakeMarkedScreenshotWithResponse(ctx context.Conte
 	return ParseTakeMarkedScreenshotResponse(rsp)
 }
 
+// TakeScaledScreenshotWithResponse Screenshot scaled to a width
+//
+// The whole screen as PNG (base64 in image), shrunk with the area filter of GET screenshots to at most max_width pixels wide (default 1280; unscaled when the screen is narrower), with the image's and the screen's sizes and scale, image pixels per screen pixel. Positions for the mouse and input routes are screen pixels: an image position times screen_width/width.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/display/screenshots/scaled (the `TakeScaledScreenshot` operationId).
+func (c *ClientWithResponses) TakeScaledScreenshotWithResponse(ctx context.Context, params *TakeScaledScreenshotParams, reqEditors ...RequestEditorFn) (*TakeScaledScreenshotResponse, error) {
+	rsp, err := c.TakeScaledScreenshot(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTakeScaledScreenshotResponse(rsp)
+}
+
 // ResumeAgentWithResponse Resume the agent
 //
 // Ends the pause; while a person is still connected with control the agent's input stays refused.
@@ -14453,6 +14630,39 @@ func ParseTakeMarkedScreenshotResponse(rsp *http.Response) (*TakeMarkedScreensho
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest MarkedScreenshot
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseTakeScaledScreenshotResponse parses an HTTP response from a TakeScaledScreenshotWithResponse call
+func ParseTakeScaledScreenshotResponse(rsp *http.Response) (*TakeScaledScreenshotResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TakeScaledScreenshotResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ScaledScreenshot
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

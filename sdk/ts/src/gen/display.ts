@@ -867,6 +867,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/display/screenshots/scaled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Screenshot scaled to a width
+         * @description The whole screen as PNG (base64 in image), shrunk with the area filter of GET screenshots to at most max_width pixels wide (default 1280; unscaled when the screen is narrower), with the image's and the screen's sizes and scale, image pixels per screen pixel. Positions for the mouse and input routes are screen pixels: an image position times screen_width/width.
+         */
+        get: operations["takeScaledScreenshot"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/display/takeover": {
         parameters: {
             query?: never;
@@ -1646,6 +1666,23 @@ export interface components {
         ResetResult: {
             released_buttons: string[];
             released_keys: string[];
+        };
+        ScaledScreenshot: {
+            /** @description the image's height in pixels */
+            height: number;
+            /**
+             * Format: byte
+             * @description the screen as PNG, base64 (the display_screenshot tool answers it as image content instead)
+             */
+            image: string;
+            /** @description image pixels per screen pixel (1: unscaled) */
+            scale: number;
+            /** @description the screen's height in pixels: multiply image y by screen_height/height */
+            screen_height: number;
+            /** @description the screen's width in pixels: click coordinates are screen pixels, so multiply image x by screen_width/width */
+            screen_width: number;
+            /** @description the image's width in pixels */
+            width: number;
         };
         Screen: {
             height: number;
@@ -3455,6 +3492,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MarkedScreenshot"];
+                };
+            };
+            /** @description error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    takeScaledScreenshot: {
+        parameters: {
+            query?: {
+                /** @description scale the image down to at most this many pixels wide (the screen's own size when narrower) */
+                max_width?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScaledScreenshot"];
                 };
             };
             /** @description error */
