@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -200,11 +202,7 @@ func (u *subscriptions) release(p, uri string) {
 func (u *subscriptions) spellings(w *watch) []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	out := make([]string, 0, len(w.uris))
-	for uri := range w.uris {
-		out = append(out, uri)
-	}
-	return out
+	return slices.Collect(maps.Keys(w.uris))
 }
 
 func (u *subscriptions) close() {

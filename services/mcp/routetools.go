@@ -23,19 +23,17 @@ import (
 // binder's rules, the domain method, its typed answer) or, for a service
 // in another process, as the route's HTTP request. How an answer reads for
 // a model is the route's too: its text (x-text, platform.ToolText), its
-// budget, its pages and its image (platform/mcptool). Only process_run has a view
-// of this service's own (tools_process.go).
+// budget, its pages and its image (platform/mcptool). Only process_run
+// has a view of this service's own (tools_process.go).
 
-// view is process_run's reading of its answer, beside its route's face:
-// args adapts the operation's arguments to the budget max, answer reads
-// out (the operation's answer: typed in memory, JSON over HTTP).
+// view is a route tool's reading of its answer of this service's own,
+// beside its route's face: args adapts the operation's arguments to the
+// budget max, answer reads out (the operation's answer: typed in memory,
+// JSON over HTTP).
 type view struct {
 	args   func(args map[string]json.RawMessage, max int)
 	answer func(out any, max int) (*mcp.CallToolResult, error)
 }
-
-// views are the route tools' own views by tool name.
-var views = map[string]view{}
 
 // catalog is the route tools loaded so far, by service.
 type catalog struct {
@@ -86,7 +84,7 @@ func (c *catalog) tool(name string) *mcptool.Tool {
 func (s *Service) readTools(ctx context.Context, service string) ([]*mcptool.Tool, error) {
 	var raw []byte
 	var err error
-	if h := s.peer(service); h != nil {
+	if h := s.deps.Peers.Host(service); h != nil {
 		raw, err = h.OpenAPIJSON()
 	} else {
 		raw, err = s.be.Bytes(ctx, platform.ServiceCall{Method: http.MethodGet, Service: service, Path: "/openapi.json"}, maxRead)
@@ -105,11 +103,6 @@ func (s *Service) readTools(ctx context.Context, service string) ([]*mcptool.Too
 		}
 		return false
 	}), err
-}
-
-// peer is the host of service when this process serves it.
-func (s *Service) peer(service string) *platform.Host {
-	return s.deps.Peers.Host(service)
 }
 
 // routeHandler calls rt for a tools/call and answers it as its face, or
@@ -153,7 +146,7 @@ func failed(err error) *mcp.CallToolResult {
 // memory when this process serves it, else as the route's request on its
 // port (the service binds and checks the arguments either way).
 func (s *Service) callRoute(ctx context.Context, who caller, rt *mcptool.Tool, args map[string]json.RawMessage) (any, error) {
-	if h := s.peer(rt.Route.Service); h != nil {
+	if h := s.deps.Peers.Host(rt.Route.Service); h != nil {
 		raw, err := json.Marshal(args)
 		if err != nil {
 			return nil, err

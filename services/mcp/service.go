@@ -1,31 +1,27 @@
 // Package mcp owns the agent's Model Context Protocol server (port +16):
 // Streamable HTTP at /api/v1/mcp (sessions, resumable SSE streams through
 // an event store) built on the official Go SDK. A tool that is one
-// operation of another service is that service's route (platform.Tool):
-// listed from the route's own description and schemas, read for a model
-// by the route's Text, and called through the service's host in memory,
-// or on its port when it runs as a child (routetools.go). The other tools
-// (compositions such as files_edit) and the resources call the services
-// that own what they touch. Nothing is implemented twice, and the owning
-// service's own checks and limits apply.
+// operation of another service is that service's route (platform.Tool),
+// listed and read for a model as its face says (platform/mcptool) and
+// called through the service's host in memory, or on its port when it runs
+// as a child. The other tools (compositions such as files_edit) and the
+// resources call the services that own what they touch, whose own checks
+// and limits apply.
 //
 // Who may use what: the gateway judges a request to this service as usual
-// and, because this service acts for its caller (ActsFor), also
-// judges the caller against each service the tools call, each as its own
-// program and port, and says which passed in contract.ReachHeader. A tool
-// of a service outside that list is left out of tools/list and refused on
-// tools/call; so are file resources without files. When the caller's
-// groups carry a tool allow-list (mcp_tools), the gateway sends it in
-// contract.ToolsHeader and tools, and the resources read by the same
-// means (reach.go, resourceOf), outside it are left out and refused too. A caller on this
-// service's own port that did not come through the gateway is a trusted
-// local user (the host refuses others) and reaches every service.
+// and, because this service acts for its caller (ActsFor), also judges
+// the caller against each service the tools call, each as its own program
+// and port (contract.Acting). A tool of a service the caller may not reach,
+// or outside its tool allow-list (mcp_tools), is left out of tools/list
+// and refused on tools/call; so are the resources read by the same means
+// (reach.go, resourceOf). A caller on this service's own port that did not
+// come through the gateway is a trusted local user (the host refuses
+// others) and reaches every service.
 //
 // One file per concern: routetools.go (tools that are routes), reach.go
 // (who may call what, and the journal), tools_*.go (the compositions, and
-// the views of the answers a route's Text does not say well: a run's
-// failure, an image), resources.go (file, process and journal resources,
-// file subscriptions), trim.go (output budgets).
+// process_run's view of its answer), resources.go (file, process and
+// journal resources, file subscriptions), sessions.go (who owns a session).
 package mcp
 
 import (

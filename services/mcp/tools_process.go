@@ -24,16 +24,14 @@ func textResult(text string) *mcp.CallToolResult {
 // as is_error with this text): the service's code and message.
 func toolErr(err error) error { return errors.New(mcptool.ErrorText(err)) }
 
-// process_run reads for a model as follows (the other process tools as
-// their routes' faces say).
-func init() {
-	views["process_run"] = view{args: func(args map[string]json.RawMessage, max int) {
-		// max_chars characters are at most 4 bytes each.
-		if _, set := args["max_output_bytes"]; !set {
-			args["max_output_bytes"] = json.RawMessage(strconv.Itoa(min(4*max, 16<<20)))
-		}
-	}, answer: processRun}
-}
+// views are the route tools' own readings by tool name: process_run's
+// (the other process tools read as their routes' faces say).
+var views = map[string]view{"process_run": {args: func(args map[string]json.RawMessage, max int) {
+	// max_chars characters are at most 4 bytes each.
+	if _, set := args["max_output_bytes"]; !set {
+		args["max_output_bytes"] = json.RawMessage(strconv.Itoa(min(4*max, 16<<20)))
+	}
+}, answer: processRun}}
 
 // processRun reads a run's answer: stdout and stderr trimmed to max
 // characters (in the structured content too), a failure as an error whose
