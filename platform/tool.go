@@ -44,6 +44,12 @@ func (h *Host) checkTool(r Route) {
 	if o.out != nil && (o.out.binary() || (o.out.bodyTyp != nil && derefKind(o.out.bodyTyp) != reflect.Struct)) {
 		panic(where + "its answer is not a JSON object")
 	}
+	if r.Tool.Pages != "" {
+		props, _ := toolInputSchema(&Tool{Args: r.Tool.Args}, o.in)["properties"].(map[string]any)
+		if props["max_chars"] != nil || props["offset"] != nil {
+			panic(where + "a paged tool's max_chars and offset are the MCP service's, not its operation's")
+		}
+	}
 	for _, member := range []string{r.Tool.Pages, r.Tool.Image} {
 		if member == "" {
 			continue

@@ -157,6 +157,76 @@ func TestToolInOpenAPI(t *testing.T) {
 	}
 }
 
+// TestToolFaceInOpenAPI: a tool's budget, pages and image are in its
+// x-mcp-tool with the arguments and members they add or take away, and a
+// face naming a member the answer lacks, or pages over an operation's own
+// offset, stops the host.
+func TestToolFaceInOpenAPI(t *testing.T) {
+	type page struct {
+		Image []byte `json:"image" required:"true"`
+		Text  string `json:"text"`
+	}
+	type own struct {
+		MaxChars int `query:"max_chars"`
+		Offset   int `query:"offset"`
+	}
+	read := func(context.Context, struct{}) (page, error) { return page{}, nil }
+	ownRead := func(context.Context, own) (page, error) { return page{}, nil }
+	h := platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "x"}}, []platform.Route{
+		{Method: http.MethodGet, Path: "/paged", Op: platform.Op(read),
+			Tool: &platform.Tool{Name: "x_paged", Description: "d", Pages: "text", Image: "image"}},
+		{Method: http.MethodGet, Path: "/cut", Op: platform.Op(read), Tool: &platform.Tool{Name: "x_cut", Description: "d", Budget: true}},
+		{Method: http.MethodGet, Path: "/own", Op: platform.Op(ownRead), Tool: &platform.Tool{Name: "x_own", Description: "d", Budget: true}},
+	})
+	raw, err := h.OpenAPIJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Tool struct {
+				Budget string `json:"x-budget"`
+				Pages  string `json:"x-pages"`
+				Image  string `json:"x-image"`
+				In     struct {
+					Properties map[string]any `json:"properties"`
+				} `json:"inputSchema"`
+				Out struct {
+					Properties map[string]any `json:"properties"`
+					Required   []string       `json:"required"`
+				} `json:"outputSchema"`
+			} `json:"x-mcp-tool"`
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	paged := doc.Paths["/paged"]["get"].Tool
+	if paged.Pages != "text" || paged.Image != "image" || paged.In.Properties["offset"] == nil || paged.In.Properties["max_chars"] == nil ||
+		paged.Out.Properties["next_offset"] == nil || paged.Out.Properties["image"] != nil || len(paged.Out.Required) != 0 {
+		t.Errorf("a paged tool with an image: %+v", paged)
+	}
+	if cut := doc.Paths["/cut"]["get"].Tool; cut.Budget != "tool" || cut.In.Properties["max_chars"] == nil || cut.In.Properties["offset"] != nil {
+		t.Errorf("a tool the MCP service cuts: %+v", cut)
+	}
+	if o := doc.Paths["/own"]["get"].Tool; o.Budget != "operation" {
+		t.Errorf("a tool whose operation takes max_chars: %+v", o)
+	}
+	for name, tool := range map[string]platform.Route{
+		"no such member": {Method: http.MethodGet, Path: "/a", Op: platform.Op(read), Tool: &platform.Tool{Name: "x_a", Description: "d", Pages: "body"}},
+		"own offset":     {Method: http.MethodGet, Path: "/b", Op: platform.Op(ownRead), Tool: &platform.Tool{Name: "x_b", Description: "d", Pages: "text"}},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: the host was built", name)
+				}
+			}()
+			platform.NewHost(platform.HostConfig{Info: platform.Info{Name: "x"}}, []platform.Route{tool})
+		}()
+	}
+}
+
 // TestToolNeedsJSON: a route whose body is bytes, or that streams its
 // answer, cannot be a tool; neither can two routes share a tool's name.
 func TestToolNeedsJSON(t *testing.T) {
