@@ -37,9 +37,6 @@ var (
 // processStart is when this process started, for uptime and the health record.
 var processStart = time.Now().UTC()
 
-// ProcessStart returns when this process started.
-func ProcessStart() time.Time { return processStart }
-
 // CountFDs counts this process's open file descriptors (nil off Linux).
 func CountFDs() *int {
 	entries, err := os.ReadDir("/proc/self/fd")

@@ -1,7 +1,5 @@
 package platform
 
-import "github.com/gofiber/fiber/v3"
-
 // SandboxCSP is the Content-Security-Policy of an answer whose body is
 // content a browser could run as a page (SVG, HTML, XML) and that nobody
 // vouches for: a user's file, a rendered drawing. Nothing loads, no script
@@ -9,10 +7,3 @@ import "github.com/gofiber/fiber/v3"
 // from the agent's origin cannot use the agent's cookies or call its
 // routes. Inline styles stay, so an SVG still looks right.
 const SandboxCSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
-
-// Sandbox marks c's answer as such content: SandboxCSP, and nosniff so a
-// browser renders it only as the declared type.
-func Sandbox(c fiber.Ctx) {
-	c.Set(fiber.HeaderContentSecurityPolicy, SandboxCSP)
-	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
-}

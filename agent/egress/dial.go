@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -217,6 +216,3 @@ func cleanErr(err error) error {
 	}
 	return err
 }
-
-// splitDst parses a host:port destination.
-func splitDst(s string) (netip.AddrPort, error) { return netip.ParseAddrPort(s) }

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"deckhand/control/domain"
-	"deckhand/platform"
 	"deckhand/platform/fault"
 )
 
@@ -92,16 +91,6 @@ func (p *Page) Validate() error {
 
 // Offset is the number of entries before the page.
 func (p *Page) Offset() int { return (p.Page - 1) * p.Limit }
-
-// Params are the page's query parameters as a route declares them.
-func Params() []platform.Param {
-	return []platform.Param{domain.SortOrderParam, domain.PageParam, domain.LimitParam}
-}
-
-// PageOf reads the page parameters Params declares from a parsed query.
-func PageOf(q platform.Query) Page {
-	return Page{SortOrder: q.String("sort_order"), Page: int(q.Int("page")), Limit: int(q.Int("limit"))}
-}
 
 // Pagination is data.pagination of every list.
 type Pagination = domain.Pagination

@@ -109,13 +109,3 @@ var Ingestible = map[string]string{
 	PoolInvitationRevoked:    ResPool,
 	StorageShareMountChanged: ResStorageShare,
 }
-
-// Known reports whether kind is one of the Events table.
-func Known(kind string) bool {
-	for _, k := range Kinds {
-		if k == kind {
-			return true
-		}
-	}
-	return false
-}

@@ -86,14 +86,6 @@ func (s *Server) listenProxy() error {
 	return nil
 }
 
-// ProxyAddr is the platform proxy's bound address (nil without one).
-func (s *Server) ProxyAddr() net.Addr {
-	if s.proxyLn == nil {
-		return nil
-	}
-	return s.proxyLn.Addr()
-}
-
 // serveProxy serves the platform proxy until ctx ends.
 func (s *Server) serveProxy(ctx context.Context) (stop func(), err error) {
 	if s.proxyLn == nil {

@@ -112,9 +112,6 @@ func installationID(db *store.DB) (string, error) {
 	return id, err
 }
 
-// Installation is this control plane's installation id.
-func (s *Server) Installation() string { return s.installation }
-
 // openRuntime builds the driver of --runtime. It makes nothing in the
 // engine: the agents' listener (and the network it is on) come with the
 // first container (agentControlURL).
@@ -195,13 +192,6 @@ func (s *Server) agentControlURL(ctx context.Context) (string, error) {
 	s.agentURL = "http://" + ln.Addr().String()
 	s.log.Info("agents reach the control plane on the engine bridge", "agent_control_url", s.agentURL)
 	return s.agentURL, nil
-}
-
-func (s *Server) dockerHost() string {
-	if s.cfg.DockerHost != "" {
-		return s.cfg.DockerHost
-	}
-	return "$DOCKER_HOST or " + docker.DefaultHost
 }
 
 // runtimeConfig is the projects domain's Runtime section.

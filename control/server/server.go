@@ -335,9 +335,6 @@ func (s *Server) listen() error {
 	return nil
 }
 
-// Addr is the bound API address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
-
 // URL is the base URL of the bound listener.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 
@@ -445,14 +442,8 @@ func (s *Server) Close() error {
 // Host is the HTTP host (tests drive it directly).
 func (s *Server) Host() *platform.Host { return s.host }
 
-// Config is the validated configuration.
-func (s *Server) Config() Config { return s.cfg }
-
 // Store is the control plane's store (bbolt, or PostgreSQL with --database-url).
 func (s *Server) Store() *store.DB { return s.db }
 
 // Keys is the signing key set, nil with --signing=false.
 func (s *Server) Keys() *signing.KeySet { return s.keys }
-
-// Events is the event log.
-func (s *Server) Events() *events.Log { return s.events }

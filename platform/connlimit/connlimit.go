@@ -62,13 +62,6 @@ func (b *Backoff) Reset() { b.d = 0 }
 // passes, so the caller backs off and accepts again.
 func Fatal(err error) bool { return errors.Is(err, net.ErrClosed) }
 
-// Exhausted reports whether err is the process or the system running out
-// of descriptors or buffers.
-func Exhausted(err error) bool {
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
-		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
-}
-
 // Limit counts open connections against a total and a per-key cap.
 type Limit struct {
 	Total, PerKey int

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -323,6 +322,3 @@ func (s *PGServer) Close() {
 	}
 	os.RemoveAll(s.dir)
 }
-
-// Log is what the server printed, for failure messages.
-func (s *PGServer) Log() string { return strings.TrimSpace(s.log.String()) }

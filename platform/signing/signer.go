@@ -24,9 +24,6 @@ func NewSigner(keys *KeySet, clock clockpkg.Clock) *Signer {
 	return &Signer{keys: keys, clock: clock, memo: newMemo()}
 }
 
-// Keys is the key set the signer uses.
-func (s *Signer) Keys() *KeySet { return s.keys }
-
 // bufPool holds the "<t>.<body>" buffers so signing a response allocates
 // nothing proportional to the body.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}

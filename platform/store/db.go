@@ -80,12 +80,6 @@ func (d *DB) Declare(ctx context.Context, tables ...*Table) error {
 	return nil
 }
 
-// declared is the table of this store named like t, when t is it.
-func (d *DB) declared(t *Table) bool {
-	x, ok := (*d.tables.Load())[t.Name]
-	return ok && (x == t || x.Fingerprint() == t.Fingerprint())
-}
-
 // Page runs Tx.Page in a read transaction of its own.
 func (d *DB) Page(ctx context.Context, t *Table, q Query) (RawPage, error) {
 	var out RawPage

@@ -548,28 +548,6 @@ func (c *Cond) holds(row []val, key string) bool {
 	return r <= 0
 }
 
-// matches evaluates every condition of p on a row.
-func (p *Plan) matches(row []val, key string) bool {
-	for i := range p.All {
-		if !p.All[i].holds(row, key) {
-			return false
-		}
-	}
-	for _, g := range p.Any {
-		ok := false
-		for i := range g {
-			if g[i].holds(row, key) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // compareAt orders two rows by p's sort fields then key, ascending.
 func (p *Plan) compareAt(a []val, ak string, b []val, bk string) int {
 	for _, i := range p.Sort {

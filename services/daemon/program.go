@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"net"
 	"net/url"
 	"sort"
@@ -278,9 +277,4 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
-}
-
-// describe is a short form of the command line for titles.
-func (p *Program) describe() string {
-	return strings.TrimSpace(fmt.Sprintf("%s %s", p.Command, strings.Join(p.Args, " ")))
 }

@@ -1,7 +1,6 @@
 package notes
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"deckhand/platform"
@@ -81,5 +80,3 @@ func (s *Service) Routes() []platform.Route {
 			ContentType: "text/markdown; charset=utf-8", Op: platform.Op(s.Export)},
 	}
 }
-
-func unmarshalJSON(raw []byte, v any) error { return json.Unmarshal(raw, v) }

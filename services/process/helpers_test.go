@@ -231,8 +231,6 @@ type errorBody struct {
 	Message string `json:"message"`
 }
 
-func intp(n int) *int { return &n }
-
 // call sends body with a content type to url.
 func call(t *testing.T, method, url, ctype string, body []byte) (int, []byte) {
 	t.Helper()

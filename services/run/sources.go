@@ -3,7 +3,6 @@ package run
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -215,8 +214,6 @@ func newID() string {
 	_, _ = rand.Read(b[:])
 	return "src_" + hex.EncodeToString(b[:])
 }
-
-func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 
 func (s *Service) withPath(src Source) Source {
 	src.Path = filepath.Join(s.workspace, filepath.Clean(src.Dir))

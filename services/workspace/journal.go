@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"sort"
 	"strconv"
@@ -416,5 +415,3 @@ func unique(ts []string) []string {
 	}
 	return out
 }
-
-func unmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }

@@ -236,15 +236,6 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func readAll(t testing.TB, r io.Reader) string {
-	t.Helper()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func waitOrFatal(t testing.TB, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
