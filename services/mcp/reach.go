@@ -30,7 +30,7 @@ func callerOf(extra *mcp.RequestExtra) caller {
 // tools (mcp_*) need nothing beyond the gateway's admission to it.
 func (c caller) may(service string) bool { return service == "mcp" || c.May(service) }
 
-// mayResource is may for the service a resource URI reads and mayUse for
+// mayResource is may for the service a resource URI reads and MayUse for
 // the tool that reads the same thing (resourceOf).
 func (c caller) mayResource(uri string) bool {
 	svc, tool := resourceOf(uri)
