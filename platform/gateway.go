@@ -3,7 +3,6 @@ package platform
 import (
 	"context"
 	"net"
-	"strings"
 
 	"deckhand/platform/reqpolicy"
 )
@@ -38,20 +37,4 @@ func ViaGateway(ctx context.Context) bool {
 		return false
 	}
 	return v.dispatched || (v.trust != nil && v.trust.Own(v.conn))
-}
-
-// ToolAllowed reports whether tool is named by one of patterns: equal to
-// a name, or starting with the prefix of a pattern ending in '*' ("*"
-// alone names every tool).
-func ToolAllowed(patterns []string, tool string) bool {
-	for _, p := range patterns {
-		if prefix, glob := strings.CutSuffix(p, "*"); glob {
-			if strings.HasPrefix(tool, prefix) {
-				return true
-			}
-		} else if p == tool {
-			return true
-		}
-	}
-	return false
 }

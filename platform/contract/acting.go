@@ -67,9 +67,18 @@ func (a Acting) May(service string) bool {
 }
 
 // MayUse reports whether the caller's tool allow-list, if it has one,
-// names tool.
+// names tool: equal to a name, or starting with the prefix of a pattern
+// ending in '*' ("*" alone names every tool).
 func (a Acting) MayUse(tool string) bool {
-	return a.Tools == nil || platform.ToolAllowed(a.Tools, tool)
+	if a.Tools == nil {
+		return true
+	}
+	for _, p := range a.Tools {
+		if prefix, glob := strings.CutSuffix(p, "*"); glob && strings.HasPrefix(tool, prefix) || p == tool {
+			return true
+		}
+	}
+	return false
 }
 
 // Forward is h with the caller's identity headers added, to hand them on

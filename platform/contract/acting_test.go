@@ -43,4 +43,22 @@ func TestActingOf(t *testing.T) {
 	if f := contract.ActingOf(h).Forward(nil); f.Get(contract.IdentitySubjectHeader) != "ci" || f.Get("Other") != "" {
 		t.Fatalf("forwarded %v", f)
 	}
+	for _, c := range []struct {
+		patterns []string
+		tool     string
+		want     bool
+	}{
+		{[]string{"files_*"}, "files_read", true},
+		{[]string{"files_*"}, "files", false},
+		{[]string{"files_*"}, "process_run", false},
+		{[]string{"files_read"}, "files_read", true},
+		{[]string{"files_read"}, "files_readx", false},
+		{[]string{"*"}, "anything", true},
+		{[]string{"a", "process_*"}, "process_run", true},
+		{[]string{}, "files_read", false},
+	} {
+		if got := (contract.Acting{Tools: c.patterns}).MayUse(c.tool); got != c.want {
+			t.Errorf("MayUse of %v, %s = %v, want %v", c.patterns, c.tool, got, c.want)
+		}
+	}
 }

@@ -160,7 +160,7 @@ const (
 	// ToolsHeader is set for a service whose callers a document's tool
 	// allow-list limits (the entry's ToolList; the mcp_tools extension of
 	// its groups): a comma list of tool names and prefix patterns ending
-	// in '*' (platform.ToolAllowed). Absent, the caller's tools are
+	// in '*' (Acting.MayUse). Absent, the caller's tools are
 	// limited by its reach only.
 	ToolsHeader = IdentityHeaderPrefix + "Tools"
 	// DesktopReach names, in ReachHeader, a caller who may drive a

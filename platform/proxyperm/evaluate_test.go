@@ -17,7 +17,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"deckhand/platform"
 	"deckhand/platform/proxyperm"
 	"deckhand/platform/signing"
 )
@@ -472,24 +471,6 @@ func TestToolList(t *testing.T) {
 		d := p.Evaluate(f, nil)
 		if d.Outcome != c.outcome || !slices.Equal(d.Tools, c.want) || (c.want == nil) != (d.Tools == nil) {
 			t.Errorf("%s: outcome %v tools %#v, want %v %#v", c.name, d.Outcome, d.Tools, c.outcome, c.want)
-		}
-	}
-	for _, c := range []struct {
-		patterns []string
-		tool     string
-		want     bool
-	}{
-		{[]string{"files_*"}, "files_read", true},
-		{[]string{"files_*"}, "files", false},
-		{[]string{"files_*"}, "process_run", false},
-		{[]string{"files_read"}, "files_read", true},
-		{[]string{"files_read"}, "files_readx", false},
-		{[]string{"*"}, "anything", true},
-		{[]string{"a", "process_*"}, "process_run", true},
-		{[]string{}, "files_read", false},
-	} {
-		if got := platform.ToolAllowed(c.patterns, c.tool); got != c.want {
-			t.Errorf("ToolAllowed(%v, %s) = %v, want %v", c.patterns, c.tool, got, c.want)
 		}
 	}
 }
