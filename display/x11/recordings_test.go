@@ -187,7 +187,10 @@ func TestRecordingLimitsAndStop(t *testing.T) {
 		call(t, "POST", "/api/v1/display/keyboard/type", map[string]any{"text": fmt.Sprintf("line %d of changing text\n", i)})
 	}
 	rec = stopped(t, rec.ID)
-	if rec.StopReason != recordings.StoppedBySizeLimit || rec.Bytes < 1<<20 || rec.Bytes > 1<<20+512<<10 {
+	// ffmpeg writes the frames in flight and the index past its -fs limit:
+	// VP9 holds up to 25 frames back, a few hundred KiB here, and more on a
+	// loaded machine.
+	if rec.StopReason != recordings.StoppedBySizeLimit || rec.Bytes < 1<<20 || rec.Bytes > 2<<20 {
 		t.Fatalf("size limit: %+v", rec)
 	}
 	a = call(t, "GET", "/api/v1/display/recordings/"+rec.ID, nil)
