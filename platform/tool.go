@@ -30,25 +30,32 @@ func (h *Host) checkTool(r Route) {
 	if o.in.binary() {
 		panic(where + "its body is bytes, not a JSON object")
 	}
+	args := map[string]bool{} // the operation's arguments
 	if o.in != nil && o.in.body != nil {
 		if k := derefKind(o.in.body.typ); k != reflect.Struct {
 			panic(where + "its body is not a JSON object")
 		}
 		members, _ := (*openapi.Builder)(nil).SchemaOf(o.in.body.typ)["properties"].(map[string]any)
+		for name := range members {
+			args[name] = true
+		}
+	}
+	if o.in != nil {
 		for _, p := range o.in.params {
-			if _, twice := members[r.Tool.arg(p.p.Name)]; twice {
+			if r.Tool.arg(p.p.Name) == "-" {
+				continue
+			}
+			if args[r.Tool.arg(p.p.Name)] {
 				panic(where + "parameter " + p.p.Name + " is also a member of its body")
 			}
+			args[r.Tool.arg(p.p.Name)] = true
 		}
 	}
 	if o.out != nil && (o.out.binary() || (o.out.bodyTyp != nil && derefKind(o.out.bodyTyp) != reflect.Struct)) {
 		panic(where + "its answer is not a JSON object")
 	}
-	if r.Tool.Pages != "" {
-		props, _ := toolInputSchema(&Tool{Args: r.Tool.Args}, o.in)["properties"].(map[string]any)
-		if props["max_chars"] != nil || props["offset"] != nil {
-			panic(where + "a paged tool's max_chars and offset are the MCP service's, not its operation's")
-		}
+	if r.Tool.Pages != "" && (args["max_chars"] || args["offset"]) {
+		panic(where + "a paged tool's max_chars and offset are the MCP service's, not its operation's")
 	}
 	for _, member := range []string{r.Tool.Pages, r.Tool.Image} {
 		if member == "" {
