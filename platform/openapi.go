@@ -480,7 +480,7 @@ func toolDoc(r Route) map[string]any {
 		// Who cuts the text: the operation, with a max_chars of its own,
 		// or the MCP service.
 		doc["x-budget"] = "tool"
-		if _, own := toolInputSchema(&Tool{Args: t.Args}, o.in)["properties"].(map[string]any)["max_chars"]; own {
+		if args, _ := t.operationArgs(o.in); args["max_chars"] {
 			doc["x-budget"] = "operation"
 		}
 	}
@@ -536,6 +536,8 @@ func toolInputSchema(t *Tool, in *inputPlan) map[string]any {
 			}
 		}
 	}
+	// The face's own arguments: the budget, unless the operation takes
+	// max_chars itself, and the page's offset.
 	if (t.Budget || t.Pages != "") && props["max_chars"] == nil {
 		props["max_chars"] = map[string]any{"type": "integer", "minimum": 0,
 			"description": "characters of text to answer at most (default: the server's output budget)"}

@@ -30,26 +30,12 @@ func (h *Host) checkTool(r Route) {
 	if o.in.binary() {
 		panic(where + "its body is bytes, not a JSON object")
 	}
-	args := map[string]bool{} // the operation's arguments
-	if o.in != nil && o.in.body != nil {
-		if k := derefKind(o.in.body.typ); k != reflect.Struct {
-			panic(where + "its body is not a JSON object")
-		}
-		members, _ := (*openapi.Builder)(nil).SchemaOf(o.in.body.typ)["properties"].(map[string]any)
-		for name := range members {
-			args[name] = true
-		}
+	if o.in != nil && o.in.body != nil && derefKind(o.in.body.typ) != reflect.Struct {
+		panic(where + "its body is not a JSON object")
 	}
-	if o.in != nil {
-		for _, p := range o.in.params {
-			if r.Tool.arg(p.p.Name) == "-" {
-				continue
-			}
-			if args[r.Tool.arg(p.p.Name)] {
-				panic(where + "parameter " + p.p.Name + " is also a member of its body")
-			}
-			args[r.Tool.arg(p.p.Name)] = true
-		}
+	args, twice := r.Tool.operationArgs(o.in)
+	if twice != "" {
+		panic(where + "parameter " + twice + " is also a member of its body")
 	}
 	if o.out != nil && (o.out.binary() || (o.out.bodyTyp != nil && derefKind(o.out.bodyTyp) != reflect.Struct)) {
 		panic(where + "its answer is not a JSON object")

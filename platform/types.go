@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"deckhand/platform/openapi"
 	"deckhand/platform/ratelimit"
 	"deckhand/platform/reqpolicy"
 )
@@ -220,6 +221,32 @@ type Tool struct {
 	// type the mime_type member names, else PNG): it is answered as image
 	// content beside the text, and left out of the structured content.
 	Image string
+}
+
+// operationArgs are the arguments of the operation in as t names them
+// (its parameters but those that are none, its JSON body's members), and
+// a parameter that is also a member, if one is.
+func (t *Tool) operationArgs(in *inputPlan) (args map[string]bool, twice string) {
+	args = map[string]bool{}
+	if in == nil {
+		return args, ""
+	}
+	if in.body != nil {
+		members, _ := (*openapi.Builder)(nil).SchemaOf(in.body.typ)["properties"].(map[string]any)
+		for name := range members {
+			args[name] = true
+		}
+	}
+	for _, p := range in.params {
+		switch name := t.arg(p.p.Name); {
+		case name == "-":
+		case args[name] && twice == "":
+			twice = p.p.Name
+		default:
+			args[name] = true
+		}
+	}
+	return args, twice
 }
 
 // arg is the argument a parameter is in the tool's arguments.

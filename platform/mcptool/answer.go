@@ -51,7 +51,7 @@ func (t *Tool) Answer(out any, c Call, log *slog.Logger) (*mcp.CallToolResult, e
 		if img != nil {
 			mime := "image/png"
 			_ = json.Unmarshal(m["mime_type"], &mime)
-			if !modelImage(mime) {
+			if !ModelImage(mime) {
 				return nil, &fault.Error{Code: fault.CodeUnsupportedMedia, Details: f.Image,
 					Message: fmt.Sprintf("the answer is %d bytes of binary data (%s), neither text nor an image", len(img), mime)}
 			}
@@ -108,8 +108,8 @@ func As[T any](out any) (T, error) {
 	return v, err
 }
 
-// modelImage reports whether a type is an image a model can look at.
-func modelImage(mime string) bool {
+// ModelImage reports whether a type is an image a model can look at.
+func ModelImage(mime string) bool {
 	switch mime {
 	case "image/png", "image/jpeg", "image/gif", "image/webp":
 		return true

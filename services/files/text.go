@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/mcptool"
 )
 
 // maxText bounds the file a text read answers.
@@ -28,15 +29,6 @@ type Text struct {
 	Data     []byte `json:"data,omitempty" doc:"the content (base64) when it is an image or not UTF-8 text"`
 }
 
-// IsImage reports whether a type is an image a model can look at.
-func IsImage(ct string) bool {
-	switch ct {
-	case "image/png", "image/jpeg", "image/gif", "image/webp":
-		return true
-	}
-	return false
-}
-
 // ReadText reads a whole file of at most 32 MiB: its text when it is
 // UTF-8 and no image, else its bytes.
 func (s *Service) ReadText(_ context.Context, in TextQuery) (Text, error) {
@@ -56,7 +48,7 @@ func (s *Service) ReadText(_ context.Context, in TextQuery) (Text, error) {
 	}
 	ct, _, _ := strings.Cut(c.Type, ";")
 	out := Text{Path: in.Path, MimeType: strings.TrimSpace(ct), Size: int64(len(raw)), ETag: c.ETag}
-	if !IsImage(out.MimeType) && utf8.Valid(raw) {
+	if !mcptool.ModelImage(out.MimeType) && utf8.Valid(raw) {
 		out.Text = string(raw)
 	} else {
 		out.Data = raw
