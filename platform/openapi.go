@@ -452,7 +452,8 @@ func operationID(r Route) string {
 // in: {name, title, description, annotations, inputSchema, outputSchema},
 // as MCP's tools/list shows a tool, with x-text (Tool.Text), x-budget
 // (Tool.Budget: "operation" when the operation takes max_chars itself,
-// else "tool"), x-pages, x-image and x-parameters (Tool.Args) beside them.
+// else "tool"), x-pages, x-image, x-failed and x-parameters (Tool.Args)
+// beside them.
 const ToolExtension = "x-mcp-tool"
 
 // toolDoc is r's tool as tools/list shows it (nil when r is no tool).
@@ -471,7 +472,7 @@ func toolDoc(r Route) map[string]any {
 	if t.Title != "" {
 		doc["title"] = t.Title
 	}
-	for k, v := range map[string]string{"x-text": t.Text, "x-pages": t.Pages, "x-image": t.Image} {
+	for k, v := range map[string]string{"x-text": t.Text, "x-pages": t.Pages, "x-image": t.Image, "x-failed": t.Failed} {
 		if v != "" {
 			doc[k] = v
 		}

@@ -20,8 +20,10 @@ func (h *Host) checkTool(r Route) {
 	if r.Tool.Name == "" || r.Tool.Description == "" {
 		panic(where + "a tool needs a name and a description")
 	}
-	if _, err := ParseToolText(r.Tool.Name, r.Tool.Text); err != nil {
-		panic(where + "its Text: " + err.Error())
+	for field, src := range map[string]string{"Text": r.Tool.Text, "Failed": r.Tool.Failed} {
+		if _, err := ParseToolText(r.Tool.Name, src); err != nil {
+			panic(where + "its " + field + ": " + err.Error())
+		}
 	}
 	if r.Op == nil || r.Op.operation().call == nil {
 		panic(where + "only an Op, ReadOp or CommandOp route can be a tool")

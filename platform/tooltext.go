@@ -21,6 +21,8 @@ import (
 //	runes S         the number of characters of S
 //	repeat S N      S N times
 //	add A B         the sum of two whole numbers
+//	line S          S ended by a line break unless it is empty or ends
+//	                so, for what follows to start a line of its own
 //
 // A member a template names that the answer lacks (an empty omitempty
 // one) is nothing to with, if and range.
@@ -33,6 +35,12 @@ var toolTextFuncs = template.FuncMap{
 	"runes":  utf8.RuneCountInString,
 	"repeat": func(s string, n any) string { return strings.Repeat(s, max(whole(n), 0)) },
 	"add":    func(a, b any) int { return whole(a) + whole(b) },
+	"line": func(s string) string {
+		if s == "" || strings.HasSuffix(s, "\n") {
+			return s
+		}
+		return s + "\n"
+	},
 }
 
 // whole is a template's number (a JSON one, or a range's index) as an

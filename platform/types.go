@@ -221,6 +221,11 @@ type Tool struct {
 	// type the mime_type member names, else PNG): it is answered as image
 	// content beside the text, and left out of the structured content.
 	Image string
+	// Failed is a template like Text over an answer that is no error of
+	// the operation's but a failure for a model (a command that exited
+	// non-zero): when it reads anything, the call is answered as the
+	// tool's failure (isError), with Text as its text.
+	Failed string
 }
 
 // operationArgs are the arguments of the operation in as t names them

@@ -18,9 +18,9 @@ import (
 // at most c.Max characters from c.Offset, with next_offset and
 // total_chars; its text (x-text over the answer, else the window, else the
 // answer's JSON) cut to c.Max unless the operation applied the budget
-// itself. The structured content is the answer less its image. A text
-// template that fails on the answer is logged, and the answer reads as
-// JSON.
+// itself; a failure (isError) when x-failed reads anything. The structured
+// content is the answer less its image. A text template that fails on the
+// answer is logged, and the answer reads as JSON.
 func (t *Tool) Answer(out any, c Call, log *slog.Logger) (*mcp.CallToolResult, error) {
 	f := t.Face
 	raw, isRaw := out.(json.RawMessage)
@@ -86,7 +86,15 @@ func (t *Tool) Answer(out any, c Call, log *slog.Logger) (*mcp.CallToolResult, e
 	if text != "" || len(content) == 0 {
 		content = append(content, &mcp.TextContent{Text: text})
 	}
-	return &mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(raw)}, nil
+	res := &mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(raw)}
+	if f.failed != nil {
+		failed, err := f.failed.Render(raw, c.Args)
+		if err != nil {
+			log.Warn("a tool's x-failed failed on its answer: it reads as no failure", "tool", t.MCP.Name, "err", err)
+		}
+		res.IsError = failed != ""
+	}
+	return res, nil
 }
 
 // As is an operation's answer as a T: itself when the host answered it in

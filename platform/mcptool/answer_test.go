@@ -19,6 +19,9 @@ func TestAnswerReadsTheFace(t *testing.T) {
 		if f.Text != "" {
 			f.text, _ = platform.ParseToolText("t", f.Text)
 		}
+		if f.Failed != "" {
+			f.failed, _ = platform.ParseToolText("t", f.Failed)
+		}
 		return &Tool{MCP: &mcp.Tool{Name: "t"}, Face: f}
 	}
 	long := strings.Repeat("ab", 50)
@@ -30,6 +33,7 @@ func TestAnswerReadsTheFace(t *testing.T) {
 		text      string // the text content's start
 		structure string // a part of the structured content
 		image     bool
+		failed    bool
 		wantArgs  string // the operation's arguments, as JSON
 		err       string
 	}{
@@ -45,6 +49,10 @@ func TestAnswerReadsTheFace(t *testing.T) {
 			out: map[string]any{"s": long}, text: long[20:30] + "\n[trimmed", structure: `"next_offset":30`, wantArgs: `{}`},
 		{name: "image", face: Face{Image: "image", Text: "{{.width}} wide"}, out: map[string]any{"image": []byte("png"), "width": 3},
 			text: "3 wide", image: true, structure: `"width":3`, wantArgs: `{}`},
+		{name: "a failure", face: Face{Text: "{{line .out}}[exit {{.code}}]", Failed: `{{if ne .code 0}}x{{end}}`},
+			out: map[string]any{"out": "no", "code": 3}, text: "no\n[exit 3]", failed: true, wantArgs: `{}`},
+		{name: "no failure", face: Face{Text: "{{line .out}}", Failed: `{{if ne .code 0}}x{{end}}`},
+			out: map[string]any{"out": "", "code": 0}, text: "", wantArgs: `{}`},
 		{name: "not an image", face: Face{Image: "data"}, out: map[string]any{"data": []byte{0}, "mime_type": "application/zip"},
 			wantArgs: `{}`, err: "UNSUPPORTED_MEDIA"},
 		{name: "a bad offset", face: Face{Pages: "s"}, args: `{"offset":-1}`, err: "offset"},
@@ -81,7 +89,7 @@ func TestAnswerReadsTheFace(t *testing.T) {
 				}
 			}
 			structured, _ := json.Marshal(res.StructuredContent)
-			if !strings.HasPrefix(text, c.text) || image != c.image || !strings.Contains(string(structured), c.structure) ||
+			if !strings.HasPrefix(text, c.text) || image != c.image || res.IsError != c.failed || !strings.Contains(string(structured), c.structure) ||
 				(c.image && strings.Contains(string(structured), `"image"`)) {
 				t.Fatalf("text %q, image %v, structured %s", text, image, structured)
 			}

@@ -24,7 +24,9 @@ type Face struct {
 	Budget string             `json:"x-budget"` // "tool", "operation" or ""
 	Pages  string             `json:"x-pages"`
 	Image  string             `json:"x-image"`
+	Failed string             `json:"x-failed"`
 	text   *platform.ToolText // nil: the answer's JSON
+	failed *platform.ToolText // nil: no answer is a failure
 }
 
 // Read reads the route tools of service from its OpenAPI document. A
@@ -45,6 +47,11 @@ func Read(service string, openapiJSON []byte) (tools []*Tool, warnings []error, 
 		if t.Face.Text != "" {
 			if t.Face.text, err = platform.ParseToolText(t.MCP.Name, t.Face.Text); err != nil {
 				warnings = append(warnings, fmt.Errorf("tool %s: its x-text does not parse, its answers read as JSON: %w", r.Name, err))
+			}
+		}
+		if t.Face.Failed != "" {
+			if t.Face.failed, err = platform.ParseToolText(t.MCP.Name, t.Face.Failed); err != nil {
+				warnings = append(warnings, fmt.Errorf("tool %s: its x-failed does not parse, no answer is a failure: %w", r.Name, err))
 			}
 		}
 		tools = append(tools, t)

@@ -23,17 +23,8 @@ import (
 // binder's rules, the domain method, its typed answer) or, for a service
 // in another process, as the route's HTTP request. How an answer reads for
 // a model is the route's too: its text (x-text, platform.ToolText), its
-// budget, its pages and its image (platform/mcptool). Only process_run
-// has a view of this service's own (tools_process.go).
-
-// view is a route tool's reading of its answer of this service's own,
-// beside its route's face: args adapts the operation's arguments to the
-// budget max, answer reads out (the operation's answer: typed in memory,
-// JSON over HTTP).
-type view struct {
-	args   func(args map[string]json.RawMessage, max int)
-	answer func(out any, max int) (*mcp.CallToolResult, error)
-}
+// budget, its pages, its image and what makes it a failure
+// (platform/mcptool).
 
 // catalog is the route tools loaded so far, by service.
 type catalog struct {
@@ -105,32 +96,22 @@ func (s *Service) readTools(ctx context.Context, service string) ([]*mcptool.Too
 	}), err
 }
 
-// routeHandler calls rt for a tools/call and answers it as its face, or
-// its view, reads.
+// routeHandler calls rt for a tools/call and answers it as its face
+// reads.
 func (s *Service) routeHandler(rt *mcptool.Tool) mcp.ToolHandler {
-	v := views[rt.MCP.Name]
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c, err := rt.Prepare(req.Params.Arguments, s.set.OutputBudget)
 		if err != nil {
 			return failed(err), nil
 		}
-		if v.args != nil {
-			v.args(c.Args, c.Max)
-		}
 		out, err := s.callRoute(ctx, callerOf(req.Extra), rt, c.Args)
-		if err != nil {
-			return failed(err), nil
+		if err == nil {
+			var res *mcp.CallToolResult
+			if res, err = rt.Answer(out, c, s.log); err == nil {
+				return res, nil
+			}
 		}
-		var res *mcp.CallToolResult
-		if v.answer != nil {
-			res, err = v.answer(out, c.Max)
-		} else {
-			res, err = rt.Answer(out, c, s.log)
-		}
-		if err != nil {
-			return failed(err), nil
-		}
-		return res, nil
+		return failed(err), nil
 	}
 }
 
@@ -180,3 +161,14 @@ func runTool[T any](ctx context.Context, s *Service, who caller, name string, ar
 	}
 	return mcptool.As[T](out)
 }
+func ptr[T any](v T) *T { return &v }
+
+// textResult is a tool answer whose text content is text (the structured
+// content is added by the SDK from the typed output).
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// toolErr is a tool's failure as the model sees it (the SDK answers it
+// as is_error with this text): the service's code and message.
+func toolErr(err error) error { return errors.New(mcptool.ErrorText(err)) }

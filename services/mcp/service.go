@@ -19,8 +19,8 @@
 // others) and reaches every service.
 //
 // One file per concern: routetools.go (tools that are routes), reach.go
-// (who may call what, and the journal), tools_*.go (the compositions, and
-// process_run's view of its answer), resources.go (file, process and
+// (who may call what, and the journal), tools_files.go (the composition
+// files_edit), resources.go (file, process and
 // journal resources, file subscriptions), sessions.go (who owns a session).
 package mcp
 

@@ -163,7 +163,8 @@ func (s *Spec) argv() []string {
 // RunInput is the body of POST /api/v1/process/run.
 type RunInput struct {
 	Spec
-	MaxOutputBytes int `json:"max_output_bytes,omitempty" doc:"keep at most this many bytes of each of stdout and stderr in the answer, the first ones (default 1 MiB, at most 16 MiB); the whole output stays readable at /api/v1/process/{id}/output while it is kept"`
+	MaxOutputBytes int `json:"max_output_bytes,omitempty" doc:"keep at most this many bytes of each of stdout and stderr in the answer, the first ones (default 1 MiB, or 4 × max_chars with max_chars; at most 16 MiB); the whole output stays readable at /api/v1/process/{id}/output while it is kept"`
+	MaxChars       int `json:"max_chars,omitempty" doc:"besides max_output_bytes, keep at most this many characters of each of stdout and stderr (of their base64 when the output is binary)"`
 }
 
 // Validate checks the spec and the output limit.
@@ -174,7 +175,14 @@ func (in *RunInput) Validate() error {
 	if in.MaxOutputBytes < 0 || in.MaxOutputBytes > maxMaxOutput {
 		return fault.Invalid("max_output_bytes", "must be between 1 and %d (0 or absent: %d)", maxMaxOutput, defaultMaxOutput)
 	}
-	if in.MaxOutputBytes == 0 {
+	if in.MaxChars < 0 || in.MaxChars > maxMaxOutput {
+		return fault.Invalid("max_chars", "must be between 1 and %d (0 or absent: no bound)", maxMaxOutput)
+	}
+	switch {
+	case in.MaxOutputBytes == 0 && in.MaxChars > 0:
+		// A character is at most 4 bytes.
+		in.MaxOutputBytes = min(4*in.MaxChars, maxMaxOutput)
+	case in.MaxOutputBytes == 0:
 		in.MaxOutputBytes = defaultMaxOutput
 	}
 	return nil
@@ -247,7 +255,7 @@ type RunResult struct {
 	EndReason  string `json:"end_reason" required:"true" enum:"exit,signal,killed,timeout,failed_to_start,agent_stopped"`
 	Error      string `json:"error,omitempty" doc:"why it failed to start"`
 	DurationMS int64  `json:"duration_ms" required:"true"`
-	Truncated  bool   `json:"truncated" required:"true" doc:"stdout or stderr holds only the first max_output_bytes of what was written"`
+	Truncated  bool   `json:"truncated" required:"true" doc:"stdout or stderr holds only the first max_output_bytes (or max_chars) of what was written"`
 }
 
 // StartResult is the record a start answers; Created is false when a

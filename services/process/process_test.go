@@ -54,6 +54,12 @@ func TestRun(t *testing.T) {
 		{"a cut character is not left half", map[string]any{"shell": "printf 'aé'", "max_output_bytes": 2}, func(t *testing.T, r process.RunResult) {
 			want(t, r.Stdout == "a" && r.Encoding == "" && r.Truncated, r)
 		}},
+		{"max_chars keeps the first characters", map[string]any{"shell": "printf 'éééé'; printf 'ab' >&2", "max_chars": 3}, func(t *testing.T, r process.RunResult) {
+			want(t, r.Stdout == "ééé" && r.Stderr == "ab" && r.Truncated, r)
+		}},
+		{"max_chars of binary output cuts whole base64 groups", map[string]any{"shell": `printf '\377\000\377\000\377\000'`, "max_chars": 7}, func(t *testing.T, r process.RunResult) {
+			want(t, r.Encoding == "base64" && r.Stdout == "/wD/" && r.Truncated, r)
+		}},
 		{"env and cwd", map[string]any{"shell": "echo $FOO; pwd", "env": map[string]string{"FOO": "bar"}, "cwd": tmp}, func(t *testing.T, r process.RunResult) {
 			want(t, r.Stdout == "bar\n"+tmp+"\n", r)
 		}},
@@ -123,6 +129,7 @@ func TestBadInputNamesTheField(t *testing.T) {
 		{"POST", "/api/v1/process", map[string]any{"shell": "true", "tag": "a\nb"}, 400, "tag"},
 		{"POST", "/api/v1/process", map[string]any{"shell": "true", "bogus": 1}, 400, "bogus"},
 		{"POST", "/api/v1/process/run", map[string]any{"shell": "true", "max_output_bytes": 1 << 30}, 400, "max_output_bytes"},
+		{"POST", "/api/v1/process/run", map[string]any{"shell": "true", "max_chars": -1}, 400, "max_chars"},
 		{"POST", "/api/v1/process/" + sleeper.ID + "/signal", map[string]any{"signal": "BOGUS"}, 400, "signal"},
 		{"POST", "/api/v1/process/" + sleeper.ID + "/signal", map[string]any{"signal": 99}, 400, "signal"},
 		{"POST", "/api/v1/process/" + sleeper.ID + "/signal", map[string]any{"signal": true}, 400, "signal"},

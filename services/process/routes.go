@@ -10,6 +10,22 @@ import (
 	"deckhand/platform"
 )
 
+// runText is how process_run's answer reads for a model: stdout (binary
+// output named, not shown), where the whole output is when it was
+// trimmed, stderr after a [stderr] line, and how the command ended unless
+// it exited 0.
+const runText = `{{if eq .state "failed_to_start"}}failed to start: {{.error}}{{else}}` +
+	`{{$text := .stdout}}{{if .encoding}}{{$text = "<binary output, base64 in process_output>"}}{{end}}` +
+	`{{if .truncated}}{{$text = printf "%s\n[the whole output: process_output with id=%s and offset=0]" $text .id}}{{end}}` +
+	`{{if and .stderr (not .encoding)}}{{$text = printf "%s[stderr]\n%s" (line $text) .stderr}}{{end}}` +
+	`{{$code := printf "exit code %v" .exit_code}}{{if eq $code "exit code <nil>"}}{{$code = "no exit code"}}{{end}}` +
+	`{{if and (eq .state "exited") (eq $code "exit code 0")}}{{$text}}{{else}}{{line $text}}[` +
+	`{{if eq .state "exited"}}{{$code}}{{else if eq .state "timed_out"}}timed out and stopped, {{$code}}` +
+	`{{else if eq .state "killed"}}killed by a signal, {{$code}}{{else}}{{.state}}, {{$code}}{{end}}]{{end}}{{end}}`
+
+// runFailed makes a command that did not exit 0 process_run's failure.
+const runFailed = `{{if not (and (eq .state "exited") (eq (printf "%v" .exit_code) "0"))}}failed{{end}}`
+
 // Routes is the service's route table.
 func (s *Service) Routes() []platform.Route {
 	tags := []string{"process"}
@@ -31,7 +47,7 @@ func (s *Service) Routes() []platform.Route {
 					"the text ends with the exit code. The structured content has stdout, stderr, exit_code and state. Output past " +
 					"max_chars is trimmed with a marker: read the rest with process_output and the answer's id. For a long-running " +
 					"or interactive program use process_start instead.",
-				Budget: true, Destructive: true, OpenWorld: true}},
+				Budget: true, Destructive: true, OpenWorld: true, Text: runText, Failed: runFailed}},
 		{Method: http.MethodPost, Path: base, OperationID: "startProcess", Tags: tags, Summary: "Start a command in the background",
 			Description: "Answers the process's record at once (201; on the record's disk copy first). With client_token, a " +
 				"request that reuses a token answers the process that token started (200), so a client that lost the answer " +

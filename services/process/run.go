@@ -45,7 +45,29 @@ func (s *Service) Run(ctx context.Context, in RunInput) (RunResult, error) {
 		res.Stdout, res.Stderr = base64.StdEncoding.EncodeToString(out), base64.StdEncoding.EncodeToString(errOut)
 		res.Encoding = encodingBase64
 	}
+	if in.MaxChars > 0 {
+		for _, s := range []*string{&res.Stdout, &res.Stderr} {
+			if cut := firstChars(*s, in.MaxChars, res.Encoding != ""); len(cut) < len(*s) {
+				*s, res.Truncated = cut, true
+			}
+		}
+	}
 	return res, nil
+}
+
+// firstChars is the first n characters of s; of base64, the longest
+// whole groups of four within them, so the cut still decodes.
+func firstChars(s string, n int, base64 bool) string {
+	if base64 {
+		return s[:min(len(s), n/4*4)]
+	}
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 // trimPartialRune drops an incomplete UTF-8 sequence a cut left at the end

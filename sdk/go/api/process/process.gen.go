@@ -460,7 +460,10 @@ type RunInput struct {
 	// Env variables added to the agent's environment (DECKHAND_* variables are never passed on; DECKHAND_PROCESS_ID is set to the process's id)
 	Env *map[string]string `json:"env,omitempty"`
 
-	// MaxOutputBytes keep at most this many bytes of each of stdout and stderr in the answer, the first ones (default 1 MiB, at most 16 MiB); the whole output stays readable at /api/v1/process/{id}/output while it is kept
+	// MaxChars besides max_output_bytes, keep at most this many characters of each of stdout and stderr (of their base64 when the output is binary)
+	MaxChars *int `json:"max_chars,omitempty"`
+
+	// MaxOutputBytes keep at most this many bytes of each of stdout and stderr in the answer, the first ones (default 1 MiB, or 4 × max_chars with max_chars; at most 16 MiB); the whole output stays readable at /api/v1/process/{id}/output while it is kept
 	MaxOutputBytes *int `json:"max_output_bytes,omitempty"`
 
 	// Pty run on a pseudo-terminal of this size: stdout and stderr are then one stream, stdout
@@ -509,7 +512,7 @@ type RunResult struct {
 	Stderr string         `json:"stderr"`
 	Stdout string         `json:"stdout"`
 
-	// Truncated stdout or stderr holds only the first max_output_bytes of what was written
+	// Truncated stdout or stderr holds only the first max_output_bytes (or max_chars) of what was written
 	Truncated bool `json:"truncated"`
 }
 

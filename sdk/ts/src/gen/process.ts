@@ -398,7 +398,9 @@ export interface components {
             env?: {
                 [key: string]: string;
             };
-            /** @description keep at most this many bytes of each of stdout and stderr in the answer, the first ones (default 1 MiB, at most 16 MiB); the whole output stays readable at /api/v1/process/{id}/output while it is kept */
+            /** @description besides max_output_bytes, keep at most this many characters of each of stdout and stderr (of their base64 when the output is binary) */
+            max_chars?: number;
+            /** @description keep at most this many bytes of each of stdout and stderr in the answer, the first ones (default 1 MiB, or 4 × max_chars with max_chars; at most 16 MiB); the whole output stays readable at /api/v1/process/{id}/output while it is kept */
             max_output_bytes?: number;
             /** @description run on a pseudo-terminal of this size: stdout and stderr are then one stream, stdout */
             pty?: components["schemas"]["PTYSize"] | null;
@@ -438,7 +440,7 @@ export interface components {
             state: "exited" | "killed" | "timed_out" | "failed_to_start";
             stderr: string;
             stdout: string;
-            /** @description stdout or stderr holds only the first max_output_bytes of what was written */
+            /** @description stdout or stderr holds only the first max_output_bytes (or max_chars) of what was written */
             truncated: boolean;
         };
         SignalInput: {
