@@ -21,18 +21,37 @@ import (
 
 	"deckhand/platform"
 	"deckhand/platform/fault"
+	"deckhand/platform/mcpserver"
 )
 
-func (s *Service) addResources() {
-	s.server.AddResourceTemplate(&mcp.ResourceTemplate{Name: "file", Title: "A file of the container",
+func (s *Service) addResources(srv *mcp.Server) {
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{Name: "file", Title: "A file of the container",
 		URITemplate: "file:///{+path}", Description: "A file by its absolute path: text, or an image as a blob. Subscribe to " +
 			"get notifications/resources/updated when it is written, created, removed or renamed."}, s.readFileResource)
-	s.server.AddResourceTemplate(&mcp.ResourceTemplate{Name: "process-output", Title: "A process's output",
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{Name: "process-output", Title: "A process's output",
 		URITemplate: "process://{id}/output", MIMEType: "text/plain",
 		Description: "The output of a process started through process_run or process_start (both streams as written), " +
 			"the first --mcp-output-budget characters; process_output reads any part of it."}, s.readProcessResource)
-	s.server.AddResource(&mcp.Resource{Name: "journal", Title: "The agent's journal", URI: "journal://recent", MIMEType: "text/plain",
+	srv.AddResource(&mcp.Resource{Name: "journal", Title: "The agent's journal", URI: "journal://recent", MIMEType: "text/plain",
 		Description: "The newest 100 entries of the agent's journal in short text form."}, s.readJournalResource)
+}
+
+// resourceOf is the service a resource URI reads and the tool that reads
+// the same thing: a caller whose allow-list leaves the tool out may not
+// read, list or subscribe to the resource either (file:// is files_read,
+// process://ID/output process_output, journal:// journal_query). An
+// unknown scheme has no tool: the SDK says there is no such resource.
+func resourceOf(uri string) (service, tool string) {
+	scheme, _, _ := strings.Cut(uri, ":")
+	switch scheme {
+	case "file":
+		return "files", "files_read"
+	case "process":
+		return "process", "process_output"
+	case "journal":
+		return "journal", "journal_query"
+	}
+	return scheme, ""
 }
 
 // filePath is the absolute path a file:// URI names.
@@ -49,7 +68,7 @@ func (s *Service) readFileResource(ctx context.Context, req *mcp.ReadResourceReq
 	if err != nil {
 		return nil, err
 	}
-	f, err := runTool[fileText](ctx, s, callerOf(req.Extra), "files_read", map[string]any{"path": p})
+	f, err := mcpserver.RunTool[fileText](ctx, s.srv, mcpserver.CallerOf(req.Extra), "files_read", map[string]any{"path": p})
 	if err != nil {
 		var pe *fault.Error
 		if errors.As(err, &pe) && pe.Code == fault.CodeNotFound {
@@ -66,7 +85,7 @@ func (s *Service) readProcessResource(ctx context.Context, req *mcp.ReadResource
 	if err != nil || u.Scheme != "process" || u.Host == "" || u.Path != "/output" {
 		return nil, fault.Invalid("uri", "must be process://ID/output")
 	}
-	out, err := runTool[struct{ Text string }](ctx, s, callerOf(req.Extra), "process_output",
+	out, err := mcpserver.RunTool[struct{ Text string }](ctx, s.srv, mcpserver.CallerOf(req.Extra), "process_output",
 		map[string]any{"id": u.Host, "max_chars": s.set.OutputBudget})
 	if err != nil {
 		return nil, toolErr(err)
@@ -75,7 +94,7 @@ func (s *Service) readProcessResource(ctx context.Context, req *mcp.ReadResource
 }
 
 func (s *Service) readJournalResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	t, err := runTool[struct{ Text string }](ctx, s, callerOf(req.Extra), "journal_query", map[string]any{"limit": 100})
+	t, err := mcpserver.RunTool[struct{ Text string }](ctx, s.srv, mcpserver.CallerOf(req.Extra), "journal_query", map[string]any{"limit": 100})
 	if err != nil {
 		return nil, toolErr(err)
 	}
@@ -87,16 +106,16 @@ func (s *Service) readJournalResource(ctx context.Context, req *mcp.ReadResource
 // path, while any session is subscribed to it under any spelling of its
 // URI (file:///a/./b and file:///a/b#x share the watch, and each spelling
 // is told). A session's subscriptions are capped (--mcp-max-subscriptions,
-// every spelling counts) and end with the session (sessions.go).
+// every spelling counts) and end with the session (Options.Ended), so
+// sessions that come and go leave no watches behind.
 type subscriptions struct {
-	s   *Service
-	max int
-	mu  sync.Mutex
-	// lastEnded is when the last session ended (Activity).
-	lastEnded time.Time
-	byID      map[string]*session // open sessions this service has seen
-	watches   map[string]*watch   // by cleaned path
-	wg        sync.WaitGroup
+	s    *Service
+	max  int
+	mu   sync.Mutex
+	byID map[string]map[string]string // session id → subscribed URI (as spelled) → its cleaned path
+	// watches are by cleaned path.
+	watches map[string]*watch
+	wg      sync.WaitGroup
 }
 
 type watch struct {
@@ -105,7 +124,7 @@ type watch struct {
 }
 
 func newSubscriptions(s *Service, max int) *subscriptions {
-	return &subscriptions{s: s, max: max, byID: map[string]*session{}, watches: map[string]*watch{}}
+	return &subscriptions{s: s, max: max, byID: map[string]map[string]string{}, watches: map[string]*watch{}}
 }
 
 // watchReady bounds how long a subscribe waits for its watch to start.
@@ -121,23 +140,30 @@ func (u *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	}
 	uri, id := req.Params.URI, req.Session.ID()
 	u.mu.Lock()
-	sess := u.track(req.Session)
-	if _, dup := sess.uris[uri]; dup {
+	// The server tells end of the session even when it has ended already,
+	// once u.mu is free.
+	u.s.srv.Track(req.Session)
+	uris := u.byID[id]
+	if uris == nil {
+		uris = map[string]string{}
+		u.byID[id] = uris
+	}
+	if _, dup := uris[uri]; dup {
 		u.mu.Unlock()
 		return nil
 	}
-	if len(sess.uris) >= u.max {
+	if len(uris) >= u.max {
 		u.mu.Unlock()
 		return &jsonrpc.Error{Code: codeLimit, Message: fmt.Sprintf("TOO_MANY_SUBSCRIPTIONS: this session already holds %d file "+
 			"subscriptions, the most --mcp-max-subscriptions allows (each URI spelling counts); unsubscribe one first", u.max)}
 	}
-	sess.uris[uri] = p
+	uris[uri] = p
 	if w, ok := u.watches[p]; ok {
 		w.uris[uri]++
 		u.mu.Unlock()
 		return nil
 	}
-	wctx, cancel := context.WithCancel(u.s.ctx)
+	wctx, cancel := context.WithCancel(u.s.srv.Context())
 	w := &watch{uris: map[string]int{uri: 1}, cancel: cancel}
 	u.watches[p] = w
 	u.mu.Unlock()
@@ -145,7 +171,7 @@ func (u *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
-		u.follow(wctx, callerOf(req.Extra), w, p, ready)
+		u.follow(wctx, mcpserver.CallerOf(req.Extra), w, p, ready)
 	}()
 	select {
 	case err := <-ready:
@@ -172,14 +198,31 @@ func (u *subscriptions) unsubscribe(_ context.Context, req *mcp.UnsubscribeReque
 func (u *subscriptions) drop(uri, id string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	sess, ok := u.byID[id]
-	if !ok {
-		return
-	}
-	if p, ok := sess.uris[uri]; ok {
-		delete(sess.uris, uri)
+	if p, ok := u.byID[id][uri]; ok {
+		delete(u.byID[id], uri)
 		u.release(p, uri)
 	}
+}
+
+// end drops an ended session's subscriptions.
+func (u *subscriptions) end(id string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for uri, p := range u.byID[id] {
+		u.release(p, uri)
+	}
+	delete(u.byID, id)
+}
+
+// counts are the sessions with subscriptions or open, the watches and the
+// subscriptions of the sessions.
+func (u *subscriptions) counts() (sessions, watches, subs int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, uris := range u.byID {
+		subs += len(uris)
+	}
+	return max(len(u.byID), u.s.srv.Sessions()), len(u.watches), subs
 }
 
 // release takes one session's use of uri off the watch of p, and ends the
@@ -219,7 +262,7 @@ func (u *subscriptions) close() {
 // the last event it saw when the stream drops, and tells subscribers of w
 // about every event on p. ready gets nil once the first stream is ready,
 // or why it could not start.
-func (u *subscriptions) follow(ctx context.Context, who caller, w *watch, p string, ready chan<- error) {
+func (u *subscriptions) follow(ctx context.Context, who mcpserver.Caller, w *watch, p string, ready chan<- error) {
 	var since uint64
 	started := false
 	for delay := 100 * time.Millisecond; ctx.Err() == nil; delay = min(2*delay, 5*time.Second) {
@@ -286,7 +329,7 @@ func (u *subscriptions) read(ctx context.Context, resp *http.Response, w *watch,
 					n++
 					if path.Clean(e.Path) == p {
 						for _, uri := range u.spellings(w) {
-							_ = u.s.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+							_ = u.s.srv.SDK().ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
 						}
 					}
 				}

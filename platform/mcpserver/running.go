@@ -1,4 +1,4 @@
-package mcp
+package mcpserver
 
 import (
 	"context"
@@ -16,14 +16,15 @@ import (
 const healthTTL = 2 * time.Second
 
 // running says which services the tools call can do their work on this
-// agent: those the agent runs (--mcp-services), less any whose /health
+// agent: those the agent runs (Options.Listed), less any whose /health
 // says it cannot right now (the display service without a display). A
 // tool of any other service is left out of tools/list; called anyway, it
 // answers the service's own UNAVAILABLE.
 type running struct {
-	be *platform.ServiceClient
-	// listed is --mcp-services; nil: not given (`deckhand service mcp`
-	// alone), so a service is taken to run when its port answers.
+	be       *platform.ServiceClient
+	services []string
+	// listed nil: not known, so a service is taken to run when its port
+	// answers.
 	listed []string
 
 	mu      sync.Mutex
@@ -31,16 +32,12 @@ type running struct {
 	down    map[string]bool
 }
 
-func newRunning(be *platform.ServiceClient, listed []string) *running {
-	return &running{be: be, listed: listed}
-}
-
-// runs answers whether service's tools are offered now. This service's own
-// (mcp_*) always are.
-func (r *running) runs(ctx context.Context) func(service string) bool {
+// runs answers whether service's tools are offered now. The server's own
+// (own_*) always are.
+func (r *running) runs(ctx context.Context, own string) func(service string) bool {
 	down := r.probe(ctx)
 	return func(service string) bool {
-		if service == "mcp" {
+		if service == own {
 			return true
 		}
 		if r.listed != nil && !slices.Contains(r.listed, service) {
@@ -67,7 +64,7 @@ func (r *running) probe(ctx context.Context) map[string]bool {
 		mu   sync.Mutex
 		down = map[string]bool{}
 	)
-	for _, svc := range ActsFor {
+	for _, svc := range r.services {
 		if r.listed != nil && !slices.Contains(r.listed, svc) {
 			continue
 		}

@@ -1,9 +1,8 @@
-package mcp
+package mcpserver
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -15,91 +14,57 @@ import (
 	"deckhand/platform/mcptool"
 )
 
-// caller is who a message came from.
-type caller struct{ contract.Acting }
+// may reports whether the caller may reach service. The server's own
+// tools need nothing beyond the gateway's admission to it.
+func (s *Server) may(c Caller, service string) bool { return service == s.o.Own || c.May(service) }
 
-func callerOf(extra *mcp.RequestExtra) caller {
-	var h http.Header
-	if extra != nil {
-		h = extra.Header
-	}
-	return caller{contract.ActingOf(h)}
-}
-
-// may reports whether the caller may reach service. This service's own
-// tools (mcp_*) need nothing beyond the gateway's admission to it.
-func (c caller) may(service string) bool { return service == "mcp" || c.May(service) }
-
-// mayResource is may for the service a resource URI reads and MayUse for
-// the tool that reads the same thing (resourceOf).
-func (c caller) mayResource(uri string) bool {
-	svc, tool := resourceOf(uri)
-	return c.may(svc) && (tool == "" || c.MayUse(tool))
-}
-
-// resourceError is the refusal of a resource the caller may not read, or
-// nil when it may.
-func (c caller) resourceError(uri string) error {
-	svc, tool := resourceOf(uri)
-	if !c.may(svc) {
+// resourceError is the refusal of a resource the caller may not read
+// (its service's reach, and the tool that reads the same thing), or nil
+// when it may.
+func (s *Server) resourceError(c Caller, uri string) error {
+	svc, tool := s.resourceOf(uri)
+	if !s.may(c, svc) {
 		return forbidden(svc)
 	}
 	if tool != "" && !c.MayUse(tool) {
+		if len(uri) > 200 {
+			uri = uri[:200] + "…"
+		}
 		return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
 			"FORBIDDEN: reading %s needs the tool %s, which the tool allow-list of the proxy permissions document (mcp_tools) excludes for this credential",
-			clipURI(uri), tool)}
+			uri, tool)}
 	}
 	return nil
 }
 
-func clipURI(uri string) string {
-	if len(uri) > 200 {
-		return uri[:200] + "…"
+func (s *Server) resourceOf(uri string) (service, tool string) {
+	if s.o.ResourceOf == nil {
+		scheme, _, _ := strings.Cut(uri, ":")
+		return scheme, ""
 	}
-	return uri
-}
-
-// codeForbidden is the JSON-RPC error of a refused tool or resource (in
-// the range JSON-RPC leaves to servers).
-const codeForbidden = -32003
-
-func forbidden(service string) error {
-	if service == contract.DesktopReach {
-		return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
-			"FORBIDDEN: this credential may not drive the %s service (its input is judged as program %s by the proxy permissions; %s only reads the screen)",
-			"display", contract.ProgramDesktop, contract.ProgramServices)}
-	}
-	return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
-		"FORBIDDEN: this credential may not reach the %s service (judged as program %s by the proxy permissions)",
-		service, contract.ServiceProgram(service))}
-}
-
-// notAllowed is the refusal of a tool the caller's allow-list leaves out.
-func notAllowed(tool string) error {
-	return &jsonrpc.Error{Code: codeForbidden, Message: fmt.Sprintf(
-		"FORBIDDEN: this credential may not use the tool %s: the tool allow-list of the proxy permissions document (mcp_tools of the groups that admitted it) excludes it",
-		tool)}
+	return s.o.ResourceOf(uri)
 }
 
 // guard applies the caller's reach and tool allow-list to every message:
 // tools/list and resources/templates/list leave out what it may not reach
-// or use (tools/list also the tools of services that do not run, running.go), tools/call and resource reads and subscriptions of it are
+// or use (tools/list also the tools of services that do not run,
+// running.go), tools/call and resource reads and subscriptions of it are
 // refused; every tool call and its outcome goes to the journal.
-func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
+func (s *Server) guard(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		who := callerOf(req.GetExtra())
+		who := CallerOf(req.GetExtra())
 		switch method {
 		case "initialize":
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-				s.subs.opened(ss, who.Header.Get(ownerHeader))
+				s.owners.opened(ss, who.Header.Get(ownerHeader))
 			}
 		case "tools/list":
-			runs := s.running.runs(ctx)
-			_ = s.loadTools(ctx, slices.DeleteFunc(slices.Clone(ActsFor), func(svc string) bool { return !runs(svc) }))
+			runs := s.running.runs(ctx, s.o.Own)
+			_ = s.loadTools(ctx, slices.DeleteFunc(slices.Clone(s.o.ActsFor), func(svc string) bool { return !runs(svc) }))
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				r.Tools = slices.DeleteFunc(r.Tools, func(t *mcp.Tool) bool {
-					return !who.may(s.toolReach(t.Name)) || !who.MayUse(t.Name) || !runs(toolService(t.Name))
+					return !s.may(who, s.toolReach(t.Name)) || !who.MayUse(t.Name) || !runs(toolService(t.Name))
 				})
 			}
 			return res, err
@@ -109,17 +74,17 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				return next(ctx, method, req)
 			}
 			svc := toolService(p.Name)
-			if svc != "mcp" && !slices.Contains(ActsFor, svc) {
+			if svc != s.o.Own && !slices.Contains(s.o.ActsFor, svc) {
 				return next(ctx, method, req) // no such tool: the SDK says so
 			}
 			start := time.Now()
 			var loadErr error
-			if svc != "mcp" {
+			if svc != s.o.Own {
 				// What the tool reaches is its route's: its service's
 				// tools are loaded first.
 				loadErr = s.loadTools(ctx, []string{svc})
 			}
-			if reach := s.toolReach(p.Name); !who.may(reach) {
+			if reach := s.toolReach(p.Name); !s.may(who, reach) {
 				err := forbidden(reach)
 				s.journalCall(who, p, svc, "refused", err.Error(), start)
 				return nil, err
@@ -132,7 +97,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			if loadErr != nil && s.catalog.tool(p.Name) == nil {
 				// Its service's tools are not known: it does not answer.
 				s.journalCall(who, p, svc, "failed", mcptool.ErrorText(loadErr), start)
-				return failed(loadErr), nil
+				return Failed(loadErr), nil
 			}
 			res, err := next(ctx, method, req)
 			outcome, detail := "ok", ""
@@ -152,14 +117,14 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListResourceTemplatesResult); ok && err == nil {
 				r.ResourceTemplates = slices.DeleteFunc(r.ResourceTemplates, func(t *mcp.ResourceTemplate) bool {
-					return !who.mayResource(t.URITemplate)
+					return s.resourceError(who, t.URITemplate) != nil
 				})
 			}
 			return res, err
 		case "resources/list":
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.ListResourcesResult); ok && err == nil {
-				r.Resources = slices.DeleteFunc(r.Resources, func(t *mcp.Resource) bool { return !who.mayResource(t.URI) })
+				r.Resources = slices.DeleteFunc(r.Resources, func(t *mcp.Resource) bool { return s.resourceError(who, t.URI) != nil })
 			}
 			return res, err
 		case "resources/read", "resources/subscribe", "resources/unsubscribe":
@@ -172,7 +137,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			case *mcp.UnsubscribeParams:
 				uri = p.URI
 			}
-			if err := who.resourceError(uri); err != nil {
+			if err := s.resourceError(who, uri); err != nil {
 				return nil, err
 			}
 		}
@@ -185,7 +150,7 @@ func (s *Service) guard(next mcp.MethodHandler) mcp.MethodHandler {
 // (contract.RouteProgram: a display route that types, clicks or acts on an
 // element is contract.DesktopReach), else its service. A tool of such a
 // service that is no route known is taken to act.
-func (s *Service) toolReach(name string) string {
+func (s *Server) toolReach(name string) string {
 	svc := toolService(name)
 	if !contract.HasDesktopInput(svc) {
 		return svc
@@ -199,33 +164,8 @@ func (s *Service) toolReach(name string) string {
 	return contract.DesktopReach
 }
 
-// toolService is the service a tool calls: the part of its name before
-// the first underscore.
-func toolService(name string) string {
-	svc, _, _ := strings.Cut(name, "_")
-	return svc
-}
-
-// resourceOf is the service a resource URI reads and the tool that reads
-// the same thing: a caller whose allow-list leaves the tool out may not
-// read, list or subscribe to the resource either (file:// is files_read,
-// process://ID/output process_output, journal:// journal_query). An
-// unknown scheme has no tool: the SDK says there is no such resource.
-func resourceOf(uri string) (service, tool string) {
-	scheme, _, _ := strings.Cut(uri, ":")
-	switch scheme {
-	case "file":
-		return "files", "files_read"
-	case "process":
-		return "process", "process_output"
-	case "journal":
-		return "journal", "journal_query"
-	}
-	return scheme, ""
-}
-
 // journalCall records one tool call and its outcome.
-func (s *Service) journalCall(who caller, p *mcp.CallToolParamsRaw, svc, outcome, detail string, start time.Time) {
+func (s *Server) journalCall(who Caller, p *mcp.CallToolParamsRaw, svc, outcome, detail string, start time.Time) {
 	fields := who.Fields()
 	fields["tool"] = p.Name
 	fields["service"] = svc
@@ -244,6 +184,6 @@ func (s *Service) journalCall(who caller, p *mcp.CallToolParamsRaw, svc, outcome
 	if outcome != "ok" {
 		level = "warn"
 	}
-	s.deps.Journal.Record(contract.JournalEntry{Time: s.deps.Clock.Now(), Source: "mcp", Level: level,
+	s.o.Deps.Journal.Record(contract.JournalEntry{Time: s.o.Deps.Clock.Now(), Source: s.o.Own, Level: level,
 		Message: "tool " + p.Name + ": " + outcome, Fields: fields})
 }

@@ -8,10 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"deckhand/platform/fault"
+	"deckhand/platform/mcpserver"
 )
-
-// maxRead bounds what files_read and file resources read of one file.
-const maxRead = 32 << 20
 
 // EditArgs are files_edit's arguments.
 type EditArgs struct {
@@ -37,19 +35,43 @@ type fileText struct {
 	Data     []byte `json:"data"`
 }
 
-func (s *Service) addFilesTools() {
-	mcp.AddTool(s.server, &mcp.Tool{Name: "files_edit", Title: "Edit a file by exact replacement",
+// Pong answers mcp_ping.
+type Pong struct {
+	Pong bool `json:"pong"`
+}
+
+// add adds the tools that are no route and the resources.
+func (s *Service) add(srv *mcpserver.Server) {
+	mcp.AddTool(srv.SDK(), &mcp.Tool{Name: "mcp_ping", Title: "Check the connection",
+		Description: "Does nothing and answers pong: a check that this server answers.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, Pong, error) {
+			return textResult("pong"), Pong{Pong: true}, nil
+		})
+	mcp.AddTool(srv.SDK(), &mcp.Tool{Name: "files_edit", Title: "Edit a file by exact replacement",
 		Description: "Replace old_string with new_string in a file. old_string must match exactly (whitespace included) and " +
 			"occur once, unless replace_all. The write fails, changing nothing, if the file changed since it was read.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.filesEdit)
+	s.addResources(srv.SDK())
 }
+
+func ptr[T any](v T) *T { return &v }
+
+// textResult is a tool answer whose text content is text (the structured
+// content is added by the SDK from the typed output).
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// toolErr is a tool's failure as the model sees it.
+func toolErr(err error) error { return mcpserver.ToolError(err) }
 
 func (s *Service) filesEdit(ctx context.Context, req *mcp.CallToolRequest, in EditArgs) (*mcp.CallToolResult, EditResult, error) {
 	if in.OldString == "" {
 		return nil, EditResult{}, toolErr(fault.Invalid("old_string", "must not be empty"))
 	}
-	who := callerOf(req.Extra)
-	f, err := runTool[fileText](ctx, s, who, "files_read", map[string]any{"path": in.Path})
+	who := mcpserver.CallerOf(req.Extra)
+	f, err := mcpserver.RunTool[fileText](ctx, s.srv, who, "files_read", map[string]any{"path": in.Path})
 	if err == nil && f.Data != nil {
 		err = notText(f)
 	}
@@ -67,7 +89,7 @@ func (s *Service) filesEdit(ctx context.Context, req *mcp.CallToolRequest, in Ed
 	default:
 		f.Text, n = strings.Replace(f.Text, in.OldString, in.NewString, 1), 1
 	}
-	e, err := runTool[map[string]any](ctx, s, who, "files_write", map[string]any{"path": in.Path, "content": f.Text, "if_match": f.ETag})
+	e, err := mcpserver.RunTool[map[string]any](ctx, s.srv, who, "files_write", map[string]any{"path": in.Path, "content": f.Text, "if_match": f.ETag})
 	if err != nil {
 		return nil, EditResult{}, toolErr(err)
 	}

@@ -1,4 +1,4 @@
-package mcp
+package mcpserver
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -22,21 +21,17 @@ import (
 // runs the operation through that host in memory (Host.CallTool: the
 // binder's rules, the domain method, its typed answer) or, for a service
 // in another process, as the route's HTTP request. How an answer reads for
-// a model is the route's too: its text (x-text, platform.ToolText), its
-// budget, its pages, its image and what makes it a failure
-// (platform/mcptool).
+// a model is the route's too: its text, its budget, its pages, its image
+// and what makes it a failure (platform/mcptool).
 
-// catalog is the route tools loaded so far, by service.
-type catalog struct {
-	mu     sync.Mutex
-	loaded map[string]bool
-	tools  map[string]*mcptool.Tool
-}
+// maxDocument bounds a service's OpenAPI document read from its port.
+const maxDocument = 32 << 20
 
 // loadTools registers the route tools of those of services not loaded
 // yet, and answers the error of the last that could not be.
-func (s *Service) loadTools(ctx context.Context, services []string) error {
-	if s.build(); s.server == nil {
+func (s *Server) loadTools(ctx context.Context, services []string) error {
+	if s.sdk == nil {
+		// Closed before its first request: nothing is built.
 		return errors.New("the MCP service is closed")
 	}
 	c := &s.catalog
@@ -54,31 +49,24 @@ func (s *Service) loadTools(ctx context.Context, services []string) error {
 		}
 		for _, rt := range tools {
 			c.tools[rt.MCP.Name] = rt
-			s.server.AddTool(rt.MCP, s.routeHandler(rt))
+			s.sdk.AddTool(rt.MCP, s.routeHandler(rt))
 		}
 		c.loaded[svc] = true
 	}
 	return last
 }
 
-// tool is the route tool of that name loaded, or nil.
-func (c *catalog) tool(name string) *mcptool.Tool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.tools[name]
-}
-
 // readTools reads service's route tools from its OpenAPI document (its
 // host's when this process serves it). A tool whose name does not start
 // with its service's (process_run of process) is left out: reach and the
 // allow-list judge a tool by that prefix.
-func (s *Service) readTools(ctx context.Context, service string) ([]*mcptool.Tool, error) {
+func (s *Server) readTools(ctx context.Context, service string) ([]*mcptool.Tool, error) {
 	var raw []byte
 	var err error
-	if h := s.deps.Peers.Host(service); h != nil {
+	if h := s.o.Deps.Peers.Host(service); h != nil {
 		raw, err = h.OpenAPIJSON()
 	} else {
-		raw, err = s.be.Bytes(ctx, platform.ServiceCall{Method: http.MethodGet, Service: service, Path: "/openapi.json"}, maxRead)
+		raw, err = s.o.Client.Bytes(ctx, platform.ServiceCall{Method: http.MethodGet, Service: service, Path: "/openapi.json"}, maxDocument)
 	}
 	if err != nil {
 		return nil, err
@@ -98,49 +86,41 @@ func (s *Service) readTools(ctx context.Context, service string) ([]*mcptool.Too
 
 // routeHandler calls rt for a tools/call and answers it as its face
 // reads.
-func (s *Service) routeHandler(rt *mcptool.Tool) mcp.ToolHandler {
+func (s *Server) routeHandler(rt *mcptool.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c, err := rt.Prepare(req.Params.Arguments, s.set.OutputBudget)
+		c, err := rt.Prepare(req.Params.Arguments, s.o.Budget)
 		if err != nil {
-			return failed(err), nil
+			return Failed(err), nil
 		}
-		out, err := s.callRoute(ctx, callerOf(req.Extra), rt, c.Args)
+		out, err := s.callRoute(ctx, CallerOf(req.Extra), rt, c.Args)
 		if err == nil {
 			var res *mcp.CallToolResult
 			if res, err = rt.Answer(out, c, s.log); err == nil {
 				return res, nil
 			}
 		}
-		return failed(err), nil
+		return Failed(err), nil
 	}
-}
-
-// failed is a tool's failure as the model sees it: the service's code and
-// message.
-func failed(err error) *mcp.CallToolResult {
-	var res mcp.CallToolResult
-	res.SetError(toolErr(err))
-	return &res
 }
 
 // callRoute runs rt's operation for who: through the service's host in
 // memory when this process serves it, else as the route's request on its
 // port (the service binds and checks the arguments either way).
-func (s *Service) callRoute(ctx context.Context, who caller, rt *mcptool.Tool, args map[string]json.RawMessage) (any, error) {
-	if h := s.deps.Peers.Host(rt.Route.Service); h != nil {
+func (s *Server) callRoute(ctx context.Context, who Caller, rt *mcptool.Tool, args map[string]json.RawMessage) (any, error) {
+	if h := s.o.Deps.Peers.Host(rt.Route.Service); h != nil {
 		raw, err := json.Marshal(args)
 		if err != nil {
 			return nil, err
 		}
 		return h.CallTool(ctx, rt.MCP.Name, raw)
 	}
-	return s.be.CallTool(ctx, rt.Route, who.Forward(nil), args)
+	return s.o.Client.CallTool(ctx, rt.Route, who.Forward(nil), args)
 }
 
-// runTool runs the route tool name for who with args, as tools/call
-// does without its view, and answers the operation's answer as a T (what
-// a resource reads through the same operation).
-func runTool[T any](ctx context.Context, s *Service, who caller, name string, args map[string]any) (T, error) {
+// RunTool runs the route tool name for who with args, as tools/call does,
+// and answers the operation's answer as a T (what a composition or a
+// resource reads through the same operation).
+func RunTool[T any](ctx context.Context, s *Server, who Caller, name string, args map[string]any) (T, error) {
 	var zero T
 	_ = s.loadTools(ctx, []string{toolService(name)})
 	rt := s.catalog.tool(name)
@@ -161,14 +141,15 @@ func runTool[T any](ctx context.Context, s *Service, who caller, name string, ar
 	}
 	return mcptool.As[T](out)
 }
-func ptr[T any](v T) *T { return &v }
 
-// textResult is a tool answer whose text content is text (the structured
-// content is added by the SDK from the typed output).
-func textResult(text string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+// Failed is a tool's failure as the model sees it: the service's code and
+// message.
+func Failed(err error) *mcp.CallToolResult {
+	var res mcp.CallToolResult
+	res.SetError(ToolError(err))
+	return &res
 }
 
-// toolErr is a tool's failure as the model sees it (the SDK answers it
-// as is_error with this text): the service's code and message.
-func toolErr(err error) error { return errors.New(mcptool.ErrorText(err)) }
+// ToolError is a tool's failure as an error a tool handler returns (the
+// SDK answers it as isError with this text).
+func ToolError(err error) error { return errors.New(mcptool.ErrorText(err)) }
