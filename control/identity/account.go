@@ -435,15 +435,9 @@ func (s *Service) completeLogin(ctx context.Context, userID, method, mode, chall
 	var res *LoginResult
 	ip := auth.ClientIP(ctx)
 	err := s.update(func(tx *store.Tx) error {
-		u, err := getUser(tx, userID)
+		u, err := activeUser(tx, userID, errBadLogin)
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return errBadLogin
-		}
-		if u.IsBanned {
-			return errBanned
 		}
 		exp := func(kind string) string { return s.now().Add(onceTTL[kind]).Format(time.RFC3339) }
 		if needSecondFactor && u.TOTPSecret != "" {
@@ -484,15 +478,9 @@ func (s *Service) ExchangeIntent(ctx context.Context, in ExchangeInput) (*LoginR
 		if !checkPKCE(rec.Challenge, in.CodeVerifier) {
 			return errBadVerifier
 		}
-		u, err := getUser(tx, rec.UserID)
+		u, err := activeUser(tx, rec.UserID, unauthorized("auth intent token is invalid, used or expired"))
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return unauthorized("auth intent token is invalid, used or expired")
-		}
-		if u.IsBanned {
-			return errBanned
 		}
 		res, err = s.startSession(tx, u, rec.Method, auth.ClientIP(ctx))
 		return err

@@ -94,10 +94,7 @@ func (s *Service) takeOnceUser(tx *store.Tx, kind, secret string) (*onceRec, *us
 	if rec == nil {
 		return nil, nil, errBadToken
 	}
-	u, err := getUser(tx, rec.UserID)
-	if err == nil && u == nil {
-		err = errBadToken
-	}
+	u, err := userOr(tx, rec.UserID, errBadToken)
 	return rec, u, err
 }
 

@@ -157,15 +157,9 @@ func (s *Service) refresh(ctx context.Context, raw string) (*LoginResult, error)
 		if !ok || sess.Revoked || sess.UserID != c.Subject || !hmac.Equal([]byte(c.ID), []byte(s.refreshJTI(c.SID, c.Gen))) {
 			return errBadRefresh
 		}
-		u, err := getUser(tx, sess.UserID)
+		u, err := activeUser(tx, sess.UserID, errBadRefresh)
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return errBadRefresh
-		}
-		if u.IsBanned {
-			return errBanned
 		}
 		now := s.now()
 		switch {

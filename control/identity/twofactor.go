@@ -202,7 +202,7 @@ func (s *Service) sessionUser(ctx context.Context, op string, fn func(tx *store.
 		return err
 	}
 	err = s.update(func(tx *store.Tx) error {
-		u, err := callerUser(tx, p)
+		u, err := userOr(tx, p.UserID, errBadCredential)
 		if err != nil {
 			return err
 		}
@@ -225,23 +225,13 @@ func sessionCaller(ctx context.Context) (*Principal, error) {
 // readUser runs fn on the caller's account in a read transaction.
 func (s *Service) readUser(p *Principal, op string, fn func(u *userRec)) error {
 	err := s.db.View(func(tx *store.Tx) error {
-		u, err := callerUser(tx, p)
+		u, err := userOr(tx, p.UserID, errBadCredential)
 		if err == nil {
 			fn(u)
 		}
 		return err
 	})
 	return fault.Wrap(op, err)
-}
-
-// callerUser loads the account behind p; a credential whose account is
-// gone is a bad credential.
-func callerUser(tx *store.Tx, p *Principal) (*userRec, error) {
-	u, err := getUser(tx, p.UserID)
-	if err == nil && u == nil {
-		err = errBadCredential
-	}
-	return u, err
 }
 
 // provenChange runs fn on the caller's account once code proves its
@@ -536,12 +526,9 @@ func (s *Service) VerifyTwoFactor(ctx context.Context, req Verify2FARequest) (*L
 		if rec == nil {
 			return unauthorized("temp_token is invalid, used or expired")
 		}
-		u, err := getUser(tx, rec.UserID)
+		u, err := userOr(tx, rec.UserID, unauthorized("temp_token is invalid, used or expired"))
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return unauthorized("temp_token is invalid, used or expired")
 		}
 		if refusal = s.checkSecondFactor(u, in.Code, true); refusal == nil {
 			if err := putUser(tx, u); err != nil {

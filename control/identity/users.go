@@ -69,6 +69,24 @@ func getUser(tx *store.Tx, id string) (*userRec, error) {
 	return &u, nil
 }
 
+// userOr is account id; missing when there is none.
+func userOr(tx *store.Tx, id string, missing error) (*userRec, error) {
+	u, err := getUser(tx, id)
+	if err == nil && u == nil {
+		return nil, missing
+	}
+	return u, err
+}
+
+// activeUser is userOr refusing a banned account.
+func activeUser(tx *store.Tx, id string, missing error) (*userRec, error) {
+	u, err := userOr(tx, id, missing)
+	if err == nil && u.IsBanned {
+		return nil, errBanned
+	}
+	return u, err
+}
+
 func userByIndex(tx *store.Tx, bucket, key string) (*userRec, error) {
 	id := tx.GetRaw(bucket, strings.ToLower(key))
 	if id == nil {
