@@ -2,7 +2,6 @@ package identity
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -221,5 +220,3 @@ func (s *Service) flushUsage(_ context.Context) {
 		return true
 	})
 }
-
-func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -210,7 +211,7 @@ func (s *Service) revokeUserSessions(tx *store.Tx, userID, reason string) error 
 	var todo []sessionRec
 	err := tx.ForEach(bucketSessions, func(_ string, raw []byte) error {
 		var sess sessionRec
-		if err := jsonUnmarshal(raw, &sess); err != nil {
+		if err := json.Unmarshal(raw, &sess); err != nil {
 			return err
 		}
 		if sess.UserID == userID && !sess.Revoked {
