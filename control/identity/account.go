@@ -12,6 +12,7 @@ import (
 	"deckhand/platform"
 	"deckhand/platform/auth"
 	"deckhand/platform/fault"
+	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
 
@@ -229,7 +230,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*SignupResult, er
 		return nil, err
 	}
 	// Hash before the write transaction: argon2 must not hold the store lock.
-	h, err := hashPassword(in.Password)
+	h, err := secrets.HashPassword(in.Password)
 	if err != nil {
 		return nil, fault.Internal("hash the password", err)
 	}
@@ -348,7 +349,7 @@ func (s *Service) ResetPassword(ctx context.Context, in ResetInput) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	h, err := hashPassword(in.Password)
+	h, err := secrets.HashPassword(in.Password)
 	if err != nil {
 		return fault.Internal("hash the password", err)
 	}
@@ -396,7 +397,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginAnswer, error
 	if u != nil && u.PasswordHash != "" {
 		hash = u.PasswordHash
 	}
-	if ok := checkPassword(hash, in.Password); !ok || u == nil || u.PasswordHash == "" {
+	if ok := secrets.CheckPassword(hash, in.Password); !ok || u == nil || u.PasswordHash == "" {
 		if err := s.limiter.Add(ctx, acct); err != nil {
 			s.log.Warn("failed login not counted", "err", err)
 		}

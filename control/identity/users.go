@@ -11,6 +11,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform/auth"
 	"deckhand/platform/fault"
+	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
 
@@ -166,7 +167,7 @@ func (s *Service) createUser(tx *store.Tx, n newUser) (*userRec, error) {
 	u := &userRec{Profile: Profile{ID: uuid.NewString(), Username: n.Username, Alias: n.Username, Email: n.Email,
 		Role: n.Role, EmailVerified: n.Verified, Region: n.Region}, CreatedAt: now, UpdatedAt: now}
 	if n.Password != "" {
-		h, err := hashPassword(n.Password)
+		h, err := secrets.HashPassword(n.Password)
 		if err != nil {
 			return nil, fault.Internal("hash the password", err)
 		}
