@@ -174,7 +174,7 @@ func (s *Service) loadToken(raw string) (*credEntry, error) {
 			return err
 		}
 		e = &credEntry{version: version, user: u.view(), ips: t.IPWhitelist, enabled: t.IsEnabled,
-			tokenHash: key, p: Principal{UserID: u.ID, Role: u.Role, Kind: KindToken, TokenID: t.ID}}
+			p: Principal{UserID: u.ID, Role: u.Role, Kind: KindToken, TokenID: t.ID}}
 		if t.ExpiresAt != nil {
 			e.expires = *t.ExpiresAt
 		}
