@@ -555,11 +555,7 @@ func (s *Service) Me(ctx context.Context) (*User, error) {
 	if u := s.cachedProfile(p.CredentialID(), p.UserID); u != nil {
 		return u, nil
 	}
-	var v User
-	if err := s.readUser(p, "read the profile", func(u *userRec) { v = u.view() }); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return readUser(s, p, "read the profile", (*userRec).view)
 }
 
 // Logout ends the caller's session. It takes no input: a body (clients
