@@ -2,7 +2,7 @@ package domain
 
 import (
 	"errors"
-	"sync"
+	"sync/atomic"
 
 	"deckhand/control/money"
 	"deckhand/platform/store"
@@ -33,40 +33,22 @@ type Payer interface {
 // it without importing the wallet. A domain that charges calls Require when
 // it is built; the server refuses to start when nobody provides one.
 type Payments struct {
-	mu       sync.RWMutex
-	payer    Payer
-	required bool
+	payer    seam[Payer]
+	required atomic.Bool
 }
 
 // Provide registers the wallet's Payer.
-func (p *Payments) Provide(payer Payer) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.payer != nil {
-		panic("domain: payments provided twice")
-	}
-	p.payer = payer
-}
+func (p *Payments) Provide(payer Payer) { p.payer.provide(payer, "payments") }
 
 // Require marks the seam as needed by a domain.
-func (p *Payments) Require() {
-	p.mu.Lock()
-	p.required = true
-	p.mu.Unlock()
-}
+func (p *Payments) Require() { p.required.Store(true) }
 
 // Missing reports a required seam that nobody provides.
-func (p *Payments) Missing() bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.required && p.payer == nil
-}
+func (p *Payments) Missing() bool { return p.required.Load() && p.payer.get() == nil }
 
 // Charge debits through the provided Payer.
 func (p *Payments) Charge(tx *store.Tx, c Charge) (money.Amount, error) {
-	p.mu.RLock()
-	payer := p.payer
-	p.mu.RUnlock()
+	payer := p.payer.get()
 	if payer == nil {
 		return 0, errNoPayer
 	}

@@ -171,28 +171,22 @@ func (f *Fleet) server(ctx context.Context, id string) (runtime.Driver, error) {
 		}
 		return f.o.Local, nil
 	}
-	f.mu.Lock()
-	m := f.members[id]
-	f.mu.Unlock()
-	if m != nil {
+	if m := f.member(id); m != nil {
 		return m.drv, nil
 	}
 	if _, err := f.refresh(ctx); err != nil {
 		return nil, fmt.Errorf("fleet: read the servers: %w: %v", runtime.ErrUnavailable, err)
 	}
-	f.mu.Lock()
-	m = f.members[id]
-	f.mu.Unlock()
-	if m == nil {
-		return nil, fmt.Errorf("server %s: %w", id, ErrNoServer)
+	if m := f.member(id); m != nil {
+		return m.drv, nil
 	}
-	return m.drv, nil
+	return nil, fmt.Errorf("server %s: %w", id, ErrNoServer)
 }
 
-// Server is the driver of server id ("": the local engine), for callers
-// that act on one server (a move).
-func (f *Fleet) Server(ctx context.Context, id string) (runtime.Driver, error) {
-	return f.server(ctx, id)
+func (f *Fleet) member(id string) *member {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.members[id]
 }
 
 // all is every driver: the local engine's first, then the servers' by id.
@@ -275,58 +269,43 @@ func (f *Fleet) CapabilitiesOf(ctx context.Context, id string) (runtime.Capabili
 	return d.Capabilities(), nil
 }
 
-// Create implements runtime.Driver on the container's server.
-func (f *Fleet) Create(ctx context.Context, spec runtime.Spec) error {
-	d, _, err := f.of(ctx, spec.ID)
+// on calls call with the driver of container id's server.
+func (f *Fleet) on(ctx context.Context, id string, call func(runtime.Driver) error) error {
+	d, _, err := f.of(ctx, id)
 	if err != nil {
 		return err
 	}
-	return d.Create(ctx, spec)
+	return call(d)
+}
+
+// Create implements runtime.Driver on the container's server.
+func (f *Fleet) Create(ctx context.Context, spec runtime.Spec) error {
+	return f.on(ctx, spec.ID, func(d runtime.Driver) error { return d.Create(ctx, spec) })
 }
 
 // Start implements runtime.Driver.
 func (f *Fleet) Start(ctx context.Context, id string) error {
-	d, _, err := f.of(ctx, id)
-	if err != nil {
-		return err
-	}
-	return d.Start(ctx, id)
+	return f.on(ctx, id, func(d runtime.Driver) error { return d.Start(ctx, id) })
 }
 
 // Stop implements runtime.Driver.
 func (f *Fleet) Stop(ctx context.Context, id string, timeout time.Duration) error {
-	d, _, err := f.of(ctx, id)
-	if err != nil {
-		return err
-	}
-	return d.Stop(ctx, id, timeout)
+	return f.on(ctx, id, func(d runtime.Driver) error { return d.Stop(ctx, id, timeout) })
 }
 
 // Restart implements runtime.Driver.
 func (f *Fleet) Restart(ctx context.Context, id string, timeout time.Duration) error {
-	d, _, err := f.of(ctx, id)
-	if err != nil {
-		return err
-	}
-	return d.Restart(ctx, id, timeout)
+	return f.on(ctx, id, func(d runtime.Driver) error { return d.Restart(ctx, id, timeout) })
 }
 
 // Pause implements runtime.Driver.
 func (f *Fleet) Pause(ctx context.Context, id string) error {
-	d, _, err := f.of(ctx, id)
-	if err != nil {
-		return err
-	}
-	return d.Pause(ctx, id)
+	return f.on(ctx, id, func(d runtime.Driver) error { return d.Pause(ctx, id) })
 }
 
 // Resume implements runtime.Driver.
 func (f *Fleet) Resume(ctx context.Context, id string) error {
-	d, _, err := f.of(ctx, id)
-	if err != nil {
-		return err
-	}
-	return d.Resume(ctx, id)
+	return f.on(ctx, id, func(d runtime.Driver) error { return d.Resume(ctx, id) })
 }
 
 // Delete implements runtime.Driver. An id no record names (a kept
@@ -494,15 +473,13 @@ func (f *Fleet) ImageExists(ctx context.Context, image string) (bool, error) {
 
 // WriteFiles implements runtime.FileWriter on the container's server.
 func (f *Fleet) WriteFiles(ctx context.Context, id string, files []runtime.File) error {
-	d, _, err := f.of(ctx, id)
-	if err != nil {
-		return err
-	}
-	w, ok := d.(runtime.FileWriter)
-	if !ok {
-		return fmt.Errorf("fleet: writing files into container %s: %w", id, runtime.ErrNotSupported)
-	}
-	return w.WriteFiles(ctx, id, files)
+	return f.on(ctx, id, func(d runtime.Driver) error {
+		w, ok := d.(runtime.FileWriter)
+		if !ok {
+			return fmt.Errorf("fleet: writing files into container %s: %w", id, runtime.ErrNotSupported)
+		}
+		return w.WriteFiles(ctx, id, files)
+	})
 }
 
 // Snapshot implements runtime.Driver on the container's server.

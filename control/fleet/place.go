@@ -205,18 +205,15 @@ func (f *Fleet) MoveWorkspace(ctx context.Context, ws, project, image, from, to 
 	if err != nil {
 		return err
 	}
-	ierr := dst.ImportWorkspace(ctx, ws, project, image, r)
-	cerr := r.Close()
-	if ierr != nil {
+	err = dst.ImportWorkspace(ctx, ws, project, image, r)
+	if cerr := r.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("export the workspace: %w", cerr)
+	}
+	if err != nil {
 		// Leave no half copy on the target.
 		_ = dd.Delete(context.WithoutCancel(ctx), ws, false)
-		return ierr
 	}
-	if cerr != nil {
-		_ = dd.Delete(context.WithoutCancel(ctx), ws, false)
-		return fmt.Errorf("export the workspace: %w", cerr)
-	}
-	return nil
+	return err
 }
 
 // Remove deletes what server holds of container id (its workspace too).

@@ -12,6 +12,7 @@ import (
 	"deckhand/platform"
 	"deckhand/platform/auth"
 	"deckhand/platform/fault"
+	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
 
@@ -229,7 +230,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*SignupResult, er
 		return nil, err
 	}
 	// Hash before the write transaction: argon2 must not hold the store lock.
-	h, err := hashPassword(in.Password)
+	h, err := secrets.HashPassword(in.Password)
 	if err != nil {
 		return nil, fault.Internal("hash the password", err)
 	}
@@ -348,7 +349,7 @@ func (s *Service) ResetPassword(ctx context.Context, in ResetInput) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	h, err := hashPassword(in.Password)
+	h, err := secrets.HashPassword(in.Password)
 	if err != nil {
 		return fault.Internal("hash the password", err)
 	}
@@ -396,7 +397,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginAnswer, error
 	if u != nil && u.PasswordHash != "" {
 		hash = u.PasswordHash
 	}
-	if ok := checkPassword(hash, in.Password); !ok || u == nil || u.PasswordHash == "" {
+	if ok := secrets.CheckPassword(hash, in.Password); !ok || u == nil || u.PasswordHash == "" {
 		if err := s.limiter.Add(ctx, acct); err != nil {
 			s.log.Warn("failed login not counted", "err", err)
 		}
@@ -435,15 +436,9 @@ func (s *Service) completeLogin(ctx context.Context, userID, method, mode, chall
 	var res *LoginResult
 	ip := auth.ClientIP(ctx)
 	err := s.update(func(tx *store.Tx) error {
-		u, err := getUser(tx, userID)
+		u, err := activeUser(tx, userID, errBadLogin)
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return errBadLogin
-		}
-		if u.IsBanned {
-			return errBanned
 		}
 		exp := func(kind string) string { return s.now().Add(onceTTL[kind]).Format(time.RFC3339) }
 		if needSecondFactor && u.TOTPSecret != "" {
@@ -484,15 +479,9 @@ func (s *Service) ExchangeIntent(ctx context.Context, in ExchangeInput) (*LoginR
 		if !checkPKCE(rec.Challenge, in.CodeVerifier) {
 			return errBadVerifier
 		}
-		u, err := getUser(tx, rec.UserID)
+		u, err := activeUser(tx, rec.UserID, unauthorized("auth intent token is invalid, used or expired"))
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return unauthorized("auth intent token is invalid, used or expired")
-		}
-		if u.IsBanned {
-			return errBanned
 		}
 		res, err = s.startSession(tx, u, rec.Method, auth.ClientIP(ctx))
 		return err
@@ -566,11 +555,7 @@ func (s *Service) Me(ctx context.Context) (*User, error) {
 	if u := s.cachedProfile(p.CredentialID(), p.UserID); u != nil {
 		return u, nil
 	}
-	var v User
-	if err := s.readUser(p, "read the profile", func(u *userRec) { v = u.view() }); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return readUser(s, p, "read the profile", (*userRec).view)
 }
 
 // Logout ends the caller's session. It takes no input: a body (clients

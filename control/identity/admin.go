@@ -147,12 +147,9 @@ func (s *Service) GetUser(ctx context.Context, ref UserRef) (*User, error) {
 	}
 	var view User
 	err := s.db.View(func(tx *store.Tx) error {
-		u, err := getUser(tx, id)
+		u, err := userOr(tx, id, fault.NotFound("user", id))
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return fault.NotFound("user", id)
 		}
 		view = u.view()
 		return nil
@@ -179,12 +176,9 @@ func (s *Service) UpdateUser(ctx context.Context, req UserUpdate) (*User, error)
 	}
 	var view User
 	err = s.update(func(tx *store.Tx) error {
-		u, err := getUser(tx, id)
+		u, err := userOr(tx, id, fault.NotFound("user", id))
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return fault.NotFound("user", id)
 		}
 		now := s.now()
 		ev := func(typ string, payload map[string]any) error {

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -83,15 +82,9 @@ func (s *Service) authSession(raw string) (*Principal, error) {
 		if !ok || sess.Revoked || sess.UserID != c.Subject {
 			return errBadCredential
 		}
-		u, err := getUser(tx, c.Subject)
+		u, err := activeUser(tx, c.Subject, errBadCredential)
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return errBadCredential
-		}
-		if u.IsBanned {
-			return errBanned
 		}
 		entry = &credEntry{version: version, user: u.view(), expires: c.ExpiresAt.Time,
 			p: Principal{UserID: u.ID, Role: u.Role, Kind: KindSession, SessionID: sess.ID}}
@@ -176,15 +169,12 @@ func (s *Service) loadToken(raw string) (*credEntry, error) {
 		if !ok || t.Hash != key {
 			return errBadCredential
 		}
-		u, err := getUser(tx, t.UserID)
+		u, err := userOr(tx, t.UserID, errBadCredential)
 		if err != nil {
 			return err
 		}
-		if u == nil {
-			return errBadCredential
-		}
 		e = &credEntry{version: version, user: u.view(), ips: t.IPWhitelist, enabled: t.IsEnabled,
-			tokenHash: key, p: Principal{UserID: u.ID, Role: u.Role, Kind: KindToken, TokenID: t.ID}}
+			p: Principal{UserID: u.ID, Role: u.Role, Kind: KindToken, TokenID: t.ID}}
 		if t.ExpiresAt != nil {
 			e.expires = *t.ExpiresAt
 		}
@@ -230,5 +220,3 @@ func (s *Service) flushUsage(_ context.Context) {
 		return true
 	})
 }
-
-func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }

@@ -53,10 +53,9 @@ type credEntry struct {
 	// Validity of the credential itself, checked on every hit.
 	expires time.Time // zero: none
 	// svc_ tokens only.
-	ips       []string
-	enabled   bool
-	stored    atomic.Pointer[usageMark] // last_used_* in the store; nil: none
-	tokenHash string
+	ips     []string
+	enabled bool
+	stored  atomic.Pointer[usageMark] // last_used_* in the store; nil: none
 }
 
 // usageMark is an auth token's last_used_* as last written to the store.

@@ -17,14 +17,8 @@ const CheckUserExists = "user.exists"
 func (s *Service) userExists(ctx context.Context, param func(string) string) error {
 	id := param("user_id")
 	return fault.Wrap("look up the user", s.db.ViewContext(ctx, func(tx *store.Tx) error {
-		u, err := getUser(tx, id)
-		if err != nil {
-			return err
-		}
-		if u == nil {
-			return fault.NotFound("user", id)
-		}
-		return nil
+		_, err := userOr(tx, id, fault.NotFound("user", id))
+		return err
 	}))
 }
 

@@ -1,6 +1,9 @@
 package identity
 
-import "deckhand/platform/store"
+import (
+	"deckhand/platform/secrets"
+	"deckhand/platform/store"
+)
 
 // Sweep runs the janitor's sweep now (tests).
 func Sweep(s *Service) { s.sweepExpired() }
@@ -17,7 +20,7 @@ const (
 func Derive(master []byte, label string) []byte { return derive(master, label) }
 
 // HashPassword is the stored password form.
-func HashPassword(pw string) (string, error) { return hashPassword(pw) }
+func HashPassword(pw string) (string, error) { return secrets.HashPassword(pw) }
 
 // CacheVersionAfter is the credential cache's version change after
 // handling one message on the cache channel (tests).

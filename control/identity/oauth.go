@@ -94,7 +94,7 @@ func (s *Service) checkRedirect(raw string) (string, error) {
 // the browser binding cookie value.
 func (s *Service) beginFlow(tx *store.Tx, name string, p OAuthProvider, rec onceRec) (string, string, error) {
 	verifier := oauth2.GenerateVerifier()
-	sealed, err := s.seal(purposeVerifier, []byte(verifier))
+	sealed, err := s.sealer.Seal(purposeVerifier, []byte(verifier))
 	if err != nil {
 		return "", "", err
 	}
@@ -282,7 +282,7 @@ func (s *Service) CompleteOAuth(ctx context.Context, provider string, in OAuthCa
 	if in.Error != "" {
 		return done(url.Values{"error": {sanitizeErr(in.Error)}})
 	}
-	verifier, err := s.open(purposeVerifier, rec.Verifier)
+	verifier, err := s.sealer.Open(purposeVerifier, rec.Verifier)
 	if err != nil {
 		return "", fault.Internal("read the OAuth state", err)
 	}

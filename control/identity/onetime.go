@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"encoding/json"
 	"time"
 
 	"deckhand/platform/store"
@@ -41,10 +42,8 @@ type onceRec struct {
 	Intent       string `json:"intent,omitempty"`
 	StateID      string `json:"state_id,omitempty"`
 	BrowserBind  string `json:"browser_bind,omitempty"` // lookup key of the binding cookie
-	Email        string `json:"email,omitempty"`
 	Attempts     int    `json:"attempts,omitempty"`
 	PasswordHash string `json:"password_hash,omitempty"` // verify: the signup's password (argon2id)
-	ExtraPayload string `json:"extra,omitempty"`
 }
 
 // issueOnce stores rec under a fresh secret and returns the secret.
@@ -94,10 +93,7 @@ func (s *Service) takeOnceUser(tx *store.Tx, kind, secret string) (*onceRec, *us
 	if rec == nil {
 		return nil, nil, errBadToken
 	}
-	u, err := getUser(tx, rec.UserID)
-	if err == nil && u == nil {
-		err = errBadToken
-	}
+	u, err := userOr(tx, rec.UserID, errBadToken)
 	return rec, u, err
 }
 
@@ -133,7 +129,7 @@ func sweepBucket[T any](tx *store.Tx, bucket string, dead func(*T) bool) {
 	var keys []string
 	_ = tx.ForEach(bucket, func(k string, raw []byte) error {
 		var v T
-		if jsonUnmarshal(raw, &v) != nil || dead(&v) {
+		if json.Unmarshal(raw, &v) != nil || dead(&v) {
 			keys = append(keys, k)
 		}
 		return nil

@@ -13,15 +13,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/oauth2"
+
 	"deckhand/platform/fault"
-	"deckhand/platform/secrets"
 )
-
-// hashPassword is the stored password form (argon2id, platform/secrets).
-func hashPassword(pw string) (string, error) { return secrets.HashPassword(pw) }
-
-// checkPassword compares in constant time; a malformed hash never matches.
-func checkPassword(encoded, pw string) bool { return secrets.CheckPassword(encoded, pw) }
 
 // Password rules of docs/spec/interface.md's Limits table.
 const (
@@ -90,9 +85,7 @@ func checkLoginPassword(pw string) error {
 // randomToken is n random bytes, base64url without padding.
 func randomToken(n int) string {
 	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic("identity: crypto/rand failed: " + err.Error())
-	}
+	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -105,19 +98,13 @@ func (s *Service) lookupKey(secret string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// pkceS256 is the RFC 7636 S256 transform.
-func pkceS256(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
 // checkPKCE compares the verifier's transform with the stored challenge in
 // constant time.
 func checkPKCE(challenge, verifier string) bool {
 	if len(verifier) < 43 || len(verifier) > 128 {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(pkceS256(verifier)), []byte(challenge)) == 1
+	return subtle.ConstantTimeCompare([]byte(oauth2.S256ChallengeFromVerifier(verifier)), []byte(challenge)) == 1
 }
 
 // validChallenge: 43-128 characters of base64url (RFC 7636 section 4.2).
@@ -134,16 +121,6 @@ func validChallenge(field, ch string) error {
 		}
 	}
 	return nil
-}
-
-// seal encrypts a secret at rest under the master key (platform/secrets);
-// purpose binds it to one use.
-func (s *Service) seal(purpose string, plain []byte) (string, error) {
-	return s.sealer.Seal(purpose, plain)
-}
-
-func (s *Service) open(purpose, sealed string) ([]byte, error) {
-	return s.sealer.Open(purpose, sealed)
 }
 
 // legacyOpen reads a value sealed the way stores did before the master key

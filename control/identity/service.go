@@ -222,7 +222,7 @@ func New(deps Deps) (*Service, error) {
 	if err := s.canonicalizeEmails(); err != nil {
 		return nil, fmt.Errorf("identity: canonical addresses: %w", err)
 	}
-	dummy, err := hashPassword("not a real password: timing equalizer")
+	dummy, err := secrets.HashPassword("not a real password: timing equalizer")
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -157,15 +158,9 @@ func (s *Service) refresh(ctx context.Context, raw string) (*LoginResult, error)
 		if !ok || sess.Revoked || sess.UserID != c.Subject || !hmac.Equal([]byte(c.ID), []byte(s.refreshJTI(c.SID, c.Gen))) {
 			return errBadRefresh
 		}
-		u, err := getUser(tx, sess.UserID)
+		u, err := activeUser(tx, sess.UserID, errBadRefresh)
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return errBadRefresh
-		}
-		if u.IsBanned {
-			return errBanned
 		}
 		now := s.now()
 		switch {
@@ -216,7 +211,7 @@ func (s *Service) revokeUserSessions(tx *store.Tx, userID, reason string) error 
 	var todo []sessionRec
 	err := tx.ForEach(bucketSessions, func(_ string, raw []byte) error {
 		var sess sessionRec
-		if err := jsonUnmarshal(raw, &sess); err != nil {
+		if err := json.Unmarshal(raw, &sess); err != nil {
 			return err
 		}
 		if sess.UserID == userID && !sess.Revoked {

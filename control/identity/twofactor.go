@@ -120,7 +120,7 @@ func isTOTP(code string) bool {
 // totpStep checks a 6-digit code against sealed within one step of now and
 // returns its step, 0 when it does not match.
 func (s *Service) totpStep(sealed, code string, now time.Time) int64 {
-	secret, err := s.open(purposeTOTP, sealed)
+	secret, err := s.sealer.Open(purposeTOTP, sealed)
 	if err != nil {
 		s.log.Error("TOTP secret cannot be opened", "err", err)
 		return 0
@@ -175,9 +175,7 @@ const backupAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
 func (s *Service) newBackupCodes() (shown, keys []string) {
 	for i := 0; i < backupCodeCount; i++ {
 		b := make([]byte, 10)
-		if _, err := rand.Read(b); err != nil {
-			panic("identity: crypto/rand failed: " + err.Error())
-		}
+		_, _ = rand.Read(b)
 		for j := range b {
 			b[j] = backupAlphabet[int(b[j])%len(backupAlphabet)]
 		}
@@ -194,21 +192,27 @@ func (s *Service) codeLimit(ctx context.Context, userID string) error {
 	return s.limiter.Allow(ctx, s.rules.twoFactorAcct.On(userID))
 }
 
-// sessionUser runs fn on the caller's account in a write transaction;
-// 2FA management needs a session token, not an svc_ token.
-func (s *Service) sessionUser(ctx context.Context, op string, fn func(tx *store.Tx, u *userRec) error) error {
+// sessionUser runs fn on the caller's account in a write transaction and
+// answers what fn made; 2FA management needs a session token, not an svc_
+// token.
+func sessionUser[T any](s *Service, ctx context.Context, op string, fn func(tx *store.Tx, u *userRec) (*T, error)) (*T, error) {
 	p, err := sessionCaller(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out *T
 	err = s.update(func(tx *store.Tx) error {
-		u, err := callerUser(tx, p)
+		u, err := userOr(tx, p.UserID, errBadCredential)
 		if err != nil {
 			return err
 		}
-		return fn(tx, u)
+		out, err = fn(tx, u)
+		return err
 	})
-	return fault.Wrap(op, err)
+	if err != nil {
+		return nil, fault.Wrap(op, err)
+	}
+	return out, nil
 }
 
 func sessionCaller(ctx context.Context) (*Principal, error) {
@@ -222,40 +226,34 @@ func sessionCaller(ctx context.Context) (*Principal, error) {
 	return p, nil
 }
 
-// readUser runs fn on the caller's account in a read transaction.
-func (s *Service) readUser(p *Principal, op string, fn func(u *userRec)) error {
+// readUser is view of the caller's account, read in a read transaction.
+func readUser[T any](s *Service, p *Principal, op string, view func(u *userRec) T) (*T, error) {
+	var out T
 	err := s.db.View(func(tx *store.Tx) error {
-		u, err := callerUser(tx, p)
+		u, err := userOr(tx, p.UserID, errBadCredential)
 		if err == nil {
-			fn(u)
+			out = view(u)
 		}
 		return err
 	})
-	return fault.Wrap(op, err)
-}
-
-// callerUser loads the account behind p; a credential whose account is
-// gone is a bad credential.
-func callerUser(tx *store.Tx, p *Principal) (*userRec, error) {
-	u, err := getUser(tx, p.UserID)
-	if err == nil && u == nil {
-		err = errBadCredential
+	if err != nil {
+		return nil, fault.Wrap(op, err)
 	}
-	return u, err
+	return &out, nil
 }
 
 // provenChange runs fn on the caller's account once code proves its
 // enabled second factor (a backup code counts when allowBackup).
-func (s *Service) provenChange(ctx context.Context, in CodeInput, op string, allowBackup bool, fn func(tx *store.Tx, u *userRec) error) error {
+func provenChange[T any](s *Service, ctx context.Context, in CodeInput, op string, allowBackup bool, fn func(tx *store.Tx, u *userRec) (*T, error)) (*T, error) {
 	if _, err := s.codeCaller(ctx, in); err != nil {
-		return err
+		return nil, err
 	}
-	return s.sessionUser(ctx, op, func(tx *store.Tx, u *userRec) error {
+	return sessionUser(s, ctx, op, func(tx *store.Tx, u *userRec) (*T, error) {
 		if u.TOTPSecret == "" {
-			return fault.Errorf(fault.CodeBadRequest, "two-factor is not enabled")
+			return nil, fault.Errorf(fault.CodeBadRequest, "two-factor is not enabled")
 		}
 		if err := s.checkSecondFactor(u, in.Code, allowBackup); err != nil {
-			return err
+			return nil, err
 		}
 		return fn(tx, u)
 	})
@@ -288,10 +286,9 @@ var (
 
 // SetupTwoFactor starts two-factor setup with a new TOTP secret.
 func (s *Service) SetupTwoFactor(ctx context.Context) (*TwoFactorSetup, error) {
-	var out TwoFactorSetup
-	err := s.sessionUser(ctx, "start two-factor setup", func(tx *store.Tx, u *userRec) error {
+	return sessionUser(s, ctx, "start two-factor setup", func(tx *store.Tx, u *userRec) (*TwoFactorSetup, error) {
 		if u.TOTPSecret != "" {
-			return fault.Errorf(fault.CodeConflict, "two-factor is already enabled; disable it first to set up a new secret")
+			return nil, fault.Errorf(fault.CodeConflict, "two-factor is already enabled; disable it first to set up a new secret")
 		}
 		account := u.Email
 		if account == "" {
@@ -300,21 +297,16 @@ func (s *Service) SetupTwoFactor(ctx context.Context) (*TwoFactorSetup, error) {
 		key, err := totp.Generate(totp.GenerateOpts{Issuer: "deckhand", AccountName: account, Period: 30,
 			Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
 		if err != nil {
-			return fault.Internal("generate the TOTP secret", err)
+			return nil, fault.Internal("generate the TOTP secret", err)
 		}
-		sealed, err := s.seal(purposeTOTP, []byte(key.Secret()))
+		sealed, err := s.sealer.Seal(purposeTOTP, []byte(key.Secret()))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		u.TOTPPending, u.UpdatedAt = sealed, s.now()
-		out = TwoFactorSetup{Secret: key.Secret(), OtpauthURL: key.URL(), Issuer: "deckhand", Account: account,
-			Digits: 6, Period: 30, Algorithm: "SHA1"}
-		return putUser(tx, u)
+		return &TwoFactorSetup{Secret: key.Secret(), OtpauthURL: key.URL(), Issuer: "deckhand", Account: account,
+			Digits: 6, Period: 30, Algorithm: "SHA1"}, putUser(tx, u)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // ConfirmTwoFactor turns two-factor on with a current code of the pending
@@ -323,13 +315,12 @@ func (s *Service) ConfirmTwoFactor(ctx context.Context, in CodeInput) (*BackupCo
 	if _, err := s.codeCaller(ctx, in); err != nil {
 		return nil, err
 	}
-	var out BackupCodes
-	err := s.sessionUser(ctx, "confirm two-factor setup", func(tx *store.Tx, u *userRec) error {
+	return sessionUser(s, ctx, "confirm two-factor setup", func(tx *store.Tx, u *userRec) (*BackupCodes, error) {
 		if u.TOTPSecret != "" {
-			return fault.Errorf(fault.CodeConflict, "two-factor is already enabled")
+			return nil, fault.Errorf(fault.CodeConflict, "two-factor is already enabled")
 		}
 		if u.TOTPPending == "" {
-			return fault.Errorf(fault.CodeBadRequest, "no two-factor setup in progress: call POST /api/v1/users/auth/2fa/setup first")
+			return nil, fault.Errorf(fault.CodeBadRequest, "no two-factor setup in progress: call POST /api/v1/users/auth/2fa/setup first")
 		}
 		code := normCode(in.Code)
 		step := int64(0)
@@ -337,18 +328,13 @@ func (s *Service) ConfirmTwoFactor(ctx context.Context, in CodeInput) (*BackupCo
 			step = s.totpStep(u.TOTPPending, code, s.now())
 		}
 		if step == 0 {
-			return errBadCode
+			return nil, errBadCode
 		}
 		now := s.now()
 		shown, keys := s.newBackupCodes()
 		u.TOTPSecret, u.TOTPPending, u.TOTPLastStep, u.BackupCodes, u.TwoFactorSince, u.UpdatedAt = u.TOTPPending, "", step, keys, &now, now
-		out = BackupCodes{Enabled: true, BackupCodes: shown}
-		return putUser(tx, u)
+		return &BackupCodes{Enabled: true, BackupCodes: shown}, putUser(tx, u)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // TwoFactorStatus is the caller's two-factor state.
@@ -357,41 +343,26 @@ func (s *Service) TwoFactorStatus(ctx context.Context) (*TwoFactorStatus, error)
 	if err != nil {
 		return nil, err
 	}
-	var out TwoFactorStatus
-	if err := s.readUser(p, "read the two-factor status", func(u *userRec) { out = statusOf(u) }); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return readUser(s, p, "read the two-factor status", statusOf)
 }
 
 // DisableTwoFactor turns two-factor off with a current TOTP or backup code.
 func (s *Service) DisableTwoFactor(ctx context.Context, in CodeInput) (*TwoFactorStatus, error) {
-	var out TwoFactorStatus
-	err := s.provenChange(ctx, in, "disable two-factor", true, func(tx *store.Tx, u *userRec) error {
+	return provenChange(s, ctx, in, "disable two-factor", true, func(tx *store.Tx, u *userRec) (*TwoFactorStatus, error) {
 		u.TOTPSecret, u.TOTPPending, u.TOTPLastStep, u.BackupCodes, u.TwoFactorSince, u.TokenGate = "", "", 0, nil, nil, false
 		u.UpdatedAt = s.now()
-		out = statusOf(u)
-		return putUser(tx, u)
+		out := statusOf(u)
+		return &out, putUser(tx, u)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // RegenerateBackupCodes replaces the backup codes (a TOTP code proves it).
 func (s *Service) RegenerateBackupCodes(ctx context.Context, in CodeInput) (*BackupCodes, error) {
-	var out BackupCodes
-	err := s.provenChange(ctx, in, "regenerate backup codes", false, func(tx *store.Tx, u *userRec) error {
+	return provenChange(s, ctx, in, "regenerate backup codes", false, func(tx *store.Tx, u *userRec) (*BackupCodes, error) {
 		shown, keys := s.newBackupCodes()
 		u.BackupCodes, u.UpdatedAt = keys, s.now()
-		out = BackupCodes{Enabled: true, BackupCodes: shown}
-		return putUser(tx, u)
+		return &BackupCodes{Enabled: true, BackupCodes: shown}, putUser(tx, u)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // ReplaceTokenGate is the PUT of the token gate: enabled is required.
@@ -420,34 +391,29 @@ func (s *Service) SetTokenGate(ctx context.Context, in TokenGateInput) (*TwoFact
 			return nil, err
 		}
 	}
-	var out TwoFactorStatus
-	err = s.sessionUser(ctx, "set the token gate", func(tx *store.Tx, u *userRec) error {
+	return sessionUser(s, ctx, "set the token gate", func(tx *store.Tx, u *userRec) (*TwoFactorStatus, error) {
 		if in.Enabled != nil {
 			if *in.Enabled && u.TOTPSecret == "" {
-				return fault.Invalid("enabled", "the token gate needs two-factor enabled first")
+				return nil, fault.Invalid("enabled", "the token gate needs two-factor enabled first")
 			}
 			if turnOff && gateOn(u) {
 				if in.Code == "" {
-					return fault.Invalid("code", "is required to turn the token gate off: a current TOTP or backup code")
+					return nil, fault.Invalid("code", "is required to turn the token gate off: a current TOTP or backup code")
 				}
 				if err := s.checkSecondFactor(u, in.Code, true); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			if u.TokenGate != *in.Enabled {
 				u.TokenGate, u.UpdatedAt = *in.Enabled, s.now()
 				if err := putUser(tx, u); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
-		out = statusOf(u)
-		return nil
+		out := statusOf(u)
+		return &out, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // gateOn reports whether u's token changes need a code.
@@ -536,12 +502,9 @@ func (s *Service) VerifyTwoFactor(ctx context.Context, req Verify2FARequest) (*L
 		if rec == nil {
 			return unauthorized("temp_token is invalid, used or expired")
 		}
-		u, err := getUser(tx, rec.UserID)
+		u, err := userOr(tx, rec.UserID, unauthorized("temp_token is invalid, used or expired"))
 		if err != nil {
 			return err
-		}
-		if u == nil {
-			return unauthorized("temp_token is invalid, used or expired")
 		}
 		if refusal = s.checkSecondFactor(u, in.Code, true); refusal == nil {
 			if err := putUser(tx, u); err != nil {

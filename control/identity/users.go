@@ -11,6 +11,7 @@ import (
 	"deckhand/control/events"
 	"deckhand/platform/auth"
 	"deckhand/platform/fault"
+	"deckhand/platform/secrets"
 	"deckhand/platform/store"
 )
 
@@ -67,6 +68,24 @@ func getUser(tx *store.Tx, id string) (*userRec, error) {
 		return nil, err
 	}
 	return &u, nil
+}
+
+// userOr is account id; missing when there is none.
+func userOr(tx *store.Tx, id string, missing error) (*userRec, error) {
+	u, err := getUser(tx, id)
+	if err == nil && u == nil {
+		return nil, missing
+	}
+	return u, err
+}
+
+// activeUser is userOr refusing a banned account.
+func activeUser(tx *store.Tx, id string, missing error) (*userRec, error) {
+	u, err := userOr(tx, id, missing)
+	if err == nil && u.IsBanned {
+		return nil, errBanned
+	}
+	return u, err
 }
 
 func userByIndex(tx *store.Tx, bucket, key string) (*userRec, error) {
@@ -148,7 +167,7 @@ func (s *Service) createUser(tx *store.Tx, n newUser) (*userRec, error) {
 	u := &userRec{Profile: Profile{ID: uuid.NewString(), Username: n.Username, Alias: n.Username, Email: n.Email,
 		Role: n.Role, EmailVerified: n.Verified, Region: n.Region}, CreatedAt: now, UpdatedAt: now}
 	if n.Password != "" {
-		h, err := hashPassword(n.Password)
+		h, err := secrets.HashPassword(n.Password)
 		if err != nil {
 			return nil, fault.Internal("hash the password", err)
 		}

@@ -89,6 +89,14 @@ func (r *record) view() Notification {
 	return n
 }
 
+// readView is the view with the reader's read state (readAt nil: unread).
+func (r *record) readView(readAt *time.Time) Notification {
+	n := r.view()
+	read := readAt != nil
+	n.IsRead, n.ReadAt = &read, &readAt
+	return n
+}
+
 // Service is the notifications domain.
 type Service struct{ env domain.Env[domain.NoConfig] }
 
@@ -236,16 +244,7 @@ func (s *Service) list(ctx context.Context, userID string, in ListInput) (*List,
 			return err
 		}
 		for i := range pg.Items {
-			v := pg.Items[i].view()
-			read := reads[i] != nil
-			v.IsRead = &read
-			var at *time.Time
-			if read {
-				t := *reads[i]
-				at = &t
-			}
-			v.ReadAt = &at
-			out.Notifications = append(out.Notifications, v)
+			out.Notifications = append(out.Notifications, pg.Items[i].readView(reads[i]))
 		}
 		unread := pg.Total - tx.CountPrefix(bucketReads, userID+sep)
 		out.Unread = &unread
@@ -308,17 +307,11 @@ func (s *Service) MarkRead(ctx context.Context, ref NotificationRef) (*Notificat
 				return err
 			}
 		}
-		v = rec.view()
-		t, yes := readAt, true
-		at := &t
-		v.IsRead, v.ReadAt = &yes, &at
+		v = rec.readView(&readAt)
 		return nil
 	})
 	if err != nil {
-		if pe, ok := err.(*fault.Error); ok {
-			return nil, pe
-		}
-		return nil, fault.Internal("mark the notification read", err)
+		return nil, fault.Wrap("mark the notification read", err)
 	}
 	return &v, nil
 }

@@ -232,7 +232,7 @@ func (s *Service) SetEndpoint(ctx context.Context, in EndpointInput) (*Server, e
 	now := s.env.Clock.Now().UTC()
 	var out Server
 	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := s.adminRecord(tx, in.ID)
+		r, err := getServer(tx, in.ID)
 		if err != nil {
 			return err
 		}
@@ -301,7 +301,7 @@ func (s *Service) setDraining(ctx context.Context, ref ServerRef, draining bool)
 	now := s.env.Clock.Now().UTC()
 	var out Server
 	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		r, err := s.adminRecord(tx, ref.ID)
+		r, err := getServer(tx, ref.ID)
 		if err != nil {
 			return err
 		}
@@ -331,8 +331,8 @@ func (s *Service) setDraining(ctx context.Context, ref ServerRef, draining bool)
 	return &out, nil
 }
 
-// adminRecord is server id for an admin's change (404 when unknown).
-func (s *Service) adminRecord(tx *store.Tx, id string) (*serverRec, error) {
+// getServer is server id (404 when unknown).
+func getServer(tx *store.Tx, id string) (*serverRec, error) {
 	var r serverRec
 	ok, err := tx.Get(bucketServers, id, &r)
 	if err != nil {

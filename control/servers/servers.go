@@ -265,25 +265,29 @@ func (s *Service) Get(ctx context.Context, ref ServerRef) (*Server, error) {
 	if err := ref.ValidateParams(); err != nil {
 		return nil, err
 	}
-	id := ref.ID
 	now := s.env.Clock.Now()
 	var out Server
 	err = s.env.Store.ViewContext(ctx, func(tx *store.Tx) error {
-		var r serverRec
-		ok, err := tx.Get(bucketServers, id, &r)
-		if err != nil {
-			return err
+		r, err := visible(tx, ref.ID, now, p)
+		if err == nil {
+			out = r.view(now, p)
 		}
-		if !ok || (r.rented(now) && r.RenterID != p.UserID && !p.IsAdmin()) {
-			return fault.NotFound("server", id)
-		}
-		out = r.view(now, p)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fault.Wrap("read the server", err)
 	}
 	return &out, nil
+}
+
+// visible is server id as p may see it at now: another user's rental is
+// 404 to all but admins, as unknown ids are.
+func visible(tx *store.Tx, id string, now time.Time, p *auth.Principal) (*serverRec, error) {
+	r, err := getServer(tx, id)
+	if err == nil && r.rented(now) && r.RenterID != p.UserID && !p.IsAdmin() {
+		return nil, fault.NotFound("server", id)
+	}
+	return r, err
 }
 
 // RentResult is the rented server with what was paid; remaining_balance
@@ -308,15 +312,11 @@ func (s *Service) Rent(ctx context.Context, ref ServerRef) (*RentResult, error) 
 	now := s.env.Clock.Now().UTC()
 	var res RentResult
 	err = s.env.Store.UpdateContext(ctx, func(tx *store.Tx) error {
-		var r serverRec
-		ok, err := tx.Get(bucketServers, id, &r)
-		if err != nil {
-			return err
-		}
 		// Another user's rental is unknown to the caller here as in Get,
 		// so renting cannot probe who rents what; an admin sees it (409).
-		if !ok || (r.rented(now) && r.RenterID != p.UserID && !p.IsAdmin()) {
-			return fault.NotFound("server", id)
+		r, err := visible(tx, id, now, p)
+		if err != nil {
+			return err
 		}
 		if r.rented(now) && r.RenterID == p.UserID {
 			return fault.Errorf(fault.CodeConflict, "server %s is already rented by you until %s", id, r.RentedUntil.Format(stamp))
@@ -325,7 +325,7 @@ func (s *Service) Rent(ctx context.Context, ref ServerRef) (*RentResult, error) 
 			return fault.Errorf(fault.CodeConflict, "server %s is not available: it is rented", id)
 		}
 		r.RenterID, r.RentedAt, r.RentedUntil = p.UserID, now, now.Add(RentalPeriod)
-		if err := tx.Put(bucketServers, id, &r); err != nil {
+		if err := tx.Put(bucketServers, id, r); err != nil {
 			return err
 		}
 		res = RentResult{PricePaid: money.Number(r.Price)}

@@ -2,6 +2,7 @@ package wallet
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"deckhand/control/money"
@@ -103,7 +104,7 @@ func (s *Service) expireKeys() {
 		_ = s.db.View(func(tx *store.Tx) error {
 			return tx.ForEach(bucketKeys, func(k string, raw []byte) error {
 				var rec keyRecord
-				if err := jsonUnmarshal(raw, &rec); err == nil && rec.CreatedAt.Before(cutoff) {
+				if err := json.Unmarshal(raw, &rec); err == nil && rec.CreatedAt.Before(cutoff) {
 					old = append(old, k)
 				}
 				if len(old) >= 500 {

@@ -2,7 +2,6 @@ package wallet
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -11,8 +10,6 @@ import (
 	"deckhand/platform/fault"
 	"deckhand/platform/store"
 )
-
-var jsonUnmarshal = json.Unmarshal
 
 // Balances is GET /api/v1/wallet/balances.
 type Balances struct {

@@ -209,15 +209,10 @@ func (s *Service) generateInvoice(ctx context.Context, id string) (*Generated, e
 		if err := tx.Put(bucketInvByTxn, userKey(p.UserID, t.ID), inv.ID); err != nil {
 			return err
 		}
-		if s.env.Events != nil {
-			if _, err := s.env.Events.Append(tx, events.Event{EventType: "wallet.invoice.generated", ResourceType: "invoice",
-				ResourceID: inv.ID, ActorID: p.UserID, IP: auth.ClientIP(ctx),
-				Payload: events.Payload(map[string]any{"invoice_number": inv.InvoiceNumber, "transaction_id": t.ID})}); err != nil {
-				return err
-			}
-		}
 		out = Generated{InvoiceID: inv.ID, InvoiceNumber: inv.InvoiceNumber}
-		return nil
+		return s.appendEvent(tx, events.Event{EventType: "wallet.invoice.generated", ResourceType: "invoice",
+			ResourceID: inv.ID, ActorID: p.UserID, IP: auth.ClientIP(ctx),
+			Payload: events.Payload(map[string]any{"invoice_number": inv.InvoiceNumber, "transaction_id": t.ID})})
 	})
 	if err != nil {
 		return nil, fault.Wrap("generate the invoice", err)
