@@ -11,8 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/spf13/pflag"
@@ -108,10 +109,7 @@ func (s *Service) Close() error {
 		return nil
 	}
 	s.closed = true
-	progs := make([]*program, 0, len(s.programs))
-	for _, p := range s.programs {
-		progs = append(progs, p)
-	}
+	progs := slices.Collect(maps.Values(s.programs))
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, p := range progs {
@@ -146,12 +144,7 @@ func (s *Service) program(id string) *program {
 
 // ids are the program ids in order; the caller holds s.mu or is New.
 func (s *Service) ids() []string {
-	ids := make([]string, 0, len(s.programs))
-	for id := range s.programs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.programs))
 }
 
 // journal writes one of the daemon's own entries (starts, exits, stops).

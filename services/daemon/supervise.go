@@ -310,17 +310,12 @@ func (p *program) waitDeps(def *Program, stop chan struct{}) error {
 // runOnce launches def and supervises that run: started reports whether it
 // reached running, stopped whether it ended because stop closed.
 func (p *program) runOnce(def *Program, stop chan struct{}) (res exitResult, started, stopped bool) {
-	cmd, outputs, err := p.command(def)
+	cmd, err := p.command(def)
+	var outputs []*os.File
 	if err == nil {
-		err = p.svc.spawner.Start(cmd)
-	}
-	for _, f := range outputs.child {
-		f.Close()
+		outputs, err = p.svc.spawner.StartPiped(cmd)
 	}
 	if err != nil {
-		for _, f := range outputs.parent {
-			f.Close()
-		}
 		p.set(func() { p.lastErr = "start: " + err.Error() })
 		return exitResult{code: -1, err: fmt.Errorf("start: %w", err)}, false, false
 	}
@@ -329,7 +324,7 @@ func (p *program) runOnce(def *Program, stop chan struct{}) (res exitResult, sta
 	p.svc.journal(def.ID, "info", "started", map[string]any{"pid": cmd.Process.Pid})
 	drained := make(chan struct{})
 	var fwd sync.WaitGroup
-	for i, f := range outputs.parent {
+	for i, f := range outputs {
 		stream := []string{"stdout", "stderr"}[i]
 		fwd.Add(1)
 		go func() { defer fwd.Done(); p.forward(def.ID, stream, cmd.Process.Pid, f) }()
@@ -409,36 +404,21 @@ func waitResult(cmd *exec.Cmd) exitResult {
 	return exitResult{code: code, signal: sig}
 }
 
-type pipes struct{ child, parent []*os.File }
-
-// command builds the program's command: its own process group, its user,
-// its environment, and stdout/stderr as pipes the service reads (so
-// waiting for the leader never waits on a grandchild holding them).
-func (p *program) command(def *Program) (*exec.Cmd, pipes, error) {
-	var ps pipes
+// command builds the program's command: its own process group, its user
+// and its environment.
+func (p *program) command(def *Program) (*exec.Cmd, error) {
 	attr, userEnv, err := proc.Attr(p.svc.deps.Common.User(def.User))
 	if err != nil {
-		return nil, ps, err
+		return nil, err
 	}
 	cmd := exec.Command(def.Command, def.Args...)
 	if cmd.Err != nil {
-		return nil, ps, cmd.Err
+		return nil, cmd.Err
 	}
 	cmd.SysProcAttr = attr
 	cmd.Env = proc.Env(userEnv, proc.Vars(def.Env))
 	cmd.Dir = proc.WorkDir(def.Cwd, userEnv)
-	for i := 0; i < 2; i++ {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, f := range append(ps.child, ps.parent...) {
-				f.Close()
-			}
-			return nil, pipes{}, err
-		}
-		ps.parent, ps.child = append(ps.parent, r), append(ps.child, w)
-	}
-	cmd.Stdout, cmd.Stderr = ps.child[0], ps.child[1]
-	return cmd, ps, nil
+	return cmd, nil
 }
 
 // forward writes each line of one output stream to the journal, with the

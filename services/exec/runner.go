@@ -1,7 +1,8 @@
 package exec
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"deckhand/platform/fault"
@@ -55,12 +56,7 @@ func (s *Service) tick(now time.Time) {
 
 // names are the schedules in name order; the caller holds s.mu.
 func (s *Service) names() []string {
-	out := make([]string, 0, len(s.entries))
-	for n := range s.entries {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(s.entries))
 }
 
 // fire starts a run of e now, or records it skipped or queued by the

@@ -3,8 +3,9 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -265,12 +266,7 @@ func shortLine(dst []byte, e Entry) []byte {
 	dst = append(dst, "]: "...)
 	dst = append(dst, strings.ReplaceAll(e.Message, "\n", "\n    ")...)
 	if len(e.Fields) > 0 {
-		keys := make([]string, 0, len(e.Fields))
-		for k := range e.Fields {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(e.Fields)) {
 			v, _ := json.Marshal(e.Fields[k])
 			dst = append(dst, ' ')
 			dst = append(dst, k...)

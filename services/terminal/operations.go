@@ -2,6 +2,8 @@ package terminal
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -152,10 +154,7 @@ func (svc *Service) Delete(ctx context.Context, in SessionRef) (SessionInfo, err
 
 func (svc *Service) list() []SessionInfo {
 	svc.mu.Lock()
-	all := make([]*Session, 0, len(svc.sessions))
-	for _, s := range svc.sessions {
-		all = append(all, s)
-	}
+	all := slices.Collect(maps.Values(svc.sessions))
 	svc.mu.Unlock()
 	out := make([]SessionInfo, 0, len(all))
 	for _, s := range all {

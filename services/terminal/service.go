@@ -17,8 +17,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -154,10 +156,7 @@ func (s *Service) Close() error {
 		return nil
 	}
 	s.closed = true
-	all := make([]*Session, 0, len(s.sessions))
-	for _, sess := range s.sessions {
-		all = append(all, sess)
-	}
+	all := slices.Collect(maps.Values(s.sessions))
 	s.sessions = map[string]*Session{}
 	s.mu.Unlock()
 	close(s.stop)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -156,7 +157,7 @@ func (s *Service) Tunnels(ctx context.Context) TunnelList {
 		t.BytesIn += ss.BytesIn
 		t.BytesOut += ss.BytesOut
 		t.IDs = append(t.IDs, ss.ID)
-		if !contains(t.Kinds, ss.Kind) {
+		if !slices.Contains(t.Kinds, ss.Kind) {
 			t.Kinds = append(t.Kinds, ss.Kind)
 		}
 	}
@@ -171,13 +172,4 @@ func (s *Service) Tunnels(ctx context.Context) TunnelList {
 		return out[i].Target < out[j].Target
 	})
 	return TunnelList{Tunnels: out}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -142,15 +143,6 @@ var (
 	permissionVals = []string{"allow", "ask", "deny"}
 )
 
-func oneOf(v string, set []string) bool {
-	for _, s := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Validate checks the document after defaults; errors name the JSON path.
 func (c *Config) Validate() error {
 	for _, id := range sortedKeys(c.Providers) {
@@ -159,7 +151,7 @@ func (c *Config) Validate() error {
 		if !providerIDRule.MatchString(id) {
 			return fault.Invalid(f, "provider ids are 1-64 of a-z 0-9 - _")
 		}
-		if !oneOf(p.Type, providerTypes) {
+		if !slices.Contains(providerTypes, p.Type) {
 			return fault.Invalid(f+".type", "must be one of %s, got %q", strings.Join(providerTypes, ", "), p.Type)
 		}
 		if p.BaseURL != "" {
@@ -207,7 +199,7 @@ func (c *Config) Validate() error {
 	}
 	for _, p := range []struct{ field, v string }{{"permission.edit", c.Permission.Edit}, {"permission.bash", c.Permission.Bash},
 		{"permission.webfetch", c.Permission.WebFetch}, {"permission.mcp", c.Permission.MCP}} {
-		if !oneOf(p.v, permissionVals) {
+		if !slices.Contains(permissionVals, p.v) {
 			return fault.Invalid(p.field, "must be allow, ask or deny, got %q", p.v)
 		}
 	}

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -250,7 +251,7 @@ func (s *Service) Journal(ctx context.Context, q JournalQuery) (EntryList, error
 				return err
 			}
 			for _, e := range pg.Items {
-				if f.Tag != "" && !hasTag(e, f.Tag) {
+				if f.Tag != "" && !slices.Contains(e.Tags, f.Tag) {
 					continue
 				}
 				if f.Limit > 0 && len(out.Entries) == f.Limit {
@@ -266,15 +267,6 @@ func (s *Service) Journal(ctx context.Context, q JournalQuery) (EntryList, error
 		}
 	})
 	return out, fault.Wrap("list the memory journal", err)
-}
-
-func hasTag(e Entry, tag string) bool {
-	for _, t := range e.Tags {
-		if t == tag {
-			return true
-		}
-	}
-	return false
 }
 
 // CountEntries counts a workspace's journal entries.
@@ -391,7 +383,7 @@ func (s *Service) Search(ctx context.Context, req SearchInput) (SearchResult, er
 			if _, err := tx.Get(bucketJournal, prefix(ws)+d, &e); err != nil {
 				return err
 			}
-			if in.Tag != "" && !hasTag(e, in.Tag) {
+			if in.Tag != "" && !slices.Contains(e.Tags, in.Tag) {
 				continue
 			}
 			res.Hits = append(res.Hits, Hit{Entry: e, Score: math.Round(scores[d]*1e6) / 1e6})
