@@ -8,6 +8,7 @@
 package daemon
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,10 +75,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, errors.New("daemon: no data directory")
 	}
 	deps = deps.WithDefaults()
-	dir := set.Programs
-	if dir == "" {
-		dir = filepath.Join(deps.DataDir, "programs")
-	}
+	dir := cmp.Or(set.Programs, filepath.Join(deps.DataDir, "programs"))
 	defs, problems, err := loadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--daemon-programs %s: %w", dir, err)

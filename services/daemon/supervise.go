@@ -446,10 +446,7 @@ func (p *program) readiness(ctx context.Context, def *Program) error {
 	deadline := time.Now().Add(dur(pr.Timeout))
 	var last error
 	for {
-		attempt := dur(pr.Interval)
-		if attempt < time.Second {
-			attempt = time.Second
-		}
+		attempt := max(dur(pr.Interval), time.Second)
 		actx, cancel := context.WithTimeout(ctx, attempt)
 		last = p.probeOnce(actx, def)
 		cancel()

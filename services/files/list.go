@@ -113,9 +113,7 @@ func (s *Service) readDir(dir string, hidden bool, want int) ([]fs.FileInfo, boo
 	}
 	sort.Strings(names)
 	more := false
-	if want < 0 {
-		want = 0
-	}
+	want = max(want, 0)
 	if len(names) > want {
 		names, more = names[:want+1], true
 	}

@@ -56,25 +56,13 @@ func (f *Filter) pass(h header) bool {
 	if int(h.level) < f.MinLevel {
 		return false
 	}
-	if len(f.Sources) > 0 {
-		ok := false
-		for _, s := range f.Sources {
-			if s == h.source {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	if len(f.Sources) > 0 && !slices.Contains(f.Sources, h.source) {
+		return false
 	}
 	if f.Since != nil && h.time < f.Since.UnixNano() {
 		return false
 	}
-	if f.Until != nil && h.time > f.Until.UnixNano() {
-		return false
-	}
-	return true
+	return f.Until == nil || h.time <= f.Until.UnixNano()
 }
 
 // Read answers q against the store.

@@ -105,15 +105,8 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if err := set.Validate(); err != nil {
 		return nil, err
 	}
-	clock := deps.Clock
-	if clock == nil {
-		clock = clockpkg.SystemClock{}
-	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	s := &Service{db: deps.Store, set: *set, clock: clock, log: log, dir: deps.DataDir,
+	deps = deps.WithDefaults()
+	s := &Service{db: deps.Store, set: *set, clock: deps.Clock, log: deps.Logger, dir: deps.DataDir,
 		kick: make(chan struct{}, 1), flushes: make(chan chan flushResult), changed: make(chan struct{})}
 	err := s.db.Update(func(tx *store.Tx) error {
 		st, err := loadState(tx)

@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -167,10 +168,7 @@ func (s *Service) forwardTo(w http.ResponseWriter, r *http.Request, in ProxyRequ
 	out.URL.Path = "/" + path
 	if r.URL.RawPath != "" {
 		if raw, ok := strings.CutPrefix(r.URL.RawPath, prefix); ok {
-			out.URL.RawPath = raw
-			if out.URL.RawPath == "" {
-				out.URL.RawPath = "/"
-			}
+			out.URL.RawPath = cmp.Or(raw, "/")
 		}
 	}
 	if addPrefix {

@@ -8,6 +8,7 @@
 package vault
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,10 +67,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if set == nil {
 		set = &Settings{}
 	}
-	path := set.KeyFile
-	if path == "" {
-		path = filepath.Join(filepath.Dir(deps.DataDir), "vault.key")
-	}
+	path := cmp.Or(set.KeyFile, filepath.Join(filepath.Dir(deps.DataDir), "vault.key"))
 	key, _, err := secrets.LoadOrCreate(path)
 	if err != nil {
 		return nil, fmt.Errorf("--vault-key-file: %w", err)

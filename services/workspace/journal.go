@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -100,9 +101,7 @@ func (r *SearchRequest) Validate() error {
 	if len(tokenize(r.Query)) == 0 {
 		return fault.Invalid("query", "must contain at least one word (letters or digits)")
 	}
-	if r.Limit == 0 {
-		r.Limit = 10
-	}
+	r.Limit = cmp.Or(r.Limit, 10)
 	if r.Limit < 1 || r.Limit > 100 {
 		return fault.Invalid("limit", "must be 1-100, got %d", r.Limit)
 	}
