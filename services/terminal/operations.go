@@ -1,10 +1,10 @@
 package terminal
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 
 	"deckhand/platform/fault"
@@ -160,11 +160,8 @@ func (svc *Service) list() []SessionInfo {
 	for _, s := range all {
 		out = append(out, s.info())
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt != out[j].CreatedAt {
-			return out[i].CreatedAt < out[j].CreatedAt
-		}
-		return out[i].ID < out[j].ID
+	slices.SortFunc(out, func(a, b SessionInfo) int {
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	return out
 }

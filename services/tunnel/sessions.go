@@ -1,11 +1,11 @@
 package tunnel
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,11 +120,8 @@ func (s *Service) Sessions(context.Context) SessionList {
 		out = append(out, ss.snapshot())
 	}
 	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].StartedAt.Equal(out[j].StartedAt) {
-			return out[i].StartedAt.Before(out[j].StartedAt)
-		}
-		return out[i].ID < out[j].ID
+	slices.SortFunc(out, func(a, b Session) int {
+		return cmp.Or(a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID))
 	})
 	return SessionList{Sessions: out}
 }
@@ -165,11 +162,8 @@ func (s *Service) Tunnels(ctx context.Context) TunnelList {
 	for _, k := range order {
 		out = append(out, *by[k])
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Port != out[j].Port {
-			return out[i].Port < out[j].Port
-		}
-		return out[i].Target < out[j].Target
+	slices.SortFunc(out, func(a, b Tunnel) int {
+		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Target, b.Target))
 	})
 	return TunnelList{Tunnels: out}
 }

@@ -3,6 +3,7 @@ package workspace
 import (
 	"cmp"
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -367,10 +368,7 @@ func (s *Service) Search(ctx context.Context, req SearchInput) (SearchResult, er
 				scores[k[len(p):]] += idf * tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avg))
 			}
 		}
-		docs := make([]string, 0, len(scores))
-		for d := range scores {
-			docs = append(docs, d)
-		}
+		docs := slices.Collect(maps.Keys(scores))
 		sort.Slice(docs, func(i, j int) bool {
 			if scores[docs[i]] != scores[docs[j]] {
 				return scores[docs[i]] > scores[docs[j]]
