@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"maps"
 	"net"
 	"net/url"
@@ -125,9 +126,7 @@ func (p *Program) Validate() error {
 	if p.Backoff.Max < p.Backoff.Initial {
 		return fault.Invalid("backoff.max", "must be at least backoff.initial (%g)", p.Backoff.Initial)
 	}
-	if p.StopSignal == "" {
-		p.StopSignal = "TERM"
-	}
+	p.StopSignal = cmp.Or(p.StopSignal, "TERM")
 	sig, err := proc.ParseSignal(p.StopSignal)
 	if err != nil {
 		return fault.Invalid("stop_signal", "%s", err.Error())

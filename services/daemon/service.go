@@ -111,8 +111,7 @@ func (s *Service) Close() error {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, p := range progs {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.halt() }()
+		wg.Go(p.halt)
 	}
 	wg.Wait()
 	s.wg.Wait()

@@ -113,15 +113,13 @@ func (p *program) start() {
 	def, stop, done := p.def, p.stop, p.done
 	p.mu.Unlock()
 	p.svc.changed()
-	p.svc.wg.Add(1)
-	go func() {
-		defer p.svc.wg.Done()
+	p.svc.wg.Go(func() {
 		defer close(done)
 		p.loop(def, stop)
 		p.mu.Lock()
 		p.ended = p.svc.deps.Clock.Now()
 		p.mu.Unlock()
-	}()
+	})
 }
 
 // halt ends supervision: the process group gets the stop signal, then
@@ -326,8 +324,7 @@ func (p *program) runOnce(def *Program, stop chan struct{}) (res exitResult, sta
 	var fwd sync.WaitGroup
 	for i, f := range outputs {
 		stream := []string{"stdout", "stderr"}[i]
-		fwd.Add(1)
-		go func() { defer fwd.Done(); p.forward(def.ID, stream, cmd.Process.Pid, f) }()
+		fwd.Go(func() { p.forward(def.ID, stream, cmd.Process.Pid, f) })
 	}
 	go func() { fwd.Wait(); close(drained) }()
 	// The journal gets a run's last lines before its exit: the pipes

@@ -106,12 +106,10 @@ func (s *Service) runCommand(def *Schedule, stdout, stderr io.Writer) (int, stri
 	}
 	var copying sync.WaitGroup
 	for i, w := range []io.Writer{stdout, stderr} {
-		copying.Add(1)
-		go func() {
-			defer copying.Done()
+		copying.Go(func() {
 			defer parents[i].Close()
 			_, _ = io.Copy(w, parents[i])
-		}()
+		})
 	}
 	exited := make(chan *os.ProcessState, 1)
 	go func() { _ = cmd.Wait(); exited <- cmd.ProcessState }()

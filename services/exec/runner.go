@@ -95,9 +95,7 @@ func (s *Service) fire(e *entry, trigger string, at *time.Time) (Run, error) {
 // launch runs r in the background; the caller holds s.mu.
 func (s *Service) launch(e *entry, def *Schedule, r Run) {
 	e.active++
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.wg.Go(func() {
 		r = s.execute(def, r)
 		// The record says the run ended only once the schedule no longer
 		// counts it, so a trigger after reading it is never skipped.
@@ -114,7 +112,7 @@ func (s *Service) launch(e *entry, def *Schedule, r Run) {
 		}
 		s.mu.Unlock()
 		s.report(def, r)
-	}()
+	})
 }
 
 // install replaces the loaded schedules with defs: unchanged schedules

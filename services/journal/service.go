@@ -125,8 +125,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		s.stop()
 		return nil, err
 	}
-	s.wg.Add(1)
-	go s.writer()
+	s.wg.Go(s.writer)
 	if sink, ok := deps.Journal.(*Sink); ok {
 		s.local = sink
 		sink.Attach(s)
@@ -165,7 +164,6 @@ func (s *Service) Ingest(entries []contract.JournalEntry) error {
 // writer commits queued entries in batches until the service closes, and
 // applies age retention once a minute even when nothing is written.
 func (s *Service) writer() {
-	defer s.wg.Done()
 	tick := time.NewTicker(commitInterval)
 	defer tick.Stop()
 	lastRetain := time.Now()

@@ -142,8 +142,7 @@ func New(deps contract.ServiceDeps, set *Settings) *Service {
 		sessions: make(map[string]*Session),
 		stop:     make(chan struct{}),
 	}
-	s.janitor.Add(1)
-	go s.sweep()
+	s.janitor.Go(s.sweep)
 	return s
 }
 
@@ -162,8 +161,7 @@ func (s *Service) Close() error {
 	close(s.stop)
 	var wg sync.WaitGroup
 	for _, sess := range all {
-		wg.Add(1)
-		go func() { defer wg.Done(); sess.terminate(s.opt.KillGrace) }()
+		wg.Go(func() { sess.terminate(s.opt.KillGrace) })
 	}
 	wg.Wait()
 	s.janitor.Wait()
@@ -174,7 +172,6 @@ func (s *Service) Close() error {
 // ended ones after ExitedRetention. It compares against the injected clock
 // so tests can move time; the ticker only sets how often it looks.
 func (s *Service) sweep() {
-	defer s.janitor.Done()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
