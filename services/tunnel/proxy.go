@@ -265,12 +265,7 @@ func (r *statusRecorder) Write(p []byte) (int, error) {
 	return r.ResponseWriter.Write(p)
 }
 
-func (r *statusRecorder) status() int {
-	if r.code == 0 {
-		return http.StatusOK
-	}
-	return r.code
-}
+func (r *statusRecorder) status() int { return cmp.Or(r.code, http.StatusOK) }
 
 // Unwrap lets http.ResponseController reach Flush and Hijack beneath.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
