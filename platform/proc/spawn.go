@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -50,6 +51,34 @@ func (s *Spawner) Start(cmd *exec.Cmd) error {
 	case <-s.done:
 		return errClosed
 	}
+}
+
+// StartPiped starts cmd as Start does with its stdout and stderr each a
+// pipe, and answers their read ends, stdout first. The caller reads and
+// closes them; waiting for cmd never waits on a grandchild holding them.
+func (s *Spawner) StartPiped(cmd *exec.Cmd) ([]*os.File, error) {
+	var parents, children []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	for range 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(append(parents, children...))
+			return nil, err
+		}
+		parents, children = append(parents, r), append(children, w)
+	}
+	cmd.Stdout, cmd.Stderr = children[0], children[1]
+	err := s.Start(cmd)
+	closeAll(children)
+	if err != nil {
+		closeAll(parents)
+		return nil, err
+	}
+	return parents, nil
 }
 
 // Close ends the spawning thread; children still alive then get their

@@ -57,12 +57,10 @@ func parseCrontab(text []byte, system bool) *doc {
 	d := &doc{system: system}
 	s := string(text)
 	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
 		l := line{}
-		if i < 0 {
-			l.text, s = s, ""
-		} else {
-			l.text, l.eol, s = s[:i], "\n", s[i+1:]
+		var nl bool
+		if l.text, s, nl = strings.Cut(s, "\n"); nl {
+			l.eol = "\n"
 		}
 		d.lines = append(d.lines, classify(l, system))
 	}

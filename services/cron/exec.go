@@ -8,37 +8,14 @@ import (
 	"os/exec"
 	"os/user"
 	"strings"
-	"sync"
 	"time"
 
 	"deckhand/platform/contract"
+	"deckhand/platform/proc"
 )
 
 // outputTail is how much of a run's output is kept.
 const outputTail = 4096
-
-// tailWriter keeps the last max bytes written to it.
-type tailWriter struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailWriter) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.ToValidUTF8(string(t.buf), "\uFFFD")
-}
 
 // splitPercent reads a crontab command as cron does: the first unescaped
 // % ends the command, the rest is its stdin with each further unescaped %
@@ -104,7 +81,7 @@ func envGet(env []string, key string) string {
 // stdin), records the outcome in run and reports it to the journal and, on
 // failure, to the notifier.
 func (s *Service) execRun(ctx context.Context, j job, run *Run) {
-	out := &tailWriter{max: outputTail}
+	out := &proc.Tail{Max: outputTail}
 	code, err := s.runCommand(ctx, j, out)
 	end := s.deps.Clock.Now()
 	run.EndedAt, run.Output = &end, out.String()
@@ -150,7 +127,7 @@ func (s *Service) execRun(ctx context.Context, j job, run *Run) {
 
 // runCommand answers the exit code, or an error when the command could not
 // start (unknown user, no permission to run as it, no shell).
-func (s *Service) runCommand(ctx context.Context, j job, out *tailWriter) (int, error) {
+func (s *Service) runCommand(ctx context.Context, j job, out *proc.Tail) (int, error) {
 	u, err := runUser(j.user)
 	if err != nil {
 		return 0, err

@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -51,10 +52,7 @@ type CrontabWritten struct {
 func (s *Service) ValidateSchedule(_ context.Context, req ValidateRequest) (ValidateResult, error) {
 	spec := strings.Join(strings.Fields(req.Schedule), " ")
 	sch, _ := parseSpec(spec, req.Timezone)
-	n := req.Count
-	if n == 0 {
-		n = 5
-	}
+	n := cmp.Or(req.Count, 5)
 	tz := req.Timezone
 	if tz == "" {
 		tz = localZone()

@@ -2,8 +2,9 @@ package cron
 
 import (
 	"context"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -230,13 +231,8 @@ func (r *runner) reloadIfChanged() {
 // scheduled, missed ones by the entry's catch-up policy.
 func (r *runner) tick(now time.Time) {
 	r.mu.Lock()
-	ids := make([]string, 0, len(r.jobs))
-	for id := range r.jobs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
 	var fires []fire
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(r.jobs)) {
 		j := r.jobs[id]
 		var due []time.Time
 		for !j.next.IsZero() && !j.next.After(now) {
@@ -261,7 +257,6 @@ func (r *runner) tick(now time.Time) {
 				missed = append(missed, t)
 				continue
 			}
-			t := t
 			fires = append(fires, fire{job: *j, at: &t, trigger: "schedule"})
 		}
 		if len(missed) > 0 {
@@ -278,7 +273,6 @@ func (r *runner) tick(now time.Time) {
 			}
 			var cf []fire
 			for _, t := range replay {
-				t := t
 				cf = append(cf, fire{job: *j, at: &t, trigger: "catchup"})
 			}
 			fires = append(cf, fires...)

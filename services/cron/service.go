@@ -77,18 +77,9 @@ type Service struct {
 // failure is reported by /health, not fatal: the crontab may become
 // readable) and, with the runner on, starts scheduling its entries.
 func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
-	if set == nil {
-		set = &Settings{}
-	}
-	if err := set.Validate(); err != nil {
+	deps, set, err := contract.PrepareService("cron", deps, set)
+	if err != nil {
 		return nil, err
-	}
-	deps = deps.WithDefaults()
-	if deps.Store == nil {
-		return nil, fmt.Errorf("cron: no store")
-	}
-	if deps.DataDir == "" {
-		return nil, fmt.Errorf("cron: no data directory")
 	}
 	if err := deps.Store.Declare(context.Background(), policyTable, runTable); err != nil {
 		return nil, fmt.Errorf("cron: %w", err)

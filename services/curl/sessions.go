@@ -1,6 +1,7 @@
 package curl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -87,9 +88,7 @@ func (r *AddCookies) Validate() error {
 	for i := range r.Cookies {
 		c := &r.Cookies[i]
 		f := "cookies[" + strconv.Itoa(i) + "]."
-		if c.Path == "" {
-			c.Path = "/"
-		}
+		c.Path = cmp.Or(c.Path, "/")
 		d := strings.TrimPrefix(c.Domain, ".")
 		switch {
 		case d == "" || strings.ContainsAny(c.Domain, " \t\r\n;,/#") || len(c.Domain) > 253:

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"deckhand/platform/contract"
@@ -14,10 +16,7 @@ import (
 // gateway).
 func (s *Service) Activity() contract.Activity {
 	s.mu.Lock()
-	progs := make([]*program, 0, len(s.programs))
-	for _, p := range s.programs {
-		progs = append(progs, p)
-	}
+	progs := slices.Collect(maps.Values(s.programs))
 	s.mu.Unlock()
 	var a contract.Activity
 	n := 0

@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"cmp"
+	"maps"
 	"net"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,9 +126,7 @@ func (p *Program) Validate() error {
 	if p.Backoff.Max < p.Backoff.Initial {
 		return fault.Invalid("backoff.max", "must be at least backoff.initial (%g)", p.Backoff.Initial)
 	}
-	if p.StopSignal == "" {
-		p.StopSignal = "TERM"
-	}
+	p.StopSignal = cmp.Or(p.StopSignal, "TERM")
 	sig, err := proc.ParseSignal(p.StopSignal)
 	if err != nil {
 		return fault.Invalid("stop_signal", "%s", err.Error())
@@ -222,11 +222,7 @@ func checkGraph(progs map[string]*Program) error {
 // graphProblem is checkGraph's error with the programs at fault: the one
 // with an unknown dependency, or the members of a cycle.
 func graphProblem(progs map[string]*Program) ([]string, error) {
-	ids := make([]string, 0, len(progs))
-	for id := range progs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(progs))
 	for _, id := range ids {
 		for _, d := range progs[id].DependsOn {
 			if _, ok := progs[d]; !ok {
@@ -248,7 +244,7 @@ func graphProblem(progs map[string]*Program) ([]string, error) {
 		for _, d := range progs[id].DependsOn {
 			switch color[d] {
 			case grey:
-				members := append([]string(nil), stack[indexOf(stack, d):]...)
+				members := append([]string(nil), stack[slices.Index(stack, d):]...)
 				return members, fault.Invalid("depends_on", "cycle: %s", strings.Join(append(members, d), " → "))
 			case white:
 				if bad, err := visit(d); err != nil {
@@ -268,13 +264,4 @@ func graphProblem(progs map[string]*Program) ([]string, error) {
 		}
 	}
 	return nil, nil
-}
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }

@@ -73,13 +73,11 @@ func (s *Service) Reload(context.Context) (Reloaded, error) {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, p := range stop {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.halt() }()
+		wg.Go(p.halt)
 	}
 	for _, p := range restart {
 		if p.supervised() {
-			wg.Add(1)
-			go func() { defer wg.Done(); p.halt(); p.start() }()
+			wg.Go(func() { p.halt(); p.start() })
 		}
 	}
 	wg.Wait()

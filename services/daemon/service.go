@@ -8,11 +8,13 @@
 package daemon
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/spf13/pflag"
@@ -73,10 +75,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		return nil, errors.New("daemon: no data directory")
 	}
 	deps = deps.WithDefaults()
-	dir := set.Programs
-	if dir == "" {
-		dir = filepath.Join(deps.DataDir, "programs")
-	}
+	dir := cmp.Or(set.Programs, filepath.Join(deps.DataDir, "programs"))
 	defs, problems, err := loadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--daemon-programs %s: %w", dir, err)
@@ -108,15 +107,11 @@ func (s *Service) Close() error {
 		return nil
 	}
 	s.closed = true
-	progs := make([]*program, 0, len(s.programs))
-	for _, p := range s.programs {
-		progs = append(progs, p)
-	}
+	progs := slices.Collect(maps.Values(s.programs))
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, p := range progs {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.halt() }()
+		wg.Go(p.halt)
 	}
 	wg.Wait()
 	s.wg.Wait()
@@ -146,12 +141,7 @@ func (s *Service) program(id string) *program {
 
 // ids are the program ids in order; the caller holds s.mu or is New.
 func (s *Service) ids() []string {
-	ids := make([]string, 0, len(s.programs))
-	for id := range s.programs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.programs))
 }
 
 // journal writes one of the daemon's own entries (starts, exits, stops).

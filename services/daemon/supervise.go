@@ -113,15 +113,13 @@ func (p *program) start() {
 	def, stop, done := p.def, p.stop, p.done
 	p.mu.Unlock()
 	p.svc.changed()
-	p.svc.wg.Add(1)
-	go func() {
-		defer p.svc.wg.Done()
+	p.svc.wg.Go(func() {
 		defer close(done)
 		p.loop(def, stop)
 		p.mu.Lock()
 		p.ended = p.svc.deps.Clock.Now()
 		p.mu.Unlock()
-	}()
+	})
 }
 
 // halt ends supervision: the process group gets the stop signal, then
@@ -310,17 +308,12 @@ func (p *program) waitDeps(def *Program, stop chan struct{}) error {
 // runOnce launches def and supervises that run: started reports whether it
 // reached running, stopped whether it ended because stop closed.
 func (p *program) runOnce(def *Program, stop chan struct{}) (res exitResult, started, stopped bool) {
-	cmd, outputs, err := p.command(def)
+	cmd, err := p.command(def)
+	var outputs []*os.File
 	if err == nil {
-		err = p.svc.spawner.Start(cmd)
-	}
-	for _, f := range outputs.child {
-		f.Close()
+		outputs, err = p.svc.spawner.StartPiped(cmd)
 	}
 	if err != nil {
-		for _, f := range outputs.parent {
-			f.Close()
-		}
 		p.set(func() { p.lastErr = "start: " + err.Error() })
 		return exitResult{code: -1, err: fmt.Errorf("start: %w", err)}, false, false
 	}
@@ -329,10 +322,9 @@ func (p *program) runOnce(def *Program, stop chan struct{}) (res exitResult, sta
 	p.svc.journal(def.ID, "info", "started", map[string]any{"pid": cmd.Process.Pid})
 	drained := make(chan struct{})
 	var fwd sync.WaitGroup
-	for i, f := range outputs.parent {
+	for i, f := range outputs {
 		stream := []string{"stdout", "stderr"}[i]
-		fwd.Add(1)
-		go func() { defer fwd.Done(); p.forward(def.ID, stream, cmd.Process.Pid, f) }()
+		fwd.Go(func() { p.forward(def.ID, stream, cmd.Process.Pid, f) })
 	}
 	go func() { fwd.Wait(); close(drained) }()
 	// The journal gets a run's last lines before its exit: the pipes
@@ -409,36 +401,21 @@ func waitResult(cmd *exec.Cmd) exitResult {
 	return exitResult{code: code, signal: sig}
 }
 
-type pipes struct{ child, parent []*os.File }
-
-// command builds the program's command: its own process group, its user,
-// its environment, and stdout/stderr as pipes the service reads (so
-// waiting for the leader never waits on a grandchild holding them).
-func (p *program) command(def *Program) (*exec.Cmd, pipes, error) {
-	var ps pipes
+// command builds the program's command: its own process group, its user
+// and its environment.
+func (p *program) command(def *Program) (*exec.Cmd, error) {
 	attr, userEnv, err := proc.Attr(p.svc.deps.Common.User(def.User))
 	if err != nil {
-		return nil, ps, err
+		return nil, err
 	}
 	cmd := exec.Command(def.Command, def.Args...)
 	if cmd.Err != nil {
-		return nil, ps, cmd.Err
+		return nil, cmd.Err
 	}
 	cmd.SysProcAttr = attr
 	cmd.Env = proc.Env(userEnv, proc.Vars(def.Env))
 	cmd.Dir = proc.WorkDir(def.Cwd, userEnv)
-	for i := 0; i < 2; i++ {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, f := range append(ps.child, ps.parent...) {
-				f.Close()
-			}
-			return nil, pipes{}, err
-		}
-		ps.parent, ps.child = append(ps.parent, r), append(ps.child, w)
-	}
-	cmd.Stdout, cmd.Stderr = ps.child[0], ps.child[1]
-	return cmd, ps, nil
+	return cmd, nil
 }
 
 // forward writes each line of one output stream to the journal, with the
@@ -466,10 +443,7 @@ func (p *program) readiness(ctx context.Context, def *Program) error {
 	deadline := time.Now().Add(dur(pr.Timeout))
 	var last error
 	for {
-		attempt := dur(pr.Interval)
-		if attempt < time.Second {
-			attempt = time.Second
-		}
+		attempt := max(dur(pr.Interval), time.Second)
 		actx, cancel := context.WithTimeout(ctx, attempt)
 		last = p.probeOnce(actx, def)
 		cancel()

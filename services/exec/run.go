@@ -100,36 +100,16 @@ func (s *Service) runCommand(def *Schedule, stdout, stderr io.Writer) (int, stri
 	cmd.SysProcAttr = attr
 	cmd.Env = proc.Env(userEnv, proc.Vars(def.Env))
 	cmd.Dir = proc.WorkDir(def.Cwd, userEnv)
-	var parents, children []*os.File
-	for i := 0; i < 2; i++ {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, f := range append(parents, children...) {
-				f.Close()
-			}
-			return 0, StatusFailed, err
-		}
-		parents, children = append(parents, r), append(children, w)
-	}
-	cmd.Stdout, cmd.Stderr = children[0], children[1]
-	err = s.spawner.Start(cmd)
-	for _, f := range children {
-		f.Close()
-	}
+	parents, err := s.spawner.StartPiped(cmd)
 	if err != nil {
-		for _, f := range parents {
-			f.Close()
-		}
 		return 0, StatusFailed, err
 	}
 	var copying sync.WaitGroup
 	for i, w := range []io.Writer{stdout, stderr} {
-		copying.Add(1)
-		go func() {
-			defer copying.Done()
+		copying.Go(func() {
 			defer parents[i].Close()
 			_, _ = io.Copy(w, parents[i])
-		}()
+		})
 	}
 	exited := make(chan *os.ProcessState, 1)
 	go func() { _ = cmd.Wait(); exited <- cmd.ProcessState }()

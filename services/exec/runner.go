@@ -1,7 +1,8 @@
 package exec
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"deckhand/platform/fault"
@@ -55,12 +56,7 @@ func (s *Service) tick(now time.Time) {
 
 // names are the schedules in name order; the caller holds s.mu.
 func (s *Service) names() []string {
-	out := make([]string, 0, len(s.entries))
-	for n := range s.entries {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(s.entries))
 }
 
 // fire starts a run of e now, or records it skipped or queued by the
@@ -99,9 +95,7 @@ func (s *Service) fire(e *entry, trigger string, at *time.Time) (Run, error) {
 // launch runs r in the background; the caller holds s.mu.
 func (s *Service) launch(e *entry, def *Schedule, r Run) {
 	e.active++
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.wg.Go(func() {
 		r = s.execute(def, r)
 		// The record says the run ended only once the schedule no longer
 		// counts it, so a trigger after reading it is never skipped.
@@ -118,7 +112,7 @@ func (s *Service) launch(e *entry, def *Schedule, r Run) {
 		}
 		s.mu.Unlock()
 		s.report(def, r)
-	}()
+	})
 }
 
 // install replaces the loaded schedules with defs: unchanged schedules

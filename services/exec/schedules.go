@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -149,9 +150,7 @@ func (s *Schedule) check() error {
 	if strings.ContainsRune(s.Command, 0) {
 		return fault.Invalid("command", "must not contain NUL")
 	}
-	if s.Timeout == "" {
-		s.Timeout = "1h"
-	}
+	s.Timeout = cmp.Or(s.Timeout, "1h")
 	d, err := time.ParseDuration(s.Timeout)
 	if err != nil || d <= 0 || d > 7*24*time.Hour {
 		return fault.Invalid("timeout", "must be a duration above 0 and at most 168h (90s, 5m, 1h30m), got %q", s.Timeout)

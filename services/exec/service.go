@@ -8,6 +8,7 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -72,10 +73,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := set.Schedules
-	if path == "" {
-		path = filepath.Join(deps.DataDir, "schedules.yaml")
-	}
+	path := cmp.Or(set.Schedules, filepath.Join(deps.DataDir, "schedules.yaml"))
 	s := &Service{deps: deps, log: deps.Logger, path: path, spawner: proc.NewSpawner(), entries: map[string]*entry{},
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

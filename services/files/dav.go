@@ -2,6 +2,7 @@ package files
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/xml"
@@ -223,9 +224,7 @@ func (n *davNode) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
 func (d *davFS) openWriter(ctx context.Context, name, r string, perm os.FileMode) (webdav.File, error) {
 	var f *os.File
 	var tmp string
-	if perm == 0 {
-		perm = 0o666
-	}
+	perm = cmp.Or(perm, 0o666)
 	mode := perm.Perm() &^ d.s.umask
 	err := d.s.id.run(func() error {
 		var err error

@@ -81,6 +81,38 @@ func (s *Service) davError(ctx context.Context, in DavInput, err error) DavAnswe
 	return out
 }
 
+// davErrorTexts are the message and field of x/net's unexported errors
+// whose answer does not depend on the method, by their text.
+var davErrorTexts = map[string][2]string{
+	"invalid destination":       {"Destination must be a URL of this server under the WebDAV prefix", "Destination"},
+	"destination equals source": {"Destination is the resource itself", "Destination"},
+	"invalid If header":         {"the If header does not parse (RFC 4918 10.4)", "If"},
+	"invalid lock info":         {"the lockinfo body is not valid", "body"},
+	"invalid lock token":        {"Lock-Token (or the If header of a refresh) must name one lock token as <token>", "Lock-Token"},
+	"invalid propfind":          {"the propfind body is not valid", "body"},
+	"invalid proppatch":         {"the propertyupdate body is not valid", "body"},
+	"invalid timeout":           {"Timeout must be Infinite or Second-N", "Timeout"},
+	"unsupported lock info":     {"only write locks are supported", "body"},
+	"not a directory":           {"a part of the path is not a collection", ""},
+	"directory not empty":       {"the collection is not empty", ""},
+	"prefix mismatch":           {"the path is not under the WebDAV prefix", "path"},
+}
+
+// davStatusCodes are the service's codes of x/net's error statuses; a 400
+// is INVALID when the field is known, and any other status of 500 and
+// above is an internal error.
+var davStatusCodes = map[int]string{
+	http.StatusForbidden:            fault.CodeForbidden,
+	http.StatusNotFound:             fault.CodeNotFound,
+	http.StatusMethodNotAllowed:     fault.CodeMethodNotAllowed,
+	http.StatusConflict:             fault.CodeConflict,
+	http.StatusPreconditionFailed:   fault.CodePreconditionFailed,
+	http.StatusUnsupportedMediaType: fault.CodeUnsupportedMedia,
+	http.StatusLocked:               CodeLocked,
+	http.StatusBadGateway:           CodeForeignDestination,
+	http.StatusInsufficientStorage:  CodeInsufficientStorage,
+}
+
 // davStatusError turns an error answer of x/net/webdav (a status and the
 // package's error, whose text is for logs) into the service's error.
 func davStatusError(method string, status int, cause error) error {
@@ -95,70 +127,28 @@ func davStatusError(method string, status int, cause error) error {
 		msg, field = "no such lock", "Lock-Token"
 	default:
 		// x/net's unexported errors, known by their text.
-		switch strings.TrimPrefix(cause.Error(), "webdav: ") {
-		case "invalid depth":
+		text := strings.TrimPrefix(cause.Error(), "webdav: ")
+		switch known, ok := davErrorTexts[text]; {
+		case ok:
+			msg, field = known[0], known[1]
+		case text == "invalid depth":
 			msg, field = "Depth must be 0 or infinity for "+method+" (PROPFIND: 0 or 1)", "Depth"
-		case "invalid destination":
-			msg, field = "Destination must be a URL of this server under the WebDAV prefix", "Destination"
-		case "destination equals source":
-			msg, field = "Destination is the resource itself", "Destination"
-		case "invalid If header":
-			msg, field = "the If header does not parse (RFC 4918 10.4)", "If"
-		case "invalid lock info":
-			msg, field = "the lockinfo body is not valid", "body"
-		case "invalid lock token":
-			msg, field = "Lock-Token (or the If header of a refresh) must name one lock token as <token>", "Lock-Token"
-		case "invalid propfind":
-			msg, field = "the propfind body is not valid", "body"
-		case "invalid proppatch":
-			msg, field = "the propertyupdate body is not valid", "body"
-		case "invalid timeout":
-			msg, field = "Timeout must be Infinite or Second-N", "Timeout"
-		case "unsupported lock info":
-			msg, field = "only write locks are supported", "body"
-		case "unsupported method":
+		case text == "unsupported method":
 			msg = method + " is not a WebDAV method"
-		case "not a directory":
-			msg = "a part of the path is not a collection"
-		case "directory not empty":
-			msg = "the collection is not empty"
-		case "prefix mismatch":
-			msg, field = "the path is not under the WebDAV prefix", "path"
-		default:
-			if status == http.StatusBadRequest && (method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK") {
-				// The XML decoder's own error.
-				msg, field = "the body is not well-formed XML", "body"
-			}
+		case status == http.StatusBadRequest && (method == "PROPFIND" || method == "PROPPATCH" || method == "LOCK"):
+			// The XML decoder's own error.
+			msg, field = "the body is not well-formed XML", "body"
 		}
 	}
-	code := fault.CodeBadRequest
-	switch status {
-	case http.StatusBadRequest:
-		if field != "" {
-			code = fault.CodeInvalid
-		}
-	case http.StatusForbidden:
-		code = fault.CodeForbidden
-	case http.StatusNotFound:
-		code = fault.CodeNotFound
-	case http.StatusMethodNotAllowed:
-		code = fault.CodeMethodNotAllowed
-	case http.StatusConflict:
-		code = fault.CodeConflict
-	case http.StatusPreconditionFailed:
-		code = fault.CodePreconditionFailed
-	case http.StatusUnsupportedMediaType:
-		code = fault.CodeUnsupportedMedia
-	case http.StatusLocked:
-		code = CodeLocked
-	case http.StatusBadGateway:
-		code = CodeForeignDestination
-	case http.StatusInsufficientStorage:
-		code = CodeInsufficientStorage
+	code, ok := davStatusCodes[status]
+	switch {
+	case ok:
+	case status == http.StatusBadRequest && field != "":
+		code = fault.CodeInvalid
+	case status >= 500:
+		return fault.Internal("answer "+method, cause)
 	default:
-		if status >= 500 {
-			return fault.Internal("answer "+method, cause)
-		}
+		code = fault.CodeBadRequest
 	}
 	if msg == "" {
 		msg = method + ": " + strings.ToLower(http.StatusText(status))

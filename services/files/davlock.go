@@ -49,9 +49,7 @@ func capTimeout(d time.Duration) time.Duration {
 // lockTimeout reads a LOCK request's Timeout header as x/net does (the
 // first of a list; none or Infinite means as long as allowed) and caps it.
 func lockTimeout(h string) (time.Duration, error) {
-	if i := strings.IndexByte(h, ','); i >= 0 {
-		h = h[:i]
-	}
+	h, _, _ = strings.Cut(h, ",")
 	h = strings.TrimSpace(h)
 	if h == "" || h == "Infinite" {
 		return maxLockTimeout, nil

@@ -113,9 +113,7 @@ func (s *Service) readDir(dir string, hidden bool, want int) ([]fs.FileInfo, boo
 	}
 	sort.Strings(names)
 	more := false
-	if want < 0 {
-		want = 0
-	}
+	want = max(want, 0)
 	if len(names) > want {
 		names, more = names[:want+1], true
 	}
@@ -134,8 +132,7 @@ func (s *Service) readDir(dir string, hidden bool, want int) ([]fs.FileInfo, boo
 	}
 	var wg sync.WaitGroup
 	half := len(names) / 2
-	wg.Add(1)
-	go func() { defer wg.Done(); stat(half, len(names)) }()
+	wg.Go(func() { stat(half, len(names)) })
 	stat(0, half)
 	wg.Wait()
 	return infos, more, nil

@@ -3,8 +3,9 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,25 +56,13 @@ func (f *Filter) pass(h header) bool {
 	if int(h.level) < f.MinLevel {
 		return false
 	}
-	if len(f.Sources) > 0 {
-		ok := false
-		for _, s := range f.Sources {
-			if s == h.source {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	if len(f.Sources) > 0 && !slices.Contains(f.Sources, h.source) {
+		return false
 	}
 	if f.Since != nil && h.time < f.Since.UnixNano() {
 		return false
 	}
-	if f.Until != nil && h.time > f.Until.UnixNano() {
-		return false
-	}
-	return true
+	return f.Until == nil || h.time <= f.Until.UnixNano()
 }
 
 // Read answers q against the store.
@@ -265,12 +254,7 @@ func shortLine(dst []byte, e Entry) []byte {
 	dst = append(dst, "]: "...)
 	dst = append(dst, strings.ReplaceAll(e.Message, "\n", "\n    ")...)
 	if len(e.Fields) > 0 {
-		keys := make([]string, 0, len(e.Fields))
-		for k := range e.Fields {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(e.Fields)) {
 			v, _ := json.Marshal(e.Fields[k])
 			dst = append(dst, ' ')
 			dst = append(dst, k...)

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -102,10 +103,7 @@ func normalize(e contract.JournalEntry, now time.Time) (body, byte) {
 	if e.Time.IsZero() {
 		e.Time = now
 	}
-	src := strings.ToValidUTF8(e.Source, "?")
-	if src == "" {
-		src = "unknown"
-	}
+	src := cmp.Or(strings.ToValidUTF8(e.Source, "?"), "unknown")
 	if len(src) > MaxSourceLen {
 		src = cut(src, MaxSourceLen)
 	}

@@ -105,15 +105,8 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if err := set.Validate(); err != nil {
 		return nil, err
 	}
-	clock := deps.Clock
-	if clock == nil {
-		clock = clockpkg.SystemClock{}
-	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	s := &Service{db: deps.Store, set: *set, clock: clock, log: log, dir: deps.DataDir,
+	deps = deps.WithDefaults()
+	s := &Service{db: deps.Store, set: *set, clock: deps.Clock, log: deps.Logger, dir: deps.DataDir,
 		kick: make(chan struct{}, 1), flushes: make(chan chan flushResult), changed: make(chan struct{})}
 	err := s.db.Update(func(tx *store.Tx) error {
 		st, err := loadState(tx)
@@ -132,8 +125,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 		s.stop()
 		return nil, err
 	}
-	s.wg.Add(1)
-	go s.writer()
+	s.wg.Go(s.writer)
 	if sink, ok := deps.Journal.(*Sink); ok {
 		s.local = sink
 		sink.Attach(s)
@@ -172,7 +164,6 @@ func (s *Service) Ingest(entries []contract.JournalEntry) error {
 // writer commits queued entries in batches until the service closes, and
 // applies age retention once a minute even when nothing is written.
 func (s *Service) writer() {
-	defer s.wg.Done()
 	tick := time.NewTicker(commitInterval)
 	defer tick.Stop()
 	lastRetain := time.Now()

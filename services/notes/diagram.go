@@ -59,9 +59,7 @@ func parseDiagram(src string) (*diagram, error) {
 	}
 	for n, line := range strings.Split(src, "\n") {
 		ln := n + 1
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
+		line, _, _ = strings.Cut(line, "#")
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue

@@ -1,8 +1,10 @@
 package notes
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,9 +115,7 @@ func (r *PatchDocument) Validate() error {
 				return fault.Invalid(f+".block", "required for update")
 			}
 			b := *op.Block
-			if b.ID == "" {
-				b.ID = op.ID
-			}
+			b.ID = cmp.Or(b.ID, op.ID)
 			if b.ID != op.ID {
 				return fault.Invalid(f+".block.id", "must be %q (a block keeps its id) or left out", op.ID)
 			}
@@ -158,11 +158,7 @@ func checkBlock(f string, b Block) error {
 	if !blockIDOK(b.ID) {
 		return fault.Invalid(f+".id", "must be 1-64 of A-Z a-z 0-9 _ -, got %q", b.ID)
 	}
-	ok := false
-	for _, t := range blockTypes {
-		ok = ok || b.Type == t
-	}
-	if !ok {
+	if !slices.Contains(blockTypes, b.Type) {
 		return fault.Invalid(f+".type", "must be one of %s, got %q", strings.Join(blockTypes, ", "), b.Type)
 	}
 	if utf8.RuneCountInString(b.Text) > maxBlockText {

@@ -1,6 +1,7 @@
 package notes
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -58,10 +59,7 @@ type NodeList struct {
 // List answers a page of the nodes that have a document, without their
 // blocks (GET .../document reads one).
 func (s *Service) List(ctx context.Context, q ListQuery) (NodeList, error) {
-	limit := q.Limit
-	if limit == 0 {
-		limit = 100
-	}
+	limit := cmp.Or(q.Limit, 100)
 	var fs []store.Filter
 	if q.Notebook != "" {
 		fs = append(fs, store.Where("notebook_id", store.Eq, q.Notebook))

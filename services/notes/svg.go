@@ -61,9 +61,7 @@ func (d *svgDoc) finish(width float64) []byte {
 // wrap breaks text into lines of at most n characters at spaces (a longer
 // word is cut); newlines are kept.
 func wrap(text string, n int) []string {
-	if n < 1 {
-		n = 1
-	}
+	n = max(n, 1)
 	var out []string
 	for _, para := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
 		line := ""
@@ -143,18 +141,14 @@ func renderSVG(b Block, width int) ([]byte, error) {
 		d.h = 2 * pad
 		fmt.Fprintf(&d.b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#cccccc" stroke-width="2"/>`+"\n", num(pad), num(pad), num(w-pad), num(pad))
 	}
-	if d.h < 2*pad {
-		d.h = 2 * pad
-	}
+	d.h = max(d.h, 2*pad)
 	return d.finish(w), nil
 }
 
 // codeLines splits code into lines, keeping indentation, cutting lines
 // longer than n characters.
 func codeLines(text string, n int) []string {
-	if n < 1 {
-		n = 1
-	}
+	n = max(n, 1)
 	var out []string
 	for _, l := range strings.Split(strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\t", "    "), "\n") {
 		r := []rune(l)

@@ -1,6 +1,7 @@
 package notifications
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -122,9 +123,7 @@ func newHub(db *store.DB, clock clockpkg.Clock, keep int) (*hub, error) {
 	for _, m := range h.msgs {
 		n := m.Notification
 		h.current[n.ID] = &n
-		if n.DBusID >= h.nextDBus {
-			h.nextDBus = n.DBusID
-		}
+		h.nextDBus = max(h.nextDBus, n.DBusID)
 	}
 	now := clock.Now()
 	for id, n := range h.current {
@@ -152,9 +151,7 @@ func (h *hub) publishLocked(typ string, n Notification) (Message, error) {
 			return err
 		}
 		m.Seq = seq
-		if m.Notification.ID == "" {
-			m.Notification.ID = "n" + strconv.FormatUint(seq, 10)
-		}
+		m.Notification.ID = cmp.Or(m.Notification.ID, "n"+strconv.FormatUint(seq, 10))
 		if err := tx.Put(bucketMessages, key(seq), m); err != nil {
 			return err
 		}
@@ -241,9 +238,7 @@ func (h *hub) add(n Notification, replaces uint32) (Notification, error) {
 }
 
 func (h *hub) armLocked(n Notification, d time.Duration) {
-	if d < 0 {
-		d = 0
-	}
+	d = max(d, 0)
 	id := n.ID
 	h.timers[id] = time.AfterFunc(d, func() {
 		if got, ok := h.dismiss(id, ReasonExpired); ok && h.onExpire != nil {

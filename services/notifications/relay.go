@@ -106,12 +106,10 @@ func (r *Relay) kick() {
 		return
 	}
 	r.running = true
-	r.delivers.Add(1)
-	go r.deliver()
+	r.delivers.Go(r.deliver)
 }
 
 func (r *Relay) deliver() {
-	defer r.delivers.Done()
 	for {
 		r.mu.Lock()
 		if len(r.queue) == 0 || (r.target == nil && r.url == "") {

@@ -9,6 +9,7 @@
 package notifications
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -86,23 +87,14 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	keep := set.Keep
-	if keep == 0 {
-		keep = 1000
-	}
-	display := set.Display
-	if display == "" {
-		display = os.Getenv("DISPLAY")
-	}
+	keep := cmp.Or(set.Keep, 1000)
+	display := cmp.Or(set.Display, os.Getenv("DISPLAY"))
 	if d, err := normalizeDisplay(display); err == nil {
 		display = d
 	} else {
 		display = ":0"
 	}
-	bus := set.Bus
-	if bus == "" {
-		bus = os.Getenv("DBUS_SESSION_BUS_ADDRESS")
-	}
+	bus := cmp.Or(set.Bus, os.Getenv("DBUS_SESSION_BUS_ADDRESS"))
 	if bus == "none" {
 		bus = ""
 	}
@@ -118,8 +110,7 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	h.onExpire = s.expired
 	if bus != "" {
 		s.bus = &busServer{svc: s, addr: bus, display: display}
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.bus.run(s.stop) }()
+		s.wg.Go(func() { s.bus.run(s.stop) })
 	}
 	if r, ok := deps.Notifier.(*Relay); ok {
 		r.Attach(s)
@@ -176,11 +167,7 @@ func (s *Service) Notify(e contract.Event) {
 	if e.Time.IsZero() {
 		e.Time = s.deps.Clock.Now()
 	}
-	level := e.Level
-	if level == "" {
-		level = "info"
-	}
-	n := Notification{Kind: KindEvent, Display: AgentDisplay, Source: e.Source, EventKind: e.Kind, Level: level,
+	n := Notification{Kind: KindEvent, Display: AgentDisplay, Source: e.Source, EventKind: e.Kind, Level: cmp.Or(e.Level, "info"),
 		Title: e.Title, Body: e.Body, Data: e.Data, CreatedAt: e.Time.UTC()}
 	if _, err := s.hub.add(n, 0); err != nil {
 		s.log.Error("notifications: event not kept", "kind", e.Kind, "err", err)

@@ -98,9 +98,7 @@ func (s *Service) syncArchive(ctx context.Context, st *stepper, src Source, dest
 }
 
 func redact(raw string) string {
-	if i := strings.Index(raw, "?"); i >= 0 {
-		raw = raw[:i]
-	}
+	raw, _, _ = strings.Cut(raw, "?")
 	if i := strings.Index(raw, "@"); i >= 0 {
 		if j := strings.Index(raw, "://"); j >= 0 && j < i {
 			raw = raw[:j+3] + raw[i+1:]

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -287,20 +288,14 @@ func (e *egress) gitPins(ctx context.Context, raw string) (opts []string, env []
 	}
 	switch t.scheme {
 	case "http", "https":
-		port := t.port
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[t.scheme]
-		}
+		port := cmp.Or(t.port, map[string]string{"http": "80", "https": "443"}[t.scheme])
 		opts = append(opts, "-c", "http.curloptResolve="+t.host+":"+port+":"+ipForCurl(ip))
 	case "ssh":
 		env = append(env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes -o HostName="+ip.String()+" -o HostKeyAlias="+t.host)
 	case "git":
 		u, _ := url.Parse(raw)
 		from := "git://" + u.Host + "/"
-		port := t.port
-		if port == "" {
-			port = "9418"
-		}
+		port := cmp.Or(t.port, "9418")
 		opts = append(opts, "-c", "url.git://"+net.JoinHostPort(ip.String(), port)+"/.insteadOf="+from)
 	}
 	return opts, env, nil

@@ -7,6 +7,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -83,18 +84,9 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws := set.Workspace
-	if ws == "" {
-		ws = filepath.Join(deps.DataDir, "workspace")
-	}
-	timeout := set.SyncTimeout
-	if timeout == 0 {
-		timeout = 10 * time.Minute
-	}
-	maxBytes := set.MaxArchive
-	if maxBytes == 0 {
-		maxBytes = 1 << 30
-	}
+	ws := cmp.Or(set.Workspace, filepath.Join(deps.DataDir, "workspace"))
+	timeout := cmp.Or(set.SyncTimeout, 10*time.Minute)
+	maxBytes := cmp.Or(set.MaxArchive, 1<<30)
 	key, _, err := secrets.LoadOrCreate(filepath.Join(deps.DataDir, "secrets.key"))
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -107,9 +108,7 @@ func (r *CreateSource) Validate() error {
 	if r.Type != TypeGit && r.Type != TypeArchive {
 		return fault.Invalid("type", "must be git or archive, got %q", r.Type)
 	}
-	if r.Dir == "" {
-		r.Dir = r.Name
-	}
+	r.Dir = cmp.Or(r.Dir, r.Name)
 	return validateSource(r.Type, r.URL, r.Ref, r.Dir)
 }
 
@@ -310,12 +309,7 @@ func (s *Service) getSource(tx *store.Tx, id string, dst *Source) error {
 // source reads one source with its URL whole.
 func (s *Service) source(id string) (Source, error) {
 	var src Source
-	err := s.deps.Store.View(func(tx *store.Tx) error {
-		if err := s.getSource(tx, id, &src); err != nil {
-			return err
-		}
-		return nil
-	})
+	err := s.deps.Store.View(func(tx *store.Tx) error { return s.getSource(tx, id, &src) })
 	return s.withPath(src), err
 }
 

@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -193,9 +194,7 @@ func gitPinned(ctx context.Context, dir string, opts, env []string, args ...stri
 		if len(msg) > 2000 {
 			msg = msg[len(msg)-2000:]
 		}
-		if msg == "" {
-			msg = err.Error()
-		}
+		msg = cmp.Or(msg, err.Error())
 		return "", fmt.Errorf("git %s: %s", args[0], msg)
 	}
 	return strings.TrimSpace(out.String()), nil
@@ -231,10 +230,7 @@ func (s *Service) syncGit(ctx context.Context, st *stepper, src Source, dest str
 	}); err != nil {
 		return "", err
 	}
-	ref := src.Ref
-	if ref == "" {
-		ref = "HEAD"
-	}
+	ref := cmp.Or(src.Ref, "HEAD")
 	if err := st.do("fetch", func() error {
 		_, err := gitPinned(ctx, dest, opts, env, "fetch", "--quiet", "--no-tags", "origin", "--", ref)
 		return err

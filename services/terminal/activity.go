@@ -1,16 +1,18 @@
 package terminal
 
-import "deckhand/platform/contract"
+import (
+	"maps"
+	"slices"
+
+	"deckhand/platform/contract"
+)
 
 // Activity counts the live sessions a client is attached to (an open
 // terminal keeps the container from idling) and when the last client
 // left one or the last attached shell exited.
 func (s *Service) Activity() contract.Activity {
 	s.mu.Lock()
-	all := make([]*Session, 0, len(s.sessions))
-	for _, sess := range s.sessions {
-		all = append(all, sess)
-	}
+	all := slices.Collect(maps.Values(s.sessions))
 	s.mu.Unlock()
 	var a contract.Activity
 	open := 0

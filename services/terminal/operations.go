@@ -1,8 +1,10 @@
 package terminal
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 
 	"deckhand/platform/fault"
@@ -152,20 +154,14 @@ func (svc *Service) Delete(ctx context.Context, in SessionRef) (SessionInfo, err
 
 func (svc *Service) list() []SessionInfo {
 	svc.mu.Lock()
-	all := make([]*Session, 0, len(svc.sessions))
-	for _, s := range svc.sessions {
-		all = append(all, s)
-	}
+	all := slices.Collect(maps.Values(svc.sessions))
 	svc.mu.Unlock()
 	out := make([]SessionInfo, 0, len(all))
 	for _, s := range all {
 		out = append(out, s.info())
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt != out[j].CreatedAt {
-			return out[i].CreatedAt < out[j].CreatedAt
-		}
-		return out[i].ID < out[j].ID
+	slices.SortFunc(out, func(a, b SessionInfo) int {
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	return out
 }

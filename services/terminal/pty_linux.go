@@ -98,14 +98,3 @@ func signalGroup(pid int, sig syscall.Signal) {
 	_ = proc.KillGroup(pid, sig)
 	_ = syscall.Kill(pid, sig)
 }
-
-// exitCode follows the shell convention: 128+N for death by signal N.
-func exitCode(ps *os.ProcessState) int {
-	if ps == nil {
-		return -1
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
-}

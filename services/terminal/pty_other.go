@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"syscall"
 
-	"deckhand/platform"
+	"deckhand/platform/fault"
 )
 
 const (
@@ -24,10 +24,3 @@ func startShell(string, string, []string, *syscall.Credential, int, int) (*os.Fi
 func setSize(*os.File, int, int) error { return nil }
 
 func signalGroup(int, syscall.Signal) {}
-
-func exitCode(ps *os.ProcessState) int {
-	if ps == nil {
-		return -1
-	}
-	return ps.ExitCode()
-}

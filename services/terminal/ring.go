@@ -59,9 +59,7 @@ func (r *ring) since(from int64) []byte { return r.span(from, -1) }
 // span copies at most n bytes (all when n < 0) from absolute offset from,
 // clamped to what is held.
 func (r *ring) span(from int64, n int) []byte {
-	if from < r.oldest() {
-		from = r.oldest()
-	}
+	from = max(from, r.oldest())
 	if from >= r.total {
 		return nil
 	}

@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"bytes"
+	"cmp"
 	"image"
 	"image/color"
 	"image/draw"
@@ -104,10 +105,7 @@ func (s *Session) catchUp(limit int) int64 {
 		if restart {
 			from = max(oldest, total-skipLag)
 		}
-		n := int(total - from)
-		if n > parseChunk {
-			n = parseChunk
-		}
+		n := min(int(total-from), parseChunk)
 		data := s.ring.span(from, n)
 		s.mu.Unlock()
 
@@ -215,10 +213,7 @@ func (g screenGrid) text() string {
 	for y := 0; y < g.rows; y++ {
 		var line strings.Builder
 		for x := 0; x < g.cols; x++ {
-			r := g.cells[y*g.cols+x].Char
-			if r == 0 {
-				r = ' '
-			}
+			r := cmp.Or(g.cells[y*g.cols+x].Char, ' ')
 			line.WriteRune(r)
 		}
 		b.WriteString(strings.TrimRight(line.String(), " "))

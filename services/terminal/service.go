@@ -17,8 +17,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -140,8 +142,7 @@ func New(deps contract.ServiceDeps, set *Settings) *Service {
 		sessions: make(map[string]*Session),
 		stop:     make(chan struct{}),
 	}
-	s.janitor.Add(1)
-	go s.sweep()
+	s.janitor.Go(s.sweep)
 	return s
 }
 
@@ -154,17 +155,13 @@ func (s *Service) Close() error {
 		return nil
 	}
 	s.closed = true
-	all := make([]*Session, 0, len(s.sessions))
-	for _, sess := range s.sessions {
-		all = append(all, sess)
-	}
+	all := slices.Collect(maps.Values(s.sessions))
 	s.sessions = map[string]*Session{}
 	s.mu.Unlock()
 	close(s.stop)
 	var wg sync.WaitGroup
 	for _, sess := range all {
-		wg.Add(1)
-		go func() { defer wg.Done(); sess.terminate(s.opt.KillGrace) }()
+		wg.Go(func() { sess.terminate(s.opt.KillGrace) })
 	}
 	wg.Wait()
 	s.janitor.Wait()
@@ -175,7 +172,6 @@ func (s *Service) Close() error {
 // ended ones after ExitedRetention. It compares against the injected clock
 // so tests can move time; the ticker only sets how often it looks.
 func (s *Service) sweep() {
-	defer s.janitor.Done()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {

@@ -317,7 +317,7 @@ func (s *Session) output(p []byte) {
 // every client the exit code (after all output) and releases the PTY.
 func (s *Session) waitLoop() {
 	_ = s.cmd.Wait()
-	code := exitCode(s.cmd.ProcessState)
+	code, _ := proc.ExitStatus(s.cmd.ProcessState)
 	select {
 	case <-s.readDone:
 	case <-time.After(2 * time.Second):

@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -167,10 +168,7 @@ func (s *Service) forwardTo(w http.ResponseWriter, r *http.Request, in ProxyRequ
 	out.URL.Path = "/" + path
 	if r.URL.RawPath != "" {
 		if raw, ok := strings.CutPrefix(r.URL.RawPath, prefix); ok {
-			out.URL.RawPath = raw
-			if out.URL.RawPath == "" {
-				out.URL.RawPath = "/"
-			}
+			out.URL.RawPath = cmp.Or(raw, "/")
 		}
 	}
 	if addPrefix {
@@ -267,12 +265,7 @@ func (r *statusRecorder) Write(p []byte) (int, error) {
 	return r.ResponseWriter.Write(p)
 }
 
-func (r *statusRecorder) status() int {
-	if r.code == 0 {
-		return http.StatusOK
-	}
-	return r.code
-}
+func (r *statusRecorder) status() int { return cmp.Or(r.code, http.StatusOK) }
 
 // Unwrap lets http.ResponseController reach Flush and Hijack beneath.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -16,8 +16,10 @@ package tunnel
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,10 +229,7 @@ func (s *Service) Close() error {
 		return nil
 	}
 	s.closed = true
-	all := make([]*session, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		all = append(all, ss)
-	}
+	all := slices.Collect(maps.Values(s.sessions))
 	s.mu.Unlock()
 	s.scanner.stop()
 	for _, ss := range all {

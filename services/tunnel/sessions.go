@@ -1,10 +1,11 @@
 package tunnel
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,11 +120,8 @@ func (s *Service) Sessions(context.Context) SessionList {
 		out = append(out, ss.snapshot())
 	}
 	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].StartedAt.Equal(out[j].StartedAt) {
-			return out[i].StartedAt.Before(out[j].StartedAt)
-		}
-		return out[i].ID < out[j].ID
+	slices.SortFunc(out, func(a, b Session) int {
+		return cmp.Or(a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID))
 	})
 	return SessionList{Sessions: out}
 }
@@ -156,7 +154,7 @@ func (s *Service) Tunnels(ctx context.Context) TunnelList {
 		t.BytesIn += ss.BytesIn
 		t.BytesOut += ss.BytesOut
 		t.IDs = append(t.IDs, ss.ID)
-		if !contains(t.Kinds, ss.Kind) {
+		if !slices.Contains(t.Kinds, ss.Kind) {
 			t.Kinds = append(t.Kinds, ss.Kind)
 		}
 	}
@@ -164,20 +162,8 @@ func (s *Service) Tunnels(ctx context.Context) TunnelList {
 	for _, k := range order {
 		out = append(out, *by[k])
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Port != out[j].Port {
-			return out[i].Port < out[j].Port
-		}
-		return out[i].Target < out[j].Target
+	slices.SortFunc(out, func(a, b Tunnel) int {
+		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Target, b.Target))
 	})
 	return TunnelList{Tunnels: out}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -8,6 +8,7 @@
 package vault
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,10 +67,8 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if set == nil {
 		set = &Settings{}
 	}
-	path := set.KeyFile
-	if path == "" {
-		path = filepath.Join(filepath.Dir(deps.DataDir), "vault.key")
-	}
+	deps = deps.WithDefaults()
+	path := cmp.Or(set.KeyFile, filepath.Join(filepath.Dir(deps.DataDir), "vault.key"))
 	key, _, err := secrets.LoadOrCreate(path)
 	if err != nil {
 		return nil, fmt.Errorf("--vault-key-file: %w", err)
@@ -78,21 +77,16 @@ func New(deps contract.ServiceDeps, set *Settings) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--vault-key-file %s: %w", path, err)
 	}
-	clock := deps.Clock
-	if clock == nil {
-		clock = clockpkg.SystemClock{}
-	}
 	if err := deps.Store.Declare(context.Background(), keyTable); err != nil {
 		return nil, fmt.Errorf("vault: %w", err)
 	}
-	s := &Service{db: deps.Store, sealer: sealer, clock: clock}
+	s := &Service{db: deps.Store, sealer: sealer, clock: deps.Clock}
 	if err := s.checkKey(path); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	s.done.Add(1)
-	go s.sweep(ctx)
+	s.done.Go(func() { s.sweep(ctx) })
 	return s, nil
 }
 
@@ -126,7 +120,6 @@ func (s *Service) checkKey(path string) error {
 // sweep removes expired keys once a minute (reads already treat them as
 // absent; this gives their space back).
 func (s *Service) sweep(ctx context.Context) {
-	defer s.done.Done()
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {

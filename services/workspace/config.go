@@ -2,10 +2,12 @@ package workspace
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,18 +113,10 @@ func (c *Config) defaults() {
 		}
 	}
 	m := &c.Memory
-	if m.MaxBlockLimit == 0 {
-		m.MaxBlockLimit = 100000
-	}
-	if m.DefaultBlockLimit == 0 {
-		m.DefaultBlockLimit = min(5000, m.MaxBlockLimit)
-	}
-	if m.MaxBlocks == 0 {
-		m.MaxBlocks = 100
-	}
-	if m.MaxEntryChars == 0 {
-		m.MaxEntryChars = 20000
-	}
+	m.MaxBlockLimit = cmp.Or(m.MaxBlockLimit, 100000)
+	m.DefaultBlockLimit = cmp.Or(m.DefaultBlockLimit, min(5000, m.MaxBlockLimit))
+	m.MaxBlocks = cmp.Or(m.MaxBlocks, 100)
+	m.MaxEntryChars = cmp.Or(m.MaxEntryChars, 20000)
 	if m.Search.K1 == 0 && m.Search.B == 0 {
 		m.Search = SearchConfig{K1: 1.2, B: 0.75}
 	}
@@ -142,15 +136,6 @@ var (
 	permissionVals = []string{"allow", "ask", "deny"}
 )
 
-func oneOf(v string, set []string) bool {
-	for _, s := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Validate checks the document after defaults; errors name the JSON path.
 func (c *Config) Validate() error {
 	for _, id := range sortedKeys(c.Providers) {
@@ -159,7 +144,7 @@ func (c *Config) Validate() error {
 		if !providerIDRule.MatchString(id) {
 			return fault.Invalid(f, "provider ids are 1-64 of a-z 0-9 - _")
 		}
-		if !oneOf(p.Type, providerTypes) {
+		if !slices.Contains(providerTypes, p.Type) {
 			return fault.Invalid(f+".type", "must be one of %s, got %q", strings.Join(providerTypes, ", "), p.Type)
 		}
 		if p.BaseURL != "" {
@@ -207,7 +192,7 @@ func (c *Config) Validate() error {
 	}
 	for _, p := range []struct{ field, v string }{{"permission.edit", c.Permission.Edit}, {"permission.bash", c.Permission.Bash},
 		{"permission.webfetch", c.Permission.WebFetch}, {"permission.mcp", c.Permission.MCP}} {
-		if !oneOf(p.v, permissionVals) {
+		if !slices.Contains(permissionVals, p.v) {
 			return fault.Invalid(p.field, "must be allow, ask or deny, got %q", p.v)
 		}
 	}
@@ -314,23 +299,16 @@ func (s *Service) PatchConfig(ctx context.Context, req ConfigPatchInput) (Config
 		if _, ok := patch["project"]; ok {
 			return fault.Invalid("project", "is set with PATCH /api/v1/workspaces/{workspaceID}/project/{projectID}")
 		}
-		if provs, ok := patch["providers"].(map[string]any); ok {
-			for id, p := range provs {
-				if pm, ok := p.(map[string]any); ok {
-					if _, ok := pm["api_key_set"]; ok {
-						return fault.Invalid("providers."+id+".api_key_set", "is read-only")
-					}
-				}
-			}
-		}
 		// Key removal: "api_key": null in the patch.
 		removeKey := map[string]bool{}
-		if provs, ok := patch["providers"].(map[string]any); ok {
-			for id, p := range provs {
-				if pm, ok := p.(map[string]any); ok {
-					if v, has := pm["api_key"]; has && v == nil {
-						removeKey[id] = true
-					}
+		provs, _ := patch["providers"].(map[string]any)
+		for id, p := range provs {
+			if pm, ok := p.(map[string]any); ok {
+				if _, ok := pm["api_key_set"]; ok {
+					return fault.Invalid("providers."+id+".api_key_set", "is read-only")
+				}
+				if v, has := pm["api_key"]; has && v == nil {
+					removeKey[id] = true
 				}
 			}
 		}

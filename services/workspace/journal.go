@@ -1,8 +1,11 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,9 +102,7 @@ func (r *SearchRequest) Validate() error {
 	if len(tokenize(r.Query)) == 0 {
 		return fault.Invalid("query", "must contain at least one word (letters or digits)")
 	}
-	if r.Limit == 0 {
-		r.Limit = 10
-	}
+	r.Limit = cmp.Or(r.Limit, 10)
 	if r.Limit < 1 || r.Limit > 100 {
 		return fault.Invalid("limit", "must be 1-100, got %d", r.Limit)
 	}
@@ -250,7 +251,7 @@ func (s *Service) Journal(ctx context.Context, q JournalQuery) (EntryList, error
 				return err
 			}
 			for _, e := range pg.Items {
-				if f.Tag != "" && !hasTag(e, f.Tag) {
+				if f.Tag != "" && !slices.Contains(e.Tags, f.Tag) {
 					continue
 				}
 				if f.Limit > 0 && len(out.Entries) == f.Limit {
@@ -266,15 +267,6 @@ func (s *Service) Journal(ctx context.Context, q JournalQuery) (EntryList, error
 		}
 	})
 	return out, fault.Wrap("list the memory journal", err)
-}
-
-func hasTag(e Entry, tag string) bool {
-	for _, t := range e.Tags {
-		if t == tag {
-			return true
-		}
-	}
-	return false
 }
 
 // CountEntries counts a workspace's journal entries.
@@ -376,10 +368,7 @@ func (s *Service) Search(ctx context.Context, req SearchInput) (SearchResult, er
 				scores[k[len(p):]] += idf * tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avg))
 			}
 		}
-		docs := make([]string, 0, len(scores))
-		for d := range scores {
-			docs = append(docs, d)
-		}
+		docs := slices.Collect(maps.Keys(scores))
 		sort.Slice(docs, func(i, j int) bool {
 			if scores[docs[i]] != scores[docs[j]] {
 				return scores[docs[i]] > scores[docs[j]]
@@ -391,7 +380,7 @@ func (s *Service) Search(ctx context.Context, req SearchInput) (SearchResult, er
 			if _, err := tx.Get(bucketJournal, prefix(ws)+d, &e); err != nil {
 				return err
 			}
-			if in.Tag != "" && !hasTag(e, in.Tag) {
+			if in.Tag != "" && !slices.Contains(e.Tags, in.Tag) {
 				continue
 			}
 			res.Hits = append(res.Hits, Hit{Entry: e, Score: math.Round(scores[d]*1e6) / 1e6})

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"sort"
 
@@ -57,12 +58,8 @@ func (s *Service) provider(id string, p ProviderConfig) Provider {
 	for _, c := range catalog {
 		if c.Type == p.Type {
 			out.Env = c.Env
-			if out.Name == "" {
-				out.Name = c.Name
-			}
-			if out.BaseURL == "" {
-				out.BaseURL = c.BaseURL
-			}
+			out.Name = cmp.Or(out.Name, c.Name)
+			out.BaseURL = cmp.Or(out.BaseURL, c.BaseURL)
 		}
 	}
 	switch {

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,7 +133,7 @@ func (s *Service) Answer(ctx context.Context, req QuestionAnswer) (q Question, e
 		if q.Status != "pending" {
 			return &fault.Error{Code: fault.CodeConflict, Details: "status", Message: "status: the question " + id + " is already answered"}
 		}
-		if len(q.Options) > 0 && !oneOf(in.Answer, q.Options) {
+		if len(q.Options) > 0 && !slices.Contains(q.Options, in.Answer) {
 			return fault.Invalid("answer", "must be one of the question's options: %s", strings.Join(q.Options, ", "))
 		}
 		now := s.clock.Now()
