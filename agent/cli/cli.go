@@ -236,21 +236,57 @@ func AgentURLOf(cmd *cobra.Command, id string) (string, error) {
 	return "http://" + ct.AgentAddr, nil
 }
 
-// printData prints an answer's data in the command's format.
-func printData(cmd *cobra.Command, resp *deckhand.Answer, table func(t *output.TableWriter, data any) error) error {
+// printData prints JSON data (an answer's, as sent) in the command's
+// format; table draws it, decoded.
+func printData(cmd *cobra.Command, raw json.RawMessage, table func(t *output.TableWriter, data any)) error {
 	p := output.New(cmd)
 	var data any
-	if p.Format == output.Table && len(resp.Data) > 0 {
+	if p.Format == output.Table && len(raw) > 0 {
 		var err error
-		if data, err = output.Decode(resp.Data); err != nil {
+		if data, err = output.Decode(raw); err != nil {
 			return err
 		}
 	}
-	var tf func(*output.TableWriter) error
-	if table != nil {
-		tf = func(t *output.TableWriter) error { return table(t, data) }
+	return p.Print(raw, func(t *output.TableWriter) { table(t, data) })
+}
+
+// show sends r to the logged-in control plane and prints its answer's
+// data (printData).
+func show(cmd *cobra.Command, r deckhand.Request, table func(t *output.TableWriter, data any)) error {
+	c, err := loadControl(true)
+	if err != nil {
+		return err
 	}
-	return p.Print(resp.Data, tf)
+	resp, err := c.call(cmd, r)
+	if err != nil {
+		return err
+	}
+	return printData(cmd, resp.Data, table)
+}
+
+// remove sends DELETE path to the logged-in control plane and prints
+// {id, <done>: true, message}; the table says the message and id.
+func remove(cmd *cobra.Command, path, id, done string) error {
+	c, err := loadControl(true)
+	if err != nil {
+		return err
+	}
+	resp, err := c.call(cmd, deckhand.Request{Method: http.MethodDelete, Path: path})
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"id": id, done: true, "message": resp.Message}
+	return output.New(cmd).Line(out, "%s: %s.", resp.Message, id)
+}
+
+// objectTable draws data as one object's cols.
+func objectTable(cols []output.Column) func(*output.TableWriter, any) {
+	return func(t *output.TableWriter, d any) { t.Object(d, cols) }
+}
+
+// listTable draws the list under key in data, one row of cols each.
+func listTable(key string, cols []output.Column) func(*output.TableWriter, any) {
+	return func(t *output.TableWriter, d any) { t.Objects(output.Field(d, key), cols) }
 }
 
 // terminal is where prompts go: stdin and stderr when stdin is a terminal,

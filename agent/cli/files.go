@@ -75,11 +75,7 @@ func lsCmd() *cobra.Command {
 		} else {
 			raw, _ = json.Marshal(map[string]any{"path": p, "entries": []json.RawMessage{one}, "truncated": false})
 		}
-		d, err := output.Decode(raw)
-		if err != nil {
-			return err
-		}
-		return output.New(cmd).Print(raw, func(t *output.TableWriter) error {
+		return printData(cmd, raw, func(t *output.TableWriter, d any) {
 			cols := entryCols
 			if depth > 1 {
 				cols = append(cols[:len(cols)-1:len(cols)-1], output.Column{Header: "PATH", Field: "path"})
@@ -88,7 +84,6 @@ func lsCmd() *cobra.Command {
 			if output.Field(d, "truncated") == true {
 				t.Line("(truncated: more entries than the service lists at once)")
 			}
-			return nil
 		})
 	}
 	return cmd
@@ -151,17 +146,16 @@ func cpCmd() *cobra.Command {
 			}
 			res = r
 		}
-		return output.New(cmd).Print(res, func(t *output.TableWriter) error {
+		return output.New(cmd).Print(res, func(t *output.TableWriter) {
 			if r, ok := res.(*copyResult); ok {
 				resumed := ""
 				if r.ResumedFrom > 0 {
 					resumed = fmt.Sprintf(", resumed at byte %d", r.ResumedFrom)
 				}
 				t.Line("%s -> %s: %d bytes, sha256 %s%s", r.Source, r.Destination, r.Size, r.SHA256, resumed)
-				return nil
+				return
 			}
 			t.Line("%s -> %s", args[0], args[1])
-			return nil
 		})
 	}
 	return cmd
@@ -202,13 +196,12 @@ func rmCmd() *cobra.Command {
 			}
 			out = append(out, removed{Path: p, Removed: err == nil})
 		}
-		return output.New(cmd).Print(out, func(t *output.TableWriter) error {
+		return output.New(cmd).Print(out, func(t *output.TableWriter) {
 			for _, r := range out {
 				if r.Removed {
 					t.Line("removed :%s", r.Path)
 				}
 			}
-			return nil
 		})
 	}
 	return cmd
@@ -247,15 +240,10 @@ func mkdirCmd() *cobra.Command {
 			made = append(made, e)
 		}
 		raw, _ := json.Marshal(made)
-		d, err := output.Decode(raw)
-		if err != nil {
-			return err
-		}
-		return output.New(cmd).Print(json.RawMessage(raw), func(t *output.TableWriter) error {
+		return printData(cmd, raw, func(t *output.TableWriter, d any) {
 			for _, e := range asList(d) {
 				t.Line("made :%s", path.Clean(output.Cell(output.Field(e, "path"))))
 			}
-			return nil
 		})
 	}
 	return cmd

@@ -99,10 +99,8 @@ func loginCmd() *cobra.Command {
 				return err
 			}
 			out := map[string]any{"control_url": cfg.ControlURL, "credential": cfg.Credential.Kind, "config": c.path, "user": userRaw}
-			return output.New(cmd).Print(out, func(t *output.TableWriter) error {
-				t.Line("Logged in to %s as %s (%s credential kept in %s).", cfg.ControlURL, nameOf(user), cfg.Credential.Kind, c.path)
-				return nil
-			})
+			return output.New(cmd).Line(out, "Logged in to %s as %s (%s credential kept in %s).",
+				cfg.ControlURL, nameOf(user), cfg.Credential.Kind, c.path)
 		},
 	}
 	f := cmd.Flags()
@@ -255,10 +253,7 @@ func logoutCmd() *cobra.Command {
 				return err
 			}
 			out := map[string]any{"control_url": c.cfg.ControlURL, "credential": kind, "session_ended": ended}
-			return output.New(cmd).Print(out, func(t *output.TableWriter) error {
-				t.Line("Logged out of %s.", c.cfg.ControlURL)
-				return nil
-			})
+			return output.New(cmd).Line(out, "Logged out of %s.", c.cfg.ControlURL)
 		},
 	}
 }
@@ -278,11 +273,10 @@ func whoamiCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printData(cmd, resp, func(t *output.TableWriter, d any) error {
+			return printData(cmd, resp.Data, func(t *output.TableWriter, d any) {
 				t.Object(d, output.Cols("ID=id", "EMAIL=email", "USERNAME=username", "ROLE=role", "TWO-FACTOR=two_factor_enabled"))
 				t.Row("CONTROL PLANE", c.cfg.ControlURL)
 				t.Row("CREDENTIAL", c.cfg.Credential.Kind)
-				return nil
 			})
 		},
 	}

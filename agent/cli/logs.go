@@ -58,9 +58,8 @@ func logsCmd() *cobra.Command {
 			if err := json.Unmarshal(line, &e); err != nil {
 				return fmt.Errorf("unreadable journal entry: %w", err)
 			}
-			return p.Item(json.RawMessage(line), func(t *output.TableWriter) error {
+			return p.Item(json.RawMessage(line), func(t *output.TableWriter) {
 				t.Line("%s %s %s %s", e.Time.Local().Format("2006-01-02T15:04:05.000"), e.Source, e.Level, e.Message)
-				return nil
 			})
 		}
 		if !follow {

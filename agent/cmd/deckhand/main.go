@@ -271,11 +271,7 @@ func statusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			err = output.New(cmd).Print(json.RawMessage(raw), func(t *output.TableWriter) error {
-				printStatus(t, st)
-				return nil
-			})
-			if err != nil {
+			if err := output.New(cmd).Print(json.RawMessage(raw), func(t *output.TableWriter) { printStatus(t, st) }); err != nil {
 				return err
 			}
 			if down := notRunning(st); down > 0 {
@@ -332,14 +328,11 @@ func versionCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := map[string]string{"version": platform.Version, "built": platform.BuildTime}
-			return output.New(cmd).Print(v, func(t *output.TableWriter) error {
-				line := "deckhand " + platform.Version
-				if platform.BuildTime != "" {
-					line += " (built " + platform.BuildTime + ")"
-				}
-				t.Line("%s", line)
-				return nil
-			})
+			line := "deckhand " + platform.Version
+			if platform.BuildTime != "" {
+				line += " (built " + platform.BuildTime + ")"
+			}
+			return output.New(cmd).Line(v, "%s", line)
 		},
 	}
 }

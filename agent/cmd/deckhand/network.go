@@ -36,11 +36,7 @@ func networkCmd() *cobra.Command {
 				return fmt.Errorf("the agent at %s has no network layer: it runs without --control-url", listen)
 			}
 			eg := *st.Egress
-			err = output.New(cmd).Print(eg, func(t *output.TableWriter) error {
-				printEgress(t, eg)
-				return nil
-			})
-			if err != nil {
+			if err := output.New(cmd).Print(eg, func(t *output.TableWriter) { printEgress(t, eg) }); err != nil {
 				return err
 			}
 			if !eg.Enforceable {
