@@ -82,17 +82,22 @@ type AgentFlags struct {
 	base      string // the agent's URL Client found
 }
 
-// DefaultAgentURL is the agent a client command talks to without --agent.
+// DefaultAgentURL is the agent a client command talks to without --agent
+// or AgentEnv.
 const DefaultAgentURL = "http://127.0.0.1:7700"
+
+// AgentDefault is --agent's default: AgentEnv, else DefaultAgentURL.
+func AgentDefault() string {
+	if v := os.Getenv(AgentEnv); v != "" {
+		return v
+	}
+	return DefaultAgentURL
+}
 
 // AddAgentFlags declares --agent, --token and --container on cmd.
 func AddAgentFlags(cmd *cobra.Command) *AgentFlags {
 	a := &AgentFlags{}
-	def := DefaultAgentURL
-	if v := os.Getenv(AgentEnv); v != "" {
-		def = v
-	}
-	cmd.Flags().StringVar(&a.URL, "agent", def, "the container's agent (gateway) URL; env "+AgentEnv)
+	cmd.Flags().StringVar(&a.URL, "agent", AgentDefault(), "the container's agent (gateway) URL; env "+AgentEnv)
 	cmd.Flags().StringVar(&a.Token, "token", "", "token for the gateway's proxy permissions (prefer DECKHAND_TOKEN: flags show in ps)")
 	AddContainerFlag(cmd, &a.Container)
 	a.cmd = cmd

@@ -52,6 +52,7 @@ func execCmd() *cobra.Command {
 			"finally {type:end, process}.",
 		Example: "  deckhand exec -- ls -la /\n  deckhand exec --tag build --timeout 10m -- make -j4\n  DECKHAND_AGENT_URL=http://10.0.0.5:7700 deckhand exec -o json -- uname -a",
 		Args:    cobra.MinimumNArgs(1),
+		GroupID: cli.GroupAgent,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The root's -o: table is the command's own streams, json and
 			// yaml are JSON lines.
@@ -95,7 +96,7 @@ func execCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.SetInterspersed(false) // flags after the command belong to it
-	f.StringVar(&agentURL, "agent", envOr("DECKHAND_AGENT_URL", "http://127.0.0.1:7700"), "the agent's gateway (env DECKHAND_AGENT_URL)")
+	f.StringVar(&agentURL, "agent", cli.AgentDefault(), "the agent's gateway (env DECKHAND_AGENT_URL)")
 	f.StringVar(&token, "token", "", "token for the gateway's proxy permissions (prefer DECKHAND_TOKEN: flags show in ps)")
 	cli.AddContainerFlag(cmd, &container)
 	f.StringVar(&tag, "tag", "", "tag the process (GET /api/v1/process?tag=)")
@@ -106,13 +107,6 @@ func execCmd() *cobra.Command {
 	f.BoolVarP(&stdin, "stdin", "i", false, "pass this command's standard input to the command (else it reads end of file)")
 	f.DurationVar(&reconnect, "reconnect-timeout", time.Minute, "how long to keep retrying while the agent cannot be reached")
 	return cmd
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 func randomToken() string {

@@ -70,15 +70,8 @@ func printEgress(t *output.TableWriter, e netconf.Status) {
 	}
 	t.Row("TIME", "OUTCOME", "PROTO", "DESTINATION", "NAME", "VIA", "REASON")
 	for _, d := range e.Recent {
-		t.Row(d.Time.Local().Format("15:04:05.000"), d.Outcome, d.Protocol, dash(d.Destination), dash(d.Name), dash(d.Via), dash(d.Reason))
+		t.Row(d.Time.Local().Format("15:04:05.000"), d.Outcome, d.Protocol, d.Destination, d.Name, d.Via, d.Reason)
 	}
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // fetchStatus asks the agent at listen for its status: the decoded form
