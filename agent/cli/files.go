@@ -67,7 +67,7 @@ func lsCmd() *cobra.Command {
 		if err := box.Call(ctx, http.MethodGet, "files", "/api/v1/files/stat", url.Values{"path": {p}}, nil, &one); err != nil {
 			return ag.explain(err)
 		}
-		if output.Field(mustDecode(one), "type") == "dir" {
+		if d, _ := output.Decode(one); output.Field(d, "type") == "dir" {
 			q := url.Values{"path": {p}, "depth": {fmt.Sprint(depth)}, "hidden": {fmt.Sprint(hidden)}}
 			if err := box.Call(ctx, http.MethodGet, "files", "/api/v1/files", q, nil, &raw); err != nil {
 				return ag.explain(err)
@@ -247,10 +247,4 @@ func mkdirCmd() *cobra.Command {
 		})
 	}
 	return cmd
-}
-
-// mustDecode is raw as output.Decode reads it (nil when it is not JSON).
-func mustDecode(raw json.RawMessage) any {
-	d, _ := output.Decode(raw)
-	return d
 }

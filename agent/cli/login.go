@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	deckhand "github.com/deckhand-dev/deckhand/sdk/go"
 	"github.com/spf13/cobra"
@@ -128,20 +129,13 @@ func nameOf(u loginUser) string {
 // passwordLogin runs login and, when the account asks for it, the
 // two-factor step.
 func passwordLogin(cmd *cobra.Command, client *control, email string, fromStdin bool, code string) (*loginResult, error) {
-	var tty *terminal
 	closeTTY := func() {}
 	defer func() { closeTTY() }()
-	getTTY := func() (*terminal, error) {
-		if tty != nil {
-			return tty, nil
-		}
+	getTTY := sync.OnceValues(func() (*terminal, error) {
 		t, closer, err := openTerminal()
-		if err != nil {
-			return nil, err
-		}
-		tty, closeTTY = t, closer
-		return t, nil
-	}
+		closeTTY = closer
+		return t, err
+	})
 	if email == "" {
 		t, err := getTTY()
 		if err != nil {

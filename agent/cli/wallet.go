@@ -100,10 +100,8 @@ type pageFlags struct {
 	sortBy, sortOrder string
 }
 
-func (p *pageFlags) add(cmd *cobra.Command, withPage bool) {
-	if withPage {
-		cmd.Flags().IntVar(&p.page, "page", 0, "page number (from 1)")
-	}
+func (p *pageFlags) add(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&p.page, "page", 0, "page number (from 1)")
 	cmd.Flags().IntVar(&p.limit, "limit", 0, "entries per page (server default 20)")
 	cmd.Flags().StringVar(&p.sortBy, "sort-by", "", "field to sort by (server default created_at)")
 	cmd.Flags().StringVar(&p.sortOrder, "sort-order", "", "asc or desc (server default desc)")
@@ -155,7 +153,7 @@ func walletTransactionsCmd() *cobra.Command {
 				pagedTable("transactions", cols))
 		},
 	}
-	pf.add(cmd, true)
+	pf.add(cmd)
 	return cmd
 }
 
@@ -242,7 +240,7 @@ func walletInvoicesCmd() *cobra.Command {
 			})
 		},
 	}
-	pf.add(cmd, true)
+	pf.add(cmd)
 	cmd.Flags().StringVar(&pdf, "pdf", "", "save the invoice's PDF to this file (- for stdout)")
 	cmd.Flags().StringVar(&txn, "transaction", "", "the invoice of this transaction (made when it has none)")
 	cmd.Flags().StringVar(&filter, "filter", "", "JSON filter over the invoice fields (list only)")

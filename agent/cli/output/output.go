@@ -110,8 +110,7 @@ func (p *Printer) Line(v any, format string, args ...any) error {
 
 // Item writes one element of a stream (a followed log, new events): json
 // writes it as one compact line (JSON lines, for jq and line-based tools),
-// yaml as one document after a "---" line, table through row. Call Flush
-// (or Print nothing else) when the stream ends.
+// yaml as one document after a "---" line, table through row.
 func (p *Printer) Item(v any, row func(t *TableWriter)) error {
 	return p.write(v, row, true)
 }
